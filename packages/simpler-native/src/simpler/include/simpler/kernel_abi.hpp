@@ -1,0 +1,65 @@
+// The kernel side of the kernel ABI (KERNEL_ABI.md): what a compiled kernel binary includes so
+// that the simulated chip can call it and hear about its failures.
+//
+// Consumers: generated kernels (pypto-ir codegen), the tile library (simpler/tile/*.hpp), and
+// the loader in simpler's chip runtime, which resolves the exported functions below once per
+// binary at registration.
+//
+// Error channel: a kernel never aborts the process. The tile library and generated code call
+// simpler::report_kernel_error(); the first report on a thread wins until the runtime takes it
+// with simpler_kernel_take_error() right after the entry returns on that same thread. Each
+// binary is loaded RTLD_LOCAL with hidden visibility, so every binary has its own slot.
+#pragma once
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+
+namespace simpler {
+
+inline constexpr std::uint32_t kKernelAbiVersion = 1;
+
+// Signature of a kernel entry: args[i] is a ChipTensor* (as an integer) or raw scalar bits.
+using KernelEntryFn = void (*)(std::int64_t* args);
+
+struct KernelErrorSlot {
+    bool set;
+    char message[512];
+};
+
+inline KernelErrorSlot& kernel_error_slot() noexcept {
+    static thread_local KernelErrorSlot slot{};
+    return slot;
+}
+
+// Record a kernel failure (printf-style). Only the first report before the runtime takes the
+// error is kept: later ones are usually consequences of the first.
+inline void report_kernel_error(const char* fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
+inline void report_kernel_error(const char* fmt, ...) noexcept {
+    KernelErrorSlot& slot = kernel_error_slot();
+    if (slot.set) return;
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(slot.message, sizeof slot.message, fmt, ap);
+    va_end(ap);
+    slot.set = true;
+}
+
+inline bool kernel_error_pending() noexcept { return kernel_error_slot().set; }
+
+}  // namespace simpler
+
+// Every kernel binary defines these exactly once (put SIMPLER_DEFINE_KERNEL_ABI(); in one
+// translation unit at namespace scope). The runtime checks the version at registration and
+// takes the error after every entry call.
+#define SIMPLER_DEFINE_KERNEL_ABI()                                                           \
+    extern "C" __attribute__((visibility("default"))) std::uint32_t simpler_kernel_abi_version() { \
+        return ::simpler::kKernelAbiVersion;                                                   \
+    }                                                                                          \
+    extern "C" __attribute__((visibility("default"))) const char* simpler_kernel_take_error() {   \
+        ::simpler::KernelErrorSlot& slot = ::simpler::kernel_error_slot();                     \
+        if (!slot.set) return nullptr;                                                         \
+        slot.set = false;                                                                      \
+        return slot.message;                                                                   \
+    }                                                                                          \
+    static_assert(true, "require a semicolon")
