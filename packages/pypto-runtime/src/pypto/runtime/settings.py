@@ -1,0 +1,160 @@
+"""Every environment variable pypto.runtime reads, declared once, with its type and effect.
+
+Each variable is either *invalidating* (its value can change what an artifact computes, so it
+is folded into the artifact key) or *neutral* (it changes where or whether things are stored,
+never what is built). Reading a variable that is not declared here is an error, so a new knob
+cannot silently change artifacts without entering the key.
+
+Example:
+    >>> from pypto.runtime import settings
+    >>> settings.get("PYPTO_CACHE") in (True, False)
+    True
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SETTINGS",
+    "Effect",
+    "Setting",
+    "SettingsError",
+    "cache_dir",
+    "cache_enabled",
+    "cache_readonly",
+    "fault_point",
+    "get",
+    "invalidating_snapshot",
+]
+
+
+class SettingsError(ValueError):
+    """An environment variable is undeclared or holds a value of the wrong form."""
+
+
+class Effect(enum.Enum):
+    INVALIDATING = "invalidating"
+    NEUTRAL = "neutral"
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise SettingsError(f"environment variable {name}: expected 0/1 (or true/false), got {raw!r}")
+
+
+def _parse_path(name: str, raw: str) -> Path | None:
+    if not raw.strip():
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        raise SettingsError(f"environment variable {name}: expected an absolute path, got {raw!r}")
+    return path
+
+
+def _parse_str(name: str, raw: str) -> str | None:
+    return raw.strip() or None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: its effect on artifacts, parser, default and meaning."""
+
+    name: str
+    effect: Effect
+    parse: Callable[[str, str], Any]
+    default: Any
+    doc: str
+
+
+SETTINGS: Mapping[str, Setting] = {
+    s.name: s
+    for s in (
+        Setting(
+            "PYPTO_CACHE_DIR",
+            Effect.NEUTRAL,
+            _parse_path,
+            None,
+            "Root of the artifact store; default: the user cache directory (platformdirs) / pypto.",
+        ),
+        Setting(
+            "PYPTO_CACHE",
+            Effect.NEUTRAL,
+            _parse_bool,
+            True,
+            "0 disables the artifact store: every compile builds in a private directory.",
+        ),
+        Setting(
+            "PYPTO_CACHE_READONLY",
+            Effect.NEUTRAL,
+            _parse_bool,
+            False,
+            "1 uses READY entries that exist but never writes to the store (no locks, no publish).",
+        ),
+        Setting(
+            "PYPTO_CACHE_FAULT",
+            Effect.NEUTRAL,
+            _parse_str,
+            None,
+            "Test only: a promotion step name at which the process kills itself (SIGKILL), or "
+            "'enospc:<step>' to fail that step with ENOSPC.",
+        ),
+    )
+}
+
+
+def get(name: str) -> Any:
+    """The parsed value of a declared variable (its default when unset or empty)."""
+    try:
+        setting = SETTINGS[name]
+    except KeyError:
+        raise SettingsError(
+            f"settings.get({name!r}): not a declared setting; declare it in pypto.runtime.settings "
+            f"as invalidating or neutral (declared: {', '.join(sorted(SETTINGS))})"
+        ) from None
+    raw = os.environ.get(name)
+    if raw is None:
+        return setting.default
+    value = setting.parse(name, raw)
+    return setting.default if value is None else value
+
+
+def invalidating_snapshot() -> dict[str, str]:
+    """Raw values of every invalidating variable that is set: material for an artifact key."""
+    return {
+        name: os.environ[name]
+        for name, s in sorted(SETTINGS.items())
+        if s.effect is Effect.INVALIDATING and name in os.environ
+    }
+
+
+def cache_dir() -> Path:
+    """The store root: PYPTO_CACHE_DIR, else ``<user cache dir>/pypto``."""
+    explicit: Path | None = get("PYPTO_CACHE_DIR")
+    if explicit is not None:
+        return explicit
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("pypto", appauthor=False))
+
+
+def cache_enabled() -> bool:
+    return bool(get("PYPTO_CACHE"))
+
+
+def cache_readonly() -> bool:
+    return bool(get("PYPTO_CACHE_READONLY"))
+
+
+def fault_point() -> str | None:
+    value: str | None = get("PYPTO_CACHE_FAULT")
+    return value

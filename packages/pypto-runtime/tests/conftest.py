@@ -1,0 +1,25 @@
+"""Shared fixtures: an isolated store root, and a reset process mode gate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pypto.runtime import mode_gate
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own store root and no inherited cache/fault settings."""
+    for name in ("PYPTO_CACHE", "PYPTO_CACHE_READONLY", "PYPTO_CACHE_FAULT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+
+
+@pytest.fixture
+def fresh_gate() -> Iterator[None]:
+    mode_gate._reset_for_tests()
+    yield
+    mode_gate._reset_for_tests()
