@@ -1,0 +1,146 @@
+"""``python -m pypto.runtime cache {stat,ls,verify,prune,clear}``: inspect and maintain the store.
+
+Example:
+    $ python -m pypto.runtime cache ls
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from pypto.runtime import settings
+from pypto.runtime.manifest import InvalidEntry
+from pypto.runtime.store import ArtifactStore
+
+__all__ = ["main"]
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # pragma: no cover
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f}h"
+    return f"{seconds / 86400:.0f}d"
+
+
+def _stat(store: ArtifactStore, console: Console) -> int:
+    entries = list(store.entries())
+    table = Table(title="pypto artifact store", show_header=False)
+    table.add_column("setting", style="bold")
+    table.add_column("value")
+    table.add_row("root", str(store.root))
+    table.add_row("enabled (PYPTO_CACHE)", str(settings.cache_enabled()))
+    table.add_row("read-only (PYPTO_CACHE_READONLY)", str(settings.cache_readonly()))
+    for state in ("READY", "GENERATED"):
+        group = [e for e in entries if e.state == state]
+        table.add_row(f"{state} entries", f"{len(group)} ({_size(sum(e.size for e in group))})")
+    table.add_row("staging leftovers", str(len(store.staging_leftovers())))
+    console.print(table)
+    return 0
+
+
+def _ls(store: ArtifactStore, console: Console) -> int:
+    table = Table(title=f"entries in {store.root}")
+    for col in ("key", "state", "size", "age", "files"):
+        table.add_column(col, justify="right" if col in ("size", "age", "files") else "left")
+    now = time.time()
+    for e in store.entries():
+        files = sum(1 for p in e.path.rglob("*") if p.is_file())
+        table.add_row(e.key[:24], e.state, _size(e.size), _age(now - e.mtime), str(files))
+    console.print(table)
+    return 0
+
+
+def _problem(store: ArtifactStore, key: str, state: str) -> str | None:
+    try:
+        store.lookup(key, state)
+    except InvalidEntry as exc:
+        return str(exc)
+    return None
+
+
+def _verify(store: ArtifactStore, console: Console, fix: bool) -> int:
+    table = Table(title="verify")
+    table.add_column("key")
+    table.add_column("state")
+    table.add_column("result")
+    bad = 0
+    for e in list(store.entries()):
+        problem = _problem(store, e.key, e.state)
+        if problem is None:
+            table.add_row(e.key[:24], e.state, "[green]ok[/green]")
+            continue
+        bad += 1
+        action = ""
+        if fix:
+            with store.lock(e.key):
+                store.discard(e.key, e.state)
+            action = " (removed)"
+        table.add_row(e.key[:24], e.state, f"[red]invalid[/red]: {problem}{action}")
+    console.print(table)
+    console.print(f"{bad} invalid entr{'y' if bad == 1 else 'ies'}")
+    return 1 if bad and not fix else 0
+
+
+def _prune(store: ArtifactStore, console: Console, older_than_days: float | None) -> int:
+    older = None if older_than_days is None else older_than_days * 86400
+    removed = store.prune(older_than=older)
+    table = Table(title="prune")
+    table.add_column("removed")
+    table.add_column("count", justify="right")
+    for what, count in removed.items():
+        table.add_row(what, str(count))
+    console.print(table)
+    return 0
+
+
+def _clear(store: ArtifactStore, console: Console) -> int:
+    console.print(f"removed {store.clear()} entries from {store.root}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pypto.runtime", description=__doc__)
+    sub = parser.add_subparsers(dest="group", required=True)
+    cache = sub.add_parser("cache", help="inspect and maintain the artifact store")
+    cache.add_argument("--root", help="store root (default: PYPTO_CACHE_DIR or the user cache dir)")
+    csub = cache.add_subparsers(dest="command", required=True)
+    csub.add_parser("stat", help="settings, entry counts and sizes")
+    csub.add_parser("ls", help="one row per entry")
+    verify = csub.add_parser("verify", help="validate every entry against its manifest")
+    verify.add_argument("--fix", action="store_true", help="remove invalid entries")
+    prune = csub.add_parser("prune", help="remove staging leftovers, trash and invalid entries")
+    prune.add_argument("--older-than", type=float, metavar="DAYS", help="also remove entries older than DAYS")
+    csub.add_parser("clear", help="remove every entry")
+    args = parser.parse_args(argv)
+    store = ArtifactStore(args.root)
+    console = Console(width=140)
+    if args.command == "stat":
+        return _stat(store, console)
+    if args.command == "ls":
+        return _ls(store, console)
+    if args.command == "verify":
+        return _verify(store, console, args.fix)
+    if args.command == "prune":
+        return _prune(store, console, args.older_than)
+    return _clear(store, console)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
