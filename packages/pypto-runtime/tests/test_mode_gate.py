@@ -164,3 +164,62 @@ def test_import_and_settings_do_not_claim(run_without_optional_runtime) -> None:
         "assert mode_gate.current() is None, mode_gate.current()\n"
     )
     run_without_optional_runtime(code).check()
+
+
+class _FakeWorker:
+    created: list[dict[str, object]] = []  # noqa: RUF012 - test recorder
+
+    def __init__(self, **kw: object) -> None:
+        assert mode_gate.current() is ProcessMode.PROGRAM, "Worker constructed before the claim"
+        _FakeWorker.created.append(kw)
+
+    def init(self, prewarm: object = None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_simpler(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    import types
+
+    mod = types.ModuleType("simpler")
+    mod.Worker = _FakeWorker  # type: ignore[attr-defined]
+    monkeypatch.setitem(__import__("sys").modules, "simpler", mod)
+    _FakeWorker.created.clear()
+    return _FakeWorker
+
+
+def test_direct_worker_initialisation_claims_program(fake_simpler) -> None:  # type: ignore[no-untyped-def]
+    from pypto.runtime import worker
+
+    w = worker.program_worker()
+    assert isinstance(w, fake_simpler)
+    assert mode_gate.current() is ProcessMode.PROGRAM
+    assert fake_simpler.created[0]["execution_mode"] == "program"
+
+
+def test_kernel_process_refuses_program_worker_before_creating_it(fake_simpler) -> None:  # type: ignore[no-untyped-def]
+    from pypto.runtime import worker
+
+    mode_gate.claim_kernel("pypto.torch.init")
+    with pytest.raises(ModeConflictError, match="program_worker"):
+        worker.program_worker()
+    assert fake_simpler.created == []
+
+
+def test_shared_worker_is_reused_and_forgotten_in_fork_child(fake_simpler) -> None:  # type: ignore[no-untyped-def]
+    from pypto.runtime import worker
+
+    try:
+        a = worker.shared_worker("a2a3sim")
+        assert worker.shared_worker("a2a3sim") is a
+        assert len(fake_simpler.created) == 1
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if not worker._shared.workers and mode_gate.current() is None else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        worker.close_shared_workers()

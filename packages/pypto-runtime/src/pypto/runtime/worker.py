@@ -1,0 +1,81 @@
+"""Program-mode Workers: created only after this process has claimed PROGRAM mode.
+
+:func:`program_worker` is the direct-initialisation claim point: it claims PROGRAM mode and only
+then constructs and initialises a ``simpler.Worker``, so a process in KERNEL mode is refused
+before any native Worker exists. :func:`shared_worker` keeps one initialised Worker per
+(platform, runtime, device) for the program runner.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from pypto.runtime import mode_gate
+
+__all__ = ["DEFAULT_PLATFORM", "DEFAULT_RUNTIME", "close_shared_workers", "program_worker", "shared_worker"]
+
+DEFAULT_PLATFORM = "a2a3sim"
+DEFAULT_RUNTIME = "tensormap_and_ringbuffer"
+
+
+def program_worker(
+    *,
+    platform: str = DEFAULT_PLATFORM,
+    runtime: str = DEFAULT_RUNTIME,
+    device_id: int = 0,
+    prewarm_config: Any = None,
+) -> Any:
+    """Claim PROGRAM mode, then create and initialise a ``simpler.Worker`` (level 2).
+
+    Raises:
+        ModeConflictError: the process is in KERNEL mode (no Worker is created).
+    """
+    mode_gate.claim_program(f"program_worker(platform={platform!r})")
+    import simpler
+
+    worker = simpler.Worker(
+        level=2, platform=platform, runtime=runtime, device_id=device_id, execution_mode="program"
+    )
+    worker.init(prewarm_config)
+    return worker
+
+
+class _Shared:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.workers: dict[tuple[str, str, int], Any] = {}
+
+
+_shared = _Shared()
+
+
+def shared_worker(platform: str, runtime: str = DEFAULT_RUNTIME, device_id: int = 0) -> Any:
+    """The process's program Worker for ``(platform, runtime, device_id)``, created on first use."""
+    key = (platform, runtime, device_id)
+    with _shared.lock:
+        worker = _shared.workers.get(key)
+        if worker is None:
+            worker = program_worker(platform=platform, runtime=runtime, device_id=device_id)
+            _shared.workers[key] = worker
+        return worker
+
+
+def close_shared_workers() -> None:
+    """Close every shared program Worker (tests, benchmarks)."""
+    with _shared.lock:
+        workers = list(_shared.workers.values())
+        _shared.workers.clear()
+    for w in workers:
+        w.close()
+
+
+def _forget_in_child() -> None:
+    # A forked child has none of the parent's Worker threads: drop (never close) the parent's
+    # Workers so that the child builds its own after its own PROGRAM claim.
+    _shared.workers.clear()
+    _shared.lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
