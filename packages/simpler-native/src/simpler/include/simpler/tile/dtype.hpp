@@ -1,0 +1,306 @@
+// Element types of the tile library: the 16-bit float storage types simpler::half and
+// simpler::bfloat16, the wire dtype code of every element type, and convert<To>(from), the one
+// conversion routine that cast(), load/store and the arithmetic ops share.
+//
+// Consumers: generated kernels (through simpler/tile.hpp) and the rest of simpler/tile/.
+// Everything here is plain C++17: no compiler extensions, no _Float16, so the rounding is the
+// same on every host compiler (round to nearest, ties to even, as IEEE 754 and the NPU do).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "simpler/wire/data_type.hpp"
+
+namespace simpler {
+
+namespace tile_detail {
+
+inline std::uint32_t float_bits(float f) noexcept {
+    std::uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+inline float bits_float(std::uint32_t u) noexcept {
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+// IEEE binary32 -> binary16, round to nearest even. NaN stays NaN (quiet, payload top bits
+// kept), overflow rounds to infinity, results below the smallest subnormal round to zero.
+inline std::uint16_t float_to_half_bits(float f) noexcept {
+    const std::uint32_t x = float_bits(f);
+    const std::uint32_t sign = (x >> 16) & 0x8000u;
+    const std::uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) {  // inf or NaN
+        if (ax == 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u);
+        return static_cast<std::uint16_t>(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    }
+    if (ax >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520: inf
+    if (ax >= 0x38800000u) {  // normal half (>= 2^-14)
+        std::uint32_t h = (ax >> 13) - (112u << 10);
+        const std::uint32_t rem = ax & 0x1fffu;
+        if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent
+        return static_cast<std::uint16_t>(sign | h);
+    }
+    const std::uint32_t e = ax >> 23;
+    if (e < 102u) return static_cast<std::uint16_t>(sign);  // below 2^-25: rounds to zero
+    // Subnormal half: value = m * 2^-24 with m = mant >> (126 - e).
+    const std::uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
+    const std::uint32_t shift = 126u - e;  // 14..24
+    std::uint32_t m = mant >> shift;
+    const std::uint32_t rem = mant & ((1u << shift) - 1u);
+    const std::uint32_t halfway = 1u << (shift - 1u);
+    if (rem > halfway || (rem == halfway && (m & 1u))) ++m;
+    return static_cast<std::uint16_t>(sign | m);
+}
+
+inline float half_bits_to_float(std::uint16_t h) noexcept {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    const std::uint32_t e = (h >> 10) & 0x1fu;
+    const std::uint32_t m = h & 0x3ffu;
+    if (e == 0x1fu) return bits_float(sign | 0x7f800000u | (m << 13));
+    if (e == 0u) {
+        const float v = static_cast<float>(m) * 5.9604644775390625e-08f;  // m * 2^-24, exact
+        return sign ? -v : v;
+    }
+    return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+// IEEE binary32 -> bfloat16 (the top half of a binary32), round to nearest even; NaN stays a
+// quiet NaN.
+inline std::uint16_t float_to_bf16_bits(float f) noexcept {
+    const std::uint32_t x = float_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
+    const std::uint32_t rounded = x + 0x7fffu + ((x >> 16) & 1u);
+    return static_cast<std::uint16_t>(rounded >> 16);
+}
+
+inline float bf16_bits_to_float(std::uint16_t b) noexcept {
+    return bits_float(static_cast<std::uint32_t>(b) << 16);
+}
+
+}  // namespace tile_detail
+
+// IEEE binary16 storage type. Arithmetic on it goes through float (exactly representable), and
+// every conversion from float rounds to nearest even.
+struct half {
+    std::uint16_t bits;
+
+    half() = default;
+    explicit half(float f) noexcept : bits(tile_detail::float_to_half_bits(f)) {}
+    operator float() const noexcept { return tile_detail::half_bits_to_float(bits); }
+    static half from_bits(std::uint16_t b) noexcept {
+        half h;
+        h.bits = b;
+        return h;
+    }
+};
+
+// bfloat16 storage type (the upper 16 bits of an IEEE binary32).
+struct bfloat16 {
+    std::uint16_t bits;
+
+    bfloat16() = default;
+    explicit bfloat16(float f) noexcept : bits(tile_detail::float_to_bf16_bits(f)) {}
+    operator float() const noexcept { return tile_detail::bf16_bits_to_float(bits); }
+    static bfloat16 from_bits(std::uint16_t b) noexcept {
+        bfloat16 h;
+        h.bits = b;
+        return h;
+    }
+};
+
+static_assert(sizeof(half) == 2 && std::is_trivially_copyable<half>::value, "half must be 2 bytes of plain data");
+static_assert(sizeof(bfloat16) == 2 && std::is_trivially_copyable<bfloat16>::value,
+              "bfloat16 must be 2 bytes of plain data");
+
+namespace tile {
+
+// The wire dtype code (WIRE.md, simpler/wire/data_type.hpp) of each element type a tile holds.
+using DType = ::simpler::DataType;
+
+template <class T>
+struct dtype_of;  // undefined for types a tile cannot hold
+#define SIMPLER_TILE_DTYPE(T, CODE) \
+    template <>                     \
+    struct dtype_of<T> {            \
+        static constexpr DType value = DType::CODE; \
+    }
+SIMPLER_TILE_DTYPE(float, FLOAT32);
+SIMPLER_TILE_DTYPE(::simpler::half, FLOAT16);
+SIMPLER_TILE_DTYPE(::simpler::bfloat16, BFLOAT16);
+SIMPLER_TILE_DTYPE(std::int8_t, INT8);
+SIMPLER_TILE_DTYPE(std::int16_t, INT16);
+SIMPLER_TILE_DTYPE(std::int32_t, INT32);
+SIMPLER_TILE_DTYPE(std::int64_t, INT64);
+SIMPLER_TILE_DTYPE(std::uint8_t, UINT8);
+SIMPLER_TILE_DTYPE(std::uint16_t, UINT16);
+SIMPLER_TILE_DTYPE(std::uint32_t, UINT32);
+SIMPLER_TILE_DTYPE(std::uint64_t, UINT64);
+SIMPLER_TILE_DTYPE(bool, BOOL);
+#undef SIMPLER_TILE_DTYPE
+
+template <class T>
+inline constexpr DType dtype_v = dtype_of<T>::value;
+
+template <class T>
+inline constexpr bool is_half_like_v = std::is_same<T, half>::value || std::is_same<T, bfloat16>::value;
+
+template <class T>
+inline constexpr bool is_float_like_v = std::is_floating_point<T>::value || is_half_like_v<T>;
+
+template <class T>
+inline constexpr bool is_int_v = std::is_integral<T>::value && !std::is_same<T, bool>::value;
+
+// The type arithmetic on T is carried out in: float for the 16-bit floats, T otherwise.
+template <class T>
+using compute_t = std::conditional_t<is_half_like_v<T>, float, T>;
+
+template <class T>
+inline compute_t<T> to_compute(T v) noexcept {
+    return static_cast<compute_t<T>>(v);
+}
+
+template <class T>
+inline T from_compute(compute_t<T> v) noexcept {
+    return static_cast<T>(v);
+}
+
+// Rounding of a float -> integer conversion: Rint = nearest, ties to even (the default);
+// Trunc = toward zero; Floor; Ceil.
+enum class RoundMode : std::uint8_t { Rint, Trunc, Floor, Ceil };
+
+namespace detail {
+
+template <class F>
+inline F round_float(F x, RoundMode mode) noexcept {
+    switch (mode) {
+        case RoundMode::Trunc: return std::trunc(x);
+        case RoundMode::Floor: return std::floor(x);
+        case RoundMode::Ceil: return std::ceil(x);
+        case RoundMode::Rint: break;
+    }
+    const F t = std::trunc(x);
+    const F diff = x - t;  // exact
+    const F a = diff < 0 ? -diff : diff;
+    if (a > F(0.5) || (a == F(0.5) && std::fmod(t, F(2)) != 0)) return t + (x < 0 ? F(-1) : F(1));
+    return t;
+}
+
+// Float -> integer: rounded by `mode`, saturated to the integer's range, NaN -> 0.
+template <class I, class F>
+inline I float_to_int(F x, RoundMode mode) noexcept {
+    if (x != x) return I(0);
+    const double r = static_cast<double>(round_float(x, mode));
+    constexpr int digits = std::numeric_limits<I>::digits;  // value bits (63 for int64)
+    const double hi = std::ldexp(1.0, digits);
+    if (r >= hi) return std::numeric_limits<I>::max();
+    if (std::is_signed<I>::value) {
+        if (r < -hi) return std::numeric_limits<I>::min();
+    } else if (r < 0) {
+        return I(0);
+    }
+    return static_cast<I>(r);
+}
+
+// Integer -> integer, saturating.
+template <class To, class From>
+inline To int_to_int(From v) noexcept {
+    using L = std::numeric_limits<To>;
+    if (std::is_signed<From>::value) {
+        const auto sv = static_cast<std::int64_t>(v);
+        if (std::is_signed<To>::value) {
+            if (sv < static_cast<std::int64_t>(L::min())) return L::min();
+            if (sv > static_cast<std::int64_t>(L::max())) return L::max();
+        } else {
+            if (sv < 0) return To(0);
+            if (static_cast<std::uint64_t>(sv) > static_cast<std::uint64_t>(L::max())) return L::max();
+        }
+        return static_cast<To>(v);
+    }
+    const auto uv = static_cast<std::uint64_t>(v);
+    if (uv > static_cast<std::uint64_t>(L::max())) return L::max();
+    return static_cast<To>(v);
+}
+
+// Integer -> bfloat16 rounded once (nearest even) directly from the integer, so large values
+// are not rounded twice through float.
+template <class I>
+inline bfloat16 int_to_bf16(I v) noexcept {
+    const bool neg = std::is_signed<I>::value && v < 0;
+    std::uint64_t u = neg ? (~static_cast<std::uint64_t>(v) + 1u) : static_cast<std::uint64_t>(v);
+    if (u == 0) return bfloat16::from_bits(0);
+    int p = 63;
+    while (!((u >> p) & 1u)) --p;  // position of the top set bit
+    if (p > 7) {
+        const int shift = p - 7;
+        std::uint64_t m = u >> shift;
+        const std::uint64_t rem = u & ((std::uint64_t(1) << shift) - 1u);
+        const std::uint64_t halfway = std::uint64_t(1) << (shift - 1);
+        if (rem > halfway || (rem == halfway && (m & 1u))) ++m;
+        if (m == 256u) {
+            m = 128u;
+            ++p;
+        }
+        const std::uint32_t bits = (neg ? 0x8000u : 0u) | (static_cast<std::uint32_t>(p + 127) << 7) |
+                                   static_cast<std::uint32_t>(m & 0x7fu);
+        return bfloat16::from_bits(static_cast<std::uint16_t>(bits));
+    }
+    return bfloat16(neg ? -static_cast<float>(u) : static_cast<float>(u));  // exact
+}
+
+}  // namespace detail
+
+// convert<To>(v): the conversion every tile op uses.
+//  - float <-> half/bfloat16: round to nearest even (NaN, inf, subnormals kept).
+//  - float-like -> integer: RoundMode (Rint by default), saturating, NaN -> 0.
+//  - integer -> float-like: nearest even (integer -> half/bfloat16 rounded once).
+//  - integer -> integer: saturating.  anything -> bool: v != 0.  bool -> anything: 0 or 1.
+template <class To, class From>
+inline To convert(From v, RoundMode mode = RoundMode::Rint) noexcept {
+    if constexpr (std::is_same<To, From>::value) {
+        (void)mode;
+        return v;
+    } else if constexpr (std::is_same<To, bool>::value) {
+        (void)mode;
+        if constexpr (is_float_like_v<From>) {
+            return static_cast<float>(to_compute(v)) != 0.0f;  // NaN -> true
+        } else {
+            return v != From(0);
+        }
+    } else if constexpr (std::is_same<From, bool>::value) {
+        (void)mode;
+        return static_cast<To>(v ? 1.0f : 0.0f);
+    } else if constexpr (is_float_like_v<From> && is_float_like_v<To>) {
+        (void)mode;
+        return static_cast<To>(static_cast<float>(to_compute(v)));
+    } else if constexpr (is_float_like_v<From>) {  // -> integer
+        return detail::float_to_int<To>(to_compute(v), mode);
+    } else if constexpr (std::is_same<To, bfloat16>::value) {  // integer -> bf16
+        (void)mode;
+        return detail::int_to_bf16(v);
+    } else if constexpr (std::is_same<To, half>::value) {  // integer -> half
+        (void)mode;
+        // |v| > 65520 is inf either way; below 2^24 the float is exact, so one rounding.
+        if constexpr (sizeof(From) > 2) {
+            if (v > From(70000)) return half::from_bits(0x7c00u);
+            if (std::is_signed<From>::value && v < From(-70000)) return half::from_bits(0xfc00u);
+        }
+        return half(static_cast<float>(v));
+    } else if constexpr (is_float_like_v<To>) {  // integer -> float
+        (void)mode;
+        return static_cast<To>(v);
+    } else {
+        (void)mode;
+        return detail::int_to_int<To>(v);
+    }
+}
+
+}  // namespace tile
+}  // namespace simpler

@@ -1,0 +1,145 @@
+// Data movement inside the core: move between spaces, reshape, transpose, concat, cast.
+//
+// move(dst, src): copy src's valid region to dst (any space to any space, same element type),
+//   e.g. Mat -> Left/Right before a matmul, Acc -> Vec after it. dst's valid shape becomes src's.
+// reshape(dst, src): same element type and same static element count; the row-major storage is
+//   reinterpreted, so src must be fully valid; dst becomes fully valid.
+// transpose(dst, src): dst[c, r] = src[r, c]; dst's valid shape is src's swapped.
+// concat(dst, a, b): along columns: dst[:, 0:a.vc] = a, dst[:, a.vc:a.vc+b.vc] = b; a and b must
+//   have the same valid rows. dst's valid shape becomes [rows, a.vc + b.vc].
+// cast(dst, src, mode): element conversion with convert<>() (dtype.hpp): floats round to nearest
+//   even, float -> int by `mode` (default nearest even) and saturating, int -> int saturating.
+//   dst is Vec; src is Vec or Acc. dst's valid shape becomes src's.
+// reshape/transpose/concat need dst and sources in the same space.
+#pragma once
+
+#include <type_traits>
+
+#include "simpler/kernel_abi.hpp"
+#include "simpler/tile/dtype.hpp"
+#include "simpler/tile/tile.hpp"
+
+namespace simpler {
+namespace tile {
+
+template <class Dst, class Src>
+inline bool move(Dst& dst, const Src& src) noexcept {
+    using T = typename Dst::value_type;
+    static_assert(std::is_same<T, typename Src::value_type>::value, "move keeps the element type (use cast)");
+    const int vr = src.valid_rows, vc = src.valid_cols;
+    if (!detail::fits("move", dst, vr, vc)) return false;
+    if (static_cast<const void*>(&dst) == static_cast<const void*>(&src)) return true;
+    for (int r = 0; r < vr; ++r) {
+        T* d = dst.row(r);
+        const T* s = src.row(r);
+#pragma GCC ivdep
+        for (int c = 0; c < vc; ++c) d[c] = s[c];
+    }
+    dst.valid_rows = vr;
+    dst.valid_cols = vc;
+    return true;
+}
+
+template <class Dst, class Src>
+inline bool reshape(Dst& dst, const Src& src) noexcept {
+    using T = typename Dst::value_type;
+    static_assert(std::is_same<T, typename Src::value_type>::value, "reshape keeps the element type");
+    static_assert(Dst::numel == Src::numel, "reshape keeps the static element count");
+    static_assert(Dst::space == Src::space, "reshape stays in one memory space (use move)");
+    if (src.valid_rows != Src::rows || src.valid_cols != Src::cols) {
+        report_kernel_error("tile reshape: source must be fully valid, valid shape [%d, %d] of [%d, %d]",
+                            src.valid_rows, src.valid_cols, Src::rows, Src::cols);
+        return false;
+    }
+    if (static_cast<const void*>(&dst) != static_cast<const void*>(&src)) {
+#pragma GCC ivdep
+        for (int i = 0; i < Dst::numel; ++i) dst.data[i] = src.data[i];
+    }
+    dst.valid_rows = Dst::rows;
+    dst.valid_cols = Dst::cols;
+    return true;
+}
+
+template <class Dst, class Src>
+inline bool transpose(Dst& dst, const Src& src) noexcept {
+    using T = typename Dst::value_type;
+    static_assert(std::is_same<T, typename Src::value_type>::value, "transpose keeps the element type");
+    static_assert(Dst::space == Src::space, "transpose stays in one memory space (use move)");
+    const int vr = src.valid_rows, vc = src.valid_cols;
+    if (!detail::fits("transpose", dst, vc, vr)) return false;
+    if (static_cast<const void*>(&dst) == static_cast<const void*>(&src)) {
+        report_kernel_error("tile transpose: destination and source must be different tiles");
+        return false;
+    }
+    // Blocked so that both sides stay in cache lines for large tiles.
+    constexpr int B = 16;
+    for (int r0 = 0; r0 < vr; r0 += B)
+        for (int c0 = 0; c0 < vc; c0 += B) {
+            const int r1 = r0 + B < vr ? r0 + B : vr;
+            const int c1 = c0 + B < vc ? c0 + B : vc;
+            for (int c = c0; c < c1; ++c) {
+                T* d = dst.row(c);
+                for (int r = r0; r < r1; ++r) d[r] = src(r, c);
+            }
+        }
+    dst.valid_rows = vc;
+    dst.valid_cols = vr;
+    return true;
+}
+
+template <class Dst, class A, class B>
+inline bool concat(Dst& dst, const A& a, const B& b) noexcept {
+    using T = typename Dst::value_type;
+    static_assert(std::is_same<T, typename A::value_type>::value && std::is_same<T, typename B::value_type>::value,
+                  "concat keeps the element type");
+    static_assert(Dst::space == A::space && Dst::space == B::space, "concat stays in one memory space (use move)");
+    if (a.valid_rows != b.valid_rows) {
+        report_kernel_error("tile concat: operands have different valid rows: %d vs %d", a.valid_rows, b.valid_rows);
+        return false;
+    }
+    const int vr = a.valid_rows, va = a.valid_cols, vb = b.valid_cols;
+    if (!detail::fits("concat", dst, vr, va + vb)) return false;
+    if (static_cast<const void*>(&dst) == static_cast<const void*>(&b)) {
+        report_kernel_error("tile concat: destination must not be the second operand");
+        return false;
+    }
+    for (int r = 0; r < vr; ++r) {
+        T* d = dst.row(r);
+        const T* x = a.row(r);
+        const T* y = b.row(r);
+        if (static_cast<const void*>(&dst) != static_cast<const void*>(&a)) {
+#pragma GCC ivdep
+            for (int c = 0; c < va; ++c) d[c] = x[c];
+        }
+#pragma GCC ivdep
+        for (int c = 0; c < vb; ++c) d[va + c] = y[c];
+    }
+    dst.valid_rows = vr;
+    dst.valid_cols = va + vb;
+    return true;
+}
+
+template <class Dst, class Src>
+inline bool cast(Dst& dst, const Src& src, RoundMode mode = RoundMode::Rint) noexcept {
+    static_assert(Dst::space == Space::Vec, "cast writes a Vec tile");
+    static_assert(Src::space == Space::Vec || Src::space == Space::Acc, "cast reads a Vec or Acc tile");
+    using D = typename Dst::value_type;
+    using S = typename Src::value_type;
+    const int vr = src.valid_rows, vc = src.valid_cols;
+    if (!detail::fits("cast", dst, vr, vc)) return false;
+    if (static_cast<const void*>(&dst) == static_cast<const void*>(&src) && !std::is_same<D, S>::value) {
+        report_kernel_error("tile cast: destination and source must be different tiles");
+        return false;
+    }
+    for (int r = 0; r < vr; ++r) {
+        D* d = dst.row(r);
+        const S* s = src.row(r);
+        for (int c = 0; c < vc; ++c) d[c] = convert<D>(s[c], mode);
+    }
+    dst.valid_rows = vr;
+    dst.valid_cols = vc;
+    return true;
+}
+
+}  // namespace tile
+}  // namespace simpler

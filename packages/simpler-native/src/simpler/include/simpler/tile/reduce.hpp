@@ -1,0 +1,213 @@
+// Row reductions and broadcasts on Vec tiles.
+//
+// row_sum/row_max/row_min(dst, src): dst[r, 0] = reduce(src[r, 0 .. valid_cols)); dst's valid
+// shape becomes [src.valid_rows, 1]. Sums accumulate in float for floating tiles (eight running
+// partial sums combined at the end, so the loop vectorizes) and in 64-bit integers for integer
+// tiles; the result is converted to dst's element type with convert<>() (so an INT8 tile can be
+// summed into an INT32 [rows, 1] tile). A row with valid_cols == 0 gives 0 for a sum, and for
+// max/min the lowest/highest value of the type (-inf/+inf for floats).
+//
+// row_expand(dst, src): dst[r, c] = src[r, 0]; dst keeps its valid_cols, valid_rows becomes
+// src.valid_rows. row_expand_{add,sub,mul,div}(dst, a, s): dst[r, c] = a[r, c] (op) s[r, 0],
+// with s.valid_rows == a.valid_rows; dst's valid shape becomes a's.
+// col_expand(dst, src): dst[r, c] = src[0, c]; dst keeps its valid_rows, valid_cols becomes
+// src.valid_cols. col_expand_{add,sub,mul,div}(dst, a, s): dst[r, c] = a[r, c] (op) s[0, c], with
+// s.valid_cols == a.valid_cols. The arithmetic is that of elementwise.hpp.
+#pragma once
+
+#include <limits>
+#include <type_traits>
+
+#include "simpler/kernel_abi.hpp"
+#include "simpler/tile/dtype.hpp"
+#include "simpler/tile/elementwise.hpp"
+#include "simpler/tile/tile.hpp"
+
+namespace simpler {
+namespace tile {
+
+namespace detail {
+
+template <class T>
+using reduce_acc_t = std::conditional_t<is_float_like_v<T>, float, std::conditional_t<std::is_signed<T>::value, std::int64_t, std::uint64_t>>;
+
+enum class RowReduce { Sum, Max, Min };
+
+template <RowReduce K, class A>
+inline A reduce_identity() noexcept {
+    if constexpr (K == RowReduce::Sum) {
+        return A(0);
+    } else if constexpr (std::is_floating_point<A>::value) {
+        return K == RowReduce::Max ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
+    } else {
+        return K == RowReduce::Max ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
+    }
+}
+
+template <RowReduce K, class A>
+inline A reduce_step(A acc, A x) noexcept {
+    if constexpr (K == RowReduce::Sum) {
+        return op_add<A>(acc, x);
+    } else if constexpr (K == RowReduce::Max) {
+        return op_max<A>(acc, x);
+    } else {
+        return op_min<A>(acc, x);
+    }
+}
+
+template <RowReduce K, class Dst, class Src>
+inline bool row_reduce(const char* op, Dst& dst, const Src& src) noexcept {
+    static_assert(is_vec_v<Dst> && is_vec_v<Src>, "row reductions take Vec tiles");
+    using T = typename Src::value_type;
+    using D = typename Dst::value_type;
+    using A = reduce_acc_t<T>;
+    require_arith<T>();
+    if (!fits(op, dst, src.valid_rows, 1)) return false;
+    const int vr = src.valid_rows, vc = src.valid_cols;
+    constexpr int L = 8;  // partial accumulators: a vector's worth of lanes
+    for (int r = 0; r < vr; ++r) {
+        const T* x = src.row(r);
+        A part[L];
+        for (int l = 0; l < L; ++l) part[l] = reduce_identity<K, A>();
+        int c = 0;
+        for (; c + L <= vc; c += L)
+            for (int l = 0; l < L; ++l) part[l] = reduce_step<K, A>(part[l], static_cast<A>(to_compute(x[c + l])));
+        A acc = reduce_identity<K, A>();
+        for (int l = 0; l < L; ++l) acc = reduce_step<K, A>(acc, part[l]);
+        for (; c < vc; ++c) acc = reduce_step<K, A>(acc, static_cast<A>(to_compute(x[c])));
+        dst(r, 0) = convert<D>(acc);
+    }
+    dst.valid_rows = vr;
+    dst.valid_cols = 1;
+    return true;
+}
+
+// dst[r, c] = f(a[r, c], s[r or 0, 0 or c]) over a's valid shape. Row: s is [rows, 1].
+template <bool Row, class Dst, class A, class S, class F>
+inline bool expand_op(const char* op, Dst& dst, const A& a, const S& s, F f) noexcept {
+    static_assert(is_vec_v<Dst> && is_vec_v<A> && is_vec_v<S>, "expand ops take Vec tiles");
+    using T = typename Dst::value_type;
+    static_assert(std::is_same<T, typename A::value_type>::value && std::is_same<T, typename S::value_type>::value,
+                  "expand ops need one element type (use cast first)");
+    require_arith<T>();
+    const int vr = a.valid_rows, vc = a.valid_cols;
+    if (Row ? (s.valid_rows != vr || s.valid_cols < 1) : (s.valid_cols != vc || s.valid_rows < 1)) {
+        report_kernel_error("tile %s: broadcast operand valid shape [%d, %d] does not match [%d, %d]", op,
+                            s.valid_rows, s.valid_cols, Row ? vr : 1, Row ? 1 : vc);
+        return false;
+    }
+    if (!fits(op, dst, vr, vc)) return false;
+    using C = compute_t<T>;
+    for (int r = 0; r < vr; ++r) {
+        T* d = dst.row(r);
+        const T* x = a.row(r);
+        if (Row) {
+            const C y = to_compute(s(r, 0));
+#pragma GCC ivdep
+            for (int c = 0; c < vc; ++c) d[c] = from_compute<T>(f(to_compute(x[c]), y));
+        } else {
+            const T* y = s.row(0);
+#pragma GCC ivdep
+            for (int c = 0; c < vc; ++c) d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c])));
+        }
+    }
+    dst.valid_rows = vr;
+    dst.valid_cols = vc;
+    return true;
+}
+
+}  // namespace detail
+
+template <class Dst, class Src>
+inline bool row_sum(Dst& dst, const Src& src) noexcept {
+    return detail::row_reduce<detail::RowReduce::Sum>("row_sum", dst, src);
+}
+template <class Dst, class Src>
+inline bool row_max(Dst& dst, const Src& src) noexcept {
+    return detail::row_reduce<detail::RowReduce::Max>("row_max", dst, src);
+}
+template <class Dst, class Src>
+inline bool row_min(Dst& dst, const Src& src) noexcept {
+    return detail::row_reduce<detail::RowReduce::Min>("row_min", dst, src);
+}
+
+template <class Dst, class Src>
+inline bool row_expand(Dst& dst, const Src& src) noexcept {
+    static_assert(detail::is_vec_v<Dst> && detail::is_vec_v<Src>, "expand ops take Vec tiles");
+    using T = typename Dst::value_type;
+    static_assert(std::is_same<T, typename Src::value_type>::value, "row_expand needs one element type");
+    const int vr = src.valid_rows, vc = dst.valid_cols;
+    if (src.valid_cols < 1 && vr > 0) {
+        report_kernel_error("tile row_expand: source valid shape [%d, %d] has no column", vr, src.valid_cols);
+        return false;
+    }
+    if (!detail::fits("row_expand", dst, vr, vc)) return false;
+    for (int r = 0; r < vr; ++r) {
+        T* d = dst.row(r);
+        const T v = src(r, 0);
+#pragma GCC ivdep
+        for (int c = 0; c < vc; ++c) d[c] = v;
+    }
+    dst.valid_rows = vr;
+    return true;
+}
+
+template <class Dst, class Src>
+inline bool col_expand(Dst& dst, const Src& src) noexcept {
+    static_assert(detail::is_vec_v<Dst> && detail::is_vec_v<Src>, "expand ops take Vec tiles");
+    using T = typename Dst::value_type;
+    static_assert(std::is_same<T, typename Src::value_type>::value, "col_expand needs one element type");
+    const int vr = dst.valid_rows, vc = src.valid_cols;
+    if (src.valid_rows < 1 && vc > 0) {
+        report_kernel_error("tile col_expand: source valid shape [%d, %d] has no row", src.valid_rows, vc);
+        return false;
+    }
+    if (!detail::fits("col_expand", dst, vr, vc)) return false;
+    const T* s = src.row(0);
+    for (int r = 0; r < vr; ++r) {
+        T* d = dst.row(r);
+#pragma GCC ivdep
+        for (int c = 0; c < vc; ++c) d[c] = s[c];
+    }
+    dst.valid_cols = vc;
+    return true;
+}
+
+#define SIMPLER_TILE_EXPAND(NAME, EXPR)                                                                       \
+    template <class Dst, class A, class S>                                                                     \
+    inline bool row_expand_##NAME(Dst& dst, const A& a, const S& s) noexcept {                                \
+        using C = compute_t<typename Dst::value_type>;                                                        \
+        return detail::expand_op<true>("row_expand_" #NAME, dst, a, s, [](C x, C y) noexcept { return EXPR; }); \
+    }                                                                                                         \
+    template <class Dst, class A, class S>                                                                     \
+    inline bool col_expand_##NAME(Dst& dst, const A& a, const S& s) noexcept {                                \
+        using C = compute_t<typename Dst::value_type>;                                                        \
+        return detail::expand_op<false>("col_expand_" #NAME, dst, a, s, [](C x, C y) noexcept { return EXPR; }); \
+    }
+
+SIMPLER_TILE_EXPAND(add, detail::op_add<C>(x, y))
+SIMPLER_TILE_EXPAND(sub, detail::op_sub<C>(x, y))
+SIMPLER_TILE_EXPAND(mul, detail::op_mul<C>(x, y))
+#undef SIMPLER_TILE_EXPAND
+
+template <class Dst, class A, class S>
+inline bool row_expand_div(Dst& dst, const A& a, const S& s) noexcept {
+    using C = compute_t<typename Dst::value_type>;
+    bool zero = false;
+    const bool ok = detail::expand_op<true>("row_expand_div", dst, a, s,
+                                            [&zero](C x, C y) noexcept { return detail::op_div<C>(x, y, &zero); });
+    if (zero) report_kernel_error("tile row_expand_div: integer division by zero (result set to 0)");
+    return ok;
+}
+template <class Dst, class A, class S>
+inline bool col_expand_div(Dst& dst, const A& a, const S& s) noexcept {
+    using C = compute_t<typename Dst::value_type>;
+    bool zero = false;
+    const bool ok = detail::expand_op<false>("col_expand_div", dst, a, s,
+                                             [&zero](C x, C y) noexcept { return detail::op_div<C>(x, y, &zero); });
+    if (zero) report_kernel_error("tile col_expand_div: integer division by zero (result set to 0)");
+    return ok;
+}
+
+}  // namespace tile
+}  // namespace simpler

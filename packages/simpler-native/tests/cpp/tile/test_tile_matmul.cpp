@@ -1,0 +1,151 @@
+// matmul / matmul_acc: Left [M, K] x Right [K, N] -> Acc [M, N] against a triple-loop reference,
+// for float, half, bfloat16 (float accumulation) and int8 (int32 accumulation).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "tile_test_util.hpp"
+
+using namespace simpler::tile;
+using simpler::bfloat16;
+using simpler::half;
+using tiletest::take_error;
+
+namespace {
+
+template <class In, class AccT>
+void matmul_case(int m, int k, int n, bool integer_valued) {
+    CAPTURE(m);
+    CAPTURE(k);
+    CAPTURE(n);
+    tiletest::Rng rng;
+    LeftTile<In, 32, 48> a;
+    RightTile<In, 48, 40> b;
+    AccTile<AccT, 32, 40> c;
+    for (auto& v : a.data) v = static_cast<In>(integer_valued ? static_cast<float>(rng.below(9) - 4) : rng.uniform(-1, 1));
+    for (auto& v : b.data) v = static_cast<In>(integer_valued ? static_cast<float>(rng.below(9) - 4) : rng.uniform(-1, 1));
+    a.set_valid(m, k);
+    b.set_valid(k, n);
+    c.fill(AccT(-7));
+    REQUIRE(matmul(c, a, b));
+    CHECK(take_error().empty());
+    CHECK(c.valid_rows == m);
+    CHECK(c.valid_cols == n);
+    for (int i = 0; i < 32; ++i)
+        for (int j = 0; j < 40; ++j) {
+            if (i >= m || j >= n) {
+                REQUIRE(c(i, j) == AccT(-7));  // padding untouched
+                continue;
+            }
+            double want = 0;
+            for (int p = 0; p < k; ++p) want += static_cast<double>(to_compute(a(i, p))) * static_cast<double>(to_compute(b(p, j)));
+            if (integer_valued)
+                REQUIRE(static_cast<double>(c(i, j)) == want);
+            else
+                REQUIRE(static_cast<double>(c(i, j)) == doctest::Approx(want).epsilon(1e-5).scale(1.0));
+        }
+    // matmul_acc adds a second product.
+    REQUIRE(matmul_acc(c, a, b));
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+            double want = 0;
+            for (int p = 0; p < k; ++p) want += static_cast<double>(to_compute(a(i, p))) * static_cast<double>(to_compute(b(p, j)));
+            if (integer_valued)
+                REQUIRE(static_cast<double>(c(i, j)) == 2 * want);
+            else
+                REQUIRE(static_cast<double>(c(i, j)) == doctest::Approx(2 * want).epsilon(1e-5).scale(1.0));
+        }
+}
+
+}  // namespace
+
+TEST_CASE("matmul float/half/bfloat16 accumulate in float") {
+    for (bool exact : {true, false}) {
+        matmul_case<float, float>(32, 48, 40, exact);
+        matmul_case<float, float>(7, 13, 29, exact);
+        matmul_case<half, float>(32, 48, 40, exact);
+        matmul_case<half, float>(1, 1, 1, exact);
+        matmul_case<bfloat16, float>(17, 33, 5, exact);
+    }
+}
+
+TEST_CASE("matmul int8 x int8 accumulates in int32") {
+    matmul_case<std::int8_t, std::int32_t>(32, 48, 40, true);
+    matmul_case<std::int8_t, std::int32_t>(3, 47, 11, true);
+    LeftTile<std::int8_t, 2, 64> a;
+    RightTile<std::int8_t, 64, 2> b;
+    AccTile<std::int32_t, 2, 2> c;
+    for (auto& v : a.data) v = -128;
+    for (auto& v : b.data) v = -128;
+    REQUIRE(matmul(c, a, b));
+    CHECK(c(1, 1) == 64 * 16384);  // beyond int16, exact in int32
+}
+
+TEST_CASE("matmul float products are summed in k order in float") {
+    // 1e8 + 1 - 1e8 in float order is 0; a double or reassociated sum would give 1.
+    LeftTile<float, 1, 3> a;
+    RightTile<float, 3, 1> b;
+    AccTile<float, 1, 1> c;
+    a(0, 0) = 1e8f;
+    a(0, 1) = 1.0f;
+    a(0, 2) = -1e8f;
+    b(0, 0) = b(1, 0) = b(2, 0) = 1.0f;
+    REQUIRE(matmul(c, a, b));
+    CHECK(c(0, 0) == 0.0f);
+}
+
+TEST_CASE("matmul shape errors are reported and leave the accumulator unchanged") {
+    LeftTile<half, 16, 16> a;
+    RightTile<half, 16, 16> b;
+    AccTile<float, 8, 16> c;
+    c.fill(3.0f);
+    a.set_valid(8, 16);
+    b.set_valid(12, 16);
+    CHECK_FALSE(matmul(c, a, b));
+    CHECK(take_error().find("inner dims") != std::string::npos);
+    b.set_valid(16, 16);
+    a.set_valid(16, 16);
+    CHECK_FALSE(matmul(c, a, b));
+    CHECK(take_error().find("does not fit") != std::string::npos);
+    a.set_valid(8, 16);
+    c.set_valid(8, 8);
+    CHECK_FALSE(matmul_acc(c, a, b));
+    CHECK(take_error().find("accumulator") != std::string::npos);
+    for (float v : c.data) CHECK(v == 3.0f);
+}
+
+TEST_CASE("a whole cube pipeline: load ND -> Mat -> Left/Right -> matmul -> Acc -> cast -> store") {
+    constexpr int M = 32, K = 32, N = 32;
+    half xa[M * K], xb[K * N], out[M * N];
+    for (int i = 0; i < M * K; ++i) xa[i] = half(static_cast<float>((i % 7) - 3));
+    for (int i = 0; i < K * N; ++i) xb[i] = half(static_cast<float>((i % 5) - 2));
+    const simpler::ChipTensor ta = tiletest::compact(xa, sizeof xa, {M, K});
+    const simpler::ChipTensor tb = tiletest::compact(xb, sizeof xb, {K, N});
+    const simpler::ChipTensor tc = tiletest::compact(out, sizeof out, {M, N});
+    AccTile<float, 16, 16> acc;
+    for (int i = 0; i < M; i += 16)
+        for (int j = 0; j < N; j += 16) {
+            for (int p = 0; p < K; p += 16) {
+                MatTile<half, 16, 16> ma, mb;
+                LeftTile<half, 16, 16> l;
+                RightTile<half, 16, 16> r;
+                REQUIRE(load(ma, ta, {i, p}));
+                REQUIRE(load(mb, tb, {p, j}));
+                REQUIRE(move(l, ma));
+                REQUIRE(move(r, mb));
+                REQUIRE((p == 0 ? matmul(acc, l, r) : matmul_acc(acc, l, r)));
+            }
+            VecTile<half, 16, 16> v;
+            REQUIRE(cast(v, acc));
+            REQUIRE(store(tc, v, {i, j}));
+        }
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            float want = 0;
+            for (int p = 0; p < K; ++p) want += static_cast<float>(xa[i * K + p]) * static_cast<float>(xb[p * N + j]);
+            REQUIRE(static_cast<float>(out[i * N + j]) == want);
+        }
+    CHECK(take_error().empty());
+}
