@@ -1,7 +1,232 @@
+// simpler._native top level: the simulated chip (ChipRuntime), loaded callables, runs, and
+// host blocks for Buffer.allocate. The public names live in simpler/worker.py & co.
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <array>
+#include <cstdlib>
+#include <limits>
+#include <cstring>
+#include <stdexcept>
+
+#include "../core/chip/callable.hpp"
+#include "../core/chip/chip.hpp"
 #include "bindings.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
 
 namespace simpler::bindings {
 
-void bind_runtime(nanobind::module_& /*m*/) {}
+namespace {
+
+using chip::Chip;
+using chip::ChipProgram;
+using chip::CoreKernel;
+using chip::CoreType;
+using chip::Run;
+using chip::RunConfig;
+
+// (addr, size, dtype, shape, strides, start_offset)
+using TensorTuple = std::tuple<std::uint64_t, std::uint64_t, int, std::vector<std::uint32_t>, std::vector<std::uint32_t>,
+                               std::uint64_t>;
+
+ChipTensor make_tensor(const TensorTuple& t, std::size_t index) {
+    const auto& [addr, size, dtype, shape, strides, start] = t;
+    const std::string what = "tensor " + std::to_string(index);
+    if (dtype < 0 || !is_known_dtype(static_cast<std::uint8_t>(dtype)))
+        throw std::invalid_argument(what + ": unknown dtype code " + std::to_string(dtype));
+    if (shape.empty() || shape.size() > kMaxTensorDims)
+        throw std::invalid_argument(what + ": expected 1..5 dims, got " + std::to_string(shape.size()));
+    if (strides.size() != shape.size())
+        throw std::invalid_argument(what + ": expected " + std::to_string(shape.size()) + " strides, got " +
+                                    std::to_string(strides.size()));
+    ChipTensor c;
+    std::memset(&c, 0, sizeof c);
+    c.buffer.addr = addr;
+    c.buffer.size = size;
+    c.start_offset = start;
+    c.ndims = static_cast<std::uint32_t>(shape.size());
+    c.dtype = static_cast<std::uint8_t>(dtype);
+    c.address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        c.shapes[i] = shape[i];
+        c.strides[i] = strides[i];
+    }
+    return c;
+}
+
+std::vector<ArgDirection> to_signature(const std::vector<int>& codes) {
+    std::vector<ArgDirection> sig;
+    sig.reserve(codes.size());
+    for (std::size_t i = 0; i < codes.size(); ++i) {
+        if (codes[i] < 0 || codes[i] >= kArgDirectionCount)
+            throw std::invalid_argument("signature[" + std::to_string(i) + "]: unknown ArgDirection code " +
+                                        std::to_string(codes[i]));
+        sig.push_back(static_cast<ArgDirection>(codes[i]));
+    }
+    return sig;
+}
+
+template <class T, std::size_t N>
+std::array<T, N> ring_values(const std::vector<std::uint64_t>& v, const char* name) {
+    if (v.size() != N) throw std::invalid_argument(std::string(name) + ": expected 4 ring values, got " + std::to_string(v.size()));
+    std::array<T, N> out{};
+    for (std::size_t i = 0; i < N; ++i) {
+        if (v[i] > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+            throw std::invalid_argument(std::string(name) + "[" + std::to_string(i) + "]: value " + std::to_string(v[i]) +
+                                        " is too large");
+        out[i] = static_cast<T>(v[i]);
+    }
+    return out;
+}
+
+RunConfig make_config(const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
+                      const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget, bool swimlane,
+                      bool dep_graph, const std::string& output_prefix) {
+    RunConfig cfg;
+    cfg.task_window = ring_values<std::uint32_t, 4>(task_window, "task_window");
+    cfg.heap = ring_values<std::uint64_t, 4>(heap, "heap");
+    cfg.dep_pool = ring_values<std::uint32_t, 4>(dep_pool, "dep_pool");
+    cfg.workspace_budget_bytes = workspace_budget;
+    cfg.swimlane = swimlane;
+    cfg.dep_graph = dep_graph;
+    cfg.output_prefix = output_prefix;
+    return cfg;
+}
+
+// Aligned host memory owned by a Python object (Buffer.allocate).
+class HostBlock {
+public:
+    explicit HostBlock(std::uint64_t nbytes) : nbytes_(nbytes) {
+        if (nbytes == 0) throw std::invalid_argument("Buffer.allocate(nbytes): expected nbytes > 0, got 0");
+        ptr_ = std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
+        if (ptr_ == nullptr) throw std::bad_alloc();
+        std::memset(ptr_, 0, nbytes);
+    }
+    ~HostBlock() { std::free(ptr_); }
+    HostBlock(const HostBlock&) = delete;
+    HostBlock& operator=(const HostBlock&) = delete;
+    std::uint64_t ptr() const noexcept { return reinterpret_cast<std::uint64_t>(ptr_); }
+    std::uint64_t nbytes() const noexcept { return nbytes_; }
+
+private:
+    void* ptr_ = nullptr;
+    std::uint64_t nbytes_;
+};
+
+}  // namespace
+
+void bind_runtime(nb::module_& m) {
+    m.attr("ORCHESTRATION_ABI_VERSION") = kOrchestrationAbiVersion;
+    m.attr("KERNEL_ABI_VERSION") = kKernelAbiVersion;
+
+    nb::class_<HostBlock>(m, "HostBlock")
+        .def(nb::init<std::uint64_t>(), "nbytes"_a)
+        .def_prop_ro("ptr", &HostBlock::ptr)
+        .def_prop_ro("nbytes", &HostBlock::nbytes);
+
+    nb::class_<CoreKernel>(m, "CoreKernel")
+        .def_prop_ro("name", [](const CoreKernel& k) { return k.name; })
+        .def_prop_ro("core_type", [](const CoreKernel& k) { return static_cast<int>(k.core); })
+        .def_prop_ro("tensor_count", [](const CoreKernel& k) { return k.tensor_count; })
+        .def_prop_ro("scalar_count", [](const CoreKernel& k) { return k.scalar_count; });
+
+    nb::class_<ChipProgram>(m, "ChipProgram")
+        .def_prop_ro("name", [](const ChipProgram& p) { return p.name; })
+        .def_prop_ro("tensor_count", [](const ChipProgram& p) { return p.tensor_count; })
+        .def_prop_ro("scalar_count", [](const ChipProgram& p) { return p.scalar_count; })
+        .def_prop_ro("func_ids", [](const ChipProgram& p) {
+            std::vector<int> ids;
+            for (const auto& kv : p.kernels) ids.push_back(kv.first);
+            return ids;
+        });
+
+    m.def(
+        "load_core_kernel",
+        [](nb::bytes binary, const std::string& name, const std::string& entry, int core_type, const std::vector<int>& sig) {
+            if (core_type != 0 && core_type != 1)
+                throw std::invalid_argument("core_type: expected AIV (0) or AIC (1), got " + std::to_string(core_type));
+            return std::const_pointer_cast<CoreKernel>(chip::load_core_kernel(
+                binary.c_str(), binary.size(), name, entry, static_cast<CoreType>(core_type), to_signature(sig)));
+        },
+        "binary"_a, "name"_a, "entry"_a, "core_type"_a, "signature"_a);
+
+    m.def(
+        "load_chip_program",
+        [](nb::bytes binary, const std::string& func_name, const std::vector<int>& sig,
+           const std::vector<std::pair<int, std::shared_ptr<CoreKernel>>>& children) {
+            std::vector<std::pair<std::int32_t, std::shared_ptr<const CoreKernel>>> kids(children.begin(), children.end());
+            return std::const_pointer_cast<ChipProgram>(
+                chip::load_chip_program(binary.c_str(), binary.size(), func_name, to_signature(sig), kids));
+        },
+        "binary"_a, "func_name"_a, "signature"_a, "children"_a);
+
+    nb::class_<Run>(m, "NativeRun")
+        .def_prop_ro("id", &Run::id)
+        .def_prop_ro("done", &Run::done)
+        .def("wait", &Run::wait, "timeout"_a, nb::call_guard<nb::gil_scoped_release>())
+        .def_prop_ro("error", [](const Run& r) { return r.done() ? r.error() : std::string(); })
+        .def_prop_ro("tasks_submitted", &Run::tasks_submitted)
+        .def_prop_ro("tasks_executed", &Run::tasks_executed)
+        .def_prop_ro("diagnostics_files", [](const Run& r) { return r.done() ? r.diagnostics_files() : std::vector<std::string>{}; });
+
+    nb::class_<Chip>(m, "ChipRuntime")
+        .def(
+            "__init__",
+            [](Chip* self, int aic_threads, int aiv_threads, std::int64_t spin_ns) {
+                chip::ChipOptions o;
+                o.aic_threads = aic_threads;
+                o.aiv_threads = aiv_threads;
+                o.spin_ns = spin_ns;
+                new (self) Chip(o);
+            },
+            "aic_threads"_a = 1, "aiv_threads"_a = 1, "spin_ns"_a = 50000)
+        .def(
+            "submit",
+            [](Chip& c, std::shared_ptr<ChipProgram> program, const std::vector<TensorTuple>& tensors,
+               const std::vector<std::uint64_t>& scalars, const std::vector<std::uint64_t>& task_window,
+               const std::vector<std::uint64_t>& heap, const std::vector<std::uint64_t>& dep_pool,
+               std::uint64_t workspace_budget, bool swimlane, bool dep_graph, const std::string& output_prefix) {
+                std::vector<ChipTensor> ts;
+                ts.reserve(tensors.size());
+                for (std::size_t i = 0; i < tensors.size(); ++i) ts.push_back(make_tensor(tensors[i], i));
+                RunConfig cfg = make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph, output_prefix);
+                return c.submit(std::move(program), std::move(ts), scalars, std::move(cfg));
+            },
+            "program"_a, "tensors"_a, "scalars"_a, "task_window"_a, "heap"_a, "dep_pool"_a, "workspace_budget_bytes"_a,
+            "swimlane"_a, "dep_graph"_a, "output_prefix"_a)
+        .def_static(
+            "validate_config",
+            [](const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
+               const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget, bool swimlane, bool dep_graph,
+               const std::string& output_prefix) {
+                chip::validate_run_config(
+                    make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph, output_prefix));
+            },
+            "task_window"_a, "heap"_a, "dep_pool"_a, "workspace_budget_bytes"_a, "swimlane"_a, "dep_graph"_a,
+            "output_prefix"_a)
+        .def("close", &Chip::close, nb::call_guard<nb::gil_scoped_release>())
+        .def_prop_ro("closed", &Chip::closed)
+        .def("malloc", [](Chip& c, std::uint64_t n) { return c.memory().allocate(n); }, "nbytes"_a)
+        .def("free", [](Chip& c, std::uint64_t addr) { c.memory().release(addr); }, "addr"_a)
+        .def(
+            "copy_to",
+            [](Chip& c, std::uint64_t dst, std::uint64_t src, std::uint64_t n) {
+                c.memory().copy_to_device(dst, reinterpret_cast<const void*>(src), n);
+            },
+            "dst"_a, "src"_a, "nbytes"_a)
+        .def(
+            "copy_from",
+            [](Chip& c, std::uint64_t dst, std::uint64_t src, std::uint64_t n) {
+                c.memory().copy_from_device(reinterpret_cast<void*>(dst), src, n);
+            },
+            "dst"_a, "src"_a, "nbytes"_a)
+        .def_prop_ro("live_allocations", [](Chip& c) { return c.memory().live_allocations(); })
+        .def_prop_ro("live_bytes", [](Chip& c) { return c.memory().live_bytes(); });
+}
 
 }  // namespace simpler::bindings

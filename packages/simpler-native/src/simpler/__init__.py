@@ -1,16 +1,48 @@
 """Simpler: the chip runtime of the PyPTO stack.
 
 The native core lives in the private extension ``simpler._native``; this package owns the
-public names.
+public names: :class:`Worker` (register callables, submit runs), :class:`ChipCallable` /
+:class:`CoreCallable` (orchestration and kernel binaries), :class:`TaskArgs`,
+:class:`Buffer` / :class:`Tensor`, :class:`CallConfig`, and :mod:`simpler.toolchain` to build
+binaries against :func:`get_include`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from simpler._dtypes import ArgDirection, DataType
 from simpler._native import SANITIZED, __version__
+from simpler.buffers import Buffer, Tensor
+from simpler.callables import CallableHandle, ChipCallable, CoreCallable, CoreType
+from simpler.config import CallConfig
+from simpler.errors import DeviceError, SimplerError, UnsupportedPlatformError, WorkerClosedError
+from simpler.task_args import ChipStorageTaskArgs, TaskArgs
+from simpler.worker import MAX_CALLABLES, RunHandle, Worker
 
-__all__ = ["SANITIZED", "__version__", "get_include"]
+__all__ = [
+    "MAX_CALLABLES",
+    "SANITIZED",
+    "ArgDirection",
+    "Buffer",
+    "CallConfig",
+    "CallableHandle",
+    "ChipCallable",
+    "ChipStorageTaskArgs",
+    "CoreCallable",
+    "CoreType",
+    "DataType",
+    "DeviceError",
+    "RunHandle",
+    "SimplerError",
+    "TaskArgs",
+    "Tensor",
+    "UnsupportedPlatformError",
+    "Worker",
+    "WorkerClosedError",
+    "__version__",
+    "get_include",
+]
 
 
 def get_include() -> str:

@@ -1,0 +1,73 @@
+// Loaded callables: a ChipCallable (one orchestration entry plus its child kernels by func_id)
+// and a CoreCallable (one kernel entry that runs on an AIC or AIV thread). Built once at
+// registration: binaries loaded, symbols resolved and ABI versions checked, so the dispatch
+// path only calls function pointers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loader.hpp"
+#include "simpler/kernel_abi.hpp"
+#include "simpler/runtime/orchestration.hpp"
+#include "simpler/wire/prepared_view.hpp"
+
+namespace simpler::chip {
+
+enum class CoreType : std::uint8_t { AIV = 0, AIC = 1 };
+inline const char* core_type_name(CoreType c) noexcept { return c == CoreType::AIC ? "AIC" : "AIV"; }
+
+using TakeErrorFn = const char* (*)();
+using AbiVersionFn = std::uint32_t (*)();
+
+struct CoreKernel {
+    std::int32_t func_id = -1;
+    std::string name;  // for messages: "<name> (func_id N)"
+    CoreType core = CoreType::AIV;
+    std::vector<ArgDirection> signature;
+    std::uint32_t tensor_count = 0;
+    std::uint32_t scalar_count = 0;
+    std::shared_ptr<LoadedBinary> binary;
+    KernelEntryFn entry = nullptr;
+    TakeErrorFn take_error = nullptr;
+
+    std::string label() const { return "'" + name + "' (func_id " + std::to_string(func_id) + ", " + core_type_name(core) + ")"; }
+};
+
+struct ChipProgram {
+    std::string name;  // orchestration func_name
+    std::vector<ArgDirection> signature;
+    std::uint32_t tensor_count = 0;
+    std::uint32_t scalar_count = 0;
+    std::shared_ptr<LoadedBinary> binary;
+    OrchestrationEntryFn entry = nullptr;
+    OrchestrationNeeds needs{};
+    std::map<std::int32_t, std::shared_ptr<const CoreKernel>> kernels;
+
+    const CoreKernel* kernel(std::int32_t func_id) const noexcept {
+        auto it = kernels.find(func_id);
+        return it == kernels.end() ? nullptr : it->second.get();
+    }
+};
+
+// Split a signature into counts; throws std::invalid_argument naming `what` when a tensor
+// follows a scalar or a code is unknown.
+void signature_counts(const std::vector<ArgDirection>& sig, const std::string& what, std::uint32_t* tensors,
+                      std::uint32_t* scalars);
+
+// Load a kernel binary: resolves `entry_symbol`, simpler_kernel_abi_version (checked) and
+// simpler_kernel_take_error. Throws std::invalid_argument / std::runtime_error naming `name`.
+std::shared_ptr<const CoreKernel> load_core_kernel(const void* bytes, std::size_t size, const std::string& name,
+                                                   const std::string& entry_symbol, CoreType core,
+                                                   std::vector<ArgDirection> signature);
+
+// Load an orchestration binary: resolves `func_name` and `<func_name>_needs` (ABI version
+// checked, counts compared with the signature). Kernels are attached by func_id (unique).
+std::shared_ptr<const ChipProgram> load_chip_program(
+    const void* bytes, std::size_t size, const std::string& func_name, std::vector<ArgDirection> signature,
+    const std::vector<std::pair<std::int32_t, std::shared_ptr<const CoreKernel>>>& children);
+
+}  // namespace simpler::chip

@@ -1,0 +1,825 @@
+#include "chip.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+
+#include "trace.hpp"
+
+namespace simpler::chip {
+
+namespace {
+
+std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+struct AlignedFree {
+    void operator()(std::uint8_t* p) const noexcept { std::free(p); }
+};
+
+// Byte region [lo, hi) a nonempty tensor touches (conservative for strided views).
+bool tensor_region(const ChipTensor& t, std::uint64_t* lo, std::uint64_t* hi) noexcept {
+    if (chip_tensor_is_empty(t)) return false;
+    std::uint64_t extent = 0;
+    if (!chip_tensor_extent(t, &extent)) return false;
+    const std::uint64_t bits = dtype_bits(t.dtype);
+    *lo = t.buffer.addr + t.start_offset * bits / 8;
+    *hi = t.buffer.addr + ((t.start_offset + extent) * bits + 7) / 8;
+    return true;
+}
+
+const char* direction_name(ArgDirection d) noexcept {
+    switch (d) {
+        case ArgDirection::In: return "In";
+        case ArgDirection::Out: return "Out";
+        case ArgDirection::InOut: return "InOut";
+        case ArgDirection::Scalar: return "Scalar";
+    }
+    return "unknown";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Internal state
+
+struct Chip::Task {
+    std::uint64_t seq = 0;
+    int ring = 0;
+    std::uint32_t index = 0;  // submission index within its run
+    const CoreKernel* kernel = nullptr;
+    RunState* run = nullptr;
+    std::vector<ChipTensor> tensors;
+    std::vector<std::int64_t> args;
+    std::vector<Task*> successors;
+    std::vector<std::uint32_t> pred_indices;  // recorded only for the dependency graph
+    std::int32_t fanin = 0;
+    std::uint32_t edges = 0;  // dependency-pool entries held until this task finishes
+    enum class State : std::uint8_t { Free, Pending, Ready, Running, Done } state = State::Free;
+};
+
+struct HeapBlock {
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;       // bytes reserved, including wrap padding
+    std::uint32_t depth = 0;      // scope depth that allocated it
+    bool closed = false;          // its scope has ended
+    std::array<std::uint64_t, kRingCount> release_after{};  // ring.next at scope end
+};
+
+struct Chip::Ring {
+    std::vector<Task> slots;
+    std::uint64_t mask = 0;
+    std::uint64_t head = 0;  // oldest not retired
+    std::uint64_t next = 0;  // next sequence to hand out
+    std::uint64_t run_start = 0;
+    std::uint32_t dep_used = 0;
+    std::uint32_t dep_cap = 0;
+    std::unique_ptr<std::uint8_t, AlignedFree> heap;
+    std::uint64_t heap_cap = 0;
+    std::uint64_t heap_head = 0;  // offset of the oldest live block
+    std::uint64_t heap_tail = 0;  // offset where the next block starts
+    std::uint64_t heap_used = 0;  // bytes reserved by live blocks
+    std::deque<HeapBlock> blocks;
+
+    std::uint64_t window() const noexcept { return mask + 1; }
+};
+
+struct TensorMapEntry {
+    std::uint64_t lo, hi;
+    Chip::Task* task;
+    std::uint64_t seq;
+    bool write;
+};
+
+struct Chip::RunState {
+    Pending* pending = nullptr;
+    std::shared_ptr<Run> run;
+    const ChipProgram* program = nullptr;
+    RunConfig config;
+    std::uint32_t depth = 0;
+    bool failed = false;
+    std::string error;
+    std::uint32_t submitted = 0;
+    std::uint64_t outstanding = 0;
+    std::uint64_t workspace_used = 0;
+    std::vector<TensorMapEntry> tensor_map;
+    std::int64_t t0 = 0;
+    std::vector<TraceSlice> slices;
+    std::vector<TaskNode> nodes;
+};
+
+}  // namespace simpler::chip
+
+// The opaque context handed to orchestration code.
+struct SimplerOrchContext {
+    simpler::chip::Chip* chip;
+    simpler::chip::Chip::RunState* state;
+};
+
+namespace simpler::chip {
+
+namespace {
+
+std::int64_t api_submit(SimplerOrchContext* ctx, const OrchTaskSpec* spec) {
+    return ctx->chip->orch_submit(*ctx->state, spec);
+}
+std::int32_t api_scope_begin(SimplerOrchContext* ctx) { return ctx->chip->orch_scope_begin(*ctx->state); }
+std::int32_t api_scope_end(SimplerOrchContext* ctx) { return ctx->chip->orch_scope_end(*ctx->state); }
+std::int32_t api_alloc(SimplerOrchContext* ctx, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
+                       ChipTensor* out) {
+    return ctx->chip->orch_alloc(*ctx->state, dtype, ndims, shape, out);
+}
+void api_report_error(SimplerOrchContext* ctx, const char* message) {
+    ctx->chip->orch_fail(*ctx->state, std::string("orchestration '") + ctx->state->program->name +
+                                          "' reported: " + (message != nullptr ? message : "(null)"));
+}
+
+const SimplerOrchApi kOrchApi = {
+    kOrchestrationAbiVersion, sizeof(SimplerOrchApi), api_submit, api_scope_begin, api_scope_end, api_alloc,
+    api_report_error,
+};
+
+bool is_pow2(std::uint64_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+void validate_run_config(const RunConfig& cfg) {
+    for (int r = 0; r < kRingCount; ++r) {
+        const std::string ring = "[" + std::to_string(r) + "]";
+        const std::uint64_t w = cfg.task_window[r];
+        if (w < 4 || w > 0x7fffffffu || !is_pow2(w))
+            throw std::invalid_argument("task_window" + ring + ": expected a power of two in [4, 2^31-1], got " +
+                                        std::to_string(w));
+        if (cfg.heap[r] < 1024)
+            throw std::invalid_argument("heap" + ring + ": expected at least 1024 bytes, got " + std::to_string(cfg.heap[r]));
+        if (cfg.dep_pool[r] < 4 || cfg.dep_pool[r] > 0x7fffffffu)
+            throw std::invalid_argument("dep_pool" + ring + ": expected a value in [4, 2^31-1], got " +
+                                        std::to_string(cfg.dep_pool[r]));
+    }
+    if (cfg.workspace_budget_bytes != 0 && cfg.workspace_budget_bytes < 1024)
+        throw std::invalid_argument("workspace_budget_bytes: expected at least 1024 (or 0 for unlimited), got " +
+                                    std::to_string(cfg.workspace_budget_bytes));
+    if ((cfg.swimlane || cfg.dep_graph) && cfg.output_prefix.empty())
+        throw std::invalid_argument("output_prefix: swimlane and dependency-graph output need an output_prefix, got ''");
+}
+
+bool Run::wait(double timeout_s) const {
+    if (done()) return true;
+    std::unique_lock<std::mutex> lk(mu_);
+    if (timeout_s < 0) {
+        cv_.wait(lk, [&] { return done(); });
+        return true;
+    }
+    return cv_.wait_for(lk, std::chrono::duration<double>(timeout_s), [&] { return done(); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle
+
+Chip::Chip(ChipOptions options) : options_(options) {
+    if (options_.aic_threads < 0 || options_.aic_threads > 64)
+        throw std::invalid_argument("aic_threads: expected 0..64, got " + std::to_string(options_.aic_threads));
+    if (options_.aiv_threads < 0 || options_.aiv_threads > 64)
+        throw std::invalid_argument("aiv_threads: expected 0..64, got " + std::to_string(options_.aiv_threads));
+    if (options_.aic_threads + options_.aiv_threads == 0)
+        throw std::invalid_argument("aic_threads + aiv_threads: expected at least one AICore thread, got 0");
+    core_threads_[static_cast<int>(CoreType::AIC)] = options_.aic_threads;
+    core_threads_[static_cast<int>(CoreType::AIV)] = options_.aiv_threads;
+    for (int r = 0; r < kRingCount; ++r) rings_.push_back(std::make_unique<Ring>());
+    threads_.emplace_back([this] { orchestrator_loop(); });
+    int index = 1;
+    for (int i = 0; i < options_.aic_threads; ++i, ++index)
+        threads_.emplace_back([this, index] { core_loop(index, CoreType::AIC); });
+    for (int i = 0; i < options_.aiv_threads; ++i, ++index)
+        threads_.emplace_back([this, index] { core_loop(index, CoreType::AIV); });
+}
+
+Chip::~Chip() { close(); }
+
+void Chip::close() {
+    std::lock_guard<std::mutex> guard(close_mu_);
+    if (closed_.exchange(true)) return;
+    {
+        std::unique_lock<std::mutex> lk(mu_);
+        draining_ = true;  // submit refuses new runs; queued ones finish first
+        idle_cv_.wait(lk, [&] { return queue_.empty() && !busy_; });
+        stop_.store(true);
+        orch_cv_.notify_all();
+        for (auto& cv : core_cv_) cv.notify_all();
+    }
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submission from the host
+
+void Chip::check_tensor(const ChipTensor& t, const std::string& what) const {
+    if (check_chip_tensor_semantics(t) != InvocationStatus::Ok) {
+        std::uint64_t extent = 0;
+        const bool ok_extent = chip_tensor_extent(t, &extent);
+        throw std::out_of_range(what + ": invalid descriptor (dtype " + std::to_string(t.dtype) + ", ndims " +
+                                std::to_string(t.ndims) + ", start_offset " + std::to_string(t.start_offset) +
+                                (ok_extent ? ", extent " + std::to_string(extent) : std::string(", bad shape/strides")) +
+                                " elements, backing " + std::to_string(t.buffer.size) +
+                                " bytes): expected a DEVICE tensor inside its buffer");
+    }
+    if (chip_tensor_is_empty(t)) return;
+    std::uint64_t remaining = 0;
+    if (memory_.tracked_remaining(t.buffer.addr, &remaining) && t.buffer.size > remaining)
+        throw std::out_of_range(what + ": buffer of " + std::to_string(t.buffer.size) + " bytes runs past its device allocation (" +
+                                std::to_string(remaining) + " bytes left)");
+}
+
+std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, std::vector<ChipTensor> tensors,
+                                  std::vector<std::uint64_t> scalars, RunConfig config) {
+    if (program == nullptr) throw std::invalid_argument("submit(callable): expected a registered callable, got none");
+    const std::string what = "orchestration '" + program->name + "'";
+    if (tensors.size() != program->tensor_count || scalars.size() != program->scalar_count)
+        throw std::invalid_argument("submit(args): " + what + " expects " + std::to_string(program->tensor_count) +
+                                    " tensors and " + std::to_string(program->scalar_count) + " scalars, got " +
+                                    std::to_string(tensors.size()) + " and " + std::to_string(scalars.size()));
+    for (std::size_t i = 0; i < tensors.size(); ++i) check_tensor(tensors[i], "submit(args): tensor " + std::to_string(i));
+    validate_run_config(config);
+    for (const auto& [func_id, k] : program->kernels)
+        if (core_threads_[static_cast<int>(k->core)] == 0)
+            throw std::invalid_argument("submit(callable): kernel " + k->label() + " needs an " + core_type_name(k->core) +
+                                        " thread, but this Worker has none");
+    auto run = std::make_shared<Run>();
+    std::lock_guard<std::mutex> lk(mu_);
+    if (draining_ || stop_.load()) throw std::runtime_error("submit: the Worker is closed");
+    run->id_ = next_run_id_++;
+    queue_.push_back(Pending{run, std::move(program), std::move(tensors), std::move(scalars), std::move(config)});
+    orch_cv_.notify_all();
+    return run;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waiting on the orchestrator thread: spin briefly, then park on orch_cv_.
+
+template <class Pred>
+bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
+    if (ready()) return true;
+    const std::int64_t deadline = now_ns() + options_.spin_ns;
+    for (unsigned i = 1;; ++i) {
+        lk.unlock();
+        for (int k = 0; k < 32; ++k) cpu_relax();
+        lk.lock();
+        if (ready()) return true;
+        if ((i & 7) == 0 && now_ns() > deadline) break;
+    }
+    orch_waiting_ = true;
+    orch_cv_.wait(lk, [&] { return ready() || stop_.load(); });
+    orch_waiting_ = false;
+    return ready();
+}
+
+void Chip::orchestrator_loop() {
+    for (;;) {
+        Pending p;
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            orch_wait_locked(lk, [&] { return !queue_.empty() || stop_.load(); });
+            if (queue_.empty()) return;  // stopping and nothing left
+            p = std::move(queue_.front());
+            queue_.pop_front();
+            busy_ = true;
+        }
+        execute_run(p);
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            busy_ = false;
+            if (queue_.empty()) idle_cv_.notify_all();
+        }
+    }
+}
+
+void Chip::fail_locked(RunState& rs, const std::string& message) {
+    if (rs.failed) return;
+    rs.failed = true;
+    rs.error = message;
+}
+
+void Chip::orch_fail(RunState& rs, const std::string& message) {
+    std::lock_guard<std::mutex> lk(mu_);
+    fail_locked(rs, message);
+}
+
+void Chip::execute_run(Pending& p) {
+    RunState rs;
+    rs.pending = &p;
+    rs.run = p.run;
+    rs.program = p.program.get();
+    rs.config = p.config;
+    rs.t0 = now_ns();
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (int r = 0; r < kRingCount; ++r) {
+            Ring& ring = *rings_[r];
+            const std::uint64_t window = rs.config.task_window[r];
+            if (ring.window() != window || ring.slots.empty()) {
+                ring.slots = std::vector<Task>(window);
+                ring.mask = window - 1;
+            }
+            ring.run_start = ring.next;
+            ring.dep_cap = rs.config.dep_pool[r];
+            if (ring.heap_cap != rs.config.heap[r]) {
+                ring.heap.reset();
+                ring.heap_cap = rs.config.heap[r];
+            }
+            ring.heap_head = ring.heap_tail = ring.heap_used = 0;
+            ring.blocks.clear();
+        }
+        current_ = &rs;
+    }
+
+    ChipStorageTaskArgs args{};
+    args.abi_version = kOrchestrationAbiVersion;
+    args.tensor_count = static_cast<std::uint32_t>(p.tensors.size());
+    args.scalar_count = static_cast<std::uint32_t>(p.scalars.size());
+    args.tensors = p.tensors.data();
+    args.scalars = p.scalars.data();
+    SimplerOrchContext ctx{this, &rs};
+    const std::string what = "orchestration '" + rs.program->name + "'";
+    const std::int64_t orch_start = now_ns();
+    try {
+        const std::int32_t status = rs.program->entry(&kOrchApi, &ctx, &args);
+        if (status != 0) orch_fail(rs, what + " returned status " + std::to_string(status));
+    } catch (const std::exception& e) {
+        orch_fail(rs, what + " threw " + e.what());
+    } catch (...) {
+        orch_fail(rs, what + " threw a non-standard exception");
+    }
+    const std::int64_t orch_end = now_ns();
+
+    {
+        std::unique_lock<std::mutex> lk(mu_);
+        while (rs.depth > 0) {  // scopes left open end with the orchestration
+            lk.unlock();
+            orch_scope_end(rs);
+            lk.lock();
+        }
+        orch_wait_locked(lk, [&] { return rs.outstanding == 0; });
+        for (int r = 0; r < kRingCount; ++r) {
+            Ring& ring = *rings_[r];
+            ring.blocks.clear();
+            ring.heap_head = ring.heap_tail = ring.heap_used = 0;
+        }
+        current_ = nullptr;
+    }
+    rs.slices.push_back(TraceSlice{0, orch_start - rs.t0, orch_end - rs.t0, -1, -1, what});
+
+    std::vector<std::string> files;
+    if (rs.config.swimlane || rs.config.dep_graph) {
+        try {
+            std::vector<std::string> names{"AICPU orchestrator"};
+            int aic = 0, aiv = 0;
+            for (int i = 0; i < options_.aic_threads; ++i) names.push_back("AIC " + std::to_string(aic++));
+            for (int i = 0; i < options_.aiv_threads; ++i) names.push_back("AIV " + std::to_string(aiv++));
+            const std::string base = rs.config.output_prefix;
+            if (rs.config.swimlane)
+                files.push_back(write_swimlane(base, rs.run->id(), names, rs.slices));
+            if (rs.config.dep_graph)
+                files.push_back(write_dep_graph(base, rs.run->id(), rs.nodes));
+        } catch (const std::exception& e) {
+            if (!rs.failed) {
+                rs.failed = true;
+                rs.error = std::string("diagnostics: ") + e.what();
+            }
+        }
+    }
+
+    Run& run = *rs.run;
+    {
+        std::lock_guard<std::mutex> lk(run.mu_);
+        run.error_ = rs.failed ? rs.error : std::string();
+        run.tasks_submitted_ = rs.submitted;
+        run.files_ = std::move(files);
+        run.done_.store(true, std::memory_order_release);
+    }
+    run.cv_.notify_all();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The orchestration function table
+
+std::int32_t Chip::orch_scope_begin(RunState& rs) {
+    std::lock_guard<std::mutex> lk(mu_);
+    ++rs.depth;
+    return 0;
+}
+
+std::int32_t Chip::orch_scope_end(RunState& rs) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (rs.depth == 0) {
+        fail_locked(rs, "orchestration '" + rs.program->name + "': scope_end without a matching scope_begin");
+        return 1;
+    }
+    for (auto& ring : rings_)
+        for (auto& b : ring->blocks)
+            if (!b.closed && b.depth == rs.depth) {
+                b.closed = true;
+                for (int r = 0; r < kRingCount; ++r) b.release_after[r] = rings_[r]->next;
+            }
+    --rs.depth;
+    retire_locked();
+    return 0;
+}
+
+std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
+                              ChipTensor* out) {
+    const std::string what = "orchestration '" + rs.program->name + "': alloc_tensor";
+    std::unique_lock<std::mutex> lk(mu_);
+    if (rs.failed) return 1;
+    const auto code = static_cast<std::uint8_t>(dtype);
+    if (!is_known_dtype(code)) {
+        fail_locked(rs, what + ": unknown dtype code " + std::to_string(code));
+        return 1;
+    }
+    if (ndims < 1 || ndims > kMaxTensorDims || shape == nullptr || out == nullptr) {
+        fail_locked(rs, what + ": expected 1..5 dims with a shape and an output, got ndims " + std::to_string(ndims));
+        return 1;
+    }
+    std::uint64_t elems = 1;
+    for (std::uint32_t i = 0; i < ndims; ++i)
+        if (__builtin_mul_overflow(elems, static_cast<std::uint64_t>(shape[i]), &elems)) {
+            fail_locked(rs, what + ": shape overflows");
+            return 1;
+        }
+    const std::uint64_t bytes = std::max<std::uint64_t>((elems * dtype_bits(code) + 7) / 8, 1);
+    const std::uint64_t reserve = (bytes + 63) / 64 * 64;
+    const int r = static_cast<int>(std::min<std::uint32_t>(rs.depth, kRingCount - 1));
+    Ring& ring = *rings_[r];
+    if (rs.config.workspace_budget_bytes != 0 && rs.workspace_used + reserve > rs.config.workspace_budget_bytes) {
+        fail_locked(rs, what + ": " + std::to_string(reserve) + " bytes would exceed workspace_budget_bytes " +
+                            std::to_string(rs.config.workspace_budget_bytes) + " (" +
+                            std::to_string(rs.workspace_used) + " in use)");
+        return 1;
+    }
+    if (reserve > ring.heap_cap) {
+        fail_locked(rs, what + ": " + std::to_string(reserve) + " bytes can never fit ring " + std::to_string(r) +
+                            "'s heap of " + std::to_string(ring.heap_cap) + " bytes");
+        return 1;
+    }
+    if (!ring.heap) {
+        ring.heap.reset(static_cast<std::uint8_t*>(std::aligned_alloc(64, (ring.heap_cap + 63) / 64 * 64)));
+        if (!ring.heap) {
+            fail_locked(rs, what + ": cannot allocate ring " + std::to_string(r) + "'s heap");
+            return 1;
+        }
+    }
+    // FIFO ring-buffer allocation: live blocks occupy [head, tail) or, wrapped, [head, cap) and
+    // [0, tail). A block that does not fit before the end starts again at offset 0.
+    std::uint64_t offset = 0;
+    auto try_alloc = [&]() {
+        if (ring.blocks.empty()) {
+            ring.heap_head = ring.heap_tail = 0;
+            offset = 0;
+            return reserve <= ring.heap_cap;
+        }
+        if (ring.heap_tail > ring.heap_head) {  // not wrapped
+            if (ring.heap_cap - ring.heap_tail >= reserve) {
+                offset = ring.heap_tail;
+                return true;
+            }
+            if (ring.heap_head >= reserve) {
+                offset = 0;
+                return true;
+            }
+            return false;
+        }
+        if (ring.heap_head - ring.heap_tail >= reserve) {  // wrapped
+            offset = ring.heap_tail;
+            return true;
+        }
+        return false;
+    };
+    const bool ok = orch_wait_locked(lk, [&] {
+        if (try_alloc() || rs.failed) return true;
+        // No progress possible: nothing in flight, or the oldest block's scope is still open.
+        if (!ring.blocks.empty() && !ring.blocks.front().closed) return true;
+        return in_flight_ == 0;
+    });
+    if (rs.failed) return 1;
+    if (!ok || !try_alloc()) {
+        std::uint64_t open_bytes = 0;
+        for (const auto& b : ring.blocks)
+            if (!b.closed) open_bytes += b.size;
+        fail_locked(rs, what + ": deadlock: ring " + std::to_string(r) + "'s heap of " + std::to_string(ring.heap_cap) +
+                            " bytes cannot fit " + std::to_string(reserve) + " bytes; " + std::to_string(open_bytes) +
+                            " bytes are held by scopes that are still open");
+        return 1;
+    }
+    HeapBlock b;
+    b.offset = offset;
+    b.size = reserve;
+    b.depth = rs.depth;
+    if (ring.blocks.empty()) ring.heap_head = offset;
+    ring.blocks.push_back(b);
+    ring.heap_used += reserve;
+    ring.heap_tail = offset + reserve;
+    rs.workspace_used += reserve;
+
+    std::memset(out, 0, sizeof(ChipTensor));
+    out->buffer.addr = reinterpret_cast<std::uint64_t>(ring.heap.get()) + offset;
+    out->buffer.size = bytes;
+    out->ndims = ndims;
+    out->dtype = code;
+    out->address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
+    std::uint64_t stride = 1;
+    for (std::uint32_t i = ndims; i-- > 0;) {
+        out->shapes[i] = shape[i];
+        out->strides[i] = static_cast<std::uint32_t>(stride);
+        stride *= std::max<std::uint32_t>(shape[i], 1);
+    }
+    out->is_contiguous = 1;
+    return 0;
+}
+
+std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
+    const std::uint32_t index = rs.submitted;
+    const std::string orch = "orchestration '" + rs.program->name + "'";
+    auto reject = [&](const std::string& message) -> std::int64_t {
+        orch_fail(rs, message);
+        return -1;
+    };
+    if (spec == nullptr) return reject(orch + ": task " + std::to_string(index) + ": submit got a null task");
+    const CoreKernel* k = rs.program->kernel(spec->func_id);
+    const std::string task = orch + ": task " + std::to_string(index);
+    if (k == nullptr) {
+        std::string ids;
+        for (const auto& [id, kk] : rs.program->kernels) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+        return reject(task + ": func_id " + std::to_string(spec->func_id) + " is not a child of this callable (children: " +
+                      (ids.empty() ? "none" : ids) + ")");
+    }
+    const std::string label = task + " (kernel " + k->label() + ")";
+    if (spec->tensor_count != k->tensor_count || spec->scalar_count != k->scalar_count)
+        return reject(label + ": expected " + std::to_string(k->tensor_count) + " tensors and " +
+                      std::to_string(k->scalar_count) + " scalars, got " + std::to_string(spec->tensor_count) + " and " +
+                      std::to_string(spec->scalar_count));
+    if ((spec->tensor_count && spec->tensors == nullptr) || (spec->scalar_count && spec->scalars == nullptr) ||
+        (spec->dep_count && spec->deps == nullptr))
+        return reject(label + ": null argument array");
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        const OrchTensorArg& a = spec->tensors[i];
+        if (a.tensor == nullptr) return reject(label + ": tensor " + std::to_string(i) + " is null");
+        if (a.direction != k->signature[i])
+            return reject(label + ": tensor " + std::to_string(i) + " is tagged " + direction_name(a.direction) +
+                          " but the kernel signature says " + direction_name(k->signature[i]));
+        try {
+            check_tensor(*a.tensor, label + ": tensor " + std::to_string(i));
+        } catch (const std::exception& e) {
+            return reject(e.what());
+        }
+    }
+
+    std::unique_lock<std::mutex> lk(mu_);
+    if (rs.failed) return -1;
+    const int r = static_cast<int>(std::min<std::uint32_t>(rs.depth, kRingCount - 1));
+    Ring& ring = *rings_[r];
+    // Explicit dependencies must name earlier tasks of this run.
+    for (std::uint32_t d = 0; d < spec->dep_count; ++d) {
+        const std::int64_t id = spec->deps[d];
+        const int dr = static_cast<int>(static_cast<std::uint64_t>(id) >> 48);
+        const std::uint64_t dseq = static_cast<std::uint64_t>(id) & ((std::uint64_t{1} << 48) - 1);
+        if (id < 0 || dr >= kRingCount || dseq < rings_[dr]->run_start || dseq >= rings_[dr]->next) {
+            fail_locked(rs, label + ": explicit dependency " + std::to_string(d) + " (" + std::to_string(id) +
+                                ") is not a task id returned by an earlier submit of this run");
+            return -1;
+        }
+    }
+
+    // Back-pressure: wait for a task-window slot, then for enough dependency-pool entries.
+    std::vector<Task*> preds;
+    for (;;) {
+        const bool ok = orch_wait_locked(lk, [&] { return ring.next - ring.head < ring.window() || rs.failed || in_flight_ == 0; });
+        if (rs.failed) return -1;
+        if (!ok || ring.next - ring.head >= ring.window()) {
+            fail_locked(rs, label + ": deadlock: ring " + std::to_string(r) + "'s task window is full with nothing running");
+            return -1;
+        }
+        // Dependencies from overlapping regions against tasks that are still in flight.
+        preds.clear();
+        auto add_pred = [&](Task* p) {
+            if (std::find(preds.begin(), preds.end(), p) == preds.end()) preds.push_back(p);
+        };
+        auto& map = rs.tensor_map;
+        for (std::size_t e = 0; e < map.size();) {
+            TensorMapEntry& en = map[e];
+            if (en.task->state == Task::State::Done || en.task->seq != en.seq ||
+                en.task->state == Task::State::Free) {
+                en = map.back();
+                map.pop_back();
+                continue;
+            }
+            ++e;
+        }
+        for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+            std::uint64_t lo = 0, hi = 0;
+            if (!tensor_region(*spec->tensors[i].tensor, &lo, &hi)) continue;
+            const ArgDirection dir = spec->tensors[i].direction;
+            const bool reads = dir != ArgDirection::Out;
+            const bool writes = dir != ArgDirection::In;
+            for (const TensorMapEntry& en : map)
+                if (en.lo < hi && lo < en.hi && (writes || (reads && en.write))) add_pred(en.task);
+        }
+        for (std::uint32_t d = 0; d < spec->dep_count; ++d) {
+            const auto id = static_cast<std::uint64_t>(spec->deps[d]);
+            Ring& dring = *rings_[id >> 48];
+            const std::uint64_t dseq = id & ((std::uint64_t{1} << 48) - 1);
+            if (dseq < dring.head) continue;  // retired
+            Task* p = &dring.slots[dseq & dring.mask];
+            if (p->seq == dseq && p->state != Task::State::Done && p->state != Task::State::Free) add_pred(p);
+        }
+        const auto edges = static_cast<std::uint32_t>(preds.size());
+        if (edges > ring.dep_cap) {
+            fail_locked(rs, label + ": needs " + std::to_string(edges) + " dependency entries but ring " + std::to_string(r) +
+                                "'s dependency pool holds " + std::to_string(ring.dep_cap));
+            return -1;
+        }
+        if (ring.dep_used + edges <= ring.dep_cap) break;
+        const std::uint64_t seen = in_flight_;
+        const bool progressed = orch_wait_locked(lk, [&] { return in_flight_ < seen || rs.failed || in_flight_ == 0; });
+        (void)progressed;
+        if (rs.failed) return -1;
+    }
+
+    const std::uint64_t seq = ring.next++;
+    Task& t = ring.slots[seq & ring.mask];
+    t.seq = seq;
+    t.ring = r;
+    t.index = index;
+    t.kernel = k;
+    t.run = &rs;
+    t.tensors.resize(spec->tensor_count);
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        t.tensors[i] = *spec->tensors[i].tensor;
+        t.tensors[i].owner_task_id = seq;
+    }
+    t.args.resize(spec->tensor_count + spec->scalar_count);
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) t.args[i] = reinterpret_cast<std::int64_t>(&t.tensors[i]);
+    for (std::uint32_t i = 0; i < spec->scalar_count; ++i)
+        t.args[spec->tensor_count + i] = static_cast<std::int64_t>(spec->scalars[i]);
+    t.successors.clear();
+    t.pred_indices.clear();
+    t.edges = static_cast<std::uint32_t>(preds.size());
+    t.fanin = static_cast<std::int32_t>(preds.size());
+    ring.dep_used += t.edges;
+    for (Task* p : preds) {
+        p->successors.push_back(&t);
+        if (rs.config.dep_graph) t.pred_indices.push_back(p->index);
+    }
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        std::uint64_t lo = 0, hi = 0;
+        if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
+        rs.tensor_map.push_back(TensorMapEntry{lo, hi, &t, seq, spec->tensors[i].direction != ArgDirection::In});
+    }
+    if (rs.config.dep_graph) rs.nodes.push_back(TaskNode{index, spec->func_id, k->name, t.pred_indices});
+    ++rs.submitted;
+    ++rs.outstanding;
+    ++in_flight_;
+    if (t.fanin == 0) {
+        push_ready_locked(&t);
+    } else {
+        t.state = Task::State::Pending;
+    }
+    return static_cast<std::int64_t>((static_cast<std::uint64_t>(r) << 48) | seq);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduling and execution
+
+void Chip::push_ready_locked(Task* t) {
+    t->state = Task::State::Ready;
+    const int type = static_cast<int>(t->kernel->core);
+    ready_[type].push_back(t);
+    ready_count_[type].fetch_add(1, std::memory_order_release);
+    if (sleepers_[type] > 0) core_cv_[type].notify_one();
+}
+
+Chip::Task* Chip::pop_ready(CoreType core) {
+    const int type = static_cast<int>(core);
+    auto take = [&]() -> Task* {
+        Task* t = ready_[type].front();
+        ready_[type].pop_front();
+        ready_count_[type].fetch_sub(1, std::memory_order_relaxed);
+        t->state = Task::State::Running;
+        return t;
+    };
+    const std::int64_t deadline = now_ns() + options_.spin_ns;
+    for (unsigned i = 1;; ++i) {
+        if (ready_count_[type].load(std::memory_order_acquire) > 0) {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (!ready_[type].empty()) return take();
+        }
+        if (stop_.load(std::memory_order_relaxed)) break;
+        cpu_relax();
+        if ((i & 63) == 0 && now_ns() > deadline) break;
+    }
+    std::unique_lock<std::mutex> lk(mu_);
+    ++sleepers_[type];
+    core_cv_[type].wait(lk, [&] { return !ready_[type].empty() || stop_.load(); });
+    --sleepers_[type];
+    if (ready_[type].empty()) return nullptr;
+    return take();
+}
+
+void Chip::core_loop(int thread_index, CoreType type) {
+    for (;;) {
+        Task* t = pop_ready(type);
+        if (t == nullptr) {
+            if (stop_.load()) return;
+            continue;
+        }
+        const CoreKernel* k = t->kernel;
+        std::string error;
+        const std::int64_t start = now_ns();
+        bool skip;
+        {
+            // A failed run drains without running more kernels.
+            std::lock_guard<std::mutex> lk(mu_);
+            skip = t->run->failed;
+        }
+        if (!skip) {
+            try {
+                k->entry(t->args.data());
+                if (const char* msg = k->take_error()) error = msg;
+            } catch (const std::exception& e) {
+                error = std::string("threw ") + e.what();
+                k->take_error();
+            } catch (...) {
+                error = "threw a non-standard exception";
+                k->take_error();
+            }
+        }
+        if (!skip) t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
+        // After finish_task the run may complete and its state go away: do not touch t->run.
+        finish_task(t, thread_index, start, now_ns(), skip ? std::string() : std::move(error));
+    }
+}
+
+void Chip::finish_task(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns, std::string error) {
+    std::lock_guard<std::mutex> lk(mu_);
+    RunState& rs = *t->run;
+    if (!error.empty())
+        fail_locked(rs, "orchestration '" + rs.program->name + "': task " + std::to_string(t->index) + " (kernel " +
+                            t->kernel->label() + ") failed: " + error);
+    if (rs.config.swimlane)
+        rs.slices.push_back(TraceSlice{thread_index, start_ns - rs.t0, end_ns - rs.t0, static_cast<std::int64_t>(t->index),
+                                       t->kernel->func_id, t->kernel->name});
+    t->state = Task::State::Done;
+    for (Task* s : t->successors)
+        if (--s->fanin == 0) push_ready_locked(s);
+    rings_[t->ring]->dep_used -= t->edges;
+    t->edges = 0;
+    --rs.outstanding;
+    --in_flight_;
+    retire_locked();
+    if (orch_waiting_) orch_cv_.notify_one();
+}
+
+void Chip::retire_locked() {
+    for (auto& rp : rings_) {
+        Ring& ring = *rp;
+        while (ring.head < ring.next) {
+            Task& t = ring.slots[ring.head & ring.mask];
+            if (t.state != Task::State::Done) break;
+            t.state = Task::State::Free;
+            ++ring.head;
+        }
+    }
+    for (auto& rp : rings_) {
+        Ring& ring = *rp;
+        while (!ring.blocks.empty()) {
+            const HeapBlock& b = ring.blocks.front();
+            if (!b.closed) break;
+            bool released = true;
+            for (int r = 0; r < kRingCount; ++r)
+                if (rings_[r]->head < b.release_after[r]) released = false;
+            if (!released) break;
+            ring.heap_used -= b.size;
+            if (current_ != nullptr) current_->workspace_used -= std::min(current_->workspace_used, b.size);
+            ring.blocks.pop_front();
+            if (ring.blocks.empty()) {
+                ring.heap_head = ring.heap_tail = 0;
+            } else {
+                ring.heap_head = ring.blocks.front().offset;
+            }
+        }
+    }
+}
+
+}  // namespace simpler::chip

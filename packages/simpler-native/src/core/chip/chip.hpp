@@ -1,0 +1,156 @@
+// The simulated chip: one AICPU orchestrator thread that runs orchestration entries and
+// schedules their tasks, and AICore threads (AIC for cube kernels, AIV for vector kernels)
+// that run kernel entries. The tensormap-and-ringbuffer (TMR) runtime lives here: tasks are
+// kept in four rings (one per scope depth; deeper scopes share the last), each with a task
+// window, a heap for intermediate tensors and a dependency pool; dependencies come from
+// overlapping tensor regions (RAW, WAR, WAW) plus explicit ones. See docs/simpler-runtime.md.
+//
+// Knows nothing of Python. Errors at the API surface are std exceptions; errors of a run
+// (kernel failure, orchestration failure, invalid task, deadlock) are reported by its Run.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "callable.hpp"
+#include "device_memory.hpp"
+#include "simpler/wire/chip_tensor.hpp"
+
+struct SimplerOrchContext;
+
+namespace simpler::chip {
+
+inline constexpr int kRingCount = 4;
+
+// Per-run configuration (CallConfig after validation).
+struct RunConfig {
+    std::array<std::uint32_t, kRingCount> task_window{256, 256, 256, 256};  // powers of two
+    std::array<std::uint64_t, kRingCount> heap{16u << 20, 16u << 20, 16u << 20, 16u << 20};  // bytes
+    std::array<std::uint32_t, kRingCount> dep_pool{1024, 1024, 1024, 1024};
+    std::uint64_t workspace_budget_bytes = 0;  // 0 = unlimited; intermediate tensors only
+    bool swimlane = false;
+    bool dep_graph = false;
+    std::string output_prefix;
+};
+
+// Throws std::invalid_argument naming the field, expected range and the value found.
+void validate_run_config(const RunConfig& cfg);
+
+struct ChipOptions {
+    int aic_threads = 1;
+    int aiv_threads = 1;
+    // How long an idle thread spins before it parks, in nanoseconds.
+    std::int64_t spin_ns = 50'000;
+};
+
+// One submitted run: completion, error and statistics. Shared by the submitter and the chip.
+class Run {
+public:
+    std::uint64_t id() const noexcept { return id_; }
+    bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+    // Waits up to `timeout_s` seconds (negative: forever); true when done.
+    bool wait(double timeout_s) const;
+    // Valid once done(): empty when the run succeeded.
+    const std::string& error() const noexcept { return error_; }
+    std::uint64_t tasks_submitted() const noexcept { return tasks_submitted_; }
+    std::uint64_t tasks_executed() const noexcept { return tasks_executed_.load(); }
+    const std::vector<std::string>& diagnostics_files() const noexcept { return files_; }
+
+private:
+    friend class Chip;
+    friend struct ::SimplerOrchContext;
+    std::uint64_t id_ = 0;
+    std::atomic<bool> done_{false};
+    mutable std::mutex mu_;
+    mutable std::condition_variable cv_;
+    std::string error_;
+    std::uint64_t tasks_submitted_ = 0;
+    std::atomic<std::uint64_t> tasks_executed_{0};
+    std::vector<std::string> files_;
+};
+
+class Chip {
+public:
+    explicit Chip(ChipOptions options);
+    ~Chip();
+    Chip(const Chip&) = delete;
+    Chip& operator=(const Chip&) = delete;
+
+    // Validates the arguments against the program and every descriptor against device memory
+    // (throws std::invalid_argument / std::out_of_range before anything runs), then queues the
+    // run FIFO. Thread-safe.
+    std::shared_ptr<Run> submit(std::shared_ptr<const ChipProgram> program, std::vector<ChipTensor> tensors,
+                                std::vector<std::uint64_t> scalars, RunConfig config);
+    // Finishes queued runs, then stops and joins every thread. Idempotent.
+    void close();
+    bool closed() const noexcept { return closed_.load(); }
+
+    DeviceMemory& memory() noexcept { return memory_; }
+    const ChipOptions& options() const noexcept { return options_; }
+
+    // Internal (used by the orchestration function table).
+    struct Task;
+    struct Ring;
+    struct RunState;
+    std::int64_t orch_submit(RunState& rs, const OrchTaskSpec* spec);
+    std::int32_t orch_scope_begin(RunState& rs);
+    std::int32_t orch_scope_end(RunState& rs);
+    std::int32_t orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
+                            ChipTensor* out);
+    void orch_fail(RunState& rs, const std::string& message);
+
+private:
+    struct Pending {
+        std::shared_ptr<Run> run;
+        std::shared_ptr<const ChipProgram> program;
+        std::vector<ChipTensor> tensors;
+        std::vector<std::uint64_t> scalars;
+        RunConfig config;
+    };
+
+    void orchestrator_loop();
+    void core_loop(int thread_index, CoreType type);
+    void execute_run(Pending& p);
+    Task* pop_ready(CoreType type);
+    void push_ready_locked(Task* t);
+    void finish_task(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns, std::string error);
+    void retire_locked();
+    void fail_locked(RunState& rs, const std::string& message);
+    template <class Pred>
+    bool orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready);
+    void check_tensor(const ChipTensor& t, const std::string& what) const;
+    void write_diagnostics(RunState& rs);
+
+    ChipOptions options_;
+    DeviceMemory memory_;
+    std::mutex mu_;  // guards everything below that is not atomic
+    std::condition_variable orch_cv_;
+    std::array<std::condition_variable, 2> core_cv_;
+    std::array<std::deque<Task*>, 2> ready_;
+    std::array<std::atomic<int>, 2> ready_count_{};
+    std::array<int, 2> sleepers_{};
+    std::array<int, 2> core_threads_{};
+    bool orch_waiting_ = false;
+    bool draining_ = false;  // close() in progress: no new runs
+    bool busy_ = false;      // the orchestrator is executing a run
+    std::condition_variable idle_cv_;
+    std::deque<Pending> queue_;
+    std::vector<std::unique_ptr<Ring>> rings_;
+    RunState* current_ = nullptr;
+    std::uint64_t in_flight_ = 0;  // submitted, not finished
+    std::uint64_t next_run_id_ = 1;
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> closed_{false};
+    std::mutex close_mu_;
+    std::vector<std::thread> threads_;
+};
+
+}  // namespace simpler::chip

@@ -1,0 +1,34 @@
+// Diagnostics of one run: the swimlane (Chrome trace-event JSON, one track per AICPU/AICore
+// thread, one slice per task; opens in Perfetto and chrome://tracing) and the dependency graph
+// (JSON: one node per task with the indices of the tasks it waited for).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace simpler::chip {
+
+struct TraceSlice {
+    int thread;             // 0 = AICPU orchestrator, then AIC threads, then AIV threads
+    std::int64_t start_ns;  // relative to the run's start
+    std::int64_t end_ns;
+    std::int64_t task;      // task index in the run, -1 for the orchestration slice
+    std::int32_t func_id;
+    std::string name;
+};
+
+struct TaskNode {
+    std::uint32_t index;
+    std::int32_t func_id;
+    std::string kernel;
+    std::vector<std::uint32_t> deps;
+};
+
+// Both write to a temp file and rename it into place; they create `output_prefix` as a
+// directory if needed and return the final path. Throw std::runtime_error on I/O failure.
+std::string write_swimlane(const std::string& output_prefix, std::uint64_t run_id,
+                           const std::vector<std::string>& thread_names, const std::vector<TraceSlice>& slices);
+std::string write_dep_graph(const std::string& output_prefix, std::uint64_t run_id, const std::vector<TaskNode>& nodes);
+
+}  // namespace simpler::chip

@@ -1,0 +1,94 @@
+"""CallConfig: per-run settings of the TMR runtime and its diagnostics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RING_COUNT", "CallConfig"]
+
+RING_COUNT = 4  # one ring per scope depth 0..3; deeper scopes share the last
+_MAX_I31 = (1 << 31) - 1
+
+
+def _rings(value: Any, name: str) -> tuple[int, ...]:
+    """A scalar broadcasts to all four rings; a sequence gives one value per ring."""
+    vals = (value,) * RING_COUNT if isinstance(value, int) or not hasattr(value, "__iter__") else tuple(value)
+    if len(vals) != RING_COUNT:
+        raise ValueError(
+            f"CallConfig.{name}: expected one value or {RING_COUNT} (one per ring), got {len(vals)}"
+        )
+    for i, v in enumerate(vals):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"CallConfig.{name}[{i}]: expected an int, got {v!r}")
+    return vals
+
+
+@dataclass
+class CallConfig:
+    """Settings of one run. Call :meth:`validate` (Worker.submit does) before anything runs.
+
+    Args:
+        aicpu_thread_num: AICPU threads (the simulator runs orchestration and scheduling on one
+            thread; values 1..4 are accepted for compatibility with the device).
+        swimlane: write a Chrome trace-event JSON per run under ``output_prefix``.
+        dep_graph: write the task dependency graph (JSON) per run under ``output_prefix``.
+        output_prefix: directory for diagnostics; required when either switch is on.
+        task_window: tasks in flight per ring (power of two in [4, 2^31-1]); int or 4 values.
+        heap: bytes of intermediate-tensor heap per ring (>= 1024); int or 4 values.
+        dep_pool: dependency entries per ring ([4, 2^31-1]); int or 4 values.
+        workspace_budget_bytes: cap on intermediate tensors of a run (>= 1024; None = no cap);
+            borrowed storage is not counted.
+
+    Example::
+
+        cfg = CallConfig(task_window=16, heap=1 << 20, dep_pool=64)
+        cfg.validate()
+    """
+
+    aicpu_thread_num: int = 1
+    swimlane: bool = False
+    dep_graph: bool = False
+    output_prefix: str | None = None
+    task_window: Any = 256
+    heap: Any = 16 << 20
+    dep_pool: Any = 1024
+    workspace_budget_bytes: int | None = None
+
+    def rings(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(task_window, heap, dep_pool), each with one value per ring."""
+        return (
+            _rings(self.task_window, "task_window"),
+            _rings(self.heap, "heap"),
+            _rings(self.dep_pool, "dep_pool"),
+        )
+
+    def validate(self) -> CallConfig:
+        """Raise ValueError naming the first invalid field, its allowed range and its value."""
+        n = self.aicpu_thread_num
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4:
+            raise ValueError(f"CallConfig.aicpu_thread_num: expected an int in [1, 4], got {n!r}")
+        windows, heaps, pools = self.rings()
+        for i, w in enumerate(windows):
+            if not 4 <= w <= _MAX_I31 or w & (w - 1):
+                raise ValueError(
+                    f"CallConfig.task_window[{i}]: expected a power of two in [4, 2^31-1], got {w}"
+                )
+        for i, h in enumerate(heaps):
+            if h < 1024 or h >= 1 << 64:
+                raise ValueError(f"CallConfig.heap[{i}]: expected at least 1024 bytes, got {h}")
+        for i, p in enumerate(pools):
+            if not 4 <= p <= _MAX_I31:
+                raise ValueError(f"CallConfig.dep_pool[{i}]: expected a value in [4, 2^31-1], got {p}")
+        b = self.workspace_budget_bytes
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int) or not 1024 <= b < 1 << 64):
+            raise ValueError(f"CallConfig.workspace_budget_bytes: expected None or an int >= 1024, got {b!r}")
+        for name in ("swimlane", "dep_graph"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"CallConfig.{name}: expected a bool, got {getattr(self, name)!r}")
+        if (self.swimlane or self.dep_graph) and not self.output_prefix:
+            on = "swimlane" if self.swimlane else "dep_graph"
+            raise ValueError(
+                f"CallConfig.output_prefix: {on} output needs an output_prefix, got {self.output_prefix!r}"
+            )
+        return self

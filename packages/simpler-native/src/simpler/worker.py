@@ -1,0 +1,414 @@
+"""Worker: one simulated chip (or, with CANN, a device) that registers callables and runs them.
+
+Program mode: ``submit(handle, TaskArgs)`` queues a run of a ChipCallable's orchestration on the
+AICPU orchestrator thread; its tasks run on AICore threads; :class:`RunHandle` reports the
+result. See docs/simpler-runtime.md for threads, rings and the dependency rule.
+
+Example::
+
+    with Worker(platform="a2a3sim") as w:
+        w.init()
+        h = w.register(ChipCallable.build(sig, "orch", orch_so, children=[(0, kernel)]))
+        w.run(h, args)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from typing import Any
+
+from simpler import _native
+from simpler.callables import CallableHandle, ChipCallable, CoreCallable
+from simpler.config import CallConfig
+from simpler.errors import DeviceError, UnsupportedPlatformError, WorkerClosedError
+from simpler.task_args import TaskArgs
+
+__all__ = ["MAX_CALLABLES", "RunHandle", "Worker"]
+
+MAX_CALLABLES = 64
+SIM_PLATFORMS = ("a2a3sim", "a5sim")
+DEVICE_PLATFORMS = ("a2a3", "a5")
+RUNTIMES = ("tensormap_and_ringbuffer", "host_build_graph")
+EXECUTION_MODES = ("program", "kernel")
+
+_worker_ids = itertools.count(1)
+_generations_lock = threading.Lock()
+_generations_in_use: set[int] = set()
+
+
+class RunHandle:
+    """The result of one :meth:`Worker.submit`: poll :attr:`done`, :meth:`wait`, :meth:`result`."""
+
+    __slots__ = ("_args", "_native", "callable")
+
+    def __init__(self, native: Any, args: TaskArgs | None, callable_: CallableHandle) -> None:
+        self._native = native
+        self._args = args  # keeps borrowed buffers alive until the run is done
+        self.callable = callable_
+
+    @property
+    def done(self) -> bool:
+        return bool(self._native.done)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the run finishes or ``timeout`` seconds pass; True when finished."""
+        finished = bool(self._native.wait(-1.0 if timeout is None else float(timeout)))
+        if finished:
+            self._args = None
+        return finished
+
+    def result(self, timeout: float | None = None) -> None:
+        """Wait, then re-raise a device error as :class:`DeviceError`.
+
+        Raises:
+            TimeoutError: not finished within ``timeout`` seconds.
+            DeviceError: a kernel, the orchestration or a task failed (message names them).
+        """
+        if not self.wait(timeout):
+            raise TimeoutError(f"RunHandle.result: run {self._native.id} not finished after {timeout} s")
+        error = self._native.error
+        if error:
+            raise DeviceError(error)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {
+            "tasks_submitted": int(self._native.tasks_submitted),
+            "tasks_executed": int(self._native.tasks_executed),
+        }
+
+    @property
+    def diagnostics_files(self) -> list[str]:
+        return list(self._native.diagnostics_files)
+
+    def __repr__(self) -> str:
+        return f"RunHandle(id={self._native.id}, done={self.done})"
+
+
+class Worker:
+    """A level-2 (single chip) Worker.
+
+    Args:
+        level: 2 (one chip); other levels are not provided by simpler.
+        platform: ``"a2a3sim"``/``"a5sim"`` (simulated chip) or ``"a2a3"``/``"a5"`` (needs CANN).
+        runtime: ``"tensormap_and_ringbuffer"`` (TMR).
+        device_id: device ordinal (0 on the simulator).
+        execution_mode: ``"program"`` or ``"kernel"``; latched for the Worker's lifetime.
+        aic_threads: AICore cube threads (default 1).
+        aiv_threads: AICore vector threads (default 1).
+    """
+
+    def __init__(
+        self,
+        level: int = 2,
+        platform: str = "a2a3sim",
+        runtime: str = "tensormap_and_ringbuffer",
+        device_id: int = 0,
+        execution_mode: str = "program",
+        *,
+        aic_threads: int = 1,
+        aiv_threads: int = 1,
+    ) -> None:
+        if level != 2:
+            raise ValueError(f"Worker(level): expected 2 (a single chip), got {level!r}")
+        if platform not in SIM_PLATFORMS + DEVICE_PLATFORMS:
+            raise ValueError(
+                f"Worker(platform): expected one of {SIM_PLATFORMS + DEVICE_PLATFORMS}, got {platform!r}"
+            )
+        if runtime not in RUNTIMES:
+            raise ValueError(f"Worker(runtime): expected one of {RUNTIMES}, got {runtime!r}")
+        if execution_mode not in EXECUTION_MODES:
+            raise ValueError(
+                f"Worker(execution_mode): expected one of {EXECUTION_MODES}, got {execution_mode!r}"
+            )
+        if isinstance(device_id, bool) or not isinstance(device_id, int) or device_id < 0:
+            raise ValueError(f"Worker(device_id): expected an int >= 0, got {device_id!r}")
+        for name, n in (("aic_threads", aic_threads), ("aiv_threads", aiv_threads)):
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 64:
+                raise ValueError(f"Worker({name}): expected an int in [0, 64], got {n!r}")
+        if aic_threads + aiv_threads == 0:
+            raise ValueError("Worker(aic_threads, aiv_threads): expected at least one AICore thread, got 0")
+        self.level = level
+        self.platform = platform
+        self.runtime = runtime
+        self.device_id = device_id
+        self.execution_mode = execution_mode
+        self.aic_threads = aic_threads
+        self.aiv_threads = aiv_threads
+        self._id = next(_worker_ids)
+        self._lock = threading.Lock()
+        self._chip: Any = None
+        self._closed = False
+        self._handles: dict[str, CallableHandle] = {}
+        self._slots: list[CallableHandle] = []
+        self._kernels: dict[str, Any] = {}
+        self._diagnostics: list[RunHandle] = []
+        self._prewarm: CallConfig | None = None
+        self.borrowed_context_generation: int | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def init(
+        self, prewarm_config: CallConfig | None = None, *, borrowed_context_generation: int | None = None
+    ) -> None:
+        """Start the chip. Unsupported platforms and bad settings fail here, before anything runs.
+
+        Raises:
+            UnsupportedPlatformError: ``a2a3``/``a5`` without CANN, or ``host_build_graph``.
+            ValueError: invalid ``prewarm_config`` or ``borrowed_context_generation``.
+        """
+        with self._lock:
+            if self._closed:
+                raise WorkerClosedError("Worker.init: this Worker was closed; create a new one")
+            if self._chip is not None:
+                raise RuntimeError("Worker.init: already initialised")
+            if self.platform in DEVICE_PLATFORMS:
+                raise UnsupportedPlatformError(
+                    f"Worker.init: platform {self.platform!r} needs an Ascend NPU with CANN (libascendcl, "
+                    f"ASCEND_HOME_PATH) and a device build of simpler; this build has the simulated chip only. "
+                    f"Use platform={self.platform + 'sim'!r}."
+                )
+            if self.runtime != "tensormap_and_ringbuffer":
+                raise UnsupportedPlatformError(
+                    f"Worker.init: runtime {self.runtime!r} is not provided by the simulated chip; "
+                    "use runtime='tensormap_and_ringbuffer'"
+                )
+            if prewarm_config is not None:
+                if not isinstance(prewarm_config, CallConfig):
+                    raise TypeError(
+                        f"Worker.init(prewarm_config): expected a CallConfig, got {type(prewarm_config).__name__}"
+                    )
+                prewarm_config.validate()
+            if self.execution_mode == "kernel":
+                g = borrowed_context_generation
+                if isinstance(g, bool) or not isinstance(g, int) or g <= 0 or g >= 1 << 64:
+                    raise ValueError(
+                        f"Worker.init(borrowed_context_generation): kernel mode needs a nonzero 64-bit int, got {g!r}"
+                    )
+                with _generations_lock:
+                    if g in _generations_in_use:
+                        raise ValueError(
+                            f"Worker.init(borrowed_context_generation): {g} is already used by another Worker in this process"
+                        )
+                    _generations_in_use.add(g)
+                self.borrowed_context_generation = g
+            elif borrowed_context_generation is not None:
+                raise ValueError(
+                    "Worker.init(borrowed_context_generation): only kernel mode borrows a context, "
+                    f"but execution_mode is {self.execution_mode!r}"
+                )
+            self._prewarm = prewarm_config
+            self._chip = _native.ChipRuntime(aic_threads=self.aic_threads, aiv_threads=self.aiv_threads)
+
+    def close(self) -> None:
+        """Finish queued runs, stop the chip threads and release the callables. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            chip, self._chip = self._chip, None
+        if chip is not None:
+            chip.close()
+        if self.borrowed_context_generation is not None:
+            with _generations_lock:
+                _generations_in_use.discard(self.borrowed_context_generation)
+        self._handles.clear()
+        self._slots.clear()
+        self._kernels.clear()
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # interpreter shutdown
+            self.close()
+
+    @property
+    def initialized(self) -> bool:
+        return self._chip is not None
+
+    def _require_chip(self, what: str) -> Any:
+        chip = self._chip
+        if chip is None:
+            if self._closed:
+                raise WorkerClosedError(f"Worker.{what}: the Worker is closed")
+            raise WorkerClosedError(f"Worker.{what}: call init() first")
+        return chip
+
+    # -- callables -------------------------------------------------------------------------
+
+    def _load_kernel(self, core: CoreCallable) -> Any:
+        native = self._kernels.get(core.digest)
+        if native is None:
+            native = _native.load_core_kernel(
+                core.binary, core.name, core.entry, int(core.core_type), list(core.signature)
+            )
+            self._kernels[core.digest] = native
+        return native
+
+    def register(self, callable_: ChipCallable) -> CallableHandle:
+        """Load a callable's binaries and resolve their symbols; same content -> same handle.
+
+        Raises:
+            TypeError: not a ChipCallable.
+            ValueError: a binary misses an entry, has the wrong ABI version, or 64 are registered.
+        """
+        if not isinstance(callable_, ChipCallable):
+            raise TypeError(
+                f"Worker.register(callable): expected a ChipCallable, got {type(callable_).__name__}"
+            )
+        with self._lock:
+            self._require_chip("register")
+            existing = self._handles.get(callable_.digest)
+            if existing is not None:
+                return existing
+            if len(self._slots) >= MAX_CALLABLES:
+                raise ValueError(
+                    f"Worker.register: at most {MAX_CALLABLES} callables per Worker; {len(self._slots)} registered"
+                )
+            children = [(func_id, self._load_kernel(core)) for func_id, core in callable_.children]
+            native = _native.load_chip_program(
+                callable_.binary, callable_.func_name, list(callable_.signature), children
+            )
+            handle = CallableHandle(self._id, len(self._slots), callable_.digest, callable_, native)
+            self._slots.append(handle)
+            self._handles[callable_.digest] = handle
+            return handle
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def submit(self, handle: CallableHandle, args: TaskArgs, config: CallConfig | None = None) -> RunHandle:
+        """Queue a run; returns at once. Invalid arguments or config raise before anything runs."""
+        chip = self._require_chip("submit")
+        if self.execution_mode != "program":
+            raise RuntimeError(
+                "Worker.submit: this Worker is in kernel mode (latched at construction); use launch()"
+            )
+        if not isinstance(handle, CallableHandle) or handle._worker_id != self._id:
+            raise ValueError(
+                f"Worker.submit(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
+            )
+        if not isinstance(args, TaskArgs):
+            raise TypeError(f"Worker.submit(args): expected a TaskArgs, got {type(args).__name__}")
+        cfg = (config if config is not None else (self._prewarm or CallConfig())).validate()
+        cc: ChipCallable = handle.callable
+        sig = cc.signature
+        if args.tensor_count != cc.tensor_count or args.scalar_count != cc.scalar_count:
+            raise ValueError(
+                f"Worker.submit(args): '{cc.func_name}' expects {cc.tensor_count} tensors and {cc.scalar_count} scalars, "
+                f"got {args.tensor_count} and {args.scalar_count}"
+            )
+        mat = args.materialize()
+        for i, d in enumerate(mat.directions):
+            if d != sig[i]:
+                names = {1: "In", 2: "Out", 3: "InOut"}
+                raise ValueError(
+                    f"Worker.submit(args): tensor {i} of '{cc.func_name}' is {names.get(sig[i], sig[i])} "
+                    f"in the signature but was added as {names.get(d, d)}"
+                )
+        windows, heaps, pools = cfg.rings()
+        native_run = chip.submit(
+            handle._native,
+            list(mat.tensors),
+            list(mat.scalars),
+            list(windows),
+            list(heaps),
+            list(pools),
+            cfg.workspace_budget_bytes or 0,
+            cfg.swimlane,
+            cfg.dep_graph,
+            cfg.output_prefix or "",
+        )
+        run = RunHandle(native_run, args, handle)
+        if cfg.swimlane or cfg.dep_graph:
+            with self._lock:
+                self._diagnostics.append(run)
+        return run
+
+    def run(
+        self,
+        handle: CallableHandle,
+        args: TaskArgs,
+        config: CallConfig | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> None:
+        """Submit and wait; raises :class:`DeviceError` if the run failed."""
+        self.submit(handle, args, config).result(timeout)
+
+    def flush_diagnostics(self) -> list[str]:
+        """Wait for runs that write diagnostics and return the files written since the last flush."""
+        with self._lock:
+            pending, self._diagnostics = self._diagnostics, []
+        files: list[str] = []
+        for run in pending:
+            run.wait()
+            files.extend(run.diagnostics_files)
+        return files
+
+    # -- device memory ---------------------------------------------------------------------
+
+    def malloc(self, nbytes: int) -> int:
+        """Allocate tracked device memory (zero-filled, 64-byte aligned); returns its address."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes <= 0:
+            raise ValueError(f"Worker.malloc(nbytes): expected an int > 0, got {nbytes!r}")
+        return int(self._require_chip("malloc").malloc(nbytes))
+
+    def free(self, ptr: int) -> None:
+        """Free memory returned by :meth:`malloc`."""
+        self._require_chip("free").free(ptr)
+
+    def copy_to(self, dst: int, src: Any, nbytes: int | None = None) -> None:
+        """Copy host data (a buffer-protocol object, or an address with ``nbytes``) to device ``dst``."""
+        chip = self._require_chip("copy_to")
+        addr, n, keep = _host_span(src, nbytes, "copy_to")
+        chip.copy_to(dst, addr, n)
+        del keep
+
+    def copy_from(self, dst: Any, src: int, nbytes: int | None = None) -> None:
+        """Copy from device ``src`` into host ``dst`` (writable buffer, or an address with ``nbytes``)."""
+        chip = self._require_chip("copy_from")
+        addr, n, keep = _host_span(dst, nbytes, "copy_from", writable=True)
+        chip.copy_from(addr, src, n)
+        del keep
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("ready" if self._chip is not None else "new")
+        return f"Worker(platform={self.platform!r}, runtime={self.runtime!r}, mode={self.execution_mode!r}, {state})"
+
+
+def _host_span(obj: Any, nbytes: int | None, what: str, writable: bool = False) -> tuple[int, int, Any]:
+    """(address, byte count, object to keep alive while the address is used)."""
+    import ctypes
+
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        if nbytes is None or nbytes < 0:
+            raise ValueError(f"Worker.{what}: an address needs nbytes >= 0, got {nbytes!r}")
+        return obj, nbytes, None
+    try:
+        mv = memoryview(obj)
+    except TypeError:
+        raise TypeError(
+            f"Worker.{what}: expected a buffer-protocol object or an address, got {type(obj).__name__}"
+        ) from None
+    if not mv.c_contiguous:
+        raise ValueError(f"Worker.{what}: host buffer must be C-contiguous")
+    if writable and mv.readonly:
+        raise ValueError(f"Worker.{what}: host buffer is read-only")
+    size = mv.nbytes
+    n = size if nbytes is None else nbytes
+    if n > size:
+        raise ValueError(f"Worker.{what}(nbytes): {n} bytes exceed the host buffer of {size}")
+    if size == 0:
+        return 0, 0, None
+    mv_b = mv.cast("B")
+    if mv.readonly:
+        buf = (ctypes.c_char * size).from_buffer_copy(mv_b)  # read-only source: copy once
+        return ctypes.addressof(buf), n, buf
+    view = (ctypes.c_char * size).from_buffer(mv_b)
+    return ctypes.addressof(view), n, view
