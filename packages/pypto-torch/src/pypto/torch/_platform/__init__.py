@@ -1,0 +1,131 @@
+"""The device and stream queries of one platform, behind one small interface.
+
+Call description asks a platform four kinds of question: which device a tensor lives on,
+what storage format it has (and, lazily, its physical NZ descriptor), which device is
+current, and which stream is current. Two variants answer them:
+
+- :class:`~pypto.torch._platform.npu.NpuPlatform` (``a2a3``, ``a5``) asks torch_npu's public
+  Python API, loaded on first use; a missing torch_npu raises :class:`NpuRuntimeUnavailable`.
+- :class:`~pypto.torch._platform.simulator.SimulatorPlatform` (``a2a3sim``, ``a5sim``) treats
+  CPU tensors as the simulated device's memory: device index 0, and a
+  :class:`~pypto.torch._platform.simulator.SimulatorStream` as the current stream.
+
+Tests emulate an NPU by subclassing ``NpuPlatform`` and replacing only these queries.
+Importing this package imports neither torch_npu nor any native extension.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "FORMAT_FRACTAL_NZ",
+    "FORMAT_NCHW",
+    "FORMAT_ND",
+    "NPU_PLATFORMS",
+    "SIMULATOR_PLATFORMS",
+    "DevicePlatform",
+    "NpuRuntimeUnavailable",
+    "PhysicalDescriptor",
+    "platform_for",
+]
+
+FORMAT_NCHW = 0
+"""Base 4-D format; for a plain strided tensor it means the same bytes as ND."""
+FORMAT_ND = 2
+"""Base row-major format."""
+FORMAT_FRACTAL_NZ = 29
+"""The blocked NZ format that torch_npu reports for fractal (cube-friendly) storage."""
+
+NPU_PLATFORMS = ("a2a3", "a5")
+SIMULATOR_PLATFORMS = ("a2a3sim", "a5sim")
+
+
+class NpuRuntimeUnavailable(ImportError):
+    """An NPU platform was asked a question, but torch_npu (or the native adapter) is missing."""
+
+
+@dataclass(frozen=True)
+class PhysicalDescriptor:
+    """What the device storage behind a tensor really holds (needed only for NZ inputs).
+
+    Attributes:
+        format: The storage format code (29 for fractal NZ).
+        storage_shape: Physical dimensions, in elements of the tensor's dtype.
+        storage_offset: Offset of the tensor's first element in the storage, in elements.
+        storage_nbytes: Capacity of the storage in bytes.
+    """
+
+    format: int
+    storage_shape: tuple[int, ...]
+    storage_offset: int
+    storage_nbytes: int
+
+
+class DevicePlatform:
+    """The queries that call description makes of a device platform.
+
+    Subclasses answer each query; the base class only names them. Every query is made
+    afresh on every call: a platform caches no device and no stream.
+    """
+
+    name: str = ""
+    """The PyPTO platform string, e.g. ``"a2a3"`` or ``"a2a3sim"``."""
+    device_type: str = ""
+    """The torch device type of this platform's device tensors (``"npu"`` or ``"cpu"``)."""
+    is_simulator: bool = False
+
+    def tensor_device_index(self, tensor: object) -> int | None:
+        """The device index of ``tensor`` if it is one of this platform's device tensors, else None."""
+        raise NotImplementedError(f"{type(self).__name__} needs tensor_device_index")
+
+    def tensor_format(self, tensor: object) -> int:
+        """The storage format code of a device tensor (0 NCHW, 2 ND, 29 fractal NZ, ...)."""
+        raise NotImplementedError(f"{type(self).__name__} needs tensor_format")
+
+    def physical_descriptor(self, tensor: object) -> PhysicalDescriptor:
+        """The physical storage of a device tensor; asked only for NZ-format inputs."""
+        raise NotImplementedError(f"{type(self).__name__} needs physical_descriptor")
+
+    def current_device(self) -> int:
+        """The framework's current device index (never changed by PyPTO)."""
+        raise NotImplementedError(f"{type(self).__name__} needs current_device")
+
+    def current_stream(self, device_index: int) -> object:
+        """The framework's current stream on ``device_index``, as a fresh query."""
+        raise NotImplementedError(f"{type(self).__name__} needs current_stream")
+
+    def stream_device_index(self, stream: object) -> int:
+        """The device index that ``stream`` belongs to."""
+        raise NotImplementedError(f"{type(self).__name__} needs stream_device_index")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+_PLATFORMS: dict[str, DevicePlatform] = {}
+
+
+def platform_for(platform: str | DevicePlatform) -> DevicePlatform:
+    """The platform object for a platform string (or ``platform`` itself if it is one).
+
+    Raises:
+        ValueError: ``platform`` names no known platform.
+    """
+    if isinstance(platform, DevicePlatform):
+        return platform
+    found = _PLATFORMS.get(platform) if isinstance(platform, str) else None
+    if found is not None:
+        return found
+    if platform in SIMULATOR_PLATFORMS:
+        from pypto.torch._platform.simulator import SimulatorPlatform
+
+        found = SimulatorPlatform(platform)
+    elif platform in NPU_PLATFORMS:
+        from pypto.torch._platform.npu import NpuPlatform
+
+        found = NpuPlatform(platform)
+    else:
+        known = ", ".join((*NPU_PLATFORMS, *SIMULATOR_PLATFORMS))
+        raise ValueError(f"platform: expected one of {known} or a DevicePlatform, got {platform!r}")
+    return _PLATFORMS.setdefault(platform, found)
