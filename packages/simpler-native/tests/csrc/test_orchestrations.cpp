@@ -136,6 +136,7 @@ SIMPLER_ORCHESTRATION(explicit_dep, 1, 2)
 //   4 wrong tensor count        5 returns status 3 6 explicit dep on a bogus id
 //   7 allocates more heap than the ring has inside an open scope (deadlock)
 //   8 out-of-bounds view        9 direction mismatch
+//   10 a task whose fan-in (6) exceeds the dependency pool (5): a slow writer, 5 readers, a writer
 SIMPLER_ORCHESTRATION(failures, 1, 1)
 (const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
     Orchestrator o(api, ctx);
@@ -163,6 +164,14 @@ SIMPLER_ORCHESTRATION(failures, 1, 1)
             return o.submit(6, {in(v)}) < 0;
         }
         case 9: return o.submit(6, {out(x)}) < 0;
+        case 10: {
+            ChipTensor head = slice_1d(x, 0, 2);
+            const std::uint64_t counter = x.buffer.addr + 56;  // bytes 56..64, outside `head`
+            if (o.submit(7, {out(head)}, {counter, scalar_bits<std::int64_t>(30000)}) < 0) return 1;
+            for (int i = 0; i < 5; ++i)
+                if (o.submit(6, {in(head)}) < 0) return 1;
+            return o.submit(2, {inout(head)}, {scalar_bits<std::int64_t>(1), scalar_bits<std::int64_t>(0)}) < 0;
+        }
         default: return 99;
     }
 }

@@ -685,6 +685,19 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
     for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
         std::uint64_t lo = 0, hi = 0;
         if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
+        if (spec->tensors[i].direction != ArgDirection::In) {
+            // A write that covers an older entry is ordered after it (WAR/WAW above), so later
+            // accesses need only depend on this task: drop covered entries (keeps fan-in small).
+            auto& map = rs.tensor_map;
+            for (std::size_t e = 0; e < map.size();) {
+                if (map[e].task != &t && map[e].lo >= lo && map[e].hi <= hi) {
+                    map[e] = map.back();
+                    map.pop_back();
+                    continue;
+                }
+                ++e;
+            }
+        }
         rs.tensor_map.push_back(TensorMapEntry{lo, hi, &t, seq, spec->tensors[i].direction != ArgDirection::In});
     }
     if (rs.config.dep_graph) rs.nodes.push_back(TaskNode{index, spec->func_id, k->name, t.pred_indices});

@@ -1,0 +1,120 @@
+"""Failures surface in RunHandle.result() naming the task and kernel; the Worker stays usable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import simpler
+from simpler import ArgDirection as D
+from simpler import Buffer, CallConfig, DataType, TaskArgs
+
+
+def failure_args(case: int) -> tuple[TaskArgs, np.ndarray]:
+    x = np.zeros(16, dtype=np.float32)
+    t = Buffer.wrap(x.ctypes.data, x.nbytes, owner=x).tensor((16,), DataType.FLOAT32)
+    return TaskArgs().add_tensor(t, D.In).add_scalar(case, DataType.INT64), x
+
+
+CASES = [
+    (0, r"task 0 \(kernel 'fails' \(func_id 8, AIV\)\) failed: tile access out of bounds at row 16"),
+    (1, r"task 0 \(kernel 'throws' \(func_id 9, AIV\)\) failed: threw kernel exploded"),
+    (2, r"orchestration 'failures' threw orchestration exploded"),
+    (3, r"task 0: func_id 42 is not a child of this callable \(children: 0, 1, .*9\)"),
+    (4, r"task 0 \(kernel 'empty' .*\): expected 1 tensors and 0 scalars, got 2 and 0"),
+    (5, r"orchestration 'failures' returned status 3"),
+    (6, r"explicit dependency 0 \(12345\) is not a task id returned by an earlier submit"),
+    (7, r"deadlock: ring 1's heap of 1024 bytes cannot fit 704 bytes; 704 bytes are held by scopes"),
+    (
+        8,
+        r"task 0 \(kernel 'empty' .*\): tensor 0: invalid descriptor .*expected a DEVICE tensor inside its buffer",
+    ),
+    (9, r"tensor 0 is tagged Out but the kernel signature says In"),
+    (10, r"task 6 \(kernel 'muladd' .*\): needs 6 dependency entries but ring 0's dependency pool holds 5"),
+]
+
+
+@pytest.mark.parametrize(("case", "message"), CASES, ids=[str(c) for c, _ in CASES])
+def test_failure_is_reported_and_worker_stays_usable(
+    worker: simpler.Worker, register: Callable[[str], Any], case: int, message: str
+) -> None:
+    h = register("failures")
+    args, _ = failure_args(case)
+    run = worker.submit(h, args, CallConfig(heap=1024, dep_pool=5))
+    with pytest.raises(simpler.DeviceError, match=message):
+        run.result(timeout=30)
+    # Still usable: a good run right after.
+    ok = register("vadd_tiles")
+    a = np.arange(32, dtype=np.float32)
+    c = np.zeros_like(a)
+    ta = Buffer.wrap(a.ctypes.data, a.nbytes, owner=a).tensor((32,), "FLOAT32")
+    tc = Buffer.wrap(c.ctypes.data, c.nbytes, owner=c).tensor((32,), "FLOAT32")
+    good = (
+        TaskArgs()
+        .add_tensor(ta, D.In)
+        .add_tensor(ta, D.In)
+        .add_tensor(tc, D.Out)
+        .add_scalar(8, DataType.UINT32)
+    )
+    worker.run(ok, good, timeout=30)
+    np.testing.assert_array_equal(c, a + a)
+
+
+def test_failed_run_skips_remaining_kernels(worker: simpler.Worker, register: Callable[[str], Any]) -> None:
+    h = register("failures")
+    args, _ = failure_args(0)
+    run = worker.submit(h, args)
+    with pytest.raises(simpler.DeviceError):
+        run.result(timeout=30)
+    assert run.stats["tasks_submitted"] == 1
+
+
+def test_out_of_bounds_argument_rejected_before_running(
+    worker: simpler.Worker, register: Callable[[str], Any]
+) -> None:
+    h = register("failures")
+    ptr = worker.malloc(64)
+    # The descriptor claims 128 bytes of a 64-byte device allocation.
+    t = Buffer.wrap(ptr, 128).tensor((32,), DataType.FLOAT32)
+    args = TaskArgs().add_tensor(t, D.In).add_scalar(0, DataType.INT64)
+    with pytest.raises(IndexError, match="runs past its device allocation"):
+        worker.submit(h, args)
+    worker.free(ptr)
+
+
+def test_register_rejects_bad_binaries(worker: simpler.Worker, kernel_binary: bytes) -> None:
+    with pytest.raises(RuntimeError, match="not a loadable shared object"):
+        worker.register(simpler.ChipCallable.build([D.In], "nope", b"not an elf"))
+    with pytest.raises(ValueError, match="does not export 'missing_orch'"):
+        worker.register(simpler.ChipCallable.build([D.In], "missing_orch", kernel_binary))
+    core = simpler.CoreCallable.build([D.In], kernel_binary, "aiv", entry="no_such_kernel")
+    with pytest.raises(ValueError, match="does not export 'no_such_kernel'"):
+        worker.register(simpler.ChipCallable.build([D.In], "x", kernel_binary, children=[(0, core)]))
+
+
+def test_needs_entry_must_match_signature(worker: simpler.Worker, orchestration_binary: bytes) -> None:
+    cc = simpler.ChipCallable.build([D.In, D.In], "vadd_tiles", orchestration_binary)
+    with pytest.raises(
+        ValueError, match="vadd_tiles_needs expects 3 tensors and 1 scalars, the signature has 2 and 0"
+    ):
+        worker.register(cc)
+
+
+def test_kernel_without_threads_of_its_core_type(build_callable: Callable[[str], Any]) -> None:
+    with simpler.Worker(aic_threads=0, aiv_threads=1) as w:
+        w.init()
+        h = w.register(build_callable("matmul_tiles"))
+        A = np.zeros((4, 4), dtype=np.float32)
+        t = Buffer.wrap(A.ctypes.data, A.nbytes, owner=A).tensor((4, 4), "FLOAT32")
+        args = (
+            TaskArgs()
+            .add_tensor(t, D.In)
+            .add_tensor(t, D.In)
+            .add_tensor(t, D.Out)
+            .add_scalar(4, DataType.UINT32)
+        )
+        with pytest.raises(ValueError, match="needs an AIC thread, but this Worker has none"):
+            w.submit(h, args)
