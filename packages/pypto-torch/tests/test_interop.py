@@ -562,3 +562,12 @@ assert sig.describe_call([torch.ones(2), torch.zeros(2)]).device_index == 0
 def test_docstring_examples_run() -> None:
     assert doctest.testmod(interop).failed == 0
     assert NpuRuntimeUnavailable.__mro__[1] is ImportError
+
+
+def test_blocked_nz_shapes_are_never_torch_shapes() -> None:
+    try:
+        blocked = P("w", "In", [4, 2, 16, 16], "FP16", "NZ")
+    except SignatureError:
+        return  # ParamInfo itself refuses a blocked shape, so none can reach a CallSignature
+    with pytest.raises(SignatureError, match="lowered blocked shape, never a torch shape"):
+        CallSignature([blocked])

@@ -15,6 +15,7 @@ import math
 import numbers
 import operator
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -54,7 +55,9 @@ def _int_range(dtype: DataType) -> tuple[int, int]:
     return 0, (1 << bits) - 1
 
 
-def _from_ctypes(value: ctypes._SimpleCData[Any], dtype: DataType, where: str) -> int | float | bool:
+def _from_ctypes(
+    value: ctypes._SimpleCData[Any], dtype: DataType, where: Callable[[], str]
+) -> int | float | bool:
     code = getattr(type(value), "_type_", "")
     width = ctypes.sizeof(value)
     if dtype is DataType.BOOL:
@@ -67,7 +70,7 @@ def _from_ctypes(value: ctypes._SimpleCData[Any], dtype: DataType, where: str) -
         ok = False
     if not ok:
         raise ArgumentError(
-            f"{where}: ctypes.{type(value).__name__} does not carry {dtype.value}; "
+            f"{where()}: ctypes.{type(value).__name__} does not carry {dtype.value}; "
             "pass a Python value or a ctypes value of the declared width and signedness"
         )
     copied: int | float | bool = value.value
@@ -81,46 +84,56 @@ def check_scalar(index: int, param: ParamInfo, value: object, *, caller: str, sy
     their kinds and returned unchanged: no range check forces a symbol to a concrete value.
     """
     dtype = param.dtype
-    where = f"{caller}: {describe_param(index, param)}"
+
+    def where() -> str:  # formatted only when an error needs it
+        return f"{caller}: {describe_param(index, param)}"
+
     if symbolic and isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         expected = (
             torch.SymBool if dtype is DataType.BOOL else torch.SymFloat if dtype.is_float else torch.SymInt
         )
         if isinstance(value, expected) or (expected is torch.SymFloat and isinstance(value, torch.SymInt)):
             return value
-        raise ArgumentError(f"{where}: expected a {dtype.value} scalar, got {type(value).__name__}")
+        raise ArgumentError(f"{where()}: expected a {dtype.value} scalar, got {type(value).__name__}")
     if isinstance(value, ctypes._SimpleCData):
         value = _from_ctypes(value, dtype, where)
     if dtype is DataType.BOOL:
         if isinstance(value, bool):
             return value
-        raise ArgumentError(f"{where}: expected a bool, got {type(value).__name__} {value!r}")
+        raise ArgumentError(f"{where()}: expected a bool, got {type(value).__name__} {value!r}")
     if isinstance(value, bool):
-        raise ArgumentError(f"{where}: expected a {dtype.value} number, got bool {value!r}")
+        raise ArgumentError(f"{where()}: expected a {dtype.value} number, got bool {value!r}")
     if dtype.is_signed_int or dtype.is_unsigned_int:
-        if isinstance(value, float) or (
+        if type(value) is int:  # the common case skips the ABC checks below
+            ivalue = value
+        elif isinstance(value, float) or (
             isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)
         ):
             raise ArgumentError(
-                f"{where}: expected an integer, got {type(value).__name__} {value!r}; floats are not truncated into integers"
+                f"{where()}: expected an integer, got {type(value).__name__} {value!r}; "
+                "floats are not truncated into integers"
             )
-        try:
-            ivalue = operator.index(value)  # type: ignore[arg-type]
-        except TypeError:
-            raise ArgumentError(
-                f"{where}: expected an integer, got {type(value).__name__} {value!r}"
-            ) from None
+        else:
+            try:
+                ivalue = operator.index(value)  # type: ignore[arg-type]
+            except TypeError:
+                raise ArgumentError(
+                    f"{where()}: expected an integer, got {type(value).__name__} {value!r}"
+                ) from None
         lo, hi = _int_range(dtype)
         if not lo <= ivalue <= hi:
-            raise ArgumentError(f"{where}: {ivalue} is outside the {dtype.value} range [{lo}, {hi}]")
+            raise ArgumentError(f"{where()}: {ivalue} is outside the {dtype.value} range [{lo}, {hi}]")
         return ivalue
     if dtype in (DataType.FP32, DataType.FP16, DataType.BF16):
-        if not isinstance(value, numbers.Real):
-            raise ArgumentError(f"{where}: expected a float, got {type(value).__name__} {value!r}")
-        try:
-            fvalue = float(value)
-        except OverflowError:
-            raise ArgumentError(f"{where}: {value!r} overflows {dtype.value}") from None
+        if type(value) is float:
+            fvalue = value
+        elif not isinstance(value, numbers.Real):
+            raise ArgumentError(f"{where()}: expected a float, got {type(value).__name__} {value!r}")
+        else:
+            try:
+                fvalue = float(value)
+            except OverflowError:
+                raise ArgumentError(f"{where()}: {value!r} overflows {dtype.value}") from None
         if math.isfinite(fvalue):
             overflow = False
             if dtype is DataType.BF16:
@@ -131,9 +144,9 @@ def check_scalar(index: int, param: ParamInfo, value: object, *, caller: str, sy
                 except OverflowError:
                     overflow = True
             if overflow:
-                raise ArgumentError(f"{where}: finite value {fvalue!r} overflows {dtype.value}")
+                raise ArgumentError(f"{where()}: finite value {fvalue!r} overflows {dtype.value}")
         return fvalue
-    raise ArgumentError(f"{where}: {dtype.value} has no scalar argument type")
+    raise ArgumentError(f"{where()}: {dtype.value} has no scalar argument type")
 
 
 def check_tensor_signature(

@@ -56,6 +56,7 @@ from pypto.torch._platform import (
 )
 from pypto.torch._validation import ArgumentError, check_scalar, check_tensor_signature, describe_param
 from torch._subclasses.fake_tensor import is_fake
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 __all__ = [
     "ArgumentError",
@@ -190,6 +191,39 @@ class _TensorSlot:
     param: ParamInfo
     torch_dtype: Any
     nz_admitted: bool
+    rank: int
+    itemsize: int
+    static_dims: tuple[tuple[int, int], ...]  # (axis, extent) of every static dimension
+
+
+# Exactly these types take the fast path; any other tensor type (FakeTensor, functional or
+# other wrapper subclasses) is examined by _reject_non_plain_tensor first.
+_PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+def _fail(slot: _TensorSlot, problem: str) -> ArgumentError:
+    return ArgumentError(f"describe_call: {describe_param(slot.index, slot.param)}: {problem}")
+
+
+def _reject_non_plain_tensor(slot: _TensorSlot, arg: object) -> None:
+    """Raise for anything but a real tensor; return for a subclass that holds real storage."""
+    if not isinstance(arg, torch.Tensor):
+        module = type(arg).__module__
+        if module.split(".")[0] in ("simpler", "pypto"):
+            raise _fail(
+                slot,
+                f"got a Worker-owned {module}.{type(arg).__qualname__}; kernel mode borrows framework tensors only",
+            )
+        raise _fail(slot, f"expected a torch.Tensor, got {type(arg).__name__}")
+    if is_fake(arg):
+        raise _fail(
+            slot, "got a Fake tensor, which has no device storage; describe_call needs real device tensors"
+        )
+    if is_traceable_wrapper_subclass(arg):
+        raise _fail(
+            slot,
+            f"got a {type(arg).__name__} wrapper tensor; describe_call needs the real device tensor it wraps",
+        )
 
 
 class CallSignature:
@@ -224,6 +258,11 @@ class CallSignature:
         slots = []
         for i, p in enumerate(self.params):
             if p.is_tensor:
+                if p.layout is Layout.NZ and p.rank not in (2, 3):
+                    raise SignatureError(
+                        f"CallSignature: {describe_param(i, p)}: NZ shape {list(p.shape or ())} is a lowered "
+                        "blocked shape, never a torch shape; pass the logical params ([R, C] or [B, R, C])"
+                    )
                 try:
                     torch_dtype = to_torch_dtype(p.dtype, what=describe_param(i, p))
                 except ValueError as exc:
@@ -234,7 +273,9 @@ class CallSignature:
                     and p.dtype in _NZ_DTYPES
                     and self._platform.name == _NZ_PLATFORM
                 )
-                slots.append(_TensorSlot(i, p, torch_dtype, nz))
+                shape = p.shape or ()
+                static = tuple((axis, d) for axis, d in enumerate(shape) if d >= 0)
+                slots.append(_TensorSlot(i, p, torch_dtype, nz, len(shape), p.dtype.itemsize, static))
         self._tensor_slots = tuple(slots)
         self._scalar_slots = tuple(i for i, p in enumerate(self.params) if p.is_scalar)
 
@@ -321,96 +362,96 @@ class CallSignature:
     def _describe_tensor(
         self, slot: _TensorSlot, arg: object, grad_enabled: bool, devices: list[int]
     ) -> TensorArgument:
-        index, param = slot.index, slot.param
         platform = self._platform
-
-        def fail(problem: str) -> ArgumentError:
-            return ArgumentError(f"describe_call: {describe_param(index, param)}: {problem}")
-
-        if not isinstance(arg, torch.Tensor):
-            module = type(arg).__module__.split(".")[0]
-            if module in ("simpler", "pypto"):
-                raise fail(
-                    f"got a Worker-owned {type(arg).__module__}.{type(arg).__qualname__}; kernel mode "
-                    "borrows framework tensors only"
-                )
-            raise fail(f"expected a torch.Tensor, got {type(arg).__name__}")
+        if type(arg) not in _PLAIN_TENSOR_TYPES:
+            _reject_non_plain_tensor(slot, arg)
         tensor: Any = arg
-        if tensor.is_meta or is_fake(tensor):
-            raise fail(
-                f"got a {'Meta' if tensor.is_meta else 'Fake'} tensor, which has no device storage; "
-                "describe_call needs real device tensors"
+        if tensor.is_meta:
+            raise _fail(
+                slot,
+                "got a Meta tensor, which has no device storage; describe_call needs real device tensors",
             )
         device = platform.tensor_device_index(tensor)
         if device is None:
-            raise fail(
+            raise _fail(
+                slot,
                 f"expected a tensor on the {platform.device_type} device of platform {platform.name!r}, "
-                f"got a tensor on {tensor.device}"
+                f"got a tensor on {tensor.device}",
             )
         devices.append(device)
         if grad_enabled and tensor.requires_grad:
-            raise fail(
+            raise _fail(
+                slot,
                 "the tensor requires grad while autograd is enabled; PyPTO kernels have no backward "
-                "(call under torch.no_grad() or pass a detached tensor)"
+                "(call under torch.no_grad() or pass a detached tensor)",
             )
         if tensor.is_conj():
-            raise fail("got an unresolved conjugate view; call .resolve_conj() first")
+            raise _fail(slot, "got an unresolved conjugate view; call .resolve_conj() first")
         if tensor.is_neg():
-            raise fail("got an unresolved negative view; call .resolve_neg() first")
-        check_tensor_signature(index, param, tensor, slot.torch_dtype, caller="describe_call")
-        fmt = platform.tensor_format(tensor)
+            raise _fail(slot, "got an unresolved negative view; call .resolve_neg() first")
         shape = tuple(tensor.shape)
+        if (
+            tensor.dtype is not slot.torch_dtype
+            or len(shape) != slot.rank
+            or any(shape[axis] != want for axis, want in slot.static_dims)
+        ):
+            check_tensor_signature(slot.index, slot.param, tensor, slot.torch_dtype, caller="describe_call")
+        fmt = platform.tensor_format(tensor)
         storage = tensor.untyped_storage()
         storage_ptr = storage.data_ptr()
         storage_nbytes = storage.nbytes()
         offset = tensor.storage_offset()
-        itemsize = tensor.element_size()
-        numel = tensor.numel()
+        itemsize = slot.itemsize
+        numel = prod(shape)
         physical: tuple[int, ...] | None = None
         if fmt in _BASE_FORMATS:
             if not tensor.is_contiguous():
-                raise fail(
+                raise _fail(
+                    slot,
                     f"expected a contiguous view, got shape {list(shape)} with strides {list(tensor.stride())} "
-                    "(transposed or strided views are not copied; pass .contiguous())"
+                    "(transposed or strided views are not copied; pass .contiguous())",
                 )
             nbytes = numel * itemsize
         elif fmt == FORMAT_FRACTAL_NZ and slot.nz_admitted:
             if not tensor.is_contiguous():
-                raise fail(f"expected a contiguous NZ tensor, got strides {list(tensor.stride())}")
-            physical = self._check_nz(tensor, shape, itemsize, fail)
+                raise _fail(slot, f"expected a contiguous NZ tensor, got strides {list(tensor.stride())}")
+            physical = self._check_nz(slot, tensor, shape, itemsize)
             nbytes = prod(physical) * itemsize if numel else 0
         elif fmt == FORMAT_FRACTAL_NZ:
-            raise fail(
+            param = slot.param
+            raise _fail(
+                slot,
                 f"got storage format {fmt} (fractal NZ); it is admitted only for a read-only FP16/BF16/INT8 "
                 f"input declared layout='NZ' on platform {_NZ_PLATFORM!r}, not for this "
                 f"{param.direction.value} {param.dtype.value} {param.layout.value} parameter on {platform.name!r}; "
-                "formats are never converted"
+                "formats are never converted",
             )
         else:
-            raise fail(
+            raise _fail(
+                slot,
                 f"got storage format {fmt}; expected base format ND ({FORMAT_ND}) or NCHW ({FORMAT_NCHW}); "
-                "formats are never converted"
+                "formats are never converted",
             )
         if numel:
             end = offset * itemsize + nbytes
             if storage_ptr == 0 or end > storage_nbytes:
-                raise fail(
+                raise _fail(
+                    slot,
                     f"invalid storage bounds: the view reaches byte {end} (storage offset {offset} elements, "
-                    f"{nbytes} bytes) of a storage of {storage_nbytes} bytes at address {storage_ptr:#x}"
+                    f"{nbytes} bytes) of a storage of {storage_nbytes} bytes at address {storage_ptr:#x}",
                 )
-        data_ptr = tensor.data_ptr() if numel else storage_ptr + offset * itemsize
-        strides = _row_major(shape)
+        param = slot.param
         return TensorArgument(
-            index,
+            slot.index,
             param.name,
             param.direction,
             param.dtype,
             param.layout,
             shape,
-            strides,
+            _row_major(shape),
             offset,
             fmt,
-            data_ptr,
+            storage_ptr + offset * itemsize,
             storage_ptr,
             storage_nbytes,
             nbytes,
@@ -419,7 +460,12 @@ class CallSignature:
             storage,
         )
 
-    def _check_nz(self, tensor: Any, shape: tuple[int, ...], itemsize: int, fail: Any) -> tuple[int, ...]:
+    def _check_nz(
+        self, slot: _TensorSlot, tensor: Any, shape: tuple[int, ...], itemsize: int
+    ) -> tuple[int, ...]:
+        def fail(problem: str) -> ArgumentError:
+            return _fail(slot, problem)
+
         if tensor.storage_offset() != 0:
             raise fail(f"an NZ input must start at storage offset 0, got {tensor.storage_offset()}")
         expected = nz_physical_shape(shape, itemsize)

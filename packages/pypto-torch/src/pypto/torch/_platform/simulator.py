@@ -84,8 +84,7 @@ class SimulatorPlatform(DevicePlatform):
         self.name = name
 
     def tensor_device_index(self, tensor: object) -> int | None:
-        device = getattr(tensor, "device", None)
-        return SIMULATOR_DEVICE_INDEX if getattr(device, "type", None) == "cpu" else None
+        return SIMULATOR_DEVICE_INDEX if getattr(tensor, "is_cpu", False) else None
 
     def tensor_format(self, tensor: object) -> int:
         return FORMAT_ND

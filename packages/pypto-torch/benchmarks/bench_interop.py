@@ -1,0 +1,69 @@
+"""Cost of describing one call (pypto.torch.interop.describe_call) beside torch.add.
+
+Both figures are measured in the same run on small CPU tensors (the simulator platform,
+where CPU tensors are the device memory); the ratio is describe_call time / torch.add time.
+Run with ``python bench_interop.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import timeit
+from collections.abc import Callable
+
+import torch
+
+from pypto.ir.param_info import ParamInfo
+from pypto.torch.interop import CallSignature
+
+
+def _best_per_call(fn: Callable[[], object], number: int, repeat: int) -> float:
+    """Best of ``repeat`` runs, in microseconds per call."""
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+
+def _signature(tensors: int) -> tuple[CallSignature, list[object]]:
+    params = [ParamInfo(f"in{i}", "In", [-1, 16], "FP32") for i in range(tensors - 1)]
+    params += [ParamInfo("out", "Out", [-1, 16], "FP32"), ParamInfo("alpha", "In", None, "FP32")]
+    args: list[object] = [torch.randn(4, 16) for _ in range(tensors - 1)]
+    args += [torch.empty(4, 16), 0.5]
+    return CallSignature(params, [tensors - 1], platform="a2a3sim"), args
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    opts = parser.parse_args()
+    number, repeat = (200, 3) if opts.quick else (2000, 7)
+    torch.set_num_threads(1)
+
+    a, b = torch.randn(4, 16), torch.randn(4, 16)
+    baseline = _best_per_call(lambda: torch.add(a, b), number, repeat)
+    rows = []
+    for tensors in (3, 8):
+        sig, args = _signature(tensors)
+        sig.describe_call(args)  # warm up and prove the call is valid
+        cost = _best_per_call(lambda sig=sig, args=args: sig.describe_call(args), number, repeat)
+        rows.append((f"describe_call, {tensors} tensors + 1 scalar", cost, cost / baseline))
+
+    title = f"pypto.torch.interop (torch {torch.__version__}; baseline torch.add on 4x16 fp32 = {baseline:.2f} us)"
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        print(title)
+        print(f"{'case':<38} {'us/call':>10} {'x torch.add':>12}")
+        for name, cost, ratio in rows:
+            print(f"{name:<38} {cost:>10.2f} {ratio:>12.2f}")
+        return
+    table = Table(title=title)
+    table.add_column("case")
+    table.add_column("us/call", justify="right")
+    table.add_column("x torch.add", justify="right")
+    for name, cost, ratio in rows:
+        table.add_row(name, f"{cost:.2f}", f"{ratio:.2f}")
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
