@@ -227,6 +227,13 @@ void Chip::close() {
 // ---------------------------------------------------------------------------------------------
 // Submission from the host
 
+bool Chip::tensor_ok(const ChipTensor& t) const noexcept {
+    if (check_chip_tensor_semantics(t) != InvocationStatus::Ok) return false;
+    if (chip_tensor_is_empty(t)) return true;
+    std::uint64_t remaining = 0;
+    return !memory_.tracked_remaining(t.buffer.addr, &remaining) || t.buffer.size <= remaining;
+}
+
 void Chip::check_tensor(const ChipTensor& t, const std::string& what) const {
     if (check_chip_tensor_semantics(t) != InvocationStatus::Ok) {
         std::uint64_t extent = 0;
@@ -551,38 +558,41 @@ std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims,
 
 std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
     const std::uint32_t index = rs.submitted;
-    const std::string orch = "orchestration '" + rs.program->name + "'";
+    // Messages are built only on failure: the success path allocates nothing here.
+    auto orch = [&] { return "orchestration '" + rs.program->name + "'"; };
     auto reject = [&](const std::string& message) -> std::int64_t {
         orch_fail(rs, message);
         return -1;
     };
-    if (spec == nullptr) return reject(orch + ": task " + std::to_string(index) + ": submit got a null task");
+    if (spec == nullptr) return reject(orch() + ": task " + std::to_string(index) + ": submit got a null task");
     const CoreKernel* k = rs.program->kernel(spec->func_id);
-    const std::string task = orch + ": task " + std::to_string(index);
+    auto task = [&] { return orch() + ": task " + std::to_string(index); };
     if (k == nullptr) {
         std::string ids;
         for (const auto& [id, kk] : rs.program->kernels) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-        return reject(task + ": func_id " + std::to_string(spec->func_id) + " is not a child of this callable (children: " +
+        return reject(task() + ": func_id " + std::to_string(spec->func_id) + " is not a child of this callable (children: " +
                       (ids.empty() ? "none" : ids) + ")");
     }
-    const std::string label = task + " (kernel " + k->label() + ")";
+    auto label = [&] { return task() + " (kernel " + k->label() + ")"; };
     if (spec->tensor_count != k->tensor_count || spec->scalar_count != k->scalar_count)
-        return reject(label + ": expected " + std::to_string(k->tensor_count) + " tensors and " +
+        return reject(label() + ": expected " + std::to_string(k->tensor_count) + " tensors and " +
                       std::to_string(k->scalar_count) + " scalars, got " + std::to_string(spec->tensor_count) + " and " +
                       std::to_string(spec->scalar_count));
     if ((spec->tensor_count && spec->tensors == nullptr) || (spec->scalar_count && spec->scalars == nullptr) ||
         (spec->dep_count && spec->deps == nullptr))
-        return reject(label + ": null argument array");
+        return reject(label() + ": null argument array");
     for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
         const OrchTensorArg& a = spec->tensors[i];
-        if (a.tensor == nullptr) return reject(label + ": tensor " + std::to_string(i) + " is null");
+        if (a.tensor == nullptr) return reject(label() + ": tensor " + std::to_string(i) + " is null");
         if (a.direction != k->signature[i])
-            return reject(label + ": tensor " + std::to_string(i) + " is tagged " + direction_name(a.direction) +
+            return reject(label() + ": tensor " + std::to_string(i) + " is tagged " + direction_name(a.direction) +
                           " but the kernel signature says " + direction_name(k->signature[i]));
-        try {
-            check_tensor(*a.tensor, label + ": tensor " + std::to_string(i));
-        } catch (const std::exception& e) {
-            return reject(e.what());
+        if (!tensor_ok(*a.tensor)) {
+            try {
+                check_tensor(*a.tensor, label() + ": tensor " + std::to_string(i));
+            } catch (const std::exception& e) {
+                return reject(e.what());
+            }
         }
     }
 
@@ -596,7 +606,7 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
         const int dr = static_cast<int>(static_cast<std::uint64_t>(id) >> 48);
         const std::uint64_t dseq = static_cast<std::uint64_t>(id) & ((std::uint64_t{1} << 48) - 1);
         if (id < 0 || dr >= kRingCount || dseq < rings_[dr]->run_start || dseq >= rings_[dr]->next) {
-            fail_locked(rs, label + ": explicit dependency " + std::to_string(d) + " (" + std::to_string(id) +
+            fail_locked(rs, label() + ": explicit dependency " + std::to_string(d) + " (" + std::to_string(id) +
                                 ") is not a task id returned by an earlier submit of this run");
             return -1;
         }
@@ -608,7 +618,7 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
         const bool ok = orch_wait_locked(lk, [&] { return ring.next - ring.head < ring.window() || rs.failed || in_flight_ == 0; });
         if (rs.failed) return -1;
         if (!ok || ring.next - ring.head >= ring.window()) {
-            fail_locked(rs, label + ": deadlock: ring " + std::to_string(r) + "'s task window is full with nothing running");
+            fail_locked(rs, label() + ": deadlock: ring " + std::to_string(r) + "'s task window is full with nothing running");
             return -1;
         }
         // Dependencies from overlapping regions against tasks that are still in flight.
@@ -646,7 +656,7 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
         }
         const auto edges = static_cast<std::uint32_t>(preds.size());
         if (edges > ring.dep_cap) {
-            fail_locked(rs, label + ": needs " + std::to_string(edges) + " dependency entries but ring " + std::to_string(r) +
+            fail_locked(rs, label() + ": needs " + std::to_string(edges) + " dependency entries but ring " + std::to_string(r) +
                                 "'s dependency pool holds " + std::to_string(ring.dep_cap));
             return -1;
         }

@@ -127,6 +127,7 @@ private:
     template <class Pred>
     bool orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready);
     void check_tensor(const ChipTensor& t, const std::string& what) const;
+    bool tensor_ok(const ChipTensor& t) const noexcept;
     void write_diagnostics(RunState& rs);
 
     ChipOptions options_;

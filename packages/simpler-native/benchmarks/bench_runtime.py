@@ -1,0 +1,196 @@
+"""Benchmarks of the simulated chip: runtime overhead per task and end-to-end tiled kernels.
+
+Every figure is printed beside a baseline measured in the same run, as a ratio:
+- per-task overhead (empty kernels through the runtime) vs calling the same kernel entry
+  directly from C through ctypes, one call per task;
+- tiled vector add and tiled matmul through the runtime vs torch (CPU) if importable, else numpy.
+
+Run: ``python packages/simpler-native/benchmarks/bench_runtime.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import simpler
+from simpler import ArgDirection as D
+from simpler import Buffer, DataType, TaskArgs, toolchain
+
+CSRC = Path(__file__).resolve().parents[1] / "tests" / "csrc"
+KERNELS = {
+    0: ("vadd", [D.In, D.In, D.Out], "aiv"),
+    4: ("matmul", [D.In, D.In, D.Out], "aic"),
+    6: ("empty", [D.In], "aiv"),
+}
+ORCHS = {
+    "vadd_tiles": [D.In, D.In, D.Out, D.Scalar],
+    "matmul_tiles": [D.In, D.In, D.Out, D.Scalar],
+    "empties": [D.In, D.Scalar],
+}
+
+
+def best_of(fn: Callable[[], None], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def tensor(a: np.ndarray) -> simpler.Tensor:
+    dt = "FLOAT32" if a.dtype == np.float32 else "INT64"
+    return Buffer.wrap(a.ctypes.data, a.nbytes, owner=a).tensor(a.shape, dt)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (smoke run)")
+    opts = parser.parse_args()
+    n_tasks = 2_000 if opts.quick else 20_000
+    n_vec = 1 << (18 if opts.quick else 22)
+    n_mat = 128 if opts.quick else 384
+    repeat = 3 if opts.quick else 5
+
+    t0 = time.perf_counter()
+    kbin = toolchain.compile_shared({"k.cpp": (CSRC / "test_kernels.cpp").read_text()})
+    obin = toolchain.compile_shared({"o.cpp": (CSRC / "test_orchestrations.cpp").read_text()})
+    compile_s = time.perf_counter() - t0
+    children = [
+        (fid, simpler.CoreCallable.build(sig, kbin, core, entry=entry))
+        for fid, (entry, sig, core) in KERNELS.items()
+    ]
+    try:
+        import torch
+
+        baseline_name = f"torch {torch.__version__} CPU"
+        add_ref: Callable[[Any, Any], Any] = torch.add
+        mm_ref: Callable[[Any, Any], Any] = torch.matmul
+        to_ref: Callable[[np.ndarray], Any] = torch.from_numpy
+    except ImportError:
+        baseline_name = f"numpy {np.__version__}"
+        add_ref, mm_ref, to_ref = np.add, np.matmul, lambda a: a
+
+    rows: list[tuple[str, str, str, str]] = []
+    with simpler.Worker(platform="a2a3sim") as w:
+        w.init()
+        h = {
+            name: w.register(simpler.ChipCallable.build(sig, name, obin, children=children))
+            for name, sig in ORCHS.items()
+        }
+
+        # 1. Per-task overhead: empty kernels through the runtime vs direct ctypes calls.
+        x = np.zeros(16, dtype=np.float32)
+        args = TaskArgs().add_tensor(tensor(x), D.In).add_scalar(n_tasks, DataType.INT64)
+        w.run(h["empties"], args)  # warm
+        runtime_s = best_of(lambda: w.run(h["empties"], args), repeat)
+        with tempfile.NamedTemporaryFile(suffix=".so") as f:
+            f.write(kbin)
+            f.flush()
+            lib = ctypes.CDLL(f.name)
+            entry = lib.empty
+            entry.argtypes = [ctypes.c_void_p]
+            argv = (ctypes.c_int64 * 1)(0)
+
+            def direct() -> None:
+                for _ in range(n_tasks):
+                    entry(argv)
+
+            direct_s = best_of(direct, repeat)
+        per_task = runtime_s / n_tasks * 1e6
+        per_call = direct_s / n_tasks * 1e6
+        rows.append(
+            (
+                "per-task overhead (us)",
+                f"{per_task:.2f}",
+                f"{per_call:.2f} (ctypes call)",
+                f"{per_task / per_call:.2f}x",
+            )
+        )
+        rows.append(
+            (
+                "tasks per second",
+                f"{n_tasks / runtime_s:,.0f}",
+                f"{n_tasks / direct_s:,.0f} (ctypes call)",
+                f"{direct_s / runtime_s:.2f}x",
+            )
+        )
+
+        # 2. Tiled vector add.
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal(n_vec).astype(np.float32)
+        b = rng.standard_normal(n_vec).astype(np.float32)
+        c = np.zeros_like(a)
+        tile = 1 << 14
+        vargs = (
+            TaskArgs().add_tensor(tensor(a), D.In).add_tensor(tensor(b), D.In).add_tensor(tensor(c), D.Out)
+        )
+        vargs.add_scalar(tile, DataType.UINT32)
+        w.run(h["vadd_tiles"], vargs)
+        np.testing.assert_allclose(c, a + b)
+        sim_s = best_of(lambda: w.run(h["vadd_tiles"], vargs), repeat)
+        ra, rb = to_ref(a), to_ref(b)
+        ref_s = best_of(lambda: add_ref(ra, rb), repeat)
+        rows.append(
+            (
+                f"vector add {n_vec:,} f32, {n_vec // tile} tiles (ms)",
+                f"{sim_s * 1e3:.2f}",
+                f"{ref_s * 1e3:.2f}",
+                f"{sim_s / ref_s:.2f}x",
+            )
+        )
+
+        # 3. Tiled matmul (plain-loop kernel).
+        A = rng.standard_normal((n_mat, n_mat)).astype(np.float32)
+        B = rng.standard_normal((n_mat, n_mat)).astype(np.float32)
+        C = np.zeros_like(A)
+        margs = (
+            TaskArgs().add_tensor(tensor(A), D.In).add_tensor(tensor(B), D.In).add_tensor(tensor(C), D.Out)
+        )
+        margs.add_scalar(64, DataType.UINT32)
+        w.run(h["matmul_tiles"], margs)
+        np.testing.assert_allclose(C, A @ B, rtol=1e-3, atol=1e-3)
+        sim_s = best_of(lambda: w.run(h["matmul_tiles"], margs), repeat)
+        rA, rB = to_ref(A), to_ref(B)
+        ref_s = best_of(lambda: mm_ref(rA, rB), repeat)
+        rows.append(
+            (
+                f"matmul {n_mat}x{n_mat} f32, 64x64 tiles (ms)",
+                f"{sim_s * 1e3:.2f}",
+                f"{ref_s * 1e3:.2f}",
+                f"{sim_s / ref_s:.2f}x",
+            )
+        )
+
+    header = ("benchmark", "a2a3sim", f"baseline ({baseline_name})", "ratio")
+    try:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"simpler runtime (compile of test kernels: {compile_s:.2f} s)")
+        for col in header:
+            table.add_column(col)
+        for row in rows:
+            table.add_row(*row)
+        Console().print(table)
+    except ImportError:
+        print(f"simpler runtime (compile of test kernels: {compile_s:.2f} s)")
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+        for row in [header, *rows]:
+            print("  ".join(cell.ljust(wd) for cell, wd in zip(row, widths, strict=True)))
+    _ = statistics  # reserved for spread reporting
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
