@@ -56,6 +56,10 @@ class Layout(enum.Enum):
     NZ = "NZ"
 
 
+def _is_blocked_nz(dims: tuple[int, ...]) -> bool:
+    return len(dims) in (4, 5) and dims[-2:] == (16, 16)
+
+
 def _parse_enum(cls: type[enum.Enum], value: object, what: str) -> Any:
     if isinstance(value, cls):
         return value
@@ -121,8 +125,11 @@ class ParamInfo:
                 )
         if not dims:
             raise SignatureError(f"{where}: a tensor needs rank >= 1, got shape ()")
-        if self.layout is Layout.NZ and len(dims) not in (2, 3):
-            raise SignatureError(f"{where}: NZ layout needs a [R, C] or [B, R, C] shape, got {dims}")
+        if self.layout is Layout.NZ and len(dims) not in (2, 3) and not _is_blocked_nz(dims):
+            raise SignatureError(
+                f"{where}: NZ layout needs a logical [R, C] or [B, R, C] shape "
+                f"(or a lowered blocked [.., C/16, R/16, 16, 16] shape), got {dims}"
+            )
         object.__setattr__(self, "shape", dims)
 
     @property
@@ -136,6 +143,11 @@ class ParamInfo:
     @property
     def rank(self) -> int:
         return 0 if self.shape is None else len(self.shape)
+
+    @property
+    def is_blocked(self) -> bool:
+        """True for a lowered NZ parameter in blocked form (never a logical shape)."""
+        return self.layout is Layout.NZ and self.shape is not None and _is_blocked_nz(self.shape)
 
     @property
     def is_dynamic(self) -> bool:

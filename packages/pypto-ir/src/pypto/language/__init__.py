@@ -1,1 +1,176 @@
-"""The PyPTO kernel language (``import pypto.language as pl``)."""
+"""The PyPTO kernel language (``import pypto.language as pl``).
+
+Write orchestration with ``@pl.jit`` (tensor shapes and dtypes come from the call), put
+on-core work inside ``with pl.at(level=pl.Level.CORE_GROUP):`` scopes or in
+``@pl.jit.incore`` kernels, and move data between tensors and tiles with ``pl.load`` /
+``pl.store``:
+
+    @pl.jit
+    def add(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            c[:] = pl.add(a, b)
+        return c
+
+``@pl.program`` classes of ``@pl.function`` methods build IR directly.
+"""
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.param_info import Layout
+from pypto.ir.types import FunctionType, Level, MemorySpace
+from pypto.language.decorators import (
+    DSLFunction,
+    IncoreFunction,
+    JITFunction,
+    Specialization,
+    function,
+    jit,
+    program,
+)
+from pypto.language.dsl import at, range
+from pypto.language.ops import (
+    abs,
+    add,
+    cast,
+    col_expand,
+    col_expand_add,
+    col_expand_div,
+    col_expand_mul,
+    col_expand_sub,
+    concat,
+    create_tensor,
+    create_tile,
+    dim,
+    div,
+    exp,
+    full,
+    load,
+    log,
+    matmul,
+    matmul_acc,
+    maximum,
+    minimum,
+    move,
+    mul,
+    neg,
+    recip,
+    relu,
+    reshape,
+    row_expand,
+    row_expand_add,
+    row_expand_div,
+    row_expand_mul,
+    row_expand_sub,
+    row_max,
+    row_min,
+    row_sum,
+    rsqrt,
+    sqrt,
+    store,
+    sub,
+    transpose,
+)
+from pypto.language.typing import DynVar, InOut, Out, Scalar, Tensor, Tile, dynamic
+
+Mem = MemorySpace
+ND = Layout.ND
+NZ = Layout.NZ
+
+FP32 = DataType.FP32
+FP16 = DataType.FP16
+BF16 = DataType.BF16
+INT8 = DataType.INT8
+INT16 = DataType.INT16
+INT32 = DataType.INT32
+INT64 = DataType.INT64
+UINT8 = DataType.UINT8
+UINT16 = DataType.UINT16
+UINT32 = DataType.UINT32
+UINT64 = DataType.UINT64
+BOOL = DataType.BOOL
+FP8E4M3FN = DataType.FP8E4M3FN
+FP8E8M0 = DataType.FP8E8M0
+FP4 = DataType.FP4E2M1
+INDEX = DataType.INT64  # loop indices and offsets are 64-bit signed integers
+
+__all__ = [
+    "BF16",
+    "BOOL",
+    "FP4",
+    "FP8E4M3FN",
+    "FP8E8M0",
+    "FP16",
+    "FP32",
+    "INDEX",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "ND",
+    "NZ",
+    "UINT8",
+    "UINT16",
+    "UINT32",
+    "UINT64",
+    "DSLFunction",
+    "DataType",
+    "DynVar",
+    "FunctionType",
+    "InOut",
+    "IncoreFunction",
+    "JITFunction",
+    "Layout",
+    "Level",
+    "Mem",
+    "MemorySpace",
+    "Out",
+    "Scalar",
+    "Specialization",
+    "Tensor",
+    "Tile",
+    "abs",
+    "add",
+    "at",
+    "cast",
+    "col_expand",
+    "col_expand_add",
+    "col_expand_div",
+    "col_expand_mul",
+    "col_expand_sub",
+    "concat",
+    "create_tensor",
+    "create_tile",
+    "dim",
+    "div",
+    "dynamic",
+    "exp",
+    "full",
+    "function",
+    "jit",
+    "load",
+    "log",
+    "matmul",
+    "matmul_acc",
+    "maximum",
+    "minimum",
+    "move",
+    "mul",
+    "neg",
+    "program",
+    "range",
+    "recip",
+    "relu",
+    "reshape",
+    "row_expand",
+    "row_expand_add",
+    "row_expand_div",
+    "row_expand_mul",
+    "row_expand_sub",
+    "row_max",
+    "row_min",
+    "row_sum",
+    "rsqrt",
+    "sqrt",
+    "store",
+    "sub",
+    "transpose",
+]

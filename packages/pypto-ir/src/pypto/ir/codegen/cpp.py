@@ -1,0 +1,197 @@
+"""Pieces shared by the kernel and orchestration generators: C++ types, names, scalar expressions."""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import CompileError
+from pypto.ir.nodes import BinOp, Call, Const, Expr, Var
+
+CPP_TYPE = {
+    DataType.FP32: "float",
+    DataType.FP16: "simpler::half",
+    DataType.BF16: "simpler::bfloat16",
+    DataType.INT8: "std::int8_t",
+    DataType.INT16: "std::int16_t",
+    DataType.INT32: "std::int32_t",
+    DataType.INT64: "std::int64_t",
+    DataType.UINT8: "std::uint8_t",
+    DataType.UINT16: "std::uint16_t",
+    DataType.UINT32: "std::uint32_t",
+    DataType.UINT64: "std::uint64_t",
+    DataType.BOOL: "bool",
+}
+
+WIRE_DTYPE = {
+    DataType.FP32: "FLOAT32",
+    DataType.FP16: "FLOAT16",
+    DataType.BF16: "BFLOAT16",
+    DataType.INT8: "INT8",
+    DataType.INT16: "INT16",
+    DataType.INT32: "INT32",
+    DataType.INT64: "INT64",
+    DataType.UINT8: "UINT8",
+    DataType.UINT16: "UINT16",
+    DataType.UINT32: "UINT32",
+    DataType.UINT64: "UINT64",
+    DataType.BOOL: "BOOL",
+}
+
+_CPP_RESERVED = set(keyword.kwlist) | {
+    "args",
+    "api",
+    "ctx",
+    "orch",
+    "int",
+    "float",
+    "double",
+    "char",
+    "auto",
+    "const",
+    "new",
+    "delete",
+    "default",
+    "register",
+    "template",
+    "this",
+    "union",
+    "unsigned",
+    "signed",
+    "static",
+    "struct",
+    "switch",
+    "case",
+    "do",
+    "goto",
+    "long",
+    "short",
+    "void",
+    "volatile",
+    "operator",
+    "private",
+    "public",
+    "protected",
+    "friend",
+    "virtual",
+    "typename",
+    "namespace",
+    "using",
+    "explicit",
+    "export",
+    "extern",
+    "inline",
+    "mutable",
+    "sizeof",
+    "typedef",
+    "enum",
+    "catch",
+    "throw",
+    "try",
+    "bool",
+    "true",
+    "false",
+    "pt",
+    "simpler",
+    "std",
+    "exp",
+    "log",
+    "abs",
+    "sqrt",
+    "max",
+    "min",
+}
+
+
+def cpp_type(dtype: DataType) -> str:
+    try:
+        return CPP_TYPE[dtype]
+    except KeyError:
+        raise CompileError(
+            f"codegen: dtype {dtype.value} has no C++ element type in the tile library"
+        ) from None
+
+
+def ident(name: str) -> str:
+    """A C++ identifier for an IR name (SSA names are already unique)."""
+    s = re.sub(r"[^0-9A-Za-z_]", "_", name)
+    if s in _CPP_RESERVED or s[:1].isdigit():
+        s = f"v_{s}"
+    return s
+
+
+def literal(c: Const) -> str:
+    v = c.value
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise CompileError(f"codegen: non-finite constant {v}")
+        return f"{v!r}f" if c.dtype is DataType.FP32 else repr(v)
+    if isinstance(v, int):
+        return f"INT64_C({v})" if c.dtype is DataType.INT64 else str(v)
+    raise CompileError(f"codegen: constant {v!r}")
+
+
+_OPS = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "eq": "==",
+    "ne": "!=",
+}
+
+
+def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> str:
+    """A C++ expression for a scalar IR expression. Python's floor division and modulo are
+    spelled with helpers so negative operands behave as in the kernel language."""
+    if isinstance(e, Const):
+        return literal(e)
+    if isinstance(e, Var):
+        return ident(e.name)
+    if isinstance(e, BinOp):
+        a, b = scalar_expr(e.lhs, dim_of), scalar_expr(e.rhs, dim_of)
+        if e.op in _OPS:
+            return f"({a} {_OPS[e.op]} {b})"
+        if e.op == "truediv":
+            return f"(static_cast<double>({a}) / static_cast<double>({b}))"
+        if e.op == "floordiv":
+            return f"pypto_floordiv({a}, {b})"
+        if e.op == "mod":
+            return f"pypto_mod({a}, {b})"
+        if e.op in ("min", "max"):
+            return f"(({a}) {'<' if e.op == 'min' else '>'} ({b}) ? ({a}) : ({b}))"
+        raise CompileError(f"codegen: scalar operator {e.op}")
+    if isinstance(e, Call) and e.op == "tensor.dim":
+        t = e.args[0]
+        assert isinstance(t, Var)
+        axis = int(e.attr("axis"))
+        if dim_of is not None and (t.name, axis) in dim_of:
+            return dim_of[(t.name, axis)]
+        return f"static_cast<std::int64_t>({ident(t.name)}.shapes[{axis}])"
+    raise CompileError(f"codegen: {e} is not a scalar expression")
+
+
+SCALAR_HELPERS = """\
+static inline std::int64_t pypto_floordiv(std::int64_t a, std::int64_t b) {
+    std::int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline std::int64_t pypto_mod(std::int64_t a, std::int64_t b) {
+    std::int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+"""
+
+
+def scalar_cpp_type(dtype: DataType) -> str:
+    """The C++ type a scalar value is held in: 16-bit floats compute in float."""
+    if dtype in (DataType.FP16, DataType.BF16):
+        return "float"
+    return cpp_type(dtype)

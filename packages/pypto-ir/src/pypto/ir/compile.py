@@ -1,0 +1,183 @@
+"""``_compile_to_files``: passes + codegen + metadata into one artifact directory.
+
+It returns the lowered IR and the build metadata and wraps nothing for execution: the runtime
+builds the sources with ``simpler.toolchain`` and loads them. The directory layout and every
+metadata field are described in docs/pypto-ir.md.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pypto.ir.codegen import generate_kernel, generate_orchestration
+from pypto.ir.contract import RUNTIMES, Contract, check_lowered_abi, parse_platform, validate_kernel_contract
+from pypto.ir.errors import CompileError
+from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, OrchestrationInfo, write_metadata
+from pypto.ir.nodes import Program
+from pypto.ir.param_info import ParamDirection, ParamInfo
+from pypto.ir.passes import nz_layout, ssa
+from pypto.ir.passes.return_lineage import entry_aliases
+from pypto.ir.pipeline import lower
+from pypto.ir.types import FunctionType, ScalarType, TensorType
+
+__all__ = ["CompileResult", "_compile_to_files", "signature_of"]
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """What ``_compile_to_files`` produced."""
+
+    program: Program  # the lowered IR
+    metadata: ArtifactMetadata
+    output_dir: Path
+    files: tuple[Path, ...]  # every file written, compiled_meta.json last
+
+
+def signature_of(program: Program, name: str | None = None) -> tuple[ParamInfo, ...]:
+    """ParamInfo signature of a program function (the entry by default)."""
+    fn = program.functions[name or program.entry]
+    out = []
+    for p in fn.params:
+        t = p.var.type
+        if isinstance(t, TensorType):
+            out.append(ParamInfo(ssa.base_name(p.name), p.direction, t.static_shape, t.dtype, t.layout))
+        elif isinstance(t, ScalarType):
+            out.append(ParamInfo(ssa.base_name(p.name), ParamDirection.IN, None, t.dtype))
+        else:
+            raise CompileError(
+                f"parameter {p.name!r} of {fn.name!r} has type {t}, which no signature can carry"
+            )
+    return tuple(out)
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _compile_to_files(
+    program: Program | Any,
+    output_dir: str | os.PathLike[str],
+    *,
+    contract: Contract | str,
+    platform: str,
+    runtime: str = "tensormap_and_ringbuffer",
+    supplied: tuple[bool, ...] | None = None,
+) -> CompileResult:
+    """Lower ``program``, generate its C++ and write the artifact directory.
+
+    Args:
+        program: An IR ``Program`` (or anything with a ``.program``, e.g. a Specialization).
+        output_dir: Created if missing; must not already hold ``compiled_meta.json``.
+        contract: ``Contract.PROGRAM`` or ``Contract.KERNEL`` (or their names).
+        platform: ``a2a3sim``, ``a5sim``, ``a2a3`` or ``a5``.
+        runtime: ``tensormap_and_ringbuffer`` or ``host_build_graph``.
+        supplied: KERNEL only: per logical parameter, whether the caller supplies it.
+
+    Returns:
+        The lowered IR, the metadata written and the files.
+    """
+    if not isinstance(program, Program):
+        program = getattr(program, "program", program)
+    if not isinstance(program, Program):
+        raise TypeError(
+            f"_compile_to_files(program): expected a pypto.ir Program, got {type(program).__name__}"
+        )
+    contract = Contract.parse(contract)
+    platform = parse_platform(platform)
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime: expected one of {', '.join(RUNTIMES)}, got {runtime!r}")
+    out = Path(output_dir)
+    if (out / META_FILE).exists():
+        raise FileExistsError(f"{out / META_FILE} already exists; compile into a fresh directory")
+
+    original = ssa.run(program)  # aliases come from the original IR, in SSA form
+    raw_aliases = entry_aliases(original)
+    params = signature_of(program)
+    orchestrations = [f.name for f in program.funcs if f.func_type is FunctionType.Orchestration]
+    if contract is Contract.KERNEL:
+        aliases = validate_kernel_contract(
+            entries=orchestrations,
+            chips=1,
+            params=params,
+            return_aliases=raw_aliases,
+            supplied=supplied,
+            runtime=runtime,
+        )
+    else:
+        for k, a in enumerate(raw_aliases):
+            if a is None:
+                raise CompileError(
+                    f"{program.entry}: return value {k} is not one of the function's tensor parameters; "
+                    "return the Out/InOut tensors the kernels wrote (e.g. `return c`)"
+                )
+        aliases = tuple(a for a in raw_aliases if a is not None)
+
+    lowered = lower(program).program
+    entry = lowered.entry_function
+    try:
+        lowered_params = nz_layout.lower_signature(signature_of(lowered))
+    except ValueError as exc:
+        raise CompileError(str(exc)) from None
+    if contract is Contract.KERNEL:
+        check_lowered_abi(params, lowered_params)
+
+    kernels = [f for f in lowered.funcs if f.func_type.is_kernel]
+    func_ids = {k.name: i for i, k in enumerate(kernels)}
+    files: list[Path] = []
+    infos: list[KernelInfo] = []
+    for kfn in kernels:
+        src = generate_kernel(kfn)
+        rel = f"kernels/{kfn.name}.cpp"
+        _write_text(out / rel, src.text)
+        files.append(out / rel)
+        kparams = tuple(
+            ParamInfo(
+                ssa.base_name(p.name),
+                p.direction,
+                p.var.type.static_shape,
+                p.var.type.dtype,
+                p.var.type.layout,
+            )
+            if isinstance(p.var.type, TensorType)
+            else ParamInfo(ssa.base_name(p.name), ParamDirection.IN, None, p.var.type.dtype)  # type: ignore[union-attr]
+            for p in src.params
+        )
+        infos.append(KernelInfo(kfn.name, func_ids[kfn.name], src.core_type.value, rel, src.entry, kparams))
+    orch = generate_orchestration(entry, lowered, func_ids)
+    orel = f"orchestration/{entry.name}.cpp"
+    _write_text(out / orel, orch.text)
+    files.append(out / orel)
+    _write_text(out / "ir" / "lowered.txt", str(lowered) + "\n")
+    files.append(out / "ir" / "lowered.txt")
+
+    meta = ArtifactMetadata(
+        name=program.name,
+        entry=entry.name,
+        contract=contract,
+        platform=platform,
+        runtime=runtime,
+        params=params,
+        lowered_params=lowered_params,
+        return_count=len(entry.returns),
+        return_aliases=aliases,
+        orchestration=OrchestrationInfo(
+            orel, orch.func_name, orch.needs_name, orch.tensor_count, orch.scalar_count
+        ),
+        kernels=tuple(infos),
+    )
+    files.append(write_metadata(out, meta))
+    return CompileResult(lowered, meta, out, tuple(files))

@@ -1,0 +1,149 @@
+"""Calling contracts (PROGRAM, KERNEL), platforms, and the KERNEL contract's validation.
+
+The contract selects calling rules; the platform independently selects SIM or ONBOARD
+execution. KERNEL validation is split into the checks on the original IR (before lowering)
+and the ABI check after lowering; each raises ``ContractError`` naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+
+from pypto.ir.errors import CompileError
+from pypto.ir.param_info import ParamDirection, ParamInfo, validate_param_names, validate_return_aliases
+
+__all__ = [
+    "BACKENDS",
+    "PLATFORMS",
+    "RUNTIMES",
+    "Contract",
+    "ContractError",
+    "ExecutionMode",
+    "backend_of",
+    "check_lowered_abi",
+    "execution_mode",
+    "parse_platform",
+    "validate_kernel_contract",
+]
+
+
+class ContractError(CompileError):
+    """A program that breaks the requested calling contract."""
+
+
+class Contract(enum.Enum):
+    """PROGRAM: the runtime may allocate outputs and keeps host control.
+    KERNEL: the caller supplies every Out/InOut and returns alias parameters."""
+
+    PROGRAM = "PROGRAM"
+    KERNEL = "KERNEL"
+
+    @classmethod
+    def parse(cls, value: object) -> Contract:
+        if isinstance(value, Contract):
+            return value
+        if isinstance(value, str) and value.upper() in cls.__members__:
+            return cls[value.upper()]
+        raise ValueError(f"contract: expected PROGRAM or KERNEL, got {value!r}")
+
+
+class ExecutionMode(enum.Enum):
+    SIM = "SIM"
+    ONBOARD = "ONBOARD"
+
+
+PLATFORMS = ("a2a3sim", "a5sim", "a2a3", "a5")
+RUNTIMES = ("tensormap_and_ringbuffer", "host_build_graph")
+BACKENDS = {ExecutionMode.SIM: "host_cpp", ExecutionMode.ONBOARD: "cann"}
+
+
+def parse_platform(platform: object) -> str:
+    if platform not in PLATFORMS:
+        raise ValueError(f"platform: expected one of {', '.join(PLATFORMS)}, got {platform!r}")
+    assert isinstance(platform, str)
+    return platform
+
+
+def execution_mode(platform: str) -> ExecutionMode:
+    """SIM for the simulated platforms (``*sim``), ONBOARD for real chips."""
+    return ExecutionMode.SIM if parse_platform(platform).endswith("sim") else ExecutionMode.ONBOARD
+
+
+def backend_of(platform: str) -> str:
+    return BACKENDS[execution_mode(platform)]
+
+
+def validate_kernel_contract(
+    *,
+    entries: Sequence[str],
+    chips: int,
+    params: Sequence[ParamInfo],
+    return_aliases: Sequence[int | None],
+    supplied: Sequence[bool] | None = None,
+    runtime: str = "tensormap_and_ringbuffer",
+    host_tensor_access: Sequence[str] = (),
+) -> tuple[int, ...]:
+    """The KERNEL contract's checks on the original program; returns the validated aliases.
+
+    Args:
+        entries: Names of the orchestration entries (exactly one is allowed).
+        chips: Number of chips the program spans (exactly one).
+        params: The external (logical) signature.
+        return_aliases: Per return value, the index of the parameter it aliases (None: it
+            aliases no parameter).
+        supplied: Per parameter, whether the caller supplies it (default: all).
+        runtime: The runtime; HBG rejects ``host_tensor_access``.
+        host_tensor_access: Descriptions of orchestration statements that read or write
+            tensor data on the host.
+    """
+    if len(entries) != 1:
+        raise ContractError(f"KERNEL contract: needs exactly one entry, got {len(entries)}: {list(entries)}")
+    if chips != 1:
+        raise ContractError(f"KERNEL contract: needs exactly one chip, got {chips}")
+    validate_param_names(params)
+    flags = list(supplied) if supplied is not None else [True] * len(params)
+    if len(flags) != len(params):
+        raise ContractError(f"KERNEL contract: {len(flags)} supplied flags for {len(params)} parameters")
+    for p, given in zip(params, flags, strict=True):
+        if p.direction is not ParamDirection.IN and not given:
+            raise ContractError(
+                f"KERNEL contract: parameter {p.name!r} is {p.direction.value} but was not supplied; "
+                "the caller must pass every output buffer"
+            )
+    for k, a in enumerate(return_aliases):
+        if a is None:
+            raise ContractError(
+                f"KERNEL contract: return value {k} does not alias a parameter; return one of the "
+                "Out/InOut tensors the caller passed"
+            )
+    aliases = validate_return_aliases(params, [a for a in return_aliases if a is not None])
+    for k, a in enumerate(aliases):
+        if params[a].direction is ParamDirection.IN:
+            raise ContractError(
+                f"KERNEL contract: return value {k} aliases read-only parameter {params[a].name!r}; "
+                "a kernel returns Out/InOut tensors"
+            )
+    if runtime == "host_build_graph" and host_tensor_access:
+        raise ContractError(
+            "KERNEL contract: the host_build_graph runtime cannot read or write tensor data on the host, "
+            f"but the orchestration does: {'; '.join(host_tensor_access)}"
+        )
+    return aliases
+
+
+def check_lowered_abi(params: Sequence[ParamInfo], lowered: Sequence[ParamInfo]) -> None:
+    """After lowering, the external ABI must still be the logical signature's: count, order,
+    names, directions, dtypes and storage layout (NZ shapes become blocked, nothing else)."""
+    if len(params) != len(lowered):
+        raise ContractError(f"lowered ABI: {len(lowered)} parameters, the signature has {len(params)}")
+    for i, (p, q) in enumerate(zip(params, lowered, strict=True)):
+        for field in ("name", "direction", "dtype", "layout"):
+            if getattr(p, field) != getattr(q, field):
+                raise ContractError(
+                    f"lowered ABI: parameter {i} {field} changed from {getattr(p, field)!r} to {getattr(q, field)!r}"
+                )
+        if p.is_scalar != q.is_scalar:
+            raise ContractError(f"lowered ABI: parameter {i} ({p.name!r}) changed between scalar and tensor")
+        if p.layout.value == "ND" and p.shape != q.shape:
+            raise ContractError(f"lowered ABI: ND parameter {p.name!r} changed shape {p.shape} -> {q.shape}")

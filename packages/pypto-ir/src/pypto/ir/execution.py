@@ -1,0 +1,59 @@
+"""The registration point through which a runtime executes ``@pl.jit`` calls.
+
+pypto-ir cannot import the runtime (it sits below it), so calling a ``@pl.jit`` function goes
+through an executor that the runtime installs, either explicitly with
+``set_jit_executor(fn)`` or through the ``pypto.executors`` entry-point group (its first
+entry, loaded on the first call when nothing was installed). An executor is called as
+``executor(jit_function, args, kwargs)`` and returns what the call returns.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+__all__ = ["ENTRY_POINT_GROUP", "JitExecutor", "NoExecutorError", "get_jit_executor", "set_jit_executor"]
+
+ENTRY_POINT_GROUP = "pypto.executors"
+
+JitExecutor = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
+
+_lock = threading.Lock()
+_executor: JitExecutor | None = None
+
+
+class NoExecutorError(RuntimeError):
+    """A ``@pl.jit`` function was called but no runtime is installed to execute it."""
+
+
+def set_jit_executor(executor: JitExecutor | None) -> JitExecutor | None:
+    """Install the executor for ``@pl.jit`` calls (None uninstalls); returns the previous one."""
+    global _executor
+    if executor is not None and not callable(executor):
+        raise TypeError(f"set_jit_executor(executor): expected a callable or None, got {executor!r}")
+    with _lock:
+        previous, _executor = _executor, executor
+    return previous
+
+
+def get_jit_executor() -> JitExecutor:
+    """The installed executor, loading the ``pypto.executors`` entry point on first use."""
+    global _executor  # noqa: PLW0603  (the one registration slot of this module)
+    with _lock:
+        if _executor is not None:
+            return _executor
+        eps = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    for ep in eps:
+        loaded = ep.load()
+        if callable(loaded):
+            with _lock:
+                if _executor is None:
+                    _executor = loaded
+                return _executor
+    raise NoExecutorError(
+        "calling a @pl.jit function runs it on a device, which needs a runtime: install pypto-runtime "
+        "(pip install pypto-runtime) and import pypto.runtime, or register an executor with "
+        "pypto.ir.execution.set_jit_executor(fn). To only compile, use fn.lower(*args) or fn.specialize(*args)."
+    )

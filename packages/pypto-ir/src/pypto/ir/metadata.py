@@ -1,0 +1,400 @@
+"""``compiled_meta.json``: the build metadata of one compiled artifact directory.
+
+Schema 3 carries the logical signature (``params``), the assembly signature
+(``lowered_params``), return count and aliases, platform/backend/runtime, the requested
+contract and the verified capabilities (exactly that contract), the orchestration and every
+kernel child. It is written once, atomically; the reader validates every field and never
+loads native code. Schemas 1 and 2 load as PROGRAM only. See docs/pypto-ir.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pypto.ir.contract import PLATFORMS, RUNTIMES, Contract, backend_of, execution_mode
+from pypto.ir.param_info import ParamInfo, SignatureError, validate_param_names, validate_return_aliases
+
+__all__ = [
+    "META_FILE",
+    "SCHEMA_VERSION",
+    "ArtifactMetadata",
+    "KernelInfo",
+    "MetadataError",
+    "OrchestrationInfo",
+    "read_metadata",
+    "write_metadata",
+]
+
+SCHEMA_VERSION = 3
+META_FILE = "compiled_meta.json"
+CORE_TYPES = ("AIV", "AIC")
+_RECOMPILE = "; recompile the program to refresh the artifact"
+
+
+class MetadataError(ValueError):
+    """``compiled_meta.json`` is missing, malformed or does not allow the requested use."""
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """One kernel child: what the orchestration submits as ``func_id``."""
+
+    name: str
+    func_id: int
+    core_type: str
+    source: str
+    entry: str
+    params: tuple[ParamInfo, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "func_id": self.func_id,
+            "core_type": self.core_type,
+            "source": self.source,
+            "entry": self.entry,
+            "params": [p.to_json() for p in self.params],
+        }
+
+
+@dataclass(frozen=True)
+class OrchestrationInfo:
+    source: str
+    func_name: str
+    needs_name: str
+    tensor_count: int
+    scalar_count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "func_name": self.func_name,
+            "needs_name": self.needs_name,
+            "tensor_count": self.tensor_count,
+            "scalar_count": self.scalar_count,
+        }
+
+
+@dataclass(frozen=True)
+class ArtifactMetadata:
+    """The parsed, validated contents of ``compiled_meta.json``."""
+
+    name: str
+    entry: str
+    contract: Contract
+    platform: str
+    runtime: str
+    params: tuple[ParamInfo, ...]
+    lowered_params: tuple[ParamInfo, ...]
+    return_count: int
+    return_aliases: tuple[int, ...]
+    orchestration: OrchestrationInfo
+    kernels: tuple[KernelInfo, ...]
+    capabilities: tuple[str, ...] = ()
+    schema: int = SCHEMA_VERSION
+    producer: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.capabilities:
+            object.__setattr__(self, "capabilities", (self.contract.value,))
+
+    @property
+    def execution_mode(self) -> str:
+        return execution_mode(self.platform).value
+
+    @property
+    def backend(self) -> str:
+        return backend_of(self.platform)
+
+    def to_json(self) -> dict[str, Any]:
+        from pypto.ir import __version__
+
+        return {
+            "schema": SCHEMA_VERSION,
+            "producer": self.producer or f"pypto-ir {__version__}",
+            "name": self.name,
+            "entry": self.entry,
+            "contract": self.contract.value,
+            "capabilities": list(self.capabilities),
+            "platform": self.platform,
+            "execution_mode": self.execution_mode,
+            "backend": self.backend,
+            "runtime": self.runtime,
+            "params": [p.to_json() for p in self.params],
+            "lowered_params": [p.to_json() for p in self.lowered_params],
+            "return_count": self.return_count,
+            "return_aliases": list(self.return_aliases),
+            "orchestration": self.orchestration.to_json(),
+            "kernels": [k.to_json() for k in self.kernels],
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, *, require: Contract | None = None) -> ArtifactMetadata:
+        """Validate and parse; ``require`` rejects metadata that lacks that capability."""
+        return _parse(data, require)
+
+
+def write_metadata(directory: str | os.PathLike[str], meta: ArtifactMetadata) -> Path:
+    """Write ``compiled_meta.json`` once, atomically (temp file, fsync, rename).
+
+    Refuses to overwrite an existing file: a compiled directory's sidecar never changes.
+    """
+    d = Path(directory)
+    target = d / META_FILE
+    if target.exists():
+        raise FileExistsError(f"{target} already exists; metadata is written once per compiled directory")
+    text = json.dumps(meta.to_json(), indent=2, sort_keys=False) + "\n"
+    _parse(json.loads(text), None)  # never write what the reader would reject
+    fd, tmp = tempfile.mkstemp(prefix=".compiled_meta.", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if target.exists():
+            raise FileExistsError(f"{target} appeared while writing; metadata is written once")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dfd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    return target
+
+
+def read_metadata(directory: str | os.PathLike[str], *, require: Contract | None = None) -> ArtifactMetadata:
+    """Read and validate ``<directory>/compiled_meta.json``. Loads no native code."""
+    path = Path(directory) / META_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise MetadataError(f"{path}: not found; the directory is not a compiled artifact") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MetadataError(f"{path}: not valid JSON ({exc}){_RECOMPILE}") from None
+    try:
+        return _parse(data, require)
+    except MetadataError as exc:
+        raise MetadataError(f"{path}: {exc}") from None
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _get(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
+    if key not in data:
+        raise MetadataError(f"missing field {where}{key!r}{_RECOMPILE}")
+    value = data[key]
+    if isinstance(value, bool) and kind is int:
+        raise MetadataError(f"field {where}{key!r}: expected int, got {value!r}")
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise MetadataError(f"field {where}{key!r}: expected {names}, got {type(value).__name__}")
+    return value
+
+
+def _params(data: Mapping[str, Any], key: str, where: str = "") -> tuple[ParamInfo, ...]:
+    raw = _get(data, key, list, where)
+    try:
+        params = tuple(ParamInfo.from_json(p) for p in raw)
+        validate_param_names(params)
+    except SignatureError as exc:
+        raise MetadataError(f"field {where}{key!r}: {exc}") from None
+    return params
+
+
+def _str(data: Mapping[str, Any], key: str, where: str = "") -> str:
+    value = _get(data, key, str, where)
+    if not value:
+        raise MetadataError(f"field {where}{key!r}: must not be empty")
+    return str(value)
+
+
+def _rel_path(data: Mapping[str, Any], key: str, where: str) -> str:
+    value = _str(data, key, where)
+    p = Path(value)
+    if p.is_absolute() or ".." in p.parts:
+        raise MetadataError(f"field {where}{key!r}: {value!r} must be a relative path inside the artifact")
+    return value
+
+
+def _count(data: Mapping[str, Any], key: str, where: str = "") -> int:
+    value = int(_get(data, key, int, where))
+    if value < 0:
+        raise MetadataError(f"field {where}{key!r}: must be >= 0, got {value}")
+    return value
+
+
+def _parse(data: Any, require: Contract | None) -> ArtifactMetadata:
+    if not isinstance(data, dict):
+        raise MetadataError(f"expected a JSON object, got {type(data).__name__}")
+    schema = _get(data, "schema", int)
+    if schema not in (1, 2, 3):
+        raise MetadataError(f"schema {schema} is not supported (this reader knows 1, 2 and 3){_RECOMPILE}")
+    legacy = schema < 3
+    name = _str(data, "name")
+    entry = _str(data, "entry")
+    platform = _str(data, "platform")
+    if platform not in PLATFORMS:
+        raise MetadataError(f"field 'platform': expected one of {', '.join(PLATFORMS)}, got {platform!r}")
+    params = _params(data, "params")
+    orch_raw = _get(data, "orchestration", dict)
+    orch = OrchestrationInfo(
+        _rel_path(orch_raw, "source", "orchestration."),
+        _str(orch_raw, "func_name", "orchestration."),
+        _str(orch_raw, "needs_name", "orchestration."),
+        _count(orch_raw, "tensor_count", "orchestration."),
+        _count(orch_raw, "scalar_count", "orchestration."),
+    )
+    n_tensors = sum(1 for p in params if p.is_tensor)
+    if (orch.tensor_count, orch.scalar_count) != (n_tensors, len(params) - n_tensors):
+        raise MetadataError(
+            f"orchestration expects {orch.tensor_count} tensors and {orch.scalar_count} scalars but params "
+            f"has {n_tensors} and {len(params) - n_tensors}{_RECOMPILE}"
+        )
+    kernels = []
+    for i, k in enumerate(_get(data, "kernels", list)):
+        where = f"kernels[{i}]."
+        if not isinstance(k, dict):
+            raise MetadataError(f"field 'kernels[{i}]': expected an object{_RECOMPILE}")
+        core = _str(k, "core_type", where)
+        if core not in CORE_TYPES:
+            raise MetadataError(f"field {where}'core_type': expected AIV or AIC, got {core!r}")
+        kp = _params(k, "params", where)
+        seen_scalar = False
+        for p in kp:
+            if p.is_scalar:
+                seen_scalar = True
+            elif seen_scalar:
+                raise MetadataError(f"field {where}'params': tensors must come before scalars ({p.name!r})")
+        kernels.append(
+            KernelInfo(
+                _str(k, "name", where),
+                _count(k, "func_id", where),
+                core,
+                _rel_path(k, "source", where),
+                _str(k, "entry", where),
+                kp,
+            )
+        )
+    ids = sorted(k.func_id for k in kernels)
+    if ids != list(range(len(kernels))):
+        raise MetadataError(
+            f"kernel func_ids must be 0..{len(kernels) - 1} without gaps, got {ids}{_RECOMPILE}"
+        )
+    runtime = str(data.get("runtime", "tensormap_and_ringbuffer"))
+    if runtime not in RUNTIMES:
+        raise MetadataError(f"field 'runtime': expected one of {', '.join(RUNTIMES)}, got {runtime!r}")
+
+    if legacy:
+        return_count = _count(data, "return_count") if schema == 2 else 0
+        meta = ArtifactMetadata(
+            name,
+            entry,
+            Contract.PROGRAM,
+            platform,
+            runtime,
+            params,
+            params,
+            return_count,
+            (),
+            orch,
+            tuple(kernels),
+            ("PROGRAM",),
+            schema,
+            str(data.get("producer", "")),
+        )
+        if require is Contract.KERNEL:
+            raise MetadataError(
+                f"schema {schema} metadata loads as PROGRAM only and does not establish a KERNEL contract{_RECOMPILE}"
+            )
+        return meta
+
+    try:
+        contract = Contract.parse(_str(data, "contract"))
+    except ValueError as exc:
+        raise MetadataError(f"field 'contract': {exc}") from None
+    caps = _get(data, "capabilities", list)
+    if caps != [contract.value]:
+        raise MetadataError(
+            f"field 'capabilities': must be exactly [{contract.value!r}] for a {contract.value} artifact, "
+            f"got {caps!r}{_RECOMPILE}"
+        )
+    for key, want in (("execution_mode", execution_mode(platform).value), ("backend", backend_of(platform))):
+        got = _str(data, key)
+        if got != want:
+            raise MetadataError(f"field {key!r}: platform {platform} means {want!r}, got {got!r}{_RECOMPILE}")
+    lowered = _params(data, "lowered_params")
+    if len(lowered) != len(params):
+        raise MetadataError(
+            f"field 'lowered_params': {len(lowered)} entries but 'params' has {len(params)}{_RECOMPILE}"
+        )
+    return_count = _count(data, "return_count")
+    raw_aliases = _get(data, "return_aliases", list)
+    try:
+        aliases = validate_return_aliases(params, raw_aliases)
+    except SignatureError as exc:
+        raise MetadataError(f"field 'return_aliases': {exc}{_RECOMPILE}") from None
+    if contract is Contract.KERNEL and len(aliases) != return_count:
+        raise MetadataError(
+            f"field 'return_aliases': a KERNEL artifact needs one alias per return value "
+            f"({return_count}), got {len(aliases)}{_RECOMPILE}"
+        )
+    if len(aliases) not in (0, return_count):
+        raise MetadataError(
+            f"field 'return_aliases': {len(aliases)} aliases for {return_count} return values"
+        )
+    if require is not None and require.value not in caps:
+        raise MetadataError(
+            f"the artifact was compiled for {contract.value} and lacks the {require.value} capability{_RECOMPILE} "
+            f"with contract={require.value}"
+        )
+    unknown = set(data) - _SCHEMA3_KEYS
+    if unknown:
+        raise MetadataError(f"unknown field(s) {sorted(unknown)}{_RECOMPILE}")
+    return ArtifactMetadata(
+        name,
+        entry,
+        contract,
+        platform,
+        runtime,
+        params,
+        lowered,
+        return_count,
+        aliases,
+        orch,
+        tuple(kernels),
+        (contract.value,),
+        schema,
+        str(data.get("producer", "")),
+    )
+
+
+_SCHEMA3_KEYS = {
+    "schema",
+    "producer",
+    "name",
+    "entry",
+    "contract",
+    "capabilities",
+    "platform",
+    "execution_mode",
+    "backend",
+    "runtime",
+    "params",
+    "lowered_params",
+    "return_count",
+    "return_aliases",
+    "orchestration",
+    "kernels",
+}

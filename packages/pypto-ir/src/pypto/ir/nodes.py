@@ -1,0 +1,489 @@
+"""The immutable IR: expressions, statements, functions, programs; a printer; structural equality.
+
+Every node is a frozen dataclass. Source spans ride along for error messages but take no
+part in equality. ``structural_equal`` compares two trees modulo a consistent renaming of
+variables (alpha-equivalence), which is what pass tests want.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, TypeAlias
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import Span
+from pypto.ir.param_info import ParamDirection
+from pypto.ir.types import FunctionType, Level, ScalarType, Type
+
+__all__ = [
+    "Assign",
+    "BinOp",
+    "Call",
+    "CallFunc",
+    "Const",
+    "Expr",
+    "ExprStmt",
+    "For",
+    "Function",
+    "IterArg",
+    "Param",
+    "Program",
+    "Return",
+    "Scope",
+    "Stmt",
+    "TensorWrite",
+    "Var",
+    "Yield",
+    "free_vars",
+    "print_ir",
+    "structural_equal",
+    "walk_stmts",
+]
+
+
+# ----------------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Var:
+    """A named value. After SSA every Var in a function is assigned exactly once."""
+
+    name: str
+    type: Type
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal int, float or bool."""
+
+    value: int | float | bool
+    dtype: DataType
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def type(self) -> Type:
+        return ScalarType(self.dtype)
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+@dataclass(frozen=True)
+class BinOp:
+    """Scalar arithmetic or comparison: add sub mul floordiv mod truediv min max lt le gt ge eq ne."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+    type: Type
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        sym = _BINOP_SYMBOLS.get(self.op)
+        if sym is None:
+            return f"{self.op}({self.lhs}, {self.rhs})"
+        return f"({self.lhs} {sym} {self.rhs})"
+
+
+_BINOP_SYMBOLS = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "floordiv": "//",
+    "mod": "%",
+    "truediv": "/",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "eq": "==",
+    "ne": "!=",
+}
+
+
+@dataclass(frozen=True)
+class Call:
+    """An operator application, e.g. ``tile.add(a, b)`` or ``tile.load(t, (0, 0))``.
+
+    ``args`` are expressions (a tuple of expressions for offsets); ``attrs`` are static
+    values (shapes, memory spaces, dtypes) as sorted (name, value) pairs.
+    """
+
+    op: str
+    args: tuple[Arg, ...]
+    attrs: tuple[tuple[str, Any], ...]
+    type: Type
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        return default
+
+    def __str__(self) -> str:
+        parts = [_fmt_arg(a) for a in self.args]
+        parts += [f"{k}={_fmt_static(v)}" for k, v in self.attrs]
+        return f"{self.op}({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class CallFunc:
+    """A call of another function of the program (an orchestration submitting a kernel).
+
+    ``directions`` holds, per argument, the callee parameter's direction once the
+    call-directions pass has run (empty before). ``deps`` are explicit task dependencies.
+    """
+
+    callee: str
+    args: tuple[Expr, ...]
+    type: Type
+    directions: tuple[ParamDirection, ...] = ()
+    deps: tuple[Expr, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        args = []
+        for i, a in enumerate(self.args):
+            d = self.directions[i].value + " " if i < len(self.directions) else ""
+            args.append(f"{d}{a}")
+        deps = f", deps=[{', '.join(map(str, self.deps))}]" if self.deps else ""
+        return f"call @{self.callee}({', '.join(args)}{deps})"
+
+
+Expr: TypeAlias = Var | Const | BinOp | Call | CallFunc
+Arg: TypeAlias = Expr | tuple[Expr, ...]
+
+
+def _fmt_arg(a: Arg) -> str:
+    if isinstance(a, tuple):
+        return "[" + ", ".join(str(x) for x in a) + "]"
+    return str(a)
+
+
+def _fmt_static(v: Any) -> str:
+    if isinstance(v, enum.Enum):
+        return str(v.value)
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_fmt_static(x) for x in v) + "]"
+    return repr(v)
+
+
+# ----------------------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True)
+class Assign:
+    var: Var
+    value: Expr
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ExprStmt:
+    value: Expr
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class TensorWrite:
+    """``target[offsets...] = value``: write a tensor-level value into a tensor window."""
+
+    target: Var
+    offsets: tuple[Expr, ...]
+    value: Expr
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class IterArg:
+    """A loop-carried value: ``var`` inside the body starts as ``init``."""
+
+    var: Var
+    init: Expr
+
+
+@dataclass(frozen=True)
+class Yield:
+    """End of a loop body: the next values of the loop's iter args, in order."""
+
+    values: tuple[Expr, ...]
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class For:
+    """``for var in range(start, stop, step)`` with loop-carried values.
+
+    ``results[i]`` is the value of ``iter_args[i]`` after the last iteration.
+    """
+
+    var: Var
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple[Stmt, ...]
+    iter_args: tuple[IterArg, ...] = ()
+    results: tuple[Var, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """``with pl.at(level=..., name_hint=..., deps=[...]) as task:`` before outlining."""
+
+    level: Level
+    name_hint: str | None
+    deps: tuple[Expr, ...]
+    task: Var | None
+    body: tuple[Stmt, ...]
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Return:
+    values: tuple[Expr, ...]
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+Stmt: TypeAlias = Assign | ExprStmt | TensorWrite | For | Yield | Scope | Return
+
+
+# ----------------------------------------------------------------------------- functions
+
+
+@dataclass(frozen=True)
+class Param:
+    var: Var
+    direction: ParamDirection = ParamDirection.IN
+
+    @property
+    def name(self) -> str:
+        return self.var.name
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    params: tuple[Param, ...]
+    returns: tuple[Type, ...]
+    body: tuple[Stmt, ...]
+    func_type: FunctionType = FunctionType.Opaque
+    outlined: bool = False  # made from a pl.at scope (its directions are derived, not declared)
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        return print_ir(self)
+
+
+@dataclass(frozen=True)
+class Program:
+    """A set of functions; ``entry`` names the orchestration the caller invokes."""
+
+    name: str
+    funcs: tuple[Function, ...]
+    entry: str
+
+    def __post_init__(self) -> None:
+        names = [f.name for f in self.funcs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"Program {self.name!r}: function names repeat: {names}")
+        if self.entry not in names:
+            raise ValueError(f"Program {self.name!r}: entry {self.entry!r} is not one of {names}")
+
+    @property
+    def functions(self) -> Mapping[str, Function]:
+        """Read-only mapping name -> Function, in definition order."""
+        return MappingProxyType({f.name: f for f in self.funcs})
+
+    @property
+    def entry_function(self) -> Function:
+        return self.functions[self.entry]
+
+    def replace(self, funcs: tuple[Function, ...]) -> Program:
+        return Program(self.name, funcs, self.entry)
+
+    def __str__(self) -> str:
+        return print_ir(self)
+
+
+# ----------------------------------------------------------------------------- traversal
+
+
+def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement, depth-first, nested bodies included."""
+    for s in body:
+        yield s
+        if isinstance(s, (For, Scope)):
+            yield from walk_stmts(s.body)
+
+
+def expr_children(e: Arg) -> Iterator[Expr]:
+    if isinstance(e, tuple):
+        yield from e
+    elif isinstance(e, BinOp):
+        yield e.lhs
+        yield e.rhs
+    elif isinstance(e, Call):
+        for a in e.args:
+            if isinstance(a, tuple):
+                yield from a
+            else:
+                yield a
+    elif isinstance(e, CallFunc):
+        yield from e.args
+        yield from e.deps
+
+
+def expr_vars(e: Arg) -> Iterator[Var]:
+    if isinstance(e, Var):
+        yield e
+        return
+    for c in expr_children(e):
+        yield from expr_vars(c)
+
+
+def stmt_exprs(s: Stmt) -> Iterator[Expr]:
+    """The expressions a statement reads directly (not those of nested bodies)."""
+    if isinstance(s, (Assign, ExprStmt)):
+        yield s.value
+    elif isinstance(s, TensorWrite):
+        yield s.target
+        yield from s.offsets
+        yield s.value
+    elif isinstance(s, For):
+        yield s.start
+        yield s.stop
+        yield s.step
+        for ia in s.iter_args:
+            yield ia.init
+    elif isinstance(s, (Yield, Return)):
+        yield from s.values
+    elif isinstance(s, Scope):
+        yield from s.deps
+
+
+def stmt_defs(s: Stmt) -> Iterator[Var]:
+    """Variables a statement defines (loop vars and iter args belong to the loop)."""
+    if isinstance(s, Assign):
+        yield s.var
+    elif isinstance(s, For):
+        yield s.var
+        for ia in s.iter_args:
+            yield ia.var
+        yield from s.results
+    elif isinstance(s, Scope) and s.task is not None:
+        yield s.task
+
+
+def free_vars(body: tuple[Stmt, ...]) -> list[Var]:
+    """Variables read in ``body`` but defined outside it, in first-use order."""
+    defined: set[str] = set()
+    for s in walk_stmts(body):
+        defined.update(v.name for v in stmt_defs(s))
+    seen: dict[str, Var] = {}
+    for s in walk_stmts(body):
+        for e in stmt_exprs(s):
+            for v in expr_vars(e):
+                if v.name not in defined and v.name not in seen:
+                    seen[v.name] = v
+    return list(seen.values())
+
+
+# ----------------------------------------------------------------------------- printer
+
+
+def print_ir(node: Program | Function) -> str:
+    """Readable Python-like text of a program or function."""
+    out: list[str] = []
+    if isinstance(node, Program):
+        out.append(f"# program {node.name} (entry @{node.entry})")
+        out.extend(_print_function(f) for f in node.funcs)
+        return "\n".join(out)
+    return _print_function(node)
+
+
+def _print_function(f: Function) -> str:
+    params = ", ".join(f"{p.name}: {p.direction.value} {p.var.type}" for p in f.params)
+    rets = ", ".join(str(t) for t in f.returns)
+    lines = [f"def @{f.name}({params}) -> ({rets}):  # {f.func_type.value}"]
+    _print_body(f.body, 1, lines)
+    return "\n".join(lines)
+
+
+def _print_body(body: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
+    pad = "    " * depth
+    if not body:
+        lines.append(pad + "pass")
+    for s in body:
+        if isinstance(s, Assign):
+            lines.append(f"{pad}{s.var}: {s.var.type} = {s.value}")
+        elif isinstance(s, ExprStmt):
+            lines.append(f"{pad}{s.value}")
+        elif isinstance(s, TensorWrite):
+            offs = ", ".join(map(str, s.offsets))
+            lines.append(f"{pad}{s.target}[{offs}] = {s.value}")
+        elif isinstance(s, For):
+            carried = ""
+            if s.iter_args:
+                inits = ", ".join(f"{ia.var}={ia.init}" for ia in s.iter_args)
+                res = ", ".join(map(str, s.results))
+                carried = f" carry({inits}) -> ({res})"
+            lines.append(f"{pad}for {s.var} in range({s.start}, {s.stop}, {s.step}){carried}:")
+            _print_body(s.body, depth + 1, lines)
+        elif isinstance(s, Yield):
+            lines.append(f"{pad}yield {', '.join(map(str, s.values))}")
+        elif isinstance(s, Scope):
+            task = f" as {s.task}" if s.task is not None else ""
+            deps = f", deps=[{', '.join(map(str, s.deps))}]" if s.deps else ""
+            lines.append(f"{pad}with at({s.level.value}, name_hint={s.name_hint!r}{deps}){task}:")
+            _print_body(s.body, depth + 1, lines)
+        else:
+            lines.append(f"{pad}return {', '.join(map(str, s.values))}")
+
+
+# ----------------------------------------------------------------------------- equality
+
+
+def structural_equal(a: object, b: object) -> bool:
+    """Equality modulo a consistent one-to-one renaming of variables. Spans are ignored."""
+    return _eq(a, b, {}, {})
+
+
+def _eq(a: object, b: object, fwd: dict[str, str], back: dict[str, str]) -> bool:
+    if isinstance(a, Var) or isinstance(b, Var):
+        if not (isinstance(a, Var) and isinstance(b, Var)) or a.type != b.type:
+            return False
+        if a.name in fwd or b.name in back:
+            return fwd.get(a.name) == b.name and back.get(b.name) == a.name
+        fwd[a.name] = b.name
+        back[b.name] = a.name
+        return True
+    if isinstance(a, Program) and isinstance(b, Program):
+        return a.entry == b.entry and _eq(a.funcs, b.funcs, fwd, back)
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        if type(a) is not type(b):
+            return False
+        for f in dataclasses.fields(a):
+            if not f.compare:
+                continue
+            if not _eq(getattr(a, f.name), getattr(b, f.name), fwd, back):
+                return False
+        return True
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_eq(x, y, fwd, back) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b

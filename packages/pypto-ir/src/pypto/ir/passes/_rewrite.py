@@ -1,0 +1,111 @@
+"""Small helpers shared by passes: substituting variables in expressions and bodies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from pypto.ir.nodes import (
+    Arg,
+    Assign,
+    BinOp,
+    Call,
+    Const,
+    Expr,
+    ExprStmt,
+    For,
+    IterArg,
+    Return,
+    Scope,
+    Stmt,
+    TensorWrite,
+    Var,
+    Yield,
+)
+
+
+def subst_expr(e: Expr, m: Mapping[str, Expr]) -> Expr:
+    if isinstance(e, Var):
+        return m.get(e.name, e)
+    if isinstance(e, Const):
+        return e
+    if isinstance(e, BinOp):
+        return replace(e, lhs=subst_expr(e.lhs, m), rhs=subst_expr(e.rhs, m))
+    if isinstance(e, Call):
+        return replace(e, args=tuple(subst_arg(a, m) for a in e.args))
+    return replace(
+        e, args=tuple(subst_expr(a, m) for a in e.args), deps=tuple(subst_expr(d, m) for d in e.deps)
+    )
+
+
+def subst_arg(a: Arg, m: Mapping[str, Expr]) -> Arg:
+    if isinstance(a, tuple):
+        return tuple(subst_expr(x, m) for x in a)
+    return subst_expr(a, m)
+
+
+def subst_var(v: Var, m: Mapping[str, Expr]) -> Var:
+    r = m.get(v.name, v)
+    assert isinstance(r, Var), f"cannot substitute defined variable {v.name} by {r}"
+    return r
+
+
+def subst_body(body: tuple[Stmt, ...], m: Mapping[str, Expr]) -> tuple[Stmt, ...]:
+    """Substitute uses and definitions (for renaming) throughout ``body``."""
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, Assign):
+            out.append(replace(s, var=subst_var(s.var, m), value=subst_expr(s.value, m)))
+        elif isinstance(s, ExprStmt):
+            out.append(replace(s, value=subst_expr(s.value, m)))
+        elif isinstance(s, TensorWrite):
+            out.append(
+                replace(
+                    s,
+                    target=subst_var(s.target, m),
+                    offsets=tuple(subst_expr(o, m) for o in s.offsets),
+                    value=subst_expr(s.value, m),
+                )
+            )
+        elif isinstance(s, For):
+            out.append(
+                replace(
+                    s,
+                    var=subst_var(s.var, m),
+                    start=subst_expr(s.start, m),
+                    stop=subst_expr(s.stop, m),
+                    step=subst_expr(s.step, m),
+                    body=subst_body(s.body, m),
+                    iter_args=tuple(
+                        IterArg(subst_var(ia.var, m), subst_expr(ia.init, m)) for ia in s.iter_args
+                    ),
+                    results=tuple(subst_var(r, m) for r in s.results),
+                )
+            )
+        elif isinstance(s, Yield):
+            out.append(replace(s, values=tuple(subst_expr(v, m) for v in s.values)))
+        elif isinstance(s, Scope):
+            out.append(
+                replace(
+                    s,
+                    deps=tuple(subst_expr(d, m) for d in s.deps),
+                    task=None if s.task is None else subst_var(s.task, m),
+                    body=subst_body(s.body, m),
+                )
+            )
+        elif isinstance(s, Return):
+            out.append(replace(s, values=tuple(subst_expr(v, m) for v in s.values)))
+    return tuple(out)
+
+
+def map_bodies(
+    body: tuple[Stmt, ...], fn: Callable[[tuple[Stmt, ...]], tuple[Stmt, ...]]
+) -> tuple[Stmt, ...]:
+    """Apply ``fn`` to ``body`` and, first, to every nested body (bottom-up)."""
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, (For, Scope)):
+            out.append(replace(s, body=map_bodies(s.body, fn)))
+        else:
+            out.append(s)
+    return fn(tuple(out))

@@ -1,0 +1,151 @@
+"""Scope outlining: every ``pl.at`` scope of an orchestration becomes an InCore kernel.
+
+The scope's free variables become the kernel's parameters (tensors first, then scalars, in
+first-use order; SSA suffixes stripped from their names) and the scope is replaced by a call
+that submits the kernel, binding the task id when the scope had ``as tid``. Directions are
+filled in later by the call-directions pass. A value computed inside a scope can be used
+after it only when it is a tensor the scope wrote (then the outer tensor is used).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pypto.ir.errors import KernelError
+from pypto.ir.nodes import (
+    Assign,
+    CallFunc,
+    Expr,
+    ExprStmt,
+    For,
+    Function,
+    Param,
+    Program,
+    Return,
+    Scope,
+    Stmt,
+    Var,
+    expr_vars,
+    free_vars,
+    stmt_defs,
+    stmt_exprs,
+    walk_stmts,
+)
+from pypto.ir.param_info import ParamDirection
+from pypto.ir.passes._rewrite import subst_body
+from pypto.ir.passes.return_lineage import root_param
+from pypto.ir.passes.ssa import base_name
+from pypto.ir.types import FunctionType, ScalarType, TaskIdType, TensorType, TupleType
+
+NAME = "outline_scopes"
+
+
+def run(program: Program) -> Program:
+    new_funcs: list[Function] = []
+    taken = {f.name for f in program.funcs}
+    kernels: list[Function] = []
+    for f in program.funcs:
+        if any(isinstance(s, Scope) for s in walk_stmts(f.body)):
+            outlined, ks = _outline(f, taken)
+            kernels.extend(ks)
+            new_funcs.append(outlined)
+        else:
+            new_funcs.append(f)
+    return program.replace((*new_funcs, *kernels))
+
+
+def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
+    kernels: list[Function] = []
+    counter = [0]
+    escapes: dict[str, Expr] = {}
+
+    def unique(base: str) -> str:
+        name = base
+        while name in taken:
+            counter[0] += 1
+            name = f"{base}_{counter[0]}"
+        taken.add(name)
+        return name
+
+    def visit(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for s in body:
+            if isinstance(s, For):
+                out.append(replace(s, body=visit(s.body)))
+            elif isinstance(s, Scope):
+                out.append(outline_one(s))
+            else:
+                out.append(s)
+        return tuple(out)
+
+    def outline_one(s: Scope) -> Stmt:
+        free = free_vars(s.body)
+        for v in free:
+            if not isinstance(v.type, (TensorType, ScalarType)):
+                raise KernelError(
+                    f"a pl.at scope cannot use {v.name!r} of type {v.type} from outside", v.span
+                )
+        # parameters of the enclosing function first, in their order; then values in first-use order
+        rank = {p.name: i for i, p in enumerate(fn.params)}
+        free.sort(key=lambda v: rank.get(v.name, len(rank)))
+        ordered = [v for v in free if isinstance(v.type, TensorType)] + [
+            v for v in free if isinstance(v.type, ScalarType)
+        ]
+        names: set[str] = set()
+        mapping: dict[str, Expr] = {}
+        params: list[Param] = []
+        for v in ordered:
+            base = base_name(v.name)
+            name, k = base, 1
+            while name in names:
+                k += 1
+                name = f"{base}_{k}"
+            names.add(name)
+            pv = Var(name, v.type, v.span)
+            mapping[v.name] = pv
+            params.append(Param(pv, ParamDirection.IN))
+        kname = unique(s.name_hint or f"{fn.name}_k{len(kernels)}")
+        kbody = (*subst_body(s.body, mapping), Return(()))
+        kernel = Function(kname, tuple(params), (), kbody, FunctionType.InCore, outlined=True, span=s.span)
+        kernels.append(kernel)
+        # values defined in the scope that escape: tensors it wrote map to the outer tensor
+        for inner in walk_stmts(s.body):
+            for d in stmt_defs(inner):
+                if isinstance(d.type, TensorType):
+                    idx = _root_in_scope(s, d, ordered)
+                    if idx is not None:
+                        escapes[d.name] = ordered[idx]
+        call_type = TaskIdType() if s.task is not None else TupleType(())
+        call = CallFunc(kname, tuple(ordered), call_type, deps=s.deps, span=s.span)
+        if s.task is not None:
+            return Assign(s.task, call, s.span)
+        return ExprStmt(call, s.span)
+
+    body = visit(fn.body)
+    body = _check_escapes(body, escapes, fn)
+    return replace(fn, body=body, func_type=FunctionType.Orchestration), kernels
+
+
+def _root_in_scope(s: Scope, d: Var, ordered: list[Var]) -> int | None:
+    fake = Function("_scope", tuple(Param(v) for v in ordered), (), s.body)
+    return root_param(fake, d)
+
+
+def _check_escapes(body: tuple[Stmt, ...], escapes: dict[str, Expr], fn: Function) -> tuple[Stmt, ...]:
+    """Replace uses of escaping tensors by the outer tensor; reject any other escaping value."""
+    defined_outside: set[str] = {p.name for p in fn.params}
+    for st in walk_stmts(body):
+        defined_outside.update(v.name for v in stmt_defs(st))
+    body = subst_body(body, escapes)
+    for st in walk_stmts(body):
+        if isinstance(st, (Scope,)):
+            continue
+        for e in stmt_exprs(st):
+            for v in expr_vars(e):
+                if v.name not in defined_outside:
+                    raise KernelError(
+                        f"{base_name(v.name)!r} is computed inside a pl.at scope and used outside it; "
+                        "only tensors the scope wrote can be used after it (store tiles into a tensor)",
+                        v.span,
+                    )
+    return body

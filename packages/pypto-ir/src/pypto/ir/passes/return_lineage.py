@@ -1,0 +1,84 @@
+"""Return-lineage alias analysis: which parameter each returned tensor is.
+
+On SSA IR, a tensor value is traced back through ``tile.store`` results (a store returns
+the tensor it wrote), kernel-call results (a call returns the argument its callee returns),
+loop-carried values and loop results, to a parameter of the function or to an internal
+allocation. The entry's aliases are the indices of those parameters in the complete
+signature (scalar slots included), in return order, duplicates kept; ``None`` marks a return
+that aliases no parameter.
+"""
+
+from __future__ import annotations
+
+from pypto.ir.errors import CompileError
+from pypto.ir.nodes import Assign, Call, CallFunc, Expr, For, Function, Program, Return, Stmt, Var, walk_stmts
+
+NAME = "return_lineage"
+
+
+def _defs(body: tuple[Stmt, ...]) -> dict[str, object]:
+    defs: dict[str, object] = {}
+    for s in walk_stmts(body):
+        if isinstance(s, Assign):
+            defs[s.var.name] = s.value
+        elif isinstance(s, For):
+            for ia in s.iter_args:
+                defs[ia.var.name] = ia.init
+            for k, r in enumerate(s.results):
+                defs[r.name] = s.iter_args[k].init
+    return defs
+
+
+def root_param(
+    fn: Function, value: Expr, program: Program | None = None, _defs_cache: dict[str, object] | None = None
+) -> int | None:
+    """Index of the parameter ``value`` aliases, or None (internal tensor / not a tensor)."""
+    defs = _defs_cache if _defs_cache is not None else _defs(fn.body)
+    names = {p.name: i for i, p in enumerate(fn.params)}
+    seen: set[str] = set()
+    cur: object = value
+    while True:
+        if isinstance(cur, Var):
+            if cur.name in names and cur.name not in defs:
+                return names[cur.name]
+            if cur.name in seen or cur.name not in defs:
+                return None
+            seen.add(cur.name)
+            cur = defs[cur.name]
+        elif isinstance(cur, Call) and cur.op == "tile.store":
+            cur = cur.args[2]
+        elif isinstance(cur, CallFunc) and program is not None:
+            callee = program.functions.get(cur.callee)
+            if callee is None:
+                return None
+            rets = function_aliases(callee, program)
+            if len(rets) != 1 or rets[0] is None:
+                return None
+            cur = cur.args[rets[0]]
+        else:
+            return None
+
+
+def function_aliases(fn: Function, program: Program | None = None) -> tuple[int | None, ...]:
+    """Per return value of ``fn``, the index of the parameter it aliases (or None)."""
+    defs = _defs(fn.body)
+    rets = [s for s in fn.body if isinstance(s, Return)]
+    if not rets:
+        return ()
+    return tuple(root_param(fn, v, program, defs) for v in rets[-1].values)
+
+
+def entry_aliases(program: Program) -> tuple[int | None, ...]:
+    """The entry's return aliases (run on the SSA form of the original program)."""
+    return function_aliases(program.entry_function, program)
+
+
+def require_aliases(program: Program) -> tuple[int, ...]:
+    aliases = entry_aliases(program)
+    for k, a in enumerate(aliases):
+        if a is None:
+            raise CompileError(
+                f"{program.entry}: return value {k} is not one of the function's tensor parameters; "
+                "return the Out/InOut tensors the kernels wrote (e.g. `return c`)"
+            )
+    return tuple(a for a in aliases if a is not None)

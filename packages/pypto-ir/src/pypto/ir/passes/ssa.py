@@ -1,0 +1,205 @@
+"""SSA conversion: every variable assigned exactly once, nested op calls flattened.
+
+- A name bound again gets a version suffix (``x``, ``x__1``, ``x__2``); parameters keep
+  their external names.
+- ``y = x`` (a copy) is propagated: later uses of ``y`` read ``x``'s current version.
+- A name rebound inside a loop and defined before it becomes a loop-carried value: the loop
+  gets an iter arg (initialised from the value before the loop), a ``Yield`` of the value at
+  the end of the body, and a result that later code reads.
+- Operator calls nested in arguments become their own ``Assign`` of a fresh temporary, so
+  that every op has variables (or constants) as operands: codegen is then 1:1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pypto.ir.errors import KernelError
+from pypto.ir.nodes import (
+    Arg,
+    Assign,
+    BinOp,
+    Call,
+    CallFunc,
+    Const,
+    Expr,
+    ExprStmt,
+    For,
+    Function,
+    IterArg,
+    Program,
+    Return,
+    Scope,
+    Stmt,
+    TensorWrite,
+    Var,
+    Yield,
+    stmt_defs,
+    walk_stmts,
+)
+
+NAME = "ssa"
+SEP = "__"
+
+
+def base_name(name: str) -> str:
+    """The name without its SSA version suffix."""
+    head, sep, tail = name.rpartition(SEP)
+    return head if sep and tail.isdigit() else name
+
+
+def run(program: Program) -> Program:
+    return program.replace(tuple(convert_function(f) for f in program.funcs))
+
+
+def convert_function(fn: Function) -> Function:
+    c = _Converter(fn)
+    body = c.body(fn.body)
+    return replace(fn, body=tuple(body))
+
+
+class _Converter:
+    def __init__(self, fn: Function) -> None:
+        self.env: dict[str, Expr] = {}
+        self.count: dict[str, int] = {}
+        for p in fn.params:
+            self.env[p.name] = p.var
+            self.count[p.name] = 0
+        self.tmp = 0
+
+    def fresh(self, v: Var) -> Var:
+        n = self.count.get(v.name)
+        if n is None:
+            self.count[v.name] = 0
+            return v
+        self.count[v.name] = n + 1
+        return Var(f"{v.name}{SEP}{n + 1}", v.type, v.span)
+
+    def temp(self, e: Expr) -> Var:
+        self.tmp += 1
+        name = f"_t{self.tmp}"
+        while name in self.count:
+            self.tmp += 1
+            name = f"_t{self.tmp}"
+        self.count[name] = 0
+        return Var(name, e.type, e.span)
+
+    def use(self, e: Expr, out: list[Stmt], top: bool = False) -> Expr:
+        """Rename uses in ``e``; nested calls are hoisted into temporaries unless ``top``."""
+        if isinstance(e, Var):
+            if e.name not in self.env:
+                raise KernelError(
+                    f"{e.name!r} is used before it is defined (or outside the loop that defines it)", e.span
+                )
+            return self.env[e.name]
+        if isinstance(e, Const):
+            return e
+        if isinstance(e, BinOp):
+            return replace(e, lhs=self.use(e.lhs, out, True), rhs=self.use(e.rhs, out, True))
+        if isinstance(e, Call):
+            new: Expr = replace(e, args=tuple(self.use_arg(a, out) for a in e.args))
+        else:
+            assert isinstance(e, CallFunc)
+            new = replace(
+                e, args=tuple(self.use(a, out) for a in e.args), deps=tuple(self.use(d, out) for d in e.deps)
+            )
+        if top:
+            return new
+        t = self.temp(new)
+        out.append(Assign(t, new, e.span))
+        return t
+
+    def use_arg(self, a: Arg, out: list[Stmt]) -> Arg:
+        if isinstance(a, tuple):
+            return tuple(self.use(x, out, True) for x in a)
+        return self.use(a, out)
+
+    def body(self, stmts: tuple[Stmt, ...]) -> list[Stmt]:
+        out: list[Stmt] = []
+        for s in stmts:
+            self.stmt(s, out)
+        return out
+
+    def stmt(self, s: Stmt, out: list[Stmt]) -> None:
+        if isinstance(s, Assign):
+            value = self.use(s.value, out, top=True)
+            if isinstance(value, Var):
+                self.env[s.var.name] = value  # copy propagation
+                return
+            v = self.fresh(s.var)
+            out.append(replace(s, var=v, value=value))
+            self.env[s.var.name] = v
+        elif isinstance(s, ExprStmt):
+            out.append(replace(s, value=self.use(s.value, out, top=True)))
+        elif isinstance(s, TensorWrite):
+            target = self.use(s.target, out)
+            assert isinstance(target, Var)
+            offsets = tuple(self.use(o, out, True) for o in s.offsets)
+            value = self.use(s.value, out, top=True)
+            out.append(replace(s, target=target, offsets=offsets, value=value))
+        elif isinstance(s, Return):
+            out.append(replace(s, values=tuple(self.use(v, out, True) for v in s.values)))
+        elif isinstance(s, Scope):
+            deps = tuple(self.use(d, out, True) for d in s.deps)
+            body = self.body(s.body)
+            task = None
+            if s.task is not None:
+                task = self.fresh(s.task)
+                self.env[s.task.name] = task
+            out.append(replace(s, deps=deps, body=tuple(body), task=task))
+        elif isinstance(s, For):
+            self.loop(s, out)
+        else:
+            raise KernelError(f"ssa: unexpected statement {type(s).__name__}", getattr(s, "span", None))
+
+    def loop(self, s: For, out: list[Stmt]) -> None:
+        start = self.use(s.start, out, True)
+        stop = self.use(s.stop, out, True)
+        step = self.use(s.step, out, True)
+        assigned: list[str] = []
+        for inner in walk_stmts(s.body):
+            for v in stmt_defs(inner):
+                if v.name in self.env and v.name not in assigned and v.name != s.var.name:
+                    assigned.append(v.name)
+        before = dict(self.env)
+        phis: list[IterArg] = []
+        for name in assigned:
+            init = before[name]
+            phi = self.fresh(Var(name, init.type, s.span))
+            phis.append(IterArg(phi, init))
+            self.env[name] = phi
+        loop_var = self.fresh(s.var)
+        self.env[s.var.name] = loop_var
+        body = self.body(s.body)
+        yields: list[Expr] = []
+        for name, ia in zip(assigned, phis, strict=True):
+            final = self.env[name]
+            if final.type != ia.var.type:
+                raise KernelError(
+                    f"{name!r} changes type inside the loop ({ia.var.type} -> {final.type}); "
+                    "a loop-carried value must keep its type",
+                    s.span,
+                )
+            yields.append(final)
+        results = []
+        # restore: names first bound in the loop are not visible after it
+        self.env = {k: v for k, v in self.env.items() if k in before}
+        self.env.update({k: before[k] for k in before if k not in assigned})
+        for name, ia in zip(assigned, phis, strict=True):
+            r = self.fresh(Var(name, ia.var.type, s.span))
+            results.append(r)
+            self.env[name] = r
+        if phis:
+            body.append(Yield(tuple(yields), s.span))
+        out.append(
+            replace(
+                s,
+                var=loop_var,
+                start=start,
+                stop=stop,
+                step=step,
+                body=tuple(body),
+                iter_args=tuple(phis),
+                results=tuple(results),
+            )
+        )

@@ -1,0 +1,167 @@
+"""Tensor-to-tile lowering: tensor-level statements inside kernels become load/compute/store.
+
+Inside a kernel, ``out[:] = pl.add(a, b)`` (a ``TensorWrite`` of tensor-level ops) becomes:
+load each tensor operand into a Vec tile of its whole (static) shape, apply the tile op,
+store the tile into the window of ``out``. A tensor-level matmul loads its operands into Mat,
+moves them to Left/Right, multiplies into Acc and moves the result to Vec. Tensor-level
+values are held in tiles, so every tensor operand needs a static shape that fits one tile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import KernelError
+from pypto.ir.nodes import (
+    Arg,
+    Assign,
+    Call,
+    Const,
+    Expr,
+    ExprStmt,
+    For,
+    Function,
+    Program,
+    Stmt,
+    TensorWrite,
+    Var,
+    Yield,
+)
+from pypto.ir.ops import infer, tile_shape_for
+from pypto.ir.types import MemorySpace, TensorType, TileType, Type
+
+NAME = "tensor_to_tile"
+MAX_TILE_ELEMENTS = 1 << 16
+"""Largest tile a tensor-level op may need (elements); larger tensors must be tiled by hand."""
+
+_NO_LOWER = ("tensor.dim", "tensor.create")
+
+
+def run(program: Program) -> Program:
+    return program.replace(tuple(_lower_fn(f) if f.func_type.is_kernel else f for f in program.funcs))
+
+
+def _lower_fn(fn: Function) -> Function:
+    lw = _Lowerer()
+    return replace(fn, body=lw.body(fn.body))
+
+
+def _is_tensor_compute(e: object) -> bool:
+    return isinstance(e, Call) and e.op.startswith("tensor.") and e.op not in _NO_LOWER
+
+
+class _Lowerer:
+    def __init__(self) -> None:
+        self.tiles: dict[str, Var] = {}  # tensor-level value -> the tile that holds it
+        self.loaded: dict[tuple[str, MemorySpace], Var] = {}  # tensor already loaded in this body
+        self.n = 0
+
+    def fresh(self, base: str, ty: Type) -> Var:
+        self.n += 1
+        return Var(f"{base}_t{self.n}", ty)
+
+    def body(self, stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for s in stmts:
+            if isinstance(s, Assign) and _is_tensor_compute(s.value):
+                assert isinstance(s.value, Call)
+                tile = self.lower_call(s.value, out, s.var.name)
+                self.tiles[s.var.name] = tile
+            elif isinstance(s, TensorWrite):
+                out.extend(self.write(s))
+            elif isinstance(s, For):
+                saved, self.loaded = self.loaded, {}
+                out.append(replace(s, body=self.body(s.body)))
+                self.loaded = {}  # the loop may have written anything
+                del saved
+            elif isinstance(s, (Assign, ExprStmt, Yield)) and self._mentions_lowered(s):
+                raise KernelError(
+                    "a tensor-level value can only be written into a tensor (out[...] = value) or used by "
+                    "another tensor-level op",
+                    getattr(s, "span", None),
+                )
+            else:
+                value = s.value if isinstance(s, (Assign, ExprStmt)) else None
+                if isinstance(value, Call) and value.op == "tile.store" and isinstance(value.args[2], Var):
+                    self.loaded = {k: v for k, v in self.loaded.items() if k[0] != value.args[2].name}
+                out.append(s)
+        return tuple(out)
+
+    def _mentions_lowered(self, s: Stmt) -> bool:
+        from pypto.ir.nodes import expr_vars, stmt_exprs
+
+        return any(v.name in self.tiles for e in stmt_exprs(s) for v in expr_vars(e))
+
+    def operand(self, e: Expr, out: list[Stmt], span: object, memory: MemorySpace = MemorySpace.Vec) -> Expr:
+        """The tile holding tensor-level operand ``e`` (loading a tensor on demand)."""
+        if isinstance(e, Var) and e.name in self.tiles:
+            t = self.tiles[e.name]
+            if memory is not MemorySpace.Vec and isinstance(t.type, TileType) and t.type.memory is not memory:
+                return self.emit("tile.move", [t], {"memory": memory}, out, "mv")
+            return t
+        if isinstance(e.type, TensorType):
+            tt = e.type
+            if not tt.is_static:
+                raise KernelError(
+                    f"tensor-level ops need static shapes, but {e} has shape {list(tt.shape)}; "
+                    "use pl.load / pl.store with a tile shape inside a pl.range loop",
+                    getattr(e, "span", None) or span,  # type: ignore[arg-type]
+                )
+            shape = tt.static_shape
+            n = 1
+            for d in shape:
+                n *= d
+            if n > MAX_TILE_ELEMENTS:
+                raise KernelError(
+                    f"tensor-level op on {e} ({list(shape)}, {n} elements) needs one tile larger than "
+                    f"{MAX_TILE_ELEMENTS} elements; tile it with pl.range and pl.load/pl.store",
+                    getattr(e, "span", None) or span,  # type: ignore[arg-type]
+                )
+            assert isinstance(e, Var)
+            cached = self.loaded.get((e.name, memory))
+            if cached is not None:
+                return cached
+            zeros = tuple(Const(0, DataType.INT64) for _ in shape)
+            tile_shape_for(len(shape), shape, "load")
+            v = self.emit("tile.load", [e, zeros], {"shape": shape, "memory": memory}, out, "ld")
+            self.loaded[(e.name, memory)] = v
+            return v
+        return e  # a scalar operand
+
+    def emit(self, op: str, args: list[Arg], attrs: dict[str, object], out: list[Stmt], base: str) -> Var:
+        types = [a.type for a in args if not isinstance(a, tuple)]
+        ty = infer(op, types, dict(attrs))
+        v = self.fresh(base, ty)
+        out.append(Assign(v, Call(op, tuple(args), tuple(sorted(attrs.items())), ty)))
+        return v
+
+    def lower_call(self, c: Call, out: list[Stmt], base: str) -> Var:
+        kind = c.op.split(".", 1)[1]
+        if kind == "matmul":
+            a = self.operand(c.args[0], out, c.span, MemorySpace.Mat)  # type: ignore[arg-type]
+            b = self.operand(c.args[1], out, c.span, MemorySpace.Mat)  # type: ignore[arg-type]
+            left = self.emit("tile.move", [a], {"memory": MemorySpace.Left}, out, "lhs")
+            right = self.emit("tile.move", [b], {"memory": MemorySpace.Right}, out, "rhs")
+            acc = self.emit("tile.matmul", [left, right], {}, out, "acc")
+            return self.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, base)
+        args: list[Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
+        return self.emit(f"tile.{kind}", args, dict(c.attrs), out, base)
+
+    def write(self, s: TensorWrite) -> list[Stmt]:
+        out: list[Stmt] = []
+        if isinstance(s.value, Call) and _is_tensor_compute(s.value):
+            tile = self.lower_call(s.value, out, s.target.name)
+        else:
+            tile = self.operand(s.value, out, s.span)  # type: ignore[assignment]
+        assert isinstance(tile, Var)
+        tt = tile.type
+        assert isinstance(tt, TileType)
+        if tt.memory is not MemorySpace.Vec:
+            tile = self.emit("tile.move", [tile], {"memory": MemorySpace.Vec}, out, "mv")
+        for key in [k for k in self.loaded if k[0] == s.target.name]:
+            del self.loaded[key]  # the tensor changes: a later read must load again
+        store = Call("tile.store", (tile, s.offsets, s.target), (), s.target.type, s.span)
+        infer("tile.store", [tile.type, s.target.type], {})
+        out.append(ExprStmt(store, s.span))
+        return out

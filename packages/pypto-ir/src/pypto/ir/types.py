@@ -1,0 +1,160 @@
+"""IR types: tensors in device memory, tiles in on-chip buffers, scalars, task ids.
+
+Also the enums the language exposes (memory spaces, scope levels, function kinds). They live
+here, below the language, so that the IR never imports ``pypto.language``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.param_info import Layout
+
+__all__ = [
+    "CoreType",
+    "Dim",
+    "DynDim",
+    "FunctionType",
+    "Level",
+    "MemorySpace",
+    "ScalarType",
+    "TaskIdType",
+    "TensorType",
+    "TileType",
+    "TupleType",
+    "Type",
+    "format_dims",
+]
+
+
+class MemorySpace(enum.Enum):
+    """Where a tile lives. DDR is device (global) memory, where tensors live."""
+
+    DDR = "DDR"
+    Vec = "Vec"  # unified buffer, vector unit operands
+    Mat = "Mat"  # L1, staging for the cube unit
+    Left = "Left"  # L0A, left matmul operand
+    Right = "Right"  # L0B, right matmul operand
+    Acc = "Acc"  # L0C, matmul accumulator (FP32)
+
+    def __repr__(self) -> str:
+        return f"pl.MemorySpace.{self.value}"
+
+
+class Level(enum.Enum):
+    """The hardware level a ``pl.at`` scope runs on. CORE_GROUP outlines an InCore kernel."""
+
+    CORE_GROUP = "CORE_GROUP"
+
+    def __repr__(self) -> str:
+        return f"pl.Level.{self.value}"
+
+
+class FunctionType(enum.Enum):
+    """What a function is: orchestration (runs on the AICPU) or an InCore kernel (AICore)."""
+
+    Opaque = "Opaque"
+    Orchestration = "Orchestration"
+    InCore = "InCore"
+    AIC = "AIC"
+    AIV = "AIV"
+
+    def __repr__(self) -> str:
+        return f"pl.FunctionType.{self.value}"
+
+    @property
+    def is_kernel(self) -> bool:
+        return self in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+
+
+class CoreType(enum.Enum):
+    """The core kind a kernel runs on: AIV (vector) or AIC (cube)."""
+
+    AIV = "AIV"
+    AIC = "AIC"
+
+
+@dataclass(frozen=True)
+class DynDim:
+    """A dimension whose extent is known only at run time (``pl.dynamic("M")``)."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+Dim = int | DynDim
+
+
+def format_dims(shape: tuple[Dim, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """A tensor in device memory (DDR). Dims are ints or ``DynDim``."""
+
+    shape: tuple[Dim, ...]
+    dtype: DataType
+    layout: Layout = Layout.ND
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) for d in self.shape)
+
+    @property
+    def static_shape(self) -> tuple[int, ...]:
+        return tuple(d if isinstance(d, int) else -1 for d in self.shape)
+
+    def __str__(self) -> str:
+        nz = ", NZ" if self.layout is Layout.NZ else ""
+        return f"Tensor[{format_dims(self.shape)}, {self.dtype.value}{nz}]"
+
+
+@dataclass(frozen=True)
+class TileType:
+    """A tile in an on-chip buffer: static shape, element type, memory space."""
+
+    shape: tuple[int, ...]
+    dtype: DataType
+    memory: MemorySpace = MemorySpace.Vec
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __str__(self) -> str:
+        return f"Tile[{format_dims(self.shape)}, {self.dtype.value}, {self.memory.value}]"
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    dtype: DataType
+
+    def __str__(self) -> str:
+        return f"Scalar[{self.dtype.value}]"
+
+
+@dataclass(frozen=True)
+class TaskIdType:
+    """The id of a submitted task (``with pl.at(...) as tid``), usable in ``deps=[tid]``."""
+
+    def __str__(self) -> str:
+        return "TaskId"
+
+
+@dataclass(frozen=True)
+class TupleType:
+    items: tuple[Type, ...]
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(str(t) for t in self.items) + ")"
+
+
+Type = TensorType | TileType | ScalarType | TaskIdType | TupleType

@@ -1,0 +1,216 @@
+"""The IR's executable spec, run between passes.
+
+Checks that every use is defined before it (in scope), that SSA programs assign each name
+once, that every op's recorded type is what the op registry infers from its operands, and
+where each kind of statement may appear (no scopes or calls inside kernels; after outlining
+no scopes and no on-core ops in orchestrations; after lowering no tensor-level compute in
+kernels). A failure names the function, the statement, the op and its operand types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pypto.ir.errors import CompileError
+from pypto.ir.nodes import (
+    Arg,
+    Assign,
+    BinOp,
+    Call,
+    CallFunc,
+    ExprStmt,
+    For,
+    Function,
+    Program,
+    Return,
+    Scope,
+    Stmt,
+    TensorWrite,
+    Var,
+    Yield,
+)
+from pypto.ir.ops import OpError, infer
+from pypto.ir.types import TensorType
+
+__all__ = ["VerifyError", "VerifyLevel", "verify"]
+
+
+class VerifyError(CompileError):
+    """The IR broke an invariant (a compiler bug, or hand-built IR that is wrong)."""
+
+
+@dataclass(frozen=True)
+class VerifyLevel:
+    ssa: bool = False
+    outlined: bool = False
+    lowered: bool = False
+
+
+def verify(program: Program, level: VerifyLevel = VerifyLevel(), stage: str = "") -> None:
+    for f in program.funcs:
+        _FnVerifier(program, f, level, stage).run()
+
+
+class _FnVerifier:
+    def __init__(self, program: Program, fn: Function, level: VerifyLevel, stage: str) -> None:
+        self.program = program
+        self.fn = fn
+        self.level = level
+        self.stage = stage
+        self.assigned: set[str] = set()
+
+    def fail(self, msg: str, s: object = None) -> VerifyError:
+        where = f" after {self.stage}" if self.stage else ""
+        detail = ""
+        if isinstance(s, Assign):
+            detail = f"\n  in: {s.var}: {s.var.type} = {s.value}"
+        elif s is not None:
+            detail = f"\n  in: {s}"
+        return VerifyError(f"IR verification failed{where} in function {self.fn.name!r}: {msg}{detail}")
+
+    def run(self) -> None:
+        scope = {p.name for p in self.fn.params}
+        for p in self.fn.params:
+            self.define(p.var, p)
+        self.body(self.fn.body, scope, in_scope=False, in_loop=False)
+
+    def define(self, v: Var, s: object) -> None:
+        if self.level.ssa and v.name in self.assigned:
+            raise self.fail(f"{v.name!r} is assigned more than once in SSA form", s)
+        self.assigned.add(v.name)
+
+    def use(self, e: Arg, scope: set[str], s: object) -> None:
+        if isinstance(e, tuple):
+            for x in e:
+                self.use(x, scope, s)
+            return
+        if isinstance(e, Var):
+            if e.name not in scope:
+                raise self.fail(f"{e.name!r} is used but not defined here", s)
+        elif isinstance(e, BinOp):
+            self.use(e.lhs, scope, s)
+            self.use(e.rhs, scope, s)
+        elif isinstance(e, Call):
+            for a in e.args:
+                self.use(a, scope, s)
+            self.check_call(e, s)
+        elif isinstance(e, CallFunc):
+            for a in e.args:
+                self.use(a, scope, s)
+            for d in e.deps:
+                self.use(d, scope, s)
+            self.check_callfunc(e, s)
+
+    def check_call(self, e: Call, s: object) -> None:
+        types = [a.type for a in e.args if not isinstance(a, tuple)]
+        try:
+            want = infer(e.op, types, dict(e.attrs))
+        except OpError as exc:
+            ops = ", ".join(str(t) for t in types)
+            raise self.fail(f"op {e.op} rejects operands ({ops}): {exc}", s) from None
+        if want != e.type:
+            raise self.fail(f"op {e.op} records type {e.type} but its operands give {want}", s)
+        kernel = self.fn.func_type.is_kernel
+        on_core = e.op not in ("tensor.create", "tensor.dim")
+        if self.level.outlined and not kernel and on_core:
+            raise self.fail(f"op {e.op} runs on a core but appears in orchestration", s)
+        if self.level.lowered and kernel and e.op.startswith("tensor.") and e.op != "tensor.dim":
+            raise self.fail(f"tensor-level op {e.op} survived lowering", s)
+        if kernel and e.op == "tensor.create":
+            raise self.fail("tensor.create inside a kernel", s)
+
+    def check_callfunc(self, e: CallFunc, s: object) -> None:
+        if self.fn.func_type.is_kernel:
+            raise self.fail(f"kernel calls function {e.callee!r}", s)
+        callee = self.program.functions.get(e.callee)
+        if callee is None:
+            raise self.fail(f"call of unknown function {e.callee!r}", s)
+        if len(callee.params) != len(e.args):
+            raise self.fail(
+                f"call of {e.callee!r} passes {len(e.args)} arguments for {len(callee.params)}", s
+            )
+        if e.directions and len(e.directions) != len(e.args):
+            raise self.fail(
+                f"call of {e.callee!r} has {len(e.directions)} directions for {len(e.args)} args", s
+            )
+        for p, a in zip(callee.params, e.args, strict=True):
+            if isinstance(p.var.type, TensorType) != isinstance(a.type, TensorType):
+                raise self.fail(
+                    f"call of {e.callee!r}: argument for {p.name!r} is {a.type}, expected {p.var.type}", s
+                )
+
+    def body(self, stmts: tuple[Stmt, ...], scope: set[str], in_scope: bool, in_loop: bool) -> None:
+        for i, s in enumerate(stmts):
+            if isinstance(s, Assign):
+                self.use(s.value, scope, s)
+                if s.var.type != s.value.type:
+                    raise self.fail(
+                        f"{s.var.name!r} has type {s.var.type} but its value has {s.value.type}", s
+                    )
+                self.define(s.var, s)
+                scope.add(s.var.name)
+            elif isinstance(s, ExprStmt):
+                self.use(s.value, scope, s)
+            elif isinstance(s, TensorWrite):
+                self.use(s.target, scope, s)
+                for o in s.offsets:
+                    self.use(o, scope, s)
+                self.use(s.value, scope, s)
+            elif isinstance(s, For):
+                for e in (s.start, s.stop, s.step):
+                    self.use(e, scope, s)
+                for ia in s.iter_args:
+                    self.use(ia.init, scope, s)
+                inner = set(scope)
+                self.define(s.var, s)
+                inner.add(s.var.name)
+                for ia in s.iter_args:
+                    if ia.var.type != ia.init.type:
+                        raise self.fail(
+                            f"iter arg {ia.var.name!r} is {ia.var.type} but starts as {ia.init.type}", s
+                        )
+                    self.define(ia.var, s)
+                    inner.add(ia.var.name)
+                if s.iter_args:
+                    if not s.body or not isinstance(s.body[-1], Yield):
+                        raise self.fail("a loop with iter args must end its body with a yield", s)
+                    y = s.body[-1]
+                    if len(y.values) != len(s.iter_args):
+                        raise self.fail(
+                            f"yield of {len(y.values)} values for {len(s.iter_args)} iter args", s
+                        )
+                if len(s.results) != len(s.iter_args):
+                    raise self.fail(f"{len(s.results)} loop results for {len(s.iter_args)} iter args", s)
+                self.body(s.body, inner, in_scope, True)
+                for r in s.results:
+                    self.define(r, s)
+                    scope.add(r.name)
+            elif isinstance(s, Yield):
+                if not in_loop or i != len(stmts) - 1:
+                    raise self.fail("yield must end a loop body", s)
+                for v in s.values:
+                    self.use(v, scope, s)
+            elif isinstance(s, Scope):
+                if self.fn.func_type.is_kernel or in_scope:
+                    raise self.fail("pl.at scope inside a kernel or another scope", s)
+                if self.level.outlined:
+                    raise self.fail("pl.at scope survived outlining", s)
+                for d in s.deps:
+                    self.use(d, scope, s)
+                self.body(s.body, scope, True, in_loop)
+                if s.task is not None:
+                    self.define(s.task, s)
+                    scope.add(s.task.name)
+            elif isinstance(s, Return):
+                if i != len(stmts) - 1 or in_loop or in_scope:
+                    raise self.fail("return must be the last statement of the function body", s)
+                for v in s.values:
+                    self.use(v, scope, s)
+                if tuple(v.type for v in s.values) != self.fn.returns:
+                    raise self.fail(
+                        f"returns ({', '.join(str(v.type) for v in s.values)}) but the function declares "
+                        f"({', '.join(map(str, self.fn.returns))})",
+                        s,
+                    )
+            else:
+                raise self.fail(f"unknown statement {type(s).__name__}", s)

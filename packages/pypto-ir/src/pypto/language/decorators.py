@@ -1,0 +1,384 @@
+"""``@pl.jit``, ``@pl.jit.incore``, ``@pl.program`` and ``@pl.function``.
+
+- ``@pl.jit`` makes an orchestration function specialised per call on the tensor
+  shapes/dtypes and scalar values it receives (in-memory cache of specialisations). Calling it
+  executes it through the installed runtime executor (see ``pypto.ir.execution``).
+- ``@pl.jit.incore`` marks a kernel helper; a jit body that calls it picks it up by name.
+- ``@pl.program`` turns a class of ``@pl.function`` methods into an IR ``Program``
+  (functions fully annotated, no call needed), for tests and explicit builds.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import KernelError, Span
+from pypto.ir.execution import get_jit_executor
+from pypto.ir.nodes import Assign, CallFunc, ExprStmt, Function, Param, Program, Return, Var
+from pypto.ir.param_info import ParamDirection, ParamInfo
+from pypto.ir.parser import ParseContext, SourceInfo, _SelfMethod, param_annotations, parse_function
+from pypto.ir.specialize import dtype_of, is_tensor_like, scalar_of, shape_of
+from pypto.ir.types import DynDim, FunctionType, ScalarType, TensorType, TupleType, Type
+from pypto.language import typing as lt
+
+__all__ = [
+    "DSLFunction",
+    "IncoreFunction",
+    "JITFunction",
+    "Specialization",
+    "function",
+    "jit",
+    "program",
+    "signature_of",
+]
+
+
+def signature_of(fn: Function) -> tuple[ParamInfo, ...]:
+    """The ParamInfo signature of an IR function (``-1`` for dynamic dims, None for scalars)."""
+    out = []
+    for p in fn.params:
+        t = p.var.type
+        if isinstance(t, TensorType):
+            out.append(ParamInfo(p.name, p.direction, t.static_shape, t.dtype, t.layout))
+        elif isinstance(t, ScalarType):
+            out.append(ParamInfo(p.name, ParamDirection.IN, None, t.dtype))
+        else:
+            raise KernelError(
+                f"parameter {p.name!r} of {fn.name!r} has type {t}, which no signature can carry"
+            )
+    return tuple(out)
+
+
+def _source_digest(fn: Callable[..., Any]) -> str:
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        text = fn.__qualname__
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ----------------------------------------------------------------------------- kernels
+
+
+class IncoreFunction:
+    """A kernel helper (``@pl.jit.incore``), specialised on the types it is called with."""
+
+    def __init__(self, fn: Callable[..., Any], func_type: FunctionType = FunctionType.InCore) -> None:
+        self.fn = fn
+        self.func_type = func_type
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            f"{self.fn.__name__} is a @pl.jit.incore kernel: call it from a @pl.jit function body, "
+            "which the compiler parses"
+        )
+
+    def __pypto_callee__(self, ctx: ParseContext, arg_types: list[Type], span: Span) -> Function:
+        src = SourceInfo.of(self.fn)
+        names = [n for n, _, _ in param_annotations(src, skip_self=False)]
+        if len(names) != len(arg_types):
+            raise KernelError(
+                f"{self.fn.__name__}({', '.join(names)}) takes {len(names)} arguments, got {len(arg_types)}",
+                span,
+            )
+        key = (id(self), tuple(arg_types))
+        cache: dict[Any, Function] = ctx.__dict__.setdefault("_incore_cache", {})
+        if key in cache:
+            return cache[key]
+        name = ctx.unique_name(self.fn.__name__.lstrip("_") or "kernel")
+        f = parse_function(
+            self.fn,
+            ctx=ctx,
+            name=name,
+            func_type=self.func_type,
+            arg_types=dict(zip(names, arg_types, strict=True)),
+        )
+        ctx.functions[name] = f
+        cache[key] = f
+        ctx.__dict__.setdefault("_sources", {})[name] = _source_digest(self.fn)
+        return f
+
+
+class DSLFunction:
+    """A fully annotated ``@pl.function`` defined outside a program class."""
+
+    def __init__(self, fn: Callable[..., Any], func_type: FunctionType) -> None:
+        self.fn = fn
+        self.func_type = func_type
+        self._ir: Function | None = None
+        functools.update_wrapper(self, fn)
+
+    @property
+    def ir(self) -> Function:
+        if self._ir is None:
+            self._ir = parse_function(self.fn, ctx=ParseContext(), func_type=self.func_type)
+        return self._ir
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{self.fn.__name__} is a @pl.function: call it from a kernel-language body")
+
+    def __pypto_callee__(self, ctx: ParseContext, arg_types: list[Type], span: Span) -> Function:
+        existing = ctx.functions.get(self.fn.__name__)
+        if existing is not None:
+            return existing
+        f = parse_function(self.fn, ctx=ctx, func_type=self.func_type)
+        ctx.functions[f.name] = f
+        return f
+
+
+# ----------------------------------------------------------------------------- jit
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """One specialisation of a ``@pl.jit`` function: its IR program and what it depends on.
+
+    Attributes:
+        program: The parsed (pre-pass) IR program; its entry is the jit function.
+        params: The caller's logical signature (ParamInfo, complete, scalars included).
+        key: The cheap in-memory cache key of the call (shapes, dtypes, scalar values).
+        key_material: Canonical JSON-able data for ArtifactKey (sources, IR text, values).
+    """
+
+    program: Program
+    params: tuple[ParamInfo, ...]
+    key: tuple[Any, ...]
+    key_material: dict[str, Any] = field(compare=False)
+
+
+class JITFunction:
+    """A ``@pl.jit`` function. Call it to run (needs a runtime), or ``lower``/``specialize``."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self._sig = inspect.signature(fn)
+        self._cache: dict[tuple[Any, ...], Specialization] = {}
+        self._lock = threading.Lock()
+        self._annotations: list[tuple[str, Any]] | None = None
+
+    def __repr__(self) -> str:
+        return f"<pl.jit {self.fn.__module__}.{self.fn.__qualname__}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return get_jit_executor()(self, args, kwargs)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(self._sig.parameters)
+
+    def _param_annotations(self) -> list[tuple[str, Any]]:
+        if self._annotations is None:
+            src = SourceInfo.of(self.fn)
+            self._annotations = [(n, a) for n, a, _ in param_annotations(src, skip_self=False)]
+        return self._annotations
+
+    def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """The call's arguments in parameter order (every parameter must be supplied)."""
+        try:
+            ba = self._sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.fn.__name__}{self._sig}: {exc}") from None
+        return tuple(ba.arguments[n] for n in self._sig.parameters)
+
+    def call_key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The in-memory specialisation key of bound arguments (cheap: no parsing)."""
+        key: list[Any] = []
+        for (name, ann), value in zip(self._param_annotations(), args, strict=True):
+            inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
+            if inner is lt.Tensor or isinstance(inner, lt.TensorAnnotation):
+                if not is_tensor_like(value):
+                    raise TypeError(
+                        f"{self.fn.__name__}: parameter {name!r} is a tensor; got {type(value).__name__} "
+                        "(pass a torch tensor or numpy array)"
+                    )
+                shape = shape_of(value, f"parameter {name!r}")
+                if isinstance(inner, lt.TensorAnnotation) and inner.shape is not None:
+                    shape = (
+                        tuple(
+                            -1 if isinstance(d, DynDim) else s
+                            for d, s in zip(inner.shape, shape, strict=False)
+                        )
+                        + shape[len(inner.shape) :]
+                    )
+                key.append(("T", shape, dtype_of(value, f"parameter {name!r}").value))
+            else:
+                v = scalar_of(value, f"parameter {name!r}")
+                key.append(("S", type(v).__name__, v))
+        return tuple(key)
+
+    def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
+        """Parse (or fetch from the in-memory cache) the program for these arguments."""
+        kwargs.pop("config", None)
+        bound = self.bind(*args, **kwargs)
+        key = self.call_key(bound)
+        with self._lock:
+            spec = self._cache.get(key)
+        if spec is not None:
+            return spec
+        spec = self._build(bound, key)
+        with self._lock:
+            return self._cache.setdefault(key, spec)
+
+    def _build(self, bound: tuple[Any, ...], key: tuple[Any, ...]) -> Specialization:
+        arg_types: dict[str, Type] = {}
+        scalars: dict[str, int | float | bool] = {}
+        for (name, ann), value, k in zip(self._param_annotations(), bound, key, strict=True):
+            if k[0] == "T":
+                arg_types[name] = TensorType(shape_of(value), DataType(k[2]))
+                inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
+                if isinstance(inner, lt.TensorAnnotation) and inner.shape is not None:
+                    given = shape_of(value)
+                    if len(inner.shape) == len(given):
+                        arg_types[name] = TensorType(
+                            tuple(
+                                d if isinstance(d, DynDim) else g
+                                for d, g in zip(inner.shape, given, strict=True)
+                            ),
+                            DataType(k[2]),
+                        )
+            else:
+                scalars[name] = k[2]
+        ctx = ParseContext()
+        entry = parse_function(
+            self.fn, ctx=ctx, func_type=FunctionType.Orchestration, arg_types=arg_types, scalar_values=scalars
+        )
+        program = Program(self.fn.__name__, (entry, *ctx.functions.values()), entry.name)
+        sources = {entry.name: _source_digest(self.fn), **ctx.__dict__.get("_sources", {})}
+        material = {
+            "kind": "jit",
+            "entry": entry.name,
+            "sources": dict(sorted(sources.items())),
+            "ir_sha256": hashlib.sha256(str(program).encode()).hexdigest(),
+            "call_key": [list(_jsonable(k)) for k in key],
+        }
+        return Specialization(program, signature_of(entry), key, material)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Program:
+        """Run the full pass pipeline for these arguments and return the lowered program."""
+        from pypto.ir.pipeline import lower
+
+        return lower(self.specialize(*args, **kwargs).program).program
+
+    @property
+    def cache_size(self) -> int:
+        return len(self._cache)
+
+
+def _jsonable(k: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(list(x) if isinstance(x, tuple) else x for x in k)
+
+
+class _Jit:
+    """``pl.jit`` (orchestration entry), with ``pl.jit.incore`` for kernel helpers."""
+
+    def __call__(self, fn: Callable[..., Any]) -> JITFunction:
+        if not callable(fn):
+            raise TypeError(f"@pl.jit decorates a function, got {fn!r}")
+        return JITFunction(fn)
+
+    def incore(self, fn: Callable[..., Any]) -> IncoreFunction:
+        """A kernel helper called from a @pl.jit body; its body is tile code."""
+        return IncoreFunction(fn)
+
+
+jit = _Jit()
+
+
+# ----------------------------------------------------------------------------- program
+
+
+class _FunctionMarker:
+    def __init__(self, fn: Callable[..., Any], func_type: FunctionType) -> None:
+        self.fn = fn
+        self.func_type = func_type
+
+
+def function(fn: Callable[..., Any] | None = None, *, type: FunctionType = FunctionType.Opaque) -> Any:
+    """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)``.
+
+    Inside a ``@pl.program`` class it marks a method; outside, it makes a standalone
+    function that programs can call.
+    """
+    if fn is None:
+        return lambda f: function(f, type=type)
+    parts = getattr(fn, "__qualname__", "").split(".")
+    if len(parts) >= 2 and parts[-2] != "<locals>":  # defined in a class body
+        return _FunctionMarker(fn, type)
+    return DSLFunction(fn, type)
+
+
+class _ProgramContext(ParseContext):
+    def __init__(self, methods: dict[str, _FunctionMarker]) -> None:
+        super().__init__()
+        self.methods = methods
+        self.parsing: set[str] = set()
+
+    def method(self, name: str, span: Span | None) -> Function:
+        if name in self.functions:
+            return self.functions[name]
+        if name not in self.methods:
+            raise KernelError(f"the program has no @pl.function named {name!r}", span)
+        if name in self.parsing:
+            raise KernelError(f"function {name!r} calls itself (recursion is not supported)", span)
+        self.parsing.add(name)
+        m = self.methods[name]
+        f = parse_function(m.fn, ctx=self, func_type=m.func_type, is_method=True)
+        self.functions[name] = f
+        return f
+
+    def resolve_call(self, target: Any, arg_types: list[Type], span: Span) -> Function | None:
+        if isinstance(target, _SelfMethod):
+            return self.method(target.name, span)
+        return super().resolve_call(target, arg_types, span)
+
+
+def program(cls: type) -> Program:
+    """Build an IR Program from a class of ``@pl.function`` methods.
+
+    The entry is the (first) orchestration function; a program of one kernel and no
+    orchestration gets a generated ``main`` orchestration that submits that kernel once.
+    """
+    methods = {k: v for k, v in vars(cls).items() if isinstance(v, _FunctionMarker)}
+    if not methods:
+        raise KernelError(f"@pl.program {cls.__name__}: the class has no @pl.function methods")
+    ctx = _ProgramContext(methods)
+    for name in methods:
+        ctx.method(name, None)
+    ordered = [ctx.functions[n] for n in methods] + [f for n, f in ctx.functions.items() if n not in methods]
+    orch = [f for f in ordered if f.func_type is FunctionType.Orchestration]
+    if orch:
+        return Program(cls.__name__, tuple(ordered), orch[0].name)
+    kernels = [f for f in ordered if f.func_type.is_kernel]
+    if len(kernels) != 1:
+        raise KernelError(
+            f"@pl.program {cls.__name__}: no orchestration function and {len(kernels)} kernels; add a "
+            "@pl.function(type=pl.FunctionType.Orchestration) that calls them"
+        )
+    k = kernels[0]
+    name = "main" if "main" not in ctx.functions else ctx.unique_name("main")
+    params = tuple(Param(Var(p.name, p.var.type), p.direction) for p in k.params)
+    call = CallFunc(
+        k.name,
+        tuple(p.var for p in params),
+        k.returns[0] if len(k.returns) == 1 else TupleType(k.returns),
+    )
+    if len(k.returns) == 1:
+        result = Var("result", k.returns[0])
+        body: tuple[Any, ...] = (Assign(result, call), Return((result,)))
+        rets: tuple[Type, ...] = k.returns
+    else:
+        body, rets = (ExprStmt(call), Return(())), ()
+    main = Function(name, params, rets, body, FunctionType.Orchestration)
+    return Program(cls.__name__, (*ordered, main), name)

@@ -1,0 +1,39 @@
+"""Control constructs of the kernel language: ``pl.range`` loops and ``pl.at`` scopes.
+
+Like the ops, these are read by the parser and never run as Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pypto.ir.types import Level
+
+__all__ = ["at", "range"]
+
+
+def range(*args: Any) -> Any:
+    """``for i in pl.range(stop)`` / ``pl.range(start, stop[, step])``: a device loop.
+
+    Bounds may be constants, loop variables, scalar parameters or dynamic extents.
+    """
+    raise RuntimeError("pl.range() runs only inside a kernel body, which the compiler parses")
+
+
+range.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
+
+
+def _at_signature(level: Level = Level.CORE_GROUP, name_hint: str | None = None, deps: Any = None) -> None:
+    """The arguments ``pl.at`` accepts (the parser binds calls against this)."""
+
+
+def at(level: Level = Level.CORE_GROUP, name_hint: str | None = None, deps: Any = None) -> Any:
+    """``with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1", deps=[tid]) as tid:``
+
+    The body becomes one InCore kernel task submitted by the orchestration; ``as tid`` binds
+    the task's id so a later scope can name it in ``deps``.
+    """
+    raise RuntimeError("pl.at() runs only inside a @pl.jit body, which the compiler parses")
+
+
+at.__pypto_dsl__ = "at"  # type: ignore[attr-defined]

@@ -1,0 +1,295 @@
+"""The operations of the kernel language (``pl.load``, ``pl.add``, ...).
+
+These functions are never executed: the parser reads kernel bodies and turns each call into
+an IR operator, binding the call's arguments against the signatures written here (so a wrong
+arity or an unknown keyword is reported at the call's source position). Calling one from
+ordinary Python raises an error that says so. Ops that exist at tile and tensor level
+(``pl.add`` on two tiles or on two tensors) dispatch on their first operand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pypto.ir.types import MemorySpace
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = [
+    "abs",
+    "add",
+    "cast",
+    "col_expand",
+    "col_expand_add",
+    "col_expand_div",
+    "col_expand_mul",
+    "col_expand_sub",
+    "concat",
+    "create_tensor",
+    "create_tile",
+    "dim",
+    "div",
+    "exp",
+    "full",
+    "load",
+    "log",
+    "matmul",
+    "matmul_acc",
+    "maximum",
+    "minimum",
+    "move",
+    "mul",
+    "neg",
+    "recip",
+    "relu",
+    "reshape",
+    "row_expand",
+    "row_expand_add",
+    "row_expand_div",
+    "row_expand_mul",
+    "row_expand_sub",
+    "row_max",
+    "row_min",
+    "row_sum",
+    "rsqrt",
+    "sqrt",
+    "store",
+    "sub",
+    "transpose",
+]
+
+
+def _op(fn: F) -> F:
+    name = fn.__name__
+
+    def outside(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            f"pl.{name}() is part of the kernel language and runs only inside a @pl.jit, "
+            "@pl.jit.incore or @pl.function body, which the compiler parses"
+        )
+
+    outside.__name__ = name
+    outside.__qualname__ = name
+    outside.__doc__ = fn.__doc__
+    outside.__wrapped__ = fn  # type: ignore[attr-defined]  # the signature the parser binds
+    outside.__pypto_op__ = name  # type: ignore[attr-defined]
+    return outside  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+@_op
+def load(
+    tensor: Any,
+    offsets: Any,
+    shapes: Any,
+    target_memory: MemorySpace = MemorySpace.Vec,
+    valid_shapes: Any = None,
+) -> Any:
+    """Load the window ``tensor[offsets : offsets + shapes]`` into a tile (Vec or Mat)."""
+
+
+@_op
+def store(tile: Any, offsets: Any, output_tensor: Any) -> Any:
+    """Store a tile into ``output_tensor`` at ``offsets``; returns the tensor."""
+
+
+@_op
+def move(tile: Any, target_memory: MemorySpace) -> Any:
+    """Copy a tile to another memory space (Mat->Left/Right, Acc->Vec, ...)."""
+
+
+@_op
+def create_tile(shape: Any, dtype: Any, target_memory: MemorySpace = MemorySpace.Vec) -> Any:
+    """A scratch tile (contents undefined)."""
+
+
+@_op
+def create_tensor(shape: Any, dtype: Any) -> Any:
+    """An intermediate tensor in device memory, allocated by the runtime."""
+
+
+@_op
+def full(shape: Any, fill_value: Any, dtype: Any) -> Any:
+    """A Vec tile filled with one value."""
+
+
+@_op
+def dim(tensor: Any, axis: int) -> Any:
+    """The run-time extent of ``tensor`` along ``axis`` (an index scalar)."""
+
+
+# ----------------------------------------------------------------------------- element-wise
+
+
+@_op
+def add(lhs: Any, rhs: Any) -> Any:
+    """Element-wise ``lhs + rhs`` (tile or tensor; ``rhs`` may be a scalar)."""
+
+
+@_op
+def sub(lhs: Any, rhs: Any) -> Any:
+    """Element-wise ``lhs - rhs``."""
+
+
+@_op
+def mul(lhs: Any, rhs: Any) -> Any:
+    """Element-wise ``lhs * rhs``."""
+
+
+@_op
+def div(lhs: Any, rhs: Any) -> Any:
+    """Element-wise ``lhs / rhs``."""
+
+
+@_op
+def maximum(lhs: Any, rhs: Any) -> Any:
+    """Element-wise maximum."""
+
+
+@_op
+def minimum(lhs: Any, rhs: Any) -> Any:
+    """Element-wise minimum."""
+
+
+@_op
+def exp(x: Any) -> Any:
+    """Element-wise e**x."""
+
+
+@_op
+def log(x: Any) -> Any:
+    """Element-wise natural logarithm."""
+
+
+@_op
+def sqrt(x: Any) -> Any:
+    """Element-wise square root."""
+
+
+@_op
+def rsqrt(x: Any) -> Any:
+    """Element-wise 1 / sqrt(x)."""
+
+
+@_op
+def recip(x: Any) -> Any:
+    """Element-wise 1 / x."""
+
+
+@_op
+def abs(x: Any) -> Any:
+    """Element-wise absolute value."""
+
+
+@_op
+def neg(x: Any) -> Any:
+    """Element-wise negation."""
+
+
+@_op
+def relu(x: Any) -> Any:
+    """Element-wise max(x, 0)."""
+
+
+# ----------------------------------------------------------------------------- reductions, broadcasts
+
+
+@_op
+def row_sum(tile: Any, tmp_tile: Any = None) -> Any:
+    """Sum of each row: [R, C] -> [R, 1]. ``tmp_tile`` is an optional scratch tile."""
+
+
+@_op
+def row_max(tile: Any, tmp_tile: Any = None) -> Any:
+    """Maximum of each row: [R, C] -> [R, 1]."""
+
+
+@_op
+def row_min(tile: Any, tmp_tile: Any = None) -> Any:
+    """Minimum of each row: [R, C] -> [R, 1]."""
+
+
+@_op
+def row_expand(target: Any, row_vec: Any) -> Any:
+    """Broadcast a [R, 1] vector over the columns of a [R, C] shape."""
+
+
+@_op
+def row_expand_add(tile: Any, row_vec: Any) -> Any:
+    """``tile + row_vec`` with the [R, 1] vector broadcast over columns."""
+
+
+@_op
+def row_expand_sub(tile: Any, row_vec: Any) -> Any:
+    """``tile - row_vec`` with the [R, 1] vector broadcast over columns."""
+
+
+@_op
+def row_expand_mul(tile: Any, row_vec: Any) -> Any:
+    """``tile * row_vec`` with the [R, 1] vector broadcast over columns."""
+
+
+@_op
+def row_expand_div(tile: Any, row_vec: Any) -> Any:
+    """``tile / row_vec`` with the [R, 1] vector broadcast over columns."""
+
+
+@_op
+def col_expand(target: Any, col_vec: Any) -> Any:
+    """Broadcast a [1, C] vector over the rows of a [R, C] shape."""
+
+
+@_op
+def col_expand_add(tile: Any, col_vec: Any) -> Any:
+    """``tile + col_vec`` with the [1, C] vector broadcast over rows."""
+
+
+@_op
+def col_expand_sub(tile: Any, col_vec: Any) -> Any:
+    """``tile - col_vec`` with the [1, C] vector broadcast over rows."""
+
+
+@_op
+def col_expand_mul(tile: Any, col_vec: Any) -> Any:
+    """``tile * col_vec`` with the [1, C] vector broadcast over rows."""
+
+
+@_op
+def col_expand_div(tile: Any, col_vec: Any) -> Any:
+    """``tile / col_vec`` with the [1, C] vector broadcast over rows."""
+
+
+# ----------------------------------------------------------------------------- shape, type, matmul
+
+
+@_op
+def reshape(tile: Any, shape: Any) -> Any:
+    """Same elements, new 2-D shape."""
+
+
+@_op
+def transpose(tile: Any, axis1: int = 0, axis2: int = 1) -> Any:
+    """Swap the two axes of a 2-D tile."""
+
+
+@_op
+def concat(lhs: Any, rhs: Any) -> Any:
+    """Join two tiles with equal row counts column-wise."""
+
+
+@_op
+def cast(tile: Any, target_type: Any, mode: Any = None) -> Any:
+    """Convert the elements to another dtype (FP32/FP16/BF16/INT8/INT32)."""
+
+
+@_op
+def matmul(lhs: Any, rhs: Any) -> Any:
+    """Left [M, K] x Right [K, N] -> Acc [M, N] (FP32 accumulation)."""
+
+
+@_op
+def matmul_acc(acc: Any, lhs: Any, rhs: Any) -> Any:
+    """``acc + lhs @ rhs`` into the Acc tile."""

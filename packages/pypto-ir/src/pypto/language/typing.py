@@ -1,0 +1,155 @@
+"""Annotation types of the kernel language: ``pl.Tensor``, ``pl.Tile``, ``pl.Scalar``,
+``pl.Out``/``pl.InOut`` and ``pl.dynamic`` dimensions.
+
+They are only read by the parser (annotations are evaluated, bodies are not executed).
+``pl.Tensor`` bare means "take shape and dtype from the call" (``@pl.jit``); subscripted it
+fixes them: ``pl.Tensor[[M, 128], pl.FP32]`` where ``M = pl.dynamic("M")``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.param_info import Layout, ParamDirection
+from pypto.ir.types import DynDim, MemorySpace
+
+__all__ = [
+    "DirectionAnnotation",
+    "DynVar",
+    "InOut",
+    "Out",
+    "Scalar",
+    "ScalarAnnotation",
+    "Tensor",
+    "TensorAnnotation",
+    "Tile",
+    "TileAnnotation",
+    "dynamic",
+]
+
+DynVar = DynDim
+
+
+def dynamic(name: str) -> DynDim:
+    """A dimension whose extent is read from the tensor at run time.
+
+    Example:
+        >>> M = dynamic("M")
+        >>> Tensor[[M, 128], DataType.FP32].shape
+        (M, 128)
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"pl.dynamic(name): expected an identifier, got {name!r}")
+    return DynDim(name)
+
+
+def _dims(shape: Any, what: str) -> tuple[int | DynDim, ...]:
+    if isinstance(shape, (int, DynDim)):
+        shape = [shape]
+    if not isinstance(shape, (list, tuple)):
+        raise TypeError(f"{what}: shape must be a list of ints or pl.dynamic dims, got {shape!r}")
+    out: list[int | DynDim] = []
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, (int, DynDim)) or (isinstance(d, int) and d < 0):
+            raise TypeError(f"{what}: dims must be ints >= 0 or pl.dynamic(...), got {d!r} in {shape!r}")
+        out.append(d)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class TensorAnnotation:
+    """``pl.Tensor[[dims], dtype]`` (or bare ``pl.Tensor``: shape and dtype are None)."""
+
+    shape: tuple[int | DynDim, ...] | None
+    dtype: DataType | None
+    layout: Layout = Layout.ND
+
+
+@dataclass(frozen=True)
+class TileAnnotation:
+    shape: tuple[int, ...]
+    dtype: DataType
+    memory: MemorySpace | None = None
+
+
+@dataclass(frozen=True)
+class ScalarAnnotation:
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class DirectionAnnotation:
+    direction: ParamDirection
+    inner: Any
+
+
+class _TensorMeta(type):
+    def __getitem__(cls, item: Any) -> TensorAnnotation:
+        if not isinstance(item, tuple) or len(item) not in (2, 3):
+            raise TypeError(
+                f"pl.Tensor[...]: expected [shape, dtype] or [shape, dtype, layout], got {item!r}"
+            )
+        layout = Layout.ND
+        if len(item) == 3:
+            layout = Layout(item[2].value if isinstance(item[2], Layout) else str(item[2]).upper())
+        dtype = DataType.parse(item[1], what="pl.Tensor dtype")
+        return TensorAnnotation(_dims(item[0], "pl.Tensor"), dtype, layout)
+
+
+class Tensor(metaclass=_TensorMeta):
+    """A tensor in device memory. Use bare, or as ``pl.Tensor[[M, N], pl.FP32]``."""
+
+
+class _TileMeta(type):
+    def __getitem__(cls, item: Any) -> TileAnnotation:
+        if not isinstance(item, tuple) or len(item) not in (2, 3):
+            raise TypeError(f"pl.Tile[...]: expected [shape, dtype] or [shape, dtype, memory], got {item!r}")
+        dims = _dims(item[0], "pl.Tile")
+        if any(isinstance(d, DynDim) for d in dims):
+            raise TypeError(f"pl.Tile: tile shapes are static, got {item[0]!r}")
+        memory = item[2] if len(item) == 3 else None
+        if memory is not None and not isinstance(memory, MemorySpace):
+            raise TypeError(f"pl.Tile: memory must be a pl.MemorySpace, got {memory!r}")
+        return TileAnnotation(
+            tuple(d for d in dims if isinstance(d, int)),
+            DataType.parse(item[1], what="pl.Tile dtype"),
+            memory,
+        )
+
+
+class Tile(metaclass=_TileMeta):
+    """A tile in an on-chip buffer: ``pl.Tile[[64, 64], pl.FP32]``."""
+
+
+class _ScalarMeta(type):
+    def __getitem__(cls, item: Any) -> ScalarAnnotation:
+        return ScalarAnnotation(DataType.parse(item, what="pl.Scalar dtype"))
+
+
+class Scalar(metaclass=_ScalarMeta):
+    """A scalar value: ``pl.Scalar[pl.FP32]`` (a bare dtype such as ``pl.FP32`` works too)."""
+
+
+class _DirMeta(type):
+    _direction: ParamDirection
+
+    def __getitem__(cls, item: Any) -> DirectionAnnotation:
+        if isinstance(item, DirectionAnnotation):
+            raise TypeError(f"pl.{cls.__name__}[...]: directions do not nest")
+        if isinstance(item, (ScalarAnnotation, DataType)):
+            raise TypeError(f"pl.{cls.__name__}[...]: a scalar parameter is always In")
+        return DirectionAnnotation(cls._direction, item)
+
+
+class Out(metaclass=_DirMeta):
+    """An output tensor parameter the kernel writes: ``c: pl.Out[pl.Tensor]``."""
+
+    _direction = ParamDirection.OUT
+
+
+class InOut(metaclass=_DirMeta):
+    """A tensor parameter the kernel reads and writes."""
+
+    _direction = ParamDirection.INOUT

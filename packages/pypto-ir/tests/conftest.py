@@ -1,0 +1,59 @@
+"""Shared fixtures of the pypto-ir tests: a C++ syntax checker against simpler's headers."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def _include_dir() -> Path | None:
+    for parent in HERE.parents:
+        cand = parent / "packages" / "simpler-native" / "src" / "simpler" / "include"
+        if (cand / "simpler" / "tile.hpp").is_file() and (
+            cand / "simpler" / "runtime" / "orchestration.hpp"
+        ).is_file():
+            return cand
+    return None
+
+
+@pytest.fixture(scope="session")
+def cpp_check() -> Callable[[Iterable[Path]], None]:
+    """Compile generated sources with ``g++ -fsyntax-only`` against simpler's headers.
+
+    Skips (saying why) when no C++ compiler or no simpler headers are on disk; when both are
+    there, every file must compile cleanly (warnings are errors).
+    """
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    inc = _include_dir()
+    if cxx is None:
+        pytest.skip("no C++ compiler (g++/clang++) on PATH: cannot syntax-check generated C++")
+    if inc is None:
+        pytest.skip(
+            "simpler-native headers (simpler/tile.hpp, simpler/runtime/orchestration.hpp) not on disk"
+        )
+
+    def check(files: Iterable[Path]) -> None:
+        paths = [str(f) for f in files]
+        procs = [
+            subprocess.Popen(
+                [cxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", str(inc), p],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for p in paths
+        ]
+        errors = []
+        for p, proc in zip(paths, procs, strict=True):
+            out, _ = proc.communicate(timeout=120)
+            if proc.returncode:
+                errors.append(f"{p}:\n{out}")
+        assert not errors, "generated C++ does not compile:\n" + "\n".join(errors)
+
+    return check
