@@ -26,7 +26,7 @@ P = ParamInfo
 AXPB = [
     P("x", "In", [-1, 4], "FP32"),
     P("out", "Out", [-1, 4], "FP32"),
-    P("n", "In", None, "INT64"),
+    P("n", "In", None, "INT32"),
     P("alpha", "In", None, "FP32"),
 ]
 
@@ -141,7 +141,7 @@ def test_fake_accepts_fake_tensors_and_keeps_symbols() -> None:
         out = mode.from_tensor(torch.empty(6, 4))[3:]
         n = mode.shape_env.create_unbacked_symint()
         assert sig.fake(x, out, n, 0.5) is out
-    with pytest.raises(ArgumentError, match=r"expected a INT64 scalar, got SymFloat"):
+    with pytest.raises(ArgumentError, match=r"expected a INT32 scalar, got SymFloat"):
         sig.fake(x, out, torch.sym_float(n), 0.5)
 
 
@@ -156,7 +156,7 @@ def test_fake_accepts_fake_tensors_and_keeps_symbols() -> None:
         ("strided", r"expected a contiguous view, got strides \[1, 2\]"),
         ("grad", "requires grad while autograd is enabled"),
         ("device", r"parameter 'out' .* is on cpu, but parameter 'x' is on meta"),
-        ("range", r"parameter 'n' .* outside the INT64 range"),
+        ("range", r"parameter 'n' .* outside the INT32 range"),
         ("float_to_int", "floats are not truncated"),
         ("missing", "parameter 'alpha' is In but was not supplied"),
     ],
@@ -182,7 +182,7 @@ def test_fake_rejects(case, message) -> None:
     elif case == "device":
         out = FakeTensorMode().from_tensor(torch.empty(2, 4))
     elif case == "range":
-        n = 2**63
+        n = 2**31
     elif case == "float_to_int":
         n = 3.0
     args = (x, out, n) if case == "missing" else (x, out, n, alpha)
@@ -367,6 +367,9 @@ def test_compile_backed_and_unbacked_int_symbols(axpb_op) -> None:
             x, out = torch.randn(2, 4), torch.empty(2, 4)
             compiled(x, out, torch.tensor(n))
             torch.testing.assert_close(out, x + n)
+        # The INT32 range is checked on the symbol (torch._check), without reading it as an int.
+        with pytest.raises(Exception, match=r"parameter 'n' .*must be <= 2147483647"):
+            compiled(torch.randn(2, 4), torch.empty(2, 4), torch.tensor(2**31))
     syms = [a[2] for a in sig.seen if isinstance(a[2], torch.SymInt)]
     assert any(not s.node.has_hint() for s in syms)  # an unbacked symbol reached the Fake kernel
     assert sum("axpb" in g.code for g in counter.graphs) == 1

@@ -77,6 +77,21 @@ def _from_ctypes(
     return copied
 
 
+def _check_symint_range(value: Any, dtype: DataType, where: Callable[[], str]) -> None:
+    """Range-check a SymInt without reading a symbol's value: a constant is checked at once;
+    a symbol narrower than 64 bits gets ``torch._check`` bounds (an inequality requirement,
+    never an equality guard); every SymInt already fits INT64."""
+    lo, hi = _int_range(dtype)
+    constant = value.node.maybe_as_int()
+    if constant is not None:
+        if not lo <= constant <= hi:
+            raise ArgumentError(f"{where()}: {constant} is outside the {dtype.value} range [{lo}, {hi}]")
+        return
+    if dtype is not DataType.INT64:
+        torch._check(value >= lo, lambda: f"{where()}: the value must be >= {lo} ({dtype.value})")
+        torch._check(value <= hi, lambda: f"{where()}: the value must be <= {hi} ({dtype.value})")
+
+
 def check_scalar(index: int, param: ParamInfo, value: object, *, caller: str, symbolic: bool = False) -> Any:
     """Validate one scalar argument and return its Python value (a copy for ctypes input).
 
@@ -92,6 +107,9 @@ def check_scalar(index: int, param: ParamInfo, value: object, *, caller: str, sy
         expected = (
             torch.SymBool if dtype is DataType.BOOL else torch.SymFloat if dtype.is_float else torch.SymInt
         )
+        if isinstance(value, torch.SymInt) and expected is torch.SymInt:
+            _check_symint_range(value, dtype, where)
+            return value
         if isinstance(value, expected) or (expected is torch.SymFloat and isinstance(value, torch.SymInt)):
             return value
         raise ArgumentError(f"{where()}: expected a {dtype.value} scalar, got {type(value).__name__}")
