@@ -1,3 +1,33 @@
-"""PyPTO runtime: compiled products, the artifact store, program mode and the mode gate."""
+"""PyPTO runtime: compiled products, the artifact store, program mode and the mode gate.
+
+Importing this package installs the ``@pl.jit`` executor, so calling a jit function runs it
+in program mode: ``fn(a, b, c, config=RunConfig())``. Nothing here claims a process mode or
+creates a Worker at import time.
+"""
+
+from __future__ import annotations
+
+from pypto.ir.execution import set_jit_executor
+from pypto.runtime.api import _compile_artifact, compile, jit_executor, load_cached, run
+from pypto.runtime.artifact_runtime import ArtifactRuntime
+from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
+from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
+from pypto.runtime.runner import RunConfig
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "ArtifactRuntime",
+    "CompiledArtifact",
+    "CompiledProgram",
+    "ModeConflictError",
+    "ProcessMode",
+    "RunConfig",
+    "__version__",
+    "_compile_artifact",
+    "compile",
+    "load_cached",
+    "run",
+]
+
+set_jit_executor(jit_executor)

@@ -1,0 +1,173 @@
+"""Public compile/run entry points, cache-backed restore, and the ``@pl.jit`` executor.
+
+``compile(program, *args)`` requests PROGRAM and returns a CompiledProgram;
+``_compile_artifact(program, *args, contract=KERNEL)`` returns a CompiledArtifact for one
+single-chip entry. Both go through ``_compile_to_files`` and the same ArtifactRuntime:
+identical inputs give one ArtifactKey, one store entry, and one build across processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
+from pypto.ir.compile import _compile_to_files
+from pypto.ir.contract import Contract, parse_platform
+from pypto.runtime import settings
+from pypto.runtime.artifact_runtime import Obtained, default_runtime
+from pypto.runtime.compiled import CompiledArtifact, CompiledProgram, build_prebuilt, toolchain_identity
+from pypto.runtime.runner import RunConfig
+
+__all__ = ["_compile_artifact", "artifact_key", "compile", "jit_executor", "load_cached", "run"]
+
+
+def _specialize(program: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(IR program or Specialization, key material) for what the caller passed."""
+    specialize = getattr(program, "specialize", None)
+    if callable(specialize):  # a @pl.jit function: specialise on the example arguments
+        spec = specialize(*args, **kwargs)
+        return spec, dict(spec.key_material)
+    if args or kwargs:
+        raise TypeError(
+            f"compile(program, *args): example arguments only apply to a @pl.jit function, got {type(program).__name__}"
+        )
+    material = getattr(program, "key_material", None)
+    if isinstance(material, dict):  # a Specialization
+        return program, dict(material)
+    ir = getattr(program, "program", program)
+    text = str(ir)
+    return program, {"kind": "ir", "ir_sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def artifact_key(material: dict[str, Any], *, contract: Contract, platform: str, runtime: str) -> ArtifactKey:
+    """The ArtifactKey of a specialisation: toolchain + source + specialisation + contract."""
+    toolchain = ToolchainIdentity.default().extended(**toolchain_identity(platform))
+    return ArtifactKey.compute(
+        toolchain=toolchain,
+        source=material.get("sources", {}),
+        specialization=material,
+        contract=contract,
+        platform=platform,
+        extra={"runtime": runtime, **settings.invalidating_snapshot()},
+    )
+
+
+def _obtain(
+    program: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    contract: Contract,
+    platform: str,
+    runtime: str,
+) -> tuple[Obtained, Any]:
+    spec, material = _specialize(program, args, kwargs)
+    key = artifact_key(material, contract=contract, platform=platform, runtime=runtime)
+
+    def generate(path: Path) -> None:
+        _compile_to_files(spec, path, contract=contract, platform=platform, runtime=runtime)
+
+    got = default_runtime().obtain(key, generate=generate, build=build_prebuilt)
+    return got, spec
+
+
+def compile(
+    program: Any,
+    *args: Any,
+    platform: str = "a2a3sim",
+    runtime: str = "tensormap_and_ringbuffer",
+    output_dir: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> CompiledProgram:
+    """Compile ``program`` for the PROGRAM contract.
+
+    Args:
+        program: A ``@pl.jit`` function (with example ``args`` to specialise on), a
+            Specialization, or an IR Program (``@pl.program``).
+        platform: Target platform (default ``"a2a3sim"``).
+        runtime: Chip runtime.
+        output_dir: Compile into this fresh directory instead of the artifact store.
+
+    Example:
+        >>> prog = pypto.runtime.compile(add, a, b, c)       # doctest: +SKIP
+        >>> prog(a, b, c); os.fspath(prog)                   # doctest: +SKIP
+    """
+    platform = parse_platform(platform)
+    if output_dir is not None:
+        spec, _ = _specialize(program, args, kwargs)
+        result = _compile_to_files(
+            spec, output_dir, contract=Contract.PROGRAM, platform=platform, runtime=runtime
+        )
+        return CompiledProgram(CompiledArtifact(result.output_dir, result.metadata), program=result.program)
+    got, spec = _obtain(program, args, kwargs, contract=Contract.PROGRAM, platform=platform, runtime=runtime)
+    artifact = CompiledArtifact.from_dir(got.path, require=Contract.PROGRAM, key=got.key)
+    return CompiledProgram(artifact, program=getattr(spec, "program", spec))
+
+
+def _compile_artifact(
+    program: Any,
+    *args: Any,
+    contract: Contract | str = Contract.KERNEL,
+    platform: str = "a2a3sim",
+    runtime: str = "tensormap_and_ringbuffer",
+    **kwargs: Any,
+) -> CompiledArtifact:
+    """Internal: compile one single-chip entry and return the CompiledArtifact itself."""
+    c = Contract.parse(contract)
+    got, _ = _obtain(program, args, kwargs, contract=c, platform=parse_platform(platform), runtime=runtime)
+    return CompiledArtifact.from_dir(got.path, require=c, key=got.key)
+
+
+def load_cached(
+    key: Any, *, consumer: Contract | str = Contract.PROGRAM, platform: str | None = None
+) -> CompiledProgram | CompiledArtifact | None:
+    """Restore a READY/GENERATED store entry: a CompiledArtifact is created first, then
+    wrapped for a PROGRAM consumer; a KERNEL consumer receives the artifact itself."""
+    rt = default_runtime()
+    got = rt.lookup(key) or rt.lookup(key, "GENERATED")
+    if got is None:
+        return None
+    c = Contract.parse(consumer)
+    artifact = CompiledArtifact.from_dir(got.path, platform=platform, require=c, key=got.key)
+    return CompiledProgram(artifact) if c is Contract.PROGRAM else artifact
+
+
+def run(program: Any, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Any:
+    """Compile (cached) and run ``program`` on ``args`` in program mode."""
+    config = config or RunConfig()
+    if isinstance(program, CompiledProgram):
+        return program(*args, config=config, **kwargs)
+    return _executor_call(program, args, kwargs, config)
+
+
+# -- @pl.jit executor ---------------------------------------------------------------------
+
+_programs: dict[tuple[Any, ...], CompiledProgram] = {}
+_programs_lock = threading.Lock()
+
+
+def _executor_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], config: RunConfig) -> Any:
+    spec = fn.specialize(*args, **kwargs)
+    memo = (id(fn), spec.key, config.platform, config.runtime)  # cheap in-memory level
+    with _programs_lock:
+        prog = _programs.get(memo)
+    if prog is None:
+        prog = compile(spec, platform=config.platform, runtime=config.runtime)
+        with _programs_lock:
+            prog = _programs.setdefault(memo, prog)
+    return prog(*args, config=config, **kwargs)
+
+
+def jit_executor(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Executes a ``@pl.jit`` call in program mode: ``fn(a, b, c, config=RunConfig())``."""
+    kwargs = dict(kwargs)
+    config = kwargs.pop("config", None) or RunConfig()
+    if not isinstance(config, RunConfig):
+        raise TypeError(
+            f"{getattr(fn, '__name__', fn)}(config=...): expected a RunConfig, got {type(config).__name__}"
+        )
+    return _executor_call(fn, args, kwargs, config)

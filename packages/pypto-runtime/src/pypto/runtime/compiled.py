@@ -1,0 +1,286 @@
+"""Compiled products: CompiledArtifact (one single-chip directory) and CompiledProgram.
+
+A :class:`CompiledArtifact` owns one artifact directory written by pypto-ir's
+``_compile_to_files``, the effective platform and the :class:`~pypto.ir.metadata.ArtifactMetadata`.
+``from_dir`` reads metadata only; the native callable is assembled on first use:
+
+- binaries come from ``prebuilt/`` when the directory holds binaries built by the same
+  toolchain (a READY store entry), checked against the entry's manifest as they are read;
+- otherwise every source is compiled in memory with ``simpler.toolchain``.
+
+A :class:`CompiledProgram` composes an artifact with the live IR (when compiled in this
+process), path compatibility (``os.fspath(prog)`` is the directory) and the program runner.
+Parameter names, output slots and return count all come from the metadata.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pypto.ir.contract import Contract, ExecutionMode, execution_mode
+from pypto.ir.metadata import ArtifactMetadata, KernelInfo, read_metadata
+from pypto.ir.param_info import ParamInfo
+from pypto.runtime import progress
+from pypto.runtime.artifact_runtime import BuildUnavailable, default_runtime
+from pypto.runtime.manifest import MANIFEST_NAME
+from pypto.runtime.store import check_key
+
+__all__ = ["PREBUILT_DIR", "CompiledArtifact", "CompiledProgram", "build_prebuilt", "toolchain_identity"]
+
+PREBUILT_DIR = "prebuilt"
+_TOOLCHAIN_FILE = f"{PREBUILT_DIR}/toolchain.json"
+_ORCH_BINARY = f"{PREBUILT_DIR}/orchestration.so"
+
+
+def _kernel_binary(k: KernelInfo) -> str:
+    return f"{PREBUILT_DIR}/kernels/{k.name}.so"
+
+
+def toolchain_identity(platform: str) -> dict[str, str]:
+    """What builds binaries for ``platform`` here: simpler's host toolchain for SIM platforms."""
+    if execution_mode(platform) is ExecutionMode.ONBOARD:
+        return {"backend": "cann", "toolchain": "unavailable"}
+    from simpler import toolchain
+
+    return {"backend": "host_cpp", "simpler_toolchain": toolchain.identity()}
+
+
+def _read_sources(path: Path, meta: ArtifactMetadata, rel: str) -> dict[str, str]:
+    return {Path(rel).name: (path / rel).read_text(encoding="utf-8")}
+
+
+def _compile_all(path: Path, meta: ArtifactMetadata) -> dict[str, bytes]:
+    """Compile the orchestration and every kernel: relative prebuilt path -> bytes."""
+    if execution_mode(meta.platform) is ExecutionMode.ONBOARD:
+        raise BuildUnavailable(
+            f"platform {meta.platform!r} needs CANN to build device binaries; only sources are kept"
+        )
+    from simpler import toolchain
+
+    jobs = [(_ORCH_BINARY, meta.orchestration.source)] + [(_kernel_binary(k), k.source) for k in meta.kernels]
+    out: dict[str, bytes] = {}
+    for target, source in progress.track(jobs, f"building {meta.name} ({len(jobs)} binaries)"):
+        out[target] = toolchain.compile_shared(_read_sources(path, meta, source))
+    return out
+
+
+def build_prebuilt(path: Path) -> None:
+    """ArtifactRuntime build step: add ``prebuilt/`` binaries to a generated directory."""
+    meta = read_metadata(path)
+    binaries = _compile_all(path, meta)
+    for rel, data in binaries.items():
+        target = path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    (path / _TOOLCHAIN_FILE).write_text(json.dumps(toolchain_identity(meta.platform), sort_keys=True))
+
+
+def _direction(p: ParamInfo) -> Any:
+    import simpler
+
+    return simpler.ArgDirection.Scalar if p.is_scalar else getattr(simpler.ArgDirection, p.direction.value)
+
+
+def _signature(params: tuple[ParamInfo, ...]) -> list[Any]:
+    tensors = [p for p in params if p.is_tensor]
+    scalars = [p for p in params if p.is_scalar]
+    return [_direction(p) for p in tensors + scalars]
+
+
+class CompiledArtifact:
+    """One single-chip artifact directory, its platform and metadata; native code loads lazily.
+
+    Args:
+        path: The artifact directory (holds ``compiled_meta.json``).
+        metadata: Its parsed metadata.
+        platform: Explicit platform override (reload on another simulator); default: the
+            metadata's platform.
+        key: The ArtifactKey digest when the directory came from the store.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        metadata: ArtifactMetadata,
+        *,
+        platform: str | None = None,
+        key: str | None = None,
+    ) -> None:
+        if not isinstance(metadata, ArtifactMetadata):
+            raise TypeError(
+                f"CompiledArtifact(metadata): expected ArtifactMetadata, got {type(metadata).__name__}"
+            )
+        self.path = Path(path)
+        self.metadata = metadata
+        self._platform = platform
+        self.key = None if key is None else check_key(key)
+        self._lock = threading.Lock()
+        self._callable: Any = None
+
+    @classmethod
+    def from_dir(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        platform: str | None = None,
+        require: Contract | str | None = None,
+        key: str | None = None,
+    ) -> CompiledArtifact:
+        """Read the metadata of ``path`` (no native code is loaded)."""
+        req = None if require is None else Contract.parse(require)
+        return cls(path, read_metadata(path, require=req), platform=platform, key=key)
+
+    # -- metadata accessors ---------------------------------------------------------------
+    @property
+    def platform(self) -> str:
+        """The effective platform: the explicit override, else the compiled one."""
+        return self._platform or self.metadata.platform
+
+    @property
+    def execution_mode(self) -> str:
+        return execution_mode(self.platform).value
+
+    @property
+    def runtime(self) -> str:
+        return self.metadata.runtime
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def params(self) -> tuple[ParamInfo, ...]:
+        return self.metadata.params
+
+    @property
+    def lowered_params(self) -> tuple[ParamInfo, ...]:
+        return self.metadata.lowered_params
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        return tuple(self.metadata.capabilities)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"CompiledArtifact({self.name!r}, path={str(self.path)!r}, platform={self.platform!r})"
+
+    # -- native loading -------------------------------------------------------------------
+    @property
+    def loaded(self) -> bool:
+        return self._callable is not None
+
+    def chip_callable(self) -> Any:
+        """The ``simpler.ChipCallable`` of this artifact, assembled once (thread-safe)."""
+        if self._callable is not None:
+            return self._callable
+        with self._lock:
+            if self._callable is None:
+                if self.key is not None:
+                    self._callable = default_runtime().load(self.key, self._assemble)
+                else:
+                    self._callable = self._assemble()
+        return self._callable
+
+    def _binaries(self) -> dict[str, bytes]:
+        meta = self.metadata
+        tool = self.path / _TOOLCHAIN_FILE
+        if tool.is_file() and json.loads(tool.read_text()) == toolchain_identity(self.platform):
+            wanted = [_ORCH_BINARY] + [_kernel_binary(k) for k in meta.kernels]
+            binaries = {rel: (self.path / rel).read_bytes() for rel in wanted}
+            self._check_against_manifest(binaries)
+            return binaries
+        return _compile_all(self.path, meta)
+
+    def _check_against_manifest(self, binaries: Mapping[str, bytes]) -> None:
+        mpath = self.path / MANIFEST_NAME
+        if not mpath.is_file():
+            return
+        listed = {f["path"]: f["sha256"] for f in json.loads(mpath.read_text())["files"]}
+        for rel, data in binaries.items():
+            if listed.get(rel) != hashlib.sha256(data).hexdigest():
+                raise RuntimeError(
+                    f"{self.path / rel}: binary changed after the entry was validated; "
+                    "run `python -m pypto.runtime cache verify --fix` and retry"
+                )
+
+    def _assemble(self) -> Any:
+        import simpler
+
+        meta = self.metadata
+        binaries = self._binaries()
+        children = [
+            (
+                k.func_id,
+                simpler.CoreCallable.build(
+                    _signature(k.params), binaries[_kernel_binary(k)], k.core_type, entry=k.entry, name=k.name
+                ),
+            )
+            for k in meta.kernels
+        ]
+        return simpler.ChipCallable.build(
+            _signature(meta.lowered_params), meta.orchestration.func_name, binaries[_ORCH_BINARY], children
+        )
+
+
+class CompiledProgram:
+    """A compiled program: an artifact, the live IR, and the program runner.
+
+    ``os.fspath(prog)`` is the artifact directory. Call it like the original function:
+    ``prog(a, b)`` allocates omitted Out parameters and returns what the signature returns.
+    """
+
+    def __init__(self, artifact: CompiledArtifact, *, program: Any = None) -> None:
+        if not isinstance(artifact, CompiledArtifact):
+            raise TypeError(
+                f"CompiledProgram(artifact): expected CompiledArtifact, got {type(artifact).__name__}"
+            )
+        self.artifact = artifact
+        self.program = program  # live IR when compiled in this process; None after a reload
+
+    @classmethod
+    def from_dir(cls, path: str | os.PathLike[str], *, platform: str | None = None) -> CompiledProgram:
+        """Reload a compiled program directory (metadata only; PROGRAM capability required)."""
+        return cls(CompiledArtifact.from_dir(path, platform=platform, require=Contract.PROGRAM))
+
+    @property
+    def path(self) -> Path:
+        return self.artifact.path
+
+    @property
+    def metadata(self) -> ArtifactMetadata:
+        return self.artifact.metadata
+
+    @property
+    def platform(self) -> str:
+        return self.artifact.platform
+
+    @property
+    def params(self) -> tuple[ParamInfo, ...]:
+        return self.artifact.params
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.artifact.params)
+
+    @property
+    def return_count(self) -> int:
+        return self.artifact.metadata.return_count
+
+    def __fspath__(self) -> str:
+        return str(self.artifact.path)
+
+    def __repr__(self) -> str:
+        return f"CompiledProgram({self.artifact.name!r}, path={str(self.path)!r}, platform={self.platform!r})"
+
+    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        from pypto.runtime.runner import run_artifact
+
+        return run_artifact(self.artifact, args, kwargs, config)

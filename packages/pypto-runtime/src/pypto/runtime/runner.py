@@ -1,0 +1,196 @@
+"""The program runner: bind a call to the logical signature, allocate outputs, run on a Worker.
+
+Binding and output allocation use the artifact's original, pre-lowering ``params`` (also after
+a reload); ``lowered_params`` only shapes the orchestration's ABI signature. Caller storage is
+passed by ``Buffer.wrap`` views, never copied. PROGRAM mode is claimed right before the Worker
+is touched, after every argument has been checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto.ir.param_info import DYNAMIC, Layout, ParamDirection, ParamInfo
+from pypto.runtime import mode_gate
+from pypto.runtime.host_tensors import (
+    HostTensor,
+    TensorBindingError,
+    allocate_like,
+    check_against,
+    describe,
+    is_tensor,
+)
+
+__all__ = ["RunConfig", "bind_arguments", "run_artifact"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How a program runs.
+
+    Args:
+        platform: ``"a2a3sim"`` (default) or ``"a5sim"``; ``"a2a3"``/``"a5"`` need an NPU.
+        runtime: The chip runtime (``"tensormap_and_ringbuffer"``).
+        device_id: Device ordinal (0 on the simulator).
+        call_config: A ``simpler.CallConfig`` for ring sizes and diagnostics (None: defaults).
+        timeout: Seconds to wait for the run (None: no limit).
+    """
+
+    platform: str = "a2a3sim"
+    runtime: str = "tensormap_and_ringbuffer"
+    device_id: int = 0
+    call_config: Any = None
+    timeout: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from pypto.ir.contract import parse_platform
+
+        parse_platform(self.platform)
+        if isinstance(self.device_id, bool) or not isinstance(self.device_id, int) or self.device_id < 0:
+            raise ValueError(f"RunConfig(device_id): expected an int >= 0, got {self.device_id!r}")
+
+
+def _signature_text(params: Sequence[ParamInfo]) -> str:
+    return ", ".join(f"{p.name}:{'scalar' if p.is_scalar else p.direction.value}" for p in params)
+
+
+def bind_arguments(
+    name: str, params: Sequence[ParamInfo], args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> list[Any]:
+    """Match a call to ``params``: every parameter positionally or by name, or (PROGRAM)
+    every Out parameter omitted together. Omitted Out slots are returned as None."""
+    by_name = {p.name: i for i, p in enumerate(params)}
+    for k in kwargs:
+        if k not in by_name:
+            raise TypeError(
+                f"{name}(): unexpected keyword argument {k!r}; parameters are ({_signature_text(params)})"
+            )
+    if len(args) + len(kwargs) == len(params) or kwargs:
+        slots: list[Any] = [None] * len(params)
+        filled = [False] * len(params)
+        if len(args) > len(params):
+            raise TypeError(
+                f"{name}(): takes {len(params)} arguments ({_signature_text(params)}), got {len(args)}"
+            )
+        for i, a in enumerate(args):
+            slots[i], filled[i] = a, True
+        for k, v in kwargs.items():
+            i = by_name[k]
+            if filled[i]:
+                raise TypeError(f"{name}(): parameter {k!r} given twice")
+            slots[i], filled[i] = v, True
+        for i, p in enumerate(params):
+            if not filled[i] and p.direction is not ParamDirection.OUT:
+                raise TypeError(
+                    f"{name}(): parameter {p.name!r} ({p.direction.value}) was not supplied; "
+                    f"parameters are ({_signature_text(params)})"
+                )
+        return slots
+    inputs = [i for i, p in enumerate(params) if p.direction is not ParamDirection.OUT]
+    if len(args) != len(inputs):
+        raise TypeError(
+            f"{name}(): expected {len(params)} arguments ({_signature_text(params)}), or the "
+            f"{len(inputs)} non-Out ones with the Out parameters allocated for you; got {len(args)}"
+        )
+    slots = [None] * len(params)
+    for i, a in zip(inputs, args, strict=True):
+        slots[i] = a
+    return slots
+
+
+def _output_shape(name: str, p: ParamInfo) -> tuple[int, ...]:
+    assert p.shape is not None
+    if DYNAMIC in p.shape:
+        raise TypeError(
+            f"{name}(): Out parameter {p.name!r} has dynamic shape {list(p.shape)}; pass the output "
+            "tensor explicitly so its extents are known"
+        )
+    return p.shape
+
+
+def run_artifact(
+    artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig | None
+) -> Any:
+    """Run ``artifact`` (a CompiledArtifact with PROGRAM capability) on the caller's tensors."""
+    import simpler
+    from pypto.runtime.worker import shared_worker
+
+    meta = artifact.metadata
+    name = meta.name
+    if "PROGRAM" not in artifact.capabilities:
+        raise RuntimeError(
+            f"{name}: this artifact was compiled for the KERNEL contract only; compile it with "
+            "pypto.runtime.compile() to run it as a program"
+        )
+    config = config if config is not None else RunConfig(platform=artifact.platform)
+    if not isinstance(config, RunConfig):
+        raise TypeError(
+            f"{name}(config=...): expected a pypto.runtime.RunConfig, got {type(config).__name__}"
+        )
+    if config.platform != artifact.platform:
+        raise ValueError(
+            f"{name}: compiled for platform {artifact.platform!r} but RunConfig.platform is "
+            f"{config.platform!r}; recompile, or reload with CompiledProgram.from_dir(path, platform=...)"
+        )
+    params = meta.params
+    slots = bind_arguments(name, params, args, kwargs)
+
+    # Describe and check every supplied tensor before anything is allocated or claimed.
+    views: dict[int, HostTensor] = {}
+    bound: dict[str, int] = {}
+    for i, (p, a) in enumerate(zip(params, slots, strict=True)):
+        what = f"{name}(): argument {p.name!r}"
+        if p.is_scalar:
+            if is_tensor(a) or isinstance(a, (list, tuple)) or a is None:
+                raise TypeError(f"{what}: expected a {p.dtype.value} scalar, got {type(a).__name__}")
+            continue
+        if p.layout is Layout.NZ:
+            raise NotImplementedError(
+                f"{what}: NZ-layout parameters need host-side NZ packing, not provided yet"
+            )
+        if a is None:
+            continue
+        view = describe(a, what=what)
+        check_against(view, p, bound, what=what)
+        views[i] = view
+    supplied = [a for a in slots if a is not None and is_tensor(a)]
+    for i, p in enumerate(params):
+        if p.is_tensor and slots[i] is None:
+            slots[i] = allocate_like(_output_shape(name, p), p.dtype, supplied)
+            views[i] = describe(slots[i], what=f"{name}(): output {p.name!r}")
+
+    task_args = simpler.TaskArgs()
+    for i, p in enumerate(params):
+        if p.is_tensor:
+            v = views[i]
+            buf = (
+                simpler.Buffer.wrap(v.ptr, v.span_bytes, owner=v.owner)
+                if v.span_bytes
+                else simpler.Buffer.allocate(1)
+            )
+            task_args.add_tensor(
+                buf.tensor(v.shape, v.dtype.wire_code, v.strides),
+                getattr(simpler.ArgDirection, p.direction.value),
+            )
+    for i, p in enumerate(params):
+        if p.is_scalar:
+            try:
+                task_args.add_scalar(slots[i], p.dtype.wire_code)
+            except ValueError as exc:
+                raise TensorBindingError(f"{name}(): scalar {p.name!r}: {exc}") from None
+
+    callable_ = artifact.chip_callable()  # loading native code never claims a mode
+    mode_gate.claim_program(f"{name}() on {config.platform}")
+    worker = shared_worker(config.platform, config.runtime, config.device_id)
+    handle = worker.register(callable_)
+    worker.run(handle, task_args, config.call_config, timeout=config.timeout)
+
+    results = tuple(slots[a] for a in meta.return_aliases)
+    if meta.return_count == 0:
+        return None
+    if meta.return_count == 1:
+        return results[0]
+    return results

@@ -1,0 +1,376 @@
+"""End to end on a2a3sim: PyPTO programs compiled, cached, run on caller numpy storage and
+compared with numpy; reload from a directory and from the store in a fresh process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+import pypto.runtime as rt
+from pypto.runtime import mode_gate
+from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
+from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
+
+ROWS, COLS, TILE = 256, 64, 64
+RNG = np.random.default_rng(7)
+
+
+def r(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def z(*shape: int) -> np.ndarray:
+    return np.zeros(shape, np.float32)
+
+
+@pl.jit
+def add_chunks(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(ROWS // TILE):
+            x = pl.load(a, [i * TILE, 0], [TILE, COLS])
+            y = pl.load(b, [i * TILE, 0], [TILE, COLS])
+            pl.store(pl.add(x, y), [i * TILE, 0], c)
+    return c
+
+
+@pl.jit
+def scalar_param(a: pl.Tensor, alpha: pl.FP32, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.mul(a, alpha)
+    return c
+
+
+@pl.jit
+def silu(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(x, [0, 0], [16, 64])
+        d = pl.add(pl.exp(pl.mul(t, -1.0)), 1.0)
+        pl.store(pl.mul(t, pl.recip(d)), [0, 0], out)
+    return out
+
+
+@pl.jit
+def row_softmax(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [32, 64])
+        tmp = pl.create_tile([32, 64], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
+        m: pl.Tile[[32, 1], pl.FP32] = pl.row_max(t, tmp)
+        e = pl.exp(pl.row_expand_sub(t, m))
+        s: pl.Tile[[32, 1], pl.FP32] = pl.row_sum(e, tmp)
+        pl.store(pl.row_expand_div(e, s), [0, 0], out)
+    return out
+
+
+@pl.jit
+def rms_norm(x: pl.Tensor, gamma: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        tx = pl.load(x, [0, 0], [16, 64])
+        tg = pl.load(gamma, [0, 0], [1, 64])
+        tmp = pl.create_tile([16, 64], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
+        ms: pl.Tile[[16, 1], pl.FP32] = pl.row_sum(pl.mul(tx, tx), tmp)
+        flat: pl.Tile[[1, 16], pl.FP32] = pl.reshape(ms, [1, 16])
+        flat = pl.sqrt(pl.add(pl.mul(flat, 1.0 / 64), 1e-6))
+        rms = pl.reshape(flat, [16, 1])
+        pl.store(pl.col_expand_mul(pl.row_expand_div(tx, rms), tg), [0, 0], out)
+    return out
+
+
+@pl.jit
+def cube_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        l1a = pl.load(a, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat)
+        l1b = pl.load(b, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat)
+        left = pl.move(l1a, target_memory=pl.MemorySpace.Left)
+        right = pl.move(l1b, target_memory=pl.MemorySpace.Right)
+        pl.store(pl.matmul(left, right), [0, 0], c)
+    return c
+
+
+@pl.jit
+def split_k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        a0 = pl.move(
+            pl.load(a, [0, 0], [32, 16], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
+        )
+        b0 = pl.move(
+            pl.load(b, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
+        )
+        acc: pl.Tile[[32, 32], pl.FP32] = pl.matmul(a0, b0)
+        a1 = pl.move(
+            pl.load(a, [0, 16], [32, 16], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
+        )
+        b1 = pl.move(
+            pl.load(b, [16, 0], [16, 32], target_memory=pl.MemorySpace.Mat),
+            target_memory=pl.MemorySpace.Right,
+        )
+        acc = pl.matmul_acc(acc, a1, b1)
+        pl.store(acc, [0, 0], c)
+    return c
+
+
+@pl.jit.incore
+def _mm_kernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    ta = pl.move(
+        pl.load(a, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
+    )
+    tb = pl.move(
+        pl.load(b, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
+    )
+    pl.store(pl.matmul(ta, tb), [0, 0], out)
+    return out
+
+
+@pl.jit.incore
+def _bias_relu_kernel(x: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+    pl.store(pl.relu(pl.add(pl.load(x, [0, 0], [32, 32]), pl.load(bias, [0, 0], [32, 32]))), [0, 0], out)
+    return out
+
+
+@pl.jit
+def fused_linear(x: pl.Tensor, w: pl.Tensor, bias: pl.Tensor, y: pl.Out[pl.Tensor]):
+    mid = pl.create_tensor([32, 32], dtype=pl.FP32)
+    mid = _mm_kernel(x, w, mid)
+    y = _bias_relu_kernel(mid, bias, y)
+    return y
+
+
+@pl.jit
+def two_stages(x: pl.Tensor, scratch: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1") as first:
+        scratch[:] = pl.add(x, x)
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage2", deps=[first]):
+        out[:] = pl.mul(scratch, scratch)
+    return scratch, out
+
+
+M = pl.dynamic("M")
+
+
+@pl.jit
+def dynamic_rows(a: pl.Tensor[[M, 32], pl.FP32], c: pl.Out[pl.Tensor[[M, 32], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(M // 16):
+            pl.store(pl.exp(pl.load(a, [i * 16, 0], [16, 32])), [i * 16, 0], c)
+    return c
+
+
+def _softmax(a: np.ndarray) -> np.ndarray:
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _rms(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * g
+
+
+# name -> (fn, inputs, outputs, numpy reference over inputs)
+CASES: dict[str, tuple[Any, tuple[Any, ...], tuple[tuple[int, ...], ...], Callable[..., Any]]] = {
+    "elementwise": (add_chunks, (r(ROWS, COLS), r(ROWS, COLS)), ((ROWS, COLS),), lambda a, b: a + b),
+    "scalar": (scalar_param, (r(16, 16), 0.5), ((16, 16),), lambda a, s: a * s),
+    "activation": (silu, (r(16, 64),), ((16, 64),), lambda x: x / (1 + np.exp(-x))),
+    "softmax": (row_softmax, (r(32, 64),), ((32, 64),), _softmax),
+    "normalisation": (rms_norm, (r(16, 64), r(1, 64)), ((16, 64),), _rms),
+    "matmul": (cube_matmul, (r(32, 32), r(32, 32)), ((32, 32),), lambda a, b: a @ b),
+    "matmul_acc": (split_k, (r(32, 32), r(32, 32)), ((32, 32),), lambda a, b: a @ b),
+    "fused_linear": (
+        fused_linear,
+        (r(32, 32), r(32, 32), r(32, 32)),
+        ((32, 32),),
+        lambda x, w, b: np.maximum(x @ w + b, 0),
+    ),
+    "task_graph": (two_stages, (r(16, 16),), ((16, 16), (16, 16)), lambda x: (x + x, (x + x) ** 2)),
+}
+
+
+@pytest.fixture(scope="module")
+def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("e2e-store")
+
+
+@pytest.fixture(autouse=True)
+def _shared_store(store_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One store for the module: each program compiles once and later tests hit the cache.
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(store_root))
+
+
+def _check(got: Any, want: Any) -> None:
+    got_t = got if isinstance(got, tuple) else (got,)
+    want_t = want if isinstance(want, tuple) else (want,)
+    assert len(got_t) == len(want_t)
+    for g, w in zip(got_t, want_t, strict=True):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_jit_call_runs_on_caller_storage(name: str) -> None:
+    fn, inputs, out_shapes, ref = CASES[name]
+    outs = tuple(np.full(s, np.nan, np.float32) for s in out_shapes)
+    result = fn(*inputs, *outs, config=rt.RunConfig())
+    want = ref(*inputs)
+    _check(result, want)
+    # Returned tensors are the caller's own Out arrays, written in place (no copies).
+    got = result if isinstance(result, tuple) else (result,)
+    assert all(g is o for g, o in zip(got, outs, strict=True))
+    assert mode_gate.current() is ProcessMode.PROGRAM
+
+
+@pytest.mark.parametrize("name", ["elementwise", "task_graph", "fused_linear"])
+def test_compiled_program_allocates_omitted_outputs(name: str) -> None:
+    fn, inputs, out_shapes, ref = CASES[name]
+    outs = tuple(z(*s) for s in out_shapes)
+    prog = rt.compile(fn, *inputs, *outs)
+    assert isinstance(prog, CompiledProgram)
+    assert Path(os.fspath(prog)).is_dir()
+    assert prog.param_names == tuple(fn.param_names)
+    _check(prog(*inputs), ref(*inputs))
+
+
+def test_dynamic_shapes_share_one_artifact() -> None:
+    for rows in (32, 64, 128):
+        a = r(rows, 32)
+        c = np.full((rows, 32), np.nan, np.float32)
+        assert dynamic_rows(a, c) is c
+        np.testing.assert_allclose(c, np.exp(a), rtol=1e-5)
+    prog = rt.compile(dynamic_rows, r(16, 32), z(16, 32))
+    assert prog.params[0].shape == (-1, 32)
+    with pytest.raises(TypeError, match="dynamic shape"):
+        prog(r(16, 32))  # a dynamic Out cannot be allocated by the runtime
+
+
+def test_scalar_argument_value_and_errors() -> None:
+    a = r(16, 16)
+    prog = rt.compile(scalar_param, a, 0.5, z(16, 16))
+    c = z(16, 16)
+    prog(a, 0.5, c)
+    np.testing.assert_allclose(c, a * 0.5, rtol=1e-6)
+    with pytest.raises(TypeError, match="'alpha'"):
+        prog(a, np.zeros(3), c)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'beta'"):
+        prog(a, 0.5, c, beta=1)
+
+
+def test_bad_tensor_arguments_name_the_parameter() -> None:
+    fn, inputs, _, _ = CASES["elementwise"]
+    prog = rt.compile(fn, *inputs, z(ROWS, COLS))
+    with pytest.raises(TypeError, match=r"argument 'b': expected dtype FP32, got FP16"):
+        prog(inputs[0], inputs[1].astype(np.float16))
+    with pytest.raises(TypeError, match=r"argument 'a': dimension 0 must be 256"):
+        prog(r(8, COLS), inputs[1])
+    with pytest.raises(TypeError, match="expected 3 arguments"):
+        prog(inputs[0])
+
+
+def test_torch_cpu_tensors_run_without_copies() -> None:
+    torch = pytest.importorskip("torch", reason="torch is optional for pypto-runtime")
+    a, b = torch.randn(ROWS, COLS), torch.randn(ROWS, COLS)
+    c = torch.empty(ROWS, COLS)
+    assert add_chunks(a, b, c) is c
+    torch.testing.assert_close(c, a + b)
+    out = rt.compile(add_chunks, a, b, c)(a, b)
+    assert isinstance(out, torch.Tensor)
+    torch.testing.assert_close(out, a + b)
+
+
+def test_compile_and_metadata_loading_never_claim(fresh_gate: None, tmp_path: Path) -> None:
+    fn, inputs, out_shapes, ref = CASES["activation"]
+    prog = rt.compile(fn, *inputs, z(*out_shapes[0]), output_dir=tmp_path / "silu")
+    again = CompiledProgram.from_dir(tmp_path / "silu")
+    again.artifact.chip_callable()  # native loading does not claim either
+    assert mode_gate.current() is None
+    _check(again(*inputs), ref(*inputs))
+    assert mode_gate.current() is ProcessMode.PROGRAM
+    assert prog.program is not None
+    assert again.program is None
+
+
+def test_kernel_process_refuses_program_run(fresh_gate: None) -> None:
+    fn, inputs, out_shapes, _ = CASES["activation"]
+    prog = rt.compile(fn, *inputs, z(*out_shapes[0]))
+    mode_gate.claim_kernel("pypto.torch.init (test)")
+    from pypto.runtime import worker
+
+    with worker._shared.lock:
+        worker._shared.workers.clear()
+    with pytest.raises(ModeConflictError, match="kernel mode"):
+        prog(*inputs)
+    assert worker._shared.workers == {}  # refused before any Worker existed
+
+
+def test_kernel_contract_artifact() -> None:
+    fn, inputs, out_shapes, _ = CASES["activation"]
+    art = rt._compile_artifact(fn, *inputs, z(*out_shapes[0]))
+    assert isinstance(art, CompiledArtifact)
+    assert art.capabilities == ("KERNEL",)
+    prog_art = rt.compile(fn, *inputs, z(*out_shapes[0])).artifact
+    assert prog_art.key != art.key  # the contract is part of the key
+    with pytest.raises(RuntimeError, match="KERNEL contract only"):
+        CompiledProgram(art)(*inputs, z(16, 64))
+    restored = rt.load_cached(art.key, consumer="KERNEL")
+    assert isinstance(restored, CompiledArtifact)
+    assert restored.path == art.path
+
+
+def test_platform_override_on_reload(tmp_path: Path) -> None:
+    fn, inputs, out_shapes, ref = CASES["activation"]
+    rt.compile(fn, *inputs, z(*out_shapes[0]), output_dir=tmp_path / "p")
+    prog = CompiledProgram.from_dir(tmp_path / "p", platform="a5sim")
+    assert prog.platform == "a5sim"
+    assert prog.artifact.execution_mode == "SIM"
+    with pytest.raises(ValueError, match="compiled for platform 'a5sim'"):
+        prog(*inputs, config=rt.RunConfig(platform="a2a3sim"))
+    _check(prog(*inputs, config=rt.RunConfig(platform="a5sim")), ref(*inputs))
+
+
+_FRESH = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import pypto.runtime as rt
+    import pypto.runtime.api as api
+    from pypto.runtime.compiled import CompiledProgram
+
+    mode, where = sys.argv[1], sys.argv[2]
+    x = np.linspace(-3, 3, 16 * 64, dtype=np.float32).reshape(16, 64)
+    if mode == "dir":
+        prog = CompiledProgram.from_dir(where)
+    else:
+        def refuse(*a, **k):
+            raise AssertionError("compiled again: the store entry was not used")
+        api._compile_to_files = refuse
+        import tests_prog
+        prog = rt.compile(tests_prog.silu, x, np.zeros_like(x))
+    out = prog(x)
+    np.testing.assert_allclose(out, x / (1 + np.exp(-x)), rtol=1e-5, atol=1e-6)
+    print("ok", prog.artifact.loaded)
+    """
+)
+
+
+def test_reload_from_dir_and_from_store_in_fresh_process(tmp_path: Path) -> None:
+    x = np.linspace(-3, 3, 16 * 64, dtype=np.float32).reshape(16, 64)
+    rt.compile(silu, x, z(16, 64), output_dir=tmp_path / "silu_dir")
+    # A module defining the same kernel, importable by the child.
+    src = Path(__file__).read_text()
+    (tmp_path / "tests_prog.py").write_text(src)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    rt.compile(silu, x, z(16, 64))  # populate the store from this process
+    for mode, where in (("dir", str(tmp_path / "silu_dir")), ("store", "")):
+        proc = subprocess.run(
+            [sys.executable, "-c", _FRESH, mode, where],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "ok True"
