@@ -25,8 +25,12 @@ N = 32  # tile edge: every tensor is N x N FP32
 
 @pl.jit.incore
 def matmul_kernel(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
-    tx = pl.move(pl.load(x, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left)
-    tw = pl.move(pl.load(w, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right)
+    tx = pl.move(
+        pl.load(x, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
+    )
+    tw = pl.move(
+        pl.load(w, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
+    )
     pl.store(pl.matmul(tx, tw), [0, 0], out)
     return out
 
