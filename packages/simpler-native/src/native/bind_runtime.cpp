@@ -209,6 +209,35 @@ void bind_runtime(nb::module_& m) {
             },
             "task_window"_a, "heap"_a, "dep_pool"_a, "workspace_budget_bytes"_a, "swimlane"_a, "dep_graph"_a,
             "output_prefix"_a)
+        .def("enable_kernel_mode", &Chip::enable_kernel_mode, "context_generation"_a)
+        .def_prop_ro("kernel_mode", &Chip::kernel_mode)
+        .def(
+            "kernel_register",
+            [](Chip& c, std::shared_ptr<ChipProgram> program) { return c.kernel_register(std::move(program)); },
+            "program"_a)
+        .def("kernel_unregister", &Chip::kernel_unregister, "slot"_a)
+        .def("kernel_generation", &Chip::kernel_generation, "slot"_a)
+        .def("kernel_template_bytes", &Chip::kernel_template_bytes, "slot"_a)
+        .def(
+            "kernel_launch",
+            [](Chip& c, int slot, const std::vector<TensorTuple>& tensors, const std::vector<std::uint64_t>& scalars,
+               const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
+               const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget, bool swimlane, bool dep_graph,
+               const std::string& output_prefix) {
+                std::vector<ChipTensor> ts;
+                ts.reserve(tensors.size());
+                for (std::size_t i = 0; i < tensors.size(); ++i) ts.push_back(make_tensor(tensors[i], i));
+                RunConfig cfg = make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph, output_prefix);
+                return c.kernel_launch(slot, ts, scalars, std::move(cfg));
+            },
+            "slot"_a, "tensors"_a, "scalars"_a, "task_window"_a, "heap"_a, "dep_pool"_a, "workspace_budget_bytes"_a,
+            "swimlane"_a, "dep_graph"_a, "output_prefix"_a)
+        .def(
+            "kernel_enqueue_block",
+            [](Chip& c, nb::bytes block) {
+                return c.kernel_enqueue_block(block.c_str(), block.size(), RunConfig{});
+            },
+            "block"_a)
         .def("close", &Chip::close, nb::call_guard<nb::gil_scoped_release>())
         .def_prop_ro("closed", &Chip::closed)
         .def("malloc", [](Chip& c, std::uint64_t n) { return c.memory().allocate(n); }, "nbytes"_a)

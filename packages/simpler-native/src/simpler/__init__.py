@@ -17,6 +17,7 @@ from simpler.buffers import Buffer, Tensor
 from simpler.callables import CallableHandle, ChipCallable, CoreCallable, CoreType
 from simpler.config import CallConfig
 from simpler.errors import DeviceError, SimplerError, UnsupportedPlatformError, WorkerClosedError
+from simpler.streams import Event, Stream
 from simpler.task_args import ChipStorageTaskArgs, TaskArgs
 from simpler.worker import MAX_CALLABLES, RunHandle, Worker
 
@@ -33,8 +34,10 @@ __all__ = [
     "CoreType",
     "DataType",
     "DeviceError",
+    "Event",
     "RunHandle",
     "SimplerError",
+    "Stream",
     "TaskArgs",
     "Tensor",
     "UnsupportedPlatformError",

@@ -23,6 +23,7 @@ from simpler import _native
 from simpler.callables import CallableHandle, ChipCallable, CoreCallable
 from simpler.config import CallConfig
 from simpler.errors import DeviceError, UnsupportedPlatformError, WorkerClosedError
+from simpler.streams import Stream
 from simpler.task_args import TaskArgs
 
 __all__ = ["MAX_CALLABLES", "RunHandle", "Worker"]
@@ -146,6 +147,8 @@ class Worker:
         self._kernels: dict[str, Any] = {}
         self._diagnostics: list[RunHandle] = []
         self._prewarm: CallConfig | None = None
+        self._streams: list[Stream] = []
+        self._default_stream: Stream | None = None
         self.borrowed_context_generation: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -200,7 +203,12 @@ class Worker:
                     f"but execution_mode is {self.execution_mode!r}"
                 )
             self._prewarm = prewarm_config
-            self._chip = _native.ChipRuntime(aic_threads=self.aic_threads, aiv_threads=self.aiv_threads)
+            chip = _native.ChipRuntime(aic_threads=self.aic_threads, aiv_threads=self.aiv_threads)
+            if self.execution_mode == "kernel":
+                chip.enable_kernel_mode(self.borrowed_context_generation)
+                self._default_stream = Stream(self, 0)
+                self._streams.append(self._default_stream)
+            self._chip = chip
 
     def close(self) -> None:
         """Finish queued runs, stop the chip threads and release the callables. Idempotent."""
@@ -267,15 +275,19 @@ class Worker:
             existing = self._handles.get(callable_.digest)
             if existing is not None:
                 return existing
-            if len(self._slots) >= MAX_CALLABLES:
+            if len(self._handles) >= MAX_CALLABLES:
                 raise ValueError(
-                    f"Worker.register: at most {MAX_CALLABLES} callables per Worker; {len(self._slots)} registered"
+                    f"Worker.register: at most {MAX_CALLABLES} callables per Worker; {len(self._handles)} registered"
                 )
             children = [(func_id, self._load_kernel(core)) for func_id, core in callable_.children]
             native = _native.load_chip_program(
                 callable_.binary, callable_.func_name, list(callable_.signature), children
             )
-            handle = CallableHandle(self._id, len(self._slots), callable_.digest, callable_, native)
+            slot = len(self._slots)
+            if self.execution_mode == "kernel":
+                # Kernel-entry admission and a residency generation for the slot.
+                slot = int(self._chip.kernel_register(native))
+            handle = CallableHandle(self._id, slot, callable_.digest, callable_, native)
             self._slots.append(handle)
             self._handles[callable_.digest] = handle
             return handle
@@ -293,24 +305,8 @@ class Worker:
             raise ValueError(
                 f"Worker.submit(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
             )
-        if not isinstance(args, TaskArgs):
-            raise TypeError(f"Worker.submit(args): expected a TaskArgs, got {type(args).__name__}")
         cfg = (config if config is not None else (self._prewarm or CallConfig())).validate()
-        cc: ChipCallable = handle.callable
-        sig = cc.signature
-        if args.tensor_count != cc.tensor_count or args.scalar_count != cc.scalar_count:
-            raise ValueError(
-                f"Worker.submit(args): '{cc.func_name}' expects {cc.tensor_count} tensors and {cc.scalar_count} scalars, "
-                f"got {args.tensor_count} and {args.scalar_count}"
-            )
-        mat = args.materialize()
-        for i, d in enumerate(mat.directions):
-            if d != sig[i]:
-                names = {1: "In", 2: "Out", 3: "InOut"}
-                raise ValueError(
-                    f"Worker.submit(args): tensor {i} of '{cc.func_name}' is {names.get(sig[i], sig[i])} "
-                    f"in the signature but was added as {names.get(d, d)}"
-                )
+        mat = _checked_args(handle, args, "submit")
         windows, heaps, pools = cfg.rings()
         native_run = chip.submit(
             handle._native,
@@ -340,6 +336,91 @@ class Worker:
     ) -> None:
         """Submit and wait; raises :class:`DeviceError` if the run failed."""
         self.submit(handle, args, config).result(timeout)
+
+    # -- kernel mode -------------------------------------------------------------------------
+
+    def _require_kernel(self, what: str) -> Any:
+        chip = self._require_chip(what)
+        if self.execution_mode != "kernel":
+            raise RuntimeError(
+                f"Worker.{what}: this Worker is in program mode (latched at construction); "
+                "create it with execution_mode='kernel'"
+            )
+        return chip
+
+    @property
+    def default_stream(self) -> Stream:
+        self._require_kernel("default_stream")
+        assert self._default_stream is not None
+        return self._default_stream
+
+    def create_stream(self) -> Stream:
+        """A new FIFO stream for :meth:`launch` (kernel mode)."""
+        self._require_kernel("create_stream")
+        with self._lock:
+            stream = Stream(self, len(self._streams))
+            self._streams.append(stream)
+            return stream
+
+    def residency_generation(self, handle: CallableHandle) -> int:
+        """The residency generation of a kernel-mode handle's slot (>= 1 while registered)."""
+        return int(self._require_kernel("residency_generation").kernel_generation(handle.slot))
+
+    def unregister(self, handle: CallableHandle) -> None:
+        """Retire a kernel-mode callable: later launches, and packets already queued, are stale."""
+        chip = self._require_kernel("unregister")
+        with self._lock:
+            if self._handles.get(handle.digest) is not handle:
+                raise ValueError(f"Worker.unregister(handle): {handle!r} is not registered on this Worker")
+            chip.kernel_unregister(handle.slot)
+            del self._handles[handle.digest]
+
+    def launch(
+        self,
+        handle: CallableHandle,
+        args: TaskArgs,
+        stream: Stream | None = None,
+        config: CallConfig | None = None,
+    ) -> RunHandle:
+        """Encode a TMR packet for ``handle`` and enqueue it (copy-on-enqueue) on ``stream``.
+
+        The simulated AICPU consumer decodes and validates the packet against the slot's trusted
+        view and the Worker's binding before anything runs; a stale or invalid packet fails the
+        returned RunHandle without running a kernel.
+
+        Raises:
+            ValueError: arguments do not match the callable, or the encoder rejected them
+                (message names the InvocationStatus).
+        """
+        chip = self._require_kernel("launch")
+        if not isinstance(handle, CallableHandle) or handle._worker_id != self._id:
+            raise ValueError(
+                f"Worker.launch(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
+            )
+        target = stream if stream is not None else self.default_stream
+        if not isinstance(target, Stream) or target.worker is not self:
+            raise ValueError(f"Worker.launch(stream): expected a Stream of this Worker, got {stream!r}")
+        cfg = (config if config is not None else (self._prewarm or CallConfig())).validate()
+        mat = _checked_args(handle, args, "launch")
+        windows, heaps, pools = cfg.rings()
+        native_run = chip.kernel_launch(
+            handle.slot,
+            list(mat.tensors),
+            list(mat.scalars),
+            list(windows),
+            list(heaps),
+            list(pools),
+            cfg.workspace_budget_bytes or 0,
+            cfg.swimlane,
+            cfg.dep_graph,
+            cfg.output_prefix or "",
+        )
+        run = RunHandle(native_run, args, handle)
+        target._enqueued(run)
+        if cfg.swimlane or cfg.dep_graph:
+            with self._lock:
+                self._diagnostics.append(run)
+        return run
 
     def flush_diagnostics(self) -> list[str]:
         """Wait for runs that write diagnostics and return the files written since the last flush."""
@@ -380,6 +461,28 @@ class Worker:
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("ready" if self._chip is not None else "new")
         return f"Worker(platform={self.platform!r}, runtime={self.runtime!r}, mode={self.execution_mode!r}, {state})"
+
+
+def _checked_args(handle: CallableHandle, args: TaskArgs, what: str) -> Any:
+    """Materialise ``args`` after checking counts and directions against the callable."""
+    if not isinstance(args, TaskArgs):
+        raise TypeError(f"Worker.{what}(args): expected a TaskArgs, got {type(args).__name__}")
+    cc: ChipCallable = handle.callable
+    sig = cc.signature
+    if args.tensor_count != cc.tensor_count or args.scalar_count != cc.scalar_count:
+        raise ValueError(
+            f"Worker.{what}(args): '{cc.func_name}' expects {cc.tensor_count} tensors and {cc.scalar_count} scalars, "
+            f"got {args.tensor_count} and {args.scalar_count}"
+        )
+    mat = args.materialize()
+    names = {1: "In", 2: "Out", 3: "InOut"}
+    for i, d in enumerate(mat.directions):
+        if d != sig[i]:
+            raise ValueError(
+                f"Worker.{what}(args): tensor {i} of '{cc.func_name}' is {names.get(sig[i], sig[i])} "
+                f"in the signature but was added as {names.get(d, d)}"
+            )
+    return mat
 
 
 def _host_span(obj: Any, nbytes: int | None, what: str, writable: bool = False) -> tuple[int, int, Any]:

@@ -22,7 +22,10 @@
 
 #include "callable.hpp"
 #include "device_memory.hpp"
+#include "simpler/wire/binding_ref.hpp"
 #include "simpler/wire/chip_tensor.hpp"
+#include "simpler/wire/prepared_view.hpp"
+#include "simpler/wire/submission.hpp"
 
 struct SimplerOrchContext;
 
@@ -93,6 +96,24 @@ public:
     void close();
     bool closed() const noexcept { return closed_.load(); }
 
+    // ---- Kernel mode (see docs/simpler-runtime.md, "Kernel mode") ----
+    // Latch kernel mode with the borrowed context's generation (nonzero). Throws if called twice.
+    void enable_kernel_mode(std::uint64_t context_generation);
+    bool kernel_mode() const noexcept { return binding_.context_generation != 0; }
+    // Admit a callable into a free slot (kernel-entry checks: signature counts, limits); returns
+    // the slot id (0..63). Its residency generation starts at 1 and grows on every re-admission.
+    int kernel_register(std::shared_ptr<const ChipProgram> program);
+    // Retire a slot: later launches and packets still queued for it are rejected as stale.
+    void kernel_unregister(int slot);
+    std::uint64_t kernel_generation(int slot) const;
+    // Encode a TMR packet through the slot's encoding cache and enqueue it copy-on-enqueue on
+    // the simulated AICPU. Throws std::invalid_argument naming the InvocationStatus on rejection.
+    std::shared_ptr<Run> kernel_launch(int slot, const std::vector<ChipTensor>& tensors,
+                                       const std::vector<std::uint64_t>& scalars, RunConfig config);
+    // Enqueue a raw transport block as if from a launch (tests of the consumer's validation).
+    std::shared_ptr<Run> kernel_enqueue_block(const void* block, std::size_t bytes, RunConfig config);
+    std::size_t kernel_template_bytes(int slot) const;
+
     DeviceMemory& memory() noexcept { return memory_; }
     const ChipOptions& options() const noexcept { return options_; }
 
@@ -114,7 +135,21 @@ private:
         std::vector<ChipTensor> tensors;
         std::vector<std::uint64_t> scalars;
         RunConfig config;
+        std::vector<std::uint8_t> block;  // kernel mode: the copied transport block
+        bool kernel_launch = false;
     };
+    struct KernelSlot {
+        std::shared_ptr<const ChipProgram> program;
+        PreparedInvocationView view{};
+        std::unique_ptr<TmrSubmissionOwner> owner;
+        bool live = false;
+        std::uint64_t generation = 0;
+    };
+    class LaunchRunner;
+
+    std::shared_ptr<Run> enqueue(Pending p);
+    std::string consume_kernel_launch(Pending& p);
+    static void complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files);
 
     void orchestrator_loop();
     void core_loop(int thread_index, CoreType type);
@@ -152,6 +187,9 @@ private:
     std::atomic<bool> closed_{false};
     std::mutex close_mu_;
     std::vector<std::thread> threads_;
+    mutable std::mutex slots_mu_;  // guards slots_ and binding_ (kernel mode)
+    std::array<KernelSlot, kMaxCallables> slots_{};
+    TmrBindingRef binding_{};
 };
 
 }  // namespace simpler::chip

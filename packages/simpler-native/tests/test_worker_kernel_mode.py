@@ -1,0 +1,158 @@
+"""Kernel mode: TMR packets through the encoding cache, copy-on-enqueue, AICPU-side validation."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import simpler
+from simpler import ArgDirection as D
+from simpler import Buffer, DataType, TaskArgs
+
+_generations = itertools.count(1000)
+
+
+@pytest.fixture
+def kworker() -> Iterator[simpler.Worker]:
+    w = simpler.Worker(execution_mode="kernel")
+    w.init(borrowed_context_generation=next(_generations))
+    yield w
+    w.close()
+
+
+def vadd_args(a: np.ndarray, b: np.ndarray, c: np.ndarray, tile: int) -> TaskArgs:
+    args = TaskArgs()
+    for arr, d in ((a, D.In), (b, D.In), (c, D.Out)):
+        args.add_tensor(Buffer.wrap(arr.ctypes.data, arr.nbytes, owner=arr).tensor(arr.shape, "FLOAT32"), d)
+    return args.add_scalar(tile, DataType.UINT32)
+
+
+def test_launch_runs_through_the_aicpu_consumer(
+    kworker: simpler.Worker, build_callable: Callable[[str], Any]
+) -> None:
+    h = kworker.register(build_callable("vadd_tiles"))
+    assert kworker.residency_generation(h) == 1
+    a = np.arange(1000, dtype=np.float32)
+    b = np.full(1000, 0.5, dtype=np.float32)
+    outs = [np.zeros_like(a) for _ in range(4)]
+    runs = [kworker.launch(h, vadd_args(a, b, c, 128)) for c in outs]
+    kworker.default_stream.synchronize()
+    for run, c in zip(runs, outs, strict=True):
+        assert run.done
+        np.testing.assert_array_equal(c, a + b)
+
+
+def test_args_object_may_be_reused_after_launch(
+    kworker: simpler.Worker, build_callable: Callable[[str], Any]
+) -> None:
+    # Copy-on-enqueue: the packet is a snapshot of the descriptors at launch time.
+    h = kworker.register(build_callable("vadd_tiles"))
+    a = np.ones(64, dtype=np.float32)
+    c1, c2 = np.zeros_like(a), np.zeros_like(a)
+    r1 = kworker.launch(h, vadd_args(a, a, c1, 16))
+    r2 = kworker.launch(h, vadd_args(a, a, c2, 64))
+    r1.result(timeout=30)
+    r2.result(timeout=30)
+    np.testing.assert_array_equal(c1, 2 * a)
+    np.testing.assert_array_equal(c2, 2 * a)
+
+
+def test_stale_packets_are_rejected_before_any_kernel_runs(
+    kworker: simpler.Worker, build_callable: Callable[[str], Any]
+) -> None:
+    h = kworker.register(build_callable("many_incs"))
+    counters = np.zeros(4, dtype=np.int64)
+    t = Buffer.wrap(counters.ctypes.data, counters.nbytes, owner=counters).tensor((4,), DataType.INT64)
+    slow = TaskArgs().add_tensor(t, D.InOut).add_scalar(8000, DataType.INT64).add_scalar(0, DataType.INT64)
+    args = TaskArgs().add_tensor(t, D.InOut).add_scalar(400, DataType.INT64).add_scalar(0, DataType.INT64)
+    first = kworker.launch(h, slow)  # keeps the AICPU busy while the others queue up
+    queued = [kworker.launch(h, args) for _ in range(20)]
+    kworker.unregister(h)  # packets still queued now carry a stale generation
+    first.result(timeout=30)
+    outcomes = []
+    for run in queued:
+        run.wait(30)
+        outcomes.append(run._native.error)
+    stale = [e for e in outcomes if e]
+    assert stale
+    assert all("StaleCallable" in e and "AICPU consumer" in e for e in stale)
+    # Every launch either ran completely (100 per counter) or not at all.
+    ran = outcomes.count("")
+    np.testing.assert_array_equal(counters, np.full(4, 2000 + 100 * ran))
+    with pytest.raises(ValueError, match="StaleCallable"):
+        kworker.launch(h, args)
+    h2 = kworker.register(build_callable("many_incs"))
+    assert kworker.residency_generation(h2) == 2  # same slot, next generation
+
+
+def test_consumer_rejects_a_corrupt_block(
+    kworker: simpler.Worker, build_callable: Callable[[str], Any]
+) -> None:
+    kworker.register(build_callable("vadd_tiles"))
+    chip = kworker._chip
+    bad = [
+        b"",
+        b"\x05\x00\x00\x00\x00\x00\x00\x00abc",
+        (56 + 3 * 128 + 8).to_bytes(8, "little") + bytes(56 + 3 * 128 + 8),
+    ]
+    for block in bad:
+        run = chip.kernel_enqueue_block(block)
+        assert run.wait(30)
+        assert "rejected by the AICPU consumer" in run.error
+        assert run.tasks_submitted == 0
+
+
+def test_streams_and_events(kworker: simpler.Worker, build_callable: Callable[[str], Any]) -> None:
+    h = kworker.register(build_callable("vadd_tiles"))
+    s1, s2 = kworker.create_stream(), kworker.create_stream()
+    a = np.arange(256, dtype=np.float32)
+    tmp, out = np.zeros_like(a), np.zeros_like(a)
+    kworker.launch(h, vadd_args(a, a, tmp, 32), stream=s1)  # tmp = 2a
+    ev = s1.record()
+    s2.wait_event(ev)
+    kworker.launch(h, vadd_args(tmp, a, out, 32), stream=s2)  # out = tmp + a
+    s2.synchronize()
+    assert ev.query()
+    np.testing.assert_array_equal(out, 3 * a)
+
+
+def test_stream_synchronize_raises_device_errors(
+    kworker: simpler.Worker, build_callable: Callable[[str], Any]
+) -> None:
+    h = kworker.register(build_callable("failures"))
+    x = np.zeros(16, dtype=np.float32)
+    t = Buffer.wrap(x.ctypes.data, x.nbytes, owner=x).tensor((16,), "FLOAT32")
+    kworker.launch(h, TaskArgs().add_tensor(t, D.In).add_scalar(0, DataType.INT64))
+    with pytest.raises(simpler.DeviceError, match="kernel 'fails'"):
+        kworker.default_stream.synchronize()
+
+
+def test_execution_mode_is_latched(
+    kworker: simpler.Worker, worker: simpler.Worker, build_callable: Callable[[str], Any]
+) -> None:
+    kh = kworker.register(build_callable("vadd_tiles"))
+    with pytest.raises(RuntimeError, match="kernel mode"):
+        kworker.submit(kh, TaskArgs())
+    ph = worker.register(build_callable("vadd_tiles"))
+    with pytest.raises(RuntimeError, match="program mode"):
+        worker.launch(ph, TaskArgs())
+
+
+def test_borrowed_context_generation_rules() -> None:
+    w = simpler.Worker(execution_mode="kernel")
+    with pytest.raises(ValueError, match="nonzero 64-bit int, got None"):
+        w.init()
+    g = next(_generations)
+    w.init(borrowed_context_generation=g)
+    other = simpler.Worker(execution_mode="kernel")
+    with pytest.raises(ValueError, match="already used by another Worker"):
+        other.init(borrowed_context_generation=g)
+    w.close()
+    other.init(borrowed_context_generation=g)  # released by close()
+    other.close()
+    with pytest.raises(ValueError, match="only kernel mode borrows a context"):
+        simpler.Worker().init(borrowed_context_generation=5)
