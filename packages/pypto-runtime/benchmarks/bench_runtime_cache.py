@@ -1,0 +1,165 @@
+"""pypto-runtime benchmarks: artifact cache and program-mode call overhead.
+
+1. A 3-kernel program (matmul on AIC, bias add and exp on AIV) compiled in a fresh process
+   with an empty store (cold: codegen + three g++ builds) and again in another fresh process
+   (cache hit: manifest validation + metadata), as time and ratio.
+2. Per-call program-mode overhead: a 64x64 element-wise add run through a compiled program,
+   beside numpy and torch (if installed) doing the same addition, in the same run.
+
+    python packages/pypto-runtime/benchmarks/bench_runtime_cache.py      # or: nox -s bench
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import pypto.language as pl
+import pypto.runtime as rt
+
+N = 32
+
+
+@pl.jit.incore
+def _mm(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
+    tx = pl.move(
+        pl.load(x, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
+    )
+    tw = pl.move(
+        pl.load(w, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
+    )
+    pl.store(pl.matmul(tx, tw), [0, 0], out)
+    return out
+
+
+@pl.jit.incore
+def _bias(h: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    pl.store(pl.add(pl.load(h, [0, 0], [N, N]), pl.load(b, [0, 0], [N, N])), [0, 0], out)
+    return out
+
+
+@pl.jit.incore
+def _exp(h: pl.Tensor, out: pl.Out[pl.Tensor]):
+    pl.store(pl.exp(pl.load(h, [0, 0], [N, N])), [0, 0], out)
+    return out
+
+
+@pl.jit
+def three_kernels(x: pl.Tensor, w: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
+    h = pl.create_tensor([N, N], dtype=pl.FP32)
+    h = _mm(x, w, h)
+    g = pl.create_tensor([N, N], dtype=pl.FP32)
+    g = _bias(h, b, g)
+    y = _exp(g, y)
+    return y
+
+
+@pl.jit
+def add64(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.add(pl.load(a, [0, 0], [64, 64]), pl.load(b, [0, 0], [64, 64])), [0, 0], c)
+    return c
+
+
+def _child() -> None:
+    """One fresh-process compile; prints seconds spent in compile() as JSON."""
+    x = np.zeros((N, N), np.float32)
+    t0 = time.perf_counter()
+    prog = rt.compile(three_kernels, x, x, x, x)
+    prog.artifact.chip_callable()  # binaries loaded and the callable assembled
+    print(json.dumps({"seconds": time.perf_counter() - t0, "kernels": len(prog.metadata.kernels)}))
+
+
+def _fresh_compile(store: str) -> tuple[float, float]:
+    """(seconds inside compile, wall seconds of the whole process)."""
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, __file__, "--child"],
+        env={**os.environ, "PYPTO_CACHE_DIR": store},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wall = time.perf_counter() - t0
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"]), wall
+
+
+def _per_call(fn: object, repeat: int) -> float:
+    f = fn  # type: ignore[assignment]
+    for _ in range(min(20, repeat)):
+        f()  # type: ignore[operator]
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        f()  # type: ignore[operator]
+    return (time.perf_counter() - t0) / repeat
+
+
+def _table(title: str, rows: list[tuple[str, str, str]]) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # pragma: no cover
+        print(title)
+        for row in rows:
+            print("  ", *row)
+        return
+    table = Table(title=title)
+    for col in ("measurement", "time", "ratio to baseline"):
+        table.add_column(col, justify="left" if col == "measurement" else "right")
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="pypto-bench-store-") as store:
+        cold, cold_wall = _fresh_compile(store)
+        hit, hit_wall = _fresh_compile(store)
+    _table(
+        "3-kernel program: compile in a fresh process (baseline: cold compile)",
+        [
+            ("cold: codegen + 4 builds (compile())", f"{cold * 1e3:.0f} ms", "1.00x"),
+            ("cache hit (compile())", f"{hit * 1e3:.1f} ms", f"{hit / cold:.3f}x"),
+            ("cold: whole process", f"{cold_wall * 1e3:.0f} ms", f"{cold_wall / cold:.2f}x"),
+            ("cache hit: whole process", f"{hit_wall * 1e3:.0f} ms", f"{hit_wall / cold:.2f}x"),
+        ],
+    )
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 64)).astype(np.float32)
+    c = np.empty_like(a)
+    prog = rt.compile(add64, a, b, c)
+    prog(a, b, c)
+    np.testing.assert_allclose(c, a + b)
+    repeat = 300
+    t_numpy = _per_call(lambda: np.add(a, b, out=c), repeat * 10)
+    t_prog = _per_call(lambda: prog(a, b, c), repeat)
+    t_jit = _per_call(lambda: add64(a, b, c), repeat)
+    rows = [("numpy np.add(a, b, out=c)", f"{t_numpy * 1e6:.1f} us", "1.00x")]
+    try:
+        import torch
+
+        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)
+        t_torch = _per_call(lambda: torch.add(ta, tb, out=tc), repeat * 10)
+        rows.append(("torch.add(a, b, out=c) (CPU)", f"{t_torch * 1e6:.1f} us", f"{t_torch / t_numpy:.2f}x"))
+    except ImportError:
+        rows.append(("torch.add (CPU)", "torch not installed", "-"))
+    rows += [
+        ("CompiledProgram call on a2a3sim", f"{t_prog * 1e6:.1f} us", f"{t_prog / t_numpy:.1f}x"),
+        ("@pl.jit call on a2a3sim", f"{t_jit * 1e6:.1f} us", f"{t_jit / t_numpy:.1f}x"),
+    ]
+    _table("64x64 FP32 add: per-call program-mode overhead (baseline: numpy)", rows)
+
+
+if __name__ == "__main__":
+    if "--child" in sys.argv:
+        _child()
+    else:
+        main()
