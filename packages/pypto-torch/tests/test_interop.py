@@ -380,6 +380,21 @@ def test_nz_input_admitted_with_complete_physical_matrix(npu, dtype) -> None:
     assert npu.log.count("physical") == 1
 
 
+def test_nz_input_with_dynamic_batch(npu) -> None:
+    sig = CallSignature([P("w", "In", [-1, 32, 64], "BF16", "NZ")], platform=npu)
+    desc = PhysicalDescriptor(29, (3, 4, 2, 16, 16), 0, 3 * 32 * 64 * 2)
+    w = npu.place(torch.zeros(3, 32, 64, dtype=torch.bfloat16), fmt=29, physical=desc)
+    frame = sig.describe_call([w])
+    assert frame.tensors[0].physical_shape == (3, 4, 2, 16, 16)
+    assert frame.tensors[0].nbytes == 3 * 32 * 64 * 2
+
+
+def test_nchw_base_format_accepted(npu) -> None:
+    x = npu.place(torch.ones(2, 4), fmt=0)
+    frame = axpy_sig(npu).describe_call([x, npu.place(torch.zeros(2, 4)), 1.0])
+    assert frame.tensors[0].format == 0
+
+
 def test_physical_query_is_lazy(npu) -> None:
     nz_sig(npu).describe_call(
         [npu.place(torch.zeros(32, 64, dtype=torch.float16)), npu.place(torch.zeros(3))]
@@ -520,15 +535,19 @@ def test_simulator_platform_uses_cpu_tensors_and_simulator_streams() -> None:
     assert platform_for("a2a3sim") is platform_for("a2a3sim")
 
 
-def test_npu_platform_loads_torch_npu_on_demand(run_without_optional_runtime) -> None:
+def test_imports_and_npu_queries_without_optional_runtime(run_without_optional_runtime) -> None:
     code = """
 import torch
+import pypto.torch, pypto.torch.interop
 from pypto.ir.param_info import ParamInfo
 from pypto.torch._platform import NpuRuntimeUnavailable
 from pypto.torch.interop import CallSignature
-sig = CallSignature([ParamInfo("x", "In", [2], "FP32")], platform="a2a3")
+params = [ParamInfo("x", "In", [2], "FP32"), ParamInfo("out", "Out", [2], "FP32")]
+# The simulator describes a whole call without any optional runtime module.
+assert CallSignature(params, [1]).describe_call([torch.ones(2), torch.zeros(2)]).device_index == 0
+sig = CallSignature(params, platform="a2a3")
 try:
-    sig.describe_call([torch.ones(2)])
+    sig.describe_call([torch.ones(2), torch.zeros(2)])
 except Exception as exc:
     assert "on the npu device" in str(exc), exc
 else:
@@ -544,19 +563,8 @@ print("ok")
     run = run_without_optional_runtime(code, blocked=(*DEFAULT_BLOCKED, "simpler"))
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "ok"
-    assert run.attempted == ("torch_npu",)  # only when a query needed it, and only there
-
-
-def test_interop_imports_and_describes_without_optional_runtime(run_without_optional_runtime) -> None:
-    code = """
-import torch
-import pypto.torch, pypto.torch.interop
-from pypto.ir.param_info import ParamInfo
-sig = pypto.torch.interop.CallSignature(
-    [ParamInfo("x", "In", [2], "FP32"), ParamInfo("out", "Out", [2], "FP32")], [1])
-assert sig.describe_call([torch.ones(2), torch.zeros(2)]).device_index == 0
-"""
-    run_without_optional_runtime(code, blocked=(*DEFAULT_BLOCKED, "simpler")).check()
+    # Nothing was attempted until an NPU query needed torch_npu, and then only torch_npu.
+    assert run.attempted == ("torch_npu",)
 
 
 def test_docstring_examples_run() -> None:

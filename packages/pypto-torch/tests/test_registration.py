@@ -419,3 +419,29 @@ assert torch.ops.pypto_isolated.op(torch.empty(3, device="meta"), out) is out
 
 def test_docstring_examples_run() -> None:
     assert doctest.testmod(registration).failed == 0
+
+
+def test_a_describe_call_backed_operator_passes_opcheck(library) -> None:
+    """The shape of the later kernel-mode operator: the real kernel describes its call on the
+    simulator platform, computes through the frame, and returns the frame's alias result."""
+    sig = RegistrationSignature([P("x", "In", [-1], "FP32"), P("out", "Out", [-1], "FP32")], [1])
+    call = sig.call_signature(platform="a2a3sim")
+    frames = []
+
+    def kernel(x, out):
+        frame = call.describe_call([x, out])
+        frames.append(frame)
+        src, dst = frame.tensors
+        dst.tensor.copy_(src.tensor * 2)
+        return frame.alias_result()
+
+    sig.define(library, "double")
+    library.impl("double", kernel, "CPU")
+    op = getattr(torch.ops, library.ns).double.default
+    x, out = torch.randn(6), torch.empty(6)
+    assert op(x, out) is out
+    torch.testing.assert_close(out, x * 2)
+    assert frames[-1].stream is not None
+    assert frames[-1].device_index == 0
+    result = torch.library.opcheck(op, (x, torch.empty(6)), test_utils=("test_schema", "test_faketensor"))
+    assert set(result.values()) == {"SUCCESS"}, result

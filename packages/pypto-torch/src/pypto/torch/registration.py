@@ -38,6 +38,7 @@ from pypto.ir.param_info import (
 )
 from pypto.torch._dtypes import to_torch_dtype
 from pypto.torch._validation import ArgumentError, check_scalar, check_tensor_signature, describe_param
+from pypto.torch.interop import CallSignature
 from torch._subclasses.fake_tensor import is_fake
 
 __all__ = ["ArgumentError", "RegistrationSignature"]
@@ -141,6 +142,11 @@ class RegistrationSignature:
     def __repr__(self) -> str:
         names = ", ".join(f"{p.name}:{p.direction.value}" for p in self.params)
         return f"RegistrationSignature([{names}], return_aliases={list(self.return_aliases)})"
+
+    def call_signature(self, *, platform: str | Any = "a2a3sim") -> CallSignature:
+        """The :class:`~pypto.torch.interop.CallSignature` with the same params and return
+        aliases, for the real kernel behind this schema to describe its calls with."""
+        return CallSignature(self.params, self.return_aliases, platform=platform)
 
     def schema(self, name: str) -> str:
         """The dispatcher schema of operator ``name`` (without namespace), e.g.
