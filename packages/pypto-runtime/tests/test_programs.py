@@ -374,3 +374,47 @@ def test_reload_from_dir_and_from_store_in_fresh_process(tmp_path: Path) -> None
         )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip() == "ok True"
+
+
+def test_diagnostics_never_go_into_the_store(store_root: Path, tmp_path: Path) -> None:
+    simpler = pytest.importorskip("simpler")
+    with pytest.raises(ValueError, match="inside the artifact store"):
+        rt.RunConfig(
+            call_config=simpler.CallConfig(swimlane=True, output_prefix=str(store_root / "v1" / "x"))
+        )
+    fn, inputs, out_shapes, ref = CASES["activation"]
+    cfg = rt.RunConfig(call_config=simpler.CallConfig(swimlane=True, output_prefix=str(tmp_path / "diag")))
+    _check(fn(*inputs, z(*out_shapes[0]), config=cfg), ref(*inputs))
+    assert list((tmp_path / "diag").rglob("*.json"))  # the trace was written outside the store
+
+
+_ENTRY_POINT = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import tests_prog  # defines @pl.jit functions; pypto.runtime is not imported here
+    assert "pypto.runtime" not in sys.modules
+    x = np.linspace(-3, 3, 16 * 64, dtype=np.float32).reshape(16, 64)
+    out = np.zeros_like(x)
+    tests_prog.silu(x, out)
+    np.testing.assert_allclose(out, x / (1 + np.exp(-x)), rtol=1e-5, atol=1e-6)
+    print("ok")
+    """
+)
+
+
+def test_jit_call_finds_the_runtime_through_its_entry_point(tmp_path: Path) -> None:
+    src = Path(__file__).read_text().replace("import pypto.runtime as rt\n", "")
+    src = src.replace("from pypto.runtime", "# from pypto.runtime")
+    (tmp_path / "tests_prog.py").write_text(src)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _ENTRY_POINT],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"

@@ -9,7 +9,8 @@ is touched, after every argument has been checked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pypto.ir.param_info import DYNAMIC, Layout, ParamDirection, ParamInfo
@@ -43,7 +44,6 @@ class RunConfig:
     device_id: int = 0
     call_config: Any = None
     timeout: float | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from pypto.ir.contract import parse_platform
@@ -51,6 +51,17 @@ class RunConfig:
         parse_platform(self.platform)
         if isinstance(self.device_id, bool) or not isinstance(self.device_id, int) or self.device_id < 0:
             raise ValueError(f"RunConfig(device_id): expected an int >= 0, got {self.device_id!r}")
+        prefix = getattr(self.call_config, "output_prefix", None)
+        if prefix:
+            from pypto.runtime import settings
+
+            root = settings.cache_dir().resolve()
+            where = Path(prefix).resolve()
+            if where == root or root in where.parents:
+                raise ValueError(
+                    f"RunConfig(call_config.output_prefix): {prefix!r} is inside the artifact store "
+                    f"{str(root)!r}, which is immutable; write diagnostics somewhere else"
+                )
 
 
 def _signature_text(params: Sequence[ParamInfo]) -> str:
