@@ -239,6 +239,7 @@ class _FnState:
     saw_call: bool = False
     saw_tile: bool = False
     multi: set[str] = field(default_factory=set)
+    outside_node: tuple[ast.AST, str] | None = None  # first on-core op outside a scope (Opaque)
 
 
 def parse_function(
@@ -308,8 +309,13 @@ class _Parser:
                 ft = FunctionType.Orchestration
             elif self.st.saw_tile:
                 ft = FunctionType.InCore
-        if ft is FunctionType.Orchestration and self.st.saw_tile and not self.st.saw_scope:
-            pass  # tile ops outside scopes were already rejected op by op
+        if ft is FunctionType.Orchestration and self.st.outside_node is not None:
+            where, opname = self.st.outside_node
+            raise self.err(
+                f"pl.{opname} runs on a core, but this function also submits work (pl.at scopes or "
+                "kernel calls); put it inside `with pl.at(level=pl.Level.CORE_GROUP):`",
+                where,
+            )
         return Function(name, tuple(params), returns, tuple(body), ft, span=self.src.span(self.src.tree))
 
     # ------------------------------------------------------------------ statements
@@ -498,10 +504,12 @@ class _Parser:
                 value_node,
             )
         if not self.st.in_scope and not self.st.func_type.is_kernel:
-            raise self.err(
-                "tensor computations run on a core: put this inside `with pl.at(level=pl.Level.CORE_GROUP):`",
-                s,
-            )
+            if self.st.func_type is not FunctionType.Opaque:
+                raise self.err(
+                    "tensor computations run on a core: put this inside `with pl.at(level=pl.Level.CORE_GROUP):`",
+                    s,
+                )
+            self.st.outside_node = self.st.outside_node or (s, "store")
         self.st.saw_tile = True
         return TensorWrite(tvar, tuple(offsets), value, span)
 
@@ -823,7 +831,10 @@ class _Parser:
             raise self.err(str(exc), node) from None
         is_kernel_work = full not in ("tensor.create", "tensor.dim")
         if is_kernel_work:
-            if not self.st.in_scope and not self.st.func_type.is_kernel:
+            outside = not self.st.in_scope and not self.st.func_type.is_kernel
+            if outside and self.st.func_type is FunctionType.Opaque:
+                self.st.outside_node = self.st.outside_node or (node, opname)
+            elif outside:
                 raise self.err(
                     f"pl.{opname} runs on a core: put it inside `with pl.at(level=pl.Level.CORE_GROUP):` "
                     "or in a @pl.jit.incore function",

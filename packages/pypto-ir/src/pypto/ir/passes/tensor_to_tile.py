@@ -29,6 +29,7 @@ from pypto.ir.nodes import (
     Yield,
 )
 from pypto.ir.ops import infer, tile_shape_for
+from pypto.ir.param_info import Layout
 from pypto.ir.types import MemorySpace, TensorType, TileType, Type
 
 NAME = "tensor_to_tile"
@@ -124,7 +125,10 @@ class _Lowerer:
                 return cached
             zeros = tuple(Const(0, DataType.INT64) for _ in shape)
             tile_shape_for(len(shape), shape, "load")
-            v = self.emit("tile.load", [e, zeros], {"shape": shape, "memory": memory}, out, "ld")
+            attrs: dict[str, object] = {"shape": shape, "memory": memory}
+            if tt.layout is Layout.NZ:
+                attrs["layout"] = Layout.NZ
+            v = self.emit("tile.load", [e, zeros], attrs, out, "ld")
             self.loaded[(e.name, memory)] = v
             return v
         return e  # a scalar operand

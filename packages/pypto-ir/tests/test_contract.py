@@ -1,0 +1,192 @@
+"""The KERNEL contract's rejections one by one, platforms, and the lowered ABI check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import pypto.language as pl
+from pypto.ir.compile import _compile_to_files
+from pypto.ir.contract import (
+    Contract,
+    ContractError,
+    ExecutionMode,
+    check_lowered_abi,
+    execution_mode,
+    validate_kernel_contract,
+)
+from pypto.ir.errors import CompileError
+from pypto.ir.metadata import MetadataError, read_metadata
+from pypto.ir.param_info import Layout, ParamInfo
+
+P = (
+    ParamInfo("a", "In", (16, 16), "FP32"),
+    ParamInfo("s", "In", None, "FP32"),
+    ParamInfo("o", "Out", (16, 16), "FP32"),
+    ParamInfo("io", "InOut", (16, 16), "FP32"),
+)
+
+
+def ok(**over: object) -> tuple[int, ...]:
+    args: dict[str, object] = {"entries": ["main"], "chips": 1, "params": P, "return_aliases": [2, 3, 2]}
+    args.update(over)
+    return validate_kernel_contract(**args)  # type: ignore[arg-type]
+
+
+def test_valid_kernel_contract_keeps_order_and_duplicates() -> None:
+    assert ok() == (2, 3, 2)
+
+
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"entries": []}, "exactly one entry, got 0"),
+        ({"entries": ["a", "b"]}, "exactly one entry, got 2"),
+        ({"chips": 2}, "exactly one chip, got 2"),
+        ({"supplied": [True, True, False, True]}, "'o' is Out but was not supplied"),
+        ({"supplied": [True, True, True, False]}, "'io' is InOut but was not supplied"),
+        ({"return_aliases": [None]}, "return value 0 does not alias a parameter"),
+        ({"return_aliases": [1]}, "names scalar 's'"),
+        ({"return_aliases": [9]}, "outside the signature"),
+        ({"return_aliases": [0]}, "aliases read-only parameter 'a'"),
+        (
+            {"runtime": "host_build_graph", "host_tensor_access": ["read a[0]"]},
+            "host_build_graph runtime cannot read",
+        ),
+        ({"params": (*P, ParamInfo("a", "In", (1,), "FP32"))}, "repeats"),
+    ],
+)
+def test_kernel_rejections(over: dict[str, object], match: str) -> None:
+    with pytest.raises((ContractError, ValueError), match=match):
+        ok(**over)
+
+
+def test_host_build_graph_without_host_access_is_fine() -> None:
+    assert ok(runtime="host_build_graph") == (2, 3, 2)
+
+
+@pytest.mark.parametrize(
+    ("lowered", "match"),
+    [
+        (P[:3], "3 parameters, the signature has 4"),
+        ((P[1], P[0], P[2], P[3]), "name changed"),
+        ((P[0], P[1], ParamInfo("o", "InOut", (16, 16), "FP32"), P[3]), "direction changed"),
+        ((P[0], P[1], ParamInfo("o", "Out", (16, 16), "FP16"), P[3]), "dtype changed"),
+        ((P[0], P[1], ParamInfo("o", "Out", (16, 8), "FP32"), P[3]), "changed shape"),
+        ((P[0], P[1], ParamInfo("o", "Out", (16, 16), "FP32", Layout.NZ), P[3]), "layout changed"),
+        ((P[0], ParamInfo("s", "In", (1,), "FP32"), P[2], P[3]), "between scalar and tensor"),
+    ],
+)
+def test_lowered_abi_check(lowered: tuple[ParamInfo, ...], match: str) -> None:
+    with pytest.raises(ContractError, match=match):
+        check_lowered_abi(P, lowered)
+
+
+def test_nz_may_change_shape_only() -> None:
+    logical = (ParamInfo("w", "In", (32, 32), "FP16", Layout.NZ),)
+    blocked = (ParamInfo("w", "In", (2, 2, 16, 16), "FP16", Layout.NZ),)
+    check_lowered_abi(logical, blocked)
+
+
+def test_platform_selects_execution_mode_independently() -> None:
+    assert execution_mode("a2a3sim") is ExecutionMode.SIM
+    assert execution_mode("a5sim") is ExecutionMode.SIM
+    assert execution_mode("a2a3") is ExecutionMode.ONBOARD
+    assert execution_mode("a5") is ExecutionMode.ONBOARD
+    with pytest.raises(ValueError, match="platform"):
+        execution_mode("gpu")
+    with pytest.raises(ValueError, match="PROGRAM or KERNEL"):
+        Contract.parse("BOTH")
+
+
+class HostArray:
+    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+
+def t(*shape: int) -> HostArray:
+    return HostArray(shape)
+
+
+@pl.jit
+def good_kernel(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.exp(a)
+    return o
+
+
+@pl.jit
+def returns_input(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o[:] = pl.exp(a)
+    return a
+
+
+@pl.jit.incore
+def _cp(src: pl.Tensor, dst: pl.Out[pl.Tensor]):
+    pl.store(pl.load(src, [0, 0], [16, 16]), [0, 0], dst)
+    return dst
+
+
+@pl.jit
+def returns_internal(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    mid = pl.create_tensor([16, 16], dtype=pl.FP32)
+    mid = _cp(a, mid)
+    return mid
+
+
+def test_kernel_compile_records_the_contract(tmp_path: Path) -> None:
+    r = _compile_to_files(
+        good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="KERNEL", platform="a2a3sim"
+    )
+    meta = read_metadata(tmp_path, require=Contract.KERNEL)
+    assert meta == r.metadata
+    assert meta.capabilities == ("KERNEL",)
+    assert meta.return_aliases == (1,)
+    with pytest.raises(MetadataError, match="lacks the PROGRAM capability"):
+        read_metadata(tmp_path, require=Contract.PROGRAM)
+
+
+def test_kernel_compile_rejects_read_only_return(tmp_path: Path) -> None:
+    with pytest.raises(ContractError, match="aliases read-only parameter 'a'"):
+        _compile_to_files(
+            returns_input.specialize(t(16, 16), t(16, 16)), tmp_path, contract="KERNEL", platform="a2a3sim"
+        )
+    assert not any(tmp_path.iterdir())
+
+
+def test_kernel_compile_rejects_internal_return(tmp_path: Path) -> None:
+    with pytest.raises(ContractError, match="does not alias a parameter"):
+        _compile_to_files(
+            returns_internal.specialize(t(16, 16), t(16, 16)), tmp_path, contract="KERNEL", platform="a2a3sim"
+        )
+    with pytest.raises(CompileError, match="not one of the function's tensor parameters"):
+        _compile_to_files(
+            returns_internal.specialize(t(16, 16), t(16, 16)),
+            tmp_path,
+            contract="PROGRAM",
+            platform="a2a3sim",
+        )
+
+
+def test_kernel_compile_rejects_unsupplied_output(tmp_path: Path) -> None:
+    with pytest.raises(ContractError, match="'o' is Out but was not supplied"):
+        _compile_to_files(
+            good_kernel.specialize(t(16, 16), t(16, 16)),
+            tmp_path,
+            contract="KERNEL",
+            platform="a2a3sim",
+            supplied=(True, False),
+        )
+
+
+def test_compile_into_a_used_directory_is_refused(tmp_path: Path) -> None:
+    _compile_to_files(
+        good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a5sim"
+    )
+    with pytest.raises(FileExistsError, match="fresh directory"):
+        _compile_to_files(
+            good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a5sim"
+        )

@@ -1,0 +1,277 @@
+"""Parser: what the language accepts, and mistakes reported at file:line:col with the source
+line, a caret and a sentence that says what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import pytest
+
+import pypto.language as pl
+from pypto.ir.errors import KernelError
+from pypto.ir.nodes import Assign, Call, For, Scope, TensorWrite, walk_stmts
+from pypto.ir.types import MemorySpace, TensorType, TileType
+
+
+class HostArray:
+    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+
+def t(*shape: int) -> HostArray:
+    return HostArray(shape)
+
+
+# ----------------------------------------------------------------------------- kernels with mistakes
+
+
+@pl.jit
+def wrong_arity(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 16])
+        pl.store(pl.add(x), [0, 0], c)
+    return c
+
+
+@pl.jit
+def shape_mismatch(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 16])
+        y = pl.load(a, [0, 0], [16, 8])
+        pl.store(pl.add(x, y), [0, 0], c)
+    return c
+
+
+@pl.jit
+def wrong_space(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 16], target_memory=pl.MemorySpace.Mat)
+        pl.store(pl.exp(x), [0, 0], c)
+    return c
+
+
+@pl.jit
+def unsupported_while(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        while True:
+            pass
+    return c
+
+
+@pl.jit
+def unknown_name(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 16])
+        pl.store(pl.add(x, missing_tile), [0, 0], c)  # noqa: F821
+    return c
+
+
+@pl.jit
+def tile_op_outside_scope(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    x = pl.load(a, [0, 0], [16, 16])
+    pl.store(x, [0, 0], c)
+    return c
+
+
+@pl.jit
+def window_out_of_bounds(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [8, 0], [16, 16])
+        pl.store(x, [0, 0], c)
+    return c
+
+
+@pl.jit
+def write_shape_mismatch(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[0:8, :] = pl.add(a, a)
+    return c
+
+
+@pl.jit
+def bad_keyword(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 16], memory=pl.MemorySpace.Vec)
+        pl.store(x, [0, 0], c)
+    return c
+
+
+@pl.jit
+def bad_annotation(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x: pl.Tile[[16, 8], pl.FP32] = pl.load(a, [0, 0], [16, 16])
+        pl.store(x, [0, 0], c)
+    return c
+
+
+@pl.jit
+def matmul_wrong_space(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 16], target_memory=pl.MemorySpace.Mat)
+        pl.store(pl.matmul(x, x), [0, 0], c)
+    return c
+
+
+def _line_of(fn: Any, needle: str) -> tuple[int, int]:
+    lines, first = inspect.getsourcelines(fn.__wrapped__)
+    for i, text in enumerate(lines):
+        if needle in text:
+            return first + i, text.index(needle) + 1
+    raise AssertionError(needle)
+
+
+ERRORS = [
+    (wrong_arity, "pl.add(x)", "pl.add(lhs, rhs)", "missing a required argument"),
+    (shape_mismatch, "pl.add(x, y)", "operand shapes differ: [16, 16] vs [16, 8]", "row_expand"),
+    (wrong_space, "pl.exp(x)", "must be in Vec memory, got a tile in Mat", "pl.move("),
+    (unsupported_while, "while True", "unsupported Python construct in a kernel: while loops", "pl.range"),
+    (unknown_name, "missing_tile", "unknown name 'missing_tile'", "module-level constant"),
+    (tile_op_outside_scope, "pl.load(a", "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`", "incore"),
+    (
+        window_out_of_bounds,
+        "pl.load(a",
+        "the window [8, 24) on axis 0 exceeds the tensor extent 16",
+        "window",
+    ),
+    (
+        write_shape_mismatch,
+        "c[0:8, :]",
+        "shape mismatch: the window of 'c' is [8, 16] but the value is [16, 16]",
+        "",
+    ),
+    (bad_keyword, "pl.load(a", "unexpected keyword argument 'memory'", "target_memory"),
+    (
+        bad_annotation,
+        "pl.Tile[[16, 8]",
+        "annotated Tile[[16, 8], FP32] but the value is Tile[[16, 16], FP32, Vec]",
+        "",
+    ),
+    (matmul_wrong_space, "pl.matmul(x, x)", "the left operand must be in Left memory", "pl.move("),
+]
+
+
+@pytest.mark.parametrize(("fn", "needle", "message", "hint"), ERRORS, ids=[e[0].__name__ for e in ERRORS])
+def test_error_points_at_source(fn: Any, needle: str, message: str, hint: str) -> None:
+    with pytest.raises(KernelError) as info:
+        fn.specialize(t(16, 16), t(16, 16))
+    text = str(info.value)
+    line, col = _line_of(fn, needle)
+    head, src, caret = text.split("\n")[:3]
+    assert head.startswith(f"{__file__}:{line}:{col}: error: "), head
+    assert message in head
+    assert hint in head
+    assert needle in src
+    assert caret.index("^") == src.index(needle)
+    assert re.fullmatch(r" *\^~*", caret)
+
+
+# ----------------------------------------------------------------------------- what parses
+
+
+@pl.jit
+def everything(a: pl.Tensor, b: pl.Tensor, alpha: pl.FP32, c: pl.InOut[pl.Tensor]):
+    """Docstrings are skipped."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="body") as tid:
+        for i in pl.range(0, 32, 16):
+            x = pl.load(a, [i, 0], [16, 32])
+            y = pl.load(b, [i, 0], [16, 32])
+            z = (x + y) * alpha
+            z = pl.maximum(z, pl.minimum(x, y))
+            z -= 1.0
+            pl.store(z, [i, 0], c)
+    with pl.at(level=pl.Level.CORE_GROUP, deps=[tid]):
+        c[:] = pl.relu(pl.add(c, a))
+    return c
+
+
+def test_everything_parses_into_scopes_loops_and_writes() -> None:
+    spec = everything.specialize(t(32, 32), t(32, 32), 2.0, t(32, 32))
+    entry = spec.program.entry_function
+    scopes = [s for s in walk_stmts(entry.body) if isinstance(s, Scope)]
+    assert [s.name_hint for s in scopes] == ["body", None]
+    assert scopes[1].deps[0].name == "tid"  # type: ignore[union-attr]
+    loops = [s for s in walk_stmts(entry.body) if isinstance(s, For)]
+    assert len(loops) == 1
+    ops = [s.value.op for s in walk_stmts(entry.body) if isinstance(s, Assign) and isinstance(s.value, Call)]
+    assert ops.count("tile.load") == 2
+    assert "tile.maximum" in ops
+    assert "tile.sub" in ops  # z -= 1.0
+    writes = [s for s in walk_stmts(entry.body) if isinstance(s, TensorWrite)]
+    assert len(writes) == 1
+    assert isinstance(writes[0].value.type, TensorType)
+    # the jit scalar is a specialisation constant: inlined, but still in the signature
+    assert [p.name for p in spec.params] == ["a", "b", "alpha", "c"]
+    assert "2.0" in str(spec.program)
+
+
+def test_annotated_program_functions() -> None:
+    @pl.program
+    class Prog:
+        @pl.function(type=pl.FunctionType.InCore)
+        def kernel(
+            self,
+            a: pl.Tensor[[16, 16], pl.FP16],
+            out: pl.Out[pl.Tensor[[16, 16], pl.FP16]],
+        ) -> pl.Tensor[[16, 16], pl.FP16]:
+            tile: pl.Tile[[16, 16], pl.FP16] = pl.load(a, [0, 0], [16, 16])
+            result: pl.Tensor[[16, 16], pl.FP16] = pl.store(pl.abs(tile), [0, 0], out)
+            return result
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[16, 16], pl.FP16], out: pl.Out[pl.Tensor[[16, 16], pl.FP16]]):
+            out = self.kernel(a, out)
+            return out
+
+    assert Prog.entry == "main"
+    assert set(Prog.functions) == {"kernel", "main"}
+    k = Prog.functions["kernel"]
+    assert k.func_type is pl.FunctionType.InCore
+    tile_vars = [
+        s.var for s in walk_stmts(k.body) if isinstance(s, Assign) and isinstance(s.var.type, TileType)
+    ]
+    assert tile_vars[0].type == TileType((16, 16), pl.FP16, MemorySpace.Vec)
+
+
+def test_program_of_one_kernel_gets_a_main() -> None:
+    @pl.program
+    class Single:
+        @pl.function
+        def k(self, a: pl.Tensor[[8, 8], pl.FP32], o: pl.Out[pl.Tensor[[8, 8], pl.FP32]]):
+            pl.store(pl.neg(pl.load(a, [0, 0], [8, 8])), [0, 0], o)
+
+    assert Single.entry == "main"
+    assert Single.functions["k"].func_type is pl.FunctionType.InCore
+
+
+def test_bare_tensor_outside_jit_is_rejected() -> None:
+    with pytest.raises(KernelError, match=r"bare pl\.Tensor takes its shape from the call"):
+
+        @pl.program
+        class Bad:
+            @pl.function
+            def k(self, a: pl.Tensor, o: pl.Out[pl.Tensor]):
+                pl.store(pl.load(a, [0, 0], [8, 8]), [0, 0], o)
+
+
+def test_ops_refuse_to_run_as_python() -> None:
+    with pytest.raises(RuntimeError, match=r"runs only inside a @pl\.jit"):
+        pl.add(1, 2)
+    with pytest.raises(RuntimeError, match="runs only inside a kernel body"):
+        pl.range(3)
+
+
+def test_type_annotations_of_the_language() -> None:
+    n = pl.dynamic("N")
+    ann = pl.Tensor[[n, 64], pl.BF16]
+    assert ann.shape == (n, 64)
+    assert ann.dtype is pl.BF16
+    assert pl.Out[pl.Tensor].direction.value == "Out"
+    with pytest.raises(TypeError, match="always In"):
+        pl.Out[pl.FP32]
+    with pytest.raises(TypeError, match="static"):
+        pl.Tile[[n, 4], pl.FP32]
+    with pytest.raises(ValueError, match="identifier"):
+        pl.dynamic("1x")

@@ -1,0 +1,61 @@
+"""Return lineage: which external parameter each returned tensor aliases, in order, with duplicates."""
+
+from __future__ import annotations
+
+import pypto.language as pl
+from pypto.ir.passes import ssa
+from pypto.ir.passes.return_lineage import entry_aliases
+
+
+class HostArray:
+    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+
+def t(*shape: int) -> HostArray:
+    return HostArray(shape)
+
+
+@pl.jit.incore
+def _copy(src: pl.Tensor, dst: pl.Out[pl.Tensor]):
+    pl.store(pl.load(src, [0, 0], [16, 16]), [0, 0], dst)
+    return dst
+
+
+@pl.jit
+def dup_returns(a: pl.Tensor, alpha: pl.FP32, o1: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor]):
+    o1 = _copy(a, o1)
+    tmp = pl.create_tensor([16, 16], dtype=pl.FP32)
+    tmp = _copy(a, tmp)
+    o2 = _copy(tmp, o2)
+    return o2, o1, o2
+
+
+@pl.jit
+def returns_internal(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    tmp = pl.create_tensor([16, 16], dtype=pl.FP32)
+    tmp = _copy(a, tmp)
+    return tmp
+
+
+@pl.jit
+def through_loop(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    for _i in pl.range(3):
+        o = _copy(a, o)
+    return o
+
+
+def test_aliases_are_ordered_with_duplicates_and_count_scalar_slots() -> None:
+    prog = ssa.run(dup_returns.specialize(t(16, 16), 1.0, t(16, 16), t(16, 16)).program)
+    assert entry_aliases(prog) == (3, 2, 3)
+
+
+def test_internal_tensor_aliases_nothing() -> None:
+    prog = ssa.run(returns_internal.specialize(t(16, 16), t(16, 16)).program)
+    assert entry_aliases(prog) == (None,)
+
+
+def test_lineage_follows_loop_carried_values() -> None:
+    prog = ssa.run(through_loop.specialize(t(16, 16), t(16, 16)).program)
+    assert entry_aliases(prog) == (1,)

@@ -1,0 +1,95 @@
+"""Tensor-to-tile lowering: tensor-level statements in kernels become load/compute/store."""
+
+from __future__ import annotations
+
+import pytest
+
+import pypto.language as pl
+from pypto.ir.errors import KernelError
+from pypto.ir.nodes import Assign, Call, ExprStmt, TensorWrite, walk_stmts
+from pypto.ir.passes import call_directions, outline_scopes, ssa, tensor_to_tile
+from pypto.ir.types import MemorySpace
+from pypto.ir.verifier import VerifyLevel, verify
+
+
+class HostArray:
+    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+
+def t(*shape: int) -> HostArray:
+    return HostArray(shape)
+
+
+def _lower(fn, *args):  # type: ignore[no-untyped-def]
+    prog = call_directions.run(outline_scopes.run(ssa.run(fn.specialize(*args).program)))
+    out = tensor_to_tile.run(prog)
+    verify(out, VerifyLevel(ssa=True, outlined=True, lowered=True), "tensor_to_tile")
+    return out
+
+
+def _ops(fn):  # type: ignore[no-untyped-def]
+    return [
+        (s.value.op, s.value.attr("memory"))
+        for s in walk_stmts(fn.body)
+        if isinstance(s, (Assign, ExprStmt)) and isinstance(s.value, Call)
+    ]
+
+
+@pl.jit
+def twice(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y = pl.add(x, x)
+        out[0:16, :] = pl.mul(y, 0.5)
+    return out
+
+
+def test_tensor_write_becomes_load_compute_store() -> None:
+    prog = _lower(twice, t(16, 32), t(32, 32))
+    k = prog.functions["twice_k0"]
+    assert not any(isinstance(s, TensorWrite) for s in walk_stmts(k.body))
+    ops = [op for op, _ in _ops(k)]
+    assert ops == ["tile.load", "tile.add", "tile.mul", "tile.store"]  # x is loaded once
+
+
+@pl.jit
+def tensor_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.relu(pl.matmul(a, b))
+    return c
+
+
+def test_tensor_matmul_goes_through_the_cube_spaces() -> None:
+    prog = _lower(tensor_matmul, t(16, 32), t(32, 16), t(16, 16))
+    ops = _ops(prog.functions["tensor_matmul_k0"])
+    assert ops == [
+        ("tile.load", MemorySpace.Mat),
+        ("tile.load", MemorySpace.Mat),
+        ("tile.move", MemorySpace.Left),
+        ("tile.move", MemorySpace.Right),
+        ("tile.matmul", None),
+        ("tile.move", MemorySpace.Vec),
+        ("tile.relu", None),
+        ("tile.store", None),
+    ]
+
+
+N = pl.dynamic("N")
+
+
+@pl.jit
+def dynamic_tensor_op(x: pl.Tensor[[N, 16], pl.FP32], out: pl.Out[pl.Tensor[[N, 16], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(x)
+    return out
+
+
+def test_dynamic_shapes_need_explicit_tiles() -> None:
+    with pytest.raises(KernelError, match="tensor-level ops need static shapes"):
+        _lower(dynamic_tensor_op, t(64, 16), t(64, 16))
+
+
+def test_a_tensor_too_big_for_one_tile_is_rejected() -> None:
+    with pytest.raises(KernelError, match=r"tile it with pl\.range"):
+        _lower(twice, t(16, 8192), t(32, 8192))
