@@ -112,7 +112,7 @@ inline InvocationStatus check_chip_tensor_semantics(const ChipTensor& t) noexcep
     if (end_bits > size_bits) return InvocationStatus::InvalidTensor;
     // The last byte touched must be addressable: addr + ceil(end_bits / 8) must not wrap.
     std::uint64_t last = 0;
-    if (__builtin_add_overflow(t.buffer.addr, (end_bits + 7) / 8, &last)) return InvocationStatus::InvalidTensor;
+    if (__builtin_add_overflow(t.buffer.addr, end_bits / 8 + (end_bits % 8 != 0), &last)) return InvocationStatus::InvalidTensor;
     return InvocationStatus::Ok;
 }
 
@@ -133,12 +133,26 @@ inline void canonicalize_chip_tensor(const ChipTensor& in, ChipTensor* out) noex
     }
 }
 
-// True when `t` is its own canonical image (what a decoder requires of packet bytes).
+// True when `t` is its own canonical image (what a decoder requires of packet bytes): rank in
+// 1..kMaxTensorDims and every field outside the identity (bookkeeping, unused dims, padding) zero.
 inline bool chip_tensor_is_canonical(const ChipTensor& t) noexcept {
     if (t.ndims < 1 || t.ndims > kMaxTensorDims) return false;
-    ChipTensor c;
-    canonicalize_chip_tensor(t, &c);
-    return std::memcmp(&c, &t, sizeof(ChipTensor)) == 0;
+    if (t.owner_task_id != 0 || t.version != 0 || t.manual_dep != 0 || t.is_contiguous != 0 || t.extent_elem_cache != 0)
+        return false;
+    for (std::uint32_t i = t.ndims; i < kMaxTensorDims; ++i)
+        if (t.shapes[i] != 0 || t.strides[i] != 0) return false;
+    static constexpr std::uint8_t kZero[sizeof t.padding] = {};
+    return std::memcmp(t.padding, kZero, sizeof t.padding) == 0;
+}
+
+// Bytes from buffer.addr to one past the last byte a nonempty tensor may touch:
+// ceil((start_offset + extent) * bits / 8). 0 for an empty tensor or when it overflows.
+inline std::uint64_t chip_tensor_span_bytes(const ChipTensor& t) noexcept {
+    std::uint64_t extent = 0, end = 0, end_bits = 0;
+    if (chip_tensor_is_empty(t) || !chip_tensor_extent(t, &extent)) return 0;
+    if (__builtin_add_overflow(t.start_offset, extent, &end)) return 0;
+    if (__builtin_mul_overflow(end, static_cast<std::uint64_t>(dtype_bits(t.dtype)), &end_bits)) return 0;
+    return end_bits / 8 + (end_bits % 8 != 0);
 }
 
 // Same geometry and backing (everything in the packet image except the address).

@@ -1,6 +1,7 @@
 // TmrEncodingCache: the host-side encoder of one prepared callable, with a structural template.
 //
-// The template is the last committed packet image without tensor addresses and scalar values:
+// The template is the last committed packet image without tensor addresses and scalar values
+// (a descriptor's address slot holds its byte span instead, see encode()):
 // it keeps the scope (callable id, counts), both generations, the binding address, and every
 // tensor's geometry, offset and backing size. An encode whose structure matches it (a hit)
 // copies the template and patches addresses and scalars, still checking every current input;
@@ -105,8 +106,12 @@ class TmrEncodingCache {
             std::uint8_t* image = c.template_.get() + kTmrBlockPrefixBytes;
             std::memset(c.template_.get(), 0, kTmrBlockPrefixBytes);
             std::memcpy(image, packet, tbytes);
-            for (std::size_t i = 0; i < tensor_count; ++i)
-                std::memset(image + kTmrTensorsOffset + i * kChipTensorBytes, 0, sizeof(std::uint64_t));
+            // The address slot of a template descriptor holds what the hit path needs instead of
+            // an address: the bytes a nonempty tensor spans from its address (0 when empty).
+            for (std::size_t i = 0; i < tensor_count; ++i) {
+                ChipTensor* d = reinterpret_cast<ChipTensor*>(image + kTmrTensorsOffset) + i;
+                d->buffer.addr = chip_tensor_span_bytes(*d);
+            }
             c.template_bytes_ = tbytes;
         } else if (scalar_count != 0) {
             std::memcpy(packet + tmr_scalars_offset(view.tensor_count), scalars, scalar_count * kTmrScalarBytes);
@@ -149,13 +154,16 @@ class TmrEncodingCache {
         const ChipTensor* tmpl = reinterpret_cast<const ChipTensor*>(image + kTmrTensorsOffset);
         for (std::size_t i = 0; i < tensor_count; ++i)
             if (!chip_tensor_same_structure(tensors[i], tmpl[i])) return InvocationStatus::Ok;
+        // Structure equal to a validated template: only the address can make a tensor invalid
+        // now (nonzero, and address + span must not wrap, for a nonempty tensor).
+        for (std::size_t i = 0; i < tensor_count; ++i) {
+            const std::uint64_t span = tmpl[i].buffer.addr, addr = tensors[i].buffer.addr;
+            std::uint64_t last = 0;
+            if (span != 0 && (addr == 0 || __builtin_add_overflow(addr, span, &last))) return InvocationStatus::InvalidTensor;
+        }
         std::memcpy(packet + kTmrTensorsOffset, tmpl, tensor_count * kChipTensorBytes);
         ChipTensor* dst = reinterpret_cast<ChipTensor*>(packet + kTmrTensorsOffset);
-        for (std::size_t i = 0; i < tensor_count; ++i) {
-            dst[i].buffer.addr = tensors[i].buffer.addr;
-            const InvocationStatus s = check_chip_tensor_semantics(dst[i]);
-            if (s != InvocationStatus::Ok) return s;
-        }
+        for (std::size_t i = 0; i < tensor_count; ++i) dst[i].buffer.addr = tensors[i].buffer.addr;
         *hit = true;
         return InvocationStatus::Ok;
     }
