@@ -46,3 +46,13 @@ def test_identity_is_stable_and_depends_on_flags() -> None:
 def test_missing_compiler_is_named() -> None:
     with pytest.raises(FileNotFoundError, match="no-such-cxx"):
         toolchain.Toolchain("no-such-cxx")
+
+
+def test_host_tuned_flags_add_cpu_features_to_identity() -> None:
+    from simpler.toolchain import _target_features
+
+    plain = _target_features(False)
+    tuned = _target_features(True)
+    assert tuned.startswith(plain + ":")
+    if Path("/proc/cpuinfo").exists():
+        assert len(tuned.split()) > 3  # the host's feature flags

@@ -2,8 +2,8 @@
 
 The host compiler builds position-independent shared objects against the headers at
 :func:`simpler.get_include`. :func:`identity` is a content digest of everything that can change
-the bytes produced: the compiler binary and its version, the flags, and the digest of every
-installed header. Callers put it into their cache keys; it never contains mtimes or paths
+the bytes produced: the compiler binary and its version, the flags, the digest of every
+installed header and the target (architecture, plus CPU features for host-tuned flags). Callers put it into their cache keys; it never contains mtimes or paths
 other than the compiler's.
 
 Example::
@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -57,6 +58,26 @@ def _header_digest() -> str:
 def _compiler_version(compiler: str) -> str:
     out = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True)
     return out.stdout.strip()
+
+
+@functools.lru_cache(maxsize=2)
+def _target_features(host_cpu: bool) -> str:
+    target = platform.machine()
+    if not host_cpu:
+        return target
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return target + ":unknown-cpu"
+    flags = next(
+        (
+            line.split(":", 1)[1].split()
+            for line in text.splitlines()
+            if line.startswith(("flags", "Features"))
+        ),
+        [],
+    )
+    return target + ":" + " ".join(sorted(set(flags)))
 
 
 class Toolchain:
