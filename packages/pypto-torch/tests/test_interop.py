@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import doctest
 import gc
+import threading
 import weakref
 from typing import Any
 
@@ -529,6 +530,12 @@ def test_simulator_platform_uses_cpu_tensors_and_simulator_streams() -> None:
         inner = sig.describe_call([x, out, 1.0])
     assert inner.stream is side
     assert sig.describe_call([x, out, 1.0]).stream is DEFAULT_STREAM
+    seen: list[object] = []
+    worker = threading.Thread(target=lambda: seen.append(sig.describe_call([x, out, 1.0]).stream))
+    with use_stream(side):
+        worker.start()
+        worker.join()
+    assert seen == [DEFAULT_STREAM]  # the current stream is per thread
     with pytest.raises(ArgumentError, match="got a Meta tensor"):
         sig.describe_call([x, torch.zeros(2, 4, device="meta"), 1.0])
     assert platform_for("a5sim").is_simulator

@@ -30,7 +30,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
@@ -90,7 +90,7 @@ def nz_physical_shape(logical: Sequence[int], itemsize: int) -> tuple[int, ...] 
     return (*batch, cols // c0, rows // _NZ_BLOCK_ROWS, _NZ_BLOCK_ROWS, c0)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class TensorArgument:
     """One borrowed tensor of a call, in signature order.
 
@@ -127,8 +127,8 @@ class TensorArgument:
     storage_nbytes: int
     nbytes: int
     physical_shape: tuple[int, ...] | None
-    tensor: Any
-    storage: Any
+    tensor: Any = field(repr=False)
+    storage: Any = field(repr=False)
 
     @property
     def element_size(self) -> int:
@@ -151,7 +151,7 @@ class ScalarArgument:
     value: bool | int | float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class CallFrame:
     """One call's immutable snapshot: everything a kernel-mode encoder consumes.
 
@@ -168,13 +168,13 @@ class CallFrame:
         return_tensors: The caller's tensor objects chosen by the return aliases.
     """
 
-    signature: CallSignature
+    signature: CallSignature = field(repr=False)
     platform: str
     tensors: tuple[TensorArgument, ...]
     scalars: tuple[ScalarArgument, ...]
     device_index: int
     stream: object
-    return_tensors: tuple[Any, ...]
+    return_tensors: tuple[Any, ...] = field(repr=False)
 
     def alias_result(self) -> Any:
         """None, the one returned tensor, or a tuple of them: existing objects, never new ones."""
