@@ -31,54 +31,52 @@ inline float bits_float(std::uint32_t u) noexcept {
     return f;
 }
 
-// IEEE binary32 -> binary16, round to nearest even. NaN stays NaN (quiet, payload top bits
-// kept), overflow rounds to infinity, results below the smallest subnormal round to zero.
+// Branch-free select: mask arithmetic stays branch-free where a ?: would be turned back into
+// control flow around floating-point operations, which blocks vectorization.
+inline std::uint32_t select_u32(bool c, std::uint32_t a, std::uint32_t b) noexcept {
+    const std::uint32_t m = 0u - static_cast<std::uint32_t>(c);
+    return (a & m) | (b & ~m);
+}
+
+// IEEE binary32 -> binary16, round to nearest even. NaN stays a quiet NaN (top payload bits
+// kept), overflow rounds to infinity, results below half the smallest subnormal round to zero.
+// Written without branches (every case computed, then selected) so loops of conversions
+// vectorize. The subnormal case adds 0.5f: the float addition rounds at 2^-24, the half
+// subnormal step, so it relies on the default rounding mode (kernels never change it).
 inline std::uint16_t float_to_half_bits(float f) noexcept {
     const std::uint32_t x = float_bits(f);
     const std::uint32_t sign = (x >> 16) & 0x8000u;
     const std::uint32_t ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) {  // inf or NaN
-        if (ax == 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u);
-        return static_cast<std::uint16_t>(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
-    }
-    if (ax >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520: inf
-    if (ax >= 0x38800000u) {  // normal half (>= 2^-14)
-        std::uint32_t h = (ax >> 13) - (112u << 10);
-        const std::uint32_t rem = ax & 0x1fffu;
-        if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent
-        return static_cast<std::uint16_t>(sign | h);
-    }
-    const std::uint32_t e = ax >> 23;
-    if (e < 102u) return static_cast<std::uint16_t>(sign);  // below 2^-25: rounds to zero
-    // Subnormal half: value = m * 2^-24 with m = mant >> (126 - e).
-    const std::uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
-    const std::uint32_t shift = 126u - e;  // 14..24
-    std::uint32_t m = mant >> shift;
-    const std::uint32_t rem = mant & ((1u << shift) - 1u);
-    const std::uint32_t halfway = 1u << (shift - 1u);
-    if (rem > halfway || (rem == halfway && (m & 1u))) ++m;
-    return static_cast<std::uint16_t>(sign | m);
+    // Normal half: rebias the exponent (127 -> 15) and round the 13 dropped bits to even.
+    const std::uint32_t normal = (ax + 0xc8000fffu + ((ax >> 13) & 1u)) >> 13;  // 0xc8000000 = -(112 << 23)
+    // Subnormal half (|f| < 2^-14): the magic addition leaves the rounded value in the low bits.
+    const std::uint32_t sub = float_bits(bits_float(ax) + 0.5f) - 0x3f000000u;
+    const std::uint32_t nan = 0x7e00u | ((ax >> 13) & 0x3ffu);
+    std::uint32_t h = select_u32(ax < 0x38800000u, sub, normal);
+    h = select_u32(ax >= 0x47800000u, 0x7c00u, h);  // >= 65536 (and inf); 65520.. carry to inf above
+    h = select_u32(ax > 0x7f800000u, nan, h);
+    return static_cast<std::uint16_t>(sign | h);
 }
 
+// Branch-free as well: normals and inf/NaN by rebiasing, subnormals through an exact
+// int -> float conversion (m * 2^-24).
 inline float half_bits_to_float(std::uint16_t h) noexcept {
     const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-    const std::uint32_t e = (h >> 10) & 0x1fu;
-    const std::uint32_t m = h & 0x3ffu;
-    if (e == 0x1fu) return bits_float(sign | 0x7f800000u | (m << 13));
-    if (e == 0u) {
-        const float v = static_cast<float>(m) * 5.9604644775390625e-08f;  // m * 2^-24, exact
-        return sign ? -v : v;
-    }
-    return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+    const std::uint32_t em = h & 0x7fffu;
+    const std::uint32_t normal = (em << 13) + 0x38000000u;  // exponent + 112
+    const std::uint32_t special = normal + 0x38000000u;     // inf/NaN: exponent 31 -> 255
+    const std::uint32_t sub = float_bits(static_cast<float>(static_cast<std::int32_t>(em)) * 5.9604644775390625e-08f);
+    std::uint32_t u = select_u32(em < 0x400u, sub, normal);
+    u = select_u32(em >= 0x7c00u, special, u);
+    return bits_float(sign | u);
 }
 
 // IEEE binary32 -> bfloat16 (the top half of a binary32), round to nearest even; NaN stays a
 // quiet NaN.
 inline std::uint16_t float_to_bf16_bits(float f) noexcept {
     const std::uint32_t x = float_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
-    const std::uint32_t rounded = x + 0x7fffu + ((x >> 16) & 1u);
-    return static_cast<std::uint16_t>(rounded >> 16);
+    const std::uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    return static_cast<std::uint16_t>(select_u32((x & 0x7fffffffu) > 0x7f800000u, (x >> 16) | 0x40u, rounded));
 }
 
 inline float bf16_bits_to_float(std::uint16_t b) noexcept {

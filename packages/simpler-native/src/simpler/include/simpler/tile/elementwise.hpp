@@ -87,8 +87,7 @@ inline bool map2(const char* op, Dst& dst, const A& a, const B& b, F f) noexcept
         T* d = dst.row(r);
         const T* x = a.row(r);
         const T* y = b.row(r);
-#pragma GCC ivdep
-        for (int c = 0; c < vc; ++c) d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c])));
+        for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c]))); });
     }
     dst.valid_rows = vr;
     dst.valid_cols = vc;
@@ -107,8 +106,7 @@ inline bool map1(const char* op, Dst& dst, const A& a, F f) noexcept {
     for (int r = 0; r < vr; ++r) {
         T* d = dst.row(r);
         const T* x = a.row(r);
-#pragma GCC ivdep
-        for (int c = 0; c < vc; ++c) d[c] = from_compute<T>(f(to_compute(x[c])));
+        for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]))); });
     }
     dst.valid_rows = vr;
     dst.valid_cols = vc;

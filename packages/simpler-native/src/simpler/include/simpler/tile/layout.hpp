@@ -32,8 +32,7 @@ inline bool move(Dst& dst, const Src& src) noexcept {
     for (int r = 0; r < vr; ++r) {
         T* d = dst.row(r);
         const T* s = src.row(r);
-#pragma GCC ivdep
-        for (int c = 0; c < vc; ++c) d[c] = s[c];
+        detail::for_cols(vc, [&](int c) { d[c] = s[c]; });
     }
     dst.valid_rows = vr;
     dst.valid_cols = vc;
@@ -52,7 +51,7 @@ inline bool reshape(Dst& dst, const Src& src) noexcept {
         return false;
     }
     if (static_cast<const void*>(&dst) != static_cast<const void*>(&src)) {
-#pragma GCC ivdep
+SIMPLER_TILE_IVDEP
         for (int i = 0; i < Dst::numel; ++i) dst.data[i] = src.data[i];
     }
     dst.valid_rows = Dst::rows;
@@ -108,11 +107,9 @@ inline bool concat(Dst& dst, const A& a, const B& b) noexcept {
         const T* x = a.row(r);
         const T* y = b.row(r);
         if (static_cast<const void*>(&dst) != static_cast<const void*>(&a)) {
-#pragma GCC ivdep
-            for (int c = 0; c < va; ++c) d[c] = x[c];
+            detail::for_cols(va, [&](int c) { d[c] = x[c]; });
         }
-#pragma GCC ivdep
-        for (int c = 0; c < vb; ++c) d[va + c] = y[c];
+        detail::for_cols(vb, [&](int c) { d[va + c] = y[c]; });
     }
     dst.valid_rows = vr;
     dst.valid_cols = va + vb;
@@ -134,7 +131,7 @@ inline bool cast(Dst& dst, const Src& src, RoundMode mode = RoundMode::Rint) noe
     for (int r = 0; r < vr; ++r) {
         D* d = dst.row(r);
         const S* s = src.row(r);
-        for (int c = 0; c < vc; ++c) d[c] = convert<D>(s[c], mode);
+        detail::for_cols(vc, [&](int c) { d[c] = convert<D>(s[c], mode); });
     }
     dst.valid_rows = vr;
     dst.valid_cols = vc;

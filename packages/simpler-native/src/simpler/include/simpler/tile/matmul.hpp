@@ -66,7 +66,7 @@ inline bool matmul_impl(const char* op, Acc& c, const L& a, const R& b, bool acc
         for (int p = 0; p < k; ++p) {
             const AT av = static_cast<AT>(to_compute(arow[p]));
             const AT* brow = bp + p * R::cols;
-#pragma GCC ivdep
+SIMPLER_TILE_IVDEP
             for (int j = 0; j < n; ++j) crow[j] += av * brow[j];
         }
     }

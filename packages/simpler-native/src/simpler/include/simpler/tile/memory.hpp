@@ -199,13 +199,10 @@ inline void transfer(const Access& a, TileT& tile, bool nz) noexcept {
         if (!nz) {
             T* m = mem + gr * a.row_inner + a.c0 * a.col_inner;
             if (a.col_inner == 1) {
-                if (ToTile) {
-#pragma GCC ivdep
-                    for (int c = 0; c < a.cols; ++c) trow[c] = m[c];
-                } else {
-#pragma GCC ivdep
-                    for (int c = 0; c < a.cols; ++c) m[c] = trow[c];
-                }
+                if (ToTile)
+                    for_cols(a.cols, [&](int c) { trow[c] = m[c]; });
+                else
+                    for_cols(a.cols, [&](int c) { m[c] = trow[c]; });
             } else {
                 const std::int64_t cs = a.col_inner;
                 for (int c = 0; c < a.cols; ++c) {

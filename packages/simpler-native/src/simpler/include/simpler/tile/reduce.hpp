@@ -103,12 +103,10 @@ inline bool expand_op(const char* op, Dst& dst, const A& a, const S& s, F f) noe
         const T* x = a.row(r);
         if (Row) {
             const C y = to_compute(s(r, 0));
-#pragma GCC ivdep
-            for (int c = 0; c < vc; ++c) d[c] = from_compute<T>(f(to_compute(x[c]), y));
+            for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), y)); });
         } else {
             const T* y = s.row(0);
-#pragma GCC ivdep
-            for (int c = 0; c < vc; ++c) d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c])));
+            for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c]))); });
         }
     }
     dst.valid_rows = vr;
@@ -145,8 +143,7 @@ inline bool row_expand(Dst& dst, const Src& src) noexcept {
     for (int r = 0; r < vr; ++r) {
         T* d = dst.row(r);
         const T v = src(r, 0);
-#pragma GCC ivdep
-        for (int c = 0; c < vc; ++c) d[c] = v;
+        detail::for_cols(vc, [&](int c) { d[c] = v; });
     }
     dst.valid_rows = vr;
     return true;
@@ -166,8 +163,7 @@ inline bool col_expand(Dst& dst, const Src& src) noexcept {
     const T* s = src.row(0);
     for (int r = 0; r < vr; ++r) {
         T* d = dst.row(r);
-#pragma GCC ivdep
-        for (int c = 0; c < vc; ++c) d[c] = s[c];
+        detail::for_cols(vc, [&](int c) { d[c] = s[c]; });
     }
     dst.valid_cols = vc;
     return true;
