@@ -225,7 +225,7 @@ def sanitize(session: nox.Session) -> None:
     _pytest(session, NATIVE / "tests")
 
 
-@nox.session
+@nox.session(tags=["ci"])
 def fuzz(session: nox.Session) -> None:
     """Coverage-guided fuzzing (libFuzzer, clang) of the wire decoders, bounded in time."""
     session.install(*BUILD_DEPS)
@@ -241,7 +241,7 @@ def fuzz(session: nox.Session) -> None:
             env={"CXX": "clang++", "CC": "clang"},
         )
     session.run("meson", "compile", "-C", str(builddir))
-    seconds = os.environ.get("PYPTO_FUZZ_SECONDS", "30")
+    seconds = os.environ.get("PYPTO_FUZZ_SECONDS", "20")
     targets = sorted(
         p for p in (builddir / "tests" / "fuzz").glob("fuzz_*") if p.is_file() and os.access(p, os.X_OK)
     )
