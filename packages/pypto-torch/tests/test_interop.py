@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pypto.ir.param_info import ParamInfo, SignatureError
 from pypto.torch import interop
@@ -586,3 +588,60 @@ def test_blocked_nz_shapes_are_never_torch_shapes() -> None:
         return  # ParamInfo itself refuses a blocked shape, so none can reach a CallSignature
     with pytest.raises(SignatureError, match="lowered blocked shape, never a torch shape"):
         CallSignature([blocked])
+
+
+# ---------------------------------------------------------------- dtype map and scalar ranges
+
+
+def test_dtype_map_round_trips() -> None:
+    from pypto.ir.dtypes import DataType
+    from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
+
+    for dtype in DataType:
+        assert from_torch_dtype(to_torch_dtype(dtype)) is dtype
+        assert torch.empty(0, dtype=to_torch_dtype(dtype)).element_size() == dtype.itemsize
+    with pytest.raises(ValueError, match=r"weight: expected one of .* got torch.float64"):
+        from_torch_dtype(torch.float64, what="weight")
+
+
+_FLOAT_ORACLE = {
+    "FP32": lambda v: bool(np.isinf(np.float32(v))),
+    "FP16": lambda v: bool(np.isinf(np.float16(v))),
+    "BF16": lambda v: bool(torch.tensor(v, dtype=torch.float64).to(torch.bfloat16).isinf()),
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    dtype=st.sampled_from(sorted(_FLOAT_ORACLE)),
+    value=st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.floats(min_value=6.0e4, max_value=6.6e4),
+        st.floats(min_value=3.38e38, max_value=3.41e38),
+    ),
+)
+def test_finite_float_overflow_matches_a_reference_conversion(dtype, value) -> None:
+    npu = platform_for("a2a3sim")
+    sig = CallSignature([P("out", "Out", [1], "FP32"), P("s", "In", None, dtype)], platform=npu)
+    with np.errstate(over="ignore"):
+        overflows = _FLOAT_ORACLE[dtype](value)
+    if overflows:
+        with pytest.raises(ArgumentError, match="overflows"):
+            sig.describe_call([torch.zeros(1), value])
+    else:
+        assert sig.describe_call([torch.zeros(1), value]).scalars[0].value == value
+
+
+_INT_DTYPES = ["INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(dtype=st.sampled_from(_INT_DTYPES), value=st.integers(min_value=-(2**65), max_value=2**65))
+def test_integer_range_matches_numpy(dtype, value) -> None:
+    info = np.iinfo(getattr(np, dtype.lower()))
+    sig = CallSignature([P("out", "Out", [1], "FP32"), P("s", "In", None, dtype)])
+    if info.min <= value <= info.max:
+        assert sig.describe_call([torch.zeros(1), value]).scalars[0].value == value
+    else:
+        with pytest.raises(ArgumentError, match="outside the"):
+            sig.describe_call([torch.zeros(1), value])
