@@ -127,6 +127,18 @@ def test_frame_keeps_tensors_and_storage_alive(npu) -> None:
     assert out_ref() is None
 
 
+def test_frame_keeps_storage_alive_when_the_tensor_is_repointed(npu) -> None:
+    x = npu.place(torch.arange(8, dtype=torch.float32).view(2, 4))
+    frame = axpy_sig(npu).describe_call([x, npu.place(torch.zeros(2, 4)), 1.0])
+    ptr = frame.tensors[0].storage_ptr
+    x.set_()  # the tensor object no longer owns that storage; only the frame does
+    gc.collect()
+    assert x.untyped_storage().data_ptr() != ptr
+    kept = frame.tensors[0].storage
+    assert kept.data_ptr() == ptr
+    assert torch.empty(0).set_(kept, 0, (8,), (1,)).tolist() == [float(v) for v in range(8)]
+
+
 # ---------------------------------------------------------------- aliasing between arguments
 
 
