@@ -43,7 +43,10 @@ def test_encode_canonicalises_but_keeps_identity() -> None:
     dirty[41] = 1  # manual_dep
     dirty[52:56] = b"\x09" * 4  # shapes[2], unused at rank 2
     dirty[100] = 0xAB  # padding
-    assert k.TmrEncodingCache().encode(view, BINDING, [k.ChipTensor.from_bytes(bytes(dirty))], []).packet == packet
+    assert (
+        k.TmrEncodingCache().encode(view, BINDING, [k.ChipTensor.from_bytes(bytes(dirty))], []).packet
+        == packet
+    )
     # ...and a packet that carries them is rejected.
     for offset in (16, 41, 52, 100):
         corrupt = bytearray(packet)

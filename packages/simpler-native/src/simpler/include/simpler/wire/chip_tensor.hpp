@@ -99,21 +99,27 @@ inline InvocationStatus check_chip_tensor_semantics(const ChipTensor& t) noexcep
     if (t.address_space != static_cast<std::uint8_t>(AddressSpace::DEVICE)) return InvocationStatus::InvalidTensor;
     if (!is_known_dtype(t.dtype)) return InvocationStatus::InvalidTensor;
     if (t.ndims < 1 || t.ndims > kMaxTensorDims) return InvocationStatus::InvalidTensor;
-    if (chip_tensor_is_empty(t)) return InvocationStatus::Ok;
-    for (std::uint32_t i = 0; i < t.ndims; ++i)
-        if (t.strides[i] == 0) return InvocationStatus::InvalidTensor;
-    if (t.buffer.addr == 0) return InvocationStatus::InvalidTensor;
-    std::uint64_t extent = 0, end = 0, end_bits = 0, size_bits = 0;
-    if (!chip_tensor_extent(t, &extent)) return InvocationStatus::InvalidTensor;
-    if (__builtin_add_overflow(t.start_offset, extent, &end)) return InvocationStatus::InvalidTensor;
-    if (__builtin_mul_overflow(end, static_cast<std::uint64_t>(dtype_bits(t.dtype)), &end_bits))
-        return InvocationStatus::InvalidTensor;
+    // One pass over the dimensions; the verdict waits until emptiness is known.
+    bool empty = false, bad = false;
+    std::uint64_t extent = 1;
+    for (std::uint32_t i = 0; i < t.ndims; ++i) {
+        const std::uint64_t shape = t.shapes[i], stride = t.strides[i];
+        std::uint64_t term = 0;
+        empty |= shape == 0;
+        bad |= stride == 0;
+        bad |= __builtin_mul_overflow(shape - 1, stride, &term);
+        bad |= __builtin_add_overflow(extent, term, &extent);
+    }
+    if (empty) return InvocationStatus::Ok;
+    std::uint64_t end = 0, end_bits = 0, size_bits = 0, last = 0;
+    bad |= t.buffer.addr == 0;
+    bad |= __builtin_add_overflow(t.start_offset, extent, &end);
+    bad |= __builtin_mul_overflow(end, static_cast<std::uint64_t>(dtype_bits(t.dtype)), &end_bits);
     if (__builtin_mul_overflow(t.buffer.size, std::uint64_t{8}, &size_bits)) size_bits = UINT64_MAX;
-    if (end_bits > size_bits) return InvocationStatus::InvalidTensor;
+    bad |= end_bits > size_bits;
     // The last byte touched must be addressable: addr + ceil(end_bits / 8) must not wrap.
-    std::uint64_t last = 0;
-    if (__builtin_add_overflow(t.buffer.addr, end_bits / 8 + (end_bits % 8 != 0), &last)) return InvocationStatus::InvalidTensor;
-    return InvocationStatus::Ok;
+    bad |= __builtin_add_overflow(t.buffer.addr, end_bits / 8 + (end_bits % 8 != 0), &last);
+    return bad ? InvocationStatus::InvalidTensor : InvocationStatus::Ok;
 }
 
 // The packet image of `in`: identity fields copied, everything else (bookkeeping, unused dims,
