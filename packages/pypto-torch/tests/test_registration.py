@@ -291,6 +291,7 @@ def axpb_op():
     sig.define(lib, "axpb")
     lib.impl("axpb", axpb_cpu, "CPU")
     yield getattr(torch.ops, lib.ns).axpb, sig
+    torch._dynamo.reset()  # drop compiled code that refers to this operator
     lib._destroy()
 
 
