@@ -69,6 +69,7 @@ __all__ = [
 
 _BASE_FORMATS = (FORMAT_NCHW, FORMAT_ND)
 _NZ_DTYPES = (DataType.FP16, DataType.BF16, DataType.INT8)
+_SCALAR_FLOATS = (DataType.FP32, DataType.FP16, DataType.BF16)
 _NZ_PLATFORM = "a2a3"
 _NZ_BLOCK_ROWS = 16
 _NZ_BLOCK_BYTES = 32
@@ -278,6 +279,17 @@ class CallSignature:
                 slots.append(_TensorSlot(i, p, torch_dtype, nz, len(shape), p.dtype.itemsize, static))
         self._tensor_slots = tuple(slots)
         self._scalar_slots = tuple(i for i, p in enumerate(self.params) if p.is_scalar)
+        for i in self._scalar_slots:
+            p = self.params[i]
+            if not (
+                p.dtype.is_signed_int
+                or p.dtype.is_unsigned_int
+                or p.dtype in _SCALAR_FLOATS
+                or p.dtype is DataType.BOOL
+            ):
+                raise SignatureError(
+                    f"CallSignature: {describe_param(i, p)}: {p.dtype.value} has no scalar argument type"
+                )
 
     @property
     def platform(self) -> DevicePlatform:
