@@ -17,7 +17,7 @@ from pypto.ir.codegen import generate_kernel, generate_orchestration
 from pypto.ir.contract import RUNTIMES, Contract, check_lowered_abi, parse_platform, validate_kernel_contract
 from pypto.ir.errors import CompileError
 from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, OrchestrationInfo, write_metadata
-from pypto.ir.nodes import Program
+from pypto.ir.nodes import BinOp, Call, CallFunc, For, If, Program, Scope, Stmt, expr_children, stmt_exprs
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.passes import nz_layout, ssa
 from pypto.ir.passes.return_lineage import entry_aliases
@@ -52,6 +52,41 @@ def signature_of(program: Program, name: str | None = None) -> tuple[ParamInfo, 
                 f"parameter {p.name!r} of {fn.name!r} has type {t}, which no signature can carry"
             )
     return tuple(out)
+
+
+def host_tensor_access(program: Program) -> tuple[str, ...]:
+    """Orchestration statements that read or write tensor data on the host (outside pl.at)."""
+    found: list[str] = []
+
+    def visit(body: tuple[Stmt, ...]) -> None:
+        for s in body:
+            if isinstance(s, Scope):
+                continue  # on-core work
+            for e in stmt_exprs(s):
+                for c in _calls(e):
+                    if c.op == "tensor.read":
+                        where = f" at {c.span}" if c.span is not None else ""
+                        found.append(f"pl.read({c.args[0]}){where}")
+            if isinstance(s, For):
+                visit(s.body)
+            elif isinstance(s, If):
+                visit(s.then_body)
+                visit(s.else_body)
+
+    for f in program.funcs:
+        if f.func_type is FunctionType.Orchestration:
+            visit(f.body)
+    return tuple(found)
+
+
+def _calls(e: object) -> list[Call]:
+    out: list[Call] = []
+    if isinstance(e, Call):
+        out.append(e)
+    if isinstance(e, (Call, BinOp, CallFunc)):
+        for c in expr_children(e):
+            out.extend(_calls(c))
+    return out
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -116,6 +151,7 @@ def _compile_to_files(
             return_aliases=raw_aliases,
             supplied=supplied,
             runtime=runtime,
+            host_tensor_access=host_tensor_access(program),
         )
     else:
         for k, a in enumerate(raw_aliases):

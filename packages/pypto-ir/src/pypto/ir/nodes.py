@@ -29,6 +29,7 @@ __all__ = [
     "ExprStmt",
     "For",
     "Function",
+    "If",
     "IterArg",
     "Param",
     "Program",
@@ -237,6 +238,21 @@ class For:
 
 
 @dataclass(frozen=True)
+class If:
+    """``if cond: ... else: ...`` on a run-time scalar condition.
+
+    When ``results`` is not empty, each branch ends with a ``Yield`` of the values that
+    ``results`` take after the statement (SSA merge of names rebound in the branches).
+    """
+
+    cond: Expr
+    then_body: tuple[Stmt, ...]
+    else_body: tuple[Stmt, ...]
+    results: tuple[Var, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class Scope:
     """``with pl.at(level=..., name_hint=..., deps=[...]) as task:`` before outlining."""
 
@@ -254,7 +270,7 @@ class Return:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-Stmt: TypeAlias = Assign | ExprStmt | TensorWrite | For | Yield | Scope | Return
+Stmt: TypeAlias = Assign | ExprStmt | TensorWrite | For | If | Yield | Scope | Return
 
 
 # ----------------------------------------------------------------------------- functions
@@ -330,6 +346,9 @@ def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
         yield s
         if isinstance(s, (For, Scope)):
             yield from walk_stmts(s.body)
+        elif isinstance(s, If):
+            yield from walk_stmts(s.then_body)
+            yield from walk_stmts(s.else_body)
 
 
 def expr_children(e: Arg) -> Iterator[Expr]:
@@ -371,6 +390,8 @@ def stmt_exprs(s: Stmt) -> Iterator[Expr]:
         yield s.step
         for ia in s.iter_args:
             yield ia.init
+    elif isinstance(s, If):
+        yield s.cond
     elif isinstance(s, (Yield, Return)):
         yield from s.values
     elif isinstance(s, Scope):
@@ -385,6 +406,8 @@ def stmt_defs(s: Stmt) -> Iterator[Var]:
         yield s.var
         for ia in s.iter_args:
             yield ia.var
+        yield from s.results
+    elif isinstance(s, If):
         yield from s.results
     elif isinstance(s, Scope) and s.task is not None:
         yield s.task
@@ -445,6 +468,12 @@ def _print_body(body: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
                 carried = f" carry({inits}) -> ({res})"
             lines.append(f"{pad}for {s.var} in range({s.start}, {s.stop}, {s.step}){carried}:")
             _print_body(s.body, depth + 1, lines)
+        elif isinstance(s, If):
+            res = f"  -> ({', '.join(map(str, s.results))})" if s.results else ""
+            lines.append(f"{pad}if {s.cond}:{res}")
+            _print_body(s.then_body, depth + 1, lines)
+            lines.append(f"{pad}else:")
+            _print_body(s.else_body, depth + 1, lines)
         elif isinstance(s, Yield):
             lines.append(f"{pad}yield {', '.join(map(str, s.values))}")
         elif isinstance(s, Scope):

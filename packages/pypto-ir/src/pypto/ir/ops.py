@@ -425,3 +425,51 @@ def _tensor_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
         raise OpError(f"pl.matmul: cannot multiply {list(a.shape)} by {list(b.shape)}")
     _same_dtype(a.dtype, b.dtype, "matmul")
     return TensorType((a.shape[0], b.shape[1]), DataType.FP32)
+
+
+# ----------------------------------------------------------------------------- sub-tiles, padding, scalars
+
+
+def _fits(outer: tuple[int, ...], inner: tuple[int, ...], offsets: list[Any], op: str) -> None:
+    for axis, (o, n, m) in enumerate(zip(offsets, inner, outer, strict=True)):
+        if isinstance(o, int) and (o < 0 or o + n > m):
+            raise OpError(
+                f"pl.{op}: the region [{o}, {o + n}) on axis {axis} does not fit the tile extent {m}"
+            )
+
+
+@_register("tile.assemble", 2)
+def _assemble(args: list[Type], attrs: dict[str, Any]) -> Type:
+    target = _tile(args[0], "assemble", "the target", (MemorySpace.Vec, MemorySpace.Mat))
+    src = _tile(args[1], "assemble", "the source")
+    _same_dtype(target.dtype, src.dtype, "assemble")
+    _fits(target.shape, src.shape, list(attrs.get("static_offsets", [None, None])), "assemble")
+    return target
+
+
+@_register("tile.slice", 1)
+def _slice(args: list[Type], attrs: dict[str, Any]) -> Type:
+    src = _tile(args[0], "slice", "the source")
+    shape = tuple(attrs["shape"])
+    if len(shape) != 2 or any(not isinstance(d, int) or d <= 0 for d in shape):
+        raise OpError(f"pl.slice: shape must be two positive integer constants, got {list(shape)}")
+    _fits(src.shape, shape, list(attrs.get("static_offsets", [None, None])), "slice")
+    return TileType(shape, src.dtype, src.memory)
+
+
+@_register("tile.fillpad", 1)
+def _fillpad(args: list[Type], attrs: dict[str, Any]) -> Type:
+    return _tile(args[0], "fillpad", "the operand", _VEC)
+
+
+@_register("tensor.read", 1)
+def _read(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tensor(args[0], "read", "the source")
+    return ScalarType(t.dtype)
+
+
+@_register("scalar.cast", 1)
+def _scalar_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
+    if not isinstance(args[0], ScalarType):
+        raise OpError(f"pl.cast: expected a scalar, got {args[0]}")
+    return ScalarType(attrs["dtype"])

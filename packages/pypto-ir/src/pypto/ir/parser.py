@@ -34,6 +34,7 @@ from pypto.ir.nodes import (
     ExprStmt,
     For,
     Function,
+    If,
     Param,
     Return,
     Scope,
@@ -47,6 +48,7 @@ from pypto.ir.types import (
     FunctionType,
     Level,
     MemorySpace,
+    PadValue,
     ScalarType,
     TaskIdType,
     TensorType,
@@ -374,10 +376,11 @@ class _Parser:
             return self.assign(s.target, call, None, s)
         if isinstance(s, ast.For):
             return [self.for_stmt(s)]
+        if isinstance(s, ast.If):
+            return self.if_stmt(s)
         if isinstance(s, ast.With):
             return [self.with_stmt(s)]
         names = {
-            ast.If: "if statements",
             ast.While: "while loops",
             ast.Try: "try statements",
             ast.FunctionDef: "nested function definitions",
@@ -551,6 +554,26 @@ class _Parser:
                 self.st.env[k] = after[k]
         return For(var, start, stop, step, tuple(body), span=self.src.span(s))
 
+    def if_stmt(self, s: ast.If) -> list[Stmt]:
+        cond = self.scalar(s.test, "an if condition")
+        if isinstance(cond, Const):  # decided at compile time (e.g. a jit scalar parameter)
+            out: list[Stmt] = []
+            for inner in s.body if cond.value else s.orelse:
+                out.extend(self.stmt(inner))
+            return out
+        before = dict(self.st.env)
+        then, _ = self.block(s.body)
+        env_then = self.st.env
+        self.st.env = dict(before)
+        els, _ = self.block(s.orelse)
+        env_else = self.st.env
+        # names bound before the if, or in both branches, stay visible (the IR is name-based
+        # until SSA merges the versions); a name bound in one branch only ends with the if
+        merged = dict(before)
+        merged.update({n: v for n, v in env_then.items() if n in before or n in env_else})
+        self.st.env = merged
+        return [If(cond, tuple(then), tuple(els), span=self.src.span(s))]
+
     def with_stmt(self, s: ast.With) -> Stmt:
         if len(s.items) != 1:
             raise self.err("one pl.at(...) per with statement", s)
@@ -714,6 +737,15 @@ class _Parser:
             return _fold(opname, lhs, rhs, span)
         if isinstance(node, ast.Call):
             return self.call(node)
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                raise self.err("chained comparisons are not supported; compare two values", node)
+            cmp = _COMPARE.get(type(node.ops[0]))
+            if cmp is None:
+                raise self.err(f"comparison {type(node.ops[0]).__name__} is not supported in kernels", node)
+            a = self.scalar(node.left, "a comparison operand")
+            b = self.scalar(node.comparators[0], "a comparison operand")
+            return _compare(cmp, a, b, span)
         if isinstance(node, ast.Subscript):
             raise self.err(
                 "reading a tensor window with [...] is not supported; use pl.load(t, offsets, shape)", node
@@ -807,8 +839,10 @@ class _Parser:
         first = args[0].type if args and not isinstance(args[0], tuple) else None
         if opname in ("create_tile", "full"):
             kind = "tile"
-        elif opname in ("create_tensor", "dim"):
+        elif opname in ("create_tensor", "dim", "read"):
             kind = "tensor"
+        elif opname == "cast" and isinstance(first, ScalarType):
+            kind = "scalar"
         elif opname == "load" or isinstance(first, TileType):
             kind = "tile"
         elif isinstance(first, TensorType):
@@ -829,7 +863,7 @@ class _Parser:
             rtype = op_registry.infer(full, types, attrs)
         except op_registry.OpError as exc:
             raise self.err(str(exc), node) from None
-        is_kernel_work = full not in ("tensor.create", "tensor.dim")
+        is_kernel_work = full not in ("tensor.create", "tensor.dim", "tensor.read", "scalar.cast")
         if is_kernel_work:
             outside = not self.st.in_scope and not self.st.func_type.is_kernel
             if outside and self.st.func_type is FunctionType.Opaque:
@@ -927,6 +961,17 @@ def _ann_str(ann: Any) -> str:
 
 
 _AUG = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv"}
+_COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+
+
+def _compare(op: str, lhs: Expr, rhs: Expr, span: Span | None) -> Expr:
+    if isinstance(lhs, Const) and isinstance(rhs, Const):
+        a, b = lhs.value, rhs.value
+        value = {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[op]
+        return Const(bool(value), DataType.BOOL, span)
+    return BinOp(op, lhs, rhs, ScalarType(DataType.BOOL), span)
+
+
 _BINOPS = {
     ast.Add: "add",
     ast.Sub: "sub",
@@ -1019,11 +1064,56 @@ def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     }
     if "target_memory" in b:
         attrs["memory"] = p.memory(b["target_memory"], "pl.load target_memory")
-    if b.get("valid_shapes") is not None:
-        raise p.err("pl.load valid_shapes is not supported yet; load the full tile", node)
+    args: list[Arg] = [tensor, offs]
+    if b.get("valid_shape") is not None:
+        valid = p.offsets(b["valid_shape"], "pl.load valid_shape")
+        if len(valid) != 2:
+            raise p.err(f"pl.load valid_shape needs [rows, cols], got {len(valid)} values", node)
+        for v, full in zip(valid, tile_dims(tensor, shape), strict=True):
+            if isinstance(v, Const) and not 0 <= int(v.value) <= full:
+                raise p.err(f"pl.load valid_shape {int(v.value)} is outside [0, {full}]", node)
+        args.append(valid)
     if isinstance(tensor.type, TensorType) and tensor.type.layout is Layout.NZ:
         attrs["layout"] = Layout.NZ
-    return p.make_op("load", [tensor, offs], attrs, node)
+    return p.make_op("load", args, attrs, node)
+
+
+def tile_dims(tensor: Expr, shape: tuple[int, ...]) -> tuple[int, int]:
+    return (1, shape[0]) if len(shape) == 1 else (shape[-2], shape[-1])
+
+
+def _build_read(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    t = p.expr(b["tensor"])
+    idx = p.offsets(b["indices"], "pl.read indices")
+    if isinstance(t.type, TensorType) and len(idx) != len(t.type.shape):
+        raise p.err(f"pl.read: {len(idx)} indices for a rank-{len(t.type.shape)} tensor", node)
+    return p.make_op("read", [t, idx], {}, node)
+
+
+def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    offs = p.offsets(b["offsets"], "pl.tile.assemble offsets")
+    if len(offs) != 2:
+        raise p.err("pl.tile.assemble offsets are [row, col]", node)
+    attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
+    return p.make_op("assemble", [p.expr(b["target"]), p.expr(b["source"]), offs], attrs, node)
+
+
+def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    offs = p.offsets(b["offsets"], "pl.slice offsets")
+    if len(offs) != 2:
+        raise p.err("pl.slice offsets are [row, col]", node)
+    attrs: dict[str, Any] = {
+        "shape": p.shape(b["shape"], "pl.slice shape"),
+        "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
+    }
+    return p.make_op("slice", [p.expr(b["tile"]), offs], attrs, node)
+
+
+def _build_fillpad(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    pad = p.static_value(b.get("pad_value", PadValue.zero), "pl.tile.fillpad pad_value", node)
+    if not isinstance(pad, PadValue):
+        raise p.err(f"pl.tile.fillpad: pad_value must be a pl.PadValue, got {pad!r}", node)
+    return p.make_op("fillpad", [p.expr(b["tile"])], {"pad": pad}, node)
 
 
 def _build_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -1085,7 +1175,12 @@ def _build_cast(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     attrs: dict[str, Any] = {"dtype": p.dtype(b["target_type"], "pl.cast target_type")}
     if b.get("mode") is not None:
         attrs["mode"] = str(p.static_value(b["mode"], "pl.cast mode", node))
-    return p.make_op("cast", [p.expr(b["tile"])], attrs, node)
+    x = p.expr(b["tile"])
+    if isinstance(x, Const):
+        from pypto.ir.parser import _const as make_const
+
+        return make_const(x.value, attrs["dtype"], p.src.span(node))
+    return p.make_op("cast", [x], attrs, node)
 
 
 def _build_transpose(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -1106,4 +1201,8 @@ _OP_BUILDERS: dict[str, _Builder] = {
     "reshape": _build_shape_op,
     "cast": _build_cast,
     "transpose": _build_transpose,
+    "read": _build_read,
+    "assemble": _build_assemble,
+    "slice": _build_slice,
+    "fillpad": _build_fillpad,
 }

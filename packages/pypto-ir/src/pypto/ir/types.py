@@ -19,6 +19,7 @@ __all__ = [
     "FunctionType",
     "Level",
     "MemorySpace",
+    "PadValue",
     "ScalarType",
     "TaskIdType",
     "TensorType",
@@ -67,6 +68,17 @@ class FunctionType(enum.Enum):
     @property
     def is_kernel(self) -> bool:
         return self in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+
+
+class PadValue(enum.Enum):
+    """What ``fillpad`` writes outside a tile's valid region."""
+
+    zero = "zero"
+    min = "min"  # the lowest finite value (-inf for floats)
+    max = "max"  # the highest value (+inf for floats)
+
+    def __repr__(self) -> str:
+        return f"pl.PadValue.{self.value}"
 
 
 class CoreType(enum.Enum):

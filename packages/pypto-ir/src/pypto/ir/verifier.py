@@ -21,6 +21,7 @@ from pypto.ir.nodes import (
     ExprStmt,
     For,
     Function,
+    If,
     Program,
     Return,
     Scope,
@@ -111,10 +112,15 @@ class _FnVerifier:
         if want != e.type:
             raise self.fail(f"op {e.op} records type {e.type} but its operands give {want}", s)
         kernel = self.fn.func_type.is_kernel
-        on_core = e.op not in ("tensor.create", "tensor.dim")
+        on_core = e.op not in ("tensor.create", "tensor.dim", "tensor.read", "scalar.cast")
         if self.level.outlined and not kernel and on_core:
             raise self.fail(f"op {e.op} runs on a core but appears in orchestration", s)
-        if self.level.lowered and kernel and e.op.startswith("tensor.") and e.op != "tensor.dim":
+        if (
+            self.level.lowered
+            and kernel
+            and e.op.startswith("tensor.")
+            and e.op not in ("tensor.dim", "tensor.read")
+        ):
             raise self.fail(f"tensor-level op {e.op} survived lowering", s)
         if kernel and e.op == "tensor.create":
             raise self.fail("tensor.create inside a kernel", s)
@@ -185,9 +191,33 @@ class _FnVerifier:
                 for r in s.results:
                     self.define(r, s)
                     scope.add(r.name)
+            elif isinstance(s, If):
+                self.use(s.cond, scope, s)
+                branch_scopes = []
+                for branch in (s.then_body, s.else_body):
+                    if s.results:
+                        last = branch[-1] if branch else None
+                        if not isinstance(last, Yield) or len(last.values) != len(s.results):
+                            raise self.fail(
+                                f"each branch of an if with {len(s.results)} results must end with a yield of them",
+                                s,
+                            )
+                        for r, v in zip(s.results, last.values, strict=True):
+                            if r.type != v.type:
+                                raise self.fail(
+                                    f"if result {r.name!r} is {r.type} but a branch yields {v.type}", s
+                                )
+                    inner = set(scope)
+                    self.body(branch, inner, in_scope, True)
+                    branch_scopes.append(inner)
+                if not self.level.ssa:  # before SSA a name bound in both branches is visible after
+                    scope.update(branch_scopes[0] & branch_scopes[1])
+                for r in s.results:
+                    self.define(r, s)
+                    scope.add(r.name)
             elif isinstance(s, Yield):
                 if not in_loop or i != len(stmts) - 1:
-                    raise self.fail("yield must end a loop body", s)
+                    raise self.fail("yield must end a loop or branch body", s)
                 for v in s.values:
                     self.use(v, scope, s)
             elif isinstance(s, Scope):

@@ -16,7 +16,8 @@ on-core work inside ``with pl.at(level=pl.Level.CORE_GROUP):`` scopes or in
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
-from pypto.ir.types import FunctionType, Level, MemorySpace
+from pypto.ir.types import FunctionType, Level, MemorySpace, PadValue
+from pypto.language import tile
 from pypto.language.decorators import (
     DSLFunction,
     IncoreFunction,
@@ -30,6 +31,7 @@ from pypto.language.dsl import at, range
 from pypto.language.ops import (
     abs,
     add,
+    assemble,
     cast,
     col_expand,
     col_expand_add,
@@ -42,6 +44,7 @@ from pypto.language.ops import (
     dim,
     div,
     exp,
+    fillpad,
     full,
     load,
     log,
@@ -52,6 +55,7 @@ from pypto.language.ops import (
     move,
     mul,
     neg,
+    read,
     recip,
     relu,
     reshape,
@@ -64,6 +68,7 @@ from pypto.language.ops import (
     row_min,
     row_sum,
     rsqrt,
+    slice,
     sqrt,
     store,
     sub,
@@ -123,12 +128,14 @@ __all__ = [
     "Mem",
     "MemorySpace",
     "Out",
+    "PadValue",
     "Scalar",
     "Specialization",
     "Tensor",
     "Tile",
     "abs",
     "add",
+    "assemble",
     "at",
     "cast",
     "col_expand",
@@ -143,6 +150,7 @@ __all__ = [
     "div",
     "dynamic",
     "exp",
+    "fillpad",
     "full",
     "function",
     "jit",
@@ -157,6 +165,7 @@ __all__ = [
     "neg",
     "program",
     "range",
+    "read",
     "recip",
     "relu",
     "reshape",
@@ -169,8 +178,10 @@ __all__ = [
     "row_min",
     "row_sum",
     "rsqrt",
+    "slice",
     "sqrt",
     "store",
     "sub",
+    "tile",
     "transpose",
 ]

@@ -19,6 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 __all__ = [
     "abs",
     "add",
+    "assemble",
     "cast",
     "col_expand",
     "col_expand_add",
@@ -31,6 +32,7 @@ __all__ = [
     "dim",
     "div",
     "exp",
+    "fillpad",
     "full",
     "load",
     "log",
@@ -41,6 +43,7 @@ __all__ = [
     "move",
     "mul",
     "neg",
+    "read",
     "recip",
     "relu",
     "reshape",
@@ -53,6 +56,7 @@ __all__ = [
     "row_min",
     "row_sum",
     "rsqrt",
+    "slice",
     "sqrt",
     "store",
     "sub",
@@ -86,9 +90,12 @@ def load(
     offsets: Any,
     shapes: Any,
     target_memory: MemorySpace = MemorySpace.Vec,
-    valid_shapes: Any = None,
+    valid_shape: Any = None,
 ) -> Any:
-    """Load the window ``tensor[offsets : offsets + shapes]`` into a tile (Vec or Mat)."""
+    """Load the window ``tensor[offsets : offsets + shapes]`` into a tile (Vec or Mat).
+
+    ``valid_shape=[rows, cols]`` (run-time values allowed) loads only that leading region;
+    the rest of the tile is padding (see ``pl.tile.fillpad``)."""
 
 
 @_op
@@ -293,3 +300,27 @@ def matmul(lhs: Any, rhs: Any) -> Any:
 @_op
 def matmul_acc(acc: Any, lhs: Any, rhs: Any) -> Any:
     """``acc + lhs @ rhs`` into the Acc tile."""
+
+
+# ----------------------------------------------------------------------------- sub-tiles, scalars
+
+
+@_op
+def read(tensor: Any, indices: Any) -> Any:
+    """One element of a tensor as a scalar: ``pl.read(cfg, [0])``."""
+
+
+@_op
+def slice(tile: Any, shape: Any, offsets: Any) -> Any:
+    """The sub-tile of ``shape`` at ``offsets`` (a copy)."""
+
+
+@_op
+def assemble(target: Any, source: Any, offsets: Any) -> Any:
+    """``target`` with ``source`` written into it at ``offsets`` (``pl.tile.assemble``)."""
+
+
+@_op
+def fillpad(tile: Any, pad_value: Any = None) -> Any:
+    """The tile with everything outside its valid region set to ``pad_value`` (a pl.PadValue);
+    the result is fully valid."""

@@ -168,6 +168,10 @@ def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> st
         if e.op in ("min", "max"):
             return f"(({a}) {'<' if e.op == 'min' else '>'} ({b}) ? ({a}) : ({b}))"
         raise CompileError(f"codegen: scalar operator {e.op}")
+    if isinstance(e, Call) and e.op == "scalar.cast":
+        inner = e.args[0]
+        assert not isinstance(inner, tuple)
+        return f"static_cast<{scalar_cpp_type(e.attr('dtype'))}>({scalar_expr(inner, dim_of)})"
     if isinstance(e, Call) and e.op == "tensor.dim":
         t = e.args[0]
         assert isinstance(t, Var)

@@ -27,6 +27,7 @@ from pypto.ir.nodes import (
     ExprStmt,
     For,
     Function,
+    If,
     Program,
     Return,
     Stmt,
@@ -117,6 +118,8 @@ class _OrchGen:
                 self.submit(s.value, depth, None)
             elif isinstance(s, For):
                 self.loop(s, depth)
+            elif isinstance(s, If):
+                self.branch(s, depth)
             elif isinstance(s, Yield):
                 pass
             elif isinstance(s, Return):
@@ -143,6 +146,24 @@ class _OrchGen:
             self.emit(depth, "}")
             return
         t = v.type
+        if isinstance(t, ScalarType) and isinstance(e, Call) and e.op == "tensor.read":
+            src, idx = e.args
+            assert isinstance(src, Var)
+            assert isinstance(idx, tuple)
+            sname = ident(src.name)
+            index = " + ".join(
+                f"static_cast<std::uint64_t>({scalar_expr(i)}) * {sname}.strides[{k}]"
+                for k, i in enumerate(idx)
+            )
+            ct, hold = cpp_type(t.dtype), scalar_cpp_type(t.dtype)
+            addr = f"reinterpret_cast<const {ct}*>(static_cast<std::uintptr_t>({sname}.buffer.addr))"
+            self.emit(
+                depth, "// host read of tensor data (the simulated chip's device memory is host memory)"
+            )
+            self.emit(
+                depth, f"const {hold} {name} = static_cast<{hold}>({addr}[{sname}.start_offset + {index}]);"
+            )
+            return
         if isinstance(t, ScalarType):
             self.emit(depth, f"const {scalar_cpp_type(t.dtype)} {name} = {scalar_expr(e)};")
             return
@@ -199,6 +220,37 @@ class _OrchGen:
             raise CompileError(f"orchestration codegen: cannot bind {result.name} of type {result.type}")
         if result is None or isinstance(result.type, TaskIdType):
             self.emit(depth, f"(void){tid};")
+
+    def branch(self, s: If, depth: int) -> None:
+        for r in s.results:
+            t = r.type
+            if isinstance(t, TensorType):
+                self.emit(depth, f"const simpler::ChipTensor* {ident(r.name)}_p = nullptr;")
+            elif isinstance(t, ScalarType):
+                self.emit(depth, f"{scalar_cpp_type(t.dtype)} {ident(r.name)}{{}};")
+            else:
+                raise CompileError(f"orchestration codegen: an if cannot produce {t}")
+        self.emit(depth, f"if ({scalar_expr(s.cond)}) {{")
+        self.arm(s.then_body, s.results, depth + 1)
+        self.emit(depth, "} else {")
+        self.arm(s.else_body, s.results, depth + 1)
+        self.emit(depth, "}")
+        for r in s.results:
+            if isinstance(r.type, TensorType):
+                self.emit(depth, f"const simpler::ChipTensor& {ident(r.name)} = *{ident(r.name)}_p;")
+                self.emit(depth, f"(void){ident(r.name)};")
+
+    def arm(self, body: tuple[Stmt, ...], results: tuple[Var, ...], depth: int) -> None:
+        self.body(body, depth)
+        if results:
+            y = body[-1]
+            assert isinstance(y, Yield)
+            for r, v in zip(results, y.values, strict=True):
+                if isinstance(r.type, TensorType):
+                    assert isinstance(v, Var)
+                    self.emit(depth, f"{ident(r.name)}_p = &{ident(v.name)};")
+                else:
+                    self.emit(depth, f"{ident(r.name)} = {scalar_expr(v)};")
 
     def loop(self, s: For, depth: int) -> None:
         var = ident(s.var.name)

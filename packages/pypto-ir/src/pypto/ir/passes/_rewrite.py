@@ -14,6 +14,7 @@ from pypto.ir.nodes import (
     Expr,
     ExprStmt,
     For,
+    If,
     IterArg,
     Return,
     Scope,
@@ -82,6 +83,16 @@ def subst_body(body: tuple[Stmt, ...], m: Mapping[str, Expr]) -> tuple[Stmt, ...
                     results=tuple(subst_var(r, m) for r in s.results),
                 )
             )
+        elif isinstance(s, If):
+            out.append(
+                replace(
+                    s,
+                    cond=subst_expr(s.cond, m),
+                    then_body=subst_body(s.then_body, m),
+                    else_body=subst_body(s.else_body, m),
+                    results=tuple(subst_var(r, m) for r in s.results),
+                )
+            )
         elif isinstance(s, Yield):
             out.append(replace(s, values=tuple(subst_expr(v, m) for v in s.values)))
         elif isinstance(s, Scope):
@@ -106,6 +117,10 @@ def map_bodies(
     for s in body:
         if isinstance(s, (For, Scope)):
             out.append(replace(s, body=map_bodies(s.body, fn)))
+        elif isinstance(s, If):
+            out.append(
+                replace(s, then_body=map_bodies(s.then_body, fn), else_body=map_bodies(s.else_body, fn))
+            )
         else:
             out.append(s)
     return fn(tuple(out))

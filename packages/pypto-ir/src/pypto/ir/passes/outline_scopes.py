@@ -19,6 +19,7 @@ from pypto.ir.nodes import (
     ExprStmt,
     For,
     Function,
+    If,
     Param,
     Program,
     Return,
@@ -72,6 +73,8 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
         for s in body:
             if isinstance(s, For):
                 out.append(replace(s, body=visit(s.body)))
+            elif isinstance(s, If):
+                out.append(replace(s, then_body=visit(s.then_body), else_body=visit(s.else_body)))
             elif isinstance(s, Scope):
                 out.append(outline_one(s))
             else:

@@ -11,7 +11,21 @@ that aliases no parameter.
 from __future__ import annotations
 
 from pypto.ir.errors import CompileError
-from pypto.ir.nodes import Assign, Call, CallFunc, Expr, For, Function, Program, Return, Stmt, Var, walk_stmts
+from pypto.ir.nodes import (
+    Assign,
+    Call,
+    CallFunc,
+    Expr,
+    For,
+    Function,
+    If,
+    Program,
+    Return,
+    Stmt,
+    Var,
+    Yield,
+    walk_stmts,
+)
 
 NAME = "return_lineage"
 
@@ -26,6 +40,11 @@ def _defs(body: tuple[Stmt, ...]) -> dict[str, object]:
                 defs[ia.var.name] = ia.init
             for k, r in enumerate(s.results):
                 defs[r.name] = s.iter_args[k].init
+        elif isinstance(s, If) and s.results:
+            y = s.then_body[-1]
+            if isinstance(y, Yield):
+                for r, v in zip(s.results, y.values, strict=True):
+                    defs[r.name] = v
     return defs
 
 

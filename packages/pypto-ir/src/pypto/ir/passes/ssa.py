@@ -26,6 +26,7 @@ from pypto.ir.nodes import (
     ExprStmt,
     For,
     Function,
+    If,
     IterArg,
     Program,
     Return,
@@ -95,7 +96,7 @@ class _Converter:
         if isinstance(e, Const):
             return e
         if isinstance(e, BinOp):
-            return replace(e, lhs=self.use(e.lhs, out, True), rhs=self.use(e.rhs, out, True))
+            return replace(e, lhs=self.use(e.lhs, out), rhs=self.use(e.rhs, out))
         if isinstance(e, Call):
             new: Expr = replace(e, args=tuple(self.use_arg(a, out) for a in e.args))
         else:
@@ -111,7 +112,7 @@ class _Converter:
 
     def use_arg(self, a: Arg, out: list[Stmt]) -> Arg:
         if isinstance(a, tuple):
-            return tuple(self.use(x, out, True) for x in a)
+            return tuple(self.use(x, out) for x in a)
         return self.use(a, out)
 
     def body(self, stmts: tuple[Stmt, ...]) -> list[Stmt]:
@@ -134,13 +135,13 @@ class _Converter:
         elif isinstance(s, TensorWrite):
             target = self.use(s.target, out)
             assert isinstance(target, Var)
-            offsets = tuple(self.use(o, out, True) for o in s.offsets)
+            offsets = tuple(self.use(o, out) for o in s.offsets)
             value = self.use(s.value, out, top=True)
             out.append(replace(s, target=target, offsets=offsets, value=value))
         elif isinstance(s, Return):
-            out.append(replace(s, values=tuple(self.use(v, out, True) for v in s.values)))
+            out.append(replace(s, values=tuple(self.use(v, out) for v in s.values)))
         elif isinstance(s, Scope):
-            deps = tuple(self.use(d, out, True) for d in s.deps)
+            deps = tuple(self.use(d, out) for d in s.deps)
             body = self.body(s.body)
             task = None
             if s.task is not None:
@@ -149,13 +150,56 @@ class _Converter:
             out.append(replace(s, deps=deps, body=tuple(body), task=task))
         elif isinstance(s, For):
             self.loop(s, out)
+        elif isinstance(s, If):
+            self.branch(s, out)
         else:
             raise KernelError(f"ssa: unexpected statement {type(s).__name__}", getattr(s, "span", None))
 
+    def branch(self, s: If, out: list[Stmt]) -> None:
+        cond = self.use(s.cond, out)
+        before = dict(self.env)
+        then = self.body(s.then_body)
+        env_then = self.env
+        self.env = dict(before)
+        els = self.body(s.else_body)
+        env_else = self.env
+        merged: list[str] = []
+        for name in (*env_then, *env_else):
+            if name in merged:
+                continue
+            if name in before:
+                if env_then.get(name) is not before[name] or env_else.get(name) is not before[name]:
+                    merged.append(name)
+            elif name in env_then and name in env_else:
+                merged.append(name)
+        self.env = dict(before.items())
+        results: list[Var] = []
+        tv: list[Expr] = []
+        ev: list[Expr] = []
+        for name in merged:
+            a, b = env_then.get(name, before.get(name)), env_else.get(name, before.get(name))
+            assert a is not None
+            assert b is not None
+            if a.type != b.type:
+                raise KernelError(
+                    f"{name!r} has type {a.type} after the if branch but {b.type} after the else branch; "
+                    "both branches must give it the same type",
+                    s.span,
+                )
+            r = self.fresh(Var(name, a.type, s.span))
+            results.append(r)
+            tv.append(a)
+            ev.append(b)
+            self.env[name] = r
+        if results:
+            then.append(Yield(tuple(tv), s.span))
+            els.append(Yield(tuple(ev), s.span))
+        out.append(replace(s, cond=cond, then_body=tuple(then), else_body=tuple(els), results=tuple(results)))
+
     def loop(self, s: For, out: list[Stmt]) -> None:
-        start = self.use(s.start, out, True)
-        stop = self.use(s.stop, out, True)
-        step = self.use(s.step, out, True)
+        start = self.use(s.start, out)
+        stop = self.use(s.stop, out)
+        step = self.use(s.step, out)
         assigned: list[str] = []
         for inner in walk_stmts(s.body):
             for v in stmt_defs(inner):

@@ -22,6 +22,7 @@ from pypto.ir.nodes import (
     ExprStmt,
     For,
     Function,
+    If,
     Program,
     Stmt,
     TensorWrite,
@@ -36,7 +37,7 @@ NAME = "tensor_to_tile"
 MAX_TILE_ELEMENTS = 1 << 16
 """Largest tile a tensor-level op may need (elements); larger tensors must be tiled by hand."""
 
-_NO_LOWER = ("tensor.dim", "tensor.create")
+_NO_LOWER = ("tensor.dim", "tensor.create", "tensor.read")
 
 
 def run(program: Program) -> Program:
@@ -72,10 +73,16 @@ class _Lowerer:
             elif isinstance(s, TensorWrite):
                 out.extend(self.write(s))
             elif isinstance(s, For):
-                saved, self.loaded = self.loaded, {}
+                self.loaded = {}
                 out.append(replace(s, body=self.body(s.body)))
                 self.loaded = {}  # the loop may have written anything
-                del saved
+            elif isinstance(s, If):
+                self.loaded = {}
+                then = self.body(s.then_body)
+                self.loaded = {}
+                els = self.body(s.else_body)
+                self.loaded = {}
+                out.append(replace(s, then_body=then, else_body=els))
             elif isinstance(s, (Assign, ExprStmt, Yield)) and self._mentions_lowered(s):
                 raise KernelError(
                     "a tensor-level value can only be written into a tensor (out[...] = value) or used by "
