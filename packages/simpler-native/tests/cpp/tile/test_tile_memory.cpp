@@ -259,6 +259,10 @@ TEST_CASE("out-of-bounds and mismatched accesses are reported and not performed"
         CHECK_FALSE(load(tile, t, {0, 0}, 9, 8));
         CHECK(take_error().find("valid shape") != std::string::npos);
         CHECK(tile.valid_rows == 8);
+        tile.valid_cols = 9;  // written directly
+        CHECK_FALSE(store(t, tile, {0, 0}));
+        CHECK(take_error().find("outside its static shape") != std::string::npos);
+        for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(x[i] == static_cast<float>(i));
     }
 }
 

@@ -285,6 +285,63 @@ TEST_CASE("row reductions produce a [rows, 1] tile") {
     CHECK(take_error().find("does not fit") != std::string::npos);
 }
 
+TEST_CASE("column reductions produce a [1, cols] tile") {
+    tiletest::Rng rng;
+    VecTile<float, R, C> a;
+    randomize(a, rng, -4.0f, 4.0f);
+    for (int vr : {0, 1, 5, 12}) {
+        CAPTURE(vr);
+        a.set_valid(vr, 37);
+        VecTile<float, 1, 48> s;
+        s.fill(99.0f);
+        REQUIRE(col_sum(s, a));
+        CHECK(s.valid_rows == 1);
+        CHECK(s.valid_cols == 37);
+        for (int c = 0; c < 37; ++c) {
+            float want = 0;  // same order: row by row
+            for (int r = 0; r < vr; ++r) want += a(r, c);
+            CHECK(s(0, c) == want);
+        }
+        CHECK(s(0, 37) == 99.0f);
+        REQUIRE(col_max(s, a));
+        for (int c = 0; c < 37; ++c) {
+            float want = -INFINITY;
+            for (int r = 0; r < vr; ++r) want = std::fmax(want, a(r, c));
+            CHECK(s(0, c) == want);
+        }
+        REQUIRE(col_min(s, a));
+        for (int c = 0; c < 37; ++c) {
+            float want = INFINITY;
+            for (int r = 0; r < vr; ++r) want = std::fmin(want, a(r, c));
+            CHECK(s(0, c) == want);
+        }
+    }
+    VecTile<std::int8_t, 40, 3> i8;
+    for (auto& v : i8.data) v = -100;
+    VecTile<std::int32_t, 1, 3> i32;
+    REQUIRE(col_sum(i32, i8));
+    CHECK(i32(0, 2) == -4000);
+    VecTile<float, 1, 8> narrow;
+    CHECK_FALSE(col_sum(narrow, a));
+    CHECK(take_error().find("does not fit") != std::string::npos);
+}
+
+TEST_CASE("an operand whose valid shape was written out of range is refused, not read") {
+    VecTile<float, 4, 8> a, d;
+    a.fill(1.0f);
+    d.fill(0.0f);
+    a.valid_rows = 5;  // written directly, past the static shape
+    CHECK_FALSE(adds(d, a, 1.0f));
+    CHECK(take_error().find("outside its static shape") != std::string::npos);
+    CHECK_FALSE(row_sum(d, a));
+    CHECK_FALSE(move(d, a));
+    CHECK_FALSE(transpose(d, a));
+    a.valid_rows = -1;
+    CHECK_FALSE(cast(d, a));
+    CHECK_FALSE(take_error().empty());
+    for (float v : d.data) CHECK(v == 0.0f);
+}
+
 TEST_CASE("row_expand and col_expand, plain and fused") {
     tiletest::Rng rng;
     VecTile<float, R, C> a, d;

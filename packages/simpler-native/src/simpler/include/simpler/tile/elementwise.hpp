@@ -81,7 +81,7 @@ inline bool map2(const char* op, Dst& dst, const A& a, const B& b, F f) noexcept
     static_assert(std::is_same<T, typename A::value_type>::value && std::is_same<T, typename B::value_type>::value,
                   "element-wise ops need one element type (use cast first)");
     require_arith<T>();
-    if (!same_valid(op, a, b) || !fits(op, dst, a.valid_rows, a.valid_cols)) return false;
+    if (!operands_ok(op, a, b) || !same_valid(op, a, b) || !fits(op, dst, a.valid_rows, a.valid_cols)) return false;
     const int vr = a.valid_rows, vc = a.valid_cols;
     for (int r = 0; r < vr; ++r) {
         T* d = dst.row(r);
@@ -101,7 +101,7 @@ inline bool map1(const char* op, Dst& dst, const A& a, F f) noexcept {
     using T = typename Dst::value_type;
     static_assert(std::is_same<T, typename A::value_type>::value, "element-wise ops need one element type (use cast first)");
     require_arith<T>();
-    if (!fits(op, dst, a.valid_rows, a.valid_cols)) return false;
+    if (!operands_ok(op, a) || !fits(op, dst, a.valid_rows, a.valid_cols)) return false;
     const int vr = a.valid_rows, vc = a.valid_cols;
     for (int r = 0; r < vr; ++r) {
         T* d = dst.row(r);

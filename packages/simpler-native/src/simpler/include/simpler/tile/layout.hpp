@@ -27,7 +27,7 @@ inline bool move(Dst& dst, const Src& src) noexcept {
     using T = typename Dst::value_type;
     static_assert(std::is_same<T, typename Src::value_type>::value, "move keeps the element type (use cast)");
     const int vr = src.valid_rows, vc = src.valid_cols;
-    if (!detail::fits("move", dst, vr, vc)) return false;
+    if (!detail::operands_ok("move", src) || !detail::fits("move", dst, vr, vc)) return false;
     if (static_cast<const void*>(&dst) == static_cast<const void*>(&src)) return true;
     for (int r = 0; r < vr; ++r) {
         T* d = dst.row(r);
@@ -65,7 +65,7 @@ inline bool transpose(Dst& dst, const Src& src) noexcept {
     static_assert(std::is_same<T, typename Src::value_type>::value, "transpose keeps the element type");
     static_assert(Dst::space == Src::space, "transpose stays in one memory space (use move)");
     const int vr = src.valid_rows, vc = src.valid_cols;
-    if (!detail::fits("transpose", dst, vc, vr)) return false;
+    if (!detail::operands_ok("transpose", src) || !detail::fits("transpose", dst, vc, vr)) return false;
     if (static_cast<const void*>(&dst) == static_cast<const void*>(&src)) {
         report_kernel_error("tile transpose: destination and source must be different tiles");
         return false;
@@ -92,6 +92,7 @@ inline bool concat(Dst& dst, const A& a, const B& b) noexcept {
     static_assert(std::is_same<T, typename A::value_type>::value && std::is_same<T, typename B::value_type>::value,
                   "concat keeps the element type");
     static_assert(Dst::space == A::space && Dst::space == B::space, "concat stays in one memory space (use move)");
+    if (!detail::operands_ok("concat", a, b)) return false;
     if (a.valid_rows != b.valid_rows) {
         report_kernel_error("tile concat: operands have different valid rows: %d vs %d", a.valid_rows, b.valid_rows);
         return false;
@@ -123,7 +124,7 @@ inline bool cast(Dst& dst, const Src& src, RoundMode mode = RoundMode::Rint) noe
     using D = typename Dst::value_type;
     using S = typename Src::value_type;
     const int vr = src.valid_rows, vc = src.valid_cols;
-    if (!detail::fits("cast", dst, vr, vc)) return false;
+    if (!detail::operands_ok("cast", src) || !detail::fits("cast", dst, vr, vc)) return false;
     if (static_cast<const void*>(&dst) == static_cast<const void*>(&src) && !std::is_same<D, S>::value) {
         report_kernel_error("tile cast: destination and source must be different tiles");
         return false;

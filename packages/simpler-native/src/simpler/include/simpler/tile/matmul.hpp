@@ -34,6 +34,7 @@ inline bool matmul_impl(const char* op, Acc& c, const L& a, const R& b, bool acc
     static_assert(std::is_same<In, typename R::value_type>::value, "matmul operands need one element type");
     static_assert(matmul_types_ok_v<AT, In>,
                   "matmul: float/half/bfloat16 operands need a float Acc tile, int8 operands an int32 Acc tile");
+    if (!operands_ok(op, a, b) || (accumulate && !operands_ok(op, c))) return false;
     const int m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
     if (b.valid_rows != k) {
         report_kernel_error("tile %s: inner dims differ: Left is [%d, %d], Right is [%d, %d]", op, m, k, b.valid_rows, n);

@@ -241,6 +241,7 @@ inline void transfer(const Access& a, TileT& tile, bool nz) noexcept {
 template <Space S, class T, int R, int C>
 inline bool load(Tile<S, T, R, C>& dst, const ChipTensor& src, const Offsets& offsets = {}) noexcept {
     detail::Access a;
+    if (!detail::operands_ok("load", dst)) return false;
     if (!detail::plan_access<T>("load", src, offsets, dst.valid_rows, dst.valid_cols, false, &a)) return false;
     detail::transfer<true, T>(a, dst, false);
     return true;
@@ -258,6 +259,7 @@ inline bool load(Tile<S, T, R, C>& dst, const ChipTensor& src, const Offsets& of
 template <Space S, class T, int R, int C>
 inline bool store(const ChipTensor& dst, const Tile<S, T, R, C>& src, const Offsets& offsets = {}) noexcept {
     detail::Access a;
+    if (!detail::operands_ok("store", src)) return false;
     if (!detail::plan_access<T>("store", dst, offsets, src.valid_rows, src.valid_cols, false, &a)) return false;
     detail::transfer<false, T>(a, const_cast<Tile<S, T, R, C>&>(src), false);
     return true;
@@ -267,6 +269,7 @@ inline bool store(const ChipTensor& dst, const Tile<S, T, R, C>& src, const Offs
 template <Space S, class T, int R, int C>
 inline bool load_nz(Tile<S, T, R, C>& dst, const ChipTensor& src, const Offsets& offsets = {}) noexcept {
     detail::Access a;
+    if (!detail::operands_ok("load_nz", dst)) return false;
     if (!detail::plan_access<T>("load_nz", src, offsets, dst.valid_rows, dst.valid_cols, true, &a)) return false;
     detail::transfer<true, T>(a, dst, true);
     return true;
@@ -282,6 +285,7 @@ inline bool load_nz(Tile<S, T, R, C>& dst, const ChipTensor& src, const Offsets&
 template <Space S, class T, int R, int C>
 inline bool store_nz(const ChipTensor& dst, const Tile<S, T, R, C>& src, const Offsets& offsets = {}) noexcept {
     detail::Access a;
+    if (!detail::operands_ok("store_nz", src)) return false;
     if (!detail::plan_access<T>("store_nz", dst, offsets, src.valid_rows, src.valid_cols, true, &a)) return false;
     detail::transfer<false, T>(a, const_cast<Tile<S, T, R, C>&>(src), true);
     return true;

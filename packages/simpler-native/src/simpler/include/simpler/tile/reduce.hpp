@@ -7,6 +7,9 @@
 // summed into an INT32 [rows, 1] tile). A row with valid_cols == 0 gives 0 for a sum, and for
 // max/min the lowest/highest value of the type (-inf/+inf for floats).
 //
+// col_sum/col_max/col_min(dst, src): dst[0, c] = reduce(src[0 .. valid_rows, c]), summed row by
+// row in order, in the same accumulator types; dst's valid shape becomes [1, src.valid_cols].
+//
 // row_expand(dst, src): dst[r, c] = src[r, 0]; dst keeps its valid_cols, valid_rows becomes
 // src.valid_rows. row_expand_{add,sub,mul,div}(dst, a, s): dst[r, c] = a[r, c] (op) s[r, 0],
 // with s.valid_rows == a.valid_rows; dst's valid shape becomes a's.
@@ -62,7 +65,7 @@ inline bool row_reduce(const char* op, Dst& dst, const Src& src) noexcept {
     using D = typename Dst::value_type;
     using A = reduce_acc_t<T>;
     require_arith<T>();
-    if (!fits(op, dst, src.valid_rows, 1)) return false;
+    if (!operands_ok(op, src) || !fits(op, dst, src.valid_rows, 1)) return false;
     const int vr = src.valid_rows, vc = src.valid_cols;
     constexpr int L = 8;  // partial accumulators: a vector's worth of lanes
     for (int r = 0; r < vr; ++r) {
@@ -82,6 +85,30 @@ inline bool row_reduce(const char* op, Dst& dst, const Src& src) noexcept {
     return true;
 }
 
+// dst[0, c] = reduce(src[0 .. valid_rows, c]): rows are folded in order into a row of
+// accumulators, so the column loop vectorizes.
+template <RowReduce K, class Dst, class Src>
+inline bool col_reduce(const char* op, Dst& dst, const Src& src) noexcept {
+    static_assert(is_vec_v<Dst> && is_vec_v<Src>, "column reductions take Vec tiles");
+    using T = typename Src::value_type;
+    using D = typename Dst::value_type;
+    using A = reduce_acc_t<T>;
+    require_arith<T>();
+    if (!operands_ok(op, src) || !fits(op, dst, 1, src.valid_cols)) return false;
+    const int vr = src.valid_rows, vc = src.valid_cols;
+    A acc[Src::cols < 16 ? 16 : Src::cols];  // at least one for_cols chunk: no bounds warning on narrow tiles
+    for_cols(vc, [&](int c) { acc[c] = reduce_identity<K, A>(); });
+    for (int r = 0; r < vr; ++r) {
+        const T* x = src.row(r);
+        for_cols(vc, [&](int c) { acc[c] = reduce_step<K, A>(acc[c], static_cast<A>(to_compute(x[c]))); });
+    }
+    D* d = dst.row(0);
+    for (int c = 0; c < vc; ++c) d[c] = convert<D>(acc[c]);
+    dst.valid_rows = 1;
+    dst.valid_cols = vc;
+    return true;
+}
+
 // dst[r, c] = f(a[r, c], s[r or 0, 0 or c]) over a's valid shape. Row: s is [rows, 1].
 template <bool Row, class Dst, class A, class S, class F>
 inline bool expand_op(const char* op, Dst& dst, const A& a, const S& s, F f) noexcept {
@@ -90,6 +117,7 @@ inline bool expand_op(const char* op, Dst& dst, const A& a, const S& s, F f) noe
     static_assert(std::is_same<T, typename A::value_type>::value && std::is_same<T, typename S::value_type>::value,
                   "expand ops need one element type (use cast first)");
     require_arith<T>();
+    if (!operands_ok(op, a, s)) return false;
     const int vr = a.valid_rows, vc = a.valid_cols;
     if (Row ? (s.valid_rows != vr || s.valid_cols < 1) : (s.valid_cols != vc || s.valid_rows < 1)) {
         report_kernel_error("tile %s: broadcast operand valid shape [%d, %d] does not match [%d, %d]", op,
@@ -130,10 +158,24 @@ inline bool row_min(Dst& dst, const Src& src) noexcept {
 }
 
 template <class Dst, class Src>
+inline bool col_sum(Dst& dst, const Src& src) noexcept {
+    return detail::col_reduce<detail::RowReduce::Sum>("col_sum", dst, src);
+}
+template <class Dst, class Src>
+inline bool col_max(Dst& dst, const Src& src) noexcept {
+    return detail::col_reduce<detail::RowReduce::Max>("col_max", dst, src);
+}
+template <class Dst, class Src>
+inline bool col_min(Dst& dst, const Src& src) noexcept {
+    return detail::col_reduce<detail::RowReduce::Min>("col_min", dst, src);
+}
+
+template <class Dst, class Src>
 inline bool row_expand(Dst& dst, const Src& src) noexcept {
     static_assert(detail::is_vec_v<Dst> && detail::is_vec_v<Src>, "expand ops take Vec tiles");
     using T = typename Dst::value_type;
     static_assert(std::is_same<T, typename Src::value_type>::value, "row_expand needs one element type");
+    if (!detail::operands_ok("row_expand", src, dst)) return false;
     const int vr = src.valid_rows, vc = dst.valid_cols;
     if (src.valid_cols < 1 && vr > 0) {
         report_kernel_error("tile row_expand: source valid shape [%d, %d] has no column", vr, src.valid_cols);
@@ -154,6 +196,7 @@ inline bool col_expand(Dst& dst, const Src& src) noexcept {
     static_assert(detail::is_vec_v<Dst> && detail::is_vec_v<Src>, "expand ops take Vec tiles");
     using T = typename Dst::value_type;
     static_assert(std::is_same<T, typename Src::value_type>::value, "col_expand needs one element type");
+    if (!detail::operands_ok("col_expand", src, dst)) return false;
     const int vr = dst.valid_rows, vc = src.valid_cols;
     if (src.valid_rows < 1 && vc > 0) {
         report_kernel_error("tile col_expand: source valid shape [%d, %d] has no row", src.valid_rows, vc);

@@ -110,6 +110,24 @@ inline void for_cols(int n, Body&& body) noexcept {
 
 // Checks shared by the ops. Each reports through the kernel error channel and returns false;
 // the op then leaves its destination untouched.
+
+// Operands' valid shapes must lie inside their static shapes (set_valid guarantees it; code that
+// writes valid_rows/valid_cols directly could break it, and the ops then would read or write
+// past a tile's storage).
+template <class X>
+inline bool valid_in_range(const char* op, const X& t) noexcept {
+    if (t.valid_rows < 0 || t.valid_cols < 0 || t.valid_rows > X::rows || t.valid_cols > X::cols) {
+        report_kernel_error("tile %s: operand valid shape [%d, %d] outside its static shape [%d, %d]", op, t.valid_rows,
+                            t.valid_cols, X::rows, X::cols);
+        return false;
+    }
+    return true;
+}
+
+template <class... X>
+inline bool operands_ok(const char* op, const X&... t) noexcept {
+    return (valid_in_range(op, t) && ...);
+}
 template <class Dst>
 inline bool fits(const char* op, const Dst&, int r, int c) noexcept {
     if (r < 0 || c < 0 || r > Dst::rows || c > Dst::cols) {
