@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import subprocess
 import sys
@@ -10,17 +12,19 @@ from pathlib import Path
 
 from pypto.runtime import settings
 from pypto.runtime.artifact_runtime import ArtifactRuntime
+from pypto.runtime.cli import main
 from pypto.runtime.store import ArtifactStore
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pypto.runtime", "cache", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "160"},
-        check=False,
-    )
+    """Run the CLI in this process (fast); the `python -m` path is tested once below."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(["cache", *args])
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return subprocess.CompletedProcess(["cache", *args], code, out.getvalue(), err.getvalue())
 
 
 def _populate(n: int) -> list[str]:
@@ -68,3 +72,16 @@ def test_usage_error() -> None:
     out = _cli("explode")
     assert out.returncode == 2
     assert "invalid choice" in out.stderr
+
+
+def test_python_dash_m_entry_point() -> None:
+    _populate(1)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pypto.runtime", "cache", "ls"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "160"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "GENERATED" in proc.stdout

@@ -418,3 +418,60 @@ def test_jit_call_finds_the_runtime_through_its_entry_point(tmp_path: Path) -> N
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+@pl.program
+class TwoEntries:
+    @pl.function(type=pl.FunctionType.InCore)
+    def neg_k(
+        self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        res: pl.Tensor[[16, 16], pl.FP32] = pl.store(pl.neg(pl.load(a, [0, 0], [16, 16])), [0, 0], out)
+        return res
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def abs_k(
+        self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        res: pl.Tensor[[16, 16], pl.FP32] = pl.store(pl.abs(pl.load(a, [0, 0], [16, 16])), [0, 0], out)
+        return res
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def negate(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        out = self.neg_k(a, out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def absolute(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        out = self.abs_k(a, out)
+        return out
+
+
+def test_multi_entry_program_selects_children(tmp_path: Path) -> None:
+    from pypto.ir.nodes import Program
+    from pypto.runtime import api
+
+    a = r(16, 16)
+    prog = rt.compile(TwoEntries, output_dir=tmp_path / "multi")
+    assert prog.entry_names == ("negate", "absolute")
+    np.testing.assert_array_equal(prog(a), -a)  # the parent runs the default (first) entry
+    np.testing.assert_array_equal(prog.entry("absolute")(a), np.abs(a))
+    assert prog.entry("negate").params == prog.entry("absolute").params
+    with pytest.raises(KeyError, match="no entry 'square'"):
+        prog.entry("square")
+    again = CompiledProgram.from_dir(tmp_path / "multi")
+    assert again.entry_names == ("negate", "absolute")
+    np.testing.assert_array_equal(again.entry("absolute")(a), np.abs(a))
+    with pytest.raises(TypeError, match="example arguments"):
+        rt.compile(TwoEntries, a)
+    # In the store, each entry is its own artifact: the entry is part of the key.
+    keys = {
+        api.artifact_key(
+            api._specialize(Program(TwoEntries.name, TwoEntries.funcs, e), (), {})[1],
+            contract=api.Contract.PROGRAM,
+            platform="a2a3sim",
+            runtime="tensormap_and_ringbuffer",
+        ).digest
+        for e in prog.entry_names
+    }
+    assert len(keys) == 2

@@ -9,6 +9,7 @@ identical inputs give one ArtifactKey, one store entry, and one build across pro
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from pathlib import Path
@@ -17,9 +18,17 @@ from typing import Any
 from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
 from pypto.ir.compile import _compile_to_files
 from pypto.ir.contract import Contract, parse_platform
+from pypto.ir.nodes import Program
+from pypto.ir.types import FunctionType
 from pypto.runtime import settings
 from pypto.runtime.artifact_runtime import Obtained, default_runtime
-from pypto.runtime.compiled import CompiledArtifact, CompiledProgram, build_prebuilt, toolchain_identity
+from pypto.runtime.compiled import (
+    ENTRIES_FILE,
+    CompiledArtifact,
+    CompiledProgram,
+    build_prebuilt,
+    toolchain_identity,
+)
 from pypto.runtime.runner import RunConfig
 
 __all__ = ["_compile_artifact", "artifact_key", "compile", "jit_executor", "load_cached", "run"]
@@ -40,7 +49,18 @@ def _specialize(program: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
         return program, dict(material)
     ir = getattr(program, "program", program)
     text = str(ir)
-    return program, {"kind": "ir", "ir_sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return program, {
+        "kind": "ir",
+        "entry": getattr(ir, "entry", None),
+        "ir_sha256": hashlib.sha256(text.encode()).hexdigest(),
+    }
+
+
+def _orchestrations(program: Any) -> list[str]:
+    funcs = getattr(program, "funcs", None)
+    if not isinstance(program, Program) or funcs is None:
+        return []
+    return [f.name for f in funcs if f.func_type is FunctionType.Orchestration]
 
 
 def artifact_key(material: dict[str, Any], *, contract: Contract, platform: str, runtime: str) -> ArtifactKey:
@@ -97,6 +117,23 @@ def compile(
         >>> prog(a, b, c); os.fspath(prog)                   # doctest: +SKIP
     """
     platform = parse_platform(platform)
+    entries = _orchestrations(program)
+    if len(entries) > 1:
+        if args or kwargs:
+            raise TypeError("compile(program, *args): example arguments only apply to a @pl.jit function")
+        return _compile_multi(program, entries, platform=platform, runtime=runtime, output_dir=output_dir)
+    return _compile_single(program, args, kwargs, platform=platform, runtime=runtime, output_dir=output_dir)
+
+
+def _compile_single(
+    program: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    platform: str,
+    runtime: str,
+    output_dir: str | os.PathLike[str] | None,
+) -> CompiledProgram:
     if output_dir is not None:
         spec, _ = _specialize(program, args, kwargs)
         result = _compile_to_files(
@@ -106,6 +143,28 @@ def compile(
     got, spec = _obtain(program, args, kwargs, contract=Contract.PROGRAM, platform=platform, runtime=runtime)
     artifact = CompiledArtifact.from_dir(got.path, require=Contract.PROGRAM, key=got.key)
     return CompiledProgram(artifact, program=getattr(spec, "program", spec))
+
+
+def _compile_multi(
+    program: Program,
+    entries: list[str],
+    *,
+    platform: str,
+    runtime: str,
+    output_dir: str | os.PathLike[str] | None,
+) -> CompiledProgram:
+    """A program with several orchestrations: one artifact per entry; the parent selects."""
+    children: dict[str, CompiledProgram] = {}
+    for name in entries:
+        sub = Program(program.name, program.funcs, name)
+        where = None if output_dir is None else Path(output_dir) / name
+        children[name] = _compile_single(sub, (), {}, platform=platform, runtime=runtime, output_dir=where)
+    if output_dir is not None:
+        index = Path(output_dir) / ENTRIES_FILE
+        tmp = index.with_name(f".{ENTRIES_FILE}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"entries": entries, "default": program.entry}, indent=1))
+        os.replace(tmp, index)
+    return CompiledProgram(children[program.entry].artifact, program=program, entries=children)
 
 
 def _compile_artifact(

@@ -34,6 +34,7 @@ from pypto.runtime.store import check_key
 __all__ = ["PREBUILT_DIR", "CompiledArtifact", "CompiledProgram", "build_prebuilt", "toolchain_identity"]
 
 PREBUILT_DIR = "prebuilt"
+ENTRIES_FILE = "entries.json"  # index of a multi-entry program's directory
 _TOOLCHAIN_FILE = f"{PREBUILT_DIR}/toolchain.json"
 _ORCH_BINARY = f"{PREBUILT_DIR}/orchestration.so"
 
@@ -64,10 +65,28 @@ def _compile_all(path: Path, meta: ArtifactMetadata) -> dict[str, bytes]:
     from simpler import toolchain
 
     jobs = [(_ORCH_BINARY, meta.orchestration.source)] + [(_kernel_binary(k), k.source) for k in meta.kernels]
+    identity = toolchain.identity()
     out: dict[str, bytes] = {}
     for target, source in progress.track(jobs, f"building {meta.name} ({len(jobs)} binaries)"):
-        out[target] = toolchain.compile_shared(_read_sources(path, meta, source))
+        sources = _read_sources(path, meta, source)
+        memo = (identity, hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest())
+        with _binary_memo_lock:
+            data = _binary_memo.get(memo)
+        if data is None:
+            data = toolchain.compile_shared(sources)
+            with _binary_memo_lock:
+                _binary_memo[memo] = data
+                while len(_binary_memo) > _BINARY_MEMO_SIZE:
+                    _binary_memo.pop(next(iter(_binary_memo)))
+        out[target] = data
     return out
+
+
+# Identical sources built by the same toolchain give identical binaries: entries of one
+# multi-entry program (and programs sharing a kernel) build each distinct source once.
+_BINARY_MEMO_SIZE = 64
+_binary_memo: dict[tuple[str, str], bytes] = {}
+_binary_memo_lock = threading.Lock()
 
 
 def build_prebuilt(path: Path) -> None:
@@ -237,21 +256,58 @@ class CompiledProgram:
     ``prog(a, b)`` allocates omitted Out parameters and returns what the signature returns.
     """
 
-    def __init__(self, artifact: CompiledArtifact, *, program: Any = None) -> None:
+    def __init__(
+        self,
+        artifact: CompiledArtifact,
+        *,
+        program: Any = None,
+        entries: Mapping[str, CompiledProgram] | None = None,
+    ) -> None:
         if not isinstance(artifact, CompiledArtifact):
             raise TypeError(
                 f"CompiledProgram(artifact): expected CompiledArtifact, got {type(artifact).__name__}"
             )
         self.artifact = artifact
         self.program = program  # live IR when compiled in this process; None after a reload
+        self._entries: dict[str, CompiledProgram] = dict(entries or {})
 
     @classmethod
     def from_dir(cls, path: str | os.PathLike[str], *, platform: str | None = None) -> CompiledProgram:
-        """Reload a compiled program directory (metadata only; PROGRAM capability required)."""
+        """Reload a compiled program directory (metadata only; PROGRAM capability required).
+
+        A multi-entry directory (``entries.json`` and one artifact per entry) reloads as a
+        parent whose call runs the default entry; ``entry(name)`` selects a child.
+        """
+        root = Path(path)
+        index = root / ENTRIES_FILE
+        if not (root / "compiled_meta.json").exists() and index.is_file():
+            data = json.loads(index.read_text())
+            names, default = data.get("entries"), data.get("default")
+            if not isinstance(names, list) or default not in names:
+                raise ValueError(f"{index}: expected {{'entries': [...], 'default': <one of them>}}")
+            children = {n: cls.from_dir(root / n, platform=platform) for n in names}
+            return cls(children[default].artifact, entries=children)
         return cls(CompiledArtifact.from_dir(path, platform=platform, require=Contract.PROGRAM))
 
     @property
+    def entry_names(self) -> tuple[str, ...]:
+        """The orchestration entries this program offers (one unless multi-entry)."""
+        return tuple(self._entries) or (self.artifact.metadata.entry,)
+
+    def entry(self, name: str) -> CompiledProgram:
+        """The child program of entry ``name`` (the same product type, its own artifact)."""
+        if not self._entries and name == self.artifact.metadata.entry:
+            return self
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise KeyError(
+                f"{self.artifact.name}: no entry {name!r}; entries are {list(self.entry_names)}"
+            ) from None
+
+    @property
     def path(self) -> Path:
+        """The artifact directory (of the default entry for a multi-entry program)."""
         return self.artifact.path
 
     @property
