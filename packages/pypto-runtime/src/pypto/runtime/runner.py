@@ -127,7 +127,7 @@ def run_artifact(
 ) -> Any:
     """Run ``artifact`` (a CompiledArtifact with PROGRAM capability) on the caller's tensors."""
     import simpler
-    from pypto.runtime.worker import shared_worker
+    from pypto.runtime.worker import register_on_shared_worker
 
     meta = artifact.metadata
     name = meta.name
@@ -195,8 +195,7 @@ def run_artifact(
 
     callable_ = artifact.chip_callable()  # loading native code never claims a mode
     mode_gate.claim_program(f"{name}() on {config.platform}")
-    worker = shared_worker(config.platform, config.runtime, config.device_id)
-    handle = worker.register(callable_)
+    worker, handle = register_on_shared_worker(callable_, config.platform, config.runtime, config.device_id)
     worker.run(handle, task_args, config.call_config, timeout=config.timeout)
 
     results = tuple(slots[a] for a in meta.return_aliases)

@@ -46,6 +46,7 @@ class _Shared:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.workers: dict[tuple[str, str, int], Any] = {}
+        self.registered: dict[int, set[str]] = {}  # id(worker) -> digests registered on it
 
 
 _shared = _Shared()
@@ -62,11 +63,41 @@ def shared_worker(platform: str, runtime: str = DEFAULT_RUNTIME, device_id: int 
         return worker
 
 
+def register_on_shared_worker(
+    callable_: Any, platform: str, runtime: str = DEFAULT_RUNTIME, device_id: int = 0
+) -> tuple[Any, Any]:
+    """(worker, handle) for ``callable_`` on the shared program Worker.
+
+    A Worker holds at most ``simpler.MAX_CALLABLES`` callables and program mode has no
+    unregister, so when a new callable would not fit, the shared Worker is replaced by a fresh
+    one. The old Worker is not closed here: runs in flight keep their reference and it closes
+    when the last one drops it.
+    """
+    import simpler
+
+    key = (platform, runtime, device_id)
+    with _shared.lock:
+        worker = _shared.workers.get(key)
+        if worker is None:
+            worker = program_worker(platform=platform, runtime=runtime, device_id=device_id)
+            _shared.workers[key] = worker
+        digests = _shared.registered.setdefault(id(worker), set())
+        if callable_.digest not in digests and len(digests) >= simpler.MAX_CALLABLES:
+            _shared.registered.pop(id(worker), None)
+            worker = program_worker(platform=platform, runtime=runtime, device_id=device_id)
+            _shared.workers[key] = worker
+            digests = _shared.registered.setdefault(id(worker), set())
+        handle = worker.register(callable_)
+        digests.add(callable_.digest)
+        return worker, handle
+
+
 def close_shared_workers() -> None:
     """Close every shared program Worker (tests, benchmarks)."""
     with _shared.lock:
         workers = list(_shared.workers.values())
         _shared.workers.clear()
+        _shared.registered.clear()
     for w in workers:
         w.close()
 
@@ -75,6 +106,7 @@ def _forget_in_child() -> None:
     # A forked child has none of the parent's Worker threads: drop (never close) the parent's
     # Workers so that the child builds its own after its own PROGRAM claim.
     _shared.workers.clear()
+    _shared.registered.clear()
     _shared.lock = threading.Lock()
 
 
