@@ -475,3 +475,22 @@ def test_multi_entry_program_selects_children(tmp_path: Path) -> None:
         for e in prog.entry_names
     }
     assert len(keys) == 2
+
+
+def test_fork_child_of_program_process_runs_on_its_own_worker() -> None:
+    fn, inputs, out_shapes, ref = CASES["activation"]
+    _check(fn(*inputs, z(*out_shapes[0])), ref(*inputs))  # the parent holds PROGRAM and a Worker
+    pid = os.fork()
+    if pid == 0:  # child: the gate was reset, the parent's Worker is left alone
+        code = 3
+        try:
+            fresh = mode_gate.current() is None
+            out = z(*out_shapes[0])
+            fn(*inputs, out, config=rt.RunConfig(timeout=30))  # never hang on a dead Worker
+            good = bool(np.allclose(out, ref(*inputs), rtol=2e-5, atol=2e-5))
+            code = 0 if fresh and good else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    _check(fn(*inputs, z(*out_shapes[0])), ref(*inputs))  # the parent's Worker still works

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import shutil
 import tempfile
 import threading
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,16 +71,33 @@ class Obtained:
     origin: str
 
 
+_instances: weakref.WeakSet[ArtifactRuntime] = weakref.WeakSet()
 _private_roots: list[Path] = []  # at most one: this process's private build root
-_private_lock = threading.Lock()
+
+
+class _Locks:
+    """Module-level locks, replaced in a forked child (see _after_fork_in_child)."""
+
+    def __init__(self) -> None:
+        self.private = threading.Lock()
+        self.default = threading.Lock()
+
+
+_locks = _Locks()
+
+
+def _remove_private_root(root: Path, owner: int) -> None:
+    # A forked child inherits atexit handlers; only the creating process removes its builds.
+    if os.getpid() == owner:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _private_dir(key: str) -> Path:
     """A fresh directory outside the store, removed when the process exits."""
-    with _private_lock:
+    with _locks.private:
         if not _private_roots:
             root = Path(tempfile.mkdtemp(prefix="pypto-private-"))
-            atexit.register(shutil.rmtree, root, True)
+            atexit.register(_remove_private_root, root, os.getpid())
             _private_roots.append(root)
     return Path(tempfile.mkdtemp(prefix=f"{key[:16]}-", dir=_private_roots[0]))
 
@@ -107,6 +126,12 @@ class ArtifactRuntime:
         self._load_locks: dict[str, threading.Lock] = {}
         self._meta_lock = threading.Lock()
         self.last_invalid: dict[str, str] = {}  # key -> why its entry was rejected (diagnostics)
+        _instances.add(self)
+
+    def _reset_locks_after_fork(self) -> None:
+        # Another parent thread may have held one of these at fork(); memoised loads stay.
+        self._meta_lock = threading.Lock()
+        self._load_locks = {}
 
     # -- lookup --------------------------------------------------------------------------
     def lookup(self, key: object, state: str = EntryState.READY) -> Obtained | None:
@@ -264,12 +289,11 @@ class _storage:
 
 
 _defaults: dict[tuple[Path, bool, bool], ArtifactRuntime] = {}
-_default_lock = threading.Lock()
 
 
 def default_runtime() -> ArtifactRuntime:
     """The process-wide runtime for the current settings (one per root/enabled/readonly)."""
-    with _default_lock:
+    with _locks.default:
         wanted = (settings.cache_dir(), settings.cache_enabled(), settings.cache_readonly())
         rt = _defaults.get(wanted)
         if rt is None:
@@ -277,3 +301,13 @@ def default_runtime() -> ArtifactRuntime:
                 ArtifactStore(wanted[0]), enabled=wanted[1], readonly=wanted[2]
             )
         return rt
+
+
+def _after_fork_in_child() -> None:
+    _locks.private = threading.Lock()
+    _locks.default = threading.Lock()
+    for rt in list(_instances):
+        rt._reset_locks_after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

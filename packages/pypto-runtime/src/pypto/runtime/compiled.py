@@ -70,11 +70,11 @@ def _compile_all(path: Path, meta: ArtifactMetadata) -> dict[str, bytes]:
     for target, source in progress.track(jobs, f"building {meta.name} ({len(jobs)} binaries)"):
         sources = _read_sources(path, meta, source)
         memo = (identity, hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest())
-        with _binary_memo_lock:
+        with _binary_memo_lock.lock:
             data = _binary_memo.get(memo)
         if data is None:
             data = toolchain.compile_shared(sources)
-            with _binary_memo_lock:
+            with _binary_memo_lock.lock:
                 _binary_memo[memo] = data
                 while len(_binary_memo) > _BINARY_MEMO_SIZE:
                     _binary_memo.pop(next(iter(_binary_memo)))
@@ -86,7 +86,23 @@ def _compile_all(path: Path, meta: ArtifactMetadata) -> dict[str, bytes]:
 # multi-entry program (and programs sharing a kernel) build each distinct source once.
 _BINARY_MEMO_SIZE = 64
 _binary_memo: dict[tuple[str, str], bytes] = {}
-_binary_memo_lock = threading.Lock()
+
+
+class _MemoLock:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+_binary_memo_lock = _MemoLock()
+
+
+def _after_fork_in_child() -> None:
+    # The memo's lock may have been held by another parent thread at fork(): start over.
+    _binary_memo.clear()
+    _binary_memo_lock.lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def build_prebuilt(path: Path) -> None:

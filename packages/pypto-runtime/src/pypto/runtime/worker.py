@@ -50,6 +50,7 @@ class _Shared:
 
 
 _shared = _Shared()
+_orphans: list[Any] = []  # a forked child's inherited parent Workers
 
 
 def shared_worker(platform: str, runtime: str = DEFAULT_RUNTIME, device_id: int = 0) -> Any:
@@ -105,6 +106,9 @@ def close_shared_workers() -> None:
 def _forget_in_child() -> None:
     # A forked child has none of the parent's Worker threads: drop (never close) the parent's
     # Workers so that the child builds its own after its own PROGRAM claim.
+    # Closing them here would join threads that do not exist in this process, so they are
+    # kept referenced (never closed, never collected) for the child's lifetime.
+    _orphans.extend(_shared.workers.values())
     _shared.workers.clear()
     _shared.registered.clear()
     _shared.lock = threading.Lock()
