@@ -192,6 +192,30 @@ def test_readonly_uses_entries_but_never_writes(monkeypatch: pytest.MonkeyPatch)
     assert before == after
 
 
+def test_readonly_reuses_generated_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    c = Counter()
+
+    def no_build(path: Path) -> None:
+        raise BuildUnavailable("no toolchain")
+
+    ArtifactRuntime().obtain(KEY, generate=c.generate, build=no_build)
+    monkeypatch.setenv("PYPTO_CACHE_READONLY", "1")
+    got = ArtifactRuntime().obtain(KEY, generate=c.generate, build=c.build)
+    assert got.origin == "private"
+    assert got.state == EntryState.READY
+    assert (c.generated, c.built) == (1, 1)  # the compiler did not run again
+    assert not (got.path / MANIFEST_NAME).exists()
+
+
+def test_progress_track_yields_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pypto.runtime import progress
+
+    assert list(progress.track([1, 2, 3], "plain")) == [1, 2, 3]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert list(progress.track(list(range(5)), "building")) == list(range(5))
+    assert list(progress.track([7], "one item: no bar")) == [7]
+
+
 @pytest.mark.parametrize("how", ["file", "chmod"])
 def test_unwritable_root_degrades_to_private_and_warns_once(tmp_path: Path, how: str) -> None:
     root = tmp_path / "ro"

@@ -170,7 +170,8 @@ class ArtifactRuntime:
         if hit is not None:
             return hit
         if not self.enabled or self.readonly:
-            return self._private(key, generate, build)
+            sources = self.lookup(key, EntryState.GENERATED)  # read-only may still reuse sources
+            return self._private(key, generate, build, generated=sources.path if sources else None)
         try:
             return self._promote(key, generate, build)
         except _StorageFailure as failure:
