@@ -273,6 +273,33 @@ def test_load_is_memoised_and_failures_are_not() -> None:
     assert calls == [0, 1]
 
 
+def test_concurrent_loads_of_one_key_run_the_loader_once() -> None:
+    import threading
+    import time
+
+    rt = _runtime()
+    calls: list[int] = []
+    barrier = threading.Barrier(8)
+    results: list[object] = []
+
+    def loader() -> object:
+        calls.append(1)
+        time.sleep(0.05)  # wide window: any unserialised second loader would overlap it
+        return object()
+
+    def worker() -> None:
+        barrier.wait()
+        results.append(rt.load(KEY, loader))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    assert len({id(x) for x in results}) == 1
+
+
 # -- multi-process ----------------------------------------------------------------------
 
 _CHILD = textwrap.dedent(
