@@ -512,3 +512,28 @@ def test_program_without_return_values_returns_none() -> None:
     c = z(16, 16)
     assert add_one_no_return(a, c) is None
     np.testing.assert_allclose(c, a + 1.0, rtol=1e-6)
+
+
+def test_concurrent_program_calls_from_threads() -> None:
+    import threading
+
+    fn, inputs, out_shapes, _ref = CASES["elementwise"]
+    prog = rt.compile(fn, *inputs, z(*out_shapes[0]))
+    errors: list[BaseException] = []
+
+    def worker(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(5):
+                a = rng.standard_normal((ROWS, COLS)).astype(np.float32)
+                b = rng.standard_normal((ROWS, COLS)).astype(np.float32)
+                np.testing.assert_allclose(prog(a, b), a + b, rtol=1e-6)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
