@@ -74,6 +74,47 @@ TEST_CASE("ND with start_offset and non-unit strides (a transposed view)") {
     CHECK(take_error().empty());
 }
 
+TEST_CASE("ND rank 5 with padded strides: every leading offset selects one index") {
+    // Logical [2, 3, 2, 10, 12] inside storage padded to [2, 3, 2, 11, 16] (row stride 16).
+    const std::uint32_t st[5] = {3 * 2 * 11 * 16, 2 * 11 * 16, 11 * 16, 16, 1};
+    std::vector<std::int32_t> x(2 * st[0]);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::int32_t>(i);
+    const ChipTensor t = make_tensor(x.data(), x.size() * 4, {2, 3, 2, 10, 12}, {st[0], st[1], st[2], st[3], st[4]}, 0);
+    VecTile<std::int32_t, 4, 8> tile;
+    REQUIRE(load(tile, t, {1, 2, 1, 6, 4}, 4, 8));
+    for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 8; ++c)
+            REQUIRE(tile(r, c) == static_cast<std::int32_t>(1 * st[0] + 2 * st[1] + 1 * st[2] + (6 + r) * st[3] + 4 + c));
+    CHECK_FALSE(load(tile, t, {2, 0, 0, 0, 0}));  // leading offset past its dim
+    CHECK(take_error().find("dim 0") != std::string::npos);
+    CHECK_FALSE(load(tile, t, {0, 0, 0, 7, 0}));  // rows 7..10 past 10
+    CHECK_FALSE(take_error().empty());
+    // A store through the same view touches only its rectangle.
+    std::vector<std::int32_t> before = x;
+    for (auto& v : tile.data) v = -v;
+    REQUIRE(store(t, tile, {0, 1, 0, 2, 3}));
+    std::size_t changed = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) changed += x[i] != before[i];
+    CHECK(changed == 32);
+    CHECK(x[st[1] + 2 * st[3] + 3] == -static_cast<std::int32_t>(1 * st[0] + 2 * st[1] + 1 * st[2] + 6 * st[3] + 4));
+}
+
+TEST_CASE("NZ with padded block strides") {
+    // Logical [32, 32]; each column band padded to 3 row blocks (768 elements), blocks compact.
+    std::vector<float> buf(2 * 768, -1.0f);
+    const ChipTensor t = make_tensor(buf.data(), buf.size() * 4, {2, 2, 16, 16}, {768, 256, 16, 1});
+    VecTile<float, 32, 32> tile;
+    for (int r = 0; r < 32; ++r)
+        for (int c = 0; c < 32; ++c) tile(r, c) = static_cast<float>(r * 32 + c);
+    REQUIRE(store_nz(t, tile));
+    for (int r = 0; r < 32; ++r)
+        for (int c = 0; c < 32; ++c) REQUIRE(buf[static_cast<std::size_t>((c / 16) * 768 + r * 16 + c % 16)] == r * 32.0f + c);
+    for (int i = 512; i < 768; ++i) REQUIRE(buf[static_cast<std::size_t>(i)] == -1.0f);  // padding block untouched
+    VecTile<float, 32, 32> back;
+    REQUIRE(load_nz(back, t));
+    for (int i = 0; i < 32 * 32; ++i) REQUIRE(back.data[i] == tile.data[i]);
+}
+
 TEST_CASE("ND 1-D tensor is a single row") {
     std::vector<float> x = iota(100);
     const ChipTensor t = compact(x.data(), x.size() * 4, {100});
