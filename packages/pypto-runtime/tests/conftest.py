@@ -23,3 +23,14 @@ def fresh_gate() -> Iterator[None]:
     mode_gate._reset_for_tests()
     yield
     mode_gate._reset_for_tests()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _leave_the_process_unclaimed() -> Iterator[None]:
+    """After each module: close the shared program Workers and unclaim the gate, so that test
+    suites of other packages run in the same process (``nox -s tests``) start from scratch."""
+    yield
+    from pypto.runtime import worker
+
+    worker.close_shared_workers()
+    mode_gate._reset_for_tests()
