@@ -275,3 +275,40 @@ def test_type_annotations_of_the_language() -> None:
         pl.Tile[[n, 4], pl.FP32]
     with pytest.raises(ValueError, match="identifier"):
         pl.dynamic("1x")
+
+
+@pl.jit.inline
+def _scaled_copy(src: pl.Tensor, dst: pl.Out[pl.Tensor], k: pl.FP32):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        tile_a = pl.load(src, [0, 0], [16, 16])
+        pl.store(pl.mul(tile_a, k), [0, 0], dst)
+    return dst
+
+
+@pl.jit
+def uses_inline(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    tile_a = pl.create_tensor([16, 16], dtype=pl.FP32)  # the same name as the helper's local
+    tile_a = _scaled_copy(a, tile_a, 2.0)
+    c = _scaled_copy(tile_a, c, 3.0)
+    return c
+
+
+def test_inline_helpers_are_spliced_with_renamed_locals() -> None:
+    from pypto.ir.pipeline import lower
+
+    spec = uses_inline.specialize(t(16, 16), t(16, 16))
+    scopes = [s for s in walk_stmts(spec.program.entry_function.body) if isinstance(s, Scope)]
+    assert len(scopes) == 2
+    loads = [
+        s.var.name
+        for s in walk_stmts(spec.program.entry_function.body)
+        if isinstance(s, Assign) and isinstance(s.var.type, TileType)
+    ]
+    assert loads == ["scaled_copy1_tile_a", "scaled_copy2_tile_a"]
+    prog = lower(spec.program).program
+    assert len(prog.functions) == 3
+    k0, k1 = prog.functions["uses_inline_k0"], prog.functions["uses_inline_k1"]
+    assert [p.name for p in k0.params] == ["a", "tile_a"]
+    assert [p.name for p in k1.params] == ["c", "tile_a"]  # enclosing parameters first
+    assert "2.0" in str(k0)
+    assert "3.0" in str(k1)

@@ -388,12 +388,30 @@ def _tensor_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
 # ----------------------------------------------------------------------------- matmul
 
 
+_MATMUL_ACC = {
+    DataType.FP32: DataType.FP32,
+    DataType.FP16: DataType.FP32,
+    DataType.BF16: DataType.FP32,
+    DataType.INT8: DataType.INT32,
+}
+
+
+def acc_dtype(operand: DataType, op: str) -> DataType:
+    """The accumulator type of a matmul on ``operand`` elements."""
+    try:
+        return _MATMUL_ACC[operand]
+    except KeyError:
+        names = ", ".join(d.value for d in _MATMUL_ACC)
+        raise OpError(f"pl.{op}: operands must be one of {names}, got {operand.value}") from None
+
+
 def _check_matmul(left: TileType, right: TileType, op: str) -> None:
     if left.shape[1] != right.shape[0]:
         raise OpError(
             f"pl.{op}: inner dimensions differ: left is {list(left.shape)}, right is {list(right.shape)}"
         )
     _same_dtype(left.dtype, right.dtype, op)
+    acc_dtype(left.dtype, op)
 
 
 @_register("tile.matmul", 2)
@@ -401,7 +419,7 @@ def _matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
     a = _tile(args[0], "matmul", "the left operand", (MemorySpace.Left,))
     b = _tile(args[1], "matmul", "the right operand", (MemorySpace.Right,))
     _check_matmul(a, b, "matmul")
-    return TileType((a.shape[0], b.shape[1]), DataType.FP32, MemorySpace.Acc)
+    return TileType((a.shape[0], b.shape[1]), acc_dtype(a.dtype, "matmul"), MemorySpace.Acc)
 
 
 @_register("tile.matmul_acc", 3)
@@ -410,6 +428,11 @@ def _matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
     a = _tile(args[1], "matmul_acc", "the left operand", (MemorySpace.Left,))
     b = _tile(args[2], "matmul_acc", "the right operand", (MemorySpace.Right,))
     _check_matmul(a, b, "matmul_acc")
+    if acc.dtype is not acc_dtype(a.dtype, "matmul_acc"):
+        raise OpError(
+            f"pl.matmul_acc: the accumulator is {acc.dtype.value} but {a.dtype.value} operands accumulate in "
+            f"{acc_dtype(a.dtype, 'matmul_acc').value}"
+        )
     if acc.shape != (a.shape[0], b.shape[1]):
         raise OpError(
             f"pl.matmul_acc: the accumulator is {list(acc.shape)} but the product is {[a.shape[0], b.shape[1]]}"
@@ -424,7 +447,7 @@ def _tensor_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise OpError(f"pl.matmul: cannot multiply {list(a.shape)} by {list(b.shape)}")
     _same_dtype(a.dtype, b.dtype, "matmul")
-    return TensorType((a.shape[0], b.shape[1]), DataType.FP32)
+    return TensorType((a.shape[0], b.shape[1]), acc_dtype(a.dtype, "matmul"))
 
 
 # ----------------------------------------------------------------------------- sub-tiles, padding, scalars

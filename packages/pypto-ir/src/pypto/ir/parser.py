@@ -275,6 +275,9 @@ class _Parser:
         self.src = src
         self.ctx = ctx
         self.st = _FnState(FunctionType.Opaque)
+        self.prefix = ""  # prepended to names bound in an inlined helper's body
+        self.inlined = 0
+        self.pending: list[Stmt] = []  # statements an expression produced (inlined helpers)
 
     def err(self, msg: str, node: ast.AST) -> KernelError:
         return KernelError(msg, self.src.span(node))
@@ -328,24 +331,35 @@ class _Parser:
         for i, s in enumerate(stmts):
             if i == 0 and top and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
                 continue  # docstring
-            if isinstance(s, ast.Return):
-                if not top or i != len(stmts) - 1:
-                    raise self.err("return must be the last statement of the function body", s)
-                ret = self.return_stmt(s)
-                values = []
-                for k, v in enumerate(ret.values):
-                    if isinstance(v, (Var, Const)):
-                        values.append(v)
-                        continue
-                    tmp = Var(f"ret{k}", v.type, ret.span)
-                    out.append(Assign(tmp, v, ret.span))
-                    values.append(tmp)
-                ret = Return(tuple(values), ret.span)
-                returns = tuple(v.type for v in ret.values)
-                out.append(ret)
-                continue
-            out.extend(self.stmt(s))
+            outer, self.pending = self.pending, []
+            try:
+                produced = self.block_stmt(s, i, len(stmts), top)
+            finally:
+                pending, self.pending = self.pending, outer
+            out.extend(pending)  # what inlined helpers produced comes first
+            out.extend(produced)
+            if isinstance(s, ast.Return) and produced and isinstance(produced[-1], Return):
+                returns = tuple(v.type for v in produced[-1].values)
         return out, returns
+
+    def block_stmt(self, s: ast.stmt, i: int, n: int, top: bool) -> list[Stmt]:
+        if isinstance(s, ast.Return):
+            out: list[Stmt] = []
+            if not top or i != n - 1:
+                raise self.err("return must be the last statement of the function body", s)
+            ret = self.return_stmt(s)
+            values = []
+            for k, v in enumerate(ret.values):
+                if isinstance(v, (Var, Const)):
+                    values.append(v)
+                    continue
+                tmp = Var(f"ret{k}", v.type, ret.span)
+                out.append(Assign(tmp, v, ret.span))
+                values.append(tmp)
+            ret = Return(tuple(values), ret.span)
+            out.append(ret)
+            return out
+        return self.stmt(s)
 
     def stmt(self, s: ast.stmt) -> list[Stmt]:
         span = self.src.span(s)
@@ -356,6 +370,8 @@ class _Parser:
                 return []
             value = self.expr(s.value)
             if not isinstance(value, (Call, CallFunc)):
+                if isinstance(s.value, ast.Call) and self.is_inline(s.value.func):
+                    return []  # an inlined helper's statements are already emitted; its value is unused
                 raise self.err("this expression has no effect; assign its value or remove it", s)
             return [ExprStmt(value, span)]
         if isinstance(s, ast.Assign):
@@ -417,7 +433,7 @@ class _Parser:
         if isinstance(value, Const) and target.id not in self.st.multi:
             self.st.env[target.id] = value  # a name bound once to a constant is that constant
             return []
-        var = Var(target.id, value.type, self.src.span(target))
+        var = Var(self.prefix + target.id, value.type, self.src.span(target))
         self.st.env[target.id] = var
         if isinstance(value.type, TupleType) and not value.type.items and isinstance(value, CallFunc):
             raise self.err(f"{value.callee!r} returns nothing; call it without assigning", s)
@@ -542,7 +558,7 @@ class _Parser:
             start, stop, step = args
         if isinstance(step, Const) and step.value == 0:
             raise self.err("pl.range step must not be 0", it)
-        var = Var(s.target.id, ScalarType(INDEX), self.src.span(s.target))
+        var = Var(self.prefix + s.target.id, ScalarType(INDEX), self.src.span(s.target))
         saved = dict(self.st.env)
         self.st.env[s.target.id] = var
         body, _ = self.block(s.body)
@@ -617,7 +633,7 @@ class _Parser:
             self.st.in_scope = False
         if item.optional_vars is not None:
             assert isinstance(item.optional_vars, ast.Name)
-            task = Var(item.optional_vars.id, TaskIdType(), self.src.span(item.optional_vars))
+            task = Var(self.prefix + item.optional_vars.id, TaskIdType(), self.src.span(item.optional_vars))
             self.st.env[task.name] = task
         return Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s))
 
@@ -759,6 +775,13 @@ class _Parser:
             raise self.err(f"{what} must be a scalar, got {e.type}", node)
         return e
 
+    def is_inline(self, func: ast.expr) -> bool:
+        try:
+            r = self.resolve(func)
+        except KernelError:
+            return False
+        return isinstance(r, _Static) and bool(getattr(r.value, "__pypto_inline__", False))
+
     def dsl_kind(self, func: ast.expr) -> str | None:
         try:
             r = self.resolve(func)
@@ -798,7 +821,60 @@ class _Parser:
             return _fold(obj.__name__, a, b, self.src.span(node))
         return self.func_call(obj, node)
 
+    def inline_call(self, obj: Any, node: ast.Call) -> Expr:
+        """Splice a ``@pl.jit.inline`` helper's body at the call; returns its return value."""
+        if node.keywords:
+            raise self.err("inline helpers take positional arguments only", node.keywords[0])
+        args = [self.expr(a) for a in node.args]
+        src = SourceInfo.of(obj.fn)
+        names = [a.arg for a in src.tree.args.args]
+        if len(names) != len(args):
+            raise self.err(
+                f"{obj.fn.__name__}({', '.join(names)}) takes {len(names)} arguments, got {len(args)}", node
+            )
+        body = list(src.tree.body)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        last = body[-1] if body else None
+        ret = last if isinstance(last, ast.Return) else None
+        if ret is not None:
+            body.pop()
+        saved = (self.src, self.st.env, self.st.multi, self.prefix)
+        self.inlined += 1
+        self.src = src
+        self.st.env = dict(zip(names, args, strict=True))
+        self.st.multi = _rebound_names(src.tree) | set(names)
+        self.prefix = f"{saved[3]}{obj.fn.__name__.strip('_')}{self.inlined}_"
+        try:
+            stmts: list[Stmt] = []
+            for s in body:
+                if isinstance(s, ast.Return):
+                    raise self.err("an inline helper returns once, at the end", s)
+                outer, self.pending = self.pending, []
+                try:
+                    produced = self.stmt(s)
+                finally:
+                    nested, self.pending = self.pending, outer
+                stmts.extend(nested)
+                stmts.extend(produced)
+            if ret is None or ret.value is None:
+                value: Expr = Const(0, INDEX)
+                result_type: Type | None = None
+            else:
+                if isinstance(ret.value, ast.Tuple):
+                    raise self.err("an inline helper returns one value", ret)
+                value = self.expr(ret.value)
+                result_type = value.type
+        finally:
+            self.src, self.st.env, self.st.multi, self.prefix = saved
+        self.pending.extend(stmts)
+        if result_type is None:
+            return Const(0, INDEX)
+        return value
+
     def func_call(self, obj: Any, node: ast.Call) -> Expr:
+        if getattr(obj, "__pypto_inline__", False):
+            return self.inline_call(obj, node)
         span = self.src.span(node)
         if node.keywords:
             raise self.err("kernel calls take positional arguments only", node.keywords[0])
@@ -1151,7 +1227,7 @@ def _build_create_tensor(p: _Parser, opname: str, b: dict[str, Any], node: ast.C
 
 def _build_full(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     dtype = p.dtype(b["dtype"], "pl.full dtype")
-    value = p.scalar(b["fill_value"], "pl.full fill_value")
+    value = p.scalar(b["value"], "pl.full value") if "value" in b else Const(0.0, DataType.FP32)
     return p.make_op("full", [value], {"shape": p.shape(b["shape"], "pl.full shape"), "dtype": dtype}, node)
 
 
@@ -1190,7 +1266,18 @@ def _build_transpose(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call)
     return p.make_op("transpose", [p.expr(b["tile"])], {}, node)
 
 
+def _build_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    call = p.make_op("matmul", [p.expr(b["lhs"]), p.expr(b["rhs"])], {}, node)
+    if b.get("out_dtype") is not None:
+        want = p.dtype(b["out_dtype"], "pl.matmul out_dtype")
+        got = call.type.dtype  # type: ignore[union-attr]
+        if want is not got:
+            raise p.err(f"pl.matmul out_dtype={want.value}: this matmul accumulates in {got.value}", node)
+    return call
+
+
 _OP_BUILDERS: dict[str, _Builder] = {
+    "matmul": _build_matmul,
     "load": _build_load,
     "store": _build_store,
     "move": _build_move,

@@ -21,9 +21,11 @@ from pypto.language import tile
 from pypto.language.decorators import (
     DSLFunction,
     IncoreFunction,
+    InlineFunction,
     JITFunction,
     Specialization,
     function,
+    inline,
     jit,
     program,
 )
@@ -122,6 +124,7 @@ __all__ = [
     "FunctionType",
     "InOut",
     "IncoreFunction",
+    "InlineFunction",
     "JITFunction",
     "Layout",
     "Level",
@@ -153,6 +156,7 @@ __all__ = [
     "fillpad",
     "full",
     "function",
+    "inline",
     "jit",
     "load",
     "log",

@@ -31,9 +31,11 @@ from pypto.language import typing as lt
 __all__ = [
     "DSLFunction",
     "IncoreFunction",
+    "InlineFunction",
     "JITFunction",
     "Specialization",
     "function",
+    "inline",
     "jit",
     "program",
     "signature_of",
@@ -105,6 +107,25 @@ class IncoreFunction:
         cache[key] = f
         ctx.__dict__.setdefault("_sources", {})[name] = _source_digest(self.fn)
         return f
+
+
+class InlineFunction:
+    """A helper whose body is spliced into each caller (``@pl.jit.inline`` / ``@pl.inline``).
+
+    Its parameters take the caller's values; names it binds are renamed so they cannot
+    clash with the caller's; its ``return`` value is the call's value.
+    """
+
+    __pypto_inline__ = True
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            f"{self.fn.__name__} is an inline kernel-language helper: call it from a kernel body"
+        )
 
 
 class DSLFunction:
@@ -292,8 +313,17 @@ class _Jit:
         """A kernel helper called from a @pl.jit body; its body is tile code."""
         return IncoreFunction(fn)
 
+    def inline(self, fn: Callable[..., Any]) -> InlineFunction:
+        """A helper spliced into its callers (orchestration or kernel code alike)."""
+        return InlineFunction(fn)
+
 
 jit = _Jit()
+
+
+def inline(fn: Callable[..., Any]) -> InlineFunction:
+    """``@pl.inline``: the same as ``@pl.jit.inline``."""
+    return InlineFunction(fn)
 
 
 # ----------------------------------------------------------------------------- program

@@ -119,8 +119,8 @@ def create_tensor(shape: Any, dtype: Any) -> Any:
 
 
 @_op
-def full(shape: Any, fill_value: Any, dtype: Any) -> Any:
-    """A Vec tile filled with one value."""
+def full(shape: Any, dtype: Any, value: Any = 0.0) -> Any:
+    """A Vec tile of ``shape`` and ``dtype`` filled with ``value``."""
 
 
 @_op
@@ -293,8 +293,9 @@ def cast(tile: Any, target_type: Any, mode: Any = None) -> Any:
 
 
 @_op
-def matmul(lhs: Any, rhs: Any) -> Any:
-    """Left [M, K] x Right [K, N] -> Acc [M, N] (FP32 accumulation)."""
+def matmul(lhs: Any, rhs: Any, out_dtype: Any = None) -> Any:
+    """Left [M, K] x Right [K, N] -> Acc [M, N] (FP32 accumulation; ``out_dtype`` may only
+    say FP32, or INT32 for INT8 operands)."""
 
 
 @_op
