@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -67,9 +68,12 @@ def test_stale_packets_are_rejected_before_any_kernel_runs(
     h = kworker.register(build_callable("many_incs"))
     counters = np.zeros(4, dtype=np.int64)
     t = Buffer.wrap(counters.ctypes.data, counters.nbytes, owner=counters).tensor((4,), DataType.INT64)
-    slow = TaskArgs().add_tensor(t, D.InOut).add_scalar(8000, DataType.INT64).add_scalar(0, DataType.INT64)
+    slow = TaskArgs().add_tensor(t, D.InOut).add_scalar(40_000, DataType.INT64).add_scalar(0, DataType.INT64)
     args = TaskArgs().add_tensor(t, D.InOut).add_scalar(400, DataType.INT64).add_scalar(0, DataType.INT64)
     first = kworker.launch(h, slow)  # keeps the AICPU busy while the others queue up
+    deadline = time.monotonic() + 30
+    while counters.sum() == 0 and not first.done and time.monotonic() < deadline:
+        time.sleep(0.0005)  # wait until the consumer has admitted the first packet
     queued = [kworker.launch(h, args) for _ in range(20)]
     kworker.unregister(h)  # packets still queued now carry a stale generation
     first.result(timeout=30)
@@ -82,7 +86,7 @@ def test_stale_packets_are_rejected_before_any_kernel_runs(
     assert all("StaleCallable" in e and "AICPU consumer" in e for e in stale)
     # Every launch either ran completely (100 per counter) or not at all.
     ran = outcomes.count("")
-    np.testing.assert_array_equal(counters, np.full(4, 2000 + 100 * ran))
+    np.testing.assert_array_equal(counters, np.full(4, 10_000 + 100 * ran))
     with pytest.raises(ValueError, match="StaleCallable"):
         kworker.launch(h, args)
     h2 = kworker.register(build_callable("many_incs"))

@@ -167,7 +167,7 @@ SIMPLER_ORCHESTRATION(failures, 1, 1)
         case 10: {
             ChipTensor head = slice_1d(x, 0, 2);
             const std::uint64_t counter = x.buffer.addr + 56;  // bytes 56..64, outside `head`
-            if (o.submit(7, {out(head)}, {counter, scalar_bits<std::int64_t>(30000)}) < 0) return 1;
+            if (o.submit(7, {out(head)}, {counter, scalar_bits<std::int64_t>(100000)}) < 0) return 1;
             for (int i = 0; i < 5; ++i)
                 if (o.submit(6, {in(head)}) < 0) return 1;
             return o.submit(2, {inout(head)}, {scalar_bits<std::int64_t>(1), scalar_bits<std::int64_t>(0)}) < 0;
