@@ -537,3 +537,20 @@ def test_concurrent_program_calls_from_threads() -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_onboard_platform_keeps_sources_only_and_reloads_on_the_simulator() -> None:
+    from pypto.runtime.artifact_runtime import BuildUnavailable
+
+    fn, inputs, out_shapes, ref = CASES["activation"]
+    prog = rt.compile(fn, *inputs, z(*out_shapes[0]), platform="a2a3")
+    assert prog.artifact.execution_mode == "ONBOARD"
+    assert prog.path.parent.name == "generated"  # no CANN here: the entry stays GENERATED
+    assert not (prog.path / "prebuilt").exists()
+    with pytest.raises(BuildUnavailable, match="needs CANN"):
+        prog(*inputs, config=rt.RunConfig(platform="a2a3"))
+    # The same sources, reloaded with an explicit simulator platform, build and run here.
+    sim = CompiledProgram.from_dir(prog.path, platform="a2a3sim")
+    assert sim.platform == "a2a3sim"
+    assert sim.metadata.platform == "a2a3"
+    _check(sim(*inputs), ref(*inputs))

@@ -56,11 +56,12 @@ def _read_sources(path: Path, meta: ArtifactMetadata, rel: str) -> dict[str, str
     return {Path(rel).name: (path / rel).read_text(encoding="utf-8")}
 
 
-def _compile_all(path: Path, meta: ArtifactMetadata) -> dict[str, bytes]:
-    """Compile the orchestration and every kernel: relative prebuilt path -> bytes."""
-    if execution_mode(meta.platform) is ExecutionMode.ONBOARD:
+def _compile_all(path: Path, meta: ArtifactMetadata, platform: str) -> dict[str, bytes]:
+    """Compile the orchestration and every kernel for ``platform`` (the effective one):
+    relative prebuilt path -> bytes."""
+    if execution_mode(platform) is ExecutionMode.ONBOARD:
         raise BuildUnavailable(
-            f"platform {meta.platform!r} needs CANN to build device binaries; only sources are kept"
+            f"platform {platform!r} needs CANN to build device binaries; only sources are kept"
         )
     from simpler import toolchain
 
@@ -108,7 +109,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def build_prebuilt(path: Path) -> None:
     """ArtifactRuntime build step: add ``prebuilt/`` binaries to a generated directory."""
     meta = read_metadata(path)
-    binaries = _compile_all(path, meta)
+    binaries = _compile_all(path, meta, meta.platform)
     for rel, data in binaries.items():
         target = path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -232,7 +233,7 @@ class CompiledArtifact:
             binaries = {rel: (self.path / rel).read_bytes() for rel in wanted}
             self._check_against_manifest(binaries)
             return binaries
-        return _compile_all(self.path, meta)
+        return _compile_all(self.path, meta, self.platform)
 
     def _check_against_manifest(self, binaries: Mapping[str, bytes]) -> None:
         mpath = self.path / MANIFEST_NAME
