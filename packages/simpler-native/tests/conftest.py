@@ -37,6 +37,7 @@ ORCHESTRATIONS: dict[str, list[Any]] = {
     "empties": [D.In, D.Scalar],
     "explicit_dep": [D.Out, D.Scalar, D.Scalar],
     "failures": [D.In, D.Scalar],
+    "interpret": [D.InOut, D.In],
 }
 
 

@@ -175,3 +175,26 @@ SIMPLER_ORCHESTRATION(failures, 1, 1)
         default: return 99;
     }
 }
+
+// Interprets a list of operations on x (int64[n]) read from `ops` (int64[count, 5] rows of
+// kind, a, b, len, k): kind 0 = muladd(x[a:a+len], m=2, k) (InOut), kind 1 = copy x[a:a+len] to
+// x[b:b+len] (In, Out; the ranges do not overlap). Results must equal sequential execution.
+SIMPLER_ORCHESTRATION(interpret, 2, 0)
+(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    Orchestrator o(api, ctx);
+    const ChipTensor &x = args->tensor(0), &ops = args->tensor(1);
+    const auto* rows = reinterpret_cast<const std::int64_t*>(ops.buffer.addr) + ops.start_offset;
+    for (std::uint32_t i = 0; i < ops.shapes[0]; ++i) {
+        const std::int64_t* r = rows + static_cast<std::size_t>(i) * 5;
+        const auto a = static_cast<std::uint32_t>(r[1]), b = static_cast<std::uint32_t>(r[2]);
+        const auto len = static_cast<std::uint32_t>(r[3]);
+        if (r[0] == 0) {
+            ChipTensor v = slice_1d(x, a, len);
+            if (o.submit(2, {inout(v)}, {scalar_bits<std::int64_t>(2), scalar_bits<std::int64_t>(r[4])}) < 0) return 1;
+        } else {
+            ChipTensor src = slice_1d(x, a, len), dst = slice_1d(x, b, len);
+            if (o.submit(3, {in(src), out(dst)}) < 0) return 1;
+        }
+    }
+    return 0;
+}

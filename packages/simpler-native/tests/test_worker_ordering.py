@@ -1,0 +1,88 @@
+"""Property: any graph of overlapping reads and writes computes what sequential execution does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import simpler
+from simpler import ArgDirection as D
+from simpler import Buffer, CallConfig, DataType, TaskArgs
+
+N = 24
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> list[tuple[int, int, int, int, int]]:
+    ops = []
+    for _ in range(draw(st.integers(1, 30))):
+        length = draw(st.integers(1, 8))
+        if draw(st.booleans()):
+            a = draw(st.integers(0, N - length))
+            ops.append((0, a, 0, length, draw(st.integers(-3, 3))))
+        else:
+            a = draw(st.integers(0, N - length))
+            # a destination range that does not overlap the source
+            choices = [b for b in range(N - length + 1) if b + length <= a or b >= a + length]
+            if not choices:
+                continue
+            ops.append((1, a, draw(st.sampled_from(choices)), length, 0))
+    return ops
+
+
+def sequential(x: np.ndarray, ops: list[tuple[int, int, int, int, int]]) -> np.ndarray:
+    x = x.copy()
+    for kind, a, b, length, k in ops:
+        if kind == 0:
+            x[a : a + length] = x[a : a + length] * 2 + k
+        else:
+            x[b : b + length] = x[a : a + length]
+    return x
+
+
+@pytest.fixture(scope="module")
+def two_core_worker() -> Iterator[simpler.Worker]:
+    w = simpler.Worker(aic_threads=1, aiv_threads=2)  # two AIV threads: real concurrency
+    w.init()
+    yield w
+    w.close()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=programs(), window=st.sampled_from([4, 8, 256]))
+def test_random_graphs_match_sequential_execution(
+    two_core_worker: simpler.Worker,
+    build_callable: Callable[[str], Any],
+    ops: list[tuple[int, int, int, int, int]],
+    window: int,
+) -> None:
+    h = two_core_worker.register(build_callable("interpret"))
+    x = np.arange(N, dtype=np.int64)
+    expected = sequential(x, ops)
+    table = np.array(ops, dtype=np.int64).reshape(len(ops), 5)
+    args = TaskArgs()
+    args.add_tensor(Buffer.wrap(x.ctypes.data, x.nbytes, owner=x).tensor((N,), DataType.INT64), D.InOut)
+    args.add_tensor(
+        Buffer.wrap(table.ctypes.data, table.nbytes, owner=table).tensor(table.shape, DataType.INT64), D.In
+    )
+    two_core_worker.run(h, args, CallConfig(task_window=window, dep_pool=64), timeout=60)
+    np.testing.assert_array_equal(x, expected)
+
+
+def test_at_most_64_callables(worker: simpler.Worker, build_callable: Callable[[str], Any]) -> None:
+    base = build_callable("vadd_tiles")
+    kernel = base.children[0][1]
+    handles = {
+        worker.register(simpler.ChipCallable.build(base.signature, "vadd_tiles", base.binary, [(i, kernel)]))
+        for i in range(simpler.MAX_CALLABLES)
+    }
+    assert len(handles) == simpler.MAX_CALLABLES
+    with pytest.raises(ValueError, match="at most 64 callables per Worker; 64 registered"):
+        worker.register(
+            simpler.ChipCallable.build(base.signature, "vadd_tiles", base.binary, [(999, kernel)])
+        )
