@@ -93,3 +93,35 @@ def test_dynamic_shapes_need_explicit_tiles() -> None:
 def test_a_tensor_too_big_for_one_tile_is_rejected() -> None:
     with pytest.raises(KernelError, match=r"tile it with pl\.range"):
         _lower(twice, t(16, 8192), t(32, 8192))
+
+
+@pl.jit
+def windows(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    for i in pl.range(2):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            c[i * 16 : i * 16 + 16, :] = pl.add(a[i * 16 : i * 16 + 16, :], b[:, 0:32])
+            t = pl.load(a[16:32, :], [0, 0], [16, 32])
+            pl.store(t, [0, 0], c[0:16, :])
+    return c
+
+
+def test_tensor_windows_become_offset_loads_and_stores() -> None:
+    prog = _lower(windows, t(32, 32), t(16, 64), t(32, 32))
+    k = prog.functions["windows_k0"]
+    text = str(k)
+    assert "tensor.view" not in text
+    assert "tile.load(a, [(i * 16), 0], memory=Vec, shape=[16, 32])" in text
+    assert "tile.load(b, [0, 0], memory=Vec, shape=[16, 32])" in text
+    assert "tile.load(a, [16, 0], shape=[16, 32])" in text
+    assert [p.name for p in k.params][:3] == ["a", "b", "c"]
+    assert [p.direction.value for p in k.params][:3] == ["In", "In", "Out"]
+
+
+def test_windows_outside_scopes_are_rejected() -> None:
+    @pl.jit
+    def bad(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        c = a[0:8, :]
+        return c
+
+    with pytest.raises(KernelError, match="tensor windows are values inside"):
+        bad.specialize(t(16, 16), t(16, 16))

@@ -496,3 +496,15 @@ def _scalar_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
     if not isinstance(args[0], ScalarType):
         raise OpError(f"pl.cast: expected a scalar, got {args[0]}")
     return ScalarType(attrs["dtype"])
+
+
+@_register("tensor.view", 1)
+def _view(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tensor(args[0], "view", "the source")
+    shape = tuple(attrs["shape"])
+    if len(shape) != len(t.shape) or any(not isinstance(d, int) or d <= 0 for d in shape):
+        raise OpError(
+            f"tensor window: shape {list(shape)} must give one positive constant extent per dim of {t}"
+        )
+    _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), shape, "view")
+    return TensorType(shape, t.dtype, t.layout)

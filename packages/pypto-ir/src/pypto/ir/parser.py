@@ -473,32 +473,7 @@ class _Parser:
                 f"{target.value.id!r} is not a tensor; only tensors can be written with [...]", target
             )
         tt = tvar.type
-        items = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
-        if len(items) > len(tt.shape):
-            raise self.err(f"{len(items)} indices for a rank-{len(tt.shape)} tensor", target.slice)
-        offsets: list[Expr] = []
-        extents: list[Any] = []
-        for axis in range(len(tt.shape)):
-            item = items[axis] if axis < len(items) else None
-            dim = tt.shape[axis]
-            if item is None or (isinstance(item, ast.Slice) and item.lower is None and item.upper is None):
-                offsets.append(Const(0, INDEX))
-                extents.append(dim)
-                continue
-            if not isinstance(item, ast.Slice) or item.step is not None:
-                raise self.err("tensor windows are written with slices such as out[0:64, :]", item)
-            lo = self.expr(item.lower) if item.lower is not None else Const(0, INDEX)
-            if item.upper is None:
-                if not isinstance(lo, Const) or not isinstance(dim, int):
-                    raise self.err("an open-ended slice needs a constant start and a static dim", item)
-                extents.append(dim - int(lo.value))
-            else:
-                hi = self.expr(item.upper)
-                ext = _fold("sub", hi, lo)
-                if not isinstance(ext, Const):
-                    raise self.err("a slice's extent (stop - start) must be a constant", item)
-                extents.append(int(ext.value))
-            offsets.append(lo)
+        offsets, extents = self.window(tvar, target)
         value = self.expr(value_node)
         vt = value.type
         if isinstance(vt, TileType):
@@ -531,6 +506,54 @@ class _Parser:
             self.st.outside_node = self.st.outside_node or (s, "store")
         self.st.saw_tile = True
         return TensorWrite(tvar, tuple(offsets), value, span)
+
+    def window(self, tvar: Var, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
+        """Offsets and extents of ``t[a:b, ...]`` (missing dims are whole)."""
+        tt = tvar.type
+        assert isinstance(tt, TensorType)
+        items = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+        if len(items) > len(tt.shape):
+            raise self.err(f"{len(items)} indices for a rank-{len(tt.shape)} tensor", target.slice)
+        offsets: list[Expr] = []
+        extents: list[Any] = []
+        for axis in range(len(tt.shape)):
+            item = items[axis] if axis < len(items) else None
+            dim = tt.shape[axis]
+            if item is None or (isinstance(item, ast.Slice) and item.lower is None and item.upper is None):
+                offsets.append(Const(0, INDEX))
+                extents.append(dim)
+                continue
+            if not isinstance(item, ast.Slice) or item.step is not None:
+                raise self.err("tensor windows are written with slices such as t[0:64, :]", item)
+            lo = self.expr(item.lower) if item.lower is not None else Const(0, INDEX)
+            if item.upper is None:
+                if not isinstance(lo, Const) or not isinstance(dim, int):
+                    raise self.err("an open-ended slice needs a constant start and a static dim", item)
+                extents.append(dim - int(lo.value))
+            else:
+                hi = self.expr(item.upper)
+                ext = _extent(hi, lo)
+                if not isinstance(ext, Const):
+                    raise self.err("a slice's extent (stop - start) must be a constant", item)
+                extents.append(int(ext.value))
+            offsets.append(lo)
+        return offsets, extents
+
+    def tensor_view(self, node: ast.Subscript) -> Expr:
+        base = self.expr(node.value)
+        if not isinstance(base, Var) or not isinstance(base.type, TensorType):
+            raise self.err(f"only tensors can be windowed with [...], got {base.type}", node)
+        offsets, extents = self.window(base, node)
+        if any(not isinstance(e, int) for e in extents):
+            raise self.err("a tensor window needs static extents; slice the dynamic dims explicitly", node)
+        if not self.st.in_scope and not self.st.func_type.is_kernel:
+            raise self.err(
+                "tensor windows are values inside `with pl.at(...)` (or kernels); the orchestration passes whole tensors",
+                node,
+            )
+        static = [o.value if isinstance(o, Const) else None for o in offsets]
+        attrs = {"shape": tuple(extents), "static_offsets": static}
+        return self.make_op("view", [base, tuple(offsets)], attrs, node)
 
     def for_stmt(self, s: ast.For) -> Stmt:
         if s.orelse:
@@ -763,9 +786,7 @@ class _Parser:
             b = self.scalar(node.comparators[0], "a comparison operand")
             return _compare(cmp, a, b, span)
         if isinstance(node, ast.Subscript):
-            raise self.err(
-                "reading a tensor window with [...] is not supported; use pl.load(t, offsets, shape)", node
-            )
+            return self.tensor_view(node)
         what = type(node).__name__
         raise self.err(f"unsupported expression in a kernel: {what}", node)
 
@@ -915,7 +936,7 @@ class _Parser:
         first = args[0].type if args and not isinstance(args[0], tuple) else None
         if opname in ("create_tile", "full"):
             kind = "tile"
-        elif opname in ("create_tensor", "dim", "read"):
+        elif opname in ("create_tensor", "dim", "read", "view"):
             kind = "tensor"
         elif opname == "cast" and isinstance(first, ScalarType):
             kind = "scalar"
@@ -1038,6 +1059,43 @@ def _ann_str(ann: Any) -> str:
 
 _AUG = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv"}
 _COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+
+
+def _linear(e: Expr) -> dict[str, int] | None:
+    """``e`` as integer coefficients of atoms (key "" is the constant), or None."""
+    if isinstance(e, Const):
+        return {"": int(e.value)} if isinstance(e.value, int) and not isinstance(e.value, bool) else None
+    if isinstance(e, BinOp) and e.op in ("add", "sub"):
+        a, b = _linear(e.lhs), _linear(e.rhs)
+        if a is None or b is None:
+            return None
+        sign = 1 if e.op == "add" else -1
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = out.get(k, 0) + sign * v
+        return out
+    if isinstance(e, BinOp) and e.op == "mul":
+        a, b = _linear(e.lhs), _linear(e.rhs)
+        if a is not None and b is not None:
+            if set(b) == {""}:
+                return {k: v * b[""] for k, v in a.items()}
+            if set(a) == {""}:
+                return {k: v * a[""] for k, v in b.items()}
+    return {str(e): 1}
+
+
+def _extent(hi: Expr, lo: Expr) -> Expr:
+    """``hi - lo``, a constant whenever the two differ by one (e.g. ``i*16+16`` and ``i*16``)."""
+    folded = _fold("sub", hi, lo)
+    if isinstance(folded, Const):
+        return folded
+    a, b = _linear(hi), _linear(lo)
+    if a is None or b is None:
+        return folded
+    diff = {k: a.get(k, 0) - b.get(k, 0) for k in set(a) | set(b)}
+    if all(v == 0 for k, v in diff.items() if k):
+        return Const(diff.get("", 0), INDEX)
+    return folded
 
 
 def _compare(op: str, lhs: Expr, rhs: Expr, span: Span | None) -> Expr:

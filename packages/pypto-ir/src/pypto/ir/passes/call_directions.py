@@ -57,7 +57,7 @@ def usage(fn: Function) -> tuple[set[int], set[int]]:
                 if r is not None:
                     written.add(r)
             elif e.op == "tile.load" or (
-                e.op.startswith("tensor.") and e.op not in ("tensor.dim", "tensor.create")
+                e.op.startswith("tensor.") and e.op not in ("tensor.dim", "tensor.create", "tensor.view")
             ):
                 for a in e.args:
                     r = root(a)

@@ -37,7 +37,7 @@ NAME = "tensor_to_tile"
 MAX_TILE_ELEMENTS = 1 << 16
 """Largest tile a tensor-level op may need (elements); larger tensors must be tiled by hand."""
 
-_NO_LOWER = ("tensor.dim", "tensor.create", "tensor.read")
+_NO_LOWER = ("tensor.dim", "tensor.create", "tensor.read", "tensor.view")
 
 
 def run(program: Program) -> Program:
@@ -49,6 +49,19 @@ def _lower_fn(fn: Function) -> Function:
     return replace(fn, body=lw.body(fn.body))
 
 
+def _add(a: Expr, b: Expr) -> Expr:
+    from pypto.ir.nodes import BinOp
+    from pypto.ir.types import ScalarType
+
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(int(a.value) + int(b.value), DataType.INT64)
+    if isinstance(a, Const) and a.value == 0:
+        return b
+    if isinstance(b, Const) and b.value == 0:
+        return a
+    return BinOp("add", a, b, ScalarType(DataType.INT64))
+
+
 def _is_tensor_compute(e: object) -> bool:
     return isinstance(e, Call) and e.op.startswith("tensor.") and e.op not in _NO_LOWER
 
@@ -57,6 +70,7 @@ class _Lowerer:
     def __init__(self) -> None:
         self.tiles: dict[str, Var] = {}  # tensor-level value -> the tile that holds it
         self.loaded: dict[tuple[str, MemorySpace], Var] = {}  # tensor already loaded in this body
+        self.views: dict[str, Call] = {}  # window value -> its tensor.view call
         self.n = 0
 
     def fresh(self, base: str, ty: Type) -> Var:
@@ -65,7 +79,17 @@ class _Lowerer:
 
     def body(self, stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
-        for s in stmts:
+        for original in stmts:
+            s = original
+            if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.view":
+                self.views[s.var.name] = s.value  # consumed by the loads and stores that use it
+                continue
+            if (
+                isinstance(s, (Assign, ExprStmt))
+                and isinstance(s.value, Call)
+                and self._through_view(s.value)
+            ):
+                s = replace(s, value=self._rebase(s.value))
             if isinstance(s, Assign) and _is_tensor_compute(s.value):
                 assert isinstance(s.value, Call)
                 tile = self.lower_call(s.value, out, s.var.name)
@@ -96,6 +120,25 @@ class _Lowerer:
                 out.append(s)
         return tuple(out)
 
+    def _through_view(self, c: Call) -> bool:
+        pos = {"tile.load": 0, "tile.store": 2}.get(c.op)
+        return pos is not None and isinstance(c.args[pos], Var) and c.args[pos].name in self.views  # type: ignore[union-attr]
+
+    def _rebase(self, c: Call) -> Call:
+        """A load/store through a window becomes one on the base tensor, offsets added."""
+        pos = 0 if c.op == "tile.load" else 2
+        view = self.views[c.args[pos].name]  # type: ignore[union-attr]
+        base, base_offs = view.args
+        offs = c.args[1]
+        assert isinstance(offs, tuple)
+        assert isinstance(base_offs, tuple)
+        summed = tuple(_add(a, b) for a, b in zip(base_offs, offs, strict=True))
+        args = list(c.args)
+        args[pos] = base
+        args[1] = summed
+        ty = c.type if c.op == "tile.load" else base.type  # type: ignore[union-attr]
+        return replace(c, args=tuple(args), type=ty)
+
     def _mentions_lowered(self, s: Stmt) -> bool:
         from pypto.ir.nodes import expr_vars, stmt_exprs
 
@@ -108,6 +151,16 @@ class _Lowerer:
             if memory is not MemorySpace.Vec and isinstance(t.type, TileType) and t.type.memory is not memory:
                 return self.emit("tile.move", [t], {"memory": memory}, out, "mv")
             return t
+        if isinstance(e, Var) and e.name in self.views:
+            view = self.views[e.name]
+            base, offs = view.args
+            vt = view.type
+            assert isinstance(vt, TensorType)
+            assert isinstance(offs, tuple)
+            attrs_v: dict[str, object] = {"shape": vt.static_shape, "memory": memory}
+            if vt.layout is Layout.NZ:
+                attrs_v["layout"] = Layout.NZ
+            return self.emit("tile.load", [base, offs], attrs_v, out, "ld")
         if isinstance(e.type, TensorType):
             tt = e.type
             if not tt.is_static:
