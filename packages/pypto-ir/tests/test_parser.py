@@ -175,7 +175,7 @@ def test_error_points_at_source(fn: Any, needle: str, message: str, hint: str) -
 def everything(a: pl.Tensor, b: pl.Tensor, alpha: pl.FP32, c: pl.InOut[pl.Tensor]):
     """Docstrings are skipped."""
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="body") as tid:
-        for i in pl.range(0, 32, 16):
+        for i in pl.parallel(0, 32, 16):
             x = pl.load(a, [i, 0], [16, 32])
             y = pl.load(b, [i, 0], [16, 32])
             z = (x + y) * alpha

@@ -111,3 +111,32 @@ def test_nz_parameter_that_cannot_be_blocked_is_rejected() -> None:
     prog = nz_bad_rows.specialize(HostArray((24, 32)), HostArray((24, 32))).program
     with pytest.raises(KernelError, match="rows must be a multiple of 16"):
         lower(prog)
+
+
+@pl.jit
+def nz_batched(
+    w: pl.Tensor[[pl.dynamic("B"), 32, 64], pl.FP16, pl.NZ], out: pl.Out[pl.Tensor[[32, 64], pl.FP16]]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(w, [1, 0, 16], [1, 32, 16]), [0, 0], out[:, 0:16])
+    return out
+
+
+def test_compiled_metadata_keeps_logical_params_and_blocked_lowered_params(tmp_path, cpp_check) -> None:  # type: ignore[no-untyped-def]
+    from pypto.ir.compile import _compile_to_files
+
+    r = _compile_to_files(
+        nz_batched.specialize(HostArray((3, 32, 64)), HostArray((32, 64))),
+        tmp_path,
+        contract="KERNEL",
+        platform="a2a3sim",
+    )
+    w, lw = r.metadata.params[0], r.metadata.lowered_params[0]
+    assert w.shape == (-1, 32, 64)
+    assert not w.is_blocked
+    assert lw.shape == (-1, 4, 2, 16, 16)
+    assert lw.is_blocked
+    assert r.metadata.kernels[0].params[0].layout is Layout.NZ
+    kernel = (tmp_path / r.metadata.kernels[0].source).read_text()
+    assert "pt::load_nz(" in kernel
+    cpp_check([f for f in r.files if f.suffix == ".cpp"])

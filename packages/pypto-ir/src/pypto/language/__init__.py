@@ -29,7 +29,7 @@ from pypto.language.decorators import (
     jit,
     program,
 )
-from pypto.language.dsl import at, range
+from pypto.language.dsl import at, parallel, range, unroll
 from pypto.language.ops import (
     abs,
     add,
@@ -167,6 +167,7 @@ __all__ = [
     "move",
     "mul",
     "neg",
+    "parallel",
     "program",
     "range",
     "read",
@@ -188,4 +189,5 @@ __all__ = [
     "sub",
     "tile",
     "transpose",
+    "unroll",
 ]

@@ -9,7 +9,7 @@ from typing import Any
 
 from pypto.ir.types import Level
 
-__all__ = ["at", "range"]
+__all__ = ["at", "parallel", "range", "unroll"]
 
 
 def range(*args: Any) -> Any:
@@ -21,6 +21,26 @@ def range(*args: Any) -> Any:
 
 
 range.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
+
+
+def parallel(*args: Any) -> Any:
+    """``for i in pl.parallel(n)``: a loop whose iterations are independent.
+
+    Compiled like ``pl.range``: in an orchestration the runtime already overlaps tasks that
+    do not depend on each other; in a kernel the loop runs in order.
+    """
+    raise RuntimeError("pl.parallel() runs only inside a kernel body, which the compiler parses")
+
+
+parallel.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
+
+
+def unroll(*args: Any) -> Any:
+    """``for i in pl.unroll(n)``: compiled like ``pl.range`` (the C++ compiler decides unrolling)."""
+    raise RuntimeError("pl.unroll() runs only inside a kernel body, which the compiler parses")
+
+
+unroll.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
 
 
 def _at_signature(level: Level = Level.CORE_GROUP, name_hint: str | None = None, deps: Any = None) -> None:
