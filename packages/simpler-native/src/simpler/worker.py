@@ -148,6 +148,7 @@ class Worker:
         self._diagnostics: list[RunHandle] = []
         self._prewarm: CallConfig | None = None
         self._streams: list[Stream] = []
+        self._default_native: tuple[Any, ...] | None = None
         self._default_stream: Stream | None = None
         self.borrowed_context_generation: int | None = None
 
@@ -305,26 +306,24 @@ class Worker:
             raise ValueError(
                 f"Worker.submit(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
             )
-        cfg = (config if config is not None else (self._prewarm or CallConfig())).validate()
+        native_cfg = self._native_config(config)
         mat = _checked_args(handle, args, "submit")
-        windows, heaps, pools = cfg.rings()
-        native_run = chip.submit(
-            handle._native,
-            list(mat.tensors),
-            list(mat.scalars),
-            list(windows),
-            list(heaps),
-            list(pools),
-            cfg.workspace_budget_bytes or 0,
-            cfg.swimlane,
-            cfg.dep_graph,
-            cfg.output_prefix or "",
-        )
+        native_run = chip.submit(handle._native, list(mat.tensors), list(mat.scalars), *native_cfg)
         run = RunHandle(native_run, args, handle)
-        if cfg.swimlane or cfg.dep_graph:
+        if native_cfg[4] or native_cfg[5]:
             with self._lock:
                 self._diagnostics.append(run)
         return run
+
+    def _native_config(self, config: CallConfig | None) -> tuple[Any, ...]:
+        """Validated native form of ``config`` (the default one is computed once)."""
+        if config is None:
+            if self._default_native is None:
+                self._default_native = _native_config((self._prewarm or CallConfig()).validate())
+            return self._default_native
+        if not isinstance(config, CallConfig):
+            raise TypeError(f"Worker: config must be a simpler.CallConfig, got {type(config).__name__}")
+        return _native_config(config.validate())
 
     def run(
         self,
@@ -400,24 +399,12 @@ class Worker:
         target = stream if stream is not None else self.default_stream
         if not isinstance(target, Stream) or target.worker is not self:
             raise ValueError(f"Worker.launch(stream): expected a Stream of this Worker, got {stream!r}")
-        cfg = (config if config is not None else (self._prewarm or CallConfig())).validate()
+        native_cfg = self._native_config(config)
         mat = _checked_args(handle, args, "launch")
-        windows, heaps, pools = cfg.rings()
-        native_run = chip.kernel_launch(
-            handle.slot,
-            list(mat.tensors),
-            list(mat.scalars),
-            list(windows),
-            list(heaps),
-            list(pools),
-            cfg.workspace_budget_bytes or 0,
-            cfg.swimlane,
-            cfg.dep_graph,
-            cfg.output_prefix or "",
-        )
+        native_run = chip.kernel_launch(handle.slot, list(mat.tensors), list(mat.scalars), *native_cfg)
         run = RunHandle(native_run, args, handle)
         target._enqueued(run)
-        if cfg.swimlane or cfg.dep_graph:
+        if native_cfg[4] or native_cfg[5]:
             with self._lock:
                 self._diagnostics.append(run)
         return run
@@ -461,6 +448,19 @@ class Worker:
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("ready" if self._chip is not None else "new")
         return f"Worker(platform={self.platform!r}, runtime={self.runtime!r}, mode={self.execution_mode!r}, {state})"
+
+
+def _native_config(cfg: CallConfig) -> tuple[Any, ...]:
+    windows, heaps, pools = cfg.rings()
+    return (
+        list(windows),
+        list(heaps),
+        list(pools),
+        cfg.workspace_budget_bytes or 0,
+        cfg.swimlane,
+        cfg.dep_graph,
+        cfg.output_prefix or "",
+    )
 
 
 def _checked_args(handle: CallableHandle, args: TaskArgs, what: str) -> Any:

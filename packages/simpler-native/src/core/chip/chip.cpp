@@ -219,6 +219,7 @@ void Chip::close() {
         draining_ = true;  // submit refuses new runs; queued ones finish first
         idle_cv_.wait(lk, [&] { return queue_.empty() && !busy_; });
         stop_.store(true);
+        progress_.fetch_add(1, std::memory_order_release);
         orch_cv_.notify_all();
         for (auto& cv : core_cv_) cv.notify_all();
     }
@@ -283,6 +284,7 @@ std::shared_ptr<Run> Chip::enqueue(Pending p) {
     if (draining_ || stop_.load()) throw std::runtime_error("submit: the Worker is closed");
     run->id_ = next_run_id_++;
     queue_.push_back(std::move(p));
+    progress_.fetch_add(1, std::memory_order_release);
     orch_cv_.notify_all();
     return run;
 }
@@ -293,14 +295,23 @@ std::shared_ptr<Run> Chip::enqueue(Pending p) {
 template <class Pred>
 bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
     if (ready()) return true;
+    // Spin without the lock on the progress counter (bumped by every task completion and every
+    // queued run), re-checking the predicate under the lock only when something happened.
     const std::int64_t deadline = now_ns() + options_.spin_ns;
+    std::uint64_t seen = progress_.load(std::memory_order_acquire);
+    lk.unlock();
     for (unsigned i = 1;; ++i) {
-        lk.unlock();
-        for (int k = 0; k < 32; ++k) cpu_relax();
-        lk.lock();
-        if (ready()) return true;
-        if ((i & 7) == 0 && now_ns() > deadline) break;
+        cpu_relax();
+        const std::uint64_t now = progress_.load(std::memory_order_acquire);
+        if (now != seen) {
+            seen = now;
+            lk.lock();
+            if (ready()) return true;
+            lk.unlock();
+        }
+        if ((i & 63) == 0 && now_ns() > deadline) break;
     }
+    lk.lock();
     orch_waiting_ = true;
     orch_cv_.wait(lk, [&] { return ready() || stop_.load(); });
     orch_waiting_ = false;
@@ -834,6 +845,7 @@ void Chip::finish_task(Task* t, int thread_index, std::int64_t start_ns, std::in
     --rs.outstanding;
     --in_flight_;
     retire_locked();
+    progress_.fetch_add(1, std::memory_order_release);
     if (orch_waiting_) orch_cv_.notify_one();
 }
 

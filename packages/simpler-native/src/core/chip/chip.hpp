@@ -175,6 +175,7 @@ private:
     std::array<int, 2> sleepers_{};
     std::array<int, 2> core_threads_{};
     bool orch_waiting_ = false;
+    std::atomic<std::uint64_t> progress_{0};  // bumped on task completion, queued run, stop
     bool draining_ = false;  // close() in progress: no new runs
     bool busy_ = false;      // the orchestrator is executing a run
     std::condition_variable idle_cv_;
