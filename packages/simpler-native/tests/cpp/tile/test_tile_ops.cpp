@@ -453,6 +453,60 @@ TEST_CASE("reshape, transpose, concat, move") {
     check_region(l, 3, 2, half(-1.0f), [&](int r, int c) { return m(r, c); });
 }
 
+TEST_CASE("slice, assemble, fillpad") {
+    VecTile<std::int32_t, 8, 12> src;
+    for (int i = 0; i < 96; ++i) src.data[i] = i;
+    src.set_valid(7, 11);
+    VecTile<std::int32_t, 4, 4> win;
+    REQUIRE(slice(win, src, 3, 7));
+    check_region(win, 4, 4, 0, [&](int r, int c) { return src(3 + r, 7 + c); });
+    win.fill(-1);
+    REQUIRE(slice(win, src, 5, 1, 2, 3));
+    check_region(win, 2, 3, -1, [&](int r, int c) { return src(5 + r, 1 + c); });
+    CHECK_FALSE(slice(win, src, 4, 8));  // rows 4..7 past valid 7, cols 8..11 past 11
+    CHECK(take_error().find("outside the source") != std::string::npos);
+    CHECK_FALSE(slice(win, src, -1, 0));
+    CHECK_FALSE(take_error().empty());
+
+    VecTile<std::int32_t, 10, 10> big;
+    big.fill(0);
+    big.set_valid(9, 9);
+    win.fill(5);
+    win.set_valid(3, 2);
+    REQUIRE(assemble(big, win, 6, 8));
+    CHECK(big.valid_rows == 9);  // unchanged
+    for (int r = 0; r < 10; ++r)
+        for (int c = 0; c < 10; ++c) REQUIRE(big(r, c) == ((r >= 6 && r < 9 && c >= 8) ? 5 : 0));
+    CHECK_FALSE(assemble(big, win, 8, 0));
+    CHECK(take_error().find("does not fit") != std::string::npos);
+
+    VecTile<float, 3, 5> f;
+    f.fill(1.0f);
+    f.set_valid(2, 3);
+    REQUIRE(fillpad(f, Pad::Min));
+    CHECK(f.valid_rows == 3);
+    CHECK(f.valid_cols == 5);
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 5; ++c) REQUIRE(f(r, c) == ((r < 2 && c < 3) ? 1.0f : -INFINITY));
+    VecTile<std::int8_t, 2, 2> i8;
+    i8.fill(0);
+    i8.set_valid(1, 1);
+    REQUIRE(fillpad(i8, Pad::Max));
+    CHECK(i8(0, 0) == 0);
+    CHECK(i8(1, 1) == 127);
+    VecTile<half, 2, 20> h;
+    h.fill(half(2.0f));
+    h.set_valid(1, 17);
+    REQUIRE(fillpad(h, half(-3.0f)));
+    for (int c = 0; c < 20; ++c) {
+        CHECK(static_cast<float>(h(0, c)) == (c < 17 ? 2.0f : -3.0f));
+        CHECK(static_cast<float>(h(1, c)) == -3.0f);
+    }
+    h.set_valid(0, 0);
+    REQUIRE(fillpad(h, Pad::Zero));
+    for (int i = 0; i < 40; ++i) CHECK(h.data[i].bits == 0);
+}
+
 TEST_CASE("cast between FP32, FP16, BF16, INT8 and INT32 matches convert()") {
     tiletest::Rng rng;
     VecTile<float, 8, 32> f;

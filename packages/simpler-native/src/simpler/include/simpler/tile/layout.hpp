@@ -10,9 +10,19 @@
 // cast(dst, src, mode): element conversion with convert<>() (dtype.hpp): floats round to nearest
 //   even, float -> int by `mode` (default nearest even) and saturating, int -> int saturating.
 //   dst is Vec; src is Vec or Acc. dst's valid shape becomes src's.
-// reshape/transpose/concat need dst and sources in the same space.
+// slice(dst, src, row, col[, rows, cols]): dst[r, c] = src[row + r, col + c] for the window
+//   [rows, cols] (default: dst's static shape), which must lie inside src's valid region; dst's
+//   valid shape becomes [rows, cols].
+// assemble(dst, src, row, col): dst[row + r, col + c] = src[r, c] over src's valid region, which
+//   must fit dst's static shape at (row, col); dst's valid shape is unchanged.
+// fillpad(t, pad): every element outside t's valid region becomes the pad value (Pad::Zero,
+//   Pad::Min = lowest / -inf, Pad::Max = highest / +inf, or an explicit value); t becomes fully
+//   valid.
+// reshape/transpose/concat/slice/assemble need dst and sources in the same space.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "simpler/kernel_abi.hpp"
@@ -115,6 +125,84 @@ inline bool concat(Dst& dst, const A& a, const B& b) noexcept {
     dst.valid_rows = vr;
     dst.valid_cols = va + vb;
     return true;
+}
+
+template <class Dst, class Src>
+inline bool slice(Dst& dst, const Src& src, std::int64_t row, std::int64_t col, int rows = Dst::rows,
+                  int cols = Dst::cols) noexcept {
+    using T = typename Dst::value_type;
+    static_assert(std::is_same<T, typename Src::value_type>::value, "slice keeps the element type");
+    static_assert(Dst::space == Src::space, "slice stays in one memory space (use move)");
+    if (!detail::operands_ok("slice", src) || !detail::fits("slice", dst, rows, cols)) return false;
+    if (row < 0 || col < 0 || row + rows > src.valid_rows || col + cols > src.valid_cols) {
+        report_kernel_error("tile slice: window [%d, %d] at (%lld, %lld) outside the source's valid shape [%d, %d]", rows,
+                            cols, static_cast<long long>(row), static_cast<long long>(col), src.valid_rows,
+                            src.valid_cols);
+        return false;
+    }
+    if (static_cast<const void*>(&dst) == static_cast<const void*>(&src)) {
+        report_kernel_error("tile slice: destination and source must be different tiles");
+        return false;
+    }
+    for (int r = 0; r < rows; ++r) {
+        T* d = dst.row(r);
+        const T* s = src.row(static_cast<int>(row) + r) + col;
+        detail::for_cols(cols, [&](int c) { d[c] = s[c]; });
+    }
+    dst.valid_rows = rows;
+    dst.valid_cols = cols;
+    return true;
+}
+
+template <class Dst, class Src>
+inline bool assemble(Dst& dst, const Src& src, std::int64_t row, std::int64_t col) noexcept {
+    using T = typename Dst::value_type;
+    static_assert(std::is_same<T, typename Src::value_type>::value, "assemble keeps the element type");
+    static_assert(Dst::space == Src::space, "assemble stays in one memory space (use move)");
+    if (!detail::operands_ok("assemble", src)) return false;
+    const int vr = src.valid_rows, vc = src.valid_cols;
+    if (row < 0 || col < 0 || row + vr > Dst::rows || col + vc > Dst::cols) {
+        report_kernel_error("tile assemble: source [%d, %d] at (%lld, %lld) does not fit the destination [%d, %d]", vr,
+                            vc, static_cast<long long>(row), static_cast<long long>(col), Dst::rows, Dst::cols);
+        return false;
+    }
+    if (static_cast<const void*>(&dst) == static_cast<const void*>(&src)) {
+        report_kernel_error("tile assemble: destination and source must be different tiles");
+        return false;
+    }
+    for (int r = 0; r < vr; ++r) {
+        T* d = dst.row(static_cast<int>(row) + r) + col;
+        const T* s = src.row(r);
+        detail::for_cols(vc, [&](int c) { d[c] = s[c]; });
+    }
+    return true;
+}
+
+enum class Pad : std::uint8_t { Zero, Min, Max };
+
+template <class Tl>
+inline bool fillpad(Tl& t, typename Tl::value_type value) noexcept {
+    using T = typename Tl::value_type;
+    if (!detail::operands_ok("fillpad", t)) return false;
+    const int vr = t.valid_rows, vc = t.valid_cols;
+    for (int r = 0; r < Tl::rows; ++r) {
+        T* d = t.row(r);
+        for (int c = r < vr ? vc : 0; c < Tl::cols; ++c) d[c] = value;
+    }
+    t.valid_rows = Tl::rows;
+    t.valid_cols = Tl::cols;
+    return true;
+}
+
+template <class Tl>
+inline bool fillpad(Tl& t, Pad pad) noexcept {
+    using T = typename Tl::value_type;
+    using C = compute_t<T>;
+    using L = std::numeric_limits<C>;
+    C v = C(0);
+    if (pad == Pad::Min) v = L::has_infinity ? -L::infinity() : L::lowest();
+    if (pad == Pad::Max) v = L::has_infinity ? L::infinity() : L::max();
+    return fillpad(t, from_compute<T>(v));
 }
 
 template <class Dst, class Src>
