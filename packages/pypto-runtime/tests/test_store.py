@@ -373,3 +373,21 @@ def test_sigkill_during_promotion_leaves_no_bad_entry(tmp_path: Path, step: str)
     validate_entry(store.entry_dir(KEY), key=KEY)
     if step != "publish":
         assert store.staging_leftovers() == []
+
+
+def test_sigkill_while_discarding_an_invalid_entry(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    proc = _spawn(KEY, log)
+    proc.communicate(timeout=60)
+    store = ArtifactStore(settings.cache_dir())
+    (store.entry_dir(KEY) / "kernel.so").write_bytes(b"corrupt")
+    proc = _spawn(KEY, log, PYPTO_CACHE_FAULT="discard")
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert ArtifactRuntime(store).lookup(KEY) is None  # moved aside, never used
+    proc = _spawn(KEY, log)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.split()[0] == "built"
+    validate_entry(store.entry_dir(KEY), key=KEY)
+    assert store.prune()["trash"] == 1  # what the killed process left aside
