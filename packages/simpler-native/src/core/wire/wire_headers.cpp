@@ -8,6 +8,7 @@
 #include "simpler/wire/data_type.hpp"
 #include "simpler/wire/encoding_cache.hpp"
 #include "simpler/wire/invocation_header.hpp"
+#include "simpler/wire/kernel_entry_admission.hpp"
 #include "simpler/wire/packet_pool.hpp"
 #include "simpler/wire/prepared_view.hpp"
 #include "simpler/wire/status.hpp"
