@@ -1,0 +1,191 @@
+// C++ side of the chip scheduler: kernels and orchestrations linked into the test (no loader),
+// so the TMR rules are checked without Python: RAW/WAR/WAW ordering, explicit dependencies,
+// back-pressure through tiny rings, deadlock reporting, kernel errors naming task and kernel.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../../src/core/chip/chip.hpp"
+#include "simpler/runtime/orchestration.hpp"
+
+using namespace simpler;
+using namespace simpler::chip;
+
+namespace {
+
+const char* no_error() { return nullptr; }
+
+thread_local bool g_fail_next = false;
+const char* take_test_error() {
+    if (!g_fail_next) return nullptr;
+    g_fail_next = false;
+    return "synthetic kernel failure";
+}
+
+std::int64_t* elems(const ChipTensor& t) { return reinterpret_cast<std::int64_t*>(t.buffer.addr) + t.start_offset; }
+
+// x = x * 2 + k (InOut), slow enough that ordering bugs show.
+void k_muladd(std::int64_t* args) {
+    const auto& x = *reinterpret_cast<const ChipTensor*>(args[0]);
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    for (std::uint32_t i = 0; i < x.shapes[0]; ++i) elems(x)[i] = elems(x)[i] * 2 + args[1];
+}
+
+// b = a
+void k_copy(std::int64_t* args) {
+    const auto& a = *reinterpret_cast<const ChipTensor*>(args[0]);
+    const auto& b = *reinterpret_cast<const ChipTensor*>(args[1]);
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    for (std::uint32_t i = 0; i < b.shapes[0]; ++i) elems(b)[i] = elems(a)[i];
+}
+
+void k_fail(std::int64_t*) { g_fail_next = true; }
+
+std::shared_ptr<CoreKernel> kernel(const char* name, KernelEntryFn fn, std::vector<ArgDirection> sig,
+                                   TakeErrorFn take = no_error) {
+    auto k = std::make_shared<CoreKernel>();
+    k->name = name;
+    k->entry = fn;
+    k->take_error = take;
+    k->signature = std::move(sig);
+    signature_counts(k->signature, name, &k->tensor_count, &k->scalar_count);
+    return k;
+}
+
+ChipTensor vec(std::vector<std::int64_t>& v) {
+    ChipTensor t;
+    std::memset(&t, 0, sizeof t);
+    t.buffer.addr = reinterpret_cast<std::uint64_t>(v.data());
+    t.buffer.size = v.size() * sizeof(std::int64_t);
+    t.ndims = 1;
+    t.dtype = static_cast<std::uint8_t>(DataType::INT64);
+    t.address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
+    t.shapes[0] = static_cast<std::uint32_t>(v.size());
+    t.strides[0] = 1;
+    return t;
+}
+
+std::shared_ptr<ChipProgram> program(const char* name, OrchestrationEntryFn entry, std::vector<ArgDirection> sig) {
+    auto p = std::make_shared<ChipProgram>();
+    p->name = name;
+    p->entry = entry;
+    p->signature = std::move(sig);
+    signature_counts(p->signature, name, &p->tensor_count, &p->scalar_count);
+    p->kernels[0] = kernel("muladd", k_muladd, {ArgDirection::InOut, ArgDirection::Scalar});
+    p->kernels[1] = kernel("copy", k_copy, {ArgDirection::In, ArgDirection::Out});
+    p->kernels[2] = kernel("fail", k_fail, {ArgDirection::In}, take_test_error);
+    for (auto& [id, k] : p->kernels) const_cast<CoreKernel&>(*k).func_id = id;
+    return p;
+}
+
+// x (n elements): copy halves around and apply muladd chains; result depends on order.
+std::int32_t orch_chain(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    Orchestrator o(api, ctx);
+    const ChipTensor& x = args->tensor(0);
+    const std::uint32_t half = x.shapes[0] / 2;
+    ChipTensor lo = slice_1d(x, 0, half), hi = slice_1d(x, half, half);
+    for (int r = 0; r < 6; ++r) {
+        if (o.submit(0, {inout(lo)}, {scalar_bits<std::int64_t>(r)}) < 0) return 1;  // WAW/RAW chain on lo
+        if (o.submit(1, {in(lo), out(hi)}) < 0) return 1;                             // RAW on lo, WAW on hi
+        o.scope_begin();
+        if (o.submit(0, {inout(lo)}, {scalar_bits<std::int64_t>(1)}) < 0) return 1;   // WAR against the copy
+        o.scope_end();
+    }
+    return 0;
+}
+
+std::int32_t orch_fail(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    Orchestrator o(api, ctx);
+    if (o.submit(0, {inout(args->tensor(0))}, {scalar_bits<std::int64_t>(0)}) < 0) return 1;
+    return o.submit(2, {in(args->tensor(0))}) < 0;
+}
+
+std::int32_t orch_heap_deadlock(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs*) {
+    Orchestrator o(api, ctx);
+    ChipTensor a, b;
+    const std::uint32_t shape[1] = {100};
+    if (o.alloc_tensor(DataType::INT64, 1, shape, &a) != 0) return 1;  // 800 bytes, never freed at depth 0
+    return o.alloc_tensor(DataType::INT64, 1, shape, &b) != 0;       // cannot fit in 1024
+}
+
+void reference_chain(std::vector<std::int64_t>& x) {
+    const std::size_t half = x.size() / 2;
+    for (int r = 0; r < 6; ++r) {
+        for (std::size_t i = 0; i < half; ++i) x[i] = x[i] * 2 + r;
+        for (std::size_t i = 0; i < half; ++i) x[half + i] = x[i];
+        for (std::size_t i = 0; i < half; ++i) x[i] = x[i] * 2 + 1;
+    }
+}
+
+RunConfig tiny() {
+    RunConfig c;
+    c.task_window = {4, 4, 4, 4};
+    c.dep_pool = {4, 4, 4, 4};
+    c.heap = {1024, 1024, 1024, 1024};
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("overlap dependencies give sequential results on two AIV threads, with tiny rings") {
+    ChipOptions o;
+    o.aic_threads = 0;
+    o.aiv_threads = 2;
+    Chip chip(o);
+    auto prog = program("chain", orch_chain, {ArgDirection::InOut});
+    for (const RunConfig& cfg : {RunConfig{}, tiny()}) {
+        std::vector<std::int64_t> x(16), expected(16);
+        for (int i = 0; i < 16; ++i) x[i] = expected[i] = i;
+        reference_chain(expected);
+        auto run = chip.submit(prog, {vec(x)}, {}, cfg);
+        REQUIRE(run->wait(30.0));
+        CHECK(run->error() == "");
+        CHECK(run->tasks_submitted() == 18);
+        CHECK(x == expected);
+    }
+}
+
+TEST_CASE("a kernel error fails the run naming task and kernel; the chip stays usable") {
+    ChipOptions o;
+    o.aic_threads = 0;
+    Chip chip(o);
+    std::vector<std::int64_t> x(4, 1);
+    auto run = chip.submit(program("fails", orch_fail, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
+    REQUIRE(run->wait(30.0));
+    CHECK(run->error().find("task 1 (kernel 'fail' (func_id 2, AIV)) failed: synthetic kernel failure") !=
+          std::string::npos);
+    auto ok = chip.submit(program("chain", orch_chain, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
+    REQUIRE(ok->wait(30.0));
+    CHECK(ok->error() == "");
+}
+
+TEST_CASE("a heap that can never fit fails within bounded time") {
+    ChipOptions o;
+    o.aic_threads = 0;
+    Chip chip(o);
+    std::vector<std::int64_t> x(4, 1);
+    auto run = chip.submit(program("heap", orch_heap_deadlock, {ArgDirection::InOut}), {vec(x)}, {}, tiny());
+    REQUIRE(run->wait(30.0));
+    CHECK(run->error().find("deadlock: ring 0's heap of 1024 bytes cannot fit 832 bytes") != std::string::npos);
+}
+
+TEST_CASE("host-side checks reject bad arguments before anything runs") {
+    ChipOptions o;
+    o.aic_threads = 0;
+    Chip chip(o);
+    std::vector<std::int64_t> x(4, 1);
+    auto prog = program("chain", orch_chain, {ArgDirection::InOut});
+    CHECK_THROWS_AS(chip.submit(prog, {}, {}, RunConfig{}), std::invalid_argument);
+    ChipTensor bad = vec(x);
+    bad.shapes[0] = 5;  // one element past the buffer
+    CHECK_THROWS_AS(chip.submit(prog, {bad}, {}, RunConfig{}), std::out_of_range);
+    RunConfig cfg;
+    cfg.task_window[0] = 3;
+    CHECK_THROWS_AS(chip.submit(prog, {vec(x)}, {}, cfg), std::invalid_argument);
+}
