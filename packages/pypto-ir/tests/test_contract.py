@@ -190,3 +190,38 @@ def test_compile_into_a_used_directory_is_refused(tmp_path: Path) -> None:
         _compile_to_files(
             good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a5sim"
         )
+
+
+@pl.program
+class TwoEntries:
+    @pl.function(type=pl.FunctionType.InCore)
+    def neg(self, a: pl.Tensor[[16, 16], pl.FP32], o: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        pl.store(pl.neg(pl.load(a, [0, 0], [16, 16])), [0, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def exp(self, a: pl.Tensor[[16, 16], pl.FP32], o: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        pl.store(pl.exp(pl.load(a, [0, 0], [16, 16])), [0, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def run_neg(self, a: pl.Tensor[[16, 16], pl.FP32], o: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        o = self.neg(a, o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def run_exp(self, a: pl.Tensor[[16, 16], pl.FP32], o: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        o = self.exp(a, o)
+        return o
+
+
+def test_multi_entry_program_compiles_one_child(tmp_path: Path) -> None:
+    assert TwoEntries.entry == "run_neg"
+    with pytest.raises(ContractError, match="exactly one entry, got 2"):
+        _compile_to_files(TwoEntries, tmp_path / "k", contract="KERNEL", platform="a2a3sim")
+    r = _compile_to_files(TwoEntries, tmp_path / "e", contract="KERNEL", platform="a2a3sim", entry="run_exp")
+    assert r.metadata.entry == "run_exp"
+    assert [k.name for k in r.metadata.kernels] == ["exp"]
+    assert r.metadata.return_aliases == (1,)
+    with pytest.raises(ValueError, match="entry: expected one of"):
+        _compile_to_files(TwoEntries, tmp_path / "x", contract="PROGRAM", platform="a2a3sim", entry="neg")

@@ -114,3 +114,21 @@ def test_lower_returns_the_lowered_program() -> None:
     prog = scale.lower(TorchLike(16, 16), 0.5, TorchLike(16, 16))
     assert len(prog.functions) == 2
     assert prog.functions["scale_k0"].func_type is pl.FunctionType.InCore
+
+
+ROWS = 16
+
+
+@pl.jit
+def uses_global(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(a, [0, 0], [ROWS, 16]), [0, 0], out)
+    return out
+
+
+def test_a_changed_module_constant_is_an_error_naming_both_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = uses_global.specialize(TorchLike(16, 16), TorchLike(16, 16))
+    assert spec.key_material["globals"] == {"uses_global.ROWS": "16"}
+    monkeypatch.setitem(globals(), "ROWS", 8)
+    with pytest.raises(RuntimeError, match="global 'ROWS' was 16 when this kernel was compiled and is 8 now"):
+        uses_global.specialize(TorchLike(16, 16), TorchLike(16, 16))

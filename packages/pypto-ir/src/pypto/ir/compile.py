@@ -17,7 +17,19 @@ from pypto.ir.codegen import generate_kernel, generate_orchestration
 from pypto.ir.contract import RUNTIMES, Contract, check_lowered_abi, parse_platform, validate_kernel_contract
 from pypto.ir.errors import CompileError
 from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, OrchestrationInfo, write_metadata
-from pypto.ir.nodes import BinOp, Call, CallFunc, For, If, Program, Scope, Stmt, expr_children, stmt_exprs
+from pypto.ir.nodes import (
+    BinOp,
+    Call,
+    CallFunc,
+    For,
+    If,
+    Program,
+    Scope,
+    Stmt,
+    expr_children,
+    stmt_exprs,
+    walk_stmts,
+)
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.passes import nz_layout, ssa
 from pypto.ir.passes.return_lineage import entry_aliases
@@ -111,6 +123,7 @@ def _compile_to_files(
     platform: str,
     runtime: str = "tensormap_and_ringbuffer",
     supplied: tuple[bool, ...] | None = None,
+    entry: str | None = None,
 ) -> CompileResult:
     """Lower ``program``, generate its C++ and write the artifact directory.
 
@@ -121,6 +134,8 @@ def _compile_to_files(
         platform: ``a2a3sim``, ``a5sim``, ``a2a3`` or ``a5``.
         runtime: ``tensormap_and_ringbuffer`` or ``host_build_graph``.
         supplied: KERNEL only: per logical parameter, whether the caller supplies it.
+        entry: The orchestration to compile, for a program with several (default: the
+            program's entry). Only the kernels it calls are generated.
 
     Returns:
         The lowered IR, the metadata written and the files.
@@ -133,6 +148,14 @@ def _compile_to_files(
         )
     contract = Contract.parse(contract)
     platform = parse_platform(platform)
+    orchestrations = [f.name for f in program.funcs if f.func_type is FunctionType.Orchestration]
+    if entry is not None:
+        if entry not in orchestrations:
+            raise ValueError(
+                f"entry: expected one of the program's orchestrations {orchestrations}, got {entry!r}"
+            )
+        program = Program(program.name, program.funcs, entry)
+        orchestrations = [entry]
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime: expected one of {', '.join(RUNTIMES)}, got {runtime!r}")
     out = Path(output_dir)
@@ -142,7 +165,6 @@ def _compile_to_files(
     original = ssa.run(program)  # aliases come from the original IR, in SSA form
     raw_aliases = entry_aliases(original)
     params = signature_of(program)
-    orchestrations = [f.name for f in program.funcs if f.func_type is FunctionType.Orchestration]
     if contract is Contract.KERNEL:
         aliases = validate_kernel_contract(
             entries=orchestrations,
@@ -163,7 +185,7 @@ def _compile_to_files(
         aliases = tuple(a for a in raw_aliases if a is not None)
 
     lowered = lower(program).program
-    entry = lowered.entry_function
+    entry_fn = lowered.entry_function
     try:
         lowered_params = nz_layout.lower_signature(signature_of(lowered))
     except ValueError as exc:
@@ -171,7 +193,8 @@ def _compile_to_files(
     if contract is Contract.KERNEL:
         check_lowered_abi(params, lowered_params)
 
-    kernels = [f for f in lowered.funcs if f.func_type.is_kernel]
+    called = {e.callee for s in walk_stmts(entry_fn.body) for e in stmt_exprs(s) if isinstance(e, CallFunc)}
+    kernels = [f for f in lowered.funcs if f.func_type.is_kernel and f.name in called]
     func_ids = {k.name: i for i, k in enumerate(kernels)}
     files: list[Path] = []
     infos: list[KernelInfo] = []
@@ -193,8 +216,8 @@ def _compile_to_files(
             for p in src.params
         )
         infos.append(KernelInfo(kfn.name, func_ids[kfn.name], src.core_type.value, rel, src.entry, kparams))
-    orch = generate_orchestration(entry, lowered, func_ids)
-    orel = f"orchestration/{entry.name}.cpp"
+    orch = generate_orchestration(entry_fn, lowered, func_ids)
+    orel = f"orchestration/{entry_fn.name}.cpp"
     _write_text(out / orel, orch.text)
     files.append(out / orel)
     _write_text(out / "ir" / "lowered.txt", str(lowered) + "\n")
@@ -202,13 +225,13 @@ def _compile_to_files(
 
     meta = ArtifactMetadata(
         name=program.name,
-        entry=entry.name,
+        entry=entry_fn.name,
         contract=contract,
         platform=platform,
         runtime=runtime,
         params=params,
         lowered_params=lowered_params,
-        return_count=len(entry.returns),
+        return_count=len(entry_fn.returns),
         return_aliases=aliases,
         orchestration=OrchestrationInfo(
             orel, orch.func_name, orch.needs_name, orch.tensor_count, orch.scalar_count

@@ -118,6 +118,8 @@ class ParseContext:
 
     def __init__(self) -> None:
         self.functions: dict[str, Function] = {}
+        # (function, global name) -> the constant value the parse used
+        self.captured: dict[tuple[Callable[..., Any], str], object] = {}
 
     def resolve_call(self, target: Any, arg_types: list[Type], span: Span) -> Function | None:
         """Return the callee's IR function, or None if ``target`` is not a callable kernel."""
@@ -678,7 +680,10 @@ class _Parser:
         if name in self.st.env:
             return self.st.env[name]
         if name in self.src.namespace:
-            return self.static_to_expr(self.src.namespace[name], node)
+            value = self.src.namespace[name]
+            if isinstance(value, (bool, int, float, DynDim)):
+                self.ctx.captured[(self.src.fn, name)] = value
+            return self.static_to_expr(value, node)
         if hasattr(builtins, name):
             return _Static(getattr(builtins, name))
         raise self.err(f"unknown name {name!r}: not a parameter, a local or a module-level constant", node)

@@ -173,6 +173,28 @@ class Specialization:
     params: tuple[ParamInfo, ...]
     key: tuple[Any, ...]
     key_material: dict[str, Any] = field(compare=False)
+    captured: tuple[tuple[Callable[..., Any], str, object], ...] = field(default=(), compare=False)
+
+    def check_captured(self) -> None:
+        """Raise if a module constant the kernels were compiled with has changed since."""
+        for fn, name, old in self.captured:
+            now = _current_value(fn, name)
+            if now is not old and now != old:
+                raise RuntimeError(
+                    f"{fn.__qualname__}: global {name!r} was {old!r} when this kernel was compiled and is "
+                    f"{now!r} now; kernels capture module constants at their first call, so set them before "
+                    "calling (or use a parameter / pl.dynamic dim for values that change)"
+                )
+
+
+def _current_value(fn: Callable[..., Any], name: str) -> object:
+    try:
+        nonlocals = inspect.getclosurevars(fn).nonlocals
+    except (TypeError, ValueError):
+        nonlocals = {}
+    if name in nonlocals:
+        return nonlocals[name]
+    return getattr(fn, "__globals__", {}).get(name, "<deleted>")
 
 
 class JITFunction:
@@ -247,6 +269,7 @@ class JITFunction:
         with self._lock:
             spec = self._cache.get(key)
         if spec is not None:
+            spec.check_captured()
             return spec
         spec = self._build(bound, key)
         with self._lock:
@@ -284,7 +307,14 @@ class JITFunction:
             "ir_sha256": hashlib.sha256(str(program).encode()).hexdigest(),
             "call_key": [list(_jsonable(k)) for k in key],
         }
-        return Specialization(program, signature_of(entry), key, material)
+        captured = tuple(
+            (fn, name, value)
+            for (fn, name), value in sorted(
+                ctx.captured.items(), key=lambda kv: (kv[0][0].__qualname__, kv[0][1])
+            )
+        )
+        material["globals"] = {f"{fn.__qualname__}.{name}": repr(v) for fn, name, v in captured}
+        return Specialization(program, signature_of(entry), key, material, captured)
 
     def lower(self, *args: Any, **kwargs: Any) -> Program:
         """Run the full pass pipeline for these arguments and return the lowered program."""
