@@ -172,6 +172,42 @@ def main() -> int:
             )
         )
 
+    # 4. Kernel mode: encode + copy-on-enqueue + AICPU decode/validate per launch, against the
+    # same one-task run submitted in program mode.
+    small = np.zeros(16, dtype=np.float32)
+    one = TaskArgs().add_tensor(tensor(small), D.In).add_scalar(1, DataType.INT64)
+    n_runs = 300 if opts.quick else 2000
+    with simpler.Worker(platform="a2a3sim") as pw:
+        pw.init()
+        ph = pw.register(simpler.ChipCallable.build(ORCHS["empties"], "empties", obin, children=children))
+
+        def program_runs() -> None:
+            runs = [pw.submit(ph, one) for _ in range(n_runs)]
+            for r in runs:
+                r.result()
+
+        program_runs()
+        prog_s = best_of(program_runs, repeat)
+    with simpler.Worker(platform="a2a3sim", execution_mode="kernel") as kw:
+        kw.init(borrowed_context_generation=0x51_4D)
+        kh = kw.register(simpler.ChipCallable.build(ORCHS["empties"], "empties", obin, children=children))
+
+        def kernel_launches() -> None:
+            for _ in range(n_runs):
+                kw.launch(kh, one)
+            kw.default_stream.synchronize()
+
+        kernel_launches()
+        kern_s = best_of(kernel_launches, repeat)
+    rows.append(
+        (
+            "kernel-mode launch, 1 task (us)",
+            f"{kern_s / n_runs * 1e6:.1f}",
+            f"{prog_s / n_runs * 1e6:.1f} (program-mode submit)",
+            f"{kern_s / prog_s:.2f}x",
+        )
+    )
+
     header = ("benchmark", "a2a3sim", f"baseline ({baseline_name})", "ratio")
     try:
         from rich.console import Console

@@ -118,7 +118,7 @@ class CoreCallable:
 class ChipCallable:
     """An orchestration binary and its child kernels. Build with :meth:`build`."""
 
-    __slots__ = ("binary", "children", "digest", "func_name", "signature")
+    __slots__ = ("binary", "children", "digest", "func_name", "scalar_count", "signature", "tensor_count")
 
     def __init__(
         self,
@@ -131,6 +131,8 @@ class ChipCallable:
         self.func_name = func_name
         self.binary = binary
         self.children = children
+        self.scalar_count = sum(1 for c in signature if c == 0)
+        self.tensor_count = len(signature) - self.scalar_count
         h = hashlib.sha256(b"simpler.ChipCallable\0")
         h.update(bytes(signature) + b"\0" + func_name.encode() + b"\0" + hashlib.sha256(binary).digest())
         for func_id, child in children:
@@ -183,14 +185,6 @@ class ChipCallable:
             _binary(binary, "ChipCallable.build"),
             tuple(kids),
         )
-
-    @property
-    def tensor_count(self) -> int:
-        return sum(1 for c in self.signature if c != 0)
-
-    @property
-    def scalar_count(self) -> int:
-        return sum(1 for c in self.signature if c == 0)
 
     def __repr__(self) -> str:
         return f"ChipCallable(func_name={self.func_name!r}, args={len(self.signature)}, children={len(self.children)})"
