@@ -105,3 +105,29 @@ def test_generated_sources_compile(tmp_path: Path, cpp_check) -> None:  # type: 
     for r in (r1, r2):
         files += [f for f in r.files if f.suffix == ".cpp"]
     cpp_check(files)
+
+
+@pl.jit.incore
+def _double(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    pl.store(pl.add(pl.load(a, [0, 0], [16, 16]), pl.load(a, [0, 0], [16, 16])), [0, 0], o)
+    return o
+
+
+@pl.jit
+def staged_loop(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    for _i in pl.range(3):
+        tmp = pl.create_tensor([16, 16], dtype=pl.FP32)
+        tmp = _double(a, tmp)
+        o = _double(tmp, o)
+    return o
+
+
+def test_orchestration_loop_allocating_per_iteration_opens_a_runtime_scope(tmp_path: Path, cpp_check) -> None:  # type: ignore[no-untyped-def]
+    r = _compile_to_files(
+        staged_loop.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a2a3sim"
+    )
+    text = (tmp_path / r.metadata.orchestration.source).read_text()
+    begin = text.index("orch.scope_begin()")
+    assert begin < text.index("orch.alloc_tensor(") < text.index("orch.scope_end()")
+    assert r.metadata.return_aliases == (1,)
+    cpp_check([f for f in r.files if f.suffix == ".cpp"])

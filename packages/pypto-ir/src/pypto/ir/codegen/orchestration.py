@@ -276,7 +276,12 @@ class _OrchGen:
                 self.emit(
                     depth + 1, f"const simpler::ChipTensor& {ident(ia.var.name)} = *{ident(ia.var.name)}_p;"
                 )
+        scoped = _allocates_locally(s)
+        if scoped:  # intermediates of one iteration are freed once its tasks retire
+            self.emit(depth + 1, "if (orch.scope_begin() != 0) return 1;")
         self.body(s.body, depth + 1)
+        if scoped:
+            self.emit(depth + 1, "if (orch.scope_end() != 0) return 1;")
         if s.iter_args:
             y = s.body[-1]
             assert isinstance(y, Yield)
@@ -293,3 +298,17 @@ class _OrchGen:
             else:
                 self.emit(depth, f"const auto {ident(r.name)} = {ident(ia.var.name)};")
             self.emit(depth, f"(void){ident(r.name)};")
+
+
+def _allocates_locally(s: For) -> bool:
+    """True when the loop body allocates tensors that do not outlive one iteration."""
+    created = {
+        st.var.name
+        for st in s.body
+        if isinstance(st, Assign) and isinstance(st.value, Call) and st.value.op == "tensor.create"
+    }
+    if not created:
+        return False
+    last = s.body[-1] if s.body else None
+    carried = {v.name for v in last.values if isinstance(v, Var)} if isinstance(last, Yield) else set()
+    return not (created & carried)
