@@ -234,8 +234,12 @@ TEST_CASE("out-of-bounds and mismatched accesses are reported and not performed"
         CHECK(take_error().find("store") != std::string::npos);
         for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(x[i] == static_cast<float>(i));
     }
-    SUBCASE("negative offset") {
+    SUBCASE("negative or huge offset") {
         CHECK_FALSE(load(tile, t, {-1, 0}));
+        CHECK_FALSE(take_error().empty());
+        CHECK_FALSE(load(tile, t, {0, INT64_MAX - 2}));  // must not overflow while checking
+        CHECK(take_error().find("outside the tensor") != std::string::npos);
+        CHECK_FALSE(store_nz(t, tile, {INT64_MAX, 0}));
         CHECK_FALSE(take_error().empty());
     }
     SUBCASE("backing smaller than the shape claims") {

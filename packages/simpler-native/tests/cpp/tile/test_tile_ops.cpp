@@ -467,6 +467,8 @@ TEST_CASE("slice, assemble, fillpad") {
     CHECK(take_error().find("outside the source") != std::string::npos);
     CHECK_FALSE(slice(win, src, -1, 0));
     CHECK_FALSE(take_error().empty());
+    CHECK_FALSE(slice(win, src, 0, INT64_MAX - 1));
+    CHECK_FALSE(take_error().empty());
 
     VecTile<std::int32_t, 10, 10> big;
     big.fill(0);
@@ -479,6 +481,8 @@ TEST_CASE("slice, assemble, fillpad") {
         for (int c = 0; c < 10; ++c) REQUIRE(big(r, c) == ((r >= 6 && r < 9 && c >= 8) ? 5 : 0));
     CHECK_FALSE(assemble(big, win, 8, 0));
     CHECK(take_error().find("does not fit") != std::string::npos);
+    CHECK_FALSE(assemble(big, win, INT64_MAX, 0));
+    CHECK_FALSE(take_error().empty());
 
     VecTile<float, 3, 5> f;
     f.fill(1.0f);

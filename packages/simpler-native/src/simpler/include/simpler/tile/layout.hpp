@@ -134,7 +134,7 @@ inline bool slice(Dst& dst, const Src& src, std::int64_t row, std::int64_t col, 
     static_assert(std::is_same<T, typename Src::value_type>::value, "slice keeps the element type");
     static_assert(Dst::space == Src::space, "slice stays in one memory space (use move)");
     if (!detail::operands_ok("slice", src) || !detail::fits("slice", dst, rows, cols)) return false;
-    if (row < 0 || col < 0 || row + rows > src.valid_rows || col + cols > src.valid_cols) {
+    if (row < 0 || col < 0 || row > src.valid_rows - rows || col > src.valid_cols - cols) {
         report_kernel_error("tile slice: window [%d, %d] at (%lld, %lld) outside the source's valid shape [%d, %d]", rows,
                             cols, static_cast<long long>(row), static_cast<long long>(col), src.valid_rows,
                             src.valid_cols);
@@ -161,7 +161,7 @@ inline bool assemble(Dst& dst, const Src& src, std::int64_t row, std::int64_t co
     static_assert(Dst::space == Src::space, "assemble stays in one memory space (use move)");
     if (!detail::operands_ok("assemble", src)) return false;
     const int vr = src.valid_rows, vc = src.valid_cols;
-    if (row < 0 || col < 0 || row + vr > Dst::rows || col + vc > Dst::cols) {
+    if (row < 0 || col < 0 || row > Dst::rows - vr || col > Dst::cols - vc) {
         report_kernel_error("tile assemble: source [%d, %d] at (%lld, %lld) does not fit the destination [%d, %d]", vr,
                             vc, static_cast<long long>(row), static_cast<long long>(col), Dst::rows, Dst::cols);
         return false;

@@ -135,11 +135,12 @@ inline bool plan_access(const char* op, const ChipTensor& t, const Offsets& off,
             a.row_inner = 0;
             a.col_inner = t.strides[0];
         }
-        if (a.r0 < 0 || a.c0 < 0 || a.r0 + vr > rows_total || a.c0 + vc > cols_total) {
-            report_kernel_error("tile %s: region rows [%lld, %lld) x cols [%lld, %lld) outside the tensor's %s [%lld, %lld]",
-                                op, static_cast<long long>(a.r0), static_cast<long long>(a.r0 + vr),
-                                static_cast<long long>(a.c0), static_cast<long long>(a.c0 + vc), nz ? "NZ matrix" : "last dims",
-                                static_cast<long long>(rows_total), static_cast<long long>(cols_total));
+        // Written as r0 > total - valid so that no offset, however large, overflows.
+        if (a.r0 < 0 || a.c0 < 0 || a.r0 > rows_total - vr || a.c0 > cols_total - vc) {
+            report_kernel_error("tile %s: region of [%d, %d] at (%lld, %lld) outside the tensor's %s [%lld, %lld]", op, vr,
+                                vc, static_cast<long long>(a.r0), static_cast<long long>(a.c0),
+                                nz ? "NZ matrix" : "last dims", static_cast<long long>(rows_total),
+                                static_cast<long long>(cols_total));
             return false;
         }
         if (vr == 0 || vc == 0) {  // touches nothing
