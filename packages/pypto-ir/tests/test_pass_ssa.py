@@ -6,7 +6,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
-from pypto.ir.nodes import Assign, Call, For, Program, Var, Yield, walk_stmts
+from pypto.ir.nodes import Assign, Call, ExprStmt, For, Program, Var, Yield, walk_stmts
 from pypto.ir.passes import ssa
 from pypto.ir.verifier import VerifyLevel, verify
 
@@ -97,3 +97,36 @@ def test_loop_carried_value_must_keep_its_type() -> None:
     prog = changes_type.specialize(HostArray((16, 16)), HostArray((8, 32))).program
     with pytest.raises(KernelError, match="changes type inside the loop"):
         ssa.run(prog)
+
+
+@pl.jit
+def explicit_carry(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        zero = pl.load(a, [0, 0], [16, 16])
+        for _i, (acc,) in pl.range(3, init_values=(zero,)):
+            acc = pl.yield_(pl.add(acc, pl.load(a, [0, 0], [16, 16])))
+        pl.store(acc, [0, 0], c)
+    return c
+
+
+def test_init_values_and_yield_are_loop_carried_values() -> None:
+    prog = ssa.run(explicit_carry.specialize(HostArray((16, 16)), HostArray((16, 16))).program)
+    verify(prog, VerifyLevel(ssa=True), "ssa")
+    loop = next(s for s in walk_stmts(prog.entry_function.body) if isinstance(s, For))
+    assert [ia.var.name.split("__")[0] for ia in loop.iter_args] == ["acc"]
+    assert len(loop.results) == 1
+    store = [s for s in walk_stmts(prog.entry_function.body) if isinstance(s, ExprStmt)][-1]
+    assert store.value.args[0] == loop.results[0]  # type: ignore[union-attr]
+
+
+@pl.jit
+def stray_yield(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for _i in pl.range(3):
+            pl.yield_(pl.load(a, [0, 0], [16, 16]))
+    return c
+
+
+def test_yield_outside_an_init_values_loop_is_an_error() -> None:
+    with pytest.raises(KernelError, match="pl.yield_ belongs in a loop"):
+        stray_yield.specialize(HostArray((16, 16)), HostArray((16, 16)))

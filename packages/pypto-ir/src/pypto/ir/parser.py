@@ -280,6 +280,7 @@ class _Parser:
         self.prefix = ""  # prepended to names bound in an inlined helper's body
         self.inlined = 0
         self.pending: list[Stmt] = []  # statements an expression produced (inlined helpers)
+        self.carried: list[list[str]] = []  # per enclosing loop: its init_values names
 
     def err(self, msg: str, node: ast.AST) -> KernelError:
         return KernelError(msg, self.src.span(node))
@@ -367,6 +368,19 @@ class _Parser:
         span = self.src.span(s)
         if isinstance(s, ast.Pass):
             return []
+        if (
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and self.dsl_kind(s.value.func) == "yield_"
+        ):
+            return self.yield_stmt(s.value, None)
+        if (
+            isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.value, ast.Call)
+            and self.dsl_kind(s.value.func) == "yield_"
+        ):
+            return self.yield_stmt(s.value, s.targets[0])
         if isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
                 return []
@@ -393,7 +407,7 @@ class _Parser:
             ast.fix_missing_locations(call)
             return self.assign(s.target, call, None, s)
         if isinstance(s, ast.For):
-            return [self.for_stmt(s)]
+            return self.for_stmt(s)
         if isinstance(s, ast.If):
             return self.if_stmt(s)
         if isinstance(s, ast.With):
@@ -557,19 +571,51 @@ class _Parser:
         attrs = {"shape": tuple(extents), "static_offsets": static}
         return self.make_op("view", [base, tuple(offsets)], attrs, node)
 
-    def for_stmt(self, s: ast.For) -> Stmt:
+    def for_stmt(self, s: ast.For) -> list[Stmt]:
         if s.orelse:
             raise self.err("for ... else is not supported", s)
-        if not isinstance(s.target, ast.Name):
-            raise self.err("the loop variable must be a single name: for i in pl.range(n)", s.target)
         it = s.iter
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
             raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
-        if it.keywords:
-            raise self.err(
-                f"pl.range() got an unsupported keyword {it.keywords[0].arg!r}; use pl.range(start, stop, step)",
-                it.keywords[0],
-            )
+        init_node = None
+        for kw in it.keywords:
+            if kw.arg != "init_values":
+                raise self.err(
+                    f"pl.range() got an unsupported keyword {kw.arg!r}; use pl.range(start, stop, step[, init_values=(...)])",
+                    kw,
+                )
+            init_node = kw.value
+        pre: list[Stmt] = []
+        carried: list[str] = []
+        target = s.target
+        if init_node is not None:
+            # for i, (a, b) in pl.range(n, init_values=(x, y)): a and b start as x and y and
+            # take the values of pl.yield_(...) at the end of each iteration
+            if not (
+                isinstance(target, ast.Tuple)
+                and len(target.elts) == 2
+                and isinstance(target.elts[0], ast.Name)
+                and isinstance(target.elts[1], (ast.Tuple, ast.List))
+                and all(isinstance(e, ast.Name) for e in target.elts[1].elts)
+            ):
+                raise self.err("with init_values the target is `i, (a, b, ...)`", target)
+            if not isinstance(init_node, (ast.Tuple, ast.List)):
+                raise self.err("init_values must be a tuple: init_values=(x,)", init_node)
+            names = [e.id for e in target.elts[1].elts if isinstance(e, ast.Name)]
+            if len(names) != len(init_node.elts):
+                raise self.err(
+                    f"{len(names)} loop-carried names for {len(init_node.elts)} init_values", init_node
+                )
+            for name, init in zip(names, init_node.elts, strict=True):
+                value = self.expr(init)
+                v = Var(self.prefix + name, value.type, self.src.span(init))
+                pre.append(Assign(v, value, self.src.span(init)))
+                self.st.env[name] = v
+            carried = names
+            self.st.multi.update(names)
+            target = target.elts[0]
+        if not isinstance(target, ast.Name):
+            raise self.err("the loop variable must be a single name: for i in pl.range(n)", s.target)
         args = [self.scalar(a, "pl.range bound") for a in it.args]
         if not 1 <= len(args) <= 3:
             raise self.err(f"pl.range takes 1 to 3 arguments, got {len(args)}", it)
@@ -583,17 +629,44 @@ class _Parser:
             start, stop, step = args
         if isinstance(step, Const) and step.value == 0:
             raise self.err("pl.range step must not be 0", it)
-        var = Var(self.prefix + s.target.id, ScalarType(INDEX), self.src.span(s.target))
+        var = Var(self.prefix + target.id, ScalarType(INDEX), self.src.span(target))
         saved = dict(self.st.env)
-        self.st.env[s.target.id] = var
-        body, _ = self.block(s.body)
+        self.st.env[target.id] = var
+        self.carried.append(carried)
+        try:
+            body, _ = self.block(s.body)
+        finally:
+            self.carried.pop()
         # names first bound inside the loop are local to it
         after = self.st.env
         self.st.env = {k: v for k, v in after.items() if k in saved}
         for k in self.st.env:
             if isinstance(after[k], Var) and after[k] is not saved[k]:
                 self.st.env[k] = after[k]
-        return For(var, start, stop, step, tuple(body), span=self.src.span(s))
+        return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s))]
+
+    def yield_stmt(self, call: ast.Call, target: ast.expr | None) -> list[Stmt]:
+        """``pl.yield_(v, ...)``: the next values of the enclosing loop's init_values names."""
+        if not self.carried or not self.carried[-1]:
+            raise self.err("pl.yield_ belongs in a loop over pl.range(..., init_values=(...))", call)
+        names = self.carried[-1]
+        if call.keywords or len(call.args) != len(names):
+            raise self.err(f"pl.yield_ takes the {len(names)} next value(s) of {', '.join(names)}", call)
+        values = [self.expr(a) for a in call.args]
+        out: list[Stmt] = []
+        targets: list[str] = []
+        if target is not None:
+            elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            if len(elts) != len(names) or not all(isinstance(e, ast.Name) for e in elts):
+                raise self.err(f"assign pl.yield_ to {len(names)} name(s)", target)
+            targets = [e.id for e in elts]  # type: ignore[attr-defined]
+        for k, (name, value) in enumerate(zip(names, values, strict=True)):
+            v = Var(self.prefix + name, value.type, self.src.span(call))
+            out.append(Assign(v, value, self.src.span(call)))
+            self.st.env[name] = v
+            if targets and targets[k] != name:
+                self.st.env[targets[k]] = v
+        return out
 
     def if_stmt(self, s: ast.If) -> list[Stmt]:
         cond = self.scalar(s.test, "an if condition")

@@ -29,7 +29,7 @@ from pypto.language.decorators import (
     jit,
     program,
 )
-from pypto.language.dsl import at, parallel, range, unroll
+from pypto.language.dsl import at, parallel, range, unroll, yield_
 from pypto.language.ops import (
     abs,
     add,
@@ -190,4 +190,5 @@ __all__ = [
     "tile",
     "transpose",
     "unroll",
+    "yield_",
 ]

@@ -9,7 +9,7 @@ from typing import Any
 
 from pypto.ir.types import Level
 
-__all__ = ["at", "parallel", "range", "unroll"]
+__all__ = ["at", "parallel", "range", "unroll", "yield_"]
 
 
 def range(*args: Any) -> Any:
@@ -41,6 +41,15 @@ def unroll(*args: Any) -> Any:
 
 
 unroll.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
+
+
+def yield_(*values: Any) -> Any:
+    """``x = pl.yield_(v)`` ends an iteration of ``pl.range(..., init_values=(...))``: the
+    loop-carried names take ``values`` for the next iteration (and after the loop)."""
+    raise RuntimeError("pl.yield_() runs only inside a kernel body, which the compiler parses")
+
+
+yield_.__pypto_dsl__ = "yield_"  # type: ignore[attr-defined]
 
 
 def _at_signature(level: Level = Level.CORE_GROUP, name_hint: str | None = None, deps: Any = None) -> None:
