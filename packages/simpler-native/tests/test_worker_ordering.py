@@ -86,3 +86,38 @@ def test_at_most_64_callables(worker: simpler.Worker, build_callable: Callable[[
         worker.register(
             simpler.ChipCallable.build(base.signature, "vadd_tiles", base.binary, [(999, kernel)])
         )
+
+
+def test_back_to_back_runs_keep_cross_run_order(
+    two_core_worker: simpler.Worker, build_callable: Callable[[str], Any]
+) -> None:
+    # Runs are orchestrated without waiting for the previous run's tasks; the tensor map spans
+    # runs, so overlapping accesses still execute in submission order. The third config changes
+    # the ring sizes (the chip drains before resizing).
+    h = two_core_worker.register(build_callable("interpret"))
+    rng = np.random.default_rng(7)
+    x = np.arange(N, dtype=np.int64)
+    expected = x.copy()
+    runs, tables = [], []
+    for i in range(12):
+        ops = [
+            (0, int(a), 0, int(n), int(k))
+            for a, n, k in zip(
+                rng.integers(0, N - 8, 6), rng.integers(1, 8, 6), rng.integers(-3, 3, 6), strict=True
+            )
+        ]
+        ops.append((1, 0, 12, 8, 0))
+        expected = sequential(expected, ops)
+        table = np.array(ops, dtype=np.int64)
+        tables.append(table)
+        args = TaskArgs()
+        args.add_tensor(Buffer.wrap(x.ctypes.data, x.nbytes, owner=x).tensor((N,), DataType.INT64), D.InOut)
+        args.add_tensor(
+            Buffer.wrap(table.ctypes.data, table.nbytes, owner=table).tensor(table.shape, DataType.INT64),
+            D.In,
+        )
+        cfg = CallConfig(task_window=8 if i % 5 == 2 else 256)
+        runs.append(two_core_worker.submit(h, args, cfg))
+    for r in runs:
+        r.result(timeout=60)
+    np.testing.assert_array_equal(x, expected)

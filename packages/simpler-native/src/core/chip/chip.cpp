@@ -78,6 +78,7 @@ struct HeapBlock {
     std::uint64_t size = 0;       // bytes reserved, including wrap padding
     std::uint32_t depth = 0;      // scope depth that allocated it
     bool closed = false;          // its scope has ended
+    std::uint64_t run_id = 0;     // the run that allocated it
     std::array<std::uint64_t, kRingCount> release_after{};  // ring.next at scope end
 };
 
@@ -99,17 +100,12 @@ struct Chip::Ring {
     std::uint64_t window() const noexcept { return mask + 1; }
 };
 
-struct TensorMapEntry {
-    std::uint64_t lo, hi;
-    Chip::Task* task;
-    std::uint64_t seq;
-    bool write;
-};
-
 struct Chip::RunState {
-    Pending* pending = nullptr;
     std::shared_ptr<Run> run;
+    std::shared_ptr<const ChipProgram> program_ref;  // keeps the binaries loaded until the run ends
     const ChipProgram* program = nullptr;
+    std::vector<ChipTensor> tensors;  // the materialised arguments (ChipStorageTaskArgs points here)
+    std::vector<std::uint64_t> scalars;
     RunConfig config;
     std::uint32_t depth = 0;
     bool failed = false;
@@ -117,7 +113,8 @@ struct Chip::RunState {
     std::uint32_t submitted = 0;
     std::uint64_t outstanding = 0;
     std::uint64_t workspace_used = 0;
-    std::vector<TensorMapEntry> tensor_map;
+    bool orch_done = false;  // the entry returned: the run completes when outstanding is 0
+    std::int64_t orch_start = 0, orch_end = 0;
     std::int64_t t0 = 0;
     std::vector<TraceSlice> slices;
     std::vector<TaskNode> nodes;
@@ -217,7 +214,7 @@ void Chip::close() {
     {
         std::unique_lock<std::mutex> lk(mu_);
         draining_ = true;  // submit refuses new runs; queued ones finish first
-        idle_cv_.wait(lk, [&] { return queue_.empty() && !busy_; });
+        idle_cv_.wait(lk, [&] { return queue_.empty() && !busy_ && active_.empty(); });
         stop_.store(true);
         progress_.fetch_add(1, std::memory_order_release);
         orch_cv_.notify_all();
@@ -319,21 +316,50 @@ bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
 }
 
 void Chip::orchestrator_loop() {
+    // Runs are orchestrated one after another, without waiting for the previous run's tasks:
+    // the tensor map spans runs, so a later run's tasks still wait for what they overlap.
     for (;;) {
         Pending p;
+        std::vector<std::unique_ptr<RunState>> finished;
+        bool have_run = false;
         {
             std::unique_lock<std::mutex> lk(mu_);
-            orch_wait_locked(lk, [&] { return !queue_.empty() || stop_.load(); });
-            if (queue_.empty()) return;  // stopping and nothing left
-            p = std::move(queue_.front());
-            queue_.pop_front();
-            busy_ = true;
+            orch_wait_locked(lk, [&] { return !queue_.empty() || stop_.load() || finalizable_locked(); });
+            take_finished_locked(finished);
+            if (finished.empty()) {
+                if (!queue_.empty()) {
+                    p = std::move(queue_.front());
+                    queue_.pop_front();
+                    busy_ = true;
+                    have_run = true;
+                } else if (stop_.load() && active_.empty()) {
+                    return;
+                }
+            }
         }
-        execute_run(p);
+        for (auto& rs : finished) finalize_run(*rs);
+        if (have_run) execute_run(p);
         {
             std::lock_guard<std::mutex> lk(mu_);
             busy_ = false;
-            if (queue_.empty()) idle_cv_.notify_all();
+            if (queue_.empty() && active_.empty()) idle_cv_.notify_all();
+        }
+    }
+}
+
+bool Chip::finalizable_locked() const {
+    for (const auto& rs : active_)
+        if (rs->orch_done && rs->outstanding == 0) return true;
+    return false;
+}
+
+void Chip::take_finished_locked(std::vector<std::unique_ptr<RunState>>& out) {
+    for (auto it = active_.begin(); it != active_.end();) {
+        if ((*it)->orch_done && (*it)->outstanding == 0) {
+            out.push_back(std::move(*it));
+            it = active_.erase(it);
+        } else {
+            ++it;
         }
     }
 }
@@ -357,42 +383,63 @@ void Chip::execute_run(Pending& p) {
             return;
         }
     }
-    RunState rs;
-    rs.pending = &p;
+    auto owned = std::make_unique<RunState>();
+    RunState& rs = *owned;
     rs.run = p.run;
+    rs.program_ref = p.program;
     rs.program = p.program.get();
     rs.config = p.config;
+    rs.tensors = std::move(p.tensors);
+    rs.scalars = std::move(p.scalars);
     rs.t0 = now_ns();
     {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::unique_lock<std::mutex> lk(mu_);
+        bool same = true;
         for (int r = 0; r < kRingCount; ++r) {
-            Ring& ring = *rings_[r];
-            const std::uint64_t window = rs.config.task_window[r];
-            if (ring.window() != window || ring.slots.empty()) {
-                ring.slots = std::vector<Task>(window);
-                ring.mask = window - 1;
-            }
-            ring.run_start = ring.next;
-            ring.dep_cap = rs.config.dep_pool[r];
-            if (ring.heap_cap != rs.config.heap[r]) {
-                ring.heap.reset();
-                ring.heap_cap = rs.config.heap[r];
-            }
-            ring.heap_head = ring.heap_tail = ring.heap_used = 0;
-            ring.blocks.clear();
+            const Ring& ring = *rings_[r];
+            same = same && !ring.slots.empty() && ring.window() == rs.config.task_window[r] &&
+                   ring.dep_cap == rs.config.dep_pool[r] && ring.heap_cap == rs.config.heap[r];
         }
+        if (!same) {
+            // Other ring sizes: let earlier runs drain (their tasks and heap blocks) first.
+            orch_wait_locked(lk, [&] {
+                if (in_flight_ != 0) return false;
+                retire_locked();
+                for (const auto& ring : rings_)
+                    if (!ring->blocks.empty()) return false;
+                return true;
+            });
+            tensor_map_.clear();  // every task is done; the slots are about to be replaced
+            for (int r = 0; r < kRingCount; ++r) {
+                Ring& ring = *rings_[r];
+                const std::uint64_t window = rs.config.task_window[r];
+                if (ring.window() != window || ring.slots.empty()) {
+                    ring.slots = std::vector<Task>(window);
+                    ring.mask = window - 1;
+                }
+                ring.dep_cap = rs.config.dep_pool[r];
+                if (ring.heap_cap != rs.config.heap[r]) {
+                    ring.heap.reset();
+                    ring.heap_cap = rs.config.heap[r];
+                }
+                ring.heap_head = ring.heap_tail = ring.heap_used = 0;
+                ring.blocks.clear();
+            }
+        }
+        for (auto& ring : rings_) ring->run_start = ring->next;
         current_ = &rs;
+        active_.push_back(std::move(owned));
     }
 
     ChipStorageTaskArgs args{};
     args.abi_version = kOrchestrationAbiVersion;
-    args.tensor_count = static_cast<std::uint32_t>(p.tensors.size());
-    args.scalar_count = static_cast<std::uint32_t>(p.scalars.size());
-    args.tensors = p.tensors.data();
-    args.scalars = p.scalars.data();
+    args.tensor_count = static_cast<std::uint32_t>(rs.tensors.size());
+    args.scalar_count = static_cast<std::uint32_t>(rs.scalars.size());
+    args.tensors = rs.tensors.data();
+    args.scalars = rs.scalars.data();
     SimplerOrchContext ctx{this, &rs};
     const std::string what = "orchestration '" + rs.program->name + "'";
-    const std::int64_t orch_start = now_ns();
+    rs.orch_start = now_ns();
     try {
         const std::int32_t status = rs.program->entry(&kOrchApi, &ctx, &args);
         if (status != 0) orch_fail(rs, what + " returned status " + std::to_string(status));
@@ -401,25 +448,29 @@ void Chip::execute_run(Pending& p) {
     } catch (...) {
         orch_fail(rs, what + " threw a non-standard exception");
     }
-    const std::int64_t orch_end = now_ns();
+    rs.orch_end = now_ns();
 
-    {
-        std::unique_lock<std::mutex> lk(mu_);
-        while (rs.depth > 0) {  // scopes left open end with the orchestration
-            lk.unlock();
-            orch_scope_end(rs);
-            lk.lock();
-        }
-        orch_wait_locked(lk, [&] { return rs.outstanding == 0; });
-        for (int r = 0; r < kRingCount; ++r) {
-            Ring& ring = *rings_[r];
-            ring.blocks.clear();
-            ring.heap_head = ring.heap_tail = ring.heap_used = 0;
-        }
-        current_ = nullptr;
+    std::unique_lock<std::mutex> lk(mu_);
+    while (rs.depth > 0) {  // scopes left open end with the orchestration
+        lk.unlock();
+        orch_scope_end(rs);
+        lk.lock();
     }
-    rs.slices.push_back(TraceSlice{0, orch_start - rs.t0, orch_end - rs.t0, -1, -1, what});
+    // Blocks allocated outside any scope live until the run's tasks (and earlier ones) retire.
+    for (auto& ring : rings_)
+        for (auto& b : ring->blocks)
+            if (!b.closed && b.run_id == rs.run->id()) {
+                b.closed = true;
+                for (int r = 0; r < kRingCount; ++r) b.release_after[r] = rings_[r]->next;
+            }
+    rs.orch_done = true;
+    current_ = nullptr;
+    retire_locked();
+}
 
+void Chip::finalize_run(RunState& rs) {
+    const std::string what = "orchestration '" + rs.program->name + "'";
+    rs.slices.push_back(TraceSlice{0, rs.orch_start - rs.t0, rs.orch_end - rs.t0, -1, -1, what});
     std::vector<std::string> files;
     if (rs.config.swimlane || rs.config.dep_graph) {
         try {
@@ -428,10 +479,8 @@ void Chip::execute_run(Pending& p) {
             for (int i = 0; i < options_.aic_threads; ++i) names.push_back("AIC " + std::to_string(aic++));
             for (int i = 0; i < options_.aiv_threads; ++i) names.push_back("AIV " + std::to_string(aiv++));
             const std::string base = rs.config.output_prefix;
-            if (rs.config.swimlane)
-                files.push_back(write_swimlane(base, rs.run->id(), names, rs.slices));
-            if (rs.config.dep_graph)
-                files.push_back(write_dep_graph(base, rs.run->id(), rs.nodes));
+            if (rs.config.swimlane) files.push_back(write_swimlane(base, rs.run->id(), names, rs.slices));
+            if (rs.config.dep_graph) files.push_back(write_dep_graph(base, rs.run->id(), rs.nodes));
         } catch (const std::exception& e) {
             if (!rs.failed) {
                 rs.failed = true;
@@ -439,7 +488,6 @@ void Chip::execute_run(Pending& p) {
             }
         }
     }
-
     complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files));
 }
 
@@ -471,7 +519,7 @@ std::int32_t Chip::orch_scope_end(RunState& rs) {
     }
     for (auto& ring : rings_)
         for (auto& b : ring->blocks)
-            if (!b.closed && b.depth == rs.depth) {
+            if (!b.closed && b.depth == rs.depth && b.run_id == rs.run->id()) {
                 b.closed = true;
                 for (int r = 0; r < kRingCount; ++r) b.release_after[r] = rings_[r]->next;
             }
@@ -568,6 +616,7 @@ std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims,
     b.offset = offset;
     b.size = reserve;
     b.depth = rs.depth;
+    b.run_id = rs.run->id();
     if (ring.blocks.empty()) ring.heap_head = offset;
     ring.blocks.push_back(b);
     ring.heap_used += reserve;
@@ -660,9 +709,9 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
         auto add_pred = [&](Task* p) {
             if (std::find(preds.begin(), preds.end(), p) == preds.end()) preds.push_back(p);
         };
-        auto& map = rs.tensor_map;
+        auto& map = tensor_map_;
         for (std::size_t e = 0; e < map.size();) {
-            TensorMapEntry& en = map[e];
+            MapEntry& en = map[e];
             if (en.task->state == Task::State::Done || en.task->seq != en.seq ||
                 en.task->state == Task::State::Free) {
                 en = map.back();
@@ -677,7 +726,7 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
             const ArgDirection dir = spec->tensors[i].direction;
             const bool reads = dir != ArgDirection::Out;
             const bool writes = dir != ArgDirection::In;
-            for (const TensorMapEntry& en : map)
+            for (const MapEntry& en : map)
                 if (en.lo < hi && lo < en.hi && (writes || (reads && en.write))) add_pred(en.task);
         }
         for (std::uint32_t d = 0; d < spec->dep_count; ++d) {
@@ -724,7 +773,7 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
     ring.dep_used += t.edges;
     for (Task* p : preds) {
         p->successors.push_back(&t);
-        if (rs.config.dep_graph) t.pred_indices.push_back(p->index);
+        if (rs.config.dep_graph && p->run == &rs) t.pred_indices.push_back(p->index);
     }
     for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
         std::uint64_t lo = 0, hi = 0;
@@ -732,7 +781,7 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
         if (spec->tensors[i].direction != ArgDirection::In) {
             // A write that covers an older entry is ordered after it (WAR/WAW above), so later
             // accesses need only depend on this task: drop covered entries (keeps fan-in small).
-            auto& map = rs.tensor_map;
+            auto& map = tensor_map_;
             for (std::size_t e = 0; e < map.size();) {
                 if (map[e].task != &t && map[e].lo >= lo && map[e].hi <= hi) {
                     map[e] = map.back();
@@ -742,7 +791,7 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
                 ++e;
             }
         }
-        rs.tensor_map.push_back(TensorMapEntry{lo, hi, &t, seq, spec->tensors[i].direction != ArgDirection::In});
+        tensor_map_.push_back(MapEntry{lo, hi, &t, seq, spec->tensors[i].direction != ArgDirection::In});
     }
     if (rs.config.dep_graph) rs.nodes.push_back(TaskNode{index, spec->func_id, k->name, t.pred_indices});
     ++rs.submitted;
@@ -869,7 +918,8 @@ void Chip::retire_locked() {
                 if (rings_[r]->head < b.release_after[r]) released = false;
             if (!released) break;
             ring.heap_used -= b.size;
-            if (current_ != nullptr) current_->workspace_used -= std::min(current_->workspace_used, b.size);
+            if (current_ != nullptr && b.run_id == current_->run->id())
+                current_->workspace_used -= std::min(current_->workspace_used, b.size);
             ring.blocks.pop_front();
             if (ring.blocks.empty()) {
                 ring.heap_head = ring.heap_tail = 0;

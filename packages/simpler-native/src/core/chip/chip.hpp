@@ -151,7 +151,17 @@ private:
     std::string consume_kernel_launch(Pending& p);
     static void complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files);
 
+    struct MapEntry {  // one tensor argument of a task in flight: its byte range
+        std::uint64_t lo, hi;
+        Task* task;
+        std::uint64_t seq;
+        bool write;
+    };
+
     void orchestrator_loop();
+    bool finalizable_locked() const;
+    void take_finished_locked(std::vector<std::unique_ptr<RunState>>& out);
+    void finalize_run(RunState& rs);
     void core_loop(int thread_index, CoreType type);
     void execute_run(Pending& p);
     Task* pop_ready(CoreType type);
@@ -181,7 +191,9 @@ private:
     std::condition_variable idle_cv_;
     std::deque<Pending> queue_;
     std::vector<std::unique_ptr<Ring>> rings_;
-    RunState* current_ = nullptr;
+    RunState* current_ = nullptr;                   // the run being orchestrated
+    std::vector<std::unique_ptr<RunState>> active_;  // orchestrated or orchestrating, not completed
+    std::vector<MapEntry> tensor_map_;              // spans runs: later runs wait for overlaps
     std::uint64_t in_flight_ = 0;  // submitted, not finished
     std::uint64_t next_run_id_ = 1;
     std::atomic<bool> stop_{false};
