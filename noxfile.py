@@ -254,7 +254,7 @@ def fuzz(session: nox.Session) -> None:
         session.run(str(target), str(work), str(corpus), f"-max_total_time={seconds}", "-print_final_stats=1")
 
 
-@nox.session
+@nox.session(tags=["ci"])
 def probe(session: nox.Session) -> None:
     """Build and run tools/cann-probe against the installed simpler headers."""
     _install(session, "simpler-native")

@@ -54,6 +54,11 @@ class TmrCandidate {
     }
     std::size_t packet_bytes() const noexcept { return block_ ? block_bytes_ - kTmrBlockPrefixBytes : 0; }
     bool cache_hit() const noexcept { return hit_; }
+    // Fill the owned block with `byte`. After a copy-on-enqueue launch the caller may do this
+    // (tests and tools/cann-probe do, to show the transport kept its own copy).
+    void overwrite(std::uint8_t byte) noexcept {
+        if (block_) std::memset(block_.get(), byte, block_bytes_);
+    }
     const PreparedInvocationView& view() const noexcept { return view_; }
     const TmrBindingRef& binding() const noexcept { return binding_; }
 
