@@ -696,7 +696,7 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
     }
 
     // Back-pressure: wait for a task-window slot, then for enough dependency-pool entries.
-    std::vector<Task*> preds;
+    std::vector<Task*>& preds = preds_;  // orchestrator-thread scratch, reused across submits
     for (;;) {
         const bool ok = orch_wait_locked(lk, [&] { return ring.next - ring.head < ring.window() || rs.failed || in_flight_ == 0; });
         if (rs.failed) return -1;

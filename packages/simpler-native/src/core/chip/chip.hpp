@@ -193,7 +193,8 @@ private:
     std::vector<std::unique_ptr<Ring>> rings_;
     RunState* current_ = nullptr;                   // the run being orchestrated
     std::vector<std::unique_ptr<RunState>> active_;  // orchestrated or orchestrating, not completed
-    std::vector<MapEntry> tensor_map_;              // spans runs: later runs wait for overlaps
+    std::vector<MapEntry> tensor_map_;
+    std::vector<Task*> preds_;  // scratch of orch_submit (orchestrator thread only)              // spans runs: later runs wait for overlaps
     std::uint64_t in_flight_ = 0;  // submitted, not finished
     std::uint64_t next_run_id_ = 1;
     std::atomic<bool> stop_{false};
