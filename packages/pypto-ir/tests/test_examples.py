@@ -112,6 +112,16 @@ def rms_norm(x: pl.Tensor, gamma: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 @pl.jit
+def column_stats(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(x, [0, 0], [16, 32])
+        mean: pl.Tile[[1, 32], pl.FP32] = pl.mul(pl.col_sum(t), 1.0 / 16)
+        spread = pl.sub(pl.col_max(t), pl.col_min(t))
+        pl.store(pl.col_expand_div(pl.col_expand_sub(t, mean), spread), [0, 0], out)
+    return out
+
+
+@pl.jit
 def join_cols(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         t: pl.Tile[[16, 32], pl.FP32] = pl.concat(pl.load(a, [0, 0], [16, 16]), pl.load(b, [0, 0], [16, 16]))
@@ -193,6 +203,7 @@ CASES = {
     "split_k": (split_k, (z(32, 32), z(32, 32), z(32, 32)), ["AIC"]),
     "row_softmax": (row_softmax, (z(32, 64), z(32, 64)), ["AIV"]),
     "rms_norm": (rms_norm, (z(16, 64), z(1, 64), z(16, 64)), ["AIV"]),
+    "column_stats": (column_stats, (z(16, 32), z(16, 32)), ["AIV"]),
     "join_cols": (join_cols, (z(16, 16), z(16, 16), z(16, 32)), ["AIV"]),
     "fused_linear": (fused_linear, (z(32, 32), z(32, 32), z(32, 32), z(32, 32)), ["AIC", "AIV"]),
     "two_stages": (two_stages, (z(16, 16), z(16, 16), z(16, 16)), ["AIV", "AIV"]),

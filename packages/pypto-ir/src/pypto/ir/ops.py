@@ -51,7 +51,7 @@ OPS: dict[str, OpSpec] = {}
 
 BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
 UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "abs", "neg", "relu")
-REDUCTIONS = ("row_sum", "row_max", "row_min")
+REDUCTIONS = ("row_sum", "row_max", "row_min", "col_sum", "col_max", "col_min")
 ROW_EXPAND = ("row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div")
 COL_EXPAND = ("col_expand_add", "col_expand_sub", "col_expand_mul", "col_expand_div")
 _FLOAT_ONLY = {"exp", "log", "sqrt", "rsqrt", "recip"}
@@ -164,11 +164,12 @@ def _make_reduction(kind: str, op: str) -> None:
                     raise OpError(
                         f"pl.{op}: the scratch tile {list(tmp.shape)} is smaller than the operand {list(t.shape)}"
                     )
-            return TileType((t.shape[0], 1), t.dtype, MemorySpace.Vec)
+            out = (t.shape[0], 1) if op.startswith("row_") else (1, t.shape[1])
+            return TileType(out, t.dtype, MemorySpace.Vec)
         x = _tensor(args[0], op, "the operand")
         if len(x.shape) != 2:
             raise OpError(f"pl.{op}: needs a 2-D tensor, got shape {list(x.shape)}")
-        return TensorType((x.shape[0], 1), x.dtype)
+        return TensorType((x.shape[0], 1) if op.startswith("row_") else (1, x.shape[1]), x.dtype)
 
     _register(f"{kind}.{op}", 1, 2)(infer_red)
 

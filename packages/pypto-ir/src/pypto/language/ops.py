@@ -26,6 +26,9 @@ __all__ = [
     "col_expand_div",
     "col_expand_mul",
     "col_expand_sub",
+    "col_max",
+    "col_min",
+    "col_sum",
     "concat",
     "create_tensor",
     "create_tile",
@@ -217,6 +220,21 @@ def row_max(tile: Any, tmp_tile: Any = None) -> Any:
 @_op
 def row_min(tile: Any, tmp_tile: Any = None) -> Any:
     """Minimum of each row: [R, C] -> [R, 1]."""
+
+
+@_op
+def col_sum(tile: Any, tmp_tile: Any = None) -> Any:
+    """Sum of each column: [R, C] -> [1, C]."""
+
+
+@_op
+def col_max(tile: Any, tmp_tile: Any = None) -> Any:
+    """Maximum of each column: [R, C] -> [1, C]."""
+
+
+@_op
+def col_min(tile: Any, tmp_tile: Any = None) -> Any:
+    """Minimum of each column: [R, C] -> [1, C]."""
 
 
 @_op

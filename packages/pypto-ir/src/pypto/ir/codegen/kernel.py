@@ -345,7 +345,8 @@ class _KernelGen:
             else:
                 self.emit(depth, f"pt::{_BINARY[op]}({name}, {names[0]}, {names[1]});")
             return
-        if op in _UNARY or op in ("row_sum", "row_max", "row_min", "move", "reshape", "transpose", "cast"):
+        reductions = ("row_sum", "row_max", "row_min", "col_sum", "col_max", "col_min")
+        if op in _UNARY or op in reductions or op in ("move", "reshape", "transpose", "cast"):
             self.emit(depth, decl)
             self.emit(depth, f"pt::{op}({name}, {names[0]});")
             return
