@@ -160,3 +160,16 @@ def test_borrowed_context_generation_rules() -> None:
     other.close()
     with pytest.raises(ValueError, match="only kernel mode borrows a context"):
         simpler.Worker().init(borrowed_context_generation=5)
+
+
+def test_kernel_entry_admission_runs_before_loading(kworker: simpler.Worker, kernel_binary: bytes) -> None:
+    kernel = simpler.CoreCallable.build([D.In], kernel_binary, "aiv", entry="empty", name="empty")
+    # func_id 64 is fine in program mode but outside the kernel-mode child range (0..63); the
+    # orchestration binary is garbage, which proves admission rejects before any load.
+    bad = simpler.ChipCallable.build([D.In], "orch", b"not a shared object", children=[(64, kernel)])
+    with pytest.raises(ValueError, match="rejected by kernel-entry admission: InvalidCounts"):
+        kworker.register(bad)
+    odd_name = simpler.CoreCallable.build([D.In], kernel_binary, "aiv", entry="empty", name="has space")
+    bad = simpler.ChipCallable.build([D.In], "orch", b"not a shared object", children=[(0, odd_name)])
+    with pytest.raises(ValueError, match="rejected by kernel-entry admission: InvalidSignature"):
+        kworker.register(bad)

@@ -15,6 +15,7 @@
 #include "../core/chip/callable.hpp"
 #include "../core/chip/chip.hpp"
 #include "bindings.hpp"
+#include "simpler/wire/kernel_entry_admission.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -164,6 +165,40 @@ void bind_runtime(nb::module_& m) {
                 chip::load_chip_program(binary.c_str(), binary.size(), func_name, to_signature(sig), kids));
         },
         "binary"_a, "func_name"_a, "signature"_a, "children"_a);
+
+    // Kernel-entry admission of a callable before it is prepared for kernel mode (nothing is
+    // loaded or registered yet). The callable's parts are laid out as one virtual blob: the
+    // orchestration binary at 0, each child's binary after it, 64-byte aligned.
+    m.def(
+        "admit_kernel_entry",
+        [](const std::string& name, const std::vector<int>& signature, std::uint64_t binary_bytes,
+           const std::vector<std::tuple<int, std::string, std::vector<int>, std::uint64_t>>& children) {
+            auto codes = [](const std::vector<int>& sig) {
+                std::vector<std::uint8_t> out;
+                for (int c : sig) out.push_back(static_cast<std::uint8_t>(c < 0 || c > 255 ? 255 : c));
+                return out;
+            };
+            const std::vector<std::uint8_t> top = codes(signature);
+            std::vector<std::vector<std::uint8_t>> child_codes;
+            std::vector<KernelChildEntry> entries;
+            std::uint64_t offset = (binary_bytes + 63) / 64 * 64;
+            for (const auto& c : children) child_codes.push_back(codes(std::get<2>(c)));
+            for (std::size_t i = 0; i < children.size(); ++i) {
+                const auto& [func_id, child_name, sig, bytes] = children[i];
+                entries.push_back(KernelChildEntry{func_id, child_name.data(), child_name.size(), child_codes[i].data(),
+                                                   child_codes[i].size(), BlobRegion{offset, bytes, 64}});
+                offset += (bytes + 63) / 64 * 64;
+            }
+            KernelEntryDescription d{name.data(), name.size(), top.data(), top.size(), 0, offset,
+                                     BlobRegion{0, binary_bytes, 64}, entries.data(), entries.size()};
+            InvocationCounts counts{};
+            const InvocationStatus st = admit_kernel_entry(d, &counts);
+            if (st != InvocationStatus::Ok)
+                throw std::invalid_argument("register(callable): '" + name + "' rejected by kernel-entry admission: " +
+                                            status_name(st));
+            return std::make_pair(counts.tensor_count, counts.scalar_count);
+        },
+        "name"_a, "signature"_a, "binary_bytes"_a, "children"_a);
 
     nb::class_<Run>(m, "NativeRun")
         .def_prop_ro("id", &Run::id)

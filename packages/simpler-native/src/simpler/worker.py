@@ -280,6 +280,17 @@ class Worker:
                 raise ValueError(
                     f"Worker.register: at most {MAX_CALLABLES} callables per Worker; {len(self._handles)} registered"
                 )
+            if self.execution_mode == "kernel":
+                # Kernel-entry admission runs before anything is loaded or registered.
+                _native.admit_kernel_entry(
+                    callable_.func_name,
+                    list(callable_.signature),
+                    len(callable_.binary),
+                    [
+                        (fid, core.name, list(core.signature), len(core.binary))
+                        for fid, core in callable_.children
+                    ],
+                )
             children = [(func_id, self._load_kernel(core)) for func_id, core in callable_.children]
             native = _native.load_chip_program(
                 callable_.binary, callable_.func_name, list(callable_.signature), children
