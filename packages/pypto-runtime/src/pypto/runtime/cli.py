@@ -7,9 +7,11 @@ Example:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -55,14 +57,24 @@ def _stat(store: ArtifactStore, console: Console) -> int:
     return 0
 
 
+def _describe(path: Path) -> tuple[str, str]:
+    """(program name, platform) from an entry's compiled_meta.json, '?' when unreadable."""
+    try:
+        meta = json.loads((path / "compiled_meta.json").read_text())
+        return str(meta.get("name", "?")), str(meta.get("platform", "?"))
+    except (OSError, ValueError, AttributeError):
+        return "?", "?"
+
+
 def _ls(store: ArtifactStore, console: Console) -> int:
     table = Table(title=f"entries in {store.root}")
-    for col in ("key", "state", "size", "age", "files"):
+    for col in ("key", "state", "program", "platform", "size", "age", "files"):
         table.add_column(col, justify="right" if col in ("size", "age", "files") else "left")
     now = time.time()
     for e in store.entries():
         files = sum(1 for p in e.path.rglob("*") if p.is_file())
-        table.add_row(e.key[:24], e.state, _size(e.size), _age(now - e.mtime), str(files))
+        name, platform = _describe(e.path)
+        table.add_row(e.key[:24], e.state, name, platform, _size(e.size), _age(now - e.mtime), str(files))
     console.print(table)
     return 0
 
