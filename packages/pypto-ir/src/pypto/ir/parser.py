@@ -1295,15 +1295,18 @@ def tile_dims(tensor: Expr, shape: tuple[int, ...]) -> tuple[int, int]:
 
 
 def _build_read(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    t = p.expr(b["tensor"])
-    idx = p.offsets(b["indices"], "pl.read indices")
+    t = p.expr(b["src"])
+    node_idx = b["offset"]
+    if not isinstance(node_idx, (ast.List, ast.Tuple)):
+        node_idx = ast.copy_location(ast.List(elts=[node_idx], ctx=ast.Load()), node_idx)
+    idx = p.offsets(node_idx, "pl.read offset")
     if isinstance(t.type, TensorType) and len(idx) != len(t.type.shape):
         raise p.err(f"pl.read: {len(idx)} indices for a rank-{len(t.type.shape)} tensor", node)
     return p.make_op("read", [t, idx], {}, node)
 
 
 def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    offs = p.offsets(b["offsets"], "pl.tile.assemble offsets")
+    offs = p.offsets(b["offset"], "pl.tile.assemble offset")
     if len(offs) != 2:
         raise p.err("pl.tile.assemble offsets are [row, col]", node)
     attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
@@ -1311,27 +1314,34 @@ def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) 
 
 
 def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    offs = p.offsets(b["offsets"], "pl.slice offsets")
+    offs = p.offsets(b["offset"], "pl.slice offset")
     if len(offs) != 2:
         raise p.err("pl.slice offsets are [row, col]", node)
     attrs: dict[str, Any] = {
         "shape": p.shape(b["shape"], "pl.slice shape"),
         "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
     }
-    return p.make_op("slice", [p.expr(b["tile"]), offs], attrs, node)
+    return p.make_op("slice", [p.expr(b["input"]), offs], attrs, node)
 
 
 def _build_fillpad(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     pad = p.static_value(b.get("pad_value", PadValue.zero), "pl.tile.fillpad pad_value", node)
     if not isinstance(pad, PadValue):
         raise p.err(f"pl.tile.fillpad: pad_value must be a pl.PadValue, got {pad!r}", node)
-    return p.make_op("fillpad", [p.expr(b["tile"])], {"pad": pad}, node)
+    return p.make_op("fillpad", [p.expr(b["value"])], {"pad": pad}, node)
 
 
 def _build_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     tile = p.expr(b["tile"])
     offs = p.offsets(b["offsets"], "pl.store offsets")
     out = p.expr(b["output_tensor"])
+    if b.get("shapes") is not None and isinstance(tile.type, TileType) and isinstance(out.type, TensorType):
+        shape = p.shape(b["shapes"], "pl.store shapes")
+        if tile_dims(out, shape) != tile.type.shape:
+            raise p.err(
+                f"pl.store shapes {list(shape)} do not match the tile {list(tile.type.shape)}; store the whole tile",
+                node,
+            )
     attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
     call = p.make_op("store", [tile, offs, out], attrs, node)
     return call
@@ -1380,14 +1390,14 @@ def _build_dim(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Ex
 
 
 def _build_shape_op(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    return p.make_op(opname, [p.expr(b["tile"])], {"shape": p.shape(b["shape"], f"pl.{opname} shape")}, node)
+    return p.make_op(opname, [p.expr(b["input"])], {"shape": p.shape(b["shape"], f"pl.{opname} shape")}, node)
 
 
 def _build_cast(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     attrs: dict[str, Any] = {"dtype": p.dtype(b["target_type"], "pl.cast target_type")}
     if b.get("mode") is not None:
         attrs["mode"] = str(p.static_value(b["mode"], "pl.cast mode", node))
-    x = p.expr(b["tile"])
+    x = p.expr(b["input"])
     if isinstance(x, Const):
         from pypto.ir.parser import _const as make_const
 
@@ -1399,7 +1409,7 @@ def _build_transpose(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call)
     axes = [p.static_value(b.get(k, d), k, node) for k, d in (("axis1", 0), ("axis2", 1))]
     if sorted(axes) != [0, 1]:
         raise p.err(f"pl.transpose swaps axes 0 and 1 of a 2-D tile, got axes {axes}", node)
-    return p.make_op("transpose", [p.expr(b["tile"])], {}, node)
+    return p.make_op("transpose", [p.expr(b["input"])], {}, node)
 
 
 def _build_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:

@@ -92,8 +92,8 @@ def load(
     tensor: Any,
     offsets: Any,
     shapes: Any,
-    target_memory: MemorySpace = MemorySpace.Vec,
     valid_shape: Any = None,
+    target_memory: MemorySpace = MemorySpace.Vec,
 ) -> Any:
     """Load the window ``tensor[offsets : offsets + shapes]`` into a tile (Vec or Mat).
 
@@ -102,8 +102,9 @@ def load(
 
 
 @_op
-def store(tile: Any, offsets: Any, output_tensor: Any) -> Any:
-    """Store a tile into ``output_tensor`` at ``offsets``; returns the tensor."""
+def store(tile: Any, offsets: Any, output_tensor: Any, shapes: Any = None) -> Any:
+    """Store a tile into ``output_tensor`` at ``offsets``; returns the tensor. ``shapes``, when
+    given, must be the tile's window shape."""
 
 
 @_op
@@ -165,42 +166,42 @@ def minimum(lhs: Any, rhs: Any) -> Any:
 
 
 @_op
-def exp(x: Any) -> Any:
+def exp(input: Any) -> Any:
     """Element-wise e**x."""
 
 
 @_op
-def log(x: Any) -> Any:
+def log(input: Any) -> Any:
     """Element-wise natural logarithm."""
 
 
 @_op
-def sqrt(x: Any) -> Any:
+def sqrt(input: Any) -> Any:
     """Element-wise square root."""
 
 
 @_op
-def rsqrt(x: Any) -> Any:
+def rsqrt(input: Any) -> Any:
     """Element-wise 1 / sqrt(x)."""
 
 
 @_op
-def recip(x: Any) -> Any:
+def recip(input: Any) -> Any:
     """Element-wise 1 / x."""
 
 
 @_op
-def abs(x: Any) -> Any:
+def abs(input: Any) -> Any:
     """Element-wise absolute value."""
 
 
 @_op
-def neg(x: Any) -> Any:
+def neg(input: Any) -> Any:
     """Element-wise negation."""
 
 
 @_op
-def relu(x: Any) -> Any:
+def relu(input: Any) -> Any:
     """Element-wise max(x, 0)."""
 
 
@@ -208,82 +209,82 @@ def relu(x: Any) -> Any:
 
 
 @_op
-def row_sum(tile: Any, tmp_tile: Any = None) -> Any:
+def row_sum(input: Any, tmp_tile: Any = None) -> Any:
     """Sum of each row: [R, C] -> [R, 1]. ``tmp_tile`` is an optional scratch tile."""
 
 
 @_op
-def row_max(tile: Any, tmp_tile: Any = None) -> Any:
+def row_max(input: Any, tmp_tile: Any = None) -> Any:
     """Maximum of each row: [R, C] -> [R, 1]."""
 
 
 @_op
-def row_min(tile: Any, tmp_tile: Any = None) -> Any:
+def row_min(input: Any, tmp_tile: Any = None) -> Any:
     """Minimum of each row: [R, C] -> [R, 1]."""
 
 
 @_op
-def col_sum(tile: Any, tmp_tile: Any = None) -> Any:
+def col_sum(input: Any, tmp_tile: Any = None) -> Any:
     """Sum of each column: [R, C] -> [1, C]."""
 
 
 @_op
-def col_max(tile: Any, tmp_tile: Any = None) -> Any:
+def col_max(input: Any, tmp_tile: Any = None) -> Any:
     """Maximum of each column: [R, C] -> [1, C]."""
 
 
 @_op
-def col_min(tile: Any, tmp_tile: Any = None) -> Any:
+def col_min(input: Any, tmp_tile: Any = None) -> Any:
     """Minimum of each column: [R, C] -> [1, C]."""
 
 
 @_op
-def row_expand(target: Any, row_vec: Any) -> Any:
+def row_expand(lhs: Any, rhs: Any) -> Any:
     """Broadcast a [R, 1] vector over the columns of a [R, C] shape."""
 
 
 @_op
-def row_expand_add(tile: Any, row_vec: Any) -> Any:
+def row_expand_add(lhs: Any, rhs: Any) -> Any:
     """``tile + row_vec`` with the [R, 1] vector broadcast over columns."""
 
 
 @_op
-def row_expand_sub(tile: Any, row_vec: Any) -> Any:
+def row_expand_sub(lhs: Any, rhs: Any) -> Any:
     """``tile - row_vec`` with the [R, 1] vector broadcast over columns."""
 
 
 @_op
-def row_expand_mul(tile: Any, row_vec: Any) -> Any:
+def row_expand_mul(lhs: Any, rhs: Any) -> Any:
     """``tile * row_vec`` with the [R, 1] vector broadcast over columns."""
 
 
 @_op
-def row_expand_div(tile: Any, row_vec: Any) -> Any:
+def row_expand_div(lhs: Any, rhs: Any) -> Any:
     """``tile / row_vec`` with the [R, 1] vector broadcast over columns."""
 
 
 @_op
-def col_expand(target: Any, col_vec: Any) -> Any:
+def col_expand(lhs: Any, rhs: Any) -> Any:
     """Broadcast a [1, C] vector over the rows of a [R, C] shape."""
 
 
 @_op
-def col_expand_add(tile: Any, col_vec: Any) -> Any:
+def col_expand_add(lhs: Any, rhs: Any) -> Any:
     """``tile + col_vec`` with the [1, C] vector broadcast over rows."""
 
 
 @_op
-def col_expand_sub(tile: Any, col_vec: Any) -> Any:
+def col_expand_sub(lhs: Any, rhs: Any) -> Any:
     """``tile - col_vec`` with the [1, C] vector broadcast over rows."""
 
 
 @_op
-def col_expand_mul(tile: Any, col_vec: Any) -> Any:
+def col_expand_mul(lhs: Any, rhs: Any) -> Any:
     """``tile * col_vec`` with the [1, C] vector broadcast over rows."""
 
 
 @_op
-def col_expand_div(tile: Any, col_vec: Any) -> Any:
+def col_expand_div(lhs: Any, rhs: Any) -> Any:
     """``tile / col_vec`` with the [1, C] vector broadcast over rows."""
 
 
@@ -291,22 +292,22 @@ def col_expand_div(tile: Any, col_vec: Any) -> Any:
 
 
 @_op
-def reshape(tile: Any, shape: Any) -> Any:
+def reshape(input: Any, shape: Any) -> Any:
     """Same elements, new 2-D shape."""
 
 
 @_op
-def transpose(tile: Any, axis1: int = 0, axis2: int = 1) -> Any:
+def transpose(input: Any, axis1: int = 0, axis2: int = 1) -> Any:
     """Swap the two axes of a 2-D tile."""
 
 
 @_op
-def concat(lhs: Any, rhs: Any) -> Any:
+def concat(src0: Any, src1: Any) -> Any:
     """Join two tiles with equal row counts column-wise."""
 
 
 @_op
-def cast(tile: Any, target_type: Any, mode: Any = None) -> Any:
+def cast(input: Any, target_type: Any, mode: Any = None) -> Any:
     """Convert the elements to another dtype (FP32/FP16/BF16/INT8/INT32)."""
 
 
@@ -325,21 +326,21 @@ def matmul_acc(acc: Any, lhs: Any, rhs: Any) -> Any:
 
 
 @_op
-def read(tensor: Any, indices: Any) -> Any:
+def read(src: Any, offset: Any) -> Any:
     """One element of a tensor as a scalar: ``pl.read(cfg, [0])``."""
 
 
 @_op
-def slice(tile: Any, shape: Any, offsets: Any) -> Any:
+def slice(input: Any, shape: Any, offset: Any) -> Any:
     """The sub-tile of ``shape`` at ``offsets`` (a copy)."""
 
 
 @_op
-def assemble(target: Any, source: Any, offsets: Any) -> Any:
+def assemble(target: Any, source: Any, offset: Any) -> Any:
     """``target`` with ``source`` written into it at ``offsets`` (``pl.tile.assemble``)."""
 
 
 @_op
-def fillpad(tile: Any, pad_value: Any = None) -> Any:
+def fillpad(value: Any, pad_value: Any = None) -> Any:
     """The tile with everything outside its valid region set to ``pad_value`` (a pl.PadValue);
     the result is fully valid."""
