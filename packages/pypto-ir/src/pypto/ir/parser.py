@@ -23,10 +23,10 @@ from typing import Any
 from pypto.ir import ops as op_registry
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
+from pypto.ir.fold import INDEX, compare, extent, fold, make_const
 from pypto.ir.nodes import (
     Arg,
     Assign,
-    BinOp,
     Call,
     CallFunc,
     Const,
@@ -42,13 +42,13 @@ from pypto.ir.nodes import (
     TensorWrite,
     Var,
 )
-from pypto.ir.param_info import Layout, ParamDirection
+from pypto.ir.op_builders import OP_BUILDERS, build_generic
+from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import (
     DynDim,
     FunctionType,
     Level,
     MemorySpace,
-    PadValue,
     ScalarType,
     TaskIdType,
     TensorType,
@@ -59,8 +59,6 @@ from pypto.ir.types import (
 from pypto.language import typing as lt
 
 __all__ = ["ParseContext", "SourceInfo", "param_annotations", "parse_function"]
-
-INDEX = DataType.INT64
 
 
 @dataclass
@@ -303,7 +301,7 @@ class _Parser:
             var = Var(pname, ty, self.src.span(node))
             params.append(Param(var, direction))
             if pname in scalar_values and isinstance(ty, ScalarType):
-                self.st.env[pname] = _const(scalar_values[pname], ty.dtype, self.src.span(node))
+                self.st.env[pname] = make_const(scalar_values[pname], ty.dtype, self.src.span(node))
             else:
                 self.st.env[pname] = var
             if isinstance(ty, TensorType):
@@ -548,7 +546,7 @@ class _Parser:
                 extents.append(dim - int(lo.value))
             else:
                 hi = self.expr(item.upper)
-                ext = _extent(hi, lo)
+                ext = extent(hi, lo)
                 if not isinstance(ext, Const):
                     raise self.err("a slice's extent (stop - start) must be a constant", item)
                 extents.append(int(ext.value))
@@ -835,7 +833,7 @@ class _Parser:
                     return Const(-operand.value, operand.dtype, span)
                 if isinstance(operand.type, (TileType, TensorType)):
                     return self.make_op("neg", [operand], {}, node)
-                return _fold("mul", operand, Const(-1, INDEX), span)
+                return fold("mul", operand, Const(-1, INDEX), span)
             if isinstance(node.op, ast.UAdd):
                 return operand
             raise self.err(f"unary operator {type(node.op).__name__} is not supported", node)
@@ -851,7 +849,7 @@ class _Parser:
                 return self.make_op(tile_op, [lhs, rhs], {}, node)
             if not isinstance(lhs.type, ScalarType) or not isinstance(rhs.type, ScalarType):
                 raise self.err(f"cannot apply {type(node.op).__name__} to {lhs.type} and {rhs.type}", node)
-            return _fold(opname, lhs, rhs, span)
+            return fold(opname, lhs, rhs, span)
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Compare):
@@ -862,7 +860,7 @@ class _Parser:
                 raise self.err(f"comparison {type(node.ops[0]).__name__} is not supported in kernels", node)
             a = self.scalar(node.left, "a comparison operand")
             b = self.scalar(node.comparators[0], "a comparison operand")
-            return _compare(cmp, a, b, span)
+            return compare(cmp, a, b, span)
         if isinstance(node, ast.Subscript):
             return self.tensor_view(node)
         what = type(node).__name__
@@ -917,7 +915,7 @@ class _Parser:
             if len(node.args) != 2 or node.keywords:
                 raise self.err(f"{obj.__name__}() in kernels takes two scalars", node)
             a, b = self.scalar(node.args[0], obj.__name__), self.scalar(node.args[1], obj.__name__)
-            return _fold(obj.__name__, a, b, self.src.span(node))
+            return fold(obj.__name__, a, b, self.src.span(node))
         return self.func_call(obj, node)
 
     def inline_call(self, obj: Any, node: ast.Call) -> Expr:
@@ -1007,7 +1005,7 @@ class _Parser:
 
     def op_call(self, opname: str, obj: Any, node: ast.Call) -> Expr:
         bound = self.bind(obj.__wrapped__, f"pl.{opname}", node)
-        return _OP_BUILDERS.get(opname, _build_generic)(self, opname, bound, node)
+        return OP_BUILDERS.get(opname, build_generic)(self, opname, bound, node)
 
     def make_op(self, opname: str, args: list[Arg], attrs: dict[str, Any], node: ast.AST) -> Call:
         """Dispatch a unified op to its tile or tensor form, check it and build the Call."""
@@ -1139,51 +1137,6 @@ _AUG = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv"}
 _COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 
 
-def _linear(e: Expr) -> dict[str, int] | None:
-    """``e`` as integer coefficients of atoms (key "" is the constant), or None."""
-    if isinstance(e, Const):
-        return {"": int(e.value)} if isinstance(e.value, int) and not isinstance(e.value, bool) else None
-    if isinstance(e, BinOp) and e.op in ("add", "sub"):
-        a, b = _linear(e.lhs), _linear(e.rhs)
-        if a is None or b is None:
-            return None
-        sign = 1 if e.op == "add" else -1
-        out = dict(a)
-        for k, v in b.items():
-            out[k] = out.get(k, 0) + sign * v
-        return out
-    if isinstance(e, BinOp) and e.op == "mul":
-        a, b = _linear(e.lhs), _linear(e.rhs)
-        if a is not None and b is not None:
-            if set(b) == {""}:
-                return {k: v * b[""] for k, v in a.items()}
-            if set(a) == {""}:
-                return {k: v * a[""] for k, v in b.items()}
-    return {str(e): 1}
-
-
-def _extent(hi: Expr, lo: Expr) -> Expr:
-    """``hi - lo``, a constant whenever the two differ by one (e.g. ``i*16+16`` and ``i*16``)."""
-    folded = _fold("sub", hi, lo)
-    if isinstance(folded, Const):
-        return folded
-    a, b = _linear(hi), _linear(lo)
-    if a is None or b is None:
-        return folded
-    diff = {k: a.get(k, 0) - b.get(k, 0) for k in set(a) | set(b)}
-    if all(v == 0 for k, v in diff.items() if k):
-        return Const(diff.get("", 0), INDEX)
-    return folded
-
-
-def _compare(op: str, lhs: Expr, rhs: Expr, span: Span | None) -> Expr:
-    if isinstance(lhs, Const) and isinstance(rhs, Const):
-        a, b = lhs.value, rhs.value
-        value = {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[op]
-        return Const(bool(value), DataType.BOOL, span)
-    return BinOp(op, lhs, rhs, ScalarType(DataType.BOOL), span)
-
-
 _BINOPS = {
     ast.Add: "add",
     ast.Sub: "sub",
@@ -1191,251 +1144,4 @@ _BINOPS = {
     ast.FloorDiv: "floordiv",
     ast.Mod: "mod",
     ast.Div: "truediv",
-}
-
-
-def _const(value: Any, dtype: DataType, span: Span | None) -> Const:
-    if dtype.is_float:
-        return Const(float(value), dtype, span)
-    if dtype is DataType.BOOL:
-        return Const(bool(value), dtype, span)
-    return Const(int(value), dtype, span)
-
-
-def _fold(op: str, lhs: Expr, rhs: Expr, span: Span | None = None) -> Expr:
-    """Scalar arithmetic, folded when both sides are constants."""
-    lt_ = lhs.type
-    rt_ = rhs.type
-    assert isinstance(lt_, ScalarType)
-    assert isinstance(rt_, ScalarType)
-    is_float = lt_.dtype.is_float or rt_.dtype.is_float or op == "truediv"
-    dtype = (
-        (lt_.dtype if lt_.dtype.is_float else rt_.dtype if rt_.dtype.is_float else DataType.FP32)
-        if is_float
-        else INDEX
-    )
-    if isinstance(lhs, Const) and isinstance(rhs, Const):
-        a, b = lhs.value, rhs.value
-        if op in ("floordiv", "mod") and b == 0:
-            return BinOp(op, lhs, rhs, ScalarType(dtype), span)
-        if op == "add":
-            result: Any = a + b
-        elif op == "sub":
-            result = a - b
-        elif op == "mul":
-            result = a * b
-        elif op == "floordiv":
-            result = a // b
-        elif op == "mod":
-            result = a % b
-        elif op == "truediv":
-            result = a / b
-        elif op == "min":
-            result = builtins.min(a, b)
-        else:
-            result = builtins.max(a, b)
-        return Const(float(result) if is_float else int(result), dtype, span)
-    if op == "add" and isinstance(rhs, Const) and rhs.value == 0:
-        return lhs
-    if op == "mul" and isinstance(rhs, Const) and rhs.value == 1:
-        return lhs
-    return BinOp(op, lhs, rhs, ScalarType(dtype), span)
-
-
-# ----------------------------------------------------------------------------- op builders
-
-_Builder = Callable[[_Parser, str, dict[str, Any], ast.Call], Expr]
-
-
-def _value(p: _Parser, node: Any) -> Expr:
-    if isinstance(node, ast.AST):
-        return p.expr(node)  # type: ignore[arg-type]
-    if isinstance(node, (int, float)):
-        return Const(node, DataType.FP32 if isinstance(node, float) else INDEX)
-    raise KernelError(f"unexpected argument {node!r}")
-
-
-def _build_generic(p: _Parser, opname: str, bound: dict[str, Any], node: ast.Call) -> Expr:
-    args: list[Arg] = []
-    for key, v in bound.items():
-        if v is None:
-            continue
-        if key in ("axis1", "axis2"):
-            continue
-        args.append(_value(p, v))
-    return p.make_op(opname, args, {}, node)
-
-
-def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    tensor = p.expr(b["tensor"])
-    offs = p.offsets(b["offsets"], "pl.load offsets")
-    shape = p.shape(b["shapes"], "pl.load shape")
-    attrs: dict[str, Any] = {
-        "shape": shape,
-        "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
-    }
-    if "target_memory" in b:
-        attrs["memory"] = p.memory(b["target_memory"], "pl.load target_memory")
-    args: list[Arg] = [tensor, offs]
-    if b.get("valid_shape") is not None:
-        valid = p.offsets(b["valid_shape"], "pl.load valid_shape")
-        if len(valid) != 2:
-            raise p.err(f"pl.load valid_shape needs [rows, cols], got {len(valid)} values", node)
-        for v, full in zip(valid, tile_dims(tensor, shape), strict=True):
-            if isinstance(v, Const) and not 0 <= int(v.value) <= full:
-                raise p.err(f"pl.load valid_shape {int(v.value)} is outside [0, {full}]", node)
-        args.append(valid)
-    if isinstance(tensor.type, TensorType) and tensor.type.layout is Layout.NZ:
-        attrs["layout"] = Layout.NZ
-    return p.make_op("load", args, attrs, node)
-
-
-def tile_dims(tensor: Expr, shape: tuple[int, ...]) -> tuple[int, int]:
-    return (1, shape[0]) if len(shape) == 1 else (shape[-2], shape[-1])
-
-
-def _build_read(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    t = p.expr(b["src"])
-    node_idx = b["offset"]
-    if not isinstance(node_idx, (ast.List, ast.Tuple)):
-        node_idx = ast.copy_location(ast.List(elts=[node_idx], ctx=ast.Load()), node_idx)
-    idx = p.offsets(node_idx, "pl.read offset")
-    if isinstance(t.type, TensorType) and len(idx) != len(t.type.shape):
-        raise p.err(f"pl.read: {len(idx)} indices for a rank-{len(t.type.shape)} tensor", node)
-    return p.make_op("read", [t, idx], {}, node)
-
-
-def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    offs = p.offsets(b["offset"], "pl.tile.assemble offset")
-    if len(offs) != 2:
-        raise p.err("pl.tile.assemble offsets are [row, col]", node)
-    attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
-    return p.make_op("assemble", [p.expr(b["target"]), p.expr(b["source"]), offs], attrs, node)
-
-
-def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    offs = p.offsets(b["offset"], "pl.slice offset")
-    if len(offs) != 2:
-        raise p.err("pl.slice offsets are [row, col]", node)
-    attrs: dict[str, Any] = {
-        "shape": p.shape(b["shape"], "pl.slice shape"),
-        "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
-    }
-    return p.make_op("slice", [p.expr(b["input"]), offs], attrs, node)
-
-
-def _build_fillpad(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    pad = p.static_value(b.get("pad_value", PadValue.zero), "pl.tile.fillpad pad_value", node)
-    if not isinstance(pad, PadValue):
-        raise p.err(f"pl.tile.fillpad: pad_value must be a pl.PadValue, got {pad!r}", node)
-    return p.make_op("fillpad", [p.expr(b["value"])], {"pad": pad}, node)
-
-
-def _build_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    tile = p.expr(b["tile"])
-    offs = p.offsets(b["offsets"], "pl.store offsets")
-    out = p.expr(b["output_tensor"])
-    if b.get("shapes") is not None and isinstance(tile.type, TileType) and isinstance(out.type, TensorType):
-        shape = p.shape(b["shapes"], "pl.store shapes")
-        if tile_dims(out, shape) != tile.type.shape:
-            raise p.err(
-                f"pl.store shapes {list(shape)} do not match the tile {list(tile.type.shape)}; store the whole tile",
-                node,
-            )
-    attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
-    call = p.make_op("store", [tile, offs, out], attrs, node)
-    return call
-
-
-def _build_move(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    return p.make_op(
-        "move", [p.expr(b["tile"])], {"memory": p.memory(b["target_memory"], "pl.move target_memory")}, node
-    )
-
-
-def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    attrs: dict[str, Any] = {
-        "shape": p.shape(b["shape"], "pl.create_tile shape"),
-        "dtype": p.dtype(b["dtype"], "pl.create_tile dtype"),
-    }
-    if "target_memory" in b:
-        attrs["memory"] = p.memory(b["target_memory"], "pl.create_tile target_memory")
-    return p.make_op("create_tile", [], attrs, node)
-
-
-def _build_create_tensor(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    attrs = {
-        "shape": p.shape(b["shape"], "pl.create_tensor shape"),
-        "dtype": p.dtype(b["dtype"], "pl.create_tensor dtype"),
-    }
-    return p.make_op("create_tensor", [], attrs, node)
-
-
-def _build_full(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    dtype = p.dtype(b["dtype"], "pl.full dtype")
-    value = p.scalar(b["value"], "pl.full value") if "value" in b else Const(0.0, DataType.FP32)
-    return p.make_op("full", [value], {"shape": p.shape(b["shape"], "pl.full shape"), "dtype": dtype}, node)
-
-
-def _build_dim(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    axis = p.static_value(b["axis"], "pl.dim axis", node)
-    if not isinstance(axis, int):
-        raise p.err("pl.dim axis must be an integer constant", node)
-    t = p.expr(b["tensor"])
-    if isinstance(t.type, TensorType) and 0 <= axis < len(t.type.shape):
-        d = t.type.shape[axis]
-        if isinstance(d, int):
-            return Const(d, INDEX, p.src.span(node))
-    return p.make_op("dim", [t], {"axis": axis}, node)
-
-
-def _build_shape_op(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    return p.make_op(opname, [p.expr(b["input"])], {"shape": p.shape(b["shape"], f"pl.{opname} shape")}, node)
-
-
-def _build_cast(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    attrs: dict[str, Any] = {"dtype": p.dtype(b["target_type"], "pl.cast target_type")}
-    if b.get("mode") is not None:
-        attrs["mode"] = str(p.static_value(b["mode"], "pl.cast mode", node))
-    x = p.expr(b["input"])
-    if isinstance(x, Const):
-        from pypto.ir.parser import _const as make_const
-
-        return make_const(x.value, attrs["dtype"], p.src.span(node))
-    return p.make_op("cast", [x], attrs, node)
-
-
-def _build_transpose(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    axes = [p.static_value(b.get(k, d), k, node) for k, d in (("axis1", 0), ("axis2", 1))]
-    if sorted(axes) != [0, 1]:
-        raise p.err(f"pl.transpose swaps axes 0 and 1 of a 2-D tile, got axes {axes}", node)
-    return p.make_op("transpose", [p.expr(b["input"])], {}, node)
-
-
-def _build_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    call = p.make_op("matmul", [p.expr(b["lhs"]), p.expr(b["rhs"])], {}, node)
-    if b.get("out_dtype") is not None:
-        want = p.dtype(b["out_dtype"], "pl.matmul out_dtype")
-        got = call.type.dtype  # type: ignore[union-attr]
-        if want is not got:
-            raise p.err(f"pl.matmul out_dtype={want.value}: this matmul accumulates in {got.value}", node)
-    return call
-
-
-_OP_BUILDERS: dict[str, _Builder] = {
-    "matmul": _build_matmul,
-    "load": _build_load,
-    "store": _build_store,
-    "move": _build_move,
-    "create_tile": _build_create_tile,
-    "create_tensor": _build_create_tensor,
-    "full": _build_full,
-    "dim": _build_dim,
-    "reshape": _build_shape_op,
-    "cast": _build_cast,
-    "transpose": _build_transpose,
-    "read": _build_read,
-    "assemble": _build_assemble,
-    "slice": _build_slice,
-    "fillpad": _build_fillpad,
 }

@@ -1,0 +1,219 @@
+"""How each ``pl.*`` call becomes an IR op: argument binding results -> operands and attributes.
+
+Each builder receives the parser (for expressions, shapes, dtypes and positioned errors), the
+op's language name, the call's bound arguments (AST nodes) and the call node; the parser's
+``make_op`` dispatches to the tile or tensor form and type-checks it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import KernelError
+from pypto.ir.fold import INDEX, make_const
+from pypto.ir.nodes import Arg, Const, Expr
+from pypto.ir.param_info import Layout
+from pypto.ir.types import PadValue, TensorType, TileType
+
+if TYPE_CHECKING:
+    from pypto.ir.parser import _Parser
+
+__all__ = ["OP_BUILDERS", "build_generic", "tile_dims"]
+
+
+_Builder = Callable[["_Parser", str, dict[str, Any], ast.Call], Expr]
+
+
+def _value(p: _Parser, node: Any) -> Expr:
+    if isinstance(node, ast.AST):
+        return p.expr(node)  # type: ignore[arg-type]
+    if isinstance(node, (int, float)):
+        return Const(node, DataType.FP32 if isinstance(node, float) else INDEX)
+    raise KernelError(f"unexpected argument {node!r}")
+
+
+def build_generic(p: _Parser, opname: str, bound: dict[str, Any], node: ast.Call) -> Expr:
+    args: list[Arg] = []
+    for key, v in bound.items():
+        if v is None:
+            continue
+        if key in ("axis1", "axis2"):
+            continue
+        args.append(_value(p, v))
+    return p.make_op(opname, args, {}, node)
+
+
+def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    tensor = p.expr(b["tensor"])
+    offs = p.offsets(b["offsets"], "pl.load offsets")
+    shape = p.shape(b["shapes"], "pl.load shape")
+    attrs: dict[str, Any] = {
+        "shape": shape,
+        "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
+    }
+    if "target_memory" in b:
+        attrs["memory"] = p.memory(b["target_memory"], "pl.load target_memory")
+    args: list[Arg] = [tensor, offs]
+    if b.get("valid_shape") is not None:
+        valid = p.offsets(b["valid_shape"], "pl.load valid_shape")
+        if len(valid) != 2:
+            raise p.err(f"pl.load valid_shape needs [rows, cols], got {len(valid)} values", node)
+        for v, full in zip(valid, tile_dims(tensor, shape), strict=True):
+            if isinstance(v, Const) and not 0 <= int(v.value) <= full:
+                raise p.err(f"pl.load valid_shape {int(v.value)} is outside [0, {full}]", node)
+        args.append(valid)
+    if isinstance(tensor.type, TensorType) and tensor.type.layout is Layout.NZ:
+        attrs["layout"] = Layout.NZ
+    return p.make_op("load", args, attrs, node)
+
+
+def tile_dims(tensor: Expr, shape: tuple[int, ...]) -> tuple[int, int]:
+    return (1, shape[0]) if len(shape) == 1 else (shape[-2], shape[-1])
+
+
+def _build_read(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    t = p.expr(b["src"])
+    node_idx = b["offset"]
+    if not isinstance(node_idx, (ast.List, ast.Tuple)):
+        node_idx = ast.copy_location(ast.List(elts=[node_idx], ctx=ast.Load()), node_idx)
+    idx = p.offsets(node_idx, "pl.read offset")
+    if isinstance(t.type, TensorType) and len(idx) != len(t.type.shape):
+        raise p.err(f"pl.read: {len(idx)} indices for a rank-{len(t.type.shape)} tensor", node)
+    return p.make_op("read", [t, idx], {}, node)
+
+
+def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    offs = p.offsets(b["offset"], "pl.tile.assemble offset")
+    if len(offs) != 2:
+        raise p.err("pl.tile.assemble offsets are [row, col]", node)
+    attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
+    return p.make_op("assemble", [p.expr(b["target"]), p.expr(b["source"]), offs], attrs, node)
+
+
+def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    offs = p.offsets(b["offset"], "pl.slice offset")
+    if len(offs) != 2:
+        raise p.err("pl.slice offsets are [row, col]", node)
+    attrs: dict[str, Any] = {
+        "shape": p.shape(b["shape"], "pl.slice shape"),
+        "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
+    }
+    return p.make_op("slice", [p.expr(b["input"]), offs], attrs, node)
+
+
+def _build_fillpad(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    pad = p.static_value(b.get("pad_value", PadValue.zero), "pl.tile.fillpad pad_value", node)
+    if not isinstance(pad, PadValue):
+        raise p.err(f"pl.tile.fillpad: pad_value must be a pl.PadValue, got {pad!r}", node)
+    return p.make_op("fillpad", [p.expr(b["value"])], {"pad": pad}, node)
+
+
+def _build_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    tile = p.expr(b["tile"])
+    offs = p.offsets(b["offsets"], "pl.store offsets")
+    out = p.expr(b["output_tensor"])
+    if b.get("shapes") is not None and isinstance(tile.type, TileType) and isinstance(out.type, TensorType):
+        shape = p.shape(b["shapes"], "pl.store shapes")
+        if tile_dims(out, shape) != tile.type.shape:
+            raise p.err(
+                f"pl.store shapes {list(shape)} do not match the tile {list(tile.type.shape)}; store the whole tile",
+                node,
+            )
+    attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
+    call = p.make_op("store", [tile, offs, out], attrs, node)
+    return call
+
+
+def _build_move(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    return p.make_op(
+        "move", [p.expr(b["tile"])], {"memory": p.memory(b["target_memory"], "pl.move target_memory")}, node
+    )
+
+
+def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    attrs: dict[str, Any] = {
+        "shape": p.shape(b["shape"], "pl.create_tile shape"),
+        "dtype": p.dtype(b["dtype"], "pl.create_tile dtype"),
+    }
+    if "target_memory" in b:
+        attrs["memory"] = p.memory(b["target_memory"], "pl.create_tile target_memory")
+    return p.make_op("create_tile", [], attrs, node)
+
+
+def _build_create_tensor(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    attrs = {
+        "shape": p.shape(b["shape"], "pl.create_tensor shape"),
+        "dtype": p.dtype(b["dtype"], "pl.create_tensor dtype"),
+    }
+    return p.make_op("create_tensor", [], attrs, node)
+
+
+def _build_full(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    dtype = p.dtype(b["dtype"], "pl.full dtype")
+    value = p.scalar(b["value"], "pl.full value") if "value" in b else Const(0.0, DataType.FP32)
+    return p.make_op("full", [value], {"shape": p.shape(b["shape"], "pl.full shape"), "dtype": dtype}, node)
+
+
+def _build_dim(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    axis = p.static_value(b["axis"], "pl.dim axis", node)
+    if not isinstance(axis, int):
+        raise p.err("pl.dim axis must be an integer constant", node)
+    t = p.expr(b["tensor"])
+    if isinstance(t.type, TensorType) and 0 <= axis < len(t.type.shape):
+        d = t.type.shape[axis]
+        if isinstance(d, int):
+            return Const(d, INDEX, p.src.span(node))
+    return p.make_op("dim", [t], {"axis": axis}, node)
+
+
+def _build_shape_op(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    return p.make_op(opname, [p.expr(b["input"])], {"shape": p.shape(b["shape"], f"pl.{opname} shape")}, node)
+
+
+def _build_cast(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    attrs: dict[str, Any] = {"dtype": p.dtype(b["target_type"], "pl.cast target_type")}
+    if b.get("mode") is not None:
+        attrs["mode"] = str(p.static_value(b["mode"], "pl.cast mode", node))
+    x = p.expr(b["input"])
+    if isinstance(x, Const):
+        return make_const(x.value, attrs["dtype"], p.src.span(node))
+    return p.make_op("cast", [x], attrs, node)
+
+
+def _build_transpose(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    axes = [p.static_value(b.get(k, d), k, node) for k, d in (("axis1", 0), ("axis2", 1))]
+    if sorted(axes) != [0, 1]:
+        raise p.err(f"pl.transpose swaps axes 0 and 1 of a 2-D tile, got axes {axes}", node)
+    return p.make_op("transpose", [p.expr(b["input"])], {}, node)
+
+
+def _build_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    call = p.make_op("matmul", [p.expr(b["lhs"]), p.expr(b["rhs"])], {}, node)
+    if b.get("out_dtype") is not None:
+        want = p.dtype(b["out_dtype"], "pl.matmul out_dtype")
+        got = call.type.dtype  # type: ignore[union-attr]
+        if want is not got:
+            raise p.err(f"pl.matmul out_dtype={want.value}: this matmul accumulates in {got.value}", node)
+    return call
+
+
+OP_BUILDERS: dict[str, _Builder] = {
+    "matmul": _build_matmul,
+    "load": _build_load,
+    "store": _build_store,
+    "move": _build_move,
+    "create_tile": _build_create_tile,
+    "create_tensor": _build_create_tensor,
+    "full": _build_full,
+    "dim": _build_dim,
+    "reshape": _build_shape_op,
+    "cast": _build_cast,
+    "transpose": _build_transpose,
+    "read": _build_read,
+    "assemble": _build_assemble,
+    "slice": _build_slice,
+    "fillpad": _build_fillpad,
+}
