@@ -125,3 +125,27 @@ def test_windows_outside_scopes_are_rejected() -> None:
 
     with pytest.raises(KernelError, match="tensor windows are values inside"):
         bad.specialize(t(16, 16), t(16, 16))
+
+
+@pl.jit
+def layout_ops(x: pl.Tensor, y: pl.Tensor, out: pl.Out[pl.Tensor], corner: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.concat(pl.transpose(x), pl.reshape(y, [16, 8]))
+        t = pl.load(x, [0, 0], [8, 16])
+        first = pl.read(t, [0, 1])
+        corner[:] = pl.mul(pl.reshape(y, [16, 8]), first)
+    return out, corner
+
+
+def test_tensor_level_layout_ops_and_tile_reads() -> None:
+    prog = _lower(layout_ops, t(8, 16), t(8, 16), t(16, 16), t(16, 8))
+    ops = [op for op, _ in _ops(prog.functions["layout_ops_k0"])]
+    assert ops[:6] == [
+        "tile.load",
+        "tile.transpose",
+        "tile.load",
+        "tile.reshape",
+        "tile.concat",
+        "tile.store",
+    ]
+    assert "tile.read" in ops

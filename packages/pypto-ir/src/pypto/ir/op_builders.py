@@ -82,6 +82,8 @@ def _build_read(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     idx = p.offsets(node_idx, "pl.read offset")
     if isinstance(t.type, TensorType) and len(idx) != len(t.type.shape):
         raise p.err(f"pl.read: {len(idx)} indices for a rank-{len(t.type.shape)} tensor", node)
+    if isinstance(t.type, TileType) and len(idx) != 2:
+        raise p.err(f"pl.read: a tile is read at [row, col], got {len(idx)} indices", node)
     return p.make_op("read", [t, idx], {}, node)
 
 

@@ -509,3 +509,44 @@ def _view(args: list[Type], attrs: dict[str, Any]) -> Type:
         )
     _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), shape, "view")
     return TensorType(shape, t.dtype, t.layout)
+
+
+@_register("tile.read", 1)
+def _tile_read(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tile(args[0], "read", "the source", _VEC)
+    return ScalarType(t.dtype)
+
+
+# tensor-level layout ops inside pl.at: lowered to the tile op on the whole (static) tensor
+
+
+@_register("tensor.reshape", 1)
+def _tensor_reshape(args: list[Type], attrs: dict[str, Any]) -> Type:
+    x = _tensor(args[0], "reshape", "the operand")
+    if not x.is_static:
+        raise OpError(f"pl.reshape: needs a static shape, got {x}")
+    t = _reshape([TileType(tile_shape_for(len(x.shape), x.static_shape, "reshape"), x.dtype)], attrs)
+    assert isinstance(t, TileType)
+    return TensorType(t.shape, x.dtype)
+
+
+@_register("tensor.transpose", 1)
+def _tensor_transpose(args: list[Type], attrs: dict[str, Any]) -> Type:
+    x = _tensor(args[0], "transpose", "the operand")
+    if len(x.shape) != 2:
+        raise OpError(f"pl.transpose: needs a 2-D tensor, got shape {list(x.shape)}")
+    return TensorType((x.shape[1], x.shape[0]), x.dtype)
+
+
+@_register("tensor.concat", 2)
+def _tensor_concat(args: list[Type], attrs: dict[str, Any]) -> Type:
+    a = _tensor(args[0], "concat", "the first operand")
+    b = _tensor(args[1], "concat", "the second operand")
+    _same_dtype(a.dtype, b.dtype, "concat")
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[0] != b.shape[0]:
+        raise OpError(
+            f"pl.concat: needs 2-D operands with equal row counts, got {list(a.shape)} and {list(b.shape)}"
+        )
+    if not isinstance(a.shape[1], int) or not isinstance(b.shape[1], int):
+        raise OpError("pl.concat: column counts must be static")
+    return TensorType((a.shape[0], a.shape[1] + b.shape[1]), a.dtype)

@@ -1010,7 +1010,7 @@ class _Parser:
     def make_op(self, opname: str, args: list[Arg], attrs: dict[str, Any], node: ast.AST) -> Call:
         """Dispatch a unified op to its tile or tensor form, check it and build the Call."""
         first = args[0].type if args and not isinstance(args[0], tuple) else None
-        if opname in ("create_tile", "full"):
+        if opname in ("create_tile", "full") or (opname == "read" and isinstance(first, TileType)):
             kind = "tile"
         elif opname in ("create_tensor", "dim", "read", "view"):
             kind = "tensor"

@@ -265,6 +265,17 @@ class _KernelGen:
         name = ident(v.name)
         t = v.type
         if isinstance(t, ScalarType):
+            if isinstance(e, Call) and e.op == "tile.read":
+                src, idx = e.args
+                assert isinstance(src, Var)
+                assert isinstance(idx, tuple)
+                r, c = (scalar_expr(i, self.dim_of) for i in idx)
+                hold = scalar_cpp_type(t.dtype)
+                self.emit(
+                    depth,
+                    f"const {hold} {name} = static_cast<{hold}>({ident(src.name)}(static_cast<int>({r}), static_cast<int>({c})));",
+                )
+                return
             if isinstance(e, Call) and e.op == "tensor.read":
                 src, idx = e.args
                 assert isinstance(src, Var)
