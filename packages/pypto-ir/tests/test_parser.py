@@ -312,3 +312,26 @@ def test_inline_helpers_are_spliced_with_renamed_locals() -> None:
     assert [p.name for p in k1.params] == ["c", "tile_a"]  # enclosing parameters first
     assert "2.0" in str(k0)
     assert "3.0" in str(k1)
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def external_relu(
+    x: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+) -> pl.Tensor[[16, 16], pl.FP32]:
+    y = pl.store(pl.relu(pl.load(x, [0, 0], [16, 16])), [0, 0], y)
+    return y
+
+
+def test_external_function_is_added_to_the_program_once() -> None:
+    @pl.program
+    class UsesExternal:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+            y = external_relu(x, y)
+            y = external_relu(y, y)
+            return y
+
+    assert list(UsesExternal.functions) == ["main", "external_relu"]
+    assert external_relu.ir.func_type is pl.FunctionType.InCore
+    with pytest.raises(RuntimeError, match=r"is a @pl\.function"):
+        external_relu(1, 2)
