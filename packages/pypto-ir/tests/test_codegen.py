@@ -131,3 +131,19 @@ def test_orchestration_loop_allocating_per_iteration_opens_a_runtime_scope(tmp_p
     assert begin < text.index("orch.alloc_tensor(") < text.index("orch.scope_end()")
     assert r.metadata.return_aliases == (1,)
     cpp_check([f for f in r.files if f.suffix == ".cpp"])
+
+
+@pl.jit
+def no_return(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.add(a, 1.0)
+
+
+def test_orchestration_without_return_statement_returns_success(tmp_path: Path, cpp_check) -> None:  # type: ignore[no-untyped-def]
+    r = _compile_to_files(
+        no_return.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a2a3sim"
+    )
+    assert r.metadata.return_count == 0
+    text = (tmp_path / r.metadata.orchestration.source).read_text()
+    assert text.rstrip().endswith("return 0;\n}")
+    cpp_check([f for f in r.files if f.suffix == ".cpp"])  # -Wreturn-type would fail without it

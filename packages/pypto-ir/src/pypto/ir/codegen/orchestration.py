@@ -104,6 +104,8 @@ class _OrchGen:
             self.emit(1, f"const {hold} {ident(p.name)} = {value};")
             self.emit(1, f"(void){ident(p.name)};")
         self.body(fn.body, 1)
+        if not fn.body or not isinstance(fn.body[-1], Return):
+            self.emit(1, "return 0;")  # a function without `return` still reports success
         self.lines.append("}")
         text = "\n".join(head) + "\n" + "\n".join(self.lines) + "\n"
         return OrchestrationSource(fn.name, sym, f"{sym}_needs", text, len(tensors), len(scalars))
