@@ -335,3 +335,15 @@ def test_external_function_is_added_to_the_program_once() -> None:
     assert external_relu.ir.func_type is pl.FunctionType.InCore
     with pytest.raises(RuntimeError, match=r"is a @pl\.function"):
         external_relu(1, 2)
+
+
+@pl.jit
+def int_times_half(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.mul(pl.load(a, [0, 0], [8, 8]), 0.5), [0, 0], c)
+    return c
+
+
+def test_float_scalar_on_integer_tile_is_rejected() -> None:
+    with pytest.raises(KernelError, match="floating-point scalar with INT32 elements would be truncated"):
+        int_times_half.specialize(HostArray((8, 8), "int32"), HostArray((8, 8), "int32"))

@@ -114,6 +114,15 @@ def _same_dtype(a: DataType, b: DataType, op: str) -> None:
 
 _VEC = (MemorySpace.Vec,)
 
+
+def _scalar_fits(elem: DataType, scalar: DataType, op: str) -> None:
+    if scalar.is_float and not elem.is_float:
+        raise OpError(
+            f"pl.{op}: a floating-point scalar with {elem.value} elements would be truncated; "
+            f"pl.cast the operand to FP32 first (or use an integer scalar)"
+        )
+
+
 # ----------------------------------------------------------------------------- element-wise
 
 
@@ -123,6 +132,7 @@ def _make_binary(kind: str, op: str) -> None:
         if kind == "tile":
             ta = _tile(a, op, "the first operand", _VEC)
             if isinstance(b, ScalarType):
+                _scalar_fits(ta.dtype, b.dtype, op)
                 return ta
             tb = _tile(b, op, "the second operand", _VEC)
             _same_shape(ta.shape, tb.shape, op)
@@ -130,6 +140,7 @@ def _make_binary(kind: str, op: str) -> None:
             return ta
         xa = _tensor(a, op, "the first operand")
         if isinstance(b, ScalarType):
+            _scalar_fits(xa.dtype, b.dtype, op)
             return xa
         xb = _tensor(b, op, "the second operand")
         _same_shape(xa.shape, xb.shape, op)
