@@ -560,11 +560,6 @@ class _Parser:
         offsets, extents = self.window(base, node)
         if any(not isinstance(e, int) for e in extents):
             raise self.err("a tensor window needs static extents; slice the dynamic dims explicitly", node)
-        if not self.st.in_scope and not self.st.func_type.is_kernel:
-            raise self.err(
-                "tensor windows are values inside `with pl.at(...)` (or kernels); the orchestration passes whole tensors",
-                node,
-            )
         static = [o.value if isinstance(o, Const) else None for o in offsets]
         attrs = {"shape": tuple(extents), "static_offsets": static}
         return self.make_op("view", [base, tuple(offsets)], attrs, node)
@@ -1036,7 +1031,14 @@ class _Parser:
             rtype = op_registry.infer(full, types, attrs)
         except op_registry.OpError as exc:
             raise self.err(str(exc), node) from None
-        is_kernel_work = full not in ("tensor.create", "tensor.dim", "tensor.read", "scalar.cast")
+        # a window (tensor.view) is a descriptor in the orchestration and offsets in a kernel
+        is_kernel_work = full not in (
+            "tensor.create",
+            "tensor.dim",
+            "tensor.read",
+            "scalar.cast",
+            "tensor.view",
+        )
         if is_kernel_work:
             outside = not self.st.in_scope and not self.st.func_type.is_kernel
             if outside and self.st.func_type is FunctionType.Opaque:

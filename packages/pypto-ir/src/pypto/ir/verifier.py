@@ -112,7 +112,7 @@ class _FnVerifier:
         if want != e.type:
             raise self.fail(f"op {e.op} records type {e.type} but its operands give {want}", s)
         kernel = self.fn.func_type.is_kernel
-        on_core = e.op not in ("tensor.create", "tensor.dim", "tensor.read", "scalar.cast")
+        on_core = e.op not in ("tensor.create", "tensor.dim", "tensor.read", "scalar.cast", "tensor.view")
         if self.level.outlined and not kernel and on_core:
             raise self.fail(f"op {e.op} runs on a core but appears in orchestration", s)
         if (
