@@ -135,3 +135,42 @@ def test_host_reads_are_rejected_for_host_build_graph_kernels(tmp_path: Path) ->
             spec, tmp_path / "k", contract="KERNEL", platform="a2a3sim", runtime="host_build_graph"
         )
     _compile_to_files(spec, tmp_path / "t", contract="KERNEL", platform="a2a3sim")
+
+
+@pl.jit
+def write_elements(flags: pl.Out[pl.Tensor], x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    pl.write(flags, [1], 7)  # host write: no kernel uses flags
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(x)
+        pl.write(out, [0, 0], 2.5)  # kernel write, after the store in the same task
+    return out
+
+
+@pl.jit
+def racy_read(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(x)
+    v = pl.read(out, [0, 0])
+    if v > 0:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.neg(out)
+    return out
+
+
+def test_element_writes_in_kernels_and_on_the_host(tmp_path: Path, cpp_check) -> None:  # type: ignore[no-untyped-def]
+    spec = write_elements.specialize(t(4, dtype="int32"), t(8, 8), t(8, 8))
+    r = _compile_to_files(spec, tmp_path / "w", contract="PROGRAM", platform="a2a3sim")
+    text = "\n".join(f.read_text() for f in r.files if f.suffix == ".cpp")
+    assert "host write of tensor data" in text
+    assert "pt::Tile<pt::Space::Vec, float, 1, 1> one;" in text
+    assert [p.direction.value for p in r.metadata.kernels[0].params] == ["In", "Out"]
+    cpp_check([f for f in r.files if f.suffix == ".cpp"])
+
+
+def test_host_access_racing_with_tasks_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(
+        KernelError, match=r"pl\.read on out reads it on the host, but kernels .* use it \(InOut, Out\)"
+    ):
+        _compile_to_files(
+            racy_read.specialize(t(8, 8), t(8, 8)), tmp_path / "r", contract="PROGRAM", platform="a2a3sim"
+        )

@@ -15,24 +15,26 @@ from typing import Any
 
 from pypto.ir.codegen import generate_kernel, generate_orchestration
 from pypto.ir.contract import RUNTIMES, Contract, check_lowered_abi, parse_platform, validate_kernel_contract
-from pypto.ir.errors import CompileError
+from pypto.ir.errors import CompileError, KernelError
 from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, OrchestrationInfo, write_metadata
 from pypto.ir.nodes import (
     BinOp,
     Call,
     CallFunc,
     For,
+    Function,
     If,
     Program,
     Scope,
     Stmt,
+    Var,
     expr_children,
     stmt_exprs,
     walk_stmts,
 )
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.passes import nz_layout, ssa
-from pypto.ir.passes.return_lineage import entry_aliases
+from pypto.ir.passes.return_lineage import _defs, entry_aliases, root_param
 from pypto.ir.pipeline import lower
 from pypto.ir.types import FunctionType, ScalarType, TensorType
 
@@ -76,9 +78,9 @@ def host_tensor_access(program: Program) -> tuple[str, ...]:
                 continue  # on-core work
             for e in stmt_exprs(s):
                 for c in _calls(e):
-                    if c.op == "tensor.read":
+                    if c.op in ("tensor.read", "tensor.write"):
                         where = f" at {c.span}" if c.span is not None else ""
-                        found.append(f"pl.read({c.args[0]}){where}")
+                        found.append(f"pl.{c.op.split('.')[1]}({c.args[0]}){where}")
             if isinstance(s, For):
                 visit(s.body)
             elif isinstance(s, If):
@@ -89,6 +91,43 @@ def host_tensor_access(program: Program) -> tuple[str, ...]:
         if f.func_type is FunctionType.Orchestration:
             visit(f.body)
     return tuple(found)
+
+
+def check_host_access(program: Program) -> None:
+    """Host reads/writes in the orchestration run when the orchestration reaches them, not in
+    task order: reject reads of tensors a kernel writes and writes to tensors a kernel uses."""
+    for f in program.funcs:
+        if f.func_type is not FunctionType.Orchestration:
+            continue
+        defs = _defs(f.body)
+        touched: dict[object, set[str]] = {}
+        for s in walk_stmts(f.body):
+            for e in stmt_exprs(s):
+                if isinstance(e, CallFunc):
+                    for a, d in zip(e.args, e.directions, strict=False):
+                        if isinstance(a, Var):
+                            key = _root_key(f, a, program, defs)
+                            touched.setdefault(key, set()).add(d.value)
+        for s in walk_stmts(f.body):
+            for e in stmt_exprs(s):
+                for c in _calls(e):
+                    if c.op not in ("tensor.read", "tensor.write") or not isinstance(c.args[0], Var):
+                        continue
+                    uses = touched.get(_root_key(f, c.args[0], program, defs), set())
+                    bad = uses - {"In"} if c.op == "tensor.read" else uses
+                    if bad:
+                        verb = "reads" if c.op == "tensor.read" else "writes"
+                        raise KernelError(
+                            f"pl.{c.op.split('.')[1]} on {c.args[0]} {verb} it on the host, but kernels of this "
+                            f"orchestration use it ({', '.join(sorted(uses))}); host access is not ordered with "
+                            "tasks: read only inputs no kernel writes, write only tensors no kernel uses",
+                            c.span,
+                        )
+
+
+def _root_key(fn: Function, v: Var, program: Program, defs: dict[str, object]) -> object:
+    idx = root_param(fn, v, program, defs)
+    return ("param", idx) if idx is not None else ("value", v.name)
 
 
 def _calls(e: object) -> list[Call]:
@@ -185,6 +224,7 @@ def _compile_to_files(
         aliases = tuple(a for a in raw_aliases if a is not None)
 
     lowered = lower(program).program
+    check_host_access(lowered)
     entry_fn = lowered.entry_function
     try:
         lowered_params = nz_layout.lower_signature(signature_of(lowered))

@@ -87,6 +87,17 @@ def _build_read(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     return p.make_op("read", [t, idx], {}, node)
 
 
+def _build_write(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    t = p.expr(b["dst"])
+    node_idx = b["offset"]
+    if not isinstance(node_idx, (ast.List, ast.Tuple)):
+        node_idx = ast.copy_location(ast.List(elts=[node_idx], ctx=ast.Load()), node_idx)
+    idx = p.offsets(node_idx, "pl.write offset")
+    if isinstance(t.type, TensorType) and len(idx) != len(t.type.shape):
+        raise p.err(f"pl.write: {len(idx)} indices for a rank-{len(t.type.shape)} tensor", node)
+    return p.make_op("write", [t, idx, p.scalar(b["value"], "pl.write value")], {}, node)
+
+
 def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     offs = p.offsets(b["offset"], "pl.tile.assemble offset")
     if len(offs) != 2:
@@ -215,6 +226,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "cast": _build_cast,
     "transpose": _build_transpose,
     "read": _build_read,
+    "write": _build_write,
     "assemble": _build_assemble,
     "slice": _build_slice,
     "fillpad": _build_fillpad,

@@ -561,3 +561,12 @@ def _tensor_concat(args: list[Type], attrs: dict[str, Any]) -> Type:
     if not isinstance(a.shape[1], int) or not isinstance(b.shape[1], int):
         raise OpError("pl.concat: column counts must be static")
     return TensorType((a.shape[0], a.shape[1] + b.shape[1]), a.dtype)
+
+
+@_register("tensor.write", 2)
+def _write(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tensor(args[0], "write", "the destination")
+    if not isinstance(args[1], ScalarType):
+        raise OpError(f"pl.write: the value must be a scalar, got {args[1]}")
+    _scalar_fits(t.dtype, args[1].dtype, "write")
+    return t

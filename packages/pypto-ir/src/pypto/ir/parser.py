@@ -1007,7 +1007,7 @@ class _Parser:
         first = args[0].type if args and not isinstance(args[0], tuple) else None
         if opname in ("create_tile", "full") or (opname == "read" and isinstance(first, TileType)):
             kind = "tile"
-        elif opname in ("create_tensor", "dim", "read", "view"):
+        elif opname in ("create_tensor", "dim", "read", "view", "write"):
             kind = "tensor"
         elif opname == "cast" and isinstance(first, ScalarType):
             kind = "scalar"
@@ -1036,6 +1036,7 @@ class _Parser:
             "tensor.create",
             "tensor.dim",
             "tensor.read",
+            "tensor.write",
             "scalar.cast",
             "tensor.view",
         )

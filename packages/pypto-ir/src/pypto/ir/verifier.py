@@ -112,14 +112,21 @@ class _FnVerifier:
         if want != e.type:
             raise self.fail(f"op {e.op} records type {e.type} but its operands give {want}", s)
         kernel = self.fn.func_type.is_kernel
-        on_core = e.op not in ("tensor.create", "tensor.dim", "tensor.read", "scalar.cast", "tensor.view")
+        on_core = e.op not in (
+            "tensor.create",
+            "tensor.dim",
+            "tensor.read",
+            "tensor.write",
+            "scalar.cast",
+            "tensor.view",
+        )
         if self.level.outlined and not kernel and on_core:
             raise self.fail(f"op {e.op} runs on a core but appears in orchestration", s)
         if (
             self.level.lowered
             and kernel
             and e.op.startswith("tensor.")
-            and e.op not in ("tensor.dim", "tensor.read")
+            and e.op not in ("tensor.dim", "tensor.read", "tensor.write")
         ):
             raise self.fail(f"tensor-level op {e.op} survived lowering", s)
         if kernel and e.op == "tensor.create":

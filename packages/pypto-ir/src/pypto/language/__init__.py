@@ -78,6 +78,7 @@ from pypto.language.ops import (
     store,
     sub,
     transpose,
+    write,
 )
 from pypto.language.typing import DynVar, InOut, Out, Scalar, Tensor, Tile, dynamic
 
@@ -196,5 +197,6 @@ __all__ = [
     "tile",
     "transpose",
     "unroll",
+    "write",
     "yield_",
 ]

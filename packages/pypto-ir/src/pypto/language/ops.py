@@ -64,6 +64,7 @@ __all__ = [
     "store",
     "sub",
     "transpose",
+    "write",
 ]
 
 
@@ -344,3 +345,8 @@ def assemble(target: Any, source: Any, offset: Any) -> Any:
 def fillpad(value: Any, pad_value: Any = None) -> Any:
     """The tile with everything outside its valid region set to ``pad_value`` (a pl.PadValue);
     the result is fully valid."""
+
+
+@_op
+def write(dst: Any, offset: Any, value: Any) -> Any:
+    """Write one element of a tensor: ``pl.write(t, [i, j], v)``; returns the tensor."""

@@ -221,6 +221,9 @@ class _KernelGen:
             if isinstance(s, Assign):
                 self.assign(s.var, s.value, depth, stmts, i)
             elif isinstance(s, ExprStmt):
+                if isinstance(s.value, Call) and s.value.op == "tensor.write":
+                    self.write(s.value, depth)
+                    continue
                 if not isinstance(s.value, Call) or s.value.op != "tile.store":
                     raise CompileError(f"kernel codegen: unexpected statement {s.value}")
                 self.store(s.value, depth)
@@ -253,6 +256,18 @@ class _KernelGen:
         nz = isinstance(dst.type, TensorType) and dst.type.layout is Layout.NZ
         fn = "store_nz" if nz else "store"
         self.emit(depth, f"pt::{fn}({ident(dst.name)}, {ident(tile.name)}, {self.offsets(offs)});")
+
+    def write(self, c: Call, depth: int) -> None:
+        dst, idx, value = c.args
+        assert isinstance(dst, Var)
+        t = dst.type
+        assert isinstance(t, TensorType)
+        ct = cpp_type(t.dtype)
+        self.emit(depth, "{  // one element through a 1x1 tile (bounds-checked like any store)")
+        self.emit(depth + 1, f"pt::Tile<pt::Space::Vec, {ct}, 1, 1> one;")
+        self.emit(depth + 1, f"one(0, 0) = static_cast<{ct}>({self.scalar_arg(value, t.dtype)});")
+        self.emit(depth + 1, f"pt::store({ident(dst.name)}, one, {self.offsets(idx)});")
+        self.emit(depth, "}")
 
     def scalar_arg(self, e: object, elem: DataType) -> str:
         assert not isinstance(e, tuple)
@@ -290,6 +305,13 @@ class _KernelGen:
             raise CompileError(f"kernel codegen: {v.name} = {e} is not an op call")
         op = e.op.split(".", 1)[1]
         args = e.args
+        if e.op == "tensor.write":
+            self.write(e, depth)
+            dst = args[0]
+            assert isinstance(dst, Var)
+            self.emit(depth, f"const simpler::ChipTensor& {name} = {ident(dst.name)};")
+            self.emit(depth, f"(void){name};")
+            return
         if e.op == "tile.store":
             self.store(e, depth)
             dst = args[2]

@@ -134,6 +134,8 @@ class _OrchGen:
         for s in stmts:
             if isinstance(s, Assign):
                 self.assign(s.var, s.value, depth)
+            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "tensor.write":
+                self.host_write(s.value, depth)
             elif isinstance(s, ExprStmt):
                 if not isinstance(s.value, CallFunc):
                     raise CompileError(f"orchestration codegen: unexpected statement {s.value}")
@@ -153,6 +155,13 @@ class _OrchGen:
         name = ident(v.name)
         if isinstance(e, CallFunc):
             self.submit(e, depth, v)
+            return
+        if isinstance(e, Call) and e.op == "tensor.write":
+            self.host_write(e, depth)
+            dst = e.args[0]
+            assert isinstance(dst, Var)
+            self.emit(depth, f"const simpler::ChipTensor& {name} = {ident(dst.name)};")
+            self.emit(depth, f"(void){name};")
             return
         if isinstance(e, Call) and e.op == "tensor.view":
             base, offs = e.args
@@ -204,6 +213,22 @@ class _OrchGen:
             self.emit(depth, f"const {scalar_cpp_type(t.dtype)} {name} = {scalar_expr(e)};")
             return
         raise CompileError(f"orchestration codegen: cannot assign {v.name} = {e}")
+
+    def host_write(self, c: Call, depth: int) -> None:
+        dst, idx, value = c.args
+        assert isinstance(dst, Var)
+        assert isinstance(idx, tuple)
+        assert not isinstance(value, tuple)
+        t = dst.type
+        assert isinstance(t, TensorType)
+        name = ident(dst.name)
+        index = " + ".join(
+            f"static_cast<std::uint64_t>({scalar_expr(i)}) * {name}.strides[{k}]" for k, i in enumerate(idx)
+        )
+        ct = cpp_type(t.dtype)
+        addr = f"reinterpret_cast<{ct}*>(static_cast<std::uintptr_t>({name}.buffer.addr))"
+        self.emit(depth, "// host write of tensor data (the simulated chip's device memory is host memory)")
+        self.emit(depth, f"{addr}[{name}.start_offset + {index}] = static_cast<{ct}>({scalar_expr(value)});")
 
     def submit(self, c: CallFunc, depth: int, result: Var | None) -> None:
         callee = self.program.functions[c.callee]

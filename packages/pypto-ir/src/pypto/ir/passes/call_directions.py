@@ -52,12 +52,13 @@ def usage(fn: Function) -> tuple[set[int], set[int]]:
         for e in stmt_exprs(s):
             if not isinstance(e, Call):
                 continue
-            if e.op == "tile.store":
-                r = root(e.args[2])
+            if e.op in ("tile.store", "tensor.write"):
+                r = root(e.args[2] if e.op == "tile.store" else e.args[0])
                 if r is not None:
                     written.add(r)
             elif e.op == "tile.load" or (
-                e.op.startswith("tensor.") and e.op not in ("tensor.dim", "tensor.create", "tensor.view")
+                e.op.startswith("tensor.")
+                and e.op not in ("tensor.dim", "tensor.create", "tensor.view", "tensor.write")
             ):
                 for a in e.args:
                     r = root(a)

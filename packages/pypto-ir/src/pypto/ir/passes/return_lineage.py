@@ -66,6 +66,8 @@ def root_param(
             cur = defs[cur.name]
         elif isinstance(cur, Call) and cur.op == "tile.store":
             cur = cur.args[2]
+        elif isinstance(cur, Call) and cur.op == "tensor.write":
+            cur = cur.args[0]
         elif isinstance(cur, Call) and cur.op == "tensor.view":
             cur = cur.args[0]  # a window of a tensor is that tensor for aliasing
         elif isinstance(cur, CallFunc) and program is not None:

@@ -37,7 +37,7 @@ NAME = "tensor_to_tile"
 MAX_TILE_ELEMENTS = 1 << 16
 """Largest tile a tensor-level op may need (elements); larger tensors must be tiled by hand."""
 
-_NO_LOWER = ("tensor.dim", "tensor.create", "tensor.read", "tensor.view")
+_NO_LOWER = ("tensor.dim", "tensor.create", "tensor.read", "tensor.write", "tensor.view")
 
 
 def run(program: Program) -> Program:
