@@ -225,3 +225,17 @@ def test_multi_entry_program_compiles_one_child(tmp_path: Path) -> None:
     assert r.metadata.return_aliases == (1,)
     with pytest.raises(ValueError, match="entry: expected one of"):
         _compile_to_files(TwoEntries, tmp_path / "x", contract="PROGRAM", platform="a2a3sim", entry="neg")
+
+
+def test_a_failed_write_leaves_no_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pypto.ir import compile as compile_mod
+
+    def full_disk(directory: object, meta: object) -> Path:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(compile_mod, "write_metadata", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        _compile_to_files(
+            good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a2a3sim"
+        )
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -236,13 +236,12 @@ def _compile_to_files(
     called = {e.callee for s in walk_stmts(entry_fn.body) for e in stmt_exprs(s) if isinstance(e, CallFunc)}
     kernels = [f for f in lowered.funcs if f.func_type.is_kernel and f.name in called]
     func_ids = {k.name: i for i, k in enumerate(kernels)}
-    files: list[Path] = []
+    texts: dict[str, str] = {}  # everything is generated before the first file is written
     infos: list[KernelInfo] = []
     for kfn in kernels:
         src = generate_kernel(kfn)
         rel = f"kernels/{kfn.name}.cpp"
-        _write_text(out / rel, src.text)
-        files.append(out / rel)
+        texts[rel] = src.text
         kparams = tuple(
             ParamInfo(
                 ssa.base_name(p.name),
@@ -258,10 +257,8 @@ def _compile_to_files(
         infos.append(KernelInfo(kfn.name, func_ids[kfn.name], src.core_type.value, rel, src.entry, kparams))
     orch = generate_orchestration(entry_fn, lowered, func_ids)
     orel = f"orchestration/{entry_fn.name}.cpp"
-    _write_text(out / orel, orch.text)
-    files.append(out / orel)
-    _write_text(out / "ir" / "lowered.txt", str(lowered) + "\n")
-    files.append(out / "ir" / "lowered.txt")
+    texts[orel] = orch.text
+    texts["ir/lowered.txt"] = str(lowered) + "\n"
 
     meta = ArtifactMetadata(
         name=program.name,
@@ -278,5 +275,14 @@ def _compile_to_files(
         ),
         kernels=tuple(infos),
     )
-    files.append(write_metadata(out, meta))
+    files: list[Path] = []
+    try:
+        for rel, text in texts.items():
+            _write_text(out / rel, text)
+            files.append(out / rel)
+        files.append(write_metadata(out, meta))  # last: its presence means the directory is complete
+    except BaseException:
+        for f in files:
+            f.unlink(missing_ok=True)
+        raise
     return CompileResult(lowered, meta, out, tuple(files))
