@@ -174,3 +174,28 @@ def test_host_access_racing_with_tasks_is_rejected(tmp_path: Path) -> None:
         _compile_to_files(
             racy_read.specialize(t(8, 8), t(8, 8)), tmp_path / "r", contract="PROGRAM", platform="a2a3sim"
         )
+
+
+@pl.jit
+def ssa_style(x: pl.Tensor, cfg: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        k = pl.read(cfg, [0])
+        if k > 0:
+            n = pl.yield_(8)
+        else:
+            n = pl.yield_(4)
+        base = pl.load(x, [0, 0], [8, 8])
+        for _i, (acc,) in pl.range(n, init_values=(base,)):
+            acc_next = pl.yield_(pl.add(acc, base))
+        pl.store(acc_next, [0, 0], out)
+    return out
+
+
+def test_yield_in_if_branches_and_loop_results_named_by_the_yield() -> None:
+    prog = lower(ssa_style.specialize(t(8, 8), t(1, dtype="int32"), t(8, 8)).program).program
+    k = prog.functions["ssa_style_k0"]
+    branch = next(s for s in walk_stmts(k.body) if isinstance(s, If))
+    assert len(branch.results) == 1
+    loop = next(s for s in walk_stmts(k.body) if isinstance(s, For))
+    assert loop.stop == branch.results[0]
+    assert len(loop.results) == 1

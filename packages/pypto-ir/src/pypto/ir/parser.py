@@ -278,7 +278,9 @@ class _Parser:
         self.prefix = ""  # prepended to names bound in an inlined helper's body
         self.inlined = 0
         self.pending: list[Stmt] = []  # statements an expression produced (inlined helpers)
-        self.carried: list[list[str]] = []  # per enclosing loop: its init_values names
+        # innermost first: a loop's init_values names, or None for an if branch
+        self.carried: list[list[str] | None] = []
+        self.yield_targets: list[dict[str, str]] = []  # per loop: init_values name -> yield LHS
 
     def err(self, msg: str, node: ast.AST) -> KernelError:
         return KernelError(msg, self.src.span(node))
@@ -626,23 +628,32 @@ class _Parser:
         saved = dict(self.st.env)
         self.st.env[target.id] = var
         self.carried.append(carried)
+        self.yield_targets.append({})
         try:
             body, _ = self.block(s.body)
         finally:
             self.carried.pop()
+            renames = self.yield_targets.pop()
         # names first bound inside the loop are local to it
         after = self.st.env
         self.st.env = {k: v for k, v in after.items() if k in saved}
         for k in self.st.env:
             if isinstance(after[k], Var) and after[k] is not saved[k]:
                 self.st.env[k] = after[k]
+        for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
+            self.st.env[lhs] = self.st.env[name]
         return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s))]
 
     def yield_stmt(self, call: ast.Call, target: ast.expr | None) -> list[Stmt]:
         """``pl.yield_(v, ...)``: the next values of the enclosing loop's init_values names."""
+        if self.carried and self.carried[-1] is None:  # in an if branch: the branch's values
+            return self.branch_yield(call, target)
         if not self.carried or not self.carried[-1]:
-            raise self.err("pl.yield_ belongs in a loop over pl.range(..., init_values=(...))", call)
+            raise self.err(
+                "pl.yield_ belongs in a loop over pl.range(..., init_values=(...)) or an if branch", call
+            )
         names = self.carried[-1]
+        assert names is not None
         if call.keywords or len(call.args) != len(names):
             raise self.err(f"pl.yield_ takes the {len(names)} next value(s) of {', '.join(names)}", call)
         values = [self.expr(a) for a in call.args]
@@ -659,6 +670,24 @@ class _Parser:
             self.st.env[name] = v
             if targets and targets[k] != name:
                 self.st.env[targets[k]] = v
+                self.yield_targets[-1][name] = targets[k]
+        return out
+
+    def branch_yield(self, call: ast.Call, target: ast.expr | None) -> list[Stmt]:
+        """``y = pl.yield_(v)`` in an if branch binds ``y`` (the SSA pass merges the branches)."""
+        if target is None:
+            raise self.err("in an if branch, assign pl.yield_(...) to the name(s) it defines", call)
+        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        if call.keywords or len(elts) != len(call.args) or not all(isinstance(e, ast.Name) for e in elts):
+            raise self.err(f"pl.yield_ of {len(call.args)} value(s) needs as many names", target)
+        out: list[Stmt] = []
+        for e, a in zip(elts, call.args, strict=True):
+            assert isinstance(e, ast.Name)
+            value = self.expr(a)
+            v = Var(self.prefix + e.id, value.type, self.src.span(e))
+            out.append(Assign(v, value, self.src.span(call)))
+            self.st.env[e.id] = v
+            self.st.multi.add(e.id)
         return out
 
     def if_stmt(self, s: ast.If) -> list[Stmt]:
@@ -669,11 +698,15 @@ class _Parser:
                 out.extend(self.stmt(inner))
             return out
         before = dict(self.st.env)
-        then, _ = self.block(s.body)
-        env_then = self.st.env
-        self.st.env = dict(before)
-        els, _ = self.block(s.orelse)
-        env_else = self.st.env
+        self.carried.append(None)
+        try:
+            then, _ = self.block(s.body)
+            env_then = self.st.env
+            self.st.env = dict(before)
+            els, _ = self.block(s.orelse)
+            env_else = self.st.env
+        finally:
+            self.carried.pop()
         # names bound before the if, or in both branches, stay visible (the IR is name-based
         # until SSA merges the versions); a name bound in one branch only ends with the if
         merged = dict(before)
