@@ -178,3 +178,15 @@ def test_encode_argument_errors_name_the_argument() -> None:
     with pytest.raises(k.InvocationError) as info:
         cache.encode(view, k.TmrBindingRef(0, 9), [_tile()], [1])
     assert info.value.status == k.InvocationStatus.InvalidArgument
+
+
+def test_invalid_tensor_messages_name_the_tensor_and_the_field() -> None:
+    cache = k.TmrEncodingCache()
+    view = k.PreparedInvocationView(1, 2, 0, 1)
+    bad = k.ChipTensor(0, 4096, k.DataType.FLOAT32, (32, 32), (32, 1))
+    with pytest.raises(k.InvocationError, match=r"tensors\[1\]: buffer.addr must be nonzero") as info:
+        cache.encode(view, BINDING, [_tile(), bad], [])
+    assert info.value.status == k.InvocationStatus.InvalidTensor
+    short = k.ChipTensor(0x1000, 4095, k.DataType.FLOAT32, (1024,), (1,))
+    with pytest.raises(k.InvocationError, match=r"tensors\[0\]: start_offset \+ extent must fit buffer.size"):
+        cache.encode(view, BINDING, [short, _tile()], [])

@@ -500,6 +500,9 @@ void bind_kernel(nb::module_& m) {
                 nb::handle tensors, nb::handle scalars) {
                  const auto t = tensors_arg(tensors);
                  const auto s = scalars_arg(scalars);
+                 if (t.size() == static_cast<std::size_t>(view.tensor_count))
+                     for (std::size_t i = 0; i < t.size(); ++i)
+                         validate_chip_tensor(t[i], "TmrEncodingCache.encode: tensors[" + std::to_string(i) + "]");
                  TmrCandidate c;
                  check(cache.encode(view, binding, t.data(), t.size(), s.data(), s.size(), &c),
                        "TmrEncodingCache.encode: got " + std::to_string(t.size()) + " tensors and " +

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "simpler/wire/codec.hpp"
@@ -253,4 +254,44 @@ TEST_CASE("consume leaves its output untouched on rejection") {
           InvocationStatus::InvalidTensor);
     CHECK(consume_tmr_invocation(ByteSpan(p.data(), 10), v, wt::binding(), storage.get()) == InvocationStatus::InvalidSize);
     CHECK(std::memcmp(before.get(), static_cast<const void*>(storage.get()), sizeof(EntryArgsStorage)) == 0);
+}
+
+TEST_CASE("validate_chip_tensor names the failing field for every rule encode applies") {
+    struct Case {
+        ChipTensor t;
+        const char* needle;
+    };
+    ChipTensor host = wt::tile32();
+    host.address_space = 0;
+    ChipTensor dtype = wt::tile32();
+    dtype.dtype = 99;
+    ChipTensor rank = wt::tile32();
+    rank.ndims = 6;
+    const std::uint32_t M = 0xffffffffu;
+    const Case cases[] = {
+        {host, "address_space"},
+        {dtype, "dtype"},
+        {rank, "ndims"},
+        {wt::tensor(0x1000, 4096, DataType::FLOAT32, {32, 32}, {0, 1}), "strides"},
+        {wt::tile32(0), "buffer.addr"},
+        {wt::tensor(0x1000, ~0ull, DataType::INT64, {M, M}, {M, M}), "overflow"},
+        {wt::tensor(0x1000, 4095, DataType::FLOAT32, {1024}, {1}), "buffer.size"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.needle);
+        CHECK(encode_one(c.t) == InvocationStatus::InvalidTensor);  // the message agrees with the verdict
+        const char* p = chip_tensor_problem(c.t);
+        REQUIRE(p != nullptr);
+        CHECK(std::string(p).find(c.needle) != std::string::npos);
+        try {
+            validate_chip_tensor(c.t, "tensors[3]");
+            FAIL("validate_chip_tensor accepted an invalid tensor");
+        } catch (const InvocationError& e) {
+            CHECK(e.status() == InvocationStatus::InvalidTensor);
+            CHECK(std::string(e.what()).find("tensors[3]: ") != std::string::npos);
+        }
+    }
+    CHECK(chip_tensor_problem(wt::tile32()) == nullptr);
+    CHECK(chip_tensor_problem(wt::tensor(0, 0, DataType::INT8, {0}, {0})) == nullptr);  // empty
+    validate_chip_tensor(wt::tile32(), "ok");
 }

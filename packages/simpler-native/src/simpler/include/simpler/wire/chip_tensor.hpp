@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "simpler/wire/data_type.hpp"
@@ -159,6 +160,29 @@ inline std::uint64_t chip_tensor_span_bytes(const ChipTensor& t) noexcept {
     if (__builtin_add_overflow(t.start_offset, extent, &end)) return 0;
     if (__builtin_mul_overflow(end, static_cast<std::uint64_t>(dtype_bits(t.dtype)), &end_bits)) return 0;
     return end_bits / 8 + (end_bits % 8 != 0);
+}
+
+// Why a caller tensor cannot go into a packet (the first failing rule, naming the field and the
+// allowed range), or nullptr when encode_chip_tensor would accept it. For error messages only:
+// the codec's verdict is check_chip_tensor_semantics().
+inline const char* chip_tensor_problem(const ChipTensor& t) noexcept {
+    if (t.address_space != static_cast<std::uint8_t>(AddressSpace::DEVICE))
+        return "address_space must be DEVICE (1): packets carry device descriptors only";
+    if (!is_known_dtype(t.dtype)) return "dtype must be a known DataType code (0..14)";
+    if (t.ndims < 1 || t.ndims > kMaxTensorDims) return "ndims must be 1..5";
+    if (chip_tensor_is_empty(t)) return nullptr;
+    for (std::uint32_t i = 0; i < t.ndims; ++i)
+        if (t.strides[i] == 0) return "strides must be > 0 for a nonempty tensor";
+    if (t.buffer.addr == 0) return "buffer.addr must be nonzero for a nonempty tensor";
+    if (chip_tensor_span_bytes(t) == 0) return "shapes, strides and start_offset overflow 64-bit element arithmetic";
+    if (check_chip_tensor_semantics(t) != InvocationStatus::Ok)
+        return "start_offset + extent must fit buffer.size (and the address range must not wrap)";
+    return nullptr;
+}
+
+// The throwing form for entry points: InvocationError(InvalidTensor) naming `what` and the rule.
+inline void validate_chip_tensor(const ChipTensor& t, const std::string& what) {
+    if (const char* problem = chip_tensor_problem(t)) throw InvocationError(InvocationStatus::InvalidTensor, what + ": " + problem);
 }
 
 // Same geometry and backing (everything in the packet image except the address).
