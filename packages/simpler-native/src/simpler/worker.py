@@ -15,8 +15,11 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
+import os
 import threading
+import weakref
 from typing import Any
 
 from simpler import _native
@@ -35,8 +38,42 @@ RUNTIMES = ("tensormap_and_ringbuffer", "host_build_graph")
 EXECUTION_MODES = ("program", "kernel")
 
 _worker_ids = itertools.count(1)
-_generations_lock = threading.Lock()
-_generations_in_use: set[int] = set()
+_live_workers: weakref.WeakSet[Worker] = weakref.WeakSet()
+_abandoned: list[Any] = []  # chips of a parent process, never touched or freed in a forked child
+
+
+def _abandon_in_child() -> None:
+    """After fork: the parent's chip threads do not exist here, and its locks and condition
+    variables may be held by them. Closing or destroying such a chip would block forever, so
+    every Worker inherited from the parent is marked closed and its chip is leaked on purpose."""
+    quiet = False
+    for w in list(_live_workers):
+        w._lock = threading.Lock()  # a parent thread may have held it at fork
+        chip, w._chip = w._chip, None
+        w._closed = True
+        if chip is not None:
+            _abandoned.append(chip)
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(chip))  # survive interpreter teardown
+            quiet = True
+    if quiet:
+        _native._quiet_leak_warnings()
+    _generations.lock = threading.Lock()
+    _generations.in_use.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_abandon_in_child)
+
+
+class _Generations:
+    """borrowed_context_generation values held by live kernel-mode Workers of this process."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.in_use: set[int] = set()
+
+
+_generations = _Generations()
 
 
 class RunHandle:
@@ -191,12 +228,12 @@ class Worker:
                     raise ValueError(
                         f"Worker.init(borrowed_context_generation): kernel mode needs a nonzero 64-bit int, got {g!r}"
                     )
-                with _generations_lock:
-                    if g in _generations_in_use:
+                with _generations.lock:
+                    if g in _generations.in_use:
                         raise ValueError(
                             f"Worker.init(borrowed_context_generation): {g} is already used by another Worker in this process"
                         )
-                    _generations_in_use.add(g)
+                    _generations.in_use.add(g)
                 self.borrowed_context_generation = g
             elif borrowed_context_generation is not None:
                 raise ValueError(
@@ -210,6 +247,7 @@ class Worker:
                 self._default_stream = Stream(self, 0)
                 self._streams.append(self._default_stream)
             self._chip = chip
+            _live_workers.add(self)
 
     def close(self) -> None:
         """Finish queued runs, stop the chip threads and release the callables. Idempotent."""
@@ -221,8 +259,8 @@ class Worker:
         if chip is not None:
             chip.close()
         if self.borrowed_context_generation is not None:
-            with _generations_lock:
-                _generations_in_use.discard(self.borrowed_context_generation)
+            with _generations.lock:
+                _generations.in_use.discard(self.borrowed_context_generation)
         self._handles.clear()
         self._slots.clear()
         self._kernels.clear()
