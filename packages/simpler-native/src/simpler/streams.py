@@ -47,7 +47,15 @@ class Stream:
 
     def _enqueued(self, run: RunHandle) -> None:
         with self._lock:
-            self._pending = [r for r in self._pending if not r.done or r._native.error] + [run]
+            pending = self._pending
+            # Drop finished, successful launches from the front (amortised O(1) per launch);
+            # failed ones stay until synchronize() reports them.
+            drop = 0
+            while drop < len(pending) and pending[drop].done and not pending[drop]._native.error:
+                drop += 1
+            if drop:
+                del pending[:drop]
+            pending.append(run)
 
     def record(self, event: Event | None = None) -> Event:
         """Capture the launches enqueued so far (and the events this stream waited on)."""
