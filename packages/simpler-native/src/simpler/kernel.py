@@ -19,7 +19,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from simpler._native import kernel as _kernel
 
@@ -29,7 +29,6 @@ ArgDirection: Any = _kernel.ArgDirection
 ChipTensor: Any = _kernel.ChipTensor
 DataType: Any = _kernel.DataType
 ExecutionMode: Any = _kernel.ExecutionMode
-InvocationError: type[ValueError] = _kernel.InvocationError
 InvocationStatus: Any = _kernel.InvocationStatus
 PreparedInvocationView: Any = _kernel.PreparedInvocationView
 TmrBindingRef: Any = _kernel.TmrBindingRef
@@ -52,6 +51,16 @@ MAX_PACKET_BYTES: int = _kernel.MAX_PACKET_BYTES
 BLOCK_PREFIX_BYTES: int = _kernel.BLOCK_PREFIX_BYTES
 DEVICE: Any = _kernel.DEVICE
 HOST: Any = _kernel.HOST
+
+if TYPE_CHECKING:
+
+    class InvocationError(ValueError):
+        """A kernel invocation was rejected; ``.status`` is the :class:`InvocationStatus`."""
+
+        status: Any
+
+else:
+    InvocationError = _kernel.InvocationError
 
 
 class DecodedInvocation(NamedTuple):
