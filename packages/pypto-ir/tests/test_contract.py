@@ -87,6 +87,20 @@ def test_nz_may_change_shape_only() -> None:
     logical = (ParamInfo("w", "In", (32, 32), "FP16", Layout.NZ),)
     blocked = (ParamInfo("w", "In", (2, 2, 16, 16), "FP16", Layout.NZ),)
     check_lowered_abi(logical, blocked)
+    check_lowered_abi(
+        (ParamInfo("q", "In", (-1, 32, 64), "INT8", Layout.NZ),),
+        (ParamInfo("q", "In", (-1, 2, 2, 16, 32), "INT8", Layout.NZ),),
+    )
+
+
+def test_nz_must_lower_to_its_unpadded_blocked_shape() -> None:
+    logical = (ParamInfo("w", "In", (32, 64), "FP16", Layout.NZ),)
+    swapped = (ParamInfo("w", "In", (2, 4, 16, 16), "FP16", Layout.NZ),)
+    with pytest.raises(ContractError, match=r"must lower to the unpadded blocked shape \[4, 2, 16, 16\]"):
+        check_lowered_abi(logical, swapped)
+    fp32 = (ParamInfo("a", "In", (32, 64), "FP32", Layout.NZ),)
+    with pytest.raises(ContractError, match=r"\[8, 2, 16, 8\], got \[32, 64\]"):
+        check_lowered_abi(fp32, fp32)  # not lowered at all
 
 
 def test_platform_selects_execution_mode_independently() -> None:

@@ -1,4 +1,8 @@
-"""NZ layout lowering: logical [R, C] / [B, R, C] -> unpadded blocked form in element units."""
+"""NZ layout lowering: logical [R, C] / [B, R, C] -> unpadded blocked form in element units.
+
+The block is Ascend's fractal NZ block as torch_npu stores it: 16 rows x C0 = 32 / itemsize
+columns. C0 is pinned here as literals per dtype, not derived from the code under test.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from hypothesis import strategies as st
 import pypto.language as pl
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
-from pypto.ir.param_info import Layout, ParamInfo
+from pypto.ir.param_info import Layout, ParamInfo, SignatureError, nz_block_shape
 from pypto.ir.passes import nz_layout
 
 
@@ -20,16 +24,36 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
+# Ascend C0 (block columns) per dtype: one 32-byte block row.
+C0 = {
+    DataType.FP16: 16,
+    DataType.BF16: 16,
+    DataType.INT8: 32,
+    DataType.UINT8: 32,
+    DataType.INT16: 16,
+    DataType.FP32: 8,
+    DataType.INT32: 8,
+    DataType.INT64: 4,
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(C0, key=lambda d: d.value))
+def test_block_is_16_rows_by_32_bytes(dtype: DataType) -> None:
+    assert nz_block_shape(dtype) == (16, C0[dtype])
+    assert nz_block_shape(dtype.value) == (16, C0[dtype])
+
+
 @settings(max_examples=40, deadline=None)
 @given(
-    r=st.integers(1, 16).map(lambda k: 16 * k),
-    c=st.integers(1, 16).map(lambda k: 16 * k),
+    rb=st.integers(1, 16),
+    cb=st.integers(1, 8),
     b=st.one_of(st.none(), st.integers(1, 4)),
     dtype=st.sampled_from([DataType.FP16, DataType.BF16, DataType.INT8, DataType.FP32]),
 )
 def test_blocked_form_preserves_elements_bytes_and_dtype(
-    r: int, c: int, b: int | None, dtype: DataType
+    rb: int, cb: int, b: int | None, dtype: DataType
 ) -> None:
+    r, c = 16 * rb, C0[dtype] * cb
     logical = (r, c) if b is None else (b, r, c)
     p = ParamInfo("w", "In", logical, dtype, Layout.NZ)
     q = nz_layout.lower_param(p)
@@ -37,15 +61,26 @@ def test_blocked_form_preserves_elements_bytes_and_dtype(
     assert q.layout is Layout.NZ
     assert q.is_blocked
     assert not p.is_blocked
-    assert q.shape[-4:] == (c // 16, r // 16, 16, 16)  # type: ignore[index]
+    assert q.shape == (*logical[:-2], cb, rb, 16, C0[dtype])
     assert _numel(q.shape) == _numel(logical)  # type: ignore[arg-type]
     assert _numel(q.shape) * dtype.itemsize == _numel(logical) * dtype.itemsize  # type: ignore[arg-type]
     assert ParamInfo.from_json(q.to_json()) == q
 
 
+def test_blocked_shapes_match_torch_npu_examples() -> None:
+    # Logical [32, 64]: FP16 blocks of 16 x 16, INT8 16 x 32, FP32 16 x 8.
+    assert nz_layout.blocked_shape((32, 64), "FP16") == (4, 2, 16, 16)
+    assert nz_layout.blocked_shape((32, 64), "BF16") == (4, 2, 16, 16)
+    assert nz_layout.blocked_shape((32, 64), "INT8") == (2, 2, 16, 32)
+    assert nz_layout.blocked_shape((32, 64), "FP32") == (8, 2, 16, 8)
+    assert nz_layout.blocked_shape((3, 32, 64), "INT8") == (3, 2, 2, 16, 32)
+
+
 def test_dynamic_batch_and_rows_stay_dynamic() -> None:
-    assert nz_layout.blocked_shape((-1, 64, 32)) == (-1, 2, 4, 16, 16)
-    assert nz_layout.blocked_shape((-1, 32)) == (2, -1, 16, 16)
+    assert nz_layout.blocked_shape((-1, 64, 32), "FP16") == (-1, 2, 4, 16, 16)
+    assert nz_layout.blocked_shape((-1, 32), "FP16") == (2, -1, 16, 16)
+    assert nz_layout.blocked_shape((-1, 64, 64), "INT8") == (-1, 2, 4, 16, 32)
+    assert nz_layout.blocked_shape((64, -1), "FP32") == (-1, 4, 16, 8)
 
 
 def test_nd_and_scalar_params_are_unchanged() -> None:
@@ -55,10 +90,60 @@ def test_nd_and_scalar_params_are_unchanged() -> None:
     assert nz_layout.lower_param(s) is s
 
 
-@pytest.mark.parametrize("shape", [(20, 32), (32, 8), (2, 16, 17)])
-def test_unpadded_form_needs_multiples_of_16(shape: tuple[int, ...]) -> None:
-    with pytest.raises(ValueError, match="multiple of 16"):
-        nz_layout.lower_param(ParamInfo("w", "In", shape, "FP16", Layout.NZ))
+@pytest.mark.parametrize(
+    ("shape", "dtype", "message"),
+    [
+        ((20, 32), "FP16", "rows must be a multiple of 16"),
+        ((32, 8), "FP16", "cols must be a multiple of 16"),
+        ((2, 16, 17), "FP16", "cols must be a multiple of 16"),
+        ((32, 48), "INT8", "cols must be a multiple of 32 for INT8"),
+        ((32, 16), "INT8", "cols must be a multiple of 32 for INT8"),
+        ((24, 64), "INT8", "rows must be a multiple of 16"),
+        ((16, 12), "FP32", "cols must be a multiple of 8 for FP32"),
+        ((8, 16), "FP32", "rows must be a multiple of 16"),
+    ],
+)
+def test_unpadded_form_needs_whole_blocks(shape: tuple[int, ...], dtype: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        nz_layout.lower_param(ParamInfo("w", "In", shape, dtype, Layout.NZ))
+
+
+def test_fp32_accepts_columns_of_8_and_int8_needs_32() -> None:
+    assert nz_layout.blocked_shape((16, 8), "FP32") == (1, 1, 16, 8)
+    assert nz_layout.blocked_shape((16, 24), "FP32") == (3, 1, 16, 8)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        nz_layout.blocked_shape((16, 16), "INT8")
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [
+        ((2, 2, 16, 16), "INT8"),  # 16 x 16 is not INT8's block
+        ((2, 2, 16, 16), "FP32"),
+        ((3, 2, 2, 16, 16), "FP32"),
+        ((2, 2, 16, 32), "FP16"),
+        ((2, 2, 16, 8), "BF16"),
+    ],
+)
+def test_param_info_rejects_blocked_shapes_of_another_dtype(shape: tuple[int, ...], dtype: str) -> None:
+    with pytest.raises(SignatureError, match=r"blocked \[\.\., C/\d+, R/16, 16, \d+\] shape for " + dtype):
+        ParamInfo("w", "In", shape, dtype, Layout.NZ)
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [
+        ((2, 2, 16, 32), "INT8"),
+        ((4, 2, 16, 8), "FP32"),
+        ((3, 4, 2, 16, 16), "BF16"),
+        ((2, 2, 16, 32), "UINT8"),
+    ],
+)
+def test_param_info_accepts_the_dtypes_blocked_shape(shape: tuple[int, ...], dtype: str) -> None:
+    p = ParamInfo("w", "In", shape, dtype, Layout.NZ)
+    assert p.is_blocked
+    with pytest.raises(ValueError, match="already the blocked NZ form"):
+        nz_layout.lower_param(p)
 
 
 def test_a_blocked_shape_is_never_taken_as_logical() -> None:
@@ -138,5 +223,53 @@ def test_compiled_metadata_keeps_logical_params_and_blocked_lowered_params(tmp_p
     assert lw.is_blocked
     assert r.metadata.kernels[0].params[0].layout is Layout.NZ
     kernel = (tmp_path / r.metadata.kernels[0].source).read_text()
+    assert "pt::load_nz(" in kernel
+    cpp_check([f for f in r.files if f.suffix == ".cpp"])
+
+
+K = pl.dynamic("K")
+
+
+@pl.jit
+def nz_int8_cols(w: pl.Tensor[[32, K], pl.INT8, pl.NZ], out: pl.Out[pl.Tensor[[32, K], pl.INT8]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for j in pl.range(K // 32):
+            pl.store(pl.load(w, [0, j * 32], [32, 32]), [0, j * 32], out)
+    return out
+
+
+@pl.jit
+def nz_fp32_cols(w: pl.Tensor[[32, K], pl.FP32, pl.NZ], out: pl.Out[pl.Tensor[[32, K], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for j in pl.range(K // 8):
+            pl.store(pl.load(w, [0, j * 8], [32, 8]), [0, j * 8], out)
+    return out
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (nz_int8_cols, "int8", (-1, 2, 16, 32), "(static_cast<std::int64_t>(w.shapes[0]) * 32)"),
+        (nz_fp32_cols, "float32", (-1, 2, 16, 8), "(static_cast<std::int64_t>(w.shapes[0]) * 8)"),
+    ],
+    ids=["int8", "fp32"],
+)
+def test_one_and_four_byte_nz_params_lower_to_their_ascend_blocks(tmp_path, cpp_check, case) -> None:  # type: ignore[no-untyped-def]
+    fn, np_dtype, lowered, cols_expr = case
+    from pypto.ir.compile import _compile_to_files
+
+    r = _compile_to_files(
+        fn.specialize(HostArray((32, 128), np_dtype), HostArray((32, 128), np_dtype)),
+        tmp_path,
+        contract="KERNEL",
+        platform="a2a3sim",
+    )
+    w, lw = r.metadata.params[0], r.metadata.lowered_params[0]
+    assert w.shape == (32, -1)
+    assert lw.shape == lowered
+    assert lw.is_blocked
+    kernel = (tmp_path / r.metadata.kernels[0].source).read_text()
+    # The dynamic logical column count comes back from the blocked dims as C/C0 * C0.
+    assert cols_expr in kernel
     assert "pt::load_nz(" in kernel
     cpp_check([f for f in r.files if f.suffix == ".cpp"])

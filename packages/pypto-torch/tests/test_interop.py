@@ -378,9 +378,24 @@ def nz_tensor(npu, dtype=torch.float16, physical=None, offset_elems: int = 0) ->
 
 def test_nz_physical_shape() -> None:
     assert nz_physical_shape((32, 64), 2) == (4, 2, 16, 16)
+    assert nz_physical_shape((32, 64), 1) == (2, 2, 16, 32)
     assert nz_physical_shape((3, 32, 64), 1) == (3, 2, 2, 16, 32)
+    assert nz_physical_shape((32, 64), 4) == (8, 2, 16, 8)
     assert nz_physical_shape((30, 64), 2) is None  # rows would be padded
     assert nz_physical_shape((32, 40), 2) is None
+    assert nz_physical_shape((32, 48), 1) is None  # INT8 columns come in blocks of 32
+
+
+@pytest.mark.parametrize("dtype", ["FP16", "BF16", "INT8"])
+@pytest.mark.parametrize("logical", [(32, 64), (16, 32), (3, 48, 128)])
+def test_nz_physical_shape_is_the_ir_lowered_shape(dtype: str, logical: tuple[int, ...]) -> None:
+    # The storage torch_npu holds must be exactly what the compiled kernel's lowered ABI declares.
+    from pypto.ir.dtypes import DataType
+    from pypto.ir.passes import nz_layout
+
+    lowered = nz_layout.lower_param(P("w", "In", list(logical), dtype, "NZ"))
+    assert lowered.is_blocked
+    assert nz_physical_shape(logical, DataType.parse(dtype).itemsize) == lowered.shape
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int8])
@@ -594,9 +609,10 @@ def test_docstring_examples_run() -> None:
     assert NpuRuntimeUnavailable.__mro__[1] is ImportError
 
 
-def test_blocked_nz_shapes_are_never_torch_shapes() -> None:
+@pytest.mark.parametrize(("shape", "dtype"), [([4, 2, 16, 16], "FP16"), ([2, 2, 16, 32], "INT8")])
+def test_blocked_nz_shapes_are_never_torch_shapes(shape: list[int], dtype: str) -> None:
     try:
-        blocked = P("w", "In", [4, 2, 16, 16], "FP16", "NZ")
+        blocked = P("w", "In", shape, dtype, "NZ")
     except SignatureError:
         return  # ParamInfo itself refuses a blocked shape, so none can reach a CallSignature
     with pytest.raises(SignatureError, match="lowered blocked shape, never a torch shape"):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from pypto.ir.errors import CompileError
 from pypto.ir.param_info import ParamDirection, ParamInfo, validate_param_names, validate_return_aliases
+from pypto.ir.passes.nz_layout import blocked_shape
 
 __all__ = [
     "BACKENDS",
@@ -147,3 +148,10 @@ def check_lowered_abi(params: Sequence[ParamInfo], lowered: Sequence[ParamInfo])
             raise ContractError(f"lowered ABI: parameter {i} ({p.name!r}) changed between scalar and tensor")
         if p.layout.value == "ND" and p.shape != q.shape:
             raise ContractError(f"lowered ABI: ND parameter {p.name!r} changed shape {p.shape} -> {q.shape}")
+        if p.layout.value == "NZ" and p.shape is not None and not p.is_blocked:
+            want = blocked_shape(p.shape, p.dtype, f"parameter {p.name!r}")
+            if q.shape != want:
+                raise ContractError(
+                    f"lowered ABI: NZ parameter {p.name!r} {list(p.shape)} {p.dtype.value} must lower to the "
+                    f"unpadded blocked shape {list(want)}, got {list(q.shape or ())}"
+                )

@@ -20,11 +20,14 @@ from pypto.ir.dtypes import DataType
 
 __all__ = [
     "DYNAMIC",
+    "NZ_BLOCK_BYTES",
+    "NZ_BLOCK_ROWS",
     "Layout",
     "ParamDirection",
     "ParamInfo",
     "SignatureError",
     "bind_complete_args",
+    "nz_block_shape",
     "validate_param_names",
     "validate_return_aliases",
 ]
@@ -56,8 +59,30 @@ class Layout(enum.Enum):
     NZ = "NZ"
 
 
-def _is_blocked_nz(dims: tuple[int, ...]) -> bool:
-    return len(dims) in (4, 5) and dims[-2:] == (16, 16)
+NZ_BLOCK_ROWS = 16
+"""Rows of one fractal NZ block, for every dtype."""
+
+NZ_BLOCK_BYTES = 32
+"""Bytes in one row of a fractal NZ block (Ascend's C0 is this many bytes of elements)."""
+
+
+def nz_block_shape(dtype: DataType | str) -> tuple[int, int]:
+    """The ``(rows, C0)`` shape of one fractal NZ block of ``dtype``, in element units.
+
+    Ascend's fractal NZ format (torch_npu storage format 29) cuts a logical ``[R, C]`` matrix
+    into blocks of 16 rows by ``C0 = 32 / itemsize`` columns, one 32-byte block row: C0 is 16
+    for FP16/BF16, 32 for 1-byte types, 8 for FP32. Packed FP4 counts in its one-byte carrier.
+
+    Example:
+        >>> nz_block_shape("FP16"), nz_block_shape("INT8"), nz_block_shape("FP32")
+        ((16, 16), (16, 32), (16, 8))
+    """
+    dt = DataType.parse(dtype, what="nz_block_shape(dtype)")
+    return (NZ_BLOCK_ROWS, NZ_BLOCK_BYTES // dt.itemsize)
+
+
+def _is_blocked_nz(dims: tuple[int, ...], dtype: DataType) -> bool:
+    return len(dims) in (4, 5) and dims[-2:] == nz_block_shape(dtype)
 
 
 def _parse_enum(cls: type[enum.Enum], value: object, what: str) -> Any:
@@ -125,10 +150,11 @@ class ParamInfo:
                 )
         if not dims:
             raise SignatureError(f"{where}: a tensor needs rank >= 1, got shape ()")
-        if self.layout is Layout.NZ and len(dims) not in (2, 3) and not _is_blocked_nz(dims):
+        if self.layout is Layout.NZ and len(dims) not in (2, 3) and not _is_blocked_nz(dims, self.dtype):
+            rows, c0 = nz_block_shape(self.dtype)
             raise SignatureError(
-                f"{where}: NZ layout needs a logical [R, C] or [B, R, C] shape "
-                f"(or a lowered blocked [.., C/16, R/16, 16, 16] shape), got {dims}"
+                f"{where}: NZ layout needs a logical [R, C] or [B, R, C] shape (or a lowered blocked "
+                f"[.., C/{c0}, R/{rows}, {rows}, {c0}] shape for {self.dtype.value}), got {dims}"
             )
         object.__setattr__(self, "shape", dims)
 
@@ -147,7 +173,7 @@ class ParamInfo:
     @property
     def is_blocked(self) -> bool:
         """True for a lowered NZ parameter in blocked form (never a logical shape)."""
-        return self.layout is Layout.NZ and self.shape is not None and _is_blocked_nz(self.shape)
+        return self.layout is Layout.NZ and self.shape is not None and _is_blocked_nz(self.shape, self.dtype)
 
     @property
     def is_dynamic(self) -> bool:

@@ -18,6 +18,8 @@ namespace {
 
 constexpr int TR = 6, TC = 20;
 using TestTile = VecTile<std::int32_t, TR, TC>;
+// NZ blocks of 4-byte elements: 16 rows x 8 columns (one 32-byte block row).
+constexpr int NZR = 16, NZC = 8;
 
 struct Case {
     ChipTensor t;
@@ -38,9 +40,9 @@ std::int64_t elem_index(const Case& k, bool nz, int r, int c) {
     const std::int64_t gr = (nd == 1 && !nz ? 0 : k.off.v[k.off.n - 2]) + r;
     const std::int64_t gc = k.off.v[k.off.n - 1] + c;
     if (nz) {
-        if (gr < 0 || gc < 0 || gr >= t.shapes[nd - 3] * 16 || gc >= t.shapes[nd - 4] * 16) return -1;
-        return idx + (gc / 16) * t.strides[nd - 4] + (gr / 16) * t.strides[nd - 3] + (gr % 16) * t.strides[nd - 2] +
-               (gc % 16) * t.strides[nd - 1];
+        if (gr < 0 || gc < 0 || gr >= t.shapes[nd - 3] * NZR || gc >= t.shapes[nd - 4] * NZC) return -1;
+        return idx + (gc / NZC) * t.strides[nd - 4] + (gr / NZR) * t.strides[nd - 3] + (gr % NZR) * t.strides[nd - 2] +
+               (gc % NZC) * t.strides[nd - 1];
     }
     if (nd == 1) {
         if (gc < 0 || gc >= t.shapes[0]) return -1;
@@ -58,8 +60,8 @@ Case random_case(tiletest::Rng& rng, bool nz, std::vector<std::int32_t>& mem) {
     k.t.dtype = static_cast<std::uint8_t>(simpler::DataType::INT32);
     k.t.address_space = 1;
     for (int i = 0; i < nd; ++i) k.t.shapes[i] = static_cast<std::uint32_t>(1 + rng.below(nz && i >= nd - 2 ? 1 : 24));
-    if (nz) k.t.shapes[nd - 1] = k.t.shapes[nd - 2] = 16, k.t.shapes[nd - 3] = 1 + rng.below(2),
-                                                     k.t.shapes[nd - 4] = 1 + rng.below(2);
+    if (nz) k.t.shapes[nd - 2] = NZR, k.t.shapes[nd - 1] = NZC, k.t.shapes[nd - 3] = 1 + rng.below(2),
+            k.t.shapes[nd - 4] = 1 + rng.below(4);
     // Compact strides, sometimes padded or permuted-looking (strides only need to be positive).
     std::uint32_t s = 1;
     for (int i = nd - 1; i >= 0; --i) {
@@ -115,8 +117,8 @@ TEST_CASE("randomised ND and NZ accesses match the per-element bounds reference"
             if (k.off.v[i] < 0 || k.off.v[i] >= k.t.shapes[i]) all_in = false;
         {
             const std::int64_t r0 = nd == 1 && !nz ? 0 : k.off.v[k.off.n - 2], c0 = k.off.v[k.off.n - 1];
-            const std::int64_t rows = nz ? k.t.shapes[nd - 3] * 16 : (nd == 1 ? 1 : k.t.shapes[nd - 2]);
-            const std::int64_t cols = nz ? k.t.shapes[nd - 4] * 16 : k.t.shapes[nd - 1];
+            const std::int64_t rows = nz ? k.t.shapes[nd - 3] * NZR : (nd == 1 ? 1 : k.t.shapes[nd - 2]);
+            const std::int64_t cols = nz ? k.t.shapes[nd - 4] * NZC : k.t.shapes[nd - 1];
             if (r0 < 0 || c0 < 0 || r0 + k.vr > rows || c0 + k.vc > cols) all_in = false;
         }
         std::uint64_t extent = 1;

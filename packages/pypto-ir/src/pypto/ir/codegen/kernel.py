@@ -32,7 +32,7 @@ from pypto.ir.nodes import (
     stmt_exprs,
     walk_stmts,
 )
-from pypto.ir.param_info import Layout
+from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.types import CoreType, MemorySpace, PadValue, ScalarType, TensorType, TileType
 
 __all__ = ["ENTRY", "KernelSource", "abi_params", "core_type_of", "generate_kernel"]
@@ -191,9 +191,14 @@ class _KernelGen:
                 self.emit(1, f"(void){name};")
                 if t.layout is Layout.NZ:
                     n = len(t.shape)
-                    # logical [.., R, C] from the blocked [.., C/16, R/16, 16, 16]
-                    self.dim_of[(p.name, n - 1)] = f"(static_cast<std::int64_t>({name}.shapes[{n - 2}]) * 16)"
-                    self.dim_of[(p.name, n - 2)] = f"(static_cast<std::int64_t>({name}.shapes[{n - 1}]) * 16)"
+                    rows, c0 = nz_block_shape(t.dtype)
+                    # logical [.., R, C] from the blocked [.., C/C0, R/16, 16, C0] (load_nz checks the block)
+                    self.dim_of[(p.name, n - 1)] = (
+                        f"(static_cast<std::int64_t>({name}.shapes[{n - 2}]) * {c0})"
+                    )
+                    self.dim_of[(p.name, n - 2)] = (
+                        f"(static_cast<std::int64_t>({name}.shapes[{n - 1}]) * {rows})"
+                    )
             else:
                 assert isinstance(t, ScalarType)
                 ct = cpp_type(t.dtype)

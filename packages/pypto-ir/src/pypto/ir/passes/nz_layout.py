@@ -1,44 +1,52 @@
 """NZ layout lowering: the assembly (lowered) shape of NZ tensor parameters.
 
-A logical NZ matrix ``[R, C]`` (or ``[B, R, C]`` with a batch dim) is passed in its unpadded
-blocked form ``[C/16, R/16, 16, 16]`` (``[B, C/16, R/16, 16, 16]``), in element units, dtype
-unchanged, so the byte size is preserved (see the tile interface: 16 x 16 blocks for every
-dtype). R and C must be multiples of 16 when static; a dynamic dim stays dynamic (-1). A
-blocked shape is never a logical shape: ``lower_param`` rejects an already blocked
-ParamInfo, and the result is only used for ``lowered_params``.
+NZ is Ascend's fractal format as torch_npu stores it (storage format 29): blocks of 16 rows by
+``C0 = 32 / itemsize`` columns (``param_info.nz_block_shape``; C0 = 16 for FP16/BF16, 32 for
+INT8, 8 for FP32). A logical NZ matrix ``[R, C]`` (or ``[B, R, C]`` with a batch dim) is passed
+in its unpadded blocked form ``[C/C0, R/16, 16, C0]`` (``[B, C/C0, R/16, 16, C0]``), in element
+units, dtype unchanged, so the byte size is preserved; the tile library's ``load_nz`` /
+``store_nz`` read the same form. R must be a multiple of 16 and C a multiple of C0 when static;
+a dynamic dim stays dynamic (-1). A blocked shape is never a logical shape: ``lower_param``
+rejects an already blocked ParamInfo, and the result is only used for ``lowered_params``.
 
 The pass itself checks that every NZ tensor parameter's logical dims can be blocked; loads
-and stores of NZ tensors (``load_nz``/``store_nz`` in the tile library) take logical offsets,
-so the program is otherwise unchanged.
+and stores of NZ tensors take logical offsets, so the program is otherwise unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Function, Program
-from pypto.ir.param_info import DYNAMIC, Layout, ParamInfo
+from pypto.ir.param_info import DYNAMIC, Layout, ParamInfo, nz_block_shape
 from pypto.ir.types import TensorType
 
 NAME = "nz_layout"
-BLOCK = 16
 
 
-def blocked_shape(shape: Sequence[int], name: str = "tensor") -> tuple[int, ...]:
-    """The blocked NZ shape (element units) of a logical ``[R, C]`` or ``[B, R, C]`` shape."""
+def blocked_shape(shape: Sequence[int], dtype: DataType | str, name: str = "tensor") -> tuple[int, ...]:
+    """The blocked NZ shape (element units) of a logical ``[R, C]`` or ``[B, R, C]`` shape.
+
+    Example:
+        >>> blocked_shape((32, 64), "INT8"), blocked_shape((-1, 32, 64), "FP32")
+        ((2, 2, 16, 32), (-1, 8, 2, 16, 8))
+    """
     dims = tuple(shape)
     if len(dims) not in (2, 3):
         raise ValueError(f"{name}: NZ needs a logical [R, C] or [B, R, C] shape, got {list(dims)}")
+    rows, c0 = nz_block_shape(dtype)
     *batch, r, c = dims
-    for what, d in (("rows", r), ("cols", c)):
-        if d != DYNAMIC and d % BLOCK:
+    for what, d, unit in (("rows", r, rows), ("cols", c, c0)):
+        if d != DYNAMIC and d % unit:
             raise ValueError(
-                f"{name}: NZ {what} must be a multiple of {BLOCK} (unpadded blocked form), got {d} in {list(dims)}"
+                f"{name}: NZ {what} must be a multiple of {unit} for {DataType.parse(dtype).value} "
+                f"(unpadded blocked form, blocks of {rows} x {c0}), got {d} in {list(dims)}"
             )
-    cb = DYNAMIC if c == DYNAMIC else c // BLOCK
-    rb = DYNAMIC if r == DYNAMIC else r // BLOCK
-    return (*batch, cb, rb, BLOCK, BLOCK)
+    cb = DYNAMIC if c == DYNAMIC else c // c0
+    rb = DYNAMIC if r == DYNAMIC else r // rows
+    return (*batch, cb, rb, rows, c0)
 
 
 def lower_param(p: ParamInfo) -> ParamInfo:
@@ -53,7 +61,9 @@ def lower_param(p: ParamInfo) -> ParamInfo:
         raise ValueError(
             f"parameter {p.name!r}: shape {p.shape} is already the blocked NZ form, not a logical shape"
         )
-    return ParamInfo(p.name, p.direction, blocked_shape(p.shape, f"parameter {p.name!r}"), p.dtype, Layout.NZ)
+    return ParamInfo(
+        p.name, p.direction, blocked_shape(p.shape, p.dtype, f"parameter {p.name!r}"), p.dtype, Layout.NZ
+    )
 
 
 def lower_signature(params: Sequence[ParamInfo]) -> tuple[ParamInfo, ...]:
@@ -71,6 +81,6 @@ def _check(fn: Function) -> None:
         t = p.var.type
         if isinstance(t, TensorType) and t.layout is Layout.NZ:
             try:
-                blocked_shape(t.static_shape, f"parameter {p.name!r}")
+                blocked_shape(t.static_shape, t.dtype, f"parameter {p.name!r}")
             except ValueError as exc:
                 raise KernelError(str(exc), p.var.span) from None

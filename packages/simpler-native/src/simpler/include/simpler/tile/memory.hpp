@@ -11,12 +11,14 @@
 // `offsets` holds one index per tensor dim, leading dims select one index each. A 1-D tensor is
 // one row: offsets = {col}, and the tile's valid_rows must be at most 1.
 //
-// NZ: a logical [.., R, C] matrix stored as 16x16 fractal blocks, described by a ChipTensor of
-// blocked shape [.., C/16, R/16, 16, 16] (rank 4 or 5; strides in elements as usual). Logical
-// element (r, c) lives at index [.., c/16, r/16, r%16, c%16]: column blocks outermost, then the
-// row blocks of that column band, each block row-major. For a compact tensor that is element
-// ((c/16) * R + r) * 16 + c % 16. `offsets` holds the leading (batch) index, if any, and then
-// the logical (row, col): ndims - 2 values.
+// NZ: Ascend's fractal NZ format (torch_npu storage format 29), in element units. A logical
+// [.., R, C] matrix is cut into blocks of 16 rows by C0 = 32 / sizeof(T) columns (one 32-byte
+// block row: C0 = 16 for FP16/BF16, 32 for 1-byte types, 8 for FP32), described by a ChipTensor
+// of blocked shape [.., C/C0, R/16, 16, C0] (rank 4 or 5; strides in elements as usual).
+// Logical element (r, c) lives at index [.., c/C0, r/16, r%16, c%C0]: column blocks outermost,
+// then the row blocks of that column band, each block row-major. For a compact tensor that is
+// element ((c/C0) * R + r) * C0 + c % C0. `offsets` holds the leading (batch) index, if any, and
+// then the logical (row, col): ndims - 2 values.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +32,13 @@
 namespace simpler {
 namespace tile {
 
-// Rows and columns of one NZ fractal block.
-inline constexpr int kNzBlock = 16;
+// Rows of one NZ fractal block, for every dtype.
+inline constexpr int kNzBlockRows = 16;
+// Bytes in one row of an NZ fractal block.
+inline constexpr int kNzBlockBytes = 32;
+// Columns (C0) of one NZ fractal block of T: as many elements as fill one 32-byte block row.
+template <class T>
+inline constexpr int kNzBlockCols = kNzBlockBytes / static_cast<int>(sizeof(T));
 
 // Per-dimension element offsets of a load/store, one per tensor dim (ND) or per logical dim
 // (NZ). Written as a braced list: load(t, x, {b, i * 16, j * 16}).
@@ -51,8 +58,8 @@ struct Offsets {
 namespace detail {
 
 // A checked rectangular access: element index of logical (r, c) =
-// base + (r / blk) * rb + (r % blk) * ri + (c / blk) * cb + (c % blk) * ci, with blk = 1 for ND
-// (so the index is base + r * ri + c * ci, rb = cb = 0).
+// base + (r / 16) * rb + (r % 16) * ri + (c / C0) * cb + (c % C0) * ci for NZ, and
+// base + r * ri + c * ci for ND (rb = cb = 0).
 struct Access {
     std::uint64_t addr;
     std::uint64_t base;
@@ -107,13 +114,15 @@ inline bool plan_access(const char* op, const ChipTensor& t, const Offsets& off,
     {
         std::int64_t rows_total, cols_total;
         if (nz) {
-            if (t.shapes[nd - 2] != kNzBlock || t.shapes[nd - 1] != kNzBlock) {
-                report_kernel_error("tile %s: NZ tensor must end in [%d, %d] blocks, got [%u, %u]", op, kNzBlock,
-                                    kNzBlock, t.shapes[nd - 2], t.shapes[nd - 1]);
+            if (t.shapes[nd - 2] != static_cast<std::uint32_t>(kNzBlockRows) ||
+                t.shapes[nd - 1] != static_cast<std::uint32_t>(kNzBlockCols<T>)) {
+                report_kernel_error("tile %s: NZ tensor of %s must end in [%d, %d] blocks (16 rows x 32 bytes), got [%u, %u]",
+                                    op, dtype_name(t.dtype), kNzBlockRows, kNzBlockCols<T>, t.shapes[nd - 2],
+                                    t.shapes[nd - 1]);
                 return false;
             }
-            rows_total = static_cast<std::int64_t>(t.shapes[nd - 3]) * kNzBlock;
-            cols_total = static_cast<std::int64_t>(t.shapes[nd - 4]) * kNzBlock;
+            rows_total = static_cast<std::int64_t>(t.shapes[nd - 3]) * kNzBlockRows;
+            cols_total = static_cast<std::int64_t>(t.shapes[nd - 4]) * kNzBlockCols<T>;
             a.r0 = o[want - 2];
             a.c0 = o[want - 1];
             a.row_block = t.strides[nd - 3];
@@ -163,9 +172,10 @@ inline bool plan_access(const char* op, const ChipTensor& t, const Offsets& off,
         const std::int64_t r_last = a.r0 + vr - 1, c_last = a.c0 + vc - 1;
         bool ok;
         if (nz) {
-            const std::int64_t rin = (a.r0 / kNzBlock == r_last / kNzBlock) ? r_last % kNzBlock : kNzBlock - 1;
-            const std::int64_t cin = (a.c0 / kNzBlock == c_last / kNzBlock) ? c_last % kNzBlock : kNzBlock - 1;
-            ok = add(r_last / kNzBlock, a.row_block) && add(rin, a.row_inner) && add(c_last / kNzBlock, a.col_block) &&
+            constexpr std::int64_t br = kNzBlockRows, bc = kNzBlockCols<T>;
+            const std::int64_t rin = (a.r0 / br == r_last / br) ? r_last % br : br - 1;
+            const std::int64_t cin = (a.c0 / bc == c_last / bc) ? c_last % bc : bc - 1;
+            ok = add(r_last / br, a.row_block) && add(rin, a.row_inner) && add(c_last / bc, a.col_block) &&
                  add(cin, a.col_inner);
         } else {
             ok = add(r_last, a.row_inner) && add(c_last, a.col_inner);
@@ -215,14 +225,15 @@ inline void transfer(const Access& a, TileT& tile, bool nz) noexcept {
             }
             continue;
         }
-        T* mrow = mem + (gr / kNzBlock) * a.row_block + (gr % kNzBlock) * a.row_inner;
+        constexpr int bc = kNzBlockCols<T>;
+        T* mrow = mem + (gr / kNzBlockRows) * a.row_block + (gr % kNzBlockRows) * a.row_inner;
         int c = 0;
         while (c < a.cols) {
             const std::int64_t gc = a.c0 + c;
-            const int in = static_cast<int>(gc % kNzBlock);
-            int run = kNzBlock - in;
+            const int in = static_cast<int>(gc % bc);
+            int run = bc - in;
             if (run > a.cols - c) run = a.cols - c;
-            T* m = mrow + (gc / kNzBlock) * a.col_block + in * a.col_inner;
+            T* m = mrow + (gc / bc) * a.col_block + in * a.col_inner;
             const std::int64_t cs = a.col_inner;
             for (int k = 0; k < run; ++k) {
                 if (ToTile)
