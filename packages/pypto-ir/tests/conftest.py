@@ -23,6 +23,21 @@ def _include_dir() -> Path | None:
 
 
 @pytest.fixture(scope="session")
+def cpp_toolchain() -> tuple[str, Path]:
+    """``(compiler, simpler include dir)`` for building generated kernels into a host program.
+
+    Skips (saying why) when either is missing, like ``cpp_check``.
+    """
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    inc = _include_dir()
+    if cxx is None:
+        pytest.skip("no C++ compiler (g++/clang++) on PATH: cannot build generated kernels")
+    if inc is None:
+        pytest.skip("simpler-native headers (simpler/tile.hpp) not on disk: cannot build generated kernels")
+    return cxx, inc
+
+
+@pytest.fixture(scope="session")
 def cpp_check() -> Callable[[Iterable[Path]], None]:
     """Compile generated sources with ``g++ -fsyntax-only`` against simpler's headers.
 

@@ -273,3 +273,144 @@ def test_one_and_four_byte_nz_params_lower_to_their_ascend_blocks(tmp_path, cpp_
     assert cols_expr in kernel
     assert "pt::load_nz(" in kernel
     cpp_check([f for f in r.files if f.suffix == ".cpp"])
+
+
+_DRIVER = r"""
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include <vector>
+
+#include <simpler/wire/chip_tensor.hpp>
+
+extern "C" void @ENTRY@(std::int64_t* args);
+extern "C" const char* simpler_kernel_take_error();
+
+namespace {
+
+simpler::ChipTensor describe(void* base, std::uint64_t bytes, std::initializer_list<std::uint32_t> shape) {
+    simpler::ChipTensor t;
+    std::memset(&t, 0, sizeof t);
+    t.buffer.addr = reinterpret_cast<std::uintptr_t>(base);
+    t.buffer.size = bytes;
+    t.ndims = static_cast<std::uint32_t>(shape.size());
+    t.dtype = @DTYPE@;
+    t.address_space = static_cast<std::uint8_t>(simpler::AddressSpace::DEVICE);
+    int i = 0;
+    for (std::uint32_t s : shape) t.shapes[i++] = s;
+    std::uint32_t stride = 1;
+    for (int k = static_cast<int>(t.ndims) - 1; k >= 0; --k) {
+        t.strides[k] = stride;
+        stride *= t.shapes[k];
+    }
+    return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 3) return 3;
+    std::vector<unsigned char> w(@W_BYTES@), out(@OUT_BYTES@, 0);
+    std::FILE* f = std::fopen(argv[1], "rb");
+    if (!f || std::fread(w.data(), 1, w.size(), f) != w.size()) return 4;
+    std::fclose(f);
+    const simpler::ChipTensor w_t = describe(w.data(), w.size(), {@W_SHAPE@});
+    const simpler::ChipTensor out_t = describe(out.data(), out.size(), {@OUT_SHAPE@});
+    std::int64_t args[2] = {@ARGS@};
+    @ENTRY@(args);
+    if (const char* e = simpler_kernel_take_error()) {
+        std::fprintf(stderr, "kernel error: %s\n", e);
+        return 2;
+    }
+    f = std::fopen(argv[2], "wb");
+    if (!f || std::fwrite(out.data(), 1, out.size(), f) != out.size()) return 5;
+    std::fclose(f);
+    return 0;
+}
+"""
+
+
+def _nz_pack(matrix: list[list[float | int]], c0: int) -> list[float | int]:
+    """Reference packing, written from the torch_npu definition: [C/C0, R/16, 16, C0] row-major."""
+    rows, cols = len(matrix), len(matrix[0])
+    return [
+        matrix[rb * 16 + r][cb * c0 + c]
+        for cb in range(cols // c0)
+        for rb in range(rows // 16)
+        for r in range(16)
+        for c in range(c0)
+    ]
+
+
+def test_generated_nz_kernels_read_torch_npu_storage_through_the_tile_library(  # type: ignore[no-untyped-def]
+    tmp_path, cpp_toolchain
+) -> None:
+    """Compile INT8 and FP32 NZ kernels, build them against the tile library, and run them on
+    storage packed the torch_npu way: the ND output must be the logical matrix."""
+    import subprocess
+    from array import array
+
+    from pypto.ir.compile import _compile_to_files
+
+    cxx, inc = cpp_toolchain
+    rows, cols = 32, 128
+    cases = {
+        "int8": (nz_int8_cols, DataType.INT8, "b", lambda r, c: (r * 131 + c * 7 + 3) % 251 - 125, 32),
+        "float32": (nz_fp32_cols, DataType.FP32, "f", lambda r, c: float(r * 1000 + c), 8),
+    }
+    builds = {}
+    for np_dtype, (fn, dtype, code, value, c0) in cases.items():
+        out_dir = tmp_path / np_dtype
+        r = _compile_to_files(
+            fn.specialize(HostArray((rows, cols), np_dtype), HostArray((rows, cols), np_dtype)),
+            out_dir,
+            contract="KERNEL",
+            platform="a2a3sim",
+        )
+        meta = r.metadata.kernels[0]
+        w_shape = (cols // c0, rows // 16, 16, c0)
+        lowered = r.metadata.lowered_params[0].shape
+        assert lowered is not None
+        assert all(d in (-1, e) for d, e in zip(lowered, w_shape, strict=True))
+        nbytes = rows * cols * dtype.itemsize
+        addr = {"w": "reinterpret_cast<std::int64_t>(&w_t)", "out": "reinterpret_cast<std::int64_t>(&out_t)"}
+        driver = (
+            _DRIVER.replace("@ENTRY@", meta.entry)
+            .replace("@DTYPE@", str(dtype.wire_code))
+            .replace("@W_BYTES@", str(nbytes))
+            .replace("@OUT_BYTES@", str(nbytes))
+            .replace("@W_SHAPE@", ", ".join(map(str, w_shape)))
+            .replace("@OUT_SHAPE@", f"{rows}, {cols}")
+            .replace("@ARGS@", ", ".join(addr[p.name] for p in meta.params))
+        )
+        (out_dir / "driver.cpp").write_text(driver)
+        matrix = [[value(i, j) for j in range(cols)] for i in range(rows)]
+        (out_dir / "w.bin").write_bytes(array(code, _nz_pack(matrix, c0)).tobytes())
+        exe = out_dir / "run"
+        cmd = [
+            cxx,
+            "-std=c++17",
+            "-O1",
+            "-I",
+            str(inc),
+            str(out_dir / meta.source),
+            str(out_dir / "driver.cpp"),
+        ]
+        proc = subprocess.Popen(
+            [*cmd, "-o", str(exe)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        builds[np_dtype] = (proc, exe, out_dir, code, matrix)
+    for np_dtype, (proc, exe, out_dir, code, matrix) in builds.items():
+        log, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, f"{np_dtype}: building the kernel failed:\n{log}"
+        run = subprocess.run(
+            [str(exe), str(out_dir / "w.bin"), str(out_dir / "out.bin")],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert run.returncode == 0, f"{np_dtype}: the kernel failed ({run.returncode}): {run.stderr}"
+        got = array(code, (out_dir / "out.bin").read_bytes()).tolist()
+        assert got == [v for row in matrix for v in row], np_dtype
