@@ -161,3 +161,47 @@ def test_decode_reads_unaligned_buffers() -> None:
     for shift in range(1, 8):
         buf = bytearray(shift) + bytearray(packet)
         assert k.decode_tmr_invocation(memoryview(buf)[shift:], view, BINDING).scalars == [5]
+
+
+def test_submission_owner_serialises_threads_and_replacement() -> None:
+    import threading
+
+    owner = k.TmrSubmissionOwner()
+    queue = k.AicpuPayloadQueue()
+    with pytest.raises(k.InvocationError) as info:
+        owner.submit(queue, [_tile()], [1])  # nothing published yet
+    assert info.value.status == k.InvocationStatus.StaleCallable
+    owner.publish(k.PreparedInvocationView(4, 1, 1, 1), BINDING)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def submitter(t: int) -> None:
+        for i in range(200):
+            try:
+                owner.submit(queue, [_tile(0x10000 + 0x100 * i)], [(t << 32) | i])
+                result = "ok"
+            except k.InvocationError as e:
+                result = e.status.name
+            with lock:
+                outcomes.append(result)
+
+    def replacer() -> None:
+        for gen in range(2, 40):
+            owner.close()
+            owner.publish(k.PreparedInvocationView(4, 1, 1, gen), BINDING)
+
+    threads = [threading.Thread(target=submitter, args=(t,)) for t in range(3)]
+    threads.append(threading.Thread(target=replacer))
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(outcomes) == 600
+    assert set(outcomes) <= {"ok", "StaleCallable"}
+    assert outcomes.count("ok") == len(queue) == owner.submissions
+    # Every queued block is a whole packet of one published generation.
+    while (block := queue.pop()) is not None:
+        generation = struct.unpack_from("<Q", block, 8 + 8)[0]
+        view = k.PreparedInvocationView(4, 1, 1, generation)
+        assert len(k.consume_tmr_invocation(block, view, BINDING, block=True).tensors) == 1
+    assert owner.template_bytes == 56 + 128

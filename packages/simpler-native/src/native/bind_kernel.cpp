@@ -19,6 +19,7 @@
 #include "simpler/wire/encoding_cache.hpp"
 #include "simpler/wire/packet_pool.hpp"
 #include "simpler/wire/prepared_view.hpp"
+#include "simpler/wire/submission.hpp"
 #include "simpler/wire/transport.hpp"
 
 namespace nb = nanobind;
@@ -570,6 +571,34 @@ void bind_kernel(nb::module_& m) {
           },
           nb::arg("runner"), nb::arg("candidate"), nb::arg("view"), nb::arg("binding"),
           "Revalidate the candidate and hand its block to the runner (copy-on-enqueue).");
+
+    nb::class_<TmrSubmissionOwner>(m, "TmrSubmissionOwner",
+                                   "The submission transaction of one prepared callable under one owner guard.")
+        .def(nb::init<>())
+        .def("publish",
+             [](TmrSubmissionOwner& o, const PreparedInvocationView& view, const TmrBindingRef& binding) {
+                 check(o.publish(view, binding), "TmrSubmissionOwner.publish(view, binding)");
+             },
+             nb::arg("view"), nb::arg("binding"), "Publish or replace the trusted metadata.")
+        .def("close", &TmrSubmissionOwner::close, "Reject submissions (StaleCallable) until the next publish.")
+        .def("submit",
+             [](TmrSubmissionOwner& o, AicpuPayloadQueue& runner, nb::handle tensors, nb::handle scalars) {
+                 const auto t = tensors_arg(tensors);
+                 const auto s = scalars_arg(scalars);
+                 EnqueueOutcome r;
+                 {
+                     nb::gil_scoped_release unlocked;  // the owner guard, not the GIL, serialises
+                     r = o.submit(runner.runner, t.data(), t.size(), s.data(), s.size());
+                 }
+                 check(r.status, "TmrSubmissionOwner.submit");
+                 if (r.launch_rc != 0)
+                     throw std::runtime_error("TmrSubmissionOwner.submit: the runner failed with code " +
+                                              std::to_string(r.launch_rc));
+             },
+             nb::arg("runner"), nb::arg("tensors"), nb::arg("scalars"),
+             "Encode, enqueue (copy-on-enqueue), and commit on success, all under the owner guard.")
+        .def_prop_ro("template_bytes", &TmrSubmissionOwner::template_bytes)
+        .def_prop_ro("submissions", &TmrSubmissionOwner::submissions);
 
     m.def("_bench_wire", &bench_wire, nb::arg("tensor_count"), nb::arg("scalar_count"), nb::arg("iterations"));
 }

@@ -34,6 +34,7 @@ PreparedInvocationView: Any = _kernel.PreparedInvocationView
 TmrBindingRef: Any = _kernel.TmrBindingRef
 TmrCandidate: Any = _kernel.TmrCandidate
 TmrEncodingCache: Any = _kernel.TmrEncodingCache
+TmrSubmissionOwner: Any = _kernel.TmrSubmissionOwner
 derive_invocation_counts: Any = _kernel.derive_invocation_counts
 enqueue_tmr_invocation_aicpu: Any = _kernel.enqueue_tmr_invocation_aicpu
 tmr_invocation_size: Any = _kernel.tmr_invocation_size
@@ -128,6 +129,7 @@ __all__ = [
     "TmrBindingRef",
     "TmrCandidate",
     "TmrEncodingCache",
+    "TmrSubmissionOwner",
     "consume_tmr_invocation",
     "decode_tmr_invocation",
     "derive_invocation_counts",
