@@ -29,9 +29,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from math import prod
+from operator import itemgetter
 from typing import Any
 
 import torch
@@ -46,6 +47,7 @@ from pypto.ir.param_info import (
     validate_return_aliases,
 )
 from pypto.torch._dtypes import to_torch_dtype
+from pypto.torch._frames import CallFrame, ScalarArgument, TensorArgument
 from pypto.torch._platform import (
     FORMAT_FRACTAL_NZ,
     FORMAT_NCHW,
@@ -54,7 +56,13 @@ from pypto.torch._platform import (
     PhysicalDescriptor,
     platform_for,
 )
-from pypto.torch._validation import ArgumentError, check_scalar, check_tensor_signature, describe_param
+from pypto.torch._validation import (
+    ArgumentError,
+    _int_range,
+    check_scalar,
+    check_tensor_signature,
+    describe_param,
+)
 from torch._subclasses.fake_tensor import is_fake
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -91,111 +99,43 @@ def nz_physical_shape(logical: Sequence[int], itemsize: int) -> tuple[int, ...] 
     return (*batch, cols // c0, rows // _NZ_BLOCK_ROWS, _NZ_BLOCK_ROWS, c0)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class TensorArgument:
-    """One borrowed tensor of a call, in signature order.
-
-    Attributes:
-        param_index: Index of its parameter in the complete signature (scalars counted).
-        name, direction, dtype, layout: From the parameter.
-        shape: The logical torch shape (dynamic dimensions filled in).
-        strides: Row-major strides of that shape in elements. The view is contiguous, so
-            these address exactly its elements (torch may report other strides for
-            size-1 dimensions).
-        storage_offset: Offset of the first element in the storage, in elements.
-        format: The storage format code (0 NCHW, 2 ND, 29 fractal NZ).
-        data_ptr: The logical pointer: storage base + storage_offset * element size.
-        storage_ptr: Base address of the storage.
-        storage_nbytes: Capacity of the storage in bytes.
-        nbytes: Bytes the call may access from ``data_ptr`` (0 for an empty view; the
-            whole physical matrix for an NZ input).
-        physical_shape: The physical NZ dimensions, or None for base-format tensors.
-        tensor: The caller's tensor object (retained).
-        storage: Its storage object (retained).
-    """
-
-    param_index: int
-    name: str
-    direction: ParamDirection
-    dtype: DataType
-    layout: Layout
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    storage_offset: int
-    format: int
-    data_ptr: int
-    storage_ptr: int
-    storage_nbytes: int
-    nbytes: int
-    physical_shape: tuple[int, ...] | None
-    tensor: Any = field(repr=False)
-    storage: Any = field(repr=False)
-
-    @property
-    def element_size(self) -> int:
-        return self.dtype.itemsize
-
-
-@dataclass(frozen=True, slots=True)
-class ScalarArgument:
-    """One scalar of a call: its validated value and declared dtype, not encoded.
-
-    Attributes:
-        param_index: Index of its parameter in the complete signature.
-        name, dtype: From the parameter.
-        value: A Python bool, int or float (a copy of a ctypes input).
-    """
-
-    param_index: int
-    name: str
-    dtype: DataType
-    value: bool | int | float
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class CallFrame:
-    """One call's immutable snapshot: everything a kernel-mode encoder consumes.
-
-    Tensor and scalar order is signature order; it does not define a native layout. The
-    addresses, scalar values and stream are per-call state, never compilation keys.
-
-    Attributes:
-        signature: The CallSignature that described the call.
-        platform: The platform string (``"a2a3"``, ``"a2a3sim"``, ...).
-        tensors: Tensor arguments in signature order.
-        scalars: Scalar arguments in signature order.
-        device_index: The current device, equal to every tensor's device.
-        stream: This call's current stream object (retained).
-        return_tensors: The caller's tensor objects chosen by the return aliases.
-    """
-
-    signature: CallSignature = field(repr=False)
-    platform: str
-    tensors: tuple[TensorArgument, ...]
-    scalars: tuple[ScalarArgument, ...]
-    device_index: int
-    stream: object
-    return_tensors: tuple[Any, ...] = field(repr=False)
-
-    def alias_result(self) -> Any:
-        """None, the one returned tensor, or a tuple of them: existing objects, never new ones."""
-        if not self.return_tensors:
-            return None
-        if len(self.return_tensors) == 1:
-            return self.return_tensors[0]
-        return self.return_tensors
-
-
 @dataclass(frozen=True, slots=True)
 class _TensorSlot:
+    """What describe_call needs to know of one tensor parameter, worked out at construction."""
+
     index: int
     param: ParamInfo
     torch_dtype: Any
     nz_admitted: bool
     rank: int
     itemsize: int
-    static_dims: tuple[tuple[int, int], ...]  # (axis, extent) of every static dimension
 
+
+# Per tensor parameter: its slot, then the slot facts the loop reads (index, torch dtype, rank,
+# itemsize), the static-dimension getter and its expected value, the strides when they are the
+# same on every call, the first five TensorArgument fields, and whether the kernel writes it.
+_TensorPlan = tuple[
+    _TensorSlot,
+    int,
+    Any,
+    int,
+    int,
+    Callable[[tuple[int, ...]], object] | None,
+    object,
+    tuple[int, ...] | None,
+    tuple[int, str, ParamDirection, DataType, Layout],
+    bool,
+]
+_ScalarPlan = tuple[int, ParamInfo, tuple[int, str, DataType], type, int | float | None, int | float | None]
+
+# The largest finite value of each float scalar type: a Python float within it never overflows.
+_FLOAT_MAX = {
+    DataType.FP32: float.fromhex("0x1.fffffep127"),
+    DataType.FP16: 65504.0,
+    DataType.BF16: float.fromhex("0x1.fep127"),
+}
+
+_new_record = tuple.__new__  # builds a record (a named tuple) from one tuple of its fields
 
 # Exactly these types take the fast path; any other tensor type (FakeTensor, functional or
 # other wrapper subclasses) is examined by _reject_non_plain_tensor first.
@@ -230,6 +170,11 @@ def _reject_non_plain_tensor(slot: _TensorSlot, arg: object) -> None:
 class CallSignature:
     """A kernel's signature as call description sees it: ParamInfo list, return aliases, platform.
 
+    Everything that depends only on the signature (each tensor parameter's torch dtype, rank,
+    static dimensions, row-major strides when only the leading dimension is dynamic, NZ
+    admission; each scalar's accepted range) is worked out here once, so that
+    :meth:`describe_call` spends its time on the per-call facts only.
+
     Args:
         params: The logical ParamInfo signature (kept as an immutable tuple).
         return_aliases: Indices into ``params`` (scalar slots counted) of the tensors the
@@ -243,7 +188,7 @@ class CallSignature:
         ValueError: An unknown platform.
     """
 
-    __slots__ = ("_platform", "_scalar_slots", "_tensor_slots", "params", "return_aliases")
+    __slots__ = ("_platform", "_returns", "_scalar_plan", "_tensor_plan", "params", "return_aliases")
 
     def __init__(
         self,
@@ -256,7 +201,9 @@ class CallSignature:
         validate_param_names(self.params)
         self.return_aliases: tuple[int, ...] = validate_return_aliases(self.params, return_aliases)
         self._platform = platform_for(platform)
-        slots = []
+        # The caller's objects for two or more aliases, as a tuple (used only then).
+        self._returns: Any = itemgetter(*self.return_aliases) if len(self.return_aliases) > 1 else None
+        tensor_plan = []
         for i, p in enumerate(self.params):
             if p.is_tensor:
                 if p.layout is Layout.NZ and p.rank not in (2, 3):
@@ -275,21 +222,31 @@ class CallSignature:
                     and self._platform.name == _NZ_PLATFORM
                 )
                 shape = p.shape or ()
-                static = tuple((axis, d) for axis, d in enumerate(shape) if d >= 0)
-                slots.append(_TensorSlot(i, p, torch_dtype, nz, len(shape), p.dtype.itemsize, static))
-        self._tensor_slots = tuple(slots)
-        self._scalar_slots = tuple(i for i, p in enumerate(self.params) if p.is_scalar)
-        for i in self._scalar_slots:
-            p = self.params[i]
-            if not (
-                p.dtype.is_signed_int
-                or p.dtype.is_unsigned_int
-                or p.dtype in _SCALAR_FLOATS
-                or p.dtype is DataType.BOOL
-            ):
-                raise SignatureError(
-                    f"CallSignature: {describe_param(i, p)}: {p.dtype.value} has no scalar argument type"
+                slot = _TensorSlot(i, p, torch_dtype, nz, len(shape), p.dtype.itemsize)
+                tensor_plan.append(
+                    (
+                        slot,
+                        i,
+                        torch_dtype,
+                        len(shape),
+                        p.dtype.itemsize,
+                        *_static_check(shape),
+                        _known_strides(shape),
+                        (i, p.name, p.direction, p.dtype, p.layout),
+                        p.direction.writes,
+                    )
                 )
+        self._tensor_plan: tuple[_TensorPlan, ...] = tuple(tensor_plan)
+        scalar_plan = []
+        for i, p in enumerate(self.params):
+            if p.is_scalar:
+                fast = _scalar_fast_path(p.dtype)
+                if fast is None:
+                    raise SignatureError(
+                        f"CallSignature: {describe_param(i, p)}: {p.dtype.value} has no scalar argument type"
+                    )
+                scalar_plan.append((i, p, (i, p.name, p.dtype), *fast))
+        self._scalar_plan: tuple[_ScalarPlan, ...] = tuple(scalar_plan)
 
     @property
     def platform(self) -> DevicePlatform:
@@ -315,30 +272,143 @@ class CallSignature:
                 stream does not match the tensors.
             NpuRuntimeUnavailable: An NPU platform query needs torch_npu and it is missing.
         """
-        bound = bind_complete_args(self.params, args)
+        # Binding: the count and the None check of bind_complete_args, which itself raises
+        # the error (the signature's names were validated at construction).
+        if len(args) != len(self.params):
+            bind_complete_args(self.params, args)
+        for arg in args:
+            if arg is None:
+                bind_complete_args(self.params, args)
         platform = self._platform
+        device_of = platform.tensor_device_index
+        format_of = platform.tensor_format
         grad_enabled = torch.is_grad_enabled()
-        devices: list[int] = []
-        tensors = tuple(
-            self._describe_tensor(slot, bound[slot.index][1], grad_enabled, devices)
-            for slot in self._tensor_slots
-        )
-        scalars = tuple(
-            ScalarArgument(
-                i,
-                self.params[i].name,
-                self.params[i].dtype,
-                check_scalar(i, self.params[i], bound[i][1], caller="describe_call"),
+        tensors: list[TensorArgument] = []
+        spans: list[tuple[int, int, int, bool]] = []  # (start, end, tensor position, writes)
+        first_device: int | None = None
+        stray: tuple[_TensorSlot, int] | None = None  # the first tensor off the first one's device
+        # The checks run in this order for each tensor; the first failure is the one reported.
+        for (
+            slot,
+            index,
+            torch_dtype,
+            rank,
+            itemsize,
+            static_axes,
+            static_want,
+            known_strides,
+            prefix,
+            writes,
+        ) in self._tensor_plan:
+            tensor: Any = args[index]
+            if type(tensor) not in _PLAIN_TENSOR_TYPES:
+                _reject_non_plain_tensor(slot, tensor)
+            if tensor.is_meta:
+                raise _fail(
+                    slot,
+                    "got a Meta tensor, which has no device storage; describe_call needs real device tensors",
+                )
+            device = device_of(tensor)
+            if device is None:
+                raise _fail(
+                    slot,
+                    f"expected a tensor on the {platform.device_type} device of platform {platform.name!r}, "
+                    f"got a tensor on {tensor.device}",
+                )
+            if first_device is None:
+                first_device = device
+            elif device != first_device and stray is None:
+                stray = (slot, device)
+            if grad_enabled and tensor.requires_grad:
+                raise _fail(
+                    slot,
+                    "the tensor requires grad while autograd is enabled; PyPTO kernels have no backward "
+                    "(call under torch.no_grad() or pass a detached tensor)",
+                )
+            if tensor.is_conj():
+                raise _fail(slot, "got an unresolved conjugate view; call .resolve_conj() first")
+            if tensor.is_neg():
+                raise _fail(slot, "got an unresolved negative view; call .resolve_neg() first")
+            shape = tuple(tensor.shape)
+            if (
+                tensor.dtype is not torch_dtype
+                or len(shape) != rank
+                or (static_axes is not None and static_axes(shape) != static_want)
+            ):
+                check_tensor_signature(index, slot.param, tensor, torch_dtype, caller="describe_call")
+            fmt = format_of(tensor)
+            storage = tensor.untyped_storage()
+            storage_ptr = storage.data_ptr()
+            storage_nbytes = storage.nbytes()
+            offset = tensor.storage_offset()
+            numel = prod(shape)
+            physical: tuple[int, ...] | None = None
+            if fmt in _BASE_FORMATS:
+                if not tensor.is_contiguous():
+                    raise _fail(
+                        slot,
+                        f"expected a contiguous view, got shape {list(shape)} with strides {list(tensor.stride())} "
+                        "(transposed or strided views are not copied; pass .contiguous())",
+                    )
+                nbytes = numel * itemsize
+            elif fmt == FORMAT_FRACTAL_NZ and slot.nz_admitted:
+                if not tensor.is_contiguous():
+                    raise _fail(slot, f"expected a contiguous NZ tensor, got strides {list(tensor.stride())}")
+                physical = self._check_nz(slot, tensor, shape, itemsize)
+                nbytes = prod(physical) * itemsize if numel else 0
+            else:
+                raise _format_error(slot, fmt, platform)
+            data_ptr = storage_ptr + offset * itemsize
+            if numel:
+                end = offset * itemsize + nbytes
+                if storage_ptr == 0 or end > storage_nbytes:
+                    raise _fail(
+                        slot,
+                        f"invalid storage bounds: the view reaches byte {end} (storage offset {offset} elements, "
+                        f"{nbytes} bytes) of a storage of {storage_nbytes} bytes at address {storage_ptr:#x}",
+                    )
+                spans.append((data_ptr, data_ptr + nbytes, len(tensors), writes))
+            tensors.append(
+                _new_record(
+                    TensorArgument,
+                    prefix  # noqa: RUF005 - concatenating a ready tuple is cheaper than unpacking it
+                    + (
+                        shape,
+                        _row_major(shape) if known_strides is None else known_strides,
+                        offset,
+                        fmt,
+                        data_ptr,
+                        storage_ptr,
+                        storage_nbytes,
+                        nbytes,
+                        physical,
+                        tensor,
+                        storage,
+                    ),
+                )
             )
-            for i in self._scalar_slots
-        )
-        tensor_device = self._common_device(tensors, devices)
-        _check_overlaps(tensors)
+        scalars = []
+        for index, param, head, fast_type, lo, hi in self._scalar_plan:
+            value = args[index]
+            # The common case (a plain value of the declared kind, well inside its range)
+            # is accepted here; everything else gets check_scalar's full treatment.
+            if type(value) is not fast_type or (lo is not None and not lo <= value <= hi):  # type: ignore[operator]
+                value = check_scalar(index, param, value, caller="describe_call")
+            scalars.append(_new_record(ScalarArgument, head + (value,)))  # noqa: RUF005 - as above
+        if stray is not None:
+            first = self._tensor_plan[0][0].param
+            raise ArgumentError(
+                f"describe_call: tensors span devices: parameter {first.name!r} is on "
+                f"{platform.device_type}:{first_device}, parameter {stray[0].param.name!r} is on "
+                f"{platform.device_type}:{stray[1]}"
+            )
+        if len(spans) > 1:
+            _check_overlaps(spans, tensors)
         # Context queries come last, and are made afresh on every call.
         device_index = platform.current_device()
-        if tensor_device is not None and device_index != tensor_device:
+        if first_device is not None and device_index != first_device:
             raise ArgumentError(
-                f"describe_call: the tensors are on {platform.device_type}:{tensor_device} but the current "
+                f"describe_call: the tensors are on {platform.device_type}:{first_device} but the current "
                 f"device is {platform.device_type}:{device_index}; make their device current "
                 "(PyPTO never switches devices)"
             )
@@ -349,127 +419,25 @@ class CallSignature:
                 f"describe_call: the current stream {stream!r} belongs to device {stream_device}, "
                 f"but the current device is {device_index}"
             )
-        by_index = {t.param_index: t.tensor for t in tensors}
-        return CallFrame(
-            signature=self,
-            platform=platform.name,
-            tensors=tensors,
-            scalars=scalars,
-            device_index=device_index,
-            stream=stream,
-            return_tensors=tuple(by_index[i] for i in self.return_aliases),
-        )
-
-    def _common_device(self, tensors: tuple[TensorArgument, ...], devices: list[int]) -> int | None:
-        for t, device in zip(tensors, devices, strict=True):
-            if device != devices[0]:
-                first = tensors[0]
-                raise ArgumentError(
-                    f"describe_call: tensors span devices: parameter {first.name!r} is on "
-                    f"{self._platform.device_type}:{devices[0]}, parameter {t.name!r} is on "
-                    f"{self._platform.device_type}:{device}"
-                )
-        return devices[0] if devices else None
-
-    def _describe_tensor(
-        self, slot: _TensorSlot, arg: object, grad_enabled: bool, devices: list[int]
-    ) -> TensorArgument:
-        platform = self._platform
-        if type(arg) not in _PLAIN_TENSOR_TYPES:
-            _reject_non_plain_tensor(slot, arg)
-        tensor: Any = arg
-        if tensor.is_meta:
-            raise _fail(
-                slot,
-                "got a Meta tensor, which has no device storage; describe_call needs real device tensors",
-            )
-        device = platform.tensor_device_index(tensor)
-        if device is None:
-            raise _fail(
-                slot,
-                f"expected a tensor on the {platform.device_type} device of platform {platform.name!r}, "
-                f"got a tensor on {tensor.device}",
-            )
-        devices.append(device)
-        if grad_enabled and tensor.requires_grad:
-            raise _fail(
-                slot,
-                "the tensor requires grad while autograd is enabled; PyPTO kernels have no backward "
-                "(call under torch.no_grad() or pass a detached tensor)",
-            )
-        if tensor.is_conj():
-            raise _fail(slot, "got an unresolved conjugate view; call .resolve_conj() first")
-        if tensor.is_neg():
-            raise _fail(slot, "got an unresolved negative view; call .resolve_neg() first")
-        shape = tuple(tensor.shape)
-        if (
-            tensor.dtype is not slot.torch_dtype
-            or len(shape) != slot.rank
-            or any(shape[axis] != want for axis, want in slot.static_dims)
-        ):
-            check_tensor_signature(slot.index, slot.param, tensor, slot.torch_dtype, caller="describe_call")
-        fmt = platform.tensor_format(tensor)
-        storage = tensor.untyped_storage()
-        storage_ptr = storage.data_ptr()
-        storage_nbytes = storage.nbytes()
-        offset = tensor.storage_offset()
-        itemsize = slot.itemsize
-        numel = prod(shape)
-        physical: tuple[int, ...] | None = None
-        if fmt in _BASE_FORMATS:
-            if not tensor.is_contiguous():
-                raise _fail(
-                    slot,
-                    f"expected a contiguous view, got shape {list(shape)} with strides {list(tensor.stride())} "
-                    "(transposed or strided views are not copied; pass .contiguous())",
-                )
-            nbytes = numel * itemsize
-        elif fmt == FORMAT_FRACTAL_NZ and slot.nz_admitted:
-            if not tensor.is_contiguous():
-                raise _fail(slot, f"expected a contiguous NZ tensor, got strides {list(tensor.stride())}")
-            physical = self._check_nz(slot, tensor, shape, itemsize)
-            nbytes = prod(physical) * itemsize if numel else 0
-        elif fmt == FORMAT_FRACTAL_NZ:
-            param = slot.param
-            raise _fail(
-                slot,
-                f"got storage format {fmt} (fractal NZ); it is admitted only for a read-only FP16/BF16/INT8 "
-                f"input declared layout='NZ' on platform {_NZ_PLATFORM!r}, not for this "
-                f"{param.direction.value} {param.dtype.value} {param.layout.value} parameter on {platform.name!r}; "
-                "formats are never converted",
-            )
+        aliases = self.return_aliases
+        returned: tuple[Any, ...]
+        if len(aliases) == 1:
+            returned = (args[aliases[0]],)
+        elif aliases:
+            returned = self._returns(args)
         else:
-            raise _fail(
-                slot,
-                f"got storage format {fmt}; expected base format ND ({FORMAT_ND}) or NCHW ({FORMAT_NCHW}); "
-                "formats are never converted",
-            )
-        if numel:
-            end = offset * itemsize + nbytes
-            if storage_ptr == 0 or end > storage_nbytes:
-                raise _fail(
-                    slot,
-                    f"invalid storage bounds: the view reaches byte {end} (storage offset {offset} elements, "
-                    f"{nbytes} bytes) of a storage of {storage_nbytes} bytes at address {storage_ptr:#x}",
-                )
-        param = slot.param
-        return TensorArgument(
-            slot.index,
-            param.name,
-            param.direction,
-            param.dtype,
-            param.layout,
-            shape,
-            _row_major(shape),
-            offset,
-            fmt,
-            storage_ptr + offset * itemsize,
-            storage_ptr,
-            storage_nbytes,
-            nbytes,
-            physical,
-            tensor,
-            storage,
+            returned = ()
+        return _new_record(
+            CallFrame,
+            (
+                self,
+                platform.name,
+                tuple(tensors),
+                tuple(scalars),
+                device_index,
+                stream,
+                returned,
+            ),
         )
 
     def _check_nz(
@@ -509,23 +477,106 @@ def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(strides)
 
 
-def _check_overlaps(tensors: tuple[TensorArgument, ...]) -> None:
+def _known_strides(shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The row-major strides of every call when only dimension 0 may be dynamic (a stride
+    depends on the later dimensions only), else None (computed per call)."""
+    if any(d < 0 for d in shape[1:]):
+        return None
+    return _row_major(tuple(max(d, 0) for d in shape))
+
+
+def _static_check(shape: tuple[int, ...]) -> tuple[Callable[[tuple[int, ...]], object] | None, object]:
+    """A getter of the static axes of a shape and the value it must return (None: no static
+    axis). One axis gives a plain int, several a tuple, as ``operator.itemgetter`` does."""
+    axes = [axis for axis, d in enumerate(shape) if d >= 0]
+    if not axes:
+        return None, None
+    getter = itemgetter(*axes)
+    return getter, getter(shape)
+
+
+def _scalar_fast_path(dtype: DataType) -> tuple[type, int | float | None, int | float | None] | None:
+    """(Python type, lowest, highest) of the values describe_call accepts for a scalar of
+    ``dtype`` without consulting check_scalar (None, None for BOOL: every bool); None if the
+    dtype has no scalar argument type."""
+    if dtype.is_signed_int or dtype.is_unsigned_int:
+        lo, hi = _int_range(dtype)
+        return int, lo, hi
+    if dtype in _SCALAR_FLOATS:
+        return float, -_FLOAT_MAX[dtype], _FLOAT_MAX[dtype]
+    if dtype is DataType.BOOL:
+        return bool, None, None
+    return None
+
+
+def _format_error(slot: _TensorSlot, fmt: int, platform: DevicePlatform) -> ArgumentError:
+    if fmt == FORMAT_FRACTAL_NZ:
+        param = slot.param
+        return _fail(
+            slot,
+            f"got storage format {fmt} (fractal NZ); it is admitted only for a read-only FP16/BF16/INT8 "
+            f"input declared layout='NZ' on platform {_NZ_PLATFORM!r}, not for this "
+            f"{param.direction.value} {param.dtype.value} {param.layout.value} parameter on {platform.name!r}; "
+            "formats are never converted",
+        )
+    return _fail(
+        slot,
+        f"got storage format {fmt}; expected base format ND ({FORMAT_ND}) or NCHW ({FORMAT_NCHW}); "
+        "formats are never converted",
+    )
+
+
+def _partial_overlap(spans: list[tuple[int, int, int, bool]]) -> tuple[int, int] | None:
+    """Positions ``(earlier, later)`` of two views that partially overlap with at least one of
+    them written, or None. ``spans`` holds ``(start, end, position, writes)`` of the nonempty
+    views; it is sorted in place.
+
+    One sort, then one sweep: views with the same byte span (exact aliases) form a group;
+    a member of a later group overlaps an earlier group exactly when that group ends after
+    the member starts, and two groups are distinct spans, so such an overlap is partial. It
+    is a conflict when either side writes, so the sweep keeps the furthest end of all
+    earlier groups and of earlier groups with a writer.
+    """
+    spans.sort()
+    reach = 0  # the common case first: each view starts at or after the end of the one before
+    for start, end, _, _ in spans:
+        if start < reach:
+            break
+        reach = end
+    else:
+        return None
+    far_end = far_pos = -1  # over the earlier groups
+    far_writer_end = far_writer_pos = -1  # over their written views
+    group: tuple[int, int] | None = None
+    pending: list[tuple[int, int, int, bool]] = []  # the current group, folded in when it ends
+    for span in spans:
+        start, end, pos, writes = span
+        if (start, end) != group:
+            for _, p_end, p_pos, p_writes in pending:
+                if p_end > far_end:
+                    far_end, far_pos = p_end, p_pos
+                if p_writes and p_end > far_writer_end:
+                    far_writer_end, far_writer_pos = p_end, p_pos
+            group = (start, end)
+            pending.clear()
+        if writes and far_end > start:
+            return far_pos, pos
+        if far_writer_end > start:
+            return far_writer_pos, pos
+        pending.append(span)
+    return None
+
+
+def _check_overlaps(spans: list[tuple[int, int, int, bool]], tensors: list[TensorArgument]) -> None:
     """Accept exact byte-span aliases, disjoint views and overlapping read-only views;
     reject a partial overlap in which an Out/InOut view takes part."""
-    spans = sorted(
-        ((t.data_ptr, t.data_ptr + t.nbytes, k) for k, t in enumerate(tensors) if t.nbytes),
+    found = _partial_overlap(spans)
+    if found is None:
+        return
+    a, b = tensors[found[0]], tensors[found[1]]
+    raise ArgumentError(
+        f"describe_call: parameters {a.name!r} ({a.direction.value}, bytes "
+        f"[{a.data_ptr:#x}, {a.data_ptr + a.nbytes:#x})) and {b.name!r} ({b.direction.value}, bytes "
+        f"[{b.data_ptr:#x}, {b.data_ptr + b.nbytes:#x})) partially overlap; a written view may "
+        "only alias another view exactly or be disjoint from it"
     )
-    for i, (start, end, k) in enumerate(spans):
-        for other_start, other_end, m in spans[i + 1 :]:
-            if other_start >= end:
-                break
-            if (other_start, other_end) == (start, end):
-                continue
-            a, b = tensors[k], tensors[m]
-            if a.direction.writes or b.direction.writes:
-                raise ArgumentError(
-                    f"describe_call: parameters {a.name!r} ({a.direction.value}, bytes "
-                    f"[{start:#x}, {end:#x})) and {b.name!r} ({b.direction.value}, bytes "
-                    f"[{other_start:#x}, {other_end:#x})) partially overlap; a written view may "
-                    "only alias another view exactly or be disjoint from it"
-                )

@@ -48,12 +48,21 @@ class SimulatorStream:
 DEFAULT_STREAM = SimulatorStream(_stream_id=0)
 """The stream every thread starts on."""
 
-_local = threading.local()
+
+class _StreamStack(threading.local):
+    """Each thread's stack of streams entered with :func:`use_stream` (empty at first, so
+    reading it never raises: a missed attribute lookup would cost an exception per call)."""
+
+    def __init__(self) -> None:
+        self.stack: list[SimulatorStream] = []
+
+
+_local = _StreamStack()
 
 
 def current_stream() -> SimulatorStream:
     """This thread's current simulator stream."""
-    stack: list[SimulatorStream] | None = getattr(_local, "stack", None)
+    stack = _local.stack
     return stack[-1] if stack else DEFAULT_STREAM
 
 
@@ -62,9 +71,7 @@ def use_stream(stream: SimulatorStream) -> Iterator[SimulatorStream]:
     """Make ``stream`` this thread's current simulator stream inside the block."""
     if not isinstance(stream, SimulatorStream):
         raise TypeError(f"use_stream(stream): expected a SimulatorStream, got {type(stream).__name__}")
-    stack: list[SimulatorStream] | None = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
+    stack = _local.stack
     stack.append(stream)
     try:
         yield stream
