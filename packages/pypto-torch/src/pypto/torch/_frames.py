@@ -100,14 +100,10 @@ class ScalarArgument(NamedTuple):
     value: bool | int | float
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return tuple.__eq__(self, other)
+        return type(other) is type(self) and tuple.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return tuple.__ne__(self, other)
+        return not self.__eq__(other)
 
     def __hash__(self) -> int:
         return tuple.__hash__(self)
