@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+import types
 from typing import Any
 
 import pytest
@@ -279,3 +280,32 @@ def test_simulator_stream_stack_starts_empty_in_every_thread() -> None:
         assert current_stream() is mine
     assert seen == [DEFAULT_STREAM, side, DEFAULT_STREAM]
     assert current_stream() is DEFAULT_STREAM
+
+
+# ---------------------------------------------------------------- the NPU platform's torch_npu
+
+
+def test_npu_queries_import_torch_npu_once_and_retry_a_failed_import(monkeypatch) -> None:
+    from pypto.torch._platform import NpuRuntimeUnavailable
+    from pypto.torch._platform import npu as npu_module
+
+    fake = types.ModuleType("torch_npu")
+    fake.get_npu_format = lambda tensor: 29  # type: ignore[attr-defined]
+    attempts: list[str] = []
+    available = [False]
+
+    def import_module(name: str) -> types.ModuleType:
+        attempts.append(name)
+        if not available[0]:
+            raise ImportError(f"No module named {name!r}")
+        return fake
+
+    monkeypatch.setattr(npu_module, "_loaded", {})
+    monkeypatch.setattr(npu_module.importlib, "import_module", import_module)
+    platform = npu_module.NpuPlatform("a2a3")
+    for _ in range(2):  # a failed import is attempted again on the next query
+        with pytest.raises(NpuRuntimeUnavailable, match="needs torch_npu"):
+            platform.tensor_format(torch.zeros(1))
+    available[0] = True
+    assert [platform.tensor_format(torch.zeros(1)) for _ in range(3)] == [29, 29, 29]
+    assert attempts == ["torch_npu"] * 3

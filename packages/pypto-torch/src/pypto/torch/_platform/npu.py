@@ -17,9 +17,19 @@ from pypto.torch._platform import NPU_PLATFORMS, DevicePlatform, NpuRuntimeUnava
 __all__ = ["NpuPlatform"]
 
 
+_loaded: dict[str, ModuleType] = {}
+"""Modules imported successfully, by name: a query made on every call (the storage format of
+each tensor, the current device and stream) then costs a dict lookup, not an import. A
+failed import is not remembered, so it is attempted again (and reported) on the next query."""
+
+
 def _load_torch_npu(platform: str, query: str) -> ModuleType:
+    module = _loaded.get("torch_npu")
+    if module is not None:
+        return module
     try:
-        return importlib.import_module("torch_npu")
+        module = _loaded["torch_npu"] = importlib.import_module("torch_npu")
+        return module
     except ImportError as exc:
         raise NpuRuntimeUnavailable(
             f"platform {platform!r}: {query} needs torch_npu, which could not be imported ({exc}); "
@@ -28,8 +38,12 @@ def _load_torch_npu(platform: str, query: str) -> ModuleType:
 
 
 def _load_native_adapter(platform: str, query: str) -> ModuleType:
+    module = _loaded.get("pypto._torch_npu")
+    if module is not None:
+        return module
     try:
-        return importlib.import_module("pypto._torch_npu")
+        module = _loaded["pypto._torch_npu"] = importlib.import_module("pypto._torch_npu")
+        return module
     except ImportError as exc:
         raise NpuRuntimeUnavailable(
             f"platform {platform!r}: {query} needs the optional native adapter pypto._torch_npu, "
