@@ -46,13 +46,14 @@ def _stat(store: ArtifactStore, console: Console) -> int:
     table = Table(title="pypto artifact store", show_header=False)
     table.add_column("setting", style="bold")
     table.add_column("value")
-    table.add_row("root", str(store.root))
     table.add_row("enabled (PYPTO_CACHE)", str(settings.cache_enabled()))
     table.add_row("read-only (PYPTO_CACHE_READONLY)", str(settings.cache_readonly()))
     for state in ("READY", "GENERATED"):
         group = [e for e in entries if e.state == state]
         table.add_row(f"{state} entries", f"{len(group)} ({_size(sum(e.size for e in group))})")
     table.add_row("staging leftovers", str(len(store.staging_leftovers())))
+    # The root on a line of its own, never wrapped or cut, so that it can be copied.
+    console.print(f"root: {store.root}", soft_wrap=True, highlight=False)
     console.print(table)
     return 0
 
