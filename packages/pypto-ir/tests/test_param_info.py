@@ -129,3 +129,12 @@ def test_wire_codes_follow_wire_md() -> None:
     assert codes["BF16"] == 6
     assert codes["FP4E2M1"] == 14
     assert sorted(codes.values()) == list(range(15))
+
+
+def test_array_names_round_trip_and_aliases() -> None:
+    for dt in DataType:
+        assert DataType.from_array_name(dt.array_name) is dt
+        assert DataType.from_array_name("torch." + dt.array_name) is dt
+    assert DataType.from_array_name("half") is DataType.FP16
+    assert DataType.from_array_name("long") is DataType.INT64
+    assert DataType.from_array_name("float64") is None

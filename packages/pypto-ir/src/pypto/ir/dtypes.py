@@ -55,6 +55,22 @@ class DataType(enum.Enum):
     def is_unsigned_int(self) -> bool:
         return self in (DataType.UINT8, DataType.UINT16, DataType.UINT32, DataType.UINT64)
 
+    @property
+    def array_name(self) -> str:
+        """The name numpy and torch give this type: ``"float32"``, ``"bfloat16"``, ...
+
+        Array libraries are duck-typed by this name everywhere in the stack, so no layer
+        needs to import numpy or torch to recognise a tensor's element type.
+        """
+        return _ARRAY_NAME[self]
+
+    @classmethod
+    def from_array_name(cls, name: str) -> DataType | None:
+        """The DataType of a numpy/torch dtype name (``torch.`` prefix and torch's aliases
+        such as ``half`` or ``long`` accepted), or None if the stack has no such type."""
+        key = name.removeprefix("torch.").lower()
+        return _FROM_ARRAY_NAME.get(key)
+
     @classmethod
     def parse(cls, value: object, *, what: str = "dtype") -> DataType:
         """Accept a DataType or its canonical name; raise ValueError naming ``what`` otherwise."""
@@ -106,7 +122,35 @@ _BITS = {
     DataType.FP8E8M0: 8,
     DataType.FP4E2M1: 4,
 }
+_ARRAY_NAME = {
+    DataType.FP32: "float32",
+    DataType.FP16: "float16",
+    DataType.BF16: "bfloat16",
+    DataType.INT8: "int8",
+    DataType.INT16: "int16",
+    DataType.INT32: "int32",
+    DataType.INT64: "int64",
+    DataType.UINT8: "uint8",
+    DataType.UINT16: "uint16",
+    DataType.UINT32: "uint32",
+    DataType.UINT64: "uint64",
+    DataType.BOOL: "bool",
+    DataType.FP8E4M3FN: "float8_e4m3fn",
+    DataType.FP8E8M0: "float8_e8m0fnu",
+    DataType.FP4E2M1: "float4_e2m1fn_x2",
+}
+# torch's short aliases (torch.half is torch.float16, torch.int is torch.int32, ...)
+_FROM_ARRAY_NAME = {
+    **{name: dt for dt, name in _ARRAY_NAME.items()},
+    "float": DataType.FP32,
+    "half": DataType.FP16,
+    "short": DataType.INT16,
+    "int": DataType.INT32,
+    "long": DataType.INT64,
+}
 _FLOATS = frozenset(
     {DataType.FP32, DataType.FP16, DataType.BF16, DataType.FP8E4M3FN, DataType.FP8E8M0, DataType.FP4E2M1}
 )
-assert set(_WIRE_CODE) == set(DataType) == set(_BITS), "every DataType needs a wire code and a width"
+assert set(_WIRE_CODE) == set(DataType) == set(_BITS) == set(_ARRAY_NAME), (
+    "every DataType needs a wire code, a width and an array name"
+)

@@ -13,29 +13,6 @@ from pypto.ir.dtypes import DataType
 
 __all__ = ["dtype_of", "is_tensor_like", "scalar_of", "shape_of"]
 
-_DTYPE_NAMES: dict[str, DataType] = {
-    "float32": DataType.FP32,
-    "float": DataType.FP32,
-    "float16": DataType.FP16,
-    "half": DataType.FP16,
-    "bfloat16": DataType.BF16,
-    "int8": DataType.INT8,
-    "int16": DataType.INT16,
-    "short": DataType.INT16,
-    "int32": DataType.INT32,
-    "int": DataType.INT32,
-    "int64": DataType.INT64,
-    "long": DataType.INT64,
-    "uint8": DataType.UINT8,
-    "uint16": DataType.UINT16,
-    "uint32": DataType.UINT32,
-    "uint64": DataType.UINT64,
-    "bool": DataType.BOOL,
-    "float8_e4m3fn": DataType.FP8E4M3FN,
-    "float8_e8m0fnu": DataType.FP8E8M0,
-    "float4_e2m1fn_x2": DataType.FP4E2M1,
-}
-
 
 def is_tensor_like(obj: Any) -> bool:
     return hasattr(obj, "shape") and hasattr(obj, "dtype") and not isinstance(obj, (int, float, bool))
@@ -48,11 +25,11 @@ def dtype_of(obj: Any, what: str = "argument") -> DataType:
         return dt
     name = str(getattr(dt, "name", None) or dt)
     name = name.removeprefix("torch.").removeprefix("dtype(").strip("'\")").lower()
-    try:
-        return _DTYPE_NAMES[name]
-    except KeyError:
-        known = ", ".join(sorted(_DTYPE_NAMES))
-        raise TypeError(f"{what}: dtype {dt!r} has no PyPTO equivalent; expected one of {known}") from None
+    found = DataType.from_array_name(name)
+    if found is None:
+        known = ", ".join(d.array_name for d in DataType)
+        raise TypeError(f"{what}: dtype {dt!r} has no PyPTO equivalent; expected one of {known}")
+    return found
 
 
 def shape_of(obj: Any, what: str = "argument") -> tuple[int, ...]:

@@ -14,26 +14,9 @@ from pypto.ir.dtypes import DataType
 
 __all__ = ["from_torch_dtype", "to_torch_dtype"]
 
-_NAMES: dict[DataType, str] = {
-    DataType.FP32: "float32",
-    DataType.FP16: "float16",
-    DataType.BF16: "bfloat16",
-    DataType.INT8: "int8",
-    DataType.INT16: "int16",
-    DataType.INT32: "int32",
-    DataType.INT64: "int64",
-    DataType.UINT8: "uint8",
-    DataType.UINT16: "uint16",
-    DataType.UINT32: "uint32",
-    DataType.UINT64: "uint64",
-    DataType.BOOL: "bool",
-    DataType.FP8E4M3FN: "float8_e4m3fn",
-    DataType.FP8E8M0: "float8_e8m0fnu",
-    DataType.FP4E2M1: "float4_e2m1fn_x2",
-}
 
 _TO_TORCH: dict[DataType, Any] = {
-    dt: getattr(torch, name) for dt, name in _NAMES.items() if hasattr(torch, name)
+    dt: getattr(torch, dt.array_name) for dt in DataType if hasattr(torch, dt.array_name)
 }
 _FROM_TORCH: dict[Any, DataType] = {v: k for k, v in _TO_TORCH.items()}
 
@@ -44,7 +27,7 @@ def to_torch_dtype(dtype: DataType, *, what: str = "dtype") -> Any:
         return _TO_TORCH[dtype]
     except KeyError:
         raise ValueError(
-            f"{what}: torch {torch.__version__} has no dtype torch.{_NAMES[dtype]} for {dtype.value}"
+            f"{what}: torch {torch.__version__} has no dtype torch.{dtype.array_name} for {dtype.value}"
         ) from None
 
 
