@@ -38,6 +38,7 @@ ORCHESTRATIONS: dict[str, list[Any]] = {
     "explicit_dep": [D.Out, D.Scalar, D.Scalar],
     "failures": [D.In, D.Scalar],
     "interpret": [D.InOut, D.In],
+    "gated": [D.In, D.Scalar],
 }
 
 

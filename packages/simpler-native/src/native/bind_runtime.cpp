@@ -87,8 +87,9 @@ std::array<T, N> ring_values(const std::vector<std::uint64_t>& v, const char* na
 
 RunConfig make_config(const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
                       const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget, bool swimlane,
-                      bool dep_graph, const std::string& output_prefix) {
+                      bool dep_graph, const std::string& output_prefix, std::uint32_t aicpu_thread_num) {
     RunConfig cfg;
+    cfg.aicpu_threads = aicpu_thread_num;
     cfg.task_window = ring_values<std::uint32_t, 4>(task_window, "task_window");
     cfg.heap = ring_values<std::uint64_t, 4>(heap, "heap");
     cfg.dep_pool = ring_values<std::uint32_t, 4>(dep_pool, "dep_pool");
@@ -228,25 +229,27 @@ void bind_runtime(nb::module_& m) {
             [](Chip& c, std::shared_ptr<ChipProgram> program, const std::vector<TensorTuple>& tensors,
                const std::vector<std::uint64_t>& scalars, const std::vector<std::uint64_t>& task_window,
                const std::vector<std::uint64_t>& heap, const std::vector<std::uint64_t>& dep_pool,
-               std::uint64_t workspace_budget, bool swimlane, bool dep_graph, const std::string& output_prefix) {
+               std::uint64_t workspace_budget, bool swimlane, bool dep_graph, const std::string& output_prefix,
+               std::uint32_t aicpu_thread_num) {
                 std::vector<ChipTensor> ts;
                 ts.reserve(tensors.size());
                 for (std::size_t i = 0; i < tensors.size(); ++i) ts.push_back(make_tensor(tensors[i], i));
-                RunConfig cfg = make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph, output_prefix);
+                RunConfig cfg = make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph, output_prefix,
+                                            aicpu_thread_num);
                 return c.submit(std::move(program), std::move(ts), scalars, std::move(cfg));
             },
             "program"_a, "tensors"_a, "scalars"_a, "task_window"_a, "heap"_a, "dep_pool"_a, "workspace_budget_bytes"_a,
-            "swimlane"_a, "dep_graph"_a, "output_prefix"_a)
+            "swimlane"_a, "dep_graph"_a, "output_prefix"_a, "aicpu_thread_num"_a = 1)
         .def_static(
             "validate_config",
             [](const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
                const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget, bool swimlane, bool dep_graph,
-               const std::string& output_prefix) {
-                chip::validate_run_config(
-                    make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph, output_prefix));
+               const std::string& output_prefix, std::uint32_t aicpu_thread_num) {
+                chip::validate_run_config(make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph,
+                                                      output_prefix, aicpu_thread_num));
             },
             "task_window"_a, "heap"_a, "dep_pool"_a, "workspace_budget_bytes"_a, "swimlane"_a, "dep_graph"_a,
-            "output_prefix"_a)
+            "output_prefix"_a, "aicpu_thread_num"_a = 1)
         .def("enable_kernel_mode", &Chip::enable_kernel_mode, "context_generation"_a)
         .def_prop_ro("kernel_mode", &Chip::kernel_mode)
         .def(
@@ -261,15 +264,16 @@ void bind_runtime(nb::module_& m) {
             [](Chip& c, int slot, const std::vector<TensorTuple>& tensors, const std::vector<std::uint64_t>& scalars,
                const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
                const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget, bool swimlane, bool dep_graph,
-               const std::string& output_prefix) {
+               const std::string& output_prefix, std::uint32_t aicpu_thread_num) {
                 std::vector<ChipTensor> ts;
                 ts.reserve(tensors.size());
                 for (std::size_t i = 0; i < tensors.size(); ++i) ts.push_back(make_tensor(tensors[i], i));
-                RunConfig cfg = make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph, output_prefix);
+                RunConfig cfg = make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph, output_prefix,
+                                            aicpu_thread_num);
                 return c.kernel_launch(slot, ts, scalars, std::move(cfg));
             },
             "slot"_a, "tensors"_a, "scalars"_a, "task_window"_a, "heap"_a, "dep_pool"_a, "workspace_budget_bytes"_a,
-            "swimlane"_a, "dep_graph"_a, "output_prefix"_a)
+            "swimlane"_a, "dep_graph"_a, "output_prefix"_a, "aicpu_thread_num"_a = 1)
         .def(
             "kernel_enqueue_block",
             [](Chip& c, nb::bytes block) {
@@ -278,6 +282,7 @@ void bind_runtime(nb::module_& m) {
             "block"_a)
         .def("close", &Chip::close, nb::call_guard<nb::gil_scoped_release>())
         .def_prop_ro("closed", &Chip::closed)
+        .def_prop_ro("scheduler_threads", &Chip::scheduler_threads)
         .def("malloc", [](Chip& c, std::uint64_t n) { return c.memory().allocate(n); }, "nbytes"_a)
         .def("free", [](Chip& c, std::uint64_t addr) { c.memory().release(addr); }, "addr"_a)
         .def(

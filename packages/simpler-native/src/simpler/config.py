@@ -29,8 +29,10 @@ class CallConfig:
     """Settings of one run. Call :meth:`validate` (Worker.submit does) before anything runs.
 
     Args:
-        aicpu_thread_num: AICPU threads (the simulator runs orchestration and scheduling on one
-            thread; values 1..4 are accepted for compatibility with the device).
+        aicpu_thread_num: AICPU threads of the run, 1..4: one orchestrator plus
+            ``aicpu_thread_num - 1`` scheduler threads that dispatch its ready tasks and resolve
+            its task completions (with 1, the orchestrator dispatches and the AICore threads
+            resolve completions). Scheduler threads start on first use and spin briefly, then park.
         swimlane: write a Chrome trace-event JSON per run under ``output_prefix``.
         dep_graph: write the task dependency graph (JSON) per run under ``output_prefix``.
         output_prefix: directory for diagnostics; required when either switch is on.

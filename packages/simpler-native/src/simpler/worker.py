@@ -509,6 +509,7 @@ def _native_config(cfg: CallConfig) -> tuple[Any, ...]:
         cfg.swimlane,
         cfg.dep_graph,
         cfg.output_prefix or "",
+        cfg.aicpu_thread_num,
     )
 
 

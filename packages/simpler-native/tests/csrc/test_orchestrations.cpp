@@ -4,6 +4,9 @@
 //   4 matmul(In, In, Out)  5 inc(InOut)  6 empty(In)  7 stamp(Out, u64, i64)  8 fails(In)
 //   9 throws(In)
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdint>
 #include <stdexcept>
 
@@ -195,6 +198,20 @@ SIMPLER_ORCHESTRATION(interpret, 2, 0)
             ChipTensor src = slice_1d(x, a, len), dst = slice_1d(x, b, len);
             if (o.submit(3, {in(src), out(dst)}) < 0) return 1;
         }
+    }
+    return 0;
+}
+
+// No tasks: returns once flag[0] (an int64 the host sets while the run is in flight) is
+// nonzero, or fails with status 7 after `timeout_ms`. Lets a test hold an orchestration open.
+SIMPLER_ORCHESTRATION(gated, 1, 1)
+(const SimplerOrchApi*, SimplerOrchContext*, const ChipStorageTaskArgs* args) {
+    const ChipTensor& flag = args->tensor(0);
+    auto* word = reinterpret_cast<std::int64_t*>(flag.buffer.addr) + flag.start_offset;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args->scalar_as<std::int64_t>(0));
+    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) return 7;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return 0;
 }

@@ -114,6 +114,12 @@ struct Chip::RunState {
     std::uint64_t outstanding = 0;
     std::uint64_t workspace_used = 0;
     bool orch_done = false;  // the entry returned: the run completes when outstanding is 0
+    int lanes = 0;           // scheduler lanes serving this run (aicpu_threads - 1; 0 = none)
+    struct SchedStats {      // per scheduler lane, for the swimlane
+        std::uint64_t dispatched = 0, completed = 0;
+        std::int64_t first_ns = 0, last_ns = 0;
+    };
+    std::array<SchedStats, kMaxAicpuThreads - 1> sched{};
     std::int64_t orch_start = 0, orch_end = 0;
     std::int64_t t0 = 0;
     std::vector<TraceSlice> slices;
@@ -156,6 +162,9 @@ bool is_pow2(std::uint64_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
 }  // namespace
 
 void validate_run_config(const RunConfig& cfg) {
+    if (cfg.aicpu_threads < 1 || cfg.aicpu_threads > static_cast<std::uint32_t>(kMaxAicpuThreads))
+        throw std::invalid_argument("aicpu_thread_num: expected a value in [1, " + std::to_string(kMaxAicpuThreads) +
+                                    "], got " + std::to_string(cfg.aicpu_threads));
     for (int r = 0; r < kRingCount; ++r) {
         const std::string ring = "[" + std::to_string(r) + "]";
         const std::uint64_t w = cfg.task_window[r];
@@ -214,15 +223,29 @@ void Chip::close() {
     {
         std::unique_lock<std::mutex> lk(mu_);
         draining_ = true;  // submit refuses new runs; queued ones finish first
-        idle_cv_.wait(lk, [&] { return queue_.empty() && !busy_ && active_.empty(); });
+        idle_cv_.wait(lk, [&] { return idle_locked(); });
         stop_.store(true);
         progress_.fetch_add(1, std::memory_order_release);
         orch_cv_.notify_all();
         for (auto& cv : core_cv_) cv.notify_all();
+        for (auto& lane : lanes_) lane.cv.notify_all();
     }
     for (auto& t : threads_) t.join();
     threads_.clear();
+    std::vector<std::thread> schedulers;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        schedulers.swap(schedulers_);
+    }
+    for (auto& t : schedulers) t.join();
 }
+
+int Chip::scheduler_threads() const {
+    std::lock_guard<std::mutex> lk(const_cast<std::mutex&>(mu_));
+    return scheduler_count_;
+}
+
+bool Chip::idle_locked() const { return queue_.empty() && !busy_ && active_.empty() && finalizing_ == 0; }
 
 // ---------------------------------------------------------------------------------------------
 // Submission from the host
@@ -317,50 +340,97 @@ bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
 
 void Chip::orchestrator_loop() {
     // Runs are orchestrated one after another, without waiting for the previous run's tasks:
-    // the tensor map spans runs, so a later run's tasks still wait for what they overlap.
+    // the tensor map spans runs, so a later run's tasks still wait for what they overlap. A run
+    // completes on whichever thread retires its last task (or here, when its orchestration
+    // returns with nothing outstanding), never later than that.
     for (;;) {
         Pending p;
-        std::vector<std::unique_ptr<RunState>> finished;
-        bool have_run = false;
         {
             std::unique_lock<std::mutex> lk(mu_);
-            orch_wait_locked(lk, [&] { return !queue_.empty() || stop_.load() || finalizable_locked(); });
-            take_finished_locked(finished);
-            if (finished.empty()) {
-                if (!queue_.empty()) {
-                    p = std::move(queue_.front());
-                    queue_.pop_front();
-                    busy_ = true;
-                    have_run = true;
-                } else if (stop_.load() && active_.empty()) {
-                    return;
-                }
+            orch_wait_locked(lk, [&] { return !queue_.empty() || stop_.load(); });
+            if (queue_.empty()) {
+                if (stop_.load()) return;
+                continue;
             }
+            p = std::move(queue_.front());
+            queue_.pop_front();
+            busy_ = true;
         }
-        for (auto& rs : finished) finalize_run(*rs);
-        if (have_run) execute_run(p);
+        execute_run(p);
         {
             std::lock_guard<std::mutex> lk(mu_);
             busy_ = false;
-            if (queue_.empty() && active_.empty()) idle_cv_.notify_all();
+            if (idle_locked()) idle_cv_.notify_all();
         }
     }
 }
 
-bool Chip::finalizable_locked() const {
-    for (const auto& rs : active_)
-        if (rs->orch_done && rs->outstanding == 0) return true;
-    return false;
+std::unique_ptr<Chip::RunState> Chip::take_if_complete_locked(RunState& rs) {
+    if (!rs.orch_done || rs.outstanding != 0) return nullptr;
+    for (auto it = active_.begin(); it != active_.end(); ++it)
+        if (it->get() == &rs) {
+            std::unique_ptr<RunState> owned = std::move(*it);
+            active_.erase(it);
+            ++finalizing_;
+            return owned;
+        }
+    return nullptr;
 }
 
-void Chip::take_finished_locked(std::vector<std::unique_ptr<RunState>>& out) {
-    for (auto it = active_.begin(); it != active_.end();) {
-        if ((*it)->orch_done && (*it)->outstanding == 0) {
-            out.push_back(std::move(*it));
-            it = active_.erase(it);
-        } else {
-            ++it;
+// ---------------------------------------------------------------------------------------------
+// AICPU scheduler threads: each serves one lane; a run with n AICPU threads spreads its tasks
+// over lanes 0..n-2 by sequence number. They spin briefly on the lane, then park.
+
+void Chip::post_locked(Task* t, SchedEvent ev) {
+    const int lane = static_cast<int>(t->seq % static_cast<std::uint64_t>(t->run->lanes));
+    SchedLane& L = lanes_[lane];
+    ev.task = t;
+    L.queue.push_back(std::move(ev));
+    L.pending.fetch_add(1, std::memory_order_release);
+    if (L.sleeping) L.cv.notify_one();
+}
+
+void Chip::scheduler_loop(int lane) {
+    SchedLane& L = lanes_[lane];
+    std::vector<std::unique_ptr<RunState>> completed;
+    for (;;) {
+        const std::int64_t deadline = now_ns() + options_.spin_ns;
+        for (unsigned i = 1; L.pending.load(std::memory_order_acquire) == 0 && !stop_.load(std::memory_order_relaxed);
+             ++i) {
+            cpu_relax();
+            if ((i & 63) == 0 && now_ns() > deadline) break;
         }
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            if (L.queue.empty()) {
+                if (stop_.load()) return;
+                L.sleeping = true;
+                L.cv.wait(lk, [&] { return !L.queue.empty() || stop_.load(); });
+                L.sleeping = false;
+                if (L.queue.empty()) return;
+            }
+            while (!L.queue.empty()) {
+                SchedEvent ev = std::move(L.queue.front());
+                L.queue.pop_front();
+                L.pending.fetch_sub(1, std::memory_order_relaxed);
+                RunState& rs = *ev.task->run;
+                auto& st = rs.sched[lane];
+                const std::int64_t now = now_ns();
+                if (st.dispatched + st.completed == 0) st.first_ns = now;
+                st.last_ns = now;
+                if (ev.finished) {
+                    ++st.completed;
+                    // After this the run may be complete: do not touch rs below.
+                    if (auto done = resolve_locked(ev.task, ev.thread, ev.start_ns, ev.end_ns, ev.error))
+                        completed.push_back(std::move(done));
+                } else {
+                    ++st.dispatched;
+                    push_ready_locked(ev.task);
+                }
+            }
+        }
+        for (auto& done : completed) finalize_run(std::move(done));
+        completed.clear();
     }
 }
 
@@ -426,6 +496,21 @@ void Chip::execute_run(Pending& p) {
                 ring.blocks.clear();
             }
         }
+        // Scheduler threads start on demand and stay until close(); a run that cannot get its
+        // threads (the system refuses) runs with the ones that exist and fails with the reason.
+        const int want = static_cast<int>(rs.config.aicpu_threads) - 1;
+        while (scheduler_count_ < want) {
+            try {
+                const int lane = scheduler_count_;
+                schedulers_.emplace_back([this, lane] { scheduler_loop(lane); });
+                ++scheduler_count_;
+            } catch (const std::exception& e) {
+                fail_locked(rs, "aicpu_thread_num: cannot start AICPU scheduler thread " +
+                                    std::to_string(scheduler_count_) + ": " + e.what());
+                break;
+            }
+        }
+        rs.lanes = std::min(want, scheduler_count_);
         for (auto& ring : rings_) ring->run_start = ring->next;
         current_ = &rs;
         active_.push_back(std::move(owned));
@@ -466,11 +551,26 @@ void Chip::execute_run(Pending& p) {
     rs.orch_done = true;
     current_ = nullptr;
     retire_locked();
+    std::unique_ptr<RunState> done = take_if_complete_locked(rs);
+    lk.unlock();
+    if (done) finalize_run(std::move(done));
 }
 
-void Chip::finalize_run(RunState& rs) {
+void Chip::finalize_run(std::unique_ptr<RunState> owned) {
+    // Runs on the thread that retired the run's last task (or the orchestrator): the run is out
+    // of active_, so nothing else touches it.
+    RunState& rs = *owned;
     const std::string what = "orchestration '" + rs.program->name + "'";
-    rs.slices.push_back(TraceSlice{0, rs.orch_start - rs.t0, rs.orch_end - rs.t0, -1, -1, what});
+    rs.slices.push_back(TraceSlice{0, rs.orch_start - rs.t0, rs.orch_end - rs.t0, kOrchestrationSlice, -1, what});
+    // Scheduler tracks follow the AICore tracks, so AICore track ids do not depend on the run.
+    const int first_sched = 1 + options_.aic_threads + options_.aiv_threads;
+    for (int k = 0; k < rs.lanes; ++k) {
+        const auto& st = rs.sched[k];
+        if (st.dispatched + st.completed == 0) continue;
+        rs.slices.push_back(TraceSlice{first_sched + k, st.first_ns - rs.t0, st.last_ns - rs.t0, kSchedulerSlice, -1,
+                                       "scheduler: dispatched " + std::to_string(st.dispatched) + ", completed " +
+                                           std::to_string(st.completed)});
+    }
     std::vector<std::string> files;
     if (rs.config.swimlane || rs.config.dep_graph) {
         try {
@@ -478,6 +578,7 @@ void Chip::finalize_run(RunState& rs) {
             int aic = 0, aiv = 0;
             for (int i = 0; i < options_.aic_threads; ++i) names.push_back("AIC " + std::to_string(aic++));
             for (int i = 0; i < options_.aiv_threads; ++i) names.push_back("AIV " + std::to_string(aiv++));
+            for (int k = 0; k < rs.lanes; ++k) names.push_back("AICPU scheduler " + std::to_string(k));
             const std::string base = rs.config.output_prefix;
             if (rs.config.swimlane) files.push_back(write_swimlane(base, rs.run->id(), names, rs.slices));
             if (rs.config.dep_graph) files.push_back(write_dep_graph(base, rs.run->id(), rs.nodes));
@@ -489,6 +590,10 @@ void Chip::finalize_run(RunState& rs) {
         }
     }
     complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files));
+    owned.reset();  // releases the program (and its binaries) before close() may return
+    std::lock_guard<std::mutex> lk(mu_);
+    --finalizing_;
+    if (idle_locked()) idle_cv_.notify_all();
 }
 
 void Chip::complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files) {
@@ -798,7 +903,12 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
     ++rs.outstanding;
     ++in_flight_;
     if (t.fanin == 0) {
-        push_ready_locked(&t);
+        if (rs.lanes > 0) {
+            t.state = Task::State::Pending;  // a scheduler thread dispatches it
+            post_locked(&t, SchedEvent{});
+        } else {
+            push_ready_locked(&t);
+        }
     } else {
         t.state = Task::State::Pending;
     }
@@ -878,7 +988,27 @@ void Chip::core_loop(int thread_index, CoreType type) {
 }
 
 void Chip::finish_task(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns, std::string error) {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::unique_ptr<RunState> done;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (t->run->lanes > 0) {
+            // The AICore only signals completion; a scheduler thread resolves it.
+            SchedEvent ev;
+            ev.finished = true;
+            ev.thread = thread_index;
+            ev.start_ns = start_ns;
+            ev.end_ns = end_ns;
+            ev.error = std::move(error);
+            post_locked(t, std::move(ev));
+            return;
+        }
+        done = resolve_locked(t, thread_index, start_ns, end_ns, error);
+    }
+    if (done) finalize_run(std::move(done));
+}
+
+std::unique_ptr<Chip::RunState> Chip::resolve_locked(Task* t, int thread_index, std::int64_t start_ns,
+                                                     std::int64_t end_ns, const std::string& error) {
     RunState& rs = *t->run;
     if (!error.empty())
         fail_locked(rs, "orchestration '" + rs.program->name + "': task " + std::to_string(t->index) + " (kernel " +
@@ -896,6 +1026,7 @@ void Chip::finish_task(Task* t, int thread_index, std::int64_t start_ns, std::in
     retire_locked();
     progress_.fetch_add(1, std::memory_order_release);
     if (orch_waiting_) orch_cv_.notify_one();
+    return take_if_complete_locked(rs);
 }
 
 void Chip::retire_locked() {

@@ -1,5 +1,7 @@
-// The simulated chip: one AICPU orchestrator thread that runs orchestration entries and
-// schedules their tasks, and AICore threads (AIC for cube kernels, AIV for vector kernels)
+// The simulated chip: one AICPU orchestrator thread that runs orchestration entries, up to three
+// AICPU scheduler threads (a run with aicpu_threads = n uses n - 1 of them; with n = 1 the
+// orchestrator publishes ready tasks and the AICore threads resolve completions themselves),
+// and AICore threads (AIC for cube kernels, AIV for vector kernels)
 // that run kernel entries. The tensormap-and-ringbuffer (TMR) runtime lives here: tasks are
 // kept in four rings (one per scope depth; deeper scopes share the last), each with a task
 // window, a heap for intermediate tensors and a dependency pool; dependencies come from
@@ -32,6 +34,7 @@ struct SimplerOrchContext;
 namespace simpler::chip {
 
 inline constexpr int kRingCount = 4;
+inline constexpr int kMaxAicpuThreads = 4;  // one orchestrator + up to three schedulers
 
 // Per-run configuration (CallConfig after validation).
 struct RunConfig {
@@ -39,6 +42,9 @@ struct RunConfig {
     std::array<std::uint64_t, kRingCount> heap{16u << 20, 16u << 20, 16u << 20, 16u << 20};  // bytes
     std::array<std::uint32_t, kRingCount> dep_pool{1024, 1024, 1024, 1024};
     std::uint64_t workspace_budget_bytes = 0;  // 0 = unlimited; intermediate tensors only
+    // AICPU threads of the run, 1..kMaxAicpuThreads: the orchestrator plus aicpu_threads - 1
+    // scheduler threads that dispatch its ready tasks and resolve its task completions.
+    std::uint32_t aicpu_threads = 1;
     bool swimlane = false;
     bool dep_graph = false;
     std::string output_prefix;
@@ -116,6 +122,9 @@ public:
 
     DeviceMemory& memory() noexcept { return memory_; }
     const ChipOptions& options() const noexcept { return options_; }
+    // AICPU scheduler threads started so far (started on demand by the first run that needs
+    // them, kept until close()); the AICPU thread count is this plus the orchestrator.
+    int scheduler_threads() const;
 
     // Internal (used by the orchestration function table).
     struct Task;
@@ -146,6 +155,22 @@ private:
         std::uint64_t generation = 0;
     };
     class LaunchRunner;
+    // A message to an AICPU scheduler lane: a submitted task with no pending dependencies
+    // (dispatch it), or a task an AICore thread finished (resolve its successors).
+    struct SchedEvent {
+        Task* task = nullptr;
+        bool finished = false;
+        int thread = 0;
+        std::int64_t start_ns = 0, end_ns = 0;
+        std::string error;
+    };
+    struct SchedLane {
+        std::deque<SchedEvent> queue;  // guarded by mu_
+        std::atomic<int> pending{0};   // queue size, read while spinning without the lock
+        std::condition_variable cv;
+        bool sleeping = false;
+    };
+    static constexpr int kMaxSchedulers = kMaxAicpuThreads - 1;
 
     std::shared_ptr<Run> enqueue(Pending p);
     std::string consume_kernel_launch(Pending& p);
@@ -159,9 +184,13 @@ private:
     };
 
     void orchestrator_loop();
-    bool finalizable_locked() const;
-    void take_finished_locked(std::vector<std::unique_ptr<RunState>>& out);
-    void finalize_run(RunState& rs);
+    void scheduler_loop(int lane);
+    void post_locked(Task* t, SchedEvent ev);
+    bool idle_locked() const;
+    std::unique_ptr<RunState> take_if_complete_locked(RunState& rs);
+    std::unique_ptr<RunState> resolve_locked(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns,
+                                             const std::string& error);
+    void finalize_run(std::unique_ptr<RunState> owned);
     void core_loop(int thread_index, CoreType type);
     void execute_run(Pending& p);
     Task* pop_ready(CoreType type);
@@ -201,6 +230,10 @@ private:
     std::atomic<bool> closed_{false};
     std::mutex close_mu_;
     std::vector<std::thread> threads_;
+    std::array<SchedLane, kMaxSchedulers> lanes_{};
+    int scheduler_count_ = 0;             // guarded by mu_
+    std::vector<std::thread> schedulers_;  // guarded by mu_ (started by the orchestrator thread)
+    std::uint32_t finalizing_ = 0;         // runs taken out of active_ whose Run is being completed
     mutable std::mutex slots_mu_;  // guards slots_ and binding_ (kernel mode)
     std::array<KernelSlot, kMaxCallables> slots_{};
     TmrBindingRef binding_{};

@@ -82,7 +82,8 @@ std::string write_swimlane(const std::string& output_prefix, std::uint64_t run_i
     char num[64];
     for (const TraceSlice& s : slices) {
         o << ",\n{\"name\":\"" << json_escape(s.task < 0 ? s.name : s.name + " #" + std::to_string(s.task))
-          << "\",\"cat\":\"" << (s.task < 0 ? "orchestration" : "task") << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << s.thread;
+          << "\",\"cat\":\""
+          << (s.task == kOrchestrationSlice ? "orchestration" : s.task == kSchedulerSlice ? "scheduler" : "task") << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << s.thread;
         std::snprintf(num, sizeof num, "%.3f", static_cast<double>(s.start_ns) / 1000.0);
         o << ",\"ts\":" << num;
         std::snprintf(num, sizeof num, "%.3f", static_cast<double>(s.end_ns - s.start_ns) / 1000.0);

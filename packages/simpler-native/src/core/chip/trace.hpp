@@ -9,11 +9,15 @@
 
 namespace simpler::chip {
 
+inline constexpr std::int64_t kOrchestrationSlice = -1;  // TraceSlice::task of the orchestration
+inline constexpr std::int64_t kSchedulerSlice = -2;      // of a scheduler thread's activity
+
 struct TraceSlice {
-    int thread;             // 0 = AICPU orchestrator, then AIC threads, then AIV threads
+    // 0 = AICPU orchestrator, then AIC threads, then AIV threads, then AICPU scheduler threads
+    int thread;
     std::int64_t start_ns;  // relative to the run's start
     std::int64_t end_ns;
-    std::int64_t task;      // task index in the run, -1 for the orchestration slice
+    std::int64_t task;      // task index in the run, or kOrchestrationSlice / kSchedulerSlice
     std::int32_t func_id;
     std::string name;
 };

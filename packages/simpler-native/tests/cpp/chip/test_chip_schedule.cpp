@@ -3,6 +3,7 @@
 // back-pressure through tiny rings, deadlock reporting, kernel errors naming task and kernel.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -47,6 +48,13 @@ void k_copy(std::int64_t* args) {
 
 void k_fail(std::int64_t*) { g_fail_next = true; }
 
+// x[0] += 1 after sleeping args[1] microseconds: a task that outlasts its orchestration.
+void k_slow(std::int64_t* args) {
+    const auto& x = *reinterpret_cast<const ChipTensor*>(args[0]);
+    std::this_thread::sleep_for(std::chrono::microseconds(args[1]));
+    elems(x)[0] += 1;
+}
+
 std::shared_ptr<CoreKernel> kernel(const char* name, KernelEntryFn fn, std::vector<ArgDirection> sig,
                                    TakeErrorFn take = no_error) {
     auto k = std::make_shared<CoreKernel>();
@@ -80,6 +88,7 @@ std::shared_ptr<ChipProgram> program(const char* name, OrchestrationEntryFn entr
     p->kernels[0] = kernel("muladd", k_muladd, {ArgDirection::InOut, ArgDirection::Scalar});
     p->kernels[1] = kernel("copy", k_copy, {ArgDirection::In, ArgDirection::Out});
     p->kernels[2] = kernel("fail", k_fail, {ArgDirection::In}, take_test_error);
+    p->kernels[3] = kernel("slow", k_slow, {ArgDirection::InOut, ArgDirection::Scalar});
     for (auto& [id, k] : p->kernels) const_cast<CoreKernel&>(*k).func_id = id;
     return p;
 }
@@ -112,6 +121,51 @@ std::int32_t orch_heap_deadlock(const SimplerOrchApi* api, SimplerOrchContext* c
     const std::uint32_t shape[1] = {100};
     if (o.alloc_tensor(DataType::INT64, 1, shape, &a) != 0) return 1;  // 800 bytes, never freed at depth 0
     return o.alloc_tensor(DataType::INT64, 1, shape, &b) != 0;       // cannot fit in 1024
+}
+
+// x (4 quarters), 60 rounds: muladd every quarter, then copy one quarter onto the next. Every
+// task depends on the ones before it that touch the same quarter (RAW, WAR, WAW): 300 tasks.
+constexpr int kLongRounds = 60;
+std::int32_t orch_long(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    Orchestrator o(api, ctx);
+    const ChipTensor& x = args->tensor(0);
+    const std::uint32_t q = x.shapes[0] / 4;
+    for (int r = 0; r < kLongRounds; ++r) {
+        for (std::uint32_t i = 0; i < 4; ++i)
+            if (o.submit(0, {inout(slice_1d(x, i * q, q))}, {scalar_bits<std::int64_t>(r + i)}) < 0) return 1;
+        const std::uint32_t from = r % 4, to = (r + 1) % 4;
+        if (o.submit(1, {in(slice_1d(x, from * q, q)), out(slice_1d(x, to * q, q))}) < 0) return 1;
+    }
+    return 0;
+}
+
+void reference_long(std::vector<std::int64_t>& x) {
+    const std::size_t q = x.size() / 4;
+    for (int r = 0; r < kLongRounds; ++r) {
+        for (std::size_t i = 0; i < 4; ++i)
+            for (std::size_t j = 0; j < q; ++j) x[i * q + j] = x[i * q + j] * 2 + r + static_cast<std::int64_t>(i);
+        const std::size_t from = r % 4, to = (r + 1) % 4;
+        for (std::size_t j = 0; j < q; ++j) x[to * q + j] = x[from * q + j];
+    }
+}
+
+// One task that sleeps 30 ms, then returns: the task finishes long after the orchestration.
+std::int32_t orch_one_slow(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    Orchestrator o(api, ctx);
+    return o.submit(3, {inout(args->tensor(0))}, {scalar_bits<std::int64_t>(30'000)}) < 0;
+}
+
+// An orchestration that blocks until the test opens the gate (bounded: 20 s, then it fails).
+std::atomic<int> g_gate{0};
+std::atomic<int> g_gate_entered{0};
+std::int32_t orch_gated(const SimplerOrchApi*, SimplerOrchContext*, const ChipStorageTaskArgs*) {
+    g_gate_entered.store(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (g_gate.load() == 0) {
+        if (std::chrono::steady_clock::now() > deadline) return 7;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return 0;
 }
 
 void reference_chain(std::vector<std::int64_t>& x) {
@@ -188,4 +242,87 @@ TEST_CASE("host-side checks reject bad arguments before anything runs") {
     RunConfig cfg;
     cfg.task_window[0] = 3;
     CHECK_THROWS_AS(chip.submit(prog, {vec(x)}, {}, cfg), std::invalid_argument);
+}
+
+TEST_CASE("aicpu_threads 1..4: sequential results on a long dependency-ordered graph; schedulers start on demand") {
+    ChipOptions o;
+    o.aic_threads = 0;
+    o.aiv_threads = 2;
+    Chip chip(o);
+    CHECK(chip.scheduler_threads() == 0);
+    auto prog = program("long", orch_long, {ArgDirection::InOut});
+    std::uint32_t max_n = 1;
+    for (std::uint32_t n : {1u, 2u, 3u, 4u, 1u}) {
+        CAPTURE(n);
+        std::vector<std::int64_t> x(32), expected(32);
+        for (int i = 0; i < 32; ++i) x[i] = expected[i] = i % 7;
+        reference_long(expected);
+        RunConfig cfg;
+        cfg.aicpu_threads = n;
+        auto run = chip.submit(prog, {vec(x)}, {}, cfg);
+        REQUIRE(run->wait(60.0));
+        CHECK(run->error() == "");
+        CHECK(run->tasks_submitted() == 5 * kLongRounds);
+        CHECK(run->tasks_executed() == 5 * kLongRounds);
+        CHECK(x == expected);
+        max_n = std::max(max_n, n);
+        CHECK(chip.scheduler_threads() == static_cast<int>(max_n) - 1);  // started once, kept until close
+    }
+}
+
+TEST_CASE("runs with different aicpu_threads overlap on one chip and still order by their tensors") {
+    ChipOptions o;
+    o.aic_threads = 0;
+    o.aiv_threads = 2;
+    Chip chip(o);
+    auto prog = program("long", orch_long, {ArgDirection::InOut});
+    std::vector<std::int64_t> x(32), expected(32);
+    for (int i = 0; i < 32; ++i) x[i] = expected[i] = i % 5;
+    std::vector<std::shared_ptr<Run>> runs;
+    for (std::uint32_t n : {3u, 1u, 2u, 1u, 3u}) {
+        reference_long(expected);
+        RunConfig cfg;
+        cfg.aicpu_threads = n;
+        runs.push_back(chip.submit(prog, {vec(x)}, {}, cfg));  // queued back to back, not awaited
+    }
+    for (auto& run : runs) {
+        REQUIRE(run->wait(60.0));
+        CHECK(run->error() == "");
+    }
+    CHECK(x == expected);
+    CHECK(chip.scheduler_threads() == 2);
+    RunConfig bad;
+    bad.aicpu_threads = 5;
+    CHECK_THROWS_WITH_AS(chip.submit(prog, {vec(x)}, {}, bad), "aicpu_thread_num: expected a value in [1, 4], got 5",
+                         std::invalid_argument);
+    bad.aicpu_threads = 0;
+    CHECK_THROWS_AS(chip.submit(prog, {vec(x)}, {}, bad), std::invalid_argument);
+}
+
+TEST_CASE("a run is done when its last task finishes, even while a later orchestration is still running") {
+    for (std::uint32_t n : {1u, 2u}) {
+        CAPTURE(n);
+        ChipOptions o;
+        o.aic_threads = 0;
+        o.aiv_threads = 1;
+        Chip chip(o);
+        g_gate.store(0);
+        g_gate_entered.store(0);
+        std::vector<std::int64_t> x(4, 0), y(4, 0);
+        RunConfig cfg;
+        cfg.aicpu_threads = n;
+        auto first = chip.submit(program("one_slow", orch_one_slow, {ArgDirection::InOut}), {vec(x)}, {}, cfg);
+        auto gated = chip.submit(program("gated", orch_gated, {ArgDirection::InOut}), {vec(y)}, {}, cfg);
+        // The first run's task sleeps 30 ms after its orchestration returned; the gated
+        // orchestration has started by then and does not return until the gate opens.
+        const bool first_done = first->wait(10.0);
+        const bool gated_running = g_gate_entered.load() == 1 && !gated->done();
+        g_gate.store(1);
+        REQUIRE(gated->wait(30.0));
+        CHECK(first_done);
+        CHECK(gated_running);
+        CHECK(first->error() == "");
+        CHECK(x[0] == 1);
+        CHECK(gated->error() == "");
+    }
 }
