@@ -37,35 +37,8 @@ _NUMPY_CODES = {
     "u8": DataType.UINT64,
     "b1": DataType.BOOL,
 }
-_NUMPY_NAMES = {
-    DataType.FP32: "float32",
-    DataType.FP16: "float16",
-    DataType.INT8: "int8",
-    DataType.INT16: "int16",
-    DataType.INT32: "int32",
-    DataType.INT64: "int64",
-    DataType.UINT8: "uint8",
-    DataType.UINT16: "uint16",
-    DataType.UINT32: "uint32",
-    DataType.UINT64: "uint64",
-    DataType.BOOL: "bool",
-}
-# torch dtype attribute name -> DataType
-_TORCH_NAMES = {
-    "float32": DataType.FP32,
-    "float16": DataType.FP16,
-    "bfloat16": DataType.BF16,
-    "int8": DataType.INT8,
-    "int16": DataType.INT16,
-    "int32": DataType.INT32,
-    "int64": DataType.INT64,
-    "uint8": DataType.UINT8,
-    "uint16": DataType.UINT16,
-    "uint32": DataType.UINT32,
-    "uint64": DataType.UINT64,
-    "bool": DataType.BOOL,
-    "float8_e4m3fn": DataType.FP8E4M3FN,
-}
+# numpy has no BF16/FP8/FP4: outputs of those types are allocated only as torch tensors.
+_NUMPY_ALLOCATABLE = frozenset(_NUMPY_CODES.values())
 
 
 @dataclass(frozen=True)
@@ -163,8 +136,7 @@ def _describe_torch(obj: Any, what: str) -> HostTensor:
         )
     if getattr(obj, "requires_grad", False):
         raise TensorBindingError(f"{what}: tensor requires grad; pass .detach() (no autograd support)")
-    name = str(obj.dtype).rsplit(".", 1)[-1]
-    dtype = _TORCH_NAMES.get(name)
+    dtype = DataType.from_array_name(str(obj.dtype))
     if dtype is None:
         raise TensorBindingError(f"{what}: unsupported torch dtype {obj.dtype}")
     shape = tuple(int(d) for d in obj.shape)
@@ -206,11 +178,9 @@ def allocate_like(shape: Sequence[int], dtype: DataType, like: Sequence[object])
     for obj in like:
         if hasattr(obj, "new_empty") and hasattr(obj, "data_ptr"):
             torch = sys.modules.get(type(obj).__module__.split(".", 1)[0])
-            name = next((n for n, d in _TORCH_NAMES.items() if d is dtype), None)
-            if torch is not None and name is not None and hasattr(torch, name):
-                return obj.new_empty(tuple(shape), dtype=getattr(torch, name))
-    name = _NUMPY_NAMES.get(dtype)
-    if name is None:
+            if torch is not None and hasattr(torch, dtype.array_name):
+                return obj.new_empty(tuple(shape), dtype=getattr(torch, dtype.array_name))
+    if dtype not in _NUMPY_ALLOCATABLE:
         raise TensorBindingError(
             f"cannot allocate a {dtype.value} output as a numpy array; pass it as a torch tensor argument"
         )
@@ -220,4 +190,4 @@ def allocate_like(shape: Sequence[int], dtype: DataType, like: Sequence[object])
         raise TensorBindingError(
             "output allocation needs numpy (or torch tensors among the arguments); pip install numpy"
         ) from None
-    return numpy.empty(tuple(shape), dtype=name)
+    return numpy.empty(tuple(shape), dtype=dtype.array_name)
