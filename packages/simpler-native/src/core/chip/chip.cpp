@@ -213,6 +213,10 @@ Chip::Chip(ChipOptions options) : options_(options) {
         threads_.emplace_back([this, index] { core_loop(index, CoreType::AIC); });
     for (int i = 0; i < options_.aiv_threads; ++i, ++index)
         threads_.emplace_back([this, index] { core_loop(index, CoreType::AIV); });
+    // Return only once every thread runs its loop: a thread still starting holds libc or
+    // sanitizer allocator state, and a fork taken then would hand the child those locks held.
+    while (started_.load(std::memory_order_acquire) < static_cast<int>(threads_.size()))
+        std::this_thread::yield();
 }
 
 Chip::~Chip() { close(); }
@@ -339,6 +343,7 @@ bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
 }
 
 void Chip::orchestrator_loop() {
+    started_.fetch_add(1, std::memory_order_release);
     // Runs are orchestrated one after another, without waiting for the previous run's tasks:
     // the tensor map spans runs, so a later run's tasks still wait for what they overlap. A run
     // completes on whichever thread retires its last task (or here, when its orchestration
@@ -954,6 +959,7 @@ Chip::Task* Chip::pop_ready(CoreType core) {
 }
 
 void Chip::core_loop(int thread_index, CoreType type) {
+    started_.fetch_add(1, std::memory_order_release);
     for (;;) {
         Task* t = pop_ready(type);
         if (t == nullptr) {

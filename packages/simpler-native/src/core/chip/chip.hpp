@@ -227,6 +227,7 @@ private:
     std::uint64_t in_flight_ = 0;  // submitted, not finished
     std::uint64_t next_run_id_ = 1;
     std::atomic<bool> stop_{false};
+    std::atomic<int> started_{0};  // threads that reached their loop (see the constructor)
     std::atomic<bool> closed_{false};
     std::mutex close_mu_;
     std::vector<std::thread> threads_;
