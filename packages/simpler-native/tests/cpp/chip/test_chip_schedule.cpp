@@ -123,14 +123,15 @@ std::int32_t orch_heap_deadlock(const SimplerOrchApi* api, SimplerOrchContext* c
     return o.alloc_tensor(DataType::INT64, 1, shape, &b) != 0;       // cannot fit in 1024
 }
 
-// x (4 quarters), 60 rounds: muladd every quarter, then copy one quarter onto the next. Every
-// task depends on the ones before it that touch the same quarter (RAW, WAR, WAW): 300 tasks.
-constexpr int kLongRounds = 60;
+// x (4 quarters), `rounds` (scalar 0) rounds: muladd every quarter, then copy one quarter onto
+// the next: 5 tasks a round, each depending on the earlier ones that touch its quarters (RAW,
+// WAR, WAW). Values double every round: keep rounds x runs on one x under ~55 (no overflow).
 std::int32_t orch_long(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
     Orchestrator o(api, ctx);
     const ChipTensor& x = args->tensor(0);
     const std::uint32_t q = x.shapes[0] / 4;
-    for (int r = 0; r < kLongRounds; ++r) {
+    const auto rounds = static_cast<int>(args->scalar_as<std::int64_t>(0));
+    for (int r = 0; r < rounds; ++r) {
         for (std::uint32_t i = 0; i < 4; ++i)
             if (o.submit(0, {inout(slice_1d(x, i * q, q))}, {scalar_bits<std::int64_t>(r + i)}) < 0) return 1;
         const std::uint32_t from = r % 4, to = (r + 1) % 4;
@@ -139,9 +140,9 @@ std::int32_t orch_long(const SimplerOrchApi* api, SimplerOrchContext* ctx, const
     return 0;
 }
 
-void reference_long(std::vector<std::int64_t>& x) {
+void reference_long(std::vector<std::int64_t>& x, int rounds) {
     const std::size_t q = x.size() / 4;
-    for (int r = 0; r < kLongRounds; ++r) {
+    for (int r = 0; r < rounds; ++r) {
         for (std::size_t i = 0; i < 4; ++i)
             for (std::size_t j = 0; j < q; ++j) x[i * q + j] = x[i * q + j] * 2 + r + static_cast<std::int64_t>(i);
         const std::size_t from = r % 4, to = (r + 1) % 4;
@@ -250,20 +251,21 @@ TEST_CASE("aicpu_threads 1..4: sequential results on a long dependency-ordered g
     o.aiv_threads = 2;
     Chip chip(o);
     CHECK(chip.scheduler_threads() == 0);
-    auto prog = program("long", orch_long, {ArgDirection::InOut});
+    auto prog = program("long", orch_long, {ArgDirection::InOut, ArgDirection::Scalar});
+    constexpr int kRounds = 50;  // 250 tasks
     std::uint32_t max_n = 1;
     for (std::uint32_t n : {1u, 2u, 3u, 4u, 1u}) {
         CAPTURE(n);
         std::vector<std::int64_t> x(32), expected(32);
         for (int i = 0; i < 32; ++i) x[i] = expected[i] = i % 7;
-        reference_long(expected);
+        reference_long(expected, kRounds);
         RunConfig cfg;
         cfg.aicpu_threads = n;
-        auto run = chip.submit(prog, {vec(x)}, {}, cfg);
+        auto run = chip.submit(prog, {vec(x)}, {kRounds}, cfg);
         REQUIRE(run->wait(60.0));
         CHECK(run->error() == "");
-        CHECK(run->tasks_submitted() == 5 * kLongRounds);
-        CHECK(run->tasks_executed() == 5 * kLongRounds);
+        CHECK(run->tasks_submitted() == 5 * kRounds);
+        CHECK(run->tasks_executed() == 5 * kRounds);
         CHECK(x == expected);
         max_n = std::max(max_n, n);
         CHECK(chip.scheduler_threads() == static_cast<int>(max_n) - 1);  // started once, kept until close
@@ -275,15 +277,16 @@ TEST_CASE("runs with different aicpu_threads overlap on one chip and still order
     o.aic_threads = 0;
     o.aiv_threads = 2;
     Chip chip(o);
-    auto prog = program("long", orch_long, {ArgDirection::InOut});
+    auto prog = program("long", orch_long, {ArgDirection::InOut, ArgDirection::Scalar});
+    constexpr int kRounds = 10;  // 5 runs of 50 tasks on one x
     std::vector<std::int64_t> x(32), expected(32);
     for (int i = 0; i < 32; ++i) x[i] = expected[i] = i % 5;
     std::vector<std::shared_ptr<Run>> runs;
     for (std::uint32_t n : {3u, 1u, 2u, 1u, 3u}) {
-        reference_long(expected);
+        reference_long(expected, kRounds);
         RunConfig cfg;
         cfg.aicpu_threads = n;
-        runs.push_back(chip.submit(prog, {vec(x)}, {}, cfg));  // queued back to back, not awaited
+        runs.push_back(chip.submit(prog, {vec(x)}, {kRounds}, cfg));  // queued back to back, not awaited
     }
     for (auto& run : runs) {
         REQUIRE(run->wait(60.0));
@@ -293,10 +296,10 @@ TEST_CASE("runs with different aicpu_threads overlap on one chip and still order
     CHECK(chip.scheduler_threads() == 2);
     RunConfig bad;
     bad.aicpu_threads = 5;
-    CHECK_THROWS_WITH_AS(chip.submit(prog, {vec(x)}, {}, bad), "aicpu_thread_num: expected a value in [1, 4], got 5",
+    CHECK_THROWS_WITH_AS(chip.submit(prog, {vec(x)}, {kRounds}, bad), "aicpu_thread_num: expected a value in [1, 4], got 5",
                          std::invalid_argument);
     bad.aicpu_threads = 0;
-    CHECK_THROWS_AS(chip.submit(prog, {vec(x)}, {}, bad), std::invalid_argument);
+    CHECK_THROWS_AS(chip.submit(prog, {vec(x)}, {kRounds}, bad), std::invalid_argument);
 }
 
 TEST_CASE("a run is done when its last task finishes, even while a later orchestration is still running") {
