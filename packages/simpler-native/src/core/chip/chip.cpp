@@ -396,6 +396,7 @@ void Chip::post_locked(Task* t, SchedEvent ev) {
 }
 
 void Chip::scheduler_loop(int lane) {
+    sched_started_.fetch_add(1, std::memory_order_release);
     SchedLane& L = lanes_[lane];
     std::vector<std::unique_ptr<RunState>> completed;
     for (;;) {
@@ -515,6 +516,9 @@ void Chip::execute_run(Pending& p) {
                 break;
             }
         }
+        // As in the constructor: a scheduler still starting may hold allocator locks a fork
+        // would hand to the child, so wait until each one runs its loop.
+        while (sched_started_.load(std::memory_order_acquire) < scheduler_count_) std::this_thread::yield();
         rs.lanes = std::min(want, scheduler_count_);
         for (auto& ring : rings_) ring->run_start = ring->next;
         current_ = &rs;

@@ -233,6 +233,7 @@ private:
     std::vector<std::thread> threads_;
     std::array<SchedLane, kMaxSchedulers> lanes_{};
     int scheduler_count_ = 0;             // guarded by mu_
+    std::atomic<int> sched_started_{0};  // scheduler threads that reached their loop
     std::vector<std::thread> schedulers_;  // guarded by mu_ (started by the orchestrator thread)
     std::uint32_t finalizing_ = 0;         // runs taken out of active_ whose Run is being completed
     mutable std::mutex slots_mu_;  // guards slots_ and binding_ (kernel mode)
