@@ -31,6 +31,7 @@ __all__ = [
     "fault_point",
     "get",
     "invalidating_snapshot",
+    "platform",
 ]
 
 
@@ -63,6 +64,19 @@ def _parse_path(name: str, raw: str) -> Path | None:
 
 def _parse_str(name: str, raw: str) -> str | None:
     return raw.strip() or None
+
+
+def _parse_platform(name: str, raw: str) -> str | None:
+    from pypto.ir.contract import PLATFORMS
+
+    value = raw.strip()
+    if not value:
+        return None
+    if value not in PLATFORMS:
+        raise SettingsError(
+            f"environment variable {name}: expected one of {', '.join(PLATFORMS)}, got {raw!r}"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,13 @@ SETTINGS: Mapping[str, Setting] = {
             _parse_bool,
             False,
             "1 uses READY entries that exist but never writes to the store (no locks, no publish).",
+        ),
+        Setting(
+            "PYPTO_PLATFORM",
+            Effect.NEUTRAL,
+            _parse_platform,
+            None,
+            "The platform used where none is given (pypto.torch.init); default: a2a3sim, the simulated chip.",
         ),
         Setting(
             "PYPTO_CACHE_FAULT",
@@ -153,6 +174,12 @@ def cache_enabled() -> bool:
 
 def cache_readonly() -> bool:
     return bool(get("PYPTO_CACHE_READONLY"))
+
+
+def platform() -> str | None:
+    """The configured platform (PYPTO_PLATFORM), or None when unset."""
+    value: str | None = get("PYPTO_PLATFORM")
+    return value
 
 
 def fault_point() -> str | None:
