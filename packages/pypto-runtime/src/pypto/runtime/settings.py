@@ -122,6 +122,14 @@ SETTINGS: Mapping[str, Setting] = {
             "The platform used where none is given (pypto.torch.init); default: a2a3sim, the simulated chip.",
         ),
         Setting(
+            "PYPTO_SKIP_RUNTIME_PIN",
+            Effect.NEUTRAL,
+            _parse_bool,
+            False,
+            "1 lets pypto.torch.init accept a simpler-native whose version is missing or outside the "
+            "pinned range (the interface checks still run).",
+        ),
+        Setting(
             "PYPTO_CACHE_FAULT",
             Effect.NEUTRAL,
             _parse_str,
