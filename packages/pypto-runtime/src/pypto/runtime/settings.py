@@ -28,6 +28,8 @@ __all__ = [
     "cache_dir",
     "cache_enabled",
     "cache_readonly",
+    "cache_shared_dir",
+    "lock_timeout",
     "fault_point",
     "get",
     "invalidating_snapshot",
@@ -60,6 +62,18 @@ def _parse_path(name: str, raw: str) -> Path | None:
     if not path.is_absolute():
         raise SettingsError(f"environment variable {name}: expected an absolute path, got {raw!r}")
     return path
+
+
+def _parse_seconds(name: str, raw: str) -> float | None:
+    if not raw.strip():
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise SettingsError(f"environment variable {name}: expected a number of seconds > 0, got {raw!r}")
+    return value
 
 
 def _parse_str(name: str, raw: str) -> str | None:
@@ -113,6 +127,22 @@ SETTINGS: Mapping[str, Setting] = {
             _parse_bool,
             False,
             "1 uses READY entries that exist but never writes to the store (no locks, no publish).",
+        ),
+        Setting(
+            "PYPTO_CACHE_SHARED_DIR",
+            Effect.NEUTRAL,
+            _parse_path,
+            None,
+            "Root of a shared read-only store (e.g. a site-wide prebuilt store), consulted after "
+            "PYPTO_CACHE_DIR: owned by root or by you, writable by nobody else; only ever read.",
+        ),
+        Setting(
+            "PYPTO_CACHE_LOCK_TIMEOUT",
+            Effect.NEUTRAL,
+            _parse_seconds,
+            600.0,
+            "Seconds to wait for another process's per-key store lock before giving up (the "
+            "artifact is then built privately, with a warning naming the holder's pid).",
         ),
         Setting(
             "PYPTO_PLATFORM",
@@ -182,6 +212,17 @@ def cache_enabled() -> bool:
 
 def cache_readonly() -> bool:
     return bool(get("PYPTO_CACHE_READONLY"))
+
+
+def cache_shared_dir() -> Path | None:
+    """The shared read-only store root (PYPTO_CACHE_SHARED_DIR), or None."""
+    value: Path | None = get("PYPTO_CACHE_SHARED_DIR")
+    return value
+
+
+def lock_timeout() -> float:
+    """Seconds to wait for a per-key store lock (PYPTO_CACHE_LOCK_TIMEOUT, default 600)."""
+    return float(get("PYPTO_CACHE_LOCK_TIMEOUT"))
 
 
 def platform() -> str | None:
