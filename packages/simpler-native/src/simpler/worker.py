@@ -27,7 +27,7 @@ from simpler.callables import CallableHandle, ChipCallable, CoreCallable
 from simpler.config import CallConfig
 from simpler.errors import DeviceError, UnsupportedPlatformError, WorkerClosedError
 from simpler.streams import Stream
-from simpler.task_args import TaskArgs
+from simpler.task_args import ChipStorageTaskArgs, TaskArgs
 
 __all__ = ["MAX_CALLABLES", "RunHandle", "Worker"]
 
@@ -426,31 +426,37 @@ class Worker:
     def launch(
         self,
         handle: CallableHandle,
-        args: TaskArgs,
+        args: TaskArgs | ChipStorageTaskArgs,
         stream: Stream | None = None,
         config: CallConfig | None = None,
     ) -> RunHandle:
         """Encode a TMR packet for ``handle`` and enqueue it (copy-on-enqueue) on ``stream``.
 
-        The simulated AICPU consumer decodes and validates the packet against the slot's trusted
-        view and the Worker's binding before anything runs; a stale or invalid packet fails the
-        returned RunHandle without running a kernel.
+        ``args`` is a :class:`TaskArgs`, or the :class:`ChipStorageTaskArgs` it materialises
+        into (what a framework adapter that already validated its tensors builds directly:
+        descriptors, directions and scalar bits). Either way the counts and directions are
+        checked against the callable here, every descriptor is checked against its buffer by
+        the chip, and the simulated AICPU consumer decodes and validates the packet against
+        the slot's trusted view and the Worker's binding before anything runs; a stale or
+        invalid packet fails the returned RunHandle without running a kernel.
 
         Raises:
             ValueError: arguments do not match the callable, or the encoder rejected them
                 (message names the InvocationStatus).
         """
         chip = self._require_kernel("launch")
-        if not isinstance(handle, CallableHandle) or handle._worker_id != self._id:
+        if type(handle) is not CallableHandle or handle._worker_id != self._id:
             raise ValueError(
                 f"Worker.launch(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
             )
-        target = stream if stream is not None else self.default_stream
-        if not isinstance(target, Stream) or target.worker is not self:
+        target = stream if stream is not None else self._default_stream
+        if target is None or type(target) is not Stream or target.worker is not self:
             raise ValueError(f"Worker.launch(stream): expected a Stream of this Worker, got {stream!r}")
         native_cfg = self._native_config(config)
-        mat = _checked_args(handle, args, "launch")
-        native_run = chip.kernel_launch(handle.slot, list(mat.tensors), list(mat.scalars), *native_cfg)
+        mat = args if type(args) is ChipStorageTaskArgs else _checked_args(handle, args, "launch")
+        if mat is args:
+            _check_materialized(handle, mat, "launch")
+        native_run = chip.kernel_launch(handle.slot, mat.tensors, mat.scalars, *native_cfg)
         run = RunHandle(native_run, args, handle)
         target._enqueued(run)
         if native_cfg[4] or native_cfg[5]:
@@ -513,25 +519,47 @@ def _native_config(cfg: CallConfig) -> tuple[Any, ...]:
     )
 
 
-def _checked_args(handle: CallableHandle, args: TaskArgs, what: str) -> Any:
+_DIRECTION_NAMES = {1: "In", 2: "Out", 3: "InOut"}
+
+
+def _check_materialized(handle: CallableHandle, mat: ChipStorageTaskArgs, what: str) -> None:
+    """Counts and tensor directions of materialised arguments against the callable."""
+    cc: ChipCallable = handle.callable
+    if len(mat.tensors) != cc.tensor_count or len(mat.scalars) != cc.scalar_count:
+        raise ValueError(
+            f"Worker.{what}(args): '{cc.func_name}' expects {cc.tensor_count} tensors and {cc.scalar_count} scalars, "
+            f"got {len(mat.tensors)} and {len(mat.scalars)}"
+        )
+    sig = cc.signature
+    directions = mat.directions
+    if len(directions) != len(mat.tensors):
+        raise ValueError(
+            f"Worker.{what}(args): {len(mat.tensors)} tensors but {len(directions)} directions"
+        )
+    if tuple(sig[: len(directions)]) == tuple(directions):
+        return
+    for i, d in enumerate(directions):
+        if d != sig[i]:
+            raise ValueError(
+                f"Worker.{what}(args): tensor {i} of '{cc.func_name}' is {_DIRECTION_NAMES.get(sig[i], sig[i])} "
+                f"in the signature but was added as {_DIRECTION_NAMES.get(d, d)}"
+            )
+
+
+def _checked_args(handle: CallableHandle, args: TaskArgs, what: str) -> ChipStorageTaskArgs:
     """Materialise ``args`` after checking counts and directions against the callable."""
     if not isinstance(args, TaskArgs):
-        raise TypeError(f"Worker.{what}(args): expected a TaskArgs, got {type(args).__name__}")
+        raise TypeError(
+            f"Worker.{what}(args): expected a TaskArgs or ChipStorageTaskArgs, got {type(args).__name__}"
+        )
     cc: ChipCallable = handle.callable
-    sig = cc.signature
     if args.tensor_count != cc.tensor_count or args.scalar_count != cc.scalar_count:
         raise ValueError(
             f"Worker.{what}(args): '{cc.func_name}' expects {cc.tensor_count} tensors and {cc.scalar_count} scalars, "
             f"got {args.tensor_count} and {args.scalar_count}"
         )
     mat = args.materialize()
-    names = {1: "In", 2: "Out", 3: "InOut"}
-    for i, d in enumerate(mat.directions):
-        if d != sig[i]:
-            raise ValueError(
-                f"Worker.{what}(args): tensor {i} of '{cc.func_name}' is {names.get(sig[i], sig[i])} "
-                f"in the signature but was added as {names.get(d, d)}"
-            )
+    _check_materialized(handle, mat, what)
     return mat
 
 

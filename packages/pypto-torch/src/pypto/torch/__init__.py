@@ -1,6 +1,93 @@
-"""PyTorch interop for PyPTO.
+"""PyTorch interop for PyPTO: PyPTO kernels as PyTorch operators (kernel mode).
+
+- :func:`register` turns a ``@pl.jit`` function into ``torch.ops.<ns>.<name>``, which runs
+  the compiled kernel on the caller's tensors (eager, ``torch.compile``, ``opcheck``).
+- :func:`init` sets up kernel mode for the process (done on first use with the defaults);
+  :func:`shutdown` drains and closes it; :func:`state` reads the lifecycle state.
+- :mod:`pypto.torch.interop` (call frames) and :mod:`pypto.torch.registration` (schema and
+  Fake helpers) are the layers below.
 
 Importing this package never imports torch_npu, simpler or a native launch extension.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
+from pypto.torch._kernel.callable import RegistrationError
+from pypto.torch._kernel.context import (
+    KernelClosedError,
+    KernelInfo,
+    KernelInitError,
+    KernelState,
+    state,
+)
+from pypto.torch._kernel.context import init as _init
+from pypto.torch._kernel.context import shutdown as _shutdown
+from pypto.torch.library import Operator, register
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "KernelClosedError",
+    "KernelInfo",
+    "KernelInitError",
+    "KernelState",
+    "Operator",
+    "RegistrationError",
+    "__version__",
+    "init",
+    "register",
+    "shutdown",
+    "state",
+]
+
+
+def init(
+    device: Any = None,
+    *,
+    platform: str | None = None,
+    runtime: str = "tensormap_and_ringbuffer",
+    config: Any = None,
+) -> KernelInfo:
+    """Initialise kernel mode for this process: claim KERNEL mode and start its Worker.
+
+    Registered operators call this with the defaults on first use; call it yourself to choose
+    the platform, runtime or configuration, or to fail early.
+
+    Args:
+        device: The device to use; it must be the framework's current device (PyPTO never
+            selects one). None: the current device. An int, ``"npu:0"`` or a torch.device.
+        platform: ``"a2a3sim"``/``"a5sim"`` (the simulated chip: CPU tensors are its memory)
+            or ``"a2a3"``/``"a5"`` (Ascend NPU through torch_npu). None: the configured
+            platform (``PYPTO_PLATFORM``), else ``"a2a3sim"``.
+        runtime: ``"tensormap_and_ringbuffer"``, or ``"host_build_graph"`` on the NPU platforms.
+        config: A ``simpler.CallConfig`` or a mapping of its fields (AICPU threads,
+            swimlane/dep_graph with output_prefix, ring task_window/heap/dep_pool as one value
+            or four, workspace_budget_bytes >= 1024 excluding borrowed storage).
+
+    Returns:
+        A :class:`KernelInfo`. A second call with the same arguments returns the same info;
+        concurrent calls share one initialisation.
+
+    Raises:
+        ValueError / TypeError: Invalid arguments or configuration (before anything is claimed).
+        NotImplementedError: Called while the current stream is capturing a graph.
+        pypto.runtime.ModeConflictError: The process already runs program-mode work.
+        KernelInitError: A conflicting or recursive init, an earlier failure, or a process
+            forked after init (use the 'spawn' start method).
+        KernelClosedError: Kernel mode was shut down in this process (closing is terminal).
+    """
+    return _init(device, platform=platform, runtime=runtime, config=config)
+
+
+def shutdown(timeout: float | None = None) -> None:
+    """Drain kernel mode and close it for good: wait for every launched run, release the
+    borrowed tensors, close the Worker. Runs at interpreter exit too (before the framework's
+    own exit hooks). A no-op before init and after a shutdown.
+
+    Args:
+        timeout: Seconds to wait for each run in flight (None: no limit). A run still going
+            then raises TimeoutError and keeps its tensors and the Worker (state FAILED).
+    """
+    _shutdown(timeout)

@@ -99,6 +99,19 @@ class DevicePlatform:
         """The device index that ``stream`` belongs to."""
         raise NotImplementedError(f"{type(self).__name__} needs stream_device_index")
 
+    def is_capturing(self) -> bool:
+        """Whether the current stream is being captured into a graph (kernel-mode init refuses)."""
+        raise NotImplementedError(f"{type(self).__name__} needs is_capturing")
+
+    def bind_context(self, device_index: int) -> None:
+        """Bind the calling thread to the framework's context of ``device_index``.
+
+        The kernel-mode lifecycle owner thread calls this before it initialises a Worker,
+        registers a callable or closes the Worker, so that native work runs in the device
+        context the user's thread had current. It never changes the user's thread.
+        """
+        raise NotImplementedError(f"{type(self).__name__} needs bind_context")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 

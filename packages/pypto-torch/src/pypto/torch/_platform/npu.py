@@ -88,6 +88,17 @@ class NpuPlatform(DevicePlatform):
         stream: object = torch_npu.npu.current_stream(device_index)
         return stream
 
+    def is_capturing(self) -> bool:
+        torch_npu = _load_torch_npu(self.name, "the graph capture query")
+        query = getattr(torch_npu.npu, "is_current_stream_capturing", None)
+        return bool(query()) if query is not None else False
+
+    def bind_context(self, device_index: int) -> None:
+        # torch_npu's public set_device binds the calling thread to the device's context, the
+        # one the framework itself uses; it is called on the lifecycle owner thread only.
+        torch_npu = _load_torch_npu(self.name, "binding the device context")
+        torch_npu.npu.set_device(device_index)
+
     def stream_device_index(self, stream: object) -> int:
         index = getattr(stream, "device_index", None)
         if index is None:

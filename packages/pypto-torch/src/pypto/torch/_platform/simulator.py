@@ -107,6 +107,15 @@ class SimulatorPlatform(DevicePlatform):
     def current_stream(self, device_index: int) -> object:
         return current_stream()
 
+    def is_capturing(self) -> bool:
+        return False  # the simulated chip has no graph capture
+
+    def bind_context(self, device_index: int) -> None:
+        if device_index != SIMULATOR_DEVICE_INDEX:
+            raise ValueError(
+                f"platform {self.name!r}: the simulator has device {SIMULATOR_DEVICE_INDEX} only, got {device_index}"
+            )
+
     def stream_device_index(self, stream: object) -> int:
         if not isinstance(stream, SimulatorStream):
             raise TypeError(
