@@ -41,6 +41,7 @@ from pypto.ir.nodes import (
     Stmt,
     TensorWrite,
     Var,
+    expr_vars,
 )
 from pypto.ir.op_builders import OP_BUILDERS, build_generic
 from pypto.ir.param_info import ParamDirection
@@ -242,6 +243,7 @@ class _FnState:
     saw_tile: bool = False
     multi: set[str] = field(default_factory=set)
     outside_node: tuple[ast.AST, str] | None = None  # first on-core op outside a scope (Opaque)
+    runtime_scalars: dict[int, str] = field(default_factory=dict)  # id(param Var) -> name, not folded
 
 
 def parse_function(
@@ -261,7 +263,8 @@ def parse_function(
         name: The IR name (default: the Python name).
         func_type: Orchestration, InCore or Opaque (inferred from the body).
         arg_types: Per-parameter types from a call (for bare ``pl.Tensor``).
-        scalar_values: Scalar parameters whose values are specialisation constants.
+        scalar_values: Scalar parameters whose values are specialisation constants; every
+            other scalar parameter (a ``pl.RUNTIME`` one) stays its parameter Var.
         is_method: Skip ``self``.
     """
     src = SourceInfo.of(fn)
@@ -277,6 +280,7 @@ class _Parser:
         self.st = _FnState(FunctionType.Opaque)
         self.prefix = ""  # prepended to names bound in an inlined helper's body
         self.inlined = 0
+        self.hoisted = 0  # windows bound to a generated name (_view1, ...)
         self.pending: list[Stmt] = []  # statements an expression produced (inlined helpers)
         # innermost first: a loop's init_values names, or None for an if branch
         self.carried: list[list[str] | None] = []
@@ -306,6 +310,8 @@ class _Parser:
                 self.st.env[pname] = make_const(scalar_values[pname], ty.dtype, self.src.span(node))
             else:
                 self.st.env[pname] = var
+                if isinstance(ty, ScalarType):
+                    self.st.runtime_scalars[id(var)] = pname
             if isinstance(ty, TensorType):
                 for axis, d in enumerate(ty.shape):
                     if isinstance(d, DynDim) and d.name not in self.st.dyn_dims:
@@ -521,6 +527,12 @@ class _Parser:
                 )
             self.st.outside_node = self.st.outside_node or (s, "store")
         self.st.saw_tile = True
+        if isinstance(value, Call) and value.op == "tensor.view":
+            # `out[...] = a[i:i + 16, :]` is lowered as `v = a[i:i + 16, :]; out[...] = v`
+            self.hoisted += 1
+            view = Var(f"{self.prefix}_view{self.hoisted}", vt, self.src.span(value_node))
+            self.pending.append(Assign(view, value, self.src.span(value_node)))
+            value = view
         return TensorWrite(tvar, tuple(offsets), value, span)
 
     def window(self, tvar: Var, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
@@ -544,13 +556,15 @@ class _Parser:
             lo = self.expr(item.lower) if item.lower is not None else Const(0, INDEX)
             if item.upper is None:
                 if not isinstance(lo, Const) or not isinstance(dim, int):
-                    raise self.err("an open-ended slice needs a constant start and a static dim", item)
+                    hint = self.runtime_hint(lo, "its start")
+                    raise self.err(f"an open-ended slice needs a constant start and a static dim{hint}", item)
                 extents.append(dim - int(lo.value))
             else:
                 hi = self.expr(item.upper)
                 ext = extent(hi, lo)
                 if not isinstance(ext, Const):
-                    raise self.err("a slice's extent (stop - start) must be a constant", item)
+                    hint = self.runtime_hint(ext, "the extent")
+                    raise self.err(f"a slice's extent (stop - start) must be a constant{hint}", item)
                 extents.append(int(ext.value))
             offsets.append(lo)
         return offsets, extents
@@ -803,6 +817,12 @@ class _Parser:
                 )
             var, axis = self.st.dyn_dims[value.name]
             return Call("tensor.dim", (var,), (("axis", axis),), ScalarType(INDEX), span)
+        if lt.is_runtime(value):
+            raise self.err(
+                "pl.RUNTIME has no value inside a kernel: it only marks a scalar parameter as a runtime "
+                "parameter (as its default, or as the argument to specialize/compile); use the parameter",
+                node,
+            )
         return _Static(value)
 
     def resolve(self, node: ast.expr) -> Expr | _Static:
@@ -833,7 +853,21 @@ class _Parser:
             return r.value
         if isinstance(r, Const):
             return r.value
-        raise self.err(f"{what} must be a compile-time constant, got {ast.unparse(node)}", node)
+        hint = self.runtime_hint(r, what)
+        raise self.err(f"{what} must be a compile-time constant, got {ast.unparse(node)}{hint}", node)
+
+    def runtime_hint(self, e: Expr | None, what: str) -> str:
+        """Why ``e`` is not a constant when it reads a runtime scalar parameter ("" otherwise)."""
+        if e is None:
+            return ""
+        names = sorted({n for v in expr_vars(e) if (n := self.st.runtime_scalars.get(id(v))) is not None})
+        if not names:
+            return ""
+        which = ", ".join(repr(n) for n in names)
+        return (
+            f"; parameter {which} is a runtime scalar, whose value arrives at dispatch, but {what} must "
+            "be known when compiling: fold it (pass its value instead of pl.RUNTIME) or use a pl.dynamic dim"
+        )
 
     def expr(self, node: ast.expr) -> Expr:
         r = self._expr(node)
@@ -1103,7 +1137,8 @@ class _Parser:
         for e in node.elts:
             v = self.expr(e)
             if not isinstance(v, Const) or isinstance(v.value, bool) or not isinstance(v.value, int):
-                raise self.err(f"{what} entries must be integer constants, got {ast.unparse(e)}", e)
+                hint = self.runtime_hint(v, what)
+                raise self.err(f"{what} entries must be integer constants, got {ast.unparse(e)}{hint}", e)
             out.append(int(v.value))
         return tuple(out)
 

@@ -80,7 +80,17 @@ from pypto.language.ops import (
     transpose,
     write,
 )
-from pypto.language.typing import DynVar, InOut, Out, Scalar, Tensor, Tile, dynamic
+from pypto.language.typing import (
+    RUNTIME,
+    DynVar,
+    InOut,
+    Out,
+    RuntimeScalarMarker,
+    Scalar,
+    Tensor,
+    Tile,
+    dynamic,
+)
 
 Mem = MemorySpace
 ND = Layout.ND
@@ -118,6 +128,7 @@ __all__ = [
     "INT64",
     "ND",
     "NZ",
+    "RUNTIME",
     "UINT8",
     "UINT16",
     "UINT32",
@@ -136,6 +147,7 @@ __all__ = [
     "MemorySpace",
     "Out",
     "PadValue",
+    "RuntimeScalarMarker",
     "Scalar",
     "Specialization",
     "Tensor",

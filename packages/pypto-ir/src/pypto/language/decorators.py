@@ -2,7 +2,9 @@
 
 - ``@pl.jit`` makes an orchestration function specialised per call on the tensor
   shapes/dtypes and scalar values it receives (in-memory cache of specialisations). Calling it
-  executes it through the installed runtime executor (see ``pypto.ir.execution``).
+  executes it through the installed runtime executor (see ``pypto.ir.execution``). A scalar
+  parameter whose default or argument is ``pl.RUNTIME`` is not folded: it stays a runtime
+  scalar argument and only its dtype enters the key (see ``pl.RuntimeScalarMarker``).
 - ``@pl.jit.incore`` marks a kernel helper; a jit body that calls it picks it up by name.
 - ``@pl.program`` turns a class of ``@pl.function`` methods into an IR ``Program``
   (functions fully annotated, no call needed), for tests and explicit builds.
@@ -165,8 +167,9 @@ class Specialization:
     Attributes:
         program: The parsed (pre-pass) IR program; its entry is the jit function.
         params: The caller's logical signature (ParamInfo, complete, scalars included).
-        key: The cheap in-memory cache key of the call (shapes, dtypes, scalar values).
-        key_material: Canonical JSON-able data for ArtifactKey (sources, IR text, values).
+        key: The cheap in-memory cache key of the call (shapes, dtypes, folded scalar values;
+            a runtime scalar is ``("R", dtype)``).
+        key_material: Canonical JSON-able data for ArtifactKey (sources, IR text, folded values).
     """
 
     program: Program
@@ -210,6 +213,11 @@ class JITFunction:
         self._cache: dict[tuple[Any, ...], Specialization] = {}
         self._lock = threading.Lock()
         self._annotations: list[tuple[str, Any]] | None = None
+        self._spans: dict[str, Span] = {}
+        # parameters whose signature default is pl.RUNTIME: runtime scalars at every call
+        self.runtime_defaults: frozenset[str] = frozenset(
+            n for n, p in self._sig.parameters.items() if lt.is_runtime(p.default)
+        )
 
     def __repr__(self) -> str:
         return f"<pl.jit {self.fn.__module__}.{self.fn.__qualname__}>"
@@ -224,23 +232,46 @@ class JITFunction:
     def _param_annotations(self) -> list[tuple[str, Any]]:
         if self._annotations is None:
             src = SourceInfo.of(self.fn)
-            self._annotations = [(n, a) for n, a, _ in param_annotations(src, skip_self=False)]
+            found = param_annotations(src, skip_self=False)
+            self._spans = {n: src.span(node) for n, _, node in found}
+            self._annotations = [(n, a) for n, a, _ in found]
         return self._annotations
 
     def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """The call's arguments in parameter order (every parameter must be supplied)."""
+        """The call's arguments in parameter order (signature defaults filled in)."""
         try:
             ba = self._sig.bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{self.fn.__name__}{self._sig}: {exc}") from None
+        ba.apply_defaults()
         return tuple(ba.arguments[n] for n in self._sig.parameters)
 
+    def _scalar_dtype(self, name: str, ann: Any, why: str) -> DataType:
+        if isinstance(ann, lt.ScalarAnnotation):
+            return ann.dtype
+        if isinstance(ann, DataType):
+            return ann
+        raise KernelError(
+            f"{self.fn.__name__}: parameter {name!r} is a runtime scalar ({why}) but has no scalar dtype "
+            f"annotation; annotate it, e.g. `{name}: pl.Scalar[pl.INT32]` or `{name}: pl.FP32`",
+            self._spans.get(name),
+        )
+
     def call_key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The in-memory specialisation key of bound arguments (cheap: no parsing)."""
+        """The in-memory specialisation key of bound arguments (cheap: no parsing).
+
+        A tensor is ``("T", shape, dtype)``, a folded scalar ``("S", type, value)`` and a runtime
+        scalar (argument or default ``pl.RUNTIME``) ``("R", dtype)``, which holds no value.
+        """
         key: list[Any] = []
         for (name, ann), value in zip(self._param_annotations(), args, strict=True):
             inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
             if inner is lt.Tensor or isinstance(inner, lt.TensorAnnotation):
+                if lt.is_runtime(value) or name in self.runtime_defaults:
+                    raise TypeError(
+                        f"{self.fn.__name__}: parameter {name!r} is a tensor; pl.RUNTIME marks a runtime "
+                        "scalar and applies to scalar parameters only"
+                    )
                 if not is_tensor_like(value):
                     raise TypeError(
                         f"{self.fn.__name__}: parameter {name!r} is a tensor; got {type(value).__name__} "
@@ -256,6 +287,12 @@ class JITFunction:
                         + shape[len(inner.shape) :]
                     )
                 key.append(("T", shape, dtype_of(value, f"parameter {name!r}").value))
+            elif lt.is_runtime(value) or name in self.runtime_defaults:
+                why = "its default is pl.RUNTIME" if name in self.runtime_defaults else "passed pl.RUNTIME"
+                dtype = self._scalar_dtype(name, inner, why)
+                if not lt.is_runtime(value):
+                    scalar_of(value, f"parameter {name!r}")  # the call's value, checked, not keyed
+                key.append(("R", dtype.value))
             else:
                 v = scalar_of(value, f"parameter {name!r}")
                 key.append(("S", type(v).__name__, v))
@@ -292,8 +329,9 @@ class JITFunction:
                             ),
                             DataType(k[2]),
                         )
-            else:
+            elif k[0] == "S":
                 scalars[name] = k[2]
+            # "R": a runtime scalar stays the parameter Var (typed by its annotation)
         ctx = ParseContext()
         entry = parse_function(
             self.fn, ctx=ctx, func_type=FunctionType.Orchestration, arg_types=arg_types, scalar_values=scalars

@@ -1,5 +1,5 @@
 """Annotation types of the kernel language: ``pl.Tensor``, ``pl.Tile``, ``pl.Scalar``,
-``pl.Out``/``pl.InOut`` and ``pl.dynamic`` dimensions.
+``pl.Out``/``pl.InOut``, ``pl.dynamic`` dimensions and the ``pl.RUNTIME`` scalar marker.
 
 They are only read by the parser (annotations are evaluated, bodies are not executed).
 ``pl.Tensor`` bare means "take shape and dtype from the call" (``@pl.jit``); subscripted it
@@ -9,17 +9,19 @@ fixes them: ``pl.Tensor[[M, 128], pl.FP32]`` where ``M = pl.dynamic("M")``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout, ParamDirection
 from pypto.ir.types import DynDim, MemorySpace
 
 __all__ = [
+    "RUNTIME",
     "DirectionAnnotation",
     "DynVar",
     "InOut",
     "Out",
+    "RuntimeScalarMarker",
     "Scalar",
     "ScalarAnnotation",
     "Tensor",
@@ -27,6 +29,7 @@ __all__ = [
     "Tile",
     "TileAnnotation",
     "dynamic",
+    "is_runtime",
 ]
 
 DynVar = DynDim
@@ -130,6 +133,63 @@ class _ScalarMeta(type):
 
 class Scalar(metaclass=_ScalarMeta):
     """A scalar value: ``pl.Scalar[pl.FP32]`` (a bare dtype such as ``pl.FP32`` works too)."""
+
+
+class RuntimeScalarMarker:
+    """The type of ``pl.RUNTIME``: a scalar parameter whose value arrives at dispatch.
+
+    ``@pl.jit`` folds a scalar argument into the compiled program as a constant, and each
+    value compiles its own artifact. A scalar parameter is instead a *runtime* parameter,
+    kept as a real scalar argument of the orchestration and its kernels, when
+
+    - its signature default is ``pl.RUNTIME`` (``n: pl.Scalar[pl.INT32] = pl.RUNTIME``): then
+      every call, eager calls included, uses one artifact for all values; or
+    - ``pl.RUNTIME`` is passed in place of its value when specialising or compiling
+      (``fn.specialize(a, pl.RUNTIME, c)``, ``pypto.runtime.compile(fn, a, c=c, alpha=pl.RUNTIME)``);
+      the compiled program then takes the value at every call.
+
+    A runtime scalar needs a scalar dtype annotation (``pl.Scalar[pl.FP32]`` or ``pl.FP32``).
+    The specialisation key records it as runtime with its dtype, never a value, so every
+    value shares one key and one artifact. ``pl.RUNTIME`` is only a marker: it has no value
+    inside a kernel, and a tensor parameter cannot take it.
+
+    Use the ``RUNTIME`` singleton; the class cannot be instantiated again.
+
+    Example:
+        >>> @pl.jit  # doctest: +SKIP
+        ... def scale(a: pl.Tensor, alpha: pl.FP32, c: pl.Out[pl.Tensor]): ...
+        >>> prog = pypto.runtime.compile(scale, a, pl.RUNTIME, c)  # doctest: +SKIP
+        >>> prog(a, 1.5, c); prog(a, 3.0, c)  # one artifact  # doctest: +SKIP
+    """
+
+    _instance: RuntimeScalarMarker | None = None
+    __slots__ = ()
+
+    def __new__(cls) -> RuntimeScalarMarker:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "pl.RUNTIME"
+
+    def __reduce__(self) -> str:
+        return "RUNTIME"  # pickles as the module-level singleton
+
+    def __copy__(self) -> RuntimeScalarMarker:
+        return self
+
+    def __deepcopy__(self, memo: object) -> RuntimeScalarMarker:
+        return self
+
+
+RUNTIME: Final = RuntimeScalarMarker()
+"""The singleton ``RuntimeScalarMarker``: see its docstring."""
+
+
+def is_runtime(value: object) -> bool:
+    """Whether ``value`` is the ``pl.RUNTIME`` marker."""
+    return isinstance(value, RuntimeScalarMarker)
 
 
 class _DirMeta(type):

@@ -20,6 +20,7 @@ from pypto.ir.compile import _compile_to_files
 from pypto.ir.contract import Contract, parse_platform
 from pypto.ir.nodes import Program
 from pypto.ir.types import FunctionType
+from pypto.language.typing import is_runtime
 from pypto.runtime import settings
 from pypto.runtime.artifact_runtime import Obtained, default_runtime
 from pypto.runtime.compiled import (
@@ -210,7 +211,15 @@ _programs_lock = threading.Lock()
 
 
 def _executor_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], config: RunConfig) -> Any:
+    bound = fn.bind(*args, **kwargs)
+    for name, value in zip(fn.param_names, bound, strict=True):
+        if is_runtime(value):
+            raise TypeError(
+                f"{fn.__name__}(): parameter {name!r} is a runtime scalar (pl.RUNTIME); a call runs the "
+                "program, so pass its value"
+            )
     spec = fn.specialize(*args, **kwargs)
+    # spec.key holds no value for a runtime scalar (pl.RUNTIME default): one program for all values
     memo = (id(fn), spec.key, config.platform, config.runtime)  # cheap in-memory level
     with _programs_lock:
         prog = _programs.get(memo)
@@ -218,7 +227,7 @@ def _executor_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], confi
         prog = compile(spec, platform=config.platform, runtime=config.runtime)
         with _programs_lock:
             prog = _programs.setdefault(memo, prog)
-    return prog(*args, config=config, **kwargs)
+    return prog(*bound, config=config)  # signature defaults filled in, in parameter order
 
 
 def jit_executor(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

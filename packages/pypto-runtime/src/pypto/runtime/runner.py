@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir.param_info import DYNAMIC, Layout, ParamDirection, ParamInfo
+from pypto.language.typing import is_runtime
 from pypto.runtime import mode_gate
 from pypto.runtime.host_tensors import (
     HostTensor,
@@ -155,6 +156,11 @@ def run_artifact(
     for i, (p, a) in enumerate(zip(params, slots, strict=True)):
         what = f"{name}(): argument {p.name!r}"
         if p.is_scalar:
+            if is_runtime(a):
+                raise TypeError(
+                    f"{what}: pl.RUNTIME marks a runtime scalar when compiling; a call passes its "
+                    f"{p.dtype.value} value"
+                )
             if is_tensor(a) or isinstance(a, (list, tuple)) or a is None:
                 raise TypeError(f"{what}: expected a {p.dtype.value} scalar, got {type(a).__name__}")
             continue
