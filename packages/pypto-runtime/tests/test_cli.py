@@ -57,7 +57,7 @@ def test_stat_ls_verify_prune_clear() -> None:
     out = _cli("verify")
     assert out.returncode == 1
     assert "1 invalid entry" in out.stdout
-    (store.staging / f"{keys[0]}.1.dead").mkdir(parents=True)
+    (store.staging / f"{keys[0]}.1.deadbeef").mkdir(parents=True)  # a name the store gives
     out = _cli("prune")
     assert out.returncode == 0, out.stderr
     assert not damaged.exists()

@@ -1,4 +1,11 @@
-"""Filesystem primitives for the artifact store: durable writes and a no-replace publish.
+"""Filesystem primitives for the artifact store: trust checks, safe opens, durable writes,
+deletion that never follows symlinks, and a no-replace publish.
+
+Trust (like ssh's StrictModes and git's safe.directory): a directory the store uses must be a
+real directory (not a symlink), owned by an allowed user and not writable by group or others;
+otherwise whoever can write to it could plant code that the store loads. Files are opened with
+``O_NOFOLLOW | O_NONBLOCK`` and checked to be regular files before they are read, so a symlink
+is never followed and a FIFO never blocks a reader.
 
 Publishing a directory uses ``renameat2(RENAME_NOREPLACE)`` (Linux >= 3.15, called through
 ctypes). Where the kernel or filesystem does not offer it (``ENOSYS``/``EINVAL``), it falls back
@@ -10,13 +17,145 @@ link directories, and a mkdir-then-fill scheme would expose a half-filled direct
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
 import os
+import shutil
+import stat
 from pathlib import Path
 
-__all__ = ["fsync_dir", "fsync_file", "publish_dir", "write_file_durably"]
+__all__ = [
+    "UnsafeStoreError",
+    "check_dir",
+    "copy_file",
+    "fsync_dir",
+    "fsync_file",
+    "make_dir",
+    "open_regular",
+    "ownership_problem",
+    "pid_alive",
+    "publish_dir",
+    "read_regular",
+    "remove_tree",
+    "write_file_durably",
+]
+
+
+class UnsafeStoreError(Exception):
+    """A path the store would use could be written by someone else: refused.
+
+    Attributes: ``path``, ``problem`` and ``fix`` (what to do about it).
+    """
+
+    def __init__(self, path: Path | str, problem: str, fix: str) -> None:
+        super().__init__(f"{path}: {problem}; to fix: {fix}")
+        self.path = Path(path)
+        self.problem = problem
+        self.fix = fix
+
+
+def ownership_problem(st: os.stat_result, owners: frozenset[int]) -> str | None:
+    """Why a file or directory with status ``st`` is not trusted, or None when it is."""
+    if st.st_uid not in owners:
+        allowed = " or ".join(f"uid {u}" for u in sorted(owners))
+        return f"owned by uid {st.st_uid}, not by {allowed}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def check_dir(path: Path, owners: frozenset[int], *, fix: str) -> os.stat_result:
+    """lstat ``path`` and require a trusted directory; raises FileNotFoundError when absent,
+    UnsafeStoreError when it is a symlink, owned by someone else or writable by others, and
+    NotADirectoryError when it is another kind of file (an accident, not an attack)."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeStoreError(
+            path,
+            f"is a symlink (to {os.readlink(path)!r}) where a directory is expected",
+            f"replace it with a real directory (`rm {path} && mkdir -m 700 {path}`), or {fix}",
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, "expected a directory", str(path))
+    problem = ownership_problem(st, owners)
+    if problem is not None:
+        if st.st_uid not in owners:
+            remedy = f"remove it as its owner, or {fix}"
+        else:
+            remedy = f"`chmod 700 {path}` (or `chmod -R go-w {path}`), or {fix}"
+        raise UnsafeStoreError(path, problem, remedy)
+    return st
+
+
+def make_dir(path: Path) -> bool:
+    """Create directory ``path`` with mode 0700 (its parent must exist). True if created."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return False
+    return True
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+    """Open ``path`` without following a symlink or blocking on a FIFO; the fd of a regular
+    file, else OSError (ELOOP for a symlink, EINVAL for any other kind of file)."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of regular file ``path`` (see :func:`open_regular`)."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+def copy_file(src: Path, dst: Path) -> None:
+    """Copy regular file ``src`` to a new file ``dst`` (mode 0600, never through a symlink)."""
+    fd = open_regular(src)
+    with os.fdopen(fd, "rb") as fin:
+        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(out, "wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+
+
+def remove_tree(path: Path) -> None:
+    """Delete ``path``: a symlink or file is unlinked (never followed); a directory is removed
+    with everything in it, without following any symlink inside (``shutil.rmtree`` on Linux
+    works through directory fds). Errors below the top are ignored; a missing path is fine."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (possibly another user's)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
 
 _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
@@ -63,7 +202,7 @@ def publish_dir(src: Path, dst: Path) -> bool:
 
 
 def fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_regular(path)
     try:
         os.fsync(fd)
     finally:
@@ -71,7 +210,7 @@ def fsync_file(path: Path) -> None:
 
 
 def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:
@@ -79,9 +218,13 @@ def fsync_dir(path: Path) -> None:
 
 
 def write_file_durably(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary sibling, fsync it, then rename it over ``path``."""
+    """Write ``data`` to a fresh temporary sibling (mode 0600, never through a symlink),
+    fsync it, then rename it over ``path``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a leftover of a killed process that had our pid
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())

@@ -5,8 +5,13 @@ A :class:`CompiledArtifact` owns one artifact directory written by pypto-ir's
 ``from_dir`` reads metadata only; the native callable is assembled on first use:
 
 - binaries come from ``prebuilt/`` when the directory holds binaries built by the same
-  toolchain (a READY store entry), checked against the entry's manifest as they are read;
+  toolchain (a READY store entry);
 - otherwise every source is compiled in memory with ``simpler.toolchain``.
+
+Everything read from a store entry (metadata, toolchain.json, sources, binaries) is read
+without following symlinks and checked against the manifest that was validated when the
+entry was looked up (:meth:`CompiledArtifact._read`, the one place), never against one re-read
+from disk: a file swapped after validation is refused.
 
 A :class:`CompiledProgram` composes an artifact with the live IR (when compiled in this
 process), path compatibility (``os.fspath(prog)`` is the directory) and the program runner.
@@ -15,20 +20,22 @@ Parameter names, output slots and return count all come from the metadata.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pypto.ir.contract import Contract, ExecutionMode, execution_mode
-from pypto.ir.metadata import ArtifactMetadata, KernelInfo, read_metadata
+from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, MetadataError, read_metadata
 from pypto.ir.param_info import ParamInfo
 from pypto.runtime import progress
+from pypto.runtime._fs import read_regular
 from pypto.runtime.artifact_runtime import BuildUnavailable, default_runtime
-from pypto.runtime.manifest import MANIFEST_NAME
+from pypto.runtime.manifest import MANIFEST_NAME, InvalidEntry, Manifest, validate_entry
 from pypto.runtime.store import check_key
 
 __all__ = ["PREBUILT_DIR", "CompiledArtifact", "CompiledProgram", "build_prebuilt", "toolchain_identity"]
@@ -52,13 +59,22 @@ def toolchain_identity(platform: str) -> dict[str, str]:
     return {"backend": "host_cpp", "simpler_toolchain": toolchain.identity()}
 
 
-def _read_sources(path: Path, meta: ArtifactMetadata, rel: str) -> dict[str, str]:
-    return {Path(rel).name: (path / rel).read_text(encoding="utf-8")}
+def _read_sources(
+    path: Path, meta: ArtifactMetadata, rel: str, read: Callable[[str], bytes]
+) -> dict[str, str]:
+    return {Path(rel).name: read(rel).decode("utf-8")}
 
 
-def _compile_all(path: Path, meta: ArtifactMetadata, platform: str) -> dict[str, bytes]:
+def _compile_all(
+    path: Path, meta: ArtifactMetadata, platform: str, read: Callable[[str], bytes] | None = None
+) -> dict[str, bytes]:
     """Compile the orchestration and every kernel for ``platform`` (the effective one):
-    relative prebuilt path -> bytes."""
+    relative prebuilt path -> bytes. ``read(rel)`` reads a source (default: from ``path``)."""
+    if read is None:
+
+        def read(rel: str) -> bytes:
+            return read_regular(path / rel)
+
     if execution_mode(platform) is ExecutionMode.ONBOARD:
         raise BuildUnavailable(
             f"platform {platform!r} needs CANN to build device binaries; only sources are kept"
@@ -69,7 +85,7 @@ def _compile_all(path: Path, meta: ArtifactMetadata, platform: str) -> dict[str,
     identity = toolchain.identity()
     out: dict[str, bytes] = {}
     for target, source in progress.track(jobs, f"building {meta.name} ({len(jobs)} binaries)"):
-        sources = _read_sources(path, meta, source)
+        sources = _read_sources(path, meta, source, read)
         memo = (identity, hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest())
         with _binary_memo_lock.lock:
             data = _binary_memo.get(memo)
@@ -138,6 +154,8 @@ class CompiledArtifact:
         platform: Explicit platform override (reload on another simulator); default: the
             metadata's platform.
         key: The ArtifactKey digest when the directory came from the store.
+        manifest: The manifest validated for the directory (``Obtained.manifest``); every
+            file read to assemble the callable must match it.
     """
 
     def __init__(
@@ -147,6 +165,7 @@ class CompiledArtifact:
         *,
         platform: str | None = None,
         key: str | None = None,
+        manifest: Manifest | None = None,
     ) -> None:
         if not isinstance(metadata, ArtifactMetadata):
             raise TypeError(
@@ -156,6 +175,7 @@ class CompiledArtifact:
         self.metadata = metadata
         self._platform = platform
         self.key = None if key is None else check_key(key)
+        self.manifest = manifest
         self._lock = threading.Lock()
         self._callable: Any = None
 
@@ -167,10 +187,28 @@ class CompiledArtifact:
         platform: str | None = None,
         require: Contract | str | None = None,
         key: str | None = None,
+        manifest: Manifest | None = None,
     ) -> CompiledArtifact:
-        """Read the metadata of ``path`` (no native code is loaded)."""
+        """Read the metadata of ``path`` (no native code is loaded).
+
+        With ``key`` (a store entry or a private build of this process), the directory is
+        tied to the manifest validated for it: ``manifest`` (``Obtained.manifest``), else the
+        one the default ArtifactRuntime validated (an entry not seen yet is validated now).
+        A directory of its own with a ``manifest.json`` is validated against it."""
         req = None if require is None else Contract.parse(require)
-        return cls(path, read_metadata(path, require=req), platform=platform, key=key)
+        root = Path(path)
+        if manifest is None and key is not None:
+            manifest = default_runtime().validated(key, root)
+        elif manifest is None and os.path.lexists(root / MANIFEST_NAME):
+            manifest = validate_entry(root, key=Manifest.loads(read_regular(root / MANIFEST_NAME)).key)
+        if manifest is None:
+            return cls(path, read_metadata(path, require=req), platform=platform, key=key)
+        data = _read_checked(root, manifest, META_FILE, "metadata")
+        try:
+            meta = ArtifactMetadata.from_json(json.loads(data), require=req)
+        except (ValueError, MetadataError) as exc:
+            raise MetadataError(f"{root / META_FILE}: {exc}") from None
+        return cls(path, meta, platform=platform, key=key, manifest=manifest)
 
     # -- metadata accessors ---------------------------------------------------------------
     @property
@@ -225,27 +263,26 @@ class CompiledArtifact:
                     self._callable = self._assemble()
         return self._callable
 
+    def _read(self, rel: str, kind: str = "binary") -> bytes:
+        """The bytes of ``rel``: the one place where files of the directory are read for
+        loading. Never through a symlink; checked against the validated manifest if any."""
+        if self.manifest is None:
+            return read_regular(self.path / rel)
+        return _read_checked(self.path, self.manifest, rel, kind)
+
+    def _has(self, rel: str) -> bool:
+        if self.manifest is not None:
+            return self.manifest.sha256_of(rel) is not None
+        return (self.path / rel).is_file() and not (self.path / rel).is_symlink()
+
     def _binaries(self) -> dict[str, bytes]:
         meta = self.metadata
-        tool = self.path / _TOOLCHAIN_FILE
-        if tool.is_file() and json.loads(tool.read_text()) == toolchain_identity(self.platform):
-            wanted = [_ORCH_BINARY] + [_kernel_binary(k) for k in meta.kernels]
-            binaries = {rel: (self.path / rel).read_bytes() for rel in wanted}
-            self._check_against_manifest(binaries)
-            return binaries
-        return _compile_all(self.path, meta, self.platform)
-
-    def _check_against_manifest(self, binaries: Mapping[str, bytes]) -> None:
-        mpath = self.path / MANIFEST_NAME
-        if not mpath.is_file():
-            return
-        listed = {f["path"]: f["sha256"] for f in json.loads(mpath.read_text())["files"]}
-        for rel, data in binaries.items():
-            if listed.get(rel) != hashlib.sha256(data).hexdigest():
-                raise RuntimeError(
-                    f"{self.path / rel}: binary changed after the entry was validated; "
-                    "run `python -m pypto.runtime cache verify --fix` and retry"
-                )
+        if self._has(_TOOLCHAIN_FILE):
+            identity = json.loads(self._read(_TOOLCHAIN_FILE, "toolchain identity"))
+            if identity == toolchain_identity(self.platform):
+                wanted = [_ORCH_BINARY] + [_kernel_binary(k) for k in meta.kernels]
+                return {rel: self._read(rel, "binary") for rel in wanted}
+        return _compile_all(self.path, meta, self.platform, read=lambda rel: self._read(rel, "source"))
 
     def _assemble(self) -> Any:
         import simpler
@@ -264,6 +301,25 @@ class CompiledArtifact:
         return simpler.ChipCallable.build(
             _signature(meta.lowered_params), meta.orchestration.func_name, binaries[_ORCH_BINARY], children
         )
+
+
+def _read_checked(root: Path, manifest: Manifest, rel: str, kind: str) -> bytes:
+    """Read ``root/rel`` (no symlink, regular file) and require it to match ``manifest``."""
+    path = root / rel
+    fix = "run `python -m pypto.runtime cache verify --fix` and retry"
+    try:
+        data = read_regular(path)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EINVAL, errno.ENOENT):
+            raise
+        raise RuntimeError(
+            f"{path}: {kind} changed after the entry was validated (now {exc.strerror}); {fix}"
+        ) from None
+    try:
+        manifest.check(rel, data)
+    except InvalidEntry as exc:
+        raise RuntimeError(f"{path}: {kind} changed after the entry was validated ({exc}); {fix}") from None
+    return data
 
 
 class CompiledProgram:

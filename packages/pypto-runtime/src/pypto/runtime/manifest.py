@@ -2,11 +2,16 @@
 
 A manifest's presence means its entry was completely written; validation re-reads every file
 and compares. Symlinks, special files (FIFOs, sockets, devices), paths that leave the entry and
-files the manifest does not list all make an entry invalid.
+files the manifest does not list all make an entry invalid; so do files and directories owned
+by someone other than the allowed owners, or writable by group or others.
+
+What a loader reads from a validated entry is checked against the *validated* manifest object
+(:meth:`Manifest.check`), never against a manifest re-read from disk.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -15,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from pypto.runtime._fs import open_regular, ownership_problem, read_regular
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -66,6 +73,21 @@ class Manifest:
     def dumps(self) -> bytes:
         return json.dumps(self.to_json(), indent=1, sort_keys=True).encode()
 
+    def sha256_of(self, rel: str) -> str | None:
+        """The SHA-256 recorded for ``rel``, or None when the manifest does not list it."""
+        for f in self.files:
+            if f.path == rel:
+                return f.sha256
+        return None
+
+    def check(self, rel: str, data: bytes) -> None:
+        """Require ``data`` (the bytes just read of file ``rel``) to be what was validated."""
+        expected = self.sha256_of(rel)
+        if expected is None:
+            raise InvalidEntry(f"{rel}: not listed in the validated manifest")
+        if hashlib.sha256(data).hexdigest() != expected:
+            raise InvalidEntry(f"{rel}: changed after the entry was validated")
+
     @property
     def total_size(self) -> int:
         return sum(f.size for f in self.files)
@@ -108,8 +130,10 @@ def _safe_relpath(path: str) -> bool:
     )
 
 
-def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
-    """Every regular file under ``root`` (relative POSIX path, lstat); anything else raises."""
+def _walk(root: Path, owners: frozenset[int] | None = None) -> Iterator[tuple[str, os.stat_result]]:
+    """Every regular file under ``root`` (relative POSIX path, lstat); anything else raises.
+    With ``owners``, every file and directory must also be owned by one of them and not be
+    writable by group or others."""
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -119,6 +143,10 @@ def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
                 rel = Path(entry.path).relative_to(root).as_posix()
                 if stat.S_ISLNK(st.st_mode):
                     raise InvalidEntry(f"{rel}: symlinks are not allowed in an entry")
+                if owners is not None:
+                    problem = ownership_problem(st, owners)
+                    if problem is not None:
+                        raise InvalidEntry(f"{rel}: {problem}")
                 if stat.S_ISDIR(st.st_mode):
                     stack.append(Path(entry.path))
                 elif stat.S_ISREG(st.st_mode):
@@ -129,7 +157,7 @@ def _walk(root: Path) -> Iterator[tuple[str, os.stat_result]]:
 
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with os.fdopen(open_regular(path), "rb") as f:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
@@ -145,21 +173,39 @@ def scan_dir(root: Path, *, key: str, state: str) -> Manifest:
     return Manifest(key, state, tuple(files))
 
 
-def validate_entry(root: Path, *, key: str) -> Manifest:
-    """Check ``root`` against its manifest; return the manifest or raise InvalidEntry."""
-    mpath = root / MANIFEST_NAME
+def _read_entry_file(root: Path, rel: str) -> bytes:
     try:
-        st = os.lstat(mpath)
+        return read_regular(root / rel)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EINVAL):
+            raise InvalidEntry(f"{rel}: not a regular file (symlink or special file)") from None
+        raise
+
+
+def _entry_sha256(root: Path, rel: str) -> str:
+    try:
+        return _sha256(root / rel)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EINVAL):
+            raise InvalidEntry(f"{rel}: not a regular file (symlink or special file)") from None
+        raise
+
+
+def validate_entry(root: Path, *, key: str, owners: frozenset[int] | None = None) -> Manifest:
+    """Check ``root`` against its manifest; return the manifest or raise InvalidEntry.
+    ``owners``: also require every file and directory to be owned by one of these uids and
+    not writable by group or others (the store passes its trusted owners)."""
+    try:
+        manifest = Manifest.loads(_read_entry_file(root, MANIFEST_NAME))
     except FileNotFoundError:
         raise InvalidEntry("no manifest (incomplete entry)") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise InvalidEntry("manifest is not a regular file")
-    manifest = Manifest.loads(mpath.read_bytes())
     if manifest.key != key:
         raise InvalidEntry(f"manifest key {manifest.key!r} does not match the entry's key {key!r}")
     expected = {f.path: f for f in manifest.files}
     seen = set()
-    for rel, fst in _walk(root):
+    for rel, fst in _walk(root, owners):
         if rel == MANIFEST_NAME:
             continue
         record = expected.get(rel)
@@ -167,7 +213,7 @@ def validate_entry(root: Path, *, key: str) -> Manifest:
             raise InvalidEntry(f"{rel}: not listed in the manifest")
         if fst.st_size != record.size:
             raise InvalidEntry(f"{rel}: size {fst.st_size}, manifest says {record.size} (truncated?)")
-        if _sha256(root / rel) != record.sha256:
+        if _entry_sha256(root, rel) != record.sha256:
             raise InvalidEntry(f"{rel}: SHA-256 does not match the manifest (corrupted)")
         seen.add(rel)
     missing = expected.keys() - seen

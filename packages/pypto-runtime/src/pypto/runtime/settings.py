@@ -29,10 +29,10 @@ __all__ = [
     "cache_enabled",
     "cache_readonly",
     "cache_shared_dir",
-    "lock_timeout",
     "fault_point",
     "get",
     "invalidating_snapshot",
+    "lock_timeout",
     "platform",
 ]
 
