@@ -201,7 +201,14 @@ def _current_value(fn: Callable[..., Any], name: str) -> object:
 
 
 class JITFunction:
-    """A ``@pl.jit`` function. Call it to run (needs a runtime), or ``lower``/``specialize``."""
+    """A ``@pl.jit`` function. Call it to run (needs a runtime), or ``lower``/``specialize``.
+
+    Scalar arguments are folded into the program as constants (one specialisation per value)
+    unless the parameter is a runtime scalar: its argument is ``pl.RUNTIME`` or its signature
+    default is ``pl.RUNTIME`` (``runtime_defaults``). A runtime scalar stays a scalar parameter
+    of the program, is keyed by its dtype only, and takes its value when the compiled program
+    is called; ``fn.specialize(a, pl.RUNTIME, c)`` serves every value of the middle argument.
+    """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
@@ -299,7 +306,12 @@ class JITFunction:
         return tuple(key)
 
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
-        """Parse (or fetch from the in-memory cache) the program for these arguments."""
+        """Parse (or fetch from the in-memory cache) the program for these arguments.
+
+        Pass ``pl.RUNTIME`` in place of a scalar to keep it a runtime parameter (by position
+        or keyword: ``fn.specialize(a, c=c, alpha=pl.RUNTIME)``); pass it for each scalar to
+        make every scalar runtime.
+        """
         kwargs.pop("config", None)
         bound = self.bind(*args, **kwargs)
         key = self.call_key(bound)

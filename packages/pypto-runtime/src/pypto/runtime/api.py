@@ -108,7 +108,9 @@ def compile(
 
     Args:
         program: A ``@pl.jit`` function (with example ``args`` to specialise on), a
-            Specialization, or an IR Program (``@pl.program``).
+            Specialization, or an IR Program (``@pl.program``). A scalar passed as
+            ``pl.RUNTIME`` (or whose default is ``pl.RUNTIME``) is not folded: the program
+            takes its value at every call, one artifact for all values.
         platform: Target platform (default ``"a2a3sim"``).
         runtime: Chip runtime.
         output_dir: Compile into this fresh directory instead of the artifact store.
@@ -116,6 +118,8 @@ def compile(
     Example:
         >>> prog = pypto.runtime.compile(add, a, b, c)       # doctest: +SKIP
         >>> prog(a, b, c); os.fspath(prog)                   # doctest: +SKIP
+        >>> prog = pypto.runtime.compile(scale, a, pl.RUNTIME, c)  # doctest: +SKIP
+        >>> prog(a, 1.5, c); prog(a, 3.0, c)                 # doctest: +SKIP
     """
     platform = parse_platform(platform)
     entries = _orchestrations(program)
