@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,6 +41,7 @@ class EmulatedNpu(NpuPlatform):
         self.device = 0
         self.stream: object = FakeNpuStream(0, "default")
         self.log: list[str] = []
+        self.capturing = False
 
     def place(
         self,
@@ -84,6 +86,15 @@ class EmulatedNpu(NpuPlatform):
     def stream_device_index(self, stream: object) -> int:
         return int(getattr(stream, "device_index"))  # noqa: B009 - the stub's own attribute
 
+    def is_capturing(self) -> bool:
+        self.log.append("capturing")
+        return self.capturing
+
+    def bind_context(self, device_index: int) -> None:
+        import threading
+
+        self.log.append(f"bind:{device_index}:{threading.current_thread().name}")
+
 
 @pytest.fixture
 def npu() -> EmulatedNpu:
@@ -103,3 +114,30 @@ def library() -> Iterator[torch.library.Library]:
         yield lib
     finally:
         lib._destroy()
+
+
+@pytest.fixture(scope="session")
+def kernel_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One artifact store for the kernel-mode tests of this session (kernels compile once)."""
+    root = tmp_path_factory.mktemp("kernel-store")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYPTO_CACHE_DIR", str(root))
+        for name in ("PYPTO_CACHE", "PYPTO_CACHE_READONLY", "PYPTO_CACHE_FAULT", "PYPTO_PLATFORM"):
+            mp.delenv(name, raising=False)
+        yield root
+
+
+@pytest.fixture
+def kernel_mode(kernel_store: Path) -> Iterator[None]:
+    """A process with no mode claimed and an untouched kernel-mode manager, restored after the
+    test (so that program-mode tests of other packages run in the same process)."""
+    from pypto.runtime import mode_gate
+    from pypto.torch._kernel import context
+
+    context._reset_for_tests()
+    mode_gate._reset_for_tests()
+    try:
+        yield
+    finally:
+        context._reset_for_tests()
+        mode_gate._reset_for_tests()

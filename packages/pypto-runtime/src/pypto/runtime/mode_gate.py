@@ -83,6 +83,17 @@ _ADVICE = (
 )
 
 
+def _advice(held: ProcessMode | None) -> str:
+    if held is ProcessMode.KERNEL:
+        return (
+            "kernel mode runs PyPTO kernels as torch operators: call the kernel through the operator "
+            "that pypto.torch.register(fn, 'ns::name') returns instead of calling the @pl.jit function "
+            "directly, or run program-mode work in a fresh process started with multiprocessing's "
+            "'spawn' start method"
+        )
+    return _ADVICE
+
+
 def current() -> ProcessMode | None:
     """The mode this process holds, or None when unclaimed."""
     return _gate.mode
@@ -124,7 +135,7 @@ def claim(mode: ProcessMode, *, what: str) -> None:
         origin = f" inherited from parent process {g.inherited_from}" if g.inherited_from is not None else ""
         raise ModeConflictError(
             f"{what}: cannot enter {mode.value} mode: this process is in {g.mode.value} mode"
-            f"{origin} (claimed by {g.claimed_by}); {_ADVICE}",
+            f"{origin} (claimed by {g.claimed_by}); {_advice(g.mode)}",
             held=g.mode,
             requested=mode,
         )

@@ -186,12 +186,29 @@ void validate_run_config(const RunConfig& cfg) {
 
 bool Run::wait(double timeout_s) const {
     if (done()) return true;
+    if (timeout_s == 0) return false;
+    // Spin briefly before parking: a short run finishes within microseconds, and waking a
+    // parked thread costs tens of them. Yield now and then so that the chip's own threads
+    // get the cores when there are more threads than cores.
+    std::int64_t spin = spin_ns_;
+    if (timeout_s > 0 && timeout_s * 1e9 < static_cast<double>(spin)) spin = static_cast<std::int64_t>(timeout_s * 1e9);
+    const std::int64_t start = now_ns();
+    for (unsigned i = 1;; ++i) {
+        cpu_relax();
+        if (done()) return true;
+        if ((i & 31) == 0) {
+            if (now_ns() - start > spin) break;
+            std::this_thread::yield();
+        }
+    }
     std::unique_lock<std::mutex> lk(mu_);
     if (timeout_s < 0) {
         cv_.wait(lk, [&] { return done(); });
         return true;
     }
-    return cv_.wait_for(lk, std::chrono::duration<double>(timeout_s), [&] { return done(); });
+    const double left = timeout_s - static_cast<double>(now_ns() - start) * 1e-9;
+    if (left <= 0) return done();
+    return cv_.wait_for(lk, std::chrono::duration<double>(left), [&] { return done(); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -303,6 +320,7 @@ std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, st
 
 std::shared_ptr<Run> Chip::enqueue(Pending p) {
     auto run = std::make_shared<Run>();
+    run->spin_ns_ = options_.spin_ns;
     p.run = run;
     std::lock_guard<std::mutex> lk(mu_);
     if (draining_ || stop_.load()) throw std::runtime_error("submit: the Worker is closed");

@@ -65,7 +65,8 @@ class Run {
 public:
     std::uint64_t id() const noexcept { return id_; }
     bool done() const noexcept { return done_.load(std::memory_order_acquire); }
-    // Waits up to `timeout_s` seconds (negative: forever); true when done.
+    // Waits up to `timeout_s` seconds (negative: forever; 0: a poll); true when done. Spins
+    // for up to the chip's spin_ns before parking on the condition variable.
     bool wait(double timeout_s) const;
     // Valid once done(): empty when the run succeeded.
     const std::string& error() const noexcept { return error_; }
@@ -77,6 +78,7 @@ private:
     friend class Chip;
     friend struct ::SimplerOrchContext;
     std::uint64_t id_ = 0;
+    std::int64_t spin_ns_ = 0;  // how long wait() spins before parking (the chip's spin_ns)
     std::atomic<bool> done_{false};
     mutable std::mutex mu_;
     mutable std::condition_variable cv_;

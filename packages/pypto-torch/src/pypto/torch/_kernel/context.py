@@ -486,16 +486,16 @@ def _device_index(device: object, plat: DevicePlatform) -> int | None:
     if isinstance(device, int):
         index: int | None = device
         dtype = plat.device_type
+    elif isinstance(device, str):
+        # Parsed here, not by torch.device: "npu" is a device type only once torch_npu is loaded.
+        kind, _, number = device.partition(":")
+        if not kind or (number and not number.isdigit()):
+            raise TypeError(f"pypto.torch.init(device): expected 'type' or 'type:index', got {device!r}")
+        index, dtype = (int(number) if number else None), kind
+    elif hasattr(device, "type") and hasattr(device, "index"):  # a torch.device
+        index, dtype = device.index, device.type
     else:
-        import torch
-
-        try:
-            d = torch.device(device)  # type: ignore[call-overload]
-        except (TypeError, RuntimeError) as exc:
-            raise TypeError(
-                f"pypto.torch.init(device): expected an int, a str or a torch.device, got {device!r} ({exc})"
-            ) from None
-        index, dtype = d.index, d.type
+        raise TypeError(f"pypto.torch.init(device): expected an int, a str or a torch.device, got {device!r}")
     if dtype != plat.device_type:
         raise ValueError(
             f"pypto.torch.init(device): platform {plat.name!r} runs on {plat.device_type} devices, got {device!r}"
@@ -593,3 +593,17 @@ def state() -> KernelState:
 def current() -> _Manager:
     """The process's manager (internal: the operator layer launches through it)."""
     return _process.manager
+
+
+def _reset_for_tests() -> None:
+    """Shut down and replace the process's manager (tests only; pair with the mode gate's reset)."""
+    m = _process.manager
+    if m.forked_from is None and m.state not in (KernelState.UNINITIALIZED, KernelState.CLOSED):
+        with contextlib.suppress(Exception):
+            m.shutdown(timeout=30.0)
+        if m.session is not None and m.state is not KernelState.CLOSED:
+            with contextlib.suppress(Exception):
+                m.session.close()
+        if m.owner is not None:
+            m.owner.stop()
+    _process.manager = _Manager()
