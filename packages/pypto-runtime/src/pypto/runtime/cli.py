@@ -1,5 +1,9 @@
 """``python -m pypto.runtime cache {stat,ls,verify,prune,clear}``: inspect and maintain the store.
 
+A root that is not trusted (see :mod:`pypto.runtime.store`) is refused: the command prints
+the path, the problem and the fix, and exits with status 2. Nothing reads an entry's file
+through a symlink or blocks on a FIFO.
+
 Example:
     $ python -m pypto.runtime cache ls
 """
@@ -8,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -17,8 +22,10 @@ from rich.console import Console
 from rich.table import Table
 
 from pypto.runtime import settings
+from pypto.runtime._fs import read_regular
+from pypto.runtime.artifact_runtime import prune_private_roots
 from pypto.runtime.manifest import InvalidEntry
-from pypto.runtime.store import ArtifactStore
+from pypto.runtime.store import ArtifactStore, StoreLockTimeout, UnsafeStoreError
 
 __all__ = ["main"]
 
@@ -48,6 +55,8 @@ def _stat(store: ArtifactStore, console: Console) -> int:
     table.add_column("value")
     table.add_row("enabled (PYPTO_CACHE)", str(settings.cache_enabled()))
     table.add_row("read-only (PYPTO_CACHE_READONLY)", str(settings.cache_readonly()))
+    table.add_row("shared read-only store (PYPTO_CACHE_SHARED_DIR)", str(settings.cache_shared_dir() or "-"))
+    table.add_row("lock timeout (PYPTO_CACHE_LOCK_TIMEOUT)", f"{settings.lock_timeout():g} s")
     for state in ("READY", "GENERATED"):
         group = [e for e in entries if e.state == state]
         table.add_row(f"{state} entries", f"{len(group)} ({_size(sum(e.size for e in group))})")
@@ -61,10 +70,31 @@ def _stat(store: ArtifactStore, console: Console) -> int:
 def _describe(path: Path) -> tuple[str, str]:
     """(program name, platform) from an entry's compiled_meta.json, '?' when unreadable."""
     try:
-        meta = json.loads((path / "compiled_meta.json").read_text())
+        meta = json.loads(read_regular(path / "compiled_meta.json"))
         return str(meta.get("name", "?")), str(meta.get("platform", "?"))
     except (OSError, ValueError, AttributeError):
         return "?", "?"
+
+
+def _count_files(path: Path) -> int:
+    """Regular files under ``path`` (lstat: never follows a symlink)."""
+    count, stack = 0, [path]
+    while stack:
+        folder = stack.pop()
+        try:
+            children = list(folder.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            try:
+                mode = child.lstat().st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                stack.append(child)
+            elif stat.S_ISREG(mode):
+                count += 1
+    return count
 
 
 def _ls(store: ArtifactStore, console: Console) -> int:
@@ -73,7 +103,7 @@ def _ls(store: ArtifactStore, console: Console) -> int:
         table.add_column(col, justify="right" if col in ("size", "age", "files") else "left")
     now = time.time()
     for e in store.entries():
-        files = sum(1 for p in e.path.rglob("*") if p.is_file())
+        files = _count_files(e.path)
         name, platform = _describe(e.path)
         table.add_row(e.key[:24], e.state, name, platform, _size(e.size), _age(now - e.mtime), str(files))
     console.print(table)
@@ -83,7 +113,7 @@ def _ls(store: ArtifactStore, console: Console) -> int:
 def _problem(store: ArtifactStore, key: str, state: str) -> str | None:
     try:
         store.lookup(key, state)
-    except InvalidEntry as exc:
+    except (InvalidEntry, UnsafeStoreError) as exc:
         return str(exc)
     return None
 
@@ -114,6 +144,7 @@ def _verify(store: ArtifactStore, console: Console, fix: bool) -> int:
 def _prune(store: ArtifactStore, console: Console, older_than_days: float | None) -> int:
     older = None if older_than_days is None else older_than_days * 86400
     removed = store.prune(older_than=older)
+    removed["private build roots of dead processes"] = prune_private_roots()
     table = Table(title="prune")
     table.add_column("removed")
     table.add_column("count", justify="right")
@@ -144,13 +175,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     store = ArtifactStore(args.root)
     console = Console(width=140)
-    if args.command == "stat":
+    try:
+        if store.root.exists() or store.root.is_symlink():
+            store.check()
+        return _run(args.command, args, store, console)
+    except (UnsafeStoreError, StoreLockTimeout) as exc:
+        print(f"pypto cache {args.command}: refused: {exc}", file=sys.stderr)
+        return 2
+    except NotADirectoryError as exc:
+        print(f"pypto cache {args.command}: {exc.filename}: not a directory", file=sys.stderr)
+        return 2
+
+
+def _run(command: str, args: argparse.Namespace, store: ArtifactStore, console: Console) -> int:
+    if command == "stat":
         return _stat(store, console)
-    if args.command == "ls":
+    if command == "ls":
         return _ls(store, console)
-    if args.command == "verify":
+    if command == "verify":
         return _verify(store, console, args.fix)
-    if args.command == "prune":
+    if command == "prune":
         return _prune(store, console, args.older_than)
     return _clear(store, console)
 
