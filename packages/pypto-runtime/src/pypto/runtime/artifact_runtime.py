@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pypto.runtime import settings
-from pypto.runtime._fs import copy_file, make_dir, pid_alive, remove_tree
+from pypto.runtime._fs import copy_file, make_dir, pid_alive, read_regular, remove_tree
 from pypto.runtime.manifest import EntryState, InvalidEntry, Manifest, scan_dir
 from pypto.runtime.store import ArtifactStore, check_key, inject_fault
 
@@ -365,7 +365,7 @@ def _copy_validated(entry: Obtained, dst: Path) -> None:
             make_dir(dst / folder)
         copy_file(entry.path / record.path, target)
         try:
-            entry.manifest.check(record.path, target.read_bytes())
+            entry.manifest.check(record.path, read_regular(target))
         except InvalidEntry as exc:
             raise OSError(f"{entry.path / record.path}: {exc}") from None
 

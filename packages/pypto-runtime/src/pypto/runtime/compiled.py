@@ -354,7 +354,7 @@ class CompiledProgram:
         root = Path(path)
         index = root / ENTRIES_FILE
         if not (root / "compiled_meta.json").exists() and index.is_file():
-            data = json.loads(index.read_text())
+            data = json.loads(read_regular(index))
             names, default = data.get("entries"), data.get("default")
             if not isinstance(names, list) or default not in names:
                 raise ValueError(f"{index}: expected {{'entries': [...], 'default': <one of them>}}")
