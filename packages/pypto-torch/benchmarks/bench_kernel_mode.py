@@ -65,9 +65,15 @@ def main() -> None:
         ("torch.add(a, b, out=out)", _best_per_call(lambda: torch.add(a, b, out=out), number, repeat)),
         ("no-op custom_op (baseline)", baseline),
         ("torch.ops.pypto_bench.add (round trip)", _best_per_call(lambda: op.op(a, b, out), number, repeat)),
-        ("  Operator kernel alone (no dispatcher)", _best_per_call(lambda: op._kernel(a, b, out), number, repeat)),
+        (
+            "  Operator kernel alone (no dispatcher)",
+            _best_per_call(lambda: op._kernel(a, b, out), number, repeat),
+        ),
         ("  describe_call", _best_per_call(lambda: kc.signature.describe_call([a, b, out]), number, repeat)),
-        ("  materialize (descriptors + scalars)", _best_per_call(lambda: kc.materialize(frame), number, repeat)),
+        (
+            "  materialize (descriptors + scalars)",
+            _best_per_call(lambda: kc.materialize(frame), number, repeat),
+        ),
         (
             "  Worker.launch + wait (native run)",
             _best_per_call(lambda: worker.launch(kc.handle, mat).result(), number, repeat),

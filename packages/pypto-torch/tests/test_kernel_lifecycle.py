@@ -220,7 +220,9 @@ def test_the_lifecycle_owner_thread_binds_the_context_before_worker_init(
 
     events: list[str] = []
     monkeypatch.setattr(
-        SimulatorPlatform, "bind_context", lambda self, i: events.append(f"bind {threading.current_thread().name}")
+        SimulatorPlatform,
+        "bind_context",
+        lambda self, i: events.append(f"bind {threading.current_thread().name}"),
     )
     real = session.BorrowedWorkerSession.init_worker
     monkeypatch.setattr(
@@ -254,7 +256,9 @@ def test_the_runtime_pin(version: str | None, skip: bool, match: str) -> None:
 
 
 def test_missing_interfaces_are_named() -> None:
-    fake = types.SimpleNamespace(**{n: getattr(simpler, n) for n in ("Buffer", "TaskArgs", "RunHandle", "CallConfig")})
+    fake = types.SimpleNamespace(
+        **{n: getattr(simpler, n) for n in ("Buffer", "TaskArgs", "RunHandle", "CallConfig")}
+    )
 
     class OldWorker:
         def init(self, prewarm_config: Any = None) -> None: ...

@@ -81,7 +81,9 @@ class RunHandle:
 
     __slots__ = ("_args", "_native", "callable")
 
-    def __init__(self, native: Any, args: TaskArgs | None, callable_: CallableHandle) -> None:
+    def __init__(
+        self, native: Any, args: TaskArgs | ChipStorageTaskArgs | None, callable_: CallableHandle
+    ) -> None:
         self._native = native
         self._args = args  # keeps borrowed buffers alive until the run is done
         self.callable = callable_
@@ -453,9 +455,11 @@ class Worker:
         if target is None or type(target) is not Stream or target.worker is not self:
             raise ValueError(f"Worker.launch(stream): expected a Stream of this Worker, got {stream!r}")
         native_cfg = self._native_config(config)
-        mat = args if type(args) is ChipStorageTaskArgs else _checked_args(handle, args, "launch")
-        if mat is args:
+        if isinstance(args, ChipStorageTaskArgs):
+            mat = args
             _check_materialized(handle, mat, "launch")
+        else:
+            mat = _checked_args(handle, args, "launch")
         native_run = chip.kernel_launch(handle.slot, mat.tensors, mat.scalars, *native_cfg)
         run = RunHandle(native_run, args, handle)
         target._enqueued(run)
@@ -533,9 +537,7 @@ def _check_materialized(handle: CallableHandle, mat: ChipStorageTaskArgs, what: 
     sig = cc.signature
     directions = mat.directions
     if len(directions) != len(mat.tensors):
-        raise ValueError(
-            f"Worker.{what}(args): {len(mat.tensors)} tensors but {len(directions)} directions"
-        )
+        raise ValueError(f"Worker.{what}(args): {len(mat.tensors)} tensors but {len(directions)} directions")
     if tuple(sig[: len(directions)]) == tuple(directions):
         return
     for i, d in enumerate(directions):

@@ -46,6 +46,8 @@ from pypto.ir.param_info import (
     validate_param_names,
     validate_return_aliases,
 )
+from pypto.ir.storage_rules import partial_overlap as _partial_overlap
+from pypto.ir.storage_rules import view_bounds_problem
 from pypto.torch._dtypes import to_torch_dtype
 from pypto.torch._frames import CallFrame, ScalarArgument, TensorArgument
 from pypto.torch._platform import (
@@ -360,13 +362,10 @@ class CallSignature:
                 raise _format_error(slot, fmt, platform)
             data_ptr = storage_ptr + offset * itemsize
             if numel:
-                end = offset * itemsize + nbytes
-                if storage_ptr == 0 or end > storage_nbytes:
-                    raise _fail(
-                        slot,
-                        f"invalid storage bounds: the view reaches byte {end} (storage offset {offset} elements, "
-                        f"{nbytes} bytes) of a storage of {storage_nbytes} bytes at address {storage_ptr:#x}",
-                    )
+                # The storage rules (bounds here, aliasing below) are pypto.ir.storage_rules'.
+                problem = view_bounds_problem(storage_ptr, storage_nbytes, offset, itemsize, nbytes)
+                if problem is not None:
+                    raise _fail(slot, problem)
                 spans.append((data_ptr, data_ptr + nbytes, len(tensors), writes))
             tensors.append(
                 _new_record(
@@ -526,50 +525,9 @@ def _format_error(slot: _TensorSlot, fmt: int, platform: DevicePlatform) -> Argu
     )
 
 
-def _partial_overlap(spans: list[tuple[int, int, int, bool]]) -> tuple[int, int] | None:
-    """Positions ``(earlier, later)`` of two views that partially overlap with at least one of
-    them written, or None. ``spans`` holds ``(start, end, position, writes)`` of the nonempty
-    views; it is sorted in place.
-
-    One sort, then one sweep: views with the same byte span (exact aliases) form a group;
-    a member of a later group overlaps an earlier group exactly when that group ends after
-    the member starts, and two groups are distinct spans, so such an overlap is partial. It
-    is a conflict when either side writes, so the sweep keeps the furthest end of all
-    earlier groups and of earlier groups with a writer.
-    """
-    spans.sort()
-    reach = 0  # the common case first: each view starts at or after the end of the one before
-    for start, end, _, _ in spans:
-        if start < reach:
-            break
-        reach = end
-    else:
-        return None
-    far_end = far_pos = -1  # over the earlier groups
-    far_writer_end = far_writer_pos = -1  # over their written views
-    group: tuple[int, int] | None = None
-    pending: list[tuple[int, int, int, bool]] = []  # the current group, folded in when it ends
-    for span in spans:
-        start, end, pos, writes = span
-        if (start, end) != group:
-            for _, p_end, p_pos, p_writes in pending:
-                if p_end > far_end:
-                    far_end, far_pos = p_end, p_pos
-                if p_writes and p_end > far_writer_end:
-                    far_writer_end, far_writer_pos = p_end, p_pos
-            group = (start, end)
-            pending.clear()
-        if writes and far_end > start:
-            return far_pos, pos
-        if far_writer_end > start:
-            return far_writer_pos, pos
-        pending.append(span)
-    return None
-
-
 def _check_overlaps(spans: list[tuple[int, int, int, bool]], tensors: list[TensorArgument]) -> None:
     """Accept exact byte-span aliases, disjoint views and overlapping read-only views;
-    reject a partial overlap in which an Out/InOut view takes part."""
+    reject a partial overlap in which an Out/InOut view takes part (pypto.ir.storage_rules)."""
     found = _partial_overlap(spans)
     if found is None:
         return

@@ -45,7 +45,7 @@ _operators_lock = threading.Lock()
 class _Declared(NamedTuple):
     """What a jit function's annotations say of one parameter."""
 
-    index: int
+    position: int
     name: str
     direction: ParamDirection
     is_scalar: bool
@@ -134,7 +134,7 @@ def _static_aliases(declared: tuple[_Declared, ...], fn: Any) -> tuple[int, ...]
         d = by_name.get(name)
         if d is None or d.is_scalar or not d.direction.writes:
             return None
-        aliases.append(d.index)
+        aliases.append(d.position)
     return tuple(aliases)
 
 
@@ -165,10 +165,10 @@ class Operator:
         self.fn = fn
         self.name = qualname
         self._declared = _declared_params(fn, what)
-        self._scalar_positions = tuple(d.index for d in self._declared if d.is_scalar)
-        self._tensor_positions = tuple(d.index for d in self._declared if not d.is_scalar)
+        self._scalar_positions = tuple(d.position for d in self._declared if d.is_scalar)
+        self._tensor_positions = tuple(d.position for d in self._declared if not d.is_scalar)
         self._tensor_dtypes = {
-            d.index: to_torch_dtype(d.dtype, what=f"{what}: {d.name}")
+            d.position: to_torch_dtype(d.dtype, what=f"{what}: {d.name}")
             for d in self._declared
             if not d.is_scalar and d.dtype is not None
         }
@@ -269,9 +269,9 @@ class Operator:
             info = d.param_info()
             if d.is_scalar:
                 assert info is not None
-                check_scalar(d.index, info, arg, caller="fake", symbolic=True)
+                check_scalar(d.position, info, arg, caller="fake", symbolic=True)
                 continue
-            where = f"fake: {self.name}: parameter {d.name!r} (#{d.index})"
+            where = f"fake: {self.name}: parameter {d.name!r} (#{d.position})"
             if not isinstance(arg, torch.Tensor) or not (arg.is_meta or is_fake(arg)):
                 raise ArgumentError(
                     f"{where}: expected a FakeTensor or Meta tensor, got {type(arg).__name__}"
@@ -282,10 +282,10 @@ class Operator:
                     "backward (call under torch.no_grad())"
                 )
             if info is not None:
-                check_tensor_signature(d.index, info, arg, self._tensor_dtypes[d.index], caller="fake")
-            elif d.index in self._tensor_dtypes and arg.dtype != self._tensor_dtypes[d.index]:
+                check_tensor_signature(d.position, info, arg, self._tensor_dtypes[d.position], caller="fake")
+            elif d.position in self._tensor_dtypes and arg.dtype != self._tensor_dtypes[d.position]:
                 raise ArgumentError(
-                    f"{where}: expected dtype {self._tensor_dtypes[d.index]}, got {arg.dtype}"
+                    f"{where}: expected dtype {self._tensor_dtypes[d.position]}, got {arg.dtype}"
                 )
             if not arg.is_contiguous():
                 raise ArgumentError(f"{where}: expected a contiguous view, got strides {list(arg.stride())}")
@@ -339,7 +339,8 @@ def register(fn: Any = None, name: str | None = None) -> Any:
         qualname = fn
 
         def decorate(f: Any) -> Operator:
-            return register(f, qualname)
+            op: Operator = register(f, qualname)
+            return op
 
         return decorate
     if name is None:

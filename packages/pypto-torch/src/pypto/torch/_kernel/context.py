@@ -601,7 +601,7 @@ def _reset_for_tests() -> None:
     if m.forked_from is None and m.state not in (KernelState.UNINITIALIZED, KernelState.CLOSED):
         with contextlib.suppress(Exception):
             m.shutdown(timeout=30.0)
-        if m.session is not None and m.state is not KernelState.CLOSED:
+        if m.session is not None and state() is not KernelState.CLOSED:
             with contextlib.suppress(Exception):
                 m.session.close()
         if m.owner is not None:
