@@ -1,0 +1,215 @@
+"""Kernel mode across processes: fork (after init, and of an untouched manager), exit
+ordering against the framework's own exit hooks, anchoring when a clean shutdown is
+impossible, and scale-out with torch.distributed (gloo, two ranks, each on its own
+simulated chip). Each scenario runs in a fresh interpreter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+
+_PRELUDE = textwrap.dedent(
+    """
+    import os, sys
+    import torch
+    import pypto.language as pl
+    import pypto.torch as pt
+
+    @pl.jit
+    def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
+            out[:] = pl.add(a, b)
+        return out
+
+    """
+)
+
+
+def _run(tmp_path: Path, kernel_store: Path, body: str, name: str = "scenario.py") -> subprocess.CompletedProcess[str]:
+    script = tmp_path / name
+    script.write_text(_PRELUDE + textwrap.dedent(body))
+    env = {**os.environ, "PYPTO_CACHE_DIR": str(kernel_store), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path
+    )
+
+
+def _check(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
+    return proc.stdout.splitlines()
+
+
+def test_a_child_forked_after_init_must_be_spawned(tmp_path: Path, kernel_store: Path) -> None:
+    lines = _check(
+        _run(
+            tmp_path,
+            kernel_store,
+            """
+            from pypto.runtime import mode_gate
+            op = pt.register(add, "fork_after::add")
+            a, b = torch.rand(16, 16), torch.rand(16, 16)
+            out = torch.empty(16, 16)
+            op(a, b, out)
+            pid = os.fork()
+            if pid == 0:
+                problems = []
+                try:
+                    op(a, b, torch.empty(16, 16))
+                    problems.append("the op ran in the child")
+                except pt.KernelInitError as exc:
+                    if "'spawn'" not in str(exc):
+                        problems.append("no advice: " + str(exc))
+                try:
+                    pt.init()
+                    problems.append("init succeeded in the child")
+                except pt.KernelInitError:
+                    pass
+                try:
+                    mode_gate.claim_program("child")
+                    problems.append("program mode was claimed in the child")
+                except mode_gate.ModeConflictError:
+                    pass
+                pt.shutdown()  # anchors the inherited state: no inherited lock, no close
+                if pt.state() is not pt.KernelState.CLOSED:
+                    problems.append("state " + pt.state().value)
+                print("child:", problems or "ok", flush=True)
+                sys.exit(1 if problems else 0)  # atexit runs in the child too
+            _, status = os.waitpid(pid, 0)
+            print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+            out2 = torch.empty(16, 16)
+            op(a, b, out2)  # the parent's Worker was not closed by the child
+            torch.testing.assert_close(out2, a + b)
+            print("parent:", pt.state().value)
+            """,
+        )
+    )
+    assert lines == ["child: ok", "child exit 0", "parent: READY"]
+
+
+def test_an_untouched_manager_is_replaced_in_the_child(tmp_path: Path, kernel_store: Path) -> None:
+    lines = _check(
+        _run(
+            tmp_path,
+            kernel_store,
+            """
+            op = pt.register(add, "fork_before::add")
+            pid = os.fork()
+            a, b = torch.rand(16, 16), torch.rand(16, 16)
+            out = torch.empty(16, 16)
+            op(a, b, out)  # each process initialises its own simulated chip
+            torch.testing.assert_close(out, a + b)
+            if pid == 0:
+                print("child ok", flush=True)
+                sys.exit(0)
+            _, status = os.waitpid(pid, 0)
+            print("child exit", os.waitstatus_to_exitcode(status))
+            print("parent ok")
+            """,
+        )
+    )
+    assert lines == ["child ok", "child exit 0", "parent ok"]
+
+
+def test_shutdown_at_exit_runs_before_the_frameworks_exit_hooks(tmp_path: Path, kernel_store: Path) -> None:
+    lines = _check(
+        _run(
+            tmp_path,
+            kernel_store,
+            """
+            import atexit
+            from pypto.torch._kernel import context
+
+            # Stands for torch_npu's teardown, registered when the framework was imported.
+            atexit.register(lambda: print("framework teardown", flush=True))
+            real = context._Manager.shutdown
+
+            def traced(self, timeout):
+                print("pypto shutdown from", pt.state().value, flush=True)
+                real(self, timeout)
+                print("pypto", pt.state().value, flush=True)
+
+            context._Manager.shutdown = traced
+            op = pt.register(add, "exit_order::add")
+            a = torch.rand(16, 16)
+            op(a, a, torch.empty(16, 16))
+            print("main done", flush=True)
+            """,
+        )
+    )
+    assert lines == ["main done", "pypto shutdown from READY", "pypto CLOSED", "framework teardown"]
+
+
+def test_an_impossible_shutdown_at_exit_anchors_the_worker(tmp_path: Path, kernel_store: Path) -> None:
+    lines = _check(
+        _run(
+            tmp_path,
+            kernel_store,
+            """
+            from pypto.torch._kernel import context, session
+            import simpler
+
+            def refuse(self):
+                raise RuntimeError("the device context is already gone")
+
+            session.BorrowedWorkerSession.close = refuse
+            destroyed = []
+            simpler.Worker.__del__ = lambda self: destroyed.append(self)  # must never run
+            op = pt.register(add, "exit_anchor::add")
+            a = torch.rand(16, 16)
+            op(a, a, torch.empty(16, 16))
+            worker = context.current().worker
+            context._shutdown_at_exit()
+            print(pt.state().value, worker in context._anchors, destroyed == [], flush=True)
+            del worker
+            """,
+        )
+    )
+    assert lines == ["FAILED True True"]
+
+
+def test_two_ranks_with_gloo_each_on_its_own_simulated_chip(tmp_path: Path, kernel_store: Path) -> None:
+    rendezvous = tmp_path / "rendezvous"
+    lines = _check(
+        _run(
+            tmp_path,
+            kernel_store,
+            f"""
+            import torch.distributed as dist
+            import torch.multiprocessing as mp
+
+            def rank_main(rank, world):
+                dist.init_process_group("gloo", init_method="file://{rendezvous}", rank=rank, world_size=world)
+                op = pt.register(add, "ddp_test::add")
+                info = pt.init()
+
+                class Shifted(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.shift = torch.nn.Parameter(torch.full((16, 16), float(rank + 1)))
+
+                    def forward(self, x):
+                        return op(x, self.shift, torch.empty_like(x))
+
+                model = torch.nn.parallel.DistributedDataParallel(Shifted())  # rank 0's parameters win
+                torch.manual_seed(0)
+                x = torch.rand(16, 16)
+                with torch.no_grad():
+                    y = model(x)
+                torch.testing.assert_close(y, x + 1.0)
+                dist.all_reduce(y)
+                torch.testing.assert_close(y, 2 * (x + 1.0))
+                print(f"rank {{rank}} ok on {{info.platform}} generation {{info.generation}}", flush=True)
+                pt.shutdown()
+                dist.destroy_process_group()
+
+            if __name__ == "__main__":
+                mp.spawn(rank_main, args=(2,), nprocs=2, join=True)
+            """,
+            name="ddp_scenario.py",
+        )
+    )
+    assert sorted(lines) == ["rank 0 ok on a2a3sim generation 1", "rank 1 ok on a2a3sim generation 1"]
