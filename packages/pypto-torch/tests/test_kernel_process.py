@@ -11,7 +11,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-
 _PRELUDE = textwrap.dedent(
     """
     import os, sys
@@ -29,17 +28,27 @@ _PRELUDE = textwrap.dedent(
 )
 
 
-def _run(tmp_path: Path, kernel_store: Path, body: str, name: str = "scenario.py") -> subprocess.CompletedProcess[str]:
+def _run(
+    tmp_path: Path, kernel_store: Path, body: str, name: str = "scenario.py"
+) -> subprocess.CompletedProcess[str]:
     script = tmp_path / name
     script.write_text(_PRELUDE + textwrap.dedent(body))
     env = {**os.environ, "PYPTO_CACHE_DIR": str(kernel_store), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
     return subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path
+        [sys.executable, str(script)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
     )
 
 
 def _check(proc: subprocess.CompletedProcess[str]) -> list[str]:
-    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
+    )
     return proc.stdout.splitlines()
 
 
