@@ -47,7 +47,8 @@ def _load_native_adapter(platform: str, query: str) -> ModuleType:
     except ImportError as exc:
         raise NpuRuntimeUnavailable(
             f"platform {platform!r}: {query} needs the optional native adapter pypto._torch_npu, "
-            f"which could not be imported ({exc}); build it with -DPYPTO_BUILD_TORCH_NPU=ON"
+            f"which could not be imported ({exc}); this release does not ship that adapter, so NZ-format "
+            "inputs cannot be described yet (pass ND tensors)"
         ) from exc
 
 

@@ -1,0 +1,98 @@
+"""The NPU side of kernel mode, with only torch_npu's queries stubbed (no NPU is here).
+
+What runs for real: preflight ordering (graph capture, current device), the lifecycle owner
+thread binding the borrowed device context before Worker init, and the native Worker init,
+which fails on this machine because simpler has no CANN build (the failure keeps its type,
+the Worker and the mode). What does not run here: a launch on an NPU stream.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import pytest
+
+import pypto.torch as pt
+import simpler
+from pypto.runtime import mode_gate
+from pypto.torch._kernel import context
+from pypto.torch._platform import npu as npu_module
+
+pytestmark = pytest.mark.usefixtures("kernel_mode")
+
+
+@pytest.fixture
+def emulated(make_npu: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    platform = make_npu("a2a3")
+    real = context.platform_for
+    monkeypatch.setattr(context, "platform_for", lambda name: platform if name == "a2a3" else real(name))
+    return platform
+
+
+def test_graph_capture_refuses_init_before_any_claim(emulated: Any) -> None:
+    emulated.capturing = True
+    with pytest.raises(NotImplementedError, match="capturing a graph"):
+        pt.init(platform="a2a3")
+    assert mode_gate.current() is None
+    assert not any(entry.startswith("bind") for entry in emulated.log)
+
+
+def test_an_explicit_device_must_be_the_current_one(emulated: Any) -> None:
+    emulated.device = 1
+    with pytest.raises(ValueError, match="current npu device npu:1, got npu:0"):
+        pt.init("npu:0", platform="a2a3")
+    assert mode_gate.current() is None
+    assert "bind:0" not in " ".join(emulated.log)  # init never selects a device
+
+
+def test_the_owner_thread_binds_the_current_device_then_the_native_init_fails_here(emulated: Any) -> None:
+    emulated.device = 1
+    with pytest.raises(simpler.UnsupportedPlatformError, match="CANN"):
+        pt.init(platform="a2a3", runtime="host_build_graph")
+    assert "bind:1:pypto-kernel-owner" in emulated.log
+    assert pt.state() is pt.KernelState.FAILED
+    assert mode_gate.current() is mode_gate.ProcessMode.KERNEL  # kept for cleanup
+    worker = context.current().worker
+    assert isinstance(worker, simpler.Worker)
+    assert worker.platform == "a2a3"
+    assert worker.device_id == 1
+    assert worker.runtime == "host_build_graph"
+    pt.shutdown()
+    assert pt.state() is pt.KernelState.CLOSED
+
+
+@pytest.fixture
+def stub_torch_npu(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    calls: list[Any] = []
+    npu_ns = types.SimpleNamespace(
+        is_current_stream_capturing=lambda: calls.append("capturing?") or True,
+        set_device=lambda index: calls.append(("set_device", index)),
+    )
+    stub = types.ModuleType("torch_npu")
+    stub.npu = npu_ns  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch_npu", stub)
+    monkeypatch.setitem(npu_module._loaded, "torch_npu", stub)
+    return types.SimpleNamespace(module=stub, calls=calls)
+
+
+def test_the_npu_platform_asks_torch_npu(stub_torch_npu: types.SimpleNamespace) -> None:
+    platform = npu_module.NpuPlatform("a2a3")
+    assert platform.is_capturing() is True
+    platform.bind_context(3)
+    assert stub_torch_npu.calls == ["capturing?", ("set_device", 3)]
+
+
+def test_a_torch_npu_without_the_capture_query_is_not_capturing(
+    stub_torch_npu: types.SimpleNamespace,
+) -> None:
+    del stub_torch_npu.module.npu.is_current_stream_capturing
+    assert npu_module.NpuPlatform("a2a3").is_capturing() is False
+
+
+def test_without_torch_npu_the_npu_platform_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch_npu", None)  # an import of it fails
+    monkeypatch.delitem(npu_module._loaded, "torch_npu", raising=False)
+    with pytest.raises(npu_module.NpuRuntimeUnavailable, match=r"pypto-torch\[npu\]"):
+        npu_module.NpuPlatform("a2a3").bind_context(0)
