@@ -1,20 +1,29 @@
-"""Host tensors from numpy or torch (CPU), described without importing either library.
+"""Host tensors from numpy, torch (CPU) or the buffer protocol, described without importing
+numpy or torch.
 
-Program mode on the simulator passes the caller's own storage to the chip: a tensor is read
-through ``__array_interface__`` (numpy and anything like it) or ``data_ptr()`` / ``stride()`` /
-``element_size()`` (torch CPU tensors), and wrapped without a copy. Output allocation follows
-the caller's library: torch-like inputs get ``new_empty`` outputs, everything else numpy arrays.
+Program mode on the simulator passes the caller's own storage to the chip, without a copy.
+Accepted: numpy arrays (``numpy.ndarray``, read through their ``__array_interface__``), torch
+CPU tensors (``data_ptr()``, ``stride()``, ``untyped_storage()``) and objects with the buffer
+protocol (anything ``memoryview`` accepts: ``bytearray``, ``array.array``, ``mmap``, ...). A
+bare ``__array_interface__`` on any other object is a raw pointer nobody vouches for and is
+refused. Each view is described together with the storage it lies in (a torch tensor's
+``untyped_storage()``, a numpy array's base array, a buffer's exporter) and checked against it
+with :mod:`pypto.ir.storage_rules`, the implementation describe_call uses too. Output
+allocation follows the caller's library: torch-like inputs get ``new_empty`` outputs,
+everything else numpy arrays.
 """
 
 from __future__ import annotations
 
+import ctypes
 import sys
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import DYNAMIC, ParamInfo
+from pypto.ir.storage_rules import view_bounds_problem
 
 __all__ = ["HostTensor", "TensorBindingError", "allocate_like", "describe", "is_tensor"]
 
@@ -39,11 +48,21 @@ _NUMPY_CODES = {
 }
 # numpy has no BF16/FP8/FP4: outputs of those types are allocated only as torch tensors.
 _NUMPY_ALLOCATABLE = frozenset(_NUMPY_CODES.values())
+# struct-module format characters (the buffer protocol) -> numpy kind letter
+_BUFFER_KINDS = {
+    **dict.fromkeys("bhilqn", "i"),
+    **dict.fromkeys("BHILQN", "u"),
+    "e": "f",
+    "f": "f",
+    "?": "b",
+}
 
 
 @dataclass(frozen=True)
 class HostTensor:
-    """A strided view of host memory: element strides, the byte span it touches, its owner."""
+    """A strided view of host memory: element strides, the byte span it touches, its owner,
+    and the storage it lies in (``storage_ptr``, ``storage_nbytes``; the view starts
+    ``offset_bytes`` into it)."""
 
     ptr: int  # address of element [0, ..., 0]
     span_bytes: int  # bytes from ptr to one past the last accessed element (0 if empty)
@@ -52,6 +71,8 @@ class HostTensor:
     dtype: DataType
     owner: object
     readonly: bool = False
+    storage_ptr: int = 0  # first byte of the storage the view lies in
+    storage_nbytes: int = 0  # its capacity in bytes
 
     @property
     def numel(self) -> int:
@@ -59,6 +80,11 @@ class HostTensor:
         for d in self.shape:
             n *= d
         return n
+
+    @property
+    def offset_bytes(self) -> int:
+        """Where the view's first element is in its storage (a multiple of the itemsize)."""
+        return self.ptr - self.storage_ptr
 
     @property
     def is_contiguous(self) -> bool:
@@ -69,6 +95,23 @@ class HostTensor:
         return self.numel == 0 or all(
             s == e for s, e, d in zip(self.strides, reversed(expected), self.shape, strict=True) if d != 1
         )
+
+    @property
+    def layout(self) -> Hashable | None:
+        """None for a contiguous view, else (itemsize, shape, byte strides) without the
+        dimensions of extent 1: what makes two views with one byte span the same elements
+        (``storage_rules.strided_alias_conflict``)."""
+        if self.is_contiguous:
+            return None
+        size = self.dtype.itemsize
+        return size, tuple((d, s * size) for d, s in zip(self.shape, self.strides, strict=True) if d != 1)
+
+
+def _module_type(module: str, name: str) -> type | None:
+    """``module.name`` if that module is already imported (never imports it)."""
+    mod = sys.modules.get(module)
+    found = getattr(mod, name, None) if mod is not None else None
+    return found if isinstance(found, type) else None
 
 
 def is_tensor(obj: object) -> bool:
@@ -82,23 +125,89 @@ def _span(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
 
 
 def describe(obj: object, *, what: str) -> HostTensor:
-    """Describe a numpy array or a torch CPU tensor without copying it.
+    """Describe a numpy array, a torch CPU tensor or a buffer-protocol object without copying
+    it, and check that the view lies inside its storage.
 
     Raises:
-        TensorBindingError: not a host tensor, a device tensor, an unsupported dtype, or a
-            view with negative/unaligned strides.
+        TensorBindingError: not one of those, a device tensor, an unsupported dtype, a view
+            with negative/unaligned strides, or a view reaching outside its storage.
     """
-    if hasattr(obj, "data_ptr") and hasattr(obj, "stride") and hasattr(obj, "element_size"):
+    torch_tensor = _module_type("torch", "Tensor")
+    if torch_tensor is not None and isinstance(obj, torch_tensor):
         return _describe_torch(obj, what)
-    iface = getattr(obj, "__array_interface__", None)
-    if isinstance(iface, dict):
-        return _describe_array_interface(obj, iface, what)
+    ndarray = _module_type("numpy", "ndarray")
+    if ndarray is not None and isinstance(obj, ndarray):
+        return _describe_numpy(obj, ndarray, what)
+    try:
+        view = memoryview(obj)  # type: ignore[arg-type]
+    except TypeError:
+        pass
+    else:
+        return _describe_buffer(obj, view, what)
+    if hasattr(obj, "__array_interface__"):
+        raise TensorBindingError(
+            f"{what}: got a {type(obj).__name__} that exposes only __array_interface__, a raw "
+            "address nothing vouches for; pass a numpy array (numpy.asarray(x)), a CPU torch tensor "
+            "or an object with the buffer protocol"
+        )
     raise TensorBindingError(
-        f"{what}: expected a host tensor (numpy array or CPU torch tensor), got {type(obj).__name__}"
+        f"{what}: expected a host tensor (numpy array, CPU torch tensor or buffer-protocol object), "
+        f"got {type(obj).__name__}"
     )
 
 
-def _describe_array_interface(obj: object, iface: dict[str, Any], what: str) -> HostTensor:
+def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def _element_strides(raw: Sequence[int], itemsize: int, what: str) -> tuple[int, ...]:
+    if any(s < 0 or s % itemsize for s in raw):
+        raise TensorBindingError(
+            f"{what}: strides {tuple(raw)} bytes are negative or not multiples of the "
+            f"{itemsize}-byte element; pass a contiguous copy (numpy.ascontiguousarray)"
+        )
+    return tuple(int(s) // itemsize for s in raw)
+
+
+def _byte_range(
+    ptr: int, shape: Sequence[int], byte_strides: Sequence[int], itemsize: int
+) -> tuple[int, int]:
+    """[lo, hi) of the bytes a view of any stride signs touches (empty: (ptr, ptr))."""
+    if any(d == 0 for d in shape):
+        return ptr, ptr
+    lo = hi = ptr
+    for d, s in zip(shape, byte_strides, strict=True):
+        if s < 0:
+            lo += (d - 1) * s
+        else:
+            hi += (d - 1) * s
+    return lo, hi + itemsize
+
+
+def _within(ptr: int, span: int, itemsize: int, storage: tuple[int, int] | None) -> tuple[int, int]:
+    """(storage_ptr, storage_nbytes) of a view found inside ``storage`` (start, end), moved up
+    so that the view's offset is a whole number of elements; the view's own span otherwise."""
+    if storage is None or not (storage[0] <= ptr and ptr + span <= storage[1]):
+        return ptr, span
+    start = storage[0] + (ptr - storage[0]) % itemsize
+    return start, storage[1] - start
+
+
+def _check_bounds(view: HostTensor, itemsize: int, what: str, hint: str = "") -> HostTensor:
+    problem = view_bounds_problem(
+        view.storage_ptr, view.storage_nbytes, view.offset_bytes // itemsize, itemsize, view.span_bytes
+    )
+    if problem is not None:
+        raise TensorBindingError(f"{what}: {problem}{hint}")
+    return view
+
+
+def _describe_numpy(obj: Any, ndarray: type, what: str) -> HostTensor:
+    iface = obj.__array_interface__
     typestr = str(iface["typestr"])
     dtype = _NUMPY_CODES.get(typestr[1:])
     if dtype is None or typestr[0] == ">":
@@ -107,24 +216,22 @@ def _describe_array_interface(obj: object, iface: dict[str, Any], what: str) -> 
     shape = tuple(int(d) for d in iface["shape"])
     ptr, readonly = iface["data"]
     raw = iface.get("strides")
-    if raw is None:
-        strides, acc = [], 1
-        for d in reversed(shape):
-            strides.append(acc)
-            acc *= max(d, 1)
-        elem_strides = tuple(reversed(strides))
-    else:
-        if any(s < 0 or s % itemsize for s in raw):
-            raise TensorBindingError(
-                f"{what}: strides {tuple(raw)} bytes are negative or not multiples of the "
-                f"{itemsize}-byte element; pass a contiguous copy (numpy.ascontiguousarray)"
-            )
-        elem_strides = tuple(int(s) // itemsize for s in raw)
+    elem_strides = _row_major(shape) if raw is None else _element_strides(raw, itemsize, what)
     if not shape:
         raise TensorBindingError(f"{what}: a 0-d array is not a tensor argument; pass a Python scalar")
-    return HostTensor(
-        int(ptr), _span(shape, elem_strides, itemsize), shape, elem_strides, dtype, obj, bool(readonly)
-    )
+    span = _span(shape, elem_strides, itemsize)
+    # The storage: the memory of the array at the root of the .base chain (an array that owns
+    # its data, or one made over a buffer numpy holds for it).
+    root = obj
+    while isinstance(root.base, ndarray):
+        root = root.base
+    r_iface = root.__array_interface__
+    r_itemsize = int(str(r_iface["typestr"])[2:])
+    r_strides = r_iface.get("strides") or tuple(s * r_itemsize for s in _row_major(r_iface["shape"]))
+    storage = _byte_range(int(r_iface["data"][0]), r_iface["shape"], r_strides, r_itemsize)
+    base, nbytes = _within(int(ptr), span, itemsize, storage)
+    view = HostTensor(int(ptr), span, shape, elem_strides, dtype, obj, bool(readonly), base, nbytes)
+    return _check_bounds(view, itemsize, what)
 
 
 def _describe_torch(obj: Any, what: str) -> HostTensor:
@@ -147,9 +254,98 @@ def _describe_torch(obj: Any, what: str) -> HostTensor:
         raise TensorBindingError(f"{what}: unresolved conj/neg view; call .resolve_conj()/.resolve_neg()")
     if not shape:
         raise TensorBindingError(f"{what}: a 0-d tensor is not a tensor argument; pass .item()")
-    return HostTensor(
-        int(obj.data_ptr()), _span(shape, strides, int(obj.element_size())), shape, strides, dtype, obj
+    itemsize = int(obj.element_size())
+    try:
+        storage = obj.untyped_storage()
+        storage_ptr, storage_nbytes = int(storage.data_ptr()), int(storage.nbytes())
+        offset, ptr = int(obj.storage_offset()), int(obj.data_ptr())
+    except Exception as exc:  # FakeTensors, wrapper subclasses: no storage to read
+        raise TensorBindingError(
+            f"{what}: a {type(obj).__name__} without readable host storage ({exc}); pass a plain CPU tensor"
+        ) from None
+    span = _span(shape, strides, itemsize)
+    if span and ptr != storage_ptr + offset * itemsize:
+        raise TensorBindingError(
+            f"{what}: data_ptr() {ptr:#x} is not storage {storage_ptr:#x} + offset {offset} elements; "
+            "pass a plain CPU tensor"
+        )
+    view = HostTensor(
+        storage_ptr + offset * itemsize, span, shape, strides, dtype, obj, False, storage_ptr, storage_nbytes
     )
+    return _check_bounds(view, itemsize, what, " (was its storage resized below the view?)")
+
+
+class _PyBuffer(ctypes.Structure):
+    _fields_ = [
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.c_void_p),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("suboffsets", ctypes.c_void_p),
+        ("internal", ctypes.c_void_p),
+    ]
+
+
+_PyBUF_SIMPLE = 0  # a contiguous buffer, as bytes
+_PyBUF_STRIDES = 0x0018  # PyBUF_STRIDES | PyBUF_ND: shape and strides, no indirection
+# ctypes.pythonapi functions hold the GIL and raise the Python error they set.
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+_get_buffer.restype = ctypes.c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
+_release_buffer.restype = None
+
+
+def _buffer_address(obj: object, flags: int = _PyBUF_STRIDES) -> tuple[int, int]:
+    """(address of the first element, len in bytes) that ``obj``'s buffer export reports."""
+    view = _PyBuffer()
+    _get_buffer(obj, ctypes.byref(view), flags)
+    try:
+        return int(view.buf or 0), int(view.len)
+    finally:
+        _release_buffer(ctypes.byref(view))
+
+
+def _describe_buffer(obj: object, view: memoryview, what: str) -> HostTensor:
+    fmt = view.format
+    order, code = (fmt[0], fmt[1:]) if fmt[:1] in "@=<>!" else ("@", fmt)
+    kind = _BUFFER_KINDS.get(code) if len(code) == 1 else None
+    dtype = _NUMPY_CODES.get(f"{kind}{view.itemsize}") if kind else None
+    if dtype is None or (order in ">!" and view.itemsize > 1) or sys.byteorder != "little":
+        raise TensorBindingError(
+            f"{what}: unsupported buffer element format {fmt!r} ({type(obj).__name__}); "
+            "expected a little-endian int, unsigned, float16/32 or bool format"
+        )
+    if view.suboffsets:
+        raise TensorBindingError(f"{what}: an indirect (suboffsets) buffer is not a strided tensor")
+    shape = tuple(int(d) for d in view.shape or ())
+    if not shape:
+        raise TensorBindingError(f"{what}: a 0-d buffer is not a tensor argument; pass a Python scalar")
+    itemsize = view.itemsize
+    strides = _element_strides(view.strides or (), itemsize, what)
+    span = _span(shape, strides, itemsize)
+    try:
+        ptr, _ = _buffer_address(view)
+        storage: tuple[int, int] | None = None
+        exporter = view.obj
+        if exporter is not None and exporter is not view:
+            try:
+                start, length = _buffer_address(exporter, _PyBUF_SIMPLE)  # the whole exporter
+                storage = (start, start + length)
+            except (BufferError, TypeError, ValueError):
+                storage = None  # not a contiguous exporter: the view's own span
+    except (BufferError, TypeError, ValueError) as exc:
+        raise TensorBindingError(f"{what}: cannot read the buffer of a {type(obj).__name__}: {exc}") from None
+    base, nbytes = _within(ptr, span, itemsize, storage)
+    # The memoryview is the owner: while it lives, a resizable exporter (bytearray) cannot resize.
+    host = HostTensor(ptr, span, shape, strides, dtype, view, bool(view.readonly), base, nbytes)
+    return _check_bounds(host, itemsize, what)
 
 
 def check_against(view: HostTensor, param: ParamInfo, bound: dict[str, int], *, what: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir.param_info import DYNAMIC, Layout, ParamDirection, ParamInfo
+from pypto.ir.storage_rules import Span, partial_overlap, strided_alias_conflict
 from pypto.language.typing import is_runtime
 from pypto.runtime import mode_gate
 from pypto.runtime.host_tensors import (
@@ -100,6 +101,8 @@ def bind_arguments(
                     f"{name}(): parameter {p.name!r} ({p.direction.value}) was not supplied; "
                     f"parameters are ({_signature_text(params)})"
                 )
+            if filled[i] and slots[i] is None:
+                raise _none_error(name, p)
         return slots
     inputs = [i for i, p in enumerate(params) if p.direction is not ParamDirection.OUT]
     if len(args) != len(inputs):
@@ -109,8 +112,20 @@ def bind_arguments(
         )
     slots = [None] * len(params)
     for i, a in zip(inputs, args, strict=True):
+        if a is None:
+            raise _none_error(name, params[i])
         slots[i] = a
     return slots
+
+
+def _none_error(name: str, p: ParamInfo) -> TypeError:
+    """None is never an argument (an omitted Out is left out, not passed as None)."""
+    if p.is_scalar:
+        return TypeError(f"{name}(): parameter {p.name!r} is a {p.dtype.value} scalar; got NoneType")
+    return TypeError(
+        f"{name}(): parameter {p.name!r} ({p.direction.value}) is a tensor; got NoneType (pass a torch "
+        "tensor or numpy array; Out parameters may be left out together to have them allocated)"
+    )
 
 
 def _output_shape(name: str, p: ParamInfo) -> tuple[int, ...]:
@@ -178,18 +193,13 @@ def run_artifact(
         if p.is_tensor and slots[i] is None:
             slots[i] = allocate_like(_output_shape(name, p), p.dtype, supplied)
             views[i] = describe(slots[i], what=f"{name}(): output {p.name!r}")
+    _check_aliasing(name, params, views)
 
     task_args = simpler.TaskArgs()
     for i, p in enumerate(params):
         if p.is_tensor:
-            v = views[i]
-            buf = (
-                simpler.Buffer.wrap(v.ptr, v.span_bytes, owner=v.owner)
-                if v.span_bytes
-                else simpler.Buffer.allocate(1)
-            )
             task_args.add_tensor(
-                buf.tensor(v.shape, v.dtype.wire_code, v.strides),
+                _chip_view(simpler, views[i], f"{name}(): argument {p.name!r}"),
                 getattr(simpler.ArgDirection, p.direction.value),
             )
     for i, p in enumerate(params):
@@ -210,3 +220,40 @@ def run_artifact(
     if meta.return_count == 1:
         return results[0]
     return results
+
+
+def _chip_view(simpler: Any, v: HostTensor, what: str) -> Any:
+    """The chip's view of ``v``: its whole storage wrapped (no copy), the view at its offset,
+    so that the chip checks the view's extent against the real capacity too."""
+    if not v.span_bytes:  # empty: touches nothing, may start past its storage's capacity
+        return simpler.Buffer.allocate(1).tensor(v.shape, v.dtype.wire_code, v.strides)
+    try:
+        buf = simpler.Buffer.wrap(v.storage_ptr, v.storage_nbytes, owner=v.owner)
+        return buf.tensor(v.shape, v.dtype.wire_code, v.strides, byte_offset=v.offset_bytes)
+    except ValueError as exc:
+        raise TensorBindingError(f"{what}: {exc}") from None
+
+
+def _check_aliasing(name: str, params: Sequence[ParamInfo], views: Mapping[int, HostTensor]) -> None:
+    """pypto.ir.storage_rules' alias rule, as describe_call applies it: exact aliases, disjoint
+    views and overlapping read-only views pass; a partial overlap with a written view fails."""
+    spans: list[Span] = [
+        (v.ptr, v.ptr + v.span_bytes, i, params[i].direction.writes) for i, v in views.items() if v.span_bytes
+    ]
+    if len(spans) < 2:
+        return
+    found = partial_overlap(list(spans))
+    problem = "partially overlap"
+    if found is None:
+        layouts = [views[i].layout if i in views else None for i in range(len(params))]
+        found = strided_alias_conflict(spans, layouts)
+        problem = "cover the same bytes with different layouts (shape/strides)"
+        if found is None:
+            return
+    (a, va), (b, vb) = ((j, views[j]) for j in sorted(found))
+    pa, pb = params[a], params[b]
+    raise TensorBindingError(
+        f"{name}(): parameters {pa.name!r} ({pa.direction.value}, bytes [{va.ptr:#x}, {va.ptr + va.span_bytes:#x})) "
+        f"and {pb.name!r} ({pb.direction.value}, bytes [{vb.ptr:#x}, {vb.ptr + vb.span_bytes:#x})) {problem}; "
+        "a written view may only alias another view exactly or be disjoint from it (pass a copy)"
+    )
