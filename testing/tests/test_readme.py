@@ -15,10 +15,17 @@ pytest.importorskip("pypto.runtime", reason="the whole stack is installed only i
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def test_readme_example_runs(tmp_path: Path) -> None:
+CHECKS = (
+    "\nassert np.allclose(out, a + b), 'README example computed a wrong sum'\n",
+    "\ntorch.testing.assert_close(out, x + 2.0 * y)\n",
+)
+
+
+@pytest.mark.parametrize("index", range(len(CHECKS)))
+def test_readme_example_runs(tmp_path: Path, index: int) -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert blocks, "README.md has no python example"
-    code = blocks[0] + "\nassert np.allclose(out, a + b), 'README example computed a wrong sum'\n"
+    assert len(blocks) == len(CHECKS), "README.md's python examples and their checks differ in number"
+    code = blocks[index] + CHECKS[index]
     script = tmp_path / "readme_example.py"  # kernels are parsed from their source file
     script.write_text(code)
     env = {**os.environ, "PYPTO_CACHE_DIR": str(tmp_path / "cache")}
