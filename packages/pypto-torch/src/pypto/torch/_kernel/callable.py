@@ -49,6 +49,7 @@ class KernelCallable:
         "_encode",
         "_materialized",
         "_scalar_codes",
+        "_tensor_codes",
         "artifact",
         "directions",
         "generation",
@@ -67,6 +68,7 @@ class KernelCallable:
         self.return_aliases: tuple[int, ...] = tuple(artifact.metadata.return_aliases)
         self.signature = CallSignature(params, self.return_aliases, platform=platform)
         self.directions = tuple(_DIRECTION_CODES[p.direction] for p in params if p.is_tensor)
+        self._tensor_codes = tuple(p.dtype.wire_code for p in params if p.is_tensor)
         self._scalar_codes = tuple(p.dtype.wire_code for p in params if p.is_scalar)
         self._materialized = simpler.ChipStorageTaskArgs
         self._encode = simpler.task_args.encode_scalar
@@ -76,8 +78,8 @@ class KernelCallable:
         per tensor (storage base and capacity, dtype, shape, strides, element offset), the
         directions, and each scalar's 64-bit encoding by simpler."""
         tensors = tuple(
-            (t.storage_ptr, t.storage_nbytes, t.dtype.wire_code, t.shape, t.strides, t.storage_offset)
-            for t in frame.tensors
+            (t.storage_ptr, t.storage_nbytes, code, t.shape, t.strides, t.storage_offset)
+            for t, code in zip(frame.tensors, self._tensor_codes, strict=True)
         )
         codes = self._scalar_codes
         encode = self._encode
