@@ -272,3 +272,89 @@ def test_buffer_view_inside_its_exporter_carries_the_exporter_capacity() -> None
 def test_other_objects_name_the_parameter_and_what_was_given(prog: CompiledProgram) -> None:
     with pytest.raises(TensorBindingError, match=r"argument 'b': expected a host tensor .* got list"):
         prog(ones(R, C), [[1.0] * C] * R)
+
+
+# ---------------------------------------------------------------- host element access (pl.read / pl.write)
+
+
+@pl.jit
+def copy_element(cfg: pl.Tensor, data: pl.InOut[pl.Tensor], x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    src = pl.read(cfg, [0])
+    dst = pl.read(cfg, [1])
+    v = pl.read(data, [src])
+    pl.write(data, [dst], v)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(x, 1.0)
+    return out
+
+
+def _copy_args(src: int, dst: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    big = seq(16)
+    return np.array([src, dst], np.int64), big, ones(R, C), np.zeros((R, C), np.float32)
+
+
+def test_host_element_access_in_bounds_runs() -> None:
+    cfg, big, x, out = _copy_args(2, 5)
+    data = big[4:12]
+    copy_element(cfg, data, x, out)
+    assert data[5] == data[2] == 6.0
+    np.testing.assert_array_equal(out, x + 1)
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "access", "index"),
+    [
+        (8, 0, "pl.read of 'data'", "8"),  # one past the end: the element after the view
+        (-1, 0, "pl.read of 'data'", "-1"),
+        (2**28, 0, "pl.read of 'data'", str(2**28)),  # far outside: segfaulted before
+        (0, 8, "pl.write of 'data'", "8"),
+        (0, -5, "pl.write of 'data'", "-5"),
+        (0, 2**28, "pl.write of 'data'", str(2**28)),
+    ],
+)
+def test_host_element_access_out_of_bounds_fails_the_run(src: int, dst: int, access: str, index: str) -> None:
+    import simpler
+
+    cfg, big, x, out = _copy_args(src, dst)
+    before = big.copy()
+    with pytest.raises(
+        simpler.DeviceError,
+        match=rf"{access} \(test_program_inputs\.py:\d+\): index \[{index}\] is outside the tensor "
+        r"\(shape \[8\]\); nothing was accessed",
+    ):
+        copy_element(cfg, big[4:12], x, out)
+    np.testing.assert_array_equal(big, before)  # neither the view nor its neighbours changed
+    cfg, _, _, _ = _copy_args(1, 3)
+    copy_element(cfg, big[4:12], x, out)  # the Worker stays usable
+    assert big[7] == big[5]
+
+
+def test_constant_out_of_bounds_index_is_a_compile_error() -> None:
+    from pypto.ir.errors import KernelError
+
+    @pl.jit
+    def const_index(cfg: pl.Tensor, x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        k = pl.read(cfg, [3])
+        if k > 0:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                out[:] = pl.add(x, 1.0)
+        return out
+
+    with pytest.raises(
+        KernelError, match=r"pl\.read\(cfg, \.\.\.\): index 3 of dimension 0 is outside .* \[2\]"
+    ):
+        rt.compile(const_index, np.zeros(2, np.int32), ones(R, C), ones(R, C))
+
+
+def test_host_write_to_an_in_parameter_is_a_compile_error() -> None:
+    from pypto.ir.errors import KernelError
+
+    @pl.jit
+    def write_input(flags: pl.Tensor, x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        pl.write(flags, [0], 1)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.add(x, 1.0)
+        return out
+
+    with pytest.raises(KernelError, match=r"writes the In parameter 'flags'.*pl\.InOut"):
+        rt.compile(write_input, np.zeros(2, np.int32), ones(R, C), ones(R, C))
