@@ -358,3 +358,40 @@ def test_host_write_to_an_in_parameter_is_a_compile_error() -> None:
 
     with pytest.raises(KernelError, match=r"writes the In parameter 'flags'.*pl\.InOut"):
         rt.compile(write_input, np.zeros(2, np.int32), ones(R, C), ones(R, C))
+
+
+# ---------------------------------------------------------------- non-finite scalars
+
+
+@pl.jit
+def scale(a: pl.Tensor, alpha: pl.FP32, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(a, alpha)
+    return out
+
+
+@pl.jit
+def scale_at_run_time(a: pl.Tensor, out: pl.Out[pl.Tensor], alpha: pl.FP32 = pl.RUNTIME):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(a, alpha)
+    return out
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), np.float32("nan")])
+def test_non_finite_scalar_cannot_be_folded_and_says_so(value: float) -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"scale: parameter 'alpha' is .*; a NaN or infinite value cannot be folded .* pl\.RUNTIME",
+    ):
+        scale(ones(R, C), value, np.zeros((R, C), np.float32))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_runtime_scalar_is_a_legal_value(value: float) -> None:
+    out = np.zeros((R, C), np.float32)
+    assert scale_at_run_time(ones(R, C), out, value) is out
+    np.testing.assert_array_equal(out, np.full((R, C), value, np.float32))
+    prog = rt.compile(scale, ones(R, C), pl.RUNTIME, out)
+    out[:] = 0
+    prog(ones(R, C), value, out)
+    np.testing.assert_array_equal(out, np.full((R, C), value, np.float32))

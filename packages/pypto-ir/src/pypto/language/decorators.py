@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -302,6 +303,12 @@ class JITFunction:
                 key.append(("R", dtype.value))
             else:
                 v = scalar_of(value, f"parameter {name!r}")
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise ValueError(
+                        f"{self.fn.__name__}: parameter {name!r} is {v!r}; a NaN or infinite value cannot be "
+                        "folded into the compiled program as a constant. Make it a runtime scalar to pass it "
+                        f"at run time (compile with pl.RUNTIME for {name!r}, or give it the default pl.RUNTIME)"
+                    )
                 key.append(("S", type(v).__name__, v))
         return tuple(key)
 
