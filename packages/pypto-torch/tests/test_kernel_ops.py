@@ -82,6 +82,17 @@ def add_twice(a: pl.Tensor, o1: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor]):
     return o1, o2
 
 
+ROWS = pl.dynamic("ROWS")
+
+
+@pl.jit
+def exp_rows(a: pl.Tensor[[ROWS, 32], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, 32], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="exp_rows"):
+        for i in pl.range(ROWS // 16):
+            pl.store(pl.exp(pl.load(a, [i * 16, 0], [16, 32])), [i * 16, 0], out)
+    return out
+
+
 @pytest.fixture
 def ns() -> str:
     return f"pypto_test_{uuid.uuid4().hex[:8]}"
@@ -99,6 +110,7 @@ def ops(ns: str) -> Iterator[dict[str, pt.Operator]]:
             "matmul": matmul,
             "accumulate": accumulate,
             "add_twice": add_twice,
+            "exp_rows": exp_rows,
         }.items()
     }
     yield made
@@ -176,6 +188,17 @@ def test_several_shapes_compile_per_shape_through_the_store(ops: dict[str, pt.Op
         ops["add"](a, b, out)
         torch.testing.assert_close(out, a + b)
     assert len(ops["add"]._callables) == 3
+
+
+def test_a_dynamic_dimension_serves_every_extent_with_one_registration(ops: dict[str, pt.Operator]) -> None:
+    for rows in (16, 48, 32):
+        a, out = r(rows, 32), torch.empty(rows, 32)
+        ops["exp_rows"](a, out)
+        torch.testing.assert_close(out, a.exp())
+    kernels = {id(kc) for kc in ops["exp_rows"]._callables.values()}
+    assert len(kernels) == 1  # one artifact, one Worker registration, for every extent
+    with pytest.raises(ArgumentError, match="dimension 1 must be 32"):
+        ops["exp_rows"](r(16, 16), torch.empty(16, 16))
 
 
 def test_views_with_offsets_are_borrowed_in_place(ops: dict[str, pt.Operator]) -> None:

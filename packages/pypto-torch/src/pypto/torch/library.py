@@ -246,6 +246,7 @@ class Operator:
             kc = self._callables.get(key)
             if kc is not None:
                 return kc
+            self._check_declared(args)
             spec_args = [RUNTIME if i in self._scalar_positions else a for i, a in enumerate(args)]
             artifact = _compile_artifact(
                 self.fn, *spec_args, contract="KERNEL", platform=info.platform, runtime=info.runtime
@@ -258,6 +259,25 @@ class Operator:
                 )
             self._callables[key] = kc
             return kc
+
+    def _check_declared(self, args: tuple[Any, ...]) -> None:
+        """Before compiling for new shapes: the dtype, rank and static dims that the annotations
+        fix, with describe_call's own check and message (a compile would only say it later)."""
+        for d in self._declared:
+            if d.is_scalar or d.position not in self._tensor_dtypes:
+                continue
+            arg = args[d.position]
+            info = d.param_info()
+            if info is not None:
+                check_tensor_signature(
+                    d.position, info, arg, self._tensor_dtypes[d.position], caller="describe_call"
+                )
+            elif arg.dtype != self._tensor_dtypes[d.position]:
+                declared = d.dtype.value if d.dtype is not None else "?"
+                raise ArgumentError(
+                    f"describe_call: parameter {d.name!r} (#{d.position}, {d.direction.value} {declared}): "
+                    f"expected dtype {self._tensor_dtypes[d.position]}, got {arg.dtype}"
+                )
 
     def _fake(self, *args: Any) -> None:
         if len(args) != len(self._declared):
