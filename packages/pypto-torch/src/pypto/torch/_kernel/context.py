@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.runtime import mode_gate, settings
+from pypto.runtime.worker import DEFAULT_PLATFORM, DEFAULT_RUNTIME
 from pypto.torch._kernel.callable import KernelCallable, RegistrationError, artifact_identity
 from pypto.torch._kernel.owner import LifecycleOwner
 from pypto.torch._kernel.pending import PendingTicket
@@ -62,8 +63,6 @@ __all__ = [
     "state",
 ]
 
-DEFAULT_PLATFORM = "a2a3sim"
-DEFAULT_RUNTIME = "tensormap_and_ringbuffer"
 _SIMULATED_RUNTIMES = (DEFAULT_RUNTIME,)  # what the simulated chip provides today
 
 
