@@ -224,6 +224,17 @@ def test_torch_compile_fullgraph(ops: dict[str, pt.Operator], backend: str) -> N
     torch.testing.assert_close(got, ((a + b) * 0.5 + a) * 2)
     torch.testing.assert_close(tmp, a + b)
 
+    mm, sums = ops["matmul"], ops["row_sums"]
+
+    def g(a: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        c = mm(a, b, torch.empty(32, 32))
+        s = sums(x, torch.empty(16, 1))
+        return c + 1, s
+
+    c, s = torch.compile(g, backend=backend, fullgraph=True)(a, b, x := r(16, 64))
+    torch.testing.assert_close(c, a @ b + 1, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(s, x.sum(dim=1, keepdim=True))
+
 
 def test_new_shapes_need_no_graph_recompile_under_dynamic_shapes(ops: dict[str, pt.Operator]) -> None:
     graphs: list[Any] = []
