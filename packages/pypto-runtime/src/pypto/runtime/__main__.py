@@ -1,4 +1,4 @@
-"""``python -m pypto.runtime``: the runtime's command line (see :mod:`pypto.runtime.cli`)."""
+"""``python -m pypto.runtime``: the same program as the ``pypto-runtime`` command (see :mod:`pypto.runtime.cli`)."""
 
 import sys
 

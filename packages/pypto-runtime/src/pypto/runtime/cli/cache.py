@@ -1,11 +1,11 @@
-"""``python -m pypto.runtime cache {stat,ls,verify,prune,clear}``: inspect and maintain the store.
+"""``pypto-runtime cache {stat,ls,verify,prune,clear}``: inspect and maintain the store.
 
 A root that is not trusted (see :mod:`pypto.runtime.store`) is refused: the command prints
 the path, the problem and the fix, and exits with status 2. Nothing reads an entry's file
 through a symlink or blocks on a FIFO.
 
 Example:
-    $ python -m pypto.runtime cache ls
+    $ pypto-runtime cache ls          # the same as: python -m pypto.runtime cache ls
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import json
 import stat
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -27,7 +27,7 @@ from pypto.runtime.artifact_runtime import prune_private_roots
 from pypto.runtime.manifest import InvalidEntry
 from pypto.runtime.store import ArtifactStore, StoreLockTimeout, UnsafeStoreError
 
-__all__ = ["main"]
+__all__ = ["add_parser", "command"]
 
 
 def _size(n: float) -> str:
@@ -159,10 +159,9 @@ def _clear(store: ArtifactStore, console: Console) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pypto.runtime", description=__doc__)
-    sub = parser.add_subparsers(dest="group", required=True)
-    cache = sub.add_parser("cache", help="inspect and maintain the artifact store")
+def add_parser(sub: Any) -> None:
+    """Add ``cache`` and its subcommands to the top-level subparsers ``sub``."""
+    cache = sub.add_parser("cache", help="inspect and maintain the artifact store", description=__doc__)
     cache.add_argument("--root", help="store root (default: PYPTO_CACHE_DIR or the user cache dir)")
     csub = cache.add_subparsers(dest="command", required=True)
     csub.add_parser("stat", help="settings, entry counts and sizes")
@@ -172,7 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     prune = csub.add_parser("prune", help="remove staging leftovers, trash and invalid entries")
     prune.add_argument("--older-than", type=float, metavar="DAYS", help="also remove entries older than DAYS")
     csub.add_parser("clear", help="remove every entry")
-    args = parser.parse_args(argv)
+    cache.set_defaults(handler=command)
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run one ``cache`` subcommand; 2 when the store is refused (untrusted, locked)."""
     store = ArtifactStore(args.root)
     console = Console(width=140)
     try:
@@ -197,7 +200,3 @@ def _run(command: str, args: argparse.Namespace, store: ArtifactStore, console: 
     if command == "prune":
         return _prune(store, console, args.older_than)
     return _clear(store, console)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
