@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pypto.runtime.cli import cache, inspect
+from pypto.runtime.cli import cache, inspect, run
 from pypto.runtime.cli._common import EXIT_FAILED, CommandError
 
 __all__ = ["main"]
@@ -38,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
         "-q", "--quiet", action="store_true", help="no progress and no report; errors still go to stderr"
     )
     sub = parser.add_subparsers(dest="group", required=True, metavar="{run,inspect,compile,cache}")
+    run.add_parser(sub, common)
     inspect.add_parser(sub, common)
     cache.add_parser(sub)
     return parser

@@ -1,0 +1,317 @@
+"""``pypto-runtime run ARTIFACT``: run a compiled program on ``.npy`` inputs, in program mode.
+
+Parameters are bound by name from the metadata: ``--arg NAME=FILE.npy`` for a tensor,
+``--arg NAME=VALUE`` for a scalar. Every In and InOut tensor and every scalar must be given;
+an Out tensor may be omitted (it is allocated with the metadata's shape and dtype, zero-filled;
+an Out with a dynamic extent must be given, its file's shape sets the extent). After the run,
+every Out and InOut tensor is written: to ``--out NAME=FILE`` when given, else to
+``NAME.npy`` in ``--out-dir`` (default: the current directory). ``--trace DIR`` writes the
+simulated chip's swimlane trace (Chrome/Perfetto JSON, ``DIR/swimlane_run<N>.json``).
+
+Example:
+    $ pypto-runtime run 3f2a9c --arg a=a.npy --arg b=b.npy --arg alpha=0.5 --out out=sum.npy
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from pypto.runtime.cli._common import (
+    EXIT_OK,
+    Failed,
+    UsageError,
+    locate,
+    shape_text,
+    stdout_console,
+    step,
+    toolchain_of,
+)
+
+__all__ = ["add_parser", "command"]
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "run",
+        parents=[parent],
+        help="run a compiled program on .npy inputs and write its outputs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("artifact", metavar="ARTIFACT", help="artifact directory, or store key (or unique prefix)")
+    p.add_argument(
+        "--arg",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy|VALUE",
+        help="a tensor parameter from a .npy file, or a scalar's value (repeat per parameter)",
+    )
+    p.add_argument(
+        "--out",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="where to write Out/InOut parameter NAME (.npy format; default: OUT_DIR/NAME.npy)",
+    )
+    p.add_argument("--out-dir", default=".", help="directory of outputs without --out (default: .)")
+    p.add_argument("--entry", help="entry of a multi-entry program directory (default: its default entry)")
+    p.add_argument(
+        "--platform", help="run on this simulator instead of the compiled platform (a2a3sim, a5sim)"
+    )
+    p.add_argument("--runtime", help="chip runtime (default: the artifact's)")
+    p.add_argument("--device-id", type=int, default=0, help="device ordinal (default 0)")
+    p.add_argument("--timeout", type=float, help="seconds to wait for the run (default: no limit)")
+    p.add_argument("--trace", metavar="DIR", help="write the swimlane trace (Chrome/Perfetto JSON) into DIR")
+    p.set_defaults(handler=command)
+
+
+def _pairs(items: list[str], option: str, names: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name or not value:
+            raise UsageError(f"{option} {item}: expected NAME=VALUE")
+        if name not in names:
+            raise UsageError(f"{option} {item}: no parameter {name!r}; parameters are {', '.join(names)}")
+        if name in out:
+            raise UsageError(f"{option} {name}: given twice")
+        out[name] = value
+    return out
+
+
+def _want(p: Any) -> str:
+    return f"{p.dtype.value} ({p.dtype.array_name}) of shape {shape_text(p.shape)}"
+
+
+def _load_npy(np: Any, p: Any, file: str) -> Any:
+    """The array of ``file`` for tensor parameter ``p``: a .npy file, its dtype and shape
+    matching the metadata (a dynamic extent matches any)."""
+    what = f"--arg {p.name}={file}"
+    path = Path(file)
+    try:
+        with path.open("rb") as f:
+            magic = f.read(len(_NPY_MAGIC))
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot read the file ({exc.strerror})") from None
+    if magic != _NPY_MAGIC:
+        raise UsageError(
+            f"{what}: not a .npy file (no .npy header); parameter {p.name!r} expects {_want(p)} "
+            "saved with numpy.save"
+        )
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise UsageError(f"{what}: not a readable .npy file ({exc})") from None
+    from pypto.ir.dtypes import DataType
+
+    dtype = DataType.from_array_name(arr.dtype.name) if arr.dtype.kind in "biuf" else None
+    dims_ok = arr.ndim == len(p.shape) and all(
+        w < 0 or w == g for w, g in zip(p.shape, arr.shape, strict=False)
+    )
+    if dtype is not p.dtype or not dims_ok:
+        raise UsageError(
+            f"parameter {p.name!r} ({p.direction.value}) expects {_want(p)}; {file} holds "
+            f"{arr.dtype.name} of shape {list(arr.shape)}"
+        )
+    if not arr.dtype.isnative:  # big-endian data: the same values in the machine's byte order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return np.ascontiguousarray(arr)
+
+
+def _scalar(p: Any, text: str) -> int | float | bool:
+    what = f"--arg {p.name}={text}: parameter {p.name!r} ({p.dtype.value} scalar)"
+    t = text.strip()
+    if p.dtype.value == "BOOL":
+        if t.lower() in ("1", "true", "yes", "on"):
+            return True
+        if t.lower() in ("0", "false", "no", "off"):
+            return False
+        raise UsageError(f"{what}: expected true or false")
+    try:
+        if p.dtype.is_float:
+            return float(t)
+        return int(t, 0)
+    except ValueError:
+        kind = "a number" if p.dtype.is_float else "an integer"
+        raise UsageError(f"{what}: {text!r} is not {kind}") from None
+
+
+def _bind(np: Any, params: Any, given: dict[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    missing = []
+    for p in params:
+        text = given.get(p.name)
+        if p.is_scalar:
+            if text is None:
+                missing.append(f"{p.name} ({p.dtype.value} scalar)")
+            else:
+                values[p.name] = _scalar(p, text)
+            continue
+        if p.layout.value != "ND":
+            raise UsageError(
+                f"parameter {p.name!r} has {p.layout.value} layout; the command runs ND tensors only"
+            )
+        if text is not None:
+            values[p.name] = _load_npy(np, p, text)
+        elif p.direction.value != "Out":
+            missing.append(f"{p.name} ({p.direction.value} {_want(p)})")
+        elif p.is_dynamic:
+            raise UsageError(
+                f"Out parameter {p.name!r} has a dynamic shape {shape_text(p.shape)}; pass it with "
+                f"--arg {p.name}=FILE.npy (its shape sets the extents)"
+            )
+        else:
+            try:
+                values[p.name] = np.zeros(p.shape, dtype=p.dtype.array_name)
+            except TypeError:
+                raise UsageError(
+                    f"Out parameter {p.name!r} is {p.dtype.value}, which numpy cannot hold"
+                ) from None
+    if missing:
+        raise UsageError("missing --arg for " + "; ".join(missing))
+    return values
+
+
+def _save(np: Any, array: Any, target: Path, name: str) -> None:
+    """Write ``array`` to exactly ``target`` in .npy format (no suffix added), atomically."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise Failed(f"output {name!r}: cannot write into {target.parent} ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, array, allow_pickle=False)
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # what a plain file creation gives (mkstemp makes 0600)
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise Failed(f"output {name!r}: cannot write {target} ({exc.strerror})") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _outputs(params: Any, given: dict[str, str], out_dir: str) -> dict[str, Path]:
+    targets: dict[str, Path] = {}
+    for p in params:
+        if p.is_tensor and p.direction.value in ("Out", "InOut"):
+            targets[p.name] = Path(given[p.name]) if p.name in given else Path(out_dir) / f"{p.name}.npy"
+    for name in given:
+        if name not in targets:
+            raise UsageError(f"--out {name}: parameter {name!r} is not an Out or InOut tensor")
+    for name, path in targets.items():
+        if not path.parent.is_dir():
+            raise UsageError(f"output {name!r}: directory {path.parent} does not exist")
+    return targets
+
+
+def _config(args: argparse.Namespace, artifact: Any) -> Any:
+    from pypto.runtime.runner import RunConfig
+
+    call_config = None
+    if args.trace:
+        import simpler
+
+        call_config = simpler.CallConfig(swimlane=True, output_prefix=str(Path(args.trace).resolve()))
+    try:
+        config = RunConfig(
+            platform=artifact.platform,
+            runtime=args.runtime or artifact.runtime,
+            device_id=args.device_id,
+            call_config=call_config,
+            timeout=args.timeout,
+        )
+    except ValueError as exc:
+        raise UsageError(f"--trace: {exc}" if "output_prefix" in str(exc) else str(exc)) from None
+    if args.trace:  # only once RunConfig has refused a directory inside the store
+        try:
+            Path(args.trace).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--trace {args.trace}: cannot create the directory ({exc.strerror})") from None
+    return config
+
+
+def _builds_on_load(artifact: Any) -> bool:
+    """True when the first load compiles sources (no prebuilt binaries of this toolchain)."""
+    from pypto.runtime.compiled import toolchain_identity
+
+    return toolchain_of(artifact.path) != toolchain_identity(artifact.platform)
+
+
+def command(args: argparse.Namespace) -> int:
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is a dependency of pypto-runtime
+        raise Failed("`run` reads and writes .npy files with numpy; pip install numpy") from None
+    from pypto.runtime.compiled import CompiledProgram
+    from pypto.runtime.host_tensors import TensorBindingError
+
+    found = locate(args.artifact, platform=args.platform, entry=args.entry)
+    artifact = found.artifact
+    name = artifact.name
+    if "PROGRAM" not in artifact.capabilities:
+        raise UsageError(
+            f"{name}: compiled for the {', '.join(artifact.capabilities)} contract only (an operator of "
+            "pypto.torch); `run` needs a PROGRAM artifact (`pypto-runtime compile`, pypto.runtime.compile)"
+        )
+    params = artifact.params
+    names = tuple(p.name for p in params)
+    values = _bind(np, params, _pairs(args.arg, "--arg", names))
+    targets = _outputs(params, _pairs(args.out, "--out", names), args.out_dir)
+    config = _config(args, artifact)
+    trace_dir = Path(args.trace) if args.trace else None
+    before = set(trace_dir.glob("swimlane_run*.json")) if trace_dir else set()
+
+    builds = _builds_on_load(artifact)
+    what = f"building {name} ({len(artifact.metadata.kernels) + 1} binaries)" if builds else f"loading {name}"
+    with step(what, quiet=args.quiet, spinner=not builds):
+        try:
+            artifact.chip_callable()
+        except Exception as exc:
+            raise Failed(f"{name}: loading failed: {type(exc).__name__}: {exc}") from None
+    start = time.monotonic()
+    with step(f"running {name} on {config.platform}", quiet=args.quiet):
+        try:
+            CompiledProgram(artifact)(*(values[p.name] for p in params), config=config)
+        except TensorBindingError as exc:
+            raise UsageError(str(exc)) from None
+        except Exception as exc:
+            raise Failed(f"{name}: the run failed: {type(exc).__name__}: {exc}") from None
+    seconds = time.monotonic() - start
+    for pname, target in targets.items():
+        _save(np, values[pname], target, pname)
+    if args.quiet:
+        return EXIT_OK
+    console = stdout_console()
+    console.print(f"ran {name} on {config.platform} in {seconds * 1e3:.1f} ms", soft_wrap=True)
+    table = Table(title="outputs", title_justify="left")
+    for col in ("parameter", "direction", "dtype", "shape", "file"):
+        table.add_column(col)
+    by_name = {p.name: p for p in params}
+    for pname, target in targets.items():
+        arr = values[pname]
+        table.add_row(
+            pname,
+            by_name[pname].direction.value,
+            by_name[pname].dtype.value,
+            str(list(arr.shape)),
+            str(target),
+        )
+    if targets:
+        console.print(table)
+    if trace_dir is not None:
+        for trace in sorted(set(trace_dir.glob("swimlane_run*.json")) - before):
+            console.print(f"trace: {trace}", soft_wrap=True)
+    return EXIT_OK
