@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pypto.runtime.cli import cache, inspect, run
+from pypto.runtime.cli import cache, compile, inspect, run
 from pypto.runtime.cli._common import EXIT_FAILED, CommandError
 
 __all__ = ["main"]
@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="group", required=True, metavar="{run,inspect,compile,cache}")
     run.add_parser(sub, common)
     inspect.add_parser(sub, common)
+    compile.add_parser(sub, common)
     cache.add_parser(sub)
     return parser
 
