@@ -481,11 +481,14 @@ def check_release(root: Path, wheel: str, tag: str) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pypto_testing.workflows", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m pypto_testing.workflows",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: .)")
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 when they differ")
-    parser.set_defaults(command="generate")
-    sub = parser.add_subparsers(dest="command")
+    sub = parser.add_subparsers(dest="command")  # none: generate
     aff = sub.add_parser("affected", help="the pipelines a pull request changing PATHs runs")
     aff.add_argument("paths", nargs="+")
     rel = sub.add_parser("check-release", help="TAG releases WHEEL's pyproject version, in its CHANGELOG")
