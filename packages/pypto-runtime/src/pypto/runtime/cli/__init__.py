@@ -21,14 +21,14 @@ import sys
 from collections.abc import Sequence
 
 from pypto.runtime.cli import cache, compile, inspect, run
-from pypto.runtime.cli._common import EXIT_FAILED, CommandError
+from pypto.runtime.cli._common import EXIT_FAILED, CommandError, plain
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="pypto-runtime", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="pypto-runtime", description=plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     from pypto.runtime import __version__
 

@@ -30,6 +30,7 @@ __all__ = [
     "Located",
     "UsageError",
     "locate",
+    "plain",
     "shape_text",
     "step",
     "toolchain_of",
@@ -88,6 +89,11 @@ def step(description: str, *, quiet: bool, spinner: bool = True) -> Iterator[Non
         console.print(f"[dim]{description}…[/dim]")
         yield
     console.print(f"[dim]{description}: {time.monotonic() - start:.2f} s[/dim]")
+
+
+def plain(doc: str | None) -> str:
+    """A module docstring as ``--help`` text: without reStructuredText's double backquotes."""
+    return (doc or "").replace("``", "`").replace(":mod:", "")
 
 
 def shape_text(shape: tuple[int, ...] | None) -> str:

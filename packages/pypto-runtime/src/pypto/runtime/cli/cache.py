@@ -24,6 +24,7 @@ from rich.table import Table
 from pypto.runtime import settings
 from pypto.runtime._fs import read_regular
 from pypto.runtime.artifact_runtime import prune_private_roots
+from pypto.runtime.cli._common import plain
 from pypto.runtime.manifest import InvalidEntry
 from pypto.runtime.store import ArtifactStore, StoreLockTimeout, UnsafeStoreError
 
@@ -161,7 +162,9 @@ def _clear(store: ArtifactStore, console: Console) -> int:
 
 def add_parser(sub: Any) -> None:
     """Add ``cache`` and its subcommands to the top-level subparsers ``sub``."""
-    cache = sub.add_parser("cache", help="inspect and maintain the artifact store", description=__doc__)
+    cache = sub.add_parser(
+        "cache", help="inspect and maintain the artifact store", description=plain(__doc__)
+    )
     cache.add_argument("--root", help="store root (default: PYPTO_CACHE_DIR or the user cache dir)")
     csub = cache.add_subparsers(dest="command", required=True)
     csub.add_parser("stat", help="settings, entry counts and sizes")

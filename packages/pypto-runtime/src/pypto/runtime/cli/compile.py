@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.runtime.cli._common import EXIT_OK, Failed, UsageError, stdout_console, step
+from pypto.runtime.cli._common import EXIT_OK, Failed, UsageError, plain, stdout_console, step
 
 __all__ = ["add_parser", "command"]
 
@@ -42,7 +42,7 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
         "compile",
         parents=[parent],
         help="compile a @pl.jit function into the store and print its key (needs pypto-ir)",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("target", metavar="FILE.py::FN", help="a Python file and the @pl.jit function in it")

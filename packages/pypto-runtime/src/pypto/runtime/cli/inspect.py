@@ -16,7 +16,15 @@ from typing import Any
 
 from rich.table import Table
 
-from pypto.runtime.cli._common import EXIT_OK, Located, locate, shape_text, stdout_console, toolchain_of
+from pypto.runtime.cli._common import (
+    EXIT_OK,
+    Located,
+    locate,
+    plain,
+    shape_text,
+    stdout_console,
+    toolchain_of,
+)
 
 __all__ = ["add_parser", "command", "describe"]
 
@@ -26,7 +34,7 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
         "inspect",
         parents=[parent],
         help="show an artifact's metadata (parameters, kernels, platform, toolchain)",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("artifact", metavar="ARTIFACT", help="artifact directory, or store key (or unique prefix)")

@@ -28,6 +28,7 @@ from pypto.runtime.cli._common import (
     Failed,
     UsageError,
     locate,
+    plain,
     shape_text,
     stdout_console,
     step,
@@ -44,7 +45,7 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
         "run",
         parents=[parent],
         help="run a compiled program on .npy inputs and write its outputs",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("artifact", metavar="ARTIFACT", help="artifact directory, or store key (or unique prefix)")
@@ -250,6 +251,13 @@ def _builds_on_load(artifact: Any) -> bool:
     return toolchain_of(artifact.path) != toolchain_identity(artifact.platform)
 
 
+def _load(artifact: Any) -> None:
+    try:
+        artifact.chip_callable()
+    except Exception as exc:
+        raise Failed(f"{artifact.name}: loading failed: {type(exc).__name__}: {exc}") from None
+
+
 def command(args: argparse.Namespace) -> int:
     try:
         import numpy as np
@@ -274,13 +282,14 @@ def command(args: argparse.Namespace) -> int:
     trace_dir = Path(args.trace) if args.trace else None
     before = set(trace_dir.glob("swimlane_run*.json")) if trace_dir else set()
 
-    builds = _builds_on_load(artifact)
-    what = f"building {name} ({len(artifact.metadata.kernels) + 1} binaries)" if builds else f"loading {name}"
-    with step(what, quiet=args.quiet, spinner=not builds):
-        try:
-            artifact.chip_callable()
-        except Exception as exc:
-            raise Failed(f"{name}: loading failed: {type(exc).__name__}: {exc}") from None
+    with step(f"loading {name}", quiet=args.quiet):
+        builds = _builds_on_load(artifact)
+        if not builds:
+            _load(artifact)
+    if builds:  # the build shows its own progress bar: a plain line here, no spinner
+        binaries = len(artifact.metadata.kernels) + 1
+        with step(f"building {name} ({binaries} binaries)", quiet=args.quiet, spinner=False):
+            _load(artifact)
     start = time.monotonic()
     with step(f"running {name} on {config.platform}", quiet=args.quiet):
         try:
