@@ -105,12 +105,17 @@ def test_an_untouched_manager_is_replaced_in_the_child(tmp_path: Path, kernel_st
             tmp_path,
             kernel_store,
             """
+            import traceback
             op = pt.register(add, "fork_before::add")
             pid = os.fork()
             a, b = torch.rand(16, 16), torch.rand(16, 16)
             out = torch.empty(16, 16)
-            op(a, b, out)  # each process initialises its own simulated chip
-            torch.testing.assert_close(out, a + b)
+            try:
+                op(a, b, out)  # each process initialises its own simulated chip
+                torch.testing.assert_close(out, a + b)
+            except BaseException:
+                print("in", "child" if pid == 0 else "parent", traceback.format_exc(), flush=True)
+                raise
             if pid == 0:
                 print("child ok", flush=True)
                 sys.exit(0)

@@ -152,7 +152,6 @@ class _Manager:
         self.pending: list[PendingTicket] = []
         self.streams: dict[object, Any] = {}  # framework stream -> simpler Stream
         self.forked_from: int | None = None
-        self.touched = False
 
     # -- init ------------------------------------------------------------------------------
 
@@ -160,7 +159,6 @@ class _Manager:
         request, plat, simpler = _preflight_request(device, platform, runtime, config)
         while True:
             with self.lock:
-                self.touched = True
                 self._refuse_if_forked("init")
                 st = self.state
                 if st is KernelState.READY:
@@ -552,7 +550,7 @@ def _shutdown_at_exit() -> None:
 
 def _after_fork_in_child() -> None:
     m = _process.manager
-    if not m.touched and m.state is KernelState.UNINITIALIZED:
+    if m.state is KernelState.UNINITIALIZED and m.attempt is None:
         _process.manager = _Manager()  # untouched: replaced once, inherited locks included
         return
     # Used before the fork: remember where it came from; never take or reuse its locks.

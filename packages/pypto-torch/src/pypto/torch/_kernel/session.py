@@ -13,6 +13,7 @@ and dependency pool with a scalar broadcast to the four rings, and an optional
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -119,7 +120,7 @@ def make_call_config(simpler: ModuleType, config: object) -> Any:
     if config is None:
         cfg = cls()
     elif isinstance(config, cls):
-        cfg = config
+        cfg = dataclasses.replace(config)  # a copy: later changes to the caller's object do not count
     elif isinstance(config, Mapping):
         try:
             cfg = cls(**dict(config))
