@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 #include "tile_test_util.hpp"
 
@@ -148,4 +150,76 @@ TEST_CASE("a whole cube pipeline: load ND -> Mat -> Left/Right -> matmul -> Acc 
             REQUIRE(static_cast<float>(out[i * N + j]) == want);
         }
     CHECK(take_error().empty());
+}
+
+namespace {
+
+// Every (m, k, n) of the sweep against a double reference, on tiles whose padding holds NaN
+// (never read into a result) and an accumulator whose padding must stay untouched. Integer
+// values keep every product and partial sum exact, so the comparison is exact whatever the
+// block shape, vector width or FMA use of the build (this file is also built with -march=native).
+template <class In, class AccT>
+void matmul_sweep() {
+    constexpr int MR = 40, KR = 72, NR = 72;
+    tiletest::Rng rng;
+    static LeftTile<In, MR, KR> a;
+    static RightTile<In, KR, NR> b;
+    static AccTile<AccT, MR, NR> c;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (int m : {0, 1, 5, 8, 9, 16, 17, 25, 40})
+        for (int k : {0, 1, 3, 64, 72})
+            for (int n : {0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 48, 49, 64, 71, 72}) {
+                CAPTURE(m);
+                CAPTURE(k);
+                CAPTURE(n);
+                for (int i = 0; i < MR; ++i)
+                    for (int p = 0; p < KR; ++p)
+                        a(i, p) = i < m && p < k ? static_cast<In>(static_cast<float>(rng.below(9) - 4))
+                                                 : static_cast<In>(std::is_integral<In>::value ? 99.0f : nan);
+                for (int p = 0; p < KR; ++p)
+                    for (int j = 0; j < NR; ++j)
+                        b(p, j) = p < k && j < n ? static_cast<In>(static_cast<float>(rng.below(9) - 4))
+                                                 : static_cast<In>(std::is_integral<In>::value ? 99.0f : nan);
+                a.valid_rows = m;
+                a.valid_cols = k;
+                b.valid_rows = k;
+                b.valid_cols = n;
+                c.fill(AccT(-7));
+                REQUIRE(matmul(c, a, b));
+                REQUIRE(matmul_acc(c, a, b));
+                REQUIRE(take_error().empty());
+                for (int i = 0; i < MR; ++i)
+                    for (int j = 0; j < NR; ++j) {
+                        if (i >= m || j >= n) {
+                            REQUIRE(c(i, j) == AccT(-7));
+                            continue;
+                        }
+                        double want = 0;
+                        for (int p = 0; p < k; ++p)
+                            want += static_cast<double>(to_compute(a(i, p))) * static_cast<double>(to_compute(b(p, j)));
+                        REQUIRE(static_cast<double>(c(i, j)) == 2 * want);
+                    }
+            }
+}
+
+}  // namespace
+
+TEST_CASE("matmul over every block edge: rows, vector columns and leftover columns") {
+    matmul_sweep<float, float>();
+    matmul_sweep<half, float>();
+    matmul_sweep<bfloat16, float>();
+    matmul_sweep<std::int8_t, std::int32_t>();
+}
+
+TEST_CASE("matmul_acc keeps the k order after the accumulator's value") {
+    // c = 1e8, then + 1 (k = 0) - 1e8 (k = 1): 1e8 + 1 rounds to 1e8 in float, so the result is 0.
+    LeftTile<float, 2, 2> a;
+    RightTile<float, 2, 40> b;
+    AccTile<float, 2, 40> c;
+    a(0, 0) = a(1, 0) = 1.0f;
+    a(0, 1) = a(1, 1) = -1e8f;
+    b.fill(1.0f);
+    c.fill(1e8f);
+    REQUIRE(matmul_acc(c, a, b));
+    for (float v : c.data) CHECK(v == 0.0f);
 }

@@ -4,8 +4,17 @@
 //
 // Element types: float, half or bfloat16 operands (both the same) accumulate in a float Acc tile;
 // int8 x int8 accumulates in an int32 Acc tile. Products and sums are formed in the accumulator
-// type, summing over k in increasing order for each output element. matmul sets c's valid shape
-// to [M, N]; matmul_acc requires it to be [M, N] already.
+// type, summing over k in increasing order for each output element (a product and its sum may be
+// fused into one rounding where the target has FMA). matmul sets c's valid shape to [M, N];
+// matmul_acc requires it to be [M, N] already.
+//
+// Implementation: a register-blocked micro-kernel (docs/tile-interface.md, "Matmul"). The output
+// is cut into blocks of kMmRows rows x two vectors of columns; each block's accumulators stay in
+// registers while k runs from 0 to K, so every output element still sees its products in k order
+// (no reassociation, no k-blocking). Vectors are GCC/Clang vector extensions as wide as the
+// target's widest float register (64 bytes with AVX-512F, 32 with AVX, 16 otherwise), so the same
+// source compiles to SSE2, AVX2 or AVX-512 code with no intrinsics and no extra headers. Columns
+// left over after whole vectors take a scalar loop with the same order.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +23,25 @@
 #include "simpler/kernel_abi.hpp"
 #include "simpler/tile/dtype.hpp"
 #include "simpler/tile/tile.hpp"
+
+#if defined(__AVX512F__)
+#define SIMPLER_TILE_MM_VEC_BYTES 64
+#define SIMPLER_TILE_MM_ROWS 8
+#elif defined(__AVX__)
+#define SIMPLER_TILE_MM_VEC_BYTES 32
+#define SIMPLER_TILE_MM_ROWS 6
+#else
+#define SIMPLER_TILE_MM_VEC_BYTES 16
+#define SIMPLER_TILE_MM_ROWS 4
+#endif
+
+#if defined(__clang__)
+#define SIMPLER_TILE_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define SIMPLER_TILE_UNROLL _Pragma("GCC unroll 16")
+#else
+#define SIMPLER_TILE_UNROLL
+#endif
 
 namespace simpler {
 namespace tile {
@@ -24,6 +52,81 @@ template <class AccT, class In>
 inline constexpr bool matmul_types_ok_v =
     (std::is_same<AccT, float>::value && is_float_like_v<In>) ||
     (std::is_same<AccT, std::int32_t>::value && std::is_same<In, std::int8_t>::value);
+
+// The accumulator's vector type (one register of the target's widest kind).
+template <class AT>
+struct mm_vec;
+template <>
+struct mm_vec<float> {
+    typedef float type __attribute__((vector_size(SIMPLER_TILE_MM_VEC_BYTES)));
+};
+template <>
+struct mm_vec<std::int32_t> {
+    typedef std::int32_t type __attribute__((vector_size(SIMPLER_TILE_MM_VEC_BYTES)));
+};
+
+inline constexpr int kMmRows = SIMPLER_TILE_MM_ROWS;  // rows of a register block
+inline constexpr int kMmVecs = 2;                     // vectors (of columns) per row of a block
+
+// c[r, 0 : NV * lanes] (+)= sum over p in [0, k), in order, of a[r, p] * b[p, 0 : NV * lanes], for
+// r in [0, MR). Row strides AS, BS, CS (elements) are the tiles' static column counts.
+template <int MR, int NV, int AS, int BS, int CS, class AT>
+inline void mm_block(AT* __restrict c, const AT* __restrict a, const AT* __restrict b, int k,
+                     bool accumulate) noexcept {
+    using V = typename mm_vec<AT>::type;
+    constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(AT));
+    V acc[MR][NV];
+    SIMPLER_TILE_UNROLL
+    for (int r = 0; r < MR; ++r) {
+        SIMPLER_TILE_UNROLL
+        for (int v = 0; v < NV; ++v) {
+            if (accumulate)
+                __builtin_memcpy(&acc[r][v], c + r * CS + v * kLanes, sizeof(V));
+            else
+                acc[r][v] = V{};
+        }
+    }
+    for (int p = 0; p < k; ++p) {
+        V bv[NV];
+        SIMPLER_TILE_UNROLL
+        for (int v = 0; v < NV; ++v) __builtin_memcpy(&bv[v], b + p * BS + v * kLanes, sizeof(V));
+        SIMPLER_TILE_UNROLL
+        for (int r = 0; r < MR; ++r) {
+            const AT av = a[r * AS + p];
+            SIMPLER_TILE_UNROLL
+            for (int v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
+        }
+    }
+    SIMPLER_TILE_UNROLL
+    for (int r = 0; r < MR; ++r) {
+        SIMPLER_TILE_UNROLL
+        for (int v = 0; v < NV; ++v) __builtin_memcpy(c + r * CS + v * kLanes, &acc[r][v], sizeof(V));
+    }
+}
+
+// All m rows of one column strip of NV vectors: full blocks of kMmRows rows, then single rows.
+template <int NV, int AS, int BS, int CS, class AT>
+inline void mm_strip(AT* c, const AT* a, const AT* b, int m, int k, bool accumulate) noexcept {
+    int i = 0;
+    for (; i + kMmRows <= m; i += kMmRows) mm_block<kMmRows, NV, AS, BS, CS>(c + i * CS, a + i * AS, b, k, accumulate);
+    for (; i < m; ++i) mm_block<1, NV, AS, BS, CS>(c + i * CS, a + i * AS, b, k, accumulate);
+}
+
+// c[0:m, 0:n] (+)= a[0:m, 0:k] @ b[0:k, 0:n], all in the accumulator type.
+template <int AS, int BS, int CS, class AT>
+inline void mm_run(AT* c, const AT* a, const AT* b, int m, int k, int n, bool accumulate) noexcept {
+    constexpr int kLanes = static_cast<int>(sizeof(typename mm_vec<AT>::type) / sizeof(AT));
+    int j = 0;
+    for (; j + kMmVecs * kLanes <= n; j += kMmVecs * kLanes)
+        mm_strip<kMmVecs, AS, BS, CS>(c + j, a, b + j, m, k, accumulate);
+    for (; j + kLanes <= n; j += kLanes) mm_strip<1, AS, BS, CS>(c + j, a, b + j, m, k, accumulate);
+    for (; j < n; ++j)  // columns short of a vector: one element at a time, same k order
+        for (int i = 0; i < m; ++i) {
+            AT s = accumulate ? c[i * CS + j] : AT(0);
+            for (int p = 0; p < k; ++p) s += a[i * AS + p] * b[p * BS + j];
+            c[i * CS + j] = s;
+        }
+}
 
 template <class Acc, class L, class R>
 inline bool matmul_impl(const char* op, Acc& c, const L& a, const R& b, bool accumulate) noexcept {
@@ -46,30 +149,21 @@ inline bool matmul_impl(const char* op, Acc& c, const L& a, const R& b, bool acc
                             c.valid_cols, m, n);
         return false;
     }
-    // Right operand in the accumulator type, row-major with R::cols columns.
-    AT bconv[std::is_same<In, AT>::value ? 1 : R::rows * R::cols];
-    const AT* bp;
     if constexpr (std::is_same<In, AT>::value) {
-        bp = b.data;
+        mm_run<L::cols, R::cols, Acc::cols>(c.data, a.data, b.data, m, k, n, accumulate);
     } else {
+        // Operands converted to the accumulator type once (row-major, the tiles' row strides).
+        AT aconv[L::rows * L::cols];
+        AT bconv[R::rows * R::cols];
+        for (int r = 0; r < m; ++r) {
+            const In* s = a.row(r);
+            for (int j = 0; j < k; ++j) aconv[r * L::cols + j] = static_cast<AT>(to_compute(s[j]));
+        }
         for (int r = 0; r < k; ++r) {
-            AT* d = bconv + r * R::cols;
             const In* s = b.row(r);
-            for (int j = 0; j < n; ++j) d[j] = static_cast<AT>(to_compute(s[j]));
+            for (int j = 0; j < n; ++j) bconv[r * R::cols + j] = static_cast<AT>(to_compute(s[j]));
         }
-        bp = bconv;
-    }
-    for (int i = 0; i < m; ++i) {
-        AT* crow = c.row(i);
-        if (!accumulate)
-            for (int j = 0; j < n; ++j) crow[j] = AT(0);
-        const In* arow = a.row(i);
-        for (int p = 0; p < k; ++p) {
-            const AT av = static_cast<AT>(to_compute(arow[p]));
-            const AT* brow = bp + p * R::cols;
-SIMPLER_TILE_IVDEP
-            for (int j = 0; j < n; ++j) crow[j] += av * brow[j];
-        }
+        mm_run<L::cols, R::cols, Acc::cols>(c.data, aconv, bconv, m, k, n, accumulate);
     }
     c.valid_rows = m;
     c.valid_cols = n;
