@@ -40,7 +40,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # the artifact/inputs were accepted but loading, compiling or running failed
 EXIT_USAGE = 2  # the command line cannot be satisfied: options, artifact, parameters, files
 
-_HEX = re.compile(r"^[0-9a-f]{1,128}$")
+_HEX = re.compile(r"^[0-9a-fA-F]{1,128}$")
 _CANDIDATES_SHOWN = 10
 
 
@@ -152,7 +152,7 @@ def locate(spec: str, *, platform: str | None = None, entry: str | None = None) 
                 f"{spec}: a single-entry artifact (entry {artifact.metadata.entry!r}), not {entry!r}"
             )
         return Located(artifact, "directory", artifact.key, entries)
-    key, got = _lookup(spec)
+    key, got = _lookup(spec.lower())
     if entry is not None and entry != _peek_entry(got.path):
         raise UsageError(
             f"store entry {key[:16]}…: a single-entry artifact, --entry {entry!r} does not apply"
