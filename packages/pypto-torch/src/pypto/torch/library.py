@@ -29,12 +29,11 @@ from typing import Any, NamedTuple
 import torch
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import ParamDirection, ParamInfo, SignatureError
-from pypto.torch._dtypes import to_torch_dtype
+from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
 from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import KernelCallable, RegistrationError
-from pypto.torch._validation import ArgumentError, check_scalar, check_tensor_signature
+from pypto.torch._validation import ArgumentError, check_tensor_signature
 from pypto.torch.registration import RegistrationSignature
-from torch._subclasses.fake_tensor import is_fake
 
 __all__ = ["Operator", "register"]
 
@@ -280,39 +279,26 @@ class Operator:
                 )
 
     def _fake(self, *args: Any) -> None:
+        """The Fake kernel: :meth:`RegistrationSignature.fake` on the declaration, where a tensor
+        whose dtype or shape comes from the call takes them from the abstract argument (so only
+        what the annotations fix is checked), and nothing is returned (mutation-only)."""
         if len(args) != len(self._declared):
             raise ArgumentError(f"fake: {self.name} takes {len(self._declared)} arguments, got {len(args)}")
-        grad_enabled = torch.is_grad_enabled()
-        device = None
-        first = ""
+        params = []
         for d, arg in zip(self._declared, args, strict=True):
             info = d.param_info()
-            if d.is_scalar:
-                assert info is not None
-                check_scalar(d.position, info, arg, caller="fake", symbolic=True)
-                continue
-            where = f"fake: {self.name}: parameter {d.name!r} (#{d.position})"
-            if not isinstance(arg, torch.Tensor) or not (arg.is_meta or is_fake(arg)):
-                raise ArgumentError(
-                    f"{where}: expected a FakeTensor or Meta tensor, got {type(arg).__name__}"
+            if info is None:
+                if not isinstance(arg, torch.Tensor):
+                    raise ArgumentError(
+                        f"fake: {self.name}: parameter {d.name!r} (#{d.position}): expected a FakeTensor "
+                        f"or Meta tensor, got {type(arg).__name__}"
+                    )
+                dtype = d.dtype or from_torch_dtype(
+                    arg.dtype, what=f"fake: {self.name}: parameter {d.name!r}"
                 )
-            if grad_enabled and arg.requires_grad:
-                raise ArgumentError(
-                    f"{where}: the tensor requires grad while autograd is enabled; PyPTO kernels have no "
-                    "backward (call under torch.no_grad())"
-                )
-            if info is not None:
-                check_tensor_signature(d.position, info, arg, self._tensor_dtypes[d.position], caller="fake")
-            elif d.position in self._tensor_dtypes and arg.dtype != self._tensor_dtypes[d.position]:
-                raise ArgumentError(
-                    f"{where}: expected dtype {self._tensor_dtypes[d.position]}, got {arg.dtype}"
-                )
-            if not arg.is_contiguous():
-                raise ArgumentError(f"{where}: expected a contiguous view, got strides {list(arg.stride())}")
-            if device is None:
-                device, first = arg.device, d.name
-            elif arg.device != device:
-                raise ArgumentError(f"{where}: is on {arg.device}, but parameter {first!r} is on {device}")
+                info = ParamInfo(d.name, d.direction, (-1,) * arg.dim(), dtype)
+            params.append(info)
+        RegistrationSignature(params).fake(*args)
 
     # -- lifetime ------------------------------------------------------------------------------
 
