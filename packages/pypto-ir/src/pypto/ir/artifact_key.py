@@ -21,8 +21,10 @@ __all__ = ["CODEGEN_VERSION", "KEY_VERSION", "ArtifactKey", "ToolchainIdentity",
 KEY_VERSION = 1
 """Bumped when the key's own layout changes (invalidates every key)."""
 
-CODEGEN_VERSION = 1
-"""Bumped when the code generator emits different code for the same IR."""
+CODEGEN_VERSION = 2
+"""Bumped when the code generator emits different code for the same IR (2: artifacts carry
+per-kernel ``buffer_usage`` and kernels beyond the platform's on-chip buffers are refused, so
+entries built before the check are not reused)."""
 
 
 def _canon(value: Any, path: str) -> Any:

@@ -36,6 +36,7 @@ from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.passes import nz_layout, ssa
 from pypto.ir.passes.return_lineage import _defs, entry_aliases, root_param
 from pypto.ir.pipeline import lower
+from pypto.ir.platforms import check_kernel_buffers
 from pypto.ir.types import FunctionType, ScalarType, TensorType
 
 __all__ = ["CompileResult", "_compile_to_files", "signature_of"]
@@ -254,7 +255,19 @@ def _compile_to_files(
             else ParamInfo(ssa.base_name(p.name), ParamDirection.IN, None, p.var.type.dtype)  # type: ignore[union-attr]
             for p in src.params
         )
-        infos.append(KernelInfo(kfn.name, func_ids[kfn.name], src.core_type.value, rel, src.entry, kparams))
+        # The platform's on-chip buffers must hold every tile the kernel declares.
+        usage = check_kernel_buffers(kfn.name, platform, src.tiles, span=kfn.span)
+        infos.append(
+            KernelInfo(
+                kfn.name,
+                func_ids[kfn.name],
+                src.core_type.value,
+                rel,
+                src.entry,
+                kparams,
+                tuple((space.value, n) for space, n in usage.items()),
+            )
+        )
     orch = generate_orchestration(entry_fn, lowered, func_ids)
     orel = f"orchestration/{entry_fn.name}.cpp"
     texts[orel] = orch.text

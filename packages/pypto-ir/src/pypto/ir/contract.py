@@ -1,5 +1,8 @@
 """Calling contracts (PROGRAM, KERNEL), platforms, and the KERNEL contract's validation.
 
+The platforms and their on-chip buffers are one table, :mod:`pypto.ir.platforms`; this module
+re-exports its names (``PLATFORMS``) and derives the execution mode from it.
+
 The contract selects calling rules; the platform independently selects SIM or ONBOARD
 execution. KERNEL validation is split into the checks on the original IR (before lowering)
 and the ABI check after lowering; each raises ``ContractError`` naming what is wrong.
@@ -13,6 +16,7 @@ from collections.abc import Sequence
 from pypto.ir.errors import CompileError
 from pypto.ir.param_info import ParamDirection, ParamInfo, validate_param_names, validate_return_aliases
 from pypto.ir.passes.nz_layout import blocked_shape
+from pypto.ir.platforms import PLATFORMS, get_platform
 
 __all__ = [
     "BACKENDS",
@@ -54,21 +58,18 @@ class ExecutionMode(enum.Enum):
     ONBOARD = "ONBOARD"
 
 
-PLATFORMS = ("a2a3sim", "a5sim", "a2a3", "a5")
 RUNTIMES = ("tensormap_and_ringbuffer", "host_build_graph")
 BACKENDS = {ExecutionMode.SIM: "host_cpp", ExecutionMode.ONBOARD: "cann"}
 
 
 def parse_platform(platform: object) -> str:
-    if platform not in PLATFORMS:
-        raise ValueError(f"platform: expected one of {', '.join(PLATFORMS)}, got {platform!r}")
-    assert isinstance(platform, str)
-    return platform
+    """The platform's name, checked against the platform table (pypto.ir.platforms)."""
+    return get_platform(platform).name
 
 
 def execution_mode(platform: str) -> ExecutionMode:
     """SIM for the simulated platforms (``*sim``), ONBOARD for real chips."""
-    return ExecutionMode.SIM if parse_platform(platform).endswith("sim") else ExecutionMode.ONBOARD
+    return ExecutionMode.SIM if get_platform(platform).simulated else ExecutionMode.ONBOARD
 
 
 def backend_of(platform: str) -> str:

@@ -5,6 +5,10 @@ Schema 3 carries the logical signature (``params``), the assembly signature
 contract and the verified capabilities (exactly that contract), the orchestration and every
 kernel child. It is written once, atomically; the reader validates every field and never
 loads native code. Schemas 1 and 2 load as PROGRAM only. See docs/pypto-ir.md.
+
+A kernel child may carry ``buffer_usage`` (optional, schema 3 readers before it ignore it): the
+bytes of tiles it declares per on-chip memory space, ``{"Vec": n, "Mat": n, "Left": n,
+"Right": n, "Acc": n}`` (see pypto.ir.platforms for how they are counted).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pypto.ir.contract import PLATFORMS, RUNTIMES, Contract, backend_of, executi
 from pypto.ir.param_info import ParamInfo, SignatureError, validate_param_names, validate_return_aliases
 
 __all__ = [
+    "BUFFER_SPACES",
     "META_FILE",
     "SCHEMA_VERSION",
     "ArtifactMetadata",
@@ -51,9 +56,26 @@ class KernelInfo:
     source: str
     entry: str
     params: tuple[ParamInfo, ...]
+    # Bytes of tiles per on-chip memory space ((space name, bytes) in BUFFER_SPACES order);
+    # () when not recorded (metadata written before the field existed).
+    buffer_usage: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "buffer_usage", _usage(self.buffer_usage, "KernelInfo.buffer_usage"))
+
+    def buffer_bytes(self, space: str) -> int | None:
+        """Bytes of ``space`` tiles (``"Vec"``, ``"Mat"``, ``"Left"``, ``"Right"``, ``"Acc"``);
+        None when the metadata does not record buffer use."""
+        if space not in BUFFER_SPACES:
+            raise ValueError(
+                f"buffer_bytes(space): expected one of {', '.join(BUFFER_SPACES)}, got {space!r}"
+            )
+        if not self.buffer_usage:
+            return None
+        return dict(self.buffer_usage).get(space, 0)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "func_id": self.func_id,
             "core_type": self.core_type,
@@ -61,6 +83,43 @@ class KernelInfo:
             "entry": self.entry,
             "params": [p.to_json() for p in self.params],
         }
+        if self.buffer_usage:
+            out["buffer_usage"] = dict(self.buffer_usage)
+        return out
+
+
+BUFFER_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
+
+
+def _usage(raw: object, where: str) -> tuple[tuple[str, int], ...]:
+    """Canonical buffer usage: every space once, in BUFFER_SPACES order, bytes >= 0 (missing
+    spaces are 0). Accepts a mapping or (space, bytes) pairs; () stays ()."""
+    if isinstance(raw, Mapping):
+        items = list(raw.items())
+    elif isinstance(raw, (tuple, list)):
+        items = []
+        for pair in raw:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise MetadataError(f"{where}: expected (space, bytes) pairs, got {pair!r}")
+            items.append((pair[0], pair[1]))
+    else:
+        raise MetadataError(
+            f"{where}: expected an object of bytes per memory space, got {type(raw).__name__}"
+        )
+    if not items:
+        return ()
+    found: dict[str, int] = {}
+    for space, n in items:
+        if space not in BUFFER_SPACES:
+            raise MetadataError(
+                f"{where}: unknown memory space {space!r} (expected {', '.join(BUFFER_SPACES)})"
+            )
+        if space in found:
+            raise MetadataError(f"{where}: memory space {space!r} given twice")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise MetadataError(f"{where}[{space!r}]: expected an int >= 0, got {n!r}")
+        found[space] = n
+    return tuple((space, found.get(space, 0)) for space in BUFFER_SPACES)
 
 
 @dataclass(frozen=True)
@@ -285,6 +344,11 @@ def _parse(data: Any, require: Contract | None) -> ArtifactMetadata:
                 _rel_path(k, "source", where),
                 _str(k, "entry", where),
                 kp,
+                (
+                    _usage(_get(k, "buffer_usage", dict, where), f"field {where}'buffer_usage'")
+                    if "buffer_usage" in k
+                    else ()
+                ),
             )
         )
     ids = sorted(k.func_id for k in kernels)

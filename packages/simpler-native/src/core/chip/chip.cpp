@@ -224,12 +224,19 @@ Chip::Chip(ChipOptions options) : options_(options) {
     core_threads_[static_cast<int>(CoreType::AIC)] = options_.aic_threads;
     core_threads_[static_cast<int>(CoreType::AIV)] = options_.aiv_threads;
     for (int r = 0; r < kRingCount; ++r) rings_.push_back(std::make_unique<Ring>());
-    threads_.emplace_back([this] { orchestrator_loop(); });
-    int index = 1;
-    for (int i = 0; i < options_.aic_threads; ++i, ++index)
-        threads_.emplace_back([this, index] { core_loop(index, CoreType::AIC); });
-    for (int i = 0; i < options_.aiv_threads; ++i, ++index)
-        threads_.emplace_back([this, index] { core_loop(index, CoreType::AIV); });
+    try {
+        threads_.emplace_back(0, 0, [this] { orchestrator_loop(); });
+        int index = 1;
+        for (int i = 0; i < options_.aic_threads; ++i, ++index)
+            threads_.emplace_back(kCoreThreadStackBytes, kCoreThreadGuardBytes,
+                                  [this, index] { core_loop(index, CoreType::AIC); });
+        for (int i = 0; i < options_.aiv_threads; ++i, ++index)
+            threads_.emplace_back(kCoreThreadStackBytes, kCoreThreadGuardBytes,
+                                  [this, index] { core_loop(index, CoreType::AIV); });
+    } catch (...) {
+        close();  // stops and joins the threads that did start; the destructor will not run
+        throw;
+    }
     // Return only once every thread runs its loop: a thread still starting holds libc or
     // sanitizer allocator state, and a fork taken then would hand the child those locks held.
     while (started_.load(std::memory_order_acquire) < static_cast<int>(threads_.size()))

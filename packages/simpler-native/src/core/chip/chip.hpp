@@ -28,6 +28,7 @@
 #include "simpler/wire/chip_tensor.hpp"
 #include "simpler/wire/prepared_view.hpp"
 #include "simpler/wire/submission.hpp"
+#include "thread.hpp"
 
 struct SimplerOrchContext;
 
@@ -35,6 +36,16 @@ namespace simpler::chip {
 
 inline constexpr int kRingCount = 4;
 inline constexpr int kMaxAicpuThreads = 4;  // one orchestrator + up to three schedulers
+
+// Stack of every AICore thread. Kernels keep their tiles on the stack; pypto-ir refuses a
+// kernel whose tiles exceed its platform's on-chip buffers (UB + L1 + L0A + L0B + L0C, at most
+// about 1 MiB on a2a3 and a5, see pypto/ir/platforms.py), and the tile library adds at most a
+// converted copy of a Right tile (4x L0B for int8 matmul). 16 MiB holds the largest legal
+// kernel with a wide margin for hand-written ones, whatever RLIMIT_STACK says; it is virtual
+// memory, committed only as a kernel touches it. The guard region below it turns a frame that
+// overruns the stack into a fault instead of a write into a neighbouring mapping.
+inline constexpr std::size_t kCoreThreadStackBytes = std::size_t{16} << 20;
+inline constexpr std::size_t kCoreThreadGuardBytes = std::size_t{1} << 20;
 
 // Per-run configuration (CallConfig after validation).
 struct RunConfig {
@@ -232,7 +243,7 @@ private:
     std::atomic<int> started_{0};  // threads that reached their loop (see the constructor)
     std::atomic<bool> closed_{false};
     std::mutex close_mu_;
-    std::vector<std::thread> threads_;
+    std::vector<Thread> threads_;  // the orchestrator, then the AICore threads
     std::array<SchedLane, kMaxSchedulers> lanes_{};
     int scheduler_count_ = 0;             // guarded by mu_
     std::atomic<int> sched_started_{0};  // scheduler threads that reached their loop

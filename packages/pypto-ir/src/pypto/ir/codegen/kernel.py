@@ -4,6 +4,8 @@ The entry is ``extern "C" void kernel_entry(std::int64_t* args)``; ``args[i]`` f
 kernel's ABI order: its tensor parameters in order, then its scalar parameters in order.
 Every tile is a local declared where the IR defines it; every op is one library call.
 Loop-carried values live in variables declared before the loop and assigned at its end.
+Every tile declared is recorded (``KernelSource.tiles``): the compiler checks them against the
+platform's on-chip buffers (pypto.ir.platforms) and reports their use in the metadata.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from pypto.ir import __version__
 from pypto.ir.codegen.cpp import SCALAR_HELPERS, cpp_type, ident, literal, scalar_cpp_type, scalar_expr
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import CompileError
+from pypto.ir.errors import CompileError, Span
 from pypto.ir.nodes import (
     Assign,
     Call,
@@ -33,6 +35,8 @@ from pypto.ir.nodes import (
     walk_stmts,
 )
 from pypto.ir.param_info import Layout, nz_block_shape
+from pypto.ir.passes.ssa import base_name
+from pypto.ir.platforms import TileAlloc
 from pypto.ir.types import CoreType, MemorySpace, PadValue, ScalarType, TensorType, TileType
 
 __all__ = ["ENTRY", "KernelSource", "abi_params", "core_type_of", "generate_kernel"]
@@ -117,6 +121,7 @@ class KernelSource:
     entry: str
     text: str
     params: tuple[Param, ...]  # ABI order
+    tiles: tuple[TileAlloc, ...] = ()  # every tile the kernel declares, in source order
 
 
 def abi_params(fn: Function) -> tuple[Param, ...]:
@@ -159,6 +164,13 @@ class _KernelGen:
         self.lines: list[str] = []
         self.dim_of: dict[tuple[str, int], str] = {}
         self.later_uses: dict[str, int] = {}
+        self.tiles: list[TileAlloc] = []
+
+    def record(self, name: str, t: TileType, span: object = None) -> None:
+        """Count a tile the generated code declares (its storage lives for the invocation)."""
+        r, c = t.shape
+        where = span if isinstance(span, Span) else None
+        self.tiles.append(TileAlloc(base_name(name), t.memory, t.dtype, (int(r), int(c)), where))
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -211,7 +223,7 @@ class _KernelGen:
         self.body(fn.body, 1)
         self.lines.append("}")
         text = "\n".join(head) + "\n" + "\n".join(self.lines) + "\n"
-        return KernelSource(fn.name, core_type_of(fn), ENTRY, text, params)
+        return KernelSource(fn.name, core_type_of(fn), ENTRY, text, params, tuple(self.tiles))
 
     def used_after(self, body: tuple[Stmt, ...], index: int, name: str) -> bool:
         for s in body[index + 1 :]:
@@ -268,6 +280,7 @@ class _KernelGen:
         t = dst.type
         assert isinstance(t, TensorType)
         ct = cpp_type(t.dtype)
+        self.record(f"pl.write({dst.name})", TileType((1, 1), t.dtype, MemorySpace.Vec), c.span)
         self.emit(depth, "{  // one element through a 1x1 tile (bounds-checked like any store)")
         self.emit(depth + 1, f"pt::Tile<pt::Space::Vec, {ct}, 1, 1> one;")
         self.emit(depth + 1, f"one(0, 0) = static_cast<{ct}>({self.scalar_arg(value, t.dtype)});")
@@ -300,6 +313,9 @@ class _KernelGen:
                 src, idx = e.args
                 assert isinstance(src, Var)
                 hold = scalar_cpp_type(t.dtype)
+                self.record(
+                    f"{v.name} (pl.read)", TileType((1, 1), t.dtype, MemorySpace.Vec), v.span or e.span
+                )
                 self.emit(depth, f"pt::Tile<pt::Space::Vec, {cpp_type(t.dtype)}, 1, 1> {name}_rd;")
                 self.emit(depth, f"pt::load({name}_rd, {ident(src.name)}, {self.offsets(idx)});")
                 self.emit(depth, f"const {hold} {name} = static_cast<{hold}>({name}_rd(0, 0));")
@@ -325,6 +341,7 @@ class _KernelGen:
             self.emit(depth, f"(void){name};")
             return
         assert isinstance(t, TileType), f"{v.name}: {t}"
+        self.record(v.name, t, v.span or e.span)  # every branch below declares exactly this tile
         decl = f"{tile_type(t)} {name};"
         if op == "load":
             src, offs = args[0], args[1]
@@ -411,6 +428,8 @@ class _KernelGen:
     def loop(self, s: For, depth: int) -> None:
         var = ident(s.var.name)
         for ia in s.iter_args:
+            if isinstance(ia.var.type, TileType):
+                self.record(ia.var.name, ia.var.type, ia.var.span or s.span)
             self.emit(depth, f"{self.holder(ia.var)} {ident(ia.var.name)} = {self.value(ia.init)};")
         start, stop, step = (scalar_expr(x, self.dim_of) for x in (s.start, s.stop, s.step))
         if isinstance(s.step, Const):
@@ -432,6 +451,8 @@ class _KernelGen:
 
     def branch(self, s: If, depth: int) -> None:
         for r in s.results:
+            if isinstance(r.type, TileType):
+                self.record(r.name, r.type, r.span or s.span)
             init = "{}" if not isinstance(r.type, TileType) else ""
             self.emit(depth, f"{self.holder(r)} {ident(r.name)}{init};")
         self.emit(depth, f"if ({scalar_expr(s.cond, self.dim_of)}) {{")
