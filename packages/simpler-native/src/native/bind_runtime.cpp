@@ -281,6 +281,7 @@ void bind_runtime(nb::module_& m) {
             },
             "block"_a)
         .def("close", &Chip::close, nb::call_guard<nb::gil_scoped_release>())
+        .def("wait_idle", &Chip::wait_idle, "timeout"_a, nb::call_guard<nb::gil_scoped_release>())
         .def_prop_ro("closed", &Chip::closed)
         .def_prop_ro("scheduler_threads", &Chip::scheduler_threads)
         .def("malloc", [](Chip& c, std::uint64_t n) { return c.memory().allocate(n); }, "nbytes"_a)

@@ -14,10 +14,12 @@ Example::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import itertools
 import os
+import sys
 import threading
 import weakref
 from typing import Any
@@ -63,6 +65,24 @@ def _abandon_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_abandon_in_child)
+
+EXIT_WAIT_SECONDS = 60.0  # how long the exit drain waits for a Worker's runs before leaving it
+
+
+def _drain_at_exit() -> None:
+    """atexit: close every Worker still open, on the main thread with the GIL, before the
+    interpreter finalises. Its runs finish first (up to EXIT_WAIT_SECONDS each), its chip threads
+    are joined and its native programs released here, so no chip thread runs, and no native
+    object is left for nanobind's leak check, while the interpreter tears down. A Worker whose
+    runs do not finish in time (a kernel that never returns) is left running and its chip kept
+    alive for the rest of the process, as after a fork. Handlers registered later (a framework's
+    shutdown of its own Workers) run before this one."""
+    for w in list(_live_workers):
+        with contextlib.suppress(Exception):
+            w._close_at_exit(EXIT_WAIT_SECONDS)
+
+
+atexit.register(_drain_at_exit)
 
 
 class _Generations:
@@ -263,9 +283,34 @@ class Worker:
         if self.borrowed_context_generation is not None:
             with _generations.lock:
                 _generations.in_use.discard(self.borrowed_context_generation)
+        # Release the native programs now, with the GIL, even where a handle outlives the Worker
+        # (held by a framework's operator registry until the process ends): a closed Worker's
+        # handles are refused by every call, and nothing native must survive to finalisation.
+        for h in self._slots:
+            h._native = None
         self._handles.clear()
         self._slots.clear()
         self._kernels.clear()
+
+    def _close_at_exit(self, timeout: float) -> None:
+        """The exit drain's close: wait up to ``timeout`` s for the runs, then close; if they do
+        not finish, keep the chip (and its threads) alive instead of blocking the exit."""
+        chip = self._chip
+        if self._closed or chip is None:
+            return
+        if chip.wait_idle(timeout):
+            self.close()
+            return
+        with self._lock:
+            self._closed = True
+            self._chip = None
+        _abandoned.append(chip)
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(chip))  # survive interpreter teardown
+        _native._quiet_leak_warnings()
+        print(
+            f"simpler: {self!r} still has runs in flight after {timeout:g} s at exit; leaving its chip running",
+            file=sys.stderr,
+        )
 
     def __enter__(self) -> Worker:
         return self

@@ -37,7 +37,13 @@ struct CoreKernel {
     std::string label() const { return "'" + name + "' (func_id " + std::to_string(func_id) + ", " + core_type_name(core) + ")"; }
 };
 
-struct ChipProgram {
+// Shared by the Python object that registered it and by the chip (queued runs, run states,
+// kernel-mode slots). enable_shared_from_this makes nanobind hand the chip this C++
+// shared_ptr when Python passes the program back (submit, kernel_register) instead of a
+// shared_ptr whose deleter decrements the Python object: chip threads drop their references
+// without the GIL, also while the interpreter finalises (a deleter that needs the GIL then
+// kills the thread: "terminate called without an active exception").
+struct ChipProgram : std::enable_shared_from_this<ChipProgram> {
     std::string name;  // orchestration func_name
     std::vector<ArgDirection> signature;
     std::uint32_t tensor_count = 0;

@@ -268,6 +268,17 @@ void Chip::close() {
     for (auto& t : schedulers) t.join();
 }
 
+bool Chip::wait_idle(double timeout_s) {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!(timeout_s >= 0 && timeout_s <= 1e9)) {  // negative, NaN or beyond any clock: no limit
+        idle_cv_.wait(lk, [&] { return idle_locked(); });
+        return true;
+    }
+    const auto limit = std::chrono::duration<double>(timeout_s);
+    return idle_cv_.wait_for(lk, std::chrono::duration_cast<std::chrono::steady_clock::duration>(limit),
+                             [&] { return idle_locked(); });
+}
+
 int Chip::scheduler_threads() const {
     std::lock_guard<std::mutex> lk(const_cast<std::mutex&>(mu_));
     return scheduler_count_;

@@ -113,6 +113,10 @@ public:
                                 std::vector<std::uint64_t> scalars, RunConfig config);
     // Finishes queued runs, then stops and joins every thread. Idempotent.
     void close();
+    // Waits up to `timeout_s` seconds (negative: forever) until no run is queued, orchestrating
+    // or in flight; true when idle. Lets the exit drain close a Worker without waiting forever
+    // on a kernel that never returns.
+    bool wait_idle(double timeout_s);
     bool closed() const noexcept { return closed_.load(); }
 
     // ---- Kernel mode (see docs/simpler-runtime.md, "Kernel mode") ----
