@@ -26,6 +26,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,12 @@ def _compile_all(
     path: Path, meta: ArtifactMetadata, platform: str, read: Callable[[str], bytes] | None = None
 ) -> dict[str, bytes]:
     """Compile the orchestration and every kernel for ``platform`` (the effective one):
-    relative prebuilt path -> bytes. ``read(rel)`` reads a source (default: from ``path``)."""
+    relative prebuilt path -> bytes. ``read(rel)`` reads a source (default: from ``path``).
+
+    Distinct sources are built once each (identical ones share a binary, also across
+    artifacts through the process's memo), in parallel on up to ``$PYPTO_BUILD_JOBS``
+    compiler processes (default: the CPUs), each taking its leading includes from a
+    precompiled header (``simpler.toolchain``, ``precompile=True``)."""
     if read is None:
 
         def read(rel: str) -> bytes:
@@ -83,20 +89,58 @@ def _compile_all(
 
     jobs = [(_ORCH_BINARY, meta.orchestration.source)] + [(_kernel_binary(k), k.source) for k in meta.kernels]
     identity = toolchain.identity()
+    # target -> memo key; memo key -> sources still to build (first target's order)
+    memo_of: dict[str, tuple[str, str]] = {}
+    todo: dict[tuple[str, str], dict[str, str]] = {}
     out: dict[str, bytes] = {}
-    for target, source in progress.track(jobs, f"building {meta.name} ({len(jobs)} binaries)"):
+    for target, source in jobs:
         sources = _read_sources(path, meta, source, read)
         memo = (identity, hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest())
+        memo_of[target] = memo
         with _binary_memo_lock.lock:
             data = _binary_memo.get(memo)
-        if data is None:
-            data = toolchain.compile_shared(sources)
-            with _binary_memo_lock.lock:
-                _binary_memo[memo] = data
-                while len(_binary_memo) > _BINARY_MEMO_SIZE:
-                    _binary_memo.pop(next(iter(_binary_memo)))
-        out[target] = data
-    return out
+        if data is not None:
+            out[target] = data
+        elif memo not in todo:
+            todo[memo] = sources
+
+    def build(sources: dict[str, str]) -> bytes:
+        return toolchain.compile_shared(sources, precompile=True)
+
+    built: dict[tuple[str, str], bytes] = {}
+    if todo:
+        workers = min(len(todo), _build_jobs())
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pypto-build") as pool:
+            futures = [(memo, pool.submit(build, sources)) for memo, sources in todo.items()]
+            try:
+                for memo, future in progress.track(futures, f"building {meta.name} ({len(jobs)} binaries)"):
+                    built[memo] = future.result()
+            finally:
+                for _, future in futures:
+                    future.cancel()
+        with _binary_memo_lock.lock:
+            _binary_memo.update(built)
+            while len(_binary_memo) > _BINARY_MEMO_SIZE:
+                _binary_memo.pop(next(iter(_binary_memo)))
+    for target, _ in jobs:
+        if target not in out:
+            out[target] = built[memo_of[target]]
+    return {target: out[target] for target, _ in jobs}
+
+
+def _build_jobs() -> int:
+    """Compiler processes one build runs at once: ``$PYPTO_BUILD_JOBS`` if set (>= 1), else
+    the CPUs this process may run on."""
+    env = os.environ.get("PYPTO_BUILD_JOBS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise ValueError(f"PYPTO_BUILD_JOBS: expected a positive integer, got {env!r}") from None
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 # Identical sources built by the same toolchain give identical binaries: entries of one
