@@ -3,7 +3,11 @@
 Every figure is printed beside a baseline measured in the same run, as a ratio:
 - per-task overhead (empty kernels through the runtime) vs calling the same kernel entry
   directly from C through ctypes, one call per task;
-- tiled vector add and tiled matmul through the runtime vs torch (CPU) if importable, else numpy.
+- tiled vector add and tiled matmul through the runtime vs torch (CPU) if importable, else numpy;
+- a 384x384x384 FP32 matmul in 64x64 tiles whose kernel is the tile library's cube pipeline
+  (load -> Mat -> Left/Right -> matmul_acc -> store, as pypto-ir generates it) on one cube thread,
+  vs ``torch.matmul`` on one thread (the same thread count), and the old scalar tile matmul
+  (triple loop) in the same run for comparison.
 
 Run: ``python packages/simpler-native/benchmarks/bench_runtime.py [--quick]``.
 """
@@ -37,6 +41,70 @@ ORCHS = {
     "matmul_tiles": [D.In, D.In, D.Out, D.Scalar],
     "empties": [D.In, D.Scalar],
 }
+
+
+# C[64, 64] = A[64, K] @ B[K, 64] (K a multiple of 64) through the tile library, as a generated cube
+# kernel does it; the orchestration matmul_tiles submits one task per 64x64 block of C.
+TILE_MATMUL = """
+#include <cstdint>
+#include <simpler/tile.hpp>
+
+namespace pt = simpler::tile;
+SIMPLER_DEFINE_KERNEL_ABI();
+
+extern "C" __attribute__((visibility("default"))) void tile_matmul(std::int64_t* args) {
+    const simpler::ChipTensor& a = pt::tensor_arg(args[0]);
+    const simpler::ChipTensor& b = pt::tensor_arg(args[1]);
+    const simpler::ChipTensor& c = pt::tensor_arg(args[2]);
+    const int k = static_cast<int>(a.shapes[1]);
+    pt::MatTile<float, 64, 64> ma, mb;
+    pt::LeftTile<float, 64, 64> l;
+    pt::RightTile<float, 64, 64> r;
+    pt::AccTile<float, 64, 64> acc;
+    for (int p = 0; p < k; p += 64) {
+        pt::load(ma, a, {0, p});
+        pt::load(mb, b, {p, 0});
+        pt::move(l, ma);
+        pt::move(r, mb);
+        if (p == 0)
+            pt::matmul(acc, l, r);
+        else
+            pt::matmul_acc(acc, l, r);
+    }
+    pt::store(c, acc, {0, 0});
+}
+"""
+
+# The tile matmul before the micro-kernel (a scalar triple loop over the valid region), for the
+# before/after row: the kernel above with matmul/matmul_acc replaced by this.
+SCALAR_MATMUL = """
+template <class Acc, class L, class R>
+static void scalar_matmul(Acc& c, const L& a, const R& b, bool accumulate) {
+    const int m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
+    for (int i = 0; i < m; ++i) {
+        float* crow = c.row(i);
+        if (!accumulate)
+            for (int j = 0; j < n; ++j) crow[j] = 0.0f;
+        const float* arow = a.row(i);
+        for (int p = 0; p < k; ++p) {
+            const float av = arow[p];
+            const float* brow = b.row(p);
+#pragma GCC ivdep
+            for (int j = 0; j < n; ++j) crow[j] += av * brow[j];
+        }
+    }
+    c.valid_rows = m;
+    c.valid_cols = n;
+}
+"""
+
+
+def scalar_tile_matmul_source() -> str:
+    src = TILE_MATMUL.replace(
+        "SIMPLER_DEFINE_KERNEL_ABI();", "SIMPLER_DEFINE_KERNEL_ABI();\n" + SCALAR_MATMUL
+    )
+    src = src.replace("pt::matmul(acc, l, r);", "scalar_matmul(acc, l, r, false);")
+    return src.replace("pt::matmul_acc(acc, l, r);", "scalar_matmul(acc, l, r, true);")
 
 
 def best_of(fn: Callable[[], None], repeat: int) -> float:
@@ -80,6 +148,17 @@ def main() -> int:
     except ImportError:
         baseline_name = f"numpy {np.__version__}"
         add_ref, mm_ref, to_ref = np.add, np.matmul, lambda a: a
+
+    # The scalar tile matmul as it was built before: generic target flags (no -march=native).
+    generic = toolchain.Toolchain(flags=tuple(f for f in toolchain.DEFAULT_FLAGS if f != "-march=native"))
+    tile_bins = {
+        "tile": toolchain.compile_shared({"mm.cpp": TILE_MATMUL}),
+        "scalar": generic.compile_shared({"mm.cpp": scalar_tile_matmul_source()}),
+    }
+    tile_children = {
+        name: [(4, simpler.CoreCallable.build(KERNELS[4][1], data, "aic", entry="tile_matmul"))]
+        for name, data in tile_bins.items()
+    }
 
     rows: list[tuple[str, str, str, str]] = []
     with simpler.Worker(platform="a2a3sim") as w:
@@ -165,14 +244,67 @@ def main() -> int:
         ref_s = best_of(lambda: mm_ref(rA, rB), repeat)
         rows.append(
             (
-                f"matmul {n_mat}x{n_mat} f32, 64x64 tiles (ms)",
+                f"matmul {n_mat}x{n_mat} f32, 64x64 tiles, plain-loop C kernel (ms)",
                 f"{sim_s * 1e3:.2f}",
                 f"{ref_s * 1e3:.2f}",
                 f"{sim_s / ref_s:.2f}x",
             )
         )
 
-    # 4. Kernel mode: encode + copy-on-enqueue + AICPU decode/validate per launch, against the
+    # 4. The tile library's cube pipeline: 384x384x384 in 64x64 tiles on one cube thread, against
+    # torch.matmul on one thread (same thread count); the old scalar tile matmul in the same run.
+    n_tm = 384
+    A = rng.standard_normal((n_tm, n_tm)).astype(np.float32)
+    B = rng.standard_normal((n_tm, n_tm)).astype(np.float32)
+    want = A.astype(np.float64) @ B.astype(np.float64)
+    times: dict[str, float] = {}
+    with simpler.Worker(platform="a2a3sim", aic_threads=1) as tw:
+        tw.init()
+        for name, kids in tile_children.items():
+            th = tw.register(
+                simpler.ChipCallable.build(ORCHS["matmul_tiles"], "matmul_tiles", obin, children=kids)
+            )
+            C = np.zeros_like(A)
+            targs = (
+                TaskArgs()
+                .add_tensor(tensor(A), D.In)
+                .add_tensor(tensor(B), D.In)
+                .add_tensor(tensor(C), D.Out)
+            )
+            targs.add_scalar(64, DataType.UINT32)
+            tw.run(th, targs)
+            np.testing.assert_allclose(C, want, rtol=1e-4, atol=1e-3)
+            times[name] = best_of(lambda: tw.run(th, targs), repeat)  # noqa: B023 - called at once
+    threads_before = None
+    try:
+        import torch
+
+        threads_before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        tA, tB = torch.from_numpy(A), torch.from_numpy(B)
+        mm_one: Callable[[], Any] = lambda: torch.matmul(tA, tB)  # noqa: E731
+        one_name = "torch.matmul, 1 thread"
+    except ImportError:
+        mm_one = lambda: np.matmul(A, B)  # noqa: E731
+        one_name = "numpy matmul"
+    try:
+        mm_one()
+        ref1_s = best_of(mm_one, max(repeat, 10))
+    finally:
+        if threads_before is not None:
+            torch.set_num_threads(threads_before)
+    labels = (("tile", "tile library"), ("scalar", "before: scalar tile matmul, generic flags"))
+    for name, label in labels:
+        rows.append(
+            (
+                f"matmul {n_tm}^3 f32, 64x64 tiles, {label}, 1 cube thread (ms)",
+                f"{times[name] * 1e3:.2f}",
+                f"{ref1_s * 1e3:.2f} ({one_name})",
+                f"{times[name] / ref1_s:.2f}x",
+            )
+        )
+
+    # 5. Kernel mode: encode + copy-on-enqueue + AICPU decode/validate per launch, against the
     # same one-task run submitted in program mode.
     small = np.zeros(16, dtype=np.float32)
     one = TaskArgs().add_tensor(tensor(small), D.In).add_scalar(1, DataType.INT64)
