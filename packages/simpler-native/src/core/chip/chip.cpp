@@ -28,6 +28,16 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
+// One step `i` of a spin-wait that gives up at `deadline`: true when the budget is spent. It
+// yields the core every 32 steps, so that when threads outnumber cores a spinning thread does
+// not hold off, for a whole time slice, the thread whose progress it waits for.
+inline bool spin_expired(unsigned i, std::int64_t deadline) noexcept {
+    if ((i & 31) != 0) return false;
+    if (now_ns() > deadline) return true;
+    std::this_thread::yield();
+    return false;
+}
+
 struct AlignedFree {
     void operator()(std::uint8_t* p) const noexcept { std::free(p); }
 };
@@ -369,7 +379,7 @@ bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
             if (ready()) return true;
             lk.unlock();
         }
-        if ((i & 63) == 0 && now_ns() > deadline) break;
+        if (spin_expired(i, deadline)) break;
     }
     lk.lock();
     orch_waiting_ = true;
@@ -440,7 +450,7 @@ void Chip::scheduler_loop(int lane) {
         for (unsigned i = 1; L.pending.load(std::memory_order_acquire) == 0 && !stop_.load(std::memory_order_relaxed);
              ++i) {
             cpu_relax();
-            if ((i & 63) == 0 && now_ns() > deadline) break;
+            if (spin_expired(i, deadline)) break;
         }
         {
             std::unique_lock<std::mutex> lk(mu_);
@@ -988,7 +998,7 @@ Chip::Task* Chip::pop_ready(CoreType core) {
         }
         if (stop_.load(std::memory_order_relaxed)) break;
         cpu_relax();
-        if ((i & 63) == 0 && now_ns() > deadline) break;
+        if (spin_expired(i, deadline)) break;
     }
     std::unique_lock<std::mutex> lk(mu_);
     ++sleepers_[type];
