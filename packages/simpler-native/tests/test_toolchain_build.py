@@ -110,3 +110,10 @@ def test_default_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("SIMPLER_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert toolchain.Toolchain().cache_dir == tmp_path / "xdg" / "simpler"
+
+
+def test_precompile_can_be_turned_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SIMPLER_PRECOMPILE", "0")
+    tc = toolchain.Toolchain(cache_dir=tmp_path / "cache")
+    tc.compile_shared({"k.cpp": KERNEL}, precompile=True)
+    assert not (tmp_path / "cache").exists()

@@ -12,7 +12,7 @@ Builds may reuse a precompiled header (``precompile=True``): the ``#include <...
 source starts with are compiled once per toolchain identity into a cache directory
 (``$SIMPLER_CACHE_DIR``, else ``$XDG_CACHE_HOME/simpler``, else ``~/.cache/simpler``) and
 force-included, which gives the same binary as parsing them (the source's own includes are then
-no-ops) without the parse. See docs/performance.md.
+no-ops) without the parse; ``SIMPLER_PRECOMPILE=0`` turns it off. See docs/performance.md.
 
 Example::
 
@@ -335,7 +335,8 @@ class Toolchain:
 
         With ``precompile``, a single ``.cpp`` source's leading ``#include <...>`` lines are
         taken from a precompiled header (built once per toolchain identity, flags and lines,
-        then cached); the binary is the same as without.
+        then cached); the binary is the same as without. ``SIMPLER_PRECOMPILE=0`` in the
+        environment turns this off.
 
         Raises:
             ValueError: ``sources`` is empty or names a file outside the build directory.
@@ -362,7 +363,7 @@ class Toolchain:
             output = tmpdir / "out.so"
             flags = [*self.flags, *extra_flags, f"-I{_include_dir()}", *(f"-I{d}" for d in include_dirs)]
             prelude = None
-            if precompile and len(paths) == 1:
+            if precompile and len(paths) == 1 and os.environ.get("SIMPLER_PRECOMPILE", "1") != "0":
                 includes = _leading_includes(Path(paths[0]).read_text())
                 if includes:
                     prelude = self._prelude(includes, flags)
