@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -75,13 +76,20 @@ def add64(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
     return c
 
 
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def _child() -> None:
-    """One fresh-process compile; prints seconds spent in compile() as JSON."""
+    """One fresh-process compile; prints the wall and CPU seconds (this process and the
+    compilers it ran) spent in compile() as JSON."""
     x = np.zeros((N, N), np.float32)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     prog = rt.compile(three_kernels, x, x, x, x)
     prog.artifact.chip_callable()  # binaries loaded and the callable assembled
-    print(json.dumps({"seconds": time.perf_counter() - t0, "kernels": len(prog.metadata.kernels)}))
+    seconds, cpu = time.perf_counter() - t0, _cpu() - c0
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "kernels": len(prog.metadata.kernels)}))
 
 
 # How programs were built before: one compiler process at a time, every header parsed.
@@ -90,8 +98,8 @@ BEFORE = {"PYPTO_BUILD_JOBS": "1", "SIMPLER_PRECOMPILE": "0"}
 
 def _fresh_compile(
     store: str, toolchain_cache: str, env: dict[str, str] | None = None
-) -> tuple[float, float]:
-    """(seconds inside compile, wall seconds of the whole process)."""
+) -> tuple[float, float, float]:
+    """(wall seconds inside compile, CPU seconds inside compile, wall seconds of the process)."""
     t0 = time.perf_counter()
     out = subprocess.run(
         [sys.executable, __file__, "--child"],
@@ -101,7 +109,8 @@ def _fresh_compile(
         check=True,
     )
     wall = time.perf_counter() - t0
-    return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"]), wall
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(data["seconds"]), float(data["cpu"]), wall
 
 
 def _per_call(fn: object, repeat: int) -> float:
@@ -114,26 +123,26 @@ def _per_call(fn: object, repeat: int) -> float:
     return (time.perf_counter() - t0) / repeat
 
 
-def _table(title: str, rows: list[tuple[str, str, str]]) -> None:
+def _table(title: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     try:
         from rich.console import Console
         from rich.table import Table
     except ImportError:  # pragma: no cover
         print(title)
-        for row in rows:
+        for row in [header, *rows]:
             print("  ", *row)
         return
     table = Table(title=title)
-    for col in ("measurement", "time", "ratio to baseline"):
-        table.add_column(col, justify="left" if col == "measurement" else "right")
+    for i, col in enumerate(header):
+        table.add_column(col, justify="left" if i == 0 else "right")
     for row in rows:
         table.add_row(*row)
     Console().print(table)
 
 
-def _one_gxx(tmp: str) -> tuple[float, str]:
-    """Best of three plain g++ builds of the program's exp kernel (toolchain compiler and flags,
-    no precompiled header), and the command's name."""
+def _exp_kernel_gxx(tmp: str) -> tuple[list[str], str]:
+    """The plain g++ command (toolchain compiler and flags, no precompiled header) that builds
+    the program's exp kernel translation unit, and its short form."""
     from simpler import get_include, toolchain
 
     x = np.zeros((N, N), np.float32)
@@ -148,48 +157,58 @@ def _one_gxx(tmp: str) -> tuple[float, str]:
         shutil.copyfile(Path(prog.path) / kernel.source, source)
     tc = toolchain.default_toolchain()
     cmd = [tc.compiler, *tc.flags, f"-I{get_include()}", str(source), "-o", str(Path(tmp) / "k.so")]
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
-        best = min(best, time.perf_counter() - t0)
-    return best, f"{Path(tc.compiler).name} {' '.join(tc.flags)}"
+    return cmd, f"{Path(tc.compiler).name} {' '.join(tc.flags)}"
+
+
+def _run_gxx(cmd: list[str]) -> tuple[float, float]:
+    t0, c0 = time.perf_counter(), _cpu()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0, _cpu() - c0
 
 
 def main() -> None:
-    befores, firsts, colds, hits, cold_walls, hit_walls = [], [], [], [], [], []
+    # Each round: the baseline g++, then cold compiles in fresh processes: as built before;
+    # with an empty toolchain cache; with the toolchain cache of the previous one (fresh store);
+    # and a cache hit. Best of three rounds, interleaved so load changes hit every figure.
+    runs: dict[str, list[tuple[float, float, float]]] = {
+        k: [] for k in ("gxx", "before", "first", "cold", "hit")
+    }
     with tempfile.TemporaryDirectory(prefix="pypto-bench-") as tmp:
-        gxx, gxx_cmd = _one_gxx(tmp)
+        gxx_cmd, gxx_name = _exp_kernel_gxx(tmp)
         for i in range(3):
             tc_cache = os.path.join(tmp, f"toolchain-{i}")
-            first_store, store = os.path.join(tmp, f"store-a{i}"), os.path.join(tmp, f"store-b{i}")
-            befores.append(_fresh_compile(os.path.join(tmp, f"store-c{i}"), tc_cache, BEFORE)[0])
-            firsts.append(_fresh_compile(first_store, tc_cache)[0])  # empty toolchain cache
-            cold, cold_wall = _fresh_compile(store, tc_cache)  # fresh store, headers cached
-            hit, hit_wall = _fresh_compile(store, tc_cache)
-            colds.append(cold)
-            cold_walls.append(cold_wall)
-            hits.append(hit)
-            hit_walls.append(hit_wall)
-    before, first, cold, hit = min(befores), min(firsts), min(colds), min(hits)
+            g_wall, g_cpu = _run_gxx(gxx_cmd)
+            runs["gxx"].append((g_wall, g_cpu, g_wall))
+            runs["before"].append(_fresh_compile(os.path.join(tmp, f"store-a{i}"), tc_cache, BEFORE))
+            runs["first"].append(_fresh_compile(os.path.join(tmp, f"store-b{i}"), tc_cache))
+            store = os.path.join(tmp, f"store-c{i}")
+            runs["cold"].append(_fresh_compile(store, tc_cache))
+            runs["hit"].append(_fresh_compile(store, tc_cache))
+    best = {k: tuple(min(r[j] for r in v) for j in range(3)) for k, v in runs.items()}
+    g_wall, g_cpu, _ = best["gxx"]
+
+    def row(label: str, key: str, j: int = 0) -> tuple[str, ...]:
+        wall, cpu = best[key][2 if j else 0], best[key][1]
+        return (
+            label,
+            f"{wall * 1e3:.0f} ms",
+            f"{wall / g_wall:.2f}x",
+            "" if j else f"{cpu * 1e3:.0f} ms",
+            "" if j else f"{cpu / g_cpu:.2f}x",
+        )
+
     _table(
-        f"3-kernel program: compile in a fresh process (baseline: one `{gxx_cmd}` of its exp kernel)",
+        f"3-kernel program: compile in a fresh process (baseline: one `{gxx_name}` of its exp kernel"
+        ", which includes simpler/tile.hpp; best of 3)",
+        ("measurement", "wall", "ratio", "CPU", "CPU ratio"),
         [
-            ("one g++ of a kernel TU including simpler/tile.hpp", f"{gxx * 1e3:.0f} ms", "1.00x"),
-            ("cold, fresh store (compile())", f"{cold * 1e3:.0f} ms", f"{cold / gxx:.2f}x"),
-            (
-                "cold, fresh store and toolchain cache (compile())",
-                f"{first * 1e3:.0f} ms",
-                f"{first / gxx:.2f}x",
-            ),
-            ("cache hit (compile())", f"{hit * 1e3:.1f} ms", f"{hit / gxx:.3f}x"),
-            (
-                "before: cold, sequential builds, no precompiled headers",
-                f"{before * 1e3:.0f} ms",
-                f"{before / gxx:.2f}x",
-            ),
-            ("cold: whole process", f"{min(cold_walls) * 1e3:.0f} ms", f"{min(cold_walls) / gxx:.2f}x"),
-            ("cache hit: whole process", f"{min(hit_walls) * 1e3:.0f} ms", f"{min(hit_walls) / gxx:.2f}x"),
+            row("baseline: one g++ of a kernel translation unit", "gxx"),
+            row("cold compile, fresh store (compile())", "cold"),
+            row("cold compile, fresh store and toolchain cache (compile())", "first"),
+            row("before: cold, one build at a time, no precompiled headers", "before"),
+            row("cache hit (compile())", "hit"),
+            row("cold: whole process", "cold", 1),
+            row("cache hit: whole process", "hit", 1),
         ],
     )
 
@@ -217,7 +236,11 @@ def main() -> None:
         ("CompiledProgram call on a2a3sim", f"{t_prog * 1e6:.1f} us", f"{t_prog / t_numpy:.1f}x"),
         ("@pl.jit call on a2a3sim", f"{t_jit * 1e6:.1f} us", f"{t_jit / t_numpy:.1f}x"),
     ]
-    _table("64x64 FP32 add: per-call program-mode overhead (baseline: numpy)", rows)
+    _table(
+        "64x64 FP32 add: per-call program-mode overhead (baseline: numpy)",
+        ("measurement", "time", "ratio to baseline"),
+        rows,
+    )
 
 
 if __name__ == "__main__":
