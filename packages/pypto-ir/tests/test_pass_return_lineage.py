@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pypto.language as pl
+from pypto.ir.analysis.return_lineage import entry_aliases
 from pypto.ir.passes import ssa
-from pypto.ir.passes.return_lineage import entry_aliases
 
 
 class HostArray:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.ir.analysis.return_lineage import definitions, entry_aliases, root_param
 from pypto.ir.codegen import generate_kernel, generate_orchestration
 from pypto.ir.contract import RUNTIMES, Contract, check_lowered_abi, parse_platform, validate_kernel_contract
 from pypto.ir.errors import CompileError, KernelError
@@ -34,7 +35,6 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.passes import nz_layout, ssa
-from pypto.ir.passes.return_lineage import _defs, entry_aliases, root_param
 from pypto.ir.pipeline import lower
 from pypto.ir.platforms import check_kernel_buffers
 from pypto.ir.types import FunctionType, ScalarType, TensorType
@@ -100,7 +100,7 @@ def check_host_access(program: Program) -> None:
     for f in program.funcs:
         if f.func_type is not FunctionType.Orchestration:
             continue
-        defs = _defs(f.body)
+        defs = definitions(f.body)
         touched: dict[object, set[str]] = {}
         for s in walk_stmts(f.body):
             for e in stmt_exprs(s):

@@ -14,8 +14,13 @@ import enum
 from collections.abc import Sequence
 
 from pypto.ir.errors import CompileError
-from pypto.ir.param_info import ParamDirection, ParamInfo, validate_param_names, validate_return_aliases
-from pypto.ir.passes.nz_layout import blocked_shape
+from pypto.ir.param_info import (
+    ParamDirection,
+    ParamInfo,
+    blocked_shape,
+    validate_param_names,
+    validate_return_aliases,
+)
 from pypto.ir.platforms import PLATFORMS, get_platform
 
 __all__ = [

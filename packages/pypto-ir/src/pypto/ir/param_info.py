@@ -27,6 +27,7 @@ __all__ = [
     "ParamInfo",
     "SignatureError",
     "bind_complete_args",
+    "blocked_shape",
     "nz_block_shape",
     "validate_param_names",
     "validate_return_aliases",
@@ -79,6 +80,29 @@ def nz_block_shape(dtype: DataType | str) -> tuple[int, int]:
     """
     dt = DataType.parse(dtype, what="nz_block_shape(dtype)")
     return (NZ_BLOCK_ROWS, NZ_BLOCK_BYTES // dt.itemsize)
+
+
+def blocked_shape(shape: Sequence[int], dtype: DataType | str, name: str = "tensor") -> tuple[int, ...]:
+    """The blocked NZ shape (element units) of a logical ``[R, C]`` or ``[B, R, C]`` shape.
+
+    Example:
+        >>> blocked_shape((32, 64), "INT8"), blocked_shape((-1, 32, 64), "FP32")
+        ((2, 2, 16, 32), (-1, 8, 2, 16, 8))
+    """
+    dims = tuple(shape)
+    if len(dims) not in (2, 3):
+        raise ValueError(f"{name}: NZ needs a logical [R, C] or [B, R, C] shape, got {list(dims)}")
+    rows, c0 = nz_block_shape(dtype)
+    *batch, r, c = dims
+    for what, d, unit in (("rows", r, rows), ("cols", c, c0)):
+        if d != DYNAMIC and d % unit:
+            raise ValueError(
+                f"{name}: NZ {what} must be a multiple of {unit} for {DataType.parse(dtype).value} "
+                f"(unpadded blocked form, blocks of {rows} x {c0}), got {d} in {list(dims)}"
+            )
+    cb = DYNAMIC if c == DYNAMIC else c // c0
+    rb = DYNAMIC if r == DYNAMIC else r // rows
+    return (*batch, cb, rb, rows, c0)
 
 
 def _is_blocked_nz(dims: tuple[int, ...], dtype: DataType) -> bool:

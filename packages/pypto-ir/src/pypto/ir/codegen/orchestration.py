@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pypto.ir import __version__
+from pypto.ir.analysis.return_lineage import function_aliases
 from pypto.ir.codegen.cpp import SCALAR_HELPERS, WIRE_DTYPE, cpp_type, ident, scalar_cpp_type, scalar_expr
 from pypto.ir.codegen.kernel import abi_params
 from pypto.ir.dtypes import DataType
@@ -39,7 +40,6 @@ from pypto.ir.nodes import (
     Yield,
 )
 from pypto.ir.param_info import ParamDirection
-from pypto.ir.passes.return_lineage import function_aliases
 from pypto.ir.types import ScalarType, TaskIdType, TensorType
 
 __all__ = ["OrchestrationSource", "generate_orchestration", "orchestration_symbol"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pypto.ir.analysis.return_lineage import definitions, root_param
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import (
     Assign,
@@ -29,7 +30,6 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.passes._rewrite import map_bodies
-from pypto.ir.passes.return_lineage import _defs, root_param
 from pypto.ir.types import TensorType
 
 NAME = "call_directions"
@@ -37,7 +37,7 @@ NAME = "call_directions"
 
 def usage(fn: Function) -> tuple[set[int], set[int]]:
     """(written, read) parameter indices of a kernel."""
-    defs = _defs(fn.body)
+    defs = definitions(fn.body)
     written: set[int] = set()
     read: set[int] = set()
 
@@ -122,7 +122,7 @@ def _annotate_calls(fn: Function, kernels: dict[str, Function], program: Program
         return tuple(res)
 
     fn = replace(fn, body=map_bodies(fn.body, annotate))
-    defs = _defs(fn.body)
+    defs = definitions(fn.body)
     for s in walk_stmts(fn.body):
         for e in stmt_exprs(s):
             if not isinstance(e, CallFunc) or not e.directions:

@@ -17,36 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Function, Program
-from pypto.ir.param_info import DYNAMIC, Layout, ParamInfo, nz_block_shape
+from pypto.ir.param_info import Layout, ParamInfo, blocked_shape
 from pypto.ir.types import TensorType
 
 NAME = "nz_layout"
 
-
-def blocked_shape(shape: Sequence[int], dtype: DataType | str, name: str = "tensor") -> tuple[int, ...]:
-    """The blocked NZ shape (element units) of a logical ``[R, C]`` or ``[B, R, C]`` shape.
-
-    Example:
-        >>> blocked_shape((32, 64), "INT8"), blocked_shape((-1, 32, 64), "FP32")
-        ((2, 2, 16, 32), (-1, 8, 2, 16, 8))
-    """
-    dims = tuple(shape)
-    if len(dims) not in (2, 3):
-        raise ValueError(f"{name}: NZ needs a logical [R, C] or [B, R, C] shape, got {list(dims)}")
-    rows, c0 = nz_block_shape(dtype)
-    *batch, r, c = dims
-    for what, d, unit in (("rows", r, rows), ("cols", c, c0)):
-        if d != DYNAMIC and d % unit:
-            raise ValueError(
-                f"{name}: NZ {what} must be a multiple of {unit} for {DataType.parse(dtype).value} "
-                f"(unpadded blocked form, blocks of {rows} x {c0}), got {d} in {list(dims)}"
-            )
-    cb = DYNAMIC if c == DYNAMIC else c // c0
-    rb = DYNAMIC if r == DYNAMIC else r // rows
-    return (*batch, cb, rb, rows, c0)
+__all__ = ["NAME", "blocked_shape", "lower_param", "lower_signature", "run"]
 
 
 def lower_param(p: ParamInfo) -> ParamInfo:

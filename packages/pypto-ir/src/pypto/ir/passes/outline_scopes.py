@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pypto.ir.analysis.return_lineage import root_param
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import (
     Assign,
@@ -34,7 +35,6 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.passes._rewrite import subst_body
-from pypto.ir.passes.return_lineage import root_param
 from pypto.ir.passes.ssa import base_name
 from pypto.ir.types import FunctionType, ScalarType, TaskIdType, TensorType, TupleType
 

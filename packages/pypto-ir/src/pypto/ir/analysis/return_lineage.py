@@ -27,10 +27,13 @@ from pypto.ir.nodes import (
     walk_stmts,
 )
 
-NAME = "return_lineage"
+__all__ = ["definitions", "entry_aliases", "function_aliases", "require_aliases", "root_param"]
 
 
-def _defs(body: tuple[Stmt, ...]) -> dict[str, object]:
+def definitions(body: tuple[Stmt, ...]) -> dict[str, object]:
+    """Per SSA name defined in ``body`` (nested bodies included), the value it is bound to:
+    an assignment's value, a loop-carried value's or loop result's initial value, an ``if``
+    result's value yielded by the then-branch."""
     defs: dict[str, object] = {}
     for s in walk_stmts(body):
         if isinstance(s, Assign):
@@ -49,10 +52,14 @@ def _defs(body: tuple[Stmt, ...]) -> dict[str, object]:
 
 
 def root_param(
-    fn: Function, value: Expr, program: Program | None = None, _defs_cache: dict[str, object] | None = None
+    fn: Function, value: Expr, program: Program | None = None, defs: dict[str, object] | None = None
 ) -> int | None:
-    """Index of the parameter ``value`` aliases, or None (internal tensor / not a tensor)."""
-    defs = _defs_cache if _defs_cache is not None else _defs(fn.body)
+    """Index of the parameter ``value`` aliases, or None (internal tensor / not a tensor).
+
+    ``defs`` is ``definitions(fn.body)``, computed once by a caller that asks many times.
+    """
+    if defs is None:
+        defs = definitions(fn.body)
     names = {p.name: i for i, p in enumerate(fn.params)}
     seen: set[str] = set()
     cur: object = value
@@ -84,7 +91,7 @@ def root_param(
 
 def function_aliases(fn: Function, program: Program | None = None) -> tuple[int | None, ...]:
     """Per return value of ``fn``, the index of the parameter it aliases (or None)."""
-    defs = _defs(fn.body)
+    defs = definitions(fn.body)
     rets = [s for s in fn.body if isinstance(s, Return)]
     if not rets:
         return ()

@@ -1,0 +1,1 @@
+"""Analyses of the IR: they read a Program and answer a question, they never rewrite it."""
