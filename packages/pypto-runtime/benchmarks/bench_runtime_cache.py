@@ -84,6 +84,8 @@ def _cpu() -> float:
 def _child() -> None:
     """One fresh-process compile; prints the wall and CPU seconds (this process and the
     compilers it ran) spent in compile() as JSON."""
+    if "--one-cpu" in sys.argv:  # builds one at a time, as before
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     x = np.zeros((N, N), np.float32)
     t0, c0 = time.perf_counter(), _cpu()
     prog = rt.compile(three_kernels, x, x, x, x)
@@ -92,18 +94,17 @@ def _child() -> None:
     print(json.dumps({"seconds": seconds, "cpu": cpu, "kernels": len(prog.metadata.kernels)}))
 
 
-# How programs were built before: one compiler process at a time, every header parsed.
-BEFORE = {"PYPTO_BUILD_JOBS": "1", "SIMPLER_PRECOMPILE": "0"}
-
-
-def _fresh_compile(
-    store: str, toolchain_cache: str, env: dict[str, str] | None = None
-) -> tuple[float, float, float]:
-    """(wall seconds inside compile, CPU seconds inside compile, wall seconds of the process)."""
+def _fresh_compile(store: str, toolchain_cache: str, *, before: bool = False) -> tuple[float, float, float]:
+    """(wall seconds inside compile, CPU seconds inside compile, wall seconds of the process).
+    ``before``: as programs were built before, one compiler process at a time (the child runs
+    on one CPU) and every header parsed (SIMPLER_PRECOMPILE=0)."""
+    env = {**os.environ, "PYPTO_CACHE_DIR": store, "SIMPLER_CACHE_DIR": toolchain_cache}
+    if before:
+        env["SIMPLER_PRECOMPILE"] = "0"
     t0 = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, __file__, "--child"],
-        env={**os.environ, "PYPTO_CACHE_DIR": store, "SIMPLER_CACHE_DIR": toolchain_cache, **(env or {})},
+        [sys.executable, __file__, "--child", *(["--one-cpu"] if before else [])],
+        env=env,
         capture_output=True,
         text=True,
         check=True,
@@ -179,7 +180,7 @@ def main() -> None:
             tc_cache = os.path.join(tmp, f"toolchain-{i}")
             g_wall, g_cpu = _run_gxx(gxx_cmd)
             runs["gxx"].append((g_wall, g_cpu, g_wall))
-            runs["before"].append(_fresh_compile(os.path.join(tmp, f"store-a{i}"), tc_cache, BEFORE))
+            runs["before"].append(_fresh_compile(os.path.join(tmp, f"store-a{i}"), tc_cache, before=True))
             runs["first"].append(_fresh_compile(os.path.join(tmp, f"store-b{i}"), tc_cache))
             store = os.path.join(tmp, f"store-c{i}")
             runs["cold"].append(_fresh_compile(store, tc_cache))

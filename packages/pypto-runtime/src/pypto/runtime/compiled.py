@@ -73,9 +73,9 @@ def _compile_all(
     relative prebuilt path -> bytes. ``read(rel)`` reads a source (default: from ``path``).
 
     Distinct sources are built once each (identical ones share a binary, also across
-    artifacts through the process's memo), in parallel on up to ``$PYPTO_BUILD_JOBS``
-    compiler processes (default: the CPUs), each taking its leading includes from a
-    precompiled header (``simpler.toolchain``, ``precompile=True``)."""
+    artifacts through the process's memo), in parallel on up to one compiler process per CPU
+    this process may run on, each taking its leading includes from a precompiled header
+    (``simpler.toolchain``, ``precompile=True``)."""
     if read is None:
 
         def read(rel: str) -> bytes:
@@ -129,14 +129,8 @@ def _compile_all(
 
 
 def _build_jobs() -> int:
-    """Compiler processes one build runs at once: ``$PYPTO_BUILD_JOBS`` if set (>= 1), else
-    the CPUs this process may run on."""
-    env = os.environ.get("PYPTO_BUILD_JOBS", "").strip()
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            raise ValueError(f"PYPTO_BUILD_JOBS: expected a positive integer, got {env!r}") from None
+    """Compiler processes one build runs at once: the CPUs this process may run on (its
+    affinity mask; ``taskset -c 0`` gives one build at a time)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
