@@ -1,16 +1,35 @@
-"""The compile pipeline, as a readable list of named stages.
+"""The compile pipeline, as readable lists of named stages.
 
-    parse (pypto.ir.parser)
+``_compile_to_files`` (pypto.ir.compile) runs ``COMPILE``, then writes the files:
+
+    aliases          a second SSA run, on the original (parsed) IR: the entry's return
+                     aliases (analysis.return_lineage.entry_aliases) and the logical signature
+    contract         KERNEL: validate_kernel_contract; PROGRAM: every return aliases a parameter
+    lower            the IR stages below (STAGES), with the verifier between every two
+    host_access      host reads/writes in the orchestration vs the kernels' use (lowered IR)
+    lower_signature  nz_layout.lower_signature: the assembly (lowered) signature
+    lowered_abi      KERNEL: check_lowered_abi, the lowered ABI against the logical signature
+    kernels          codegen: one C++ source per kernel the entry calls
+    buffer_capacity  each kernel's tiles fit the platform's on-chip buffers
+    orchestration    codegen: the orchestration's C++ source
+    metadata         compiled_meta.json's content
+
+``lower`` runs ``STAGES`` (also on its own, e.g. ``JITFunction.lower``):
+
+    parse (pypto.language.parser)
       -> verify
       -> ssa              every name assigned once, nested op calls flattened
+      -> verify
       -> outline_scopes   pl.at scopes become InCore kernels submitted by the orchestration
+      -> verify
       -> call_directions  In/Out/InOut of kernel parameters and call arguments
+      -> verify
       -> tensor_to_tile   tensor-level statements in kernels become load/compute/store
+      -> verify
       -> nz_layout        NZ tensor parameters checked for their blocked (lowered) form
       -> verify
-      -> codegen (pypto.ir.codegen)
 
-The verifier runs between every two stages.
+The verifier runs between every two stages; a failure names the stage before it.
 """
 
 from __future__ import annotations
@@ -18,15 +37,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pypto.ir import build
+from pypto.ir.build import Build
 from pypto.ir.nodes import Program
 from pypto.ir.passes import call_directions, nz_layout, outline_scopes, ssa, tensor_to_tile
 from pypto.ir.verifier import VerifyLevel, verify
 
-__all__ = ["STAGES", "LowerResult", "Stage", "lower"]
+__all__ = ["COMPILE", "STAGES", "Build", "LowerResult", "Stage", "Step", "lower", "run_compile"]
 
 
 @dataclass(frozen=True)
 class Stage:
+    """An IR pass: Program -> Program, then the verifier at level ``after``."""
+
     name: str
     run: Callable[[Program], Program]
     after: VerifyLevel  # what the verifier requires of the result
@@ -47,8 +70,10 @@ class LowerResult:
     trace: tuple[tuple[str, Program], ...]  # (stage name, program after it)
 
 
-def lower(program: Program, *, check: bool = True, stages: tuple[Stage, ...] = STAGES) -> LowerResult:
-    """Run ``stages`` in order, verifying before the first and after each one."""
+def lower(program: Program, *, check: bool = True, stages: tuple[Stage, ...] | None = None) -> LowerResult:
+    """Run ``stages`` (default ``STAGES``) in order, verifying before the first and after each one."""
+    if stages is None:
+        stages = STAGES
     if check:
         verify(program, VerifyLevel(), "parse")
     trace = []
@@ -58,3 +83,36 @@ def lower(program: Program, *, check: bool = True, stages: tuple[Stage, ...] = S
             verify(program, stage.after, stage.name)
         trace.append((stage.name, program))
     return LowerResult(program, tuple(trace))
+
+
+def _lower(b: Build) -> None:
+    b.lowered = lower(b.program).program
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a compile: reads and fills in the ``Build``."""
+
+    name: str
+    run: Callable[[Build], None]
+
+
+COMPILE: tuple[Step, ...] = (
+    Step("aliases", build.aliases),
+    Step("contract", build.contract),
+    Step("lower", _lower),
+    Step("host_access", build.host_access),
+    Step("lower_signature", build.lower_signature),
+    Step("lowered_abi", build.lowered_abi),
+    Step("kernels", build.kernels),
+    Step("buffer_capacity", build.buffer_capacity),
+    Step("orchestration", build.orchestration),
+    Step("metadata", build.metadata),
+)
+
+
+def run_compile(b: Build, steps: tuple[Step, ...] | None = None) -> Build:
+    """Run ``steps`` (default ``COMPILE``) on ``b`` in order; returns ``b``, filled in."""
+    for step in COMPILE if steps is None else steps:
+        step.run(b)
+    return b
