@@ -22,14 +22,12 @@ from pypto.language.decorators import (
     DSLFunction,
     IncoreFunction,
     InlineFunction,
-    JITFunction,
-    Specialization,
     function,
     inline,
-    jit,
     program,
 )
 from pypto.language.dsl import at, parallel, range, unroll, yield_
+from pypto.language.jit import JITFunction, Specialization, jit
 from pypto.language.ops import (
     abs,
     add,

@@ -60,7 +60,7 @@ class _Declared(NamedTuple):
 
 def _declared_params(fn: Any, what: str) -> tuple[_Declared, ...]:
     from pypto.language import typing as lt
-    from pypto.language.decorators import JITFunction
+    from pypto.language.jit import JITFunction
 
     if not isinstance(fn, JITFunction):
         raise TypeError(f"{what}: expected a @pl.jit function, got {type(fn).__name__}")

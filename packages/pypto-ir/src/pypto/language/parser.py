@@ -23,7 +23,6 @@ from typing import Any
 from pypto.ir import ops as op_registry
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
-from pypto.ir.fold import INDEX, compare, extent, fold, make_const
 from pypto.ir.nodes import (
     Arg,
     Assign,
@@ -43,7 +42,6 @@ from pypto.ir.nodes import (
     Var,
     expr_vars,
 )
-from pypto.ir.op_builders import OP_BUILDERS, build_generic
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import (
     DynDim,
@@ -58,6 +56,8 @@ from pypto.ir.types import (
     Type,
 )
 from pypto.language import typing as lt
+from pypto.language.fold import INDEX, compare, extent, fold, make_const
+from pypto.language.op_builders import OP_BUILDERS, build_generic
 
 __all__ = ["ParseContext", "SourceInfo", "param_annotations", "parse_function"]
 

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
-from pypto.ir.fold import INDEX, make_const
 from pypto.ir.nodes import Arg, Const, Expr
 from pypto.ir.param_info import Layout
 from pypto.ir.types import PadValue, TensorType, TileType
+from pypto.language.fold import INDEX, make_const
 
 if TYPE_CHECKING:
-    from pypto.ir.parser import _Parser
+    from pypto.language.parser import _Parser
 
 __all__ = ["OP_BUILDERS", "build_generic", "tile_dims"]
 

@@ -1,0 +1,280 @@
+"""``@pl.jit``: binding a call's arguments, specialising on them, and caching the result.
+
+- ``@pl.jit`` makes an orchestration function specialised per call on the tensor
+  shapes/dtypes and scalar values it receives (in-memory cache of specialisations, keyed by
+  ``call_key``). Calling it executes it through the installed runtime executor (see
+  ``pypto.ir.execution``). A scalar parameter whose default or argument is ``pl.RUNTIME`` is
+  not folded: it stays a runtime scalar argument and only its dtype enters the key (see
+  ``pl.RuntimeScalarMarker``).
+- ``pl.jit.incore`` / ``pl.jit.inline`` make the helpers of :mod:`pypto.language.decorators`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import KernelError, Span
+from pypto.ir.execution import get_jit_executor
+from pypto.ir.nodes import Program
+from pypto.ir.param_info import ParamInfo
+from pypto.ir.types import DynDim, FunctionType, TensorType, Type
+from pypto.language import typing as lt
+from pypto.language.decorators import IncoreFunction, InlineFunction, _source_digest, signature_of
+from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
+from pypto.language.specialize import dtype_of, is_tensor_like, scalar_of, shape_of
+
+__all__ = ["JITFunction", "Specialization", "jit"]
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """One specialisation of a ``@pl.jit`` function: its IR program and what it depends on.
+
+    Attributes:
+        program: The parsed (pre-pass) IR program; its entry is the jit function.
+        params: The caller's logical signature (ParamInfo, complete, scalars included).
+        key: The cheap in-memory cache key of the call (shapes, dtypes, folded scalar values;
+            a runtime scalar is ``("R", dtype)``).
+        key_material: Canonical JSON-able data for ArtifactKey (sources, IR text, folded values).
+    """
+
+    program: Program
+    params: tuple[ParamInfo, ...]
+    key: tuple[Any, ...]
+    key_material: dict[str, Any] = field(compare=False)
+    captured: tuple[tuple[Callable[..., Any], str, object], ...] = field(default=(), compare=False)
+
+    def check_captured(self) -> None:
+        """Raise if a module constant the kernels were compiled with has changed since."""
+        for fn, name, old in self.captured:
+            now = _current_value(fn, name)
+            if now is not old and now != old:
+                raise RuntimeError(
+                    f"{fn.__qualname__}: global {name!r} was {old!r} when this kernel was compiled and is "
+                    f"{now!r} now; kernels capture module constants at their first call, so set them before "
+                    "calling (or use a parameter / pl.dynamic dim for values that change)"
+                )
+
+
+def _current_value(fn: Callable[..., Any], name: str) -> object:
+    try:
+        nonlocals = inspect.getclosurevars(fn).nonlocals
+    except (TypeError, ValueError):
+        nonlocals = {}
+    if name in nonlocals:
+        return nonlocals[name]
+    return getattr(fn, "__globals__", {}).get(name, "<deleted>")
+
+
+class JITFunction:
+    """A ``@pl.jit`` function. Call it to run (needs a runtime), or ``lower``/``specialize``.
+
+    Scalar arguments are folded into the program as constants (one specialisation per value)
+    unless the parameter is a runtime scalar: its argument is ``pl.RUNTIME`` or its signature
+    default is ``pl.RUNTIME`` (``runtime_defaults``). A runtime scalar stays a scalar parameter
+    of the program, is keyed by its dtype only, and takes its value when the compiled program
+    is called; ``fn.specialize(a, pl.RUNTIME, c)`` serves every value of the middle argument.
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self._sig = inspect.signature(fn)
+        self._cache: dict[tuple[Any, ...], Specialization] = {}
+        self._lock = threading.Lock()
+        self._annotations: list[tuple[str, Any]] | None = None
+        self._spans: dict[str, Span] = {}
+        # parameters whose signature default is pl.RUNTIME: runtime scalars at every call
+        self.runtime_defaults: frozenset[str] = frozenset(
+            n for n, p in self._sig.parameters.items() if lt.is_runtime(p.default)
+        )
+
+    def __repr__(self) -> str:
+        return f"<pl.jit {self.fn.__module__}.{self.fn.__qualname__}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return get_jit_executor()(self, args, kwargs)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(self._sig.parameters)
+
+    def _param_annotations(self) -> list[tuple[str, Any]]:
+        if self._annotations is None:
+            src = SourceInfo.of(self.fn)
+            found = param_annotations(src, skip_self=False)
+            self._spans = {n: src.span(node) for n, _, node in found}
+            self._annotations = [(n, a) for n, a, _ in found]
+        return self._annotations
+
+    def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """The call's arguments in parameter order (signature defaults filled in)."""
+        try:
+            ba = self._sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.fn.__name__}{self._sig}: {exc}") from None
+        ba.apply_defaults()
+        return tuple(ba.arguments[n] for n in self._sig.parameters)
+
+    def _scalar_dtype(self, name: str, ann: Any, why: str) -> DataType:
+        if isinstance(ann, lt.ScalarAnnotation):
+            return ann.dtype
+        if isinstance(ann, DataType):
+            return ann
+        raise KernelError(
+            f"{self.fn.__name__}: parameter {name!r} is a runtime scalar ({why}) but has no scalar dtype "
+            f"annotation; annotate it, e.g. `{name}: pl.Scalar[pl.INT32]` or `{name}: pl.FP32`",
+            self._spans.get(name),
+        )
+
+    def call_key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The in-memory specialisation key of bound arguments (cheap: no parsing).
+
+        A tensor is ``("T", shape, dtype)``, a folded scalar ``("S", type, value)`` and a runtime
+        scalar (argument or default ``pl.RUNTIME``) ``("R", dtype)``, which holds no value.
+        """
+        key: list[Any] = []
+        for (name, ann), value in zip(self._param_annotations(), args, strict=True):
+            inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
+            if inner is lt.Tensor or isinstance(inner, lt.TensorAnnotation):
+                if lt.is_runtime(value) or name in self.runtime_defaults:
+                    raise TypeError(
+                        f"{self.fn.__name__}: parameter {name!r} is a tensor; pl.RUNTIME marks a runtime "
+                        "scalar and applies to scalar parameters only"
+                    )
+                if not is_tensor_like(value):
+                    raise TypeError(
+                        f"{self.fn.__name__}: parameter {name!r} is a tensor; got {type(value).__name__} "
+                        "(pass a torch tensor or numpy array)"
+                    )
+                shape = shape_of(value, f"parameter {name!r}")
+                if isinstance(inner, lt.TensorAnnotation) and inner.shape is not None:
+                    shape = (
+                        tuple(
+                            -1 if isinstance(d, DynDim) else s
+                            for d, s in zip(inner.shape, shape, strict=False)
+                        )
+                        + shape[len(inner.shape) :]
+                    )
+                key.append(("T", shape, dtype_of(value, f"parameter {name!r}").value))
+            elif lt.is_runtime(value) or name in self.runtime_defaults:
+                why = "its default is pl.RUNTIME" if name in self.runtime_defaults else "passed pl.RUNTIME"
+                dtype = self._scalar_dtype(name, inner, why)
+                if not lt.is_runtime(value):
+                    scalar_of(value, f"parameter {name!r}")  # the call's value, checked, not keyed
+                key.append(("R", dtype.value))
+            else:
+                v = scalar_of(value, f"parameter {name!r}")
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise ValueError(
+                        f"{self.fn.__name__}: parameter {name!r} is {v!r}; a NaN or infinite value cannot be "
+                        "folded into the compiled program as a constant. Make it a runtime scalar to pass it "
+                        f"at run time (compile with pl.RUNTIME for {name!r}, or give it the default pl.RUNTIME)"
+                    )
+                key.append(("S", type(v).__name__, v))
+        return tuple(key)
+
+    def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
+        """Parse (or fetch from the in-memory cache) the program for these arguments.
+
+        Pass ``pl.RUNTIME`` in place of a scalar to keep it a runtime parameter (by position
+        or keyword: ``fn.specialize(a, c=c, alpha=pl.RUNTIME)``); pass it for each scalar to
+        make every scalar runtime.
+        """
+        kwargs.pop("config", None)
+        bound = self.bind(*args, **kwargs)
+        key = self.call_key(bound)
+        with self._lock:
+            spec = self._cache.get(key)
+        if spec is not None:
+            spec.check_captured()
+            return spec
+        spec = self._build(bound, key)
+        with self._lock:
+            return self._cache.setdefault(key, spec)
+
+    def _build(self, bound: tuple[Any, ...], key: tuple[Any, ...]) -> Specialization:
+        arg_types: dict[str, Type] = {}
+        scalars: dict[str, int | float | bool] = {}
+        for (name, ann), value, k in zip(self._param_annotations(), bound, key, strict=True):
+            if k[0] == "T":
+                arg_types[name] = TensorType(shape_of(value), DataType(k[2]))
+                inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
+                if isinstance(inner, lt.TensorAnnotation) and inner.shape is not None:
+                    given = shape_of(value)
+                    if len(inner.shape) == len(given):
+                        arg_types[name] = TensorType(
+                            tuple(
+                                d if isinstance(d, DynDim) else g
+                                for d, g in zip(inner.shape, given, strict=True)
+                            ),
+                            DataType(k[2]),
+                        )
+            elif k[0] == "S":
+                scalars[name] = k[2]
+            # "R": a runtime scalar stays the parameter Var (typed by its annotation)
+        ctx = ParseContext()
+        entry = parse_function(
+            self.fn, ctx=ctx, func_type=FunctionType.Orchestration, arg_types=arg_types, scalar_values=scalars
+        )
+        program = Program(self.fn.__name__, (entry, *ctx.functions.values()), entry.name)
+        sources = {entry.name: _source_digest(self.fn), **ctx.__dict__.get("_sources", {})}
+        material = {
+            "kind": "jit",
+            "entry": entry.name,
+            "sources": dict(sorted(sources.items())),
+            "ir_sha256": hashlib.sha256(str(program).encode()).hexdigest(),
+            "call_key": [list(_jsonable(k)) for k in key],
+        }
+        captured = tuple(
+            (fn, name, value)
+            for (fn, name), value in sorted(
+                ctx.captured.items(), key=lambda kv: (kv[0][0].__qualname__, kv[0][1])
+            )
+        )
+        material["globals"] = {f"{fn.__qualname__}.{name}": repr(v) for fn, name, v in captured}
+        return Specialization(program, signature_of(entry), key, material, captured)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Program:
+        """Run the full pass pipeline for these arguments and return the lowered program."""
+        from pypto.ir.pipeline import lower
+
+        return lower(self.specialize(*args, **kwargs).program).program
+
+    @property
+    def cache_size(self) -> int:
+        return len(self._cache)
+
+
+def _jsonable(k: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(list(x) if isinstance(x, tuple) else x for x in k)
+
+
+class _Jit:
+    """``pl.jit`` (orchestration entry), with ``pl.jit.incore`` for kernel helpers."""
+
+    def __call__(self, fn: Callable[..., Any]) -> JITFunction:
+        if not callable(fn):
+            raise TypeError(f"@pl.jit decorates a function, got {fn!r}")
+        return JITFunction(fn)
+
+    def incore(self, fn: Callable[..., Any]) -> IncoreFunction:
+        """A kernel helper called from a @pl.jit body; its body is tile code."""
+        return IncoreFunction(fn)
+
+    def inline(self, fn: Callable[..., Any]) -> InlineFunction:
+        """A helper spliced into its callers (orchestration or kernel code alike)."""
+        return InlineFunction(fn)
+
+
+jit = _Jit()
