@@ -117,3 +117,15 @@ def test_precompile_can_be_turned_off(monkeypatch: pytest.MonkeyPatch, tmp_path:
     tc = toolchain.Toolchain(cache_dir=tmp_path / "cache")
     tc.compile_shared({"k.cpp": KERNEL}, precompile=True)
     assert not (tmp_path / "cache").exists()
+
+
+def test_least_recently_used_preludes_are_pruned(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(toolchain, "_PCH_KEEP", 1)
+    tc = toolchain.Toolchain(cache_dir=tmp_path)
+    small = 'extern "C" int f() { return 1; }\n'
+    tc.compile_shared({"a.cpp": "#include <cstdint>\n" + small}, precompile=True)
+    (first,) = _entries(tmp_path)
+    tc.compile_shared({"b.cpp": "#include <climits>\n" + small}, precompile=True)
+    (second,) = _entries(tmp_path)
+    assert second != first
+    assert (second / "prelude.hpp").read_text().endswith("#include <climits>\n")

@@ -170,7 +170,7 @@ def _default_cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "simpler"
 
 
-_PCH_KEEP = 16  # prelude entries kept per cache directory (least recently used go first)
+_PCH_KEEP = 8  # prelude entries kept per cache directory (~30 MB each; least recently used go first)
 
 
 def _mtime(path: Path) -> float:
