@@ -133,7 +133,9 @@ def _import(target: str) -> Any:
     obj: Any = module
     for part in qualname.split("."):
         if not hasattr(obj, part):
-            found = [n for n, v in vars(module).items() if hasattr(v, "specialize")]
+            from pypto.language.jit import JITFunction
+
+            found = [n for n, v in vars(module).items() if isinstance(v, JITFunction)]
             hint = f"; @pl.jit functions in it: {', '.join(found)}" if found else ""
             raise UsageError(f"{file}: no {qualname!r}{hint}")
         obj = getattr(obj, part)
