@@ -19,7 +19,7 @@ from pypto.ir.types import PadValue, TensorType, TileType
 from pypto.language.fold import INDEX, make_const
 
 if TYPE_CHECKING:
-    from pypto.language.parser import _Parser
+    from pypto.language.parser.calls import _Calls as _Parser
 
 __all__ = ["OP_BUILDERS", "build_generic", "tile_dims"]
 

@@ -1,0 +1,234 @@
+"""The parser's calls: ops, kernels, inlined helpers, and their static arguments."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Any
+
+from pypto.ir import ops as op_registry
+from pypto.ir.dtypes import DataType
+from pypto.ir.nodes import (
+    Arg,
+    Call,
+    CallFunc,
+    Const,
+    Expr,
+    Stmt,
+)
+from pypto.ir.types import (
+    FunctionType,
+    MemorySpace,
+    ScalarType,
+    TensorType,
+    TileType,
+    TupleType,
+    Type,
+)
+from pypto.language.fold import INDEX, fold
+from pypto.language.op_builders import OP_BUILDERS, build_generic
+from pypto.language.parser.common import (
+    SourceInfo,
+    _compatible,
+    _rebound_names,
+    _SelfMethod,
+    _Static,
+)
+from pypto.language.parser.expressions import _Expressions
+
+
+class _Calls(_Expressions):
+    def call(self, node: ast.Call) -> Expr:
+        target = self.resolve(node.func)
+        if not isinstance(target, _Static):
+            raise self.err(f"{ast.unparse(node.func)} is not callable in a kernel", node.func)
+        obj = target.value
+        opname = getattr(obj, "__pypto_op__", None)
+        if opname is not None:
+            return self.op_call(opname, obj, node)
+        if getattr(obj, "__pypto_dsl__", None) is not None:
+            raise self.err(f"pl.{obj.__pypto_dsl__} is used in a for/with statement, not as a value", node)
+        if obj in (builtins.min, builtins.max):
+            if len(node.args) != 2 or node.keywords:
+                raise self.err(f"{obj.__name__}() in kernels takes two scalars", node)
+            a, b = self.scalar(node.args[0], obj.__name__), self.scalar(node.args[1], obj.__name__)
+            return fold(obj.__name__, a, b, self.src.span(node))
+        return self.func_call(obj, node)
+
+    def inline_call(self, obj: Any, node: ast.Call) -> Expr:
+        """Splice a ``@pl.jit.inline`` helper's body at the call; returns its return value."""
+        if node.keywords:
+            raise self.err("inline helpers take positional arguments only", node.keywords[0])
+        args = [self.expr(a) for a in node.args]
+        src = SourceInfo.of(obj.fn)
+        names = [a.arg for a in src.tree.args.args]
+        if len(names) != len(args):
+            raise self.err(
+                f"{obj.fn.__name__}({', '.join(names)}) takes {len(names)} arguments, got {len(args)}", node
+            )
+        body = list(src.tree.body)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        last = body[-1] if body else None
+        ret = last if isinstance(last, ast.Return) else None
+        if ret is not None:
+            body.pop()
+        saved = (self.src, self.st.env, self.st.multi, self.prefix)
+        self.inlined += 1
+        self.src = src
+        self.st.env = dict(zip(names, args, strict=True))
+        self.st.multi = _rebound_names(src.tree) | set(names)
+        self.prefix = f"{saved[3]}{obj.fn.__name__.strip('_')}{self.inlined}_"
+        try:
+            stmts: list[Stmt] = []
+            for s in body:
+                if isinstance(s, ast.Return):
+                    raise self.err("an inline helper returns once, at the end", s)
+                outer, self.pending = self.pending, []
+                try:
+                    produced = self.stmt(s)
+                finally:
+                    nested, self.pending = self.pending, outer
+                stmts.extend(nested)
+                stmts.extend(produced)
+            if ret is None or ret.value is None:
+                value: Expr = Const(0, INDEX)
+                result_type: Type | None = None
+            else:
+                if isinstance(ret.value, ast.Tuple):
+                    raise self.err("an inline helper returns one value", ret)
+                value = self.expr(ret.value)
+                result_type = value.type
+        finally:
+            self.src, self.st.env, self.st.multi, self.prefix = saved
+        self.pending.extend(stmts)
+        if result_type is None:
+            return Const(0, INDEX)
+        return value
+
+    def func_call(self, obj: Any, node: ast.Call) -> Expr:
+        if getattr(obj, "__pypto_inline__", False):
+            return self.inline_call(obj, node)
+        span = self.src.span(node)
+        if node.keywords:
+            raise self.err("kernel calls take positional arguments only", node.keywords[0])
+        args = [self.expr(a) for a in node.args]
+        if self.st.in_scope or self.st.func_type.is_kernel:
+            raise self.err(
+                "a kernel cannot call another function; call kernels from the orchestration (outside pl.at)",
+                node,
+            )
+        if isinstance(obj, _SelfMethod):
+            target: Any = obj
+        else:
+            target = obj
+        fn = self.ctx.resolve_call(target, [a.type for a in args], span)
+        if fn is None:
+            raise self.err(
+                f"{ast.unparse(node.func)} is not a kernel: call @pl.jit.incore / @pl.function kernels or pl.* ops",
+                node.func,
+            )
+        if len(args) != len(fn.params):
+            names = ", ".join(p.name for p in fn.params)
+            raise self.err(f"{fn.name}({names}) takes {len(fn.params)} arguments, got {len(args)}", node)
+        for p, a in zip(fn.params, args, strict=True):
+            if p.var.type != a.type and not _compatible(p.var.type, a.type):
+                raise self.err(f"{fn.name}: argument {p.name!r} expects {p.var.type}, got {a.type}", node)
+        self.st.saw_call = True
+        rtype: Type = fn.returns[0] if len(fn.returns) == 1 else TupleType(fn.returns)
+        return CallFunc(fn.name, tuple(args), rtype, span=span)
+
+    # ------------------------------------------------------------------ ops
+
+    def op_call(self, opname: str, obj: Any, node: ast.Call) -> Expr:
+        bound = self.bind(obj.__wrapped__, f"pl.{opname}", node)
+        return OP_BUILDERS.get(opname, build_generic)(self, opname, bound, node)
+
+    def make_op(self, opname: str, args: list[Arg], attrs: dict[str, Any], node: ast.AST) -> Call:
+        """Dispatch a unified op to its tile or tensor form, check it and build the Call."""
+        first = args[0].type if args and not isinstance(args[0], tuple) else None
+        if opname in ("create_tile", "full") or (opname == "read" and isinstance(first, TileType)):
+            kind = "tile"
+        elif opname in ("create_tensor", "dim", "read", "view", "write"):
+            kind = "tensor"
+        elif opname == "cast" and isinstance(first, ScalarType):
+            kind = "scalar"
+        elif opname == "load" or isinstance(first, TileType):
+            kind = "tile"
+        elif isinstance(first, TensorType):
+            kind = "tensor"
+        else:
+            raise self.err(f"pl.{opname}: the first operand must be a tile or a tensor, got {first}", node)
+        full = {"create_tile": "tile.create", "create_tensor": "tensor.create"}.get(
+            opname, f"{kind}.{opname}"
+        )
+        if full not in op_registry.OPS:
+            raise self.err(
+                f"pl.{opname} works on {'tensors' if kind == 'tile' else 'tiles'}, not {kind}s"
+                + ("; pl.load the tensor into a tile first" if kind == "tensor" else ""),
+                node,
+            )
+        types: list[Type] = [a.type for a in args if not isinstance(a, tuple)]
+        try:
+            rtype = op_registry.infer(full, types, attrs)
+        except op_registry.OpError as exc:
+            raise self.err(str(exc), node) from None
+        # a window (tensor.view) is a descriptor in the orchestration and offsets in a kernel
+        is_kernel_work = full not in (
+            "tensor.create",
+            "tensor.dim",
+            "tensor.read",
+            "tensor.write",
+            "scalar.cast",
+            "tensor.view",
+        )
+        if is_kernel_work:
+            outside = not self.st.in_scope and not self.st.func_type.is_kernel
+            if outside and self.st.func_type is FunctionType.Opaque:
+                self.st.outside_node = self.st.outside_node or (node, opname)
+            elif outside:
+                raise self.err(
+                    f"pl.{opname} runs on a core: put it inside `with pl.at(level=pl.Level.CORE_GROUP):` "
+                    "or in a @pl.jit.incore function",
+                    node,
+                )
+            self.st.saw_tile = True
+        elif full == "tensor.create" and self.st.in_scope:
+            raise self.err(
+                "pl.create_tensor allocates device memory from the orchestration; call it outside pl.at", node
+            )
+        clean = {k: v for k, v in attrs.items() if k != "static_offsets"}
+        return Call(full, tuple(args), tuple(sorted(clean.items())), rtype, self.src.span(node))
+
+    def offsets(self, node: Any, what: str) -> tuple[Expr, ...]:
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.err(f"{what} must be a list such as [0, 0]", node)
+        return tuple(self.scalar(e, what) for e in node.elts)
+
+    def shape(self, node: Any, what: str) -> tuple[int, ...]:
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.err(f"{what} must be a list of constants such as [64, 64]", node)
+        out = []
+        for e in node.elts:
+            v = self.expr(e)
+            if not isinstance(v, Const) or isinstance(v.value, bool) or not isinstance(v.value, int):
+                hint = self.runtime_hint(v, what)
+                raise self.err(f"{what} entries must be integer constants, got {ast.unparse(e)}{hint}", e)
+            out.append(int(v.value))
+        return tuple(out)
+
+    def dtype(self, node: Any, what: str) -> DataType:
+        v = self.static_value(node, what, node)
+        try:
+            return DataType.parse(v, what=what)
+        except ValueError as exc:
+            raise self.err(str(exc), node) from None
+
+    def memory(self, node: Any, what: str) -> MemorySpace:
+        v = self.static_value(node, what, node) if isinstance(node, ast.AST) else node
+        if not isinstance(v, MemorySpace):
+            raise self.err(
+                f"{what} must be a pl.MemorySpace, got {v!r}",
+                node if isinstance(node, ast.AST) else ast.Pass(),
+            )
+        return v

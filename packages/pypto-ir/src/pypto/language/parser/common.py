@@ -1,0 +1,305 @@
+"""Source positions, parse contexts, parameter annotations and the shared helpers of the parser."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import KernelError, Span
+from pypto.ir.nodes import (
+    Arg,
+    Call,
+    Expr,
+    Function,
+    Stmt,
+    Var,
+)
+from pypto.ir.param_info import ParamDirection
+from pypto.ir.types import (
+    DynDim,
+    FunctionType,
+    ScalarType,
+    TensorType,
+    Type,
+)
+from pypto.language import typing as lt
+
+__all__ = ["ParseContext", "SourceInfo", "annotation_to_type", "param_annotations"]
+
+
+@dataclass
+class SourceInfo:
+    """A function's parsed source with the offsets that map AST positions to the file."""
+
+    fn: Callable[..., Any]
+    file: str
+    tree: ast.FunctionDef
+    line_offset: int
+    col_offset: int
+    namespace: dict[str, Any]
+
+    @classmethod
+    def of(cls, fn: Callable[..., Any]) -> SourceInfo:
+        try:
+            lines, first = inspect.getsourcelines(fn)
+            file = inspect.getsourcefile(fn) or "<unknown>"
+        except (OSError, TypeError) as exc:
+            raise KernelError(
+                f"cannot read the source of {getattr(fn, '__qualname__', fn)!r} ({exc}); "
+                "kernels must be defined in a file, not typed at an interactive prompt"
+            ) from None
+        text = "".join(lines)
+        dedented = textwrap.dedent(text)
+        indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+        module = ast.parse(dedented)
+        node = module.body[0]
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or isinstance(
+            node, ast.AsyncFunctionDef
+        ):
+            raise KernelError(f"{fn!r} is not a plain function definition")
+        namespace = dict(getattr(fn, "__globals__", {}))
+        with contextlib.suppress(TypeError, ValueError):
+            namespace.update(inspect.getclosurevars(fn).nonlocals)
+        return cls(fn, file, node, first - 1, indent, namespace)
+
+    def span(self, node: ast.AST) -> Span:
+        line = getattr(node, "lineno", 1) + self.line_offset
+        col = getattr(node, "col_offset", 0) + self.col_offset
+        end = getattr(node, "end_col_offset", None)
+        end_line = getattr(node, "end_lineno", None)
+        end_col = (
+            end + self.col_offset if end is not None and end_line == getattr(node, "lineno", 1) else None
+        )
+        return Span(self.file, line, col, end_col)
+
+
+class ParseContext:
+    """What a function body may call besides ops: other functions of the program.
+
+    Subclasses (the ``@pl.jit`` specialiser, the ``@pl.program`` builder) resolve a callee
+    object to an IR function registered under a unique name.
+    """
+
+    def __init__(self) -> None:
+        self.functions: dict[str, Function] = {}
+        # (function, global name) -> the constant value the parse used
+        self.captured: dict[tuple[Callable[..., Any], str], object] = {}
+
+    def resolve_call(self, target: Any, arg_types: list[Type], span: Span) -> Function | None:
+        """Return the callee's IR function, or None if ``target`` is not a callable kernel."""
+        resolver = getattr(target, "__pypto_callee__", None)
+        if resolver is None:
+            return None
+        fn: Function = resolver(self, arg_types, span)
+        return fn
+
+    def unique_name(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.functions:
+            k += 1
+            name = f"{base}_{k}"
+        return name
+
+
+_UNSET = object()
+
+
+def param_annotations(src: SourceInfo, skip_self: bool) -> list[tuple[str, Any, ast.arg]]:
+    """Each parameter's evaluated annotation (or None when it has none)."""
+    out = []
+    args = src.tree.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        bad = args.vararg or args.kwarg or (args.kwonlyargs or args.posonlyargs)[0]
+        node = bad if isinstance(bad, ast.arg) else src.tree
+        raise KernelError(
+            "kernel parameters must be plain positional parameters (no *args, **kwargs or keyword-only)",
+            src.span(node),
+        )
+    params = list(args.args)
+    if skip_self:
+        params = params[1:]
+    for a in params:
+        ann: Any = None
+        if a.annotation is not None:
+            try:
+                ann = eval(compile(ast.Expression(a.annotation), src.file, "eval"), src.namespace)
+            except Exception as exc:
+                raise KernelError(
+                    f"cannot evaluate the annotation of parameter {a.arg!r}: {exc}", src.span(a.annotation)
+                ) from None
+        out.append((a.arg, ann, a))
+    return out
+
+
+def annotation_to_type(
+    ann: Any, name: str, span: Span, given: Type | None = None
+) -> tuple[Type, ParamDirection]:
+    """Map a parameter annotation to (type, direction). ``given`` fills bare ``pl.Tensor``."""
+    direction = ParamDirection.IN
+    if isinstance(ann, lt.DirectionAnnotation):
+        direction, ann = ann.direction, ann.inner
+    if ann is lt.Tensor or isinstance(ann, lt.TensorAnnotation):
+        if given is not None:
+            if not isinstance(given, TensorType):
+                raise KernelError(f"parameter {name!r} is a Tensor but the call passed {given}", span)
+            if isinstance(ann, lt.TensorAnnotation):
+                _check_declared(ann, given, name, span)
+                return TensorType(ann.shape or given.shape, ann.dtype or given.dtype, ann.layout), direction
+            return given, direction
+        if not isinstance(ann, lt.TensorAnnotation) or ann.shape is None or ann.dtype is None:
+            raise KernelError(
+                f"parameter {name!r}: a bare pl.Tensor takes its shape from the call, which only @pl.jit has; "
+                "write pl.Tensor[[rows, cols], pl.FP32]",
+                span,
+            )
+        return TensorType(ann.shape, ann.dtype, ann.layout), direction
+    if isinstance(ann, (lt.ScalarAnnotation, DataType)):
+        dtype = ann.dtype if isinstance(ann, lt.ScalarAnnotation) else ann
+        if direction is not ParamDirection.IN:
+            raise KernelError(f"parameter {name!r}: a scalar is always In", span)
+        return ScalarType(dtype), direction
+    if ann is None:
+        raise KernelError(
+            f"parameter {name!r} needs an annotation: pl.Tensor, pl.Out[pl.Tensor], pl.InOut[...] or a scalar dtype such as pl.FP32",
+            span,
+        )
+    raise KernelError(f"parameter {name!r}: unsupported annotation {ann!r}", span)
+
+
+def _check_declared(ann: lt.TensorAnnotation, given: TensorType, name: str, span: Span) -> None:
+    if ann.dtype is not None and ann.dtype is not given.dtype:
+        raise KernelError(
+            f"parameter {name!r} is declared {ann.dtype.value} but the call passed {given.dtype.value}", span
+        )
+    if ann.shape is not None:
+        if len(ann.shape) != len(given.shape):
+            raise KernelError(
+                f"parameter {name!r} is declared rank {len(ann.shape)} but the call passed shape "
+                f"{list(given.shape)}",
+                span,
+            )
+        for axis, (d, g) in enumerate(zip(ann.shape, given.shape, strict=True)):
+            if isinstance(d, int) and d != g:
+                raise KernelError(
+                    f"parameter {name!r}: axis {axis} is declared {d} but the call passed {g} "
+                    f"(shape {list(given.shape)})",
+                    span,
+                )
+
+
+# ----------------------------------------------------------------------------- the body parser
+
+
+@dataclass
+class _Static:
+    """A compile-time Python value met while resolving a name (a module, a constant, a kernel)."""
+
+    value: Any
+
+
+@dataclass
+class _FnState:
+    func_type: FunctionType
+    env: dict[str, Expr] = field(default_factory=dict)
+    in_scope: bool = False
+    dyn_dims: dict[str, tuple[Var, int]] = field(default_factory=dict)
+    saw_scope: bool = False
+    saw_call: bool = False
+    saw_tile: bool = False
+    multi: set[str] = field(default_factory=set)
+    outside_node: tuple[ast.AST, str] | None = None  # first on-core op outside a scope (Opaque)
+    runtime_scalars: dict[int, str] = field(default_factory=dict)  # id(param Var) -> name, not folded
+
+
+class _ParserBase:
+    """The parser's state and error helper; the statement, expression and call parts build on it."""
+
+    def __init__(self, src: SourceInfo, ctx: ParseContext) -> None:
+        self.src = src
+        self.ctx = ctx
+        self.st = _FnState(FunctionType.Opaque)
+        self.prefix = ""  # prepended to names bound in an inlined helper's body
+        self.inlined = 0
+        self.hoisted = 0  # windows bound to a generated name (_view1, ...)
+        self.pending: list[Stmt] = []  # statements an expression produced (inlined helpers)
+        # innermost first: a loop's init_values names, or None for an if branch
+        self.carried: list[list[str] | None] = []
+        self.yield_targets: list[dict[str, str]] = []  # per loop: init_values name -> yield LHS
+
+    def err(self, msg: str, node: ast.AST) -> KernelError:
+        return KernelError(msg, self.src.span(node))
+
+    if TYPE_CHECKING:  # defined by the later parts (calls, statements); declared for the earlier ones
+
+        def call(self, node: ast.Call) -> Expr: ...
+
+        def make_op(self, opname: str, args: list[Arg], attrs: dict[str, Any], node: ast.AST) -> Call: ...
+
+        def stmt(self, s: ast.stmt) -> list[Stmt]: ...
+
+        def tensor_view(self, node: ast.Subscript) -> Expr: ...
+
+
+def _rebound_names(tree: ast.FunctionDef) -> set[str]:
+    """Names bound more than once in a function (parameters count once)."""
+    counts: dict[str, int] = {a.arg: 1 for a in tree.args.args}
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For)):
+            targets = [node.target]
+            if isinstance(node, (ast.AugAssign, ast.For)):
+                targets = [node.target, node.target]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+    return {k for k, v in counts.items() if v > 1}
+
+
+@dataclass(frozen=True)
+class _SelfMethod:
+    """``self.<name>`` inside a ``@pl.program`` class: a call of another method."""
+
+    name: str
+
+
+def _compatible(param: Type, arg: Type) -> bool:
+    if isinstance(param, TensorType) and isinstance(arg, TensorType):
+        if param.dtype is not arg.dtype or len(param.shape) != len(arg.shape):
+            return False
+        return all(
+            isinstance(p, DynDim) or isinstance(a, DynDim) or p == a
+            for p, a in zip(param.shape, arg.shape, strict=True)
+        )
+    return isinstance(param, ScalarType) and isinstance(arg, ScalarType)
+
+
+def _ann_str(ann: Any) -> str:
+    if isinstance(ann, lt.TileAnnotation):
+        mem = f", {ann.memory.value}" if ann.memory else ""
+        return f"Tile[{list(ann.shape)}, {ann.dtype.value}{mem}]"
+    if isinstance(ann, lt.TensorAnnotation):
+        return f"Tensor[{list(ann.shape or [])}, {ann.dtype.value if ann.dtype else '?'}]"
+    return repr(ann)
+
+
+_AUG = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv"}
+_COMPARE = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+
+
+_BINOPS = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.Div: "truediv",
+}

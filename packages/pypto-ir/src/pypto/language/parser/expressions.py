@@ -1,0 +1,211 @@
+"""The parser's expressions: names, constants, static values, operators."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.errors import KernelError
+from pypto.ir.nodes import (
+    Call,
+    Const,
+    Expr,
+    expr_vars,
+)
+from pypto.ir.types import (
+    DynDim,
+    ScalarType,
+    TensorType,
+    TileType,
+)
+from pypto.language import typing as lt
+from pypto.language.fold import INDEX, compare, fold
+from pypto.language.parser.common import (
+    _BINOPS,
+    _COMPARE,
+    _ParserBase,
+    _SelfMethod,
+    _Static,
+)
+
+
+class _Expressions(_ParserBase):
+    # ------------------------------------------------------------------ expressions
+
+    def lookup(self, name: str, node: ast.AST) -> Expr | _Static:
+        if name in self.st.env:
+            return self.st.env[name]
+        if name in self.src.namespace:
+            value = self.src.namespace[name]
+            if isinstance(value, (bool, int, float, DynDim)):
+                self.ctx.captured[(self.src.fn, name)] = value
+            return self.static_to_expr(value, node)
+        if hasattr(builtins, name):
+            return _Static(getattr(builtins, name))
+        raise self.err(f"unknown name {name!r}: not a parameter, a local or a module-level constant", node)
+
+    def static_to_expr(self, value: Any, node: ast.AST) -> Expr | _Static:
+        span = self.src.span(node)
+        if isinstance(value, bool):
+            return Const(value, DataType.BOOL, span)
+        if isinstance(value, int):
+            return Const(value, INDEX, span)
+        if isinstance(value, float):
+            return Const(value, DataType.FP32, span)
+        if isinstance(value, DynDim):
+            if value.name not in self.st.dyn_dims:
+                raise self.err(
+                    f"dynamic dim {value.name!r} is not a dimension of any tensor parameter of this function",
+                    node,
+                )
+            var, axis = self.st.dyn_dims[value.name]
+            return Call("tensor.dim", (var,), (("axis", axis),), ScalarType(INDEX), span)
+        if lt.is_runtime(value):
+            raise self.err(
+                "pl.RUNTIME has no value inside a kernel: it only marks a scalar parameter as a runtime "
+                "parameter (as its default, or as the argument to specialize/compile); use the parameter",
+                node,
+            )
+        return _Static(value)
+
+    def resolve(self, node: ast.expr) -> Expr | _Static:
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id, node)
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id == "self" and "self" not in self.st.env:
+                return _Static(_SelfMethod(node.attr))
+            base = self.resolve(node.value)
+            if not isinstance(base, _Static):
+                raise self.err(f"attribute access .{node.attr} on a value is not supported in kernels", node)
+            try:
+                return self.static_to_expr(getattr(base.value, node.attr), node)
+            except AttributeError:
+                raise self.err(f"{ast.unparse(node.value)} has no attribute {node.attr!r}", node) from None
+        return self.expr(node)
+
+    def static_value(self, node: Any, what: str, at: ast.AST) -> Any:
+        """A compile-time value (enum, dtype, string, int) of an argument node."""
+        if node is None or not isinstance(node, ast.AST):
+            return node
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [self.static_value(e, what, at) for e in node.elts]
+        r = self.resolve(node)  # type: ignore[arg-type]
+        if isinstance(r, _Static):
+            return r.value
+        if isinstance(r, Const):
+            return r.value
+        hint = self.runtime_hint(r, what)
+        raise self.err(f"{what} must be a compile-time constant, got {ast.unparse(node)}{hint}", node)
+
+    def runtime_hint(self, e: Expr | None, what: str) -> str:
+        """Why ``e`` is not a constant when it reads a runtime scalar parameter ("" otherwise)."""
+        if e is None:
+            return ""
+        names = sorted({n for v in expr_vars(e) if (n := self.st.runtime_scalars.get(id(v))) is not None})
+        if not names:
+            return ""
+        which = ", ".join(repr(n) for n in names)
+        return (
+            f"; parameter {which} is a runtime scalar, whose value arrives at dispatch, but {what} must "
+            "be known when compiling: fold it (pass its value instead of pl.RUNTIME) or use a pl.dynamic dim"
+        )
+
+    def expr(self, node: ast.expr) -> Expr:
+        r = self._expr(node)
+        if isinstance(r, _Static):
+            raise self.err(f"{ast.unparse(node)} is not a value a kernel can use", node)
+        return r
+
+    def _expr(self, node: ast.expr) -> Expr | _Static:
+        span = self.src.span(node)
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, bool):
+                return Const(v, DataType.BOOL, span)
+            if isinstance(v, int):
+                return Const(v, INDEX, span)
+            if isinstance(v, float):
+                return Const(v, DataType.FP32, span)
+            raise self.err(f"constant {v!r} is not supported in kernels (ints, floats, bools only)", node)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return self.resolve(node)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.expr(node.operand)
+            if isinstance(node.op, ast.USub):
+                if isinstance(operand, Const):
+                    return Const(-operand.value, operand.dtype, span)
+                if isinstance(operand.type, (TileType, TensorType)):
+                    return self.make_op("neg", [operand], {}, node)
+                return fold("mul", operand, Const(-1, INDEX), span)
+            if isinstance(node.op, ast.UAdd):
+                return operand
+            raise self.err(f"unary operator {type(node.op).__name__} is not supported", node)
+        if isinstance(node, ast.BinOp):
+            lhs, rhs = self.expr(node.left), self.expr(node.right)
+            opname = _BINOPS.get(type(node.op))
+            if opname is None:
+                raise self.err(f"operator {ast.unparse(node)} is not supported in kernels", node)
+            if isinstance(lhs.type, (TileType, TensorType)):
+                tile_op = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div"}.get(opname)
+                if tile_op is None:
+                    raise self.err(f"operator {type(node.op).__name__} does not apply to tiles", node)
+                return self.make_op(tile_op, [lhs, rhs], {}, node)
+            if not isinstance(lhs.type, ScalarType) or not isinstance(rhs.type, ScalarType):
+                raise self.err(f"cannot apply {type(node.op).__name__} to {lhs.type} and {rhs.type}", node)
+            return fold(opname, lhs, rhs, span)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                raise self.err("chained comparisons are not supported; compare two values", node)
+            cmp = _COMPARE.get(type(node.ops[0]))
+            if cmp is None:
+                raise self.err(f"comparison {type(node.ops[0]).__name__} is not supported in kernels", node)
+            a = self.scalar(node.left, "a comparison operand")
+            b = self.scalar(node.comparators[0], "a comparison operand")
+            return compare(cmp, a, b, span)
+        if isinstance(node, ast.Subscript):
+            return self.tensor_view(node)
+        what = type(node).__name__
+        raise self.err(f"unsupported expression in a kernel: {what}", node)
+
+    def scalar(self, node: ast.expr, what: str) -> Expr:
+        e = self.expr(node)
+        if not isinstance(e.type, ScalarType):
+            raise self.err(f"{what} must be a scalar, got {e.type}", node)
+        return e
+
+    def is_inline(self, func: ast.expr) -> bool:
+        try:
+            r = self.resolve(func)
+        except KernelError:
+            return False
+        return isinstance(r, _Static) and bool(getattr(r.value, "__pypto_inline__", False))
+
+    def dsl_kind(self, func: ast.expr) -> str | None:
+        try:
+            r = self.resolve(func)
+        except KernelError:
+            return None
+        if isinstance(r, _Static):
+            if r.value is builtins.range:
+                return "range"
+            return getattr(r.value, "__pypto_dsl__", None)
+        return None
+
+    def bind(self, fn: Callable[..., Any], what: str, node: ast.Call) -> dict[str, Any]:
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise self.err(f"{what}: *args and **kwargs are not supported in kernels", node)
+        sig = inspect.signature(fn)
+        try:
+            ba = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords if k.arg is not None})
+        except TypeError as exc:
+            params = ", ".join(sig.parameters)
+            raise self.err(f"{what}({params}): {exc}", node) from None
+        return dict(ba.arguments)

@@ -1,0 +1,497 @@
+"""The parser's statements: assignments, tensor writes, loops, branches, scopes, return."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.nodes import (
+    Assign,
+    Call,
+    CallFunc,
+    Const,
+    Expr,
+    ExprStmt,
+    For,
+    If,
+    Return,
+    Scope,
+    Stmt,
+    TensorWrite,
+    Var,
+)
+from pypto.ir.types import (
+    FunctionType,
+    Level,
+    ScalarType,
+    TaskIdType,
+    TensorType,
+    TileType,
+    TupleType,
+    Type,
+)
+from pypto.language import typing as lt
+from pypto.language.fold import INDEX, extent
+from pypto.language.parser.calls import _Calls
+from pypto.language.parser.common import (
+    _AUG,
+    _ann_str,
+)
+
+
+class _Statements(_Calls):
+    # ------------------------------------------------------------------ statements
+
+    def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]:
+        out: list[Stmt] = []
+        returns: tuple[Type, ...] = ()
+        for i, s in enumerate(stmts):
+            if i == 0 and top and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+                continue  # docstring
+            outer, self.pending = self.pending, []
+            try:
+                produced = self.block_stmt(s, i, len(stmts), top)
+            finally:
+                pending, self.pending = self.pending, outer
+            out.extend(pending)  # what inlined helpers produced comes first
+            out.extend(produced)
+            if isinstance(s, ast.Return) and produced and isinstance(produced[-1], Return):
+                returns = tuple(v.type for v in produced[-1].values)
+        return out, returns
+
+    def block_stmt(self, s: ast.stmt, i: int, n: int, top: bool) -> list[Stmt]:
+        if isinstance(s, ast.Return):
+            out: list[Stmt] = []
+            if not top or i != n - 1:
+                raise self.err("return must be the last statement of the function body", s)
+            ret = self.return_stmt(s)
+            values = []
+            for k, v in enumerate(ret.values):
+                if isinstance(v, (Var, Const)):
+                    values.append(v)
+                    continue
+                tmp = Var(f"ret{k}", v.type, ret.span)
+                out.append(Assign(tmp, v, ret.span))
+                values.append(tmp)
+            ret = Return(tuple(values), ret.span)
+            out.append(ret)
+            return out
+        return self.stmt(s)
+
+    def stmt(self, s: ast.stmt) -> list[Stmt]:
+        span = self.src.span(s)
+        if isinstance(s, ast.Pass):
+            return []
+        if (
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and self.dsl_kind(s.value.func) == "yield_"
+        ):
+            return self.yield_stmt(s.value, None)
+        if (
+            isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.value, ast.Call)
+            and self.dsl_kind(s.value.func) == "yield_"
+        ):
+            return self.yield_stmt(s.value, s.targets[0])
+        if isinstance(s, ast.Expr):
+            if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+                return []
+            value = self.expr(s.value)
+            if not isinstance(value, (Call, CallFunc)):
+                if isinstance(s.value, ast.Call) and self.is_inline(s.value.func):
+                    return []  # an inlined helper's statements are already emitted; its value is unused
+                raise self.err("this expression has no effect; assign its value or remove it", s)
+            return [ExprStmt(value, span)]
+        if isinstance(s, ast.Assign):
+            if len(s.targets) != 1:
+                raise self.err("chained assignment (a = b = ...) is not supported; assign once", s)
+            return self.assign(s.targets[0], s.value, None, s)
+        if isinstance(s, ast.AnnAssign):
+            if s.value is None:
+                raise self.err("a declaration without a value is not supported; assign a value", s)
+            return self.assign(s.target, s.value, s.annotation, s)
+        if isinstance(s, ast.AugAssign):
+            opname = _AUG.get(type(s.op))
+            if opname is None or not isinstance(s.target, ast.Name):
+                raise self.err("only +=, -=, *=, /= on a name are supported", s)
+            call = ast.BinOp(left=ast.Name(id=s.target.id, ctx=ast.Load()), op=s.op, right=s.value)
+            ast.copy_location(call, s)
+            ast.fix_missing_locations(call)
+            return self.assign(s.target, call, None, s)
+        if isinstance(s, ast.For):
+            return self.for_stmt(s)
+        if isinstance(s, ast.If):
+            return self.if_stmt(s)
+        if isinstance(s, ast.With):
+            return [self.with_stmt(s)]
+        names = {
+            ast.While: "while loops",
+            ast.Try: "try statements",
+            ast.FunctionDef: "nested function definitions",
+            ast.Delete: "del",
+            ast.Import: "imports",
+            ast.ImportFrom: "imports",
+            ast.Global: "global",
+            ast.Nonlocal: "nonlocal",
+            ast.Raise: "raise",
+            ast.Assert: "assert",
+        }
+        what = names.get(type(s), type(s).__name__)
+        raise self.err(
+            f"unsupported Python construct in a kernel: {what}; kernels use assignments, "
+            "pl.range loops, pl.at scopes and a final return",
+            s,
+        )
+
+    def assign(self, target: ast.expr, value_node: ast.expr, ann: ast.expr | None, s: ast.stmt) -> list[Stmt]:
+        span = self.src.span(s)
+        if isinstance(target, ast.Subscript):
+            return [self.tensor_write(target, value_node, s)]
+        if not isinstance(target, ast.Name):
+            raise self.err(
+                "only a single name (x = ...) or a tensor window (out[:] = ...) can be assigned; "
+                "tuple unpacking is not supported",
+                target,
+            )
+        value = self.expr(value_node)
+        if ann is not None:
+            self.check_annotation(ann, value, target.id)
+        if isinstance(value, Var) and value.name == target.id:
+            return []
+        if isinstance(value, Const) and target.id not in self.st.multi:
+            self.st.env[target.id] = value  # a name bound once to a constant is that constant
+            return []
+        var = Var(self.prefix + target.id, value.type, self.src.span(target))
+        self.st.env[target.id] = var
+        if isinstance(value.type, TupleType) and not value.type.items and isinstance(value, CallFunc):
+            raise self.err(f"{value.callee!r} returns nothing; call it without assigning", s)
+        return [Assign(var, value, span)]
+
+    def check_annotation(self, ann_node: ast.expr, value: Expr, name: str) -> None:
+        try:
+            ann = eval(compile(ast.Expression(ann_node), self.src.file, "eval"), self.src.namespace)
+        except Exception as exc:
+            raise self.err(f"cannot evaluate the annotation of {name!r}: {exc}", ann_node) from None
+        ty = value.type
+        if isinstance(ann, lt.TileAnnotation):
+            if (
+                not isinstance(ty, TileType)
+                or ty.shape != ann.shape
+                or ty.dtype is not ann.dtype
+                or (ann.memory is not None and ann.memory is not ty.memory)
+            ):
+                raise self.err(f"{name!r} is annotated {_ann_str(ann)} but the value is {ty}", ann_node)
+        elif isinstance(ann, lt.TensorAnnotation):
+            if (
+                not isinstance(ty, TensorType)
+                or (ann.dtype is not None and ann.dtype is not ty.dtype)
+                or (ann.shape is not None and tuple(ann.shape) != tuple(ty.shape))
+            ):
+                raise self.err(f"{name!r} is annotated {_ann_str(ann)} but the value is {ty}", ann_node)
+        elif isinstance(ann, (lt.ScalarAnnotation, DataType)) and not isinstance(ty, ScalarType):
+            raise self.err(f"{name!r} is annotated as a scalar but the value is {ty}", ann_node)
+
+    def tensor_write(self, target: ast.Subscript, value_node: ast.expr, s: ast.stmt) -> Stmt:
+        span = self.src.span(s)
+        if not isinstance(target.value, ast.Name):
+            raise self.err("write through a tensor name: out[:] = ...", target)
+        tvar = self.lookup(target.value.id, target.value)
+        if not isinstance(tvar, Var) or not isinstance(tvar.type, TensorType):
+            raise self.err(
+                f"{target.value.id!r} is not a tensor; only tensors can be written with [...]", target
+            )
+        tt = tvar.type
+        offsets, extents = self.window(tvar, target)
+        value = self.expr(value_node)
+        vt = value.type
+        if isinstance(vt, TileType):
+            call = self.make_op("store", [value, tuple(offsets), tvar], {}, value_node)
+            var = Var(tvar.name, tvar.type, self.src.span(target))
+            self.st.env[tvar.name] = var
+            return Assign(var, call, span)
+        if not isinstance(vt, TensorType):
+            raise self.err(
+                f"the value written to {tvar.name!r} must be a tensor or tile expression, got {vt}",
+                value_node,
+            )
+        if tuple(vt.shape) != tuple(extents):
+            raise self.err(
+                f"shape mismatch: the window of {tvar.name!r} is [{', '.join(map(str, extents))}] "
+                f"but the value is [{', '.join(map(str, vt.shape))}]",
+                s,
+            )
+        if vt.dtype is not tt.dtype:
+            raise self.err(
+                f"dtype mismatch: {tvar.name!r} is {tt.dtype.value} but the value is {vt.dtype.value}; use pl.cast",
+                value_node,
+            )
+        if not self.st.in_scope and not self.st.func_type.is_kernel:
+            if self.st.func_type is not FunctionType.Opaque:
+                raise self.err(
+                    "tensor computations run on a core: put this inside `with pl.at(level=pl.Level.CORE_GROUP):`",
+                    s,
+                )
+            self.st.outside_node = self.st.outside_node or (s, "store")
+        self.st.saw_tile = True
+        if isinstance(value, Call) and value.op == "tensor.view":
+            # `out[...] = a[i:i + 16, :]` is lowered as `v = a[i:i + 16, :]; out[...] = v`
+            self.hoisted += 1
+            view = Var(f"{self.prefix}_view{self.hoisted}", vt, self.src.span(value_node))
+            self.pending.append(Assign(view, value, self.src.span(value_node)))
+            value = view
+        return TensorWrite(tvar, tuple(offsets), value, span)
+
+    def window(self, tvar: Var, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
+        """Offsets and extents of ``t[a:b, ...]`` (missing dims are whole)."""
+        tt = tvar.type
+        assert isinstance(tt, TensorType)
+        items = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+        if len(items) > len(tt.shape):
+            raise self.err(f"{len(items)} indices for a rank-{len(tt.shape)} tensor", target.slice)
+        offsets: list[Expr] = []
+        extents: list[Any] = []
+        for axis in range(len(tt.shape)):
+            item = items[axis] if axis < len(items) else None
+            dim = tt.shape[axis]
+            if item is None or (isinstance(item, ast.Slice) and item.lower is None and item.upper is None):
+                offsets.append(Const(0, INDEX))
+                extents.append(dim)
+                continue
+            if not isinstance(item, ast.Slice) or item.step is not None:
+                raise self.err("tensor windows are written with slices such as t[0:64, :]", item)
+            lo = self.expr(item.lower) if item.lower is not None else Const(0, INDEX)
+            if item.upper is None:
+                if not isinstance(lo, Const) or not isinstance(dim, int):
+                    hint = self.runtime_hint(lo, "its start")
+                    raise self.err(f"an open-ended slice needs a constant start and a static dim{hint}", item)
+                extents.append(dim - int(lo.value))
+            else:
+                hi = self.expr(item.upper)
+                ext = extent(hi, lo)
+                if not isinstance(ext, Const):
+                    hint = self.runtime_hint(ext, "the extent")
+                    raise self.err(f"a slice's extent (stop - start) must be a constant{hint}", item)
+                extents.append(int(ext.value))
+            offsets.append(lo)
+        return offsets, extents
+
+    def tensor_view(self, node: ast.Subscript) -> Expr:
+        base = self.expr(node.value)
+        if not isinstance(base, Var) or not isinstance(base.type, TensorType):
+            raise self.err(f"only tensors can be windowed with [...], got {base.type}", node)
+        offsets, extents = self.window(base, node)
+        if any(not isinstance(e, int) for e in extents):
+            raise self.err("a tensor window needs static extents; slice the dynamic dims explicitly", node)
+        static = [o.value if isinstance(o, Const) else None for o in offsets]
+        attrs = {"shape": tuple(extents), "static_offsets": static}
+        return self.make_op("view", [base, tuple(offsets)], attrs, node)
+
+    def for_stmt(self, s: ast.For) -> list[Stmt]:
+        if s.orelse:
+            raise self.err("for ... else is not supported", s)
+        it = s.iter
+        if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
+            raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
+        init_node = None
+        for kw in it.keywords:
+            if kw.arg != "init_values":
+                raise self.err(
+                    f"pl.range() got an unsupported keyword {kw.arg!r}; use pl.range(start, stop, step[, init_values=(...)])",
+                    kw,
+                )
+            init_node = kw.value
+        pre: list[Stmt] = []
+        carried: list[str] = []
+        target = s.target
+        if init_node is not None:
+            # for i, (a, b) in pl.range(n, init_values=(x, y)): a and b start as x and y and
+            # take the values of pl.yield_(...) at the end of each iteration
+            if not (
+                isinstance(target, ast.Tuple)
+                and len(target.elts) == 2
+                and isinstance(target.elts[0], ast.Name)
+                and isinstance(target.elts[1], (ast.Tuple, ast.List))
+                and all(isinstance(e, ast.Name) for e in target.elts[1].elts)
+            ):
+                raise self.err("with init_values the target is `i, (a, b, ...)`", target)
+            if not isinstance(init_node, (ast.Tuple, ast.List)):
+                raise self.err("init_values must be a tuple: init_values=(x,)", init_node)
+            names = [e.id for e in target.elts[1].elts if isinstance(e, ast.Name)]
+            if len(names) != len(init_node.elts):
+                raise self.err(
+                    f"{len(names)} loop-carried names for {len(init_node.elts)} init_values", init_node
+                )
+            for name, init in zip(names, init_node.elts, strict=True):
+                value = self.expr(init)
+                v = Var(self.prefix + name, value.type, self.src.span(init))
+                pre.append(Assign(v, value, self.src.span(init)))
+                self.st.env[name] = v
+            carried = names
+            self.st.multi.update(names)
+            target = target.elts[0]
+        if not isinstance(target, ast.Name):
+            raise self.err("the loop variable must be a single name: for i in pl.range(n)", s.target)
+        args = [self.scalar(a, "pl.range bound") for a in it.args]
+        if not 1 <= len(args) <= 3:
+            raise self.err(f"pl.range takes 1 to 3 arguments, got {len(args)}", it)
+        start: Expr = Const(0, INDEX)
+        step: Expr = Const(1, INDEX)
+        if len(args) == 1:
+            stop = args[0]
+        elif len(args) == 2:
+            start, stop = args
+        else:
+            start, stop, step = args
+        if isinstance(step, Const) and step.value == 0:
+            raise self.err("pl.range step must not be 0", it)
+        var = Var(self.prefix + target.id, ScalarType(INDEX), self.src.span(target))
+        saved = dict(self.st.env)
+        self.st.env[target.id] = var
+        self.carried.append(carried)
+        self.yield_targets.append({})
+        try:
+            body, _ = self.block(s.body)
+        finally:
+            self.carried.pop()
+            renames = self.yield_targets.pop()
+        # names first bound inside the loop are local to it
+        after = self.st.env
+        self.st.env = {k: v for k, v in after.items() if k in saved}
+        for k in self.st.env:
+            if isinstance(after[k], Var) and after[k] is not saved[k]:
+                self.st.env[k] = after[k]
+        for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
+            self.st.env[lhs] = self.st.env[name]
+        return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s))]
+
+    def yield_stmt(self, call: ast.Call, target: ast.expr | None) -> list[Stmt]:
+        """``pl.yield_(v, ...)``: the next values of the enclosing loop's init_values names."""
+        if self.carried and self.carried[-1] is None:  # in an if branch: the branch's values
+            return self.branch_yield(call, target)
+        if not self.carried or not self.carried[-1]:
+            raise self.err(
+                "pl.yield_ belongs in a loop over pl.range(..., init_values=(...)) or an if branch", call
+            )
+        names = self.carried[-1]
+        assert names is not None
+        if call.keywords or len(call.args) != len(names):
+            raise self.err(f"pl.yield_ takes the {len(names)} next value(s) of {', '.join(names)}", call)
+        values = [self.expr(a) for a in call.args]
+        out: list[Stmt] = []
+        targets: list[str] = []
+        if target is not None:
+            elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            if len(elts) != len(names) or not all(isinstance(e, ast.Name) for e in elts):
+                raise self.err(f"assign pl.yield_ to {len(names)} name(s)", target)
+            targets = [e.id for e in elts]  # type: ignore[attr-defined]
+        for k, (name, value) in enumerate(zip(names, values, strict=True)):
+            v = Var(self.prefix + name, value.type, self.src.span(call))
+            out.append(Assign(v, value, self.src.span(call)))
+            self.st.env[name] = v
+            if targets and targets[k] != name:
+                self.st.env[targets[k]] = v
+                self.yield_targets[-1][name] = targets[k]
+        return out
+
+    def branch_yield(self, call: ast.Call, target: ast.expr | None) -> list[Stmt]:
+        """``y = pl.yield_(v)`` in an if branch binds ``y`` (the SSA pass merges the branches)."""
+        if target is None:
+            raise self.err("in an if branch, assign pl.yield_(...) to the name(s) it defines", call)
+        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        if call.keywords or len(elts) != len(call.args) or not all(isinstance(e, ast.Name) for e in elts):
+            raise self.err(f"pl.yield_ of {len(call.args)} value(s) needs as many names", target)
+        out: list[Stmt] = []
+        for e, a in zip(elts, call.args, strict=True):
+            assert isinstance(e, ast.Name)
+            value = self.expr(a)
+            v = Var(self.prefix + e.id, value.type, self.src.span(e))
+            out.append(Assign(v, value, self.src.span(call)))
+            self.st.env[e.id] = v
+            self.st.multi.add(e.id)
+        return out
+
+    def if_stmt(self, s: ast.If) -> list[Stmt]:
+        cond = self.scalar(s.test, "an if condition")
+        if isinstance(cond, Const):  # decided at compile time (e.g. a jit scalar parameter)
+            out: list[Stmt] = []
+            for inner in s.body if cond.value else s.orelse:
+                out.extend(self.stmt(inner))
+            return out
+        before = dict(self.st.env)
+        self.carried.append(None)
+        try:
+            then, _ = self.block(s.body)
+            env_then = self.st.env
+            self.st.env = dict(before)
+            els, _ = self.block(s.orelse)
+            env_else = self.st.env
+        finally:
+            self.carried.pop()
+        # names bound before the if, or in both branches, stay visible (the IR is name-based
+        # until SSA merges the versions); a name bound in one branch only ends with the if
+        merged = dict(before)
+        merged.update({n: v for n, v in env_then.items() if n in before or n in env_else})
+        self.st.env = merged
+        return [If(cond, tuple(then), tuple(els), span=self.src.span(s))]
+
+    def with_stmt(self, s: ast.With) -> Stmt:
+        if len(s.items) != 1:
+            raise self.err("one pl.at(...) per with statement", s)
+        item = s.items[0]
+        call = item.context_expr
+        if not isinstance(call, ast.Call) or self.dsl_kind(call.func) != "at":
+            raise self.err("kernels only use `with pl.at(level=pl.Level.CORE_GROUP, ...)`", call)
+        if self.st.in_scope:
+            raise self.err("pl.at scopes do not nest", s)
+        if self.st.func_type.is_kernel:
+            raise self.err(
+                "pl.at opens a kernel; this function already is one, so write the body directly", s
+            )
+        from pypto.language.dsl import _at_signature
+
+        bound = self.bind(_at_signature, "pl.at", call)
+        level = self.static_value(bound.get("level", Level.CORE_GROUP), "level", call)
+        if not isinstance(level, Level):
+            raise self.err(f"pl.at: level must be a pl.Level, got {level!r}", call)
+        hint = self.static_value(bound.get("name_hint"), "name_hint", call)
+        if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
+            raise self.err(f"pl.at: name_hint must be an identifier string, got {hint!r}", call)
+        deps: list[Expr] = []
+        dnode = bound.get("deps")
+        if dnode is not None and not (isinstance(dnode, ast.Constant) and dnode.value is None):
+            if not isinstance(dnode, (ast.List, ast.Tuple)):
+                raise self.err("pl.at: deps must be a list of task ids: deps=[tid]", dnode)
+            for d in dnode.elts:
+                e = self.expr(d)
+                if not isinstance(e.type, TaskIdType):
+                    raise self.err(f"pl.at: deps entries must be task ids bound by `as`, got {e.type}", d)
+                deps.append(e)
+        task: Var | None = None
+        if item.optional_vars is not None and not isinstance(item.optional_vars, ast.Name):
+            raise self.err("bind the task id to one name: `as tid`", item.optional_vars)
+        self.st.in_scope = True
+        self.st.saw_scope = True
+        try:
+            body, _ = self.block(s.body)
+        finally:
+            self.st.in_scope = False
+        if item.optional_vars is not None:
+            assert isinstance(item.optional_vars, ast.Name)
+            task = Var(self.prefix + item.optional_vars.id, TaskIdType(), self.src.span(item.optional_vars))
+            self.st.env[task.name] = task
+        return Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s))
+
+    def return_stmt(self, s: ast.Return) -> Return:
+        if s.value is None:
+            return Return((), self.src.span(s))
+        nodes = s.value.elts if isinstance(s.value, ast.Tuple) else [s.value]
+        values = []
+        for n in nodes:
+            e = self.expr(n)
+            if not isinstance(e.type, (TensorType, ScalarType)):
+                raise self.err(f"a function returns tensors (or scalars), not {e.type}", n)
+            values.append(e)
+        return Return(tuple(values), self.src.span(s))
