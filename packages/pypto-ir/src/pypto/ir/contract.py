@@ -21,7 +21,7 @@ from pypto.ir.param_info import (
     validate_param_names,
     validate_return_aliases,
 )
-from pypto.ir.platforms import PLATFORMS, get_platform
+from pypto.ir.platforms import PLATFORMS, RUNTIMES, get_platform
 
 __all__ = [
     "BACKENDS",
@@ -63,7 +63,6 @@ class ExecutionMode(enum.Enum):
     ONBOARD = "ONBOARD"
 
 
-RUNTIMES = ("tensormap_and_ringbuffer", "host_build_graph")
 BACKENDS = {ExecutionMode.SIM: "host_cpp", ExecutionMode.ONBOARD: "cann"}
 
 

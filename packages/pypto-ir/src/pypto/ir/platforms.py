@@ -35,8 +35,11 @@ from pypto.ir.types import MemorySpace
 
 __all__ = [
     "BUFFER_NAMES",
+    "HBG",
     "PLATFORMS",
     "PLATFORM_TABLE",
+    "RUNTIMES",
+    "TMR",
     "TILE_SPACES",
     "BufferCapacityError",
     "Platform",
@@ -59,14 +62,21 @@ BUFFER_NAMES = {
 }
 
 
+TMR = "tensormap_and_ringbuffer"
+HBG = "host_build_graph"
+RUNTIMES = (TMR, HBG)
+"""Every chip runtime by name: TMR (dependencies from tensor overlap) and HBG (host-built graph)."""
+
+
 @dataclass(frozen=True)
 class Platform:
-    """One platform: its name, the hardware it is (or simulates), and that hardware's AICore
-    buffers (capacity in bytes; start-address alignment in bytes)."""
+    """One platform: its name, the hardware it is (or simulates), the chip runtimes it provides,
+    and that hardware's AICore buffers (capacity in bytes; start-address alignment in bytes)."""
 
     name: str
     hardware: str  # a2a3 or a5: the chip this platform is or simulates
     simulated: bool
+    runtimes: tuple[str, ...]  # what this platform's chip runtime provides (the simulator: TMR only)
     ub_bytes: int
     l1_bytes: int
     l0a_bytes: int
@@ -111,10 +121,10 @@ _A5 = {**_A2A3, "l0c_bytes": 256 * KIB}
 PLATFORM_TABLE: Mapping[str, Platform] = {
     p.name: p
     for p in (
-        Platform("a2a3sim", "a2a3", True, **_A2A3),
-        Platform("a5sim", "a5", True, **_A5),
-        Platform("a2a3", "a2a3", False, **_A2A3),
-        Platform("a5", "a5", False, **_A5),
+        Platform("a2a3sim", "a2a3", True, (TMR,), **_A2A3),
+        Platform("a5sim", "a5", True, (TMR,), **_A5),
+        Platform("a2a3", "a2a3", False, RUNTIMES, **_A2A3),
+        Platform("a5", "a5", False, RUNTIMES, **_A5),
     )
 }
 PLATFORMS = tuple(PLATFORM_TABLE)

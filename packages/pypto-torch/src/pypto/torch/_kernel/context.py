@@ -63,7 +63,6 @@ __all__ = [
     "state",
 ]
 
-_SIMULATED_RUNTIMES = (DEFAULT_RUNTIME,)  # what the simulated chip provides today
 
 
 class KernelState(enum.Enum):
@@ -506,19 +505,19 @@ def _preflight_request(
     device: object, platform: str | None, runtime: str, config: object
 ) -> tuple[KernelRequest, DevicePlatform, Any]:
     """Normalise and validate ``init``'s arguments; nothing is claimed or created here."""
-    from pypto.ir.contract import PLATFORMS, RUNTIMES
+    from pypto.ir.platforms import PLATFORMS, RUNTIMES, get_platform
 
     name = platform if platform is not None else (settings.platform() or DEFAULT_PLATFORM)
     if name not in PLATFORMS:
         raise ValueError(f"pypto.torch.init(platform): expected one of {', '.join(PLATFORMS)}, got {name!r}")
     if runtime not in RUNTIMES:
         raise ValueError(f"pypto.torch.init(runtime): expected one of {', '.join(RUNTIMES)}, got {runtime!r}")
-    plat = platform_for(name)
-    if plat.is_simulator and runtime not in _SIMULATED_RUNTIMES:
+    provided = get_platform(name).runtimes
+    if runtime not in provided:
         raise ValueError(
-            f"pypto.torch.init(runtime): the simulated chip ({name!r}) provides "
-            f"{', '.join(_SIMULATED_RUNTIMES)}; {runtime!r} runs on the NPU platforms only"
+            f"pypto.torch.init(runtime): platform {name!r} provides {', '.join(provided)}, not {runtime!r}"
         )
+    plat = platform_for(name)
     index = _device_index(device, plat)
     import simpler
 
