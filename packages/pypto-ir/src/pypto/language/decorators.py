@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -243,7 +244,6 @@ def program(cls: type) -> Program:
 def __getattr__(name: str) -> Any:
     # ``@pl.jit`` moved to pypto.language.jit (which imports this module); the old names stay.
     if name in ("JITFunction", "Specialization", "jit"):
-        from pypto.language import jit as _jit_module
-
-        return getattr(_jit_module, name)
+        # by module name: the package attribute ``pypto.language.jit`` is the ``pl.jit`` object
+        return getattr(importlib.import_module("pypto.language.jit"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
