@@ -22,6 +22,7 @@ class _Worker:
 
     def __init__(self, **kw: object) -> None:
         self.handles: dict[str, object] = {}
+        self.kw = kw
         _Worker.made.append(self)
 
     def init(self, prewarm: object = None) -> None:
@@ -64,3 +65,33 @@ def test_full_worker_is_replaced_not_failed() -> None:
     # Other platforms get their own Worker.
     w3, _ = worker.register_on_shared_worker(a, "a5sim")
     assert w3 not in (w1, w2)
+
+
+@pytest.mark.usefixtures("fake")
+def test_core_thread_counts_reach_the_worker_and_key_it() -> None:
+    a = _Callable("a")
+    w_default, _ = worker.register_on_shared_worker(a, "a2a3sim")
+    aic, aiv = worker.default_core_threads()
+    assert (w_default.kw["aic_threads"], w_default.kw["aiv_threads"]) == (aic, aiv)
+    assert min(aic, aiv) >= 1
+    # The defaults spelled out are the same Worker; other counts get their own.
+    assert worker.register_on_shared_worker(a, "a2a3sim", aic_threads=aic, aiv_threads=aiv)[0] is w_default
+    w4, _ = worker.register_on_shared_worker(a, "a2a3sim", aic_threads=1, aiv_threads=aiv + 2)
+    assert w4 is not w_default
+    assert (w4.kw["aic_threads"], w4.kw["aiv_threads"]) == (1, aiv + 2)
+    assert worker.shared_worker("a2a3sim", aic_threads=1, aiv_threads=aiv + 2) is w4
+
+
+def test_run_config_core_threads_are_checked() -> None:
+    from pypto.runtime import RunConfig
+
+    assert (RunConfig().aic_threads, RunConfig().aiv_threads) == (None, None)
+    assert RunConfig(aic_threads=0, aiv_threads=3).aiv_threads == 3
+    for bad in (
+        {"aiv_threads": -1},
+        {"aic_threads": True},
+        {"aiv_threads": 65},
+        {"aic_threads": 0, "aiv_threads": 0},
+    ):
+        with pytest.raises(ValueError, match="RunConfig"):
+            RunConfig(**bad)  # type: ignore[arg-type]

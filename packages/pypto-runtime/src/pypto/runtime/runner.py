@@ -39,6 +39,11 @@ class RunConfig:
         device_id: Device ordinal (0 on the simulator).
         call_config: A ``simpler.CallConfig`` for ring sizes and diagnostics (None: defaults).
         timeout: Seconds to wait for the run (None: no limit).
+        aic_threads: Simulated AICore cube (AIC) threads (None: what this machine runs well,
+            ``pypto.runtime.worker.default_core_threads()``; 1 per 2 CPUs, 1..2).
+        aiv_threads: Simulated AICore vector (AIV) threads (None: the default, 1 per CPU, 1..4).
+            Independent tasks run in parallel on these threads (traces show it); runs with
+            different counts use different shared Workers.
     """
 
     platform: str = "a2a3sim"
@@ -46,6 +51,8 @@ class RunConfig:
     device_id: int = 0
     call_config: Any = None
     timeout: float | None = None
+    aic_threads: int | None = None
+    aiv_threads: int | None = None
 
     def __post_init__(self) -> None:
         from pypto.ir.contract import parse_platform
@@ -53,6 +60,14 @@ class RunConfig:
         parse_platform(self.platform)
         if isinstance(self.device_id, bool) or not isinstance(self.device_id, int) or self.device_id < 0:
             raise ValueError(f"RunConfig(device_id): expected an int >= 0, got {self.device_id!r}")
+        for field in ("aic_threads", "aiv_threads"):
+            n = getattr(self, field)
+            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 64):
+                raise ValueError(f"RunConfig({field}): expected None or an int in [0, 64], got {n!r}")
+        if self.aic_threads == 0 and self.aiv_threads == 0:
+            raise ValueError(
+                "RunConfig(aic_threads, aiv_threads): expected at least one AICore thread, got 0"
+            )
         prefix = getattr(self.call_config, "output_prefix", None)
         if prefix:
             from pypto.runtime import settings
@@ -211,7 +226,14 @@ def run_artifact(
 
     callable_ = artifact.chip_callable()  # loading native code never claims a mode
     mode_gate.claim_program(f"{name}() on {config.platform}")
-    worker, handle = register_on_shared_worker(callable_, config.platform, config.runtime, config.device_id)
+    worker, handle = register_on_shared_worker(
+        callable_,
+        config.platform,
+        config.runtime,
+        config.device_id,
+        aic_threads=config.aic_threads,
+        aiv_threads=config.aiv_threads,
+    )
     worker.run(handle, task_args, config.call_config, timeout=config.timeout)
 
     results = tuple(slots[a] for a in meta.return_aliases)

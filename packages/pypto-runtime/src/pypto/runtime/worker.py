@@ -3,7 +3,7 @@
 :func:`program_worker` is the direct-initialisation claim point: it claims PROGRAM mode and only
 then constructs and initialises a ``simpler.Worker``, so a process in KERNEL mode is refused
 before any native Worker exists. :func:`shared_worker` keeps one initialised Worker per
-(platform, runtime, device) for the program runner.
+(platform, runtime, device, AIC threads, AIV threads) for the program runner.
 """
 
 from __future__ import annotations
@@ -14,10 +14,31 @@ from typing import Any
 
 from pypto.runtime import mode_gate
 
-__all__ = ["DEFAULT_PLATFORM", "DEFAULT_RUNTIME", "close_shared_workers", "program_worker", "shared_worker"]
+__all__ = [
+    "DEFAULT_PLATFORM",
+    "DEFAULT_RUNTIME",
+    "close_shared_workers",
+    "default_core_threads",
+    "program_worker",
+    "shared_worker",
+]
 
 DEFAULT_PLATFORM = "a2a3sim"
 DEFAULT_RUNTIME = "tensormap_and_ringbuffer"
+
+
+def default_core_threads() -> tuple[int, int]:
+    """(AIC, AIV) thread counts the simulated chip runs well with on this machine.
+
+    Idle AICore threads park (no CPU), so the counts only bound parallelism: one cube thread
+    per two CPUs (at least one, at most two) and one vector thread per CPU (at least one, at
+    most four) of this process's affinity mask. A 2-CPU machine gets (1, 2).
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(2, cpus // 2)), max(1, min(4, cpus))
 
 
 def program_worker(
@@ -26,8 +47,11 @@ def program_worker(
     runtime: str = DEFAULT_RUNTIME,
     device_id: int = 0,
     prewarm_config: Any = None,
+    aic_threads: int | None = None,
+    aiv_threads: int | None = None,
 ) -> Any:
-    """Claim PROGRAM mode, then create and initialise a ``simpler.Worker`` (level 2).
+    """Claim PROGRAM mode, then create and initialise a ``simpler.Worker`` (level 2) with
+    ``aic_threads``/``aiv_threads`` AICore threads (None: :func:`default_core_threads`).
 
     Raises:
         ModeConflictError: the process is in KERNEL mode (no Worker is created).
@@ -35,17 +59,33 @@ def program_worker(
     mode_gate.claim_program(f"program_worker(platform={platform!r})")
     import simpler
 
+    aic_threads, aiv_threads = _resolve_threads(aic_threads, aiv_threads)
     worker = simpler.Worker(
-        level=2, platform=platform, runtime=runtime, device_id=device_id, execution_mode="program"
+        level=2,
+        platform=platform,
+        runtime=runtime,
+        device_id=device_id,
+        execution_mode="program",
+        aic_threads=aic_threads,
+        aiv_threads=aiv_threads,
     )
     worker.init(prewarm_config)
     return worker
 
 
+def _resolve_threads(aic_threads: int | None, aiv_threads: int | None) -> tuple[int, int]:
+    aic_default, aiv_default = default_core_threads()
+    return (
+        aic_default if aic_threads is None else aic_threads,
+        aiv_default if aiv_threads is None else aiv_threads,
+    )
+
+
 class _Shared:
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.workers: dict[tuple[str, str, int], Any] = {}
+        # (platform, runtime, device_id, aic_threads, aiv_threads) -> Worker
+        self.workers: dict[tuple[str, str, int, int, int], Any] = {}
         self.registered: dict[int, set[str]] = {}  # id(worker) -> digests registered on it
 
 
@@ -53,19 +93,40 @@ _shared = _Shared()
 _orphans: list[Any] = []  # a forked child's inherited parent Workers
 
 
-def shared_worker(platform: str, runtime: str = DEFAULT_RUNTIME, device_id: int = 0) -> Any:
-    """The process's program Worker for ``(platform, runtime, device_id)``, created on first use."""
-    key = (platform, runtime, device_id)
+def shared_worker(
+    platform: str,
+    runtime: str = DEFAULT_RUNTIME,
+    device_id: int = 0,
+    *,
+    aic_threads: int | None = None,
+    aiv_threads: int | None = None,
+) -> Any:
+    """The process's program Worker for ``(platform, runtime, device_id, aic_threads,
+    aiv_threads)``, created on first use (None thread counts: :func:`default_core_threads`)."""
+    aic_threads, aiv_threads = _resolve_threads(aic_threads, aiv_threads)
+    key = (platform, runtime, device_id, aic_threads, aiv_threads)
     with _shared.lock:
         worker = _shared.workers.get(key)
         if worker is None:
-            worker = program_worker(platform=platform, runtime=runtime, device_id=device_id)
+            worker = program_worker(
+                platform=platform,
+                runtime=runtime,
+                device_id=device_id,
+                aic_threads=aic_threads,
+                aiv_threads=aiv_threads,
+            )
             _shared.workers[key] = worker
         return worker
 
 
 def register_on_shared_worker(
-    callable_: Any, platform: str, runtime: str = DEFAULT_RUNTIME, device_id: int = 0
+    callable_: Any,
+    platform: str,
+    runtime: str = DEFAULT_RUNTIME,
+    device_id: int = 0,
+    *,
+    aic_threads: int | None = None,
+    aiv_threads: int | None = None,
 ) -> tuple[Any, Any]:
     """(worker, handle) for ``callable_`` on the shared program Worker.
 
@@ -76,16 +137,27 @@ def register_on_shared_worker(
     """
     import simpler
 
-    key = (platform, runtime, device_id)
+    aic_threads, aiv_threads = _resolve_threads(aic_threads, aiv_threads)
+    key = (platform, runtime, device_id, aic_threads, aiv_threads)
+
+    def make() -> Any:
+        return program_worker(
+            platform=platform,
+            runtime=runtime,
+            device_id=device_id,
+            aic_threads=aic_threads,
+            aiv_threads=aiv_threads,
+        )
+
     with _shared.lock:
         worker = _shared.workers.get(key)
         if worker is None:
-            worker = program_worker(platform=platform, runtime=runtime, device_id=device_id)
+            worker = make()
             _shared.workers[key] = worker
         digests = _shared.registered.setdefault(id(worker), set())
         if callable_.digest not in digests and len(digests) >= simpler.MAX_CALLABLES:
             _shared.registered.pop(id(worker), None)
-            worker = program_worker(platform=platform, runtime=runtime, device_id=device_id)
+            worker = make()
             _shared.workers[key] = worker
             digests = _shared.registered.setdefault(id(worker), set())
         handle = worker.register(callable_)
