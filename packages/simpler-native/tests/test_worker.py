@@ -185,3 +185,26 @@ def test_submit_checks_arguments_before_running(
         worker.submit(h, args.add_scalar(1, DataType.UINT32))
     with pytest.raises(ValueError, match=r"task_window\[0\]: expected a power of two"):
         worker.submit(h, TaskArgs(), CallConfig(task_window=6))
+
+
+def test_submit_takes_materialised_arguments_as_launch_does(
+    worker: simpler.Worker, register: Callable[[str], Any]
+) -> None:
+    h = register("vadd_tiles")
+    a = np.arange(1000, dtype=np.float32)
+    b = np.ones(1000, dtype=np.float32)
+    c = np.zeros_like(a)
+    args = TaskArgs().add_tensor(wrap(a), D.In).add_tensor(wrap(b), D.In).add_tensor(wrap(c), D.Out)
+    mat = args.add_scalar(256, DataType.UINT32).materialize()
+    run = worker.submit(h, mat, keep_alive=(a, b, c))
+    run.result(timeout=30)
+    np.testing.assert_array_equal(c, a + b)
+    # Counts and directions are checked as for a TaskArgs; the chip checks each descriptor.
+    with pytest.raises(ValueError, match="expects 3 tensors and 1 scalars, got 2 and 1"):
+        worker.submit(h, simpler.ChipStorageTaskArgs(mat.tensors[:2], mat.directions[:2], mat.scalars))
+    with pytest.raises(ValueError, match=r"tensor 2 .* is Out in the signature but was added as In"):
+        worker.submit(h, simpler.ChipStorageTaskArgs(mat.tensors, (1, 1, 1), mat.scalars))
+    addr, _size, dtype, shape, strides, start = mat.tensors[2]
+    short = (addr, 16, dtype, shape, strides, start)  # claims 16 bytes of storage for 4000
+    with pytest.raises(IndexError, match="tensor 2: invalid descriptor"):
+        worker.submit(h, simpler.ChipStorageTaskArgs((*mat.tensors[:2], short), mat.directions, mat.scalars))

@@ -101,9 +101,7 @@ class RunHandle:
 
     __slots__ = ("_args", "_native", "callable")
 
-    def __init__(
-        self, native: Any, args: TaskArgs | ChipStorageTaskArgs | None, callable_: CallableHandle
-    ) -> None:
+    def __init__(self, native: Any, args: object, callable_: CallableHandle) -> None:
         self._native = native
         self._args = args  # keeps borrowed buffers alive until the run is done
         self.callable = callable_
@@ -391,8 +389,24 @@ class Worker:
 
     # -- runs ------------------------------------------------------------------------------
 
-    def submit(self, handle: CallableHandle, args: TaskArgs, config: CallConfig | None = None) -> RunHandle:
-        """Queue a run; returns at once. Invalid arguments or config raise before anything runs."""
+    def submit(
+        self,
+        handle: CallableHandle,
+        args: TaskArgs | ChipStorageTaskArgs,
+        config: CallConfig | None = None,
+        *,
+        keep_alive: object = None,
+    ) -> RunHandle:
+        """Queue a run; returns at once. Invalid arguments or config raise before anything runs.
+
+        ``args`` is a :class:`TaskArgs`, or the :class:`ChipStorageTaskArgs` it materialises
+        into (what a caller that already checked its tensors builds directly: descriptors,
+        directions and scalar bits), exactly as :meth:`launch` takes them: the counts and
+        directions are checked against the callable here and every descriptor against its
+        buffer by the chip. A ChipStorageTaskArgs holds addresses only, so pass the objects
+        that own the memory as ``keep_alive``: the RunHandle keeps them referenced until the
+        run is done (a TaskArgs keeps its buffers itself).
+        """
         chip = self._require_chip("submit")
         if self.execution_mode != "program":
             raise RuntimeError(
@@ -403,9 +417,13 @@ class Worker:
                 f"Worker.submit(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
             )
         native_cfg = self._native_config(config)
-        mat = _checked_args(handle, args, "submit")
-        native_run = chip.submit(handle._native, list(mat.tensors), list(mat.scalars), *native_cfg)
-        run = RunHandle(native_run, args, handle)
+        if isinstance(args, ChipStorageTaskArgs):
+            mat = args
+            _check_materialized(handle, mat, "submit")
+        else:
+            mat = _checked_args(handle, args, "submit")
+        native_run = chip.submit(handle._native, mat.tensors, mat.scalars, *native_cfg)
+        run = RunHandle(native_run, args if keep_alive is None else (args, keep_alive), handle)
         if native_cfg[4] or native_cfg[5]:
             with self._lock:
                 self._diagnostics.append(run)
@@ -424,13 +442,14 @@ class Worker:
     def run(
         self,
         handle: CallableHandle,
-        args: TaskArgs,
+        args: TaskArgs | ChipStorageTaskArgs,
         config: CallConfig | None = None,
         *,
         timeout: float | None = None,
+        keep_alive: object = None,
     ) -> None:
         """Submit and wait; raises :class:`DeviceError` if the run failed."""
-        self.submit(handle, args, config).result(timeout)
+        self.submit(handle, args, config, keep_alive=keep_alive).result(timeout)
 
     # -- kernel mode -------------------------------------------------------------------------
 

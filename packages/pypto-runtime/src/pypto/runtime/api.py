@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import threading
 from pathlib import Path
@@ -212,9 +213,80 @@ def run(program: Any, *args: Any, config: RunConfig | None = None, **kwargs: Any
 
 _programs: dict[tuple[Any, ...], CompiledProgram] = {}
 _programs_lock = threading.Lock()
+_DEFAULT_CONFIG = RunConfig()
+
+
+# The executor's cheapest level: per (function, platform, runtime), a call key -> (the
+# specialisation, its CompiledProgram). A call key is, per positional argument, (type, shape,
+# dtype) of a numpy array or torch tensor, or (type, value) of a plain int/float/bool: at least
+# as fine as the jit's specialisation key (tensors by shape and dtype, folded scalars by type
+# and value, runtime scalars by dtype only), so one call key names one specialisation and a
+# hit skips binding and specialising. Keys are stored only after a call with every parameter
+# passed positionally succeeded. Calls it does not cover (keywords, defaults left out, other
+# argument types, NaN) take the specialising path.
+class _Calls:
+    __slots__ = ("fn", "nparams", "programs")
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.nparams = len(fn.param_names)
+        self.programs: dict[tuple[Any, ...], tuple[Any, CompiledProgram]] = {}
+
+
+_calls: dict[tuple[int, str, str], _Calls] = {}
+_CALL_KEY_SCALARS = frozenset((int, float, bool))
+_MAX_CALL_KEYS = 256  # per function (a function called with ever new scalar values stops adding)
+
+
+def _call_key(args: tuple[Any, ...], nparams: int) -> tuple[Any, ...] | None:
+    if len(args) != nparams:
+        return None
+    key: list[Any] = []
+    for a in args:
+        t = type(a)
+        if t in _CALL_KEY_SCALARS:
+            if t is float and math.isnan(a):  # the specialising path reports it
+                return None
+            key.append((t, a))
+            continue
+        module = t.__module__
+        if not (module == "numpy" or module.startswith("torch")):
+            return None
+        shape = getattr(a, "shape", None)
+        dtype = getattr(a, "dtype", None)
+        if shape is None or dtype is None:
+            return None
+        key.append((t, tuple(shape), dtype))
+    return tuple(key)
+
+
+def _remember_call(
+    fn: Any, args: tuple[Any, ...], config: RunConfig, spec: Any, prog: CompiledProgram
+) -> None:
+    slot = (id(fn), config.platform, config.runtime)
+    with _programs_lock:
+        entry = _calls.get(slot)
+        if entry is None or entry.fn is not fn:
+            entry = _calls[slot] = _Calls(fn)
+        key = _call_key(args, entry.nparams)
+        if key is not None and len(entry.programs) < _MAX_CALL_KEYS:
+            entry.programs[key] = (spec, prog)
 
 
 def _executor_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], config: RunConfig) -> Any:
+    if not kwargs:
+        entry = _calls.get((id(fn), config.platform, config.runtime))
+        if entry is not None and entry.fn is fn:
+            key = _call_key(args, entry.nparams)
+            hit = entry.programs.get(key) if key is not None else None
+            if hit is not None:
+                spec, prog = hit
+                spec.check_captured()  # as specialize() does on its cache hit
+                return prog(*args, config=config)
+    return _executor_call_slow(fn, args, kwargs, config)
+
+
+def _executor_call_slow(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], config: RunConfig) -> Any:
     bound = fn.bind(*args, **kwargs)
     for name, value in zip(fn.param_names, bound, strict=True):
         if is_runtime(value):
@@ -231,13 +303,16 @@ def _executor_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], confi
         prog = compile(spec, platform=config.platform, runtime=config.runtime)
         with _programs_lock:
             prog = _programs.setdefault(memo, prog)
-    return prog(*bound, config=config)  # signature defaults filled in, in parameter order
+    result = prog(*bound, config=config)  # signature defaults filled in, in parameter order
+    if not kwargs:
+        _remember_call(fn, args, config, spec, prog)
+    return result
 
 
 def jit_executor(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Executes a ``@pl.jit`` call in program mode: ``fn(a, b, c, config=RunConfig())``."""
     kwargs = dict(kwargs)
-    config = kwargs.pop("config", None) or RunConfig()
+    config = kwargs.pop("config", None) or _DEFAULT_CONFIG
     if not isinstance(config, RunConfig):
         raise TypeError(
             f"{getattr(fn, '__name__', fn)}(config=...): expected a RunConfig, got {type(config).__name__}"

@@ -25,7 +25,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import DYNAMIC, ParamInfo
 from pypto.ir.storage_rules import view_bounds_problem
 
-__all__ = ["HostTensor", "TensorBindingError", "allocate_like", "describe", "is_tensor"]
+__all__ = ["HostTensor", "TensorBindingError", "allocate_like", "describe", "is_tensor", "numpy_typestr"]
 
 
 class TensorBindingError(TypeError):
@@ -46,6 +46,15 @@ _NUMPY_CODES = {
     "u8": DataType.UINT64,
     "b1": DataType.BOOL,
 }
+_NUMPY_TYPESTRS = {dt: ("|" if int(code[1:]) == 1 else "<") + code for code, dt in _NUMPY_CODES.items()}
+
+
+def numpy_typestr(dtype: DataType) -> str | None:
+    """The ``__array_interface__`` type string of a native-order numpy array of ``dtype``
+    (``"<f4"``, ``"|i1"``), or None (no numpy type, or a big-endian host)."""
+    return _NUMPY_TYPESTRS.get(dtype) if sys.byteorder == "little" else None
+
+
 # numpy has no BF16/FP8/FP4: outputs of those types are allocated only as torch tensors.
 _NUMPY_ALLOCATABLE = frozenset(_NUMPY_CODES.values())
 # struct-module format characters (the buffer protocol) -> numpy kind letter

@@ -9,10 +9,12 @@ is touched, after every argument has been checked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from ctypes import addressof, c_char
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import DYNAMIC, Layout, ParamDirection, ParamInfo
 from pypto.ir.storage_rules import Span, partial_overlap, strided_alias_conflict
 from pypto.language.typing import is_runtime
@@ -20,10 +22,12 @@ from pypto.runtime import mode_gate
 from pypto.runtime.host_tensors import (
     HostTensor,
     TensorBindingError,
+    _module_type,
     allocate_like,
     check_against,
     describe,
     is_tensor,
+    numpy_typestr,
 )
 
 __all__ = ["RunConfig", "bind_arguments", "run_artifact"]
@@ -157,26 +161,237 @@ def run_artifact(
     artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig | None
 ) -> Any:
     """Run ``artifact`` (a CompiledArtifact with PROGRAM capability) on the caller's tensors."""
+    plan = getattr(artifact, "_call_plan", None)
+    if plan is None:
+        plan = CallPlan(artifact)
+        artifact._call_plan = plan  # computed once per artifact (a race computes it twice)
+    return plan.run(args, kwargs, config)
+
+
+class CallPlan:
+    """What a program-mode call of one artifact needs, computed once per artifact: the
+    parameter order, per tensor parameter its dtype (and the numpy type string it arrives
+    as), rank, static dims, direction and descriptor layout, per scalar its wire code.
+
+    A call whose arguments are all plain (every parameter passed positionally, each tensor a
+    C-contiguous numpy array that owns its memory, or any other host tensor :func:`describe`
+    accepts, each scalar a Python ``int``/``float``/``bool``, no two views overlapping) then
+    only reads each array's address and shape, fills a ``simpler.ChipStorageTaskArgs`` and
+    submits it. Anything else (omitted outputs, keywords, views, empty tensors, overlapping
+    arguments, an argument that is wrong) takes the general path, which checks and reports
+    exactly as before; the plan's path accepts only calls that the general one accepts with
+    the same descriptors.
+    """
+
+    def __init__(self, artifact: Any) -> None:
+        import simpler
+        from simpler._dtypes import arg_direction_code
+
+        meta = artifact.metadata
+        params: tuple[ParamInfo, ...] = tuple(meta.params)
+        self.artifact = artifact
+        self.name: str = meta.name
+        self.params = params
+        self.program_capable = "PROGRAM" in artifact.capabilities
+        self.default_config: RunConfig | None = None
+        self.return_aliases: tuple[int, ...] = tuple(meta.return_aliases)
+        self.return_count: int = meta.return_count
+        self.claim_what = f"{self.name}() on {artifact.platform}"
+        # per tensor parameter: (slot, dtype, typestr, wire code, itemsize, shape pattern,
+        # row-major strides when every dim is static, writes)
+        tensors: list[
+            tuple[int, DataType, str | None, int, int, tuple[int, ...], tuple[int, ...] | None, bool]
+        ] = []
+        directions: list[int] = []
+        scalars: list[tuple[int, int]] = []
+        fast = True
+        for i, p in enumerate(params):
+            if p.is_scalar:
+                scalars.append((i, p.dtype.wire_code))
+                continue
+            assert p.shape is not None
+            if p.layout is Layout.NZ or not 1 <= len(p.shape) <= 5:
+                fast = False
+            static = None
+            if DYNAMIC not in p.shape and 0 not in p.shape:
+                static = _row_major(p.shape)
+            tensors.append(
+                (
+                    i,
+                    p.dtype,
+                    numpy_typestr(p.dtype),
+                    p.dtype.wire_code,
+                    p.dtype.itemsize,
+                    tuple(p.shape),
+                    static,
+                    p.direction.writes,
+                )
+            )
+            directions.append(arg_direction_code(getattr(simpler.ArgDirection, p.direction.value)))
+        self.tensors = tuple(tensors)
+        self.directions = tuple(directions)
+        self.scalars = tuple(scalars)
+        self.fast = fast
+        self.np_dtypes: dict[DataType, Any] | None = None
+        self.materialized = simpler.ChipStorageTaskArgs
+        self.encode_scalar = simpler.task_args.encode_scalar
+
+    def run(self, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig | None) -> Any:
+        name = self.name
+        if not self.program_capable:
+            raise RuntimeError(
+                f"{name}: this artifact was compiled for the KERNEL contract only; compile it with "
+                "pypto.runtime.compile() to run it as a program"
+            )
+        if config is None:
+            config = self.default_config
+            if config is None:
+                config = self.default_config = RunConfig(platform=self.artifact.platform)
+        elif type(config) is not RunConfig and not isinstance(config, RunConfig):
+            raise TypeError(
+                f"{name}(config=...): expected a pypto.runtime.RunConfig, got {type(config).__name__}"
+            )
+        if config.platform != self.artifact.platform:
+            raise ValueError(
+                f"{name}: compiled for platform {self.artifact.platform!r} but RunConfig.platform is "
+                f"{config.platform!r}; recompile, or reload with CompiledProgram.from_dir(path, platform=...)"
+            )
+        mat = self._materialize(args) if self.fast and not kwargs and len(args) == len(self.params) else None
+        if mat is None:
+            return _run_general(self.artifact, args, kwargs, config)
+        return self._submit(mat, args, config)
+
+    def _materialize(self, args: Sequence[Any]) -> Any:
+        """The call's ChipStorageTaskArgs, or None when it needs the general path."""
+        ndarray: Any = _module_type("numpy", "ndarray")  # never imports numpy
+        np_dtypes = self._numpy_dtypes(ndarray)
+        encode_scalar = self.encode_scalar
+        descriptors = []
+        spans = []
+        for slot, dtype, _typestr, code, itemsize, pattern, static, writes in self.tensors:
+            a = args[slot]
+            if type(a) is ndarray and a.base is None and a.flags.c_contiguous:
+                # An array that owns its memory, row-major: the view is its whole storage.
+                if a.dtype is not np_dtypes.get(dtype):
+                    return None  # another dtype or byte order: the general path decides
+                try:
+                    ptr = addressof(c_char.from_buffer(a))  # writable arrays (cheapest)
+                except TypeError:  # read-only
+                    if writes:
+                        return None
+                    ptr = a.__array_interface__["data"][0]
+                shape = a.shape
+                if static is not None:
+                    if shape != pattern:
+                        return None
+                    strides = static
+                else:
+                    if not _matches(shape, pattern):
+                        return None
+                    strides = _row_major(shape)
+                nbytes = a.nbytes
+                descriptors.append((ptr, nbytes, code, shape, strides, 0))
+                spans.append((ptr, ptr + nbytes))
+                continue
+            if a is None:
+                return None
+            try:
+                view = describe(a, what="")
+            except TensorBindingError:
+                return None
+            if (
+                view.dtype is not dtype
+                or not view.span_bytes
+                or not _matches(view.shape, pattern)
+                or (writes and view.readonly)
+                or any(not 0 < s < 1 << 32 for s in view.strides)
+            ):
+                return None
+            descriptors.append(
+                (
+                    view.storage_ptr,
+                    view.storage_nbytes,
+                    code,
+                    view.shape,
+                    view.strides,
+                    view.offset_bytes // itemsize,
+                )
+            )
+            spans.append((view.ptr, view.ptr + view.span_bytes))
+        if len(spans) > 1:  # the alias rule: disjoint views only here (others: general path)
+            spans.sort()
+            reach = 0
+            for lo, hi in spans:
+                if lo < reach:
+                    return None
+                reach = hi
+        bits = []
+        for slot, code in self.scalars:
+            v = args[slot]
+            if type(v) not in _PLAIN_SCALARS:
+                return None
+            try:
+                bits.append(encode_scalar(v, code))
+            except ValueError:
+                return None
+        return self.materialized(tuple(descriptors), self.directions, tuple(bits))
+
+    def _numpy_dtypes(self, ndarray: type | None) -> dict[DataType, Any]:
+        """DataType -> the native-order numpy dtype object (numpy's dtype singletons, compared
+        by identity), for the numpy dtypes of the tensor parameters; computed once."""
+        found = self.np_dtypes
+        if found is None and ndarray is not None:
+            import numpy
+
+            found = self.np_dtypes = {dt: numpy.dtype(ts) for _, dt, ts, *_ in self.tensors if ts is not None}
+        return found or {}
+
+    def _submit(self, mat: Any, args: Sequence[Any], config: RunConfig) -> Any:
+        from pypto.runtime.worker import register_on_shared_worker
+
+        callable_ = self.artifact.chip_callable()  # loading native code never claims a mode
+        mode_gate.claim_program(self.claim_what)
+        worker, handle = register_on_shared_worker(
+            callable_,
+            config.platform,
+            config.runtime,
+            config.device_id,
+            aic_threads=config.aic_threads,
+            aiv_threads=config.aiv_threads,
+        )
+        worker.run(handle, mat, config.call_config, timeout=config.timeout, keep_alive=args)
+        if self.return_count == 0:
+            return None
+        if self.return_count == 1:
+            return args[self.return_aliases[0]]
+        return tuple(args[a] for a in self.return_aliases)
+
+
+_PLAIN_SCALARS = frozenset((int, float, bool))
+
+
+def _matches(shape: Sequence[int], pattern: Sequence[int]) -> bool:
+    """``shape`` has ``pattern``'s rank and static dims, and no dimension of extent 0."""
+    if len(shape) != len(pattern):
+        return False
+    return all(w in (DYNAMIC, g) and 0 < g < 1 << 32 for w, g in zip(pattern, shape, strict=True))
+
+
+def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def _run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig) -> Any:
+    """Every call the plan does not take: binds, describes, checks and reports in full."""
     import simpler
     from pypto.runtime.worker import register_on_shared_worker
 
     meta = artifact.metadata
     name = meta.name
-    if "PROGRAM" not in artifact.capabilities:
-        raise RuntimeError(
-            f"{name}: this artifact was compiled for the KERNEL contract only; compile it with "
-            "pypto.runtime.compile() to run it as a program"
-        )
-    config = config if config is not None else RunConfig(platform=artifact.platform)
-    if not isinstance(config, RunConfig):
-        raise TypeError(
-            f"{name}(config=...): expected a pypto.runtime.RunConfig, got {type(config).__name__}"
-        )
-    if config.platform != artifact.platform:
-        raise ValueError(
-            f"{name}: compiled for platform {artifact.platform!r} but RunConfig.platform is "
-            f"{config.platform!r}; recompile, or reload with CompiledProgram.from_dir(path, platform=...)"
-        )
     params = meta.params
     slots = bind_arguments(name, params, args, kwargs)
 

@@ -8,6 +8,7 @@ before any native Worker exists. :func:`shared_worker` keeps one initialised Wor
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from typing import Any
@@ -27,12 +28,13 @@ DEFAULT_PLATFORM = "a2a3sim"
 DEFAULT_RUNTIME = "tensormap_and_ringbuffer"
 
 
+@functools.cache
 def default_core_threads() -> tuple[int, int]:
     """(AIC, AIV) thread counts the simulated chip runs well with on this machine.
 
     Idle AICore threads park (no CPU), so the counts only bound parallelism: one cube thread
     per two CPUs (at least one, at most two) and one vector thread per CPU (at least one, at
-    most four) of this process's affinity mask. A 2-CPU machine gets (1, 2).
+    most four) of this process's affinity mask, read once. A 2-CPU machine gets (1, 2).
     """
     try:
         cpus = len(os.sched_getaffinity(0))

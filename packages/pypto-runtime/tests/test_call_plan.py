@@ -1,0 +1,165 @@
+"""Program-mode call plans: the plan's descriptors are the general path's, anything unusual
+takes the general path, and the @pl.jit executor's call keys skip specialising."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pypto.language as pl
+import pypto.runtime as rt
+from pypto.runtime import api
+from pypto.runtime.compiled import CompiledProgram
+from pypto.runtime.host_tensors import describe
+from pypto.runtime.runner import CallPlan, _chip_view
+
+R, C = 16, 64
+
+
+@pl.jit
+def plan_add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(a, b)
+    return out
+
+
+@pl.jit
+def plan_scale(a: pl.Tensor, alpha: pl.FP32, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(a, alpha)
+    return out
+
+
+@pytest.fixture(scope="module")
+def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("plan-store")
+
+
+@pytest.fixture(autouse=True)
+def _shared_store(store_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(store_root))
+
+
+def ones() -> np.ndarray:
+    return np.ones((R, C), np.float32)
+
+
+@pytest.fixture
+def prog() -> CompiledProgram:
+    return rt.compile(plan_add, ones(), ones(), ones())
+
+
+def _plan(prog: CompiledProgram) -> CallPlan:
+    prog(ones(), ones(), ones())
+    plan = prog.artifact._call_plan
+    assert isinstance(plan, CallPlan)
+    return plan
+
+
+def _try_import(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def _general(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    import simpler
+
+    return tuple(_chip_view(simpler, describe(a, what="x"), "x").descriptor() for a in args)
+
+
+def test_plan_descriptors_are_the_general_paths(prog: CompiledProgram) -> None:
+    plan = _plan(prog)
+    base = np.arange((R + 2) * C, dtype=np.float32).reshape(R + 2, C)
+    cases: list[tuple[Any, ...]] = [
+        (ones(), ones(), np.empty((R, C), np.float32)),  # arrays that own their memory
+        (base[2:], ones(), np.zeros((R, C), np.float32)),  # a view at an offset
+        (ones(), ones(), np.zeros((R, C), np.float32).T.copy().T),  # column-major output
+    ]
+    torch: Any = sys.modules.get("torch") or _try_import("torch")
+    if torch is not None:
+        t = torch.arange((R + 1) * C, dtype=torch.float32).reshape(R + 1, C)
+        cases.append((t[1:], torch.ones(R, C), torch.zeros(R, C)))
+    for args in cases:
+        mat = plan._materialize(args)
+        assert mat is not None
+        assert tuple((a, s, d, tuple(sh), tuple(st), o) for a, s, d, sh, st, o in mat.tensors) == tuple(
+            (a, s, d, tuple(sh), tuple(st), o) for a, s, d, sh, st, o in _general(args)
+        )
+        assert mat.directions == (1, 1, 2)
+        out = prog(*args)
+        assert out is args[2]
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(args[0]) + 1)
+
+
+def test_unusual_calls_take_the_general_path(prog: CompiledProgram) -> None:
+    plan = _plan(prog)
+    a = ones()
+    shared = np.zeros((R, C), np.float32)
+    for args in [
+        (a, a, shared),  # two parameters, one array: exact aliases are the general path's to judge
+        (a, ones(), np.zeros((R, C), np.float64)),  # wrong dtype
+        (a, ones(), np.zeros((R, C + 1), np.float32)),  # wrong shape
+        (a, ones(), None),
+        (a, ones(), "x"),
+    ]:
+        assert plan._materialize(args) is None
+    ro = ones()
+    ro.flags.writeable = False
+    assert plan._materialize((ro, ones(), shared)) is not None  # a read-only input is fine
+    assert plan._materialize((a, ones(), ro)) is None  # a read-only output is not
+    with pytest.raises(TypeError, match="read-only"):
+        prog(a, ones(), ro)
+    out = prog(a, ones())  # an omitted output is allocated (general path)
+    np.testing.assert_array_equal(out, a + 1)
+    np.testing.assert_array_equal(prog(a, b=ones(), out=shared), a + 1)  # keywords
+
+
+def test_scalars_are_encoded_once_checked() -> None:
+    a = np.arange(R * C, dtype=np.float32).reshape(R, C)
+    prog = rt.compile(plan_scale, a, pl.RUNTIME, a)
+    out = np.zeros_like(a)
+    prog(a, 2.0, out)
+    np.testing.assert_array_equal(out, a * 2)
+    prog(a, 3, out)
+    np.testing.assert_array_equal(out, a * 3)
+    with pytest.raises(TypeError, match="alpha"):
+        prog(a, 1e300, out)  # out of FP32 range: the general path reports it
+    with pytest.raises(TypeError, match="alpha"):
+        prog(a, "2", out)
+
+
+def test_jit_calls_with_a_known_call_key_skip_specialising(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, out = ones(), np.zeros((R, C), np.float32)
+    plan_add(a, ones(), out)
+    calls: list[object] = []
+    real = plan_add.specialize
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plan_add, "specialize", counting)
+    for _ in range(3):
+        out[:] = 0
+        plan_add(a, a, out)
+        np.testing.assert_array_equal(out, a + a)
+    assert calls == []
+    plan_add(a, ones(), out=out)  # keywords: the specialising path
+    assert len(calls) == 1
+    small = np.ones((R, C // 2), np.float32)
+    plan_add(small, small, np.zeros_like(small))  # another shape: specialised once, then known
+    plan_add(small, small, np.zeros_like(small))
+    assert len(calls) == 2
+    with pytest.raises(TypeError, match="NoneType"):
+        plan_add(a, None, out)
+    key = api._call_key((a, a, out), 3)
+    assert key is not None
+    assert api._call_key((a, float("nan"), out), 3) is None
+    assert api._call_key((a, [1], out), 3) is None
