@@ -64,6 +64,18 @@ struct RunConfig {
 // Throws std::invalid_argument naming the field, expected range and the value found.
 void validate_run_config(const RunConfig& cfg);
 
+// The tensor map's overlap test, as hardware's: false only when the two nonempty tensors touch
+// no common element. Two views of one buffer with the same element size and strides (dims of
+// extent 1 left out) whose start offsets differ by a whole number of elements are compared as
+// N-D boxes (side-by-side column tiles do not overlap although their byte ranges interleave),
+// exactly when their addresses are one-to-one with their box coordinates; anything else falls
+// back to their [first byte, last byte) ranges (conservative: a dependency too many, never one
+// too few).
+bool tensors_may_overlap(const ChipTensor& a, const ChipTensor& b) noexcept;
+
+// True when every element ``inner`` touches is also touched by ``outer`` (false when unsure).
+bool tensor_covers(const ChipTensor& outer, const ChipTensor& inner) noexcept;
+
 struct ChipOptions {
     int aic_threads = 1;
     int aiv_threads = 1;
@@ -193,8 +205,9 @@ private:
     std::string consume_kernel_launch(Pending& p);
     static void complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files);
 
-    struct MapEntry {  // one tensor argument of a task in flight: its byte range
+    struct MapEntry {  // one tensor argument of a task in flight: its byte range and its view
         std::uint64_t lo, hi;
+        const ChipTensor* tensor;  // the task's copy (valid while the task is in flight)
         Task* task;
         std::uint64_t seq;
         bool write;
