@@ -163,3 +163,17 @@ def test_jit_calls_with_a_known_call_key_skip_specialising(monkeypatch: pytest.M
     assert key is not None
     assert api._call_key((a, float("nan"), out), 3) is None
     assert api._call_key((a, [1], out), 3) is None
+
+
+def test_a_plan_follows_the_shared_worker_when_it_is_replaced(prog: CompiledProgram) -> None:
+    from pypto.runtime import worker
+
+    a, b, out = ones(), ones(), np.zeros((R, C), np.float32)
+    prog(a, b, out)
+    ((_, w1, _),) = prog.artifact._call_plan.bound.values()
+    worker.close_shared_workers()  # w1 is closed: the next call must not use it
+    out[:] = 0
+    prog(a, b, out)
+    np.testing.assert_array_equal(out, a + b)
+    ((_, w2, _),) = prog.artifact._call_plan.bound.values()
+    assert w2 is not w1

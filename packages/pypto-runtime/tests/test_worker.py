@@ -95,3 +95,15 @@ def test_run_config_core_threads_are_checked() -> None:
     ):
         with pytest.raises(ValueError, match="RunConfig"):
             RunConfig(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("fake")
+def test_shared_generation_changes_whenever_a_shared_worker_does() -> None:
+    g0 = worker.shared_generation()
+    w1, _ = worker.register_on_shared_worker(_Callable("a"), "a2a3sim")
+    g1 = worker.shared_generation()
+    assert g1 != g0
+    assert worker.register_on_shared_worker(_Callable("a"), "a2a3sim")[0] is w1
+    assert worker.shared_generation() == g1  # reuse: unchanged
+    worker.close_shared_workers()
+    assert worker.shared_generation() != g1

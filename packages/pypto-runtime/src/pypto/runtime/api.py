@@ -31,7 +31,7 @@ from pypto.runtime.compiled import (
     build_prebuilt,
     toolchain_identity,
 )
-from pypto.runtime.runner import RunConfig
+from pypto.runtime.runner import RunConfig, run_artifact
 
 __all__ = ["_compile_artifact", "artifact_key", "compile", "jit_executor", "load_cached", "run"]
 
@@ -214,6 +214,7 @@ def run(program: Any, *args: Any, config: RunConfig | None = None, **kwargs: Any
 _programs: dict[tuple[Any, ...], CompiledProgram] = {}
 _programs_lock = threading.Lock()
 _DEFAULT_CONFIG = RunConfig()
+_NO_KWARGS: dict[str, Any] = {}
 
 
 # The executor's cheapest level: per (function, platform, runtime), a call key -> (the
@@ -282,7 +283,7 @@ def _executor_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], confi
             if hit is not None:
                 spec, prog = hit
                 spec.check_captured()  # as specialize() does on its cache hit
-                return prog(*args, config=config)
+                return run_artifact(prog.artifact, args, _NO_KWARGS, config)
     return _executor_call_slow(fn, args, kwargs, config)
 
 

@@ -233,6 +233,8 @@ class CallPlan:
         self.scalars = tuple(scalars)
         self.fast = fast
         self.np_dtypes: dict[DataType, Any] | None = None
+        # RunConfig's Worker fields -> (shared-Worker generation, worker, handle)
+        self.bound: dict[tuple[Any, ...], tuple[int, Any, Any]] = {}
         self.materialized = simpler.ChipStorageTaskArgs
         self.encode_scalar = simpler.task_args.encode_scalar
 
@@ -347,18 +349,25 @@ class CallPlan:
         return found or {}
 
     def _submit(self, mat: Any, args: Sequence[Any], config: RunConfig) -> Any:
-        from pypto.runtime.worker import register_on_shared_worker
+        from pypto.runtime import worker as shared
 
         callable_ = self.artifact.chip_callable()  # loading native code never claims a mode
         mode_gate.claim_program(self.claim_what)
-        worker, handle = register_on_shared_worker(
-            callable_,
-            config.platform,
-            config.runtime,
-            config.device_id,
-            aic_threads=config.aic_threads,
-            aiv_threads=config.aiv_threads,
-        )
+        key = (config.platform, config.runtime, config.device_id, config.aic_threads, config.aiv_threads)
+        bound = self.bound.get(key)
+        if bound is not None and bound[0] == shared.shared_generation():
+            worker, handle = bound[1], bound[2]
+        else:
+            generation = shared.shared_generation()
+            worker, handle = shared.register_on_shared_worker(
+                callable_,
+                config.platform,
+                config.runtime,
+                config.device_id,
+                aic_threads=config.aic_threads,
+                aiv_threads=config.aiv_threads,
+            )
+            self.bound[key] = (generation, worker, handle)
         worker.run(handle, mat, config.call_config, timeout=config.timeout, keep_alive=args)
         if self.return_count == 0:
             return None

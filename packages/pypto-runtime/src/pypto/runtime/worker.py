@@ -89,6 +89,9 @@ class _Shared:
         # (platform, runtime, device_id, aic_threads, aiv_threads) -> Worker
         self.workers: dict[tuple[str, str, int, int, int], Any] = {}
         self.registered: dict[int, set[str]] = {}  # id(worker) -> digests registered on it
+        # Bumped whenever a shared Worker is added, replaced or dropped: a (worker, handle)
+        # pair obtained at generation g is still the shared one while the generation is g.
+        self.generation = 0
 
 
 _shared = _Shared()
@@ -118,6 +121,7 @@ def shared_worker(
                 aiv_threads=aiv_threads,
             )
             _shared.workers[key] = worker
+            _shared.generation += 1
         return worker
 
 
@@ -156,15 +160,24 @@ def register_on_shared_worker(
         if worker is None:
             worker = make()
             _shared.workers[key] = worker
+            _shared.generation += 1
         digests = _shared.registered.setdefault(id(worker), set())
         if callable_.digest not in digests and len(digests) >= simpler.MAX_CALLABLES:
             _shared.registered.pop(id(worker), None)
             worker = make()
             _shared.workers[key] = worker
+            _shared.generation += 1
             digests = _shared.registered.setdefault(id(worker), set())
         handle = worker.register(callable_)
         digests.add(callable_.digest)
         return worker, handle
+
+
+def shared_generation() -> int:
+    """A number that changes whenever a shared Worker is created, replaced or dropped (also
+    in a forked child): what :func:`register_on_shared_worker` returned at generation ``g``
+    is still current while this returns ``g``."""
+    return _shared.generation
 
 
 def close_shared_workers() -> None:
@@ -173,6 +186,7 @@ def close_shared_workers() -> None:
         workers = list(_shared.workers.values())
         _shared.workers.clear()
         _shared.registered.clear()
+        _shared.generation += 1
     for w in workers:
         w.close()
 
@@ -185,6 +199,7 @@ def _forget_in_child() -> None:
     _orphans.extend(_shared.workers.values())
     _shared.workers.clear()
     _shared.registered.clear()
+    _shared.generation += 1
     _shared.lock = threading.Lock()
 
 

@@ -1,0 +1,146 @@
+"""pypto-runtime benchmark: program-mode call overhead (issue 17).
+
+A 64x64 FP32 element-wise add called through ``@pl.jit`` (and through its CompiledProgram) on
+a2a3sim, as a ratio to ``np.add(a, b, out=c)`` measured in the same process, interleaved, each
+figure the best of several repetitions (the machine is shared: ratios, not times). The
+"general path" rows run the same call the way every call ran before the call plan: binding and
+describing every argument, Buffer/Tensor/TaskArgs objects, and (for ``@pl.jit``) binding and
+specialising again on every call. Also: the simulated chip's own round trip for the same
+submission (the floor under both), and the run with one AIV thread.
+
+    python packages/pypto-runtime/benchmarks/bench_program_call.py      # or: nox -s bench
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import pypto.language as pl
+import pypto.runtime as rt
+
+BAR, GOAL = 25.0, 10.0
+
+
+@pl.jit
+def add64(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.add(pl.load(a, [0, 0], [64, 64]), pl.load(b, [0, 0], [64, 64])), [0, 0], c)
+    return c
+
+
+def _best(fns: dict[str, Callable[[], object]], number: dict[str, int], rounds: int) -> dict[str, float]:
+    """Seconds per call of each function: best of ``rounds``, the functions interleaved."""
+    best = dict.fromkeys(fns, float("inf"))
+    for f in fns.values():
+        for _ in range(20):
+            f()
+    for _ in range(rounds):
+        for name, f in fns.items():
+            n = number[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            best[name] = min(best[name], (time.perf_counter() - t0) / n)
+    return best
+
+
+def _table(title: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        print(f"\n{title}")
+        print(" | ".join(header))
+        for r in rows:
+            print(" | ".join(r))
+        return
+    table = Table(title=title)
+    for h in header:
+        table.add_column(h)
+    for r in rows:
+        table.add_row(*r)
+    Console().print(table)
+
+
+def main() -> None:
+    import os
+
+    from pypto.runtime import api, runner
+    from pypto.runtime.worker import default_core_threads, register_on_shared_worker
+
+    with tempfile.TemporaryDirectory(prefix="pypto-bench-call-") as store:
+        os.environ["PYPTO_CACHE_DIR"] = store
+        try:
+            _run(api, runner, default_core_threads, register_on_shared_worker)
+        finally:
+            del os.environ["PYPTO_CACHE_DIR"]
+
+
+def _run(api: Any, runner: Any, default_core_threads: Any, register_on_shared_worker: Any) -> None:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 64), dtype=np.float32)
+    b = rng.standard_normal((64, 64), dtype=np.float32)
+    c = np.empty_like(a)
+    prog = rt.compile(add64, a, b, c)
+    add64(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+    prog(a, b, c)  # computes the program's call plan
+    config = rt.RunConfig()
+    one_aiv = rt.RunConfig(aic_threads=1, aiv_threads=1)
+
+    def jit_general() -> object:  # the executor as it was: bind, specialise, general runner
+        bound = add64.bind(a, b, c)
+        spec = add64.specialize(a, b, c)
+        memo = (id(add64), spec.key, config.platform, config.runtime)
+        return runner._run_general(api._programs[memo].artifact, bound, {}, config)
+
+    plan = prog.artifact._call_plan
+    mat = plan._materialize((a, b, c))
+    worker, handle = register_on_shared_worker(prog.artifact.chip_callable(), config.platform)
+
+    fns: dict[str, Callable[[], object]] = {
+        "numpy": lambda: np.add(a, b, out=c),
+        "jit": lambda: add64(a, b, c),
+        "prog": lambda: prog(a, b, c),
+        "jit_general": jit_general,
+        "prog_general": lambda: runner._run_general(prog.artifact, (a, b, c), {}, config),
+        "chip": lambda: worker.run(handle, mat),
+        "jit_1aiv": lambda: add64(a, b, c, config=one_aiv),
+    }
+    number = {k: (20000 if k == "numpy" else 300) for k in fns}
+    rounds = 7 if "--quick" not in sys.argv else 3
+    t = _best(fns, number, rounds)
+    base = t["numpy"]
+
+    def row(label: str, key: str, bar: bool = False) -> tuple[str, ...]:
+        ratio = t[key] / base
+        verdict = (
+            ("ok" if ratio <= BAR else "OVER BAR") + (" (goal met)" if ratio <= GOAL else "") if bar else ""
+        )
+        return (label, f"{t[key] * 1e6:.1f} us", f"{ratio:.1f}x", verdict)
+
+    aic, aiv = default_core_threads()
+    _table(
+        f"64x64 FP32 add, program mode on a2a3sim vs numpy (bar <= {BAR:.0f}x, goal <= {GOAL:.0f}x; "
+        f"best of {rounds}; {aic} AIC + {aiv} AIV threads)",
+        ("call", "time", "ratio to np.add", "issue 17"),
+        [
+            ("numpy np.add(a, b, out=c)", f"{base * 1e6:.2f} us", "1.0x", ""),
+            row("@pl.jit call (call key + call plan)", "jit", bar=True),
+            row("CompiledProgram call (call plan)", "prog"),
+            row("@pl.jit call, general path (before: bind + specialise + describe)", "jit_general"),
+            row("CompiledProgram call, general path (before)", "prog_general"),
+            row("chip round trip only (Worker.run of the materialised args)", "chip"),
+            row("@pl.jit call, RunConfig(aic_threads=1, aiv_threads=1)", "jit_1aiv"),
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()
