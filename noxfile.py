@@ -262,6 +262,20 @@ def fuzz(session: nox.Session) -> None:
         session.run(str(target), str(work), str(corpus), f"-max_total_time={seconds}", "-print_final_stats=1")
 
 
+@nox.session
+def mutation(session: nox.Session) -> None:
+    """Mutation testing, outside ``-t ci``: mutmut over pypto-torch's validators and pypto-runtime's
+    store modules, and scripted C++ mutants of the kernel-mode wire headers (rebuilt and run against
+    the C++ wire tests). Writes build/mutation/summary.json; docs/mutation.md records a run.
+    ``PYPTO_MUTATION_BUDGET`` bounds each Python target in seconds (default 330); posargs go to
+    testing/mutation/run_mutation.py (e.g. ``-- --only cpp``)."""
+    _install(session, "pypto-runtime", "pypto-torch")
+    session.install("mutmut==3.8.1")
+    budget = os.environ.get("PYPTO_MUTATION_BUDGET", "330")
+    script = ROOT / "testing" / "mutation" / "run_mutation.py"
+    session.run("python", str(script), "--out", str(BUILD / "mutation"), "--budget", budget, *session.posargs)
+
+
 @nox.session(tags=["ci"])
 def probe(session: nox.Session) -> None:
     """Build and run tools/cann-probe against the installed simpler headers."""

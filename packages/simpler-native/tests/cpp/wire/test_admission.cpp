@@ -155,3 +155,21 @@ TEST_CASE("opaque non-TMR payloads are admitted with trusted counts") {
         CHECK(h.payload_bytes == payload);
     }
 }
+
+TEST_CASE("count limits come before the staleness checks (documented order)") {
+    // 257 tensors is over the limit whatever the view says; with a stale generation (or another
+    // callable's id) the packet still reports InvalidCounts, not StaleCallable. With a current
+    // generation the view comparison would give InvalidCounts anyway and hide a missing limit check.
+    const auto v = wt::view(3, 1, 1, 2);
+    const std::size_t payload = tmr_invocation_size(1, 1) - kInvocationHeaderBytes;
+    auto p = packet_for(v, payload);
+    wt::put<std::int32_t>(p, 24, 257);
+    wt::put<std::uint64_t>(p, 8, 1);  // stale generation
+    CHECK(validate_invocation_header(ByteSpan(p.data(), p.size()), v, nullptr) == InvocationStatus::InvalidCounts);
+    wt::put<std::int32_t>(p, 24, 1);
+    wt::put<std::int32_t>(p, 28, 129);  // too many scalars, other callable
+    wt::put<std::int32_t>(p, 4, 5);
+    CHECK(validate_invocation_header(ByteSpan(p.data(), p.size()), v, nullptr) == InvocationStatus::InvalidCounts);
+    wt::put<std::int32_t>(p, 28, 1);  // within the limits: now the staleness shows
+    CHECK(validate_invocation_header(ByteSpan(p.data(), p.size()), v, nullptr) == InvocationStatus::StaleCallable);
+}

@@ -295,3 +295,44 @@ TEST_CASE("validate_chip_tensor names the failing field for every rule encode ap
     CHECK(chip_tensor_problem(wt::tensor(0, 0, DataType::INT8, {0}, {0})) == nullptr);  // empty
     validate_chip_tensor(wt::tile32(), "ok");
 }
+
+TEST_CASE("an extent that wraps in the running sum is an overflow, not three elements") {
+    // (0xFFFFFFFF - 1) * 0xFFFFFFFF + (7 - 1) * 0x80000000 + 1 = 2^64 + 3: the sum wraps to 3
+    // elements, which a 64-byte backing holds. Only the add-overflow check sees it; the existing
+    // overflow vectors overflow a later step (offset, bits) and never depend on this one.
+    const std::uint32_t M = 0xffffffffu;
+    const ChipTensor wrap = wt::tensor(0x1000, 64, DataType::INT8, {M, 7}, {M, 0x80000000u});
+    CHECK(encode_one(wrap) == InvocationStatus::InvalidTensor);
+    CHECK(check_chip_tensor_semantics(wrap) == InvocationStatus::InvalidTensor);
+    std::uint64_t extent = 77;
+    CHECK_FALSE(chip_tensor_extent(wrap, &extent));
+    CHECK(extent == 77);
+    CHECK(chip_tensor_span_bytes(wrap) == 0);
+    const char* problem = chip_tensor_problem(wrap);
+    REQUIRE(problem != nullptr);
+    CHECK(std::string(problem).find("overflow") != std::string::npos);
+    // The decoder rejects the same descriptor in packet bytes (patched into a valid packet).
+    const ChipTensor ok = wt::tensor(0x1000, 64, DataType::INT8, {8, 7}, {7, 1});
+    const auto v = wt::view(0, 1, 0);
+    auto p = encode(v, wt::binding(), {ok}, {});
+    REQUIRE(decode(p, v, wt::binding()) == InvocationStatus::Ok);
+    std::memcpy(p.data() + kTmrTensorsOffset, &wrap, sizeof wrap);
+    CHECK(decode(p, v, wt::binding()) == InvocationStatus::InvalidTensor);
+    // The largest products of u32 shape - 1 and stride fit in 64 bits (no multiply overflow to
+    // detect for a nonempty tensor): this one spans 0xFFFFFFFD00000003 elements, refused by size.
+    std::uint64_t big = 0;
+    CHECK(chip_tensor_extent(wt::tensor(0x1000, ~0ull, DataType::INT8, {M}, {M}), &big));
+    CHECK(big == 0xFFFFFFFD00000003ull);
+}
+
+TEST_CASE("semantics alone refuse a rank above five, and spans round sub-byte elements up") {
+    ChipTensor t = wt::tile32();
+    t.ndims = kMaxTensorDims + 1;
+    CHECK(check_chip_tensor_semantics(t) == InvocationStatus::InvalidTensor);
+    t.ndims = 0;
+    CHECK(check_chip_tensor_semantics(t) == InvocationStatus::InvalidTensor);
+    // 9 FP4 values are 36 bits: 5 bytes; 8 are exactly 4.
+    CHECK(chip_tensor_span_bytes(wt::tensor(0x1000, 8, DataType::FP4E2M1, {9}, {1})) == 5);
+    CHECK(chip_tensor_span_bytes(wt::tensor(0x1000, 8, DataType::FP4E2M1, {8}, {1})) == 4);
+    CHECK(chip_tensor_span_bytes(wt::tensor(0x1000, 8, DataType::FP4E2M1, {3}, {1}, 2)) == 3);  // elements 2..4
+}

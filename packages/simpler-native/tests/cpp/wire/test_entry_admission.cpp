@@ -104,6 +104,25 @@ TEST_CASE("child counts and func_ids") {
     std::vector<KernelChildEntry> lots(65, g.children[0]);
     g.d.children = lots.data();
     CHECK(g.admit() == InvocationStatus::InvalidCounts);
+    // The child count is refused before any child is looked at: 65 children whose first has a
+    // bad name are InvalidCounts, not InvalidSignature.
+    Fixture k;
+    std::vector<KernelChildEntry> bad_names(65, k.children[0]);
+    for (std::size_t i = 0; i < bad_names.size(); ++i) {
+        bad_names[i].func_id = static_cast<std::int32_t>(i % 64);
+        bad_names[i].name = "1bad";
+        bad_names[i].name_bytes = 4;
+    }
+    k.d.children = bad_names.data();
+    k.d.child_count = bad_names.size();
+    CHECK(k.admit() == InvocationStatus::InvalidCounts);
+    // func_id 64 is out of range on its own (no other child with func_id 0 to collide with).
+    Fixture solo;
+    solo.d.child_count = 1;
+    solo.children[0].func_id = 64;
+    CHECK(solo.admit() == InvocationStatus::InvalidCounts);
+    solo.children[0].func_id = 63;
+    CHECK(solo.admit() == InvocationStatus::Ok);
     Fixture h;
     h.d.children = nullptr;
     CHECK(h.admit() == InvocationStatus::InvalidArgument);
@@ -123,6 +142,8 @@ TEST_CASE("every variable-length part must be an aligned region inside the blob"
         CHECK(with_region({8192, 1, 1}, child) == InvocationStatus::InvalidSize);     // starts at the end
         CHECK(with_region({32, 64, 64}, child) == InvocationStatus::InvalidSize);     // misaligned offset
         CHECK(with_region({64, 64, 48}, child) == InvocationStatus::InvalidSize);     // alignment not a power of two
+        CHECK(with_region({96, 64, 48}, child) == InvocationStatus::InvalidSize);     // ... even where the offset is a multiple
+        CHECK(with_region({0, 64, 3}, child) == InvocationStatus::InvalidSize);
         CHECK(with_region({64, 64, 0}, child) == InvocationStatus::InvalidSize);
         CHECK(with_region({64, 0, 64}, child) == InvocationStatus::InvalidSize);      // empty binary
         CHECK(with_region({~0ull - 63, 128, 64}, child) == InvocationStatus::InvalidSize);  // offset + size wraps
