@@ -35,13 +35,16 @@ def add64(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
 
 
 def _best(fns: dict[str, Callable[[], object]], number: dict[str, int], rounds: int) -> dict[str, float]:
-    """Seconds per call of each function: best of ``rounds``, the functions interleaved."""
+    """Seconds per call of each function: best of ``rounds``, the functions interleaved in
+    an order rotated every round (the position in a round biases a figure by up to ~1.5x)."""
     best = dict.fromkeys(fns, float("inf"))
     for f in fns.values():
         for _ in range(20):
             f()
-    for _ in range(rounds):
-        for name, f in fns.items():
+    names = list(fns)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            f = fns[name]
             n = number[name]
             t0 = time.perf_counter()
             for _ in range(n):
@@ -114,7 +117,7 @@ def _run(api: Any, runner: Any, default_core_threads: Any, register_on_shared_wo
         "jit_1aiv": lambda: add64(a, b, c, config=one_aiv),
     }
     number = {k: (20000 if k == "numpy" else 300) for k in fns}
-    rounds = 7 if "--quick" not in sys.argv else 3
+    rounds = 14 if "--quick" not in sys.argv else 3
     t = _best(fns, number, rounds)
     base = t["numpy"]
 
