@@ -64,7 +64,6 @@ __all__ = [
 ]
 
 
-
 class KernelState(enum.Enum):
     UNINITIALIZED = "UNINITIALIZED"
     INITIALIZING = "INITIALIZING"
