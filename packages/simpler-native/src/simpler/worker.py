@@ -417,11 +417,7 @@ class Worker:
                 f"Worker.submit(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
             )
         native_cfg = self._native_config(config)
-        if isinstance(args, ChipStorageTaskArgs):
-            mat = args
-            _check_materialized(handle, mat, "submit")
-        else:
-            mat = _checked_args(handle, args, "submit")
+        mat = _materialized(handle, args, "submit")
         native_run = chip.submit(handle._native, mat.tensors, mat.scalars, *native_cfg)
         run = RunHandle(native_run, args if keep_alive is None else (args, keep_alive), handle)
         if native_cfg[4] or native_cfg[5]:
@@ -519,11 +515,7 @@ class Worker:
         if target is None or type(target) is not Stream or target.worker is not self:
             raise ValueError(f"Worker.launch(stream): expected a Stream of this Worker, got {stream!r}")
         native_cfg = self._native_config(config)
-        if isinstance(args, ChipStorageTaskArgs):
-            mat = args
-            _check_materialized(handle, mat, "launch")
-        else:
-            mat = _checked_args(handle, args, "launch")
+        mat = _materialized(handle, args, "launch")
         native_run = chip.kernel_launch(handle.slot, mat.tensors, mat.scalars, *native_cfg)
         run = RunHandle(native_run, args, handle)
         target._enqueued(run)
@@ -610,6 +602,17 @@ def _check_materialized(handle: CallableHandle, mat: ChipStorageTaskArgs, what: 
                 f"Worker.{what}(args): tensor {i} of '{cc.func_name}' is {_DIRECTION_NAMES.get(sig[i], sig[i])} "
                 f"in the signature but was added as {_DIRECTION_NAMES.get(d, d)}"
             )
+
+
+def _materialized(
+    handle: CallableHandle, args: TaskArgs | ChipStorageTaskArgs, what: str
+) -> ChipStorageTaskArgs:
+    """``args`` as the chip takes them, checked against the callable: a ChipStorageTaskArgs as
+    given, a TaskArgs materialised."""
+    if isinstance(args, ChipStorageTaskArgs):
+        _check_materialized(handle, args, what)
+        return args
+    return _checked_args(handle, args, what)
 
 
 def _checked_args(handle: CallableHandle, args: TaskArgs, what: str) -> ChipStorageTaskArgs:
