@@ -14,10 +14,9 @@ Run with ``python bench_kernel_mode.py [--quick]``.
 from __future__ import annotations
 
 import argparse
-import timeit
-from collections.abc import Callable
 
 import torch
+from bench_interop import _best_per_call  # the timing helper of the sibling benchmark script
 
 import pypto.language as pl
 import pypto.torch as pt
@@ -34,12 +33,6 @@ def bench_add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
 @torch.library.custom_op("pypto_bench::noop", mutates_args=("out",))
 def noop(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
     """The baseline: a custom op that does nothing."""
-
-
-def _best_per_call(fn: Callable[[], object], number: int, repeat: int) -> float:
-    """Best of ``repeat`` runs, in microseconds per call."""
-    fn()
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
 
 
 def main() -> None:
