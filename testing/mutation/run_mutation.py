@@ -24,6 +24,7 @@ Writes ``<out>/summary.json`` and prints a Markdown summary (docs/mutation.md re
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -31,7 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -429,9 +430,8 @@ class PyTarget:
     package: str  # folder under packages/
     files: tuple[str, ...]  # relative to the package
     tests: tuple[str, ...]  # relative to the package
-    # mutmut mutant-name patterns to run (fnmatch); empty: every mutant of `files`
-    patterns: tuple[str, ...] = ()
-    extra: tuple[str, ...] = field(default=())
+    # groups of mutmut mutant-name patterns (fnmatch), run in order; empty: every mutant of `files`
+    groups: tuple[tuple[str, ...], ...] = ()
 
 
 PY_TARGETS: dict[str, PyTarget] = {
@@ -451,35 +451,43 @@ PY_TARGETS: dict[str, PyTarget] = {
             "src/pypto/runtime/artifact_runtime.py",
         ),
         ("tests/test_store.py", "tests/test_store_trust.py"),
-        # The trust checks (issue 12): ownership and type checks, no-follow opens, the
-        # no-replace publish, the manifest comparison, lookup and the load-time re-check,
-        # store-created-only deletion. Every mutant of these functions runs; the rest of the
-        # store (locking, stats, CLI helpers) is left out to keep the session bounded.
-        tuple(
-            f"pypto.runtime.{name}__mutmut_*"
-            for name in (
-                "_fs.x_ownership_problem",
-                "_fs.x_check_dir",
-                "_fs.x_open_regular",
-                "_fs.x_read_regular",
-                "_fs.x_publish_dir",
-                "_fs.x_remove_tree",
-                "manifest.xǁManifestǁcheck",
-                "manifest.xǁManifestǁsha256_of",
-                "manifest.x__safe_relpath",
-                "manifest.x__walk",
-                "manifest.x__read_entry_file",
-                "manifest.x__entry_sha256",
-                "manifest.x_validate_entry",
-                "store.x_check_key",
-                "store.xǁArtifactStoreǁcheck",
-                "store.xǁArtifactStoreǁlookup",
-                "store.xǁArtifactStoreǁpublish",
-                "store.xǁArtifactStoreǁ_created_by_store",
-                "artifact_runtime.xǁArtifactRuntimeǁvalidated",
-                "artifact_runtime.x__copy_validated",
-                "artifact_runtime.x_prune_private_roots",
-            )
+        # The trust checks (issue 12), in two groups run in this order within the budget: first
+        # the boundary itself (ownership and type checks, no-follow opens, the entry walk, lookup),
+        # then what a valid entry must satisfy (the no-replace publish, the manifest comparison,
+        # the load-time re-check, store-created-only deletion). The rest of the store (locking,
+        # stats, CLI helpers) is left out to keep the session bounded.
+        (
+            tuple(
+                f"pypto.runtime.{name}__mutmut_*"
+                for name in (
+                    "_fs.x_ownership_problem",
+                    "_fs.x_check_dir",
+                    "_fs.x_open_regular",
+                    "_fs.x_read_regular",
+                    "manifest.x__walk",
+                    "store.x_check_key",
+                    "store.xǁArtifactStoreǁcheck",
+                    "store.xǁArtifactStoreǁlookup",
+                )
+            ),
+            tuple(
+                f"pypto.runtime.{name}__mutmut_*"
+                for name in (
+                    "_fs.x_publish_dir",
+                    "_fs.x_remove_tree",
+                    "manifest.xǁManifestǁcheck",
+                    "manifest.xǁManifestǁsha256_of",
+                    "manifest.x__safe_relpath",
+                    "manifest.x__read_entry_file",
+                    "manifest.x__entry_sha256",
+                    "manifest.x_validate_entry",
+                    "store.xǁArtifactStoreǁpublish",
+                    "store.xǁArtifactStoreǁ_created_by_store",
+                    "artifact_runtime.xǁArtifactRuntimeǁvalidated",
+                    "artifact_runtime.x__copy_validated",
+                    "artifact_runtime.x_prune_private_roots",
+                )
+            ),
         ),
     ),
 }
@@ -513,18 +521,19 @@ def run_python(target: PyTarget, out: Path, budget: float, max_children: int) ->
     t0 = time.monotonic()
     timed_out = False
     log = ""
-    for _attempt in range(2):  # a stats run that fails (a flaky test, a tree mid-edit) is retried once
-        left = budget - (time.monotonic() - t0)
-        try:
-            run = _mutmut(
-                ["run", "--max-children", str(max_children), *target.patterns], work, max(left, 1.0)
-            )
-            log += run.stdout[-4000:] + run.stderr[-4000:]
-        except subprocess.TimeoutExpired as exc:
-            timed_out = True
-            log += f"stopped after the {budget:.0f} s budget\n" + str(exc.stdout or "")[-2000:]
-            break
-        if "failed to collect stats" not in run.stdout + run.stderr:
+    for patterns in target.groups or ((),):
+        for _attempt in range(2):  # a stats run that fails (a flaky test, a tree mid-edit) is retried once
+            left = budget - (time.monotonic() - t0)
+            try:
+                run = _mutmut(["run", "--max-children", str(max_children), *patterns], work, max(left, 1.0))
+                log += run.stdout[-4000:] + run.stderr[-4000:]
+            except subprocess.TimeoutExpired as exc:
+                timed_out = True
+                log += f"stopped after the {budget:.0f} s budget\n" + str(exc.stdout or "")[-2000:]
+                break
+            if "failed to collect stats" not in run.stdout + run.stderr:
+                break
+        if timed_out:
             break
     (work / "mutmut-run.log").write_text(log)
     stats = _mutmut(["export-cicd-stats"], work, 300)
@@ -534,10 +543,11 @@ def run_python(target: PyTarget, out: Path, budget: float, max_children: int) ->
         data = json.loads(stats_file.read_text())
     results = _mutmut(["results", "--all", "true"], work, 300)
     survivors = [ln.strip() for ln in results.stdout.splitlines() if ln.strip().endswith(": survived")]
-    by_status: dict[str, int] = {}
+    patterns = [p for group in target.groups for p in group]
+    by_status: dict[str, int] = {}  # the selected mutants (every one when no groups are given)
     for ln in results.stdout.splitlines():
         m = re.match(r"\s*(\S+): (.+)$", ln)
-        if m:
+        if m and (not patterns or any(fnmatch.fnmatch(m.group(1), p) for p in patterns)):
             by_status[m.group(2)] = by_status.get(m.group(2), 0) + 1
     return {
         "target": target.name,
@@ -571,10 +581,10 @@ def summarize(report: dict[str, object]) -> str:
                 f"{r['equivalent']} equivalent, {r['compile_errors']} do not compile | {r['seconds']} s |"
             )
             continue
-        s = r["stats"] if isinstance(r["stats"], dict) else {}
+        s = r["by_status"] if isinstance(r["by_status"], dict) else {}
         killed = int(s.get("killed", 0)) + int(s.get("timeout", 0))
         survived = int(s.get("survived", 0))
-        not_run = int(s.get("not_checked", 0)) + int(s.get("no_tests", 0)) + int(s.get("skipped", 0))
+        not_run = sum(int(v) for k, v in s.items() if k not in ("killed", "timeout", "survived"))
         budget = " (budget reached)" if r["timed_out"] else ""
         out.append(
             f"| {r['target']} | {_rate(killed, killed + survived)} | {survived} | {not_run} | {r['seconds']} s{budget} |"
