@@ -24,11 +24,13 @@ Writes ``<out>/summary.json`` and prints a Markdown summary (docs/mutation.md re
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -494,15 +496,30 @@ PY_TARGETS: dict[str, PyTarget] = {
 
 
 def _mutmut(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mutmut", *args],
+    """Run mutmut in its own process group: on timeout the whole group (its fork server and
+    workers) is killed, not only the main process."""
+    cmd = [sys.executable, "-m", "mutmut", *args]
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    with subprocess.Popen(
+        cmd,
         cwd=cwd,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
-        check=False,
-        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
-    )
+        env=env,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise subprocess.TimeoutExpired(cmd, timeout, out, err) from None
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # leftover workers of a finished run
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def run_python(target: PyTarget, out: Path, budget: float, max_children: int) -> dict[str, object]:
