@@ -4,7 +4,12 @@ Variant: ``cann`` when ASCEND_HOME_PATH is set (UNVERIFIED, see README.md), else
 the probe, which must print one PASS line and exit 0, then the lost-gate control, which must
 print a FAIL line and exit nonzero within its timeout (a lost gate fails, it never hangs).
 
-Usage: python tools/cann-probe/run_probe.py [--builddir DIR]
+With ``--cann-compile-only ACL_INCLUDE`` it instead configures the ``cann`` variant against the
+ACL headers in that folder (e.g. the ``torch_npu/include`` of the torch_npu wheel) and compiles
+the host part and the device part without linking or running them: what a machine without
+CANN can check.
+
+Usage: python tools/cann-probe/run_probe.py [--builddir DIR] [--cann-compile-only ACL_INCLUDE]
 """
 
 from __future__ import annotations
@@ -24,10 +29,30 @@ def _run(cmd: list[str], timeout: float | None = None) -> subprocess.CompletedPr
     return subprocess.run(cmd, text=True, capture_output=True, timeout=timeout, check=False)
 
 
+def _compile_cann(builddir: Path, acl_include: Path) -> int:
+    import simpler
+
+    setup = ["meson", "setup", str(builddir), str(HERE), f"-Dsimpler_include={simpler.get_include()}"]
+    setup += ["-Dvariant=cann", f"-Dacl_include={acl_include}", "--wipe" if builddir.exists() else ""]
+    for cmd in ([c for c in setup if c], ["meson", "compile", "-C", str(builddir)]):
+        r = _run(cmd)
+        if r.returncode != 0:
+            print(r.stdout, r.stderr, sep="\n")
+            print(f"FAIL cann-probe: {' '.join(cmd[:2])} of the cann variant failed")
+            return 1
+    print(
+        f"cann variant: host and device parts compiled against {acl_include} (not linked, not run: no CANN here)"
+    )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--builddir", type=Path, default=ROOT / "build" / "cann-probe")
+    parser.add_argument("--cann-compile-only", metavar="ACL_INCLUDE", type=Path, default=None)
     args = parser.parse_args()
+    if args.cann_compile_only is not None:
+        return _compile_cann(args.builddir / "cann-compile", args.cann_compile_only)
 
     import simpler  # the installed package whose headers the probe compiles against
 

@@ -1,6 +1,7 @@
-// Device-resident state of the CANN variant (UNVERIFIED: never built or run on hardware here).
-// The trusted binding's device_binding_addr is the device address of this context, so the one
-// pointer the AICPU entry receives (the copied block) is enough to find it.
+// Device-resident state of the CANN variant (UNVERIFIED: compiled in CI, never run on hardware).
+// The host allocates it in device memory and hands its address to the device part once, through
+// the trusted bind launch (cann_probe_bind_context); the packets carry a binding that the
+// consumer compares with `binding`, but the device never follows an address read from a packet.
 #pragma once
 
 #include <cstdint>
@@ -21,5 +22,13 @@ struct CannProbeContext {
     simpler::TmrBindingRef binding;
     ResultSlot slots[kSlots];
 };
+
+// The argument block of the bind launch: the one place the device learns its context.
+struct CannBindArgs {
+    std::uint64_t context_addr;
+};
+
+inline constexpr const char* kBindEntry = "cann_probe_bind_context";
+inline constexpr const char* kExecEntry = "simpler_aicpu_kernel_exec";
 
 }  // namespace probe

@@ -1,6 +1,12 @@
-// CANN variant, device part (UNVERIFIED): the AICPU entry that receives the copied block, waits
-// on the gate, then admits, decodes and consumes the packet with simpler's real consumer and
-// writes the checksum and status into the next result slot.
+// CANN variant, device part (UNVERIFIED: compiled in CI with the host compiler; on hardware it is
+// built with the AICPU toolchain). Two entries:
+// - cann_probe_bind_context: the host's trusted launch that names this device's context;
+// - simpler_aicpu_kernel_exec: receives the runtime's device copy of one block, waits on the
+//   gate, then admits, decodes and consumes the packet with simpler's real consumer against the
+//   context's trusted views and binding, and writes the checksum and status into the next slot.
+// The context comes only from the bind launch: an address carried in a packet is data to be
+// validated (the consumer compares the packet's binding with the trusted one), never followed.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -8,17 +14,29 @@
 #include "simpler/wire/consume.hpp"
 #include "simpler/wire/transport.hpp"
 
+namespace {
+std::atomic<probe::CannProbeContext*> g_context{nullptr};
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) std::uint32_t cann_probe_bind_context(void* args) {
+    if (args == nullptr) return 1;
+    probe::CannBindArgs bind{};
+    std::memcpy(&bind, args, sizeof bind);
+    if (bind.context_addr == 0) return 2;
+    g_context.store(reinterpret_cast<probe::CannProbeContext*>(bind.context_addr), std::memory_order_release);
+    return 0;
+}
+
 extern "C" __attribute__((visibility("default"))) std::uint32_t simpler_aicpu_kernel_exec(void* block) {
     using namespace simpler;
+    probe::CannProbeContext* ctx = g_context.load(std::memory_order_acquire);
+    if (ctx == nullptr) return 10;  // no bind launch ran on this device
     if (block == nullptr) return 1;
     std::uint64_t packet_bytes = 0;
     std::memcpy(&packet_bytes, block, sizeof packet_bytes);
     if (packet_bytes > kMaxTmrPacketBytes) return 2;
     const ByteSpan packet(static_cast<const std::uint8_t*>(block) + kTmrBlockPrefixBytes,
                           static_cast<std::size_t>(packet_bytes));
-    TmrBindingRef carried{};
-    if (!packet.read_at(kTmrBindingOffset, &carried) || carried.device_binding_addr == 0) return 3;
-    auto* ctx = reinterpret_cast<probe::CannProbeContext*>(carried.device_binding_addr);
     for (std::uint64_t spins = 0; ctx->gate == 0; ++spins) {
         if (spins >= ctx->gate_spin_limit) {
             ctx->gate_timed_out = 1;
@@ -33,7 +51,7 @@ extern "C" __attribute__((visibility("default"))) std::uint32_t simpler_aicpu_ke
     InvocationStatus s = InvocationStatus::InvalidSize;
     if (packet.read_at(0, &h)) {
         s = InvocationStatus::StaleCallable;
-        for (std::uint32_t i = 0; i < ctx->callable_count; ++i)
+        for (std::uint32_t i = 0; i < ctx->callable_count && i < 3; ++i)
             if (ctx->callables[i].callable_id == h.callable_id)
                 s = consume_tmr_invocation(packet, ctx->callables[i], ctx->binding, &storage);
     }

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,9 @@ int fail(const std::string& msg) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     bool lose_gate = false;
     long gate_timeout_ms = 5000;
     for (int i = 1; i < argc; ++i) {
@@ -156,4 +159,16 @@ int main(int argc, char** argv) {
                 "controls_rejected=%zu/%zu\n",
                 device->variant(), probe::kPackets, kMaxTensors, probe::kPackets, rejected, probe::kNegativeControls);
     return 0;
+}
+
+}  // namespace
+
+// A device that fails to set up, upload or download (a runtime error code) throws; report it as
+// a FAIL line and a nonzero exit like every other failure.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        return fail(e.what());
+    }
 }
