@@ -120,8 +120,8 @@ def test_generated_sources_compile(tmp_path: Path, cpp_check) -> None:  # type: 
         r = _compile_to_files(spec, tmp_path / name, contract="PROGRAM", platform="a2a3sim")
         files += [f for f in r.files if f.suffix == ".cpp"]
     text = "\n".join(f.read_text() for f in files)
-    assert "pypto_fillpad(" in text
-    assert "pypto_assemble(" in text
+    assert "pt::fillpad(" in text
+    assert "pt::assemble(" in text
     assert "host read of tensor data" in text
     cpp_check(files)
 

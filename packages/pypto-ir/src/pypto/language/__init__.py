@@ -14,9 +14,12 @@ on-core work inside ``with pl.at(level=pl.Level.CORE_GROUP):`` scopes or in
 ``@pl.program`` classes of ``@pl.function`` methods build IR directly.
 """
 
+from typing import Any
+
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
 from pypto.ir.types import FunctionType, Level, MemorySpace, PadValue
+from pypto.language import ops as _ops
 from pypto.language import tile
 from pypto.language.decorators import (
     DSLFunction,
@@ -28,56 +31,6 @@ from pypto.language.decorators import (
 )
 from pypto.language.dsl import at, parallel, range, unroll, yield_
 from pypto.language.jit import JITFunction, Specialization, jit
-from pypto.language.ops import (
-    abs,
-    add,
-    assemble,
-    cast,
-    col_expand,
-    col_expand_add,
-    col_expand_div,
-    col_expand_mul,
-    col_expand_sub,
-    col_max,
-    col_min,
-    col_sum,
-    concat,
-    create_tensor,
-    create_tile,
-    dim,
-    div,
-    exp,
-    fillpad,
-    full,
-    load,
-    log,
-    matmul,
-    matmul_acc,
-    maximum,
-    minimum,
-    move,
-    mul,
-    neg,
-    read,
-    recip,
-    relu,
-    reshape,
-    row_expand,
-    row_expand_add,
-    row_expand_div,
-    row_expand_mul,
-    row_expand_sub,
-    row_max,
-    row_min,
-    row_sum,
-    rsqrt,
-    slice,
-    sqrt,
-    store,
-    sub,
-    transpose,
-    write,
-)
 from pypto.language.typing import (
     RUNTIME,
     DynVar,
@@ -150,63 +103,26 @@ __all__ = [
     "Specialization",
     "Tensor",
     "Tile",
-    "abs",
-    "add",
-    "assemble",
     "at",
-    "cast",
-    "col_expand",
-    "col_expand_add",
-    "col_expand_div",
-    "col_expand_mul",
-    "col_expand_sub",
-    "col_max",
-    "col_min",
-    "col_sum",
-    "concat",
-    "create_tensor",
-    "create_tile",
-    "dim",
-    "div",
     "dynamic",
-    "exp",
-    "fillpad",
-    "full",
     "function",
     "inline",
     "jit",
-    "load",
-    "log",
-    "matmul",
-    "matmul_acc",
-    "maximum",
-    "minimum",
-    "move",
-    "mul",
-    "neg",
     "parallel",
     "program",
     "range",
-    "read",
-    "recip",
-    "relu",
-    "reshape",
-    "row_expand",
-    "row_expand_add",
-    "row_expand_div",
-    "row_expand_mul",
-    "row_expand_sub",
-    "row_max",
-    "row_min",
-    "row_sum",
-    "rsqrt",
-    "slice",
-    "sqrt",
-    "store",
-    "sub",
     "tile",
-    "transpose",
     "unroll",
-    "write",
     "yield_",
 ]
+
+# The ops: one ``pl.<name>`` per public entry of the op table (pypto.ir.ops.table).
+globals().update({_name: getattr(_ops, _name) for _name in _ops.__all__})
+__all__ += _ops.__all__
+
+
+def __getattr__(name: str) -> Any:
+    # Declared so that static checkers accept ``pl.add`` and the other ops, which are set in the
+    # module's globals above from the op table; at run time an unknown name is an
+    # AttributeError as for any module.
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

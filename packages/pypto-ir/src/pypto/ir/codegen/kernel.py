@@ -2,7 +2,8 @@
 
 The entry is ``extern "C" void kernel_entry(std::int64_t* args)``; ``args[i]`` follows the
 kernel's ABI order: its tensor parameters in order, then its scalar parameters in order.
-Every tile is a local declared where the IR defines it; every op is one library call.
+Every tile is a local declared where the IR defines it; every op is one library call, the one
+its entry in the op table records (``OpSpec.cpp``, pypto.ir.ops.table).
 Loop-carried values live in variables declared before the loop and assigned at its end.
 Every tile declared is recorded (``KernelSource.tiles``): the compiler checks them against the
 platform's on-chip buffers (pypto.ir.platforms) and reports their use in the metadata.
@@ -34,12 +35,13 @@ from pypto.ir.nodes import (
     stmt_exprs,
     walk_stmts,
 )
+from pypto.ir.ops import OPS, Cpp
 from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.ssa import base_name
 from pypto.ir.platforms import TileAlloc
 from pypto.ir.types import CoreType, MemorySpace, PadValue, ScalarType, TensorType, TileType
 
-__all__ = ["ENTRY", "KernelSource", "abi_params", "core_type_of", "generate_kernel"]
+__all__ = ["BESPOKE", "ENTRY", "KernelSource", "abi_params", "core_type_of", "generate_kernel"]
 
 ENTRY = "kernel_entry"
 
@@ -50,68 +52,23 @@ _SPACE = {
     MemorySpace.Right: "Right",
     MemorySpace.Acc: "Acc",
 }
-_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "max", "minimum": "min"}
-_UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "abs", "neg", "relu")
-_THREE = {
-    "row_expand_add",
-    "row_expand_sub",
-    "row_expand_mul",
-    "row_expand_div",
-    "col_expand_add",
-    "col_expand_sub",
-    "col_expand_mul",
-    "col_expand_div",
-    "concat",
-}
+# pt::Pad of a fillpad's pad attribute
+_PAD = {PadValue.zero: "pt::Pad::Zero", PadValue.min: "pt::Pad::Min", PadValue.max: "pt::Pad::Max"}
+
+# Tile ops the emitter writes itself rather than as their table's one library call: load/store
+# (ND or NZ, an optional valid shape; their library functions are still the table's), a scratch
+# tile (a declaration), a filled tile (Tile::fill) and a tile element read (element access).
+BESPOKE = frozenset({"tile.load", "tile.store", "tile.create", "tile.full", "tile.read"})
 
 
-_PAD = {PadValue.zero: "0", PadValue.min: "-1", PadValue.max: "1"}
+def _cpp(op: str) -> Cpp:
+    cpp = OPS[op].cpp
+    if cpp is None or cpp.nz_fn is None:
+        raise CompileError(f"kernel codegen: the op table gives {op} no ND and NZ library functions")
+    return cpp
 
-# Sub-tile helpers the tile library does not provide; written with its public Tile members.
-TILE_HELPERS = """\
-template <class D, class S>
-static inline void pypto_assemble(D& dst, const S& src, std::int64_t r0, std::int64_t c0) {
-    if (r0 < 0 || c0 < 0 || r0 + src.valid_rows > D::rows || c0 + src.valid_cols > D::cols) {
-        simpler::report_kernel_error("assemble: [%d, %d] at (%lld, %lld) does not fit [%d, %d]", src.valid_rows,
-                                     src.valid_cols, static_cast<long long>(r0), static_cast<long long>(c0), D::rows,
-                                     D::cols);
-        return;
-    }
-    for (int r = 0; r < src.valid_rows; ++r)
-        for (int c = 0; c < src.valid_cols; ++c)
-            dst(static_cast<int>(r0) + r, static_cast<int>(c0) + c) = static_cast<typename D::value_type>(src(r, c));
-}
-template <class D, class S>
-static inline void pypto_slice(D& dst, const S& src, std::int64_t r0, std::int64_t c0) {
-    if (r0 < 0 || c0 < 0 || r0 + D::rows > src.valid_rows || c0 + D::cols > src.valid_cols) {
-        simpler::report_kernel_error("slice: [%d, %d] at (%lld, %lld) is outside the valid [%d, %d]", D::rows,
-                                     D::cols, static_cast<long long>(r0), static_cast<long long>(c0), src.valid_rows,
-                                     src.valid_cols);
-        return;
-    }
-    for (int r = 0; r < D::rows; ++r)
-        for (int c = 0; c < D::cols; ++c) dst(r, c) = src(static_cast<int>(r0) + r, static_cast<int>(c0) + c);
-}
-// pad: 0 zero, -1 lowest (-inf for floats), +1 highest (+inf for floats); the result is fully valid.
-template <class D>
-static inline void pypto_fillpad(D& t, int pad) {
-    using T = typename D::value_type;
-    using C = pt::compute_t<T>;
-    C v = C(0);
-    if (pad != 0) {
-        if (std::numeric_limits<C>::has_infinity)
-            v = pad < 0 ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
-        else
-            v = pad < 0 ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
-    }
-    const T fill = pt::from_compute<T>(v);
-    for (int r = 0; r < D::rows; ++r)
-        for (int c = 0; c < D::cols; ++c)
-            if (r >= t.valid_rows || c >= t.valid_cols) t(r, c) = fill;
-    t.valid_rows = D::rows;
-    t.valid_cols = D::cols;
-}
-"""
+
+_LOAD, _STORE = _cpp("tile.load"), _cpp("tile.store")
 
 
 @dataclass(frozen=True)
@@ -189,7 +146,6 @@ class _KernelGen:
             "SIMPLER_DEFINE_KERNEL_ABI();",
             "",
             SCALAR_HELPERS,
-            TILE_HELPERS,
             f'extern "C" __attribute__((visibility("default"))) void {ENTRY}(std::int64_t* args) {{',
         ]
         for i, p in enumerate(params):
@@ -271,7 +227,7 @@ class _KernelGen:
         assert isinstance(tile, Var)
         assert isinstance(dst, Var)
         nz = isinstance(dst.type, TensorType) and dst.type.layout is Layout.NZ
-        fn = "store_nz" if nz else "store"
+        fn = _STORE.nz_fn if nz else _STORE.fn
         self.emit(depth, f"pt::{fn}({ident(dst.name)}, {ident(tile.name)}, {self.offsets(offs)});")
 
     def write(self, c: Call, depth: int) -> None:
@@ -284,7 +240,7 @@ class _KernelGen:
         self.emit(depth, "{  // one element through a 1x1 tile (bounds-checked like any store)")
         self.emit(depth + 1, f"pt::Tile<pt::Space::Vec, {ct}, 1, 1> one;")
         self.emit(depth + 1, f"one(0, 0) = static_cast<{ct}>({self.scalar_arg(value, t.dtype)});")
-        self.emit(depth + 1, f"pt::store({ident(dst.name)}, one, {self.offsets(idx)});")
+        self.emit(depth + 1, f"pt::{_STORE.fn}({ident(dst.name)}, one, {self.offsets(idx)});")
         self.emit(depth, "}")
 
     def scalar_arg(self, e: object, elem: DataType) -> str:
@@ -317,14 +273,13 @@ class _KernelGen:
                     f"{v.name} (pl.read)", TileType((1, 1), t.dtype, MemorySpace.Vec), v.span or e.span
                 )
                 self.emit(depth, f"pt::Tile<pt::Space::Vec, {cpp_type(t.dtype)}, 1, 1> {name}_rd;")
-                self.emit(depth, f"pt::load({name}_rd, {ident(src.name)}, {self.offsets(idx)});")
+                self.emit(depth, f"pt::{_LOAD.fn}({name}_rd, {ident(src.name)}, {self.offsets(idx)});")
                 self.emit(depth, f"const {hold} {name} = static_cast<{hold}>({name}_rd(0, 0));")
                 return
             self.emit(depth, f"const {scalar_cpp_type(t.dtype)} {name} = {scalar_expr(e, self.dim_of)};")
             return
         if not isinstance(e, Call):
             raise CompileError(f"kernel codegen: {v.name} = {e} is not an op call")
-        op = e.op.split(".", 1)[1]
         args = e.args
         if e.op == "tensor.write":
             self.write(e, depth)
@@ -343,7 +298,21 @@ class _KernelGen:
         assert isinstance(t, TileType), f"{v.name}: {t}"
         self.record(v.name, t, v.span or e.span)  # every branch below declares exactly this tile
         decl = f"{tile_type(t)} {name};"
-        if op == "load":
+        if e.op == "tile.create":
+            self.emit(depth, f"{decl}  // scratch")
+            self.emit(depth, f"(void){name};")
+            return
+        if e.op == "tile.full":
+            self.emit(depth, decl)
+            self.emit(
+                depth, f"{name}.fill(static_cast<{cpp_type(t.dtype)}>({self.scalar_arg(args[0], t.dtype)}));"
+            )
+            return
+        spec = OPS.get(e.op)
+        if spec is None or spec.cpp is None:
+            raise CompileError(f"kernel codegen: no C++ for op {e.op}")
+        cpp = spec.cpp
+        if e.op == "tile.load":
             src, offs = args[0], args[1]
             assert isinstance(src, Var)
             nz = e.attr("layout") is Layout.NZ or (
@@ -356,74 +325,38 @@ class _KernelGen:
             self.emit(depth, decl)
             self.emit(
                 depth,
-                f"pt::{'load_nz' if nz else 'load'}({name}, {ident(src.name)}, {self.offsets(offs)}{valid});",
+                f"pt::{cpp.nz_fn if nz else cpp.fn}({name}, {ident(src.name)}, {self.offsets(offs)}{valid});",
             )
             return
-        if op == "assemble":
-            target, source, offs = args
-            assert isinstance(target, Var)
-            assert isinstance(source, Var)
-            r0, c0 = (scalar_expr(o, self.dim_of) for o in offs)  # type: ignore[union-attr]
-            self.emit(depth, f"{tile_type(t)} {name} = {ident(target.name)};  // assemble into a copy (SSA)")
-            self.emit(depth, f"pypto_assemble({name}, {ident(source.name)}, {r0}, {c0});")
-            return
-        if op == "slice":
-            source, offs = args
-            assert isinstance(source, Var)
-            r0, c0 = (scalar_expr(o, self.dim_of) for o in offs)  # type: ignore[union-attr]
-            self.emit(depth, decl)
-            self.emit(depth, f"pypto_slice({name}, {ident(source.name)}, {r0}, {c0});")
-            return
-        if op == "fillpad":
-            source = args[0]
-            assert isinstance(source, Var)
-            self.emit(depth, f"{tile_type(t)} {name} = {ident(source.name)};")
-            self.emit(depth, f"pypto_fillpad({name}, {_PAD[e.attr('pad')]});")
-            return
-        if op == "create":
-            self.emit(depth, f"{decl}  // scratch")
-            self.emit(depth, f"(void){name};")
-            return
-        if op == "full":
-            self.emit(depth, decl)
-            self.emit(
-                depth, f"{name}.fill(static_cast<{cpp_type(t.dtype)}>({self.scalar_arg(args[0], t.dtype)}));"
-            )
-            return
-        names = [ident(a.name) if isinstance(a, Var) else "" for a in args]
-        if op in _BINARY:
-            a, b = args
-            assert isinstance(a, Var)
-            self.emit(depth, decl)
-            if isinstance(b.type, ScalarType):  # type: ignore[union-attr]
-                self.emit(depth, f"pt::{_BINARY[op]}s({name}, {names[0]}, {self.scalar_arg(b, t.dtype)});")
-            else:
-                self.emit(depth, f"pt::{_BINARY[op]}({name}, {names[0]}, {names[1]});")
-            return
-        reductions = ("row_sum", "row_max", "row_min", "col_sum", "col_max", "col_min")
-        if op in _UNARY or op in reductions or op in ("move", "reshape", "transpose", "cast"):
-            self.emit(depth, decl)
-            self.emit(depth, f"pt::{op}({name}, {names[0]});")
-            return
-        if op in ("row_expand", "col_expand"):
-            self.emit(depth, decl)
-            self.emit(depth, f"pt::{op}({name}, {names[1]});")
-            return
-        if op in _THREE:
-            self.emit(depth, decl)
-            self.emit(depth, f"pt::{op}({name}, {names[0]}, {names[1]});")
-            return
-        if op == "matmul":
-            self.emit(depth, decl)
-            self.emit(depth, f"pt::matmul({name}, {names[0]}, {names[1]});")
-            return
-        if op == "matmul_acc":
-            acc = args[0]
-            assert isinstance(acc, Var)
-            self.emit(depth, f"{tile_type(t)} {name} = {names[0]};  // accumulate into a copy (SSA)")
-            self.emit(depth, f"pt::matmul_acc({name}, {names[1]}, {names[2]});")
-            return
-        raise CompileError(f"kernel codegen: no C++ for op {e.op}")
+        for line in self.call(name, t, e, cpp):
+            self.emit(depth, line)
+
+    def call(self, name: str, t: TileType, e: Call, cpp: Cpp) -> tuple[str, str]:
+        """The declaration of tile ``name`` and the library call that computes it (``cpp``)."""
+        args = e.args
+        fn = cpp.fn
+        parts = [name]
+        for i in cpp.operands:
+            a = args[i]
+            if isinstance(a, Var) and not isinstance(a.type, ScalarType):
+                parts.append(ident(a.name))
+            else:  # a scalar operand (the last one, by the table's rule)
+                assert cpp.scalar_fn is not None, f"{e.op}: scalar operand without a scalar form"
+                fn = cpp.scalar_fn
+                parts.append(self.scalar_arg(a, t.dtype))
+        if cpp.tail == "row_col":
+            offs = args[OPS[e.op].offsets_at or 0]
+            assert isinstance(offs, tuple)
+            parts += [scalar_expr(o, self.dim_of) for o in offs]
+        elif cpp.tail == "pad":
+            parts.append(_PAD[e.attr("pad")])
+        if cpp.into is None:
+            head = f"{tile_type(t)} {name};"
+        else:
+            into = args[cpp.into]
+            assert isinstance(into, Var)
+            head = f"{tile_type(t)} {name} = {ident(into.name)};  // {fn} into a copy (SSA)"
+        return head, f"pt::{fn}({', '.join(parts)});"
 
     def loop(self, s: For, depth: int) -> None:
         var = ident(s.var.name)

@@ -1,19 +1,17 @@
-"""The operator registry: every op's name, operand rules and result type.
+"""The type rules of the ops: operand checks and result types.
 
-Tile ops (``tile.*``) work on on-chip tiles; tensor ops (``tensor.*``) are the same
-computations written on whole tensors inside a ``pl.at`` scope, which the tensor-to-tile
-pass lowers to load/compute/store. ``infer`` checks operands and returns the result type, or
-raises ``OpError`` with a sentence that says what is wrong and how to fix it; the parser
-attaches the source position.
+A rule takes the operand types (tuple operands such as offsets left out) and the attributes
+and returns the result type, or raises ``OpError`` with a sentence that says what is wrong and
+how to fix it; the parser attaches the source position. Which op uses which rule, and the
+facts the family rules read (memory spaces, dtypes), are entered in ``pypto.ir.ops.table``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir.dtypes import DataType
+from pypto.ir.ops.spec import OpError, Rule
 from pypto.ir.types import (
     MemorySpace,
     ScalarType,
@@ -22,63 +20,8 @@ from pypto.ir.types import (
     Type,
 )
 
-__all__ = [
-    "BINARY",
-    "COL_EXPAND",
-    "OPS",
-    "REDUCTIONS",
-    "ROW_EXPAND",
-    "UNARY",
-    "OpError",
-    "OpSpec",
-    "infer",
-]
-
-
-class OpError(Exception):
-    """An op applied to operands it does not accept."""
-
-
-@dataclass(frozen=True)
-class OpSpec:
-    name: str
-    infer: Callable[[list[Type], dict[str, Any]], Type]
-    min_args: int
-    max_args: int
-
-
-OPS: dict[str, OpSpec] = {}
-
-BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
-UNARY = ("exp", "log", "sqrt", "rsqrt", "recip", "abs", "neg", "relu")
-REDUCTIONS = ("row_sum", "row_max", "row_min", "col_sum", "col_max", "col_min")
-ROW_EXPAND = ("row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div")
-COL_EXPAND = ("col_expand_add", "col_expand_sub", "col_expand_mul", "col_expand_div")
-_FLOAT_ONLY = {"exp", "log", "sqrt", "rsqrt", "recip"}
-
-
-def _register(name: str, min_args: int, max_args: int | None = None) -> Callable[[Any], Any]:
-    def deco(
-        fn: Callable[[list[Type], dict[str, Any]], Type],
-    ) -> Callable[[list[Type], dict[str, Any]], Type]:
-        OPS[name] = OpSpec(name, fn, min_args, min_args if max_args is None else max_args)
-        return fn
-
-    return deco
-
-
-def infer(name: str, args: list[Type], attrs: dict[str, Any]) -> Type:
-    spec = OPS.get(name)
-    if spec is None:
-        raise OpError(f"unknown operator {name!r}")
-    if not spec.min_args <= len(args) <= spec.max_args:
-        want = str(spec.min_args) if spec.min_args == spec.max_args else f"{spec.min_args} to {spec.max_args}"
-        raise OpError(f"{_short(name)} takes {want} operand(s), got {len(args)}")
-    return spec.infer(args, attrs)
-
-
-def _short(name: str) -> str:
-    return "pl." + name.split(".", 1)[1]
+VEC = (MemorySpace.Vec,)
+FLOAT = frozenset(d for d in DataType if d.is_float)
 
 
 def _tile(t: Type, op: str, what: str, spaces: tuple[MemorySpace, ...] | None = None) -> TileType:
@@ -112,9 +55,6 @@ def _same_dtype(a: DataType, b: DataType, op: str) -> None:
         raise OpError(f"pl.{op}: operand dtypes differ: {a.value} vs {b.value}; use pl.cast first")
 
 
-_VEC = (MemorySpace.Vec,)
-
-
 def _scalar_fits(elem: DataType, scalar: DataType, op: str) -> None:
     if scalar.is_float and not elem.is_float:
         raise OpError(
@@ -123,18 +63,28 @@ def _scalar_fits(elem: DataType, scalar: DataType, op: str) -> None:
         )
 
 
-# ----------------------------------------------------------------------------- element-wise
+# ----------------------------------------------------------------------------- element-wise families
+# One rule per family, made for one op at one level; the table passes the spaces and dtypes it
+# records for the op, so those facts are read from the table, not repeated here.
 
 
-def _make_binary(kind: str, op: str) -> None:
-    def infer_bin(args: list[Type], attrs: dict[str, Any]) -> Type:
+def _describe(dtypes: frozenset[DataType]) -> str:
+    if dtypes == FLOAT:
+        return "a floating-point operand"
+    return "an operand of " + "/".join(sorted(d.value for d in dtypes))
+
+
+def binary(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
+    """``a op b`` on equal shapes and dtypes; ``b`` may be a scalar."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
         a, b = args
         if kind == "tile":
-            ta = _tile(a, op, "the first operand", _VEC)
+            ta = _tile(a, op, "the first operand", spaces)
             if isinstance(b, ScalarType):
                 _scalar_fits(ta.dtype, b.dtype, op)
                 return ta
-            tb = _tile(b, op, "the second operand", _VEC)
+            tb = _tile(b, op, "the second operand", spaces)
             _same_shape(ta.shape, tb.shape, op)
             _same_dtype(ta.dtype, tb.dtype, op)
             return ta
@@ -147,30 +97,36 @@ def _make_binary(kind: str, op: str) -> None:
         _same_dtype(xa.dtype, xb.dtype, op)
         return TensorType(xa.shape, xa.dtype)
 
-    _register(f"{kind}.{op}", 2)(infer_bin)
+    return rule
 
 
-def _make_unary(kind: str, op: str) -> None:
-    def infer_un(args: list[Type], attrs: dict[str, Any]) -> Type:
+def unary(
+    kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC, dtypes: frozenset[DataType] | None = None
+) -> Rule:
+    """``f(a)`` element by element; ``dtypes`` (when given) limits the element type."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
         (a,) = args
         t: TileType | TensorType = (
-            _tile(a, op, "the operand", _VEC) if kind == "tile" else _tensor(a, op, "the operand")
+            _tile(a, op, "the operand", spaces) if kind == "tile" else _tensor(a, op, "the operand")
         )
-        if op in _FLOAT_ONLY and not t.dtype.is_float:
-            raise OpError(f"pl.{op}: needs a floating-point operand, got {t.dtype.value}; use pl.cast first")
+        if dtypes is not None and t.dtype not in dtypes:
+            raise OpError(f"pl.{op}: needs {_describe(dtypes)}, got {t.dtype.value}; use pl.cast first")
         return t if kind == "tile" else TensorType(t.shape, t.dtype)
 
-    _register(f"{kind}.{op}", 1)(infer_un)
+    return rule
 
 
-def _make_reduction(kind: str, op: str) -> None:
-    def infer_red(args: list[Type], attrs: dict[str, Any]) -> Type:
+def reduction(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
+    """``row_*`` reduce [R, C] to [R, 1], ``col_*`` to [1, C]; an optional scratch tile."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
         if kind == "tile":
-            t = _tile(args[0], op, "the operand", _VEC)
+            t = _tile(args[0], op, "the operand", spaces)
             if len(t.shape) != 2:
                 raise OpError(f"pl.{op}: needs a 2-D tile, got shape {list(t.shape)}")
             if len(args) == 2:
-                tmp = _tile(args[1], op, "the scratch tile", _VEC)
+                tmp = _tile(args[1], op, "the scratch tile", spaces)
                 if tmp.numel < t.numel:
                     raise OpError(
                         f"pl.{op}: the scratch tile {list(tmp.shape)} is smaller than the operand {list(t.shape)}"
@@ -182,15 +138,17 @@ def _make_reduction(kind: str, op: str) -> None:
             raise OpError(f"pl.{op}: needs a 2-D tensor, got shape {list(x.shape)}")
         return TensorType((x.shape[0], 1) if op.startswith("row_") else (1, x.shape[1]), x.dtype)
 
-    _register(f"{kind}.{op}", 1, 2)(infer_red)
+    return rule
 
 
-def _make_expand(kind: str, op: str, row: bool) -> None:
-    def infer_exp(args: list[Type], attrs: dict[str, Any]) -> Type:
+def expand(kind: str, op: str, row: bool, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
+    """A [R, 1] (``row``) or [1, C] vector broadcast over a [R, C] operand."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
         a, b = args
         if kind == "tile":
-            ta = _tile(a, op, "the first operand", _VEC)
-            tb = _tile(b, op, "the vector operand", _VEC)
+            ta = _tile(a, op, "the first operand", spaces)
+            tb = _tile(b, op, "the vector operand", spaces)
         else:
             ta = _tensor(a, op, "the first operand")  # type: ignore[assignment]
             tb = _tensor(b, op, "the vector operand")  # type: ignore[assignment]
@@ -205,22 +163,7 @@ def _make_expand(kind: str, op: str, row: bool) -> None:
         _same_dtype(ta.dtype, tb.dtype, op)
         return ta if kind == "tile" else TensorType(ta.shape, ta.dtype)
 
-    _register(f"{kind}.{op}", 2)(infer_exp)
-
-
-for _kind in ("tile", "tensor"):
-    for _op in BINARY:
-        _make_binary(_kind, _op)
-    for _op in UNARY:
-        _make_unary(_kind, _op)
-    for _op in REDUCTIONS:
-        _make_reduction(_kind, _op)
-    for _op in ROW_EXPAND:
-        _make_expand(_kind, _op, row=True)
-    for _op in COL_EXPAND:
-        _make_expand(_kind, _op, row=False)
-    _make_expand(_kind, "row_expand", row=True)
-    _make_expand(_kind, "col_expand", row=False)
+    return rule
 
 
 # ----------------------------------------------------------------------------- data movement
@@ -255,8 +198,7 @@ def tile_shape_for(tensor_rank: int, shape: tuple[int, ...], op: str) -> tuple[i
     return (shape[-2], shape[-1])
 
 
-@_register("tile.load", 1)
-def _load(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tile_load(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "load", "the source")
     shape = tuple(attrs["shape"])
     tshape = tile_shape_for(len(t.shape), shape, "load")
@@ -270,8 +212,7 @@ def _load(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType(tshape, t.dtype, mem)
 
 
-@_register("tile.store", 2)
-def _store(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tile_store(args: list[Type], attrs: dict[str, Any]) -> Type:
     tile = _tile(args[0], "store", "the value", (MemorySpace.Vec, MemorySpace.Acc))
     t = _tensor(args[1], "store", "the destination")
     if tile.dtype is not t.dtype:
@@ -296,8 +237,7 @@ _MOVES = {
 }
 
 
-@_register("tile.move", 1)
-def _move(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tile_move(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tile(args[0], "move", "the source")
     mem = attrs["memory"]
     if (t.memory, mem) not in _MOVES:
@@ -308,16 +248,14 @@ def _move(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType(t.shape, t.dtype, mem)
 
 
-@_register("tile.create", 0)
-def _create_tile(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tile_create(args: list[Type], attrs: dict[str, Any]) -> Type:
     shape = tuple(attrs["shape"])
     if len(shape) != 2 or any(not isinstance(d, int) or d <= 0 for d in shape):
         raise OpError(f"pl.create_tile: shape must be two positive integer constants, got {list(shape)}")
     return TileType(shape, attrs["dtype"], attrs.get("memory", MemorySpace.Vec))
 
 
-@_register("tile.full", 1)
-def _full(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tile_full(args: list[Type], attrs: dict[str, Any]) -> Type:
     if not isinstance(args[0], ScalarType):
         raise OpError(f"pl.full: the fill value must be a scalar, got {args[0]}")
     shape = tuple(attrs["shape"])
@@ -326,16 +264,14 @@ def _full(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType(shape, attrs["dtype"], MemorySpace.Vec)
 
 
-@_register("tensor.create", 0)
-def _create_tensor(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tensor_create(args: list[Type], attrs: dict[str, Any]) -> Type:
     shape = tuple(attrs["shape"])
     if not shape or any(not isinstance(d, int) or d <= 0 for d in shape):
         raise OpError(f"pl.create_tensor: shape must be positive integer constants, got {list(shape)}")
     return TensorType(shape, attrs["dtype"])
 
 
-@_register("tensor.dim", 1)
-def _dim(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tensor_dim(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "dim", "the operand")
     axis = attrs["axis"]
     if not 0 <= axis < len(t.shape):
@@ -346,9 +282,8 @@ def _dim(args: list[Type], attrs: dict[str, Any]) -> Type:
 # ----------------------------------------------------------------------------- shape ops
 
 
-@_register("tile.reshape", 1)
-def _reshape(args: list[Type], attrs: dict[str, Any]) -> Type:
-    t = _tile(args[0], "reshape", "the operand", _VEC)
+def tile_reshape(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tile(args[0], "reshape", "the operand", VEC)
     shape = tuple(attrs["shape"])
     n = 1
     for d in shape:
@@ -361,38 +296,34 @@ def _reshape(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType(shape, t.dtype, t.memory)
 
 
-@_register("tile.transpose", 1)
-def _transpose(args: list[Type], attrs: dict[str, Any]) -> Type:
-    t = _tile(args[0], "transpose", "the operand", _VEC)
+def tile_transpose(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tile(args[0], "transpose", "the operand", VEC)
     return TileType((t.shape[1], t.shape[0]), t.dtype, t.memory)
 
 
-@_register("tile.concat", 2)
-def _concat(args: list[Type], attrs: dict[str, Any]) -> Type:
-    a = _tile(args[0], "concat", "the first operand", _VEC)
-    b = _tile(args[1], "concat", "the second operand", _VEC)
+def tile_concat(args: list[Type], attrs: dict[str, Any]) -> Type:
+    a = _tile(args[0], "concat", "the first operand", VEC)
+    b = _tile(args[1], "concat", "the second operand", VEC)
     _same_dtype(a.dtype, b.dtype, "concat")
     if a.shape[0] != b.shape[0]:
         raise OpError(f"pl.concat: row counts differ: {a.shape[0]} vs {b.shape[0]}; concat joins columns")
     return TileType((a.shape[0], a.shape[1] + b.shape[1]), a.dtype, a.memory)
 
 
-_CASTABLE = {DataType.FP32, DataType.FP16, DataType.BF16, DataType.INT8, DataType.INT32}
+CASTABLE = {DataType.FP32, DataType.FP16, DataType.BF16, DataType.INT8, DataType.INT32}
 
 
-@_register("tile.cast", 1)
-def _cast(args: list[Type], attrs: dict[str, Any]) -> Type:
-    t = _tile(args[0], "cast", "the operand", _VEC)
+def tile_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tile(args[0], "cast", "the operand", VEC)
     to = attrs["dtype"]
     for d in (t.dtype, to):
-        if d not in _CASTABLE:
-            names = ", ".join(sorted(x.value for x in _CASTABLE))
+        if d not in CASTABLE:
+            names = ", ".join(sorted(x.value for x in CASTABLE))
             raise OpError(f"pl.cast: {d.value} is not castable; supported: {names}")
     return TileType(t.shape, to, t.memory)
 
 
-@_register("tensor.cast", 1)
-def _tensor_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tensor_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "cast", "the operand")
     return TensorType(t.shape, attrs["dtype"])
 
@@ -400,7 +331,7 @@ def _tensor_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
 # ----------------------------------------------------------------------------- matmul
 
 
-_MATMUL_ACC = {
+MATMUL_ACC = {
     DataType.FP32: DataType.FP32,
     DataType.FP16: DataType.FP32,
     DataType.BF16: DataType.FP32,
@@ -411,9 +342,9 @@ _MATMUL_ACC = {
 def acc_dtype(operand: DataType, op: str) -> DataType:
     """The accumulator type of a matmul on ``operand`` elements."""
     try:
-        return _MATMUL_ACC[operand]
+        return MATMUL_ACC[operand]
     except KeyError:
-        names = ", ".join(d.value for d in _MATMUL_ACC)
+        names = ", ".join(d.value for d in MATMUL_ACC)
         raise OpError(f"pl.{op}: operands must be one of {names}, got {operand.value}") from None
 
 
@@ -426,16 +357,14 @@ def _check_matmul(left: TileType, right: TileType, op: str) -> None:
     acc_dtype(left.dtype, op)
 
 
-@_register("tile.matmul", 2)
-def _matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tile_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
     a = _tile(args[0], "matmul", "the left operand", (MemorySpace.Left,))
     b = _tile(args[1], "matmul", "the right operand", (MemorySpace.Right,))
     _check_matmul(a, b, "matmul")
     return TileType((a.shape[0], b.shape[1]), acc_dtype(a.dtype, "matmul"), MemorySpace.Acc)
 
 
-@_register("tile.matmul_acc", 3)
-def _matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tile_matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
     acc = _tile(args[0], "matmul_acc", "the accumulator", (MemorySpace.Acc,))
     a = _tile(args[1], "matmul_acc", "the left operand", (MemorySpace.Left,))
     b = _tile(args[2], "matmul_acc", "the right operand", (MemorySpace.Right,))
@@ -452,8 +381,7 @@ def _matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
     return acc
 
 
-@_register("tensor.matmul", 2)
-def _tensor_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tensor_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
     a = _tensor(args[0], "matmul", "the left operand")
     b = _tensor(args[1], "matmul", "the right operand")
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
@@ -473,8 +401,7 @@ def _fits(outer: tuple[int, ...], inner: tuple[int, ...], offsets: list[Any], op
             )
 
 
-@_register("tile.assemble", 2)
-def _assemble(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tile_assemble(args: list[Type], attrs: dict[str, Any]) -> Type:
     target = _tile(args[0], "assemble", "the target", (MemorySpace.Vec, MemorySpace.Mat))
     src = _tile(args[1], "assemble", "the source")
     _same_dtype(target.dtype, src.dtype, "assemble")
@@ -482,8 +409,7 @@ def _assemble(args: list[Type], attrs: dict[str, Any]) -> Type:
     return target
 
 
-@_register("tile.slice", 1)
-def _slice(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tile_slice(args: list[Type], attrs: dict[str, Any]) -> Type:
     src = _tile(args[0], "slice", "the source")
     shape = tuple(attrs["shape"])
     if len(shape) != 2 or any(not isinstance(d, int) or d <= 0 for d in shape):
@@ -492,26 +418,22 @@ def _slice(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType(shape, src.dtype, src.memory)
 
 
-@_register("tile.fillpad", 1)
-def _fillpad(args: list[Type], attrs: dict[str, Any]) -> Type:
-    return _tile(args[0], "fillpad", "the operand", _VEC)
+def tile_fillpad(args: list[Type], attrs: dict[str, Any]) -> Type:
+    return _tile(args[0], "fillpad", "the operand", VEC)
 
 
-@_register("tensor.read", 1)
-def _read(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tensor_read(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "read", "the source")
     return ScalarType(t.dtype)
 
 
-@_register("scalar.cast", 1)
-def _scalar_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
+def scalar_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
     if not isinstance(args[0], ScalarType):
         raise OpError(f"pl.cast: expected a scalar, got {args[0]}")
     return ScalarType(attrs["dtype"])
 
 
-@_register("tensor.view", 1)
-def _view(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tensor_view(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "view", "the source")
     shape = tuple(attrs["shape"])
     if len(shape) != len(t.shape) or any(not isinstance(d, int) or d <= 0 for d in shape):
@@ -522,35 +444,31 @@ def _view(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TensorType(shape, t.dtype, t.layout)
 
 
-@_register("tile.read", 1)
-def _tile_read(args: list[Type], attrs: dict[str, Any]) -> Type:
-    t = _tile(args[0], "read", "the source", _VEC)
+def tile_read(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tile(args[0], "read", "the source", VEC)
     return ScalarType(t.dtype)
 
 
 # tensor-level layout ops inside pl.at: lowered to the tile op on the whole (static) tensor
 
 
-@_register("tensor.reshape", 1)
-def _tensor_reshape(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tensor_reshape(args: list[Type], attrs: dict[str, Any]) -> Type:
     x = _tensor(args[0], "reshape", "the operand")
     if not x.is_static:
         raise OpError(f"pl.reshape: needs a static shape, got {x}")
-    t = _reshape([TileType(tile_shape_for(len(x.shape), x.static_shape, "reshape"), x.dtype)], attrs)
+    t = tile_reshape([TileType(tile_shape_for(len(x.shape), x.static_shape, "reshape"), x.dtype)], attrs)
     assert isinstance(t, TileType)
     return TensorType(t.shape, x.dtype)
 
 
-@_register("tensor.transpose", 1)
-def _tensor_transpose(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tensor_transpose(args: list[Type], attrs: dict[str, Any]) -> Type:
     x = _tensor(args[0], "transpose", "the operand")
     if len(x.shape) != 2:
         raise OpError(f"pl.transpose: needs a 2-D tensor, got shape {list(x.shape)}")
     return TensorType((x.shape[1], x.shape[0]), x.dtype)
 
 
-@_register("tensor.concat", 2)
-def _tensor_concat(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tensor_concat(args: list[Type], attrs: dict[str, Any]) -> Type:
     a = _tensor(args[0], "concat", "the first operand")
     b = _tensor(args[1], "concat", "the second operand")
     _same_dtype(a.dtype, b.dtype, "concat")
@@ -563,8 +481,7 @@ def _tensor_concat(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TensorType((a.shape[0], a.shape[1] + b.shape[1]), a.dtype)
 
 
-@_register("tensor.write", 2)
-def _write(args: list[Type], attrs: dict[str, Any]) -> Type:
+def tensor_write(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "write", "the destination")
     if not isinstance(args[1], ScalarType):
         raise OpError(f"pl.write: the value must be a scalar, got {args[1]}")

@@ -19,7 +19,6 @@ from pypto.ir.nodes import (
 from pypto.ir.types import (
     FunctionType,
     MemorySpace,
-    ScalarType,
     TensorType,
     TileType,
     TupleType,
@@ -145,24 +144,16 @@ class _Calls(_Expressions):
         return OP_BUILDERS.get(opname, build_generic)(self, opname, bound, node)
 
     def make_op(self, opname: str, args: list[Arg], attrs: dict[str, Any], node: ast.AST) -> Call:
-        """Dispatch a unified op to its tile or tensor form, check it and build the Call."""
+        """Dispatch a ``pl`` op to the IR form its first operand selects (the op table's
+        ``forms``/``default``), check it and build the Call."""
         first = args[0].type if args and not isinstance(args[0], tuple) else None
-        if opname in ("create_tile", "full") or (opname == "read" and isinstance(first, TileType)):
-            kind = "tile"
-        elif opname in ("create_tensor", "dim", "read", "view", "write"):
-            kind = "tensor"
-        elif opname == "cast" and isinstance(first, ScalarType):
-            kind = "scalar"
-        elif opname == "load" or isinstance(first, TileType):
-            kind = "tile"
-        elif isinstance(first, TensorType):
-            kind = "tensor"
-        else:
-            raise self.err(f"pl.{opname}: the first operand must be a tile or a tensor, got {first}", node)
-        full = {"create_tile": "tile.create", "create_tensor": "tensor.create"}.get(
-            opname, f"{kind}.{opname}"
-        )
-        if full not in op_registry.OPS:
+        full = op_registry.op_for(op_registry.LANGUAGE[opname], first)
+        if full is None:
+            if not isinstance(first, (TileType, TensorType)):
+                raise self.err(
+                    f"pl.{opname}: the first operand must be a tile or a tensor, got {first}", node
+                )
+            kind = "tile" if isinstance(first, TileType) else "tensor"
             raise self.err(
                 f"pl.{opname} works on {'tensors' if kind == 'tile' else 'tiles'}, not {kind}s"
                 + ("; pl.load the tensor into a tile first" if kind == "tensor" else ""),
@@ -174,14 +165,7 @@ class _Calls(_Expressions):
         except op_registry.OpError as exc:
             raise self.err(str(exc), node) from None
         # a window (tensor.view) is a descriptor in the orchestration and offsets in a kernel
-        is_kernel_work = full not in (
-            "tensor.create",
-            "tensor.dim",
-            "tensor.read",
-            "tensor.write",
-            "scalar.cast",
-            "tensor.view",
-        )
+        is_kernel_work = op_registry.OPS[full].on_core
         if is_kernel_work:
             outside = not self.st.in_scope and not self.st.func_type.is_kernel
             if outside and self.st.func_type is FunctionType.Opaque:

@@ -14,11 +14,13 @@
 //   [rows, cols] (default: dst's static shape), which must lie inside src's valid region; dst's
 //   valid shape becomes [rows, cols].
 // assemble(dst, src, row, col): dst[row + r, col + c] = src[r, c] over src's valid region, which
-//   must fit dst's static shape at (row, col); dst's valid shape is unchanged.
+//   must fit dst's static shape at (row, col); dst's valid shape is unchanged. src may be in
+//   another space (e.g. an Acc result into a Mat tile) and of another element type, converted
+//   as cast converts (convert<>() with the default rounding).
 // fillpad(t, pad): every element outside t's valid region becomes the pad value (Pad::Zero,
 //   Pad::Min = lowest / -inf, Pad::Max = highest / +inf, or an explicit value); t becomes fully
 //   valid.
-// reshape/transpose/concat/slice/assemble need dst and sources in the same space.
+// reshape/transpose/concat/slice need dst and sources in the same space.
 #pragma once
 
 #include <cstdint>
@@ -157,8 +159,7 @@ inline bool slice(Dst& dst, const Src& src, std::int64_t row, std::int64_t col, 
 template <class Dst, class Src>
 inline bool assemble(Dst& dst, const Src& src, std::int64_t row, std::int64_t col) noexcept {
     using T = typename Dst::value_type;
-    static_assert(std::is_same<T, typename Src::value_type>::value, "assemble keeps the element type");
-    static_assert(Dst::space == Src::space, "assemble stays in one memory space (use move)");
+    using S = typename Src::value_type;
     if (!detail::operands_ok("assemble", src)) return false;
     const int vr = src.valid_rows, vc = src.valid_cols;
     if (row < 0 || col < 0 || row > Dst::rows - vr || col > Dst::cols - vc) {
@@ -172,8 +173,11 @@ inline bool assemble(Dst& dst, const Src& src, std::int64_t row, std::int64_t co
     }
     for (int r = 0; r < vr; ++r) {
         T* d = dst.row(static_cast<int>(row) + r) + col;
-        const T* s = src.row(r);
-        detail::for_cols(vc, [&](int c) { d[c] = s[c]; });
+        const S* s = src.row(r);
+        if constexpr (std::is_same<T, S>::value)
+            detail::for_cols(vc, [&](int c) { d[c] = s[c]; });
+        else
+            detail::for_cols(vc, [&](int c) { d[c] = convert<T>(s[c]); });
     }
     return true;
 }

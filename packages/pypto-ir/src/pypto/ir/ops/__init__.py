@@ -1,0 +1,44 @@
+"""The op table: every op's name, signature, doc, operand rules, result type and C++ call.
+
+Tile ops (``tile.*``) work on on-chip tiles; tensor ops (``tensor.*``) are the same
+computations written on whole tensors inside a ``pl.at`` scope, which the tensor-to-tile
+pass lowers to load/compute/store. ``OPS`` holds the IR ops (``OpSpec``), ``LANGUAGE`` the
+``pl.*`` functions (``LangOp``), both filled by ``pypto.ir.ops.table``; ``infer`` checks
+operands and returns the result type, or raises ``OpError`` with a sentence that says what is
+wrong and how to fix it (the parser attaches the source position).
+
+Modules: ``spec`` (the records and the registry), ``rules`` (the type rules), ``table`` (the
+entries).
+"""
+
+from __future__ import annotations
+
+from pypto.ir.ops import table as _table  # noqa: F401  # fills OPS and LANGUAGE
+from pypto.ir.ops.rules import acc_dtype, tile_shape_for
+from pypto.ir.ops.spec import (
+    LANGUAGE,
+    OPS,
+    REQUIRED,
+    Cpp,
+    LangOp,
+    OpError,
+    OpSpec,
+    Param,
+    infer,
+    op_for,
+)
+
+__all__ = [
+    "LANGUAGE",
+    "OPS",
+    "REQUIRED",
+    "Cpp",
+    "LangOp",
+    "OpError",
+    "OpSpec",
+    "Param",
+    "acc_dtype",
+    "infer",
+    "op_for",
+    "tile_shape_for",
+]

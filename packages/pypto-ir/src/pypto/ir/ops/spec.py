@@ -1,0 +1,177 @@
+"""The records of the op table and the registry they are entered in.
+
+Two levels: a ``LangOp`` is one ``pl.*`` function (its signature, doc and the IR ops it
+becomes, chosen by the kind of its first operand); an ``OpSpec`` is one IR op (``tile.add``,
+``tensor.add``, ...: arity, type rule, and for tile ops the tile-library call a kernel makes).
+``pypto.ir.ops.table`` enters every op; ``pypto.language`` builds the ``pl`` functions from
+``LANGUAGE`` and the kernel emitter writes ``OpSpec.cpp``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType, Type
+
+__all__ = [
+    "LANGUAGE",
+    "OPS",
+    "REQUIRED",
+    "Cpp",
+    "LangOp",
+    "OpError",
+    "OpSpec",
+    "Param",
+    "Rule",
+    "infer",
+    "op_for",
+]
+
+
+class OpError(Exception):
+    """An op applied to operands it does not accept."""
+
+
+Rule = Callable[[list[Type], dict[str, Any]], Type]
+"""A type rule: the operand types (tuple operands such as offsets left out) and the attributes
+-> the result type, or ``OpError`` saying what is wrong and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Cpp:
+    """How a kernel writes a tile op: ``pt::<fn>(result, <operands>..., <tail>)``.
+
+    ``fn`` names a function of the tile library (simpler/tile/*.hpp, namespace
+    ``simpler::tile``, spelled ``pt::`` in kernels). ``operands`` are the IR operand positions
+    passed after the result. ``into``: the result starts as a copy of that operand and the
+    library function updates it in place. ``scalar_fn``: the function used when the last
+    operand is a scalar. ``tail``: ``"row_col"`` appends the two entries of the offsets operand,
+    ``"pad"`` the ``pad`` attribute as a ``pt::Pad``. ``nz_fn``: the function for an NZ tensor
+    (load/store).
+    """
+
+    fn: str
+    operands: tuple[int, ...] = (0,)
+    into: int | None = None
+    scalar_fn: str | None = None
+    tail: Literal["", "row_col", "pad"] = ""
+    nz_fn: str | None = None
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        """Every tile-library function this op may call."""
+        return tuple(f for f in (self.fn, self.scalar_fn, self.nz_fn) if f)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One IR op.
+
+    ``min_args``/``max_args`` count the typed operands (tuple operands such as offsets are not
+    counted; ``offsets_at`` is the position of the offsets tuple among the call's arguments).
+    ``attrs`` are the attribute names the op reads. ``on_core``: the op is kernel work (it runs
+    inside ``pl.at`` or a kernel). ``dtypes``/``spaces``: the element types and memory spaces its
+    tile or tensor operands accept, where a family of ops shares one rule that reads them
+    (``None``: the rule says).
+    """
+
+    name: str
+    infer: Rule
+    min_args: int
+    max_args: int
+    cpp: Cpp | None = None
+    attrs: tuple[str, ...] = ()
+    offsets_at: int | None = None
+    on_core: bool = True
+    dtypes: frozenset[DataType] | None = None
+    spaces: tuple[MemorySpace, ...] | None = None
+
+    @property
+    def kind(self) -> str:
+        """``tile``, ``tensor`` or ``scalar``: the level the op works at."""
+        return self.name.split(".", 1)[0]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+"""The default of a parameter that has none."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a ``pl.*`` function."""
+
+    name: str
+    default: Any = REQUIRED
+
+
+@dataclass(frozen=True)
+class LangOp:
+    """One ``pl.*`` function: the surface the parser binds calls against.
+
+    ``forms`` maps the kind of the first operand (``tile``, ``tensor``, ``scalar``) to the IR op
+    the call becomes; ``default`` is the IR op when that kind has no form (ops whose form does
+    not depend on an operand, such as ``pl.load``). ``public``: exported as ``pl.<name>``
+    (``view`` is the IR op of a tensor window and has no function). ``group`` orders the
+    reference.
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    doc: str
+    forms: Mapping[str, str] = field(default_factory=dict)
+    default: str | None = None
+    group: str = ""
+    public: bool = True
+
+    @property
+    def ir_ops(self) -> tuple[str, ...]:
+        """Every IR op this function may become."""
+        names = list(self.forms.values())
+        if self.default is not None and self.default not in names:
+            names.append(self.default)
+        return tuple(names)
+
+    @property
+    def tile_level(self) -> bool:
+        """Exported in ``pl.tile`` too: one of its forms works on tiles."""
+        return any(n.startswith("tile.") for n in self.ir_ops)
+
+
+OPS: dict[str, OpSpec] = {}
+LANGUAGE: dict[str, LangOp] = {}
+
+
+def op_for(lang: LangOp, first: Type | None) -> str | None:
+    """The IR op a call of ``lang`` becomes when its first operand has type ``first``
+    (``None``: no form for that operand)."""
+    kind = (
+        "tile"
+        if isinstance(first, TileType)
+        else "tensor"
+        if isinstance(first, TensorType)
+        else "scalar"
+        if isinstance(first, ScalarType)
+        else ""
+    )
+    if kind in lang.forms:
+        return lang.forms[kind]
+    return lang.default
+
+
+def infer(name: str, args: list[Type], attrs: dict[str, Any]) -> Type:
+    """The result type of IR op ``name`` on operands of types ``args``; ``OpError`` if rejected."""
+    spec = OPS.get(name)
+    if spec is None:
+        raise OpError(f"unknown operator {name!r}")
+    if not spec.min_args <= len(args) <= spec.max_args:
+        want = str(spec.min_args) if spec.min_args == spec.max_args else f"{spec.min_args} to {spec.max_args}"
+        raise OpError(f"pl.{name.split('.', 1)[1]} takes {want} operand(s), got {len(args)}")
+    return spec.infer(args, attrs)

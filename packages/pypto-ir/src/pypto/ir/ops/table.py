@@ -1,0 +1,425 @@
+"""The op table: every ``pl.*`` op once, with its signature, doc, IR forms, type rules and C++.
+
+An entry here is the whole op for the compiler: ``pypto.language`` builds ``pl.<name>`` (and
+``pl.tile.<name>`` for ops with a tile form) from it, the parser dispatches a call to the form
+its first operand selects and checks it with the form's rule, and the kernel emitter writes the
+tile form as the ``Cpp`` call recorded here. A new unary op is one ``_unary(...)`` line here plus
+its function in the tile library (simpler/tile/elementwise.hpp); tests/test_op_table.py checks
+the table against the ``pl`` exports, the builders and the tile headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.ops import rules
+from pypto.ir.ops.rules import FLOAT, VEC
+from pypto.ir.ops.spec import LANGUAGE, OPS, Cpp, LangOp, OpSpec, Param, Rule
+from pypto.ir.types import MemorySpace
+
+__all__: list[str] = []
+
+P = Param
+
+
+def _enter(lang: LangOp, *specs: OpSpec) -> None:
+    for spec in specs:
+        if spec.name in OPS:
+            raise ValueError(f"op table: {spec.name} entered twice")
+        OPS[spec.name] = spec
+    if lang.name in LANGUAGE:
+        raise ValueError(f"op table: pl.{lang.name} entered twice")
+    missing = [n for n in lang.ir_ops if n not in OPS]
+    if missing:
+        raise ValueError(f"op table: pl.{lang.name} names IR ops without an entry: {missing}")
+    LANGUAGE[lang.name] = lang
+
+
+def _both(name: str) -> dict[str, str]:
+    return {"tile": f"tile.{name}", "tensor": f"tensor.{name}"}
+
+
+def _leveled(
+    name: str,
+    make: Callable[[str], Rule],
+    arity: tuple[int, int],
+    cpp: Cpp,
+    dtypes: frozenset[DataType] | None = None,
+) -> tuple[OpSpec, OpSpec]:
+    """The tile and tensor forms of an element-wise family op (the tile form reads Vec tiles)."""
+    lo, hi = arity
+    return (
+        OpSpec(f"tile.{name}", make("tile"), lo, hi, cpp, dtypes=dtypes, spaces=VEC),
+        OpSpec(f"tensor.{name}", make("tensor"), lo, hi, dtypes=dtypes),
+    )
+
+
+# ----------------------------------------------------------------------------- families
+
+
+def _binary(name: str, doc: str, fn: str | None = None) -> None:
+    """``pl.<name>(lhs, rhs)``: element-wise; ``pt::<fn>`` on two tiles, ``pt::<fn>s`` with a scalar."""
+    lib = fn or name
+    _enter(
+        LangOp(name, (P("lhs"), P("rhs")), doc, _both(name), group="element-wise"),
+        *_leveled(name, lambda kind: rules.binary(kind, name), (2, 2), Cpp(lib, (0, 1), scalar_fn=lib + "s")),
+    )
+
+
+def _unary(name: str, doc: str, float_only: bool = False) -> None:
+    """``pl.<name>(input)``: element-wise, ``pt::<name>(dst, src)``."""
+    dtypes = FLOAT if float_only else None
+    _enter(
+        LangOp(name, (P("input"),), doc, _both(name), group="element-wise"),
+        *_leveled(
+            name, lambda kind: rules.unary(kind, name, dtypes=dtypes), (1, 1), Cpp(name), dtypes=dtypes
+        ),
+    )
+
+
+def _reduction(name: str, doc: str) -> None:
+    """``pl.<name>(input, tmp_tile=None)``: ``pt::<name>(dst, src)``."""
+    _enter(
+        LangOp(name, (P("input"), P("tmp_tile", None)), doc, _both(name), group="reduction"),
+        *_leveled(name, lambda kind: rules.reduction(kind, name), (1, 2), Cpp(name)),
+    )
+
+
+def _expand(name: str, doc: str, row: bool) -> None:
+    """``pl.<name>(lhs, rhs)``: a vector broadcast; the plain ``row_expand``/``col_expand`` write
+    the broadcast vector alone (``pt::<name>(dst, vec)``), the others combine it with ``lhs``."""
+    operands = (1,) if name in ("row_expand", "col_expand") else (0, 1)
+    _enter(
+        LangOp(name, (P("lhs"), P("rhs")), doc, _both(name), group="broadcast"),
+        *_leveled(name, lambda kind: rules.expand(kind, name, row), (2, 2), Cpp(name, operands)),
+    )
+
+
+# ----------------------------------------------------------------------------- memory
+
+_enter(
+    LangOp(
+        "load",
+        (
+            P("tensor"),
+            P("offsets"),
+            P("shapes"),
+            P("valid_shape", None),
+            P("target_memory", MemorySpace.Vec),
+        ),
+        """Load the window ``tensor[offsets : offsets + shapes]`` into a tile (Vec or Mat).
+
+    ``valid_shape=[rows, cols]`` (run-time values allowed) loads only that leading region;
+    the rest of the tile is padding (see ``pl.tile.fillpad``).""",
+        default="tile.load",
+        group="memory",
+    ),
+    OpSpec(
+        "tile.load",
+        rules.tile_load,
+        1,
+        1,
+        Cpp("load", nz_fn="load_nz"),
+        attrs=("shape", "static_offsets", "memory", "layout"),
+        offsets_at=1,
+        spaces=(MemorySpace.Vec, MemorySpace.Mat),
+    ),
+)
+_enter(
+    LangOp(
+        "store",
+        (P("tile"), P("offsets"), P("output_tensor"), P("shapes", None)),
+        """Store a tile into ``output_tensor`` at ``offsets``; returns the tensor. ``shapes``, when
+    given, must be the tile's window shape.""",
+        {"tile": "tile.store"},
+        group="memory",
+    ),
+    OpSpec(
+        "tile.store",
+        rules.tile_store,
+        2,
+        2,
+        Cpp("store", nz_fn="store_nz"),
+        attrs=("static_offsets",),
+        offsets_at=1,
+        spaces=(MemorySpace.Vec, MemorySpace.Acc),
+    ),
+)
+_enter(
+    LangOp(
+        "move",
+        (P("tile"), P("target_memory")),
+        """Copy a tile to another memory space (Mat->Left/Right, Acc->Vec, ...).""",
+        {"tile": "tile.move"},
+        group="memory",
+    ),
+    OpSpec("tile.move", rules.tile_move, 1, 1, Cpp("move"), attrs=("memory",)),
+)
+_enter(
+    LangOp(
+        "create_tile",
+        (P("shape"), P("dtype"), P("target_memory", MemorySpace.Vec)),
+        """A scratch tile (contents undefined).""",
+        default="tile.create",
+        group="memory",
+    ),
+    OpSpec("tile.create", rules.tile_create, 0, 0, attrs=("shape", "dtype", "memory")),
+)
+_enter(
+    LangOp(
+        "create_tensor",
+        (P("shape"), P("dtype")),
+        """An intermediate tensor in device memory, allocated by the runtime.""",
+        default="tensor.create",
+        group="memory",
+    ),
+    OpSpec("tensor.create", rules.tensor_create, 0, 0, attrs=("shape", "dtype"), on_core=False),
+)
+_enter(
+    LangOp(
+        "full",
+        (P("shape"), P("dtype"), P("value", 0.0)),
+        """A Vec tile of ``shape`` and ``dtype`` filled with ``value``.""",
+        default="tile.full",
+        group="memory",
+    ),
+    OpSpec("tile.full", rules.tile_full, 1, 1, attrs=("shape", "dtype"), spaces=VEC),
+)
+_enter(
+    LangOp(
+        "dim",
+        (P("tensor"), P("axis")),
+        """The run-time extent of ``tensor`` along ``axis`` (an index scalar).""",
+        default="tensor.dim",
+        group="memory",
+    ),
+    OpSpec("tensor.dim", rules.tensor_dim, 1, 1, attrs=("axis",), on_core=False),
+)
+
+# ----------------------------------------------------------------------------- element-wise
+
+_binary("add", """Element-wise ``lhs + rhs`` (tile or tensor; ``rhs`` may be a scalar).""")
+_binary("sub", """Element-wise ``lhs - rhs``.""")
+_binary("mul", """Element-wise ``lhs * rhs``.""")
+_binary("div", """Element-wise ``lhs / rhs``.""")
+_binary("maximum", """Element-wise maximum.""", fn="max")
+_binary("minimum", """Element-wise minimum.""", fn="min")
+
+_unary("exp", """Element-wise e**x.""", float_only=True)
+_unary("log", """Element-wise natural logarithm.""", float_only=True)
+_unary("sqrt", """Element-wise square root.""", float_only=True)
+_unary("rsqrt", """Element-wise 1 / sqrt(x).""", float_only=True)
+_unary("recip", """Element-wise 1 / x.""", float_only=True)
+_unary("abs", """Element-wise absolute value.""")
+_unary("neg", """Element-wise negation.""")
+_unary("relu", """Element-wise max(x, 0).""")
+
+# ----------------------------------------------------------------------------- reductions, broadcasts
+
+_reduction("row_sum", """Sum of each row: [R, C] -> [R, 1]. ``tmp_tile`` is an optional scratch tile.""")
+_reduction("row_max", """Maximum of each row: [R, C] -> [R, 1].""")
+_reduction("row_min", """Minimum of each row: [R, C] -> [R, 1].""")
+_reduction("col_sum", """Sum of each column: [R, C] -> [1, C].""")
+_reduction("col_max", """Maximum of each column: [R, C] -> [1, C].""")
+_reduction("col_min", """Minimum of each column: [R, C] -> [1, C].""")
+
+_expand("row_expand", """Broadcast a [R, 1] vector over the columns of a [R, C] shape.""", row=True)
+_expand("row_expand_add", """``tile + row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
+_expand("row_expand_sub", """``tile - row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
+_expand("row_expand_mul", """``tile * row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
+_expand("row_expand_div", """``tile / row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
+_expand("col_expand", """Broadcast a [1, C] vector over the rows of a [R, C] shape.""", row=False)
+_expand("col_expand_add", """``tile + col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
+_expand("col_expand_sub", """``tile - col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
+_expand("col_expand_mul", """``tile * col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
+_expand("col_expand_div", """``tile / col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
+
+# ----------------------------------------------------------------------------- shape, type, matmul
+
+_enter(
+    LangOp(
+        "reshape",
+        (P("input"), P("shape")),
+        """Same elements, new 2-D shape.""",
+        _both("reshape"),
+        group="layout",
+    ),
+    OpSpec("tile.reshape", rules.tile_reshape, 1, 1, Cpp("reshape"), attrs=("shape",), spaces=VEC),
+    OpSpec("tensor.reshape", rules.tensor_reshape, 1, 1, attrs=("shape",)),
+)
+_enter(
+    LangOp(
+        "transpose",
+        (P("input"), P("axis1", 0), P("axis2", 1)),
+        """Swap the two axes of a 2-D tile.""",
+        _both("transpose"),
+        group="layout",
+    ),
+    OpSpec("tile.transpose", rules.tile_transpose, 1, 1, Cpp("transpose"), spaces=VEC),
+    OpSpec("tensor.transpose", rules.tensor_transpose, 1, 1),
+)
+_enter(
+    LangOp(
+        "concat",
+        (P("src0"), P("src1")),
+        """Join two tiles with equal row counts column-wise.""",
+        _both("concat"),
+        group="layout",
+    ),
+    OpSpec("tile.concat", rules.tile_concat, 2, 2, Cpp("concat", (0, 1)), spaces=VEC),
+    OpSpec("tensor.concat", rules.tensor_concat, 2, 2),
+)
+_enter(
+    LangOp(
+        "cast",
+        (P("input"), P("target_type"), P("mode", None)),
+        """Convert the elements to another dtype (FP32/FP16/BF16/INT8/INT32).""",
+        {**_both("cast"), "scalar": "scalar.cast"},
+        group="layout",
+    ),
+    OpSpec(
+        "tile.cast",
+        rules.tile_cast,
+        1,
+        1,
+        Cpp("cast"),
+        attrs=("dtype", "mode"),
+        dtypes=frozenset(rules.CASTABLE),
+        spaces=VEC,
+    ),
+    OpSpec("tensor.cast", rules.tensor_cast, 1, 1, attrs=("dtype", "mode")),
+    OpSpec("scalar.cast", rules.scalar_cast, 1, 1, attrs=("dtype", "mode"), on_core=False),
+)
+_enter(
+    LangOp(
+        "matmul",
+        (P("lhs"), P("rhs"), P("out_dtype", None)),
+        """Left [M, K] x Right [K, N] -> Acc [M, N] (FP32 accumulation; ``out_dtype`` may only
+    say FP32, or INT32 for INT8 operands).""",
+        _both("matmul"),
+        group="matmul",
+    ),
+    OpSpec(
+        "tile.matmul",
+        rules.tile_matmul,
+        2,
+        2,
+        Cpp("matmul", (0, 1)),
+        dtypes=frozenset(rules.MATMUL_ACC),
+        spaces=(MemorySpace.Left, MemorySpace.Right),
+    ),
+    OpSpec("tensor.matmul", rules.tensor_matmul, 2, 2, dtypes=frozenset(rules.MATMUL_ACC)),
+)
+_enter(
+    LangOp(
+        "matmul_acc",
+        (P("acc"), P("lhs"), P("rhs")),
+        """``acc + lhs @ rhs`` into the Acc tile.""",
+        {"tile": "tile.matmul_acc"},
+        group="matmul",
+    ),
+    OpSpec(
+        "tile.matmul_acc",
+        rules.tile_matmul_acc,
+        3,
+        3,
+        Cpp("matmul_acc", (1, 2), into=0),
+        dtypes=frozenset(rules.MATMUL_ACC),
+        spaces=(MemorySpace.Acc, MemorySpace.Left, MemorySpace.Right),
+    ),
+)
+
+# ----------------------------------------------------------------------------- sub-tiles, scalars
+
+_enter(
+    LangOp(
+        "read",
+        (P("src"), P("offset")),
+        """One element of a tensor as a scalar: ``pl.read(cfg, [0])``.""",
+        {"tile": "tile.read", "tensor": "tensor.read"},
+        default="tensor.read",
+        group="scalar",
+    ),
+    OpSpec("tensor.read", rules.tensor_read, 1, 1, offsets_at=1, on_core=False),
+    OpSpec("tile.read", rules.tile_read, 1, 1, offsets_at=1, spaces=VEC),
+)
+_enter(
+    LangOp(
+        "slice",
+        (P("input"), P("shape"), P("offset")),
+        """The sub-tile of ``shape`` at ``offsets`` (a copy).""",
+        {"tile": "tile.slice"},
+        group="sub-tile",
+    ),
+    OpSpec(
+        "tile.slice",
+        rules.tile_slice,
+        1,
+        1,
+        Cpp("slice", tail="row_col"),
+        attrs=("shape", "static_offsets"),
+        offsets_at=1,
+    ),
+)
+_enter(
+    LangOp(
+        "assemble",
+        (P("target"), P("source"), P("offset")),
+        """``target`` with ``source`` written into it at ``offsets`` (``pl.tile.assemble``).""",
+        {"tile": "tile.assemble"},
+        group="sub-tile",
+    ),
+    OpSpec(
+        "tile.assemble",
+        rules.tile_assemble,
+        2,
+        2,
+        Cpp("assemble", (1,), into=0, tail="row_col"),
+        attrs=("static_offsets",),
+        offsets_at=2,
+        spaces=(MemorySpace.Vec, MemorySpace.Mat),
+    ),
+)
+_enter(
+    LangOp(
+        "fillpad",
+        (P("value"), P("pad_value", None)),
+        """The tile with everything outside its valid region set to ``pad_value`` (a pl.PadValue);
+    the result is fully valid.""",
+        {"tile": "tile.fillpad"},
+        group="sub-tile",
+    ),
+    OpSpec(
+        "tile.fillpad",
+        rules.tile_fillpad,
+        1,
+        1,
+        Cpp("fillpad", (), into=0, tail="pad"),
+        attrs=("pad",),
+        spaces=VEC,
+    ),
+)
+_enter(
+    LangOp(
+        "write",
+        (P("dst"), P("offset"), P("value")),
+        """Write one element of a tensor: ``pl.write(t, [i, j], v)``; returns the tensor.""",
+        default="tensor.write",
+        group="scalar",
+    ),
+    OpSpec("tensor.write", rules.tensor_write, 2, 2, offsets_at=1, on_core=False),
+)
+_enter(
+    LangOp(
+        "view",
+        (),
+        """A window ``t[a:b, ...]`` of a tensor: a descriptor in the orchestration, offsets in a kernel.""",
+        default="tensor.view",
+        group="memory",
+        public=False,
+    ),
+    OpSpec(
+        "tensor.view", rules.tensor_view, 1, 1, attrs=("shape", "static_offsets"), offsets_at=1, on_core=False
+    ),
+)

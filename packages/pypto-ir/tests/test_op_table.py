@@ -1,0 +1,245 @@
+"""The op table (pypto.ir.ops.table) against everything derived from it.
+
+An op is one table entry plus its tile-library function. These tests enumerate the table and
+fail when a part is missing: a ``pl`` export without an entry (or the reverse), a ``pl.tile``
+export, a doc or signature that differs, a builder the op needs, or a tile op whose emitted
+C++ does not compile against the tile headers (simpler/include/simpler/tile/).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pypto.language as pl
+from pypto.ir.codegen.cpp import cpp_type, ident
+from pypto.ir.codegen.kernel import BESPOKE, _KernelGen, tile_type
+from pypto.ir.dtypes import DataType
+from pypto.ir.nodes import Arg, Call, Const, Var
+from pypto.ir.ops import LANGUAGE, OPS, REQUIRED, Cpp, OpError, OpSpec, infer
+from pypto.ir.param_info import Layout
+from pypto.ir.types import MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
+from pypto.language.op_builders import OP_BUILDERS
+
+FP32 = DataType.FP32
+PUBLIC = sorted(n for n, op in LANGUAGE.items() if op.public)
+
+
+# ----------------------------------------------------------------------------- language exports
+
+
+def _pl_ops(module: Any) -> dict[str, Any]:
+    return {n: getattr(module, n) for n in dir(module) if getattr(getattr(module, n), "__pypto_op__", None)}
+
+
+def test_every_pl_op_is_a_table_entry_and_every_entry_is_exported() -> None:
+    exported = _pl_ops(pl)
+    assert sorted(exported) == PUBLIC
+    assert all(exported[n].__pypto_op__ == n for n in exported)
+    assert set(PUBLIC) <= set(pl.__all__)
+
+
+def test_pl_tile_exports_the_ops_with_a_tile_form() -> None:
+    want = sorted(n for n in PUBLIC if any(f.startswith("tile.") for f in LANGUAGE[n].ir_ops))
+    assert sorted(_pl_ops(pl.tile)) == want == sorted(pl.tile.__all__)
+    assert all(getattr(pl.tile, n) is getattr(pl, n) for n in want)
+    assert "add" in want
+    assert "dim" not in want
+    assert "create_tensor" not in want
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_pl_op_doc_and_signature_are_the_tables(name: str) -> None:
+    fn = getattr(pl, name)
+    op = LANGUAGE[name]
+    assert op.doc.strip(), f"pl.{name} has no doc in the op table"
+    assert fn.__doc__ == op.doc
+    assert inspect.getdoc(fn) == inspect.cleandoc(op.doc)  # what help(pl.<name>) shows
+    params = inspect.signature(fn).parameters
+    assert list(params) == [p.name for p in op.params]
+    for p in op.params:
+        default = params[p.name].default
+        assert default is inspect.Parameter.empty if p.default is REQUIRED else default == p.default
+    # the parser binds calls against the same signature
+    assert inspect.signature(fn.__wrapped__) == inspect.signature(fn)
+    with pytest.raises(RuntimeError, match=rf"pl\.{name}\(\) is part of the kernel language"):
+        fn()
+
+
+def test_every_ir_op_is_reachable_from_a_pl_function() -> None:
+    reached = {ir for op in LANGUAGE.values() for ir in op.ir_ops}
+    assert reached == set(OPS)
+    for op in LANGUAGE.values():
+        for kind, ir in op.forms.items():
+            assert OPS[ir].kind == kind, f"pl.{op.name}: the {kind} form is {ir}"
+
+
+def _plain_operands(op_name: str) -> bool:
+    """The generic builder suffices: every parameter is an operand, no attributes or offsets."""
+    op = LANGUAGE[op_name]
+    specs = [OPS[n] for n in op.ir_ops]
+    return all(not s.attrs and s.offsets_at is None and s.max_args == len(op.params) for s in specs)
+
+
+def test_ops_with_attributes_or_offsets_have_a_builder() -> None:
+    assert set(OP_BUILDERS) <= set(PUBLIC)
+    missing = [n for n in PUBLIC if not _plain_operands(n) and n not in OP_BUILDERS]
+    assert not missing, f"ops whose parameters are not all operands need a builder: {missing}"
+    assert [n for n in ("add", "row_sum", "load", "slice", "transpose") if _plain_operands(n)] == [
+        "add",
+        "row_sum",
+    ]
+
+
+# ----------------------------------------------------------------------------- the emitter
+
+ON_CHIP = tuple(m for m in MemorySpace if m is not MemorySpace.DDR)
+_TILE_POOL: tuple[Type, ...] = (
+    *(TileType((16, 16), FP32, m) for m in ON_CHIP),
+    TileType((16, 1), FP32, MemorySpace.Vec),
+    TileType((1, 16), FP32, MemorySpace.Vec),
+    ScalarType(FP32),
+    TensorType((16, 16), FP32),
+)
+_ATTR_VALUES: dict[str, tuple[Any, ...]] = {
+    "shape": ((16, 16),),
+    "dtype": (FP32,),
+    "memory": ON_CHIP,
+    "pad": (PadValue.min,),
+    "axis": (0,),
+    "static_offsets": ([0, 0],),
+    "layout": (None,),
+    "mode": (None,),
+}
+
+
+def sample_call(spec: OpSpec, nz: bool = False) -> Call:
+    """A call of ``spec`` that its rule accepts, from a small pool of operand types."""
+    pool = tuple(
+        TensorType(t.shape, t.dtype, Layout.NZ) if nz and isinstance(t, TensorType) else t for t in _TILE_POOL
+    )
+    names = [a for a in spec.attrs if a in _ATTR_VALUES]
+    for n in range(spec.min_args, spec.max_args + 1):
+        for types in itertools.product(pool, repeat=n):
+            for values in itertools.product(*(_ATTR_VALUES[a] for a in names)):
+                attrs = {k: v for k, v in zip(names, values, strict=True) if v is not None}
+                if nz and "layout" in spec.attrs:
+                    attrs["layout"] = Layout.NZ
+                try:
+                    result = infer(spec.name, list(types), attrs)
+                except OpError:
+                    continue
+                args: list[Arg] = [Var(f"a{i}", t) for i, t in enumerate(types)]
+                if spec.offsets_at is not None:
+                    args.insert(spec.offsets_at, (Const(0, DataType.INT64), Const(0, DataType.INT64)))
+                clean = {k: v for k, v in attrs.items() if k != "static_offsets"}
+                return Call(spec.name, tuple(args), tuple(sorted(clean.items())), result)
+    raise AssertionError(f"no operands from the pool satisfy {spec.name}; extend the test's pool")
+
+
+def _declare(v: Var, slot: int) -> list[str]:
+    t = v.type
+    if isinstance(t, TileType):
+        return [f"{tile_type(t)} {ident(v.name)};", f"(void){ident(v.name)};"]
+    if isinstance(t, TensorType):
+        return [f"const simpler::ChipTensor& {ident(v.name)} = pt::tensor_arg(args[{slot}]);"]
+    assert isinstance(t, ScalarType)
+    return [f"const {cpp_type(t.dtype)} {ident(v.name)} = 1;", f"(void){ident(v.name)};"]
+
+
+def emitted(call: Call) -> list[str]:
+    """The kernel lines the emitter writes for ``r = call``."""
+    gen = _KernelGen(None)  # type: ignore[arg-type]  # assign() reads no function state
+    gen.assign(Var("r", call.type), call, 1, (), 0)
+    return gen.lines
+
+
+def probe_source(calls: Iterable[Call]) -> str:
+    """One translation unit with one function per call: its operands declared, then its lines."""
+    out = ["#include <cstdint>", "#include <simpler/tile.hpp>", "namespace pt = simpler::tile;", ""]
+    out.append("SIMPLER_DEFINE_KERNEL_ABI();")
+    for i, call in enumerate(calls):
+        out.append(f"// {call.op}")
+        out.append(f'extern "C" void probe_{i}(std::int64_t* args) {{')
+        out.append("    (void)args;")
+        operands = [a for a in call.args if isinstance(a, Var)]
+        for slot, v in enumerate(operands):
+            out += ["    " + line for line in _declare(v, slot)]
+        out += emitted(call)
+        out.append("    (void)r;")
+        out.append("}")
+    return "\n".join(out) + "\n"
+
+
+TILE_OPS = sorted(n for n in OPS if n.startswith("tile."))
+
+
+def library_calls(lines: Iterable[str]) -> set[str]:
+    return set(re.findall(r"\bpt::(\w+)\(", "\n".join(lines)))
+
+
+@pytest.mark.parametrize("name", TILE_OPS)
+def test_every_tile_op_emits_its_table_call(name: str) -> None:
+    spec = OPS[name]
+    assert spec.cpp is not None or name in BESPOKE, f"{name}: no C++ in the table and no emitter branch"
+    calls = library_calls(emitted(sample_call(spec)))
+    if spec.cpp is not None:
+        assert spec.cpp.fn in calls or spec.cpp.scalar_fn in calls, (
+            f"{name} emits {calls}, not pt::{spec.cpp.fn}"
+        )
+    if spec.cpp is not None and spec.cpp.nz_fn is not None:
+        assert spec.cpp.nz_fn in library_calls(emitted(sample_call(spec, nz=True)))
+
+
+def _all_probes() -> list[Call]:
+    calls = [sample_call(OPS[n]) for n in TILE_OPS]
+    calls += [sample_call(OPS[n], nz=True) for n in TILE_OPS if (c := OPS[n].cpp) is not None and c.nz_fn]
+    # an Acc result assembled into a Mat tile (the IR allows any source space)
+    mat, acc = TileType((16, 16), FP32, MemorySpace.Mat), TileType((16, 16), FP32, MemorySpace.Acc)
+    zero = Const(0, DataType.INT64)
+    calls.append(Call("tile.assemble", (Var("a0", mat), Var("a1", acc), (zero, zero)), (), mat))
+    # a binary op's scalar form
+    calls.append(Call("tile.add", (Var("a0", _TILE_POOL[0]), Var("a1", ScalarType(FP32))), (), _TILE_POOL[0]))
+    return calls
+
+
+def test_every_tile_op_compiles_against_the_tile_headers(
+    tmp_path: Path, cpp_check: Callable[[Iterable[Path]], None]
+) -> None:
+    src = tmp_path / "probe_ops.cpp"
+    src.write_text(probe_source(_all_probes()))
+    cpp_check([src])
+
+
+def test_the_header_check_fails_for_a_function_the_library_lacks(
+    tmp_path: Path, cpp_check: Callable[[Iterable[Path]], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = OPS["tile.exp"]
+    monkeypatch.setitem(OPS, "tile.exp", OpSpec(spec.name, spec.infer, 1, 1, Cpp("no_such_tile_op")))
+    call = sample_call(OPS["tile.exp"])
+    assert "no_such_tile_op" in library_calls(emitted(call))
+    src = tmp_path / "probe_missing.cpp"
+    src.write_text(probe_source([call]))
+    with pytest.raises(AssertionError, match="no_such_tile_op"):
+        cpp_check([src])
+
+
+def test_matmul_is_a_generic_three_operand_call() -> None:
+    lines = emitted(sample_call(OPS["tile.matmul"]))
+    assert lines[-1].strip() == "pt::matmul(r, a0, a1);"
+
+
+def test_kernels_embed_no_tile_helpers() -> None:
+    from pypto.ir.codegen import kernel
+
+    assert not hasattr(kernel, "TILE_HELPERS")
+    text = "\n".join(emitted(sample_call(OPS["tile.fillpad"])) + emitted(sample_call(OPS["tile.slice"])))
+    assert "pt::fillpad(r, pt::Pad::Min);" in text
+    assert "pt::slice(r, a0, INT64_C(0), INT64_C(0));" in text
+    assert "pypto_" not in text
