@@ -441,7 +441,12 @@ PY_TARGETS: dict[str, PyTarget] = {
         "pypto-torch validators",
         "pypto-torch",
         ("src/pypto/torch/_validation.py",),
-        ("tests/test_interop.py", "tests/test_interop_plan.py", "tests/test_registration.py"),
+        (
+            "tests/test_validation_bounds.py",
+            "tests/test_interop.py",
+            "tests/test_interop_plan.py",
+            "tests/test_registration.py",
+        ),
     ),
     "store": PyTarget(
         "pypto-runtime artifact store",
@@ -452,7 +457,7 @@ PY_TARGETS: dict[str, PyTarget] = {
             "src/pypto/runtime/store.py",
             "src/pypto/runtime/artifact_runtime.py",
         ),
-        ("tests/test_store.py", "tests/test_store_trust.py"),
+        ("tests/test_store_mutants.py", "tests/test_store.py", "tests/test_store_trust.py"),
         # The trust checks (issue 12), in two groups run in this order within the budget: first
         # the boundary itself (ownership and type checks, no-follow opens, the entry walk, lookup),
         # then what a valid entry must satisfy (the no-replace publish, the manifest comparison,

@@ -121,7 +121,7 @@ class Manifest:
 def _safe_relpath(path: str) -> bool:
     p = PurePosixPath(path)
     return (
-        bool(path)
+        bool(p.parts)  # not "" or ".", which name the entry itself
         and not p.is_absolute()
         and ".." not in p.parts
         and str(p) == path

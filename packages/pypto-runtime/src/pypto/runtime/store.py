@@ -71,9 +71,10 @@ __all__ = [
 ]
 
 STORE_VERSION = 1
-_KEY_RE = re.compile(r"^[0-9a-f]{16,128}$")
+# \Z, not $: "$" also matches before a trailing newline, which would let "<key>\n" through.
+_KEY_RE = re.compile(r"^[0-9a-f]{16,128}\Z")
 # What the store itself puts in staging/ and trash/: <key>.<pid>.<8 hex digits>.
-_ASIDE_RE = re.compile(r"^[0-9a-f]{16,128}\.[0-9]+\.[0-9a-f]{8}$")
+_ASIDE_RE = re.compile(r"^[0-9a-f]{16,128}\.[0-9]+\.[0-9a-f]{8}\Z")
 _STATE_DIR = {EntryState.READY: "ready", EntryState.GENERATED: "generated"}
 
 

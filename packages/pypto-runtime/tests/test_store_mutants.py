@@ -1,0 +1,824 @@
+"""The artifact store's trust checks, one function at a time: the exact errors (argument,
+problem, fix), the modes of what the store creates, and the branches the end-to-end store
+tests do not reach (a kernel without ``renameat2(RENAME_NOREPLACE)``, a runtime that validates
+an entry it did not obtain itself, keys at their length limits).
+
+These tests were written against the mutants that survived ``nox -s mutation``
+(docs/mutation.md): each pins a behaviour that a removed or altered check would change.
+Ownership tests chown to uid 65534 (nobody), which needs root.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pypto.runtime import _fs
+from pypto.runtime._fs import UnsafeStoreError, check_dir, open_regular, ownership_problem, publish_dir
+from pypto.runtime.artifact_runtime import ArtifactRuntime, Obtained, _copy_validated, prune_private_roots
+from pypto.runtime.manifest import (
+    MANIFEST_NAME,
+    EntryState,
+    FileRecord,
+    InvalidEntry,
+    Manifest,
+    _entry_sha256,
+    _read_entry_file,
+    scan_dir,
+    validate_entry,
+)
+from pypto.runtime.store import ArtifactStore, check_key
+
+KEY = hashlib.sha256(b"mutants").hexdigest()
+OTHER_UID = 65534
+FIX = "do the documented thing"
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+
+FILES = {
+    "compiled_meta.json": b'{"schema": 3}',
+    "kernels/add.cpp": b"// add\n",
+    "prebuilt/kernels/add.so": b"\x7fELF" + bytes(range(64)),
+}
+
+
+def _generate(path: Path) -> None:
+    for rel, data in FILES.items():
+        if not rel.startswith("prebuilt/"):
+            (path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (path / rel).write_bytes(data)
+
+
+def _build(path: Path) -> None:
+    for rel, data in FILES.items():
+        if rel.startswith("prebuilt/"):
+            (path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (path / rel).write_bytes(data)
+
+
+def _store(tmp_path: Path) -> ArtifactStore:
+    return ArtifactStore(tmp_path / "store")
+
+
+def _entry(store: ArtifactStore, *, build: bool = True) -> Path:
+    got = ArtifactRuntime(store).obtain(KEY, generate=_generate, build=_build if build else None)
+    assert got.origin == "built"
+    return got.path
+
+
+def _tree(root: Path, files: dict[str, bytes]) -> Path:
+    root.mkdir(mode=0o700)
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+def _write_manifest(root: Path, key: str = KEY, state: str = EntryState.READY) -> Manifest:
+    manifest = scan_dir(root, key=key, state=state)
+    (root / MANIFEST_NAME).write_bytes(manifest.dumps())
+    return manifest
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+# ---------------------------------------------------------------- ownership_problem, check_dir
+
+
+def test_ownership_problem_names_owner_and_mode(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir(mode=0o700)
+    uid = os.geteuid()
+    assert ownership_problem(os.lstat(d), frozenset({uid})) is None
+    assert ownership_problem(os.lstat(d), frozenset({OTHER_UID + 1, OTHER_UID})) == (
+        f"owned by uid {uid}, not by uid {OTHER_UID} or uid {OTHER_UID + 1}"
+    )
+    for mode in (0o720, 0o702, 0o722, 0o777):
+        os.chmod(d, mode)
+        assert ownership_problem(os.lstat(d), frozenset({uid})) == (
+            f"writable by group or others (mode {mode:04o})"
+        )
+    for mode in (0o750, 0o705, 0o755, 0o500):
+        os.chmod(d, mode)
+        assert ownership_problem(os.lstat(d), frozenset({uid})) is None
+
+
+def test_check_dir_returns_the_lstat_of_a_trusted_directory(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir(mode=0o755)
+    st = check_dir(d, frozenset({os.geteuid()}), fix=FIX)
+    assert (st.st_ino, st.st_dev) == (os.lstat(d).st_ino, os.lstat(d).st_dev)
+
+
+def test_check_dir_refuses_a_symlink_with_path_problem_and_fix(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    with pytest.raises(UnsafeStoreError) as info:
+        check_dir(link, frozenset({os.geteuid()}), fix=FIX)
+    exc = info.value
+    assert exc.path == link
+    assert exc.problem == f"is a symlink (to {str(real)!r}) where a directory is expected"
+    assert exc.fix == f"replace it with a real directory (`rm {link} && mkdir -m 700 {link}`), or {FIX}"
+    assert str(exc) == f"{link}: {exc.problem}; to fix: {exc.fix}"
+
+
+def test_check_dir_refuses_a_file_as_not_a_directory(tmp_path: Path) -> None:
+    f = tmp_path / "f"
+    f.write_bytes(b"")
+    with pytest.raises(NotADirectoryError) as info:
+        check_dir(f, frozenset({os.geteuid()}), fix=FIX)
+    assert info.value.errno == errno.ENOTDIR
+    assert info.value.strerror == "expected a directory"
+    assert info.value.filename == str(f)
+    with pytest.raises(FileNotFoundError):
+        check_dir(tmp_path / "absent", frozenset({os.geteuid()}), fix=FIX)
+
+
+def test_check_dir_refuses_a_writable_directory_with_a_chmod_fix(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    os.chmod(d, 0o772)
+    with pytest.raises(UnsafeStoreError) as info:
+        check_dir(d, frozenset({os.geteuid()}), fix=FIX)
+    assert info.value.problem == "writable by group or others (mode 0772)"
+    assert info.value.fix == f"`chmod 700 {d}` (or `chmod -R go-w {d}`), or {FIX}"
+
+
+@needs_root
+def test_check_dir_refuses_another_owner_with_a_remove_fix(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir(mode=0o700)
+    os.chown(d, OTHER_UID, OTHER_UID)
+    with pytest.raises(UnsafeStoreError) as info:
+        check_dir(d, frozenset({os.geteuid()}), fix=FIX)
+    assert info.value.problem == f"owned by uid {OTHER_UID}, not by uid {os.geteuid()}"
+    assert info.value.fix == f"remove it as its owner, or {FIX}"
+    assert check_dir(d, frozenset({OTHER_UID}), fix=FIX).st_uid == OTHER_UID
+
+
+# ---------------------------------------------------------------- open_regular, read_regular
+
+
+def test_open_regular_creates_files_0600_and_close_on_exec(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        fd = open_regular(tmp_path / "new", os.O_RDWR | os.O_CREAT)
+        try:
+            assert stat.S_IMODE(os.fstat(fd).st_mode) == 0o600
+            assert not os.get_inheritable(fd)
+            assert os.get_blocking(fd)
+            os.write(fd, b"abc")
+            assert os.pread(fd, 3, 0) == b"abc"
+        finally:
+            os.close(fd)
+        fd = open_regular(tmp_path / "lock", os.O_RDWR | os.O_CREAT, 0o640)
+        os.close(fd)
+        assert stat.S_IMODE(os.lstat(tmp_path / "lock").st_mode) == 0o640
+    finally:
+        os.umask(old)
+    fd = open_regular(tmp_path / "new")
+    try:
+        assert os.read(fd, 10) == b"abc"
+        with pytest.raises(OSError, match="Bad file descriptor") as info:
+            os.write(fd, b"x")  # opened read-only by default
+        assert info.value.errno == errno.EBADF
+    finally:
+        os.close(fd)
+
+
+def test_open_regular_refuses_a_symlink_without_following_it(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.write_bytes(b"secret")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    before = _open_fds()
+    with pytest.raises(OSError, match="symbolic links") as info:
+        open_regular(link)
+    assert info.value.errno == errno.ELOOP
+    with pytest.raises(OSError, match="symbolic links") as info:
+        open_regular(link, os.O_RDWR | os.O_CREAT)
+    assert info.value.errno == errno.ELOOP
+    assert _open_fds() == before
+
+
+def test_open_regular_refuses_a_fifo_and_a_directory_without_blocking_or_leaking(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    before = _open_fds()
+    with pytest.raises(OSError, match="not a regular file") as info:
+        open_regular(fifo)  # without O_NONBLOCK this open would wait for a writer forever
+    assert (info.value.errno, info.value.strerror, info.value.filename) == (
+        errno.EINVAL,
+        "not a regular file",
+        str(fifo),
+    )
+    with pytest.raises(OSError, match="not a regular file") as info:
+        open_regular(tmp_path)
+    assert (info.value.errno, info.value.filename) == (errno.EINVAL, str(tmp_path))
+    assert _open_fds() == before
+    with pytest.raises(OSError, match="not a regular file") as info:
+        _fs.read_regular(fifo)
+    assert info.value.errno == errno.EINVAL
+
+
+def test_open_regular_fd_is_not_inherited_by_a_child(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x")
+    fd = open_regular(tmp_path / "f")
+    try:
+        probe = f"import os,sys; os.fstat({fd})"
+        r = subprocess.run([sys.executable, "-c", probe], close_fds=False, capture_output=True, check=False)
+        assert r.returncode != 0  # the fd is closed in the child
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- check_key
+
+
+def test_check_key_lengths_case_and_trailing_characters() -> None:
+    for n in (16, 17, 64, 127, 128):
+        key = ("0123456789abcdef" * 8)[:n]
+        assert check_key(key) == key
+    for bad in (
+        "0123456789abcde",  # 15 digits
+        "a" * 129,
+        "0123456789ABCDEF",
+        "0123456789abcdeg",
+        "0123456789abcdef\n",  # a path component with a newline
+        " 0123456789abcdef",
+        "0123456789abcdef ",
+        "",
+    ):
+        with pytest.raises(ValueError, match="artifact key") as info:
+            check_key(bad)
+        assert (
+            str(info.value) == f"artifact key: expected a lowercase hex digest (16..128 digits), got {bad!r}"
+        )
+
+
+def test_check_key_accepts_key_objects() -> None:
+    class Hex:
+        def hexdigest(self) -> str:
+            return KEY
+
+    class Attr:
+        digest = KEY
+
+    class Both:
+        digest = "f" * 64
+
+        def hexdigest(self) -> str:
+            return KEY
+
+    class BytesDigest:  # like hashlib: digest() is bytes, hexdigest() the text
+        def digest(self) -> bytes:
+            return b"\x00" * 32
+
+        def hexdigest(self) -> str:
+            return KEY
+
+    class NonStrHex:
+        hexdigest = 5
+        digest = KEY
+
+    for obj in (Hex(), Attr(), Both(), BytesDigest(), NonStrHex(), hashlib.sha256(b"mutants")):
+        assert check_key(obj) == KEY
+    for obj in (object(), 5, None, b"0123456789abcdef"):
+        with pytest.raises(ValueError, match="artifact key") as info:
+            check_key(obj)
+        assert (
+            str(info.value) == f"artifact key: expected a lowercase hex digest (16..128 digits), got {obj!r}"
+        )
+
+    class Upper:
+        def hexdigest(self) -> str:
+            return KEY.upper()
+
+    with pytest.raises(ValueError, match="artifact key") as info:
+        check_key(Upper())
+    assert str(info.value).endswith(f"got {KEY.upper()!r}")
+
+
+# ---------------------------------------------------------------- publish_dir
+
+
+def _fake_renameat2(err: int, calls: list[tuple[object, ...]]):  # type: ignore[no-untyped-def]
+    def fake(*args: object) -> int:
+        calls.append(args)
+        ctypes.set_errno(err)
+        return -1
+
+    return fake
+
+
+@pytest.mark.parametrize("err", [errno.ENOSYS, errno.EINVAL, errno.ENOTSUP])
+def test_publish_falls_back_to_rename_where_renameat2_is_unsupported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: int
+) -> None:
+    calls: list[tuple[object, ...]] = []
+    monkeypatch.setattr(_fs, "_renameat2", _fake_renameat2(err, calls))
+    src = _tree(tmp_path / "src", {"a": b"1"})
+    assert publish_dir(src, tmp_path / "dst") is True
+    assert (tmp_path / "dst" / "a").read_bytes() == b"1"
+    assert not src.exists()
+    assert len(calls) == 1
+    # The fallback is no-replace for a non-empty target: src stays where it was.
+    src2 = _tree(tmp_path / "src2", {"b": b"2"})
+    assert publish_dir(src2, tmp_path / "dst") is False
+    assert (src2 / "b").exists()
+    assert not (tmp_path / "dst" / "b").exists()
+    # An empty staged directory is refused (rename would replace an empty target).
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(OSError, match="refusing to publish") as info:
+        publish_dir(empty, tmp_path / "other")
+    assert (info.value.errno, info.value.strerror, info.value.filename) == (
+        errno.EINVAL,
+        "refusing to publish an empty directory",
+        str(empty),
+    )
+    # Other rename failures are raised.
+    src3 = _tree(tmp_path / "src3", {"c": b"3"})
+    with pytest.raises(FileNotFoundError):
+        publish_dir(src3, tmp_path / "missing" / "dst")
+
+
+def test_publish_without_renameat2_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_fs, "_renameat2", None)
+    src = _tree(tmp_path / "src", {"a": b"1"})
+    assert publish_dir(src, tmp_path / "dst") is True
+    src2 = _tree(tmp_path / "src2", {"a": b"2"})
+    assert publish_dir(src2, tmp_path / "dst") is False
+    assert (tmp_path / "dst" / "a").read_bytes() == b"1"
+
+
+@pytest.mark.parametrize("err", [errno.EPERM, errno.EXDEV, errno.EIO])
+def test_publish_raises_other_renameat2_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: int
+) -> None:
+    monkeypatch.setattr(_fs, "_renameat2", _fake_renameat2(err, []))
+    src = _tree(tmp_path / "src", {"a": b"1"})
+    dst = tmp_path / "dst"
+    with pytest.raises(OSError, match=os.strerror(err)) as info:
+        publish_dir(src, dst)
+    assert (info.value.errno, info.value.strerror, info.value.filename) == (err, os.strerror(err), str(dst))
+    assert src.exists()
+    assert not dst.exists()
+
+
+def test_publish_eexist_from_renameat2_is_a_lost_race(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_fs, "_renameat2", _fake_renameat2(errno.EEXIST, []))
+    src = _tree(tmp_path / "src", {"a": b"1"})
+    assert publish_dir(src, tmp_path / "dst") is False
+    assert src.exists()
+    assert not (tmp_path / "dst").exists()
+
+
+@pytest.mark.skipif(_fs._renameat2 is None, reason="libc without renameat2")
+def test_renameat2_never_replaces_even_an_empty_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # relative paths: resolved against AT_FDCWD
+    _tree(Path("src"), {"a": b"1"})
+    Path("dst").mkdir()
+    assert publish_dir(Path("src"), Path("dst")) is False  # rename(2) would replace it
+    assert Path("src/a").exists()
+    assert not any(Path("dst").iterdir())
+    assert publish_dir(Path("src"), Path("new")) is True
+    assert Path("new/a").read_bytes() == b"1"
+    assert not Path("src").exists()
+
+
+# ---------------------------------------------------------------- remove_tree
+
+
+def test_remove_tree_never_follows_a_symlink(tmp_path: Path) -> None:
+    outside = _tree(tmp_path / "outside", {"keep": b"k"})
+    tree = _tree(tmp_path / "tree", {"sub/f": b"f"})
+    (tree / "sub" / "out").symlink_to(outside)
+    _fs.remove_tree(tree)
+    assert not os.path.lexists(tree)
+    assert (outside / "keep").read_bytes() == b"k"
+    link = tmp_path / "link"
+    link.symlink_to(outside)
+    _fs.remove_tree(link)
+    assert not os.path.lexists(link)
+    assert (outside / "keep").exists()
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    _fs.remove_tree(dangling)
+    assert not os.path.lexists(dangling)
+    f = tmp_path / "file"
+    f.write_bytes(b"")
+    _fs.remove_tree(f)
+    assert not f.exists()
+    _fs.remove_tree(tmp_path / "absent")  # nothing to do, no error
+
+
+# ---------------------------------------------------------------- manifest
+
+
+def test_manifest_check_messages() -> None:
+    manifest = Manifest(KEY, EntryState.READY, (FileRecord("a", 1, hashlib.sha256(b"1").hexdigest()),))
+    manifest.check("a", b"1")
+    with pytest.raises(InvalidEntry) as info:
+        manifest.check("a", b"2")
+    assert str(info.value) == "a: changed after the entry was validated"
+    with pytest.raises(InvalidEntry) as info:
+        manifest.check("b", b"1")
+    assert str(info.value) == "b: not listed in the validated manifest"
+    assert manifest.sha256_of("a") == hashlib.sha256(b"1").hexdigest()
+    assert manifest.sha256_of("b") is None
+
+
+def _manifest_with_path(path: str) -> bytes:
+    raw = Manifest(KEY, EntryState.READY, ()).to_json()
+    raw["files"] = [{"path": path, "size": 0, "sha256": "0" * 64}]
+    return json.dumps(raw).encode()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "",
+        "/etc/passwd",
+        "../x",
+        "a/../../x",
+        "a/..",
+        "./a",
+        "a/",
+        "a//b",
+        "a/./b",
+        MANIFEST_NAME,
+        "a\\b",
+        "..",
+        ".",
+    ],
+)
+def test_manifest_refuses_paths_that_leave_the_entry_or_are_not_normalised(path: str) -> None:
+    with pytest.raises(InvalidEntry) as info:
+        Manifest.loads(_manifest_with_path(path))
+    assert str(info.value) == f"manifest: path {path!r} leaves the entry or is not normalised"
+
+
+@pytest.mark.parametrize("path", ["a", "sub/manifest.json", "a/b/c.so", "..a", "a..b", ".hidden"])
+def test_manifest_accepts_normalised_relative_paths(path: str) -> None:
+    manifest = Manifest.loads(_manifest_with_path(path))
+    assert [f.path for f in manifest.files] == [path]
+
+
+def test_walk_refuses_a_symlink_as_a_symlink(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "e", {"a": b"1"})
+    (tmp_path / "outside").write_bytes(b"x")
+    (root / "link").symlink_to(tmp_path / "outside")
+    with pytest.raises(InvalidEntry) as info:
+        scan_dir(root, key=KEY, state=EntryState.READY)
+    assert str(info.value) == "link: symlinks are not allowed in an entry"
+    os.unlink(root / "link")
+    (root / "dlink").symlink_to(tmp_path)  # a symlink to a directory is not walked into
+    with pytest.raises(InvalidEntry) as info:
+        scan_dir(root, key=KEY, state=EntryState.READY)
+    assert str(info.value) == "dlink: symlinks are not allowed in an entry"
+
+
+def test_validate_entry_messages(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "e", {"a": b"12", "sub/b": b"3"})
+    with pytest.raises(InvalidEntry) as info:
+        validate_entry(root, key=KEY)
+    assert str(info.value) == "no manifest (incomplete entry)"
+    manifest = _write_manifest(root)
+    assert validate_entry(root, key=KEY) == manifest
+    assert validate_entry(root, key=KEY, owners=frozenset({os.geteuid()})) == manifest
+    other = "f" * 64
+    with pytest.raises(InvalidEntry) as info:
+        validate_entry(root, key=other)
+    assert str(info.value) == f"manifest key {KEY!r} does not match the entry's key {other!r}"
+    (root / "extra").write_bytes(b"")
+    with pytest.raises(InvalidEntry) as info:
+        validate_entry(root, key=KEY)
+    assert str(info.value) == "extra: not listed in the manifest"
+    os.unlink(root / "extra")
+    (root / "a").write_bytes(b"1")
+    with pytest.raises(InvalidEntry) as info:
+        validate_entry(root, key=KEY)
+    assert str(info.value) == "a: size 1, manifest says 2 (truncated?)"
+    (root / "a").write_bytes(b"21")
+    with pytest.raises(InvalidEntry) as info:
+        validate_entry(root, key=KEY)
+    assert str(info.value) == "a: SHA-256 does not match the manifest (corrupted)"
+    (root / "a").write_bytes(b"12")
+    os.unlink(root / "sub" / "b")
+    with pytest.raises(InvalidEntry) as info:
+        validate_entry(root, key=KEY)
+    assert str(info.value) == "files missing from the entry: ['sub/b']"
+
+
+def test_validate_entry_checks_owners_and_modes_only_when_asked(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "e", {"a": b"1", "sub/b": b"2"})
+    manifest = _write_manifest(root)
+    os.chmod(root / "sub", 0o777)
+    assert validate_entry(root, key=KEY) == manifest
+    with pytest.raises(InvalidEntry) as info:
+        validate_entry(root, key=KEY, owners=frozenset({os.geteuid()}))
+    assert str(info.value) == "sub: writable by group or others (mode 0777)"
+    os.chmod(root / "sub", 0o700)
+    os.chmod(root / "sub" / "b", 0o666)
+    with pytest.raises(InvalidEntry) as info:
+        validate_entry(root, key=KEY, owners=frozenset({os.geteuid()}))
+    assert str(info.value) == "sub/b: writable by group or others (mode 0666)"
+
+
+@needs_root
+def test_validate_entry_refuses_a_file_of_another_owner(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "e", {"a": b"1"})
+    manifest = _write_manifest(root)
+    os.chown(root / "a", OTHER_UID, OTHER_UID)
+    assert validate_entry(root, key=KEY) == manifest
+    with pytest.raises(InvalidEntry) as info:
+        validate_entry(root, key=KEY, owners=frozenset({os.geteuid()}))
+    assert str(info.value) == f"a: owned by uid {OTHER_UID}, not by uid {os.geteuid()}"
+    assert validate_entry(root, key=KEY, owners=frozenset({os.geteuid(), OTHER_UID})) == manifest
+
+
+def test_entry_files_that_are_not_regular(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "e", {"a": b"1"})
+    os.mkfifo(root / "fifo")
+    (root / "link").symlink_to(root / "a")
+    for read in (_entry_sha256, _read_entry_file):
+        for rel in ("fifo", "link"):
+            with pytest.raises(InvalidEntry) as info:
+                read(root, rel)
+            assert str(info.value) == f"{rel}: not a regular file (symlink or special file)"
+        with pytest.raises(FileNotFoundError):
+            read(root, "absent")
+        with pytest.raises(NotADirectoryError):
+            read(root, "a/below")  # other OSErrors pass through
+    assert _entry_sha256(root, "a") == hashlib.sha256(b"1").hexdigest()
+    assert _read_entry_file(root, "a") == b"1"
+
+
+def test_validate_entry_refuses_a_symlinked_manifest(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "e", {"a": b"1"})
+    _write_manifest(root)
+    os.rename(root / MANIFEST_NAME, tmp_path / "m.json")
+    (root / MANIFEST_NAME).symlink_to(tmp_path / "m.json")
+    with pytest.raises(InvalidEntry) as info:
+        validate_entry(root, key=KEY)
+    assert str(info.value) == f"{MANIFEST_NAME}: not a regular file (symlink or special file)"
+
+
+# ---------------------------------------------------------------- ArtifactStore
+
+
+def test_lookup_messages_for_a_symlink_a_file_and_a_wrong_state(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    path = _entry(store)
+    ready = store.entry_dir(KEY)
+    assert ready == path
+    moved = tmp_path / "moved"
+    os.rename(ready, moved)
+    ready.symlink_to(moved)
+    with pytest.raises(InvalidEntry) as info:
+        store.lookup(KEY)
+    assert str(info.value) == f"{ready} is a symlink"
+    os.unlink(ready)
+    ready.write_bytes(b"")
+    with pytest.raises(InvalidEntry) as info:
+        store.lookup(KEY)
+    assert str(info.value) == f"{ready} is not a directory"
+    os.unlink(ready)
+    # A READY entry placed under generated/ is refused by its manifest's state.
+    generated = store.entry_dir(KEY, EntryState.GENERATED)
+    generated.parent.mkdir(mode=0o700, exist_ok=True)
+    os.rename(moved, generated)
+    with pytest.raises(InvalidEntry) as info:
+        store.lookup(KEY, EntryState.GENERATED)
+    assert str(info.value) == "manifest state READY in the GENERATED directory"
+    assert store.lookup(KEY) is None
+
+
+def test_lookup_of_an_entry_dir_writable_by_others(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    path = _entry(store)
+    os.chmod(path, 0o777)
+    with pytest.raises(UnsafeStoreError) as info:
+        store.lookup(KEY)
+    assert info.value.path == path
+    assert info.value.problem == "writable by group or others (mode 0777)"
+
+
+def test_lookup_when_a_directory_above_is_a_file(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.root.mkdir(mode=0o700)
+    store.base.mkdir(mode=0o700)
+    (store.base / "ready").write_bytes(b"")
+    assert store.lookup(KEY) is None
+
+
+def test_publish_keeps_the_first_entry_and_removes_the_staged_copy(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    src = _tree(tmp_path / "build", {"a": b"1"})
+    with store.lock(KEY):
+        staged = store.stage(KEY, src, EntryState.READY)
+        assert store.publish(KEY, staged, EntryState.READY) is True
+        assert not staged.exists()
+        assert store.lookup(KEY) is not None
+        (src / "a").write_bytes(b"2")
+        staged2 = store.stage(KEY, src, EntryState.READY)
+        assert store.publish(KEY, staged2, EntryState.READY) is False
+        assert not os.path.lexists(staged2)
+    found = store.lookup(KEY)
+    assert found is not None
+    assert (found[0] / "a").read_bytes() == b"1"
+
+
+def test_publish_fault_hook_fails_after_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _store(tmp_path)
+    src = _tree(tmp_path / "build", {"a": b"1"})
+    with store.lock(KEY):
+        staged = store.stage(KEY, src, EntryState.READY)
+        monkeypatch.setenv("PYPTO_CACHE_FAULT", "enospc:publish")
+        with pytest.raises(OSError, match="injected at publish") as info:
+            store.publish(KEY, staged, EntryState.READY)
+        assert info.value.errno == errno.ENOSPC
+        assert "(injected at publish)" in str(info.value)
+    assert store.lookup(KEY) is not None  # the rename happened before the fault point
+
+
+def test_created_by_store_lists_only_store_names(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert store._created_by_store(store.staging) == []  # no staging dir yet
+    store._ensure(store.staging)
+    names = [f"{KEY}.123.0123abcd", f"{KEY[:16]}.1.ffffffff"]
+    for name in names:
+        (store.staging / name).mkdir()
+    (store.staging / f"{KEY}.7.89abcdef").symlink_to(tmp_path)  # a name the store gives: lstat'd
+    for name in (f"{KEY}.123.0123abc", f"{KEY}.x.0123abcd", f"{KEY}.12", "foreign", f"{KEY}.1.0123ABCD"):
+        (store.staging / name).mkdir()
+    (store.staging / f"{KEY}.123.0123abcd\n").mkdir()
+    expected = sorted(store.staging / n for n in [*names, f"{KEY}.7.89abcdef"])
+    assert store._created_by_store(store.staging) == expected
+    assert store.clean_staging(KEY[:16]) == 1
+    assert store.clean_staging(KEY) == 2
+    assert (tmp_path / "store").exists()
+    assert tmp_path.exists()
+    assert (store.staging / "foreign").exists()
+
+
+def test_created_by_store_of_a_file_where_staging_should_be(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store._ensure(store.base)
+    store.staging.write_bytes(b"")
+    assert store._created_by_store(store.staging) == []
+
+
+@needs_root
+def test_created_by_store_skips_names_owned_by_others(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store._ensure(store.trash)
+    mine = store.trash / f"{KEY}.1.00000000"
+    theirs = store.trash / f"{KEY}.2.00000000"
+    mine.mkdir()
+    theirs.mkdir()
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    assert store._created_by_store(store.trash) == [mine]
+    store.clear()
+    assert not mine.exists()
+    assert theirs.exists()
+
+
+# ---------------------------------------------------------------- ArtifactRuntime
+
+
+def test_validated_checks_an_entry_this_runtime_did_not_obtain(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    path = _entry(store)
+    fresh = ArtifactRuntime(ArtifactStore(store.root))
+    manifest = fresh.validated(KEY, str(path))
+    assert manifest == validate_entry(path, key=KEY)
+    assert fresh._validated[(KEY, path)] is manifest
+    # Memoised: the store is not consulted again.
+    fresh.store.lookup = None  # type: ignore[assignment,method-assign]
+    assert fresh.validated(KEY, path) is manifest
+
+
+def test_validated_checks_a_generated_entry(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    path = _entry(store, build=False)
+    assert path == store.entry_dir(KEY, EntryState.GENERATED)
+    manifest = ArtifactRuntime(ArtifactStore(store.root)).validated(KEY, path)
+    assert manifest.state == EntryState.GENERATED
+    assert manifest == validate_entry(path, key=KEY)
+
+
+def test_validated_checks_an_entry_of_the_shared_store(tmp_path: Path) -> None:
+    shared_root = tmp_path / "shared"
+    path = _entry(ArtifactStore(shared_root))
+    runtime = ArtifactRuntime(ArtifactStore(tmp_path / "own"), shared=ArtifactStore(shared_root, shared=True))
+    assert runtime.validated(KEY, path) == validate_entry(path, key=KEY)
+
+
+def test_validated_refuses_what_is_not_a_valid_entry(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    path = _entry(store)
+    runtime = ArtifactRuntime(ArtifactStore(store.root))
+    elsewhere = tmp_path / "elsewhere"
+    with pytest.raises(InvalidEntry) as info:
+        runtime.validated(KEY, elsewhere)
+    assert (
+        str(info.value)
+        == f"{elsewhere}: not a valid store entry of key {KEY[:16]}... and not built by this process"
+    )
+    other = hashlib.sha256(b"other").hexdigest()
+    with pytest.raises(InvalidEntry) as info:
+        runtime.validated(other, path)  # the path of another key's entry
+    assert str(info.value).startswith(f"{path}: not a valid store entry of key {other[:16]}...")
+    (path / "kernels" / "add.cpp").write_bytes(b"// ADD\n")
+    with pytest.raises(InvalidEntry, match="SHA-256 does not match"):
+        runtime.validated(KEY, path)
+    assert (KEY, path) not in runtime._validated
+    shutil.rmtree(path)
+    with pytest.raises(InvalidEntry, match="not a valid store entry"):
+        runtime.validated(KEY, path)
+
+
+def test_copy_validated_copies_nested_files_and_checks_each(tmp_path: Path) -> None:
+    src = _tree(tmp_path / "src", {"a": b"1", "x/y/z": b"2"})
+    manifest = scan_dir(src, key=KEY, state=EntryState.GENERATED)
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    _copy_validated(Obtained(KEY, src, EntryState.GENERATED, "hit", manifest), dst)
+    assert (dst / "a").read_bytes() == b"1"
+    assert (dst / "x" / "y" / "z").read_bytes() == b"2"
+    assert stat.S_IMODE(os.lstat(dst / "x").st_mode) == 0o700
+    (src / "x" / "y" / "z").write_bytes(b"3")
+    dst2 = tmp_path / "dst2"
+    dst2.mkdir()
+    with pytest.raises(OSError, match="changed after") as info:
+        _copy_validated(Obtained(KEY, src, EntryState.GENERATED, "hit", manifest), dst2)
+    assert str(info.value) == f"{src / 'x/y/z'}: x/y/z: changed after the entry was validated"
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_prune_private_roots_removes_only_dead_processes_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dead = _dead_pid()
+    gone = _tree(tmp_path / f"pypto-private-{dead}-abc_1", {"k/f": b"1"})
+    alive = _tree(tmp_path / f"pypto-private-{os.getpid()}-abc", {"f": b"1"})
+    outside = _tree(tmp_path / "outside", {"keep": b"k"})
+    link = tmp_path / f"pypto-private-{dead}-link"
+    link.symlink_to(outside)
+    as_file = tmp_path / f"pypto-private-{dead}-file"
+    as_file.write_bytes(b"")
+    odd = [
+        _tree(tmp_path / name, {"f": b"1"})
+        for name in (
+            f"pypto-private-{dead}",
+            f"pypto-private-{dead}-a.b",
+            f"xpypto-private-{dead}-a",
+            "pypto-private--a",
+        )
+    ]
+    assert prune_private_roots(tmp_path) == 1
+    assert not gone.exists()
+    assert alive.exists()
+    assert os.path.lexists(link)
+    assert as_file.exists()
+    assert (outside / "keep").exists()
+    assert all(p.exists() for p in odd)
+    assert prune_private_roots(str(tmp_path)) == 0
+    assert prune_private_roots(tmp_path / "absent") == 0
+    again = _tree(tmp_path / f"pypto-private-{dead}-again", {"f": b"1"})
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    assert prune_private_roots() == 1
+    assert not again.exists()
+
+
+@needs_root
+def test_prune_private_roots_leaves_other_users_dirs(tmp_path: Path) -> None:
+    dead = _dead_pid()
+    theirs = _tree(tmp_path / f"pypto-private-{dead}-theirs", {"f": b"1"})
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    assert prune_private_roots(tmp_path) == 0
+    assert theirs.exists()
