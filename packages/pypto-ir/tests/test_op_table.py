@@ -243,3 +243,42 @@ def test_kernels_embed_no_tile_helpers() -> None:
     assert "pt::fillpad(r, pt::Pad::Min);" in text
     assert "pt::slice(r, a0, INT64_C(0), INT64_C(0));" in text
     assert "pypto_" not in text
+
+
+class _HostArray:
+    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+
+def test_a_new_unary_op_is_one_table_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An op entered with one ``_unary`` line is parsed, checked, lowered and emitted."""
+    from pypto.ir.codegen import generate_kernel
+    from pypto.ir.ops import table
+    from pypto.ir.pipeline import lower
+    from pypto.language.ops import make_op
+
+    before = set(OPS), set(LANGUAGE)
+    try:
+        table._unary("softsign", """Element-wise x / (1 + abs(x)).""", float_only=True)
+        # pypto.language builds pl.<name> for every entry when it is imported; this entry came later
+        monkeypatch.setattr(pl, "softsign", make_op(LANGUAGE["softsign"]), raising=False)
+        assert inspect.getdoc(pl.softsign) == "Element-wise x / (1 + abs(x))."
+
+        @pl.jit
+        def soft(x: pl.Tensor, out: pl.Out[pl.Tensor]):  # type: ignore[no-untyped-def]
+            with pl.at(level=pl.Level.CORE_GROUP):
+                out[:] = pl.softsign(x)
+            return out
+
+        prog = lower(soft.specialize(_HostArray((16, 16)), _HostArray((16, 16))).program).program
+        texts = [generate_kernel(f).text for f in prog.functions.values() if f.func_type.is_kernel]
+        assert len(texts) == 1
+        assert "pt::softsign(" in texts[0]
+        with pytest.raises(Exception, match=r"pl\.softsign: needs a floating-point operand, got INT32"):
+            soft.specialize(_HostArray((16, 16), "int32"), _HostArray((16, 16), "int32"))
+    finally:
+        for name in set(OPS) - before[0]:
+            del OPS[name]
+        for name in set(LANGUAGE) - before[1]:
+            del LANGUAGE[name]
