@@ -255,6 +255,14 @@ def test_symbolic_off_refuses_symbolic_values() -> None:
     assert _refused("FP32", real) == f"{_where('FP32')}: expected a float, got SymFloat {real!r}"
 
 
+def test_symbolic_values_are_refused_by_default() -> None:
+    env = ShapeEnv()
+    flag = torch.SymBool(SymNode(sympy.true, env, bool, hint=True))
+    with pytest.raises(ArgumentError) as info:
+        check_scalar(0, _scalar("BOOL"), flag, caller=CALLER)
+    assert str(info.value) == f"{_where('BOOL', 0)}: expected a bool, got SymBool {flag!r}"
+
+
 def test_symbolic_on_still_checks_plain_values() -> None:
     assert _check("INT32", 5, symbolic=True) == 5
     assert _check("FP32", 0.5, symbolic=True) == 0.5
