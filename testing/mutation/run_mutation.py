@@ -7,7 +7,8 @@ Two kinds of mutants, one report:
   ``artifact_runtime.py``), each against its own package's tests. Each target is copied into a
   scratch project under ``--out`` (mutmut mutates copies, never the tree), and mutmut runs only
   the tests that execute a mutated function. ``--budget`` bounds each target's time; mutmut
-  keeps the verdicts it reached.
+  keeps the verdicts it reached. A survivor that no input can tell from the original is listed
+  in its target's ``equivalent`` (``PyEquivalent``, with the reason) and reported as such.
 - C++, scripted: ``CPP_MUTANTS`` below, small text replacements in the kernel-mode wire headers
   (ChipTensor admission and extent arithmetic, kernel-entry admission, the header check order).
   Each is applied to a copy of the headers, the C++ wire tests are rebuilt against the copy and
@@ -427,6 +428,21 @@ def run_cpp(out: Path) -> dict[str, object]:
 
 
 @dataclass(frozen=True)
+class PyEquivalent:
+    """A surviving mutmut mutant that no input can tell from the original (reviewed by hand).
+
+    ``mutant`` is mutmut's name without the module (``x_<function>__mutmut_<n>``; numbered
+    per function, so an edit elsewhere in the file keeps it). ``added`` is text of the line
+    the mutant adds: a survivor counts as equivalent only while ``mutmut show`` still shows
+    it, so an entry left stale by an edit of its function is reported as a survivor again.
+    """
+
+    mutant: str
+    added: str
+    why: str
+
+
+@dataclass(frozen=True)
 class PyTarget:
     name: str
     package: str  # folder under packages/
@@ -434,6 +450,38 @@ class PyTarget:
     tests: tuple[str, ...]  # relative to the package
     # groups of mutmut mutant-name patterns (fnmatch), run in order; empty: every mutant of `files`
     groups: tuple[tuple[str, ...], ...] = ()
+    equivalent: tuple[PyEquivalent, ...] = ()
+
+
+# Every _SimpleCData subclass has ``_type_`` (ctypes refuses to define one without it), so the
+# getattr default of _from_ctypes is never used.
+_CTYPES_HAS_TYPE = "every ctypes._SimpleCData subclass defines _type_; the default is never read"
+TORCH_EQUIVALENT = (
+    PyEquivalent("x__from_ctypes__mutmut_4", '"_type_", None)', _CTYPES_HAS_TYPE),
+    PyEquivalent("x__from_ctypes__mutmut_7", '"_type_", )', _CTYPES_HAS_TYPE),
+    PyEquivalent("x__from_ctypes__mutmut_11", '"_type_", "XXXX")', _CTYPES_HAS_TYPE),
+    PyEquivalent("x__from_ctypes__mutmut_31", "ok = None", "`not ok` is the only use: None and False agree"),
+    PyEquivalent(
+        "x_check_scalar__mutmut_39",
+        "if type(None) is int:",
+        "the int fast path skipped: operator.index gives an int the same value and verdict",
+    ),
+    PyEquivalent(
+        "x_check_tensor_signature__mutmut_21",
+        "strict=None)",
+        "zip strictness: the rank check just before makes the lengths equal",
+    ),
+    PyEquivalent(
+        "x_check_tensor_signature__mutmut_24",
+        "zip(shape, sizes, )",
+        "zip strictness: the rank check just before makes the lengths equal",
+    ),
+    PyEquivalent(
+        "x_check_tensor_signature__mutmut_25",
+        "strict=False)",
+        "zip strictness: the rank check just before makes the lengths equal",
+    ),
+)
 
 
 PY_TARGETS: dict[str, PyTarget] = {
@@ -447,6 +495,7 @@ PY_TARGETS: dict[str, PyTarget] = {
             "tests/test_interop_plan.py",
             "tests/test_registration.py",
         ),
+        equivalent=TORCH_EQUIVALENT,
     ),
     "store": PyTarget(
         "pypto-runtime artifact store",
@@ -527,6 +576,12 @@ def _mutmut(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedP
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
+def _shows_added_line(name: str, added: str, work: Path) -> bool:
+    """Whether ``mutmut show name`` adds a line containing ``added`` (the reviewed mutant)."""
+    shown = _mutmut(["show", name], work, 120).stdout
+    return any(ln.startswith("+ ") and added in ln for ln in shown.splitlines())
+
+
 def run_python(target: PyTarget, out: Path, budget: float, max_children: int) -> dict[str, object]:
     pkg = ROOT / "packages" / target.package
     work = out / target.package
@@ -564,13 +619,24 @@ def run_python(target: PyTarget, out: Path, budget: float, max_children: int) ->
     if stats_file.exists():
         data = json.loads(stats_file.read_text())
     results = _mutmut(["results", "--all", "true"], work, 300)
-    survivors = [ln.strip() for ln in results.stdout.splitlines() if ln.strip().endswith(": survived")]
     patterns = [p for group in target.groups for p in group]
+    reviewed = {e.mutant: e for e in target.equivalent}
     by_status: dict[str, int] = {}  # the selected mutants (every one when no groups are given)
+    survivors: list[str] = []
+    equivalent: list[dict[str, str]] = []
     for ln in results.stdout.splitlines():
         m = re.match(r"\s*(\S+): (.+)$", ln)
-        if m and (not patterns or any(fnmatch.fnmatch(m.group(1), p) for p in patterns)):
-            by_status[m.group(2)] = by_status.get(m.group(2), 0) + 1
+        if not m or (patterns and not any(fnmatch.fnmatch(m.group(1), p) for p in patterns)):
+            continue
+        name, status = m.group(1), m.group(2)
+        if status == "survived":
+            entry = reviewed.get(name.rsplit(".", 1)[-1])
+            if entry is not None and _shows_added_line(name, entry.added, work):
+                status = "equivalent"
+                equivalent.append({"name": name, "why": entry.why})
+            else:
+                survivors.append(f"{name}: survived")
+        by_status[status] = by_status.get(status, 0) + 1
     return {
         "target": target.name,
         "files": list(target.files),
@@ -578,6 +644,7 @@ def run_python(target: PyTarget, out: Path, budget: float, max_children: int) ->
         "stats": data,
         "by_status": by_status,
         "survivors": survivors,
+        "equivalent": equivalent,
         "timed_out": timed_out,
         "seconds": round(time.monotonic() - t0, 1),
         "stats_error": "" if stats.returncode == 0 else stats.stderr[-1000:],
@@ -606,10 +673,14 @@ def summarize(report: dict[str, object]) -> str:
         s = r["by_status"] if isinstance(r["by_status"], dict) else {}
         killed = int(s.get("killed", 0)) + int(s.get("timeout", 0))
         survived = int(s.get("survived", 0))
-        not_run = sum(int(v) for k, v in s.items() if k not in ("killed", "timeout", "survived"))
+        equivalent = int(s.get("equivalent", 0))
+        not_run = sum(
+            int(v) for k, v in s.items() if k not in ("killed", "timeout", "survived", "equivalent")
+        )
         budget = " (budget reached)" if r["timed_out"] else ""
         out.append(
-            f"| {r['target']} | {_rate(killed, killed + survived)} | {survived} | {not_run} | {r['seconds']} s{budget} |"
+            f"| {r['target']} | {_rate(killed, killed + survived)} | {survived} | "
+            f"{equivalent} equivalent, {not_run} not checked | {r['seconds']} s{budget} |"
         )
     return "\n".join(out)
 
