@@ -430,6 +430,32 @@ def test_remove_tree_never_follows_a_symlink(tmp_path: Path) -> None:
     _fs.remove_tree(tmp_path / "absent")  # nothing to do, no error
 
 
+def test_remove_tree_ignores_errors_below_the_top(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = _tree(tmp_path / "tree", {"stuck": b"s", "sub/gone": b"g"})
+    real_unlink = os.unlink
+
+    def unlink(path: object, *args: object, **kw: object) -> None:
+        if os.fsdecode(path).endswith("stuck"):  # type: ignore[call-overload]
+            raise PermissionError(errno.EPERM, "Operation not permitted", path)
+        real_unlink(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    _fs.remove_tree(tree)  # the file it could not remove is left, without an error
+    assert (tree / "stuck").exists()
+    assert not (tree / "sub").exists()
+
+
+def test_remove_tree_of_a_file_that_vanishes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "f"
+    f.write_bytes(b"")
+
+    def unlink(path: object, *args: object, **kw: object) -> None:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    _fs.remove_tree(f)  # removed by someone else between the lstat and the unlink: fine
+
+
 # ---------------------------------------------------------------- manifest
 
 
