@@ -69,6 +69,10 @@ def _cpp(op: str) -> Cpp:
 
 
 _LOAD, _STORE = _cpp("tile.load"), _cpp("tile.store")
+# ops of the cube unit: their operands are Left/Right tiles (the table's spaces)
+_CUBE_OPS = frozenset(
+    n for n, s in OPS.items() if s.spaces and {MemorySpace.Left, MemorySpace.Right} <= set(s.spaces)
+)
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,7 @@ def core_type_of(fn: Function) -> CoreType:
     for s in walk_stmts(fn.body):
         for e in stmt_exprs(s):
             if isinstance(e, Call):
-                if e.op in ("tile.matmul", "tile.matmul_acc"):
+                if e.op in _CUBE_OPS:
                     return CoreType.AIC
                 t = e.type
                 if isinstance(t, TileType) and t.memory in (
