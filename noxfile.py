@@ -281,3 +281,34 @@ def probe(session: nox.Session) -> None:
     """Build and run tools/cann-probe against the installed simpler headers."""
     _install(session, "simpler-native")
     session.run("python", str(ROOT / "tools" / "cann-probe" / "run_probe.py"), *session.posargs)
+
+
+TORCH_NPU = "torch-npu==2.13.0"  # matches the torch pin; ships torch_npu's and ACL's headers
+
+
+@nox.session(name="npu-compile", tags=["ci"])
+def npu_compile(session: nox.Session) -> None:
+    """Compile what targets the NPU on a machine without CANN: the cann variant of tools/cann-probe
+    (host and device parts, against the ACL headers of the torch-npu wheel) and the optional
+    torch_npu adapter of pypto-torch (compiled and linked against torch and torch_npu, then
+    imported to check its targeted error without CANN). Nothing here runs on an NPU."""
+    session.env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # torch_npu without CANN must not autoload
+    _install(session, "simpler-native")
+    session.install(TORCH, "meson>=1.3", "ninja")
+    session.install("--no-deps", TORCH_NPU)
+    include = session.run(
+        "python",
+        "-c",
+        "import importlib.util as u; print(list(u.find_spec('torch_npu').submodule_search_locations)[0] + '/include')",
+        silent=True,
+    )
+    acl_include = str(include).strip()
+    session.run(
+        "python", str(ROOT / "tools" / "cann-probe" / "run_probe.py"), "--cann-compile-only", acl_include
+    )
+    native = PACKAGES["pypto-torch"][0] / "native"
+    builddir = BUILD / "npu-adapter"
+    wipe = ["--wipe"] if (builddir / "build.ninja").exists() else []
+    session.run("meson", "setup", str(builddir), str(native), "-Dtorch_npu=enabled", *wipe)
+    session.run("meson", "compile", "-C", str(builddir))
+    session.run("python", str(native / "check_build.py"), str(builddir))

@@ -56,9 +56,13 @@ LAYERS: tuple[Layer, ...] = (
         "pypto-torch",
         "packages/pypto-torch/src",
         ("pypto.torch", "pypto.runtime", "pypto.ir", "pypto.language", "simpler", "torch"),
-        # The NPU platform module is the one place that loads torch_npu and the optional
-        # native adapter, on demand.
-        exceptions=(("pypto.torch._platform.npu", ("torch_npu", "pypto._torch_npu")),),
+        # The NPU platform module is the one place in pypto.torch that loads torch_npu and the
+        # optional native adapter, on demand; the adapter's own package loads torch_npu and its
+        # native module.
+        exceptions=(
+            ("pypto.torch._platform.npu", ("torch_npu", "pypto._torch_npu")),
+            ("pypto._torch_npu", ("torch_npu", "pypto._torch_npu")),
+        ),
     ),
 )
 

@@ -47,8 +47,7 @@ def _load_native_adapter(platform: str, query: str) -> ModuleType:
     except ImportError as exc:
         raise NpuRuntimeUnavailable(
             f"platform {platform!r}: {query} needs the optional native adapter pypto._torch_npu, "
-            f"which could not be imported ({exc}); this release does not ship that adapter, so NZ-format "
-            "inputs cannot be described yet (pass ND tensors)"
+            f"which could not be imported: {exc} (without it, pass ND tensors: only NZ-format inputs need it)"
         ) from exc
 
 
