@@ -79,6 +79,10 @@ class EmulatedNpu(NpuPlatform):
         self.log.append("device")
         return self.device
 
+    def wrap_framework_teardown(self, close: Any) -> bool:
+        self.log.append("teardown")
+        return False
+
     def current_stream(self, device_index: int) -> object:
         self.log.append("stream")
         return self.stream

@@ -19,7 +19,8 @@ process never switches to program mode or back to kernel mode.
   shutdown anchors the inherited state without taking inherited locks or closing the
   parent's Worker.
 - Exit: shutdown is registered with ``atexit`` once ``init`` has imported the framework, so
-  it runs before the framework's own exit hooks (atexit runs in reverse order). If a clean
+  it runs before the framework's own exit hooks (atexit runs in reverse order); on an NPU the
+  framework's verified teardown hook is also wrapped to call shutdown first. If a clean
   shutdown is impossible the Worker is anchored for the rest of the process instead of having
   destructors run after the device context is gone.
 """
@@ -250,7 +251,7 @@ class _Manager:
             self.worker = session.worker
             self.request, self.info = request, info
             self.state = KernelState.READY
-        _register_exit_hook()
+        _register_exit_hook(plat)
         return info
 
     def _refuse_if_forked(self, what: str) -> None:
@@ -526,10 +527,13 @@ def _preflight_request(
     return KernelRequest(name, runtime, index, cfg), plat, simpler
 
 
-def _register_exit_hook() -> None:
+def _register_exit_hook(plat: DevicePlatform) -> None:
     with _process.exit_lock:
         if not _process.exit_registered:
             atexit.register(_shutdown_at_exit)
+            # On an NPU the framework's own teardown is wrapped to close PyPTO first, whatever
+            # order the hooks were registered in; shutdown is idempotent.
+            plat.wrap_framework_teardown(_shutdown_at_exit)
             _process.exit_registered = True
 
 

@@ -16,6 +16,7 @@ Importing this package imports neither torch_npu nor any native extension.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = [
@@ -111,6 +112,14 @@ class DevicePlatform:
         context the user's thread had current. It never changes the user's thread.
         """
         raise NotImplementedError(f"{type(self).__name__} needs bind_context")
+
+    def wrap_framework_teardown(self, close: Callable[[], None]) -> bool:
+        """Make the framework's process-exit teardown call ``close`` before it tears down.
+
+        Returns whether a teardown hook was wrapped. A simulator has no framework teardown,
+        so the base answer is False; kernel mode then relies on its own exit hook alone.
+        """
+        return False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

@@ -8,13 +8,27 @@ query and the extra that provides it.
 
 from __future__ import annotations
 
+import atexit
 import importlib
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 from pypto.torch._platform import NPU_PLATFORMS, DevicePlatform, NpuRuntimeUnavailable, PhysicalDescriptor
 
-__all__ = ["NpuPlatform"]
+__all__ = ["VERIFIED_TEARDOWN_HOOKS", "NpuPlatform"]
+
+VERIFIED_TEARDOWN_HOOKS: dict[str, tuple[str, str]] = {
+    "2.6.0.post2": ("torch_npu", "_npu_shutdown"),
+    "2.6.0.post3": ("torch_npu", "_npu_shutdown"),
+    "2.10.0.post2": ("torch_npu", "_npu_shutdown"),
+    "2.13.0": ("torch_npu._init.core.runtime_lifecycle", "_npu_shutdown"),
+}
+"""torch_npu releases whose process-exit teardown hook is known: version (without a ``+build``
+suffix) -> (module, function) that torch_npu registers with ``atexit``. 2.6.0.post3, 2.10.0.post2
+and 2.13.0 were read from their released wheels; 2.6.0.post2 comes from the design note. Any
+other version is not wrapped (kernel mode's own exit hook still runs, registered after init
+imported the framework)."""
 
 
 _loaded: dict[str, ModuleType] = {}
@@ -98,6 +112,37 @@ class NpuPlatform(DevicePlatform):
         # one the framework itself uses; it is called on the lifecycle owner thread only.
         torch_npu = _load_torch_npu(self.name, "binding the device context")
         torch_npu.npu.set_device(device_index)
+
+    def wrap_framework_teardown(self, close: Callable[[], None]) -> bool:
+        """Replace torch_npu's registered exit hook by one that calls ``close`` first.
+
+        Only for a version in :data:`VERIFIED_TEARDOWN_HOOKS`; returns False (and changes
+        nothing) for any other. The wrapper takes the end of the ``atexit`` list, so it runs
+        before every exit hook registered earlier; ``close`` runs even if it raises, and the
+        framework's teardown runs after it in any case. Wrapping twice is a no-op.
+        """
+        torch_npu = _load_torch_npu(self.name, "the framework teardown hook")
+        version = str(getattr(torch_npu, "__version__", "")).split("+", 1)[0]
+        where = VERIFIED_TEARDOWN_HOOKS.get(version)
+        if where is None:
+            return False
+        hook = getattr(importlib.import_module(where[0]), where[1], None)
+        if not callable(hook):
+            return False
+        if getattr(hook, "__pypto_closes_first__", False):
+            return True
+
+        def teardown() -> None:
+            try:
+                close()
+            finally:
+                hook()
+
+        teardown.__pypto_closes_first__ = True  # type: ignore[attr-defined]
+        atexit.unregister(hook)
+        atexit.register(teardown)
+        setattr(importlib.import_module(where[0]), where[1], teardown)
+        return True
 
     def stream_device_index(self, stream: object) -> int:
         index = getattr(stream, "device_index", None)
