@@ -124,5 +124,8 @@ __all__ += _ops.__all__
 def __getattr__(name: str) -> Any:
     # Declared so that static checkers accept ``pl.add`` and the other ops, which are set in the
     # module's globals above from the op table; at run time an unknown name is an
-    # AttributeError as for any module.
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # AttributeError as for any module, with what to write instead when there is a fit.
+    from pypto.language.suggest import instead_of
+
+    hint = instead_of(name, __all__, close_names=False)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}" + (f"; {hint}" if hint else ""))

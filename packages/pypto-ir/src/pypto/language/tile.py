@@ -13,4 +13,7 @@ globals().update({_name: getattr(_ops, _name) for _name in __all__})
 
 def __getattr__(name: str) -> Any:
     # Declared so that static checkers accept ``pl.tile.add``; the ops are set above from the table.
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from pypto.language.suggest import instead_of
+
+    hint = instead_of(name, __all__, prefix="pl.tile.", close_names=False)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}" + (f"; {hint}" if hint else ""))

@@ -34,6 +34,7 @@ from pypto.language.parser.common import (
     _Static,
 )
 from pypto.language.parser.expressions import _Expressions
+from pypto.language.suggest import foreign_library, instead_of
 
 
 class _Calls(_Expressions):
@@ -52,7 +53,21 @@ class _Calls(_Expressions):
                 raise self.err(f"{obj.__name__}() in kernels takes two scalars", node)
             a, b = self.scalar(node.args[0], obj.__name__), self.scalar(node.args[1], obj.__name__)
             return fold(obj.__name__, a, b, self.src.span(node))
+        library = foreign_library(obj)
+        if library is not None:
+            raise self.err(self._foreign_call_message(obj, library, node), node.func)
         return self.func_call(obj, node)
+
+    def _foreign_call_message(self, obj: Any, library: str, node: ast.Call) -> str:
+        import pypto.language as pl
+
+        spelled = ast.unparse(node.func)
+        name = str(getattr(obj, "__name__", spelled.rsplit(".", 1)[-1]))
+        if name in pl.__all__ and getattr(pl, name, None) is not None and name not in ("range", "slice"):
+            hint = f"use pl.{name}"
+        else:
+            hint = instead_of(name, pl.__all__) or "the pl ops are listed by help(pl)"
+        return f"{spelled}: {library} functions run on the host and cannot be called in a kernel; {hint}"
 
     def inline_call(self, obj: Any, node: ast.Call) -> Expr:
         """Splice a ``@pl.jit.inline`` helper's body at the call; returns its return value."""

@@ -31,6 +31,7 @@ from pypto.language.parser.common import (
     _SelfMethod,
     _Static,
 )
+from pypto.language.suggest import instead_of
 
 
 class _Expressions(_ParserBase):
@@ -84,7 +85,9 @@ class _Expressions(_ParserBase):
             try:
                 return self.static_to_expr(getattr(base.value, node.attr), node)
             except AttributeError:
-                raise self.err(f"{ast.unparse(node.value)} has no attribute {node.attr!r}", node) from None
+                message = f"{ast.unparse(node.value)} has no attribute {node.attr!r}"
+                hint = _instead_of_attribute(base.value, node.attr, ast.unparse(node.value))
+                raise self.err(message + (f"; {hint}" if hint else ""), node) from None
         return self.expr(node)
 
     def static_value(self, node: Any, what: str, at: ast.AST) -> Any:
@@ -209,3 +212,12 @@ class _Expressions(_ParserBase):
             params = ", ".join(sig.parameters)
             raise self.err(f"{what}({params}): {exc}", node) from None
         return dict(ba.arguments)
+
+
+def _instead_of_attribute(obj: object, name: str, spelled: str) -> str:
+    """A suggestion for ``spelled.name`` when ``obj`` is ``pl`` or ``pl.tile``, else ''."""
+    import pypto.language as pl
+
+    if obj is pl or obj is pl.tile:
+        return instead_of(name, obj.__all__, prefix=f"{spelled}.")
+    return ""

@@ -1,0 +1,80 @@
+"""What to write instead: suggestions for names that the kernel language does not have.
+
+Two mistakes come up again and again: a ``pl`` name that does not exist (``pl.tanh``,
+``pl.ad``), and a numpy/math/torch function called inside a kernel (``np.exp(t)``). Both get a
+message that names the ``pl`` op (or the composition of ops) to use. Close spellings come from
+:func:`difflib.get_close_matches` over the real names; well-known math names that ``pl``
+spells differently or composes from other ops come from :data:`COMPOSED`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = ["COMPOSED", "FOREIGN_LIBRARIES", "foreign_library", "instead_of"]
+
+COMPOSED: dict[str, str] = {
+    "tanh": "compose it: tanh(x) = (exp(2x) - 1) / (exp(2x) + 1), with pl.exp, pl.sub, pl.add and pl.div",
+    "sigmoid": "compose it: sigmoid(x) = 1 / (1 + exp(-x)), with pl.neg, pl.exp, pl.add and pl.recip",
+    "silu": "compose it: silu(x) = x * sigmoid(x), with pl.neg, pl.exp, pl.add, pl.recip and pl.mul",
+    "gelu": "compose it from pl.mul, pl.add, pl.exp and pl.div (the tanh approximation needs tanh composed too)",
+    "softmax": "compose it: pl.row_max, pl.row_expand_sub, pl.exp, pl.row_sum, pl.row_expand_div",
+    "square": "use pl.mul(x, x)",
+    "power": "use pl.mul for integer powers, or pl.exp(pl.mul(pl.log(x), p))",
+    "pow": "use pl.mul for integer powers, or pl.exp(pl.mul(pl.log(x), p))",
+    "multiply": "use pl.mul",
+    "subtract": "use pl.sub",
+    "divide": "use pl.div",
+    "true_divide": "use pl.div",
+    "negative": "use pl.neg",
+    "reciprocal": "use pl.recip",
+    "absolute": "use pl.abs",
+    "max": "use pl.maximum (element-wise) or pl.row_max / pl.col_max (reductions)",
+    "min": "use pl.minimum (element-wise) or pl.row_min / pl.col_min (reductions)",
+    "amax": "use pl.row_max / pl.col_max",
+    "amin": "use pl.row_min / pl.col_min",
+    "sum": "use pl.row_sum / pl.col_sum",
+    "mean": "use pl.row_sum (or pl.col_sum), then pl.mul by 1/n",
+    "dot": "use pl.matmul",
+    "einsum": "use pl.matmul",
+    "clip": "use pl.maximum and pl.minimum",
+    "clamp": "use pl.maximum and pl.minimum",
+    "zeros": "use pl.full(shape, 0.0, dtype) (a tile) or pl.create_tensor",
+    "zeros_like": "use pl.full with the tile's shape and dtype",
+    "ones": "use pl.full(shape, 1.0, dtype)",
+    "astype": "use pl.cast",
+    "concatenate": "use pl.concat",
+}
+"""Names that ``pl`` spells differently or composes from other ops -> what to write."""
+
+FOREIGN_LIBRARIES: tuple[str, ...] = ("numpy", "math", "torch", "scipy", "jax")
+"""Libraries whose functions run on the host only, never inside a kernel."""
+
+
+def instead_of(name: str, candidates: Iterable[str], prefix: str = "pl.", close_names: bool = True) -> str:
+    """What to use instead of the missing ``name``: a clause to append to an error, or ''.
+
+    ``close_names=False`` leaves out close spellings (Python's own AttributeError already
+    suggests those for a module attribute).
+    """
+    if name in COMPOSED:
+        return COMPOSED[name]
+    if not close_names:
+        return ""
+    public = [c for c in candidates if not c.startswith("_")]
+    close = difflib.get_close_matches(name, public, n=3, cutoff=0.6)
+    if close:
+        return "did you mean " + " or ".join(prefix + c for c in close) + "?"
+    return ""
+
+
+def foreign_library(obj: object) -> str | None:
+    """The library (numpy, math, torch, ...) that a called object belongs to, or None."""
+    module = getattr(obj, "__module__", None) or getattr(type(obj), "__module__", None) or ""
+    if type(obj).__name__ == "ufunc":  # numpy's ufuncs (np.tanh) report no module of their own
+        module = "numpy"
+    root = module.split(".", 1)[0]
+    if root in ("builtins", "_operator") and getattr(obj, "__self__", None) is not None:
+        root = type(obj.__self__).__module__.split(".", 1)[0]  # type: ignore[attr-defined]
+    return root if root in FOREIGN_LIBRARIES else None
