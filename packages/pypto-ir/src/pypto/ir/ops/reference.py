@@ -1,0 +1,283 @@
+"""The op reference (``docs/reference/ops.md``), rendered from the op table.
+
+Everything on the page is read from ``LANGUAGE`` and ``OPS`` or computed by the ops' own type
+rules, so the page cannot say something the compiler does not do: the signature and doc are the
+``LangOp``'s (what ``help(pl.<name>)`` shows), the operand kinds and counts are the forms' arity,
+the dtypes and memory spaces are the ``OpSpec``'s where the table records them and otherwise the
+ones the type rule accepts when asked about each, and the typing line is the rule applied to a
+sample operand list (``SAMPLES``). Examples are the ``pl.<name>(...)`` calls the doc itself
+writes. ``python -m pypto.ir.ops.reference [PATH]`` writes the page (default: print it);
+tests/test_op_reference.py fails when the committed page differs from a fresh render.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.ops.spec import LANGUAGE, OPS, REQUIRED, LangOp, OpError, OpSpec, infer
+from pypto.ir.types import MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
+
+__all__ = ["SAMPLES", "main", "render", "sample"]
+
+_FP32 = DataType.FP32
+_FP16 = DataType.FP16
+_T = TileType((16, 64), _FP32, MemorySpace.Vec)
+_X = TensorType((128, 64), _FP32)
+_S = ScalarType(_FP32)
+
+Sample = tuple[list[Type], dict[str, Any]]
+
+SAMPLES: dict[str, Sample] = {
+    "tile.load": ([_X], {"shape": (16, 64), "static_offsets": [32, 0], "memory": MemorySpace.Vec}),
+    "tile.store": ([_T, _X], {"static_offsets": [32, 0]}),
+    "tile.move": ([TileType((16, 64), _FP16, MemorySpace.Mat)], {"memory": MemorySpace.Left}),
+    "tile.create": ([], {"shape": (16, 64), "dtype": _FP32, "memory": MemorySpace.Vec}),
+    "tensor.create": ([], {"shape": (128, 64), "dtype": _FP32}),
+    "tile.full": ([_S], {"shape": (16, 64), "dtype": _FP32}),
+    "tensor.dim": ([_X], {"axis": 0}),
+    "tile.reshape": ([_T], {"shape": (32, 32)}),
+    "tensor.reshape": ([_X], {"shape": (64, 128)}),
+    "tile.transpose": ([_T], {}),
+    "tensor.transpose": ([_X], {}),
+    "tile.concat": ([_T, _T], {}),
+    "tensor.concat": ([_X, _X], {}),
+    "tile.cast": ([_T], {"dtype": _FP16, "mode": None}),
+    "tensor.cast": ([_X], {"dtype": _FP16, "mode": None}),
+    "scalar.cast": ([_S], {"dtype": DataType.INT32, "mode": None}),
+    "tile.matmul": (
+        [TileType((16, 32), _FP16, MemorySpace.Left), TileType((32, 64), _FP16, MemorySpace.Right)],
+        {},
+    ),
+    "tensor.matmul": ([TensorType((16, 32), _FP16), TensorType((32, 64), _FP16)], {}),
+    "tile.matmul_acc": (
+        [
+            TileType((16, 64), _FP32, MemorySpace.Acc),
+            TileType((16, 32), _FP16, MemorySpace.Left),
+            TileType((32, 64), _FP16, MemorySpace.Right),
+        ],
+        {},
+    ),
+    "tensor.read": ([_X], {}),
+    "tile.read": ([_T], {}),
+    "tile.slice": ([_T], {"shape": (16, 32), "static_offsets": [0, 32]}),
+    "tile.assemble": ([_T, TileType((16, 32), _FP32)], {"static_offsets": [0, 32]}),
+    "tile.fillpad": ([_T], {"pad": PadValue.zero}),
+    "tensor.write": ([_X, _S], {}),
+    "tensor.view": ([_X], {"shape": (16, 64), "static_offsets": [32, 0]}),
+}
+"""Operand types and attributes for each IR op that is not one of the element-wise, reduction or
+broadcast families (those get theirs from ``sample``)."""
+
+
+def sample(spec: OpSpec, group: str) -> Sample | None:
+    """Operand types and attributes that ``spec``'s type rule accepts (``None``: none known)."""
+    if spec.name in SAMPLES:
+        return SAMPLES[spec.name]
+    short = spec.name.split(".", 1)[1]
+    a: Type = _T if spec.kind == "tile" else _X
+    if group == "element-wise":
+        return ([a] * spec.min_args, {})
+    if group == "reduction":
+        return ([a], {})
+    if group == "broadcast":
+        rows, cols = (16, 64) if spec.kind == "tile" else (128, 64)  # the shapes of _T and _X
+        vec = (rows, 1) if short.startswith("row_") else (1, cols)
+        b: Type = TileType(vec, _FP32) if spec.kind == "tile" else TensorType(vec, _FP32)
+        return ([a, b], {})
+    return None
+
+
+def _with(t: Type, dtype: DataType | None = None, memory: MemorySpace | None = None) -> Type:
+    if isinstance(t, TileType):
+        return TileType(t.shape, dtype or t.dtype, memory or t.memory)
+    if isinstance(t, TensorType) and dtype is not None:
+        return TensorType(t.shape, dtype, t.layout)
+    if isinstance(t, ScalarType) and dtype is not None:
+        return ScalarType(dtype)
+    return t
+
+
+def _accepts(name: str, args: list[Type], attrs: dict[str, Any]) -> bool:
+    try:
+        infer(name, args, attrs)
+    except OpError:
+        return False
+    return True
+
+
+def _probe_dtypes(spec: OpSpec, smp: Sample) -> list[DataType]:
+    """The element types the rule accepts when every operand has that type."""
+    args, attrs = smp
+    return [d for d in DataType if _accepts(spec.name, [_with(t, dtype=d) for t in args], attrs)]
+
+
+def _probe_spaces(spec: OpSpec, smp: Sample) -> list[MemorySpace] | None:
+    """The memory spaces the rule accepts for the first tile operand, or, for an op without one,
+    for the ``memory`` attribute (the tile it makes); ``None``: neither. A space counts for an
+    operand when some ``memory`` attribute (a move's target) makes the rule accept it."""
+    args, attrs = smp
+    at = next((i for i, t in enumerate(args) if isinstance(t, TileType)), None)
+    spaces: list[MemorySpace] = [m for m in MemorySpace if m is not MemorySpace.DDR]
+    if at is None:
+        if "memory" not in attrs:
+            return None
+        return [m for m in spaces if _accepts(spec.name, args, {**attrs, "memory": m})]
+    targets: list[MemorySpace | None] = list(spaces) if "memory" in attrs else [None]
+    accepted: list[MemorySpace] = []
+    for m in spaces:
+        trial = list(args)
+        trial[at] = _with(args[at], memory=m)
+        if any(_accepts(spec.name, trial, attrs if t is None else {**attrs, "memory": t}) for t in targets):
+            accepted.append(m)
+    return accepted
+
+
+def _names(items: list[Any], every: list[Any]) -> str:
+    if items == every:
+        return "any"
+    return ", ".join(i.value for i in items) if items else "none"
+
+
+def _signature(op: LangOp) -> str:
+    parts = [p.name if p.default is REQUIRED else f"{p.name}={p.default!r}" for p in op.params]
+    return f"pl.{op.name}({', '.join(parts)})"
+
+
+_CALL = re.compile(r"``(pl\.[A-Za-z_][\w.]*\([^`]*\))``")
+
+
+def _examples(doc: str) -> list[str]:
+    """The ``pl.<name>(...)`` calls the doc writes."""
+    return _CALL.findall(doc)
+
+
+def _attr(value: Any) -> str:
+    if isinstance(value, DataType | MemorySpace | PadValue):
+        return str(value.value)
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_attr(v) for v in value) + "]"
+    return repr(value)
+
+
+def _operands(spec: OpSpec, smp: Sample | None) -> str:
+    n = str(spec.min_args) if spec.min_args == spec.max_args else f"{spec.min_args} to {spec.max_args}"
+    kinds = [type(t).__name__.removesuffix("Type").lower() for t in smp[0]] if smp else []
+    return n + (f" ({', '.join(kinds)})" if kinds else "")
+
+
+def _form(op: LangOp, ir: str) -> list[str]:
+    """One IR form of ``op`` as a list item: what selects it, its operands, dtypes, memory
+    spaces, where it runs, and its type rule on a sample."""
+    spec = OPS[ir]
+    smp = sample(spec, op.group)
+    selected = {ir: kind for kind, ir in op.forms.items()}
+    first = f"first operand a {selected[ir]}" if ir in selected else "any first operand"
+    where = "in a kernel" if spec.on_core else "in the orchestration"
+    if spec.dtypes is not None:
+        dtypes = _names([d for d in DataType if d in spec.dtypes], list(DataType))
+    elif smp is not None:
+        dtypes = _names(_probe_dtypes(spec, smp), list(DataType))
+    else:
+        dtypes = "see above"
+    if spec.spaces is not None:
+        spaces: str | None = ", ".join(m.value for m in spec.spaces)
+    elif spec.kind == "tensor":
+        spaces = "DDR (tensors)"
+    elif spec.kind == "tile" and smp is not None:
+        probed = _probe_spaces(spec, smp)
+        spaces = (
+            None if probed is None else _names(probed, [m for m in MemorySpace if m is not MemorySpace.DDR])
+        )
+    else:
+        spaces = None
+    facts = [f"operands: {_operands(spec, smp)}", f"dtypes: {dtypes}"]
+    if spaces is not None:
+        facts.append(f"memory spaces: {spaces}")
+    out = [f"- `{ir}` ({first}; runs {where}): " + "; ".join(facts)]
+    if smp is not None:
+        args, attrs = smp
+        call = [str(t) for t in args] + [f"{k}={_attr(v)}" for k, v in attrs.items() if v is not None]
+        out.append(f"  e.g. `{ir}({', '.join(call)}) -> {infer(ir, args, attrs)}`")
+    return out
+
+
+def _op_section(op: LangOp) -> list[str]:
+    # a text fence: the signature is not a runnable snippet
+    out = [f"### `pl.{op.name}`", "", "```text", _signature(op), "```", ""]
+    out += [inspect.cleandoc(op.doc), ""]
+    tile = f"yes, `pl.tile.{op.name}`" if op.tile_level else "no"
+    out += [f"**`pl.tile` form:** {tile}", ""]
+    examples = _examples(op.doc)
+    if examples:
+        out += [f"**Example:** {', '.join(f'`{e}`' for e in examples)}", ""]
+    out += ["**Forms:**", ""]
+    for ir in op.ir_ops:
+        out += _form(op, ir)
+    return [*out, ""]
+
+
+def _groups() -> dict[str, list[LangOp]]:
+    groups: dict[str, list[LangOp]] = {}
+    for op in LANGUAGE.values():  # table order
+        if op.public:
+            groups.setdefault(op.group or "other", []).append(op)
+    return groups
+
+
+def _anchor(title: str) -> str:
+    return re.sub(r"[^a-z0-9_\- ]", "", title.lower()).strip().replace(" ", "-")
+
+
+def render() -> str:
+    """The op reference page as Markdown."""
+    groups = _groups()
+    out = [
+        "# Op reference",
+        "",
+        "<!-- Generated by `python -m pypto.ir.ops.reference docs/reference/ops.md` from the op table",
+        "     (pypto/ir/ops/table.py); do not edit by hand. -->",
+        "",
+        "Every `pl.*` operation of the kernel language, one section per group, in the order of the op",
+        "table. The signature and text are what `help(pl.<name>)` shows. *Forms* lists the IR ops a",
+        "call becomes, chosen by the kind of its first operand: *operands* counts the typed operands",
+        "(offsets, shapes, dtypes and memory spaces passed as arguments are attributes); *dtypes* and",
+        "*memory spaces* are those the form accepts for its tile or tensor operands (for an op that",
+        "makes a tile, such as `pl.load`, the spaces of the tile it makes); the line under a form is",
+        "its type rule applied to sample operands. `pl.tile.<name>` is the same function as",
+        "`pl.<name>`, exported for the ops that have a tile form.",
+        "",
+    ]
+    out += [
+        f"- [{g}](#{_anchor(g)}): " + ", ".join(f"`pl.{op.name}`" for op in ops) for g, ops in groups.items()
+    ]
+    out += [""]
+    for group, ops in groups.items():
+        out += [f"## {group}", ""]
+        for op in ops:
+            out += _op_section(op)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None, write: Callable[[str], Any] = sys.stdout.write) -> int:
+    """``python -m pypto.ir.ops.reference [PATH]``: write the page to PATH, or print it."""
+    parser = argparse.ArgumentParser(prog="python -m pypto.ir.ops.reference", description=main.__doc__)
+    parser.add_argument("path", nargs="?", type=Path, help="where to write the page (default: stdout)")
+    ns = parser.parse_args(argv)
+    text = render()
+    if ns.path is None:
+        write(text)
+    else:
+        ns.path.parent.mkdir(parents=True, exist_ok=True)
+        ns.path.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
