@@ -29,7 +29,7 @@ from pypto.language.decorators import (
     inline,
     program,
 )
-from pypto.language.dsl import at, parallel, range, unroll, yield_
+from pypto.language.dsl import at, parallel, range, static_assert, static_print, unroll, yield_
 from pypto.language.jit import JITFunction, Specialization, jit
 from pypto.language.typing import (
     RUNTIME,
@@ -111,6 +111,8 @@ __all__ = [
     "parallel",
     "program",
     "range",
+    "static_assert",
+    "static_print",
     "tile",
     "unroll",
     "yield_",

@@ -9,7 +9,7 @@ from typing import Any
 
 from pypto.ir.types import Level
 
-__all__ = ["at", "parallel", "range", "unroll", "yield_"]
+__all__ = ["at", "parallel", "range", "static_assert", "static_print", "unroll", "yield_"]
 
 
 def range(*args: Any) -> Any:
@@ -66,3 +66,31 @@ def at(level: Level = Level.CORE_GROUP, name_hint: str | None = None, deps: Any 
 
 
 at.__pypto_dsl__ = "at"  # type: ignore[attr-defined]
+
+
+def static_print(*args: Any) -> None:
+    """``pl.static_print("x is", x)``: print at compile time (while the parser reads the kernel).
+
+    Each argument prints as itself when it is a string, as ``name: <type>`` when it is a
+    value of the kernel (tensor, tile, scalar), and as its value when it is a compile-time
+    constant; f-strings with plain ``{expr}`` fields format each field the same way. The
+    line is tagged ``static_print [file:line]``. It produces no IR: a ``@pl.jit`` function
+    prints when it is specialised (its first call with new shapes), not when it runs.
+    """
+    raise RuntimeError("pl.static_print() runs only inside a kernel body, which the compiler parses")
+
+
+static_print.__pypto_dsl__ = "static_print"  # type: ignore[attr-defined]
+
+
+def static_assert(condition: Any, message: str = "") -> None:
+    """``pl.static_assert(n % 16 == 0, "n must be a multiple of 16")``: check at compile time.
+
+    ``condition`` must be known while the kernel is compiled (constants, closure values,
+    static dimensions); a false condition is a compile error at this line with ``message``
+    (a string literal). It produces no IR and checks nothing at run time.
+    """
+    raise RuntimeError("pl.static_assert() runs only inside a kernel body, which the compiler parses")
+
+
+static_assert.__pypto_dsl__ = "static_assert"  # type: ignore[attr-defined]

@@ -33,11 +33,11 @@ from pypto.language.parser.common import (
     _SelfMethod,
     _Static,
 )
-from pypto.language.parser.expressions import _Expressions
+from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
 
 
-class _Calls(_Expressions):
+class _Calls(_Directives):
     def call(self, node: ast.Call) -> Expr:
         target = self.resolve(node.func)
         if not isinstance(target, _Static):
@@ -46,8 +46,11 @@ class _Calls(_Expressions):
         opname = getattr(obj, "__pypto_op__", None)
         if opname is not None:
             return self.op_call(opname, obj, node)
-        if getattr(obj, "__pypto_dsl__", None) is not None:
-            raise self.err(f"pl.{obj.__pypto_dsl__} is used in a for/with statement, not as a value", node)
+        dsl = getattr(obj, "__pypto_dsl__", None)
+        if dsl in DIRECTIVES:
+            raise self.err(f"pl.{dsl} is a statement: write it on a line of its own, not as a value", node)
+        if dsl is not None:
+            raise self.err(f"pl.{dsl} is used in a for/with statement, not as a value", node)
         if obj in (builtins.min, builtins.max):
             if len(node.args) != 2 or node.keywords:
                 raise self.err(f"{obj.__name__}() in kernels takes two scalars", node)

@@ -38,6 +38,7 @@ from pypto.language.parser.common import (
     _AUG,
     _ann_str,
 )
+from pypto.language.parser.directives import DIRECTIVES
 
 
 class _Statements(_Calls):
@@ -96,6 +97,11 @@ class _Statements(_Calls):
             and self.dsl_kind(s.value.func) == "yield_"
         ):
             return self.yield_stmt(s.value, s.targets[0])
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            kind = self.dsl_kind(s.value.func)
+            if kind in DIRECTIVES:
+                self.directive(kind, s.value)
+                return []
         if isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
                 return []
