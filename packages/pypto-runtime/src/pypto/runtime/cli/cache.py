@@ -68,13 +68,39 @@ def _stat(store: ArtifactStore, console: Console) -> int:
     return 0
 
 
-def _describe(path: Path) -> tuple[str, str]:
-    """(program name, platform) from an entry's compiled_meta.json, '?' when unreadable."""
+def _signature(params: Any) -> str:
+    """``a:64x64 FP32, alpha:FP32*`` from compiled_meta's params (``*``: a runtime scalar,
+    ``?``: a dynamic dim), '?' when they are not in the documented form."""
+    if not isinstance(params, list):
+        return "?"
+    out = []
+    for p in params:
+        if not isinstance(p, dict):
+            return "?"
+        shape = p.get("shape")
+        dims = (
+            ""
+            if shape is None
+            else "x".join("?" if not isinstance(d, int) or d < 0 else str(d) for d in shape) + " "
+        )
+        runtime = "*" if p.get("runtime") else ""
+        out.append(f"{p.get('name', '?')}:{dims}{p.get('dtype', '?')}{runtime}")
+    return ", ".join(out)
+
+
+def _describe(path: Path) -> tuple[str, str, str, str]:
+    """(program name, platform, contract, signature) from an entry's compiled_meta.json, '?'
+    for what cannot be read."""
     try:
         meta = json.loads(read_regular(path / "compiled_meta.json"))
-        return str(meta.get("name", "?")), str(meta.get("platform", "?"))
+        return (
+            str(meta.get("name", "?")),
+            str(meta.get("platform", "?")),
+            str(meta.get("contract", "?")),
+            _signature(meta.get("params")),
+        )
     except (OSError, ValueError, AttributeError):
-        return "?", "?"
+        return "?", "?", "?", "?"
 
 
 def _count_files(path: Path) -> int:
@@ -99,14 +125,28 @@ def _count_files(path: Path) -> int:
 
 
 def _ls(store: ArtifactStore, console: Console) -> int:
+    # Entries of one program differ in their signature (shapes, dtypes), platform or contract:
+    # the table shows all three, sorted so that a program's entries sit together.
     table = Table(title=f"entries in {store.root}")
-    for col in ("key", "state", "program", "platform", "size", "age", "files"):
-        table.add_column(col, justify="right" if col in ("size", "age", "files") else "left")
+    for col in ("key", "state", "program", "signature", "platform", "contract", "size", "age", "files"):
+        table.add_column(col, justify="right" if col in ("size", "age", "files") else "left", overflow="fold")
     now = time.time()
+    rows = []
     for e in store.entries():
-        files = _count_files(e.path)
-        name, platform = _describe(e.path)
-        table.add_row(e.key[:24], e.state, name, platform, _size(e.size), _age(now - e.mtime), str(files))
+        name, platform, contract, signature = _describe(e.path)
+        rows.append((name, signature, platform, contract, e))
+    for name, signature, platform, contract, e in sorted(rows, key=lambda r: r[:4]):
+        table.add_row(
+            e.key[:24],
+            e.state,
+            name,
+            signature,
+            platform,
+            contract,
+            _size(e.size),
+            _age(now - e.mtime),
+            str(_count_files(e.path)),
+        )
     console.print(table)
     return 0
 
@@ -144,14 +184,27 @@ def _verify(store: ArtifactStore, console: Console, fix: bool) -> int:
 
 def _prune(store: ArtifactStore, console: Console, older_than_days: float | None) -> int:
     older = None if older_than_days is None else older_than_days * 86400
+    # What each entry was must be read before prune removes its files.
+    before = {(e.key, e.state): _describe(e.path) for e in store.entries()}
     removed = store.prune(older_than=older)
     removed["private build roots of dead processes"] = prune_private_roots()
+    after = {(e.key, e.state) for e in store.entries()}
+    gone = sorted(k for k in before if k not in after)
+    if gone:
+        entries = Table(title="entries removed")
+        for col in ("key", "state", "program", "signature"):
+            entries.add_column(col, overflow="fold")
+        for key, state in gone:
+            name, _, _, signature = before[(key, state)]
+            entries.add_row(key[:24], state, name, signature)
+        console.print(entries)
     table = Table(title="prune")
     table.add_column("removed")
     table.add_column("count", justify="right")
     for what, count in removed.items():
         table.add_row(what, str(count))
     console.print(table)
+    console.print(f"{len(gone)} entr{'y' if len(gone) == 1 else 'ies'} removed")
     return 0
 
 
