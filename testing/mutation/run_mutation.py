@@ -467,6 +467,14 @@ TORCH_EQUIVALENT = (
         "the int fast path skipped: operator.index gives an int the same value and verdict",
     ),
     PyEquivalent(
+        "x_check_scalar__mutmut_61",
+        "if type(None) is float:",
+        "the float fast path skipped: float() of a float is the same value",
+    ),
+    PyEquivalent(
+        "x_check_scalar__mutmut_71", "overflow = None", "`if overflow` is the only use: None and False agree"
+    ),
+    PyEquivalent(
         "x_check_tensor_signature__mutmut_21",
         "strict=None)",
         "zip strictness: the rank check just before makes the lengths equal",
@@ -613,6 +621,11 @@ def run_python(target: PyTarget, out: Path, budget: float, max_children: int) ->
         if timed_out:
             break
     (work / "mutmut-run.log").write_text(log)
+    return collect_python(target, work, round(time.monotonic() - t0, 1), timed_out)
+
+
+def collect_python(target: PyTarget, work: Path, seconds: float, timed_out: bool) -> dict[str, object]:
+    """The verdicts of a mutmut run in ``work`` (also usable on a finished scratch project)."""
     stats = _mutmut(["export-cicd-stats"], work, 300)
     data: dict[str, object] = {}
     stats_file = work / "mutants" / "mutmut-cicd-stats.json"
@@ -646,7 +659,7 @@ def run_python(target: PyTarget, out: Path, budget: float, max_children: int) ->
         "survivors": survivors,
         "equivalent": equivalent,
         "timed_out": timed_out,
-        "seconds": round(time.monotonic() - t0, 1),
+        "seconds": seconds,
         "stats_error": "" if stats.returncode == 0 else stats.stderr[-1000:],
     }
 
