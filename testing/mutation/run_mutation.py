@@ -35,7 +35,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -590,7 +590,12 @@ def _shows_added_line(name: str, added: str, work: Path) -> bool:
     return any(ln.startswith("+ ") and added in ln for ln in shown.splitlines())
 
 
-def run_python(target: PyTarget, out: Path, budget: float, max_children: int) -> dict[str, object]:
+def run_python(
+    target: PyTarget, out: Path, budget: float, max_children: int, groups: list[int] | None = None
+) -> dict[str, object]:
+    """Run mutmut over ``target`` (only the given 1-based ``groups`` of a grouped target)."""
+    if groups and target.groups:
+        target = replace(target, groups=tuple(target.groups[g - 1] for g in groups))
     pkg = ROOT / "packages" / target.package
     work = out / target.package
     shutil.rmtree(work, ignore_errors=True)
@@ -704,6 +709,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("torch", "cpp", "store"), action="append")
     ap.add_argument("--budget", type=float, default=330.0, help="seconds per Python target")
     ap.add_argument("--max-children", type=int, default=2)
+    ap.add_argument(
+        "--group",
+        type=int,
+        action="append",
+        choices=(1, 2),
+        help="only this group of the store's functions (1: the boundary, 2: entry validity); "
+        "two runs with their own --out can go side by side",
+    )
     args = ap.parse_args(argv)
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -717,7 +730,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"== {key}", flush=True)
         report[key] = (
-            run_cpp(out) if key == "cpp" else run_python(PY_TARGETS[key], out, args.budget, args.max_children)
+            run_cpp(out)
+            if key == "cpp"
+            else run_python(PY_TARGETS[key], out, args.budget, args.max_children, args.group)
         )
         summary_path.write_text(json.dumps(report, indent=2) + "\n")
     print(summarize(report))
