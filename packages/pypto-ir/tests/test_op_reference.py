@@ -115,3 +115,17 @@ def test_main_writes_the_page(tmp_path: Path) -> None:
     printed: list[str] = []
     assert reference.main([], write=printed.append) == 0
     assert printed == [reference.render()]
+
+
+def test_check_fails_on_a_stale_page(tmp_path: Path) -> None:
+    page = tmp_path / "ops.md"
+    said: list[str] = []
+    assert reference.main(["--check", str(page)], write=said.append) == 1  # missing
+    assert reference.main([str(page)]) == 0
+    assert reference.main(["--check", str(page)], write=said.append) == 0
+    page.write_text(reference.render().replace("Element-wise e**x.", "Element-wise 2**x."), encoding="utf-8")
+    assert reference.main(["--check", str(page)], write=said.append) == 1
+    assert len(said) == 2
+    assert "regenerate it: python -m pypto.ir.ops.reference" in said[-1]
+    with pytest.raises(SystemExit):
+        reference.main(["--check"])

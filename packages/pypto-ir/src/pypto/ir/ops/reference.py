@@ -6,8 +6,9 @@ rules, so the page cannot say something the compiler does not do: the signature 
 the dtypes and memory spaces are the ``OpSpec``'s where the table records them and otherwise the
 ones the type rule accepts when asked about each, and the typing line is the rule applied to a
 sample operand list (``SAMPLES``). Examples are the ``pl.<name>(...)`` calls the doc itself
-writes. ``python -m pypto.ir.ops.reference [PATH]`` writes the page (default: print it);
-tests/test_op_reference.py fails when the committed page differs from a fresh render.
+writes. ``python -m pypto.ir.ops.reference [PATH]`` writes the page (default: print it),
+``--check PATH`` fails when PATH differs; tests/test_op_reference.py and ``nox -s docs`` fail
+when the committed page differs from a fresh render.
 """
 
 from __future__ import annotations
@@ -266,11 +267,24 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None, write: Callable[[str], Any] = sys.stdout.write) -> int:
-    """``python -m pypto.ir.ops.reference [PATH]``: write the page to PATH, or print it."""
+    """``python -m pypto.ir.ops.reference [--check] [PATH]``: write the page to PATH (or print it);
+    with ``--check``, exit 1 when PATH differs from the page the table gives now."""
     parser = argparse.ArgumentParser(prog="python -m pypto.ir.ops.reference", description=main.__doc__)
     parser.add_argument("path", nargs="?", type=Path, help="where to write the page (default: stdout)")
+    parser.add_argument(
+        "--check", action="store_true", help="compare PATH with the table instead of writing it"
+    )
     ns = parser.parse_args(argv)
     text = render()
+    if ns.check:
+        if ns.path is None:
+            parser.error("--check needs the PATH of the committed page")
+        if not ns.path.is_file() or ns.path.read_text(encoding="utf-8") != text:
+            write(
+                f"{ns.path} is not the op table's reference; regenerate it: python -m pypto.ir.ops.reference {ns.path}\n"
+            )
+            return 1
+        return 0
     if ns.path is None:
         write(text)
     else:
