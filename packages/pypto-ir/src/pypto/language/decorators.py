@@ -15,6 +15,8 @@ import functools
 import hashlib
 import importlib
 import inspect
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +25,7 @@ from pypto.ir.nodes import Assign, CallFunc, ExprStmt, Function, Param, Program,
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.types import FunctionType, ScalarType, TensorType, TupleType, Type
 from pypto.language.parser import ParseContext, SourceInfo, _SelfMethod, param_annotations, parse_function
+from pypto.language.parser.common import capture_enclosing
 
 __all__ = [
     "DSLFunction",
@@ -162,6 +165,14 @@ class _FunctionMarker:
         self.func_type = func_type
 
 
+def _caller_frame() -> types.FrameType | None:
+    """The first frame outside this module (the code that applied the decorator)."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_globals is globals():
+        frame = frame.f_back
+    return frame
+
+
 def function(fn: Callable[..., Any] | None = None, *, type: FunctionType = FunctionType.Opaque) -> Any:
     """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)``.
 
@@ -170,6 +181,7 @@ def function(fn: Callable[..., Any] | None = None, *, type: FunctionType = Funct
     """
     if fn is None:
         return lambda f: function(f, type=type)
+    capture_enclosing(fn, _caller_frame())
     parts = getattr(fn, "__qualname__", "").split(".")
     if len(parts) >= 2 and parts[-2] != "<locals>":  # defined in a class body
         return _FunctionMarker(fn, type)

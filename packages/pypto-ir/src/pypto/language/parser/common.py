@@ -6,6 +6,7 @@ import ast
 import contextlib
 import inspect
 import textwrap
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,38 @@ from pypto.ir.types import (
 )
 from pypto.language import typing as lt
 
-__all__ = ["ParseContext", "SourceInfo", "annotation_to_type", "param_annotations"]
+__all__ = [
+    "ENCLOSING_ATTR",
+    "ParseContext",
+    "SourceInfo",
+    "annotation_to_type",
+    "capture_enclosing",
+    "param_annotations",
+]
+
+
+ENCLOSING_ATTR = "__pypto_enclosing__"
+"""Attribute of a decorated function: the locals of the functions it was defined in."""
+
+
+def capture_enclosing(fn: Callable[..., Any], frame: types.FrameType | None) -> None:
+    """Remember on ``fn`` the local names of the functions that define it, from ``frame`` out.
+
+    A builder function (``def build(n): @pl.program class P: ...``) names ``n`` in
+    annotations and bodies of its kernels; Python keeps ``n`` in a method's closure only when
+    the method's body uses it, so the decorator records it here. Only function frames of the
+    defining module count (not class bodies, not the module itself); an inner name wins.
+    """
+    names: dict[str, Any] = {}
+    globals_ = getattr(fn, "__globals__", None)
+    while frame is not None and frame.f_globals is globals_ and frame.f_code.co_name != "<module>":
+        if frame.f_code.co_flags & inspect.CO_OPTIMIZED:  # a function, not a class body
+            for key, value in frame.f_locals.items():
+                names.setdefault(key, value)
+        frame = frame.f_back
+    if names:
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(fn, ENCLOSING_ATTR, names)
 
 
 @dataclass
@@ -64,6 +96,7 @@ class SourceInfo:
         ):
             raise KernelError(f"{fn!r} is not a plain function definition")
         namespace = dict(getattr(fn, "__globals__", {}))
+        namespace.update(getattr(fn, ENCLOSING_ATTR, None) or {})
         with contextlib.suppress(TypeError, ValueError):
             namespace.update(inspect.getclosurevars(fn).nonlocals)
         return cls(fn, file, node, first - 1, indent, namespace)
