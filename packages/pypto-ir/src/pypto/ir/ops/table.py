@@ -208,6 +208,8 @@ _binary("minimum", """Element-wise minimum.""", fn="min")
 
 _unary("exp", """Element-wise e**x.""", float_only=True)
 _unary("log", """Element-wise natural logarithm.""", float_only=True)
+_unary("sin", """Element-wise sine (radians).""", float_only=True)
+_unary("cos", """Element-wise cosine (radians).""", float_only=True)
 _unary("sqrt", """Element-wise square root.""", float_only=True)
 _unary("rsqrt", """Element-wise 1 / sqrt(x).""", float_only=True)
 _unary("recip", """Element-wise 1 / x.""", float_only=True)

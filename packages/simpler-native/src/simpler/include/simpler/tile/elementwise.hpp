@@ -1,5 +1,5 @@
 // Element-wise vector ops on Vec tiles: tile-tile and tile-scalar add/sub/mul/div/max/min and
-// the unary exp, log, sqrt, rsqrt, recip, abs, neg, relu.
+// the unary exp, log, sin, cos, sqrt, rsqrt, recip, abs, neg, relu.
 //
 // Shape rule: the operands' valid shapes must be equal; the result's valid shape is theirs and
 // must fit the destination's static shape (else reported, destination untouched). Only the valid
@@ -183,6 +183,16 @@ template <class Dst, class A>
 inline bool log(Dst& dst, const A& a) noexcept {
     detail::require_float<typename Dst::value_type>("log");
     return detail::map1("log", dst, a, [](float x) noexcept { return std::log(x); });
+}
+template <class Dst, class A>
+inline bool sin(Dst& dst, const A& a) noexcept {
+    detail::require_float<typename Dst::value_type>("sin");
+    return detail::map1("sin", dst, a, [](float x) noexcept { return std::sin(x); });
+}
+template <class Dst, class A>
+inline bool cos(Dst& dst, const A& a) noexcept {
+    detail::require_float<typename Dst::value_type>("cos");
+    return detail::map1("cos", dst, a, [](float x) noexcept { return std::cos(x); });
 }
 template <class Dst, class A>
 inline bool sqrt(Dst& dst, const A& a) noexcept {
