@@ -491,6 +491,19 @@ TORCH_EQUIVALENT = (
     ),
 )
 
+STORE_EQUIVALENT = (
+    PyEquivalent(
+        "x__walk__mutmut_5",
+        "entry.stat(follow_symlinks=None)",
+        "DirEntry.stat's follow_symlinks is a bool parameter: None is read as False",
+    ),
+    PyEquivalent(
+        "x_prune_private_roots__mutmut_18",
+        "item.stat(follow_symlinks=None)",
+        "DirEntry.stat's follow_symlinks is a bool parameter: None is read as False",
+    ),
+)
+
 
 PY_TARGETS: dict[str, PyTarget] = {
     "torch": PyTarget(
@@ -553,6 +566,7 @@ PY_TARGETS: dict[str, PyTarget] = {
                 )
             ),
         ),
+        equivalent=STORE_EQUIVALENT,
     ),
 }
 

@@ -19,6 +19,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -839,6 +840,31 @@ def test_prune_private_roots_removes_only_dead_processes_dirs(
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     assert prune_private_roots() == 1
     assert not again.exists()
+
+
+def test_prune_private_roots_counts_each_and_skips_a_vanished_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dead = _dead_pid()
+    roots = [_tree(tmp_path / f"pypto-private-{dead}-{n}", {"f": b"1"}) for n in ("one", "two")]
+
+    def vanished_stat(*, follow_symlinks: bool = True) -> os.stat_result:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+
+    # An entry that is gone by the time it is stat'ed (removed by another prune) comes first.
+    vanished = types.SimpleNamespace(
+        name=f"pypto-private-{dead}-gone", path=str(tmp_path / "gone"), stat=vanished_stat
+    )
+    real_scandir = os.scandir
+
+    def scandir(folder: object = ".") -> object:
+        if folder == tmp_path:  # prune's listing; shutil.rmtree's own scandir calls pass through
+            return [vanished, *real_scandir(folder)]
+        return real_scandir(folder)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert prune_private_roots(tmp_path) == 2
+    assert not any(p.exists() for p in roots)
 
 
 @needs_root
