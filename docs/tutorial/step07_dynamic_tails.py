@@ -1,0 +1,71 @@
+"""Step 7: dynamic shapes, and tails with ``valid_shape``.
+
+``pl.dynamic("M")`` names a dimension whose extent is read from the tensor at run time: one
+compiled program serves every M. M need not be a multiple of the tile, so the last block is
+a *tail*: ``pl.load(..., valid_shape=[rows, cols])`` loads only the leading ``rows x cols``
+region (run-time values allowed) and ``pl.store`` writes back only that region. Ops compute on
+the valid region; where padding would matter (a row max or sum over a ragged row), it is set
+first with ``pl.tile.fillpad``: ``PadValue.min`` makes padding neutral for a max, and
+``exp(min - max)`` is 0 for the sum.
+
+Here the rows and the row length are both dynamic: a row softmax of an [M, N] tensor, with
+N at most one tile wide.
+
+    python docs/tutorial/step07_dynamic_tails.py
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import pypto.language as pl
+import pypto.runtime  # noqa: F401  (installs the program-mode executor behind @pl.jit calls)
+
+M = pl.dynamic("M")
+N = pl.dynamic("N")
+T, W = 16, 64  # the tile: 16 rows, up to 64 columns
+
+
+@pl.jit
+def softmax_rows(x: pl.Tensor[[M, N], pl.FP32], out: pl.Out[pl.Tensor[[M, N], pl.FP32]]):
+    for i in pl.range((M + T - 1) // T):  # one task per block of rows, the last one partial
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="softmax_block"):
+            if (i + 1) * T <= M:  # a run-time branch, in the kernel
+                rows = T  # a full block
+            else:
+                rows = M - i * T  # the tail
+            part = pl.load(x, [i * T, 0], [T, W], valid_shape=[rows, N])  # valid: [rows, N]
+            t = pl.tile.fillpad(part, pad_value=pl.PadValue.min)  # fully valid, padding = min
+            tmp = pl.create_tile([T, W], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
+            m: pl.Tile[[T, 1], pl.FP32] = pl.row_max(t, tmp)
+            e = pl.exp(pl.row_expand_sub(t, m))
+            s: pl.Tile[[T, 1], pl.FP32] = pl.row_sum(e, tmp)
+            p = pl.row_expand_div(e, s)
+            # a store writes its tile's valid region, and p is fully valid: writing p into
+            # `part` gives p's values with part's valid region, [rows, N]
+            pl.store(pl.tile.assemble(part, p, [0, 0]), [i * T, 0], out)
+    return out
+
+
+def main() -> int:
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for rows, cols in ((16, 64), (37, 50), (5, 9)):  # one artifact for all three
+        x = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        want = e / e.sum(axis=1, keepdims=True)
+        out = np.full_like(x, np.nan)
+        softmax_rows(x, out)
+        err = float(np.abs(out - want).max()) if np.isfinite(out).all() else float("inf")
+        worst = max(worst, err)
+        if not np.allclose(out, want, rtol=1e-5, atol=1e-6):
+            print(f"step07 MISMATCH at [{rows}, {cols}]: max abs err {err:.3e}")
+            return 1
+    print(f"step07 ok: max abs err {worst:.3e}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
