@@ -1,0 +1,177 @@
+// Private to the chip's implementation (chip_*.cpp, tensor_overlap.cpp): the state of tasks,
+// rings and runs, the context handed to orchestration code, and the clock and spin helpers
+// the threads share. Nothing outside src/core/chip includes it.
+#pragma once
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "chip.hpp"
+#include "trace.hpp"
+
+namespace simpler::chip {
+
+inline std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+// One step `i` of a spin-wait that gives up at `deadline`: true when the budget is spent. It
+// yields the core every 32 steps, so that when threads outnumber cores a spinning thread does
+// not hold off, for a whole time slice, the thread whose progress it waits for.
+inline bool spin_expired(unsigned i, std::int64_t deadline) noexcept {
+    if ((i & 31) != 0) return false;
+    if (now_ns() > deadline) return true;
+    std::this_thread::yield();
+    return false;
+}
+
+struct AlignedFree {
+    void operator()(std::uint8_t* p) const noexcept { std::free(p); }
+};
+
+// Byte region [lo, hi) a nonempty tensor touches (conservative for strided views).
+inline bool tensor_region(const ChipTensor& t, std::uint64_t* lo, std::uint64_t* hi) noexcept {
+    if (chip_tensor_is_empty(t)) return false;
+    std::uint64_t extent = 0;
+    if (!chip_tensor_extent(t, &extent)) return false;
+    const std::uint64_t bits = dtype_bits(t.dtype);
+    *lo = t.buffer.addr + t.start_offset * bits / 8;
+    *hi = t.buffer.addr + ((t.start_offset + extent) * bits + 7) / 8;
+    return true;
+}
+
+// The name of an argument direction, for messages.
+inline const char* direction_name(ArgDirection d) noexcept {
+    switch (d) {
+        case ArgDirection::In: return "In";
+        case ArgDirection::Out: return "Out";
+        case ArgDirection::InOut: return "InOut";
+        case ArgDirection::Scalar: return "Scalar";
+    }
+    return "unknown";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Internal state
+
+struct Chip::Task {
+    std::uint64_t seq = 0;
+    int ring = 0;
+    std::uint32_t index = 0;  // submission index within its run
+    const CoreKernel* kernel = nullptr;
+    RunState* run = nullptr;
+    std::vector<ChipTensor> tensors;
+    std::vector<std::int64_t> args;
+    std::vector<Task*> successors;
+    std::vector<std::uint32_t> pred_indices;  // recorded only for the dependency graph
+    std::int32_t fanin = 0;
+    std::uint32_t edges = 0;  // dependency-pool entries held until this task finishes
+    enum class State : std::uint8_t { Free, Pending, Ready, Running, Done } state = State::Free;
+};
+
+struct HeapBlock {
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;       // bytes reserved, including wrap padding
+    std::uint32_t depth = 0;      // scope depth that allocated it
+    bool closed = false;          // its scope has ended
+    std::uint64_t run_id = 0;     // the run that allocated it
+    std::array<std::uint64_t, kRingCount> release_after{};  // ring.next at scope end
+};
+
+struct Chip::Ring {
+    std::vector<Task> slots;
+    std::uint64_t mask = 0;
+    std::uint64_t head = 0;  // oldest not retired
+    std::uint64_t next = 0;  // next sequence to hand out
+    std::uint64_t run_start = 0;
+    std::uint32_t dep_used = 0;
+    std::uint32_t dep_cap = 0;
+    std::unique_ptr<std::uint8_t, AlignedFree> heap;
+    std::uint64_t heap_cap = 0;
+    std::uint64_t heap_head = 0;  // offset of the oldest live block
+    std::uint64_t heap_tail = 0;  // offset where the next block starts
+    std::uint64_t heap_used = 0;  // bytes reserved by live blocks
+    std::deque<HeapBlock> blocks;
+
+    std::uint64_t window() const noexcept { return mask + 1; }
+};
+
+struct Chip::RunState {
+    std::shared_ptr<Run> run;
+    std::shared_ptr<const ChipProgram> program_ref;  // keeps the binaries loaded until the run ends
+    const ChipProgram* program = nullptr;
+    std::vector<ChipTensor> tensors;  // the materialised arguments (ChipStorageTaskArgs points here)
+    std::vector<std::uint64_t> scalars;
+    RunConfig config;
+    std::uint32_t depth = 0;
+    bool failed = false;
+    std::string error;
+    std::uint32_t submitted = 0;
+    std::uint64_t outstanding = 0;
+    std::uint64_t workspace_used = 0;
+    bool orch_done = false;  // the entry returned: the run completes when outstanding is 0
+    int lanes = 0;           // scheduler lanes serving this run (aicpu_threads - 1; 0 = none)
+    struct SchedStats {      // per scheduler lane, for the swimlane
+        std::uint64_t dispatched = 0, completed = 0;
+        std::int64_t first_ns = 0, last_ns = 0;
+    };
+    std::array<SchedStats, kMaxAicpuThreads - 1> sched{};
+    std::int64_t orch_start = 0, orch_end = 0;
+    std::int64_t t0 = 0;
+    std::vector<TraceSlice> slices;
+    std::vector<TaskNode> nodes;
+};
+
+}  // namespace simpler::chip
+
+// The opaque context handed to orchestration code.
+struct SimplerOrchContext {
+    simpler::chip::Chip* chip;
+    simpler::chip::Chip::RunState* state;
+};
+
+namespace simpler::chip {
+
+// The orchestration function table handed to every orchestration entry (chip_orchestration.cpp).
+extern const SimplerOrchApi kOrchApi;
+
+// ---------------------------------------------------------------------------------------------
+// Waiting on the orchestrator thread: spin briefly, then park on orch_cv_.
+
+template <class Pred>
+bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
+    if (ready()) return true;
+    // Spin without the lock on the progress counter (bumped by every task completion and every
+    // queued run), re-checking the predicate under the lock only when something happened.
+    const std::int64_t deadline = now_ns() + options_.spin_ns;
+    std::uint64_t seen = progress_.load(std::memory_order_acquire);
+    lk.unlock();
+    for (unsigned i = 1;; ++i) {
+        cpu_relax();
+        const std::uint64_t now = progress_.load(std::memory_order_acquire);
+        if (now != seen) {
+            seen = now;
+            lk.lock();
+            if (ready()) return true;
+            lk.unlock();
+        }
+        if (spin_expired(i, deadline)) break;
+    }
+    lk.lock();
+    orch_waiting_ = true;
+    orch_cv_.wait(lk, [&] { return ready() || stop_.load(); });
+    orch_waiting_ = false;
+    return ready();
+}
+
+}  // namespace simpler::chip

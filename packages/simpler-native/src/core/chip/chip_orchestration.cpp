@@ -1,0 +1,346 @@
+// The orchestration function table: what an orchestration entry calls on the AICPU
+// orchestrator thread (submit, scope_begin/scope_end, alloc_tensor, report_error).
+#include <algorithm>
+#include <cstring>
+#include <exception>
+
+#include "chip_internal.hpp"
+
+namespace simpler::chip {
+
+namespace {
+
+std::int64_t api_submit(SimplerOrchContext* ctx, const OrchTaskSpec* spec) {
+    return ctx->chip->orch_submit(*ctx->state, spec);
+}
+std::int32_t api_scope_begin(SimplerOrchContext* ctx) { return ctx->chip->orch_scope_begin(*ctx->state); }
+std::int32_t api_scope_end(SimplerOrchContext* ctx) { return ctx->chip->orch_scope_end(*ctx->state); }
+std::int32_t api_alloc(SimplerOrchContext* ctx, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
+                       ChipTensor* out) {
+    return ctx->chip->orch_alloc(*ctx->state, dtype, ndims, shape, out);
+}
+void api_report_error(SimplerOrchContext* ctx, const char* message) {
+    ctx->chip->orch_fail(*ctx->state, std::string("orchestration '") + ctx->state->program->name +
+                                          "' reported: " + (message != nullptr ? message : "(null)"));
+}
+
+}  // namespace
+
+const SimplerOrchApi kOrchApi = {
+    kOrchestrationAbiVersion, sizeof(SimplerOrchApi), api_submit, api_scope_begin, api_scope_end, api_alloc,
+    api_report_error,
+};
+
+// ---------------------------------------------------------------------------------------------
+// The orchestration function table
+
+std::int32_t Chip::orch_scope_begin(RunState& rs) {
+    std::lock_guard<std::mutex> lk(mu_);
+    ++rs.depth;
+    return 0;
+}
+
+std::int32_t Chip::orch_scope_end(RunState& rs) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (rs.depth == 0) {
+        fail_locked(rs, "orchestration '" + rs.program->name + "': scope_end without a matching scope_begin");
+        return 1;
+    }
+    for (auto& ring : rings_)
+        for (auto& b : ring->blocks)
+            if (!b.closed && b.depth == rs.depth && b.run_id == rs.run->id()) {
+                b.closed = true;
+                for (int r = 0; r < kRingCount; ++r) b.release_after[r] = rings_[r]->next;
+            }
+    --rs.depth;
+    retire_locked();
+    return 0;
+}
+
+std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
+                              ChipTensor* out) {
+    const std::string what = "orchestration '" + rs.program->name + "': alloc_tensor";
+    std::unique_lock<std::mutex> lk(mu_);
+    if (rs.failed) return 1;
+    const auto code = static_cast<std::uint8_t>(dtype);
+    if (!is_known_dtype(code)) {
+        fail_locked(rs, what + ": unknown dtype code " + std::to_string(code));
+        return 1;
+    }
+    if (ndims < 1 || ndims > kMaxTensorDims || shape == nullptr || out == nullptr) {
+        fail_locked(rs, what + ": expected 1..5 dims with a shape and an output, got ndims " + std::to_string(ndims));
+        return 1;
+    }
+    std::uint64_t elems = 1;
+    for (std::uint32_t i = 0; i < ndims; ++i)
+        if (__builtin_mul_overflow(elems, static_cast<std::uint64_t>(shape[i]), &elems)) {
+            fail_locked(rs, what + ": shape overflows");
+            return 1;
+        }
+    const std::uint64_t bytes = std::max<std::uint64_t>((elems * dtype_bits(code) + 7) / 8, 1);
+    const std::uint64_t reserve = (bytes + 63) / 64 * 64;
+    const int r = static_cast<int>(std::min<std::uint32_t>(rs.depth, kRingCount - 1));
+    Ring& ring = *rings_[r];
+    if (rs.config.workspace_budget_bytes != 0 && rs.workspace_used + reserve > rs.config.workspace_budget_bytes) {
+        fail_locked(rs, what + ": " + std::to_string(reserve) + " bytes would exceed workspace_budget_bytes " +
+                            std::to_string(rs.config.workspace_budget_bytes) + " (" +
+                            std::to_string(rs.workspace_used) + " in use)");
+        return 1;
+    }
+    if (reserve > ring.heap_cap) {
+        fail_locked(rs, what + ": " + std::to_string(reserve) + " bytes can never fit ring " + std::to_string(r) +
+                            "'s heap of " + std::to_string(ring.heap_cap) + " bytes");
+        return 1;
+    }
+    if (!ring.heap) {
+        ring.heap.reset(static_cast<std::uint8_t*>(std::aligned_alloc(64, (ring.heap_cap + 63) / 64 * 64)));
+        if (!ring.heap) {
+            fail_locked(rs, what + ": cannot allocate ring " + std::to_string(r) + "'s heap");
+            return 1;
+        }
+    }
+    // FIFO ring-buffer allocation: live blocks occupy [head, tail) or, wrapped, [head, cap) and
+    // [0, tail). A block that does not fit before the end starts again at offset 0.
+    std::uint64_t offset = 0;
+    auto try_alloc = [&]() {
+        if (ring.blocks.empty()) {
+            ring.heap_head = ring.heap_tail = 0;
+            offset = 0;
+            return reserve <= ring.heap_cap;
+        }
+        if (ring.heap_tail > ring.heap_head) {  // not wrapped
+            if (ring.heap_cap - ring.heap_tail >= reserve) {
+                offset = ring.heap_tail;
+                return true;
+            }
+            if (ring.heap_head >= reserve) {
+                offset = 0;
+                return true;
+            }
+            return false;
+        }
+        if (ring.heap_head - ring.heap_tail >= reserve) {  // wrapped
+            offset = ring.heap_tail;
+            return true;
+        }
+        return false;
+    };
+    const bool ok = orch_wait_locked(lk, [&] {
+        if (try_alloc() || rs.failed) return true;
+        // No progress possible: nothing in flight, or the oldest block's scope is still open.
+        if (!ring.blocks.empty() && !ring.blocks.front().closed) return true;
+        return in_flight_ == 0;
+    });
+    if (rs.failed) return 1;
+    if (!ok || !try_alloc()) {
+        std::uint64_t open_bytes = 0;
+        for (const auto& b : ring.blocks)
+            if (!b.closed) open_bytes += b.size;
+        fail_locked(rs, what + ": deadlock: ring " + std::to_string(r) + "'s heap of " + std::to_string(ring.heap_cap) +
+                            " bytes cannot fit " + std::to_string(reserve) + " bytes; " + std::to_string(open_bytes) +
+                            " bytes are held by scopes that are still open");
+        return 1;
+    }
+    HeapBlock b;
+    b.offset = offset;
+    b.size = reserve;
+    b.depth = rs.depth;
+    b.run_id = rs.run->id();
+    if (ring.blocks.empty()) ring.heap_head = offset;
+    ring.blocks.push_back(b);
+    ring.heap_used += reserve;
+    ring.heap_tail = offset + reserve;
+    rs.workspace_used += reserve;
+
+    std::memset(out, 0, sizeof(ChipTensor));
+    out->buffer.addr = reinterpret_cast<std::uint64_t>(ring.heap.get()) + offset;
+    out->buffer.size = bytes;
+    out->ndims = ndims;
+    out->dtype = code;
+    out->address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
+    std::uint64_t stride = 1;
+    for (std::uint32_t i = ndims; i-- > 0;) {
+        out->shapes[i] = shape[i];
+        out->strides[i] = static_cast<std::uint32_t>(stride);
+        stride *= std::max<std::uint32_t>(shape[i], 1);
+    }
+    out->is_contiguous = 1;
+    return 0;
+}
+
+std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
+    const std::uint32_t index = rs.submitted;
+    // Messages are built only on failure: the success path allocates nothing here.
+    auto orch = [&] { return "orchestration '" + rs.program->name + "'"; };
+    auto reject = [&](const std::string& message) -> std::int64_t {
+        orch_fail(rs, message);
+        return -1;
+    };
+    if (spec == nullptr) return reject(orch() + ": task " + std::to_string(index) + ": submit got a null task");
+    const CoreKernel* k = rs.program->kernel(spec->func_id);
+    auto task = [&] { return orch() + ": task " + std::to_string(index); };
+    if (k == nullptr) {
+        std::string ids;
+        for (const auto& [id, kk] : rs.program->kernels) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+        return reject(task() + ": func_id " + std::to_string(spec->func_id) + " is not a child of this callable (children: " +
+                      (ids.empty() ? "none" : ids) + ")");
+    }
+    auto label = [&] { return task() + " (kernel " + k->label() + ")"; };
+    if (spec->tensor_count != k->tensor_count || spec->scalar_count != k->scalar_count)
+        return reject(label() + ": expected " + std::to_string(k->tensor_count) + " tensors and " +
+                      std::to_string(k->scalar_count) + " scalars, got " + std::to_string(spec->tensor_count) + " and " +
+                      std::to_string(spec->scalar_count));
+    if ((spec->tensor_count && spec->tensors == nullptr) || (spec->scalar_count && spec->scalars == nullptr) ||
+        (spec->dep_count && spec->deps == nullptr))
+        return reject(label() + ": null argument array");
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        const OrchTensorArg& a = spec->tensors[i];
+        if (a.tensor == nullptr) return reject(label() + ": tensor " + std::to_string(i) + " is null");
+        if (a.direction != k->signature[i])
+            return reject(label() + ": tensor " + std::to_string(i) + " is tagged " + direction_name(a.direction) +
+                          " but the kernel signature says " + direction_name(k->signature[i]));
+        if (!tensor_ok(*a.tensor)) {
+            try {
+                check_tensor(*a.tensor, label() + ": tensor " + std::to_string(i));
+            } catch (const std::exception& e) {
+                return reject(e.what());
+            }
+        }
+    }
+
+    std::unique_lock<std::mutex> lk(mu_);
+    if (rs.failed) return -1;
+    const int r = static_cast<int>(std::min<std::uint32_t>(rs.depth, kRingCount - 1));
+    Ring& ring = *rings_[r];
+    // Explicit dependencies must name earlier tasks of this run.
+    for (std::uint32_t d = 0; d < spec->dep_count; ++d) {
+        const std::int64_t id = spec->deps[d];
+        const int dr = static_cast<int>(static_cast<std::uint64_t>(id) >> 48);
+        const std::uint64_t dseq = static_cast<std::uint64_t>(id) & ((std::uint64_t{1} << 48) - 1);
+        if (id < 0 || dr >= kRingCount || dseq < rings_[dr]->run_start || dseq >= rings_[dr]->next) {
+            fail_locked(rs, label() + ": explicit dependency " + std::to_string(d) + " (" + std::to_string(id) +
+                                ") is not a task id returned by an earlier submit of this run");
+            return -1;
+        }
+    }
+
+    // Back-pressure: wait for a task-window slot, then for enough dependency-pool entries.
+    std::vector<Task*>& preds = preds_;  // orchestrator-thread scratch, reused across submits
+    for (;;) {
+        const bool ok = orch_wait_locked(lk, [&] { return ring.next - ring.head < ring.window() || rs.failed || in_flight_ == 0; });
+        if (rs.failed) return -1;
+        if (!ok || ring.next - ring.head >= ring.window()) {
+            fail_locked(rs, label() + ": deadlock: ring " + std::to_string(r) + "'s task window is full with nothing running");
+            return -1;
+        }
+        // Dependencies from overlapping regions against tasks that are still in flight.
+        preds.clear();
+        auto add_pred = [&](Task* p) {
+            if (std::find(preds.begin(), preds.end(), p) == preds.end()) preds.push_back(p);
+        };
+        auto& map = tensor_map_;
+        for (std::size_t e = 0; e < map.size();) {
+            MapEntry& en = map[e];
+            if (en.task->state == Task::State::Done || en.task->seq != en.seq ||
+                en.task->state == Task::State::Free) {
+                en = map.back();
+                map.pop_back();
+                continue;
+            }
+            ++e;
+        }
+        for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+            const ChipTensor& view = *spec->tensors[i].tensor;
+            std::uint64_t lo = 0, hi = 0;
+            if (!tensor_region(view, &lo, &hi)) continue;
+            const ArgDirection dir = spec->tensors[i].direction;
+            const bool reads = dir != ArgDirection::Out;
+            const bool writes = dir != ArgDirection::In;
+            for (const MapEntry& en : map)
+                if (en.lo < hi && lo < en.hi && (writes || (reads && en.write)) && tensors_may_overlap(*en.tensor, view))
+                    add_pred(en.task);
+        }
+        for (std::uint32_t d = 0; d < spec->dep_count; ++d) {
+            const auto id = static_cast<std::uint64_t>(spec->deps[d]);
+            Ring& dring = *rings_[id >> 48];
+            const std::uint64_t dseq = id & ((std::uint64_t{1} << 48) - 1);
+            if (dseq < dring.head) continue;  // retired
+            Task* p = &dring.slots[dseq & dring.mask];
+            if (p->seq == dseq && p->state != Task::State::Done && p->state != Task::State::Free) add_pred(p);
+        }
+        const auto edges = static_cast<std::uint32_t>(preds.size());
+        if (edges > ring.dep_cap) {
+            fail_locked(rs, label() + ": needs " + std::to_string(edges) + " dependency entries but ring " + std::to_string(r) +
+                                "'s dependency pool holds " + std::to_string(ring.dep_cap));
+            return -1;
+        }
+        if (ring.dep_used + edges <= ring.dep_cap) break;
+        const std::uint64_t seen = in_flight_;
+        const bool progressed = orch_wait_locked(lk, [&] { return in_flight_ < seen || rs.failed || in_flight_ == 0; });
+        (void)progressed;
+        if (rs.failed) return -1;
+    }
+
+    const std::uint64_t seq = ring.next++;
+    Task& t = ring.slots[seq & ring.mask];
+    t.seq = seq;
+    t.ring = r;
+    t.index = index;
+    t.kernel = k;
+    t.run = &rs;
+    t.tensors.resize(spec->tensor_count);
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        t.tensors[i] = *spec->tensors[i].tensor;
+        t.tensors[i].owner_task_id = seq;
+    }
+    t.args.resize(spec->tensor_count + spec->scalar_count);
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) t.args[i] = reinterpret_cast<std::int64_t>(&t.tensors[i]);
+    for (std::uint32_t i = 0; i < spec->scalar_count; ++i)
+        t.args[spec->tensor_count + i] = static_cast<std::int64_t>(spec->scalars[i]);
+    t.successors.clear();
+    t.pred_indices.clear();
+    t.edges = static_cast<std::uint32_t>(preds.size());
+    t.fanin = static_cast<std::int32_t>(preds.size());
+    ring.dep_used += t.edges;
+    for (Task* p : preds) {
+        p->successors.push_back(&t);
+        if (rs.config.dep_graph && p->run == &rs) t.pred_indices.push_back(p->index);
+    }
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        std::uint64_t lo = 0, hi = 0;
+        if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
+        if (spec->tensors[i].direction != ArgDirection::In) {
+            // A write that covers every element of an older entry is ordered after it (WAR/WAW
+            // above), so later accesses need only depend on this task: drop covered entries
+            // (keeps fan-in small). Covered elements, not bytes: a strided write whose byte
+            // range spans an older entry's may leave the older entry's elements untouched.
+            auto& map = tensor_map_;
+            for (std::size_t e = 0; e < map.size();) {
+                if (map[e].task != &t && map[e].lo >= lo && map[e].hi <= hi && tensor_covers(t.tensors[i], *map[e].tensor)) {
+                    map[e] = map.back();
+                    map.pop_back();
+                    continue;
+                }
+                ++e;
+            }
+        }
+        tensor_map_.push_back(MapEntry{lo, hi, &t.tensors[i], &t, seq, spec->tensors[i].direction != ArgDirection::In});
+    }
+    if (rs.config.dep_graph) rs.nodes.push_back(TaskNode{index, spec->func_id, k->name, t.pred_indices});
+    ++rs.submitted;
+    ++rs.outstanding;
+    ++in_flight_;
+    if (t.fanin == 0) {
+        if (rs.lanes > 0) {
+            t.state = Task::State::Pending;  // a scheduler thread dispatches it
+            post_locked(&t, SchedEvent{});
+        } else {
+            push_ready_locked(&t);
+        }
+    } else {
+        t.state = Task::State::Pending;
+    }
+    return static_cast<std::int64_t>((static_cast<std::uint64_t>(r) << 48) | seq);
+}
+
+}  // namespace simpler::chip

@@ -1,0 +1,435 @@
+// Running: the orchestrator thread's loop over queued runs and its execution of one run, the
+// AICPU scheduler lanes, the AICore threads, task completion and retirement, and the end of a
+// run (diagnostics files, Run completion).
+#include <algorithm>
+#include <exception>
+
+#include "chip_internal.hpp"
+
+namespace simpler::chip {
+
+// ---------------------------------------------------------------------------------------------
+// The orchestrator thread: runs one queued run after another; the end of a run
+
+void Chip::orchestrator_loop() {
+    started_.fetch_add(1, std::memory_order_release);
+    // Runs are orchestrated one after another, without waiting for the previous run's tasks:
+    // the tensor map spans runs, so a later run's tasks still wait for what they overlap. A run
+    // completes on whichever thread retires its last task (or here, when its orchestration
+    // returns with nothing outstanding), never later than that.
+    for (;;) {
+        Pending p;
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            orch_wait_locked(lk, [&] { return !queue_.empty() || stop_.load(); });
+            if (queue_.empty()) {
+                if (stop_.load()) return;
+                continue;
+            }
+            p = std::move(queue_.front());
+            queue_.pop_front();
+            busy_ = true;
+        }
+        execute_run(p);
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            busy_ = false;
+            if (idle_locked()) idle_cv_.notify_all();
+        }
+    }
+}
+
+std::unique_ptr<Chip::RunState> Chip::take_if_complete_locked(RunState& rs) {
+    if (!rs.orch_done || rs.outstanding != 0) return nullptr;
+    for (auto it = active_.begin(); it != active_.end(); ++it)
+        if (it->get() == &rs) {
+            std::unique_ptr<RunState> owned = std::move(*it);
+            active_.erase(it);
+            ++finalizing_;
+            return owned;
+        }
+    return nullptr;
+}
+
+void Chip::fail_locked(RunState& rs, const std::string& message) {
+    if (rs.failed) return;
+    rs.failed = true;
+    rs.error = message;
+}
+
+void Chip::orch_fail(RunState& rs, const std::string& message) {
+    std::lock_guard<std::mutex> lk(mu_);
+    fail_locked(rs, message);
+}
+
+void Chip::execute_run(Pending& p) {
+    if (p.kernel_launch) {
+        std::string error = consume_kernel_launch(p);
+        if (!error.empty()) {
+            complete_run(*p.run, std::move(error), 0, {});
+            return;
+        }
+    }
+    auto owned = std::make_unique<RunState>();
+    RunState& rs = *owned;
+    rs.run = p.run;
+    rs.program_ref = p.program;
+    rs.program = p.program.get();
+    rs.config = p.config;
+    rs.tensors = std::move(p.tensors);
+    rs.scalars = std::move(p.scalars);
+    rs.t0 = now_ns();
+    {
+        std::unique_lock<std::mutex> lk(mu_);
+        bool same = true;
+        for (int r = 0; r < kRingCount; ++r) {
+            const Ring& ring = *rings_[r];
+            same = same && !ring.slots.empty() && ring.window() == rs.config.task_window[r] &&
+                   ring.dep_cap == rs.config.dep_pool[r] && ring.heap_cap == rs.config.heap[r];
+        }
+        if (!same) {
+            // Other ring sizes: let earlier runs drain (their tasks and heap blocks) first.
+            orch_wait_locked(lk, [&] {
+                if (in_flight_ != 0) return false;
+                retire_locked();
+                for (const auto& ring : rings_)
+                    if (!ring->blocks.empty()) return false;
+                return true;
+            });
+            tensor_map_.clear();  // every task is done; the slots are about to be replaced
+            for (int r = 0; r < kRingCount; ++r) {
+                Ring& ring = *rings_[r];
+                const std::uint64_t window = rs.config.task_window[r];
+                if (ring.window() != window || ring.slots.empty()) {
+                    ring.slots = std::vector<Task>(window);
+                    ring.mask = window - 1;
+                }
+                ring.dep_cap = rs.config.dep_pool[r];
+                if (ring.heap_cap != rs.config.heap[r]) {
+                    ring.heap.reset();
+                    ring.heap_cap = rs.config.heap[r];
+                }
+                ring.heap_head = ring.heap_tail = ring.heap_used = 0;
+                ring.blocks.clear();
+            }
+        }
+        // Scheduler threads start on demand and stay until close(); a run that cannot get its
+        // threads (the system refuses) runs with the ones that exist and fails with the reason.
+        const int want = static_cast<int>(rs.config.aicpu_threads) - 1;
+        while (scheduler_count_ < want) {
+            try {
+                const int lane = scheduler_count_;
+                schedulers_.emplace_back([this, lane] { scheduler_loop(lane); });
+                ++scheduler_count_;
+            } catch (const std::exception& e) {
+                fail_locked(rs, "aicpu_thread_num: cannot start AICPU scheduler thread " +
+                                    std::to_string(scheduler_count_) + ": " + e.what());
+                break;
+            }
+        }
+        // As in the constructor: a scheduler still starting may hold allocator locks a fork
+        // would hand to the child, so wait until each one runs its loop.
+        while (sched_started_.load(std::memory_order_acquire) < scheduler_count_) std::this_thread::yield();
+        rs.lanes = std::min(want, scheduler_count_);
+        for (auto& ring : rings_) ring->run_start = ring->next;
+        current_ = &rs;
+        active_.push_back(std::move(owned));
+    }
+
+    ChipStorageTaskArgs args{};
+    args.abi_version = kOrchestrationAbiVersion;
+    args.tensor_count = static_cast<std::uint32_t>(rs.tensors.size());
+    args.scalar_count = static_cast<std::uint32_t>(rs.scalars.size());
+    args.tensors = rs.tensors.data();
+    args.scalars = rs.scalars.data();
+    SimplerOrchContext ctx{this, &rs};
+    const std::string what = "orchestration '" + rs.program->name + "'";
+    rs.orch_start = now_ns();
+    try {
+        const std::int32_t status = rs.program->entry(&kOrchApi, &ctx, &args);
+        if (status != 0) orch_fail(rs, what + " returned status " + std::to_string(status));
+    } catch (const std::exception& e) {
+        orch_fail(rs, what + " threw " + e.what());
+    } catch (...) {
+        orch_fail(rs, what + " threw a non-standard exception");
+    }
+    rs.orch_end = now_ns();
+
+    std::unique_lock<std::mutex> lk(mu_);
+    while (rs.depth > 0) {  // scopes left open end with the orchestration
+        lk.unlock();
+        orch_scope_end(rs);
+        lk.lock();
+    }
+    // Blocks allocated outside any scope live until the run's tasks (and earlier ones) retire.
+    for (auto& ring : rings_)
+        for (auto& b : ring->blocks)
+            if (!b.closed && b.run_id == rs.run->id()) {
+                b.closed = true;
+                for (int r = 0; r < kRingCount; ++r) b.release_after[r] = rings_[r]->next;
+            }
+    rs.orch_done = true;
+    current_ = nullptr;
+    retire_locked();
+    std::unique_ptr<RunState> done = take_if_complete_locked(rs);
+    lk.unlock();
+    if (done) finalize_run(std::move(done));
+}
+
+void Chip::finalize_run(std::unique_ptr<RunState> owned) {
+    // Runs on the thread that retired the run's last task (or the orchestrator): the run is out
+    // of active_, so nothing else touches it.
+    RunState& rs = *owned;
+    const std::string what = "orchestration '" + rs.program->name + "'";
+    rs.slices.push_back(TraceSlice{0, rs.orch_start - rs.t0, rs.orch_end - rs.t0, kOrchestrationSlice, -1, what});
+    // Scheduler tracks follow the AICore tracks, so AICore track ids do not depend on the run.
+    const int first_sched = 1 + options_.aic_threads + options_.aiv_threads;
+    for (int k = 0; k < rs.lanes; ++k) {
+        const auto& st = rs.sched[k];
+        if (st.dispatched + st.completed == 0) continue;
+        rs.slices.push_back(TraceSlice{first_sched + k, st.first_ns - rs.t0, st.last_ns - rs.t0, kSchedulerSlice, -1,
+                                       "scheduler: dispatched " + std::to_string(st.dispatched) + ", completed " +
+                                           std::to_string(st.completed)});
+    }
+    std::vector<std::string> files;
+    if (rs.config.swimlane || rs.config.dep_graph) {
+        try {
+            std::vector<std::string> names{"AICPU orchestrator"};
+            int aic = 0, aiv = 0;
+            for (int i = 0; i < options_.aic_threads; ++i) names.push_back("AIC " + std::to_string(aic++));
+            for (int i = 0; i < options_.aiv_threads; ++i) names.push_back("AIV " + std::to_string(aiv++));
+            for (int k = 0; k < rs.lanes; ++k) names.push_back("AICPU scheduler " + std::to_string(k));
+            const std::string base = rs.config.output_prefix;
+            if (rs.config.swimlane) files.push_back(write_swimlane(base, rs.run->id(), names, rs.slices));
+            if (rs.config.dep_graph) files.push_back(write_dep_graph(base, rs.run->id(), rs.nodes));
+        } catch (const std::exception& e) {
+            if (!rs.failed) {
+                rs.failed = true;
+                rs.error = std::string("diagnostics: ") + e.what();
+            }
+        }
+    }
+    complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files));
+    owned.reset();  // releases the program (and its binaries) before close() may return
+    std::lock_guard<std::mutex> lk(mu_);
+    --finalizing_;
+    if (idle_locked()) idle_cv_.notify_all();
+}
+
+void Chip::complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files) {
+    {
+        std::lock_guard<std::mutex> lk(run.mu_);
+        run.error_ = std::move(error);
+        run.tasks_submitted_ = submitted;
+        run.files_ = std::move(files);
+        run.done_.store(true, std::memory_order_release);
+    }
+    run.cv_.notify_all();
+}
+
+// ---------------------------------------------------------------------------------------------
+// AICPU scheduler threads: each serves one lane; a run with n AICPU threads spreads its tasks
+// over lanes 0..n-2 by sequence number. They spin briefly on the lane, then park.
+
+void Chip::post_locked(Task* t, SchedEvent ev) {
+    const int lane = static_cast<int>(t->seq % static_cast<std::uint64_t>(t->run->lanes));
+    SchedLane& L = lanes_[lane];
+    ev.task = t;
+    L.queue.push_back(std::move(ev));
+    L.pending.fetch_add(1, std::memory_order_release);
+    if (L.sleeping) L.cv.notify_one();
+}
+
+void Chip::scheduler_loop(int lane) {
+    sched_started_.fetch_add(1, std::memory_order_release);
+    SchedLane& L = lanes_[lane];
+    std::vector<std::unique_ptr<RunState>> completed;
+    for (;;) {
+        const std::int64_t deadline = now_ns() + options_.spin_ns;
+        for (unsigned i = 1; L.pending.load(std::memory_order_acquire) == 0 && !stop_.load(std::memory_order_relaxed);
+             ++i) {
+            cpu_relax();
+            if (spin_expired(i, deadline)) break;
+        }
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            if (L.queue.empty()) {
+                if (stop_.load()) return;
+                L.sleeping = true;
+                L.cv.wait(lk, [&] { return !L.queue.empty() || stop_.load(); });
+                L.sleeping = false;
+                if (L.queue.empty()) return;
+            }
+            while (!L.queue.empty()) {
+                SchedEvent ev = std::move(L.queue.front());
+                L.queue.pop_front();
+                L.pending.fetch_sub(1, std::memory_order_relaxed);
+                RunState& rs = *ev.task->run;
+                auto& st = rs.sched[lane];
+                const std::int64_t now = now_ns();
+                if (st.dispatched + st.completed == 0) st.first_ns = now;
+                st.last_ns = now;
+                if (ev.finished) {
+                    ++st.completed;
+                    // After this the run may be complete: do not touch rs below.
+                    if (auto done = resolve_locked(ev.task, ev.thread, ev.start_ns, ev.end_ns, ev.error))
+                        completed.push_back(std::move(done));
+                } else {
+                    ++st.dispatched;
+                    push_ready_locked(ev.task);
+                }
+            }
+        }
+        for (auto& done : completed) finalize_run(std::move(done));
+        completed.clear();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduling and execution
+
+void Chip::push_ready_locked(Task* t) {
+    t->state = Task::State::Ready;
+    const int type = static_cast<int>(t->kernel->core);
+    ready_[type].push_back(t);
+    ready_count_[type].fetch_add(1, std::memory_order_release);
+    if (sleepers_[type] > 0) core_cv_[type].notify_one();
+}
+
+Chip::Task* Chip::pop_ready(CoreType core) {
+    const int type = static_cast<int>(core);
+    auto take = [&]() -> Task* {
+        Task* t = ready_[type].front();
+        ready_[type].pop_front();
+        ready_count_[type].fetch_sub(1, std::memory_order_relaxed);
+        t->state = Task::State::Running;
+        return t;
+    };
+    const std::int64_t deadline = now_ns() + options_.spin_ns;
+    for (unsigned i = 1;; ++i) {
+        if (ready_count_[type].load(std::memory_order_acquire) > 0) {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (!ready_[type].empty()) return take();
+        }
+        if (stop_.load(std::memory_order_relaxed)) break;
+        cpu_relax();
+        if (spin_expired(i, deadline)) break;
+    }
+    std::unique_lock<std::mutex> lk(mu_);
+    ++sleepers_[type];
+    core_cv_[type].wait(lk, [&] { return !ready_[type].empty() || stop_.load(); });
+    --sleepers_[type];
+    if (ready_[type].empty()) return nullptr;
+    return take();
+}
+
+void Chip::core_loop(int thread_index, CoreType type) {
+    started_.fetch_add(1, std::memory_order_release);
+    for (;;) {
+        Task* t = pop_ready(type);
+        if (t == nullptr) {
+            if (stop_.load()) return;
+            continue;
+        }
+        const CoreKernel* k = t->kernel;
+        std::string error;
+        const std::int64_t start = now_ns();
+        bool skip;
+        {
+            // A failed run drains without running more kernels.
+            std::lock_guard<std::mutex> lk(mu_);
+            skip = t->run->failed;
+        }
+        if (!skip) {
+            try {
+                k->entry(t->args.data());
+                if (const char* msg = k->take_error()) error = msg;
+            } catch (const std::exception& e) {
+                error = std::string("threw ") + e.what();
+                k->take_error();
+            } catch (...) {
+                error = "threw a non-standard exception";
+                k->take_error();
+            }
+        }
+        if (!skip) t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
+        // After finish_task the run may complete and its state go away: do not touch t->run.
+        finish_task(t, thread_index, start, now_ns(), skip ? std::string() : std::move(error));
+    }
+}
+
+void Chip::finish_task(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns, std::string error) {
+    std::unique_ptr<RunState> done;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (t->run->lanes > 0) {
+            // The AICore only signals completion; a scheduler thread resolves it.
+            SchedEvent ev;
+            ev.finished = true;
+            ev.thread = thread_index;
+            ev.start_ns = start_ns;
+            ev.end_ns = end_ns;
+            ev.error = std::move(error);
+            post_locked(t, std::move(ev));
+            return;
+        }
+        done = resolve_locked(t, thread_index, start_ns, end_ns, error);
+    }
+    if (done) finalize_run(std::move(done));
+}
+
+std::unique_ptr<Chip::RunState> Chip::resolve_locked(Task* t, int thread_index, std::int64_t start_ns,
+                                                     std::int64_t end_ns, const std::string& error) {
+    RunState& rs = *t->run;
+    if (!error.empty())
+        fail_locked(rs, "orchestration '" + rs.program->name + "': task " + std::to_string(t->index) + " (kernel " +
+                            t->kernel->label() + ") failed: " + error);
+    if (rs.config.swimlane)
+        rs.slices.push_back(TraceSlice{thread_index, start_ns - rs.t0, end_ns - rs.t0, static_cast<std::int64_t>(t->index),
+                                       t->kernel->func_id, t->kernel->name});
+    t->state = Task::State::Done;
+    for (Task* s : t->successors)
+        if (--s->fanin == 0) push_ready_locked(s);
+    rings_[t->ring]->dep_used -= t->edges;
+    t->edges = 0;
+    --rs.outstanding;
+    --in_flight_;
+    retire_locked();
+    progress_.fetch_add(1, std::memory_order_release);
+    if (orch_waiting_) orch_cv_.notify_one();
+    return take_if_complete_locked(rs);
+}
+
+void Chip::retire_locked() {
+    for (auto& rp : rings_) {
+        Ring& ring = *rp;
+        while (ring.head < ring.next) {
+            Task& t = ring.slots[ring.head & ring.mask];
+            if (t.state != Task::State::Done) break;
+            t.state = Task::State::Free;
+            ++ring.head;
+        }
+    }
+    for (auto& rp : rings_) {
+        Ring& ring = *rp;
+        while (!ring.blocks.empty()) {
+            const HeapBlock& b = ring.blocks.front();
+            if (!b.closed) break;
+            bool released = true;
+            for (int r = 0; r < kRingCount; ++r)
+                if (rings_[r]->head < b.release_after[r]) released = false;
+            if (!released) break;
+            ring.heap_used -= b.size;
+            if (current_ != nullptr && b.run_id == current_->run->id())
+                current_->workspace_used -= std::min(current_->workspace_used, b.size);
+            ring.blocks.pop_front();
+            if (ring.blocks.empty()) {
+                ring.heap_head = ring.heap_tail = 0;
+            } else {
+                ring.heap_head = ring.blocks.front().offset;
+            }
+        }
+    }
+}
+
+}  // namespace simpler::chip
