@@ -326,7 +326,8 @@ def docs(session: nox.Session) -> None:
     session.install(*DOC_TOOLS)
     session.chdir(ROOT)  # mkdocs.yml's snippet base path is the repository root
     session.run(
-        "python", "-m", "pypto.ir.ops.reference", "--check", str(ROOT / "docs" / "reference" / "ops.md")
+        *("python", "-m", "pypto.ir.ops.reference", "--check", "docs/reference/ops.md"),
+        *("--examples", "docs/tutorial"),
     )
     session.env["NO_MKDOCS_2_WARNING"] = "1"  # mkdocs-material's banner about its successor
     session.run(

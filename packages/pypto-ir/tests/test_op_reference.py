@@ -17,7 +17,7 @@ from pypto.ir.ops import LANGUAGE, OPS, infer, reference
 from pypto.ir.types import MemorySpace
 
 HERE = Path(__file__).resolve().parent
-REGENERATE = "python -m pypto.ir.ops.reference docs/reference/ops.md"
+REGENERATE = reference.COMMAND
 
 
 def _page() -> Path:
@@ -33,12 +33,40 @@ def _section(text: str, name: str) -> str:
     return match.group(1)
 
 
+def _tutorial(page: Path) -> Path:
+    return page.parents[1] / "tutorial"
+
+
 def test_committed_page_is_the_rendered_table() -> None:
     page = _page()
     assert page.is_file(), f"{page} is missing; write it with `{REGENERATE}`"
-    assert page.read_text(encoding="utf-8") == reference.render(), (
-        f"{page} differs from the op table; regenerate it with `{REGENERATE}`"
+    assert page.read_text(encoding="utf-8") == reference.render([_tutorial(page)], page.parent), (
+        f"{page} differs from the op table or the tutorial; regenerate it with `{REGENERATE}`"
     )
+
+
+def test_examples_from_programs_are_their_first_calling_line(tmp_path: Path) -> None:
+    (tmp_path / "a_step.py").write_text(
+        "# pl.add(x, y) in a comment is not an example\nz = pl.add(x, 1.0)\nw = pl.tile.add(z, z)\n"
+        "q = pl.nonexistent(z)\n"
+    )
+    (tmp_path / "b_step.py").write_text("out = pl.add(a, b)\nm = pl.row_max(t)\n")
+    found = reference.usages([tmp_path])
+    assert found == {
+        "add": (tmp_path / "a_step.py", "z = pl.add(x, 1.0)"),
+        "row_max": (tmp_path / "b_step.py", "m = pl.row_max(t)"),
+    }
+    page = reference.render([tmp_path], tmp_path / "reference")
+    assert "**Example** ([a_step.py](../a_step.py)): `z = pl.add(x, 1.0)`" in _section(page, "add")
+    assert "**Example** (" not in _section(page, "sub")
+
+
+def test_the_committed_page_shows_the_tutorials_calls() -> None:
+    page = _page()
+    text = page.read_text(encoding="utf-8")
+    for name, (path, code) in reference.usages([_tutorial(page)]).items():
+        assert f"**Example** ([{path.name}](../tutorial/{path.name})): `{code}`" in _section(text, name)
+        assert re.search(rf"\bpl\.(tile\.)?{name}\(", code)
 
 
 def test_every_pl_op_and_every_form_has_its_section() -> None:
@@ -126,6 +154,6 @@ def test_check_fails_on_a_stale_page(tmp_path: Path) -> None:
     page.write_text(reference.render().replace("Element-wise e**x.", "Element-wise 2**x."), encoding="utf-8")
     assert reference.main(["--check", str(page)], write=said.append) == 1
     assert len(said) == 2
-    assert "regenerate it: python -m pypto.ir.ops.reference" in said[-1]
+    assert f"regenerate it (from the repository root): {reference.COMMAND}" in said[-1]
     with pytest.raises(SystemExit):
         reference.main(["--check"])

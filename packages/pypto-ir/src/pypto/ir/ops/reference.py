@@ -6,18 +6,21 @@ rules, so the page cannot say something the compiler does not do: the signature 
 the dtypes and memory spaces are the ``OpSpec``'s where the table records them and otherwise the
 ones the type rule accepts when asked about each, and the typing line is the rule applied to a
 sample operand list (``SAMPLES``). Examples are the ``pl.<name>(...)`` calls the doc itself
-writes. ``python -m pypto.ir.ops.reference [PATH]`` writes the page (default: print it),
-``--check PATH`` fails when PATH differs; tests/test_op_reference.py and ``nox -s docs`` fail
-when the committed page differs from a fresh render.
+writes and, with ``--examples``, the first line of the given programs (the tutorial's steps,
+which CI runs and checks against numpy/torch) that calls the op; none is written for the page.
+``python -m pypto.ir.ops.reference docs/reference/ops.md --examples docs/tutorial`` writes the
+page, ``--check`` fails when it differs; tests/test_op_reference.py and ``nox -s docs`` fail when
+the committed page differs from a fresh render.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,10 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.ops.spec import LANGUAGE, OPS, REQUIRED, LangOp, OpError, OpSpec, infer
 from pypto.ir.types import MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
 
-__all__ = ["SAMPLES", "main", "render", "sample"]
+__all__ = ["COMMAND", "SAMPLES", "main", "render", "sample", "usages"]
+
+COMMAND = "python -m pypto.ir.ops.reference docs/reference/ops.md --examples docs/tutorial"
+"""The command that writes the committed page, from the repository root."""
 
 _FP32 = DataType.FP32
 _FP16 = DataType.FP16
@@ -72,6 +78,8 @@ SAMPLES: dict[str, Sample] = {
     "tile.fillpad": ([_T], {"pad": PadValue.zero}),
     "tensor.write": ([_X, _S], {}),
     "tensor.view": ([_X], {"shape": (16, 64), "static_offsets": [32, 0]}),
+    "tile.print": ([_T], {"label": "t"}),
+    "scalar.print": ([_S], {"label": "s"}),
 }
 """Operand types and attributes for each IR op that is not one of the element-wise, reduction or
 broadcast families (those get theirs from ``sample``)."""
@@ -159,6 +167,29 @@ def _examples(doc: str) -> list[str]:
     return _CALL.findall(doc)
 
 
+def _programs(sources: Iterable[Path]) -> list[Path]:
+    files: list[Path] = []
+    for src in sources:
+        files += sorted(src.glob("*.py")) if src.is_dir() else [src]
+    return files
+
+
+def usages(sources: Iterable[Path]) -> dict[str, tuple[Path, str]]:
+    """Per op name, the first line of the ``sources`` (``.py`` files, or folders of them, in the
+    order given) that calls ``pl.<name>(`` or ``pl.tile.<name>(``: ``(file, the line)``."""
+    found: dict[str, tuple[Path, str]] = {}
+    call = re.compile(r"\bpl\.(?:tile\.)?(\w+)\(")
+    for path in _programs(sources):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            code = line.strip()
+            if code.startswith("#"):
+                continue
+            for name in call.findall(code):
+                if name in LANGUAGE and LANGUAGE[name].public:
+                    found.setdefault(name, (path, code))
+    return found
+
+
 def _attr(value: Any) -> str:
     if isinstance(value, DataType | MemorySpace | PadValue):
         return str(value.value)
@@ -209,7 +240,7 @@ def _form(op: LangOp, ir: str) -> list[str]:
     return out
 
 
-def _op_section(op: LangOp) -> list[str]:
+def _op_section(op: LangOp, used: tuple[Path, str] | None, relative_to: Path) -> list[str]:
     # a text fence: the signature is not a runnable snippet
     out = [f"### `pl.{op.name}`", "", "```text", _signature(op), "```", ""]
     out += [inspect.cleandoc(op.doc), ""]
@@ -218,6 +249,10 @@ def _op_section(op: LangOp) -> list[str]:
     examples = _examples(op.doc)
     if examples:
         out += [f"**Example:** {', '.join(f'`{e}`' for e in examples)}", ""]
+    if used is not None:
+        path, code = used
+        link = Path(os.path.relpath(path.resolve(), relative_to.resolve())).as_posix()
+        out += [f"**Example** ([{path.name}]({link})): `{code}`", ""]
     out += ["**Forms:**", ""]
     for ir in op.ir_ops:
         out += _form(op, ir)
@@ -236,14 +271,17 @@ def _anchor(title: str) -> str:
     return re.sub(r"[^a-z0-9_\- ]", "", title.lower()).strip().replace(" ", "-")
 
 
-def render() -> str:
-    """The op reference page as Markdown."""
+def render(examples: Sequence[Path] = (), relative_to: Path | None = None) -> str:
+    """The op reference page as Markdown; ``examples``: programs (files or folders) whose calls of
+    each op are shown, linked relative to ``relative_to`` (the page's folder; default: here)."""
     groups = _groups()
+    used = usages(examples)
+    base = relative_to if relative_to is not None else Path.cwd()
     out = [
         "# Op reference",
         "",
-        "<!-- Generated by `python -m pypto.ir.ops.reference docs/reference/ops.md` from the op table",
-        "     (pypto/ir/ops/table.py); do not edit by hand. -->",
+        f"<!-- Generated by `{COMMAND}`",
+        "     from the op table (pypto/ir/ops/table.py); do not edit by hand. -->",
         "",
         "Every `pl.*` operation of the kernel language, one section per group, in the order of the op",
         "table. The signature and text are what `help(pl.<name>)` shows. *Forms* lists the IR ops a",
@@ -252,7 +290,9 @@ def render() -> str:
         "*memory spaces* are those the form accepts for its tile or tensor operands (for an op that",
         "makes a tile, such as `pl.load`, the spaces of the tile it makes); the line under a form is",
         "its type rule applied to sample operands. `pl.tile.<name>` is the same function as",
-        "`pl.<name>`, exported for the ops that have a tile form.",
+        "`pl.<name>`, exported for the ops that have a tile form. An *Example* with a file name is",
+        "the first line of that [tutorial](../tutorial/README.md) step that calls the op; CI runs",
+        "every step and checks its result against numpy or torch.",
         "",
     ]
     out += [
@@ -262,26 +302,33 @@ def render() -> str:
     for group, ops in groups.items():
         out += [f"## {group}", ""]
         for op in ops:
-            out += _op_section(op)
+            out += _op_section(op, used.get(op.name), base)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
 def main(argv: list[str] | None = None, write: Callable[[str], Any] = sys.stdout.write) -> int:
-    """``python -m pypto.ir.ops.reference [--check] [PATH]``: write the page to PATH (or print it);
-    with ``--check``, exit 1 when PATH differs from the page the table gives now."""
+    """Write the op reference to PATH (or print it); with ``--check``, exit 1 when PATH differs
+    from the page the table gives now."""
     parser = argparse.ArgumentParser(prog="python -m pypto.ir.ops.reference", description=main.__doc__)
     parser.add_argument("path", nargs="?", type=Path, help="where to write the page (default: stdout)")
     parser.add_argument(
         "--check", action="store_true", help="compare PATH with the table instead of writing it"
     )
+    parser.add_argument(
+        "--examples",
+        action="append",
+        type=Path,
+        default=[],
+        help="a program, or a folder of them, to take each op's example line from (repeatable)",
+    )
     ns = parser.parse_args(argv)
-    text = render()
+    if ns.check and ns.path is None:
+        parser.error("--check needs the PATH of the committed page")
+    text = render(ns.examples, ns.path.parent if ns.path is not None else None)
     if ns.check:
-        if ns.path is None:
-            parser.error("--check needs the PATH of the committed page")
         if not ns.path.is_file() or ns.path.read_text(encoding="utf-8") != text:
             write(
-                f"{ns.path} is not the op table's reference; regenerate it: python -m pypto.ir.ops.reference {ns.path}\n"
+                f"{ns.path} is not the op table's reference; regenerate it (from the repository root): {COMMAND}\n"
             )
             return 1
         return 0
