@@ -3,10 +3,9 @@
 ``pl.dynamic("M")`` names a dimension whose extent is read from the tensor at run time: one
 compiled program serves every M. M need not be a multiple of the tile, so the last block is
 a *tail*: ``pl.load(..., valid_shape=[rows, cols])`` loads only the leading ``rows x cols``
-region (run-time values allowed) and ``pl.store`` writes back only that region. Ops compute on
-the valid region; where padding would matter (a row max or sum over a ragged row), it is set
-first with ``pl.tile.fillpad``: ``PadValue.min`` makes padding neutral for a max, and
-``exp(min - max)`` is 0 for the sum.
+region (run-time values allowed); the rest of the tile is padding. Ops read and write only
+the valid region (a row reduction reduces the valid columns of the valid rows), and
+``pl.store`` writes back only that region, so a tail never touches memory outside the tensor.
 
 Here the rows and the row length are both dynamic: a row softmax of an [M, N] tensor, with
 N at most one tile wide.
@@ -36,16 +35,12 @@ def softmax_rows(x: pl.Tensor[[M, N], pl.FP32], out: pl.Out[pl.Tensor[[M, N], pl
                 rows = T  # a full block
             else:
                 rows = M - i * T  # the tail
-            part = pl.load(x, [i * T, 0], [T, W], valid_shape=[rows, N])  # valid: [rows, N]
-            t = pl.tile.fillpad(part, pad_value=pl.PadValue.min)  # fully valid, padding = min
+            t = pl.load(x, [i * T, 0], [T, W], valid_shape=[rows, N])  # valid region: [rows, N]
             tmp = pl.create_tile([T, W], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
-            m: pl.Tile[[T, 1], pl.FP32] = pl.row_max(t, tmp)
+            m: pl.Tile[[T, 1], pl.FP32] = pl.row_max(t, tmp)  # over the N valid columns
             e = pl.exp(pl.row_expand_sub(t, m))
             s: pl.Tile[[T, 1], pl.FP32] = pl.row_sum(e, tmp)
-            p = pl.row_expand_div(e, s)
-            # a store writes its tile's valid region, and p is fully valid: writing p into
-            # `part` gives p's values with part's valid region, [rows, N]
-            pl.store(pl.tile.assemble(part, p, [0, 0]), [i * T, 0], out)
+            pl.store(pl.row_expand_div(e, s), [i * T, 0], out)  # writes the [rows, N] region
     return out
 
 
