@@ -213,6 +213,17 @@ def _build_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) ->
     return call
 
 
+def _build_print(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    label_node = b.get("label")
+    if label_node is None:
+        label = ast.unparse(node.args[0]) if node.args else "value"
+    else:
+        label = p.static_value(label_node, "pl.print label", node)
+        if not isinstance(label, str):
+            raise p.err(f"pl.print(label): expected a string known at compile time, got {label!r}", node)
+    return p.make_op("print", [p.expr(b["value"])], {"label": label}, node)
+
+
 OP_BUILDERS: dict[str, _Builder] = {
     "matmul": _build_matmul,
     "load": _build_load,
@@ -230,4 +241,5 @@ OP_BUILDERS: dict[str, _Builder] = {
     "assemble": _build_assemble,
     "slice": _build_slice,
     "fillpad": _build_fillpad,
+    "print": _build_print,
 }

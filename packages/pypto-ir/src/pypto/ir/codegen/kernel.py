@@ -11,6 +11,7 @@ platform's on-chip buffers (pypto.ir.platforms) and reports their use in the met
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from pypto.ir import __version__
@@ -58,7 +59,8 @@ _PAD = {PadValue.zero: "pt::Pad::Zero", PadValue.min: "pt::Pad::Min", PadValue.m
 # Tile ops the emitter writes itself rather than as their table's one library call: load/store
 # (ND or NZ, an optional valid shape; their library functions are still the table's), a scratch
 # tile (a declaration), a filled tile (Tile::fill) and a tile element read (element access).
-BESPOKE = frozenset({"tile.load", "tile.store", "tile.create", "tile.full", "tile.read"})
+BESPOKE = frozenset({"tile.load", "tile.store", "tile.create", "tile.full", "tile.read", "tile.print"})
+PRINT_OPS = frozenset({"tile.print", "scalar.print"})
 
 
 def _cpp(op: str) -> Cpp:
@@ -69,6 +71,7 @@ def _cpp(op: str) -> Cpp:
 
 
 _LOAD, _STORE = _cpp("tile.load"), _cpp("tile.store")
+_PRINT = OPS["tile.print"].cpp or Cpp("print")  # one library function prints tiles and scalars
 # ops of the cube unit: their operands are Left/Right tiles (the table's spaces)
 _CUBE_OPS = frozenset(
     n for n, s in OPS.items() if s.spaces and {MemorySpace.Left, MemorySpace.Right} <= set(s.spaces)
@@ -201,6 +204,9 @@ class _KernelGen:
                 if isinstance(s.value, Call) and s.value.op == "tensor.write":
                     self.write(s.value, depth)
                     continue
+                if isinstance(s.value, Call) and s.value.op in PRINT_OPS:
+                    self.debug_print(s.value, depth)
+                    continue
                 if not isinstance(s.value, Call) or s.value.op != "tile.store":
                     raise CompileError(f"kernel codegen: unexpected statement {s.value}")
                 self.store(s.value, depth)
@@ -234,6 +240,18 @@ class _KernelGen:
         fn = _STORE.nz_fn if nz else _STORE.fn
         self.emit(depth, f"pt::{fn}({ident(dst.name)}, {ident(tile.name)}, {self.offsets(offs)});")
 
+    def debug_print(self, c: Call, depth: int) -> None:
+        (value,) = c.args
+        label = json.dumps(str(c.attr("label")))  # a valid C string literal for any label
+        if c.op == "tile.print":
+            assert isinstance(value, Var)
+            self.emit(depth, f"pt::{_PRINT.fn}({label}, {ident(value.name)});")
+            return
+        vt = value.type  # type: ignore[union-attr]
+        assert isinstance(vt, ScalarType)
+        hold = scalar_cpp_type(vt.dtype)
+        self.emit(depth, f"pt::{_PRINT.fn}({label}, static_cast<{hold}>({scalar_expr(value, self.dim_of)}));")  # type: ignore[arg-type]
+
     def write(self, c: Call, depth: int) -> None:
         dst, idx, value = c.args
         assert isinstance(dst, Var)
@@ -257,6 +275,19 @@ class _KernelGen:
     def assign(self, v: Var, e: Expr, depth: int, body: tuple[Stmt, ...], index: int) -> None:
         name = ident(v.name)
         t = v.type
+        if isinstance(e, Call) and e.op in PRINT_OPS:  # x = pl.print(y): print y, x names y
+            self.debug_print(e, depth)
+            (value,) = e.args
+            if isinstance(t, ScalarType):
+                hold = scalar_cpp_type(t.dtype)
+                self.emit(
+                    depth, f"const {hold} {name} = static_cast<{hold}>({scalar_expr(value, self.dim_of)});"
+                )  # type: ignore[arg-type]
+            else:
+                assert isinstance(value, Var)
+                self.emit(depth, f"const auto& {name} = {ident(value.name)};")
+            self.emit(depth, f"(void){name};")
+            return
         if isinstance(t, ScalarType):
             if isinstance(e, Call) and e.op == "tile.read":
                 src, idx = e.args

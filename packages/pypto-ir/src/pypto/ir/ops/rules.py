@@ -444,6 +444,19 @@ def tensor_view(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TensorType(shape, t.dtype, t.layout)
 
 
+def debug_print(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.print(value)``: a tile or a scalar, returned unchanged (the call is a statement)."""
+    (a,) = args
+    if isinstance(a, TensorType):
+        raise OpError(
+            "pl.print: prints tiles and scalars inside a kernel, got a tensor; load the part you want to see "
+            "(pl.load) and print the tile"
+        )
+    if not isinstance(a, (TileType, ScalarType)):
+        raise OpError(f"pl.print: prints tiles and scalars, got {a}")
+    return a
+
+
 def tile_read(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tile(args[0], "read", "the source", VEC)
     return ScalarType(t.dtype)

@@ -425,3 +425,21 @@ _enter(
         "tensor.view", rules.tensor_view, 1, 1, attrs=("shape", "static_offsets"), offsets_at=1, on_core=False
     ),
 )
+
+# ----------------------------------------------------------------------------- debug
+
+_enter(
+    LangOp(
+        "print",
+        (P("value"), P("label", None)),
+        """Print a tile (its valid region) or a scalar from a kernel while it runs on the simulated
+    chip, tagged with the task and core: ``pl.print(t)``, ``pl.print(s, label="sum")``. Each call
+    is one block of stdout; tiles larger than 8 rows or columns are summarised (first and last
+    3). The label defaults to the value's source text. Simulator platforms only: compiling a
+    kernel that prints for a device platform is an error.""",
+        {"tile": "tile.print", "scalar": "scalar.print"},
+        group="debug",
+    ),
+    OpSpec("tile.print", rules.debug_print, 1, 1, Cpp("print"), attrs=("label",)),
+    OpSpec("scalar.print", rules.debug_print, 1, 1, attrs=("label",)),
+)

@@ -47,14 +47,32 @@ inline void report_kernel_error(const char* fmt, ...) noexcept {
 
 inline bool kernel_error_pending() noexcept { return kernel_error_slot().set; }
 
+// Who is running the kernel, for debug output (pt::print): set by the runtime through the
+// optional export simpler_kernel_set_context before each entry call on the calling thread.
+struct KernelContext {
+    std::uint64_t task_id;     // the run's task number, from 0 in submission order
+    std::uint32_t core_index;  // the simulated core (thread) of its kind
+    std::uint32_t core_kind;   // 0 AIV (vector), 1 AIC (cube)
+};
+
+inline const KernelContext*& current_kernel_context() noexcept {
+    static thread_local const KernelContext* context = nullptr;
+    return context;
+}
+
 }  // namespace simpler
 
 // Every kernel binary defines these exactly once (put SIMPLER_DEFINE_KERNEL_ABI(); in one
-// translation unit at namespace scope). The runtime checks the version at registration and
-// takes the error after every entry call.
+// translation unit at namespace scope). The runtime checks the version at registration, takes
+// the error after every entry call, and (where the binary exports it) sets the kernel context
+// before every entry call; a binary without simpler_kernel_set_context still loads.
 #define SIMPLER_DEFINE_KERNEL_ABI()                                                           \
     extern "C" __attribute__((visibility("default"))) std::uint32_t simpler_kernel_abi_version() { \
         return ::simpler::kKernelAbiVersion;                                                   \
+    }                                                                                          \
+    extern "C" __attribute__((visibility("default"))) void simpler_kernel_set_context(           \
+        const ::simpler::KernelContext* context) {                                             \
+        ::simpler::current_kernel_context() = context;                                         \
     }                                                                                          \
     extern "C" __attribute__((visibility("default"))) const char* simpler_kernel_take_error() {   \
         ::simpler::KernelErrorSlot& slot = ::simpler::kernel_error_slot();                     \
