@@ -279,10 +279,11 @@ class _KernelGen:
             self.debug_print(e, depth)
             (value,) = e.args
             if isinstance(t, ScalarType):
+                assert not isinstance(value, tuple)
                 hold = scalar_cpp_type(t.dtype)
                 self.emit(
                     depth, f"const {hold} {name} = static_cast<{hold}>({scalar_expr(value, self.dim_of)});"
-                )  # type: ignore[arg-type]
+                )
             else:
                 assert isinstance(value, Var)
                 self.emit(depth, f"const auto& {name} = {ident(value.name)};")
