@@ -100,7 +100,7 @@ def test_facts_come_from_the_table_and_the_rules() -> None:
     assert "INT32" not in exp
     # probed from the rule: a move starts from Vec, Mat or Acc, never from Left or Right
     move = _section(text, "move")
-    assert "memory spaces: Vec, Mat, Acc\n" in move
+    assert "memory spaces: Vec, Mat, Acc<br>\n" in move
     assert "**`pl.tile` form:** yes, `pl.tile.move`" in move
     assert "**`pl.tile` form:** no" in _section(text, "create_tensor")
     assert "runs in the orchestration" in _section(text, "dim")

@@ -232,12 +232,12 @@ def _form(op: LangOp, ir: str) -> list[str]:
     facts = [f"operands: {_operands(spec, smp)}", f"dtypes: {dtypes}"]
     if spaces is not None:
         facts.append(f"memory spaces: {spaces}")
-    out = [f"- `{ir}` ({first}; runs {where}): " + "; ".join(facts)]
-    if smp is not None:
-        args, attrs = smp
-        call = [str(t) for t in args] + [f"{k}={_attr(v)}" for k, v in attrs.items() if v is not None]
-        out.append(f"  e.g. `{ir}({', '.join(call)}) -> {infer(ir, args, attrs)}`")
-    return out
+    item = f"- `{ir}` ({first}; runs {where}): " + "; ".join(facts)
+    if smp is None:
+        return [item]
+    args, attrs = smp
+    call = [str(t) for t in args] + [f"{k}={_attr(v)}" for k, v in attrs.items() if v is not None]
+    return [item + "<br>", f"  e.g. `{ir}({', '.join(call)}) -> {infer(ir, args, attrs)}`"]
 
 
 def _op_section(op: LangOp, used: tuple[Path, str] | None, relative_to: Path) -> list[str]:
