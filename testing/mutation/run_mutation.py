@@ -491,11 +491,27 @@ TORCH_EQUIVALENT = (
     ),
 )
 
+# ArtifactRuntime._record keeps only the key, path and manifest of the Obtained it is given.
+_RECORD_READS = "_record reads only key, path and manifest: the state and origin passed to it are unused"
 STORE_EQUIVALENT = (
     PyEquivalent(
         "x__walk__mutmut_5",
         "entry.stat(follow_symlinks=None)",
         "DirEntry.stat's follow_symlinks is a bool parameter: None is read as False",
+    ),
+    PyEquivalent(
+        "xǁArtifactStoreǁ_created_by_store__mutmut_9",
+        "item.stat(follow_symlinks=None)",
+        "DirEntry.stat's follow_symlinks is a bool parameter: None is read as False",
+    ),
+    *(
+        PyEquivalent(f"xǁArtifactRuntimeǁvalidated__mutmut_{n}", added, _RECORD_READS)
+        for n, added in (
+            (23, "Obtained(key, path, None,"),
+            (24, "state, None, found[1]"),
+            (31, '"XXhitXX"'),
+            (32, '"HIT"'),
+        )
     ),
     PyEquivalent(
         "x_prune_private_roots__mutmut_18",

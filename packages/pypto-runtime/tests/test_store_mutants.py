@@ -707,6 +707,45 @@ def test_created_by_store_lists_only_store_names(tmp_path: Path) -> None:
     assert (store.staging / "foreign").exists()
 
 
+def test_created_by_store_lstats_symlinks_and_skips_a_vanished_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    store._ensure(store.staging)
+    dangling = store.staging / f"{KEY}.1.00000000"
+    dangling.symlink_to(tmp_path / "nowhere")  # its own lstat is what counts: listed, unlinked
+    real = store.staging / f"{KEY}.2.00000000"
+    real.mkdir()
+
+    def vanished_stat(*, follow_symlinks: bool = True) -> os.stat_result:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+
+    vanished = types.SimpleNamespace(
+        name=f"{KEY}.3.00000000", path=str(store.staging / f"{KEY}.3.00000000"), stat=vanished_stat
+    )
+    real_scandir = os.scandir
+
+    class Listing:
+        def __init__(self, folder: object) -> None:
+            self.items = [vanished, *real_scandir(folder)]  # type: ignore[call-overload]
+
+        def __enter__(self) -> list[object]:
+            return self.items
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    def scandir(folder: object = ".") -> object:
+        return Listing(folder) if folder == store.staging else real_scandir(folder)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert store._created_by_store(store.staging) == [dangling, real]
+    monkeypatch.setattr(os, "scandir", real_scandir)
+    assert store.clean_staging(KEY) == 2
+    assert not os.path.lexists(dangling)
+    assert not real.exists()
+
+
 def test_created_by_store_of_a_file_where_staging_should_be(tmp_path: Path) -> None:
     store = _store(tmp_path)
     store._ensure(store.base)
