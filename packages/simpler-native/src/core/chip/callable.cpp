@@ -44,6 +44,7 @@ std::shared_ptr<const CoreKernel> load_core_kernel(const void* bytes, std::size_
         throw std::invalid_argument("kernel '" + name + "': built against kernel ABI version " + std::to_string(v) +
                                     ", this runtime speaks " + std::to_string(kKernelAbiVersion) + "; rebuild it");
     k->take_error = reinterpret_cast<TakeErrorFn>(k->binary->symbol("simpler_kernel_take_error"));
+    k->set_context = reinterpret_cast<SetContextFn>(k->binary->find("simpler_kernel_set_context"));
     k->entry = reinterpret_cast<KernelEntryFn>(k->binary->symbol(entry_symbol.c_str()));
     return k;
 }

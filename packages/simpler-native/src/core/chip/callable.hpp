@@ -21,6 +21,7 @@ enum class CoreType : std::uint8_t { AIV = 0, AIC = 1 };
 inline const char* core_type_name(CoreType c) noexcept { return c == CoreType::AIC ? "AIC" : "AIV"; }
 
 using TakeErrorFn = const char* (*)();
+using SetContextFn = void (*)(const KernelContext*);
 using AbiVersionFn = std::uint32_t (*)();
 
 struct CoreKernel {
@@ -33,6 +34,7 @@ struct CoreKernel {
     std::shared_ptr<LoadedBinary> binary;
     KernelEntryFn entry = nullptr;
     TakeErrorFn take_error = nullptr;
+    SetContextFn set_context = nullptr;  // optional export: who runs the kernel (debug output)
 
     std::string label() const { return "'" + name + "' (func_id " + std::to_string(func_id) + ", " + core_type_name(core) + ")"; }
 };
@@ -65,7 +67,7 @@ void signature_counts(const std::vector<ArgDirection>& sig, const std::string& w
                       std::uint32_t* scalars);
 
 // Load a kernel binary: resolves `entry_symbol`, simpler_kernel_abi_version (checked) and
-// simpler_kernel_take_error. Throws std::invalid_argument / std::runtime_error naming `name`.
+// simpler_kernel_take_error, and the optional simpler_kernel_set_context. Throws std::invalid_argument / std::runtime_error naming `name`.
 std::shared_ptr<const CoreKernel> load_core_kernel(const void* bytes, std::size_t size, const std::string& name,
                                                    const std::string& entry_symbol, CoreType core,
                                                    std::vector<ArgDirection> signature);

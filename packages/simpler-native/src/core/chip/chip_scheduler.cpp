@@ -325,6 +325,11 @@ Chip::Task* Chip::pop_ready(CoreType core) {
 
 void Chip::core_loop(int thread_index, CoreType type) {
     started_.fetch_add(1, std::memory_order_release);
+    // Threads are numbered orchestrator 0, then the AIC threads, then the AIV threads; the
+    // kernel context names the core by its index among cores of its kind.
+    const int aic_threads = core_threads_[static_cast<int>(CoreType::AIC)];
+    const auto core_index =
+        static_cast<std::uint32_t>(type == CoreType::AIC ? thread_index - 1 : thread_index - 1 - aic_threads);
     for (;;) {
         Task* t = pop_ready(type);
         if (t == nullptr) {
@@ -341,6 +346,8 @@ void Chip::core_loop(int thread_index, CoreType type) {
             skip = t->run->failed;
         }
         if (!skip) {
+            const KernelContext context{t->index, core_index, static_cast<std::uint32_t>(type)};
+            if (k->set_context != nullptr) k->set_context(&context);
             try {
                 k->entry(t->args.data());
                 if (const char* msg = k->take_error()) error = msg;
@@ -351,6 +358,7 @@ void Chip::core_loop(int thread_index, CoreType type) {
                 error = "threw a non-standard exception";
                 k->take_error();
             }
+            if (k->set_context != nullptr) k->set_context(nullptr);  // never left pointing at this frame
         }
         if (!skip) t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
         // After finish_task the run may complete and its state go away: do not touch t->run.
