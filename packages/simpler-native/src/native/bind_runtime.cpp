@@ -74,7 +74,9 @@ std::vector<ArgDirection> to_signature(const std::vector<int>& codes) {
 
 template <class T, std::size_t N>
 std::array<T, N> ring_values(const std::vector<std::uint64_t>& v, const char* name) {
-    if (v.size() != N) throw std::invalid_argument(std::string(name) + ": expected 4 ring values, got " + std::to_string(v.size()));
+    if (v.size() != N)
+        throw std::invalid_argument(std::string(name) + ": expected " + std::to_string(N) + " ring values, got " +
+                                    std::to_string(v.size()));
     std::array<T, N> out{};
     for (std::size_t i = 0; i < N; ++i) {
         if (v[i] > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
@@ -90,14 +92,27 @@ RunConfig make_config(const std::vector<std::uint64_t>& task_window, const std::
                       bool dep_graph, const std::string& output_prefix, std::uint32_t aicpu_thread_num) {
     RunConfig cfg;
     cfg.aicpu_threads = aicpu_thread_num;
-    cfg.task_window = ring_values<std::uint32_t, 4>(task_window, "task_window");
-    cfg.heap = ring_values<std::uint64_t, 4>(heap, "heap");
-    cfg.dep_pool = ring_values<std::uint32_t, 4>(dep_pool, "dep_pool");
+    cfg.task_window = ring_values<std::uint32_t, chip::kRingCount>(task_window, "task_window");
+    cfg.heap = ring_values<std::uint64_t, chip::kRingCount>(heap, "heap");
+    cfg.dep_pool = ring_values<std::uint32_t, chip::kRingCount>(dep_pool, "dep_pool");
     cfg.workspace_budget_bytes = workspace_budget;
     cfg.swimlane = swimlane;
     cfg.dep_graph = dep_graph;
     cfg.output_prefix = output_prefix;
+    chip::validate_run_config(cfg);
     return cfg;
+}
+
+template <class T, std::size_t N>
+std::vector<std::uint64_t> ring_list(const std::array<T, N>& a) {
+    return std::vector<std::uint64_t>(a.begin(), a.end());
+}
+
+std::vector<ChipTensor> make_tensors(const std::vector<TensorTuple>& tensors) {
+    std::vector<ChipTensor> ts;
+    ts.reserve(tensors.size());
+    for (std::size_t i = 0; i < tensors.size(); ++i) ts.push_back(make_tensor(tensors[i], i));
+    return ts;
 }
 
 // Aligned host memory owned by a Python object (Buffer.allocate).
@@ -213,6 +228,46 @@ void bind_runtime(nb::module_& m) {
         .def_prop_ro("tasks_executed", &Run::tasks_executed)
         .def_prop_ro("diagnostics_files", [](const Run& r) { return r.done() ? r.diagnostics_files() : std::vector<std::string>{}; });
 
+    // One run's settings (chip::RunConfig; simpler.CallConfig after CallConfig.validate), with
+    // named fields. The Worker builds one per CallConfig and passes it whole to submit and
+    // kernel_launch. Construction checks every field (ValueError naming it); the fields are
+    // read-only, so a RunSettings is valid for as long as it lives.
+    const RunConfig defaults;
+    nb::class_<RunConfig>(m, "RunSettings")
+        .def(
+            "__init__",
+            [](RunConfig* self, const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
+               const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget_bytes, bool swimlane,
+               bool dep_graph, const std::string& output_prefix, std::uint32_t aicpu_thread_num) {
+                new (self) RunConfig(make_config(task_window, heap, dep_pool, workspace_budget_bytes, swimlane,
+                                                 dep_graph, output_prefix, aicpu_thread_num));
+            },
+            nb::kw_only(), "task_window"_a = ring_list(defaults.task_window), "heap"_a = ring_list(defaults.heap),
+            "dep_pool"_a = ring_list(defaults.dep_pool), "workspace_budget_bytes"_a = defaults.workspace_budget_bytes,
+            "swimlane"_a = defaults.swimlane, "dep_graph"_a = defaults.dep_graph,
+            "output_prefix"_a = defaults.output_prefix, "aicpu_thread_num"_a = defaults.aicpu_threads)
+        .def_prop_ro("task_window", [](const RunConfig& c) { return ring_list(c.task_window); })
+        .def_prop_ro("heap", [](const RunConfig& c) { return ring_list(c.heap); })
+        .def_prop_ro("dep_pool", [](const RunConfig& c) { return ring_list(c.dep_pool); })
+        .def_ro("workspace_budget_bytes", &RunConfig::workspace_budget_bytes)
+        .def_ro("swimlane", &RunConfig::swimlane)
+        .def_ro("dep_graph", &RunConfig::dep_graph)
+        .def_ro("output_prefix", &RunConfig::output_prefix)
+        .def_ro("aicpu_thread_num", &RunConfig::aicpu_threads)
+        .def_prop_ro("writes_diagnostics", [](const RunConfig& c) { return c.swimlane || c.dep_graph; })
+        .def("__repr__", [](const RunConfig& c) {
+            auto rings = [](const auto& a) {
+                std::string s = "[";
+                for (std::size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + std::to_string(a[i]);
+                return s + "]";
+            };
+            return "RunSettings(task_window=" + rings(c.task_window) + ", heap=" + rings(c.heap) +
+                   ", dep_pool=" + rings(c.dep_pool) + ", workspace_budget_bytes=" +
+                   std::to_string(c.workspace_budget_bytes) + ", swimlane=" + (c.swimlane ? "True" : "False") +
+                   ", dep_graph=" + (c.dep_graph ? "True" : "False") + ", output_prefix='" + c.output_prefix +
+                   "', aicpu_thread_num=" + std::to_string(c.aicpu_threads) + ")";
+        });
+
     nb::class_<Chip>(m, "ChipRuntime")
         .def(
             "__init__",
@@ -227,29 +282,10 @@ void bind_runtime(nb::module_& m) {
         .def(
             "submit",
             [](Chip& c, std::shared_ptr<ChipProgram> program, const std::vector<TensorTuple>& tensors,
-               const std::vector<std::uint64_t>& scalars, const std::vector<std::uint64_t>& task_window,
-               const std::vector<std::uint64_t>& heap, const std::vector<std::uint64_t>& dep_pool,
-               std::uint64_t workspace_budget, bool swimlane, bool dep_graph, const std::string& output_prefix,
-               std::uint32_t aicpu_thread_num) {
-                std::vector<ChipTensor> ts;
-                ts.reserve(tensors.size());
-                for (std::size_t i = 0; i < tensors.size(); ++i) ts.push_back(make_tensor(tensors[i], i));
-                RunConfig cfg = make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph, output_prefix,
-                                            aicpu_thread_num);
-                return c.submit(std::move(program), std::move(ts), scalars, std::move(cfg));
+               const std::vector<std::uint64_t>& scalars, const RunConfig& settings) {
+                return c.submit(std::move(program), make_tensors(tensors), scalars, settings);
             },
-            "program"_a, "tensors"_a, "scalars"_a, "task_window"_a, "heap"_a, "dep_pool"_a, "workspace_budget_bytes"_a,
-            "swimlane"_a, "dep_graph"_a, "output_prefix"_a, "aicpu_thread_num"_a = 1)
-        .def_static(
-            "validate_config",
-            [](const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
-               const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget, bool swimlane, bool dep_graph,
-               const std::string& output_prefix, std::uint32_t aicpu_thread_num) {
-                chip::validate_run_config(make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph,
-                                                      output_prefix, aicpu_thread_num));
-            },
-            "task_window"_a, "heap"_a, "dep_pool"_a, "workspace_budget_bytes"_a, "swimlane"_a, "dep_graph"_a,
-            "output_prefix"_a, "aicpu_thread_num"_a = 1)
+            "program"_a, "tensors"_a, "scalars"_a, "settings"_a)
         .def("enable_kernel_mode", &Chip::enable_kernel_mode, "context_generation"_a)
         .def_prop_ro("kernel_mode", &Chip::kernel_mode)
         .def(
@@ -262,18 +298,8 @@ void bind_runtime(nb::module_& m) {
         .def(
             "kernel_launch",
             [](Chip& c, int slot, const std::vector<TensorTuple>& tensors, const std::vector<std::uint64_t>& scalars,
-               const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
-               const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget, bool swimlane, bool dep_graph,
-               const std::string& output_prefix, std::uint32_t aicpu_thread_num) {
-                std::vector<ChipTensor> ts;
-                ts.reserve(tensors.size());
-                for (std::size_t i = 0; i < tensors.size(); ++i) ts.push_back(make_tensor(tensors[i], i));
-                RunConfig cfg = make_config(task_window, heap, dep_pool, workspace_budget, swimlane, dep_graph, output_prefix,
-                                            aicpu_thread_num);
-                return c.kernel_launch(slot, ts, scalars, std::move(cfg));
-            },
-            "slot"_a, "tensors"_a, "scalars"_a, "task_window"_a, "heap"_a, "dep_pool"_a, "workspace_budget_bytes"_a,
-            "swimlane"_a, "dep_graph"_a, "output_prefix"_a, "aicpu_thread_num"_a = 1)
+               const RunConfig& settings) { return c.kernel_launch(slot, make_tensors(tensors), scalars, settings); },
+            "slot"_a, "tensors"_a, "scalars"_a, "settings"_a)
         .def(
             "kernel_enqueue_block",
             [](Chip& c, nb::bytes block) {

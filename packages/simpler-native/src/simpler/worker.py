@@ -205,7 +205,7 @@ class Worker:
         self._diagnostics: list[RunHandle] = []
         self._prewarm: CallConfig | None = None
         self._streams: list[Stream] = []
-        self._default_native: tuple[Any, ...] | None = None
+        self._default_settings: Any = None
         self._default_stream: Stream | None = None
         self.borrowed_context_generation: int | None = None
 
@@ -416,24 +416,24 @@ class Worker:
             raise ValueError(
                 f"Worker.submit(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
             )
-        native_cfg = self._native_config(config)
+        settings = self._run_settings(config)
         mat = _materialized(handle, args, "submit")
-        native_run = chip.submit(handle._native, mat.tensors, mat.scalars, *native_cfg)
+        native_run = chip.submit(handle._native, mat.tensors, mat.scalars, settings)
         run = RunHandle(native_run, args if keep_alive is None else (args, keep_alive), handle)
-        if native_cfg[4] or native_cfg[5]:
+        if settings.writes_diagnostics:
             with self._lock:
                 self._diagnostics.append(run)
         return run
 
-    def _native_config(self, config: CallConfig | None) -> tuple[Any, ...]:
-        """Validated native form of ``config`` (the default one is computed once)."""
+    def _run_settings(self, config: CallConfig | None) -> Any:
+        """The native RunSettings of ``config``, validated (the default one is built once)."""
         if config is None:
-            if self._default_native is None:
-                self._default_native = _native_config((self._prewarm or CallConfig()).validate())
-            return self._default_native
+            if self._default_settings is None:
+                self._default_settings = _run_settings((self._prewarm or CallConfig()).validate())
+            return self._default_settings
         if not isinstance(config, CallConfig):
             raise TypeError(f"Worker: config must be a simpler.CallConfig, got {type(config).__name__}")
-        return _native_config(config.validate())
+        return _run_settings(config.validate())
 
     def run(
         self,
@@ -514,12 +514,12 @@ class Worker:
         target = stream if stream is not None else self._default_stream
         if target is None or type(target) is not Stream or target.worker is not self:
             raise ValueError(f"Worker.launch(stream): expected a Stream of this Worker, got {stream!r}")
-        native_cfg = self._native_config(config)
+        settings = self._run_settings(config)
         mat = _materialized(handle, args, "launch")
-        native_run = chip.kernel_launch(handle.slot, mat.tensors, mat.scalars, *native_cfg)
+        native_run = chip.kernel_launch(handle.slot, mat.tensors, mat.scalars, settings)
         run = RunHandle(native_run, args, handle)
         target._enqueued(run)
-        if native_cfg[4] or native_cfg[5]:
+        if settings.writes_diagnostics:
             with self._lock:
                 self._diagnostics.append(run)
         return run
@@ -565,17 +565,18 @@ class Worker:
         return f"Worker(platform={self.platform!r}, runtime={self.runtime!r}, mode={self.execution_mode!r}, {state})"
 
 
-def _native_config(cfg: CallConfig) -> tuple[Any, ...]:
+def _run_settings(cfg: CallConfig) -> Any:
+    """The native RunSettings (named fields, checked again in C++) of a validated CallConfig."""
     windows, heaps, pools = cfg.rings()
-    return (
-        list(windows),
-        list(heaps),
-        list(pools),
-        cfg.workspace_budget_bytes or 0,
-        cfg.swimlane,
-        cfg.dep_graph,
-        cfg.output_prefix or "",
-        cfg.aicpu_thread_num,
+    return _native.RunSettings(
+        task_window=windows,
+        heap=heaps,
+        dep_pool=pools,
+        workspace_budget_bytes=cfg.workspace_budget_bytes or 0,
+        swimlane=cfg.swimlane,
+        dep_graph=cfg.dep_graph,
+        output_prefix=cfg.output_prefix or "",
+        aicpu_thread_num=cfg.aicpu_thread_num,
     )
 
 
