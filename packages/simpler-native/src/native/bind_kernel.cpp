@@ -306,6 +306,15 @@ void bind_kernel(nb::module_& m) {
         .value("InOut", ArgDirection::InOut);
     nb::enum_<DataType> dt(m, "DataType", "Element-type code of a ChipTensor (WIRE.md).");
     for (std::uint8_t c = 0; c < kDataTypeCount; ++c) dt.value(kDataTypeNames[c], static_cast<DataType>(c));
+    // The DataType table of simpler/wire/data_type.hpp, indexed by code: simpler's Python
+    // derives its names and element sizes from these, never from a copy.
+    nb::list names, bits;
+    for (std::uint8_t c = 0; c < kDataTypeCount; ++c) {
+        names.append(kDataTypeNames[c]);
+        bits.append(kDataTypeBits[c]);
+    }
+    m.attr("DATA_TYPE_NAMES") = nb::tuple(names);
+    m.attr("DATA_TYPE_BITS") = nb::tuple(bits);
     nb::enum_<AddressSpace>(m, "AddressSpace").value("HOST", AddressSpace::HOST).value("DEVICE", AddressSpace::DEVICE);
     nb::enum_<ExecutionMode>(m, "ExecutionMode")
         .value("PROGRAM", ExecutionMode::PROGRAM)

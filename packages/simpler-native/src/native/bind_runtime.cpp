@@ -41,7 +41,8 @@ ChipTensor make_tensor(const TensorTuple& t, std::size_t index) {
     if (dtype < 0 || !is_known_dtype(static_cast<std::uint8_t>(dtype)))
         throw std::invalid_argument(what + ": unknown dtype code " + std::to_string(dtype));
     if (shape.empty() || shape.size() > kMaxTensorDims)
-        throw std::invalid_argument(what + ": expected 1..5 dims, got " + std::to_string(shape.size()));
+        throw std::invalid_argument(what + ": expected 1.." + std::to_string(kMaxTensorDims) + " dims, got " +
+                                    std::to_string(shape.size()));
     if (strides.size() != shape.size())
         throw std::invalid_argument(what + ": expected " + std::to_string(shape.size()) + " strides, got " +
                                     std::to_string(strides.size()));
@@ -143,6 +144,10 @@ void bind_runtime(nb::module_& m) {
     // them alive forever, so nanobind's exit-time leak report would only be noise.
     m.def("_quiet_leak_warnings", [] { nb::set_leak_warnings(false); });
     m.attr("KERNEL_ABI_VERSION") = kKernelAbiVersion;
+    // The chip's limits (core/chip/chip.hpp); simpler's Python checks against these.
+    m.attr("RING_COUNT") = chip::kRingCount;
+    m.attr("MAX_AICPU_THREADS") = chip::kMaxAicpuThreads;
+    m.attr("MAX_CORE_THREADS") = chip::kMaxCoreThreads;
 
     nb::class_<HostBlock>(m, "HostBlock")
         .def(nb::init<std::uint64_t>(), "nbytes"_a)

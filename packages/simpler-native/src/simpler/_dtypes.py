@@ -1,14 +1,14 @@
 """Element types and argument directions, coerced to the wire codes of WIRE.md.
 
-The enums are the wire layer's (``simpler.kernel.DataType`` / ``ArgDirection``) when its binding
-provides them; otherwise equivalents with the same codes are defined here. Every entry point
-accepts the enum, its integer code, its name (``"FLOAT32"``, ``"fp32"``, ``"float32"``), a numpy
-dtype, or any enum whose member name is one of those (such as ``pypto.ir.DataType.FP32``).
+The enums and the DataType table (names and element widths by code) are the wire layer's, bound
+from its C++ headers (``simpler.kernel.DataType`` / ``ArgDirection``, ``DATA_TYPE_NAMES`` /
+``DATA_TYPE_BITS``); nothing here repeats them. Every entry point accepts the enum, its integer
+code, its name (``"FLOAT32"``, ``"fp32"``, ``"float32"``), a numpy dtype, or any enum whose
+member name is one of those (such as ``pypto.ir.DataType.FP32``).
 """
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 from simpler import _native
@@ -23,48 +23,31 @@ __all__ = [
 ]
 
 
-class _DataType(enum.IntEnum):
-    FLOAT32 = 0
-    FLOAT16 = 1
-    INT32 = 2
-    INT16 = 3
-    INT8 = 4
-    UINT8 = 5
-    BFLOAT16 = 6
-    INT64 = 7
-    UINT64 = 8
-    UINT16 = 9
-    UINT32 = 10
-    BOOL = 11
-    FP8E4M3FN = 12
-    FP8E8M0 = 13
-    FP4E2M1 = 14
+_wire = _native.kernel
+DataType: Any = _wire.DataType
+ArgDirection: Any = _wire.ArgDirection
 
-
-class _ArgDirection(enum.IntEnum):
-    Scalar = 0
-    In = 1
-    Out = 2
-    InOut = 3
-
-
-_wire = getattr(_native, "kernel", None)
-DataType: Any = getattr(_wire, "DataType", None) or _DataType
-ArgDirection: Any = getattr(_wire, "ArgDirection", None) or _ArgDirection
-
-_NAMES = [m.name for m in _DataType]
-_BITS = [32, 16, 32, 16, 8, 8, 16, 64, 64, 16, 32, 8, 8, 8, 4]
-_ALIASES = {
-    "FP32": 0, "FLOAT": 0, "F32": 0,
-    "FP16": 1, "HALF": 1, "F16": 1,
-    "BF16": 6,
-    "I32": 2, "I16": 3, "I8": 4, "U8": 5, "I64": 7, "U64": 8, "U16": 9, "U32": 10,
+# The binding's DataType table (simpler/wire/data_type.hpp), indexed by wire code.
+_NAMES: tuple[str, ...] = tuple(_wire.DATA_TYPE_NAMES)
+_BITS: tuple[int, ...] = tuple(_wire.DATA_TYPE_BITS)
+_CODES: dict[str, int] = {name: code for code, name in enumerate(_NAMES)}
+# Spellings other than the wire names, as numpy, torch and pypto-ir write them.
+_ALIASES: dict[str, int] = {
+    alias: _CODES[name]
+    for alias, name in {
+        "FP32": "FLOAT32", "FLOAT": "FLOAT32", "F32": "FLOAT32",
+        "FP16": "FLOAT16", "HALF": "FLOAT16", "F16": "FLOAT16",
+        "BF16": "BFLOAT16",
+        "I32": "INT32", "I16": "INT16", "I8": "INT8", "U8": "UINT8", "I64": "INT64", "U64": "UINT64",
+        "U16": "UINT16", "U32": "UINT32",
+        "BOOL_": "BOOL",  # numpy's name of its bool dtype
+    }.items()
 }  # fmt: skip
-_DIRECTIONS = {"SCALAR": 0, "IN": 1, "OUT": 2, "INOUT": 3}
+_DIRECTIONS: dict[str, int] = {m.name.upper(): m.value for m in ArgDirection}
 
 
 def dtype_code(value: object, *, what: str = "dtype") -> int:
-    """Wire code (0..14) of ``value``; ValueError naming ``what`` when it is not a known dtype."""
+    """Wire code of ``value``; ValueError naming ``what`` when it is not a known dtype."""
     if isinstance(value, bool):
         raise ValueError(f"{what}: expected a DataType, got {value!r}")
     if isinstance(value, int):
@@ -74,15 +57,14 @@ def dtype_code(value: object, *, what: str = "dtype") -> int:
     name = getattr(value, "name", None)
     if not isinstance(name, str):
         name = str(value)  # numpy dtype, plain string
-    if isinstance(value, (DataType, _DataType)):
+    if isinstance(value, DataType):
         return dtype_code(value.value, what=what)
     key = name.upper().replace("TORCH.", "")
-    if key in _NAMES:
-        return _NAMES.index(key)
-    if key in _ALIASES:
-        return _ALIASES[key]
-    if key == "BOOL_":
-        return 11
+    code = _CODES.get(key)
+    if code is None:
+        code = _ALIASES.get(key)
+    if code is not None:
+        return code
     raise ValueError(f"{what}: expected a DataType (e.g. FLOAT32, FLOAT16, INT32), got {value!r}")
 
 
@@ -99,10 +81,10 @@ def arg_direction_code(value: object, *, what: str = "direction") -> int:
     if isinstance(value, bool):
         raise ValueError(f"{what}: expected an ArgDirection, got {value!r}")
     if isinstance(value, int):
-        if 0 <= value <= 3:
+        if 0 <= value < len(_DIRECTIONS):
             return int(value)
-        raise ValueError(f"{what}: expected an ArgDirection code in 0..3, got {value}")
-    if isinstance(value, (ArgDirection, _ArgDirection)):
+        raise ValueError(f"{what}: expected an ArgDirection code in 0..{len(_DIRECTIONS) - 1}, got {value}")
+    if isinstance(value, ArgDirection):
         return arg_direction_code(value.value, what=what)
     name = getattr(value, "name", None)
     key = (name if isinstance(name, str) else str(value)).upper().replace("_", "")

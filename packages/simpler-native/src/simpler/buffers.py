@@ -16,7 +16,7 @@ from simpler._dtypes import DataType, dtype_code, dtype_itemsize_bits, dtype_nam
 
 __all__ = ["Buffer", "Tensor"]
 
-_MAX_DIMS = 5
+_MAX_DIMS: int = _native.kernel.MAX_TENSOR_DIMS  # bound from simpler/wire
 _U32 = (1 << 32) - 1
 
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from simpler import _native
+
 __all__ = ["RING_COUNT", "CallConfig"]
 
-RING_COUNT = 4  # one ring per scope depth 0..3; deeper scopes share the last
+# Bound from core/chip/chip.hpp: one ring per scope depth; deeper scopes share the last.
+RING_COUNT: int = _native.RING_COUNT
+_MAX_AICPU_THREADS: int = _native.MAX_AICPU_THREADS
 _MAX_I31 = (1 << 31) - 1
 
 
@@ -68,8 +72,10 @@ class CallConfig:
     def validate(self) -> CallConfig:
         """Raise ValueError naming the first invalid field, its allowed range and its value."""
         n = self.aicpu_thread_num
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4:
-            raise ValueError(f"CallConfig.aicpu_thread_num: expected an int in [1, 4], got {n!r}")
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= _MAX_AICPU_THREADS:
+            raise ValueError(
+                f"CallConfig.aicpu_thread_num: expected an int in [1, {_MAX_AICPU_THREADS}], got {n!r}"
+            )
         windows, heaps, pools = self.rings()
         for i, w in enumerate(windows):
             if not 4 <= w <= _MAX_I31 or w & (w - 1):

@@ -49,6 +49,8 @@ MAX_SCALARS: int = _kernel.MAX_SCALARS
 MAX_ARGUMENTS: int = _kernel.MAX_ARGUMENTS
 MAX_TENSOR_DIMS: int = _kernel.MAX_TENSOR_DIMS
 MAX_PACKET_BYTES: int = _kernel.MAX_PACKET_BYTES
+DATA_TYPE_NAMES: tuple[str, ...] = _kernel.DATA_TYPE_NAMES
+DATA_TYPE_BITS: tuple[int, ...] = _kernel.DATA_TYPE_BITS
 BLOCK_PREFIX_BYTES: int = _kernel.BLOCK_PREFIX_BYTES
 DEVICE: Any = _kernel.DEVICE
 HOST: Any = _kernel.HOST
@@ -107,6 +109,8 @@ __all__ = [
     "BINDING_REF_BYTES",
     "BLOCK_PREFIX_BYTES",
     "CHIP_TENSOR_BYTES",
+    "DATA_TYPE_BITS",
+    "DATA_TYPE_NAMES",
     "DEVICE",
     "HEADER_BYTES",
     "HOST",

@@ -33,7 +33,9 @@ from simpler.task_args import ChipStorageTaskArgs, TaskArgs
 
 __all__ = ["MAX_CALLABLES", "RunHandle", "Worker"]
 
-MAX_CALLABLES = 64
+# Limits bound from the C++ headers (simpler/wire/limits, core/chip/chip.hpp).
+MAX_CALLABLES: int = _native.kernel.MAX_CALLABLES
+_MAX_CORE_THREADS: int = _native.MAX_CORE_THREADS
 SIM_PLATFORMS = ("a2a3sim", "a5sim")
 DEVICE_PLATFORMS = ("a2a3", "a5")
 RUNTIMES = ("tensormap_and_ringbuffer", "host_build_graph")
@@ -184,8 +186,8 @@ class Worker:
         if isinstance(device_id, bool) or not isinstance(device_id, int) or device_id < 0:
             raise ValueError(f"Worker(device_id): expected an int >= 0, got {device_id!r}")
         for name, n in (("aic_threads", aic_threads), ("aiv_threads", aiv_threads)):
-            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 64:
-                raise ValueError(f"Worker({name}): expected an int in [0, 64], got {n!r}")
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= _MAX_CORE_THREADS:
+                raise ValueError(f"Worker({name}): expected an int in [0, {_MAX_CORE_THREADS}], got {n!r}")
         if aic_threads + aiv_threads == 0:
             raise ValueError("Worker(aic_threads, aiv_threads): expected at least one AICore thread, got 0")
         self.level = level

@@ -36,6 +36,7 @@ namespace simpler::chip {
 
 inline constexpr int kRingCount = 4;
 inline constexpr int kMaxAicpuThreads = 4;  // one orchestrator + up to three schedulers
+inline constexpr int kMaxCoreThreads = 64;  // AIC threads, and AIV threads, of one chip
 
 // Stack of every AICore thread. Kernels keep their tiles on the stack; pypto-ir refuses a
 // kernel whose tiles exceed its platform's on-chip buffers (UB + L1 + L0A + L0B + L0C, at most
@@ -77,7 +78,7 @@ bool tensors_may_overlap(const ChipTensor& a, const ChipTensor& b) noexcept;
 bool tensor_covers(const ChipTensor& outer, const ChipTensor& inner) noexcept;
 
 struct ChipOptions {
-    int aic_threads = 1;
+    int aic_threads = 1;  // 0..kMaxCoreThreads each, at least one in all
     int aiv_threads = 1;
     // How long an idle thread spins before it parks, in nanoseconds.
     std::int64_t spin_ns = 50'000;

@@ -76,7 +76,8 @@ int Chip::kernel_register(std::shared_ptr<const ChipProgram> program) {
         slot.live = true;
         return i;
     }
-    throw std::invalid_argument("register(callable): all 64 kernel-mode slots are in use");
+    throw std::invalid_argument("register(callable): all " + std::to_string(kMaxCallables) +
+                                " kernel-mode slots are in use");
 }
 
 void Chip::kernel_unregister(int slot) {

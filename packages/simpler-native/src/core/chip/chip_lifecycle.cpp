@@ -66,10 +66,11 @@ bool Run::wait(double timeout_s) const {
 // Lifecycle
 
 Chip::Chip(ChipOptions options) : options_(options) {
-    if (options_.aic_threads < 0 || options_.aic_threads > 64)
-        throw std::invalid_argument("aic_threads: expected 0..64, got " + std::to_string(options_.aic_threads));
-    if (options_.aiv_threads < 0 || options_.aiv_threads > 64)
-        throw std::invalid_argument("aiv_threads: expected 0..64, got " + std::to_string(options_.aiv_threads));
+    const std::string range = "expected 0.." + std::to_string(kMaxCoreThreads) + ", got ";
+    if (options_.aic_threads < 0 || options_.aic_threads > kMaxCoreThreads)
+        throw std::invalid_argument("aic_threads: " + range + std::to_string(options_.aic_threads));
+    if (options_.aiv_threads < 0 || options_.aiv_threads > kMaxCoreThreads)
+        throw std::invalid_argument("aiv_threads: " + range + std::to_string(options_.aiv_threads));
     if (options_.aic_threads + options_.aiv_threads == 0)
         throw std::invalid_argument("aic_threads + aiv_threads: expected at least one AICore thread, got 0");
     core_threads_[static_cast<int>(CoreType::AIC)] = options_.aic_threads;

@@ -68,7 +68,8 @@ std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims,
         return 1;
     }
     if (ndims < 1 || ndims > kMaxTensorDims || shape == nullptr || out == nullptr) {
-        fail_locked(rs, what + ": expected 1..5 dims with a shape and an output, got ndims " + std::to_string(ndims));
+        fail_locked(rs, what + ": expected 1.." + std::to_string(kMaxTensorDims) +
+                            " dims with a shape and an output, got ndims " + std::to_string(ndims));
         return 1;
     }
     std::uint64_t elems = 1;
