@@ -1,17 +1,19 @@
-"""Step 8: traces: see which task ran where, when, and what it waited for.
+"""Step 8: traces: see which task ran where, when, and what it depended on.
 
 Runs the MLP block of step 6 with diagnostics on. ``simpler.CallConfig(swimlane=True,
 dep_graph=True, output_prefix=DIR)``, passed as ``RunConfig(call_config=...)``, makes the
 simulated chip write, per run:
 
-- ``DIR/swimlane_run<N>.json``: a Chrome trace (open it in https://ui.perfetto.dev or
-  chrome://tracing): one track per AICPU/AICore thread, one slice per task;
-- ``DIR/deps_run<N>.json``: each task with the tasks it waited for (those still unfinished
-  when it was submitted).
+- a swimlane file: a Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing),
+  one track per AICPU/AICore thread, one slice per task;
+- a dependency file: each task with the indices of the tasks it depends on.
+
+``docs/simpler-runtime.md`` ("Diagnostics") gives the file names and the exact contents.
 
 The step prints the timeline and checks, from the trace, that within each row block the four
-tasks ran one after the other (each reads what the one before wrote), while tasks of
-different blocks may interleave. Timings are host CPU time on the simulator, not NPU time.
+tasks ran one after the other (each reads what the one before wrote), and that no task
+depends on a task of another block (the blocks touch disjoint windows). Timings are host CPU
+time on the simulator, not NPU time.
 
     python docs/tutorial/step08_traces.py [DIR]     # DIR: where to keep the trace (default: a temp dir)
 """
@@ -33,6 +35,13 @@ import simpler
 KERNELS_PER_BLOCK = 4  # matmul, gelu, matmul, add_layer_norm: submitted in this order
 
 
+def newest(folder: Path, pattern: str) -> Path:
+    found = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime_ns)
+    if not found:
+        raise FileNotFoundError(f"no {pattern} in {folder}: {sorted(p.name for p in folder.iterdir())}")
+    return found[-1]
+
+
 def main(trace_dir: Path) -> int:
     rng = np.random.default_rng(8)
     x = rng.standard_normal((ROWS, D)).astype(np.float32)
@@ -48,18 +57,18 @@ def main(trace_dir: Path) -> int:
         print(f"step08 MISMATCH: max abs err {err:.3e}")
         return 1
 
-    # N in swimlane_run<N>.json counts the runs of the process's chip: take the newest file
-    swimlane = max(trace_dir.glob("swimlane_run*.json"), key=lambda p: p.stat().st_mtime)
-    deps_file = swimlane.with_name(swimlane.name.replace("swimlane_", "deps_"))
+    # the files of this run are the newest ones (docs/simpler-runtime.md, "Diagnostics", names them)
+    swimlane = newest(trace_dir, "*swimlane*.json")
+    deps_file = newest(trace_dir, "*deps*.json")
     events = json.loads(swimlane.read_text())["traceEvents"]
     threads = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
     tasks = sorted((e for e in events if e.get("cat") == "task"), key=lambda e: e["args"]["task"])
-    waited = {t["task"]: t["deps"] for t in json.loads(deps_file.read_text())["tasks"]}
+    deps = {t["task"]: t["deps"] for t in json.loads(deps_file.read_text())["tasks"]}
 
-    print(f"{swimlane}\n{'task':<22} {'core':<8} {'start us':>9} {'dur us':>8}  waited for")
+    print(f"{swimlane}\n{deps_file}\n{'task':<22} {'core':<8} {'start us':>9} {'dur us':>8}  deps")
     for e in tasks:
         task = e["args"]["task"]
-        print(f"{e['name']:<22} {threads[e['tid']]:<8} {e['ts']:9.1f} {e['dur']:8.1f}  {waited[task]}")
+        print(f"{e['name']:<22} {threads[e['tid']]:<8} {e['ts']:9.1f} {e['dur']:8.1f}  {deps[task]}")
 
     blocks = ROWS // T
     if len(tasks) != blocks * KERNELS_PER_BLOCK:
@@ -71,6 +80,11 @@ def main(trace_dir: Path) -> int:
             if nxt["ts"] < prev["ts"] + prev["dur"] - 0.002:  # the file rounds to 1 ns
                 print(f"step08 MISMATCH: {nxt['name']} started before {prev['name']} ended")
                 return 1
+    for task, needs in deps.items():  # row blocks touch disjoint windows: independent
+        block = task // KERNELS_PER_BLOCK
+        if any(n // KERNELS_PER_BLOCK != block for n in needs):
+            print(f"step08 MISMATCH: task {task} of block {block} depends on {needs}")
+            return 1
     print(f"step08 ok: max abs err {err:.3e}")
     return 0
 
