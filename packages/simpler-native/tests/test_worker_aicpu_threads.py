@@ -22,39 +22,6 @@ def _tensor(arr: np.ndarray) -> Any:
     return Buffer.wrap(arr.ctypes.data, arr.nbytes, owner=arr).tensor(arr.shape, DataType.INT64)
 
 
-def _ops(x0: np.ndarray, seed: int, count: int) -> list[tuple[int, int, int, int, int]]:
-    """A dependency-ordered graph for the `interpret` orchestration: overlapping muladds and
-    copies between non-overlapping ranges. A muladd that would take a value past 2**40 is
-    skipped (the kernel's int64 arithmetic must not overflow)."""
-    rng = np.random.default_rng(seed)
-    x = [int(v) for v in x0]
-    ops: list[tuple[int, int, int, int, int]] = []
-    while len(ops) < count:
-        length = int(rng.integers(1, 9))
-        a = int(rng.integers(0, N - length + 1))
-        if rng.integers(0, 2) == 0:
-            k = int(rng.integers(-3, 4))
-            if all(abs(v * 2 + k) < 1 << 40 for v in x[a : a + length]):
-                ops.append((0, a, 0, length, k))
-                x[a : a + length] = [v * 2 + k for v in x[a : a + length]]
-            continue
-        b = int(rng.integers(0, N - length + 1))
-        if b + length <= a or b >= a + length:
-            ops.append((1, a, b, length, 0))
-            x[b : b + length] = x[a : a + length]
-    return ops
-
-
-def _sequential(x: np.ndarray, ops: list[tuple[int, int, int, int, int]]) -> np.ndarray:
-    x = x.copy()
-    for kind, a, b, length, k in ops:
-        if kind == 0:
-            x[a : a + length] = x[a : a + length] * 2 + k
-        else:
-            x[b : b + length] = x[a : a + length]
-    return x
-
-
 @pytest.fixture(scope="module")
 def two_aiv_worker() -> Iterator[simpler.Worker]:
     w = simpler.Worker(aic_threads=1, aiv_threads=2)
@@ -65,12 +32,16 @@ def two_aiv_worker() -> Iterator[simpler.Worker]:
 
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_each_aicpu_thread_has_a_track_and_results_stay_sequential(
-    two_aiv_worker: simpler.Worker, build_callable: Callable[[str], Any], tmp_path: Path, n: int
+    two_aiv_worker: simpler.Worker,
+    build_callable: Callable[[str], Any],
+    task_graphs: Any,
+    tmp_path: Path,
+    n: int,
 ) -> None:
     h = two_aiv_worker.register(build_callable("interpret"))
     x = np.arange(N, dtype=np.int64) % 11
-    ops = _ops(x, seed=n, count=300)
-    expected = _sequential(x, ops)
+    ops = task_graphs.seeded(x, n, 300)
+    expected = task_graphs.sequential(x, ops)
     table = np.array(ops, dtype=np.int64)
     args = TaskArgs()
     args.add_tensor(_tensor(x), D.InOut)

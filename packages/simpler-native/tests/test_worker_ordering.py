@@ -17,34 +17,6 @@ from simpler import Buffer, CallConfig, DataType, TaskArgs
 N = 24
 
 
-@st.composite
-def programs(draw: st.DrawFn) -> list[tuple[int, int, int, int, int]]:
-    ops = []
-    for _ in range(draw(st.integers(1, 30))):
-        length = draw(st.integers(1, 8))
-        if draw(st.booleans()):
-            a = draw(st.integers(0, N - length))
-            ops.append((0, a, 0, length, draw(st.integers(-3, 3))))
-        else:
-            a = draw(st.integers(0, N - length))
-            # a destination range that does not overlap the source
-            choices = [b for b in range(N - length + 1) if b + length <= a or b >= a + length]
-            if not choices:
-                continue
-            ops.append((1, a, draw(st.sampled_from(choices)), length, 0))
-    return ops
-
-
-def sequential(x: np.ndarray, ops: list[tuple[int, int, int, int, int]]) -> np.ndarray:
-    x = x.copy()
-    for kind, a, b, length, k in ops:
-        if kind == 0:
-            x[a : a + length] = x[a : a + length] * 2 + k
-        else:
-            x[b : b + length] = x[a : a + length]
-    return x
-
-
 @pytest.fixture(scope="module")
 def two_core_worker() -> Iterator[simpler.Worker]:
     w = simpler.Worker(aic_threads=1, aiv_threads=2)  # two AIV threads: real concurrency
@@ -54,16 +26,18 @@ def two_core_worker() -> Iterator[simpler.Worker]:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=programs(), window=st.sampled_from([4, 8, 256]))
+@given(data=st.data(), window=st.sampled_from([4, 8, 256]))
 def test_random_graphs_match_sequential_execution(
     two_core_worker: simpler.Worker,
     build_callable: Callable[[str], Any],
-    ops: list[tuple[int, int, int, int, int]],
+    task_graphs: Any,
+    data: st.DataObject,
     window: int,
 ) -> None:
+    ops = data.draw(task_graphs.strategy(N), label="ops")
     h = two_core_worker.register(build_callable("interpret"))
     x = np.arange(N, dtype=np.int64)
-    expected = sequential(x, ops)
+    expected = task_graphs.sequential(x, ops)
     table = np.array(ops, dtype=np.int64).reshape(len(ops), 5)
     args = TaskArgs()
     args.add_tensor(Buffer.wrap(x.ctypes.data, x.nbytes, owner=x).tensor((N,), DataType.INT64), D.InOut)
@@ -89,7 +63,9 @@ def test_at_most_64_callables(worker: simpler.Worker, build_callable: Callable[[
 
 
 def test_back_to_back_runs_keep_cross_run_order(
-    two_core_worker: simpler.Worker, build_callable: Callable[[str], Any]
+    two_core_worker: simpler.Worker,
+    build_callable: Callable[[str], Any],
+    task_graphs: Any,
 ) -> None:
     # Runs are orchestrated without waiting for the previous run's tasks; the tensor map spans
     # runs, so overlapping accesses still execute in submission order. The third config changes
@@ -107,7 +83,7 @@ def test_back_to_back_runs_keep_cross_run_order(
             )
         ]
         ops.append((1, 0, 12, 8, 0))
-        expected = sequential(expected, ops)
+        expected = task_graphs.sequential(expected, ops)
         table = np.array(ops, dtype=np.int64)
         tables.append(table)
         args = TaskArgs()
