@@ -153,7 +153,9 @@ def test_round_trip_compile_inspect_run(compiled: Compiled, tmp_path: Path) -> N
     assert "ran scaled_add on a2a3sim" in proc.stdout
     result = np.load(tmp_path / "result.bin", allow_pickle=False)
     np.testing.assert_allclose(result, a + 0.5 * b, rtol=1e-6, atol=1e-6)
-    traces = sorted(trace.glob("swimlane_run*.json"))
+    traces = sorted(trace.glob("*.swimlane.json"))
+    assert all(t.name.startswith("scaled_add") for t in traces), traces
+    assert all("_call" in t.name for t in traces), traces
     assert len(traces) == 1, proc.stdout
     assert f"trace: {traces[0]}" in proc.stdout
     assert json.loads(traces[0].read_text())  # a Chrome/Perfetto trace-event file

@@ -41,10 +41,15 @@ def test_swimlane_and_dep_graph(
     assert any(e["cat"] == "orchestration" for e in events if e.get("ph") == "X")
     graph = json.loads(next(Path(f) for f in files if "deps" in f).read_text())
     deps = {t["task"]: t["deps"] for t in graph["tasks"]}
-    # The chain: copy -> muladd -> muladd -> muladd -> copy; the final muladd on x waits for the
-    # first copy (WAR) unless it had already finished.
-    assert deps[1] in ([0], [])
-    assert deps[4] in ([3], [])
+    # The whole graph, not what was still running at each submit: copy -> muladd -> muladd ->
+    # muladd -> copy, and the final muladd on x after the first copy read x (write after read).
+    assert deps == {0: [], 1: [0], 2: [1], 3: [2], 4: [3], 5: [0]}
+    assert (graph["program"], graph["call"]) == ("stages", 1)
+    # The files say which program and which of its calls they belong to.
+    assert sorted(Path(f).name for f in files) == ["stages_call1.deps.json", "stages_call1.swimlane.json"]
+    worker.submit(h, args, cfg).result(timeout=30)
+    again = sorted(Path(f).name for f in worker.flush_diagnostics())
+    assert again == ["stages_call2.deps.json", "stages_call2.swimlane.json"]
     assert [t["kernel"] for t in graph["tasks"]] == [
         "copy_i64",
         "muladd",

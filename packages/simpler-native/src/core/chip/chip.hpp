@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -166,8 +167,12 @@ public:
     std::int32_t orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
                             ChipTensor* out);
     void orch_fail(RunState& rs, const std::string& message);
+    void record_graph_node(RunState& rs, const Task& t, const OrchTaskSpec* spec, std::uint32_t index,
+                           std::int64_t task_id);
 
 private:
+    // Traced runs of each program so far (under mu_): names the diagnostics files "<program>_call<k>".
+    std::map<std::string, std::uint64_t> traced_calls_;
     struct Pending {
         std::shared_ptr<Run> run;
         std::shared_ptr<const ChipProgram> program;

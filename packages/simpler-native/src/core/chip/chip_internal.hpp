@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "chip.hpp"
 #include "trace.hpp"
@@ -73,7 +75,6 @@ struct Chip::Task {
     std::vector<ChipTensor> tensors;
     std::vector<std::int64_t> args;
     std::vector<Task*> successors;
-    std::vector<std::uint32_t> pred_indices;  // recorded only for the dependency graph
     std::int32_t fanin = 0;
     std::uint32_t edges = 0;  // dependency-pool entries held until this task finishes
     enum class State : std::uint8_t { Free, Pending, Ready, Running, Done } state = State::Free;
@@ -130,6 +131,16 @@ struct Chip::RunState {
     std::int64_t t0 = 0;
     std::vector<TraceSlice> slices;
     std::vector<TaskNode> nodes;
+    // dep_graph only: every access of the run so far (finished tasks included), so that the
+    // graph holds every dependency of the program, not only those still pending at submit.
+    struct Access {
+        std::uint64_t lo, hi;
+        ChipTensor tensor;
+        std::uint32_t index;
+        bool write;
+    };
+    std::vector<Access> history;
+    std::unordered_map<std::int64_t, std::uint32_t> index_of_id;  // task id -> index in the run
 };
 
 }  // namespace simpler::chip

@@ -299,14 +299,10 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
     for (std::uint32_t i = 0; i < spec->scalar_count; ++i)
         t.args[spec->tensor_count + i] = static_cast<std::int64_t>(spec->scalars[i]);
     t.successors.clear();
-    t.pred_indices.clear();
     t.edges = static_cast<std::uint32_t>(preds.size());
     t.fanin = static_cast<std::int32_t>(preds.size());
     ring.dep_used += t.edges;
-    for (Task* p : preds) {
-        p->successors.push_back(&t);
-        if (rs.config.dep_graph && p->run == &rs) t.pred_indices.push_back(p->index);
-    }
+    for (Task* p : preds) p->successors.push_back(&t);
     for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
         std::uint64_t lo = 0, hi = 0;
         if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
@@ -327,7 +323,8 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
         }
         tensor_map_.push_back(MapEntry{lo, hi, &t.tensors[i], &t, seq, spec->tensors[i].direction != ArgDirection::In});
     }
-    if (rs.config.dep_graph) rs.nodes.push_back(TaskNode{index, spec->func_id, k->name, t.pred_indices});
+    const auto task_id = static_cast<std::int64_t>((static_cast<std::uint64_t>(r) << 48) | seq);
+    if (rs.config.dep_graph) record_graph_node(rs, t, spec, index, task_id);
     ++rs.submitted;
     ++rs.outstanding;
     ++in_flight_;
@@ -341,7 +338,48 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
     } else {
         t.state = Task::State::Pending;
     }
-    return static_cast<std::int64_t>((static_cast<std::uint64_t>(r) << 48) | seq);
+    return task_id;
+}
+
+// The task's node in the run's dependency graph: every earlier task of the run it depends on
+// (the same overlap and coverage rules as the scheduler's tensor map, but against the run's
+// whole history, finished tasks included) plus its explicit dependencies.
+void Chip::record_graph_node(RunState& rs, const Task& t, const OrchTaskSpec* spec, std::uint32_t index,
+                             std::int64_t task_id) {
+    std::vector<std::uint32_t> deps;
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        std::uint64_t lo = 0, hi = 0;
+        if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
+        const bool writes = spec->tensors[i].direction != ArgDirection::In;
+        for (const RunState::Access& a : rs.history)
+            if (a.lo < hi && lo < a.hi && (writes || a.write) && tensors_may_overlap(a.tensor, t.tensors[i]))
+                deps.push_back(a.index);
+    }
+    for (std::uint32_t d = 0; d < spec->dep_count; ++d) {
+        auto it = rs.index_of_id.find(spec->deps[d]);
+        if (it != rs.index_of_id.end()) deps.push_back(it->second);
+    }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    rs.nodes.push_back(TaskNode{index, spec->func_id, t.kernel->name, std::move(deps)});
+    rs.index_of_id[task_id] = index;
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        std::uint64_t lo = 0, hi = 0;
+        if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
+        const bool writes = spec->tensors[i].direction != ArgDirection::In;
+        if (writes) {  // a covering write orders every later access after it: drop what it covers
+            auto& h = rs.history;
+            for (std::size_t e = 0; e < h.size();) {
+                if (h[e].lo >= lo && h[e].hi <= hi && tensor_covers(t.tensors[i], h[e].tensor)) {
+                    h[e] = h.back();
+                    h.pop_back();
+                    continue;
+                }
+                ++e;
+            }
+        }
+        rs.history.push_back(RunState::Access{lo, hi, t.tensors[i], index, writes});
+    }
 }
 
 }  // namespace simpler::chip

@@ -193,6 +193,11 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned) {
     }
     std::vector<std::string> files;
     if (rs.config.swimlane || rs.config.dep_graph) {
+        TraceName trace_name{rs.program != nullptr ? rs.program->name : std::string(), 0, rs.run->id()};
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            trace_name.call = ++traced_calls_[trace_name.program];
+        }
         try {
             std::vector<std::string> names{"AICPU orchestrator"};
             int aic = 0, aiv = 0;
@@ -200,8 +205,8 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned) {
             for (int i = 0; i < options_.aiv_threads; ++i) names.push_back("AIV " + std::to_string(aiv++));
             for (int k = 0; k < rs.lanes; ++k) names.push_back("AICPU scheduler " + std::to_string(k));
             const std::string base = rs.config.output_prefix;
-            if (rs.config.swimlane) files.push_back(write_swimlane(base, rs.run->id(), names, rs.slices));
-            if (rs.config.dep_graph) files.push_back(write_dep_graph(base, rs.run->id(), rs.nodes));
+            if (rs.config.swimlane) files.push_back(write_swimlane(base, trace_name, names, rs.slices));
+            if (rs.config.dep_graph) files.push_back(write_dep_graph(base, trace_name, rs.nodes));
         } catch (const std::exception& e) {
             if (!rs.failed) {
                 rs.failed = true;

@@ -1,5 +1,6 @@
 #include "trace.hpp"
 
+#include <cctype>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,12 +71,19 @@ std::string write_atomically(const std::string& output_prefix, const std::string
 
 }  // namespace
 
-std::string write_swimlane(const std::string& output_prefix, std::uint64_t run_id,
+std::string TraceName::stem() const {
+    std::string out = program.empty() ? std::string("program") : program;
+    for (char& c : out)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') c = '_';
+    return out + "_call" + std::to_string(call);
+}
+
+std::string write_swimlane(const std::string& output_prefix, const TraceName& name,
                            const std::vector<std::string>& thread_names, const std::vector<TraceSlice>& slices) {
     std::ostringstream o;
     o << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-    o << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"a2a3sim run " << run_id
-      << "\"}}";
+    o << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\""
+      << json_escape(name.program) << " call " << name.call << " (run " << name.run_id << ")\"}}";
     for (std::size_t i = 0; i < thread_names.size(); ++i)
         o << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" << i << ",\"args\":{\"name\":\""
           << json_escape(thread_names[i]) << "\"}}";
@@ -90,12 +98,13 @@ std::string write_swimlane(const std::string& output_prefix, std::uint64_t run_i
         o << ",\"dur\":" << num << ",\"args\":{\"task\":" << s.task << ",\"func_id\":" << s.func_id << "}}";
     }
     o << "\n]}\n";
-    return write_atomically(output_prefix, "swimlane_run" + std::to_string(run_id) + ".json", o.str());
+    return write_atomically(output_prefix, name.stem() + ".swimlane.json", o.str());
 }
 
-std::string write_dep_graph(const std::string& output_prefix, std::uint64_t run_id, const std::vector<TaskNode>& nodes) {
+std::string write_dep_graph(const std::string& output_prefix, const TraceName& name, const std::vector<TaskNode>& nodes) {
     std::ostringstream o;
-    o << "{\"run\":" << run_id << ",\"tasks\":[";
+    o << "{\"program\":\"" << json_escape(name.program) << "\",\"call\":" << name.call << ",\"run\":" << name.run_id
+      << ",\"tasks\":[";
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         const TaskNode& n = nodes[i];
         o << (i ? ",\n" : "\n") << "{\"task\":" << n.index << ",\"func_id\":" << n.func_id << ",\"kernel\":\""
@@ -104,7 +113,7 @@ std::string write_dep_graph(const std::string& output_prefix, std::uint64_t run_
         o << "]}";
     }
     o << "\n]}\n";
-    return write_atomically(output_prefix, "deps_run" + std::to_string(run_id) + ".json", o.str());
+    return write_atomically(output_prefix, name.stem() + ".deps.json", o.str());
 }
 
 }  // namespace simpler::chip

@@ -1,6 +1,6 @@
 // Diagnostics of one run: the swimlane (Chrome trace-event JSON, one track per AICPU/AICore
 // thread, one slice per task; opens in Perfetto and chrome://tracing) and the dependency graph
-// (JSON: one node per task with the indices of the tasks it waited for).
+// (JSON: one node per task with the indices of every earlier task of the run it depends on).
 #pragma once
 
 #include <cstdint>
@@ -29,10 +29,21 @@ struct TaskNode {
     std::vector<std::uint32_t> deps;
 };
 
-// Both write to a temp file and rename it into place; they create `output_prefix` as a
-// directory if needed and return the final path. Throw std::runtime_error on I/O failure.
-std::string write_swimlane(const std::string& output_prefix, std::uint64_t run_id,
+// Which run a diagnostics file belongs to: the program (its orchestration name), the how-manyth
+// call of that program on this chip it was (from 1), and the chip's run number.
+struct TraceName {
+    std::string program;
+    std::uint64_t call;
+    std::uint64_t run_id;
+    // "<program>_call<k>" with characters outside [A-Za-z0-9_.-] replaced by '_'.
+    std::string stem() const;
+};
+
+// Both write to a temp file and rename it into place (<stem>.swimlane.json, <stem>.deps.json);
+// they create `output_prefix` as a directory if needed and return the final path. Throw
+// std::runtime_error on I/O failure.
+std::string write_swimlane(const std::string& output_prefix, const TraceName& name,
                            const std::vector<std::string>& thread_names, const std::vector<TraceSlice>& slices);
-std::string write_dep_graph(const std::string& output_prefix, std::uint64_t run_id, const std::vector<TaskNode>& nodes);
+std::string write_dep_graph(const std::string& output_prefix, const TraceName& name, const std::vector<TaskNode>& nodes);
 
 }  // namespace simpler::chip

@@ -6,7 +6,7 @@ an Out tensor may be omitted (it is allocated with the metadata's shape and dtyp
 an Out with a dynamic extent must be given, its file's shape sets the extent). After the run,
 every Out and InOut tensor is written: to ``--out NAME=FILE`` when given, else to
 ``NAME.npy`` in ``--out-dir`` (default: the current directory). ``--trace DIR`` writes the
-simulated chip's swimlane trace (Chrome/Perfetto JSON, ``DIR/swimlane_run<N>.json``).
+simulated chip's swimlane trace (Chrome/Perfetto JSON, ``DIR/<program>_call<k>.swimlane.json``).
 
 Example:
     $ pypto-runtime run 3f2a9c --arg a=a.npy --arg b=b.npy --arg alpha=0.5 --out out=sum.npy
@@ -280,7 +280,7 @@ def command(args: argparse.Namespace) -> int:
     targets = _outputs(params, _pairs(args.out, "--out", names), args.out_dir)
     config = _config(args, artifact)
     trace_dir = Path(args.trace) if args.trace else None
-    before = set(trace_dir.glob("swimlane_run*.json")) if trace_dir else set()
+    before = set(trace_dir.glob("*.swimlane.json")) if trace_dir else set()
 
     with step(f"loading {name}", quiet=args.quiet):
         builds = _builds_on_load(artifact)
@@ -321,6 +321,6 @@ def command(args: argparse.Namespace) -> int:
     if targets:
         console.print(table)
     if trace_dir is not None:
-        for trace in sorted(set(trace_dir.glob("swimlane_run*.json")) - before):
+        for trace in sorted(set(trace_dir.glob("*.swimlane.json")) - before):
             console.print(f"trace: {trace}", soft_wrap=True)
     return EXIT_OK
