@@ -1,15 +1,23 @@
-"""Shared fixtures of the pypto-ir tests: a C++ syntax checker against simpler's headers."""
+"""Shared fixtures of the pypto-ir tests: a C++ syntax checker against simpler's headers, and
+this folder on sys.path for the helpers of pypto_ir_test_helpers.py."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
+
+# Test modules import shared helpers by name (``from pypto_ir_test_helpers import HostArray``);
+# with --import-mode=importlib this folder is not on sys.path, so conftest (loaded before any
+# test module) puts it there.
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 
 
 def _include_dir() -> Path | None:

@@ -5,17 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pypto_ir_test_helpers import HostArray
+
 import pypto.language as pl
 from pypto.ir.codegen import abi_params, generate_kernel, generate_orchestration
 from pypto.ir.compile import _compile_to_files
 from pypto.ir.pipeline import lower
 from pypto.ir.types import CoreType
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def t(*shape: int, dtype: str = "float32") -> HostArray:

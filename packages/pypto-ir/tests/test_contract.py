@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.compile import _compile_to_files
@@ -112,12 +113,6 @@ def test_platform_selects_execution_mode_independently() -> None:
         execution_mode("gpu")
     with pytest.raises(ValueError, match="PROGRAM or KERNEL"):
         Contract.parse("BOTH")
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def t(*shape: int) -> HostArray:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.compile import _compile_to_files
@@ -180,14 +181,6 @@ def dynamic_rows(a: pl.Tensor[[M, 32], pl.FP32], c: pl.Out[pl.Tensor[[M, 32], pl
         for i in pl.range(M // 16):
             pl.store(pl.exp(pl.load(a, [i * 16, 0], [16, 32])), [i * 16, 0], c)
     return c
-
-
-class HostArray:
-    """A tensor-like argument (``.shape``, ``.dtype``) as numpy or torch would pass it."""
-
-    def __init__(self, shape: tuple[int, ...], dtype: str) -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def z(*shape: int) -> HostArray:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pypto_ir_test_helpers import HostArray as _HostArray
 
 import pypto.language as pl
 from pypto.ir.codegen.cpp import cpp_type, ident
@@ -243,12 +244,6 @@ def test_kernels_embed_no_tile_helpers() -> None:
     assert "pt::fillpad(r, pt::Pad::Min);" in text
     assert "pt::slice(r, a0, INT64_C(0), INT64_C(0));" in text
     assert "pypto_" not in text
-
-
-class _HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def test_a_new_unary_op_is_one_table_line(monkeypatch: pytest.MonkeyPatch) -> None:

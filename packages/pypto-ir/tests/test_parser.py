@@ -8,17 +8,12 @@ import re
 from typing import Any
 
 import pytest
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Assign, Call, For, Scope, TensorWrite, walk_stmts
 from pypto.ir.types import MemorySpace, TensorType, TileType
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def t(*shape: int) -> HostArray:

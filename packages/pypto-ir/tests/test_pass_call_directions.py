@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
@@ -11,12 +12,6 @@ from pypto.ir.param_info import ParamDirection
 from pypto.ir.passes import call_directions, outline_scopes, ssa
 
 IN, OUT, INOUT = ParamDirection.IN, ParamDirection.OUT, ParamDirection.INOUT
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def t(*shape: int) -> HostArray:

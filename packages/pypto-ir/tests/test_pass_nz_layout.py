@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.dtypes import DataType
@@ -159,18 +160,14 @@ def nz_tensor_op(w: pl.Tensor[[32, 32], pl.FP16, pl.NZ], out: pl.Out[pl.Tensor[[
     return out
 
 
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float16") -> None:
-        self.shape = shape
-        self.dtype = dtype
-
-
 def test_tensor_level_ops_on_nz_tensors_load_with_the_nz_layout() -> None:
     from pypto.ir.codegen import generate_kernel
     from pypto.ir.nodes import Assign, Call, walk_stmts
     from pypto.ir.pipeline import lower
 
-    prog = lower(nz_tensor_op.specialize(HostArray((32, 32)), HostArray((32, 32))).program).program
+    prog = lower(
+        nz_tensor_op.specialize(HostArray((32, 32), "float16"), HostArray((32, 32), "float16")).program
+    ).program
     k = prog.functions["nz_tensor_op_k0"]
     loads = [
         s.value
@@ -193,7 +190,7 @@ def nz_bad_rows(w: pl.Tensor[[24, 32], pl.FP16, pl.NZ], out: pl.Out[pl.Tensor[[2
 def test_nz_parameter_that_cannot_be_blocked_is_rejected() -> None:
     from pypto.ir.pipeline import lower
 
-    prog = nz_bad_rows.specialize(HostArray((24, 32)), HostArray((24, 32))).program
+    prog = nz_bad_rows.specialize(HostArray((24, 32), "float16"), HostArray((24, 32), "float16")).program
     with pytest.raises(KernelError, match="rows must be a multiple of 16"):
         lower(prog)
 
@@ -211,7 +208,7 @@ def test_compiled_metadata_keeps_logical_params_and_blocked_lowered_params(tmp_p
     from pypto.ir.compile import _compile_to_files
 
     r = _compile_to_files(
-        nz_batched.specialize(HostArray((3, 32, 64)), HostArray((32, 64))),
+        nz_batched.specialize(HostArray((3, 32, 64), "float16"), HostArray((32, 64), "float16")),
         tmp_path,
         contract="KERNEL",
         platform="a2a3sim",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
@@ -10,12 +11,6 @@ from pypto.ir.nodes import Assign, CallFunc, ExprStmt, Scope, walk_stmts
 from pypto.ir.passes import outline_scopes, ssa
 from pypto.ir.types import FunctionType, ScalarType, TaskIdType, TensorType
 from pypto.ir.verifier import VerifyLevel, verify
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def t(*shape: int) -> HostArray:

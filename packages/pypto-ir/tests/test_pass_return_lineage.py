@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
+from pypto_ir_test_helpers import HostArray
+
 import pypto.language as pl
 from pypto.ir.analysis.return_lineage import entry_aliases
 from pypto.ir.passes import ssa
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def t(*shape: int) -> HostArray:

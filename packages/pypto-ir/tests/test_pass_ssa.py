@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Assign, Call, ExprStmt, For, Program, Var, Yield, walk_stmts
 from pypto.ir.passes import ssa
 from pypto.ir.verifier import VerifyLevel, verify
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 @pl.jit

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pypto_ir_test_helpers import HostArray
 
 from pypto.ir.codegen import generate_kernel
 from pypto.ir.nodes import Assign, Call, structural_equal, walk_stmts
@@ -18,12 +19,6 @@ from pypto.ir.pipeline import lower
 
 UNARY = ["pl.exp", "pl.abs", "pl.neg", "pl.relu", "pl.sqrt"]
 BINARY = ["pl.add", "pl.sub", "pl.mul", "pl.maximum", "pl.minimum"]
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 @st.composite

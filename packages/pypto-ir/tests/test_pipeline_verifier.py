@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir import pipeline
@@ -15,12 +16,6 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import Assign, Call, Function, Program, Var
 from pypto.ir.types import TileType
 from pypto.ir.verifier import VerifyError, VerifyLevel
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 @pl.jit.incore

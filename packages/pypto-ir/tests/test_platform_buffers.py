@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir import contract, platforms
@@ -108,12 +109,6 @@ def carried(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         v = pl.read(a, [0, 0])
         pl.write(out, [1, 1], v)
     return out
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def z(*shape: int) -> HostArray:

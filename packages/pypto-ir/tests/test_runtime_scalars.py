@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
@@ -19,12 +20,6 @@ from pypto.ir.nodes import For, Var
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.pipeline import lower
 from pypto.language.typing import RuntimeScalarMarker, is_runtime
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def t(*shape: int, dtype: str = "float32") -> HostArray:

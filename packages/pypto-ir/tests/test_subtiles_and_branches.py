@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.compile import _compile_to_files
@@ -13,12 +14,6 @@ from pypto.ir.nodes import For, If, Yield, walk_stmts
 from pypto.ir.pipeline import lower
 
 Q, W = 32, 32
-
-
-class HostArray:
-    def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
-        self.shape = shape
-        self.dtype = dtype
 
 
 def t(*shape: int, dtype: str = "float32") -> HostArray:
