@@ -17,36 +17,13 @@ import time
 
 import numpy as np
 
-import pypto.language as pl
 import pypto.runtime as rt
+from pypto_testing.programs import fused_linear
 
 N = 32  # tile edge: every tensor is N x N FP32
 
-
-@pl.jit.incore
-def matmul_kernel(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
-    tx = pl.move(
-        pl.load(x, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-    )
-    tw = pl.move(
-        pl.load(w, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
-    )
-    pl.store(pl.matmul(tx, tw), [0, 0], out)
-    return out
-
-
-@pl.jit.incore
-def bias_relu_kernel(h: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-    pl.store(pl.relu(pl.add(pl.load(h, [0, 0], [N, N]), pl.load(bias, [0, 0], [N, N]))), [0, 0], out)
-    return out
-
-
-@pl.jit
-def fused_linear(x: pl.Tensor, w: pl.Tensor, bias: pl.Tensor, y: pl.Out[pl.Tensor]):
-    h = pl.create_tensor([N, N], dtype=pl.FP32)
-    h = matmul_kernel(x, w, h)
-    y = bias_relu_kernel(h, bias, y)
-    return y
+# fused_linear is one of the example programs the packages' tests share; its source, in
+# testing/src/pypto_testing/programs.py, is the three functions described above.
 
 
 def main() -> int:

@@ -9,200 +9,22 @@ from pathlib import Path
 import pytest
 from pypto_ir_test_helpers import HostArray
 
-import pypto.language as pl
 from pypto.ir.compile import _compile_to_files
 from pypto.ir.metadata import read_metadata
-
-ROWS, COLS, TILE = 256, 64, 64
-
-
-@pl.jit
-def add_one_tile(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [64, 64])
-        y = pl.load(b, [0, 0], [64, 64])
-        pl.store(pl.add(x, y), [0, 0], c)
-    return c
-
-
-@pl.jit
-def add_chunks(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(ROWS // TILE):
-            x = pl.load(a, [i * TILE, 0], [TILE, COLS])
-            y = pl.load(b, [i * TILE, 0], [TILE, COLS])
-            pl.store(pl.mul(x, y), [i * TILE, 0], c)
-    return c
-
-
-@pl.jit
-def scale_sum(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    """(a + b) * 2 with a tile-scalar op."""
-    with pl.at(level=pl.Level.CORE_GROUP):
-        s = pl.add(pl.load(a, [0, 0], [32, 32]), pl.load(b, [0, 0], [32, 32]))
-        pl.store(pl.mul(s, 2.0), [0, 0], c)
-    return c
-
-
-@pl.jit
-def silu_like(x: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(x, [0, 0], [16, 64])
-        d = pl.add(pl.exp(pl.mul(t, -1.0)), 1.0)
-        pl.store(pl.mul(t, pl.recip(d)), [0, 0], out)
-    return out
-
-
-@pl.jit
-def cube_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        l1a = pl.load(a, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat)
-        l1b = pl.load(b, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat)
-        left = pl.move(l1a, target_memory=pl.MemorySpace.Left)
-        right = pl.move(l1b, target_memory=pl.MemorySpace.Right)
-        pl.store(pl.matmul(left, right), [0, 0], c)
-    return c
-
-
-@pl.jit
-def split_k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        a0 = pl.move(
-            pl.load(a, [0, 0], [32, 16], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-        )
-        b0 = pl.move(
-            pl.load(b, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
-        )
-        acc: pl.Tile[[32, 32], pl.FP32] = pl.matmul(a0, b0)
-        a1 = pl.move(
-            pl.load(a, [0, 16], [32, 16], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-        )
-        b1 = pl.move(
-            pl.load(b, [16, 0], [16, 32], target_memory=pl.MemorySpace.Mat),
-            target_memory=pl.MemorySpace.Right,
-        )
-        acc = pl.matmul_acc(acc, a1, b1)
-        pl.store(acc, [0, 0], c)
-    return c
-
-
-@pl.jit
-def row_softmax(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [32, 64])
-        tmp = pl.create_tile([32, 64], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
-        m: pl.Tile[[32, 1], pl.FP32] = pl.row_max(t, tmp)
-        e = pl.exp(pl.row_expand_sub(t, m))
-        s: pl.Tile[[32, 1], pl.FP32] = pl.row_sum(e, tmp)
-        pl.store(pl.row_expand_div(e, s), [0, 0], out)
-    return out
-
-
-@pl.jit
-def rms_norm(x: pl.Tensor, gamma: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        tx = pl.load(x, [0, 0], [16, 64])
-        tg = pl.load(gamma, [0, 0], [1, 64])
-        tmp = pl.create_tile([16, 64], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
-        ms: pl.Tile[[16, 1], pl.FP32] = pl.row_sum(pl.mul(tx, tx), tmp)
-        flat: pl.Tile[[1, 16], pl.FP32] = pl.reshape(ms, [1, 16])
-        flat = pl.sqrt(pl.add(pl.mul(flat, 1.0 / 64), 1e-6))
-        rms = pl.reshape(flat, [16, 1])
-        pl.store(pl.col_expand_mul(pl.row_expand_div(tx, rms), tg), [0, 0], out)
-    return out
-
-
-@pl.jit
-def column_stats(x: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(x, [0, 0], [16, 32])
-        mean: pl.Tile[[1, 32], pl.FP32] = pl.mul(pl.col_sum(t), 1.0 / 16)
-        spread = pl.sub(pl.col_max(t), pl.col_min(t))
-        pl.store(pl.col_expand_div(pl.col_expand_sub(t, mean), spread), [0, 0], out)
-    return out
-
-
-@pl.jit
-def join_cols(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t: pl.Tile[[16, 32], pl.FP32] = pl.concat(pl.load(a, [0, 0], [16, 16]), pl.load(b, [0, 0], [16, 16]))
-        pl.store(t, [0, 0], c)
-    return c
-
-
-@pl.jit.incore
-def _mm_kernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-    ta = pl.move(
-        pl.load(a, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-    )
-    tb = pl.move(
-        pl.load(b, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
-    )
-    pl.store(pl.matmul(ta, tb), [0, 0], out)
-    return out
-
-
-@pl.jit.incore
-def _bias_kernel(x: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-    pl.store(pl.relu(pl.add(pl.load(x, [0, 0], [32, 32]), pl.load(bias, [0, 0], [32, 32]))), [0, 0], out)
-    return out
-
-
-@pl.jit
-def fused_linear(x: pl.Tensor, w: pl.Tensor, bias: pl.Tensor, y: pl.Out[pl.Tensor]):
-    mid = pl.create_tensor([32, 32], dtype=pl.FP32)
-    mid = _mm_kernel(x, w, mid)
-    y = _bias_kernel(mid, bias, y)
-    return y
-
-
-@pl.jit
-def two_stages(x: pl.Tensor, scratch: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1") as first:
-        scratch[:] = pl.add(x, x)
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage2", deps=[first]):
-        out[:] = pl.mul(scratch, scratch)
-    return scratch, out
-
-
-@pl.jit
-def scalar_param(a: pl.Tensor, alpha: pl.FP32, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        c[:] = pl.mul(a, alpha)
-    return c
-
-
-M = pl.dynamic("M")
-
-
-@pl.jit
-def dynamic_rows(a: pl.Tensor[[M, 32], pl.FP32], c: pl.Out[pl.Tensor[[M, 32], pl.FP32]]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(M // 16):
-            pl.store(pl.exp(pl.load(a, [i * 16, 0], [16, 32])), [i * 16, 0], c)
-    return c
+from pypto_testing.programs import EXAMPLES, Example, dynamic_rows, scalar_param
 
 
 def z(*shape: int) -> HostArray:
     return HostArray(shape, "float32")
 
 
-CASES = {
-    "add_one_tile": (add_one_tile, (z(64, 64), z(64, 64), z(64, 64)), ["AIV"]),
-    "add_chunks": (add_chunks, (z(ROWS, COLS), z(ROWS, COLS), z(ROWS, COLS)), ["AIV"]),
-    "scale_sum": (scale_sum, (z(32, 32), z(32, 32), z(32, 32)), ["AIV"]),
-    "silu_like": (silu_like, (z(16, 64), z(16, 64)), ["AIV"]),
-    "cube_matmul": (cube_matmul, (z(32, 32), z(32, 32), z(32, 32)), ["AIC"]),
-    "split_k": (split_k, (z(32, 32), z(32, 32), z(32, 32)), ["AIC"]),
-    "row_softmax": (row_softmax, (z(32, 64), z(32, 64)), ["AIV"]),
-    "rms_norm": (rms_norm, (z(16, 64), z(1, 64), z(16, 64)), ["AIV"]),
-    "column_stats": (column_stats, (z(16, 32), z(16, 32)), ["AIV"]),
-    "join_cols": (join_cols, (z(16, 16), z(16, 16), z(16, 32)), ["AIV"]),
-    "fused_linear": (fused_linear, (z(32, 32), z(32, 32), z(32, 32), z(32, 32)), ["AIC", "AIV"]),
-    "two_stages": (two_stages, (z(16, 16), z(16, 16), z(16, 16)), ["AIV", "AIV"]),
-    "scalar_param": (scalar_param, (z(16, 16), 0.5, z(16, 16)), ["AIV"]),
-    "dynamic_rows": (dynamic_rows, (z(64, 32), z(64, 32)), ["AIV"]),
-}
+def _args(ex: Example) -> tuple[object, ...]:
+    inputs = tuple(z(*i) if isinstance(i, tuple) else i for i in ex.inputs)
+    return inputs + tuple(z(*o) for o in ex.outputs)
+
+
+# name -> (fn, arguments, kernel core types), from the programs shared with pypto-runtime's tests
+CASES = {name: (ex.fn, _args(ex), list(ex.cores)) for name, ex in EXAMPLES.items()}
 
 
 @pytest.fixture(scope="module")

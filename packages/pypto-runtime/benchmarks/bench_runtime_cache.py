@@ -31,6 +31,7 @@ import numpy as np
 
 import pypto.language as pl
 import pypto.runtime as rt
+from pypto_testing.programs import add_one_tile
 
 N = 32
 
@@ -69,11 +70,8 @@ def three_kernels(x: pl.Tensor, w: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]
     return y
 
 
-@pl.jit
-def add64(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        pl.store(pl.add(pl.load(a, [0, 0], [64, 64]), pl.load(b, [0, 0], [64, 64])), [0, 0], c)
-    return c
+# the 64x64 FP32 add of one tile, shared with the tests (pypto_testing.programs)
+add64 = add_one_tile
 
 
 def _cpu() -> float:

@@ -19,8 +19,8 @@ import pypto.runtime as rt
 from pypto.runtime import mode_gate
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
+from pypto_testing.programs import COLS, EXAMPLES, ROWS, Example, add_chunks, dynamic_rows, scalar_param, silu
 
-ROWS, COLS, TILE = 256, 64, 64
 RNG = np.random.default_rng(7)
 
 
@@ -32,163 +32,27 @@ def z(*shape: int) -> np.ndarray:
     return np.zeros(shape, np.float32)
 
 
-@pl.jit
-def add_chunks(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(ROWS // TILE):
-            x = pl.load(a, [i * TILE, 0], [TILE, COLS])
-            y = pl.load(b, [i * TILE, 0], [TILE, COLS])
-            pl.store(pl.add(x, y), [i * TILE, 0], c)
-    return c
+# case -> shared example (pypto_testing.programs): the programs with a numpy reference
+_RUN = {
+    "elementwise": "add_chunks",
+    "scalar": "scalar_param",
+    "activation": "silu",
+    "softmax": "row_softmax",
+    "normalisation": "rms_norm",
+    "matmul": "cube_matmul",
+    "matmul_acc": "split_k",
+    "fused_linear": "fused_linear",
+    "task_graph": "two_stages",
+}
 
 
-@pl.jit
-def scalar_param(a: pl.Tensor, alpha: pl.FP32, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        c[:] = pl.mul(a, alpha)
-    return c
-
-
-@pl.jit
-def silu(x: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(x, [0, 0], [16, 64])
-        d = pl.add(pl.exp(pl.mul(t, -1.0)), 1.0)
-        pl.store(pl.mul(t, pl.recip(d)), [0, 0], out)
-    return out
-
-
-@pl.jit
-def row_softmax(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [32, 64])
-        tmp = pl.create_tile([32, 64], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
-        m: pl.Tile[[32, 1], pl.FP32] = pl.row_max(t, tmp)
-        e = pl.exp(pl.row_expand_sub(t, m))
-        s: pl.Tile[[32, 1], pl.FP32] = pl.row_sum(e, tmp)
-        pl.store(pl.row_expand_div(e, s), [0, 0], out)
-    return out
-
-
-@pl.jit
-def rms_norm(x: pl.Tensor, gamma: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        tx = pl.load(x, [0, 0], [16, 64])
-        tg = pl.load(gamma, [0, 0], [1, 64])
-        tmp = pl.create_tile([16, 64], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
-        ms: pl.Tile[[16, 1], pl.FP32] = pl.row_sum(pl.mul(tx, tx), tmp)
-        flat: pl.Tile[[1, 16], pl.FP32] = pl.reshape(ms, [1, 16])
-        flat = pl.sqrt(pl.add(pl.mul(flat, 1.0 / 64), 1e-6))
-        rms = pl.reshape(flat, [16, 1])
-        pl.store(pl.col_expand_mul(pl.row_expand_div(tx, rms), tg), [0, 0], out)
-    return out
-
-
-@pl.jit
-def cube_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        l1a = pl.load(a, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat)
-        l1b = pl.load(b, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat)
-        left = pl.move(l1a, target_memory=pl.MemorySpace.Left)
-        right = pl.move(l1b, target_memory=pl.MemorySpace.Right)
-        pl.store(pl.matmul(left, right), [0, 0], c)
-    return c
-
-
-@pl.jit
-def split_k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        a0 = pl.move(
-            pl.load(a, [0, 0], [32, 16], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-        )
-        b0 = pl.move(
-            pl.load(b, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
-        )
-        acc: pl.Tile[[32, 32], pl.FP32] = pl.matmul(a0, b0)
-        a1 = pl.move(
-            pl.load(a, [0, 16], [32, 16], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-        )
-        b1 = pl.move(
-            pl.load(b, [16, 0], [16, 32], target_memory=pl.MemorySpace.Mat),
-            target_memory=pl.MemorySpace.Right,
-        )
-        acc = pl.matmul_acc(acc, a1, b1)
-        pl.store(acc, [0, 0], c)
-    return c
-
-
-@pl.jit.incore
-def _mm_kernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-    ta = pl.move(
-        pl.load(a, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-    )
-    tb = pl.move(
-        pl.load(b, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
-    )
-    pl.store(pl.matmul(ta, tb), [0, 0], out)
-    return out
-
-
-@pl.jit.incore
-def _bias_relu_kernel(x: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-    pl.store(pl.relu(pl.add(pl.load(x, [0, 0], [32, 32]), pl.load(bias, [0, 0], [32, 32]))), [0, 0], out)
-    return out
-
-
-@pl.jit
-def fused_linear(x: pl.Tensor, w: pl.Tensor, bias: pl.Tensor, y: pl.Out[pl.Tensor]):
-    mid = pl.create_tensor([32, 32], dtype=pl.FP32)
-    mid = _mm_kernel(x, w, mid)
-    y = _bias_relu_kernel(mid, bias, y)
-    return y
-
-
-@pl.jit
-def two_stages(x: pl.Tensor, scratch: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1") as first:
-        scratch[:] = pl.add(x, x)
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage2", deps=[first]):
-        out[:] = pl.mul(scratch, scratch)
-    return scratch, out
-
-
-M = pl.dynamic("M")
-
-
-@pl.jit
-def dynamic_rows(a: pl.Tensor[[M, 32], pl.FP32], c: pl.Out[pl.Tensor[[M, 32], pl.FP32]]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(M // 16):
-            pl.store(pl.exp(pl.load(a, [i * 16, 0], [16, 32])), [i * 16, 0], c)
-    return c
-
-
-def _softmax(a: np.ndarray) -> np.ndarray:
-    e = np.exp(a - a.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def _rms(x: np.ndarray, g: np.ndarray) -> np.ndarray:
-    return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * g
+def _case(ex: Example) -> tuple[Any, tuple[Any, ...], tuple[tuple[int, ...], ...], Callable[..., Any]]:
+    assert ex.reference is not None
+    return ex.fn, tuple(r(*i) if isinstance(i, tuple) else i for i in ex.inputs), ex.outputs, ex.reference
 
 
 # name -> (fn, inputs, outputs, numpy reference over inputs)
-CASES: dict[str, tuple[Any, tuple[Any, ...], tuple[tuple[int, ...], ...], Callable[..., Any]]] = {
-    "elementwise": (add_chunks, (r(ROWS, COLS), r(ROWS, COLS)), ((ROWS, COLS),), lambda a, b: a + b),
-    "scalar": (scalar_param, (r(16, 16), 0.5), ((16, 16),), lambda a, s: a * s),
-    "activation": (silu, (r(16, 64),), ((16, 64),), lambda x: x / (1 + np.exp(-x))),
-    "softmax": (row_softmax, (r(32, 64),), ((32, 64),), _softmax),
-    "normalisation": (rms_norm, (r(16, 64), r(1, 64)), ((16, 64),), _rms),
-    "matmul": (cube_matmul, (r(32, 32), r(32, 32)), ((32, 32),), lambda a, b: a @ b),
-    "matmul_acc": (split_k, (r(32, 32), r(32, 32)), ((32, 32),), lambda a, b: a @ b),
-    "fused_linear": (
-        fused_linear,
-        (r(32, 32), r(32, 32), r(32, 32)),
-        ((32, 32),),
-        lambda x, w, b: np.maximum(x @ w + b, 0),
-    ),
-    "task_graph": (two_stages, (r(16, 16),), ((16, 16), (16, 16)), lambda x: (x + x, (x + x) ** 2)),
-}
+CASES = {case: _case(EXAMPLES[name]) for case, name in _RUN.items()}
 
 
 @pytest.fixture(scope="module")
