@@ -196,8 +196,14 @@ def bench(session: nox.Session) -> None:
     scripts = sorted(ROOT.glob("packages/*/benchmarks/bench_*.py"))
     if not scripts:
         session.error("no benchmarks found under packages/*/benchmarks")
+    # The headline figures of every script, collected into one table at the end.
+    report = BUILD / "bench" / "report.jsonl"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.unlink(missing_ok=True)
+    session.env["PYPTO_BENCH_REPORT"] = str(report)
     for script in scripts:
         session.run("python", str(script), *session.posargs)
+    session.run("python", "-m", "pypto_testing.bench", str(report))
 
 
 def _asan_env() -> dict[str, str]:

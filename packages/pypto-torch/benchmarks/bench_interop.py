@@ -15,6 +15,7 @@ import torch
 
 from pypto.ir.param_info import ParamInfo
 from pypto.torch.interop import CallSignature
+from pypto_testing.bench import report
 
 
 def _best_per_call(fn: Callable[[], object], number: int, repeat: int) -> float:
@@ -45,6 +46,16 @@ def main() -> None:
         sig.describe_call(args)  # warm up and prove the call is valid
         cost = _best_per_call(lambda sig=sig, args=args: sig.describe_call(args), number, repeat)
         rows.append((f"describe_call, {tensors} tensors + 1 scalar", cost, cost / baseline))
+        if tensors == 3:
+            report(
+                "describe_call, 3 tensors + 1 scalar",
+                cost,
+                baseline,
+                "torch.add on 4x16",
+                "us",
+                bar=3.0,
+                goal=2.0,
+            )
 
     title = f"pypto.torch.interop (torch {torch.__version__}; baseline torch.add on 4x16 fp32 = {baseline:.2f} us)"
     try:

@@ -21,6 +21,7 @@ from bench_interop import _best_per_call  # the timing helper of the sibling ben
 import pypto.language as pl
 import pypto.torch as pt
 from pypto.torch._kernel import context
+from pypto_testing.bench import report
 
 
 @pl.jit
@@ -73,6 +74,7 @@ def main() -> None:
         ),
     ]
     pt.shutdown()
+    report("torch operator round trip, 32x32 FP32 add", rows[2][1], baseline, "no-op custom_op", "us")
 
     title = f"pypto.torch kernel mode on a2a3sim (torch {torch.__version__}; baseline = no-op custom_op {baseline:.1f} us)"
     try:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 import simpler
+from pypto_testing.bench import report
 from simpler import ArgDirection as D
 from simpler import Buffer, DataType, TaskArgs, toolchain
 
@@ -188,6 +189,16 @@ def main() -> int:
             direct_s = best_of(direct, repeat)
         per_task = runtime_s / n_tasks * 1e6
         per_call = direct_s / n_tasks * 1e6
+        report(
+            "per-task overhead, long graph of empty kernels",
+            per_task,
+            per_call,
+            "direct ctypes call",
+            "us",
+            bar=2.0,
+            goal=1.0,
+            on="value",
+        )
         rows.append(
             (
                 "per-task overhead (us)",
@@ -294,6 +305,15 @@ def main() -> int:
         if threads_before is not None:
             torch.set_num_threads(threads_before)
     labels = (("tile", "tile library"), ("scalar", "before: scalar tile matmul, generic flags"))
+    report(
+        f"matmul {n_tm}^3 FP32 in 64x64 tiles, 1 cube thread",
+        times["tile"] * 1e3,
+        ref1_s * 1e3,
+        one_name,
+        "ms",
+        bar=8.0,
+        goal=3.0,
+    )
     for name, label in labels:
         rows.append(
             (
