@@ -12,12 +12,12 @@ from pypto.ir.compile import _compile_to_files
 from pypto.ir.contract import (
     Contract,
     ContractError,
-    ExecutionMode,
+    DeviceKind,
     check_lowered_abi,
-    execution_mode,
+    device_kind,
     validate_kernel_contract,
 )
-from pypto.ir.errors import CompileError
+from pypto.ir.errors import PyptoCompileError
 from pypto.ir.metadata import MetadataError, read_metadata
 from pypto.ir.param_info import Layout, ParamInfo
 
@@ -104,13 +104,13 @@ def test_nz_must_lower_to_its_unpadded_blocked_shape() -> None:
         check_lowered_abi(fp32, fp32)  # not lowered at all
 
 
-def test_platform_selects_execution_mode_independently() -> None:
-    assert execution_mode("a2a3sim") is ExecutionMode.SIM
-    assert execution_mode("a5sim") is ExecutionMode.SIM
-    assert execution_mode("a2a3") is ExecutionMode.ONBOARD
-    assert execution_mode("a5") is ExecutionMode.ONBOARD
+def test_platform_selects_device_kind_independently() -> None:
+    assert device_kind("a2a3sim") is DeviceKind.SIM
+    assert device_kind("a5sim") is DeviceKind.SIM
+    assert device_kind("a2a3") is DeviceKind.ONBOARD
+    assert device_kind("a5") is DeviceKind.ONBOARD
     with pytest.raises(ValueError, match="platform"):
-        execution_mode("gpu")
+        device_kind("gpu")
     with pytest.raises(ValueError, match="PROGRAM or KERNEL"):
         Contract.parse("BOTH")
 
@@ -171,7 +171,7 @@ def test_kernel_compile_rejects_internal_return(tmp_path: Path) -> None:
         _compile_to_files(
             returns_internal.specialize(t(16, 16), t(16, 16)), tmp_path, contract="KERNEL", platform="a2a3sim"
         )
-    with pytest.raises(CompileError, match="not one of the function's tensor parameters"):
+    with pytest.raises(PyptoCompileError, match="not one of the function's tensor parameters"):
         _compile_to_files(
             returns_internal.specialize(t(16, 16), t(16, 16)),
             tmp_path,

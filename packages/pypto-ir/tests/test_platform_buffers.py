@@ -146,8 +146,8 @@ def test_one_platform_table_with_the_public_capacities() -> None:
         for s in platforms.TILE_SPACES:  # a simulated platform has its hardware's buffers
             assert p.capacity(s) == hw.capacity(s)
             assert p.alignment(s) == hw.alignment(s)
-        assert contract.execution_mode(name) is (
-            contract.ExecutionMode.SIM if p.simulated else contract.ExecutionMode.ONBOARD
+        assert contract.device_kind(name) is (
+            contract.DeviceKind.SIM if p.simulated else contract.DeviceKind.ONBOARD
         )
     with pytest.raises(dataclasses_frozen()):
         a2.ub_bytes = 1  # type: ignore[misc]

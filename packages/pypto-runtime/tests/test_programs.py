@@ -188,7 +188,7 @@ def test_platform_override_on_reload(tmp_path: Path) -> None:
     rt.compile(fn, *inputs, z(*out_shapes[0]), output_dir=tmp_path / "p")
     prog = CompiledProgram.from_dir(tmp_path / "p", platform="a5sim")
     assert prog.platform == "a5sim"
-    assert prog.artifact.execution_mode == "SIM"
+    assert prog.artifact.device_kind == "SIM"
     with pytest.raises(ValueError, match="compiled for platform 'a5sim'"):
         prog(*inputs, config=rt.RunConfig(platform="a2a3sim"))
     _check(prog(*inputs, config=rt.RunConfig(platform="a5sim")), ref(*inputs))
@@ -403,7 +403,7 @@ def test_onboard_platform_keeps_sources_only_and_reloads_on_the_simulator() -> N
 
     fn, inputs, out_shapes, ref = CASES["activation"]
     prog = rt.compile(fn, *inputs, z(*out_shapes[0]), platform="a2a3")
-    assert prog.artifact.execution_mode == "ONBOARD"
+    assert prog.artifact.device_kind == "ONBOARD"
     assert prog.path.parent.name == "generated"  # no CANN here: the entry stays GENERATED
     assert not (prog.path / "prebuilt").exists()
     with pytest.raises(BuildUnavailable, match="needs CANN"):

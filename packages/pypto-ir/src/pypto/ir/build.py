@@ -14,7 +14,7 @@ from pypto.ir.analysis.signature import signature_of
 from pypto.ir.codegen import KernelSource, OrchestrationSource, generate_kernel, generate_orchestration
 from pypto.ir.codegen.kernel import PRINT_OPS
 from pypto.ir.contract import Contract, check_lowered_abi, validate_kernel_contract
-from pypto.ir.errors import CompileError, KernelError
+from pypto.ir.errors import KernelError, PyptoCompileError
 from pypto.ir.metadata import ArtifactMetadata, KernelInfo, OrchestrationInfo
 from pypto.ir.nodes import Call, CallFunc, Function, Program, stmt_exprs, walk_stmts
 from pypto.ir.param_info import ParamDirection, ParamInfo
@@ -86,7 +86,7 @@ def contract(b: Build) -> None:
         return
     for k, a in enumerate(b.raw_aliases):
         if a is None:
-            raise CompileError(
+            raise PyptoCompileError(
                 f"{b.program.entry}: return value {k} is not one of the function's tensor parameters; "
                 "return the Out/InOut tensors the kernels wrote (e.g. `return c`)"
             )
@@ -101,7 +101,7 @@ def lower_signature(b: Build) -> None:
     try:
         b.lowered_params = nz_layout.lower_signature(signature_of(b.lowered_program))
     except ValueError as exc:
-        raise CompileError(str(exc)) from None
+        raise PyptoCompileError(str(exc)) from None
 
 
 def lowered_abi(b: Build) -> None:

@@ -9,7 +9,6 @@ files. The directory layout and every metadata field are described in docs/pypto
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,12 @@ from typing import Any
 from pypto.ir import pipeline
 from pypto.ir.analysis.host_access import check_host_access, host_tensor_access
 from pypto.ir.analysis.signature import signature_of
+from pypto.ir.atomic_write import atomic_write
 from pypto.ir.build import Build
-from pypto.ir.contract import RUNTIMES, Contract, parse_platform
+from pypto.ir.contract import Contract, parse_platform
 from pypto.ir.metadata import META_FILE, ArtifactMetadata, write_metadata
 from pypto.ir.nodes import Program
+from pypto.ir.platforms import DEFAULT_RUNTIME, RUNTIMES
 from pypto.ir.types import FunctionType
 
 __all__ = ["CompileResult", "_compile_to_files", "check_host_access", "host_tensor_access", "signature_of"]
@@ -38,16 +39,7 @@ class CompileResult:
 
 def _write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text)
 
 
 def _compile_to_files(
@@ -56,7 +48,7 @@ def _compile_to_files(
     *,
     contract: Contract | str,
     platform: str,
-    runtime: str = "tensormap_and_ringbuffer",
+    runtime: str = DEFAULT_RUNTIME,
     supplied: tuple[bool, ...] | None = None,
     entry: str | None = None,
 ) -> CompileResult:

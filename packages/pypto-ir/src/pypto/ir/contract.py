@@ -1,11 +1,14 @@
-"""Calling contracts (PROGRAM, KERNEL), platforms, and the KERNEL contract's validation.
+"""Calling contracts (PROGRAM, KERNEL), the device kind of a platform, and the KERNEL
+contract's validation.
 
 The platforms and their on-chip buffers are one table, :mod:`pypto.ir.platforms`; this module
-re-exports its names (``PLATFORMS``) and derives the execution mode from it.
+re-exports its names (``PLATFORMS``, ``RUNTIMES``) and derives the device kind from it.
 
-The contract selects calling rules; the platform independently selects SIM or ONBOARD
-execution. KERNEL validation is split into the checks on the original IR (before lowering)
-and the ABI check after lowering; each raises ``ContractError`` naming what is wrong.
+The contract selects calling rules; the platform independently selects the device kind: SIM
+(the simulated chip) or ONBOARD (a real chip). "Mode" is not used for the device kind: a
+process's PROGRAM/KERNEL mode (``pypto.runtime.mode_gate``, ``simpler.Worker(execution_mode=)``)
+is a different thing. KERNEL validation is split into the checks on the original IR (before
+lowering) and the ABI check after lowering; each raises ``ContractError`` naming what is wrong.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 
-from pypto.ir.errors import CompileError
+from pypto.ir.errors import PyptoCompileError
 from pypto.ir.param_info import (
     ParamDirection,
     ParamInfo,
@@ -21,7 +24,7 @@ from pypto.ir.param_info import (
     validate_param_names,
     validate_return_aliases,
 )
-from pypto.ir.platforms import PLATFORMS, RUNTIMES, get_platform
+from pypto.ir.platforms import DEFAULT_RUNTIME, HBG, PLATFORMS, RUNTIMES, get_platform
 
 __all__ = [
     "BACKENDS",
@@ -29,16 +32,16 @@ __all__ = [
     "RUNTIMES",
     "Contract",
     "ContractError",
-    "ExecutionMode",
+    "DeviceKind",
     "backend_of",
     "check_lowered_abi",
-    "execution_mode",
+    "device_kind",
     "parse_platform",
     "validate_kernel_contract",
 ]
 
 
-class ContractError(CompileError):
+class ContractError(PyptoCompileError):
     """A program that breaks the requested calling contract."""
 
 
@@ -58,12 +61,14 @@ class Contract(enum.Enum):
         raise ValueError(f"contract: expected PROGRAM or KERNEL, got {value!r}")
 
 
-class ExecutionMode(enum.Enum):
+class DeviceKind(enum.Enum):
+    """Where a platform's programs run: the simulated chip (SIM) or a real one (ONBOARD)."""
+
     SIM = "SIM"
     ONBOARD = "ONBOARD"
 
 
-BACKENDS = {ExecutionMode.SIM: "host_cpp", ExecutionMode.ONBOARD: "cann"}
+BACKENDS = {DeviceKind.SIM: "host_cpp", DeviceKind.ONBOARD: "cann"}
 
 
 def parse_platform(platform: object) -> str:
@@ -71,13 +76,13 @@ def parse_platform(platform: object) -> str:
     return get_platform(platform).name
 
 
-def execution_mode(platform: str) -> ExecutionMode:
+def device_kind(platform: str) -> DeviceKind:
     """SIM for the simulated platforms (``*sim``), ONBOARD for real chips."""
-    return ExecutionMode.SIM if get_platform(platform).simulated else ExecutionMode.ONBOARD
+    return DeviceKind.SIM if get_platform(platform).simulated else DeviceKind.ONBOARD
 
 
 def backend_of(platform: str) -> str:
-    return BACKENDS[execution_mode(platform)]
+    return BACKENDS[device_kind(platform)]
 
 
 def validate_kernel_contract(
@@ -87,7 +92,7 @@ def validate_kernel_contract(
     params: Sequence[ParamInfo],
     return_aliases: Sequence[int | None],
     supplied: Sequence[bool] | None = None,
-    runtime: str = "tensormap_and_ringbuffer",
+    runtime: str = DEFAULT_RUNTIME,
     host_tensor_access: Sequence[str] = (),
 ) -> tuple[int, ...]:
     """The KERNEL contract's checks on the original program; returns the validated aliases.
@@ -130,7 +135,7 @@ def validate_kernel_contract(
                 f"KERNEL contract: return value {k} aliases read-only parameter {params[a].name!r}; "
                 "a kernel returns Out/InOut tensors"
             )
-    if runtime == "host_build_graph" and host_tensor_access:
+    if runtime == HBG and host_tensor_access:
         raise ContractError(
             "KERNEL contract: the host_build_graph runtime cannot read or write tensor data on the host, "
             f"but the orchestration does: {'; '.join(host_tensor_access)}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import linecache
 from dataclasses import dataclass
 
-__all__ = ["CompileError", "KernelError", "Span"]
+__all__ = ["CompileError", "KernelError", "PyptoCompileError", "Span"]
 
 
 @dataclass(frozen=True)
@@ -28,11 +28,17 @@ class Span:
         return f"{self.file}:{self.line}:{self.col + 1}"
 
 
-class CompileError(Exception):
-    """A program that cannot be compiled (a pass or a contract rejected it)."""
+class PyptoCompileError(Exception):
+    """A program that cannot be compiled (a pass or a contract rejected it): the root of
+    pypto-ir's compile errors. Named apart from ``simpler.toolchain.CompileError`` (the host
+    C++ compiler rejected a generated source), which is a different failure."""
 
 
-class KernelError(CompileError):
+CompileError = PyptoCompileError
+"""The earlier name of :class:`PyptoCompileError`, kept for code that imports it."""
+
+
+class KernelError(PyptoCompileError):
     """A mistake in kernel source, with its position.
 
     Attributes:

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pypto.ir.contract import PLATFORMS, RUNTIMES, Contract, backend_of, execution_mode
+from pypto.ir.atomic_write import atomic_write
+from pypto.ir.contract import Contract, backend_of, device_kind
 from pypto.ir.param_info import ParamInfo, SignatureError, validate_param_names, validate_return_aliases
+from pypto.ir.platforms import DEFAULT_RUNTIME, PLATFORMS, RUNTIMES
 
 __all__ = [
     "BUFFER_SPACES",
@@ -164,8 +165,10 @@ class ArtifactMetadata:
             object.__setattr__(self, "capabilities", (self.contract.value,))
 
     @property
-    def execution_mode(self) -> str:
-        return execution_mode(self.platform).value
+    def device_kind(self) -> str:
+        """``SIM`` or ``ONBOARD`` (:func:`pypto.ir.contract.device_kind`); stored under the
+        JSON key ``execution_mode``, the name schema 3 files carry."""
+        return device_kind(self.platform).value
 
     @property
     def backend(self) -> str:
@@ -182,7 +185,7 @@ class ArtifactMetadata:
             "contract": self.contract.value,
             "capabilities": list(self.capabilities),
             "platform": self.platform,
-            "execution_mode": self.execution_mode,
+            "execution_mode": self.device_kind,
             "backend": self.backend,
             "runtime": self.runtime,
             "params": [p.to_json() for p in self.params],
@@ -200,7 +203,7 @@ class ArtifactMetadata:
 
 
 def write_metadata(directory: str | os.PathLike[str], meta: ArtifactMetadata) -> Path:
-    """Write ``compiled_meta.json`` once, atomically (temp file, fsync, rename).
+    """Write ``compiled_meta.json`` once, atomically and durably (:func:`atomic_write`).
 
     Refuses to overwrite an existing file: a compiled directory's sidecar never changes.
     """
@@ -210,23 +213,10 @@ def write_metadata(directory: str | os.PathLike[str], meta: ArtifactMetadata) ->
         raise FileExistsError(f"{target} already exists; metadata is written once per compiled directory")
     text = json.dumps(meta.to_json(), indent=2, sort_keys=False) + "\n"
     _parse(json.loads(text), None)  # never write what the reader would reject
-    fd, tmp = tempfile.mkstemp(prefix=".compiled_meta.", suffix=".tmp", dir=d)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if target.exists():
-            raise FileExistsError(f"{target} appeared while writing; metadata is written once")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dfd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+        atomic_write(target, text, replace=False, sync_dir=True)
+    except FileExistsError:
+        raise FileExistsError(f"{target} appeared while writing; metadata is written once") from None
     return target
 
 
@@ -356,7 +346,7 @@ def _parse(data: Any, require: Contract | None) -> ArtifactMetadata:
         raise MetadataError(
             f"kernel func_ids must be 0..{len(kernels) - 1} without gaps, got {ids}{_RECOMPILE}"
         )
-    runtime = str(data.get("runtime", "tensormap_and_ringbuffer"))
+    runtime = str(data.get("runtime", DEFAULT_RUNTIME))
     if runtime not in RUNTIMES:
         raise MetadataError(f"field 'runtime': expected one of {', '.join(RUNTIMES)}, got {runtime!r}")
 
@@ -374,7 +364,7 @@ def _parse(data: Any, require: Contract | None) -> ArtifactMetadata:
             (),
             orch,
             tuple(kernels),
-            ("PROGRAM",),
+            (Contract.PROGRAM.value,),
             schema,
             str(data.get("producer", "")),
         )
@@ -394,7 +384,7 @@ def _parse(data: Any, require: Contract | None) -> ArtifactMetadata:
             f"field 'capabilities': must be exactly [{contract.value!r}] for a {contract.value} artifact, "
             f"got {caps!r}{_RECOMPILE}"
         )
-    for key, want in (("execution_mode", execution_mode(platform).value), ("backend", backend_of(platform))):
+    for key, want in (("execution_mode", device_kind(platform).value), ("backend", backend_of(platform))):
         got = _str(data, key)
         if got != want:
             raise MetadataError(f"field {key!r}: platform {platform} means {want!r}, got {got!r}{_RECOMPILE}")

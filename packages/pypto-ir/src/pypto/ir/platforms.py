@@ -35,10 +35,14 @@ from pypto.ir.types import MemorySpace
 
 __all__ = [
     "BUFFER_NAMES",
+    "DEFAULT_PLATFORM",
+    "DEFAULT_RUNTIME",
     "HBG",
+    "NPU_PLATFORMS",
     "PLATFORMS",
     "PLATFORM_TABLE",
     "RUNTIMES",
+    "SIMULATOR_PLATFORMS",
     "TILE_SPACES",
     "TMR",
     "BufferCapacityError",
@@ -66,6 +70,8 @@ TMR = "tensormap_and_ringbuffer"
 HBG = "host_build_graph"
 RUNTIMES = (TMR, HBG)
 """Every chip runtime by name: TMR (dependencies from tensor overlap) and HBG (host-built graph)."""
+DEFAULT_RUNTIME = TMR
+"""The runtime used where none is given (every platform provides it)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,8 @@ class Platform:
     l1_align: int = 32
     l0ab_align: int = 512
     l0c_align: int = 64
+    # torch_npu tensors in fractal NZ storage are admitted as NZ inputs (pypto.torch) on a2a3 only
+    nz_storage_inputs: bool = False
 
     def capacity(self, space: MemorySpace) -> int:
         """Bytes of the buffer that holds tiles of ``space``."""
@@ -123,11 +131,15 @@ PLATFORM_TABLE: Mapping[str, Platform] = {
     for p in (
         Platform("a2a3sim", "a2a3", True, (TMR,), **_A2A3),
         Platform("a5sim", "a5", True, (TMR,), **_A5),
-        Platform("a2a3", "a2a3", False, RUNTIMES, **_A2A3),
+        Platform("a2a3", "a2a3", False, RUNTIMES, **_A2A3, nz_storage_inputs=True),
         Platform("a5", "a5", False, RUNTIMES, **_A5),
     )
 }
 PLATFORMS = tuple(PLATFORM_TABLE)
+SIMULATOR_PLATFORMS = tuple(name for name, p in PLATFORM_TABLE.items() if p.simulated)
+NPU_PLATFORMS = tuple(name for name, p in PLATFORM_TABLE.items() if not p.simulated)
+DEFAULT_PLATFORM = "a2a3sim"
+"""The platform used where none is given: the simulated a2a3 chip (runs anywhere)."""
 
 
 def get_platform(name: object) -> Platform:

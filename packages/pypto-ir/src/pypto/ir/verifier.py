@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pypto.ir.errors import CompileError
+from pypto.ir.errors import PyptoCompileError
 from pypto.ir.nodes import (
     Arg,
     Assign,
@@ -36,7 +36,7 @@ from pypto.ir.types import TensorType
 __all__ = ["VerifyError", "VerifyLevel", "verify"]
 
 
-class VerifyError(CompileError):
+class VerifyError(PyptoCompileError):
     """The IR broke an invariant (a compiler bug, or hand-built IR that is wrong)."""
 
 

@@ -11,6 +11,7 @@ from pypto.ir.execution import set_jit_executor
 from pypto.runtime.api import _compile_artifact, compile, jit_executor, load_cached, run
 from pypto.runtime.artifact_runtime import ArtifactRuntime
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
+from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
 from pypto.runtime.runner import RunConfig
 
@@ -22,6 +23,7 @@ __all__ = [
     "CompiledProgram",
     "ModeConflictError",
     "ProcessMode",
+    "PyptoRuntimeError",
     "RunConfig",
     "__version__",
     "_compile_artifact",

@@ -1,5 +1,6 @@
 """Filesystem primitives for the artifact store: trust checks, safe opens, durable writes,
-deletion that never follows symlinks, and a no-replace publish.
+deletion that never follows symlinks, and a no-replace publish. Files are written whole with
+:func:`pypto.ir.atomic_write.atomic_write`, the one atomic file write of the stack.
 
 Trust (like ssh's StrictModes and git's safe.directory): a directory the store uses must be a
 real directory (not a symlink), owned by an allowed user and not writable by group or others;
@@ -26,6 +27,8 @@ import shutil
 import stat
 from pathlib import Path
 
+from pypto.runtime.errors import PyptoRuntimeError
+
 __all__ = [
     "UnsafeStoreError",
     "check_dir",
@@ -39,11 +42,10 @@ __all__ = [
     "publish_dir",
     "read_regular",
     "remove_tree",
-    "write_file_durably",
 ]
 
 
-class UnsafeStoreError(Exception):
+class UnsafeStoreError(PyptoRuntimeError):
     """A path the store would use could be written by someone else: refused.
 
     Attributes: ``path``, ``problem`` and ``fix`` (what to do about it).
@@ -215,17 +217,3 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def write_file_durably(path: Path, data: bytes) -> None:
-    """Write ``data`` to a fresh temporary sibling (mode 0600, never through a symlink),
-    fsync it, then rename it over ``path``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)  # a leftover of a killed process that had our pid
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

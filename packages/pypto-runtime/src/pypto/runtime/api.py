@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
+from pypto.ir.atomic_write import atomic_write
 from pypto.ir.compile import _compile_to_files
 from pypto.ir.contract import Contract, parse_platform
 from pypto.ir.nodes import Program
+from pypto.ir.platforms import DEFAULT_PLATFORM, DEFAULT_RUNTIME
 from pypto.ir.types import FunctionType
 from pypto.language.typing import is_runtime
 from pypto.runtime import settings
@@ -100,8 +102,8 @@ def _obtain(
 def compile(
     program: Any,
     *args: Any,
-    platform: str = "a2a3sim",
-    runtime: str = "tensormap_and_ringbuffer",
+    platform: str = DEFAULT_PLATFORM,
+    runtime: str = DEFAULT_RUNTIME,
     output_dir: str | os.PathLike[str] | None = None,
     **kwargs: Any,
 ) -> CompiledProgram:
@@ -167,9 +169,7 @@ def _compile_multi(
         children[name] = _compile_single(sub, (), {}, platform=platform, runtime=runtime, output_dir=where)
     if output_dir is not None:
         index = Path(output_dir) / ENTRIES_FILE
-        tmp = index.with_name(f".{ENTRIES_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"entries": entries, "default": program.entry}, indent=1))
-        os.replace(tmp, index)
+        atomic_write(index, json.dumps({"entries": entries, "default": program.entry}, indent=1), mode=None)
     return CompiledProgram(children[program.entry].artifact, program=program, entries=children)
 
 
@@ -177,8 +177,8 @@ def _compile_artifact(
     program: Any,
     *args: Any,
     contract: Contract | str = Contract.KERNEL,
-    platform: str = "a2a3sim",
-    runtime: str = "tensormap_and_ringbuffer",
+    platform: str = DEFAULT_PLATFORM,
+    runtime: str = DEFAULT_RUNTIME,
     **kwargs: Any,
 ) -> CompiledArtifact:
     """Internal: compile one single-chip entry and return the CompiledArtifact itself."""

@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 
 from pypto.runtime import settings
 from pypto.runtime._fs import copy_file, make_dir, pid_alive, read_regular, remove_tree
+from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.manifest import EntryState, InvalidEntry, Manifest, scan_dir
 from pypto.runtime.store import ArtifactStore, check_key, inject_fault
 
@@ -63,7 +64,7 @@ class StoreDegradedWarning(UserWarning):
     """The artifact store could not be used; artifacts are built privately instead."""
 
 
-class BuildUnavailable(Exception):
+class BuildUnavailable(PyptoRuntimeError):
     """The binaries cannot be built here (no toolchain for the platform): keep GENERATED."""
 
 
@@ -370,7 +371,7 @@ def _copy_validated(entry: Obtained, dst: Path) -> None:
             raise OSError(f"{entry.path / record.path}: {exc}") from None
 
 
-class _StorageFailure(Exception):
+class _StorageFailure(PyptoRuntimeError):
     def __init__(self, cause: BaseException, private: Obtained | None = None) -> None:
         super().__init__(str(cause))
         self.cause = cause

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pypto.ir.contract import Contract, ExecutionMode, execution_mode
+from pypto.ir.contract import Contract, DeviceKind, device_kind
 from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, MetadataError, read_metadata
 from pypto.ir.param_info import ParamInfo
 from pypto.runtime import progress
@@ -53,7 +53,7 @@ def _kernel_binary(k: KernelInfo) -> str:
 
 def toolchain_identity(platform: str) -> dict[str, str]:
     """What builds binaries for ``platform`` here: simpler's host toolchain for SIM platforms."""
-    if execution_mode(platform) is ExecutionMode.ONBOARD:
+    if device_kind(platform) is DeviceKind.ONBOARD:
         return {"backend": "cann", "toolchain": "unavailable"}
     from simpler import toolchain
 
@@ -81,7 +81,7 @@ def _compile_all(
         def read(rel: str) -> bytes:
             return read_regular(path / rel)
 
-    if execution_mode(platform) is ExecutionMode.ONBOARD:
+    if device_kind(platform) is DeviceKind.ONBOARD:
         raise BuildUnavailable(
             f"platform {platform!r} needs CANN to build device binaries; only sources are kept"
         )
@@ -255,8 +255,9 @@ class CompiledArtifact:
         return self._platform or self.metadata.platform
 
     @property
-    def execution_mode(self) -> str:
-        return execution_mode(self.platform).value
+    def device_kind(self) -> str:
+        """``SIM`` or ``ONBOARD``: the device kind of the effective platform."""
+        return device_kind(self.platform).value
 
     @property
     def runtime(self) -> str:

@@ -24,28 +24,17 @@ from typing import Any
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import DYNAMIC, ParamInfo
 from pypto.ir.storage_rules import view_bounds_problem
+from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = ["HostTensor", "TensorBindingError", "allocate_like", "describe", "is_tensor", "numpy_typestr"]
 
 
-class TensorBindingError(TypeError):
+class TensorBindingError(PyptoRuntimeError, TypeError):
     """An argument is not a usable host tensor, or does not match its parameter."""
 
 
-# numpy typestr (kind + itemsize, byte order stripped) -> DataType
-_NUMPY_CODES = {
-    "f4": DataType.FP32,
-    "f2": DataType.FP16,
-    "i1": DataType.INT8,
-    "i2": DataType.INT16,
-    "i4": DataType.INT32,
-    "i8": DataType.INT64,
-    "u1": DataType.UINT8,
-    "u2": DataType.UINT16,
-    "u4": DataType.UINT32,
-    "u8": DataType.UINT64,
-    "b1": DataType.BOOL,
-}
+# numpy typestr (kind + itemsize, byte order stripped) -> DataType, from the dtype table
+_NUMPY_CODES = {dt.numpy_code: dt for dt in DataType if dt.numpy_code is not None}
 _NUMPY_TYPESTRS = {dt: ("|" if int(code[1:]) == 1 else "<") + code for code, dt in _NUMPY_CODES.items()}
 
 

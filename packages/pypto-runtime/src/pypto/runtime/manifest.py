@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pypto.runtime._fs import open_regular, ownership_problem, read_regular
+from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -45,7 +46,7 @@ class EntryState:
     ALL = (GENERATED, READY)
 
 
-class InvalidEntry(Exception):
+class InvalidEntry(PyptoRuntimeError):
     """A store entry (or a directory to be stored) breaks the manifest rules."""
 
 

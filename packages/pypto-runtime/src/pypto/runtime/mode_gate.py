@@ -27,6 +27,9 @@ import os
 import threading
 from dataclasses import dataclass
 
+from pypto.ir.contract import Contract
+from pypto.runtime.errors import PyptoRuntimeError
+
 __all__ = [
     "ModeConflictError",
     "ProcessMode",
@@ -40,11 +43,20 @@ __all__ = [
 
 
 class ProcessMode(enum.Enum):
-    PROGRAM = "program"
-    KERNEL = "kernel"
+    """What this process runs: PROGRAM work on PROGRAM-contract artifacts, or KERNEL work on
+    KERNEL-contract artifacts (:class:`pypto.ir.contract.Contract`, whose names these are). The
+    value is simpler's spelling of the same choice, ``simpler.Worker(execution_mode=...)``."""
+
+    PROGRAM = Contract.PROGRAM.value.lower()
+    KERNEL = Contract.KERNEL.value.lower()
+
+    @property
+    def contract(self) -> Contract:
+        """The calling contract of the artifacts this mode runs."""
+        return Contract[self.name]
 
 
-class ModeConflictError(RuntimeError):
+class ModeConflictError(PyptoRuntimeError, RuntimeError):
     """This process already holds the other mode (or its gate was closed)."""
 
     def __init__(self, message: str, *, held: ProcessMode | None, requested: ProcessMode) -> None:

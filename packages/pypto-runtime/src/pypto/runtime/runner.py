@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.ir.contract import Contract
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import DYNAMIC, Layout, ParamDirection, ParamInfo
+from pypto.ir.platforms import DEFAULT_PLATFORM, DEFAULT_RUNTIME
 from pypto.ir.storage_rules import Span, partial_overlap, strided_alias_conflict
 from pypto.language.typing import is_runtime
 from pypto.runtime import mode_gate
@@ -50,8 +52,8 @@ class RunConfig:
             different counts use different shared Workers.
     """
 
-    platform: str = "a2a3sim"
-    runtime: str = "tensormap_and_ringbuffer"
+    platform: str = DEFAULT_PLATFORM
+    runtime: str = DEFAULT_RUNTIME
     device_id: int = 0
     call_config: Any = None
     timeout: float | None = None
@@ -192,7 +194,7 @@ class CallPlan:
         self.artifact = artifact
         self.name: str = meta.name
         self.params = params
-        self.program_capable = "PROGRAM" in artifact.capabilities
+        self.program_capable = Contract.PROGRAM.value in artifact.capabilities
         self.default_config: RunConfig | None = None
         self.return_aliases: tuple[int, ...] = tuple(meta.return_aliases)
         self.return_count: int = meta.return_count

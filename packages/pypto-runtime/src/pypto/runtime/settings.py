@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.runtime.errors import PyptoRuntimeError
+
 __all__ = [
     "SETTINGS",
     "Effect",
@@ -37,7 +39,7 @@ __all__ = [
 ]
 
 
-class SettingsError(ValueError):
+class SettingsError(PyptoRuntimeError, ValueError):
     """An environment variable is undeclared or holds a value of the wrong form."""
 
 
@@ -81,7 +83,7 @@ def _parse_str(name: str, raw: str) -> str | None:
 
 
 def _parse_platform(name: str, raw: str) -> str | None:
-    from pypto.ir.contract import PLATFORMS
+    from pypto.ir.platforms import PLATFORMS
 
     value = raw.strip()
     if not value:

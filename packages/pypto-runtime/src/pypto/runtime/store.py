@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pypto.ir.atomic_write import atomic_write
 from pypto.runtime import progress, settings
 from pypto.runtime._fs import (
     UnsafeStoreError,
@@ -49,8 +50,8 @@ from pypto.runtime._fs import (
     open_regular,
     publish_dir,
     remove_tree,
-    write_file_durably,
 )
+from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.manifest import (
     MANIFEST_NAME,
     EntryState,
@@ -104,7 +105,7 @@ def inject_fault(step: str) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + f" (injected at {step})")
 
 
-class StoreLockTimeout(TimeoutError):
+class StoreLockTimeout(PyptoRuntimeError, TimeoutError):
     """Waited ``PYPTO_CACHE_LOCK_TIMEOUT`` seconds for a per-key lock that another process
     holds (``holder`` is its pid, or None when unknown; ``path`` is the lock file)."""
 
@@ -343,7 +344,7 @@ class ArtifactStore:
         staged = scan_dir(dst, key=key, state=state)
         if staged.files != manifest.files:
             raise OSError(errno.EIO, "staged copy differs from the private build", str(dst))
-        write_file_durably(dst / MANIFEST_NAME, manifest.dumps())
+        atomic_write(dst / MANIFEST_NAME, manifest.dumps())
         fsync_dir(dst)
         inject_fault("manifest")
         return dst

@@ -13,6 +13,7 @@ import os
 import threading
 from typing import Any
 
+from pypto.ir.platforms import DEFAULT_PLATFORM, DEFAULT_RUNTIME
 from pypto.runtime import mode_gate
 
 __all__ = [
@@ -23,9 +24,6 @@ __all__ = [
     "program_worker",
     "shared_worker",
 ]
-
-DEFAULT_PLATFORM = "a2a3sim"
-DEFAULT_RUNTIME = "tensormap_and_ringbuffer"
 
 
 @functools.cache
@@ -67,7 +65,7 @@ def program_worker(
         platform=platform,
         runtime=runtime,
         device_id=device_id,
-        execution_mode="program",
+        execution_mode=mode_gate.ProcessMode.PROGRAM.value,
         aic_threads=aic_threads,
         aiv_threads=aiv_threads,
     )

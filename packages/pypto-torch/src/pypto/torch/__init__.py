@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pypto.ir.platforms import DEFAULT_RUNTIME
 from pypto.torch._kernel.callable import RegistrationError
 from pypto.torch._kernel.context import (
     KernelClosedError,
@@ -47,7 +48,7 @@ def init(
     device: Any = None,
     *,
     platform: str | None = None,
-    runtime: str = "tensormap_and_ringbuffer",
+    runtime: str = DEFAULT_RUNTIME,
     config: Any = None,
 ) -> KernelInfo:
     """Initialise kernel mode for this process: claim KERNEL mode and start its Worker.

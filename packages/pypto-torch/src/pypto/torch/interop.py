@@ -38,6 +38,8 @@ from typing import Any
 import torch
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import (
+    NZ_BLOCK_BYTES,
+    NZ_BLOCK_ROWS,
     Layout,
     ParamDirection,
     ParamInfo,
@@ -46,6 +48,7 @@ from pypto.ir.param_info import (
     validate_param_names,
     validate_return_aliases,
 )
+from pypto.ir.platforms import DEFAULT_PLATFORM, PLATFORM_TABLE
 from pypto.ir.storage_rules import partial_overlap as _partial_overlap
 from pypto.ir.storage_rules import view_bounds_problem
 from pypto.torch._dtypes import to_torch_dtype
@@ -80,9 +83,7 @@ __all__ = [
 _BASE_FORMATS = (FORMAT_NCHW, FORMAT_ND)
 _NZ_DTYPES = (DataType.FP16, DataType.BF16, DataType.INT8)
 _SCALAR_FLOATS = (DataType.FP32, DataType.FP16, DataType.BF16)
-_NZ_PLATFORM = "a2a3"
-_NZ_BLOCK_ROWS = 16
-_NZ_BLOCK_BYTES = 32
+_NZ_PLATFORMS = tuple(name for name, p in PLATFORM_TABLE.items() if p.nz_storage_inputs)
 
 
 def nz_physical_shape(logical: Sequence[int], itemsize: int) -> tuple[int, ...] | None:
@@ -92,13 +93,13 @@ def nz_physical_shape(logical: Sequence[int], itemsize: int) -> tuple[int, ...] 
     elements (one 32-byte block row); a leading batch dimension stays in front. Returns
     None when R or C is not a whole number of blocks (the storage would be padded).
     """
-    if len(logical) not in (2, 3) or itemsize <= 0 or _NZ_BLOCK_BYTES % itemsize:
+    if len(logical) not in (2, 3) or itemsize <= 0 or NZ_BLOCK_BYTES % itemsize:
         return None
-    c0 = _NZ_BLOCK_BYTES // itemsize
+    c0 = NZ_BLOCK_BYTES // itemsize
     *batch, rows, cols = logical
-    if rows % _NZ_BLOCK_ROWS or cols % c0:
+    if rows % NZ_BLOCK_ROWS or cols % c0:
         return None
-    return (*batch, cols // c0, rows // _NZ_BLOCK_ROWS, _NZ_BLOCK_ROWS, c0)
+    return (*batch, cols // c0, rows // NZ_BLOCK_ROWS, NZ_BLOCK_ROWS, c0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +198,7 @@ class CallSignature:
         params: Iterable[ParamInfo],
         return_aliases: Iterable[int] = (),
         *,
-        platform: str | DevicePlatform = "a2a3sim",
+        platform: str | DevicePlatform = DEFAULT_PLATFORM,
     ) -> None:
         self.params: tuple[ParamInfo, ...] = tuple(params)
         validate_param_names(self.params)
@@ -221,7 +222,7 @@ class CallSignature:
                     p.layout is Layout.NZ
                     and p.direction is ParamDirection.IN
                     and p.dtype in _NZ_DTYPES
-                    and self._platform.name == _NZ_PLATFORM
+                    and self._platform.name in _NZ_PLATFORMS
                 )
                 shape = p.shape or ()
                 slot = _TensorSlot(i, p, torch_dtype, nz, len(shape), p.dtype.itemsize)
@@ -451,7 +452,7 @@ class CallSignature:
         if expected is None:
             raise fail(
                 f"logical shape {list(shape)} is not a whole number of NZ blocks (rows of 16, "
-                f"columns of {_NZ_BLOCK_BYTES // itemsize}); padded NZ storage is not accepted"
+                f"columns of {NZ_BLOCK_BYTES // itemsize}); padded NZ storage is not accepted"
             )
         desc: PhysicalDescriptor = self._platform.physical_descriptor(tensor)
         if desc.format != FORMAT_FRACTAL_NZ:
@@ -514,7 +515,7 @@ def _format_error(slot: _TensorSlot, fmt: int, platform: DevicePlatform) -> Argu
         return _fail(
             slot,
             f"got storage format {fmt} (fractal NZ); it is admitted only for a read-only FP16/BF16/INT8 "
-            f"input declared layout='NZ' on platform {_NZ_PLATFORM!r}, not for this "
+            f"input declared layout='NZ' on platform {' or '.join(map(repr, _NZ_PLATFORMS))}, not for this "
             f"{param.direction.value} {param.dtype.value} {param.layout.value} parameter on {platform.name!r}; "
             "formats are never converted",
         )

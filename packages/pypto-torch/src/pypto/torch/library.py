@@ -27,6 +27,7 @@ import threading
 from typing import Any, NamedTuple
 
 import torch
+from pypto.ir.contract import Contract
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import ParamDirection, ParamInfo, SignatureError
 from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
@@ -248,7 +249,7 @@ class Operator:
             self._check_declared(args)
             spec_args = [RUNTIME if i in self._scalar_positions else a for i, a in enumerate(args)]
             artifact = _compile_artifact(
-                self.fn, *spec_args, contract="KERNEL", platform=info.platform, runtime=info.runtime
+                self.fn, *spec_args, contract=Contract.KERNEL, platform=info.platform, runtime=info.runtime
             )
             kc = context.current().prepare(artifact)
             if self._aliases is not None and kc.return_aliases != self._aliases:

@@ -36,6 +36,7 @@ from pypto.ir.param_info import (
     validate_param_names,
     validate_return_aliases,
 )
+from pypto.ir.platforms import DEFAULT_PLATFORM
 from pypto.torch._dtypes import to_torch_dtype
 from pypto.torch._validation import ArgumentError, check_scalar, check_tensor_signature, describe_param
 from pypto.torch.interop import CallSignature
@@ -143,7 +144,7 @@ class RegistrationSignature:
         names = ", ".join(f"{p.name}:{p.direction.value}" for p in self.params)
         return f"RegistrationSignature([{names}], return_aliases={list(self.return_aliases)})"
 
-    def call_signature(self, *, platform: str | Any = "a2a3sim") -> CallSignature:
+    def call_signature(self, *, platform: str | Any = DEFAULT_PLATFORM) -> CallSignature:
         """The :class:`~pypto.torch.interop.CallSignature` with the same params and return
         aliases, for the real kernel behind this schema to describe its calls with."""
         return CallSignature(self.params, self.return_aliases, platform=platform)

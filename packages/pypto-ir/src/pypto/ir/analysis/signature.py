@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pypto.ir.errors import CompileError
+from pypto.ir.errors import PyptoCompileError
 from pypto.ir.nodes import Program
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.passes.ssa import base_name
@@ -22,7 +22,7 @@ def signature_of(program: Program, name: str | None = None) -> tuple[ParamInfo, 
         elif isinstance(t, ScalarType):
             out.append(ParamInfo(base_name(p.name), ParamDirection.IN, None, t.dtype))
         else:
-            raise CompileError(
+            raise PyptoCompileError(
                 f"parameter {p.name!r} of {fn.name!r} has type {t}, which no signature can carry"
             )
     return tuple(out)

@@ -7,38 +7,13 @@ import math
 import re
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import CompileError
+from pypto.ir.errors import PyptoCompileError
 from pypto.ir.nodes import BinOp, Call, Const, Expr, Var
 
-CPP_TYPE = {
-    DataType.FP32: "float",
-    DataType.FP16: "simpler::half",
-    DataType.BF16: "simpler::bfloat16",
-    DataType.INT8: "std::int8_t",
-    DataType.INT16: "std::int16_t",
-    DataType.INT32: "std::int32_t",
-    DataType.INT64: "std::int64_t",
-    DataType.UINT8: "std::uint8_t",
-    DataType.UINT16: "std::uint16_t",
-    DataType.UINT32: "std::uint32_t",
-    DataType.UINT64: "std::uint64_t",
-    DataType.BOOL: "bool",
-}
-
-WIRE_DTYPE = {
-    DataType.FP32: "FLOAT32",
-    DataType.FP16: "FLOAT16",
-    DataType.BF16: "BFLOAT16",
-    DataType.INT8: "INT8",
-    DataType.INT16: "INT16",
-    DataType.INT32: "INT32",
-    DataType.INT64: "INT64",
-    DataType.UINT8: "UINT8",
-    DataType.UINT16: "UINT16",
-    DataType.UINT32: "UINT32",
-    DataType.UINT64: "UINT64",
-    DataType.BOOL: "BOOL",
-}
+# The element types generated C++ can declare, derived from the dtype table (pypto.ir.dtypes):
+# their C++ type, and simpler's name for them (``simpler::DataType::FLOAT32``).
+CPP_TYPE = {dt: dt.cpp_type for dt in DataType if dt.cpp_type is not None}
+WIRE_DTYPE = {dt: dt.wire_name for dt in CPP_TYPE}
 
 _CPP_RESERVED = set(keyword.kwlist) | {
     "args",
@@ -109,7 +84,7 @@ def cpp_type(dtype: DataType) -> str:
     try:
         return CPP_TYPE[dtype]
     except KeyError:
-        raise CompileError(
+        raise PyptoCompileError(
             f"codegen: dtype {dtype.value} has no C++ element type in the tile library"
         ) from None
 
@@ -128,11 +103,11 @@ def literal(c: Const) -> str:
         return "true" if v else "false"
     if isinstance(v, float):
         if not math.isfinite(v):
-            raise CompileError(f"codegen: non-finite constant {v}")
+            raise PyptoCompileError(f"codegen: non-finite constant {v}")
         return f"{v!r}f" if c.dtype is DataType.FP32 else repr(v)
     if isinstance(v, int):
         return f"INT64_C({v})" if c.dtype is DataType.INT64 else str(v)
-    raise CompileError(f"codegen: constant {v!r}")
+    raise PyptoCompileError(f"codegen: constant {v!r}")
 
 
 _OPS = {
@@ -167,7 +142,7 @@ def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> st
             return f"pypto_mod({a}, {b})"
         if e.op in ("min", "max"):
             return f"(({a}) {'<' if e.op == 'min' else '>'} ({b}) ? ({a}) : ({b}))"
-        raise CompileError(f"codegen: scalar operator {e.op}")
+        raise PyptoCompileError(f"codegen: scalar operator {e.op}")
     if isinstance(e, Call) and e.op == "scalar.cast":
         inner = e.args[0]
         assert not isinstance(inner, tuple)
@@ -179,7 +154,7 @@ def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> st
         if dim_of is not None and (t.name, axis) in dim_of:
             return dim_of[(t.name, axis)]
         return f"static_cast<std::int64_t>({ident(t.name)}.shapes[{axis}])"
-    raise CompileError(f"codegen: {e} is not a scalar expression")
+    raise PyptoCompileError(f"codegen: {e} is not a scalar expression")
 
 
 SCALAR_HELPERS = """\

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pypto.ir import __version__
 from pypto.ir.codegen.cpp import SCALAR_HELPERS, cpp_type, ident, literal, scalar_cpp_type, scalar_expr
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import CompileError, Span
+from pypto.ir.errors import PyptoCompileError, Span
 from pypto.ir.nodes import (
     Assign,
     Call,
@@ -66,7 +66,7 @@ PRINT_OPS = frozenset({"tile.print", "scalar.print"})
 def _cpp(op: str) -> Cpp:
     cpp = OPS[op].cpp
     if cpp is None or cpp.nz_fn is None:
-        raise CompileError(f"kernel codegen: the op table gives {op} no ND and NZ library functions")
+        raise PyptoCompileError(f"kernel codegen: the op table gives {op} no ND and NZ library functions")
     return cpp
 
 
@@ -208,7 +208,7 @@ class _KernelGen:
                     self.debug_print(s.value, depth)
                     continue
                 if not isinstance(s.value, Call) or s.value.op != "tile.store":
-                    raise CompileError(f"kernel codegen: unexpected statement {s.value}")
+                    raise PyptoCompileError(f"kernel codegen: unexpected statement {s.value}")
                 self.store(s.value, depth)
             elif isinstance(s, For):
                 self.loop(s, depth)
@@ -220,7 +220,9 @@ class _KernelGen:
                 if s.values:
                     pass  # a kernel's tensor returns alias its parameters; nothing to emit
             else:
-                raise CompileError(f"kernel codegen: {type(s).__name__} cannot appear in a lowered kernel")
+                raise PyptoCompileError(
+                    f"kernel codegen: {type(s).__name__} cannot appear in a lowered kernel"
+                )
 
     def offsets(self, offs: object) -> str:
         assert isinstance(offs, tuple)
@@ -315,7 +317,7 @@ class _KernelGen:
             self.emit(depth, f"const {scalar_cpp_type(t.dtype)} {name} = {scalar_expr(e, self.dim_of)};")
             return
         if not isinstance(e, Call):
-            raise CompileError(f"kernel codegen: {v.name} = {e} is not an op call")
+            raise PyptoCompileError(f"kernel codegen: {v.name} = {e} is not an op call")
         args = e.args
         if e.op == "tensor.write":
             self.write(e, depth)
@@ -346,7 +348,7 @@ class _KernelGen:
             return
         spec = OPS.get(e.op)
         if spec is None or spec.cpp is None:
-            raise CompileError(f"kernel codegen: no C++ for op {e.op}")
+            raise PyptoCompileError(f"kernel codegen: no C++ for op {e.op}")
         cpp = spec.cpp
         if e.op == "tile.load":
             src, offs = args[0], args[1]

@@ -22,7 +22,7 @@ from pypto.ir.analysis.return_lineage import function_aliases
 from pypto.ir.codegen.cpp import SCALAR_HELPERS, WIRE_DTYPE, cpp_type, ident, scalar_cpp_type, scalar_expr
 from pypto.ir.codegen.kernel import abi_params
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import CompileError, KernelError
+from pypto.ir.errors import KernelError, PyptoCompileError
 from pypto.ir.nodes import (
     Assign,
     Call,
@@ -200,7 +200,7 @@ class _OrchGen:
                 self.host_write(s.value, depth)
             elif isinstance(s, ExprStmt):
                 if not isinstance(s.value, CallFunc):
-                    raise CompileError(f"orchestration codegen: unexpected statement {s.value}")
+                    raise PyptoCompileError(f"orchestration codegen: unexpected statement {s.value}")
                 self.submit(s.value, depth, None)
             elif isinstance(s, For):
                 self.loop(s, depth)
@@ -211,7 +211,9 @@ class _OrchGen:
             elif isinstance(s, Return):
                 self.emit(depth, "return 0;")
             else:
-                raise CompileError(f"orchestration codegen: {type(s).__name__} in a lowered orchestration")
+                raise PyptoCompileError(
+                    f"orchestration codegen: {type(s).__name__} in a lowered orchestration"
+                )
 
     def assign(self, v: Var, e: Expr, depth: int) -> None:
         name = ident(v.name)
@@ -271,7 +273,7 @@ class _OrchGen:
         if isinstance(t, ScalarType):
             self.emit(depth, f"const {scalar_cpp_type(t.dtype)} {name} = {scalar_expr(e)};")
             return
-        raise CompileError(f"orchestration codegen: cannot assign {v.name} = {e}")
+        raise PyptoCompileError(f"orchestration codegen: cannot assign {v.name} = {e}")
 
     def host_write(self, c: Call, depth: int) -> None:
         dst, idx, value = c.args
@@ -325,9 +327,9 @@ class _OrchGen:
     def submit(self, c: CallFunc, depth: int, result: Var | None) -> None:
         callee = self.program.functions[c.callee]
         if c.callee not in self.func_ids:
-            raise CompileError(f"orchestration codegen: {c.callee!r} is not a kernel of the program")
+            raise PyptoCompileError(f"orchestration codegen: {c.callee!r} is not a kernel of the program")
         if len(c.directions) != len(c.args):
-            raise CompileError(
+            raise PyptoCompileError(
                 f"orchestration codegen: call of {c.callee!r} has no directions (run call_directions)"
             )
         by_param = {p.name: (a, d) for p, a, d in zip(callee.params, c.args, c.directions, strict=True)}
@@ -336,7 +338,7 @@ class _OrchGen:
             a, d = by_param[p.name]
             if isinstance(p.var.type, TensorType):
                 if not isinstance(a, Var):
-                    raise CompileError(
+                    raise PyptoCompileError(
                         f"orchestration codegen: tensor argument {a} of {c.callee!r} is not a variable"
                     )
                 tensor_args.append(f"simpler::{_DIR[d]}({ident(a.name)})")
@@ -362,7 +364,7 @@ class _OrchGen:
         if result is not None and isinstance(result.type, TensorType):
             rets = function_aliases(callee, self.program)
             if len(rets) != 1 or rets[0] is None:
-                raise CompileError(
+                raise PyptoCompileError(
                     f"orchestration codegen: {c.callee!r} does not return one of its parameters"
                 )
             src = c.args[rets[0]]
@@ -370,7 +372,7 @@ class _OrchGen:
             self.emit(depth, f"const simpler::ChipTensor& {ident(result.name)} = {ident(src.name)};")
             self.emit(depth, f"(void){ident(result.name)};")
         elif result is not None and not isinstance(result.type, TaskIdType):
-            raise CompileError(f"orchestration codegen: cannot bind {result.name} of type {result.type}")
+            raise PyptoCompileError(f"orchestration codegen: cannot bind {result.name} of type {result.type}")
         if result is None or isinstance(result.type, TaskIdType):
             self.emit(depth, f"(void){tid};")
 
@@ -382,7 +384,7 @@ class _OrchGen:
             elif isinstance(t, ScalarType):
                 self.emit(depth, f"{scalar_cpp_type(t.dtype)} {ident(r.name)}{{}};")
             else:
-                raise CompileError(f"orchestration codegen: an if cannot produce {t}")
+                raise PyptoCompileError(f"orchestration codegen: an if cannot produce {t}")
         self.emit(depth, f"if ({scalar_expr(s.cond)}) {{")
         self.arm(s.then_body, s.results, depth + 1)
         self.emit(depth, "} else {")
@@ -417,7 +419,7 @@ class _OrchGen:
             elif isinstance(t, ScalarType):
                 self.emit(depth, f"{scalar_cpp_type(t.dtype)} {ident(ia.var.name)} = {scalar_expr(ia.init)};")
             else:
-                raise CompileError(f"orchestration codegen: loop-carried {t} is not supported")
+                raise PyptoCompileError(f"orchestration codegen: loop-carried {t} is not supported")
         start, stop, step = (scalar_expr(x) for x in (s.start, s.stop, s.step))
         if isinstance(s.step, Const):
             cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"

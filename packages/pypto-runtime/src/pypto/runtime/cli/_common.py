@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 
 from pypto.runtime._fs import read_regular
+from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = [
     "EXIT_FAILED",
@@ -44,7 +45,7 @@ _HEX = re.compile(r"^[0-9a-fA-F]{1,128}$")
 _CANDIDATES_SHOWN = 10
 
 
-class CommandError(Exception):
+class CommandError(PyptoRuntimeError):
     """A subcommand gives up: ``main`` prints the message and exits with ``code``."""
 
     code = EXIT_FAILED

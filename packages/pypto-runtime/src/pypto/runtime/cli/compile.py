@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.ir.platforms import DEFAULT_PLATFORM, DEFAULT_RUNTIME
 from pypto.runtime.cli._common import EXIT_OK, Failed, UsageError, plain, stdout_console, step
 
 __all__ = ["add_parser", "command"]
@@ -53,8 +54,12 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
         metavar="NAME=SPEC",
         help="SHAPE:DTYPE for a tensor (64x64:FP32), RUNTIME[:DTYPE] for a runtime scalar, or a constant",
     )
-    p.add_argument("--platform", default="a2a3sim", help="target platform (default a2a3sim)")
-    p.add_argument("--runtime", default="tensormap_and_ringbuffer", help="chip runtime")
+    p.add_argument(
+        "--platform",
+        default=DEFAULT_PLATFORM,
+        help=f"target platform (default {DEFAULT_PLATFORM})",
+    )
+    p.add_argument("--runtime", default=DEFAULT_RUNTIME, help=f"chip runtime (default {DEFAULT_RUNTIME})")
     p.add_argument(
         "-o",
         "--output-dir",
@@ -154,14 +159,15 @@ def _required(fn: Any) -> list[str]:
 def command(args: argparse.Namespace) -> int:
     try:
         import pypto.language as pl
-        from pypto.ir.errors import CompileError
+        from pypto.ir.errors import PyptoCompileError
         from pypto.runtime.api import compile as compile_program
     except ImportError as exc:
         raise Failed(
             f"`compile` needs pypto-ir (the compiler), which cannot be imported ({exc}); "
             "pip install pypto-ir, or compile on a machine that has it and `run` the key or directory here"
         ) from None
-    from pypto.ir.contract import RUNTIMES, parse_platform
+    from pypto.ir.contract import parse_platform
+    from pypto.ir.platforms import RUNTIMES
 
     try:
         platform = parse_platform(args.platform)
@@ -203,7 +209,7 @@ def command(args: argparse.Namespace) -> int:
             program = specialize(**given)
         except (TypeError, ValueError) as exc:  # arguments that do not fit the signature
             raise UsageError(str(exc)) from None
-        except CompileError as exc:
+        except PyptoCompileError as exc:
             raise Failed(str(exc)) from None
     elif given:
         raise UsageError(f"{args.target}: not a @pl.jit function, so it takes no --arg")
@@ -215,7 +221,7 @@ def command(args: argparse.Namespace) -> int:
             prog = compile_program(
                 program, platform=platform, runtime=args.runtime, output_dir=args.output_dir
             )
-    except CompileError as exc:
+    except PyptoCompileError as exc:
         raise Failed(str(exc)) from None
     except FileExistsError as exc:
         raise UsageError(f"--output-dir: {exc}") from None

@@ -101,7 +101,7 @@ def _print(found: Located) -> None:
     platform = (
         art.platform if art.platform == meta.platform else f"{art.platform} (compiled for {meta.platform})"
     )
-    summary.add_row("platform", f"{platform}, {meta.execution_mode}, backend {meta.backend}")
+    summary.add_row("platform", f"{platform}, {meta.device_kind}, backend {meta.backend}")
     summary.add_row("runtime", meta.runtime)
     aliases = ", ".join(meta.params[i].name for i in meta.return_aliases) or "-"
     summary.add_row("returns", f"{meta.return_count} value(s): {aliases}" if meta.return_count else "nothing")

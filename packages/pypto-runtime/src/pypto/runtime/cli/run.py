@@ -15,14 +15,14 @@ Example:
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
+from pypto.ir.atomic_write import atomic_write
+from pypto.ir.contract import Contract
 from pypto.runtime.cli._common import (
     EXIT_OK,
     Failed,
@@ -184,24 +184,12 @@ def _bind(np: Any, params: Any, given: dict[str, str]) -> dict[str, Any]:
 
 
 def _save(np: Any, array: Any, target: Path, name: str) -> None:
-    """Write ``array`` to exactly ``target`` in .npy format (no suffix added), atomically."""
+    """Write ``array`` to exactly ``target`` in .npy format (no suffix added), atomically and
+    durably, with the permissions a plain file creation gives."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        atomic_write(target, lambda f: np.save(f, array, allow_pickle=False), mode=None)
     except OSError as exc:
-        raise Failed(f"output {name!r}: cannot write into {target.parent} ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array, allow_pickle=False)
-        umask = os.umask(0o022)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # what a plain file creation gives (mkstemp makes 0600)
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise Failed(f"output {name!r}: cannot write {target} ({exc.strerror})") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _outputs(params: Any, given: dict[str, str], out_dir: str) -> dict[str, Path]:
@@ -269,7 +257,7 @@ def command(args: argparse.Namespace) -> int:
     found = locate(args.artifact, platform=args.platform, entry=args.entry)
     artifact = found.artifact
     name = artifact.name
-    if "PROGRAM" not in artifact.capabilities:
+    if Contract.PROGRAM.value not in artifact.capabilities:
         raise UsageError(
             f"{name}: compiled for the {', '.join(artifact.capabilities)} contract only (an operator of "
             "pypto.torch); `run` needs a PROGRAM artifact (`pypto-runtime compile`, pypto.runtime.compile)"

@@ -37,8 +37,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from pypto.ir.contract import Contract
+from pypto.ir.platforms import DEFAULT_PLATFORM, DEFAULT_RUNTIME
 from pypto.runtime import mode_gate, settings
-from pypto.runtime.worker import DEFAULT_PLATFORM, DEFAULT_RUNTIME
 from pypto.torch._kernel.callable import KernelCallable, RegistrationError, artifact_identity
 from pypto.torch._kernel.owner import LifecycleOwner
 from pypto.torch._kernel.pending import PendingTicket
@@ -456,7 +457,7 @@ _process = _Process()
 def _check_artifact(artifact: Any, info: KernelInfo) -> None:
     capabilities = tuple(getattr(artifact, "capabilities", ()))
     name = getattr(artifact, "name", repr(artifact))
-    if "KERNEL" not in capabilities:
+    if Contract.KERNEL.value not in capabilities:
         raise RegistrationError(
             f"register({name!r}): the artifact was compiled for {', '.join(capabilities) or 'no'} "
             "capability; kernel mode needs a KERNEL artifact (compile it with contract=KERNEL)"

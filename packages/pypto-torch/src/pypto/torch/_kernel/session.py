@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from pypto.runtime.mode_gate import ProcessMode
+
 __all__ = [
     "PINNED_RUNTIME",
     "BorrowedWorkerSession",
@@ -193,7 +195,7 @@ class BorrowedWorkerSession:
             platform=r.platform,
             runtime=r.runtime,
             device_id=r.device_index,
-            execution_mode="kernel",
+            execution_mode=ProcessMode.KERNEL.value,
         )
         self.worker.init(r.config, borrowed_context_generation=self.generation)
 

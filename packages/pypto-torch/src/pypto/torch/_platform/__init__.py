@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pypto.ir.platforms import NPU_PLATFORMS, SIMULATOR_PLATFORMS
+
 __all__ = [
     "FORMAT_FRACTAL_NZ",
     "FORMAT_NCHW",
@@ -37,9 +39,6 @@ FORMAT_ND = 2
 """Base row-major format."""
 FORMAT_FRACTAL_NZ = 29
 """The blocked NZ format that torch_npu reports for fractal (cube-friendly) storage."""
-
-NPU_PLATFORMS = ("a2a3", "a5")
-SIMULATOR_PLATFORMS = ("a2a3sim", "a5sim")
 
 
 class NpuRuntimeUnavailable(ImportError):

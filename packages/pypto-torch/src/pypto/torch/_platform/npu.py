@@ -14,7 +14,11 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from pypto.ir.platforms import DEFAULT_PLATFORM, get_platform
 from pypto.torch._platform import NPU_PLATFORMS, DevicePlatform, NpuRuntimeUnavailable, PhysicalDescriptor
+
+# the chip the default (simulated) platform simulates
+_DEFAULT_NPU = get_platform(DEFAULT_PLATFORM).hardware
 
 __all__ = ["VERIFIED_TEARDOWN_HOOKS", "NpuPlatform"]
 
@@ -71,7 +75,7 @@ class NpuPlatform(DevicePlatform):
     device_type = "npu"
     is_simulator = False
 
-    def __init__(self, name: str = "a2a3") -> None:
+    def __init__(self, name: str = _DEFAULT_NPU) -> None:
         if name not in NPU_PLATFORMS:
             raise ValueError(f"NpuPlatform(name): expected one of {NPU_PLATFORMS}, got {name!r}")
         self.name = name

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pypto.ir.platforms import DEFAULT_PLATFORM
 from pypto.torch._platform import (
     FORMAT_ND,
     SIMULATOR_PLATFORMS,
@@ -85,7 +86,7 @@ class SimulatorPlatform(DevicePlatform):
     device_type = "cpu"
     is_simulator = True
 
-    def __init__(self, name: str = "a2a3sim") -> None:
+    def __init__(self, name: str = DEFAULT_PLATFORM) -> None:
         if name not in SIMULATOR_PLATFORMS:
             raise ValueError(f"SimulatorPlatform(name): expected one of {SIMULATOR_PLATFORMS}, got {name!r}")
         self.name = name
