@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypedDict
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
@@ -116,7 +117,15 @@ class Platform:
         }[space]
 
 
-_A2A3 = {
+class _Capacities(TypedDict):
+    ub_bytes: int
+    l1_bytes: int
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+
+
+_A2A3: _Capacities = {
     "ub_bytes": 192 * KIB,
     "l1_bytes": 512 * KIB,
     "l0a_bytes": 64 * KIB,
@@ -124,7 +133,7 @@ _A2A3 = {
     "l0c_bytes": 128 * KIB,
 }
 # a5: L0C from CANN's arch-3101 code; UB unconfirmed publicly, so the a2a3 figure (see above).
-_A5 = {**_A2A3, "l0c_bytes": 256 * KIB}
+_A5: _Capacities = {**_A2A3, "l0c_bytes": 256 * KIB}
 
 PLATFORM_TABLE: Mapping[str, Platform] = {
     p.name: p
