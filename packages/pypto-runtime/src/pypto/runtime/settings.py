@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.ir.platforms import DEFAULT_PLATFORM, PLATFORMS
 from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = [
@@ -83,8 +84,6 @@ def _parse_str(name: str, raw: str) -> str | None:
 
 
 def _parse_platform(name: str, raw: str) -> str | None:
-    from pypto.ir.platforms import PLATFORMS
-
     value = raw.strip()
     if not value:
         return None
@@ -151,7 +150,8 @@ SETTINGS: Mapping[str, Setting] = {
             Effect.NEUTRAL,
             _parse_platform,
             None,
-            "The platform used where none is given (pypto.torch.init); default: a2a3sim, the simulated chip.",
+            f"The platform used where none is given (pypto.torch.init); default: {DEFAULT_PLATFORM}, the "
+            "simulated chip.",
         ),
         Setting(
             "PYPTO_SKIP_RUNTIME_PIN",

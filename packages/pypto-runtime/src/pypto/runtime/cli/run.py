@@ -23,6 +23,7 @@ from rich.table import Table
 
 from pypto.ir.atomic_write import atomic_write
 from pypto.ir.contract import Contract
+from pypto.ir.platforms import SIMULATOR_PLATFORMS
 from pypto.runtime.cli._common import (
     EXIT_OK,
     Failed,
@@ -66,7 +67,8 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--out-dir", default=".", help="directory of outputs without --out (default: .)")
     p.add_argument("--entry", help="entry of a multi-entry program directory (default: its default entry)")
     p.add_argument(
-        "--platform", help="run on this simulator instead of the compiled platform (a2a3sim, a5sim)"
+        "--platform",
+        help=f"run on this simulator instead of the compiled platform ({', '.join(SIMULATOR_PLATFORMS)})",
     )
     p.add_argument("--runtime", help="chip runtime (default: the artifact's)")
     p.add_argument("--device-id", type=int, default=0, help="device ordinal (default 0)")
