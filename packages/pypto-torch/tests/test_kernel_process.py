@@ -216,7 +216,9 @@ def test_two_ranks_with_gloo_each_on_its_own_simulated_chip(tmp_path: Path, kern
                 torch.testing.assert_close(y, x + 1.0)
                 dist.all_reduce(y)
                 torch.testing.assert_close(y, 2 * (x + 1.0))
-                print(f"rank {{rank}} ok on {{info.platform}} generation {{info.generation}}", flush=True)
+                # one write per line: both ranks print at once into one pipe (print writes the
+                # text and its newline separately, which can interleave two ranks' lines)
+                print(f"rank {{rank}} ok on {{info.platform}} generation {{info.generation}}\\n", end="", flush=True)
                 pt.shutdown()
                 dist.destroy_process_group()
 
