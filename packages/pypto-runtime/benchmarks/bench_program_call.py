@@ -97,11 +97,16 @@ def _run(api: Any, runner: Any, default_core_threads: Any, register_on_shared_wo
     config = rt.RunConfig()
     one_aiv = rt.RunConfig(aic_threads=1, aiv_threads=1)
 
-    def jit_general() -> object:  # the executor as it was: bind, specialise, general runner
+    def jit_general() -> object:  # before the call plan: bind, key, specialise, general runner
         bound = add64.bind(a, b, c)
+        add64.call_key(bound)
         spec = add64.specialize(a, b, c)
-        memo = (id(add64), spec.key, config.platform, config.runtime)
-        return runner._run_general(api._programs[memo].artifact, bound, {}, config)
+        return runner._run_general(
+            spec.attached[(config.platform, config.runtime)].artifact, bound, {}, config
+        )
+
+    def jit_bind() -> object:  # the binder alone: a repeat call's specialisation and arguments
+        return add64.bind_call((a, b, c), {}, run=True)
 
     plan = prog.artifact._call_plan
     mat = plan._materialize((a, b, c))
@@ -115,6 +120,7 @@ def _run(api: Any, runner: Any, default_core_threads: Any, register_on_shared_wo
         "prog_general": lambda: runner._run_general(prog.artifact, (a, b, c), {}, config),
         "chip": lambda: worker.run(handle, mat),
         "jit_1aiv": lambda: add64(a, b, c, config=one_aiv),
+        "jit_bind": jit_bind,
     }
     number = {k: (20000 if k == "numpy" else 300) for k in fns}
     rounds = 14 if "--quick" not in sys.argv else 3
@@ -135,12 +141,13 @@ def _run(api: Any, runner: Any, default_core_threads: Any, register_on_shared_wo
         ("call", "time", "ratio to np.add", "issue 17"),
         [
             ("numpy np.add(a, b, out=c)", f"{base * 1e6:.2f} us", "1.0x", ""),
-            row("@pl.jit call (call key + call plan)", "jit", bar=True),
+            row("@pl.jit call (binder fast key + call plan)", "jit", bar=True),
             row("CompiledProgram call (call plan)", "prog"),
-            row("@pl.jit call, general path (before: bind + specialise + describe)", "jit_general"),
+            row("@pl.jit call, general path (before: bind + key + specialise + describe)", "jit_general"),
             row("CompiledProgram call, general path (before)", "prog_general"),
             row("chip round trip only (Worker.run of the materialised args)", "chip"),
             row("@pl.jit call, RunConfig(aic_threads=1, aiv_threads=1)", "jit_1aiv"),
+            row("binding a repeat @pl.jit call (JITFunction.bind_call, fast key)", "jit_bind"),
         ],
     )
 

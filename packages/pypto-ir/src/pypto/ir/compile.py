@@ -1,4 +1,4 @@
-"""``_compile_to_files``: passes + codegen + metadata into one artifact directory.
+"""``compile_to_files``: passes + codegen + metadata into one artifact directory.
 
 It returns the lowered IR and the build metadata and wraps nothing for execution: the runtime
 builds the sources with ``simpler.toolchain`` and loads them. The steps of a compile are listed
@@ -23,12 +23,12 @@ from pypto.ir.metadata import META_FILE, ArtifactMetadata, write_metadata
 from pypto.ir.nodes import Program
 from pypto.ir.types import FunctionType
 
-__all__ = ["CompileResult", "_compile_to_files", "check_host_access", "host_tensor_access", "signature_of"]
+__all__ = ["CompileResult", "check_host_access", "compile_to_files", "host_tensor_access", "signature_of"]
 
 
 @dataclass(frozen=True)
 class CompileResult:
-    """What ``_compile_to_files`` produced."""
+    """What ``compile_to_files`` produced."""
 
     program: Program  # the lowered IR
     metadata: ArtifactMetadata
@@ -50,7 +50,7 @@ def _write_text(path: Path, text: str) -> None:
         raise
 
 
-def _compile_to_files(
+def compile_to_files(
     program: Program | Any,
     output_dir: str | os.PathLike[str],
     *,
@@ -82,7 +82,7 @@ def _compile_to_files(
         program = getattr(program, "program", program)
     if not isinstance(program, Program):
         raise TypeError(
-            f"_compile_to_files(program): expected a pypto.ir Program, got {type(program).__name__}"
+            f"compile_to_files(program): expected a pypto.ir Program, got {type(program).__name__}"
         )
     contract = Contract.parse(contract)
     platform = parse_platform(platform)

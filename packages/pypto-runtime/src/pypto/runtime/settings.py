@@ -81,7 +81,7 @@ def _parse_str(name: str, raw: str) -> str | None:
 
 
 def _parse_platform(name: str, raw: str) -> str | None:
-    from pypto.ir.contract import PLATFORMS
+    from pypto.ir import PLATFORMS
 
     value = raw.strip()
     if not value:

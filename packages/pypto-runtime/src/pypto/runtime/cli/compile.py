@@ -75,7 +75,7 @@ class _Placeholder:
 
 
 def _dtype(text: str, what: str) -> Any:
-    from pypto.ir.dtypes import DataType
+    from pypto.ir import DataType
 
     found = DataType.from_array_name(text)
     if found is not None:
@@ -154,14 +154,14 @@ def _required(fn: Any) -> list[str]:
 def command(args: argparse.Namespace) -> int:
     try:
         import pypto.language as pl
-        from pypto.ir.errors import CompileError
+        from pypto.ir import CompileError
         from pypto.runtime.api import compile as compile_program
     except ImportError as exc:
         raise Failed(
             f"`compile` needs pypto-ir (the compiler), which cannot be imported ({exc}); "
             "pip install pypto-ir, or compile on a machine that has it and `run` the key or directory here"
         ) from None
-    from pypto.ir.contract import RUNTIMES, parse_platform
+    from pypto.ir import RUNTIMES, parse_platform
 
     try:
         platform = parse_platform(args.platform)

@@ -113,7 +113,7 @@ def _load_npy(np: Any, p: Any, file: str) -> Any:
         arr = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
         raise UsageError(f"{what}: not a readable .npy file ({exc})") from None
-    from pypto.ir.dtypes import DataType
+    from pypto.ir import DataType
 
     dtype = DataType.from_array_name(arr.dtype.name) if arr.dtype.kind in "biuf" else None
     dims_ok = arr.ndim == len(p.shape) and all(

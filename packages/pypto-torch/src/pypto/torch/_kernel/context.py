@@ -505,7 +505,7 @@ def _preflight_request(
     device: object, platform: str | None, runtime: str, config: object
 ) -> tuple[KernelRequest, DevicePlatform, Any]:
     """Normalise and validate ``init``'s arguments; nothing is claimed or created here."""
-    from pypto.ir.platforms import PLATFORMS, RUNTIMES, get_platform
+    from pypto.ir import PLATFORMS, RUNTIMES, get_platform
 
     name = platform if platform is not None else (settings.platform() or DEFAULT_PLATFORM)
     if name not in PLATFORMS:
