@@ -177,3 +177,38 @@ def test_a_plan_follows_the_shared_worker_when_it_is_replaced(prog: CompiledProg
     np.testing.assert_array_equal(out, a + b)
     ((_, w2, _),) = prog.artifact._call_plan.bound.values()
     assert w2 is not w1
+
+
+def test_a_known_call_key_fills_addresses_into_its_layout(prog: CompiledProgram) -> None:
+    plan = _plan(prog)
+    a, b, out = ones(), ones() * 2, np.zeros((R, C), np.float32)
+    key = binding.fast_key((a, b, out))
+    assert key is not None
+    prog.artifact._call_plan.layouts.pop(key, None)
+    rt.run(prog, a, b, out)  # no key from a CompiledProgram call: nothing recorded
+    assert key not in plan.layouts
+    np.testing.assert_array_equal(out, a + b)
+    out[:] = 0
+    plan.run((a, b, out), {}, None, key)  # first sight: materialised, its layout recorded
+    np.testing.assert_array_equal(out, a + b)
+    layout = plan.layouts[key]
+    assert layout is not None
+    filled = plan._fill(layout, (a, b, out))
+    assert filled is not None
+    assert filled.tensors == plan._materialize((a, b, out)).tensors  # the same descriptors
+    # the same key, but what the key does not fix differs: the checks that apply still do
+    ro = np.zeros((R, C), np.float32)
+    ro.flags.writeable = False
+    assert plan._fill(layout, (a, b, ro)) is None
+    with pytest.raises(TypeError, match="read-only"):
+        plan.run((a, b, ro), {}, None, key)
+    base = np.zeros((R * 2, C), np.float32)
+    view = base[R:]  # same type, shape, dtype and strides as out: a view of other storage
+    assert binding.fast_key((a, b, view)) == key
+    assert plan._fill(layout, (a, b, view)) is None
+    plan.run((a, b, view), {}, None, key)
+    np.testing.assert_array_equal(base[R:], a + b)
+    np.testing.assert_array_equal(base[:R], 0)
+    assert plan._fill(layout, (a, b, a)) is None  # one array twice: the general path's to judge
+    plan.run((a, b, a), {}, None, key)
+    np.testing.assert_array_equal(a, ones() + b)

@@ -133,7 +133,7 @@ def compile(
     """
     platform = parse_platform(platform)
     entries = _orchestrations(program)
-    if len(entries) > 1:
+    if len(entries) > 1 and isinstance(program, Program):
         if args or kwargs:
             raise TypeError("compile(program, *args): example arguments only apply to a @pl.jit function")
         return _compile_multi(program, entries, platform=platform, runtime=runtime, output_dir=output_dir)

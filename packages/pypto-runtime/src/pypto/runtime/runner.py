@@ -312,10 +312,10 @@ class CallPlan:
         is written, and its descriptor's (nbytes, code, shape, strides, offset), when every
         tensor is an owned C-contiguous numpy array (its descriptor is the whole array, as
         _materialize made it); else None."""
-        ndarray = _module_type("numpy", "ndarray")
+        ndarray: Any = _module_type("numpy", "ndarray")
         out = []
         for slot, _dtype, _ts, code, _size, _pattern, static, writes in self.tensors:
-            a = args[slot]
+            a: Any = args[slot]
             if type(a) is not ndarray or a.base is not None or not a.flags.c_contiguous:
                 return None
             shape = a.shape

@@ -186,10 +186,11 @@ def command(args: argparse.Namespace) -> int:
         given[name], dtype = _value(name, spec, pl)
         if dtype is not None:
             runtime_dtypes[name] = dtype
-    specialize = getattr(fn, "specialize", None)
+    from pypto.language.jit import JITFunction
+
     name = getattr(fn, "__name__", None) or getattr(fn, "name", "program")
-    if callable(specialize):
-        names = tuple(getattr(fn, "param_names", ()))
+    if isinstance(fn, JITFunction):
+        names = fn.param_names
         unknown = [n for n in given if n not in names]
         if unknown:
             raise UsageError(f"{name}: no parameter {unknown[0]!r}; parameters are {', '.join(names)}")
@@ -200,7 +201,7 @@ def command(args: argparse.Namespace) -> int:
                 "NAME=RUNTIME[:DTYPE] for a runtime scalar, NAME=VALUE for a constant)"
             )
         try:
-            program = specialize(**given)
+            program = fn.specialize(**given)
         except (TypeError, ValueError) as exc:  # arguments that do not fit the signature
             raise UsageError(str(exc)) from None
         except CompileError as exc:
