@@ -79,3 +79,14 @@ def test_importing_one_module_does_not_load_the_compiler() -> None:
     code = "import sys, pypto.ir.dtypes; print('pypto.ir.compile' in sys.modules, 'pypto.ir.codegen' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_pypto_torch_exports_its_face() -> None:
+    torch_face = pytest.importorskip("pypto.torch", reason="pypto-torch is not installed in this session")
+    from pypto.torch.interop import CallFrame, CallSignature
+    from pypto.torch.registration import RegistrationSignature
+
+    missing = [n for n in torch_face.__all__ if not hasattr(torch_face, n)]
+    assert not missing
+    assert (torch_face.CallSignature, torch_face.CallFrame) == (CallSignature, CallFrame)
+    assert torch_face.RegistrationSignature is RegistrationSignature
