@@ -66,6 +66,7 @@ def test_numpy_call_keys_tell_type_shape_dtype_and_strides_apart() -> None:
     for other in others:
         assert binding.arg_key(other) != binding.arg_key(a)
     assert binding.arg_key(np.float32(1.0)) is None  # a numpy scalar: the full binder decides
+    assert binding.arg_key(np.array(2.0)) is None  # 0-d: its value would be folded, not keyed
     assert binding.tensor_library(a) == "numpy"
     assert binding.tensor_library(Duck(1)) is None
 
@@ -90,6 +91,8 @@ def test_a_repeat_call_is_bound_by_its_key_alone(monkeypatch: pytest.MonkeyPatch
     assert bscale.specialize(a, 3.0, out) is not first  # a folded scalar's value is in the key
     assert bscale.specialize(a, factor=2.0, out=out) is first  # keywords: bound in full
     assert len(calls) == 2
+    s2 = bscale.specialize(a, np.array(2.0, np.float32), out)  # a 0-d array: folded by its value
+    assert bscale.specialize(a, np.array(5.0, np.float32), out) is not s2
 
 
 def test_bind_call_for_a_run_needs_every_runtime_value() -> None:

@@ -68,8 +68,9 @@ def scalar_of(value: Any, what: str = "argument") -> int | float | bool:
 # least as fine as a specialisation key (tensors by shape and dtype, folded scalars by type and
 # value, runtime scalars by dtype), so one call key names one specialisation; the strides let
 # a layer above cache what a tensor's layout decides (descriptor strides, contiguity). Any
-# other argument (other types, 0-d numpy scalars, NaN, which the full binder reports) has no
-# key: the call takes the full binding path.
+# other argument has no key, and the call takes the full binding path: other types, NaN
+# (which the full binder reports), and 0-d arrays and tensors and numpy's scalars (a 0-d value
+# passed for a scalar parameter is folded by its value, which such a key would not hold).
 
 _SCALAR, _NUMPY, _TORCH, _OTHER = 0, 1, 2, 3
 _kinds: dict[type, int] = {int: _SCALAR, float: _SCALAR, bool: _SCALAR}
@@ -98,13 +99,15 @@ def arg_key(a: Any) -> tuple[Any, ...] | None:
     if kind is None:
         kind = _kind(t)
     if kind == _NUMPY:
-        return (t, a.shape, a.dtype, a.strides)
+        shape = a.shape
+        return (t, shape, a.dtype, a.strides) if shape else None
     if kind == _SCALAR:
         if t is float and math.isnan(a):
             return None
         return (t, a)
     if kind == _TORCH:
-        return (t, a.shape, a.dtype, a.stride())
+        shape = a.shape
+        return (t, shape, a.dtype, a.stride()) if shape else None
     return None
 
 

@@ -205,9 +205,13 @@ class Operator:
     def _kernel(self, *args: Any) -> None:
         manager = context.current()
         info = manager.ready()
-        # the binder's per-argument call key (type, shape, dtype, strides), as @pl.jit calls use
+        # the binder's per-argument call key (type, shape, dtype, strides), as @pl.jit calls use;
+        # a 0-d tensor has none: its shape and dtype
         arg_key = self._arg_key
-        key = (info.generation, *(arg_key(args[i]) for i in self._tensor_positions))
+        key = (
+            info.generation,
+            *(arg_key(args[i]) or (args[i].shape, args[i].dtype) for i in self._tensor_positions),
+        )
         kc = self._callables.get(key)
         if kc is None:
             kc = self._prepare(args, info, key)
