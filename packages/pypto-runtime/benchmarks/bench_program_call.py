@@ -5,7 +5,8 @@ a2a3sim, as a ratio to ``np.add(a, b, out=c)`` measured in the same process, int
 figure the best of several repetitions (the machine is shared: ratios, not times). The
 "general path" rows run the same call the way every call ran before the call plan: binding and
 describing every argument, Buffer/Tensor/TaskArgs objects, and (for ``@pl.jit``) binding and
-specialising again on every call. Also: the simulated chip's own round trip for the same
+computing the specialisation key again on every call. The last row is the binder alone
+(``JITFunction.bind_call`` of a repeat call: its call key and the lookup). Also: the simulated chip's own round trip for the same
 submission (the floor under both), and the run with one AIV thread.
 
     python packages/pypto-runtime/benchmarks/bench_program_call.py      # or: nox -s bench
@@ -74,18 +75,18 @@ def _table(title: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]])
 def main() -> None:
     import os
 
-    from pypto.runtime import api, runner
+    from pypto.runtime import runner
     from pypto.runtime.worker import default_core_threads, register_on_shared_worker
 
     with tempfile.TemporaryDirectory(prefix="pypto-bench-call-") as store:
         os.environ["PYPTO_CACHE_DIR"] = store
         try:
-            _run(api, runner, default_core_threads, register_on_shared_worker)
+            _run(runner, default_core_threads, register_on_shared_worker)
         finally:
             del os.environ["PYPTO_CACHE_DIR"]
 
 
-def _run(api: Any, runner: Any, default_core_threads: Any, register_on_shared_worker: Any) -> None:
+def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any) -> None:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((64, 64), dtype=np.float32)
     b = rng.standard_normal((64, 64), dtype=np.float32)
