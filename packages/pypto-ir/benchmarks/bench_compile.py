@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pypto.language as pl
-from pypto.ir.compile import _compile_to_files
+from pypto.ir.compile import compile_to_files
 from pypto.ir.pipeline import lower
 
 
@@ -60,7 +60,7 @@ def main() -> None:
 
     def write() -> object:
         n[0] += 1
-        return _compile_to_files(spec, tmp / str(n[0]), contract="PROGRAM", platform="a2a3sim")
+        return compile_to_files(spec, tmp / str(n[0]), contract="PROGRAM", platform="a2a3sim")
 
     rows = []
     t_plain = timeit(plain, 2000)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pypto.ir import atomic_write as aw
-from pypto.ir.atomic_write import atomic_write
+from pypto.ir import files as aw
+from pypto.ir.files import atomic_write
 
 
 def _leftovers(d: Path) -> list[str]:

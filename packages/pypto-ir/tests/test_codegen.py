@@ -9,7 +9,7 @@ from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.codegen import abi_params, generate_kernel, generate_orchestration
-from pypto.ir.compile import _compile_to_files
+from pypto.ir.compile import compile_to_files
 from pypto.ir.pipeline import lower
 from pypto.ir.types import CoreType
 
@@ -87,13 +87,13 @@ def test_matmul_acc_accumulates_into_a_copy_and_casts() -> None:
 
 def test_generated_sources_compile(tmp_path: Path, cpp_check) -> None:  # type: ignore[no-untyped-def]
     files = []
-    r1 = _compile_to_files(
+    r1 = compile_to_files(
         orchestrated.specialize(t(32, 16, dtype="float16"), t(32, 16, dtype="float16"), 3),
         tmp_path / "o",
         contract="PROGRAM",
         platform="a2a3sim",
     )
-    r2 = _compile_to_files(
+    r2 = compile_to_files(
         accumulate.specialize(t(16, 64), t(64, 16), t(16, 16, dtype="float16")),
         tmp_path / "a",
         contract="KERNEL",
@@ -120,7 +120,7 @@ def staged_loop(a: pl.Tensor, o: pl.Out[pl.Tensor]):
 
 
 def test_orchestration_loop_allocating_per_iteration_opens_a_runtime_scope(tmp_path: Path, cpp_check) -> None:  # type: ignore[no-untyped-def]
-    r = _compile_to_files(
+    r = compile_to_files(
         staged_loop.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a2a3sim"
     )
     text = (tmp_path / r.metadata.orchestration.source).read_text()
@@ -137,7 +137,7 @@ def no_return(a: pl.Tensor, c: pl.Out[pl.Tensor]):
 
 
 def test_orchestration_without_return_statement_returns_success(tmp_path: Path, cpp_check) -> None:  # type: ignore[no-untyped-def]
-    r = _compile_to_files(
+    r = compile_to_files(
         no_return.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a2a3sim"
     )
     assert r.metadata.return_count == 0

@@ -8,7 +8,7 @@ import pytest
 from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
-from pypto.ir.compile import _compile_to_files
+from pypto.ir.compile import compile_to_files
 from pypto.ir.contract import (
     Contract,
     ContractError,
@@ -147,7 +147,7 @@ def returns_internal(a: pl.Tensor, o: pl.Out[pl.Tensor]):
 
 
 def test_kernel_compile_records_the_contract(tmp_path: Path) -> None:
-    r = _compile_to_files(
+    r = compile_to_files(
         good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="KERNEL", platform="a2a3sim"
     )
     meta = read_metadata(tmp_path, require=Contract.KERNEL)
@@ -160,7 +160,7 @@ def test_kernel_compile_records_the_contract(tmp_path: Path) -> None:
 
 def test_kernel_compile_rejects_read_only_return(tmp_path: Path) -> None:
     with pytest.raises(ContractError, match="aliases read-only parameter 'a'"):
-        _compile_to_files(
+        compile_to_files(
             returns_input.specialize(t(16, 16), t(16, 16)), tmp_path, contract="KERNEL", platform="a2a3sim"
         )
     assert not any(tmp_path.iterdir())
@@ -168,11 +168,11 @@ def test_kernel_compile_rejects_read_only_return(tmp_path: Path) -> None:
 
 def test_kernel_compile_rejects_internal_return(tmp_path: Path) -> None:
     with pytest.raises(ContractError, match="does not alias a parameter"):
-        _compile_to_files(
+        compile_to_files(
             returns_internal.specialize(t(16, 16), t(16, 16)), tmp_path, contract="KERNEL", platform="a2a3sim"
         )
     with pytest.raises(PyptoCompileError, match="not one of the function's tensor parameters"):
-        _compile_to_files(
+        compile_to_files(
             returns_internal.specialize(t(16, 16), t(16, 16)),
             tmp_path,
             contract="PROGRAM",
@@ -182,7 +182,7 @@ def test_kernel_compile_rejects_internal_return(tmp_path: Path) -> None:
 
 def test_kernel_compile_rejects_unsupplied_output(tmp_path: Path) -> None:
     with pytest.raises(ContractError, match="'o' is Out but was not supplied"):
-        _compile_to_files(
+        compile_to_files(
             good_kernel.specialize(t(16, 16), t(16, 16)),
             tmp_path,
             contract="KERNEL",
@@ -192,11 +192,11 @@ def test_kernel_compile_rejects_unsupplied_output(tmp_path: Path) -> None:
 
 
 def test_compile_into_a_used_directory_is_refused(tmp_path: Path) -> None:
-    _compile_to_files(
+    compile_to_files(
         good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a5sim"
     )
     with pytest.raises(FileExistsError, match="fresh directory"):
-        _compile_to_files(
+        compile_to_files(
             good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a5sim"
         )
 
@@ -227,13 +227,13 @@ class TwoEntries:
 def test_multi_entry_program_compiles_one_child(tmp_path: Path) -> None:
     assert TwoEntries.entry == "run_neg"
     with pytest.raises(ContractError, match="exactly one entry, got 2"):
-        _compile_to_files(TwoEntries, tmp_path / "k", contract="KERNEL", platform="a2a3sim")
-    r = _compile_to_files(TwoEntries, tmp_path / "e", contract="KERNEL", platform="a2a3sim", entry="run_exp")
+        compile_to_files(TwoEntries, tmp_path / "k", contract="KERNEL", platform="a2a3sim")
+    r = compile_to_files(TwoEntries, tmp_path / "e", contract="KERNEL", platform="a2a3sim", entry="run_exp")
     assert r.metadata.entry == "run_exp"
     assert [k.name for k in r.metadata.kernels] == ["exp"]
     assert r.metadata.return_aliases == (1,)
     with pytest.raises(ValueError, match="entry: expected one of"):
-        _compile_to_files(TwoEntries, tmp_path / "x", contract="PROGRAM", platform="a2a3sim", entry="neg")
+        compile_to_files(TwoEntries, tmp_path / "x", contract="PROGRAM", platform="a2a3sim", entry="neg")
 
 
 def test_a_failed_write_leaves_no_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -244,7 +244,7 @@ def test_a_failed_write_leaves_no_sources(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(compile_mod, "write_metadata", full_disk)
     with pytest.raises(OSError, match="No space left"):
-        _compile_to_files(
+        compile_to_files(
             good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a2a3sim"
         )
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pypto_ir_test_helpers import HostArray
 
-from pypto.ir.compile import _compile_to_files
+from pypto.ir.compile import compile_to_files
 from pypto.ir.metadata import read_metadata
 from pypto_testing.programs import EXAMPLES, Example, dynamic_rows, scalar_param
 
@@ -32,7 +32,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     root = tmp_path_factory.mktemp("examples")
     out = {}
     for name, (fn, args, _) in CASES.items():
-        out[name] = _compile_to_files(
+        out[name] = compile_to_files(
             fn.specialize(*args), root / name, contract="PROGRAM", platform="a2a3sim"
         )
     return out

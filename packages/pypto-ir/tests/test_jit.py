@@ -9,7 +9,7 @@ import pytest
 import pypto.language as pl
 from pypto.ir import execution
 from pypto.ir.dtypes import DataType
-from pypto.language.specialize import dtype_of
+from pypto.language.binding import dtype_of
 
 
 class TorchLikeDtype:

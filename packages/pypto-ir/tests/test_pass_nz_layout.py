@@ -205,9 +205,9 @@ def nz_batched(
 
 
 def test_compiled_metadata_keeps_logical_params_and_blocked_lowered_params(tmp_path, cpp_check) -> None:  # type: ignore[no-untyped-def]
-    from pypto.ir.compile import _compile_to_files
+    from pypto.ir.compile import compile_to_files
 
-    r = _compile_to_files(
+    r = compile_to_files(
         nz_batched.specialize(HostArray((3, 32, 64), "float16"), HostArray((32, 64), "float16")),
         tmp_path,
         contract="KERNEL",
@@ -253,9 +253,9 @@ def nz_fp32_cols(w: pl.Tensor[[32, K], pl.FP32, pl.NZ], out: pl.Out[pl.Tensor[[3
 )
 def test_one_and_four_byte_nz_params_lower_to_their_ascend_blocks(tmp_path, cpp_check, case) -> None:  # type: ignore[no-untyped-def]
     fn, np_dtype, lowered, cols_expr = case
-    from pypto.ir.compile import _compile_to_files
+    from pypto.ir.compile import compile_to_files
 
-    r = _compile_to_files(
+    r = compile_to_files(
         fn.specialize(HostArray((32, 128), np_dtype), HostArray((32, 128), np_dtype)),
         tmp_path,
         contract="KERNEL",
@@ -348,7 +348,7 @@ def test_generated_nz_kernels_read_torch_npu_storage_through_the_tile_library(  
     import subprocess
     from array import array
 
-    from pypto.ir.compile import _compile_to_files
+    from pypto.ir.compile import compile_to_files
 
     cxx, inc = cpp_toolchain
     rows, cols = 32, 128
@@ -359,7 +359,7 @@ def test_generated_nz_kernels_read_torch_npu_storage_through_the_tile_library(  
     builds = {}
     for np_dtype, (fn, dtype, code, value, c0) in cases.items():
         out_dir = tmp_path / np_dtype
-        r = _compile_to_files(
+        r = compile_to_files(
             fn.specialize(HostArray((rows, cols), np_dtype), HostArray((rows, cols), np_dtype)),
             out_dir,
             contract="KERNEL",

@@ -126,9 +126,9 @@ def row_blocks(a: pl.Tensor, c: pl.Out[pl.Tensor]):
 
 
 def test_orchestration_windows_are_descriptors_passed_to_kernels(tmp_path, cpp_check) -> None:  # type: ignore[no-untyped-def]
-    from pypto.ir.compile import _compile_to_files
+    from pypto.ir.compile import compile_to_files
 
-    r = _compile_to_files(
+    r = compile_to_files(
         row_blocks.specialize(t(32, 8), t(32, 8)), tmp_path, contract="KERNEL", platform="a2a3sim"
     )
     assert [p.shape for p in r.metadata.kernels[0].params] == [(16, 8), (16, 8)]

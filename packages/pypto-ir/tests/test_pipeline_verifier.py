@@ -11,7 +11,7 @@ from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir import pipeline
-from pypto.ir.compile import _compile_to_files
+from pypto.ir.compile import compile_to_files
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import Assign, Call, Function, Program, Var
 from pypto.ir.types import TileType
@@ -113,19 +113,19 @@ def test_the_parsed_ir_is_verified_before_the_first_stage() -> None:
 def test_compile_to_files_verifies_between_its_stages(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(pipeline, "STAGES", (*pipeline.STAGES[:2], BAD, *pipeline.STAGES[2:]))
     with pytest.raises(VerifyError, match="after injected_bad_stage"):
-        _compile_to_files(_parsed(), tmp_path / "out", contract="PROGRAM", platform="a2a3sim")
+        compile_to_files(_parsed(), tmp_path / "out", contract="PROGRAM", platform="a2a3sim")
     assert not (tmp_path / "out" / "compiled_meta.json").exists()
 
 
 def test_compile_to_files_verifies_the_parsed_ir(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(VerifyError, match="after parse"):
-        _compile_to_files(
+        compile_to_files(
             _mistype_an_assignment(_parsed()), tmp_path / "out", contract="PROGRAM", platform="a2a3sim"
         )
 
 
 def test_the_compile_steps_are_listed_in_the_pipeline_in_order(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """``_compile_to_files`` runs exactly ``pipeline.COMPILE``, in its order."""
+    """``compile_to_files`` runs exactly ``pipeline.COMPILE``, in its order."""
     assert [s.name for s in pipeline.COMPILE] == [
         "aliases",
         "contract",
@@ -143,7 +143,7 @@ def test_the_compile_steps_are_listed_in_the_pipeline_in_order(tmp_path, monkeyp
         pipeline.Step(s.name, lambda b, s=s: (ran.append(s.name), s.run(b))[1]) for s in pipeline.COMPILE
     )
     monkeypatch.setattr(pipeline, "COMPILE", steps)
-    result = _compile_to_files(_parsed(), tmp_path / "out", contract="PROGRAM", platform="a2a3sim")
+    result = compile_to_files(_parsed(), tmp_path / "out", contract="PROGRAM", platform="a2a3sim")
     assert ran == [s.name for s in steps]
     assert result.metadata.kernels
     assert (tmp_path / "out" / "compiled_meta.json").is_file()

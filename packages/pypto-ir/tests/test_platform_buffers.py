@@ -12,7 +12,7 @@ from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir import contract, platforms
-from pypto.ir.compile import _compile_to_files
+from pypto.ir.compile import compile_to_files
 from pypto.ir.dtypes import DataType
 from pypto.ir.metadata import ArtifactMetadata, KernelInfo, MetadataError, read_metadata
 from pypto.ir.platforms import BufferCapacityError, MemorySpace, Platform, TileAlloc, check_kernel_buffers
@@ -116,7 +116,7 @@ def z(*shape: int) -> HostArray:
 
 
 def compile_(fn, args, tmp_path: Path, platform: str = "a2a3sim"):  # type: ignore[no-untyped-def]
-    return _compile_to_files(fn.specialize(*args), tmp_path / platform, contract="PROGRAM", platform=platform)
+    return compile_to_files(fn.specialize(*args), tmp_path / platform, contract="PROGRAM", platform=platform)
 
 
 LN_ARGS = (z(LN_ROWS, LN_COLS), z(1, LN_COLS), z(1, LN_COLS), z(LN_ROWS, LN_COLS))

@@ -12,7 +12,7 @@ from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
 from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
-from pypto.ir.compile import _compile_to_files
+from pypto.ir.compile import compile_to_files
 from pypto.ir.contract import Contract
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
@@ -201,9 +201,7 @@ def test_defaults_are_bound() -> None:
 
 
 def test_runtime_scalar_reaches_the_kernel(tmp_path: Path, cpp_check) -> None:  # type: ignore[no-untyped-def]
-    r = _compile_to_files(
-        scale.specialize(A, pl.RUNTIME, C), tmp_path, contract="PROGRAM", platform="a2a3sim"
-    )
+    r = compile_to_files(scale.specialize(A, pl.RUNTIME, C), tmp_path, contract="PROGRAM", platform="a2a3sim")
     orch = (tmp_path / r.metadata.orchestration.source).read_text()
     assert "const float alpha = args->scalar_as<float>(0);" in orch
     assert "scalar_bits(static_cast<float>(alpha))" in orch
@@ -219,7 +217,7 @@ def test_runtime_int_loop_bound_in_the_orchestration(tmp_path: Path, cpp_check) 
     assert isinstance(loop, For)
     assert isinstance(loop.stop, Var)
     assert loop.stop.name == "n"
-    r = _compile_to_files(spec, tmp_path, contract="PROGRAM", platform="a2a3sim")
+    r = compile_to_files(spec, tmp_path, contract="PROGRAM", platform="a2a3sim")
     orch = (tmp_path / r.metadata.orchestration.source).read_text()
     assert "const std::int32_t n = args->scalar_as<std::int32_t>(0);" in orch
     assert "i < n;" in orch
@@ -227,7 +225,7 @@ def test_runtime_int_loop_bound_in_the_orchestration(tmp_path: Path, cpp_check) 
 
 
 def test_kernel_contract_lists_the_scalar(tmp_path: Path) -> None:
-    r = _compile_to_files(scale.specialize(A, pl.RUNTIME, C), tmp_path, contract="KERNEL", platform="a2a3sim")
+    r = compile_to_files(scale.specialize(A, pl.RUNTIME, C), tmp_path, contract="KERNEL", platform="a2a3sim")
     assert [p.name for p in r.metadata.params] == ["a", "alpha", "c"]
     assert r.metadata.params[1].is_scalar
     assert r.metadata.params[1].dtype is DataType.FP32

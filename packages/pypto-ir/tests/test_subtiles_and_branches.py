@@ -8,7 +8,7 @@ import pytest
 from pypto_ir_test_helpers import HostArray
 
 import pypto.language as pl
-from pypto.ir.compile import _compile_to_files
+from pypto.ir.compile import compile_to_files
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import For, If, Yield, walk_stmts
 from pypto.ir.pipeline import lower
@@ -112,7 +112,7 @@ def test_generated_sources_compile(tmp_path: Path, cpp_check) -> None:  # type: 
         "b": ragged_tail.specialize(t(64, W), t(2, dtype="int64"), t(64, W)),
         "c": host_branch.specialize(t(8, 8), t(1, dtype="int32"), t(8, 8), 1),
     }.items():
-        r = _compile_to_files(spec, tmp_path / name, contract="PROGRAM", platform="a2a3sim")
+        r = compile_to_files(spec, tmp_path / name, contract="PROGRAM", platform="a2a3sim")
         files += [f for f in r.files if f.suffix == ".cpp"]
     text = "\n".join(f.read_text() for f in files)
     assert "pt::fillpad(" in text
@@ -126,10 +126,10 @@ def test_host_reads_are_rejected_for_host_build_graph_kernels(tmp_path: Path) ->
 
     spec = host_branch.specialize(t(8, 8), t(1, dtype="int32"), t(8, 8), 1)
     with pytest.raises(ContractError, match=r"host_build_graph runtime cannot read .* pl\.read\(cfg\) at "):
-        _compile_to_files(
+        compile_to_files(
             spec, tmp_path / "k", contract="KERNEL", platform="a2a3sim", runtime="host_build_graph"
         )
-    _compile_to_files(spec, tmp_path / "t", contract="KERNEL", platform="a2a3sim")
+    compile_to_files(spec, tmp_path / "t", contract="KERNEL", platform="a2a3sim")
 
 
 @pl.jit
@@ -154,7 +154,7 @@ def racy_read(x: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 def test_element_writes_in_kernels_and_on_the_host(tmp_path: Path, cpp_check) -> None:  # type: ignore[no-untyped-def]
     spec = write_elements.specialize(t(4, dtype="int32"), t(8, 8), t(8, 8))
-    r = _compile_to_files(spec, tmp_path / "w", contract="PROGRAM", platform="a2a3sim")
+    r = compile_to_files(spec, tmp_path / "w", contract="PROGRAM", platform="a2a3sim")
     text = "\n".join(f.read_text() for f in r.files if f.suffix == ".cpp")
     assert "host write of tensor data" in text
     assert "pt::Tile<pt::Space::Vec, float, 1, 1> one;" in text
@@ -166,7 +166,7 @@ def test_host_access_racing_with_tasks_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(
         KernelError, match=r"pl\.read on out reads it on the host, but kernels .* use it \(InOut, Out\)"
     ):
-        _compile_to_files(
+        compile_to_files(
             racy_read.specialize(t(8, 8), t(8, 8)), tmp_path / "r", contract="PROGRAM", platform="a2a3sim"
         )
 

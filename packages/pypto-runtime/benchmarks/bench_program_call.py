@@ -5,7 +5,8 @@ a2a3sim, as a ratio to ``np.add(a, b, out=c)`` measured in the same process, int
 figure the best of several repetitions (the machine is shared: ratios, not times). The
 "general path" rows run the same call the way every call ran before the call plan: binding and
 describing every argument, Buffer/Tensor/TaskArgs objects, and (for ``@pl.jit``) binding and
-specialising again on every call. Also: the simulated chip's own round trip for the same
+computing the specialisation key again on every call. The last row is the binder alone
+(``JITFunction.bind_call`` of a repeat call: its call key and the lookup). Also: the simulated chip's own round trip for the same
 submission (the floor under both), and the run with one AIV thread.
 
     python packages/pypto-runtime/benchmarks/bench_program_call.py      # or: nox -s bench
@@ -74,18 +75,18 @@ def _table(title: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]])
 def main() -> None:
     import os
 
-    from pypto.runtime import api, runner
+    from pypto.runtime import runner
     from pypto.runtime.worker import default_core_threads, register_on_shared_worker
 
     with tempfile.TemporaryDirectory(prefix="pypto-bench-call-") as store:
         os.environ["PYPTO_CACHE_DIR"] = store
         try:
-            _run(api, runner, default_core_threads, register_on_shared_worker)
+            _run(runner, default_core_threads, register_on_shared_worker)
         finally:
             del os.environ["PYPTO_CACHE_DIR"]
 
 
-def _run(api: Any, runner: Any, default_core_threads: Any, register_on_shared_worker: Any) -> None:
+def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any) -> None:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((64, 64), dtype=np.float32)
     b = rng.standard_normal((64, 64), dtype=np.float32)
@@ -97,11 +98,16 @@ def _run(api: Any, runner: Any, default_core_threads: Any, register_on_shared_wo
     config = rt.RunConfig()
     one_aiv = rt.RunConfig(aic_threads=1, aiv_threads=1)
 
-    def jit_general() -> object:  # the executor as it was: bind, specialise, general runner
+    def jit_general() -> object:  # before the call plan: bind, key, specialise, general runner
         bound = add64.bind(a, b, c)
+        add64.call_key(bound)
         spec = add64.specialize(a, b, c)
-        memo = (id(add64), spec.key, config.platform, config.runtime)
-        return runner._run_general(api._programs[memo].artifact, bound, {}, config)
+        return runner._run_general(
+            spec.attached[(config.platform, config.runtime)].artifact, bound, {}, config
+        )
+
+    def jit_bind() -> object:  # the binder alone: a repeat call's specialisation and arguments
+        return add64.bind_call((a, b, c), {}, run=True)
 
     plan = prog.artifact._call_plan
     mat = plan._materialize((a, b, c))
@@ -115,6 +121,7 @@ def _run(api: Any, runner: Any, default_core_threads: Any, register_on_shared_wo
         "prog_general": lambda: runner._run_general(prog.artifact, (a, b, c), {}, config),
         "chip": lambda: worker.run(handle, mat),
         "jit_1aiv": lambda: add64(a, b, c, config=one_aiv),
+        "jit_bind": jit_bind,
     }
     number = {k: (20000 if k == "numpy" else 300) for k in fns}
     rounds = 14 if "--quick" not in sys.argv else 3
@@ -135,12 +142,13 @@ def _run(api: Any, runner: Any, default_core_threads: Any, register_on_shared_wo
         ("call", "time", "ratio to np.add", "issue 17"),
         [
             ("numpy np.add(a, b, out=c)", f"{base * 1e6:.2f} us", "1.0x", ""),
-            row("@pl.jit call (call key + call plan)", "jit", bar=True),
+            row("@pl.jit call (binder fast key + call plan)", "jit", bar=True),
             row("CompiledProgram call (call plan)", "prog"),
-            row("@pl.jit call, general path (before: bind + specialise + describe)", "jit_general"),
+            row("@pl.jit call, general path (before: bind + key + specialise + describe)", "jit_general"),
             row("CompiledProgram call, general path (before)", "prog_general"),
             row("chip round trip only (Worker.run of the materialised args)", "chip"),
             row("@pl.jit call, RunConfig(aic_threads=1, aiv_threads=1)", "jit_1aiv"),
+            row("binding a repeat @pl.jit call (JITFunction.bind_call, fast key)", "jit_bind"),
         ],
     )
 

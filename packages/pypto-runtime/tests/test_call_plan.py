@@ -13,7 +13,7 @@ import pytest
 
 import pypto.language as pl
 import pypto.runtime as rt
-from pypto.runtime import api
+from pypto.language import binding
 from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.host_tensors import describe
 from pypto.runtime.runner import CallPlan, _chip_view
@@ -139,13 +139,13 @@ def test_jit_calls_with_a_known_call_key_skip_specialising(monkeypatch: pytest.M
     a, out = ones(), np.zeros((R, C), np.float32)
     plan_add(a, ones(), out)
     calls: list[object] = []
-    real = plan_add.specialize
+    real = plan_add.call_key  # the specialisation key: computed by every call that binds in full
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(plan_add, "specialize", counting)
+    monkeypatch.setattr(plan_add, "call_key", counting)
     for _ in range(3):
         out[:] = 0
         plan_add(a, a, out)
@@ -159,10 +159,10 @@ def test_jit_calls_with_a_known_call_key_skip_specialising(monkeypatch: pytest.M
     assert len(calls) == 2
     with pytest.raises(TypeError, match="NoneType"):
         plan_add(a, None, out)
-    key = api._call_key((a, a, out), 3)
+    key = binding.fast_key((a, a, out))
     assert key is not None
-    assert api._call_key((a, float("nan"), out), 3) is None
-    assert api._call_key((a, [1], out), 3) is None
+    assert binding.fast_key((a, float("nan"), out)) is None
+    assert binding.fast_key((a, [1], out)) is None
 
 
 def test_a_plan_follows_the_shared_worker_when_it_is_replaced(prog: CompiledProgram) -> None:
@@ -177,3 +177,38 @@ def test_a_plan_follows_the_shared_worker_when_it_is_replaced(prog: CompiledProg
     np.testing.assert_array_equal(out, a + b)
     ((_, w2, _),) = prog.artifact._call_plan.bound.values()
     assert w2 is not w1
+
+
+def test_a_known_call_key_fills_addresses_into_its_layout(prog: CompiledProgram) -> None:
+    plan = _plan(prog)
+    a, b, out = ones(), ones() * 2, np.zeros((R, C), np.float32)
+    key = binding.fast_key((a, b, out))
+    assert key is not None
+    prog.artifact._call_plan.layouts.pop(key, None)
+    rt.run(prog, a, b, out)  # no key from a CompiledProgram call: nothing recorded
+    assert key not in plan.layouts
+    np.testing.assert_array_equal(out, a + b)
+    out[:] = 0
+    plan.run((a, b, out), {}, None, key)  # first sight: materialised, its layout recorded
+    np.testing.assert_array_equal(out, a + b)
+    layout = plan.layouts[key]
+    assert layout is not None
+    filled = plan._fill(layout, (a, b, out))
+    assert filled is not None
+    assert filled.tensors == plan._materialize((a, b, out)).tensors  # the same descriptors
+    # the same key, but what the key does not fix differs: the checks that apply still do
+    ro = np.zeros((R, C), np.float32)
+    ro.flags.writeable = False
+    assert plan._fill(layout, (a, b, ro)) is None
+    with pytest.raises(TypeError, match="read-only"):
+        plan.run((a, b, ro), {}, None, key)
+    base = np.zeros((R * 2, C), np.float32)
+    view = base[R:]  # same type, shape, dtype and strides as out: a view of other storage
+    assert binding.fast_key((a, b, view)) == key
+    assert plan._fill(layout, (a, b, view)) is None
+    plan.run((a, b, view), {}, None, key)
+    np.testing.assert_array_equal(base[R:], a + b)
+    np.testing.assert_array_equal(base[:R], 0)
+    assert plan._fill(layout, (a, b, a)) is None  # one array twice: the general path's to judge
+    plan.run((a, b, a), {}, None, key)
+    np.testing.assert_array_equal(a, ones() + b)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.ir.compile import _compile_to_files
+from pypto.ir.compile import compile_to_files
 from pypto.ir.errors import KernelError
 
 
@@ -45,5 +45,5 @@ def test_print_is_refused_for_a_device_platform(tmp_path: object) -> None:
     with pytest.raises(
         KernelError, match=r"pl.print runs on the simulated chip only.*'a2a3'.*a2a3sim"
     ) as info:
-        _compile_to_files(spec, tmp_path / "out", contract="PROGRAM", platform="a2a3")  # type: ignore[operator]
+        compile_to_files(spec, tmp_path / "out", contract="PROGRAM", platform="a2a3")  # type: ignore[operator]
     assert "pl.print(t)" in str(info.value)  # the source line of the first print

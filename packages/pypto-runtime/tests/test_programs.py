@@ -171,7 +171,7 @@ def test_kernel_process_refuses_program_run(fresh_gate: None) -> None:
 
 def test_kernel_contract_artifact() -> None:
     fn, inputs, out_shapes, _ = CASES["activation"]
-    art = rt._compile_artifact(fn, *inputs, z(*out_shapes[0]))
+    art = rt.compile_artifact(fn, *inputs, z(*out_shapes[0]))
     assert isinstance(art, CompiledArtifact)
     assert art.capabilities == ("KERNEL",)
     prog_art = rt.compile(fn, *inputs, z(*out_shapes[0])).artifact
@@ -209,7 +209,7 @@ _FRESH = textwrap.dedent(
     else:
         def refuse(*a, **k):
             raise AssertionError("compiled again: the store entry was not used")
-        api._compile_to_files = refuse
+        api.compile_to_files = refuse
         import tests_prog
         prog = rt.compile(tests_prog.silu, x, np.zeros_like(x))
     out = prog(x)

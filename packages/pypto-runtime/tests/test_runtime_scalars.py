@@ -84,13 +84,13 @@ def test_int32_runtime_scalar_drives_the_loop_and_the_kernel() -> None:
 
 def test_default_runtime_eager_calls_share_one_program() -> None:
     a = r(16, 64)
-    before = {k for k in api._programs if k[0] == id(affine)}
     for alpha in (0.5, 2.0, -1.0):
         c = np.zeros_like(a)
         affine(a, c, alpha)
         np.testing.assert_allclose(c, a * np.float32(alpha) + np.float32(alpha * 2.0), rtol=1e-6)
-    memo = {k for k in api._programs if k[0] == id(affine)} - before
-    assert len(memo) == 1
+    spec = affine.specialize(a, np.zeros_like(a), 0.5)
+    assert affine.specialize(a, np.zeros_like(a), -1.0) is spec  # one specialisation for all values
+    assert len(spec.attached) == 1  # and one compiled program kept with it
     assert len(store_entries()) == 1
     with pytest.raises(TypeError, match=r"parameter 'alpha' is a runtime scalar.*pass its value"):
         affine(a, np.zeros_like(a))  # omitted: the default pl.RUNTIME has no value to run with
@@ -107,11 +107,11 @@ def test_runtime_marker_is_not_a_call_value() -> None:
 
 def test_kernel_contract_artifact_takes_the_scalar() -> None:
     a = r(16, 16)
-    art = api._compile_artifact(scale, a, pl.RUNTIME, np.zeros_like(a), contract="KERNEL")
+    art = api.compile_artifact(scale, a, pl.RUNTIME, np.zeros_like(a), contract="KERNEL")
     assert art.params[1] == ParamInfo("alpha", ParamDirection.IN, None, DataType.FP32)
     assert art.params[1].is_scalar
     assert [p.name for p in art.params] == ["a", "alpha", "c"]
-    same = api._compile_artifact(scale, a, c=np.zeros_like(a), alpha=pl.RUNTIME, contract="KERNEL")
+    same = api.compile_artifact(scale, a, c=np.zeros_like(a), alpha=pl.RUNTIME, contract="KERNEL")
     assert same.key == art.key
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from pypto.ir.param_info import ParamInfo
+from pypto.ir import ParamInfo
 from pypto.torch.interop import CallSignature
 from pypto_testing.bench import report
 

@@ -15,7 +15,7 @@ import pypto.language as pl
 import pypto.torch as pt
 import simpler
 from pypto.runtime import ModeConflictError, mode_gate
-from pypto.runtime.api import _compile_artifact
+from pypto.runtime.api import compile_artifact
 from pypto.torch._kernel import context, session
 from pypto.torch._kernel.pending import PendingTicket
 from pypto.torch._kernel.session import RuntimeCapabilityError
@@ -32,7 +32,7 @@ def double(x: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 def _artifact(contract: str = "KERNEL", platform: str = "a2a3sim") -> Any:
     x = torch.ones(16, 16)
-    return _compile_artifact(double, x, torch.empty(16, 16), contract=contract, platform=platform)
+    return compile_artifact(double, x, torch.empty(16, 16), contract=contract, platform=platform)
 
 
 def test_states_idempotence_and_terminal_close() -> None:

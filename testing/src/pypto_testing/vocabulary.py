@@ -14,7 +14,7 @@ contract names ``PROGRAM``/``KERNEL``, device kinds   ``pypto/ir/contract.py``
 NZ block geometry (``NZ_BLOCK_ROWS``/``_BYTES``)      ``pypto/ir/param_info.py``
 the dtype table (wire codes and names, C++ types,     ``pypto/ir/dtypes.py``
 numpy codes, array names)
-atomic file writes (temp file, fsync, rename)         ``pypto/ir/atomic_write.py``
+atomic file writes (temp file, fsync, rename)         ``pypto/ir/files.py``
 ====================================================  ===================================
 
 The checker reads the sources of pypto-ir, pypto-runtime and pypto-torch (AST, nothing is
@@ -43,7 +43,7 @@ PLATFORMS_HOME = "pypto/ir/platforms.py"
 CONTRACT_HOME = "pypto/ir/contract.py"
 NZ_HOME = "pypto/ir/param_info.py"
 DTYPES_HOME = "pypto/ir/dtypes.py"
-ATOMIC_WRITE_HOME = "pypto/ir/atomic_write.py"
+ATOMIC_WRITE_HOME = "pypto/ir/files.py"
 STORE_FS = "pypto/runtime/_fs.py"
 
 # module -> names of per-dtype tables that state a fact of that module's own domain, not a
@@ -79,8 +79,7 @@ class Copy:
 def words() -> dict[str, str]:
     """Every vocabulary word -> its home module, read from the homes themselves (so a new
     platform or runtime is guarded from the day it is added)."""
-    from pypto.ir.contract import Contract, DeviceKind
-    from pypto.ir.platforms import PLATFORM_TABLE, RUNTIMES
+    from pypto.ir import PLATFORM_TABLE, RUNTIMES, Contract, DeviceKind
 
     out: dict[str, str] = {}
     for p in PLATFORM_TABLE.values():

@@ -1,3 +1,160 @@
-"""PyPTO compiler: IR, passes, C++ code generation and compiled metadata."""
+"""PyPTO compiler: IR, passes, C++ code generation and compiled metadata.
+
+The names below are pypto-ir's face to the layers above it (pypto-runtime, pypto-torch,
+tools): import them from ``pypto.ir``. Everything else in the package's modules is internal
+to pypto-ir and may change with it; ``testing/tests/test_cross_package.py`` checks that the
+layers above import only these names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+    from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
+    from pypto.ir.compile import CompileResult, compile_to_files
+    from pypto.ir.contract import Contract, DeviceKind, device_kind, parse_platform
+    from pypto.ir.dtypes import DataType
+    from pypto.ir.errors import CompileError, KernelError, PyptoCompileError
+    from pypto.ir.execution import get_jit_executor, set_jit_executor
+    from pypto.ir.files import atomic_write
+    from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, MetadataError, read_metadata
+    from pypto.ir.nodes import Program
+    from pypto.ir.param_info import (
+        DYNAMIC,
+        NZ_BLOCK_BYTES,
+        NZ_BLOCK_ROWS,
+        Layout,
+        ParamDirection,
+        ParamInfo,
+        SignatureError,
+        bind_complete_args,
+        validate_param_names,
+        validate_return_aliases,
+    )
+    from pypto.ir.platforms import (
+        DEFAULT_PLATFORM,
+        DEFAULT_RUNTIME,
+        NPU_PLATFORMS,
+        PLATFORM_TABLE,
+        PLATFORMS,
+        RUNTIMES,
+        SIMULATOR_PLATFORMS,
+        get_platform,
+    )
+    from pypto.ir.storage_rules import Span as ViewSpan
+    from pypto.ir.storage_rules import partial_overlap, strided_alias_conflict, view_bounds_problem
+    from pypto.ir.types import FunctionType
+
+# name -> (module, name in that module); imported on first use, so that importing one
+# pypto.ir module (dtypes, param_info) does not load the whole compiler
+_FACE: dict[str, tuple[str, str]] = {
+    "ArtifactKey": ("pypto.ir.artifact_key", "ArtifactKey"),
+    "ArtifactMetadata": ("pypto.ir.metadata", "ArtifactMetadata"),
+    "CompileError": ("pypto.ir.errors", "CompileError"),
+    "CompileResult": ("pypto.ir.compile", "CompileResult"),
+    "Contract": ("pypto.ir.contract", "Contract"),
+    "DYNAMIC": ("pypto.ir.param_info", "DYNAMIC"),
+    "DataType": ("pypto.ir.dtypes", "DataType"),
+    "DEFAULT_PLATFORM": ("pypto.ir.platforms", "DEFAULT_PLATFORM"),
+    "DEFAULT_RUNTIME": ("pypto.ir.platforms", "DEFAULT_RUNTIME"),
+    "DeviceKind": ("pypto.ir.contract", "DeviceKind"),
+    "FunctionType": ("pypto.ir.types", "FunctionType"),
+    "KernelError": ("pypto.ir.errors", "KernelError"),
+    "KernelInfo": ("pypto.ir.metadata", "KernelInfo"),
+    "Layout": ("pypto.ir.param_info", "Layout"),
+    "META_FILE": ("pypto.ir.metadata", "META_FILE"),
+    "MetadataError": ("pypto.ir.metadata", "MetadataError"),
+    "NPU_PLATFORMS": ("pypto.ir.platforms", "NPU_PLATFORMS"),
+    "NZ_BLOCK_BYTES": ("pypto.ir.param_info", "NZ_BLOCK_BYTES"),
+    "NZ_BLOCK_ROWS": ("pypto.ir.param_info", "NZ_BLOCK_ROWS"),
+    "PLATFORMS": ("pypto.ir.platforms", "PLATFORMS"),
+    "PLATFORM_TABLE": ("pypto.ir.platforms", "PLATFORM_TABLE"),
+    "PyptoCompileError": ("pypto.ir.errors", "PyptoCompileError"),
+    "ParamDirection": ("pypto.ir.param_info", "ParamDirection"),
+    "ParamInfo": ("pypto.ir.param_info", "ParamInfo"),
+    "Program": ("pypto.ir.nodes", "Program"),
+    "RUNTIMES": ("pypto.ir.platforms", "RUNTIMES"),
+    "SIMULATOR_PLATFORMS": ("pypto.ir.platforms", "SIMULATOR_PLATFORMS"),
+    "SignatureError": ("pypto.ir.param_info", "SignatureError"),
+    "ToolchainIdentity": ("pypto.ir.artifact_key", "ToolchainIdentity"),
+    "ViewSpan": ("pypto.ir.storage_rules", "Span"),
+    "bind_complete_args": ("pypto.ir.param_info", "bind_complete_args"),
+    "atomic_write": ("pypto.ir.files", "atomic_write"),
+    "compile_to_files": ("pypto.ir.compile", "compile_to_files"),
+    "device_kind": ("pypto.ir.contract", "device_kind"),
+    "get_jit_executor": ("pypto.ir.execution", "get_jit_executor"),
+    "get_platform": ("pypto.ir.platforms", "get_platform"),
+    "parse_platform": ("pypto.ir.contract", "parse_platform"),
+    "partial_overlap": ("pypto.ir.storage_rules", "partial_overlap"),
+    "read_metadata": ("pypto.ir.metadata", "read_metadata"),
+    "set_jit_executor": ("pypto.ir.execution", "set_jit_executor"),
+    "strided_alias_conflict": ("pypto.ir.storage_rules", "strided_alias_conflict"),
+    "validate_param_names": ("pypto.ir.param_info", "validate_param_names"),
+    "validate_return_aliases": ("pypto.ir.param_info", "validate_return_aliases"),
+    "view_bounds_problem": ("pypto.ir.storage_rules", "view_bounds_problem"),
+}
+
+__all__ = [
+    "DEFAULT_PLATFORM",
+    "DEFAULT_RUNTIME",
+    "DYNAMIC",
+    "META_FILE",
+    "NPU_PLATFORMS",
+    "NZ_BLOCK_BYTES",
+    "NZ_BLOCK_ROWS",
+    "PLATFORMS",
+    "PLATFORM_TABLE",
+    "RUNTIMES",
+    "SIMULATOR_PLATFORMS",
+    "ArtifactKey",
+    "ArtifactMetadata",
+    "CompileError",
+    "CompileResult",
+    "Contract",
+    "DataType",
+    "DeviceKind",
+    "FunctionType",
+    "KernelError",
+    "KernelInfo",
+    "Layout",
+    "MetadataError",
+    "ParamDirection",
+    "ParamInfo",
+    "Program",
+    "PyptoCompileError",
+    "SignatureError",
+    "ToolchainIdentity",
+    "ViewSpan",
+    "__version__",
+    "atomic_write",
+    "bind_complete_args",
+    "compile_to_files",
+    "device_kind",
+    "get_jit_executor",
+    "get_platform",
+    "parse_platform",
+    "partial_overlap",
+    "read_metadata",
+    "set_jit_executor",
+    "strided_alias_conflict",
+    "validate_param_names",
+    "validate_return_aliases",
+    "view_bounds_problem",
+]
+
+
+def __getattr__(name: str) -> Any:
+    where = _FACE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where[0]), where[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,7 +1,7 @@
 """The state of one compile and the steps that fill it in; ``pipeline.COMPILE`` orders them.
 
 Each step reads what the steps before it produced and fills in its own fields of ``Build``;
-nothing is written to disk here (``compile._compile_to_files`` writes the files).
+nothing is written to disk here (``compile.compile_to_files`` writes the files).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``_compile_to_files``: passes + codegen + metadata into one artifact directory.
+"""``compile_to_files``: passes + codegen + metadata into one artifact directory.
 
 It returns the lowered IR and the build metadata and wraps nothing for execution: the runtime
 builds the sources with ``simpler.toolchain`` and loads them. The steps of a compile are listed
@@ -16,20 +16,20 @@ from typing import Any
 from pypto.ir import pipeline
 from pypto.ir.analysis.host_access import check_host_access, host_tensor_access
 from pypto.ir.analysis.signature import signature_of
-from pypto.ir.atomic_write import atomic_write
 from pypto.ir.build import Build
 from pypto.ir.contract import Contract, parse_platform
+from pypto.ir.files import atomic_write
 from pypto.ir.metadata import META_FILE, ArtifactMetadata, write_metadata
 from pypto.ir.nodes import Program
 from pypto.ir.platforms import DEFAULT_RUNTIME, RUNTIMES
 from pypto.ir.types import FunctionType
 
-__all__ = ["CompileResult", "_compile_to_files", "check_host_access", "host_tensor_access", "signature_of"]
+__all__ = ["CompileResult", "check_host_access", "compile_to_files", "host_tensor_access", "signature_of"]
 
 
 @dataclass(frozen=True)
 class CompileResult:
-    """What ``_compile_to_files`` produced."""
+    """What ``compile_to_files`` produced."""
 
     program: Program  # the lowered IR
     metadata: ArtifactMetadata
@@ -42,7 +42,7 @@ def _write_text(path: Path, text: str) -> None:
     atomic_write(path, text)
 
 
-def _compile_to_files(
+def compile_to_files(
     program: Program | Any,
     output_dir: str | os.PathLike[str],
     *,
@@ -74,7 +74,7 @@ def _compile_to_files(
         program = getattr(program, "program", program)
     if not isinstance(program, Program):
         raise TypeError(
-            f"_compile_to_files(program): expected a pypto.ir Program, got {type(program).__name__}"
+            f"compile_to_files(program): expected a pypto.ir Program, got {type(program).__name__}"
         )
     contract = Contract.parse(contract)
     platform = parse_platform(platform)

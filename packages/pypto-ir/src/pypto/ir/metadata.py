@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pypto.ir.atomic_write import atomic_write
 from pypto.ir.contract import Contract, backend_of, device_kind
+from pypto.ir.files import atomic_write
 from pypto.ir.param_info import ParamInfo, SignatureError, validate_param_names, validate_return_aliases
 from pypto.ir.platforms import DEFAULT_RUNTIME, PLATFORMS, RUNTIMES
 

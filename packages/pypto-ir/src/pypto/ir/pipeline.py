@@ -1,6 +1,6 @@
 """The compile pipeline, as readable lists of named stages.
 
-``_compile_to_files`` (pypto.ir.compile) runs ``COMPILE``, then writes the files:
+``compile_to_files`` (pypto.ir.compile) runs ``COMPILE``, then writes the files:
 
     aliases          a second SSA run, on the original (parsed) IR: the entry's return
                      aliases (analysis.return_lineage.entry_aliases) and the logical signature

@@ -22,8 +22,7 @@ from typing import Any
 
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.nodes import Assign, CallFunc, ExprStmt, Function, Param, Program, Return, Var
-from pypto.ir.param_info import ParamDirection, ParamInfo
-from pypto.ir.types import FunctionType, ScalarType, TensorType, TupleType, Type
+from pypto.ir.types import FunctionType, TupleType, Type
 from pypto.language.parser import ParseContext, SourceInfo, _SelfMethod, param_annotations, parse_function
 from pypto.language.parser.common import capture_enclosing
 
@@ -34,24 +33,7 @@ __all__ = [
     "function",
     "inline",
     "program",
-    "signature_of",
 ]
-
-
-def signature_of(fn: Function) -> tuple[ParamInfo, ...]:
-    """The ParamInfo signature of an IR function (``-1`` for dynamic dims, None for scalars)."""
-    out = []
-    for p in fn.params:
-        t = p.var.type
-        if isinstance(t, TensorType):
-            out.append(ParamInfo(p.name, p.direction, t.static_shape, t.dtype, t.layout))
-        elif isinstance(t, ScalarType):
-            out.append(ParamInfo(p.name, ParamDirection.IN, None, t.dtype))
-        else:
-            raise KernelError(
-                f"parameter {p.name!r} of {fn.name!r} has type {t}, which no signature can carry"
-            )
-    return tuple(out)
 
 
 def _source_digest(fn: Callable[..., Any]) -> str:

@@ -17,20 +17,52 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
+from pypto.ir.analysis.signature import function_signature
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.execution import get_jit_executor
 from pypto.ir.nodes import Program
-from pypto.ir.param_info import ParamInfo
+from pypto.ir.param_info import DYNAMIC, ParamDirection, ParamInfo
 from pypto.ir.types import DynDim, FunctionType, TensorType, Type
 from pypto.language import typing as lt
-from pypto.language.decorators import IncoreFunction, InlineFunction, _source_digest, signature_of
+from pypto.language.binding import dtype_of, fast_key, is_tensor, scalar_of, shape_of
+from pypto.language.decorators import IncoreFunction, InlineFunction, _source_digest
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
-from pypto.language.specialize import dtype_of, is_tensor_like, scalar_of, shape_of
 
-__all__ = ["JITFunction", "Specialization", "jit"]
+__all__ = ["DeclaredParam", "JITFunction", "Specialization", "jit"]
+
+_MAX_FAST_KEYS = 256  # per function (a function called with ever new scalar values stops adding)
+
+
+class DeclaredParam(NamedTuple):
+    """What a ``@pl.jit`` function's annotation says of one parameter (before any call).
+
+    Attributes:
+        kind: ``"tensor"``, ``"scalar"``, or None for an annotation that is neither.
+        dtype: The annotated dtype, or None when it comes from the call.
+        shape: The annotated dims (``DYNAMIC`` for a ``pl.dynamic`` dim), or None when the
+            shape comes from the call.
+    """
+
+    position: int
+    name: str
+    direction: ParamDirection
+    kind: Literal["tensor", "scalar"] | None
+    dtype: DataType | None
+    shape: tuple[int, ...] | None
+    annotation: Any
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.kind == "scalar"
+
+    def param_info(self) -> ParamInfo | None:
+        """The ParamInfo the declaration fixes, or None when dtype or shape comes from the call."""
+        if self.kind is None or self.dtype is None or (self.kind == "tensor" and self.shape is None):
+            return None
+        return ParamInfo(self.name, self.direction, None if self.is_scalar else self.shape, self.dtype)
 
 
 @dataclass(frozen=True)
@@ -43,6 +75,8 @@ class Specialization:
         key: The cheap in-memory cache key of the call (shapes, dtypes, folded scalar values;
             a runtime scalar is ``("R", dtype)``).
         key_material: Canonical JSON-able data for ArtifactKey (sources, IR text, folded values).
+        attached: What the layers above compute once per specialisation and keep with it (the
+            runtime: its compiled program per platform and chip runtime). Not part of equality.
     """
 
     program: Program
@@ -50,6 +84,7 @@ class Specialization:
     key: tuple[Any, ...]
     key_material: dict[str, Any] = field(compare=False)
     captured: tuple[tuple[Callable[..., Any], str, object], ...] = field(default=(), compare=False)
+    attached: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def check_captured(self) -> None:
         """Raise if a module constant the kernels were compiled with has changed since."""
@@ -91,6 +126,9 @@ class JITFunction:
         self.__wrapped__ = fn
         self._sig = inspect.signature(fn)
         self._cache: dict[tuple[Any, ...], Specialization] = {}
+        # binding.fast_key of an all-positional call -> its specialisation (no binding needed)
+        self._fast: dict[tuple[Any, ...], Specialization] = {}
+        self._nparams = len(self._sig.parameters)
         self._lock = threading.Lock()
         self._annotations: list[tuple[str, Any]] | None = None
         self._spans: dict[str, Span] = {}
@@ -152,7 +190,7 @@ class JITFunction:
                         f"{self.fn.__name__}: parameter {name!r} is a tensor; pl.RUNTIME marks a runtime "
                         "scalar and applies to scalar parameters only"
                     )
-                if not is_tensor_like(value):
+                if not is_tensor(value):
                     raise TypeError(
                         f"{self.fn.__name__}: parameter {name!r} is a tensor; got {type(value).__name__} "
                         "(pass a torch tensor or numpy array)"
@@ -192,16 +230,72 @@ class JITFunction:
         make every scalar runtime.
         """
         kwargs.pop("config", None)
+        return self.bind_call(args, kwargs)[0]
+
+    def bind_call(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], *, run: bool = False
+    ) -> tuple[Specialization, tuple[Any, ...], tuple[Any, ...] | None]:
+        """Bind a call once: its specialisation, its arguments in parameter order (signature
+        defaults filled in) and their :func:`~pypto.language.binding.fast_key` (None for a call
+        that has none), which layers above may key their own per-call work by.
+
+        A call with every parameter passed positionally whose arguments all have a
+        :func:`~pypto.language.binding.fast_key` is looked up by that key first (no binding,
+        no specialisation key); any other call binds, computes :meth:`call_key` and then
+        remembers its fast key.
+
+        Args:
+            run: The call runs the program (``fn(...)``): a ``pl.RUNTIME`` argument, or a
+                runtime-scalar default left out, is an error, since the program needs its value.
+        """
+        fk = fast_key(args) if not kwargs and len(args) == self._nparams else None
+        if fk is not None:
+            spec = self._fast.get(fk)
+            if spec is not None:
+                spec.check_captured()
+                return spec, args, fk
         bound = self.bind(*args, **kwargs)
+        if run:
+            for name, value in zip(self._sig.parameters, bound, strict=True):
+                if lt.is_runtime(value):
+                    raise TypeError(
+                        f"{self.__name__}(): parameter {name!r} is a runtime scalar (pl.RUNTIME); a call runs "
+                        "the program, so pass its value"
+                    )
         key = self.call_key(bound)
         with self._lock:
             spec = self._cache.get(key)
         if spec is not None:
             spec.check_captured()
-            return spec
-        spec = self._build(bound, key)
-        with self._lock:
-            return self._cache.setdefault(key, spec)
+        else:
+            built = self._build(bound, key)
+            with self._lock:
+                spec = self._cache.setdefault(key, built)
+        if fk is not None and len(self._fast) < _MAX_FAST_KEYS:
+            self._fast[fk] = spec
+        return spec, bound, fk
+
+    def declared_params(self) -> tuple[DeclaredParam, ...]:
+        """What the parameter annotations say of each parameter, before any call."""
+        out = []
+        for i, (name, ann) in enumerate(self._param_annotations()):
+            direction = ParamDirection.IN
+            inner = ann
+            if isinstance(ann, lt.DirectionAnnotation):
+                direction, inner = ann.direction, ann.inner
+            if inner is lt.Tensor or isinstance(inner, lt.TensorAnnotation):
+                shape = dtype = None
+                if isinstance(inner, lt.TensorAnnotation):
+                    dtype = inner.dtype
+                    if inner.shape is not None:
+                        shape = tuple(d if isinstance(d, int) else DYNAMIC for d in inner.shape)
+                out.append(DeclaredParam(i, name, direction, "tensor", dtype, shape, ann))
+            elif isinstance(inner, (lt.ScalarAnnotation, DataType)):
+                dtype = inner.dtype if isinstance(inner, lt.ScalarAnnotation) else inner
+                out.append(DeclaredParam(i, name, ParamDirection.IN, "scalar", dtype, None, ann))
+            else:
+                out.append(DeclaredParam(i, name, direction, None, None, None, ann))
+        return tuple(out)
 
     def _build(self, bound: tuple[Any, ...], key: tuple[Any, ...]) -> Specialization:
         arg_types: dict[str, Type] = {}
@@ -243,7 +337,7 @@ class JITFunction:
             )
         )
         material["globals"] = {f"{fn.__qualname__}.{name}": repr(v) for fn, name, v in captured}
-        return Specialization(program, signature_of(entry), key, material, captured)
+        return Specialization(program, function_signature(entry, ssa_names=False), key, material, captured)
 
     def lower(self, *args: Any, **kwargs: Any) -> Program:
         """Run the full pass pipeline for these arguments and return the lowered program."""

@@ -7,8 +7,8 @@ creates a Worker at import time.
 
 from __future__ import annotations
 
-from pypto.ir.execution import set_jit_executor
-from pypto.runtime.api import _compile_artifact, compile, jit_executor, load_cached, run
+from pypto.ir import set_jit_executor
+from pypto.runtime.api import compile, compile_artifact, jit_executor, load_cached, run
 from pypto.runtime.artifact_runtime import ArtifactRuntime
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
 from pypto.runtime.errors import PyptoRuntimeError
@@ -26,8 +26,8 @@ __all__ = [
     "PyptoRuntimeError",
     "RunConfig",
     "__version__",
-    "_compile_artifact",
     "compile",
+    "compile_artifact",
     "load_cached",
     "run",
 ]

@@ -1,6 +1,6 @@
 """Filesystem primitives for the artifact store: trust checks, safe opens, durable writes,
 deletion that never follows symlinks, and a no-replace publish. Files are written whole with
-:func:`pypto.ir.atomic_write.atomic_write`, the one atomic file write of the stack.
+:func:`pypto.ir.files.atomic_write` (exported as `pypto.ir.atomic_write`), the one atomic file write of the stack.
 
 Trust (like ssh's StrictModes and git's safe.directory): a directory the store uses must be a
 real directory (not a symlink), owned by an allowed user and not writable by group or others;

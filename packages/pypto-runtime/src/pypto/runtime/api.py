@@ -1,8 +1,8 @@
 """Public compile/run entry points, cache-backed restore, and the ``@pl.jit`` executor.
 
 ``compile(program, *args)`` requests PROGRAM and returns a CompiledProgram;
-``_compile_artifact(program, *args, contract=KERNEL)`` returns a CompiledArtifact for one
-single-chip entry. Both go through ``_compile_to_files`` and the same ArtifactRuntime:
+``compile_artifact(program, *args, contract=KERNEL)`` returns a CompiledArtifact for one
+single-chip entry (pypto-torch's operators use it). Both go through ``compile_to_files`` and the same ArtifactRuntime:
 identical inputs give one ArtifactKey, one store entry, and one build across processes.
 """
 
@@ -10,20 +10,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
-from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
-from pypto.ir.atomic_write import atomic_write
-from pypto.ir.compile import _compile_to_files
-from pypto.ir.contract import Contract, parse_platform
-from pypto.ir.nodes import Program
-from pypto.ir.platforms import DEFAULT_PLATFORM, DEFAULT_RUNTIME
-from pypto.ir.types import FunctionType
-from pypto.language.typing import is_runtime
+from pypto.ir import (
+    DEFAULT_PLATFORM,
+    DEFAULT_RUNTIME,
+    ArtifactKey,
+    Contract,
+    FunctionType,
+    Program,
+    ToolchainIdentity,
+    atomic_write,
+    compile_to_files,
+    parse_platform,
+)
+from pypto.language.jit import JITFunction, Specialization
 from pypto.runtime import settings
 from pypto.runtime.artifact_runtime import Obtained, default_runtime
 from pypto.runtime.compiled import (
@@ -35,36 +39,42 @@ from pypto.runtime.compiled import (
 )
 from pypto.runtime.runner import RunConfig, run_artifact
 
-__all__ = ["_compile_artifact", "artifact_key", "compile", "jit_executor", "load_cached", "run"]
+__all__ = ["Compilable", "artifact_key", "compile", "compile_artifact", "jit_executor", "load_cached", "run"]
+
+# What compile() and compile_artifact() take: a @pl.jit function (with example arguments), one
+# of its specialisations, or an IR Program (@pl.program).
+Compilable: TypeAlias = JITFunction | Specialization | Program
 
 
-def _specialize(program: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def _specialize(
+    program: Compilable, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Specialization | Program, dict[str, Any]]:
     """(IR program or Specialization, key material) for what the caller passed."""
-    specialize = getattr(program, "specialize", None)
-    if callable(specialize):  # a @pl.jit function: specialise on the example arguments
-        spec = specialize(*args, **kwargs)
+    if isinstance(program, JITFunction):  # specialise on the example arguments
+        spec = program.specialize(*args, **kwargs)
         return spec, dict(spec.key_material)
     if args or kwargs:
         raise TypeError(
             f"compile(program, *args): example arguments only apply to a @pl.jit function, got {type(program).__name__}"
         )
-    material = getattr(program, "key_material", None)
-    if isinstance(material, dict):  # a Specialization
-        return program, dict(material)
-    ir = getattr(program, "program", program)
-    text = str(ir)
+    if isinstance(program, Specialization):
+        return program, dict(program.key_material)
+    if not isinstance(program, Program):
+        raise TypeError(
+            "compile(program): expected a @pl.jit function, a Specialization or a pypto.ir Program, "
+            f"got {type(program).__name__}"
+        )
     return program, {
         "kind": "ir",
-        "entry": getattr(ir, "entry", None),
-        "ir_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "entry": program.entry,
+        "ir_sha256": hashlib.sha256(str(program).encode()).hexdigest(),
     }
 
 
-def _orchestrations(program: Any) -> list[str]:
-    funcs = getattr(program, "funcs", None)
-    if not isinstance(program, Program) or funcs is None:
+def _orchestrations(program: Compilable) -> list[str]:
+    if not isinstance(program, Program):
         return []
-    return [f.name for f in funcs if f.func_type is FunctionType.Orchestration]
+    return [f.name for f in program.funcs if f.func_type is FunctionType.Orchestration]
 
 
 def artifact_key(material: dict[str, Any], *, contract: Contract, platform: str, runtime: str) -> ArtifactKey:
@@ -81,26 +91,26 @@ def artifact_key(material: dict[str, Any], *, contract: Contract, platform: str,
 
 
 def _obtain(
-    program: Any,
+    program: Compilable,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     *,
     contract: Contract,
     platform: str,
     runtime: str,
-) -> tuple[Obtained, Any]:
+) -> tuple[Obtained, Specialization | Program]:
     spec, material = _specialize(program, args, kwargs)
     key = artifact_key(material, contract=contract, platform=platform, runtime=runtime)
 
     def generate(path: Path) -> None:
-        _compile_to_files(spec, path, contract=contract, platform=platform, runtime=runtime)
+        compile_to_files(spec, path, contract=contract, platform=platform, runtime=runtime)
 
     got = default_runtime().obtain(key, generate=generate, build=build_prebuilt)
     return got, spec
 
 
 def compile(
-    program: Any,
+    program: Compilable,
     *args: Any,
     platform: str = DEFAULT_PLATFORM,
     runtime: str = DEFAULT_RUNTIME,
@@ -126,7 +136,7 @@ def compile(
     """
     platform = parse_platform(platform)
     entries = _orchestrations(program)
-    if len(entries) > 1:
+    if len(entries) > 1 and isinstance(program, Program):
         if args or kwargs:
             raise TypeError("compile(program, *args): example arguments only apply to a @pl.jit function")
         return _compile_multi(program, entries, platform=platform, runtime=runtime, output_dir=output_dir)
@@ -134,7 +144,7 @@ def compile(
 
 
 def _compile_single(
-    program: Any,
+    program: Compilable,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     *,
@@ -144,13 +154,13 @@ def _compile_single(
 ) -> CompiledProgram:
     if output_dir is not None:
         spec, _ = _specialize(program, args, kwargs)
-        result = _compile_to_files(
+        result = compile_to_files(
             spec, output_dir, contract=Contract.PROGRAM, platform=platform, runtime=runtime
         )
         return CompiledProgram(CompiledArtifact(result.output_dir, result.metadata), program=result.program)
     got, spec = _obtain(program, args, kwargs, contract=Contract.PROGRAM, platform=platform, runtime=runtime)
     artifact = CompiledArtifact.from_dir(got.path, require=Contract.PROGRAM, key=got.key)
-    return CompiledProgram(artifact, program=getattr(spec, "program", spec))
+    return CompiledProgram(artifact, program=spec.program if isinstance(spec, Specialization) else spec)
 
 
 def _compile_multi(
@@ -173,15 +183,23 @@ def _compile_multi(
     return CompiledProgram(children[program.entry].artifact, program=program, entries=children)
 
 
-def _compile_artifact(
-    program: Any,
+def compile_artifact(
+    program: Compilable,
     *args: Any,
     contract: Contract | str = Contract.KERNEL,
     platform: str = DEFAULT_PLATFORM,
     runtime: str = DEFAULT_RUNTIME,
     **kwargs: Any,
 ) -> CompiledArtifact:
-    """Internal: compile one single-chip entry and return the CompiledArtifact itself."""
+    """Compile one single-chip entry and return the CompiledArtifact itself (no program-mode
+    wrapper): what kernel mode (pypto-torch) registers on its Worker.
+
+    Args:
+        program: As for :func:`compile` (example ``args``/``kwargs`` for a ``@pl.jit`` function).
+        contract: ``KERNEL`` (default) or ``PROGRAM``; the artifact is checked against it.
+        platform: Target platform (default ``"a2a3sim"``).
+        runtime: Chip runtime.
+    """
     c = Contract.parse(contract)
     got, _ = _obtain(program, args, kwargs, contract=c, platform=parse_platform(platform), runtime=runtime)
     return CompiledArtifact.from_dir(got.path, require=c, key=got.key)
@@ -201,7 +219,9 @@ def load_cached(
     return CompiledProgram(artifact) if c is Contract.PROGRAM else artifact
 
 
-def run(program: Any, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Any:
+def run(
+    program: JITFunction | CompiledProgram, *args: Any, config: RunConfig | None = None, **kwargs: Any
+) -> Any:
     """Compile (cached) and run ``program`` on ``args`` in program mode."""
     config = config or RunConfig()
     if isinstance(program, CompiledProgram):
@@ -211,111 +231,42 @@ def run(program: Any, *args: Any, config: RunConfig | None = None, **kwargs: Any
 
 # -- @pl.jit executor ---------------------------------------------------------------------
 
-_programs: dict[tuple[Any, ...], CompiledProgram] = {}
 _programs_lock = threading.Lock()
 _DEFAULT_CONFIG = RunConfig()
 _NO_KWARGS: dict[str, Any] = {}
 
 
-# The executor's cheapest level: per (function, platform, runtime), a call key -> (the
-# specialisation, its CompiledProgram). A call key is, per positional argument, (type, shape,
-# dtype) of a numpy array or torch tensor, or (type, value) of a plain int/float/bool: at least
-# as fine as the jit's specialisation key (tensors by shape and dtype, folded scalars by type
-# and value, runtime scalars by dtype only), so one call key names one specialisation and a
-# hit skips binding and specialising. Keys are stored only after a call with every parameter
-# passed positionally succeeded. Calls it does not cover (keywords, defaults left out, other
-# argument types, NaN) take the specialising path.
-class _Calls:
-    __slots__ = ("fn", "nparams", "programs")
-
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-        self.nparams = len(fn.param_names)
-        self.programs: dict[tuple[Any, ...], tuple[Any, CompiledProgram]] = {}
-
-
-_calls: dict[tuple[int, str, str], _Calls] = {}
-_CALL_KEY_SCALARS = frozenset((int, float, bool))
-_MAX_CALL_KEYS = 256  # per function (a function called with ever new scalar values stops adding)
-
-
-def _call_key(args: tuple[Any, ...], nparams: int) -> tuple[Any, ...] | None:
-    if len(args) != nparams:
-        return None
-    key: list[Any] = []
-    for a in args:
-        t = type(a)
-        if t in _CALL_KEY_SCALARS:
-            if t is float and math.isnan(a):  # the specialising path reports it
-                return None
-            key.append((t, a))
-            continue
-        module = t.__module__
-        if not (module == "numpy" or module.startswith("torch")):
-            return None
-        shape = getattr(a, "shape", None)
-        dtype = getattr(a, "dtype", None)
-        if shape is None or dtype is None:
-            return None
-        key.append((t, tuple(shape), dtype))
-    return tuple(key)
-
-
-def _remember_call(
-    fn: Any, args: tuple[Any, ...], config: RunConfig, spec: Any, prog: CompiledProgram
-) -> None:
-    slot = (id(fn), config.platform, config.runtime)
+def _program_of(spec: Specialization, config: RunConfig) -> CompiledProgram:
+    """The CompiledProgram of a specialisation for a platform and chip runtime, compiled (or
+    restored from the store) at its first call and kept on the specialisation."""
+    slot = (config.platform, config.runtime)
     with _programs_lock:
-        entry = _calls.get(slot)
-        if entry is None or entry.fn is not fn:
-            entry = _calls[slot] = _Calls(fn)
-        key = _call_key(args, entry.nparams)
-        if key is not None and len(entry.programs) < _MAX_CALL_KEYS:
-            entry.programs[key] = (spec, prog)
-
-
-def _executor_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], config: RunConfig) -> Any:
-    if not kwargs:
-        entry = _calls.get((id(fn), config.platform, config.runtime))
-        if entry is not None and entry.fn is fn:
-            key = _call_key(args, entry.nparams)
-            hit = entry.programs.get(key) if key is not None else None
-            if hit is not None:
-                spec, prog = hit
-                spec.check_captured()  # as specialize() does on its cache hit
-                return run_artifact(prog.artifact, args, _NO_KWARGS, config)
-    return _executor_call_slow(fn, args, kwargs, config)
-
-
-def _executor_call_slow(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], config: RunConfig) -> Any:
-    bound = fn.bind(*args, **kwargs)
-    for name, value in zip(fn.param_names, bound, strict=True):
-        if is_runtime(value):
-            raise TypeError(
-                f"{fn.__name__}(): parameter {name!r} is a runtime scalar (pl.RUNTIME); a call runs the "
-                "program, so pass its value"
-            )
-    spec = fn.specialize(*args, **kwargs)
-    # spec.key holds no value for a runtime scalar (pl.RUNTIME default): one program for all values
-    memo = (id(fn), spec.key, config.platform, config.runtime)  # cheap in-memory level
-    with _programs_lock:
-        prog = _programs.get(memo)
+        prog: CompiledProgram | None = spec.attached.get(slot)
     if prog is None:
         prog = compile(spec, platform=config.platform, runtime=config.runtime)
         with _programs_lock:
-            prog = _programs.setdefault(memo, prog)
-    result = prog(*bound, config=config)  # signature defaults filled in, in parameter order
-    if not kwargs:
-        _remember_call(fn, args, config, spec, prog)
-    return result
+            prog = spec.attached.setdefault(slot, prog)
+    return prog
 
 
-def jit_executor(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _executor_call(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any], config: RunConfig) -> Any:
+    # One binding per call: the jit function's binder gives the specialisation, the arguments
+    # in parameter order and their call key (a repeat call: found by that key alone), and the
+    # artifact's call plan takes those positionally, keyed by the same call key. A specialisation's key holds no value for
+    # a runtime scalar (pl.RUNTIME default), so one program serves all its values.
+    spec, bound, key = fn.bind_call(args, kwargs, run=True)
+    prog = spec.attached.get((config.platform, config.runtime))
+    if prog is None:
+        prog = _program_of(spec, config)
+    return run_artifact(prog.artifact, bound, _NO_KWARGS, config, key)
+
+
+def jit_executor(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Executes a ``@pl.jit`` call in program mode: ``fn(a, b, c, config=RunConfig())``."""
-    kwargs = dict(kwargs)
-    config = kwargs.pop("config", None) or _DEFAULT_CONFIG
-    if not isinstance(config, RunConfig):
-        raise TypeError(
-            f"{getattr(fn, '__name__', fn)}(config=...): expected a RunConfig, got {type(config).__name__}"
-        )
+    config = _DEFAULT_CONFIG
+    if kwargs:
+        kwargs = dict(kwargs)
+        config = kwargs.pop("config", None) or _DEFAULT_CONFIG
+        if not isinstance(config, RunConfig):
+            raise TypeError(f"{fn.__name__}(config=...): expected a RunConfig, got {type(config).__name__}")
     return _executor_call(fn, args, kwargs, config)

@@ -1,7 +1,7 @@
 """Compiled products: CompiledArtifact (one single-chip directory) and CompiledProgram.
 
 A :class:`CompiledArtifact` owns one artifact directory written by pypto-ir's
-``_compile_to_files``, the effective platform and the :class:`~pypto.ir.metadata.ArtifactMetadata`.
+``compile_to_files``, the effective platform and the :class:`~pypto.ir.metadata.ArtifactMetadata`.
 ``from_dir`` reads metadata only; the native callable is assembled on first use:
 
 - binaries come from ``prebuilt/`` when the directory holds binaries built by the same
@@ -28,16 +28,27 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pypto.ir.contract import Contract, DeviceKind, device_kind
-from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, MetadataError, read_metadata
-from pypto.ir.param_info import ParamInfo
+from pypto.ir import (
+    META_FILE,
+    ArtifactMetadata,
+    Contract,
+    DeviceKind,
+    KernelInfo,
+    MetadataError,
+    ParamInfo,
+    device_kind,
+    read_metadata,
+)
 from pypto.runtime import progress
 from pypto.runtime._fs import read_regular
 from pypto.runtime.artifact_runtime import BuildUnavailable, default_runtime
 from pypto.runtime.manifest import MANIFEST_NAME, InvalidEntry, Manifest, validate_entry
 from pypto.runtime.store import check_key
+
+if TYPE_CHECKING:
+    from pypto.runtime.runner import CallPlan
 
 __all__ = ["PREBUILT_DIR", "CompiledArtifact", "CompiledProgram", "build_prebuilt", "toolchain_identity"]
 
@@ -216,6 +227,7 @@ class CompiledArtifact:
         self.manifest = manifest
         self._lock = threading.Lock()
         self._callable: Any = None
+        self._call_plan: CallPlan | None = None  # pypto.runtime.runner: made at the first program call
 
     @classmethod
     def from_dir(

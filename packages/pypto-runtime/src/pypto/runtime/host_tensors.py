@@ -21,12 +21,11 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir.dtypes import DataType
-from pypto.ir.param_info import DYNAMIC, ParamInfo
-from pypto.ir.storage_rules import view_bounds_problem
+from pypto.ir import DYNAMIC, DataType, ParamInfo, view_bounds_problem
+from pypto.language.binding import tensor_library
 from pypto.runtime.errors import PyptoRuntimeError
 
-__all__ = ["HostTensor", "TensorBindingError", "allocate_like", "describe", "is_tensor", "numpy_typestr"]
+__all__ = ["HostTensor", "TensorBindingError", "allocate_like", "describe", "numpy_typestr"]
 
 
 class TensorBindingError(PyptoRuntimeError, TypeError):
@@ -110,10 +109,6 @@ def _module_type(module: str, name: str) -> type | None:
     mod = sys.modules.get(module)
     found = getattr(mod, name, None) if mod is not None else None
     return found if isinstance(found, type) else None
-
-
-def is_tensor(obj: object) -> bool:
-    return hasattr(obj, "__array_interface__") or (hasattr(obj, "data_ptr") and hasattr(obj, "stride"))
 
 
 def _span(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
@@ -370,10 +365,10 @@ def check_against(view: HostTensor, param: ParamInfo, bound: dict[str, int], *, 
 def allocate_like(shape: Sequence[int], dtype: DataType, like: Sequence[object]) -> object:
     """A new, uninitialised host tensor: torch if any of ``like`` is a torch tensor, else numpy."""
     for obj in like:
-        if hasattr(obj, "new_empty") and hasattr(obj, "data_ptr"):
-            torch = sys.modules.get(type(obj).__module__.split(".", 1)[0])
-            if torch is not None and hasattr(torch, dtype.array_name):
-                return obj.new_empty(tuple(shape), dtype=getattr(torch, dtype.array_name))
+        if tensor_library(obj) == "torch":
+            torch = sys.modules["torch"]
+            if hasattr(torch, dtype.array_name):
+                return obj.new_empty(tuple(shape), dtype=getattr(torch, dtype.array_name))  # type: ignore[attr-defined]
     if dtype not in _NUMPY_ALLOCATABLE:
         raise TensorBindingError(
             f"cannot allocate a {dtype.value} output as a numpy array; pass it as a torch tensor argument"

@@ -27,7 +27,7 @@ import os
 import threading
 from dataclasses import dataclass
 
-from pypto.ir.contract import Contract
+from pypto.ir import Contract
 from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = [

@@ -12,13 +12,22 @@ from collections.abc import Mapping, Sequence
 from ctypes import addressof, c_char
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pypto.ir.contract import Contract
-from pypto.ir.dtypes import DataType
-from pypto.ir.param_info import DYNAMIC, Layout, ParamDirection, ParamInfo
-from pypto.ir.platforms import DEFAULT_PLATFORM, DEFAULT_RUNTIME
-from pypto.ir.storage_rules import Span, partial_overlap, strided_alias_conflict
+from pypto.ir import (
+    DEFAULT_PLATFORM,
+    DEFAULT_RUNTIME,
+    DYNAMIC,
+    Contract,
+    DataType,
+    Layout,
+    ParamDirection,
+    ParamInfo,
+    partial_overlap,
+    strided_alias_conflict,
+)
+from pypto.ir import ViewSpan as Span
+from pypto.language.binding import is_tensor
 from pypto.language.typing import is_runtime
 from pypto.runtime import mode_gate
 from pypto.runtime.host_tensors import (
@@ -28,9 +37,11 @@ from pypto.runtime.host_tensors import (
     allocate_like,
     check_against,
     describe,
-    is_tensor,
     numpy_typestr,
 )
+
+if TYPE_CHECKING:
+    from pypto.runtime.compiled import CompiledArtifact
 
 __all__ = ["RunConfig", "bind_arguments", "run_artifact"]
 
@@ -61,7 +72,7 @@ class RunConfig:
     aiv_threads: int | None = None
 
     def __post_init__(self) -> None:
-        from pypto.ir.contract import parse_platform
+        from pypto.ir import parse_platform
 
         parse_platform(self.platform)
         if isinstance(self.device_id, bool) or not isinstance(self.device_id, int) or self.device_id < 0:
@@ -160,14 +171,23 @@ def _output_shape(name: str, p: ParamInfo) -> tuple[int, ...]:
 
 
 def run_artifact(
-    artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig | None
+    artifact: CompiledArtifact,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    config: RunConfig | None,
+    key: tuple[Any, ...] | None = None,
 ) -> Any:
-    """Run ``artifact`` (a CompiledArtifact with PROGRAM capability) on the caller's tensors."""
-    plan = getattr(artifact, "_call_plan", None)
+    """Run ``artifact`` (a CompiledArtifact with PROGRAM capability) on the caller's tensors.
+
+    Args:
+        key: The binder's call key of ``args`` (``pypto.language.binding.fast_key``), when the
+            caller has it: a call whose key the plan has seen fills addresses and scalars only.
+    """
+    plan = artifact._call_plan
     if plan is None:
         plan = CallPlan(artifact)
         artifact._call_plan = plan  # computed once per artifact (a race computes it twice)
-    return plan.run(args, kwargs, config)
+    return plan.run(args, kwargs, config, key)
 
 
 class CallPlan:
@@ -185,8 +205,9 @@ class CallPlan:
     the same descriptors.
     """
 
-    def __init__(self, artifact: Any) -> None:
+    def __init__(self, artifact: CompiledArtifact) -> None:
         import simpler
+        from pypto.runtime import worker
         from simpler._dtypes import arg_direction_code
 
         meta = artifact.metadata
@@ -239,8 +260,19 @@ class CallPlan:
         self.bound: dict[tuple[Any, ...], tuple[int, Any, Any]] = {}
         self.materialized = simpler.ChipStorageTaskArgs
         self.encode_scalar = simpler.task_args.encode_scalar
+        self.shared_workers = worker
+        # binder call key -> per tensor (slot, writes, descriptor without its address), for
+        # calls of owned C-contiguous numpy arrays only (what the key fixes: type, shape,
+        # dtype, strides), or None: that key's calls take _materialize
+        self.layouts: dict[tuple[Any, ...], tuple[tuple[int, bool, tuple[Any, ...]], ...] | None] = {}
 
-    def run(self, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig | None) -> Any:
+    def run(
+        self,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        config: RunConfig | None,
+        key: tuple[Any, ...] | None = None,
+    ) -> Any:
         name = self.name
         if not self.program_capable:
             raise RuntimeError(
@@ -260,16 +292,62 @@ class CallPlan:
                 f"{name}: compiled for platform {self.artifact.platform!r} but RunConfig.platform is "
                 f"{config.platform!r}; recompile, or reload with CompiledProgram.from_dir(path, platform=...)"
             )
-        mat = self._materialize(args) if self.fast and not kwargs and len(args) == len(self.params) else None
+        mat = None
+        if self.fast and not kwargs and len(args) == len(self.params):
+            if key is not None:
+                layout = self.layouts.get(key, _UNSEEN)
+                if layout is _UNSEEN:
+                    mat = self._materialize(args)
+                    if mat is not None and len(self.layouts) < _MAX_LAYOUTS:
+                        self.layouts[key] = self._layout(args)
+                elif layout is not None:
+                    mat = self._fill(layout, args)
+                else:
+                    mat = self._materialize(args)
+            else:
+                mat = self._materialize(args)
         if mat is None:
             return _run_general(self.artifact, args, kwargs, config)
         return self._submit(mat, args, config)
+
+    def _layout(self, args: Sequence[Any]) -> tuple[tuple[int, bool, tuple[Any, ...]], ...] | None:
+        """What a call's key fixes, after the call materialised: per tensor its slot, whether it
+        is written, and its descriptor's (nbytes, code, shape, strides, offset), when every
+        tensor is an owned C-contiguous numpy array (its descriptor is the whole array, as
+        _materialize made it); else None."""
+        ndarray: Any = _module_type("numpy", "ndarray")
+        out = []
+        for slot, _dtype, _ts, code, _size, _pattern, static, writes in self.tensors:
+            a: Any = args[slot]
+            if type(a) is not ndarray or a.base is not None or not a.flags.c_contiguous:
+                return None
+            shape = a.shape
+            out.append((slot, writes, (a.nbytes, code, shape, static or _row_major(shape), 0)))
+        return tuple(out)
+
+    def _fill(self, layout: tuple[tuple[int, bool, tuple[Any, ...]], ...], args: Sequence[Any]) -> Any:
+        """The call's ChipStorageTaskArgs from a known layout: the arrays' addresses (each still
+        the whole storage of its array) and the scalars' bits; None for the general path."""
+        descriptors = []
+        spans = []
+        for slot, writes, rest in layout:
+            a = args[slot]
+            if a.base is not None:
+                return None  # a view now: describe() decides
+            try:
+                ptr = addressof(c_char.from_buffer(a))
+            except TypeError:  # read-only
+                if writes:
+                    return None
+                ptr = a.__array_interface__["data"][0]
+            descriptors.append((ptr, *rest))
+            spans.append((ptr, ptr + rest[0]))
+        return self._finish(descriptors, spans, args)
 
     def _materialize(self, args: Sequence[Any]) -> Any:
         """The call's ChipStorageTaskArgs, or None when it needs the general path."""
         ndarray: Any = _module_type("numpy", "ndarray")  # never imports numpy
         np_dtypes = self._numpy_dtypes(ndarray)
-        encode_scalar = self.encode_scalar
         descriptors = []
         spans = []
         for slot, dtype, _typestr, code, itemsize, pattern, static, writes in self.tensors:
@@ -322,6 +400,12 @@ class CallPlan:
                 )
             )
             spans.append((view.ptr, view.ptr + view.span_bytes))
+        return self._finish(descriptors, spans, args)
+
+    def _finish(self, descriptors: list[Any], spans: list[tuple[int, int]], args: Sequence[Any]) -> Any:
+        """Check that the views are disjoint, encode the scalars, build the ChipStorageTaskArgs
+        (None: the general path decides)."""
+        encode_scalar = self.encode_scalar
         if len(spans) > 1:  # the alias rule: disjoint views only here (others: general path)
             spans.sort()
             reach = 0
@@ -351,8 +435,7 @@ class CallPlan:
         return found or {}
 
     def _submit(self, mat: Any, args: Sequence[Any], config: RunConfig) -> Any:
-        from pypto.runtime import worker as shared
-
+        shared = self.shared_workers
         callable_ = self.artifact.chip_callable()  # loading native code never claims a mode
         mode_gate.claim_program(self.claim_what)
         key = (config.platform, config.runtime, config.device_id, config.aic_threads, config.aiv_threads)
@@ -379,6 +462,8 @@ class CallPlan:
 
 
 _PLAIN_SCALARS = frozenset((int, float, bool))
+_UNSEEN: Any = object()
+_MAX_LAYOUTS = 256  # per artifact, as the binder's keys per function
 
 
 def _matches(shape: Sequence[int], pattern: Sequence[int]) -> bool:

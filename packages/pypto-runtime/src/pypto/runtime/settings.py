@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.ir.platforms import DEFAULT_PLATFORM, PLATFORMS
+from pypto.ir import DEFAULT_PLATFORM, PLATFORMS
 from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = [

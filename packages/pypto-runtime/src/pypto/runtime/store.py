@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pypto.ir.atomic_write import atomic_write
+from pypto.ir import atomic_write
 from pypto.runtime import progress, settings
 from pypto.runtime._fs import (
     UnsafeStoreError,

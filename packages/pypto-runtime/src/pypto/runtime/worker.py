@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Any
 
-from pypto.ir.platforms import DEFAULT_PLATFORM, DEFAULT_RUNTIME
+from pypto.ir import DEFAULT_PLATFORM, DEFAULT_RUNTIME
 from pypto.runtime import mode_gate
 
 __all__ = [

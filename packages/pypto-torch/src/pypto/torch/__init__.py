@@ -5,7 +5,10 @@
 - :func:`init` sets up kernel mode for the process (done on first use with the defaults);
   :func:`shutdown` drains and closes it; :func:`state` reads the lifecycle state.
 - :mod:`pypto.torch.interop` (call frames) and :mod:`pypto.torch.registration` (schema and
-  Fake helpers) are the layers below.
+  Fake helpers) are the layers below; their public classes (``CallSignature``,
+  ``CallFrame``, ``RegistrationSignature``, ``ArgumentError``) are exported here too.
+
+``__all__`` is the package's face: what code outside pypto-torch imports.
 
 Importing this package never imports torch_npu, simpler or a native launch extension.
 """
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto.ir.platforms import DEFAULT_RUNTIME
+from pypto.ir import DEFAULT_RUNTIME
 from pypto.torch._kernel.callable import RegistrationError
 from pypto.torch._kernel.context import (
     KernelClosedError,
@@ -25,17 +28,24 @@ from pypto.torch._kernel.context import (
 )
 from pypto.torch._kernel.context import init as _init
 from pypto.torch._kernel.context import shutdown as _shutdown
+from pypto.torch._validation import ArgumentError
+from pypto.torch.interop import CallFrame, CallSignature
 from pypto.torch.library import Operator, register
+from pypto.torch.registration import RegistrationSignature
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentError",
+    "CallFrame",
+    "CallSignature",
     "KernelClosedError",
     "KernelInfo",
     "KernelInitError",
     "KernelState",
     "Operator",
     "RegistrationError",
+    "RegistrationSignature",
     "__version__",
     "init",
     "register",

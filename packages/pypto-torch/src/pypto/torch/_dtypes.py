@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from pypto.ir.dtypes import DataType
+from pypto.ir import DataType
 
 __all__ = ["from_torch_dtype", "to_torch_dtype"]
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pypto.ir.dtypes import DataType
-from pypto.ir.param_info import Layout, ParamDirection
+from pypto.ir import DataType, Layout, ParamDirection
 
 if TYPE_CHECKING:
     from pypto.torch.interop import CallSignature

@@ -19,8 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from pypto.ir.dtypes import DataType
-from pypto.ir.param_info import ParamInfo, SignatureError
+from pypto.ir import DataType, ParamInfo, SignatureError
 
 __all__ = ["ArgumentError", "check_scalar", "check_tensor_signature", "describe_param"]
 

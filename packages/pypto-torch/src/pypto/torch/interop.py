@@ -16,7 +16,7 @@ callers must not resize or free borrowed storage while a frame is in use.
 
 Example:
     >>> import torch
-    >>> from pypto.ir.param_info import ParamInfo
+    >>> from pypto.ir import ParamInfo
     >>> sig = CallSignature(
     ...     [ParamInfo("x", "In", [-1], "FP32"), ParamInfo("out", "Out", [-1], "FP32"),
     ...      ParamInfo("alpha", "In", None, "FP32")],
@@ -36,10 +36,12 @@ from operator import itemgetter
 from typing import Any
 
 import torch
-from pypto.ir.dtypes import DataType
-from pypto.ir.param_info import (
+from pypto.ir import (
+    DEFAULT_PLATFORM,
     NZ_BLOCK_BYTES,
     NZ_BLOCK_ROWS,
+    PLATFORM_TABLE,
+    DataType,
     Layout,
     ParamDirection,
     ParamInfo,
@@ -47,10 +49,9 @@ from pypto.ir.param_info import (
     bind_complete_args,
     validate_param_names,
     validate_return_aliases,
+    view_bounds_problem,
 )
-from pypto.ir.platforms import DEFAULT_PLATFORM, PLATFORM_TABLE
-from pypto.ir.storage_rules import partial_overlap as _partial_overlap
-from pypto.ir.storage_rules import view_bounds_problem
+from pypto.ir import partial_overlap as _partial_overlap
 from pypto.torch._dtypes import to_torch_dtype
 from pypto.torch._frames import CallFrame, ScalarArgument, TensorArgument
 from pypto.torch._platform import (

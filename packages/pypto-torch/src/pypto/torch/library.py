@@ -24,17 +24,18 @@ import ast
 import inspect
 import textwrap
 import threading
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import torch
-from pypto.ir.contract import Contract
-from pypto.ir.dtypes import DataType
-from pypto.ir.param_info import ParamDirection, ParamInfo, SignatureError
+from pypto.ir import Contract, DataType, ParamInfo, SignatureError
 from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
 from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import KernelCallable, RegistrationError
 from pypto.torch._validation import ArgumentError, check_tensor_signature
 from pypto.torch.registration import RegistrationSignature
+
+if TYPE_CHECKING:
+    from pypto.language.jit import DeclaredParam, JITFunction
 
 __all__ = ["Operator", "register"]
 
@@ -42,51 +43,21 @@ _operators: dict[str, Operator] = {}  # qualified name -> Operator (keeps each l
 _operators_lock = threading.Lock()
 
 
-class _Declared(NamedTuple):
-    """What a jit function's annotations say of one parameter."""
-
-    position: int
-    name: str
-    direction: ParamDirection
-    is_scalar: bool
-    dtype: DataType | None
-    shape: tuple[int, ...] | None
-
-    def param_info(self) -> ParamInfo | None:
-        """The ParamInfo the declaration fixes, or None when dtype or shape comes from the call."""
-        if self.dtype is None or (not self.is_scalar and self.shape is None):
-            return None
-        return ParamInfo(self.name, self.direction, None if self.is_scalar else self.shape, self.dtype)
-
-
-def _declared_params(fn: Any, what: str) -> tuple[_Declared, ...]:
-    from pypto.language import typing as lt
+def _declared_params(fn: Any, what: str) -> tuple[DeclaredParam, ...]:
+    """The jit function's declared parameters; each must be a tensor or a scalar dtype."""
     from pypto.language.jit import JITFunction
 
     if not isinstance(fn, JITFunction):
         raise TypeError(f"{what}: expected a @pl.jit function, got {type(fn).__name__}")
-    out = []
-    for i, (name, ann) in enumerate(fn._param_annotations()):
-        direction = ParamDirection.IN
-        inner = ann
-        if isinstance(ann, lt.DirectionAnnotation):
-            direction, inner = ann.direction, ann.inner
-        if inner is lt.Tensor or isinstance(inner, lt.TensorAnnotation):
-            shape = dtype = None
-            if isinstance(inner, lt.TensorAnnotation):
-                dtype = inner.dtype
-                if inner.shape is not None:
-                    shape = tuple(d if isinstance(d, int) else -1 for d in inner.shape)
-            out.append(_Declared(i, name, direction, False, dtype, shape))
-        elif isinstance(inner, (lt.ScalarAnnotation, DataType)):
-            dtype = inner.dtype if isinstance(inner, lt.ScalarAnnotation) else inner
-            out.append(_Declared(i, name, ParamDirection.IN, True, dtype, None))
-        else:
+    declared = fn.declared_params()
+    for d in declared:
+        if d.kind is None:
             raise SignatureError(
-                f"{what}: parameter {name!r} has annotation {ann!r}; an operator needs every parameter "
-                "annotated as pl.Tensor (optionally pl.Out/pl.InOut) or a scalar dtype (pl.Scalar[pl.FP32])"
+                f"{what}: parameter {d.name!r} has annotation {d.annotation!r}; an operator needs every "
+                "parameter annotated as pl.Tensor (optionally pl.Out/pl.InOut) or a scalar dtype "
+                "(pl.Scalar[pl.FP32])"
             )
-    return tuple(out)
+    return declared
 
 
 def _returned_names(fn: Any) -> list[list[str]] | None:
@@ -118,7 +89,7 @@ def _returned_names(fn: Any) -> list[list[str]] | None:
     return found
 
 
-def _static_aliases(declared: tuple[_Declared, ...], fn: Any) -> tuple[int, ...] | None:
+def _static_aliases(declared: tuple[DeclaredParam, ...], fn: JITFunction) -> tuple[int, ...] | None:
     """Return aliases read from the source when every ``return`` names Out/InOut parameters."""
     returns = _returned_names(fn)
     if returns is None:
@@ -159,9 +130,12 @@ class Operator:
         schema: The dispatcher schema (mutation-only).
     """
 
-    def __init__(self, fn: Any, qualname: str) -> None:
+    def __init__(self, fn: JITFunction, qualname: str) -> None:
+        from pypto.language.binding import arg_key
+
         what = f"register({qualname!r})"
         ns, name = _parse_name(qualname)
+        self._arg_key = arg_key
         self.fn = fn
         self.name = qualname
         self._declared = _declared_params(fn, what)
@@ -231,7 +205,13 @@ class Operator:
     def _kernel(self, *args: Any) -> None:
         manager = context.current()
         info = manager.ready()
-        key = (info.generation, *((args[i].shape, args[i].dtype) for i in self._tensor_positions))
+        # the binder's per-argument call key (type, shape, dtype, strides), as @pl.jit calls use;
+        # a 0-d tensor has none: its shape and dtype
+        arg_key = self._arg_key
+        key = (
+            info.generation,
+            *(arg_key(args[i]) or (args[i].shape, args[i].dtype) for i in self._tensor_positions),
+        )
         kc = self._callables.get(key)
         if kc is None:
             kc = self._prepare(args, info, key)
@@ -240,7 +220,7 @@ class Operator:
 
     def _prepare(self, args: tuple[Any, ...], info: Any, key: tuple[Any, ...]) -> KernelCallable:
         from pypto.language import RUNTIME
-        from pypto.runtime.api import _compile_artifact
+        from pypto.runtime import compile_artifact
 
         with self._compile_lock:
             kc = self._callables.get(key)
@@ -248,7 +228,7 @@ class Operator:
                 return kc
             self._check_declared(args)
             spec_args = [RUNTIME if i in self._scalar_positions else a for i, a in enumerate(args)]
-            artifact = _compile_artifact(
+            artifact = compile_artifact(
                 self.fn, *spec_args, contract=Contract.KERNEL, platform=info.platform, runtime=info.runtime
             )
             kc = context.current().prepare(artifact)

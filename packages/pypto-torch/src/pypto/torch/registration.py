@@ -12,7 +12,7 @@ FP32/FP16/BF16 scalars ``float`` and BOOL ``bool``.
 
 Example:
     >>> import torch
-    >>> from pypto.ir.param_info import ParamInfo
+    >>> from pypto.ir import ParamInfo
     >>> sig = RegistrationSignature(
     ...     [ParamInfo("x", "In", [-1], "FP32"), ParamInfo("out", "Out", [-1], "FP32"),
     ...      ParamInfo("n", "In", None, "INT32")])
@@ -28,15 +28,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-from pypto.ir.dtypes import DataType
-from pypto.ir.param_info import (
+from pypto.ir import (
+    DEFAULT_PLATFORM,
+    DataType,
     ParamInfo,
     SignatureError,
     bind_complete_args,
     validate_param_names,
     validate_return_aliases,
 )
-from pypto.ir.platforms import DEFAULT_PLATFORM
 from pypto.torch._dtypes import to_torch_dtype
 from pypto.torch._validation import ArgumentError, check_scalar, check_tensor_signature, describe_param
 from pypto.torch.interop import CallSignature

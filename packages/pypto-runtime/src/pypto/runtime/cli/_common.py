@@ -126,7 +126,7 @@ class Located:
 
 def locate(spec: str, *, platform: str | None = None, entry: str | None = None) -> Located:
     """Find ARTIFACT: an existing directory, else a store key or unique key prefix."""
-    from pypto.ir.metadata import META_FILE, MetadataError
+    from pypto.ir import META_FILE, MetadataError
 
     path = Path(spec)
     if path.exists() or path.is_symlink() or not _HEX.match(spec):
@@ -193,8 +193,7 @@ def _entries(path: Path) -> tuple[tuple[str, ...], str]:
 
 
 def _from_dir(path: Path, *, platform: str | None, key: str | None, manifest: Any) -> Any:
-    from pypto.ir.contract import parse_platform
-    from pypto.ir.metadata import MetadataError
+    from pypto.ir import MetadataError, parse_platform
     from pypto.runtime.compiled import CompiledArtifact
 
     if platform is not None:

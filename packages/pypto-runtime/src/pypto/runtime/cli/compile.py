@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.ir.platforms import DEFAULT_PLATFORM, DEFAULT_RUNTIME
+from pypto.ir import DEFAULT_PLATFORM, DEFAULT_RUNTIME
 from pypto.runtime.cli._common import EXIT_OK, Failed, UsageError, plain, stdout_console, step
 
 __all__ = ["add_parser", "command"]
@@ -80,7 +80,7 @@ class _Placeholder:
 
 
 def _dtype(text: str, what: str) -> Any:
-    from pypto.ir.dtypes import DataType
+    from pypto.ir import DataType
 
     found = DataType.from_array_name(text)
     if found is not None:
@@ -159,15 +159,14 @@ def _required(fn: Any) -> list[str]:
 def command(args: argparse.Namespace) -> int:
     try:
         import pypto.language as pl
-        from pypto.ir.errors import PyptoCompileError
+        from pypto.ir import PyptoCompileError
         from pypto.runtime.api import compile as compile_program
     except ImportError as exc:
         raise Failed(
             f"`compile` needs pypto-ir (the compiler), which cannot be imported ({exc}); "
             "pip install pypto-ir, or compile on a machine that has it and `run` the key or directory here"
         ) from None
-    from pypto.ir.contract import parse_platform
-    from pypto.ir.platforms import RUNTIMES
+    from pypto.ir import RUNTIMES, parse_platform
 
     try:
         platform = parse_platform(args.platform)
@@ -192,10 +191,11 @@ def command(args: argparse.Namespace) -> int:
         given[name], dtype = _value(name, spec, pl)
         if dtype is not None:
             runtime_dtypes[name] = dtype
-    specialize = getattr(fn, "specialize", None)
+    from pypto.language.jit import JITFunction
+
     name = getattr(fn, "__name__", None) or getattr(fn, "name", "program")
-    if callable(specialize):
-        names = tuple(getattr(fn, "param_names", ()))
+    if isinstance(fn, JITFunction):
+        names = fn.param_names
         unknown = [n for n in given if n not in names]
         if unknown:
             raise UsageError(f"{name}: no parameter {unknown[0]!r}; parameters are {', '.join(names)}")
@@ -206,7 +206,7 @@ def command(args: argparse.Namespace) -> int:
                 "NAME=RUNTIME[:DTYPE] for a runtime scalar, NAME=VALUE for a constant)"
             )
         try:
-            program = specialize(**given)
+            program = fn.specialize(**given)
         except (TypeError, ValueError) as exc:  # arguments that do not fit the signature
             raise UsageError(str(exc)) from None
         except PyptoCompileError as exc:

@@ -21,9 +21,7 @@ from typing import Any
 
 from rich.table import Table
 
-from pypto.ir.atomic_write import atomic_write
-from pypto.ir.contract import Contract
-from pypto.ir.platforms import SIMULATOR_PLATFORMS
+from pypto.ir import SIMULATOR_PLATFORMS, Contract, atomic_write
 from pypto.runtime.cli._common import (
     EXIT_OK,
     Failed,
@@ -115,7 +113,7 @@ def _load_npy(np: Any, p: Any, file: str) -> Any:
         arr = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
         raise UsageError(f"{what}: not a readable .npy file ({exc})") from None
-    from pypto.ir.dtypes import DataType
+    from pypto.ir import DataType
 
     dtype = DataType.from_array_name(arr.dtype.name) if arr.dtype.kind in "biuf" else None
     dims_ok = arr.ndim == len(p.shape) and all(

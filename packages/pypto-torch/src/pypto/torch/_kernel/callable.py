@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto.ir.param_info import ParamDirection
+from pypto.ir import ParamDirection
 from pypto.torch.interop import CallFrame, CallSignature
 
 __all__ = ["KernelCallable", "RegistrationError", "artifact_identity"]

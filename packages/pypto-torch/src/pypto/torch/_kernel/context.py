@@ -37,8 +37,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir.contract import Contract
-from pypto.ir.platforms import DEFAULT_PLATFORM, DEFAULT_RUNTIME
+from pypto.ir import DEFAULT_PLATFORM, DEFAULT_RUNTIME, Contract
 from pypto.runtime import mode_gate, settings
 from pypto.torch._kernel.callable import KernelCallable, RegistrationError, artifact_identity
 from pypto.torch._kernel.owner import LifecycleOwner
@@ -506,7 +505,7 @@ def _preflight_request(
     device: object, platform: str | None, runtime: str, config: object
 ) -> tuple[KernelRequest, DevicePlatform, Any]:
     """Normalise and validate ``init``'s arguments; nothing is claimed or created here."""
-    from pypto.ir.platforms import PLATFORMS, RUNTIMES, get_platform
+    from pypto.ir import PLATFORMS, RUNTIMES, get_platform
 
     name = platform if platform is not None else (settings.platform() or DEFAULT_PLATFORM)
     if name not in PLATFORMS:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pypto.ir.platforms import NPU_PLATFORMS, SIMULATOR_PLATFORMS
+from pypto.ir import NPU_PLATFORMS, SIMULATOR_PLATFORMS
 
 __all__ = [
     "FORMAT_FRACTAL_NZ",

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from pypto.ir.platforms import DEFAULT_PLATFORM, get_platform
+from pypto.ir import DEFAULT_PLATFORM, get_platform
 from pypto.torch._platform import NPU_PLATFORMS, DevicePlatform, NpuRuntimeUnavailable, PhysicalDescriptor
 
 # the chip the default (simulated) platform simulates

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pypto.ir.platforms import DEFAULT_PLATFORM
+from pypto.ir import DEFAULT_PLATFORM
 from pypto.torch._platform import (
     FORMAT_ND,
     SIMULATOR_PLATFORMS,
