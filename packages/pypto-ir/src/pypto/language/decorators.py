@@ -25,6 +25,7 @@ from pypto.ir.nodes import Assign, CallFunc, ExprStmt, Function, Param, Program,
 from pypto.ir.types import FunctionType, TupleType, Type
 from pypto.language.parser import ParseContext, SourceInfo, _SelfMethod, param_annotations, parse_function
 from pypto.language.parser.common import capture_enclosing
+from pypto.language.tracebacks import user_facing
 
 __all__ = [
     "DSLFunction",
@@ -195,6 +196,7 @@ class _ProgramContext(ParseContext):
         return super().resolve_call(target, arg_types, span)
 
 
+@user_facing
 def program(cls: type) -> Program:
     """Build an IR Program from a class of ``@pl.function`` methods.
 

@@ -30,6 +30,7 @@ from pypto.language import typing as lt
 from pypto.language.binding import dtype_of, fast_key, is_tensor, scalar_of, shape_of
 from pypto.language.decorators import IncoreFunction, InlineFunction, _source_digest
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
+from pypto.language.tracebacks import user_facing
 
 __all__ = ["DeclaredParam", "JITFunction", "Specialization", "jit"]
 
@@ -140,6 +141,7 @@ class JITFunction:
     def __repr__(self) -> str:
         return f"<pl.jit {self.fn.__module__}.{self.fn.__qualname__}>"
 
+    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return get_jit_executor()(self, args, kwargs)
 
@@ -222,6 +224,7 @@ class JITFunction:
                 key.append(("S", type(v).__name__, v))
         return tuple(key)
 
+    @user_facing
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
         """Parse (or fetch from the in-memory cache) the program for these arguments.
 
@@ -339,6 +342,7 @@ class JITFunction:
         material["globals"] = {f"{fn.__qualname__}.{name}": repr(v) for fn, name, v in captured}
         return Specialization(program, function_signature(entry, ssa_names=False), key, material, captured)
 
+    @user_facing
     def lower(self, *args: Any, **kwargs: Any) -> Program:
         """Run the full pass pipeline for these arguments and return the lowered program."""
         from pypto.ir.pipeline import lower

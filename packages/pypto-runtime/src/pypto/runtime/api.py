@@ -28,6 +28,7 @@ from pypto.ir import (
     parse_platform,
 )
 from pypto.language.jit import JITFunction, Specialization
+from pypto.language.tracebacks import user_facing
 from pypto.runtime import settings
 from pypto.runtime.artifact_runtime import Obtained, default_runtime
 from pypto.runtime.compiled import (
@@ -109,6 +110,7 @@ def _obtain(
     return got, spec
 
 
+@user_facing
 def compile(
     program: Compilable,
     *args: Any,
@@ -183,6 +185,7 @@ def _compile_multi(
     return CompiledProgram(children[program.entry].artifact, program=program, entries=children)
 
 
+@user_facing
 def compile_artifact(
     program: Compilable,
     *args: Any,

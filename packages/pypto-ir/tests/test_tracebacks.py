@@ -1,0 +1,69 @@
+"""A compile error prints the user's call and the error, not the compiler's frames."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PROGRAM = textwrap.dedent(
+    """
+    import numpy as np
+    import pypto.language as pl
+
+    @pl.jit
+    def f(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 16])
+            c[:] = pl.tanh(t)
+        return c
+
+    a = np.ones((16, 16), np.float32)
+    f.{entry}(a, np.zeros_like(a))
+    """
+)
+
+
+def _run(tmp_path: Path, entry: str, full: str | None) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "user_kernel.py"
+    script.write_text(PROGRAM.replace("f.{entry}", "f" if entry == "__call__" else f"f.{entry}"))
+    env = {k: v for k, v in os.environ.items() if k != "PYPTO_FULL_TRACEBACK"}
+    if full is not None:
+        env["PYPTO_FULL_TRACEBACK"] = full
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False, timeout=120
+    )
+
+
+def _frames(stderr: str) -> list[str]:
+    return [ln.strip() for ln in stderr.splitlines() if ln.strip().startswith('File "')]
+
+
+@pytest.mark.parametrize("entry", ["specialize", "lower"])
+def test_trimmed_to_the_users_call(tmp_path: Path, entry: str) -> None:
+    r = _run(tmp_path, entry, None)
+    assert r.returncode == 1
+    frames = _frames(r.stderr)
+    assert len(frames) == 2, r.stderr
+    assert "user_kernel.py" in frames[0]  # the user's call ...
+    assert frames[1].endswith("in entry")  # ... and the entry point that re-raised
+    last = r.stderr.strip().splitlines()
+    assert any("user_kernel.py:9:" in ln and "pl has no attribute 'tanh'" in ln for ln in last)
+    assert "^" in last[-1]  # the caret under the mistake ends the output
+
+
+@pytest.mark.parametrize("full", ["1", "yes"])
+def test_full_traceback_on_request(tmp_path: Path, full: str) -> None:
+    r = _run(tmp_path, "specialize", full)
+    assert r.returncode == 1
+    frames = _frames(r.stderr)
+    assert len(frames) > 5, r.stderr
+    assert any("parser" in f for f in frames)
+
+
+def test_zero_means_trimmed(tmp_path: Path) -> None:
+    assert len(_frames(_run(tmp_path, "specialize", "0").stderr)) == 2
