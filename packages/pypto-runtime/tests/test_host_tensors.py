@@ -69,5 +69,21 @@ def test_torch_cpu_tensor_without_copy() -> None:
     out = allocate_like((2,), DataType.BF16, [t])
     assert isinstance(out, torch.Tensor)
     assert out.dtype == torch.bfloat16
-    with pytest.raises(TensorBindingError, match="requires grad"):
+    with pytest.raises(TensorBindingError, match="requires grad while autograd is enabled"):
         describe(torch.zeros(2, requires_grad=True), what="g")
+    with torch.no_grad():  # borrowed as it is, as kernel mode does
+        g = torch.zeros(2, requires_grad=True)
+        assert describe(g, what="g").ptr == g.data_ptr()
+
+
+def test_broadcast_views_are_refused_naming_the_axis() -> None:
+    base = np.zeros(16, np.float32)
+    view = np.lib.stride_tricks.as_strided(base, (4, 16), (0, 4))
+    with pytest.raises(
+        TensorBindingError, match=r"^v: stride 0 on axis 0, a broadcast \(expanded\) view whose 4"
+    ):
+        describe(view, what="v")
+    torch = pytest.importorskip("torch", reason="torch is optional for pypto-runtime")
+    with pytest.raises(TensorBindingError, match=r"^t: stride 0 on axis 1.*pass \.contiguous\(\)"):
+        describe(torch.zeros(4, 1).expand(4, 8), what="t")
+    assert describe(np.zeros((1, 8), np.float32)[:, :], what="one row").shape == (1, 8)  # extent 1: fine

@@ -145,6 +145,20 @@ class JITFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return get_jit_executor()(self, args, kwargs)
 
+    def signature_text(self) -> str:
+        """The function's signature as written: ``f(a: pl.Tensor, c: pl.Out[pl.Tensor])``."""
+        parts = []
+        for name, p in self._sig.parameters.items():
+            text = (
+                name
+                if p.annotation is inspect.Parameter.empty
+                else f"{name}: {lt.annotation_text(p.annotation)}"
+            )
+            if p.default is not inspect.Parameter.empty:
+                text += f" = {p.default!r}"
+            parts.append(text)
+        return f"{self.fn.__name__}({', '.join(parts)})"
+
     @property
     def param_names(self) -> tuple[str, ...]:
         return tuple(self._sig.parameters)
@@ -162,7 +176,7 @@ class JITFunction:
         try:
             ba = self._sig.bind(*args, **kwargs)
         except TypeError as exc:
-            raise TypeError(f"{self.fn.__name__}{self._sig}: {exc}") from None
+            raise TypeError(f"{self.signature_text()}: {exc}") from None
         ba.apply_defaults()
         return tuple(ba.arguments[n] for n in self._sig.parameters)
 

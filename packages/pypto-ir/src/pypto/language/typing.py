@@ -28,6 +28,7 @@ __all__ = [
     "TensorAnnotation",
     "Tile",
     "TileAnnotation",
+    "annotation_text",
     "dynamic",
     "is_runtime",
 ]
@@ -213,3 +214,27 @@ class InOut(metaclass=_DirMeta):
     """A tensor parameter the kernel reads and writes."""
 
     _direction = ParamDirection.INOUT
+
+
+def annotation_text(ann: Any) -> str:
+    """How a parameter annotation is written in source: ``pl.Out[pl.Tensor[[M, 32], pl.FP32]]``."""
+    if isinstance(ann, str):  # postponed evaluation (from __future__ import annotations): the source text
+        return ann
+    if ann is Tensor:
+        return "pl.Tensor"
+    if ann is Tile:
+        return "pl.Tile"
+    if isinstance(ann, DirectionAnnotation):
+        name = "Out" if ann.direction is ParamDirection.OUT else "InOut"
+        return f"pl.{name}[{annotation_text(ann.inner)}]"
+    if isinstance(ann, TensorAnnotation):
+        if ann.shape is None:
+            return "pl.Tensor"
+        nz = ", pl.NZ" if ann.layout is Layout.NZ else ""
+        return f"pl.Tensor[[{', '.join(map(repr, ann.shape))}], {ann.dtype!r}{nz}]"
+    if isinstance(ann, TileAnnotation):
+        memory = f", pl.Mem.{ann.memory.value}" if ann.memory is not None else ""
+        return f"pl.Tile[[{', '.join(map(str, ann.shape))}], {ann.dtype!r}{memory}]"
+    if isinstance(ann, ScalarAnnotation):
+        return f"pl.Scalar[{ann.dtype!r}]"
+    return repr(ann)

@@ -191,6 +191,13 @@ def _within(ptr: int, span: int, itemsize: int, storage: tuple[int, int] | None)
 
 
 def _check_bounds(view: HostTensor, itemsize: int, what: str, hint: str = "") -> HostTensor:
+    for axis, (extent, stride) in enumerate(zip(view.shape, view.strides, strict=True)):
+        if stride == 0 and extent > 1:
+            raise TensorBindingError(
+                f"{what}: stride 0 on axis {axis}, a broadcast (expanded) view whose {extent} elements along "
+                "that axis share one memory location; the chip needs every element in its own place: "
+                "pass .contiguous() (torch) or np.ascontiguousarray (numpy)"
+            )
     problem = view_bounds_problem(
         view.storage_ptr, view.storage_nbytes, view.offset_bytes // itemsize, itemsize, view.span_bytes
     )
@@ -234,8 +241,13 @@ def _describe_torch(obj: Any, what: str) -> HostTensor:
             f"{what}: program mode on the simulator takes CPU tensors, got one on {device}; "
             "move it with .cpu() (device tensors belong to kernel mode, pypto.torch)"
         )
-    if getattr(obj, "requires_grad", False):
-        raise TensorBindingError(f"{what}: tensor requires grad; pass .detach() (no autograd support)")
+    # As in kernel mode (docs/pypto-torch.md): a tensor that requires grad is refused while
+    # autograd records, and borrowed as it is under torch.no_grad() / inference_mode.
+    if getattr(obj, "requires_grad", False) and sys.modules["torch"].is_grad_enabled():
+        raise TensorBindingError(
+            f"{what}: tensor requires grad while autograd is enabled; pass .detach() or call under "
+            "torch.no_grad() (PyPTO kernels have no backward)"
+        )
     dtype = DataType.from_array_name(str(obj.dtype))
     if dtype is None:
         raise TensorBindingError(f"{what}: unsupported torch dtype {obj.dtype}")
