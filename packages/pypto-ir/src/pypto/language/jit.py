@@ -176,7 +176,19 @@ class JITFunction:
         try:
             ba = self._sig.bind(*args, **kwargs)
         except TypeError as exc:
-            raise TypeError(f"{self.signature_text()}: {exc}") from None
+            given = set(self.param_names[: len(args)]) | set(kwargs)
+            outs = [
+                p.name
+                for p in self.declared_params()
+                if p.name not in given and p.direction is ParamDirection.OUT and p.kind == "tensor"
+            ]
+            hint = (
+                f"; an Out parameter ({', '.join(map(repr, outs))}) is allocated when omitted only if its "
+                "annotation fixes its shape and dtype (pl.Out[pl.Tensor[[16, 16], pl.FP32]]); otherwise pass it"
+                if outs
+                else ""
+            )
+            raise TypeError(f"{self.signature_text()}: {exc}{hint}") from None
         ba.apply_defaults()
         return tuple(ba.arguments[n] for n in self._sig.parameters)
 

@@ -21,6 +21,7 @@ from pypto.ir import (
     ArtifactKey,
     Contract,
     FunctionType,
+    ParamDirection,
     Program,
     ToolchainIdentity,
     atomic_write,
@@ -38,6 +39,7 @@ from pypto.runtime.compiled import (
     build_prebuilt,
     toolchain_identity,
 )
+from pypto.runtime.host_tensors import allocate_like
 from pypto.runtime.runner import RunConfig, run_artifact
 
 __all__ = ["Compilable", "artifact_key", "compile", "compile_artifact", "jit_executor", "load_cached", "run"]
@@ -257,11 +259,32 @@ def _executor_call(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any
     # in parameter order and their call key (a repeat call: found by that key alone), and the
     # artifact's call plan takes those positionally, keyed by the same call key. A specialisation's key holds no value for
     # a runtime scalar (pl.RUNTIME default), so one program serves all its values.
+    if len(args) + len(kwargs) < len(fn.param_names):
+        kwargs = _allocate_omitted_outputs(fn, args, kwargs)
     spec, bound, key = fn.bind_call(args, kwargs, run=True)
     prog = spec.attached.get((config.platform, config.runtime))
     if prog is None:
         prog = _program_of(spec, config)
     return run_artifact(prog.artifact, bound, _NO_KWARGS, config, key)
+
+
+def _allocate_omitted_outputs(
+    fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """An omitted Out parameter is allocated, as a compiled program does, when its shape and
+    dtype are known before the call: its annotation fixes both (``pl.Out[pl.Tensor[[16, 16],
+    pl.FP32]]``). A bare ``pl.Out[pl.Tensor]`` takes its shape from the argument, so it must be
+    passed; the binder's error names it."""
+    given = set(fn.param_names[: len(args)]) | set(kwargs)
+    filled = dict(kwargs)
+    tensors = [*args, *kwargs.values()]
+    for p in fn.declared_params():
+        if p.name in given or p.direction is not ParamDirection.OUT or p.kind != "tensor":
+            continue
+        if p.dtype is None or p.shape is None or any(d < 0 for d in p.shape):
+            continue
+        filled[p.name] = allocate_like(p.shape, p.dtype, tensors)
+    return filled
 
 
 def jit_executor(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
