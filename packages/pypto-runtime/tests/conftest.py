@@ -1,13 +1,23 @@
-"""Shared fixtures: an isolated store root, and a reset process mode gate."""
+"""Shared fixtures: an isolated store root, and a reset process mode gate; this folder on
+sys.path for the helpers of store_test_helpers.py."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pypto.runtime import mode_gate
+
+HERE = Path(__file__).resolve().parent
+
+# Test modules import shared helpers by name (``from store_test_helpers import entry_steps``);
+# with --import-mode=importlib this folder is not on sys.path, so conftest (loaded before any
+# test module) puts it there.
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 
 
 @pytest.fixture(autouse=True)

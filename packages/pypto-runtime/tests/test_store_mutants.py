@@ -23,6 +23,7 @@ import types
 from pathlib import Path
 
 import pytest
+from store_test_helpers import entry_steps
 
 from pypto.runtime import _fs
 from pypto.runtime._fs import UnsafeStoreError, check_dir, open_regular, ownership_problem, publish_dir
@@ -52,18 +53,7 @@ FILES = {
 }
 
 
-def _generate(path: Path) -> None:
-    for rel, data in FILES.items():
-        if not rel.startswith("prebuilt/"):
-            (path / rel).parent.mkdir(parents=True, exist_ok=True)
-            (path / rel).write_bytes(data)
-
-
-def _build(path: Path) -> None:
-    for rel, data in FILES.items():
-        if rel.startswith("prebuilt/"):
-            (path / rel).parent.mkdir(parents=True, exist_ok=True)
-            (path / rel).write_bytes(data)
+_generate, _build = entry_steps(FILES)
 
 
 def _store(tmp_path: Path) -> ArtifactStore:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from store_test_helpers import entry_steps
 
 import pypto.language as pl
 import pypto.runtime as rt
@@ -53,18 +54,7 @@ FILES = {
 }
 
 
-def _generate(path: Path) -> None:
-    for rel, data in FILES.items():
-        if not rel.startswith("prebuilt/"):
-            (path / rel).parent.mkdir(parents=True, exist_ok=True)
-            (path / rel).write_bytes(data)
-
-
-def _build(path: Path) -> None:
-    for rel, data in FILES.items():
-        if rel.startswith("prebuilt/"):
-            (path / rel).parent.mkdir(parents=True, exist_ok=True)
-            (path / rel).write_bytes(data)
+_generate, _build = entry_steps(FILES)
 
 
 def _runtime(root: Path | None = None) -> ArtifactRuntime:
