@@ -30,7 +30,7 @@ from pypto.ir.nodes import (
     Var,
     Yield,
 )
-from pypto.ir.ops import OpError, infer
+from pypto.ir.ops import OPS, OpError, infer
 from pypto.ir.types import TensorType
 
 __all__ = ["VerifyError", "VerifyLevel", "verify"]
@@ -112,15 +112,7 @@ class _FnVerifier:
         if want != e.type:
             raise self.fail(f"op {e.op} records type {e.type} but its operands give {want}", s)
         kernel = self.fn.func_type.is_kernel
-        on_core = e.op not in (
-            "tensor.create",
-            "tensor.dim",
-            "tensor.read",
-            "tensor.write",
-            "scalar.cast",
-            "tensor.view",
-        )
-        if self.level.outlined and not kernel and on_core:
+        if self.level.outlined and not kernel and OPS[e.op].on_core:
             raise self.fail(f"op {e.op} runs on a core but appears in orchestration", s)
         if (
             self.level.lowered

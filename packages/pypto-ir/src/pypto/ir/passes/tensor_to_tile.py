@@ -29,15 +29,13 @@ from pypto.ir.nodes import (
     Var,
     Yield,
 )
-from pypto.ir.ops import infer, tile_shape_for
+from pypto.ir.ops import OPS, infer, tile_shape_for
 from pypto.ir.param_info import Layout
 from pypto.ir.types import MemorySpace, TensorType, TileType, Type
 
 NAME = "tensor_to_tile"
 MAX_TILE_ELEMENTS = 1 << 16
 """Largest tile a tensor-level op may need (elements); larger tensors must be tiled by hand."""
-
-_NO_LOWER = ("tensor.dim", "tensor.create", "tensor.read", "tensor.write", "tensor.view")
 
 
 def run(program: Program) -> Program:
@@ -63,7 +61,9 @@ def _add(a: Expr, b: Expr) -> Expr:
 
 
 def _is_tensor_compute(e: object) -> bool:
-    return isinstance(e, Call) and e.op.startswith("tensor.") and e.op not in _NO_LOWER
+    """A tensor-level op that is kernel work (the op table's ``on_core``): lowered to tiles. The
+    others (dims, element reads/writes, windows, allocation) stay as they are."""
+    return isinstance(e, Call) and e.op.startswith("tensor.") and OPS[e.op].on_core
 
 
 class _Lowerer:
