@@ -127,6 +127,7 @@ def test_compile_to_files_verifies_the_parsed_ir(tmp_path) -> None:  # type: ign
 def test_the_compile_steps_are_listed_in_the_pipeline_in_order(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """``compile_to_files`` runs exactly ``pipeline.COMPILE``, in its order."""
     assert [s.name for s in pipeline.COMPILE] == [
+        "target",
         "aliases",
         "contract",
         "lower",

@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 
 import pypto.language as pl
-from pypto.ir.compile import compile_to_files
-from pypto.ir.errors import KernelError
 
 
 @pl.jit
@@ -37,13 +35,3 @@ def test_print_shows_the_tile_and_scalar_tagged_with_task_and_core(capfd: pytest
     assert any(ln.strip().startswith("[       480") for ln in out.splitlines())
     assert sum("..." in ln for ln in out.splitlines()) == 7  # 6 rows with a column gap, 1 row gap
     assert re.search(tag + r" t\[1, 2\]:\s+34$", out, re.M), out
-
-
-def test_print_is_refused_for_a_device_platform(tmp_path: object) -> None:
-    a = np.zeros((16, 32), np.float32)
-    spec = prints_tile_and_scalar.specialize(a, np.zeros_like(a))
-    with pytest.raises(
-        KernelError, match=r"pl.print runs on the simulated chip only.*'a2a3'.*a2a3sim"
-    ) as info:
-        compile_to_files(spec, tmp_path / "out", contract="PROGRAM", platform="a2a3")  # type: ignore[operator]
-    assert "pl.print(t)" in str(info.value)  # the source line of the first print

@@ -19,6 +19,7 @@ import pypto.runtime as rt
 from pypto.runtime import mode_gate
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
+from pypto.runtime.store import ArtifactStore
 from pypto_testing.programs import COLS, EXAMPLES, ROWS, Example, add_chunks, dynamic_rows, scalar_param, silu
 
 RNG = np.random.default_rng(7)
@@ -398,18 +399,17 @@ def test_concurrent_program_calls_from_threads() -> None:
     assert errors == []
 
 
-def test_onboard_platform_keeps_sources_only_and_reloads_on_the_simulator() -> None:
-    from pypto.runtime.artifact_runtime import BuildUnavailable
+def test_a_device_platform_is_refused_at_compile_time(store_root: Path) -> None:
+    from pypto.ir.build import DeviceBuildUnavailable
 
-    fn, inputs, out_shapes, ref = CASES["activation"]
-    prog = rt.compile(fn, *inputs, z(*out_shapes[0]), platform="a2a3")
-    assert prog.artifact.device_kind == "ONBOARD"
-    assert prog.path.parent.name == "generated"  # no CANN here: the entry stays GENERATED
-    assert not (prog.path / "prebuilt").exists()
-    with pytest.raises(BuildUnavailable, match="needs CANN"):
-        prog(*inputs, config=rt.RunConfig(platform="a2a3"))
-    # The same sources, reloaded with an explicit simulator platform, build and run here.
-    sim = CompiledProgram.from_dir(prog.path, platform="a2a3sim")
-    assert sim.platform == "a2a3sim"
-    assert sim.metadata.platform == "a2a3"
-    _check(sim(*inputs), ref(*inputs))
+    def entries() -> list[tuple[str, str]]:
+        return sorted((e.key, e.state) for e in ArtifactStore(store_root).entries())
+
+    fn, inputs, out_shapes, _ = CASES["activation"]
+    before = entries()
+    with pytest.raises(
+        DeviceBuildUnavailable, match=r"platform 'a2a3': an NPU build needs device kernel code"
+    ) as info:
+        rt.compile(fn, *inputs, z(*out_shapes[0]), platform="a2a3")
+    assert "Compile for a2a3sim" in str(info.value)
+    assert entries() == before  # no entry was made for the device platform

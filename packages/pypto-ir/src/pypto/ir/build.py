@@ -12,11 +12,10 @@ from pypto.ir.analysis.host_access import check_host_access, host_tensor_access
 from pypto.ir.analysis.return_lineage import entry_aliases
 from pypto.ir.analysis.signature import signature_of
 from pypto.ir.codegen import KernelSource, OrchestrationSource, generate_kernel, generate_orchestration
-from pypto.ir.codegen.kernel import PRINT_OPS
 from pypto.ir.contract import Contract, check_lowered_abi, validate_kernel_contract
-from pypto.ir.errors import KernelError, PyptoCompileError
+from pypto.ir.errors import PyptoCompileError
 from pypto.ir.metadata import ArtifactMetadata, KernelInfo, OrchestrationInfo
-from pypto.ir.nodes import Call, CallFunc, Function, Program, stmt_exprs, walk_stmts
+from pypto.ir.nodes import CallFunc, Function, Program, stmt_exprs, walk_stmts
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.passes import nz_layout, ssa
 from pypto.ir.platforms import check_kernel_buffers, get_platform
@@ -62,6 +61,26 @@ class Build:
         if self.lowered is None:
             raise RuntimeError("the 'lower' step has not run")
         return self.lowered
+
+
+class DeviceBuildUnavailable(PyptoCompileError):
+    """A compile for an NPU platform: this compiler emits code for the simulated chip only."""
+
+
+def target(b: Build) -> None:
+    """The platform must be one this compiler emits code for: a simulated chip. A device build
+    needs NPU kernel code (the Ascend C / PTO instruction set) built by the CANN toolkit's
+    compiler; the kernels emitted here are host C++ against simpler's tile library, which no
+    NPU runs, so nothing is written (or cached) for a device platform."""
+    p = get_platform(b.platform)
+    if p.simulated:
+        return
+    raise DeviceBuildUnavailable(
+        f"platform {b.platform!r}: an NPU build needs device kernel code (the Ascend C / PTO "
+        "instruction set) compiled by the CANN toolkit, and this compiler emits host C++ for the "
+        f"simulated chip's tile library only, which no NPU runs; nothing was compiled or cached. "
+        f"Compile for {p.hardware}sim to run on the simulated {p.hardware} chip"
+    )
 
 
 def aliases(b: Build) -> None:
@@ -115,25 +134,9 @@ def _called_kernels(lowered: Program) -> list[Function]:
     return [f for f in lowered.funcs if f.func_type.is_kernel and f.name in called]
 
 
-def _refuse_debug_print(kfn: Function, platform: str) -> None:
-    """pl.print writes to the simulator's stdout; a device has no such channel."""
-    if get_platform(platform).simulated:
-        return
-    for s in walk_stmts(kfn.body):
-        for e in stmt_exprs(s):
-            if isinstance(e, Call) and e.op in PRINT_OPS:
-                raise KernelError(
-                    f"kernel {kfn.name!r}: pl.print runs on the simulated chip only, and this compile targets "
-                    f"the device platform {platform!r}; remove the print or compile for "
-                    f"{get_platform(platform).hardware}sim",
-                    e.span,
-                )
-
-
 def kernels(b: Build) -> None:
     """One source per kernel the entry calls (func_id = position); generated before any file is written."""
     for kfn in _called_kernels(b.lowered_program):
-        _refuse_debug_print(kfn, b.platform)
         src = generate_kernel(kfn)
         b.kernel_sources[kfn.name] = src
         b.texts[f"kernels/{kfn.name}.cpp"] = src.text
