@@ -24,6 +24,7 @@ import numpy as np
 
 import pypto.language as pl
 import pypto.runtime as rt
+from pypto_testing.bench import report
 
 BAR, GOAL = 25.0, 10.0
 
@@ -135,6 +136,15 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
         )
         return (label, f"{t[key] * 1e6:.1f} us", f"{ratio:.1f}x", verdict)
 
+    report(
+        "@pl.jit call, 64x64 FP32 add on a2a3sim",
+        t["jit"] * 1e6,
+        base * 1e6,
+        "np.add(out=)",
+        "us",
+        bar=BAR,
+        goal=GOAL,
+    )
     aic, aiv = default_core_threads()
     _table(
         f"64x64 FP32 add, program mode on a2a3sim vs numpy (bar <= {BAR:.0f}x, goal <= {GOAL:.0f}x; "
