@@ -543,7 +543,12 @@ PY_TARGETS: dict[str, PyTarget] = {
             "src/pypto/runtime/store.py",
             "src/pypto/runtime/artifact_runtime.py",
         ),
-        ("tests/test_store_mutants.py", "tests/test_store.py", "tests/test_store_trust.py"),
+        (
+            "tests/test_store_fs_checks.py",
+            "tests/test_store_entry_checks.py",
+            "tests/test_store.py",
+            "tests/test_store_trust.py",
+        ),
         # The trust checks (issue 12), in two groups run in this order within the budget: first
         # the boundary itself (ownership and type checks, no-follow opens, the entry walk, lookup),
         # then what a valid entry must satisfy (the no-replace publish, the manifest comparison,

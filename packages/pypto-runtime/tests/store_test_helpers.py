@@ -3,8 +3,16 @@ of files (``relative path -> bytes``; ``prebuilt/`` files are what the build ste
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+import pytest
+
+from pypto.runtime.artifact_runtime import ArtifactRuntime
+from pypto.runtime.manifest import MANIFEST_NAME, EntryState, Manifest, scan_dir
+from pypto.runtime.store import ArtifactStore
 
 
 def _writer(files: Mapping[str, bytes], prebuilt: bool) -> Callable[[Path], None]:
@@ -20,3 +28,48 @@ def _writer(files: Mapping[str, bytes], prebuilt: bool) -> Callable[[Path], None
 def entry_steps(files: Mapping[str, bytes]) -> tuple[Callable[[Path], None], Callable[[Path], None]]:
     """(generate, build): write the sources, and the ``prebuilt/`` files, of ``files``."""
     return _writer(files, prebuilt=False), _writer(files, prebuilt=True)
+
+
+# The entry the store-check tests build (test_store_fs_checks.py, test_store_entry_checks.py).
+
+KEY = hashlib.sha256(b"mutants").hexdigest()
+OTHER_UID = 65534
+FIX = "do the documented thing"
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+
+FILES = {
+    "compiled_meta.json": b'{"schema": 3}',
+    "kernels/add.cpp": b"// add\n",
+    "prebuilt/kernels/add.so": b"\x7fELF" + bytes(range(64)),
+}
+
+
+_generate, _build = entry_steps(FILES)
+
+
+def _store(tmp_path: Path) -> ArtifactStore:
+    return ArtifactStore(tmp_path / "store")
+
+
+def _entry(store: ArtifactStore, *, build: bool = True) -> Path:
+    got = ArtifactRuntime(store).obtain(KEY, generate=_generate, build=_build if build else None)
+    assert got.origin == "built"
+    return got.path
+
+
+def _tree(root: Path, files: dict[str, bytes]) -> Path:
+    root.mkdir(mode=0o700)
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+def _write_manifest(root: Path, key: str = KEY, state: str = EntryState.READY) -> Manifest:
+    manifest = scan_dir(root, key=key, state=state)
+    (root / MANIFEST_NAME).write_bytes(manifest.dumps())
+    return manifest
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
