@@ -18,14 +18,14 @@ Rules the documents follow:
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from pypto_testing.scripts import run_python_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -94,16 +94,7 @@ def collect(doc: Path) -> list[Script]:
 def run_script(script: Script, workdir: Path, cache_dir: Path) -> subprocess.CompletedProcess[str]:
     path = workdir / (re.sub(r"\W", "_", script.name) + ".py")
     path.write_text(script.source())
-    env = {**os.environ, "PYPTO_CACHE_DIR": str(cache_dir)}
-    return subprocess.run(
-        [sys.executable, str(path)],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_python_file(path, workdir, cache_dir)
 
 
 SCRIPTS = [script for doc in DOCS for script in collect(doc)]

@@ -8,14 +8,14 @@ fresh interpreter (a step that registers a torch operator needs a kernel-mode pr
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from pypto_testing.scripts import run_python_file
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorial"
 STEPS = sorted(TUTORIAL.glob("step[0-9][0-9]_*.py"))
@@ -32,16 +32,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_step(step: Path, workdir: Path, cache_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYPTO_CACHE_DIR": str(cache_dir)}
-    return subprocess.run(
-        [sys.executable, str(step)],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_python_file(step, workdir, cache_dir)
 
 
 def check_step(step: Path, proc: subprocess.CompletedProcess[str]) -> float:
