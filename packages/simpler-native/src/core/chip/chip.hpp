@@ -236,6 +236,17 @@ private:
     void fail_locked(RunState& rs, const std::string& message);
     template <class Pred>
     bool orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready);
+    // Placing one task on ring r (the orchestrator thread): back-pressure (task window, then
+    // the dependency pool for the predecessors `collect` gathers into preds_), the task's slot,
+    // and its dispatch once the caller has finished with it.
+    template <class Label, class Collect>
+    bool admit_task_locked(std::unique_lock<std::mutex>& lk, RunState& rs, int r, Label label, Collect collect);
+    Task& place_task_locked(RunState& rs, int r, const CoreKernel* k, std::uint32_t index, const OrchTaskSpec* spec,
+                            const std::vector<Task*>& preds);
+    void dispatch_placed_locked(RunState& rs, Task& t);
+    // The kernel a task spec names, after every check of the spec (nullptr and *error otherwise).
+    const CoreKernel* check_task(const ChipProgram& program, const OrchTaskSpec* spec, std::uint32_t index,
+                                 std::string* error) const;
     void check_tensor(const ChipTensor& t, const std::string& what) const;
     bool tensor_ok(const ChipTensor& t) const noexcept;
     void write_diagnostics(RunState& rs);

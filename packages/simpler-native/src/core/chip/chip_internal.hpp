@@ -107,6 +107,21 @@ struct Chip::Ring {
     std::uint64_t window() const noexcept { return mask + 1; }
 };
 
+// One tensor access of a task in a run's whole graph (finished tasks included).
+struct GraphAccess {
+    std::uint64_t lo, hi;
+    ChipTensor tensor;
+    std::uint32_t index;
+    bool write;
+};
+
+// The dependencies of task `index` (the spec's tensors) on earlier accesses in `history`, by the
+// tensor map's rule (tensors_may_overlap: In after writers; Out, InOut after readers and
+// writers), appended to *deps; then the task's accesses join `history` (a covering write drops
+// what it covers). Explicit dependencies are the caller's.
+void graph_dependencies(std::vector<GraphAccess>& history, const OrchTaskSpec* spec, std::uint32_t index,
+                        std::vector<std::uint32_t>* deps);
+
 struct Chip::RunState {
     std::shared_ptr<Run> run;
     std::shared_ptr<const ChipProgram> program_ref;  // keeps the binaries loaded until the run ends
@@ -133,13 +148,7 @@ struct Chip::RunState {
     std::vector<TaskNode> nodes;
     // dep_graph only: every access of the run so far (finished tasks included), so that the
     // graph holds every dependency of the program, not only those still pending at submit.
-    struct Access {
-        std::uint64_t lo, hi;
-        ChipTensor tensor;
-        std::uint32_t index;
-        bool write;
-    };
-    std::vector<Access> history;
+    std::vector<GraphAccess> history;
     std::unordered_map<std::int64_t, std::uint32_t> index_of_id;  // task id -> index in the run
 };
 
@@ -183,6 +192,33 @@ bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
     orch_cv_.wait(lk, [&] { return ready() || stop_.load(); });
     orch_waiting_ = false;
     return ready();
+}
+
+template <class Label, class Collect>
+bool Chip::admit_task_locked(std::unique_lock<std::mutex>& lk, RunState& rs, int r, Label label, Collect collect) {
+    Ring& ring = *rings_[r];
+    std::vector<Task*>& preds = preds_;  // orchestrator-thread scratch, reused across tasks
+    for (;;) {
+        const bool ok =
+            orch_wait_locked(lk, [&] { return ring.next - ring.head < ring.window() || rs.failed || in_flight_ == 0; });
+        if (rs.failed) return false;
+        if (!ok || ring.next - ring.head >= ring.window()) {
+            fail_locked(rs, label() + ": deadlock: ring " + std::to_string(r) + "'s task window is full with nothing running");
+            return false;
+        }
+        preds.clear();
+        collect(preds);
+        const auto edges = static_cast<std::uint32_t>(preds.size());
+        if (edges > ring.dep_cap) {
+            fail_locked(rs, label() + ": needs " + std::to_string(edges) + " dependency entries but ring " +
+                                std::to_string(r) + "'s dependency pool holds " + std::to_string(ring.dep_cap));
+            return false;
+        }
+        if (ring.dep_used + edges <= ring.dep_cap) return true;
+        const std::uint64_t seen = in_flight_;
+        orch_wait_locked(lk, [&] { return in_flight_ < seen || rs.failed || in_flight_ == 0; });
+        if (rs.failed) return false;
+    }
 }
 
 }  // namespace simpler::chip
