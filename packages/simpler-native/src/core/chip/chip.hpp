@@ -78,7 +78,15 @@ bool tensors_may_overlap(const ChipTensor& a, const ChipTensor& b) noexcept;
 // True when every element ``inner`` touches is also touched by ``outer`` (false when unsure).
 bool tensor_covers(const ChipTensor& outer, const ChipTensor& inner) noexcept;
 
+// The chip runtime: how a run's task graph is built. TMR: the orchestration runs on the AICPU
+// orchestrator thread and each task is dispatched as it is submitted. HBG (host_build_graph):
+// the orchestration runs on the submitting host thread and builds the run's whole graph, which
+// the orchestrator thread then hands to the scheduler and AICore threads (chip_host_graph.cpp).
+enum class Runtime : std::uint8_t { TensormapAndRingbuffer, HostBuildGraph };
+inline constexpr const char* kRuntimeNames[] = {"tensormap_and_ringbuffer", "host_build_graph"};
+
 struct ChipOptions {
+    Runtime runtime = Runtime::TensormapAndRingbuffer;
     int aic_threads = 1;  // 0..kMaxCoreThreads each, at least one in all
     int aiv_threads = 1;
     // How long an idle thread spins before it parks, in nanoseconds.
@@ -169,6 +177,11 @@ public:
     void orch_fail(RunState& rs, const std::string& message);
     void record_graph_node(RunState& rs, const Task& t, const OrchTaskSpec* spec, std::uint32_t index,
                            std::int64_t task_id);
+    // HBG: the function table's calls while the host builds a run's graph (chip_host_graph.cpp).
+    std::int64_t graph_submit(RunState& rs, const OrchTaskSpec* spec);
+    std::int32_t graph_scope_end(RunState& rs);
+    std::int32_t graph_alloc(RunState& rs, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
+                             ChipTensor* out);
 
 private:
     // Traced runs of each program so far (under mu_): names the diagnostics files "<program>_call<k>".
@@ -181,6 +194,8 @@ private:
         RunConfig config;
         std::vector<std::uint8_t> block;  // kernel mode: the copied transport block
         bool kernel_launch = false;
+        std::unique_ptr<RunState> built;  // HBG: the run with its graph, built on the host
+        std::string rejected;             // HBG kernel mode: the consumer's rejection, if any
     };
     struct KernelSlot {
         std::shared_ptr<const ChipProgram> program;
@@ -208,6 +223,11 @@ private:
     static constexpr int kMaxSchedulers = kMaxAicpuThreads - 1;
 
     std::shared_ptr<Run> enqueue(Pending p);
+    // HBG: run the orchestration on this (the submitting) thread and keep its graph in p.built;
+    // a kernel launch's copied packet is consumed here first (p.rejected on failure).
+    void build_on_host(Pending& p);
+    void call_entry(RunState& rs, const SimplerOrchApi* api);
+    void publish_graph(RunState& rs);
     std::string consume_kernel_launch(Pending& p);
     static void complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files);
 

@@ -122,6 +122,32 @@ struct GraphAccess {
 void graph_dependencies(std::vector<GraphAccess>& history, const OrchTaskSpec* spec, std::uint32_t index,
                         std::vector<std::uint32_t>* deps);
 
+// alloc_tensor's request: "" with *bytes (the tensor's bytes), or what is wrong with it.
+std::string alloc_request_error(DataType dtype, std::uint32_t ndims, const std::uint32_t* shape, const ChipTensor* out,
+                                std::uint64_t* bytes);
+// The dense row-major DEVICE descriptor of an intermediate tensor of `bytes` at `addr`.
+void describe_alloc(ChipTensor* out, std::uint64_t addr, std::uint64_t bytes, DataType dtype, std::uint32_t ndims,
+                    const std::uint32_t* shape);
+
+// HBG: one task of a host-built graph, with its predecessors (indices of earlier tasks).
+struct HostTask {
+    const CoreKernel* kernel = nullptr;
+    std::uint32_t depth = 0;  // scope depth at submit: the ring it is placed on
+    std::vector<ChipTensor> tensors;
+    std::vector<ArgDirection> directions;
+    std::vector<std::uint64_t> scalars;
+    std::vector<std::uint32_t> preds;
+};
+
+// HBG: a run's whole graph and the intermediate tensors it allocated (all live until the run
+// ends, within byte_cap).
+struct HostGraph {
+    std::vector<HostTask> tasks;
+    std::vector<std::unique_ptr<std::uint8_t, AlignedFree>> blocks;
+    std::uint64_t bytes = 0;
+    std::uint64_t byte_cap = 0;
+};
+
 struct Chip::RunState {
     std::shared_ptr<Run> run;
     std::shared_ptr<const ChipProgram> program_ref;  // keeps the binaries loaded until the run ends
@@ -150,6 +176,7 @@ struct Chip::RunState {
     // graph holds every dependency of the program, not only those still pending at submit.
     std::vector<GraphAccess> history;
     std::unordered_map<std::int64_t, std::uint32_t> index_of_id;  // task id -> index in the run
+    std::unique_ptr<HostGraph> graph;  // HBG only: the graph the host built
 };
 
 }  // namespace simpler::chip
@@ -164,6 +191,8 @@ namespace simpler::chip {
 
 // The orchestration function table handed to every orchestration entry (chip_orchestration.cpp).
 extern const SimplerOrchApi kOrchApi;
+// The table handed to an orchestration entry that builds a host graph (HBG).
+extern const SimplerOrchApi kHostGraphApi;
 
 // ---------------------------------------------------------------------------------------------
 // Waiting on the orchestrator thread: spin briefly, then park on orch_cv_.

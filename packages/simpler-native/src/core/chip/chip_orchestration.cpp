@@ -1,5 +1,6 @@
-// The orchestration function table: what an orchestration entry calls on the AICPU
-// orchestrator thread (submit, scope_begin/scope_end, alloc_tensor, report_error).
+// The orchestration function tables: what an orchestration entry calls (submit,
+// scope_begin/scope_end, alloc_tensor, report_error): kOrchApi on the AICPU orchestrator thread
+// (TMR), kHostGraphApi on the submitting host thread (HBG, implemented in chip_host_graph.cpp).
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -24,10 +25,28 @@ void api_report_error(SimplerOrchContext* ctx, const char* message) {
                                           "' reported: " + (message != nullptr ? message : "(null)"));
 }
 
+std::int64_t graph_submit(SimplerOrchContext* ctx, const OrchTaskSpec* spec) {
+    return ctx->chip->graph_submit(*ctx->state, spec);
+}
+std::int32_t graph_scope_begin(SimplerOrchContext* ctx) {
+    ++ctx->state->depth;  // the building thread owns the run until it is enqueued
+    return 0;
+}
+std::int32_t graph_scope_end(SimplerOrchContext* ctx) { return ctx->chip->graph_scope_end(*ctx->state); }
+std::int32_t graph_alloc(SimplerOrchContext* ctx, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
+                         ChipTensor* out) {
+    return ctx->chip->graph_alloc(*ctx->state, dtype, ndims, shape, out);
+}
+
 }  // namespace
 
 const SimplerOrchApi kOrchApi = {
     kOrchestrationAbiVersion, sizeof(SimplerOrchApi), api_submit, api_scope_begin, api_scope_end, api_alloc,
+    api_report_error,
+};
+
+const SimplerOrchApi kHostGraphApi = {
+    kOrchestrationAbiVersion, sizeof(SimplerOrchApi), graph_submit, graph_scope_begin, graph_scope_end, graph_alloc,
     api_report_error,
 };
 
@@ -62,23 +81,12 @@ std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims,
     const std::string what = "orchestration '" + rs.program->name + "': alloc_tensor";
     std::unique_lock<std::mutex> lk(mu_);
     if (rs.failed) return 1;
-    const auto code = static_cast<std::uint8_t>(dtype);
-    if (!is_known_dtype(code)) {
-        fail_locked(rs, what + ": unknown dtype code " + std::to_string(code));
+    std::uint64_t bytes = 0;
+    const std::string bad = alloc_request_error(dtype, ndims, shape, out, &bytes);
+    if (!bad.empty()) {
+        fail_locked(rs, what + ": " + bad);
         return 1;
     }
-    if (ndims < 1 || ndims > kMaxTensorDims || shape == nullptr || out == nullptr) {
-        fail_locked(rs, what + ": expected 1.." + std::to_string(kMaxTensorDims) +
-                            " dims with a shape and an output, got ndims " + std::to_string(ndims));
-        return 1;
-    }
-    std::uint64_t elems = 1;
-    for (std::uint32_t i = 0; i < ndims; ++i)
-        if (__builtin_mul_overflow(elems, static_cast<std::uint64_t>(shape[i]), &elems)) {
-            fail_locked(rs, what + ": shape overflows");
-            return 1;
-        }
-    const std::uint64_t bytes = std::max<std::uint64_t>((elems * dtype_bits(code) + 7) / 8, 1);
     const std::uint64_t reserve = (bytes + 63) / 64 * 64;
     const int r = static_cast<int>(std::min<std::uint32_t>(rs.depth, kRingCount - 1));
     Ring& ring = *rings_[r];
@@ -153,11 +161,34 @@ std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims,
     ring.heap_tail = offset + reserve;
     rs.workspace_used += reserve;
 
+    describe_alloc(out, reinterpret_cast<std::uint64_t>(ring.heap.get()) + offset, bytes, dtype, ndims, shape);
+    return 0;
+}
+
+std::string alloc_request_error(DataType dtype, std::uint32_t ndims, const std::uint32_t* shape, const ChipTensor* out,
+                                std::uint64_t* bytes) {
+    const auto code = static_cast<std::uint8_t>(dtype);
+    if (!is_known_dtype(code)) return "unknown dtype code " + std::to_string(code);
+    if (ndims < 1 || ndims > kMaxTensorDims || shape == nullptr || out == nullptr)
+        return "expected 1.." + std::to_string(kMaxTensorDims) + " dims with a shape and an output, got ndims " +
+               std::to_string(ndims);
+    std::uint64_t elems = 1;
+    for (std::uint32_t i = 0; i < ndims; ++i)
+        if (__builtin_mul_overflow(elems, static_cast<std::uint64_t>(shape[i]), &elems)) return "shape overflows";
+    std::uint64_t bits = 0;
+    if (__builtin_mul_overflow(elems, static_cast<std::uint64_t>(dtype_bits(code)), &bits) || bits > (UINT64_MAX - 7 - 63 * 8))
+        return "shape overflows";
+    *bytes = std::max<std::uint64_t>((bits + 7) / 8, 1);
+    return {};
+}
+
+void describe_alloc(ChipTensor* out, std::uint64_t addr, std::uint64_t bytes, DataType dtype, std::uint32_t ndims,
+                    const std::uint32_t* shape) {
     std::memset(out, 0, sizeof(ChipTensor));
-    out->buffer.addr = reinterpret_cast<std::uint64_t>(ring.heap.get()) + offset;
+    out->buffer.addr = addr;
     out->buffer.size = bytes;
     out->ndims = ndims;
-    out->dtype = code;
+    out->dtype = static_cast<std::uint8_t>(dtype);
     out->address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
     std::uint64_t stride = 1;
     for (std::uint32_t i = ndims; i-- > 0;) {
@@ -166,7 +197,6 @@ std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims,
         stride *= std::max<std::uint32_t>(shape[i], 1);
     }
     out->is_contiguous = 1;
-    return 0;
 }
 
 const CoreKernel* Chip::check_task(const ChipProgram& program, const OrchTaskSpec* spec, std::uint32_t index,
