@@ -39,13 +39,14 @@ inline constexpr int kRingCount = 4;
 inline constexpr int kMaxAicpuThreads = 4;  // one orchestrator + up to three schedulers
 inline constexpr int kMaxCoreThreads = 64;  // AIC threads, and AIV threads, of one chip
 
-// Stack of every AICore thread. Kernels keep their tiles on the stack; pypto-ir refuses a
-// kernel whose tiles exceed its platform's on-chip buffers (UB + L1 + L0A + L0B + L0C, at most
-// about 1 MiB on a2a3 and a5, see pypto/ir/platforms.py), and the tile library adds at most a
-// converted copy of a Right tile (4x L0B for int8 matmul). 16 MiB holds the largest legal
-// kernel with a wide margin for hand-written ones, whatever RLIMIT_STACK says; it is virtual
-// memory, committed only as a kernel touches it. The guard region below it turns a frame that
-// overruns the stack into a fault instead of a write into a neighbouring mapping.
+// Stack of every AICore thread. Kernels keep every tile they declare on the stack for the whole
+// call; for a simulated platform pypto-ir refuses a kernel that declares more than 8 MiB of
+// tiles (SIM_DECLARED_TILE_BYTES in pypto/ir/platforms.py; the tiles live at once must also fit
+// the on-chip buffers), and the tile library adds at most a converted copy of a Right tile (4x
+// L0B for int8 matmul). 16 MiB holds the largest legal kernel with room for the library and the
+// call frames, whatever RLIMIT_STACK says; it is virtual memory, committed only as a kernel
+// touches it. The guard region below it turns a frame that overruns the stack into a fault
+// instead of a write into a neighbouring mapping.
 inline constexpr std::size_t kCoreThreadStackBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kCoreThreadGuardBytes = std::size_t{1} << 20;
 
