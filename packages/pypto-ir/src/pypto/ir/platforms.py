@@ -96,7 +96,7 @@ class Platform:
     name: str
     hardware: str  # a2a3 or a5: the chip this platform is or simulates
     simulated: bool
-    runtimes: tuple[str, ...]  # what this platform's chip runtime provides (the simulator: TMR only)
+    runtimes: tuple[str, ...]  # the chip runtimes this platform provides (every platform: TMR and HBG)
     ub_bytes: int
     l1_bytes: int
     l0a_bytes: int
@@ -151,8 +151,8 @@ _A5: _Capacities = {**_A2A3, "l0c_bytes": 256 * KIB}
 PLATFORM_TABLE: Mapping[str, Platform] = {
     p.name: p
     for p in (
-        Platform("a2a3sim", "a2a3", True, (TMR,), **_A2A3),
-        Platform("a5sim", "a5", True, (TMR,), **_A5),
+        Platform("a2a3sim", "a2a3", True, RUNTIMES, **_A2A3),
+        Platform("a5sim", "a5", True, RUNTIMES, **_A5),
         Platform("a2a3", "a2a3", False, RUNTIMES, **_A2A3, nz_storage_inputs=True),
         Platform("a5", "a5", False, RUNTIMES, **_A5),
     )

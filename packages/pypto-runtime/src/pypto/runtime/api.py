@@ -227,11 +227,11 @@ def load_cached(
 def run(
     program: JITFunction | CompiledProgram, *args: Any, config: RunConfig | None = None, **kwargs: Any
 ) -> Any:
-    """Compile (cached) and run ``program`` on ``args`` in program mode."""
-    config = config or RunConfig()
+    """Compile (cached) and run ``program`` on ``args`` in program mode (a CompiledProgram with
+    no ``config`` runs on its own platform and runtime)."""
     if isinstance(program, CompiledProgram):
         return program(*args, config=config, **kwargs)
-    return _executor_call(program, args, kwargs, config)
+    return _executor_call(program, args, kwargs, config or RunConfig())
 
 
 # -- @pl.jit executor ---------------------------------------------------------------------

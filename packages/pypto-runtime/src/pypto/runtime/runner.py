@@ -52,7 +52,8 @@ class RunConfig:
 
     Args:
         platform: ``"a2a3sim"`` (default) or ``"a5sim"``; ``"a2a3"``/``"a5"`` need an NPU.
-        runtime: The chip runtime (``"tensormap_and_ringbuffer"``).
+        runtime: The chip runtime: ``"tensormap_and_ringbuffer"`` (TMR, default) or
+            ``"host_build_graph"`` (HBG); it must be the one the artifact was compiled for.
         device_id: Device ordinal (0 on the simulator).
         call_config: A ``simpler.CallConfig`` for ring sizes and diagnostics (None: defaults).
         timeout: Seconds to wait for the run (None: no limit).
@@ -72,9 +73,13 @@ class RunConfig:
     aiv_threads: int | None = None
 
     def __post_init__(self) -> None:
-        from pypto.ir import parse_platform
+        from pypto.ir import RUNTIMES, parse_platform
 
         parse_platform(self.platform)
+        if self.runtime not in RUNTIMES:
+            raise ValueError(
+                f"RunConfig(runtime): expected one of {', '.join(RUNTIMES)}, got {self.runtime!r}"
+            )
         if isinstance(self.device_id, bool) or not isinstance(self.device_id, int) or self.device_id < 0:
             raise ValueError(f"RunConfig(device_id): expected an int >= 0, got {self.device_id!r}")
         for field in ("aic_threads", "aiv_threads"):
@@ -282,7 +287,9 @@ class CallPlan:
         if config is None:
             config = self.default_config
             if config is None:
-                config = self.default_config = RunConfig(platform=self.artifact.platform)
+                config = self.default_config = RunConfig(
+                    platform=self.artifact.platform, runtime=self.artifact.runtime
+                )
         elif type(config) is not RunConfig and not isinstance(config, RunConfig):
             raise TypeError(
                 f"{name}(config=...): expected a pypto.runtime.RunConfig, got {type(config).__name__}"
@@ -291,6 +298,12 @@ class CallPlan:
             raise ValueError(
                 f"{name}: compiled for platform {self.artifact.platform!r} but RunConfig.platform is "
                 f"{config.platform!r}; recompile, or reload with CompiledProgram.from_dir(path, platform=...)"
+            )
+        if config.runtime != self.artifact.runtime:
+            raise ValueError(
+                f"{name}: compiled for runtime {self.artifact.runtime!r} but RunConfig.runtime is "
+                f"{config.runtime!r}; an artifact runs only on the runtime it was built for: recompile "
+                f"with runtime={config.runtime!r}, or run with RunConfig(runtime={self.artifact.runtime!r})"
             )
         mat = None
         if self.fast and not kwargs and len(args) == len(self.params):
