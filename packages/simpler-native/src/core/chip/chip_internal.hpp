@@ -112,14 +112,19 @@ struct GraphAccess {
     std::uint64_t lo, hi;
     ChipTensor tensor;
     std::uint32_t index;
-    bool write;
+};
+
+// A run's accesses so far, reads and writes apart: a read looks only at writes, so a long graph
+// of tasks that read one tensor costs linear time, not quadratic.
+struct GraphHistory {
+    std::vector<GraphAccess> reads, writes;
 };
 
 // The dependencies of task `index` (the spec's tensors) on earlier accesses in `history`, by the
 // tensor map's rule (tensors_may_overlap: In after writers; Out, InOut after readers and
 // writers), appended to *deps; then the task's accesses join `history` (a covering write drops
 // what it covers). Explicit dependencies are the caller's.
-void graph_dependencies(std::vector<GraphAccess>& history, const OrchTaskSpec* spec, std::uint32_t index,
+void graph_dependencies(GraphHistory& history, const OrchTaskSpec* spec, std::uint32_t index,
                         std::vector<std::uint32_t>* deps);
 
 // alloc_tensor's request: "" with *bytes (the tensor's bytes), or what is wrong with it.
@@ -174,7 +179,7 @@ struct Chip::RunState {
     std::vector<TaskNode> nodes;
     // dep_graph only: every access of the run so far (finished tasks included), so that the
     // graph holds every dependency of the program, not only those still pending at submit.
-    std::vector<GraphAccess> history;
+    GraphHistory history;
     std::unordered_map<std::int64_t, std::uint32_t> index_of_id;  // task id -> index in the run
     std::unique_ptr<HostGraph> graph;  // HBG only: the graph the host built
 };

@@ -386,16 +386,18 @@ void Chip::dispatch_placed_locked(RunState& rs, Task& t) {
     }
 }
 
-void graph_dependencies(std::vector<GraphAccess>& history, const OrchTaskSpec* spec, std::uint32_t index,
+void graph_dependencies(GraphHistory& history, const OrchTaskSpec* spec, std::uint32_t index,
                         std::vector<std::uint32_t>* deps) {
     for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
         const ChipTensor& view = *spec->tensors[i].tensor;
         std::uint64_t lo = 0, hi = 0;
         if (!tensor_region(view, &lo, &hi)) continue;
-        const bool writes = spec->tensors[i].direction != ArgDirection::In;
-        for (const GraphAccess& a : history)
-            if (a.lo < hi && lo < a.hi && (writes || a.write) && tensors_may_overlap(a.tensor, view))
-                deps->push_back(a.index);
+        auto depend_on = [&](const std::vector<GraphAccess>& accesses) {
+            for (const GraphAccess& a : accesses)
+                if (a.lo < hi && lo < a.hi && tensors_may_overlap(a.tensor, view)) deps->push_back(a.index);
+        };
+        depend_on(history.writes);
+        if (spec->tensors[i].direction != ArgDirection::In) depend_on(history.reads);
     }
     for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
         const ChipTensor& view = *spec->tensors[i].tensor;
@@ -403,16 +405,19 @@ void graph_dependencies(std::vector<GraphAccess>& history, const OrchTaskSpec* s
         if (!tensor_region(view, &lo, &hi)) continue;
         const bool writes = spec->tensors[i].direction != ArgDirection::In;
         if (writes) {  // a covering write orders every later access after it: drop what it covers
-            for (std::size_t e = 0; e < history.size();) {
-                if (history[e].lo >= lo && history[e].hi <= hi && tensor_covers(view, history[e].tensor)) {
-                    history[e] = history.back();
-                    history.pop_back();
-                    continue;
+            for (auto* accesses : {&history.reads, &history.writes}) {
+                auto& h = *accesses;
+                for (std::size_t e = 0; e < h.size();) {
+                    if (h[e].lo >= lo && h[e].hi <= hi && tensor_covers(view, h[e].tensor)) {
+                        h[e] = h.back();
+                        h.pop_back();
+                        continue;
+                    }
+                    ++e;
                 }
-                ++e;
             }
         }
-        history.push_back(GraphAccess{lo, hi, view, index, writes});
+        (writes ? history.writes : history.reads).push_back(GraphAccess{lo, hi, view, index});
     }
 }
 
