@@ -5,9 +5,9 @@ that ``pl.parse`` reads back: a ``@pl.program`` class of ``@pl.function`` method
 ``@pl.function``, with ``pl.*`` calls for the ops. For IR as the parser produces it (before the
 passes) the text parses back to a structurally equal program (``structural_equal``);
 ``tests/test_python_printer.py`` checks that over the shared example programs and the tutorial.
-IR after the passes prints as equivalent text (loop-carried values as ``pl.range(...,
-init_values=...)`` with ``pl.yield_``), which parses back to the pre-SSA form of the same
-program.
+IR after the passes prints too, for reading (loop-carried values as ``pl.range(...,
+init_values=...)`` with ``pl.yield_``); parsed back it is not the same nodes (SSA names, the
+``outlined`` flag), and a task id returned by an outlined kernel's call does not parse.
 
 A dynamic dimension is declared before the code that uses it (``M = pl.dynamic("M")``).
 """
