@@ -153,3 +153,24 @@ def test_deserialize_refuses_other_bytes() -> None:
         deserialize(b'{"format": "other/9", "ir": null}')
     with pytest.raises(TypeError, match=r"expected a pypto\.ir Program or Function"):
         serialize("text")  # type: ignore[arg-type]
+
+
+def test_a_program_with_a_standalone_helper_is_the_result() -> None:
+    code = """
+@pl.function(type=pl.FunctionType.InCore)
+def double(x: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+    y = pl.store(pl.add(pl.load(x, [0, 0], [16, 16]), pl.load(x, [0, 0], [16, 16])), [0, 0], y)
+    return y
+
+@pl.program
+class UsesHelper:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        y = double(x, y)
+        return y
+"""
+    program = pl.parse(code)
+    assert isinstance(program, Program)
+    assert program.entry == "main"
+    assert sorted(program.functions) == ["double", "main"]
+    _roundtrip(program)  # the helper prints as a method, called as self.double(...)

@@ -117,6 +117,8 @@ def test_a_tensor_of_the_wrong_shape_or_dtype_is_refused_before_anything_runs(
             h(a.astype(np.float16), b, c)
         with pytest.raises(TensorBindingError, match=r"expected shape \[16, 64\] and dtype FP32"):
             worker.alloc_tensor((ROWS, COLS), np.float32, init=np.zeros((ROWS, COLS), dtype=np.float16))
+        with pytest.raises(TypeError, match="complex64"):
+            worker.alloc_tensor((ROWS, COLS), np.complex64)
         with pytest.raises(ValueError, match=r"alloc_tensor\(shape\): expected ints > 0"):
             worker.alloc_tensor((ROWS, 0), np.float32)
         assert not c.any()  # nothing ran

@@ -37,10 +37,12 @@ def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
 
 def _data_type(dtype: Any, what: str) -> DataType:
     """The DataType of a torch or numpy dtype, a numpy scalar type (``np.float32``) or a DataType."""
-    if isinstance(dtype, type) and not isinstance(dtype, DataType):
+    if isinstance(dtype, type):  # a scalar type such as np.float32, not a dtype object
         found = DataType.from_array_name(dtype.__name__.lower())
-        if found is not None:
-            return found
+        if found is None:
+            known = ", ".join(d.array_name for d in DataType)
+            raise TypeError(f"{what}: expected a dtype the chip has ({known}), got {dtype.__name__}")
+        return found
     try:
         return dtype_of(dtype, what)
     except ValueError as exc:
