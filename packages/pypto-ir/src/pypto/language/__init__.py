@@ -31,6 +31,7 @@ from pypto.language.decorators import (
 )
 from pypto.language.dsl import at, parallel, range, static_assert, static_print, unroll, yield_
 from pypto.language.jit import JITFunction, Specialization, jit
+from pypto.language.text import loads, parse
 from pypto.language.typing import (
     RUNTIME,
     DynVar,
@@ -108,7 +109,9 @@ __all__ = [
     "function",
     "inline",
     "jit",
+    "loads",
     "parallel",
+    "parse",
     "program",
     "range",
     "static_assert",

@@ -43,7 +43,7 @@ from pypto.runtime.host_tensors import (
 if TYPE_CHECKING:
     from pypto.runtime.compiled import CompiledArtifact
 
-__all__ = ["RunConfig", "bind_arguments", "run_artifact"]
+__all__ = ["RunConfig", "bind_arguments", "bind_task_args", "call_results", "run_artifact"]
 
 
 @dataclass(frozen=True)
@@ -496,8 +496,29 @@ def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
 
 def _run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig) -> Any:
     """Every call the plan does not take: binds, describes, checks and reports in full."""
-    import simpler
     from pypto.runtime.worker import register_on_shared_worker
+
+    meta = artifact.metadata
+    task_args, slots = bind_task_args(artifact, args, kwargs)
+    callable_ = artifact.chip_callable()  # loading native code never claims a mode
+    mode_gate.claim_program(f"{meta.name}() on {config.platform}")
+    worker, handle = register_on_shared_worker(
+        callable_,
+        config.platform,
+        config.runtime,
+        config.device_id,
+        aic_threads=config.aic_threads,
+        aiv_threads=config.aiv_threads,
+    )
+    worker.run(handle, task_args, config.call_config, timeout=config.timeout)
+    return call_results(artifact, slots)
+
+
+def bind_task_args(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, list[Any]]:
+    """A call of ``artifact``'s program as ``simpler.TaskArgs``, and the arguments in parameter
+    order (omitted Out tensors allocated): binds, describes and checks every argument against
+    its parameter, and the views against each other, before anything runs."""
+    import simpler
 
     meta = artifact.metadata
     name = meta.name
@@ -547,19 +568,12 @@ def _run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], 
                 task_args.add_scalar(slots[i], p.dtype.wire_code)
             except ValueError as exc:
                 raise TensorBindingError(f"{name}(): scalar {p.name!r}: {exc}") from None
+    return task_args, slots
 
-    callable_ = artifact.chip_callable()  # loading native code never claims a mode
-    mode_gate.claim_program(f"{name}() on {config.platform}")
-    worker, handle = register_on_shared_worker(
-        callable_,
-        config.platform,
-        config.runtime,
-        config.device_id,
-        aic_threads=config.aic_threads,
-        aiv_threads=config.aiv_threads,
-    )
-    worker.run(handle, task_args, config.call_config, timeout=config.timeout)
 
+def call_results(artifact: Any, slots: Sequence[Any]) -> Any:
+    """What a call returns: None, the one returned argument, or a tuple of them."""
+    meta = artifact.metadata
     results = tuple(slots[a] for a in meta.return_aliases)
     if meta.return_count == 0:
         return None
