@@ -9,7 +9,17 @@ from typing import Any
 
 from pypto.ir.types import Level
 
-__all__ = ["at", "parallel", "range", "static_assert", "static_print", "unroll", "yield_"]
+__all__ = [
+    "at",
+    "manual_scope",
+    "parallel",
+    "range",
+    "static_assert",
+    "static_print",
+    "submit",
+    "unroll",
+    "yield_",
+]
 
 
 def range(*args: Any) -> Any:
@@ -94,3 +104,30 @@ def static_assert(condition: Any, message: str = "") -> None:
 
 
 static_assert.__pypto_dsl__ = "static_assert"  # type: ignore[attr-defined]
+
+
+def manual_scope() -> Any:
+    """``with pl.manual_scope():`` in an orchestration: a runtime scope whose tasks are ordered
+    by the ``deps=`` they name (``pl.submit(..., deps=[...])``, ``pl.system.task_dummy``).
+
+    On the simulated chip the scope is a nested runtime scope (its tasks use the next ring), and
+    the chip's tensor-overlap rule stays on inside it: the explicit edges are added to the
+    inferred ones, so a task waits for at least what it names.
+    """
+    raise RuntimeError("pl.manual_scope() runs only inside an orchestration body, which the compiler parses")
+
+
+manual_scope.__pypto_dsl__ = "manual_scope"  # type: ignore[attr-defined]
+
+
+def submit(kernel: Any, *args: Any, deps: Any = None) -> Any:
+    """``out, tid = pl.submit(self.kernel, a, b, out, deps=[t0, tids])`` in a ``@pl.program``
+    orchestration: call the kernel as one task and also bind its task id.
+
+    ``deps`` lists task ids and ``pl.array``s of task ids (entries never set are skipped).
+    The values are what the kernel returns followed by the task id.
+    """
+    raise RuntimeError("pl.submit() runs only inside an orchestration body, which the compiler parses")
+
+
+submit.__pypto_dsl__ = "submit"  # type: ignore[attr-defined]
