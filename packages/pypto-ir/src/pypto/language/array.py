@@ -7,11 +7,12 @@ entry ``i`` (a new array value, carried through loops like any other), ``tids[i]
 
 from typing import Any
 
+from pypto.ir.ops import LANGUAGE
 from pypto.language import ops as _ops
 
 __all__ = ["create"]
 
-create = _ops.make_op(_ops.LANGUAGE["array_create"])
+create = _ops.make_op(LANGUAGE["array_create"])
 create.__name__ = create.__qualname__ = "create"
 
 

@@ -2,11 +2,12 @@
 
 from typing import Any
 
+from pypto.ir.ops import LANGUAGE
 from pypto.language import ops as _ops
 
 __all__ = ["task_dummy"]
 
-task_dummy = _ops.make_op(_ops.LANGUAGE["task_dummy"])
+task_dummy = _ops.make_op(LANGUAGE["task_dummy"])
 task_dummy.__name__ = task_dummy.__qualname__ = "task_dummy"
 
 

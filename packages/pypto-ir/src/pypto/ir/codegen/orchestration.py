@@ -405,6 +405,10 @@ class _OrchGen:
                 else:
                     scalar_args.append(f"simpler::scalar_bits(static_cast<{cpp_type(t.dtype)}>({value}))")
         deps = [d for d in c.deps if isinstance(d, Var)]
+        if len(deps) != len(c.deps):
+            raise PyptoCompileError(
+                f"orchestration codegen: deps of {c.callee!r} are not all variables (run ssa)"
+            )
         tid = f"task_{len(self.lines)}"
         if result is not None and isinstance(result.type, TaskIdType):
             tid = ident(result.name)
@@ -418,8 +422,8 @@ class _OrchGen:
             )
         else:  # arrays and array entries: only the entries set (>= 0) are dependencies
             self.emit(depth, f"std::vector<std::int64_t> pypto_{tid}_deps;")
-            for d in deps:
-                if isinstance(d.type, ArrayType):
+            for dv in deps:
+                if isinstance(dv.type, ArrayType):
                     self.emit(
                         depth,
                         f"for (std::int64_t d : {ident(d.name)}) if (d >= 0) pypto_{tid}_deps.push_back(d);",

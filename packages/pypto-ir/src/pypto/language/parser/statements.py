@@ -137,9 +137,9 @@ class _Statements(_Tasks):
         if isinstance(s, ast.If):
             return self.if_stmt(s)
         if isinstance(s, ast.With):
-            call = s.items[0].context_expr if len(s.items) == 1 else None
-            if isinstance(call, ast.Call) and self.dsl_kind(call.func) == "manual_scope":
-                return self.manual_scope_stmt(s, call)
+            ctx = s.items[0].context_expr if len(s.items) == 1 else None
+            if isinstance(ctx, ast.Call) and self.dsl_kind(ctx.func) == "manual_scope":
+                return self.manual_scope_stmt(s, ctx)
             return [self.with_stmt(s)]
         names = {
             ast.While: "while loops",

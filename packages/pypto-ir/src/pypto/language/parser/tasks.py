@@ -4,16 +4,20 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypto.ir.nodes import Assign, Call, CallFunc, Expr, ExprStmt, Stmt, Var
 from pypto.ir.param_info import ParamDirection
-from pypto.ir.types import ArrayType, TaskIdType, TensorType, TupleType
+from pypto.ir.types import ArrayType, TaskIdType, TensorType, TupleType, Type
 from pypto.language.parser.calls import _Calls
 
 
 class _Tasks(_Calls):
     manual_depth = 0
+
+    if TYPE_CHECKING:  # defined by the statements part
+
+        def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]: ...
 
     def deps_list(self, node: Any, what: str) -> tuple[Expr, ...]:
         """The entries of ``deps=[a, tids, None]``: task ids and task-id arrays (``None`` skipped)."""
@@ -58,7 +62,7 @@ class _Tasks(_Calls):
         end = ExprStmt(Call("system.scope_end", (), attrs, self._mark_type("system.scope_end"), span), span)
         self.manual_depth += 1
         try:
-            body, _ = self.block(s.body)  # type: ignore[attr-defined]
+            body, _ = self.block(s.body)
         finally:
             self.manual_depth -= 1
         return [begin, *body, end]
@@ -134,14 +138,14 @@ class _Tasks(_Calls):
     # ------------------------------------------------------------------ task-id arrays
 
     def array_read(self, base: Expr, node: ast.Subscript) -> Expr:
-        idx = self.scalar(node.slice, "an array index")  # type: ignore[attr-defined]
+        idx = self.scalar(node.slice, "an array index")
         return self.make_op_direct("array.get", [base, idx], node)
 
     def array_write(self, target: ast.Subscript, value_node: ast.expr, s: ast.stmt) -> list[Stmt]:
         assert isinstance(target.value, ast.Name)
-        arr = self.lookup(target.value.id, target.value)  # type: ignore[attr-defined]
+        arr = self.lookup(target.value.id, target.value)
         assert isinstance(arr, Var)
-        idx = self.scalar(target.slice, "an array index")  # type: ignore[attr-defined]
+        idx = self.scalar(target.slice, "an array index")
         value = self.expr(value_node)
         new = self.make_op_direct("array.set", [arr, idx, value], s)
         var = Var(arr.name, arr.type, self.src.span(target))
