@@ -115,7 +115,7 @@ def test_task_dummy_lowers_to_an_empty_kernel_submitted_with_the_deps(tmp_path: 
 def test_orchestration_cpp_filters_unset_entries_and_brackets_the_scope(tmp_path: Path) -> None:
     text = _orch_text(program(FAN_IN, tmp_path))
     assert "std::vector<std::int64_t> tids(3, -1);" in text
-    assert "if (d >= 0)" in text  # an array in deps: only the entries that were set
+    assert "if (pypto_d >= 0)" in text  # an array in deps: only the entries that were set
     assert text.index("orch.scope_begin()") < text.index("orch.submit(") < text.index("orch.scope_end()")
     assert "is outside the array's 3 entries" in text
 

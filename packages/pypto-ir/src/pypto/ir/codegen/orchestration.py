@@ -426,11 +426,11 @@ class _OrchGen:
                 if isinstance(dv.type, ArrayType):
                     self.emit(
                         depth,
-                        f"for (std::int64_t d : {ident(d.name)}) if (d >= 0) pypto_{tid}_deps.push_back(d);",
+                        f"for (std::int64_t pypto_d : {ident(dv.name)}) if (pypto_d >= 0) pypto_{tid}_deps.push_back(pypto_d);",
                     )
                 else:
                     self.emit(
-                        depth, f"if ({ident(d.name)} >= 0) pypto_{tid}_deps.push_back({ident(d.name)});"
+                        depth, f"if ({ident(dv.name)} >= 0) pypto_{tid}_deps.push_back({ident(dv.name)});"
                     )
             self.emit(
                 depth,
