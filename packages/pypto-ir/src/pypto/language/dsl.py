@@ -13,6 +13,7 @@ __all__ = [
     "at",
     "manual_scope",
     "parallel",
+    "pipeline",
     "range",
     "static_assert",
     "static_print",
@@ -43,6 +44,19 @@ def parallel(*args: Any) -> Any:
 
 
 parallel.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
+
+
+def pipeline(*args: Any, stage: int, init_values: Any = None) -> Any:
+    """``for i in pl.pipeline(n, stage=2)``: a loop over ``pl.range``'s bounds whose ``stage``
+    (a positive integer constant) asks an NPU backend to overlap that many iterations (ping-pong
+    buffers). On the simulated chip iterations run in order, as for ``pl.range``; the stage is
+    kept on the IR loop (``ir/lowered.txt``) and as a comment in the kernel's C++.
+    """
+    raise RuntimeError("pl.pipeline() runs only inside a kernel body, which the compiler parses")
+
+
+pipeline.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
+pipeline.__pypto_pipeline__ = True  # type: ignore[attr-defined]
 
 
 def unroll(*args: Any) -> Any:

@@ -37,6 +37,7 @@ from pypto.language.fold import INDEX, extent
 from pypto.language.parser.common import (
     _AUG,
     _ann_str,
+    _Static,
 )
 from pypto.language.parser.directives import DIRECTIVES
 from pypto.language.parser.tasks import _Tasks
@@ -316,13 +317,25 @@ class _Statements(_Tasks):
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
             raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
         init_node = None
+        target_fn = self.resolve(it.func)
+        pipelined = isinstance(target_fn, _Static) and getattr(target_fn.value, "__pypto_pipeline__", False)
+        stage: int | None = None
         for kw in it.keywords:
+            if kw.arg == "stage" and pipelined:
+                stage = self.static_value(kw.value, "pl.pipeline stage", kw)
+                if isinstance(stage, bool) or not isinstance(stage, int) or stage <= 0:
+                    raise self.err(
+                        f"pl.pipeline: stage must be a positive integer constant, got {stage!r}", kw
+                    )
+                continue
             if kw.arg != "init_values":
                 raise self.err(
                     f"pl.range() got an unsupported keyword {kw.arg!r}; use pl.range(start, stop, step[, init_values=(...)])",
                     kw,
                 )
             init_node = kw.value
+        if pipelined and stage is None:
+            raise self.err("pl.pipeline needs stage=<depth>: pl.pipeline(n, stage=2)", it)
         pre: list[Stmt] = []
         carried: list[str] = []
         target = s.target
@@ -385,7 +398,7 @@ class _Statements(_Tasks):
                 self.st.env[k] = after[k]
         for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
             self.st.env[lhs] = self.st.env[name]
-        return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s))]
+        return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s), stage=stage)]
 
     def yield_stmt(self, call: ast.Call, target: ast.expr | None) -> list[Stmt]:
         """``pl.yield_(v, ...)``: the next values of the enclosing loop's init_values names."""
