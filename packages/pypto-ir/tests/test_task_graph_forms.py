@@ -13,7 +13,7 @@ import pytest
 import pypto.language as pl
 from pypto.ir.codegen.orchestration import generate_orchestration
 from pypto.ir.errors import KernelError
-from pypto.ir.nodes import Assign, Call, CallFunc, ExprStmt, Program, walk_stmts
+from pypto.ir.nodes import Assign, Call, CallFunc, ExprStmt, Program, Return, walk_stmts
 from pypto.ir.passes import task_barriers
 from pypto.ir.pipeline import lower
 from pypto.ir.types import ArrayType, TaskIdType
@@ -33,6 +33,10 @@ class P:
         y: pl.Out[pl.Tensor[[8, N], pl.FP32]],
     ) -> pl.Tensor[[8, N], pl.FP32]:
         return pl.store(pl.add(pl.load(x, [0, 0], [8, N]), 1.0), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def same(self, x: pl.Tensor[[8, N], pl.FP32]) -> pl.Tensor[[8, N], pl.FP32]:
+        return x
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(
@@ -129,6 +133,27 @@ def test_without_arrays_a_submit_keeps_the_initializer_list_form(tmp_path: Path)
     text = _orch_text(program(chain, tmp_path))
     assert "{simpler::in(a), simpler::out(b)}, {}, {t0});" in text
     assert "scope_begin" not in text
+
+
+def test_submit_results_are_the_arguments_the_kernel_returns(tmp_path: Path) -> None:
+    body = """
+    with pl.manual_scope():
+        c, t0 = pl.submit(self.same, x)
+        pl.submit(self.inc, c, a, deps=[t0])
+        b, t2 = pl.submit(self.inc, c, b, deps=[t0])
+    return b
+    """
+    main = program(body, tmp_path).functions["main"]
+    calls = [
+        s.value for s in walk_stmts(main.body) if isinstance(s, Assign) and isinstance(s.value, CallFunc)
+    ]
+    assert [c.callee for c in calls] == ["same", "inc", "inc"]
+    # `same` returns its In argument: c is x; the statement form submits without naming results
+    assert [str(c.args[0]) for c in calls] == ["x", "x", "x"]
+    assert [str(d) for c in calls for d in c.deps] == ["t0", "t0"]
+    ret = main.body[-1]
+    assert isinstance(ret, Return)
+    assert [str(v) for v in ret.values] == ["b"]
 
 
 @pytest.mark.parametrize(

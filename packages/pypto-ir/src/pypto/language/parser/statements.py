@@ -101,6 +101,8 @@ class _Statements(_Tasks):
             return self.yield_stmt(s.value, s.targets[0])
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             kind = self.dsl_kind(s.value.func)
+            if kind == "submit":
+                return self.submit_assign([], s.value, s)
             if kind in DIRECTIVES:
                 self.directive(kind, s.value)
                 return []

@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from pypto.ir.nodes import Assign, Call, CallFunc, Expr, ExprStmt, Stmt, Var
+from pypto.ir.analysis.return_lineage import root_param
+from pypto.ir.nodes import Assign, Call, CallFunc, Expr, ExprStmt, Function, Return, Stmt, Var
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import ArrayType, TaskIdType, TensorType, TupleType, Type
 from pypto.language.parser.calls import _Calls
@@ -79,7 +80,8 @@ class _Tasks(_Calls):
 
     def submit_assign(self, targets: list[ast.expr], call: ast.Call, s: ast.stmt) -> list[Stmt]:
         """``r1, ..., tid = pl.submit(self.kernel, *args, deps=[...])``: one task; the names take
-        what the kernel returns (the arguments it writes) and the task id."""
+        what the kernel returns (each an argument of the call) and the task id. As a statement
+        (no targets) the results are not named."""
         self.check_orchestration("pl.submit", call)
         if not call.args:
             raise self.err("pl.submit(self.kernel, *args, deps=[...]) needs the kernel first", call)
@@ -101,36 +103,50 @@ class _Tasks(_Calls):
         if not isinstance(c, CallFunc):
             raise self.err(f"pl.submit: {ast.unparse(func)} is not a kernel of the program", func)
         deps = self.deps_list(deps_node, "pl.submit")
-        written = self._written_args(c, self.ctx.functions.get(c.callee), call)
+        results = self._returned_args(c, self.ctx.functions.get(c.callee), call)
         names = [t.id for t in targets if isinstance(t, ast.Name)]
-        if len(names) != len(targets) or len(names) != len(written) + 1:
+        if targets and (len(names) != len(targets) or len(names) != len(results) + 1):
             raise self.err(
-                f"pl.submit of {c.callee!r} gives {len(written)} result(s) and a task id: "
-                f"unpack {len(written) + 1} name(s), e.g. `out, tid = pl.submit(...)`",
+                f"pl.submit of {c.callee!r} gives {len(results)} result(s) and a task id: "
+                f"unpack {len(results) + 1} name(s), e.g. `out, tid = pl.submit(...)`",
                 s,
             )
         span = self.src.span(s)
+        task = CallFunc(c.callee, c.args, TaskIdType(), deps=deps, span=c.span)
+        if not targets:
+            self.hoisted += 1
+            anon = Var(f"{self.prefix}_task{self.hoisted}", TaskIdType(), span)
+            return [Assign(anon, task, span)]
         tid = Var(self.prefix + names[-1], TaskIdType(), self.src.span(targets[-1]))
         self.st.env[names[-1]] = tid
-        task = CallFunc(c.callee, c.args, TaskIdType(), deps=deps, span=c.span)
-        # a kernel's result is the argument it wrote: the names rebind to those arguments
-        for name, arg in zip(names[:-1], written, strict=True):
+        # a kernel's result is the argument it returns: the names rebind to those arguments
+        for name, arg in zip(names[:-1], results, strict=True):
             self.st.env[name] = arg
         return [Assign(tid, task, span)]
 
-    def _written_args(self, c: CallFunc, callee: Any, node: ast.AST) -> list[Var]:
-        params = callee.params if callee is not None else ()
+    def _returned_args(self, c: CallFunc, callee: Function | None, node: ast.AST) -> list[Var]:
+        """The call's arguments that the kernel returns, in return order: traced through the
+        kernel's body (return lineage), else its pl.Out/pl.InOut arguments in order."""
         items = c.type.items if isinstance(c.type, TupleType) else (c.type,)
         rets = [t for t in items if isinstance(t, TensorType)]
+        if callee is None:
+            raise self.err(f"pl.submit: {c.callee!r} is not a kernel of the program", node)
+        last = callee.body[-1] if callee.body else None
+        if isinstance(last, Return) and len(last.values) == len(rets):
+            roots = [root_param(callee, v) for v in last.values]
+            if all(r is not None for r in roots):
+                picked = [c.args[r] for r in roots if r is not None]
+                if all(isinstance(a, Var) for a in picked):
+                    return [a for a in picked if isinstance(a, Var)]
         out = [
             a
-            for p, a in zip(params, c.args, strict=False)
+            for p, a in zip(callee.params, c.args, strict=False)
             if p.direction in (ParamDirection.OUT, ParamDirection.INOUT) and isinstance(a, Var)
         ]
         if len(out) != len(rets):
             raise self.err(
                 f"pl.submit of {c.callee!r}: it returns {len(rets)} tensor(s) but writes {len(out)} "
-                "argument(s) (pl.Out/pl.InOut); each returned tensor must be one written argument",
+                "argument(s) (pl.Out/pl.InOut); each returned tensor must be one of its arguments",
                 node,
             )
         return out
