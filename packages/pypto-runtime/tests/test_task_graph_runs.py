@@ -144,3 +144,25 @@ def test_array_index_outside_the_array_fails_the_run() -> None:
     np.testing.assert_array_equal(out, x)
     with pytest.raises(Exception, match=r"array update of 'tids'.*index 2 is outside the array's 2 entries"):
         prog(x, 2, np.zeros_like(x))
+
+
+@pl.jit
+def halves_then_whole(x: pl.Tensor, mid: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+    # two pl.at tasks write the halves of mid; their ids go into an array the last task waits on
+    tids = pl.array.create(2, pl.TASK_ID)
+    for i in pl.range(2):
+        with pl.at(level=pl.Level.CORE_GROUP) as t:
+            mid[i * 8 : i * 8 + 8, :] = pl.add(x[i * 8 : i * 8 + 8, :], 1.0)
+        tids[i] = t
+    with pl.at(level=pl.Level.CORE_GROUP, deps=[tids]):
+        out[:] = pl.mul(mid, 2.0)
+    return mid, out
+
+
+def test_a_task_id_array_feeds_pl_at_deps_in_a_jit_function() -> None:
+    pytest.importorskip("simpler")
+    x = np.random.default_rng(5).standard_normal((16, 32)).astype(np.float32)
+    mid, out = np.zeros_like(x), np.zeros_like(x)
+    halves_then_whole(x, mid, out)
+    np.testing.assert_allclose(mid, x + 1, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out, (x + 1) * 2, rtol=1e-6, atol=1e-6)
