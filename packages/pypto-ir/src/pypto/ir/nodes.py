@@ -224,7 +224,8 @@ class Yield:
 class For:
     """``for var in range(start, stop, step)`` with loop-carried values.
 
-    ``results[i]`` is the value of ``iter_args[i]`` after the last iteration.
+    ``results[i]`` is the value of ``iter_args[i]`` after the last iteration. ``stage``: the
+    software-pipelining depth of a ``pl.pipeline`` loop (a scheduling hint; None for other loops).
     """
 
     var: Var
@@ -235,6 +236,7 @@ class For:
     iter_args: tuple[IterArg, ...] = ()
     results: tuple[Var, ...] = ()
     span: Span | None = field(default=None, compare=False, repr=False)
+    stage: int | None = None
 
 
 @dataclass(frozen=True)
@@ -483,7 +485,9 @@ def _print_body(body: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
                 inits = ", ".join(f"{ia.var}={ia.init}" for ia in s.iter_args)
                 res = ", ".join(map(str, s.results))
                 carried = f" carry({inits}) -> ({res})"
-            lines.append(f"{pad}for {s.var} in range({s.start}, {s.stop}, {s.step}){carried}:")
+            stage = f", stage={s.stage}" if s.stage is not None else ""
+            loop = "pipeline" if s.stage is not None else "range"
+            lines.append(f"{pad}for {s.var} in {loop}({s.start}, {s.stop}, {s.step}{stage}){carried}:")
             _print_body(s.body, depth + 1, lines)
         elif isinstance(s, If):
             res = f"  -> ({', '.join(map(str, s.results))})" if s.results else ""

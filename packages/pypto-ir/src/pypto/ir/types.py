@@ -13,6 +13,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
 
 __all__ = [
+    "ArrayType",
     "CoreType",
     "Dim",
     "DynDim",
@@ -169,4 +170,17 @@ class TupleType:
         return "(" + ", ".join(str(t) for t in self.items) + ")"
 
 
-Type = TensorType | TileType | ScalarType | TaskIdType | TupleType
+@dataclass(frozen=True)
+class ArrayType:
+    """A fixed-length array of task ids held by the orchestration (``pl.array.create(n,
+    pl.TASK_ID)``). Updating an entry gives a new array value; an entry never set names no
+    task, and a ``deps=`` list skips it."""
+
+    extent: int
+    elem: TaskIdType = TaskIdType()
+
+    def __str__(self) -> str:
+        return f"Array[{self.extent}, {self.elem}]"
+
+
+Type = TensorType | TileType | ScalarType | TaskIdType | ArrayType | TupleType

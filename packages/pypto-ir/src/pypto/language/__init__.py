@@ -18,9 +18,9 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
-from pypto.ir.types import FunctionType, Level, MemorySpace, PadValue
+from pypto.ir.types import FunctionType, Level, MemorySpace, PadValue, TaskIdType
+from pypto.language import array, system, tile
 from pypto.language import ops as _ops
-from pypto.language import tile
 from pypto.language.decorators import (
     DSLFunction,
     IncoreFunction,
@@ -29,7 +29,18 @@ from pypto.language.decorators import (
     inline,
     program,
 )
-from pypto.language.dsl import at, parallel, range, static_assert, static_print, unroll, yield_
+from pypto.language.dsl import (
+    at,
+    manual_scope,
+    parallel,
+    pipeline,
+    range,
+    static_assert,
+    static_print,
+    submit,
+    unroll,
+    yield_,
+)
 from pypto.language.jit import JITFunction, Specialization, jit
 from pypto.language.text import loads, parse
 from pypto.language.typing import (
@@ -64,6 +75,7 @@ FP8E4M3FN = DataType.FP8E4M3FN
 FP8E8M0 = DataType.FP8E8M0
 FP4 = DataType.FP4E2M1
 INDEX = DataType.INT64  # loop indices and offsets are 64-bit signed integers
+TASK_ID = TaskIdType()  # the element type of a task-id array: pl.array.create(n, pl.TASK_ID)
 
 __all__ = [
     "BF16",
@@ -81,6 +93,7 @@ __all__ = [
     "ND",
     "NZ",
     "RUNTIME",
+    "TASK_ID",
     "UINT8",
     "UINT16",
     "UINT32",
@@ -104,18 +117,23 @@ __all__ = [
     "Specialization",
     "Tensor",
     "Tile",
+    "array",
     "at",
     "dynamic",
     "function",
     "inline",
     "jit",
     "loads",
+    "manual_scope",
     "parallel",
     "parse",
+    "pipeline",
     "program",
     "range",
     "static_assert",
     "static_print",
+    "submit",
+    "system",
     "tile",
     "unroll",
     "yield_",

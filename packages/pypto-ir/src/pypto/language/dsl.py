@@ -9,7 +9,18 @@ from typing import Any
 
 from pypto.ir.types import Level
 
-__all__ = ["at", "parallel", "range", "static_assert", "static_print", "unroll", "yield_"]
+__all__ = [
+    "at",
+    "manual_scope",
+    "parallel",
+    "pipeline",
+    "range",
+    "static_assert",
+    "static_print",
+    "submit",
+    "unroll",
+    "yield_",
+]
 
 
 def range(*args: Any) -> Any:
@@ -33,6 +44,19 @@ def parallel(*args: Any) -> Any:
 
 
 parallel.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
+
+
+def pipeline(*args: Any, stage: int, init_values: Any = None) -> Any:
+    """``for i in pl.pipeline(n, stage=2)``: a loop over ``pl.range``'s bounds whose ``stage``
+    (a positive integer constant) asks an NPU backend to overlap that many iterations (ping-pong
+    buffers). On the simulated chip iterations run in order, as for ``pl.range``; the stage is
+    kept on the IR loop (``ir/lowered.txt``) and as a comment in the kernel's C++.
+    """
+    raise RuntimeError("pl.pipeline() runs only inside a kernel body, which the compiler parses")
+
+
+pipeline.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
+pipeline.__pypto_pipeline__ = True  # type: ignore[attr-defined]
 
 
 def unroll(*args: Any) -> Any:
@@ -94,3 +118,30 @@ def static_assert(condition: Any, message: str = "") -> None:
 
 
 static_assert.__pypto_dsl__ = "static_assert"  # type: ignore[attr-defined]
+
+
+def manual_scope() -> Any:
+    """``with pl.manual_scope():`` in an orchestration: a runtime scope whose tasks are ordered
+    by the ``deps=`` they name (``pl.submit(..., deps=[...])``, ``pl.system.task_dummy``).
+
+    On the simulated chip the scope is a nested runtime scope (its tasks use the next ring), and
+    the chip's tensor-overlap rule stays on inside it: the explicit edges are added to the
+    inferred ones, so a task waits for at least what it names.
+    """
+    raise RuntimeError("pl.manual_scope() runs only inside an orchestration body, which the compiler parses")
+
+
+manual_scope.__pypto_dsl__ = "manual_scope"  # type: ignore[attr-defined]
+
+
+def submit(kernel: Any, *args: Any, deps: Any = None) -> Any:
+    """``out, tid = pl.submit(self.kernel, a, b, out, deps=[t0, tids])`` in a ``@pl.program``
+    orchestration: call the kernel as one task and also bind its task id.
+
+    ``deps`` lists task ids and ``pl.array``s of task ids (entries never set are skipped).
+    The values are what the kernel returns followed by the task id.
+    """
+    raise RuntimeError("pl.submit() runs only inside an orchestration body, which the compiler parses")
+
+
+submit.__pypto_dsl__ = "submit"  # type: ignore[attr-defined]

@@ -224,7 +224,21 @@ def _build_print(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
     return p.make_op("print", [p.expr(b["value"])], {"label": label}, node)
 
 
+def _build_array_create(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    p.check_orchestration("pl.array.create", node)
+    extent = p.static_value(b["extent"], "pl.array.create extent", node)
+    elem = p.static_value(b["dtype"], "pl.array.create dtype", node)
+    return p.make_op(opname, [], {"extent": extent, "elem": elem}, node)
+
+
+def _build_task_dummy(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    p.check_orchestration("pl.system.task_dummy", node)
+    return p.make_op(opname, list(p.deps_list(b["deps"], "pl.system.task_dummy")), {}, node)
+
+
 OP_BUILDERS: dict[str, _Builder] = {
+    "array_create": _build_array_create,
+    "task_dummy": _build_task_dummy,
     "matmul": _build_matmul,
     "load": _build_load,
     "store": _build_store,

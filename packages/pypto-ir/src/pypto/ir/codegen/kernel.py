@@ -409,6 +409,8 @@ class _KernelGen:
             cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"
         else:
             cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
+        if s.stage is not None:  # the simulated core runs iterations in order
+            self.emit(depth, f"// pl.pipeline(stage={s.stage}): a software-pipelining hint")
         self.emit(depth, f"for (std::int64_t {var} = {start}; {cond}; {var} += {step}) {{")
         self.body(s.body, depth + 1)
         if s.iter_args:

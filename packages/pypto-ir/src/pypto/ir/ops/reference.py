@@ -26,7 +26,16 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops.spec import LANGUAGE, OPS, REQUIRED, LangOp, OpError, OpSpec, infer
-from pypto.ir.types import MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
+from pypto.ir.types import (
+    ArrayType,
+    MemorySpace,
+    PadValue,
+    ScalarType,
+    TaskIdType,
+    TensorType,
+    TileType,
+    Type,
+)
 
 __all__ = ["COMMAND", "SAMPLES", "main", "render", "sample", "usages"]
 
@@ -80,6 +89,12 @@ SAMPLES: dict[str, Sample] = {
     "tensor.view": ([_X], {"shape": (16, 64), "static_offsets": [32, 0]}),
     "tile.print": ([_T], {"label": "t"}),
     "scalar.print": ([_S], {"label": "s"}),
+    "array.create": ([], {"extent": 4, "elem": TaskIdType()}),
+    "array.get": ([ArrayType(4), ScalarType(DataType.INT64)], {}),
+    "array.set": ([ArrayType(4), ScalarType(DataType.INT64), TaskIdType()], {}),
+    "system.task_dummy": ([ArrayType(4), TaskIdType()], {}),
+    "system.scope_begin": ([], {"mode": "manual"}),
+    "system.scope_end": ([], {"mode": "manual"}),
 }
 """Operand types and attributes for each IR op that is not one of the element-wise, reduction or
 broadcast families (those get theirs from ``sample``)."""

@@ -22,6 +22,7 @@ from pypto.ir.nodes import (
     Var,
 )
 from pypto.ir.types import (
+    ArrayType,
     FunctionType,
     Level,
     ScalarType,
@@ -33,15 +34,16 @@ from pypto.ir.types import (
 )
 from pypto.language import typing as lt
 from pypto.language.fold import INDEX, extent
-from pypto.language.parser.calls import _Calls
 from pypto.language.parser.common import (
     _AUG,
     _ann_str,
+    _Static,
 )
 from pypto.language.parser.directives import DIRECTIVES
+from pypto.language.parser.tasks import _Tasks
 
 
-class _Statements(_Calls):
+class _Statements(_Tasks):
     # ------------------------------------------------------------------ statements
 
     def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]:
@@ -99,6 +101,8 @@ class _Statements(_Calls):
             return self.yield_stmt(s.value, s.targets[0])
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             kind = self.dsl_kind(s.value.func)
+            if kind == "submit":
+                return self.submit_assign([], s.value, s)
             if kind in DIRECTIVES:
                 self.directive(kind, s.value)
                 return []
@@ -114,6 +118,10 @@ class _Statements(_Calls):
         if isinstance(s, ast.Assign):
             if len(s.targets) != 1:
                 raise self.err("chained assignment (a = b = ...) is not supported; assign once", s)
+            if self.is_submit(s.value):
+                t = s.targets[0]
+                assert isinstance(s.value, ast.Call)
+                return self.submit_assign(list(t.elts) if isinstance(t, ast.Tuple) else [t], s.value, s)
             return self.assign(s.targets[0], s.value, None, s)
         if isinstance(s, ast.AnnAssign):
             if s.value is None:
@@ -132,6 +140,9 @@ class _Statements(_Calls):
         if isinstance(s, ast.If):
             return self.if_stmt(s)
         if isinstance(s, ast.With):
+            ctx = s.items[0].context_expr if len(s.items) == 1 else None
+            if isinstance(ctx, ast.Call) and self.dsl_kind(ctx.func) == "manual_scope":
+                return self.manual_scope_stmt(s, ctx)
             return [self.with_stmt(s)]
         names = {
             ast.While: "while loops",
@@ -155,6 +166,10 @@ class _Statements(_Calls):
     def assign(self, target: ast.expr, value_node: ast.expr, ann: ast.expr | None, s: ast.stmt) -> list[Stmt]:
         span = self.src.span(s)
         if isinstance(target, ast.Subscript):
+            if isinstance(target.value, ast.Name):
+                base = self.lookup(target.value.id, target.value)
+                if isinstance(base, Var) and isinstance(base.type, ArrayType):
+                    return self.array_write(target, value_node, s)
             return [self.tensor_write(target, value_node, s)]
         if not isinstance(target, ast.Name):
             raise self.err(
@@ -286,6 +301,8 @@ class _Statements(_Calls):
 
     def tensor_view(self, node: ast.Subscript) -> Expr:
         base = self.expr(node.value)
+        if isinstance(base.type, ArrayType):
+            return self.array_read(base, node)
         if not isinstance(base, Var) or not isinstance(base.type, TensorType):
             raise self.err(f"only tensors can be windowed with [...], got {base.type}", node)
         offsets, extents = self.window(base, node)
@@ -302,13 +319,25 @@ class _Statements(_Calls):
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
             raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
         init_node = None
+        target_fn = self.resolve(it.func)
+        pipelined = isinstance(target_fn, _Static) and getattr(target_fn.value, "__pypto_pipeline__", False)
+        stage: int | None = None
         for kw in it.keywords:
+            if kw.arg == "stage" and pipelined:
+                stage = self.static_value(kw.value, "pl.pipeline stage", kw)
+                if isinstance(stage, bool) or not isinstance(stage, int) or stage <= 0:
+                    raise self.err(
+                        f"pl.pipeline: stage must be a positive integer constant, got {stage!r}", kw
+                    )
+                continue
             if kw.arg != "init_values":
                 raise self.err(
                     f"pl.range() got an unsupported keyword {kw.arg!r}; use pl.range(start, stop, step[, init_values=(...)])",
                     kw,
                 )
             init_node = kw.value
+        if pipelined and stage is None:
+            raise self.err("pl.pipeline needs stage=<depth>: pl.pipeline(n, stage=2)", it)
         pre: list[Stmt] = []
         carried: list[str] = []
         target = s.target
@@ -371,7 +400,7 @@ class _Statements(_Calls):
                 self.st.env[k] = after[k]
         for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
             self.st.env[lhs] = self.st.env[name]
-        return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s))]
+        return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s), stage=stage)]
 
     def yield_stmt(self, call: ast.Call, target: ast.expr | None) -> list[Stmt]:
         """``pl.yield_(v, ...)``: the next values of the enclosing loop's init_values names."""
@@ -465,16 +494,7 @@ class _Statements(_Calls):
         hint = self.static_value(bound.get("name_hint"), "name_hint", call)
         if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
             raise self.err(f"pl.at: name_hint must be an identifier string, got {hint!r}", call)
-        deps: list[Expr] = []
-        dnode = bound.get("deps")
-        if dnode is not None and not (isinstance(dnode, ast.Constant) and dnode.value is None):
-            if not isinstance(dnode, (ast.List, ast.Tuple)):
-                raise self.err("pl.at: deps must be a list of task ids: deps=[tid]", dnode)
-            for d in dnode.elts:
-                e = self.expr(d)
-                if not isinstance(e.type, TaskIdType):
-                    raise self.err(f"pl.at: deps entries must be task ids bound by `as`, got {e.type}", d)
-                deps.append(e)
+        deps = list(self.deps_list(bound.get("deps"), "pl.at"))
         task: Var | None = None
         if item.optional_vars is not None and not isinstance(item.optional_vars, ast.Name):
             raise self.err("bind the task id to one name: `as tid`", item.optional_vars)
