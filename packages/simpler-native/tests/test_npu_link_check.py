@@ -20,8 +20,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _check(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
-    """Build ``source`` as the backend library of a fake build dir and run the check on it."""
+FACTORY = 'extern "C" void* simpler_npu_backend_create() { return nullptr; }\n'
+
+
+def _check(tmp_path: Path, source: str, factory: bool = True) -> subprocess.CompletedProcess[str]:
+    """Build ``source`` (with the factory export unless told not to) as the backend library of a
+    fake build dir and run the check on it."""
     acl = tmp_path / "acl_include"
     (acl / "acl").mkdir(parents=True)
     (acl / "acl" / "acl.h").write_text(
@@ -29,7 +33,7 @@ def _check(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     )
     lib = tmp_path / "build" / "src" / "core" / "npu" / "libsimpler_npu.so"
     lib.parent.mkdir(parents=True)
-    (tmp_path / "lib.cpp").write_text(source)
+    (tmp_path / "lib.cpp").write_text(source + (FACTORY if factory else ""))
     subprocess.run(["g++", "-shared", "-fPIC", str(tmp_path / "lib.cpp"), "-o", str(lib)], check=True)
     return subprocess.run(
         [sys.executable, str(CHECK), str(tmp_path / "build"), str(acl), str(SIMPLER_INCLUDE)],
@@ -47,6 +51,7 @@ def test_only_cann_symbols_open_passes(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "2 open symbols are CANN's (1 ACL functions" in r.stdout
+    assert "it exports simpler_npu_backend_create" in r.stdout
 
 
 def test_a_symbol_cann_does_not_provide_fails(tmp_path: Path) -> None:
@@ -71,3 +76,13 @@ def test_no_cann_call_at_all_fails(tmp_path: Path) -> None:
     r = _check(tmp_path, "int f() { return 1; }\n")
     assert r.returncode == 1
     assert "calls no CANN entry point" in r.stdout
+
+
+def test_a_library_without_the_factory_fails(tmp_path: Path) -> None:
+    r = _check(
+        tmp_path,
+        'extern "C" int aclInit(const char*);\nint f() { return aclInit(nullptr); }\n',
+        factory=False,
+    )
+    assert r.returncode == 1
+    assert "does not export simpler_npu_backend_create" in r.stdout

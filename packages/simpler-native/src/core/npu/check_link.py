@@ -2,7 +2,8 @@
 undefined symbols allowed, since CANN's libraries are not on this machine, and this script checks
 that every symbol it leaves open is a CANN entry point: an ``acl*`` function declared in the ACL
 headers it was compiled against, or an ``rts*`` function declared in simpler/npu/cann_rts.hpp.
-Anything else open (a function of simpler's own that was not linked in) fails the check.
+Anything else open (a function of simpler's own that was not linked in) fails the check, and
+so does a library that does not export the factory a loader would look up.
 
 Usage: python check_link.py BUILDDIR ACL_INCLUDE SIMPLER_INCLUDE
 """
@@ -13,6 +14,16 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+EXPORT = "simpler_npu_backend_create"  # the factory a loader finds with dlsym
+
+
+def exported(library: Path) -> set[str]:
+    """Defined dynamic symbols (what dlsym can find)."""
+    out = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library)], text=True, capture_output=True, check=True
+    ).stdout
+    return {parts[-1] for parts in (line.split() for line in out.splitlines()) if len(parts) == 3}
 
 
 def open_symbols(library: Path) -> list[str]:
@@ -55,11 +66,14 @@ def main(argv: list[str]) -> int:
     if not missing:
         print(f"FAIL npu backend: {library.name} calls no CANN entry point; the check would prove nothing")
         return 1
+    if EXPORT not in exported(library):
+        print(f"FAIL npu backend: {library.name} does not export {EXPORT}, so no loader could create it")
+        return 1
     n_acl = sum(s in acl for s in missing)
     print(
         f"npu backend: {library.name} compiled and linked; its {len(missing)} open symbols are CANN's "
         f"({n_acl} ACL functions from {acl_include}, {len(missing) - n_acl} rts functions from "
-        "simpler/npu/cann_rts.hpp). Not loaded or run: no CANN runtime or NPU here"
+        f"simpler/npu/cann_rts.hpp); it exports {EXPORT}. Not loaded or run: no CANN runtime or NPU here"
     )
     return 0
 

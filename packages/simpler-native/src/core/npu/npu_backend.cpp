@@ -235,10 +235,17 @@ void NpuBackend::require_open(const char* what) const {
     if (closed_) throw std::runtime_error(std::string("NpuBackend.") + what + ": the backend is closed");
 }
 
+// Not to be called concurrently with close(), which destroys the stream (the Worker calls
+// them one after the other).
 bool NpuBackend::wait_idle(double timeout_s) {
-    if (stream_ == nullptr) return true;
-    const aclError rc = timeout_s < 0 ? aclrtSynchronizeStream(stream_)
-                                      : aclrtSynchronizeStreamWithTimeout(stream_, timeout_ms(timeout_s));
+    aclrtStream stream = nullptr;
+    {
+        std::scoped_lock lock(mu_);
+        if (closed_) return true;
+        stream = stream_;
+    }
+    const aclError rc = timeout_s < 0 ? aclrtSynchronizeStream(stream)
+                                      : aclrtSynchronizeStreamWithTimeout(stream, timeout_ms(timeout_s));
     if (rc == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) return false;
     check_acl(rc, "aclrtSynchronizeStream");
     return true;
@@ -598,3 +605,26 @@ std::shared_ptr<BackendRun> NpuBackend::launch_kernel(int slot, const std::vecto
 }
 
 }  // namespace simpler::npu
+
+// The library's one export, for the loader that will open libsimpler_npu.so when a Worker asks
+// for a2a3/a5: a new backend, or nullptr with the reason in `error` (NUL-terminated, truncated
+// to `error_bytes`). C linkage so that it can be found with dlsym.
+extern "C" __attribute__((visibility("default"))) simpler::ChipBackend* simpler_npu_backend_create(
+    std::int32_t device_id, const char* runtime_descriptor, char* error, std::size_t error_bytes) noexcept {
+    try {
+        simpler::npu::NpuOptions options;
+        options.device_id = device_id;
+        options.runtime_descriptor = runtime_descriptor != nullptr ? runtime_descriptor : "";
+        return new simpler::npu::NpuBackend(std::move(options));
+    } catch (const std::exception& e) {
+        if (error != nullptr && error_bytes > 0) {
+            const std::size_t n = std::min(error_bytes - 1, std::strlen(e.what()));
+            std::memcpy(error, e.what(), n);
+            error[n] = '\0';
+        }
+        return nullptr;
+    } catch (...) {
+        if (error != nullptr && error_bytes > 0) error[0] = '\0';
+        return nullptr;
+    }
+}
