@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "../backend.hpp"
 #include "callable.hpp"
 #include "device_memory.hpp"
 #include "simpler/wire/binding_ref.hpp"
@@ -95,18 +96,18 @@ struct ChipOptions {
 };
 
 // One submitted run: completion, error and statistics. Shared by the submitter and the chip.
-class Run {
+class Run final : public simpler::BackendRun {
 public:
-    std::uint64_t id() const noexcept { return id_; }
-    bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+    std::uint64_t id() const noexcept override { return id_; }
+    bool done() const noexcept override { return done_.load(std::memory_order_acquire); }
     // Waits up to `timeout_s` seconds (negative: forever; 0: a poll); true when done. Spins
     // for up to the chip's spin_ns before parking on the condition variable.
-    bool wait(double timeout_s) const;
+    bool wait(double timeout_s) const override;
     // Valid once done(): empty when the run succeeded.
-    const std::string& error() const noexcept { return error_; }
-    std::uint64_t tasks_submitted() const noexcept { return tasks_submitted_; }
-    std::uint64_t tasks_executed() const noexcept { return tasks_executed_.load(); }
-    const std::vector<std::string>& diagnostics_files() const noexcept { return files_; }
+    const std::string& error() const noexcept override { return error_; }
+    std::uint64_t tasks_submitted() const noexcept override { return tasks_submitted_; }
+    std::uint64_t tasks_executed() const noexcept override { return tasks_executed_.load(); }
+    const std::vector<std::string>& diagnostics_files() const noexcept override { return files_; }
 
 private:
     friend class Chip;
@@ -122,10 +123,10 @@ private:
     std::vector<std::string> files_;
 };
 
-class Chip {
+class Chip final : public simpler::ChipBackend {
 public:
     explicit Chip(ChipOptions options);
-    ~Chip();
+    ~Chip() override;
     Chip(const Chip&) = delete;
     Chip& operator=(const Chip&) = delete;
 
@@ -135,23 +136,55 @@ public:
     std::shared_ptr<Run> submit(std::shared_ptr<const ChipProgram> program, std::vector<ChipTensor> tensors,
                                 std::vector<std::uint64_t> scalars, RunConfig config);
     // Finishes queued runs, then stops and joins every thread. Idempotent.
-    void close();
+    void close() override;
     // Waits up to `timeout_s` seconds (negative: forever) until no run is queued, orchestrating
     // or in flight; true when idle. Lets the exit drain close a Worker without waiting forever
     // on a kernel that never returns.
-    bool wait_idle(double timeout_s);
-    bool closed() const noexcept { return closed_.load(); }
+    bool wait_idle(double timeout_s) override;
+    bool closed() const noexcept override { return closed_.load(); }
+
+    // ---- ChipBackend (core/backend.hpp): the forms the Worker shares with the NPU backend ----
+    std::uint64_t device_malloc(std::uint64_t nbytes) override { return memory_.allocate(nbytes); }
+    void device_free(std::uint64_t addr) override { memory_.release(addr); }
+    void copy_to_device(std::uint64_t dst, const void* src, std::uint64_t nbytes) override {
+        memory_.copy_to_device(dst, src, nbytes);
+    }
+    void copy_from_device(void* dst, std::uint64_t src, std::uint64_t nbytes) override {
+        memory_.copy_from_device(dst, src, nbytes);
+    }
+    std::shared_ptr<const BackendProgram> load_program(const ProgramImage& image) override {
+        std::vector<std::pair<std::int32_t, std::shared_ptr<const CoreKernel>>> children;
+        for (const KernelImage& k : image.children) {
+            if (k.core_type > 1)
+                throw std::invalid_argument("load_program: kernel '" + k.name + "' has core_type " +
+                                            std::to_string(k.core_type) + ", expected 0 (AIV) or 1 (AIC)");
+            children.emplace_back(k.func_id, load_core_kernel(k.bytes, k.size, k.name, k.entry,
+                                                              static_cast<CoreType>(k.core_type), k.signature));
+        }
+        return load_chip_program(image.bytes, image.size, image.func_name, image.signature, children);
+    }
+    std::shared_ptr<BackendRun> submit_run(std::shared_ptr<const BackendProgram> program, std::vector<ChipTensor> tensors,
+                                           std::vector<std::uint64_t> scalars, const RunConfig& config) override {
+        return submit(as_chip_program(program, "submit"), std::move(tensors), std::move(scalars), config);
+    }
+    int register_kernel(std::shared_ptr<const BackendProgram> program) override {
+        return kernel_register(as_chip_program(program, "kernel_register"));
+    }
+    std::shared_ptr<BackendRun> launch_kernel(int slot, const std::vector<ChipTensor>& tensors,
+                                              const std::vector<std::uint64_t>& scalars, const RunConfig& config) override {
+        return kernel_launch(slot, tensors, scalars, config);
+    }
 
     // ---- Kernel mode (see docs/simpler-runtime.md, "Kernel mode") ----
     // Latch kernel mode with the borrowed context's generation (nonzero). Throws if called twice.
-    void enable_kernel_mode(std::uint64_t context_generation);
-    bool kernel_mode() const noexcept { return binding_.context_generation != 0; }
+    void enable_kernel_mode(std::uint64_t context_generation) override;
+    bool kernel_mode() const noexcept override { return binding_.context_generation != 0; }
     // Admit a callable into a free slot (kernel-entry checks: signature counts, limits); returns
     // the slot id (0..63). Its residency generation starts at 1 and grows on every re-admission.
     int kernel_register(std::shared_ptr<const ChipProgram> program);
     // Retire a slot: later launches and packets still queued for it are rejected as stale.
-    void kernel_unregister(int slot);
-    std::uint64_t kernel_generation(int slot) const;
+    void kernel_unregister(int slot) override;
+    std::uint64_t kernel_generation(int slot) const override;
     // Encode a TMR packet through the slot's encoding cache and enqueue it copy-on-enqueue on
     // the simulated AICPU. Throws std::invalid_argument naming the InvocationStatus on rejection.
     std::shared_ptr<Run> kernel_launch(int slot, const std::vector<ChipTensor>& tensors,
