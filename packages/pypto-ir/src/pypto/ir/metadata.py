@@ -60,9 +60,14 @@ class KernelInfo:
     # Bytes of tiles per on-chip memory space ((space name, bytes) in BUFFER_SPACES order);
     # () when not recorded (metadata written before the field existed).
     buffer_usage: tuple[tuple[str, int], ...] = ()
+    # The pl.at hints of the scope the kernel was outlined from ((key, value) in key order):
+    # "split" (SplitMode name), "cross_core_slot" (int >= 1), "no_dep_args" (kernel parameter
+    # names). Recorded for tools and hardware backends; the simulated chip does not read them.
+    hints: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "buffer_usage", _usage(self.buffer_usage, "KernelInfo.buffer_usage"))
+        object.__setattr__(self, "hints", _hints(self.hints, "KernelInfo.hints"))
 
     def buffer_bytes(self, space: str) -> int | None:
         """Bytes of ``space`` tiles (``"Vec"``, ``"Mat"``, ``"Left"``, ``"Right"``, ``"Acc"``);
@@ -86,10 +91,46 @@ class KernelInfo:
         }
         if self.buffer_usage:
             out["buffer_usage"] = dict(self.buffer_usage)
+        if self.hints:
+            out["hints"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.hints}
         return out
 
 
 BUFFER_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
+SPLIT_MODES = ("NONE", "UP_DOWN", "LEFT_RIGHT")
+
+
+def _hints(raw: object, where: str) -> tuple[tuple[str, Any], ...]:
+    """Canonical kernel hints: (key, value) pairs in key order, each value checked."""
+    if isinstance(raw, Mapping):
+        items = list(raw.items())
+    elif isinstance(raw, (tuple, list)):
+        items = [tuple(x) for x in raw]
+    else:
+        raise MetadataError(f"{where}: expected a mapping of hint -> value, got {type(raw).__name__}")
+    out: dict[str, Any] = {}
+    for key, raw_value in items:
+        value = raw_value
+        if key == "split":
+            if value not in SPLIT_MODES:
+                raise MetadataError(
+                    f"{where}['split']: expected one of {', '.join(SPLIT_MODES)}, got {value!r}"
+                )
+        elif key == "cross_core_slot":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise MetadataError(f"{where}['cross_core_slot']: expected an int >= 1, got {value!r}")
+        elif key == "no_dep_args":
+            if not isinstance(value, (list, tuple)) or not all(isinstance(n, str) for n in value):
+                raise MetadataError(
+                    f"{where}['no_dep_args']: expected a list of parameter names, got {value!r}"
+                )
+            value = tuple(value)
+        else:
+            raise MetadataError(
+                f"{where}: unknown hint {key!r}; expected split, cross_core_slot or no_dep_args{_RECOMPILE}"
+            )
+        out[str(key)] = value
+    return tuple(sorted(out.items()))
 
 
 def _usage(raw: object, where: str) -> tuple[tuple[str, int], ...]:
@@ -339,6 +380,7 @@ def _parse(data: Any, require: Contract | None) -> ArtifactMetadata:
                     if "buffer_usage" in k
                     else ()
                 ),
+                _hints(_get(k, "hints", dict, where), f"field {where}'hints'") if "hints" in k else (),
             )
         )
     ids = sorted(k.func_id for k in kernels)

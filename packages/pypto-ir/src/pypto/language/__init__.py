@@ -18,7 +18,7 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
-from pypto.ir.types import FunctionType, Level, MemorySpace, PadValue
+from pypto.ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue, SplitMode
 from pypto.language import ops as _ops
 from pypto.language import tile
 from pypto.language.decorators import (
@@ -29,7 +29,17 @@ from pypto.language.decorators import (
     inline,
     program,
 )
-from pypto.language.dsl import at, parallel, range, static_assert, static_print, unroll, yield_
+from pypto.language.dsl import (
+    at,
+    cross_core_slot,
+    parallel,
+    range,
+    split,
+    static_assert,
+    static_print,
+    unroll,
+    yield_,
+)
 from pypto.language.jit import JITFunction, Specialization, jit
 from pypto.language.typing import (
     RUNTIME,
@@ -84,6 +94,7 @@ __all__ = [
     "UINT16",
     "UINT32",
     "UINT64",
+    "AtomicType",
     "DSLFunction",
     "DataType",
     "DynVar",
@@ -101,9 +112,11 @@ __all__ = [
     "RuntimeScalarMarker",
     "Scalar",
     "Specialization",
+    "SplitMode",
     "Tensor",
     "Tile",
     "at",
+    "cross_core_slot",
     "dynamic",
     "function",
     "inline",
@@ -111,6 +124,7 @@ __all__ = [
     "parallel",
     "program",
     "range",
+    "split",
     "static_assert",
     "static_print",
     "tile",
