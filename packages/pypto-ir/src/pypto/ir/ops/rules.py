@@ -409,6 +409,31 @@ def tile_assemble(args: list[Type], attrs: dict[str, Any]) -> Type:
     return target
 
 
+def tensor_assemble(args: list[Type], attrs: dict[str, Any]) -> Type:
+    target = _tensor(args[0], "assemble", "the target")
+    src = args[1]
+    if not isinstance(src, (TileType, TensorType)):
+        raise OpError(f"pl.assemble: the source must be a tile or a tensor-level value, got {src}")
+    _same_dtype(target.dtype, src.dtype, "assemble")
+    if isinstance(src, TensorType) and not src.is_static:
+        raise OpError(f"pl.assemble: the source needs a static shape, got {list(src.shape)}")
+    shape = src.shape if isinstance(src, TileType) else src.static_shape
+    if len(shape) < len(target.shape):  # a tile into a higher-rank tensor: leading dims of 1
+        shape = (1,) * (len(target.shape) - len(shape)) + tuple(shape)
+    if len(shape) != len(target.shape):
+        raise OpError(
+            f"pl.assemble: the source {list(shape)} has rank {len(shape)} but the target has rank {len(target.shape)}"
+        )
+    _check_window(
+        target, list(attrs.get("static_offsets", [None] * len(target.shape))), tuple(shape), "assemble"
+    )
+    if isinstance(src, TileType) and src.memory not in (MemorySpace.Vec, MemorySpace.Acc):
+        raise OpError(
+            f"pl.assemble: a tile source into a tensor must be in Vec or Acc, got {src.memory.value}"
+        )
+    return target
+
+
 def tile_slice(args: list[Type], attrs: dict[str, Any]) -> Type:
     src = _tile(args[0], "slice", "the source")
     shape = tuple(attrs["shape"])

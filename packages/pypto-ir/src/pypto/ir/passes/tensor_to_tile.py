@@ -31,7 +31,7 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.ops import OPS, infer, tile_shape_for
 from pypto.ir.param_info import Layout
-from pypto.ir.types import MemorySpace, TensorType, TileType, Type
+from pypto.ir.types import AtomicType, MemorySpace, TensorType, TileType, Type
 
 NAME = "tensor_to_tile"
 MAX_TILE_ELEMENTS = 1 << 16
@@ -90,7 +90,9 @@ class _Lowerer:
                 and self._through_view(s.value)
             ):
                 s = replace(s, value=self._rebase(s.value))
-            if isinstance(s, Assign) and _is_tensor_compute(s.value):
+            if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.assemble":
+                out.extend(self.assemble(s.var, s.value))
+            elif isinstance(s, Assign) and _is_tensor_compute(s.value):
                 assert isinstance(s.value, Call)
                 tile = self.lower_call(s.value, out, s.var.name)
                 self.tiles[s.var.name] = tile
@@ -211,6 +213,48 @@ class _Lowerer:
             return self.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, base)
         args: list[Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
         return self.emit(f"tile.{kind}", args, dict(c.attrs), out, base)
+
+    def assemble(self, v: Var, c: Call) -> list[Stmt]:
+        """``v = tensor.assemble(target, source, offsets)``: the source as a Vec tile stored into
+        the target's window (``v`` names the target); ``atomic=Add`` loads the window first and
+        stores the sum."""
+        out: list[Stmt] = []
+        target, source, offs = c.args
+        assert isinstance(target, Var)
+        assert isinstance(offs, tuple)
+        if isinstance(source, Call) and _is_tensor_compute(source):
+            tile: Arg = self.lower_call(source, out, v.name)
+        else:
+            tile = self.operand(source, out, c.span)  # type: ignore[arg-type]
+        assert isinstance(tile, Var)
+        tt = tile.type
+        assert isinstance(tt, TileType)
+        if tt.memory is not MemorySpace.Vec:
+            tile = self.emit("tile.move", [tile], {"memory": MemorySpace.Vec}, out, "mv")
+            tt = tile.type
+            assert isinstance(tt, TileType)
+        if c.attr("atomic") is AtomicType.Add:
+            shape = (1,) * (len(offs) - 2) + tt.shape if len(offs) >= 2 else (tt.shape[1],)
+            load = Call(
+                "tile.load",
+                (target, offs),
+                (("memory", MemorySpace.Vec), ("shape", shape)),
+                infer("tile.load", [target.type], {"shape": shape, "memory": MemorySpace.Vec}),
+                c.span,
+            )
+            if target.name in self.views:
+                load = self._rebase(load)
+            held = self.fresh("acc", load.type)
+            out.append(Assign(held, load, c.span))
+            tile = self.emit("tile.add", [held, tile], {}, out, "sum")
+        for key in [k for k in self.loaded if k[0] == target.name]:
+            del self.loaded[key]  # the tensor changes: a later read must load again
+        infer("tile.store", [tile.type, target.type], {})
+        store = Call("tile.store", (tile, offs, target), (), target.type, c.span)
+        if target.name in self.views:
+            store = self._rebase(store)
+        out.append(Assign(v, store, c.span))
+        return out
 
     def write(self, s: TensorWrite) -> list[Stmt]:
         out: list[Stmt] = []
