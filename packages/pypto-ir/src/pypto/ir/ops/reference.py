@@ -26,7 +26,7 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops.spec import LANGUAGE, OPS, REQUIRED, LangOp, OpError, OpSpec, infer
-from pypto.ir.types import MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
+from pypto.ir.types import AtomicType, MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
 
 __all__ = ["COMMAND", "SAMPLES", "main", "render", "sample", "usages"]
 
@@ -75,6 +75,7 @@ SAMPLES: dict[str, Sample] = {
     "tile.read": ([_T], {}),
     "tile.slice": ([_T], {"shape": (16, 32), "static_offsets": [0, 32]}),
     "tile.assemble": ([_T, TileType((16, 32), _FP32)], {"static_offsets": [0, 32]}),
+    "tensor.assemble": ([_X, _T], {"static_offsets": [16, 0], "atomic": AtomicType.Add}),
     "tile.fillpad": ([_T], {"pad": PadValue.zero}),
     "tensor.write": ([_X, _S], {}),
     "tensor.view": ([_X], {"shape": (16, 64), "static_offsets": [32, 0]}),
