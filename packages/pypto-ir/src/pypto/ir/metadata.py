@@ -8,7 +8,9 @@ loads native code. Schemas 1 and 2 load as PROGRAM only. See docs/pypto-ir.md.
 
 A kernel child may carry ``buffer_usage`` (optional, schema 3 readers before it ignore it): the
 bytes of tiles it declares per on-chip memory space, ``{"Vec": n, "Mat": n, "Left": n,
-"Right": n, "Acc": n}`` (see pypto.ir.platforms for how they are counted).
+"Right": n, "Acc": n}`` (see pypto.ir.platforms for how they are counted), and ``hints``
+(optional, the same way): the ``pl.at`` hints of the scope it was outlined from, ``{"split":
+"UP_DOWN", "cross_core_slot": 4, "no_dep_args": ["t"]}`` (each key only when given).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pypto.ir.contract import Contract, backend_of, device_kind
 from pypto.ir.files import atomic_write
 from pypto.ir.param_info import ParamInfo, SignatureError, validate_param_names, validate_return_aliases
 from pypto.ir.platforms import DEFAULT_RUNTIME, PLATFORMS, RUNTIMES
+from pypto.ir.types import SplitMode
 
 __all__ = [
     "BUFFER_SPACES",
@@ -97,7 +100,7 @@ class KernelInfo:
 
 
 BUFFER_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
-SPLIT_MODES = ("NONE", "UP_DOWN", "LEFT_RIGHT")
+SPLIT_MODES = tuple(m.value for m in SplitMode)  # what a "split" hint may say
 
 
 def _hints(raw: object, where: str) -> tuple[tuple[str, Any], ...]:
