@@ -150,3 +150,22 @@ def test_scope_hints_leave_the_numbers_alone(shape: tuple[int, int, int]) -> Non
     mixed(a, b, bias, out)
     want = a.astype(np.float64) @ b.astype(np.float64) + bias
     np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3)
+
+
+@pl.jit
+def mixed_operands(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        half = pl.full([24, 40], dtype=pl.FP32, value=0.5)  # a tile
+        row = pl.load(x, [0, 0], [24, 40])  # a tile
+        scaled = pl.mul(x, half)  # tensor x tile: a tensor-level op
+        out[:] = pl.add(pl.matmul(row, w), pl.sub(row, scaled))  # tile @ tensor, tile - tensor
+    return out
+
+
+def test_tiles_mix_with_tensor_level_operands() -> None:
+    rng = np.random.default_rng(18)
+    x = rng.standard_normal((24, 40)).astype(np.float32)
+    w = rng.standard_normal((40, 40)).astype(np.float32)
+    out = np.zeros((24, 40), np.float32)
+    mixed_operands(x, w, out)
+    np.testing.assert_allclose(out, x.astype(np.float64) @ w + (x - 0.5 * x), rtol=1e-4, atol=1e-4)

@@ -254,7 +254,9 @@ class _Lowerer:
             v = self.emit("tile.load", [e, zeros], attrs, out, "ld")
             self.loaded[(e.name, memory)] = v
             return v
-        return e  # a scalar operand
+        if isinstance(e, Var) and isinstance(e.type, TileType) and e.type.memory is not memory:
+            return self.emit("tile.move", [e], {"memory": memory}, out, "mv")  # a tile mixed in
+        return e  # a scalar operand, or a tile mixed in where it already is
 
     def emit(self, op: str, args: list[Arg], attrs: dict[str, object], out: list[Stmt], base: str) -> Var:
         types = [a.type for a in args if not isinstance(a, tuple)]
