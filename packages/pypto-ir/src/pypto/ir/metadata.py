@@ -6,11 +6,12 @@ contract and the verified capabilities (exactly that contract), the orchestratio
 kernel child. It is written once, atomically; the reader validates every field and never
 loads native code. Schemas 1 and 2 load as PROGRAM only. See docs/pypto-ir.md.
 
-A kernel child may carry ``buffer_usage`` (optional, schema 3 readers before it ignore it): the
-bytes of tiles it declares per on-chip memory space, ``{"Vec": n, "Mat": n, "Left": n,
-"Right": n, "Acc": n}`` (see pypto.ir.platforms for how they are counted), and ``hints``
-(optional, the same way): the ``pl.at`` hints of the scope it was outlined from, ``{"split":
-"UP_DOWN", "cross_core_slot": 4, "no_dep_args": ["t"]}`` (each key only when given).
+A kernel child may carry ``buffer_usage`` (optional, schema 3 readers before it ignore it): per
+on-chip memory space, the peak bytes of its tiles live at the same time, ``{"Vec": n, "Mat": n,
+"Left": n, "Right": n, "Acc": n}`` (see pypto.ir.platforms for how they are counted; artifacts
+of ``CODEGEN_VERSION`` 2 recorded the sum of every tile declared), and ``hints`` (optional,
+the same way): the ``pl.at`` hints of the scope it was outlined from, ``{"split": "UP_DOWN",
+"cross_core_slot": 4, "no_dep_args": ["t"]}`` (each key only when given).
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ class KernelInfo:
     source: str
     entry: str
     params: tuple[ParamInfo, ...]
-    # Bytes of tiles per on-chip memory space ((space name, bytes) in BUFFER_SPACES order);
-    # () when not recorded (metadata written before the field existed).
+    # Peak bytes of tiles live at once per on-chip memory space ((space name, bytes) in
+    # BUFFER_SPACES order); () when not recorded (metadata written before the field existed).
     buffer_usage: tuple[tuple[str, int], ...] = ()
     # The pl.at hints of the scope the kernel was outlined from ((key, value) in key order):
     # "split" (SplitMode name), "cross_core_slot" (int >= 1), "no_dep_args" (kernel parameter
@@ -73,8 +74,8 @@ class KernelInfo:
         object.__setattr__(self, "hints", _hints(self.hints, "KernelInfo.hints"))
 
     def buffer_bytes(self, space: str) -> int | None:
-        """Bytes of ``space`` tiles (``"Vec"``, ``"Mat"``, ``"Left"``, ``"Right"``, ``"Acc"``);
-        None when the metadata does not record buffer use."""
+        """Peak bytes of ``space`` tiles live at once (``"Vec"``, ``"Mat"``, ``"Left"``,
+        ``"Right"``, ``"Acc"``); None when the metadata does not record buffer use."""
         if space not in BUFFER_SPACES:
             raise ValueError(
                 f"buffer_bytes(space): expected one of {', '.join(BUFFER_SPACES)}, got {space!r}"

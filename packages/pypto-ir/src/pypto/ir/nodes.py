@@ -300,6 +300,17 @@ class Function:
     span: Span | None = field(default=None, compare=False, repr=False)
     hints: tuple[tuple[str, Any], ...] = ()  # the pl.at hints of the scope it was outlined from
 
+    @property
+    def return_types(self) -> tuple[Type, ...]:
+        """The types the function returns (``returns``)."""
+        return self.returns
+
+    def as_python(self) -> str:
+        """Kernel-language text (``@pl.function``) that ``pl.parse`` reads back to this function."""
+        from pypto.ir.python_printer import function_text
+
+        return function_text(self)
+
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:
@@ -333,6 +344,12 @@ class Program:
     @property
     def entry_function(self) -> Function:
         return self.functions[self.entry]
+
+    def as_python(self) -> str:
+        """Kernel-language text (a ``@pl.program`` class) that ``pl.parse`` reads back to this program."""
+        from pypto.ir.python_printer import program_text
+
+        return program_text(self)
 
     def replace(self, funcs: tuple[Function, ...]) -> Program:
         return Program(self.name, funcs, self.entry)

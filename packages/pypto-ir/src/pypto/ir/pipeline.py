@@ -12,7 +12,7 @@
     lower_signature  nz_layout.lower_signature: the assembly (lowered) signature
     lowered_abi      KERNEL: check_lowered_abi, the lowered ABI against the logical signature
     kernels          codegen: one C++ source per kernel the entry calls
-    buffer_capacity  each kernel's tiles fit the platform's on-chip buffers
+    buffer_capacity  the tiles each kernel has live at once fit the platform's on-chip buffers
     orchestration    codegen: the orchestration's C++ source
     metadata         compiled_meta.json's content
 

@@ -41,6 +41,7 @@ from pypto.language.dsl import (
     yield_,
 )
 from pypto.language.jit import JITFunction, Specialization, jit
+from pypto.language.text import loads, parse
 from pypto.language.typing import (
     RUNTIME,
     DynVar,
@@ -121,7 +122,9 @@ __all__ = [
     "function",
     "inline",
     "jit",
+    "loads",
     "parallel",
+    "parse",
     "program",
     "range",
     "split",

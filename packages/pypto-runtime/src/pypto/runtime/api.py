@@ -42,7 +42,16 @@ from pypto.runtime.compiled import (
 from pypto.runtime.host_tensors import allocate_like
 from pypto.runtime.runner import RunConfig, run_artifact
 
-__all__ = ["Compilable", "artifact_key", "compile", "compile_artifact", "jit_executor", "load_cached", "run"]
+__all__ = [
+    "Compilable",
+    "artifact_key",
+    "compile",
+    "compile_artifact",
+    "jit_compiler",
+    "jit_executor",
+    "load_cached",
+    "run",
+]
 
 # What compile() and compile_artifact() take: a @pl.jit function (with example arguments), one
 # of its specialisations, or an IR Program (@pl.program).
@@ -227,11 +236,11 @@ def load_cached(
 def run(
     program: JITFunction | CompiledProgram, *args: Any, config: RunConfig | None = None, **kwargs: Any
 ) -> Any:
-    """Compile (cached) and run ``program`` on ``args`` in program mode."""
-    config = config or RunConfig()
+    """Compile (cached) and run ``program`` on ``args`` in program mode (a CompiledProgram with
+    no ``config`` runs on its own platform and runtime)."""
     if isinstance(program, CompiledProgram):
         return program(*args, config=config, **kwargs)
-    return _executor_call(program, args, kwargs, config)
+    return _executor_call(program, args, kwargs, config or RunConfig())
 
 
 # -- @pl.jit executor ---------------------------------------------------------------------
@@ -296,3 +305,8 @@ def jit_executor(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any])
         if not isinstance(config, RunConfig):
             raise TypeError(f"{fn.__name__}(config=...): expected a RunConfig, got {type(config).__name__}")
     return _executor_call(fn, args, kwargs, config)
+
+
+def jit_compiler(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompiledProgram:
+    """``fn.compile(*args, **kwargs)``: :func:`compile` of the specialisation of ``args``."""
+    return compile(fn, *args, **kwargs)

@@ -39,13 +39,14 @@ inline constexpr int kRingCount = 4;
 inline constexpr int kMaxAicpuThreads = 4;  // one orchestrator + up to three schedulers
 inline constexpr int kMaxCoreThreads = 64;  // AIC threads, and AIV threads, of one chip
 
-// Stack of every AICore thread. Kernels keep their tiles on the stack; pypto-ir refuses a
-// kernel whose tiles exceed its platform's on-chip buffers (UB + L1 + L0A + L0B + L0C, at most
-// about 1 MiB on a2a3 and a5, see pypto/ir/platforms.py), and the tile library adds at most a
-// converted copy of a Right tile (4x L0B for int8 matmul). 16 MiB holds the largest legal
-// kernel with a wide margin for hand-written ones, whatever RLIMIT_STACK says; it is virtual
-// memory, committed only as a kernel touches it. The guard region below it turns a frame that
-// overruns the stack into a fault instead of a write into a neighbouring mapping.
+// Stack of every AICore thread. Kernels keep every tile they declare on the stack for the whole
+// call; for a simulated platform pypto-ir refuses a kernel that declares more than 8 MiB of
+// tiles (SIM_DECLARED_TILE_BYTES in pypto/ir/platforms.py; the tiles live at once must also fit
+// the on-chip buffers), and the tile library adds at most a converted copy of a Right tile (4x
+// L0B for int8 matmul). 16 MiB holds the largest legal kernel with room for the library and the
+// call frames, whatever RLIMIT_STACK says; it is virtual memory, committed only as a kernel
+// touches it. The guard region below it turns a frame that overruns the stack into a fault
+// instead of a write into a neighbouring mapping.
 inline constexpr std::size_t kCoreThreadStackBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kCoreThreadGuardBytes = std::size_t{1} << 20;
 
@@ -78,7 +79,15 @@ bool tensors_may_overlap(const ChipTensor& a, const ChipTensor& b) noexcept;
 // True when every element ``inner`` touches is also touched by ``outer`` (false when unsure).
 bool tensor_covers(const ChipTensor& outer, const ChipTensor& inner) noexcept;
 
+// The chip runtime: how a run's task graph is built. TMR: the orchestration runs on the AICPU
+// orchestrator thread and each task is dispatched as it is submitted. HBG (host_build_graph):
+// the orchestration runs on the submitting host thread and builds the run's whole graph, which
+// the orchestrator thread then hands to the scheduler and AICore threads (chip_host_graph.cpp).
+enum class Runtime : std::uint8_t { TensormapAndRingbuffer, HostBuildGraph };
+inline constexpr const char* kRuntimeNames[] = {"tensormap_and_ringbuffer", "host_build_graph"};
+
 struct ChipOptions {
+    Runtime runtime = Runtime::TensormapAndRingbuffer;
     int aic_threads = 1;  // 0..kMaxCoreThreads each, at least one in all
     int aiv_threads = 1;
     // How long an idle thread spins before it parks, in nanoseconds.
@@ -169,6 +178,11 @@ public:
     void orch_fail(RunState& rs, const std::string& message);
     void record_graph_node(RunState& rs, const Task& t, const OrchTaskSpec* spec, std::uint32_t index,
                            std::int64_t task_id);
+    // HBG: the function table's calls while the host builds a run's graph (chip_host_graph.cpp).
+    std::int64_t graph_submit(RunState& rs, const OrchTaskSpec* spec);
+    std::int32_t graph_scope_end(RunState& rs);
+    std::int32_t graph_alloc(RunState& rs, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
+                             ChipTensor* out);
 
 private:
     // Traced runs of each program so far (under mu_): names the diagnostics files "<program>_call<k>".
@@ -181,6 +195,8 @@ private:
         RunConfig config;
         std::vector<std::uint8_t> block;  // kernel mode: the copied transport block
         bool kernel_launch = false;
+        std::unique_ptr<RunState> built;  // HBG: the run with its graph, built on the host
+        std::string rejected;             // HBG kernel mode: the consumer's rejection, if any
     };
     struct KernelSlot {
         std::shared_ptr<const ChipProgram> program;
@@ -208,6 +224,11 @@ private:
     static constexpr int kMaxSchedulers = kMaxAicpuThreads - 1;
 
     std::shared_ptr<Run> enqueue(Pending p);
+    // HBG: run the orchestration on this (the submitting) thread and keep its graph in p.built;
+    // a kernel launch's copied packet is consumed here first (p.rejected on failure).
+    void build_on_host(Pending& p);
+    void call_entry(RunState& rs, const SimplerOrchApi* api);
+    void publish_graph(RunState& rs);
     std::string consume_kernel_launch(Pending& p);
     static void complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files);
 
@@ -236,6 +257,17 @@ private:
     void fail_locked(RunState& rs, const std::string& message);
     template <class Pred>
     bool orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready);
+    // Placing one task on ring r (the orchestrator thread): back-pressure (task window, then
+    // the dependency pool for the predecessors `collect` gathers into preds_), the task's slot,
+    // and its dispatch once the caller has finished with it.
+    template <class Label, class Collect>
+    bool admit_task_locked(std::unique_lock<std::mutex>& lk, RunState& rs, int r, Label label, Collect collect);
+    Task& place_task_locked(RunState& rs, int r, const CoreKernel* k, std::uint32_t index, const OrchTaskSpec* spec,
+                            const std::vector<Task*>& preds);
+    void dispatch_placed_locked(RunState& rs, Task& t);
+    // The kernel a task spec names, after every check of the spec (nullptr and *error otherwise).
+    const CoreKernel* check_task(const ChipProgram& program, const OrchTaskSpec* spec, std::uint32_t index,
+                                 std::string* error) const;
     void check_tensor(const ChipTensor& t, const std::string& what) const;
     bool tensor_ok(const ChipTensor& t) const noexcept;
     void write_diagnostics(RunState& rs);

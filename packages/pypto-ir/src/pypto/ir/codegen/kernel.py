@@ -5,8 +5,10 @@ kernel's ABI order: its tensor parameters in order, then its scalar parameters i
 Every tile is a local declared where the IR defines it; every op is one library call, the one
 its entry in the op table records (``OpSpec.cpp``, pypto.ir.ops.table).
 Loop-carried values live in variables declared before the loop and assigned at its end.
-Every tile declared is recorded (``KernelSource.tiles``): the compiler checks them against the
-platform's on-chip buffers (pypto.ir.platforms) and reports their use in the metadata.
+Every tile declared is recorded (``KernelSource.tiles``; each stays on the stack for the whole
+call): the build checks that they are the tiles pypto.ir.analysis.tile_liveness gives live
+ranges to, and checks the peak of those live at once against the platform's on-chip buffers
+(pypto.ir.platforms).
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ class KernelSource:
     entry: str
     text: str
     params: tuple[Param, ...]  # ABI order
-    tiles: tuple[TileAlloc, ...] = ()  # every tile the kernel declares, in source order
+    tiles: tuple[TileAlloc, ...] = ()  # every tile the kernel declares, in source order (no ranges)
 
 
 def abi_params(fn: Function) -> tuple[Param, ...]:
@@ -131,7 +133,7 @@ class _KernelGen:
         self.tiles: list[TileAlloc] = []
 
     def record(self, name: str, t: TileType, span: object = None) -> None:
-        """Count a tile the generated code declares (its storage lives for the invocation)."""
+        """Record a tile the generated code declares (its storage lives for the invocation)."""
         r, c = t.shape
         where = span if isinstance(span, Span) else None
         self.tiles.append(TileAlloc(base_name(name), t.memory, t.dtype, (int(r), int(c)), where))
