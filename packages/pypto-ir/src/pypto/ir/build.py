@@ -187,6 +187,7 @@ def buffer_capacity(b: Build) -> None:
                 src.entry,
                 kparams,
                 tuple((space.value, n) for space, n in usage.items()),
+                kfn.hints,
             )
         )
 

@@ -264,6 +264,9 @@ class Scope:
     task: Var | None
     body: tuple[Stmt, ...]
     span: Span | None = field(default=None, compare=False, repr=False)
+    # pl.at hints with no effect on the simulated chip, as (key, JSON value) pairs in key order:
+    # "split" (a SplitMode name), "cross_core_slot" (int), "no_dep_args" (captured tensor names)
+    hints: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -297,6 +300,7 @@ class Function:
     func_type: FunctionType = FunctionType.Opaque
     outlined: bool = False  # made from a pl.at scope (its directions are derived, not declared)
     span: Span | None = field(default=None, compare=False, repr=False)
+    hints: tuple[tuple[str, Any], ...] = ()  # the pl.at hints of the scope it was outlined from
 
     @property
     def return_types(self) -> tuple[Type, ...]:
@@ -462,7 +466,8 @@ def print_ir(node: Program | Function) -> str:
 def _print_function(f: Function) -> str:
     params = ", ".join(f"{p.name}: {p.direction.value} {p.var.type}" for p in f.params)
     rets = ", ".join(str(t) for t in f.returns)
-    lines = [f"def @{f.name}({params}) -> ({rets}):  # {f.func_type.value}"]
+    hints = "".join(f", {k}={v!r}" for k, v in f.hints)
+    lines = [f"def @{f.name}({params}) -> ({rets}):  # {f.func_type.value}{hints}"]
     _print_body(f.body, 1, lines)
     return "\n".join(lines)
 
@@ -500,7 +505,8 @@ def _print_body(body: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
         elif isinstance(s, Scope):
             task = f" as {s.task}" if s.task is not None else ""
             deps = f", deps=[{', '.join(map(str, s.deps))}]" if s.deps else ""
-            lines.append(f"{pad}with at({s.level.value}, name_hint={s.name_hint!r}{deps}){task}:")
+            hints = "".join(f", {k}={v!r}" for k, v in s.hints)
+            lines.append(f"{pad}with at({s.level.value}, name_hint={s.name_hint!r}{deps}{hints}){task}:")
             _print_body(s.body, depth + 1, lines)
         else:
             lines.append(f"{pad}return {', '.join(map(str, s.values))}")

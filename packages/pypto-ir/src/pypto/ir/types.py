@@ -14,6 +14,7 @@ from pypto.ir.param_info import Layout
 
 __all__ = [
     "ArrayType",
+    "AtomicType",
     "CoreType",
     "Dim",
     "DynDim",
@@ -22,6 +23,7 @@ __all__ = [
     "MemorySpace",
     "PadValue",
     "ScalarType",
+    "SplitMode",
     "TaskIdType",
     "TensorType",
     "TileType",
@@ -80,6 +82,31 @@ class PadValue(enum.Enum):
 
     def __repr__(self) -> str:
         return f"pl.PadValue.{self.value}"
+
+
+class SplitMode(enum.Enum):
+    """How ``pl.split`` asks a mixed (cube + vector) scope to be halved between the two vector
+    cores of a core group: ``UP_DOWN`` by rows, ``LEFT_RIGHT`` by columns, ``NONE`` not at all.
+    A hint: the simulated chip runs the scope's kernel whole either way (docs/pypto-ir.md)."""
+
+    NONE = "NONE"
+    UP_DOWN = "UP_DOWN"
+    LEFT_RIGHT = "LEFT_RIGHT"
+
+    def __repr__(self) -> str:
+        return f"pl.SplitMode.{self.value}"
+
+
+class AtomicType(enum.Enum):
+    """How ``pl.assemble`` into a tensor combines with what the tensor holds: ``None_``
+    overwrites, ``Add`` adds the source into the destination (an accumulation several tasks
+    may target; see docs/pypto-ir.md for how the simulator keeps it exact)."""
+
+    None_ = "None"
+    Add = "Add"
+
+    def __repr__(self) -> str:
+        return f"pl.AtomicType.{self.name}"
 
 
 class CoreType(enum.Enum):

@@ -18,7 +18,7 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
-from pypto.ir.types import FunctionType, Level, MemorySpace, PadValue, TaskIdType
+from pypto.ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue, SplitMode, TaskIdType
 from pypto.language import array, system, tile
 from pypto.language import ops as _ops
 from pypto.language.decorators import (
@@ -31,10 +31,12 @@ from pypto.language.decorators import (
 )
 from pypto.language.dsl import (
     at,
+    cross_core_slot,
     manual_scope,
     parallel,
     pipeline,
     range,
+    split,
     static_assert,
     static_print,
     submit,
@@ -98,6 +100,7 @@ __all__ = [
     "UINT16",
     "UINT32",
     "UINT64",
+    "AtomicType",
     "DSLFunction",
     "DataType",
     "DynVar",
@@ -115,10 +118,12 @@ __all__ = [
     "RuntimeScalarMarker",
     "Scalar",
     "Specialization",
+    "SplitMode",
     "Tensor",
     "Tile",
     "array",
     "at",
+    "cross_core_slot",
     "dynamic",
     "function",
     "inline",
@@ -130,6 +135,7 @@ __all__ = [
     "pipeline",
     "program",
     "range",
+    "split",
     "static_assert",
     "static_print",
     "submit",

@@ -5,16 +5,21 @@ Like the ops, these are read by the parser and never run as Python.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir.types import Level
+from pypto.ir.types import Level, SplitMode
 
 __all__ = [
+    "CrossCoreSlot",
+    "Split",
     "at",
+    "cross_core_slot",
     "manual_scope",
     "parallel",
     "pipeline",
     "range",
+    "split",
     "static_assert",
     "static_print",
     "submit",
@@ -76,15 +81,34 @@ def yield_(*values: Any) -> Any:
 yield_.__pypto_dsl__ = "yield_"  # type: ignore[attr-defined]
 
 
-def _at_signature(level: Level = Level.CORE_GROUP, name_hint: str | None = None, deps: Any = None) -> None:
+def _at_signature(
+    level: Level = Level.CORE_GROUP,
+    name_hint: str | None = None,
+    deps: Any = None,
+    *,
+    optimizations: Any = None,
+    no_dep_args: Any = None,
+) -> None:
     """The arguments ``pl.at`` accepts (the parser binds calls against this)."""
 
 
-def at(level: Level = Level.CORE_GROUP, name_hint: str | None = None, deps: Any = None) -> Any:
+def at(
+    level: Level = Level.CORE_GROUP,
+    name_hint: str | None = None,
+    deps: Any = None,
+    *,
+    optimizations: Any = None,
+    no_dep_args: Any = None,
+) -> Any:
     """``with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1", deps=[tid]) as tid:``
 
     The body becomes one InCore kernel task submitted by the orchestration; ``as tid`` binds
     the task's id so a later scope can name it in ``deps``.
+
+    ``optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=4)]`` and
+    ``no_dep_args=[t]`` (tensors the scope captures whose dependency tracking the author
+    waives) are hints: validated, recorded in the kernel's ``hints`` in compiled metadata; the
+    simulated chip runs the kernel whole and keeps every dependency (docs/pypto-ir.md).
     """
     raise RuntimeError("pl.at() runs only inside a @pl.jit body, which the compiler parses")
 
@@ -145,3 +169,41 @@ def submit(kernel: Any, *args: Any, deps: Any = None) -> Any:
 
 
 submit.__pypto_dsl__ = "submit"  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Split:
+    """A ``pl.split(mode)`` entry of ``pl.at(optimizations=[...])``."""
+
+    mode: SplitMode
+
+
+def split(mode: SplitMode) -> Split:
+    """``pl.at(..., optimizations=[pl.split(pl.SplitMode.UP_DOWN)])``: ask for a mixed cube +
+    vector scope to be halved by rows (``UP_DOWN``) or columns (``LEFT_RIGHT``) between the
+    vector cores. A hint recorded in the kernel's metadata; the simulator runs the scope whole."""
+    if not isinstance(mode, SplitMode):
+        raise TypeError(f"pl.split(mode): expected a pl.SplitMode, got {mode!r}")
+    return Split(mode)
+
+
+split.__pypto_dsl__ = "split"  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class CrossCoreSlot:
+    """A ``pl.cross_core_slot(slot_num=n)`` entry of ``pl.at(optimizations=[...])``."""
+
+    slot_num: int
+
+
+def cross_core_slot(*, slot_num: int) -> CrossCoreSlot:
+    """``pl.at(..., optimizations=[pl.cross_core_slot(slot_num=4)])``: the depth of the ring
+    that carries tiles between the cube and the vector cores of a mixed scope. A hint recorded
+    in the kernel's metadata; the simulator has no such ring."""
+    if not isinstance(slot_num, int) or isinstance(slot_num, bool) or slot_num <= 0:
+        raise ValueError(f"pl.cross_core_slot(slot_num): expected a positive int, got {slot_num!r}")
+    return CrossCoreSlot(slot_num)
+
+
+cross_core_slot.__pypto_dsl__ = "cross_core_slot"  # type: ignore[attr-defined]

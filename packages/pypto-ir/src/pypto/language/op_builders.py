@@ -15,7 +15,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Arg, Const, Expr
 from pypto.ir.param_info import Layout
-from pypto.ir.types import PadValue, TensorType, TileType
+from pypto.ir.types import AtomicType, PadValue, TensorType, TileType
 from pypto.language.fold import INDEX, make_const
 
 if TYPE_CHECKING:
@@ -99,11 +99,28 @@ def _build_write(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
 
 
 def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    target = p.expr(b["target"])
+    atomic = p.static_value(b.get("atomic", AtomicType.None_), "pl.assemble atomic", node)
+    if not isinstance(atomic, AtomicType):
+        raise p.err(f"pl.assemble: atomic must be a pl.AtomicType (None_ or Add), got {atomic!r}", node)
+    if isinstance(target.type, TensorType):
+        offs = p.offsets(b["offset"], "pl.assemble offset")
+        attrs: dict[str, Any] = {
+            "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
+            "atomic": atomic,
+        }
+        return p.make_op("assemble", [target, p.expr(b["source"]), offs], attrs, node)
+    if atomic is not AtomicType.None_:
+        raise p.err(
+            "pl.assemble: atomic=pl.AtomicType.Add needs a tensor target (an accumulation in device "
+            "memory); a tile target takes only atomic=pl.AtomicType.None_",
+            node,
+        )
     offs = p.offsets(b["offset"], "pl.tile.assemble offset")
     if len(offs) != 2:
         raise p.err("pl.tile.assemble offsets are [row, col]", node)
     attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
-    return p.make_op("assemble", [p.expr(b["target"]), p.expr(b["source"]), offs], attrs, node)
+    return p.make_op("assemble", [target, p.expr(b["source"]), offs], attrs, node)
 
 
 def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:

@@ -209,6 +209,8 @@ class _KernelGen:
                 if isinstance(s.value, Call) and s.value.op in PRINT_OPS:
                     self.debug_print(s.value, depth)
                     continue
+                if isinstance(s.value, Call) and s.value.op != "tile.store" and self.in_place(s.value, depth):
+                    continue
                 if not isinstance(s.value, Call) or s.value.op != "tile.store":
                     raise PyptoCompileError(f"kernel codegen: unexpected statement {s.value}")
                 self.store(s.value, depth)
@@ -243,6 +245,19 @@ class _KernelGen:
         nz = isinstance(dst.type, TensorType) and dst.type.layout is Layout.NZ
         fn = _STORE.nz_fn if nz else _STORE.fn
         self.emit(depth, f"pt::{fn}({ident(dst.name)}, {ident(tile.name)}, {self.offsets(offs)});")
+
+    def in_place(self, c: Call, depth: int) -> bool:
+        """A tile op as a statement updates its ``into`` operand in place (the blocked-matmul
+        lowering's accumulations and scratch writes): the library call on the existing tile."""
+        spec = OPS.get(c.op)
+        if spec is None or spec.cpp is None or spec.cpp.into is None:
+            return False
+        into = c.args[spec.cpp.into]
+        assert isinstance(into, Var)
+        assert isinstance(into.type, TileType)
+        _, line = self.call(ident(into.name), into.type, c, spec.cpp)
+        self.emit(depth, line)
+        return True
 
     def debug_print(self, c: Call, depth: int) -> None:
         (value,) = c.args

@@ -28,6 +28,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.ops.spec import LANGUAGE, OPS, REQUIRED, LangOp, OpError, OpSpec, infer
 from pypto.ir.types import (
     ArrayType,
+    AtomicType,
     MemorySpace,
     PadValue,
     ScalarType,
@@ -84,6 +85,7 @@ SAMPLES: dict[str, Sample] = {
     "tile.read": ([_T], {}),
     "tile.slice": ([_T], {"shape": (16, 32), "static_offsets": [0, 32]}),
     "tile.assemble": ([_T, TileType((16, 32), _FP32)], {"static_offsets": [0, 32]}),
+    "tensor.assemble": ([_X, _T], {"static_offsets": [16, 0], "atomic": AtomicType.Add}),
     "tile.fillpad": ([_T], {"pad": PadValue.zero}),
     "tensor.write": ([_X, _S], {}),
     "tensor.view": ([_X], {"shape": (16, 64), "static_offsets": [32, 0]}),

@@ -16,7 +16,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.ops import rules
 from pypto.ir.ops.rules import FLOAT, VEC
 from pypto.ir.ops.spec import LANGUAGE, OPS, Cpp, LangOp, OpSpec, Param, Rule
-from pypto.ir.types import MemorySpace
+from pypto.ir.types import AtomicType, MemorySpace
 
 __all__: list[str] = []
 
@@ -367,9 +367,15 @@ _enter(
 _enter(
     LangOp(
         "assemble",
-        (P("target"), P("source"), P("offset")),
-        """``target`` with ``source`` written into it at ``offsets`` (``pl.tile.assemble``).""",
-        {"tile": "tile.assemble"},
+        (P("target"), P("source"), P("offset"), P("atomic", AtomicType.None_)),
+        """``target`` with ``source`` written into it at ``offset``; returns the updated target.
+
+    A tile target (``pl.tile.assemble``) takes a tile source. A tensor target (in a ``pl.at``
+    scope or a kernel) takes a tile or a tensor-level value and stores it into the window at
+    ``offset`` (one offset per tensor dim). ``atomic=pl.AtomicType.Add`` (tensor targets only)
+    adds the source into the window instead: tasks that accumulate into one tensor this way
+    get the exact sum (the runtime orders them; docs/pypto-ir.md).""",
+        {"tile": "tile.assemble", "tensor": "tensor.assemble"},
         group="sub-tile",
     ),
     OpSpec(
@@ -382,6 +388,7 @@ _enter(
         offsets_at=2,
         spaces=(MemorySpace.Vec, MemorySpace.Mat),
     ),
+    OpSpec("tensor.assemble", rules.tensor_assemble, 2, 2, attrs=("static_offsets", "atomic"), offsets_at=2),
 )
 _enter(
     LangOp(

@@ -26,6 +26,7 @@ from pypto.ir.types import (
     FunctionType,
     Level,
     ScalarType,
+    SplitMode,
     TaskIdType,
     TensorType,
     TileType,
@@ -495,6 +496,7 @@ class _Statements(_Tasks):
         if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
             raise self.err(f"pl.at: name_hint must be an identifier string, got {hint!r}", call)
         deps = list(self.deps_list(bound.get("deps"), "pl.at"))
+        hints = self.at_hints(bound, call)
         task: Var | None = None
         if item.optional_vars is not None and not isinstance(item.optional_vars, ast.Name):
             raise self.err("bind the task id to one name: `as tid`", item.optional_vars)
@@ -508,7 +510,71 @@ class _Statements(_Tasks):
             assert isinstance(item.optional_vars, ast.Name)
             task = Var(self.prefix + item.optional_vars.id, TaskIdType(), self.src.span(item.optional_vars))
             self.st.env[task.name] = task
-        return Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s))
+        return Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s), hints=hints)
+
+    def at_hints(self, bound: dict[str, Any], call: ast.Call) -> tuple[tuple[str, Any], ...]:
+        """The hints of ``pl.at(optimizations=[...], no_dep_args=[...])`` as (key, value) pairs."""
+        from pypto.language.dsl import cross_core_slot, split
+
+        hints: dict[str, Any] = {}
+        onode = bound.get("optimizations")
+        if onode is not None and not (isinstance(onode, ast.Constant) and onode.value is None):
+            if not isinstance(onode, (ast.List, ast.Tuple)):
+                raise self.err(
+                    "pl.at: optimizations must be a list of pl.split(...) / pl.cross_core_slot(...) entries",
+                    onode,
+                )
+            for entry in onode.elts:
+                kind = self.dsl_kind(entry.func) if isinstance(entry, ast.Call) else None
+                if kind not in ("split", "cross_core_slot"):
+                    raise self.err(
+                        "pl.at: each optimizations entry must be pl.split(pl.SplitMode.<mode>) or "
+                        f"pl.cross_core_slot(slot_num=n), got {ast.unparse(entry)}",
+                        entry,
+                    )
+                assert isinstance(entry, ast.Call)
+                key = "split" if kind == "split" else "cross_core_slot"
+                if key in hints:
+                    raise self.err(f"pl.at: optimizations lists pl.{key}(...) twice", entry)
+                if kind == "split":
+                    args = self.bind(split, "pl.split", entry)
+                    mode = self.static_value(args.get("mode"), "pl.split(mode)", entry)
+                    if not isinstance(mode, SplitMode):
+                        raise self.err(
+                            "pl.split(mode): expected pl.SplitMode.NONE, UP_DOWN or LEFT_RIGHT, "
+                            f"got {ast.unparse(args['mode']) if 'mode' in args else 'nothing'}",
+                            entry,
+                        )
+                    hints[key] = mode.value
+                else:
+                    args = self.bind(cross_core_slot, "pl.cross_core_slot", entry)
+                    n = self.static_value(args.get("slot_num"), "pl.cross_core_slot(slot_num)", entry)
+                    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+                        raise self.err(
+                            f"pl.cross_core_slot(slot_num): expected a positive int, got {n!r}", entry
+                        )
+                    hints[key] = n
+        nnode = bound.get("no_dep_args")
+        if nnode is not None and not (isinstance(nnode, ast.Constant) and nnode.value is None):
+            if not isinstance(nnode, (ast.List, ast.Tuple)):
+                raise self.err("pl.at: no_dep_args must be a list of tensor names: no_dep_args=[t]", nnode)
+            names: list[str] = []
+            for e in nnode.elts:
+                if not isinstance(e, ast.Name):
+                    raise self.err(
+                        f"pl.at: no_dep_args entries must be tensor names, got {ast.unparse(e)}", e
+                    )
+                v = self.st.env.get(e.id)
+                if not isinstance(v, Var) or not isinstance(v.type, TensorType):
+                    what = "not defined before the scope" if v is None else f"a {v.type}"
+                    raise self.err(
+                        f"pl.at: no_dep_args entry {e.id!r} must be a tensor defined before the scope, it is {what}",
+                        e,
+                    )
+                if e.id not in names:
+                    names.append(e.id)
+            hints["no_dep_args"] = tuple(names)
+        return tuple(sorted(hints.items()))
 
     def return_stmt(self, s: ast.Return) -> Return:
         if s.value is None:
