@@ -88,13 +88,13 @@ class BinOp:
     span: Span | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
-        sym = _BINOP_SYMBOLS.get(self.op)
+        sym = BINOP_SYMBOLS.get(self.op)
         if sym is None:
             return f"{self.op}({self.lhs}, {self.rhs})"
         return f"({self.lhs} {sym} {self.rhs})"
 
 
-_BINOP_SYMBOLS = {
+BINOP_SYMBOLS = {  # Python spelling of each BinOp op
     "add": "+",
     "sub": "-",
     "mul": "*",

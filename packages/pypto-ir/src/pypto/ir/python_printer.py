@@ -20,6 +20,7 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import (
+    BINOP_SYMBOLS,
     Arg,
     Assign,
     BinOp,
@@ -86,20 +87,7 @@ def _dyn_dims(t: Type) -> Iterator[str]:
 
 # ----------------------------------------------------------------------------- expressions
 
-_SYMBOLS = {
-    "add": "+",
-    "sub": "-",
-    "mul": "*",
-    "floordiv": "//",
-    "mod": "%",
-    "truediv": "/",
-    "lt": "<",
-    "le": "<=",
-    "gt": ">",
-    "ge": ">=",
-    "eq": "==",
-    "ne": "!=",
-}
+_SYMBOLS = BINOP_SYMBOLS  # the compact dump and this text spell binary ops alike
 
 
 def _static(v: Any) -> str:
