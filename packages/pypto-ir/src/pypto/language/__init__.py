@@ -20,7 +20,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
 from pypto.ir.types import FunctionType, Level, MemorySpace, PadValue
 from pypto.language import ops as _ops
-from pypto.language import tile
+from pypto.language import tensor, tile
 from pypto.language.decorators import (
     DSLFunction,
     IncoreFunction,
@@ -29,7 +29,7 @@ from pypto.language.decorators import (
     inline,
     program,
 )
-from pypto.language.dsl import at, parallel, range, static_assert, static_print, unroll, yield_
+from pypto.language.dsl import at, max, min, parallel, range, static_assert, static_print, unroll, yield_
 from pypto.language.jit import JITFunction, Specialization, jit
 from pypto.language.typing import (
     RUNTIME,
@@ -108,11 +108,14 @@ __all__ = [
     "function",
     "inline",
     "jit",
+    "max",
+    "min",
     "parallel",
     "program",
     "range",
     "static_assert",
     "static_print",
+    "tensor",
     "tile",
     "unroll",
     "yield_",

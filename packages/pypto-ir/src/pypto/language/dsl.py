@@ -5,11 +5,12 @@ Like the ops, these are read by the parser and never run as Python.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from pypto.ir.types import Level
 
-__all__ = ["at", "parallel", "range", "static_assert", "static_print", "unroll", "yield_"]
+__all__ = ["at", "max", "min", "parallel", "range", "static_assert", "static_print", "unroll", "yield_"]
 
 
 def range(*args: Any) -> Any:
@@ -94,3 +95,19 @@ def static_assert(condition: Any, message: str = "") -> None:
 
 
 static_assert.__pypto_dsl__ = "static_assert"  # type: ignore[attr-defined]
+
+
+def min(a: Any, b: Any) -> Any:
+    """The smaller of two scalars: ``pl.min(block, seq_len - start)``. In a kernel or an
+    orchestration it is an index or float scalar expression (folded when both are constants);
+    outside one it is Python's ``min``. For element-wise minima of tiles use ``pl.minimum``."""
+    return builtins.min(a, b)
+
+
+def max(a: Any, b: Any) -> Any:
+    """The larger of two scalars (see :func:`min`); element-wise: ``pl.maximum``."""
+    return builtins.max(a, b)
+
+
+min.__pypto_scalar__ = "min"  # type: ignore[attr-defined]
+max.__pypto_scalar__ = "max"  # type: ignore[attr-defined]

@@ -110,11 +110,19 @@ def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
     offs = p.offsets(b["offset"], "pl.slice offset")
     if len(offs) != 2:
         raise p.err("pl.slice offsets are [row, col]", node)
-    attrs: dict[str, Any] = {
+    src = p.expr(b["input"])
+    if isinstance(src.type, TensorType):  # a window of a tensor; its extents may be run-time scalars
+        shape, extents = p.extents(b["shape"], "pl.slice shape")
+        attrs: dict[str, Any] = {
+            "shape": shape,
+            "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
+        }
+        return p.make_op("slice", [src, offs] + ([extents] if extents is not None else []), attrs, node)
+    attrs = {
         "shape": p.shape(b["shape"], "pl.slice shape"),
         "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
     }
-    return p.make_op("slice", [p.expr(b["input"]), offs], attrs, node)
+    return p.make_op("slice", [src, offs], attrs, node)
 
 
 def _build_fillpad(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -157,11 +165,9 @@ def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Cal
 
 
 def _build_create_tensor(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    attrs = {
-        "shape": p.shape(b["shape"], "pl.create_tensor shape"),
-        "dtype": p.dtype(b["dtype"], "pl.create_tensor dtype"),
-    }
-    return p.make_op("create_tensor", [], attrs, node)
+    shape, extents = p.extents(b["shape"], "pl.create_tensor shape")
+    attrs = {"shape": shape, "dtype": p.dtype(b["dtype"], "pl.create_tensor dtype")}
+    return p.make_op("create_tensor", [extents] if extents is not None else [], attrs, node)
 
 
 def _build_full(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:

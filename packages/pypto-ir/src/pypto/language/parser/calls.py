@@ -17,8 +17,11 @@ from pypto.ir.nodes import (
     Stmt,
 )
 from pypto.ir.types import (
+    Dim,
+    DynDim,
     FunctionType,
     MemorySpace,
+    ScalarType,
     TensorType,
     TileType,
     TupleType,
@@ -51,10 +54,12 @@ class _Calls(_Directives):
             raise self.err(f"pl.{dsl} is a statement: write it on a line of its own, not as a value", node)
         if dsl is not None:
             raise self.err(f"pl.{dsl} is used in a for/with statement, not as a value", node)
-        if obj in (builtins.min, builtins.max):
+        scalar_fn = "pl." + obj.__pypto_scalar__ if hasattr(obj, "__pypto_scalar__") else None
+        if obj in (builtins.min, builtins.max) or scalar_fn is not None:
+            shown = scalar_fn or f"{obj.__name__}()"
             if len(node.args) != 2 or node.keywords:
-                raise self.err(f"{obj.__name__}() in kernels takes two scalars", node)
-            a, b = self.scalar(node.args[0], obj.__name__), self.scalar(node.args[1], obj.__name__)
+                raise self.err(f"{shown} in kernels takes two scalars", node)
+            a, b = self.scalar(node.args[0], shown), self.scalar(node.args[1], shown)
             return fold(obj.__name__, a, b, self.src.span(node))
         library = foreign_library(obj)
         if library is not None:
@@ -218,6 +223,38 @@ class _Calls(_Directives):
                 raise self.err(f"{what} entries must be integer constants, got {ast.unparse(e)}{hint}", e)
             out.append(int(v.value))
         return tuple(out)
+
+    def extents(self, node: Any, what: str) -> tuple[tuple[Dim, ...], tuple[Expr, ...] | None]:
+        """A tensor shape whose entries may be run-time index scalars (orchestration only):
+        (the shape, an entry that is not a constant as a ``DynDim`` named by its source text;
+        the extents as scalar expressions, or None when every entry is a constant)."""
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.err(f"{what} must be a list such as [64, 64] or [rows, 64]", node)
+        shape: list[Dim] = []
+        exprs: list[Expr] = []
+        dynamic = False
+        for e in node.elts:
+            v = self.expr(e)
+            if isinstance(v, Const) and isinstance(v.value, int) and not isinstance(v.value, bool):
+                shape.append(int(v.value))
+                exprs.append(v)
+                continue
+            if self.st.in_scope or self.st.func_type.is_kernel:
+                hint = self.runtime_hint(v, what)
+                raise self.err(
+                    f"{what} entries must be integer constants in a kernel, got {ast.unparse(e)}{hint}", e
+                )
+            scalar = self.scalar(e, what)
+            if not isinstance(scalar.type, ScalarType) or (
+                scalar.type.dtype.is_float or scalar.type.dtype is DataType.BOOL
+            ):
+                raise self.err(
+                    f"{what} entries must be integers, got {ast.unparse(e)} of type {scalar.type}", e
+                )
+            shape.append(DynDim(ast.unparse(e)))
+            exprs.append(scalar)
+            dynamic = True
+        return tuple(shape), (tuple(exprs) if dynamic else None)
 
     def dtype(self, node: Any, what: str) -> DataType:
         v = self.static_value(node, what, node)

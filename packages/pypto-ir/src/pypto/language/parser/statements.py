@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from pypto.ir.analysis.return_lineage import function_aliases
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import (
     Assign,
@@ -21,6 +22,7 @@ from pypto.ir.nodes import (
     TensorWrite,
     Var,
 )
+from pypto.ir.passes import ssa
 from pypto.ir.types import (
     FunctionType,
     Level,
@@ -156,10 +158,12 @@ class _Statements(_Calls):
         span = self.src.span(s)
         if isinstance(target, ast.Subscript):
             return [self.tensor_write(target, value_node, s)]
+        if isinstance(target, ast.Tuple) and ann is None:
+            return self.unpack_call(target, value_node, s)
         if not isinstance(target, ast.Name):
             raise self.err(
-                "only a single name (x = ...) or a tensor window (out[:] = ...) can be assigned; "
-                "tuple unpacking is not supported",
+                "only a single name (x = ...), a tensor window (out[:] = ...) or the results of a "
+                "kernel call (a, b = kernel(...)) can be assigned",
                 target,
             )
         value = self.expr(value_node)
@@ -175,6 +179,36 @@ class _Statements(_Calls):
         if isinstance(value.type, TupleType) and not value.type.items and isinstance(value, CallFunc):
             raise self.err(f"{value.callee!r} returns nothing; call it without assigning", s)
         return [Assign(var, value, span)]
+
+    def unpack_call(self, target: ast.Tuple, value_node: ast.expr, s: ast.stmt) -> list[Stmt]:
+        """``a, b = kernel(x, y)`` in an orchestration: the call is submitted once, and each name
+        is bound to the argument tensor its result aliases (a kernel returns the tensors it
+        wrote, so the names are those tensors, now written)."""
+        if not all(isinstance(t, ast.Name) for t in target.elts):
+            raise self.err("tuple unpacking assigns plain names: a, b = kernel(...)", target)
+        value = self.expr(value_node)
+        if not isinstance(value, CallFunc):
+            raise self.err(
+                "only the results of a kernel call can be unpacked: a, b = kernel(...)", value_node
+            )
+        callee = self.ctx.functions.get(value.callee)
+        n = len(value.type.items) if isinstance(value.type, TupleType) else 1
+        if callee is None or n != len(target.elts):
+            raise self.err(
+                f"{value.callee!r} returns {n} value(s); {len(target.elts)} name(s) are assigned", target
+            )
+        aliases = function_aliases(ssa.convert_function(callee))
+        out: list[Stmt] = [ExprStmt(value, self.src.span(s))]
+        for k, (name, alias) in enumerate(zip(target.elts, aliases, strict=True)):
+            assert isinstance(name, ast.Name)
+            if alias is None:
+                raise self.err(
+                    f"{value.callee!r}: return value {k} is not one of its tensor parameters, so it cannot be "
+                    "named here; return the Out/InOut tensors the kernel wrote",
+                    name,
+                )
+            self.st.env[name.id] = value.args[alias]
+        return out
 
     def check_annotation(self, ann_node: ast.expr, value: Expr, name: str) -> None:
         try:

@@ -1,0 +1,87 @@
+"""The parser's model-program forms: run-time extents of created tensors and windows (typed as
+named dynamic dims, refused in kernels), unpacking a kernel's results, pl.tensor.* and the
+scalar pl.min/pl.max, pl.tile.transpose_view's type rule."""
+
+from __future__ import annotations
+
+import pytest
+
+import pypto.language as pl
+from pypto.ir import KernelError
+from pypto.ir.nodes import Assign, ExprStmt
+from pypto.ir.types import DynDim, TensorType
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def _two_out(
+    x: pl.Tensor[[16, 16], pl.FP32],
+    a: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
+    b: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
+) -> tuple[pl.Tensor[[16, 16], pl.FP32], pl.Tensor[[16, 16], pl.FP32]]:
+    t = pl.load(x, [0, 0], [16, 16])
+    a = pl.store(t, [0, 0], a)
+    b = pl.store(pl.add(t, t), [0, 0], b)
+    return a, b
+
+
+def test_runtime_extents_are_named_dynamic_dims_and_unpacking_names_the_written_tensors() -> None:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self,
+            x: pl.Tensor[[64, 16], pl.FP32],
+            cfg: pl.Tensor[[1], pl.INT64],
+            out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
+        ) -> pl.Tensor[[16, 16], pl.FP32]:
+            n = pl.tensor.read(cfg, [0])
+            xi = pl.slice(x, [16, n], [pl.max(n - 16, 0), 0])
+            tmp = pl.create_tensor([16, n], dtype=pl.FP32)
+            _first, second = _two_out(xi, tmp, out)
+            return second
+
+    main = P.functions["main"]
+    assigns = {s.var.name: s for s in main.body if isinstance(s, Assign)}
+    tmp_t = assigns["tmp"].var.type
+    assert isinstance(tmp_t, TensorType)
+    assert tmp_t.shape == (16, DynDim("n"))
+    assert assigns["xi"].value.op == "tensor.view"
+    assert len(assigns["xi"].value.args) == 3  # source, offsets, run-time extents
+    calls = [s for s in main.body if isinstance(s, ExprStmt)]
+    assert [c.value.callee for c in calls] == ["_two_out"]
+    ret = main.body[-1]
+    assert [v.name for v in ret.values] == ["out"]  # `second` is the Out tensor the kernel wrote
+
+
+def test_runtime_extents_are_refused_in_a_kernel() -> None:
+    with pytest.raises(KernelError, match="entries must be integer constants in a kernel"):
+
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[16, 16], pl.FP32], cfg: pl.Tensor[[1], pl.INT64]):
+                n = pl.tensor.read(cfg, [0])
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    pl.create_tensor([16, n], dtype=pl.FP32)
+                return x
+
+
+def test_unpacking_something_other_than_a_kernel_call_is_refused() -> None:
+    with pytest.raises(KernelError, match="only the results of a kernel call can be unpacked"):
+
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[16, 16], pl.FP32]):
+                _a, _b = pl.tensor.dim(x, 0)
+                return x
+
+
+def test_transpose_view_swaps_the_shape_and_refuses_other_spaces() -> None:
+    from pypto.ir.ops import OpError, infer
+    from pypto.ir.types import MemorySpace, TileType
+
+    t = TileType((128, 64), pl.BF16, MemorySpace.Mat)
+    assert infer("tile.transpose_view", [t], {}) == TileType((64, 128), pl.BF16, MemorySpace.Mat)
+    with pytest.raises(OpError, match="Mat/Vec"):
+        infer("tile.transpose_view", [TileType((16, 16), pl.FP32, MemorySpace.Acc)], {})
