@@ -85,3 +85,84 @@ def test_transpose_view_swaps_the_shape_and_refuses_other_spaces() -> None:
     assert infer("tile.transpose_view", [t], {}) == TileType((64, 128), pl.BF16, MemorySpace.Mat)
     with pytest.raises(OpError, match="Mat/Vec"):
         infer("tile.transpose_view", [TileType((16, 16), pl.FP32, MemorySpace.Acc)], {})
+
+
+def test_slice_valid_shape_of_a_rank_1_window_and_tensor_view_annotations() -> None:
+    rows = pl.dynamic("ROWS")
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def first_row(
+        x: pl.Tensor[[rows, 16], pl.FP32, pl.TensorView(valid_shape=[rows, 8], layout=pl.TensorLayout.ND)],
+        y: pl.Out[pl.Tensor[[1, 16], pl.FP32]],
+    ) -> pl.Tensor[[1, 16], pl.FP32]:
+        return pl.store(pl.load(x, [0, 0], [1, 16]), [0, 0], y)
+
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self,
+            x: pl.Tensor[[32, 16], pl.FP32],
+            table: pl.Tensor[[8], pl.INT32],
+            y: pl.Out[pl.Tensor[[1, 16], pl.FP32]],
+        ) -> pl.Tensor[[1, 16], pl.FP32]:
+            n = pl.tensor.read(table, [0])
+            part = pl.slice(table, [4], [n])  # a rank-1 window: one offset
+            pl.static_print(part)
+            xi = pl.slice(x, [16, 16], [0, 0], valid_shape=[16, n])
+            y = first_row(xi, y)
+            return y
+
+    body = P.functions["main"].body
+    views = {
+        s.var.name: s.value
+        for s in body
+        if isinstance(s, Assign) and getattr(s.value, "op", None) == "tensor.view"
+    }
+    assert views["part"].type == TensorType((4,), pl.INT32)
+    assert views["xi"].type == TensorType((16, 16), pl.FP32)  # the window keeps `shape`
+    ann = pl.Tensor[[4, 4], pl.FP32, pl.TensorView(layout=pl.TensorLayout.NZ)]
+    assert ann.layout is pl.NZ
+    with pytest.raises(TypeError, match=r"pl\.TensorView\(layout\)"):
+        pl.TensorView(layout="ND")
+
+
+@pl.jit
+def _tile_valid_shape(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(x, [0, 0], [16, 16])
+        s = pl.slice(t, [8, 8], [0, 0], valid_shape=[8, 4])
+        pl.store(s, [0, 0], y)
+    return y
+
+
+def test_slice_valid_shape_of_a_tile_is_refused() -> None:
+    import numpy as np
+
+    x, y = np.zeros((16, 16), np.float32), np.zeros((8, 8), np.float32)
+    with pytest.raises(KernelError, match=r"valid_shape=\.\.\.\) applies to a tensor window"):
+        _tile_valid_shape.specialize(x, y)
+
+
+def test_an_annotated_branch_yield_binds_the_name(tmp_path) -> None:
+    from pypto.ir import compile as ir_compile
+    from pypto.ir.nodes import If
+
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def pick(
+            self,
+            x: pl.Tensor[[16, 16], pl.FP32],
+            flag: pl.Scalar[pl.INDEX],
+            y: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
+        ) -> pl.Tensor[[16, 16], pl.FP32]:
+            if flag == 0:
+                n: pl.Scalar[pl.INDEX] = pl.yield_(4)
+            else:
+                n: pl.Scalar[pl.INDEX] = pl.yield_(16)
+            t = pl.load(x, [0, 0], [16, 16], valid_shape=[16, n])
+            return pl.store(t, [0, 0], y)
+
+    assert any(isinstance(s, If) for s in P.functions["pick"].body)
+    ir_compile(P, tmp_path / "out")  # the whole pipeline accepts it

@@ -34,6 +34,7 @@ def test_accepted_options_and_their_values() -> None:
         dump_passes=PassDumpLevel.EXPLICIT,
         rtol=2e-2,
         atol=0,
+        compile_profiling=True,
     )
     assert c.effective_call_config is None  # no swimlane: the Worker's defaults
     assert RunConfig(platform="a5sim", backend_type="Ascend950").backend_type == "Ascend950"
@@ -51,6 +52,7 @@ def test_accepted_options_and_their_values() -> None:
         ({"dump_passes": 1}, ("dump_passes", "1")),
         ({"rtol": -1.0}, ("rtol", "-1.0")),
         ({"atol": "small"}, ("atol", "small")),
+        ({"compile_profiling": "yes"}, ("compile_profiling", "yes")),
     ],
 )
 def test_a_wrong_option_is_refused_naming_it(kwargs: dict, names: tuple[str, ...]) -> None:

@@ -39,6 +39,7 @@ from pypto.language.typing import (
     RuntimeScalarMarker,
     Scalar,
     Tensor,
+    TensorView,
     Tile,
     dynamic,
 )
@@ -46,6 +47,7 @@ from pypto.language.typing import (
 Mem = MemorySpace
 ND = Layout.ND
 NZ = Layout.NZ
+TensorLayout = Layout  # pl.TensorLayout.ND / .NZ, the layout a pl.TensorView names
 
 FP32 = DataType.FP32
 FP16 = DataType.FP16
@@ -102,6 +104,8 @@ __all__ = [
     "Scalar",
     "Specialization",
     "Tensor",
+    "TensorLayout",
+    "TensorView",
     "Tile",
     "at",
     "dynamic",

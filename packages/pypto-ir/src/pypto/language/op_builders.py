@@ -108,9 +108,20 @@ def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) 
 
 def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     offs = p.offsets(b["offset"], "pl.slice offset")
-    if len(offs) != 2:
-        raise p.err("pl.slice offsets are [row, col]", node)
     src = p.expr(b["input"])
+    if isinstance(src.type, TensorType) and len(offs) != len(src.type.shape):
+        raise p.err(
+            f"pl.slice of a rank-{len(src.type.shape)} tensor takes {len(src.type.shape)} offsets", node
+        )
+    if not isinstance(src.type, TensorType) and len(offs) != 2:
+        raise p.err("pl.slice offsets are [row, col]", node)
+    valid = b.get("valid_shape")
+    if valid is not None and not (isinstance(valid, ast.Constant) and valid.value is None):
+        if not isinstance(src.type, TensorType):
+            raise p.err(
+                "pl.slice(valid_shape=...) applies to a tensor window; a sub-tile is all valid", valid
+            )
+        p.extents(valid, "pl.slice valid_shape")  # checked; the window keeps `shape`
     if isinstance(src.type, TensorType):  # a window of a tensor; its extents may be run-time scalars
         shape, extents = p.extents(b["shape"], "pl.slice shape")
         attrs: dict[str, Any] = {

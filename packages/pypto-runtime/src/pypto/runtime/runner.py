@@ -81,6 +81,8 @@ class RunConfig:
         dump_passes: A bool or a ``PassDumpLevel``: checked; a program-mode compile writes no
             per-pass dump (its generated sources are in the store entry);
             ``pypto.ir.compile(..., dump_passes=True)`` writes one.
+        compile_profiling: A bool, checked; no effect: a program-mode compile goes through the
+            artifact store and is timed by nobody (``nox -s bench`` measures the compile path).
         rtol, atol: The tolerances of a check of results against a reference that uses this
             config (``torch.allclose(out, ref, rtol=config.rtol, atol=config.atol)``); a run
             itself compares nothing. Each >= 0.
@@ -100,6 +102,7 @@ class RunConfig:
     dump_passes: bool | PassDumpLevel = False
     rtol: float = 1e-5
     atol: float = 1e-5
+    compile_profiling: bool = False
     # the CallConfig a run passes to the Worker: call_config, with the swimlane setting applied
     effective_call_config: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -139,6 +142,8 @@ class RunConfig:
         check_strategy(self.strategy)
         check_backend(self.backend_type, self.platform)
         check_dump_passes(self.dump_passes)
+        if not isinstance(self.compile_profiling, bool):
+            raise ValueError(f"RunConfig(compile_profiling): expected a bool, got {self.compile_profiling!r}")
         for name in ("rtol", "atol"):
             tol = getattr(self, name)
             if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:

@@ -382,10 +382,12 @@ _enter(
 _enter(
     LangOp(
         "slice",
-        (P("input"), P("shape"), P("offset")),
+        (P("input"), P("shape"), P("offset"), P("valid_shape", None)),
         """The sub-tile of ``shape`` at ``offsets`` (a copy); of a tensor, the window of
         ``shape`` at ``offset`` (a descriptor, no copy; in an orchestration its extents and
-        offsets may be index scalars: ``pl.slice(q, [16, d], [row, 0])``).""",
+        offsets may be index scalars: ``pl.slice(q, [16, d], [row, 0])``). ``valid_shape``
+        (tensors only) names the part that holds data; the window keeps ``shape`` and the
+        kernel reads its valid part with ``pl.load(..., valid_shape=...)``.""",
         {"tile": "tile.slice", "tensor": "tensor.view"},
         group="sub-tile",
     ),

@@ -99,6 +99,12 @@ class _Statements(_Calls):
             and self.dsl_kind(s.value.func) == "yield_"
         ):
             return self.yield_stmt(s.value, s.targets[0])
+        if (  # `y: pl.Scalar[pl.INDEX] = pl.yield_(v)`: the annotation documents the yielded value
+            isinstance(s, ast.AnnAssign)
+            and isinstance(s.value, ast.Call)
+            and self.dsl_kind(s.value.func) == "yield_"
+        ):
+            return self.yield_stmt(s.value, s.target)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             kind = self.dsl_kind(s.value.func)
             if kind in DIRECTIVES:
