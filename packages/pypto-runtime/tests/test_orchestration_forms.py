@@ -133,3 +133,29 @@ def test_transpose_view_on_l1_gives_q_times_k_transposed() -> None:
     out = torch.zeros(16, 32)
     run(QKt, q, k, out, config=RunConfig())
     torch.testing.assert_close(out, q.float() @ k.float().T, rtol=1e-4, atol=1e-3)
+
+
+@pl.program
+class RowBlocks:
+    @pl.function(type=pl.FunctionType.InCore)
+    def plus_one(
+        self, x: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]
+    ) -> pl.Tensor[[32, 16], pl.FP32]:
+        for b in pl.range(2):
+            t = pl.load(x, [b * 16, 0], [16, 16])
+            written = pl.store(pl.add(t, 1.0), [b * 16, 0], out)
+        return written  # bound in the loop: after it, the tensor its stores wrote
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]
+    ) -> pl.Tensor[[32, 16], pl.FP32]:
+        out = self.plus_one(x, out)
+        return out
+
+
+def test_a_store_bound_in_a_loop_names_its_tensor_after_the_loop() -> None:
+    x = torch.randn(32, 16)
+    out = torch.zeros(32, 16)
+    run(RowBlocks, x, out)
+    torch.testing.assert_close(out, x + 1.0)

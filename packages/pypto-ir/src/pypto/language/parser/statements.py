@@ -403,12 +403,22 @@ class _Statements(_Calls):
         finally:
             self.carried.pop()
             renames = self.yield_targets.pop()
-        # names first bound inside the loop are local to it
+        # names first bound inside the loop are local to it, except a name bound to a store into
+        # a tensor from before the loop (`t_new = pl.store(tile, [i, 0], t)`): after the loop it
+        # names that tensor, which the loop's stores wrote
         after = self.st.env
         self.st.env = {k: v for k, v in after.items() if k in saved}
         for k in self.st.env:
             if isinstance(after[k], Var) and after[k] is not saved[k]:
                 self.st.env[k] = after[k]
+        outer = {id(v) for v in saved.values()}
+        for st in body:
+            if not isinstance(st, Assign) or not isinstance(st.value, Call) or st.value.op != "tile.store":
+                continue
+            name = next((k for k, v in after.items() if v is st.var and k not in saved), None)
+            dest = st.value.args[2]
+            if name is not None and isinstance(dest, Var) and id(dest) in outer:
+                self.st.env[name] = dest
         for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
             self.st.env[lhs] = self.st.env[name]
         return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s))]
