@@ -166,3 +166,56 @@ def test_an_annotated_branch_yield_binds_the_name(tmp_path) -> None:
 
     assert any(isinstance(s, If) for s in P.functions["pick"].body)
     ir_compile(P, tmp_path / "out")  # the whole pipeline accepts it
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def _blocked(
+    x: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+) -> pl.Tensor[[16, 16], pl.FP32]:
+    idx = pl.tile.get_block_idx()
+    t = pl.load(x, [0, 0], [16, 16])
+    return pl.store(pl.add(t, pl.cast(idx, pl.FP32)), [0, 0], y)
+
+
+def _spmd_program(core_num: object):
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, x: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+        ) -> pl.Tensor[[16, 16], pl.FP32]:
+            with pl.spmd(core_num=core_num):
+                y = _blocked(x, y)
+            return y
+
+    return P
+
+
+def test_spmd_is_a_loop_passing_each_block_its_index_and_count() -> None:
+    from pypto.ir.nodes import For
+
+    prog = _spmd_program(3)
+    kernel = prog.functions["_blocked"]
+    assert [p.name for p in kernel.params][-2:] == ["pypto_block_idx", "pypto_block_num"]
+    loop = next(s for s in prog.functions["main"].body if isinstance(s, For))
+    assert loop.stop.value == 3
+    call = next(s.value for s in loop.body if isinstance(s, Assign))
+    assert call.args[-2] is loop.var
+    assert call.args[-1].value == 3
+
+
+@pytest.mark.parametrize("bad", [0, True, "4"])
+def test_spmd_core_num_must_be_a_positive_int(bad: object) -> None:
+    with pytest.raises(KernelError, match=r"pl\.spmd\(core_num\): expected an int >= 1"):
+        _spmd_program(bad)
+
+
+def test_block_queries_belong_in_kernels() -> None:
+    with pytest.raises(KernelError, match=r"get_block_idx\(\) is read in a kernel launched by pl\.spmd"):
+
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
+                pl.static_print(pl.tile.get_block_idx())
+                return x

@@ -159,3 +159,45 @@ def test_a_store_bound_in_a_loop_names_its_tensor_after_the_loop() -> None:
     out = torch.zeros(32, 16)
     run(RowBlocks, x, out)
     torch.testing.assert_close(out, x + 1.0)
+
+
+@pl.program
+class Spmd:
+    @pl.function(type=pl.FunctionType.InCore)
+    def rows_by_block(
+        self,
+        x: pl.Tensor[[96, 16], pl.FP32],
+        out: pl.Out[pl.Tensor[[96, 16], pl.FP32]],
+        blocks: pl.Scalar[pl.INDEX],
+    ) -> pl.Tensor[[96, 16], pl.FP32]:
+        idx = pl.tile.get_block_idx()
+        num = pl.tile.get_block_num()
+        for b in pl.range(idx, blocks, num):  # block idx takes row blocks idx, idx + num, ...
+            t = pl.load(x, [b * 16, 0], [16, 16])
+            marked = pl.add(pl.mul(t, 0.0), pl.cast(idx * 10 + num, pl.FP32))
+            out = pl.store(marked, [b * 16, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[96, 16], pl.FP32],
+        out: pl.Out[pl.Tensor[[96, 16], pl.FP32]],
+        spread: pl.Out[pl.Tensor[[96, 16], pl.FP32]],
+    ) -> tuple[pl.Tensor[[96, 16], pl.FP32], pl.Tensor[[96, 16], pl.FP32]]:
+        with pl.cluster():  # noqa: SIM117 - the nesting upstream programs write
+            with pl.spmd(core_num=4, sync_start=True):
+                spread = self.rows_by_block(x, spread, 6)
+        out = self.rows_by_block(x, out, 6)  # outside pl.spmd: block 0 of 1
+        return out, spread
+
+
+def test_spmd_blocks_see_their_index_and_count() -> None:
+    x = torch.randn(96, 16)
+    out = torch.zeros(96, 16)
+    spread = torch.zeros(96, 16)
+    run(Spmd, x, out, spread)
+    # row block b is written by SPMD block b % 4, which writes 10 * idx + 4
+    want = torch.tensor([10.0 * (b % 4) + 4 for b in range(6)]).repeat_interleave(16)[:, None].expand(96, 16)
+    torch.testing.assert_close(spread, want)
+    torch.testing.assert_close(out, torch.ones(96, 16))  # idx 0, num 1 everywhere

@@ -29,7 +29,19 @@ from pypto.language.decorators import (
     inline,
     program,
 )
-from pypto.language.dsl import at, max, min, parallel, range, static_assert, static_print, unroll, yield_
+from pypto.language.dsl import (
+    at,
+    cluster,
+    max,
+    min,
+    parallel,
+    range,
+    spmd,
+    static_assert,
+    static_print,
+    unroll,
+    yield_,
+)
 from pypto.language.jit import JITFunction, Specialization, jit
 from pypto.language.typing import (
     RUNTIME,
@@ -108,6 +120,7 @@ __all__ = [
     "TensorView",
     "Tile",
     "at",
+    "cluster",
     "dynamic",
     "function",
     "inline",
@@ -117,6 +130,7 @@ __all__ = [
     "parallel",
     "program",
     "range",
+    "spmd",
     "static_assert",
     "static_print",
     "tensor",

@@ -10,7 +10,19 @@ from typing import Any
 
 from pypto.ir.types import Level
 
-__all__ = ["at", "max", "min", "parallel", "range", "static_assert", "static_print", "unroll", "yield_"]
+__all__ = [
+    "at",
+    "cluster",
+    "max",
+    "min",
+    "parallel",
+    "range",
+    "spmd",
+    "static_assert",
+    "static_print",
+    "unroll",
+    "yield_",
+]
 
 
 def range(*args: Any) -> Any:
@@ -111,3 +123,34 @@ def max(a: Any, b: Any) -> Any:
 
 min.__pypto_scalar__ = "min"  # type: ignore[attr-defined]
 max.__pypto_scalar__ = "max"  # type: ignore[attr-defined]
+
+
+def spmd(core_num: int, sync_start: bool = False) -> Any:
+    """``with pl.spmd(core_num=n):`` in an orchestration: each kernel call in the block is
+    submitted ``n`` times, as blocks 0..n-1 of one SPMD launch; a kernel reads its block with
+    ``pl.tile.get_block_idx()`` and the count with ``pl.tile.get_block_num()``. On the simulator
+    the blocks are ``n`` tasks (ordered by the tensors they share, as any tasks);
+    ``sync_start`` is accepted and has no effect there."""
+    raise RuntimeError("pl.spmd is a with-statement of an orchestration function")
+
+
+def cluster() -> Any:
+    """``with pl.cluster():`` groups SPMD launches that run on one cluster of cube and vector
+    cores; the simulator has no clusters, so the block runs as written."""
+    raise RuntimeError("pl.cluster is a with-statement of an orchestration function")
+
+
+def get_block_idx() -> Any:
+    """In a kernel launched by ``pl.spmd``: this block's index (0 outside an SPMD launch)."""
+    raise RuntimeError("pl.tile.get_block_idx is read in a kernel")
+
+
+def get_block_num() -> Any:
+    """In a kernel launched by ``pl.spmd``: the launch's block count (1 outside one)."""
+    raise RuntimeError("pl.tile.get_block_num is read in a kernel")
+
+
+spmd.__pypto_dsl__ = "spmd"  # type: ignore[attr-defined]
+cluster.__pypto_dsl__ = "cluster"  # type: ignore[attr-defined]
+get_block_idx.__pypto_block__ = 0  # type: ignore[attr-defined]
+get_block_num.__pypto_block__ = 1  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ from pypto.ir.nodes import (
     Const,
     Expr,
     Stmt,
+    Var,
 )
 from pypto.ir.types import (
     Dim,
@@ -39,6 +40,9 @@ from pypto.language.parser.common import (
 from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
 
+SPMD_PARAMS = ("pypto_block_idx", "pypto_block_num")
+"""The hidden trailing scalar parameters of a kernel that reads its SPMD block."""
+
 
 class _Calls(_Directives):
     def call(self, node: ast.Call) -> Expr:
@@ -49,6 +53,9 @@ class _Calls(_Directives):
         opname = getattr(obj, "__pypto_op__", None)
         if opname is not None:
             return self.op_call(opname, obj, node)
+        block = getattr(obj, "__pypto_block__", None)
+        if block is not None:
+            return self.block_query(block, node)
         dsl = getattr(obj, "__pypto_dsl__", None)
         if dsl in DIRECTIVES:
             raise self.err(f"pl.{dsl} is a statement: write it on a line of its own, not as a value", node)
@@ -65,6 +72,21 @@ class _Calls(_Directives):
         if library is not None:
             raise self.err(self._foreign_call_message(obj, library, node), node.func)
         return self.func_call(obj, node)
+
+    def block_query(self, which: int, node: ast.Call) -> Expr:
+        """``pl.tile.get_block_idx()`` / ``get_block_num()`` in a kernel: its hidden trailing
+        SPMD parameters (index, count), made at first use."""
+        what = "pl.tile.get_block_idx" if which == 0 else "pl.tile.get_block_num"
+        if node.args or node.keywords:
+            raise self.err(f"{what}() takes no arguments", node)
+        if not self.st.func_type.is_kernel:
+            raise self.err(f"{what}() is read in a kernel launched by pl.spmd, not in an orchestration", node)
+        if not self.st.block_vars:
+            self.st.block_vars = [
+                Var(SPMD_PARAMS[0], ScalarType(INDEX), self.src.span(node)),
+                Var(SPMD_PARAMS[1], ScalarType(INDEX), self.src.span(node)),
+            ]
+        return self.st.block_vars[which]
 
     def _foreign_call_message(self, obj: Any, library: str, node: ast.Call) -> str:
         import pypto.language as pl
@@ -150,9 +172,16 @@ class _Calls(_Directives):
                 f"{ast.unparse(node.func)} is not a kernel: call @pl.jit.incore / @pl.function kernels or pl.* ops",
                 node.func,
             )
-        if len(args) != len(fn.params):
-            names = ", ".join(p.name for p in fn.params)
-            raise self.err(f"{fn.name}({names}) takes {len(fn.params)} arguments, got {len(args)}", node)
+        hidden = [p for p in fn.params if p.name in SPMD_PARAMS]
+        shown = [p for p in fn.params if p.name not in SPMD_PARAMS]
+        if len(args) != len(shown):
+            names = ", ".join(p.name for p in shown)
+            raise self.err(f"{fn.name}({names}) takes {len(shown)} arguments, got {len(args)}", node)
+        if hidden:  # an SPMD kernel: its block index and count, or block 0 of 1 outside pl.spmd
+            spmd = self.st.spmd
+            args += (
+                [spmd[0], Const(spmd[1], INDEX)] if spmd is not None else [Const(0, INDEX), Const(1, INDEX)]
+            )
         for p, a in zip(fn.params, args, strict=True):
             if p.var.type != a.type and not _compatible(p.var.type, a.type):
                 raise self.err(f"{fn.name}: argument {p.name!r} expects {p.var.type}, got {a.type}", node)

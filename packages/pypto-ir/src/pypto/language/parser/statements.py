@@ -140,6 +140,9 @@ class _Statements(_Calls):
         if isinstance(s, ast.If):
             return self.if_stmt(s)
         if isinstance(s, ast.With):
+            opened = s.items[0].context_expr if len(s.items) == 1 else None
+            if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) in ("spmd", "cluster"):
+                return self.spmd_stmt(s, opened)
             return [self.with_stmt(s)]
         names = {
             ast.While: "while loops",
@@ -415,10 +418,10 @@ class _Statements(_Calls):
         for st in body:
             if not isinstance(st, Assign) or not isinstance(st.value, Call) or st.value.op != "tile.store":
                 continue
-            name = next((k for k, v in after.items() if v is st.var and k not in saved), None)
+            bound = next((k for k, v in after.items() if v is st.var and k not in saved), None)
             dest = st.value.args[2]
-            if name is not None and isinstance(dest, Var) and id(dest) in outer:
-                self.st.env[name] = dest
+            if bound is not None and isinstance(dest, Var) and id(dest) in outer:
+                self.st.env[bound] = dest
         for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
             self.st.env[lhs] = self.st.env[name]
         return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s))]
@@ -492,6 +495,44 @@ class _Statements(_Calls):
         merged.update({n: v for n, v in env_then.items() if n in before or n in env_else})
         self.st.env = merged
         return [If(cond, tuple(then), tuple(els), span=self.src.span(s))]
+
+    def spmd_stmt(self, s: ast.With, call: ast.Call) -> list[Stmt]:
+        """``with pl.spmd(core_num=n):``: the block's kernel calls run as blocks 0..n-1 (a loop
+        whose index each call passes as the kernel's block index); ``with pl.cluster():``
+        runs its block as written (the simulator has no clusters)."""
+        kind = self.dsl_kind(call.func)
+        if self.st.func_type.is_kernel or self.st.in_scope:
+            raise self.err(
+                f"pl.{kind} groups kernel calls of an orchestration; it is not used in a kernel", s
+            )
+        if s.items[0].optional_vars is not None:
+            raise self.err(f"pl.{kind} binds no name", s)
+        span = self.src.span(s)
+        if kind == "cluster":
+            if call.args or call.keywords:
+                raise self.err("pl.cluster() takes no arguments", call)
+            body, _ = self.block(s.body)
+            return body
+        from pypto.language.dsl import spmd
+
+        bound = self.bind(spmd, "pl.spmd", call)
+        n = self.static_value(bound["core_num"], "pl.spmd core_num", call)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise self.err(f"pl.spmd(core_num): expected an int >= 1 known when compiling, got {n!r}", call)
+        if "sync_start" in bound:
+            sync = self.static_value(bound["sync_start"], "pl.spmd sync_start", call)
+            if not isinstance(sync, bool):
+                raise self.err(f"pl.spmd(sync_start): expected a bool, got {sync!r}", call)
+        if self.st.spmd is not None:
+            raise self.err("pl.spmd scopes do not nest", s)
+        self.hoisted += 1
+        var = Var(f"spmd_block{self.hoisted}", ScalarType(INDEX), span)
+        self.st.spmd = (var, n)
+        try:
+            body, _ = self.block(s.body)
+        finally:
+            self.st.spmd = None
+        return [For(var, Const(0, INDEX), Const(n, INDEX), Const(1, INDEX), tuple(body), span=span)]
 
     def with_stmt(self, s: ast.With) -> Stmt:
         if len(s.items) != 1:
