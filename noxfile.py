@@ -295,9 +295,11 @@ TORCH_NPU = "torch-npu==2.13.0"  # matches the torch pin; ships torch_npu's and 
 @nox.session(name="npu-compile", tags=["ci"])
 def npu_compile(session: nox.Session) -> None:
     """Compile what targets the NPU on a machine without CANN: the cann variant of tools/cann-probe
-    (host and device parts, against the ACL headers of the torch-npu wheel) and the optional
-    torch_npu adapter of pypto-torch (compiled and linked against torch and torch_npu, then
-    imported to check its targeted error without CANN). Nothing here runs on an NPU."""
+    (host and device parts, against the ACL headers of the torch-npu wheel), simpler-native's NPU
+    backend (src/core/npu against the same headers, linked with CANN's symbols left open and
+    checked to be the only open ones), and the optional torch_npu adapter of pypto-torch
+    (compiled and linked against torch and torch_npu, then imported to check its targeted error
+    without CANN). Nothing here runs on an NPU."""
     session.env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # torch_npu without CANN must not autoload
     _install(session, "simpler-native")
     session.install(TORCH, "meson>=1.3", "ninja")
@@ -311,6 +313,20 @@ def npu_compile(session: nox.Session) -> None:
     acl_include = str(include).strip()
     session.run(
         "python", str(ROOT / "tools" / "cann-probe" / "run_probe.py"), "--cann-compile-only", acl_include
+    )
+    backend = BUILD / "npu-backend"
+    wipe = ["--wipe"] if (backend / "build.ninja").exists() else []
+    session.run(
+        "meson", "setup", str(backend), str(NATIVE), "-Dnpu=enabled", f"-Dacl_include={acl_include}", *wipe
+    )
+    session.run("meson", "compile", "-C", str(backend), "simpler_npu")
+    npu_src = NATIVE / "src" / "core" / "npu"
+    session.run(
+        "python",
+        str(npu_src / "check_link.py"),
+        str(backend),
+        acl_include,
+        str(NATIVE / "src/simpler/include"),
     )
     native = PACKAGES["pypto-torch"][0] / "native"
     builddir = BUILD / "npu-adapter"

@@ -7,7 +7,9 @@ figure the best of several repetitions (the machine is shared: ratios, not times
 describing every argument, Buffer/Tensor/TaskArgs objects, and (for ``@pl.jit``) binding and
 computing the specialisation key again on every call. The last row is the binder alone
 (``JITFunction.bind_call`` of a repeat call: its call key and the lookup). Also: the simulated chip's own round trip for the same
-submission (the floor under both), and the run with one AIV thread.
+submission (the floor under both), the run with one AIV thread, and the same call on the
+host_build_graph runtime (its own artifact; the orchestration builds the graph on the calling
+thread).
 
     python packages/pypto-runtime/benchmarks/bench_program_call.py      # or: nox -s bench
 """
@@ -24,6 +26,7 @@ import numpy as np
 
 import pypto.language as pl
 import pypto.runtime as rt
+from pypto.ir.platforms import HBG
 from pypto_testing.bench import report
 
 BAR, GOAL = 25.0, 10.0
@@ -98,6 +101,9 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
     prog(a, b, c)  # computes the program's call plan
     config = rt.RunConfig()
     one_aiv = rt.RunConfig(aic_threads=1, aiv_threads=1)
+    hbg = rt.RunConfig(runtime=HBG)
+    add64(a, b, c, config=hbg)  # compiles the host_build_graph artifact
+    np.testing.assert_array_equal(c, a + b)
 
     def jit_general() -> object:  # before the call plan: bind, key, specialise, general runner
         bound = add64.bind(a, b, c)
@@ -122,6 +128,7 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
         "prog_general": lambda: runner._run_general(prog.artifact, (a, b, c), {}, config),
         "chip": lambda: worker.run(handle, mat),
         "jit_1aiv": lambda: add64(a, b, c, config=one_aiv),
+        "jit_hbg": lambda: add64(a, b, c, config=hbg),
         "jit_bind": jit_bind,
     }
     number = {k: (20000 if k == "numpy" else 300) for k in fns}
@@ -158,6 +165,7 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
             row("CompiledProgram call, general path (before)", "prog_general"),
             row("chip round trip only (Worker.run of the materialised args)", "chip"),
             row("@pl.jit call, RunConfig(aic_threads=1, aiv_threads=1)", "jit_1aiv"),
+            row("@pl.jit call, RunConfig(runtime=host_build_graph)", "jit_hbg"),
             row("binding a repeat @pl.jit call (JITFunction.bind_call, fast key)", "jit_bind"),
         ],
     )

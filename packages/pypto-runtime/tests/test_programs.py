@@ -16,6 +16,7 @@ import pytest
 
 import pypto.language as pl
 import pypto.runtime as rt
+from pypto.ir import RUNTIMES
 from pypto.runtime import mode_gate
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
@@ -75,11 +76,12 @@ def _check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.parametrize("runtime", RUNTIMES)
 @pytest.mark.parametrize("name", list(CASES))
-def test_jit_call_runs_on_caller_storage(name: str) -> None:
+def test_jit_call_runs_on_caller_storage(name: str, runtime: str) -> None:
     fn, inputs, out_shapes, ref = CASES[name]
     outs = tuple(np.full(s, np.nan, np.float32) for s in out_shapes)
-    result = fn(*inputs, *outs, config=rt.RunConfig())
+    result = fn(*inputs, *outs, config=rt.RunConfig(runtime=runtime))
     want = ref(*inputs)
     _check(result, want)
     # Returned tensors are the caller's own Out arrays, written in place (no copies).
@@ -182,6 +184,32 @@ def test_kernel_contract_artifact() -> None:
     restored = rt.load_cached(art.key, consumer="KERNEL")
     assert isinstance(restored, CompiledArtifact)
     assert restored.path == art.path
+
+
+def test_artifact_runs_only_on_its_runtime() -> None:
+    fn, inputs, out_shapes, ref = CASES["task_graph"]
+    progs = {
+        runtime: rt.compile(fn, *inputs, *(z(*s) for s in out_shapes), runtime=runtime)
+        for runtime in RUNTIMES
+    }
+    tmr, hbg = progs["tensormap_and_ringbuffer"], progs["host_build_graph"]
+    assert tmr.artifact.key != hbg.artifact.key  # the runtime is part of the key
+    assert (tmr.artifact.runtime, hbg.artifact.runtime) == ("tensormap_and_ringbuffer", "host_build_graph")
+    assert CompiledArtifact.from_dir(hbg.artifact.path).metadata.runtime == "host_build_graph"
+    _check(hbg(*inputs), ref(*inputs))  # no config: the artifact's own runtime
+    with pytest.raises(
+        ValueError,
+        match=r"compiled for runtime 'host_build_graph' but RunConfig.runtime is 'tensormap_and_ringbuffer'; "
+        r".*recompile with runtime='tensormap_and_ringbuffer', or run with RunConfig\(runtime='host_build_graph'\)",
+    ):
+        hbg(*inputs, config=rt.RunConfig())
+    with pytest.raises(
+        ValueError,
+        match=r"compiled for runtime 'tensormap_and_ringbuffer' but RunConfig\.runtime is 'host_build_graph'",
+    ):
+        tmr(*inputs, config=rt.RunConfig(runtime="host_build_graph"))
+    with pytest.raises(ValueError, match=r"RunConfig\(runtime\): expected one of .*, got 'hbg'"):
+        rt.RunConfig(runtime="hbg")
 
 
 def test_platform_override_on_reload(tmp_path: Path) -> None:

@@ -91,7 +91,6 @@ def test_a_conflicting_configuration_fails_naming_the_difference() -> None:
         ({"config": 42}, TypeError, "got int"),
         ({"platform": "tpu"}, ValueError, "init\\(platform\\)"),
         ({"runtime": "eager"}, ValueError, "init\\(runtime\\)"),
-        ({"runtime": "host_build_graph"}, ValueError, "provides tensormap_and_ringbuffer, not"),
         ({"device": 1}, ValueError, "current cpu device cpu:0"),
         ({"device": "npu:0"}, ValueError, "runs on cpu devices"),
         ({"device": True}, TypeError, "init\\(device\\)"),

@@ -77,7 +77,13 @@ def stub_torch_npu(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     return types.SimpleNamespace(module=stub, calls=calls)
 
 
-def test_the_npu_platform_asks_torch_npu(stub_torch_npu: types.SimpleNamespace) -> None:
+@pytest.fixture
+def no_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pypto._torch_npu", None)  # an import of it fails
+    monkeypatch.delitem(npu_module._loaded, "pypto._torch_npu", raising=False)
+
+
+def test_the_npu_platform_asks_torch_npu(stub_torch_npu: types.SimpleNamespace, no_adapter: None) -> None:
     platform = npu_module.NpuPlatform("a2a3")
     assert platform.is_capturing() is True
     platform.bind_context(3)
@@ -96,3 +102,27 @@ def test_without_torch_npu_the_npu_platform_names_the_extra(monkeypatch: pytest.
     monkeypatch.delitem(npu_module._loaded, "torch_npu", raising=False)
     with pytest.raises(npu_module.NpuRuntimeUnavailable, match=r"pypto-torch\[npu\]"):
         npu_module.NpuPlatform("a2a3").bind_context(0)
+
+
+def test_with_the_native_adapter_the_context_is_bound_through_it(
+    stub_torch_npu: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = types.ModuleType("pypto._torch_npu")
+    adapter.bind_context = lambda index: stub_torch_npu.calls.append(("adapter bind", index)) or 0x1000  # type: ignore[attr-defined]
+    monkeypatch.setitem(npu_module._loaded, "pypto._torch_npu", adapter)
+    npu_module.NpuPlatform("a2a3").bind_context(2)
+    assert stub_torch_npu.calls == [("adapter bind", 2)]  # not torch_npu's set_device as well
+
+
+def test_an_adapter_that_fails_to_bind_fails_the_binding(
+    stub_torch_npu: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(index: int) -> int:
+        raise RuntimeError(f"bind_context({index}): torch_npu SetDevice failed with aclError 107001")
+
+    adapter = types.ModuleType("pypto._torch_npu")
+    adapter.bind_context = refuse  # type: ignore[attr-defined]
+    monkeypatch.setitem(npu_module._loaded, "pypto._torch_npu", adapter)
+    with pytest.raises(RuntimeError, match="aclError 107001"):
+        npu_module.NpuPlatform("a2a3").bind_context(0)
+    assert stub_torch_npu.calls == []  # no silent fallback to set_device

@@ -13,6 +13,7 @@ import torch
 
 import pypto.language as pl
 import pypto.torch as pt
+from pypto.ir import RUNTIMES
 from pypto.torch._kernel import context
 from pypto.torch._platform.simulator import SimulatorStream, use_stream
 from pypto.torch.interop import ArgumentError
@@ -93,6 +94,14 @@ def exp_rows(a: pl.Tensor[[ROWS, 32], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, 32]
     return out
 
 
+@pytest.fixture(params=RUNTIMES)
+def on_each_runtime(request: pytest.FixtureRequest) -> str:
+    """Kernel mode initialised on each chip runtime in turn (TMR, HBG) before the first call."""
+    assert pt.init(runtime=request.param).runtime == request.param
+    assert context.current().worker.runtime == request.param
+    return request.param
+
+
 @pytest.fixture
 def ns() -> str:
     return f"pypto_test_{uuid.uuid4().hex[:8]}"
@@ -141,12 +150,14 @@ def test_the_operator_runs_the_kernel_and_returns_the_callers_tensor(
     assert "Tensor(a!) out" in ops["add"].schema
 
 
+@pytest.mark.usefixtures("on_each_runtime")
 def test_results_are_visible_to_the_next_torch_operation(ops: dict[str, pt.Operator]) -> None:
     a, b, out = r(16, 16), r(16, 16), torch.zeros(16, 16)
     total = torch.stack([ops["add"](a, b, out).sum(), (a + b).sum()])
     torch.testing.assert_close(total[0], total[1])
 
 
+@pytest.mark.usefixtures("on_each_runtime")
 def test_scalars_are_runtime_values_one_artifact_for_every_value(ops: dict[str, pt.Operator]) -> None:
     x, y, out = r(32, 32), r(32, 32), torch.empty(32, 32)
     for alpha in (2.5, 1.5, -3.0, 0.0):
@@ -162,6 +173,7 @@ def test_scalars_are_runtime_values_one_artifact_for_every_value(ops: dict[str, 
     assert len(ops["shift_rows"]._callables) == 1
 
 
+@pytest.mark.usefixtures("on_each_runtime")
 def test_reduction_matmul_inout_and_two_outputs(ops: dict[str, pt.Operator]) -> None:
     x = r(16, 64)
     sums = torch.empty(16, 1)
@@ -190,6 +202,7 @@ def test_several_shapes_compile_per_shape_through_the_store(ops: dict[str, pt.Op
     assert len(ops["add"]._callables) == 3
 
 
+@pytest.mark.usefixtures("on_each_runtime")
 def test_a_dynamic_dimension_serves_every_extent_with_one_registration(ops: dict[str, pt.Operator]) -> None:
     for rows in (16, 48, 32):
         a, out = r(rows, 32), torch.empty(rows, 32)
@@ -201,6 +214,7 @@ def test_a_dynamic_dimension_serves_every_extent_with_one_registration(ops: dict
         ops["exp_rows"](r(16, 16), torch.empty(16, 16))
 
 
+@pytest.mark.usefixtures("on_each_runtime")
 def test_views_with_offsets_are_borrowed_in_place(ops: dict[str, pt.Operator]) -> None:
     big_a, big_b, big_out = r(64, 16), r(64, 16), torch.zeros(64, 16)
     ops["add"](big_a[16:32], big_b[32:48], big_out[48:64])
@@ -310,6 +324,7 @@ def test_the_fake_kernel_checks_declarations_and_allocates_nothing(ops: dict[str
             ops["add"](a, b, torch.empty(8, 8).t())
 
 
+@pytest.mark.usefixtures("on_each_runtime")
 def test_launches_follow_the_current_stream(ops: dict[str, pt.Operator]) -> None:
     a, b = r(16, 16), r(16, 16)
     outs = [torch.empty(16, 16) for _ in range(3)]

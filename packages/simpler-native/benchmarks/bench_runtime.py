@@ -7,7 +7,9 @@ Every figure is printed beside a baseline measured in the same run, as a ratio:
 - a 384x384x384 FP32 matmul in 64x64 tiles whose kernel is the tile library's cube pipeline
   (load -> Mat -> Left/Right -> matmul_acc -> store, as pypto-ir generates it) on one cube thread,
   vs ``torch.matmul`` on one thread (the same thread count), and the old scalar tile matmul
-  (triple loop) in the same run for comparison.
+  (triple loop) in the same run for comparison;
+- the host_build_graph runtime (HBG) vs TMR on the same programs (empty-kernel graph, tiled
+  vector add, tiled matmul, a one-task kernel-mode launch), TMR measured in the same run.
 
 Run: ``python packages/simpler-native/benchmarks/bench_runtime.py [--quick]``.
 """
@@ -358,6 +360,61 @@ def main() -> int:
             f"{prog_s / n_runs * 1e6:.1f} (program-mode submit)",
             f"{kern_s / prog_s:.2f}x",
         )
+    )
+
+    # 6. host_build_graph vs tensormap_and_ringbuffer on the same programs and arguments.
+    hbg_programs = {
+        "empties": (args, n_tasks, "graph of empty kernels, per task (us)"),
+        "vadd_tiles": (vargs, 1, f"vector add {n_vec:,} f32, {n_vec // tile} tiles (ms)"),
+        "matmul_tiles": (margs, 1, f"matmul {n_mat}x{n_mat} f32, 64x64 tiles (ms)"),
+    }
+    by_runtime: dict[str, dict[str, float]] = {}
+    for runtime in simpler.RUNTIMES:
+        got = by_runtime[runtime] = {}
+        with simpler.Worker(platform="a2a3sim", runtime=runtime) as rw:
+            rw.init()
+            for name, (pargs, _, _) in hbg_programs.items():
+                rh = rw.register(simpler.ChipCallable.build(ORCHS[name], name, obin, children=children))
+                rw.run(rh, pargs)  # warm
+                got[name] = best_of(lambda: rw.run(rh, pargs), repeat)  # noqa: B023 - called at once
+        with simpler.Worker(platform="a2a3sim", runtime=runtime, execution_mode="kernel") as rk:
+            rk.init(borrowed_context_generation=0x48_42 + len(by_runtime))
+            kh = rk.register(simpler.ChipCallable.build(ORCHS["empties"], "empties", obin, children=children))
+
+            def launches() -> None:
+                for _ in range(n_runs):
+                    rk.launch(kh, one)  # noqa: B023 - called at once
+                rk.default_stream.synchronize()
+
+            launches()
+            got["launch"] = best_of(launches, repeat)
+    tmr, hbg = by_runtime["tensormap_and_ringbuffer"], by_runtime["host_build_graph"]
+    for name, (_, count, label) in hbg_programs.items():
+        scale = 1e6 / count if count > 1 else 1e3
+        rows.append(
+            (
+                f"HBG: {label}",
+                f"{hbg[name] * scale:.2f}",
+                f"{tmr[name] * scale:.2f} (TMR)",
+                f"{hbg[name] / tmr[name]:.2f}x",
+            )
+        )
+    rows.append(
+        (
+            "HBG: kernel-mode launch, 1 task (us)",
+            f"{hbg['launch'] / n_runs * 1e6:.1f}",
+            f"{tmr['launch'] / n_runs * 1e6:.1f} (TMR)",
+            f"{hbg['launch'] / tmr['launch']:.2f}x",
+        )
+    )
+    report(
+        "host_build_graph per-task overhead, long graph of empty kernels",
+        hbg["empties"] / n_tasks * 1e6,
+        tmr["empties"] / n_tasks * 1e6,
+        "tensormap_and_ringbuffer",
+        "us",
+        bar=3.0,
+        goal=1.5,
     )
 
     header = ("benchmark", "a2a3sim", f"baseline ({baseline_name})", "ratio")

@@ -80,6 +80,15 @@ def worker() -> Iterator[simpler.Worker]:
     w.close()
 
 
+@pytest.fixture(params=simpler.RUNTIMES)
+def runtime_worker(request: pytest.FixtureRequest) -> Iterator[simpler.Worker]:
+    """A program-mode Worker on each chip runtime (TMR, HBG) in turn."""
+    w = simpler.Worker(platform="a2a3sim", runtime=request.param, aic_threads=1, aiv_threads=1)
+    w.init()
+    yield w
+    w.close()
+
+
 @pytest.fixture
 def register(
     worker: simpler.Worker, build_callable: Callable[[str], simpler.ChipCallable]

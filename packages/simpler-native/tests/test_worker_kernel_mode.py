@@ -17,9 +17,11 @@ from simpler import Buffer, DataType, TaskArgs
 _generations = itertools.count(1000)
 
 
-@pytest.fixture
-def kworker() -> Iterator[simpler.Worker]:
-    w = simpler.Worker(execution_mode="kernel")
+@pytest.fixture(params=simpler.RUNTIMES)
+def kworker(request: pytest.FixtureRequest) -> Iterator[simpler.Worker]:
+    # Kernel mode on each runtime: the same packets, admission and copy-on-enqueue; HBG consumes
+    # the copied packet on the launching thread, where its orchestration runs.
+    w = simpler.Worker(execution_mode="kernel", runtime=request.param)
     w.init(borrowed_context_generation=next(_generations))
     yield w
     w.close()
@@ -82,7 +84,12 @@ def test_stale_packets_are_rejected_before_any_kernel_runs(
         run.wait(30)
         outcomes.append(run._native.error)
     stale = [e for e in outcomes if e]
-    assert stale
+    if kworker.runtime == "host_build_graph":
+        # HBG consumes each copied packet on the launching thread, before launch returns: none
+        # was still queued when the slot retired, so every one ran.
+        assert stale == []
+    else:
+        assert stale
     assert all("StaleCallable" in e and "AICPU consumer" in e for e in stale)
     # Every launch either ran completely (100 per counter) or not at all.
     ran = outcomes.count("")

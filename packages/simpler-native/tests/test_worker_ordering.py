@@ -17,9 +17,10 @@ from simpler import Buffer, CallConfig, DataType, TaskArgs
 N = 24
 
 
-@pytest.fixture(scope="module")
-def two_core_worker() -> Iterator[simpler.Worker]:
-    w = simpler.Worker(aic_threads=1, aiv_threads=2)  # two AIV threads: real concurrency
+@pytest.fixture(scope="module", params=simpler.RUNTIMES)
+def two_core_worker(request: pytest.FixtureRequest) -> Iterator[simpler.Worker]:
+    # two AIV threads: real concurrency; each chip runtime (TMR, HBG) derives the same order
+    w = simpler.Worker(aic_threads=1, aiv_threads=2, runtime=request.param)
     w.init()
     yield w
     w.close()

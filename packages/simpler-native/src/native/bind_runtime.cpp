@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <cstring>
 #include <stdexcept>
 
@@ -276,19 +277,30 @@ void bind_runtime(nb::module_& m) {
     nb::class_<Chip>(m, "ChipRuntime")
         .def(
             "__init__",
-            [](Chip* self, int aic_threads, int aiv_threads, std::int64_t spin_ns) {
+            [](Chip* self, int aic_threads, int aiv_threads, std::int64_t spin_ns, const std::string& runtime) {
                 chip::ChipOptions o;
+                if (runtime == chip::kRuntimeNames[1]) {
+                    o.runtime = chip::Runtime::HostBuildGraph;
+                } else if (runtime != chip::kRuntimeNames[0]) {
+                    throw std::invalid_argument(std::string("runtime: expected '") + chip::kRuntimeNames[0] + "' or '" +
+                                                chip::kRuntimeNames[1] + "', got '" + runtime + "'");
+                }
                 o.aic_threads = aic_threads;
                 o.aiv_threads = aiv_threads;
                 o.spin_ns = spin_ns;
                 new (self) Chip(o);
             },
-            "aic_threads"_a = 1, "aiv_threads"_a = 1, "spin_ns"_a = 50000)
+            "aic_threads"_a = 1, "aiv_threads"_a = 1, "spin_ns"_a = 50000,
+            "runtime"_a = chip::kRuntimeNames[0])
         .def(
             "submit",
             [](Chip& c, std::shared_ptr<ChipProgram> program, const std::vector<TensorTuple>& tensors,
                const std::vector<std::uint64_t>& scalars, const RunConfig& settings) {
-                return c.submit(std::move(program), make_tensors(tensors), scalars, settings);
+                std::vector<ChipTensor> ts = make_tensors(tensors);
+                // HBG runs the orchestration here, on the caller's thread: without the GIL.
+                std::optional<nb::gil_scoped_release> release;
+                if (c.options().runtime == chip::Runtime::HostBuildGraph) release.emplace();
+                return c.submit(std::move(program), std::move(ts), scalars, settings);
             },
             "program"_a, "tensors"_a, "scalars"_a, "settings"_a)
         .def("enable_kernel_mode", &Chip::enable_kernel_mode, "context_generation"_a)
@@ -303,7 +315,12 @@ void bind_runtime(nb::module_& m) {
         .def(
             "kernel_launch",
             [](Chip& c, int slot, const std::vector<TensorTuple>& tensors, const std::vector<std::uint64_t>& scalars,
-               const RunConfig& settings) { return c.kernel_launch(slot, make_tensors(tensors), scalars, settings); },
+               const RunConfig& settings) {
+                std::vector<ChipTensor> ts = make_tensors(tensors);
+                std::optional<nb::gil_scoped_release> release;
+                if (c.options().runtime == chip::Runtime::HostBuildGraph) release.emplace();
+                return c.kernel_launch(slot, ts, scalars, settings);
+            },
             "slot"_a, "tensors"_a, "scalars"_a, "settings"_a)
         .def(
             "kernel_enqueue_block",
@@ -314,6 +331,7 @@ void bind_runtime(nb::module_& m) {
         .def("close", &Chip::close, nb::call_guard<nb::gil_scoped_release>())
         .def("wait_idle", &Chip::wait_idle, "timeout"_a, nb::call_guard<nb::gil_scoped_release>())
         .def_prop_ro("closed", &Chip::closed)
+        .def_prop_ro("runtime", [](const Chip& c) { return std::string(chip::kRuntimeNames[static_cast<int>(c.options().runtime)]); })
         .def_prop_ro("scheduler_threads", &Chip::scheduler_threads)
         .def("malloc", [](Chip& c, std::uint64_t n) { return c.memory().allocate(n); }, "nbytes"_a)
         .def("free", [](Chip& c, std::uint64_t addr) { c.memory().release(addr); }, "addr"_a)

@@ -19,10 +19,11 @@ from simpler.config import CallConfig
 from simpler.errors import DeviceError, SimplerError, UnsupportedPlatformError, WorkerClosedError
 from simpler.streams import Event, Stream
 from simpler.task_args import ChipStorageTaskArgs, TaskArgs
-from simpler.worker import MAX_CALLABLES, RunHandle, Worker
+from simpler.worker import MAX_CALLABLES, RUNTIMES, RunHandle, Worker
 
 __all__ = [
     "MAX_CALLABLES",
+    "RUNTIMES",
     "SANITIZED",
     "ArgDirection",
     "Buffer",

@@ -153,7 +153,10 @@ class Worker:
     Args:
         level: 2 (one chip); other levels are not provided by simpler.
         platform: ``"a2a3sim"``/``"a5sim"`` (simulated chip) or ``"a2a3"``/``"a5"`` (needs CANN).
-        runtime: ``"tensormap_and_ringbuffer"`` (TMR).
+        runtime: ``"tensormap_and_ringbuffer"`` (TMR: the orchestration runs on the chip's AICPU
+            orchestrator thread, tasks dispatch as they are submitted) or ``"host_build_graph"``
+            (HBG: the orchestration runs on the thread that calls ``submit``/``launch`` and builds
+            the whole task graph, which the chip then runs).
         device_id: device ordinal (0 on the simulator).
         execution_mode: ``"program"`` or ``"kernel"``; latched for the Worker's lifetime.
         aic_threads: AICore cube threads (default 1).
@@ -219,7 +222,7 @@ class Worker:
         """Start the chip. Unsupported platforms and bad settings fail here, before anything runs.
 
         Raises:
-            UnsupportedPlatformError: ``a2a3``/``a5`` without CANN, or ``host_build_graph``.
+            UnsupportedPlatformError: ``a2a3``/``a5`` without CANN.
             ValueError: invalid ``prewarm_config`` or ``borrowed_context_generation``.
         """
         with self._lock:
@@ -232,11 +235,6 @@ class Worker:
                     f"Worker.init: platform {self.platform!r} needs an Ascend NPU with CANN (libascendcl, "
                     f"ASCEND_HOME_PATH) and a device build of simpler; this build has the simulated chip only. "
                     f"Use platform={self.platform + 'sim'!r}."
-                )
-            if self.runtime != "tensormap_and_ringbuffer":
-                raise UnsupportedPlatformError(
-                    f"Worker.init: runtime {self.runtime!r} is not provided by the simulated chip; "
-                    "use runtime='tensormap_and_ringbuffer'"
                 )
             if prewarm_config is not None:
                 if not isinstance(prewarm_config, CallConfig):
@@ -263,7 +261,9 @@ class Worker:
                     f"but execution_mode is {self.execution_mode!r}"
                 )
             self._prewarm = prewarm_config
-            chip = _native.ChipRuntime(aic_threads=self.aic_threads, aiv_threads=self.aiv_threads)
+            chip = _native.ChipRuntime(
+                aic_threads=self.aic_threads, aiv_threads=self.aiv_threads, runtime=self.runtime
+            )
             if self.execution_mode == "kernel":
                 chip.enable_kernel_mode(self.borrowed_context_generation)
                 self._default_stream = Stream(self, 0)

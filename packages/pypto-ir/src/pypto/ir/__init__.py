@@ -19,10 +19,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from pypto.ir.contract import Contract, DeviceKind, device_kind, parse_platform
     from pypto.ir.dtypes import DataType
     from pypto.ir.errors import CodegenError, CompileError, KernelError, PyptoCompileError
-    from pypto.ir.execution import get_jit_executor, set_jit_executor
+    from pypto.ir.execution import get_jit_compiler, get_jit_executor, set_jit_compiler, set_jit_executor
     from pypto.ir.files import atomic_write
     from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, MetadataError, read_metadata
-    from pypto.ir.nodes import Program
+    from pypto.ir.nodes import Function, Program
     from pypto.ir.param_info import (
         DYNAMIC,
         NZ_BLOCK_BYTES,
@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         check_backend,
         get_platform,
     )
+    from pypto.ir.serialization import deserialize, serialize
     from pypto.ir.storage_rules import Span as ViewSpan
     from pypto.ir.storage_rules import partial_overlap, strided_alias_conflict, view_bounds_problem
     from pypto.ir.types import FunctionType
@@ -67,6 +68,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "DEFAULT_PLATFORM": ("pypto.ir.platforms", "DEFAULT_PLATFORM"),
     "DEFAULT_RUNTIME": ("pypto.ir.platforms", "DEFAULT_RUNTIME"),
     "DeviceKind": ("pypto.ir.contract", "DeviceKind"),
+    "Function": ("pypto.ir.nodes", "Function"),
     "FunctionType": ("pypto.ir.types", "FunctionType"),
     "KernelError": ("pypto.ir.errors", "KernelError"),
     "KernelInfo": ("pypto.ir.metadata", "KernelInfo"),
@@ -96,12 +98,16 @@ _FACE: dict[str, tuple[str, str]] = {
     "check_strategy": ("pypto.ir.pass_manager", "check_strategy"),
     "compile": ("pypto.ir.compile", "compile"),
     "compile_to_files": ("pypto.ir.compile", "compile_to_files"),
+    "deserialize": ("pypto.ir.serialization", "deserialize"),
     "device_kind": ("pypto.ir.contract", "device_kind"),
+    "get_jit_compiler": ("pypto.ir.execution", "get_jit_compiler"),
     "get_jit_executor": ("pypto.ir.execution", "get_jit_executor"),
     "get_platform": ("pypto.ir.platforms", "get_platform"),
     "parse_platform": ("pypto.ir.contract", "parse_platform"),
     "partial_overlap": ("pypto.ir.storage_rules", "partial_overlap"),
     "read_metadata": ("pypto.ir.metadata", "read_metadata"),
+    "serialize": ("pypto.ir.serialization", "serialize"),
+    "set_jit_compiler": ("pypto.ir.execution", "set_jit_compiler"),
     "set_jit_executor": ("pypto.ir.execution", "set_jit_executor"),
     "strided_alias_conflict": ("pypto.ir.storage_rules", "strided_alias_conflict"),
     "validate_param_names": ("pypto.ir.param_info", "validate_param_names"),
@@ -130,6 +136,7 @@ __all__ = [
     "Contract",
     "DataType",
     "DeviceKind",
+    "Function",
     "FunctionType",
     "KernelError",
     "KernelInfo",
@@ -152,12 +159,16 @@ __all__ = [
     "check_strategy",
     "compile",
     "compile_to_files",
+    "deserialize",
     "device_kind",
+    "get_jit_compiler",
     "get_jit_executor",
     "get_platform",
     "parse_platform",
     "partial_overlap",
     "read_metadata",
+    "serialize",
+    "set_jit_compiler",
     "set_jit_executor",
     "strided_alias_conflict",
     "validate_param_names",

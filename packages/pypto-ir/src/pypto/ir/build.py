@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pypto.ir.analysis.host_access import check_host_access, host_tensor_access
 from pypto.ir.analysis.return_lineage import entry_aliases
 from pypto.ir.analysis.signature import signature_of
+from pypto.ir.analysis.tile_liveness import kernel_tile_ranges
 from pypto.ir.codegen import KernelSource, OrchestrationSource, generate_kernel, generate_orchestration
 from pypto.ir.contract import Contract, check_lowered_abi, validate_kernel_contract
 from pypto.ir.errors import CodegenError, PyptoCompileError
@@ -18,7 +19,7 @@ from pypto.ir.metadata import ArtifactMetadata, KernelInfo, OrchestrationInfo
 from pypto.ir.nodes import CallFunc, Function, Program, stmt_exprs, walk_stmts
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.passes import nz_layout, ssa
-from pypto.ir.platforms import check_kernel_buffers, get_platform
+from pypto.ir.platforms import TileAlloc, check_kernel_buffers, get_platform
 from pypto.ir.types import TensorType
 
 __all__ = [
@@ -142,8 +143,25 @@ def kernels(b: Build) -> None:
         b.texts[f"kernels/{kfn.name}.cpp"] = src.text
 
 
+def _storage(t: TileAlloc) -> tuple[object, ...]:
+    return (t.name, t.space, t.dtype, t.shape)
+
+
+def kernel_tiles(kfn: Function, src: KernelSource) -> tuple[TileAlloc, ...]:
+    """The tiles of ``kfn`` with their live ranges (pypto.ir.analysis.tile_liveness), checked to
+    be exactly the tiles its generated source declares (``src.tiles``)."""
+    ranged = kernel_tile_ranges(kfn)
+    if sorted(map(_storage, ranged), key=repr) != sorted(map(_storage, src.tiles), key=repr):
+        raise PyptoCompileError(
+            f"kernel {kfn.name!r}: the tile live-range analysis found tiles "
+            f"{[t.describe() for t in ranged]} but the generated kernel declares "
+            f"{[t.describe() for t in src.tiles]} (a compiler bug: the two must list the same tiles)"
+        )
+    return ranged
+
+
 def buffer_capacity(b: Build) -> None:
-    """The platform's on-chip buffers must hold every tile each kernel declares."""
+    """The platform's on-chip buffers must hold the tiles each kernel has live at the same time."""
     lowered = b.lowered_program
     for func_id, (name, src) in enumerate(b.kernel_sources.items()):
         kfn = lowered.functions[name]
@@ -159,7 +177,7 @@ def buffer_capacity(b: Build) -> None:
             else ParamInfo(ssa.base_name(p.name), ParamDirection.IN, None, p.var.type.dtype)  # type: ignore[union-attr]
             for p in src.params
         )
-        usage = check_kernel_buffers(name, b.platform, src.tiles, span=kfn.span)
+        usage = check_kernel_buffers(name, b.platform, kernel_tiles(kfn, src), span=kfn.span)
         b.kernel_infos.append(
             KernelInfo(
                 name,
@@ -169,6 +187,7 @@ def buffer_capacity(b: Build) -> None:
                 src.entry,
                 kparams,
                 tuple((space.value, n) for space, n in usage.items()),
+                kfn.hints,
             )
         )
 

@@ -5,23 +5,39 @@ through an executor that the runtime installs, either explicitly with
 ``set_jit_executor(fn)`` or through the ``pypto.executors`` entry-point group (its first
 entry, loaded on the first call when nothing was installed). An executor is called as
 ``executor(jit_function, args, kwargs)`` and returns what the call returns.
+
+``JITFunction.compile(*args)`` goes through a second slot the same way: the compiler the runtime
+installs with ``set_jit_compiler(fn)``, called as ``compiler(jit_function, args, kwargs)``, returns
+the runtime's compiled program (the entry point above installs both when it loads the runtime).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
-__all__ = ["ENTRY_POINT_GROUP", "JitExecutor", "NoExecutorError", "get_jit_executor", "set_jit_executor"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "JitCompiler",
+    "JitExecutor",
+    "NoExecutorError",
+    "get_jit_compiler",
+    "get_jit_executor",
+    "set_jit_compiler",
+    "set_jit_executor",
+]
 
 ENTRY_POINT_GROUP = "pypto.executors"
 
 JitExecutor = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
+JitCompiler = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
 
 _lock = threading.Lock()
 _executor: JitExecutor | None = None
+_compiler: JitCompiler | None = None
 
 
 class NoExecutorError(RuntimeError):
@@ -56,4 +72,36 @@ def get_jit_executor() -> JitExecutor:
         "calling a @pl.jit function runs it on a device, which needs a runtime: install pypto-runtime "
         "(pip install pypto-runtime) and import pypto.runtime, or register an executor with "
         "pypto.ir.execution.set_jit_executor(fn). To only compile, use fn.lower(*args) or fn.specialize(*args)."
+    )
+
+
+def set_jit_compiler(compiler: JitCompiler | None) -> JitCompiler | None:
+    """Install the compiler behind ``JITFunction.compile`` (None uninstalls); returns the previous one."""
+    global _compiler
+    if compiler is not None and not callable(compiler):
+        raise TypeError(f"set_jit_compiler(compiler): expected a callable or None, got {compiler!r}")
+    with _lock:
+        previous, _compiler = _compiler, compiler
+    return previous
+
+
+def _installed_compiler() -> JitCompiler | None:
+    with _lock:
+        return _compiler
+
+
+def get_jit_compiler() -> JitCompiler:
+    """The installed compiler; when none is, the runtime is loaded through the executor entry
+    point (loading it installs its compiler)."""
+    compiler = _installed_compiler()
+    if compiler is None:
+        with contextlib.suppress(NoExecutorError):
+            get_jit_executor()
+        compiler = _installed_compiler()
+    if compiler is not None:
+        return compiler
+    raise NoExecutorError(
+        "JITFunction.compile produces a runtime's compiled program, which needs a runtime: install "
+        "pypto-runtime and import pypto.runtime, or register one with "
+        "pypto.ir.execution.set_jit_compiler(fn). To only build the IR, use fn.lower(*args) or fn.specialize(*args)."
     )

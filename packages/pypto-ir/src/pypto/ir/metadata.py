@@ -6,9 +6,12 @@ contract and the verified capabilities (exactly that contract), the orchestratio
 kernel child. It is written once, atomically; the reader validates every field and never
 loads native code. Schemas 1 and 2 load as PROGRAM only. See docs/pypto-ir.md.
 
-A kernel child may carry ``buffer_usage`` (optional, schema 3 readers before it ignore it): the
-bytes of tiles it declares per on-chip memory space, ``{"Vec": n, "Mat": n, "Left": n,
-"Right": n, "Acc": n}`` (see pypto.ir.platforms for how they are counted).
+A kernel child may carry ``buffer_usage`` (optional, schema 3 readers before it ignore it): per
+on-chip memory space, the peak bytes of its tiles live at the same time, ``{"Vec": n, "Mat": n,
+"Left": n, "Right": n, "Acc": n}`` (see pypto.ir.platforms for how they are counted; artifacts
+of ``CODEGEN_VERSION`` 2 recorded the sum of every tile declared), and ``hints`` (optional,
+the same way): the ``pl.at`` hints of the scope it was outlined from, ``{"split": "UP_DOWN",
+"cross_core_slot": 4, "no_dep_args": ["t"]}`` (each key only when given).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pypto.ir.contract import Contract, backend_of, device_kind
 from pypto.ir.files import atomic_write
 from pypto.ir.param_info import ParamInfo, SignatureError, validate_param_names, validate_return_aliases
 from pypto.ir.platforms import DEFAULT_RUNTIME, PLATFORMS, RUNTIMES
+from pypto.ir.types import SplitMode
 
 __all__ = [
     "BUFFER_SPACES",
@@ -57,16 +61,21 @@ class KernelInfo:
     source: str
     entry: str
     params: tuple[ParamInfo, ...]
-    # Bytes of tiles per on-chip memory space ((space name, bytes) in BUFFER_SPACES order);
-    # () when not recorded (metadata written before the field existed).
+    # Peak bytes of tiles live at once per on-chip memory space ((space name, bytes) in
+    # BUFFER_SPACES order); () when not recorded (metadata written before the field existed).
     buffer_usage: tuple[tuple[str, int], ...] = ()
+    # The pl.at hints of the scope the kernel was outlined from ((key, value) in key order):
+    # "split" (SplitMode name), "cross_core_slot" (int >= 1), "no_dep_args" (kernel parameter
+    # names). Recorded for tools and hardware backends; the simulated chip does not read them.
+    hints: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "buffer_usage", _usage(self.buffer_usage, "KernelInfo.buffer_usage"))
+        object.__setattr__(self, "hints", _hints(self.hints, "KernelInfo.hints"))
 
     def buffer_bytes(self, space: str) -> int | None:
-        """Bytes of ``space`` tiles (``"Vec"``, ``"Mat"``, ``"Left"``, ``"Right"``, ``"Acc"``);
-        None when the metadata does not record buffer use."""
+        """Peak bytes of ``space`` tiles live at once (``"Vec"``, ``"Mat"``, ``"Left"``,
+        ``"Right"``, ``"Acc"``); None when the metadata does not record buffer use."""
         if space not in BUFFER_SPACES:
             raise ValueError(
                 f"buffer_bytes(space): expected one of {', '.join(BUFFER_SPACES)}, got {space!r}"
@@ -86,10 +95,46 @@ class KernelInfo:
         }
         if self.buffer_usage:
             out["buffer_usage"] = dict(self.buffer_usage)
+        if self.hints:
+            out["hints"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.hints}
         return out
 
 
 BUFFER_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
+SPLIT_MODES = tuple(m.value for m in SplitMode)  # what a "split" hint may say
+
+
+def _hints(raw: object, where: str) -> tuple[tuple[str, Any], ...]:
+    """Canonical kernel hints: (key, value) pairs in key order, each value checked."""
+    if isinstance(raw, Mapping):
+        items = list(raw.items())
+    elif isinstance(raw, (tuple, list)):
+        items = [tuple(x) for x in raw]
+    else:
+        raise MetadataError(f"{where}: expected a mapping of hint -> value, got {type(raw).__name__}")
+    out: dict[str, Any] = {}
+    for key, raw_value in items:
+        value = raw_value
+        if key == "split":
+            if value not in SPLIT_MODES:
+                raise MetadataError(
+                    f"{where}['split']: expected one of {', '.join(SPLIT_MODES)}, got {value!r}"
+                )
+        elif key == "cross_core_slot":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise MetadataError(f"{where}['cross_core_slot']: expected an int >= 1, got {value!r}")
+        elif key == "no_dep_args":
+            if not isinstance(value, (list, tuple)) or not all(isinstance(n, str) for n in value):
+                raise MetadataError(
+                    f"{where}['no_dep_args']: expected a list of parameter names, got {value!r}"
+                )
+            value = tuple(value)
+        else:
+            raise MetadataError(
+                f"{where}: unknown hint {key!r}; expected split, cross_core_slot or no_dep_args{_RECOMPILE}"
+            )
+        out[str(key)] = value
+    return tuple(sorted(out.items()))
 
 
 def _usage(raw: object, where: str) -> tuple[tuple[str, int], ...]:
@@ -339,6 +384,7 @@ def _parse(data: Any, require: Contract | None) -> ArtifactMetadata:
                     if "buffer_usage" in k
                     else ()
                 ),
+                _hints(_get(k, "hints", dict, where), f"field {where}'hints'") if "hints" in k else (),
             )
         )
     ids = sorted(k.func_id for k in kernels)

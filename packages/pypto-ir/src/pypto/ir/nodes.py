@@ -224,7 +224,8 @@ class Yield:
 class For:
     """``for var in range(start, stop, step)`` with loop-carried values.
 
-    ``results[i]`` is the value of ``iter_args[i]`` after the last iteration.
+    ``results[i]`` is the value of ``iter_args[i]`` after the last iteration. ``stage``: the
+    software-pipelining depth of a ``pl.pipeline`` loop (a scheduling hint; None for other loops).
     """
 
     var: Var
@@ -235,6 +236,7 @@ class For:
     iter_args: tuple[IterArg, ...] = ()
     results: tuple[Var, ...] = ()
     span: Span | None = field(default=None, compare=False, repr=False)
+    stage: int | None = None
 
 
 @dataclass(frozen=True)
@@ -262,6 +264,9 @@ class Scope:
     task: Var | None
     body: tuple[Stmt, ...]
     span: Span | None = field(default=None, compare=False, repr=False)
+    # pl.at hints with no effect on the simulated chip, as (key, JSON value) pairs in key order:
+    # "split" (a SplitMode name), "cross_core_slot" (int), "no_dep_args" (captured tensor names)
+    hints: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -295,6 +300,18 @@ class Function:
     func_type: FunctionType = FunctionType.Opaque
     outlined: bool = False  # made from a pl.at scope (its directions are derived, not declared)
     span: Span | None = field(default=None, compare=False, repr=False)
+    hints: tuple[tuple[str, Any], ...] = ()  # the pl.at hints of the scope it was outlined from
+
+    @property
+    def return_types(self) -> tuple[Type, ...]:
+        """The types the function returns (``returns``)."""
+        return self.returns
+
+    def as_python(self) -> str:
+        """Kernel-language text (``@pl.function``) that ``pl.parse`` reads back to this function."""
+        from pypto.ir.python_printer import function_text
+
+        return function_text(self)
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -329,6 +346,12 @@ class Program:
     @property
     def entry_function(self) -> Function:
         return self.functions[self.entry]
+
+    def as_python(self) -> str:
+        """Kernel-language text (a ``@pl.program`` class) that ``pl.parse`` reads back to this program."""
+        from pypto.ir.python_printer import program_text
+
+        return program_text(self)
 
     def replace(self, funcs: tuple[Function, ...]) -> Program:
         return Program(self.name, funcs, self.entry)
@@ -443,7 +466,8 @@ def print_ir(node: Program | Function) -> str:
 def _print_function(f: Function) -> str:
     params = ", ".join(f"{p.name}: {p.direction.value} {p.var.type}" for p in f.params)
     rets = ", ".join(str(t) for t in f.returns)
-    lines = [f"def @{f.name}({params}) -> ({rets}):  # {f.func_type.value}"]
+    hints = "".join(f", {k}={v!r}" for k, v in f.hints)
+    lines = [f"def @{f.name}({params}) -> ({rets}):  # {f.func_type.value}{hints}"]
     _print_body(f.body, 1, lines)
     return "\n".join(lines)
 
@@ -466,7 +490,9 @@ def _print_body(body: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
                 inits = ", ".join(f"{ia.var}={ia.init}" for ia in s.iter_args)
                 res = ", ".join(map(str, s.results))
                 carried = f" carry({inits}) -> ({res})"
-            lines.append(f"{pad}for {s.var} in range({s.start}, {s.stop}, {s.step}){carried}:")
+            stage = f", stage={s.stage}" if s.stage is not None else ""
+            loop = "pipeline" if s.stage is not None else "range"
+            lines.append(f"{pad}for {s.var} in {loop}({s.start}, {s.stop}, {s.step}{stage}){carried}:")
             _print_body(s.body, depth + 1, lines)
         elif isinstance(s, If):
             res = f"  -> ({', '.join(map(str, s.results))})" if s.results else ""
@@ -479,7 +505,8 @@ def _print_body(body: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
         elif isinstance(s, Scope):
             task = f" as {s.task}" if s.task is not None else ""
             deps = f", deps=[{', '.join(map(str, s.deps))}]" if s.deps else ""
-            lines.append(f"{pad}with at({s.level.value}, name_hint={s.name_hint!r}{deps}){task}:")
+            hints = "".join(f", {k}={v!r}" for k, v in s.hints)
+            lines.append(f"{pad}with at({s.level.value}, name_hint={s.name_hint!r}{deps}{hints}){task}:")
             _print_body(s.body, depth + 1, lines)
         else:
             lines.append(f"{pad}return {', '.join(map(str, s.values))}")

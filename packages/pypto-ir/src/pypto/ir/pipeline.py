@@ -12,7 +12,7 @@
     lower_signature  nz_layout.lower_signature: the assembly (lowered) signature
     lowered_abi      KERNEL: check_lowered_abi, the lowered ABI against the logical signature
     kernels          codegen: one C++ source per kernel the entry calls
-    buffer_capacity  each kernel's tiles fit the platform's on-chip buffers
+    buffer_capacity  the tiles each kernel has live at once fit the platform's on-chip buffers
     orchestration    codegen: the orchestration's C++ source
     metadata         compiled_meta.json's content
 
@@ -23,6 +23,8 @@
       -> ssa              every name assigned once, nested op calls flattened
       -> verify
       -> outline_scopes   pl.at scopes become InCore kernels submitted by the orchestration
+      -> verify
+      -> task_barriers    pl.system.task_dummy becomes a submit of an empty kernel
       -> verify
       -> call_directions  In/Out/InOut of kernel parameters and call arguments
       -> verify
@@ -42,7 +44,7 @@ from dataclasses import dataclass
 from pypto.ir import build
 from pypto.ir.build import Build
 from pypto.ir.nodes import Program
-from pypto.ir.passes import call_directions, nz_layout, outline_scopes, ssa, tensor_to_tile
+from pypto.ir.passes import call_directions, nz_layout, outline_scopes, ssa, task_barriers, tensor_to_tile
 from pypto.ir.verifier import VerifyLevel, verify
 
 __all__ = ["COMPILE", "STAGES", "Build", "LowerResult", "Stage", "Step", "lower", "run_compile"]
@@ -60,6 +62,7 @@ class Stage:
 STAGES: tuple[Stage, ...] = (
     Stage(ssa.NAME, ssa.run, VerifyLevel(ssa=True)),
     Stage(outline_scopes.NAME, outline_scopes.run, VerifyLevel(ssa=True, outlined=True)),
+    Stage(task_barriers.NAME, task_barriers.run, VerifyLevel(ssa=True, outlined=True)),
     Stage(call_directions.NAME, call_directions.run, VerifyLevel(ssa=True, outlined=True)),
     Stage(tensor_to_tile.NAME, tensor_to_tile.run, VerifyLevel(ssa=True, outlined=True, lowered=True)),
     Stage(nz_layout.NAME, nz_layout.run, VerifyLevel(ssa=True, outlined=True, lowered=True)),

@@ -17,11 +17,15 @@ documentation:
   confirms its Unified Buffer size, so a5 uses the a2a3 figure (192 KiB) until one does.
   Alignments as a2a3.
 
-A kernel's buffer use is counted by :func:`check_kernel_buffers`: every tile the generated
-kernel declares, per memory space, each rounded up to its buffer's alignment. Live ranges are
-not analysed (two tiles never alive at once are both counted), so the sum is a conservative
-bound: a kernel that fits is one the hardware can hold; one that does not may still fit with
-reuse, and the error says which tiles to shrink or reuse.
+A kernel's buffer use is counted by :func:`check_kernel_buffers` as the peak, per memory space,
+of the tiles live at the same time (pypto.ir.analysis.tile_liveness gives each tile its live
+range), each rounded up to its buffer's alignment: the hardware's memory planning reuses a
+tile's buffer once the tile is dead, so the tiles live together are what must fit. A tile
+with no live range counts as live for the whole kernel.
+
+The simulator keeps every tile a kernel declares on its AICore thread's stack for the whole
+invocation, so on a simulated platform the sum of the declared tiles is bounded too
+(:data:`SIM_DECLARED_TILE_BYTES`).
 """
 
 from __future__ import annotations
@@ -45,13 +49,16 @@ __all__ = [
     "PLATFORM_TABLE",
     "RUNTIMES",
     "SIMULATOR_PLATFORMS",
+    "SIM_DECLARED_TILE_BYTES",
     "TILE_SPACES",
     "TMR",
     "BackendType",
     "BufferCapacityError",
+    "BufferPeak",
     "Platform",
     "TileAlloc",
     "backend_of",
+    "buffer_peaks",
     "buffer_usage",
     "check_backend",
     "check_kernel_buffers",
@@ -61,6 +68,12 @@ __all__ = [
 ]
 
 KIB = 1024
+
+SIM_DECLARED_TILE_BYTES = 8 * KIB * KIB
+"""The most bytes of tiles a kernel may declare to run on a simulated platform: the simulator
+keeps every declared tile on the AICore thread's stack for the whole invocation, and that stack
+is 16 MiB (simpler's ``kCoreThreadStackBytes``); the other half is left to the tile library's
+temporaries and the call frames."""
 
 # The on-chip memory spaces a tile can live in, in report order, and the hardware buffer each is.
 TILE_SPACES = (MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc)
@@ -89,7 +102,7 @@ class Platform:
     name: str
     hardware: str  # a2a3 or a5: the chip this platform is or simulates
     simulated: bool
-    runtimes: tuple[str, ...]  # what this platform's chip runtime provides (the simulator: TMR only)
+    runtimes: tuple[str, ...]  # the chip runtimes this platform provides (every platform: TMR and HBG)
     ub_bytes: int
     l1_bytes: int
     l0a_bytes: int
@@ -144,8 +157,8 @@ _A5: _Capacities = {**_A2A3, "l0c_bytes": 256 * KIB}
 PLATFORM_TABLE: Mapping[str, Platform] = {
     p.name: p
     for p in (
-        Platform("a2a3sim", "a2a3", True, (TMR,), **_A2A3),
-        Platform("a5sim", "a5", True, (TMR,), **_A5),
+        Platform("a2a3sim", "a2a3", True, RUNTIMES, **_A2A3),
+        Platform("a5sim", "a5", True, RUNTIMES, **_A5),
         Platform("a2a3", "a2a3", False, RUNTIMES, **_A2A3, nz_storage_inputs=True),
         Platform("a5", "a5", False, RUNTIMES, **_A5),
     )
@@ -218,13 +231,18 @@ def get_platform(name: object) -> Platform:
 
 @dataclass(frozen=True)
 class TileAlloc:
-    """One tile a generated kernel declares (its storage for the whole invocation)."""
+    """One tile a generated kernel declares: its storage, and when it holds a value.
+
+    ``live`` is the (first, last) program point, inclusive, between which the tile is live
+    (pypto.ir.analysis.tile_liveness numbers the points); None means live for the whole kernel.
+    """
 
     name: str
     space: MemorySpace
     dtype: DataType
     shape: tuple[int, int]
     span: Span | None = None
+    live: tuple[int, int] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -232,11 +250,25 @@ class TileAlloc:
         numel = self.shape[0] * self.shape[1]
         return (numel * self.dtype.bits + 7) // 8
 
+    def live_at(self, point: int) -> bool:
+        return self.live is None or self.live[0] <= point <= self.live[1]
+
     def describe(self) -> str:
         where = f" at {self.span}" if self.span is not None else ""
         return (
             f"{self.name} [{self.shape[0]}, {self.shape[1]}] {self.dtype.value} ({_size(self.nbytes)}){where}"
         )
+
+
+@dataclass(frozen=True)
+class BufferPeak:
+    """The most bytes of one memory space's tiles live at the same time, and those tiles (in
+    definition order); ``point`` is the first program point where they are (None when every
+    tile there is live for the whole kernel)."""
+
+    nbytes: int
+    live: tuple[TileAlloc, ...]
+    point: int | None
 
 
 class BufferCapacityError(KernelError):
@@ -255,12 +287,49 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+def buffer_peaks(platform: Platform, tiles: Iterable[TileAlloc]) -> dict[MemorySpace, BufferPeak]:
+    """Per on-chip memory space, the peak of the tiles live at once, each tile rounded up to its
+    buffer's alignment. The peak is reached where a tile becomes live, so only those points
+    are tried; with no live ranges at all it is the sum of every tile."""
+    tiles = tuple(tiles)
+    peaks: dict[MemorySpace, BufferPeak] = {}
+    for space in TILE_SPACES:
+        align = platform.alignment(space)
+        mine = sorted(
+            (t for t in tiles if t.space is space), key=lambda t: -1 if t.live is None else t.live[0]
+        )
+        starts = sorted({t.live[0] for t in mine if t.live is not None})
+        points: list[int | None] = [*starts] if starts else [None]
+        best = BufferPeak(0, (), None)
+        for q in points:
+            live = tuple(t for t in mine if q is None or t.live_at(q))
+            n = sum(_aligned(t.nbytes, align) for t in live)
+            if n > best.nbytes:
+                best = BufferPeak(n, live, q)
+        peaks[space] = best
+    return peaks
+
+
 def buffer_usage(platform: Platform, tiles: Iterable[TileAlloc]) -> dict[MemorySpace, int]:
-    """Bytes per on-chip memory space: every tile, each rounded up to its buffer's alignment."""
-    used = dict.fromkeys(TILE_SPACES, 0)
-    for t in tiles:
-        used[t.space] += _aligned(t.nbytes, platform.alignment(t.space))
-    return used
+    """Bytes per on-chip memory space at its peak (:func:`buffer_peaks`)."""
+    return {space: peak.nbytes for space, peak in buffer_peaks(platform, tiles).items()}
+
+
+def _peak_problem(plat: Platform, space: MemorySpace, peak: BufferPeak, show: int) -> str:
+    live = peak.live
+    at = ""
+    if peak.point is not None:
+        last = next((t for t in reversed(live) if t.live is not None and t.live[0] == peak.point), None)
+        if last is not None:
+            where = f" ({last.span})" if last.span is not None else ""
+            at = f", where {last.name} is defined{where},"
+    listed = "; ".join(t.describe() for t in live[:show])
+    more = f" (and {len(live) - show} more)" if len(live) > show else ""
+    together = "live together" if len(live) > 1 else "live"
+    return (
+        f"{space.value} tiles need {_size(peak.nbytes)} but the {BUFFER_NAMES[space]} of {plat.name} holds "
+        f"{_size(plat.capacity(space))}; at the peak{at} {len(live)} tiles are {together}: {listed}{more}"
+    )
 
 
 def check_kernel_buffers(
@@ -269,35 +338,44 @@ def check_kernel_buffers(
     tiles: Iterable[TileAlloc],
     *,
     span: Span | None = None,
-    show: int = 3,
+    show: int = 8,
 ) -> dict[MemorySpace, int]:
-    """Per-space buffer use of ``kernel``'s tiles; raises :class:`BufferCapacityError` when a
-    space exceeds its buffer on ``platform``, naming the kernel, the space, the bytes used and
-    the capacity, and its ``show`` largest tiles (the error points at the largest)."""
+    """Per-space peak buffer use of ``kernel``'s tiles (:func:`buffer_peaks`); raises
+    :class:`BufferCapacityError` when a space's peak exceeds its buffer on ``platform``, naming
+    the kernel, the space, the bytes and the capacity, where the peak is and the tiles live
+    there (up to ``show`` of them; the error points at the largest), or, on a simulated
+    platform, when the kernel declares more than :data:`SIM_DECLARED_TILE_BYTES` of tiles."""
     plat = platform if isinstance(platform, Platform) else get_platform(platform)
     tiles = tuple(tiles)
-    used = buffer_usage(plat, tiles)
+    peaks = buffer_peaks(plat, tiles)
     problems: list[str] = []
     first: Span | None = None
     for space in TILE_SPACES:
-        cap = plat.capacity(space)
-        if used[space] <= cap:
+        peak = peaks[space]
+        if peak.nbytes <= plat.capacity(space):
             continue
-        mine = sorted((t for t in tiles if t.space is space), key=lambda t: -t.nbytes)
         if first is None:
-            first = mine[0].span
-        largest = "; ".join(t.describe() for t in mine[:show])
-        more = f" (and {len(mine) - show} more)" if len(mine) > show else ""
-        problems.append(
-            f"{space.value} tiles need {_size(used[space])} but the {BUFFER_NAMES[space]} of {plat.name} holds "
-            f"{_size(cap)}; {len(mine)} tiles, largest: {largest}{more}"
-        )
+            first = max(peak.live, key=lambda t: t.nbytes).span  # the first of the largest
+        problems.append(_peak_problem(plat, space, peak, show))
     if problems:
         raise BufferCapacityError(
             f"kernel {kernel!r} does not fit the on-chip buffers of {plat.name}: "
             + " | ".join(problems)
-            + ". Every tile the kernel declares is counted (live ranges are not analysed): use smaller tiles, "
-            "loop over the data in chunks, or reuse a tile.",
+            + ". A tile is live from its definition to its last use (to the end of a loop that uses it "
+            "when defined before the loop; a loop-carried tile across its whole loop), and the tiles "
+            "live at the same time must fit together: use smaller tiles, loop over the data in chunks, "
+            "or finish with a tile before the next ones are made.",
             first or span,
         )
-    return used
+    if plat.simulated:
+        declared = sum(t.nbytes for t in tiles)
+        if declared > SIM_DECLARED_TILE_BYTES:
+            largest = max(tiles, key=lambda t: t.nbytes)
+            raise BufferCapacityError(
+                f"kernel {kernel!r} declares {_size(declared)} of tiles in {len(tiles)} tiles (largest: "
+                f"{largest.describe()}), more than the {_size(SIM_DECLARED_TILE_BYTES)} the {plat.name} "
+                "simulator can hold: it keeps every tile a kernel declares on its AICore stack for the "
+                "whole call; split the kernel or loop over the data in chunks.",
+                largest.span or span,
+            )
+    return {space: peak.nbytes for space, peak in peaks.items()}

@@ -13,6 +13,8 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
 
 __all__ = [
+    "ArrayType",
+    "AtomicType",
     "CoreType",
     "Dim",
     "DynDim",
@@ -21,6 +23,7 @@ __all__ = [
     "MemorySpace",
     "PadValue",
     "ScalarType",
+    "SplitMode",
     "TaskIdType",
     "TensorType",
     "TileType",
@@ -79,6 +82,31 @@ class PadValue(enum.Enum):
 
     def __repr__(self) -> str:
         return f"pl.PadValue.{self.value}"
+
+
+class SplitMode(enum.Enum):
+    """How ``pl.split`` asks a mixed (cube + vector) scope to be halved between the two vector
+    cores of a core group: ``UP_DOWN`` by rows, ``LEFT_RIGHT`` by columns, ``NONE`` not at all.
+    A hint: the simulated chip runs the scope's kernel whole either way (docs/pypto-ir.md)."""
+
+    NONE = "NONE"
+    UP_DOWN = "UP_DOWN"
+    LEFT_RIGHT = "LEFT_RIGHT"
+
+    def __repr__(self) -> str:
+        return f"pl.SplitMode.{self.value}"
+
+
+class AtomicType(enum.Enum):
+    """How ``pl.assemble`` into a tensor combines with what the tensor holds: ``None_``
+    overwrites, ``Add`` adds the source into the destination (an accumulation several tasks
+    may target; see docs/pypto-ir.md for how the simulator keeps it exact)."""
+
+    None_ = "None"
+    Add = "Add"
+
+    def __repr__(self) -> str:
+        return f"pl.AtomicType.{self.name}"
 
 
 class CoreType(enum.Enum):
@@ -169,4 +197,17 @@ class TupleType:
         return "(" + ", ".join(str(t) for t in self.items) + ")"
 
 
-Type = TensorType | TileType | ScalarType | TaskIdType | TupleType
+@dataclass(frozen=True)
+class ArrayType:
+    """A fixed-length array of task ids held by the orchestration (``pl.array.create(n,
+    pl.TASK_ID)``). Updating an entry gives a new array value; an entry never set names no
+    task, and a ``deps=`` list skips it."""
+
+    extent: int
+    elem: TaskIdType = TaskIdType()
+
+    def __str__(self) -> str:
+        return f"Array[{self.extent}, {self.elem}]"
+
+
+Type = TensorType | TileType | ScalarType | TaskIdType | ArrayType | TupleType

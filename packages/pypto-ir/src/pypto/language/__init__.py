@@ -18,9 +18,9 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
-from pypto.ir.types import FunctionType, Level, MemorySpace, PadValue
+from pypto.ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue, SplitMode, TaskIdType
+from pypto.language import array, system, tensor, tile
 from pypto.language import ops as _ops
-from pypto.language import tensor, tile
 from pypto.language.decorators import (
     DSLFunction,
     IncoreFunction,
@@ -32,17 +32,23 @@ from pypto.language.decorators import (
 from pypto.language.dsl import (
     at,
     cluster,
+    cross_core_slot,
+    manual_scope,
     max,
     min,
     parallel,
+    pipeline,
     range,
+    split,
     spmd,
     static_assert,
     static_print,
+    submit,
     unroll,
     yield_,
 )
 from pypto.language.jit import JITFunction, Specialization, jit
+from pypto.language.text import loads, parse
 from pypto.language.typing import (
     RUNTIME,
     DynVar,
@@ -77,6 +83,7 @@ FP8E4M3FN = DataType.FP8E4M3FN
 FP8E8M0 = DataType.FP8E8M0
 FP4 = DataType.FP4E2M1
 INDEX = DataType.INT64  # loop indices and offsets are 64-bit signed integers
+TASK_ID = TaskIdType()  # the element type of a task-id array: pl.array.create(n, pl.TASK_ID)
 
 __all__ = [
     "BF16",
@@ -94,10 +101,12 @@ __all__ = [
     "ND",
     "NZ",
     "RUNTIME",
+    "TASK_ID",
     "UINT8",
     "UINT16",
     "UINT32",
     "UINT64",
+    "AtomicType",
     "DSLFunction",
     "DataType",
     "DynVar",
@@ -115,24 +124,34 @@ __all__ = [
     "RuntimeScalarMarker",
     "Scalar",
     "Specialization",
+    "SplitMode",
     "Tensor",
     "TensorLayout",
     "TensorView",
     "Tile",
+    "array",
     "at",
     "cluster",
+    "cross_core_slot",
     "dynamic",
     "function",
     "inline",
     "jit",
+    "loads",
+    "manual_scope",
     "max",
     "min",
     "parallel",
+    "parse",
+    "pipeline",
     "program",
     "range",
+    "split",
     "spmd",
     "static_assert",
     "static_print",
+    "submit",
+    "system",
     "tensor",
     "tile",
     "unroll",

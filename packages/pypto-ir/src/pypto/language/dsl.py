@@ -6,20 +6,28 @@ Like the ops, these are read by the parser and never run as Python.
 from __future__ import annotations
 
 import builtins
+from dataclasses import dataclass
 from typing import Any
 
-from pypto.ir.types import Level
+from pypto.ir.types import Level, SplitMode
 
 __all__ = [
+    "CrossCoreSlot",
+    "Split",
     "at",
     "cluster",
+    "cross_core_slot",
+    "manual_scope",
     "max",
     "min",
     "parallel",
+    "pipeline",
     "range",
+    "split",
     "spmd",
     "static_assert",
     "static_print",
+    "submit",
     "unroll",
     "yield_",
 ]
@@ -48,6 +56,19 @@ def parallel(*args: Any) -> Any:
 parallel.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
 
 
+def pipeline(*args: Any, stage: int, init_values: Any = None) -> Any:
+    """``for i in pl.pipeline(n, stage=2)``: a loop over ``pl.range``'s bounds whose ``stage``
+    (a positive integer constant) asks an NPU backend to overlap that many iterations (ping-pong
+    buffers). On the simulated chip iterations run in order, as for ``pl.range``; the stage is
+    kept on the IR loop (``ir/lowered.txt``) and as a comment in the kernel's C++.
+    """
+    raise RuntimeError("pl.pipeline() runs only inside a kernel body, which the compiler parses")
+
+
+pipeline.__pypto_dsl__ = "range"  # type: ignore[attr-defined]
+pipeline.__pypto_pipeline__ = True  # type: ignore[attr-defined]
+
+
 def unroll(*args: Any) -> Any:
     """``for i in pl.unroll(n)``: compiled like ``pl.range`` (the C++ compiler decides unrolling)."""
     raise RuntimeError("pl.unroll() runs only inside a kernel body, which the compiler parses")
@@ -65,15 +86,34 @@ def yield_(*values: Any) -> Any:
 yield_.__pypto_dsl__ = "yield_"  # type: ignore[attr-defined]
 
 
-def _at_signature(level: Level = Level.CORE_GROUP, name_hint: str | None = None, deps: Any = None) -> None:
+def _at_signature(
+    level: Level = Level.CORE_GROUP,
+    name_hint: str | None = None,
+    deps: Any = None,
+    *,
+    optimizations: Any = None,
+    no_dep_args: Any = None,
+) -> None:
     """The arguments ``pl.at`` accepts (the parser binds calls against this)."""
 
 
-def at(level: Level = Level.CORE_GROUP, name_hint: str | None = None, deps: Any = None) -> Any:
+def at(
+    level: Level = Level.CORE_GROUP,
+    name_hint: str | None = None,
+    deps: Any = None,
+    *,
+    optimizations: Any = None,
+    no_dep_args: Any = None,
+) -> Any:
     """``with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1", deps=[tid]) as tid:``
 
     The body becomes one InCore kernel task submitted by the orchestration; ``as tid`` binds
     the task's id so a later scope can name it in ``deps``.
+
+    ``optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=4)]`` and
+    ``no_dep_args=[t]`` (tensors the scope captures whose dependency tracking the author
+    waives) are hints: validated, recorded in the kernel's ``hints`` in compiled metadata; the
+    simulated chip runs the kernel whole and keeps every dependency (docs/pypto-ir.md).
     """
     raise RuntimeError("pl.at() runs only inside a @pl.jit body, which the compiler parses")
 
@@ -154,3 +194,68 @@ spmd.__pypto_dsl__ = "spmd"  # type: ignore[attr-defined]
 cluster.__pypto_dsl__ = "cluster"  # type: ignore[attr-defined]
 get_block_idx.__pypto_block__ = 0  # type: ignore[attr-defined]
 get_block_num.__pypto_block__ = 1  # type: ignore[attr-defined]
+
+
+def manual_scope() -> Any:
+    """``with pl.manual_scope():`` in an orchestration: a runtime scope whose tasks are ordered
+    by the ``deps=`` they name (``pl.submit(..., deps=[...])``, ``pl.system.task_dummy``).
+
+    On the simulated chip the scope is a nested runtime scope (its tasks use the next ring), and
+    the chip's tensor-overlap rule stays on inside it: the explicit edges are added to the
+    inferred ones, so a task waits for at least what it names.
+    """
+    raise RuntimeError("pl.manual_scope() runs only inside an orchestration body, which the compiler parses")
+
+
+manual_scope.__pypto_dsl__ = "manual_scope"  # type: ignore[attr-defined]
+
+
+def submit(kernel: Any, *args: Any, deps: Any = None) -> Any:
+    """``out, tid = pl.submit(self.kernel, a, b, out, deps=[t0, tids])`` in a ``@pl.program``
+    orchestration: call the kernel as one task and also bind its task id.
+
+    ``deps`` lists task ids and ``pl.array``s of task ids (entries never set are skipped).
+    The values are what the kernel returns followed by the task id.
+    """
+    raise RuntimeError("pl.submit() runs only inside an orchestration body, which the compiler parses")
+
+
+submit.__pypto_dsl__ = "submit"  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Split:
+    """A ``pl.split(mode)`` entry of ``pl.at(optimizations=[...])``."""
+
+    mode: SplitMode
+
+
+def split(mode: SplitMode) -> Split:
+    """``pl.at(..., optimizations=[pl.split(pl.SplitMode.UP_DOWN)])``: ask for a mixed cube +
+    vector scope to be halved by rows (``UP_DOWN``) or columns (``LEFT_RIGHT``) between the
+    vector cores. A hint recorded in the kernel's metadata; the simulator runs the scope whole."""
+    if not isinstance(mode, SplitMode):
+        raise TypeError(f"pl.split(mode): expected a pl.SplitMode, got {mode!r}")
+    return Split(mode)
+
+
+split.__pypto_dsl__ = "split"  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class CrossCoreSlot:
+    """A ``pl.cross_core_slot(slot_num=n)`` entry of ``pl.at(optimizations=[...])``."""
+
+    slot_num: int
+
+
+def cross_core_slot(*, slot_num: int) -> CrossCoreSlot:
+    """``pl.at(..., optimizations=[pl.cross_core_slot(slot_num=4)])``: the depth of the ring
+    that carries tiles between the cube and the vector cores of a mixed scope. A hint recorded
+    in the kernel's metadata; the simulator has no such ring."""
+    if not isinstance(slot_num, int) or isinstance(slot_num, bool) or slot_num <= 0:
+        raise ValueError(f"pl.cross_core_slot(slot_num): expected a positive int, got {slot_num!r}")
+    return CrossCoreSlot(slot_num)
+
+
+cross_core_slot.__pypto_dsl__ = "cross_core_slot"  # type: ignore[attr-defined]

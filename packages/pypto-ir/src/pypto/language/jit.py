@@ -22,7 +22,7 @@ from typing import Any, Literal, NamedTuple
 from pypto.ir.analysis.signature import function_signature
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
-from pypto.ir.execution import get_jit_executor
+from pypto.ir.execution import get_jit_compiler, get_jit_executor
 from pypto.ir.nodes import Program
 from pypto.ir.param_info import DYNAMIC, ParamDirection, ParamInfo
 from pypto.ir.types import DynDim, FunctionType, TensorType, Type
@@ -144,6 +144,14 @@ class JITFunction:
     @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return get_jit_executor()(self, args, kwargs)
+
+    @user_facing
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
+        """Compile the specialisation of ``args`` (their shapes, dtypes and folded scalars;
+        tensor values are not read) with the installed runtime and return its compiled program
+        (``pypto.runtime.CompiledProgram``), without running it. Options of the runtime's
+        ``compile`` (``platform=``, ``runtime=``) pass through ``kwargs``."""
+        return get_jit_compiler()(self, args, kwargs)
 
     def signature_text(self) -> str:
         """The function's signature as written: ``f(a: pl.Tensor, c: pl.Out[pl.Tensor])``."""

@@ -15,7 +15,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Arg, Const, Expr
 from pypto.ir.param_info import Layout
-from pypto.ir.types import PadValue, TensorType, TileType
+from pypto.ir.types import AtomicType, PadValue, TensorType, TileType
 from pypto.language.fold import INDEX, make_const
 
 if TYPE_CHECKING:
@@ -99,11 +99,28 @@ def _build_write(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
 
 
 def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    target = p.expr(b["target"])
+    atomic = p.static_value(b.get("atomic", AtomicType.None_), "pl.assemble atomic", node)
+    if not isinstance(atomic, AtomicType):
+        raise p.err(f"pl.assemble: atomic must be a pl.AtomicType (None_ or Add), got {atomic!r}", node)
+    if isinstance(target.type, TensorType):
+        offs = p.offsets(b["offset"], "pl.assemble offset")
+        attrs: dict[str, Any] = {
+            "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
+            "atomic": atomic,
+        }
+        return p.make_op("assemble", [target, p.expr(b["source"]), offs], attrs, node)
+    if atomic is not AtomicType.None_:
+        raise p.err(
+            "pl.assemble: atomic=pl.AtomicType.Add needs a tensor target (an accumulation in device "
+            "memory); a tile target takes only atomic=pl.AtomicType.None_",
+            node,
+        )
     offs = p.offsets(b["offset"], "pl.tile.assemble offset")
     if len(offs) != 2:
         raise p.err("pl.tile.assemble offsets are [row, col]", node)
     attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
-    return p.make_op("assemble", [p.expr(b["target"]), p.expr(b["source"]), offs], attrs, node)
+    return p.make_op("assemble", [target, p.expr(b["source"]), offs], attrs, node)
 
 
 def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -241,7 +258,21 @@ def _build_print(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
     return p.make_op("print", [p.expr(b["value"])], {"label": label}, node)
 
 
+def _build_array_create(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    p.check_orchestration("pl.array.create", node)
+    extent = p.static_value(b["extent"], "pl.array.create extent", node)
+    elem = p.static_value(b["dtype"], "pl.array.create dtype", node)
+    return p.make_op(opname, [], {"extent": extent, "elem": elem}, node)
+
+
+def _build_task_dummy(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    p.check_orchestration("pl.system.task_dummy", node)
+    return p.make_op(opname, list(p.deps_list(b["deps"], "pl.system.task_dummy")), {}, node)
+
+
 OP_BUILDERS: dict[str, _Builder] = {
+    "array_create": _build_array_create,
+    "task_dummy": _build_task_dummy,
     "matmul": _build_matmul,
     "load": _build_load,
     "store": _build_store,

@@ -7,9 +7,10 @@ creates a Worker at import time.
 
 from __future__ import annotations
 
-from pypto.ir import set_jit_executor
-from pypto.runtime.api import compile, compile_artifact, jit_executor, load_cached, run
+from pypto.ir import set_jit_compiler, set_jit_executor
+from pypto.runtime.api import compile, compile_artifact, jit_compiler, jit_executor, load_cached, run
 from pypto.runtime.artifact_runtime import ArtifactRuntime
+from pypto.runtime.chip_worker import ChipWorker, DeviceTensor, RegistrationHandle
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
 from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
@@ -20,11 +21,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArtifactRuntime",
+    "ChipWorker",
     "CompiledArtifact",
     "CompiledProgram",
+    "DeviceTensor",
     "ModeConflictError",
     "ProcessMode",
     "PyptoRuntimeError",
+    "RegistrationHandle",
     "RunConfig",
     "TensorSpec",
     "__version__",
@@ -35,3 +39,4 @@ __all__ = [
 ]
 
 set_jit_executor(jit_executor)
+set_jit_compiler(jit_compiler)

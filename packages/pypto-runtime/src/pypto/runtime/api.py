@@ -42,7 +42,16 @@ from pypto.runtime.compiled import (
 from pypto.runtime.host_tensors import allocate_like
 from pypto.runtime.runner import RunConfig, run_artifact
 
-__all__ = ["Compilable", "artifact_key", "compile", "compile_artifact", "jit_executor", "load_cached", "run"]
+__all__ = [
+    "Compilable",
+    "artifact_key",
+    "compile",
+    "compile_artifact",
+    "jit_compiler",
+    "jit_executor",
+    "load_cached",
+    "run",
+]
 
 # What compile() and compile_artifact() take: a @pl.jit function (with example arguments), one
 # of its specialisations, or an IR Program (@pl.program).
@@ -232,19 +241,20 @@ def run(
 ) -> Any:
     """Compile (cached) and run ``program`` on ``args`` in program mode.
 
-    A ``@pl.jit`` function or a CompiledProgram returns what the call returns. An IR Program
-    (``@pl.program``) is compiled for ``config.platform`` and run when arguments are given;
-    ``run`` then returns the CompiledProgram, to call again (``run(prog)`` alone compiles).
+    A ``@pl.jit`` function or a CompiledProgram returns what the call returns (a CompiledProgram
+    with no ``config`` runs on its own platform and runtime). An IR Program (``@pl.program``) is
+    compiled for ``config.platform`` and run when arguments are given; ``run`` then returns the
+    CompiledProgram, to call again (``run(prog)`` alone compiles).
     """
-    config = config or RunConfig()
     if isinstance(program, Program):
+        config = config or RunConfig()
         compiled = compile(program, platform=config.platform, runtime=config.runtime)
         if args or kwargs:
             compiled(*args, config=config, **kwargs)
         return compiled
     if isinstance(program, CompiledProgram):
         return program(*args, config=config, **kwargs)
-    return _executor_call(program, args, kwargs, config)
+    return _executor_call(program, args, kwargs, config or RunConfig())
 
 
 # -- @pl.jit executor ---------------------------------------------------------------------
@@ -309,3 +319,8 @@ def jit_executor(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any])
         if not isinstance(config, RunConfig):
             raise TypeError(f"{fn.__name__}(config=...): expected a RunConfig, got {type(config).__name__}")
     return _executor_call(fn, args, kwargs, config)
+
+
+def jit_compiler(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompiledProgram:
+    """``fn.compile(*args, **kwargs)``: :func:`compile` of the specialisation of ``args``."""
+    return compile(fn, *args, **kwargs)

@@ -125,6 +125,10 @@ def describe(obj: object, *, what: str) -> HostTensor:
         TensorBindingError: not one of those, a device tensor, an unsupported dtype, a view
             with negative/unaligned strides, or a view reaching outside its storage.
     """
+    own = getattr(type(obj), "__pypto_host_tensor__", None)
+    if own is not None:  # a tensor that describes itself (pypto.runtime.DeviceTensor)
+        view = own(obj, what)
+        return _check_bounds(view, view.dtype.itemsize, what)
     torch_tensor = _module_type("torch", "Tensor")
     if torch_tensor is not None and isinstance(obj, torch_tensor):
         return _describe_torch(obj, what)

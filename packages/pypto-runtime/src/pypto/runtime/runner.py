@@ -50,7 +50,7 @@ from pypto.runtime.host_tensors import (
 if TYPE_CHECKING:
     from pypto.runtime.compiled import CompiledArtifact
 
-__all__ = ["RunConfig", "bind_arguments", "run_artifact"]
+__all__ = ["RunConfig", "bind_arguments", "bind_task_args", "call_results", "run_artifact"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ class RunConfig:
 
     Args:
         platform: ``"a2a3sim"`` (default) or ``"a5sim"``; ``"a2a3"``/``"a5"`` need an NPU.
-        runtime: The chip runtime (``"tensormap_and_ringbuffer"``).
+        runtime: The chip runtime: ``"tensormap_and_ringbuffer"`` (TMR, default) or
+            ``"host_build_graph"`` (HBG); it must be the one the artifact was compiled for.
         device_id: Device ordinal (0 on the simulator).
         call_config: A ``simpler.CallConfig`` for ring sizes and diagnostics (None: defaults).
         timeout: Seconds to wait for the run (None: no limit).
@@ -107,7 +108,7 @@ class RunConfig:
     effective_call_config: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from pypto.ir import get_platform, parse_platform
+        from pypto.ir import RUNTIMES, get_platform, parse_platform
         from pypto.runtime import settings
 
         parse_platform(self.platform)
@@ -116,6 +117,10 @@ class RunConfig:
             simulator = next(n for n in SIMULATOR_PLATFORMS if get_platform(n).hardware == chip)
             object.__setattr__(self, "platform", simulator)
             object.__setattr__(self, "device_id", 0)
+        if self.runtime not in RUNTIMES:
+            raise ValueError(
+                f"RunConfig(runtime): expected one of {', '.join(RUNTIMES)}, got {self.runtime!r}"
+            )
         if isinstance(self.device_id, bool) or not isinstance(self.device_id, int) or self.device_id < 0:
             raise ValueError(f"RunConfig(device_id): expected an int >= 0, got {self.device_id!r}")
         for name in ("aic_threads", "aiv_threads"):
@@ -378,7 +383,9 @@ class CallPlan:
         if config is None:
             config = self.default_config
             if config is None:
-                config = self.default_config = RunConfig(platform=self.artifact.platform)
+                config = self.default_config = RunConfig(
+                    platform=self.artifact.platform, runtime=self.artifact.runtime
+                )
         elif type(config) is not RunConfig and not isinstance(config, RunConfig):
             raise TypeError(
                 f"{name}(config=...): expected a pypto.runtime.RunConfig, got {type(config).__name__}"
@@ -387,6 +394,12 @@ class CallPlan:
             raise ValueError(
                 f"{name}: compiled for platform {self.artifact.platform!r} but RunConfig.platform is "
                 f"{config.platform!r}; recompile, or reload with CompiledProgram.from_dir(path, platform=...)"
+            )
+        if config.runtime != self.artifact.runtime:
+            raise ValueError(
+                f"{name}: compiled for runtime {self.artifact.runtime!r} but RunConfig.runtime is "
+                f"{config.runtime!r}; an artifact runs only on the runtime it was built for: recompile "
+                f"with runtime={config.runtime!r}, or run with RunConfig(runtime={self.artifact.runtime!r})"
             )
         mat = None
         if self.fast and not kwargs and len(args) == len(self.params):
@@ -579,8 +592,29 @@ def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
 
 def _run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig) -> Any:
     """Every call the plan does not take: binds, describes, checks and reports in full."""
-    import simpler
     from pypto.runtime.worker import register_on_shared_worker
+
+    meta = artifact.metadata
+    task_args, slots = bind_task_args(artifact, args, kwargs)
+    callable_ = artifact.chip_callable()  # loading native code never claims a mode
+    mode_gate.claim_program(f"{meta.name}() on {config.platform}")
+    worker, handle = register_on_shared_worker(
+        callable_,
+        config.platform,
+        config.runtime,
+        config.device_id,
+        aic_threads=config.aic_threads,
+        aiv_threads=config.aiv_threads,
+    )
+    worker.run(handle, task_args, config.effective_call_config, timeout=config.timeout)
+    return call_results(artifact, slots)
+
+
+def bind_task_args(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, list[Any]]:
+    """A call of ``artifact``'s program as ``simpler.TaskArgs``, and the arguments in parameter
+    order (omitted Out tensors allocated): binds, describes and checks every argument against
+    its parameter, and the views against each other, before anything runs."""
+    import simpler
 
     meta = artifact.metadata
     name = meta.name
@@ -630,19 +664,12 @@ def _run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], 
                 task_args.add_scalar(slots[i], p.dtype.wire_code)
             except ValueError as exc:
                 raise TensorBindingError(f"{name}(): scalar {p.name!r}: {exc}") from None
+    return task_args, slots
 
-    callable_ = artifact.chip_callable()  # loading native code never claims a mode
-    mode_gate.claim_program(f"{name}() on {config.platform}")
-    worker, handle = register_on_shared_worker(
-        callable_,
-        config.platform,
-        config.runtime,
-        config.device_id,
-        aic_threads=config.aic_threads,
-        aiv_threads=config.aiv_threads,
-    )
-    worker.run(handle, task_args, config.effective_call_config, timeout=config.timeout)
 
+def call_results(artifact: Any, slots: Sequence[Any]) -> Any:
+    """What a call returns: None, the one returned argument, or a tuple of them."""
+    meta = artifact.metadata
     results = tuple(slots[a] for a in meta.return_aliases)
     if meta.return_count == 0:
         return None

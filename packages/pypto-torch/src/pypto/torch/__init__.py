@@ -72,7 +72,9 @@ def init(
         platform: ``"a2a3sim"``/``"a5sim"`` (the simulated chip: CPU tensors are its memory)
             or ``"a2a3"``/``"a5"`` (Ascend NPU through torch_npu). None: the configured
             platform (``PYPTO_PLATFORM``), else ``"a2a3sim"``.
-        runtime: ``"tensormap_and_ringbuffer"``, or ``"host_build_graph"`` on the NPU platforms.
+        runtime: ``"tensormap_and_ringbuffer"`` (TMR, default) or ``"host_build_graph"`` (HBG: the
+            kernel's orchestration builds its whole task graph on the launching host thread); every
+            platform provides both. An operator's artifact is compiled for this runtime.
         config: A ``simpler.CallConfig`` or a mapping of its fields (AICPU threads,
             swimlane/dep_graph with output_prefix, ring task_window/heap/dep_pool as one value
             or four, workspace_budget_bytes >= 1024 excluding borrowed storage).

@@ -286,6 +286,7 @@ class CallSignature:
         platform = self._platform
         device_of = platform.tensor_device_index
         format_of = platform.tensor_format
+        cpu_device = platform.cpu_device_index
         grad_enabled = torch.is_grad_enabled()
         tensors: list[TensorArgument] = []
         spans: list[tuple[int, int, int, bool]] = []  # (start, end, tensor position, writes)
@@ -307,13 +308,16 @@ class CallSignature:
             tensor: Any = args[index]
             if type(tensor) not in _PLAIN_TENSOR_TYPES:
                 _reject_non_plain_tensor(slot, tensor)
-            if tensor.is_meta:
-                raise _fail(
-                    slot,
-                    "got a Meta tensor, which has no device storage; describe_call needs real device tensors",
-                )
-            device = device_of(tensor)
+            if cpu_device is None:
+                device = None if tensor.is_meta else device_of(tensor)
+            else:
+                device = cpu_device if tensor.is_cpu else None
             if device is None:
+                if tensor.is_meta:
+                    raise _fail(
+                        slot,
+                        "got a Meta tensor, which has no device storage; describe_call needs real device tensors",
+                    )
                 raise _fail(
                     slot,
                     f"expected a tensor on the {platform.device_type} device of platform {platform.name!r}, "
@@ -329,18 +333,20 @@ class CallSignature:
                     "the tensor requires grad while autograd is enabled; PyPTO kernels have no backward "
                     "(call under torch.no_grad() or pass a detached tensor)",
                 )
-            if tensor.is_conj():
+            dtype = tensor.dtype
+            # Only a complex tensor can be a conjugate view, and no parameter dtype is complex.
+            if dtype is not torch_dtype and tensor.is_conj():
                 raise _fail(slot, "got an unresolved conjugate view; call .resolve_conj() first")
             if tensor.is_neg():
                 raise _fail(slot, "got an unresolved negative view; call .resolve_neg() first")
             shape = tuple(tensor.shape)
             if (
-                tensor.dtype is not torch_dtype
+                dtype is not torch_dtype
                 or len(shape) != rank
                 or (static_axes is not None and static_axes(shape) != static_want)
             ):
                 check_tensor_signature(index, slot.param, tensor, torch_dtype, caller="describe_call")
-            fmt = format_of(tensor)
+            fmt = FORMAT_ND if cpu_device is not None else format_of(tensor)
             storage = tensor.untyped_storage()
             storage_ptr = storage.data_ptr()
             storage_nbytes = storage.nbytes()
@@ -405,8 +411,9 @@ class CallSignature:
             )
         if len(spans) > 1:
             _check_overlaps(spans, tensors)
-        # Context queries come last, and are made afresh on every call.
-        device_index = platform.current_device()
+        # Context queries come last, and are made afresh on every call (a platform whose
+        # device memory is CPU memory has that one device, always current).
+        device_index = platform.current_device() if cpu_device is None else cpu_device
         if first_device is not None and device_index != first_device:
             raise ArgumentError(
                 f"describe_call: the tensors are on {platform.device_type}:{first_device} but the current "

@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "../backend.hpp"
 #include "loader.hpp"
 #include "simpler/kernel_abi.hpp"
 #include "simpler/runtime/orchestration.hpp"
@@ -45,7 +47,8 @@ struct CoreKernel {
 // shared_ptr whose deleter decrements the Python object: chip threads drop their references
 // without the GIL, also while the interpreter finalises (a deleter that needs the GIL then
 // kills the thread: "terminate called without an active exception").
-struct ChipProgram : std::enable_shared_from_this<ChipProgram> {
+struct ChipProgram : std::enable_shared_from_this<ChipProgram>, simpler::BackendProgram {
+    const char* loaded_by() const noexcept override { return "sim"; }
     std::string name;  // orchestration func_name
     std::vector<ArgDirection> signature;
     std::uint32_t tensor_count = 0;
@@ -60,6 +63,17 @@ struct ChipProgram : std::enable_shared_from_this<ChipProgram> {
         return it == kernels.end() ? nullptr : it->second.get();
     }
 };
+
+// The ChipProgram behind a program handed to the simulated chip through the ChipBackend
+// interface; throws std::invalid_argument naming `what` when another backend loaded it.
+inline std::shared_ptr<const ChipProgram> as_chip_program(const std::shared_ptr<const BackendProgram>& p,
+                                                          const char* what) {
+    auto sim = std::dynamic_pointer_cast<const ChipProgram>(p);
+    if (sim == nullptr)
+        throw std::invalid_argument(std::string(what) + "(program): expected a program loaded by the simulated chip, got " +
+                                    (p ? "one loaded by '" + std::string(p->loaded_by()) + "'" : std::string("none")));
+    return sim;
+}
 
 // Split a signature into counts; throws std::invalid_argument naming `what` when a tensor
 // follows a scalar or a code is unknown.

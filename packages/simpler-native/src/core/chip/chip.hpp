@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "../backend.hpp"
 #include "callable.hpp"
 #include "device_memory.hpp"
 #include "simpler/wire/binding_ref.hpp"
@@ -39,13 +40,14 @@ inline constexpr int kRingCount = 4;
 inline constexpr int kMaxAicpuThreads = 4;  // one orchestrator + up to three schedulers
 inline constexpr int kMaxCoreThreads = 64;  // AIC threads, and AIV threads, of one chip
 
-// Stack of every AICore thread. Kernels keep their tiles on the stack; pypto-ir refuses a
-// kernel whose tiles exceed its platform's on-chip buffers (UB + L1 + L0A + L0B + L0C, at most
-// about 1 MiB on a2a3 and a5, see pypto/ir/platforms.py), and the tile library adds at most a
-// converted copy of a Right tile (4x L0B for int8 matmul). 16 MiB holds the largest legal
-// kernel with a wide margin for hand-written ones, whatever RLIMIT_STACK says; it is virtual
-// memory, committed only as a kernel touches it. The guard region below it turns a frame that
-// overruns the stack into a fault instead of a write into a neighbouring mapping.
+// Stack of every AICore thread. Kernels keep every tile they declare on the stack for the whole
+// call; for a simulated platform pypto-ir refuses a kernel that declares more than 8 MiB of
+// tiles (SIM_DECLARED_TILE_BYTES in pypto/ir/platforms.py; the tiles live at once must also fit
+// the on-chip buffers), and the tile library adds at most a converted copy of a Right tile (4x
+// L0B for int8 matmul). 16 MiB holds the largest legal kernel with room for the library and the
+// call frames, whatever RLIMIT_STACK says; it is virtual memory, committed only as a kernel
+// touches it. The guard region below it turns a frame that overruns the stack into a fault
+// instead of a write into a neighbouring mapping.
 inline constexpr std::size_t kCoreThreadStackBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kCoreThreadGuardBytes = std::size_t{1} << 20;
 
@@ -78,7 +80,15 @@ bool tensors_may_overlap(const ChipTensor& a, const ChipTensor& b) noexcept;
 // True when every element ``inner`` touches is also touched by ``outer`` (false when unsure).
 bool tensor_covers(const ChipTensor& outer, const ChipTensor& inner) noexcept;
 
+// The chip runtime: how a run's task graph is built. TMR: the orchestration runs on the AICPU
+// orchestrator thread and each task is dispatched as it is submitted. HBG (host_build_graph):
+// the orchestration runs on the submitting host thread and builds the run's whole graph, which
+// the orchestrator thread then hands to the scheduler and AICore threads (chip_host_graph.cpp).
+enum class Runtime : std::uint8_t { TensormapAndRingbuffer, HostBuildGraph };
+inline constexpr const char* kRuntimeNames[] = {"tensormap_and_ringbuffer", "host_build_graph"};
+
 struct ChipOptions {
+    Runtime runtime = Runtime::TensormapAndRingbuffer;
     int aic_threads = 1;  // 0..kMaxCoreThreads each, at least one in all
     int aiv_threads = 1;
     // How long an idle thread spins before it parks, in nanoseconds.
@@ -86,18 +96,18 @@ struct ChipOptions {
 };
 
 // One submitted run: completion, error and statistics. Shared by the submitter and the chip.
-class Run {
+class Run final : public simpler::BackendRun {
 public:
-    std::uint64_t id() const noexcept { return id_; }
-    bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+    std::uint64_t id() const noexcept override { return id_; }
+    bool done() const noexcept override { return done_.load(std::memory_order_acquire); }
     // Waits up to `timeout_s` seconds (negative: forever; 0: a poll); true when done. Spins
     // for up to the chip's spin_ns before parking on the condition variable.
-    bool wait(double timeout_s) const;
+    bool wait(double timeout_s) const override;
     // Valid once done(): empty when the run succeeded.
-    const std::string& error() const noexcept { return error_; }
-    std::uint64_t tasks_submitted() const noexcept { return tasks_submitted_; }
-    std::uint64_t tasks_executed() const noexcept { return tasks_executed_.load(); }
-    const std::vector<std::string>& diagnostics_files() const noexcept { return files_; }
+    const std::string& error() const noexcept override { return error_; }
+    std::uint64_t tasks_submitted() const noexcept override { return tasks_submitted_; }
+    std::uint64_t tasks_executed() const noexcept override { return tasks_executed_.load(); }
+    const std::vector<std::string>& diagnostics_files() const noexcept override { return files_; }
 
 private:
     friend class Chip;
@@ -113,10 +123,10 @@ private:
     std::vector<std::string> files_;
 };
 
-class Chip {
+class Chip final : public simpler::ChipBackend {
 public:
     explicit Chip(ChipOptions options);
-    ~Chip();
+    ~Chip() override;
     Chip(const Chip&) = delete;
     Chip& operator=(const Chip&) = delete;
 
@@ -126,23 +136,55 @@ public:
     std::shared_ptr<Run> submit(std::shared_ptr<const ChipProgram> program, std::vector<ChipTensor> tensors,
                                 std::vector<std::uint64_t> scalars, RunConfig config);
     // Finishes queued runs, then stops and joins every thread. Idempotent.
-    void close();
+    void close() override;
     // Waits up to `timeout_s` seconds (negative: forever) until no run is queued, orchestrating
     // or in flight; true when idle. Lets the exit drain close a Worker without waiting forever
     // on a kernel that never returns.
-    bool wait_idle(double timeout_s);
-    bool closed() const noexcept { return closed_.load(); }
+    bool wait_idle(double timeout_s) override;
+    bool closed() const noexcept override { return closed_.load(); }
+
+    // ---- ChipBackend (core/backend.hpp): the forms the Worker shares with the NPU backend ----
+    std::uint64_t device_malloc(std::uint64_t nbytes) override { return memory_.allocate(nbytes); }
+    void device_free(std::uint64_t addr) override { memory_.release(addr); }
+    void copy_to_device(std::uint64_t dst, const void* src, std::uint64_t nbytes) override {
+        memory_.copy_to_device(dst, src, nbytes);
+    }
+    void copy_from_device(void* dst, std::uint64_t src, std::uint64_t nbytes) override {
+        memory_.copy_from_device(dst, src, nbytes);
+    }
+    std::shared_ptr<const BackendProgram> load_program(const ProgramImage& image) override {
+        std::vector<std::pair<std::int32_t, std::shared_ptr<const CoreKernel>>> children;
+        for (const KernelImage& k : image.children) {
+            if (k.core_type > 1)
+                throw std::invalid_argument("load_program: kernel '" + k.name + "' has core_type " +
+                                            std::to_string(k.core_type) + ", expected 0 (AIV) or 1 (AIC)");
+            children.emplace_back(k.func_id, load_core_kernel(k.bytes, k.size, k.name, k.entry,
+                                                              static_cast<CoreType>(k.core_type), k.signature));
+        }
+        return load_chip_program(image.bytes, image.size, image.func_name, image.signature, children);
+    }
+    std::shared_ptr<BackendRun> submit_run(std::shared_ptr<const BackendProgram> program, std::vector<ChipTensor> tensors,
+                                           std::vector<std::uint64_t> scalars, const RunConfig& config) override {
+        return submit(as_chip_program(program, "submit"), std::move(tensors), std::move(scalars), config);
+    }
+    int register_kernel(std::shared_ptr<const BackendProgram> program) override {
+        return kernel_register(as_chip_program(program, "kernel_register"));
+    }
+    std::shared_ptr<BackendRun> launch_kernel(int slot, const std::vector<ChipTensor>& tensors,
+                                              const std::vector<std::uint64_t>& scalars, const RunConfig& config) override {
+        return kernel_launch(slot, tensors, scalars, config);
+    }
 
     // ---- Kernel mode (see docs/simpler-runtime.md, "Kernel mode") ----
     // Latch kernel mode with the borrowed context's generation (nonzero). Throws if called twice.
-    void enable_kernel_mode(std::uint64_t context_generation);
-    bool kernel_mode() const noexcept { return binding_.context_generation != 0; }
+    void enable_kernel_mode(std::uint64_t context_generation) override;
+    bool kernel_mode() const noexcept override { return binding_.context_generation != 0; }
     // Admit a callable into a free slot (kernel-entry checks: signature counts, limits); returns
     // the slot id (0..63). Its residency generation starts at 1 and grows on every re-admission.
     int kernel_register(std::shared_ptr<const ChipProgram> program);
     // Retire a slot: later launches and packets still queued for it are rejected as stale.
-    void kernel_unregister(int slot);
-    std::uint64_t kernel_generation(int slot) const;
+    void kernel_unregister(int slot) override;
+    std::uint64_t kernel_generation(int slot) const override;
     // Encode a TMR packet through the slot's encoding cache and enqueue it copy-on-enqueue on
     // the simulated AICPU. Throws std::invalid_argument naming the InvocationStatus on rejection.
     std::shared_ptr<Run> kernel_launch(int slot, const std::vector<ChipTensor>& tensors,
@@ -169,6 +211,11 @@ public:
     void orch_fail(RunState& rs, const std::string& message);
     void record_graph_node(RunState& rs, const Task& t, const OrchTaskSpec* spec, std::uint32_t index,
                            std::int64_t task_id);
+    // HBG: the function table's calls while the host builds a run's graph (chip_host_graph.cpp).
+    std::int64_t graph_submit(RunState& rs, const OrchTaskSpec* spec);
+    std::int32_t graph_scope_end(RunState& rs);
+    std::int32_t graph_alloc(RunState& rs, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
+                             ChipTensor* out);
 
 private:
     // Traced runs of each program so far (under mu_): names the diagnostics files "<program>_call<k>".
@@ -181,6 +228,8 @@ private:
         RunConfig config;
         std::vector<std::uint8_t> block;  // kernel mode: the copied transport block
         bool kernel_launch = false;
+        std::unique_ptr<RunState> built;  // HBG: the run with its graph, built on the host
+        std::string rejected;             // HBG kernel mode: the consumer's rejection, if any
     };
     struct KernelSlot {
         std::shared_ptr<const ChipProgram> program;
@@ -208,6 +257,11 @@ private:
     static constexpr int kMaxSchedulers = kMaxAicpuThreads - 1;
 
     std::shared_ptr<Run> enqueue(Pending p);
+    // HBG: run the orchestration on this (the submitting) thread and keep its graph in p.built;
+    // a kernel launch's copied packet is consumed here first (p.rejected on failure).
+    void build_on_host(Pending& p);
+    void call_entry(RunState& rs, const SimplerOrchApi* api);
+    void publish_graph(RunState& rs);
     std::string consume_kernel_launch(Pending& p);
     static void complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files);
 
@@ -236,6 +290,17 @@ private:
     void fail_locked(RunState& rs, const std::string& message);
     template <class Pred>
     bool orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready);
+    // Placing one task on ring r (the orchestrator thread): back-pressure (task window, then
+    // the dependency pool for the predecessors `collect` gathers into preds_), the task's slot,
+    // and its dispatch once the caller has finished with it.
+    template <class Label, class Collect>
+    bool admit_task_locked(std::unique_lock<std::mutex>& lk, RunState& rs, int r, Label label, Collect collect);
+    Task& place_task_locked(RunState& rs, int r, const CoreKernel* k, std::uint32_t index, const OrchTaskSpec* spec,
+                            const std::vector<Task*>& preds);
+    void dispatch_placed_locked(RunState& rs, Task& t);
+    // The kernel a task spec names, after every check of the spec (nullptr and *error otherwise).
+    const CoreKernel* check_task(const ChipProgram& program, const OrchTaskSpec* spec, std::uint32_t index,
+                                 std::string* error) const;
     void check_tensor(const ChipTensor& t, const std::string& what) const;
     bool tensor_ok(const ChipTensor& t) const noexcept;
     void write_diagnostics(RunState& rs);

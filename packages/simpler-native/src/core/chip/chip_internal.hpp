@@ -107,6 +107,52 @@ struct Chip::Ring {
     std::uint64_t window() const noexcept { return mask + 1; }
 };
 
+// One tensor access of a task in a run's whole graph (finished tasks included).
+struct GraphAccess {
+    std::uint64_t lo, hi;
+    ChipTensor tensor;
+    std::uint32_t index;
+};
+
+// A run's accesses so far, reads and writes apart: a read looks only at writes, so a long graph
+// of tasks that read one tensor costs linear time, not quadratic.
+struct GraphHistory {
+    std::vector<GraphAccess> reads, writes;
+};
+
+// The dependencies of task `index` (the spec's tensors) on earlier accesses in `history`, by the
+// tensor map's rule (tensors_may_overlap: In after writers; Out, InOut after readers and
+// writers), appended to *deps; then the task's accesses join `history` (a covering write drops
+// what it covers). Explicit dependencies are the caller's.
+void graph_dependencies(GraphHistory& history, const OrchTaskSpec* spec, std::uint32_t index,
+                        std::vector<std::uint32_t>* deps);
+
+// alloc_tensor's request: "" with *bytes (the tensor's bytes), or what is wrong with it.
+std::string alloc_request_error(DataType dtype, std::uint32_t ndims, const std::uint32_t* shape, const ChipTensor* out,
+                                std::uint64_t* bytes);
+// The dense row-major DEVICE descriptor of an intermediate tensor of `bytes` at `addr`.
+void describe_alloc(ChipTensor* out, std::uint64_t addr, std::uint64_t bytes, DataType dtype, std::uint32_t ndims,
+                    const std::uint32_t* shape);
+
+// HBG: one task of a host-built graph, with its predecessors (indices of earlier tasks).
+struct HostTask {
+    const CoreKernel* kernel = nullptr;
+    std::uint32_t depth = 0;  // scope depth at submit: the ring it is placed on
+    std::vector<ChipTensor> tensors;
+    std::vector<ArgDirection> directions;
+    std::vector<std::uint64_t> scalars;
+    std::vector<std::uint32_t> preds;
+};
+
+// HBG: a run's whole graph and the intermediate tensors it allocated (all live until the run
+// ends, within byte_cap).
+struct HostGraph {
+    std::vector<HostTask> tasks;
+    std::vector<std::unique_ptr<std::uint8_t, AlignedFree>> blocks;
+    std::uint64_t bytes = 0;
+    std::uint64_t byte_cap = 0;
+};
+
 struct Chip::RunState {
     std::shared_ptr<Run> run;
     std::shared_ptr<const ChipProgram> program_ref;  // keeps the binaries loaded until the run ends
@@ -133,14 +179,9 @@ struct Chip::RunState {
     std::vector<TaskNode> nodes;
     // dep_graph only: every access of the run so far (finished tasks included), so that the
     // graph holds every dependency of the program, not only those still pending at submit.
-    struct Access {
-        std::uint64_t lo, hi;
-        ChipTensor tensor;
-        std::uint32_t index;
-        bool write;
-    };
-    std::vector<Access> history;
+    GraphHistory history;
     std::unordered_map<std::int64_t, std::uint32_t> index_of_id;  // task id -> index in the run
+    std::unique_ptr<HostGraph> graph;  // HBG only: the graph the host built
 };
 
 }  // namespace simpler::chip
@@ -155,6 +196,8 @@ namespace simpler::chip {
 
 // The orchestration function table handed to every orchestration entry (chip_orchestration.cpp).
 extern const SimplerOrchApi kOrchApi;
+// The table handed to an orchestration entry that builds a host graph (HBG).
+extern const SimplerOrchApi kHostGraphApi;
 
 // ---------------------------------------------------------------------------------------------
 // Waiting on the orchestrator thread: spin briefly, then park on orch_cv_.
@@ -183,6 +226,33 @@ bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
     orch_cv_.wait(lk, [&] { return ready() || stop_.load(); });
     orch_waiting_ = false;
     return ready();
+}
+
+template <class Label, class Collect>
+bool Chip::admit_task_locked(std::unique_lock<std::mutex>& lk, RunState& rs, int r, Label label, Collect collect) {
+    Ring& ring = *rings_[r];
+    std::vector<Task*>& preds = preds_;  // orchestrator-thread scratch, reused across tasks
+    for (;;) {
+        const bool ok =
+            orch_wait_locked(lk, [&] { return ring.next - ring.head < ring.window() || rs.failed || in_flight_ == 0; });
+        if (rs.failed) return false;
+        if (!ok || ring.next - ring.head >= ring.window()) {
+            fail_locked(rs, label() + ": deadlock: ring " + std::to_string(r) + "'s task window is full with nothing running");
+            return false;
+        }
+        preds.clear();
+        collect(preds);
+        const auto edges = static_cast<std::uint32_t>(preds.size());
+        if (edges > ring.dep_cap) {
+            fail_locked(rs, label() + ": needs " + std::to_string(edges) + " dependency entries but ring " +
+                                std::to_string(r) + "'s dependency pool holds " + std::to_string(ring.dep_cap));
+            return false;
+        }
+        if (ring.dep_used + edges <= ring.dep_cap) return true;
+        const std::uint64_t seen = in_flight_;
+        orch_wait_locked(lk, [&] { return in_flight_ < seen || rs.failed || in_flight_ == 0; });
+        if (rs.failed) return false;
+    }
 }
 
 }  // namespace simpler::chip

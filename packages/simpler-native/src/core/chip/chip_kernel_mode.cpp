@@ -11,7 +11,9 @@
 namespace simpler::chip {
 
 // Copy-on-enqueue runner of one launch: copies the block into a queued item for the simulated
-// AICPU consumer. Never throws; a nonzero code means nothing was enqueued.
+// AICPU consumer (TMR), or keeps the copy for the host to consume and build the graph from once
+// the submission transaction is over (HBG: finish()). Never throws; a nonzero code means
+// nothing was enqueued.
 class Chip::LaunchRunner final : public AicpuPayloadRunner {
 public:
     LaunchRunner(Chip& chip, const RunConfig& config) : chip_(chip), config_(config) {}
@@ -21,6 +23,11 @@ public:
             p.kernel_launch = true;
             p.config = config_;
             p.block.assign(static_cast<const std::uint8_t*>(block), static_cast<const std::uint8_t*>(block) + bytes);
+            if (chip_.options_.runtime == Runtime::HostBuildGraph) {
+                if (chip_.closed_.load()) return 1;
+                deferred = std::make_unique<Pending>(std::move(p));
+                return 0;
+            }
             run = chip_.enqueue(std::move(p));
             return 0;
         } catch (const std::bad_alloc&) {
@@ -29,7 +36,17 @@ public:
             return 1;  // closed
         }
     }
+    // HBG: consume the copied packet and build the graph on this thread, then enqueue.
+    std::shared_ptr<Run> finish() {
+        if (deferred) {
+            chip_.build_on_host(*deferred);
+            run = chip_.enqueue(std::move(*deferred));
+            deferred.reset();
+        }
+        return run;
+    }
     std::shared_ptr<Run> run;
+    std::unique_ptr<Pending> deferred;
 
 private:
     Chip& chip_;
@@ -120,7 +137,7 @@ std::shared_ptr<Run> Chip::kernel_launch(int slot, const std::vector<ChipTensor>
         throw std::invalid_argument(std::string("launch: TMR encode/enqueue rejected the invocation: ") +
                                     status_name(r.status));
     if (r.launch_rc != 0) throw std::runtime_error("launch: the Worker is closed");
-    return runner.run;
+    return runner.finish();
 }
 
 std::shared_ptr<Run> Chip::kernel_enqueue_block(const void* block, std::size_t bytes, RunConfig config) {
@@ -128,7 +145,7 @@ std::shared_ptr<Run> Chip::kernel_enqueue_block(const void* block, std::size_t b
     validate_run_config(config);
     LaunchRunner runner(*this, config);
     if (runner.launch_aicpu_payload(block, bytes) != 0) throw std::runtime_error("enqueue: the Worker is closed");
-    return runner.run;
+    return runner.finish();
 }
 
 // The simulated AICPU consumer: decode and validate the copied packet against the trusted view

@@ -185,6 +185,7 @@ std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, st
     p.tensors = std::move(tensors);
     p.scalars = std::move(scalars);
     p.config = std::move(config);
+    if (options_.runtime == Runtime::HostBuildGraph) build_on_host(p);
     return enqueue(std::move(p));
 }
 

@@ -1,5 +1,6 @@
-// The orchestration function table: what an orchestration entry calls on the AICPU
-// orchestrator thread (submit, scope_begin/scope_end, alloc_tensor, report_error).
+// The orchestration function tables: what an orchestration entry calls (submit,
+// scope_begin/scope_end, alloc_tensor, report_error): kOrchApi on the AICPU orchestrator thread
+// (TMR), kHostGraphApi on the submitting host thread (HBG, implemented in chip_host_graph.cpp).
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -24,10 +25,28 @@ void api_report_error(SimplerOrchContext* ctx, const char* message) {
                                           "' reported: " + (message != nullptr ? message : "(null)"));
 }
 
+std::int64_t graph_submit(SimplerOrchContext* ctx, const OrchTaskSpec* spec) {
+    return ctx->chip->graph_submit(*ctx->state, spec);
+}
+std::int32_t graph_scope_begin(SimplerOrchContext* ctx) {
+    ++ctx->state->depth;  // the building thread owns the run until it is enqueued
+    return 0;
+}
+std::int32_t graph_scope_end(SimplerOrchContext* ctx) { return ctx->chip->graph_scope_end(*ctx->state); }
+std::int32_t graph_alloc(SimplerOrchContext* ctx, DataType dtype, std::uint32_t ndims, const std::uint32_t* shape,
+                         ChipTensor* out) {
+    return ctx->chip->graph_alloc(*ctx->state, dtype, ndims, shape, out);
+}
+
 }  // namespace
 
 const SimplerOrchApi kOrchApi = {
     kOrchestrationAbiVersion, sizeof(SimplerOrchApi), api_submit, api_scope_begin, api_scope_end, api_alloc,
+    api_report_error,
+};
+
+const SimplerOrchApi kHostGraphApi = {
+    kOrchestrationAbiVersion, sizeof(SimplerOrchApi), graph_submit, graph_scope_begin, graph_scope_end, graph_alloc,
     api_report_error,
 };
 
@@ -62,23 +81,12 @@ std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims,
     const std::string what = "orchestration '" + rs.program->name + "': alloc_tensor";
     std::unique_lock<std::mutex> lk(mu_);
     if (rs.failed) return 1;
-    const auto code = static_cast<std::uint8_t>(dtype);
-    if (!is_known_dtype(code)) {
-        fail_locked(rs, what + ": unknown dtype code " + std::to_string(code));
+    std::uint64_t bytes = 0;
+    const std::string bad = alloc_request_error(dtype, ndims, shape, out, &bytes);
+    if (!bad.empty()) {
+        fail_locked(rs, what + ": " + bad);
         return 1;
     }
-    if (ndims < 1 || ndims > kMaxTensorDims || shape == nullptr || out == nullptr) {
-        fail_locked(rs, what + ": expected 1.." + std::to_string(kMaxTensorDims) +
-                            " dims with a shape and an output, got ndims " + std::to_string(ndims));
-        return 1;
-    }
-    std::uint64_t elems = 1;
-    for (std::uint32_t i = 0; i < ndims; ++i)
-        if (__builtin_mul_overflow(elems, static_cast<std::uint64_t>(shape[i]), &elems)) {
-            fail_locked(rs, what + ": shape overflows");
-            return 1;
-        }
-    const std::uint64_t bytes = std::max<std::uint64_t>((elems * dtype_bits(code) + 7) / 8, 1);
     const std::uint64_t reserve = (bytes + 63) / 64 * 64;
     const int r = static_cast<int>(std::min<std::uint32_t>(rs.depth, kRingCount - 1));
     Ring& ring = *rings_[r];
@@ -153,11 +161,34 @@ std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims,
     ring.heap_tail = offset + reserve;
     rs.workspace_used += reserve;
 
+    describe_alloc(out, reinterpret_cast<std::uint64_t>(ring.heap.get()) + offset, bytes, dtype, ndims, shape);
+    return 0;
+}
+
+std::string alloc_request_error(DataType dtype, std::uint32_t ndims, const std::uint32_t* shape, const ChipTensor* out,
+                                std::uint64_t* bytes) {
+    const auto code = static_cast<std::uint8_t>(dtype);
+    if (!is_known_dtype(code)) return "unknown dtype code " + std::to_string(code);
+    if (ndims < 1 || ndims > kMaxTensorDims || shape == nullptr || out == nullptr)
+        return "expected 1.." + std::to_string(kMaxTensorDims) + " dims with a shape and an output, got ndims " +
+               std::to_string(ndims);
+    std::uint64_t elems = 1;
+    for (std::uint32_t i = 0; i < ndims; ++i)
+        if (__builtin_mul_overflow(elems, static_cast<std::uint64_t>(shape[i]), &elems)) return "shape overflows";
+    std::uint64_t bits = 0;
+    if (__builtin_mul_overflow(elems, static_cast<std::uint64_t>(dtype_bits(code)), &bits) || bits > (UINT64_MAX - 7 - 63 * 8))
+        return "shape overflows";
+    *bytes = std::max<std::uint64_t>((bits + 7) / 8, 1);
+    return {};
+}
+
+void describe_alloc(ChipTensor* out, std::uint64_t addr, std::uint64_t bytes, DataType dtype, std::uint32_t ndims,
+                    const std::uint32_t* shape) {
     std::memset(out, 0, sizeof(ChipTensor));
-    out->buffer.addr = reinterpret_cast<std::uint64_t>(ring.heap.get()) + offset;
+    out->buffer.addr = addr;
     out->buffer.size = bytes;
     out->ndims = ndims;
-    out->dtype = code;
+    out->dtype = static_cast<std::uint8_t>(dtype);
     out->address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
     std::uint64_t stride = 1;
     for (std::uint32_t i = ndims; i-- > 0;) {
@@ -166,53 +197,74 @@ std::int32_t Chip::orch_alloc(RunState& rs, DataType dtype, std::uint32_t ndims,
         stride *= std::max<std::uint32_t>(shape[i], 1);
     }
     out->is_contiguous = 1;
-    return 0;
 }
 
-std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
-    const std::uint32_t index = rs.submitted;
+const CoreKernel* Chip::check_task(const ChipProgram& program, const OrchTaskSpec* spec, std::uint32_t index,
+                                   std::string* error) const {
     // Messages are built only on failure: the success path allocates nothing here.
-    auto orch = [&] { return "orchestration '" + rs.program->name + "'"; };
-    auto reject = [&](const std::string& message) -> std::int64_t {
-        orch_fail(rs, message);
-        return -1;
-    };
-    if (spec == nullptr) return reject(orch() + ": task " + std::to_string(index) + ": submit got a null task");
-    const CoreKernel* k = rs.program->kernel(spec->func_id);
-    auto task = [&] { return orch() + ": task " + std::to_string(index); };
+    auto task = [&] { return "orchestration '" + program.name + "': task " + std::to_string(index); };
+    if (spec == nullptr) {
+        *error = task() + ": submit got a null task";
+        return nullptr;
+    }
+    const CoreKernel* k = program.kernel(spec->func_id);
     if (k == nullptr) {
         std::string ids;
-        for (const auto& [id, kk] : rs.program->kernels) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
-        return reject(task() + ": func_id " + std::to_string(spec->func_id) + " is not a child of this callable (children: " +
-                      (ids.empty() ? "none" : ids) + ")");
+        for (const auto& [id, kk] : program.kernels) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+        *error = task() + ": func_id " + std::to_string(spec->func_id) + " is not a child of this callable (children: " +
+                 (ids.empty() ? "none" : ids) + ")";
+        return nullptr;
     }
     auto label = [&] { return task() + " (kernel " + k->label() + ")"; };
-    if (spec->tensor_count != k->tensor_count || spec->scalar_count != k->scalar_count)
-        return reject(label() + ": expected " + std::to_string(k->tensor_count) + " tensors and " +
-                      std::to_string(k->scalar_count) + " scalars, got " + std::to_string(spec->tensor_count) + " and " +
-                      std::to_string(spec->scalar_count));
+    if (spec->tensor_count != k->tensor_count || spec->scalar_count != k->scalar_count) {
+        *error = label() + ": expected " + std::to_string(k->tensor_count) + " tensors and " +
+                 std::to_string(k->scalar_count) + " scalars, got " + std::to_string(spec->tensor_count) + " and " +
+                 std::to_string(spec->scalar_count);
+        return nullptr;
+    }
     if ((spec->tensor_count && spec->tensors == nullptr) || (spec->scalar_count && spec->scalars == nullptr) ||
-        (spec->dep_count && spec->deps == nullptr))
-        return reject(label() + ": null argument array");
+        (spec->dep_count && spec->deps == nullptr)) {
+        *error = label() + ": null argument array";
+        return nullptr;
+    }
     for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
         const OrchTensorArg& a = spec->tensors[i];
-        if (a.tensor == nullptr) return reject(label() + ": tensor " + std::to_string(i) + " is null");
-        if (a.direction != k->signature[i])
-            return reject(label() + ": tensor " + std::to_string(i) + " is tagged " + direction_name(a.direction) +
-                          " but the kernel signature says " + direction_name(k->signature[i]));
+        if (a.tensor == nullptr) {
+            *error = label() + ": tensor " + std::to_string(i) + " is null";
+            return nullptr;
+        }
+        if (a.direction != k->signature[i]) {
+            *error = label() + ": tensor " + std::to_string(i) + " is tagged " + direction_name(a.direction) +
+                     " but the kernel signature says " + direction_name(k->signature[i]);
+            return nullptr;
+        }
         if (!tensor_ok(*a.tensor)) {
             try {
                 check_tensor(*a.tensor, label() + ": tensor " + std::to_string(i));
             } catch (const std::exception& e) {
-                return reject(e.what());
+                *error = e.what();
+                return nullptr;
             }
         }
     }
+    return k;
+}
+
+std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
+    const std::uint32_t index = rs.submitted;
+    std::string error;
+    const CoreKernel* k = check_task(*rs.program, spec, index, &error);
+    if (k == nullptr) {
+        orch_fail(rs, error);
+        return -1;
+    }
+    auto label = [&] {
+        return "orchestration '" + rs.program->name + "': task " + std::to_string(index) + " (kernel " + k->label() + ")";
+    };
 
     std::unique_lock<std::mutex> lk(mu_);
     if (rs.failed) return -1;
     const int r = static_cast<int>(std::min<std::uint32_t>(rs.depth, kRingCount - 1));
-    Ring& ring = *rings_[r];
     // Explicit dependencies must name earlier tasks of this run.
     for (std::uint32_t d = 0; d < spec->dep_count; ++d) {
         const std::int64_t id = spec->deps[d];
@@ -225,17 +277,9 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
         }
     }
 
-    // Back-pressure: wait for a task-window slot, then for enough dependency-pool entries.
-    std::vector<Task*>& preds = preds_;  // orchestrator-thread scratch, reused across submits
-    for (;;) {
-        const bool ok = orch_wait_locked(lk, [&] { return ring.next - ring.head < ring.window() || rs.failed || in_flight_ == 0; });
-        if (rs.failed) return -1;
-        if (!ok || ring.next - ring.head >= ring.window()) {
-            fail_locked(rs, label() + ": deadlock: ring " + std::to_string(r) + "'s task window is full with nothing running");
-            return -1;
-        }
-        // Dependencies from overlapping regions against tasks that are still in flight.
-        preds.clear();
+    // Dependencies from overlapping regions against tasks that are still in flight, plus the
+    // explicit ones that have not finished.
+    const bool admitted = admit_task_locked(lk, rs, r, label, [&](std::vector<Task*>& preds) {
         auto add_pred = [&](Task* p) {
             if (std::find(preds.begin(), preds.end(), p) == preds.end()) preds.push_back(p);
         };
@@ -269,19 +313,39 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
             Task* p = &dring.slots[dseq & dring.mask];
             if (p->seq == dseq && p->state != Task::State::Done && p->state != Task::State::Free) add_pred(p);
         }
-        const auto edges = static_cast<std::uint32_t>(preds.size());
-        if (edges > ring.dep_cap) {
-            fail_locked(rs, label() + ": needs " + std::to_string(edges) + " dependency entries but ring " + std::to_string(r) +
-                                "'s dependency pool holds " + std::to_string(ring.dep_cap));
-            return -1;
-        }
-        if (ring.dep_used + edges <= ring.dep_cap) break;
-        const std::uint64_t seen = in_flight_;
-        const bool progressed = orch_wait_locked(lk, [&] { return in_flight_ < seen || rs.failed || in_flight_ == 0; });
-        (void)progressed;
-        if (rs.failed) return -1;
-    }
+    });
+    if (!admitted) return -1;
 
+    Task& t = place_task_locked(rs, r, k, index, spec, preds_);
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        std::uint64_t lo = 0, hi = 0;
+        if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
+        if (spec->tensors[i].direction != ArgDirection::In) {
+            // A write that covers every element of an older entry is ordered after it (WAR/WAW
+            // above), so later accesses need only depend on this task: drop covered entries
+            // (keeps fan-in small). Covered elements, not bytes: a strided write whose byte
+            // range spans an older entry's may leave the older entry's elements untouched.
+            auto& map = tensor_map_;
+            for (std::size_t e = 0; e < map.size();) {
+                if (map[e].task != &t && map[e].lo >= lo && map[e].hi <= hi && tensor_covers(t.tensors[i], *map[e].tensor)) {
+                    map[e] = map.back();
+                    map.pop_back();
+                    continue;
+                }
+                ++e;
+            }
+        }
+        tensor_map_.push_back(MapEntry{lo, hi, &t.tensors[i], &t, t.seq, spec->tensors[i].direction != ArgDirection::In});
+    }
+    const auto task_id = static_cast<std::int64_t>((static_cast<std::uint64_t>(r) << 48) | t.seq);
+    if (rs.config.dep_graph) record_graph_node(rs, t, spec, index, task_id);
+    dispatch_placed_locked(rs, t);
+    return task_id;
+}
+
+Chip::Task& Chip::place_task_locked(RunState& rs, int r, const CoreKernel* k, std::uint32_t index,
+                                    const OrchTaskSpec* spec, const std::vector<Task*>& preds) {
+    Ring& ring = *rings_[r];
     const std::uint64_t seq = ring.next++;
     Task& t = ring.slots[seq & ring.mask];
     t.seq = seq;
@@ -303,28 +367,10 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
     t.fanin = static_cast<std::int32_t>(preds.size());
     ring.dep_used += t.edges;
     for (Task* p : preds) p->successors.push_back(&t);
-    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
-        std::uint64_t lo = 0, hi = 0;
-        if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
-        if (spec->tensors[i].direction != ArgDirection::In) {
-            // A write that covers every element of an older entry is ordered after it (WAR/WAW
-            // above), so later accesses need only depend on this task: drop covered entries
-            // (keeps fan-in small). Covered elements, not bytes: a strided write whose byte
-            // range spans an older entry's may leave the older entry's elements untouched.
-            auto& map = tensor_map_;
-            for (std::size_t e = 0; e < map.size();) {
-                if (map[e].task != &t && map[e].lo >= lo && map[e].hi <= hi && tensor_covers(t.tensors[i], *map[e].tensor)) {
-                    map[e] = map.back();
-                    map.pop_back();
-                    continue;
-                }
-                ++e;
-            }
-        }
-        tensor_map_.push_back(MapEntry{lo, hi, &t.tensors[i], &t, seq, spec->tensors[i].direction != ArgDirection::In});
-    }
-    const auto task_id = static_cast<std::int64_t>((static_cast<std::uint64_t>(r) << 48) | seq);
-    if (rs.config.dep_graph) record_graph_node(rs, t, spec, index, task_id);
+    return t;
+}
+
+void Chip::dispatch_placed_locked(RunState& rs, Task& t) {
     ++rs.submitted;
     ++rs.outstanding;
     ++in_flight_;
@@ -338,7 +384,41 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
     } else {
         t.state = Task::State::Pending;
     }
-    return task_id;
+}
+
+void graph_dependencies(GraphHistory& history, const OrchTaskSpec* spec, std::uint32_t index,
+                        std::vector<std::uint32_t>* deps) {
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        const ChipTensor& view = *spec->tensors[i].tensor;
+        std::uint64_t lo = 0, hi = 0;
+        if (!tensor_region(view, &lo, &hi)) continue;
+        auto depend_on = [&](const std::vector<GraphAccess>& accesses) {
+            for (const GraphAccess& a : accesses)
+                if (a.lo < hi && lo < a.hi && tensors_may_overlap(a.tensor, view)) deps->push_back(a.index);
+        };
+        depend_on(history.writes);
+        if (spec->tensors[i].direction != ArgDirection::In) depend_on(history.reads);
+    }
+    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
+        const ChipTensor& view = *spec->tensors[i].tensor;
+        std::uint64_t lo = 0, hi = 0;
+        if (!tensor_region(view, &lo, &hi)) continue;
+        const bool writes = spec->tensors[i].direction != ArgDirection::In;
+        if (writes) {  // a covering write orders every later access after it: drop what it covers
+            for (auto* accesses : {&history.reads, &history.writes}) {
+                auto& h = *accesses;
+                for (std::size_t e = 0; e < h.size();) {
+                    if (h[e].lo >= lo && h[e].hi <= hi && tensor_covers(view, h[e].tensor)) {
+                        h[e] = h.back();
+                        h.pop_back();
+                        continue;
+                    }
+                    ++e;
+                }
+            }
+        }
+        (writes ? history.writes : history.reads).push_back(GraphAccess{lo, hi, view, index});
+    }
 }
 
 // The task's node in the run's dependency graph: every earlier task of the run it depends on
@@ -347,14 +427,7 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
 void Chip::record_graph_node(RunState& rs, const Task& t, const OrchTaskSpec* spec, std::uint32_t index,
                              std::int64_t task_id) {
     std::vector<std::uint32_t> deps;
-    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
-        std::uint64_t lo = 0, hi = 0;
-        if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
-        const bool writes = spec->tensors[i].direction != ArgDirection::In;
-        for (const RunState::Access& a : rs.history)
-            if (a.lo < hi && lo < a.hi && (writes || a.write) && tensors_may_overlap(a.tensor, t.tensors[i]))
-                deps.push_back(a.index);
-    }
+    graph_dependencies(rs.history, spec, index, &deps);
     for (std::uint32_t d = 0; d < spec->dep_count; ++d) {
         auto it = rs.index_of_id.find(spec->deps[d]);
         if (it != rs.index_of_id.end()) deps.push_back(it->second);
@@ -363,23 +436,6 @@ void Chip::record_graph_node(RunState& rs, const Task& t, const OrchTaskSpec* sp
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     rs.nodes.push_back(TaskNode{index, spec->func_id, t.kernel->name, std::move(deps)});
     rs.index_of_id[task_id] = index;
-    for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
-        std::uint64_t lo = 0, hi = 0;
-        if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
-        const bool writes = spec->tensors[i].direction != ArgDirection::In;
-        if (writes) {  // a covering write orders every later access after it: drop what it covers
-            auto& h = rs.history;
-            for (std::size_t e = 0; e < h.size();) {
-                if (h[e].lo >= lo && h[e].hi <= hi && tensor_covers(t.tensors[i], h[e].tensor)) {
-                    h[e] = h.back();
-                    h.pop_back();
-                    continue;
-                }
-                ++e;
-            }
-        }
-        rs.history.push_back(RunState::Access{lo, hi, t.tensors[i], index, writes});
-    }
 }
 
 }  // namespace simpler::chip

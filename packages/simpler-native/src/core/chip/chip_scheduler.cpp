@@ -63,22 +63,23 @@ void Chip::orch_fail(RunState& rs, const std::string& message) {
 }
 
 void Chip::execute_run(Pending& p) {
-    if (p.kernel_launch) {
-        std::string error = consume_kernel_launch(p);
-        if (!error.empty()) {
-            complete_run(*p.run, std::move(error), 0, {});
-            return;
-        }
+    if (p.kernel_launch) p.rejected = consume_kernel_launch(p);
+    if (!p.rejected.empty()) {
+        complete_run(*p.run, std::move(p.rejected), 0, {});
+        return;
     }
-    auto owned = std::make_unique<RunState>();
+    std::unique_ptr<RunState> owned = std::move(p.built);  // HBG: built on the host
+    if (!owned) {
+        owned = std::make_unique<RunState>();
+        owned->program_ref = p.program;
+        owned->program = p.program.get();
+        owned->config = p.config;
+        owned->tensors = std::move(p.tensors);
+        owned->scalars = std::move(p.scalars);
+        owned->t0 = now_ns();
+    }
     RunState& rs = *owned;
     rs.run = p.run;
-    rs.program_ref = p.program;
-    rs.program = p.program.get();
-    rs.config = p.config;
-    rs.tensors = std::move(p.tensors);
-    rs.scalars = std::move(p.scalars);
-    rs.t0 = now_ns();
     {
         std::unique_lock<std::mutex> lk(mu_);
         bool same = true;
@@ -136,24 +137,11 @@ void Chip::execute_run(Pending& p) {
         active_.push_back(std::move(owned));
     }
 
-    ChipStorageTaskArgs args{};
-    args.abi_version = kOrchestrationAbiVersion;
-    args.tensor_count = static_cast<std::uint32_t>(rs.tensors.size());
-    args.scalar_count = static_cast<std::uint32_t>(rs.scalars.size());
-    args.tensors = rs.tensors.data();
-    args.scalars = rs.scalars.data();
-    SimplerOrchContext ctx{this, &rs};
-    const std::string what = "orchestration '" + rs.program->name + "'";
-    rs.orch_start = now_ns();
-    try {
-        const std::int32_t status = rs.program->entry(&kOrchApi, &ctx, &args);
-        if (status != 0) orch_fail(rs, what + " returned status " + std::to_string(status));
-    } catch (const std::exception& e) {
-        orch_fail(rs, what + " threw " + e.what());
-    } catch (...) {
-        orch_fail(rs, what + " threw a non-standard exception");
+    if (rs.graph) {
+        publish_graph(rs);  // HBG: the orchestration already ran on the host
+    } else {
+        call_entry(rs, &kOrchApi);
     }
-    rs.orch_end = now_ns();
 
     std::unique_lock<std::mutex> lk(mu_);
     while (rs.depth > 0) {  // scopes left open end with the orchestration
@@ -199,7 +187,7 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned) {
             trace_name.call = ++traced_calls_[trace_name.program];
         }
         try {
-            std::vector<std::string> names{"AICPU orchestrator"};
+            std::vector<std::string> names{rs.graph ? "host orchestration (graph build)" : "AICPU orchestrator"};
             int aic = 0, aiv = 0;
             for (int i = 0; i < options_.aic_threads; ++i) names.push_back("AIC " + std::to_string(aic++));
             for (int i = 0; i < options_.aiv_threads; ++i) names.push_back("AIV " + std::to_string(aiv++));

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -76,4 +77,39 @@ TEST_CASE("chip starts and stops its threads") {
     none.aic_threads = 0;
     none.aiv_threads = 0;
     CHECK_THROWS_AS(Chip{none}, std::invalid_argument);
+}
+
+namespace {
+// A program some other backend loaded: the simulated chip must refuse it by name.
+struct ForeignProgram final : simpler::BackendProgram {
+    const char* loaded_by() const noexcept override { return "npu"; }
+};
+}  // namespace
+
+TEST_CASE("the simulated chip serves the backend interface: memory, programs of another backend, close") {
+    Chip chip(ChipOptions{});
+    simpler::ChipBackend& backend = chip;
+    const std::uint64_t a = backend.device_malloc(256);
+    char src[256];
+    for (int i = 0; i < 256; ++i) src[i] = static_cast<char>(i);
+    backend.copy_to_device(a, src, sizeof src);
+    char dst[256] = {};
+    backend.copy_from_device(dst, a, sizeof dst);
+    CHECK(std::memcmp(src, dst, sizeof src) == 0);
+    CHECK_THROWS_AS(backend.copy_to_device(a + 8, src, sizeof src), std::out_of_range);
+    backend.device_free(a);
+    CHECK_THROWS_AS(backend.device_free(a), std::invalid_argument);
+
+    auto foreign = std::make_shared<const ForeignProgram>();
+    try {
+        backend.submit_run(foreign, {}, {}, RunConfig{});
+        FAIL("expected a rejection");
+    } catch (const std::invalid_argument& e) {
+        CHECK(std::string(e.what()).find("loaded by 'npu'") != std::string::npos);
+    }
+    CHECK_THROWS_AS(backend.register_kernel(foreign), std::invalid_argument);
+
+    CHECK(backend.wait_idle(1.0));
+    backend.close();
+    CHECK(backend.closed());
 }

@@ -1,6 +1,7 @@
 // C++ side of the chip scheduler: kernels and orchestrations linked into the test (no loader),
 // so the TMR rules are checked without Python: RAW/WAR/WAW ordering, explicit dependencies,
-// back-pressure through tiny rings, deadlock reporting, kernel errors naming task and kernel.
+// back-pressure through tiny rings, deadlock reporting, kernel errors naming task and kernel; the
+// host_build_graph runtime on the same programs.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -178,6 +179,13 @@ void reference_chain(std::vector<std::int64_t>& x) {
     }
 }
 
+// One muladd, then a nonzero status: TMR has dispatched the task; HBG runs nothing.
+std::int32_t orch_submit_then_fail(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    Orchestrator o(api, ctx);
+    if (o.submit(0, {inout(args->tensor(0))}, {scalar_bits<std::int64_t>(1)}) < 0) return 1;
+    return 5;
+}
+
 RunConfig tiny() {
     RunConfig c;
     c.task_window = {4, 4, 4, 4};
@@ -328,4 +336,55 @@ TEST_CASE("a run is done when its last task finishes, even while a later orchest
         CHECK(x[0] == 1);
         CHECK(gated->error() == "");
     }
+}
+
+TEST_CASE("host_build_graph: the same results with tiny rings and 1..4 AICPU threads; a failed build runs nothing") {
+    ChipOptions o;
+    o.runtime = Runtime::HostBuildGraph;
+    o.aic_threads = 0;
+    o.aiv_threads = 2;
+    Chip chip(o);
+    auto chain = program("chain", orch_chain, {ArgDirection::InOut});
+    for (const RunConfig& cfg : {RunConfig{}, tiny()}) {
+        std::vector<std::int64_t> x(16), expected(16);
+        for (int i = 0; i < 16; ++i) x[i] = expected[i] = i;
+        reference_chain(expected);
+        auto run = chip.submit(chain, {vec(x)}, {}, cfg);
+        REQUIRE(run->wait(30.0));
+        CHECK(run->error() == "");
+        CHECK(run->tasks_submitted() == 18);
+        CHECK(x == expected);
+    }
+    auto long_prog = program("long", orch_long, {ArgDirection::InOut, ArgDirection::Scalar});
+    for (std::uint32_t n : {1u, 2u, 4u}) {
+        CAPTURE(n);
+        std::vector<std::int64_t> x(32), expected(32);
+        for (int i = 0; i < 32; ++i) x[i] = expected[i] = i % 7;
+        reference_long(expected, 50);
+        RunConfig cfg = tiny();
+        cfg.aicpu_threads = n;
+        auto run = chip.submit(long_prog, {vec(x)}, {50}, cfg);
+        REQUIRE(run->wait(60.0));
+        CHECK(run->error() == "");
+        CHECK(run->tasks_executed() == 250);
+        CHECK(x == expected);
+    }
+    std::vector<std::int64_t> x(4, 1);
+    auto failed = chip.submit(program("fails", orch_fail, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
+    REQUIRE(failed->wait(30.0));
+    CHECK(failed->error().find("task 1 (kernel 'fail' (func_id 2, AIV)) failed: synthetic kernel failure") !=
+          std::string::npos);
+    auto built_wrong = chip.submit(program("late", orch_submit_then_fail, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
+    REQUIRE(built_wrong->wait(30.0));
+    CHECK(built_wrong->error() == "orchestration 'late' returned status 5");
+    CHECK(built_wrong->tasks_submitted() == 0);
+    CHECK(x == std::vector<std::int64_t>{2, 2, 2, 2});  // only the muladd of `fails` ran (1 * 2 + 0)
+    RunConfig budget = tiny();
+    budget.workspace_budget_bytes = 1024;
+    auto heap = chip.submit(program("heap", orch_heap_deadlock, {ArgDirection::InOut}), {vec(x)}, {}, budget);
+    REQUIRE(heap->wait(30.0));
+    CHECK(heap->error().find("832 bytes would exceed the host-built graph's 1024 bytes") != std::string::npos);
+    auto fits = chip.submit(program("heap", orch_heap_deadlock, {ArgDirection::InOut}), {vec(x)}, {}, tiny());
+    REQUIRE(fits->wait(30.0));
+    CHECK(fits->error() == "");  // 2 x 832 bytes live at once, within the four heaps' 4096
 }

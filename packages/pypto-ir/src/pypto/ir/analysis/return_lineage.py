@@ -73,7 +73,7 @@ def root_param(
             cur = defs[cur.name]
         elif isinstance(cur, Call) and cur.op == "tile.store":
             cur = cur.args[2]
-        elif isinstance(cur, Call) and cur.op == "tensor.write":
+        elif isinstance(cur, Call) and cur.op in ("tensor.write", "tensor.assemble"):
             cur = cur.args[0]
         elif isinstance(cur, Call) and cur.op == "tensor.view":
             cur = cur.args[0]  # a window of a tensor is that tensor for aliasing

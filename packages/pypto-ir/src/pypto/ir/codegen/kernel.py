@@ -5,8 +5,10 @@ kernel's ABI order: its tensor parameters in order, then its scalar parameters i
 Every tile is a local declared where the IR defines it; every op is one library call, the one
 its entry in the op table records (``OpSpec.cpp``, pypto.ir.ops.table).
 Loop-carried values live in variables declared before the loop and assigned at its end.
-Every tile declared is recorded (``KernelSource.tiles``): the compiler checks them against the
-platform's on-chip buffers (pypto.ir.platforms) and reports their use in the metadata.
+Every tile declared is recorded (``KernelSource.tiles``; each stays on the stack for the whole
+call): the build checks that they are the tiles pypto.ir.analysis.tile_liveness gives live
+ranges to, and checks the peak of those live at once against the platform's on-chip buffers
+(pypto.ir.platforms).
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ class KernelSource:
     entry: str
     text: str
     params: tuple[Param, ...]  # ABI order
-    tiles: tuple[TileAlloc, ...] = ()  # every tile the kernel declares, in source order
+    tiles: tuple[TileAlloc, ...] = ()  # every tile the kernel declares, in source order (no ranges)
 
 
 def abi_params(fn: Function) -> tuple[Param, ...]:
@@ -131,7 +133,7 @@ class _KernelGen:
         self.tiles: list[TileAlloc] = []
 
     def record(self, name: str, t: TileType, span: object = None) -> None:
-        """Count a tile the generated code declares (its storage lives for the invocation)."""
+        """Record a tile the generated code declares (its storage lives for the invocation)."""
         r, c = t.shape
         where = span if isinstance(span, Span) else None
         self.tiles.append(TileAlloc(base_name(name), t.memory, t.dtype, (int(r), int(c)), where))
@@ -207,6 +209,8 @@ class _KernelGen:
                 if isinstance(s.value, Call) and s.value.op in PRINT_OPS:
                     self.debug_print(s.value, depth)
                     continue
+                if isinstance(s.value, Call) and s.value.op != "tile.store" and self.in_place(s.value, depth):
+                    continue
                 if not isinstance(s.value, Call) or s.value.op != "tile.store":
                     raise PyptoCompileError(f"kernel codegen: unexpected statement {s.value}")
                 self.store(s.value, depth)
@@ -241,6 +245,19 @@ class _KernelGen:
         nz = isinstance(dst.type, TensorType) and dst.type.layout is Layout.NZ
         fn = _STORE.nz_fn if nz else _STORE.fn
         self.emit(depth, f"pt::{fn}({ident(dst.name)}, {ident(tile.name)}, {self.offsets(offs)});")
+
+    def in_place(self, c: Call, depth: int) -> bool:
+        """A tile op as a statement updates its ``into`` operand in place (the blocked-matmul
+        lowering's accumulations and scratch writes): the library call on the existing tile."""
+        spec = OPS.get(c.op)
+        if spec is None or spec.cpp is None or spec.cpp.into is None:
+            return False
+        into = c.args[spec.cpp.into]
+        assert isinstance(into, Var)
+        assert isinstance(into.type, TileType)
+        _, line = self.call(ident(into.name), into.type, c, spec.cpp)
+        self.emit(depth, line)
+        return True
 
     def debug_print(self, c: Call, depth: int) -> None:
         (value,) = c.args
@@ -407,6 +424,8 @@ class _KernelGen:
             cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"
         else:
             cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
+        if s.stage is not None:  # the simulated core runs iterations in order
+            self.emit(depth, f"// pl.pipeline(stage={s.stage}): a software-pipelining hint")
         self.emit(depth, f"for (std::int64_t {var} = {start}; {cond}; {var} += {step}) {{")
         self.body(s.body, depth + 1)
         if s.iter_args:

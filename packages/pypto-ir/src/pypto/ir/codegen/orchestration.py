@@ -4,7 +4,10 @@ Tensor parameters are ``args->tensor(i)`` (the i-th tensor parameter), scalars
 ``args->scalar_as<T>(j)`` (the j-th scalar parameter). ``pl.create_tensor`` becomes
 ``alloc_tensor``; each kernel call becomes one ``submit`` with the callee's func_id, its
 tensor arguments tagged In/Out/InOut and its scalars as raw bits, in the kernel's ABI order
-(tensors, then scalars), plus explicit task dependencies. A call's tensor result is a
+(tensors, then scalars), plus explicit task dependencies (task ids, and task-id arrays whose
+unset entries, -1, are skipped). A ``pl.array`` of task ids is a ``std::vector<std::int64_t>``
+(value semantics: an update copies, as the IR's SSA form says); ``pl.manual_scope()`` is one
+``scope_begin``/``scope_end`` pair. A call's tensor result is a
 reference to the argument the kernel returns (the return-lineage of the callee). A host
 ``pl.read``/``pl.write`` of one element goes through ``pypto_element``, which checks the index
 against the tensor's shape and the element against its buffer; a bad index fails the run with
@@ -40,7 +43,7 @@ from pypto.ir.nodes import (
     Yield,
 )
 from pypto.ir.param_info import ParamDirection
-from pypto.ir.types import ScalarType, TaskIdType, TensorType
+from pypto.ir.types import ArrayType, ScalarType, TaskIdType, TensorType, Type
 
 __all__ = ["OrchestrationSource", "generate_orchestration", "orchestration_symbol"]
 
@@ -182,6 +185,8 @@ class _OrchGen:
         self.lines: list[str] = []
         # tensor name -> the orchestration parameter it is (a window of), for host writes
         self.roots: dict[str, str] = {p.name: p.name for p in fn.params if isinstance(p.var.type, TensorType)}
+        # task ids bound by a submit: always valid, passed to a submit as they are
+        self.submitted: set[str] = set()
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -196,6 +201,7 @@ class _OrchGen:
             "#include <cstdint>",
             "#include <initializer_list>",
             "#include <string>",
+            "#include <vector>",
             "#include <simpler/runtime/orchestration.hpp>",
             "#include <simpler/tile/dtype.hpp>",
             "",
@@ -234,6 +240,10 @@ class _OrchGen:
                 self.assign(s.var, s.value, depth)
             elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "tensor.write":
                 self.host_write(s.value, depth)
+            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "system.scope_begin":
+                self.emit(depth, "if (orch.scope_begin() != 0) return 1;  // pl.manual_scope()")
+            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "system.scope_end":
+                self.emit(depth, "if (orch.scope_end() != 0) return 1;  // end of pl.manual_scope()")
             elif isinstance(s, ExprStmt):
                 if not isinstance(s.value, CallFunc):
                     raise PyptoCompileError(f"orchestration codegen: unexpected statement {s.value}")
@@ -301,6 +311,12 @@ class _OrchGen:
             )
             self.emit(depth, "}")
             return
+        if isinstance(e, Call) and e.op.startswith("array."):
+            self.array_op(v, e, depth)
+            return
+        if isinstance(e, Var) and isinstance(v.type, (ArrayType, TaskIdType)):
+            self.emit(depth, f"const {_task_cpp(v.type)} {name} = {ident(e.name)};")
+            return
         t = v.type
         if isinstance(t, ScalarType) and isinstance(e, Call) and e.op == "tensor.read":
             src, idx = e.args
@@ -319,6 +335,43 @@ class _OrchGen:
             self.emit(depth, f"const {scalar_cpp_type(t.dtype)} {name} = {scalar_expr(e)};")
             return
         raise PyptoCompileError(f"orchestration codegen: cannot assign {v.name} = {e}")
+
+    def array_op(self, v: Var, e: Call, depth: int) -> None:
+        """``pl.array.create`` / ``arr[i]`` / ``arr[i] = tid``; an index outside the array fails
+        the run naming the access."""
+        name = ident(v.name)
+        if e.op == "array.create":
+            t = v.type
+            assert isinstance(t, ArrayType)
+            self.emit(depth, f"std::vector<std::int64_t> {name}({t.extent}, -1);  // no entry set")
+            return
+        arr, idx = e.args[0], e.args[1]
+        assert isinstance(arr, Var)
+        assert not isinstance(idx, tuple)
+        at = arr.type
+        assert isinstance(at, ArrayType)
+        what = "read" if e.op == "array.get" else "update"
+        where = f" ({os.path.basename(e.span.file)}:{e.span.line})" if e.span is not None else ""
+        msg = _c_string(f"array {what} of {arr.name.split('__')[0]!r}{where}: index ")
+        self.emit(
+            depth, f"const std::int64_t pypto_{name}_i = static_cast<std::int64_t>({scalar_expr(idx)});"
+        )
+        self.emit(depth, f"if (pypto_{name}_i < 0 || pypto_{name}_i >= {at.extent}) {{")
+        tail = _c_string(f" is outside the array's {at.extent} entries")
+        self.emit(
+            depth + 1,
+            f"orch.report_error((std::string({msg}) + std::to_string(pypto_{name}_i) + {tail}).c_str());",
+        )
+        self.emit(depth + 1, "return 1;")
+        self.emit(depth, "}")
+        if e.op == "array.get":
+            self.emit(depth, f"const std::int64_t {name} = {ident(arr.name)}[pypto_{name}_i];")
+            self.emit(depth, f"(void){name};")
+            return
+        value = e.args[2]
+        assert isinstance(value, Var)
+        self.emit(depth, f"std::vector<std::int64_t> {name} = {ident(arr.name)};")
+        self.emit(depth, f"{name}[pypto_{name}_i] = {ident(value.name)};")
 
     def host_write(self, c: Call, depth: int) -> None:
         dst, idx, value = c.args
@@ -396,15 +449,51 @@ class _OrchGen:
                     scalar_args.append(f"simpler::scalar_bits(static_cast<std::uint16_t>({bits}))")
                 else:
                     scalar_args.append(f"simpler::scalar_bits(static_cast<{cpp_type(t.dtype)}>({value}))")
-        deps = [ident(d.name) for d in c.deps if isinstance(d, Var)]
+        deps = [d for d in c.deps if isinstance(d, Var)]
+        if len(deps) != len(c.deps):
+            raise PyptoCompileError(
+                f"orchestration codegen: deps of {c.callee!r} are not all variables (run ssa)"
+            )
         tid = f"task_{len(self.lines)}"
         if result is not None and isinstance(result.type, TaskIdType):
             tid = ident(result.name)
-        self.emit(
-            depth,
-            f"const std::int64_t {tid} = orch.submit({self.func_ids[c.callee]}, "
-            f"{{{', '.join(tensor_args)}}}, {{{', '.join(scalar_args)}}}, {{{', '.join(deps)}}});  // {c.callee}",
-        )
+        fid = self.func_ids[c.callee]
+        if all(d.name in self.submitted for d in deps):
+            dep_list = ", ".join(ident(d.name) for d in deps)
+            self.emit(
+                depth,
+                f"const std::int64_t {tid} = orch.submit({fid}, "
+                f"{{{', '.join(tensor_args)}}}, {{{', '.join(scalar_args)}}}, {{{dep_list}}});  // {c.callee}",
+            )
+        else:  # arrays and array entries: only the entries set (>= 0) are dependencies
+            self.emit(depth, f"std::vector<std::int64_t> pypto_{tid}_deps;")
+            for dv in deps:
+                if isinstance(dv.type, ArrayType):
+                    self.emit(
+                        depth,
+                        f"for (std::int64_t pypto_d : {ident(dv.name)}) if (pypto_d >= 0) pypto_{tid}_deps.push_back(pypto_d);",
+                    )
+                else:
+                    self.emit(
+                        depth, f"if ({ident(dv.name)} >= 0) pypto_{tid}_deps.push_back({ident(dv.name)});"
+                    )
+            self.emit(
+                depth,
+                f"const std::initializer_list<simpler::OrchTensorArg> pypto_{tid}_t = {{{', '.join(tensor_args)}}};",
+            )
+            self.emit(
+                depth,
+                f"const std::initializer_list<std::uint64_t> pypto_{tid}_s = {{{', '.join(scalar_args)}}};",
+            )
+            self.emit(
+                depth,
+                f"const std::int64_t {tid} = orch.submit({fid}, pypto_{tid}_t.begin(), "
+                f"static_cast<std::uint32_t>(pypto_{tid}_t.size()), pypto_{tid}_s.begin(), "
+                f"static_cast<std::uint32_t>(pypto_{tid}_s.size()), pypto_{tid}_deps.data(), "
+                f"static_cast<std::uint32_t>(pypto_{tid}_deps.size()));  // {c.callee}",
+            )
+        if result is not None and isinstance(result.type, TaskIdType):
+            self.submitted.add(result.name)
         self.emit(depth, f"if ({tid} < 0) return 1;")
         if result is not None and isinstance(result.type, TensorType):
             rets = function_aliases(callee, self.program)
@@ -428,6 +517,8 @@ class _OrchGen:
                 self.emit(depth, f"const simpler::ChipTensor* {ident(r.name)}_p = nullptr;")
             elif isinstance(t, ScalarType):
                 self.emit(depth, f"{scalar_cpp_type(t.dtype)} {ident(r.name)}{{}};")
+            elif isinstance(t, (ArrayType, TaskIdType)):
+                self.emit(depth, f"{_task_cpp(t)} {ident(r.name)}{{}};")
             else:
                 raise PyptoCompileError(f"orchestration codegen: an if cannot produce {t}")
         self.emit(depth, f"if ({scalar_expr(s.cond)}) {{")
@@ -449,6 +540,9 @@ class _OrchGen:
                 if isinstance(r.type, TensorType):
                     assert isinstance(v, Var)
                     self.emit(depth, f"{ident(r.name)}_p = &{ident(v.name)};")
+                elif isinstance(r.type, (ArrayType, TaskIdType)):
+                    assert isinstance(v, Var)
+                    self.emit(depth, f"{ident(r.name)} = {ident(v.name)};")
                 else:
                     self.emit(depth, f"{ident(r.name)} = {scalar_expr(v)};")
 
@@ -463,6 +557,9 @@ class _OrchGen:
                 )
             elif isinstance(t, ScalarType):
                 self.emit(depth, f"{scalar_cpp_type(t.dtype)} {ident(ia.var.name)} = {scalar_expr(ia.init)};")
+            elif isinstance(t, (ArrayType, TaskIdType)):
+                assert isinstance(ia.init, Var)
+                self.emit(depth, f"{_task_cpp(t)} {ident(ia.var.name)} = {ident(ia.init.name)};")
             else:
                 raise PyptoCompileError(f"orchestration codegen: loop-carried {t} is not supported")
         start, stop, step = (scalar_expr(x) for x in (s.start, s.stop, s.step))
@@ -489,6 +586,10 @@ class _OrchGen:
                 if isinstance(ia.var.type, TensorType):
                     assert isinstance(v, Var)
                     self.emit(depth + 1, f"{ident(ia.var.name)}_p = &{ident(v.name)};")
+                elif isinstance(ia.var.type, (ArrayType, TaskIdType)):
+                    assert isinstance(v, Var)
+                    if v.name != ia.var.name:
+                        self.emit(depth + 1, f"{ident(ia.var.name)} = {ident(v.name)};")
                 elif not (isinstance(v, Var) and v.name == ia.var.name):
                     self.emit(depth + 1, f"{ident(ia.var.name)} = {scalar_expr(v)};")
         self.emit(depth, "}")
@@ -498,6 +599,11 @@ class _OrchGen:
             else:
                 self.emit(depth, f"const auto {ident(r.name)} = {ident(ia.var.name)};")
             self.emit(depth, f"(void){ident(r.name)};")
+
+
+def _task_cpp(t: Type) -> str:
+    """The C++ type of a task id (``std::int64_t``, -1 naming no task) or a task-id array."""
+    return "std::vector<std::int64_t>" if isinstance(t, ArrayType) else "std::int64_t"
 
 
 def _allocates_locally(s: For) -> bool:

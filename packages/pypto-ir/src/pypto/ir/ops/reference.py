@@ -26,7 +26,17 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops.spec import LANGUAGE, OPS, REQUIRED, LangOp, OpError, OpSpec, infer
-from pypto.ir.types import MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
+from pypto.ir.types import (
+    ArrayType,
+    AtomicType,
+    MemorySpace,
+    PadValue,
+    ScalarType,
+    TaskIdType,
+    TensorType,
+    TileType,
+    Type,
+)
 
 __all__ = ["COMMAND", "SAMPLES", "main", "render", "sample", "usages"]
 
@@ -76,11 +86,18 @@ SAMPLES: dict[str, Sample] = {
     "tile.read": ([_T], {}),
     "tile.slice": ([_T], {"shape": (16, 32), "static_offsets": [0, 32]}),
     "tile.assemble": ([_T, TileType((16, 32), _FP32)], {"static_offsets": [0, 32]}),
+    "tensor.assemble": ([_X, _T], {"static_offsets": [16, 0], "atomic": AtomicType.Add}),
     "tile.fillpad": ([_T], {"pad": PadValue.zero}),
     "tensor.write": ([_X, _S], {}),
     "tensor.view": ([_X], {"shape": (16, 64), "static_offsets": [32, 0]}),
     "tile.print": ([_T], {"label": "t"}),
     "scalar.print": ([_S], {"label": "s"}),
+    "array.create": ([], {"extent": 4, "elem": TaskIdType()}),
+    "array.get": ([ArrayType(4), ScalarType(DataType.INT64)], {}),
+    "array.set": ([ArrayType(4), ScalarType(DataType.INT64), TaskIdType()], {}),
+    "system.task_dummy": ([ArrayType(4), TaskIdType()], {}),
+    "system.scope_begin": ([], {"mode": "manual"}),
+    "system.scope_end": ([], {"mode": "manual"}),
 }
 """Operand types and attributes for each IR op that is not one of the element-wise, reduction or
 broadcast families (those get theirs from ``sample``)."""

@@ -13,11 +13,14 @@ from typing import Any
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops.spec import OpError, Rule
 from pypto.ir.types import (
+    ArrayType,
     DynDim,
     MemorySpace,
     ScalarType,
+    TaskIdType,
     TensorType,
     TileType,
+    TupleType,
     Type,
 )
 
@@ -40,6 +43,16 @@ def _tile(t: Type, op: str, what: str, spaces: tuple[MemorySpace, ...] | None = 
 def _tensor(t: Type, op: str, what: str) -> TensorType:
     if not isinstance(t, TensorType):
         raise OpError(f"pl.{op}: {what} must be a Tensor, got {t}")
+    return t
+
+
+def _tensor_like(t: Type, op: str, what: str) -> TensorType:
+    """An operand of a tensor-level op: a tensor, or a tile (a value already on chip, mixed in
+    inside a kernel; the lowering uses the tile as it is)."""
+    if isinstance(t, TileType):
+        return TensorType(t.shape, t.dtype)
+    if not isinstance(t, TensorType):
+        raise OpError(f"pl.{op}: {what} must be a Tensor or a tile, got {t}")
     return t
 
 
@@ -89,11 +102,11 @@ def binary(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
             _same_shape(ta.shape, tb.shape, op)
             _same_dtype(ta.dtype, tb.dtype, op)
             return ta
-        xa = _tensor(a, op, "the first operand")
+        xa = _tensor_like(a, op, "the first operand")
         if isinstance(b, ScalarType):
             _scalar_fits(xa.dtype, b.dtype, op)
-            return xa
-        xb = _tensor(b, op, "the second operand")
+            return TensorType(xa.shape, xa.dtype)
+        xb = _tensor_like(b, op, "the second operand")
         _same_shape(xa.shape, xb.shape, op)
         _same_dtype(xa.dtype, xb.dtype, op)
         return TensorType(xa.shape, xa.dtype)
@@ -109,7 +122,7 @@ def unary(
     def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
         (a,) = args
         t: TileType | TensorType = (
-            _tile(a, op, "the operand", spaces) if kind == "tile" else _tensor(a, op, "the operand")
+            _tile(a, op, "the operand", spaces) if kind == "tile" else _tensor_like(a, op, "the operand")
         )
         if dtypes is not None and t.dtype not in dtypes:
             raise OpError(f"pl.{op}: needs {_describe(dtypes)}, got {t.dtype.value}; use pl.cast first")
@@ -151,8 +164,8 @@ def expand(kind: str, op: str, row: bool, spaces: tuple[MemorySpace, ...] = VEC)
             ta = _tile(a, op, "the first operand", spaces)
             tb = _tile(b, op, "the vector operand", spaces)
         else:
-            ta = _tensor(a, op, "the first operand")  # type: ignore[assignment]
-            tb = _tensor(b, op, "the vector operand")  # type: ignore[assignment]
+            ta = _tensor_like(a, op, "the first operand")  # type: ignore[assignment]
+            tb = _tensor_like(b, op, "the vector operand")  # type: ignore[assignment]
         if len(ta.shape) != 2 or len(tb.shape) != 2:
             raise OpError(f"pl.{op}: needs 2-D operands, got {list(ta.shape)} and {list(tb.shape)}")
         want = (ta.shape[0], 1) if row else (1, ta.shape[1])
@@ -392,8 +405,8 @@ def tile_matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 
 def tensor_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
-    a = _tensor(args[0], "matmul", "the left operand")
-    b = _tensor(args[1], "matmul", "the right operand")
+    a = _tensor_like(args[0], "matmul", "the left operand")
+    b = _tensor_like(args[1], "matmul", "the right operand")
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise OpError(f"pl.matmul: cannot multiply {list(a.shape)} by {list(b.shape)}")
     _same_dtype(a.dtype, b.dtype, "matmul")
@@ -416,6 +429,31 @@ def tile_assemble(args: list[Type], attrs: dict[str, Any]) -> Type:
     src = _tile(args[1], "assemble", "the source")
     _same_dtype(target.dtype, src.dtype, "assemble")
     _fits(target.shape, src.shape, list(attrs.get("static_offsets", [None, None])), "assemble")
+    return target
+
+
+def tensor_assemble(args: list[Type], attrs: dict[str, Any]) -> Type:
+    target = _tensor(args[0], "assemble", "the target")
+    src = args[1]
+    if not isinstance(src, (TileType, TensorType)):
+        raise OpError(f"pl.assemble: the source must be a tile or a tensor-level value, got {src}")
+    _same_dtype(target.dtype, src.dtype, "assemble")
+    if isinstance(src, TensorType) and not src.is_static:
+        raise OpError(f"pl.assemble: the source needs a static shape, got {list(src.shape)}")
+    shape = src.shape if isinstance(src, TileType) else src.static_shape
+    if len(shape) < len(target.shape):  # a tile into a higher-rank tensor: leading dims of 1
+        shape = (1,) * (len(target.shape) - len(shape)) + tuple(shape)
+    if len(shape) != len(target.shape):
+        raise OpError(
+            f"pl.assemble: the source {list(shape)} has rank {len(shape)} but the target has rank {len(target.shape)}"
+        )
+    _check_window(
+        target, list(attrs.get("static_offsets", [None] * len(target.shape))), tuple(shape), "assemble"
+    )
+    if isinstance(src, TileType) and src.memory not in (MemorySpace.Vec, MemorySpace.Acc):
+        raise OpError(
+            f"pl.assemble: a tile source into a tensor must be in Vec or Acc, got {src.memory.value}"
+        )
     return target
 
 
@@ -511,3 +549,61 @@ def tensor_write(args: list[Type], attrs: dict[str, Any]) -> Type:
         raise OpError(f"pl.write: the value must be a scalar, got {args[1]}")
     _scalar_fits(t.dtype, args[1].dtype, "write")
     return t
+
+
+# ----------------------------------------------------------------------------- task graph
+
+
+def array_create(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.array.create(n, pl.TASK_ID)``: ``n`` entries, none naming a task yet."""
+    n, elem = attrs["extent"], attrs["elem"]
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise OpError(f"pl.array.create: extent must be a positive integer constant, got {n!r}")
+    if not isinstance(elem, TaskIdType):
+        raise OpError(f"pl.array.create: the element type must be pl.TASK_ID, got {elem!r}")
+    return ArrayType(n, elem)
+
+
+def _array(t: Type, op: str) -> ArrayType:
+    if not isinstance(t, ArrayType):
+        raise OpError(f"{op}: expected a pl.array, got {t}")
+    return t
+
+
+def _index(t: Type, op: str) -> None:
+    if not isinstance(t, ScalarType) or not (t.dtype.is_signed_int or t.dtype.is_unsigned_int):
+        raise OpError(f"{op}: the index must be an integer scalar, got {t}")
+
+
+def array_get(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``arr[i]``: entry ``i``."""
+    a = _array(args[0], "array read arr[i]")
+    _index(args[1], "array read arr[i]")
+    return a.elem
+
+
+def array_set(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``arr[i] = v``: the array with entry ``i`` replaced."""
+    a = _array(args[0], "array update arr[i] = v")
+    _index(args[1], "array update arr[i] = v")
+    if args[2] != a.elem:
+        raise OpError(f"array update arr[i] = v: arr holds {a.elem}, got a value of type {args[2]}")
+    return a
+
+
+def deps_entries(args: list[Type], op: str) -> None:
+    """Each dependency is a task id or an array of them."""
+    for k, t in enumerate(args):
+        if not isinstance(t, (TaskIdType, ArrayType)):
+            raise OpError(f"{op}: deps entry {k} must be a task id or a pl.array of task ids, got {t}")
+
+
+def task_dummy(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.system.task_dummy(deps=[...])``: a task id ready once every dependency is."""
+    deps_entries(args, "pl.system.task_dummy")
+    return TaskIdType()
+
+
+def runtime_scope_mark(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """The start or end of a ``pl.manual_scope()`` block: a statement, no value."""
+    return TupleType(())

@@ -16,7 +16,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.ops import rules
 from pypto.ir.ops.rules import FLOAT, VEC
 from pypto.ir.ops.spec import LANGUAGE, OPS, Cpp, LangOp, OpSpec, Param, Rule
-from pypto.ir.types import MemorySpace
+from pypto.ir.types import AtomicType, MemorySpace
 
 __all__: list[str] = []
 
@@ -404,9 +404,15 @@ _enter(
 _enter(
     LangOp(
         "assemble",
-        (P("target"), P("source"), P("offset")),
-        """``target`` with ``source`` written into it at ``offsets`` (``pl.tile.assemble``).""",
-        {"tile": "tile.assemble"},
+        (P("target"), P("source"), P("offset"), P("atomic", AtomicType.None_)),
+        """``target`` with ``source`` written into it at ``offset``; returns the updated target.
+
+    A tile target (``pl.tile.assemble``) takes a tile source. A tensor target (in a ``pl.at``
+    scope or a kernel) takes a tile or a tensor-level value and stores it into the window at
+    ``offset`` (one offset per tensor dim). ``atomic=pl.AtomicType.Add`` (tensor targets only)
+    adds the source into the window instead: tasks that accumulate into one tensor this way
+    get the exact sum (the runtime orders them; docs/pypto-ir.md).""",
+        {"tile": "tile.assemble", "tensor": "tensor.assemble"},
         group="sub-tile",
     ),
     OpSpec(
@@ -419,6 +425,7 @@ _enter(
         offsets_at=2,
         spaces=(MemorySpace.Vec, MemorySpace.Mat),
     ),
+    OpSpec("tensor.assemble", rules.tensor_assemble, 2, 2, attrs=("static_offsets", "atomic"), offsets_at=2),
 )
 _enter(
     LangOp(
@@ -465,4 +472,77 @@ _enter(
     ),
     OpSpec("tile.print", rules.debug_print, 1, 1, Cpp("print"), attrs=("label",)),
     OpSpec("scalar.print", rules.debug_print, 1, 1, attrs=("label",)),
+)
+
+# ----------------------------------------------------------------------------- task graph
+# Orchestration-only ops: task-id arrays, dependency barriers and manual runtime scopes.
+
+_enter(
+    LangOp(
+        "array_create",
+        (P("extent"), P("dtype")),
+        """``pl.array.create(n, pl.TASK_ID)``: an array of ``n`` task ids held by the orchestration,
+    none set yet. ``arr[i] = tid`` sets an entry, ``arr[i]`` reads one; an array in ``deps=[...]``
+    stands for every entry that has been set.""",
+        default="array.create",
+        group="task graph",
+        public=False,
+    ),
+    OpSpec("array.create", rules.array_create, 0, 0, attrs=("extent", "elem"), on_core=False),
+)
+_enter(
+    LangOp(
+        "array_read",
+        (),
+        """``arr[i]``: entry ``i`` of a task-id array (-1, no task, when never set).""",
+        default="array.get",
+        group="task graph",
+        public=False,
+    ),
+    OpSpec("array.get", rules.array_get, 2, 2, on_core=False),
+)
+_enter(
+    LangOp(
+        "array_update",
+        (),
+        """``arr[i] = tid``: the array with entry ``i`` set (the name is rebound to the new value).""",
+        default="array.set",
+        group="task graph",
+        public=False,
+    ),
+    OpSpec("array.set", rules.array_set, 3, 3, on_core=False),
+)
+_enter(
+    LangOp(
+        "task_dummy",
+        (P("deps"),),
+        """``pl.system.task_dummy(deps=[...])``: a task that does no work and finishes once every
+    dependency has; its id stands for the whole set in later ``deps=`` lists.""",
+        default="system.task_dummy",
+        group="task graph",
+        public=False,
+    ),
+    OpSpec("system.task_dummy", rules.task_dummy, 0, 1 << 16, on_core=False),
+)
+_enter(
+    LangOp(
+        "manual_scope_begin",
+        (),
+        """The start of ``with pl.manual_scope():`` (a nested runtime scope of the orchestration).""",
+        default="system.scope_begin",
+        group="task graph",
+        public=False,
+    ),
+    OpSpec("system.scope_begin", rules.runtime_scope_mark, 0, 0, attrs=("mode",), on_core=False),
+)
+_enter(
+    LangOp(
+        "manual_scope_end",
+        (),
+        """The end of ``with pl.manual_scope():``.""",
+        default="system.scope_end",
+        group="task graph",
+        public=False,
+    ),
+    OpSpec("system.scope_end", rules.runtime_scope_mark, 0, 0, attrs=("mode",), on_core=False),
 )

@@ -30,7 +30,7 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.passes._rewrite import map_bodies
-from pypto.ir.types import TensorType
+from pypto.ir.types import AtomicType, TensorType
 
 NAME = "call_directions"
 
@@ -56,6 +56,15 @@ def usage(fn: Function) -> tuple[set[int], set[int]]:
                 r = root(e.args[2] if e.op == "tile.store" else e.args[0])
                 if r is not None:
                     written.add(r)
+            elif e.op == "tensor.assemble":
+                r = root(e.args[0])
+                if r is not None:
+                    written.add(r)
+                    if e.attr("atomic") is AtomicType.Add:
+                        read.add(r)  # an accumulation reads what the window holds
+                r = root(e.args[1])
+                if r is not None and isinstance(fn.params[r].var.type, TensorType):
+                    read.add(r)
             elif e.op == "tile.load" or (
                 e.op.startswith("tensor.")
                 and e.op not in ("tensor.dim", "tensor.create", "tensor.view", "tensor.write")

@@ -4,18 +4,25 @@ The scope's free variables become the kernel's parameters (tensors first, then s
 first-use order; SSA suffixes stripped from their names) and the scope is replaced by a call
 that submits the kernel, binding the task id when the scope had ``as tid``. Directions are
 filled in later by the call-directions pass. A value computed inside a scope can be used
-after it only when it is a tensor the scope wrote (then the outer tensor is used).
+after it when it is a tensor the scope wrote (then the outer tensor is used) or a tensor-level
+value of static shape (it is written into an intermediate tensor the orchestration allocates
+before the scope; later code reads that). Tiles and scalars do not outlive their scope.
+The scope's ``pl.at`` hints go to its kernel (``no_dep_args`` names become parameter names).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from pypto.ir.analysis.return_lineage import root_param
+from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import (
     Assign,
+    Call,
     CallFunc,
+    Const,
     Expr,
     ExprStmt,
     For,
@@ -26,6 +33,7 @@ from pypto.ir.nodes import (
     Return,
     Scope,
     Stmt,
+    TensorWrite,
     Var,
     expr_vars,
     free_vars,
@@ -76,12 +84,13 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
             elif isinstance(s, If):
                 out.append(replace(s, then_body=visit(s.then_body), else_body=visit(s.else_body)))
             elif isinstance(s, Scope):
-                out.append(outline_one(s))
+                out.extend(outline_one(s))
             else:
                 out.append(s)
         return tuple(out)
 
-    def outline_one(s: Scope) -> Stmt:
+    def outline_one(s: Scope) -> list[Stmt]:
+        s, created = _spill_escaping_values(s, fn, unique, escapes)
         free = free_vars(s.body)
         for v in free:
             if not isinstance(v.type, (TensorType, ScalarType)):
@@ -109,7 +118,10 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
             params.append(Param(pv, ParamDirection.IN))
         kname = unique(s.name_hint or f"{fn.name}_k{len(kernels)}")
         kbody = (*subst_body(s.body, mapping), Return(()))
-        kernel = Function(kname, tuple(params), (), kbody, FunctionType.InCore, outlined=True, span=s.span)
+        hints = _kernel_hints(s, ordered, mapping)
+        kernel = Function(
+            kname, tuple(params), (), kbody, FunctionType.InCore, outlined=True, span=s.span, hints=hints
+        )
         kernels.append(kernel)
         # values defined in the scope that escape: tensors it wrote map to the outer tensor
         for inner in walk_stmts(s.body):
@@ -121,12 +133,94 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
         call_type = TaskIdType() if s.task is not None else TupleType(())
         call = CallFunc(kname, tuple(ordered), call_type, deps=s.deps, span=s.span)
         if s.task is not None:
-            return Assign(s.task, call, s.span)
-        return ExprStmt(call, s.span)
+            return [*created, Assign(s.task, call, s.span)]
+        return [*created, ExprStmt(call, s.span)]
 
     body = visit(fn.body)
     body = _check_escapes(body, escapes, fn)
     return replace(fn, body=body, func_type=FunctionType.Orchestration), kernels
+
+
+def _spill_escaping_values(
+    s: Scope, fn: Function, unique: Callable[[str], str], escapes: dict[str, Expr]
+) -> tuple[Scope, list[Stmt]]:
+    """Tensor-level values the scope computes and later code uses go through device memory.
+
+    For each such value ``v`` (defined at the top of the scope body, not a tensor the scope
+    wrote), the orchestration allocates an intermediate tensor of its shape and dtype before
+    the scope (``tensor.create``), the scope ends by writing ``v`` into it, and later uses read
+    the intermediate: the runtime orders every later reader after the scope's task by the
+    usual dependency rule. Returns the scope with the writes appended and the allocations.
+    """
+    used_after = _used_outside(fn.body, s)
+    created: list[Stmt] = []
+    writes: list[Stmt] = []
+    for st in s.body:
+        for d in stmt_defs(st):
+            if d.name not in used_after or not isinstance(d.type, TensorType) or d.name in escapes:
+                continue
+            if _root_in_scope(s, d, free_vars(s.body)) is not None:
+                continue  # a tensor the scope wrote: later code uses the outer tensor
+            tt = d.type
+            if not tt.is_static:
+                raise KernelError(
+                    f"{base_name(d.name)!r} is computed inside a pl.at scope and used after it, which needs "
+                    f"an intermediate tensor of static shape, but its shape is {list(tt.shape)}",
+                    d.span,
+                )
+            tmp = Var(unique(f"{base_name(d.name)}_spill"), TensorType(tt.static_shape, tt.dtype), d.span)
+            attrs = (("dtype", tt.dtype), ("shape", tt.static_shape))
+            created.append(Assign(tmp, Call("tensor.create", (), attrs, tmp.type, d.span), d.span))
+            zeros = tuple(Const(0, DataType.INT64) for _ in tt.static_shape)
+            writes.append(TensorWrite(tmp, zeros, d, d.span))
+            escapes[d.name] = tmp
+    if not writes:
+        return s, []
+    return replace(s, body=(*s.body, *writes)), created
+
+
+def _used_outside(body: tuple[Stmt, ...], skip: Scope) -> set[str]:
+    """Names read anywhere in ``body`` except inside the scope ``skip``."""
+    names: set[str] = set()
+
+    def walk(stmts: tuple[Stmt, ...]) -> None:
+        for st in stmts:
+            if st is skip:
+                continue
+            for e in stmt_exprs(st):
+                names.update(v.name for v in expr_vars(e))
+            if isinstance(st, (For, Scope)):
+                walk(st.body)
+            elif isinstance(st, If):
+                walk(st.then_body)
+                walk(st.else_body)
+
+    walk(body)
+    return names
+
+
+def _kernel_hints(s: Scope, ordered: list[Var], mapping: dict[str, Expr]) -> tuple[tuple[str, object], ...]:
+    """The scope's hints for its kernel: ``no_dep_args`` names become the kernel's parameter names."""
+    out: list[tuple[str, object]] = []
+    for key, value in s.hints:
+        if key == "no_dep_args":
+            params: list[str] = []
+            for name in value:
+                found = [v for v in ordered if base_name(v.name) == name]
+                if not found:
+                    raise KernelError(
+                        f"pl.at: no_dep_args names {name!r}, which the scope does not use; "
+                        "list only tensors the scope reads or writes",
+                        s.span,
+                    )
+                for v in found:
+                    pv = mapping[v.name]
+                    assert isinstance(pv, Var)
+                    params.append(pv.name)
+            out.append((key, tuple(params)))
+        else:
+            out.append((key, value))
+    return tuple(out)
 
 
 def _root_in_scope(s: Scope, d: Var, ordered: list[Var]) -> int | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import KernelError
+from pypto.ir.errors import KernelError, Span
 from pypto.ir.nodes import (
     Arg,
     Assign,
@@ -31,7 +31,9 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.ops import OPS, infer, tile_shape_for
 from pypto.ir.param_info import Layout
-from pypto.ir.types import MemorySpace, TensorType, TileType, Type
+from pypto.ir.passes._rewrite import subst_body
+from pypto.ir.passes.matmul_tiling import Scratch, Store, budget, emit_blocked_matmul, needs_blocking
+from pypto.ir.types import AtomicType, MemorySpace, TensorType, TileType, Type
 
 NAME = "tensor_to_tile"
 MAX_TILE_ELEMENTS = 1 << 16
@@ -43,8 +45,30 @@ def run(program: Program) -> Program:
 
 
 def _lower_fn(fn: Function) -> Function:
-    lw = _Lowerer()
+    lw = _Lowerer(_budget(fn))
     return replace(fn, body=lw.body(fn.body))
+
+
+def _budget(fn: Function) -> dict[MemorySpace, int]:
+    """The buffer bytes each blocked matmul of ``fn`` may use (matmul_tiling.budget)."""
+    from pypto.ir.nodes import stmt_exprs, walk_stmts
+
+    pairs = []
+    for s in walk_stmts(fn.body):
+        for e in stmt_exprs(s):
+            if isinstance(e, Call) and e.op == "tensor.matmul":
+                a, b = e.args[0], e.args[1]
+                assert not isinstance(a, tuple)
+                assert not isinstance(b, tuple)
+                pairs.append((a.type, b.type))
+    return budget(pairs)
+
+
+def _big_matmul(c: Call) -> bool:
+    a, b = c.args[0], c.args[1]
+    assert not isinstance(a, tuple)
+    assert not isinstance(b, tuple)
+    return needs_blocking(a.type, b.type)
 
 
 def _add(a: Expr, b: Expr) -> Expr:
@@ -67,7 +91,10 @@ def _is_tensor_compute(e: object) -> bool:
 
 
 class _Lowerer:
-    def __init__(self) -> None:
+    def __init__(self, caps: dict[MemorySpace, int]) -> None:
+        self.caps = caps  # buffer bytes each blocked matmul of this kernel may use
+        self.blocked: dict[str, Call] = {}  # a matmul lowered by blocks where its value is consumed
+        self.alias: dict[str, Expr] = {}  # a value that names another (a blocked assemble's result)
         self.tiles: dict[str, Var] = {}  # tensor-level value -> the tile that holds it
         self.loaded: dict[tuple[str, MemorySpace], Var] = {}  # tensor already loaded in this body
         self.views: dict[str, Call] = {}  # window value -> its tensor.view call
@@ -81,6 +108,16 @@ class _Lowerer:
         out: list[Stmt] = []
         for original in stmts:
             s = original
+            if self.alias:
+                s = subst_body((s,), self.alias)[0]
+            if (
+                isinstance(s, Assign)
+                and isinstance(s.value, Call)
+                and s.value.op == "tensor.matmul"
+                and _big_matmul(s.value)
+            ):
+                self.blocked[s.var.name] = s.value  # emitted where its value is consumed
+                continue
             if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.view":
                 self.views[s.var.name] = s.value  # consumed by the loads and stores that use it
                 continue
@@ -90,7 +127,9 @@ class _Lowerer:
                 and self._through_view(s.value)
             ):
                 s = replace(s, value=self._rebase(s.value))
-            if isinstance(s, Assign) and _is_tensor_compute(s.value):
+            if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.assemble":
+                out.extend(self.assemble(s.var, s.value))
+            elif isinstance(s, Assign) and _is_tensor_compute(s.value):
                 assert isinstance(s.value, Call)
                 tile = self.lower_call(s.value, out, s.var.name)
                 self.tiles[s.var.name] = tile
@@ -142,10 +181,34 @@ class _Lowerer:
     def _mentions_lowered(self, s: Stmt) -> bool:
         from pypto.ir.nodes import expr_vars, stmt_exprs
 
-        return any(v.name in self.tiles for e in stmt_exprs(s) for v in expr_vars(e))
+        return any(
+            v.name in self.tiles or v.name in self.blocked for e in stmt_exprs(s) for v in expr_vars(e)
+        )
+
+    def on_chip(self, e: Expr, out: list[Stmt], span: Span | None) -> Var | None:
+        """The tile holding ``e`` when it is an on-chip value (a blocked product is written
+        into an L1 scratch tile first); None for a tensor in device memory."""
+        if isinstance(e, Var) and e.name in self.blocked:
+            call = self.blocked.pop(e.name)
+            scratch = emit_blocked_matmul(self, call, Scratch(), caps=self.caps, out=out, base=e.name)
+            assert scratch is not None
+            self.tiles[e.name] = scratch
+        if isinstance(e, Var) and e.name in self.tiles:
+            return self.tiles[e.name]
+        if isinstance(e, Var) and isinstance(e.type, TileType):
+            return e
+        return None
+
+    def store_sink(self, target: Var, offsets: tuple[Expr, ...], atomic: bool) -> Store:
+        def rebase(c: Call) -> Call:
+            return self._rebase(c) if target.name in self.views else c
+
+        return Store(target, offsets, atomic, rebase)
 
     def operand(self, e: Expr, out: list[Stmt], span: object, memory: MemorySpace = MemorySpace.Vec) -> Expr:
         """The tile holding tensor-level operand ``e`` (loading a tensor on demand)."""
+        if isinstance(e, Var) and e.name in self.blocked:
+            self.on_chip(e, out, span)  # type: ignore[arg-type]
         if isinstance(e, Var) and e.name in self.tiles:
             t = self.tiles[e.name]
             if memory is not MemorySpace.Vec and isinstance(t.type, TileType) and t.type.memory is not memory:
@@ -191,7 +254,9 @@ class _Lowerer:
             v = self.emit("tile.load", [e, zeros], attrs, out, "ld")
             self.loaded[(e.name, memory)] = v
             return v
-        return e  # a scalar operand
+        if isinstance(e, Var) and isinstance(e.type, TileType) and e.type.memory is not memory:
+            return self.emit("tile.move", [e], {"memory": memory}, out, "mv")  # a tile mixed in
+        return e  # a scalar operand, or a tile mixed in where it already is
 
     def emit(self, op: str, args: list[Arg], attrs: dict[str, object], out: list[Stmt], base: str) -> Var:
         types = [a.type for a in args if not isinstance(a, tuple)]
@@ -202,6 +267,22 @@ class _Lowerer:
 
     def lower_call(self, c: Call, out: list[Stmt], base: str) -> Var:
         kind = c.op.split(".", 1)[1]
+        src = c.args[0] if c.args else None
+        if kind == "cast" and isinstance(src, Var) and src.name in self.blocked:
+            scratch = emit_blocked_matmul(
+                self,
+                self.blocked.pop(src.name),
+                Scratch(c.attr("dtype"), c.attr("mode")),
+                caps=self.caps,
+                out=out,
+                base=base,
+            )
+            assert scratch is not None
+            return scratch
+        if kind == "matmul" and _big_matmul(c):
+            scratch = emit_blocked_matmul(self, c, Scratch(), caps=self.caps, out=out, base=base)
+            assert scratch is not None
+            return scratch
         if kind == "matmul":
             a = self.operand(c.args[0], out, c.span, MemorySpace.Mat)  # type: ignore[arg-type]
             b = self.operand(c.args[1], out, c.span, MemorySpace.Mat)  # type: ignore[arg-type]
@@ -212,8 +293,71 @@ class _Lowerer:
         args: list[Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
         return self.emit(f"tile.{kind}", args, dict(c.attrs), out, base)
 
+    def assemble(self, v: Var, c: Call) -> list[Stmt]:
+        """``v = tensor.assemble(target, source, offsets)``: the source as a Vec tile stored into
+        the target's window (``v`` names the target); ``atomic=Add`` loads the window first and
+        stores the sum."""
+        out: list[Stmt] = []
+        target, source, offs = c.args
+        assert isinstance(target, Var)
+        assert isinstance(offs, tuple)
+        atomic = c.attr("atomic") is AtomicType.Add
+        if isinstance(source, Var) and source.name in self.blocked:
+            sink = self.store_sink(target, offs, atomic)
+            emit_blocked_matmul(
+                self, self.blocked.pop(source.name), sink, caps=self.caps, out=out, base=v.name
+            )
+            self.forget(target)
+            self.alias[v.name] = target
+            return out
+        if isinstance(source, Call) and _is_tensor_compute(source):
+            tile: Arg = self.lower_call(source, out, v.name)
+        else:
+            tile = self.operand(source, out, c.span)  # type: ignore[arg-type]
+        assert isinstance(tile, Var)
+        tt = tile.type
+        assert isinstance(tt, TileType)
+        if tt.memory is not MemorySpace.Vec:
+            tile = self.emit("tile.move", [tile], {"memory": MemorySpace.Vec}, out, "mv")
+            tt = tile.type
+            assert isinstance(tt, TileType)
+        if c.attr("atomic") is AtomicType.Add:
+            shape = (1,) * (len(offs) - 2) + tt.shape if len(offs) >= 2 else (tt.shape[1],)
+            load = Call(
+                "tile.load",
+                (target, offs),
+                (("memory", MemorySpace.Vec), ("shape", shape)),
+                infer("tile.load", [target.type], {"shape": shape, "memory": MemorySpace.Vec}),
+                c.span,
+            )
+            if target.name in self.views:
+                load = self._rebase(load)
+            held = self.fresh("acc", load.type)
+            out.append(Assign(held, load, c.span))
+            tile = self.emit("tile.add", [held, tile], {}, out, "sum")
+        for key in [k for k in self.loaded if k[0] == target.name]:
+            del self.loaded[key]  # the tensor changes: a later read must load again
+        infer("tile.store", [tile.type, target.type], {})
+        store = Call("tile.store", (tile, offs, target), (), target.type, c.span)
+        if target.name in self.views:
+            store = self._rebase(store)
+        out.append(Assign(v, store, c.span))
+        return out
+
+    def forget(self, target: Var) -> None:
+        for key in [k for k in self.loaded if k[0] == target.name]:
+            del self.loaded[key]  # the tensor changes: a later read must load again
+
     def write(self, s: TensorWrite) -> list[Stmt]:
         out: list[Stmt] = []
+        v = s.value
+        big = isinstance(v, Call) and v.op == "tensor.matmul" and _big_matmul(v)
+        if big or (isinstance(v, Var) and v.name in self.blocked):
+            call = v if isinstance(v, Call) else self.blocked.pop(v.name)  # type: ignore[union-attr]
+            sink = self.store_sink(s.target, s.offsets, False)
+            emit_blocked_matmul(self, call, sink, caps=self.caps, out=out, base=s.target.name)
+            self.forget(s.target)
+            return out
         if isinstance(s.value, Call) and _is_tensor_compute(s.value):
             tile = self.lower_call(s.value, out, s.target.name)
         else:

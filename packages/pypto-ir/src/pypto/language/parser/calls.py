@@ -42,6 +42,9 @@ from pypto.language.suggest import foreign_library, instead_of
 
 SPMD_PARAMS = ("pypto_block_idx", "pypto_block_num")
 """The hidden trailing scalar parameters of a kernel that reads its SPMD block."""
+_MIXABLE = ("element-wise", "broadcast", "matmul")
+"""Op groups whose tile and tensor operands may be mixed: the op is then tensor-level, and
+tensor_to_tile uses each tile as it is."""
 
 
 class _Calls(_Directives):
@@ -199,7 +202,15 @@ class _Calls(_Directives):
         """Dispatch a ``pl`` op to the IR form its first operand selects (the op table's
         ``forms``/``default``), check it and build the Call."""
         first = args[0].type if args and not isinstance(args[0], tuple) else None
-        full = op_registry.op_for(op_registry.LANGUAGE[opname], first)
+        lang = op_registry.LANGUAGE[opname]
+        if (
+            isinstance(first, TileType)
+            and lang.group in _MIXABLE
+            and "tensor" in lang.forms
+            and any(isinstance(a.type, TensorType) for a in args if not isinstance(a, tuple))
+        ):
+            first = TensorType(first.shape, first.dtype)  # a tensor operand makes it tensor-level
+        full = op_registry.op_for(lang, first)
         if full is None:
             if not isinstance(first, (TileType, TensorType)):
                 raise self.err(

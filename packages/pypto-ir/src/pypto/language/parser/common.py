@@ -283,6 +283,10 @@ class _ParserBase:
 
         def tensor_view(self, node: ast.Subscript) -> Expr: ...
 
+        def deps_list(self, node: Any, what: str) -> tuple[Expr, ...]: ...
+
+        def check_orchestration(self, what: str, node: ast.AST) -> None: ...
+
 
 def _rebound_names(tree: ast.FunctionDef) -> set[str]:
     """Names bound more than once in a function (parameters count once)."""

@@ -24,9 +24,11 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.passes import ssa
 from pypto.ir.types import (
+    ArrayType,
     FunctionType,
     Level,
     ScalarType,
+    SplitMode,
     TaskIdType,
     TensorType,
     TileType,
@@ -35,15 +37,16 @@ from pypto.ir.types import (
 )
 from pypto.language import typing as lt
 from pypto.language.fold import INDEX, extent
-from pypto.language.parser.calls import _Calls
 from pypto.language.parser.common import (
     _AUG,
     _ann_str,
+    _Static,
 )
 from pypto.language.parser.directives import DIRECTIVES
+from pypto.language.parser.tasks import _Tasks
 
 
-class _Statements(_Calls):
+class _Statements(_Tasks):
     # ------------------------------------------------------------------ statements
 
     def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]:
@@ -107,6 +110,8 @@ class _Statements(_Calls):
             return self.yield_stmt(s.value, s.target)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             kind = self.dsl_kind(s.value.func)
+            if kind == "submit":
+                return self.submit_assign([], s.value, s)
             if kind in DIRECTIVES:
                 self.directive(kind, s.value)
                 return []
@@ -122,6 +127,10 @@ class _Statements(_Calls):
         if isinstance(s, ast.Assign):
             if len(s.targets) != 1:
                 raise self.err("chained assignment (a = b = ...) is not supported; assign once", s)
+            if self.is_submit(s.value):
+                t = s.targets[0]
+                assert isinstance(s.value, ast.Call)
+                return self.submit_assign(list(t.elts) if isinstance(t, ast.Tuple) else [t], s.value, s)
             return self.assign(s.targets[0], s.value, None, s)
         if isinstance(s, ast.AnnAssign):
             if s.value is None:
@@ -143,6 +152,8 @@ class _Statements(_Calls):
             opened = s.items[0].context_expr if len(s.items) == 1 else None
             if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) in ("spmd", "cluster"):
                 return self.spmd_stmt(s, opened)
+            if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) == "manual_scope":
+                return self.manual_scope_stmt(s, opened)
             return [self.with_stmt(s)]
         names = {
             ast.While: "while loops",
@@ -166,6 +177,10 @@ class _Statements(_Calls):
     def assign(self, target: ast.expr, value_node: ast.expr, ann: ast.expr | None, s: ast.stmt) -> list[Stmt]:
         span = self.src.span(s)
         if isinstance(target, ast.Subscript):
+            if isinstance(target.value, ast.Name):
+                base = self.lookup(target.value.id, target.value)
+                if isinstance(base, Var) and isinstance(base.type, ArrayType):
+                    return self.array_write(target, value_node, s)
             return [self.tensor_write(target, value_node, s)]
         if isinstance(target, ast.Tuple) and ann is None:
             return self.unpack_call(target, value_node, s)
@@ -329,6 +344,8 @@ class _Statements(_Calls):
 
     def tensor_view(self, node: ast.Subscript) -> Expr:
         base = self.expr(node.value)
+        if isinstance(base.type, ArrayType):
+            return self.array_read(base, node)
         if not isinstance(base, Var) or not isinstance(base.type, TensorType):
             raise self.err(f"only tensors can be windowed with [...], got {base.type}", node)
         offsets, extents = self.window(base, node)
@@ -345,13 +362,25 @@ class _Statements(_Calls):
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
             raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
         init_node = None
+        target_fn = self.resolve(it.func)
+        pipelined = isinstance(target_fn, _Static) and getattr(target_fn.value, "__pypto_pipeline__", False)
+        stage: int | None = None
         for kw in it.keywords:
+            if kw.arg == "stage" and pipelined:
+                stage = self.static_value(kw.value, "pl.pipeline stage", kw)
+                if isinstance(stage, bool) or not isinstance(stage, int) or stage <= 0:
+                    raise self.err(
+                        f"pl.pipeline: stage must be a positive integer constant, got {stage!r}", kw
+                    )
+                continue
             if kw.arg != "init_values":
                 raise self.err(
                     f"pl.range() got an unsupported keyword {kw.arg!r}; use pl.range(start, stop, step[, init_values=(...)])",
                     kw,
                 )
             init_node = kw.value
+        if pipelined and stage is None:
+            raise self.err("pl.pipeline needs stage=<depth>: pl.pipeline(n, stage=2)", it)
         pre: list[Stmt] = []
         carried: list[str] = []
         target = s.target
@@ -424,7 +453,7 @@ class _Statements(_Calls):
                 self.st.env[bound] = dest
         for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
             self.st.env[lhs] = self.st.env[name]
-        return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s))]
+        return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s), stage=stage)]
 
     def yield_stmt(self, call: ast.Call, target: ast.expr | None) -> list[Stmt]:
         """``pl.yield_(v, ...)``: the next values of the enclosing loop's init_values names."""
@@ -556,16 +585,8 @@ class _Statements(_Calls):
         hint = self.static_value(bound.get("name_hint"), "name_hint", call)
         if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
             raise self.err(f"pl.at: name_hint must be an identifier string, got {hint!r}", call)
-        deps: list[Expr] = []
-        dnode = bound.get("deps")
-        if dnode is not None and not (isinstance(dnode, ast.Constant) and dnode.value is None):
-            if not isinstance(dnode, (ast.List, ast.Tuple)):
-                raise self.err("pl.at: deps must be a list of task ids: deps=[tid]", dnode)
-            for d in dnode.elts:
-                e = self.expr(d)
-                if not isinstance(e.type, TaskIdType):
-                    raise self.err(f"pl.at: deps entries must be task ids bound by `as`, got {e.type}", d)
-                deps.append(e)
+        deps = list(self.deps_list(bound.get("deps"), "pl.at"))
+        hints = self.at_hints(bound, call)
         task: Var | None = None
         if item.optional_vars is not None and not isinstance(item.optional_vars, ast.Name):
             raise self.err("bind the task id to one name: `as tid`", item.optional_vars)
@@ -579,7 +600,71 @@ class _Statements(_Calls):
             assert isinstance(item.optional_vars, ast.Name)
             task = Var(self.prefix + item.optional_vars.id, TaskIdType(), self.src.span(item.optional_vars))
             self.st.env[task.name] = task
-        return Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s))
+        return Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s), hints=hints)
+
+    def at_hints(self, bound: dict[str, Any], call: ast.Call) -> tuple[tuple[str, Any], ...]:
+        """The hints of ``pl.at(optimizations=[...], no_dep_args=[...])`` as (key, value) pairs."""
+        from pypto.language.dsl import cross_core_slot, split
+
+        hints: dict[str, Any] = {}
+        onode = bound.get("optimizations")
+        if onode is not None and not (isinstance(onode, ast.Constant) and onode.value is None):
+            if not isinstance(onode, (ast.List, ast.Tuple)):
+                raise self.err(
+                    "pl.at: optimizations must be a list of pl.split(...) / pl.cross_core_slot(...) entries",
+                    onode,
+                )
+            for entry in onode.elts:
+                kind = self.dsl_kind(entry.func) if isinstance(entry, ast.Call) else None
+                if kind not in ("split", "cross_core_slot"):
+                    raise self.err(
+                        "pl.at: each optimizations entry must be pl.split(pl.SplitMode.<mode>) or "
+                        f"pl.cross_core_slot(slot_num=n), got {ast.unparse(entry)}",
+                        entry,
+                    )
+                assert isinstance(entry, ast.Call)
+                key = "split" if kind == "split" else "cross_core_slot"
+                if key in hints:
+                    raise self.err(f"pl.at: optimizations lists pl.{key}(...) twice", entry)
+                if kind == "split":
+                    args = self.bind(split, "pl.split", entry)
+                    mode = self.static_value(args.get("mode"), "pl.split(mode)", entry)
+                    if not isinstance(mode, SplitMode):
+                        raise self.err(
+                            "pl.split(mode): expected pl.SplitMode.NONE, UP_DOWN or LEFT_RIGHT, "
+                            f"got {ast.unparse(args['mode']) if 'mode' in args else 'nothing'}",
+                            entry,
+                        )
+                    hints[key] = mode.value
+                else:
+                    args = self.bind(cross_core_slot, "pl.cross_core_slot", entry)
+                    n = self.static_value(args.get("slot_num"), "pl.cross_core_slot(slot_num)", entry)
+                    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+                        raise self.err(
+                            f"pl.cross_core_slot(slot_num): expected a positive int, got {n!r}", entry
+                        )
+                    hints[key] = n
+        nnode = bound.get("no_dep_args")
+        if nnode is not None and not (isinstance(nnode, ast.Constant) and nnode.value is None):
+            if not isinstance(nnode, (ast.List, ast.Tuple)):
+                raise self.err("pl.at: no_dep_args must be a list of tensor names: no_dep_args=[t]", nnode)
+            names: list[str] = []
+            for e in nnode.elts:
+                if not isinstance(e, ast.Name):
+                    raise self.err(
+                        f"pl.at: no_dep_args entries must be tensor names, got {ast.unparse(e)}", e
+                    )
+                v = self.st.env.get(e.id)
+                if not isinstance(v, Var) or not isinstance(v.type, TensorType):
+                    what = "not defined before the scope" if v is None else f"a {v.type}"
+                    raise self.err(
+                        f"pl.at: no_dep_args entry {e.id!r} must be a tensor defined before the scope, it is {what}",
+                        e,
+                    )
+                if e.id not in names:
+                    names.append(e.id)
+            hints["no_dep_args"] = tuple(names)
+        return tuple(sorted(hints.items()))
 
     def return_stmt(self, s: ast.Return) -> Return:
         if s.value is None:

@@ -74,6 +74,11 @@ class DevicePlatform:
     device_type: str = ""
     """The torch device type of this platform's device tensors (``"npu"`` or ``"cpu"``)."""
     is_simulator: bool = False
+    cpu_device_index: int | None = None
+    """Set when CPU memory is this platform's device memory (the simulators): every CPU tensor
+    is then on this device index, in ND format, and no other tensor is a device tensor, which
+    lets call description read ``tensor.is_cpu`` instead of asking :meth:`tensor_device_index`
+    and :meth:`tensor_format`. None (the default): those queries are made for every tensor."""
 
     def tensor_device_index(self, tensor: object) -> int | None:
         """The device index of ``tensor`` if it is one of this platform's device tensors, else None."""

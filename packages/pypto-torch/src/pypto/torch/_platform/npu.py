@@ -69,6 +69,18 @@ def _load_native_adapter(platform: str, query: str) -> ModuleType:
         ) from exc
 
 
+def _optional_native_adapter() -> ModuleType | None:
+    """The native adapter if it imports, else None (it is optional where a Python API serves)."""
+    module = _loaded.get("pypto._torch_npu")
+    if module is not None:
+        return module
+    try:
+        module = _loaded["pypto._torch_npu"] = importlib.import_module("pypto._torch_npu")
+    except ImportError:
+        return None
+    return module
+
+
 class NpuPlatform(DevicePlatform):
     """``a2a3`` / ``a5``: tensors on ``npu:<index>``, torch_npu's current device and stream."""
 
@@ -112,10 +124,16 @@ class NpuPlatform(DevicePlatform):
         return bool(query()) if query is not None else False
 
     def bind_context(self, device_index: int) -> None:
-        # torch_npu's public set_device binds the calling thread to the device's context, the
-        # one the framework itself uses; it is called on the lifecycle owner thread only.
+        # Called on the lifecycle owner thread only. Both ways bind the calling thread to the
+        # device's context, the one the framework itself uses: the native adapter through
+        # torch_npu's SetDevice (and it reads the bound context back, failing loudly if none is
+        # bound), or, without the adapter, torch_npu's public set_device.
         torch_npu = _load_torch_npu(self.name, "binding the device context")
-        torch_npu.npu.set_device(device_index)
+        adapter = _optional_native_adapter()
+        if adapter is not None:
+            adapter.bind_context(device_index)
+        else:
+            torch_npu.npu.set_device(device_index)
 
     def wrap_framework_teardown(self, close: Callable[[], None]) -> bool:
         """Replace torch_npu's registered exit hook by one that calls ``close`` first.

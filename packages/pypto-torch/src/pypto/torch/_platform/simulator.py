@@ -85,6 +85,7 @@ class SimulatorPlatform(DevicePlatform):
 
     device_type = "cpu"
     is_simulator = True
+    cpu_device_index = SIMULATOR_DEVICE_INDEX
 
     def __init__(self, name: str = DEFAULT_PLATFORM) -> None:
         if name not in SIMULATOR_PLATFORMS:

@@ -9,7 +9,9 @@
 // Entries a binary exports (names: `<func_name>` is ChipCallable.build's func_name):
 //   extern "C" int32_t <func_name>(const SimplerOrchApi* api, SimplerOrchContext* ctx,
 //                                  const simpler::ChipStorageTaskArgs* args);
-//       Runs once per Worker.submit on the AICPU orchestrator thread. Returns 0 on success; a
+//       Runs once per Worker.submit on the AICPU orchestrator thread (TMR), or on the thread
+//       that calls submit/launch, building the whole graph first (host_build_graph; see
+//       docs/simpler-runtime.md). Returns 0 on success; a
 //       nonzero status fails the run naming the orchestration. A C++ exception that escapes is
 //       caught by the runtime and fails the run the same way.
 //   extern "C" void <func_name>_needs(simpler::OrchestrationNeeds* out);

@@ -1,11 +1,14 @@
 // CANN runtime entry points that the ACL headers shipped in the torch_npu wheel do not declare.
+// The one place these declarations live: simpler-native's NPU backend (src/core/npu/) and the
+// `cann` variant of tools/cann-probe both include it from simpler's installed headers. Nothing
+// else in simpler includes it, and including it defines nothing (declarations only).
 //
 // Written from the public CANN runtime API reference (the `rts` kernel-loading interface of
 // CANN 8.x: rtsBinaryLoadFromFile, rtsFuncGetByName, rtsLaunchCpuKernel and their argument
 // structs). These declarations are ours; on a machine with the CANN toolkit, its own
 // `runtime/rts/rts_kernel.h` is the authority, and the layout checks below must agree with it.
 // UNVERIFIED on hardware: compiled in CI (`nox -s npu-compile`), never linked against
-// libruntime.so or run here.
+// libruntime.so or run here (the NPU backend's link check leaves exactly these symbols open).
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,169 @@
+"""Live ranges of a lowered kernel's tiles: which on-chip tiles the generated kernel needs and
+between which program points each one holds a value.
+
+Program points number the kernel's statements depth-first in source order: a loop or a branch
+is one point (its header), then come the statements of its body (a branch: the then arm, then
+the else arm). A tile is live from the point that defines it to the last point that uses it,
+with these rules:
+
+- a tile used inside a loop that it was defined before is live to the end of that loop (the
+  next iteration reads it again);
+- a loop-carried tile (the holder of a tile iter arg, defined at the loop's header) is live
+  across its whole loop, and after it for as long as the loop's result is used (the result is
+  a reference to the holder);
+- a value that names another tile (``x = pl.print(t)``, a loop result) is that tile: its uses
+  extend the tile's range and it is not counted again.
+
+The tiles are the ones the generated kernel declares (pypto.ir.codegen.kernel): every
+tile-valued op result (an op that computes into a copy of an operand included), every
+loop-carried and branch-result holder, and the 1x1 tile of each ``pl.read`` / ``pl.write``
+(live at its statement only). The build checks that the two lists agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from pypto.ir.errors import Span
+from pypto.ir.nodes import (
+    Assign,
+    Call,
+    Expr,
+    ExprStmt,
+    For,
+    Function,
+    If,
+    Return,
+    Scope,
+    Stmt,
+    TensorWrite,
+    Var,
+    Yield,
+    expr_vars,
+    stmt_exprs,
+)
+from pypto.ir.passes.ssa import base_name
+from pypto.ir.platforms import TileAlloc
+from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType
+
+__all__ = ["ALIAS_OPS", "kernel_tile_ranges"]
+
+ALIAS_OPS = frozenset({"tile.print", "scalar.print"})
+"""Ops whose tile result is a second name for their operand (``x = pl.print(t)``: x is t)."""
+
+
+@dataclass
+class _Tile:
+    alloc: TileAlloc  # without its range yet
+    start: int
+    end: int
+
+
+@dataclass
+class _Liveness:
+    point: int = -1
+    tiles: list[_Tile] = field(default_factory=list)
+    owner: dict[str, int] = field(default_factory=dict)  # IR name -> index in tiles (aliases too)
+    loop_start: list[int] = field(default_factory=list)
+    loop_end: list[int] = field(default_factory=list)
+    uses: list[tuple[int, int, tuple[int, ...]]] = field(default_factory=list)  # tile, point, loops
+
+    def define(self, key: str, name: str, t: TileType, span: Span | None, *, at: int) -> None:
+        r, c = t.shape
+        alloc = TileAlloc(base_name(name), t.memory, t.dtype, (int(r), int(c)), span)
+        self.tiles.append(_Tile(alloc, at, at))
+        if key:
+            self.owner[key] = len(self.tiles) - 1
+
+    def use(self, e: Expr | tuple[Expr, ...], at: int, loops: tuple[int, ...]) -> None:
+        for v in expr_vars(e):
+            i = self.owner.get(v.name)
+            if i is not None:
+                self.uses.append((i, at, loops))
+
+    def body(self, stmts: tuple[Stmt, ...], loops: tuple[int, ...]) -> None:
+        for s in stmts:
+            self.point += 1
+            self.stmt(s, self.point, loops)
+
+    def stmt(self, s: Stmt, p: int, loops: tuple[int, ...]) -> None:
+        if isinstance(s, Assign):
+            self.assign(s, p, loops)
+            return
+        if isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "tensor.write":
+            self.element_write(s.value, p)
+        if isinstance(s, (ExprStmt, TensorWrite, Yield, Return, If)):
+            for e in stmt_exprs(s):
+                self.use(e, p, loops)
+        if isinstance(s, For):
+            self.loop(s, p, loops)
+        elif isinstance(s, If):
+            for r in s.results:
+                if isinstance(r.type, TileType):
+                    self.define(r.name, r.name, r.type, r.span or s.span, at=p)
+            self.body(s.then_body, loops)
+            self.body(s.else_body, loops)
+        elif isinstance(s, Scope):
+            self.body(s.body, loops)
+
+    def assign(self, s: Assign, p: int, loops: tuple[int, ...]) -> None:
+        v, e = s.var, s.value
+        self.use(e, p, loops)
+        if isinstance(e, Call) and e.op == "tensor.write":
+            self.element_write(e, p)
+        t = v.type
+        if isinstance(e, Call) and e.op in ALIAS_OPS:
+            (value,) = e.args
+            if isinstance(value, Var) and value.name in self.owner:
+                self.owner[v.name] = self.owner[value.name]
+            return
+        if isinstance(t, TileType):
+            self.define(v.name, v.name, t, v.span or e.span, at=p)
+        elif isinstance(t, ScalarType) and isinstance(e, Call) and e.op == "tensor.read":
+            # the element is loaded through a 1x1 tile, then copied out into a scalar
+            one = TileType((1, 1), t.dtype, MemorySpace.Vec)
+            self.define("", f"{v.name} (pl.read)", one, v.span or e.span, at=p)
+
+    def element_write(self, c: Call, p: int) -> None:
+        dst = c.args[0]
+        assert isinstance(dst, Var)
+        assert isinstance(dst.type, TensorType)
+        one = TileType((1, 1), dst.type.dtype, MemorySpace.Vec)
+        self.define("", f"pl.write({dst.name})", one, c.span, at=p)
+
+    def loop(self, s: For, p: int, loops: tuple[int, ...]) -> None:
+        for e in stmt_exprs(s):  # bounds and iter-arg inits are read once, at the header
+            self.use(e, p, loops)
+        holders = []
+        for ia in s.iter_args:
+            if isinstance(ia.var.type, TileType):
+                self.define(ia.var.name, ia.var.name, ia.var.type, ia.var.span or s.span, at=p)
+                holders.append(len(self.tiles) - 1)
+        index = len(self.loop_start)
+        self.loop_start.append(p)
+        self.loop_end.append(p)
+        self.body(s.body, (*loops, index))
+        self.loop_end[index] = self.point
+        for h in holders:  # carried from each iteration into the next: live across the loop
+            self.uses.append((h, self.point, loops))
+        for ia, r in zip(s.iter_args, s.results, strict=True):
+            if ia.var.name in self.owner:
+                self.owner[r.name] = self.owner[ia.var.name]
+
+    def ranges(self) -> tuple[TileAlloc, ...]:
+        for i, at, loops in self.uses:
+            tile = self.tiles[i]
+            end = at
+            for lp in loops:  # a loop the tile was defined before reads it again next iteration
+                if self.loop_start[lp] > tile.start:
+                    end = max(end, self.loop_end[lp])
+            tile.end = max(tile.end, end)
+        return tuple(replace(t.alloc, live=(t.start, t.end)) for t in self.tiles)
+
+
+def kernel_tile_ranges(fn: Function) -> tuple[TileAlloc, ...]:
+    """Every tile the generated kernel of ``fn`` (a lowered InCore function) declares, in
+    definition order, each with ``live`` set to the (first, last) program points it is live."""
+    lv = _Liveness()
+    lv.body(fn.body, ())
+    return lv.ranges()

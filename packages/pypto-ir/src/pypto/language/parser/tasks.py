@@ -1,0 +1,180 @@
+"""The parser's task-graph forms in an orchestration: ``pl.submit``, ``pl.manual_scope``,
+``deps=[...]`` lists and task-id arrays (``pl.array.create``, ``arr[i]``, ``arr[i] = v``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from pypto.ir.analysis.return_lineage import root_param
+from pypto.ir.nodes import Assign, Call, CallFunc, Expr, ExprStmt, Function, Return, Stmt, Var
+from pypto.ir.param_info import ParamDirection
+from pypto.ir.types import ArrayType, TaskIdType, TensorType, TupleType, Type
+from pypto.language.parser.calls import _Calls
+
+
+class _Tasks(_Calls):
+    manual_depth = 0
+
+    if TYPE_CHECKING:  # defined by the statements part
+
+        def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]: ...
+
+    def deps_list(self, node: Any, what: str) -> tuple[Expr, ...]:
+        """The entries of ``deps=[a, tids, None]``: task ids and task-id arrays (``None`` skipped)."""
+        if node is None or (isinstance(node, ast.Constant) and node.value is None):
+            return ()
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.err(f"{what}: deps must be a list of task ids or task-id arrays: deps=[tid]", node)
+        out: list[Expr] = []
+        for d in node.elts:
+            if isinstance(d, ast.Constant) and d.value is None:
+                continue
+            e = self.expr(d)
+            if not isinstance(e.type, (TaskIdType, ArrayType)):
+                raise self.err(
+                    f"{what}: a deps entry must be a task id (from pl.submit, pl.system.task_dummy or "
+                    f"`pl.at(...) as tid`) or a pl.array of them, got {e.type}",
+                    d,
+                )
+            out.append(e)
+        return tuple(out)
+
+    def check_orchestration(self, what: str, node: ast.AST) -> None:
+        if self.st.func_type.is_kernel or self.st.in_scope:
+            raise self.err(f"{what} belongs in an orchestration body, not in a kernel or a pl.at scope", node)
+
+    # ------------------------------------------------------------------ manual scope
+
+    def manual_scope_stmt(self, s: ast.With, call: ast.Call) -> list[Stmt]:
+        """``with pl.manual_scope():`` -> scope_begin, the body, scope_end (one runtime scope)."""
+        if call.args or call.keywords:
+            raise self.err("pl.manual_scope() takes no arguments", call)
+        if s.items[0].optional_vars is not None:
+            raise self.err("pl.manual_scope() binds no name; write `with pl.manual_scope():`", s)
+        self.check_orchestration("pl.manual_scope()", call)
+        if self.manual_depth:
+            raise self.err("pl.manual_scope() does not nest inside another pl.manual_scope()", call)
+        span = self.src.span(s)
+        attrs = (("mode", "manual"),)
+        begin = ExprStmt(
+            Call("system.scope_begin", (), attrs, self._mark_type("system.scope_begin"), span), span
+        )
+        end = ExprStmt(Call("system.scope_end", (), attrs, self._mark_type("system.scope_end"), span), span)
+        self.manual_depth += 1
+        try:
+            body, _ = self.block(s.body)
+        finally:
+            self.manual_depth -= 1
+        return [begin, *body, end]
+
+    def _mark_type(self, name: str) -> Any:
+        from pypto.ir import ops as op_registry
+
+        return op_registry.infer(name, [], {"mode": "manual"})
+
+    # ------------------------------------------------------------------ pl.submit
+
+    def is_submit(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Call) and self.dsl_kind(node.func) == "submit"
+
+    def submit_assign(self, targets: list[ast.expr], call: ast.Call, s: ast.stmt) -> list[Stmt]:
+        """``r1, ..., tid = pl.submit(self.kernel, *args, deps=[...])``: one task; the names take
+        what the kernel returns (each an argument of the call) and the task id. As a statement
+        (no targets) the results are not named."""
+        self.check_orchestration("pl.submit", call)
+        if not call.args:
+            raise self.err("pl.submit(self.kernel, *args, deps=[...]) needs the kernel first", call)
+        deps_node = None
+        for kw in call.keywords:
+            if kw.arg != "deps":
+                raise self.err(f"pl.submit() got an unsupported keyword {kw.arg!r}; it takes deps=[...]", kw)
+            deps_node = kw.value
+        func = call.args[0]
+        if not (
+            isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+        ):
+            raise self.err(
+                "pl.submit: the first argument must be a kernel method written self.<kernel>", func
+            )
+        inner = ast.Call(func=func, args=list(call.args[1:]), keywords=[])
+        ast.copy_location(inner, call)
+        c = self.expr(inner)
+        if not isinstance(c, CallFunc):
+            raise self.err(f"pl.submit: {ast.unparse(func)} is not a kernel of the program", func)
+        deps = self.deps_list(deps_node, "pl.submit")
+        results = self._returned_args(c, self.ctx.functions.get(c.callee), call)
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if targets and (len(names) != len(targets) or len(names) != len(results) + 1):
+            raise self.err(
+                f"pl.submit of {c.callee!r} gives {len(results)} result(s) and a task id: "
+                f"unpack {len(results) + 1} name(s), e.g. `out, tid = pl.submit(...)`",
+                s,
+            )
+        span = self.src.span(s)
+        task = CallFunc(c.callee, c.args, TaskIdType(), deps=deps, span=c.span)
+        if not targets:
+            self.hoisted += 1
+            anon = Var(f"{self.prefix}_task{self.hoisted}", TaskIdType(), span)
+            return [Assign(anon, task, span)]
+        tid = Var(self.prefix + names[-1], TaskIdType(), self.src.span(targets[-1]))
+        self.st.env[names[-1]] = tid
+        # a kernel's result is the argument it returns: the names rebind to those arguments
+        for name, arg in zip(names[:-1], results, strict=True):
+            self.st.env[name] = arg
+        return [Assign(tid, task, span)]
+
+    def _returned_args(self, c: CallFunc, callee: Function | None, node: ast.AST) -> list[Var]:
+        """The call's arguments that the kernel returns, in return order: traced through the
+        kernel's body (return lineage), else its pl.Out/pl.InOut arguments in order."""
+        items = c.type.items if isinstance(c.type, TupleType) else (c.type,)
+        rets = [t for t in items if isinstance(t, TensorType)]
+        if callee is None:
+            raise self.err(f"pl.submit: {c.callee!r} is not a kernel of the program", node)
+        last = callee.body[-1] if callee.body else None
+        if isinstance(last, Return) and len(last.values) == len(rets):
+            roots = [root_param(callee, v) for v in last.values]
+            if all(r is not None for r in roots):
+                picked = [c.args[r] for r in roots if r is not None]
+                if all(isinstance(a, Var) for a in picked):
+                    return [a for a in picked if isinstance(a, Var)]
+        out = [
+            a
+            for p, a in zip(callee.params, c.args, strict=False)
+            if p.direction in (ParamDirection.OUT, ParamDirection.INOUT) and isinstance(a, Var)
+        ]
+        if len(out) != len(rets):
+            raise self.err(
+                f"pl.submit of {c.callee!r}: it returns {len(rets)} tensor(s) but writes {len(out)} "
+                "argument(s) (pl.Out/pl.InOut); each returned tensor must be one of its arguments",
+                node,
+            )
+        return out
+
+    # ------------------------------------------------------------------ task-id arrays
+
+    def array_read(self, base: Expr, node: ast.Subscript) -> Expr:
+        idx = self.scalar(node.slice, "an array index")
+        return self.make_op_direct("array.get", [base, idx], node)
+
+    def array_write(self, target: ast.Subscript, value_node: ast.expr, s: ast.stmt) -> list[Stmt]:
+        assert isinstance(target.value, ast.Name)
+        arr = self.lookup(target.value.id, target.value)
+        assert isinstance(arr, Var)
+        idx = self.scalar(target.slice, "an array index")
+        value = self.expr(value_node)
+        new = self.make_op_direct("array.set", [arr, idx, value], s)
+        var = Var(arr.name, arr.type, self.src.span(target))
+        self.st.env[target.value.id] = var
+        return [Assign(var, new, self.src.span(s))]
+
+    def make_op_direct(self, name: str, args: list[Expr], node: ast.AST) -> Call:
+        """An orchestration op with no ``pl`` function of its own (array reads and updates)."""
+        from pypto.ir import ops as op_registry
+
+        self.check_orchestration("a pl.array access", node)
+        try:
+            rtype = op_registry.infer(name, [a.type for a in args], {})
+        except op_registry.OpError as exc:
+            raise self.err(str(exc), node) from None
+        return Call(name, tuple(args), (), rtype, self.src.span(node))
