@@ -23,6 +23,7 @@ from pathlib import Path
 # package declares) are not this checker's business.
 GOVERNED = (
     "simpler",
+    "pypto.backend",
     "pypto.ir",
     "pypto.language",
     "pypto.runtime",
@@ -46,7 +47,7 @@ class Layer:
 
 LAYERS: tuple[Layer, ...] = (
     Layer("simpler-native", "packages/simpler-native/src", ("simpler",)),
-    Layer("pypto-ir", "packages/pypto-ir/src", ("pypto.ir", "pypto.language")),
+    Layer("pypto-ir", "packages/pypto-ir/src", ("pypto.ir", "pypto.language", "pypto.backend")),
     Layer(
         "pypto-runtime",
         "packages/pypto-runtime/src",

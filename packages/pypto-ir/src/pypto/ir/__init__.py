@@ -15,10 +15,10 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
-    from pypto.ir.compile import CompileResult, compile_to_files
+    from pypto.ir.compile import CompileResult, compile, compile_to_files
     from pypto.ir.contract import Contract, DeviceKind, device_kind, parse_platform
     from pypto.ir.dtypes import DataType
-    from pypto.ir.errors import CompileError, KernelError, PyptoCompileError
+    from pypto.ir.errors import CodegenError, CompileError, KernelError, PyptoCompileError
     from pypto.ir.execution import get_jit_compiler, get_jit_executor, set_jit_compiler, set_jit_executor
     from pypto.ir.files import atomic_write
     from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, MetadataError, read_metadata
@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         validate_param_names,
         validate_return_aliases,
     )
+    from pypto.ir.pass_manager import OptimizationStrategy, PassDumpLevel, check_dump_passes, check_strategy
     from pypto.ir.platforms import (
         DEFAULT_PLATFORM,
         DEFAULT_RUNTIME,
@@ -43,6 +44,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         PLATFORMS,
         RUNTIMES,
         SIMULATOR_PLATFORMS,
+        BackendType,
+        check_backend,
         get_platform,
     )
     from pypto.ir.serialization import deserialize, serialize
@@ -55,6 +58,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
 _FACE: dict[str, tuple[str, str]] = {
     "ArtifactKey": ("pypto.ir.artifact_key", "ArtifactKey"),
     "ArtifactMetadata": ("pypto.ir.metadata", "ArtifactMetadata"),
+    "BackendType": ("pypto.ir.platforms", "BackendType"),
+    "CodegenError": ("pypto.ir.errors", "CodegenError"),
     "CompileError": ("pypto.ir.errors", "CompileError"),
     "CompileResult": ("pypto.ir.compile", "CompileResult"),
     "Contract": ("pypto.ir.contract", "Contract"),
@@ -73,6 +78,8 @@ _FACE: dict[str, tuple[str, str]] = {
     "NPU_PLATFORMS": ("pypto.ir.platforms", "NPU_PLATFORMS"),
     "NZ_BLOCK_BYTES": ("pypto.ir.param_info", "NZ_BLOCK_BYTES"),
     "NZ_BLOCK_ROWS": ("pypto.ir.param_info", "NZ_BLOCK_ROWS"),
+    "OptimizationStrategy": ("pypto.ir.pass_manager", "OptimizationStrategy"),
+    "PassDumpLevel": ("pypto.ir.pass_manager", "PassDumpLevel"),
     "PLATFORMS": ("pypto.ir.platforms", "PLATFORMS"),
     "PLATFORM_TABLE": ("pypto.ir.platforms", "PLATFORM_TABLE"),
     "PyptoCompileError": ("pypto.ir.errors", "PyptoCompileError"),
@@ -86,6 +93,10 @@ _FACE: dict[str, tuple[str, str]] = {
     "ViewSpan": ("pypto.ir.storage_rules", "Span"),
     "bind_complete_args": ("pypto.ir.param_info", "bind_complete_args"),
     "atomic_write": ("pypto.ir.files", "atomic_write"),
+    "check_backend": ("pypto.ir.platforms", "check_backend"),
+    "check_dump_passes": ("pypto.ir.pass_manager", "check_dump_passes"),
+    "check_strategy": ("pypto.ir.pass_manager", "check_strategy"),
+    "compile": ("pypto.ir.compile", "compile"),
     "compile_to_files": ("pypto.ir.compile", "compile_to_files"),
     "deserialize": ("pypto.ir.serialization", "deserialize"),
     "device_kind": ("pypto.ir.contract", "device_kind"),
@@ -118,6 +129,8 @@ __all__ = [
     "SIMULATOR_PLATFORMS",
     "ArtifactKey",
     "ArtifactMetadata",
+    "BackendType",
+    "CodegenError",
     "CompileError",
     "CompileResult",
     "Contract",
@@ -129,8 +142,10 @@ __all__ = [
     "KernelInfo",
     "Layout",
     "MetadataError",
+    "OptimizationStrategy",
     "ParamDirection",
     "ParamInfo",
+    "PassDumpLevel",
     "Program",
     "PyptoCompileError",
     "SignatureError",
@@ -139,6 +154,10 @@ __all__ = [
     "__version__",
     "atomic_write",
     "bind_complete_args",
+    "check_backend",
+    "check_dump_passes",
+    "check_strategy",
+    "compile",
     "compile_to_files",
     "deserialize",
     "device_kind",

@@ -14,7 +14,7 @@ from pypto.ir.analysis.signature import signature_of
 from pypto.ir.analysis.tile_liveness import kernel_tile_ranges
 from pypto.ir.codegen import KernelSource, OrchestrationSource, generate_kernel, generate_orchestration
 from pypto.ir.contract import Contract, check_lowered_abi, validate_kernel_contract
-from pypto.ir.errors import PyptoCompileError
+from pypto.ir.errors import CodegenError, PyptoCompileError
 from pypto.ir.metadata import ArtifactMetadata, KernelInfo, OrchestrationInfo
 from pypto.ir.nodes import CallFunc, Function, Program, stmt_exprs, walk_stmts
 from pypto.ir.param_info import ParamDirection, ParamInfo
@@ -106,7 +106,7 @@ def contract(b: Build) -> None:
         return
     for k, a in enumerate(b.raw_aliases):
         if a is None:
-            raise PyptoCompileError(
+            raise CodegenError(
                 f"{b.program.entry}: return value {k} is not one of the function's tensor parameters; "
                 "return the Out/InOut tensors the kernels wrote (e.g. `return c`)"
             )

@@ -1,4 +1,6 @@
-"""``compile_to_files``: passes + codegen + metadata into one artifact directory.
+"""``compile_to_files``: passes + codegen + metadata into one artifact directory; and the
+module is itself callable, ``pypto.ir.compile(program, ...)`` (:func:`compile_program`), the
+one-call form that picks the directory and takes the pass-manager options.
 
 It returns the lowered IR and the build metadata and wraps nothing for execution: the runtime
 builds the sources with ``simpler.toolchain`` and loads them. The steps of a compile are listed
@@ -9,6 +11,9 @@ files. The directory layout and every metadata field are described in docs/pypto
 from __future__ import annotations
 
 import os
+import sys
+import time
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +26,27 @@ from pypto.ir.contract import Contract, parse_platform
 from pypto.ir.files import atomic_write
 from pypto.ir.metadata import META_FILE, ArtifactMetadata, write_metadata
 from pypto.ir.nodes import Program
-from pypto.ir.platforms import DEFAULT_RUNTIME, RUNTIMES
+from pypto.ir.pass_manager import OptimizationStrategy, PassDumpLevel, check_dump_passes, check_strategy
+from pypto.ir.pipeline import lower
+from pypto.ir.platforms import (
+    DEFAULT_PLATFORM,
+    DEFAULT_RUNTIME,
+    RUNTIMES,
+    BackendType,
+    check_backend,
+    parse_backend,
+    simulator_of,
+)
 from pypto.ir.types import FunctionType
 
-__all__ = ["CompileResult", "check_host_access", "compile_to_files", "host_tensor_access", "signature_of"]
+__all__ = [
+    "CompileResult",
+    "check_host_access",
+    "compile_program",
+    "compile_to_files",
+    "host_tensor_access",
+    "signature_of",
+]
 
 
 @dataclass(frozen=True)
@@ -35,6 +57,13 @@ class CompileResult:
     metadata: ArtifactMetadata
     output_dir: Path
     files: tuple[Path, ...]  # every file written, compiled_meta.json last
+
+    def __fspath__(self) -> str:
+        """The artifact directory, so a result is used where a path is (``os.walk(result)``)."""
+        return os.fspath(self.output_dir)
+
+    def __str__(self) -> str:
+        return os.fspath(self.output_dir)
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -105,3 +134,76 @@ def compile_to_files(
             f.unlink(missing_ok=True)
         raise
     return CompileResult(b.lowered_program, b.meta, out, tuple(files))
+
+
+PASSES_DIR = "passes"
+"""Where ``compile_program(dump_passes=...)`` writes each lowering stage's IR, in the artifact."""
+
+
+def compile_program(
+    program: Program | Any,
+    output_dir: str | os.PathLike[str] | None = None,
+    *,
+    strategy: OptimizationStrategy | str = OptimizationStrategy.Default,
+    dump_passes: bool | PassDumpLevel = False,
+    backend_type: BackendType | str | None = None,
+    platform: str | None = None,
+    contract: Contract | str = Contract.PROGRAM,
+    runtime: str = DEFAULT_RUNTIME,
+) -> CompileResult:
+    """Compile ``program`` into a directory: ``pypto.ir.compile(program, ...)``.
+
+    Args:
+        program: An IR Program (``@pl.program``) or a Specialization of a ``@pl.jit`` function.
+        output_dir: A fresh directory; None: ``build_output/<program>_<YYYYmmdd_HHMMSS>`` under
+            the current directory (a numeric suffix when that exists).
+        strategy: ``OptimizationStrategy.Default``, the one pipeline (checked, no other effect).
+        dump_passes: True (or a PassDumpLevel other than NONE) also writes the IR after each
+            lowering stage to ``<output_dir>/passes/<k>_<stage>.txt`` (the parsed IR as
+            ``00_parse.txt``).
+        backend_type: Must agree with the platform (``Ascend910B``: a2a3, ``Ascend950``: a5);
+            None: the platform's.
+        platform: Default: the simulator of ``backend_type``'s chip, else ``a2a3sim``.
+        contract: ``PROGRAM`` (default) or ``KERNEL``.
+        runtime: The chip runtime.
+
+    Returns:
+        The CompileResult; it is path-like (``os.fspath(result)`` is the directory).
+    """
+    check_strategy(strategy)
+    level = check_dump_passes(dump_passes)
+    if platform is None:
+        platform = DEFAULT_PLATFORM if backend_type is None else simulator_of(parse_backend(backend_type))
+    platform = parse_platform(platform)
+    check_backend(backend_type, platform)
+    ir_program = program if isinstance(program, Program) else getattr(program, "program", program)
+    if output_dir is None:
+        output_dir = _fresh_build_dir(getattr(ir_program, "name", "program"))
+    result = compile_to_files(program, output_dir, contract=contract, platform=platform, runtime=runtime)
+    if level is not PassDumpLevel.NONE and isinstance(ir_program, Program):
+        where = result.output_dir / PASSES_DIR
+        _write_text(where / "00_parse.txt", str(ir_program))
+        for k, (stage, after) in enumerate(lower(ir_program).trace, start=1):
+            _write_text(where / f"{k:02d}_{stage}.txt", str(after))
+    return result
+
+
+def _fresh_build_dir(name: str) -> Path:
+    base = Path("build_output") / f"{name}_{time.strftime('%Y%m%d_%H%M%S')}"
+    out, k = base, 1
+    while out.exists():
+        out, k = base.with_name(f"{base.name}_{k}"), k + 1
+    return out
+
+
+class _CallableModule(types.ModuleType):
+    """This module's type: calling the module calls :func:`compile_program`, so that
+    ``pypto.ir.compile`` is both the module and the function (the name cannot be both
+    otherwise: importing a submodule sets the package attribute of the same name)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> CompileResult:
+        return compile_program(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+compile = sys.modules[__name__]  # the face's pypto.ir.compile: this module, callable

@@ -9,7 +9,7 @@ from __future__ import annotations
 import linecache
 from dataclasses import dataclass
 
-__all__ = ["CompileError", "KernelError", "PyptoCompileError", "Span"]
+__all__ = ["CodegenError", "CompileError", "KernelError", "PyptoCompileError", "Span"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,20 @@ class PyptoCompileError(Exception):
 
 CompileError = PyptoCompileError
 """The earlier name of :class:`PyptoCompileError`, kept for code that imports it."""
+
+
+class CodegenError(PyptoCompileError):
+    """A compile step that generates code rejected the program (e.g. an entry's return value
+    that is no tensor parameter, so no code can hand it back).
+
+    Attributes:
+        files: Generated files by relative path, text as written before the failure. Always
+            empty here: a compile writes no file until every step has passed.
+    """
+
+    def __init__(self, message: str, files: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.files: dict[str, str] = dict(files or {})
 
 
 class KernelError(PyptoCompileError):

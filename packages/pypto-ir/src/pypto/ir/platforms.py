@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import TypedDict
 
 from pypto.ir.dtypes import DataType
@@ -51,14 +52,19 @@ __all__ = [
     "SIM_DECLARED_TILE_BYTES",
     "TILE_SPACES",
     "TMR",
+    "BackendType",
     "BufferCapacityError",
     "BufferPeak",
     "Platform",
     "TileAlloc",
+    "backend_of",
     "buffer_peaks",
     "buffer_usage",
+    "check_backend",
     "check_kernel_buffers",
     "get_platform",
+    "parse_backend",
+    "simulator_of",
 ]
 
 KIB = 1024
@@ -162,6 +168,57 @@ SIMULATOR_PLATFORMS = tuple(name for name, p in PLATFORM_TABLE.items() if p.simu
 NPU_PLATFORMS = tuple(name for name, p in PLATFORM_TABLE.items() if not p.simulated)
 DEFAULT_PLATFORM = "a2a3sim"
 """The platform used where none is given: the simulated a2a3 chip (runs anywhere)."""
+
+
+class BackendType(Enum):
+    """The code-generation target named by the hardware it generates for: ``Ascend910B`` is
+    the a2a3 chip (platforms ``a2a3``/``a2a3sim``), ``Ascend950`` the a5 chip (``a5``/``a5sim``).
+    The platform already fixes it, so a compile or a RunConfig only checks that the two agree."""
+
+    Ascend910B = "a2a3"
+    Ascend950 = "a5"
+
+    @property
+    def hardware(self) -> str:
+        """The chip this backend generates for (``Platform.hardware``)."""
+        return self.value
+
+
+def backend_of(platform: str) -> BackendType:
+    """The BackendType of ``platform`` (its hardware): ``a2a3sim`` -> ``Ascend910B``."""
+    return BackendType(get_platform(platform).hardware)
+
+
+def parse_backend(backend_type: object) -> BackendType:
+    """``backend_type`` (a BackendType or its name) as the enum; ValueError naming the argument."""
+    if isinstance(backend_type, BackendType):
+        return backend_type
+    if isinstance(backend_type, str) and backend_type in BackendType.__members__:
+        return BackendType[backend_type]
+    names = ", ".join(f"BackendType.{n}" for n in BackendType.__members__)
+    raise ValueError(f"backend_type: expected one of {names}, got {backend_type!r}")
+
+
+def simulator_of(backend_type: BackendType) -> str:
+    """The simulated platform of ``backend_type``'s chip (``Ascend910B`` -> ``a2a3sim``)."""
+    return next(n for n, p in PLATFORM_TABLE.items() if p.simulated and p.hardware == backend_type.hardware)
+
+
+def check_backend(backend_type: object, platform: str) -> BackendType:
+    """``backend_type`` (a BackendType, its name, or None for the platform's own) checked
+    against ``platform``; ValueError naming the argument when it is not a backend or generates
+    for another chip than the platform is or simulates."""
+    expected = backend_of(platform)
+    if backend_type is None:
+        return expected
+    found = parse_backend(backend_type)
+    if found is not expected:
+        raise ValueError(
+            f"backend_type: BackendType.{found.name} generates for the {found.hardware} chip, but platform "
+            f"{platform!r} is (or simulates) {expected.hardware}; pass BackendType.{expected.name} or a "
+            f"{found.hardware} platform"
+        )
+    return found
 
 
 def get_platform(name: object) -> Platform:

@@ -19,7 +19,7 @@ from typing import Any
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
 from pypto.ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue, SplitMode, TaskIdType
-from pypto.language import array, system, tile
+from pypto.language import array, system, tensor, tile
 from pypto.language import ops as _ops
 from pypto.language.decorators import (
     DSLFunction,
@@ -31,12 +31,16 @@ from pypto.language.decorators import (
 )
 from pypto.language.dsl import (
     at,
+    cluster,
     cross_core_slot,
     manual_scope,
+    max,
+    min,
     parallel,
     pipeline,
     range,
     split,
+    spmd,
     static_assert,
     static_print,
     submit,
@@ -53,6 +57,7 @@ from pypto.language.typing import (
     RuntimeScalarMarker,
     Scalar,
     Tensor,
+    TensorView,
     Tile,
     dynamic,
 )
@@ -60,6 +65,7 @@ from pypto.language.typing import (
 Mem = MemorySpace
 ND = Layout.ND
 NZ = Layout.NZ
+TensorLayout = Layout  # pl.TensorLayout.ND / .NZ, the layout a pl.TensorView names
 
 FP32 = DataType.FP32
 FP16 = DataType.FP16
@@ -120,9 +126,12 @@ __all__ = [
     "Specialization",
     "SplitMode",
     "Tensor",
+    "TensorLayout",
+    "TensorView",
     "Tile",
     "array",
     "at",
+    "cluster",
     "cross_core_slot",
     "dynamic",
     "function",
@@ -130,16 +139,20 @@ __all__ = [
     "jit",
     "loads",
     "manual_scope",
+    "max",
+    "min",
     "parallel",
     "parse",
     "pipeline",
     "program",
     "range",
     "split",
+    "spmd",
     "static_assert",
     "static_print",
     "submit",
     "system",
+    "tensor",
     "tile",
     "unroll",
     "yield_",

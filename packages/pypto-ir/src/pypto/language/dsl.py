@@ -5,6 +5,7 @@ Like the ops, these are read by the parser and never run as Python.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,12 +15,16 @@ __all__ = [
     "CrossCoreSlot",
     "Split",
     "at",
+    "cluster",
     "cross_core_slot",
     "manual_scope",
+    "max",
+    "min",
     "parallel",
     "pipeline",
     "range",
     "split",
+    "spmd",
     "static_assert",
     "static_print",
     "submit",
@@ -142,6 +147,53 @@ def static_assert(condition: Any, message: str = "") -> None:
 
 
 static_assert.__pypto_dsl__ = "static_assert"  # type: ignore[attr-defined]
+
+
+def min(a: Any, b: Any) -> Any:
+    """The smaller of two scalars: ``pl.min(block, seq_len - start)``. In a kernel or an
+    orchestration it is an index or float scalar expression (folded when both are constants);
+    outside one it is Python's ``min``. For element-wise minima of tiles use ``pl.minimum``."""
+    return builtins.min(a, b)
+
+
+def max(a: Any, b: Any) -> Any:
+    """The larger of two scalars (see :func:`min`); element-wise: ``pl.maximum``."""
+    return builtins.max(a, b)
+
+
+min.__pypto_scalar__ = "min"  # type: ignore[attr-defined]
+max.__pypto_scalar__ = "max"  # type: ignore[attr-defined]
+
+
+def spmd(core_num: int, sync_start: bool = False) -> Any:
+    """``with pl.spmd(core_num=n):`` in an orchestration: each kernel call in the block is
+    submitted ``n`` times, as blocks 0..n-1 of one SPMD launch; a kernel reads its block with
+    ``pl.tile.get_block_idx()`` and the count with ``pl.tile.get_block_num()``. On the simulator
+    the blocks are ``n`` tasks (ordered by the tensors they share, as any tasks);
+    ``sync_start`` is accepted and has no effect there."""
+    raise RuntimeError("pl.spmd is a with-statement of an orchestration function")
+
+
+def cluster() -> Any:
+    """``with pl.cluster():`` groups SPMD launches that run on one cluster of cube and vector
+    cores; the simulator has no clusters, so the block runs as written."""
+    raise RuntimeError("pl.cluster is a with-statement of an orchestration function")
+
+
+def get_block_idx() -> Any:
+    """In a kernel launched by ``pl.spmd``: this block's index (0 outside an SPMD launch)."""
+    raise RuntimeError("pl.tile.get_block_idx is read in a kernel")
+
+
+def get_block_num() -> Any:
+    """In a kernel launched by ``pl.spmd``: the launch's block count (1 outside one)."""
+    raise RuntimeError("pl.tile.get_block_num is read in a kernel")
+
+
+spmd.__pypto_dsl__ = "spmd"  # type: ignore[attr-defined]
+cluster.__pypto_dsl__ = "cluster"  # type: ignore[attr-defined]
+get_block_idx.__pypto_block__ = 0  # type: ignore[attr-defined]
+get_block_num.__pypto_block__ = 1  # type: ignore[attr-defined]
 
 
 def manual_scope() -> Any:

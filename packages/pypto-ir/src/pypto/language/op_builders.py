@@ -125,13 +125,32 @@ def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) 
 
 def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     offs = p.offsets(b["offset"], "pl.slice offset")
-    if len(offs) != 2:
+    src = p.expr(b["input"])
+    if isinstance(src.type, TensorType) and len(offs) != len(src.type.shape):
+        raise p.err(
+            f"pl.slice of a rank-{len(src.type.shape)} tensor takes {len(src.type.shape)} offsets", node
+        )
+    if not isinstance(src.type, TensorType) and len(offs) != 2:
         raise p.err("pl.slice offsets are [row, col]", node)
-    attrs: dict[str, Any] = {
+    valid = b.get("valid_shape")
+    if valid is not None and not (isinstance(valid, ast.Constant) and valid.value is None):
+        if not isinstance(src.type, TensorType):
+            raise p.err(
+                "pl.slice(valid_shape=...) applies to a tensor window; a sub-tile is all valid", valid
+            )
+        p.extents(valid, "pl.slice valid_shape")  # checked; the window keeps `shape`
+    if isinstance(src.type, TensorType):  # a window of a tensor; its extents may be run-time scalars
+        shape, extents = p.extents(b["shape"], "pl.slice shape")
+        attrs: dict[str, Any] = {
+            "shape": shape,
+            "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
+        }
+        return p.make_op("slice", [src, offs] + ([extents] if extents is not None else []), attrs, node)
+    attrs = {
         "shape": p.shape(b["shape"], "pl.slice shape"),
         "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
     }
-    return p.make_op("slice", [p.expr(b["input"]), offs], attrs, node)
+    return p.make_op("slice", [src, offs], attrs, node)
 
 
 def _build_fillpad(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -174,11 +193,9 @@ def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Cal
 
 
 def _build_create_tensor(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    attrs = {
-        "shape": p.shape(b["shape"], "pl.create_tensor shape"),
-        "dtype": p.dtype(b["dtype"], "pl.create_tensor dtype"),
-    }
-    return p.make_op("create_tensor", [], attrs, node)
+    shape, extents = p.extents(b["shape"], "pl.create_tensor shape")
+    attrs = {"shape": shape, "dtype": p.dtype(b["dtype"], "pl.create_tensor dtype")}
+    return p.make_op("create_tensor", [extents] if extents is not None else [], attrs, node)
 
 
 def _build_full(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:

@@ -20,6 +20,8 @@ from pypto.ir.ops import LANGUAGE, REQUIRED, LangOp
 __all__ = [name for name, op in sorted(LANGUAGE.items()) if op.public]
 TILE_LEVEL = [name for name, op in sorted(LANGUAGE.items()) if op.public and op.tile_level]
 """The ops ``pl.tile`` exports: those with a tile form."""
+TENSOR_LEVEL = [name for name, op in sorted(LANGUAGE.items()) if op.public and op.tensor_level]
+"""The ops ``pl.tensor`` exports: those with a tensor form."""
 
 
 def signature(op: LangOp) -> inspect.Signature:

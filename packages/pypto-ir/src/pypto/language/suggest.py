@@ -30,8 +30,6 @@ COMPOSED: dict[str, str] = {
     "negative": "use pl.neg",
     "reciprocal": "use pl.recip",
     "absolute": "use pl.abs",
-    "max": "use pl.maximum (element-wise) or pl.row_max / pl.col_max (reductions)",
-    "min": "use pl.minimum (element-wise) or pl.row_min / pl.col_min (reductions)",
     "amax": "use pl.row_max / pl.col_max",
     "amin": "use pl.row_min / pl.col_min",
     "sum": "use pl.row_sum / pl.col_sum",

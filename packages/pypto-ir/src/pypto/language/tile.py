@@ -10,6 +10,10 @@ __all__ = list(_ops.TILE_LEVEL)
 
 globals().update({_name: getattr(_ops, _name) for _name in __all__})
 
+# The SPMD block queries are read in kernels but are no ops of the table, so they are not in
+# __all__ (the op list): pl.tile.get_block_idx() / get_block_num().
+from pypto.language.dsl import get_block_idx, get_block_num  # noqa: E402, F401
+
 
 def __getattr__(name: str) -> Any:
     # Declared so that static checkers accept ``pl.tile.add``; the ops are set above from the table.

@@ -26,6 +26,7 @@ __all__ = [
     "ScalarAnnotation",
     "Tensor",
     "TensorAnnotation",
+    "TensorView",
     "Tile",
     "TileAnnotation",
     "annotation_text",
@@ -89,6 +90,23 @@ class DirectionAnnotation:
     inner: Any
 
 
+@dataclass(frozen=True)
+class TensorView:
+    """The third entry of ``pl.Tensor[[shape], dtype, pl.TensorView(...)]``: the tensor's layout
+    and the part of it that holds data (``valid_shape``, dims or ``pl.dynamic`` names). The
+    simulator takes the layout; ``valid_shape`` documents the kernel's contract and is not
+    checked: a kernel reads its valid region with ``pl.load(..., valid_shape=...)``."""
+
+    valid_shape: Any = None
+    layout: Layout = Layout.ND
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.layout, Layout):
+            raise TypeError(f"pl.TensorView(layout): expected a pl.TensorLayout, got {self.layout!r}")
+        if self.valid_shape is not None:
+            object.__setattr__(self, "valid_shape", _dims(self.valid_shape, "pl.TensorView valid_shape"))
+
+
 class _TensorMeta(type):
     def __getitem__(cls, item: Any) -> TensorAnnotation:
         if not isinstance(item, tuple) or len(item) not in (2, 3):
@@ -96,7 +114,9 @@ class _TensorMeta(type):
                 f"pl.Tensor[...]: expected [shape, dtype] or [shape, dtype, layout], got {item!r}"
             )
         layout = Layout.ND
-        if len(item) == 3:
+        if len(item) == 3 and isinstance(item[2], TensorView):
+            layout = item[2].layout
+        elif len(item) == 3:
             layout = Layout(item[2].value if isinstance(item[2], Layout) else str(item[2]).upper())
         dtype = DataType.parse(item[1], what="pl.Tensor dtype")
         return TensorAnnotation(_dims(item[0], "pl.Tensor"), dtype, layout)

@@ -15,6 +15,7 @@ from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
 from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
 from pypto.runtime.runner import RunConfig
+from pypto.runtime.tensor_spec import TensorSpec
 
 __version__ = "0.1.0"
 
@@ -29,6 +30,7 @@ __all__ = [
     "PyptoRuntimeError",
     "RegistrationHandle",
     "RunConfig",
+    "TensorSpec",
     "__version__",
     "compile",
     "compile_artifact",

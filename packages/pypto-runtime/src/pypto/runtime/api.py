@@ -234,10 +234,24 @@ def load_cached(
 
 
 def run(
-    program: JITFunction | CompiledProgram, *args: Any, config: RunConfig | None = None, **kwargs: Any
+    program: JITFunction | CompiledProgram | Program,
+    *args: Any,
+    config: RunConfig | None = None,
+    **kwargs: Any,
 ) -> Any:
-    """Compile (cached) and run ``program`` on ``args`` in program mode (a CompiledProgram with
-    no ``config`` runs on its own platform and runtime)."""
+    """Compile (cached) and run ``program`` on ``args`` in program mode.
+
+    A ``@pl.jit`` function or a CompiledProgram returns what the call returns (a CompiledProgram
+    with no ``config`` runs on its own platform and runtime). An IR Program (``@pl.program``) is
+    compiled for ``config.platform`` and run when arguments are given; ``run`` then returns the
+    CompiledProgram, to call again (``run(prog)`` alone compiles).
+    """
+    if isinstance(program, Program):
+        config = config or RunConfig()
+        compiled = compile(program, platform=config.platform, runtime=config.runtime)
+        if args or kwargs:
+            compiled(*args, config=config, **kwargs)
+        return compiled
     if isinstance(program, CompiledProgram):
         return program(*args, config=config, **kwargs)
     return _executor_call(program, args, kwargs, config or RunConfig())

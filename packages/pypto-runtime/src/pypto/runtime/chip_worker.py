@@ -261,7 +261,9 @@ class ChipWorker:
     def _run(self, native: Any, task_args: Any, config: RunConfig, keep_alive: object) -> None:
         self._require_open("run")
         mode_gate.claim_program(f"ChipWorker on {self.platform}")
-        self._worker.run(native, task_args, config.call_config, timeout=config.timeout, keep_alive=keep_alive)
+        self._worker.run(
+            native, task_args, config.effective_call_config, timeout=config.timeout, keep_alive=keep_alive
+        )
 
     # -- device memory ---------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from ctypes import addressof, c_char
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +18,18 @@ from pypto.ir import (
     DEFAULT_PLATFORM,
     DEFAULT_RUNTIME,
     DYNAMIC,
+    SIMULATOR_PLATFORMS,
+    BackendType,
     Contract,
     DataType,
     Layout,
+    OptimizationStrategy,
     ParamDirection,
     ParamInfo,
+    PassDumpLevel,
+    check_backend,
+    check_dump_passes,
+    check_strategy,
     partial_overlap,
     strided_alias_conflict,
 )
@@ -62,6 +69,24 @@ class RunConfig:
         aiv_threads: Simulated AICore vector (AIV) threads (None: the default, 1 per CPU, 1..4).
             Independent tasks run in parallel on these threads (traces show it); runs with
             different counts use different shared Workers.
+        enable_chip_swimlane: The chip's swimlane trace: False/0 off; True or a level 1..4
+            writes it (the simulator has one level of detail: every level writes the same
+            trace, Chrome/Perfetto JSON ``<swimlane_dir>/<program>_call<k>.swimlane.json``);
+            it is ``call_config.swimlane`` set on a copy of ``call_config``.
+        swimlane_dir: Where the swimlane trace goes (default ``build_output/swimlane`` under
+            the current directory); only with ``enable_chip_swimlane``.
+        strategy: ``OptimizationStrategy.Default``, the compiler's one pipeline: checked, no
+            other effect.
+        backend_type: Checked against ``platform`` (``BackendType.Ascend910B``: a2a3,
+            ``Ascend950``: a5); None: the platform's. The platform alone decides the build.
+        dump_passes: A bool or a ``PassDumpLevel``: checked; a program-mode compile writes no
+            per-pass dump (its generated sources are in the store entry);
+            ``pypto.ir.compile(..., dump_passes=True)`` writes one.
+        compile_profiling: A bool, checked; no effect: a program-mode compile goes through the
+            artifact store and is timed by nobody (``nox -s bench`` measures the compile path).
+        rtol, atol: The tolerances of a check of results against a reference that uses this
+            config (``torch.allclose(out, ref, rtol=config.rtol, atol=config.atol)``); a run
+            itself compares nothing. Each >= 0.
     """
 
     platform: str = DEFAULT_PLATFORM
@@ -71,26 +96,70 @@ class RunConfig:
     timeout: float | None = None
     aic_threads: int | None = None
     aiv_threads: int | None = None
+    enable_chip_swimlane: bool | int = False
+    swimlane_dir: str | None = None
+    strategy: OptimizationStrategy | str = OptimizationStrategy.Default
+    backend_type: BackendType | str | None = None
+    dump_passes: bool | PassDumpLevel = False
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    compile_profiling: bool = False
+    # the CallConfig a run passes to the Worker: call_config, with the swimlane setting applied
+    effective_call_config: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from pypto.ir import RUNTIMES, parse_platform
+        from pypto.ir import RUNTIMES, get_platform, parse_platform
+        from pypto.runtime import settings
 
         parse_platform(self.platform)
+        if not get_platform(self.platform).simulated and settings.simulate_npu():
+            chip = get_platform(self.platform).hardware
+            simulator = next(n for n in SIMULATOR_PLATFORMS if get_platform(n).hardware == chip)
+            object.__setattr__(self, "platform", simulator)
+            object.__setattr__(self, "device_id", 0)
         if self.runtime not in RUNTIMES:
             raise ValueError(
                 f"RunConfig(runtime): expected one of {', '.join(RUNTIMES)}, got {self.runtime!r}"
             )
         if isinstance(self.device_id, bool) or not isinstance(self.device_id, int) or self.device_id < 0:
             raise ValueError(f"RunConfig(device_id): expected an int >= 0, got {self.device_id!r}")
-        for field in ("aic_threads", "aiv_threads"):
-            n = getattr(self, field)
+        for name in ("aic_threads", "aiv_threads"):
+            n = getattr(self, name)
             if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 64):
-                raise ValueError(f"RunConfig({field}): expected None or an int in [0, 64], got {n!r}")
+                raise ValueError(f"RunConfig({name}): expected None or an int in [0, 64], got {n!r}")
         if self.aic_threads == 0 and self.aiv_threads == 0:
             raise ValueError(
                 "RunConfig(aic_threads, aiv_threads): expected at least one AICore thread, got 0"
             )
-        prefix = getattr(self.call_config, "output_prefix", None)
+        level = self.enable_chip_swimlane
+        if isinstance(level, bool):
+            level = 4 if level else 0
+        if not isinstance(level, int) or not 0 <= level <= 4:
+            raise ValueError(
+                f"RunConfig(enable_chip_swimlane): expected a bool or an int level in [0, 4], got "
+                f"{self.enable_chip_swimlane!r}"
+            )
+        if self.swimlane_dir is not None and not level:
+            raise ValueError(
+                f"RunConfig(swimlane_dir): given as {self.swimlane_dir!r} but enable_chip_swimlane is off; "
+                "set enable_chip_swimlane=True to write the trace"
+            )
+        check_strategy(self.strategy)
+        check_backend(self.backend_type, self.platform)
+        check_dump_passes(self.dump_passes)
+        if not isinstance(self.compile_profiling, bool):
+            raise ValueError(f"RunConfig(compile_profiling): expected a bool, got {self.compile_profiling!r}")
+        for name in ("rtol", "atol"):
+            tol = getattr(self, name)
+            if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
+                raise ValueError(f"RunConfig({name}): expected a number >= 0, got {tol!r}")
+        call_config = self.call_config
+        if level:
+            call_config = _with_swimlane(
+                call_config, self.swimlane_dir or str(Path("build_output", "swimlane"))
+            )
+        object.__setattr__(self, "effective_call_config", call_config)
+        prefix = getattr(call_config, "output_prefix", None)
         if prefix:
             from pypto.runtime import settings
 
@@ -101,6 +170,33 @@ class RunConfig:
                     f"RunConfig(call_config.output_prefix): {prefix!r} is inside the artifact store "
                     f"{str(root)!r}, which is immutable; write diagnostics somewhere else"
                 )
+
+
+_CALL_CONFIG_FIELDS = (
+    "aicpu_thread_num",
+    "dep_graph",
+    "dep_pool",
+    "heap",
+    "rings",
+    "task_window",
+    "validate",
+    "workspace_budget_bytes",
+)
+
+
+def _with_swimlane(call_config: Any, where: str) -> Any:
+    """A copy of ``call_config`` (None: the defaults) with the swimlane trace on, written under
+    ``where`` (created), unless ``call_config`` already names an ``output_prefix``."""
+    import simpler
+
+    made = simpler.CallConfig()
+    if call_config is not None:
+        for name in _CALL_CONFIG_FIELDS:
+            setattr(made, name, getattr(call_config, name))
+    prefix = getattr(call_config, "output_prefix", None) or str(Path(where).resolve())
+    made.swimlane = True
+    made.output_prefix = prefix
+    return made
 
 
 def _signature_text(params: Sequence[ParamInfo]) -> str:
@@ -466,7 +562,7 @@ class CallPlan:
                 aiv_threads=config.aiv_threads,
             )
             self.bound[key] = (generation, worker, handle)
-        worker.run(handle, mat, config.call_config, timeout=config.timeout, keep_alive=args)
+        worker.run(handle, mat, config.effective_call_config, timeout=config.timeout, keep_alive=args)
         if self.return_count == 0:
             return None
         if self.return_count == 1:
@@ -510,7 +606,7 @@ def _run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], 
         aic_threads=config.aic_threads,
         aiv_threads=config.aiv_threads,
     )
-    worker.run(handle, task_args, config.call_config, timeout=config.timeout)
+    worker.run(handle, task_args, config.effective_call_config, timeout=config.timeout)
     return call_results(artifact, slots)
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "invalidating_snapshot",
     "lock_timeout",
     "platform",
+    "simulate_npu",
 ]
 
 
@@ -154,6 +155,15 @@ SETTINGS: Mapping[str, Setting] = {
             "simulated chip.",
         ),
         Setting(
+            "PYPTO_SIMULATE_NPU",
+            Effect.NEUTRAL,
+            _parse_bool,
+            False,
+            "1 runs a RunConfig that names an NPU platform (a2a3, a5) on that chip's simulator "
+            "(a2a3sim, a5sim; device_id is then ignored): scripts written for a device run unchanged "
+            "on a machine without one. The run's RunConfig.platform says which platform ran.",
+        ),
+        Setting(
             "PYPTO_SKIP_RUNTIME_PIN",
             Effect.NEUTRAL,
             _parse_bool,
@@ -231,6 +241,11 @@ def platform() -> str | None:
     """The configured platform (PYPTO_PLATFORM), or None when unset."""
     value: str | None = get("PYPTO_PLATFORM")
     return value
+
+
+def simulate_npu() -> bool:
+    """Whether an NPU platform in a RunConfig runs on its simulator (PYPTO_SIMULATE_NPU)."""
+    return bool(get("PYPTO_SIMULATE_NPU"))
 
 
 def fault_point() -> str | None:

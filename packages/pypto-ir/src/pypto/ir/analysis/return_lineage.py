@@ -10,7 +10,7 @@ that aliases no parameter.
 
 from __future__ import annotations
 
-from pypto.ir.errors import PyptoCompileError
+from pypto.ir.errors import CodegenError
 from pypto.ir.nodes import (
     Assign,
     Call,
@@ -107,7 +107,7 @@ def require_aliases(program: Program) -> tuple[int, ...]:
     aliases = entry_aliases(program)
     for k, a in enumerate(aliases):
         if a is None:
-            raise PyptoCompileError(
+            raise CodegenError(
                 f"{program.entry}: return value {k} is not one of the function's tensor parameters; "
                 "return the Out/InOut tensors the kernels wrote (e.g. `return c`)"
             )

@@ -68,6 +68,29 @@ static inline simpler::ChipTensor pypto_window(const simpler::ChipTensor& t, std
 """
 
 
+# A window whose extents are run-time scalars: each axis's [start, start + extent) must lie in
+# the tensor's extent on that axis, else the run fails naming the window (nothing is submitted).
+WINDOW_CHECK_HELPER = """\
+static inline bool pypto_window_ok(simpler::Orchestrator& orch, const simpler::ChipTensor& t, const char* what,
+                                   std::initializer_list<std::int64_t> start, std::initializer_list<std::int64_t> extent) {
+    std::uint32_t i = 0;
+    auto e = extent.begin();
+    for (std::int64_t s : start) {
+        const std::int64_t n = *e++;
+        if (s < 0 || n <= 0 || i >= t.ndims || static_cast<std::uint64_t>(s) + static_cast<std::uint64_t>(n) > t.shapes[i]) {
+            std::string msg = std::string(what) + ": the window [" + std::to_string(s) + ", " + std::to_string(s + n) +
+                              ") on axis " + std::to_string(i) + " is outside the tensor's extent " +
+                              std::to_string(i < t.ndims ? t.shapes[i] : 0) + "; nothing was submitted";
+            orch.report_error(msg.c_str());
+            return false;
+        }
+        ++i;
+    }
+    return true;
+}
+"""
+
+
 # One element of a tensor on the host (pl.read / pl.write): the address of element `index`, or
 # nullptr after failing the run (orch.report_error) when the index is outside the tensor's shape
 # or the element outside its buffer. Nothing is read or written through a failed access.
@@ -101,6 +124,18 @@ static inline T* pypto_element(simpler::Orchestrator& orch, const simpler::ChipT
     return nullptr;
 }
 """
+
+
+def _extents(t: TensorType, given: object) -> list[str]:
+    """Per dimension, the C++ extent of a created tensor or a window: a constant, or the
+    run-time index scalar the program gave (``given``, one expression per dimension)."""
+    if given is None:
+        return [f"{int(d)}u" for d in t.shape]  # type: ignore[arg-type]
+    assert isinstance(given, tuple)
+    return [
+        f"{int(d)}u" if isinstance(d, int) else f"static_cast<std::uint32_t>({scalar_expr(x)})"
+        for d, x in zip(t.shape, given, strict=True)
+    ]
 
 
 def _c_string(text: str) -> str:
@@ -172,6 +207,7 @@ class _OrchGen:
             "",
             SCALAR_HELPERS,
             WINDOW_HELPER,
+            WINDOW_CHECK_HELPER,
             ELEMENT_HELPER,
             f"SIMPLER_ORCHESTRATION({sym}, {len(tensors)}, {len(scalars)})",
             "(const SimplerOrchApi* api, SimplerOrchContext* ctx, const simpler::ChipStorageTaskArgs* args) {",
@@ -238,7 +274,7 @@ class _OrchGen:
             self.emit(depth, f"(void){name};")
             return
         if isinstance(e, Call) and e.op == "tensor.view":
-            base, offs = e.args
+            base, offs = e.args[0], e.args[1]
             assert isinstance(base, Var)
             if base.name in self.roots:
                 self.roots[v.name] = self.roots[base.name]
@@ -246,7 +282,16 @@ class _OrchGen:
             t = v.type
             assert isinstance(t, TensorType)
             starts = ", ".join(f"static_cast<std::int64_t>({scalar_expr(o)})" for o in offs)
-            extents = ", ".join(f"{int(d)}u" for d in t.shape)  # type: ignore[arg-type]
+            given = e.args[2] if len(e.args) > 2 else None
+            extents = ", ".join(_extents(t, given))
+            if given is not None:
+                assert isinstance(given, tuple)
+                what = _c_string(_access_what("pl.slice", base, e))
+                wide = ", ".join(f"static_cast<std::int64_t>({scalar_expr(x)})" for x in given)
+                self.emit(
+                    depth,
+                    f"if (!pypto_window_ok(orch, {ident(base.name)}, {what}, {{{starts}}}, {{{wide}}})) return 1;",
+                )
             self.emit(
                 depth,
                 f"const simpler::ChipTensor {name} = pypto_window({ident(base.name)}, {{{starts}}}, {{{extents}}});",
@@ -256,7 +301,7 @@ class _OrchGen:
         if isinstance(e, Call) and e.op == "tensor.create":
             t = v.type
             assert isinstance(t, TensorType)
-            dims = ", ".join(f"{int(d)}u" for d in t.shape)  # type: ignore[arg-type]
+            dims = ", ".join(_extents(t, e.args[0] if e.args else None))
             self.emit(depth, f"simpler::ChipTensor {name};")
             self.emit(depth, "{")
             self.emit(depth + 1, f"const std::uint32_t shape[{len(t.shape)}] = {{{dims}}};")

@@ -62,6 +62,7 @@ SAMPLES: dict[str, Sample] = {
     "tile.reshape": ([_T], {"shape": (32, 32)}),
     "tensor.reshape": ([_X], {"shape": (64, 128)}),
     "tile.transpose": ([_T], {}),
+    "tile.transpose_view": ([TileType((64, 16), _FP16, MemorySpace.Mat)], {}),
     "tensor.transpose": ([_X], {}),
     "tile.concat": ([_T, _T], {}),
     "tensor.concat": ([_X, _X], {}),

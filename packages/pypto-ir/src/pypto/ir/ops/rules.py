@@ -14,6 +14,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.ops.spec import OpError, Rule
 from pypto.ir.types import (
     ArrayType,
+    DynDim,
     MemorySpace,
     ScalarType,
     TaskIdType,
@@ -279,8 +280,10 @@ def tile_full(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 def tensor_create(args: list[Type], attrs: dict[str, Any]) -> Type:
     shape = tuple(attrs["shape"])
-    if not shape or any(not isinstance(d, int) or d <= 0 for d in shape):
-        raise OpError(f"pl.create_tensor: shape must be positive integer constants, got {list(shape)}")
+    if not shape or any(not isinstance(d, DynDim) and (not isinstance(d, int) or d <= 0) for d in shape):
+        raise OpError(
+            f"pl.create_tensor: shape must be positive integer constants or index scalars, got {list(shape)}"
+        )
     return TensorType(shape, attrs["dtype"])
 
 
@@ -311,6 +314,13 @@ def tile_reshape(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 def tile_transpose(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tile(args[0], "transpose", "the operand", VEC)
+    return TileType((t.shape[1], t.shape[0]), t.dtype, t.memory)
+
+
+def tile_transpose_view(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tile(args[0], "tile.transpose_view", "the operand", (MemorySpace.Mat, MemorySpace.Vec))
+    if len(t.shape) != 2:
+        raise OpError(f"pl.tile.transpose_view: the operand must be a 2-D tile, got shape {list(t.shape)}")
     return TileType((t.shape[1], t.shape[0]), t.dtype, t.memory)
 
 
@@ -474,11 +484,12 @@ def scalar_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
 def tensor_view(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "view", "the source")
     shape = tuple(attrs["shape"])
-    if len(shape) != len(t.shape) or any(not isinstance(d, int) or d <= 0 for d in shape):
-        raise OpError(
-            f"tensor window: shape {list(shape)} must give one positive constant extent per dim of {t}"
-        )
-    _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), shape, "view")
+    if len(shape) != len(t.shape) or any(
+        not isinstance(d, DynDim) and (not isinstance(d, int) or d <= 0) for d in shape
+    ):
+        raise OpError(f"tensor window: shape {list(shape)} must give one positive extent per dim of {t}")
+    static = tuple(d if isinstance(d, int) else 0 for d in shape)
+    _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), static, "view")
     return TensorType(shape, t.dtype, t.layout)
 
 

@@ -144,6 +144,11 @@ class LangOp:
         """Exported in ``pl.tile`` too: one of its forms works on tiles."""
         return any(n.startswith("tile.") for n in self.ir_ops)
 
+    @property
+    def tensor_level(self) -> bool:
+        """Exported in ``pl.tensor`` too: one of its forms works on tensors."""
+        return any(n.startswith("tensor.") for n in self.ir_ops)
+
 
 OPS: dict[str, OpSpec] = {}
 LANGUAGE: dict[str, LangOp] = {}

@@ -263,6 +263,25 @@ _enter(
 )
 _enter(
     LangOp(
+        "transpose_view",
+        (P("tile"),),
+        """A 2-D Mat or Vec tile read as its transpose (``[r, c]`` -> ``[c, r]``), e.g. a key block
+        on L1 used as the right operand of ``q @ k.T``. On the chip a layout reinterpretation;
+        the simulator writes the transposed copy (the same values).""",
+        {"tile": "tile.transpose_view"},
+        group="layout",
+    ),
+    OpSpec(
+        "tile.transpose_view",
+        rules.tile_transpose_view,
+        1,
+        1,
+        Cpp("transpose"),
+        spaces=(MemorySpace.Mat, MemorySpace.Vec),
+    ),
+)
+_enter(
+    LangOp(
         "concat",
         (P("src0"), P("src1")),
         """Join two tiles with equal row counts column-wise.""",
@@ -348,10 +367,28 @@ _enter(
 )
 _enter(
     LangOp(
+        "view",
+        (),
+        """A window ``t[a:b, ...]`` of a tensor: a descriptor in the orchestration, offsets in a kernel.""",
+        default="tensor.view",
+        group="memory",
+        public=False,
+    ),
+    OpSpec(
+        "tensor.view", rules.tensor_view, 1, 1, attrs=("shape", "static_offsets"), offsets_at=1, on_core=False
+    ),
+)
+
+_enter(
+    LangOp(
         "slice",
-        (P("input"), P("shape"), P("offset")),
-        """The sub-tile of ``shape`` at ``offsets`` (a copy).""",
-        {"tile": "tile.slice"},
+        (P("input"), P("shape"), P("offset"), P("valid_shape", None)),
+        """The sub-tile of ``shape`` at ``offsets`` (a copy); of a tensor, the window of
+        ``shape`` at ``offset`` (a descriptor, no copy; in an orchestration its extents and
+        offsets may be index scalars: ``pl.slice(q, [16, d], [row, 0])``). ``valid_shape``
+        (tensors only) names the part that holds data; the window keeps ``shape`` and the
+        kernel reads its valid part with ``pl.load(..., valid_shape=...)``.""",
+        {"tile": "tile.slice", "tensor": "tensor.view"},
         group="sub-tile",
     ),
     OpSpec(
@@ -419,20 +456,6 @@ _enter(
     ),
     OpSpec("tensor.write", rules.tensor_write, 2, 2, offsets_at=1, on_core=False),
 )
-_enter(
-    LangOp(
-        "view",
-        (),
-        """A window ``t[a:b, ...]`` of a tensor: a descriptor in the orchestration, offsets in a kernel.""",
-        default="tensor.view",
-        group="memory",
-        public=False,
-    ),
-    OpSpec(
-        "tensor.view", rules.tensor_view, 1, 1, attrs=("shape", "static_offsets"), offsets_at=1, on_core=False
-    ),
-)
-
 # ----------------------------------------------------------------------------- debug
 
 _enter(

@@ -22,6 +22,7 @@ from pypto.ir.nodes import (
     Param,
     Var,
 )
+from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import (
     DynDim,
     FunctionType,
@@ -110,6 +111,7 @@ class _Parser(_Statements):
                     if isinstance(d, DynDim) and d.name not in self.st.dyn_dims:
                         self.st.dyn_dims[d.name] = (var, axis)
         body, returns = self.block(self.src.tree.body, top=True)
+        params.extend(Param(v, ParamDirection.IN) for v in self.st.block_vars)
         ft = func_type
         if ft is FunctionType.Opaque:
             if self.st.saw_scope or self.st.saw_call:

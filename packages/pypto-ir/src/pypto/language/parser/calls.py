@@ -15,10 +15,14 @@ from pypto.ir.nodes import (
     Const,
     Expr,
     Stmt,
+    Var,
 )
 from pypto.ir.types import (
+    Dim,
+    DynDim,
     FunctionType,
     MemorySpace,
+    ScalarType,
     TensorType,
     TileType,
     TupleType,
@@ -36,6 +40,8 @@ from pypto.language.parser.common import (
 from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
 
+SPMD_PARAMS = ("pypto_block_idx", "pypto_block_num")
+"""The hidden trailing scalar parameters of a kernel that reads its SPMD block."""
 _MIXABLE = ("element-wise", "broadcast", "matmul")
 """Op groups whose tile and tensor operands may be mixed: the op is then tensor-level, and
 tensor_to_tile uses each tile as it is."""
@@ -50,20 +56,40 @@ class _Calls(_Directives):
         opname = getattr(obj, "__pypto_op__", None)
         if opname is not None:
             return self.op_call(opname, obj, node)
+        block = getattr(obj, "__pypto_block__", None)
+        if block is not None:
+            return self.block_query(block, node)
         dsl = getattr(obj, "__pypto_dsl__", None)
         if dsl in DIRECTIVES:
             raise self.err(f"pl.{dsl} is a statement: write it on a line of its own, not as a value", node)
         if dsl is not None:
             raise self.err(f"pl.{dsl} is used in a for/with statement, not as a value", node)
-        if obj in (builtins.min, builtins.max):
+        scalar_fn = "pl." + obj.__pypto_scalar__ if hasattr(obj, "__pypto_scalar__") else None
+        if obj in (builtins.min, builtins.max) or scalar_fn is not None:
+            shown = scalar_fn or f"{obj.__name__}()"
             if len(node.args) != 2 or node.keywords:
-                raise self.err(f"{obj.__name__}() in kernels takes two scalars", node)
-            a, b = self.scalar(node.args[0], obj.__name__), self.scalar(node.args[1], obj.__name__)
+                raise self.err(f"{shown} in kernels takes two scalars", node)
+            a, b = self.scalar(node.args[0], shown), self.scalar(node.args[1], shown)
             return fold(obj.__name__, a, b, self.src.span(node))
         library = foreign_library(obj)
         if library is not None:
             raise self.err(self._foreign_call_message(obj, library, node), node.func)
         return self.func_call(obj, node)
+
+    def block_query(self, which: int, node: ast.Call) -> Expr:
+        """``pl.tile.get_block_idx()`` / ``get_block_num()`` in a kernel: its hidden trailing
+        SPMD parameters (index, count), made at first use."""
+        what = "pl.tile.get_block_idx" if which == 0 else "pl.tile.get_block_num"
+        if node.args or node.keywords:
+            raise self.err(f"{what}() takes no arguments", node)
+        if not self.st.func_type.is_kernel:
+            raise self.err(f"{what}() is read in a kernel launched by pl.spmd, not in an orchestration", node)
+        if not self.st.block_vars:
+            self.st.block_vars = [
+                Var(SPMD_PARAMS[0], ScalarType(INDEX), self.src.span(node)),
+                Var(SPMD_PARAMS[1], ScalarType(INDEX), self.src.span(node)),
+            ]
+        return self.st.block_vars[which]
 
     def _foreign_call_message(self, obj: Any, library: str, node: ast.Call) -> str:
         import pypto.language as pl
@@ -149,9 +175,16 @@ class _Calls(_Directives):
                 f"{ast.unparse(node.func)} is not a kernel: call @pl.jit.incore / @pl.function kernels or pl.* ops",
                 node.func,
             )
-        if len(args) != len(fn.params):
-            names = ", ".join(p.name for p in fn.params)
-            raise self.err(f"{fn.name}({names}) takes {len(fn.params)} arguments, got {len(args)}", node)
+        hidden = [p for p in fn.params if p.name in SPMD_PARAMS]
+        shown = [p for p in fn.params if p.name not in SPMD_PARAMS]
+        if len(args) != len(shown):
+            names = ", ".join(p.name for p in shown)
+            raise self.err(f"{fn.name}({names}) takes {len(shown)} arguments, got {len(args)}", node)
+        if hidden:  # an SPMD kernel: its block index and count, or block 0 of 1 outside pl.spmd
+            spmd = self.st.spmd
+            args += (
+                [spmd[0], Const(spmd[1], INDEX)] if spmd is not None else [Const(0, INDEX), Const(1, INDEX)]
+            )
         for p, a in zip(fn.params, args, strict=True):
             if p.var.type != a.type and not _compatible(p.var.type, a.type):
                 raise self.err(f"{fn.name}: argument {p.name!r} expects {p.var.type}, got {a.type}", node)
@@ -230,6 +263,38 @@ class _Calls(_Directives):
                 raise self.err(f"{what} entries must be integer constants, got {ast.unparse(e)}{hint}", e)
             out.append(int(v.value))
         return tuple(out)
+
+    def extents(self, node: Any, what: str) -> tuple[tuple[Dim, ...], tuple[Expr, ...] | None]:
+        """A tensor shape whose entries may be run-time index scalars (orchestration only):
+        (the shape, an entry that is not a constant as a ``DynDim`` named by its source text;
+        the extents as scalar expressions, or None when every entry is a constant)."""
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.err(f"{what} must be a list such as [64, 64] or [rows, 64]", node)
+        shape: list[Dim] = []
+        exprs: list[Expr] = []
+        dynamic = False
+        for e in node.elts:
+            v = self.expr(e)
+            if isinstance(v, Const) and isinstance(v.value, int) and not isinstance(v.value, bool):
+                shape.append(int(v.value))
+                exprs.append(v)
+                continue
+            if self.st.in_scope or self.st.func_type.is_kernel:
+                hint = self.runtime_hint(v, what)
+                raise self.err(
+                    f"{what} entries must be integer constants in a kernel, got {ast.unparse(e)}{hint}", e
+                )
+            scalar = self.scalar(e, what)
+            if not isinstance(scalar.type, ScalarType) or (
+                scalar.type.dtype.is_float or scalar.type.dtype is DataType.BOOL
+            ):
+                raise self.err(
+                    f"{what} entries must be integers, got {ast.unparse(e)} of type {scalar.type}", e
+                )
+            shape.append(DynDim(ast.unparse(e)))
+            exprs.append(scalar)
+            dynamic = True
+        return tuple(shape), (tuple(exprs) if dynamic else None)
 
     def dtype(self, node: Any, what: str) -> DataType:
         v = self.static_value(node, what, node)

@@ -248,6 +248,11 @@ class _FnState:
     multi: set[str] = field(default_factory=set)
     outside_node: tuple[ast.AST, str] | None = None  # first on-core op outside a scope (Opaque)
     runtime_scalars: dict[int, str] = field(default_factory=dict)  # id(param Var) -> name, not folded
+    # a kernel's SPMD block index and block count (pl.tile.get_block_idx/num): hidden trailing
+    # scalar parameters, made at first use
+    block_vars: list[Var] = field(default_factory=list)
+    # the orchestration's innermost pl.spmd(core_num=n) scope: (block index var, n)
+    spmd: tuple[Var, int] | None = None
 
 
 class _ParserBase:

@@ -215,9 +215,9 @@ class _Expressions(_ParserBase):
 
 
 def _instead_of_attribute(obj: object, name: str, spelled: str) -> str:
-    """A suggestion for ``spelled.name`` when ``obj`` is ``pl`` or ``pl.tile``, else ''."""
+    """A suggestion for ``spelled.name`` when ``obj`` is ``pl``, ``pl.tile`` or ``pl.tensor``, else ''."""
     import pypto.language as pl
 
-    if obj is pl or obj is pl.tile:
+    if obj is pl or obj is pl.tile or obj is pl.tensor:
         return instead_of(name, obj.__all__, prefix=f"{spelled}.")
     return ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from pypto.ir.analysis.return_lineage import function_aliases
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import (
     Assign,
@@ -21,6 +22,7 @@ from pypto.ir.nodes import (
     TensorWrite,
     Var,
 )
+from pypto.ir.passes import ssa
 from pypto.ir.types import (
     ArrayType,
     FunctionType,
@@ -100,6 +102,12 @@ class _Statements(_Tasks):
             and self.dsl_kind(s.value.func) == "yield_"
         ):
             return self.yield_stmt(s.value, s.targets[0])
+        if (  # `y: pl.Scalar[pl.INDEX] = pl.yield_(v)`: the annotation documents the yielded value
+            isinstance(s, ast.AnnAssign)
+            and isinstance(s.value, ast.Call)
+            and self.dsl_kind(s.value.func) == "yield_"
+        ):
+            return self.yield_stmt(s.value, s.target)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             kind = self.dsl_kind(s.value.func)
             if kind == "submit":
@@ -141,9 +149,11 @@ class _Statements(_Tasks):
         if isinstance(s, ast.If):
             return self.if_stmt(s)
         if isinstance(s, ast.With):
-            ctx = s.items[0].context_expr if len(s.items) == 1 else None
-            if isinstance(ctx, ast.Call) and self.dsl_kind(ctx.func) == "manual_scope":
-                return self.manual_scope_stmt(s, ctx)
+            opened = s.items[0].context_expr if len(s.items) == 1 else None
+            if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) in ("spmd", "cluster"):
+                return self.spmd_stmt(s, opened)
+            if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) == "manual_scope":
+                return self.manual_scope_stmt(s, opened)
             return [self.with_stmt(s)]
         names = {
             ast.While: "while loops",
@@ -172,10 +182,12 @@ class _Statements(_Tasks):
                 if isinstance(base, Var) and isinstance(base.type, ArrayType):
                     return self.array_write(target, value_node, s)
             return [self.tensor_write(target, value_node, s)]
+        if isinstance(target, ast.Tuple) and ann is None:
+            return self.unpack_call(target, value_node, s)
         if not isinstance(target, ast.Name):
             raise self.err(
-                "only a single name (x = ...) or a tensor window (out[:] = ...) can be assigned; "
-                "tuple unpacking is not supported",
+                "only a single name (x = ...), a tensor window (out[:] = ...) or the results of a "
+                "kernel call (a, b = kernel(...)) can be assigned",
                 target,
             )
         value = self.expr(value_node)
@@ -191,6 +203,36 @@ class _Statements(_Tasks):
         if isinstance(value.type, TupleType) and not value.type.items and isinstance(value, CallFunc):
             raise self.err(f"{value.callee!r} returns nothing; call it without assigning", s)
         return [Assign(var, value, span)]
+
+    def unpack_call(self, target: ast.Tuple, value_node: ast.expr, s: ast.stmt) -> list[Stmt]:
+        """``a, b = kernel(x, y)`` in an orchestration: the call is submitted once, and each name
+        is bound to the argument tensor its result aliases (a kernel returns the tensors it
+        wrote, so the names are those tensors, now written)."""
+        if not all(isinstance(t, ast.Name) for t in target.elts):
+            raise self.err("tuple unpacking assigns plain names: a, b = kernel(...)", target)
+        value = self.expr(value_node)
+        if not isinstance(value, CallFunc):
+            raise self.err(
+                "only the results of a kernel call can be unpacked: a, b = kernel(...)", value_node
+            )
+        callee = self.ctx.functions.get(value.callee)
+        n = len(value.type.items) if isinstance(value.type, TupleType) else 1
+        if callee is None or n != len(target.elts):
+            raise self.err(
+                f"{value.callee!r} returns {n} value(s); {len(target.elts)} name(s) are assigned", target
+            )
+        aliases = function_aliases(ssa.convert_function(callee))
+        out: list[Stmt] = [ExprStmt(value, self.src.span(s))]
+        for k, (name, alias) in enumerate(zip(target.elts, aliases, strict=True)):
+            assert isinstance(name, ast.Name)
+            if alias is None:
+                raise self.err(
+                    f"{value.callee!r}: return value {k} is not one of its tensor parameters, so it cannot be "
+                    "named here; return the Out/InOut tensors the kernel wrote",
+                    name,
+                )
+            self.st.env[name.id] = value.args[alias]
+        return out
 
     def check_annotation(self, ann_node: ast.expr, value: Expr, name: str) -> None:
         try:
@@ -393,12 +435,22 @@ class _Statements(_Tasks):
         finally:
             self.carried.pop()
             renames = self.yield_targets.pop()
-        # names first bound inside the loop are local to it
+        # names first bound inside the loop are local to it, except a name bound to a store into
+        # a tensor from before the loop (`t_new = pl.store(tile, [i, 0], t)`): after the loop it
+        # names that tensor, which the loop's stores wrote
         after = self.st.env
         self.st.env = {k: v for k, v in after.items() if k in saved}
         for k in self.st.env:
             if isinstance(after[k], Var) and after[k] is not saved[k]:
                 self.st.env[k] = after[k]
+        outer = {id(v) for v in saved.values()}
+        for st in body:
+            if not isinstance(st, Assign) or not isinstance(st.value, Call) or st.value.op != "tile.store":
+                continue
+            bound = next((k for k, v in after.items() if v is st.var and k not in saved), None)
+            dest = st.value.args[2]
+            if bound is not None and isinstance(dest, Var) and id(dest) in outer:
+                self.st.env[bound] = dest
         for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
             self.st.env[lhs] = self.st.env[name]
         return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s), stage=stage)]
@@ -472,6 +524,44 @@ class _Statements(_Tasks):
         merged.update({n: v for n, v in env_then.items() if n in before or n in env_else})
         self.st.env = merged
         return [If(cond, tuple(then), tuple(els), span=self.src.span(s))]
+
+    def spmd_stmt(self, s: ast.With, call: ast.Call) -> list[Stmt]:
+        """``with pl.spmd(core_num=n):``: the block's kernel calls run as blocks 0..n-1 (a loop
+        whose index each call passes as the kernel's block index); ``with pl.cluster():``
+        runs its block as written (the simulator has no clusters)."""
+        kind = self.dsl_kind(call.func)
+        if self.st.func_type.is_kernel or self.st.in_scope:
+            raise self.err(
+                f"pl.{kind} groups kernel calls of an orchestration; it is not used in a kernel", s
+            )
+        if s.items[0].optional_vars is not None:
+            raise self.err(f"pl.{kind} binds no name", s)
+        span = self.src.span(s)
+        if kind == "cluster":
+            if call.args or call.keywords:
+                raise self.err("pl.cluster() takes no arguments", call)
+            body, _ = self.block(s.body)
+            return body
+        from pypto.language.dsl import spmd
+
+        bound = self.bind(spmd, "pl.spmd", call)
+        n = self.static_value(bound["core_num"], "pl.spmd core_num", call)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise self.err(f"pl.spmd(core_num): expected an int >= 1 known when compiling, got {n!r}", call)
+        if "sync_start" in bound:
+            sync = self.static_value(bound["sync_start"], "pl.spmd sync_start", call)
+            if not isinstance(sync, bool):
+                raise self.err(f"pl.spmd(sync_start): expected a bool, got {sync!r}", call)
+        if self.st.spmd is not None:
+            raise self.err("pl.spmd scopes do not nest", s)
+        self.hoisted += 1
+        var = Var(f"spmd_block{self.hoisted}", ScalarType(INDEX), span)
+        self.st.spmd = (var, n)
+        try:
+            body, _ = self.block(s.body)
+        finally:
+            self.st.spmd = None
+        return [For(var, Const(0, INDEX), Const(n, INDEX), Const(1, INDEX), tuple(body), span=span)]
 
     def with_stmt(self, s: ast.With) -> Stmt:
         if len(s.items) != 1:

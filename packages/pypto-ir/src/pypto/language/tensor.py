@@ -1,0 +1,19 @@
+"""``pl.tensor``: the tensor-level spelling of the ops (``pl.tensor.read``, ``pl.tensor.dim``,
+``pl.tensor.add``, ...). The same functions as ``pl.*``, for every op of the table with a
+tensor form; the names say the operands are tensors."""
+
+from typing import Any
+
+from pypto.language import ops as _ops
+
+__all__ = list(_ops.TENSOR_LEVEL)
+
+globals().update({_name: getattr(_ops, _name) for _name in __all__})
+
+
+def __getattr__(name: str) -> Any:
+    # Declared so that static checkers accept ``pl.tensor.read``; the ops are set above from the table.
+    from pypto.language.suggest import instead_of
+
+    hint = instead_of(name, __all__, prefix="pl.tensor.", close_names=False)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}" + (f"; {hint}" if hint else ""))
