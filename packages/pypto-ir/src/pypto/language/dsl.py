@@ -1,13 +1,16 @@
 """Control constructs of the kernel language: ``pl.range`` loops and ``pl.at`` scopes.
 
-Like the ops, these are read by the parser and never run as Python.
+Like the ops, these are read by the parser and never run as Python, except ``pl.range`` in a
+``@pl.jit.host`` body (host Python).
 """
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from pypto.ir.types import Level
+from pypto.language.host_trace import active_trace
 
 __all__ = ["at", "parallel", "range", "static_assert", "static_print", "unroll", "yield_"]
 
@@ -15,8 +18,11 @@ __all__ = ["at", "parallel", "range", "static_assert", "static_print", "unroll",
 def range(*args: Any) -> Any:
     """``for i in pl.range(stop)`` / ``pl.range(start, stop[, step])``: a device loop.
 
-    Bounds may be constants, loop variables, scalar parameters or dynamic extents.
+    Bounds may be constants, loop variables, scalar parameters or dynamic extents. In a
+    ``@pl.jit.host`` body, which runs as Python on the host, it is Python's ``range``.
     """
+    if active_trace() is not None:
+        return builtins.range(*args)
     raise RuntimeError("pl.range() runs only inside a kernel body, which the compiler parses")
 
 

@@ -7,10 +7,11 @@ creates a Worker at import time.
 
 from __future__ import annotations
 
-from pypto.ir import set_jit_executor
+from pypto.ir import set_host_compiler, set_jit_executor
 from pypto.runtime.api import compile, compile_artifact, jit_executor, load_cached, run
 from pypto.runtime.artifact_runtime import ArtifactRuntime
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
+from pypto.runtime.distributed.program import compile_host as _compile_host
 from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
 from pypto.runtime.runner import RunConfig
@@ -33,3 +34,4 @@ __all__ = [
 ]
 
 set_jit_executor(jit_executor)
+set_host_compiler(_compile_host)

@@ -62,6 +62,8 @@ class RunConfig:
         aiv_threads: Simulated AICore vector (AIV) threads (None: the default, 1 per CPU, 1..4).
             Independent tasks run in parallel on these threads (traces show it); runs with
             different counts use different shared Workers.
+        distributed_config: A ``pypto.ir.DistributedConfig`` (which devices are the ranks)
+            for compiling a ``@pl.jit.host`` program; None for a single-chip program.
     """
 
     platform: str = DEFAULT_PLATFORM
@@ -71,9 +73,16 @@ class RunConfig:
     timeout: float | None = None
     aic_threads: int | None = None
     aiv_threads: int | None = None
+    distributed_config: Any = None
 
     def __post_init__(self) -> None:
-        from pypto.ir import RUNTIMES, parse_platform
+        from pypto.ir import RUNTIMES, DistributedConfig, parse_platform
+
+        if self.distributed_config is not None and not isinstance(self.distributed_config, DistributedConfig):
+            raise TypeError(
+                "RunConfig(distributed_config): expected a pypto.ir.DistributedConfig or None, got "
+                f"{type(self.distributed_config).__name__}"
+            )
 
         parse_platform(self.platform)
         if self.runtime not in RUNTIMES:
