@@ -202,6 +202,24 @@ def test_a_rank_whose_dispatch_raises_fails_it_naming_the_rank(tmp_path: Path) -
     _assert_cleaned(pids, segments)
 
 
+@pytest.mark.slow
+def test_a_dispatch_past_its_timeout_names_the_rank_that_did_not_answer() -> None:
+    w = _compile(2).prepare()
+    pids, segments = w.rank_pids, w.segment_names
+    try:
+        w.timeout = 1.0
+        os.kill(pids[1], signal.SIGSTOP)  # rank 1 stops answering; rank 0 runs
+        with pytest.raises(
+            DistributedTimeoutError, match=r"_host\(\) dispatch 1: rank\(s\) 1 did not answer within 1 s"
+        ) as e:
+            w.run(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
+        assert e.value.ranks == (1,)
+        assert w.closed
+    finally:
+        w.close()
+    _assert_cleaned(pids, segments)
+
+
 def _own_segments() -> set[str]:
     return {p.name for p in Path("/dev/shm").iterdir() if p.name.startswith(f"pypto-dist-{os.getpid()}-")}
 
@@ -309,6 +327,23 @@ def test_a_host_scalar_is_compiled_in_and_checked_at_the_call() -> None:
         ValueError, match=r"parameter 'shift': this program was compiled with shift=5 .*got 6"
     ):
         compiled(x, x, 6)  # refused before any rank starts
+
+
+def test_a_call_checks_platform_runtime_and_devices_before_starting_ranks() -> None:
+    x = torch.zeros((2, ROWS, COLS))
+    compiled = _host.compile(x, x, config=_config(2))
+    with pytest.raises(
+        ValueError, match=r"compiled for platform 'a2a3sim', got RunConfig\(platform='a5sim'\)"
+    ):
+        compiled(x, x, config=RunConfig(platform="a5sim"))
+    with pytest.raises(
+        ValueError, match=r"compiled for runtime 'tensormap_and_ringbuffer', got RunConfig\(runtime="
+    ):
+        compiled(x, x, config=RunConfig(runtime="host_build_graph"))
+    with pytest.raises(
+        ValueError, match=r"compiled for device_ids \[0, 1\], got distributed_config.device_ids \[2, 3\]"
+    ):
+        compiled(x, x, config=RunConfig(distributed_config=DistributedConfig(device_ids=[2, 3])))
 
 
 def test_compile_needs_a_distributed_config() -> None:

@@ -43,11 +43,13 @@ class DistributedCompiledProgram:
                 f"{self.plan.name}(config=...): compiled for device_ids {list(self.plan.device_ids)}, "
                 f"got distributed_config.device_ids {list(dc.device_ids)}"
             )
-        platform = getattr(config, "platform", None)
-        if platform is not None and platform != self.plan.platform:
-            raise ValueError(
-                f"{self.plan.name}(config=...): compiled for platform {self.plan.platform!r}, got {platform!r}"
-            )
+        for field in ("platform", "runtime"):
+            want, got = getattr(self.plan, field), getattr(config, field, None)
+            if got is not None and got != want:
+                raise ValueError(
+                    f"{self.plan.name}(config=...): compiled for {field} {want!r}, got RunConfig({field}={got!r}); "
+                    f"compile again for {got!r} or pass a RunConfig with {field}={want!r}"
+                )
 
     def prepare(self, config: Any = None) -> DistributedWorker:
         """Start the ranks; the returned worker runs dispatches until it is closed."""

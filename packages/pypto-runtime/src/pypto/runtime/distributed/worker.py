@@ -128,6 +128,17 @@ class DistributedWorker:
         return self.plan.world_size
 
     @property
+    def timeout(self) -> float:
+        """Seconds each wait of a dispatch may take (``DistributedConfig(timeout)`` at first)."""
+        return float(self._group.timeout)
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+            raise ValueError(f"DistributedWorker.timeout: expected seconds > 0, got {seconds!r}")
+        self._group.timeout = float(seconds)
+
+    @property
     def rank_pids(self) -> tuple[int, ...]:
         """The process ids of the ranks (rank order)."""
         return self._group.pids if self._group is not None else ()
@@ -180,8 +191,9 @@ class DistributedWorker:
             p = self.plan.params[i]
             ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
             views[i] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=self._io.buf, offset=offset)
-            if p.direction != ParamDirection.OUT.value:
-                numpy.copyto(views[i], _as_numpy(bound[i], f"{self.plan.name}(): parameter {p.name!r}"))
+            # Out tensors too: what a kernel leaves unwritten keeps the caller's values, as in
+            # single-chip program mode, where kernels write the caller's storage itself
+            numpy.copyto(views[i], _as_numpy(bound[i], f"{self.plan.name}(): parameter {p.name!r}"))
         for w in self._windows:
             w.buf[:] = bytes(w.size)
         command = {
