@@ -101,8 +101,13 @@ def _assert_cleaned(pids: tuple[int, ...], segments: tuple[str, ...]) -> None:
 
 
 @pytest.fixture(scope="module")
-def worker2():
-    w = _compile(2).prepare()
+def worker2_program():
+    return _compile(2)
+
+
+@pytest.fixture(scope="module")
+def worker2(worker2_program):
+    w = worker2_program.prepare()
     pids, segments = w.rank_pids, w.segment_names
     try:
         yield w
@@ -117,24 +122,34 @@ def worker2():
 def test_two_ranks_match_torch(worker2: DistributedWorker) -> None:
     x = torch.randn((2, ROWS, COLS))
     y = torch.full_like(x, float("nan"))
-    worker2.run(x, y)
+    worker2(x, y)
     torch.testing.assert_close(y, _expected(x))
 
 
-def test_prepared_worker_is_reused_and_windows_start_zeroed(worker2: DistributedWorker) -> None:
+def test_prepared_worker_is_reused_and_windows_start_zeroed(
+    worker2: DistributedWorker, worker2_program
+) -> None:
     pids = worker2.rank_pids
     for _ in range(3):  # a window kept from the previous dispatch would add x again
         x = torch.randn((2, ROWS, COLS))
         y = torch.zeros_like(x)
-        worker2.run(x, y=y)
+        worker2.run(worker2_program, x, y=y)
         torch.testing.assert_close(y, _expected(x))
     assert worker2.rank_pids == pids
     assert set(pids) <= _rank_children()
 
 
+def test_run_takes_only_its_own_program(worker2: DistributedWorker) -> None:
+    other = _host_shift.compile(
+        torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1, config=_config(2)
+    )
+    with pytest.raises(ValueError, match=r"this worker runs '_host' only, got '_host_shift'"):
+        worker2.run(other, torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1)
+
+
 def test_run_checks_the_compiled_shapes(worker2: DistributedWorker) -> None:
     with pytest.raises(TypeError, match=r"parameter 'x'.*compiled for shape \[2, 4, 16\].*got \[3, 4, 16\]"):
-        worker2.run(torch.zeros((3, ROWS, COLS)), torch.zeros((3, ROWS, COLS)))
+        worker2(torch.zeros((3, ROWS, COLS)), torch.zeros((3, ROWS, COLS)))
 
 
 @pytest.mark.slow
@@ -148,7 +163,7 @@ def test_four_ranks_match_torch_and_call_cleans_up() -> None:
     x = torch.randn((4, ROWS, COLS))
     y = torch.zeros_like(x)
     with compiled.prepare() as w:
-        w.run(x, y)
+        w(x, y)
         pids, segments = w.rank_pids, w.segment_names
     torch.testing.assert_close(y, _expected(x))
     _assert_cleaned(pids, segments)
@@ -166,11 +181,11 @@ def test_a_killed_rank_fails_the_dispatch_naming_it() -> None:
         with pytest.raises(
             DistributedRankError, match=r"rank 1 died .*SIGKILL.*other ranks were terminated"
         ) as e:
-            w.run(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
+            w(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
         assert e.value.rank == 1
         assert w.closed
         with pytest.raises(DistributedRankError, match="closed"):
-            w.run(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
+            w(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
     finally:
         w.close()
     _assert_cleaned(pids, segments)
@@ -195,7 +210,7 @@ def test_a_rank_whose_dispatch_raises_fails_it_naming_the_rank(tmp_path: Path) -
             match=r"rank 1 failed in _host\(\) dispatch 1: .*MetadataError: .*missing/compiled_meta.json: "
             r"not found; the directory is not a compiled artifact; the other ranks were terminated",
         ) as e:
-            w.run(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
+            w(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
         assert e.value.rank == 1
     finally:
         w.close()
@@ -212,7 +227,7 @@ def test_a_dispatch_past_its_timeout_names_the_rank_that_did_not_answer() -> Non
         with pytest.raises(
             DistributedTimeoutError, match=r"_host\(\) dispatch 1: rank\(s\) 1 did not answer within 1 s"
         ) as e:
-            w.run(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
+            w(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
         assert e.value.ranks == (1,)
         assert w.closed
     finally:

@@ -52,7 +52,8 @@ class DistributedCompiledProgram:
                 )
 
     def prepare(self, config: Any = None) -> DistributedWorker:
-        """Start the ranks; the returned worker runs dispatches until it is closed."""
+        """Start the ranks; the returned worker runs dispatches (``worker(*args)``, or
+        ``worker.run(compiled, *args)``) until it is closed."""
         self._check_config(config)
         return DistributedWorker(
             self.plan,
@@ -64,7 +65,7 @@ class DistributedCompiledProgram:
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> None:
         bind_host_args(self.plan, args, kwargs)  # a wrong call fails before any rank starts
         with self.prepare(config) as worker:
-            worker.run(*args, **kwargs)
+            worker(*args, **kwargs)
 
     @classmethod
     def from_dir(

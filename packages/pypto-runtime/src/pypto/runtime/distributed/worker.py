@@ -1,7 +1,7 @@
 """``DistributedWorker``: a prepared multi-chip program, reusable across dispatches.
 
 ``prepare()`` starts one process per rank (the torch.distributed engine, ``_engine``) and
-creates the window buffers' shared-memory segments; every :meth:`DistributedWorker.run` copies
+creates the window buffers' shared-memory segments; every dispatch (``worker(*args)``) copies
 the host tensors into an I/O segment, zeroes the windows, has every rank run its dispatches,
 and copies the written host tensors back. :meth:`close` (also on ``with``-exit, garbage
 collection and interpreter exit) stops the ranks and removes every segment. A failed dispatch
@@ -166,7 +166,18 @@ class DistributedWorker:
             _release_all(None, self._segments)
         self._io = None
 
-    def run(self, *args: Any, **kwargs: Any) -> None:
+    def run(self, compiled: Any, *args: Any, **kwargs: Any) -> None:
+        """One dispatch of ``compiled``, which must be the program this worker was prepared
+        for (several programs on one worker are not supported yet)."""
+        plan = getattr(compiled, "plan", None)
+        if plan is None or plan.digest() != self.plan.digest():
+            raise ValueError(
+                f"DistributedWorker.run(compiled, ...): this worker runs {self.plan.name!r} only, got "
+                f"{getattr(plan, 'name', type(compiled).__name__)!r}; prepare that program's own worker"
+            )
+        self(*args, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
         """One dispatch: every rank runs its launches on these host tensors (written in place)."""
         import numpy
 
