@@ -235,6 +235,55 @@ def test_a_dispatch_past_its_timeout_names_the_rank_that_did_not_answer() -> Non
     _assert_cleaned(pids, segments)
 
 
+_EXIT_WITHOUT_CLOSE = """
+import os, sys, torch
+import pypto.language as pl
+import pypto.language.distributed as pld
+from pypto.ir import DistributedConfig
+from pypto.runtime import RunConfig
+
+@pl.jit.incore
+def twice(x: pl.Tensor[[4, 16], pl.FP32], y: pl.Out[pl.Tensor[[4, 16], pl.FP32]]):
+    t = pl.load(x, [0, 0], [4, 16])
+    y = pl.store(pl.add(t, t), [0, 0], y)
+    return y
+
+@pl.jit
+def per_rank(x: pl.Tensor[[4, 16], pl.FP32], y: pl.Out[pl.Tensor[[4, 16], pl.FP32]]):
+    return twice(x, y)
+
+@pl.jit.host
+def host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    for r in pl.range(pld.world_size()):
+        per_rank(x[r], y[r], device=r)
+
+x = torch.randn((2, 4, 16)); y = torch.zeros_like(x)
+cfg = RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1]))
+worker = host.compile(x, y, config=cfg).prepare()
+worker(x, y)
+assert torch.equal(y, 2 * x)
+print("pids", *worker.rank_pids, "segments", *worker.segment_names, flush=True)
+# exits without closing the worker: interpreter exit must stop the ranks
+"""
+
+
+@pytest.mark.slow
+def test_exiting_without_close_stops_the_ranks(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit_without_close.py"
+    script.write_text(_EXIT_WITHOUT_CLOSE)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    words = next(line for line in done.stdout.splitlines() if line.startswith("pids")).split()
+    pids = tuple(int(w) for w in words[1 : words.index("segments")])
+    assert len(pids) == 2
+    _assert_cleaned(pids, tuple(words[words.index("segments") + 1 :]))
+
+
 def _own_segments() -> set[str]:
     return {p.name for p in Path("/dev/shm").iterdir() if p.name.startswith(f"pypto-dist-{os.getpid()}-")}
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from datetime import timedelta
@@ -112,6 +114,7 @@ class RankGroup:
         self._seq = 0
         self._closed = False
         self.context: Any = None
+        self._log_dir = tempfile.mkdtemp(prefix="pypto-ranks-")
         self.store = dist.TCPStore(  # type: ignore[attr-defined]
             "127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=timeout)
         )
@@ -137,7 +140,9 @@ class RankGroup:
             entrypoint=sys.executable,
             args=dict.fromkeys(range(world_size), ("-m", __name__)),
             envs={r: {**base, "RANK": str(r), "LOCAL_RANK": str(r)} for r in range(world_size)},
-            logs_specs=DefaultLogsSpecs(log_dir=os.devnull),
+            # a real directory (removed on close) for the ranks' recorded errors; with no redirects
+            # the ranks write to this process's stdout/stderr and no log-tailing thread runs
+            logs_specs=DefaultLogsSpecs(log_dir=self._log_dir),
         )
         try:
             self._wait([f"ready/{r}" for r in range(world_size)], "start")
@@ -232,8 +237,11 @@ class RankGroup:
     def kill(self) -> None:
         """Terminate (SIGTERM, then SIGKILL) every rank process still running, and reap them all."""
         self._closed = True
-        if self.context is not None:
-            self.context.close(timeout=5)
+        try:
+            if self.context is not None:
+                self.context.close(timeout=5)
+        finally:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
