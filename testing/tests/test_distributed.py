@@ -139,6 +139,13 @@ def test_prepared_worker_is_reused_and_windows_start_zeroed(
     assert set(pids) <= _rank_children()
 
 
+def test_preparing_keeps_this_process_signal_handlers(worker2: DistributedWorker) -> None:
+    # torch's launcher installs its own handlers; the user's process keeps Python's
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        handler = signal.getsignal(sig)
+        assert not getattr(handler, "__module__", "").startswith("torch"), (sig, handler)
+
+
 def test_run_takes_only_its_own_program(worker2: DistributedWorker) -> None:
     other = _host_shift.compile(
         torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1, config=_config(2)

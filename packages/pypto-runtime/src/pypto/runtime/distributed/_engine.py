@@ -34,6 +34,31 @@ from pypto.runtime.distributed.errors import DistributedRankError, DistributedTi
 
 __all__ = ["RankGroup"]
 
+_HANDLED_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
+
+
+def _signal_handlers() -> dict[Any, Any]:
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    found = {}
+    for name in _HANDLED_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            found[sig] = signal.getsignal(sig)
+    return found
+
+
+def _restore_signal_handlers(saved: dict[Any, Any]) -> None:
+    import signal
+
+    for sig, handler in saved.items():
+        if handler is not None:
+            signal.signal(sig, handler)
+
+
 _POLL = 0.02  # seconds between checks of the store and the processes
 _PARENT_ENV = "PYPTO_DIST_PARENT"
 
@@ -135,15 +160,21 @@ class RankGroup:
             "MASTER_PORT": str(self.store.port),
             _PARENT_ENV: str(os.getpid()),
         }
-        self.context = start_processes(
-            name="pypto-rank",
-            entrypoint=sys.executable,
-            args=dict.fromkeys(range(world_size), ("-m", __name__)),
-            envs={r: {**base, "RANK": str(r), "LOCAL_RANK": str(r)} for r in range(world_size)},
-            # a real directory (removed on close) for the ranks' recorded errors; with no redirects
-            # the ranks write to this process's stdout/stderr and no log-tailing thread runs
-            logs_specs=DefaultLogsSpecs(log_dir=self._log_dir),
-        )
+        # the launcher installs its own SIGTERM/SIGINT/SIGHUP/SIGQUIT handlers (torchrun's); this
+        # process is the user's, so its handlers are put back (Ctrl-C stays KeyboardInterrupt)
+        saved = _signal_handlers()
+        try:
+            self.context = start_processes(
+                name="pypto-rank",
+                entrypoint=sys.executable,
+                args=dict.fromkeys(range(world_size), ("-m", __name__)),
+                envs={r: {**base, "RANK": str(r), "LOCAL_RANK": str(r)} for r in range(world_size)},
+                # a real directory (removed on close) for the ranks' recorded errors; with no redirects
+                # the ranks write to this process's stdout/stderr and no log-tailing thread runs
+                logs_specs=DefaultLogsSpecs(log_dir=self._log_dir),
+            )
+        finally:
+            _restore_signal_handlers(saved)
         try:
             self._wait([f"ready/{r}" for r in range(world_size)], "start")
         except BaseException:
