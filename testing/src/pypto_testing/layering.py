@@ -3,7 +3,7 @@
 A package imports only packages below it::
 
     pypto-torch    -> pypto-runtime, pypto-ir, simpler-native, torch (torch_npu lazily, in one place)
-    pypto-runtime  -> pypto-ir, simpler-native
+    pypto-runtime  -> pypto-ir, simpler-native (torch lazily, in its distributed engine only)
     pypto-ir       -> (no other project package)
     simpler-native -> (no other project package)
 
@@ -52,6 +52,10 @@ LAYERS: tuple[Layer, ...] = (
         "pypto-runtime",
         "packages/pypto-runtime/src",
         ("pypto.runtime", "pypto.ir", "pypto.language", "simpler"),
+        # The distributed rank engine is the one place in pypto.runtime that loads torch
+        # (torch.distributed starts and connects the rank processes), only when a distributed
+        # program is prepared; single-chip programs never import it.
+        exceptions=(("pypto.runtime.distributed._engine", ("torch",)),),
     ),
     Layer(
         "pypto-torch",

@@ -17,9 +17,16 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
     from pypto.ir.compile import CompileResult, compile, compile_to_files
     from pypto.ir.contract import Contract, DeviceKind, device_kind, parse_platform
+    from pypto.ir.distributed_compiled_program import DistributedConfig
     from pypto.ir.dtypes import DataType
     from pypto.ir.errors import CodegenError, CompileError, KernelError, PyptoCompileError
-    from pypto.ir.execution import get_jit_compiler, get_jit_executor, set_jit_compiler, set_jit_executor
+    from pypto.ir.execution import (
+        get_jit_compiler,
+        get_jit_executor,
+        set_host_compiler,
+        set_jit_compiler,
+        set_jit_executor,
+    )
     from pypto.ir.files import atomic_write
     from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, MetadataError, read_metadata
     from pypto.ir.nodes import Function, Program
@@ -108,7 +115,9 @@ _FACE: dict[str, tuple[str, str]] = {
     "read_metadata": ("pypto.ir.metadata", "read_metadata"),
     "serialize": ("pypto.ir.serialization", "serialize"),
     "set_jit_compiler": ("pypto.ir.execution", "set_jit_compiler"),
+    "set_host_compiler": ("pypto.ir.execution", "set_host_compiler"),
     "set_jit_executor": ("pypto.ir.execution", "set_jit_executor"),
+    "DistributedConfig": ("pypto.ir.distributed_compiled_program", "DistributedConfig"),
     "strided_alias_conflict": ("pypto.ir.storage_rules", "strided_alias_conflict"),
     "validate_param_names": ("pypto.ir.param_info", "validate_param_names"),
     "validate_return_aliases": ("pypto.ir.param_info", "validate_return_aliases"),
@@ -136,6 +145,7 @@ __all__ = [
     "Contract",
     "DataType",
     "DeviceKind",
+    "DistributedConfig",
     "Function",
     "FunctionType",
     "KernelError",
@@ -168,6 +178,7 @@ __all__ = [
     "partial_overlap",
     "read_metadata",
     "serialize",
+    "set_host_compiler",
     "set_jit_compiler",
     "set_jit_executor",
     "strided_alias_conflict",

@@ -21,11 +21,14 @@ from typing import Any
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "HostCompiler",
     "JitCompiler",
     "JitExecutor",
     "NoExecutorError",
+    "get_host_compiler",
     "get_jit_compiler",
     "get_jit_executor",
+    "set_host_compiler",
     "set_jit_compiler",
     "set_jit_executor",
 ]
@@ -104,4 +107,34 @@ def get_jit_compiler() -> JitCompiler:
         "JITFunction.compile produces a runtime's compiled program, which needs a runtime: install "
         "pypto-runtime and import pypto.runtime, or register one with "
         "pypto.ir.execution.set_jit_compiler(fn). To only build the IR, use fn.lower(*args) or fn.specialize(*args)."
+    )
+
+
+# -- @pl.jit.host --------------------------------------------------------------------------
+
+HostCompiler = Callable[[Any, tuple[Any, ...], dict[str, Any], Any], Any]
+_host_compiler: HostCompiler | None = None
+
+
+def set_host_compiler(compiler: HostCompiler | None) -> HostCompiler | None:
+    """Install what compiles a ``@pl.jit.host`` function (None uninstalls); returns the previous one.
+
+    It is called as ``compiler(host_function, args, kwargs, config)`` and returns the compiled
+    distributed program.
+    """
+    global _host_compiler
+    if compiler is not None and not callable(compiler):
+        raise TypeError(f"set_host_compiler(compiler): expected a callable or None, got {compiler!r}")
+    with _lock:
+        previous, _host_compiler = _host_compiler, compiler
+    return previous
+
+
+def get_host_compiler() -> HostCompiler:
+    """The installed host compiler (pypto.runtime installs one when imported)."""
+    with _lock:
+        if _host_compiler is not None:
+            return _host_compiler
+    raise NoExecutorError(
+        "compiling a @pl.jit.host function needs a runtime: import pypto.runtime (pip install pypto-runtime)"
     )

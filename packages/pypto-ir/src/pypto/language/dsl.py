@@ -1,6 +1,7 @@
 """Control constructs of the kernel language: ``pl.range`` loops and ``pl.at`` scopes.
 
-Like the ops, these are read by the parser and never run as Python.
+Like the ops, these are read by the parser and never run as Python, except ``pl.range`` in a
+``@pl.jit.host`` body (host Python).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir.types import Level, SplitMode
+from pypto.language.host_trace import active_trace
 
 __all__ = [
     "CrossCoreSlot",
@@ -36,8 +38,11 @@ __all__ = [
 def range(*args: Any) -> Any:
     """``for i in pl.range(stop)`` / ``pl.range(start, stop[, step])``: a device loop.
 
-    Bounds may be constants, loop variables, scalar parameters or dynamic extents.
+    Bounds may be constants, loop variables, scalar parameters or dynamic extents. In a
+    ``@pl.jit.host`` body, which runs as Python on the host, it is Python's ``range``.
     """
+    if active_trace() is not None:
+        return builtins.range(*args)
     raise RuntimeError("pl.range() runs only inside a kernel body, which the compiler parses")
 
 

@@ -7,6 +7,7 @@
   not folded: it stays a runtime scalar argument and only its dtype enters the key (see
   ``pl.RuntimeScalarMarker``).
 - ``pl.jit.incore`` / ``pl.jit.inline`` make the helpers of :mod:`pypto.language.decorators`.
+- ``pl.jit.host`` makes a :class:`~pypto.language.host.HostFunction` (multi-chip programs).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from pypto.ir.types import DynDim, FunctionType, TensorType, Type
 from pypto.language import typing as lt
 from pypto.language.binding import dtype_of, fast_key, is_tensor, scalar_of, shape_of
 from pypto.language.decorators import IncoreFunction, InlineFunction, _source_digest
+from pypto.language.host import HostFunction
+from pypto.language.host_trace import active_trace
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
 from pypto.language.tracebacks import user_facing
 
@@ -143,6 +146,9 @@ class JITFunction:
 
     @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        trace = active_trace()
+        if trace is not None:  # a launch inside a @pl.jit.host body: recorded, not run
+            return trace.dispatch(self, args, kwargs)
         return get_jit_executor()(self, args, kwargs)
 
     @user_facing
@@ -393,7 +399,8 @@ def _jsonable(k: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 class _Jit:
-    """``pl.jit`` (orchestration entry), with ``pl.jit.incore`` for kernel helpers."""
+    """``pl.jit`` (orchestration entry), with ``pl.jit.incore`` for kernel helpers and
+    ``pl.jit.host`` for the host orchestrator of a multi-chip program."""
 
     def __call__(self, fn: Callable[..., Any]) -> JITFunction:
         if not callable(fn):
@@ -403,6 +410,13 @@ class _Jit:
     def incore(self, fn: Callable[..., Any]) -> IncoreFunction:
         """A kernel helper called from a @pl.jit body; its body is tile code."""
         return IncoreFunction(fn)
+
+    def host(self, fn: Callable[..., Any]) -> HostFunction:
+        """The host orchestrator of a multi-chip program: its body launches @pl.jit programs
+        on ranks (``per_rank(x[r], y[r], device=r)``); see ``pypto.language.distributed``."""
+        if not callable(fn):
+            raise TypeError(f"@pl.jit.host decorates a function, got {fn!r}")
+        return HostFunction(fn)
 
     def inline(self, fn: Callable[..., Any]) -> InlineFunction:
         """A helper spliced into its callers (orchestration or kernel code alike)."""

@@ -7,11 +7,12 @@ creates a Worker at import time.
 
 from __future__ import annotations
 
-from pypto.ir import set_jit_compiler, set_jit_executor
+from pypto.ir import set_host_compiler, set_jit_compiler, set_jit_executor
 from pypto.runtime.api import compile, compile_artifact, jit_compiler, jit_executor, load_cached, run
 from pypto.runtime.artifact_runtime import ArtifactRuntime
 from pypto.runtime.chip_worker import ChipWorker, DeviceTensor, RegistrationHandle
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
+from pypto.runtime.distributed.program import compile_host as _compile_host
 from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
 from pypto.runtime.runner import RunConfig
@@ -40,3 +41,4 @@ __all__ = [
 
 set_jit_executor(jit_executor)
 set_jit_compiler(jit_compiler)
+set_host_compiler(_compile_host)

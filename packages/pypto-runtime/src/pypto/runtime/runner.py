@@ -87,6 +87,8 @@ class RunConfig:
         rtol, atol: The tolerances of a check of results against a reference that uses this
             config (``torch.allclose(out, ref, rtol=config.rtol, atol=config.atol)``); a run
             itself compares nothing. Each >= 0.
+        distributed_config: A ``pypto.ir.DistributedConfig`` (which devices are the ranks)
+            for compiling a ``@pl.jit.host`` program; None for a single-chip program.
     """
 
     platform: str = DEFAULT_PLATFORM
@@ -104,12 +106,19 @@ class RunConfig:
     rtol: float = 1e-5
     atol: float = 1e-5
     compile_profiling: bool = False
+    distributed_config: Any = None
     # the CallConfig a run passes to the Worker: call_config, with the swimlane setting applied
     effective_call_config: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from pypto.ir import RUNTIMES, get_platform, parse_platform
+        from pypto.ir import RUNTIMES, DistributedConfig, get_platform, parse_platform
         from pypto.runtime import settings
+
+        if self.distributed_config is not None and not isinstance(self.distributed_config, DistributedConfig):
+            raise TypeError(
+                "RunConfig(distributed_config): expected a pypto.ir.DistributedConfig or None, got "
+                f"{type(self.distributed_config).__name__}"
+            )
 
         parse_platform(self.platform)
         if not get_platform(self.platform).simulated and settings.simulate_npu():

@@ -1,0 +1,157 @@
+"""Recording what a ``@pl.jit.host`` orchestrator does, by running its body as Python.
+
+The host orchestrator is control-plane code on the host CPU: it allocates window buffers and
+launches one per-device ``@pl.jit`` program per rank. Compiling it runs its body once in a
+:class:`HostTrace`: host tensor parameters arrive as :class:`HostTensorRef` placeholders (indexing
+one records the index), ``pl.range`` is Python's ``range``, ``pld.world_size()`` is the configured
+rank count, ``pld.alloc_window_buffer``/``pld.window`` record window declarations and each call
+``per_rank(..., device=r)`` records a :class:`Dispatch`. The runtime turns the trace into a plan.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+
+__all__ = [
+    "Dispatch",
+    "HostTensorRef",
+    "HostTrace",
+    "WindowBufferDecl",
+    "WindowView",
+    "active_trace",
+    "require_trace",
+]
+
+_state = threading.local()
+
+
+def active_trace() -> HostTrace | None:
+    """The trace of the ``@pl.jit.host`` body running on this thread, or None."""
+    return getattr(_state, "trace", None)
+
+
+def require_trace(what: str) -> HostTrace:
+    trace = active_trace()
+    if trace is None:
+        raise RuntimeError(
+            f"{what} runs only inside a @pl.jit.host body (the host orchestrator), which "
+            "compile() runs once to record its dispatches"
+        )
+    return trace
+
+
+@dataclass(frozen=True)
+class HostTensorRef:
+    """A host tensor parameter, or an element of it (``x[r]``), inside a host body.
+
+    Attributes:
+        param: Position of the host function's parameter.
+        path: The integer indices applied so far, outermost first.
+        example: The example argument indexed the same way (what the per-device program is
+            specialised on).
+    """
+
+    param: int
+    name: str
+    path: tuple[int, ...]
+    example: Any
+
+    def __getitem__(self, index: Any) -> HostTensorRef:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(
+                f"host tensor {self.name!r}: a host body indexes a tensor with one int per axis "
+                f"(x[r]); got {index!r}"
+            )
+        extent = self.shape[0] if self.shape else 0
+        if not -extent <= index < extent:
+            raise IndexError(
+                f"host tensor {self.name!r}: index {index} is out of range for axis of size {extent}"
+            )
+        index %= extent
+        return HostTensorRef(self.param, self.name, (*self.path, index), self.example[index])
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.example.shape)
+
+    def describe(self) -> str:
+        return self.name + "".join(f"[{i}]" for i in self.path)
+
+
+@dataclass(frozen=True)
+class WindowBufferDecl:
+    """``pld.alloc_window_buffer(shape, dtype)``: one window of this shape in every rank."""
+
+    index: int
+    shape: tuple[int, ...]
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class WindowView:
+    """``pld.window(buf, shape, dtype)``: a typed view of the calling rank's window of ``buf``."""
+
+    buffer: WindowBufferDecl
+    shape: tuple[int, ...]
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """One ``fn(*args, device=r)`` launch recorded in a host body."""
+
+    fn: Any  # a JITFunction
+    rank: int
+    args: tuple[Any, ...]  # HostTensorRef | WindowView | int | float | bool
+
+
+@dataclass
+class HostTrace:
+    """What one run of a host body did."""
+
+    world_size: int
+    windows: list[WindowBufferDecl] = field(default_factory=list)
+    dispatches: list[Dispatch] = field(default_factory=list)
+
+    def __enter__(self) -> HostTrace:
+        if active_trace() is not None:
+            raise RuntimeError("a @pl.jit.host body cannot compile another @pl.jit.host function")
+        _state.trace = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _state.trace = None
+
+    def alloc_window(self, shape: tuple[int, ...], dtype: DataType) -> WindowBufferDecl:
+        decl = WindowBufferDecl(len(self.windows), shape, dtype)
+        self.windows.append(decl)
+        return decl
+
+    def dispatch(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        kwargs = dict(kwargs)
+        if "device" not in kwargs:
+            raise TypeError(
+                f"{fn.__name__}(): a call in a @pl.jit.host body launches on one rank; pass device=r "
+                f"(an int in [0, {self.world_size}))"
+            )
+        device = kwargs.pop("device")
+        if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device < self.world_size:
+            raise ValueError(
+                f"{fn.__name__}(device=...): expected a rank in [0, {self.world_size}), got {device!r}"
+            )
+        if kwargs:
+            bound = fn.bind(*args, **kwargs)
+        else:
+            bound = tuple(args)
+        for name, a in zip(fn.param_names, bound, strict=False):
+            if not isinstance(a, (HostTensorRef, WindowView, int, float, bool)):
+                raise TypeError(
+                    f"{fn.__name__}(): argument {name!r} in a @pl.jit.host body must be a host tensor "
+                    f"parameter (or an element x[r]), a pld.window(...) view or a Python scalar; got "
+                    f"{type(a).__name__}"
+                )
+        self.dispatches.append(Dispatch(fn, device, tuple(bound)))

@@ -1,0 +1,22 @@
+"""Multi-chip programs on simulated chips: one process per rank, bootstrapped by torch.distributed.
+
+``host_fn.compile(*args, config=RunConfig(distributed_config=DistributedConfig(device_ids=...)))``
+traces a ``@pl.jit.host`` orchestrator, compiles each per-device program through the
+single-chip path, and returns a :class:`DistributedCompiledProgram`. Its ``prepare()`` gives a
+:class:`DistributedWorker`; torch (``torch.distributed``) is imported only then, by ``_engine``.
+See docs/distributed.md.
+"""
+
+from __future__ import annotations
+
+from pypto.runtime.distributed.errors import DistributedRankError, DistributedTimeoutError
+from pypto.runtime.distributed.program import DistributedCompiledProgram, compile_host
+from pypto.runtime.distributed.worker import DistributedWorker
+
+__all__ = [
+    "DistributedCompiledProgram",
+    "DistributedRankError",
+    "DistributedTimeoutError",
+    "DistributedWorker",
+    "compile_host",
+]

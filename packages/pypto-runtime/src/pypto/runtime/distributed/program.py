@@ -1,0 +1,86 @@
+"""``DistributedCompiledProgram``: what ``host_fn.compile(..., config=RunConfig(distributed_config=...))``
+returns, and the host compiler that ``pypto.runtime`` installs for ``@pl.jit.host``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pypto.ir import DistributedConfig
+from pypto.language.host import HostFunction
+from pypto.runtime.distributed.plan import PLAN_FILE, DistributedPlan, plan_host, write_plan
+from pypto.runtime.distributed.worker import DistributedWorker, bind_host_args
+
+__all__ = ["DistributedCompiledProgram", "compile_host"]
+
+
+class DistributedCompiledProgram:
+    """A compiled multi-chip program: its plan (``output_dir/plan.json``) and per-rank artifacts.
+
+    Call it to run once (ranks start and stop around the call), or :meth:`prepare` a
+    :class:`DistributedWorker` that keeps the ranks running across dispatches.
+    """
+
+    def __init__(self, plan: DistributedPlan, output_dir: Path, config: DistributedConfig) -> None:
+        self.plan = plan
+        self.output_dir = output_dir
+        self.distributed_config = config
+
+    def __repr__(self) -> str:
+        return (
+            f"DistributedCompiledProgram({self.plan.name!r}, world_size={self.plan.world_size}, "
+            f"output_dir={str(self.output_dir)!r})"
+        )
+
+    @property
+    def world_size(self) -> int:
+        return self.plan.world_size
+
+    def _check_config(self, config: Any) -> None:
+        dc = getattr(config, "distributed_config", None)
+        if dc is not None and tuple(dc.device_ids) != self.plan.device_ids:
+            raise ValueError(
+                f"{self.plan.name}(config=...): compiled for device_ids {list(self.plan.device_ids)}, "
+                f"got distributed_config.device_ids {list(dc.device_ids)}"
+            )
+        for field in ("platform", "runtime"):
+            want, got = getattr(self.plan, field), getattr(config, field, None)
+            if got is not None and got != want:
+                raise ValueError(
+                    f"{self.plan.name}(config=...): compiled for {field} {want!r}, got RunConfig({field}={got!r}); "
+                    f"compile again for {got!r} or pass a RunConfig with {field}={want!r}"
+                )
+
+    def prepare(self, config: Any = None) -> DistributedWorker:
+        """Start the ranks; the returned worker runs dispatches (``worker(*args)``, or
+        ``worker.run(compiled, *args)``) until it is closed."""
+        self._check_config(config)
+        return DistributedWorker(
+            self.plan,
+            timeout=self.distributed_config.timeout,
+            aic_threads=getattr(config, "aic_threads", None) or 1,
+            aiv_threads=getattr(config, "aiv_threads", None) or 1,
+        )
+
+    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> None:
+        bind_host_args(self.plan, args, kwargs)  # a wrong call fails before any rank starts
+        with self.prepare(config) as worker:
+            worker(*args, **kwargs)
+
+    @classmethod
+    def from_dir(
+        cls, path: str | Path, config: DistributedConfig | None = None
+    ) -> DistributedCompiledProgram:
+        """Reload a compiled program from its ``output_dir``."""
+        import json
+
+        plan = DistributedPlan.from_json(json.loads((Path(path) / PLAN_FILE).read_text()))
+        return cls(plan, Path(path), config or DistributedConfig(device_ids=plan.device_ids))
+
+
+def compile_host(
+    fn: HostFunction, args: tuple[Any, ...], kwargs: dict[str, Any], config: Any
+) -> DistributedCompiledProgram:
+    """The host compiler installed for ``@pl.jit.host`` (``fn.compile(*args, config=...)``)."""
+    plan = plan_host(fn, args, kwargs, config)
+    return DistributedCompiledProgram(plan, write_plan(plan), config.distributed_config)
