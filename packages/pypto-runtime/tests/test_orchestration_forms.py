@@ -81,6 +81,26 @@ def test_runtime_extents_scalar_min_max_and_unpacking() -> None:
     torch.testing.assert_close(out, 3.0 * x + x * x)
 
 
+@pl.program
+class InlineOutputs:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]
+    ) -> pl.Tensor[[16, 32], pl.FP32]:
+        scaled, squared = _scale_and_square(
+            x, 2.0, pl.create_tensor([16, 32], dtype=pl.FP32), pl.create_tensor([16, 32], dtype=pl.FP32)
+        )
+        out = _add(scaled, squared, out)
+        return out
+
+
+def test_unpacked_names_are_the_inline_created_tensors_the_kernel_wrote() -> None:
+    x = torch.randn(16, 32)
+    out = torch.zeros(16, 32)
+    run(InlineOutputs, x, out, config=RunConfig())
+    torch.testing.assert_close(out, 2.0 * x + x * x)
+
+
 def test_a_window_with_a_runtime_extent_outside_its_tensor_fails_the_run() -> None:
     total = 2 * ROWS
     x = torch.randn(total, 32)
