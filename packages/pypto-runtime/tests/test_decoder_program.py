@@ -168,7 +168,7 @@ class Decoder:
         return pl.store(pl.matmul(lhs, rhs), [0, 0], out)
 
     @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
+    def main(  # noqa: PLR0917 -- a program's entry takes each of its tensors positionally
         self,
         x: pl.Tensor[[S, D], pl.FP32],
         mask: pl.Tensor[[S, S], pl.FP32],
@@ -205,7 +205,9 @@ class Decoder:
         return logits
 
 
-def _reference(x, mask, cos, sin, gains, w_attn, w_gate, w_up, w_down, w_vocab):
+def _reference(inputs: list[torch.Tensor]) -> torch.Tensor:
+    x, mask, cos, sin, gains, w_attn, w_gate, w_up, w_down, w_vocab = inputs
+
     def norm(t, g):
         return t * torch.rsqrt((t * t).mean(-1, keepdim=True) + EPS) * g
 
@@ -245,6 +247,6 @@ def test_single_head_decoder_matches_torch() -> None:
     ]
     logits = torch.zeros(S, V)
     run(Decoder, *inputs, logits, config=RunConfig())
-    expected = _reference(*inputs)
+    expected = _reference(inputs)
     assert expected.abs().max() > 0.5  # the check below compares real values, not zeros
     torch.testing.assert_close(logits, expected, rtol=1e-4, atol=1e-4)
