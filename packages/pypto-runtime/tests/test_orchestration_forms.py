@@ -221,3 +221,55 @@ def test_spmd_blocks_see_their_index_and_count() -> None:
     want = torch.tensor([10.0 * (b % 4) + 4 for b in range(6)]).repeat_interleave(16)[:, None].expand(96, 16)
     torch.testing.assert_close(spread, want)
     torch.testing.assert_close(out, torch.ones(96, 16))  # idx 0, num 1 everywhere
+
+
+WIDTH = 16  # rows gathered per task: a fixed-width window of the index table
+
+
+@pl.program
+class GatherRows:
+    @pl.function(type=pl.FunctionType.InCore)
+    def gather(
+        self,
+        rows: pl.Tensor[[WIDTH], pl.INT32],
+        src: pl.Tensor[[64, 32], pl.FP32],
+        count: pl.Scalar[pl.INDEX],
+        out: pl.Out[pl.Tensor[[WIDTH, 32], pl.FP32]],
+    ) -> pl.Tensor[[WIDTH, 32], pl.FP32]:
+        for i, (acc,) in pl.range(count, init_values=(out,)):
+            row = pl.read(rows, i)
+            written = pl.store(pl.load(src, [row, 0], [1, 32]), [i, 0], acc)
+            (acc_next,) = pl.yield_(written)
+        return acc_next
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        table: pl.Tensor[[40], pl.INT32],
+        src: pl.Tensor[[64, 32], pl.FP32],
+        cfg: pl.Tensor[[1], pl.INT64],
+        out: pl.Out[pl.Tensor[[40, 32], pl.FP32]],
+    ) -> pl.Tensor[[40, 32], pl.FP32]:
+        reads_up_to = pl.tensor.read(cfg, [0])
+        for blk in pl.range(0, 40, WIDTH):
+            # the last windows ([32, 48) of 40 entries) run past the table's and out's end
+            rows = pl.slice(table, [WIDTH], [blk])
+            out_rows = pl.slice(out, [WIDTH, 32], [blk, 0])
+            self.gather(rows, src, pl.min(WIDTH, reads_up_to - blk), out_rows)
+        return out
+
+
+def test_a_fixed_width_window_past_the_tensor_end_holds_the_tensors_part() -> None:
+    table = torch.randperm(64)[:40].to(torch.int32)
+    src = torch.randn(64, 32)
+    out = torch.zeros(40, 32)
+    run(GatherRows, table, src, torch.tensor([40]), out, config=RunConfig())
+    torch.testing.assert_close(out, src[table.long()])
+
+
+def test_a_kernel_reading_past_a_windows_part_inside_the_tensor_fails() -> None:
+    table = torch.arange(40, dtype=torch.int32)
+    out = torch.zeros(40, 32)
+    # the last task reads entries 8..15 of a window that holds only 8 of the table's entries
+    with pytest.raises(Exception, match=r"'gather'.*at \(0, 8\) outside the tensor's last dims \[1, 8\]"):
+        run(GatherRows, table, torch.randn(64, 32), torch.tensor([48]), out, config=RunConfig())
