@@ -1,7 +1,8 @@
 """Orchestration forms of model programs, run on a2a3sim and checked against torch:
 pl.tensor.read / pl.tensor.dim, scalar pl.min / pl.max, tensors created and windowed with
 run-time extents (pl.create_tensor / pl.slice), unpacking a kernel's results
-(a, b = kernel(...)), and pl.tile.transpose_view on L1."""
+(a, b = kernel(...), also with inline-created outputs), pl.tile.transpose_view on L1, and
+fixed-width windows that run past their tensor's end (a descriptor of the part inside it)."""
 
 from __future__ import annotations
 
