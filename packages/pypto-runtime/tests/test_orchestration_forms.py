@@ -1,7 +1,8 @@
 """Orchestration forms of model programs, run on a2a3sim and checked against torch:
 pl.tensor.read / pl.tensor.dim, scalar pl.min / pl.max, tensors created and windowed with
 run-time extents (pl.create_tensor / pl.slice), unpacking a kernel's results
-(a, b = kernel(...)), and pl.tile.transpose_view on L1."""
+(a, b = kernel(...), also with inline-created outputs), pl.tile.transpose_view on L1, and
+fixed-width windows that run past their tensor's end (a descriptor of the part inside it)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,26 @@ def test_runtime_extents_scalar_min_max_and_unpacking() -> None:
     out.zero_()
     run(_build(total), x, torch.tensor([9, 32], dtype=torch.int64), out)
     torch.testing.assert_close(out, 3.0 * x + x * x)
+
+
+@pl.program
+class InlineOutputs:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]
+    ) -> pl.Tensor[[16, 32], pl.FP32]:
+        scaled, squared = _scale_and_square(
+            x, 2.0, pl.create_tensor([16, 32], dtype=pl.FP32), pl.create_tensor([16, 32], dtype=pl.FP32)
+        )
+        out = _add(scaled, squared, out)
+        return out
+
+
+def test_unpacked_names_are_the_inline_created_tensors_the_kernel_wrote() -> None:
+    x = torch.randn(16, 32)
+    out = torch.zeros(16, 32)
+    run(InlineOutputs, x, out, config=RunConfig())
+    torch.testing.assert_close(out, 2.0 * x + x * x)
 
 
 def test_a_window_with_a_runtime_extent_outside_its_tensor_fails_the_run() -> None:
@@ -201,3 +222,55 @@ def test_spmd_blocks_see_their_index_and_count() -> None:
     want = torch.tensor([10.0 * (b % 4) + 4 for b in range(6)]).repeat_interleave(16)[:, None].expand(96, 16)
     torch.testing.assert_close(spread, want)
     torch.testing.assert_close(out, torch.ones(96, 16))  # idx 0, num 1 everywhere
+
+
+WIDTH = 16  # rows gathered per task: a fixed-width window of the index table
+
+
+@pl.program
+class GatherRows:
+    @pl.function(type=pl.FunctionType.InCore)
+    def gather(
+        self,
+        rows: pl.Tensor[[WIDTH], pl.INT32],
+        src: pl.Tensor[[64, 32], pl.FP32],
+        count: pl.Scalar[pl.INDEX],
+        out: pl.Out[pl.Tensor[[WIDTH, 32], pl.FP32]],
+    ) -> pl.Tensor[[WIDTH, 32], pl.FP32]:
+        for i, (acc,) in pl.range(count, init_values=(out,)):
+            row = pl.read(rows, i)
+            written = pl.store(pl.load(src, [row, 0], [1, 32]), [i, 0], acc)
+            (acc_next,) = pl.yield_(written)
+        return acc_next
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        table: pl.Tensor[[40], pl.INT32],
+        src: pl.Tensor[[64, 32], pl.FP32],
+        cfg: pl.Tensor[[1], pl.INT64],
+        out: pl.Out[pl.Tensor[[40, 32], pl.FP32]],
+    ) -> pl.Tensor[[40, 32], pl.FP32]:
+        reads_up_to = pl.tensor.read(cfg, [0])
+        for blk in pl.range(0, 40, WIDTH):
+            # the last windows ([32, 48) of 40 entries) run past the table's and out's end
+            rows = pl.slice(table, [WIDTH], [blk])
+            out_rows = pl.slice(out, [WIDTH, 32], [blk, 0])
+            self.gather(rows, src, pl.min(WIDTH, reads_up_to - blk), out_rows)
+        return out
+
+
+def test_a_fixed_width_window_past_the_tensor_end_holds_the_tensors_part() -> None:
+    table = torch.randperm(64)[:40].to(torch.int32)
+    src = torch.randn(64, 32)
+    out = torch.zeros(40, 32)
+    run(GatherRows, table, src, torch.tensor([40]), out, config=RunConfig())
+    torch.testing.assert_close(out, src[table.long()])
+
+
+def test_a_kernel_reading_past_a_windows_part_inside_the_tensor_fails() -> None:
+    table = torch.arange(40, dtype=torch.int32)
+    out = torch.zeros(40, 32)
+    # the last task reads entries 8..15 of a window that holds only 8 of the table's entries
+    with pytest.raises(Exception, match=r"'gather'.*at \(0, 8\) outside the tensor's last dims \[1, 8\]"):
+        run(GatherRows, table, torch.randn(64, 32), torch.tensor([48]), out, config=RunConfig())

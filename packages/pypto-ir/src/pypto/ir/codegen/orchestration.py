@@ -50,8 +50,13 @@ __all__ = ["OrchestrationSource", "generate_orchestration", "orchestration_symbo
 _DIR = {ParamDirection.IN: "in", ParamDirection.OUT: "out", ParamDirection.INOUT: "inout"}
 
 
-# A window t[o0:o0+e0, ...] of a tensor descriptor: same buffer, later start, smaller shape. The
-# runtime checks every submitted descriptor against its backing before a task runs.
+# A window t[o0:o0+e0, ...] of a tensor descriptor: same buffer, later start, smaller shape. An
+# axis whose declared extent runs past the tensor's end keeps only the part inside the tensor
+# (from a start at or past the end: nothing), so the descriptor addresses the tensor's own
+# elements only; a fixed-width window near a tensor's end (an unroll-width slice of a block
+# table) is valid for the elements the tensor has, and a kernel that touches more fails its
+# bounds-checked access. The runtime checks every submitted descriptor against its backing
+# before a task runs.
 WINDOW_HELPER = """\
 static inline simpler::ChipTensor pypto_window(const simpler::ChipTensor& t, std::initializer_list<std::int64_t> start,
                                                std::initializer_list<std::uint32_t> extent) {
@@ -62,7 +67,15 @@ static inline simpler::ChipTensor pypto_window(const simpler::ChipTensor& t, std
         ++i;
     }
     i = 0;
-    for (std::uint32_t e : extent) v.shapes[i++] = e;
+    auto s = start.begin();
+    for (std::uint32_t e : extent) {
+        const std::int64_t from = *s++;
+        const std::int64_t dim = i < t.ndims ? static_cast<std::int64_t>(t.shapes[i]) : 0;
+        if (from >= 0 && from + static_cast<std::int64_t>(e) > dim) {
+            e = from >= dim ? 0u : static_cast<std::uint32_t>(dim - from);
+        }
+        v.shapes[i++] = e;
+    }
     return v;
 }
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
 from pypto.ir.analysis.return_lineage import function_aliases
@@ -222,7 +223,8 @@ class _Statements(_Tasks):
                 f"{value.callee!r} returns {n} value(s); {len(target.elts)} name(s) are assigned", target
             )
         aliases = function_aliases(ssa.convert_function(callee))
-        out: list[Stmt] = [ExprStmt(value, self.src.span(s))]
+        out: list[Stmt] = []
+        args = list(value.args)
         for k, (name, alias) in enumerate(zip(target.elts, aliases, strict=True)):
             assert isinstance(name, ast.Name)
             if alias is None:
@@ -231,7 +233,16 @@ class _Statements(_Tasks):
                     "named here; return the Out/InOut tensors the kernel wrote",
                     name,
                 )
-            self.st.env[name.id] = value.args[alias]
+            if not isinstance(args[alias], Var):
+                # An argument written inline (`pl.create_tensor(...)`, `pl.slice(...)`) is bound to a
+                # generated name before the call, so the name refers to the tensor the kernel wrote
+                # rather than to a second evaluation of the expression (a fresh allocation or view).
+                self.hoisted += 1
+                held = Var(f"{self.prefix}_result{self.hoisted}", args[alias].type, self.src.span(name))
+                out.append(Assign(held, args[alias], self.src.span(value_node)))
+                args[alias] = held
+            self.st.env[name.id] = args[alias]
+        out.append(ExprStmt(dataclasses.replace(value, args=tuple(args)), self.src.span(s)))
         return out
 
     def check_annotation(self, ann_node: ast.expr, value: Expr, name: str) -> None:
