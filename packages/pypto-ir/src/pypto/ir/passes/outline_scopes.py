@@ -7,6 +7,9 @@ filled in later by the call-directions pass. A value computed inside a scope can
 after it when it is a tensor the scope wrote (then the outer tensor is used) or a tensor-level
 value of static shape (it is written into an intermediate tensor the orchestration allocates
 before the scope; later code reads that). Tiles and scalars do not outlive their scope.
+A ``pl.create_tensor`` in a scope is scope-local scratch: kept in the kernel when it fits one
+Vec tile (``tensor_to_tile`` makes it a tile), otherwise allocated by the orchestration before
+the scope and passed to the kernel.
 The scope's ``pl.at`` hints go to its kernel (``no_dep_args`` names become parameter names).
 """
 

@@ -5,6 +5,8 @@ load each tensor operand into a Vec tile of its whole (static) shape, apply the 
 store the tile into the window of ``out``. A tensor-level matmul loads its operands into Mat,
 moves them to Left/Right, multiplies into Acc and moves the result to Vec. Tensor-level
 values are held in tiles, so every tensor operand needs a static shape that fits one tile.
+A scope-local ``pl.create_tensor`` is a zero-filled Vec tile; a loop or ``if`` that carries a
+tensor-level value carries its Vec tile.
 """
 
 from __future__ import annotations
