@@ -22,6 +22,7 @@ from pypto.ir.nodes import (
     For,
     Function,
     If,
+    IterArg,
     Program,
     Return,
     Scope,
@@ -31,7 +32,8 @@ from pypto.ir.nodes import (
     Yield,
 )
 from pypto.ir.ops import OPS, OpError, infer
-from pypto.ir.types import TensorType
+from pypto.ir.passes.tensor_to_tile import fits_one_tile
+from pypto.ir.types import TensorType, TileType
 
 __all__ = ["VerifyError", "VerifyLevel", "verify"]
 
@@ -121,8 +123,8 @@ class _FnVerifier:
             and e.op not in ("tensor.dim", "tensor.read", "tensor.write")
         ):
             raise self.fail(f"tensor-level op {e.op} survived lowering", s)
-        if kernel and e.op == "tensor.create":
-            raise self.fail("tensor.create inside a kernel", s)
+        if kernel and e.op == "tensor.create" and not fits_one_tile(e.type):  # type: ignore[arg-type]
+            raise self.fail("tensor.create inside a kernel that does not fit one tile", s)
 
     def check_callfunc(self, e: CallFunc, s: object) -> None:
         if self.fn.func_type.is_kernel:
@@ -170,7 +172,7 @@ class _FnVerifier:
                 self.define(s.var, s)
                 inner.add(s.var.name)
                 for ia in s.iter_args:
-                    if ia.var.type != ia.init.type:
+                    if ia.var.type != ia.init.type and not _tile_carried_as_tensor_level(ia):
                         raise self.fail(
                             f"iter arg {ia.var.name!r} is {ia.var.type} but starts as {ia.init.type}", s
                         )
@@ -243,3 +245,15 @@ class _FnVerifier:
                     )
             else:
                 raise self.fail(f"unknown statement {type(s).__name__}", s)
+
+
+def _tile_carried_as_tensor_level(ia: IterArg) -> bool:
+    """A tile that the loop rebinds to tensor-level values of its shape and dtype (in a kernel
+    or scope, before tensor_to_tile carries it as the tile)."""
+    start, end = ia.init.type, ia.var.type
+    return (
+        isinstance(start, TileType)
+        and isinstance(end, TensorType)
+        and tuple(end.shape) == tuple(start.shape)
+        and end.dtype is start.dtype
+    )

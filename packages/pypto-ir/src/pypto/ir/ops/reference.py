@@ -74,6 +74,10 @@ SAMPLES: dict[str, Sample] = {
         {},
     ),
     "tensor.matmul": ([TensorType((16, 32), _FP16), TensorType((32, 64), _FP16)], {}),
+    "tensor.matmul_acc": (
+        [TensorType((16, 64), _FP32), TensorType((16, 32), _FP16), TensorType((32, 64), _FP16)],
+        {},
+    ),
     "tile.matmul_acc": (
         [
             TileType((16, 64), _FP32, MemorySpace.Acc),

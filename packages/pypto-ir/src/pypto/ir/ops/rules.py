@@ -413,6 +413,21 @@ def tensor_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TensorType((a.shape[0], b.shape[1]), acc_dtype(a.dtype, "matmul"))
 
 
+def tensor_matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
+    acc = _tensor_like(args[0], "matmul_acc", "the accumulator")
+    prod = tensor_matmul(args[1:], attrs)
+    assert isinstance(prod, TensorType)
+    if acc.dtype is not prod.dtype:
+        raise OpError(
+            f"pl.matmul_acc: the accumulator is {acc.dtype.value} but the operands accumulate in {prod.dtype.value}"
+        )
+    if tuple(acc.shape) != tuple(prod.shape):
+        raise OpError(
+            f"pl.matmul_acc: the accumulator is {list(acc.shape)} but the product is {list(prod.shape)}"
+        )
+    return TensorType(acc.shape, acc.dtype)
+
+
 # ----------------------------------------------------------------------------- sub-tiles, padding, scalars
 
 

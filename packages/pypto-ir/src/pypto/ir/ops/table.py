@@ -336,8 +336,9 @@ _enter(
     LangOp(
         "matmul_acc",
         (P("acc"), P("lhs"), P("rhs")),
-        """``acc + lhs @ rhs`` into the Acc tile.""",
-        {"tile": "tile.matmul_acc"},
+        """``acc + lhs @ rhs`` into the Acc tile; with a tensor-level operand (in a ``pl.at``
+    scope) it is tensor-level: the product added to ``acc`` in FP32.""",
+        _both("matmul_acc"),
         group="matmul",
     ),
     OpSpec(
@@ -349,6 +350,7 @@ _enter(
         dtypes=frozenset(rules.MATMUL_ACC),
         spaces=(MemorySpace.Acc, MemorySpace.Left, MemorySpace.Right),
     ),
+    OpSpec("tensor.matmul_acc", rules.tensor_matmul_acc, 3, 3, dtypes=frozenset(rules.MATMUL_ACC)),
 )
 
 # ----------------------------------------------------------------------------- sub-tiles, scalars

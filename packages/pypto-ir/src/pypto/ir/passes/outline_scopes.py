@@ -7,6 +7,9 @@ filled in later by the call-directions pass. A value computed inside a scope can
 after it when it is a tensor the scope wrote (then the outer tensor is used) or a tensor-level
 value of static shape (it is written into an intermediate tensor the orchestration allocates
 before the scope; later code reads that). Tiles and scalars do not outlive their scope.
+A ``pl.create_tensor`` in a scope is scope-local scratch: kept in the kernel when it fits one
+Vec tile (``tensor_to_tile`` makes it a tile), otherwise allocated by the orchestration before
+the scope and passed to the kernel.
 The scope's ``pl.at`` hints go to its kernel (``no_dep_args`` names become parameter names).
 """
 
@@ -44,6 +47,7 @@ from pypto.ir.nodes import (
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.passes._rewrite import subst_body
 from pypto.ir.passes.ssa import base_name
+from pypto.ir.passes.tensor_to_tile import fits_one_tile
 from pypto.ir.types import FunctionType, ScalarType, TaskIdType, TensorType, TupleType
 
 NAME = "outline_scopes"
@@ -91,6 +95,8 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
 
     def outline_one(s: Scope) -> list[Stmt]:
         s, created = _spill_escaping_values(s, fn, unique, escapes)
+        s, hoisted = _hoist_large_creates(s)
+        created = [*hoisted, *created]
         free = free_vars(s.body)
         for v in free:
             if not isinstance(v.type, (TensorType, ScalarType)):
@@ -139,6 +145,37 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
     body = visit(fn.body)
     body = _check_escapes(body, escapes, fn)
     return replace(fn, body=body, func_type=FunctionType.Orchestration), kernels
+
+
+def _hoist_large_creates(s: Scope) -> tuple[Scope, list[Stmt]]:
+    """``pl.create_tensor`` inside a scope is scope-local scratch. One that fits a Vec tile
+    (``tensor_to_tile.fits_one_tile``) stays in the kernel and becomes an on-chip tile; a
+    larger one is moved before the scope, where the orchestration allocates it in device memory
+    and the kernel receives it as a tensor parameter (its extents are constants: the parser
+    refuses run-time extents in a scope). Returns the scope and the moved allocations."""
+    hoisted: list[Stmt] = []
+
+    def visit(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for st in body:
+            if (
+                isinstance(st, Assign)
+                and isinstance(st.value, Call)
+                and st.value.op == "tensor.create"
+                and isinstance(st.var.type, TensorType)
+                and not fits_one_tile(st.var.type)
+            ):
+                hoisted.append(st)
+            elif isinstance(st, For):
+                out.append(replace(st, body=visit(st.body)))
+            elif isinstance(st, If):
+                out.append(replace(st, then_body=visit(st.then_body), else_body=visit(st.else_body)))
+            else:
+                out.append(st)
+        return tuple(out)
+
+    body = visit(s.body)
+    return (replace(s, body=body), hoisted) if hoisted else (s, [])
 
 
 def _spill_escaping_values(

@@ -38,6 +38,7 @@ from pypto.ir.nodes import (
     stmt_defs,
     walk_stmts,
 )
+from pypto.ir.types import TensorType, TileType, Type
 
 NAME = "ssa"
 SEP = "__"
@@ -206,15 +207,33 @@ class _Converter:
                 if v.name in self.env and v.name not in assigned and v.name != s.var.name:
                     assigned.append(v.name)
         before = dict(self.env)
-        phis: list[IterArg] = []
-        for name in assigned:
-            init = before[name]
-            phi = self.fresh(Var(name, init.type, s.span))
-            phis.append(IterArg(phi, init))
-            self.env[name] = phi
-        loop_var = self.fresh(s.var)
-        self.env[s.var.name] = loop_var
-        body = self.body(s.body)
+        widened: set[str] = set()
+        while True:
+            phis: list[IterArg] = []
+            for name in assigned:
+                init = before[name]
+                ty = init.type
+                if name in widened:
+                    assert isinstance(ty, TileType)
+                    ty = TensorType(ty.shape, ty.dtype)
+                phi = self.fresh(Var(name, ty, s.span))
+                phis.append(IterArg(phi, init))
+                self.env[name] = phi
+            loop_var = self.fresh(s.var)
+            self.env[s.var.name] = loop_var
+            body = self.body(s.body)
+            # a tile the loop rebinds to a tensor-level value of its shape and dtype (tiles mixed
+            # with tensors in a pl.at scope) is carried as that tensor-level value: the body runs
+            # again with the iter arg typed so; tensor_to_tile carries it as the tile
+            wider = {
+                name
+                for name, ia in zip(assigned, phis, strict=True)
+                if _tile_to_tensor_level(ia.var.type, self.env[name].type) and name not in widened
+            }
+            if not wider:
+                break
+            widened |= wider
+            self.env = dict(before)
         yields: list[Expr] = []
         for name, ia in zip(assigned, phis, strict=True):
             final = self.env[name]
@@ -247,3 +266,14 @@ class _Converter:
                 results=tuple(results),
             )
         )
+
+
+def _tile_to_tensor_level(start: Type, end: Type) -> bool:
+    """Whether a loop-carried value starts as a tile and ends as a tensor-level value of the
+    same shape and dtype."""
+    return (
+        isinstance(start, TileType)
+        and isinstance(end, TensorType)
+        and tuple(end.shape) == tuple(start.shape)
+        and end.dtype is start.dtype
+    )

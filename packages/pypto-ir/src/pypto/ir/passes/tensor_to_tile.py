@@ -5,6 +5,8 @@ load each tensor operand into a Vec tile of its whole (static) shape, apply the 
 store the tile into the window of ``out``. A tensor-level matmul loads its operands into Mat,
 moves them to Left/Right, multiplies into Acc and moves the result to Vec. Tensor-level
 values are held in tiles, so every tensor operand needs a static shape that fits one tile.
+A scope-local ``pl.create_tensor`` is a zero-filled Vec tile; a loop or ``if`` that carries a
+tensor-level value carries its Vec tile.
 """
 
 from __future__ import annotations
@@ -32,12 +34,28 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import OPS, infer, tile_shape_for
 from pypto.ir.param_info import Layout
 from pypto.ir.passes._rewrite import subst_body
-from pypto.ir.passes.matmul_tiling import Scratch, Store, budget, emit_blocked_matmul, needs_blocking
+from pypto.ir.passes.matmul_tiling import (
+    CAPACITY,
+    Scratch,
+    Store,
+    budget,
+    emit_blocked_matmul,
+    needs_blocking,
+)
 from pypto.ir.types import AtomicType, MemorySpace, TensorType, TileType, Type
 
 NAME = "tensor_to_tile"
 MAX_TILE_ELEMENTS = 1 << 16
 """Largest tile a tensor-level op may need (elements); larger tensors must be tiled by hand."""
+
+
+def fits_one_tile(tt: TensorType) -> bool:
+    """Whether a tensor-level value of type ``tt`` can be held in one Vec tile: a static 2-D
+    shape of at most ``MAX_TILE_ELEMENTS`` elements that fits the smallest Vec buffer."""
+    if not tt.is_static or len(tt.shape) != 2:
+        return False
+    rows, cols = tt.static_shape
+    return rows * cols <= MAX_TILE_ELEMENTS and rows * cols * tt.dtype.itemsize <= CAPACITY[MemorySpace.Vec]
 
 
 def run(program: Program) -> Program:
@@ -127,7 +145,9 @@ class _Lowerer:
                 and self._through_view(s.value)
             ):
                 s = replace(s, value=self._rebase(s.value))
-            if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.assemble":
+            if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
+                self.tiles[s.var.name] = self.scratch(s.value, out, s.var.name)
+            elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.assemble":
                 out.extend(self.assemble(s.var, s.value))
             elif isinstance(s, Assign) and _is_tensor_compute(s.value):
                 assert isinstance(s.value, Call)
@@ -136,16 +156,16 @@ class _Lowerer:
             elif isinstance(s, TensorWrite):
                 out.extend(self.write(s))
             elif isinstance(s, For):
-                self.loaded = {}
-                out.append(replace(s, body=self.body(s.body)))
-                self.loaded = {}  # the loop may have written anything
+                out.append(self.loop(s, out))
             elif isinstance(s, If):
                 self.loaded = {}
                 then = self.body(s.then_body)
                 self.loaded = {}
                 els = self.body(s.else_body)
                 self.loaded = {}
-                out.append(replace(s, then_body=then, else_body=els))
+                out.append(self.branch(s, then, els))
+            elif isinstance(s, Yield):
+                out.append(s)  # the enclosing loop or if turns tensor-level values into their tiles
             elif isinstance(s, (Assign, ExprStmt, Yield)) and self._mentions_lowered(s):
                 raise KernelError(
                     "a tensor-level value can only be written into a tensor (out[...] = value) or used by "
@@ -158,6 +178,87 @@ class _Lowerer:
                     self.loaded = {k: v for k, v in self.loaded.items() if k[0] != value.args[2].name}
                 out.append(s)
         return tuple(out)
+
+    def loop(self, s: For, out: list[Stmt]) -> For:
+        """A loop whose iter arg starts as an on-chip value (a tensor-level value, a scratch
+        ``pl.create_tensor`` or a tile) carries it as a Vec tile: the iter arg, the yielded value
+        and the loop's result are that tile."""
+        iters = []
+        carried: dict[int, Var] = {}
+        for i, ia in enumerate(s.iter_args):
+            init = self.on_chip(ia.init, out, s.span) if isinstance(ia.var.type, TensorType) else None
+            if init is None:
+                iters.append(ia)
+                continue
+            init = self.operand(init, out, s.span)  # type: ignore[assignment]
+            assert isinstance(init, Var)
+            var = Var(ia.var.name, init.type, ia.var.span)
+            self.tiles[ia.var.name] = var
+            carried[i] = var
+            iters.append(replace(ia, var=var, init=init))
+        self.loaded = {}
+        body = list(self.body(s.body))
+        self.loaded = {}  # the loop may have written anything
+        results = list(s.results)
+        if s.iter_args:
+            y = body.pop()
+            assert isinstance(y, Yield)
+            values = list(y.values)
+            for i, v in enumerate(values):
+                if i in carried:
+                    values[i] = self.carried_tile(v, carried[i].type, body, y.span)
+                elif self._lowered(v):
+                    raise KernelError(
+                        f"the loop carries {v} as a tensor-level value, but it starts as "
+                        f"{s.iter_args[i].init}, a tensor in device memory; start it on chip "
+                        "(pl.create_tensor or a tile inside the pl.at scope) or assemble it into the tensor",
+                        y.span or s.span,
+                    )
+            body.append(replace(y, values=tuple(values)))
+            for i, var in carried.items():
+                results[i] = Var(s.results[i].name, var.type, s.results[i].span)
+                self.tiles[s.results[i].name] = results[i]
+        return replace(s, body=tuple(body), iter_args=tuple(iters), results=tuple(results))
+
+    def branch(self, s: If, then: tuple[Stmt, ...], els: tuple[Stmt, ...]) -> If:
+        """An ``if`` whose branches yield a tensor-level value yields its Vec tile from both."""
+        if not s.results:
+            return replace(s, then_body=then, else_body=els)
+        bodies = [list(then), list(els)]
+        yields: list[Yield] = []
+        for b in bodies:
+            y = b.pop()
+            assert isinstance(y, Yield)
+            yields.append(y)
+        values = [list(y.values) for y in yields]
+        results = list(s.results)
+        for i, r in enumerate(s.results):
+            if not any(self._lowered(vs[i]) for vs in values):
+                continue
+            first = self.operand(values[0][i], bodies[0], s.span)
+            assert isinstance(first.type, TileType)
+            want = TileType(first.type.shape, first.type.dtype, MemorySpace.Vec)
+            for k in (0, 1):
+                values[k][i] = self.carried_tile(values[k][i], want, bodies[k], s.span)
+            results[i] = Var(r.name, want, r.span)
+            self.tiles[r.name] = results[i]
+        for k in (0, 1):
+            bodies[k].append(replace(yields[k], values=tuple(values[k])))
+        return replace(s, then_body=tuple(bodies[0]), else_body=tuple(bodies[1]), results=tuple(results))
+
+    def carried_tile(self, v: Expr, want: Type, out: list[Stmt], span: Span | None) -> Expr:
+        """The Vec tile of tensor-level value ``v`` for a loop carry or branch result of type ``want``."""
+        tile = self.operand(v, out, span, MemorySpace.Vec)
+        if tile.type != want:
+            raise KernelError(
+                f"a loop or branch carries a tensor-level value as {want}, but one of its values is "
+                f"{tile.type} ({v}); give every value of the carried name the same shape and dtype",
+                span,
+            )
+        return tile
+
+    def _lowered(self, e: Expr) -> bool:
+        return isinstance(e, Var) and (e.name in self.tiles or e.name in self.blocked)
 
     def _through_view(self, c: Call) -> bool:
         pos = {"tile.load": 0, "tile.store": 2}.get(c.op)
@@ -220,6 +321,11 @@ class _Lowerer:
             vt = view.type
             assert isinstance(vt, TensorType)
             assert isinstance(offs, tuple)
+            held = self.on_chip(base, out, span)  # type: ignore[arg-type]
+            if held is not None:  # a window of an on-chip value: the sub-tile, copied out of it
+                assert len(offs) == 2
+                sub = self.emit("tile.slice", [held, offs], {"shape": vt.static_shape}, out, "sub")
+                return self.operand(sub, out, span, memory)
             attrs_v: dict[str, object] = {"shape": vt.static_shape, "memory": memory}
             if vt.layout is Layout.NZ:
                 attrs_v["layout"] = Layout.NZ
@@ -283,6 +389,16 @@ class _Lowerer:
             scratch = emit_blocked_matmul(self, c, Scratch(), caps=self.caps, out=out, base=base)
             assert scratch is not None
             return scratch
+        if kind == "matmul_acc":
+            acc = self.operand(c.args[0], out, c.span)  # type: ignore[arg-type]
+            lhs, rhs = c.args[1], c.args[2]
+            assert not isinstance(lhs, tuple)
+            assert not isinstance(rhs, tuple)
+            product = Call(
+                "tensor.matmul", (lhs, rhs), (), infer("tensor.matmul", [lhs.type, rhs.type], {}), c.span
+            )
+            prod = self.lower_call(product, out, base + "_mm")
+            return self.emit("tile.add", [acc, prod], {}, out, base)
         if kind == "matmul":
             a = self.operand(c.args[0], out, c.span, MemorySpace.Mat)  # type: ignore[arg-type]
             b = self.operand(c.args[1], out, c.span, MemorySpace.Mat)  # type: ignore[arg-type]
@@ -292,6 +408,15 @@ class _Lowerer:
             return self.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, base)
         args: list[Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
         return self.emit(f"tile.{kind}", args, dict(c.attrs), out, base)
+
+    def scratch(self, c: Call, out: list[Stmt], base: str) -> Var:
+        """A ``pl.create_tensor`` inside the kernel (outline_scopes left only those that fit one
+        tile): a Vec tile of its shape and dtype, cleared to zero so that reading it before
+        any write gives zeros, not a previous task's data."""
+        tt = c.type
+        assert isinstance(tt, TensorType)
+        zero = Const(0.0 if tt.dtype.is_float else 0, tt.dtype)
+        return self.emit("tile.full", [zero], {"shape": tt.static_shape, "dtype": tt.dtype}, out, base)
 
     def assemble(self, v: Var, c: Call) -> list[Stmt]:
         """``v = tensor.assemble(target, source, offsets)``: the source as a Vec tile stored into

@@ -111,6 +111,14 @@ class _Parser(_Statements):
                     if isinstance(d, DynDim) and d.name not in self.st.dyn_dims:
                         self.st.dyn_dims[d.name] = (var, axis)
         body, returns = self.block(self.src.tree.body, top=True)
+        # a bare pl.Tensor parameter passed to an inlined helper's pl.Out / pl.InOut parameter is
+        # written by this function: the helper's annotation declares it, so it is InOut here
+        params = [
+            Param(p.var, ParamDirection.INOUT)
+            if id(p.var) in self.st.helper_written and p.direction is ParamDirection.IN
+            else p
+            for p in params
+        ]
         params.extend(Param(v, ParamDirection.IN) for v in self.st.block_vars)
         ft = func_type
         if ft is FunctionType.Opaque:

@@ -10,6 +10,7 @@ from pypto.ir import ops as op_registry
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import (
     Arg,
+    Assign,
     Call,
     CallFunc,
     Const,
@@ -17,6 +18,7 @@ from pypto.ir.nodes import (
     Stmt,
     Var,
 )
+from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import (
     Dim,
     DynDim,
@@ -36,9 +38,11 @@ from pypto.language.parser.common import (
     _rebound_names,
     _SelfMethod,
     _Static,
+    param_annotations,
 )
 from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
+from pypto.language.typing import DirectionAnnotation
 
 SPMD_PARAMS = ("pypto_block_idx", "pypto_block_num")
 """The hidden trailing scalar parameters of a kernel that reads its SPMD block."""
@@ -113,6 +117,9 @@ class _Calls(_Directives):
             raise self.err(
                 f"{obj.fn.__name__}({', '.join(names)}) takes {len(names)} arguments, got {len(args)}", node
             )
+        for (_, ann, _), arg in zip(param_annotations(src, False), args, strict=True):
+            if isinstance(ann, DirectionAnnotation) and ann.direction is not ParamDirection.IN:
+                self.st.helper_written.add(id(arg))
         body = list(src.tree.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]
@@ -128,6 +135,15 @@ class _Calls(_Directives):
         self.prefix = f"{saved[3]}{obj.fn.__name__.strip('_')}{self.inlined}_"
         try:
             stmts: list[Stmt] = []
+            # a parameter the helper rebinds (an Out tensor it assembles into, in a loop or a
+            # scope) gets a name of its own in the splice, starting as the argument: the SSA
+            # pass then carries it through the loops and scopes that rebind it
+            rebound = _rebound_names(src.tree)
+            for name, arg in zip(names, args, strict=True):
+                if name in rebound and isinstance(arg, Var):
+                    var = Var(self.prefix + name, arg.type, arg.span)
+                    stmts.append(Assign(var, arg, arg.span))
+                    self.st.env[name] = var
             for s in body:
                 if isinstance(s, ast.Return):
                     raise self.err("an inline helper returns once, at the end", s)
@@ -240,10 +256,6 @@ class _Calls(_Directives):
                     node,
                 )
             self.st.saw_tile = True
-        elif full == "tensor.create" and self.st.in_scope:
-            raise self.err(
-                "pl.create_tensor allocates device memory from the orchestration; call it outside pl.at", node
-            )
         clean = {k: v for k, v in attrs.items() if k != "static_offsets"}
         return Call(full, tuple(args), tuple(sorted(clean.items())), rtype, self.src.span(node))
 

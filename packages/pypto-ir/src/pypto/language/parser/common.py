@@ -251,6 +251,8 @@ class _FnState:
     # a kernel's SPMD block index and block count (pl.tile.get_block_idx/num): hidden trailing
     # scalar parameters, made at first use
     block_vars: list[Var] = field(default_factory=list)
+    # ids of argument Vars an inlined helper declares pl.Out / pl.InOut (the helper writes them)
+    helper_written: set[int] = field(default_factory=set)
     # the orchestration's innermost pl.spmd(core_num=n) scope: (block index var, n)
     spmd: tuple[Var, int] | None = None
 
