@@ -72,7 +72,7 @@ def _rank_main() -> None:
 
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     parent = int(os.environ.get(_PARENT_ENV, "0"))
-    store = dist.TCPStore(  # type: ignore[attr-defined]
+    store = dist.TCPStore(  # type: ignore[attr-defined, unused-ignore]
         os.environ["MASTER_ADDR"],
         int(os.environ["MASTER_PORT"]),
         is_master=False,
@@ -140,7 +140,7 @@ class RankGroup:
         self._closed = False
         self.context: Any = None
         self._log_dir = tempfile.mkdtemp(prefix="pypto-ranks-")
-        self.store = dist.TCPStore(  # type: ignore[attr-defined]
+        self.store = dist.TCPStore(  # type: ignore[attr-defined, unused-ignore]
             "127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=timeout)
         )
         self.store.set(
