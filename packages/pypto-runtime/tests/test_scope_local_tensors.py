@@ -5,9 +5,12 @@ of on-chip values, and inline helpers that assemble into a pl.Out parameter."""
 
 from __future__ import annotations
 
-import torch
+import pytest
 
 import pypto.language as pl
+
+# torch is optional for pypto-runtime: these run in the combined `tests` session, which has it.
+torch = pytest.importorskip("torch")
 
 ROWS, DEPTH, WIDTH, DEPTH_STEP, WIDTH_STEP = 8, 96, 64, 32, 32
 
