@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from pypto.ir.types import enum_member
+
 __all__ = ["OptimizationStrategy", "PassDumpLevel", "check_dump_passes", "check_strategy"]
 
 
@@ -30,12 +32,7 @@ class PassDumpLevel(Enum):
 
 def check_strategy(strategy: object) -> OptimizationStrategy:
     """``strategy`` (an OptimizationStrategy or its name) as the enum; ValueError otherwise."""
-    if isinstance(strategy, OptimizationStrategy):
-        return strategy
-    if isinstance(strategy, str) and strategy in OptimizationStrategy.__members__:
-        return OptimizationStrategy[strategy]
-    names = ", ".join(f"OptimizationStrategy.{n}" for n in OptimizationStrategy.__members__)
-    raise ValueError(f"strategy: expected one of {names}, got {strategy!r}")
+    return enum_member(OptimizationStrategy, strategy, "strategy")
 
 
 def check_dump_passes(dump_passes: object) -> PassDumpLevel:

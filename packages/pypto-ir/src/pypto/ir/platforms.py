@@ -37,7 +37,7 @@ from typing import TypedDict
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
-from pypto.ir.types import MemorySpace
+from pypto.ir.types import MemorySpace, enum_member
 
 __all__ = [
     "BUFFER_NAMES",
@@ -191,12 +191,7 @@ def backend_of(platform: str) -> BackendType:
 
 def parse_backend(backend_type: object) -> BackendType:
     """``backend_type`` (a BackendType or its name) as the enum; ValueError naming the argument."""
-    if isinstance(backend_type, BackendType):
-        return backend_type
-    if isinstance(backend_type, str) and backend_type in BackendType.__members__:
-        return BackendType[backend_type]
-    names = ", ".join(f"BackendType.{n}" for n in BackendType.__members__)
-    raise ValueError(f"backend_type: expected one of {names}, got {backend_type!r}")
+    return enum_member(BackendType, backend_type, "backend_type")
 
 
 def simulator_of(backend_type: BackendType) -> str:

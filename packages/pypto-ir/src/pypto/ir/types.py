@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
@@ -211,3 +212,17 @@ class ArrayType:
 
 
 Type = TensorType | TileType | ScalarType | TaskIdType | ArrayType | TupleType
+
+
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def enum_member(cls: type[_E], value: object, argument: str) -> _E:
+    """``value`` (a member of ``cls`` or a member's name) as the member; ValueError naming
+    ``argument``, the members and what was found otherwise."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str) and value in cls.__members__:
+        return cls[value]
+    names = ", ".join(f"{cls.__name__}.{n}" for n in cls.__members__)
+    raise ValueError(f"{argument}: expected one of {names}, got {value!r}")
