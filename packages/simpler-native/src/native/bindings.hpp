@@ -9,5 +9,7 @@ namespace simpler::bindings {
 void bind_kernel(nanobind::module_& m);
 // simpler._native top level: Worker, callables, TaskArgs, buffers (src/native/bind_runtime.cpp).
 void bind_runtime(nanobind::module_& m);
+// simpler._native.comm: the rank process's comm context (src/native/bind_comm.cpp).
+void bind_comm(nanobind::module_& m);
 
 }  // namespace simpler::bindings

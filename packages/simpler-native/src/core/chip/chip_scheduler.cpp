@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "chip_internal.hpp"
+#include "comm.hpp"
 
 namespace simpler::chip {
 
@@ -339,7 +340,7 @@ void Chip::core_loop(int thread_index, CoreType type) {
             skip = t->run->failed;
         }
         if (!skip) {
-            const KernelContext context{t->index, core_index, static_cast<std::uint32_t>(type)};
+            const KernelContext context{t->index, core_index, static_cast<std::uint32_t>(type), comm_context()};
             if (k->set_context != nullptr) k->set_context(&context);
             try {
                 k->entry(t->args.data());

@@ -12,12 +12,16 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 
+#include "simpler/comm_context.hpp"
+
 namespace simpler {
 
-inline constexpr std::uint32_t kKernelAbiVersion = 1;
+// 2: KernelContext gained `comm` (the cross-rank operations of multi-chip programs).
+inline constexpr std::uint32_t kKernelAbiVersion = 2;
 
 // Signature of a kernel entry: args[i] is a ChipTensor* (as an integer) or raw scalar bits.
 using KernelEntryFn = void (*)(std::int64_t* args);
@@ -47,13 +51,18 @@ inline void report_kernel_error(const char* fmt, ...) noexcept {
 
 inline bool kernel_error_pending() noexcept { return kernel_error_slot().set; }
 
-// Who is running the kernel, for debug output (pt::print): set by the runtime through the
-// optional export simpler_kernel_set_context before each entry call on the calling thread.
+// Who is running the kernel, for debug output (pt::print), and the rank's comm context for the
+// cross-rank operations (simpler/tile/comm.hpp): set by the runtime through the optional export
+// simpler_kernel_set_context before each entry call on the calling thread.
 struct KernelContext {
     std::uint64_t task_id;     // the run's task number, from 0 in submission order
     std::uint32_t core_index;  // the simulated core (thread) of its kind
     std::uint32_t core_kind;   // 0 AIV (vector), 1 AIC (cube)
+    const CommContext* comm;   // this process's comm context; null outside a multi-chip program
 };
+
+static_assert(sizeof(KernelContext) == 24, "kernel ABI changed: KernelContext size");
+static_assert(offsetof(KernelContext, comm) == 16, "kernel ABI changed: KernelContext.comm");
 
 inline const KernelContext*& current_kernel_context() noexcept {
     static thread_local const KernelContext* context = nullptr;

@@ -1,0 +1,72 @@
+"""The comm context of a multi-chip program's rank process (``simpler/comm_context.hpp``).
+
+A rank process runs one simulated chip; before its kernels use cross-rank operations
+(``pt::remote_load``, ``pt::notify``, ``pt::wait``, ...; ``simpler/tile/comm.hpp``) it tells the
+native runtime which rank it is and where the window buffers lie in its own memory. Every kernel
+entered afterwards receives that context through its ``KernelContext``.
+
+On the shared-memory path every rank maps every rank's window of a buffer, back to back: rank
+``r``'s window starts at ``base + r * stride``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from simpler._native import comm as _comm
+
+__all__ = ["MAX_RANKS", "MAX_WINDOWS", "CommPath", "CommWindow", "clear_context", "context", "set_context"]
+
+MAX_WINDOWS: int = _comm.MAX_WINDOWS
+MAX_RANKS: int = _comm.MAX_RANKS
+
+
+class CommPath(enum.IntEnum):
+    """How a rank reaches its peers' windows (``simpler::CommPath``)."""
+
+    SharedMemory = _comm.PATH_SHARED_MEMORY
+    Host = _comm.PATH_HOST  # reserved: through the rank's host process; not implemented
+
+
+@dataclass(frozen=True)
+class CommWindow:
+    """One window buffer as this process maps it: rank 0's window at ``base``."""
+
+    base: int
+    stride: int
+    nbytes: int
+
+
+def set_context(
+    *,
+    rank: int,
+    nranks: int,
+    windows: list[CommWindow],
+    wait_timeout: float,
+    path: CommPath = CommPath.SharedMemory,
+) -> None:
+    """Make this process rank ``rank`` of ``nranks`` with these window buffers; a kernel's
+    ``wait`` fails its task after ``wait_timeout`` seconds. ``ValueError`` names a bad field."""
+    for name, v in (("rank", rank), ("nranks", nranks)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"simpler.comm.set_context({name}): expected an int >= 0, got {v!r}")
+    if not isinstance(path, CommPath):
+        raise ValueError(f"simpler.comm.set_context(path): expected a simpler.comm.CommPath, got {path!r}")
+    _comm.set_context(
+        rank, nranks, int(path), [(w.base, w.stride, w.nbytes) for w in windows], float(wait_timeout)
+    )
+
+
+def clear_context() -> None:
+    """Kernels entered from now on have no comm context (their cross-rank operations fail)."""
+    _comm.clear_context()
+
+
+def context() -> tuple[int, int, CommPath, list[CommWindow], float] | None:
+    """(rank, nranks, path, windows, wait_timeout) of the current context, or None."""
+    got = _comm.context()
+    if got is None:
+        return None
+    rank, nranks, path, windows, timeout = got
+    return rank, nranks, CommPath(path), [CommWindow(*w) for w in windows], timeout
