@@ -1,0 +1,168 @@
+// Cross-rank operations (simpler/tile/comm.hpp) with two or four "ranks" in one process: one
+// buffer holds every rank's window back to back, and each rank is a thread whose kernel context
+// names its own CommContext, as a rank process's chip does.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tile_test_util.hpp"
+
+using namespace simpler::tile;
+using simpler::ChipTensor;
+using simpler::CommContext;
+using simpler::CommPath;
+using simpler::CommWindow;
+using simpler::KernelContext;
+using tiletest::compact;
+using tiletest::take_error;
+
+namespace {
+
+constexpr std::uint64_t kStride = 4096;
+
+// `nranks` windows of one buffer: rank r's at r * kStride; one comm context per rank.
+struct World {
+    explicit World(std::uint32_t n, std::int64_t timeout_ns = 2'000'000'000)
+        : nranks(n), mem(n * kStride / sizeof(float) + 16, 0.0f) {
+        window = CommWindow{reinterpret_cast<std::uintptr_t>(mem.data()), kStride, kStride};
+        for (std::uint32_t r = 0; r < n; ++r)
+            ctx.push_back(CommContext{r, n, CommPath::SharedMemory, 1, timeout_ns, &window, nullptr});
+        kctx.resize(n);
+        for (std::uint32_t r = 0; r < n; ++r) kctx[r] = KernelContext{0, r, 0, &ctx[r]};
+    }
+    // Run the rest of the thread as rank r.
+    void enter(std::uint32_t r) { simpler::current_kernel_context() = &kctx[r]; }
+    float* of(std::uint32_t r) { return mem.data() + r * kStride / sizeof(float); }
+    // Rank r's view of its window as a [rows, cols] tensor of T at byte `offset` in the window.
+    template <class T>
+    ChipTensor view(std::uint32_t r, std::initializer_list<std::uint32_t> shape, std::uint64_t offset = 0) {
+        auto* base = reinterpret_cast<T*>(reinterpret_cast<char*>(of(r)) + offset);
+        return compact(base, kStride - offset, shape);
+    }
+
+    std::uint32_t nranks;
+    std::vector<float> mem;
+    CommWindow window{};
+    std::vector<CommContext> ctx;
+    std::vector<KernelContext> kctx;
+};
+
+struct Leave {
+    ~Leave() { simpler::current_kernel_context() = nullptr; }
+};
+
+}  // namespace
+
+TEST_CASE("remote_load and remote_store reach the peer's window; Add accumulates") {
+    World w(2);
+    Leave leave;
+    for (int i = 0; i < 64; ++i) w.of(1)[i] = static_cast<float>(i);
+    w.enter(0);
+    const ChipTensor mine = w.view<float>(0, {1, 64});
+    CHECK(comm_rank(mine) == 0);
+    CHECK(comm_nranks(mine) == 2);
+    VecTile<float, 1, 64> t;
+    REQUIRE(remote_load(t, mine, 1, {0, 0}));
+    CHECK(t(0, 5) == 5.0f);
+    REQUIRE(remote_store(mine, t, 1, {0, 0}, AtomicType::Add));
+    CHECK(w.of(1)[7] == 14.0f);
+    REQUIRE(remote_store(mine, t, 0, {0, 0}));
+    CHECK(w.of(0)[7] == 7.0f);
+    CHECK(take_error().empty());
+}
+
+TEST_CASE("a peer outside the ranks, a tensor outside the windows and a missing context are reported") {
+    World w(2);
+    Leave leave;
+    w.enter(0);
+    VecTile<float, 1, 64> t;
+    CHECK_FALSE(remote_load(t, w.view<float>(0, {1, 64}), 2, {0, 0}));
+    CHECK(take_error().find("peer 2 outside the ranks [0, 2)") != std::string::npos);
+    std::vector<float> elsewhere(64);
+    CHECK_FALSE(remote_load(t, compact(elsewhere.data(), 256, {1, 64}), 1, {0, 0}));
+    CHECK(take_error().find("is not in a window of rank 0") != std::string::npos);
+    simpler::current_kernel_context() = nullptr;
+    CHECK_FALSE(remote_load(t, w.view<float>(0, {1, 64}), 1, {0, 0}));
+    CHECK(take_error().find("tile remote_load: no comm context") != std::string::npos);
+}
+
+TEST_CASE("notify sets or adds to the peer's cell; wait sees it") {
+    World w(2);
+    Leave leave;
+    w.enter(0);
+    const ChipTensor sig0 = w.view<std::int32_t>(0, {2, 1});
+    REQUIRE(notify(sig0, 1, {1, 0}, 5, NotifyOp::Set));
+    REQUIRE(notify(sig0, 1, {1, 0}, 2, NotifyOp::AtomicAdd));
+    w.enter(1);
+    REQUIRE(wait(w.view<std::int32_t>(1, {2, 1}), {1, 0}, 7, WaitCmp::Eq));
+    REQUIRE(wait(w.view<std::int32_t>(1, {2, 1}), {1, 0}, 6, WaitCmp::Ge));
+    CHECK(take_error().empty());
+    CHECK_FALSE(notify(w.view<float>(1, {1, 4}), 0, {0, 0}, 1, NotifyOp::Set));
+    CHECK(take_error().find("a signal is an INT32 tensor") != std::string::npos);
+}
+
+TEST_CASE("a wait past the timeout fails naming the rank, the cell, the condition and the value seen") {
+    World w(2, 20'000'000);  // 20 ms
+    Leave leave;
+    w.enter(1);
+    const ChipTensor sig = w.view<std::int32_t>(1, {2, 1});
+    REQUIRE(notify(sig, 1, {1, 0}, 2, NotifyOp::Set));
+    CHECK_FALSE(wait(sig, {1, 0}, 3, WaitCmp::Ge));
+    const std::string e = take_error();
+    CHECK(e.find("tile wait: rank 1 timed out after 0.02 s waiting for its signal [1, 0]") != std::string::npos);
+    CHECK(e.find("to become >= 3; the value seen was 2") != std::string::npos);
+}
+
+TEST_CASE("barrier: every rank passes together, many times, and leaves the cells at zero") {
+    constexpr std::uint32_t n = 4;
+    constexpr int rounds = 200;
+    World w(n);
+    std::vector<std::thread> ranks;
+    std::vector<int> bad(n, 0);
+    // each round: write the round number into the own data cell, barrier, check every peer's
+    // cell, barrier (so nobody overwrites a cell a peer still reads)
+    for (std::uint32_t r = 0; r < n; ++r)
+        ranks.emplace_back([&, r] {
+            Leave leave;
+            w.enter(r);
+            const ChipTensor sig = w.view<std::int32_t>(r, {n, 1});
+            const ChipTensor data = w.view<std::int32_t>(r, {1, 1}, 1024);
+            VecTile<std::int32_t, 1, 1> one, peer;
+            for (int k = 1; k <= rounds; ++k) {
+                one(0, 0) = k;
+                store(data, one, {0, 0});
+                barrier(sig);
+                for (std::uint32_t p = 0; p < n; ++p) {
+                    remote_load(peer, data, p, {0, 0});
+                    if (peer(0, 0) != k) ++bad[r];
+                }
+                barrier(sig);
+            }
+            if (!take_error().empty()) ++bad[r];
+        });
+    for (auto& t : ranks) t.join();
+    for (std::uint32_t r = 0; r < n; ++r) {
+        CHECK(bad[r] == 0);
+        const auto* cells = reinterpret_cast<const std::int32_t*>(w.of(r));
+        for (std::uint32_t i = 0; i < n; ++i) CHECK(cells[i] == 0);
+    }
+}
+
+TEST_CASE("put and get copy whole windows; put with Add accumulates") {
+    World w(2);
+    Leave leave;
+    for (int i = 0; i < 8; ++i) w.of(0)[i] = static_cast<float>(i);
+    w.enter(0);
+    const ChipTensor mine = w.view<float>(0, {2, 4});
+    REQUIRE(put(mine, 1, mine));
+    REQUIRE(put(mine, 1, mine, AtomicType::Add));
+    CHECK(w.of(1)[3] == 6.0f);
+    std::vector<float> local(8, -1.0f);
+    REQUIRE(get(compact(local.data(), 32, {2, 4}), 1, mine));
+    CHECK(local[7] == 14.0f);
+    CHECK_FALSE(get(compact(local.data(), 32, {4, 2}), 1, mine));
+    CHECK(take_error().find("tile get: dst and src shapes differ") != std::string::npos);
+}
