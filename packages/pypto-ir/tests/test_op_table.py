@@ -81,6 +81,31 @@ def test_every_ir_op_is_reachable_from_a_pl_function() -> None:
             assert OPS[ir].kind == kind, f"pl.{op.name}: the {kind} form is {ir}"
 
 
+def _pld_functions() -> dict[str, object]:
+    import pypto.language.distributed as pld
+
+    found = {}
+    for space in (pld, pld.system, pld.tile, pld.tensor):
+        for name in space.__all__:
+            fn = getattr(space, name)
+            if hasattr(fn, "__pypto_op__"):
+                found[f"{space.__name__}.{name}"] = fn
+    return found
+
+
+PLD_OPS = {fn.__pypto_op__ for fn in _pld_functions().values()}  # type: ignore[attr-defined]
+
+
+def test_every_distributed_op_is_a_pld_function_spelled_as_its_table_says() -> None:
+    distributed = {n for n, op in LANGUAGE.items() if op.group == "distributed"}
+    assert distributed == PLD_OPS
+    for where, fn in _pld_functions().items():
+        op = LANGUAGE[fn.__pypto_op__]  # type: ignore[attr-defined]
+        assert not op.public, f"{where}: a pld op is not a pl function"
+        assert op.shown.rsplit(".", 1)[1] == where.rsplit(".", 1)[1]
+        assert fn.__doc__ == op.doc
+
+
 def _plain_operands(op_name: str) -> bool:
     """The generic builder suffices: every parameter is an operand, no attributes or offsets."""
     op = LANGUAGE[op_name]
@@ -90,7 +115,7 @@ def _plain_operands(op_name: str) -> bool:
 
 def test_ops_with_attributes_or_offsets_have_a_builder() -> None:
     # pl.<name>, or a function of a pl namespace (pl.array.create, pl.system.task_dummy)
-    namespaced = {pl.array.create.__pypto_op__, pl.system.task_dummy.__pypto_op__}
+    namespaced = {pl.array.create.__pypto_op__, pl.system.task_dummy.__pypto_op__} | PLD_OPS
     assert set(OP_BUILDERS) <= set(PUBLIC) | namespaced
     missing = [n for n in PUBLIC if not _plain_operands(n) and n not in OP_BUILDERS]
     assert not missing, f"ops whose parameters are not all operands need a builder: {missing}"

@@ -62,6 +62,9 @@ _ENUMS: dict[str, type[enum.Enum]] = {
         types.FunctionType,
         types.PadValue,
         types.CoreType,
+        types.AtomicType,
+        types.NotifyOp,
+        types.WaitCmp,
     )
 }
 

@@ -22,6 +22,7 @@ __all__ = [
     "FunctionType",
     "Level",
     "MemorySpace",
+    "NotifyOp",
     "PadValue",
     "ScalarType",
     "SplitMode",
@@ -30,6 +31,7 @@ __all__ = [
     "TileType",
     "TupleType",
     "Type",
+    "WaitCmp",
     "format_dims",
 ]
 
@@ -108,6 +110,28 @@ class AtomicType(enum.Enum):
 
     def __repr__(self) -> str:
         return f"pl.AtomicType.{self.name}"
+
+
+class NotifyOp(enum.Enum):
+    """How ``pld.system.notify`` changes a peer's INT32 signal cell: ``AtomicAdd`` adds the value
+    atomically, ``Set`` stores it."""
+
+    AtomicAdd = "AtomicAdd"
+    Set = "Set"
+
+    def __repr__(self) -> str:
+        return f"pld.NotifyOp.{self.name}"
+
+
+class WaitCmp(enum.Enum):
+    """What ``pld.system.wait`` waits for: the local signal cell ``== expected`` (``Eq``) or
+    ``>= expected`` (``Ge``)."""
+
+    Eq = "Eq"
+    Ge = "Ge"
+
+    def __repr__(self) -> str:
+        return f"pld.WaitCmp.{self.name}"
 
 
 class CoreType(enum.Enum):

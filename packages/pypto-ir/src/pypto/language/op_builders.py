@@ -15,7 +15,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Arg, Const, Expr
 from pypto.ir.param_info import Layout
-from pypto.ir.types import AtomicType, PadValue, TensorType, TileType
+from pypto.ir.types import AtomicType, NotifyOp, PadValue, TensorType, TileType, WaitCmp
 from pypto.language.fold import INDEX, make_const
 
 if TYPE_CHECKING:
@@ -270,7 +270,98 @@ def _build_task_dummy(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call
     return p.make_op(opname, list(p.deps_list(b["deps"], "pl.system.task_dummy")), {}, node)
 
 
+# ----------------------------------------------------------------------------- distributed (pld)
+
+
+def _window_offsets(p: _Parser, window: Expr, node: Any, what: str, at: ast.Call) -> tuple[Expr, ...]:
+    offs = p.offsets(node, what)
+    if isinstance(window.type, TensorType) and len(offs) != len(window.type.shape):
+        raise p.err(f"{what}: {len(offs)} offsets for a rank-{len(window.type.shape)} window", at)
+    return offs
+
+
+def _enum(p: _Parser, node: Any, kind: type, what: str, at: ast.Call) -> Any:
+    v = p.static_value(node, what, at)
+    if not isinstance(v, kind):
+        names = " or ".join(f"pld.{kind.__name__}.{m.name}" for m in kind)  # type: ignore[attr-defined]
+        raise p.err(f"{what} must be {names}, got {v!r}", at)
+    return v
+
+
+def _build_comm_query(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    (arg,) = b.values()
+    return p.make_op(opname, [p.expr(arg)], {}, node)
+
+
+def _build_notify(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    what = "pld.system.notify"
+    target = p.expr(b["target"])
+    args: list[Arg] = [
+        target,
+        p.scalar(b["peer"], f"{what} peer"),
+        _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
+        p.scalar(b["value"], f"{what} value"),
+    ]
+    return p.make_op(opname, args, {"op": _enum(p, b["op"], NotifyOp, f"{what} op", node)}, node)
+
+
+def _build_wait(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    what = "pld.system.wait"
+    signal = p.expr(b["signal"])
+    args: list[Arg] = [
+        signal,
+        _window_offsets(p, signal, b["offsets"], f"{what} offsets", node),
+        p.scalar(b["expected"], f"{what} expected"),
+    ]
+    return p.make_op(opname, args, {"cmp": _enum(p, b["cmp"], WaitCmp, f"{what} cmp", node)}, node)
+
+
+def _build_remote_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    what = "pld.tile.remote_load"
+    if b.get("valid_shape") is not None:
+        raise p.err(f"{what}: valid_shape is not supported here; load the full tile shape", node)
+    target = p.expr(b["target"])
+    args: list[Arg] = [
+        target,
+        p.scalar(b["peer"], f"{what} peer"),
+        _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
+    ]
+    return p.make_op(opname, args, {"shape": p.shape(b["shape"], f"{what} shape")}, node)
+
+
+def _build_remote_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    what = "pld.tile.remote_store"
+    target = p.expr(b["target"])
+    args: list[Arg] = [
+        p.expr(b["src_tile"]),
+        target,
+        p.scalar(b["peer"], f"{what} peer"),
+        _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
+    ]
+    atomic = _enum(p, b.get("atomic", AtomicType.None_), AtomicType, f"{what} atomic", node)
+    return p.make_op(opname, args, {"atomic": atomic}, node)
+
+
+def _build_transfer(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    what = f"pld.tensor.{opname}"
+    args: list[Arg] = [p.expr(b["dst"]), p.scalar(b["peer"], f"{what} peer"), p.expr(b["src"])]
+    attrs: dict[str, Any] = {}
+    if opname == "put":
+        attrs["atomic"] = _enum(p, b.get("atomic", AtomicType.None_), AtomicType, f"{what} atomic", node)
+    return p.make_op(opname, args, attrs, node)
+
+
 OP_BUILDERS: dict[str, _Builder] = {
+    "get_comm_ctx": _build_comm_query,
+    "comm_rank": _build_comm_query,
+    "comm_nranks": _build_comm_query,
+    "barrier": _build_comm_query,
+    "notify": _build_notify,
+    "wait": _build_wait,
+    "remote_load": _build_remote_load,
+    "remote_store": _build_remote_store,
+    "put": _build_transfer,
+    "get": _build_transfer,
     "array_create": _build_array_create,
     "task_dummy": _build_task_dummy,
     "matmul": _build_matmul,

@@ -44,7 +44,7 @@ def make_op(op: LangOp) -> Callable[..., Any]:
 
     def outside(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(
-            f"pl.{name}() is part of the kernel language and runs only inside a @pl.jit, "
+            f"{op.shown}() is part of the kernel language and runs only inside a @pl.jit, "
             "@pl.jit.incore or @pl.function body, which the compiler parses"
         )
 

@@ -154,6 +154,10 @@ def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> st
         if dim_of is not None and (t.name, axis) in dim_of:
             return dim_of[(t.name, axis)]
         return f"static_cast<std::int64_t>({ident(t.name)}.shapes[{axis}])"
+    if isinstance(e, Call) and e.op in ("comm.rank", "comm.nranks"):
+        win = e.args[0]
+        assert isinstance(win, Var)
+        return f"pt::comm_{e.op.split('.')[1]}({ident(win.name)})"
     raise PyptoCompileError(f"codegen: {e} is not a scalar expression")
 
 

@@ -42,7 +42,17 @@ from pypto.ir.ops import OPS, Cpp
 from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.ssa import base_name
 from pypto.ir.platforms import TileAlloc
-from pypto.ir.types import CoreType, MemorySpace, PadValue, ScalarType, TensorType, TileType
+from pypto.ir.types import (
+    AtomicType,
+    CoreType,
+    MemorySpace,
+    NotifyOp,
+    PadValue,
+    ScalarType,
+    TensorType,
+    TileType,
+    WaitCmp,
+)
 
 __all__ = ["BESPOKE", "ENTRY", "KernelSource", "abi_params", "core_type_of", "generate_kernel"]
 
@@ -63,6 +73,17 @@ _PAD = {PadValue.zero: "pt::Pad::Zero", PadValue.min: "pt::Pad::Min", PadValue.m
 # tile (a declaration), a filled tile (Tile::fill) and a tile element read (element access).
 BESPOKE = frozenset({"tile.load", "tile.store", "tile.create", "tile.full", "tile.read", "tile.print"})
 PRINT_OPS = frozenset({"tile.print", "scalar.print"})
+# Cross-rank operations with an effect (simpler/tile/comm.hpp): each is one library call; as a
+# value each names the window it acts on (the first tensor operand).
+COMM_EFFECTS = {
+    "comm.notify": 0,
+    "comm.wait": 0,
+    "comm.barrier": 0,
+    "comm.remote_store": 1,
+    "comm.put": 0,
+    "comm.get": 0,
+}
+_ATOMIC = {AtomicType.None_: "pt::AtomicType::None", AtomicType.Add: "pt::AtomicType::Add"}
 
 
 def _cpp(op: str) -> Cpp:
@@ -209,6 +230,9 @@ class _KernelGen:
                 if isinstance(s.value, Call) and s.value.op in PRINT_OPS:
                     self.debug_print(s.value, depth)
                     continue
+                if isinstance(s.value, Call) and s.value.op in COMM_EFFECTS:
+                    self.emit(depth, self.comm_call(s.value))
+                    continue
                 if isinstance(s.value, Call) and s.value.op != "tile.store" and self.in_place(s.value, depth):
                     continue
                 if not isinstance(s.value, Call) or s.value.op != "tile.store":
@@ -270,6 +294,34 @@ class _KernelGen:
         assert isinstance(vt, ScalarType)
         hold = scalar_cpp_type(vt.dtype)
         self.emit(depth, f"pt::{_PRINT.fn}({label}, static_cast<{hold}>({scalar_expr(value, self.dim_of)}));")  # type: ignore[arg-type]
+
+    def comm_call(self, c: Call) -> str:
+        """The tile-library call of a cross-rank operation with an effect."""
+        a = c.args
+
+        def name(i: int) -> str:
+            v = a[i]
+            assert isinstance(v, Var)
+            return ident(v.name)
+
+        def scalar(i: int) -> str:
+            return f"static_cast<std::int64_t>({self.scalar_arg(a[i], DataType.INT64)})"
+
+        if c.op == "comm.notify":
+            op = "pt::NotifyOp::" + NotifyOp(c.attr("op")).name
+            return f"pt::notify({name(0)}, {scalar(1)}, {self.offsets(a[2])}, {scalar(3)}, {op});"
+        if c.op == "comm.wait":
+            cmp = "pt::WaitCmp::" + WaitCmp(c.attr("cmp")).name
+            return f"pt::wait({name(0)}, {self.offsets(a[1])}, {scalar(2)}, {cmp});"
+        if c.op == "comm.barrier":
+            return f"pt::barrier({name(0)});"
+        if c.op == "comm.remote_store":
+            atomic = _ATOMIC[c.attr("atomic")]
+            return f"pt::remote_store({name(1)}, {name(0)}, {scalar(2)}, {self.offsets(a[3])}, {atomic});"
+        if c.op == "comm.put":
+            return f"pt::put({name(0)}, {scalar(1)}, {name(2)}, {_ATOMIC[c.attr('atomic')]});"
+        assert c.op == "comm.get", c.op
+        return f"pt::get({name(0)}, {scalar(1)}, {name(2)});"
 
     def write(self, c: Call, depth: int) -> None:
         dst, idx, value = c.args
@@ -343,6 +395,14 @@ class _KernelGen:
             self.emit(depth, f"const simpler::ChipTensor& {name} = {ident(dst.name)};")
             self.emit(depth, f"(void){name};")
             return
+        if e.op in COMM_EFFECTS or e.op == "comm.ctx":
+            if e.op != "comm.ctx":
+                self.emit(depth, self.comm_call(e))
+            win = args[COMM_EFFECTS.get(e.op, 0)]
+            assert isinstance(win, Var)
+            self.emit(depth, f"const simpler::ChipTensor& {name} = {ident(win.name)};")
+            self.emit(depth, f"(void){name};")
+            return
         if e.op == "tile.store":
             self.store(e, depth)
             dst = args[2]
@@ -361,6 +421,16 @@ class _KernelGen:
             self.emit(depth, decl)
             self.emit(
                 depth, f"{name}.fill(static_cast<{cpp_type(t.dtype)}>({self.scalar_arg(args[0], t.dtype)}));"
+            )
+            return
+        if e.op == "comm.remote_load":
+            win, peer, offs = args
+            assert isinstance(win, Var)
+            self.emit(depth, decl)
+            self.emit(
+                depth,
+                f"pt::remote_load({name}, {ident(win.name)}, "
+                f"static_cast<std::int64_t>({self.scalar_arg(peer, DataType.INT64)}), {self.offsets(offs)});",
             )
             return
         spec = OPS.get(e.op)

@@ -30,12 +30,14 @@ from pypto.ir.types import (
     ArrayType,
     AtomicType,
     MemorySpace,
+    NotifyOp,
     PadValue,
     ScalarType,
     TaskIdType,
     TensorType,
     TileType,
     Type,
+    WaitCmp,
 )
 
 __all__ = ["COMMAND", "SAMPLES", "main", "render", "sample", "usages"]
@@ -48,6 +50,9 @@ _FP16 = DataType.FP16
 _T = TileType((16, 64), _FP32, MemorySpace.Vec)
 _X = TensorType((128, 64), _FP32)
 _S = ScalarType(_FP32)
+_W = TensorType((1, 64), _FP32)
+_SIG = TensorType((4, 1), DataType.INT32)
+_I = ScalarType(DataType.INT32)
 
 Sample = tuple[list[Type], dict[str, Any]]
 
@@ -102,6 +107,17 @@ SAMPLES: dict[str, Sample] = {
     "system.task_dummy": ([ArrayType(4), TaskIdType()], {}),
     "system.scope_begin": ([], {"mode": "manual"}),
     "system.scope_end": ([], {"mode": "manual"}),
+    # cross-rank operations (pld): a [1, 64] FP32 data window and a [4, 1] INT32 signal window
+    "comm.ctx": ([_W], {}),
+    "comm.rank": ([_W], {}),
+    "comm.nranks": ([_W], {}),
+    "comm.notify": ([_SIG, _I, _I], {"op": NotifyOp.AtomicAdd}),
+    "comm.wait": ([_SIG, _I], {"cmp": WaitCmp.Ge}),
+    "comm.barrier": ([_SIG], {}),
+    "comm.remote_load": ([_W, _I], {"shape": (1, 64)}),
+    "comm.remote_store": ([TileType((1, 64), _FP32, MemorySpace.Vec), _W, _I], {"atomic": AtomicType.None_}),
+    "comm.put": ([_W, _I, _W], {"atomic": AtomicType.None_}),
+    "comm.get": ([_W, _I, _W], {}),
 }
 """Operand types and attributes for each IR op that is not one of the element-wise, reduction or
 broadcast families (those get theirs from ``sample``)."""

@@ -130,6 +130,12 @@ class LangOp:
     default: str | None = None
     group: str = ""
     public: bool = True
+    spelling: str = ""  # how users write it when not ``pl.<name>`` (``pld.system.notify``)
+
+    @property
+    def shown(self) -> str:
+        """The function as users write it (``pl.add``, ``pld.system.notify``)."""
+        return self.spelling or f"pl.{self.name}"
 
     @property
     def ir_ops(self) -> tuple[str, ...]:
