@@ -4,7 +4,12 @@ A rank is one process with one simulated chip: the same program-mode Worker a si
 program runs on (``CompiledProgram`` of each per-device artifact). Its arguments are numpy views
 of the parent's shared memory: host tensors in the call's I/O segment, and its own window of
 each window buffer (rank ``r``'s window starts ``r * stride`` bytes into the buffer's segment).
-This module needs no torch; the torch.distributed engine (``_engine``) calls it.
+Before its launches run, the rank hands the native runtime its comm context (its rank, the rank
+count, and where each window buffer's segment is mapped in this process: rank ``p``'s window at
+``base + p * stride``), which every kernel receives for the cross-rank operations
+(``simpler.comm``, simpler/tile/comm.hpp); a kernel's ``wait`` gives up after the command's
+``wait_timeout`` seconds. This module needs no torch; the torch.distributed engine
+(``_engine``) calls it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,11 @@ from pypto.runtime.distributed import shm
 from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize
 from pypto.runtime.runner import RunConfig
 
-__all__ = ["RankRunner"]
+__all__ = ["DEFAULT_WAIT_TIMEOUT", "RankRunner"]
+
+DEFAULT_WAIT_TIMEOUT = 120.0
+"""Seconds a kernel's ``pld.system.wait`` may take when the command names no ``wait_timeout``
+(DistributedConfig's default timeout)."""
 
 
 class RankRunner:
@@ -55,6 +64,7 @@ class RankRunner:
 
         io = self._map(command["io"]) if command["io"] else None
         windows = [self._map(name) for name in command["windows"]]
+        self._set_comm_context(windows, float(command.get("wait_timeout", DEFAULT_WAIT_TIMEOUT)))
         hosts: dict[int, Any] = {}
         for i, offset in command["host_offsets"].items():
             p = self.plan.params[int(i)]
@@ -79,6 +89,19 @@ class RankRunner:
                 else:
                     args.append(a[1])
             self._program(d.program)(*args, config=self.config)
+
+    def _set_comm_context(self, windows: list[mmap.mmap], wait_timeout: float) -> None:
+        import numpy
+
+        import simpler.comm
+
+        table = []
+        for m, w in zip(windows, self.plan.windows, strict=True):
+            base = int(numpy.frombuffer(m, dtype=numpy.uint8, count=1).ctypes.data)
+            table.append(simpler.comm.CommWindow(base=base, stride=w.stride, nbytes=w.nbytes))
+        simpler.comm.set_context(
+            rank=self.rank, nranks=self.plan.world_size, windows=table, wait_timeout=wait_timeout
+        )
 
     def close(self) -> None:
         maps, self._maps = self._maps, {}

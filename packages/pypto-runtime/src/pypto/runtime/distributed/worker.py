@@ -212,6 +212,7 @@ class DistributedWorker:
             "io": self._io.name,
             "windows": [w.name for w in self._windows],
             "host_offsets": {str(i): o for i, o in layout.items()},
+            "wait_timeout": self._group.timeout,  # a kernel's pld.system.wait gives up after this
         }
         self._dispatches += 1
         try:
