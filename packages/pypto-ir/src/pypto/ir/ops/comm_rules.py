@@ -108,7 +108,7 @@ def remote_store(args: list[Type], attrs: dict[str, Any]) -> Type:
     return w
 
 
-def _transfer(op: str, args: list[Type], attrs: dict[str, Any]) -> Type:
+def _transfer(op: str, args: list[Type], attrs: dict[str, Any]) -> TensorType:
     dst = _window(args[0], op, "dst")
     _int(args[1], op, "peer")
     src = _window(args[2], op, "src")
