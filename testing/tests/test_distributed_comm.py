@@ -212,9 +212,10 @@ def _stuck_host(y: pl.Out[pl.Tensor], who: int):
 @pytest.mark.slow
 def test_a_wait_past_the_timeout_fails_the_dispatch_naming_rank_signal_and_value() -> None:
     y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = _stuck_host.compile(y, 0, config=_config(2, timeout=2.0))
+    compiled = _stuck_host.compile(y, 0, config=_config(2))
     w = compiled.prepare()
     pids, segments = w.rank_pids, w.segment_names
+    w.timeout = 3.0  # the ranks are up; each dispatch hands its kernels this wait timeout
     start = time.monotonic()
     try:
         with pytest.raises(DistributedRankError) as e:
@@ -225,7 +226,7 @@ def test_a_wait_past_the_timeout_fails_the_dispatch_naming_rank_signal_and_value
     assert e.value.rank == 1
     msg = str(e.value)
     assert "rank 1 failed in _stuck_host() dispatch 1" in msg
-    assert "tile wait: rank 1 timed out after 2 s waiting for its signal [1, 0]" in msg
+    assert "tile wait: rank 1 timed out after 3 s waiting for its signal [1, 0]" in msg
     assert "to become >= 3; the value seen was 0" in msg
     _assert_cleaned(pids, segments)
 

@@ -60,10 +60,10 @@ def _restore_signal_handlers(saved: dict[Any, Any]) -> None:
 
 
 _POLL = 0.02  # seconds between checks of the store and the processes
-# A dispatch is waited for this much longer than the timeout (at most the timeout again): a
+# A dispatch is waited for this much longer than the timeout: a
 # kernel's pld.system.wait gives up after the timeout itself, and its error (naming the rank, the
 # signal and the value seen) then reaches the parent before the parent stops waiting.
-_DISPATCH_GRACE = 5.0
+_DISPATCH_GRACE = 10.0
 _PARENT_ENV = "PYPTO_DIST_PARENT"
 
 
@@ -242,7 +242,7 @@ class RankGroup:
         self._seq += 1
         self.store.set(f"cmd/{seq}", json.dumps(command))
         keys = [f"done/{seq}/{r}" for r in range(self.world_size)]
-        self._wait(keys, what, min(_DISPATCH_GRACE, self.timeout))
+        self._wait(keys, what, _DISPATCH_GRACE)
         for r, key in enumerate(keys):
             result = self.store.get(key).decode()
             if result != "ok":
