@@ -245,7 +245,7 @@ def test_many_written_views_use_the_overlap_sweep() -> None:
 
 
 def test_generated_source_is_readable_and_in_tracebacks() -> None:
-    sig, args = _bench_call("a2a3sim")
+    sig, _ = _bench_call("a2a3sim")
     source = sig.fast_path_source
     assert source.startswith("def describe_call(args):")
     assert "# 'out' (#2): Out FP32 [-1, 16], ND" in source
