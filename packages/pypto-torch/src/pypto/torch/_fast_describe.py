@@ -146,8 +146,9 @@ def build_fast_path(
     elif nparams:
         src(f"{', '.join(names)} = args")
 
-    # The argument types first: binding rejects None before any framework query is made.
-    if tensors:
+    # On a platform with device queries, the argument types come first: binding rejects None
+    # before any platform query is made. (Elsewhere each tensor's type is checked with its reads.)
+    if tensors and cpu_device is None:
         src("if (")
         for k, t in enumerate(tensors):
             a = names[t.index]
@@ -176,6 +177,11 @@ def build_fast_path(
         env[dtype_name] = t.torch_dtype
         src(f"# {p.name!r} (#{i}): {p.direction.value} {p.dtype.value} {list(shape)}, {p.layout.value}")
         checks = [
+            *(
+                [f"(type({a}) is not Tensor and type({a}) is not Parameter)"]
+                if cpu_device is not None
+                else []
+            ),
             *([f"not {a}.is_cpu"] if cpu_device is not None else [f"{a}.is_meta"]),
             f"{a}.dtype is not {dtype_name}",
             f"{a}.is_neg()",
