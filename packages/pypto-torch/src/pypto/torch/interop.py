@@ -53,6 +53,7 @@ from pypto.ir import (
 )
 from pypto.ir import partial_overlap as _partial_overlap
 from pypto.torch._dtypes import to_torch_dtype
+from pypto.torch._fast_describe import FastScalar, FastTensor, build_fast_path
 from pypto.torch._frames import CallFrame, ScalarArgument, TensorArgument
 from pypto.torch._platform import (
     FORMAT_FRACTAL_NZ,
@@ -192,7 +193,7 @@ class CallSignature:
         ValueError: An unknown platform.
     """
 
-    __slots__ = ("_platform", "_returns", "_scalar_plan", "_tensor_plan", "params", "return_aliases")
+    __slots__ = ("_fast", "_platform", "_returns", "_scalar_plan", "_tensor_plan", "params", "return_aliases")
 
     def __init__(
         self,
@@ -251,10 +252,36 @@ class CallSignature:
                     )
                 scalar_plan.append((i, p, (i, p.name, p.dtype), *fast))
         self._scalar_plan: tuple[_ScalarPlan, ...] = tuple(scalar_plan)
+        self._fast = self._compile_fast_path(self._describe_general)
+
+    def _compile_fast_path(
+        self, general: Callable[[Sequence[object]], CallFrame]
+    ) -> Callable[[Sequence[object]], CallFrame]:
+        """This signature's generated fast path, handing what it does not take to ``general``."""
+        return build_fast_path(
+            signature=self,
+            nparams=len(self.params),
+            tensors=[
+                FastTensor(slot.index, slot.param, slot.torch_dtype, slot.itemsize, strides, writes)
+                for slot, *_, strides, _, writes in self._tensor_plan
+            ],
+            scalars=[FastScalar(i, p, kind, lo, hi) for i, p, _, kind, lo, hi in self._scalar_plan],
+            return_aliases=self.return_aliases,
+            platform=self._platform,
+            general=general,
+            row_major=_row_major,
+            partial_overlap=_partial_overlap,
+        )
 
     @property
     def platform(self) -> DevicePlatform:
         return self._platform
+
+    @property
+    def fast_path_source(self) -> str:
+        """The Python source of this signature's generated fast path (see ``_fast_describe``)."""
+        source: str = self._fast.__source__  # type: ignore[attr-defined]
+        return source
 
     def __repr__(self) -> str:
         names = ", ".join(f"{p.name}:{p.direction.value}" for p in self.params)
@@ -276,6 +303,12 @@ class CallSignature:
                 stream does not match the tensors.
             NpuRuntimeUnavailable: An NPU platform query needs torch_npu and it is missing.
         """
+        # The generated fast path takes the common call and hands every other call to
+        # _describe_general, which alone decides and reports errors.
+        return self._fast(args)
+
+    def _describe_general(self, args: Sequence[object]) -> CallFrame:
+        """describe_call for any arguments: every check in its documented order."""
         # Binding: the count and the None check of bind_complete_args, which itself raises
         # the error (the signature's names were validated at construction).
         if len(args) != len(self.params):
