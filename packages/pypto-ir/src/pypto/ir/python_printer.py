@@ -141,7 +141,7 @@ def _lang_names() -> dict[str, str]:
         if not lang.public:
             continue
         for op in lang.ir_ops:
-            names.setdefault(op, lang.name)
+            names.setdefault(op, lang.spelled)
     return names
 
 
@@ -211,7 +211,7 @@ def _call(c: Call) -> str:
         raise ValueError(f"as_python: the IR op {c.op!r} has no pl.* function")
     build = _ARGS.get(c.op)
     parts = build(c) if build is not None else [_expr(a) for a in c.args]
-    return f"pl.{name}({', '.join(parts)})"
+    return f"{name}({', '.join(parts)})"
 
 
 def _window(base: Expr, offsets: tuple[Expr, ...], extents: tuple[Any, ...]) -> str:

@@ -211,7 +211,7 @@ class _Calls(_Directives):
     # ------------------------------------------------------------------ ops
 
     def op_call(self, opname: str, obj: Any, node: ast.Call) -> Expr:
-        bound = self.bind(obj.__wrapped__, f"pl.{opname}", node)
+        bound = self.bind(obj.__wrapped__, op_registry.LANGUAGE[opname].spelled, node)
         return OP_BUILDERS.get(opname, build_generic)(self, opname, bound, node)
 
     def make_op(self, opname: str, args: list[Arg], attrs: dict[str, Any], node: ast.AST) -> Call:
