@@ -15,6 +15,7 @@ A dynamic dimension is declared before the code that uses it (``M = pl.dynamic("
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -319,6 +320,9 @@ def _function(f: Function, depth: int, method: bool) -> list[str]:
     elif f.returns:
         rets = " -> tuple[" + ", ".join(type_text(t) for t in f.returns) + "]"
     lines = [pad + deco, f"{pad}def {f.name}({', '.join(params)}){rets}:"]
+    if f.attrs:  # a parameter reference prints as its name, an enum member as pl.<Enum>.<member>
+        items = ", ".join(f"{json.dumps(k)}: {v!r}" for k, v in f.attrs)
+        lines.append(f"{pad}{_INDENT}pl.func_attr({{{items}}})")
     _body(f.body, depth + 1, lines)
     return lines
 
