@@ -30,6 +30,13 @@ from pypto.language.op_builders import OP_BUILDERS
 
 FP32 = DataType.FP32
 PUBLIC = sorted(n for n, op in LANGUAGE.items() if op.public)
+"""Every op with a function (``pl.<name>``, or only ``pl.tile.<name>`` / ``pl.tensor.<name>``)."""
+IN_PL = [n for n in PUBLIC if LANGUAGE[n].in_pl]
+
+
+def _function(name: str) -> Any:
+    """The function of op ``name``, wherever the language spells it."""
+    return getattr(pl.ops, name)
 
 
 # ----------------------------------------------------------------------------- language exports
@@ -41,23 +48,45 @@ def _pl_ops(module: Any) -> dict[str, Any]:
 
 def test_every_pl_op_is_a_table_entry_and_every_entry_is_exported() -> None:
     exported = _pl_ops(pl)
-    assert sorted(exported) == PUBLIC
+    assert sorted(exported) == IN_PL
     assert all(exported[n].__pypto_op__ == n for n in exported)
-    assert set(PUBLIC) <= set(pl.__all__)
+    assert set(IN_PL) <= set(pl.__all__)
+    # ops upstream spells only as pl.tile.<name> are not in pl itself
+    assert {"adds", "subs", "muls", "divs"} <= set(PUBLIC) - set(IN_PL)
+    assert not hasattr(pl, "adds")
 
 
-def test_pl_tile_exports_the_ops_with_a_tile_form() -> None:
-    want = sorted(n for n in PUBLIC if any(f.startswith("tile.") for f in LANGUAGE[n].ir_ops))
-    assert sorted(_pl_ops(pl.tile)) == want == sorted(pl.tile.__all__)
-    assert all(getattr(pl.tile, n) is getattr(pl, n) for n in want)
-    assert "add" in want
-    assert "dim" not in want
-    assert "create_tensor" not in want
+def _level_names(kind: str) -> dict[str, str]:
+    """The names ``pl.<kind>`` should export -> the op each is (the op's name and its alias)."""
+    want: dict[str, str] = {}
+    for n in PUBLIC:
+        if any(f.startswith(kind + ".") for f in LANGUAGE[n].ir_ops):
+            want[n] = n
+            if LANGUAGE[n].alias:
+                want[LANGUAGE[n].alias] = n
+    return want
+
+
+@pytest.mark.parametrize("kind", ["tile", "tensor"])
+def test_pl_tile_and_pl_tensor_export_the_ops_with_that_form(kind: str) -> None:
+    module = getattr(pl, kind)
+    want = _level_names(kind)
+    assert sorted(_pl_ops(module)) == sorted(want) == sorted(module.__all__)
+    assert all(getattr(module, n) is _function(op) for n, op in want.items())
+    assert all(getattr(module, n) is getattr(pl, n) for n in want.values() if LANGUAGE[n].in_pl)
+    if kind == "tile":
+        assert {"add", "adds", "create"} <= set(want)
+        assert "dim" not in want
+        assert "create_tensor" not in want
+        assert pl.tile.create is pl.create_tile
+    else:
+        assert {"read", "dim", "create", "adds"} <= set(want)
+        assert pl.tensor.create is pl.create_tensor
 
 
 @pytest.mark.parametrize("name", PUBLIC)
 def test_pl_op_doc_and_signature_are_the_tables(name: str) -> None:
-    fn = getattr(pl, name)
+    fn = _function(name)
     op = LANGUAGE[name]
     assert op.doc.strip(), f"pl.{name} has no doc in the op table"
     assert fn.__doc__ == op.doc
@@ -69,7 +98,8 @@ def test_pl_op_doc_and_signature_are_the_tables(name: str) -> None:
         assert default is inspect.Parameter.empty if p.default is REQUIRED else default == p.default
     # the parser binds calls against the same signature
     assert inspect.signature(fn.__wrapped__) == inspect.signature(fn)
-    with pytest.raises(RuntimeError, match=rf"pl\.{name}\(\) is part of the kernel language"):
+    spelled = LANGUAGE[name].spelled.replace(".", r"\.")
+    with pytest.raises(RuntimeError, match=rf"{spelled}\(\) is part of the kernel language"):
         fn()
 
 
@@ -102,7 +132,7 @@ def test_every_distributed_op_is_a_pld_function_spelled_as_its_table_says() -> N
     for where, fn in _pld_functions().items():
         op = LANGUAGE[fn.__pypto_op__]  # type: ignore[attr-defined]
         assert not op.public, f"{where}: a pld op is not a pl function"
-        assert op.shown.rsplit(".", 1)[1] == where.rsplit(".", 1)[1]
+        assert op.spelled.rsplit(".", 1)[1] == where.rsplit(".", 1)[1]
         assert fn.__doc__ == op.doc
 
 
@@ -134,6 +164,7 @@ _TILE_POOL: tuple[Type, ...] = (
     TileType((1, 16), FP32, MemorySpace.Vec),
     ScalarType(FP32),
     TensorType((16, 16), FP32),
+    ScalarType(DataType.INT64),
 )
 _ATTR_VALUES: dict[str, tuple[Any, ...]] = {
     "shape": ((16, 16),),

@@ -15,7 +15,7 @@ from pypto.ir.analysis.tile_liveness import kernel_tile_ranges
 from pypto.ir.codegen import KernelSource, OrchestrationSource, generate_kernel, generate_orchestration
 from pypto.ir.contract import Contract, check_lowered_abi, validate_kernel_contract
 from pypto.ir.errors import CodegenError, PyptoCompileError
-from pypto.ir.metadata import ArtifactMetadata, KernelInfo, OrchestrationInfo
+from pypto.ir.metadata import ArtifactMetadata, KernelInfo, OrchestrationInfo, attr_json
 from pypto.ir.nodes import CallFunc, Function, Program, stmt_exprs, walk_stmts
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.passes import nz_layout, ssa
@@ -188,6 +188,7 @@ def buffer_capacity(b: Build) -> None:
                 kparams,
                 tuple((space.value, n) for space, n in usage.items()),
                 kfn.hints,
+                tuple((key, attr_json(v)) for key, v in kfn.attrs),
             )
         )
 

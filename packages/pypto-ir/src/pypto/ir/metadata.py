@@ -16,6 +16,7 @@ the same way): the ``pl.at`` hints of the scope it was outlined from, ``{"split"
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 from collections.abc import Mapping
@@ -37,6 +38,7 @@ __all__ = [
     "KernelInfo",
     "MetadataError",
     "OrchestrationInfo",
+    "attr_json",
     "read_metadata",
     "write_metadata",
 ]
@@ -68,10 +70,15 @@ class KernelInfo:
     # "split" (SplitMode name), "cross_core_slot" (int >= 1), "no_dep_args" (kernel parameter
     # names). Recorded for tools and hardware backends; the simulated chip does not read them.
     hints: tuple[tuple[str, Any], ...] = ()
+    # The kernel's pl.func_attr attributes ((key, value) in key order): a JSON constant, or
+    # {"param": name} for a parameter reference (an enum member is "Enum.MEMBER"). Recorded for
+    # tools and device backends; the simulated chip does not read them.
+    attrs: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "buffer_usage", _usage(self.buffer_usage, "KernelInfo.buffer_usage"))
         object.__setattr__(self, "hints", _hints(self.hints, "KernelInfo.hints"))
+        object.__setattr__(self, "attrs", _attrs(self.attrs, "KernelInfo.attrs"))
 
     def buffer_bytes(self, space: str) -> int | None:
         """Peak bytes of ``space`` tiles live at once (``"Vec"``, ``"Mat"``, ``"Left"``,
@@ -97,11 +104,43 @@ class KernelInfo:
             out["buffer_usage"] = dict(self.buffer_usage)
         if self.hints:
             out["hints"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.hints}
+        if self.attrs:
+            out["attrs"] = dict(self.attrs)
         return out
 
 
 BUFFER_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
 SPLIT_MODES = tuple(m.value for m in SplitMode)  # what a "split" hint may say
+
+
+def _attrs(raw: object, where: str) -> tuple[tuple[str, Any], ...]:
+    """Canonical function attributes: (key, value) pairs in key order; a value is a JSON
+    constant or {"param": name}."""
+    items = list(raw.items()) if isinstance(raw, Mapping) else [tuple(x) for x in raw]  # type: ignore[attr-defined]
+    out: dict[str, Any] = {}
+    for key, value in items:
+        if not isinstance(key, str):
+            raise MetadataError(f"{where}: keys must be strings, got {key!r}")
+        ok = isinstance(value, (bool, int, float, str)) or (
+            isinstance(value, Mapping) and list(value) == ["param"] and isinstance(value["param"], str)
+        )
+        if not ok:
+            raise MetadataError(
+                f"{where}[{key!r}]: expected a number, bool, string or {{'param': name}}, got {value!r}{_RECOMPILE}"
+            )
+        out[key] = dict(value) if isinstance(value, Mapping) else value
+    return tuple(sorted(out.items()))
+
+
+def attr_json(value: Any) -> Any:
+    """A ``pl.func_attr`` value of the IR as metadata records it."""
+    from pypto.ir.nodes import ParamRef
+
+    if isinstance(value, ParamRef):
+        return {"param": value.name}
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return value
 
 
 def _hints(raw: object, where: str) -> tuple[tuple[str, Any], ...]:
@@ -385,6 +424,7 @@ def _parse(data: Any, require: Contract | None) -> ArtifactMetadata:
                     else ()
                 ),
                 _hints(_get(k, "hints", dict, where), f"field {where}'hints'") if "hints" in k else (),
+                _attrs(_get(k, "attrs", dict, where), f"field {where}'attrs'") if "attrs" in k else (),
             )
         )
     ids = sorted(k.func_id for k in kernels)

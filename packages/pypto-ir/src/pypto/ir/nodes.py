@@ -32,6 +32,7 @@ __all__ = [
     "If",
     "IterArg",
     "Param",
+    "ParamRef",
     "Program",
     "Return",
     "Scope",
@@ -301,6 +302,9 @@ class Function:
     outlined: bool = False  # made from a pl.at scope (its directions are derived, not declared)
     span: Span | None = field(default=None, compare=False, repr=False)
     hints: tuple[tuple[str, Any], ...] = ()  # the pl.at hints of the scope it was outlined from
+    # pl.func_attr attributes, (key, value) in key order; a value is a constant, an enum member or
+    # a ParamRef. Hints for device backends; the simulated chip reads none.
+    attrs: tuple[tuple[str, Any], ...] = ()
 
     @property
     def return_types(self) -> tuple[Type, ...]:
@@ -321,6 +325,16 @@ class Function:
 
     def __str__(self) -> str:
         return print_ir(self)
+
+
+@dataclass(frozen=True)
+class ParamRef:
+    """A ``pl.func_attr`` value that names a parameter of the function."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -467,7 +481,8 @@ def _print_function(f: Function) -> str:
     params = ", ".join(f"{p.name}: {p.direction.value} {p.var.type}" for p in f.params)
     rets = ", ".join(str(t) for t in f.returns)
     hints = "".join(f", {k}={v!r}" for k, v in f.hints)
-    lines = [f"def @{f.name}({params}) -> ({rets}):  # {f.func_type.value}{hints}"]
+    attrs = "".join(f", attr {k}={v!r}" for k, v in f.attrs)
+    lines = [f"def @{f.name}({params}) -> ({rets}):  # {f.func_type.value}{hints}{attrs}"]
     _print_body(f.body, 1, lines)
     return "\n".join(lines)
 

@@ -15,6 +15,7 @@ A dynamic dimension is declared before the code that uses it (``M = pl.dynamic("
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -141,7 +142,7 @@ def _lang_names() -> dict[str, str]:
         if not lang.public:
             continue
         for op in lang.ir_ops:
-            names.setdefault(op, lang.name)
+            names.setdefault(op, lang.spelled)
     return names
 
 
@@ -211,7 +212,7 @@ def _call(c: Call) -> str:
         raise ValueError(f"as_python: the IR op {c.op!r} has no pl.* function")
     build = _ARGS.get(c.op)
     parts = build(c) if build is not None else [_expr(a) for a in c.args]
-    return f"pl.{name}({', '.join(parts)})"
+    return f"{name}({', '.join(parts)})"
 
 
 def _window(base: Expr, offsets: tuple[Expr, ...], extents: tuple[Any, ...]) -> str:
@@ -319,6 +320,9 @@ def _function(f: Function, depth: int, method: bool) -> list[str]:
     elif f.returns:
         rets = " -> tuple[" + ", ".join(type_text(t) for t in f.returns) + "]"
     lines = [pad + deco, f"{pad}def {f.name}({', '.join(params)}){rets}:"]
+    if f.attrs:  # a parameter reference prints as its name, an enum member as pl.<Enum>.<member>
+        items = ", ".join(f"{json.dumps(k)}: {v!r}" for k, v in f.attrs)
+        lines.append(f"{pad}{_INDENT}pl.func_attr({{{items}}})")
     _body(f.body, depth + 1, lines)
     return lines
 

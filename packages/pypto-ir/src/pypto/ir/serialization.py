@@ -19,7 +19,7 @@ from pypto.ir import nodes, types
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout, ParamDirection
 
-__all__ = ["FORMAT", "deserialize", "serialize"]
+__all__ = ["ENUM_TYPES", "FORMAT", "deserialize", "serialize"]
 
 FORMAT = "pypto-ir/1"
 
@@ -43,6 +43,7 @@ _NODES: dict[str, type] = {
         nodes.Param,
         nodes.Function,
         nodes.Program,
+        nodes.ParamRef,
         types.DynDim,
         types.TensorType,
         types.TileType,
@@ -65,8 +66,11 @@ _ENUMS: dict[str, type[enum.Enum]] = {
         types.AtomicType,
         types.NotifyOp,
         types.WaitCmp,
+        types.SplitMode,
     )
 }
+ENUM_TYPES: tuple[type[enum.Enum], ...] = tuple(_ENUMS.values())
+"""The enums an IR node may hold (a ``pl.func_attr`` value may be a member of one)."""
 
 
 def _enc(v: Any) -> Any:

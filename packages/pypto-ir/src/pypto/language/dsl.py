@@ -154,6 +154,24 @@ def static_assert(condition: Any, message: str = "") -> None:
 static_assert.__pypto_dsl__ = "static_assert"  # type: ignore[attr-defined]
 
 
+def func_attr(attrs: dict[str, Any]) -> None:
+    """``pl.func_attr({"stationary": w, "split": pl.SplitMode.UP_DOWN})``: attributes of the whole
+    function, written as the first statements of its body (after the parameters are bound, so a
+    value may name a parameter).
+
+    Keys are string literals; a value is a parameter name (recorded as a reference to that
+    parameter), or a constant known at compile time (int, float, bool, str, a ``pl`` enum
+    member). Every call must come before any other statement; several calls merge, and a key
+    given twice is an error. The attributes are kept on the IR function (its text and
+    ``as_python``) and, for a kernel, in the metadata (``kernels[i].attrs``). They are hints for
+    device backends: nothing on the simulated chip reads them.
+    """
+    raise RuntimeError("pl.func_attr() runs only inside a kernel body, which the compiler parses")
+
+
+func_attr.__pypto_dsl__ = "func_attr"  # type: ignore[attr-defined]
+
+
 def min(a: Any, b: Any) -> Any:
     """The smaller of two scalars: ``pl.min(block, seq_len - start)``. In a kernel or an
     orchestration it is an index or float scalar expression (folded when both are constants);

@@ -270,6 +270,20 @@ def _build_task_dummy(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call
     return p.make_op(opname, list(p.deps_list(b["deps"], "pl.system.task_dummy")), {}, node)
 
 
+def _build_set_validshape(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    tile = p.expr(b["input"])
+    valid = [p.scalar(b[k], f"pl.set_validshape {k}") for k in ("valid_rows", "valid_cols")]
+    if isinstance(tile.type, TileType) and len(tile.type.shape) == 2:
+        for what, v, full in zip(("valid_rows", "valid_cols"), valid, tile.type.shape, strict=True):
+            if isinstance(v, Const) and not 0 <= int(v.value) <= full:
+                raise p.err(
+                    f"pl.set_validshape: {what} {int(v.value)} is outside [0, {full}] (the tile is "
+                    f"{list(tile.type.shape)})",
+                    node,
+                )
+    return p.make_op(opname, [tile, *valid], {}, node)
+
+
 # ----------------------------------------------------------------------------- distributed (pld)
 
 
@@ -380,5 +394,6 @@ OP_BUILDERS: dict[str, _Builder] = {
     "assemble": _build_assemble,
     "slice": _build_slice,
     "fillpad": _build_fillpad,
+    "set_validshape": _build_set_validshape,
     "print": _build_print,
 }

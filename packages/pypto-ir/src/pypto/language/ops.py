@@ -17,11 +17,27 @@ from typing import Any
 
 from pypto.ir.ops import LANGUAGE, REQUIRED, LangOp
 
-__all__ = [name for name, op in sorted(LANGUAGE.items()) if op.public]
-TILE_LEVEL = [name for name, op in sorted(LANGUAGE.items()) if op.public and op.tile_level]
-"""The ops ``pl.tile`` exports: those with a tile form."""
-TENSOR_LEVEL = [name for name, op in sorted(LANGUAGE.items()) if op.public and op.tensor_level]
-"""The ops ``pl.tensor`` exports: those with a tensor form."""
+FUNCTIONS = [name for name, op in sorted(LANGUAGE.items()) if op.public]
+"""Every op the language has a function for (the names of this module's functions)."""
+__all__ = [name for name in FUNCTIONS if LANGUAGE[name].in_pl]
+"""The ops ``pl`` exports as ``pl.<name>``."""
+
+
+def _level(has_form: str) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for name in FUNCTIONS:
+        op = LANGUAGE[name]
+        if getattr(op, has_form):
+            names[name] = name
+            if op.alias:
+                names[op.alias] = name
+    return dict(sorted(names.items()))
+
+
+TILE_LEVEL = _level("tile_level")
+"""The names ``pl.tile`` exports -> the op each is: the ops with a tile form, and their aliases."""
+TENSOR_LEVEL = _level("tensor_level")
+"""The names ``pl.tensor`` exports -> the op each is: the ops with a tensor form, and their aliases."""
 
 
 def signature(op: LangOp) -> inspect.Signature:
@@ -40,11 +56,12 @@ def signature(op: LangOp) -> inspect.Signature:
 def make_op(op: LangOp) -> Callable[..., Any]:
     """The function ``pl.<op.name>``: its signature and doc are the table's."""
     name = op.name
+    spelled = op.spelled
     sig = signature(op)
 
     def outside(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(
-            f"{op.shown}() is part of the kernel language and runs only inside a @pl.jit, "
+            f"{spelled}() is part of the kernel language and runs only inside a @pl.jit, "
             "@pl.jit.incore or @pl.function body, which the compiler parses"
         )
 
@@ -62,7 +79,7 @@ def make_op(op: LangOp) -> Callable[..., Any]:
     return outside
 
 
-globals().update({name: make_op(LANGUAGE[name]) for name in __all__})
+globals().update({name: make_op(LANGUAGE[name]) for name in FUNCTIONS})
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,7 @@ from pypto.language import ops as _ops
 
 __all__ = list(_ops.TENSOR_LEVEL)
 
-globals().update({_name: getattr(_ops, _name) for _name in __all__})
+globals().update({_name: getattr(_ops, _op) for _name, _op in _ops.TENSOR_LEVEL.items()})
 
 
 def __getattr__(name: str) -> Any:

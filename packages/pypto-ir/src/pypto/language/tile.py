@@ -8,7 +8,7 @@ from pypto.language import ops as _ops
 
 __all__ = list(_ops.TILE_LEVEL)
 
-globals().update({_name: getattr(_ops, _name) for _name in __all__})
+globals().update({_name: getattr(_ops, _op) for _name, _op in _ops.TILE_LEVEL.items()})
 
 # The SPMD block queries are read in kernels but are no ops of the table, so they are not in
 # __all__ (the op list): pl.tile.get_block_idx() / get_block_num().

@@ -71,7 +71,18 @@ _PAD = {PadValue.zero: "pt::Pad::Zero", PadValue.min: "pt::Pad::Min", PadValue.m
 # Tile ops the emitter writes itself rather than as their table's one library call: load/store
 # (ND or NZ, an optional valid shape; their library functions are still the table's), a scratch
 # tile (a declaration), a filled tile (Tile::fill) and a tile element read (element access).
-BESPOKE = frozenset({"tile.load", "tile.store", "tile.create", "tile.full", "tile.read", "tile.print"})
+BESPOKE = frozenset(
+    {
+        "tile.load",
+        "tile.store",
+        "tile.create",
+        "tile.full",
+        "tile.expands",
+        "tile.set_validshape",
+        "tile.read",
+        "tile.print",
+    }
+)
 PRINT_OPS = frozenset({"tile.print", "scalar.print"})
 # Cross-rank operations with an effect (simpler/tile/comm.hpp): each is one library call; as a
 # value each names the window it acts on (the first tensor operand).
@@ -432,6 +443,24 @@ class _KernelGen:
                 f"pt::remote_load({name}, {ident(win.name)}, "
                 f"static_cast<std::int64_t>({self.scalar_arg(peer, DataType.INT64)}), {self.offsets(offs)});",
             )
+            return
+        if e.op == "tile.expands":  # the scalar everywhere; the target's valid shape
+            target = args[0]
+            assert isinstance(target, Var)
+            self.emit(depth, decl)
+            self.emit(
+                depth, f"{name}.fill(static_cast<{cpp_type(t.dtype)}>({self.scalar_arg(args[1], t.dtype)}));"
+            )
+            self.emit(
+                depth, f"{name}.set_valid({ident(target.name)}.valid_rows, {ident(target.name)}.valid_cols);"
+            )
+            return
+        if e.op == "tile.set_validshape":  # the same data; set_valid reports a shape outside the tile
+            src = args[0]
+            assert isinstance(src, Var)
+            vr, vc = (f"static_cast<int>({scalar_expr(x, self.dim_of)})" for x in args[1:])  # type: ignore[arg-type]
+            self.emit(depth, f"{tile_type(t)} {name} = {ident(src.name)};")
+            self.emit(depth, f"{name}.set_valid({vr}, {vc});")
             return
         spec = OPS.get(e.op)
         if spec is None or spec.cpp is None:

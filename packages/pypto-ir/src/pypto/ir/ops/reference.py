@@ -97,6 +97,11 @@ SAMPLES: dict[str, Sample] = {
     "tile.assemble": ([_T, TileType((16, 32), _FP32)], {"static_offsets": [0, 32]}),
     "tensor.assemble": ([_X, _T], {"static_offsets": [16, 0], "atomic": AtomicType.Add}),
     "tile.fillpad": ([_T], {"pad": PadValue.zero}),
+    "tile.set_validshape": ([_T, ScalarType(DataType.INT64), ScalarType(DataType.INT64)], {}),
+    "tile.expands": ([_T, _S], {}),
+    "tensor.expands": ([_X, _S], {}),
+    **{f"tile.{n}": ([_T, _S], {}) for n in ("adds", "subs", "muls", "divs", "maximums", "minimums")},
+    **{f"tensor.{n}": ([_X, _S], {}) for n in ("adds", "subs", "muls", "divs")},
     "tensor.write": ([_X, _S], {}),
     "tensor.view": ([_X], {"shape": (16, 64), "static_offsets": [32, 0]}),
     "tile.print": ([_T], {"label": "t"}),
@@ -194,7 +199,7 @@ def _names(items: list[Any], every: list[Any]) -> str:
 
 def _signature(op: LangOp) -> str:
     parts = [p.name if p.default is REQUIRED else f"{p.name}={p.default!r}" for p in op.params]
-    return f"pl.{op.name}({', '.join(parts)})"
+    return f"{op.spelled}({', '.join(parts)})"
 
 
 _CALL = re.compile(r"``(pl\.[A-Za-z_][\w.]*\([^`]*\))``")
@@ -280,10 +285,17 @@ def _form(op: LangOp, ir: str) -> list[str]:
 
 def _op_section(op: LangOp, used: tuple[Path, str] | None, relative_to: Path) -> list[str]:
     # a text fence: the signature is not a runnable snippet
-    out = [f"### `pl.{op.name}`", "", "```text", _signature(op), "```", ""]
+    out = [f"### `{op.spelled}`", "", "```text", _signature(op), "```", ""]
     out += [inspect.cleandoc(op.doc), ""]
     tile = f"yes, `pl.tile.{op.name}`" if op.tile_level else "no"
+    if op.tile_level and op.alias:
+        tile += f" (also `pl.tile.{op.alias}`)"
     out += [f"**`pl.tile` form:** {tile}", ""]
+    if op.tensor_level:
+        tensor = f"`pl.tensor.{op.name}`" + (
+            f" (also `pl.tensor.{op.alias}`)" if op.alias and not op.tile_level else ""
+        )
+        out += [f"**`pl.tensor` form:** {tensor}", ""]
     examples = _examples(op.doc)
     if examples:
         out += [f"**Example:** {', '.join(f'`{e}`' for e in examples)}", ""]
@@ -334,7 +346,7 @@ def render(examples: Sequence[Path] = (), relative_to: Path | None = None) -> st
         "",
     ]
     out += [
-        f"- [{g}](#{_anchor(g)}): " + ", ".join(f"`pl.{op.name}`" for op in ops) for g, ops in groups.items()
+        f"- [{g}](#{_anchor(g)}): " + ", ".join(f"`{op.spelled}`" for op in ops) for g, ops in groups.items()
     ]
     out += [""]
     for group, ops in groups.items():

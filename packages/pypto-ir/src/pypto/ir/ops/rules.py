@@ -114,6 +114,46 @@ def binary(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
     return rule
 
 
+def scalar_binary(kind: str, op: str, pair: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
+    """``a op s`` for a tile (or tensor) ``a`` and a scalar ``s`` (``pl.tile.adds``, ...);
+    ``pair`` is the op that takes two tiles (``add``)."""
+    where = f"{kind}.{op}"
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        a, b = args
+        t: TileType | TensorType = (
+            _tile(a, where, "the first operand", spaces) if kind == "tile" else _tensor_like(a, where, "lhs")
+        )
+        if not isinstance(b, ScalarType):
+            raise OpError(
+                f"pl.{where}: rhs must be a scalar (a number or a scalar value), got {b}; "
+                f"for two {kind}s use pl.{pair}"
+            )
+        _scalar_fits(t.dtype, b.dtype, where)
+        return t if kind == "tile" else TensorType(t.shape, t.dtype)
+
+    return rule
+
+
+def expands(kind: str) -> Rule:
+    """``pl.expands(target, scalar)``: the scalar in every element of a value shaped and typed like
+    ``target``."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        a, b = args
+        t: TileType | TensorType = (
+            _tile(a, "expands", "the target", VEC)
+            if kind == "tile"
+            else _tensor_like(a, "expands", "the target")
+        )
+        if not isinstance(b, ScalarType):
+            raise OpError(f"pl.expands: the value to broadcast must be a scalar, got {b}")
+        _scalar_fits(t.dtype, b.dtype, "expands")
+        return t if kind == "tile" else TensorType(t.shape, t.dtype)
+
+    return rule
+
+
 def unary(
     kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC, dtypes: frozenset[DataType] | None = None
 ) -> Rule:
@@ -479,6 +519,19 @@ def tile_slice(args: list[Type], attrs: dict[str, Any]) -> Type:
         raise OpError(f"pl.slice: shape must be two positive integer constants, got {list(shape)}")
     _fits(src.shape, shape, list(attrs.get("static_offsets", [None, None])), "slice")
     return TileType(shape, src.dtype, src.memory)
+
+
+def tile_set_validshape(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.set_validshape(tile, rows, cols)``: the same tile (type and data) with a new valid shape."""
+    t = _tile(args[0], "set_validshape", "the operand")
+    if len(t.shape) != 2:
+        raise OpError(f"pl.set_validshape: needs a 2-D tile, got shape {list(t.shape)}")
+    for what, v in zip(("valid_rows", "valid_cols"), args[1:], strict=True):
+        if not isinstance(v, ScalarType) or not (v.dtype.is_signed_int or v.dtype.is_unsigned_int):
+            raise OpError(
+                f"pl.set_validshape: {what} must be an integer (a constant or an index scalar), got {v}"
+            )
+    return t
 
 
 def tile_fillpad(args: list[Type], attrs: dict[str, Any]) -> Type:

@@ -118,9 +118,11 @@ class LangOp:
 
     ``forms`` maps the kind of the first operand (``tile``, ``tensor``, ``scalar``) to the IR op
     the call becomes; ``default`` is the IR op when that kind has no form (ops whose form does
-    not depend on an operand, such as ``pl.load``). ``public``: exported as ``pl.<name>``
-    (``view`` is the IR op of a tensor window and has no function). ``group`` orders the
-    reference.
+    not depend on an operand, such as ``pl.load``). ``public``: the language has a function for
+    it (``view`` is the IR op of a tensor window and has none). ``in_pl``: that function is
+    ``pl.<name>``; without it the op is spelled only in its level namespaces (``pl.tile.adds``,
+    as upstream PyPTO spells it). ``alias``: a second spelling in ``pl.tile`` / ``pl.tensor``
+    (``pl.tile.create`` is ``pl.create_tile``). ``group`` orders the reference.
     """
 
     name: str
@@ -131,11 +133,19 @@ class LangOp:
     group: str = ""
     public: bool = True
     spelling: str = ""  # how users write it when not ``pl.<name>`` (``pld.system.notify``)
+    in_pl: bool = True
+    alias: str = ""
 
     @property
-    def shown(self) -> str:
-        """The function as users write it (``pl.add``, ``pld.system.notify``)."""
-        return self.spelling or f"pl.{self.name}"
+    def spelled(self) -> str:
+        """How a kernel writes the function: ``pl.add``, its own spelling (``pld.system.notify``),
+        or ``pl.tile.adds`` for an op that is not in ``pl`` itself (``pl.tensor.<name>`` when it
+        has no tile form)."""
+        if self.spelling:
+            return self.spelling
+        if self.in_pl:
+            return f"pl.{self.name}"
+        return f"pl.tile.{self.name}" if self.tile_level else f"pl.tensor.{self.name}"
 
     @property
     def ir_ops(self) -> tuple[str, ...]:

@@ -67,6 +67,26 @@ def _binary(name: str, doc: str, fn: str | None = None) -> None:
     )
 
 
+def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tensor: bool) -> None:
+    """``pl.tile.<name>(lhs, rhs)``: a tile (op) a scalar, ``pt::<fn>(dst, tile, scalar)``; ``pair``
+    is the op on two tiles. ``tensor``: it has a tensor form too (``pl.tensor.<name>``)."""
+    specs = [
+        OpSpec(
+            f"tile.{name}",
+            rules.scalar_binary("tile", name, pair),
+            2,
+            2,
+            Cpp(fn, (0, 1), scalar_fn=fn),
+            spaces=VEC,
+        )
+    ]
+    forms = {"tile": f"tile.{name}"}
+    if tensor:
+        specs.append(OpSpec(f"tensor.{name}", rules.scalar_binary("tensor", name, pair), 2, 2))
+        forms["tensor"] = f"tensor.{name}"
+    _enter(LangOp(name, (P("lhs"), P("rhs")), doc, forms, group="element-wise", in_pl=in_pl), *specs)
+
+
 def _unary(name: str, doc: str, float_only: bool = False) -> None:
     """``pl.<name>(input)``: element-wise, ``pt::<name>(dst, src)``."""
     dtypes = FLOAT if float_only else None
@@ -160,9 +180,10 @@ _enter(
     LangOp(
         "create_tile",
         (P("shape"), P("dtype"), P("target_memory", MemorySpace.Vec)),
-        """A scratch tile (contents undefined).""",
+        """A scratch tile (contents undefined). ``pl.tile.create`` is the same function.""",
         default="tile.create",
         group="memory",
+        alias="create",
     ),
     OpSpec("tile.create", rules.tile_create, 0, 0, attrs=("shape", "dtype", "memory")),
 )
@@ -170,9 +191,11 @@ _enter(
     LangOp(
         "create_tensor",
         (P("shape"), P("dtype")),
-        """An intermediate tensor in device memory, allocated by the runtime.""",
+        """An intermediate tensor in device memory, allocated by the runtime. ``pl.tensor.create``
+    is the same function.""",
         default="tensor.create",
         group="memory",
+        alias="create",
     ),
     OpSpec("tensor.create", rules.tensor_create, 0, 0, attrs=("shape", "dtype"), on_core=False),
 )
@@ -206,6 +229,56 @@ _binary("div", """Element-wise ``lhs / rhs``.""")
 _binary("maximum", """Element-wise maximum.""", fn="max")
 _binary("minimum", """Element-wise minimum.""", fn="min")
 
+_scalar_binary(
+    "adds",
+    "add",
+    """Element-wise ``lhs + rhs`` of a tile and a scalar: ``pl.tile.adds(t, 1.0)``.""",
+    fn="adds",
+    in_pl=False,
+    tensor=True,
+)
+_scalar_binary(
+    "subs",
+    "sub",
+    """Element-wise ``lhs - rhs`` of a tile and a scalar.""",
+    fn="subs",
+    in_pl=False,
+    tensor=True,
+)
+_scalar_binary(
+    "muls",
+    "mul",
+    """Element-wise ``lhs * rhs`` of a tile and a scalar.""",
+    fn="muls",
+    in_pl=False,
+    tensor=True,
+)
+_scalar_binary(
+    "divs",
+    "div",
+    """Element-wise ``lhs / rhs`` of a tile and a scalar (an integer tile divides toward zero; an
+    integer zero divisor gives 0 and fails the task).""",
+    fn="divs",
+    in_pl=False,
+    tensor=True,
+)
+_scalar_binary(
+    "maximums",
+    "maximum",
+    """Element-wise ``max(lhs, rhs)`` of a tile and a scalar.""",
+    fn="maxs",
+    in_pl=True,
+    tensor=False,
+)
+_scalar_binary(
+    "minimums",
+    "minimum",
+    """Element-wise ``min(lhs, rhs)`` of a tile and a scalar.""",
+    fn="mins",
+    in_pl=True,
+    tensor=False,
+)
+
 _unary("exp", """Element-wise e**x.""", float_only=True)
 _unary("log", """Element-wise natural logarithm.""", float_only=True)
 _unary("sin", """Element-wise sine (radians).""", float_only=True)
@@ -236,6 +309,20 @@ _expand("col_expand_add", """``tile + col_vec`` with the [1, C] vector broadcast
 _expand("col_expand_sub", """``tile - col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
 _expand("col_expand_mul", """``tile * col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
 _expand("col_expand_div", """``tile / col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
+
+_enter(
+    LangOp(
+        "expands",
+        (P("target"), P("scalar")),
+        """A value shaped and typed like ``target`` with ``scalar`` in every element:
+    ``pl.expands(t, 0.5)``. ``target`` gives the shape, dtype and (for a tile) the valid shape;
+    its elements are not read.""",
+        _both("expands"),
+        group="broadcast",
+    ),
+    OpSpec("tile.expands", rules.expands("tile"), 2, 2, spaces=VEC),
+    OpSpec("tensor.expands", rules.expands("tensor"), 2, 2),
+)
 
 # ----------------------------------------------------------------------------- shape, type, matmul
 
@@ -447,6 +534,21 @@ _enter(
         attrs=("pad",),
         spaces=VEC,
     ),
+)
+_enter(
+    LangOp(
+        "set_validshape",
+        (P("input"), P("valid_rows"), P("valid_cols")),
+        """The tile with its valid shape set to ``valid_rows`` x ``valid_cols`` (constants or index
+    scalars, each at most the static extent): ``pl.set_validshape(t, 16, n)``. The elements keep
+    their values (on the chip only the tile's metadata changes; the simulator copies the tile);
+    later ops read and write only the new valid region, and elements that were padding keep
+    whatever they held (``pl.tile.fillpad`` sets them). A shape outside the static one fails
+    the task.""",
+        {"tile": "tile.set_validshape"},
+        group="sub-tile",
+    ),
+    OpSpec("tile.set_validshape", rules.tile_set_validshape, 3, 3, dtypes=frozenset(DataType)),
 )
 _enter(
     LangOp(

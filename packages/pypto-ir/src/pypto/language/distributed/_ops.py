@@ -12,7 +12,7 @@ from pypto.language import ops as _ops
 def comm_op(table_name: str) -> Callable[..., Any]:
     """``pld.<...>`` for op-table entry ``table_name`` (named as users write it)."""
     fn = _ops.make_op(LANGUAGE[table_name])
-    fn.__name__ = fn.__qualname__ = LANGUAGE[table_name].shown.rsplit(".", 1)[1]
+    fn.__name__ = fn.__qualname__ = LANGUAGE[table_name].spelled.rsplit(".", 1)[1]
     fn.__module__ = "pypto.language.distributed"
     return fn
 

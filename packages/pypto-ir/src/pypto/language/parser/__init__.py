@@ -133,4 +133,12 @@ class _Parser(_Statements):
                 "kernel calls); put it inside `with pl.at(level=pl.Level.CORE_GROUP):`",
                 where,
             )
-        return Function(name, tuple(params), returns, tuple(body), ft, span=self.src.span(self.src.tree))
+        return Function(
+            name,
+            tuple(params),
+            returns,
+            tuple(body),
+            ft,
+            span=self.src.span(self.src.tree),
+            attrs=tuple(sorted(self.st.attrs.items())),
+        )

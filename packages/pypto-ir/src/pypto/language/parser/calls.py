@@ -211,7 +211,7 @@ class _Calls(_Directives):
     # ------------------------------------------------------------------ ops
 
     def op_call(self, opname: str, obj: Any, node: ast.Call) -> Expr:
-        bound = self.bind(obj.__wrapped__, op_registry.LANGUAGE[opname].shown, node)
+        bound = self.bind(obj.__wrapped__, op_registry.LANGUAGE[opname].spelled, node)
         return OP_BUILDERS.get(opname, build_generic)(self, opname, bound, node)
 
     def make_op(self, opname: str, args: list[Arg], attrs: dict[str, Any], node: ast.AST) -> Call:
@@ -230,7 +230,7 @@ class _Calls(_Directives):
         if full is None:
             if not isinstance(first, (TileType, TensorType)):
                 raise self.err(
-                    f"{lang.shown}: the first operand must be a tile or a tensor, got {first}", node
+                    f"{lang.spelled}: the first operand must be a tile or a tensor, got {first}", node
                 )
             kind = "tile" if isinstance(first, TileType) else "tensor"
             raise self.err(
@@ -251,7 +251,7 @@ class _Calls(_Directives):
                 self.st.outside_node = self.st.outside_node or (node, opname)
             elif outside:
                 raise self.err(
-                    f"{op_registry.LANGUAGE[opname].shown} runs on a core: put it inside "
+                    f"{op_registry.LANGUAGE[opname].spelled} runs on a core: put it inside "
                     "`with pl.at(level=pl.Level.CORE_GROUP):` "
                     "or in a @pl.jit.incore function",
                     node,

@@ -255,6 +255,10 @@ class _FnState:
     helper_written: set[int] = field(default_factory=set)
     # the orchestration's innermost pl.spmd(core_num=n) scope: (block index var, n)
     spmd: tuple[Var, int] | None = None
+    # pl.func_attr attributes so far, and whether the body is still in its prologue (only
+    # pl.func_attr calls and a docstring so far)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    prologue: bool = True
 
 
 class _ParserBase:

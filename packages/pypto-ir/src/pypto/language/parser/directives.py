@@ -1,21 +1,25 @@
-"""Compile-time directives: ``pl.static_print`` and ``pl.static_assert``.
+"""Compile-time directives: ``pl.static_print``, ``pl.static_assert`` and ``pl.func_attr``.
 
-Both run while the parser reads a kernel and leave nothing in the IR. They are statements:
+They run while the parser reads a kernel and leave no statement in the IR (``pl.func_attr``
+records attributes on the function). They are statements:
 the statement parser hands them here; used as a value they are an error.
 """
 
 from __future__ import annotations
 
 import ast
+import enum
 import sys
+from typing import Any
 
-from pypto.ir.nodes import Const, Expr
+from pypto.ir.nodes import Const, Expr, ParamRef
+from pypto.ir.serialization import ENUM_TYPES
 from pypto.language.parser.common import _Static
 from pypto.language.parser.expressions import _Expressions
 
 __all__ = ["DIRECTIVES"]
 
-DIRECTIVES = ("static_print", "static_assert")
+DIRECTIVES = ("static_print", "static_assert", "func_attr")
 
 
 class _Directives(_Expressions):
@@ -23,8 +27,44 @@ class _Directives(_Expressions):
         """Run the compile-time directive ``pl.<kind>(...)`` at ``node``."""
         if kind == "static_print":
             self.static_print(node)
+        elif kind == "func_attr":
+            self.func_attr(node)
         else:
             self.static_assert(node)
+
+    def func_attr(self, node: ast.Call) -> None:
+        """``pl.func_attr({"key": value, ...})``: record function attributes (prologue only)."""
+        if not self.st.prologue:
+            raise self.err(
+                "pl.func_attr must come before every other statement of the function body (it describes "
+                "the whole function); move it to the top",
+                node,
+            )
+        if node.keywords or len(node.args) != 1 or not isinstance(node.args[0], ast.Dict):
+            raise self.err('pl.func_attr takes one dict literal: pl.func_attr({"key": value})', node)
+        params = {p.arg for p in self.src.tree.args.args}
+        for k_node, v_node in zip(node.args[0].keys, node.args[0].values, strict=True):
+            if not (isinstance(k_node, ast.Constant) and isinstance(k_node.value, str)):
+                where = k_node if k_node is not None else v_node
+                raise self.err("pl.func_attr: keys must be string literals", where)
+            key = k_node.value
+            if key in self.st.attrs:
+                raise self.err(f"pl.func_attr: the key {key!r} is given twice", k_node)
+            self.st.attrs[key] = self._attr_value(key, v_node, params)
+
+    def _attr_value(self, key: str, node: ast.expr, params: set[str]) -> Any:
+        if isinstance(node, ast.Name) and node.id in params and node.id != "self":
+            return ParamRef(node.id)
+        value = self.static_value(node, f"pl.func_attr value of {key!r}", node)
+        if isinstance(value, ENUM_TYPES) or (
+            isinstance(value, (bool, int, float, str)) and not isinstance(value, enum.Enum)
+        ):
+            return value
+        raise self.err(
+            f"pl.func_attr: the value of {key!r} must be a parameter name or a constant (int, float, bool, "
+            f"str, a pl enum member), got {ast.unparse(node)} = {value!r}",
+            node,
+        )
 
     def static_print(self, node: ast.Call) -> None:
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):

@@ -88,6 +88,13 @@ class _Statements(_Tasks):
 
     def stmt(self, s: ast.stmt) -> list[Stmt]:
         span = self.src.span(s)
+        docstring = isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+        if not docstring and not (
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and self.dsl_kind(s.value.func) == "func_attr"
+        ):
+            self.st.prologue = False
         if isinstance(s, ast.Pass):
             return []
         if (
