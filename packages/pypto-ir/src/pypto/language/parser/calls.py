@@ -87,6 +87,9 @@ class _Calls(_Directives):
         if node.args or node.keywords:
             raise self.err(f"{what}() takes no arguments", node)
         if not self.st.func_type.is_kernel:
+            if self.st.in_scope and self.st.spmd is not None:  # an inline pl.spmd body
+                var, n = self.st.spmd
+                return var if which == 0 else Const(n, INDEX)
             raise self.err(f"{what}() is read in a kernel launched by pl.spmd, not in an orchestration", node)
         if not self.st.block_vars:
             self.st.block_vars = [

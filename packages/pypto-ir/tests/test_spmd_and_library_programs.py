@@ -1,0 +1,138 @@
+"""Program forms the parser accepts: ``for i in pl.spmd(n):`` and ``with pl.spmd(n):`` over inline
+kernel code (one kernel scope per launch, the block index read as ``i`` or
+``pl.tile.get_block_idx()``), and ``@pl.program`` classes with no orchestration (libraries of
+functions: they build and print, and compiling one says what is missing)."""
+
+from __future__ import annotations
+
+import pytest
+
+import pypto.language as pl
+from pypto.ir import KernelError
+from pypto.ir.compile import compile_to_files
+from pypto.ir.nodes import For, Scope
+from pypto.ir.types import FunctionType
+
+
+def _loop_and_scope(prog):
+    loop = next(s for s in prog.functions["main"].body if isinstance(s, For))
+    (scope,) = loop.body
+    assert isinstance(scope, Scope)
+    return loop, scope
+
+
+def test_for_over_spmd_is_a_block_loop_around_one_kernel_scope() -> None:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, x: pl.Tensor[[48, 8], pl.FP32], y: pl.Out[pl.Tensor[[48, 8], pl.FP32]]
+        ) -> pl.Tensor[[48, 8], pl.FP32]:
+            for blk in pl.spmd(3, name_hint="rows", optimizations=[pl.split(pl.SplitMode.NONE)]):
+                t = pl.load(x, [blk * 16, 0], [16, 8])
+                y = pl.store(pl.exp(t), [blk * 16, 0], y)
+            return y
+
+    loop, scope = _loop_and_scope(P)
+    assert loop.var.name == "blk"
+    assert (loop.start.value, loop.stop.value, loop.step.value) == (0, 3, 1)
+    assert scope.name_hint == "rows"
+    assert dict(scope.hints) == {"split": "NONE"}
+
+
+def test_with_spmd_inline_body_reads_block_index_and_count() -> None:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, x: pl.Tensor[[32, 8], pl.FP32], y: pl.Out[pl.Tensor[[32, 8], pl.FP32]]
+        ) -> pl.Tensor[[32, 8], pl.FP32]:
+            with pl.spmd(core_num=2):
+                b = pl.tile.get_block_idx()
+                n = pl.tile.get_block_num()
+                t = pl.load(x, [b * 16, 0], [16, 8])
+                y = pl.store(pl.mul(t, n), [b * 16, 0], y)
+            return y
+
+    loop, _ = _loop_and_scope(P)
+    assert loop.stop.value == 2
+    # in the kernel scope the block index is the loop's variable and the count the constant 2
+    text = str(P)
+    assert f"b: Scalar[INT64] = {loop.var.name}" in text
+    assert "tile.mul(t, 2)" in text  # n, bound to a constant, is that constant
+
+
+def test_block_index_is_local_to_the_spmd_loop() -> None:
+    with pytest.raises(KernelError, match="unknown name 'blk'"):
+
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(
+                self, x: pl.Tensor[[32, 8], pl.FP32], y: pl.Out[pl.Tensor[[32, 8], pl.FP32]]
+            ) -> pl.Tensor[[32, 8], pl.FP32]:
+                for blk in pl.spmd(2):
+                    y = pl.store(pl.load(x, [blk * 16, 0], [16, 8]), [blk * 16, 0], y)
+                z = pl.tensor.read(x, [blk, 0])  # noqa: F841
+                return y
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def _double(
+    x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
+) -> pl.Tensor[[16, 8], pl.FP32]:
+    t = pl.load(x, [0, 0], [16, 8])
+    return pl.store(pl.add(t, t), [0, 0], y)
+
+
+def test_scope_options_are_refused_when_the_spmd_body_calls_kernels() -> None:
+    with pytest.raises(KernelError, match=r"pl\.spmd\(name_hint=\.\.\.\) applies to an inline body"):
+
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(
+                self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
+            ) -> pl.Tensor[[16, 8], pl.FP32]:
+                for _ in pl.spmd(2, name_hint="k"):
+                    y = _double(x, y)
+                return y
+
+
+def test_spmd_for_target_must_be_one_name() -> None:
+    with pytest.raises(KernelError, match=r"the block index must be a single name"):
+
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(
+                self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
+            ) -> pl.Tensor[[16, 8], pl.FP32]:
+                for a, b in pl.spmd(2):
+                    y = pl.store(pl.load(x, [a, b], [16, 8]), [0, 0], y)
+                return y
+
+
+def test_program_without_orchestration_is_a_library_entered_at_its_first_function(tmp_path) -> None:
+    @pl.program
+    class Lib:
+        @pl.function
+        def twice(self, x: pl.Tensor[[4], pl.INT32]) -> pl.Tensor[[4], pl.INT32]:
+            r: pl.Tensor[[4], pl.INT32] = pl.add(x, x)
+            return r
+
+        @pl.function
+        def square(self, x: pl.Tensor[[4], pl.INT32]) -> pl.Tensor[[4], pl.INT32]:
+            r: pl.Tensor[[4], pl.INT32] = pl.mul(x, x)
+            return r
+
+    assert list(Lib.functions) == ["twice", "square"]  # nothing generated
+    assert Lib.entry == "twice"
+    assert all(f.func_type is not FunctionType.Orchestration for f in Lib.funcs)
+    again = pl.parse(Lib.as_python())
+    assert list(again.functions) == ["twice", "square"]
+    with pytest.raises(
+        ValueError, match=r"'Lib' has no orchestration function to enter \(it has twice \(\w+\), square"
+    ):
+        compile_to_files(Lib, tmp_path / "out", contract="PROGRAM", platform="a2a3sim")
+    assert not (tmp_path / "out").exists()
