@@ -136,3 +136,85 @@ def test_program_without_orchestration_is_a_library_entered_at_its_first_functio
     ):
         compile_to_files(Lib, tmp_path / "out", contract="PROGRAM", platform="a2a3sim")
     assert not (tmp_path / "out").exists()
+
+
+def test_subscripts_become_reads_writes_and_sub_tiles() -> None:
+    from pypto.ir.nodes import Assign, Call, ExprStmt
+
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self,
+            a: pl.Tensor[[32, 16], pl.FP32],
+            cfg: pl.InOut[pl.Tensor[[4], pl.INT64]],
+            out: pl.Out[pl.Tensor[[32, 16], pl.FP32]],
+        ) -> pl.Tensor[[32, 16], pl.FP32]:
+            r = cfg[1]
+            cfg[2] = r
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.load(a, [0, 0], [32, 16])
+                row = t[r]
+                e = t[0, 1]
+                out = pl.store(pl.add(row, e), [0, 0], out)
+            return out
+
+    main = P.functions["main"]
+    r = main.body[0]
+    assert isinstance(r, Assign)
+    assert r.value.op == "tensor.read"
+    w = main.body[1]
+    assert isinstance(w, ExprStmt)
+    assert w.value.op == "tensor.write"
+    scope = next(s for s in main.body if isinstance(s, Scope))
+    ops = {s.var.name: s.value for s in scope.body if isinstance(s, Assign) and isinstance(s.value, Call)}
+    assert ops["row"].op == "tile.slice"
+    assert ops["row"].type.shape == (1, 16)
+    assert ops["e"].op == "tile.read"
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def _three_indices(
+    a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+) -> pl.Tensor[[16, 16], pl.FP32]:
+    t = pl.load(a, [0, 0], [16, 16])
+    return pl.store(t[0:8, :, 0], [0, 0], out)
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def _stepped(
+    a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+) -> pl.Tensor[[16, 16], pl.FP32]:
+    out[0:16:2, :] = a[0:8, :]
+    return out
+
+
+def test_subscript_errors_name_the_problem() -> None:
+    # a standalone @pl.function is parsed on first use of .ir
+    with pytest.raises(KernelError, match=r"3 indices for a rank-2 tile"):
+        _ = _three_indices.ir
+    with pytest.raises(KernelError, match=r"tensor windows are written with slices without a step"):
+        _ = _stepped.ir
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def _named_at_in_kernel(
+    x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+) -> pl.Tensor[[16, 16], pl.FP32]:
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="inner"):
+        out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
+    return out
+
+
+def test_a_plain_pl_at_block_in_a_kernel_is_inlined_and_options_are_refused() -> None:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(
+        x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
+        return out
+
+    assert not any(isinstance(s, Scope) for s in k.ir.body)
+    with pytest.raises(KernelError, match=r"pl\.at\(name_hint=\.\.\.\) in a kernel"):
+        _ = _named_at_in_kernel.ir

@@ -156,7 +156,7 @@ class _Statements(_Tasks):
                 return self.spmd_stmt(s, opened)
             if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) == "manual_scope":
                 return self.manual_scope_stmt(s, opened)
-            return [self.with_stmt(s)]
+            return self.with_stmt(s)
         names = {
             ast.While: "while loops",
             ast.Try: "try statements",
@@ -280,6 +280,12 @@ class _Statements(_Tasks):
                 f"{target.value.id!r} is not a tensor; only tensors can be written with [...]", target
             )
         tt = tvar.type
+        index = self.element_index(tvar, target)
+        if index is not None:  # t[i, j] = v: one element, as pl.write(t, [i, j], v)
+            write = self.make_op(
+                "write", [tvar, tuple(index), self.scalar(value_node, "the value written")], {}, target
+            )
+            return ExprStmt(write, span)
         offsets, extents = self.window(tvar, target)
         value = self.expr(value_node)
         vt = value.type
@@ -320,13 +326,29 @@ class _Statements(_Tasks):
             value = view
         return TensorWrite(tvar, tuple(offsets), value, span)
 
-    def window(self, tvar: Var, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
-        """Offsets and extents of ``t[a:b, ...]`` (missing dims are whole)."""
+    @staticmethod
+    def _subscripts(target: ast.Subscript) -> list[ast.expr]:
+        return list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+
+    def element_index(self, tvar: Expr, target: ast.Subscript) -> list[Expr] | None:
+        """The indices of ``t[i, j]`` when every dimension is indexed by a scalar (an element),
+        else None (a window)."""
         tt = tvar.type
-        assert isinstance(tt, TensorType)
-        items = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+        assert isinstance(tt, (TensorType, TileType))
+        items = self._subscripts(target)
+        if len(items) != len(tt.shape) or any(isinstance(i, ast.Slice) for i in items):
+            return None
+        return [self.scalar(i, "an element index") for i in items]
+
+    def window(self, tvar: Expr, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
+        """Offsets and extents of ``t[a:b, ...]`` (missing dims are whole; an index ``i`` is the
+        one-wide slice ``i:i + 1``, so the window keeps the rank)."""
+        tt = tvar.type
+        assert isinstance(tt, (TensorType, TileType))
+        what = "tensor" if isinstance(tt, TensorType) else "tile"
+        items = self._subscripts(target)
         if len(items) > len(tt.shape):
-            raise self.err(f"{len(items)} indices for a rank-{len(tt.shape)} tensor", target.slice)
+            raise self.err(f"{len(items)} indices for a rank-{len(tt.shape)} {what}", target.slice)
         offsets: list[Expr] = []
         extents: list[Any] = []
         for axis in range(len(tt.shape)):
@@ -336,8 +358,14 @@ class _Statements(_Tasks):
                 offsets.append(Const(0, INDEX))
                 extents.append(dim)
                 continue
-            if not isinstance(item, ast.Slice) or item.step is not None:
-                raise self.err("tensor windows are written with slices such as t[0:64, :]", item)
+            if not isinstance(item, ast.Slice):
+                offsets.append(self.scalar(item, f"a {what} index"))
+                extents.append(1)
+                continue
+            if item.step is not None:
+                raise self.err(
+                    f"{what} windows are written with slices without a step, such as t[0:64, :]", item
+                )
             lo = self.expr(item.lower) if item.lower is not None else Const(0, INDEX)
             if item.upper is None:
                 if not isinstance(lo, Const) or not isinstance(dim, int):
@@ -358,8 +386,23 @@ class _Statements(_Tasks):
         base = self.expr(node.value)
         if isinstance(base.type, ArrayType):
             return self.array_read(base, node)
+        if isinstance(base.type, TileType):
+            index = self.element_index(base, node)
+            if index is not None:  # t[i, j]: one element, as pl.read(t, [i, j])
+                return self.make_op("read", [base, tuple(index)], {}, node)
+            offsets, extents = self.window(base, node)
+            if any(not isinstance(e, int) for e in extents):
+                raise self.err("a sub-tile needs static extents", node)
+            attrs = {
+                "shape": tuple(extents),
+                "static_offsets": [o.value if isinstance(o, Const) else None for o in offsets],
+            }
+            return self.make_op("slice", [base, tuple(offsets)], attrs, node)
         if not isinstance(base, Var) or not isinstance(base.type, TensorType):
-            raise self.err(f"only tensors can be windowed with [...], got {base.type}", node)
+            raise self.err(f"only tensors and tiles can be indexed with [...], got {base.type}", node)
+        index = self.element_index(base, node)
+        if index is not None:  # t[i, j]: one element, as pl.read(t, [i, j])
+            return self.make_op("read", [base, tuple(index)], {}, node)
         offsets, extents = self.window(base, node)
         if any(not isinstance(e, int) for e in extents):
             raise self.err("a tensor window needs static extents; slice the dynamic dims explicitly", node)
@@ -645,7 +688,7 @@ class _Statements(_Tasks):
                     return True
         return False
 
-    def with_stmt(self, s: ast.With) -> Stmt:
+    def with_stmt(self, s: ast.With) -> list[Stmt]:
         if len(s.items) != 1:
             raise self.err("one pl.at(...) per with statement", s)
         item = s.items[0]
@@ -654,16 +697,28 @@ class _Statements(_Tasks):
             raise self.err("kernels only use `with pl.at(level=pl.Level.CORE_GROUP, ...)`", call)
         if self.st.in_scope:
             raise self.err("pl.at scopes do not nest", s)
-        if self.st.func_type.is_kernel:
-            raise self.err(
-                "pl.at opens a kernel; this function already is one, so write the body directly", s
-            )
         from pypto.language.dsl import _at_signature
 
         bound = self.bind(_at_signature, "pl.at", call)
         level = self.static_value(bound.get("level", Level.CORE_GROUP), "level", call)
         if not isinstance(level, Level):
             raise self.err(f"pl.at: level must be a pl.Level, got {level!r}", call)
+        if self.st.func_type.is_kernel:
+            # a kernel already runs on a core: its plain `with pl.at(level=CORE_GROUP):` block is
+            # part of its body; scope options name a task the kernel does not submit
+            options = [k for k in bound if k != "level"]
+            if level is not Level.CORE_GROUP or options or item.optional_vars is not None:
+                what = (
+                    f"{options[0]}=..." if options else ("as ..." if item.optional_vars else f"level={level}")
+                )
+                raise self.err(
+                    f"pl.at({what}) in a kernel: this function already is the kernel, so its "
+                    "pl.at block takes only level=pl.Level.CORE_GROUP; set the options where the "
+                    "kernel is called",
+                    s,
+                )
+            body, _ = self.block(s.body)
+            return body
         hint = self.static_value(bound.get("name_hint"), "name_hint", call)
         if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
             raise self.err(f"pl.at: name_hint must be an identifier string, got {hint!r}", call)
@@ -682,7 +737,7 @@ class _Statements(_Tasks):
             assert isinstance(item.optional_vars, ast.Name)
             task = Var(self.prefix + item.optional_vars.id, TaskIdType(), self.src.span(item.optional_vars))
             self.st.env[task.name] = task
-        return Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s), hints=hints)
+        return [Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s), hints=hints)]
 
     def at_hints(self, bound: dict[str, Any], call: ast.Call) -> tuple[tuple[str, Any], ...]:
         """The hints of ``pl.at(optimizations=[...], no_dep_args=[...])`` as (key, value) pairs."""
