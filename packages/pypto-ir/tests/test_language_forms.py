@@ -1,7 +1,9 @@
 """Program forms the parser accepts: ``for i in pl.spmd(n):`` and ``with pl.spmd(n):`` over inline
 kernel code (one kernel scope per launch, the block index read as ``i`` or
-``pl.tile.get_block_idx()``), and ``@pl.program`` classes with no orchestration (libraries of
-functions: they build and print, and compiling one says what is missing)."""
+``pl.tile.get_block_idx()``); ``@pl.program`` classes with no orchestration (libraries of
+functions: they build and print, and compiling one says what is missing); subscripts (elements,
+windows, sub-tiles); a plain ``pl.at`` block in an InCore function; ``pl.InOut`` around a
+``pld.DistributedTensor`` window."""
 
 from __future__ import annotations
 
@@ -218,3 +220,16 @@ def test_a_plain_pl_at_block_in_a_kernel_is_inlined_and_options_are_refused() ->
     assert not any(isinstance(s, Scope) for s in k.ir.body)
     with pytest.raises(KernelError, match=r"pl\.at\(name_hint=\.\.\.\) in a kernel"):
         _ = _named_at_in_kernel.ir
+
+
+def test_inout_of_a_window_view_is_the_window_view() -> None:
+    import pypto.language.distributed as pld
+
+    bare = pld.DistributedTensor[[1, 64], pl.FP32]
+    assert pl.InOut[bare] is bare
+    with pytest.raises(
+        TypeError, match=r"pl\.Out\[\.\.\.\]: a pld\.DistributedTensor window is read and written"
+    ):
+        pl.Out[bare]
+    with pytest.raises(TypeError, match=r"pl\.InOut\[\.\.\.\]: directions do not nest \(got pl\.Out\["):
+        pl.InOut[pl.Out[pl.Tensor[[4], pl.FP32]]]
