@@ -233,3 +233,43 @@ def test_inout_of_a_window_view_is_the_window_view() -> None:
         pl.Out[bare]
     with pytest.raises(TypeError, match=r"pl\.InOut\[\.\.\.\]: directions do not nest \(got pl\.Out\["):
         pl.InOut[pl.Out[pl.Tensor[[4], pl.FP32]]]
+
+
+def _early_resolve_program(flag: object):
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
+        ) -> pl.Tensor[[16, 8], pl.FP32]:
+            for _ in pl.spmd(2, allow_early_resolve=flag):
+                y = _double(x, y)
+            return y
+
+    return P
+
+
+def test_allow_early_resolve_is_a_checked_bool_hint() -> None:
+    loop = next(s for s in _early_resolve_program(True).functions["main"].body if isinstance(s, For))
+    assert loop.stop.value == 2
+    with pytest.raises(KernelError, match=r"pl\.spmd\(allow_early_resolve\): expected a bool, got 1"):
+        _early_resolve_program(1)
+
+
+def test_submit_takes_allow_early_resolve() -> None:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(
+            self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
+        ) -> pl.Tensor[[16, 8], pl.FP32]:
+            return pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
+        ) -> pl.Tensor[[16, 8], pl.FP32]:
+            y, _tid = pl.submit(self.k, x, y, allow_early_resolve=True)
+            return y
+
+    assert "k" in P.functions

@@ -618,6 +618,8 @@ class _Statements(_Tasks):
             sync = self.static_value(bound["sync_start"], "pl.spmd sync_start", call)
             if not isinstance(sync, bool):
                 raise self.err(f"pl.spmd(sync_start): expected a bool, got {sync!r}", call)
+        if "allow_early_resolve" in bound:
+            self.early_resolve_flag(bound["allow_early_resolve"], "pl.spmd")
         if self.st.spmd is not None:
             raise self.err("pl.spmd scopes do not nest", s)
         inline = not self._launches(s.body)

@@ -78,6 +78,13 @@ class _Tasks(_Calls):
     def is_submit(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Call) and self.dsl_kind(node.func) == "submit"
 
+    def early_resolve_flag(self, node: ast.expr, what: str) -> bool:
+        """``allow_early_resolve=`` of ``pl.submit`` / ``pl.spmd``: a bool known when compiling."""
+        flag = self.static_value(node, f"{what} allow_early_resolve", node)
+        if not isinstance(flag, bool):
+            raise self.err(f"{what}(allow_early_resolve): expected a bool, got {flag!r}", node)
+        return flag
+
     def submit_assign(self, targets: list[ast.expr], call: ast.Call, s: ast.stmt) -> list[Stmt]:
         """``r1, ..., tid = pl.submit(self.kernel, *args, deps=[...])``: one task; the names take
         what the kernel returns (each an argument of the call) and the task id. As a statement
@@ -87,8 +94,15 @@ class _Tasks(_Calls):
             raise self.err("pl.submit(self.kernel, *args, deps=[...]) needs the kernel first", call)
         deps_node = None
         for kw in call.keywords:
+            if kw.arg == "allow_early_resolve":
+                self.early_resolve_flag(kw.value, "pl.submit")
+                continue
             if kw.arg != "deps":
-                raise self.err(f"pl.submit() got an unsupported keyword {kw.arg!r}; it takes deps=[...]", kw)
+                raise self.err(
+                    f"pl.submit() got an unsupported keyword {kw.arg!r}; it takes deps=[...] and "
+                    "allow_early_resolve=...",
+                    kw,
+                )
             deps_node = kw.value
         func = call.args[0]
         if not (
