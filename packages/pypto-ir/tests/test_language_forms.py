@@ -273,3 +273,18 @@ def test_submit_takes_allow_early_resolve() -> None:
             return y
 
     assert "k" in P.functions
+
+
+_NOT_INTS = [0, 0.5]
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def _float_offsets(
+    x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+) -> pl.Tensor[[16, 16], pl.FP32]:
+    return pl.store(pl.load(x, _NOT_INTS, [16, 16]), [0, 0], out)
+
+
+def test_a_named_list_must_hold_ints() -> None:
+    with pytest.raises(KernelError, match=r"pl\.load offsets must be a list such as \[0, 0\]"):
+        _ = _float_offsets.ir

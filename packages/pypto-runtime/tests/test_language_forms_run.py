@@ -117,3 +117,28 @@ def test_a_pl_at_block_in_a_kernel_is_its_body() -> None:
     out = torch.zeros(16, 16)
     run(KernelWithAtBlock, x, out)
     torch.testing.assert_close(out, x * 0.5)
+
+
+ORIGIN = (8, 0)  # module-level lists and tuples of ints stand for [..] literals
+BLOCK = [8, 16]
+
+
+@pl.program
+class NamedOffsets:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, ORIGIN, BLOCK)
+            out = pl.store(pl.exp(t), ORIGIN, out)
+        return out
+
+
+def test_offsets_and_shapes_named_by_module_constants() -> None:
+    x = torch.randn(16, 16)
+    out = torch.zeros(16, 16)
+    run(NamedOffsets, x, out)
+    want = torch.zeros(16, 16)
+    want[8:] = torch.exp(x[8:])
+    torch.testing.assert_close(out, want)
