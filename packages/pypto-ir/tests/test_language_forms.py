@@ -288,3 +288,47 @@ def _float_offsets(
 def test_a_named_list_must_hold_ints() -> None:
     with pytest.raises(KernelError, match=r"pl\.load offsets must be a list such as \[0, 0\]"):
         _ = _float_offsets.ir
+
+
+_SKIP = 1
+
+
+@pl.program
+class _StaticSkip:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
+    ) -> pl.Tensor[[16, 8], pl.FP32]:
+        tids = pl.array.create(3, pl.TASK_ID)
+        for i in pl.range(3):
+            with pl.at(level=pl.Level.CORE_GROUP) as t:
+                y = pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)
+            tids[i] = t
+        with pl.at(level=pl.Level.CORE_GROUP, deps=[tids[k] for k in range(3) if k != _SKIP]):
+            y = pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)
+        return y
+
+
+def test_deps_comprehension_is_unrolled_when_compiling() -> None:
+    main = _StaticSkip.functions["main"]
+    last = [s for s in main.body if isinstance(s, Scope)][-1]
+    assert len(last.deps) == 2  # k = 0 and k = 2; k = _SKIP is left out
+    assert [d.args[1].value for d in last.deps] == [0, 2]
+    with pytest.raises(
+        KernelError, match=r"pl\.at: a deps comprehension's condition must be known when compiling"
+    ):
+
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(
+                self,
+                x: pl.Tensor[[16, 8], pl.FP32],
+                cfg: pl.Tensor[[1], pl.INT64],
+                y: pl.Out[pl.Tensor[[16, 8], pl.FP32]],
+            ) -> pl.Tensor[[16, 8], pl.FP32]:
+                tids = pl.array.create(3, pl.TASK_ID)
+                j = pl.tensor.read(cfg, [0])
+                with pl.at(level=pl.Level.CORE_GROUP, deps=[tids[k] for k in range(3) if k != j]):
+                    y = pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)
+                return y

@@ -142,3 +142,24 @@ def test_offsets_and_shapes_named_by_module_constants() -> None:
     want = torch.zeros(16, 16)
     want[8:] = torch.exp(x[8:])
     torch.testing.assert_close(out, want)
+
+
+@pl.jit
+def halves_then_whole(x: pl.Tensor, mid: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+    tids = pl.array.create(3, pl.TASK_ID)
+    for i in pl.range(3):
+        with pl.at(level=pl.Level.CORE_GROUP) as t:
+            mid[i * 8 : i * 8 + 8, :] = pl.add(x[i * 8 : i * 8 + 8, :], 1.0)
+        tids[i] = t
+    # the comprehension is unrolled when compiling: deps=[tids[0], tids[1], tids[2]]
+    with pl.at(level=pl.Level.CORE_GROUP, deps=[tids[k] for k in range(3)]):
+        out[:] = pl.mul(mid, 2.0)
+    return mid, out
+
+
+def test_deps_comprehension_waits_on_every_listed_task() -> None:
+    x = torch.randn(24, 16)
+    mid, out = torch.zeros(24, 16), torch.zeros(24, 16)
+    halves_then_whole(x, mid, out)
+    torch.testing.assert_close(mid, x + 1)
+    torch.testing.assert_close(out, (x + 1) * 2)
