@@ -108,6 +108,12 @@ def compile_to_files(
     contract = Contract.parse(contract)
     platform = parse_platform(platform)
     orchestrations = [f.name for f in program.funcs if f.func_type is FunctionType.Orchestration]
+    if not orchestrations:
+        kinds = ", ".join(f"{f.name} ({f.func_type.value})" for f in program.funcs)
+        raise ValueError(
+            f"program: {program.name!r} has no orchestration function to enter (it has {kinds}); "
+            "add a @pl.function(type=pl.FunctionType.Orchestration) that calls its kernels"
+        )
     if entry is not None:
         if entry not in orchestrations:
             raise ValueError(

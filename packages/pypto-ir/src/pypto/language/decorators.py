@@ -201,7 +201,9 @@ def program(cls: type) -> Program:
     """Build an IR Program from a class of ``@pl.function`` methods.
 
     The entry is the (first) orchestration function; a program of one kernel and no
-    orchestration gets a generated ``main`` orchestration that submits that kernel once.
+    orchestration gets a generated ``main`` orchestration that submits that kernel once. Any
+    other program without an orchestration is a library of functions entered at its first
+    one: it can be printed, parsed back and called from, but not compiled on its own.
     """
     methods = {k: v for k, v in vars(cls).items() if isinstance(v, _FunctionMarker)}
     if not methods:
@@ -215,10 +217,9 @@ def program(cls: type) -> Program:
         return Program(cls.__name__, tuple(ordered), orch[0].name)
     kernels = [f for f in ordered if f.func_type.is_kernel]
     if len(kernels) != 1:
-        raise KernelError(
-            f"@pl.program {cls.__name__}: no orchestration function and {len(kernels)} kernels; add a "
-            "@pl.function(type=pl.FunctionType.Orchestration) that calls them"
-        )
+        # a library of functions: it builds, prints and parses back; compiling it needs an
+        # orchestration to enter (compile_to_files says so)
+        return Program(cls.__name__, tuple(ordered), ordered[0].name)
     k = kernels[0]
     name = "main" if "main" not in ctx.functions else ctx.unique_name("main")
     params = tuple(Param(Var(p.name, p.var.type), p.direction) for p in k.params)

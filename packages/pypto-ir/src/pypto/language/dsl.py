@@ -188,12 +188,27 @@ min.__pypto_scalar__ = "min"  # type: ignore[attr-defined]
 max.__pypto_scalar__ = "max"  # type: ignore[attr-defined]
 
 
-def spmd(core_num: int, sync_start: bool = False) -> Any:
-    """``with pl.spmd(core_num=n):`` in an orchestration: each kernel call in the block is
-    submitted ``n`` times, as blocks 0..n-1 of one SPMD launch; a kernel reads its block with
-    ``pl.tile.get_block_idx()`` and the count with ``pl.tile.get_block_num()``. On the simulator
-    the blocks are ``n`` tasks (ordered by the tensors they share, as any tasks);
-    ``sync_start`` is accepted and has no effect there."""
+def spmd(
+    core_num: int,
+    sync_start: bool = False,
+    *,
+    name_hint: str | None = None,
+    deps: Any = None,
+    optimizations: Any = None,
+    allow_early_resolve: bool = False,
+) -> Any:
+    """``with pl.spmd(core_num=n):`` or ``for i in pl.spmd(n):`` in an orchestration: one SPMD
+    launch of ``n`` blocks (0..n-1).
+
+    A body that calls kernels submits each of them ``n`` times; a kernel reads its block with
+    ``pl.tile.get_block_idx()`` and the count with ``pl.tile.get_block_num()``. A body of
+    kernel code (loads, tile ops, stores) is itself the kernel, as in ``pl.at``: it reads its
+    block as the loop variable ``i`` (or ``pl.tile.get_block_idx()``), and ``name_hint``,
+    ``deps`` and ``optimizations`` mean what they mean for ``pl.at`` (they are refused for a
+    body that calls kernels). On the simulator the blocks are ``n`` tasks (ordered by the
+    tensors they share, as any tasks); ``sync_start`` and ``allow_early_resolve`` (a scheduling
+    hint: consumers may be staged before this launch completes) are checked to be bools and have
+    no effect there."""
     raise RuntimeError("pl.spmd is a with-statement of an orchestration function")
 
 
@@ -233,11 +248,13 @@ def manual_scope() -> Any:
 manual_scope.__pypto_dsl__ = "manual_scope"  # type: ignore[attr-defined]
 
 
-def submit(kernel: Any, *args: Any, deps: Any = None) -> Any:
+def submit(kernel: Any, *args: Any, deps: Any = None, allow_early_resolve: bool = False) -> Any:
     """``out, tid = pl.submit(self.kernel, a, b, out, deps=[t0, tids])`` in a ``@pl.program``
     orchestration: call the kernel as one task and also bind its task id.
 
     ``deps`` lists task ids and ``pl.array``s of task ids (entries never set are skipped).
+    ``allow_early_resolve`` (a scheduling hint) is checked to be a bool and has no effect on the
+    simulator.
     The values are what the kernel returns followed by the task id.
     """
     raise RuntimeError("pl.submit() runs only inside an orchestration body, which the compiler parses")

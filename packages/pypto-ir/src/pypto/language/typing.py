@@ -218,7 +218,18 @@ class _DirMeta(type):
 
     def __getitem__(cls, item: Any) -> DirectionAnnotation:
         if isinstance(item, DirectionAnnotation):
-            raise TypeError(f"pl.{cls.__name__}[...]: directions do not nest")
+            # a window view (pld.DistributedTensor) is InOut already; saying so again is allowed
+            window = isinstance(item.inner, TensorAnnotation) and type(item.inner) is not TensorAnnotation
+            if window and item.direction is cls._direction:
+                return item
+            if window:
+                raise TypeError(
+                    f"pl.{cls.__name__}[...]: a pld.DistributedTensor window is read and written; "
+                    "annotate it bare or as pl.InOut[pld.DistributedTensor[...]]"
+                )
+            raise TypeError(
+                f"pl.{cls.__name__}[...]: directions do not nest (got {annotation_text(item)} inside)"
+            )
         if isinstance(item, (ScalarAnnotation, DataType)):
             raise TypeError(f"pl.{cls.__name__}[...]: a scalar parameter is always In")
         return DirectionAnnotation(cls._direction, item)

@@ -8,6 +8,7 @@ from typing import Any
 
 from pypto.ir import ops as op_registry
 from pypto.ir.dtypes import DataType
+from pypto.ir.errors import KernelError
 from pypto.ir.nodes import (
     Arg,
     Assign,
@@ -87,6 +88,9 @@ class _Calls(_Directives):
         if node.args or node.keywords:
             raise self.err(f"{what}() takes no arguments", node)
         if not self.st.func_type.is_kernel:
+            if self.st.in_scope and self.st.spmd is not None:  # an inline pl.spmd body
+                var, n = self.st.spmd
+                return var if which == 0 else Const(n, INDEX)
             raise self.err(f"{what}() is read in a kernel launched by pl.spmd, not in an orchestration", node)
         if not self.st.block_vars:
             self.st.block_vars = [
@@ -260,12 +264,31 @@ class _Calls(_Directives):
         clean = {k: v for k, v in attrs.items() if k != "static_offsets"}
         return Call(full, tuple(args), tuple(sorted(clean.items())), rtype, self.src.span(node))
 
+    def list_literal(self, node: Any) -> Any:
+        """``node`` itself, or, for a name (or attribute) bound outside the kernel to a list or
+        tuple of ints (``OFFSETS = [0, 0]``), that list as a literal at ``node``."""
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return node
+        try:
+            found = self.resolve(node)
+        except KernelError:
+            return node
+        value = found.value if isinstance(found, _Static) else None
+        if not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            return node
+        elts: list[ast.expr] = [ast.copy_location(ast.Constant(value=int(v)), node) for v in value]
+        return ast.copy_location(ast.List(elts=elts, ctx=ast.Load()), node)
+
     def offsets(self, node: Any, what: str) -> tuple[Expr, ...]:
+        node = self.list_literal(node)
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.err(f"{what} must be a list such as [0, 0]", node)
         return tuple(self.scalar(e, what) for e in node.elts)
 
     def shape(self, node: Any, what: str) -> tuple[int, ...]:
+        node = self.list_literal(node)
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.err(f"{what} must be a list of constants such as [64, 64]", node)
         out = []
@@ -281,6 +304,7 @@ class _Calls(_Directives):
         """A tensor shape whose entries may be run-time index scalars (orchestration only):
         (the shape, an entry that is not a constant as a ``DynDim`` named by its source text;
         the extents as scalar expressions, or None when every entry is a constant)."""
+        node = self.list_literal(node)
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.err(f"{what} must be a list such as [64, 64] or [rows, 64]", node)
         shape: list[Dim] = []

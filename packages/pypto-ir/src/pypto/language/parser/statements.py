@@ -8,6 +8,7 @@ from typing import Any
 
 from pypto.ir.analysis.return_lineage import function_aliases
 from pypto.ir.dtypes import DataType
+from pypto.ir.errors import KernelError, Span
 from pypto.ir.nodes import (
     Assign,
     Call,
@@ -162,7 +163,7 @@ class _Statements(_Tasks):
                 return self.spmd_stmt(s, opened)
             if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) == "manual_scope":
                 return self.manual_scope_stmt(s, opened)
-            return [self.with_stmt(s)]
+            return self.with_stmt(s)
         names = {
             ast.While: "while loops",
             ast.Try: "try statements",
@@ -286,6 +287,12 @@ class _Statements(_Tasks):
                 f"{target.value.id!r} is not a tensor; only tensors can be written with [...]", target
             )
         tt = tvar.type
+        index = self.element_index(tvar, target)
+        if index is not None:  # t[i, j] = v: one element, as pl.write(t, [i, j], v)
+            write = self.make_op(
+                "write", [tvar, tuple(index), self.scalar(value_node, "the value written")], {}, target
+            )
+            return ExprStmt(write, span)
         offsets, extents = self.window(tvar, target)
         value = self.expr(value_node)
         vt = value.type
@@ -326,13 +333,29 @@ class _Statements(_Tasks):
             value = view
         return TensorWrite(tvar, tuple(offsets), value, span)
 
-    def window(self, tvar: Var, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
-        """Offsets and extents of ``t[a:b, ...]`` (missing dims are whole)."""
+    @staticmethod
+    def _subscripts(target: ast.Subscript) -> list[ast.expr]:
+        return list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+
+    def element_index(self, tvar: Expr, target: ast.Subscript) -> list[Expr] | None:
+        """The indices of ``t[i, j]`` when every dimension is indexed by a scalar (an element),
+        else None (a window)."""
         tt = tvar.type
-        assert isinstance(tt, TensorType)
-        items = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+        assert isinstance(tt, (TensorType, TileType))
+        items = self._subscripts(target)
+        if len(items) != len(tt.shape) or any(isinstance(i, ast.Slice) for i in items):
+            return None
+        return [self.scalar(i, "an element index") for i in items]
+
+    def window(self, tvar: Expr, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
+        """Offsets and extents of ``t[a:b, ...]`` (missing dims are whole; an index ``i`` is the
+        one-wide slice ``i:i + 1``, so the window keeps the rank)."""
+        tt = tvar.type
+        assert isinstance(tt, (TensorType, TileType))
+        what = "tensor" if isinstance(tt, TensorType) else "tile"
+        items = self._subscripts(target)
         if len(items) > len(tt.shape):
-            raise self.err(f"{len(items)} indices for a rank-{len(tt.shape)} tensor", target.slice)
+            raise self.err(f"{len(items)} indices for a rank-{len(tt.shape)} {what}", target.slice)
         offsets: list[Expr] = []
         extents: list[Any] = []
         for axis in range(len(tt.shape)):
@@ -342,8 +365,14 @@ class _Statements(_Tasks):
                 offsets.append(Const(0, INDEX))
                 extents.append(dim)
                 continue
-            if not isinstance(item, ast.Slice) or item.step is not None:
-                raise self.err("tensor windows are written with slices such as t[0:64, :]", item)
+            if not isinstance(item, ast.Slice):
+                offsets.append(self.scalar(item, f"a {what} index"))
+                extents.append(1)
+                continue
+            if item.step is not None:
+                raise self.err(
+                    f"{what} windows are written with slices without a step, such as t[0:64, :]", item
+                )
             lo = self.expr(item.lower) if item.lower is not None else Const(0, INDEX)
             if item.upper is None:
                 if not isinstance(lo, Const) or not isinstance(dim, int):
@@ -364,8 +393,23 @@ class _Statements(_Tasks):
         base = self.expr(node.value)
         if isinstance(base.type, ArrayType):
             return self.array_read(base, node)
+        if isinstance(base.type, TileType):
+            index = self.element_index(base, node)
+            if index is not None:  # t[i, j]: one element, as pl.read(t, [i, j])
+                return self.make_op("read", [base, tuple(index)], {}, node)
+            offsets, extents = self.window(base, node)
+            if any(not isinstance(e, int) for e in extents):
+                raise self.err("a sub-tile needs static extents", node)
+            attrs = {
+                "shape": tuple(extents),
+                "static_offsets": [o.value if isinstance(o, Const) else None for o in offsets],
+            }
+            return self.make_op("slice", [base, tuple(offsets)], attrs, node)
         if not isinstance(base, Var) or not isinstance(base.type, TensorType):
-            raise self.err(f"only tensors can be windowed with [...], got {base.type}", node)
+            raise self.err(f"only tensors and tiles can be indexed with [...], got {base.type}", node)
+        index = self.element_index(base, node)
+        if index is not None:  # t[i, j]: one element, as pl.read(t, [i, j])
+            return self.make_op("read", [base, tuple(index)], {}, node)
         offsets, extents = self.window(base, node)
         if any(not isinstance(e, int) for e in extents):
             raise self.err("a tensor window needs static extents; slice the dynamic dims explicitly", node)
@@ -377,6 +421,8 @@ class _Statements(_Tasks):
         if s.orelse:
             raise self.err("for ... else is not supported", s)
         it = s.iter
+        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "spmd":
+            return self.spmd_stmt(s, it)
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
             raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
         init_node = None
@@ -543,17 +589,26 @@ class _Statements(_Tasks):
         self.st.env = merged
         return [If(cond, tuple(then), tuple(els), span=self.src.span(s))]
 
-    def spmd_stmt(self, s: ast.With, call: ast.Call) -> list[Stmt]:
-        """``with pl.spmd(core_num=n):``: the block's kernel calls run as blocks 0..n-1 (a loop
-        whose index each call passes as the kernel's block index); ``with pl.cluster():``
-        runs its block as written (the simulator has no clusters)."""
+    def spmd_stmt(self, s: ast.With | ast.For, call: ast.Call) -> list[Stmt]:
+        """``with pl.spmd(n):`` / ``for i in pl.spmd(n):`` in an orchestration: a loop over the
+        blocks 0..n-1 of one SPMD launch.
+
+        A body that calls kernels (or opens ``pl.at`` scopes) passes each called kernel the
+        block index and count; any other body is inline kernel code, made into one kernel (a
+        ``pl.at`` scope) that reads the block index as ``i`` or ``pl.tile.get_block_idx()``.
+        ``with pl.cluster():`` runs its block as written (the simulator has no clusters)."""
         kind = self.dsl_kind(call.func)
         if self.st.func_type.is_kernel or self.st.in_scope:
             raise self.err(
                 f"pl.{kind} groups kernel calls of an orchestration; it is not used in a kernel", s
             )
-        if s.items[0].optional_vars is not None:
+        if isinstance(s, ast.With) and s.items[0].optional_vars is not None:
             raise self.err(f"pl.{kind} binds no name", s)
+        if isinstance(s, ast.For):
+            if s.orelse:
+                raise self.err("for ... else is not supported", s)
+            if not isinstance(s.target, ast.Name):
+                raise self.err("the block index must be a single name: for i in pl.spmd(n)", s.target)
         span = self.src.span(s)
         if kind == "cluster":
             if call.args or call.keywords:
@@ -570,18 +625,79 @@ class _Statements(_Tasks):
             sync = self.static_value(bound["sync_start"], "pl.spmd sync_start", call)
             if not isinstance(sync, bool):
                 raise self.err(f"pl.spmd(sync_start): expected a bool, got {sync!r}", call)
+        if "allow_early_resolve" in bound:
+            self.early_resolve_flag(bound["allow_early_resolve"], "pl.spmd")
         if self.st.spmd is not None:
             raise self.err("pl.spmd scopes do not nest", s)
+        inline = not self._launches(s.body)
+        options = [k for k in ("name_hint", "deps", "optimizations") if k in bound]
+        if options and not inline:
+            raise self.err(
+                f"pl.spmd({options[0]}=...) applies to an inline body, which becomes one kernel; "
+                "this body calls kernels: give the option to those kernels' own scopes instead",
+                call,
+            )
         self.hoisted += 1
-        var = Var(f"spmd_block{self.hoisted}", ScalarType(INDEX), span)
+        shadowed: Any = None
+        index_name = s.target.id if isinstance(s, ast.For) and isinstance(s.target, ast.Name) else None
+        if index_name is not None:
+            var = Var(self.prefix + index_name, ScalarType(INDEX), self.src.span(s))
+            shadowed = self.st.env.get(index_name)
+            self.st.env[index_name] = var
+        else:
+            var = Var(f"spmd_block{self.hoisted}", ScalarType(INDEX), span)
         self.st.spmd = (var, n)
+        try:
+            if inline:
+                body = [self.spmd_kernel(s, call, bound, span)]
+            else:
+                body, _ = self.block(s.body)
+        finally:
+            self.st.spmd = None
+        if index_name is not None:  # the block index is local to the loop
+            if shadowed is None:
+                self.st.env.pop(index_name, None)
+            else:
+                self.st.env[index_name] = shadowed
+        return [For(var, Const(0, INDEX), Const(n, INDEX), Const(1, INDEX), tuple(body), span=span)]
+
+    def spmd_kernel(self, s: ast.With | ast.For, call: ast.Call, bound: dict[str, Any], span: Span) -> Stmt:
+        """An inline ``pl.spmd`` body as the one ``pl.at(level=CORE_GROUP)`` scope it is."""
+        hint = self.static_value(bound.get("name_hint"), "name_hint", call)
+        if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
+            raise self.err(f"pl.spmd: name_hint must be an identifier string, got {hint!r}", call)
+        deps = list(self.deps_list(bound.get("deps"), "pl.spmd"))
+        hints = self.at_hints(bound, call)
+        self.st.in_scope = True
+        self.st.saw_scope = True
         try:
             body, _ = self.block(s.body)
         finally:
-            self.st.spmd = None
-        return [For(var, Const(0, INDEX), Const(n, INDEX), Const(1, INDEX), tuple(body), span=span)]
+            self.st.in_scope = False
+        return Scope(Level.CORE_GROUP, hint, tuple(deps), None, tuple(body), span, hints=hints)
 
-    def with_stmt(self, s: ast.With) -> Stmt:
+    def _launches(self, stmts: list[ast.stmt]) -> bool:
+        """Whether a ``pl.spmd`` body launches kernels (calls them or opens ``pl.at`` scopes)
+        rather than being kernel code itself."""
+        for node in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+            if isinstance(node, ast.With):
+                return True
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            is_self = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"
+            if is_self and "self" not in self.st.env:
+                return True
+            if isinstance(f, ast.Name) and f.id not in self.st.env:
+                try:
+                    target = self.resolve(f)
+                except KernelError:
+                    continue
+                if isinstance(target, _Static) and hasattr(target.value, "__pypto_callee__"):
+                    return True
+        return False
+
+    def with_stmt(self, s: ast.With) -> list[Stmt]:
         if len(s.items) != 1:
             raise self.err("one pl.at(...) per with statement", s)
         item = s.items[0]
@@ -590,16 +706,28 @@ class _Statements(_Tasks):
             raise self.err("kernels only use `with pl.at(level=pl.Level.CORE_GROUP, ...)`", call)
         if self.st.in_scope:
             raise self.err("pl.at scopes do not nest", s)
-        if self.st.func_type.is_kernel:
-            raise self.err(
-                "pl.at opens a kernel; this function already is one, so write the body directly", s
-            )
         from pypto.language.dsl import _at_signature
 
         bound = self.bind(_at_signature, "pl.at", call)
         level = self.static_value(bound.get("level", Level.CORE_GROUP), "level", call)
         if not isinstance(level, Level):
             raise self.err(f"pl.at: level must be a pl.Level, got {level!r}", call)
+        if self.st.func_type.is_kernel:
+            # a kernel already runs on a core: its plain `with pl.at(level=CORE_GROUP):` block is
+            # part of its body; scope options name a task the kernel does not submit
+            options = [k for k in bound if k != "level"]
+            if level is not Level.CORE_GROUP or options or item.optional_vars is not None:
+                what = (
+                    f"{options[0]}=..." if options else ("as ..." if item.optional_vars else f"level={level}")
+                )
+                raise self.err(
+                    f"pl.at({what}) in a kernel: this function already is the kernel, so its "
+                    "pl.at block takes only level=pl.Level.CORE_GROUP; set the options where the "
+                    "kernel is called",
+                    s,
+                )
+            body, _ = self.block(s.body)
+            return body
         hint = self.static_value(bound.get("name_hint"), "name_hint", call)
         if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
             raise self.err(f"pl.at: name_hint must be an identifier string, got {hint!r}", call)
@@ -618,7 +746,7 @@ class _Statements(_Tasks):
             assert isinstance(item.optional_vars, ast.Name)
             task = Var(self.prefix + item.optional_vars.id, TaskIdType(), self.src.span(item.optional_vars))
             self.st.env[task.name] = task
-        return Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s), hints=hints)
+        return [Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s), hints=hints)]
 
     def at_hints(self, bound: dict[str, Any], call: ast.Call) -> tuple[tuple[str, Any], ...]:
         """The hints of ``pl.at(optimizations=[...], no_dep_args=[...])`` as (key, value) pairs."""

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir.analysis.return_lineage import root_param
-from pypto.ir.nodes import Assign, Call, CallFunc, Expr, ExprStmt, Function, Return, Stmt, Var
+from pypto.ir.nodes import Assign, Call, CallFunc, Const, Expr, ExprStmt, Function, Return, Stmt, Var
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import ArrayType, TaskIdType, TensorType, TupleType, Type
+from pypto.language.fold import INDEX
 from pypto.language.parser.calls import _Calls
 
 
@@ -24,10 +26,15 @@ class _Tasks(_Calls):
         """The entries of ``deps=[a, tids, None]``: task ids and task-id arrays (``None`` skipped)."""
         if node is None or (isinstance(node, ast.Constant) and node.value is None):
             return ()
+        if isinstance(node, ast.ListComp):
+            return self.deps_comprehension(node, what)
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.err(f"{what}: deps must be a list of task ids or task-id arrays: deps=[tid]", node)
+        return self.deps_entries(node.elts, what)
+
+    def deps_entries(self, elts: list[ast.expr], what: str) -> tuple[Expr, ...]:
         out: list[Expr] = []
-        for d in node.elts:
+        for d in elts:
             if isinstance(d, ast.Constant) and d.value is None:
                 continue
             e = self.expr(d)
@@ -39,6 +46,55 @@ class _Tasks(_Calls):
                 )
             out.append(e)
         return tuple(out)
+
+    def deps_comprehension(self, node: ast.ListComp, what: str) -> tuple[Expr, ...]:
+        """``deps=[tids[k] for k in range(K) if k != j]``: unrolled when compiling, so the
+        iterable (``range`` of constants, or a list or tuple of ints) and the conditions must
+        be known then."""
+        if len(node.generators) != 1 or not isinstance(node.generators[0].target, ast.Name):
+            raise self.err(f"{what}: a deps comprehension has one `for name in ...`", node)
+        gen = node.generators[0]
+        assert isinstance(gen.target, ast.Name)
+        it = gen.iter
+        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "range" and not it.keywords:
+            bounds = [self.static_value(a, f"{what} deps range bound", a) for a in it.args]
+            if (
+                not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
+                or not 1 <= len(bounds) <= 3
+            ):
+                raise self.err(f"{what}: a deps comprehension's range takes 1 to 3 int constants", it)
+            values: list[Any] = list(builtins.range(*bounds))
+        else:
+            seq = self.static_value(it, f"{what} deps comprehension iterable", it)
+            if not isinstance(seq, (list, tuple)) or not all(isinstance(v, int) for v in seq):
+                raise self.err(
+                    f"{what}: a deps comprehension iterates over range(...) or a list of ints known when "
+                    f"compiling, got {ast.unparse(it)}",
+                    it,
+                )
+            values = list(seq)
+        name = gen.target.id
+        saved = self.st.env.get(name)
+        elts: list[Expr] = []
+        try:
+            for v in values:
+                self.st.env[name] = Const(int(v), INDEX)
+                keep = True
+                for cond in gen.ifs:
+                    c = self.expr(cond)
+                    if not isinstance(c, Const):
+                        raise self.err(
+                            f"{what}: a deps comprehension's condition must be known when compiling", cond
+                        )
+                    keep = keep and bool(c.value)
+                if keep:
+                    elts.extend(self.deps_entries([node.elt], what))
+        finally:
+            if saved is None:
+                self.st.env.pop(name, None)
+            else:
+                self.st.env[name] = saved
+        return tuple(elts)
 
     def check_orchestration(self, what: str, node: ast.AST) -> None:
         if self.st.func_type.is_kernel or self.st.in_scope:
@@ -78,6 +134,13 @@ class _Tasks(_Calls):
     def is_submit(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Call) and self.dsl_kind(node.func) == "submit"
 
+    def early_resolve_flag(self, node: ast.expr, what: str) -> bool:
+        """``allow_early_resolve=`` of ``pl.submit`` / ``pl.spmd``: a bool known when compiling."""
+        flag = self.static_value(node, f"{what} allow_early_resolve", node)
+        if not isinstance(flag, bool):
+            raise self.err(f"{what}(allow_early_resolve): expected a bool, got {flag!r}", node)
+        return flag
+
     def submit_assign(self, targets: list[ast.expr], call: ast.Call, s: ast.stmt) -> list[Stmt]:
         """``r1, ..., tid = pl.submit(self.kernel, *args, deps=[...])``: one task; the names take
         what the kernel returns (each an argument of the call) and the task id. As a statement
@@ -87,8 +150,15 @@ class _Tasks(_Calls):
             raise self.err("pl.submit(self.kernel, *args, deps=[...]) needs the kernel first", call)
         deps_node = None
         for kw in call.keywords:
+            if kw.arg == "allow_early_resolve":
+                self.early_resolve_flag(kw.value, "pl.submit")
+                continue
             if kw.arg != "deps":
-                raise self.err(f"pl.submit() got an unsupported keyword {kw.arg!r}; it takes deps=[...]", kw)
+                raise self.err(
+                    f"pl.submit() got an unsupported keyword {kw.arg!r}; it takes deps=[...] and "
+                    "allow_early_resolve=...",
+                    kw,
+                )
             deps_node = kw.value
         func = call.args[0]
         if not (
