@@ -436,7 +436,7 @@ def test_host_only_functions_outside_a_host_body() -> None:
         ({"device_ids": []}, "non-empty list of distinct ints"),
         ({"device_ids": [0, 0]}, "distinct ints"),
         ({"device_ids": [0, -1]}, "ints >= 0"),
-        ({"device_ids": [0], "num_sub_workers": 2}, "only 0 is supported"),
+        ({"device_ids": [0], "num_sub_workers": -1}, r"num_sub_workers\): expected an int >= 0"),
         ({"device_ids": [0], "timeout": 0}, r"timeout\): expected seconds > 0"),
     ],
 )
