@@ -118,6 +118,7 @@ class StackedDeviceTensor(SharedDeviceTensor):
         shape: tuple[int, ...],
         dtype: Any,
         data_type: DataType,
+        *,
         worker_ids: tuple[int, ...],
     ) -> None:
         super().__init__(worker, segment, shape, dtype, data_type)

@@ -14,6 +14,7 @@ removes the segments; the worker cannot run again.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -530,10 +531,8 @@ class DistributedWorker:
     def _run_now(self, k: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         last = self._last
         if last is not None:  # submitted dispatches run first; their errors are theirs
-            try:
+            with contextlib.suppress(BaseException):
                 last.result()
-            except BaseException:  # noqa: BLE001, S110
-                pass
         self._dispatch(k, args, kwargs)
 
     def _dispatch(self, k: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
