@@ -8,6 +8,7 @@ from typing import Any
 
 from pypto.ir import DistributedConfig
 from pypto.ir.distributed_compiled_program import DistributedCompiledProgram as _CompiledBase
+from pypto.ir.nodes import Program
 from pypto.language.host import HostFunction
 from pypto.runtime.distributed.plan import PLAN_FILE, DistributedPlan, plan_host, write_plan
 from pypto.runtime.distributed.worker import DistributedWorker, bind_host_args
@@ -97,8 +98,15 @@ class DistributedCompiledProgram(_CompiledBase):
 
 
 def compile_host(
-    fn: HostFunction, args: tuple[Any, ...], kwargs: dict[str, Any], config: Any
+    fn: HostFunction | Program, args: tuple[Any, ...], kwargs: dict[str, Any], config: Any
 ) -> DistributedCompiledProgram:
-    """The host compiler installed for ``@pl.jit.host`` (``fn.compile(*args, config=...)``)."""
-    plan = plan_host(fn, args, kwargs, config)
+    """The host compiler installed for ``@pl.jit.host`` (``fn.compile(*args, config=...)``) and
+    for a ``@pl.program`` with a host orchestrator (``pypto.ir.compile(program,
+    distributed_config=...)``)."""
+    if isinstance(fn, Program):
+        from pypto.runtime.distributed.program_plan import plan_program
+
+        plan = plan_program(fn, config)
+    else:
+        plan = plan_host(fn, args, kwargs, config)
     return DistributedCompiledProgram(plan, write_plan(plan), config.distributed_config)
