@@ -335,6 +335,10 @@ class DistributedWorker:
             )
         data_type = _data_type(dtype, f"DistributedWorker.{what}(dtype)")
         dtype_itemsize(data_type, f"DistributedWorker.{what}(dtype)")
+        if isinstance(dtype, type):  # a scalar type such as numpy.float32: its dtype object
+            import numpy
+
+            dtype = numpy.dtype(dtype)
         n = 1
         for d in dims:
             n *= d
