@@ -150,7 +150,9 @@ def test_run_takes_only_its_own_program(worker2: DistributedWorker) -> None:
     other = _host_shift.compile(
         torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1, config=_config(2)
     )
-    with pytest.raises(ValueError, match=r"this worker runs '_host' only, got '_host_shift'"):
+    with pytest.raises(
+        ValueError, match=r"compiled is not a program of this worker \(it runs '_host'\), got '_host_shift'"
+    ):
         worker2.run(other, torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1)
 
 

@@ -216,7 +216,7 @@ class DistributedWorker:
         self._forget: list[str] = []  # segments of freed tensors the ranks still map
         self._io: shm.Segment | None = None
         self._group: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._executor: ThreadPoolExecutor | None = None
         self._last: Future[None] | None = None
         self._finalizer = weakref.finalize(self, _release_all, None, self._segments, self._tensors)
@@ -589,22 +589,17 @@ class DistributedWorker:
             }
             self._dispatches += 1
             what = f"{plan.name}() dispatch {self._dispatches}"
-            try:
-                for phase in range(len(plan.callbacks) + 1):
-                    if any(d.phase == phase for d in plan.dispatches):
-                        forget, self._forget = self._forget, []
+            for phase in range(len(plan.callbacks) + 1):
+                if any(d.phase == phase for d in plan.dispatches):
+                    forget, self._forget = self._forget, []
+                    try:
                         self._group.dispatch({**command, "phase": phase, "forget": forget}, what)
-                    if phase < len(plan.callbacks):
-                        self._run_callback(plan, plan.callbacks[phase], views)
-            except DistributedRankError:
-                del views
-                self.close()
-                raise
-            except BaseException:
-                if self._group is not None and getattr(self._group, "_closed", False):
-                    del views
-                    self.close()
-                raise
+                    except BaseException:
+                        del views
+                        self.close()
+                        raise
+                if phase < len(plan.callbacks):  # its error fails this dispatch; the ranks stay up
+                    self._run_callback(plan, plan.callbacks[phase], views)
             for i in layout:
                 if ParamDirection(plan.params[i].direction).writes:
                     numpy.copyto(_as_numpy(bound[i], plan.params[i].name), views[i])
