@@ -382,6 +382,20 @@ def test_callbacks_run_between_launches_in_call_order(pipeline) -> None:
         w(b, a, f, g)  # a second dispatch runs the callbacks again
         torch.testing.assert_close(g, 3 * (a + b) + a)
         assert len(seen) == 2
+        seen.clear()
+        fail = [True]
+
+        def observe_once(args) -> None:
+            if fail and fail.pop():
+                raise KeyError("observer broke")
+            observe(args)
+
+        w._callbacks["observe"] = observe_once
+        with pytest.raises(KeyError, match="observer broke"):
+            w(a, b, f, g)
+        assert not w.closed  # a callback's error fails its dispatch; the ranks stay up
+        w(a, a, f, g)
+        torch.testing.assert_close(g, 3 * (a + a) + a)
     _assert_cleaned(pids, segments)
 
 
