@@ -10,8 +10,9 @@ program is prepared (its imports are inside the functions): single-chip programs
   context reports a rank that exited (its exit code or signal, and the error it recorded) and
   terminates the others.
 - Rendezvous and control: a ``TCPStore`` served by the parent at ``MASTER_ADDR:MASTER_PORT``.
-  It holds the plans of the worker's programs (``boot``); commands are ``cmd/<seq>`` keys (JSON), and each rank answers
-  ``done/<seq>/<rank>`` with ``ok`` or its error.
+  It holds the plans of the worker's programs (``boot``); commands are ``cmd/<seq>`` keys
+  (JSON, naming the program and the phase to run), and each rank answers ``done/<seq>/<rank>``
+  with ``ok`` or its error.
 - The ranks form a gloo process group over the same store; its barrier confirms every rank is
   up before the parent sends the first command.
 
