@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import DistributedConfig
-from pypto.ir.distributed_compiled_program import DistributedCompiledProgram as _CompiledBase
-from pypto.ir.nodes import Program
+from pypto.ir import DistributedCompiledProgram as _CompiledBase
+from pypto.ir import DistributedConfig, Program
 from pypto.language.host import HostFunction
 from pypto.runtime.distributed.plan import PLAN_FILE, DistributedPlan, plan_host, write_plan
 from pypto.runtime.distributed.worker import DistributedWorker, bind_host_args

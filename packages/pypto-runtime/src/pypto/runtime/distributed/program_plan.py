@@ -15,10 +15,7 @@ import dataclasses
 import inspect
 from typing import Any
 
-from pypto.ir import ParamDirection
-from pypto.ir.host_function import HostLevelFunction
-from pypto.ir.nodes import Function, Program
-from pypto.ir.types import FunctionType, Role
+from pypto.ir import Function, FunctionType, HostLevelFunction, ParamDirection, Program, Role
 from pypto.language import typing as lt
 from pypto.language.host_trace import HostTensorRef, HostTrace
 from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize, plan_from_trace, planned_params
