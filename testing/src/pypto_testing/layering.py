@@ -54,8 +54,13 @@ LAYERS: tuple[Layer, ...] = (
         ("pypto.runtime", "pypto.ir", "pypto.language", "simpler"),
         # The distributed rank engine is the one place in pypto.runtime that loads torch
         # (torch.distributed starts and connects the rank processes), only when a distributed
-        # program is prepared; single-chip programs never import it.
-        exceptions=(("pypto.runtime.distributed._engine", ("torch",)),),
+        # program is prepared; single-chip programs never import it. The process-group data path
+        # is the engine's part that carries the ranks' cross-rank requests over gloo; it runs in
+        # rank processes only (imported by _engine on that path).
+        exceptions=(
+            ("pypto.runtime.distributed._engine", ("torch",)),
+            ("pypto.runtime.distributed._gloo_path", ("torch",)),
+        ),
     ),
     Layer(
         "pypto-torch",

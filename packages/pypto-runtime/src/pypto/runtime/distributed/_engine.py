@@ -14,6 +14,10 @@ program is prepared (its imports are inside the functions): single-chip programs
   ``done/<seq>/<rank>`` with ``ok`` or its error.
 - The ranks form a gloo process group over the same store; its barrier confirms every rank is
   up before the parent sends the first command.
+- On the process-group data path (``boot["data_path"] == "process_group"``) each rank also runs
+  the gloo data path (``_gloo_path.GlooDataPath``: two more gloo groups and a service thread) that
+  carries its kernels' cross-rank requests, and the control group's barrier separates each
+  dispatch's window zeroing from its kernels.
 
 A rank exits on the ``close`` command, or when the parent's process is gone.
 """
@@ -97,7 +101,15 @@ def _rank_main() -> None:
         DistributedPlan.from_json(boot["plan"]),
         aic_threads=boot["aic_threads"],
         aiv_threads=boot["aiv_threads"],
+        data_path=boot.get("data_path", "shared_memory"),
     )
+    data_path = None
+    if runner.data_path == "process_group":
+        from pypto.runtime.distributed._gloo_path import GlooDataPath
+
+        data_path = GlooDataPath(rank, world_size, runner.own_windows())
+        runner.host_handler = data_path.handle
+        runner.before_kernels = dist.barrier
     try:
         dist.barrier()
         store.set(f"ready/{rank}", "1")
@@ -110,6 +122,8 @@ def _rank_main() -> None:
                 time.sleep(_POLL)
             command = json.loads(store.get(key))
             if command["op"] == "close":
+                if data_path is not None:
+                    data_path.close()
                 return
             try:
                 runner.run(command)
@@ -134,6 +148,7 @@ class RankGroup:
         timeout: float,
         aic_threads: int | None,
         aiv_threads: int | None,
+        data_path: str = "shared_memory",
     ) -> None:
         import torch.distributed as dist
         from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, start_processes
@@ -155,6 +170,7 @@ class RankGroup:
                     "plan": plan_json,
                     "aic_threads": aic_threads,
                     "aiv_threads": aiv_threads,
+                    "data_path": data_path,
                 }
             ),
         )

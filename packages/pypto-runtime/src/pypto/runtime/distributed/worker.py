@@ -96,17 +96,19 @@ class DistributedWorker:
         timeout: float,
         aic_threads: int | None = 1,
         aiv_threads: int | None = 1,
+        data_path: str = "shared_memory",
     ) -> None:
         from pypto.runtime.distributed._engine import RankGroup
 
         self.plan = plan
+        self.data_path = data_path  # "process_group": the ranks hold their windows (no segments)
         self._segments: list[shm.Segment] = []
         self._io: shm.Segment | None = None
         self._group: Any = None
         self._finalizer = weakref.finalize(self, _release_all, None, self._segments)
         try:
             self._windows: list[shm.Segment] = []
-            for w in plan.windows:
+            for w in plan.windows if data_path == "shared_memory" else ():
                 self._windows.append(shm.create(w.stride * plan.world_size))
                 self._segments.append(self._windows[-1])
             self._group = RankGroup(
@@ -115,6 +117,7 @@ class DistributedWorker:
                 timeout=timeout,
                 aic_threads=aic_threads,
                 aiv_threads=aiv_threads,
+                data_path=data_path,
             )
         except BaseException:
             self.close()
