@@ -11,7 +11,8 @@ program is prepared (its imports are inside the functions): single-chip programs
   terminates the others.
 - Rendezvous and control: a ``TCPStore`` served by the parent at ``MASTER_ADDR:MASTER_PORT``.
   It holds the plan (``boot``); commands are ``cmd/<seq>`` keys (JSON), and each rank answers
-  ``done/<seq>/<rank>`` with ``ok`` or its error.
+  ``done/<seq>/<rank>`` with ``ok`` or its error; a rank that ran sets ``time/<seq>/<rank>`` (the
+  seconds its launches took, timed inside the rank) before its ``done``.
 - The ranks form a gloo process group over the same store; its barrier confirms every rank is
   up before the parent sends the first command.
 - On the process-group data path (``boot["data_path"] == "process_group"``) each rank also runs
@@ -128,6 +129,7 @@ def _rank_main() -> None:
             try:
                 runner.run(command)
                 result = "ok"
+                store.set(f"time/{seq}/{rank}", repr(runner.last_run_seconds))
             except BaseException as exc:  # reported to the parent, which fails the dispatch
                 result = "".join(traceback.format_exception(exc))
             store.set(f"done/{seq}/{rank}", result)
@@ -157,6 +159,7 @@ class RankGroup:
         self.timeout = timeout
         self._seq = 0
         self._closed = False
+        self.rank_seconds: tuple[float, ...] = ()  # each rank's launch time in the last dispatch
         self.context: Any = None
         self._log_dir = tempfile.mkdtemp(prefix="pypto-ranks-")
         self.store = dist.TCPStore(  # type: ignore[attr-defined, unused-ignore]
@@ -259,6 +262,7 @@ class RankGroup:
         self.store.set(f"cmd/{seq}", json.dumps(command))
         keys = [f"done/{seq}/{r}" for r in range(self.world_size)]
         self._wait(keys, what, _DISPATCH_GRACE)
+        self.rank_seconds = ()
         for r, key in enumerate(keys):
             result = self.store.get(key).decode()
             if result != "ok":
@@ -269,6 +273,7 @@ class RankGroup:
                     f"rank {r}'s traceback:\n{result}",
                     r,
                 )
+        self.rank_seconds = tuple(float(self.store.get(f"time/{seq}/{r}")) for r in range(self.world_size))
 
     def close(self) -> None:
         """Ask the ranks to exit and wait for them; terminate any that does not."""

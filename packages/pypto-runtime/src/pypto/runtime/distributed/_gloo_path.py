@@ -9,9 +9,11 @@ over two gloo process groups of their own (``requests``, ``replies``), separate 
 group the engine uses:
 
 - each rank runs one service thread that receives request headers from any source on
-  ``requests`` (tag 0), then that sender's payload (tag 1), applies the request to its own window
-  under the window lock, and answers on ``replies`` (status, then the data of a read or the error
-  message);
+  ``requests`` (tag 0: op, window, dtype, run count, bytes, value, and the byte run when there is
+  only one), then, when there is one, that sender's payload (tag 1: the runs, then the bytes of a
+  write), applies the request to its own window under the window lock, and answers on
+  ``replies`` with one message (status and length, then a read's bytes), followed by the error
+  text when it failed. A notify or a one-run read is thus two messages, a write three;
 - a requester holds its rank's request lock from sending the header until the reply is in, so
   the requests of one rank are carried one at a time, in the order its kernels make them: a put
   followed by a notify reaches the peer in that order (per-peer FIFO), and each returns only once
@@ -30,8 +32,8 @@ from typing import Any
 
 __all__ = ["GlooDataPath"]
 
-# header: op, window, dtype, run_count, nbytes, value
-_HEADER = 6
+# request header: op, window, dtype, run_count, nbytes, value, and the run when there is one
+_HEADER = 8
 _STOP = -1
 _TAG_HEADER, _TAG_PAYLOAD = 0, 1
 
@@ -167,23 +169,24 @@ class GlooDataPath:
         import torch.distributed as dist
 
         sends_data = op in (HostOp.Write, HostOp.AtomicAdd)
-        header = torch.tensor([op, window, dtype, run_count, nbytes, value], dtype=torch.int64)
-        payload = torch.from_numpy(pairs.view(numpy.uint8).copy())
+        first = (int(pairs[0]), int(pairs[1])) if run_count == 1 else (0, 0)
+        header = torch.tensor([op, window, dtype, run_count, nbytes, value, *first], dtype=torch.int64)
+        parts = [] if run_count == 1 else [torch.from_numpy(pairs.view(numpy.uint8).copy())]
         if sends_data:
-            payload = torch.cat([payload, data])
-        status = torch.zeros(2, dtype=torch.int64)
+            parts.append(data)
+        reply = torch.empty(16 + (nbytes if op == HostOp.Read else 0), dtype=torch.uint8)
         with self._request_lock:
             dist.send(header, dst=peer, group=self._requests, tag=_TAG_HEADER)
-            if payload.numel():
-                dist.send(payload, dst=peer, group=self._requests, tag=_TAG_PAYLOAD)
-            dist.recv(status, src=peer, group=self._replies, tag=_TAG_HEADER)
-            answer = torch.empty(int(status[1]), dtype=torch.uint8)
-            if answer.numel():
-                dist.recv(answer, src=peer, group=self._replies, tag=_TAG_PAYLOAD)
-        if int(status[0]) != 0:
-            raise RuntimeError(f"rank {peer}: {bytes(answer.numpy()).decode(errors='replace')}")
+            if parts:
+                dist.send(torch.cat(parts), dst=peer, group=self._requests, tag=_TAG_PAYLOAD)
+            dist.recv(reply, src=peer, group=self._replies, tag=_TAG_HEADER)
+            status, length = reply[:16].view(torch.int64).tolist()
+            if status != 0:
+                text = torch.empty(length, dtype=torch.uint8)
+                dist.recv(text, src=peer, group=self._replies, tag=_TAG_PAYLOAD)
+                raise RuntimeError(f"rank {peer}: {bytes(text.numpy()).decode(errors='replace')}")
         if op == HostOp.Read:
-            data.copy_(answer)
+            data.copy_(reply[16:])
 
     # ---- the service thread --------------------------------------------------------------------
 
@@ -191,36 +194,38 @@ class GlooDataPath:
         import torch
         import torch.distributed as dist
 
+        from simpler.comm import HostOp
+
         try:
             while True:
                 header = torch.zeros(_HEADER, dtype=torch.int64)
                 src = dist.recv(header, group=self._requests, tag=_TAG_HEADER)
-                op, window, dtype, run_count, nbytes, value = (int(x) for x in header)
+                op, window, dtype, run_count, nbytes, value, off0, len0 = header.tolist()
                 if op == _STOP:
                     return
-                from simpler.comm import HostOp
-
                 sends_data = op in (HostOp.Write, HostOp.AtomicAdd)
-                size = 16 * run_count + (nbytes if sends_data else 0)
+                run_bytes = 0 if run_count == 1 else 16 * run_count
+                size = run_bytes + (nbytes if sends_data else 0)
                 payload = torch.empty(size, dtype=torch.uint8)
                 if size:
                     dist.recv(payload, src=src, group=self._requests, tag=_TAG_PAYLOAD)
-                pairs = payload[: 16 * run_count].view(torch.int64).tolist()
-                runs = [(pairs[2 * i], pairs[2 * i + 1]) for i in range(run_count)]
+                if run_count == 1:
+                    runs = [(off0, len0)]
+                else:
+                    pairs = payload[:run_bytes].view(torch.int64).tolist()
+                    runs = [(pairs[2 * i], pairs[2 * i + 1]) for i in range(run_count)]
+                reply = torch.zeros(16 + (nbytes if op == HostOp.Read else 0), dtype=torch.uint8)
+                text = None
                 try:
-                    got = self._apply(op, window, dtype, runs, payload[16 * run_count :], value)
-                    status, answer = 0, got
+                    got = self._apply(op, window, dtype, runs, payload[run_bytes:], value)
+                    if got is not None:
+                        reply[16:] = got
                 except Exception as exc:  # the requester's kernel fails with this message
-                    status, answer = 1, torch.frombuffer(bytearray(str(exc).encode()), dtype=torch.uint8)
-                n = 0 if answer is None else answer.numel()
-                dist.send(
-                    torch.tensor([status, n], dtype=torch.int64),
-                    dst=src,
-                    group=self._replies,
-                    tag=_TAG_HEADER,
-                )
-                if n:
-                    dist.send(answer, dst=src, group=self._replies, tag=_TAG_PAYLOAD)
+                    text = torch.frombuffer(bytearray(str(exc).encode() or b"?"), dtype=torch.uint8)
+                    reply[:16].view(torch.int64).copy_(torch.tensor([1, text.numel()]))
+                dist.send(reply, dst=src, group=self._replies, tag=_TAG_HEADER)
+                if text is not None:
+                    dist.send(text, dst=src, group=self._replies, tag=_TAG_PAYLOAD)
         except BaseException as exc:  # the process group broke (a peer died): the parent reports it
             self._error = exc
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -66,6 +67,7 @@ class RankRunner:
         self.host_handler: Callable[..., None] | None = None
         self.before_kernels: Callable[[], None] | None = None
         self._private: list[mmap.mmap] = []
+        self.last_run_seconds = 0.0  # wall time of the last run's launches (after any barrier)
         if data_path == "process_group":
             self._private = [mmap.mmap(-1, max(w.stride * plan.world_size, 1)) for w in plan.windows]
         self.config = RunConfig(
@@ -102,6 +104,7 @@ class RankRunner:
         self._set_comm_context(windows, float(command.get("wait_timeout", DEFAULT_WAIT_TIMEOUT)))
         if self.before_kernels is not None:
             self.before_kernels()
+        start = time.perf_counter()
         hosts: dict[int, Any] = {}
         for i, offset in command["host_offsets"].items():
             p = self.plan.params[int(i)]
@@ -126,6 +129,7 @@ class RankRunner:
                 else:
                     args.append(a[1])
             self._program(d.program)(*args, config=self.config)
+        self.last_run_seconds = time.perf_counter() - start
 
     def _set_comm_context(self, windows: list[mmap.mmap], wait_timeout: float) -> None:
         import numpy

@@ -147,6 +147,12 @@ class DistributedWorker:
         return self._group.pids if self._group is not None else ()
 
     @property
+    def rank_seconds(self) -> tuple[float, ...]:
+        """Seconds each rank's launches took in the last dispatch, timed inside the rank (no
+        command delivery or polling; rank order); empty before the first dispatch."""
+        return self._group.rank_seconds if self._group is not None else ()
+
+    @property
     def segment_names(self) -> tuple[str, ...]:
         """The shared-memory segments this worker owns now."""
         return tuple(s.name for s in self._segments)
