@@ -167,7 +167,7 @@ def main() -> None:
     print(f"{'figure':<48} {'us':>10} {'x all_reduce':>14}")
     print(f"{'gloo all_reduce, 8 KiB (baseline)':<48} {allreduce * 1e6:>10.1f} {1.0:>14.2f}")
     for name, sec in rows:
-        print(f"{name:<48} {sec * 1e6:>10.1f} {sec / allreduce:>14.2f}")
+        print(f"{name:<48} {sec * 1e6:>10.1f} {sec / allreduce:>14.4g}")
 
 
 if __name__ == "__main__":
