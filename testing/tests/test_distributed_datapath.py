@@ -217,3 +217,80 @@ def test_a_wait_timeout_on_the_process_group_path_names_rank_signal_and_value() 
     assert "tile wait: rank 1 timed out after 2 s waiting for its signal [1, 0]" in msg
     # the value rank 0's notify set through rank 1's host process
     assert "to become >= 3; the value seen was 2" in msg
+
+
+@pl.jit.incore
+def _adds(  # noqa: PLR0917 - a kernel takes its tensors positionally
+    h: pl.Tensor[[1, COLS], pl.FP16],
+    i: pl.Tensor[[1, COLS], pl.INT32],
+    yh: pl.Out[pl.Tensor[[1, COLS], pl.FP16]],
+    yi: pl.Out[pl.Tensor[[1, COLS], pl.INT32]],
+    hsrc: pld.DistributedTensor[[1, COLS], pl.FP16],
+    hacc: pld.DistributedTensor[[1, COLS], pl.FP16],
+    iacc: pld.DistributedTensor[[1, COLS], pl.INT32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+):
+    # every rank adds its FP16 row (put, Add) and its INT32 row (remote_store, Add) into the last
+    # rank's windows, then reads both back from there
+    last = pld.nranks(pld.get_comm_ctx(hsrc)) - 1
+    hsrc = pl.store(pl.load(h, [0, 0], [1, COLS]), [0, 0], hsrc)
+    pld.tensor.put(hacc, peer=last, src=hsrc, atomic=pld.AtomicType.Add)
+    pld.tile.remote_store(
+        pl.load(i, [0, 0], [1, COLS]), iacc, peer=last, offsets=[0, 0], atomic=pld.AtomicType.Add
+    )
+    sig = pld.tensor.barrier(sig)
+    yh = pl.store(pld.tile.remote_load(hacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yh)
+    yi = pl.store(pld.tile.remote_load(iacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yi)
+    return yh, yi
+
+
+@pl.jit
+def _adds_rank(  # noqa: PLR0917 - a program takes its tensors positionally
+    h: pl.Tensor[[1, COLS], pl.FP16],
+    i: pl.Tensor[[1, COLS], pl.INT32],
+    yh: pl.Out[pl.Tensor[[1, COLS], pl.FP16]],
+    yi: pl.Out[pl.Tensor[[1, COLS], pl.INT32]],
+    hsrc: pld.DistributedTensor[[1, COLS], pl.FP16],
+    hacc: pld.DistributedTensor[[1, COLS], pl.FP16],
+    iacc: pld.DistributedTensor[[1, COLS], pl.INT32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+):
+    yh, yi = _adds(h, i, yh, yi, hsrc, hacc, iacc, sig)
+    return yh, yi
+
+
+@pl.jit.host
+def _adds_host(h: pl.Tensor, i: pl.Tensor, yh: pl.Out[pl.Tensor], yi: pl.Out[pl.Tensor]):
+    hsrc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP16)
+    hacc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP16)
+    iacc = pld.alloc_window_buffer([1, COLS], dtype=pl.INT32)
+    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        _adds_rank(
+            h[r],
+            i[r],
+            yh[r],
+            yi[r],
+            pld.window(hsrc, [1, COLS], dtype=pl.FP16),
+            pld.window(hacc, [1, COLS], dtype=pl.FP16),
+            pld.window(iacc, [1, COLS], dtype=pl.INT32),
+            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
+            device=r,
+        )
+
+
+def test_fp16_and_int32_atomic_adds_through_the_process_group() -> None:
+    n = 2
+    g = torch.Generator().manual_seed(7)
+    h = (torch.randint(-64, 65, (n, 1, COLS), generator=g) / 4).half()  # exact in FP16
+    i = torch.randint(-(2**30), 2**30, (n, 1, COLS), generator=g, dtype=torch.int32)
+    yh, yi = torch.zeros((n, 1, COLS), dtype=torch.half), torch.zeros((n, 1, COLS), dtype=torch.int32)
+    compiled = _adds_host.compile(h, i, yh, yi, config=_config(n, data_path="process_group"))
+    compiled(h, i, yh, yi)
+    torch.testing.assert_close(
+        yh, h.float().sum(dim=0, keepdim=True).expand(n, 1, COLS).half(), rtol=0, atol=0
+    )
+    # int32 sums wrap around, as the shared-memory path's atomic add
+    torch.testing.assert_close(
+        yi, i.sum(dim=0, keepdim=True, dtype=torch.int32).expand(n, 1, COLS), rtol=0, atol=0
+    )
