@@ -27,7 +27,10 @@ peer's notify arrives, and stays bounded by the comm context's timeout. This mod
 from __future__ import annotations
 
 import ctypes
+import os
+import sys
 import threading
+import traceback
 from typing import Any
 
 __all__ = ["GlooDataPath"]
@@ -77,7 +80,6 @@ class GlooDataPath:
         # every rank creates both groups, in the same order (torch.distributed's contract)
         self._requests = dist.new_group(backend="gloo")
         self._replies = dist.new_group(backend="gloo")
-        self._error: BaseException | None = None
         self._service: threading.Thread | None = None
         if world_size > 1:
             self._service = threading.Thread(target=self._serve, name=f"pypto-rank{rank}-gloo", daemon=True)
@@ -95,8 +97,14 @@ class GlooDataPath:
             raise ValueError(f"window {window} outside this rank's {len(self._windows)} window buffers")
         mem = self._windows[window]
         with self._window_lock:
+            for offset, nbytes in runs:
+                if offset < 0 or nbytes < 0 or offset + nbytes > mem.numel():
+                    raise ValueError(
+                        f"bytes [{offset}, {offset + nbytes}) outside rank {self.rank}'s window {window} "
+                        f"of {mem.numel()} bytes"
+                    )
             if op in (HostOp.NotifyAdd, HostOp.NotifySet):
-                ((offset, nbytes),) = runs
+                ((offset, _),) = runs
                 cell = mem[offset : offset + 4].view(torch.int32)
                 if op == HostOp.NotifySet:
                     cell[0] = value
@@ -107,11 +115,6 @@ class GlooDataPath:
             out = torch.empty(sum(n for _, n in runs), dtype=torch.uint8) if op == HostOp.Read else None
             at = 0
             for offset, nbytes in runs:
-                if offset < 0 or offset + nbytes > mem.numel():
-                    raise ValueError(
-                        f"bytes [{offset}, {offset + nbytes}) outside rank {self.rank}'s window {window} "
-                        f"of {mem.numel()} bytes"
-                    )
                 target = mem[offset : offset + nbytes]
                 if op == HostOp.Read:
                     out[at : at + nbytes] = target
@@ -226,8 +229,12 @@ class GlooDataPath:
                 dist.send(reply, dst=src, group=self._replies, tag=_TAG_HEADER)
                 if text is not None:
                     dist.send(text, dst=src, group=self._replies, tag=_TAG_PAYLOAD)
-        except BaseException as exc:  # the process group broke (a peer died): the parent reports it
-            self._error = exc
+        except BaseException:
+            # the process group broke (a peer died) or the service failed: this rank cannot serve
+            # its peers any more, so it exits, and the parent fails the dispatch naming it
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(70)
 
     def close(self) -> None:
         """Stop the service threads: each rank tells the next one (its own requests to that rank
