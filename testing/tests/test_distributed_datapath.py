@@ -6,7 +6,8 @@ request the rank's host process carries over gloo). ``DistributedConfig(data_pat
 One kernel uses every cross-rank operation (remote_store plain and atomic, notify + wait, the
 barrier, get, put, remote_load in an allreduce), so each (ranks, path) pair is one prepared
 worker. A wait that times out on the process-group path still names the rank, the signal and the
-value seen.
+value seen; a rank killed while the other waits fails the dispatch naming it, and no rank is
+left running.
 """
 
 from __future__ import annotations
@@ -294,3 +295,60 @@ def test_fp16_and_int32_atomic_adds_through_the_process_group() -> None:
     torch.testing.assert_close(
         yi, i.sum(dim=0, keepdim=True, dtype=torch.int32).expand(n, 1, COLS), rtol=0, atol=0
     )
+
+
+@pl.jit.incore
+def _forever(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
+    # both ranks wait for a signal nobody sends
+    pld.system.wait(sig, offsets=[1, 0], expected=1, cmp=pld.WaitCmp.Ge)
+    pl.write(y, [0, 0], 1)
+    return y
+
+
+@pl.jit
+def _forever_rank(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
+    return _forever(y, sig)
+
+
+@pl.jit.host
+def _forever_host(y: pl.Out[pl.Tensor]):
+    sig = pld.alloc_window_buffer([2, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        _forever_rank(y[r], pld.window(sig, [2, 1], dtype=pl.INT32), device=r)
+
+
+@pytest.mark.slow
+def test_a_rank_dying_on_the_process_group_path_fails_the_dispatch_and_stops_every_rank() -> None:
+    import os
+    import signal
+    import threading
+
+    y = torch.zeros((2, 1, 1), dtype=torch.int32)
+    compiled = _forever_host.compile(y, config=_config(2, data_path="process_group", timeout=60.0))
+    w = compiled.prepare()
+    pids = w.rank_pids
+    killer = threading.Timer(2.0, os.kill, (pids[1], signal.SIGKILL))
+    killer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(
+            DistributedRankError, match=r"rank 1 died during _forever_host\(\) dispatch 1"
+        ) as e:
+            w(y)
+    finally:
+        killer.cancel()
+        w.close()
+    assert e.value.rank == 1
+    assert time.monotonic() - start < 30  # not the 60 s wait timeout
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and _running(p) for p in pids):
+        time.sleep(0.05)
+    assert [p for p in pids if os.path.exists(f"/proc/{p}") and _running(p)] == []
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
