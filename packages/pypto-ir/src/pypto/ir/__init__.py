@@ -17,7 +17,11 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
     from pypto.ir.compile import CompileResult, compile, compile_to_files
     from pypto.ir.contract import Contract, DeviceKind, device_kind, parse_platform
-    from pypto.ir.distributed_compiled_program import DistributedCompiledProgram, DistributedConfig
+    from pypto.ir.distributed_compiled_program import (
+        DATA_PATHS,
+        DistributedCompiledProgram,
+        DistributedConfig,
+    )
     from pypto.ir.dtypes import DataType
     from pypto.ir.errors import CodegenError, CompileError, KernelError, PyptoCompileError
     from pypto.ir.execution import (
@@ -118,6 +122,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "set_jit_compiler": ("pypto.ir.execution", "set_jit_compiler"),
     "set_host_compiler": ("pypto.ir.execution", "set_host_compiler"),
     "set_jit_executor": ("pypto.ir.execution", "set_jit_executor"),
+    "DATA_PATHS": ("pypto.ir.distributed_compiled_program", "DATA_PATHS"),
     "DistributedConfig": ("pypto.ir.distributed_compiled_program", "DistributedConfig"),
     "DistributedCompiledProgram": ("pypto.ir.distributed_compiled_program", "DistributedCompiledProgram"),
     "HostLevelFunction": ("pypto.ir.host_function", "HostLevelFunction"),
@@ -129,6 +134,7 @@ _FACE: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
+    "DATA_PATHS",
     "DEFAULT_PLATFORM",
     "DEFAULT_RUNTIME",
     "DYNAMIC",

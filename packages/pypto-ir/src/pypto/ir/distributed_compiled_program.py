@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["DistributedCompiledProgram", "DistributedConfig"]
+__all__ = ["DATA_PATHS", "DistributedCompiledProgram", "DistributedConfig"]
+
+DATA_PATHS = ("shared_memory", "process_group")
+"""The values of ``DistributedConfig(data_path)``."""
 
 
 @dataclass(frozen=True)
@@ -26,11 +29,18 @@ class DistributedConfig:
             every SubWorker call in the host process, in call order, whatever the number.
         timeout: Seconds any wait of a dispatch may take (ranks starting, a dispatch
             finishing) before it fails naming the ranks it waited for.
+        data_path: How ranks reach each other's windows: ``"shared_memory"`` (one
+            shared-memory segment per window buffer, every rank maps all) or
+            ``"process_group"`` (each rank's windows are private; cross-rank operations go
+            through the ranks' host processes over the gloo process group, as for ranks that
+            share no memory). ``None``: the ``PYPTO_DIST_DATA_PATH`` environment variable of the
+            process that prepares the program, else ``"shared_memory"``.
     """
 
     device_ids: Sequence[int]
     num_sub_workers: int = 0
     timeout: float = 120.0
+    data_path: str | None = None
 
     def __post_init__(self) -> None:
         ids = tuple(self.device_ids) if not isinstance(self.device_ids, (str, bytes)) else None
@@ -57,6 +67,11 @@ class DistributedConfig:
             or not self.timeout > 0
         ):
             raise ValueError(f"DistributedConfig(timeout): expected seconds > 0, got {self.timeout!r}")
+        if self.data_path not in (None, *DATA_PATHS):
+            raise ValueError(
+                f"DistributedConfig(data_path): expected one of {', '.join(map(repr, DATA_PATHS))} or None, "
+                f"got {self.data_path!r}"
+            )
 
     @property
     def world_size(self) -> int:

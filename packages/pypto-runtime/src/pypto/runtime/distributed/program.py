@@ -76,7 +76,19 @@ class DistributedCompiledProgram(_CompiledBase):
             aic_threads=getattr(config, "aic_threads", None) or 1,
             aiv_threads=getattr(config, "aiv_threads", None) or 1,
             callbacks=callbacks,
+            data_path=self.data_path(config),
         )
+
+    def data_path(self, config: Any = None) -> str:
+        """The data path a worker prepared with ``config`` uses: ``config``'s
+        ``distributed_config.data_path``, else the compiled one's, else ``PYPTO_DIST_DATA_PATH``."""
+        from pypto.runtime import settings
+
+        dc = getattr(config, "distributed_config", None)
+        for chosen in (getattr(dc, "data_path", None), self.distributed_config.data_path):
+            if chosen is not None:
+                return str(chosen)
+        return str(settings.get("PYPTO_DIST_DATA_PATH"))
 
     def __call__(
         self, *args: Any, config: Any = None, callbacks: dict[str, Any] | None = None, **kwargs: Any

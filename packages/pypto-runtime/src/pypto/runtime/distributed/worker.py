@@ -202,6 +202,7 @@ class DistributedWorker:
         aic_threads: int | None = 1,
         aiv_threads: int | None = 1,
         callbacks: dict[str, Callable[..., Any]] | None = None,
+        data_path: str | None = None,
     ) -> None:
         from pypto.runtime.distributed._engine import RankGroup
 
@@ -211,6 +212,10 @@ class DistributedWorker:
         if timeout is None:
             dc = getattr(self._compiled[0], "distributed_config", None)
             timeout = dc.timeout if dc is not None else 120.0
+        if data_path is None:
+            data_path = self._compiled[0].data_path()
+        # "process_group": the ranks hold their windows in private memory (no segments here)
+        self.data_path = data_path
         self._segments: list[shm.Segment] = []
         self._tensors: dict[str, SharedDeviceTensor] = {}  # segment name -> live tensor
         self._forget: list[str] = []  # segments of freed tensors the ranks still map
@@ -224,7 +229,7 @@ class DistributedWorker:
             self._windows: list[list[shm.Segment]] = []
             for plan in self._plans:
                 self._windows.append([])
-                for w in plan.windows:
+                for w in plan.windows if data_path == "shared_memory" else ():
                     self._windows[-1].append(shm.create(w.stride * plan.world_size))
                     self._segments.append(self._windows[-1][-1])
             self._group = RankGroup(
@@ -233,6 +238,7 @@ class DistributedWorker:
                 timeout=timeout,
                 aic_threads=aic_threads,
                 aiv_threads=aiv_threads,
+                data_path=data_path,
             )
         except BaseException:
             self.close()
@@ -290,6 +296,12 @@ class DistributedWorker:
     def rank_pids(self) -> tuple[int, ...]:
         """The process ids of the ranks (rank order)."""
         return self._group.pids if self._group is not None else ()
+
+    @property
+    def rank_seconds(self) -> tuple[float, ...]:
+        """Seconds each rank's launches took in the last dispatch, timed inside the rank (no
+        command delivery or polling; rank order); empty before the first dispatch."""
+        return self._group.rank_seconds if self._group is not None else ()
 
     @property
     def segment_names(self) -> tuple[str, ...]:
