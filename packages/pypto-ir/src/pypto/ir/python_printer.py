@@ -25,9 +25,11 @@ from pypto.ir.nodes import (
     Arg,
     Assign,
     BinOp,
+    Break,
     Call,
     CallFunc,
     Const,
+    Continue,
     Expr,
     ExprStmt,
     For,
@@ -39,6 +41,7 @@ from pypto.ir.nodes import (
     Stmt,
     TensorWrite,
     Var,
+    While,
     Yield,
 )
 from pypto.ir.param_info import Layout, ParamDirection
@@ -269,6 +272,18 @@ def _stmt(s: Stmt, depth: int, out: list[str], carried: tuple[Var, ...]) -> None
         else:
             out.append(f"{pad}for {s.var.name} in {rng}):")
             _body(s.body, depth + 1, out)
+    elif isinstance(s, While):
+        if s.iter_args:  # after SSA: the carried values spelled out, the condition by pl.cond
+            names = ", ".join(ia.var.name for ia in s.iter_args)
+            inits = ", ".join(_expr(ia.init) for ia in s.iter_args)
+            out.append(f"{pad}for ({names},) in pl.while_(init_values=({inits},)):")
+            out.append(f"{pad}{_INDENT}pl.cond({_expr(s.cond)})")
+            _body(s.body, depth + 1, out, s.results)
+        else:
+            out.append(f"{pad}while {_expr(s.cond)}:")
+            _body(s.body, depth + 1, out)
+    elif isinstance(s, (Break, Continue)):
+        out.append(f"{pad}{'break' if isinstance(s, Break) else 'continue'}")
     elif isinstance(s, If):
         out.append(f"{pad}if {_expr(s.cond)}:")
         _body(s.then_body, depth + 1, out, s.results)

@@ -44,11 +44,11 @@ from pypto.language.parser.common import (
     _ann_str,
     _Static,
 )
+from pypto.language.parser.control import _Control
 from pypto.language.parser.directives import DIRECTIVES
-from pypto.language.parser.tasks import _Tasks
 
 
-class _Statements(_Tasks):
+class _Statements(_Control):
     # ------------------------------------------------------------------ statements
 
     def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]:
@@ -157,6 +157,10 @@ class _Statements(_Tasks):
             return self.for_stmt(s)
         if isinstance(s, ast.If):
             return self.if_stmt(s)
+        if isinstance(s, ast.While):
+            return self.while_stmt(s)
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return self.leave_stmt(s)
         if isinstance(s, ast.With):
             opened = s.items[0].context_expr if len(s.items) == 1 else None
             if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) in ("spmd", "cluster"):
@@ -165,7 +169,6 @@ class _Statements(_Tasks):
                 return self.manual_scope_stmt(s, opened)
             return self.with_stmt(s)
         names = {
-            ast.While: "while loops",
             ast.Try: "try statements",
             ast.FunctionDef: "nested function definitions",
             ast.Delete: "del",
@@ -179,7 +182,7 @@ class _Statements(_Tasks):
         what = names.get(type(s), type(s).__name__)
         raise self.err(
             f"unsupported Python construct in a kernel: {what}; kernels use assignments, "
-            "pl.range loops, pl.at scopes and a final return",
+            "pl.range and while loops, if, pl.at scopes and a final return",
             s,
         )
 
@@ -422,7 +425,13 @@ class _Statements(_Tasks):
             raise self.err("for ... else is not supported", s)
         it = s.iter
         if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "spmd":
-            return self.spmd_stmt(s, it)
+            self.loop_stack.append(("spmd", self.st.in_scope))
+            try:
+                return self.spmd_stmt(s, it)
+            finally:
+                self.loop_stack.pop()
+        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "while_":
+            return self.while_form(s, it)
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
             raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
         init_node = None
@@ -494,9 +503,11 @@ class _Statements(_Tasks):
         self.st.env[target.id] = var
         self.carried.append(carried)
         self.yield_targets.append({})
+        self.loop_stack.append((self.loop_kind(it), self.st.in_scope))
         try:
             body, _ = self.block(s.body)
         finally:
+            self.loop_stack.pop()
             self.carried.pop()
             renames = self.yield_targets.pop()
         # names first bound inside the loop are local to it, except a name bound to a store into
@@ -515,6 +526,11 @@ class _Statements(_Tasks):
             dest = st.value.args[2]
             if bound is not None and isinstance(dest, Var) and id(dest) in outer:
                 self.st.env[bound] = dest
+        # any other name first bound in the body and read after the loop keeps its last value
+        first_bound = {
+            k: v for k, v in after.items() if k not in saved and k not in self.st.env and k != target.id
+        }
+        pre.extend(self.keep_read_after(s, first_bound))
         for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
             self.st.env[lhs] = self.st.env[name]
         return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s), stage=stage)]
@@ -587,7 +603,10 @@ class _Statements(_Tasks):
         merged = dict(before)
         merged.update({n: v for n, v in env_then.items() if n in before or n in env_else})
         self.st.env = merged
-        return [If(cond, tuple(then), tuple(els), span=self.src.span(s))]
+        # a name bound in one branch only and read after the if keeps its binding (control.py)
+        one_branch = {n: v for env in (env_then, env_else) for n, v in env.items() if n not in merged}
+        pre = self.keep_read_after(s, one_branch)
+        return [*pre, If(cond, tuple(then), tuple(els), span=self.src.span(s))]
 
     def spmd_stmt(self, s: ast.With | ast.For, call: ast.Call) -> list[Stmt]:
         """``with pl.spmd(n):`` / ``for i in pl.spmd(n):`` in an orchestration: a loop over the
