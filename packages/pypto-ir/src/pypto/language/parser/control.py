@@ -21,7 +21,7 @@ from pypto.ir import ops as op_registry
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import Assign, Break, Call, Const, Continue, Expr, Stmt, Var, While
 from pypto.ir.types import ScalarType, TensorType, TileType, Type
-from pypto.language.parser.tasks import _Tasks
+from pypto.language.parser.tuples import _Tuples
 
 _KIND_WORDS = {
     "parallel": "a pl.parallel loop (its iterations are independent)",
@@ -30,7 +30,7 @@ _KIND_WORDS = {
 }
 
 
-class _Control(_Tasks):
+class _Control(_Tuples):
     # ------------------------------------------------------------------ loop bookkeeping
 
     @property

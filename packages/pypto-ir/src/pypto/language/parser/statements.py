@@ -46,6 +46,7 @@ from pypto.language.parser.common import (
 )
 from pypto.language.parser.control import _Control
 from pypto.language.parser.directives import DIRECTIVES
+from pypto.language.parser.tuples import TupleValue
 
 
 class _Statements(_Control):
@@ -203,6 +204,8 @@ class _Statements(_Control):
                 target,
             )
         value = self.expr(value_node)
+        if isinstance(value, TupleValue):  # a tuple: its name stands for its items
+            return self.bind_name(target, value)
         if ann is not None:
             self.check_annotation(ann, value, target.id)
         if isinstance(value, Var) and value.name == target.id:
@@ -220,12 +223,15 @@ class _Statements(_Control):
         """``a, b = kernel(x, y)`` in an orchestration: the call is submitted once, and each name
         is bound to the argument tensor its result aliases (a kernel returns the tensors it
         wrote, so the names are those tensors, now written)."""
+        value = self.expr(value_node)
+        if isinstance(value, TupleValue):
+            return self.unpack_tuple(target, value, s)
         if not all(isinstance(t, ast.Name) for t in target.elts):
             raise self.err("tuple unpacking assigns plain names: a, b = kernel(...)", target)
-        value = self.expr(value_node)
         if not isinstance(value, CallFunc):
             raise self.err(
-                "only the results of a kernel call can be unpacked: a, b = kernel(...)", value_node
+                "only a tuple or the results of a kernel call can be unpacked: a, b = t / a, b = kernel(...)",
+                value_node,
             )
         callee = self.ctx.functions.get(value.callee)
         n = len(value.type.items) if isinstance(value.type, TupleType) else 1
@@ -838,7 +844,8 @@ class _Statements(_Control):
         values = []
         for n in nodes:
             e = self.expr(n)
-            if not isinstance(e.type, (TensorType, ScalarType)):
-                raise self.err(f"a function returns tensors (or scalars), not {e.type}", n)
-            values.append(e)
+            for item in e.flat() if isinstance(e, TupleValue) else [e]:  # return t: the tuple's items
+                if not isinstance(item.type, (TensorType, ScalarType)):
+                    raise self.err(f"a function returns tensors (or scalars), not {item.type}", n)
+                values.append(item)
         return Return(tuple(values), self.src.span(s))
