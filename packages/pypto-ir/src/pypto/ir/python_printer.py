@@ -325,7 +325,11 @@ def _param(name: str, t: Type, direction: ParamDirection) -> str:
 
 def _function(f: Function, depth: int, method: bool) -> list[str]:
     pad = _INDENT * depth
-    deco = "@pl.function" if f.func_type is FunctionType.Opaque else f"@pl.function(type={f.func_type!r})"
+    kwargs = [] if f.func_type is FunctionType.Opaque else [f"type={f.func_type!r}"]
+    attrs = [(k, v) for k, v in f.attrs if k != "auto_scope"]
+    if len(attrs) != len(f.attrs):  # @pl.function(auto_scope=False) records it as an attribute
+        kwargs.append(f"auto_scope={dict(f.attrs)['auto_scope']!r}")
+    deco = "@pl.function" + (f"({', '.join(kwargs)})" if kwargs else "")
     params = [_param(p.name, p.var.type, p.direction) for p in f.params]
     if method:
         params.insert(0, "self")
@@ -335,8 +339,8 @@ def _function(f: Function, depth: int, method: bool) -> list[str]:
     elif f.returns:
         rets = " -> tuple[" + ", ".join(type_text(t) for t in f.returns) + "]"
     lines = [pad + deco, f"{pad}def {f.name}({', '.join(params)}){rets}:"]
-    if f.attrs:  # a parameter reference prints as its name, an enum member as pl.<Enum>.<member>
-        items = ", ".join(f"{json.dumps(k)}: {v!r}" for k, v in f.attrs)
+    if attrs:  # a parameter reference prints as its name, an enum member as pl.<Enum>.<member>
+        items = ", ".join(f"{json.dumps(k)}: {v!r}" for k, v in attrs)
         lines.append(f"{pad}{_INDENT}pl.func_attr({{{items}}})")
     _body(f.body, depth + 1, lines)
     return lines
