@@ -116,6 +116,17 @@ class _Control(_Tuples):
         ):
             raise self.err("the body of a pl.while_ loop starts with pl.cond(condition)", first)
         cond_call = first.value
+        last = s.body[-1]
+        if not (
+            isinstance(last, ast.Assign)
+            and isinstance(last.value, ast.Call)
+            and self.dsl_kind(last.value.func) == "yield_"
+        ):
+            raise self.err(
+                "the body of a pl.while_ loop ends with an assignment-form pl.yield_: x_next = pl.yield_(...) "
+                "(its names hold the values after the loop)",
+                last,
+            )
         if len(cond_call.args) != 1 or cond_call.keywords:
             raise self.err("pl.cond takes one condition: pl.cond(x < n)", cond_call)
         pre: list[Stmt] = []
@@ -130,9 +141,10 @@ class _Control(_Tuples):
 
     def while_condition(self, node: ast.expr) -> Expr:
         cond = self.expr(node)
-        if not isinstance(cond.type, ScalarType):
+        if not isinstance(cond.type, ScalarType) or cond.type.dtype is not DataType.BOOL:
             raise self.err(
-                f"a while condition must be a scalar (a comparison such as i < n), got {cond.type}", node
+                f"a while condition must be a bool scalar (a comparison such as i < n, or True), got {cond.type}",
+                node,
             )
         return cond
 
