@@ -230,7 +230,7 @@ class _Statements(_Control):
             raise self.err("tuple unpacking assigns plain names: a, b = kernel(...)", target)
         if not isinstance(value, CallFunc):
             raise self.err(
-                "only a tuple or the results of a kernel call can be unpacked: a, b = t / a, b = kernel(...)",
+                "only the results of a kernel call can be unpacked: a, b = kernel(...) (or a tuple: a, b = t)",
                 value_node,
             )
         callee = self.ctx.functions.get(value.callee)
