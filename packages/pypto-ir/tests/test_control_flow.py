@@ -200,9 +200,23 @@ def local_stays_local(n: pl.Scalar[pl.INT64]) -> pl.Scalar[pl.INT64]:
     return total
 
 
+@pl.function
+def rebound_before_read(n: pl.Scalar[pl.INT64]) -> pl.Scalar[pl.INT64]:
+    total: pl.Scalar[pl.INT64] = 0
+    for i in pl.range(n):
+        step = i + 1
+        total = total + step
+    step = 7  # bound again before it is read: the loop's value is not needed
+    return total + step
+
+
 def test_a_name_not_read_after_the_loop_gets_no_starting_value() -> None:
-    names = [s.var.name for s in local_stays_local.ir.body if isinstance(s, Assign)]
-    assert "step" not in names
+    for fn in (local_stays_local, rebound_before_read):
+        (loop,) = [s for s in fn.ir.body if isinstance(s, For)]
+        before = fn.ir.body[: fn.ir.body.index(loop)]
+        assert "step" not in [s.var.name for s in before if isinstance(s, Assign)]
+        (loop,) = [s for s in ssa.convert_function(fn.ir).body if isinstance(s, For)]
+        assert [ssa.base_name(ia.var.name) for ia in loop.iter_args] == ["total"]
 
 
 # ----------------------------------------------------------------------------- tuples

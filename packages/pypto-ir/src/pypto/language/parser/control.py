@@ -195,12 +195,21 @@ class _Control(_Tuples):
         return pre
 
     def names_read_after(self, s: ast.stmt) -> set[str]:
+        """Names whose first mention after statement ``s`` (in source order) reads them; a name
+        assigned again before any read does not need its value from ``s``."""
         end = (getattr(s, "end_lineno", 0) or 0, getattr(s, "end_col_offset", 0) or 0)
-        return {
-            n.id
-            for n in ast.walk(self.src.tree)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and (n.lineno, n.col_offset) > end
-        }
+        tree = self.src.tree
+        updated = {id(n.target) for n in ast.walk(tree) if isinstance(n, ast.AugAssign)}  # x += 1 reads x
+        first: dict[str, tuple[tuple[int, int], bool]] = {}
+        for n in ast.walk(tree):
+            if not isinstance(n, ast.Name) or (n.lineno, n.col_offset) <= end:
+                continue
+            read = isinstance(n.ctx, ast.Load) or id(n) in updated
+            # in `x = f(x)` the value is read before the name is bound again
+            at = (n.lineno, n.col_offset) if read else (n.end_lineno or n.lineno, 1 << 30)
+            if n.id not in first or at < first[n.id][0]:
+                first[n.id] = (at, read)
+        return {name for name, (_, read) in first.items() if read}
 
     def starting_value(self, name: str, ty: Type, s: ast.stmt) -> Expr:
         span = self.src.span(s)
