@@ -474,3 +474,17 @@ def test_a_key_given_by_the_decorator_and_the_body_is_reported() -> None:
 def test_bad_decorator_attrs_are_refused(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(TypeError, match=message):
         pl.function(**kwargs)
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def test_programs_with_while_break_continue_and_tuples_print_and_parse_back() -> None:
+    for f in (first_multiple.ir, collatz_steps.ir, last_square.ir, tuple_forms.ir, halve_until_small.ir):
+        text = f.as_python()
+        assert structural_equal(pl.parse(text), f), text
+    text = WhileKernel.as_python()
+    assert "while (k < n):" in text
+    assert "continue" in text
+    assert "break" in text
+    assert structural_equal(pl.parse(text), WhileKernel)
