@@ -187,7 +187,7 @@ class _Control(_Tuples):
         for name, value in new.items():
             if name not in later:
                 continue
-            if isinstance(value, Var):
+            if isinstance(value, Var) and value.name == self.prefix + name:  # not another name's value
                 start = self.starting_value(name, value.type, s)
                 pre.append(Assign(Var(value.name, value.type, value.span), start, self.src.span(s)))
                 self.st.multi.add(name)
