@@ -317,6 +317,12 @@ def pl_while_without_cond(n: pl.Scalar[pl.INT64]) -> pl.Scalar[pl.INT64]:
 
 
 @pl.function
+def cond_outside_pl_while(n: pl.Scalar[pl.INT64]) -> pl.Scalar[pl.INT64]:
+    pl.cond(n > 0)
+    return n
+
+
+@pl.function
 def pl_while_bare_yield(n: pl.Scalar[pl.INT64]) -> pl.Scalar[pl.INT64]:
     for (v,) in pl.while_(init_values=(n,)):
         pl.cond(v < 100)
@@ -337,6 +343,11 @@ def pl_while_bare_yield(n: pl.Scalar[pl.INT64]) -> pl.Scalar[pl.INT64]:
         ),
         (pl_while_without_cond, "w = v + 1", "the body of a pl.while_ loop starts with pl.cond(condition)"),
         (pl_while_bare_yield, "pl.yield_(v * 2)", "ends with an assignment-form pl.yield_"),
+        (
+            cond_outside_pl_while,
+            "pl.cond(n > 0)",
+            "is the first statement of a pl.while_ loop body, and only that",
+        ),
     ],
 )
 def test_control_flow_mistakes_are_reported_at_their_line(fn: Any, marker: str, message: str) -> None:

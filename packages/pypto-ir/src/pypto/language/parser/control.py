@@ -33,15 +33,6 @@ _KIND_WORDS = {
 class _Control(_Tuples):
     # ------------------------------------------------------------------ loop bookkeeping
 
-    @property
-    def loop_stack(self) -> list[tuple[str, bool]]:
-        """The loops around the statement being parsed, innermost last: (kind, whether the
-        loop is inside a ``pl.at`` scope). Kinds: range, parallel, unroll, pipeline, while."""
-        stack: list[tuple[str, bool]] | None = self.__dict__.get("_loop_stack")
-        if stack is None:
-            stack = self.__dict__["_loop_stack"] = []
-        return stack
-
     def loop_kind(self, it: ast.Call) -> str:
         """The kind of a ``for`` loop over ``pl.range`` / ``parallel`` / ``unroll`` / ``pipeline``."""
         from pypto.language import dsl

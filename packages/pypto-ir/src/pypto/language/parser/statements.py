@@ -120,6 +120,10 @@ class _Statements(_Control):
             return self.yield_stmt(s.value, s.target)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             kind = self.dsl_kind(s.value.func)
+            if kind == "cond":
+                raise self.err(
+                    "pl.cond(condition) is the first statement of a pl.while_ loop body, and only that", s
+                )
             if kind == "submit":
                 return self.submit_assign([], s.value, s)
             if kind in DIRECTIVES:
