@@ -181,3 +181,39 @@ def test_tuple_values_index_unpack_swap_and_return() -> None:
     run(Tuples, x, a, b)
     torch.testing.assert_close(a, x * 2.0 + 3.0)
     torch.testing.assert_close(b, x + 1.0)
+
+
+@pl.program
+class PingPong:
+    @pl.function(type=pl.FunctionType.InCore)
+    def double(
+        self, src: pl.Tensor[[16, 16], pl.FP32], dst: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        t = pl.load(src, [0, 0], [16, 16])
+        dst = pl.store(pl.add(t, t), [0, 0], dst)
+        return dst
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
+        b: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
+        n: pl.Scalar[pl.INT64],
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        src, dst = a, b
+        k: pl.Scalar[pl.INT64] = 0
+        while k < n:
+            dst = self.double(src, dst)
+            src, dst = dst, src  # the tensors swap roles: a while loop carrying two tensors
+            k = k + 1
+        return src
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_an_orchestration_while_loop_carries_tensors_swapped_by_tuple_unpacking(n: int) -> None:
+    a0 = torch.randn(16, 16)
+    a = a0.clone()
+    b = torch.zeros(16, 16)
+    run(PingPong, a, b, n)
+    last = a if n % 2 == 0 else b  # written by the last iteration
+    torch.testing.assert_close(last, a0 * 2**n)
