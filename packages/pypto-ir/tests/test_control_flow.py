@@ -534,3 +534,28 @@ def test_names_bound_in_a_loop_to_other_values_get_no_starting_value() -> None:
     assert creates == []
     (ret,) = [s for s in main.body if not isinstance(s, (Assign, For))]
     assert [v.name for v in ret.values] == ["acc", "b"]  # type: ignore[union-attr]
+
+
+@pl.program
+class OpCallInWhileCondition:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[16, 16], pl.FP32],
+        cfg: pl.Tensor[[1, 4], pl.INT64],
+        out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            k: pl.Scalar[pl.INT64] = 0
+            while k < pl.read(cfg, [0, 0]):
+                k = k + 1
+            out = pl.store(pl.mul(pl.load(x, [0, 0], [16, 16]), k), [0, 0], out)
+        return out
+
+
+def test_an_op_call_in_a_while_condition_is_reported_with_what_to_do() -> None:
+    with pytest.raises(KernelError) as info:
+        lower(OpCallInWhileCondition)
+    msg = str(info.value)
+    assert "a while condition compares scalar names, constants and arithmetic on them" in msg
+    assert f"{__file__}:" in msg
