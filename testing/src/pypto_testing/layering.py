@@ -52,10 +52,14 @@ LAYERS: tuple[Layer, ...] = (
         "pypto-runtime",
         "packages/pypto-runtime/src",
         ("pypto.runtime", "pypto.ir", "pypto.language", "simpler"),
-        # The distributed rank engine is the one place in pypto.runtime that loads torch
-        # (torch.distributed starts and connects the rank processes), only when a distributed
-        # program is prepared; single-chip programs never import it.
-        exceptions=(("pypto.runtime.distributed._engine", ("torch",)),),
+        # The distributed rank engine loads torch (torch.distributed starts and connects the
+        # rank processes) only when a distributed program is prepared, and distributed_runner
+        # only when a SubWorker callback asks for a torch view of its argument (upstream's
+        # _tensor_from_continuous); single-chip programs import neither.
+        exceptions=(
+            ("pypto.runtime.distributed._engine", ("torch",)),
+            ("pypto.runtime.distributed_runner", ("torch",)),
+        ),
     ),
     Layer(
         "pypto-torch",

@@ -1,7 +1,9 @@
-"""The configuration of a multi-chip (distributed) program: which devices are its ranks.
+"""The configuration of a multi-chip (distributed) program, and the type of its compiled form.
 
 ``DistributedConfig`` is pure data; the runtime (``pypto.runtime``) reads it from
-``RunConfig(distributed_config=...)`` when it compiles and runs a ``@pl.jit.host`` program.
+``RunConfig(distributed_config=...)`` (or ``pypto.ir.compile(program, distributed_config=...)``)
+when it compiles and runs a multi-chip program. ``DistributedCompiledProgram`` is the type of
+what that compile returns; the runtime's class (``pypto.runtime.distributed``) derives from it.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["DistributedConfig"]
+__all__ = ["DistributedCompiledProgram", "DistributedConfig"]
 
 
 @dataclass(frozen=True)
@@ -19,8 +21,9 @@ class DistributedConfig:
     Args:
         device_ids: One device ordinal per rank, distinct, ``>= 0``; the rank count is its
             length. On a simulated platform every rank is a process with its own simulated chip.
-        num_sub_workers: Host-side sub-workers per rank; only 0 is supported (none are
-            simulated yet).
+        num_sub_workers: Host-side sub-workers (``pl.Role.SubWorker`` functions of a
+            ``@pl.program``); a program that calls one needs at least 1. The simulation runs
+            every SubWorker call in the host process, in call order, whatever the number.
         timeout: Seconds any wait of a dispatch may take (ranks starting, a dispatch
             finishing) before it fails naming the ranks it waited for.
     """
@@ -48,11 +51,6 @@ class DistributedConfig:
             raise ValueError(
                 f"DistributedConfig(num_sub_workers): expected an int >= 0, got {self.num_sub_workers!r}"
             )
-        if self.num_sub_workers != 0:
-            raise ValueError(
-                f"DistributedConfig(num_sub_workers): only 0 is supported (host sub-workers are not "
-                f"simulated), got {self.num_sub_workers}"
-            )
         if (
             isinstance(self.timeout, bool)
             or not isinstance(self.timeout, (int, float))
@@ -63,3 +61,14 @@ class DistributedConfig:
     @property
     def world_size(self) -> int:
         return len(self.device_ids)
+
+
+class DistributedCompiledProgram:
+    """A compiled multi-chip program (made by the runtime: ``pypto.runtime`` compiles
+    ``@pl.jit.host`` functions and ``@pl.program`` classes with a host orchestrator into its
+    subclass). Call it to run once, or ``prepare()`` a worker that keeps its ranks up."""
+
+    def prepare(self, *args: object, **kwargs: object) -> object:
+        raise NotImplementedError(
+            f"{type(self).__name__}.prepare: made by pypto.runtime, which implements it"
+        )

@@ -364,6 +364,12 @@ class Function:
 
         return function_text(self)
 
+    @property
+    def requires_runtime_binding(self) -> bool:
+        """False: a device function has its body (a host SubWorker with a ``...`` body is the
+        one kind of function bound at runtime)."""
+        return False
+
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:
@@ -391,9 +397,11 @@ class Program:
     name: str
     funcs: tuple[Function, ...]
     entry: str
+    # Level.HOST functions (pypto.ir.host_function.HostLevelFunction): Python bodies, not IR
+    host_funcs: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
-        names = [f.name for f in self.funcs]
+        names = [f.name for f in self.funcs] + [f.name for f in self.host_funcs]
         if len(set(names)) != len(names):
             raise ValueError(f"Program {self.name!r}: function names repeat: {names}")
         if self.entry not in names:
@@ -408,6 +416,13 @@ class Program:
     def entry_function(self) -> Function:
         return self.functions[self.entry]
 
+    def get_function(self, name: str) -> Any:
+        """The function ``name`` (a device Function or a host-level function), or None."""
+        found = self.functions.get(name)
+        if found is not None:
+            return found
+        return next((f for f in self.host_funcs if f.name == name), None)
+
     def as_python(self) -> str:
         """Kernel-language text (a ``@pl.program`` class) that ``pl.parse`` reads back to this program."""
         from pypto.ir.python_printer import program_text
@@ -415,7 +430,7 @@ class Program:
         return program_text(self)
 
     def replace(self, funcs: tuple[Function, ...]) -> Program:
-        return Program(self.name, funcs, self.entry)
+        return Program(self.name, funcs, self.entry, self.host_funcs)
 
     def __str__(self) -> str:
         return print_ir(self)

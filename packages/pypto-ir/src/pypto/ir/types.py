@@ -51,12 +51,25 @@ class MemorySpace(enum.Enum):
 
 
 class Level(enum.Enum):
-    """The hardware level a ``pl.at`` scope runs on. CORE_GROUP outlines an InCore kernel."""
+    """The hardware level code runs on. ``pl.at(level=CORE_GROUP)`` outlines an InCore kernel;
+    ``@pl.function(level=HOST, role=...)`` is host-CPU code of a multi-chip ``@pl.program``."""
 
     CORE_GROUP = "CORE_GROUP"
+    HOST = "HOST"
 
     def __repr__(self) -> str:
         return f"pl.Level.{self.value}"
+
+
+class Role(enum.Enum):
+    """What a ``Level.HOST`` function of a ``@pl.program`` is: the host orchestrator (launches
+    the chip orchestrations and calls SubWorkers) or a SubWorker (a host callback)."""
+
+    Orchestrator = "Orchestrator"
+    SubWorker = "SubWorker"
+
+    def __repr__(self) -> str:
+        return f"pl.Role.{self.value}"
 
 
 class FunctionType(enum.Enum):

@@ -18,7 +18,7 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
-from pypto.ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue, SplitMode, TaskIdType
+from pypto.ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue, Role, SplitMode, TaskIdType
 from pypto.language import array, system, tensor, tile
 from pypto.language import ops as _ops
 from pypto.language.decorators import (
@@ -124,6 +124,7 @@ __all__ = [
     "MemorySpace",
     "Out",
     "PadValue",
+    "Role",
     "RuntimeScalarMarker",
     "Scalar",
     "Specialization",

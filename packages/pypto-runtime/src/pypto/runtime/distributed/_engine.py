@@ -10,8 +10,9 @@ program is prepared (its imports are inside the functions): single-chip programs
   context reports a rank that exited (its exit code or signal, and the error it recorded) and
   terminates the others.
 - Rendezvous and control: a ``TCPStore`` served by the parent at ``MASTER_ADDR:MASTER_PORT``.
-  It holds the plan (``boot``); commands are ``cmd/<seq>`` keys (JSON), and each rank answers
-  ``done/<seq>/<rank>`` with ``ok`` or its error.
+  It holds the plans of the worker's programs (``boot``); commands are ``cmd/<seq>`` keys
+  (JSON, naming the program and the phase to run), and each rank answers ``done/<seq>/<rank>``
+  with ``ok`` or its error.
 - The ranks form a gloo process group over the same store; its barrier confirms every rank is
   up before the parent sends the first command.
 
@@ -92,12 +93,15 @@ def _rank_main() -> None:
         world_size=world_size,
         timeout=timeout,
     )
-    runner = RankRunner(
-        rank,
-        DistributedPlan.from_json(boot["plan"]),
-        aic_threads=boot["aic_threads"],
-        aiv_threads=boot["aiv_threads"],
-    )
+    runners = [
+        RankRunner(
+            rank,
+            DistributedPlan.from_json(plan),
+            aic_threads=boot["aic_threads"],
+            aiv_threads=boot["aiv_threads"],
+        )
+        for plan in boot["plans"]
+    ]
     try:
         dist.barrier()
         store.set(f"ready/{rank}", "1")
@@ -112,14 +116,17 @@ def _rank_main() -> None:
             if command["op"] == "close":
                 return
             try:
-                runner.run(command)
+                for runner in runners:
+                    runner.forget(command.get("forget", []))
+                runners[command.get("program", 0)].run(command)
                 result = "ok"
             except BaseException as exc:  # reported to the parent, which fails the dispatch
                 result = "".join(traceback.format_exception(exc))
             store.set(f"done/{seq}/{rank}", result)
             seq += 1
     finally:
-        runner.close()
+        for runner in runners:
+            runner.close()
         dist.destroy_process_group()
 
 
@@ -128,7 +135,7 @@ class RankGroup:
 
     def __init__(
         self,
-        plan_json: dict[str, Any],
+        plans_json: list[dict[str, Any]],
         world_size: int,
         *,
         timeout: float,
@@ -152,7 +159,7 @@ class RankGroup:
             json.dumps(
                 {
                     "timeout": timeout,
-                    "plan": plan_json,
+                    "plans": plans_json,
                     "aic_threads": aic_threads,
                     "aiv_threads": aiv_threads,
                 }

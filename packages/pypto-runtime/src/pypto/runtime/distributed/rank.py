@@ -59,18 +59,25 @@ class RankRunner:
         return prog
 
     def run(self, command: dict[str, Any]) -> None:
-        """Run this rank's dispatches; ``command`` names the segments and host offsets."""
+        """Run this rank's dispatches of the command's ``phase``; ``command`` names the segments
+        and host offsets (a tensor named in ``host_segments`` lies at its offset in that segment,
+        the others in the ``io`` segment)."""
         import numpy
 
         io = self._map(command["io"]) if command["io"] else None
+        own = command.get("host_segments", {})
         windows = [self._map(name) for name in command["windows"]]
         self._set_comm_context(windows, float(command.get("wait_timeout", DEFAULT_WAIT_TIMEOUT)))
         hosts: dict[int, Any] = {}
         for i, offset in command["host_offsets"].items():
             p = self.plan.params[int(i)]
             ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
-            hosts[int(i)] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=io, offset=offset)
+            buf = self._map(own[i]) if i in own else io
+            hosts[int(i)] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=buf, offset=offset)
+        phase = command.get("phase", 0)
         for d in self.mine:
+            if d.phase != phase:
+                continue
             args: list[Any] = []
             for a in d.args:
                 if a[0] == "host":
@@ -102,6 +109,14 @@ class RankRunner:
         simpler.comm.set_context(
             rank=self.rank, nranks=self.plan.world_size, windows=table, wait_timeout=wait_timeout
         )
+
+    def forget(self, names: list[str]) -> None:
+        """Unmap the segments ``names`` (the parent removed them)."""
+        for name in names:
+            m = self._maps.pop(name, None)
+            if m is not None:
+                with contextlib.suppress(BufferError):
+                    m.close()
 
     def close(self) -> None:
         maps, self._maps = self._maps, {}
