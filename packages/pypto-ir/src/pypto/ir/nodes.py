@@ -22,9 +22,11 @@ from pypto.ir.types import FunctionType, Level, ScalarType, Type
 __all__ = [
     "Assign",
     "BinOp",
+    "Break",
     "Call",
     "CallFunc",
     "Const",
+    "Continue",
     "Expr",
     "ExprStmt",
     "For",
@@ -39,6 +41,7 @@ __all__ = [
     "Stmt",
     "TensorWrite",
     "Var",
+    "While",
     "Yield",
     "free_vars",
     "print_ir",
@@ -241,6 +244,45 @@ class For:
 
 
 @dataclass(frozen=True)
+class While:
+    """``while cond:`` with loop-carried values.
+
+    ``cond`` is evaluated before each iteration and reads the iter args (their values so far);
+    ``results[i]`` is the value of ``iter_args[i]`` when the loop ends.
+    """
+
+    cond: Expr
+    body: tuple[Stmt, ...]
+    iter_args: tuple[IterArg, ...] = ()
+    results: tuple[Var, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Break:
+    """``break``: leave the innermost loop (a ``For`` or ``While``).
+
+    After SSA, ``values`` are the values the loop's iter args (hence its results) take when the
+    loop is left here; before SSA it is empty.
+    """
+
+    values: tuple[Expr, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Continue:
+    """``continue``: start the next iteration of the innermost loop.
+
+    After SSA, ``values`` are the next values of the loop's iter args (as a ``Yield`` would
+    give them); before SSA it is empty.
+    """
+
+    values: tuple[Expr, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class If:
     """``if cond: ... else: ...`` on a run-time scalar condition.
 
@@ -276,7 +318,12 @@ class Return:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-Stmt: TypeAlias = Assign | ExprStmt | TensorWrite | For | If | Yield | Scope | Return
+Stmt: TypeAlias = (
+    Assign | ExprStmt | TensorWrite | For | While | If | Yield | Break | Continue | Scope | Return
+)
+
+LOOPS = (For, While)
+"""The loop statements (a ``break`` / ``continue`` leaves or restarts the innermost one)."""
 
 
 # ----------------------------------------------------------------------------- functions
@@ -396,7 +443,7 @@ def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
     """Every statement, depth-first, nested bodies included."""
     for s in body:
         yield s
-        if isinstance(s, (For, Scope)):
+        if isinstance(s, (For, While, Scope)):
             yield from walk_stmts(s.body)
         elif isinstance(s, If):
             yield from walk_stmts(s.then_body)
@@ -442,9 +489,13 @@ def stmt_exprs(s: Stmt) -> Iterator[Expr]:
         yield s.step
         for ia in s.iter_args:
             yield ia.init
+    elif isinstance(s, While):
+        yield s.cond
+        for ia in s.iter_args:
+            yield ia.init
     elif isinstance(s, If):
         yield s.cond
-    elif isinstance(s, (Yield, Return)):
+    elif isinstance(s, (Yield, Return, Break, Continue)):
         yield from s.values
     elif isinstance(s, Scope):
         yield from s.deps
@@ -456,6 +507,10 @@ def stmt_defs(s: Stmt) -> Iterator[Var]:
         yield s.var
     elif isinstance(s, For):
         yield s.var
+        for ia in s.iter_args:
+            yield ia.var
+        yield from s.results
+    elif isinstance(s, While):
         for ia in s.iter_args:
             yield ia.var
         yield from s.results
@@ -524,6 +579,18 @@ def _print_body(body: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
             loop = "pipeline" if s.stage is not None else "range"
             lines.append(f"{pad}for {s.var} in {loop}({s.start}, {s.stop}, {s.step}{stage}){carried}:")
             _print_body(s.body, depth + 1, lines)
+        elif isinstance(s, While):
+            carried = ""
+            if s.iter_args:
+                inits = ", ".join(f"{ia.var}={ia.init}" for ia in s.iter_args)
+                res = ", ".join(map(str, s.results))
+                carried = f" carry({inits}) -> ({res})"
+            lines.append(f"{pad}while {s.cond}{carried}:")
+            _print_body(s.body, depth + 1, lines)
+        elif isinstance(s, (Break, Continue)):
+            word = "break" if isinstance(s, Break) else "continue"
+            values = f" with {', '.join(map(str, s.values))}" if s.values else ""
+            lines.append(f"{pad}{word}{values}")
         elif isinstance(s, If):
             res = f"  -> ({', '.join(map(str, s.results))})" if s.results else ""
             lines.append(f"{pad}if {s.cond}:{res}")

@@ -25,9 +25,11 @@ from pypto.ir.nodes import (
     Arg,
     Assign,
     BinOp,
+    Break,
     Call,
     CallFunc,
     Const,
+    Continue,
     Expr,
     ExprStmt,
     For,
@@ -39,6 +41,7 @@ from pypto.ir.nodes import (
     Stmt,
     TensorWrite,
     Var,
+    While,
     Yield,
 )
 from pypto.ir.param_info import Layout, ParamDirection
@@ -269,6 +272,18 @@ def _stmt(s: Stmt, depth: int, out: list[str], carried: tuple[Var, ...]) -> None
         else:
             out.append(f"{pad}for {s.var.name} in {rng}):")
             _body(s.body, depth + 1, out)
+    elif isinstance(s, While):
+        if s.iter_args:  # after SSA: the carried values spelled out, the condition by pl.cond
+            names = ", ".join(ia.var.name for ia in s.iter_args)
+            inits = ", ".join(_expr(ia.init) for ia in s.iter_args)
+            out.append(f"{pad}for ({names},) in pl.while_(init_values=({inits},)):")
+            out.append(f"{pad}{_INDENT}pl.cond({_expr(s.cond)})")
+            _body(s.body, depth + 1, out, s.results)
+        else:
+            out.append(f"{pad}while {_expr(s.cond)}:")
+            _body(s.body, depth + 1, out)
+    elif isinstance(s, (Break, Continue)):
+        out.append(f"{pad}{'break' if isinstance(s, Break) else 'continue'}")
     elif isinstance(s, If):
         out.append(f"{pad}if {_expr(s.cond)}:")
         _body(s.then_body, depth + 1, out, s.results)
@@ -310,7 +325,11 @@ def _param(name: str, t: Type, direction: ParamDirection) -> str:
 
 def _function(f: Function, depth: int, method: bool) -> list[str]:
     pad = _INDENT * depth
-    deco = "@pl.function" if f.func_type is FunctionType.Opaque else f"@pl.function(type={f.func_type!r})"
+    kwargs = [] if f.func_type is FunctionType.Opaque else [f"type={f.func_type!r}"]
+    attrs = [(k, v) for k, v in f.attrs if k != "auto_scope"]
+    if len(attrs) != len(f.attrs):  # @pl.function(auto_scope=False) records it as an attribute
+        kwargs.append(f"auto_scope={dict(f.attrs)['auto_scope']!r}")
+    deco = "@pl.function" + (f"({', '.join(kwargs)})" if kwargs else "")
     params = [_param(p.name, p.var.type, p.direction) for p in f.params]
     if method:
         params.insert(0, "self")
@@ -320,8 +339,8 @@ def _function(f: Function, depth: int, method: bool) -> list[str]:
     elif f.returns:
         rets = " -> tuple[" + ", ".join(type_text(t) for t in f.returns) + "]"
     lines = [pad + deco, f"{pad}def {f.name}({', '.join(params)}){rets}:"]
-    if f.attrs:  # a parameter reference prints as its name, an enum member as pl.<Enum>.<member>
-        items = ", ".join(f"{json.dumps(k)}: {v!r}" for k, v in f.attrs)
+    if attrs:  # a parameter reference prints as its name, an enum member as pl.<Enum>.<member>
+        items = ", ".join(f"{json.dumps(k)}: {v!r}" for k, v in attrs)
         lines.append(f"{pad}{_INDENT}pl.func_attr({{{items}}})")
     _body(f.body, depth + 1, lines)
     return lines

@@ -32,6 +32,7 @@ from pypto.language.decorators import (
 from pypto.language.dsl import (
     at,
     cluster,
+    cond,
     cross_core_slot,
     func_attr,
     manual_scope,
@@ -46,6 +47,7 @@ from pypto.language.dsl import (
     static_print,
     submit,
     unroll,
+    while_,
     yield_,
 )
 from pypto.language.jit import JITFunction, Specialization, jit
@@ -134,6 +136,7 @@ __all__ = [
     "array",
     "at",
     "cluster",
+    "cond",
     "cross_core_slot",
     "dynamic",
     "func_attr",
@@ -158,6 +161,7 @@ __all__ = [
     "tensor",
     "tile",
     "unroll",
+    "while_",
     "yield_",
 ]
 

@@ -11,6 +11,7 @@ from here.
 
 from __future__ import annotations
 
+import enum
 import functools
 import hashlib
 import importlib
@@ -111,16 +112,19 @@ class InlineFunction:
 class DSLFunction:
     """A fully annotated ``@pl.function`` defined outside a program class."""
 
-    def __init__(self, fn: Callable[..., Any], func_type: FunctionType) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], func_type: FunctionType, attrs: dict[str, Any] | None = None
+    ) -> None:
         self.fn = fn
         self.func_type = func_type
+        self.attrs = dict(attrs or {})
         self._ir: Function | None = None
         functools.update_wrapper(self, fn)
 
     @property
     def ir(self) -> Function:
         if self._ir is None:
-            self._ir = parse_function(self.fn, ctx=ParseContext(), func_type=self.func_type)
+            self._ir = parse_function(self.fn, ctx=ParseContext(), func_type=self.func_type, attrs=self.attrs)
         return self._ir
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -130,7 +134,7 @@ class DSLFunction:
         existing = ctx.functions.get(self.fn.__name__)
         if existing is not None:
             return existing
-        f = parse_function(self.fn, ctx=ctx, func_type=self.func_type)
+        f = parse_function(self.fn, ctx=ctx, func_type=self.func_type, attrs=self.attrs)
         ctx.functions[f.name] = f
         return f
 
@@ -144,9 +148,12 @@ def inline(fn: Callable[..., Any]) -> InlineFunction:
 
 
 class _FunctionMarker:
-    def __init__(self, fn: Callable[..., Any], func_type: FunctionType) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], func_type: FunctionType, attrs: dict[str, Any] | None = None
+    ) -> None:
         self.fn = fn
         self.func_type = func_type
+        self.attrs = dict(attrs or {})
 
 
 def _caller_frame() -> types.FrameType | None:
@@ -191,6 +198,8 @@ def function(
     type: FunctionType = FunctionType.Opaque,
     level: Level | None = None,
     role: Role | None = None,
+    attrs: dict[str, Any] | None = None,
+    auto_scope: bool = True,
 ) -> Any:
     """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)``.
 
@@ -198,16 +207,50 @@ def function(
     function that programs can call. ``level=pl.Level.HOST, role=pl.Role.Orchestrator`` or
     ``role=pl.Role.SubWorker`` marks host Python of a multi-chip program
     (:mod:`pypto.ir.host_function`).
+
+    ``attrs={"key": value}``: function attributes, as ``pl.func_attr`` at the top of the body
+    gives them (constants only: a decorator cannot name a parameter); the two combine, and a key
+    given by both is an error. ``auto_scope=False`` (an orchestration that places its runtime
+    scopes by hand, ``pl.manual_scope``) is recorded as the attribute ``auto_scope``; the
+    simulated runtime's scopes are the same either way.
     """
+    recorded = _decorator_attrs(attrs, auto_scope)
     if fn is None:
-        return lambda f: function(f, type=type, level=level, role=role)
+        return lambda f: function(f, type=type, level=level, role=role, attrs=attrs, auto_scope=auto_scope)
     if level is not None or role is not None:
         return _host_function(fn, level, role)
     capture_enclosing(fn, _caller_frame())
     parts = getattr(fn, "__qualname__", "").split(".")
     if len(parts) >= 2 and parts[-2] != "<locals>":  # defined in a class body
-        return _FunctionMarker(fn, type)
-    return DSLFunction(fn, type)
+        return _FunctionMarker(fn, type, recorded)
+    return DSLFunction(fn, type, recorded)
+
+
+def _decorator_attrs(attrs: Any, auto_scope: Any) -> dict[str, Any]:
+    """The attributes ``@pl.function(attrs=..., auto_scope=...)`` records, checked."""
+    from pypto.ir.serialization import ENUM_TYPES
+
+    if attrs is None:
+        attrs = {}
+    if not isinstance(attrs, dict):
+        raise TypeError(f'@pl.function(attrs=...): expected a dict such as {{"key": value}}, got {attrs!r}')
+    for key, value in attrs.items():
+        if not isinstance(key, str):
+            raise TypeError(f"@pl.function(attrs=...): keys must be strings, got {key!r}")
+        constant = isinstance(value, (bool, int, float, str)) and not isinstance(value, enum.Enum)
+        if not (constant or isinstance(value, ENUM_TYPES)):
+            raise TypeError(
+                f"@pl.function(attrs=...): the value of {key!r} must be a constant (int, float, bool, str, "
+                f"a pl enum member), got {value!r}"
+            )
+    if not isinstance(auto_scope, bool):
+        raise TypeError(f"@pl.function(auto_scope=...): expected True or False, got {auto_scope!r}")
+    if "auto_scope" in attrs:
+        raise TypeError("@pl.function: give auto_scope as its own keyword (auto_scope=False), not in attrs")
+    recorded = dict(attrs)
+    if not auto_scope:
+        recorded["auto_scope"] = False
+    return recorded
 
 
 class _ProgramContext(ParseContext):
@@ -225,7 +268,7 @@ class _ProgramContext(ParseContext):
             raise KernelError(f"function {name!r} calls itself (recursion is not supported)", span)
         self.parsing.add(name)
         m = self.methods[name]
-        f = parse_function(m.fn, ctx=self, func_type=m.func_type, is_method=True)
+        f = parse_function(m.fn, ctx=self, func_type=m.func_type, is_method=True, attrs=m.attrs)
         self.functions[name] = f
         return f
 

@@ -18,6 +18,7 @@ __all__ = [
     "Split",
     "at",
     "cluster",
+    "cond",
     "cross_core_slot",
     "manual_scope",
     "max",
@@ -31,6 +32,7 @@ __all__ = [
     "static_print",
     "submit",
     "unroll",
+    "while_",
     "yield_",
 ]
 
@@ -89,6 +91,25 @@ def yield_(*values: Any) -> Any:
 
 
 yield_.__pypto_dsl__ = "yield_"  # type: ignore[attr-defined]
+
+
+def while_(*, init_values: Any) -> Any:
+    """``for (x, ...) in pl.while_(init_values=(x0, ...)):`` — a while loop with its carried
+    values spelled out: the body starts with ``pl.cond(condition)`` (the loop runs while it
+    holds, tested before each iteration) and ends with ``x_next = pl.yield_(...)``, whose names
+    hold the values after the loop. The same loop as a plain ``while condition:``."""
+    raise RuntimeError("pl.while_() runs only inside a kernel body, which the compiler parses")
+
+
+while_.__pypto_dsl__ = "while_"  # type: ignore[attr-defined]
+
+
+def cond(condition: Any) -> Any:
+    """``pl.cond(x < n)``: the condition of the ``pl.while_`` loop whose body it starts."""
+    raise RuntimeError("pl.cond() runs only inside a kernel body, which the compiler parses")
+
+
+cond.__pypto_dsl__ = "cond"  # type: ignore[attr-defined]
 
 
 def _at_signature(

@@ -22,8 +22,10 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.errors import PyptoCompileError, Span
 from pypto.ir.nodes import (
     Assign,
+    Break,
     Call,
     Const,
+    Continue,
     Expr,
     ExprStmt,
     For,
@@ -33,6 +35,7 @@ from pypto.ir.nodes import (
     Return,
     Stmt,
     Var,
+    While,
     Yield,
     expr_vars,
     stmt_exprs,
@@ -163,6 +166,7 @@ class _KernelGen:
         self.dim_of: dict[tuple[str, int], str] = {}
         self.later_uses: dict[str, int] = {}
         self.tiles: list[TileAlloc] = []
+        self.loops: list[For | While] = []  # the loops around the statement being emitted
 
     def record(self, name: str, t: TileType, span: object = None) -> None:
         """Record a tile the generated code declares (its storage lives for the invocation)."""
@@ -249,10 +253,12 @@ class _KernelGen:
                 if not isinstance(s.value, Call) or s.value.op != "tile.store":
                     raise PyptoCompileError(f"kernel codegen: unexpected statement {s.value}")
                 self.store(s.value, depth)
-            elif isinstance(s, For):
+            elif isinstance(s, (For, While)):
                 self.loop(s, depth)
             elif isinstance(s, If):
                 self.branch(s, depth)
+            elif isinstance(s, (Break, Continue)):
+                self.leave(s, depth)
             elif isinstance(s, Yield):
                 pass  # handled by loop()
             elif isinstance(s, Return):
@@ -512,31 +518,50 @@ class _KernelGen:
             head = f"{tile_type(t)} {name} = {ident(into.name)};  // {fn} into a copy (SSA)"
         return head, f"pt::{fn}({', '.join(parts)});"
 
-    def loop(self, s: For, depth: int) -> None:
-        var = ident(s.var.name)
+    def loop(self, s: For | While, depth: int) -> None:
         for ia in s.iter_args:
             if isinstance(ia.var.type, TileType):
                 self.record(ia.var.name, ia.var.type, ia.var.span or s.span)
             self.emit(depth, f"{self.holder(ia.var)} {ident(ia.var.name)} = {self.value(ia.init)};")
-        start, stop, step = (scalar_expr(x, self.dim_of) for x in (s.start, s.stop, s.step))
-        if isinstance(s.step, Const):
-            cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"
+        if isinstance(s, While):
+            self.emit(depth, f"while ({scalar_expr(s.cond, self.dim_of)}) {{")
         else:
-            cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
-        if s.stage is not None:  # the simulated core runs iterations in order
-            self.emit(depth, f"// pl.pipeline(stage={s.stage}): a software-pipelining hint")
-        self.emit(depth, f"for (std::int64_t {var} = {start}; {cond}; {var} += {step}) {{")
-        self.body(s.body, depth + 1)
+            var = ident(s.var.name)
+            start, stop, step = (scalar_expr(x, self.dim_of) for x in (s.start, s.stop, s.step))
+            if isinstance(s.step, Const):
+                cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"
+            else:
+                cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
+            if s.stage is not None:  # the simulated core runs iterations in order
+                self.emit(depth, f"// pl.pipeline(stage={s.stage}): a software-pipelining hint")
+            self.emit(depth, f"for (std::int64_t {var} = {start}; {cond}; {var} += {step}) {{")
+        self.loops.append(s)
+        try:
+            self.body(s.body, depth + 1)
+        finally:
+            self.loops.pop()
         if s.iter_args:
             y = s.body[-1]
             assert isinstance(y, Yield)
-            for ia, v in zip(s.iter_args, y.values, strict=True):
-                if not (isinstance(v, Var) and v.name == ia.var.name):
-                    self.emit(depth + 1, f"{ident(ia.var.name)} = {self.value(v)};")
+            self.carry(s, y.values, depth + 1)
         self.emit(depth, "}")
         for ia, r in zip(s.iter_args, s.results, strict=True):
             self.emit(depth, f"{self.holder(r, ref=True)} {ident(r.name)} = {ident(ia.var.name)};")
             self.emit(depth, f"(void){ident(r.name)};")
+
+    def carry(self, s: For | While, values: tuple[Expr, ...], depth: int) -> None:
+        """Set the loop's iter args to their next values (at a yield, break or continue)."""
+        for ia, v in zip(s.iter_args, values, strict=True):
+            if not (isinstance(v, Var) and v.name == ia.var.name):
+                self.emit(depth, f"{ident(ia.var.name)} = {self.value(v)};")
+
+    def leave(self, s: Break | Continue, depth: int) -> None:
+        """``break`` / ``continue``: the innermost loop's iter args take the values recorded at
+        the statement (its results after a break, its next iteration's after a continue)."""
+        if not self.loops:
+            raise PyptoCompileError("kernel codegen: break / continue outside a loop")
+        self.carry(self.loops[-1], s.values, depth)
+        self.emit(depth, "break;" if isinstance(s, Break) else "continue;")
 
     def branch(self, s: If, depth: int) -> None:
         for r in s.results:

@@ -28,9 +28,11 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, PyptoCompileError
 from pypto.ir.nodes import (
     Assign,
+    Break,
     Call,
     CallFunc,
     Const,
+    Continue,
     Expr,
     ExprStmt,
     For,
@@ -40,6 +42,7 @@ from pypto.ir.nodes import (
     Return,
     Stmt,
     Var,
+    While,
     Yield,
 )
 from pypto.ir.param_info import ParamDirection
@@ -200,6 +203,9 @@ class _OrchGen:
         self.roots: dict[str, str] = {p.name: p.name for p in fn.params if isinstance(p.var.type, TensorType)}
         # task ids bound by a submit: always valid, passed to a submit as they are
         self.submitted: set[str] = set()
+        # the loops around the statement being emitted, each with whether its body opens a
+        # runtime scope (closed before a break / continue leaves the body)
+        self.loops: list[tuple[For | While, bool]] = []
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -261,10 +267,12 @@ class _OrchGen:
                 if not isinstance(s.value, CallFunc):
                     raise PyptoCompileError(f"orchestration codegen: unexpected statement {s.value}")
                 self.submit(s.value, depth, None)
-            elif isinstance(s, For):
+            elif isinstance(s, (For, While)):
                 self.loop(s, depth)
             elif isinstance(s, If):
                 self.branch(s, depth)
+            elif isinstance(s, (Break, Continue)):
+                self.leave(s, depth)
             elif isinstance(s, Yield):
                 pass
             elif isinstance(s, Return):
@@ -559,8 +567,7 @@ class _OrchGen:
                 else:
                     self.emit(depth, f"{ident(r.name)} = {scalar_expr(v)};")
 
-    def loop(self, s: For, depth: int) -> None:
-        var = ident(s.var.name)
+    def loop(self, s: For | While, depth: int) -> None:
         for ia in s.iter_args:
             t = ia.var.type
             if isinstance(t, TensorType):
@@ -575,12 +582,16 @@ class _OrchGen:
                 self.emit(depth, f"{_task_cpp(t)} {ident(ia.var.name)} = {ident(ia.init.name)};")
             else:
                 raise PyptoCompileError(f"orchestration codegen: loop-carried {t} is not supported")
-        start, stop, step = (scalar_expr(x) for x in (s.start, s.stop, s.step))
-        if isinstance(s.step, Const):
-            cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"
+        if isinstance(s, While):  # the condition compares scalars (the SSA pass checks it)
+            self.emit(depth, f"while ({scalar_expr(s.cond)}) {{")
         else:
-            cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
-        self.emit(depth, f"for (std::int64_t {var} = {start}; {cond}; {var} += {step}) {{")
+            var = ident(s.var.name)
+            start, stop, step = (scalar_expr(x) for x in (s.start, s.stop, s.step))
+            if isinstance(s.step, Const):
+                cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"
+            else:
+                cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
+            self.emit(depth, f"for (std::int64_t {var} = {start}; {cond}; {var} += {step}) {{")
         for ia in s.iter_args:
             if isinstance(ia.var.type, TensorType):
                 self.emit(
@@ -589,22 +600,17 @@ class _OrchGen:
         scoped = _allocates_locally(s)
         if scoped:  # intermediates of one iteration are freed once its tasks retire
             self.emit(depth + 1, "if (orch.scope_begin() != 0) return 1;")
-        self.body(s.body, depth + 1)
+        self.loops.append((s, scoped))
+        try:
+            self.body(s.body, depth + 1)
+        finally:
+            self.loops.pop()
         if scoped:
             self.emit(depth + 1, "if (orch.scope_end() != 0) return 1;")
         if s.iter_args:
             y = s.body[-1]
             assert isinstance(y, Yield)
-            for ia, v in zip(s.iter_args, y.values, strict=True):
-                if isinstance(ia.var.type, TensorType):
-                    assert isinstance(v, Var)
-                    self.emit(depth + 1, f"{ident(ia.var.name)}_p = &{ident(v.name)};")
-                elif isinstance(ia.var.type, (ArrayType, TaskIdType)):
-                    assert isinstance(v, Var)
-                    if v.name != ia.var.name:
-                        self.emit(depth + 1, f"{ident(ia.var.name)} = {ident(v.name)};")
-                elif not (isinstance(v, Var) and v.name == ia.var.name):
-                    self.emit(depth + 1, f"{ident(ia.var.name)} = {scalar_expr(v)};")
+            self.carry(s, y.values, depth + 1)
         self.emit(depth, "}")
         for ia, r in zip(s.iter_args, s.results, strict=True):
             if isinstance(ia.var.type, TensorType):
@@ -613,13 +619,37 @@ class _OrchGen:
                 self.emit(depth, f"const auto {ident(r.name)} = {ident(ia.var.name)};")
             self.emit(depth, f"(void){ident(r.name)};")
 
+    def leave(self, s: Break | Continue, depth: int) -> None:
+        """``break`` / ``continue``: close the iteration's runtime scope if the loop opens one,
+        and give the innermost loop's iter args the values recorded at the statement."""
+        if not self.loops:
+            raise PyptoCompileError("orchestration codegen: break / continue outside a loop")
+        loop, scoped = self.loops[-1]
+        if scoped:
+            self.emit(depth, "if (orch.scope_end() != 0) return 1;")
+        self.carry(loop, s.values, depth)
+        self.emit(depth, "break;" if isinstance(s, Break) else "continue;")
+
+    def carry(self, s: For | While, values: tuple[Expr, ...], depth: int) -> None:
+        """Set the loop's iter args to their next values (at a yield, break or continue)."""
+        for ia, v in zip(s.iter_args, values, strict=True):
+            if isinstance(ia.var.type, TensorType):
+                assert isinstance(v, Var)
+                self.emit(depth, f"{ident(ia.var.name)}_p = &{ident(v.name)};")
+            elif isinstance(ia.var.type, (ArrayType, TaskIdType)):
+                assert isinstance(v, Var)
+                if v.name != ia.var.name:
+                    self.emit(depth, f"{ident(ia.var.name)} = {ident(v.name)};")
+            elif not (isinstance(v, Var) and v.name == ia.var.name):
+                self.emit(depth, f"{ident(ia.var.name)} = {scalar_expr(v)};")
+
 
 def _task_cpp(t: Type) -> str:
     """The C++ type of a task id (``std::int64_t``, -1 naming no task) or a task-id array."""
     return "std::vector<std::int64_t>" if isinstance(t, ArrayType) else "std::int64_t"
 
 
-def _allocates_locally(s: For) -> bool:
+def _allocates_locally(s: For | While) -> bool:
     """True when the loop body allocates tensors that do not outlive one iteration."""
     created = {
         st.var.name

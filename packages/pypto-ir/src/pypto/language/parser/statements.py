@@ -44,11 +44,12 @@ from pypto.language.parser.common import (
     _ann_str,
     _Static,
 )
+from pypto.language.parser.control import _Control
 from pypto.language.parser.directives import DIRECTIVES
-from pypto.language.parser.tasks import _Tasks
+from pypto.language.parser.tuples import TupleValue
 
 
-class _Statements(_Tasks):
+class _Statements(_Control):
     # ------------------------------------------------------------------ statements
 
     def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]:
@@ -119,6 +120,10 @@ class _Statements(_Tasks):
             return self.yield_stmt(s.value, s.target)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             kind = self.dsl_kind(s.value.func)
+            if kind == "cond":
+                raise self.err(
+                    "pl.cond(condition) is the first statement of a pl.while_ loop body, and only that", s
+                )
             if kind == "submit":
                 return self.submit_assign([], s.value, s)
             if kind in DIRECTIVES:
@@ -157,6 +162,10 @@ class _Statements(_Tasks):
             return self.for_stmt(s)
         if isinstance(s, ast.If):
             return self.if_stmt(s)
+        if isinstance(s, ast.While):
+            return self.while_stmt(s)
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return self.leave_stmt(s)
         if isinstance(s, ast.With):
             opened = s.items[0].context_expr if len(s.items) == 1 else None
             if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) in ("spmd", "cluster"):
@@ -165,7 +174,6 @@ class _Statements(_Tasks):
                 return self.manual_scope_stmt(s, opened)
             return self.with_stmt(s)
         names = {
-            ast.While: "while loops",
             ast.Try: "try statements",
             ast.FunctionDef: "nested function definitions",
             ast.Delete: "del",
@@ -179,7 +187,7 @@ class _Statements(_Tasks):
         what = names.get(type(s), type(s).__name__)
         raise self.err(
             f"unsupported Python construct in a kernel: {what}; kernels use assignments, "
-            "pl.range loops, pl.at scopes and a final return",
+            "pl.range and while loops, if, pl.at scopes and a final return",
             s,
         )
 
@@ -200,6 +208,8 @@ class _Statements(_Tasks):
                 target,
             )
         value = self.expr(value_node)
+        if isinstance(value, TupleValue):  # a tuple: its name stands for its items
+            return self.bind_name(target, value)
         if ann is not None:
             self.check_annotation(ann, value, target.id)
         if isinstance(value, Var) and value.name == target.id:
@@ -217,12 +227,15 @@ class _Statements(_Tasks):
         """``a, b = kernel(x, y)`` in an orchestration: the call is submitted once, and each name
         is bound to the argument tensor its result aliases (a kernel returns the tensors it
         wrote, so the names are those tensors, now written)."""
+        value = self.expr(value_node)
+        if isinstance(value, TupleValue):
+            return self.unpack_tuple(target, value, s)
         if not all(isinstance(t, ast.Name) for t in target.elts):
             raise self.err("tuple unpacking assigns plain names: a, b = kernel(...)", target)
-        value = self.expr(value_node)
         if not isinstance(value, CallFunc):
             raise self.err(
-                "only the results of a kernel call can be unpacked: a, b = kernel(...)", value_node
+                "only the results of a kernel call can be unpacked: a, b = kernel(...) (or a tuple: a, b = t)",
+                value_node,
             )
         callee = self.ctx.functions.get(value.callee)
         n = len(value.type.items) if isinstance(value.type, TupleType) else 1
@@ -422,7 +435,13 @@ class _Statements(_Tasks):
             raise self.err("for ... else is not supported", s)
         it = s.iter
         if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "spmd":
-            return self.spmd_stmt(s, it)
+            self.loop_stack.append(("spmd", self.st.in_scope))
+            try:
+                return self.spmd_stmt(s, it)
+            finally:
+                self.loop_stack.pop()
+        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "while_":
+            return self.while_form(s, it)
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
             raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
         init_node = None
@@ -494,9 +513,11 @@ class _Statements(_Tasks):
         self.st.env[target.id] = var
         self.carried.append(carried)
         self.yield_targets.append({})
+        self.loop_stack.append((self.loop_kind(it), self.st.in_scope))
         try:
             body, _ = self.block(s.body)
         finally:
+            self.loop_stack.pop()
             self.carried.pop()
             renames = self.yield_targets.pop()
         # names first bound inside the loop are local to it, except a name bound to a store into
@@ -515,6 +536,11 @@ class _Statements(_Tasks):
             dest = st.value.args[2]
             if bound is not None and isinstance(dest, Var) and id(dest) in outer:
                 self.st.env[bound] = dest
+        # any other name first bound in the body and read after the loop keeps its last value
+        first_bound = {
+            k: v for k, v in after.items() if k not in saved and k not in self.st.env and k != target.id
+        }
+        pre.extend(self.keep_read_after(s, first_bound))
         for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
             self.st.env[lhs] = self.st.env[name]
         return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s), stage=stage)]
@@ -587,7 +613,10 @@ class _Statements(_Tasks):
         merged = dict(before)
         merged.update({n: v for n, v in env_then.items() if n in before or n in env_else})
         self.st.env = merged
-        return [If(cond, tuple(then), tuple(els), span=self.src.span(s))]
+        # a name bound in one branch only and read after the if keeps its binding (control.py)
+        one_branch = {n: v for env in (env_then, env_else) for n, v in env.items() if n not in merged}
+        pre = self.keep_read_after(s, one_branch)
+        return [*pre, If(cond, tuple(then), tuple(els), span=self.src.span(s))]
 
     def spmd_stmt(self, s: ast.With | ast.For, call: ast.Call) -> list[Stmt]:
         """``with pl.spmd(n):`` / ``for i in pl.spmd(n):`` in an orchestration: a loop over the
@@ -819,7 +848,8 @@ class _Statements(_Tasks):
         values = []
         for n in nodes:
             e = self.expr(n)
-            if not isinstance(e.type, (TensorType, ScalarType)):
-                raise self.err(f"a function returns tensors (or scalars), not {e.type}", n)
-            values.append(e)
+            for item in e.flat() if isinstance(e, TupleValue) else [e]:  # return t: the tuple's items
+                if not isinstance(item.type, (TensorType, ScalarType)):
+                    raise self.err(f"a function returns tensors (or scalars), not {item.type}", n)
+                values.append(item)
         return Return(tuple(values), self.src.span(s))
