@@ -352,3 +352,59 @@ def _running(pid: int) -> bool:
             return f.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+@pl.jit.incore
+def _pass_on(
+    x: pl.Tensor[[1, COLS], pl.FP32],
+    y: pl.Out[pl.Tensor[[1, COLS], pl.FP32]],
+    box: pld.DistributedTensor[[1, COLS], pl.FP32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+):
+    ctx = pld.get_comm_ctx(box)
+    nxt = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+    pld.tile.remote_store(pl.load(x, [0, 0], [1, COLS]), box, peer=nxt, offsets=[0, 0])
+    sig = pld.tensor.barrier(sig)
+    y = pl.store(pl.load(box, [0, 0], [1, COLS]), [0, 0], y)
+    return y
+
+
+@pl.jit
+def _pass_on_rank(
+    x: pl.Tensor[[1, COLS], pl.FP32],
+    y: pl.Out[pl.Tensor[[1, COLS], pl.FP32]],
+    box: pld.DistributedTensor[[1, COLS], pl.FP32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+):
+    return _pass_on(x, y, box, sig)
+
+
+@pl.jit.host
+def _pass_on_host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    # two window buffers where _host has five: window 1 is the barrier's signal here, `acc` there
+    box = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
+    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        _pass_on_rank(
+            x[r],
+            y[r],
+            pld.window(box, [1, COLS], dtype=pl.FP32),
+            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
+            device=r,
+        )
+
+
+def test_programs_of_one_worker_each_have_their_windows_on_the_process_group_path() -> None:
+    # a rank serving the other program's windows would put the barrier's notifies in the wrong
+    # buffer, and the barrier's wait would time out
+    x, y = _inputs(2, 3)
+    xp, yp = x.clone(), torch.full((2, 1, COLS), -1.0)
+    ops = _host.compile(x, y, config=_config(2, data_path="process_group", timeout=30))
+    ring = _pass_on_host.compile(xp, yp, config=_config(2, data_path="process_group", timeout=30))
+    with ops.prepare(extra_compiled=[ring]) as w:
+        assert w.data_path == "process_group"
+        for program, args in ((ops, (x, y)), (ring, (xp, yp)), (ops, (x, y))):
+            args[1].fill_(-1.0)
+            w.run(program, *args)
+        torch.testing.assert_close(y, _expected(x), rtol=0, atol=0)
+        torch.testing.assert_close(yp, xp.roll(1, dims=0), rtol=0, atol=0)
