@@ -22,7 +22,7 @@ pytest.importorskip("torch.distributed")
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
 from pypto.ir import DistributedConfig  # noqa: E402
-from pypto.runtime import RunConfig  # noqa: E402
+from pypto.runtime import DistributedWorker, RunConfig  # noqa: E402
 from pypto.runtime.distributed import DistributedRankError  # noqa: E402
 from pypto.runtime.settings import SettingsError  # noqa: E402
 
@@ -175,6 +175,10 @@ def test_the_environment_variable_chooses_the_path_when_the_config_does_not(monk
 def test_a_bad_data_path_is_refused_naming_the_argument() -> None:
     with pytest.raises(ValueError, match=r"DistributedConfig\(data_path\): expected one of .*got 'gloo'"):
         DistributedConfig(device_ids=[0, 1], data_path="gloo")
+    x, y = _inputs(2, 0)
+    compiled = _host.compile(x, y, config=_config(2))
+    with pytest.raises(ValueError, match=r"DistributedWorker\(data_path\): expected one of .*got 'gloo'"):
+        DistributedWorker(compiled, data_path="gloo")  # refused before any rank starts
 
 
 @pl.jit.incore

@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from pypto.ir import DataType, ParamDirection
+from pypto.ir import DATA_PATHS, DataType, ParamDirection
 from pypto.language.binding import dtype_of, is_tensor, shape_of
+from pypto.runtime import settings
 from pypto.runtime.distributed import shm
 from pypto.runtime.distributed.errors import DistributedRankError
 from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize
@@ -213,7 +214,12 @@ class DistributedWorker:
             dc = getattr(self._compiled[0], "distributed_config", None)
             timeout = dc.timeout if dc is not None else 120.0
         if data_path is None:
-            data_path = self._compiled[0].data_path()
+            resolve = getattr(self._compiled[0], "data_path", None)  # a plan alone has none
+            data_path = resolve() if callable(resolve) else str(settings.get("PYPTO_DIST_DATA_PATH"))
+        if data_path not in DATA_PATHS:
+            raise ValueError(
+                f"DistributedWorker(data_path): expected one of {', '.join(DATA_PATHS)}, got {data_path!r}"
+            )
         # "process_group": the ranks hold their windows in private memory (no segments here)
         self.data_path = data_path
         self._segments: list[shm.Segment] = []
