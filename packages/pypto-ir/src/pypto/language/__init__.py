@@ -18,7 +18,16 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
-from pypto.ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue, SplitMode, TaskIdType
+from pypto.ir.types import (
+    AtomicType,
+    FunctionType,
+    Level,
+    MemorySpace,
+    PadValue,
+    PipeType,
+    SplitMode,
+    TaskIdType,
+)
 from pypto.language import array, system, tensor, tile
 from pypto.language import ops as _ops
 from pypto.language.decorators import (
@@ -122,6 +131,7 @@ __all__ = [
     "MemorySpace",
     "Out",
     "PadValue",
+    "PipeType",
     "RuntimeScalarMarker",
     "Scalar",
     "Specialization",

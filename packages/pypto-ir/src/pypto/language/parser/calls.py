@@ -7,6 +7,7 @@ import builtins
 from typing import Any
 
 from pypto.ir import ops as op_registry
+from pypto.ir.codegen.block_group import SPMD_PARAMS
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import (
@@ -45,8 +46,6 @@ from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
 from pypto.language.typing import DirectionAnnotation
 
-SPMD_PARAMS = ("pypto_block_idx", "pypto_block_num")
-"""The hidden trailing scalar parameters of a kernel that reads its SPMD block."""
 _MIXABLE = ("element-wise", "broadcast", "matmul")
 """Op groups whose tile and tensor operands may be mixed: the op is then tensor-level, and
 tensor_to_tile uses each tile as it is."""
@@ -92,12 +91,16 @@ class _Calls(_Directives):
                 var, n = self.st.spmd
                 return var if which == 0 else Const(n, INDEX)
             raise self.err(f"{what}() is read in a kernel launched by pl.spmd, not in an orchestration", node)
+        return self.spmd_params(node)[which]
+
+    def spmd_params(self, node: ast.AST) -> list[Var]:
+        """The kernel's hidden SPMD parameters (block index, block count), made at first use."""
         if not self.st.block_vars:
             self.st.block_vars = [
                 Var(SPMD_PARAMS[0], ScalarType(INDEX), self.src.span(node)),
                 Var(SPMD_PARAMS[1], ScalarType(INDEX), self.src.span(node)),
             ]
-        return self.st.block_vars[which]
+        return self.st.block_vars
 
     def _foreign_call_message(self, obj: Any, library: str, node: ast.Call) -> str:
         import pypto.language as pl
