@@ -27,6 +27,7 @@ __all__ = [
     "range",
     "split",
     "spmd",
+    "spmd_submit",
     "static_assert",
     "static_print",
     "submit",
@@ -261,6 +262,24 @@ def submit(kernel: Any, *args: Any, deps: Any = None, allow_early_resolve: bool 
 
 
 submit.__pypto_dsl__ = "submit"  # type: ignore[attr-defined]
+
+
+def spmd_submit(
+    kernel: Any,
+    *args: Any,
+    core_num: int,
+    sync_start: bool = False,
+    deps: Any = None,
+    allow_early_resolve: bool = False,
+) -> Any:
+    """``out, tid = pl.spmd_submit(self.kernel, a, out, core_num=n, deps=[t0])`` in an
+    orchestration: one SPMD launch of the kernel (``n`` blocks, as ``with pl.spmd(n):`` around
+    the call) whose task id ``tid`` is ready once every block has finished; ``deps`` order every
+    block after those tasks. The values are what the kernel returns followed by the task id."""
+    raise RuntimeError("pl.spmd_submit() runs only inside an orchestration body, which the compiler parses")
+
+
+spmd_submit.__pypto_dsl__ = "spmd_submit"  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
