@@ -39,6 +39,8 @@ from pypto.language.decorators import (
     program,
 )
 from pypto.language.dsl import (
+    aic_gather,
+    aiv_shard,
     at,
     cluster,
     cross_core_slot,
@@ -50,6 +52,7 @@ from pypto.language.dsl import (
     pipeline,
     range,
     split,
+    split_aiv,
     spmd,
     spmd_submit,
     static_assert,
@@ -141,6 +144,8 @@ __all__ = [
     "TensorLayout",
     "TensorView",
     "Tile",
+    "aic_gather",
+    "aiv_shard",
     "array",
     "at",
     "cluster",
@@ -160,6 +165,7 @@ __all__ = [
     "program",
     "range",
     "split",
+    "split_aiv",
     "spmd",
     "spmd_submit",
     "static_assert",

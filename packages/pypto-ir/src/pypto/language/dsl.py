@@ -16,9 +16,12 @@ from pypto.language.host_trace import active_trace
 __all__ = [
     "CrossCoreSlot",
     "Split",
+    "aic_gather",
+    "aiv_shard",
     "at",
     "cluster",
     "cross_core_slot",
+    "get_subblock_idx",
     "manual_scope",
     "max",
     "min",
@@ -26,6 +29,7 @@ __all__ = [
     "pipeline",
     "range",
     "split",
+    "split_aiv",
     "spmd",
     "spmd_submit",
     "static_assert",
@@ -229,6 +233,39 @@ def get_block_num() -> Any:
     raise RuntimeError("pl.tile.get_block_num is read in a kernel")
 
 
+def split_aiv(n: int, *, mode: SplitMode) -> Any:
+    """``for lane in pl.split_aiv(2, mode=pl.SplitMode.<mode>):`` in a kernel, a ``pl.at`` scope or
+    an orchestration: the body runs on the two vector lanes of a core group, ``lane`` being 0 and
+    1 (also ``pl.tile.get_subblock_idx()``). ``NONE``: each lane runs the whole body (the author
+    divides the work by ``lane``). ``UP_DOWN`` / ``LEFT_RIGHT``: each lane runs the body on its
+    half (rows / columns) of every tile it loads, makes and stores. At the top of an orchestration
+    the loop is a kernel of its own (a ``pl.at`` scope). The simulator runs lane 0, then lane 1."""
+    if isinstance(n, bool) or n != 2:
+        raise ValueError(f"pl.split_aiv(n): n must be the integer 2 (the two vector lanes), got {n!r}")
+    raise RuntimeError("pl.split_aiv is the iterable of a for statement in a kernel-language body")
+
+
+def aiv_shard(x: Any) -> Any:
+    """In a ``pl.split_aiv`` loop: ``x`` (a cube result made outside the loop) as this lane reads
+    it: its half (rows for ``UP_DOWN``, columns for ``LEFT_RIGHT``), or all of it for ``NONE``."""
+    raise RuntimeError("pl.aiv_shard is read inside a pl.split_aiv loop of a kernel-language body")
+
+
+def aic_gather(x: Any) -> Any:
+    """In a ``pl.split_aiv(2, mode=pl.SplitMode.NONE)`` loop: ``x`` handed to the cube; both
+    lanes must hold the same value (on the chip the cube receives either lane's)."""
+    raise RuntimeError("pl.aic_gather is read inside a pl.split_aiv loop of a kernel-language body")
+
+
+def get_subblock_idx() -> Any:
+    """In a ``pl.split_aiv`` loop: this vector lane's index (0 or 1), the loop variable."""
+    raise RuntimeError("pl.tile.get_subblock_idx is read inside a pl.split_aiv loop")
+
+
+split_aiv.__pypto_dsl__ = "split_aiv"  # type: ignore[attr-defined]
+aiv_shard.__pypto_lane__ = "aiv_shard"  # type: ignore[attr-defined]
+aic_gather.__pypto_lane__ = "aic_gather"  # type: ignore[attr-defined]
+get_subblock_idx.__pypto_lane__ = "get_subblock_idx"  # type: ignore[attr-defined]
 spmd.__pypto_dsl__ = "spmd"  # type: ignore[attr-defined]
 cluster.__pypto_dsl__ = "cluster"  # type: ignore[attr-defined]
 get_block_idx.__pypto_block__ = 0  # type: ignore[attr-defined]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypto.ir import ops as op_registry
 from pypto.ir.codegen.block_group import SPMD_PARAMS
@@ -52,6 +52,12 @@ tensor_to_tile uses each tile as it is."""
 
 
 class _Calls(_Directives):
+    if TYPE_CHECKING:  # defined by the launches part (pl.split_aiv lanes)
+
+        def lane_call(self, what: str, node: ast.Call) -> Expr: ...
+
+        def lane_half(self, opname: str, built: Expr, node: ast.Call) -> Expr: ...
+
     def call(self, node: ast.Call) -> Expr:
         target = self.resolve(node.func)
         if not isinstance(target, _Static):
@@ -63,6 +69,9 @@ class _Calls(_Directives):
         block = getattr(obj, "__pypto_block__", None)
         if block is not None:
             return self.block_query(block, node)
+        lane = getattr(obj, "__pypto_lane__", None)
+        if lane is not None:
+            return self.lane_call(lane, node)
         dsl = getattr(obj, "__pypto_dsl__", None)
         if dsl in DIRECTIVES:
             raise self.err(f"pl.{dsl} is a statement: write it on a line of its own, not as a value", node)
@@ -219,7 +228,8 @@ class _Calls(_Directives):
 
     def op_call(self, opname: str, obj: Any, node: ast.Call) -> Expr:
         bound = self.bind(obj.__wrapped__, op_registry.LANGUAGE[opname].spelled, node)
-        return OP_BUILDERS.get(opname, build_generic)(self, opname, bound, node)
+        built = OP_BUILDERS.get(opname, build_generic)(self, opname, bound, node)
+        return self.lane_half(opname, built, node)
 
     def make_op(self, opname: str, args: list[Arg], attrs: dict[str, Any], node: ast.AST) -> Call:
         """Dispatch a ``pl`` op to the IR form its first operand selects (the op table's

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.nodes import Assign, Call, CallFunc, Const, Expr, ExprStmt, For, Scope, Stmt, Var
-from pypto.ir.types import ArrayType, Level, ScalarType, TaskIdType, TensorType
+from pypto.ir.types import ArrayType, Level, ScalarType, SplitMode, TaskIdType, TensorType, TileType
 from pypto.language.fold import INDEX, fold
 from pypto.language.parser.common import _Static
 from pypto.language.parser.tasks import _Tasks
@@ -21,6 +21,181 @@ class _Launches(_Tasks):
     if TYPE_CHECKING:  # defined by the statements part
 
         def at_hints(self, bound: dict[str, Any], call: ast.Call) -> tuple[tuple[str, Any], ...]: ...
+
+    # ------------------------------------------------------------------ pl.split_aiv
+
+    split_lane: tuple[int, SplitMode] | None = None  # (lane, mode) inside a pl.split_aiv body
+
+    def split_aiv_stmt(self, s: ast.For, call: ast.Call) -> list[Stmt]:
+        """``for lane in pl.split_aiv(2, mode=...):``: the body once per vector lane (0, then 1),
+        ``lane`` a constant in each; at the top of an orchestration, a kernel of its own."""
+        for kw in call.keywords:
+            if kw.arg != "mode":
+                raise self.err(
+                    f"pl.split_aiv does not accept '{kw.arg}='; write "
+                    "`for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):`",
+                    kw,
+                )
+        if len(call.args) != 1:
+            raise self.err(
+                f"pl.split_aiv(n, mode=...) takes one positional argument (2), got {len(call.args)}", call
+            )
+        n = self.static_value(call.args[0], "pl.split_aiv n", call)
+        if isinstance(n, bool) or n != 2:
+            raise self.err(
+                f"pl.split_aiv(n): requires n == 2 (the two vector lanes of a core group), got {n!r}", call
+            )
+        mode_kw = next((kw for kw in call.keywords if kw.arg == "mode"), None)
+        if mode_kw is None:
+            raise self.err("pl.split_aiv requires mode=pl.SplitMode.UP_DOWN, LEFT_RIGHT or NONE", call)
+        mode = self.static_value(mode_kw.value, "pl.split_aiv mode", mode_kw)
+        if not isinstance(mode, SplitMode):
+            raise self.err(
+                f"pl.split_aiv(mode): expected pl.SplitMode.UP_DOWN, LEFT_RIGHT or NONE, got {mode!r}",
+                mode_kw,
+            )
+        if not isinstance(s.target, ast.Name):
+            raise self.err(
+                "pl.split_aiv binds a single loop variable: `for lane in pl.split_aiv(2, mode=...)`", s.target
+            )
+        if self.split_lane is not None:
+            raise self.err("a pl.split_aiv loop cannot be nested in another pl.split_aiv body", s)
+        exit_stmt = _exits(s.body)
+        if exit_stmt is not None:
+            word = "break" if isinstance(exit_stmt, ast.Break) else "continue"
+            raise self.err(
+                f"'{word}' not supported inside a pl.split_aiv body: both lanes run all of it", exit_stmt
+            )
+        if s.orelse:
+            raise self.err("for ... else is not supported", s)
+        wrap = not self.st.func_type.is_kernel and not self.st.in_scope
+        name = s.target.id
+        shadowed = self.st.env.get(name)
+        body: list[Stmt] = []
+        if wrap:
+            self.st.in_scope = True
+            self.st.saw_scope = True
+        try:
+            for lane in (0, 1):
+                self.split_lane = (lane, mode)
+                self.st.env[name] = Const(lane, INDEX, self.src.span(s.target))
+                stmts, _ = self.block(s.body)
+                body.extend(stmts)
+        finally:
+            self.split_lane = None
+            if wrap:
+                self.st.in_scope = False
+            if shadowed is None:
+                self.st.env.pop(name, None)
+            else:
+                self.st.env[name] = shadowed
+        if wrap:
+            return [
+                Scope(
+                    Level.CORE_GROUP,
+                    None,
+                    (),
+                    None,
+                    tuple(body),
+                    self.src.span(s),
+                    hints=(("split", mode.value),),
+                )
+            ]
+        return body
+
+    def lane_call(self, what: str, node: ast.Call) -> Expr:
+        """``pl.tile.get_subblock_idx()``, ``pl.aiv_shard(x)``, ``pl.aic_gather(x)`` in a lane."""
+        if self.split_lane is None:
+            raise self.err(
+                f"pl.{'tile.' if what == 'get_subblock_idx' else ''}{what}() is read inside a "
+                "`for lane in pl.split_aiv(2, mode=...)` loop, whose lane and mode it takes",
+                node,
+            )
+        lane, mode = self.split_lane
+        if what == "get_subblock_idx":
+            if node.args or node.keywords:
+                raise self.err("pl.tile.get_subblock_idx() takes no arguments", node)
+            return Const(lane, INDEX, self.src.span(node))
+        if node.keywords:
+            raise self.err(
+                f"pl.{what} does not take a mode: it inherits the enclosing pl.split_aiv loop's ({mode!r})",
+                node,
+            )
+        if len(node.args) != 1:
+            raise self.err(f"pl.{what}(x) takes one value, got {len(node.args)}", node)
+        x = self.expr(node.args[0])
+        if not isinstance(x.type, (TileType, TensorType)):
+            raise self.err(f"pl.{what}(x): x must be a tile or a tensor, got {x.type}", node)
+        if mode is SplitMode.NONE:
+            return x  # no split axis: the value crosses whole
+        if what == "aic_gather":
+            raise self.err(
+                f"pl.aic_gather in a pl.split_aiv(mode={mode!r}) loop re-joins the two lanes' halves, which the "
+                "simulator, running lane 0 and then lane 1, cannot hand to the cube: store the halves to a "
+                "tensor and load it outside the loop, or use mode=pl.SplitMode.NONE",
+                node,
+            )
+        shape = list(x.type.shape)
+        axis = len(shape) - (2 if mode is SplitMode.UP_DOWN else 1)
+        full = shape[axis] if axis >= 0 else None
+        if not isinstance(full, int) or full % 2:
+            raise self.err(
+                f"pl.aiv_shard: a {mode!r} lane takes half of dimension {axis} of x, which is {full!r}: "
+                "it must be an even constant",
+                node,
+            )
+        shape[axis] = full // 2
+        offs = [Const(0, INDEX) for _ in shape]
+        offs[axis] = Const(lane * (full // 2), INDEX)
+        attrs = {"shape": tuple(shape), "static_offsets": [o.value for o in offs]}
+        return self.make_op("slice", [x, tuple(offs)], attrs, node)
+
+    def lane_half(self, opname: str, built: Expr, node: ast.Call) -> Expr:
+        """In a data-parallel lane (``UP_DOWN`` rows, ``LEFT_RIGHT`` columns) a tile loaded, made
+        or stored is the lane's half: half the extent, offset by ``lane`` halves."""
+        if self.split_lane is None or not isinstance(built, Call) or built.op not in _HALVED:
+            return built
+        lane, mode = self.split_lane
+        if mode is SplitMode.NONE:
+            return built
+        attrs = dict(built.attrs)
+        args = list(built.args)
+        what = f"pl.{opname} in a pl.split_aiv(mode={mode!r}) lane"
+        if built.op == "tile.store":
+            tile = args[0]
+            assert not isinstance(tile, tuple)
+            assert isinstance(tile.type, TileType)
+            rows, cols = tile.type.shape
+            offs = list(args[1]) if isinstance(args[1], tuple) else []
+            at = len(offs) - (2 if mode is SplitMode.UP_DOWN else 1)
+            if at < 0:
+                raise self.err(f"{what}: the tensor has no dimension to split", node)
+            step = rows if mode is SplitMode.UP_DOWN else cols
+            offs[at] = fold("add", offs[at], Const(lane * int(step), INDEX), self.src.span(node))
+            args[1] = tuple(offs)
+            attrs["static_offsets"] = [o.value if isinstance(o, Const) else None for o in offs]
+            return self.make_op(opname, args, attrs, node)
+        shape = list(attrs["shape"])
+        at = len(shape) - (2 if mode is SplitMode.UP_DOWN else 1)
+        full = shape[at] if at >= 0 else None
+        if not isinstance(full, int) or full % 2:
+            raise self.err(
+                f"{what}: each lane takes half of dimension {at} of shape {shape}, which must be even", node
+            )
+        shape[at] = full // 2
+        attrs["shape"] = tuple(shape)
+        if built.op == "tile.load":
+            if len(args) > 2:
+                raise self.err(
+                    f"{what}: valid_shape= is not split between the lanes; load the whole tile", node
+                )
+            offs = list(args[1]) if isinstance(args[1], tuple) else []
+            offs[at] = fold("add", offs[at], Const(lane * (full // 2), INDEX), self.src.span(node))
+            args[1] = tuple(offs)
+            attrs["static_offsets"] = [o.value if isinstance(o, Const) else None for o in offs]
+        return self.make_op(opname, args, attrs, node)
+
+    # ------------------------------------------------------------------ pl.spmd
 
     def spmd_stmt(self, s: ast.With | ast.For, call: ast.Call) -> list[Stmt]:
         """``with pl.spmd(n):`` / ``for i in pl.spmd(n):`` in an orchestration: a loop over the
@@ -264,6 +439,26 @@ class _Launches(_Tasks):
                 if isinstance(target, _Static) and hasattr(target.value, "__pypto_callee__"):
                     return True
         return False
+
+
+def _exits(stmts: list[ast.stmt]) -> ast.stmt | None:
+    """The first ``break``/``continue`` of this loop body (not of a loop nested in it)."""
+    for st in stmts:
+        if isinstance(st, (ast.Break, ast.Continue)):
+            return st
+        if isinstance(st, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "handlers", "finalbody"):
+            inner = getattr(st, field, None)
+            if isinstance(inner, list):
+                found = _exits([x for x in inner if isinstance(x, ast.stmt)])
+                if found is not None:
+                    return found
+    return None
+
+
+_HALVED = {"tile.load", "tile.store", "tile.create", "tile.full"}
+"""The tile ops a data-parallel pl.split_aiv lane runs on its half of."""
 
 
 def _task_of(st: Stmt) -> Var | None:

@@ -427,6 +427,8 @@ class _Statements(_Launches):
         it = s.iter
         if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "spmd":
             return self.spmd_stmt(s, it)
+        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "split_aiv":
+            return self.split_aiv_stmt(s, it)
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
             raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
         init_node = None
