@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.nodes import Assign, Call, CallFunc, Const, Expr, ExprStmt, For, Scope, Stmt, Var
-from pypto.ir.types import ArrayType, Level, ScalarType, SplitMode, TaskIdType, TensorType, TileType
+from pypto.ir.types import (
+    ArrayType,
+    Level,
+    MemorySpace,
+    ScalarType,
+    SplitMode,
+    TaskIdType,
+    TensorType,
+    TileType,
+)
 from pypto.language.fold import INDEX, fold
 from pypto.language.parser.common import _Static
 from pypto.language.parser.tasks import _Tasks
@@ -126,6 +135,8 @@ class _Launches(_Tasks):
         x = self.expr(node.args[0])
         if not isinstance(x.type, (TileType, TensorType)):
             raise self.err(f"pl.{what}(x): x must be a tile or a tensor, got {x.type}", node)
+        if what == "aiv_shard" and isinstance(x.type, TileType) and x.type.memory is not MemorySpace.Vec:
+            x = self.make_op("move", [x], {"memory": MemorySpace.Vec}, node)  # the cube -> vector crossing
         if mode is SplitMode.NONE:
             return x  # no split axis: the value crosses whole
         if what == "aic_gather":
@@ -149,6 +160,15 @@ class _Launches(_Tasks):
         offs[axis] = Const(lane * (full // 2), INDEX)
         attrs = {"shape": tuple(shape), "static_offsets": [o.value for o in offs]}
         return self.make_op("slice", [x, tuple(offs)], attrs, node)
+
+    def lane_shape(self, shape: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A tile shape as written in a data-parallel lane (the whole tile) -> the lane's half."""
+        if self.split_lane is None or self.split_lane[1] is SplitMode.NONE or len(shape) != 2:
+            return shape
+        at = 0 if self.split_lane[1] is SplitMode.UP_DOWN else 1
+        if not isinstance(shape[at], int) or shape[at] % 2:
+            return shape
+        return tuple(d // 2 if k == at else d for k, d in enumerate(shape))
 
     def lane_half(self, opname: str, built: Expr, node: ast.Call) -> Expr:
         """In a data-parallel lane (``UP_DOWN`` rows, ``LEFT_RIGHT`` columns) a tile loaded, made
