@@ -34,6 +34,7 @@ class _Launches(_Tasks):
     # ------------------------------------------------------------------ pl.split_aiv
 
     split_lane: tuple[int, SplitMode] | None = None  # (lane, mode) inside a pl.split_aiv body
+    split_outside: frozenset[int] = frozenset()  # ids of the values bound before that loop
 
     def split_aiv_stmt(self, s: ast.For, call: ast.Call) -> list[Stmt]:
         """``for lane in pl.split_aiv(2, mode=...):``: the body once per vector lane (0, then 1),
@@ -84,6 +85,7 @@ class _Launches(_Tasks):
         if wrap:
             self.st.in_scope = True
             self.st.saw_scope = True
+        self.split_outside = frozenset(id(v) for v in self.st.env.values())
         try:
             for lane in (0, 1):
                 self.split_lane = (lane, mode)
@@ -135,10 +137,11 @@ class _Launches(_Tasks):
         x = self.expr(node.args[0])
         if not isinstance(x.type, (TileType, TensorType)):
             raise self.err(f"pl.{what}(x): x must be a tile or a tensor, got {x.type}", node)
+        outside = id(x) in self.split_outside
         if what == "aiv_shard" and isinstance(x.type, TileType) and x.type.memory is not MemorySpace.Vec:
             x = self.make_op("move", [x], {"memory": MemorySpace.Vec}, node)  # the cube -> vector crossing
-        if mode is SplitMode.NONE:
-            return x  # no split axis: the value crosses whole
+        if mode is SplitMode.NONE or not outside:
+            return x  # no split axis, or a value of this lane (already its half): it crosses whole
         if what == "aic_gather":
             raise self.err(
                 f"pl.aic_gather in a pl.split_aiv(mode={mode!r}) loop re-joins the two lanes' halves, which the "
