@@ -56,8 +56,6 @@ class _Calls(_Directives):
 
         def lane_call(self, what: str, node: ast.Call) -> Expr: ...
 
-        def lane_half(self, opname: str, built: Expr, node: ast.Call) -> Expr: ...
-
     def call(self, node: ast.Call) -> Expr:
         target = self.resolve(node.func)
         if not isinstance(target, _Static):
@@ -228,8 +226,7 @@ class _Calls(_Directives):
 
     def op_call(self, opname: str, obj: Any, node: ast.Call) -> Expr:
         bound = self.bind(obj.__wrapped__, op_registry.LANGUAGE[opname].spelled, node)
-        built = OP_BUILDERS.get(opname, build_generic)(self, opname, bound, node)
-        return self.lane_half(opname, built, node)
+        return OP_BUILDERS.get(opname, build_generic)(self, opname, bound, node)
 
     def make_op(self, opname: str, args: list[Arg], attrs: dict[str, Any], node: ast.AST) -> Call:
         """Dispatch a ``pl`` op to the IR form its first operand selects (the op table's

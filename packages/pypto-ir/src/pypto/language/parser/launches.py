@@ -34,7 +34,7 @@ class _Launches(_Tasks):
     # ------------------------------------------------------------------ pl.split_aiv
 
     split_lane: tuple[int, SplitMode] | None = None  # (lane, mode) inside a pl.split_aiv body
-    split_outside: frozenset[int] = frozenset()  # ids of the values bound before that loop
+    split_gathered: dict[int, Expr] = {}  # noqa: RUF012  # pl.aic_gather call -> lane 0's value
 
     def split_aiv_stmt(self, s: ast.For, call: ast.Call) -> list[Stmt]:
         """``for lane in pl.split_aiv(2, mode=...):``: the body once per vector lane (0, then 1),
@@ -85,7 +85,7 @@ class _Launches(_Tasks):
         if wrap:
             self.st.in_scope = True
             self.st.saw_scope = True
-        self.split_outside = frozenset(id(v) for v in self.st.env.values())
+        self.split_gathered = {}
         try:
             for lane in (0, 1):
                 self.split_lane = (lane, mode)
@@ -137,18 +137,12 @@ class _Launches(_Tasks):
         x = self.expr(node.args[0])
         if not isinstance(x.type, (TileType, TensorType)):
             raise self.err(f"pl.{what}(x): x must be a tile or a tensor, got {x.type}", node)
-        outside = id(x) in self.split_outside
         if what == "aiv_shard" and isinstance(x.type, TileType) and x.type.memory is not MemorySpace.Vec:
             x = self.make_op("move", [x], {"memory": MemorySpace.Vec}, node)  # the cube -> vector crossing
-        if mode is SplitMode.NONE or not outside:
-            return x  # no split axis, or a value of this lane (already its half): it crosses whole
+        if mode is SplitMode.NONE:
+            return x  # no split axis: the value crosses whole
         if what == "aic_gather":
-            raise self.err(
-                f"pl.aic_gather in a pl.split_aiv(mode={mode!r}) loop re-joins the two lanes' halves, which the "
-                "simulator, running lane 0 and then lane 1, cannot hand to the cube: store the halves to a "
-                "tensor and load it outside the loop, or use mode=pl.SplitMode.NONE",
-                node,
-            )
+            return self.lane_gather(x, lane, mode, node)
         shape = list(x.type.shape)
         axis = len(shape) - (2 if mode is SplitMode.UP_DOWN else 1)
         full = shape[axis] if axis >= 0 else None
@@ -164,59 +158,38 @@ class _Launches(_Tasks):
         attrs = {"shape": tuple(shape), "static_offsets": [o.value for o in offs]}
         return self.make_op("slice", [x, tuple(offs)], attrs, node)
 
-    def lane_shape(self, shape: tuple[Any, ...]) -> tuple[Any, ...]:
-        """A tile shape as written in a data-parallel lane (the whole tile) -> the lane's half."""
-        if self.split_lane is None or self.split_lane[1] is SplitMode.NONE or len(shape) != 2:
-            return shape
-        at = 0 if self.split_lane[1] is SplitMode.UP_DOWN else 1
-        if not isinstance(shape[at], int) or shape[at] % 2:
-            return shape
-        return tuple(d // 2 if k == at else d for k, d in enumerate(shape))
-
-    def lane_half(self, opname: str, built: Expr, node: ast.Call) -> Expr:
-        """In a data-parallel lane (``UP_DOWN`` rows, ``LEFT_RIGHT`` columns) a tile loaded, made
-        or stored is the lane's half: half the extent, offset by ``lane`` halves."""
-        if self.split_lane is None or not isinstance(built, Call) or built.op not in _HALVED:
-            return built
-        lane, mode = self.split_lane
-        if mode is SplitMode.NONE:
-            return built
-        attrs = dict(built.attrs)
-        args = list(built.args)
-        what = f"pl.{opname} in a pl.split_aiv(mode={mode!r}) lane"
-        if built.op == "tile.store":
-            tile = args[0]
-            assert not isinstance(tile, tuple)
-            assert isinstance(tile.type, TileType)
-            rows, cols = tile.type.shape
-            offs = list(args[1]) if isinstance(args[1], tuple) else []
-            at = len(offs) - (2 if mode is SplitMode.UP_DOWN else 1)
-            if at < 0:
-                raise self.err(f"{what}: the tensor has no dimension to split", node)
-            step = rows if mode is SplitMode.UP_DOWN else cols
-            offs[at] = fold("add", offs[at], Const(lane * int(step), INDEX), self.src.span(node))
-            args[1] = tuple(offs)
-            attrs["static_offsets"] = [o.value if isinstance(o, Const) else None for o in offs]
-            return self.make_op(opname, args, attrs, node)
-        shape = list(attrs["shape"])
-        at = len(shape) - (2 if mode is SplitMode.UP_DOWN else 1)
-        full = shape[at] if at >= 0 else None
-        if not isinstance(full, int) or full % 2:
+    def lane_gather(self, x: Expr, lane: int, mode: SplitMode, node: ast.Call) -> Expr:
+        """``pl.aic_gather(half)`` in a data-parallel lane: lane 0's half is kept; in lane 1 the
+        value is the whole tile, lane 0's half then lane 1's along the split axis."""
+        if not isinstance(x.type, TileType):
             raise self.err(
-                f"{what}: each lane takes half of dimension {at} of shape {shape}, which must be even", node
+                f"pl.aic_gather(x): in a {mode!r} lane x must be a tile (its half), got {x.type}", node
             )
-        shape[at] = full // 2
-        attrs["shape"] = tuple(shape)
-        if built.op == "tile.load":
-            if len(args) > 2:
-                raise self.err(
-                    f"{what}: valid_shape= is not split between the lanes; load the whole tile", node
-                )
-            offs = list(args[1]) if isinstance(args[1], tuple) else []
-            offs[at] = fold("add", offs[at], Const(lane * (full // 2), INDEX), self.src.span(node))
-            args[1] = tuple(offs)
-            attrs["static_offsets"] = [o.value if isinstance(o, Const) else None for o in offs]
-        return self.make_op(opname, args, attrs, node)
+        if lane == 0:  # held under a name of its own: lane 1 rebinds the names x is made of
+            self.hoisted += 1
+            held = Var(f"{self.prefix}_lane0_half{self.hoisted}", x.type, self.src.span(node))
+            self.pending.append(Assign(held, x, self.src.span(node)))
+            self.split_gathered[id(node)] = held
+            return held
+        first = self.split_gathered.get(id(node))
+        if first is None or first.type != x.type:
+            raise self.err("pl.aic_gather: the two lanes gather tiles of different types", node)
+        rows, cols = x.type.shape
+        whole = (rows * 2, cols) if mode is SplitMode.UP_DOWN else (rows, cols * 2)
+        at = (
+            (Const(rows, INDEX), Const(0, INDEX))
+            if mode is SplitMode.UP_DOWN
+            else (Const(0, INDEX), Const(cols, INDEX))
+        )
+        zero = (Const(0, INDEX), Const(0, INDEX))
+        tile: Expr = self.make_op(
+            "create_tile", [], {"shape": whole, "dtype": x.type.dtype, "memory": MemorySpace.Vec}, node
+        )
+        for half, offs in ((first, zero), (x, at)):
+            tile = self.make_op(
+                "assemble", [tile, half, offs], {"static_offsets": [int(o.value) for o in offs]}, node
+            )
+        return tile
 
     # ------------------------------------------------------------------ pl.spmd
 
@@ -478,10 +451,6 @@ def _exits(stmts: list[ast.stmt]) -> ast.stmt | None:
                 if found is not None:
                     return found
     return None
-
-
-_HALVED = {"tile.load", "tile.store", "tile.create", "tile.full"}
-"""The tile ops a data-parallel pl.split_aiv lane runs on its half of."""
 
 
 def _task_of(st: Stmt) -> Var | None:

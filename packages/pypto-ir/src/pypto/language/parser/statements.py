@@ -266,7 +266,7 @@ class _Statements(_Launches):
         if isinstance(ann, lt.TileAnnotation):
             if (
                 not isinstance(ty, TileType)
-                or ty.shape != self.lane_shape(tuple(ann.shape))
+                or ty.shape != ann.shape
                 or ty.dtype is not ann.dtype
                 or (ann.memory is not None and ann.memory is not ty.memory)
             ):
