@@ -28,7 +28,7 @@ from pypto.ir.types import (
     SplitMode,
     TaskIdType,
 )
-from pypto.language import array, system, tensor, tile
+from pypto.language import array, optimizations, system, tensor, tile
 from pypto.language import ops as _ops
 from pypto.language.decorators import (
     DSLFunction,
@@ -45,6 +45,8 @@ from pypto.language.dsl import (
     cluster,
     cross_core_slot,
     func_attr,
+    get_block_idx,
+    get_block_num,
     manual_scope,
     max,
     min,
@@ -153,12 +155,15 @@ __all__ = [
     "dynamic",
     "func_attr",
     "function",
+    "get_block_idx",
+    "get_block_num",
     "inline",
     "jit",
     "loads",
     "manual_scope",
     "max",
     "min",
+    "optimizations",
     "parallel",
     "parse",
     "pipeline",
