@@ -175,23 +175,22 @@ def _build_cacheinvalid(p: _Parser, opname: str, b: dict[str, Any], node: ast.Ca
     if not isinstance(tensor.type, TensorType):
         raise p.err(f"{what}(tensor): expected a tensor, got {tensor.type}", node)
     rank = len(tensor.type.shape)
-    lists = {}
+    region: list[Arg] = [tensor]
     for key in ("shapes", "offsets"):
         if b.get(key) is None:
             raise p.err(f"{what}: a tensor region needs {key}=[...] with {rank} entries", node)
-        values = _static(p, b, key, what)
-        if not isinstance(values, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values
-        ):
-            raise p.err(
-                f"{what}({key}): expected a list of ints >= 0 known when compiling, got {values!r}", node
-            )
+        values = p.offsets(b[key], f"{what} {key}")
         if len(values) != rank:
             raise p.err(
                 f"{what}({key}): expected {rank} entries (the tensor's rank), got {len(values)}", node
             )
-        lists[key] = tuple(values)
-    return p.make_op(opname, [tensor], lists, node)
+        for v in values:
+            if isinstance(v, Const) and (
+                isinstance(v.value, bool) or not isinstance(v.value, int) or v.value < 0
+            ):
+                raise p.err(f"{what}({key}): entries must be integers >= 0, got {v.value!r}", node)
+        region.append(values)
+    return p.make_op(opname, region, {}, node)
 
 
 def _build_syncall(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:

@@ -125,7 +125,7 @@ SAMPLES: dict[str, Sample] = {
     "system.sync_set": ([], {"pipe": PipeType.MTE3, "event_id": 3}),
     "system.sync_wait": ([_I], {"pipe": PipeType.MTE2}),
     "system.set_ffts": ([TensorType((256,), DataType.INT64)], {}),
-    "system.cacheinvalid": ([_X], {"shapes": (16, 64), "offsets": (0, 0)}),
+    "system.cacheinvalid": ([_X], {}),
     "system.syncall": ([_SIG, _I], {"core_type": "aiv_only", "mode": "soft"}),
     **{
         f"system.{n}": ([], {"dir_mask": 1, "slot_size": 256})

@@ -154,7 +154,6 @@ _sys(
     all of global memory). The simulated chip has no data cache; the kernel records the call.""",
     _statement("pl.system.cacheinvalid", (0,)),
     arity=(0, 1),
-    attrs=("shapes", "offsets"),
 )
 _sys(
     "syncall",
