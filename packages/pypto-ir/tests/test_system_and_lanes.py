@@ -213,19 +213,26 @@ def test_bad_system_calls_are_refused_naming_the_argument(body: str, message: st
     assert re.search(message, _program_error(body))
 
 
-def test_syncall_in_an_inline_scope_says_where_it_belongs() -> None:
-    with pytest.raises(KernelError, match=r"syncall\(\) is a barrier among the blocks of an SPMD kernel"):
+def test_an_inline_spmd_body_that_syncs_is_a_kernel_whose_blocks_run_as_a_group() -> None:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, x: pl.Tensor[[8, 8], pl.FP32], y: pl.Out[pl.Tensor[[8, 8], pl.FP32]]
+        ) -> pl.Tensor[[8, 8], pl.FP32]:
+            for b in pl.spmd(2):
+                pl.system.syncall()
+                y = pl.store(pl.load(x, [b * 4, 0], [4, 8]), [b * 4, 0], y)
+            return y
 
-        @pl.program
-        class P:
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(
-                self, x: pl.Tensor[[8, 8], pl.FP32], y: pl.Out[pl.Tensor[[8, 8], pl.FP32]]
-            ) -> pl.Tensor[[8, 8], pl.FP32]:
-                with pl.spmd(2):
-                    pl.system.syncall()
-                    y = pl.store(pl.load(x, [0, 0], [8, 8]), [0, 0], y)
-                return y
+    (loop,) = [s for s in P.functions["main"].body if isinstance(s, For)]
+    assert loop.var.name == "pypto_block_idx"  # the outlined kernel's hidden block parameter
+    (sync,) = _calls(P.functions["main"], "system.syncall")
+    assert sync.attr("blocks") == 2
+    assert "blocks=" not in P.as_python()  # implied by the enclosing launch
+    kernel = next(f for n, f in lower(P).program.functions.items() if n != "main")
+    src = generate_kernel(kernel).text
+    assert "const std::int64_t count = 2;" in src
 
 
 # ----------------------------------------------------------------------------- launches

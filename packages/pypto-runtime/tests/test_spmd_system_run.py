@@ -101,6 +101,37 @@ def test_soft_syncall_and_repeated_barriers() -> None:
 
 
 @pl.program
+class InlineRing:
+    """An inline pl.spmd body that syncs: block b adds the exp of the rows block b - 1 wrote."""
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[48, 8], pl.FP32], out: pl.Out[pl.Tensor[[48, 8], pl.FP32]]
+    ) -> pl.Tensor[[48, 8], pl.FP32]:
+        scratch = pl.create_tensor([48, 8], dtype=pl.FP32)
+        for b in pl.spmd(3, name_hint="ring"):
+            t = pl.load(x, [b * 16, 0], [16, 8])
+            scratch = pl.store(pl.exp(t), [b * 16, 0], scratch)
+            pl.system.syncall()
+            before = pl.load(scratch, [((b + 2) % 3) * 16, 0], [16, 8])
+            out = pl.store(pl.add(before, t), [b * 16, 0], out)
+        with pl.at(level=pl.Level.CORE_GROUP):  # one block: the barrier is passed at once
+            last = pl.load(out, [32, 0], [16, 8])
+            pl.system.syncall(core_type="mix")
+            out = pl.store(pl.neg(last), [32, 0], out)
+        return out
+
+
+def test_syncall_in_an_inline_spmd_body_and_in_a_single_scope() -> None:
+    x = torch.randn(48, 8)
+    out = torch.zeros(48, 8)
+    run(InlineRing, x, out)
+    want = x + torch.roll(x.exp(), 16, 0)
+    want[32:] = -want[32:]
+    torch.testing.assert_close(out, want)
+
+
+@pl.program
 class WrongParticipants:
     @pl.function(type=pl.FunctionType.InCore)
     def k(

@@ -213,7 +213,8 @@ def _call(c: Call) -> str:
 
         lang = LANGUAGE.get(c.op.split(".", 1)[1])
         if lang is not None and lang.spelling:
-            parts = [_expr(a) for a in c.args] + [f"{k}={_static(v)}" for k, v in c.attrs]
+            # "blocks" (an inline pl.spmd body's block count) is implied by the enclosing launch
+            parts = [_expr(a) for a in c.args] + [f"{k}={_static(v)}" for k, v in c.attrs if k != "blocks"]
             return f"{lang.spelling}({', '.join(parts)})"
     if name is None:
         raise ValueError(f"as_python: the IR op {c.op!r} has no pl.* function")

@@ -223,15 +223,12 @@ def _build_syncall(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -
             args.append(used)
     elif b.get("gm_workspace") is not None or b.get("used_cores") is not None:
         raise p.err(f"{what}: gm_workspace and used_cores belong to mode='soft'", node)
-    if p.st.in_scope and not p.st.func_type.is_kernel:
-        raise p.err(
-            f"{what}() is a barrier among the blocks of an SPMD kernel: write the kernel as a "
-            "@pl.function(type=pl.FunctionType.InCore) and launch it in `with pl.spmd(core_num=n):`",
-            node,
-        )
+    attrs: dict[str, Any] = {"core_type": core_type, "mode": mode}
     if p.st.func_type.is_kernel:
         p.spmd_params(node)  # the barrier counts the launch's blocks
-    return p.make_op(opname, args, {"core_type": core_type, "mode": mode}, node)
+    elif p.st.in_scope and p.st.spmd is not None:  # an inline pl.spmd body: n blocks
+        attrs["blocks"] = p.st.spmd[1]
+    return p.make_op(opname, args, attrs, node)
 
 
 def _build_named(*keys: str) -> Any:

@@ -95,10 +95,10 @@ void* pypto_block_thread(void* p) {
 """
 
 
-def group_entry(entry: str, nargs: int, idx_at: int | None, num_at: int | None, stack_bytes: int) -> str:
-    """The entry of a kernel that calls ``syncall``: ``args[idx_at]``/``args[num_at]`` are its
-    block index and count (``None``: not an SPMD kernel, one block)."""
-    if idx_at is None or num_at is None:
+def group_entry(entry: str, nargs: int, idx_at: int | None, count: str | None, stack_bytes: int) -> str:
+    """The entry of a kernel that calls ``syncall``: ``args[idx_at]`` is its block index and
+    ``count`` the C++ expression of its block count (``None``: not an SPMD kernel, one block)."""
+    if idx_at is None or count is None:
         return (
             f'extern "C" __attribute__((visibility("default"))) void {entry}(std::int64_t* args) {{\n'
             "    PyptoBlockBarrier barrier(1);\n"
@@ -107,7 +107,7 @@ def group_entry(entry: str, nargs: int, idx_at: int | None, num_at: int | None, 
         )
     return f"""extern "C" __attribute__((visibility("default"))) void {entry}(std::int64_t* args) {{
     const std::int64_t index = pt::scalar_arg<std::int64_t>(args[{idx_at}]);
-    const std::int64_t count = pt::scalar_arg<std::int64_t>(args[{num_at}]);
+    const std::int64_t count = {count};
     if (index != 0) return;  // the task of block 0 runs every block of the launch
     if (count < 1) {{
         simpler::report_kernel_error("pl.system.syncall: the launch has %lld blocks", static_cast<long long>(count));

@@ -106,10 +106,16 @@ COMM_EFFECTS = {
 _ATOMIC = {AtomicType.None_: "pt::AtomicType::None", AtomicType.Add: "pt::AtomicType::Add"}
 
 
-def _calls_syncall(fn: Function) -> bool:
-    return any(
-        isinstance(e, Call) and e.op == "system.syncall" for s in walk_stmts(fn.body) for e in stmt_exprs(s)
-    )
+def _calls_syncall(fn: Function) -> int:
+    """0: the kernel does not call ``pl.system.syncall``; else its launch's block count when the
+    calls record it (an inline ``pl.spmd`` body), 1 when the kernel's parameters carry it."""
+    counts = [
+        int(e.attr("blocks", 1))
+        for s in walk_stmts(fn.body)
+        for e in stmt_exprs(s)
+        if isinstance(e, Call) and e.op == "system.syncall"
+    ]
+    return max(counts, default=0)
 
 
 def _cpp(op: str) -> Cpp:
@@ -247,10 +253,13 @@ class _KernelGen:
             self.lines.append("}  // namespace")
             names = [p.name for p in params]
             at = {n: names.index(n) for n in SPMD_PARAMS if n in names}
+            count = (
+                f"pt::scalar_arg<std::int64_t>(args[{at[SPMD_PARAMS[1]]}])" if SPMD_PARAMS[1] in at else None
+            )
+            if count is None and group > 1:  # an inline pl.spmd body: the launch's count is known
+                count = str(group)
             self.lines.append(
-                group_entry(
-                    ENTRY, len(params), at.get(SPMD_PARAMS[0]), at.get(SPMD_PARAMS[1]), BLOCK_STACK_BYTES
-                )
+                group_entry(ENTRY, len(params), at.get(SPMD_PARAMS[0]), count, BLOCK_STACK_BYTES)
             )
         text = "\n".join(head) + "\n" + "\n".join(self.lines) + "\n"
         return KernelSource(fn.name, core_type_of(fn), ENTRY, text, params, tuple(self.tiles))

@@ -165,7 +165,7 @@ _sys(
     must then be the launch's block count, or 0 for "the launch's".""",
     _syncall,
     arity=(0, 2),
-    attrs=("core_type", "mode"),
+    attrs=("core_type", "mode", "blocks"),
 )
 for _pipe in ("aic_initialize_pipe", "aiv_initialize_pipe"):
     _sys(

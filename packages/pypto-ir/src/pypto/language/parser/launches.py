@@ -9,6 +9,7 @@ import ast
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from pypto.ir.codegen.block_group import SPMD_PARAMS
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.nodes import Assign, Call, CallFunc, Const, Expr, ExprStmt, For, Scope, Stmt, Var
 from pypto.ir.types import (
@@ -249,12 +250,16 @@ class _Launches(_Tasks):
         tasks = Var(f"{self.prefix}spmd_tasks{self.hoisted}", ArrayType(n, TaskIdType()), span)
         shadowed: Any = None
         index_name = s.target.id if isinstance(s, ast.For) and isinstance(s.target, ast.Name) else None
+        # an inline body that syncs becomes a kernel whose block index is its hidden parameter
+        # (the group entry of codegen/block_group.py runs its blocks together)
+        hidden = inline and self._syncs(s.body)
         if index_name is not None:
-            var = Var(self.prefix + index_name, ScalarType(INDEX), self.src.span(s))
+            name = SPMD_PARAMS[0] if hidden else self.prefix + index_name
+            var = Var(name, ScalarType(INDEX), self.src.span(s))
             shadowed = self.st.env.get(index_name)
             self.st.env[index_name] = var
         else:
-            var = Var(f"spmd_block{self.hoisted}", ScalarType(INDEX), span)
+            var = Var(SPMD_PARAMS[0] if hidden else f"spmd_block{self.hoisted}", ScalarType(INDEX), span)
         self.st.spmd = (var, n)
         try:
             if inline:
@@ -414,6 +419,20 @@ class _Launches(_Tasks):
             self.st.in_scope = False
         task = Var(f"{self.prefix}_spmd_block_task{self.hoisted}", TaskIdType(), span) if tracked else None
         return Scope(Level.CORE_GROUP, hint, tuple(deps), task, tuple(body), span, hints=hints)
+
+    def _syncs(self, stmts: list[ast.stmt]) -> bool:
+        """Whether a body calls ``pl.system.syncall``."""
+        import pypto.language as pl
+
+        for node in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
+                try:
+                    target = self.resolve(node.func)
+                except KernelError:
+                    continue
+                if isinstance(target, _Static) and target.value is pl.system.syncall:
+                    return True
+        return False
 
     def _launches(self, stmts: list[ast.stmt]) -> bool:
         """Whether a ``pl.spmd`` body launches kernels (calls them or opens ``pl.at`` scopes)
