@@ -237,6 +237,7 @@ class EveryCluster:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, out: pl.Out[pl.Tensor[[24, 8], pl.FP32]]) -> pl.Tensor[[24, 8], pl.FP32]:
+        pl.system.fence()
         with pl.spmd(pl.system.available_cluster_count()):
             out = self.fill(out)
         return out
