@@ -231,7 +231,10 @@ def _build_syncall(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -
     return p.make_op(opname, args, attrs, node)
 
 
-def _build_named(*keys: str) -> Any:
+def _build_named(keys: tuple[str, ...], required: tuple[str, ...] = ()) -> Any:
+    """A builder for calls whose arguments are all attributes: ``name``/``peer_func`` non-empty
+    strings, the others ints >= 0, each known when compiling; ``required`` must be given."""
+
     def build(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
         what = f"pl.system.{opname}"
         attrs: dict[str, Any] = {}
@@ -245,22 +248,12 @@ def _build_named(*keys: str) -> Any:
             elif isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise p.err(f"{what}({key}): expected an int >= 0 known when compiling, got {v!r}", node)
             attrs[key] = v
-        required = [k for k in keys if _required(opname, k) and k not in attrs]
-        if required:
-            raise p.err(f"{what}: {required[0]}= is required", node)
+        missing = [k for k in required if k not in attrs]
+        if missing:
+            raise p.err(f"{what}: {missing[0]}= is required", node)
         return p.make_op(opname, [], attrs, node)
 
     return build
-
-
-def _required(opname: str, key: str) -> bool:
-    required = {
-        "aic_initialize_pipe": ("dir_mask", "slot_size"),
-        "aiv_initialize_pipe": ("dir_mask", "slot_size"),
-        "reserve_buffer": ("name", "size"),
-        "import_peer_buffer": ("name", "peer_func"),
-    }
-    return key in required.get(opname, ())
 
 
 def _build_count(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -292,10 +285,10 @@ OP_BUILDERS.update(
         "fence": _build_operands,
         "cacheinvalid": _build_cacheinvalid,
         "syncall": _build_syncall,
-        "aic_initialize_pipe": _build_named(*_PIPE_KEYS),
-        "aiv_initialize_pipe": _build_named(*_PIPE_KEYS),
-        "reserve_buffer": _build_named("name", "size", "base"),
-        "import_peer_buffer": _build_named("name", "peer_func"),
+        "aic_initialize_pipe": _build_named(_PIPE_KEYS, ("dir_mask", "slot_size")),
+        "aiv_initialize_pipe": _build_named(_PIPE_KEYS, ("dir_mask", "slot_size")),
+        "reserve_buffer": _build_named(("name", "size", "base")),
+        "import_peer_buffer": _build_named(("name", "peer_func")),
         "available_cluster_count": _build_count,
         "available_aiv_count": _build_count,
     }
