@@ -97,9 +97,11 @@ _INT32_MAX = (1 << 31) - 1
 
 
 def _static(p: _Parser, b: dict[str, Any], key: str, what: str) -> Any:
-    return p.static_value(
-        b.get(key), f"{what} {key}", b.get(key) if isinstance(b.get(key), ast.AST) else None
-    )
+    """The compile-time value of argument ``key`` (None when not given)."""
+    node = b.get(key)
+    if not isinstance(node, ast.AST):
+        return node
+    return p.static_value(node, f"{what} {key}", node)
 
 
 def _int(p: _Parser, b: dict[str, Any], key: str, what: str, node: ast.Call) -> int | None:
@@ -132,7 +134,7 @@ def _core_type(p: _Parser, b: dict[str, Any], what: str, node: ast.Call) -> str 
     v = _static(p, b, "core_type", what)
     if v is not None and v not in SYNCALL_CORE_TYPES:
         raise p.err(f"{what}(core_type): expected one of {', '.join(SYNCALL_CORE_TYPES)}, got {v!r}", node)
-    return v
+    return None if v is None else str(v)
 
 
 def _build_cross_core(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:

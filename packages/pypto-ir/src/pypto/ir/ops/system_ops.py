@@ -61,7 +61,8 @@ def _syncall(args: list[Type], attrs: dict[str, Any]) -> Type:
     ):
         got = args[0] if args else "nothing"
         raise OpError(f"pl.system.syncall(mode='soft'): gm_workspace must be an INT32 tensor, got {got}")
-    return _statement("pl.system.syncall", (0,), (1,))(args, attrs)
+    checked: Type = _statement("pl.system.syncall", (0,), (1,))(args, attrs)
+    return checked
 
 
 def _sys(

@@ -144,6 +144,7 @@ class _Launches(_Tasks):
             return x  # no split axis: the value crosses whole
         if what == "aic_gather":
             return self.lane_gather(x, lane, mode, node)
+        assert isinstance(x.type, (TileType, TensorType))
         shape = list(x.type.shape)
         axis = len(shape) - (2 if mode is SplitMode.UP_DOWN else 1)
         full = shape[axis] if axis >= 0 else None
@@ -379,7 +380,8 @@ class _Launches(_Tasks):
         kernel_call = ast.Call(func=call.args[0], args=list(call.args[1:]), keywords=[])
         body: ast.stmt
         if len(names) > 2:
-            body = ast.Assign(targets=[ast.Tuple(elts=names[:-1], ctx=ast.Store())], value=kernel_call)
+            elts: list[ast.expr] = list(names[:-1])
+            body = ast.Assign(targets=[ast.Tuple(elts=elts, ctx=ast.Store())], value=kernel_call)
         elif names:
             body = ast.Assign(targets=[names[0]], value=kernel_call)
         else:
