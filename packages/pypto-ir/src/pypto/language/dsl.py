@@ -235,25 +235,27 @@ def get_block_num() -> Any:
 
 def split_aiv(n: int, *, mode: SplitMode) -> Any:
     """``for lane in pl.split_aiv(2, mode=pl.SplitMode.<mode>):`` in a kernel, a ``pl.at`` scope or
-    an orchestration: the body runs on the two vector lanes of a core group, ``lane`` being 0 and
-    1 (also ``pl.tile.get_subblock_idx()``). ``NONE``: each lane runs the whole body (the author
-    divides the work by ``lane``). ``UP_DOWN`` / ``LEFT_RIGHT``: each lane runs the body on its
-    half (rows / columns) of every tile it loads, makes and stores. At the top of an orchestration
-    the loop is a kernel of its own (a ``pl.at`` scope). The simulator runs lane 0, then lane 1."""
+    an orchestration (where the loop is a kernel of its own): the body once per vector lane of a
+    core group, ``lane`` (also ``pl.tile.get_subblock_idx()``) 0 and then 1; the body addresses
+    its lane's part of the data with ``lane``. With ``UP_DOWN`` / ``LEFT_RIGHT``, ``pl.aiv_shard``
+    gives each lane its half (rows / columns) of a value from the cube and ``pl.aic_gather`` joins
+    the lanes' halves; with ``NONE`` both pass values whole. The simulator runs lane 0, then
+    lane 1."""
     if isinstance(n, bool) or n != 2:
         raise ValueError(f"pl.split_aiv(n): n must be the integer 2 (the two vector lanes), got {n!r}")
     raise RuntimeError("pl.split_aiv is the iterable of a for statement in a kernel-language body")
 
 
 def aiv_shard(x: Any) -> Any:
-    """In a ``pl.split_aiv`` loop: ``x`` (a cube result made outside the loop) as this lane reads
-    it: its half (rows for ``UP_DOWN``, columns for ``LEFT_RIGHT``), or all of it for ``NONE``."""
+    """In a ``pl.split_aiv`` loop: ``x`` (a cube result, moved to Vec) as this lane reads it: its
+    half (rows for ``UP_DOWN``, columns for ``LEFT_RIGHT``), or all of it for ``NONE``."""
     raise RuntimeError("pl.aiv_shard is read inside a pl.split_aiv loop of a kernel-language body")
 
 
 def aic_gather(x: Any) -> Any:
-    """In a ``pl.split_aiv(2, mode=pl.SplitMode.NONE)`` loop: ``x`` handed to the cube; both
-    lanes must hold the same value (on the chip the cube receives either lane's)."""
+    """In a ``pl.split_aiv`` loop: the lanes' values handed to the cube. With ``UP_DOWN`` /
+    ``LEFT_RIGHT`` the whole tile, lane 0's half then lane 1's (read it after the loop); with
+    ``NONE`` the value itself (both lanes must hold the same value, as on the chip)."""
     raise RuntimeError("pl.aic_gather is read inside a pl.split_aiv loop of a kernel-language body")
 
 

@@ -35,7 +35,7 @@ class _Launches(_Tasks):
     # ------------------------------------------------------------------ pl.split_aiv
 
     split_lane: tuple[int, SplitMode] | None = None  # (lane, mode) inside a pl.split_aiv body
-    split_gathered: dict[int, Expr] = {}  # noqa: RUF012  # pl.aic_gather call -> lane 0's value
+    split_gathered: dict[int, Expr]  # in a pl.split_aiv body: pl.aic_gather call -> lane 0's value
 
     def split_aiv_stmt(self, s: ast.For, call: ast.Call) -> list[Stmt]:
         """``for lane in pl.split_aiv(2, mode=...):``: the body once per vector lane (0, then 1),
