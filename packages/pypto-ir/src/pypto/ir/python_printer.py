@@ -211,6 +211,14 @@ def _call(c: Call) -> str:
     if not _LANG:
         _LANG.update(_lang_names())
     name = _LANG.get(c.op)
+    if name is None and c.op.startswith("system."):  # pl.system.<name>(operands, attr=value, ...)
+        from pypto.ir.ops import LANGUAGE
+
+        lang = LANGUAGE.get(c.op.split(".", 1)[1])
+        if lang is not None and lang.spelling:
+            # "blocks" (an inline pl.spmd body's block count) is implied by the enclosing launch
+            parts = [_expr(a) for a in c.args] + [f"{k}={_static(v)}" for k, v in c.attrs if k != "blocks"]
+            return f"{lang.spelling}({', '.join(parts)})"
     if name is None:
         raise ValueError(f"as_python: the IR op {c.op!r} has no pl.* function")
     build = _ARGS.get(c.op)

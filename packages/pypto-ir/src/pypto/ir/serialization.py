@@ -70,6 +70,7 @@ _ENUMS: dict[str, type[enum.Enum]] = {
         types.NotifyOp,
         types.WaitCmp,
         types.SplitMode,
+        types.PipeType,
     )
 }
 ENUM_TYPES: tuple[type[enum.Enum], ...] = tuple(_ENUMS.values())

@@ -24,6 +24,7 @@ __all__ = [
     "MemorySpace",
     "NotifyOp",
     "PadValue",
+    "PipeType",
     "ScalarType",
     "SplitMode",
     "TaskIdType",
@@ -145,6 +146,24 @@ class WaitCmp(enum.Enum):
 
     def __repr__(self) -> str:
         return f"pld.WaitCmp.{self.name}"
+
+
+class PipeType(enum.Enum):
+    """A pipe of an AICore, named by ``pl.system`` synchronisation: the transfer engines
+    ``MTE1``/``MTE2``/``MTE3``, the cube ``M``, the vector unit ``V``, the scalar unit ``S``,
+    the fixpipe ``FIX`` and ``ALL`` of them."""
+
+    MTE1 = "MTE1"
+    MTE2 = "MTE2"
+    MTE3 = "MTE3"
+    M = "M"
+    V = "V"
+    S = "S"
+    FIX = "FIX"
+    ALL = "ALL"
+
+    def __repr__(self) -> str:
+        return f"pl.PipeType.{self.value}"
 
 
 class CoreType(enum.Enum):

@@ -18,8 +18,18 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
-from pypto.ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue, Role, SplitMode, TaskIdType
-from pypto.language import array, system, tensor, tile
+from pypto.ir.types import (
+    AtomicType,
+    FunctionType,
+    Level,
+    MemorySpace,
+    PadValue,
+    PipeType,
+    Role,
+    SplitMode,
+    TaskIdType,
+)
+from pypto.language import array, optimizations, system, tensor, tile
 from pypto.language import ops as _ops
 from pypto.language.decorators import (
     DSLFunction,
@@ -30,11 +40,15 @@ from pypto.language.decorators import (
     program,
 )
 from pypto.language.dsl import (
+    aic_gather,
+    aiv_shard,
     at,
     cluster,
     cond,
     cross_core_slot,
     func_attr,
+    get_block_idx,
+    get_block_num,
     manual_scope,
     max,
     min,
@@ -42,7 +56,9 @@ from pypto.language.dsl import (
     pipeline,
     range,
     split,
+    split_aiv,
     spmd,
+    spmd_submit,
     static_assert,
     static_print,
     submit,
@@ -124,6 +140,7 @@ __all__ = [
     "MemorySpace",
     "Out",
     "PadValue",
+    "PipeType",
     "Role",
     "RuntimeScalarMarker",
     "Scalar",
@@ -133,6 +150,8 @@ __all__ = [
     "TensorLayout",
     "TensorView",
     "Tile",
+    "aic_gather",
+    "aiv_shard",
     "array",
     "at",
     "cluster",
@@ -141,19 +160,24 @@ __all__ = [
     "dynamic",
     "func_attr",
     "function",
+    "get_block_idx",
+    "get_block_num",
     "inline",
     "jit",
     "loads",
     "manual_scope",
     "max",
     "min",
+    "optimizations",
     "parallel",
     "parse",
     "pipeline",
     "program",
     "range",
     "split",
+    "split_aiv",
     "spmd",
+    "spmd_submit",
     "static_assert",
     "static_print",
     "submit",

@@ -263,6 +263,9 @@ class _OrchGen:
                 self.emit(depth, "if (orch.scope_begin() != 0) return 1;  // pl.manual_scope()")
             elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "system.scope_end":
                 self.emit(depth, "if (orch.scope_end() != 0) return 1;  // end of pl.manual_scope()")
+            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "system.fence":
+                # the orchestration submits in program order; a fence orders nothing more here
+                self.emit(depth, "// pl.system.fence(): no effect on the simulated chip")
             elif isinstance(s, ExprStmt):
                 if not isinstance(s.value, CallFunc):
                     raise PyptoCompileError(f"orchestration codegen: unexpected statement {s.value}")

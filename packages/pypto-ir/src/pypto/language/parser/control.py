@@ -27,6 +27,7 @@ _KIND_WORDS = {
     "parallel": "a pl.parallel loop (its iterations are independent)",
     "unroll": "a pl.unroll loop (every iteration is unrolled)",
     "spmd": "a pl.spmd loop (its iterations are the blocks of one launch)",
+    "split_aiv": "a pl.split_aiv loop (its iterations are the two vector lanes)",
 }
 
 
