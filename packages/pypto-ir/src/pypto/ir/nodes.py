@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import Span
 from pypto.ir.param_info import ParamDirection
-from pypto.ir.types import FunctionType, Level, ScalarType, Type
+from pypto.ir.types import FunctionType, Level, MemorySpace, ScalarType, Type
 
 __all__ = [
     "Assign",
@@ -40,6 +40,7 @@ __all__ = [
     "Scope",
     "Stmt",
     "TensorWrite",
+    "TilePlacement",
     "Var",
     "While",
     "Yield",
@@ -340,6 +341,21 @@ class Param:
 
 
 @dataclass(frozen=True)
+class TilePlacement:
+    """Where the program text placed a tile: ``pl.MemRef(allocation, byte_offset, size)`` in the
+    annotation of ``tile``, with ``allocation`` a ``pl.tile.alloc(space, ...)`` of the function.
+    Recorded and checked by the parser; the simulated chip gives every tile storage of its own
+    and reads none of it."""
+
+    tile: str
+    allocation: str
+    space: MemorySpace
+    byte_offset: int
+    size: int
+    allocation_size: int
+
+
+@dataclass(frozen=True)
 class Function:
     name: str
     params: tuple[Param, ...]
@@ -352,6 +368,9 @@ class Function:
     # pl.func_attr attributes, (key, value) in key order; a value is a constant, an enum member or
     # a ParamRef. Hints for device backends; the simulated chip reads none.
     attrs: tuple[tuple[str, Any], ...] = ()
+    # the tile placements its text wrote (pl.tile.alloc / pl.MemRef), in source order; a record
+    # only, so not part of its identity (equality, serialization)
+    placements: tuple[TilePlacement, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def return_types(self) -> tuple[Type, ...]:

@@ -67,6 +67,7 @@ from pypto.language.dsl import (
     yield_,
 )
 from pypto.language.jit import JITFunction, Specialization, jit
+from pypto.language.memref import MemRef, Ptr
 from pypto.language.text import loads, parse
 from pypto.language.typing import (
     RUNTIME,
@@ -78,6 +79,7 @@ from pypto.language.typing import (
     Tensor,
     TensorView,
     Tile,
+    Tuple,
     dynamic,
 )
 
@@ -137,10 +139,12 @@ __all__ = [
     "Layout",
     "Level",
     "Mem",
+    "MemRef",
     "MemorySpace",
     "Out",
     "PadValue",
     "PipeType",
+    "Ptr",
     "Role",
     "RuntimeScalarMarker",
     "Scalar",
@@ -150,6 +154,7 @@ __all__ = [
     "TensorLayout",
     "TensorView",
     "Tile",
+    "Tuple",
     "aic_gather",
     "aiv_shard",
     "array",

@@ -15,6 +15,10 @@ globals().update({_name: getattr(_ops, _op) for _name, _op in _ops.TILE_LEVEL.it
 # pl.split_aiv loop, pl.tile.get_subblock_idx().
 from pypto.language.dsl import get_block_idx, get_block_num, get_subblock_idx  # noqa: E402, F401
 
+# pl.tile.alloc reserves bytes of an on-chip buffer for tiles placed with pl.MemRef; it is no
+# op of the table either (pypto.language.memref).
+from pypto.language.memref import alloc  # noqa: E402, F401
+
 
 def __getattr__(name: str) -> Any:
     # Declared so that static checkers accept ``pl.tile.add``; the ops are set above from the table.

@@ -29,6 +29,8 @@ __all__ = [
     "TensorView",
     "Tile",
     "TileAnnotation",
+    "Tuple",
+    "TupleAnnotation",
     "annotation_text",
     "dynamic",
     "is_runtime",
@@ -77,6 +79,7 @@ class TileAnnotation:
     shape: tuple[int, ...]
     dtype: DataType
     memory: MemorySpace | None = None
+    memref: Any = None  # a pl.MemRef: where the tile is placed (pypto.language.memref)
 
 
 @dataclass(frozen=True)
@@ -128,23 +131,54 @@ class Tensor(metaclass=_TensorMeta):
 
 class _TileMeta(type):
     def __getitem__(cls, item: Any) -> TileAnnotation:
-        if not isinstance(item, tuple) or len(item) not in (2, 3):
-            raise TypeError(f"pl.Tile[...]: expected [shape, dtype] or [shape, dtype, memory], got {item!r}")
+        from pypto.language.memref import MemRef
+
+        if not isinstance(item, tuple) or len(item) not in (2, 3, 4):
+            raise TypeError(
+                "pl.Tile[...]: expected [shape, dtype], [shape, dtype, memory] or "
+                f"[shape, dtype, pl.MemRef(...), memory], got {item!r}"
+            )
         dims = _dims(item[0], "pl.Tile")
         if any(isinstance(d, DynDim) for d in dims):
             raise TypeError(f"pl.Tile: tile shapes are static, got {item[0]!r}")
-        memory = item[2] if len(item) == 3 else None
-        if memory is not None and not isinstance(memory, MemorySpace):
-            raise TypeError(f"pl.Tile: memory must be a pl.MemorySpace, got {memory!r}")
+        memory: MemorySpace | None = None
+        memref: MemRef | None = None
+        for extra in item[2:]:
+            if isinstance(extra, MemRef) and memref is None:
+                memref = extra
+            elif isinstance(extra, MemorySpace) and memory is None:
+                memory = extra
+            else:
+                raise TypeError(
+                    "pl.Tile: after shape and dtype come a pl.MemRef(...) and a pl.MemorySpace, "
+                    f"each at most once, got {extra!r}"
+                )
         return TileAnnotation(
             tuple(d for d in dims if isinstance(d, int)),
             DataType.parse(item[1], what="pl.Tile dtype"),
             memory,
+            memref,
         )
 
 
 class Tile(metaclass=_TileMeta):
     """A tile in an on-chip buffer: ``pl.Tile[[64, 64], pl.FP32]``."""
+
+
+@dataclass(frozen=True)
+class TupleAnnotation:
+    """``pl.Tuple[a, b, ...]``: a tuple value (a kernel call's results, ``(x, y)``) and its items' annotations."""
+
+    items: tuple[Any, ...]
+
+
+class _TupleMeta(type):
+    def __getitem__(cls, item: Any) -> TupleAnnotation:
+        return TupleAnnotation(item if isinstance(item, tuple) else (item,))
+
+
+class Tuple(metaclass=_TupleMeta):
+    """The annotation of a tuple value: ``t: pl.Tuple[pl.Tensor[[16, 1], pl.FP32], pl.Tensor[[16, 8], pl.FP32]]``."""
 
 
 class _ScalarMeta(type):
@@ -264,8 +298,11 @@ def annotation_text(ann: Any) -> str:
         nz = ", pl.NZ" if ann.layout is Layout.NZ else ""
         return f"pl.Tensor[[{', '.join(map(repr, ann.shape))}], {ann.dtype!r}{nz}]"
     if isinstance(ann, TileAnnotation):
+        memref = f", {ann.memref!r}" if ann.memref is not None else ""
         memory = f", pl.Mem.{ann.memory.value}" if ann.memory is not None else ""
-        return f"pl.Tile[[{', '.join(map(str, ann.shape))}], {ann.dtype!r}{memory}]"
+        return f"pl.Tile[[{', '.join(map(str, ann.shape))}], {ann.dtype!r}{memref}{memory}]"
+    if isinstance(ann, TupleAnnotation):
+        return f"pl.Tuple[{', '.join(annotation_text(i) for i in ann.items)}]"
     if isinstance(ann, ScalarAnnotation):
         return f"pl.Scalar[{ann.dtype!r}]"
     return repr(ann)

@@ -152,4 +152,5 @@ class _Parser(_Statements):
             ft,
             span=self.src.span(self.src.tree),
             attrs=tuple(sorted(self.st.attrs.items())),
+            placements=tuple(self.st.placements),
         )

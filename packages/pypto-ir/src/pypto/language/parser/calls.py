@@ -67,6 +67,11 @@ class _Calls(_Directives):
         block = getattr(obj, "__pypto_block__", None)
         if block is not None:
             return self.block_query(block, node)
+        if getattr(obj, "__pypto_alloc__", False):
+            raise self.err(
+                "pl.tile.alloc(...) is bound to a name of its own: `mem: pl.Ptr = pl.tile.alloc(space, size)`",
+                node,
+            )
         lane = getattr(obj, "__pypto_lane__", None)
         if lane is not None:
             return self.lane_call(lane, node)

@@ -258,6 +258,8 @@ class _FnState:
     # pl.func_attr attributes so far, and whether the body is still in its prologue (only
     # pl.func_attr calls and a docstring so far)
     attrs: dict[str, Any] = field(default_factory=dict)
+    # tiles placed with pl.MemRef in their annotations (pypto.language.parser.placements)
+    placements: list[Any] = field(default_factory=list)
     prologue: bool = True
 
 
@@ -338,6 +340,8 @@ def _compatible(param: Type, arg: Type) -> bool:
 
 
 def _ann_str(ann: Any) -> str:
+    if isinstance(ann, lt.TupleAnnotation):
+        return f"Tuple[{', '.join(_ann_str(i) for i in ann.items)}]"
     if isinstance(ann, lt.TileAnnotation):
         mem = f", {ann.memory.value}" if ann.memory else ""
         return f"Tile[{list(ann.shape)}, {ann.dtype.value}{mem}]"

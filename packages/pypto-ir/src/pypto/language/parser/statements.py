@@ -46,6 +46,12 @@ from pypto.language.parser.common import (
 from pypto.language.parser.control import _Control
 from pypto.language.parser.directives import DIRECTIVES
 from pypto.language.parser.launches import _Launches
+from pypto.language.parser.placements import (
+    allocations_in_scope,
+    bind_allocation,
+    check_placement,
+    is_alloc_call,
+)
 from pypto.language.parser.tuples import TupleValue
 
 
@@ -212,8 +218,13 @@ class _Statements(_Control, _Launches):
                 "kernel call (a, b = kernel(...)) can be assigned",
                 target,
             )
+        if is_alloc_call(self, value_node):
+            bind_allocation(self, target, value_node, ann, s)  # type: ignore[arg-type]
+            return []
         value = self.expr(value_node)
         if isinstance(value, TupleValue):  # a tuple: its name stands for its items
+            if ann is not None:
+                self.check_annotation(ann, value, target.id)
             return self.bind_name(target, value)
         if ann is not None:
             self.check_annotation(ann, value, target.id)
@@ -271,12 +282,27 @@ class _Statements(_Control, _Launches):
         out.append(ExprStmt(dataclasses.replace(value, args=tuple(args)), self.src.span(s)))
         return out
 
-    def check_annotation(self, ann_node: ast.expr, value: Expr, name: str) -> None:
+    def check_annotation(self, ann_node: ast.expr, value: Expr | TupleValue, name: str) -> None:
+        namespace = {**self.src.namespace, **allocations_in_scope(self)}
         try:
-            ann = eval(compile(ast.Expression(ann_node), self.src.file, "eval"), self.src.namespace)
+            ann = eval(compile(ast.Expression(ann_node), self.src.file, "eval"), namespace)
         except Exception as exc:
             raise self.err(f"cannot evaluate the annotation of {name!r}: {exc}", ann_node) from None
+        self.check_value_annotation(ann, value, name, ann_node)
+
+    def check_value_annotation(
+        self, ann: Any, value: Expr | TupleValue, name: str, ann_node: ast.expr
+    ) -> None:
         ty = value.type
+        if isinstance(ann, lt.TupleAnnotation):
+            items = value.items if isinstance(value, TupleValue) else None
+            if items is None or len(items) != len(ann.items):
+                raise self.err(f"{name!r} is annotated {_ann_str(ann)} but the value is {ty}", ann_node)
+            for k, (item_ann, item) in enumerate(zip(ann.items, items, strict=True)):
+                self.check_value_annotation(item_ann, item, f"{name}[{k}]", ann_node)
+            return
+        if isinstance(value, TupleValue):
+            raise self.err(f"{name!r} is a tuple ({ty}); annotate it pl.Tuple[...]", ann_node)
         if isinstance(ann, lt.TileAnnotation):
             if (
                 not isinstance(ty, TileType)
@@ -285,6 +311,8 @@ class _Statements(_Control, _Launches):
                 or (ann.memory is not None and ann.memory is not ty.memory)
             ):
                 raise self.err(f"{name!r} is annotated {_ann_str(ann)} but the value is {ty}", ann_node)
+            if ann.memref is not None:
+                check_placement(self, ann, ty, name, ann_node)
         elif isinstance(ann, lt.TensorAnnotation):
             if (
                 not isinstance(ty, TensorType)
