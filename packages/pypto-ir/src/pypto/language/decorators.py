@@ -24,7 +24,7 @@ from typing import Any
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.host_function import HostLevelFunction, has_ellipsis_body
 from pypto.ir.nodes import Assign, CallFunc, ExprStmt, Function, Param, Program, Return, Var
-from pypto.ir.types import FunctionType, Level, Role, TupleType, Type
+from pypto.ir.types import FunctionType, Level, Role, TileType, TupleType, Type
 from pypto.language.parser import ParseContext, SourceInfo, _SelfMethod, param_annotations, parse_function
 from pypto.language.parser.common import capture_enclosing
 from pypto.language.tracebacks import user_facing
@@ -328,9 +328,13 @@ def program(cls: type) -> Program:
             "orchestration; it has no @pl.function(type=pl.FunctionType.Orchestration)"
         )
     kernels = [f for f in ordered if f.func_type.is_kernel]
-    if len(kernels) != 1:
+    tiles = bool(kernels) and any(
+        isinstance(t, TileType) for t in (*(p.var.type for p in kernels[0].params), *kernels[0].returns)
+    )
+    if len(kernels) != 1 or tiles:
         # a library of functions: it builds, prints and parses back; compiling it needs an
-        # orchestration to enter (compile_to_files says so)
+        # orchestration to enter (compile_to_files says so). A kernel with tile parameters or
+        # results is called from another core's code, never submitted by an orchestration.
         return Program(cls.__name__, tuple(ordered), ordered[0].name)
     k = kernels[0]
     name = "main" if "main" not in ctx.functions else ctx.unique_name("main")

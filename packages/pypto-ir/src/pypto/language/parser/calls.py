@@ -210,6 +210,20 @@ class _Calls(_Directives):
                 f"{ast.unparse(node.func)} is not a kernel: call @pl.jit.incore / @pl.function kernels or pl.* ops",
                 node.func,
             )
+        tiles = [p.name for p in fn.params if isinstance(p.var.type, TileType)]
+        if not tiles and any(isinstance(t, TileType) for t in fn.returns):
+            raise self.err(
+                f"{fn.name} returns a tile: a tile lives in one core's buffer, so a kernel called from the "
+                "orchestration returns the tensors it wrote; pl.store the tile into a pl.Out tensor",
+                node,
+            )
+        if tiles:
+            raise self.err(
+                f"{fn.name} takes tile parameter {tiles[0]!r}: a tile lives in one core's buffer, so a "
+                "kernel called from the orchestration takes tensors; pass a tensor and pl.load it in the "
+                "kernel, or make it a @pl.jit.inline helper called inside the kernel",
+                node,
+            )
         hidden = [p for p in fn.params if p.name in SPMD_PARAMS]
         shown = [p for p in fn.params if p.name not in SPMD_PARAMS]
         if len(args) != len(shown):

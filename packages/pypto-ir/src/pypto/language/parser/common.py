@@ -25,8 +25,10 @@ from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import (
     DynDim,
     FunctionType,
+    MemorySpace,
     ScalarType,
     TensorType,
+    TileType,
     Type,
 )
 from pypto.language import typing as lt
@@ -192,6 +194,22 @@ def annotation_to_type(
                 span,
             )
         return TensorType(ann.shape, ann.dtype, ann.layout), direction
+    if isinstance(ann, lt.TileAnnotation):
+        if direction is not ParamDirection.IN:
+            raise KernelError(
+                f"parameter {name!r}: a tile parameter is In (the kernel's result tiles are returned)", span
+            )
+        if ann.memref is not None:
+            raise KernelError(
+                f"parameter {name!r}: a tile parameter is placed by its caller; drop the pl.MemRef", span
+            )
+        shape = tile_shape(ann.shape)
+        if len(shape) != 2:
+            raise KernelError(
+                f"parameter {name!r}: a tile is 2-D (or 1-D, as a [1, n] tile), got shape {list(ann.shape)}",
+                span,
+            )
+        return TileType(shape, ann.dtype, ann.memory or MemorySpace.Vec), direction
     if isinstance(ann, (lt.ScalarAnnotation, DataType)):
         dtype = ann.dtype if isinstance(ann, lt.ScalarAnnotation) else ann
         if direction is not ParamDirection.IN:
@@ -199,10 +217,20 @@ def annotation_to_type(
         return ScalarType(dtype), direction
     if ann is None:
         raise KernelError(
-            f"parameter {name!r} needs an annotation: pl.Tensor, pl.Out[pl.Tensor], pl.InOut[...] or a scalar dtype such as pl.FP32",
+            f"parameter {name!r} needs an annotation: pl.Tensor, pl.Out[pl.Tensor], pl.InOut[...], a scalar dtype such as pl.FP32 or pl.Tile[[rows, cols], dtype]",
             span,
         )
     raise KernelError(f"parameter {name!r}: unsupported annotation {ann!r}", span)
+
+
+def tile_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A tile annotation's shape as the tile is: 2-D, a 1-D ``[n]`` being ``[1, n]`` and leading
+    dims of 1 dropped (``[1, 1, 8, 16]`` is ``[8, 16]``)."""
+    if len(shape) == 1:
+        return (1, shape[0])
+    while len(shape) > 2 and shape[0] == 1:
+        shape = shape[1:]
+    return shape
 
 
 def _check_declared(ann: lt.TensorAnnotation, given: TensorType, name: str, span: Span) -> None:

@@ -76,6 +76,14 @@ class _Control(_Tuples):
         """``while cond:`` — the condition is a scalar tested before each iteration."""
         if s.orelse:
             raise self.err("while ... else is not supported; put the else block after the loop", s)
+        if any(isinstance(n, ast.Call) for n in ast.walk(s.test)):
+            # a condition that calls an op (`while pl.read(t, [i]) < n:`) is computed afresh at the
+            # top of each iteration: `while True:` whose body first leaves when it is false
+            test = ast.If(test=s.test, body=[ast.Pass()], orelse=[ast.Break()])
+            loop = ast.While(test=ast.Constant(value=True), body=[test, *s.body], orelse=[])
+            for node in (test, *test.body, *test.orelse, loop, loop.test):
+                ast.copy_location(node, s.test if node is not loop else s)
+            return self.while_body(loop, self.while_condition(loop.test), loop.body, carried=[])
         cond = self.while_condition(s.test)
         return self.while_body(s, cond, s.body, carried=[])
 

@@ -371,12 +371,24 @@ class _Launches(_Tasks):
         if targets and not all(isinstance(t, ast.Name) for t in targets):
             raise self.err("pl.spmd_submit: unpack into names: `out, tid = pl.spmd_submit(...)`", s)
         names = [t for t in targets if isinstance(t, ast.Name)]
-        if len(names) == 1:
-            raise self.err(
-                "pl.spmd_submit gives the kernel's result(s) and a task id: unpack them, "
-                "e.g. `out, tid = pl.spmd_submit(...)`",
-                s,
-            )
+        if len(names) == 1:  # `res = pl.spmd_submit(...)`: res holds the results and the task id
+            from pypto.language.parser.tuples import TupleValue
+
+            self.hoisted += 1
+            held = [
+                ast.copy_location(
+                    ast.Name(id=f"_spmd_submit_{what}{self.hoisted}", ctx=ast.Store()), names[0]
+                )
+                for what in ("results", "task")
+            ]
+            stmts = self.spmd_submit(list(held), call, s)
+            results = self.st.env.pop(held[0].id)
+            task = self.st.env.pop(held[1].id)
+            if isinstance(results, Var):  # one result: the argument the launch's kernel returns
+                results = _assigned_value(stmts, results) or results
+            items = results.items if isinstance(results, TupleValue) else (results,)
+            self.st.env[names[0].id] = TupleValue((*items, task))  # type: ignore[assignment]
+            return stmts
         kernel_call = ast.Call(func=call.args[0], args=list(call.args[1:]), keywords=[])
         body: ast.stmt
         if len(names) > 2:
@@ -481,3 +493,15 @@ def _task_of(st: Stmt) -> Var | None:
     if isinstance(st, Assign) and isinstance(st.var.type, TaskIdType) and isinstance(st.value, CallFunc):
         return st.var
     return None
+
+
+def _assigned_value(stmts: list[Stmt], var: Var) -> Expr | None:
+    """The value ``stmts`` (or the bodies of their scopes) last assign to ``var``."""
+    found: Expr | None = None
+    for st in stmts:
+        if isinstance(st, Assign) and st.var is var:
+            found = st.value
+        inner = getattr(st, "body", None)
+        if isinstance(inner, tuple) and all(isinstance(x, Stmt) for x in inner):
+            found = _assigned_value(list(inner), var) or found
+    return found

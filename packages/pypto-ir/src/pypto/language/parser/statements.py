@@ -42,6 +42,7 @@ from pypto.language.parser.common import (
     _AUG,
     _ann_str,
     _Static,
+    tile_shape,
 )
 from pypto.language.parser.control import _Control
 from pypto.language.parser.directives import DIRECTIVES
@@ -222,6 +223,19 @@ class _Statements(_Control, _Launches):
             bind_allocation(self, target, value_node, ann, s)  # type: ignore[arg-type]
             return []
         value = self.expr(value_node)
+        if (
+            isinstance(value, CallFunc)
+            and isinstance(value.type, TupleType)
+            and len(value.type.items) > 1
+            and value.callee in self.ctx.functions
+        ):
+            # t = kernel(...) of a kernel with several results: t is the tuple of the tensors
+            # they alias, read as t[0], t[1] or unpacked later
+            out, results = self.call_results(value, value_node, s, [target] * len(value.type.items))
+            held = TupleValue(tuple(results))
+            if ann is not None:
+                self.check_annotation(ann, held, target.id)
+            return out + self.bind_name(target, held)
         if isinstance(value, TupleValue):  # a tuple: its name stands for its items
             if ann is not None:
                 self.check_annotation(ann, value, target.id)
@@ -259,28 +273,38 @@ class _Statements(_Control, _Launches):
             raise self.err(
                 f"{value.callee!r} returns {n} value(s); {len(target.elts)} name(s) are assigned", target
             )
+        out, results = self.call_results(value, value_node, s, list(target.elts))
+        for name, result in zip(target.elts, results, strict=True):
+            assert isinstance(name, ast.Name)
+            self.st.env[name.id] = result
+        return out
+
+    def call_results(
+        self, value: CallFunc, value_node: ast.expr, s: ast.stmt, where: list[ast.expr]
+    ) -> tuple[list[Stmt], list[Expr]]:
+        """Submit the kernel call ``value`` once; its results are the argument tensors they alias
+        (a kernel returns the tensors it wrote). ``where[k]`` is the source of result ``k``."""
+        callee = self.ctx.functions[value.callee]
         aliases = function_aliases(ssa.convert_function(callee))
         out: list[Stmt] = []
         args = list(value.args)
-        for k, (name, alias) in enumerate(zip(target.elts, aliases, strict=True)):
-            assert isinstance(name, ast.Name)
+        for k, (at, alias) in enumerate(zip(where, aliases, strict=True)):
             if alias is None:
                 raise self.err(
                     f"{value.callee!r}: return value {k} is not one of its tensor parameters, so it cannot be "
                     "named here; return the Out/InOut tensors the kernel wrote",
-                    name,
+                    at,
                 )
             if not isinstance(args[alias], Var):
                 # An argument written inline (`pl.create_tensor(...)`, `pl.slice(...)`) is bound to a
                 # generated name before the call, so the name refers to the tensor the kernel wrote
                 # rather than to a second evaluation of the expression (a fresh allocation or view).
                 self.hoisted += 1
-                held = Var(f"{self.prefix}_result{self.hoisted}", args[alias].type, self.src.span(name))
+                held = Var(f"{self.prefix}_result{self.hoisted}", args[alias].type, self.src.span(at))
                 out.append(Assign(held, args[alias], self.src.span(value_node)))
                 args[alias] = held
-            self.st.env[name.id] = args[alias]
         out.append(ExprStmt(dataclasses.replace(value, args=tuple(args)), self.src.span(s)))
-        return out
+        return out, [args[alias] for alias in aliases]  # type: ignore[index]
 
     def check_annotation(self, ann_node: ast.expr, value: Expr | TupleValue, name: str) -> None:
         namespace = {**self.src.namespace, **allocations_in_scope(self)}
@@ -306,7 +330,7 @@ class _Statements(_Control, _Launches):
         if isinstance(ann, lt.TileAnnotation):
             if (
                 not isinstance(ty, TileType)
-                or ty.shape != ann.shape
+                or ty.shape != tile_shape(ann.shape)
                 or ty.dtype is not ann.dtype
                 or (ann.memory is not None and ann.memory is not ty.memory)
             ):
@@ -780,7 +804,11 @@ class _Statements(_Control, _Launches):
         for n in nodes:
             e = self.expr(n)
             for item in e.flat() if isinstance(e, TupleValue) else [e]:  # return t: the tuple's items
-                if not isinstance(item.type, (TensorType, ScalarType)):
-                    raise self.err(f"a function returns tensors (or scalars), not {item.type}", n)
+                tile_result = isinstance(item.type, TileType) and self.st.func_type.is_kernel
+                if not isinstance(item.type, (TensorType, ScalarType)) and not tile_result:
+                    raise self.err(
+                        f"a function returns tensors (or scalars; an InCore/AIC/AIV function also tiles), not {item.type}",
+                        n,
+                    )
                 values.append(item)
         return Return(tuple(values), self.src.span(s))

@@ -175,7 +175,8 @@ class _Tasks(_Calls):
         deps = self.deps_list(deps_node, "pl.submit")
         results = self._returned_args(c, self.ctx.functions.get(c.callee), call)
         names = [t.id for t in targets if isinstance(t, ast.Name)]
-        if targets and (len(names) != len(targets) or len(names) != len(results) + 1):
+        whole = len(targets) == 1 and len(names) == 1 and results  # `res = pl.submit(...)`: one tuple
+        if targets and not whole and (len(names) != len(targets) or len(names) != len(results) + 1):
             raise self.err(
                 f"pl.submit of {c.callee!r} gives {len(results)} result(s) and a task id: "
                 f"unpack {len(results) + 1} name(s), e.g. `out, tid = pl.submit(...)`",
@@ -187,6 +188,14 @@ class _Tasks(_Calls):
             self.hoisted += 1
             anon = Var(f"{self.prefix}_task{self.hoisted}", TaskIdType(), span)
             return [Assign(anon, task, span)]
+        if whole:
+            from pypto.language.parser.tuples import TupleValue
+
+            self.hoisted += 1
+            tid = Var(f"{self.prefix}_task{self.hoisted}", TaskIdType(), self.src.span(targets[0]))
+            # the name holds the kernel's results and the task id: res[0], ..., res[-1]
+            self.st.env[names[0]] = TupleValue((*results, tid))  # type: ignore[assignment]
+            return [Assign(tid, task, span)]
         tid = Var(self.prefix + names[-1], TaskIdType(), self.src.span(targets[-1]))
         self.st.env[names[-1]] = tid
         # a kernel's result is the argument it returns: the names rebind to those arguments
