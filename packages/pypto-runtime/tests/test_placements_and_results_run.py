@@ -168,3 +168,53 @@ def test_an_inline_helper_with_tile_parameters() -> None:
     out = torch.zeros(16, 16)
     run(TileHelper, x, y, out)
     torch.testing.assert_close(out, x / 4 + y)
+
+
+@pl.program
+class WhileReads:
+    @pl.function(type=pl.FunctionType.InCore)
+    def bump(
+        self, x: pl.Tensor[[16, 16], pl.FP32], o: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        o = pl.store(pl.add(pl.load(x, [0, 0], [16, 16]), 1.0), [0, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[16, 32], pl.FP32],
+        cfg: pl.Tensor[[1, 4], pl.INT64],
+        lim: pl.Tensor[[1, 4], pl.FP32],
+        out: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+        acc: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
+    ) -> pl.Tensor[[16, 32], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [16, 32])
+            k: pl.Scalar[pl.INT64] = 0
+            while k < pl.read(cfg, [0, k % 4]):  # the bound is read again before every iteration
+                t = pl.add(t, 1.0)
+                k = k + 1
+                if k == 2:
+                    continue  # continue tests the condition afresh too
+            out = pl.store(t, [0, 0], out)
+        n: pl.Scalar[pl.INT64] = 0
+        while pl.tensor.read(lim, [0, 0]) > n:
+            acc = self.bump(acc, acc)
+            n = n + 1
+        return out
+
+
+@pytest.mark.parametrize(("bounds", "limit"), [([3, 2, 9, 9], 2.5), ([0, 5, 5, 5], 0.0), ([9, 9, 9, 1], 4.0)])
+def test_while_conditions_that_read_tensors(bounds: list[int], limit: float) -> None:
+    x = torch.randn(16, 32)
+    acc0 = torch.randn(16, 16)
+    out, acc = torch.zeros(16, 32), acc0.clone()
+    run(WhileReads, x, torch.tensor([bounds]), torch.tensor([[limit, 0.0, 0.0, 0.0]]), out, acc)
+    k = 0
+    while k < bounds[k % 4]:  # the same loops in Python
+        k += 1
+    n = 0
+    while limit > n:
+        n += 1
+    torch.testing.assert_close(out, x + k)
+    torch.testing.assert_close(acc, acc0 + n)
