@@ -252,3 +252,22 @@ def test_a_kernels_results_as_one_tuple() -> None:
         pl.parse(
             TUPLE.format(ann="pl.Tuple[pl.Tensor[[16, 16], pl.FP32], pl.Tensor[[16, 16], pl.FP32]]", k=2)
         )
+
+
+def test_a_tile_window_write_takes_a_tile_of_the_windows_shape() -> None:
+    text = """
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[32, 64], pl.FP32], src: pl.Tile[[8, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
+        t = pl.load(x, [0, 0], [32, 64])
+        t[{window}] = {value}
+        out = pl.store(t, [0, 0], out)
+        return out
+"""
+    ok = pl.parse(text.format(window="8:16, 16:32", value="src"))
+    assert "tile.assemble(t, src, [8, 16])" in str(ok.functions["k"])
+    with pytest.raises(KernelError, match=r"the window of tile 't' is \[8, 8\] but the value is \[8, 16\]"):
+        pl.parse(text.format(window="8:16, 16:24", value="src"))
+    with pytest.raises(KernelError, match=r"the value written into the tile 't' must be a tile, got Tensor"):
+        pl.parse(text.format(window="8:16, 16:32", value="x[0:8, 0:16]"))

@@ -218,3 +218,32 @@ def test_while_conditions_that_read_tensors(bounds: list[int], limit: float) -> 
         n += 1
     torch.testing.assert_close(out, x + k)
     torch.testing.assert_close(acc, acc0 + n)
+
+
+@pl.program
+class TileWindows:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[32, 64], pl.FP32],
+        y: pl.Tensor[[8, 16], pl.FP32],
+        r: pl.Tensor[[1, 64], pl.FP32],
+        row: pl.Scalar[pl.INDEX],
+        out: pl.Out[pl.Tensor[[32, 64], pl.FP32]],
+    ) -> pl.Tensor[[32, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [32, 64])
+            t[8:16, 16:32] = pl.load(y, [0, 0], [8, 16])
+            t[row] = pl.load(r, [0, 0], [1, 64])
+            out = pl.store(t, [0, 0], out)
+        return out
+
+
+def test_window_writes_into_a_tile() -> None:
+    x, y, r = torch.randn(32, 64), torch.randn(8, 16), torch.randn(1, 64)
+    out = torch.zeros(32, 64)
+    run(TileWindows, x, y, r, 20, out)
+    ref = x.clone()
+    ref[8:16, 16:32] = y
+    ref[20] = r[0]
+    torch.testing.assert_close(out, ref)

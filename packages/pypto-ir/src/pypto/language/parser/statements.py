@@ -352,9 +352,11 @@ class _Statements(_Control, _Launches):
         if not isinstance(target.value, ast.Name):
             raise self.err("write through a tensor name: out[:] = ...", target)
         tvar = self.lookup(target.value.id, target.value)
+        if isinstance(tvar, Var) and isinstance(tvar.type, TileType):
+            return self.tile_write(tvar, target, value_node, s)
         if not isinstance(tvar, Var) or not isinstance(tvar.type, TensorType):
             raise self.err(
-                f"{target.value.id!r} is not a tensor; only tensors can be written with [...]", target
+                f"{target.value.id!r} is not a tensor or a tile; only those can be written with [...]", target
             )
         tt = tvar.type
         index = self.element_index(tvar, target)
@@ -406,6 +408,28 @@ class _Statements(_Control, _Launches):
     @staticmethod
     def _subscripts(target: ast.Subscript) -> list[ast.expr]:
         return list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+
+    def tile_write(self, tvar: Var, target: ast.Subscript, value_node: ast.expr, s: ast.stmt) -> Stmt:
+        """``t[0:16, 0:32] = src`` / ``t[i] = row`` on a tile: ``pl.tile.assemble(t, src, offsets)``,
+        the window's shape being the source's (a ``[n]`` source into a one-row window too)."""
+        offsets, extents = self.window(tvar, target)
+        value = self.expr(value_node)
+        vt = value.type
+        if not isinstance(vt, TileType):
+            raise self.err(
+                f"the value written into the tile {tvar.name!r} must be a tile, got {vt}", value_node
+            )
+        if tuple(vt.shape) != tuple(extents):
+            raise self.err(
+                f"shape mismatch: the window of tile {tvar.name!r} is [{', '.join(map(str, extents))}] "
+                f"but the value is [{', '.join(map(str, vt.shape))}]",
+                value_node,
+            )
+        call = self.make_op("assemble", [tvar, value, tuple(offsets)], {}, s)
+        name = target.value.id  # type: ignore[attr-defined]
+        var = Var(self.prefix + name, call.type, self.src.span(target))
+        self.st.env[name] = var
+        return Assign(var, call, self.src.span(s))
 
     def element_index(self, tvar: Expr, target: ast.Subscript) -> list[Expr] | None:
         """The indices of ``t[i, j]`` when every dimension is indexed by a scalar (an element),
