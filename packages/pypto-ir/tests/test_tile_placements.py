@@ -271,3 +271,9 @@ class P:
         pl.parse(text.format(window="8:16, 16:24", value="src"))
     with pytest.raises(KernelError, match=r"the value written into the tile 't' must be a tile, got Tensor"):
         pl.parse(text.format(window="8:16, 16:32", value="x[0:8, 0:16]"))
+
+
+def test_a_kernel_with_tile_parameters_prints_and_parses_back() -> None:
+    text = pl.parse(TILE_KERNEL).as_python()
+    assert "def k(self, t: pl.Tile[[1, 64], pl.FP32, pl.MemorySpace.Vec]," in text
+    assert pl.parse(text).as_python() == text
