@@ -292,7 +292,10 @@ def test_a_recorded_launch_collects_its_blocks_task_ids_in_an_array() -> None:
     [
         ("y, t = pl.spmd_submit(self.k, x, y)", r"core_num=n \(the launch's block count\) is required"),
         ("y, t = pl.spmd_submit(self.k, x, y, core_num=2, blocks=2)", r"unsupported keyword 'blocks'"),
-        ("r = pl.spmd_submit(self.k, x, y, core_num=2)", r"unpack them, e\.g\. `out, tid = pl\.spmd_submit"),
+        (
+            "y, z, t = pl.spmd_submit(self.k, x, y, core_num=2)",
+            r"'k' returns 1 value\(s\); 2 name\(s\) are assigned",
+        ),
         ("y, t = pl.spmd_submit(k, x, y, core_num=2)", r"the first argument must be a kernel method"),
     ],
 )

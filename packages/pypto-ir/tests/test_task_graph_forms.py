@@ -163,7 +163,7 @@ def test_submit_results_are_the_arguments_the_kernel_returns(tmp_path: Path) -> 
             "with pl.manual_scope():\n    with pl.manual_scope():\n        a, t = pl.submit(self.inc, x, a)",
             "does not nest",
         ),
-        ("a = pl.submit(self.inc, x, a)", r"gives 1 result\(s\) and a task id: unpack 2 name\(s\)"),
+        ("a, b, t = pl.submit(self.inc, x, a)", r"gives 1 result\(s\) and a task id: unpack 2 name\(s\)"),
         ("a, t = pl.submit(self.inc, x, a, after=[])", "unsupported keyword 'after'"),
         ("a, t = pl.submit(pl.add, x, a)", "must be a kernel method written self.<kernel>"),
         ("a, t = pl.submit(self.inc, x, a, deps=[x])", "deps entry must be a task id"),
