@@ -277,3 +277,32 @@ def test_a_kernel_with_tile_parameters_prints_and_parses_back() -> None:
     text = pl.parse(TILE_KERNEL).as_python()
     assert "def k(self, t: pl.Tile[[1, 64], pl.FP32, pl.MemorySpace.Vec]," in text
     assert pl.parse(text).as_python() == text
+
+
+@pl.jit.inline
+def _scaled(a: pl.Tile[[16, 16], pl.FP32]) -> pl.Tile[[16, 16], pl.FP32]:
+    return pl.mul(a, 2.0)
+
+
+def test_an_inline_helpers_tile_parameter_is_checked_against_its_argument() -> None:
+    @pl.function(type=pl.FunctionType.InCore)
+    def good(
+        x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        out = pl.store(_scaled(pl.load(x, [0, 0], [16, 16])), [0, 0], out)
+        return out
+
+    assert "tile.mul" in str(good.ir)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def bad(
+        x: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]
+    ) -> pl.Tensor[[16, 32], pl.FP32]:
+        out = pl.store(_scaled(pl.load(x, [0, 0], [16, 32])), [0, 0], out)
+        return out
+
+    with pytest.raises(
+        KernelError,
+        match=r"_scaled: parameter 'a' is annotated Tile\[\[16, 16\], FP32, Vec\] but the argument is Tile\[\[16, 32\]",
+    ):
+        _ = bad.ir

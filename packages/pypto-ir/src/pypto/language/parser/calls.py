@@ -41,10 +41,11 @@ from pypto.language.parser.common import (
     _SelfMethod,
     _Static,
     param_annotations,
+    tile_shape,
 )
 from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
-from pypto.language.typing import DirectionAnnotation
+from pypto.language.typing import DirectionAnnotation, TileAnnotation
 
 _MIXABLE = ("element-wise", "broadcast", "matmul")
 """Op groups whose tile and tensor operands may be mixed: the op is then tensor-level, and
@@ -136,9 +137,24 @@ class _Calls(_Directives):
             raise self.err(
                 f"{obj.fn.__name__}({', '.join(names)}) takes {len(names)} arguments, got {len(args)}", node
             )
-        for (_, ann, _), arg in zip(param_annotations(src, False), args, strict=True):
+        for (pname, ann, _), arg, arg_node in zip(
+            param_annotations(src, False), args, node.args, strict=True
+        ):
             if isinstance(ann, DirectionAnnotation) and ann.direction is not ParamDirection.IN:
                 self.st.helper_written.add(id(arg))
+            if isinstance(ann, TileAnnotation):
+                want = TileType(tile_shape(ann.shape), ann.dtype, ann.memory or MemorySpace.Vec)
+                at = arg.type
+                if (
+                    not isinstance(at, TileType)
+                    or at.shape != want.shape
+                    or at.dtype is not want.dtype
+                    or (ann.memory is not None and at.memory is not ann.memory)
+                ):
+                    raise self.err(
+                        f"{obj.fn.__name__}: parameter {pname!r} is annotated {want} but the argument is {at}",
+                        arg_node,
+                    )
         body = list(src.tree.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]
