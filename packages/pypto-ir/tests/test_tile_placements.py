@@ -306,3 +306,17 @@ def test_an_inline_helpers_tile_parameter_is_checked_against_its_argument() -> N
         match=r"_scaled: parameter 'a' is annotated Tile\[\[16, 16\], FP32, Vec\] but the argument is Tile\[\[16, 32\]",
     ):
         _ = bad.ir
+
+
+def test_invert_takes_an_integer_scalar() -> None:
+    text = """
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, f: pl.Tensor[[1, 4], pl.FP32], x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            v = ~pl.read(f, [0, 0])
+        return x
+"""
+    with pytest.raises(KernelError, match=r"~ takes an integer scalar, got Scalar\[FP32\]"):
+        pl.parse(text)

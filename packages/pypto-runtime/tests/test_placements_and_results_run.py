@@ -247,3 +247,34 @@ def test_window_writes_into_a_tile() -> None:
     ref[8:16, 16:32] = y
     ref[20] = r[0]
     torch.testing.assert_close(out, ref)
+
+
+@pl.program
+class ScalarForms:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        cfg: pl.Tensor[[1, 4], pl.INT64],
+        f: pl.Tensor[[1, 4], pl.FP32],
+        x: pl.Tensor[[16, 16], pl.FP32],
+        out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            a = pl.read(cfg, [0, 0])
+            b = pl.read(cfg, [0, 1])
+            c = pl.sub(pl.mul(pl.add(a, b), b), 1)  # (a + b) * b - 1
+            d = pl.div(pl.read(f, [0, 0]), pl.read(f, [0, 1]))
+            t = pl.add(pl.mul(pl.load(x, [0, 0], [16, 16]), d), pl.cast(c + ~a, pl.FP32))
+            if not b:
+                t = pl.add(t, 100.0)
+            out = pl.store(t, [0, 0], out)
+        return out
+
+
+@pytest.mark.parametrize(("a", "b"), [(3, 4), (-2, 0), (7, 1)])
+def test_scalar_arithmetic_through_the_op_names_and_not_and_invert(a: int, b: int) -> None:
+    x = torch.randn(16, 16)
+    out = torch.zeros(16, 16)
+    run(ScalarForms, torch.tensor([[a, b, 0, 0]]), torch.tensor([[3.0, 4.0, 0.0, 0.0]]), x, out)
+    want = x * 0.75 + ((a + b) * b - 1 + ~a) + (100.0 if not b else 0.0)
+    torch.testing.assert_close(out, want)

@@ -47,6 +47,9 @@ from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
 from pypto.language.typing import DirectionAnnotation, TileAnnotation
 
+_SCALAR_ARITHMETIC = {"add": "add", "sub": "sub", "mul": "mul", "div": "truediv"}
+"""The ops that, given two scalars, are scalar arithmetic (the operator's result)."""
+
 _MIXABLE = ("element-wise", "broadcast", "matmul")
 """Op groups whose tile and tensor operands may be mixed: the op is then tensor-level, and
 tensor_to_tile uses each tile as it is."""
@@ -267,6 +270,16 @@ class _Calls(_Directives):
         """Dispatch a ``pl`` op to the IR form its first operand selects (the op table's
         ``forms``/``default``), check it and build the Call."""
         first = args[0].type if args and not isinstance(args[0], tuple) else None
+        second = args[1] if len(args) == 2 and not isinstance(args[1], tuple) else None
+        if (
+            opname in _SCALAR_ARITHMETIC
+            and isinstance(first, ScalarType)
+            and second is not None
+            and isinstance(second.type, ScalarType)
+            and not attrs
+        ):
+            # pl.add(a, b) of two scalars is a + b (likewise sub, mul, div as /)
+            return fold(_SCALAR_ARITHMETIC[opname], args[0], second, self.src.span(node))  # type: ignore[arg-type, return-value]
         lang = op_registry.LANGUAGE[opname]
         if (
             isinstance(first, TileType)

@@ -148,7 +148,19 @@ class _Expressions(_ParserBase):
                 return fold("mul", operand, Const(-1, INDEX), span)
             if isinstance(node.op, ast.UAdd):
                 return operand
-            raise self.err(f"unary operator {type(node.op).__name__} is not supported", node)
+            st = operand.type
+            if isinstance(node.op, ast.Not) and isinstance(st, ScalarType):
+                # not a: a == 0 (False for a bool)
+                zero = Const(False, DataType.BOOL) if st.dtype is DataType.BOOL else Const(0, st.dtype)
+                return compare("eq", operand, zero, span)
+            if isinstance(node.op, ast.Invert) and isinstance(st, ScalarType):
+                if st.dtype.is_float or st.dtype is DataType.BOOL:
+                    raise self.err(f"~ takes an integer scalar, got {st}", node)
+                # ~a: -a - 1 (two's complement)
+                return fold("sub", fold("mul", operand, Const(-1, st.dtype), span), Const(1, st.dtype), span)
+            raise self.err(
+                f"unary operator {type(node.op).__name__} is not supported on {operand.type}", node
+            )
         if isinstance(node, ast.BinOp):
             lhs, rhs = self.expr(node.left), self.expr(node.right)
             opname = _BINOPS.get(type(node.op))
