@@ -97,6 +97,7 @@ SAMPLES: dict[str, Sample] = {
     "tile.assemble": ([_T, TileType((16, 32), _FP32)], {"static_offsets": [0, 32]}),
     "tensor.assemble": ([_X, _T], {"static_offsets": [16, 0], "atomic": AtomicType.Add}),
     "tile.fillpad": ([_T], {"pad": PadValue.zero}),
+    "tensor.fillpad": ([_X], {"pad": PadValue.zero}),
     "tile.set_validshape": ([_T, ScalarType(DataType.INT64), ScalarType(DataType.INT64)], {}),
     "tile.expands": ([_T, _S], {}),
     "tensor.expands": ([_X, _S], {}),

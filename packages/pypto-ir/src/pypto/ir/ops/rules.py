@@ -538,6 +538,11 @@ def tile_fillpad(args: list[Type], attrs: dict[str, Any]) -> Type:
     return _tile(args[0], "fillpad", "the operand", VEC)
 
 
+def tensor_fillpad(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tensor_like(args[0], "fillpad", "the operand")
+    return TensorType(t.shape, t.dtype)
+
+
 def tensor_read(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "read", "the source")
     return ScalarType(t.dtype)

@@ -11,12 +11,13 @@ the table against the ``pl`` exports, the builders and the tile headers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops import comm_rules, rules
 from pypto.ir.ops.rules import FLOAT, VEC
 from pypto.ir.ops.spec import LANGUAGE, OPS, Cpp, LangOp, OpSpec, Param, Rule
-from pypto.ir.types import AtomicType, MemorySpace
+from pypto.ir.types import AtomicType, MemorySpace, PadValue
 
 __all__: list[str] = []
 
@@ -58,13 +59,24 @@ def _leveled(
 # ----------------------------------------------------------------------------- families
 
 
-def _binary(name: str, doc: str, fn: str | None = None) -> None:
-    """``pl.<name>(lhs, rhs)``: element-wise; ``pt::<fn>`` on two tiles, ``pt::<fn>s`` with a scalar."""
+PRECISION = P("high_precision", False)
+"""``high_precision=``: upstream's request for the device's more accurate (slower) algorithm of a
+division, logarithm or reciprocal; the simulated chip computes every one of them in FP32 with the
+C library, so the flag is checked and recorded (attribute ``high_precision``) and changes nothing."""
+
+
+def _binary(name: str, doc: str, fn: str | None = None, precision: bool = False) -> None:
+    """``pl.<name>(lhs, rhs)``: element-wise; ``pt::<fn>`` on two tiles, ``pt::<fn>s`` with a scalar.
+    ``precision``: it takes ``high_precision=``."""
     lib = fn or name
-    _enter(
-        LangOp(name, (P("lhs"), P("rhs")), doc, _both(name), group="element-wise"),
-        *_leveled(name, lambda kind: rules.binary(kind, name), (2, 2), Cpp(lib, (0, 1), scalar_fn=lib + "s")),
+    tile, tensor = _leveled(
+        name, lambda kind: rules.binary(kind, name), (2, 2), Cpp(lib, (0, 1), scalar_fn=lib + "s")
     )
+    params = (P("lhs"), P("rhs"), PRECISION) if precision else (P("lhs"), P("rhs"))
+    if precision:
+        tile = replace(tile, attrs=("high_precision",))
+        tensor = replace(tensor, attrs=("high_precision",))
+    _enter(LangOp(name, params, doc, _both(name), group="element-wise"), tile, tensor)
 
 
 def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tensor: bool) -> None:
@@ -87,15 +99,18 @@ def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tens
     _enter(LangOp(name, (P("lhs"), P("rhs")), doc, forms, group="element-wise", in_pl=in_pl), *specs)
 
 
-def _unary(name: str, doc: str, float_only: bool = False) -> None:
-    """``pl.<name>(input)``: element-wise, ``pt::<name>(dst, src)``."""
+def _unary(name: str, doc: str, float_only: bool = False, precision: bool = False) -> None:
+    """``pl.<name>(input)``: element-wise, ``pt::<name>(dst, src)``. ``precision``: it takes
+    ``high_precision=``."""
     dtypes = FLOAT if float_only else None
-    _enter(
-        LangOp(name, (P("input"),), doc, _both(name), group="element-wise"),
-        *_leveled(
-            name, lambda kind: rules.unary(kind, name, dtypes=dtypes), (1, 1), Cpp(name), dtypes=dtypes
-        ),
+    tile, tensor = _leveled(
+        name, lambda kind: rules.unary(kind, name, dtypes=dtypes), (1, 1), Cpp(name), dtypes=dtypes
     )
+    if precision:
+        tile = replace(tile, attrs=("high_precision",))
+        tensor = replace(tensor, attrs=("high_precision",))
+    params = (P("input"), PRECISION) if precision else (P("input"),)
+    _enter(LangOp(name, params, doc, _both(name), group="element-wise"), tile, tensor)
 
 
 def _reduction(name: str, doc: str) -> None:
@@ -179,13 +194,15 @@ _enter(
 _enter(
     LangOp(
         "create_tile",
-        (P("shape"), P("dtype"), P("target_memory", MemorySpace.Vec)),
-        """A scratch tile (contents undefined). ``pl.tile.create`` is the same function.""",
+        (P("shape"), P("dtype"), P("target_memory", MemorySpace.Vec), P("transpose", None)),
+        """A scratch tile (contents undefined). ``pl.tile.create`` is the same function.
+    ``transpose=True`` (a 2-D Mat tile only) asks the device for the layout of a transposed matmul
+    operand; the simulator stores every tile row-major, so it is recorded and changes nothing.""",
         default="tile.create",
         group="memory",
         alias="create",
     ),
-    OpSpec("tile.create", rules.tile_create, 0, 0, attrs=("shape", "dtype", "memory")),
+    OpSpec("tile.create", rules.tile_create, 0, 0, attrs=("shape", "dtype", "memory", "transpose")),
 )
 _enter(
     LangOp(
@@ -225,7 +242,12 @@ _enter(
 _binary("add", """Element-wise ``lhs + rhs`` (tile or tensor; ``rhs`` may be a scalar).""")
 _binary("sub", """Element-wise ``lhs - rhs``.""")
 _binary("mul", """Element-wise ``lhs * rhs``.""")
-_binary("div", """Element-wise ``lhs / rhs``.""")
+_binary(
+    "div",
+    """Element-wise ``lhs / rhs``. ``high_precision=True`` (tile or tensor divisor) asks the device
+    for its more accurate division; the simulator divides in FP32 either way.""",
+    precision=True,
+)
 _binary("maximum", """Element-wise maximum.""", fn="max")
 _binary("minimum", """Element-wise minimum.""", fn="min")
 
@@ -280,12 +302,30 @@ _scalar_binary(
 )
 
 _unary("exp", """Element-wise e**x.""", float_only=True)
-_unary("log", """Element-wise natural logarithm.""", float_only=True)
+_unary(
+    "log",
+    """Element-wise natural logarithm. ``high_precision=True`` asks the device for its more accurate
+    algorithm; the simulator computes FP32 ``log`` either way.""",
+    float_only=True,
+    precision=True,
+)
 _unary("sin", """Element-wise sine (radians).""", float_only=True)
 _unary("cos", """Element-wise cosine (radians).""", float_only=True)
 _unary("sqrt", """Element-wise square root.""", float_only=True)
-_unary("rsqrt", """Element-wise 1 / sqrt(x).""", float_only=True)
-_unary("recip", """Element-wise 1 / x.""", float_only=True)
+_unary(
+    "rsqrt",
+    """Element-wise 1 / sqrt(x). ``high_precision=True`` (tensor level only, as upstream) asks the
+    device for its more accurate algorithm; the simulator computes it in FP32 either way.""",
+    float_only=True,
+    precision=True,
+)
+_unary(
+    "recip",
+    """Element-wise 1 / x. ``high_precision=True`` asks the device for its more accurate algorithm;
+    the simulator computes it in FP32 either way.""",
+    float_only=True,
+    precision=True,
+)
 _unary("abs", """Element-wise absolute value.""")
 _unary("neg", """Element-wise negation.""")
 _unary("relu", """Element-wise max(x, 0).""")
@@ -402,9 +442,21 @@ _enter(
 _enter(
     LangOp(
         "matmul",
-        (P("lhs"), P("rhs"), P("out_dtype", None)),
-        """Left [M, K] x Right [K, N] -> Acc [M, N] (FP32 accumulation; ``out_dtype`` may only
-    say FP32, or INT32 for INT8 operands).""",
+        (
+            P("lhs"),
+            P("rhs"),
+            P("out_dtype", None),
+            P("a_trans", False),
+            P("b_trans", False),
+            P("c_matrix_nz", False),
+        ),
+        """Left [M, K] x Right [K, N] -> Acc [M, N] (FP32 accumulation, INT32 for INT8 operands).
+
+    Of tiles, ``out_dtype`` may only name the accumulator type. Of tensors (in a ``pl.at`` scope
+    or a kernel), ``out_dtype`` may name any castable dtype: the product is accumulated, then
+    cast once; ``a_trans=True`` / ``b_trans=True`` multiply by the transposed operand (an [K, M]
+    lhs, an [N, K] rhs). A tile operand is transposed with ``pl.tile.transpose_view`` instead.
+    ``c_matrix_nz=True`` (an NZ-laid-out result) is not available.""",
         _both("matmul"),
         group="matmul",
     ),
@@ -422,9 +474,10 @@ _enter(
 _enter(
     LangOp(
         "matmul_acc",
-        (P("acc"), P("lhs"), P("rhs")),
+        (P("acc"), P("lhs"), P("rhs"), P("a_trans", False), P("b_trans", False)),
         """``acc + lhs @ rhs`` into the Acc tile; with a tensor-level operand (in a ``pl.at``
-    scope) it is tensor-level: the product added to ``acc`` in FP32.""",
+    scope) it is tensor-level: the product added to ``acc`` in FP32. ``a_trans``/``b_trans`` as
+    for ``pl.matmul`` (tensor operands only).""",
         _both("matmul_acc"),
         group="matmul",
     ),
@@ -464,19 +517,39 @@ _enter(
         public=False,
     ),
     OpSpec(
-        "tensor.view", rules.tensor_view, 1, 1, attrs=("shape", "static_offsets"), offsets_at=1, on_core=False
+        "tensor.view",
+        rules.tensor_view,
+        1,
+        1,
+        attrs=("shape", "static_offsets", "valid_shape", "pad"),
+        offsets_at=1,
+        on_core=False,
     ),
 )
 
 _enter(
     LangOp(
         "slice",
-        (P("input"), P("shape"), P("offset"), P("valid_shape", None)),
+        (
+            P("input"),
+            P("shape"),
+            P("offset"),
+            P("valid_shape", None),
+            P("drop_dims", None),
+            P("pad_value", None),
+            P("clamp", False),
+        ),
         """The sub-tile of ``shape`` at ``offsets`` (a copy); of a tensor, the window of
         ``shape`` at ``offset`` (a descriptor, no copy; in an orchestration its extents and
-        offsets may be index scalars: ``pl.slice(q, [16, d], [row, 0])``). ``valid_shape``
-        (tensors only) names the part that holds data; the window keeps ``shape`` and the
-        kernel reads its valid part with ``pl.load(..., valid_shape=...)``.""",
+        offsets may be index scalars: ``pl.slice(q, [16, d], [row, 0])``).
+
+        ``valid_shape`` names the part that holds data. A sub-tile gets that valid shape. A
+        window keeps ``shape``; a kernel reads its valid part with ``pl.load(...,
+        valid_shape=...)``, and a tensor-level op in a kernel reads a window whose valid_shape
+        is constant as a tile with that valid shape. ``pad_value`` (a ``pl.PadValue``, or 0,
+        ``math.inf``, ``-math.inf``) is what the elements outside the valid shape hold when the
+        sub-tile or window is read (it needs a constant valid_shape for a window).
+        ``drop_dims`` and ``clamp=True`` are not available.""",
         {"tile": "tile.slice", "tensor": "tensor.view"},
         group="sub-tile",
     ),
@@ -519,10 +592,12 @@ _enter(
 _enter(
     LangOp(
         "fillpad",
-        (P("value"), P("pad_value", None)),
-        """The tile with everything outside its valid region set to ``pad_value`` (a pl.PadValue);
-    the result is fully valid.""",
-        {"tile": "tile.fillpad"},
+        (P("value"), P("pad_value", PadValue.zero)),
+        """The tile with everything outside its valid region set to ``pad_value`` (a
+    ``pl.PadValue``, or 0, ``math.inf``, ``-math.inf`` for zero, max, min); the result is fully
+    valid. Of a tensor (in a kernel): the same on the tile that holds it; a tensor parameter is
+    all valid, a ``pl.slice`` window with a constant ``valid_shape`` is valid only there.""",
+        _both("fillpad"),
         group="sub-tile",
     ),
     OpSpec(
@@ -534,6 +609,7 @@ _enter(
         attrs=("pad",),
         spaces=VEC,
     ),
+    OpSpec("tensor.fillpad", rules.tensor_fillpad, 1, 1, attrs=("pad",)),
 )
 _enter(
     LangOp(
