@@ -89,6 +89,18 @@ def _build_precision(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call)
     return call
 
 
+_CMP_NAMES = ("EQ", "NE", "LT", "LE", "GT", "GE")
+
+
+def _build_cmp(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    """``pl.cmp`` / ``pl.cmps(lhs, rhs, cmp_type=k)``: ``k`` a constant 0..5 (EQ, NE, LT, LE, GT, GE)."""
+    mode = p.static_value(b.get("cmp_type", 0), f"pl.{opname} cmp_type", node)
+    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode < len(_CMP_NAMES):
+        codes = ", ".join(f"{i} {n}" for i, n in enumerate(_CMP_NAMES))
+        raise p.err(f"pl.{opname}: cmp_type must be one of {codes}, got {mode!r}", node)
+    return p.make_op(opname, [_value(p, b["lhs"]), _value(p, b["rhs"])], {"cmp_type": mode}, node)
+
+
 def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     tensor = p.expr(b["tensor"])
     offs = p.offsets(b["offsets"], "pl.load offsets")
@@ -523,6 +535,8 @@ OP_BUILDERS: dict[str, _Builder] = {
     "array_create": _build_array_create,
     "task_dummy": _build_task_dummy,
     "matmul": _build_matmul,
+    "cmp": _build_cmp,
+    "cmps": _build_cmp,
     "matmul_acc": _build_matmul_acc,
     "div": _build_precision,
     "log": _build_precision,

@@ -490,6 +490,10 @@ class _KernelGen:
         args = e.args
         fn = cpp.fn
         parts = [name]
+        like = args[cpp.scalar_like] if cpp.scalar_like is not None else None
+        scalar_dtype = (
+            like.type.dtype if isinstance(like, Var) and isinstance(like.type, TileType) else t.dtype
+        )
         for i in cpp.operands:
             a = args[i]
             if isinstance(a, Var) and not isinstance(a.type, ScalarType):
@@ -497,13 +501,15 @@ class _KernelGen:
             else:  # a scalar operand (the last one, by the table's rule)
                 assert cpp.scalar_fn is not None, f"{e.op}: scalar operand without a scalar form"
                 fn = cpp.scalar_fn
-                parts.append(self.scalar_arg(a, t.dtype))
+                parts.append(self.scalar_arg(a, scalar_dtype))
         if cpp.tail == "row_col":
             offs = args[OPS[e.op].offsets_at or 0]
             assert isinstance(offs, tuple)
             parts += [scalar_expr(o, self.dim_of) for o in offs]
         elif cpp.tail == "pad":
             parts.append(_PAD[e.attr("pad")])
+        elif cpp.tail == "cmp":
+            parts.append(f"static_cast<pt::CmpMode>({int(e.attr('cmp_type', 0))})")
         if cpp.into is None:
             head = f"{tile_type(t)} {name};"
         else:

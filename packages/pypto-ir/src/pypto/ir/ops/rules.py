@@ -26,6 +26,9 @@ from pypto.ir.types import (
 
 VEC = (MemorySpace.Vec,)
 FLOAT = frozenset(d for d in DataType if d.is_float)
+INT = frozenset(d for d in DataType if d.is_signed_int or d.is_unsigned_int)
+MASK_COL_ALIGN = 32
+"""A predicate mask row holds one bit per value, padded to a multiple of 32 bytes (A2/A3)."""
 
 
 def _tile(t: Type, op: str, what: str, spaces: tuple[MemorySpace, ...] | None = None) -> TileType:
@@ -195,8 +198,15 @@ def reduction(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule
     return rule
 
 
-def expand(kind: str, op: str, row: bool, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
-    """A [R, 1] (``row``) or [1, C] vector broadcast over a [R, C] operand."""
+def expand(
+    kind: str,
+    op: str,
+    row: bool,
+    spaces: tuple[MemorySpace, ...] = VEC,
+    dtypes: frozenset[DataType] | None = None,
+) -> Rule:
+    """A [R, 1] (``row``) or [1, C] vector broadcast over a [R, C] operand; ``dtypes`` (when
+    given) limits the element type."""
 
     def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
         a, b = args
@@ -215,7 +225,120 @@ def expand(kind: str, op: str, row: bool, spaces: tuple[MemorySpace, ...] = VEC)
                 f"{list(ta.shape)}, got {list(tb.shape)}"
             )
         _same_dtype(ta.dtype, tb.dtype, op)
+        if dtypes is not None and ta.dtype not in dtypes:
+            raise OpError(f"pl.{op}: needs {_describe(dtypes)}, got {ta.dtype.value}; use pl.cast first")
         return ta if kind == "tile" else TensorType(ta.shape, ta.dtype)
+
+    return rule
+
+
+# ----------------------------------------------------------------------------- bitwise, compare, select
+
+
+def _int_operand(t: TileType | TensorType, op: str, what: str) -> None:
+    if t.dtype not in INT:
+        raise OpError(
+            f"pl.{op}: {what} must have an integer dtype (INT8..INT64, UINT8..UINT64), got {t.dtype.value}; "
+            "use pl.cast first"
+        )
+
+
+def bitwise(kind: str, op: str, scalar_only: bool = False, pair: str = "") -> Rule:
+    """``a op b`` bit by bit on integer elements: ``b`` an equal-shaped tile/tensor or an integer
+    scalar (``scalar_only``: a scalar; ``pair`` names the op on two tiles). A third operand is
+    the scratch tile upstream's ``xor`` takes on tiles (the simulator does not need it)."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        a, b = args[0], args[1]
+        t: TileType | TensorType = _tile(a, op, "lhs", VEC) if kind == "tile" else _tensor_like(a, op, "lhs")
+        _int_operand(t, op, "lhs")
+        if len(args) == 3:
+            if kind != "tile":
+                raise OpError(f"pl.{op}: tmp is a scratch tile of the tile form; a tensor {op} takes none")
+            _tile(args[2], op, "tmp", VEC)
+        if isinstance(b, ScalarType):
+            if not (b.dtype.is_signed_int or b.dtype.is_unsigned_int):
+                raise OpError(f"pl.{op}: rhs must be an integer scalar, got {b.dtype.value}")
+        elif scalar_only:
+            raise OpError(f"pl.{op}: rhs must be a scalar, got {b}; for two {kind}s use pl.{pair}")
+        else:
+            u: TileType | TensorType = (
+                _tile(b, op, "rhs", VEC) if kind == "tile" else _tensor_like(b, op, "rhs")
+            )
+            _same_shape(t.shape, u.shape, op)
+            _same_dtype(t.dtype, u.dtype, op)
+        return t if kind == "tile" else TensorType(t.shape, t.dtype)
+
+    return rule
+
+
+def mask_shape(shape: tuple[int, ...]) -> tuple[int, int]:
+    """The predicate mask of a [R, C] comparison: [R, C / 8 bytes rounded up to MASK_COL_ALIGN]."""
+    rows, cols = shape
+    packed = (cols + 7) // 8
+    return rows, (packed + MASK_COL_ALIGN - 1) // MASK_COL_ALIGN * MASK_COL_ALIGN
+
+
+def compare(kind: str, op: str, scalar_only: bool = False) -> Rule:
+    """``pl.cmp`` / ``pl.tile.cmps``: ``lhs (cmp_type) rhs`` element by element. A tile comparison
+    gives a packed UINT8 predicate mask (``mask_shape``); a tensor one gives 0/1 in lhs's dtype."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        a, b = args
+        t: TileType | TensorType = _tile(a, op, "lhs", VEC) if kind == "tile" else _tensor_like(a, op, "lhs")
+        if isinstance(b, ScalarType):
+            _scalar_fits(t.dtype, b.dtype, op)
+        elif scalar_only:
+            raise OpError(f"pl.{op}: rhs must be a scalar, got {b}; for two tiles use pl.cmp")
+        else:
+            u: TileType | TensorType = (
+                _tile(b, op, "rhs", VEC) if kind == "tile" else _tensor_like(b, op, "rhs")
+            )
+            _same_shape(t.shape, u.shape, op)
+            _same_dtype(t.dtype, u.dtype, op)
+        if t.dtype is DataType.BOOL:
+            raise OpError(f"pl.{op}: compares numbers, got a BOOL operand")
+        if kind != "tile":
+            return TensorType(t.shape, t.dtype)
+        if len(t.shape) != 2:
+            raise OpError(f"pl.{op}: needs a 2-D tile, got shape {list(t.shape)}")
+        return TileType(mask_shape(t.shape), DataType.UINT8, MemorySpace.Vec)  # type: ignore[arg-type]
+
+    return rule
+
+
+def _mask(t: Type, op: str, shape: tuple[int, ...]) -> None:
+    m = _tile(t, op, "mask", VEC)
+    need = (shape[0], (shape[1] + 7) // 8)
+    if m.dtype is not DataType.UINT8 or len(m.shape) != 2 or m.shape[0] < need[0] or m.shape[1] < need[1]:
+        raise OpError(
+            f"pl.{op}: mask must be a UINT8 predicate mask of at least {list(need)} (from pl.cmp / "
+            f"pl.cmps on a {list(shape)} tile), got {m}"
+        )
+
+
+def select(op: str) -> Rule:
+    """``pl.sel(mask, lhs, rhs[, tmp])`` and ``pl.sels(mask, src, tmp, scalar)``: per element, the
+    first value where the mask bit is 1, else the second (a tile or, for sels, a scalar)."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        src = _tile(args[1], op, "lhs" if op == "sel" else "src", VEC)
+        if len(src.shape) != 2:
+            raise OpError(f"pl.{op}: needs 2-D tiles, got shape {list(src.shape)}")
+        _mask(args[0], op, src.shape)
+        if op == "sel":
+            other = _tile(args[2], op, "rhs", VEC)
+            _same_shape(src.shape, other.shape, op)
+            _same_dtype(src.dtype, other.dtype, op)
+            if len(args) == 4:
+                _tile(args[3], op, "tmp")
+        else:
+            _tile(args[2], op, "tmp")
+            s = args[3]
+            if not isinstance(s, ScalarType):
+                raise OpError(f"pl.sels: scalar must be a scalar, got {s}; for two tiles use pl.sel")
+            _scalar_fits(src.dtype, s.dtype, op)
+        return src
 
     return rule
 

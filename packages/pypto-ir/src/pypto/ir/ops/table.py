@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops import comm_rules, rules
-from pypto.ir.ops.rules import FLOAT, VEC
+from pypto.ir.ops.rules import FLOAT, INT, VEC
 from pypto.ir.ops.spec import LANGUAGE, OPS, Cpp, LangOp, OpSpec, Param, Rule
 from pypto.ir.types import AtomicType, MemorySpace, PadValue
 
@@ -99,10 +99,12 @@ def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tens
     _enter(LangOp(name, (P("lhs"), P("rhs")), doc, forms, group="element-wise", in_pl=in_pl), *specs)
 
 
-def _unary(name: str, doc: str, float_only: bool = False, precision: bool = False) -> None:
+def _unary(
+    name: str, doc: str, float_only: bool = False, precision: bool = False, int_only: bool = False
+) -> None:
     """``pl.<name>(input)``: element-wise, ``pt::<name>(dst, src)``. ``precision``: it takes
     ``high_precision=``."""
-    dtypes = FLOAT if float_only else None
+    dtypes = FLOAT if float_only else INT if int_only else None
     tile, tensor = _leveled(
         name, lambda kind: rules.unary(kind, name, dtypes=dtypes), (1, 1), Cpp(name), dtypes=dtypes
     )
@@ -113,6 +115,23 @@ def _unary(name: str, doc: str, float_only: bool = False, precision: bool = Fals
     _enter(LangOp(name, params, doc, _both(name), group="element-wise"), tile, tensor)
 
 
+def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool = False) -> None:
+    """``pl.<name>(lhs, rhs)`` on integer elements (``rhs`` a tile/tensor or an integer scalar:
+    ``pt::<fn>`` / ``pt::<scalar>``) and ``pl.<scalar>(lhs, rhs)`` with a scalar rhs. ``tmp``: the
+    tile forms take upstream's scratch tile as a third operand (not used by the simulator)."""
+    params = (P("lhs"), P("rhs"), P("tmp", None)) if tmp else (P("lhs"), P("rhs"))
+    hi = 3 if tmp else 2
+    for op, rule_args, text, lib in (
+        (name, {}, doc, Cpp(fn, (0, 1), scalar_fn=scalar)),
+        (scalar, {"scalar_only": True, "pair": name}, sdoc, Cpp(scalar, (0, 1), scalar_fn=scalar)),
+    ):
+        _enter(
+            LangOp(op, params, text, _both(op), group="bitwise"),
+            OpSpec(f"tile.{op}", rules.bitwise("tile", op, **rule_args), 2, hi, lib, dtypes=INT, spaces=VEC),
+            OpSpec(f"tensor.{op}", rules.bitwise("tensor", op, **rule_args), 2, hi, dtypes=INT),
+        )
+
+
 def _reduction(name: str, doc: str) -> None:
     """``pl.<name>(input, tmp_tile=None)``: ``pt::<name>(dst, src)``."""
     _enter(
@@ -121,13 +140,20 @@ def _reduction(name: str, doc: str) -> None:
     )
 
 
-def _expand(name: str, doc: str, row: bool) -> None:
+def _expand(name: str, doc: str, row: bool, float_only: bool = False) -> None:
     """``pl.<name>(lhs, rhs)``: a vector broadcast; the plain ``row_expand``/``col_expand`` write
     the broadcast vector alone (``pt::<name>(dst, vec)``), the others combine it with ``lhs``."""
     operands = (1,) if name in ("row_expand", "col_expand") else (0, 1)
+    dtypes = FLOAT if float_only else None
     _enter(
         LangOp(name, (P("lhs"), P("rhs")), doc, _both(name), group="broadcast"),
-        *_leveled(name, lambda kind: rules.expand(kind, name, row), (2, 2), Cpp(name, operands)),
+        *_leveled(
+            name,
+            lambda kind: rules.expand(kind, name, row, dtypes=dtypes),
+            (2, 2),
+            Cpp(name, operands),
+            dtypes=dtypes,
+        ),
     )
 
 
@@ -329,6 +355,119 @@ _unary(
 _unary("abs", """Element-wise absolute value.""")
 _unary("neg", """Element-wise negation.""")
 _unary("relu", """Element-wise max(x, 0).""")
+_unary("not_", """Element-wise bitwise NOT (``~x``) of an integer tile or tensor.""", int_only=True)
+
+# ----------------------------------------------------------------------------- bitwise
+
+_bitwise(
+    "and_",
+    "ands",
+    "and_",
+    """Element-wise bitwise AND of integer values; ``rhs`` a tile/tensor or an integer scalar.""",
+    """Element-wise bitwise AND with an integer scalar.""",
+)
+_bitwise(
+    "or_",
+    "ors",
+    "or_",
+    """Element-wise bitwise OR of integer values; ``rhs`` a tile/tensor or an integer scalar.""",
+    """Element-wise bitwise OR with an integer scalar.""",
+)
+_bitwise(
+    "xor",
+    "xors",
+    "xor_",
+    """Element-wise bitwise XOR of integer values; ``rhs`` a tile/tensor or an integer scalar.
+    Of tiles it takes upstream's scratch tile ``tmp`` (optional here: the simulator needs none).""",
+    """Element-wise bitwise XOR with an integer scalar (``tmp`` as for ``pl.xor``).""",
+    tmp=True,
+)
+_bitwise(
+    "shl",
+    "shls",
+    "shl",
+    """Element-wise left shift ``lhs << rhs`` of integer values (zeros shifted in). A shift amount
+    outside [0, bits of the type) fails the task (that element becomes 0).""",
+    """Element-wise left shift by an integer scalar.""",
+)
+_bitwise(
+    "shr",
+    "shrs",
+    "shr",
+    """Element-wise right shift ``lhs >> rhs`` of integer values: arithmetic for signed types (the
+    sign copied in), logical for unsigned ones. A shift amount outside [0, bits of the type)
+    fails the task (that element becomes 0).""",
+    """Element-wise right shift by an integer scalar.""",
+)
+
+# ----------------------------------------------------------------------------- compare, select
+
+_CMP_DOC = """``cmp_type`` is upstream's code: 0 EQ, 1 NE, 2 LT, 3 LE, 4 GT, 5 GE (NaN is unequal to
+    everything)."""
+_enter(
+    LangOp(
+        "cmp",
+        (P("lhs"), P("rhs"), P("cmp_type", 0)),
+        """Compare element by element: ``lhs (cmp_type) rhs``, ``rhs`` a tile/tensor or a scalar.
+    Of tiles the result is a packed predicate mask: a UINT8 tile [R, ceil(C / 8) rounded up to
+    32] whose byte (r, c // 8) holds bit c % 8 for element (r, c), read by ``pl.sel`` /
+    ``pl.sels``. Of tensors it is 0/1 in lhs's dtype and shape. """
+        + _CMP_DOC,
+        _both("cmp"),
+        group="compare",
+    ),
+    OpSpec(
+        "tile.cmp",
+        rules.compare("tile", "cmp"),
+        2,
+        2,
+        Cpp("cmp", (0, 1), scalar_fn="cmps", tail="cmp", scalar_like=0),
+        attrs=("cmp_type",),
+        spaces=VEC,
+    ),
+    OpSpec("tensor.cmp", rules.compare("tensor", "cmp"), 2, 2, attrs=("cmp_type",)),
+)
+_enter(
+    LangOp(
+        "cmps",
+        (P("lhs"), P("rhs"), P("cmp_type", 0)),
+        """``pl.cmp`` of a tile and a scalar: the packed UINT8 predicate mask of ``lhs (cmp_type) rhs``. """
+        + _CMP_DOC,
+        {"tile": "tile.cmps"},
+        group="compare",
+    ),
+    OpSpec(
+        "tile.cmps",
+        rules.compare("tile", "cmps", scalar_only=True),
+        2,
+        2,
+        Cpp("cmps", (0, 1), scalar_fn="cmps", tail="cmp", scalar_like=0),
+        attrs=("cmp_type",),
+        spaces=VEC,
+    ),
+)
+_enter(
+    LangOp(
+        "sel",
+        (P("mask"), P("lhs"), P("rhs"), P("tmp", None)),
+        """Per element, ``lhs`` where the mask bit is 1, else ``rhs`` (equal-shaped Vec tiles; the mask
+    from ``pl.cmp``). ``tmp`` is upstream's scratch tile (optional here: the simulator needs none).""",
+        {"tile": "tile.sel"},
+        group="compare",
+    ),
+    OpSpec("tile.sel", rules.select("sel"), 3, 4, Cpp("sel", (0, 1, 2)), spaces=VEC),
+)
+_enter(
+    LangOp(
+        "sels",
+        (P("mask"), P("src"), P("tmp"), P("scalar")),
+        """Per element, ``src`` where the mask bit is 1, else ``scalar``. ``tmp`` is upstream's scratch
+    tile (the simulator does not use it).""",
+        {"tile": "tile.sels"},
+        group="compare",
+    ),
+    OpSpec("tile.sels", rules.select("sels"), 4, 4, Cpp("sels", (0, 1, 3), scalar_fn="sels"), spaces=VEC),
+)
 
 # ----------------------------------------------------------------------------- reductions, broadcasts
 
@@ -338,17 +477,39 @@ _reduction("row_min", """Minimum of each row: [R, C] -> [R, 1].""")
 _reduction("col_sum", """Sum of each column: [R, C] -> [1, C].""")
 _reduction("col_max", """Maximum of each column: [R, C] -> [1, C].""")
 _reduction("col_min", """Minimum of each column: [R, C] -> [1, C].""")
+_reduction("row_prod", """Product of each row: [R, C] -> [R, 1] (FP32 products for float tiles).""")
+_reduction("col_prod", """Product of each column: [R, C] -> [1, C].""")
 
 _expand("row_expand", """Broadcast a [R, 1] vector over the columns of a [R, C] shape.""", row=True)
 _expand("row_expand_add", """``tile + row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
 _expand("row_expand_sub", """``tile - row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
 _expand("row_expand_mul", """``tile * row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
 _expand("row_expand_div", """``tile / row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
+_expand(
+    "row_expand_max", """``max(tile, row_vec)`` with the [R, 1] vector broadcast over columns.""", row=True
+)
+_expand(
+    "row_expand_min", """``min(tile, row_vec)`` with the [R, 1] vector broadcast over columns.""", row=True
+)
+_expand(
+    "row_expand_expdif",
+    """``exp(tile - row_vec)`` with the [R, 1] vector broadcast over columns (floating point).""",
+    row=True,
+    float_only=True,
+)
 _expand("col_expand", """Broadcast a [1, C] vector over the rows of a [R, C] shape.""", row=False)
 _expand("col_expand_add", """``tile + col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
 _expand("col_expand_sub", """``tile - col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
 _expand("col_expand_mul", """``tile * col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
 _expand("col_expand_div", """``tile / col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
+_expand("col_expand_max", """``max(tile, col_vec)`` with the [1, C] vector broadcast over rows.""", row=False)
+_expand("col_expand_min", """``min(tile, col_vec)`` with the [1, C] vector broadcast over rows.""", row=False)
+_expand(
+    "col_expand_expdif",
+    """``exp(tile - col_vec)`` with the [1, C] vector broadcast over rows (floating point).""",
+    row=False,
+    float_only=True,
+)
 
 _enter(
     LangOp(

@@ -423,6 +423,15 @@ class _Lowerer:
             acc = self.emit("tile.matmul", [left, right], {}, out, "acc")
             return self.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, base)
         args: list[Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
+        if kind == "cmp":  # 0/1 in lhs's dtype: the tile comparison's mask selects between them
+            mask = self.emit("tile.cmp", args, dict(c.attrs), out, base + "_mask")
+            lhs = args[0]
+            assert isinstance(lhs, Var)
+            assert isinstance(lhs.type, TileType)
+            one, zero = (Const(v if lhs.type.dtype.is_float else int(v), lhs.type.dtype) for v in (1.0, 0.0))
+            ones = self.emit("tile.expands", [lhs, one], {}, out, base + "_one")
+            zeros = self.emit("tile.expands", [lhs, zero], {}, out, base + "_zero")
+            return self.emit("tile.sel", [mask, ones, zeros], {}, out, base)
         return self.emit(f"tile.{kind}", args, dict(c.attrs), out, base)
 
     def scratch(self, c: Call, out: list[Stmt], base: str) -> Var:

@@ -1,6 +1,6 @@
 // Row reductions and broadcasts on Vec tiles.
 //
-// row_sum/row_max/row_min(dst, src): dst[r, 0] = reduce(src[r, 0 .. valid_cols)); dst's valid
+// row_sum/row_max/row_min/row_prod(dst, src): dst[r, 0] = reduce(src[r, 0 .. valid_cols)); dst's valid
 // shape becomes [src.valid_rows, 1]. Sums accumulate in float for floating tiles (eight running
 // partial sums combined at the end, so the loop vectorizes) and in 64-bit integers for integer
 // tiles; the result is converted to dst's element type with convert<>() (so an INT8 tile can be
@@ -15,9 +15,14 @@
 // with s.valid_rows == a.valid_rows; dst's valid shape becomes a's.
 // col_expand(dst, src): dst[r, c] = src[0, c]; dst keeps its valid_rows, valid_cols becomes
 // src.valid_cols. col_expand_{add,sub,mul,div}(dst, a, s): dst[r, c] = a[r, c] (op) s[0, c], with
-// s.valid_cols == a.valid_cols. The arithmetic is that of elementwise.hpp.
+// s.valid_cols == a.valid_cols. The arithmetic is that of elementwise.hpp. The fused forms are
+// add, sub, mul, div, max, min and expdif (exp(a - s), floating-point tiles only).
+//
+// row_prod/col_prod: the product of each row / column, in the accumulator types of the sums
+// (integer products wrap in 64 bits before the conversion to dst's type).
 #pragma once
 
+#include <cmath>
 #include <limits>
 #include <type_traits>
 
@@ -34,12 +39,14 @@ namespace detail {
 template <class T>
 using reduce_acc_t = std::conditional_t<is_float_like_v<T>, float, std::conditional_t<std::is_signed<T>::value, std::int64_t, std::uint64_t>>;
 
-enum class RowReduce { Sum, Max, Min };
+enum class RowReduce { Sum, Max, Min, Prod };
 
 template <RowReduce K, class A>
 inline A reduce_identity() noexcept {
     if constexpr (K == RowReduce::Sum) {
         return A(0);
+    } else if constexpr (K == RowReduce::Prod) {
+        return A(1);
     } else if constexpr (std::is_floating_point<A>::value) {
         return K == RowReduce::Max ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
     } else {
@@ -51,6 +58,8 @@ template <RowReduce K, class A>
 inline A reduce_step(A acc, A x) noexcept {
     if constexpr (K == RowReduce::Sum) {
         return op_add<A>(acc, x);
+    } else if constexpr (K == RowReduce::Prod) {
+        return op_mul<A>(acc, x);
     } else if constexpr (K == RowReduce::Max) {
         return op_max<A>(acc, x);
     } else {
@@ -158,6 +167,11 @@ inline bool row_min(Dst& dst, const Src& src) noexcept {
 }
 
 template <class Dst, class Src>
+inline bool row_prod(Dst& dst, const Src& src) noexcept {
+    return detail::row_reduce<detail::RowReduce::Prod>("row_prod", dst, src);
+}
+
+template <class Dst, class Src>
 inline bool col_sum(Dst& dst, const Src& src) noexcept {
     return detail::col_reduce<detail::RowReduce::Sum>("col_sum", dst, src);
 }
@@ -168,6 +182,11 @@ inline bool col_max(Dst& dst, const Src& src) noexcept {
 template <class Dst, class Src>
 inline bool col_min(Dst& dst, const Src& src) noexcept {
     return detail::col_reduce<detail::RowReduce::Min>("col_min", dst, src);
+}
+
+template <class Dst, class Src>
+inline bool col_prod(Dst& dst, const Src& src) noexcept {
+    return detail::col_reduce<detail::RowReduce::Prod>("col_prod", dst, src);
 }
 
 template <class Dst, class Src>
@@ -227,7 +246,21 @@ inline bool col_expand(Dst& dst, const Src& src) noexcept {
 SIMPLER_TILE_EXPAND(add, detail::op_add<C>(x, y))
 SIMPLER_TILE_EXPAND(sub, detail::op_sub<C>(x, y))
 SIMPLER_TILE_EXPAND(mul, detail::op_mul<C>(x, y))
+SIMPLER_TILE_EXPAND(max, detail::op_max<C>(x, y))
+SIMPLER_TILE_EXPAND(min, detail::op_min<C>(x, y))
 #undef SIMPLER_TILE_EXPAND
+
+// exp(a - s), the softmax step: floating-point tiles only.
+template <class Dst, class A, class S>
+inline bool row_expand_expdif(Dst& dst, const A& a, const S& s) noexcept {
+    detail::require_float<typename Dst::value_type>("row_expand_expdif");
+    return detail::expand_op<true>("row_expand_expdif", dst, a, s, [](float x, float y) noexcept { return std::exp(x - y); });
+}
+template <class Dst, class A, class S>
+inline bool col_expand_expdif(Dst& dst, const A& a, const S& s) noexcept {
+    detail::require_float<typename Dst::value_type>("col_expand_expdif");
+    return detail::expand_op<false>("col_expand_expdif", dst, a, s, [](float x, float y) noexcept { return std::exp(x - y); });
+}
 
 template <class Dst, class A, class S>
 inline bool row_expand_div(Dst& dst, const A& a, const S& s) noexcept {
