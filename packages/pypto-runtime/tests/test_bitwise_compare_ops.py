@@ -1,0 +1,186 @@
+"""Bitwise ops, comparisons into predicate masks, selection, the max/min/expdif broadcasts and the
+product reductions on the simulated chip, checked against torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import pypto.language as pl
+import simpler
+
+R, C = 16, 40  # 40 columns: a mask row is 5 bytes, the last one partly used
+
+
+def _ints(seed: int, lo: int = -3000, hi: int = 3000) -> np.ndarray:
+    return np.random.default_rng(seed).integers(lo, hi, (R, C), dtype=np.int32)
+
+
+@pl.jit
+def bit_ops(a: pl.Tensor, b: pl.Tensor, o1: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor], o3: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 40])
+        y = pl.load(b, [0, 0], [16, 40])
+        scratch = pl.tile.create([1, 32], dtype=pl.INT32)
+        mixed = pl.xor(pl.and_(x, y), pl.ors(x, 6), scratch)
+        pl.store(pl.not_(pl.or_(mixed, pl.tile.xors(y, 0x5A5))), [0, 0], o1)
+        pl.store(pl.shr(pl.shls(x, 3), pl.ands(y, 15)), [0, 0], o2)
+        pl.store(pl.shrs(pl.shl(x, pl.ands(y, 7)), 2), [0, 0], o3)
+    return o1, o2, o3
+
+
+def test_bitwise_tile_ops_match_torch() -> None:
+    a, b = _ints(1), _ints(2)
+    outs = [np.zeros_like(a) for _ in range(3)]
+    bit_ops(a, b, *outs)
+    x, y = torch.from_numpy(a), torch.from_numpy(b)
+    mixed = torch.bitwise_xor(x & y, x | 6)
+    torch.testing.assert_close(torch.from_numpy(outs[0]), torch.bitwise_not(mixed | (y ^ 0x5A5)))
+    # right shifts of negative values are arithmetic, as torch's on signed integers
+    torch.testing.assert_close(torch.from_numpy(outs[1]), (x << 3) >> (y & 15))
+    torch.testing.assert_close(torch.from_numpy(outs[2]), (x << (y & 7)) >> 2)
+
+
+@pl.jit
+def shift_by(a: pl.Tensor, k: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        n = pl.read(k, [0])
+        pl.store(pl.shls(pl.load(a, [0, 0], [16, 40]), n), [0, 0], o)
+    return o
+
+
+def test_a_shift_amount_outside_the_type_fails_the_task() -> None:
+    a = _ints(3)
+    o = np.zeros_like(a)
+    shift_by(a, np.array([31], np.int32), o)
+    torch.testing.assert_close(torch.from_numpy(o), torch.from_numpy(a) << 31)
+    with pytest.raises(simpler.DeviceError, match=r"shls: shift amount outside \[0, 32\)"):
+        shift_by(a, np.array([32], np.int32), o)
+
+
+@pl.jit
+def tensor_bits(a: pl.Tensor, b: pl.Tensor, o1: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o1[:] = pl.tensor.xors(pl.tensor.shl(a, pl.tensor.ands(b, 3)), 0x33)
+        o2[:] = pl.not_(pl.tensor.shrs(pl.or_(a, b), 1))
+    return o1, o2
+
+
+def test_tensor_level_bitwise_ops_match_torch() -> None:
+    a, b = _ints(4), _ints(5)
+    o1, o2 = np.zeros_like(a), np.zeros_like(a)
+    tensor_bits(a, b, o1, o2)
+    x, y = torch.from_numpy(a), torch.from_numpy(b)
+    torch.testing.assert_close(torch.from_numpy(o1), (x << (y & 3)) ^ 0x33)
+    torch.testing.assert_close(torch.from_numpy(o2), ~((x | y) >> 1))
+
+
+# upstream's cmp_type codes and the torch comparison of each
+MODES = [(0, torch.eq), (1, torch.ne), (2, torch.lt), (3, torch.le), (4, torch.gt), (5, torch.ge)]
+
+
+def _select_kernel(mode: int) -> pl.JITFunction:
+    @pl.jit
+    def select(a: pl.Tensor, b: pl.Tensor, o1: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            x = pl.load(a, [0, 0], [16, 40])
+            y = pl.load(b, [0, 0], [16, 40])
+            scratch = pl.tile.create([1, 32], dtype=pl.UINT8)
+            pl.store(pl.sel(pl.cmp(x, y, cmp_type=mode), x, y, scratch), [0, 0], o1)
+            pl.store(pl.sels(pl.tile.cmps(x, 0.0, cmp_type=mode), y, scratch, -7.5), [0, 0], o2)
+        return o1, o2
+
+    return select
+
+
+@pytest.mark.parametrize(("mode", "compare"), MODES)
+def test_cmp_masks_select_as_torch_where(mode: int, compare) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(mode)
+    a = rng.standard_normal((R, C)).astype(np.float32)
+    b = np.where(rng.random((R, C)) < 0.3, a, rng.standard_normal((R, C)).astype(np.float32))  # some ties
+    a[0, 0] = 0.0  # an exact tie with the scalar
+    o1, o2 = np.zeros_like(a), np.zeros_like(a)
+    _select_kernel(mode)(a, b, o1, o2)
+    x, y = torch.from_numpy(a), torch.from_numpy(b)
+    torch.testing.assert_close(torch.from_numpy(o1), torch.where(compare(x, y), x, y))
+    torch.testing.assert_close(torch.from_numpy(o2), torch.where(compare(x, torch.tensor(0.0)), y, -7.5))
+
+
+@pl.jit
+def mask_bits(a: pl.Tensor, m: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.tile.cmps(pl.load(a, [0, 0], [16, 40]), 0, cmp_type=4), [0, 0], m)
+    return m
+
+
+def test_the_mask_packs_one_bit_per_value_low_bit_first() -> None:
+    a = _ints(6, -2, 3)
+    m = np.full((R, 32), 0xEE, np.uint8)  # the mask tile is [16, 32]: 40 bits padded to 32 bytes
+    mask_bits(a, m)
+    packed = np.packbits(a > 0, axis=1, bitorder="little")  # [16, 5]
+    np.testing.assert_array_equal(m[:, :5], packed)
+    assert (m[:, 5:] == 0xEE).all()  # only the mask's valid part (5 bytes a row) is stored
+
+
+@pl.jit
+def tensor_cmp(a: pl.Tensor, b: pl.Tensor, o1: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o1[:] = pl.cmp(a, b, cmp_type=3)
+        o2[:] = pl.tensor.cmp(a, 100, cmp_type=1)
+    return o1, o2
+
+
+def test_tensor_cmp_is_zero_one_in_the_operand_dtype() -> None:
+    a, b = _ints(7, -5, 5), _ints(8, -5, 5)
+    a[3, :] = 100
+    o1, o2 = np.full_like(a, 9), np.full_like(a, 9)
+    tensor_cmp(a, b, o1, o2)
+    x, y = torch.from_numpy(a), torch.from_numpy(b)
+    torch.testing.assert_close(torch.from_numpy(o1), (x <= y).to(torch.int32))
+    torch.testing.assert_close(torch.from_numpy(o2), (x != 100).to(torch.int32))
+
+
+@pl.jit
+def broadcasts(
+    a: pl.Tensor, v: pl.Tensor, o1: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor], o3: pl.Out[pl.Tensor]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 40])
+        col = pl.load(v, [0, 0], [1, 40])
+        soft = pl.row_expand_expdif(x, pl.row_max(x))
+        pl.store(pl.row_expand_div(soft, pl.row_sum(soft)), [0, 0], o1)
+        pl.store(pl.col_expand_min(pl.row_expand_max(x, pl.row_min(x)), col), [0, 0], o2)
+        pl.store(pl.col_expand_expdif(x, col), [0, 0], o3)
+    return o1, o2, o3
+
+
+def test_max_min_expdif_broadcasts_match_torch() -> None:
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((R, C)).astype(np.float32)
+    v = rng.standard_normal((1, C)).astype(np.float32)
+    outs = [np.zeros_like(a) for _ in range(3)]
+    broadcasts(a, v, *outs)
+    x, col = torch.from_numpy(a), torch.from_numpy(v)
+    torch.testing.assert_close(torch.from_numpy(outs[0]), torch.softmax(x, dim=1))
+    row_min = x.min(dim=1, keepdim=True).values
+    torch.testing.assert_close(torch.from_numpy(outs[1]), torch.minimum(torch.maximum(x, row_min), col))
+    torch.testing.assert_close(torch.from_numpy(outs[2]), torch.exp(x - col))
+
+
+@pl.jit
+def products(a: pl.Tensor, rows: pl.Out[pl.Tensor], cols: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 40])
+        pl.store(pl.row_prod(x), [0, 0], rows)
+        pl.store(pl.col_prod(x), [0, 0], cols)
+    return rows, cols
+
+
+def test_row_and_column_products_match_torch() -> None:
+    a = np.random.default_rng(10).uniform(0.8, 1.25, (R, C)).astype(np.float32)
+    rows, cols = np.zeros((R, 1), np.float32), np.zeros((1, C), np.float32)
+    products(a, rows, cols)
+    x = torch.from_numpy(a)
+    torch.testing.assert_close(torch.from_numpy(rows), x.prod(dim=1, keepdim=True), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(torch.from_numpy(cols), x.prod(dim=0, keepdim=True), rtol=1e-5, atol=1e-6)
