@@ -1,0 +1,201 @@
+// Bitwise, compare/select, the max/min/expdif broadcasts and the product reductions against
+// per-element references.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "tile_test_util.hpp"
+
+using namespace simpler::tile;
+using tiletest::take_error;
+
+namespace {
+
+constexpr int R = 6, C = 21;  // 21 columns: a mask row is 3 bytes, the last one partly used
+
+template <class T>
+void fill_ints(VecTile<T, R, C>& t, tiletest::Rng& rng, int lo, int hi) {
+    for (auto& v : t.data) v = static_cast<T>(lo + rng.below(hi - lo + 1));
+}
+
+template <class T>
+void bitwise_suite(int lo, int hi) {
+    tiletest::Rng rng;
+    VecTile<T, R, C> a, b, d;
+    fill_ints(a, rng, lo, hi);
+    fill_ints(b, rng, lo, hi);
+    a.set_valid(5, 19);
+    b.set_valid(5, 19);
+    auto check = [&](auto ref, const char* name) {
+        INFO(name);
+        REQUIRE(d.valid_rows == 5);
+        REQUIRE(d.valid_cols == 19);
+        for (int r = 0; r < 5; ++r)
+            for (int c = 0; c < 19; ++c) REQUIRE(d(r, c) == static_cast<T>(ref(a(r, c), b(r, c))));
+        CHECK(take_error().empty());
+    };
+    REQUIRE(and_(d, a, b));
+    check([](T x, T y) { return x & y; }, "and_");
+    REQUIRE(or_(d, a, b));
+    check([](T x, T y) { return x | y; }, "or_");
+    REQUIRE(xor_(d, a, b));
+    check([](T x, T y) { return x ^ y; }, "xor_");
+    REQUIRE(not_(d, a));
+    check([](T x, T) { return ~x; }, "not_");
+    REQUIRE(ands(d, a, T(0x35)));
+    check([](T x, T) { return x & T(0x35); }, "ands");
+    REQUIRE(ors(d, a, T(0x11)));
+    check([](T x, T) { return x | T(0x11); }, "ors");
+    REQUIRE(xors(d, a, T(0x7f)));
+    check([](T x, T) { return x ^ T(0x7f); }, "xors");
+    REQUIRE(shls(d, a, T(3)));
+    check([](T x, T) { return static_cast<T>(static_cast<std::make_unsigned_t<T>>(x) << 3); }, "shls");
+    REQUIRE(shrs(d, a, T(2)));
+    check([](T x, T) { return static_cast<T>(x >> 2); }, "shrs");
+    VecTile<T, R, C> n;
+    for (int i = 0; i < R * C; ++i) n.data[i] = static_cast<T>(i % 5);
+    n.set_valid(5, 19);
+    REQUIRE(shl(d, a, n));
+    for (int r = 0; r < 5; ++r)
+        for (int c = 0; c < 19; ++c)
+            REQUIRE(d(r, c) == static_cast<T>(static_cast<std::make_unsigned_t<T>>(a(r, c)) << n(r, c)));
+    REQUIRE(shr(d, a, n));
+    for (int r = 0; r < 5; ++r)
+        for (int c = 0; c < 19; ++c) REQUIRE(d(r, c) == static_cast<T>(a(r, c) >> n(r, c)));
+    CHECK(take_error().empty());
+}
+
+}  // namespace
+
+TEST_CASE("bitwise ops match the reference in signed and unsigned types") {
+    bitwise_suite<std::int32_t>(-100000, 100000);
+    bitwise_suite<std::int16_t>(-3000, 3000);
+    bitwise_suite<std::uint8_t>(0, 255);
+}
+
+TEST_CASE("shifts: per-element amounts, arithmetic right shift, out-of-range amounts reported") {
+    VecTile<std::int32_t, 2, 4> a, n, d;
+    const std::int32_t av[] = {1, -8, 0x40000000, -1, 5, -1024, 7, 123456};
+    const std::int32_t nv[] = {0, 1, 1, 31, 4, 3, 2, 16};
+    for (int i = 0; i < 8; ++i) {
+        a.data[i] = av[i];
+        n.data[i] = nv[i];
+    }
+    REQUIRE(shl(d, a, n));
+    for (int i = 0; i < 8; ++i)
+        CHECK(d.data[i] == static_cast<std::int32_t>(static_cast<std::uint32_t>(av[i]) << nv[i]));
+    REQUIRE(shr(d, a, n));
+    CHECK(d.data[1] == -4);
+    CHECK(d.data[3] == -1);
+    CHECK(d.data[5] == -128);
+    CHECK(take_error().empty());
+    VecTile<std::uint16_t, 1, 2> u, ud;
+    u.data[0] = 0x8000;
+    u.data[1] = 0xffff;
+    REQUIRE(shrs(ud, u, std::uint16_t(15)));
+    CHECK(ud.data[0] == 1);  // logical for unsigned
+    CHECK(ud.data[1] == 1);
+    n.data[2] = 32;
+    REQUIRE(shl(d, a, n));
+    CHECK(d.data[2] == 0);
+    CHECK(take_error().find("shl: shift amount outside [0, 32)") != std::string::npos);
+    REQUIRE(shrs(d, a, -1));
+    CHECK(take_error().find("shrs: shift amount outside [0, 32)") != std::string::npos);
+}
+
+TEST_CASE("cmp packs one bit per value, low bit first; sel and sels read it") {
+    VecTile<float, R, C> a, b, d;
+    tiletest::Rng rng;
+    for (int i = 0; i < R * C; ++i) {
+        a.data[i] = rng.uniform(-1, 1);
+        b.data[i] = (i % 4 == 0) ? a.data[i] : rng.uniform(-1, 1);
+    }
+    a.data[5] = std::numeric_limits<float>::quiet_NaN();
+    a.set_valid(5, 19);
+    b.set_valid(5, 19);
+    VecTile<std::uint8_t, R, 32> mask;
+    const CmpMode modes[] = {CmpMode::EQ, CmpMode::NE, CmpMode::LT, CmpMode::LE, CmpMode::GT, CmpMode::GE};
+    auto holds = [](float x, float y, CmpMode m) {
+        switch (m) {
+            case CmpMode::EQ: return x == y;
+            case CmpMode::NE: return x != y;
+            case CmpMode::LT: return x < y;
+            case CmpMode::LE: return x <= y;
+            case CmpMode::GT: return x > y;
+            case CmpMode::GE: return x >= y;
+        }
+        return false;
+    };
+    for (CmpMode m : modes) {
+        INFO(static_cast<int>(m));
+        mask.fill(0xAA);
+        REQUIRE(cmp(mask, a, b, m));
+        CHECK(mask.valid_rows == 5);
+        CHECK(mask.valid_cols == 3);
+        for (int r = 0; r < 5; ++r) {
+            for (int c = 0; c < 19; ++c) CHECK(((mask(r, c / 8) >> (c % 8)) & 1) == (holds(a(r, c), b(r, c), m) ? 1 : 0));
+            CHECK((mask(r, 2) >> 3) == 0);  // bits past the valid columns are 0
+            CHECK(mask(r, 3) == 0xAA);      // bytes past the mask's valid shape untouched
+        }
+        REQUIRE(sel(d, mask, a, b));
+        for (int r = 0; r < 5; ++r)
+            for (int c = 0; c < 19; ++c) {
+                const float want = holds(a(r, c), b(r, c), m) ? a(r, c) : b(r, c);
+                CHECK((d(r, c) == want || (d(r, c) != d(r, c) && want != want)));
+            }
+        REQUIRE(cmps(mask, a, 0.25f, m));
+        REQUIRE(sels(d, mask, b, -9.0f));
+        for (int r = 0; r < 5; ++r)
+            for (int c = 0; c < 19; ++c) CHECK(d(r, c) == (holds(a(r, c), 0.25f, m) ? b(r, c) : -9.0f));
+    }
+    CHECK(take_error().empty());
+    CHECK_FALSE(cmp(mask, a, b, static_cast<CmpMode>(7)));
+    CHECK(take_error().find("comparison mode 7") != std::string::npos);
+    VecTile<std::uint8_t, R, 32> narrow;
+    narrow.set_valid(5, 2);  // covers 16 values, the rows need 19
+    CHECK_FALSE(sel(d, narrow, a, b));
+    CHECK(take_error().find("does not cover") != std::string::npos);
+}
+
+TEST_CASE("max/min/expdif broadcasts and the product reductions") {
+    VecTile<float, R, C> a, d;
+    VecTile<float, R, 1> row;
+    VecTile<float, 1, C> col;
+    tiletest::Rng rng;
+    for (auto& v : a.data) v = rng.uniform(0.5f, 1.5f);
+    a.set_valid(5, 19);
+    REQUIRE(row_prod(row, a));
+    REQUIRE(col_prod(col, a));
+    for (int r = 0; r < 5; ++r) {
+        float p = 1;
+        for (int c = 0; c < 19; ++c) p *= a(r, c);
+        CHECK(row(r, 0) == doctest::Approx(p).epsilon(1e-5));
+    }
+    for (int c = 0; c < 19; ++c) {
+        float p = 1;
+        for (int r = 0; r < 5; ++r) p *= a(r, c);
+        CHECK(col(0, c) == doctest::Approx(p).epsilon(1e-5));
+    }
+    REQUIRE(row_expand_max(d, a, row));
+    for (int r = 0; r < 5; ++r)
+        for (int c = 0; c < 19; ++c) CHECK(d(r, c) == std::fmax(a(r, c), row(r, 0)));
+    REQUIRE(col_expand_min(d, a, col));
+    for (int r = 0; r < 5; ++r)
+        for (int c = 0; c < 19; ++c) CHECK(d(r, c) == std::fmin(a(r, c), col(0, c)));
+    REQUIRE(row_expand_expdif(d, a, row));
+    for (int r = 0; r < 5; ++r)
+        for (int c = 0; c < 19; ++c) CHECK(d(r, c) == std::exp(a(r, c) - row(r, 0)));
+    REQUIRE(col_expand_expdif(d, a, col));
+    for (int r = 0; r < 5; ++r)
+        for (int c = 0; c < 19; ++c) CHECK(d(r, c) == std::exp(a(r, c) - col(0, c)));
+    VecTile<std::int32_t, 2, 3> ia;
+    VecTile<std::int32_t, 2, 1> ip;
+    const std::int32_t iv[] = {2, -3, 4, 100000, 100000, 3};
+    for (int i = 0; i < 6; ++i) ia.data[i] = iv[i];
+    REQUIRE(row_prod(ip, ia));
+    CHECK(ip(0, 0) == -24);
+    CHECK(take_error().empty());
+}
