@@ -265,6 +265,9 @@ def _body(body: tuple[Stmt, ...], depth: int, out: list[str], carried: tuple[Var
 
 def _stmt(s: Stmt, depth: int, out: list[str], carried: tuple[Var, ...]) -> None:
     pad = _INDENT * depth
+    if isinstance(s, (Assign, ExprStmt)) and isinstance(s.value, CallFunc):
+        # a kernel call's dump marks, as pl.dump_tag statements (a mark holds for later calls too)
+        out.extend(f"{pad}pl.dump_tag({d.name})" for d in s.value.dumps if isinstance(d, Var))
     if isinstance(s, Assign):
         ann = f": {type_text(s.var.type)}" if _annotated(s.var.type) else ""
         out.append(f"{pad}{s.var.name}{ann} = {_expr(s.value)}")

@@ -19,6 +19,7 @@ __all__ = [
     "at",
     "cluster",
     "cross_core_slot",
+    "dump_tag",
     "manual_scope",
     "max",
     "min",
@@ -139,6 +140,20 @@ def static_print(*args: Any) -> None:
 
 
 static_print.__pypto_dsl__ = "static_print"  # type: ignore[attr-defined]
+
+
+def dump_tag(tensor: Any) -> None:
+    """``pl.dump_tag(t)`` in an orchestration: mark the tensor ``t`` for a selective tensor dump.
+
+    Every later kernel call (``self.kernel(...)``, ``pl.submit``) that takes this value of ``t``
+    records it in the call's ``dumps`` (``dumps=[t]`` in the IR text); a name rebound afterwards
+    is a new value, not marked. ``pl.submit(..., dumps=[t])`` marks it for that one task. The
+    simulated chip has no tensor dump: the marks are recorded in the IR and change nothing.
+    """
+    raise RuntimeError("pl.dump_tag() runs only inside a kernel-language body, which the compiler parses")
+
+
+dump_tag.__pypto_dsl__ = "dump_tag"  # type: ignore[attr-defined]
 
 
 def static_assert(condition: Any, message: str = "") -> None:

@@ -210,7 +210,8 @@ class _Calls(_Directives):
                 raise self.err(f"{fn.name}: argument {p.name!r} expects {p.var.type}, got {a.type}", node)
         self.st.saw_call = True
         rtype: Type = fn.returns[0] if len(fn.returns) == 1 else TupleType(fn.returns)
-        return CallFunc(fn.name, tuple(args), rtype, span=span)
+        dumps = dump_args(args, self.st.dump_tags)
+        return CallFunc(fn.name, tuple(args), rtype, span=span, dumps=dumps)
 
     # ------------------------------------------------------------------ ops
 
@@ -348,3 +349,13 @@ class _Calls(_Directives):
                 node if isinstance(node, ast.AST) else ast.Pass(),
             )
         return v
+
+
+def dump_args(args: list[Expr] | tuple[Expr, ...], marked: list[Var]) -> tuple[Expr, ...]:
+    """The arguments of a kernel call that are marked for a tensor dump, once each, in argument
+    order (a marked tensor is the same value, not just the same name)."""
+    out: list[Expr] = []
+    for a in args:
+        if any(a is m for m in marked) and not any(a is o for o in out):
+            out.append(a)
+    return tuple(out)

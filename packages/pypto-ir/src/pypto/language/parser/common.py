@@ -258,6 +258,8 @@ class _FnState:
     # pl.func_attr attributes so far, and whether the body is still in its prologue (only
     # pl.func_attr calls and a docstring so far)
     attrs: dict[str, Any] = field(default_factory=dict)
+    # tensors marked by pl.dump_tag so far: later kernel calls that take one record it in dumps
+    dump_tags: list[Var] = field(default_factory=list)
     prologue: bool = True
 
 
