@@ -141,3 +141,56 @@ def f(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 
     with pytest.raises(KernelError, match=r"pl\.dump_tag belongs in an orchestration body"):
         scope["f"].specialize(HostArray((16, 16)), HostArray((16, 16)))  # type: ignore[attr-defined]
+
+
+def _jit(src: str, name: str) -> object:
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    scope: dict[str, object] = {"pl": pl}
+    exec(compile(src, name, "exec"), scope)
+    return scope["f"]
+
+
+AT_SRC = """
+@pl.jit
+def f(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    pl.dump_tag(b)
+    with pl.at(level=pl.Level.CORE_GROUP, dumps=[DUMPS]):
+        out[:] = pl.add(a, b)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(a)
+    return out
+"""
+
+
+def test_a_scope_records_its_dumps_and_the_tagged_tensors_it_captures_on_its_kernel_call() -> None:
+    from pypto_ir_test_helpers import HostArray
+
+    from pypto.ir.pipeline import lower
+
+    f = _jit(AT_SRC.replace("DUMPS", "a"), "<at dumps a>")
+    x = HostArray((16, 16))
+    prog = lower(f.specialize(x, x, x).program).program  # type: ignore[attr-defined]
+    calls = [
+        s.value
+        for fn in prog.functions.values()
+        for s in walk_stmts(fn.body)
+        if isinstance(getattr(s, "value", None), CallFunc)
+    ]
+    assert [[d.name for d in c.dumps if isinstance(d, Var)] for c in calls] == [["a", "b"], []]
+    assert all("dump" not in dict(k.hints) for k in prog.functions.values())  # not kernel hints
+
+
+@pytest.mark.parametrize(
+    ("dumps", "message"),
+    [
+        ("3", r"pl\.at: dumps entry '3' is not a tensor defined before the scope"),
+        ("out, zz", r"pl\.at: dumps entry 'zz' is not a tensor"),
+    ],
+)
+def test_scope_dumps_errors(dumps: str, message: str) -> None:
+    from pypto_ir_test_helpers import HostArray
+
+    f = _jit(AT_SRC.replace("DUMPS", dumps), f"<at dumps {dumps}>")
+    x = HostArray((16, 16))
+    with pytest.raises(KernelError, match=message):
+        f.specialize(x, x, x)  # type: ignore[attr-defined]

@@ -99,6 +99,7 @@ def _at_signature(
     *,
     optimizations: Any = None,
     no_dep_args: Any = None,
+    dumps: Any = None,
 ) -> None:
     """The arguments ``pl.at`` accepts (the parser binds calls against this)."""
 
@@ -110,6 +111,7 @@ def at(
     *,
     optimizations: Any = None,
     no_dep_args: Any = None,
+    dumps: Any = None,
 ) -> Any:
     """``with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1", deps=[tid]) as tid:``
 
@@ -120,6 +122,8 @@ def at(
     ``no_dep_args=[t]`` (tensors the scope captures whose dependency tracking the author
     waives) are hints: validated, recorded in the kernel's ``hints`` in compiled metadata; the
     simulated chip runs the kernel whole and keeps every dependency (docs/pypto-ir.md).
+    ``dumps=[t]`` marks captured tensors for a selective tensor dump of this task (recorded on
+    the kernel call, as ``pl.dump_tag`` does; the simulated chip has no tensor dump).
     """
     raise RuntimeError("pl.at() runs only inside a @pl.jit body, which the compiler parses")
 
