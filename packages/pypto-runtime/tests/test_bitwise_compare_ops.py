@@ -184,3 +184,29 @@ def test_row_and_column_products_match_torch() -> None:
     x = torch.from_numpy(a)
     torch.testing.assert_close(torch.from_numpy(rows), x.prod(dim=1, keepdim=True), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(torch.from_numpy(cols), x.prod(dim=0, keepdim=True), rtol=1e-5, atol=1e-6)
+
+
+@pl.jit
+def arg_extremes(
+    a: pl.Tensor, r1: pl.Out[pl.Tensor], r2: pl.Out[pl.Tensor], c1: pl.Out[pl.Tensor], c2: pl.Out[pl.Tensor]
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 40])
+        pl.store(pl.row_argmax(x), [0, 0], r1)
+        pl.store(pl.row_argmin(x), [0, 0], r2)
+        pl.store(pl.col_argmax(x), [0, 0], c1)
+        c2[:] = pl.col_argmin(a)
+    return r1, r2, c1, c2
+
+
+def test_arg_reductions_give_the_first_extreme_index_as_torch() -> None:
+    a = np.random.default_rng(11).integers(-4, 4, (R, C)).astype(np.float32)  # many ties
+    a[2, 7] = np.nan  # a NaN is the extreme of its row and column, for max and min alike
+    r1, r2 = np.full((R, 1), -1, np.int32), np.full((R, 1), -1, np.int32)
+    c1, c2 = np.full((1, C), -1, np.int32), np.full((1, C), -1, np.int32)
+    arg_extremes(a, r1, r2, c1, c2)
+    x = torch.from_numpy(a)
+    torch.testing.assert_close(torch.from_numpy(r1), x.argmax(dim=1, keepdim=True).to(torch.int32))
+    torch.testing.assert_close(torch.from_numpy(r2), x.argmin(dim=1, keepdim=True).to(torch.int32))
+    torch.testing.assert_close(torch.from_numpy(c1), x.argmax(dim=0, keepdim=True).to(torch.int32))
+    torch.testing.assert_close(torch.from_numpy(c2), x.argmin(dim=0, keepdim=True).to(torch.int32))

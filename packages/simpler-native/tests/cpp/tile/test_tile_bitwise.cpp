@@ -199,3 +199,29 @@ TEST_CASE("max/min/expdif broadcasts and the product reductions") {
     CHECK(ip(0, 0) == -24);
     CHECK(take_error().empty());
 }
+
+TEST_CASE("arg reductions: first extreme, NaN counts as the extreme, valid shape") {
+    VecTile<float, 3, 5> a;
+    const float v[] = {1, 7, 7, -2, 0, /**/ 4, -1, -1, 9, std::numeric_limits<float>::quiet_NaN(), /**/ 5, 5, 5, 5, 5};
+    for (int i = 0; i < 15; ++i) a.data[i] = v[i];
+    VecTile<std::int32_t, 3, 1> rmax, rmin;
+    REQUIRE(row_argmax(rmax, a));
+    REQUIRE(row_argmin(rmin, a));
+    CHECK(rmax(0, 0) == 1);
+    CHECK(rmin(0, 0) == 3);
+    CHECK(rmax(1, 0) == 4);  // the NaN
+    CHECK(rmin(1, 0) == 4);
+    CHECK(rmax(2, 0) == 0);  // all equal: the first
+    a.set_valid(2, 4);      // the NaN column is outside
+    REQUIRE(row_argmax(rmax, a));
+    CHECK(rmax.valid_rows == 2);
+    CHECK(rmax(1, 0) == 3);
+    VecTile<std::int32_t, 1, 5> cmax, cmin;
+    REQUIRE(col_argmax(cmax, a));
+    REQUIRE(col_argmin(cmin, a));
+    CHECK(cmax.valid_cols == 4);
+    CHECK(cmax(0, 0) == 1);
+    CHECK(cmin(0, 1) == 1);
+    CHECK(cmax(0, 3) == 1);
+    CHECK(take_error().empty());
+}

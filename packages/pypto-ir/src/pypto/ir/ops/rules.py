@@ -174,10 +174,24 @@ def unary(
     return rule
 
 
-def reduction(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
-    """``row_*`` reduce [R, C] to [R, 1], ``col_*`` to [1, C]; an optional scratch tile."""
+def reduction(
+    kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC, result: DataType | None = None
+) -> Rule:
+    """``row_*`` reduce [R, C] to [R, 1], ``col_*`` to [1, C]; an optional scratch tile.
+    ``result``: the result's dtype when it is not the operand's (INT32 indices of an argmax)."""
 
     def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        out = reduced(args, attrs)
+        if result is None:
+            return out
+        if isinstance(out, TileType):
+            if out.dtype is DataType.BOOL:
+                raise OpError(f"pl.{op}: compares numbers, got a BOOL operand")
+            return TileType(out.shape, result, out.memory)
+        assert isinstance(out, TensorType)
+        return TensorType(out.shape, result)
+
+    def reduced(args: list[Type], attrs: dict[str, Any]) -> Type:
         if kind == "tile":
             t = _tile(args[0], op, "the operand", spaces)
             if len(t.shape) != 2:

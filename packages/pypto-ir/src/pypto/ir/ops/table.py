@@ -132,11 +132,12 @@ def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool 
         )
 
 
-def _reduction(name: str, doc: str) -> None:
-    """``pl.<name>(input, tmp_tile=None)``: ``pt::<name>(dst, src)``."""
+def _reduction(name: str, doc: str, result: DataType | None = None) -> None:
+    """``pl.<name>(input, tmp_tile=None)``: ``pt::<name>(dst, src)``; ``result``: the result dtype
+    when it is not the operand's."""
     _enter(
         LangOp(name, (P("input"), P("tmp_tile", None)), doc, _both(name), group="reduction"),
-        *_leveled(name, lambda kind: rules.reduction(kind, name), (1, 2), Cpp(name)),
+        *_leveled(name, lambda kind: rules.reduction(kind, name, result=result), (1, 2), Cpp(name)),
     )
 
 
@@ -479,6 +480,28 @@ _reduction("col_max", """Maximum of each column: [R, C] -> [1, C].""")
 _reduction("col_min", """Minimum of each column: [R, C] -> [1, C].""")
 _reduction("row_prod", """Product of each row: [R, C] -> [R, 1] (FP32 products for float tiles).""")
 _reduction("col_prod", """Product of each column: [R, C] -> [1, C].""")
+_reduction(
+    "row_argmax",
+    """Column index of each row's first maximum: [R, C] -> [R, 1] INT32 (a NaN counts as the
+    maximum, as torch.argmax).""",
+    result=DataType.INT32,
+)
+_reduction(
+    "row_argmin",
+    """Column index of each row's first minimum: [R, C] -> [R, 1] INT32 (a NaN counts as the
+    minimum, as torch.argmin).""",
+    result=DataType.INT32,
+)
+_reduction(
+    "col_argmax",
+    """Row index of each column's first maximum: [R, C] -> [1, C] INT32.""",
+    result=DataType.INT32,
+)
+_reduction(
+    "col_argmin",
+    """Row index of each column's first minimum: [R, C] -> [1, C] INT32.""",
+    result=DataType.INT32,
+)
 
 _expand("row_expand", """Broadcast a [R, 1] vector over the columns of a [R, C] shape.""", row=True)
 _expand("row_expand_add", """``tile + row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)

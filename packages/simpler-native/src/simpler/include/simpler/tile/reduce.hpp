@@ -18,11 +18,16 @@
 // s.valid_cols == a.valid_cols. The arithmetic is that of elementwise.hpp. The fused forms are
 // add, sub, mul, div, max, min and expdif (exp(a - s), floating-point tiles only).
 //
+// row_argmax/row_argmin(dst, src) and col_argmax/col_argmin: the int32 index of the first
+// maximum / minimum of each row ([rows, 1]) or column ([1, cols]); a NaN counts as the extreme
+// (as torch.argmax/argmin); an empty row or column gives 0.
+//
 // row_prod/col_prod: the product of each row / column, in the accumulator types of the sums
 // (integer products wrap in 64 bits before the conversion to dst's type).
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -187,6 +192,75 @@ inline bool col_min(Dst& dst, const Src& src) noexcept {
 template <class Dst, class Src>
 inline bool col_prod(Dst& dst, const Src& src) noexcept {
     return detail::col_reduce<detail::RowReduce::Prod>("col_prod", dst, src);
+}
+
+namespace detail {
+
+// The index of the first maximum (Max) or minimum of n values read by at(i); a NaN counts as
+// the extreme (its first occurrence wins), as torch.argmax/argmin do; 0 when n == 0.
+template <bool Max, class At>
+inline std::int32_t arg_extreme(int n, At at) noexcept {
+    if (n <= 0) return 0;
+    auto best = at(0);
+    std::int32_t k = 0;
+    if (best != best) return 0;
+    for (int i = 1; i < n; ++i) {
+        const auto v = at(i);
+        if (v != v) return static_cast<std::int32_t>(i);
+        if (Max ? v > best : v < best) {
+            best = v;
+            k = static_cast<std::int32_t>(i);
+        }
+    }
+    return k;
+}
+
+template <bool Max, class Dst, class Src>
+inline bool row_arg(const char* op, Dst& dst, const Src& src) noexcept {
+    static_assert(is_vec_v<Dst> && is_vec_v<Src>, "arg reductions take Vec tiles");
+    static_assert(std::is_same<typename Dst::value_type, std::int32_t>::value, "arg reductions give int32 indices");
+    require_arith<typename Src::value_type>();
+    if (!operands_ok(op, src) || !fits(op, dst, src.valid_rows, 1)) return false;
+    const int vr = src.valid_rows, vc = src.valid_cols;
+    for (int r = 0; r < vr; ++r) {
+        const auto* x = src.row(r);
+        dst(r, 0) = arg_extreme<Max>(vc, [x](int c) { return to_compute(x[c]); });
+    }
+    dst.valid_rows = vr;
+    dst.valid_cols = 1;
+    return true;
+}
+
+template <bool Max, class Dst, class Src>
+inline bool col_arg(const char* op, Dst& dst, const Src& src) noexcept {
+    static_assert(is_vec_v<Dst> && is_vec_v<Src>, "arg reductions take Vec tiles");
+    static_assert(std::is_same<typename Dst::value_type, std::int32_t>::value, "arg reductions give int32 indices");
+    require_arith<typename Src::value_type>();
+    if (!operands_ok(op, src) || !fits(op, dst, 1, src.valid_cols)) return false;
+    const int vr = src.valid_rows, vc = src.valid_cols;
+    for (int c = 0; c < vc; ++c) dst(0, c) = arg_extreme<Max>(vr, [&src, c](int r) { return to_compute(src(r, c)); });
+    dst.valid_rows = 1;
+    dst.valid_cols = vc;
+    return true;
+}
+
+}  // namespace detail
+
+template <class Dst, class Src>
+inline bool row_argmax(Dst& dst, const Src& src) noexcept {
+    return detail::row_arg<true>("row_argmax", dst, src);
+}
+template <class Dst, class Src>
+inline bool row_argmin(Dst& dst, const Src& src) noexcept {
+    return detail::row_arg<false>("row_argmin", dst, src);
+}
+template <class Dst, class Src>
+inline bool col_argmax(Dst& dst, const Src& src) noexcept {
+    return detail::col_arg<true>("col_argmax", dst, src);
+}
+template <class Dst, class Src>
+inline bool col_argmin(Dst& dst, const Src& src) noexcept {
+    return detail::col_arg<false>("col_argmin", dst, src);
 }
 
 template <class Dst, class Src>
