@@ -210,3 +210,44 @@ def test_arg_reductions_give_the_first_extreme_index_as_torch() -> None:
     torch.testing.assert_close(torch.from_numpy(r2), x.argmin(dim=1, keepdim=True).to(torch.int32))
     torch.testing.assert_close(torch.from_numpy(c1), x.argmax(dim=0, keepdim=True).to(torch.int32))
     torch.testing.assert_close(torch.from_numpy(c2), x.argmin(dim=0, keepdim=True).to(torch.int32))
+
+
+@pl.jit
+def packed_rows(a: pl.Tensor, v: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 40], valid_shape=[12, 37])
+        block = pl.load(v, [0, 0], [16, 8], valid_shape=[12, 8])  # a 32-byte block a row: 8 FP32 values
+        scratch = pl.tile.create([16, 40], dtype=pl.FP32)
+        pl.store(pl.fillpad(pl.tile.row_expand_add(x, block, tmp=scratch)), [0, 0], o)
+    return o
+
+
+def test_row_expand_add_repeats_a_packed_block_across_the_columns() -> None:
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((R, C)).astype(np.float32)
+    v = rng.standard_normal((R, 8)).astype(np.float32)
+    o = np.full_like(a, 99.0)
+    packed_rows(a, v, o)
+    x, block = torch.from_numpy(a), torch.from_numpy(v)
+    want = torch.zeros((R, C))
+    want[:12, :37] = x[:12, :37] + block[:12].repeat(1, 5)[:, :37]
+    torch.testing.assert_close(torch.from_numpy(o), want)
+
+
+@pl.jit
+def wide_mask(a: pl.Tensor, m: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [2, 64])
+        mask = pl.load(m, [0, 0], [2, 2])  # two INT32 carriers a row: 64 mask bits
+        scratch = pl.tile.create([1, 8], dtype=pl.FP32)
+        pl.store(pl.sels(mask, x, scratch, -3.0), [0, 0], o)
+    return o
+
+
+def test_an_int32_mask_carrier_is_read_as_its_little_endian_bytes() -> None:
+    a = np.arange(128, dtype=np.float32).reshape(2, 64)
+    m = np.array([[0x000000FF, 0x80000001], [0xFFFFFFFF, 0]], dtype=np.uint32).view(np.int32)
+    o = np.zeros_like(a)
+    wide_mask(a, m, o)
+    bits = np.unpackbits(m.view(np.uint8), axis=1, bitorder="little").astype(bool)  # [2, 64]
+    np.testing.assert_array_equal(o, np.where(bits, a, -3.0))

@@ -225,3 +225,36 @@ TEST_CASE("arg reductions: first extreme, NaN counts as the extreme, valid shape
     CHECK(cmax(0, 3) == 1);
     CHECK(take_error().empty());
 }
+
+TEST_CASE("row_expand_add with a packed block a row; sel/sels with 16/32-bit mask carriers") {
+    VecTile<float, 2, 20> a, d;
+    VecTile<float, 2, 8> block;
+    for (int i = 0; i < 40; ++i) a.data[i] = static_cast<float>(i);
+    for (int i = 0; i < 16; ++i) block.data[i] = static_cast<float>(100 * (i + 1));
+    REQUIRE(row_expand_add(d, a, block));
+    for (int r = 0; r < 2; ++r)
+        for (int c = 0; c < 20; ++c) CHECK(d(r, c) == a(r, c) + block(r, c % 8));
+    VecTile<std::int32_t, 2, 1> m32;
+    m32.data[0] = 0x00000005;  // bits 0 and 2
+    m32.data[1] = static_cast<std::int32_t>(0x80000000u);  // bit 31
+    VecTile<float, 2, 20> b;
+    b.fill(-1.0f);
+    VecTile<float, 2, 20> wide;
+    for (auto& v : wide.data) v = 7.0f;
+    REQUIRE(sel(d, m32, wide, b));
+    for (int c = 0; c < 20; ++c) {
+        CHECK(d(0, c) == ((c == 0 || c == 2) ? 7.0f : -1.0f));
+        CHECK(d(1, c) == -1.0f);  // bit 31 is past the 20 values
+    }
+    VecTile<std::uint16_t, 2, 2> m16;
+    m16.data[0] = 0x0100;  // byte 0 = 0x00, byte 1 = 0x01: value 8
+    m16.data[1] = 0;
+    m16.data[2] = 0xFFFF;
+    m16.data[3] = 0x000F;  // values 16..19 of row 1
+    REQUIRE(sels(d, m16, wide, 0.5f));
+    for (int c = 0; c < 20; ++c) {
+        CHECK(d(0, c) == (c == 8 ? 7.0f : 0.5f));
+        CHECK(d(1, c) == 7.0f);
+    }
+    CHECK(take_error().empty());
+}

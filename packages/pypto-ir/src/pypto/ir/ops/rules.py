@@ -216,14 +216,21 @@ def expand(
     kind: str,
     op: str,
     row: bool,
+    *,
     spaces: tuple[MemorySpace, ...] = VEC,
     dtypes: frozenset[DataType] | None = None,
+    packed: bool = False,
 ) -> Rule:
     """A [R, 1] (``row``) or [1, C] vector broadcast over a [R, C] operand; ``dtypes`` (when
-    given) limits the element type."""
+    given) limits the element type. ``packed``: a row vector may also be [R, 32 bytes of
+    elements] (repeated across the columns), and a tile form takes a scratch tile third."""
 
     def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
-        a, b = args
+        a, b = args[0], args[1]
+        if len(args) == 3:
+            if kind != "tile":
+                raise OpError(f"pl.{op}: tmp is a scratch tile of the tile form; a tensor {op} takes none")
+            _tile(args[2], op, "tmp", spaces)
         if kind == "tile":
             ta = _tile(a, op, "the first operand", spaces)
             tb = _tile(b, op, "the vector operand", spaces)
@@ -233,7 +240,14 @@ def expand(
         if len(ta.shape) != 2 or len(tb.shape) != 2:
             raise OpError(f"pl.{op}: needs 2-D operands, got {list(ta.shape)} and {list(tb.shape)}")
         want = (ta.shape[0], 1) if row else (1, ta.shape[1])
-        if tuple(tb.shape) != want:
+        block = (ta.shape[0], 32 // ta.dtype.itemsize) if packed and ta.dtype.itemsize else None
+        if tuple(tb.shape) != want and not (block is not None and tuple(tb.shape) == block):
+            if block is not None:
+                want_text = f"{list(want)} (or the packed {list(block)})"
+                raise OpError(
+                    f"pl.{op}: the vector operand must have shape {want_text} to broadcast over "
+                    f"{list(ta.shape)}, got {list(tb.shape)}"
+                )
             raise OpError(
                 f"pl.{op}: the vector operand must have shape {list(want)} to broadcast over "
                 f"{list(ta.shape)}, got {list(tb.shape)}"
@@ -321,13 +335,24 @@ def compare(kind: str, op: str, scalar_only: bool = False) -> Rule:
     return rule
 
 
+MASK_CARRIERS = frozenset(d for d in INT if d.itemsize <= 4)
+"""Element types a predicate mask may have: UINT8 as pl.cmp writes it, or any 8/16/32-bit integer
+carrier (its bytes are the mask bytes)."""
+
+
 def _mask(t: Type, op: str, shape: tuple[int, ...]) -> None:
     m = _tile(t, op, "mask", VEC)
     need = (shape[0], (shape[1] + 7) // 8)
-    if m.dtype is not DataType.UINT8 or len(m.shape) != 2 or m.shape[0] < need[0] or m.shape[1] < need[1]:
+    if (
+        m.dtype not in MASK_CARRIERS
+        or len(m.shape) != 2
+        or m.shape[0] < need[0]
+        or m.shape[1] * m.dtype.itemsize < need[1]
+    ):
         raise OpError(
-            f"pl.{op}: mask must be a UINT8 predicate mask of at least {list(need)} (from pl.cmp / "
-            f"pl.cmps on a {list(shape)} tile), got {m}"
+            f"pl.{op}: mask must be a predicate mask of at least {list(need)} bytes (a UINT8 tile from "
+            f"pl.cmp / pl.cmps on a {list(shape)} tile, or an 8/16/32-bit integer carrier of as many "
+            f"bytes), got {m}"
         )
 
 

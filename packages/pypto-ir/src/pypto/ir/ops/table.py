@@ -141,17 +141,20 @@ def _reduction(name: str, doc: str, result: DataType | None = None) -> None:
     )
 
 
-def _expand(name: str, doc: str, row: bool, float_only: bool = False) -> None:
+def _expand(name: str, doc: str, row: bool, float_only: bool = False, packed: bool = False) -> None:
     """``pl.<name>(lhs, rhs)``: a vector broadcast; the plain ``row_expand``/``col_expand`` write
-    the broadcast vector alone (``pt::<name>(dst, vec)``), the others combine it with ``lhs``."""
+    the broadcast vector alone (``pt::<name>(dst, vec)``), the others combine it with ``lhs``.
+    ``packed``: the row vector may also be one 32-byte block a row, and the tile form takes
+    upstream's scratch tile ``tmp`` (unused by the simulator)."""
     operands = (1,) if name in ("row_expand", "col_expand") else (0, 1)
     dtypes = FLOAT if float_only else None
+    params = (P("lhs"), P("rhs"), P("tmp", None)) if packed else (P("lhs"), P("rhs"))
     _enter(
-        LangOp(name, (P("lhs"), P("rhs")), doc, _both(name), group="broadcast"),
+        LangOp(name, params, doc, _both(name), group="broadcast"),
         *_leveled(
             name,
-            lambda kind: rules.expand(kind, name, row, dtypes=dtypes),
-            (2, 2),
+            lambda kind: rules.expand(kind, name, row, dtypes=dtypes, packed=packed),
+            (2, 3 if packed else 2),
             Cpp(name, operands),
             dtypes=dtypes,
         ),
@@ -504,7 +507,15 @@ _reduction(
 )
 
 _expand("row_expand", """Broadcast a [R, 1] vector over the columns of a [R, C] shape.""", row=True)
-_expand("row_expand_add", """``tile + row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
+_expand(
+    "row_expand_add",
+    """``tile + row_vec`` with the [R, 1] vector broadcast over columns. ``row_vec`` may also be
+    upstream's packed carrier, one 32-byte block a row ([R, 32 / element size]), repeated
+    across the columns: ``tile[r, c] + row_vec[r, c % k]``. ``tmp`` is upstream's scratch tile
+    (tile form; unused by the simulator).""",
+    row=True,
+    packed=True,
+)
 _expand("row_expand_sub", """``tile - row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
 _expand("row_expand_mul", """``tile * row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
 _expand("row_expand_div", """``tile / row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)

@@ -10,7 +10,9 @@
 //
 // sel(dst, mask, a, b): dst[r, c] = a[r, c] where mask bit (r, c) is 1, else b[r, c], over a's
 // valid shape (b's must equal it, the mask's must cover it). sels(dst, mask, a, s): the same
-// with the scalar s for b. Masks are read as cmp writes them.
+// with the scalar s for b. Masks are read as cmp writes them; a mask tile of 16 or 32-bit
+// integers is read as its bytes in memory order (little-endian), as the device reads a mask
+// carrier of those types.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +55,21 @@ inline bool mode_ok(const char* op, CmpMode m) noexcept {
 template <class Mask>
 inline void require_mask() noexcept {
     static_assert(is_vec_v<Mask>, "a predicate mask is a Vec tile");
-    static_assert(std::is_same<typename Mask::value_type, std::uint8_t>::value, "a predicate mask is a uint8 tile");
+    static_assert(std::is_same<typename Mask::value_type, std::uint8_t>::value, "cmp writes a uint8 mask tile");
+}
+
+// A mask read by sel/sels: uint8 as cmp writes it, or an 8/16/32-bit integer carrier whose bytes
+// (little-endian) are the mask bytes.
+template <class Mask>
+inline void require_mask_carrier() noexcept {
+    using M = typename Mask::value_type;
+    static_assert(is_vec_v<Mask>, "a predicate mask is a Vec tile");
+    static_assert(is_int_v<M> && sizeof(M) <= 4, "a predicate mask is an 8, 16 or 32-bit integer tile");
+}
+
+template <class Mask>
+inline const std::uint8_t* mask_bytes(const Mask& mask, int r) noexcept {
+    return reinterpret_cast<const std::uint8_t*>(mask.row(r));
 }
 
 // mask bit (r, c) = pred(r, c) over [vr, vc]
@@ -74,7 +90,8 @@ inline bool pack(const char* op, Mask& mask, int vr, int vc, P pred) noexcept {
 
 template <class Mask>
 inline bool covers(const char* op, const Mask& mask, int vr, int vc) noexcept {
-    if (mask.valid_rows < vr || mask.valid_cols < (vc + 7) / 8) {
+    const int bytes = mask.valid_cols * static_cast<int>(sizeof(typename Mask::value_type));
+    if (mask.valid_rows < vr || bytes < (vc + 7) / 8) {
         report_kernel_error("tile %s: mask valid shape [%d, %d] does not cover [%d, %d] values (%d bytes a row)", op,
                             mask.valid_rows, mask.valid_cols, vr, vc, (vc + 7) / 8);
         return false;
@@ -108,7 +125,7 @@ inline bool cmps(Mask& mask, const A& a, compute_t<typename A::value_type> s, Cm
 
 template <class Dst, class Mask, class A, class B, std::enable_if_t<is_tile<B>::value, int> = 0>
 inline bool sel(Dst& dst, const Mask& mask, const A& a, const B& b) noexcept {
-    detail::require_mask<Mask>();
+    detail::require_mask_carrier<Mask>();
     static_assert(detail::is_vec_v<Dst> && detail::is_vec_v<A> && detail::is_vec_v<B>, "sel takes Vec tiles");
     using T = typename Dst::value_type;
     static_assert(std::is_same<T, typename A::value_type>::value && std::is_same<T, typename B::value_type>::value,
@@ -117,7 +134,7 @@ inline bool sel(Dst& dst, const Mask& mask, const A& a, const B& b) noexcept {
     const int vr = a.valid_rows, vc = a.valid_cols;
     if (!detail::covers("sel", mask, vr, vc) || !detail::fits("sel", dst, vr, vc)) return false;
     for (int r = 0; r < vr; ++r) {
-        const std::uint8_t* m = mask.row(r);
+        const std::uint8_t* m = detail::mask_bytes(mask, r);
         const T* x = a.row(r);
         const T* y = b.row(r);
         T* d = dst.row(r);
@@ -130,7 +147,7 @@ inline bool sel(Dst& dst, const Mask& mask, const A& a, const B& b) noexcept {
 
 template <class Dst, class Mask, class A>
 inline bool sels(Dst& dst, const Mask& mask, const A& a, compute_t<typename Dst::value_type> s) noexcept {
-    detail::require_mask<Mask>();
+    detail::require_mask_carrier<Mask>();
     static_assert(detail::is_vec_v<Dst> && detail::is_vec_v<A>, "sels takes Vec tiles");
     using T = typename Dst::value_type;
     static_assert(std::is_same<T, typename A::value_type>::value, "sels needs one element type");
@@ -139,7 +156,7 @@ inline bool sels(Dst& dst, const Mask& mask, const A& a, compute_t<typename Dst:
     if (!detail::covers("sels", mask, vr, vc) || !detail::fits("sels", dst, vr, vc)) return false;
     const T v = from_compute<T>(s);
     for (int r = 0; r < vr; ++r) {
-        const std::uint8_t* m = mask.row(r);
+        const std::uint8_t* m = detail::mask_bytes(mask, r);
         const T* x = a.row(r);
         T* d = dst.row(r);
         for (int c = 0; c < vc; ++c) d[c] = detail::bit(m, c) ? x[c] : v;

@@ -12,7 +12,9 @@
 //
 // row_expand(dst, src): dst[r, c] = src[r, 0]; dst keeps its valid_cols, valid_rows becomes
 // src.valid_rows. row_expand_{add,sub,mul,div}(dst, a, s): dst[r, c] = a[r, c] (op) s[r, 0],
-// with s.valid_rows == a.valid_rows; dst's valid shape becomes a's.
+// with s.valid_rows == a.valid_rows; dst's valid shape becomes a's. An s with k > 1 valid
+// columns is a packed carrier (upstream's 32-byte block a row): dst[r, c] = a[r, c] (op)
+// s[r, c % k] (the compiler passes one only to row_expand_add).
 // col_expand(dst, src): dst[r, c] = src[0, c]; dst keeps its valid_rows, valid_cols becomes
 // src.valid_cols. col_expand_{add,sub,mul,div}(dst, a, s): dst[r, c] = a[r, c] (op) s[0, c], with
 // s.valid_cols == a.valid_cols. The arithmetic is that of elementwise.hpp. The fused forms are
@@ -143,9 +145,13 @@ inline bool expand_op(const char* op, Dst& dst, const A& a, const S& s, F f) noe
     for (int r = 0; r < vr; ++r) {
         T* d = dst.row(r);
         const T* x = a.row(r);
-        if (Row) {
+        if (Row && s.valid_cols == 1) {
             const C y = to_compute(s(r, 0));
             for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), y)); });
+        } else if (Row) {  // a packed block a row, repeated across the columns
+            const T* y = s.row(r);
+            const int k = s.valid_cols;
+            for (int c = 0; c < vc; ++c) d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c % k])));
         } else {
             const T* y = s.row(0);
             for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c]))); });
