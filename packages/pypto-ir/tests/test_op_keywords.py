@@ -93,6 +93,40 @@ def precise_not_bool(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.jit
+def rsqrt_scratch(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 32])
+        r = pl.tile.rsqrt(t, tmp=pl.tile.create([16, 32], dtype=pl.FP32))
+        pl.store(r, [0, 0], out)
+    return out
+
+
+@pl.jit
+def rsqrt_bad_scratch(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 32])
+        pl.store(pl.rsqrt(t, tmp=pl.tile.create([16, 16], dtype=pl.FP32)), [0, 0], out)
+    return out
+
+
+@pl.jit
+def rsqrt_tensor_scratch(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.rsqrt(a, tmp=pl.load(a, [0, 0], [16, 32]))
+    return out
+
+
+def test_a_tile_rsqrt_takes_a_scratch_tile_of_its_shape() -> None:
+    call = _calls(rsqrt_scratch, X, X)["r"]
+    assert call.op == "tile.rsqrt"
+    assert len(call.args) == 2
+    with pytest.raises(KernelError, match=r"pl\.rsqrt: tmp must have the operand's shape and dtype"):
+        rsqrt_bad_scratch.specialize(X, X)
+    with pytest.raises(KernelError, match=r"pl\.rsqrt: tmp is a scratch tile of the tile form"):
+        rsqrt_tensor_scratch.specialize(X, X)
+
+
 def test_high_precision_errors_name_the_argument() -> None:
     with pytest.raises(KernelError, match=r"pl\.div: high_precision=True needs a tile or tensor divisor"):
         precise_scalar_div.specialize(X, X)
@@ -336,10 +370,10 @@ def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     [
         ("m = pl.cmp(x, x, cmp_type=6)", r"pl\.cmp: cmp_type must be one of 0 EQ, .* 5 GE, got 6"),
         ("m = pl.tile.cmps(x, x)", r"pl\.cmps: rhs must be a scalar, .* for two tiles use pl\.cmp"),
-        ("m = pl.sel(x, x, x)", r"pl\.sel: mask must be a UINT8 predicate mask of at least \[16, 4\]"),
+        ("m = pl.sel(x, x, x)", r"pl\.sel: mask must be a predicate mask of at least \[16, 4\] bytes"),
         (
             "m = pl.sel(pl.cmp(half, half), x, x)",
-            r"pl\.sel: mask must be a UINT8 predicate mask of at least \[16, 4\]",
+            r"pl\.sel: mask must be a predicate mask of at least \[16, 4\] bytes",
         ),
         ("m = pl.sels(pl.cmp(x, x), x, x, y)", r"pl\.sels: scalar must be a scalar"),
         (

@@ -72,7 +72,7 @@ def _build_precision(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call)
     on the simulator (op table, ``PRECISION``)."""
     what = f"pl.{opname}"
     precise = _flag(p, b, "high_precision", what, node)
-    operands = [_value(p, b[k]) for k in ("lhs", "rhs", "input") if k in b]
+    operands = [_value(p, b[k]) for k in ("lhs", "rhs", "input", "tmp") if b.get(k) is not None]
     call = p.make_op(opname, operands, {"high_precision": True} if precise else {}, node)
     if precise and opname == "div" and isinstance(operands[1].type, ScalarType):
         raise p.err(
@@ -82,8 +82,8 @@ def _build_precision(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call)
         )
     if precise and call.op == "tile.rsqrt":
         raise p.err(
-            "pl.rsqrt: high_precision=True is taken at tensor level only; a tile rsqrt has one "
-            "precision (leave high_precision out)",
+            "pl.rsqrt: high_precision=True is taken at tensor level only; a tile rsqrt asks for "
+            "it with a scratch tile of its shape and dtype: pl.tile.rsqrt(t, tmp=scratch)",
             node,
         )
     return call

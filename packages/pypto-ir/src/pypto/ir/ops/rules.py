@@ -160,10 +160,19 @@ def expands(kind: str) -> Rule:
 def unary(
     kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC, dtypes: frozenset[DataType] | None = None
 ) -> Rule:
-    """``f(a)`` element by element; ``dtypes`` (when given) limits the element type."""
+    """``f(a)`` element by element; ``dtypes`` (when given) limits the element type. A second
+    operand (ops whose table entry allows it) is a tile form's scratch tile of ``a``'s shape and
+    dtype (upstream's ``pl.tile.rsqrt(t, tmp)``)."""
 
     def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
-        (a,) = args
+        a = args[0]
+        if len(args) == 2:
+            if kind != "tile":
+                raise OpError(f"pl.{op}: tmp is a scratch tile of the tile form; a tensor {op} takes none")
+            tmp = _tile(args[1], op, "tmp", spaces)
+            ta = _tile(a, op, "the operand", spaces)
+            if tmp.shape != ta.shape or tmp.dtype is not ta.dtype:
+                raise OpError(f"pl.{op}: tmp must have the operand's shape and dtype ({ta}), got {tmp}")
         t: TileType | TensorType = (
             _tile(a, op, "the operand", spaces) if kind == "tile" else _tensor_like(a, op, "the operand")
         )

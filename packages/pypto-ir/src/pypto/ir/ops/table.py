@@ -100,18 +100,30 @@ def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tens
 
 
 def _unary(
-    name: str, doc: str, float_only: bool = False, precision: bool = False, int_only: bool = False
+    name: str,
+    doc: str,
+    *,
+    float_only: bool = False,
+    precision: bool = False,
+    int_only: bool = False,
+    scratch: bool = False,
 ) -> None:
     """``pl.<name>(input)``: element-wise, ``pt::<name>(dst, src)``. ``precision``: it takes
-    ``high_precision=``."""
+    ``high_precision=``; ``scratch``: its tile form takes upstream's scratch tile ``tmp``."""
     dtypes = FLOAT if float_only else INT if int_only else None
     tile, tensor = _leveled(
-        name, lambda kind: rules.unary(kind, name, dtypes=dtypes), (1, 1), Cpp(name), dtypes=dtypes
+        name,
+        lambda kind: rules.unary(kind, name, dtypes=dtypes),
+        (1, 2 if scratch else 1),
+        Cpp(name),
+        dtypes=dtypes,
     )
     if precision:
         tile = replace(tile, attrs=("high_precision",))
         tensor = replace(tensor, attrs=("high_precision",))
     params = (P("input"), PRECISION) if precision else (P("input"),)
+    if scratch:
+        params += (P("tmp", None),)
     _enter(LangOp(name, params, doc, _both(name), group="element-wise"), tile, tensor)
 
 
@@ -345,9 +357,11 @@ _unary("sqrt", """Element-wise square root.""", float_only=True)
 _unary(
     "rsqrt",
     """Element-wise 1 / sqrt(x). ``high_precision=True`` (tensor level only, as upstream) asks the
-    device for its more accurate algorithm; the simulator computes it in FP32 either way.""",
+    device for its more accurate algorithm; a tile rsqrt asks for it with a scratch tile ``tmp``
+    of the operand's shape and dtype. The simulator computes FP32 ``1 / sqrt`` either way.""",
     float_only=True,
     precision=True,
+    scratch=True,
 )
 _unary(
     "recip",
