@@ -251,3 +251,25 @@ def test_an_int32_mask_carrier_is_read_as_its_little_endian_bytes() -> None:
     wide_mask(a, m, o)
     bits = np.unpackbits(m.view(np.uint8), axis=1, bitorder="little").astype(bool)  # [2, 64]
     np.testing.assert_array_equal(o, np.where(bits, a, -3.0))
+
+
+@pl.jit
+def leaky(a: pl.Tensor, s: pl.Tensor, o1: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 40])
+        pl.store(pl.lrelu(x, 0.125), [0, 0], o1)
+        pl.store(
+            pl.prelu(x, pl.load(s, [0, 0], [16, 40]), pl.tile.create([16, 40], dtype=pl.FP32)), [0, 0], o2
+        )
+    return o1, o2
+
+
+def test_leaky_relus_match_torch() -> None:
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((R, C)).astype(np.float32)
+    s = rng.uniform(0.0, 2.0, (R, C)).astype(np.float32)  # slopes above 1 too
+    o1, o2 = np.zeros_like(a), np.zeros_like(a)
+    leaky(a, s, o1, o2)
+    x = torch.from_numpy(a)
+    torch.testing.assert_close(torch.from_numpy(o1), torch.nn.functional.leaky_relu(x, 0.125))
+    torch.testing.assert_close(torch.from_numpy(o2), torch.where(x > 0, x, x * torch.from_numpy(s)))

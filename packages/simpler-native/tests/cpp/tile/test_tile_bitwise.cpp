@@ -258,3 +258,23 @@ TEST_CASE("row_expand_add with a packed block a row; sel/sels with 16/32-bit mas
     }
     CHECK(take_error().empty());
 }
+
+TEST_CASE("lrelu and prelu: x > 0 ? x : slope * x") {
+    VecTile<float, 1, 4> a, s, d;
+    const float av[] = {-2.0f, 0.0f, 3.0f, -0.5f};
+    const float sv[] = {0.5f, 2.0f, 9.0f, 3.0f};
+    for (int i = 0; i < 4; ++i) {
+        a.data[i] = av[i];
+        s.data[i] = sv[i];
+    }
+    REQUIRE(lrelu(d, a, 2.0f));
+    CHECK(d.data[0] == -4.0f);
+    CHECK(d.data[1] == 0.0f);
+    CHECK(d.data[2] == 3.0f);
+    CHECK(d.data[3] == -1.0f);
+    REQUIRE(prelu(d, a, s));
+    CHECK(d.data[0] == -1.0f);
+    CHECK(d.data[2] == 3.0f);
+    CHECK(d.data[3] == -1.5f);
+    CHECK(take_error().empty());
+}

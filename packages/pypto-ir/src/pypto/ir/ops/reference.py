@@ -102,6 +102,8 @@ SAMPLES: dict[str, Sample] = {
     "tile.fillpad": ([_T], {"pad": PadValue.zero}),
     "tensor.fillpad": ([_X], {"pad": PadValue.zero}),
     "tile.not_": ([_TI], {}),
+    "tile.lrelu": ([_T, _S], {}),
+    "tile.prelu": ([_T, _T, _T], {}),
     "tensor.not_": ([_XI], {}),
     **{f"tile.{n}": ([_TI, _TI], {}) for n in ("and_", "or_", "xor", "shl", "shr")},
     **{f"tensor.{n}": ([_XI, _XI], {}) for n in ("and_", "or_", "xor", "shl", "shr")},

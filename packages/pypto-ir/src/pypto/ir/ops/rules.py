@@ -269,6 +269,28 @@ def expand(
     return rule
 
 
+def leaky(op: str) -> Rule:
+    """``pl.lrelu(tile, slope)`` (a scalar slope) and ``pl.prelu(tile, slope, tmp)`` (a slope tile
+    of the tile's shape and dtype, and upstream's scratch tile): floating-point Vec tiles."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        t = _tile(args[0], op, "the operand", VEC)
+        if t.dtype not in FLOAT:
+            raise OpError(f"pl.{op}: needs a floating-point operand, got {t.dtype.value}; use pl.cast first")
+        s = args[1]
+        if op == "lrelu":
+            if not isinstance(s, ScalarType):
+                raise OpError(f"pl.lrelu: slope must be a scalar, got {s}; for a slope tile use pl.prelu")
+            return t
+        st = _tile(s, op, "slope", VEC)
+        _same_shape(t.shape, st.shape, op)
+        _same_dtype(t.dtype, st.dtype, op)
+        _tile(args[2], op, "tmp")
+        return t
+
+    return rule
+
+
 # ----------------------------------------------------------------------------- bitwise, compare, select
 
 

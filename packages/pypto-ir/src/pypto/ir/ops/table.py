@@ -373,6 +373,27 @@ _unary(
 _unary("abs", """Element-wise absolute value.""")
 _unary("neg", """Element-wise negation.""")
 _unary("relu", """Element-wise max(x, 0).""")
+_enter(
+    LangOp(
+        "lrelu",
+        (P("tile"), P("slope")),
+        """Leaky ReLU with a scalar slope: ``x if x > 0 else slope * x`` (floating-point tiles).""",
+        {"tile": "tile.lrelu"},
+        group="element-wise",
+    ),
+    OpSpec("tile.lrelu", rules.leaky("lrelu"), 2, 2, Cpp("lrelu", (0, 1), scalar_fn="lrelu"), spaces=VEC),
+)
+_enter(
+    LangOp(
+        "prelu",
+        (P("tile"), P("slope"), P("tmp")),
+        """Parametric ReLU: ``x if x > 0 else slope * x`` with a slope tile of the tile's shape
+    (floating point). ``tmp`` is upstream's scratch tile (the simulator does not use it).""",
+        {"tile": "tile.prelu"},
+        group="element-wise",
+    ),
+    OpSpec("tile.prelu", rules.leaky("prelu"), 3, 3, Cpp("prelu", (0, 1)), spaces=VEC),
+)
 _unary("not_", """Element-wise bitwise NOT (``~x``) of an integer tile or tensor.""", int_only=True)
 
 # ----------------------------------------------------------------------------- bitwise
