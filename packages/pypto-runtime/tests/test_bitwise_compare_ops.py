@@ -273,3 +273,26 @@ def test_leaky_relus_match_torch() -> None:
     x = torch.from_numpy(a)
     torch.testing.assert_close(torch.from_numpy(o1), torch.nn.functional.leaky_relu(x, 0.125))
     torch.testing.assert_close(torch.from_numpy(o2), torch.where(x > 0, x, x * torch.from_numpy(s)))
+
+
+@pl.jit
+def narrow_casts(a: pl.Tensor, o16: pl.Out[pl.Tensor], o8: pl.Out[pl.Tensor], back: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 40])
+        i16 = pl.cast(x, pl.INT16)
+        pl.store(i16, [0, 0], o16)
+        pl.store(pl.cast(x, pl.UINT8), [0, 0], o8)
+        pl.store(pl.cast(i16, pl.FP32), [0, 0], back)
+    return o16, o8, back
+
+
+def test_casts_to_the_narrower_integer_types_round_and_saturate() -> None:
+    a = np.random.default_rng(14).uniform(-70000, 70000, (R, C)).astype(np.float32)
+    a[0, :4] = [2.5, 3.5, -2.5, 255.6]  # ties round to even
+    o16, o8, back = np.zeros((R, C), np.int16), np.zeros((R, C), np.uint8), np.zeros((R, C), np.float32)
+    narrow_casts(a, o16, o8, back)
+    x = torch.from_numpy(a)
+    want16 = torch.round(x).clamp(-32768, 32767)
+    torch.testing.assert_close(torch.from_numpy(o16), want16.to(torch.int16))
+    torch.testing.assert_close(torch.from_numpy(o8), torch.round(x).clamp(0, 255).to(torch.uint8))
+    torch.testing.assert_close(torch.from_numpy(back), want16)

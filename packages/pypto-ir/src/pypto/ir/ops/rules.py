@@ -566,7 +566,17 @@ def tile_concat(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType((a.shape[0], a.shape[1] + b.shape[1]), a.dtype, a.memory)
 
 
-CASTABLE = {DataType.FP32, DataType.FP16, DataType.BF16, DataType.INT8, DataType.INT32}
+CASTABLE = {
+    DataType.FP32,
+    DataType.FP16,
+    DataType.BF16,
+    DataType.INT8,
+    DataType.INT16,
+    DataType.INT32,
+    DataType.UINT8,
+    DataType.UINT16,
+    DataType.UINT32,
+}
 
 
 def tile_cast(args: list[Type], attrs: dict[str, Any]) -> Type:

@@ -652,7 +652,9 @@ _enter(
     LangOp(
         "cast",
         (P("input"), P("target_type"), P("mode", None)),
-        """Convert the elements to another dtype (FP32/FP16/BF16/INT8/INT32).""",
+        """Convert the elements to another dtype (FP32/FP16/BF16, INT8/INT16/INT32,
+    UINT8/UINT16/UINT32): to a float or from a float to an integer, rounded to nearest even;
+    out-of-range integers saturate.""",
         {**_both("cast"), "scalar": "scalar.cast"},
         group="layout",
     ),
