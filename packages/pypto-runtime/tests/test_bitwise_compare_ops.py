@@ -296,3 +296,22 @@ def test_casts_to_the_narrower_integer_types_round_and_saturate() -> None:
     torch.testing.assert_close(torch.from_numpy(o16), want16.to(torch.int16))
     torch.testing.assert_close(torch.from_numpy(o8), torch.round(x).clamp(0, 255).to(torch.uint8))
     torch.testing.assert_close(torch.from_numpy(back), want16)
+
+
+@pl.jit
+def remainders(a: pl.Tensor, b: pl.Tensor, o1: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.fmod(pl.load(a, [0, 0], [16, 40]), pl.load(b, [0, 0], [16, 40])), [0, 0], o1)
+        o2[:] = pl.fmods(a, -2.5)
+    return o1, o2
+
+
+def test_fmod_keeps_the_sign_of_the_dividend_as_torch() -> None:
+    rng = np.random.default_rng(15)
+    a = rng.uniform(-20, 20, (R, C)).astype(np.float32)
+    b = rng.choice([-3.0, -1.5, 0.75, 4.0], (R, C)).astype(np.float32)
+    o1, o2 = np.zeros_like(a), np.zeros_like(a)
+    remainders(a, b, o1, o2)
+    x = torch.from_numpy(a)
+    torch.testing.assert_close(torch.from_numpy(o1), torch.fmod(x, torch.from_numpy(b)))
+    torch.testing.assert_close(torch.from_numpy(o2), torch.fmod(x, -2.5))

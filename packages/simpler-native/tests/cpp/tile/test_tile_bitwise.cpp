@@ -278,3 +278,20 @@ TEST_CASE("lrelu and prelu: x > 0 ? x : slope * x") {
     CHECK(d.data[3] == -1.5f);
     CHECK(take_error().empty());
 }
+
+TEST_CASE("fmod and fmods keep the sign of the dividend") {
+    VecTile<float, 1, 3> a, b, d;
+    a.data[0] = 7.5f;
+    a.data[1] = -7.5f;
+    a.data[2] = 1.0f;
+    b.data[0] = -2.0f;
+    b.data[1] = 2.0f;
+    b.data[2] = 0.25f;
+    REQUIRE(fmod(d, a, b));
+    CHECK(d.data[0] == 1.5f);
+    CHECK(d.data[1] == -1.5f);
+    CHECK(d.data[2] == 0.0f);
+    REQUIRE(fmods(d, a, 2.0f));
+    CHECK(d.data[1] == -1.5f);
+    CHECK(take_error().empty());
+}

@@ -103,6 +103,8 @@ SAMPLES: dict[str, Sample] = {
     "tensor.fillpad": ([_X], {"pad": PadValue.zero}),
     "tile.not_": ([_TI], {}),
     "tile.lrelu": ([_T, _S], {}),
+    "tile.fmods": ([_T, _S], {}),
+    "tensor.fmods": ([_X, _S], {}),
     "tile.prelu": ([_T, _T, _T], {}),
     "tensor.not_": ([_XI], {}),
     **{f"tile.{n}": ([_TI, _TI], {}) for n in ("and_", "or_", "xor", "shl", "shr")},

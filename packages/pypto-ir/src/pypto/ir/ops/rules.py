@@ -117,6 +117,21 @@ def binary(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
     return rule
 
 
+def float_only(rule: Rule, op: str) -> Rule:
+    """``rule``, for floating-point operands only."""
+
+    def checked(args: list[Type], attrs: dict[str, Any]) -> Type:
+        out = rule(args, attrs)
+        assert isinstance(out, (TileType, TensorType))
+        if out.dtype not in FLOAT:
+            raise OpError(
+                f"pl.{op}: needs a floating-point operand, got {out.dtype.value}; use pl.cast first"
+            )
+        return out
+
+    return checked
+
+
 def scalar_binary(kind: str, op: str, pair: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
     """``a op s`` for a tile (or tensor) ``a`` and a scalar ``s`` (``pl.tile.adds``, ...);
     ``pair`` is the op that takes two tiles (``add``)."""

@@ -326,6 +326,51 @@ _scalar_binary(
     in_pl=False,
     tensor=True,
 )
+_enter(
+    LangOp(
+        "fmod",
+        (P("lhs"), P("rhs")),
+        """Element-wise remainder of ``lhs / rhs`` with the sign of ``lhs`` (C's ``fmod``, as
+    ``torch.fmod``); ``rhs`` a tile/tensor or a scalar; floating point.""",
+        _both("fmod"),
+        group="element-wise",
+    ),
+    OpSpec(
+        "tile.fmod",
+        rules.float_only(rules.binary("tile", "fmod"), "fmod"),
+        2,
+        2,
+        Cpp("fmod", (0, 1), scalar_fn="fmods"),
+        dtypes=FLOAT,
+        spaces=VEC,
+    ),
+    OpSpec("tensor.fmod", rules.float_only(rules.binary("tensor", "fmod"), "fmod"), 2, 2, dtypes=FLOAT),
+)
+_enter(
+    LangOp(
+        "fmods",
+        (P("lhs"), P("rhs")),
+        """``pl.fmod`` with a scalar ``rhs``.""",
+        _both("fmods"),
+        group="element-wise",
+    ),
+    OpSpec(
+        "tile.fmods",
+        rules.float_only(rules.scalar_binary("tile", "fmods", "fmod"), "fmods"),
+        2,
+        2,
+        Cpp("fmods", (0, 1), scalar_fn="fmods"),
+        dtypes=FLOAT,
+        spaces=VEC,
+    ),
+    OpSpec(
+        "tensor.fmods",
+        rules.float_only(rules.scalar_binary("tensor", "fmods", "fmod"), "fmods"),
+        2,
+        2,
+        dtypes=FLOAT,
+    ),
+)
 _scalar_binary(
     "maximums",
     "maximum",

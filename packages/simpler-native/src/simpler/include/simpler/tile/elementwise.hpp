@@ -1,5 +1,6 @@
 // Element-wise vector ops on Vec tiles: tile-tile and tile-scalar add/sub/mul/div/max/min, the
-// unary exp, log, sin, cos, sqrt, rsqrt, recip, abs, neg, relu, and the leaky ReLUs lrelu
+// unary exp, log, sin, cos, sqrt, rsqrt, recip, abs, neg, relu, fmod/fmods (C's fmod, floats),
+// and the leaky ReLUs lrelu
 // (scalar slope) and prelu (a slope tile): x > 0 ? x : slope * x (floating-point tiles).
 //
 // Shape rule: the operands' valid shapes must be equal; the result's valid shape is theirs and
@@ -233,6 +234,18 @@ inline bool relu(Dst& dst, const A& a) noexcept {
     using C = compute_t<typename Dst::value_type>;
     // NaN stays NaN (x > 0 is false for NaN, so compare the other way round).
     return detail::map1("relu", dst, a, [](C x) noexcept { return x < C(0) ? C(0) : x; });
+}
+
+// fmod: the remainder of a / b with the sign of a (C's fmod, torch.fmod); floating-point tiles.
+template <class Dst, class A, class B, std::enable_if_t<is_tile<B>::value, int> = 0>
+inline bool fmod(Dst& dst, const A& a, const B& b) noexcept {
+    detail::require_float<typename Dst::value_type>("fmod");
+    return detail::map2("fmod", dst, a, b, [](float x, float y) noexcept { return std::fmod(x, y); });
+}
+template <class Dst, class A>
+inline bool fmods(Dst& dst, const A& a, compute_t<typename Dst::value_type> s) noexcept {
+    detail::require_float<typename Dst::value_type>("fmods");
+    return detail::map1("fmods", dst, a, [s](float x) noexcept { return std::fmod(x, static_cast<float>(s)); });
 }
 
 template <class Dst, class A>
