@@ -385,3 +385,18 @@ def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 def test_compare_and_select_errors(line: str, message: str) -> None:
     with pytest.raises(KernelError, match=message):
         _mask_kernel(line).specialize(HostArray((16, 64)), HostArray((16, 32)))
+
+
+@pl.jit
+def valid_past_the_end(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(a, [0, 0], [32, 32], valid_shape=[24, 32]), [0, 0], out)
+    return out
+
+
+def test_a_load_window_is_checked_by_its_valid_shape() -> None:
+    with pytest.raises(
+        KernelError, match=r"pl\.load: the window \[0, 24\) on axis 0 exceeds the tensor extent 20"
+    ):
+        valid_past_the_end.specialize(HostArray((20, 32)), HostArray((32, 32)))
+    valid_past_the_end.specialize(HostArray((24, 32)), HostArray((32, 32)))  # the valid part fits

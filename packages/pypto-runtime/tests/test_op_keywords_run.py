@@ -125,3 +125,20 @@ def test_fillpad_of_a_whole_tensor_changes_nothing() -> None:
     o = np.zeros_like(a)
     fill_whole(a, o)
     torch.testing.assert_close(torch.from_numpy(o), torch.exp(torch.from_numpy(a)))
+
+
+@pl.jit
+def past_the_end(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [32, 32], valid_shape=[20, 32])  # the tensor has 20 rows
+        pl.store(pl.fillpad(t, pad_value=pl.PadValue.max), [0, 0], o)
+    return o
+
+
+def test_a_load_window_past_the_tensor_end_reads_only_its_valid_part() -> None:
+    a = np.random.default_rng(6).standard_normal((20, 32)).astype(np.float32)
+    o = np.zeros((32, 32), np.float32)
+    past_the_end(a, o)
+    want = torch.full((32, 32), math.inf)
+    want[:20] = torch.from_numpy(a)
+    torch.testing.assert_close(torch.from_numpy(o), want)

@@ -120,6 +120,9 @@ def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
             if isinstance(v, Const) and not 0 <= int(v.value) <= full:
                 raise p.err(f"pl.load valid_shape {int(v.value)} is outside [0, {full}]", node)
         args.append(valid)
+        # only the valid region is read: the window check uses it (a run-time extent is checked
+        # when the kernel runs)
+        attrs["static_valid"] = [int(v.value) if isinstance(v, Const) else None for v in valid]
     if isinstance(tensor.type, TensorType) and tensor.type.layout is Layout.NZ:
         attrs["layout"] = Layout.NZ
     return p.make_op("load", args, attrs, node)

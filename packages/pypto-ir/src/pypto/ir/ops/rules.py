@@ -464,7 +464,12 @@ def tile_load(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "load", "the source")
     shape = tuple(attrs["shape"])
     tshape = tile_shape_for(len(t.shape), shape, "load")
-    _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), shape, "load")
+    read = shape
+    valid = attrs.get("static_valid")
+    if valid is not None:  # only the valid region is read; a run-time extent is checked at run time
+        rows, cols = (v if isinstance(v, int) else 0 for v in valid)
+        read = (*shape[:-2], rows, cols) if len(shape) >= 2 else (cols,)
+    _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), read, "load")
     mem = attrs.get("memory", MemorySpace.Vec)
     if mem not in (MemorySpace.Vec, MemorySpace.Mat):
         raise OpError(

@@ -262,7 +262,7 @@ class _Calls(_Directives):
                     node,
                 )
             self.st.saw_tile = True
-        clean = {k: v for k, v in attrs.items() if k != "static_offsets"}
+        clean = {k: v for k, v in attrs.items() if k not in ("static_offsets", "static_valid")}
         return Call(full, tuple(args), tuple(sorted(clean.items())), rtype, self.src.span(node))
 
     def list_literal(self, node: Any) -> Any:
