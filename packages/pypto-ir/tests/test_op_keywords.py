@@ -400,3 +400,28 @@ def test_a_load_window_is_checked_by_its_valid_shape() -> None:
     ):
         valid_past_the_end.specialize(HostArray((20, 32)), HostArray((32, 32)))
     valid_past_the_end.specialize(HostArray((24, 32)), HostArray((32, 32)))  # the valid part fits
+
+
+@pl.jit
+def typed_constant(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        r = pl.tile.subs(pl.load(a, [0, 0], [16, 32]), pl.const(2, pl.INT32))
+        pl.store(r, [0, 0], out)
+    return out
+
+
+@pl.jit
+def typed_constant_of_a_tensor(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.tensor.adds(a, pl.const(a, pl.FP32))
+    return out
+
+
+def test_const_is_a_typed_constant() -> None:
+    from pypto.ir.nodes import Const
+
+    k = _calls(typed_constant, XI, XI)["r"].args[1]
+    assert isinstance(k, Const)
+    assert (k.value, k.dtype) == (2, DataType.INT32)
+    with pytest.raises(KernelError, match=r"pl\.const value must be a compile-time constant, got a"):
+        typed_constant_of_a_tensor.specialize(X, X)

@@ -354,6 +354,13 @@ def _build_cast(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     return p.make_op("cast", [x], attrs, node)
 
 
+def _build_const(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    value = p.static_value(b["value"], "pl.const value", node)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise p.err(f"pl.const: value must be a number known when compiling, got {value!r}", node)
+    return make_const(value, p.dtype(b["dtype"], "pl.const dtype"), p.src.span(node))
+
+
 def _build_transpose(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     axes = [p.static_value(b.get(k, d), k, node) for k, d in (("axis1", 0), ("axis2", 1))]
     if sorted(axes) != [0, 1]:
@@ -554,6 +561,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "dim": _build_dim,
     "reshape": _build_shape_op,
     "cast": _build_cast,
+    "const": _build_const,
     "transpose": _build_transpose,
     "read": _build_read,
     "write": _build_write,

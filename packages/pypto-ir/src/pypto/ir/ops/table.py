@@ -718,6 +718,17 @@ _enter(
 )
 _enter(
     LangOp(
+        "const",
+        (P("value"), P("dtype")),
+        """A scalar constant of ``dtype``: ``pl.const(1.5, pl.BF16)`` (the value rounded or saturated
+    to the dtype, as ``pl.cast`` of a constant does). ``value`` must be a number known when
+    compiling.""",
+        default="scalar.cast",
+        group="layout",
+    ),
+)
+_enter(
+    LangOp(
         "matmul",
         (
             P("lhs"),
