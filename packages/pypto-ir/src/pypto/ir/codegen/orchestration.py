@@ -44,6 +44,7 @@ from pypto.ir.nodes import (
     Var,
     While,
     Yield,
+    expr_vars,
 )
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import ArrayType, ScalarType, TaskIdType, TensorType, Type
@@ -598,7 +599,7 @@ class _OrchGen:
                 self.emit(
                     depth + 1, f"const simpler::ChipTensor& {ident(ia.var.name)} = {ident(ia.var.name)}_v;"
                 )
-        scoped = _allocates_locally(s)
+        scoped = _allocates_locally(s, self.program)
         if scoped:  # intermediates of one iteration are freed once its tasks retire
             self.emit(depth + 1, "if (orch.scope_begin() != 0) return 1;")
         self.loops.append((s, scoped))
@@ -670,18 +671,26 @@ def _task_cpp(t: Type) -> str:
     return "std::vector<std::int64_t>" if isinstance(t, ArrayType) else "std::int64_t"
 
 
-def _allocates_locally(s: For | While) -> bool:
+def _allocates_locally(s: For | While, program: Program) -> bool:
     """True when the loop body allocates tensors that do not outlive one iteration: it creates
-    tensors, and no tensor it carries to the next iteration (or out of the loop) was made in
-    the body (a created tensor is often carried under another name, the result of the kernel
-    call that wrote it, so any body-made tensor value carried counts)."""
-    created = False
-    made: set[str] = set()
+    tensors, and no tensor it carries to the next iteration (or out of the loop) is one of them.
+    A created tensor is often carried under another name (the result of the kernel call that
+    wrote it, a view of it), so every name that may stand for one counts."""
+    local: set[str] = set()  # names of tensors made in this iteration's body
     for st in s.body:
-        if isinstance(st, Assign) and isinstance(st.var.type, TensorType):
-            made.add(st.var.name)
-            created = created or (isinstance(st.value, Call) and st.value.op == "tensor.create")
-    if not created:
+        if not (isinstance(st, Assign) and isinstance(st.var.type, TensorType)):
+            continue
+        e = st.value
+        if isinstance(e, Call) and e.op == "tensor.create":
+            local.add(st.var.name)
+        elif isinstance(e, CallFunc):  # a kernel's result is the argument it returns
+            rets = function_aliases(program.functions[e.callee], program)
+            src = e.args[rets[0]] if len(rets) == 1 and rets[0] is not None else None
+            if not isinstance(src, Var) or src.name in local:
+                local.add(st.var.name)
+        elif any(v.name in local for v in expr_vars(e)):
+            local.add(st.var.name)
+    if not local:
         return False
     carried = {
         v.name
@@ -689,7 +698,7 @@ def _allocates_locally(s: For | While) -> bool:
         for v in stmt.values
         if isinstance(v, Var) and isinstance(v.type, TensorType)
     }
-    return not (made & carried)
+    return not (local & carried)
 
 
 def _carry_points(body: tuple[Stmt, ...]) -> list[Yield | Break | Continue]:
