@@ -150,7 +150,9 @@ def test_run_takes_only_its_own_program(worker2: DistributedWorker) -> None:
     other = _host_shift.compile(
         torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1, config=_config(2)
     )
-    with pytest.raises(ValueError, match=r"this worker runs '_host' only, got '_host_shift'"):
+    with pytest.raises(
+        ValueError, match=r"compiled is not a program of this worker \(it runs '_host'\), got '_host_shift'"
+    ):
         worker2.run(other, torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1)
 
 
@@ -436,7 +438,7 @@ def test_host_only_functions_outside_a_host_body() -> None:
         ({"device_ids": []}, "non-empty list of distinct ints"),
         ({"device_ids": [0, 0]}, "distinct ints"),
         ({"device_ids": [0, -1]}, "ints >= 0"),
-        ({"device_ids": [0], "num_sub_workers": 2}, "only 0 is supported"),
+        ({"device_ids": [0], "num_sub_workers": -1}, r"num_sub_workers\): expected an int >= 0"),
         ({"device_ids": [0], "timeout": 0}, r"timeout\): expected seconds > 0"),
     ],
 )

@@ -87,8 +87,8 @@ def _double(
     return pl.store(pl.add(t, t), [0, 0], y)
 
 
-def test_scope_options_are_refused_when_the_spmd_body_calls_kernels() -> None:
-    with pytest.raises(KernelError, match=r"pl\.spmd\(name_hint=\.\.\.\) applies to an inline body"):
+def test_scope_options_of_an_spmd_body_that_calls_kernels_are_checked() -> None:
+    with pytest.raises(KernelError, match=r"pl\.spmd: name_hint must be an identifier string, got 'a b'"):
 
         @pl.program
         class P:
@@ -96,7 +96,7 @@ def test_scope_options_are_refused_when_the_spmd_body_calls_kernels() -> None:
             def main(
                 self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
             ) -> pl.Tensor[[16, 8], pl.FP32]:
-                for _ in pl.spmd(2, name_hint="k"):
+                for _ in pl.spmd(2, name_hint="a b"):
                     y = _double(x, y)
                 return y
 

@@ -49,9 +49,11 @@ def wrong_space(a: pl.Tensor, c: pl.Out[pl.Tensor]):
 
 
 @pl.jit
-def unsupported_while(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+def unsupported_try(a: pl.Tensor, c: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
-        while True:
+        try:
+            pass
+        finally:
             pass
     return c
 
@@ -122,7 +124,7 @@ ERRORS = [
     (wrong_arity, "pl.add(x)", "pl.add(lhs, rhs)", "missing a required argument"),
     (shape_mismatch, "pl.add(x, y)", "operand shapes differ: [16, 16] vs [16, 8]", "row_expand"),
     (wrong_space, "pl.exp(x)", "must be in Vec memory, got a tile in Mat", "pl.move("),
-    (unsupported_while, "while True", "unsupported Python construct in a kernel: while loops", "pl.range"),
+    (unsupported_try, "try:", "unsupported Python construct in a kernel: try statements", "while loops"),
     (unknown_name, "missing_tile", "unknown name 'missing_tile'", "module-level constant"),
     (tile_op_outside_scope, "pl.load(a", "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`", "incore"),
     (

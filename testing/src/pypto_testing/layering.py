@@ -52,10 +52,17 @@ LAYERS: tuple[Layer, ...] = (
         "pypto-runtime",
         "packages/pypto-runtime/src",
         ("pypto.runtime", "pypto.ir", "pypto.language", "simpler"),
-        # The distributed rank engine is the one place in pypto.runtime that loads torch
-        # (torch.distributed starts and connects the rank processes), only when a distributed
-        # program is prepared; single-chip programs never import it.
-        exceptions=(("pypto.runtime.distributed._engine", ("torch",)),),
+        # The distributed rank engine loads torch (torch.distributed starts and connects the
+        # rank processes) only when a distributed program is prepared; the process-group data
+        # path is the engine's part that carries the ranks' cross-rank requests over gloo (rank
+        # processes only, imported by _engine on that path); distributed_runner loads it only
+        # when a SubWorker callback asks for a torch view of its argument (upstream's
+        # _tensor_from_continuous). Single-chip programs import none of them.
+        exceptions=(
+            ("pypto.runtime.distributed._engine", ("torch",)),
+            ("pypto.runtime.distributed._gloo_path", ("torch",)),
+            ("pypto.runtime.distributed_runner", ("torch",)),
+        ),
     ),
     Layer(
         "pypto-torch",

@@ -6,17 +6,38 @@ native runtime which rank it is and where the window buffers lie in its own memo
 entered afterwards receives that context through its ``KernelContext``.
 
 On the shared-memory path every rank maps every rank's window of a buffer, back to back: rank
-``r``'s window starts at ``base + r * stride``.
+``r``'s window starts at ``base + r * stride``. On the host path (``CommPath.Host``) the table has
+the same layout but only this rank's window is memory of this process; every cross-rank access
+(except a ``wait`` on this rank's own cell) calls ``host``, a Python callable of the rank process,
+on the kernel's thread with the GIL held::
+
+    host(op, peer, window, dtype, runs_address, run_count, data_address, nbytes, value)
+
+``op`` is a :class:`HostOp`; ``runs_address`` points at ``run_count`` pairs of uint64
+``(offset, nbytes)``: byte ranges of rank ``peer``'s window ``window``; ``data_address`` at
+``nbytes`` bytes packed in run order (filled by ``Read``, read by ``Write``/``AtomicAdd``, whose
+elements are of simpler DataType ``dtype``); ``value`` is a notify's INT32 value. The call returns
+once the request is applied; an exception fails the kernel's task with its message.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from simpler._native import comm as _comm
 
-__all__ = ["MAX_RANKS", "MAX_WINDOWS", "CommPath", "CommWindow", "clear_context", "context", "set_context"]
+__all__ = [
+    "MAX_RANKS",
+    "MAX_WINDOWS",
+    "CommPath",
+    "CommWindow",
+    "HostOp",
+    "clear_context",
+    "context",
+    "set_context",
+]
 
 MAX_WINDOWS: int = _comm.MAX_WINDOWS
 MAX_RANKS: int = _comm.MAX_RANKS
@@ -26,7 +47,17 @@ class CommPath(enum.IntEnum):
     """How a rank reaches its peers' windows (``simpler::CommPath``)."""
 
     SharedMemory = _comm.PATH_SHARED_MEMORY
-    Host = _comm.PATH_HOST  # reserved: through the rank's host process; not implemented
+    Host = _comm.PATH_HOST  # through the rank's host process (set_context(host=...))
+
+
+class HostOp(enum.IntEnum):
+    """What a host-path request does to the peer's window (``simpler::CommHostOp``)."""
+
+    Read = _comm.HOST_READ
+    Write = _comm.HOST_WRITE
+    AtomicAdd = _comm.HOST_ATOMIC_ADD
+    NotifyAdd = _comm.HOST_NOTIFY_ADD
+    NotifySet = _comm.HOST_NOTIFY_SET
 
 
 @dataclass(frozen=True)
@@ -45,16 +76,24 @@ def set_context(
     windows: list[CommWindow],
     wait_timeout: float,
     path: CommPath = CommPath.SharedMemory,
+    host: Callable[..., None] | None = None,
 ) -> None:
     """Make this process rank ``rank`` of ``nranks`` with these window buffers; a kernel's
-    ``wait`` fails its task after ``wait_timeout`` seconds. ``ValueError`` names a bad field."""
+    ``wait`` fails its task after ``wait_timeout`` seconds. ``host`` serves the requests of
+    ``CommPath.Host`` (required there, refused on ``SharedMemory``). ``ValueError`` names a bad
+    field."""
     for name, v in (("rank", rank), ("nranks", nranks)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"simpler.comm.set_context({name}): expected an int >= 0, got {v!r}")
     if not isinstance(path, CommPath):
         raise ValueError(f"simpler.comm.set_context(path): expected a simpler.comm.CommPath, got {path!r}")
+    if (host is None) != (path is not CommPath.Host) or (host is not None and not callable(host)):
+        raise ValueError(
+            "simpler.comm.set_context(host): expected a callable with path=CommPath.Host and None "
+            f"otherwise, got {host!r} with path={path.name}"
+        )
     _comm.set_context(
-        rank, nranks, int(path), [(w.base, w.stride, w.nbytes) for w in windows], float(wait_timeout)
+        rank, nranks, int(path), [(w.base, w.stride, w.nbytes) for w in windows], float(wait_timeout), host
     )
 
 

@@ -17,7 +17,11 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
     from pypto.ir.compile import CompileResult, compile, compile_to_files
     from pypto.ir.contract import Contract, DeviceKind, device_kind, parse_platform
-    from pypto.ir.distributed_compiled_program import DistributedConfig
+    from pypto.ir.distributed_compiled_program import (
+        DATA_PATHS,
+        DistributedCompiledProgram,
+        DistributedConfig,
+    )
     from pypto.ir.dtypes import DataType
     from pypto.ir.errors import CodegenError, CompileError, KernelError, PyptoCompileError
     from pypto.ir.execution import (
@@ -28,6 +32,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         set_jit_executor,
     )
     from pypto.ir.files import atomic_write
+    from pypto.ir.host_function import HostLevelFunction
     from pypto.ir.metadata import META_FILE, ArtifactMetadata, KernelInfo, MetadataError, read_metadata
     from pypto.ir.nodes import Function, Program
     from pypto.ir.param_info import (
@@ -58,7 +63,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from pypto.ir.serialization import deserialize, serialize
     from pypto.ir.storage_rules import Span as ViewSpan
     from pypto.ir.storage_rules import partial_overlap, strided_alias_conflict, view_bounds_problem
-    from pypto.ir.types import FunctionType
+    from pypto.ir.types import FunctionType, Role
 
 # name -> (module, name in that module); imported on first use, so that importing one
 # pypto.ir module (dtypes, param_info) does not load the whole compiler
@@ -117,7 +122,11 @@ _FACE: dict[str, tuple[str, str]] = {
     "set_jit_compiler": ("pypto.ir.execution", "set_jit_compiler"),
     "set_host_compiler": ("pypto.ir.execution", "set_host_compiler"),
     "set_jit_executor": ("pypto.ir.execution", "set_jit_executor"),
+    "DATA_PATHS": ("pypto.ir.distributed_compiled_program", "DATA_PATHS"),
     "DistributedConfig": ("pypto.ir.distributed_compiled_program", "DistributedConfig"),
+    "DistributedCompiledProgram": ("pypto.ir.distributed_compiled_program", "DistributedCompiledProgram"),
+    "HostLevelFunction": ("pypto.ir.host_function", "HostLevelFunction"),
+    "Role": ("pypto.ir.types", "Role"),
     "strided_alias_conflict": ("pypto.ir.storage_rules", "strided_alias_conflict"),
     "validate_param_names": ("pypto.ir.param_info", "validate_param_names"),
     "validate_return_aliases": ("pypto.ir.param_info", "validate_return_aliases"),
@@ -125,6 +134,7 @@ _FACE: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
+    "DATA_PATHS",
     "DEFAULT_PLATFORM",
     "DEFAULT_RUNTIME",
     "DYNAMIC",
@@ -145,9 +155,11 @@ __all__ = [
     "Contract",
     "DataType",
     "DeviceKind",
+    "DistributedCompiledProgram",
     "DistributedConfig",
     "Function",
     "FunctionType",
+    "HostLevelFunction",
     "KernelError",
     "KernelInfo",
     "Layout",
@@ -158,6 +170,7 @@ __all__ = [
     "PassDumpLevel",
     "Program",
     "PyptoCompileError",
+    "Role",
     "SignatureError",
     "ToolchainIdentity",
     "ViewSpan",

@@ -37,7 +37,7 @@ from pypto.ir.platforms import (
     parse_backend,
     simulator_of,
 )
-from pypto.ir.types import FunctionType
+from pypto.ir.types import FunctionType, Role
 
 __all__ = [
     "CompileResult",
@@ -156,7 +156,8 @@ def compile_program(
     platform: str | None = None,
     contract: Contract | str = Contract.PROGRAM,
     runtime: str = DEFAULT_RUNTIME,
-) -> CompileResult:
+    distributed_config: Any = None,
+) -> Any:
     """Compile ``program`` into a directory: ``pypto.ir.compile(program, ...)``.
 
     Args:
@@ -172,9 +173,14 @@ def compile_program(
         platform: Default: the simulator of ``backend_type``'s chip, else ``a2a3sim``.
         contract: ``PROGRAM`` (default) or ``KERNEL``.
         runtime: The chip runtime.
+        distributed_config: A ``DistributedConfig``: compile a ``@pl.program`` with a host
+            orchestrator (``@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)``) for
+            these devices; the runtime compiles it (``output_dir``, ``dump_passes`` and
+            ``contract`` do not apply).
 
     Returns:
-        The CompileResult; it is path-like (``os.fspath(result)`` is the directory).
+        The CompileResult; it is path-like (``os.fspath(result)`` is the directory). With
+        ``distributed_config``: the runtime's ``DistributedCompiledProgram``.
     """
     check_strategy(strategy)
     level = check_dump_passes(dump_passes)
@@ -183,6 +189,11 @@ def compile_program(
     platform = parse_platform(platform)
     check_backend(backend_type, platform)
     ir_program = program if isinstance(program, Program) else getattr(program, "program", program)
+    host_orch = isinstance(ir_program, Program) and any(
+        f.role is Role.Orchestrator for f in ir_program.host_funcs
+    )
+    if distributed_config is not None or host_orch:
+        return _compile_distributed(ir_program, platform, runtime, distributed_config, host_orch)
     if output_dir is None:
         output_dir = _fresh_build_dir(getattr(ir_program, "name", "program"))
     result = compile_to_files(program, output_dir, contract=contract, platform=platform, runtime=runtime)
@@ -192,6 +203,29 @@ def compile_program(
         for k, (stage, after) in enumerate(lower(ir_program).trace, start=1):
             _write_text(where / f"{k:02d}_{stage}.txt", str(after))
     return result
+
+
+def _compile_distributed(program: Any, platform: str, runtime: str, config: Any, host_orch: bool) -> Any:
+    from pypto.ir.distributed_compiled_program import DistributedConfig
+    from pypto.ir.execution import get_host_compiler
+
+    name = getattr(program, "name", type(program).__name__)
+    if not host_orch:
+        raise ValueError(
+            f"compile(program, distributed_config=...): {name} has no host orchestrator; a multi-chip "
+            "@pl.program has a @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)"
+        )
+    if config is None:
+        raise ValueError(
+            f"compile({name}): a program with a host orchestrator runs on devices; pass "
+            "distributed_config=DistributedConfig(device_ids=[...])"
+        )
+    if not isinstance(config, DistributedConfig):
+        raise TypeError(
+            f"compile(distributed_config=...): expected a pypto.ir.DistributedConfig, got {type(config).__name__}"
+        )
+    settings = types.SimpleNamespace(platform=platform, runtime=runtime, distributed_config=config)
+    return get_host_compiler()(program, (), {}, settings)
 
 
 def _fresh_build_dir(name: str) -> Path:

@@ -120,7 +120,9 @@ def set_host_compiler(compiler: HostCompiler | None) -> HostCompiler | None:
     """Install what compiles a ``@pl.jit.host`` function (None uninstalls); returns the previous one.
 
     It is called as ``compiler(host_function, args, kwargs, config)`` and returns the compiled
-    distributed program.
+    distributed program; ``host_function`` is a ``@pl.jit.host`` function, or a ``Program`` with a
+    host orchestrator (``args``/``kwargs`` empty, ``config`` with ``platform``, ``runtime`` and
+    ``distributed_config``).
     """
     global _host_compiler
     if compiler is not None and not callable(compiler):
@@ -131,7 +133,13 @@ def set_host_compiler(compiler: HostCompiler | None) -> HostCompiler | None:
 
 
 def get_host_compiler() -> HostCompiler:
-    """The installed host compiler (pypto.runtime installs one when imported)."""
+    """The installed host compiler (pypto.runtime installs one when imported); when none is,
+    the runtime is loaded through the executor entry point (loading it installs its compiler)."""
+    with _lock:
+        if _host_compiler is not None:
+            return _host_compiler
+    with contextlib.suppress(NoExecutorError):
+        get_jit_executor()
     with _lock:
         if _host_compiler is not None:
             return _host_compiler

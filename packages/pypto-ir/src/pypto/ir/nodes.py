@@ -22,9 +22,11 @@ from pypto.ir.types import FunctionType, Level, ScalarType, Type
 __all__ = [
     "Assign",
     "BinOp",
+    "Break",
     "Call",
     "CallFunc",
     "Const",
+    "Continue",
     "Expr",
     "ExprStmt",
     "For",
@@ -39,6 +41,7 @@ __all__ = [
     "Stmt",
     "TensorWrite",
     "Var",
+    "While",
     "Yield",
     "free_vars",
     "print_ir",
@@ -246,6 +249,45 @@ class For:
 
 
 @dataclass(frozen=True)
+class While:
+    """``while cond:`` with loop-carried values.
+
+    ``cond`` is evaluated before each iteration and reads the iter args (their values so far);
+    ``results[i]`` is the value of ``iter_args[i]`` when the loop ends.
+    """
+
+    cond: Expr
+    body: tuple[Stmt, ...]
+    iter_args: tuple[IterArg, ...] = ()
+    results: tuple[Var, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Break:
+    """``break``: leave the innermost loop (a ``For`` or ``While``).
+
+    After SSA, ``values`` are the values the loop's iter args (hence its results) take when the
+    loop is left here; before SSA it is empty.
+    """
+
+    values: tuple[Expr, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Continue:
+    """``continue``: start the next iteration of the innermost loop.
+
+    After SSA, ``values`` are the next values of the loop's iter args (as a ``Yield`` would
+    give them); before SSA it is empty.
+    """
+
+    values: tuple[Expr, ...] = ()
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class If:
     """``if cond: ... else: ...`` on a run-time scalar condition.
 
@@ -281,7 +323,12 @@ class Return:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-Stmt: TypeAlias = Assign | ExprStmt | TensorWrite | For | If | Yield | Scope | Return
+Stmt: TypeAlias = (
+    Assign | ExprStmt | TensorWrite | For | While | If | Yield | Break | Continue | Scope | Return
+)
+
+LOOPS = (For, While)
+"""The loop statements (a ``break`` / ``continue`` leaves or restarts the innermost one)."""
 
 
 # ----------------------------------------------------------------------------- functions
@@ -322,6 +369,12 @@ class Function:
 
         return function_text(self)
 
+    @property
+    def requires_runtime_binding(self) -> bool:
+        """False: a device function has its body (a host SubWorker with a ``...`` body is the
+        one kind of function bound at runtime)."""
+        return False
+
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:
@@ -349,9 +402,11 @@ class Program:
     name: str
     funcs: tuple[Function, ...]
     entry: str
+    # Level.HOST functions (pypto.ir.host_function.HostLevelFunction): Python bodies, not IR
+    host_funcs: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
-        names = [f.name for f in self.funcs]
+        names = [f.name for f in self.funcs] + [f.name for f in self.host_funcs]
         if len(set(names)) != len(names):
             raise ValueError(f"Program {self.name!r}: function names repeat: {names}")
         if self.entry not in names:
@@ -366,6 +421,13 @@ class Program:
     def entry_function(self) -> Function:
         return self.functions[self.entry]
 
+    def get_function(self, name: str) -> Any:
+        """The function ``name`` (a device Function or a host-level function), or None."""
+        found = self.functions.get(name)
+        if found is not None:
+            return found
+        return next((f for f in self.host_funcs if f.name == name), None)
+
     def as_python(self) -> str:
         """Kernel-language text (a ``@pl.program`` class) that ``pl.parse`` reads back to this program."""
         from pypto.ir.python_printer import program_text
@@ -373,7 +435,7 @@ class Program:
         return program_text(self)
 
     def replace(self, funcs: tuple[Function, ...]) -> Program:
-        return Program(self.name, funcs, self.entry)
+        return Program(self.name, funcs, self.entry, self.host_funcs)
 
     def __str__(self) -> str:
         return print_ir(self)
@@ -386,7 +448,7 @@ def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
     """Every statement, depth-first, nested bodies included."""
     for s in body:
         yield s
-        if isinstance(s, (For, Scope)):
+        if isinstance(s, (For, While, Scope)):
             yield from walk_stmts(s.body)
         elif isinstance(s, If):
             yield from walk_stmts(s.then_body)
@@ -433,9 +495,13 @@ def stmt_exprs(s: Stmt) -> Iterator[Expr]:
         yield s.step
         for ia in s.iter_args:
             yield ia.init
+    elif isinstance(s, While):
+        yield s.cond
+        for ia in s.iter_args:
+            yield ia.init
     elif isinstance(s, If):
         yield s.cond
-    elif isinstance(s, (Yield, Return)):
+    elif isinstance(s, (Yield, Return, Break, Continue)):
         yield from s.values
     elif isinstance(s, Scope):
         yield from s.deps
@@ -447,6 +513,10 @@ def stmt_defs(s: Stmt) -> Iterator[Var]:
         yield s.var
     elif isinstance(s, For):
         yield s.var
+        for ia in s.iter_args:
+            yield ia.var
+        yield from s.results
+    elif isinstance(s, While):
         for ia in s.iter_args:
             yield ia.var
         yield from s.results
@@ -515,6 +585,18 @@ def _print_body(body: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
             loop = "pipeline" if s.stage is not None else "range"
             lines.append(f"{pad}for {s.var} in {loop}({s.start}, {s.stop}, {s.step}{stage}){carried}:")
             _print_body(s.body, depth + 1, lines)
+        elif isinstance(s, While):
+            carried = ""
+            if s.iter_args:
+                inits = ", ".join(f"{ia.var}={ia.init}" for ia in s.iter_args)
+                res = ", ".join(map(str, s.results))
+                carried = f" carry({inits}) -> ({res})"
+            lines.append(f"{pad}while {s.cond}{carried}:")
+            _print_body(s.body, depth + 1, lines)
+        elif isinstance(s, (Break, Continue)):
+            word = "break" if isinstance(s, Break) else "continue"
+            values = f" with {', '.join(map(str, s.values))}" if s.values else ""
+            lines.append(f"{pad}{word}{values}")
         elif isinstance(s, If):
             res = f"  -> ({', '.join(map(str, s.results))})" if s.results else ""
             lines.append(f"{pad}if {s.cond}:{res}")

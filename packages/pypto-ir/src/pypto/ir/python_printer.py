@@ -25,9 +25,11 @@ from pypto.ir.nodes import (
     Arg,
     Assign,
     BinOp,
+    Break,
     Call,
     CallFunc,
     Const,
+    Continue,
     Expr,
     ExprStmt,
     For,
@@ -39,6 +41,7 @@ from pypto.ir.nodes import (
     Stmt,
     TensorWrite,
     Var,
+    While,
     Yield,
 )
 from pypto.ir.param_info import Layout, ParamDirection
@@ -218,6 +221,14 @@ def _call(c: Call) -> str:
     if not _LANG:
         _LANG.update(_lang_names())
     name = _LANG.get(c.op)
+    if name is None and c.op.startswith("system."):  # pl.system.<name>(operands, attr=value, ...)
+        from pypto.ir.ops import LANGUAGE
+
+        lang = LANGUAGE.get(c.op.split(".", 1)[1])
+        if lang is not None and lang.spelling:
+            # "blocks" (an inline pl.spmd body's block count) is implied by the enclosing launch
+            parts = [_expr(a) for a in c.args] + [f"{k}={_static(v)}" for k, v in c.attrs if k != "blocks"]
+            return f"{lang.spelling}({', '.join(parts)})"
     if name is None:
         raise ValueError(f"as_python: the IR op {c.op!r} has no pl.* function")
     build = _ARGS.get(c.op)
@@ -287,6 +298,18 @@ def _stmt(s: Stmt, depth: int, out: list[str], carried: tuple[Var, ...]) -> None
         else:
             out.append(f"{pad}for {s.var.name} in {rng}):")
             _body(s.body, depth + 1, out)
+    elif isinstance(s, While):
+        if s.iter_args:  # after SSA: the carried values spelled out, the condition by pl.cond
+            names = ", ".join(ia.var.name for ia in s.iter_args)
+            inits = ", ".join(_expr(ia.init) for ia in s.iter_args)
+            out.append(f"{pad}for ({names},) in pl.while_(init_values=({inits},)):")
+            out.append(f"{pad}{_INDENT}pl.cond({_expr(s.cond)})")
+            _body(s.body, depth + 1, out, s.results)
+        else:
+            out.append(f"{pad}while {_expr(s.cond)}:")
+            _body(s.body, depth + 1, out)
+    elif isinstance(s, (Break, Continue)):
+        out.append(f"{pad}{'break' if isinstance(s, Break) else 'continue'}")
     elif isinstance(s, If):
         out.append(f"{pad}if {_expr(s.cond)}:")
         _body(s.then_body, depth + 1, out, s.results)
@@ -328,7 +351,11 @@ def _param(name: str, t: Type, direction: ParamDirection) -> str:
 
 def _function(f: Function, depth: int, method: bool) -> list[str]:
     pad = _INDENT * depth
-    deco = "@pl.function" if f.func_type is FunctionType.Opaque else f"@pl.function(type={f.func_type!r})"
+    kwargs = [] if f.func_type is FunctionType.Opaque else [f"type={f.func_type!r}"]
+    attrs = [(k, v) for k, v in f.attrs if k != "auto_scope"]
+    if len(attrs) != len(f.attrs):  # @pl.function(auto_scope=False) records it as an attribute
+        kwargs.append(f"auto_scope={dict(f.attrs)['auto_scope']!r}")
+    deco = "@pl.function" + (f"({', '.join(kwargs)})" if kwargs else "")
     params = [_param(p.name, p.var.type, p.direction) for p in f.params]
     if method:
         params.insert(0, "self")
@@ -338,8 +365,8 @@ def _function(f: Function, depth: int, method: bool) -> list[str]:
     elif f.returns:
         rets = " -> tuple[" + ", ".join(type_text(t) for t in f.returns) + "]"
     lines = [pad + deco, f"{pad}def {f.name}({', '.join(params)}){rets}:"]
-    if f.attrs:  # a parameter reference prints as its name, an enum member as pl.<Enum>.<member>
-        items = ", ".join(f"{json.dumps(k)}: {v!r}" for k, v in f.attrs)
+    if attrs:  # a parameter reference prints as its name, an enum member as pl.<Enum>.<member>
+        items = ", ".join(f"{json.dumps(k)}: {v!r}" for k, v in attrs)
         lines.append(f"{pad}{_INDENT}pl.func_attr({{{items}}})")
     _body(f.body, depth + 1, lines)
     return lines

@@ -37,6 +37,9 @@ _NODES: dict[str, type] = {
         nodes.IterArg,
         nodes.Yield,
         nodes.For,
+        nodes.While,
+        nodes.Break,
+        nodes.Continue,
         nodes.If,
         nodes.Scope,
         nodes.Return,
@@ -67,6 +70,7 @@ _ENUMS: dict[str, type[enum.Enum]] = {
         types.NotifyOp,
         types.WaitCmp,
         types.SplitMode,
+        types.PipeType,
     )
 }
 ENUM_TYPES: tuple[type[enum.Enum], ...] = tuple(_ENUMS.values())

@@ -24,6 +24,7 @@ __all__ = [
     "MemorySpace",
     "NotifyOp",
     "PadValue",
+    "PipeType",
     "ScalarType",
     "SplitMode",
     "TaskIdType",
@@ -51,12 +52,25 @@ class MemorySpace(enum.Enum):
 
 
 class Level(enum.Enum):
-    """The hardware level a ``pl.at`` scope runs on. CORE_GROUP outlines an InCore kernel."""
+    """The hardware level code runs on. ``pl.at(level=CORE_GROUP)`` outlines an InCore kernel;
+    ``@pl.function(level=HOST, role=...)`` is host-CPU code of a multi-chip ``@pl.program``."""
 
     CORE_GROUP = "CORE_GROUP"
+    HOST = "HOST"
 
     def __repr__(self) -> str:
         return f"pl.Level.{self.value}"
+
+
+class Role(enum.Enum):
+    """What a ``Level.HOST`` function of a ``@pl.program`` is: the host orchestrator (launches
+    the chip orchestrations and calls SubWorkers) or a SubWorker (a host callback)."""
+
+    Orchestrator = "Orchestrator"
+    SubWorker = "SubWorker"
+
+    def __repr__(self) -> str:
+        return f"pl.Role.{self.value}"
 
 
 class FunctionType(enum.Enum):
@@ -132,6 +146,24 @@ class WaitCmp(enum.Enum):
 
     def __repr__(self) -> str:
         return f"pld.WaitCmp.{self.name}"
+
+
+class PipeType(enum.Enum):
+    """A pipe of an AICore, named by ``pl.system`` synchronisation: the transfer engines
+    ``MTE1``/``MTE2``/``MTE3``, the cube ``M``, the vector unit ``V``, the scalar unit ``S``,
+    the fixpipe ``FIX`` and ``ALL`` of them."""
+
+    MTE1 = "MTE1"
+    MTE2 = "MTE2"
+    MTE3 = "MTE3"
+    M = "M"
+    V = "V"
+    S = "S"
+    FIX = "FIX"
+    ALL = "ALL"
+
+    def __repr__(self) -> str:
+        return f"pl.PipeType.{self.value}"
 
 
 class CoreType(enum.Enum):

@@ -16,8 +16,10 @@ from pypto.ir.nodes import (
     Arg,
     Assign,
     BinOp,
+    Break,
     Call,
     CallFunc,
+    Continue,
     ExprStmt,
     For,
     Function,
@@ -29,11 +31,12 @@ from pypto.ir.nodes import (
     Stmt,
     TensorWrite,
     Var,
+    While,
     Yield,
 )
 from pypto.ir.ops import OPS, OpError, infer
 from pypto.ir.passes.tensor_to_tile import fits_one_tile
-from pypto.ir.types import TensorType, TileType
+from pypto.ir.types import ScalarType, TensorType, TileType
 
 __all__ = ["VerifyError", "VerifyLevel", "verify"]
 
@@ -61,6 +64,7 @@ class _FnVerifier:
         self.level = level
         self.stage = stage
         self.assigned: set[str] = set()
+        self.loops: list[int] = []  # the iter-arg counts of the loops around a statement, innermost last
 
     def fail(self, msg: str, s: object = None) -> VerifyError:
         where = f" after {self.stage}" if self.stage else ""
@@ -163,14 +167,16 @@ class _FnVerifier:
                 for o in s.offsets:
                     self.use(o, scope, s)
                 self.use(s.value, scope, s)
-            elif isinstance(s, For):
-                for e in (s.start, s.stop, s.step):
-                    self.use(e, scope, s)
+            elif isinstance(s, (For, While)):
+                if isinstance(s, For):
+                    for e in (s.start, s.stop, s.step):
+                        self.use(e, scope, s)
                 for ia in s.iter_args:
                     self.use(ia.init, scope, s)
                 inner = set(scope)
-                self.define(s.var, s)
-                inner.add(s.var.name)
+                if isinstance(s, For):
+                    self.define(s.var, s)
+                    inner.add(s.var.name)
                 for ia in s.iter_args:
                     if ia.var.type != ia.init.type and not _tile_carried_as_tensor_level(ia):
                         raise self.fail(
@@ -188,7 +194,15 @@ class _FnVerifier:
                         )
                 if len(s.results) != len(s.iter_args):
                     raise self.fail(f"{len(s.results)} loop results for {len(s.iter_args)} iter args", s)
-                self.body(s.body, inner, in_scope, True)
+                if isinstance(s, While):
+                    self.use(s.cond, inner, s)
+                    if not isinstance(s.cond.type, ScalarType):
+                        raise self.fail(f"a while condition is a scalar, got {s.cond.type}", s)
+                self.loops.append(len(s.iter_args))
+                try:
+                    self.body(s.body, inner, in_scope, True)
+                finally:
+                    self.loops.pop()
                 for r in s.results:
                     self.define(r, s)
                     scope.add(r.name)
@@ -216,6 +230,16 @@ class _FnVerifier:
                 for r in s.results:
                     self.define(r, s)
                     scope.add(r.name)
+            elif isinstance(s, (Break, Continue)):
+                word = "break" if isinstance(s, Break) else "continue"
+                if not self.loops:
+                    raise self.fail(f"{word} outside a loop", s)
+                if self.level.ssa and len(s.values) != self.loops[-1]:
+                    raise self.fail(
+                        f"{word} with {len(s.values)} values in a loop of {self.loops[-1]} iter args", s
+                    )
+                for v in s.values:
+                    self.use(v, scope, s)
             elif isinstance(s, Yield):
                 if not in_loop or i != len(stmts) - 1:
                     raise self.fail("yield must end a loop or branch body", s)
@@ -228,7 +252,11 @@ class _FnVerifier:
                     raise self.fail("pl.at scope survived outlining", s)
                 for d in s.deps:
                     self.use(d, scope, s)
-                self.body(s.body, scope, True, in_loop)
+                loops, self.loops = self.loops, []  # a scope's body becomes a kernel of its own
+                try:
+                    self.body(s.body, scope, True, in_loop)
+                finally:
+                    self.loops = loops
                 if s.task is not None:
                     self.define(s.task, s)
                     scope.add(s.task.name)

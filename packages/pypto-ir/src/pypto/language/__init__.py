@@ -18,8 +18,18 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout
-from pypto.ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue, SplitMode, TaskIdType
-from pypto.language import array, system, tensor, tile
+from pypto.ir.types import (
+    AtomicType,
+    FunctionType,
+    Level,
+    MemorySpace,
+    PadValue,
+    PipeType,
+    Role,
+    SplitMode,
+    TaskIdType,
+)
+from pypto.language import array, optimizations, system, tensor, tile
 from pypto.language import ops as _ops
 from pypto.language.decorators import (
     DSLFunction,
@@ -30,11 +40,16 @@ from pypto.language.decorators import (
     program,
 )
 from pypto.language.dsl import (
+    aic_gather,
+    aiv_shard,
     at,
     cluster,
+    cond,
     cross_core_slot,
     dump_tag,
     func_attr,
+    get_block_idx,
+    get_block_num,
     manual_scope,
     max,
     min,
@@ -42,11 +57,14 @@ from pypto.language.dsl import (
     pipeline,
     range,
     split,
+    split_aiv,
     spmd,
+    spmd_submit,
     static_assert,
     static_print,
     submit,
     unroll,
+    while_,
     yield_,
 )
 from pypto.language.jit import JITFunction, Specialization, jit
@@ -123,6 +141,8 @@ __all__ = [
     "MemorySpace",
     "Out",
     "PadValue",
+    "PipeType",
+    "Role",
     "RuntimeScalarMarker",
     "Scalar",
     "Specialization",
@@ -131,27 +151,35 @@ __all__ = [
     "TensorLayout",
     "TensorView",
     "Tile",
+    "aic_gather",
+    "aiv_shard",
     "array",
     "at",
     "cluster",
+    "cond",
     "cross_core_slot",
     "dump_tag",
     "dynamic",
     "func_attr",
     "function",
+    "get_block_idx",
+    "get_block_num",
     "inline",
     "jit",
     "loads",
     "manual_scope",
     "max",
     "min",
+    "optimizations",
     "parallel",
     "parse",
     "pipeline",
     "program",
     "range",
     "split",
+    "split_aiv",
     "spmd",
+    "spmd_submit",
     "static_assert",
     "static_print",
     "submit",
@@ -159,6 +187,7 @@ __all__ = [
     "tensor",
     "tile",
     "unroll",
+    "while_",
     "yield_",
 ]
 

@@ -11,6 +11,7 @@ from here.
 
 from __future__ import annotations
 
+import enum
 import functools
 import hashlib
 import importlib
@@ -21,8 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from pypto.ir.errors import KernelError, Span
+from pypto.ir.host_function import HostLevelFunction, has_ellipsis_body
 from pypto.ir.nodes import Assign, CallFunc, ExprStmt, Function, Param, Program, Return, Var
-from pypto.ir.types import FunctionType, TupleType, Type
+from pypto.ir.types import FunctionType, Level, Role, TupleType, Type
 from pypto.language.parser import ParseContext, SourceInfo, _SelfMethod, param_annotations, parse_function
 from pypto.language.parser.common import capture_enclosing
 from pypto.language.tracebacks import user_facing
@@ -110,16 +112,19 @@ class InlineFunction:
 class DSLFunction:
     """A fully annotated ``@pl.function`` defined outside a program class."""
 
-    def __init__(self, fn: Callable[..., Any], func_type: FunctionType) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], func_type: FunctionType, attrs: dict[str, Any] | None = None
+    ) -> None:
         self.fn = fn
         self.func_type = func_type
+        self.attrs = dict(attrs or {})
         self._ir: Function | None = None
         functools.update_wrapper(self, fn)
 
     @property
     def ir(self) -> Function:
         if self._ir is None:
-            self._ir = parse_function(self.fn, ctx=ParseContext(), func_type=self.func_type)
+            self._ir = parse_function(self.fn, ctx=ParseContext(), func_type=self.func_type, attrs=self.attrs)
         return self._ir
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -129,7 +134,7 @@ class DSLFunction:
         existing = ctx.functions.get(self.fn.__name__)
         if existing is not None:
             return existing
-        f = parse_function(self.fn, ctx=ctx, func_type=self.func_type)
+        f = parse_function(self.fn, ctx=ctx, func_type=self.func_type, attrs=self.attrs)
         ctx.functions[f.name] = f
         return f
 
@@ -143,9 +148,12 @@ def inline(fn: Callable[..., Any]) -> InlineFunction:
 
 
 class _FunctionMarker:
-    def __init__(self, fn: Callable[..., Any], func_type: FunctionType) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], func_type: FunctionType, attrs: dict[str, Any] | None = None
+    ) -> None:
         self.fn = fn
         self.func_type = func_type
+        self.attrs = dict(attrs or {})
 
 
 def _caller_frame() -> types.FrameType | None:
@@ -156,19 +164,93 @@ def _caller_frame() -> types.FrameType | None:
     return frame
 
 
-def function(fn: Callable[..., Any] | None = None, *, type: FunctionType = FunctionType.Opaque) -> Any:
+class _HostMarker:
+    """A ``@pl.function(level=pl.Level.HOST, role=...)`` method: host Python, not parsed."""
+
+    def __init__(self, fn: Callable[..., Any], role: Role) -> None:
+        self.fn = fn
+        self.role = role
+
+
+def _host_function(fn: Callable[..., Any], level: Any, role: Any) -> _HostMarker:
+    if level is not Level.HOST:
+        raise ValueError(
+            f"@pl.function(level=...) {fn.__name__}: only pl.Level.HOST is a function level (with "
+            f"role=pl.Role.Orchestrator or pl.Role.SubWorker); got {level!r}"
+        )
+    if not isinstance(role, Role):
+        raise ValueError(
+            f"@pl.function(level=pl.Level.HOST) {fn.__name__}: expected role=pl.Role.Orchestrator or "
+            f"pl.Role.SubWorker, got {role!r}"
+        )
+    parts = getattr(fn, "__qualname__", "").split(".")
+    if len(parts) < 2 or parts[-2] == "<locals>":
+        raise TypeError(
+            f"@pl.function(level=pl.Level.HOST) {fn.__name__}: a host-level function is a method of a "
+            "@pl.program class"
+        )
+    return _HostMarker(fn, role)
+
+
+def function(
+    fn: Callable[..., Any] | None = None,
+    *,
+    type: FunctionType = FunctionType.Opaque,
+    level: Level | None = None,
+    role: Role | None = None,
+    attrs: dict[str, Any] | None = None,
+    auto_scope: bool = True,
+) -> Any:
     """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)``.
 
     Inside a ``@pl.program`` class it marks a method; outside, it makes a standalone
-    function that programs can call.
+    function that programs can call. ``level=pl.Level.HOST, role=pl.Role.Orchestrator`` or
+    ``role=pl.Role.SubWorker`` marks host Python of a multi-chip program
+    (:mod:`pypto.ir.host_function`).
+
+    ``attrs={"key": value}``: function attributes, as ``pl.func_attr`` at the top of the body
+    gives them (constants only: a decorator cannot name a parameter); the two combine, and a key
+    given by both is an error. ``auto_scope=False`` (an orchestration that places its runtime
+    scopes by hand, ``pl.manual_scope``) is recorded as the attribute ``auto_scope``; the
+    simulated runtime's scopes are the same either way.
     """
+    recorded = _decorator_attrs(attrs, auto_scope)
     if fn is None:
-        return lambda f: function(f, type=type)
+        return lambda f: function(f, type=type, level=level, role=role, attrs=attrs, auto_scope=auto_scope)
+    if level is not None or role is not None:
+        return _host_function(fn, level, role)
     capture_enclosing(fn, _caller_frame())
     parts = getattr(fn, "__qualname__", "").split(".")
     if len(parts) >= 2 and parts[-2] != "<locals>":  # defined in a class body
-        return _FunctionMarker(fn, type)
-    return DSLFunction(fn, type)
+        return _FunctionMarker(fn, type, recorded)
+    return DSLFunction(fn, type, recorded)
+
+
+def _decorator_attrs(attrs: Any, auto_scope: Any) -> dict[str, Any]:
+    """The attributes ``@pl.function(attrs=..., auto_scope=...)`` records, checked."""
+    from pypto.ir.serialization import ENUM_TYPES
+
+    if attrs is None:
+        attrs = {}
+    if not isinstance(attrs, dict):
+        raise TypeError(f'@pl.function(attrs=...): expected a dict such as {{"key": value}}, got {attrs!r}')
+    for key, value in attrs.items():
+        if not isinstance(key, str):
+            raise TypeError(f"@pl.function(attrs=...): keys must be strings, got {key!r}")
+        constant = isinstance(value, (bool, int, float, str)) and not isinstance(value, enum.Enum)
+        if not (constant or isinstance(value, ENUM_TYPES)):
+            raise TypeError(
+                f"@pl.function(attrs=...): the value of {key!r} must be a constant (int, float, bool, str, "
+                f"a pl enum member), got {value!r}"
+            )
+    if not isinstance(auto_scope, bool):
+        raise TypeError(f"@pl.function(auto_scope=...): expected True or False, got {auto_scope!r}")
+    if "auto_scope" in attrs:
+        raise TypeError("@pl.function: give auto_scope as its own keyword (auto_scope=False), not in attrs")
+    recorded = dict(attrs)
+    if not auto_scope:
+        recorded["auto_scope"] = False
+    return recorded
 
 
 class _ProgramContext(ParseContext):
@@ -186,7 +268,7 @@ class _ProgramContext(ParseContext):
             raise KernelError(f"function {name!r} calls itself (recursion is not supported)", span)
         self.parsing.add(name)
         m = self.methods[name]
-        f = parse_function(m.fn, ctx=self, func_type=m.func_type, is_method=True)
+        f = parse_function(m.fn, ctx=self, func_type=m.func_type, is_method=True, attrs=m.attrs)
         self.functions[name] = f
         return f
 
@@ -194,6 +276,30 @@ class _ProgramContext(ParseContext):
         if isinstance(target, _SelfMethod):
             return self.method(target.name, span)
         return super().resolve_call(target, arg_types, span)
+
+
+def _host_functions(cls: type) -> tuple[HostLevelFunction, ...]:
+    found = []
+    for name, v in vars(cls).items():
+        if not isinstance(v, _HostMarker):
+            continue
+        params = list(inspect.signature(v.fn).parameters)
+        found.append(
+            HostLevelFunction(
+                name,
+                v.role,
+                v.fn,
+                is_method=bool(params) and params[0] == "self",
+                requires_runtime_binding=v.role is Role.SubWorker and has_ellipsis_body(v.fn),
+            )
+        )
+    orchestrators = [f.name for f in found if f.role is Role.Orchestrator]
+    if len(orchestrators) > 1:
+        raise KernelError(
+            f"@pl.program {cls.__name__}: one host orchestrator (pl.Role.Orchestrator) per program, got "
+            f"{', '.join(orchestrators)}"
+        )
+    return tuple(found)
 
 
 @user_facing
@@ -206,6 +312,7 @@ def program(cls: type) -> Program:
     one: it can be printed, parsed back and called from, but not compiled on its own.
     """
     methods = {k: v for k, v in vars(cls).items() if isinstance(v, _FunctionMarker)}
+    host_funcs = _host_functions(cls)
     if not methods:
         raise KernelError(f"@pl.program {cls.__name__}: the class has no @pl.function methods")
     ctx = _ProgramContext(methods)
@@ -214,7 +321,12 @@ def program(cls: type) -> Program:
     ordered = [ctx.functions[n] for n in methods] + [f for n, f in ctx.functions.items() if n not in methods]
     orch = [f for f in ordered if f.func_type is FunctionType.Orchestration]
     if orch:
-        return Program(cls.__name__, tuple(ordered), orch[0].name)
+        return Program(cls.__name__, tuple(ordered), orch[0].name, host_funcs)
+    if host_funcs:
+        raise KernelError(
+            f"@pl.program {cls.__name__}: a program with host-level functions launches a chip "
+            "orchestration; it has no @pl.function(type=pl.FunctionType.Orchestration)"
+        )
     kernels = [f for f in ordered if f.func_type.is_kernel]
     if len(kernels) != 1:
         # a library of functions: it builds, prints and parses back; compiling it needs an

@@ -16,10 +16,14 @@ from pypto.language.host_trace import active_trace
 __all__ = [
     "CrossCoreSlot",
     "Split",
+    "aic_gather",
+    "aiv_shard",
     "at",
     "cluster",
+    "cond",
     "cross_core_slot",
     "dump_tag",
+    "get_subblock_idx",
     "manual_scope",
     "max",
     "min",
@@ -27,11 +31,14 @@ __all__ = [
     "pipeline",
     "range",
     "split",
+    "split_aiv",
     "spmd",
+    "spmd_submit",
     "static_assert",
     "static_print",
     "submit",
     "unroll",
+    "while_",
     "yield_",
 ]
 
@@ -90,6 +97,25 @@ def yield_(*values: Any) -> Any:
 
 
 yield_.__pypto_dsl__ = "yield_"  # type: ignore[attr-defined]
+
+
+def while_(*, init_values: Any) -> Any:
+    """``for (x, ...) in pl.while_(init_values=(x0, ...)):`` — a while loop with its carried
+    values spelled out: the body starts with ``pl.cond(condition)`` (the loop runs while it
+    holds, tested before each iteration) and ends with ``x_next = pl.yield_(...)``, whose names
+    hold the values after the loop. The same loop as a plain ``while condition:``."""
+    raise RuntimeError("pl.while_() runs only inside a kernel body, which the compiler parses")
+
+
+while_.__pypto_dsl__ = "while_"  # type: ignore[attr-defined]
+
+
+def cond(condition: Any) -> Any:
+    """``pl.cond(x < n)``: the condition of the ``pl.while_`` loop whose body it starts."""
+    raise RuntimeError("pl.cond() runs only inside a kernel body, which the compiler parses")
+
+
+cond.__pypto_dsl__ = "cond"  # type: ignore[attr-defined]
 
 
 def _at_signature(
@@ -247,6 +273,41 @@ def get_block_num() -> Any:
     raise RuntimeError("pl.tile.get_block_num is read in a kernel")
 
 
+def split_aiv(n: int, *, mode: SplitMode) -> Any:
+    """``for lane in pl.split_aiv(2, mode=pl.SplitMode.<mode>):`` in a kernel, a ``pl.at`` scope or
+    an orchestration (where the loop is a kernel of its own): the body once per vector lane of a
+    core group, ``lane`` (also ``pl.tile.get_subblock_idx()``) 0 and then 1; the body addresses
+    its lane's part of the data with ``lane``. With ``UP_DOWN`` / ``LEFT_RIGHT``, ``pl.aiv_shard``
+    gives each lane its half (rows / columns) of a value from the cube and ``pl.aic_gather`` joins
+    the lanes' halves; with ``NONE`` both pass values whole. The simulator runs lane 0, then
+    lane 1."""
+    if isinstance(n, bool) or n != 2:
+        raise ValueError(f"pl.split_aiv(n): n must be the integer 2 (the two vector lanes), got {n!r}")
+    raise RuntimeError("pl.split_aiv is the iterable of a for statement in a kernel-language body")
+
+
+def aiv_shard(x: Any) -> Any:
+    """In a ``pl.split_aiv`` loop: ``x`` (a cube result, moved to Vec) as this lane reads it: its
+    half (rows for ``UP_DOWN``, columns for ``LEFT_RIGHT``), or all of it for ``NONE``."""
+    raise RuntimeError("pl.aiv_shard is read inside a pl.split_aiv loop of a kernel-language body")
+
+
+def aic_gather(x: Any) -> Any:
+    """In a ``pl.split_aiv`` loop: the lanes' values handed to the cube. With ``UP_DOWN`` /
+    ``LEFT_RIGHT`` the whole tile, lane 0's half then lane 1's (read it after the loop); with
+    ``NONE`` the value itself (both lanes must hold the same value, as on the chip)."""
+    raise RuntimeError("pl.aic_gather is read inside a pl.split_aiv loop of a kernel-language body")
+
+
+def get_subblock_idx() -> Any:
+    """In a ``pl.split_aiv`` loop: this vector lane's index (0 or 1), the loop variable."""
+    raise RuntimeError("pl.tile.get_subblock_idx is read inside a pl.split_aiv loop")
+
+
+split_aiv.__pypto_dsl__ = "split_aiv"  # type: ignore[attr-defined]
+aiv_shard.__pypto_lane__ = "aiv_shard"  # type: ignore[attr-defined]
+aic_gather.__pypto_lane__ = "aic_gather"  # type: ignore[attr-defined]
+get_subblock_idx.__pypto_lane__ = "get_subblock_idx"  # type: ignore[attr-defined]
 spmd.__pypto_dsl__ = "spmd"  # type: ignore[attr-defined]
 cluster.__pypto_dsl__ = "cluster"  # type: ignore[attr-defined]
 get_block_idx.__pypto_block__ = 0  # type: ignore[attr-defined]
@@ -280,6 +341,24 @@ def submit(kernel: Any, *args: Any, deps: Any = None, allow_early_resolve: bool 
 
 
 submit.__pypto_dsl__ = "submit"  # type: ignore[attr-defined]
+
+
+def spmd_submit(
+    kernel: Any,
+    *args: Any,
+    core_num: int,
+    sync_start: bool = False,
+    deps: Any = None,
+    allow_early_resolve: bool = False,
+) -> Any:
+    """``out, tid = pl.spmd_submit(self.kernel, a, out, core_num=n, deps=[t0])`` in an
+    orchestration: one SPMD launch of the kernel (``n`` blocks, as ``with pl.spmd(n):`` around
+    the call) whose task id ``tid`` is ready once every block has finished; ``deps`` order every
+    block after those tasks. The values are what the kernel returns followed by the task id."""
+    raise RuntimeError("pl.spmd_submit() runs only inside an orchestration body, which the compiler parses")
+
+
+spmd_submit.__pypto_dsl__ = "spmd_submit"  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

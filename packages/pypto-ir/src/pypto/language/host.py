@@ -68,10 +68,12 @@ class HostFunction:
         ]
         with HostTrace(world_size) as trace:
             result = self.fn(*refs)
-        if result is not None:
+        returned = result if isinstance(result, tuple) else (result,)
+        if any(r is not None and not isinstance(r, HostTensorRef) for r in returned):
             raise TypeError(
-                f"{self.__name__}: a @pl.jit.host body returns nothing (its outputs are pl.Out "
-                f"parameters); it returned {type(result).__name__}"
+                f"{self.__name__}: a @pl.jit.host body returns nothing or its own tensor parameters "
+                f"(what its launches wrote: its outputs are pl.Out parameters); it returned "
+                f"{type(result).__name__}"
             )
         return trace
 

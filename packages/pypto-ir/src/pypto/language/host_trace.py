@@ -20,6 +20,7 @@ __all__ = [
     "Dispatch",
     "HostTensorRef",
     "HostTrace",
+    "SubWorkerCall",
     "WindowBufferDecl",
     "WindowView",
     "active_trace",
@@ -104,9 +105,19 @@ class WindowView:
 class Dispatch:
     """One ``fn(*args, device=r)`` launch recorded in a host body."""
 
-    fn: Any  # a JITFunction
+    fn: Any  # a JITFunction (an IR Function in a @pl.program's host orchestrator)
     rank: int
     args: tuple[Any, ...]  # HostTensorRef | WindowView | int | float | bool
+    phase: int = 0  # how many sub-worker calls the body made before this launch
+
+
+@dataclass(frozen=True)
+class SubWorkerCall:
+    """One call of a host-level SubWorker (a runtime-bound callback) in a host body; it runs
+    after every launch recorded before it (``phase`` of them came before the previous calls)."""
+
+    name: str
+    args: tuple[Any, ...]  # HostTensorRef | int | float | bool
 
 
 @dataclass
@@ -116,6 +127,7 @@ class HostTrace:
     world_size: int
     windows: list[WindowBufferDecl] = field(default_factory=list)
     dispatches: list[Dispatch] = field(default_factory=list)
+    sub_worker_calls: list[SubWorkerCall] = field(default_factory=list)
 
     def __enter__(self) -> HostTrace:
         if active_trace() is not None:
@@ -131,14 +143,17 @@ class HostTrace:
         self.windows.append(decl)
         return decl
 
-    def dispatch(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def dispatch(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Record ``fn(*args, device=r)`` (``device`` may be omitted when there is one rank);
+        returns what the launch writes: the arguments of its ``Out``/``InOut`` parameters (one,
+        a tuple, or None)."""
         kwargs = dict(kwargs)
-        if "device" not in kwargs:
+        if "device" not in kwargs and self.world_size != 1:
             raise TypeError(
-                f"{fn.__name__}(): a call in a @pl.jit.host body launches on one rank; pass device=r "
-                f"(an int in [0, {self.world_size}))"
+                f"{fn.__name__}(): a call in a @pl.jit.host body launches on one of {self.world_size} "
+                f"ranks; pass device=r (an int in [0, {self.world_size}))"
             )
-        device = kwargs.pop("device")
+        device = kwargs.pop("device", 0)
         if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device < self.world_size:
             raise ValueError(
                 f"{fn.__name__}(device=...): expected a rank in [0, {self.world_size}), got {device!r}"
@@ -154,4 +169,19 @@ class HostTrace:
                     f"parameter (or an element x[r]), a pld.window(...) view or a Python scalar; got "
                     f"{type(a).__name__}"
                 )
-        self.dispatches.append(Dispatch(fn, device, tuple(bound)))
+        self.dispatches.append(Dispatch(fn, device, tuple(bound), len(self.sub_worker_calls)))
+        written = [
+            a
+            for p, a in zip(fn.declared_params(), bound, strict=False)
+            if p.direction.writes and isinstance(a, (HostTensorRef, WindowView))
+        ]
+        return written[0] if len(written) == 1 else (tuple(written) if written else None)
+
+    def sub_worker_call(self, name: str, args: tuple[Any, ...]) -> None:
+        for i, a in enumerate(args):
+            if not isinstance(a, (HostTensorRef, int, float, bool)):
+                raise TypeError(
+                    f"{name}(): argument {i} of a SubWorker call must be a host tensor parameter (or an "
+                    f"element x[r], or what a launch returned) or a Python scalar; got {type(a).__name__}"
+                )
+        self.sub_worker_calls.append(SubWorkerCall(name, tuple(args)))

@@ -11,8 +11,9 @@ __all__ = list(_ops.TILE_LEVEL)
 globals().update({_name: getattr(_ops, _op) for _name, _op in _ops.TILE_LEVEL.items()})
 
 # The SPMD block queries are read in kernels but are no ops of the table, so they are not in
-# __all__ (the op list): pl.tile.get_block_idx() / get_block_num().
-from pypto.language.dsl import get_block_idx, get_block_num  # noqa: E402, F401
+# __all__ (the op list): pl.tile.get_block_idx() / get_block_num(), and the vector lane of a
+# pl.split_aiv loop, pl.tile.get_subblock_idx().
+from pypto.language.dsl import get_block_idx, get_block_num, get_subblock_idx  # noqa: E402, F401
 
 
 def __getattr__(name: str) -> Any:

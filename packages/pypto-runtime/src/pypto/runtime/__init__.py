@@ -12,7 +12,10 @@ from pypto.runtime.api import compile, compile_artifact, jit_compiler, jit_execu
 from pypto.runtime.artifact_runtime import ArtifactRuntime
 from pypto.runtime.chip_worker import ChipWorker, DeviceTensor, RegistrationHandle
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
+from pypto.runtime.distributed.program import DistributedCompiledProgram
 from pypto.runtime.distributed.program import compile_host as _compile_host
+from pypto.runtime.distributed.tensors import SharedDeviceTensor, StackedDeviceTensor
+from pypto.runtime.distributed.worker import DistributedRunHandle, DistributedWorker
 from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
 from pypto.runtime.runner import RunConfig
@@ -26,11 +29,16 @@ __all__ = [
     "CompiledArtifact",
     "CompiledProgram",
     "DeviceTensor",
+    "DistributedCompiledProgram",
+    "DistributedRunHandle",
+    "DistributedWorker",
     "ModeConflictError",
     "ProcessMode",
     "PyptoRuntimeError",
     "RegistrationHandle",
     "RunConfig",
+    "SharedDeviceTensor",
+    "StackedDeviceTensor",
     "TensorSpec",
     "__version__",
     "compile",

@@ -84,6 +84,19 @@ def _parse_str(name: str, raw: str) -> str | None:
     return raw.strip() or None
 
 
+def _parse_data_path(name: str, raw: str) -> str | None:
+    from pypto.ir import DATA_PATHS
+
+    value = raw.strip()
+    if not value:
+        return None
+    if value not in DATA_PATHS:
+        raise SettingsError(
+            f"environment variable {name}: expected one of {', '.join(DATA_PATHS)}, got {raw!r}"
+        )
+    return value
+
+
 def _parse_platform(name: str, raw: str) -> str | None:
     value = raw.strip()
     if not value:
@@ -153,6 +166,16 @@ SETTINGS: Mapping[str, Setting] = {
             None,
             f"The platform used where none is given (pypto.torch.init); default: {DEFAULT_PLATFORM}, the "
             "simulated chip.",
+        ),
+        Setting(
+            "PYPTO_DIST_DATA_PATH",
+            Effect.NEUTRAL,
+            _parse_data_path,
+            "shared_memory",
+            "How the ranks of a multi-chip program reach each other's windows when its "
+            "DistributedConfig(data_path) is None: shared_memory (one shared segment per window "
+            "buffer) or process_group (private windows, cross-rank operations over gloo; forces the "
+            "path of ranks that share no memory on one machine).",
         ),
         Setting(
             "PYPTO_SIMULATE_NPU",

@@ -24,13 +24,17 @@ std::atomic<const CommContext*> g_current{nullptr};
 }  // namespace
 
 void set_comm_context(std::uint32_t rank, std::uint32_t nranks, CommPath path, const std::vector<CommWindow>& windows,
-                      double wait_timeout_s) {
+                      double wait_timeout_s, const CommHostOps* host) {
     if (nranks == 0 || nranks > kMaxCommRanks)
         bad("nranks must be 1.." + std::to_string(kMaxCommRanks) + ", got " + std::to_string(nranks));
     if (rank >= nranks) bad("rank must be < nranks (" + std::to_string(nranks) + "), got " + std::to_string(rank));
-    if (path != CommPath::SharedMemory)
-        bad("path " + std::to_string(static_cast<std::uint32_t>(path)) +
-            " is not available: only CommPath.SharedMemory (0) is implemented");
+    if (path != CommPath::SharedMemory && path != CommPath::Host)
+        bad("path must be CommPath.SharedMemory (0) or CommPath.Host (1), got " +
+            std::to_string(static_cast<std::uint32_t>(path)));
+    if (path == CommPath::Host && (host == nullptr || host->call == nullptr))
+        bad("path CommPath.Host needs the host process's functions (host), got none");
+    if (path == CommPath::SharedMemory && host != nullptr)
+        bad("path CommPath.SharedMemory takes no host functions (host must be null)");
     if (windows.size() > kMaxCommWindows)
         bad("at most " + std::to_string(kMaxCommWindows) + " windows, got " + std::to_string(windows.size()));
     if (!(std::isfinite(wait_timeout_s) && wait_timeout_s > 0))
@@ -61,7 +65,7 @@ void set_comm_context(std::uint32_t rank, std::uint32_t nranks, CommPath path, c
                                 static_cast<std::uint32_t>(windows.size()),
                                 ns >= 9.2e18 ? INT64_MAX : static_cast<std::int64_t>(ns < 1 ? 1 : ns),
                                 held->windows.data(),
-                                nullptr};
+                                host};
     std::lock_guard<std::mutex> lk(g_mu);
     g_held.push_back(std::move(held));
     g_current.store(&g_held.back()->context, std::memory_order_release);

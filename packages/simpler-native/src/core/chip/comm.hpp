@@ -11,10 +11,11 @@
 namespace simpler::chip {
 
 // Checks every field (std::invalid_argument naming it) and makes it the context of every kernel
-// entered from now on. Set it between runs: a kernel already running keeps the one it was
+// entered from now on. `host` is required on CommPath::Host (and must outlive every kernel that
+// may use it) and must be null on CommPath::SharedMemory. Set it between runs: a kernel already running keeps the one it was
 // given (earlier contexts stay valid until the process exits).
 void set_comm_context(std::uint32_t rank, std::uint32_t nranks, CommPath path, const std::vector<CommWindow>& windows,
-                      double wait_timeout_s);
+                      double wait_timeout_s, const CommHostOps* host = nullptr);
 // Kernels entered from now on get no comm context (their cross-rank operations fail).
 void clear_comm_context() noexcept;
 // The current context, or null.

@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -165,4 +168,139 @@ TEST_CASE("put and get copy whole windows; put with Add accumulates") {
     CHECK(local[7] == 14.0f);
     CHECK_FALSE(get(compact(local.data(), 32, {4, 2}), 1, mine));
     CHECK(take_error().find("tile get: dst and src shapes differ") != std::string::npos);
+}
+
+// ---- CommPath::Host: every access is a request to the "host process" (here a function that
+// applies it to the target rank's part of the same buffer, as a peer's host process would to
+// its private window), and the tile library never touches a peer's memory itself.
+
+namespace {
+
+struct HostWorld : World {
+    explicit HostWorld(std::uint32_t n, std::int64_t timeout_ns = 2'000'000'000) : World(n, timeout_ns) {
+        ops = simpler::CommHostOps{this, &HostWorld::serve};
+        for (auto& c : ctx) {
+            c.path = CommPath::Host;
+            c.host = &ops;
+        }
+    }
+    static int serve(void* self, const simpler::CommHostRequest* r, char* error, std::uint64_t error_len) {
+        auto* w = static_cast<HostWorld*>(self);
+        if (r->peer >= w->nranks || r->window != 0) {
+            std::snprintf(error, error_len, "bad target %u/%u", r->peer, r->window);
+            return 1;
+        }
+        std::lock_guard<std::mutex> lk(w->mu);
+        w->requests.push_back(*r);
+        auto* mem = reinterpret_cast<unsigned char*>(w->of(r->peer));
+        auto* data = static_cast<unsigned char*>(r->data);
+        std::uint64_t at = 0;
+        for (std::uint64_t i = 0; i < r->run_count; ++i) {
+            const simpler::CommHostRun run = r->runs[i];
+            unsigned char* m = mem + run.offset;
+            switch (r->op) {
+                case simpler::CommHostOp::Read: std::memcpy(data + at, m, run.nbytes); break;
+                case simpler::CommHostOp::Write: std::memcpy(m, data + at, run.nbytes); break;
+                case simpler::CommHostOp::AtomicAdd:
+                    for (std::uint64_t k = 0; k < run.nbytes; k += sizeof(float)) {
+                        float a, b;
+                        std::memcpy(&a, m + k, 4);
+                        std::memcpy(&b, data + at + k, 4);
+                        a += b;
+                        std::memcpy(m + k, &a, 4);
+                    }
+                    break;
+                case simpler::CommHostOp::NotifyAdd:
+                    __atomic_fetch_add(reinterpret_cast<std::int32_t*>(m), static_cast<std::int32_t>(r->value),
+                                       __ATOMIC_SEQ_CST);
+                    break;
+                case simpler::CommHostOp::NotifySet:
+                    __atomic_store_n(reinterpret_cast<std::int32_t*>(m), static_cast<std::int32_t>(r->value),
+                                     __ATOMIC_SEQ_CST);
+                    break;
+            }
+            at += run.nbytes;
+        }
+        return at == r->nbytes ? 0 : (std::snprintf(error, error_len, "runs hold %llu bytes, request says %llu",
+                                                    static_cast<unsigned long long>(at),
+                                                    static_cast<unsigned long long>(r->nbytes)),
+                                      1);
+    }
+
+    simpler::CommHostOps ops{};
+    std::mutex mu;
+    std::vector<simpler::CommHostRequest> requests;
+};
+
+}  // namespace
+
+TEST_CASE("host path: remote_load/remote_store/put/get are requests with coalesced runs") {
+    HostWorld w(2);
+    Leave leave;
+    for (int i = 0; i < 64; ++i) w.of(1)[i] = static_cast<float>(i);
+    w.enter(0);
+    const ChipTensor mine = w.view<float>(0, {4, 16});
+    VecTile<float, 2, 8> t;
+    REQUIRE(remote_load(t, mine, 1, {1, 4}));  // rows 1..2, cols 4..11 of peer 1
+    CHECK(t(0, 0) == 20.0f);
+    CHECK(t(1, 7) == 43.0f);
+    REQUIRE(w.requests.size() == 1);
+    CHECK(w.requests[0].op == simpler::CommHostOp::Read);
+    CHECK(w.requests[0].run_count == 2);  // one run per row
+    CHECK(w.requests[0].nbytes == 64);
+    REQUIRE(remote_store(mine, t, 1, {0, 0}, AtomicType::Add));
+    CHECK(w.of(1)[0] == 20.0f);   // 0 + 20
+    CHECK(w.of(1)[16] == 52.0f);  // 16 + 36
+    REQUIRE(remote_store(mine, t, 0, {0, 0}));  // this rank's own window goes through the host too
+    CHECK(w.of(0)[17] == 37.0f);
+    CHECK(w.requests.back().op == simpler::CommHostOp::Write);
+    REQUIRE(put(mine, 1, mine));  // whole window: one run
+    CHECK(w.requests.back().run_count == 1);
+    CHECK(w.of(1)[17] == 37.0f);
+    std::vector<float> local(64, -1.0f);
+    REQUIRE(get(compact(local.data(), 256, {4, 16}), 1, mine));
+    CHECK(local[17] == 37.0f);
+    CHECK(take_error().empty());
+}
+
+TEST_CASE("host path: notify is a request, wait reads the own cell, a failed request names both ranks") {
+    HostWorld w(2, 20'000'000);
+    Leave leave;
+    w.enter(0);
+    const ChipTensor sig = w.view<std::int32_t>(0, {2, 1});
+    REQUIRE(notify(sig, 1, {1, 0}, 5, NotifyOp::Set));
+    REQUIRE(notify(sig, 1, {1, 0}, 2, NotifyOp::AtomicAdd));
+    CHECK(w.requests.back().op == simpler::CommHostOp::NotifyAdd);
+    CHECK(w.requests.back().value == 2);
+    w.enter(1);
+    REQUIRE(wait(w.view<std::int32_t>(1, {2, 1}), {1, 0}, 7, WaitCmp::Eq));
+    CHECK_FALSE(wait(w.view<std::int32_t>(1, {2, 1}), {0, 0}, 1, WaitCmp::Ge));
+    CHECK(take_error().find("tile wait: rank 1 timed out after 0.02 s") != std::string::npos);
+    w.ops = simpler::CommHostOps{&w, [](void*, const simpler::CommHostRequest*, char* e, std::uint64_t n) {
+                                     std::snprintf(e, n, "peer is gone");
+                                     return 1;
+                                 }};
+    CHECK_FALSE(notify(w.view<std::int32_t>(1, {2, 1}), 0, {0, 0}, 1, NotifyOp::Set));
+    CHECK(take_error().find("tile notify: rank 1's request to rank 0 failed: peer is gone") != std::string::npos);
+}
+
+TEST_CASE("host path: a barrier of four ranks, many times, leaves the cells at zero") {
+    constexpr std::uint32_t n = 4;
+    HostWorld w(n);
+    std::vector<std::thread> ranks;
+    std::vector<int> bad(n, 0);
+    for (std::uint32_t r = 0; r < n; ++r)
+        ranks.emplace_back([&, r] {
+            Leave leave;
+            w.enter(r);
+            const ChipTensor sig = w.view<std::int32_t>(r, {n, 1});
+            for (int k = 0; k < 50; ++k) barrier(sig);
+            if (!take_error().empty()) ++bad[r];
+        });
+    for (auto& t : ranks) t.join();
+    for (std::uint32_t r = 0; r < n; ++r) {
+        CHECK(bad[r] == 0);
+        const auto* cells = reinterpret_cast<const std::int32_t*>(w.of(r));
+        for (std::uint32_t i = 0; i < n; ++i) CHECK(cells[i] == 0);
+    }
 }

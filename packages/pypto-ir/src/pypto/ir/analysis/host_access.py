@@ -15,6 +15,7 @@ from pypto.ir.nodes import (
     Scope,
     Stmt,
     Var,
+    While,
     expr_children,
     stmt_exprs,
     walk_stmts,
@@ -37,7 +38,7 @@ def host_tensor_access(program: Program) -> tuple[str, ...]:
                     if c.op in ("tensor.read", "tensor.write"):
                         where = f" at {c.span}" if c.span is not None else ""
                         found.append(f"pl.{c.op.split('.')[1]}({c.args[0]}){where}")
-            if isinstance(s, For):
+            if isinstance(s, (For, While)):
                 visit(s.body)
             elif isinstance(s, If):
                 visit(s.then_body)

@@ -23,6 +23,7 @@ from pypto.ir.nodes import (
     Return,
     Stmt,
     Var,
+    While,
     Yield,
     walk_stmts,
 )
@@ -38,7 +39,7 @@ def definitions(body: tuple[Stmt, ...]) -> dict[str, object]:
     for s in walk_stmts(body):
         if isinstance(s, Assign):
             defs[s.var.name] = s.value
-        elif isinstance(s, For):
+        elif isinstance(s, (For, While)):
             for ia in s.iter_args:
                 defs[ia.var.name] = ia.init
             for k, r in enumerate(s.results):

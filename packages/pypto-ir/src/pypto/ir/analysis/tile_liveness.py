@@ -27,7 +27,9 @@ from dataclasses import dataclass, field, replace
 from pypto.ir.errors import Span
 from pypto.ir.nodes import (
     Assign,
+    Break,
     Call,
+    Continue,
     Expr,
     ExprStmt,
     For,
@@ -38,6 +40,7 @@ from pypto.ir.nodes import (
     Stmt,
     TensorWrite,
     Var,
+    While,
     Yield,
     expr_vars,
     stmt_exprs,
@@ -92,10 +95,10 @@ class _Liveness:
             return
         if isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "tensor.write":
             self.element_write(s.value, p)
-        if isinstance(s, (ExprStmt, TensorWrite, Yield, Return, If)):
+        if isinstance(s, (ExprStmt, TensorWrite, Yield, Break, Continue, Return, If)):
             for e in stmt_exprs(s):
                 self.use(e, p, loops)
-        if isinstance(s, For):
+        if isinstance(s, (For, While)):
             self.loop(s, p, loops)
         elif isinstance(s, If):
             for r in s.results:
@@ -131,7 +134,7 @@ class _Liveness:
         one = TileType((1, 1), dst.type.dtype, MemorySpace.Vec)
         self.define("", f"pl.write({dst.name})", one, c.span, at=p)
 
-    def loop(self, s: For, p: int, loops: tuple[int, ...]) -> None:
+    def loop(self, s: For | While, p: int, loops: tuple[int, ...]) -> None:
         for e in stmt_exprs(s):  # bounds and iter-arg inits are read once, at the header
             self.use(e, p, loops)
         holders = []

@@ -28,9 +28,11 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, PyptoCompileError
 from pypto.ir.nodes import (
     Assign,
+    Break,
     Call,
     CallFunc,
     Const,
+    Continue,
     Expr,
     ExprStmt,
     For,
@@ -40,7 +42,9 @@ from pypto.ir.nodes import (
     Return,
     Stmt,
     Var,
+    While,
     Yield,
+    expr_vars,
 )
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import ArrayType, ScalarType, TaskIdType, TensorType, Type
@@ -200,6 +204,9 @@ class _OrchGen:
         self.roots: dict[str, str] = {p.name: p.name for p in fn.params if isinstance(p.var.type, TensorType)}
         # task ids bound by a submit: always valid, passed to a submit as they are
         self.submitted: set[str] = set()
+        # the loops around the statement being emitted, each with whether its body opens a
+        # runtime scope (closed before a break / continue leaves the body)
+        self.loops: list[tuple[For | While, bool]] = []
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -257,14 +264,19 @@ class _OrchGen:
                 self.emit(depth, "if (orch.scope_begin() != 0) return 1;  // pl.manual_scope()")
             elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "system.scope_end":
                 self.emit(depth, "if (orch.scope_end() != 0) return 1;  // end of pl.manual_scope()")
+            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "system.fence":
+                # the orchestration submits in program order; a fence orders nothing more here
+                self.emit(depth, "// pl.system.fence(): no effect on the simulated chip")
             elif isinstance(s, ExprStmt):
                 if not isinstance(s.value, CallFunc):
                     raise PyptoCompileError(f"orchestration codegen: unexpected statement {s.value}")
                 self.submit(s.value, depth, None)
-            elif isinstance(s, For):
+            elif isinstance(s, (For, While)):
                 self.loop(s, depth)
             elif isinstance(s, If):
                 self.branch(s, depth)
+            elif isinstance(s, (Break, Continue)):
+                self.leave(s, depth)
             elif isinstance(s, Yield):
                 pass
             elif isinstance(s, Return):
@@ -527,7 +539,7 @@ class _OrchGen:
         for r in s.results:
             t = r.type
             if isinstance(t, TensorType):
-                self.emit(depth, f"const simpler::ChipTensor* {ident(r.name)}_p = nullptr;")
+                self.emit(depth, f"simpler::ChipTensor {ident(r.name)}_v{{}};")
             elif isinstance(t, ScalarType):
                 self.emit(depth, f"{scalar_cpp_type(t.dtype)} {ident(r.name)}{{}};")
             elif isinstance(t, (ArrayType, TaskIdType)):
@@ -541,7 +553,7 @@ class _OrchGen:
         self.emit(depth, "}")
         for r in s.results:
             if isinstance(r.type, TensorType):
-                self.emit(depth, f"const simpler::ChipTensor& {ident(r.name)} = *{ident(r.name)}_p;")
+                self.emit(depth, f"const simpler::ChipTensor& {ident(r.name)} = {ident(r.name)}_v;")
                 self.emit(depth, f"(void){ident(r.name)};")
 
     def arm(self, body: tuple[Stmt, ...], results: tuple[Var, ...], depth: int) -> None:
@@ -552,22 +564,19 @@ class _OrchGen:
             for r, v in zip(results, y.values, strict=True):
                 if isinstance(r.type, TensorType):
                     assert isinstance(v, Var)
-                    self.emit(depth, f"{ident(r.name)}_p = &{ident(v.name)};")
+                    self.emit(depth, f"{ident(r.name)}_v = {ident(v.name)};")
                 elif isinstance(r.type, (ArrayType, TaskIdType)):
                     assert isinstance(v, Var)
                     self.emit(depth, f"{ident(r.name)} = {ident(v.name)};")
                 else:
                     self.emit(depth, f"{ident(r.name)} = {scalar_expr(v)};")
 
-    def loop(self, s: For, depth: int) -> None:
-        var = ident(s.var.name)
+    def loop(self, s: For | While, depth: int) -> None:
         for ia in s.iter_args:
             t = ia.var.type
             if isinstance(t, TensorType):
                 assert isinstance(ia.init, Var)
-                self.emit(
-                    depth, f"const simpler::ChipTensor* {ident(ia.var.name)}_p = &{ident(ia.init.name)};"
-                )
+                self.emit(depth, f"simpler::ChipTensor {ident(ia.var.name)}_v = {ident(ia.init.name)};")
             elif isinstance(t, ScalarType):
                 self.emit(depth, f"{scalar_cpp_type(t.dtype)} {ident(ia.var.name)} = {scalar_expr(ia.init)};")
             elif isinstance(t, (ArrayType, TaskIdType)):
@@ -575,43 +584,86 @@ class _OrchGen:
                 self.emit(depth, f"{_task_cpp(t)} {ident(ia.var.name)} = {ident(ia.init.name)};")
             else:
                 raise PyptoCompileError(f"orchestration codegen: loop-carried {t} is not supported")
-        start, stop, step = (scalar_expr(x) for x in (s.start, s.stop, s.step))
-        if isinstance(s.step, Const):
-            cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"
+        if isinstance(s, While):  # the condition compares scalars (the SSA pass checks it)
+            self.emit(depth, f"while ({scalar_expr(s.cond)}) {{")
         else:
-            cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
-        self.emit(depth, f"for (std::int64_t {var} = {start}; {cond}; {var} += {step}) {{")
+            var = ident(s.var.name)
+            start, stop, step = (scalar_expr(x) for x in (s.start, s.stop, s.step))
+            if isinstance(s.step, Const):
+                cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"
+            else:
+                cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
+            self.emit(depth, f"for (std::int64_t {var} = {start}; {cond}; {var} += {step}) {{")
         for ia in s.iter_args:
             if isinstance(ia.var.type, TensorType):
                 self.emit(
-                    depth + 1, f"const simpler::ChipTensor& {ident(ia.var.name)} = *{ident(ia.var.name)}_p;"
+                    depth + 1, f"const simpler::ChipTensor& {ident(ia.var.name)} = {ident(ia.var.name)}_v;"
                 )
-        scoped = _allocates_locally(s)
+        scoped = _allocates_locally(s, self.program)
         if scoped:  # intermediates of one iteration are freed once its tasks retire
             self.emit(depth + 1, "if (orch.scope_begin() != 0) return 1;")
-        self.body(s.body, depth + 1)
+        self.loops.append((s, scoped))
+        try:
+            self.body(s.body, depth + 1)
+        finally:
+            self.loops.pop()
         if scoped:
             self.emit(depth + 1, "if (orch.scope_end() != 0) return 1;")
         if s.iter_args:
             y = s.body[-1]
             assert isinstance(y, Yield)
-            for ia, v in zip(s.iter_args, y.values, strict=True):
-                if isinstance(ia.var.type, TensorType):
-                    assert isinstance(v, Var)
-                    self.emit(depth + 1, f"{ident(ia.var.name)}_p = &{ident(v.name)};")
-                elif isinstance(ia.var.type, (ArrayType, TaskIdType)):
-                    assert isinstance(v, Var)
-                    if v.name != ia.var.name:
-                        self.emit(depth + 1, f"{ident(ia.var.name)} = {ident(v.name)};")
-                elif not (isinstance(v, Var) and v.name == ia.var.name):
-                    self.emit(depth + 1, f"{ident(ia.var.name)} = {scalar_expr(v)};")
+            self.carry(s, y.values, depth + 1)
         self.emit(depth, "}")
         for ia, r in zip(s.iter_args, s.results, strict=True):
             if isinstance(ia.var.type, TensorType):
-                self.emit(depth, f"const simpler::ChipTensor& {ident(r.name)} = *{ident(ia.var.name)}_p;")
+                self.emit(depth, f"const simpler::ChipTensor& {ident(r.name)} = {ident(ia.var.name)}_v;")
             else:
                 self.emit(depth, f"const auto {ident(r.name)} = {ident(ia.var.name)};")
             self.emit(depth, f"(void){ident(r.name)};")
+
+    def leave(self, s: Break | Continue, depth: int) -> None:
+        """``break`` / ``continue``: close the iteration's runtime scope if the loop opens one,
+        and give the innermost loop's iter args the values recorded at the statement."""
+        if not self.loops:
+            raise PyptoCompileError("orchestration codegen: break / continue outside a loop")
+        loop, scoped = self.loops[-1]
+        if scoped:
+            self.emit(depth, "if (orch.scope_end() != 0) return 1;")
+        self.carry(loop, s.values, depth)
+        self.emit(depth, "break;" if isinstance(s, Break) else "continue;")
+
+    def carry(self, s: For | While, values: tuple[Expr, ...], depth: int) -> None:
+        """Set the loop's iter args to their next values (at a yield, break or continue).
+
+        A tensor is carried by value (its descriptor), never by address: the value may be a
+        tensor of this iteration's block, gone once the block ends. With more than one
+        assignment every next value is read into a temporary first, so a value that names
+        another iter arg (``a, b = b, a``) is read before that iter arg changes."""
+        moves: list[tuple[str, str, str]] = []  # (target, C++ type of a temporary, value)
+        for ia, v in zip(s.iter_args, values, strict=True):
+            name = ident(ia.var.name)
+            if isinstance(ia.var.type, TensorType):
+                assert isinstance(v, Var)
+                if v.name != ia.var.name:
+                    moves.append((f"{name}_v", "simpler::ChipTensor", ident(v.name)))
+            elif isinstance(ia.var.type, (ArrayType, TaskIdType)):
+                assert isinstance(v, Var)
+                if v.name != ia.var.name:
+                    moves.append((name, _task_cpp(ia.var.type), ident(v.name)))
+            elif not (isinstance(v, Var) and v.name == ia.var.name):
+                t = ia.var.type
+                assert isinstance(t, ScalarType)
+                moves.append((name, scalar_cpp_type(t.dtype), scalar_expr(v)))
+        if len(moves) == 1:
+            target, _, value = moves[0]
+            self.emit(depth, f"{target} = {value};")
+        elif moves:
+            self.emit(depth, "{")
+            for k, (_, cpp, value) in enumerate(moves):
+                self.emit(depth + 1, f"const {cpp} next_{k} = {value};")
+            for k, (target, _, _) in enumerate(moves):
+                self.emit(depth + 1, f"{target} = next_{k};")
+            self.emit(depth, "}")
 
 
 def _task_cpp(t: Type) -> str:
@@ -619,15 +671,48 @@ def _task_cpp(t: Type) -> str:
     return "std::vector<std::int64_t>" if isinstance(t, ArrayType) else "std::int64_t"
 
 
-def _allocates_locally(s: For) -> bool:
-    """True when the loop body allocates tensors that do not outlive one iteration."""
-    created = {
-        st.var.name
-        for st in s.body
-        if isinstance(st, Assign) and isinstance(st.value, Call) and st.value.op == "tensor.create"
-    }
-    if not created:
+def _allocates_locally(s: For | While, program: Program) -> bool:
+    """True when the loop body allocates tensors that do not outlive one iteration: it creates
+    tensors, and no tensor it carries to the next iteration (or out of the loop) is one of them.
+    A created tensor is often carried under another name (the result of the kernel call that
+    wrote it, a view of it), so every name that may stand for one counts."""
+    local: set[str] = set()  # names of tensors made in this iteration's body
+    for st in s.body:
+        if not (isinstance(st, Assign) and isinstance(st.var.type, TensorType)):
+            continue
+        e = st.value
+        if isinstance(e, Call) and e.op == "tensor.create":
+            local.add(st.var.name)
+        elif isinstance(e, CallFunc):  # a kernel's result is the argument it returns
+            rets = function_aliases(program.functions[e.callee], program)
+            src = e.args[rets[0]] if len(rets) == 1 and rets[0] is not None else None
+            if not isinstance(src, Var) or src.name in local:
+                local.add(st.var.name)
+        elif any(v.name in local for v in expr_vars(e)):
+            local.add(st.var.name)
+    if not local:
         return False
-    last = s.body[-1] if s.body else None
-    carried = {v.name for v in last.values if isinstance(v, Var)} if isinstance(last, Yield) else set()
-    return not (created & carried)
+    carried = {
+        v.name
+        for stmt in _carry_points(s.body)
+        for v in stmt.values
+        if isinstance(v, Var) and isinstance(v.type, TensorType)
+    }
+    return not (local & carried)
+
+
+def _carry_points(body: tuple[Stmt, ...]) -> list[Yield | Break | Continue]:
+    """The yields, breaks and continues that end an iteration of the loop whose body this is
+    (not those of loops nested in it)."""
+    found: list[Yield | Break | Continue] = []
+    if body and isinstance(body[-1], Yield):
+        found.append(body[-1])
+    stack = list(body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, (Break, Continue)):
+            found.append(st)
+        elif isinstance(st, If):
+            stack.extend(st.then_body)
+            stack.extend(st.else_body)
+    return found

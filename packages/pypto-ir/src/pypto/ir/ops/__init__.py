@@ -8,11 +8,12 @@ operands and returns the result type, or raises ``OpError`` with a sentence that
 wrong and how to fix it (the parser attaches the source position).
 
 Modules: ``spec`` (the records and the registry), ``rules`` (the type rules), ``table`` (the
-entries).
+entries), ``system_ops`` (the ``pl.system`` entries).
 """
 
 from __future__ import annotations
 
+from pypto.ir.ops import system_ops as _system_ops  # noqa: F401  # the pl.system entries
 from pypto.ir.ops import table as _table  # noqa: F401  # fills OPS and LANGUAGE
 from pypto.ir.ops.rules import acc_dtype, tile_shape_for
 from pypto.ir.ops.spec import (

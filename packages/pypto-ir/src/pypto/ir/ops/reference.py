@@ -32,6 +32,7 @@ from pypto.ir.types import (
     MemorySpace,
     NotifyOp,
     PadValue,
+    PipeType,
     ScalarType,
     TaskIdType,
     TensorType,
@@ -131,6 +132,26 @@ SAMPLES: dict[str, Sample] = {
     "system.task_dummy": ([ArrayType(4), TaskIdType()], {}),
     "system.scope_begin": ([], {"mode": "manual"}),
     "system.scope_end": ([], {"mode": "manual"}),
+    # pl.system statements (pypto/ir/ops/system_ops.py)
+    **{
+        f"system.{n}": ([], {})
+        for n in ("bar_v", "bar_m", "bar_all", "fence", "available_cluster_count", "available_aiv_count")
+    },
+    **{
+        f"system.{n}": ([], {"set_pipe": PipeType.MTE2, "wait_pipe": PipeType.V, "event_id": 0})
+        for n in ("sync_src", "sync_dst")
+    },
+    "system.sync_set": ([], {"pipe": PipeType.MTE3, "event_id": 3}),
+    "system.sync_wait": ([_I], {"pipe": PipeType.MTE2}),
+    "system.set_ffts": ([TensorType((256,), DataType.INT64)], {}),
+    "system.cacheinvalid": ([_X], {}),
+    "system.syncall": ([_SIG, _I], {"core_type": "aiv_only", "mode": "soft"}),
+    **{
+        f"system.{n}": ([], {"dir_mask": 1, "slot_size": 256})
+        for n in ("aic_initialize_pipe", "aiv_initialize_pipe")
+    },
+    "system.reserve_buffer": ([], {"name": "buf", "size": 1024}),
+    "system.import_peer_buffer": ([], {"name": "buf", "peer_func": "producer"}),
     # cross-rank operations (pld): a [1, 64] FP32 data window and a [4, 1] INT32 signal window
     "comm.ctx": ([_W], {}),
     "comm.rank": ([_W], {}),

@@ -9,8 +9,10 @@ from pypto.ir.nodes import (
     Arg,
     Assign,
     BinOp,
+    Break,
     Call,
     Const,
+    Continue,
     Expr,
     ExprStmt,
     For,
@@ -21,6 +23,7 @@ from pypto.ir.nodes import (
     Stmt,
     TensorWrite,
     Var,
+    While,
     Yield,
 )
 
@@ -86,6 +89,18 @@ def subst_body(body: tuple[Stmt, ...], m: Mapping[str, Expr]) -> tuple[Stmt, ...
                     results=tuple(subst_var(r, m) for r in s.results),
                 )
             )
+        elif isinstance(s, While):
+            out.append(
+                replace(
+                    s,
+                    cond=subst_expr(s.cond, m),
+                    body=subst_body(s.body, m),
+                    iter_args=tuple(
+                        IterArg(subst_var(ia.var, m), subst_expr(ia.init, m)) for ia in s.iter_args
+                    ),
+                    results=tuple(subst_var(r, m) for r in s.results),
+                )
+            )
         elif isinstance(s, If):
             out.append(
                 replace(
@@ -96,7 +111,7 @@ def subst_body(body: tuple[Stmt, ...], m: Mapping[str, Expr]) -> tuple[Stmt, ...
                     results=tuple(subst_var(r, m) for r in s.results),
                 )
             )
-        elif isinstance(s, Yield):
+        elif isinstance(s, (Yield, Break, Continue)):
             out.append(replace(s, values=tuple(subst_expr(v, m) for v in s.values)))
         elif isinstance(s, Scope):
             out.append(
@@ -118,7 +133,7 @@ def map_bodies(
     """Apply ``fn`` to ``body`` and, first, to every nested body (bottom-up)."""
     out: list[Stmt] = []
     for s in body:
-        if isinstance(s, (For, Scope)):
+        if isinstance(s, (For, While, Scope)):
             out.append(replace(s, body=map_bodies(s.body, fn)))
         elif isinstance(s, If):
             out.append(

@@ -38,6 +38,7 @@ from pypto.ir.nodes import (
     Stmt,
     TensorWrite,
     Var,
+    While,
     expr_vars,
     free_vars,
     stmt_defs,
@@ -83,7 +84,7 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
     def visit(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         for s in body:
-            if isinstance(s, For):
+            if isinstance(s, (For, While)):
                 out.append(replace(s, body=visit(s.body)))
             elif isinstance(s, If):
                 out.append(replace(s, then_body=visit(s.then_body), else_body=visit(s.else_body)))
@@ -166,7 +167,7 @@ def _hoist_large_creates(s: Scope) -> tuple[Scope, list[Stmt]]:
                 and not fits_one_tile(st.var.type)
             ):
                 hoisted.append(st)
-            elif isinstance(st, For):
+            elif isinstance(st, (For, While)):
                 out.append(replace(st, body=visit(st.body)))
             elif isinstance(st, If):
                 out.append(replace(st, then_body=visit(st.then_body), else_body=visit(st.else_body)))
@@ -226,7 +227,7 @@ def _used_outside(body: tuple[Stmt, ...], skip: Scope) -> set[str]:
                 continue
             for e in stmt_exprs(st):
                 names.update(v.name for v in expr_vars(e))
-            if isinstance(st, (For, Scope)):
+            if isinstance(st, (For, While, Scope)):
                 walk(st.body)
             elif isinstance(st, If):
                 walk(st.then_body)

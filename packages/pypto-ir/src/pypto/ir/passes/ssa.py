@@ -6,6 +6,9 @@
 - A name rebound inside a loop and defined before it becomes a loop-carried value: the loop
   gets an iter arg (initialised from the value before the loop), a ``Yield`` of the value at
   the end of the body, and a result that later code reads.
+- ``while`` loops carry values the same way; their condition reads the iter args. A ``break``
+  or ``continue`` records the values the innermost loop's carried names have at that point
+  (what the loop's results, or its next iteration, take when it leaves or restarts there).
 - Operator calls nested in arguments become their own ``Assign`` of a fresh temporary, so
   that every op has variables (or constants) as operands: codegen is then 1:1.
 """
@@ -19,9 +22,11 @@ from pypto.ir.nodes import (
     Arg,
     Assign,
     BinOp,
+    Break,
     Call,
     CallFunc,
     Const,
+    Continue,
     Expr,
     ExprStmt,
     For,
@@ -34,6 +39,7 @@ from pypto.ir.nodes import (
     Stmt,
     TensorWrite,
     Var,
+    While,
     Yield,
     stmt_defs,
     walk_stmts,
@@ -68,6 +74,7 @@ class _Converter:
             self.env[p.name] = p.var
             self.count[p.name] = 0
         self.tmp = 0
+        self.loops: list[list[tuple[str, Type]]] = []  # innermost last: (carried name, its type)
 
     def fresh(self, v: Var) -> Var:
         n = self.count.get(v.name)
@@ -152,10 +159,25 @@ class _Converter:
                 task = self.fresh(s.task)
                 self.env[s.task.name] = task
             out.append(replace(s, deps=deps, body=tuple(body), task=task))
-        elif isinstance(s, For):
+        elif isinstance(s, (For, While)):
             self.loop(s, out)
         elif isinstance(s, If):
             self.branch(s, out)
+        elif isinstance(s, (Break, Continue)):
+            word = "break" if isinstance(s, Break) else "continue"
+            if not self.loops:
+                raise KernelError(f"{word} outside a loop", s.span)
+            values = []
+            for name, ty in self.loops[-1]:
+                v = self.env[name]
+                if v.type != ty:
+                    raise KernelError(
+                        f"{name!r} changes type inside the loop ({ty} -> {v.type}) before this {word}; "
+                        "a loop-carried value must keep its type",
+                        s.span,
+                    )
+                values.append(v)
+            out.append(replace(s, values=tuple(values)))
         else:
             raise KernelError(f"ssa: unexpected statement {type(s).__name__}", getattr(s, "span", None))
 
@@ -163,10 +185,11 @@ class _Converter:
         cond = self.use(s.cond, out)
         before = dict(self.env)
         then = self.body(s.then_body)
-        env_then = self.env
+        # a branch that ends in break / continue does not reach the code after the if
+        env_then = dict(before) if _leaves(then) else self.env
         self.env = dict(before)
         els = self.body(s.else_body)
-        env_else = self.env
+        env_else = dict(before) if _leaves(els) else self.env
         merged: list[str] = []
         for name in (*env_then, *env_else):
             if name in merged:
@@ -200,14 +223,16 @@ class _Converter:
             els.append(Yield(tuple(ev), s.span))
         out.append(replace(s, cond=cond, then_body=tuple(then), else_body=tuple(els), results=tuple(results)))
 
-    def loop(self, s: For, out: list[Stmt]) -> None:
-        start = self.use(s.start, out)
-        stop = self.use(s.stop, out)
-        step = self.use(s.step, out)
+    def loop(self, s: For | While, out: list[Stmt]) -> None:
+        if isinstance(s, For):
+            start = self.use(s.start, out)
+            stop = self.use(s.stop, out)
+            step = self.use(s.step, out)
+        loop_name = s.var.name if isinstance(s, For) else None
         assigned: list[str] = []
         for inner in walk_stmts(s.body):
             for v in stmt_defs(inner):
-                if v.name in self.env and v.name not in assigned and v.name != s.var.name:
+                if v.name in self.env and v.name not in assigned and v.name != loop_name:
                     assigned.append(v.name)
         before = dict(self.env)
         widened: set[str] = set()
@@ -222,9 +247,23 @@ class _Converter:
                 phi = self.fresh(Var(name, ty, s.span))
                 phis.append(IterArg(phi, init))
                 self.env[name] = phi
-            loop_var = self.fresh(s.var)
-            self.env[s.var.name] = loop_var
-            body = self.body(s.body)
+            if isinstance(s, For):
+                loop_var = self.fresh(s.var)
+                self.env[s.var.name] = loop_var
+            else:
+                hoisted: list[Stmt] = []
+                cond = self.use(s.cond, hoisted)
+                if hoisted:
+                    raise KernelError(
+                        "a while condition compares scalar names, constants and arithmetic on them; "
+                        "compute other values (op calls) into a name in the loop body and compare that",
+                        s.cond.span or s.span,
+                    )
+            self.loops.append([(n, ia.var.type) for n, ia in zip(assigned, phis, strict=True)])
+            try:
+                body = self.body(s.body)
+            finally:
+                self.loops.pop()
             # a tile the loop rebinds to a tensor-level value of its shape and dtype (tiles mixed
             # with tensors in a pl.at scope) is carried as that tensor-level value: the body runs
             # again with the iter arg typed so; tensor_to_tile carries it as the tile
@@ -257,6 +296,9 @@ class _Converter:
             self.env[name] = r
         if phis:
             body.append(Yield(tuple(yields), s.span))
+        if isinstance(s, While):
+            out.append(replace(s, cond=cond, body=tuple(body), iter_args=tuple(phis), results=tuple(results)))
+            return
         out.append(
             replace(
                 s,
@@ -269,6 +311,17 @@ class _Converter:
                 results=tuple(results),
             )
         )
+
+
+def _leaves(body: list[Stmt]) -> bool:
+    """Whether a converted body always ends in ``break`` / ``continue`` (directly or through an
+    if whose branches both do)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (Break, Continue)):
+        return True
+    return isinstance(last, If) and _leaves(list(last.then_body)) and _leaves(list(last.else_body))
 
 
 def _tile_to_tensor_level(start: Type, end: Type) -> bool:

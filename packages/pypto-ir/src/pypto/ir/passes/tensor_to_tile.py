@@ -18,17 +18,21 @@ from pypto.ir.errors import KernelError, Span
 from pypto.ir.nodes import (
     Arg,
     Assign,
+    Break,
     Call,
     Const,
+    Continue,
     Expr,
     ExprStmt,
     For,
     Function,
     If,
     Program,
+    Scope,
     Stmt,
     TensorWrite,
     Var,
+    While,
     Yield,
 )
 from pypto.ir.ops import OPS, infer, tile_shape_for
@@ -155,7 +159,7 @@ class _Lowerer:
                 self.tiles[s.var.name] = tile
             elif isinstance(s, TensorWrite):
                 out.extend(self.write(s))
-            elif isinstance(s, For):
+            elif isinstance(s, (For, While)):
                 out.append(self.loop(s, out))
             elif isinstance(s, If):
                 self.loaded = {}
@@ -164,6 +168,12 @@ class _Lowerer:
                 els = self.body(s.else_body)
                 self.loaded = {}
                 out.append(self.branch(s, then, els))
+            elif isinstance(s, (Break, Continue)) and any(self._lowered(v) for v in s.values):
+                raise KernelError(
+                    "a loop that carries a tensor-level value leaves or restarts only at the end of its "
+                    "body: break / continue are not supported in it; carry a tile (pl.load) instead",
+                    s.span,
+                )
             elif isinstance(s, Yield):
                 out.append(s)  # the enclosing loop or if turns tensor-level values into their tiles
             elif isinstance(s, (Assign, ExprStmt, Yield)) and self._mentions_lowered(s):
@@ -179,7 +189,7 @@ class _Lowerer:
                 out.append(s)
         return tuple(out)
 
-    def loop(self, s: For, out: list[Stmt]) -> For:
+    def loop(self, s: For | While, out: list[Stmt]) -> For | While:
         """A loop whose iter arg starts as an on-chip value (a tensor-level value, a scratch
         ``pl.create_tensor`` or a tile) carries it as a Vec tile: the iter arg, the yielded value
         and the loop's result are that tile."""
@@ -196,6 +206,12 @@ class _Lowerer:
             self.tiles[ia.var.name] = var
             carried[i] = var
             iters.append(replace(ia, var=var, init=init))
+        if carried and _leaves_loop(s.body):
+            raise KernelError(
+                "a loop that carries a tensor-level value leaves or restarts only at the end of its "
+                "body: break / continue are not supported in it; carry a tile (pl.load) instead",
+                s.span,
+            )
         self.loaded = {}
         body = list(self.body(s.body))
         self.loaded = {}  # the loop may have written anything
@@ -523,3 +539,15 @@ class _Lowerer:
         infer("tile.store", [tile.type, s.target.type], {})
         out.append(ExprStmt(store, s.span))
         return out
+
+
+def _leaves_loop(body: tuple[Stmt, ...]) -> bool:
+    """Whether ``body`` has a ``break`` / ``continue`` of its own loop (not of a nested one)."""
+    for s in body:
+        if isinstance(s, (Break, Continue)):
+            return True
+        if isinstance(s, If) and (_leaves_loop(s.then_body) or _leaves_loop(s.else_body)):
+            return True
+        if isinstance(s, Scope) and _leaves_loop(s.body):
+            return True
+    return False

@@ -62,6 +62,7 @@ def parse_function(
     arg_types: Mapping[str, Type] | None = None,
     scalar_values: Mapping[str, int | float | bool] | None = None,
     is_method: bool = False,
+    attrs: Mapping[str, Any] | None = None,
 ) -> Function:
     """Parse ``fn`` into an IR Function.
 
@@ -73,10 +74,17 @@ def parse_function(
         scalar_values: Scalar parameters whose values are specialisation constants; every
             other scalar parameter (a ``pl.RUNTIME`` one) stays its parameter Var.
         is_method: Skip ``self``.
+        attrs: Function attributes given by the decorator (``@pl.function(attrs=...)``); the
+            body's ``pl.func_attr`` adds to them.
     """
     src = SourceInfo.of(fn)
     return _Parser(src, ctx).parse(
-        name or fn.__name__, func_type, dict(arg_types or {}), dict(scalar_values or {}), is_method
+        name or fn.__name__,
+        func_type,
+        dict(arg_types or {}),
+        dict(scalar_values or {}),
+        is_method,
+        attrs=attrs,
     )
 
 
@@ -92,8 +100,11 @@ class _Parser(_Statements):
         arg_types: dict[str, Type],
         scalar_values: dict[str, Any],
         is_method: bool,
+        *,
+        attrs: Mapping[str, Any] | None = None,
     ) -> Function:
         self.st = _FnState(func_type)
+        self.st.attrs.update(attrs or {})
         self.st.multi = _rebound_names(self.src.tree)
         params: list[Param] = []
         for pname, ann, node in param_annotations(self.src, is_method):

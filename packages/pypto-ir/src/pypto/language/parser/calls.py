@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypto.ir import ops as op_registry
+from pypto.ir.codegen.block_group import SPMD_PARAMS
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import (
@@ -45,14 +46,16 @@ from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
 from pypto.language.typing import DirectionAnnotation
 
-SPMD_PARAMS = ("pypto_block_idx", "pypto_block_num")
-"""The hidden trailing scalar parameters of a kernel that reads its SPMD block."""
 _MIXABLE = ("element-wise", "broadcast", "matmul")
 """Op groups whose tile and tensor operands may be mixed: the op is then tensor-level, and
 tensor_to_tile uses each tile as it is."""
 
 
 class _Calls(_Directives):
+    if TYPE_CHECKING:  # defined by the launches part (pl.split_aiv lanes)
+
+        def lane_call(self, what: str, node: ast.Call) -> Expr: ...
+
     def call(self, node: ast.Call) -> Expr:
         target = self.resolve(node.func)
         if not isinstance(target, _Static):
@@ -64,6 +67,9 @@ class _Calls(_Directives):
         block = getattr(obj, "__pypto_block__", None)
         if block is not None:
             return self.block_query(block, node)
+        lane = getattr(obj, "__pypto_lane__", None)
+        if lane is not None:
+            return self.lane_call(lane, node)
         dsl = getattr(obj, "__pypto_dsl__", None)
         if dsl in DIRECTIVES:
             raise self.err(f"pl.{dsl} is a statement: write it on a line of its own, not as a value", node)
@@ -92,12 +98,16 @@ class _Calls(_Directives):
                 var, n = self.st.spmd
                 return var if which == 0 else Const(n, INDEX)
             raise self.err(f"{what}() is read in a kernel launched by pl.spmd, not in an orchestration", node)
+        return self.spmd_params(node)[which]
+
+    def spmd_params(self, node: ast.AST) -> list[Var]:
+        """The kernel's hidden SPMD parameters (block index, block count), made at first use."""
         if not self.st.block_vars:
             self.st.block_vars = [
                 Var(SPMD_PARAMS[0], ScalarType(INDEX), self.src.span(node)),
                 Var(SPMD_PARAMS[1], ScalarType(INDEX), self.src.span(node)),
             ]
-        return self.st.block_vars[which]
+        return self.st.block_vars
 
     def _foreign_call_message(self, obj: Any, library: str, node: ast.Call) -> str:
         import pypto.language as pl

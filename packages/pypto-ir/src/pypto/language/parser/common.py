@@ -277,6 +277,9 @@ class _ParserBase:
         # innermost first: a loop's init_values names, or None for an if branch
         self.carried: list[list[str] | None] = []
         self.yield_targets: list[dict[str, str]] = []  # per loop: init_values name -> yield LHS
+        # the loops around the statement being parsed, innermost last: (kind, whether the loop is
+        # inside a pl.at scope); kinds: range, parallel, unroll, pipeline, spmd, while
+        self.loop_stack: list[tuple[str, bool]] = []
 
     def err(self, msg: str, node: ast.AST) -> KernelError:
         return KernelError(msg, self.src.span(node))
@@ -290,6 +293,10 @@ class _ParserBase:
         def stmt(self, s: ast.stmt) -> list[Stmt]: ...
 
         def tensor_view(self, node: ast.Subscript) -> Expr: ...
+
+        def tuple_item(self, node: ast.Subscript) -> Any: ...
+
+        def tuple_literal(self, node: ast.Tuple) -> Any: ...
 
         def deps_list(self, node: Any, what: str) -> tuple[Expr, ...]: ...
 

@@ -65,6 +65,12 @@ class _Directives(_Expressions):
                 where = k_node if k_node is not None else v_node
                 raise self.err("pl.func_attr: keys must be string literals", where)
             key = k_node.value
+            if key == "auto_scope":
+                raise self.err(
+                    "pl.func_attr: 'auto_scope' cannot be set with pl.func_attr; give it on the decorator: "
+                    "@pl.function(auto_scope=False)",
+                    k_node,
+                )
             if key in self.st.attrs:
                 raise self.err(f"pl.func_attr: the key {key!r} is given twice", k_node)
             self.st.attrs[key] = self._attr_value(key, v_node, params)

@@ -174,7 +174,12 @@ class _Expressions(_ParserBase):
             b = self.scalar(node.comparators[0], "a comparison operand")
             return compare(cmp, a, b, span)
         if isinstance(node, ast.Subscript):
+            item = self.tuple_item(node)  # t[k] of a tuple (parser/tuples.py)
+            if item is not None:
+                return item  # type: ignore[return-value]
             return self.tensor_view(node)
+        if isinstance(node, ast.Tuple):
+            return self.tuple_literal(node)  # type: ignore[return-value]
         what = type(node).__name__
         raise self.err(f"unsupported expression in a kernel: {what}", node)
 

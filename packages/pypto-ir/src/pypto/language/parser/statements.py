@@ -8,7 +8,6 @@ from typing import Any
 
 from pypto.ir.analysis.return_lineage import function_aliases
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import KernelError, Span
 from pypto.ir.nodes import (
     Assign,
     Call,
@@ -44,11 +43,13 @@ from pypto.language.parser.common import (
     _ann_str,
     _Static,
 )
+from pypto.language.parser.control import _Control
 from pypto.language.parser.directives import DIRECTIVES
-from pypto.language.parser.tasks import _Tasks
+from pypto.language.parser.launches import _Launches
+from pypto.language.parser.tuples import TupleValue
 
 
-class _Statements(_Tasks):
+class _Statements(_Control, _Launches):
     # ------------------------------------------------------------------ statements
 
     def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]:
@@ -119,8 +120,14 @@ class _Statements(_Tasks):
             return self.yield_stmt(s.value, s.target)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             kind = self.dsl_kind(s.value.func)
+            if kind == "cond":
+                raise self.err(
+                    "pl.cond(condition) is the first statement of a pl.while_ loop body, and only that", s
+                )
             if kind == "submit":
                 return self.submit_assign([], s.value, s)
+            if kind == "spmd_submit":
+                return self.spmd_submit([], s.value, s)
             if kind in DIRECTIVES:
                 self.directive(kind, s.value)
                 return []
@@ -140,6 +147,9 @@ class _Statements(_Tasks):
                 t = s.targets[0]
                 assert isinstance(s.value, ast.Call)
                 return self.submit_assign(list(t.elts) if isinstance(t, ast.Tuple) else [t], s.value, s)
+            if isinstance(s.value, ast.Call) and self.dsl_kind(s.value.func) == "spmd_submit":
+                t = s.targets[0]
+                return self.spmd_submit(list(t.elts) if isinstance(t, ast.Tuple) else [t], s.value, s)
             return self.assign(s.targets[0], s.value, None, s)
         if isinstance(s, ast.AnnAssign):
             if s.value is None:
@@ -157,6 +167,10 @@ class _Statements(_Tasks):
             return self.for_stmt(s)
         if isinstance(s, ast.If):
             return self.if_stmt(s)
+        if isinstance(s, ast.While):
+            return self.while_stmt(s)
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return self.leave_stmt(s)
         if isinstance(s, ast.With):
             opened = s.items[0].context_expr if len(s.items) == 1 else None
             if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) in ("spmd", "cluster"):
@@ -165,7 +179,6 @@ class _Statements(_Tasks):
                 return self.manual_scope_stmt(s, opened)
             return self.with_stmt(s)
         names = {
-            ast.While: "while loops",
             ast.Try: "try statements",
             ast.FunctionDef: "nested function definitions",
             ast.Delete: "del",
@@ -179,7 +192,7 @@ class _Statements(_Tasks):
         what = names.get(type(s), type(s).__name__)
         raise self.err(
             f"unsupported Python construct in a kernel: {what}; kernels use assignments, "
-            "pl.range loops, pl.at scopes and a final return",
+            "pl.range and while loops, if, pl.at scopes and a final return",
             s,
         )
 
@@ -200,6 +213,8 @@ class _Statements(_Tasks):
                 target,
             )
         value = self.expr(value_node)
+        if isinstance(value, TupleValue):  # a tuple: its name stands for its items
+            return self.bind_name(target, value)
         if ann is not None:
             self.check_annotation(ann, value, target.id)
         if isinstance(value, Var) and value.name == target.id:
@@ -217,12 +232,15 @@ class _Statements(_Tasks):
         """``a, b = kernel(x, y)`` in an orchestration: the call is submitted once, and each name
         is bound to the argument tensor its result aliases (a kernel returns the tensors it
         wrote, so the names are those tensors, now written)."""
+        value = self.expr(value_node)
+        if isinstance(value, TupleValue):
+            return self.unpack_tuple(target, value, s)
         if not all(isinstance(t, ast.Name) for t in target.elts):
             raise self.err("tuple unpacking assigns plain names: a, b = kernel(...)", target)
-        value = self.expr(value_node)
         if not isinstance(value, CallFunc):
             raise self.err(
-                "only the results of a kernel call can be unpacked: a, b = kernel(...)", value_node
+                "only the results of a kernel call can be unpacked: a, b = kernel(...) (or a tuple: a, b = t)",
+                value_node,
             )
         callee = self.ctx.functions.get(value.callee)
         n = len(value.type.items) if isinstance(value.type, TupleType) else 1
@@ -422,7 +440,19 @@ class _Statements(_Tasks):
             raise self.err("for ... else is not supported", s)
         it = s.iter
         if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "spmd":
-            return self.spmd_stmt(s, it)
+            self.loop_stack.append(("spmd", self.st.in_scope))
+            try:
+                return self.spmd_stmt(s, it)
+            finally:
+                self.loop_stack.pop()
+        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "while_":
+            return self.while_form(s, it)
+        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "split_aiv":
+            self.loop_stack.append(("split_aiv", self.st.in_scope))
+            try:
+                return self.split_aiv_stmt(s, it)
+            finally:
+                self.loop_stack.pop()
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
             raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
         init_node = None
@@ -494,9 +524,11 @@ class _Statements(_Tasks):
         self.st.env[target.id] = var
         self.carried.append(carried)
         self.yield_targets.append({})
+        self.loop_stack.append((self.loop_kind(it), self.st.in_scope))
         try:
             body, _ = self.block(s.body)
         finally:
+            self.loop_stack.pop()
             self.carried.pop()
             renames = self.yield_targets.pop()
         # names first bound inside the loop are local to it, except a name bound to a store into
@@ -515,6 +547,11 @@ class _Statements(_Tasks):
             dest = st.value.args[2]
             if bound is not None and isinstance(dest, Var) and id(dest) in outer:
                 self.st.env[bound] = dest
+        # any other name first bound in the body and read after the loop keeps its last value
+        first_bound = {
+            k: v for k, v in after.items() if k not in saved and k not in self.st.env and k != target.id
+        }
+        pre.extend(self.keep_read_after(s, first_bound))
         for name, lhs in renames.items():  # `x_next = pl.yield_(...)` names the value after the loop
             self.st.env[lhs] = self.st.env[name]
         return [*pre, For(var, start, stop, step, tuple(body), span=self.src.span(s), stage=stage)]
@@ -587,115 +624,10 @@ class _Statements(_Tasks):
         merged = dict(before)
         merged.update({n: v for n, v in env_then.items() if n in before or n in env_else})
         self.st.env = merged
-        return [If(cond, tuple(then), tuple(els), span=self.src.span(s))]
-
-    def spmd_stmt(self, s: ast.With | ast.For, call: ast.Call) -> list[Stmt]:
-        """``with pl.spmd(n):`` / ``for i in pl.spmd(n):`` in an orchestration: a loop over the
-        blocks 0..n-1 of one SPMD launch.
-
-        A body that calls kernels (or opens ``pl.at`` scopes) passes each called kernel the
-        block index and count; any other body is inline kernel code, made into one kernel (a
-        ``pl.at`` scope) that reads the block index as ``i`` or ``pl.tile.get_block_idx()``.
-        ``with pl.cluster():`` runs its block as written (the simulator has no clusters)."""
-        kind = self.dsl_kind(call.func)
-        if self.st.func_type.is_kernel or self.st.in_scope:
-            raise self.err(
-                f"pl.{kind} groups kernel calls of an orchestration; it is not used in a kernel", s
-            )
-        if isinstance(s, ast.With) and s.items[0].optional_vars is not None:
-            raise self.err(f"pl.{kind} binds no name", s)
-        if isinstance(s, ast.For):
-            if s.orelse:
-                raise self.err("for ... else is not supported", s)
-            if not isinstance(s.target, ast.Name):
-                raise self.err("the block index must be a single name: for i in pl.spmd(n)", s.target)
-        span = self.src.span(s)
-        if kind == "cluster":
-            if call.args or call.keywords:
-                raise self.err("pl.cluster() takes no arguments", call)
-            body, _ = self.block(s.body)
-            return body
-        from pypto.language.dsl import spmd
-
-        bound = self.bind(spmd, "pl.spmd", call)
-        n = self.static_value(bound["core_num"], "pl.spmd core_num", call)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise self.err(f"pl.spmd(core_num): expected an int >= 1 known when compiling, got {n!r}", call)
-        if "sync_start" in bound:
-            sync = self.static_value(bound["sync_start"], "pl.spmd sync_start", call)
-            if not isinstance(sync, bool):
-                raise self.err(f"pl.spmd(sync_start): expected a bool, got {sync!r}", call)
-        if "allow_early_resolve" in bound:
-            self.early_resolve_flag(bound["allow_early_resolve"], "pl.spmd")
-        if self.st.spmd is not None:
-            raise self.err("pl.spmd scopes do not nest", s)
-        inline = not self._launches(s.body)
-        options = [k for k in ("name_hint", "deps", "optimizations") if k in bound]
-        if options and not inline:
-            raise self.err(
-                f"pl.spmd({options[0]}=...) applies to an inline body, which becomes one kernel; "
-                "this body calls kernels: give the option to those kernels' own scopes instead",
-                call,
-            )
-        self.hoisted += 1
-        shadowed: Any = None
-        index_name = s.target.id if isinstance(s, ast.For) and isinstance(s.target, ast.Name) else None
-        if index_name is not None:
-            var = Var(self.prefix + index_name, ScalarType(INDEX), self.src.span(s))
-            shadowed = self.st.env.get(index_name)
-            self.st.env[index_name] = var
-        else:
-            var = Var(f"spmd_block{self.hoisted}", ScalarType(INDEX), span)
-        self.st.spmd = (var, n)
-        try:
-            if inline:
-                body = [self.spmd_kernel(s, call, bound, span)]
-            else:
-                body, _ = self.block(s.body)
-        finally:
-            self.st.spmd = None
-        if index_name is not None:  # the block index is local to the loop
-            if shadowed is None:
-                self.st.env.pop(index_name, None)
-            else:
-                self.st.env[index_name] = shadowed
-        return [For(var, Const(0, INDEX), Const(n, INDEX), Const(1, INDEX), tuple(body), span=span)]
-
-    def spmd_kernel(self, s: ast.With | ast.For, call: ast.Call, bound: dict[str, Any], span: Span) -> Stmt:
-        """An inline ``pl.spmd`` body as the one ``pl.at(level=CORE_GROUP)`` scope it is."""
-        hint = self.static_value(bound.get("name_hint"), "name_hint", call)
-        if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
-            raise self.err(f"pl.spmd: name_hint must be an identifier string, got {hint!r}", call)
-        deps = list(self.deps_list(bound.get("deps"), "pl.spmd"))
-        hints = self.at_hints(bound, call)
-        self.st.in_scope = True
-        self.st.saw_scope = True
-        try:
-            body, _ = self.block(s.body)
-        finally:
-            self.st.in_scope = False
-        return Scope(Level.CORE_GROUP, hint, tuple(deps), None, tuple(body), span, hints=hints)
-
-    def _launches(self, stmts: list[ast.stmt]) -> bool:
-        """Whether a ``pl.spmd`` body launches kernels (calls them or opens ``pl.at`` scopes)
-        rather than being kernel code itself."""
-        for node in ast.walk(ast.Module(body=stmts, type_ignores=[])):
-            if isinstance(node, ast.With):
-                return True
-            if not isinstance(node, ast.Call):
-                continue
-            f = node.func
-            is_self = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"
-            if is_self and "self" not in self.st.env:
-                return True
-            if isinstance(f, ast.Name) and f.id not in self.st.env:
-                try:
-                    target = self.resolve(f)
-                except KernelError:
-                    continue
-                if isinstance(target, _Static) and hasattr(target.value, "__pypto_callee__"):
-                    return True
-        return False
+        # a name bound in one branch only and read after the if keeps its binding (control.py)
+        one_branch = {n: v for env in (env_then, env_else) for n, v in env.items() if n not in merged}
+        pre = self.keep_read_after(s, one_branch)
+        return [*pre, If(cond, tuple(then), tuple(els), span=self.src.span(s))]
 
     def with_stmt(self, s: ast.With) -> list[Stmt]:
         if len(s.items) != 1:
@@ -843,7 +775,8 @@ class _Statements(_Tasks):
         values = []
         for n in nodes:
             e = self.expr(n)
-            if not isinstance(e.type, (TensorType, ScalarType)):
-                raise self.err(f"a function returns tensors (or scalars), not {e.type}", n)
-            values.append(e)
+            for item in e.flat() if isinstance(e, TupleValue) else [e]:  # return t: the tuple's items
+                if not isinstance(item.type, (TensorType, ScalarType)):
+                    raise self.err(f"a function returns tensors (or scalars), not {item.type}", n)
+                values.append(item)
         return Return(tuple(values), self.src.span(s))

@@ -10,16 +10,23 @@ program is prepared (its imports are inside the functions): single-chip programs
   context reports a rank that exited (its exit code or signal, and the error it recorded) and
   terminates the others.
 - Rendezvous and control: a ``TCPStore`` served by the parent at ``MASTER_ADDR:MASTER_PORT``.
-  It holds the plan (``boot``); commands are ``cmd/<seq>`` keys (JSON), and each rank answers
-  ``done/<seq>/<rank>`` with ``ok`` or its error.
+  It holds the plans of the worker's programs (``boot``); commands are ``cmd/<seq>`` keys
+  (JSON, naming the program and the phase to run), and each rank answers ``done/<seq>/<rank>``
+  with ``ok`` or its error; a rank that ran sets ``time/<seq>/<rank>`` (the seconds its launches
+  took, timed inside the rank) before its ``done``.
 - The ranks form a gloo process group over the same store; its barrier confirms every rank is
   up before the parent sends the first command.
+- On the process-group data path (``boot["data_path"] == "process_group"``) each rank also runs
+  the gloo data path (``_gloo_path.GlooDataPath``: two more gloo groups and a service thread) that
+  carries its kernels' cross-rank requests, and the control group's barrier separates each
+  dispatch's window zeroing from its kernels.
 
 A rank exits on the ``close`` command, or when the parent's process is gone.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -67,6 +74,12 @@ _DISPATCH_GRACE = 10.0
 _PARENT_ENV = "PYPTO_DIST_PARENT"
 
 
+def _serve_windows(data_path: Any, runner: Any, barrier: Any) -> None:
+    """Point the gloo data path at ``runner``'s windows, then wait for every rank."""
+    data_path.use_windows(runner.own_windows())
+    barrier()
+
+
 def _rank_main() -> None:
     """A rank process (torchrun's environment): rendezvous, then run commands until ``close``."""
     import torch.distributed as dist
@@ -92,12 +105,27 @@ def _rank_main() -> None:
         world_size=world_size,
         timeout=timeout,
     )
-    runner = RankRunner(
-        rank,
-        DistributedPlan.from_json(boot["plan"]),
-        aic_threads=boot["aic_threads"],
-        aiv_threads=boot["aiv_threads"],
-    )
+    data_path_name = boot.get("data_path", "shared_memory")
+    runners = [
+        RankRunner(
+            rank,
+            DistributedPlan.from_json(plan),
+            aic_threads=boot["aic_threads"],
+            aiv_threads=boot["aiv_threads"],
+            data_path=data_path_name,
+        )
+        for plan in boot["plans"]
+    ]
+    data_path = None
+    if data_path_name == "process_group":
+        from pypto.runtime.distributed._gloo_path import GlooDataPath
+
+        data_path = GlooDataPath(rank, world_size, runners[0].own_windows())
+        for runner in runners:
+            runner.host_handler = data_path.handle
+            # every rank runs the same program in a dispatch: serve that program's windows, and
+            # let the control group's barrier separate the windows' zeroing from the kernels
+            runner.before_kernels = functools.partial(_serve_windows, data_path, runner, dist.barrier)
     try:
         dist.barrier()
         store.set(f"ready/{rank}", "1")
@@ -110,16 +138,23 @@ def _rank_main() -> None:
                 time.sleep(_POLL)
             command = json.loads(store.get(key))
             if command["op"] == "close":
+                if data_path is not None:
+                    data_path.close()
                 return
             try:
+                for runner in runners:
+                    runner.forget(command.get("forget", []))
+                runner = runners[command.get("program", 0)]
                 runner.run(command)
                 result = "ok"
+                store.set(f"time/{seq}/{rank}", repr(runner.last_run_seconds))
             except BaseException as exc:  # reported to the parent, which fails the dispatch
                 result = "".join(traceback.format_exception(exc))
             store.set(f"done/{seq}/{rank}", result)
             seq += 1
     finally:
-        runner.close()
+        for runner in runners:
+            runner.close()
         dist.destroy_process_group()
 
 
@@ -128,12 +163,13 @@ class RankGroup:
 
     def __init__(
         self,
-        plan_json: dict[str, Any],
+        plans_json: list[dict[str, Any]],
         world_size: int,
         *,
         timeout: float,
         aic_threads: int | None,
         aiv_threads: int | None,
+        data_path: str = "shared_memory",
     ) -> None:
         import torch.distributed as dist
         from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, start_processes
@@ -142,6 +178,7 @@ class RankGroup:
         self.timeout = timeout
         self._seq = 0
         self._closed = False
+        self.rank_seconds: tuple[float, ...] = ()  # each rank's launch time in the last dispatch
         self.context: Any = None
         self._log_dir = tempfile.mkdtemp(prefix="pypto-ranks-")
         self.store = dist.TCPStore(  # type: ignore[attr-defined, unused-ignore]
@@ -152,9 +189,10 @@ class RankGroup:
             json.dumps(
                 {
                     "timeout": timeout,
-                    "plan": plan_json,
+                    "plans": plans_json,
                     "aic_threads": aic_threads,
                     "aiv_threads": aiv_threads,
+                    "data_path": data_path,
                 }
             ),
         )
@@ -243,6 +281,7 @@ class RankGroup:
         self.store.set(f"cmd/{seq}", json.dumps(command))
         keys = [f"done/{seq}/{r}" for r in range(self.world_size)]
         self._wait(keys, what, _DISPATCH_GRACE)
+        self.rank_seconds = ()
         for r, key in enumerate(keys):
             result = self.store.get(key).decode()
             if result != "ok":
@@ -253,6 +292,7 @@ class RankGroup:
                     f"rank {r}'s traceback:\n{result}",
                     r,
                 )
+        self.rank_seconds = tuple(float(self.store.get(f"time/{seq}/{r}")) for r in range(self.world_size))
 
     def close(self) -> None:
         """Ask the ranks to exit and wait for them; terminate any that does not."""

@@ -25,7 +25,15 @@ from pypto.language.host_trace import HostTensorRef, WindowView
 from pypto.runtime import settings
 from pypto.runtime.host_tensors import numpy_typestr
 
-__all__ = ["WINDOW_ALIGN", "DistributedPlan", "PlannedDispatch", "PlannedParam", "PlannedWindow", "plan_host"]
+__all__ = [
+    "WINDOW_ALIGN",
+    "DistributedPlan",
+    "PlannedCallback",
+    "PlannedDispatch",
+    "PlannedParam",
+    "PlannedWindow",
+    "plan_host",
+]
 
 # A rank's window is a whole number of 4 KiB pages (so at least 4 KiB, even for tiny data).
 WINDOW_ALIGN = 4096
@@ -62,6 +70,17 @@ class PlannedDispatch:
     rank: int
     program: int
     args: tuple[tuple[Any, ...], ...]
+    phase: int = 0  # runs after ``phase`` sub-worker callbacks (``DistributedPlan.callbacks``)
+
+
+@dataclass(frozen=True)
+class PlannedCallback:
+    """Callback ``index`` of the plan: the host-level SubWorker ``name``, run in the host
+    process after the launches of phases ``0..index``. ``args`` as a launch's (``host`` or
+    ``scalar``)."""
+
+    name: str
+    args: tuple[tuple[Any, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -74,6 +93,8 @@ class DistributedPlan:
     windows: tuple[PlannedWindow, ...]
     programs: tuple[str, ...]  # artifact directories (store entries)
     dispatches: tuple[PlannedDispatch, ...]
+    callbacks: tuple[PlannedCallback, ...] = ()
+    required_callbacks: tuple[str, ...] = ()  # SubWorkers that prepare(callbacks=) must bind
 
     @property
     def world_size(self) -> int:
@@ -103,9 +124,16 @@ class DistributedPlan:
             ),
             programs=tuple(data["programs"]),
             dispatches=tuple(
-                PlannedDispatch(d["rank"], d["program"], tuple(tuple(a) for a in d["args"]))
+                PlannedDispatch(
+                    d["rank"], d["program"], tuple(tuple(a) for a in d["args"]), d.get("phase", 0)
+                )
                 for d in data["dispatches"]
             ),
+            callbacks=tuple(
+                PlannedCallback(c["name"], tuple(tuple(a) for a in c["args"]))
+                for c in data.get("callbacks", ())
+            ),
+            required_callbacks=tuple(data.get("required_callbacks", ())),
         )
 
     def digest(self) -> str:
@@ -127,8 +155,6 @@ def plan_host(
     fn: HostFunction, args: tuple[Any, ...], kwargs: dict[str, Any], config: Any
 ) -> DistributedPlan:
     """Trace ``fn`` on the example arguments and compile every per-device program it launches."""
-    import numpy
-
     from pypto.runtime.api import compile as compile_program
 
     dc: DistributedConfig | None = getattr(config, "distributed_config", None)
@@ -140,14 +166,40 @@ def plan_host(
         )
     trace = fn.trace(args, kwargs, dc.world_size)
     bound = fn.bind(args, kwargs)
+    params = planned_params(fn.__name__, fn.param_names, bound, fn.param_directions())
+
+    def compile_launch(d: Any, examples: list[Any]) -> tuple[Any, str]:
+        spec = d.fn.specialize(*examples)
+        return (d.fn, spec.key), lambda: str(
+            compile_program(spec, platform=config.platform, runtime=config.runtime).path
+        )
+
+    return plan_from_trace(fn.__name__, params, trace, config, compile_launch)
+
+
+def planned_params(
+    name: str, names: tuple[str, ...], values: tuple[Any, ...], directions: tuple[ParamDirection, ...]
+) -> tuple[PlannedParam, ...]:
+    """The host function's parameters as the plan records them (tensor dtypes checked)."""
     params = []
-    for name, value, direction in zip(fn.param_names, bound, fn.param_directions(), strict=True):
+    for pname, value, direction in zip(names, values, directions, strict=True):
         if is_tensor(value):
-            dtype = dtype_of(value, f"{fn.__name__}(): parameter {name!r}")
-            dtype_itemsize(dtype, f"{fn.__name__}(): parameter {name!r}")
-            params.append(PlannedParam(name, "tensor", shape_of(value), dtype.value, direction.value))
+            dtype = dtype_of(value, f"{name}(): parameter {pname!r}")
+            dtype_itemsize(dtype, f"{name}(): parameter {pname!r}")
+            params.append(PlannedParam(pname, "tensor", shape_of(value), dtype.value, direction.value))
         else:
-            params.append(PlannedParam(name, "scalar", (), "", ParamDirection.IN.value, value))
+            params.append(PlannedParam(pname, "scalar", (), "", ParamDirection.IN.value, value))
+    return tuple(params)
+
+
+def plan_from_trace(
+    name: str, params: tuple[PlannedParam, ...], trace: Any, config: Any, compile_launch: Any
+) -> DistributedPlan:
+    """A plan of a recorded host body. ``compile_launch(dispatch, examples)`` returns the key of
+    the launched program's specialisation and a thunk compiling it (called once per key)."""
+    import numpy
+
+    dc: DistributedConfig = config.distributed_config
     windows = []
     for w in trace.windows:
         _, size = dtype_itemsize(w.dtype, f"pld.alloc_window_buffer(dtype) #{w.index}")
@@ -155,7 +207,7 @@ def plan_host(
         stride = max(WINDOW_ALIGN, -(-nbytes // WINDOW_ALIGN) * WINDOW_ALIGN)
         windows.append(PlannedWindow(w.shape, w.dtype.value, nbytes, stride))
     programs: list[str] = []
-    by_key: dict[tuple[Any, ...], int] = {}
+    by_key: dict[Any, int] = {}
     dispatches = []
     for d in trace.dispatches:
         declared = d.fn.declared_params()
@@ -182,23 +234,32 @@ def plan_host(
             else:
                 examples.append(lt.RUNTIME)
                 planned.append(("scalar", a))
-        spec = d.fn.specialize(*examples)
-        slot = (d.fn, spec.key)
-        index = by_key.get(slot)
+        key, build = compile_launch(d, examples)
+        index = by_key.get(key)
         if index is None:
-            prog = compile_program(spec, platform=config.platform, runtime=config.runtime)
-            index = by_key[slot] = len(programs)
-            programs.append(str(prog.path))
-        dispatches.append(PlannedDispatch(d.rank, index, tuple(planned)))
+            index = by_key[key] = len(programs)
+            programs.append(build())
+        dispatches.append(PlannedDispatch(d.rank, index, tuple(planned), d.phase))
+    callbacks = tuple(
+        PlannedCallback(
+            c.name,
+            tuple(
+                ("host", a.param, list(a.path)) if isinstance(a, HostTensorRef) else ("scalar", a)
+                for a in c.args
+            ),
+        )
+        for c in getattr(trace, "sub_worker_calls", ())
+    )
     return DistributedPlan(
-        name=fn.__name__,
+        name=name,
         platform=config.platform,
         runtime=config.runtime,
         device_ids=tuple(dc.device_ids),
-        params=tuple(params),
+        params=params,
         windows=tuple(windows),
         programs=tuple(programs),
         dispatches=tuple(dispatches),
+        callbacks=callbacks,
     )
 
 

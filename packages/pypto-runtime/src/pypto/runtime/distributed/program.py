@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import DistributedConfig
+from pypto.ir import DistributedCompiledProgram as _CompiledBase
+from pypto.ir import DistributedConfig, Program
 from pypto.language.host import HostFunction
 from pypto.runtime.distributed.plan import PLAN_FILE, DistributedPlan, plan_host, write_plan
 from pypto.runtime.distributed.worker import DistributedWorker, bind_host_args
@@ -14,7 +15,7 @@ from pypto.runtime.distributed.worker import DistributedWorker, bind_host_args
 __all__ = ["DistributedCompiledProgram", "compile_host"]
 
 
-class DistributedCompiledProgram:
+class DistributedCompiledProgram(_CompiledBase):
     """A compiled multi-chip program: its plan (``output_dir/plan.json``) and per-rank artifacts.
 
     Call it to run once (ranks start and stop around the call), or :meth:`prepare` a
@@ -51,20 +52,49 @@ class DistributedCompiledProgram:
                     f"compile again for {got!r} or pass a RunConfig with {field}={want!r}"
                 )
 
-    def prepare(self, config: Any = None) -> DistributedWorker:
+    @property
+    def required_callbacks(self) -> tuple[str, ...]:
+        """The runtime-bound SubWorkers (``...`` bodies) that ``prepare(callbacks=)`` must bind."""
+        return self.plan.required_callbacks
+
+    def prepare(
+        self,
+        config: Any = None,
+        *,
+        extra_compiled: list[Any] | tuple[Any, ...] = (),
+        callbacks: dict[str, Any] | None = None,
+    ) -> DistributedWorker:
         """Start the ranks; the returned worker runs dispatches (``worker(*args)``, or
-        ``worker.run(compiled, *args)``) until it is closed."""
+        ``worker.run(compiled, *args)``) until it is closed. ``extra_compiled``: more programs
+        for the same devices, run on the same worker (``worker.run(other, *args)``);
+        ``callbacks``: the implementations of runtime-bound SubWorkers, by name (a missing one
+        is a ValueError here)."""
         self._check_config(config)
         return DistributedWorker(
-            self.plan,
+            [self, *extra_compiled],
             timeout=self.distributed_config.timeout,
             aic_threads=getattr(config, "aic_threads", None) or 1,
             aiv_threads=getattr(config, "aiv_threads", None) or 1,
+            callbacks=callbacks,
+            data_path=self.data_path(config),
         )
 
-    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> None:
+    def data_path(self, config: Any = None) -> str:
+        """The data path a worker prepared with ``config`` uses: ``config``'s
+        ``distributed_config.data_path``, else the compiled one's, else ``PYPTO_DIST_DATA_PATH``."""
+        from pypto.runtime import settings
+
+        dc = getattr(config, "distributed_config", None)
+        for chosen in (getattr(dc, "data_path", None), self.distributed_config.data_path):
+            if chosen is not None:
+                return str(chosen)
+        return str(settings.get("PYPTO_DIST_DATA_PATH"))
+
+    def __call__(
+        self, *args: Any, config: Any = None, callbacks: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
         bind_host_args(self.plan, args, kwargs)  # a wrong call fails before any rank starts
-        with self.prepare(config) as worker:
+        with self.prepare(config, callbacks=callbacks) as worker:
             worker(*args, **kwargs)
 
     @classmethod
@@ -79,8 +109,15 @@ class DistributedCompiledProgram:
 
 
 def compile_host(
-    fn: HostFunction, args: tuple[Any, ...], kwargs: dict[str, Any], config: Any
+    fn: HostFunction | Program, args: tuple[Any, ...], kwargs: dict[str, Any], config: Any
 ) -> DistributedCompiledProgram:
-    """The host compiler installed for ``@pl.jit.host`` (``fn.compile(*args, config=...)``)."""
-    plan = plan_host(fn, args, kwargs, config)
+    """The host compiler installed for ``@pl.jit.host`` (``fn.compile(*args, config=...)``) and
+    for a ``@pl.program`` with a host orchestrator (``pypto.ir.compile(program,
+    distributed_config=...)``)."""
+    if isinstance(fn, Program):
+        from pypto.runtime.distributed.program_plan import plan_program
+
+        plan = plan_program(fn, config)
+    else:
+        plan = plan_host(fn, args, kwargs, config)
     return DistributedCompiledProgram(plan, write_plan(plan), config.distributed_config)

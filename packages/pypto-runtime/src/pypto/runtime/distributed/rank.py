@@ -10,12 +10,22 @@ count, and where each window buffer's segment is mapped in this process: rank ``
 (``simpler.comm``, simpler/tile/comm.hpp); a kernel's ``wait`` gives up after the command's
 ``wait_timeout`` seconds. This module needs no torch; the torch.distributed engine
 (``_engine``) calls it.
+
+On the process-group data path (``data_path="process_group"``) the rank's windows are private
+memory of this process instead: one anonymous mapping per window buffer laid out as the shared
+segment (rank ``r``'s window at ``r * stride``; the other ranks' parts are never touched, so they
+take no memory), zeroed by the rank before each dispatch. The comm context then names
+``CommPath.Host`` and ``host_handler`` (the engine's gloo data path), and ``before_kernels`` (the
+engine's barrier) runs after the zeroing, so no peer's request reaches a window before it is
+cleared.
 """
 
 from __future__ import annotations
 
 import contextlib
 import mmap
+import time
+from collections.abc import Callable
 from typing import Any
 
 from pypto.ir import DataType
@@ -24,7 +34,11 @@ from pypto.runtime.distributed import shm
 from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize
 from pypto.runtime.runner import RunConfig
 
-__all__ = ["DEFAULT_WAIT_TIMEOUT", "RankRunner"]
+__all__ = ["DATA_PATHS", "DEFAULT_WAIT_TIMEOUT", "RankRunner"]
+
+DATA_PATHS = ("shared_memory", "process_group")
+"""How ranks reach each other's windows: one shared-memory segment per window buffer, or
+private windows reached through the gloo process group."""
 
 DEFAULT_WAIT_TIMEOUT = 120.0
 """Seconds a kernel's ``pld.system.wait`` may take when the command names no ``wait_timeout``
@@ -35,10 +49,27 @@ class RankRunner:
     """Runs rank ``rank``'s dispatches of ``plan``; maps segments by name as commands name them."""
 
     def __init__(
-        self, rank: int, plan: DistributedPlan, *, aic_threads: int | None, aiv_threads: int | None
+        self,
+        rank: int,
+        plan: DistributedPlan,
+        *,
+        aic_threads: int | None,
+        aiv_threads: int | None,
+        data_path: str = "shared_memory",
     ) -> None:
+        if data_path not in DATA_PATHS:
+            raise ValueError(
+                f"RankRunner(data_path): expected one of {', '.join(DATA_PATHS)}, got {data_path!r}"
+            )
         self.rank = rank
         self.plan = plan
+        self.data_path = data_path
+        self.host_handler: Callable[..., None] | None = None
+        self.before_kernels: Callable[[], None] | None = None
+        self._private: list[mmap.mmap] = []
+        self.last_run_seconds = 0.0  # wall time of the last run's launches (after any barrier)
+        if data_path == "process_group":
+            self._private = [mmap.mmap(-1, max(w.stride * plan.world_size, 1)) for w in plan.windows]
         self.config = RunConfig(
             platform=plan.platform, runtime=plan.runtime, aic_threads=aic_threads, aiv_threads=aiv_threads
         )
@@ -59,18 +90,34 @@ class RankRunner:
         return prog
 
     def run(self, command: dict[str, Any]) -> None:
-        """Run this rank's dispatches; ``command`` names the segments and host offsets."""
+        """Run this rank's dispatches of the command's ``phase``; ``command`` names the segments
+        and host offsets (a tensor named in ``host_segments`` lies at its offset in that segment,
+        the others in the ``io`` segment)."""
         import numpy
 
         io = self._map(command["io"]) if command["io"] else None
-        windows = [self._map(name) for name in command["windows"]]
+        own = command.get("host_segments", {})
+        if self._private:
+            windows = self._private
+            for m, w in zip(windows, self.plan.windows, strict=True):
+                start = self.rank * w.stride
+                m[start : start + w.stride] = bytes(w.stride)
+        else:
+            windows = [self._map(name) for name in command["windows"]]
         self._set_comm_context(windows, float(command.get("wait_timeout", DEFAULT_WAIT_TIMEOUT)))
+        if self.before_kernels is not None:
+            self.before_kernels()
+        start = time.perf_counter()
         hosts: dict[int, Any] = {}
         for i, offset in command["host_offsets"].items():
             p = self.plan.params[int(i)]
             ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
-            hosts[int(i)] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=io, offset=offset)
+            buf = self._map(own[i]) if i in own else io
+            hosts[int(i)] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=buf, offset=offset)
+        phase = command.get("phase", 0)
         for d in self.mine:
+            if d.phase != phase:
+                continue
             args: list[Any] = []
             for a in d.args:
                 if a[0] == "host":
@@ -89,6 +136,7 @@ class RankRunner:
                 else:
                     args.append(a[1])
             self._program(d.program)(*args, config=self.config)
+        self.last_run_seconds = time.perf_counter() - start
 
     def _set_comm_context(self, windows: list[mmap.mmap], wait_timeout: float) -> None:
         import numpy
@@ -99,12 +147,34 @@ class RankRunner:
         for m, w in zip(windows, self.plan.windows, strict=True):
             base = int(numpy.frombuffer(m, dtype=numpy.uint8, count=1).ctypes.data)
             table.append(simpler.comm.CommWindow(base=base, stride=w.stride, nbytes=w.nbytes))
+        host = self.data_path == "process_group"
         simpler.comm.set_context(
-            rank=self.rank, nranks=self.plan.world_size, windows=table, wait_timeout=wait_timeout
+            rank=self.rank,
+            nranks=self.plan.world_size,
+            windows=table,
+            wait_timeout=wait_timeout,
+            path=simpler.comm.CommPath.Host if host else simpler.comm.CommPath.SharedMemory,
+            host=self.host_handler if host else None,
         )
+
+    def forget(self, names: list[str]) -> None:
+        """Unmap the segments ``names`` (the parent removed them)."""
+        for name in names:
+            m = self._maps.pop(name, None)
+            if m is not None:
+                with contextlib.suppress(BufferError):
+                    m.close()
+
+    def own_windows(self) -> list[memoryview]:
+        """This rank's window of each window buffer (process-group path: private memory)."""
+        return [
+            memoryview(m)[self.rank * w.stride : (self.rank + 1) * w.stride]
+            for m, w in zip(self._private, self.plan.windows, strict=True)
+        ]
 
     def close(self) -> None:
         maps, self._maps = self._maps, {}
-        for m in maps.values():
+        private, self._private = self._private, []
+        for m in [*maps.values(), *private]:
             with contextlib.suppress(BufferError):
                 m.close()

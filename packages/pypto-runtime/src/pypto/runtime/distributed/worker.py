@@ -1,26 +1,35 @@
-"""``DistributedWorker``: a prepared multi-chip program, reusable across dispatches.
+"""``DistributedWorker``: prepared multi-chip programs, reusable across dispatches.
 
-``prepare()`` starts one process per rank (the torch.distributed engine, ``_engine``) and
-creates the window buffers' shared-memory segments; every dispatch (``worker(*args)``) copies
-the host tensors into an I/O segment, zeroes the windows, has every rank run its dispatches,
-and copies the written host tensors back. :meth:`close` (also on ``with``-exit, garbage
-collection and interpreter exit) stops the ranks and removes every segment. A failed dispatch
-(a rank died, raised, or did not answer in time) stops all ranks and removes the segments; the
-worker cannot run again.
+``prepare()`` (or ``DistributedWorker([a, b])`` for several programs on one set of ranks)
+starts one process per rank (the torch.distributed engine, ``_engine``) and creates the window
+buffers' shared-memory segments; every dispatch (``worker(*args)``, ``worker.run(compiled,
+*args)``, ``worker.submit(...)``) copies the host tensors into an I/O segment (a worker-resident
+tensor, ``alloc_tensor``, is used in place), zeroes the program's windows, has every rank run
+its launches (phase by phase, with the program's SubWorker callbacks run in this process
+between phases), and copies the written host tensors back. :meth:`close` (also on
+``with``-exit, garbage collection and interpreter exit) stops the ranks and removes every
+segment. A failed dispatch (a rank died, raised, or did not answer in time) stops all ranks and
+removes the segments; the worker cannot run again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from pypto.ir import DataType, ParamDirection
+from pypto.ir import DATA_PATHS, DataType, ParamDirection
 from pypto.language.binding import dtype_of, is_tensor, shape_of
+from pypto.runtime import settings
 from pypto.runtime.distributed import shm
 from pypto.runtime.distributed.errors import DistributedRankError
 from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize
+from pypto.runtime.distributed.tensors import SharedDeviceTensor, StackedDeviceTensor
 
-__all__ = ["DistributedWorker", "bind_host_args"]
+__all__ = ["ContinuousTensor", "DistributedRunHandle", "DistributedWorker", "bind_host_args"]
 
 _ALIGN = 64  # bytes: each host tensor starts on a cache line of the I/O segment
 
@@ -38,11 +47,14 @@ def _as_numpy(value: Any, what: str) -> Any:
     return to_numpy()
 
 
-def _release_all(group: Any, segments: list[shm.Segment]) -> None:
+def _release_all(group: Any, segments: list[shm.Segment], tensors: dict[str, SharedDeviceTensor]) -> None:
     try:
         if group is not None:
             group.close()
     finally:
+        for t in tensors.values():
+            t._segment = None
+        tensors.clear()
         for s in segments:
             s.release()
 
@@ -86,46 +98,194 @@ def bind_host_args(plan: DistributedPlan, args: tuple[Any, ...], kwargs: dict[st
     return bound
 
 
+class ContinuousTensor:
+    """A tensor argument of a SubWorker callback: a view of the dispatch's memory.
+
+    ``buffer`` (a writable memoryview starting at the tensor's first element), ``shapes``,
+    ``strides`` (in elements) and ``dtype`` (a ``pypto.ir.DataType``).
+    ``pypto.runtime.distributed_runner._tensor_from_continuous(arg)`` makes a torch view of it;
+    :meth:`numpy` a numpy view. Writes reach the caller's tensor when the dispatch ends.
+    """
+
+    __slots__ = ("buffer", "dtype", "shapes", "strides")
+
+    def __init__(
+        self, buffer: Any, shapes: tuple[int, ...], strides: tuple[int, ...], dtype: DataType
+    ) -> None:
+        self.buffer = buffer
+        self.shapes = shapes
+        self.strides = strides
+        self.dtype = dtype
+
+    def numpy(self) -> Any:
+        import numpy
+
+        ts, item = dtype_itemsize(self.dtype, "ContinuousTensor")
+        return numpy.ndarray(
+            self.shapes,
+            dtype=numpy.dtype(ts),
+            buffer=self.buffer,
+            strides=tuple(s * item for s in self.strides),
+        )
+
+    def __repr__(self) -> str:
+        return f"ContinuousTensor(shapes={self.shapes}, dtype={self.dtype.value})"
+
+
+class DistributedRunHandle:
+    """What :meth:`DistributedWorker.submit` returns: ``wait()``/``result()`` until the
+    dispatch ends (raising its error, if any); ``done`` says whether it has ended."""
+
+    def __init__(self, future: Future[None]) -> None:
+        self._future = future
+
+    @property
+    def done(self) -> bool:
+        return self._future.done()
+
+    def result(self, timeout: float | None = None) -> None:
+        """Wait (at most ``timeout`` seconds; None: until the end) and raise the dispatch's error.
+
+        Raises:
+            TimeoutError: the dispatch has not ended within ``timeout``.
+        """
+        if timeout is not None and (isinstance(timeout, bool) or not timeout >= 0):
+            raise ValueError(
+                f"DistributedRunHandle.result(timeout): expected seconds >= 0 or None, got {timeout!r}"
+            )
+        self._future.result(timeout)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """The same as :meth:`result`."""
+        self.result(timeout)
+
+
+def _plans_of(programs: Any) -> tuple[list[DistributedPlan], list[Any]]:
+    items = list(programs) if isinstance(programs, (list, tuple)) else [programs]
+    if not items:
+        raise ValueError(
+            "DistributedWorker(programs): expected at least one DistributedCompiledProgram, got none"
+        )
+    plans, compiled = [], []
+    for i, item in enumerate(items):
+        plan = item if isinstance(item, DistributedPlan) else getattr(item, "plan", None)
+        if not isinstance(plan, DistributedPlan):
+            raise TypeError(
+                f"DistributedWorker(programs): item {i}: expected a DistributedCompiledProgram, got "
+                f"{type(item).__name__}"
+            )
+        first = plans[0] if plans else plan
+        for field in ("device_ids", "platform", "runtime"):
+            if getattr(plan, field) != getattr(first, field):
+                raise ValueError(
+                    f"DistributedWorker(programs): item {i} ({plan.name!r}) was compiled for {field} "
+                    f"{getattr(plan, field)!r}, item 0 ({first.name!r}) for {getattr(first, field)!r}; "
+                    "the programs of one worker share its ranks"
+                )
+        plans.append(plan)
+        compiled.append(item)
+    return plans, compiled
+
+
 class DistributedWorker:
-    """Rank processes and window segments of one compiled distributed program."""
+    """Rank processes and shared memory of one or more compiled distributed programs.
+
+    ``DistributedWorker(compiled)`` or ``DistributedWorker([a, b])`` (``a.prepare()`` /
+    ``a.prepare(extra_compiled=[b])`` say the same); ``callbacks`` binds the programs' runtime-bound
+    SubWorkers by name. All programs must be compiled for the same devices, platform and runtime.
+    """
 
     def __init__(
         self,
-        plan: DistributedPlan,
+        programs: Any,
         *,
-        timeout: float,
+        timeout: float | None = None,
         aic_threads: int | None = 1,
         aiv_threads: int | None = 1,
+        callbacks: dict[str, Callable[..., Any]] | None = None,
+        data_path: str | None = None,
     ) -> None:
         from pypto.runtime.distributed._engine import RankGroup
 
-        self.plan = plan
+        self._plans, self._compiled = _plans_of(programs)
+        self.plan = self._plans[0]
+        self._callbacks = self._bind_callbacks(callbacks)
+        if timeout is None:
+            dc = getattr(self._compiled[0], "distributed_config", None)
+            timeout = dc.timeout if dc is not None else 120.0
+        if data_path is None:
+            resolve = getattr(self._compiled[0], "data_path", None)  # a plan alone has none
+            data_path = resolve() if callable(resolve) else str(settings.get("PYPTO_DIST_DATA_PATH"))
+        if data_path not in DATA_PATHS:
+            raise ValueError(
+                f"DistributedWorker(data_path): expected one of {', '.join(DATA_PATHS)}, got {data_path!r}"
+            )
+        # "process_group": the ranks hold their windows in private memory (no segments here)
+        self.data_path = data_path
         self._segments: list[shm.Segment] = []
+        self._tensors: dict[str, SharedDeviceTensor] = {}  # segment name -> live tensor
+        self._forget: list[str] = []  # segments of freed tensors the ranks still map
         self._io: shm.Segment | None = None
         self._group: Any = None
-        self._finalizer = weakref.finalize(self, _release_all, None, self._segments)
+        self._lock = threading.RLock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._last: Future[None] | None = None
+        self._finalizer = weakref.finalize(self, _release_all, None, self._segments, self._tensors)
         try:
-            self._windows: list[shm.Segment] = []
-            for w in plan.windows:
-                self._windows.append(shm.create(w.stride * plan.world_size))
-                self._segments.append(self._windows[-1])
+            self._windows: list[list[shm.Segment]] = []
+            for plan in self._plans:
+                self._windows.append([])
+                for w in plan.windows if data_path == "shared_memory" else ():
+                    self._windows[-1].append(shm.create(w.stride * plan.world_size))
+                    self._segments.append(self._windows[-1][-1])
             self._group = RankGroup(
-                plan.to_json(),
-                plan.world_size,
+                [plan.to_json() for plan in self._plans],
+                self.plan.world_size,
                 timeout=timeout,
                 aic_threads=aic_threads,
                 aiv_threads=aiv_threads,
+                data_path=data_path,
             )
         except BaseException:
             self.close()
             raise
         self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _release_all, self._group, self._segments)
+        self._finalizer = weakref.finalize(self, _release_all, self._group, self._segments, self._tensors)
         self._dispatches = 0
+
+    def _bind_callbacks(
+        self, callbacks: dict[str, Callable[..., Any]] | None
+    ) -> dict[str, Callable[..., Any]]:
+        given = dict(callbacks or {})
+        wanted = {name: plan.name for plan in self._plans for name in plan.required_callbacks}
+        for name, fn in given.items():
+            if name not in wanted:
+                known = ", ".join(sorted(wanted)) or "none"
+                raise ValueError(
+                    f"prepare(callbacks=...): {name!r} is not a runtime-bound SubWorker of these programs "
+                    f"(theirs: {known})"
+                )
+            if not callable(fn):
+                raise TypeError(
+                    f"prepare(callbacks=...): {name!r}: expected a callable, got {type(fn).__name__}"
+                )
+        missing = sorted(set(wanted) - set(given))
+        if missing:
+            raise ValueError(
+                f"prepare(callbacks=...): the SubWorker(s) {', '.join(map(repr, missing))} of program "
+                f"{wanted[missing[0]]!r} have a `...` body and are bound at runtime; pass "
+                f"callbacks={{{missing[0]!r}: fn, ...}} (fn(args) receives the call's arguments)"
+            )
+        return given
 
     @property
     def world_size(self) -> int:
         return self.plan.world_size
+
+    @property
+    def programs(self) -> tuple[Any, ...]:
+        """The compiled programs this worker runs (the order given)."""
+        return tuple(self._compiled)
 
     @property
     def timeout(self) -> float:
@@ -144,6 +304,12 @@ class DistributedWorker:
         return self._group.pids if self._group is not None else ()
 
     @property
+    def rank_seconds(self) -> tuple[float, ...]:
+        """Seconds each rank's launches took in the last dispatch, timed inside the rank (no
+        command delivery or polling; rank order); empty before the first dispatch."""
+        return self._group.rank_seconds if self._group is not None else ()
+
+    @property
     def segment_names(self) -> tuple[str, ...]:
         """The shared-memory segments this worker owns now."""
         return tuple(s.name for s in self._segments)
@@ -159,69 +325,354 @@ class DistributedWorker:
         self.close()
 
     def close(self) -> None:
-        """Stop the ranks and remove every shared-memory segment (idempotent)."""
+        """Stop the ranks, free every resident tensor and remove every shared-memory segment
+        (idempotent). A dispatch still running fails."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
         if self._finalizer.alive:
             self._finalizer()
         else:
-            _release_all(None, self._segments)
+            _release_all(None, self._segments, self._tensors)
         self._io = None
 
-    def run(self, compiled: Any, *args: Any, **kwargs: Any) -> None:
-        """One dispatch of ``compiled``, which must be the program this worker was prepared
-        for (several programs on one worker are not supported yet)."""
-        plan = getattr(compiled, "plan", None)
-        if plan is None or plan.digest() != self.plan.digest():
-            raise ValueError(
-                f"DistributedWorker.run(compiled, ...): this worker runs {self.plan.name!r} only, got "
-                f"{getattr(plan, 'name', type(compiled).__name__)!r}; prepare that program's own worker"
-            )
-        self(*args, **kwargs)
+    def _require_open(self, what: str) -> None:
+        if self.closed or self._group is None:
+            raise DistributedRankError(f"DistributedWorker.{what}: this DistributedWorker is closed")
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        """One dispatch: every rank runs its launches on these host tensors (written in place)."""
+    # -- resident tensors ------------------------------------------------------------------
+
+    def _new_tensor(self, cls: type, shape: Any, dtype: Any, what: str, **extra: Any) -> Any:
+        from pypto.runtime.chip_worker import _data_type
+
+        self._require_open(what)
+        dims = tuple(shape) if isinstance(shape, Sequence) and not isinstance(shape, str) else None
+        if not dims or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in dims):
+            raise ValueError(
+                f"DistributedWorker.{what}(shape): expected a sequence of ints > 0, got {shape!r}"
+            )
+        data_type = _data_type(dtype, f"DistributedWorker.{what}(dtype)")
+        dtype_itemsize(data_type, f"DistributedWorker.{what}(dtype)")
+        if isinstance(dtype, type):  # a scalar type such as numpy.float32: its dtype object
+            import numpy
+
+            dtype = numpy.dtype(dtype)
+        n = 1
+        for d in dims:
+            n *= d
+        segment = shm.create(n * data_type.itemsize)
+        t = cls(self, segment, dims, dtype, data_type, **extra)
+        self._segments.append(segment)
+        self._tensors[segment.name] = t
+        return t
+
+    def _own(self, t: Any, what: str) -> SharedDeviceTensor:
+        if not isinstance(t, SharedDeviceTensor):
+            raise TypeError(
+                f"DistributedWorker.{what}: expected a SharedDeviceTensor, got {type(t).__name__}"
+            )
+        if t.worker is not self:
+            raise ValueError(f"DistributedWorker.{what}: {t!r} belongs to another DistributedWorker")
+        if t.freed:
+            raise ValueError(f"DistributedWorker.{what}: {t!r} was freed (free_tensor or close)")
+        return t
+
+    def alloc_tensor(
+        self, shape: Sequence[int], dtype: Any, *, init: Any = None, worker_id: int = 0
+    ) -> SharedDeviceTensor:
+        """A zero-filled row-major tensor in shared memory that every rank sees, kept across
+        dispatches (of every program of this worker) until ``free_tensor`` or ``close``.
+
+        ``dtype``: a torch or numpy dtype or a ``pypto.ir.DataType``; ``init``: a host tensor of
+        exactly ``shape`` and ``dtype`` copied in. ``worker_id`` (a rank) is accepted for
+        upstream's signature; the memory is every rank's.
+        """
+        if (
+            isinstance(worker_id, bool)
+            or not isinstance(worker_id, int)
+            or not 0 <= worker_id < self.world_size
+        ):
+            raise ValueError(
+                f"DistributedWorker.alloc_tensor(worker_id): expected a rank in [0, {self.world_size}), got {worker_id!r}"
+            )
+        t = self._new_tensor(SharedDeviceTensor, shape, dtype, "alloc_tensor")
+        if init is not None:
+            try:
+                self.copy_to(t, init, what="alloc_tensor(init)")
+            except BaseException:
+                self.free_tensor(t)
+                raise
+        return t
+
+    def alloc_stacked_tensor(
+        self, host: Any, *, worker_ids: Sequence[int] | None = None
+    ) -> StackedDeviceTensor:
+        """A resident ``[B, *tail]`` copy of ``host`` whose shard ``i`` is consumed by rank
+        ``worker_ids[i]`` (default: rank ``i``); pass it for a parameter the host body indexes
+        per rank (``x[r]``)."""
+        self._require_open("alloc_stacked_tensor")
+        if not is_tensor(host) or len(shape_of(host)) < 2 or shape_of(host)[0] < 1:
+            raise ValueError(
+                "DistributedWorker.alloc_stacked_tensor(host): expected a [B, *tail] host tensor (rank >= 2, "
+                f"B >= 1), got {getattr(host, 'shape', type(host).__name__)}"
+            )
+        b = shape_of(host)[0]
+        ids = tuple(range(b)) if worker_ids is None else tuple(worker_ids)
+        if (
+            len(ids) != b
+            or len(set(ids)) != b
+            or any(isinstance(w, bool) or not isinstance(w, int) or not 0 <= w < self.world_size for w in ids)
+        ):
+            raise ValueError(
+                f"DistributedWorker.alloc_stacked_tensor(worker_ids): expected {b} distinct ranks in "
+                f"[0, {self.world_size}) (one per shard of host's leading dim), got {list(ids)}"
+            )
+        t = self._new_tensor(
+            StackedDeviceTensor, shape_of(host), host.dtype, "alloc_stacked_tensor", worker_ids=ids
+        )
+        try:
+            self.copy_to(t, host, what="alloc_stacked_tensor(host)")
+        except BaseException:
+            self.free_tensor(t)
+            raise
+        return t
+
+    def free_tensor(self, t: SharedDeviceTensor, *, worker_id: int = 0) -> None:
+        """Release ``t`` (a second free of the same tensor does nothing)."""
+        if not isinstance(t, SharedDeviceTensor):
+            raise TypeError(
+                f"DistributedWorker.free_tensor(t): expected a SharedDeviceTensor, got {type(t).__name__}"
+            )
+        if t.worker is not self:
+            raise ValueError(f"DistributedWorker.free_tensor(t): {t!r} belongs to another DistributedWorker")
+        if t.freed:
+            return
+        with self._lock:  # not while a dispatch uses it
+            segment = t.segment
+            t._segment = None
+            self._tensors.pop(segment.name, None)
+            if segment in self._segments:
+                self._segments.remove(segment)
+            segment.release()
+            self._forget.append(segment.name)
+
+    free_stacked_tensor = free_tensor
+
+    def copy_to(self, t: SharedDeviceTensor, host: Any, *, what: str = "copy_to(host)") -> None:
+        """Copy the host tensor ``host`` (``t``'s shape and dtype) into ``t``."""
         import numpy
 
-        if self.closed or self._group is None:
-            raise DistributedRankError(f"{self.plan.name}(): this DistributedWorker is closed")
-        bound = bind_host_args(self.plan, args, kwargs)
-        layout: dict[int, int] = {}
-        size = 0
-        for i, p in enumerate(self.plan.params):
-            if p.kind == "tensor":
+        self._require_open("copy_to")
+        self._own(t, "copy_to(t)")
+        if not is_tensor(host):
+            raise TypeError(f"DistributedWorker.{what}: expected a host tensor, got {type(host).__name__}")
+        shape, dtype = shape_of(host, what), dtype_of(host, f"DistributedWorker.{what}")
+        if shape != t.shape or dtype is not t.data_type:
+            raise ValueError(
+                f"DistributedWorker.{what}: expected shape {list(t.shape)} {t.data_type.value}, got "
+                f"{list(shape)} {dtype.value}"
+            )
+        numpy.copyto(t.numpy(), _as_numpy(host, f"DistributedWorker.{what}"))
+
+    def copy_from(self, t: SharedDeviceTensor, out: Any = None) -> Any:
+        """``t``'s contents: written into the host tensor ``out`` (its shape and dtype) and
+        returned, or a new numpy array when ``out`` is None."""
+        import numpy
+
+        self._require_open("copy_from")
+        self._own(t, "copy_from(t)")
+        if out is None:
+            return t.numpy().copy()
+        if not is_tensor(out):
+            raise TypeError(
+                f"DistributedWorker.copy_from(out): expected a host tensor, got {type(out).__name__}"
+            )
+        shape, dtype = shape_of(out, "copy_from(out)"), dtype_of(out, "DistributedWorker.copy_from(out)")
+        if shape != t.shape or dtype is not t.data_type:
+            raise ValueError(
+                f"DistributedWorker.copy_from(out): expected shape {list(t.shape)} {t.data_type.value}, got "
+                f"{list(shape)} {dtype.value}"
+            )
+        numpy.copyto(_as_numpy(out, "DistributedWorker.copy_from(out)"), t.numpy())
+        return out
+
+    def copy_stacked_from(self, stacked: StackedDeviceTensor, host: Any) -> Any:
+        """Copy every shard of ``stacked`` into ``host`` (its full shape and dtype)."""
+        if not isinstance(stacked, StackedDeviceTensor):
+            raise TypeError(
+                f"DistributedWorker.copy_stacked_from(stacked): expected a StackedDeviceTensor, got {type(stacked).__name__}"
+            )
+        return self.copy_from(stacked, host)
+
+    # -- dispatch ----------------------------------------------------------------------------
+
+    def _index_of(self, compiled: Any) -> int:
+        for k, c in enumerate(self._compiled):
+            if c is compiled:
+                return k
+        plan = getattr(compiled, "plan", None)
+        if isinstance(plan, DistributedPlan):
+            digest = plan.digest()
+            for k, p in enumerate(self._plans):
+                if p.digest() == digest:
+                    return k
+        names = ", ".join(repr(p.name) for p in self._plans)
+        raise ValueError(
+            f"DistributedWorker.run(compiled, ...): compiled is not a program of this worker (it runs {names}), "
+            f"got {getattr(plan, 'name', type(compiled).__name__)!r}; prepare a worker with it "
+            "(DistributedWorker([...]) or prepare(extra_compiled=[...]))"
+        )
+
+    def run(self, compiled: Any, *args: Any, **kwargs: Any) -> None:
+        """One dispatch of ``compiled``, one of this worker's programs."""
+        self._run_now(self._index_of(compiled), args, kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        """One dispatch of this worker's program: every rank runs its launches on these host
+        tensors (written in place) and resident tensors (used in place)."""
+        if len(self._plans) > 1:
+            names = ", ".join(repr(p.name) for p in self._plans)
+            raise TypeError(
+                f"DistributedWorker(*args) is ambiguous: this worker runs {len(self._plans)} programs ({names}); "
+                "dispatch one with worker.run(compiled, *args)"
+            )
+        self._run_now(0, args, kwargs)
+
+    def submit(self, compiled: Any, *args: Any, **kwargs: Any) -> DistributedRunHandle:
+        """Start a dispatch of ``compiled`` and return at once; dispatches run one at a time in
+        submission order. Do not change the arguments until the handle's ``wait()`` returns."""
+        k = self._index_of(compiled)
+        self._require_open("submit")
+        bind_host_args(self._plans[k], args, kwargs)  # a wrong call fails here, not in the handle
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pypto-dist-dispatch")
+        future = self._executor.submit(self._dispatch, k, args, kwargs)
+        self._last = future
+        return DistributedRunHandle(future)
+
+    def _run_now(self, k: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        last = self._last
+        if last is not None:  # submitted dispatches run first; their errors are theirs
+            with contextlib.suppress(BaseException):
+                last.result()
+        self._dispatch(k, args, kwargs)
+
+    def _dispatch(self, k: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        import numpy
+
+        plan = self._plans[k]
+        with self._lock:
+            if self.closed or self._group is None:
+                raise DistributedRankError(f"{plan.name}(): this DistributedWorker is closed")
+            bound = bind_host_args(plan, args, kwargs)
+            layout: dict[int, int] = {}
+            resident: dict[int, SharedDeviceTensor] = {}
+            size = 0
+            for i, p in enumerate(plan.params):
+                if p.kind != "tensor":
+                    continue
+                if isinstance(bound[i], SharedDeviceTensor):
+                    resident[i] = self._resident(plan, i, bound[i])
+                    continue
                 _, item = dtype_itemsize(DataType(p.dtype), p.name)
                 layout[i] = size
                 size += -(-item * int(numpy.prod(p.shape)) // _ALIGN) * _ALIGN
-        if self._io is None or self._io.size < size:
-            if self._io is not None:
-                self._segments.remove(self._io)
-                self._io.release()
-            self._io = shm.create(size)
-            self._segments.append(self._io)
-        views = {}
-        for i, offset in layout.items():
-            p = self.plan.params[i]
-            ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
-            views[i] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=self._io.buf, offset=offset)
-            # Out tensors too: what a kernel leaves unwritten keeps the caller's values, as in
-            # single-chip program mode, where kernels write the caller's storage itself
-            numpy.copyto(views[i], _as_numpy(bound[i], f"{self.plan.name}(): parameter {p.name!r}"))
-        for w in self._windows:
-            w.buf[:] = bytes(w.size)
-        command = {
-            "op": "run",
-            "io": self._io.name,
-            "windows": [w.name for w in self._windows],
-            "host_offsets": {str(i): o for i, o in layout.items()},
-            "wait_timeout": self._group.timeout,  # a kernel's pld.system.wait gives up after this
-        }
-        self._dispatches += 1
-        try:
-            self._group.dispatch(command, f"{self.plan.name}() dispatch {self._dispatches}")
-        except BaseException:
+            if layout and (self._io is None or self._io.size < size):
+                if self._io is not None:
+                    self._segments.remove(self._io)
+                    self._io.release()
+                self._io = shm.create(size)
+                self._segments.append(self._io)
+            views: dict[int, Any] = {}
+            for i, offset in layout.items():
+                p = plan.params[i]
+                ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
+                views[i] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=self._io.buf, offset=offset)
+                # Out tensors too: what a kernel leaves unwritten keeps the caller's values, as in
+                # single-chip program mode, where kernels write the caller's storage itself
+                numpy.copyto(views[i], _as_numpy(bound[i], f"{plan.name}(): parameter {p.name!r}"))
+            for i, t in resident.items():
+                views[i] = t.numpy()
+            windows = self._windows[k]
+            for w in windows:
+                w.buf[:] = bytes(w.size)
+            command = {
+                "op": "run",
+                "program": k,
+                "io": self._io.name if layout else "",
+                "windows": [w.name for w in windows],
+                "host_offsets": {str(i): o for i, o in layout.items()} | {str(i): 0 for i in resident},
+                "host_segments": {str(i): t.segment.name for i, t in resident.items()},
+                "wait_timeout": self._group.timeout,  # a kernel's pld.system.wait gives up after this
+            }
+            self._dispatches += 1
+            what = f"{plan.name}() dispatch {self._dispatches}"
+            for phase in range(len(plan.callbacks) + 1):
+                if any(d.phase == phase for d in plan.dispatches):
+                    forget, self._forget = self._forget, []
+                    try:
+                        self._group.dispatch({**command, "phase": phase, "forget": forget}, what)
+                    except BaseException:
+                        del views
+                        self.close()
+                        raise
+                if phase < len(plan.callbacks):  # its error fails this dispatch; the ranks stay up
+                    self._run_callback(plan, plan.callbacks[phase], views)
+            for i in layout:
+                if ParamDirection(plan.params[i].direction).writes:
+                    numpy.copyto(_as_numpy(bound[i], plan.params[i].name), views[i])
             del views
-            self.close()
-            raise
-        for i, view in views.items():
-            if ParamDirection(self.plan.params[i].direction).writes:
-                numpy.copyto(_as_numpy(bound[i], self.plan.params[i].name), view)
-        del views
+
+    def _resident(self, plan: DistributedPlan, i: int, t: SharedDeviceTensor) -> SharedDeviceTensor:
+        p = plan.params[i]
+        what = f"{plan.name}(): parameter {p.name!r}"
+        if t.worker is not self:
+            raise ValueError(f"{what}: {t!r} belongs to another DistributedWorker; allocate it on this one")
+        if t.freed:
+            raise ValueError(f"{what}: {t!r} was freed (free_tensor or close); allocate another")
+        if isinstance(t, StackedDeviceTensor):
+            for d in plan.dispatches:
+                for a in d.args:
+                    if a[0] == "host" and a[1] == i and a[2] and t.worker_ids[a[2][0]] != d.rank:
+                        raise ValueError(
+                            f"{what}: shard {a[2][0]} of this StackedDeviceTensor belongs to rank "
+                            f"{t.worker_ids[a[2][0]]} (worker_ids), but the program passes {p.name}[{a[2][0]}] "
+                            f"to a launch on rank {d.rank}"
+                        )
+        return t
+
+    def _run_callback(self, plan: DistributedPlan, cb: Any, views: dict[int, Any]) -> None:
+        args: list[Any] = []
+        for a in cb.args:
+            if a[0] == "host":
+                view = views[a[1]]
+                for index in a[2]:
+                    view = view[index]
+                item = view.itemsize
+                flat = numpy_flat_bytes(view)
+                args.append(
+                    ContinuousTensor(
+                        flat,
+                        tuple(int(d) for d in view.shape),
+                        tuple(int(s) // item for s in view.strides),
+                        DataType(plan.params[a[1]].dtype),
+                    )
+                )
+            else:
+                args.append(a[1])
+        self._callbacks[cb.name](args)
+
+
+def numpy_flat_bytes(view: Any) -> memoryview:
+    """A writable byte memoryview from ``view``'s first element to its last (``view`` is a
+    non-negative-strided numpy view of a larger buffer)."""
+    import numpy
+
+    item = view.itemsize
+    span = (
+        1 + sum((d - 1) * (s // item) for d, s in zip(view.shape, view.strides, strict=True))
+        if view.size
+        else 0
+    )
+    flat = numpy.lib.stride_tricks.as_strided(view, shape=(span,), strides=(item,))
+    return memoryview(flat.view(numpy.uint8))

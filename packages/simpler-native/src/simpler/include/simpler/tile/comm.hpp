@@ -9,7 +9,11 @@
 // window, bounds-checked against the window's bytes. On the shared-memory path the peer's
 // window is mapped in this process, so a remote access is a plain load or store and a signal is
 // an atomic on the peer's int32 cell (lock-free atomics work across processes sharing a
-// mapping). Everything is reported through simpler::report_kernel_error ("tile <op>: ...") and
+// mapping). On the host path (CommPath::Host) only this rank's window is memory of this process:
+// every operation except `wait` becomes one request to the rank's host process
+// (CommContext::host): the byte runs the access touches in the target rank's window, with the
+// data packed in run order (comm_detail::HostRuns). `wait` reads this rank's own cell, which the
+// host process updates when a peer's notify arrives. Everything is reported through simpler::report_kernel_error ("tile <op>: ...") and
 // the op does nothing, as for the other tile ops.
 #pragma once
 
@@ -17,6 +21,8 @@
 #include <time.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "simpler/comm_context.hpp"
@@ -46,13 +52,80 @@ inline const CommContext* context(const char* op) noexcept {
                             op);
         return nullptr;
     }
-    if (c->path != CommPath::SharedMemory) {
-        report_kernel_error("tile %s: comm path %u is not implemented (only shared memory)", op,
+    if (c->path != CommPath::SharedMemory && (c->path != CommPath::Host || c->host == nullptr || c->host->call == nullptr)) {
+        report_kernel_error("tile %s: comm path %u is not usable (shared memory, or host with its functions)", op,
                             static_cast<unsigned>(c->path));
         return nullptr;
     }
     return c;
 }
+
+inline bool on_host(const CommContext& c) noexcept { return c.path == CommPath::Host; }
+
+// The byte runs (within the target window) of a host request, coalesced as they are added, and
+// the data packed in run order. Fails (reports) when memory runs out.
+class HostRuns {
+public:
+    HostRuns() noexcept = default;
+    HostRuns(const HostRuns&) = delete;
+    HostRuns& operator=(const HostRuns&) = delete;
+    ~HostRuns() {
+        std::free(runs_);
+        std::free(data_);
+    }
+    // Reserve room for `nbytes` of packed data (once, before adding).
+    bool reserve(const char* op, std::uint64_t nbytes) noexcept {
+        data_ = static_cast<unsigned char*>(std::malloc(nbytes == 0 ? 1 : nbytes));
+        if (data_ == nullptr) {
+            report_kernel_error("tile %s: out of memory for a %llu-byte host request", op,
+                                static_cast<unsigned long long>(nbytes));
+            return false;
+        }
+        return true;
+    }
+    // One element of `size` bytes at byte `offset` of the window; returns where its packed bytes go.
+    unsigned char* add(const char* op, std::uint64_t offset, std::uint64_t size) noexcept {
+        if (count_ > 0 && runs_[count_ - 1].offset + runs_[count_ - 1].nbytes == offset) {
+            runs_[count_ - 1].nbytes += size;
+        } else {
+            if (count_ == cap_) {
+                const std::uint64_t cap = cap_ == 0 ? 16 : cap_ * 2;
+                auto* grown = static_cast<CommHostRun*>(std::realloc(runs_, cap * sizeof(CommHostRun)));
+                if (grown == nullptr) {
+                    report_kernel_error("tile %s: out of memory for a host request's runs", op);
+                    return nullptr;
+                }
+                runs_ = grown;
+                cap_ = cap;
+            }
+            runs_[count_++] = CommHostRun{offset, size};
+        }
+        unsigned char* at = data_ + packed_;
+        packed_ += size;
+        return at;
+    }
+    unsigned char* data() const noexcept { return data_; }
+    // Send the request (op, peer, window) with these runs to the host process.
+    bool call(const char* op, const CommContext& c, CommHostOp what, std::int64_t peer, int window,
+              std::uint32_t dtype = 0, std::int64_t value = 0) noexcept {
+        CommHostRequest r{what, static_cast<std::uint32_t>(peer), static_cast<std::uint32_t>(window), dtype, count_,
+                          runs_, data_, packed_, value};
+        char err[512];
+        err[0] = '\0';
+        if (c.host->call(c.host->self, &r, err, sizeof err) != 0) {
+            err[sizeof err - 1] = '\0';
+            report_kernel_error("tile %s: rank %u's request to rank %lld failed: %s", op, c.rank,
+                                static_cast<long long>(peer), err[0] ? err : "no message");
+            return false;
+        }
+        return true;
+    }
+
+private:
+    CommHostRun* runs_ = nullptr;
+    std::uint64_t count_ = 0, cap_ = 0, packed_ = 0;
+    unsigned char* data_ = nullptr;
+};
 
 inline std::uint64_t elem_bytes(const ChipTensor& t) noexcept {
     return is_known_dtype(t.dtype) ? (kDataTypeBits[t.dtype] + 7) / 8 : 0;
@@ -213,8 +286,9 @@ inline void copy_elements(const ChipTensor& dst, const ChipTensor& src, AtomicTy
     }
 }
 
-// dst = src (or dst += src) element by element; same dtype and shape, both bounds-checked.
-inline bool copy_tensor(const char* op, const ChipTensor& dst, const ChipTensor& src, AtomicType atomic) noexcept {
+// dst and src have one dtype and shape, both within their backing; atomic adds need a
+// dtype that adds.
+inline bool copy_check(const char* op, const ChipTensor& dst, const ChipTensor& src, AtomicType atomic) noexcept {
     if (dst.dtype != src.dtype) {
         report_kernel_error("tile %s: dst dtype %s differs from src dtype %s", op, detail::dtype_name(dst.dtype),
                             detail::dtype_name(src.dtype));
@@ -227,6 +301,22 @@ inline bool copy_tensor(const char* op, const ChipTensor& dst, const ChipTensor&
         return false;
     }
     if (!extent_ok(op, dst, "dst") || !extent_ok(op, src, "src")) return false;
+    if (atomic == AtomicType::Add) {
+        switch (static_cast<DataType>(dst.dtype)) {
+            case DataType::FLOAT32: case DataType::FLOAT16: case DataType::BFLOAT16: case DataType::INT8:
+            case DataType::INT16: case DataType::INT32: return true;
+            default: break;
+        }
+        report_kernel_error("tile %s: atomic add needs an FP32/FP16/BF16/INT32/INT16/INT8 tensor, got %s", op,
+                            detail::dtype_name(dst.dtype));
+        return false;
+    }
+    return true;
+}
+
+// dst = src (or dst += src) element by element; same dtype and shape, both bounds-checked.
+inline bool copy_tensor(const char* op, const ChipTensor& dst, const ChipTensor& src, AtomicType atomic) noexcept {
+    if (!copy_check(op, dst, src, atomic)) return false;
     switch (static_cast<DataType>(dst.dtype)) {
         case DataType::FLOAT32: copy_elements<float>(dst, src, atomic); return true;
         case DataType::FLOAT16: copy_elements<half>(dst, src, atomic); return true;
@@ -234,12 +324,7 @@ inline bool copy_tensor(const char* op, const ChipTensor& dst, const ChipTensor&
         case DataType::INT8: copy_elements<std::int8_t>(dst, src, atomic); return true;
         case DataType::INT16: copy_elements<std::int16_t>(dst, src, atomic); return true;
         case DataType::INT32: copy_elements<std::int32_t>(dst, src, atomic); return true;
-        default: break;
-    }
-    if (atomic == AtomicType::Add) {
-        report_kernel_error("tile %s: atomic add needs an FP32/FP16/BF16/INT32/INT16/INT8 tensor, got %s", op,
-                            detail::dtype_name(dst.dtype));
-        return false;
+        default: break;  // copy_check refused atomic adds of other dtypes
     }
     const std::uint64_t es = elem_bytes(dst), n = numel(dst);
     auto* d = reinterpret_cast<unsigned char*>(static_cast<std::uintptr_t>(dst.buffer.addr));
@@ -271,8 +356,24 @@ inline bool remote_load(Tile<S, T, R, C>& dst, const ChipTensor& win, std::int64
                         const Offsets& offsets = {}) noexcept {
     const CommContext* c = comm_detail::context("remote_load");
     ChipTensor v;
-    if (c == nullptr || !comm_detail::peer_view("remote_load", *c, win, peer, &v)) return false;
-    return load(dst, v, offsets);
+    int wi = -1;
+    if (c == nullptr || !comm_detail::peer_view("remote_load", *c, win, peer, &v, &wi)) return false;
+    if (!comm_detail::on_host(*c)) return load(dst, v, offsets);
+    detail::Access a;
+    if (!detail::operands_ok("remote_load", dst)) return false;
+    if (!detail::plan_access<T>("remote_load", v, offsets, dst.valid_rows, dst.valid_cols, false, &a)) return false;
+    comm_detail::HostRuns runs;
+    if (!runs.reserve("remote_load", static_cast<std::uint64_t>(a.rows) * a.cols * sizeof(T))) return false;
+    for (int r = 0; r < a.rows; ++r)
+        for (int col = 0; col < a.cols; ++col) {
+            const std::uint64_t e = a.base + (a.r0 + r) * a.row_inner + (a.c0 + col) * a.col_inner;
+            if (runs.add("remote_load", e * sizeof(T), sizeof(T)) == nullptr) return false;
+        }
+    if (!runs.call("remote_load", *c, CommHostOp::Read, peer, wi)) return false;
+    const T* got = reinterpret_cast<const T*>(runs.data());
+    for (int r = 0; r < a.rows; ++r)
+        for (int col = 0; col < a.cols; ++col) dst.row(r)[col] = got[r * a.cols + col];
+    return true;
 }
 
 // src's valid region into window `win` of rank `peer` at `offsets` (as store); with
@@ -282,11 +383,25 @@ inline bool remote_store(const ChipTensor& win, const Tile<S, T, R, C>& src, std
                          const Offsets& offsets = {}, AtomicType atomic = AtomicType::None) noexcept {
     const CommContext* c = comm_detail::context("remote_store");
     ChipTensor v;
-    if (c == nullptr || !comm_detail::peer_view("remote_store", *c, win, peer, &v)) return false;
-    if (atomic == AtomicType::None) return store(v, src, offsets);
+    int wi = -1;
+    if (c == nullptr || !comm_detail::peer_view("remote_store", *c, win, peer, &v, &wi)) return false;
+    if (atomic == AtomicType::None && !comm_detail::on_host(*c)) return store(v, src, offsets);
     detail::Access a;
     if (!detail::operands_ok("remote_store", src)) return false;
     if (!detail::plan_access<T>("remote_store", v, offsets, src.valid_rows, src.valid_cols, false, &a)) return false;
+    if (comm_detail::on_host(*c)) {
+        comm_detail::HostRuns runs;
+        if (!runs.reserve("remote_store", static_cast<std::uint64_t>(a.rows) * a.cols * sizeof(T))) return false;
+        for (int r = 0; r < a.rows; ++r)
+            for (int col = 0; col < a.cols; ++col) {
+                const std::uint64_t e = a.base + (a.r0 + r) * a.row_inner + (a.c0 + col) * a.col_inner;
+                unsigned char* at = runs.add("remote_store", e * sizeof(T), sizeof(T));
+                if (at == nullptr) return false;
+                std::memcpy(at, &src.data[r * C + col], sizeof(T));
+            }
+        return runs.call("remote_store", *c, atomic == AtomicType::Add ? CommHostOp::AtomicAdd : CommHostOp::Write,
+                         peer, wi, static_cast<std::uint32_t>(dtype_v<T>));
+    }
     T* mem = reinterpret_cast<T*>(static_cast<std::uintptr_t>(a.addr)) + a.base;
     for (int r = 0; r < a.rows; ++r)
         for (int col = 0; col < a.cols; ++col)
@@ -302,12 +417,21 @@ inline bool notify(const ChipTensor& sig, std::int64_t peer, const Offsets& offs
     const CommContext* c = comm_detail::context("notify");
     ChipTensor v;
     std::uint64_t idx = 0;
-    if (c == nullptr || !comm_detail::peer_view("notify", *c, sig, peer, &v) ||
+    int wi = -1;
+    if (c == nullptr || !comm_detail::peer_view("notify", *c, sig, peer, &v, &wi) ||
         !comm_detail::element("notify", v, offsets, &idx))
         return false;
     if (value < INT32_MIN || value > INT32_MAX) {
         report_kernel_error("tile notify: value %lld does not fit an INT32 signal", static_cast<long long>(value));
         return false;
+    }
+    if (comm_detail::on_host(*c)) {
+        comm_detail::HostRuns runs;
+        if (!runs.reserve("notify", sizeof(std::int32_t)) ||
+            runs.add("notify", idx * sizeof(std::int32_t), sizeof(std::int32_t)) == nullptr)
+            return false;
+        return runs.call("notify", *c, op == NotifyOp::Set ? CommHostOp::NotifySet : CommHostOp::NotifyAdd, peer, wi,
+                         static_cast<std::uint32_t>(DataType::INT32), value);
     }
     std::int32_t* p = comm_detail::cell(v, idx);
     if (op == NotifyOp::Set)
@@ -398,8 +522,21 @@ inline bool put(const ChipTensor& dst, std::int64_t peer, const ChipTensor& src,
                 AtomicType atomic = AtomicType::None) noexcept {
     const CommContext* c = comm_detail::context("put");
     ChipTensor v;
-    if (c == nullptr || !comm_detail::peer_view("put", *c, dst, peer, &v)) return false;
-    return comm_detail::copy_tensor("put", v, src, atomic);
+    int wi = -1;
+    if (c == nullptr || !comm_detail::peer_view("put", *c, dst, peer, &v, &wi)) return false;
+    if (!comm_detail::on_host(*c)) return comm_detail::copy_tensor("put", v, src, atomic);
+    if (!comm_detail::copy_check("put", v, src, atomic)) return false;
+    const std::uint64_t es = comm_detail::elem_bytes(v), n = comm_detail::numel(v);
+    comm_detail::HostRuns runs;
+    if (!runs.reserve("put", n * es)) return false;
+    const auto* s = reinterpret_cast<const unsigned char*>(static_cast<std::uintptr_t>(src.buffer.addr));
+    for (std::uint64_t i = 0; i < n; ++i) {
+        unsigned char* at = runs.add("put", comm_detail::index_of(v, i) * es, es);
+        if (at == nullptr) return false;
+        std::memcpy(at, s + comm_detail::index_of(src, i) * es, es);
+    }
+    return runs.call("put", *c, atomic == AtomicType::Add ? CommHostOp::AtomicAdd : CommHostOp::Write, peer, wi,
+                     v.dtype);
 }
 
 // This rank's `dst` = rank `peer`'s window `src`; same dtype and shape. `dst` may be any tensor
@@ -407,8 +544,19 @@ inline bool put(const ChipTensor& dst, std::int64_t peer, const ChipTensor& src,
 inline bool get(const ChipTensor& dst, std::int64_t peer, const ChipTensor& src) noexcept {
     const CommContext* c = comm_detail::context("get");
     ChipTensor v;
-    if (c == nullptr || !comm_detail::peer_view("get", *c, src, peer, &v)) return false;
-    return comm_detail::copy_tensor("get", dst, v, AtomicType::None);
+    int wi = -1;
+    if (c == nullptr || !comm_detail::peer_view("get", *c, src, peer, &v, &wi)) return false;
+    if (!comm_detail::on_host(*c)) return comm_detail::copy_tensor("get", dst, v, AtomicType::None);
+    if (!comm_detail::copy_check("get", dst, v, AtomicType::None)) return false;
+    const std::uint64_t es = comm_detail::elem_bytes(v), n = comm_detail::numel(v);
+    comm_detail::HostRuns runs;
+    if (!runs.reserve("get", n * es)) return false;
+    for (std::uint64_t i = 0; i < n; ++i)
+        if (runs.add("get", comm_detail::index_of(v, i) * es, es) == nullptr) return false;
+    if (!runs.call("get", *c, CommHostOp::Read, peer, wi)) return false;
+    auto* d = reinterpret_cast<unsigned char*>(static_cast<std::uintptr_t>(dst.buffer.addr));
+    for (std::uint64_t i = 0; i < n; ++i) std::memcpy(d + comm_detail::index_of(dst, i) * es, runs.data() + i * es, es);
+    return true;
 }
 
 }  // namespace tile

@@ -1,0 +1,173 @@
+"""Compiling a multi-chip ``@pl.program``: its host orchestrator's body becomes a plan.
+
+The program's ``@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)`` method runs once
+as Python (``pypto.language.host_trace``) on placeholders of its tensor parameters (zero arrays
+of their annotated shapes and dtypes): ``self.<chip orchestration>(...)`` records a launch (on
+rank ``device=`` or, with one rank, rank 0) and returns what it writes; ``self.<SubWorker>(...)``
+records a callback, run in the host process between the launches before and after it. Each
+launched chip orchestration is compiled once, as the program with that entry (and without its
+host functions).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+from pypto.ir import Function, FunctionType, HostLevelFunction, ParamDirection, Program, Role
+from pypto.language import typing as lt
+from pypto.language.host_trace import HostTensorRef, HostTrace
+from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize, plan_from_trace, planned_params
+
+__all__ = ["plan_program"]
+
+
+class _LaunchParam:
+    def __init__(self, name: str, direction: ParamDirection) -> None:
+        self.name = name
+        self.direction = direction
+        self.annotation = None
+
+
+class _ChipLaunch:
+    """A chip orchestration of the program, as the host trace launches it."""
+
+    def __init__(self, program: Program, fn: Function) -> None:
+        self.program = program
+        self.function = fn
+        self.__name__ = fn.name
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.function.params)
+
+    def declared_params(self) -> tuple[_LaunchParam, ...]:
+        return tuple(_LaunchParam(p.name, p.direction) for p in self.function.params)
+
+    def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        names = self.param_names
+        bound: list[Any] = list(args) + [None] * (len(names) - len(args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError(f"{self.__name__}(): unexpected keyword argument {k!r}")
+            bound[names.index(k)] = v
+        if len(args) > len(names) or any(b is None for b in bound):
+            raise TypeError(f"{self.__name__}(): takes the arguments {', '.join(names)}")
+        return tuple(bound)
+
+
+class _HostSelf:
+    """``self`` inside the host orchestrator: its methods launch or call back."""
+
+    def __init__(self, program: Program, trace: HostTrace, orchestrator: str) -> None:
+        self._program = program
+        self._trace = trace
+        self._orchestrator = orchestrator
+
+    def __getattr__(self, name: str) -> Any:
+        program = self._program
+        fn = program.functions.get(name)
+        if fn is not None:
+            if fn.func_type is not FunctionType.Orchestration:
+                raise TypeError(
+                    f"{self._orchestrator}: self.{name}(...) is a {fn.func_type.value} function; the host "
+                    "orchestrator launches chip orchestrations (pl.FunctionType.Orchestration) and calls "
+                    "SubWorkers"
+                )
+            launch = _ChipLaunch(program, fn)
+            return lambda *args, **kwargs: self._trace.dispatch(launch, args, kwargs)
+        host = program.get_function(name)
+        if isinstance(host, HostLevelFunction) and host.role is Role.SubWorker:
+            if not host.requires_runtime_binding:
+                raise NotImplementedError(
+                    f"{self._orchestrator}: SubWorker {name!r} has a body; SubWorkers run on this stack "
+                    "as runtime-bound callbacks only: give it a `...` body and bind it with "
+                    f"prepare(callbacks={{{name!r}: fn}})"
+                )
+
+            def call(*args: Any, **kwargs: Any) -> None:
+                if kwargs:
+                    raise TypeError(
+                        f"SubWorker {name}(): takes positional arguments only, got {sorted(kwargs)}"
+                    )
+                self._trace.sub_worker_call(name, args)
+
+            return call
+        raise AttributeError(
+            f"{self._orchestrator}: self.{name} is not a chip orchestration or SubWorker of program {program.name}"
+        )
+
+
+def _example(fn: HostLevelFunction, pname: str, annotation: Any) -> tuple[Any, ParamDirection]:
+    import numpy
+
+    direction = ParamDirection.IN
+    if isinstance(annotation, lt.DirectionAnnotation):
+        direction, annotation = annotation.direction, annotation.inner
+    if (
+        not isinstance(annotation, lt.TensorAnnotation)
+        or annotation.shape is None
+        or annotation.dtype is None
+    ):
+        raise TypeError(
+            f"{fn.name}(): parameter {pname!r}: a host orchestrator's parameters are tensors of static "
+            f"shape, annotated pl.Tensor[[dims], dtype] (or pl.Out[...]); got {annotation!r}"
+        )
+    if any(not isinstance(d, int) for d in annotation.shape):
+        raise TypeError(
+            f"{fn.name}(): parameter {pname!r}: expected static dims, got {list(annotation.shape)}"
+        )
+    ts, _ = dtype_itemsize(annotation.dtype, f"{fn.name}(): parameter {pname!r}")
+    return numpy.zeros(annotation.shape, dtype=numpy.dtype(ts)), direction
+
+
+def plan_program(program: Program, config: Any) -> DistributedPlan:
+    """Trace ``program``'s host orchestrator and compile every chip orchestration it launches."""
+    from pypto.runtime.api import compile as compile_program
+
+    dc = config.distributed_config
+    orch = next(f for f in program.host_funcs if f.role is Role.Orchestrator)
+    sig = inspect.signature(orch.fn)
+    names = orch.param_names
+    examples, directions = [], []
+    for pname in names:
+        annotation = sig.parameters[pname].annotation
+        if isinstance(annotation, str):  # postponed annotations
+            annotation = eval(annotation, getattr(orch.fn, "__globals__", {}))
+        example, direction = _example(orch, pname, annotation)
+        examples.append(example)
+        directions.append(direction)
+    params = planned_params(orch.name, names, tuple(examples), tuple(directions))
+    refs = [HostTensorRef(i, n, (), e) for i, (n, e) in enumerate(zip(names, examples, strict=True))]
+    with HostTrace(dc.world_size) as trace:
+        orch.fn(_HostSelf(program, trace, orch.name), *refs) if orch.is_method else orch.fn(*refs)
+    if trace.sub_worker_calls and dc.num_sub_workers < 1:
+        raise ValueError(
+            f"compile({program.name}): {orch.name} calls SubWorker {trace.sub_worker_calls[0].name!r}; "
+            f"pass DistributedConfig(num_sub_workers=1) or more (got {dc.num_sub_workers})"
+        )
+
+    def compile_launch(d: Any, examples: list[Any]) -> tuple[Any, Any]:
+        fn: Function = d.fn.function
+        for p, e in zip(fn.params, examples, strict=True):
+            want = getattr(p.var.type, "shape", None)
+            if want is not None and hasattr(e, "shape") and tuple(want) != tuple(e.shape):
+                raise TypeError(
+                    f"{orch.name}: {fn.name}(): parameter {p.name!r} has shape {list(want)}, the host "
+                    f"orchestrator passes one of shape {list(e.shape)}"
+                )
+        chip = Program(
+            program.name,
+            tuple(
+                f for f in program.funcs if f.func_type is not FunctionType.Orchestration or f.name == fn.name
+            ),
+            fn.name,
+        )
+        return fn.name, lambda: str(
+            compile_program(chip, platform=config.platform, runtime=config.runtime).path
+        )
+
+    plan = plan_from_trace(orch.name, params, trace, config, compile_launch)
+    required = tuple(f.name for f in program.host_funcs if f.requires_runtime_binding)
+    return dataclasses.replace(plan, required_callbacks=required)

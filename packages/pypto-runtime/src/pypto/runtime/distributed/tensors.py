@@ -1,0 +1,136 @@
+"""Worker-resident tensors of a ``DistributedWorker``: one shared-memory segment each.
+
+``worker.alloc_tensor(shape, dtype)`` gives a :class:`SharedDeviceTensor`: a row-major tensor in a
+segment the worker owns, which every rank maps; it keeps its contents across dispatches and
+across the programs of the worker until ``free_tensor`` or ``close``. Passed where a host tensor
+is expected, a dispatch uses it in place (no copy in or out). ``alloc_stacked_tensor(host)``
+gives a :class:`StackedDeviceTensor`: a ``[B, *tail]`` tensor whose shard ``i`` (``x[i]``) is
+consumed by rank ``worker_ids[i]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pypto.ir import DataType
+from pypto.runtime.distributed import shm
+from pypto.runtime.host_tensors import HostTensor, TensorBindingError
+
+__all__ = ["SharedDeviceTensor", "StackedDeviceTensor"]
+
+
+def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return tuple(reversed(out))
+
+
+class SharedDeviceTensor:
+    """A tensor resident in a ``DistributedWorker``'s shared memory, visible to every rank.
+
+    ``shape``, ``dtype`` (as given to ``alloc_tensor``: a torch or numpy dtype or a DataType),
+    ``data_type`` (that dtype as a DataType), ``nbytes``, ``data_ptr`` (its address in this
+    process), ``worker`` and ``freed``. :meth:`numpy` is a view of its memory.
+    """
+
+    def __init__(
+        self, worker: Any, segment: shm.Segment, shape: tuple[int, ...], dtype: Any, data_type: DataType
+    ) -> None:
+        self._worker = worker
+        self._segment: shm.Segment | None = segment
+        self.shape = shape
+        self.dtype = dtype
+        self.data_type = data_type
+        n = 1
+        for d in shape:
+            n *= d
+        self.nbytes = n * data_type.itemsize
+        self._ptr = self._address()
+
+    def _address(self) -> int:
+        import numpy
+
+        return int(numpy.frombuffer(self.segment.buf, dtype=numpy.uint8, count=1).ctypes.data)
+
+    @property
+    def worker(self) -> Any:
+        """The DistributedWorker whose memory holds this tensor."""
+        return self._worker
+
+    @property
+    def freed(self) -> bool:
+        return self._segment is None
+
+    @property
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    @property
+    def segment(self) -> shm.Segment:
+        if self._segment is None:
+            raise TensorBindingError(
+                f"{self!r}: this tensor was freed (free_tensor or the worker's close); allocate another"
+            )
+        return self._segment
+
+    def numpy(self) -> Any:
+        """A numpy view of this tensor's memory (valid until it is freed)."""
+        import numpy
+
+        from pypto.runtime.distributed.plan import dtype_itemsize
+
+        ts, _ = dtype_itemsize(self.data_type, "SharedDeviceTensor")
+        return numpy.ndarray(self.shape, dtype=numpy.dtype(ts), buffer=self.segment.buf)
+
+    def __pypto_host_tensor__(self, what: str) -> HostTensor:
+        if self._segment is None:
+            raise TensorBindingError(
+                f"{what}: this SharedDeviceTensor was freed (free_tensor or close); allocate another"
+            )
+        return HostTensor(
+            self._ptr,
+            self.nbytes,
+            self.shape,
+            _row_major(self.shape),
+            self.data_type,
+            self,
+            False,
+            self._ptr,
+            self.nbytes,
+        )
+
+    def __repr__(self) -> str:
+        state = ", freed" if self._segment is None else ""
+        return f"SharedDeviceTensor(shape={self.shape}, dtype={self.data_type.value}{state})"
+
+
+class StackedDeviceTensor(SharedDeviceTensor):
+    """A ``[B, *tail]`` worker-resident tensor whose shard ``i`` belongs to rank ``worker_ids[i]``:
+    a host body's launch on rank ``r`` may take ``x[i]`` only where ``worker_ids[i] == r``."""
+
+    def __init__(
+        self,
+        worker: Any,
+        segment: shm.Segment,
+        shape: tuple[int, ...],
+        dtype: Any,
+        data_type: DataType,
+        *,
+        worker_ids: tuple[int, ...],
+    ) -> None:
+        super().__init__(worker, segment, shape, dtype, data_type)
+        self.worker_ids = worker_ids
+
+    @property
+    def full_shape(self) -> tuple[int, ...]:
+        return self.shape
+
+    def __repr__(self) -> str:
+        state = ", freed" if self.freed else ""
+        return (
+            f"StackedDeviceTensor(full_shape={self.shape}, worker_ids={self.worker_ids}, "
+            f"dtype={self.data_type.value}{state})"
+        )

@@ -1,0 +1,414 @@
+"""The two data paths of multi-chip programs, checked against torch: shared memory (every rank
+maps every window) and the process group (private windows; every cross-rank operation is a
+request the rank's host process carries over gloo). ``DistributedConfig(data_path=...)`` and
+``PYPTO_DIST_DATA_PATH`` choose one.
+
+One kernel uses every cross-rank operation (remote_store plain and atomic, notify + wait, the
+barrier, get, put, remote_load in an allreduce), so each (ranks, path) pair is one prepared
+worker. A wait that times out on the process-group path still names the rank, the signal and the
+value seen; a rank killed while the other waits fails the dispatch naming it, and no rank is
+left running.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch.distributed")
+
+import pypto.language as pl  # noqa: E402
+import pypto.language.distributed as pld  # noqa: E402
+from pypto.ir import DistributedConfig  # noqa: E402
+from pypto.runtime import DistributedWorker, RunConfig  # noqa: E402
+from pypto.runtime.distributed import DistributedRankError  # noqa: E402
+from pypto.runtime.settings import SettingsError  # noqa: E402
+
+COLS = 32
+MAX_RANKS = 4
+ROWS = 5
+
+
+@pl.jit.incore
+def _ops(  # noqa: PLR0917 - a kernel takes its tensors positionally
+    x: pl.Tensor[[1, COLS], pl.FP32],
+    y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
+    inbox: pld.DistributedTensor[[1, COLS], pl.FP32],
+    acc: pld.DistributedTensor[[1, COLS], pl.FP32],
+    got: pld.DistributedTensor[[1, COLS], pl.FP32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+    flag: pld.DistributedTensor[[1, 1], pl.INT32],
+):
+    ctx = pld.get_comm_ctx(inbox)
+    me = pld.rank(ctx)
+    n = pld.nranks(ctx)
+    nxt = (me + 1) % n
+    prv = (me + n - 1) % n
+    t = pl.load(x, [0, 0], [1, COLS])
+
+    # row 0: x into the next rank's inbox, then a notify (AtomicAdd); the next rank's wait (Ge)
+    # sees the notify only after the data (one rank's requests arrive in order)
+    pld.tile.remote_store(t, inbox, peer=nxt, offsets=[0, 0])
+    pld.system.notify(flag, peer=nxt, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+    pld.system.wait(flag, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
+    y = pl.store(pl.load(inbox, [0, 0], [1, COLS]), [0, 0], y)
+
+    # row 1: every rank adds x into rank 0's acc (atomic remote_store), then reads it back
+    pld.tile.remote_store(t, acc, peer=0, offsets=[0, 0], atomic=pld.AtomicType.Add)
+    sig = pld.tensor.barrier(sig)
+    y = pl.store(pld.tile.remote_load(acc, peer=0, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
+
+    # row 2: get the previous rank's inbox (it holds the x of the rank before that)
+    pld.tensor.get(got, peer=prv, src=inbox)
+    y = pl.store(pl.load(got, [0, 0], [1, COLS]), [2, 0], y)
+
+    # row 3: put this rank's inbox into the next rank's `got`, once every get above is done
+    sig = pld.tensor.barrier(sig)
+    pld.tensor.put(got, peer=nxt, src=inbox)
+    sig = pld.tensor.barrier(sig)
+    y = pl.store(pl.load(got, [0, 0], [1, COLS]), [3, 0], y)
+
+    # row 4: an allreduce: every rank loads every rank's inbox (its own included) and sums
+    s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
+    for p in pl.range(n):
+        s = pl.add(s, pld.tile.remote_load(inbox, peer=p, offsets=[0, 0], shape=[1, COLS]))
+    y = pl.store(s, [4, 0], y)
+    return y
+
+
+@pl.jit
+def _per_rank(  # noqa: PLR0917 - a program takes its tensors positionally
+    x: pl.Tensor[[1, COLS], pl.FP32],
+    y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
+    inbox: pld.DistributedTensor[[1, COLS], pl.FP32],
+    acc: pld.DistributedTensor[[1, COLS], pl.FP32],
+    got: pld.DistributedTensor[[1, COLS], pl.FP32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+    flag: pld.DistributedTensor[[1, 1], pl.INT32],
+):
+    return _ops(x, y, inbox, acc, got, sig, flag)
+
+
+@pl.jit.host
+def _host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    inbox = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
+    acc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
+    got = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
+    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
+    flag = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        _per_rank(
+            x[r],
+            y[r],
+            pld.window(inbox, [1, COLS], dtype=pl.FP32),
+            pld.window(acc, [1, COLS], dtype=pl.FP32),
+            pld.window(got, [1, COLS], dtype=pl.FP32),
+            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
+            pld.window(flag, [1, 1], dtype=pl.INT32),
+            device=r,
+        )
+
+
+def _expected(x: torch.Tensor) -> torch.Tensor:
+    n = x.shape[0]
+    xs = x[:, 0]
+    y = torch.empty((n, ROWS, COLS))
+    for r in range(n):
+        prv = (r - 1) % n
+        y[r, 0] = xs[prv]  # the inbox holds the previous rank's x
+        y[r, 1] = xs.sum(dim=0)
+        y[r, 2] = xs[(r - 2) % n]  # the previous rank's inbox
+        y[r, 3] = xs[(prv - 1) % n]  # the previous rank's inbox, put here
+        y[r, 4] = xs.sum(dim=0)  # every inbox holds some rank's x once
+    return y
+
+
+def _inputs(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    # small integers: sums are exact in any order
+    return torch.randint(-8, 9, (n, 1, COLS), generator=g).float(), torch.full((n, ROWS, COLS), -1.0)
+
+
+def _config(n: int, **kw: object) -> RunConfig:
+    return RunConfig(distributed_config=DistributedConfig(device_ids=list(range(n)), **kw))
+
+
+@pytest.mark.parametrize(
+    ("n", "path"),
+    [
+        (2, "shared_memory"),
+        (2, "process_group"),
+        pytest.param(4, "shared_memory", marks=pytest.mark.slow),
+        pytest.param(4, "process_group", marks=pytest.mark.slow),
+    ],
+)
+def test_every_cross_rank_operation_on_both_data_paths(n: int, path: str) -> None:
+    x, y = _inputs(n, n)
+    compiled = _host.compile(x, y, config=_config(n, data_path=path))
+    with compiled.prepare() as w:
+        assert w.data_path == path
+        if path == "process_group":
+            assert w.segment_names == ()  # no window segment: each rank holds its own windows
+        w(x, y)
+        torch.testing.assert_close(y, _expected(x), rtol=0, atol=0)
+        # a second dispatch starts from zeroed windows (acc, the flag) on either path
+        x2, y2 = _inputs(n, n + 10)
+        w(x2, y2)
+        torch.testing.assert_close(y2, _expected(x2), rtol=0, atol=0)
+
+
+def test_the_environment_variable_chooses_the_path_when_the_config_does_not(monkeypatch) -> None:
+    x, y = _inputs(2, 0)
+    compiled = _host.compile(x, y, config=_config(2))
+    monkeypatch.setenv("PYPTO_DIST_DATA_PATH", "process_group")
+    assert compiled.data_path() == "process_group"
+    assert compiled.data_path(_config(2, data_path="shared_memory")) == "shared_memory"
+    monkeypatch.setenv("PYPTO_DIST_DATA_PATH", "carrier_pigeon")
+    with pytest.raises(
+        SettingsError, match=r"PYPTO_DIST_DATA_PATH: expected one of shared_memory, process_group"
+    ):
+        compiled.data_path()
+
+
+def test_a_bad_data_path_is_refused_naming_the_argument() -> None:
+    with pytest.raises(ValueError, match=r"DistributedConfig\(data_path\): expected one of .*got 'gloo'"):
+        DistributedConfig(device_ids=[0, 1], data_path="gloo")
+    x, y = _inputs(2, 0)
+    compiled = _host.compile(x, y, config=_config(2))
+    with pytest.raises(ValueError, match=r"DistributedWorker\(data_path\): expected one of .*got 'gloo'"):
+        DistributedWorker(compiled, data_path="gloo")  # refused before any rank starts
+
+
+@pl.jit.incore
+def _stuck(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
+    # rank 0 sends one notify (+2); rank 1 waits for 3
+    me = pld.rank(pld.get_comm_ctx(sig))
+    if me == 0:
+        pld.system.notify(sig, peer=1, offsets=[1, 0], value=2, op=pld.NotifyOp.AtomicAdd)
+    if me == 1:
+        pld.system.wait(sig, offsets=[1, 0], expected=3, cmp=pld.WaitCmp.Ge)
+    pl.write(y, [0, 0], me)
+    return y
+
+
+@pl.jit
+def _stuck_rank(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
+    return _stuck(y, sig)
+
+
+@pl.jit.host
+def _stuck_host(y: pl.Out[pl.Tensor]):
+    sig = pld.alloc_window_buffer([2, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        _stuck_rank(y[r], pld.window(sig, [2, 1], dtype=pl.INT32), device=r)
+
+
+def test_a_wait_timeout_on_the_process_group_path_names_rank_signal_and_value() -> None:
+    y = torch.zeros((2, 1, 1), dtype=torch.int32)
+    compiled = _stuck_host.compile(y, config=_config(2, data_path="process_group"))
+    w = compiled.prepare()
+    w.timeout = 2.0
+    start = time.monotonic()
+    try:
+        with pytest.raises(DistributedRankError) as e:
+            w(y)
+    finally:
+        w.close()
+    assert time.monotonic() - start < 30
+    assert e.value.rank == 1
+    msg = str(e.value)
+    assert "tile wait: rank 1 timed out after 2 s waiting for its signal [1, 0]" in msg
+    # the value rank 0's notify set through rank 1's host process
+    assert "to become >= 3; the value seen was 2" in msg
+
+
+@pl.jit.incore
+def _adds(  # noqa: PLR0917 - a kernel takes its tensors positionally
+    h: pl.Tensor[[1, COLS], pl.FP16],
+    i: pl.Tensor[[1, COLS], pl.INT32],
+    yh: pl.Out[pl.Tensor[[1, COLS], pl.FP16]],
+    yi: pl.Out[pl.Tensor[[1, COLS], pl.INT32]],
+    hsrc: pld.DistributedTensor[[1, COLS], pl.FP16],
+    hacc: pld.DistributedTensor[[1, COLS], pl.FP16],
+    iacc: pld.DistributedTensor[[1, COLS], pl.INT32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+):
+    # every rank adds its FP16 row (put, Add) and its INT32 row (remote_store, Add) into the last
+    # rank's windows, then reads both back from there
+    last = pld.nranks(pld.get_comm_ctx(hsrc)) - 1
+    hsrc = pl.store(pl.load(h, [0, 0], [1, COLS]), [0, 0], hsrc)
+    pld.tensor.put(hacc, peer=last, src=hsrc, atomic=pld.AtomicType.Add)
+    pld.tile.remote_store(
+        pl.load(i, [0, 0], [1, COLS]), iacc, peer=last, offsets=[0, 0], atomic=pld.AtomicType.Add
+    )
+    sig = pld.tensor.barrier(sig)
+    yh = pl.store(pld.tile.remote_load(hacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yh)
+    yi = pl.store(pld.tile.remote_load(iacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yi)
+    return yh, yi
+
+
+@pl.jit
+def _adds_rank(  # noqa: PLR0917 - a program takes its tensors positionally
+    h: pl.Tensor[[1, COLS], pl.FP16],
+    i: pl.Tensor[[1, COLS], pl.INT32],
+    yh: pl.Out[pl.Tensor[[1, COLS], pl.FP16]],
+    yi: pl.Out[pl.Tensor[[1, COLS], pl.INT32]],
+    hsrc: pld.DistributedTensor[[1, COLS], pl.FP16],
+    hacc: pld.DistributedTensor[[1, COLS], pl.FP16],
+    iacc: pld.DistributedTensor[[1, COLS], pl.INT32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+):
+    yh, yi = _adds(h, i, yh, yi, hsrc, hacc, iacc, sig)
+    return yh, yi
+
+
+@pl.jit.host
+def _adds_host(h: pl.Tensor, i: pl.Tensor, yh: pl.Out[pl.Tensor], yi: pl.Out[pl.Tensor]):
+    hsrc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP16)
+    hacc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP16)
+    iacc = pld.alloc_window_buffer([1, COLS], dtype=pl.INT32)
+    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        _adds_rank(
+            h[r],
+            i[r],
+            yh[r],
+            yi[r],
+            pld.window(hsrc, [1, COLS], dtype=pl.FP16),
+            pld.window(hacc, [1, COLS], dtype=pl.FP16),
+            pld.window(iacc, [1, COLS], dtype=pl.INT32),
+            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
+            device=r,
+        )
+
+
+def test_fp16_and_int32_atomic_adds_through_the_process_group() -> None:
+    n = 2
+    g = torch.Generator().manual_seed(7)
+    h = (torch.randint(-64, 65, (n, 1, COLS), generator=g) / 4).half()  # exact in FP16
+    i = torch.randint(-(2**30), 2**30, (n, 1, COLS), generator=g, dtype=torch.int32)
+    yh, yi = torch.zeros((n, 1, COLS), dtype=torch.half), torch.zeros((n, 1, COLS), dtype=torch.int32)
+    compiled = _adds_host.compile(h, i, yh, yi, config=_config(n, data_path="process_group"))
+    compiled(h, i, yh, yi)
+    torch.testing.assert_close(
+        yh, h.float().sum(dim=0, keepdim=True).expand(n, 1, COLS).half(), rtol=0, atol=0
+    )
+    # int32 sums wrap around, as the shared-memory path's atomic add
+    torch.testing.assert_close(
+        yi, i.sum(dim=0, keepdim=True, dtype=torch.int32).expand(n, 1, COLS), rtol=0, atol=0
+    )
+
+
+@pl.jit.incore
+def _forever(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
+    # both ranks wait for a signal nobody sends
+    pld.system.wait(sig, offsets=[1, 0], expected=1, cmp=pld.WaitCmp.Ge)
+    pl.write(y, [0, 0], 1)
+    return y
+
+
+@pl.jit
+def _forever_rank(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
+    return _forever(y, sig)
+
+
+@pl.jit.host
+def _forever_host(y: pl.Out[pl.Tensor]):
+    sig = pld.alloc_window_buffer([2, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        _forever_rank(y[r], pld.window(sig, [2, 1], dtype=pl.INT32), device=r)
+
+
+@pytest.mark.slow
+def test_a_rank_dying_on_the_process_group_path_fails_the_dispatch_and_stops_every_rank() -> None:
+    import os
+    import signal
+    import threading
+
+    y = torch.zeros((2, 1, 1), dtype=torch.int32)
+    compiled = _forever_host.compile(y, config=_config(2, data_path="process_group", timeout=60.0))
+    w = compiled.prepare()
+    pids = w.rank_pids
+    killer = threading.Timer(2.0, os.kill, (pids[1], signal.SIGKILL))
+    killer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(
+            DistributedRankError, match=r"rank 1 died during _forever_host\(\) dispatch 1"
+        ) as e:
+            w(y)
+    finally:
+        killer.cancel()
+        w.close()
+    assert e.value.rank == 1
+    assert time.monotonic() - start < 30  # not the 60 s wait timeout
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and _running(p) for p in pids):
+        time.sleep(0.05)
+    assert [p for p in pids if os.path.exists(f"/proc/{p}") and _running(p)] == []
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pl.jit.incore
+def _pass_on(
+    x: pl.Tensor[[1, COLS], pl.FP32],
+    y: pl.Out[pl.Tensor[[1, COLS], pl.FP32]],
+    box: pld.DistributedTensor[[1, COLS], pl.FP32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+):
+    ctx = pld.get_comm_ctx(box)
+    nxt = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+    pld.tile.remote_store(pl.load(x, [0, 0], [1, COLS]), box, peer=nxt, offsets=[0, 0])
+    sig = pld.tensor.barrier(sig)
+    y = pl.store(pl.load(box, [0, 0], [1, COLS]), [0, 0], y)
+    return y
+
+
+@pl.jit
+def _pass_on_rank(
+    x: pl.Tensor[[1, COLS], pl.FP32],
+    y: pl.Out[pl.Tensor[[1, COLS], pl.FP32]],
+    box: pld.DistributedTensor[[1, COLS], pl.FP32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+):
+    return _pass_on(x, y, box, sig)
+
+
+@pl.jit.host
+def _pass_on_host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    # two window buffers where _host has five: window 1 is the barrier's signal here, `acc` there
+    box = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
+    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        _pass_on_rank(
+            x[r],
+            y[r],
+            pld.window(box, [1, COLS], dtype=pl.FP32),
+            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
+            device=r,
+        )
+
+
+def test_programs_of_one_worker_each_have_their_windows_on_the_process_group_path() -> None:
+    # a rank serving the other program's windows would put the barrier's notifies in the wrong
+    # buffer, and the barrier's wait would time out
+    x, y = _inputs(2, 3)
+    xp, yp = x.clone(), torch.full((2, 1, COLS), -1.0)
+    ops = _host.compile(x, y, config=_config(2, data_path="process_group", timeout=30))
+    ring = _pass_on_host.compile(xp, yp, config=_config(2, data_path="process_group", timeout=30))
+    with ops.prepare(extra_compiled=[ring]) as w:
+        assert w.data_path == "process_group"
+        for program, args in ((ops, (x, y)), (ring, (xp, yp)), (ops, (x, y))):
+            args[1].fill_(-1.0)
+            w.run(program, *args)
+        torch.testing.assert_close(y, _expected(x), rtol=0, atol=0)
+        torch.testing.assert_close(yp, xp.roll(1, dims=0), rtol=0, atol=0)
