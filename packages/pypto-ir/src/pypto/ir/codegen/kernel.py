@@ -25,7 +25,15 @@ from pypto.ir.codegen.block_group import (
     SPMD_PARAMS,
     group_entry,
 )
-from pypto.ir.codegen.cpp import SCALAR_HELPERS, cpp_type, ident, literal, scalar_cpp_type, scalar_expr
+from pypto.ir.codegen.cpp import (
+    SCALAR_HELPERS,
+    converted_scalar,
+    cpp_type,
+    ident,
+    literal,
+    scalar_cpp_type,
+    scalar_expr,
+)
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import PyptoCompileError, Span
 from pypto.ir.nodes import (
@@ -423,10 +431,10 @@ class _KernelGen:
 
     def scalar_arg(self, e: object, elem: DataType) -> str:
         assert not isinstance(e, tuple)
-        hold = scalar_cpp_type(elem)
+        src = getattr(getattr(e, "type", None), "dtype", None)
         if isinstance(e, Const):
-            return f"static_cast<{hold}>({literal(e)})"
-        return f"static_cast<{hold}>({scalar_expr(e, self.dim_of)})"  # type: ignore[arg-type]
+            return converted_scalar(literal(e), e.dtype, elem)
+        return converted_scalar(scalar_expr(e, self.dim_of), src, elem)  # type: ignore[arg-type]
 
     def assign(self, v: Var, e: Expr, depth: int, body: tuple[Stmt, ...], index: int) -> None:
         name = ident(v.name)

@@ -22,7 +22,15 @@ from dataclasses import dataclass
 
 from pypto.ir import __version__
 from pypto.ir.analysis.return_lineage import function_aliases
-from pypto.ir.codegen.cpp import SCALAR_HELPERS, WIRE_DTYPE, cpp_type, ident, scalar_cpp_type, scalar_expr
+from pypto.ir.codegen.cpp import (
+    SCALAR_HELPERS,
+    WIRE_DTYPE,
+    converted_scalar,
+    cpp_type,
+    ident,
+    scalar_cpp_type,
+    scalar_expr,
+)
 from pypto.ir.codegen.kernel import abi_params
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, PyptoCompileError
@@ -417,7 +425,8 @@ class _OrchGen:
         self.emit(depth, "{")
         self.emit(depth + 1, f"{ct}* pypto_at = {self.element(ct, dst, idx, c, 'pl.write')};")
         self.emit(depth + 1, "if (pypto_at == nullptr) return 1;")
-        self.emit(depth + 1, f"*pypto_at = static_cast<{ct}>({scalar_expr(value)});")
+        src = getattr(getattr(value, "type", None), "dtype", None)
+        self.emit(depth + 1, f"*pypto_at = {converted_scalar(scalar_expr(value), src, t.dtype)};")
         self.emit(depth, "}")
 
     @staticmethod

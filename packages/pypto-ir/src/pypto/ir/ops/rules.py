@@ -72,14 +72,6 @@ def _same_dtype(a: DataType, b: DataType, op: str) -> None:
         raise OpError(f"pl.{op}: operand dtypes differ: {a.value} vs {b.value}; use pl.cast first")
 
 
-def _scalar_fits(elem: DataType, scalar: DataType, op: str) -> None:
-    if scalar.is_float and not elem.is_float:
-        raise OpError(
-            f"pl.{op}: a floating-point scalar with {elem.value} elements would be truncated; "
-            f"pl.cast the operand to FP32 first (or use an integer scalar)"
-        )
-
-
 # ----------------------------------------------------------------------------- element-wise families
 # One rule per family, made for one op at one level; the table passes the spaces and dtypes it
 # records for the op, so those facts are read from the table, not repeated here.
@@ -99,7 +91,6 @@ def binary(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
         if kind == "tile":
             ta = _tile(a, op, "the first operand", spaces)
             if isinstance(b, ScalarType):
-                _scalar_fits(ta.dtype, b.dtype, op)
                 return ta
             tb = _tile(b, op, "the second operand", spaces)
             _same_shape(ta.shape, tb.shape, op)
@@ -107,7 +98,6 @@ def binary(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
             return ta
         xa = _tensor_like(a, op, "the first operand")
         if isinstance(b, ScalarType):
-            _scalar_fits(xa.dtype, b.dtype, op)
             return TensorType(xa.shape, xa.dtype)
         xb = _tensor_like(b, op, "the second operand")
         _same_shape(xa.shape, xb.shape, op)
@@ -147,7 +137,6 @@ def scalar_binary(kind: str, op: str, pair: str, spaces: tuple[MemorySpace, ...]
                 f"pl.{where}: rhs must be a scalar (a number or a scalar value), got {b}; "
                 f"for two {kind}s use pl.{pair}"
             )
-        _scalar_fits(t.dtype, b.dtype, where)
         return t if kind == "tile" else TensorType(t.shape, t.dtype)
 
     return rule
@@ -166,7 +155,6 @@ def expands(kind: str) -> Rule:
         )
         if not isinstance(b, ScalarType):
             raise OpError(f"pl.expands: the value to broadcast must be a scalar, got {b}")
-        _scalar_fits(t.dtype, b.dtype, "expands")
         return t if kind == "tile" else TensorType(t.shape, t.dtype)
 
     return rule
@@ -360,8 +348,8 @@ def compare(kind: str, op: str, scalar_only: bool = False) -> Rule:
     def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
         a, b = args
         t: TileType | TensorType = _tile(a, op, "lhs", VEC) if kind == "tile" else _tensor_like(a, op, "lhs")
-        if isinstance(b, ScalarType):
-            _scalar_fits(t.dtype, b.dtype, op)
+        if isinstance(b, ScalarType):  # converted to lhs's dtype, as every scalar operand
+            pass
         elif scalar_only:
             raise OpError(f"pl.{op}: rhs must be a scalar, got {b}; for two tiles use pl.cmp")
         else:
@@ -422,7 +410,6 @@ def select(op: str) -> Rule:
             s = args[3]
             if not isinstance(s, ScalarType):
                 raise OpError(f"pl.sels: scalar must be a scalar, got {s}; for two tiles use pl.sel")
-            _scalar_fits(src.dtype, s.dtype, op)
         return src
 
     return rule
@@ -843,7 +830,6 @@ def tensor_write(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "write", "the destination")
     if not isinstance(args[1], ScalarType):
         raise OpError(f"pl.write: the value must be a scalar, got {args[1]}")
-    _scalar_fits(t.dtype, args[1].dtype, "write")
     return t
 
 
