@@ -8,7 +8,7 @@
 //
 // plan = (nparams, tensors, scalars, return_aliases, signature, platform_name, device,
 //         current_stream, stream_device_index, Tensor, Parameter, TensorArgument,
-//         ScalarArgument, CallFrame)
+//         ScalarArgument, CallFrame, format)   (format: the ND code the records carry)
 // tensors[k] = (index, torch dtype, itemsize, dims (-1: dynamic), strides or None,
 //               (index, name, direction, dtype, layout), writes)
 // scalars[k] = (index, exact type, lo or None, hi or None, (index, name, dtype))
@@ -23,11 +23,8 @@
 
 namespace {
 
-constexpr Py_ssize_t kPlanSize = 14;
-constexpr Py_ssize_t kTensorEntrySize = 7;
-constexpr Py_ssize_t kScalarEntrySize = 5;
+constexpr Py_ssize_t kPlanSize = 15;
 constexpr Py_ssize_t kMaxTensors = 64;
-constexpr long kFormatNd = 2;
 
 // A new instance of the tuple subclass `type` holding `n` items, all stolen from `items`.
 PyObject* make_record(PyObject* type, PyObject* const* items, Py_ssize_t n) {
@@ -53,15 +50,11 @@ struct Span {
 
 // The frame, or nullptr with no Python error set when the call is outside the common case
 // (or nullptr with an error set when a query raised).
+// `args` is a tuple this call owns, so the borrowed items outlive every Python call made here.
 PyObject* describe_impl(PyObject* plan, PyObject* args) {
-  if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != kPlanSize) {
-    PyErr_SetString(PyExc_TypeError, "describe: plan must be the 14-tuple built by _native_describe");
-    return nullptr;
-  }
-  if (!PyList_CheckExact(args) && !PyTuple_CheckExact(args)) return nullptr;
   const Py_ssize_t nparams = PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, 0));
-  if (PySequence_Fast_GET_SIZE(args) != nparams) return nullptr;
-  PyObject** argv = PySequence_Fast_ITEMS(args);
+  if (PyTuple_GET_SIZE(args) != nparams) return nullptr;
+  PyObject** argv = &PyTuple_GET_ITEM(args, 0);
   PyObject* tensor_plan = PyTuple_GET_ITEM(plan, 1);
   PyObject* scalar_plan = PyTuple_GET_ITEM(plan, 2);
   PyObject* tensor_type = PyTuple_GET_ITEM(plan, 9);
@@ -189,7 +182,7 @@ PyObject* describe_impl(PyObject* plan, PyObject* args) {
         shape,
         strides,
         PyLong_FromLongLong(f.offset),
-        PyLong_FromLong(kFormatNd),
+        new_ref(PyTuple_GET_ITEM(plan, 14)),
         PyLong_FromUnsignedLongLong(spans[k].start),
         PyLong_FromUnsignedLongLong(f.base),
         PyLong_FromLongLong(f.capacity),
@@ -262,17 +255,27 @@ PyObject* describe(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc)
     PyErr_SetString(PyExc_TypeError, "describe(plan, args): expected 2 arguments");
     return nullptr;
   }
+  if (!PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != kPlanSize) {
+    PyErr_SetString(PyExc_TypeError, "describe(plan, args): plan must be the 15-tuple CallSignature builds");
+    return nullptr;
+  }
+  PyObject* args = argv[1];
+  if (PyList_CheckExact(args)) {
+    args = PyList_AsTuple(args);
+    if (args == nullptr) return nullptr;
+  } else if (PyTuple_CheckExact(args)) {
+    Py_INCREF(args);
+  } else {
+    Py_RETURN_NONE;
+  }
   PyObject* frame = nullptr;
   try {
-    frame = describe_impl(argv[0], argv[1]);
+    frame = describe_impl(argv[0], args);
   } catch (...) {  // a torch query threw: the general path asks again and reports it
     frame = nullptr;
   }
+  Py_DECREF(args);
   if (frame == nullptr) {
-    if (PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_TypeError) && argc == 2 &&
-        !(PyTuple_CheckExact(argv[0]) && PyTuple_GET_SIZE(argv[0]) == kPlanSize)) {
-      return nullptr;  // a malformed plan is a programming error, reported as such
-    }
     PyErr_Clear();
     Py_RETURN_NONE;
   }

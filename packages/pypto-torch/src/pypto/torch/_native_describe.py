@@ -9,7 +9,7 @@ the general path; so the general path alone decides errors and their messages.
 It is compiled with torch's own extension builder (``torch.utils.cpp_extension.load``) into
 torch's extensions directory (``TORCH_EXTENSIONS_DIR``, by default under ``~/.cache``), under a
 name that carries the torch version; torch rebuilds it when the source changes. A build takes
-about 17 s of CPU, so nothing builds it implicitly: :func:`build_native` does, once per
+about 25 s of CPU (30 s wall on a quiet 2-core machine), so nothing builds it implicitly: :func:`build_native` does, once per
 process (quickly when the build is cached). If it is never called, or the build or import fails,
 every signature keeps the Python fast path.
 """
@@ -51,7 +51,7 @@ def build_native(*, verbose: bool = False) -> bool:
     """Build (or load from torch's extension cache) the native ``describe_call`` fast path.
 
     Every :class:`~pypto.torch.CallSignature` on a simulator platform, existing or made later,
-    then describes its common calls natively. The first build takes about 17 s of CPU and
+    then describes its common calls natively. The first build takes about 25 s of CPU and
     needs a C++ compiler and ninja; later processes load the cached build in well under a
     second. Never called implicitly.
 

@@ -298,6 +298,7 @@ class CallSignature:
             TensorArgument,
             ScalarArgument,
             CallFrame,
+            FORMAT_ND,
         )
 
     def _compile_fast_path(
@@ -349,8 +350,9 @@ class CallSignature:
                 stream does not match the tensors.
             NpuRuntimeUnavailable: An NPU platform query needs torch_npu and it is missing.
         """
-        # The generated fast path takes the common call and hands every other call to
-        # _describe_general, which alone decides and reports errors.
+        # The generated fast path (or, after pypto.torch.build_native() on a simulator, the
+        # native one) takes the common call and hands every other call to _describe_general,
+        # which alone decides and reports errors.
         return self._fast(args)
 
     def _describe_general(self, args: Sequence[object]) -> CallFrame:
