@@ -221,7 +221,9 @@ def test_fast_and_general_paths_agree(make_npu, native, data) -> None:
         assert taken[0] == "frame"
         if taken[1] is not MISS:
             assert _facts(taken[1]) == _facts(general[1])
-            assert all(t.storage is g.storage for t, g in zip(taken[1].tensors, general[1].tensors, strict=True))
+            assert all(
+                t.storage is g.storage for t, g in zip(taken[1].tensors, general[1].tensors, strict=True)
+            )
 
 
 def _bench_call(platform: Any) -> tuple[CallSignature, list[object]]:
@@ -276,6 +278,35 @@ def test_native_path_takes_common_calls(native) -> None:
     disjoint = [base[4 * k : 4 * k + 4] for k in range(7)]
     assert _native_only(native, sig)(disjoint) is not MISS
     assert _native_only(native, sig)([*disjoint[:6], base[2:6]]) is MISS
+
+
+def test_native_path_leaves_calls_under_a_torch_function_mode_to_the_general_path(native) -> None:
+    class Passthrough(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            return func(*args, **(kwargs or {}))
+
+    sig, args = _bench_call("a2a3sim")
+    native_only = _native_only(native, sig)
+    with Passthrough():
+        assert native_only(args) is MISS
+        assert _facts(sig.describe_call(args)) == _facts(sig._describe_general(args))
+    assert native_only(args) is not MISS
+
+
+def test_signatures_made_before_the_build_switch_to_the_native_path(native, make_npu, monkeypatch) -> None:
+    import torch.utils.cpp_extension
+
+    built = _native_describe._state.module
+    monkeypatch.setattr(_native_describe, "_state", _native_describe._State())
+    monkeypatch.setattr(_native_describe, "_waiting", type(_native_describe._waiting)())
+    monkeypatch.setattr(torch.utils.cpp_extension, "load", lambda **_: built)
+    sig, args = _bench_call("a2a3sim")
+    npu_sig, _ = _bench_call(make_npu())
+    assert sig._fast is sig._python_fast  # not built yet in this (simulated) process
+    assert _native_describe.build_native()
+    assert sig._fast is not sig._python_fast
+    assert npu_sig._fast is npu_sig._python_fast  # NPU platforms keep the Python fast path
+    assert _facts(sig.describe_call(args)) == _facts(sig._describe_general(args))
 
 
 def test_a_failed_native_build_keeps_the_python_path(monkeypatch) -> None:
