@@ -97,7 +97,12 @@ def native_describe(
     module = _state.module
     if module is None:
         _waiting.add(signature)
-        return None
+        # build_native sets the module before it reads the waiting set: a build finishing
+        # between the two lines above is seen here, and one finishing later switches this one.
+        module = _state.module
+        if module is None:
+            return None
+        _waiting.discard(signature)
     describe = module.describe
 
     def describe_call(args: Sequence[object]) -> Any:
