@@ -4,7 +4,7 @@
 //
 // describe(plan, args) returns the CallFrame, or None for any call outside the common case (the
 // caller then hands the call to the general path, which alone decides and reports errors).
-// It never raises: a failed query also answers None.
+// A failed query also answers None; only a malformed plan raises (TypeError).
 //
 // plan = (nparams, tensors, scalars, return_aliases, signature, platform_name, device,
 //         current_stream, stream_device_index, Tensor, Parameter, TensorArgument,
