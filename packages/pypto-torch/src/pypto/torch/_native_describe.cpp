@@ -19,7 +19,6 @@
 #include <torch/extension.h>
 
 #include <cstdint>
-#include <vector>
 
 namespace {
 
