@@ -459,16 +459,18 @@ class LaunchContext:
 
     def finish(self) -> None:
         """Close the worker still open, tell the launched ranks that no more workers come, and wait
-        (at most 30 s) until each has read it: the store may be this process's."""
+        (at most 30 s) until each has read it or is gone: the store may be this process's."""
         if self.group is not None:
             self.group.close()
         self.store.set(f"session/{self.sessions}", "exit")
         deadline = time.monotonic() + 30.0
-        for r in range(self.world_size):
-            while time.monotonic() < deadline and not any(
-                self.store.check([f"{k}/{r}"]) for k in ("gone", "bye")
-            ):
-                time.sleep(_POLL)
+        waiting = set(range(self.world_size))
+        while waiting and time.monotonic() < deadline:
+            waiting -= {r for r in waiting if any(self.store.check([f"{k}/{r}"]) for k in ("gone", "bye"))}
+            found = self.dead_rank()
+            if found is not None and found[0] is not None:
+                waiting.discard(found[0])
+            time.sleep(_POLL)
 
     def dead_rank(self) -> tuple[int | None, str] | None:
         """A launched rank that is gone and why; None while all answer. A rank that said why it
@@ -504,7 +506,7 @@ class LaunchedRankGroup(RankGroup):
     """A :class:`RankGroup` over ranks that torchrun started: no processes of its own; the
     ranks' heartbeats in the store tell whether they are alive."""
 
-    def __init__(  # noqa: PLR0913
+    def __init__(
         self,
         context: LaunchContext,
         plans_json: list[dict[str, Any]],

@@ -22,7 +22,7 @@ from typing import Any
 
 __all__ = ["current", "default_data_path", "main"]
 
-_CONTEXT: Any = None
+_STATE: dict[str, Any] = {"context": None}  # the host orchestrator's LaunchContext
 
 USAGE = "torchrun [options] -m pypto.runtime.distributed.launch (script.py | -m module) [args...]"
 
@@ -30,7 +30,7 @@ USAGE = "torchrun [options] -m pypto.runtime.distributed.launch (script.py | -m 
 def current() -> Any:
     """The host orchestrator's ``LaunchContext`` when this process is torchrun's RANK 0 under
     this launcher, else None (workers start their own rank processes)."""
-    return _CONTEXT
+    return _STATE["context"]
 
 
 def default_data_path() -> str:
@@ -39,7 +39,7 @@ def default_data_path() -> str:
     the setting's default otherwise."""
     from pypto.runtime import settings
 
-    if _CONTEXT is not None and "PYPTO_DIST_DATA_PATH" not in os.environ:
+    if _STATE["context"] is not None and "PYPTO_DIST_DATA_PATH" not in os.environ:
         return "process_group"
     return str(settings.get("PYPTO_DIST_DATA_PATH"))
 
@@ -54,7 +54,6 @@ def _target(argv: list[str]) -> tuple[str, str, list[str]]:
 
 def main(argv: list[str] | None = None) -> None:
     """The entry of every process torchrun starts (see the module's docstring)."""
-    global _CONTEXT
     args = sys.argv[1:] if argv is None else argv
     kind, target, rest = _target(args)
     missing = [v for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if v not in os.environ]
@@ -73,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     if int(os.environ["RANK"]) != 0:
         _engine.serve_launched()
         return
-    _CONTEXT = _engine.LaunchContext()
+    context = _STATE["context"] = _engine.LaunchContext()
     try:
         if kind == "module":
             sys.argv = [target, *rest]
@@ -86,8 +85,12 @@ def main(argv: list[str] | None = None) -> None:
         import gc
 
         gc.collect()  # close workers the script dropped, so the ranks leave their last session
-        _CONTEXT.finish()
+        context.finish()
 
 
 if __name__ == "__main__":
-    main()
+    # run as a script (`-m`), this file is `__main__`: the workers look for the context in the
+    # module they import, so the entry is that module's
+    from pypto.runtime.distributed.launch import main as _main
+
+    _main()
