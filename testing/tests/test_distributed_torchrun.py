@@ -203,3 +203,17 @@ def test_a_launched_rank_that_dies_fails_the_dispatch_naming_it(tmp_path: Path) 
     assert rc != 0, out
     assert "RANK ERROR 1: rank 1 " in out, out
     assert "ALLREDUCE OK" not in out, out
+
+
+@pytest.mark.slow
+def test_a_rank_dying_on_another_node_fails_the_dispatch_by_its_heartbeat(tmp_path: Path) -> None:
+    # no SIGTERM reaches the orchestrator here: node 1's agent stops only its own processes, and the
+    # orchestrator names the rank once its heartbeat has stood still
+    port = _free_port()
+    common = ["--nnodes=2", "--rdzv-backend=static", "--master-addr=127.0.0.1", f"--master-port={port}"]
+    node1 = _torchrun(tmp_path, *common, "--node-rank=1", "--nproc-per-node=1", mode="kill")
+    node0 = _torchrun(tmp_path, *common, "--node-rank=0", "--nproc-per-node=2", mode="kill")
+    _, out0 = _finish(node0)
+    rc1, out1 = _finish(node1)
+    assert rc1 != 0, out1
+    assert "RANK ERROR 1: rank 1 stopped answering (no heartbeat for " in out0, out0
