@@ -28,7 +28,6 @@ SCRIPT = textwrap.dedent(
     import os
     import signal
     import sys
-    import time
 
     import torch
 

@@ -22,6 +22,11 @@ program is prepared (its imports are inside the functions): single-chip programs
   dispatch's window zeroing from its kernels.
 
 A rank exits on the ``close`` command, or when the parent's process is gone.
+
+Under torchrun (``pypto.runtime.distributed.launch``) the ranks are torchrun's processes:
+``serve_launched`` runs the same command loop (``_serve``) for each worker the host orchestrator
+(torchrun's RANK 0, ``LaunchContext``) prepares, and ``LaunchedRankGroup`` is that worker's handle,
+which tells a dead rank by its heartbeat in the store instead of by its process.
 """
 
 from __future__ import annotations
@@ -557,7 +562,7 @@ class LaunchedRankGroup(RankGroup):
 
     @property
     def pids(self) -> tuple[int, ...]:
-        """Each rank's process id (on its own host: ``rank_hosts``)."""
+        """Each rank's process id, on the rank's own host."""
         return tuple(
             int(self._launch.store.get(f"pid/{r}").decode().rsplit(":", 1)[1]) for r in range(self.world_size)
         )
