@@ -102,6 +102,15 @@ SCRIPT = textwrap.dedent(
                 ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
                 assert ppid != os.getpid(), (pid, ppid)
         check(w, 1)
+        if mode == "shared_memory":
+            try:
+                w.alloc_tensor([2, COLS], torch.float32)
+            except NotImplementedError as exc:
+                print("NO RESIDENT", exc, flush=True)
+            try:
+                compiled.prepare()
+            except RuntimeError as exc:
+                print("ONE AT A TIME", exc, flush=True)
         if mode == "kill":
             os.kill(w.rank_pids[1], signal.SIGKILL)
             try:
@@ -178,8 +187,47 @@ def test_torchrun_standalone_runs_the_ranks_of_a_program_on_both_data_paths(tmp_
     assert rc == 0, out
     # by default the launched ranks' windows are on the process-group path; asked for, and with
     # every rank on this host, shared memory
-    assert "DATA PATH process_group\nDATA PATH shared_memory\n" in out, out
+    paths = [line.split()[-1] for line in out.splitlines() if line.startswith("DATA PATH ")]
+    assert paths == ["process_group", "shared_memory"], out
     assert "ALLREDUCE OK" in out, out
+    assert "NO RESIDENT DistributedWorker.alloc_tensor: resident tensors live in shared memory" in out, out
+    assert "ONE AT A TIME DistributedWorker: under torchrun the launched ranks serve one worker" in out, out
+
+
+def test_the_launcher_refuses_a_run_without_torchruns_environment(monkeypatch) -> None:
+    from pypto.runtime.distributed import launch
+
+    for var in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(
+        SystemExit, match=r"expected torchrun's environment, but RANK, WORLD_SIZE, .* is not set"
+    ):
+        launch.main(["script.py"])
+    with pytest.raises(SystemExit, match=r"expected a script path or -m module, got \['--x'\]"):
+        launch.main(["--x"])
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "1")
+    with pytest.raises(SystemExit, match=r"expected WORLD_SIZE >= 2 .*got WORLD_SIZE=1"):
+        launch.main(["script.py"])
+
+
+def test_a_program_for_another_rank_count_is_refused_naming_both() -> None:
+    from types import SimpleNamespace
+
+    from pypto.runtime.distributed.worker import _check_launched
+
+    plan = SimpleNamespace(name="host", world_size=2, device_ids=(0, 1))  # what it reads of a plan
+    with pytest.raises(
+        ValueError,
+        match=r"program 'host' has 2 ranks .* torchrun started 3 rank processes .*"
+        r"WORLD_SIZE=4\); start torchrun with 3 processes in all",
+    ):
+        _check_launched(SimpleNamespace(world_size=3, all_local=True), plan, "process_group")
+    with pytest.raises(ValueError, match=r"DistributedWorker\(data_path\): 'shared_memory' needs every rank"):
+        _check_launched(SimpleNamespace(world_size=2, all_local=False), plan, "shared_memory")
+    _check_launched(SimpleNamespace(world_size=2, all_local=True), plan, "shared_memory")
 
 
 def test_two_torchrun_nodes_run_one_program_over_the_process_group(tmp_path: Path) -> None:
