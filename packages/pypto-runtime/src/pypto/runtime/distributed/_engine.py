@@ -208,6 +208,8 @@ def _serve(store: Any, rank: int, world_size: int, parent_alive: Any) -> None:
 class RankGroup:
     """The parent's handle on ``world_size`` running rank processes."""
 
+    _AFTERMATH = "{which} ranks were terminated"  # what a failed wait or dispatch did to the ranks
+
     def __init__(
         self,
         plans_json: list[dict[str, Any]],
@@ -312,7 +314,7 @@ class RankGroup:
                 self.kill()
                 raise DistributedTimeoutError(
                     f"{what}: rank(s) {', '.join(map(str, ranks))} did not answer within {self.timeout:g} s "
-                    "(DistributedConfig(timeout)); all ranks were terminated",
+                    f"(DistributedConfig(timeout)); {self._AFTERMATH.format(which='all')}",
                     ranks,
                 )
             time.sleep(_POLL)
@@ -343,7 +345,7 @@ class RankGroup:
                 self.kill()
                 last = result.strip().splitlines()[-1] if result.strip() else "no error text"
                 raise DistributedRankError(
-                    f"rank {r} failed in {what}: {last}; the other ranks were terminated\n"
+                    f"rank {r} failed in {what}: {last}; {self._AFTERMATH.format(which='the other')}\n"
                     f"rank {r}'s traceback:\n{result}",
                     r,
                 )
@@ -510,6 +512,8 @@ class LaunchContext:
 class LaunchedRankGroup(RankGroup):
     """A :class:`RankGroup` over ranks that torchrun started: no processes of its own; the
     ranks' heartbeats in the store tell whether they are alive."""
+
+    _AFTERMATH = "{which} ranks that still answer were sent back to wait for the next worker"
 
     def __init__(
         self,
