@@ -10,6 +10,10 @@ between phases), and copies the written host tensors back. :meth:`close` (also o
 ``with``-exit, garbage collection and interpreter exit) stops the ranks and removes every
 segment. A failed dispatch (a rank died, raised, or did not answer in time) stops all ranks and
 removes the segments; the worker cannot run again.
+
+Under torchrun's launcher (``pypto.runtime.distributed.launch``) the ranks are torchrun's
+processes (``_engine.LaunchedRankGroup``), which may be on other hosts: host tensors travel
+through the store instead of the I/O segment, and resident tensors are refused.
 """
 
 from __future__ import annotations
