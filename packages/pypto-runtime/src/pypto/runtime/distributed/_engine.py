@@ -576,9 +576,9 @@ class LaunchedRankGroup(RankGroup):
         if found is not None:
             rank, why = found
             self.kill()
-            who = f"rank {rank}" if rank is not None else "the run"
+            who = f"rank {rank} " if rank is not None else ""
             raise DistributedRankError(
-                f"{who} {why} during {what}; torchrun's agents stop the other ranks", rank
+                f"{who}{why} during {what}; torchrun's agents stop the other ranks", rank
             )
 
     def close(self) -> None:
