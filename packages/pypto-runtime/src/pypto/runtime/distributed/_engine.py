@@ -456,7 +456,7 @@ class LaunchContext:
         previous = signal.getsignal(signal.SIGTERM)
 
         def on_sigterm(signum: int, frame: Any) -> None:
-            if self.group is None:  # no worker to fail to fail: leave as torchrun asks
+            if self.group is None:  # no worker to fail: leave as torchrun asks
                 signal.signal(signal.SIGTERM, previous if callable(previous) else signal.SIG_DFL)
                 os.kill(os.getpid(), signal.SIGTERM)
                 return
