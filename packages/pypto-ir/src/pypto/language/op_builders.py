@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Arg, Const, Expr
+from pypto.ir.ops.cast_modes import DEFAULT as CAST_DEFAULT
+from pypto.ir.ops.cast_modes import cast_mode
 from pypto.ir.ops.rules import CASTABLE
+from pypto.ir.ops.spec import OpError
 from pypto.ir.param_info import Layout
 from pypto.ir.types import (
     AtomicType,
@@ -347,9 +350,17 @@ def _build_shape_op(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) 
 def _build_cast(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     attrs: dict[str, Any] = {"dtype": p.dtype(b["target_type"], "pl.cast target_type")}
     if b.get("mode") is not None:
-        attrs["mode"] = str(p.static_value(b["mode"], "pl.cast mode", node))
+        try:
+            attrs["mode"] = cast_mode(p.static_value(b["mode"], "pl.cast mode", node))
+        except OpError as e:
+            raise p.err(str(e), node) from None
     x = p.expr(b["input"])
     if isinstance(x, Const):
+        if attrs.get("mode", CAST_DEFAULT) != CAST_DEFAULT:
+            raise p.err(
+                f"pl.cast: a scalar takes the default mode {CAST_DEFAULT!r} only, got mode={attrs['mode']!r}",
+                node,
+            )
         return make_const(x.value, attrs["dtype"], p.src.span(node))
     return p.make_op("cast", [x], attrs, node)
 

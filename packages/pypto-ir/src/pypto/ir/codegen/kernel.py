@@ -58,6 +58,7 @@ from pypto.ir.nodes import (
     walk_stmts,
 )
 from pypto.ir.ops import OPS, Cpp
+from pypto.ir.ops.cast_modes import cpp_round_mode
 from pypto.ir.ops.system_ops import HINTS as SYSTEM_HINTS
 from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.ssa import base_name
@@ -592,6 +593,8 @@ class _KernelGen:
             parts.append(_PAD[e.attr("pad")])
         elif cpp.tail == "cmp":
             parts.append(f"static_cast<pt::CmpMode>({int(e.attr('cmp_type', 0))})")
+        elif cpp.tail == "round":
+            parts.append(cpp_round_mode(e.attr("mode")))
         if cpp.into is None:
             head = f"{tile_type(t)} {name};"
         else:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir.dtypes import DataType
+from pypto.ir.ops.cast_modes import DEFAULT as CAST_DEFAULT
+from pypto.ir.ops.cast_modes import cast_mode
 from pypto.ir.ops.spec import OpError, Rule
 from pypto.ir.types import (
     ArrayType,
@@ -588,6 +590,8 @@ CASTABLE = {
 
 def tile_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tile(args[0], "cast", "the operand", VEC)
+    if attrs.get("mode") is not None:
+        cast_mode(attrs["mode"])
     to = attrs["dtype"]
     for d in (t.dtype, to):
         if d not in CASTABLE:
@@ -598,6 +602,8 @@ def tile_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 def tensor_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "cast", "the operand")
+    if attrs.get("mode") is not None:
+        cast_mode(attrs["mode"])
     return TensorType(t.shape, attrs["dtype"])
 
 
@@ -761,6 +767,9 @@ def tensor_read(args: list[Type], attrs: dict[str, Any]) -> Type:
 def scalar_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
     if not isinstance(args[0], ScalarType):
         raise OpError(f"pl.cast: expected a scalar, got {args[0]}")
+    mode = attrs.get("mode")
+    if mode is not None and cast_mode(mode) != CAST_DEFAULT:
+        raise OpError(f"pl.cast: a scalar takes the default mode {CAST_DEFAULT!r} only, got mode={mode!r}")
     return ScalarType(attrs["dtype"])
 
 

@@ -698,8 +698,11 @@ _enter(
         "cast",
         (P("input"), P("target_type"), P("mode", None)),
         """Convert the elements to another dtype (FP32/FP16/BF16, INT8/INT16/INT32,
-    UINT8/UINT16/UINT32): to a float or from a float to an integer, rounded to nearest even;
-    out-of-range integers saturate.""",
+    UINT8/UINT16/UINT32). ``mode`` rounds every narrowing float conversion (float -> integer,
+    FP32 -> FP16/BF16, FP16 <-> BF16), by name or code: ``"none"`` (0) and ``"rint"`` (1) nearest,
+    ties to even; ``"round"`` (2, the default) nearest, ties away from zero; ``"floor"`` (3);
+    ``"ceil"`` (4); ``"trunc"`` (5) toward zero; ``"odd"`` (6) round to odd. Out-of-range
+    integers saturate. A scalar cast takes the default mode only (float -> integer truncates).""",
         {**_both("cast"), "scalar": "scalar.cast"},
         group="layout",
     ),
@@ -708,7 +711,7 @@ _enter(
         rules.tile_cast,
         1,
         1,
-        Cpp("cast"),
+        Cpp("cast", tail="round"),
         attrs=("dtype", "mode"),
         dtypes=frozenset(rules.CASTABLE),
         spaces=VEC,
