@@ -205,6 +205,25 @@ def _serve(store: Any, rank: int, world_size: int, parent_alive: Any) -> None:
         dist.destroy_process_group()
 
 
+def _boot_message(
+    timeout: float,
+    plans_json: list[dict[str, Any]],
+    aic_threads: int | None,
+    aiv_threads: int | None,
+    data_path: str,
+) -> str:
+    """The ``boot`` key every rank reads first: the worker's plans and how to run them."""
+    return json.dumps(
+        {
+            "timeout": timeout,
+            "plans": plans_json,
+            "aic_threads": aic_threads,
+            "aiv_threads": aiv_threads,
+            "data_path": data_path,
+        }
+    )
+
+
 class RankGroup:
     """The parent's handle on ``world_size`` running rank processes."""
 
@@ -235,15 +254,7 @@ class RankGroup:
         )
         self.store.set(
             "boot",
-            json.dumps(
-                {
-                    "timeout": timeout,
-                    "plans": plans_json,
-                    "aic_threads": aic_threads,
-                    "aiv_threads": aiv_threads,
-                    "data_path": data_path,
-                }
-            ),
+            _boot_message(timeout, plans_json, aic_threads, aiv_threads, data_path),
         )
         base = {
             "WORLD_SIZE": str(world_size),
@@ -547,15 +558,7 @@ class LaunchedRankGroup(RankGroup):
         self.store = dist.distributed_c10d.PrefixStore(f"s{session}/", context.store)
         self.store.set(
             "boot",
-            json.dumps(
-                {
-                    "timeout": timeout,
-                    "plans": plans_json,
-                    "aic_threads": aic_threads,
-                    "aiv_threads": aiv_threads,
-                    "data_path": data_path,
-                }
-            ),
+            _boot_message(timeout, plans_json, aic_threads, aiv_threads, data_path),
         )
         context.store.set(f"session/{session}", "start")
         try:
