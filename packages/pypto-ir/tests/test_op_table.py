@@ -166,6 +166,8 @@ _TILE_POOL: tuple[Type, ...] = (
     ScalarType(FP32),
     TensorType((16, 16), FP32),
     ScalarType(DataType.INT64),
+    TileType((16, 16), DataType.INT32, MemorySpace.Vec),  # bitwise ops
+    TileType((16, 32), DataType.UINT8, MemorySpace.Vec),  # a predicate mask (pl.cmp of a [16, 16] tile)
 )
 _ATTR_VALUES: dict[str, tuple[Any, ...]] = {
     "shape": ((16, 16),),
@@ -176,6 +178,7 @@ _ATTR_VALUES: dict[str, tuple[Any, ...]] = {
     "static_offsets": ([0, 0],),
     "layout": (None,),
     "mode": (None,),
+    "cmp_type": (3,),
 }
 
 

@@ -217,3 +217,81 @@ def test_an_orchestration_while_loop_carries_tensors_swapped_by_tuple_unpacking(
     run(PingPong, a, b, n)
     last = a if n % 2 == 0 else b  # written by the last iteration
     torch.testing.assert_close(last, a0 * 2**n)
+
+
+@pl.program
+class SwapScalars:
+    @pl.function(type=pl.FunctionType.InCore)
+    def put(
+        self,
+        v: pl.Scalar[pl.INT64],
+        w: pl.Scalar[pl.INT64],
+        y: pl.Out[pl.Tensor[[1, 2], pl.INT64]],
+    ) -> pl.Tensor[[1, 2], pl.INT64]:
+        pl.write(y, [0, 0], v)
+        pl.write(y, [0, 1], w)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, n: pl.Scalar[pl.INT64], out: pl.Out[pl.Tensor[[1, 2], pl.INT64]]
+    ) -> pl.Tensor[[1, 2], pl.INT64]:
+        a: pl.Scalar[pl.INT64] = 0
+        b: pl.Scalar[pl.INT64] = 1
+        for _ in pl.range(n):
+            a, b = b, a + b  # both values are read before either name changes
+        out = self.put(a, b, out)
+        return out
+
+
+@pytest.mark.parametrize("n", [0, 1, 10])
+def test_tuple_assignment_reads_every_value_before_binding_any(n: int) -> None:
+    out = torch.zeros(1, 2, dtype=torch.int64)
+    run(SwapScalars, n, out)
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, a + b
+    assert out.tolist() == [[a, b]]
+
+
+@pl.program
+class CarriedTensors:
+    @pl.function(type=pl.FunctionType.InCore)
+    def double(
+        self, x: pl.Tensor[[16, 32], pl.FP32], y: pl.Out[pl.Tensor[[16, 32], pl.FP32]]
+    ) -> pl.Tensor[[16, 32], pl.FP32]:
+        y = pl.store(pl.mul(pl.load(x, [0, 0], [16, 32]), 2.0), [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[16, 32], pl.FP32],
+        flag: pl.Scalar[pl.INT64],
+        out: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+    ) -> pl.Tensor[[16, 32], pl.FP32]:
+        if flag > 0:  # a tensor made inside one branch is the if's result
+            made = pl.create_tensor([16, 32], dtype=pl.FP32)
+            made = self.double(x, made)
+            src = made
+        else:
+            src = x
+        acc = src
+        other = x
+        for _ in pl.range(3):  # a tensor made in the body is carried to the next iteration
+            nxt = pl.create_tensor([16, 32], dtype=pl.FP32)
+            nxt = self.double(acc, nxt)
+            acc, other = other, nxt
+        out = self.double(acc, out)
+        return out
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_tensors_made_in_a_branch_or_a_loop_body_outlive_it(flag: int) -> None:
+    x = torch.randn(16, 32)
+    out = torch.zeros(16, 32)
+    run(CarriedTensors, x, flag, out)
+    acc, other = (x * 2 if flag else x), x
+    for _ in range(3):
+        acc, other = other, acc * 2
+    torch.testing.assert_close(out, acc * 2)

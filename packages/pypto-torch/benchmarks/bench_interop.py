@@ -2,7 +2,9 @@
 
 Both figures are measured in the same run on small CPU tensors (the simulator platform,
 where CPU tensors are the device memory); the ratio is describe_call time / torch.add time.
-Run with ``python bench_interop.py [--quick]``.
+The native fast path is built first (``pypto.torch.build_native``: about 30 s the first time
+on this machine, then loaded from torch's extension cache) and measured beside the Python fast
+path. Run with ``python bench_interop.py [--quick]``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Callable
 import torch
 
 from pypto.ir import ParamInfo
+from pypto.torch import build_native
+from pypto.torch._native_describe import native_error
 from pypto.torch.interop import CallSignature
 from pypto_testing.bench import report
 
@@ -38,24 +42,29 @@ def main() -> None:
     number, repeat = (200, 3) if opts.quick else (2000, 7)
     torch.set_num_threads(1)
 
+    native = build_native()
+    if not native:
+        print(f"native fast path unavailable ({native_error()}); describe_call uses the Python fast path")
     a, b = torch.randn(4, 16), torch.randn(4, 16)
     baseline = _best_per_call(lambda: torch.add(a, b), number, repeat)
     rows = []
     for tensors in (3, 8):
         sig, args = _signature(tensors)
-        sig.describe_call(args)  # warm up and prove the call is valid
-        cost = _best_per_call(lambda sig=sig, args=args: sig.describe_call(args), number, repeat)
-        rows.append((f"describe_call, {tensors} tensors + 1 scalar", cost, cost / baseline))
-        if tensors == 3:
-            report(
-                "describe_call, 3 tensors + 1 scalar",
-                cost,
-                baseline,
-                "torch.add on 4x16",
-                "us",
-                bar=3.0,
-                goal=2.0,
-            )
+        paths = [("native" if native else "Python", sig.describe_call), ("Python", sig._python_fast)]
+        for path, describe in paths[: 2 if native else 1]:
+            describe(args)  # warm up and prove the call is valid
+            cost = _best_per_call(lambda describe=describe, args=args: describe(args), number, repeat)
+            rows.append((f"describe_call ({path}), {tensors} tensors + 1 scalar", cost, cost / baseline))
+            if tensors == 3 and describe is sig.describe_call:
+                report(
+                    f"describe_call ({path} fast path), 3 tensors + 1 scalar",
+                    cost,
+                    baseline,
+                    "torch.add on 4x16",
+                    "us",
+                    bar=3.0,
+                    goal=2.0,
+                )
 
     title = f"pypto.torch.interop (torch {torch.__version__}; baseline torch.add on 4x16 fp32 = {baseline:.2f} us)"
     try:
@@ -63,9 +72,9 @@ def main() -> None:
         from rich.table import Table
     except ImportError:
         print(title)
-        print(f"{'case':<38} {'us/call':>10} {'x torch.add':>12}")
+        print(f"{'case':<48} {'us/call':>10} {'x torch.add':>12}")
         for name, cost, ratio in rows:
-            print(f"{name:<38} {cost:>10.2f} {ratio:>12.2f}")
+            print(f"{name:<48} {cost:>10.2f} {ratio:>12.2f}")
         return
     table = Table(title=title)
     table.add_column("case")

@@ -4,6 +4,8 @@ For random signatures and random (often invalid) arguments, on the simulator and
 NPU, ``describe_call`` (fast path first) and ``CallSignature._describe_general`` (every check, in
 order) give the same frame or raise the same error with the same message; and the fast path on
 its own (with a stand-in for the general path) never accepts a call the general path rejects.
+The native fast path (``pypto.torch.build_native``; built here once, then cached by torch) is held
+to the same rules on the simulator, and a failed build leaves the Python fast path in use.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pypto.ir.param_info import ParamInfo
+from pypto.torch import _native_describe
 from pypto.torch.interop import CallFrame, CallSignature
 
 P = ParamInfo
@@ -40,6 +43,19 @@ class _Int(int):
 def _fast_only(sig: CallSignature) -> Any:
     """The signature's fast path with a general path that only reports a miss."""
     return sig._compile_fast_path(lambda args: MISS)
+
+
+@pytest.fixture(scope="module")
+def native() -> Any:
+    """The native describe function (built on first use on this machine, ~30 s; cached after)."""
+    assert _native_describe.build_native(), _native_describe.native_error()
+    return _native_describe._state.module.describe
+
+
+def _native_only(describe: Any, sig: CallSignature) -> Any:
+    """The signature's native path with a general path that only reports a miss."""
+    plan = sig._native_plan(0)
+    return lambda args: MISS if (frame := describe(plan, args)) is None else frame
 
 
 def _outcome(call: Any, args: list[object]) -> tuple[str, Any]:
@@ -184,22 +200,30 @@ def _call(draw: st.DrawFn, npu_class: Any) -> tuple[CallSignature, list[object],
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_fast_and_general_paths_agree(make_npu, data) -> None:
-    sig, args, _, grad = data.draw(_call(make_npu))
+def test_fast_and_general_paths_agree(make_npu, native, data) -> None:
+    sig, args, npu, grad = data.draw(_call(make_npu))
+    # on the simulator describe_call runs the native path (native is built), elsewhere the Python one
+    assert (sig._fast is sig._python_fast) == (npu is not None)
     with torch.set_grad_enabled(grad):
         general = _outcome(sig._describe_general, args)
         public = _outcome(sig.describe_call, args)
         fast = _outcome(_fast_only(sig), args)
+        native_fast = _outcome(_native_only(native, sig), args) if npu is None else ("frame", MISS)
     assert public[0] == general[0]
     if general[0] == "error":
         assert public[1] == general[1]
-        # the fast path never takes a call the general path rejects (nor raises itself)
+        # neither fast path takes a call the general path rejects (nor raises itself)
         assert fast == ("frame", MISS)
+        assert native_fast == ("frame", MISS)
         return
     assert _facts(public[1]) == _facts(general[1])
-    assert fast[0] == "frame"
-    if fast[1] is not MISS:
-        assert _facts(fast[1]) == _facts(general[1])
+    for taken in (fast, native_fast):
+        assert taken[0] == "frame"
+        if taken[1] is not MISS:
+            assert _facts(taken[1]) == _facts(general[1])
+            assert all(
+                t.storage is g.storage for t, g in zip(taken[1].tensors, general[1].tensors, strict=True)
+            )
 
 
 def _bench_call(platform: Any) -> tuple[CallSignature, list[object]]:
@@ -229,6 +253,76 @@ def test_common_calls_take_the_fast_path(make_npu, where) -> None:
         if where == "npu":
             sig.platform.place(leaf)  # type: ignore[attr-defined]
         assert _fast_only(sig)([leaf, args[0], args[2], 1.0]) is not MISS
+
+
+def test_native_path_takes_common_calls(native) -> None:
+    sig, args = _bench_call("a2a3sim")
+    native_only = _native_only(native, sig)
+    frame = native_only(args)
+    assert frame is not MISS
+    assert _facts(frame) == _facts(sig._describe_general(args))
+    assert frame.alias_result() is args[2]
+    # a dynamic non-leading extent: strides worked out per call
+    params = [P("x", "In", [2, -1, 3], "FP16"), P("y", "InOut", [-1], "INT32"), P("flag", "In", None, "BOOL")]
+    sig = CallSignature(params, [1], platform="a2a3sim")
+    base = torch.zeros(40, dtype=torch.int32)
+    args = [torch.ones(2, 5, 3, dtype=torch.float16), base[3:13], True]
+    frame = _native_only(native, sig)(args)
+    assert frame is not MISS
+    assert frame.tensors[0].strides == (15, 3, 1)
+    assert _facts(frame) == _facts(sig._describe_general(args))
+    # many written views: every pair is tested
+    params = [P(f"o{k}", "Out", [4], "FP32") for k in range(7)]
+    sig = CallSignature(params, platform="a2a3sim")
+    base = torch.zeros(40)
+    disjoint = [base[4 * k : 4 * k + 4] for k in range(7)]
+    assert _native_only(native, sig)(disjoint) is not MISS
+    assert _native_only(native, sig)([*disjoint[:6], base[2:6]]) is MISS
+
+
+def test_native_path_leaves_calls_under_a_torch_function_mode_to_the_general_path(native) -> None:
+    class Passthrough(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            return func(*args, **(kwargs or {}))
+
+    sig, args = _bench_call("a2a3sim")
+    native_only = _native_only(native, sig)
+    with Passthrough():
+        assert native_only(args) is MISS
+        assert _facts(sig.describe_call(args)) == _facts(sig._describe_general(args))
+    assert native_only(args) is not MISS
+
+
+def test_signatures_made_before_the_build_switch_to_the_native_path(native, make_npu, monkeypatch) -> None:
+    import torch.utils.cpp_extension
+
+    built = _native_describe._state.module
+    monkeypatch.setattr(_native_describe, "_state", _native_describe._State())
+    monkeypatch.setattr(_native_describe, "_waiting", type(_native_describe._waiting)())
+    monkeypatch.setattr(torch.utils.cpp_extension, "load", lambda **_: built)
+    sig, args = _bench_call("a2a3sim")
+    npu_sig, _ = _bench_call(make_npu())
+    assert sig._fast is sig._python_fast  # not built yet in this (simulated) process
+    assert _native_describe.build_native()
+    assert sig._fast is not sig._python_fast
+    assert npu_sig._fast is npu_sig._python_fast  # NPU platforms keep the Python fast path
+    assert _facts(sig.describe_call(args)) == _facts(sig._describe_general(args))
+
+
+def test_a_failed_native_build_keeps_the_python_path(monkeypatch) -> None:
+    import torch.utils.cpp_extension
+
+    def no_compiler(**_: object) -> None:
+        raise RuntimeError("no compiler here")
+
+    monkeypatch.setattr(_native_describe, "_state", _native_describe._State())
+    monkeypatch.setattr(_native_describe, "_waiting", type(_native_describe._waiting)())
+    monkeypatch.setattr(torch.utils.cpp_extension, "load", no_compiler)
+    sig, args = _bench_call("a2a3sim")
+    assert not _native_describe.build_native()
+    assert _native_describe.native_error() == "RuntimeError: no compiler here"
+    assert sig._fast is sig._python_fast
+    assert _facts(sig.describe_call(args)) == _facts(sig._describe_general(args))
 
 
 def test_many_written_views_use_the_overlap_sweep() -> None:

@@ -147,6 +147,9 @@ class CallFunc:
 
     ``directions`` holds, per argument, the callee parameter's direction once the
     call-directions pass has run (empty before). ``deps`` are explicit task dependencies.
+    ``dumps`` are the arguments marked for a selective tensor dump (``pl.dump_tag``,
+    ``pl.submit(..., dumps=[...])``); the simulated chip has no tensor dump, so they are recorded
+    and change nothing.
     """
 
     callee: str
@@ -155,6 +158,7 @@ class CallFunc:
     directions: tuple[ParamDirection, ...] = ()
     deps: tuple[Expr, ...] = ()
     span: Span | None = field(default=None, compare=False, repr=False)
+    dumps: tuple[Expr, ...] = ()
 
     def __str__(self) -> str:
         args = []
@@ -162,7 +166,8 @@ class CallFunc:
             d = self.directions[i].value + " " if i < len(self.directions) else ""
             args.append(f"{d}{a}")
         deps = f", deps=[{', '.join(map(str, self.deps))}]" if self.deps else ""
-        return f"call @{self.callee}({', '.join(args)}{deps})"
+        dumps = f", dumps=[{', '.join(map(str, self.dumps))}]" if self.dumps else ""
+        return f"call @{self.callee}({', '.join(args)}{deps}{dumps})"
 
 
 Expr: TypeAlias = Var | Const | BinOp | Call | CallFunc
@@ -484,6 +489,7 @@ def expr_children(e: Arg) -> Iterator[Expr]:
     elif isinstance(e, CallFunc):
         yield from e.args
         yield from e.deps
+        yield from e.dumps
 
 
 def expr_vars(e: Arg) -> Iterator[Var]:

@@ -169,7 +169,12 @@ def _load(c: Call) -> list[str]:
 
 
 def _create_tile(c: Call) -> list[str]:
-    return [_shape(c), f"dtype={_dtype(c.attr('dtype'))}", *_kw(c, "memory", "target_memory")]
+    return [
+        _shape(c),
+        f"dtype={_dtype(c.attr('dtype'))}",
+        *_kw(c, "memory", "target_memory"),
+        *_kw(c, "transpose", "transpose"),
+    ]
 
 
 def _full(c: Call) -> list[str]:
@@ -200,6 +205,11 @@ _ARGS: dict[str, Callable[[Call], list[str]]] = {
     "scalar.cast": _cast,
     "tile.slice": _slice,
     "tile.fillpad": lambda c: [_expr(c.args[0]), *_kw(c, "pad", "pad_value")],
+    "tensor.fillpad": lambda c: [_expr(c.args[0]), *_kw(c, "pad", "pad_value")],
+    **{
+        op: lambda c: [_expr(c.args[0]), _expr(c.args[1]), *_kw(c, "cmp_type", "cmp_type")]
+        for op in ("tile.cmp", "tensor.cmp", "tile.cmps")
+    },
     "tile.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
     "scalar.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
 }
@@ -223,6 +233,7 @@ def _call(c: Call) -> str:
         raise ValueError(f"as_python: the IR op {c.op!r} has no pl.* function")
     build = _ARGS.get(c.op)
     parts = build(c) if build is not None else [_expr(a) for a in c.args]
+    parts += _kw(c, "high_precision", "high_precision")
     return f"{name}({', '.join(parts)})"
 
 
@@ -245,6 +256,10 @@ def _view(c: Call) -> str:
     base, offsets = c.args[0], c.args[1]
     assert isinstance(base, (Var, Call))
     assert isinstance(offsets, tuple)
+    if c.attr("valid_shape") is not None or c.attr("pad") is not None:  # a pl.slice with a valid shape
+        parts = [_expr(base), _shape(c), _expr(offsets)]
+        parts += _kw(c, "valid_shape", "valid_shape") + _kw(c, "pad", "pad_value")
+        return f"pl.slice({', '.join(parts)})"
     return _window(base, offsets, tuple(c.attr("shape")))
 
 
@@ -261,6 +276,9 @@ def _body(body: tuple[Stmt, ...], depth: int, out: list[str], carried: tuple[Var
 
 def _stmt(s: Stmt, depth: int, out: list[str], carried: tuple[Var, ...]) -> None:
     pad = _INDENT * depth
+    if isinstance(s, (Assign, ExprStmt)) and isinstance(s.value, CallFunc):
+        # a kernel call's dump marks, as pl.dump_tag statements (a mark holds for later calls too)
+        out.extend(f"{pad}pl.dump_tag({d.name})" for d in s.value.dumps if isinstance(d, Var))
     if isinstance(s, Assign):
         ann = f": {type_text(s.var.type)}" if _annotated(s.var.type) else ""
         out.append(f"{pad}{s.var.name}{ann} = {_expr(s.value)}")

@@ -104,7 +104,7 @@ class _FnVerifier:
         elif isinstance(e, CallFunc):
             for a in e.args:
                 self.use(a, scope, s)
-            for d in e.deps:
+            for d in (*e.deps, *e.dumps):
                 self.use(d, scope, s)
             self.check_callfunc(e, s)
 

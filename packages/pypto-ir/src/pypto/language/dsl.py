@@ -22,6 +22,7 @@ __all__ = [
     "cluster",
     "cond",
     "cross_core_slot",
+    "dump_tag",
     "get_subblock_idx",
     "manual_scope",
     "max",
@@ -124,6 +125,7 @@ def _at_signature(
     *,
     optimizations: Any = None,
     no_dep_args: Any = None,
+    dumps: Any = None,
 ) -> None:
     """The arguments ``pl.at`` accepts (the parser binds calls against this)."""
 
@@ -135,6 +137,7 @@ def at(
     *,
     optimizations: Any = None,
     no_dep_args: Any = None,
+    dumps: Any = None,
 ) -> Any:
     """``with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1", deps=[tid]) as tid:``
 
@@ -145,6 +148,8 @@ def at(
     ``no_dep_args=[t]`` (tensors the scope captures whose dependency tracking the author
     waives) are hints: validated, recorded in the kernel's ``hints`` in compiled metadata; the
     simulated chip runs the kernel whole and keeps every dependency (docs/pypto-ir.md).
+    ``dumps=[t]`` marks captured tensors for a selective tensor dump of this task (recorded on
+    the kernel call, as ``pl.dump_tag`` does; the simulated chip has no tensor dump).
     """
     raise RuntimeError("pl.at() runs only inside a @pl.jit body, which the compiler parses")
 
@@ -165,6 +170,20 @@ def static_print(*args: Any) -> None:
 
 
 static_print.__pypto_dsl__ = "static_print"  # type: ignore[attr-defined]
+
+
+def dump_tag(tensor: Any) -> None:
+    """``pl.dump_tag(t)`` in an orchestration: mark the tensor ``t`` for a selective tensor dump.
+
+    Every later kernel call (``self.kernel(...)``, ``pl.submit``) that takes this value of ``t``
+    records it in the call's ``dumps`` (``dumps=[t]`` in the IR text); a name rebound afterwards
+    is a new value, not marked. ``pl.submit(..., dumps=[t])`` marks it for that one task. The
+    simulated chip has no tensor dump: the marks are recorded in the IR and change nothing.
+    """
+    raise RuntimeError("pl.dump_tag() runs only inside a kernel-language body, which the compiler parses")
+
+
+dump_tag.__pypto_dsl__ = "dump_tag"  # type: ignore[attr-defined]
 
 
 def static_assert(condition: Any, message: str = "") -> None:

@@ -8,14 +8,28 @@ op's language name, the call's bound arguments (AST nodes) and the call node; th
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Arg, Const, Expr
+from pypto.ir.ops.cast_modes import DEFAULT as CAST_DEFAULT
+from pypto.ir.ops.cast_modes import cast_mode
+from pypto.ir.ops.rules import CASTABLE
+from pypto.ir.ops.spec import OpError
 from pypto.ir.param_info import Layout
-from pypto.ir.types import AtomicType, NotifyOp, PadValue, TensorType, TileType, WaitCmp
+from pypto.ir.types import (
+    AtomicType,
+    MemorySpace,
+    NotifyOp,
+    PadValue,
+    ScalarType,
+    TensorType,
+    TileType,
+    WaitCmp,
+)
 from pypto.language.fold import INDEX, make_const
 
 if TYPE_CHECKING:
@@ -46,6 +60,50 @@ def build_generic(p: _Parser, opname: str, bound: dict[str, Any], node: ast.Call
     return p.make_op(opname, args, {}, node)
 
 
+def _flag(p: _Parser, b: dict[str, Any], key: str, what: str, node: ast.Call) -> bool:
+    """A keyword that must be ``True`` or ``False`` at compile time (``False`` when not given)."""
+    if key not in b:
+        return False
+    v = p.static_value(b[key], f"{what} {key}", node)
+    if not isinstance(v, bool):
+        raise p.err(f"{what}: {key} must be True or False, got {v!r}", node)
+    return v
+
+
+def _build_precision(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    """``pl.div/log/recip/rsqrt(..., high_precision=...)``: the flag is recorded, the math is the same
+    on the simulator (op table, ``PRECISION``)."""
+    what = f"pl.{opname}"
+    precise = _flag(p, b, "high_precision", what, node)
+    operands = [_value(p, b[k]) for k in ("lhs", "rhs", "input", "tmp") if b.get(k) is not None]
+    call = p.make_op(opname, operands, {"high_precision": True} if precise else {}, node)
+    if precise and opname == "div" and isinstance(operands[1].type, ScalarType):
+        raise p.err(
+            "pl.div: high_precision=True needs a tile or tensor divisor, got a scalar; divide by a "
+            "scalar without it",
+            node,
+        )
+    if precise and call.op == "tile.rsqrt":
+        raise p.err(
+            "pl.rsqrt: high_precision=True is taken at tensor level only; a tile rsqrt asks for "
+            "it with a scratch tile of its shape and dtype: pl.tile.rsqrt(t, tmp=scratch)",
+            node,
+        )
+    return call
+
+
+_CMP_NAMES = ("EQ", "NE", "LT", "LE", "GT", "GE")
+
+
+def _build_cmp(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    """``pl.cmp`` / ``pl.cmps(lhs, rhs, cmp_type=k)``: ``k`` a constant 0..5 (EQ, NE, LT, LE, GT, GE)."""
+    mode = p.static_value(b.get("cmp_type", 0), f"pl.{opname} cmp_type", node)
+    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode < len(_CMP_NAMES):
+        codes = ", ".join(f"{i} {n}" for i, n in enumerate(_CMP_NAMES))
+        raise p.err(f"pl.{opname}: cmp_type must be one of {codes}, got {mode!r}", node)
+    return p.make_op(opname, [_value(p, b["lhs"]), _value(p, b["rhs"])], {"cmp_type": mode}, node)
+
+
 def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     tensor = p.expr(b["tensor"])
     offs = p.offsets(b["offsets"], "pl.load offsets")
@@ -65,6 +123,9 @@ def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
             if isinstance(v, Const) and not 0 <= int(v.value) <= full:
                 raise p.err(f"pl.load valid_shape {int(v.value)} is outside [0, {full}]", node)
         args.append(valid)
+        # only the valid region is read: the window check uses it (a run-time extent is checked
+        # when the kernel runs)
+        attrs["static_valid"] = [int(v.value) if isinstance(v, Const) else None for v in valid]
     if isinstance(tensor.type, TensorType) and tensor.type.layout is Layout.NZ:
         attrs["layout"] = Layout.NZ
     return p.make_op("load", args, attrs, node)
@@ -132,31 +193,88 @@ def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
         )
     if not isinstance(src.type, TensorType) and len(offs) != 2:
         raise p.err("pl.slice offsets are [row, col]", node)
-    valid = b.get("valid_shape")
-    if valid is not None and not (isinstance(valid, ast.Constant) and valid.value is None):
-        if not isinstance(src.type, TensorType):
-            raise p.err(
-                "pl.slice(valid_shape=...) applies to a tensor window; a sub-tile is all valid", valid
-            )
-        p.extents(valid, "pl.slice valid_shape")  # checked; the window keeps `shape`
+    pad = pad_value(p, b["pad_value"], "pl.slice pad_value", node) if b.get("pad_value") is not None else None
+    drop = p.static_value(b.get("drop_dims"), "pl.slice drop_dims", node)
+    if drop not in (None, []):
+        raise p.err(f"pl.slice: drop_dims is not available (got {drop!r}); slice, then pl.reshape", node)
+    if _flag(p, b, "clamp", "pl.slice", node):
+        raise p.err("pl.slice: clamp=True is not available; give a window inside the source", node)
+    valid_node = b.get("valid_shape")
+    if valid_node is not None and isinstance(valid_node, ast.Constant) and valid_node.value is None:
+        valid_node = None
     if isinstance(src.type, TensorType):  # a window of a tensor; its extents may be run-time scalars
         shape, extents = p.extents(b["shape"], "pl.slice shape")
         attrs: dict[str, Any] = {
             "shape": shape,
             "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
         }
+        if valid_node is not None:
+            valid = p.offsets(valid_node, "pl.slice valid_shape")
+            if len(valid) != len(shape):
+                raise p.err(f"pl.slice valid_shape needs {len(shape)} extents, got {len(valid)}", node)
+            if all(isinstance(v, Const) for v in valid):
+                fixed = [int(v.value) for v in valid]  # type: ignore[union-attr]
+                for axis, (v, full) in enumerate(zip(fixed, shape, strict=True)):
+                    if isinstance(full, int) and not 0 <= v <= full:
+                        raise p.err(f"pl.slice valid_shape {v} on axis {axis} is outside [0, {full}]", node)
+                attrs["valid_shape"] = fixed
+            elif pad is not None:
+                raise p.err(
+                    "pl.slice: pad_value needs a valid_shape of constants here; a run-time valid "
+                    "shape is read by pl.load(..., valid_shape=...) in the kernel",
+                    node,
+                )
+        if pad is not None:
+            attrs["pad"] = pad
         return p.make_op("slice", [src, offs] + ([extents] if extents is not None else []), attrs, node)
     attrs = {
         "shape": p.shape(b["shape"], "pl.slice shape"),
         "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
     }
-    return p.make_op("slice", [src, offs], attrs, node)
+    sub = p.make_op("slice", [src, offs], attrs, node)
+    if valid_node is None:
+        if pad is not None:
+            raise p.err("pl.slice: pad_value fills the part outside valid_shape; give valid_shape too", node)
+        return sub
+    valid = p.offsets(valid_node, "pl.slice valid_shape")
+    if len(valid) != 2:
+        raise p.err(f"pl.slice valid_shape of a tile is [rows, cols], got {len(valid)} values", node)
+    for what, v, full in zip(("rows", "cols"), valid, attrs["shape"], strict=True):
+        if isinstance(v, Const) and not 0 <= int(v.value) <= full:
+            raise p.err(f"pl.slice valid_shape {what} {int(v.value)} is outside [0, {full}]", node)
+    narrowed = p.make_op("set_validshape", [sub, *valid], {}, node)
+    if pad is None:
+        return narrowed
+    filled = p.make_op("fillpad", [narrowed], {"pad": pad}, node)
+    return p.make_op("set_validshape", [filled, *valid], {}, node)
+
+
+def pad_value(p: _Parser, node: Any, what: str, at: ast.Call) -> PadValue:
+    """A ``pad_value=`` argument: a ``pl.PadValue`` or one of the numbers that name one (``0``,
+    ``math.inf``, ``-math.inf``), as upstream accepts."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):  # -math.inf
+        inner = p.static_value(node.operand, what, at)
+        v: Any = -inner if isinstance(inner, (int, float)) and not isinstance(inner, bool) else node
+    else:
+        v = p.static_value(node, what, at)
+    if isinstance(v, PadValue):
+        return v
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if v == 0:
+            return PadValue.zero
+        if v == math.inf:
+            return PadValue.max
+        if v == -math.inf:
+            return PadValue.min
+    raise p.err(
+        f"{what} must be a pl.PadValue (zero, min, max) or 0, math.inf, -math.inf, got "
+        f"{ast.unparse(node) if isinstance(node, ast.AST) else repr(v)}",
+        at,
+    )
 
 
 def _build_fillpad(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    pad = p.static_value(b.get("pad_value", PadValue.zero), "pl.tile.fillpad pad_value", node)
-    if not isinstance(pad, PadValue):
-        raise p.err(f"pl.tile.fillpad: pad_value must be a pl.PadValue, got {pad!r}", node)
+    pad = pad_value(p, b["pad_value"], "pl.fillpad pad_value", node) if "pad_value" in b else PadValue.zero
     return p.make_op("fillpad", [p.expr(b["value"])], {"pad": pad}, node)
 
 
@@ -189,6 +307,15 @@ def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Cal
     }
     if "target_memory" in b:
         attrs["memory"] = p.memory(b["target_memory"], "pl.create_tile target_memory")
+    if _flag(p, b, "transpose", "pl.create_tile", node):
+        if attrs.get("memory") is not MemorySpace.Mat or len(attrs["shape"]) != 2:
+            raise p.err(
+                "pl.create_tile: transpose=True describes a 2-D Mat (L1) tile laid out for a transposed "
+                f"matmul operand; got shape {list(attrs['shape'])} in "
+                f"{attrs.get('memory', MemorySpace.Vec).value} memory",
+                node,
+            )
+        attrs["transpose"] = True
     return p.make_op("create_tile", [], attrs, node)
 
 
@@ -223,11 +350,26 @@ def _build_shape_op(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) 
 def _build_cast(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     attrs: dict[str, Any] = {"dtype": p.dtype(b["target_type"], "pl.cast target_type")}
     if b.get("mode") is not None:
-        attrs["mode"] = str(p.static_value(b["mode"], "pl.cast mode", node))
+        try:
+            attrs["mode"] = cast_mode(p.static_value(b["mode"], "pl.cast mode", node))
+        except OpError as e:
+            raise p.err(str(e), node) from None
     x = p.expr(b["input"])
     if isinstance(x, Const):
+        if attrs.get("mode", CAST_DEFAULT) != CAST_DEFAULT:
+            raise p.err(
+                f"pl.cast: a scalar takes the default mode {CAST_DEFAULT!r} only, got mode={attrs['mode']!r}",
+                node,
+            )
         return make_const(x.value, attrs["dtype"], p.src.span(node))
     return p.make_op("cast", [x], attrs, node)
+
+
+def _build_const(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    value = p.static_value(b["value"], "pl.const value", node)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise p.err(f"pl.const: value must be a number known when compiling, got {value!r}", node)
+    return make_const(value, p.dtype(b["dtype"], "pl.const dtype"), p.src.span(node))
 
 
 def _build_transpose(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -237,14 +379,49 @@ def _build_transpose(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call)
     return p.make_op("transpose", [p.expr(b["input"])], {}, node)
 
 
+def _transposed(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> tuple[Expr, Expr]:
+    """The operands of a matmul with ``a_trans``/``b_trans`` applied: at tensor level the operand
+    is transposed first (``pl.transpose``); a tile operand must be transposed by the kernel
+    (``pl.tile.transpose_view``), as upstream requires. ``c_matrix_nz`` (an NZ result) is refused."""
+    what = f"pl.{opname}"
+    lhs, rhs = p.expr(b["lhs"]), p.expr(b["rhs"])
+    if _flag(p, b, "c_matrix_nz", what, node):
+        raise p.err(
+            f"{what}: c_matrix_nz=True (an NZ-laid-out result) is not available; the result is ND "
+            "(leave c_matrix_nz out or pass False)",
+            node,
+        )
+    out = []
+    for key, x in (("a_trans", lhs), ("b_trans", rhs)):
+        if not _flag(p, b, key, what, node):
+            out.append(x)
+            continue
+        if isinstance(x.type, TileType):
+            raise p.err(
+                f"{what}: {key}=True applies to tensor operands; transpose a tile operand with "
+                "pl.tile.transpose_view before moving it to Left/Right",
+                node,
+            )
+        out.append(p.make_op("transpose", [x], {}, node))
+    return out[0], out[1]
+
+
 def _build_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    call = p.make_op("matmul", [p.expr(b["lhs"]), p.expr(b["rhs"])], {}, node)
+    lhs, rhs = _transposed(p, opname, b, node)
+    call = p.make_op("matmul", [lhs, rhs], {}, node)
     if b.get("out_dtype") is not None:
         want = p.dtype(b["out_dtype"], "pl.matmul out_dtype")
         got = call.type.dtype  # type: ignore[union-attr]
+        if want is not got and isinstance(call.type, TensorType) and want in CASTABLE:
+            return p.make_op("cast", [call], {"dtype": want}, node)  # accumulate, then round once
         if want is not got:
             raise p.err(f"pl.matmul out_dtype={want.value}: this matmul accumulates in {got.value}", node)
     return call
+
+
+def _build_matmul_acc(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    lhs, rhs = _transposed(p, opname, b, node)
+    return p.make_op("matmul_acc", [p.expr(b["acc"]), lhs, rhs], {}, node)
 
 
 def _build_print(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -379,6 +556,13 @@ OP_BUILDERS: dict[str, _Builder] = {
     "array_create": _build_array_create,
     "task_dummy": _build_task_dummy,
     "matmul": _build_matmul,
+    "cmp": _build_cmp,
+    "cmps": _build_cmp,
+    "matmul_acc": _build_matmul_acc,
+    "div": _build_precision,
+    "log": _build_precision,
+    "recip": _build_precision,
+    "rsqrt": _build_precision,
     "load": _build_load,
     "store": _build_store,
     "move": _build_move,
@@ -388,6 +572,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "dim": _build_dim,
     "reshape": _build_shape_op,
     "cast": _build_cast,
+    "const": _build_const,
     "transpose": _build_transpose,
     "read": _build_read,
     "write": _build_write,

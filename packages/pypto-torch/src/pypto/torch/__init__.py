@@ -7,6 +7,8 @@
 - :mod:`pypto.torch.interop` (call frames) and :mod:`pypto.torch.registration` (schema and
   Fake helpers) are the layers below; their public classes (``CallSignature``,
   ``CallFrame``, ``RegistrationSignature``, ``ArgumentError``) are exported here too.
+- :func:`build_native` builds (once, cached by torch) and switches on the native fast path of
+  ``CallSignature.describe_call`` on the simulators; without it the Python fast path is used.
 
 ``__all__`` is the package's face: what code outside pypto-torch imports.
 
@@ -28,6 +30,7 @@ from pypto.torch._kernel.context import (
 )
 from pypto.torch._kernel.context import init as _init
 from pypto.torch._kernel.context import shutdown as _shutdown
+from pypto.torch._native_describe import build_native
 from pypto.torch._validation import ArgumentError
 from pypto.torch.interop import CallFrame, CallSignature
 from pypto.torch.library import Operator, register
@@ -47,6 +50,7 @@ __all__ = [
     "RegistrationError",
     "RegistrationSignature",
     "__version__",
+    "build_native",
     "init",
     "register",
     "shutdown",

@@ -55,6 +55,7 @@ from pypto.ir import partial_overlap as _partial_overlap
 from pypto.torch._dtypes import to_torch_dtype
 from pypto.torch._fast_describe import FastScalar, FastTensor, build_fast_path
 from pypto.torch._frames import CallFrame, ScalarArgument, TensorArgument
+from pypto.torch._native_describe import native_describe
 from pypto.torch._platform import (
     FORMAT_FRACTAL_NZ,
     FORMAT_NCHW,
@@ -193,7 +194,17 @@ class CallSignature:
         ValueError: An unknown platform.
     """
 
-    __slots__ = ("_fast", "_platform", "_returns", "_scalar_plan", "_tensor_plan", "params", "return_aliases")
+    __slots__ = (
+        "__weakref__",
+        "_fast",
+        "_platform",
+        "_python_fast",
+        "_returns",
+        "_scalar_plan",
+        "_tensor_plan",
+        "params",
+        "return_aliases",
+    )
 
     def __init__(
         self,
@@ -252,7 +263,43 @@ class CallSignature:
                     )
                 scalar_plan.append((i, p, (i, p.name, p.dtype), *fast))
         self._scalar_plan: tuple[_ScalarPlan, ...] = tuple(scalar_plan)
-        self._fast = self._compile_fast_path(self._describe_general)
+        self._python_fast = self._compile_fast_path(self._describe_general)
+        self._fast = self._python_fast  # what describe_call runs: this, or the native path
+        self._use_native()
+
+    def _use_native(self) -> None:
+        """Describe common calls natively once ``pypto.torch.build_native()`` has succeeded
+        (platforms whose device memory is CPU memory only)."""
+        cpu_device = self._platform.cpu_device_index
+        if cpu_device is None:
+            return
+        native = native_describe(self, self._native_plan(cpu_device), self._describe_general)
+        if native is not None:
+            self._fast = native
+
+    def _native_plan(self, cpu_device: int) -> tuple[Any, ...]:
+        """The plan tuple ``_native_describe.cpp`` reads (its layout is documented there)."""
+        platform = self._platform
+        return (
+            len(self.params),
+            tuple(
+                (index, torch_dtype, itemsize, tuple(slot.param.shape or ()), strides, prefix, writes)
+                for slot, index, torch_dtype, _, itemsize, _, _, strides, prefix, writes in self._tensor_plan
+            ),
+            tuple((i, kind, lo, hi, head) for i, _, head, kind, lo, hi in self._scalar_plan),
+            self.return_aliases,
+            self,
+            platform.name,
+            cpu_device,
+            platform.current_stream,
+            platform.stream_device_index,
+            torch.Tensor,
+            torch.nn.Parameter,
+            TensorArgument,
+            ScalarArgument,
+            CallFrame,
+            FORMAT_ND,
+        )
 
     def _compile_fast_path(
         self, general: Callable[[Sequence[object]], CallFrame]
@@ -280,7 +327,7 @@ class CallSignature:
     @property
     def fast_path_source(self) -> str:
         """The Python source of this signature's generated fast path (see ``_fast_describe``)."""
-        source: str = self._fast.__source__  # type: ignore[attr-defined]
+        source: str = self._python_fast.__source__  # type: ignore[attr-defined]
         return source
 
     def __repr__(self) -> str:
@@ -303,8 +350,9 @@ class CallSignature:
                 stream does not match the tensors.
             NpuRuntimeUnavailable: An NPU platform query needs torch_npu and it is missing.
         """
-        # The generated fast path takes the common call and hands every other call to
-        # _describe_general, which alone decides and reports errors.
+        # The generated fast path (or, after pypto.torch.build_native() on a simulator, the
+        # native one) takes the common call and hands every other call to _describe_general,
+        # which alone decides and reports errors.
         return self._fast(args)
 
     def _describe_general(self, args: Sequence[object]) -> CallFrame:

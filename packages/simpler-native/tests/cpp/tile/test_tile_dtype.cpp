@@ -193,6 +193,101 @@ TEST_CASE("convert: float to integer rounds to nearest even, saturates, NaN is 0
     CHECK(convert<std::int32_t>(bfloat16(1.5f)) == 2);
 }
 
+TEST_CASE("convert: every RoundMode on float -> integer ties and fractions") {
+    struct Row {
+        float x;
+        int none, rint, round, floor, ceil, trunc, odd;
+    };
+    const Row rows[] = {
+        {2.5f, 2, 2, 3, 2, 3, 2, 3},       {-2.5f, -2, -2, -3, -3, -2, -2, -3}, {0.5f, 0, 0, 1, 0, 1, 0, 1},
+        {-0.5f, 0, 0, -1, -1, 0, 0, -1},   {3.5f, 4, 4, 4, 3, 4, 3, 3},         {1.25f, 1, 1, 1, 1, 2, 1, 1},
+        {-1.75f, -2, -2, -2, -2, -1, -1, -1}, {4.0f, 4, 4, 4, 4, 4, 4, 4},      {-6.0f, -6, -6, -6, -6, -6, -6, -6},
+    };
+    for (const Row& r : rows) {
+        CAPTURE(r.x);
+        CHECK(convert<std::int32_t>(r.x, RoundMode::None) == r.none);
+        CHECK(convert<std::int32_t>(r.x, RoundMode::Rint) == r.rint);
+        CHECK(convert<std::int32_t>(r.x, RoundMode::Round) == r.round);
+        CHECK(convert<std::int32_t>(r.x, RoundMode::Floor) == r.floor);
+        CHECK(convert<std::int32_t>(r.x, RoundMode::Ceil) == r.ceil);
+        CHECK(convert<std::int32_t>(r.x, RoundMode::Trunc) == r.trunc);
+        CHECK(convert<std::int32_t>(r.x, RoundMode::Odd) == r.odd);
+    }
+    CHECK(convert<std::int8_t>(300.5f, RoundMode::Round) == 127);  // still saturating
+    CHECK(convert<std::uint8_t>(-0.5f, RoundMode::Round) == 0);
+}
+
+// The two halves around x (toward and away from zero) by exact double arithmetic: an
+// independent reference for the mode tests below.
+struct Neighbours {
+    std::uint16_t lo, hi;
+    double frac;
+};
+Neighbours half_neighbours(float x) {
+    const double ax = std::fabs(static_cast<double>(x));
+    std::uint16_t lo = 0;
+    for (std::uint16_t m = 0; m < 0x7c00u; ++m) {
+        if (static_cast<double>(static_cast<float>(half::from_bits(m))) <= ax) lo = m;
+    }
+    const double vlo = static_cast<float>(half::from_bits(lo));
+    const double vhi = static_cast<float>(half::from_bits(static_cast<std::uint16_t>(lo + 1)));
+    const std::uint16_t sign = std::signbit(x) ? 0x8000u : 0u;
+    return {static_cast<std::uint16_t>(sign | lo), static_cast<std::uint16_t>(sign | (lo + 1)), (ax - vlo) / (vhi - vlo)};
+}
+
+TEST_CASE("convert: every RoundMode on float -> half and float -> bfloat16") {
+    using simpler::tile::convert;
+    // 1 + 2^-11 is halfway between the halves 1 and 1 + 2^-10; 1 + 3 * 2^-11 between two others.
+    const float tie_even = 1.0f + std::ldexp(1.0f, -11), tie_odd = 1.0f + 3 * std::ldexp(1.0f, -11);
+    const float quarter = 1.0f + std::ldexp(1.0f, -12);
+    for (float x : {tie_even, -tie_even, tie_odd, -tie_odd, quarter, -quarter, 3.0f * std::ldexp(1.0f, -26),
+                    0.1f, -0.1f, 1000.3f, -65500.0f, 2.0f}) {
+        CAPTURE(x);
+        const Neighbours n = half_neighbours(x);
+        const bool neg = x < 0, lo_odd = (n.lo & 1u) != 0, exact = n.frac == 0.0;
+        auto hbits = [&](RoundMode m) { return convert<half>(x, m).bits; };
+        CHECK(hbits(RoundMode::Trunc) == n.lo);
+        CHECK(hbits(RoundMode::Floor) == (neg && !exact ? n.hi : n.lo));
+        CHECK(hbits(RoundMode::Ceil) == (!neg && !exact ? n.hi : n.lo));
+        CHECK(hbits(RoundMode::Round) == (n.frac >= 0.5 ? n.hi : n.lo));
+        const std::uint16_t even = n.frac > 0.5 || (n.frac == 0.5 && lo_odd) ? n.hi : n.lo;
+        CHECK(hbits(RoundMode::Rint) == even);
+        CHECK(hbits(RoundMode::None) == even);
+        CHECK(hbits(RoundMode::Odd) == (!exact && !lo_odd ? n.hi : n.lo));
+    }
+    // Beyond the largest half (65504): infinity when rounding away from zero, 65504 toward it.
+    CHECK(convert<half>(70000.0f, RoundMode::Round).bits == 0x7c00u);
+    CHECK(convert<half>(70000.0f, RoundMode::Trunc).bits == 0x7bffu);
+    CHECK(convert<half>(70000.0f, RoundMode::Ceil).bits == 0x7c00u);
+    CHECK(convert<half>(-70000.0f, RoundMode::Ceil).bits == 0xfbffu);
+    CHECK(convert<half>(-70000.0f, RoundMode::Floor).bits == 0xfc00u);
+    CHECK(convert<half>(70000.0f, RoundMode::Odd).bits == 0x7bffu);
+    CHECK(convert<half>(std::numeric_limits<float>::infinity(), RoundMode::Trunc).bits == 0x7c00u);
+    CHECK(std::isnan(static_cast<float>(convert<half>(std::numeric_limits<float>::quiet_NaN(), RoundMode::Floor))));
+
+    // bfloat16 keeps the top 16 bits of a float; the low 16 decide.
+    const float btie = bits_float(0x3f808000u);  // halfway between 0x3f80 and 0x3f81 (lo even)
+    const float bodd = bits_float(0x3f818000u);  // halfway between 0x3f81 and 0x3f82 (lo odd)
+    const float bq = bits_float(0xbf804000u);    // -(a quarter of the way above 0xbf80)
+    CHECK(convert<bfloat16>(btie, RoundMode::Rint).bits == 0x3f80u);
+    CHECK(convert<bfloat16>(btie, RoundMode::Round).bits == 0x3f81u);
+    CHECK(convert<bfloat16>(bodd, RoundMode::Rint).bits == 0x3f82u);
+    CHECK(convert<bfloat16>(bodd, RoundMode::Round).bits == 0x3f82u);
+    CHECK(convert<bfloat16>(bodd, RoundMode::Odd).bits == 0x3f81u);
+    CHECK(convert<bfloat16>(btie, RoundMode::Odd).bits == 0x3f81u);
+    CHECK(convert<bfloat16>(bq, RoundMode::Floor).bits == 0xbf81u);
+    CHECK(convert<bfloat16>(bq, RoundMode::Ceil).bits == 0xbf80u);
+    CHECK(convert<bfloat16>(bq, RoundMode::Trunc).bits == 0xbf80u);
+    CHECK(convert<bfloat16>(bq, RoundMode::Round).bits == 0xbf80u);
+    CHECK(convert<bfloat16>(bits_float(0x7f7fffffu), RoundMode::Round).bits == 0x7f80u);  // -> inf
+    CHECK(convert<bfloat16>(bits_float(0x7f7fffffu), RoundMode::Trunc).bits == 0x7f7fu);
+    // half -> bfloat16 narrows too: 1 + 2^-8 + 2^-10 lies between two bfloat16s.
+    const half hx(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -10));
+    CHECK(static_cast<float>(convert<bfloat16>(hx, RoundMode::Trunc)) == 1.0f);
+    CHECK(static_cast<float>(convert<bfloat16>(hx, RoundMode::Ceil)) == 1.0f + std::ldexp(1.0f, -7));
+    CHECK(static_cast<float>(convert<bfloat16>(hx, RoundMode::Round)) == 1.0f + std::ldexp(1.0f, -7));
+}
+
 TEST_CASE("convert: integers to 16-bit floats round once, to nearest even") {
     CHECK(convert<half>(std::int32_t(2049)).bits == half(2048.0f).bits);  // tie -> even
     CHECK(convert<half>(std::int32_t(2051)).bits == half(2052.0f).bits);

@@ -173,6 +173,18 @@ static inline std::int64_t pypto_mod(std::int64_t a, std::int64_t b) {
 """
 
 
+def converted_scalar(expr: str, src: DataType | None, dst: DataType) -> str:
+    """The scalar ``expr`` (of dtype ``src``, None when unknown) as a value of element dtype
+    ``dst``, held in ``scalar_cpp_type(dst)``. A floating-point value into an integer dtype is
+    converted toward zero and saturated (NaN -> 0), as upstream converts a float scalar operand
+    to an integer tile's dtype; a plain ``static_cast`` would be undefined out of range. Anything
+    else is a ``static_cast``."""
+    hold = scalar_cpp_type(dst)
+    if src is not None and src.is_float and not dst.is_float and dst is not DataType.BOOL:
+        return f"simpler::tile::convert<{hold}>(static_cast<float>({expr}), simpler::tile::RoundMode::Trunc)"
+    return f"static_cast<{hold}>({expr})"
+
+
 def scalar_cpp_type(dtype: DataType) -> str:
     """The C++ type a scalar value is held in: 16-bit floats compute in float."""
     if dtype in (DataType.FP16, DataType.BF16):

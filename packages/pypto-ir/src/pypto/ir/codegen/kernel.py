@@ -25,7 +25,15 @@ from pypto.ir.codegen.block_group import (
     SPMD_PARAMS,
     group_entry,
 )
-from pypto.ir.codegen.cpp import SCALAR_HELPERS, cpp_type, ident, literal, scalar_cpp_type, scalar_expr
+from pypto.ir.codegen.cpp import (
+    SCALAR_HELPERS,
+    converted_scalar,
+    cpp_type,
+    ident,
+    literal,
+    scalar_cpp_type,
+    scalar_expr,
+)
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import PyptoCompileError, Span
 from pypto.ir.nodes import (
@@ -50,6 +58,7 @@ from pypto.ir.nodes import (
     walk_stmts,
 )
 from pypto.ir.ops import OPS, Cpp
+from pypto.ir.ops.cast_modes import cpp_round_mode
 from pypto.ir.ops.system_ops import HINTS as SYSTEM_HINTS
 from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.ssa import base_name
@@ -423,10 +432,10 @@ class _KernelGen:
 
     def scalar_arg(self, e: object, elem: DataType) -> str:
         assert not isinstance(e, tuple)
-        hold = scalar_cpp_type(elem)
+        src = getattr(getattr(e, "type", None), "dtype", None)
         if isinstance(e, Const):
-            return f"static_cast<{hold}>({literal(e)})"
-        return f"static_cast<{hold}>({scalar_expr(e, self.dim_of)})"  # type: ignore[arg-type]
+            return converted_scalar(literal(e), e.dtype, elem)
+        return converted_scalar(scalar_expr(e, self.dim_of), src, elem)  # type: ignore[arg-type]
 
     def assign(self, v: Var, e: Expr, depth: int, body: tuple[Stmt, ...], index: int) -> None:
         name = ident(v.name)
@@ -564,6 +573,10 @@ class _KernelGen:
         args = e.args
         fn = cpp.fn
         parts = [name]
+        like = args[cpp.scalar_like] if cpp.scalar_like is not None else None
+        scalar_dtype = (
+            like.type.dtype if isinstance(like, Var) and isinstance(like.type, TileType) else t.dtype
+        )
         for i in cpp.operands:
             a = args[i]
             if isinstance(a, Var) and not isinstance(a.type, ScalarType):
@@ -571,13 +584,17 @@ class _KernelGen:
             else:  # a scalar operand (the last one, by the table's rule)
                 assert cpp.scalar_fn is not None, f"{e.op}: scalar operand without a scalar form"
                 fn = cpp.scalar_fn
-                parts.append(self.scalar_arg(a, t.dtype))
+                parts.append(self.scalar_arg(a, scalar_dtype))
         if cpp.tail == "row_col":
             offs = args[OPS[e.op].offsets_at or 0]
             assert isinstance(offs, tuple)
             parts += [scalar_expr(o, self.dim_of) for o in offs]
         elif cpp.tail == "pad":
             parts.append(_PAD[e.attr("pad")])
+        elif cpp.tail == "cmp":
+            parts.append(f"static_cast<pt::CmpMode>({int(e.attr('cmp_type', 0))})")
+        elif cpp.tail == "round":
+            parts.append(cpp_round_mode(e.attr("mode")))
         if cpp.into is None:
             head = f"{tile_type(t)} {name};"
         else:

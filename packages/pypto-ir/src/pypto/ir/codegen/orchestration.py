@@ -22,7 +22,15 @@ from dataclasses import dataclass
 
 from pypto.ir import __version__
 from pypto.ir.analysis.return_lineage import function_aliases
-from pypto.ir.codegen.cpp import SCALAR_HELPERS, WIRE_DTYPE, cpp_type, ident, scalar_cpp_type, scalar_expr
+from pypto.ir.codegen.cpp import (
+    SCALAR_HELPERS,
+    WIRE_DTYPE,
+    converted_scalar,
+    cpp_type,
+    ident,
+    scalar_cpp_type,
+    scalar_expr,
+)
 from pypto.ir.codegen.kernel import abi_params
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, PyptoCompileError
@@ -44,6 +52,7 @@ from pypto.ir.nodes import (
     Var,
     While,
     Yield,
+    expr_vars,
 )
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import ArrayType, ScalarType, TaskIdType, TensorType, Type
@@ -416,7 +425,8 @@ class _OrchGen:
         self.emit(depth, "{")
         self.emit(depth + 1, f"{ct}* pypto_at = {self.element(ct, dst, idx, c, 'pl.write')};")
         self.emit(depth + 1, "if (pypto_at == nullptr) return 1;")
-        self.emit(depth + 1, f"*pypto_at = static_cast<{ct}>({scalar_expr(value)});")
+        src = getattr(getattr(value, "type", None), "dtype", None)
+        self.emit(depth + 1, f"*pypto_at = {converted_scalar(scalar_expr(value), src, t.dtype)};")
         self.emit(depth, "}")
 
     @staticmethod
@@ -538,7 +548,7 @@ class _OrchGen:
         for r in s.results:
             t = r.type
             if isinstance(t, TensorType):
-                self.emit(depth, f"const simpler::ChipTensor* {ident(r.name)}_p = nullptr;")
+                self.emit(depth, f"simpler::ChipTensor {ident(r.name)}_v{{}};")
             elif isinstance(t, ScalarType):
                 self.emit(depth, f"{scalar_cpp_type(t.dtype)} {ident(r.name)}{{}};")
             elif isinstance(t, (ArrayType, TaskIdType)):
@@ -552,7 +562,7 @@ class _OrchGen:
         self.emit(depth, "}")
         for r in s.results:
             if isinstance(r.type, TensorType):
-                self.emit(depth, f"const simpler::ChipTensor& {ident(r.name)} = *{ident(r.name)}_p;")
+                self.emit(depth, f"const simpler::ChipTensor& {ident(r.name)} = {ident(r.name)}_v;")
                 self.emit(depth, f"(void){ident(r.name)};")
 
     def arm(self, body: tuple[Stmt, ...], results: tuple[Var, ...], depth: int) -> None:
@@ -563,7 +573,7 @@ class _OrchGen:
             for r, v in zip(results, y.values, strict=True):
                 if isinstance(r.type, TensorType):
                     assert isinstance(v, Var)
-                    self.emit(depth, f"{ident(r.name)}_p = &{ident(v.name)};")
+                    self.emit(depth, f"{ident(r.name)}_v = {ident(v.name)};")
                 elif isinstance(r.type, (ArrayType, TaskIdType)):
                     assert isinstance(v, Var)
                     self.emit(depth, f"{ident(r.name)} = {ident(v.name)};")
@@ -575,9 +585,7 @@ class _OrchGen:
             t = ia.var.type
             if isinstance(t, TensorType):
                 assert isinstance(ia.init, Var)
-                self.emit(
-                    depth, f"const simpler::ChipTensor* {ident(ia.var.name)}_p = &{ident(ia.init.name)};"
-                )
+                self.emit(depth, f"simpler::ChipTensor {ident(ia.var.name)}_v = {ident(ia.init.name)};")
             elif isinstance(t, ScalarType):
                 self.emit(depth, f"{scalar_cpp_type(t.dtype)} {ident(ia.var.name)} = {scalar_expr(ia.init)};")
             elif isinstance(t, (ArrayType, TaskIdType)):
@@ -598,9 +606,9 @@ class _OrchGen:
         for ia in s.iter_args:
             if isinstance(ia.var.type, TensorType):
                 self.emit(
-                    depth + 1, f"const simpler::ChipTensor& {ident(ia.var.name)} = *{ident(ia.var.name)}_p;"
+                    depth + 1, f"const simpler::ChipTensor& {ident(ia.var.name)} = {ident(ia.var.name)}_v;"
                 )
-        scoped = _allocates_locally(s)
+        scoped = _allocates_locally(s, self.program)
         if scoped:  # intermediates of one iteration are freed once its tasks retire
             self.emit(depth + 1, "if (orch.scope_begin() != 0) return 1;")
         self.loops.append((s, scoped))
@@ -617,7 +625,7 @@ class _OrchGen:
         self.emit(depth, "}")
         for ia, r in zip(s.iter_args, s.results, strict=True):
             if isinstance(ia.var.type, TensorType):
-                self.emit(depth, f"const simpler::ChipTensor& {ident(r.name)} = *{ident(ia.var.name)}_p;")
+                self.emit(depth, f"const simpler::ChipTensor& {ident(r.name)} = {ident(ia.var.name)}_v;")
             else:
                 self.emit(depth, f"const auto {ident(r.name)} = {ident(ia.var.name)};")
             self.emit(depth, f"(void){ident(r.name)};")
@@ -634,17 +642,37 @@ class _OrchGen:
         self.emit(depth, "break;" if isinstance(s, Break) else "continue;")
 
     def carry(self, s: For | While, values: tuple[Expr, ...], depth: int) -> None:
-        """Set the loop's iter args to their next values (at a yield, break or continue)."""
+        """Set the loop's iter args to their next values (at a yield, break or continue).
+
+        A tensor is carried by value (its descriptor), never by address: the value may be a
+        tensor of this iteration's block, gone once the block ends. With more than one
+        assignment every next value is read into a temporary first, so a value that names
+        another iter arg (``a, b = b, a``) is read before that iter arg changes."""
+        moves: list[tuple[str, str, str]] = []  # (target, C++ type of a temporary, value)
         for ia, v in zip(s.iter_args, values, strict=True):
+            name = ident(ia.var.name)
             if isinstance(ia.var.type, TensorType):
                 assert isinstance(v, Var)
-                self.emit(depth, f"{ident(ia.var.name)}_p = &{ident(v.name)};")
+                if v.name != ia.var.name:
+                    moves.append((f"{name}_v", "simpler::ChipTensor", ident(v.name)))
             elif isinstance(ia.var.type, (ArrayType, TaskIdType)):
                 assert isinstance(v, Var)
                 if v.name != ia.var.name:
-                    self.emit(depth, f"{ident(ia.var.name)} = {ident(v.name)};")
+                    moves.append((name, _task_cpp(ia.var.type), ident(v.name)))
             elif not (isinstance(v, Var) and v.name == ia.var.name):
-                self.emit(depth, f"{ident(ia.var.name)} = {scalar_expr(v)};")
+                t = ia.var.type
+                assert isinstance(t, ScalarType)
+                moves.append((name, scalar_cpp_type(t.dtype), scalar_expr(v)))
+        if len(moves) == 1:
+            target, _, value = moves[0]
+            self.emit(depth, f"{target} = {value};")
+        elif moves:
+            self.emit(depth, "{")
+            for k, (_, cpp, value) in enumerate(moves):
+                self.emit(depth + 1, f"const {cpp} next_{k} = {value};")
+            for k, (target, _, _) in enumerate(moves):
+                self.emit(depth + 1, f"{target} = next_{k};")
+            self.emit(depth, "}")
 
 
 def _task_cpp(t: Type) -> str:
@@ -652,15 +680,48 @@ def _task_cpp(t: Type) -> str:
     return "std::vector<std::int64_t>" if isinstance(t, ArrayType) else "std::int64_t"
 
 
-def _allocates_locally(s: For | While) -> bool:
-    """True when the loop body allocates tensors that do not outlive one iteration."""
-    created = {
-        st.var.name
-        for st in s.body
-        if isinstance(st, Assign) and isinstance(st.value, Call) and st.value.op == "tensor.create"
-    }
-    if not created:
+def _allocates_locally(s: For | While, program: Program) -> bool:
+    """True when the loop body allocates tensors that do not outlive one iteration: it creates
+    tensors, and no tensor it carries to the next iteration (or out of the loop) is one of them.
+    A created tensor is often carried under another name (the result of the kernel call that
+    wrote it, a view of it), so every name that may stand for one counts."""
+    local: set[str] = set()  # names of tensors made in this iteration's body
+    for st in s.body:
+        if not (isinstance(st, Assign) and isinstance(st.var.type, TensorType)):
+            continue
+        e = st.value
+        if isinstance(e, Call) and e.op == "tensor.create":
+            local.add(st.var.name)
+        elif isinstance(e, CallFunc):  # a kernel's result is the argument it returns
+            rets = function_aliases(program.functions[e.callee], program)
+            src = e.args[rets[0]] if len(rets) == 1 and rets[0] is not None else None
+            if not isinstance(src, Var) or src.name in local:
+                local.add(st.var.name)
+        elif any(v.name in local for v in expr_vars(e)):
+            local.add(st.var.name)
+    if not local:
         return False
-    last = s.body[-1] if s.body else None
-    carried = {v.name for v in last.values if isinstance(v, Var)} if isinstance(last, Yield) else set()
-    return not (created & carried)
+    carried = {
+        v.name
+        for stmt in _carry_points(s.body)
+        for v in stmt.values
+        if isinstance(v, Var) and isinstance(v.type, TensorType)
+    }
+    return not (local & carried)
+
+
+def _carry_points(body: tuple[Stmt, ...]) -> list[Yield | Break | Continue]:
+    """The yields, breaks and continues that end an iteration of the loop whose body this is
+    (not those of loops nested in it)."""
+    found: list[Yield | Break | Continue] = []
+    if body and isinstance(body[-1], Yield):
+        found.append(body[-1])
+    stack = list(body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, (Break, Continue)):
+            found.append(st)
+        elif isinstance(st, If):
+            stack.extend(st.then_body)
+            stack.extend(st.else_body)
+    return found

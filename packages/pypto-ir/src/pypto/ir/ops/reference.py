@@ -54,6 +54,9 @@ _S = ScalarType(_FP32)
 _W = TensorType((1, 64), _FP32)
 _SIG = TensorType((4, 1), DataType.INT32)
 _I = ScalarType(DataType.INT32)
+_TI = TileType((16, 64), DataType.INT32, MemorySpace.Vec)
+_XI = TensorType((128, 64), DataType.INT32)
+_MASK = TileType((16, 32), DataType.UINT8, MemorySpace.Vec)  # pl.cmp's mask of a [16, 64] tile
 
 Sample = tuple[list[Type], dict[str, Any]]
 
@@ -98,6 +101,22 @@ SAMPLES: dict[str, Sample] = {
     "tile.assemble": ([_T, TileType((16, 32), _FP32)], {"static_offsets": [0, 32]}),
     "tensor.assemble": ([_X, _T], {"static_offsets": [16, 0], "atomic": AtomicType.Add}),
     "tile.fillpad": ([_T], {"pad": PadValue.zero}),
+    "tensor.fillpad": ([_X], {"pad": PadValue.zero}),
+    "tile.not_": ([_TI], {}),
+    "tile.lrelu": ([_T, _S], {}),
+    "tile.fmods": ([_T, _S], {}),
+    "tensor.fmods": ([_X, _S], {}),
+    "tile.prelu": ([_T, _T, _T], {}),
+    "tensor.not_": ([_XI], {}),
+    **{f"tile.{n}": ([_TI, _TI], {}) for n in ("and_", "or_", "xor", "shl", "shr")},
+    **{f"tensor.{n}": ([_XI, _XI], {}) for n in ("and_", "or_", "xor", "shl", "shr")},
+    **{f"tile.{n}": ([_TI, _I], {}) for n in ("ands", "ors", "xors", "shls", "shrs")},
+    **{f"tensor.{n}": ([_XI, _I], {}) for n in ("ands", "ors", "xors", "shls", "shrs")},
+    "tile.cmp": ([_T, _T], {"cmp_type": 2}),
+    "tensor.cmp": ([_X, _X], {"cmp_type": 2}),
+    "tile.cmps": ([_T, _S], {"cmp_type": 5}),
+    "tile.sel": ([_MASK, _T, _T], {}),
+    "tile.sels": ([_MASK, _T, TileType((1, 32), DataType.UINT8), _S], {}),
     "tile.set_validshape": ([_T, ScalarType(DataType.INT64), ScalarType(DataType.INT64)], {}),
     "tile.expands": ([_T, _S], {}),
     "tensor.expands": ([_X, _S], {}),

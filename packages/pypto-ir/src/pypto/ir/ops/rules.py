@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir.dtypes import DataType
+from pypto.ir.ops.cast_modes import DEFAULT as CAST_DEFAULT
+from pypto.ir.ops.cast_modes import cast_mode
 from pypto.ir.ops.spec import OpError, Rule
 from pypto.ir.types import (
     ArrayType,
@@ -26,6 +28,9 @@ from pypto.ir.types import (
 
 VEC = (MemorySpace.Vec,)
 FLOAT = frozenset(d for d in DataType if d.is_float)
+INT = frozenset(d for d in DataType if d.is_signed_int or d.is_unsigned_int)
+MASK_COL_ALIGN = 32
+"""A predicate mask row holds one bit per value, padded to a multiple of 32 bytes (A2/A3)."""
 
 
 def _tile(t: Type, op: str, what: str, spaces: tuple[MemorySpace, ...] | None = None) -> TileType:
@@ -69,14 +74,6 @@ def _same_dtype(a: DataType, b: DataType, op: str) -> None:
         raise OpError(f"pl.{op}: operand dtypes differ: {a.value} vs {b.value}; use pl.cast first")
 
 
-def _scalar_fits(elem: DataType, scalar: DataType, op: str) -> None:
-    if scalar.is_float and not elem.is_float:
-        raise OpError(
-            f"pl.{op}: a floating-point scalar with {elem.value} elements would be truncated; "
-            f"pl.cast the operand to FP32 first (or use an integer scalar)"
-        )
-
-
 # ----------------------------------------------------------------------------- element-wise families
 # One rule per family, made for one op at one level; the table passes the spaces and dtypes it
 # records for the op, so those facts are read from the table, not repeated here.
@@ -96,7 +93,6 @@ def binary(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
         if kind == "tile":
             ta = _tile(a, op, "the first operand", spaces)
             if isinstance(b, ScalarType):
-                _scalar_fits(ta.dtype, b.dtype, op)
                 return ta
             tb = _tile(b, op, "the second operand", spaces)
             _same_shape(ta.shape, tb.shape, op)
@@ -104,7 +100,6 @@ def binary(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
             return ta
         xa = _tensor_like(a, op, "the first operand")
         if isinstance(b, ScalarType):
-            _scalar_fits(xa.dtype, b.dtype, op)
             return TensorType(xa.shape, xa.dtype)
         xb = _tensor_like(b, op, "the second operand")
         _same_shape(xa.shape, xb.shape, op)
@@ -112,6 +107,21 @@ def binary(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
         return TensorType(xa.shape, xa.dtype)
 
     return rule
+
+
+def float_only(rule: Rule, op: str) -> Rule:
+    """``rule``, for floating-point operands only."""
+
+    def checked(args: list[Type], attrs: dict[str, Any]) -> Type:
+        out = rule(args, attrs)
+        assert isinstance(out, (TileType, TensorType))
+        if out.dtype not in FLOAT:
+            raise OpError(
+                f"pl.{op}: needs a floating-point operand, got {out.dtype.value}; use pl.cast first"
+            )
+        return out
+
+    return checked
 
 
 def scalar_binary(kind: str, op: str, pair: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
@@ -129,7 +139,6 @@ def scalar_binary(kind: str, op: str, pair: str, spaces: tuple[MemorySpace, ...]
                 f"pl.{where}: rhs must be a scalar (a number or a scalar value), got {b}; "
                 f"for two {kind}s use pl.{pair}"
             )
-        _scalar_fits(t.dtype, b.dtype, where)
         return t if kind == "tile" else TensorType(t.shape, t.dtype)
 
     return rule
@@ -148,7 +157,6 @@ def expands(kind: str) -> Rule:
         )
         if not isinstance(b, ScalarType):
             raise OpError(f"pl.expands: the value to broadcast must be a scalar, got {b}")
-        _scalar_fits(t.dtype, b.dtype, "expands")
         return t if kind == "tile" else TensorType(t.shape, t.dtype)
 
     return rule
@@ -157,10 +165,19 @@ def expands(kind: str) -> Rule:
 def unary(
     kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC, dtypes: frozenset[DataType] | None = None
 ) -> Rule:
-    """``f(a)`` element by element; ``dtypes`` (when given) limits the element type."""
+    """``f(a)`` element by element; ``dtypes`` (when given) limits the element type. A second
+    operand (ops whose table entry allows it) is a tile form's scratch tile of ``a``'s shape and
+    dtype (upstream's ``pl.tile.rsqrt(t, tmp)``)."""
 
     def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
-        (a,) = args
+        a = args[0]
+        if len(args) == 2:
+            if kind != "tile":
+                raise OpError(f"pl.{op}: tmp is a scratch tile of the tile form; a tensor {op} takes none")
+            tmp = _tile(args[1], op, "tmp", spaces)
+            ta = _tile(a, op, "the operand", spaces)
+            if tmp.shape != ta.shape or tmp.dtype is not ta.dtype:
+                raise OpError(f"pl.{op}: tmp must have the operand's shape and dtype ({ta}), got {tmp}")
         t: TileType | TensorType = (
             _tile(a, op, "the operand", spaces) if kind == "tile" else _tensor_like(a, op, "the operand")
         )
@@ -171,10 +188,24 @@ def unary(
     return rule
 
 
-def reduction(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
-    """``row_*`` reduce [R, C] to [R, 1], ``col_*`` to [1, C]; an optional scratch tile."""
+def reduction(
+    kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC, result: DataType | None = None
+) -> Rule:
+    """``row_*`` reduce [R, C] to [R, 1], ``col_*`` to [1, C]; an optional scratch tile.
+    ``result``: the result's dtype when it is not the operand's (INT32 indices of an argmax)."""
 
     def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        out = reduced(args, attrs)
+        if result is None:
+            return out
+        if isinstance(out, TileType):
+            if out.dtype is DataType.BOOL:
+                raise OpError(f"pl.{op}: compares numbers, got a BOOL operand")
+            return TileType(out.shape, result, out.memory)
+        assert isinstance(out, TensorType)
+        return TensorType(out.shape, result)
+
+    def reduced(args: list[Type], attrs: dict[str, Any]) -> Type:
         if kind == "tile":
             t = _tile(args[0], op, "the operand", spaces)
             if len(t.shape) != 2:
@@ -195,11 +226,25 @@ def reduction(kind: str, op: str, spaces: tuple[MemorySpace, ...] = VEC) -> Rule
     return rule
 
 
-def expand(kind: str, op: str, row: bool, spaces: tuple[MemorySpace, ...] = VEC) -> Rule:
-    """A [R, 1] (``row``) or [1, C] vector broadcast over a [R, C] operand."""
+def expand(
+    kind: str,
+    op: str,
+    row: bool,
+    *,
+    spaces: tuple[MemorySpace, ...] = VEC,
+    dtypes: frozenset[DataType] | None = None,
+    packed: bool = False,
+) -> Rule:
+    """A [R, 1] (``row``) or [1, C] vector broadcast over a [R, C] operand; ``dtypes`` (when
+    given) limits the element type. ``packed``: a row vector may also be [R, 32 bytes of
+    elements] (repeated across the columns), and a tile form takes a scratch tile third."""
 
     def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
-        a, b = args
+        a, b = args[0], args[1]
+        if len(args) == 3:
+            if kind != "tile":
+                raise OpError(f"pl.{op}: tmp is a scratch tile of the tile form; a tensor {op} takes none")
+            _tile(args[2], op, "tmp", spaces)
         if kind == "tile":
             ta = _tile(a, op, "the first operand", spaces)
             tb = _tile(b, op, "the vector operand", spaces)
@@ -209,13 +254,165 @@ def expand(kind: str, op: str, row: bool, spaces: tuple[MemorySpace, ...] = VEC)
         if len(ta.shape) != 2 or len(tb.shape) != 2:
             raise OpError(f"pl.{op}: needs 2-D operands, got {list(ta.shape)} and {list(tb.shape)}")
         want = (ta.shape[0], 1) if row else (1, ta.shape[1])
-        if tuple(tb.shape) != want:
+        block = (ta.shape[0], 32 // ta.dtype.itemsize) if packed and ta.dtype.itemsize else None
+        if tuple(tb.shape) != want and not (block is not None and tuple(tb.shape) == block):
+            if block is not None:
+                want_text = f"{list(want)} (or the packed {list(block)})"
+                raise OpError(
+                    f"pl.{op}: the vector operand must have shape {want_text} to broadcast over "
+                    f"{list(ta.shape)}, got {list(tb.shape)}"
+                )
             raise OpError(
                 f"pl.{op}: the vector operand must have shape {list(want)} to broadcast over "
                 f"{list(ta.shape)}, got {list(tb.shape)}"
             )
         _same_dtype(ta.dtype, tb.dtype, op)
+        if dtypes is not None and ta.dtype not in dtypes:
+            raise OpError(f"pl.{op}: needs {_describe(dtypes)}, got {ta.dtype.value}; use pl.cast first")
         return ta if kind == "tile" else TensorType(ta.shape, ta.dtype)
+
+    return rule
+
+
+def leaky(op: str) -> Rule:
+    """``pl.lrelu(tile, slope)`` (a scalar slope) and ``pl.prelu(tile, slope, tmp)`` (a slope tile
+    of the tile's shape and dtype, and upstream's scratch tile): floating-point Vec tiles."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        t = _tile(args[0], op, "the operand", VEC)
+        if t.dtype not in FLOAT:
+            raise OpError(f"pl.{op}: needs a floating-point operand, got {t.dtype.value}; use pl.cast first")
+        s = args[1]
+        if op == "lrelu":
+            if not isinstance(s, ScalarType):
+                raise OpError(f"pl.lrelu: slope must be a scalar, got {s}; for a slope tile use pl.prelu")
+            return t
+        st = _tile(s, op, "slope", VEC)
+        _same_shape(t.shape, st.shape, op)
+        _same_dtype(t.dtype, st.dtype, op)
+        _tile(args[2], op, "tmp")
+        return t
+
+    return rule
+
+
+# ----------------------------------------------------------------------------- bitwise, compare, select
+
+
+def _int_operand(t: TileType | TensorType, op: str, what: str) -> None:
+    if t.dtype not in INT:
+        raise OpError(
+            f"pl.{op}: {what} must have an integer dtype (INT8..INT64, UINT8..UINT64), got {t.dtype.value}; "
+            "use pl.cast first"
+        )
+
+
+def bitwise(kind: str, op: str, scalar_only: bool = False, pair: str = "") -> Rule:
+    """``a op b`` bit by bit on integer elements: ``b`` an equal-shaped tile/tensor or an integer
+    scalar (``scalar_only``: a scalar; ``pair`` names the op on two tiles). A third operand is
+    the scratch tile upstream's ``xor`` takes on tiles (the simulator does not need it)."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        a, b = args[0], args[1]
+        t: TileType | TensorType = _tile(a, op, "lhs", VEC) if kind == "tile" else _tensor_like(a, op, "lhs")
+        _int_operand(t, op, "lhs")
+        if len(args) == 3:
+            if kind != "tile":
+                raise OpError(f"pl.{op}: tmp is a scratch tile of the tile form; a tensor {op} takes none")
+            _tile(args[2], op, "tmp", VEC)
+        if isinstance(b, ScalarType):
+            if not (b.dtype.is_signed_int or b.dtype.is_unsigned_int):
+                raise OpError(f"pl.{op}: rhs must be an integer scalar, got {b.dtype.value}")
+        elif scalar_only:
+            raise OpError(f"pl.{op}: rhs must be a scalar, got {b}; for two {kind}s use pl.{pair}")
+        else:
+            u: TileType | TensorType = (
+                _tile(b, op, "rhs", VEC) if kind == "tile" else _tensor_like(b, op, "rhs")
+            )
+            _same_shape(t.shape, u.shape, op)
+            _same_dtype(t.dtype, u.dtype, op)
+        return t if kind == "tile" else TensorType(t.shape, t.dtype)
+
+    return rule
+
+
+def mask_shape(shape: tuple[int, ...]) -> tuple[int, int]:
+    """The predicate mask of a [R, C] comparison: [R, C / 8 bytes rounded up to MASK_COL_ALIGN]."""
+    rows, cols = shape
+    packed = (cols + 7) // 8
+    return rows, (packed + MASK_COL_ALIGN - 1) // MASK_COL_ALIGN * MASK_COL_ALIGN
+
+
+def compare(kind: str, op: str, scalar_only: bool = False) -> Rule:
+    """``pl.cmp`` / ``pl.tile.cmps``: ``lhs (cmp_type) rhs`` element by element. A tile comparison
+    gives a packed UINT8 predicate mask (``mask_shape``); a tensor one gives 0/1 in lhs's dtype."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        a, b = args
+        t: TileType | TensorType = _tile(a, op, "lhs", VEC) if kind == "tile" else _tensor_like(a, op, "lhs")
+        if isinstance(b, ScalarType):  # converted to lhs's dtype, as every scalar operand
+            pass
+        elif scalar_only:
+            raise OpError(f"pl.{op}: rhs must be a scalar, got {b}; for two tiles use pl.cmp")
+        else:
+            u: TileType | TensorType = (
+                _tile(b, op, "rhs", VEC) if kind == "tile" else _tensor_like(b, op, "rhs")
+            )
+            _same_shape(t.shape, u.shape, op)
+            _same_dtype(t.dtype, u.dtype, op)
+        if t.dtype is DataType.BOOL:
+            raise OpError(f"pl.{op}: compares numbers, got a BOOL operand")
+        if kind != "tile":
+            return TensorType(t.shape, t.dtype)
+        if len(t.shape) != 2:
+            raise OpError(f"pl.{op}: needs a 2-D tile, got shape {list(t.shape)}")
+        return TileType(mask_shape(t.shape), DataType.UINT8, MemorySpace.Vec)  # type: ignore[arg-type]
+
+    return rule
+
+
+MASK_CARRIERS = frozenset(d for d in INT if d.itemsize <= 4)
+"""Element types a predicate mask may have: UINT8 as pl.cmp writes it, or any 8/16/32-bit integer
+carrier (its bytes are the mask bytes)."""
+
+
+def _mask(t: Type, op: str, shape: tuple[int, ...]) -> None:
+    m = _tile(t, op, "mask", VEC)
+    need = (shape[0], (shape[1] + 7) // 8)
+    if (
+        m.dtype not in MASK_CARRIERS
+        or len(m.shape) != 2
+        or m.shape[0] < need[0]
+        or m.shape[1] * m.dtype.itemsize < need[1]
+    ):
+        raise OpError(
+            f"pl.{op}: mask must be a predicate mask of at least {list(need)} bytes (a UINT8 tile from "
+            f"pl.cmp / pl.cmps on a {list(shape)} tile, or an 8/16/32-bit integer carrier of as many "
+            f"bytes), got {m}"
+        )
+
+
+def select(op: str) -> Rule:
+    """``pl.sel(mask, lhs, rhs[, tmp])`` and ``pl.sels(mask, src, tmp, scalar)``: per element, the
+    first value where the mask bit is 1, else the second (a tile or, for sels, a scalar)."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        src = _tile(args[1], op, "lhs" if op == "sel" else "src", VEC)
+        if len(src.shape) != 2:
+            raise OpError(f"pl.{op}: needs 2-D tiles, got shape {list(src.shape)}")
+        _mask(args[0], op, src.shape)
+        if op == "sel":
+            other = _tile(args[2], op, "rhs", VEC)
+            _same_shape(src.shape, other.shape, op)
+            _same_dtype(src.dtype, other.dtype, op)
+            if len(args) == 4:
+                _tile(args[3], op, "tmp")
+        else:
+            _tile(args[2], op, "tmp")
+            s = args[3]
+            if not isinstance(s, ScalarType):
+                raise OpError(f"pl.sels: scalar must be a scalar, got {s}; for two tiles use pl.sel")
+        return src
 
     return rule
 
@@ -256,7 +453,12 @@ def tile_load(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "load", "the source")
     shape = tuple(attrs["shape"])
     tshape = tile_shape_for(len(t.shape), shape, "load")
-    _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), shape, "load")
+    read = shape
+    valid = attrs.get("static_valid")
+    if valid is not None:  # only the valid region is read; a run-time extent is checked at run time
+        rows, cols = (v if isinstance(v, int) else 0 for v in valid)
+        read = (*shape[:-2], rows, cols) if len(shape) >= 2 else (cols,)
+    _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), read, "load")
     mem = attrs.get("memory", MemorySpace.Vec)
     if mem not in (MemorySpace.Vec, MemorySpace.Mat):
         raise OpError(
@@ -373,11 +575,23 @@ def tile_concat(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType((a.shape[0], a.shape[1] + b.shape[1]), a.dtype, a.memory)
 
 
-CASTABLE = {DataType.FP32, DataType.FP16, DataType.BF16, DataType.INT8, DataType.INT32}
+CASTABLE = {
+    DataType.FP32,
+    DataType.FP16,
+    DataType.BF16,
+    DataType.INT8,
+    DataType.INT16,
+    DataType.INT32,
+    DataType.UINT8,
+    DataType.UINT16,
+    DataType.UINT32,
+}
 
 
 def tile_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tile(args[0], "cast", "the operand", VEC)
+    if attrs.get("mode") is not None:
+        cast_mode(attrs["mode"])
     to = attrs["dtype"]
     for d in (t.dtype, to):
         if d not in CASTABLE:
@@ -388,6 +602,8 @@ def tile_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 def tensor_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "cast", "the operand")
+    if attrs.get("mode") is not None:
+        cast_mode(attrs["mode"])
     return TensorType(t.shape, attrs["dtype"])
 
 
@@ -538,6 +754,11 @@ def tile_fillpad(args: list[Type], attrs: dict[str, Any]) -> Type:
     return _tile(args[0], "fillpad", "the operand", VEC)
 
 
+def tensor_fillpad(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tensor_like(args[0], "fillpad", "the operand")
+    return TensorType(t.shape, t.dtype)
+
+
 def tensor_read(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "read", "the source")
     return ScalarType(t.dtype)
@@ -546,6 +767,9 @@ def tensor_read(args: list[Type], attrs: dict[str, Any]) -> Type:
 def scalar_cast(args: list[Type], attrs: dict[str, Any]) -> Type:
     if not isinstance(args[0], ScalarType):
         raise OpError(f"pl.cast: expected a scalar, got {args[0]}")
+    mode = attrs.get("mode")
+    if mode is not None and cast_mode(mode) != CAST_DEFAULT:
+        raise OpError(f"pl.cast: a scalar takes the default mode {CAST_DEFAULT!r} only, got mode={mode!r}")
     return ScalarType(attrs["dtype"])
 
 
@@ -615,7 +839,6 @@ def tensor_write(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "write", "the destination")
     if not isinstance(args[1], ScalarType):
         raise OpError(f"pl.write: the value must be a scalar, got {args[1]}")
-    _scalar_fits(t.dtype, args[1].dtype, "write")
     return t
 
 

@@ -49,16 +49,18 @@ class Cpp:
     passed after the result. ``into``: the result starts as a copy of that operand and the
     library function updates it in place. ``scalar_fn``: the function used when the last
     operand is a scalar. ``tail``: ``"row_col"`` appends the two entries of the offsets operand,
-    ``"pad"`` the ``pad`` attribute as a ``pt::Pad``. ``nz_fn``: the function for an NZ tensor
-    (load/store).
+    ``"pad"`` the ``pad`` attribute as a ``pt::Pad``, ``"cmp"`` the ``cmp_type`` attribute as a
+    ``pt::CmpMode``, ``"round"`` the ``mode`` attribute as a ``pt::RoundMode``. ``nz_fn``: the function for an NZ tensor (load/store). ``scalar_like``: the
+    operand whose element type a scalar operand takes (default: the result's).
     """
 
     fn: str
     operands: tuple[int, ...] = (0,)
     into: int | None = None
     scalar_fn: str | None = None
-    tail: Literal["", "row_col", "pad"] = ""
+    tail: Literal["", "row_col", "pad", "cmp", "round"] = ""
     nz_fn: str | None = None
+    scalar_like: int | None = None
 
     @property
     def functions(self) -> tuple[str, ...]:

@@ -11,12 +11,13 @@ the table against the ``pl`` exports, the builders and the tile headers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops import comm_rules, rules
-from pypto.ir.ops.rules import FLOAT, VEC
+from pypto.ir.ops.rules import FLOAT, INT, VEC
 from pypto.ir.ops.spec import LANGUAGE, OPS, Cpp, LangOp, OpSpec, Param, Rule
-from pypto.ir.types import AtomicType, MemorySpace
+from pypto.ir.types import AtomicType, MemorySpace, PadValue
 
 __all__: list[str] = []
 
@@ -58,13 +59,24 @@ def _leveled(
 # ----------------------------------------------------------------------------- families
 
 
-def _binary(name: str, doc: str, fn: str | None = None) -> None:
-    """``pl.<name>(lhs, rhs)``: element-wise; ``pt::<fn>`` on two tiles, ``pt::<fn>s`` with a scalar."""
+PRECISION = P("high_precision", False)
+"""``high_precision=``: upstream's request for the device's more accurate (slower) algorithm of a
+division, logarithm or reciprocal; the simulated chip computes every one of them in FP32 with the
+C library, so the flag is checked and recorded (attribute ``high_precision``) and changes nothing."""
+
+
+def _binary(name: str, doc: str, fn: str | None = None, precision: bool = False) -> None:
+    """``pl.<name>(lhs, rhs)``: element-wise; ``pt::<fn>`` on two tiles, ``pt::<fn>s`` with a scalar.
+    ``precision``: it takes ``high_precision=``."""
     lib = fn or name
-    _enter(
-        LangOp(name, (P("lhs"), P("rhs")), doc, _both(name), group="element-wise"),
-        *_leveled(name, lambda kind: rules.binary(kind, name), (2, 2), Cpp(lib, (0, 1), scalar_fn=lib + "s")),
+    tile, tensor = _leveled(
+        name, lambda kind: rules.binary(kind, name), (2, 2), Cpp(lib, (0, 1), scalar_fn=lib + "s")
     )
+    params = (P("lhs"), P("rhs"), PRECISION) if precision else (P("lhs"), P("rhs"))
+    if precision:
+        tile = replace(tile, attrs=("high_precision",))
+        tensor = replace(tensor, attrs=("high_precision",))
+    _enter(LangOp(name, params, doc, _both(name), group="element-wise"), tile, tensor)
 
 
 def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tensor: bool) -> None:
@@ -87,32 +99,77 @@ def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tens
     _enter(LangOp(name, (P("lhs"), P("rhs")), doc, forms, group="element-wise", in_pl=in_pl), *specs)
 
 
-def _unary(name: str, doc: str, float_only: bool = False) -> None:
-    """``pl.<name>(input)``: element-wise, ``pt::<name>(dst, src)``."""
-    dtypes = FLOAT if float_only else None
-    _enter(
-        LangOp(name, (P("input"),), doc, _both(name), group="element-wise"),
-        *_leveled(
-            name, lambda kind: rules.unary(kind, name, dtypes=dtypes), (1, 1), Cpp(name), dtypes=dtypes
-        ),
+def _unary(
+    name: str,
+    doc: str,
+    *,
+    float_only: bool = False,
+    precision: bool = False,
+    int_only: bool = False,
+    scratch: bool = False,
+) -> None:
+    """``pl.<name>(input)``: element-wise, ``pt::<name>(dst, src)``. ``precision``: it takes
+    ``high_precision=``; ``scratch``: its tile form takes upstream's scratch tile ``tmp``."""
+    dtypes = FLOAT if float_only else INT if int_only else None
+    tile, tensor = _leveled(
+        name,
+        lambda kind: rules.unary(kind, name, dtypes=dtypes),
+        (1, 2 if scratch else 1),
+        Cpp(name),
+        dtypes=dtypes,
     )
+    if precision:
+        tile = replace(tile, attrs=("high_precision",))
+        tensor = replace(tensor, attrs=("high_precision",))
+    params = (P("input"), PRECISION) if precision else (P("input"),)
+    if scratch:
+        params += (P("tmp", None),)
+    _enter(LangOp(name, params, doc, _both(name), group="element-wise"), tile, tensor)
 
 
-def _reduction(name: str, doc: str) -> None:
-    """``pl.<name>(input, tmp_tile=None)``: ``pt::<name>(dst, src)``."""
+def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool = False) -> None:
+    """``pl.<name>(lhs, rhs)`` on integer elements (``rhs`` a tile/tensor or an integer scalar:
+    ``pt::<fn>`` / ``pt::<scalar>``) and ``pl.<scalar>(lhs, rhs)`` with a scalar rhs. ``tmp``: the
+    tile forms take upstream's scratch tile as a third operand (not used by the simulator)."""
+    params = (P("lhs"), P("rhs"), P("tmp", None)) if tmp else (P("lhs"), P("rhs"))
+    hi = 3 if tmp else 2
+    for op, rule_args, text, lib in (
+        (name, {}, doc, Cpp(fn, (0, 1), scalar_fn=scalar)),
+        (scalar, {"scalar_only": True, "pair": name}, sdoc, Cpp(scalar, (0, 1), scalar_fn=scalar)),
+    ):
+        _enter(
+            LangOp(op, params, text, _both(op), group="bitwise"),
+            OpSpec(f"tile.{op}", rules.bitwise("tile", op, **rule_args), 2, hi, lib, dtypes=INT, spaces=VEC),
+            OpSpec(f"tensor.{op}", rules.bitwise("tensor", op, **rule_args), 2, hi, dtypes=INT),
+        )
+
+
+def _reduction(name: str, doc: str, result: DataType | None = None) -> None:
+    """``pl.<name>(input, tmp_tile=None)``: ``pt::<name>(dst, src)``; ``result``: the result dtype
+    when it is not the operand's."""
     _enter(
         LangOp(name, (P("input"), P("tmp_tile", None)), doc, _both(name), group="reduction"),
-        *_leveled(name, lambda kind: rules.reduction(kind, name), (1, 2), Cpp(name)),
+        *_leveled(name, lambda kind: rules.reduction(kind, name, result=result), (1, 2), Cpp(name)),
     )
 
 
-def _expand(name: str, doc: str, row: bool) -> None:
+def _expand(name: str, doc: str, row: bool, float_only: bool = False, packed: bool = False) -> None:
     """``pl.<name>(lhs, rhs)``: a vector broadcast; the plain ``row_expand``/``col_expand`` write
-    the broadcast vector alone (``pt::<name>(dst, vec)``), the others combine it with ``lhs``."""
+    the broadcast vector alone (``pt::<name>(dst, vec)``), the others combine it with ``lhs``.
+    ``packed``: the row vector may also be one 32-byte block a row, and the tile form takes
+    upstream's scratch tile ``tmp`` (unused by the simulator)."""
     operands = (1,) if name in ("row_expand", "col_expand") else (0, 1)
+    dtypes = FLOAT if float_only else None
+    params = (P("lhs"), P("rhs"), P("tmp", None)) if packed else (P("lhs"), P("rhs"))
     _enter(
-        LangOp(name, (P("lhs"), P("rhs")), doc, _both(name), group="broadcast"),
-        *_leveled(name, lambda kind: rules.expand(kind, name, row), (2, 2), Cpp(name, operands)),
+        LangOp(name, params, doc, _both(name), group="broadcast"),
+        *_leveled(
+            name,
+            lambda kind: rules.expand(kind, name, row, dtypes=dtypes, packed=packed),
+            (2, 3 if packed else 2),
+            Cpp(name, operands),
+            dtypes=dtypes,
+        ),
     )
 
 
@@ -179,13 +236,15 @@ _enter(
 _enter(
     LangOp(
         "create_tile",
-        (P("shape"), P("dtype"), P("target_memory", MemorySpace.Vec)),
-        """A scratch tile (contents undefined). ``pl.tile.create`` is the same function.""",
+        (P("shape"), P("dtype"), P("target_memory", MemorySpace.Vec), P("transpose", None)),
+        """A scratch tile (contents undefined). ``pl.tile.create`` is the same function.
+    ``transpose=True`` (a 2-D Mat tile only) asks the device for the layout of a transposed matmul
+    operand; the simulator stores every tile row-major, so it is recorded and changes nothing.""",
         default="tile.create",
         group="memory",
         alias="create",
     ),
-    OpSpec("tile.create", rules.tile_create, 0, 0, attrs=("shape", "dtype", "memory")),
+    OpSpec("tile.create", rules.tile_create, 0, 0, attrs=("shape", "dtype", "memory", "transpose")),
 )
 _enter(
     LangOp(
@@ -225,7 +284,12 @@ _enter(
 _binary("add", """Element-wise ``lhs + rhs`` (tile or tensor; ``rhs`` may be a scalar).""")
 _binary("sub", """Element-wise ``lhs - rhs``.""")
 _binary("mul", """Element-wise ``lhs * rhs``.""")
-_binary("div", """Element-wise ``lhs / rhs``.""")
+_binary(
+    "div",
+    """Element-wise ``lhs / rhs``. ``high_precision=True`` (tile or tensor divisor) asks the device
+    for its more accurate division; the simulator divides in FP32 either way.""",
+    precision=True,
+)
 _binary("maximum", """Element-wise maximum.""", fn="max")
 _binary("minimum", """Element-wise minimum.""", fn="min")
 
@@ -262,6 +326,51 @@ _scalar_binary(
     in_pl=False,
     tensor=True,
 )
+_enter(
+    LangOp(
+        "fmod",
+        (P("lhs"), P("rhs")),
+        """Element-wise remainder of ``lhs / rhs`` with the sign of ``lhs`` (C's ``fmod``, as
+    ``torch.fmod``); ``rhs`` a tile/tensor or a scalar; floating point.""",
+        _both("fmod"),
+        group="element-wise",
+    ),
+    OpSpec(
+        "tile.fmod",
+        rules.float_only(rules.binary("tile", "fmod"), "fmod"),
+        2,
+        2,
+        Cpp("fmod", (0, 1), scalar_fn="fmods"),
+        dtypes=FLOAT,
+        spaces=VEC,
+    ),
+    OpSpec("tensor.fmod", rules.float_only(rules.binary("tensor", "fmod"), "fmod"), 2, 2, dtypes=FLOAT),
+)
+_enter(
+    LangOp(
+        "fmods",
+        (P("lhs"), P("rhs")),
+        """``pl.fmod`` with a scalar ``rhs``.""",
+        _both("fmods"),
+        group="element-wise",
+    ),
+    OpSpec(
+        "tile.fmods",
+        rules.float_only(rules.scalar_binary("tile", "fmods", "fmod"), "fmods"),
+        2,
+        2,
+        Cpp("fmods", (0, 1), scalar_fn="fmods"),
+        dtypes=FLOAT,
+        spaces=VEC,
+    ),
+    OpSpec(
+        "tensor.fmods",
+        rules.float_only(rules.scalar_binary("tensor", "fmods", "fmod"), "fmods"),
+        2,
+        2,
+        dtypes=FLOAT,
+    ),
+)
 _scalar_binary(
     "maximums",
     "maximum",
@@ -280,15 +389,169 @@ _scalar_binary(
 )
 
 _unary("exp", """Element-wise e**x.""", float_only=True)
-_unary("log", """Element-wise natural logarithm.""", float_only=True)
+_unary(
+    "log",
+    """Element-wise natural logarithm. ``high_precision=True`` asks the device for its more accurate
+    algorithm; the simulator computes FP32 ``log`` either way.""",
+    float_only=True,
+    precision=True,
+)
 _unary("sin", """Element-wise sine (radians).""", float_only=True)
 _unary("cos", """Element-wise cosine (radians).""", float_only=True)
 _unary("sqrt", """Element-wise square root.""", float_only=True)
-_unary("rsqrt", """Element-wise 1 / sqrt(x).""", float_only=True)
-_unary("recip", """Element-wise 1 / x.""", float_only=True)
+_unary(
+    "rsqrt",
+    """Element-wise 1 / sqrt(x). ``high_precision=True`` (tensor level only, as upstream) asks the
+    device for its more accurate algorithm; a tile rsqrt asks for it with a scratch tile ``tmp``
+    of the operand's shape and dtype. The simulator computes FP32 ``1 / sqrt`` either way.""",
+    float_only=True,
+    precision=True,
+    scratch=True,
+)
+_unary(
+    "recip",
+    """Element-wise 1 / x. ``high_precision=True`` asks the device for its more accurate algorithm;
+    the simulator computes it in FP32 either way.""",
+    float_only=True,
+    precision=True,
+)
 _unary("abs", """Element-wise absolute value.""")
 _unary("neg", """Element-wise negation.""")
 _unary("relu", """Element-wise max(x, 0).""")
+_enter(
+    LangOp(
+        "lrelu",
+        (P("tile"), P("slope")),
+        """Leaky ReLU with a scalar slope: ``x if x > 0 else slope * x`` (floating-point tiles).""",
+        {"tile": "tile.lrelu"},
+        group="element-wise",
+    ),
+    OpSpec("tile.lrelu", rules.leaky("lrelu"), 2, 2, Cpp("lrelu", (0, 1), scalar_fn="lrelu"), spaces=VEC),
+)
+_enter(
+    LangOp(
+        "prelu",
+        (P("tile"), P("slope"), P("tmp")),
+        """Parametric ReLU: ``x if x > 0 else slope * x`` with a slope tile of the tile's shape
+    (floating point). ``tmp`` is upstream's scratch tile (the simulator does not use it).""",
+        {"tile": "tile.prelu"},
+        group="element-wise",
+    ),
+    OpSpec("tile.prelu", rules.leaky("prelu"), 3, 3, Cpp("prelu", (0, 1)), spaces=VEC),
+)
+_unary("not_", """Element-wise bitwise NOT (``~x``) of an integer tile or tensor.""", int_only=True)
+
+# ----------------------------------------------------------------------------- bitwise
+
+_bitwise(
+    "and_",
+    "ands",
+    "and_",
+    """Element-wise bitwise AND of integer values; ``rhs`` a tile/tensor or an integer scalar.""",
+    """Element-wise bitwise AND with an integer scalar.""",
+)
+_bitwise(
+    "or_",
+    "ors",
+    "or_",
+    """Element-wise bitwise OR of integer values; ``rhs`` a tile/tensor or an integer scalar.""",
+    """Element-wise bitwise OR with an integer scalar.""",
+)
+_bitwise(
+    "xor",
+    "xors",
+    "xor_",
+    """Element-wise bitwise XOR of integer values; ``rhs`` a tile/tensor or an integer scalar.
+    Of tiles it takes upstream's scratch tile ``tmp`` (optional here: the simulator needs none).""",
+    """Element-wise bitwise XOR with an integer scalar (``tmp`` as for ``pl.xor``).""",
+    tmp=True,
+)
+_bitwise(
+    "shl",
+    "shls",
+    "shl",
+    """Element-wise left shift ``lhs << rhs`` of integer values (zeros shifted in). A shift amount
+    outside [0, bits of the type) fails the task (that element becomes 0).""",
+    """Element-wise left shift by an integer scalar.""",
+)
+_bitwise(
+    "shr",
+    "shrs",
+    "shr",
+    """Element-wise right shift ``lhs >> rhs`` of integer values: arithmetic for signed types (the
+    sign copied in), logical for unsigned ones. A shift amount outside [0, bits of the type)
+    fails the task (that element becomes 0).""",
+    """Element-wise right shift by an integer scalar.""",
+)
+
+# ----------------------------------------------------------------------------- compare, select
+
+_CMP_DOC = """``cmp_type`` is upstream's code: 0 EQ, 1 NE, 2 LT, 3 LE, 4 GT, 5 GE (NaN is unequal to
+    everything)."""
+_enter(
+    LangOp(
+        "cmp",
+        (P("lhs"), P("rhs"), P("cmp_type", 0)),
+        """Compare element by element: ``lhs (cmp_type) rhs``, ``rhs`` a tile/tensor or a scalar.
+    Of tiles the result is a packed predicate mask: a UINT8 tile [R, ceil(C / 8) rounded up to
+    32] whose byte (r, c // 8) holds bit c % 8 for element (r, c), read by ``pl.sel`` /
+    ``pl.sels``. Of tensors it is 0/1 in lhs's dtype and shape. """
+        + _CMP_DOC,
+        _both("cmp"),
+        group="compare",
+    ),
+    OpSpec(
+        "tile.cmp",
+        rules.compare("tile", "cmp"),
+        2,
+        2,
+        Cpp("cmp", (0, 1), scalar_fn="cmps", tail="cmp", scalar_like=0),
+        attrs=("cmp_type",),
+        spaces=VEC,
+    ),
+    OpSpec("tensor.cmp", rules.compare("tensor", "cmp"), 2, 2, attrs=("cmp_type",)),
+)
+_enter(
+    LangOp(
+        "cmps",
+        (P("lhs"), P("rhs"), P("cmp_type", 0)),
+        """``pl.cmp`` of a tile and a scalar: the packed UINT8 predicate mask of ``lhs (cmp_type) rhs``. """
+        + _CMP_DOC,
+        {"tile": "tile.cmps"},
+        group="compare",
+    ),
+    OpSpec(
+        "tile.cmps",
+        rules.compare("tile", "cmps", scalar_only=True),
+        2,
+        2,
+        Cpp("cmps", (0, 1), scalar_fn="cmps", tail="cmp", scalar_like=0),
+        attrs=("cmp_type",),
+        spaces=VEC,
+    ),
+)
+_enter(
+    LangOp(
+        "sel",
+        (P("mask"), P("lhs"), P("rhs"), P("tmp", None)),
+        """Per element, ``lhs`` where the mask bit is 1, else ``rhs`` (equal-shaped Vec tiles; the mask
+    from ``pl.cmp``). ``tmp`` is upstream's scratch tile (optional here: the simulator needs none).""",
+        {"tile": "tile.sel"},
+        group="compare",
+    ),
+    OpSpec("tile.sel", rules.select("sel"), 3, 4, Cpp("sel", (0, 1, 2)), spaces=VEC),
+)
+_enter(
+    LangOp(
+        "sels",
+        (P("mask"), P("src"), P("tmp"), P("scalar")),
+        """Per element, ``src`` where the mask bit is 1, else ``scalar``. ``tmp`` is upstream's scratch
+    tile (the simulator does not use it).""",
+        {"tile": "tile.sels"},
+        group="compare",
+    ),
+    OpSpec("tile.sels", rules.select("sels"), 4, 4, Cpp("sels", (0, 1, 3), scalar_fn="sels"), spaces=VEC),
+)
 
 # ----------------------------------------------------------------------------- reductions, broadcasts
 
@@ -298,17 +561,69 @@ _reduction("row_min", """Minimum of each row: [R, C] -> [R, 1].""")
 _reduction("col_sum", """Sum of each column: [R, C] -> [1, C].""")
 _reduction("col_max", """Maximum of each column: [R, C] -> [1, C].""")
 _reduction("col_min", """Minimum of each column: [R, C] -> [1, C].""")
+_reduction("row_prod", """Product of each row: [R, C] -> [R, 1] (FP32 products for float tiles).""")
+_reduction("col_prod", """Product of each column: [R, C] -> [1, C].""")
+_reduction(
+    "row_argmax",
+    """Column index of each row's first maximum: [R, C] -> [R, 1] INT32 (a NaN counts as the
+    maximum, as torch.argmax).""",
+    result=DataType.INT32,
+)
+_reduction(
+    "row_argmin",
+    """Column index of each row's first minimum: [R, C] -> [R, 1] INT32 (a NaN counts as the
+    minimum, as torch.argmin).""",
+    result=DataType.INT32,
+)
+_reduction(
+    "col_argmax",
+    """Row index of each column's first maximum: [R, C] -> [1, C] INT32.""",
+    result=DataType.INT32,
+)
+_reduction(
+    "col_argmin",
+    """Row index of each column's first minimum: [R, C] -> [1, C] INT32.""",
+    result=DataType.INT32,
+)
 
 _expand("row_expand", """Broadcast a [R, 1] vector over the columns of a [R, C] shape.""", row=True)
-_expand("row_expand_add", """``tile + row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
+_expand(
+    "row_expand_add",
+    """``tile + row_vec`` with the [R, 1] vector broadcast over columns. ``row_vec`` may also be
+    upstream's packed carrier, one 32-byte block a row ([R, 32 / element size]), repeated
+    across the columns: ``tile[r, c] + row_vec[r, c % k]``. ``tmp`` is upstream's scratch tile
+    (tile form; unused by the simulator).""",
+    row=True,
+    packed=True,
+)
 _expand("row_expand_sub", """``tile - row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
 _expand("row_expand_mul", """``tile * row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
 _expand("row_expand_div", """``tile / row_vec`` with the [R, 1] vector broadcast over columns.""", row=True)
+_expand(
+    "row_expand_max", """``max(tile, row_vec)`` with the [R, 1] vector broadcast over columns.""", row=True
+)
+_expand(
+    "row_expand_min", """``min(tile, row_vec)`` with the [R, 1] vector broadcast over columns.""", row=True
+)
+_expand(
+    "row_expand_expdif",
+    """``exp(tile - row_vec)`` with the [R, 1] vector broadcast over columns (floating point).""",
+    row=True,
+    float_only=True,
+)
 _expand("col_expand", """Broadcast a [1, C] vector over the rows of a [R, C] shape.""", row=False)
 _expand("col_expand_add", """``tile + col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
 _expand("col_expand_sub", """``tile - col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
 _expand("col_expand_mul", """``tile * col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
 _expand("col_expand_div", """``tile / col_vec`` with the [1, C] vector broadcast over rows.""", row=False)
+_expand("col_expand_max", """``max(tile, col_vec)`` with the [1, C] vector broadcast over rows.""", row=False)
+_expand("col_expand_min", """``min(tile, col_vec)`` with the [1, C] vector broadcast over rows.""", row=False)
+_expand(
+    "col_expand_expdif",
+    """``exp(tile - col_vec)`` with the [1, C] vector broadcast over rows (floating point).""",
+    row=False,
+    float_only=True,
+)
 
 _enter(
     LangOp(
@@ -382,7 +697,12 @@ _enter(
     LangOp(
         "cast",
         (P("input"), P("target_type"), P("mode", None)),
-        """Convert the elements to another dtype (FP32/FP16/BF16/INT8/INT32).""",
+        """Convert the elements to another dtype (FP32/FP16/BF16, INT8/INT16/INT32,
+    UINT8/UINT16/UINT32). ``mode`` rounds every narrowing float conversion (float -> integer,
+    FP32 -> FP16/BF16, FP16 <-> BF16), by name or code: ``"none"`` (0) and ``"rint"`` (1) nearest,
+    ties to even; ``"round"`` (2, the default) nearest, ties away from zero; ``"floor"`` (3);
+    ``"ceil"`` (4); ``"trunc"`` (5) toward zero; ``"odd"`` (6) round to odd. Out-of-range
+    integers saturate. A scalar cast takes the default mode only (float -> integer truncates).""",
         {**_both("cast"), "scalar": "scalar.cast"},
         group="layout",
     ),
@@ -391,7 +711,7 @@ _enter(
         rules.tile_cast,
         1,
         1,
-        Cpp("cast"),
+        Cpp("cast", tail="round"),
         attrs=("dtype", "mode"),
         dtypes=frozenset(rules.CASTABLE),
         spaces=VEC,
@@ -401,10 +721,33 @@ _enter(
 )
 _enter(
     LangOp(
+        "const",
+        (P("value"), P("dtype")),
+        """A scalar constant of ``dtype``: ``pl.const(1.5, pl.BF16)`` (the value rounded or saturated
+    to the dtype, as ``pl.cast`` of a constant does). ``value`` must be a number known when
+    compiling.""",
+        default="scalar.cast",
+        group="layout",
+    ),
+)
+_enter(
+    LangOp(
         "matmul",
-        (P("lhs"), P("rhs"), P("out_dtype", None)),
-        """Left [M, K] x Right [K, N] -> Acc [M, N] (FP32 accumulation; ``out_dtype`` may only
-    say FP32, or INT32 for INT8 operands).""",
+        (
+            P("lhs"),
+            P("rhs"),
+            P("out_dtype", None),
+            P("a_trans", False),
+            P("b_trans", False),
+            P("c_matrix_nz", False),
+        ),
+        """Left [M, K] x Right [K, N] -> Acc [M, N] (FP32 accumulation, INT32 for INT8 operands).
+
+    Of tiles, ``out_dtype`` may only name the accumulator type. Of tensors (in a ``pl.at`` scope
+    or a kernel), ``out_dtype`` may name any castable dtype: the product is accumulated, then
+    cast once; ``a_trans=True`` / ``b_trans=True`` multiply by the transposed operand (an [K, M]
+    lhs, an [N, K] rhs). A tile operand is transposed with ``pl.tile.transpose_view`` instead.
+    ``c_matrix_nz=True`` (an NZ-laid-out result) is not available.""",
         _both("matmul"),
         group="matmul",
     ),
@@ -422,9 +765,10 @@ _enter(
 _enter(
     LangOp(
         "matmul_acc",
-        (P("acc"), P("lhs"), P("rhs")),
+        (P("acc"), P("lhs"), P("rhs"), P("a_trans", False), P("b_trans", False)),
         """``acc + lhs @ rhs`` into the Acc tile; with a tensor-level operand (in a ``pl.at``
-    scope) it is tensor-level: the product added to ``acc`` in FP32.""",
+    scope) it is tensor-level: the product added to ``acc`` in FP32. ``a_trans``/``b_trans`` as
+    for ``pl.matmul`` (tensor operands only).""",
         _both("matmul_acc"),
         group="matmul",
     ),
@@ -464,19 +808,39 @@ _enter(
         public=False,
     ),
     OpSpec(
-        "tensor.view", rules.tensor_view, 1, 1, attrs=("shape", "static_offsets"), offsets_at=1, on_core=False
+        "tensor.view",
+        rules.tensor_view,
+        1,
+        1,
+        attrs=("shape", "static_offsets", "valid_shape", "pad"),
+        offsets_at=1,
+        on_core=False,
     ),
 )
 
 _enter(
     LangOp(
         "slice",
-        (P("input"), P("shape"), P("offset"), P("valid_shape", None)),
+        (
+            P("input"),
+            P("shape"),
+            P("offset"),
+            P("valid_shape", None),
+            P("drop_dims", None),
+            P("pad_value", None),
+            P("clamp", False),
+        ),
         """The sub-tile of ``shape`` at ``offsets`` (a copy); of a tensor, the window of
         ``shape`` at ``offset`` (a descriptor, no copy; in an orchestration its extents and
-        offsets may be index scalars: ``pl.slice(q, [16, d], [row, 0])``). ``valid_shape``
-        (tensors only) names the part that holds data; the window keeps ``shape`` and the
-        kernel reads its valid part with ``pl.load(..., valid_shape=...)``.""",
+        offsets may be index scalars: ``pl.slice(q, [16, d], [row, 0])``).
+
+        ``valid_shape`` names the part that holds data. A sub-tile gets that valid shape. A
+        window keeps ``shape``; a kernel reads its valid part with ``pl.load(...,
+        valid_shape=...)``, and a tensor-level op in a kernel reads a window whose valid_shape
+        is constant as a tile with that valid shape. ``pad_value`` (a ``pl.PadValue``, or 0,
+        ``math.inf``, ``-math.inf``) is what the elements outside the valid shape hold when the
+        sub-tile or window is read (it needs a constant valid_shape for a window).
+        ``drop_dims`` and ``clamp=True`` are not available.""",
         {"tile": "tile.slice", "tensor": "tensor.view"},
         group="sub-tile",
     ),
@@ -519,10 +883,12 @@ _enter(
 _enter(
     LangOp(
         "fillpad",
-        (P("value"), P("pad_value", None)),
-        """The tile with everything outside its valid region set to ``pad_value`` (a pl.PadValue);
-    the result is fully valid.""",
-        {"tile": "tile.fillpad"},
+        (P("value"), P("pad_value", PadValue.zero)),
+        """The tile with everything outside its valid region set to ``pad_value`` (a
+    ``pl.PadValue``, or 0, ``math.inf``, ``-math.inf`` for zero, max, min); the result is fully
+    valid. Of a tensor (in a kernel): the same on the tile that holds it; a tensor parameter is
+    all valid, a ``pl.slice`` window with a constant ``valid_shape`` is valid only there.""",
+        _both("fillpad"),
         group="sub-tile",
     ),
     OpSpec(
@@ -534,6 +900,7 @@ _enter(
         attrs=("pad",),
         spaces=VEC,
     ),
+    OpSpec("tensor.fillpad", rules.tensor_fillpad, 1, 1, attrs=("pad",)),
 )
 _enter(
     LangOp(

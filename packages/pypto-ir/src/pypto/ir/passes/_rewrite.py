@@ -38,7 +38,10 @@ def subst_expr(e: Expr, m: Mapping[str, Expr]) -> Expr:
     if isinstance(e, Call):
         return replace(e, args=tuple(subst_arg(a, m) for a in e.args))
     return replace(
-        e, args=tuple(subst_expr(a, m) for a in e.args), deps=tuple(subst_expr(d, m) for d in e.deps)
+        e,
+        args=tuple(subst_expr(a, m) for a in e.args),
+        deps=tuple(subst_expr(d, m) for d in e.deps),
+        dumps=tuple(subst_expr(d, m) for d in e.dumps),
     )
 
 

@@ -138,7 +138,7 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
                     if idx is not None:
                         escapes[d.name] = ordered[idx]
         call_type = TaskIdType() if s.task is not None else TupleType(())
-        call = CallFunc(kname, tuple(ordered), call_type, deps=s.deps, span=s.span)
+        call = CallFunc(kname, tuple(ordered), call_type, deps=s.deps, span=s.span, dumps=_dumps(s, ordered))
         if s.task is not None:
             return [*created, Assign(s.task, call, s.span)]
         return [*created, ExprStmt(call, s.span)]
@@ -237,10 +237,29 @@ def _used_outside(body: tuple[Stmt, ...], skip: Scope) -> set[str]:
     return names
 
 
+def _dumps(s: Scope, ordered: list[Var]) -> tuple[Expr, ...]:
+    """The captured tensors the scope's ``dumps=`` names (each must be captured) and those
+    ``pl.dump_tag`` marked, in argument order: the kernel call's ``dumps``."""
+    hints = dict(s.hints)
+    named: tuple[str, ...] = hints.get("dumps", ())
+    for name in named:
+        if not any(base_name(v.name) == name for v in ordered):
+            raise KernelError(
+                f"pl.at: dumps names {name!r}, which the scope does not use; list only tensors the "
+                "scope reads or writes",
+                s.span,
+            )
+    wanted = set(named) | set(hints.get("dump_tags", ()))
+    return tuple(v for v in ordered if base_name(v.name) in wanted and isinstance(v.type, TensorType))
+
+
 def _kernel_hints(s: Scope, ordered: list[Var], mapping: dict[str, Expr]) -> tuple[tuple[str, object], ...]:
-    """The scope's hints for its kernel: ``no_dep_args`` names become the kernel's parameter names."""
+    """The scope's hints for its kernel: ``no_dep_args`` names become the kernel's parameter names;
+    ``dumps`` / ``dump_tags`` go to the kernel call instead (``_dumps``)."""
     out: list[tuple[str, object]] = []
     for key, value in s.hints:
+        if key in ("dumps", "dump_tags"):
+            continue
         if key == "no_dep_args":
             params: list[str] = []
             for name in value:

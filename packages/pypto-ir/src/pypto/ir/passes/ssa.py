@@ -110,7 +110,10 @@ class _Converter:
         else:
             assert isinstance(e, CallFunc)
             new = replace(
-                e, args=tuple(self.use(a, out) for a in e.args), deps=tuple(self.use(d, out) for d in e.deps)
+                e,
+                args=tuple(self.use(a, out) for a in e.args),
+                deps=tuple(self.use(d, out) for d in e.deps),
+                dumps=tuple(self.use(d, out) for d in e.dumps),
             )
         if top:
             return new

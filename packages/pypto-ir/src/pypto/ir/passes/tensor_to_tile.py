@@ -341,11 +341,12 @@ class _Lowerer:
             if held is not None:  # a window of an on-chip value: the sub-tile, copied out of it
                 assert len(offs) == 2
                 sub = self.emit("tile.slice", [held, offs], {"shape": vt.static_shape}, out, "sub")
-                return self.operand(sub, out, span, memory)
+                return self.operand(self.narrow(sub, view, out), out, span, memory)
             attrs_v: dict[str, object] = {"shape": vt.static_shape, "memory": memory}
             if vt.layout is Layout.NZ:
                 attrs_v["layout"] = Layout.NZ
-            return self.emit("tile.load", [base, offs], attrs_v, out, "ld")
+            loaded = self.emit("tile.load", [base, offs], attrs_v, out, "ld")
+            return self.narrow(loaded, view, out)
         if isinstance(e.type, TensorType):
             tt = e.type
             if not tt.is_static:
@@ -379,6 +380,21 @@ class _Lowerer:
         if isinstance(e, Var) and isinstance(e.type, TileType) and e.type.memory is not memory:
             return self.emit("tile.move", [e], {"memory": memory}, out, "mv")  # a tile mixed in
         return e  # a scalar operand, or a tile mixed in where it already is
+
+    def narrow(self, tile: Var, view: Call, out: list[Stmt]) -> Var:
+        """The tile read through a window that ``pl.slice`` gave a constant valid shape (and a pad
+        value): that valid shape, the elements outside it set to the pad value."""
+        valid = view.attr("valid_shape")
+        if valid is None or not isinstance(tile.type, TileType) or tile.type.memory is not MemorySpace.Vec:
+            return tile
+        rows, cols = (1, valid[0]) if len(valid) == 1 else (valid[-2], valid[-1])
+        dims = [Const(rows, DataType.INT64), Const(cols, DataType.INT64)]
+        narrowed = self.emit("tile.set_validshape", [tile, *dims], {}, out, "vs")
+        pad = view.attr("pad")
+        if pad is None:
+            return narrowed
+        filled = self.emit("tile.fillpad", [narrowed], {"pad": pad}, out, "pad")
+        return self.emit("tile.set_validshape", [filled, *dims], {}, out, "vs")
 
     def emit(self, op: str, args: list[Arg], attrs: dict[str, object], out: list[Stmt], base: str) -> Var:
         types = [a.type for a in args if not isinstance(a, tuple)]
@@ -423,6 +439,15 @@ class _Lowerer:
             acc = self.emit("tile.matmul", [left, right], {}, out, "acc")
             return self.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, base)
         args: list[Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
+        if kind == "cmp":  # 0/1 in lhs's dtype: the tile comparison's mask selects between them
+            mask = self.emit("tile.cmp", args, dict(c.attrs), out, base + "_mask")
+            lhs = args[0]
+            assert isinstance(lhs, Var)
+            assert isinstance(lhs.type, TileType)
+            one, zero = (Const(v if lhs.type.dtype.is_float else int(v), lhs.type.dtype) for v in (1.0, 0.0))
+            ones = self.emit("tile.expands", [lhs, one], {}, out, base + "_one")
+            zeros = self.emit("tile.expands", [lhs, zero], {}, out, base + "_zero")
+            return self.emit("tile.sel", [mask, ones, zeros], {}, out, base)
         return self.emit(f"tile.{kind}", args, dict(c.attrs), out, base)
 
     def scratch(self, c: Call, out: list[Stmt], base: str) -> Var:

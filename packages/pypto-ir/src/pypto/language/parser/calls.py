@@ -258,7 +258,8 @@ class _Calls(_Directives):
                 raise self.err(f"{fn.name}: argument {p.name!r} expects {p.var.type}, got {a.type}", node)
         self.st.saw_call = True
         rtype: Type = fn.returns[0] if len(fn.returns) == 1 else TupleType(fn.returns)
-        return CallFunc(fn.name, tuple(args), rtype, span=span)
+        dumps = dump_args(args, self.st.dump_tags)
+        return CallFunc(fn.name, tuple(args), rtype, span=span, dumps=dumps)
 
     # ------------------------------------------------------------------ ops
 
@@ -319,7 +320,7 @@ class _Calls(_Directives):
                     node,
                 )
             self.st.saw_tile = True
-        clean = {k: v for k, v in attrs.items() if k != "static_offsets"}
+        clean = {k: v for k, v in attrs.items() if k not in ("static_offsets", "static_valid")}
         return Call(full, tuple(args), tuple(sorted(clean.items())), rtype, self.src.span(node))
 
     def list_literal(self, node: Any) -> Any:
@@ -406,3 +407,13 @@ class _Calls(_Directives):
                 node if isinstance(node, ast.AST) else ast.Pass(),
             )
         return v
+
+
+def dump_args(args: list[Expr] | tuple[Expr, ...], marked: list[Var]) -> tuple[Expr, ...]:
+    """The arguments of a kernel call that are marked for a tensor dump, once each, in argument
+    order (a marked tensor is the same value, not just the same name)."""
+    out: list[Expr] = []
+    for a in args:
+        if any(a is m for m in marked) and not any(a is o for o in out):
+            out.append(a)
+    return tuple(out)

@@ -288,6 +288,8 @@ class _FnState:
     attrs: dict[str, Any] = field(default_factory=dict)
     # tiles placed with pl.MemRef in their annotations (pypto.language.parser.placements)
     placements: list[Any] = field(default_factory=list)
+    # tensors marked by pl.dump_tag so far: later kernel calls that take one record it in dumps
+    dump_tags: list[Var] = field(default_factory=list)
     prologue: bool = True
 
 

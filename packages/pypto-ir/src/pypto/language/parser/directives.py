@@ -12,14 +12,15 @@ import enum
 import sys
 from typing import Any
 
-from pypto.ir.nodes import Const, Expr, ParamRef
+from pypto.ir.nodes import Const, Expr, ParamRef, Var
 from pypto.ir.serialization import ENUM_TYPES
+from pypto.ir.types import TensorType
 from pypto.language.parser.common import _Static
 from pypto.language.parser.expressions import _Expressions
 
 __all__ = ["DIRECTIVES"]
 
-DIRECTIVES = ("static_print", "static_assert", "func_attr")
+DIRECTIVES = ("static_print", "static_assert", "func_attr", "dump_tag")
 
 
 class _Directives(_Expressions):
@@ -29,8 +30,24 @@ class _Directives(_Expressions):
             self.static_print(node)
         elif kind == "func_attr":
             self.func_attr(node)
+        elif kind == "dump_tag":
+            self.dump_tag(node)
         else:
             self.static_assert(node)
+
+    def dump_tag(self, node: ast.Call) -> None:
+        """``pl.dump_tag(t)`` in an orchestration: every later kernel call that takes the tensor
+        ``t`` (this value of the name) records it in its ``dumps``."""
+        self.check_orchestration("pl.dump_tag", node)
+        if node.keywords or len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
+            raise self.err("pl.dump_tag takes one tensor name: pl.dump_tag(t)", node)
+        name = node.args[0].id
+        v = self.st.env.get(name)
+        if not isinstance(v, Var) or not isinstance(v.type, TensorType):
+            got = "not a name of this function" if v is None else f"a {v.type}"
+            raise self.err(f"pl.dump_tag({name}): expected a tensor of this function, got {got}", node)
+        if not any(t is v for t in self.st.dump_tags):
+            self.st.dump_tags.append(v)
 
     def func_attr(self, node: ast.Call) -> None:
         """``pl.func_attr({"key": value, ...})``: record function attributes (prologue only)."""

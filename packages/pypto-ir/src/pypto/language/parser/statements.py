@@ -818,7 +818,31 @@ class _Statements(_Control, _Launches):
                 if e.id not in names:
                     names.append(e.id)
             hints["no_dep_args"] = tuple(names)
+        hints.update(self.at_dumps(bound.get("dumps")))
         return tuple(sorted(hints.items()))
+
+    def at_dumps(self, node: Any) -> dict[str, tuple[str, ...]]:
+        """``pl.at(dumps=[t])`` (tensors defined before the scope) as the ``dumps`` hint, and the
+        tensors ``pl.dump_tag`` marked that the names still hold as ``dump_tags``; the scope's
+        kernel call records those it captures (outline_scopes)."""
+        out: dict[str, tuple[str, ...]] = {}
+        if node is not None and not (isinstance(node, ast.Constant) and node.value is None):
+            if not isinstance(node, (ast.List, ast.Tuple)):
+                raise self.err("pl.at: dumps must be a list of tensor names: dumps=[t]", node)
+            names: list[str] = []
+            for e in node.elts:
+                v = self.st.env.get(e.id) if isinstance(e, ast.Name) else None
+                if not isinstance(v, Var) or not isinstance(v.type, TensorType):
+                    what = "not a tensor defined before the scope"
+                    raise self.err(f"pl.at: dumps entry {ast.unparse(e)!r} is {what}", e)
+                assert isinstance(e, ast.Name)
+                if e.id not in names:
+                    names.append(e.id)
+            out["dumps"] = tuple(names)
+        tagged = tuple(n for n, v in self.st.env.items() if any(v is t for t in self.st.dump_tags))
+        if tagged:
+            out["dump_tags"] = tagged
+        return out
 
     def return_stmt(self, s: ast.Return) -> Return:
         if s.value is None:

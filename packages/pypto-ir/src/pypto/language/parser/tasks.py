@@ -12,7 +12,7 @@ from pypto.ir.nodes import Assign, Call, CallFunc, Const, Expr, ExprStmt, Functi
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import ArrayType, TaskIdType, TensorType, TupleType, Type
 from pypto.language.fold import INDEX
-from pypto.language.parser.calls import _Calls
+from pypto.language.parser.calls import _Calls, dump_args
 
 
 class _Tasks(_Calls):
@@ -149,14 +149,18 @@ class _Tasks(_Calls):
         if not call.args:
             raise self.err("pl.submit(self.kernel, *args, deps=[...]) needs the kernel first", call)
         deps_node = None
+        dumps_node: ast.expr | None = None
         for kw in call.keywords:
             if kw.arg == "allow_early_resolve":
                 self.early_resolve_flag(kw.value, "pl.submit")
                 continue
+            if kw.arg == "dumps":
+                dumps_node = kw.value
+                continue
             if kw.arg != "deps":
                 raise self.err(
-                    f"pl.submit() got an unsupported keyword {kw.arg!r}; it takes deps=[...] and "
-                    "allow_early_resolve=...",
+                    f"pl.submit() got an unsupported keyword {kw.arg!r}; it takes deps=[...], "
+                    "dumps=[...] and allow_early_resolve=...",
                     kw,
                 )
             deps_node = kw.value
@@ -183,7 +187,8 @@ class _Tasks(_Calls):
                 s,
             )
         span = self.src.span(s)
-        task = CallFunc(c.callee, c.args, TaskIdType(), deps=deps, span=c.span)
+        dumps = self._submit_dumps(dumps_node, c)
+        task = CallFunc(c.callee, c.args, TaskIdType(), deps=deps, span=c.span, dumps=dumps)
         if not targets:
             self.hoisted += 1
             anon = Var(f"{self.prefix}_task{self.hoisted}", TaskIdType(), span)
@@ -202,6 +207,25 @@ class _Tasks(_Calls):
         for name, arg in zip(names[:-1], results, strict=True):
             self.st.env[name] = arg
         return [Assign(tid, task, span)]
+
+    def _submit_dumps(self, node: ast.expr | None, c: CallFunc) -> tuple[Expr, ...]:
+        """``dumps=[a, b]`` of a submit: arguments of the call, recorded with those ``pl.dump_tag``
+        marked (once each, in argument order)."""
+        if node is None:
+            return c.dumps
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.err("pl.submit: dumps must be a list of argument names, e.g. dumps=[x]", node)
+        marked = list(c.dumps)
+        for e in node.elts:
+            v = self.st.env.get(e.id) if isinstance(e, ast.Name) else None
+            if v is None or not any(v is a for a in c.args):
+                raise self.err(
+                    f"pl.submit: dumps= entry {ast.unparse(e)!r} is not an argument of this submit; "
+                    "list tensors passed to the kernel",
+                    e,
+                )
+            marked.append(v)
+        return dump_args(c.args, marked)
 
     def _returned_args(self, c: CallFunc, callee: Function | None, node: ast.AST) -> list[Var]:
         """The call's arguments that the kernel returns, in return order: traced through the

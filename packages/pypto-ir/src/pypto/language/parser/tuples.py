@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass
 from typing import Union
 
-from pypto.ir.nodes import Assign, Const, Expr, Stmt, Var
+from pypto.ir.nodes import Assign, Const, Expr, Stmt, Var, expr_vars
 from pypto.ir.types import TupleType, Type
 from pypto.language.parser.common import _Static
 from pypto.language.parser.tasks import _Tasks
@@ -84,9 +84,15 @@ class _Tuples(_Tasks):
         self._pair(target, value, pairs)
         targets = {t.id for t, _ in pairs}
         held: list[tuple[ast.Name, Item]] = []
+        rebound = {self.prefix + t for t in targets}
         for name, item in pairs:
-            if isinstance(item, Var) and item.name in {self.prefix + t for t in targets}:
-                # a name about to be rebound is read through a copy taken first
+            if (
+                not isinstance(item, TupleValue)
+                and not (isinstance(item, Var) and item.name == self.prefix + name.id)
+                and any(v.name in rebound for v in expr_vars(item))
+            ):
+                # a value that reads a name about to be rebound (``a, b = b, a + b``) is computed
+                # into a copy first
                 self.hoisted += 1
                 tmp = Var(f"{self.prefix}_item{self.hoisted}", item.type, self.src.span(name))
                 out.append(Assign(tmp, item, self.src.span(s)))

@@ -22,10 +22,16 @@ program is prepared (its imports are inside the functions): single-chip programs
   dispatch's window zeroing from its kernels.
 
 A rank exits on the ``close`` command, or when the parent's process is gone.
+
+Under torchrun (``pypto.runtime.distributed.launch``) the ranks are torchrun's processes:
+``serve_launched`` runs the same command loop (``_serve``) for each worker the host orchestrator
+(torchrun's RANK 0, ``LaunchContext``) prepares, and ``LaunchedRankGroup`` is that worker's handle,
+which tells a dead rank by its heartbeat in the store instead of by its process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -81,11 +87,8 @@ def _serve_windows(data_path: Any, runner: Any, barrier: Any) -> None:
 
 
 def _rank_main() -> None:
-    """A rank process (torchrun's environment): rendezvous, then run commands until ``close``."""
+    """A rank process started by :class:`RankGroup` (torchrun's environment)."""
     import torch.distributed as dist
-
-    from pypto.runtime.distributed.plan import DistributedPlan
-    from pypto.runtime.distributed.rank import RankRunner
 
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     parent = int(os.environ.get(_PARENT_ENV, "0"))
@@ -95,6 +98,42 @@ def _rank_main() -> None:
         is_master=False,
         timeout=timedelta(seconds=60),
     )
+    _serve(store, rank, world_size, parent_alive=lambda: not parent or os.getppid() == parent)
+
+
+def _fetch_io(store: Any, seq: int, runner: Any, phase: int) -> dict[int, Any]:
+    """The host tensors this rank's launches of ``phase`` use, from the store (``io/<seq>/<i>``)."""
+    import numpy
+
+    from pypto.ir import DataType
+    from pypto.runtime.distributed.plan import dtype_itemsize
+
+    hosts = {}
+    for i in runner.host_params(phase):
+        p = runner.plan.params[i]
+        ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
+        data = bytearray(store.get(f"io/{seq}/{i}"))
+        hosts[i] = numpy.frombuffer(data, dtype=numpy.dtype(ts)).reshape(p.shape)
+    return hosts
+
+
+def _send_io(store: Any, seq: int, rank: int, runner: Any, hosts: dict[int, Any]) -> None:
+    """This rank's copies of the host tensors it may have written (``out/<seq>/<rank>/<i>``)."""
+    from pypto.ir import ParamDirection
+
+    for i, array in hosts.items():
+        if ParamDirection(runner.plan.params[i].direction).writes:
+            store.set(f"out/{seq}/{rank}/{i}", array.tobytes())
+
+
+def _serve(store: Any, rank: int, world_size: int, parent_alive: Any) -> None:
+    """Rendezvous over ``store`` (the plans in ``boot``, a gloo group), then run commands until
+    ``close``, or until ``parent_alive()`` says the host orchestrator is gone."""
+    import torch.distributed as dist
+
+    from pypto.runtime.distributed.plan import DistributedPlan
+    from pypto.runtime.distributed.rank import RankRunner
+
     boot = json.loads(store.get("boot"))
     timeout = timedelta(seconds=boot["timeout"])
     store.set_timeout(timeout)
@@ -133,8 +172,8 @@ def _rank_main() -> None:
         while True:
             key = f"cmd/{seq}"
             while not store.check([key]):
-                if parent and os.getppid() != parent:
-                    return  # the parent is gone: nobody will send a command
+                if not parent_alive():
+                    return  # the host orchestrator is gone: nobody will send a command
                 time.sleep(_POLL)
             command = json.loads(store.get(key))
             if command["op"] == "close":
@@ -145,7 +184,15 @@ def _rank_main() -> None:
                 for runner in runners:
                     runner.forget(command.get("forget", []))
                 runner = runners[command.get("program", 0)]
-                runner.run(command)
+                # host tensors through the store: ranks that share no memory with the host
+                hosts = (
+                    _fetch_io(store, seq, runner, command.get("phase", 0))
+                    if command.get("store_io")
+                    else None
+                )
+                runner.run(command, hosts=hosts)
+                if hosts:
+                    _send_io(store, seq, rank, runner, hosts)
                 result = "ok"
                 store.set(f"time/{seq}/{rank}", repr(runner.last_run_seconds))
             except BaseException as exc:  # reported to the parent, which fails the dispatch
@@ -158,8 +205,29 @@ def _rank_main() -> None:
         dist.destroy_process_group()
 
 
+def _boot_message(
+    timeout: float,
+    plans_json: list[dict[str, Any]],
+    aic_threads: int | None,
+    aiv_threads: int | None,
+    data_path: str,
+) -> str:
+    """The ``boot`` key every rank reads first: the worker's plans and how to run them."""
+    return json.dumps(
+        {
+            "timeout": timeout,
+            "plans": plans_json,
+            "aic_threads": aic_threads,
+            "aiv_threads": aiv_threads,
+            "data_path": data_path,
+        }
+    )
+
+
 class RankGroup:
     """The parent's handle on ``world_size`` running rank processes."""
+
+    _AFTERMATH = "{which} ranks were terminated"  # what a failed wait or dispatch did to the ranks
 
     def __init__(
         self,
@@ -186,15 +254,7 @@ class RankGroup:
         )
         self.store.set(
             "boot",
-            json.dumps(
-                {
-                    "timeout": timeout,
-                    "plans": plans_json,
-                    "aic_threads": aic_threads,
-                    "aiv_threads": aiv_threads,
-                    "data_path": data_path,
-                }
-            ),
+            _boot_message(timeout, plans_json, aic_threads, aiv_threads, data_path),
         )
         base = {
             "WORLD_SIZE": str(world_size),
@@ -265,20 +325,28 @@ class RankGroup:
                 self.kill()
                 raise DistributedTimeoutError(
                     f"{what}: rank(s) {', '.join(map(str, ranks))} did not answer within {self.timeout:g} s "
-                    "(DistributedConfig(timeout)); all ranks were terminated",
+                    f"(DistributedConfig(timeout)); {self._AFTERMATH.format(which='all')}",
                     ranks,
                 )
             time.sleep(_POLL)
 
-    def dispatch(self, command: dict[str, Any], what: str) -> None:
-        """Send ``command`` to every rank and wait until each has run it; a rank's error fails it."""
+    def dispatch(self, command: dict[str, Any], what: str, io: dict[int, Any] | None = None) -> None:
+        """Send ``command`` to every rank and wait until each has run it; a rank's error fails it.
+
+        ``io`` (parameter index -> numpy array): host tensors carried through the store instead of
+        shared memory; each rank gets the ones its launches use and returns the ones they may
+        write, and the bytes a rank changed are written into ``io``'s arrays."""
         if self._closed:
             raise DistributedRankError(
                 f"{what}: the ranks of this worker are gone (closed or failed earlier)"
             )
         seq = self._seq
         self._seq += 1
-        self.store.set(f"cmd/{seq}", json.dumps(command))
+        sent = {}
+        for i, array in (io or {}).items():
+            sent[i] = array.tobytes()
+            self.store.set(f"io/{seq}/{i}", sent[i])
+        self.store.set(f"cmd/{seq}", json.dumps({**command, "store_io": io is not None}))
         keys = [f"done/{seq}/{r}" for r in range(self.world_size)]
         self._wait(keys, what, _DISPATCH_GRACE)
         self.rank_seconds = ()
@@ -288,11 +356,30 @@ class RankGroup:
                 self.kill()
                 last = result.strip().splitlines()[-1] if result.strip() else "no error text"
                 raise DistributedRankError(
-                    f"rank {r} failed in {what}: {last}; the other ranks were terminated\n"
+                    f"rank {r} failed in {what}: {last}; {self._AFTERMATH.format(which='the other')}\n"
                     f"rank {r}'s traceback:\n{result}",
                     r,
                 )
         self.rank_seconds = tuple(float(self.store.get(f"time/{seq}/{r}")) for r in range(self.world_size))
+        if io is not None:
+            self._merge_io(seq, io, sent)
+
+    def _merge_io(self, seq: int, io: dict[int, Any], sent: dict[int, bytes]) -> None:
+        """Write into ``io`` every byte a rank changed in its copy (ranks write disjoint parts)."""
+        import numpy
+
+        for r in range(self.world_size):
+            for i, array in io.items():
+                key = f"out/{seq}/{r}/{i}"
+                if not self.store.check([key]):
+                    continue  # rank r did not use this tensor, or cannot write it
+                got = numpy.frombuffer(self.store.get(key), dtype=numpy.uint8)
+                before = numpy.frombuffer(sent[i], dtype=numpy.uint8)
+                changed = got != before
+                array.reshape(-1).view(numpy.uint8)[changed] = got[changed]
+                self.store.delete_key(key)
+        for i in io:
+            self.store.delete_key(f"io/{seq}/{i}")
 
     def close(self) -> None:
         """Ask the ranks to exit and wait for them; terminate any that does not."""
@@ -317,6 +404,249 @@ class RankGroup:
                 self.context.close(timeout=5)
         finally:
             shutil.rmtree(self._log_dir, ignore_errors=True)
+
+
+# -- ranks started by torchrun (pypto.runtime.distributed.launch) ------------------------------
+
+_BEAT = 0.2  # seconds between a launched process's heartbeats
+_STALE = 5.0  # a launched rank whose heartbeat stood still this long is taken as dead
+_STALE_AFTER_SIGTERM = 1.0  # the same once torchrun is stopping the host (SIGTERM)
+_HOST_STALE = 30.0  # a launched rank whose host orchestrator's heartbeat stood still this long exits
+
+
+def _launch_store(is_host: bool) -> Any:
+    """A connection to the store of torchrun's environment (``MASTER_ADDR``/``MASTER_PORT``): the
+    agent's when it shares it (``TORCHELASTIC_USE_AGENT_STORE``), else served by the host (RANK 0);
+    the keys of this program live under ``pypto/<restart count>/``."""
+    import torch.distributed as dist
+
+    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    store = dist.TCPStore(  # type: ignore[attr-defined, unused-ignore]
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        is_master=is_host and not agent_store,
+        wait_for_workers=False,
+        timeout=timedelta(seconds=300),
+        multi_tenant=True,
+    )
+    prefix = f"pypto/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"
+    return dist.distributed_c10d.PrefixStore(prefix, store)
+
+
+def _beat_forever(store: Any, key: str) -> None:
+    import threading
+
+    def beat() -> None:
+        while True:
+            try:
+                store.add(key, 1)
+            except Exception:  # the store is gone: the run is ending
+                return
+            time.sleep(_BEAT)
+
+    threading.Thread(target=beat, name="pypto-heartbeat", daemon=True).start()
+
+
+class LaunchContext:
+    """The host orchestrator's side of a run started by torchrun: torchrun's RANK 0 process, whose
+    ``WORLD_SIZE - 1`` peers (RANK ``r`` is program rank ``r - 1``) serve its workers one after
+    another (session ``g``'s keys live under ``s<g>/``)."""
+
+    def __init__(self) -> None:
+        import signal
+
+        self.world_size = int(os.environ["WORLD_SIZE"]) - 1
+        self.all_local = int(os.environ.get("LOCAL_WORLD_SIZE", "0")) == self.world_size + 1
+        self.store = _launch_store(is_host=True)
+        self._beats = _launch_store(is_host=False)
+        _beat_forever(self._beats, "beat/host")
+        self.sessions = 0
+        self.group: Any = None  # the open worker's LaunchedRankGroup
+        self.terminating: float | None = None  # when torchrun's SIGTERM arrived
+        self._seen: dict[int, tuple[int, float]] = {}
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            if self.group is None:  # no worker to fail: leave as torchrun asks
+                signal.signal(signal.SIGTERM, previous if callable(previous) else signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            self.terminating = time.monotonic()
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+    def finish(self) -> None:
+        """Close the worker still open, tell the launched ranks that no more workers come, and wait
+        (at most 30 s) until each has read it or is gone: the store may be this process's."""
+        if self.group is not None:
+            self.group.close()
+        self.store.set(f"session/{self.sessions}", "exit")
+        deadline = time.monotonic() + 30.0
+        waiting = set(range(self.world_size))
+        while waiting and time.monotonic() < deadline:
+            waiting -= {r for r in waiting if any(self.store.check([f"{k}/{r}"]) for k in ("gone", "bye"))}
+            found = self.dead_rank()
+            if found is not None and found[0] is not None:
+                waiting.discard(found[0])
+            time.sleep(_POLL)
+
+    def dead_rank(self) -> tuple[int | None, str] | None:
+        """A launched rank that is gone and why; None while all answer. A rank that said why it
+        left (``bye/<rank>``) is gone; one whose heartbeat stands still is taken as dead. A rank that
+        torchrun stopped (SIGTERM) is named only when no other explains the failure."""
+        now = time.monotonic()
+        stale = _STALE if self.terminating is None else _STALE_AFTER_SIGTERM
+        stopped = []
+        for r in range(self.world_size):
+            if self.store.check([f"bye/{r}"]):
+                why = self.store.get(f"bye/{r}").decode()
+                if why == "SIGTERM":
+                    stopped.append(r)
+                    continue
+                return r, f"exited ({why})"
+            beat = self.store.add(f"beat/{r}", 0)
+            last = self._seen.get(r)
+            if last is None or last[0] != beat:
+                self._seen[r] = (beat, now)
+            elif now - last[1] > stale:
+                return r, (
+                    f"stopped answering (no heartbeat for {now - last[1]:.1f} s: its process died or its "
+                    "host is unreachable)"
+                )
+        if self.terminating is not None and now - self.terminating > stale + _STALE_AFTER_SIGTERM:
+            if stopped:
+                return stopped[0], "was stopped by torchrun (SIGTERM)"
+            return None, "torchrun is stopping this run (SIGTERM to the host orchestrator)"
+        return None
+
+
+class LaunchedRankGroup(RankGroup):
+    """A :class:`RankGroup` over ranks that torchrun started: no processes of its own; the
+    ranks' heartbeats in the store tell whether they are alive."""
+
+    _AFTERMATH = "{which} ranks that still answer were sent back to wait for the next worker"
+
+    def __init__(
+        self,
+        context: LaunchContext,
+        plans_json: list[dict[str, Any]],
+        world_size: int,
+        *,
+        timeout: float,
+        aic_threads: int | None,
+        aiv_threads: int | None,
+        data_path: str = "shared_memory",
+    ) -> None:
+        import torch.distributed as dist
+
+        if context.group is not None:
+            raise RuntimeError(
+                "DistributedWorker: under torchrun the launched ranks serve one worker at a time; close "
+                "the open one first (worker.close() or its `with` block)"
+            )
+        self.world_size = world_size
+        self.timeout = timeout
+        self._seq = 0
+        self._closed = False
+        self.rank_seconds = ()
+        self.context = context
+        self._launch = context
+        self._log_dir = ""
+        session = context.sessions
+        context.sessions += 1
+        context.group = self
+        self.store = dist.distributed_c10d.PrefixStore(f"s{session}/", context.store)
+        self.store.set(
+            "boot",
+            _boot_message(timeout, plans_json, aic_threads, aiv_threads, data_path),
+        )
+        context.store.set(f"session/{session}", "start")
+        try:
+            self._wait([f"ready/{r}" for r in range(world_size)], "start")
+        except BaseException:
+            self.kill()
+            raise
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """Each rank's process id, on the rank's own host."""
+        return tuple(
+            int(self._launch.store.get(f"pid/{r}").decode().rsplit(":", 1)[1]) for r in range(self.world_size)
+        )
+
+    def _check_processes(self, what: str) -> None:
+        found = self._launch.dead_rank()
+        if found is not None:
+            rank, why = found
+            self.kill()
+            who = f"rank {rank} " if rank is not None else ""
+            raise DistributedRankError(
+                f"{who}{why} during {what}; torchrun's agents stop the other ranks", rank
+            )
+
+    def close(self) -> None:
+        """Send the ranks back to wait for the next worker (the launched processes stay)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._launch.group = None
+        self.store.set(f"cmd/{self._seq}", json.dumps({"op": "close"}))
+
+    def kill(self) -> None:
+        """Stop using the ranks; the ranks that still answer are sent back to wait. Processes that
+        failed are torchrun's to stop."""
+        if not self._closed:
+            self.close()
+
+
+def serve_launched() -> None:
+    """A rank process started by torchrun (RANK > 0, program rank ``RANK - 1``): serve the host
+    orchestrator's workers, one session after another, until it says ``exit`` or is gone."""
+    import signal
+    import socket
+
+    import torch.distributed as dist
+
+    rank, world_size = int(os.environ["RANK"]) - 1, int(os.environ["WORLD_SIZE"]) - 1
+    store = _launch_store(is_host=False)
+    beats = _launch_store(is_host=False)  # its own connection: a blocking get elsewhere holds the other
+    store.set(f"pid/{rank}", f"{socket.gethostname()}:{os.getpid()}")
+    _beat_forever(beats, f"beat/{rank}")
+
+    def on_sigterm(signum: int, frame: Any) -> None:  # torchrun stops this rank: say so, then go
+        with contextlib.suppress(Exception):
+            beats.set(f"bye/{rank}", "SIGTERM")
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    host_seen = [-1, time.monotonic()]
+
+    def host_alive() -> bool:
+        beat = beats.add("beat/host", 0)
+        if beat != host_seen[0]:
+            host_seen[:] = [beat, time.monotonic()]
+        return time.monotonic() - host_seen[1] < _HOST_STALE
+
+    try:
+        session = 0
+        while True:
+            key = f"session/{session}"
+            while not store.check([key]):
+                if not host_alive():
+                    raise RuntimeError(
+                        f"rank {rank}: the host orchestrator (torchrun RANK 0) has not answered for "
+                        f"{_HOST_STALE:g} s"
+                    )
+                time.sleep(_POLL)
+            if store.get(key) == b"exit":
+                store.set(f"gone/{rank}", "1")
+                return
+            _serve(dist.distributed_c10d.PrefixStore(f"s{session}/", store), rank, world_size, host_alive)
+            session += 1
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            beats.set(f"bye/{rank}", f"{type(exc).__name__}: {exc}")
+        raise
 
 
 if __name__ == "__main__":

@@ -81,14 +81,15 @@ class DistributedCompiledProgram(_CompiledBase):
 
     def data_path(self, config: Any = None) -> str:
         """The data path a worker prepared with ``config`` uses: ``config``'s
-        ``distributed_config.data_path``, else the compiled one's, else ``PYPTO_DIST_DATA_PATH``."""
-        from pypto.runtime import settings
+        ``distributed_config.data_path``, else the compiled one's, else ``PYPTO_DIST_DATA_PATH``
+        (under torchrun's launcher, ``process_group`` when that is not set)."""
+        from pypto.runtime.distributed.launch import default_data_path
 
         dc = getattr(config, "distributed_config", None)
         for chosen in (getattr(dc, "data_path", None), self.distributed_config.data_path):
             if chosen is not None:
                 return str(chosen)
-        return str(settings.get("PYPTO_DIST_DATA_PATH"))
+        return default_data_path()
 
     def __call__(
         self, *args: Any, config: Any = None, callbacks: dict[str, Any] | None = None, **kwargs: Any

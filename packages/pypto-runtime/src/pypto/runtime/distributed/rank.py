@@ -89,14 +89,18 @@ class RankRunner:
             prog = self._programs[index] = CompiledProgram.from_dir(self.plan.programs[index])
         return prog
 
-    def run(self, command: dict[str, Any]) -> None:
+    def host_params(self, phase: int) -> list[int]:
+        """The host parameters this rank's launches of ``phase`` use (their indices)."""
+        return sorted({a[1] for d in self.mine if d.phase == phase for a in d.args if a[0] == "host"})
+
+    def run(self, command: dict[str, Any], hosts: dict[int, Any] | None = None) -> None:
         """Run this rank's dispatches of the command's ``phase``; ``command`` names the segments
         and host offsets (a tensor named in ``host_segments`` lies at its offset in that segment,
-        the others in the ``io`` segment)."""
+        the others in the ``io`` segment), unless ``hosts`` gives the host tensors (numpy arrays
+        by parameter index: the engine fetched them from the store)."""
         import numpy
 
-        io = self._map(command["io"]) if command["io"] else None
-        own = command.get("host_segments", {})
+        io = self._map(command["io"]) if command["io"] and hosts is None else None
         if self._private:
             windows = self._private
             for m, w in zip(windows, self.plan.windows, strict=True):
@@ -108,12 +112,8 @@ class RankRunner:
         if self.before_kernels is not None:
             self.before_kernels()
         start = time.perf_counter()
-        hosts: dict[int, Any] = {}
-        for i, offset in command["host_offsets"].items():
-            p = self.plan.params[int(i)]
-            ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
-            buf = self._map(own[i]) if i in own else io
-            hosts[int(i)] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=buf, offset=offset)
+        if hosts is None:
+            hosts = self._mapped_hosts(command, io)
         phase = command.get("phase", 0)
         for d in self.mine:
             if d.phase != phase:
@@ -137,6 +137,19 @@ class RankRunner:
                     args.append(a[1])
             self._program(d.program)(*args, config=self.config)
         self.last_run_seconds = time.perf_counter() - start
+
+    def _mapped_hosts(self, command: dict[str, Any], io: Any) -> dict[int, Any]:
+        """The host tensors as views of the parent's shared memory (the command's segments)."""
+        import numpy
+
+        own = command.get("host_segments", {})
+        hosts: dict[int, Any] = {}
+        for i, offset in command["host_offsets"].items():
+            p = self.plan.params[int(i)]
+            ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
+            buf = self._map(own[i]) if i in own else io
+            hosts[int(i)] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=buf, offset=offset)
+        return hosts
 
     def _set_comm_context(self, windows: list[mmap.mmap], wait_timeout: float) -> None:
         import numpy

@@ -10,6 +10,10 @@ between phases), and copies the written host tensors back. :meth:`close` (also o
 ``with``-exit, garbage collection and interpreter exit) stops the ranks and removes every
 segment. A failed dispatch (a rank died, raised, or did not answer in time) stops all ranks and
 removes the segments; the worker cannot run again.
+
+Under torchrun's launcher (``pypto.runtime.distributed.launch``) the ranks are torchrun's
+processes (``_engine.LaunchedRankGroup``), which may be on other hosts: host tensors travel
+through the store instead of the I/O segment, and resident tensors are refused.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ from typing import Any
 
 from pypto.ir import DATA_PATHS, DataType, ParamDirection
 from pypto.language.binding import dtype_of, is_tensor, shape_of
-from pypto.runtime import settings
 from pypto.runtime.distributed import shm
 from pypto.runtime.distributed.errors import DistributedRankError
 from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize
@@ -205,7 +208,7 @@ class DistributedWorker:
         callbacks: dict[str, Callable[..., Any]] | None = None,
         data_path: str | None = None,
     ) -> None:
-        from pypto.runtime.distributed._engine import RankGroup
+        from pypto.runtime.distributed import launch
 
         self._plans, self._compiled = _plans_of(programs)
         self.plan = self._plans[0]
@@ -215,11 +218,16 @@ class DistributedWorker:
             timeout = dc.timeout if dc is not None else 120.0
         if data_path is None:
             resolve = getattr(self._compiled[0], "data_path", None)  # a plan alone has none
-            data_path = resolve() if callable(resolve) else str(settings.get("PYPTO_DIST_DATA_PATH"))
+            data_path = resolve() if callable(resolve) else launch.default_data_path()
         if data_path not in DATA_PATHS:
             raise ValueError(
                 f"DistributedWorker(data_path): expected one of {', '.join(DATA_PATHS)}, got {data_path!r}"
             )
+        # under torchrun (pypto.runtime.distributed.launch) the launched processes are the ranks;
+        # host tensors then travel through the store, since ranks may be on other hosts
+        self._launch = launch.current()
+        if self._launch is not None:
+            _check_launched(self._launch, self.plan, data_path)
         # "process_group": the ranks hold their windows in private memory (no segments here)
         self.data_path = data_path
         self._segments: list[shm.Segment] = []
@@ -238,7 +246,7 @@ class DistributedWorker:
                 for w in plan.windows if data_path == "shared_memory" else ():
                     self._windows[-1].append(shm.create(w.stride * plan.world_size))
                     self._segments.append(self._windows[-1][-1])
-            self._group = RankGroup(
+            self._group = self._rank_group()(
                 [plan.to_json() for plan in self._plans],
                 self.plan.world_size,
                 timeout=timeout,
@@ -252,6 +260,15 @@ class DistributedWorker:
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _release_all, self._group, self._segments, self._tensors)
         self._dispatches = 0
+
+    def _rank_group(self) -> Callable[..., Any]:
+        import functools
+
+        from pypto.runtime.distributed import _engine
+
+        if self._launch is None:
+            return _engine.RankGroup
+        return functools.partial(_engine.LaunchedRankGroup, self._launch)
 
     def _bind_callbacks(
         self, callbacks: dict[str, Callable[..., Any]] | None
@@ -346,6 +363,11 @@ class DistributedWorker:
         from pypto.runtime.chip_worker import _data_type
 
         self._require_open(what)
+        if self._launch is not None:
+            raise NotImplementedError(
+                f"DistributedWorker.{what}: resident tensors live in shared memory, which ranks started by "
+                "torchrun (pypto.runtime.distributed.launch) may not share; pass host tensors instead"
+            )
         dims = tuple(shape) if isinstance(shape, Sequence) and not isinstance(shape, str) else None
         if not dims or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in dims):
             raise ValueError(
@@ -577,6 +599,8 @@ class DistributedWorker:
                 _, item = dtype_itemsize(DataType(p.dtype), p.name)
                 layout[i] = size
                 size += -(-item * int(numpy.prod(p.shape)) // _ALIGN) * _ALIGN
+            if self._launch is not None:  # host tensors through the store: private copies here
+                layout = {}
             if layout and (self._io is None or self._io.size < size):
                 if self._io is not None:
                     self._segments.remove(self._io)
@@ -593,6 +617,14 @@ class DistributedWorker:
                 numpy.copyto(views[i], _as_numpy(bound[i], f"{plan.name}(): parameter {p.name!r}"))
             for i, t in resident.items():
                 views[i] = t.numpy()
+            io = None
+            if self._launch is not None:
+                io = {
+                    i: numpy.array(_as_numpy(bound[i], f"{plan.name}(): parameter {p.name!r}"), order="C")
+                    for i, p in enumerate(plan.params)
+                    if p.kind == "tensor"
+                }
+                views.update(io)
             windows = self._windows[k]
             for w in windows:
                 w.buf[:] = bytes(w.size)
@@ -611,14 +643,14 @@ class DistributedWorker:
                 if any(d.phase == phase for d in plan.dispatches):
                     forget, self._forget = self._forget, []
                     try:
-                        self._group.dispatch({**command, "phase": phase, "forget": forget}, what)
+                        self._group.dispatch({**command, "phase": phase, "forget": forget}, what, io)
                     except BaseException:
                         del views
                         self.close()
                         raise
                 if phase < len(plan.callbacks):  # its error fails this dispatch; the ranks stay up
                     self._run_callback(plan, plan.callbacks[phase], views)
-            for i in layout:
+            for i in list(layout) + list(io or ()):
                 if ParamDirection(plan.params[i].direction).writes:
                     numpy.copyto(_as_numpy(bound[i], plan.params[i].name), views[i])
             del views
@@ -661,6 +693,23 @@ class DistributedWorker:
             else:
                 args.append(a[1])
         self._callbacks[cb.name](args)
+
+
+def _check_launched(context: Any, plan: DistributedPlan, data_path: str) -> None:
+    """A worker under torchrun: the program's ranks are the launched processes, and windows in
+    shared memory need every rank on the host orchestrator's host."""
+    if plan.world_size != context.world_size:
+        raise ValueError(
+            f"DistributedWorker: program {plan.name!r} has {plan.world_size} ranks (device_ids "
+            f"{list(plan.device_ids)}), but torchrun started {context.world_size} rank processes besides "
+            f"the host orchestrator (WORLD_SIZE={context.world_size + 1}); start torchrun with "
+            f"{plan.world_size + 1} processes in all"
+        )
+    if data_path == "shared_memory" and not context.all_local:
+        raise ValueError(
+            "DistributedWorker(data_path): 'shared_memory' needs every rank on this host, but torchrun "
+            "started ranks on other hosts (LOCAL_WORLD_SIZE < WORLD_SIZE); use 'process_group'"
+        )
 
 
 def numpy_flat_bytes(view: Any) -> memoryview:

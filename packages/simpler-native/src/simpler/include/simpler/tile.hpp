@@ -4,7 +4,9 @@
 #pragma once
 
 #include "simpler/kernel_abi.hpp"
+#include "simpler/tile/bitwise.hpp"
 #include "simpler/tile/comm.hpp"
+#include "simpler/tile/compare.hpp"
 #include "simpler/tile/debug.hpp"
 #include "simpler/tile/dtype.hpp"
 #include "simpler/tile/elementwise.hpp"

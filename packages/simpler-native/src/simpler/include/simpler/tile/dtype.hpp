@@ -170,25 +170,76 @@ inline T from_compute(compute_t<T> v) noexcept {
     return static_cast<T>(v);
 }
 
-// Rounding of a float -> integer conversion: Rint = nearest, ties to even (the default);
-// Trunc = toward zero; Floor; Ceil.
-enum class RoundMode : std::uint8_t { Rint, Trunc, Floor, Ceil };
+// Rounding of a narrowing float conversion (float -> integer, FP32 -> FP16/BF16, FP16 <-> BF16).
+// The values are the cast-mode codes of pl.cast (0-6):
+//   None  = the default conversion: nearest, ties to even (as Rint);
+//   Rint  = nearest, ties to even;      Round = nearest, ties away from zero;
+//   Floor = toward -inf;  Ceil = toward +inf;  Trunc = toward zero;
+//   Odd   = round to odd: an inexact result takes the neighbour whose last bit is 1.
+enum class RoundMode : std::uint8_t { None = 0, Rint = 1, Round = 2, Floor = 3, Ceil = 4, Trunc = 5, Odd = 6 };
 
 namespace detail {
 
-template <class F>
-inline F round_float(F x, RoundMode mode) noexcept {
+// Whether a value between the neighbours `lo` (toward zero) and `lo + 1` (away from zero) rounds
+// away from zero. `frac` in [0, 1) is the distance from `lo` in units of the last place, `neg` the
+// sign, `lo_odd` whether `lo`'s last bit is 1. An exact value (frac == 0) never moves.
+inline bool round_away(double frac, bool neg, bool lo_odd, RoundMode mode) noexcept {
+    if (frac == 0.0) return false;
     switch (mode) {
-        case RoundMode::Trunc: return std::trunc(x);
-        case RoundMode::Floor: return std::floor(x);
-        case RoundMode::Ceil: return std::ceil(x);
+        case RoundMode::Trunc: return false;
+        case RoundMode::Floor: return neg;
+        case RoundMode::Ceil: return !neg;
+        case RoundMode::Round: return frac >= 0.5;
+        case RoundMode::Odd: return !lo_odd;
+        case RoundMode::None:
         case RoundMode::Rint: break;
     }
+    return frac > 0.5 || (frac == 0.5 && lo_odd);
+}
+
+template <class F>
+inline F round_float(F x, RoundMode mode) noexcept {
     const F t = std::trunc(x);
     const F diff = x - t;  // exact
     const F a = diff < 0 ? -diff : diff;
-    if (a > F(0.5) || (a == F(0.5) && std::fmod(t, F(2)) != 0)) return t + (x < 0 ? F(-1) : F(1));
-    return t;
+    const bool odd = std::fmod(t, F(2)) != 0;
+    return round_away(static_cast<double>(a), x < 0, odd, mode) ? t + (x < 0 ? F(-1) : F(1)) : t;
+}
+
+// float -> binary16 bits rounded by `mode`. Finite values beyond the largest half (65504) become
+// infinity when the mode rounds away from zero there and 65504 when it rounds toward zero (IEEE
+// directed rounding); NaN stays a quiet NaN.
+inline std::uint16_t float_to_half_bits(float f, RoundMode mode) noexcept {
+    if (mode == RoundMode::Rint || mode == RoundMode::None) return tile_detail::float_to_half_bits(f);
+    if (f != f) return tile_detail::float_to_half_bits(f);
+    const bool neg = std::signbit(f);
+    const double ax = std::fabs(static_cast<double>(f));
+    const std::uint16_t sign = neg ? 0x8000u : 0u;
+    if (std::isinf(ax)) return static_cast<std::uint16_t>(sign | 0x7c00u);
+    // The spacing of halves around ax: 2^-24 below 2^-14 (subnormals), else 2^(e - 10), at most 32.
+    int e = ax == 0.0 ? -15 : std::ilogb(ax);
+    if (e < -14) e = -14;
+    if (e > 15) e = 15;
+    const double ulp = std::ldexp(1.0, e - 10);
+    const double q = ax / ulp;  // exact: a power-of-two scaling
+    const double lo = std::floor(q);
+    const bool odd = std::fmod(lo, 2.0) != 0;
+    const double m = (round_away(q - lo, neg, odd, mode) ? lo + 1.0 : lo) * ulp;
+    if (m > 65504.0) {  // beyond the largest half: infinity unless this mode rounds toward zero
+        const bool away = mode == RoundMode::Round || (mode == RoundMode::Floor && neg) || (mode == RoundMode::Ceil && !neg);
+        return static_cast<std::uint16_t>(sign | (away ? 0x7c00u : 0x7bffu));
+    }
+    return static_cast<std::uint16_t>(sign | tile_detail::float_to_half_bits(static_cast<float>(m)));  // exact
+}
+
+// float -> bfloat16 bits rounded by `mode` (the 16 dropped bits decide); NaN stays a quiet NaN.
+inline std::uint16_t float_to_bf16_bits(float f, RoundMode mode) noexcept {
+    if (mode == RoundMode::Rint || mode == RoundMode::None || f != f) return tile_detail::float_to_bf16_bits(f);
+    const std::uint32_t x = tile_detail::float_bits(f);
+    const std::uint32_t lo = x >> 16;  // toward zero; lo + 1 is the neighbour away from zero
+    const double frac = static_cast<double>(x & 0xffffu) / 65536.0;
+    const bool up = round_away(frac, (x >> 31) != 0, (lo & 1u) != 0, mode);
+    return static_cast<std::uint16_t>(lo + (up ? 1u : 0u));  // carries into the exponent, max -> inf
 }
 
 // Float -> integer: rounded by `mode`, saturated to the integer's range, NaN -> 0.
@@ -256,8 +307,9 @@ inline bfloat16 int_to_bf16(I v) noexcept {
 }  // namespace detail
 
 // convert<To>(v): the conversion every tile op uses.
-//  - float <-> half/bfloat16: round to nearest even (NaN, inf, subnormals kept).
-//  - float-like -> integer: RoundMode (Rint by default), saturating, NaN -> 0.
+//  - float-like -> float-like: exact when widening; narrowing (float -> half/bfloat16, half <->
+//    bfloat16) rounds by `mode` (nearest even by default). NaN, inf, subnormals kept.
+//  - float-like -> integer: rounded by `mode` (nearest even by default), saturating, NaN -> 0.
 //  - integer -> float-like: nearest even (integer -> half/bfloat16 rounded once).
 //  - integer -> integer: saturating.  anything -> bool: v != 0.  bool -> anything: 0 or 1.
 template <class To, class From>
@@ -276,8 +328,15 @@ inline To convert(From v, RoundMode mode = RoundMode::Rint) noexcept {
         (void)mode;
         return static_cast<To>(v ? 1.0f : 0.0f);
     } else if constexpr (is_float_like_v<From> && is_float_like_v<To>) {
-        (void)mode;
-        return static_cast<To>(static_cast<float>(to_compute(v)));
+        const float f = static_cast<float>(to_compute(v));  // exact: every float-like fits a float
+        if constexpr (std::is_same<To, half>::value) {
+            return half::from_bits(detail::float_to_half_bits(f, mode));
+        } else if constexpr (std::is_same<To, bfloat16>::value) {
+            return bfloat16::from_bits(detail::float_to_bf16_bits(f, mode));
+        } else {
+            (void)mode;
+            return static_cast<To>(f);
+        }
     } else if constexpr (is_float_like_v<From>) {  // -> integer
         return detail::float_to_int<To>(to_compute(v), mode);
     } else if constexpr (std::is_same<To, bfloat16>::value) {  // integer -> bf16

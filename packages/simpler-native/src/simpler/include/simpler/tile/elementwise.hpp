@@ -1,5 +1,7 @@
-// Element-wise vector ops on Vec tiles: tile-tile and tile-scalar add/sub/mul/div/max/min and
-// the unary exp, log, sin, cos, sqrt, rsqrt, recip, abs, neg, relu.
+// Element-wise vector ops on Vec tiles: tile-tile and tile-scalar add/sub/mul/div/max/min, the
+// unary exp, log, sin, cos, sqrt, rsqrt, recip, abs, neg, relu, fmod/fmods (C's fmod, floats),
+// and the leaky ReLUs lrelu
+// (scalar slope) and prelu (a slope tile): x > 0 ? x : slope * x (floating-point tiles).
 //
 // Shape rule: the operands' valid shapes must be equal; the result's valid shape is theirs and
 // must fit the destination's static shape (else reported, destination untouched). Only the valid
@@ -232,6 +234,29 @@ inline bool relu(Dst& dst, const A& a) noexcept {
     using C = compute_t<typename Dst::value_type>;
     // NaN stays NaN (x > 0 is false for NaN, so compare the other way round).
     return detail::map1("relu", dst, a, [](C x) noexcept { return x < C(0) ? C(0) : x; });
+}
+
+// fmod: the remainder of a / b with the sign of a (C's fmod, torch.fmod); floating-point tiles.
+template <class Dst, class A, class B, std::enable_if_t<is_tile<B>::value, int> = 0>
+inline bool fmod(Dst& dst, const A& a, const B& b) noexcept {
+    detail::require_float<typename Dst::value_type>("fmod");
+    return detail::map2("fmod", dst, a, b, [](float x, float y) noexcept { return std::fmod(x, y); });
+}
+template <class Dst, class A>
+inline bool fmods(Dst& dst, const A& a, compute_t<typename Dst::value_type> s) noexcept {
+    detail::require_float<typename Dst::value_type>("fmods");
+    return detail::map1("fmods", dst, a, [s](float x) noexcept { return std::fmod(x, static_cast<float>(s)); });
+}
+
+template <class Dst, class A>
+inline bool lrelu(Dst& dst, const A& a, compute_t<typename Dst::value_type> slope) noexcept {
+    detail::require_float<typename Dst::value_type>("lrelu");
+    return detail::map1("lrelu", dst, a, [slope](float x) noexcept { return x > 0.0f ? x : x * slope; });
+}
+template <class Dst, class A, class S>
+inline bool prelu(Dst& dst, const A& a, const S& slope) noexcept {
+    detail::require_float<typename Dst::value_type>("prelu");
+    return detail::map2("prelu", dst, a, slope, [](float x, float s) noexcept { return x > 0.0f ? x : x * s; });
 }
 
 }  // namespace tile

@@ -7,8 +7,9 @@
 // transpose(dst, src): dst[c, r] = src[r, c]; dst's valid shape is src's swapped.
 // concat(dst, a, b): along columns: dst[:, 0:a.vc] = a, dst[:, a.vc:a.vc+b.vc] = b; a and b must
 //   have the same valid rows. dst's valid shape becomes [rows, a.vc + b.vc].
-// cast(dst, src, mode): element conversion with convert<>() (dtype.hpp): floats round to nearest
-//   even, float -> int by `mode` (default nearest even) and saturating, int -> int saturating.
+// cast(dst, src, mode): element conversion with convert<>() (dtype.hpp): every narrowing float
+//   conversion (float -> int, FP32 -> FP16/BF16, FP16 <-> BF16) rounds by `mode` (RoundMode,
+//   default nearest even); float -> int and int -> int saturate.
 //   dst is Vec; src is Vec or Acc. dst's valid shape becomes src's.
 // slice(dst, src, row, col[, rows, cols]): dst[r, c] = src[row + r, col + c] for the window
 //   [rows, cols] (default: dst's static shape), which must lie inside src's valid region; dst's

@@ -1,6 +1,6 @@
 // Row reductions and broadcasts on Vec tiles.
 //
-// row_sum/row_max/row_min(dst, src): dst[r, 0] = reduce(src[r, 0 .. valid_cols)); dst's valid
+// row_sum/row_max/row_min/row_prod(dst, src): dst[r, 0] = reduce(src[r, 0 .. valid_cols)); dst's valid
 // shape becomes [src.valid_rows, 1]. Sums accumulate in float for floating tiles (eight running
 // partial sums combined at the end, so the loop vectorizes) and in 64-bit integers for integer
 // tiles; the result is converted to dst's element type with convert<>() (so an INT8 tile can be
@@ -12,12 +12,24 @@
 //
 // row_expand(dst, src): dst[r, c] = src[r, 0]; dst keeps its valid_cols, valid_rows becomes
 // src.valid_rows. row_expand_{add,sub,mul,div}(dst, a, s): dst[r, c] = a[r, c] (op) s[r, 0],
-// with s.valid_rows == a.valid_rows; dst's valid shape becomes a's.
+// with s.valid_rows == a.valid_rows; dst's valid shape becomes a's. An s with k > 1 valid
+// columns is a packed carrier (upstream's 32-byte block a row): dst[r, c] = a[r, c] (op)
+// s[r, c % k] (the compiler passes one only to row_expand_add).
 // col_expand(dst, src): dst[r, c] = src[0, c]; dst keeps its valid_rows, valid_cols becomes
 // src.valid_cols. col_expand_{add,sub,mul,div}(dst, a, s): dst[r, c] = a[r, c] (op) s[0, c], with
-// s.valid_cols == a.valid_cols. The arithmetic is that of elementwise.hpp.
+// s.valid_cols == a.valid_cols. The arithmetic is that of elementwise.hpp. The fused forms are
+// add, sub, mul, div, max, min and expdif (exp(a - s), floating-point tiles only).
+//
+// row_argmax/row_argmin(dst, src) and col_argmax/col_argmin: the int32 index of the first
+// maximum / minimum of each row ([rows, 1]) or column ([1, cols]); a NaN counts as the extreme
+// (as torch.argmax/argmin); an empty row or column gives 0.
+//
+// row_prod/col_prod: the product of each row / column, in the accumulator types of the sums
+// (integer products wrap in 64 bits before the conversion to dst's type).
 #pragma once
 
+#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -34,12 +46,14 @@ namespace detail {
 template <class T>
 using reduce_acc_t = std::conditional_t<is_float_like_v<T>, float, std::conditional_t<std::is_signed<T>::value, std::int64_t, std::uint64_t>>;
 
-enum class RowReduce { Sum, Max, Min };
+enum class RowReduce { Sum, Max, Min, Prod };
 
 template <RowReduce K, class A>
 inline A reduce_identity() noexcept {
     if constexpr (K == RowReduce::Sum) {
         return A(0);
+    } else if constexpr (K == RowReduce::Prod) {
+        return A(1);
     } else if constexpr (std::is_floating_point<A>::value) {
         return K == RowReduce::Max ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
     } else {
@@ -51,6 +65,8 @@ template <RowReduce K, class A>
 inline A reduce_step(A acc, A x) noexcept {
     if constexpr (K == RowReduce::Sum) {
         return op_add<A>(acc, x);
+    } else if constexpr (K == RowReduce::Prod) {
+        return op_mul<A>(acc, x);
     } else if constexpr (K == RowReduce::Max) {
         return op_max<A>(acc, x);
     } else {
@@ -129,9 +145,13 @@ inline bool expand_op(const char* op, Dst& dst, const A& a, const S& s, F f) noe
     for (int r = 0; r < vr; ++r) {
         T* d = dst.row(r);
         const T* x = a.row(r);
-        if (Row) {
+        if (Row && s.valid_cols == 1) {
             const C y = to_compute(s(r, 0));
             for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), y)); });
+        } else if (Row) {  // a packed block a row, repeated across the columns
+            const T* y = s.row(r);
+            const int k = s.valid_cols;
+            for (int c = 0; c < vc; ++c) d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c % k])));
         } else {
             const T* y = s.row(0);
             for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c]))); });
@@ -158,6 +178,11 @@ inline bool row_min(Dst& dst, const Src& src) noexcept {
 }
 
 template <class Dst, class Src>
+inline bool row_prod(Dst& dst, const Src& src) noexcept {
+    return detail::row_reduce<detail::RowReduce::Prod>("row_prod", dst, src);
+}
+
+template <class Dst, class Src>
 inline bool col_sum(Dst& dst, const Src& src) noexcept {
     return detail::col_reduce<detail::RowReduce::Sum>("col_sum", dst, src);
 }
@@ -168,6 +193,80 @@ inline bool col_max(Dst& dst, const Src& src) noexcept {
 template <class Dst, class Src>
 inline bool col_min(Dst& dst, const Src& src) noexcept {
     return detail::col_reduce<detail::RowReduce::Min>("col_min", dst, src);
+}
+
+template <class Dst, class Src>
+inline bool col_prod(Dst& dst, const Src& src) noexcept {
+    return detail::col_reduce<detail::RowReduce::Prod>("col_prod", dst, src);
+}
+
+namespace detail {
+
+// The index of the first maximum (Max) or minimum of n values read by at(i); a NaN counts as
+// the extreme (its first occurrence wins), as torch.argmax/argmin do; 0 when n == 0.
+template <bool Max, class At>
+inline std::int32_t arg_extreme(int n, At at) noexcept {
+    if (n <= 0) return 0;
+    auto best = at(0);
+    std::int32_t k = 0;
+    if (best != best) return 0;
+    for (int i = 1; i < n; ++i) {
+        const auto v = at(i);
+        if (v != v) return static_cast<std::int32_t>(i);
+        if (Max ? v > best : v < best) {
+            best = v;
+            k = static_cast<std::int32_t>(i);
+        }
+    }
+    return k;
+}
+
+template <bool Max, class Dst, class Src>
+inline bool row_arg(const char* op, Dst& dst, const Src& src) noexcept {
+    static_assert(is_vec_v<Dst> && is_vec_v<Src>, "arg reductions take Vec tiles");
+    static_assert(std::is_same<typename Dst::value_type, std::int32_t>::value, "arg reductions give int32 indices");
+    require_arith<typename Src::value_type>();
+    if (!operands_ok(op, src) || !fits(op, dst, src.valid_rows, 1)) return false;
+    const int vr = src.valid_rows, vc = src.valid_cols;
+    for (int r = 0; r < vr; ++r) {
+        const auto* x = src.row(r);
+        dst(r, 0) = arg_extreme<Max>(vc, [x](int c) { return to_compute(x[c]); });
+    }
+    dst.valid_rows = vr;
+    dst.valid_cols = 1;
+    return true;
+}
+
+template <bool Max, class Dst, class Src>
+inline bool col_arg(const char* op, Dst& dst, const Src& src) noexcept {
+    static_assert(is_vec_v<Dst> && is_vec_v<Src>, "arg reductions take Vec tiles");
+    static_assert(std::is_same<typename Dst::value_type, std::int32_t>::value, "arg reductions give int32 indices");
+    require_arith<typename Src::value_type>();
+    if (!operands_ok(op, src) || !fits(op, dst, 1, src.valid_cols)) return false;
+    const int vr = src.valid_rows, vc = src.valid_cols;
+    for (int c = 0; c < vc; ++c) dst(0, c) = arg_extreme<Max>(vr, [&src, c](int r) { return to_compute(src(r, c)); });
+    dst.valid_rows = 1;
+    dst.valid_cols = vc;
+    return true;
+}
+
+}  // namespace detail
+
+template <class Dst, class Src>
+inline bool row_argmax(Dst& dst, const Src& src) noexcept {
+    return detail::row_arg<true>("row_argmax", dst, src);
+}
+template <class Dst, class Src>
+inline bool row_argmin(Dst& dst, const Src& src) noexcept {
+    return detail::row_arg<false>("row_argmin", dst, src);
+}
+template <class Dst, class Src>
+inline bool col_argmax(Dst& dst, const Src& src) noexcept {
+    return detail::col_arg<true>("col_argmax", dst, src);
+}
+template <class Dst, class Src>
+inline bool col_argmin(Dst& dst, const Src& src) noexcept {
+    return detail::col_arg<false>("col_argmin", dst, src);
 }
 
 template <class Dst, class Src>
@@ -227,7 +326,21 @@ inline bool col_expand(Dst& dst, const Src& src) noexcept {
 SIMPLER_TILE_EXPAND(add, detail::op_add<C>(x, y))
 SIMPLER_TILE_EXPAND(sub, detail::op_sub<C>(x, y))
 SIMPLER_TILE_EXPAND(mul, detail::op_mul<C>(x, y))
+SIMPLER_TILE_EXPAND(max, detail::op_max<C>(x, y))
+SIMPLER_TILE_EXPAND(min, detail::op_min<C>(x, y))
 #undef SIMPLER_TILE_EXPAND
+
+// exp(a - s), the softmax step: floating-point tiles only.
+template <class Dst, class A, class S>
+inline bool row_expand_expdif(Dst& dst, const A& a, const S& s) noexcept {
+    detail::require_float<typename Dst::value_type>("row_expand_expdif");
+    return detail::expand_op<true>("row_expand_expdif", dst, a, s, [](float x, float y) noexcept { return std::exp(x - y); });
+}
+template <class Dst, class A, class S>
+inline bool col_expand_expdif(Dst& dst, const A& a, const S& s) noexcept {
+    detail::require_float<typename Dst::value_type>("col_expand_expdif");
+    return detail::expand_op<false>("col_expand_expdif", dst, a, s, [](float x, float y) noexcept { return std::exp(x - y); });
+}
 
 template <class Dst, class A, class S>
 inline bool row_expand_div(Dst& dst, const A& a, const S& s) noexcept {

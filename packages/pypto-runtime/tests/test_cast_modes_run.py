@@ -1,0 +1,148 @@
+"""pl.cast rounding modes on the simulated chip: FP32 -> INT32, FP16 and BF16 per mode, on ties
+and values between two representable results, against numpy/torch-computed expectations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import pypto.language as pl
+
+R, C = 8, 16
+MODES = ["none", "rint", "round", "floor", "ceil", "trunc", "odd"]
+
+
+def _inputs() -> np.ndarray:
+    e11, e8 = 2.0**-11, 2.0**-8
+    special = [
+        *(2.5, -2.5, 0.5, -0.5, 1.5, -1.5, 3.5, 3.7, -3.2, 1.25, -1.75, 4.0, -6.0, 0.0),
+        # halfway between two halves (lower one even, then odd), and a quarter of the way
+        *(1 + e11, -(1 + e11), 1 + 3 * e11, -(1 + 3 * e11), 2049.0, -2051.0, 1 + e11 / 2),
+        # halfway between two bfloat16s (lower one even, then odd), and three quarters
+        *(1 + e8, -(1 + e8), 1 + 3 * e8, 257.0, -259.0, 1 + 1.5 * e8),
+    ]
+    rest = np.random.default_rng(14).standard_normal(R * C - len(special)) * 100
+    return np.concatenate([np.array(special), rest]).astype(np.float32).reshape(R, C)
+
+
+def _pick(
+    x: np.ndarray, lo: np.ndarray, hi: np.ndarray, nearest_even: np.ndarray, lo_odd: np.ndarray, *, mode: str
+):
+    """The result of `mode` given the neighbours toward (lo) and away from (hi) zero, as float64."""
+    ax, alo, ahi = np.abs(x), np.abs(lo), np.abs(hi)
+    exact, neg = ax == alo, x < 0
+    frac = np.where(exact, 0.0, (ax - alo) / np.where(exact, 1.0, ahi - alo))
+    away = {
+        "none": nearest_even != lo,
+        "rint": nearest_even != lo,
+        "round": frac >= 0.5,
+        "floor": neg & ~exact,
+        "ceil": ~neg & ~exact,
+        "trunc": np.zeros_like(exact),
+        "odd": ~exact & ~lo_odd,
+    }[mode]
+    return np.where(away, hi, lo)
+
+
+def expect_int(x: np.ndarray, mode: str) -> np.ndarray:
+    x = x.astype(np.float64)
+    want = {
+        "none": np.rint(x),
+        "rint": np.rint(x),
+        "round": np.sign(x) * np.floor(np.abs(x) + 0.5),
+        "floor": np.floor(x),
+        "ceil": np.ceil(x),
+        "trunc": np.trunc(x),
+    }.get(mode)
+    if want is None:  # odd: an inexact value takes the odd one of its two neighbours
+        t = np.trunc(x)
+        want = np.where((x != t) & (t % 2 == 0), t + np.sign(x), t)
+    return want.astype(np.int32)
+
+
+def expect_fp16(x: np.ndarray, mode: str) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    ne = x.astype(np.float16)  # numpy: nearest, ties to even
+    lo = np.where(np.abs(ne.astype(np.float64)) > np.abs(x64), np.nextafter(ne, np.float16(0)), ne)
+    hi = np.nextafter(lo, np.where(x < 0, np.float16(-np.inf), np.float16(np.inf)).astype(np.float16))
+    lo_odd = (lo.view(np.uint16) & 1) == 1
+    got = _pick(x64, lo.astype(np.float64), hi.astype(np.float64), ne.astype(np.float64), lo_odd, mode=mode)
+    return got.astype(np.float16)
+
+
+def expect_bf16(x: np.ndarray, mode: str) -> torch.Tensor:
+    ne = torch.from_numpy(x).to(torch.bfloat16).to(torch.float64).numpy()  # torch: ties to even
+    bits = x.view(np.uint32)
+    lo_bits = (bits >> 16).astype(np.uint32)  # bfloat16 is the top half of a float: toward zero
+    lo = (lo_bits << 16).view(np.float32).astype(np.float64)
+    hi = ((lo_bits + 1) << 16).astype(np.uint32).view(np.float32).astype(np.float64)
+    got = _pick(x.astype(np.float64), lo, hi, ne, (lo_bits & 1) == 1, mode=mode)
+    return torch.from_numpy(got).to(torch.bfloat16)  # exact: got is a bfloat16 value
+
+
+def _kernel(mode: Any) -> Any:
+    @pl.jit
+    def casts(a: pl.Tensor, i: pl.Out[pl.Tensor], h: pl.Out[pl.Tensor], b: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            x = pl.load(a, [0, 0], [R, C])
+            pl.store(pl.cast(x, pl.INT32, mode=mode), [0, 0], i)
+            pl.store(pl.cast(x, pl.FP16, mode=mode), [0, 0], h)
+            pl.store(pl.cast(x, pl.BF16, mode=mode), [0, 0], b)
+        return i, h, b
+
+    return casts
+
+
+@pl.jit
+def default_casts(a: pl.Tensor, i: pl.Out[pl.Tensor], h: pl.Out[pl.Tensor], b: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [R, C])
+        pl.store(pl.cast(x, pl.INT32), [0, 0], i)
+        pl.store(pl.cast(x, pl.FP16), [0, 0], h)
+        pl.store(pl.cast(x, pl.BF16), [0, 0], b)
+    return i, h, b
+
+
+def _run(fn: Any) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
+    x = _inputs()
+    i, h = np.zeros((R, C), np.int32), np.zeros((R, C), np.float16)
+    b = torch.zeros((R, C), dtype=torch.bfloat16)
+    fn(torch.from_numpy(x), torch.from_numpy(i), torch.from_numpy(h), b)
+    return i, h, b
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cast_rounds_by_mode(mode: str) -> None:
+    x = _inputs()
+    code = MODES.index(mode)
+    i, h, b = _run(_kernel(code if mode in ("floor", "odd") else mode))  # by code as well as by name
+    np.testing.assert_array_equal(i, expect_int(x, mode))
+    np.testing.assert_array_equal(h.view(np.uint16), expect_fp16(x, mode).view(np.uint16))
+    assert torch.equal(b.view(torch.int16), expect_bf16(x, mode).view(torch.int16))
+
+
+def test_the_default_mode_is_round_half_away_from_zero() -> None:
+    x = _inputs()
+    i, h, b = _run(default_casts)
+    np.testing.assert_array_equal(i, expect_int(x, "round"))
+    np.testing.assert_array_equal(h.view(np.uint16), expect_fp16(x, "round").view(np.uint16))
+    assert torch.equal(b.view(torch.int16), expect_bf16(x, "round").view(torch.int16))
+    # on this data the default differs from ties-to-even, so the test tells the two apart
+    assert not np.array_equal(i, expect_int(x, "rint"))
+    assert not np.array_equal(h.view(np.uint16), expect_fp16(x, "rint").view(np.uint16))
+    assert not torch.equal(b.view(torch.int16), expect_bf16(x, "rint").view(torch.int16))
+
+
+def test_reference_sanity() -> None:
+    """The expectations agree with the obvious values on a few ties."""
+    x = np.array([2.5, -2.5, 0.5], np.float32)
+    assert list(expect_int(x, "round")) == [3, -3, 1]
+    assert list(expect_int(x, "rint")) == [2, -2, 0]
+    assert list(expect_int(x, "odd")) == [3, -3, 1]
+    assert float(expect_fp16(np.array([2049.0], np.float32), "round")[0]) == 2050.0
+    assert float(expect_fp16(np.array([2049.0], np.float32), "floor")[0]) == 2048.0
+    assert float(expect_bf16(np.array([257.0], np.float32), "round")[0]) == 258.0
+    assert float(expect_bf16(np.array([-259.0], np.float32), "trunc")[0]) == -258.0

@@ -1,0 +1,294 @@
+// The native fast path of pypto.torch.interop.CallSignature.describe_call (see
+// _native_describe.py): the same checks as the generated Python fast path, on at::Tensor fields
+// instead of torch attribute reads, for platforms whose device memory is CPU memory.
+//
+// describe(plan, args) returns the CallFrame, or None for any call outside the common case (the
+// caller then hands the call to the general path, which alone decides and reports errors).
+// A failed query also answers None; only a malformed plan raises (TypeError).
+//
+// plan = (nparams, tensors, scalars, return_aliases, signature, platform_name, device,
+//         current_stream, stream_device_index, Tensor, Parameter, TensorArgument,
+//         ScalarArgument, CallFrame, format)   (format: the ND code the records carry)
+// tensors[k] = (index, torch dtype, itemsize, dims (-1: dynamic), strides or None,
+//               (index, name, direction, dtype, layout), writes)
+// scalars[k] = (index, exact type, lo or None, hi or None, (index, name, dtype))
+#include <ATen/PythonTorchFunctionTLS.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/Storage.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/extension.h>
+
+#include <cstdint>
+
+namespace {
+
+constexpr Py_ssize_t kPlanSize = 15;
+constexpr Py_ssize_t kMaxTensors = 64;
+
+// A new instance of the tuple subclass `type` holding `n` items, all stolen from `items`.
+PyObject* make_record(PyObject* type, PyObject* const* items, Py_ssize_t n) {
+  PyObject* record = reinterpret_cast<PyTypeObject*>(type)->tp_alloc(reinterpret_cast<PyTypeObject*>(type), n);
+  if (record == nullptr) {
+    for (Py_ssize_t i = 0; i < n; ++i) Py_XDECREF(items[i]);
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) PyTuple_SET_ITEM(record, i, items[i]);
+  return record;
+}
+
+PyObject* new_ref(PyObject* o) {
+  Py_INCREF(o);
+  return o;
+}
+
+struct Span {
+  std::uintptr_t start;
+  std::uintptr_t end;
+  bool writes;
+};
+
+// The frame, or nullptr with no Python error set when the call is outside the common case
+// (or nullptr with an error set when a query raised).
+// `args` is a tuple this call owns, so the borrowed items outlive every Python call made here.
+PyObject* describe_impl(PyObject* plan, PyObject* args) {
+  const Py_ssize_t nparams = PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, 0));
+  if (PyTuple_GET_SIZE(args) != nparams) return nullptr;
+  PyObject** argv = &PyTuple_GET_ITEM(args, 0);
+  PyObject* tensor_plan = PyTuple_GET_ITEM(plan, 1);
+  PyObject* scalar_plan = PyTuple_GET_ITEM(plan, 2);
+  PyObject* tensor_type = PyTuple_GET_ITEM(plan, 9);
+  PyObject* parameter_type = PyTuple_GET_ITEM(plan, 10);
+  const Py_ssize_t ntensors = PyTuple_GET_SIZE(tensor_plan);
+  const Py_ssize_t nscalars = PyTuple_GET_SIZE(scalar_plan);
+  if (ntensors > kMaxTensors) return nullptr;
+  // A torch function mode sees every attribute read on the general path; leave such calls to it.
+  if (ntensors && at::impl::torch_function_mode_enabled()) return nullptr;
+
+  // Scalars: exactly the declared Python type, inside the range.
+  for (Py_ssize_t k = 0; k < nscalars; ++k) {
+    PyObject* entry = PyTuple_GET_ITEM(scalar_plan, k);
+    PyObject* value = argv[PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0))];
+    if (reinterpret_cast<PyObject*>(Py_TYPE(value)) != PyTuple_GET_ITEM(entry, 1)) return nullptr;
+    PyObject* lo = PyTuple_GET_ITEM(entry, 2);
+    if (lo != Py_None) {
+      const int above = PyObject_RichCompareBool(lo, value, Py_LE);
+      if (above != 1) return nullptr;
+      const int below = PyObject_RichCompareBool(value, PyTuple_GET_ITEM(entry, 3), Py_LE);
+      if (below != 1) return nullptr;
+    }
+  }
+
+  // Tensors: the checks of the Python fast path, in C++.
+  struct Facts {
+    PyObject* tensor;
+    const at::Tensor* t;
+    std::uintptr_t base;
+    std::int64_t offset;
+    std::int64_t capacity;
+    std::int64_t nbytes;
+  };
+  Facts facts[kMaxTensors];
+  Span spans[kMaxTensors];
+  bool any_grad = false;
+  for (Py_ssize_t k = 0; k < ntensors; ++k) {
+    PyObject* entry = PyTuple_GET_ITEM(tensor_plan, k);
+    PyObject* obj = argv[PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0))];
+    PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
+    if (type != tensor_type && type != parameter_type) return nullptr;
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    const auto dtype = reinterpret_cast<THPDtype*>(PyTuple_GET_ITEM(entry, 1))->scalar_type;
+    if (!t.defined() || !t.is_cpu() || t.scalar_type() != dtype || t.is_neg() || !t.is_contiguous()) return nullptr;
+    PyObject* dims = PyTuple_GET_ITEM(entry, 3);
+    const Py_ssize_t rank = PyTuple_GET_SIZE(dims);
+    if (t.dim() != rank) return nullptr;
+    const auto sizes = t.sizes();
+    std::int64_t nbytes = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 2));
+    for (Py_ssize_t axis = 0; axis < rank; ++axis) {
+      const long want = PyLong_AsLong(PyTuple_GET_ITEM(dims, axis));
+      if (want >= 0 && sizes[axis] != want) return nullptr;
+      nbytes *= sizes[axis];
+    }
+    const c10::Storage& storage = t.storage();
+    const auto base = reinterpret_cast<std::uintptr_t>(storage.mutable_data());
+    const std::int64_t capacity = static_cast<std::int64_t>(storage.nbytes());
+    const std::int64_t offset = t.storage_offset();
+    const std::int64_t itemsize = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 2));
+    if (nbytes == 0 || base == 0 || offset < 0 || offset * itemsize + nbytes > capacity) return nullptr;
+    const std::uintptr_t start = base + static_cast<std::uintptr_t>(offset * itemsize);
+    facts[k] = Facts{obj, &t, base, offset, capacity, nbytes};
+    spans[k] = Span{start, start + static_cast<std::uintptr_t>(nbytes), PyObject_IsTrue(PyTuple_GET_ITEM(entry, 6)) == 1};
+    any_grad = any_grad || t.requires_grad();
+  }
+  if (any_grad && at::GradMode::is_enabled()) return nullptr;
+  // A view sharing bytes with a written view must be its exact alias.
+  for (Py_ssize_t i = 0; i < ntensors; ++i) {
+    for (Py_ssize_t j = i + 1; j < ntensors; ++j) {
+      if (!spans[i].writes && !spans[j].writes) continue;
+      const bool shares = spans[i].start < spans[j].end && spans[j].start < spans[i].end;
+      if (shares && (spans[i].start != spans[j].start || spans[i].end != spans[j].end)) return nullptr;
+    }
+  }
+  // The context queries come last, as on the general path.
+  PyObject* device = PyTuple_GET_ITEM(plan, 6);
+  PyObject* stream = PyObject_CallOneArg(PyTuple_GET_ITEM(plan, 7), device);
+  if (stream == nullptr) return nullptr;
+  PyObject* stream_device = PyObject_CallOneArg(PyTuple_GET_ITEM(plan, 8), stream);
+  if (stream_device == nullptr) {
+    Py_DECREF(stream);
+    return nullptr;
+  }
+  const int same = PyObject_RichCompareBool(stream_device, device, Py_EQ);
+  Py_DECREF(stream_device);
+  if (same != 1) {
+    Py_DECREF(stream);
+    return nullptr;
+  }
+
+  // The records.
+  PyObject* tensors = PyTuple_New(ntensors);
+  if (tensors == nullptr) {
+    Py_DECREF(stream);
+    return nullptr;
+  }
+  PyObject* tensor_record = PyTuple_GET_ITEM(plan, 11);
+  for (Py_ssize_t k = 0; k < ntensors; ++k) {
+    PyObject* entry = PyTuple_GET_ITEM(tensor_plan, k);
+    PyObject* prefix = PyTuple_GET_ITEM(entry, 5);
+    const Facts& f = facts[k];
+    const auto sizes = f.t->sizes();
+    const Py_ssize_t rank = static_cast<Py_ssize_t>(sizes.size());
+    PyObject* shape = PyTuple_New(rank);
+    PyObject* strides = PyTuple_GET_ITEM(entry, 4);
+    if (strides == Py_None) {
+      strides = PyTuple_New(rank);
+      std::int64_t step = 1;
+      for (Py_ssize_t axis = rank - 1; axis >= 0; --axis) {
+        if (strides) PyTuple_SET_ITEM(strides, axis, PyLong_FromLongLong(step));
+        step *= sizes[axis] > 1 ? sizes[axis] : 1;
+      }
+    } else {
+      Py_INCREF(strides);
+    }
+    if (shape) {
+      for (Py_ssize_t axis = 0; axis < rank; ++axis) PyTuple_SET_ITEM(shape, axis, PyLong_FromLongLong(sizes[axis]));
+    }
+    PyObject* items[16] = {
+        new_ref(PyTuple_GET_ITEM(prefix, 0)),
+        new_ref(PyTuple_GET_ITEM(prefix, 1)),
+        new_ref(PyTuple_GET_ITEM(prefix, 2)),
+        new_ref(PyTuple_GET_ITEM(prefix, 3)),
+        new_ref(PyTuple_GET_ITEM(prefix, 4)),
+        shape,
+        strides,
+        PyLong_FromLongLong(f.offset),
+        new_ref(PyTuple_GET_ITEM(plan, 14)),
+        PyLong_FromUnsignedLongLong(spans[k].start),
+        PyLong_FromUnsignedLongLong(f.base),
+        PyLong_FromLongLong(f.capacity),
+        PyLong_FromLongLong(f.nbytes),
+        new_ref(Py_None),
+        new_ref(f.tensor),
+        THPStorage_Wrap(f.t->storage()),
+    };
+    bool ok = true;
+    for (PyObject* item : items) ok = ok && item != nullptr;
+    if (!ok) {
+      for (PyObject* item : items) Py_XDECREF(item);
+      Py_DECREF(tensors);
+      Py_DECREF(stream);
+      return nullptr;
+    }
+    PyObject* record = make_record(tensor_record, items, 16);
+    if (record == nullptr) {
+      Py_DECREF(tensors);
+      Py_DECREF(stream);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(tensors, k, record);
+  }
+  PyObject* scalars = PyTuple_New(nscalars);
+  if (scalars == nullptr) {
+    Py_DECREF(tensors);
+    Py_DECREF(stream);
+    return nullptr;
+  }
+  for (Py_ssize_t k = 0; k < nscalars; ++k) {
+    PyObject* entry = PyTuple_GET_ITEM(scalar_plan, k);
+    PyObject* prefix = PyTuple_GET_ITEM(entry, 4);
+    PyObject* items[4] = {
+        new_ref(PyTuple_GET_ITEM(prefix, 0)),
+        new_ref(PyTuple_GET_ITEM(prefix, 1)),
+        new_ref(PyTuple_GET_ITEM(prefix, 2)),
+        new_ref(argv[PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0))]),
+    };
+    PyObject* record = make_record(PyTuple_GET_ITEM(plan, 12), items, 4);
+    if (record == nullptr) {
+      Py_DECREF(scalars);
+      Py_DECREF(tensors);
+      Py_DECREF(stream);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(scalars, k, record);
+  }
+  PyObject* aliases = PyTuple_GET_ITEM(plan, 3);
+  const Py_ssize_t nreturned = PyTuple_GET_SIZE(aliases);
+  PyObject* returned = PyTuple_New(nreturned);
+  if (returned == nullptr) {
+    Py_DECREF(scalars);
+    Py_DECREF(tensors);
+    Py_DECREF(stream);
+    return nullptr;
+  }
+  for (Py_ssize_t k = 0; k < nreturned; ++k) {
+    PyTuple_SET_ITEM(returned, k, new_ref(argv[PyLong_AsSsize_t(PyTuple_GET_ITEM(aliases, k))]));
+  }
+  PyObject* frame_items[7] = {
+      new_ref(PyTuple_GET_ITEM(plan, 4)), new_ref(PyTuple_GET_ITEM(plan, 5)), tensors, scalars,
+      new_ref(device), stream, returned,
+  };
+  return make_record(PyTuple_GET_ITEM(plan, 13), frame_items, 7);
+}
+
+PyObject* describe(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
+  if (argc != 2) {
+    PyErr_SetString(PyExc_TypeError, "describe(plan, args): expected 2 arguments");
+    return nullptr;
+  }
+  if (!PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != kPlanSize) {
+    PyErr_SetString(PyExc_TypeError, "describe(plan, args): plan must be the 15-tuple CallSignature builds");
+    return nullptr;
+  }
+  PyObject* args = argv[1];
+  if (PyList_CheckExact(args)) {
+    args = PyList_AsTuple(args);
+    if (args == nullptr) return nullptr;
+  } else if (PyTuple_CheckExact(args)) {
+    Py_INCREF(args);
+  } else {
+    Py_RETURN_NONE;
+  }
+  PyObject* frame = nullptr;
+  try {
+    frame = describe_impl(argv[0], args);
+  } catch (...) {  // a torch query threw: the general path asks again and reports it
+    frame = nullptr;
+  }
+  Py_DECREF(args);
+  if (frame == nullptr) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  return frame;
+}
+
+PyMethodDef methods[] = {
+    {"describe", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(describe)), METH_FASTCALL,
+     "describe(plan, args): the CallFrame of a common call, or None"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  if (PyModule_AddFunctions(m.ptr(), methods) != 0) throw pybind11::error_already_set();
+}
