@@ -7,9 +7,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
+import pytest
 
 import pypto.language as pl
+
+torch = pytest.importorskip("torch")  # pypto-runtime's own session has no torch
 
 
 @pl.jit
