@@ -241,7 +241,9 @@ class _CallableModule(types.ModuleType):
     ``pypto.ir.compile`` is both the module and the function (the name cannot be both
     otherwise: importing a submodule sets the package attribute of the same name)."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> CompileResult:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """A ``CompileResult``, or the runtime's compiled multi-chip program for a
+        ``@pl.program`` with a host orchestrator (``distributed_config=``)."""
         return compile_program(*args, **kwargs)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["DATA_PATHS", "DistributedCompiledProgram", "DistributedConfig"]
 
@@ -83,7 +84,7 @@ class DistributedCompiledProgram:
     ``@pl.jit.host`` functions and ``@pl.program`` classes with a host orchestrator into its
     subclass). Call it to run once, or ``prepare()`` a worker that keeps its ranks up."""
 
-    def prepare(self, *args: object, **kwargs: object) -> object:
+    def prepare(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
             f"{type(self).__name__}.prepare: made by pypto.runtime, which implements it"
         )

@@ -132,6 +132,11 @@ def set_host_compiler(compiler: HostCompiler | None) -> HostCompiler | None:
     return previous
 
 
+def _installed_host_compiler() -> HostCompiler | None:
+    with _lock:
+        return _host_compiler
+
+
 def get_host_compiler() -> HostCompiler:
     """The installed host compiler (pypto.runtime installs one when imported); when none is,
     the runtime is loaded through the executor entry point (loading it installs its compiler)."""
@@ -140,9 +145,9 @@ def get_host_compiler() -> HostCompiler:
             return _host_compiler
     with contextlib.suppress(NoExecutorError):
         get_jit_executor()
-    with _lock:
-        if _host_compiler is not None:
-            return _host_compiler
+    installed = _installed_host_compiler()  # loading the runtime may have installed one
+    if installed is not None:
+        return installed
     raise NoExecutorError(
         "compiling a @pl.jit.host function needs a runtime: import pypto.runtime (pip install pypto-runtime)"
     )

@@ -76,7 +76,8 @@ def _build_precision(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call)
     what = f"pl.{opname}"
     precise = _flag(p, b, "high_precision", what, node)
     operands = [_value(p, b[k]) for k in ("lhs", "rhs", "input", "tmp") if b.get(k) is not None]
-    call = p.make_op(opname, operands, {"high_precision": True} if precise else {}, node)
+    args: list[Arg] = list(operands)
+    call = p.make_op(opname, args, {"high_precision": True} if precise else {}, node)
     if precise and opname == "div" and isinstance(operands[1].type, ScalarType):
         raise p.err(
             "pl.div: high_precision=True needs a tile or tensor divisor, got a scalar; divide by a "
@@ -214,9 +215,9 @@ def _build_slice(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
                 raise p.err(f"pl.slice valid_shape needs {len(shape)} extents, got {len(valid)}", node)
             if all(isinstance(v, Const) for v in valid):
                 fixed = [int(v.value) for v in valid]  # type: ignore[union-attr]
-                for axis, (v, full) in enumerate(zip(fixed, shape, strict=True)):
-                    if isinstance(full, int) and not 0 <= v <= full:
-                        raise p.err(f"pl.slice valid_shape {v} on axis {axis} is outside [0, {full}]", node)
+                for axis, (n, full) in enumerate(zip(fixed, shape, strict=True)):
+                    if isinstance(full, int) and not 0 <= n <= full:
+                        raise p.err(f"pl.slice valid_shape {n} on axis {axis} is outside [0, {full}]", node)
                 attrs["valid_shape"] = fixed
             elif pad is not None:
                 raise p.err(

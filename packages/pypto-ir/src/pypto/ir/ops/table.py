@@ -121,7 +121,7 @@ def _unary(
     if precision:
         tile = replace(tile, attrs=("high_precision",))
         tensor = replace(tensor, attrs=("high_precision",))
-    params = (P("input"), PRECISION) if precision else (P("input"),)
+    params: tuple[Param, ...] = (P("input"), PRECISION) if precision else (P("input"),)
     if scratch:
         params += (P("tmp", None),)
     _enter(LangOp(name, params, doc, _both(name), group="element-wise"), tile, tensor)
@@ -133,14 +133,29 @@ def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool 
     tile forms take upstream's scratch tile as a third operand (not used by the simulator)."""
     params = (P("lhs"), P("rhs"), P("tmp", None)) if tmp else (P("lhs"), P("rhs"))
     hi = 3 if tmp else 2
-    for op, rule_args, text, lib in (
-        (name, {}, doc, Cpp(fn, (0, 1), scalar_fn=scalar)),
-        (scalar, {"scalar_only": True, "pair": name}, sdoc, Cpp(scalar, (0, 1), scalar_fn=scalar)),
-    ):
+    forms: tuple[tuple[str, bool, str, str, Cpp], ...] = (
+        (name, False, "", doc, Cpp(fn, (0, 1), scalar_fn=scalar)),
+        (scalar, True, name, sdoc, Cpp(scalar, (0, 1), scalar_fn=scalar)),
+    )
+    for op, scalar_only, pair, text, lib in forms:
         _enter(
             LangOp(op, params, text, _both(op), group="bitwise"),
-            OpSpec(f"tile.{op}", rules.bitwise("tile", op, **rule_args), 2, hi, lib, dtypes=INT, spaces=VEC),
-            OpSpec(f"tensor.{op}", rules.bitwise("tensor", op, **rule_args), 2, hi, dtypes=INT),
+            OpSpec(
+                f"tile.{op}",
+                rules.bitwise("tile", op, scalar_only=scalar_only, pair=pair),
+                2,
+                hi,
+                lib,
+                dtypes=INT,
+                spaces=VEC,
+            ),
+            OpSpec(
+                f"tensor.{op}",
+                rules.bitwise("tensor", op, scalar_only=scalar_only, pair=pair),
+                2,
+                hi,
+                dtypes=INT,
+            ),
         )
 
 

@@ -167,16 +167,16 @@ class _Converter:
             word = "break" if isinstance(s, Break) else "continue"
             if not self.loops:
                 raise KernelError(f"{word} outside a loop", s.span)
-            values = []
+            values: list[Expr] = []
             for name, ty in self.loops[-1]:
-                v = self.env[name]
-                if v.type != ty:
+                carried = self.env[name]
+                if carried.type != ty:
                     raise KernelError(
-                        f"{name!r} changes type inside the loop ({ty} -> {v.type}) before this {word}; "
+                        f"{name!r} changes type inside the loop ({ty} -> {carried.type}) before this {word}; "
                         "a loop-carried value must keep its type",
                         s.span,
                     )
-                values.append(v)
+                values.append(carried)
             out.append(replace(s, values=tuple(values)))
         else:
             raise KernelError(f"ssa: unexpected statement {type(s).__name__}", getattr(s, "span", None))

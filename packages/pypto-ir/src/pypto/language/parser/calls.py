@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import ops as op_registry
@@ -409,7 +410,7 @@ class _Calls(_Directives):
         return v
 
 
-def dump_args(args: list[Expr] | tuple[Expr, ...], marked: list[Var]) -> tuple[Expr, ...]:
+def dump_args(args: list[Expr] | tuple[Expr, ...], marked: Sequence[Expr]) -> tuple[Expr, ...]:
     """The arguments of a kernel call that are marked for a tensor dump, once each, in argument
     order (a marked tensor is the same value, not just the same name)."""
     out: list[Expr] = []

@@ -188,10 +188,10 @@ class _Expressions(_ParserBase):
         if isinstance(node, ast.Subscript):
             item = self.tuple_item(node)  # t[k] of a tuple (parser/tuples.py)
             if item is not None:
-                return item  # type: ignore[return-value]
+                return item  # type: ignore[no-any-return]
             return self.tensor_view(node)
         if isinstance(node, ast.Tuple):
-            return self.tuple_literal(node)  # type: ignore[return-value]
+            return self.tuple_literal(node)  # type: ignore[no-any-return]
         what = type(node).__name__
         raise self.err(f"unsupported expression in a kernel: {what}", node)
 

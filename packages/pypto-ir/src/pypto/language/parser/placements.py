@@ -140,7 +140,7 @@ def check_placement(
     """A tile annotated with ``pl.MemRef(base, byte_offset, size)``: check it and record it."""
     memref = ann.memref
     base: Allocation = memref.base
-    current = parser.st.env.get(base.name)
+    current: object = parser.st.env.get(base.name)  # a _Static when the name is an allocation
     if not (isinstance(current, _Static) and current.value is base):
         raise parser.err(
             f"{name!r}: pl.MemRef names {base.name!r}, which is not an allocation of this function", ann_node

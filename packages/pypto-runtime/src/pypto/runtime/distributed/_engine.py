@@ -249,7 +249,7 @@ class RankGroup:
         self.rank_seconds: tuple[float, ...] = ()  # each rank's launch time in the last dispatch
         self.context: Any = None
         self._log_dir = tempfile.mkdtemp(prefix="pypto-ranks-")
-        self.store = dist.TCPStore(  # type: ignore[attr-defined, unused-ignore]
+        self.store: Any = dist.TCPStore(  # type: ignore[attr-defined, unused-ignore]
             "127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=timeout)
         )
         self.store.set(

@@ -125,7 +125,7 @@ class GlooDataPath:
             at = 0
             for offset, nbytes in runs:
                 target = mem[offset : offset + nbytes]
-                if op == HostOp.Read:
+                if out is not None:  # a read
                     out[at : at + nbytes] = target
                 elif op == HostOp.Write:
                     target.copy_(data[at : at + nbytes])

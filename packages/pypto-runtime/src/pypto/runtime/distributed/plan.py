@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -168,7 +169,7 @@ def plan_host(
     bound = fn.bind(args, kwargs)
     params = planned_params(fn.__name__, fn.param_names, bound, fn.param_directions())
 
-    def compile_launch(d: Any, examples: list[Any]) -> tuple[Any, str]:
+    def compile_launch(d: Any, examples: list[Any]) -> tuple[Any, Callable[[], str]]:
         spec = d.fn.specialize(*examples)
         return (d.fn, spec.key), lambda: str(
             compile_program(spec, platform=config.platform, runtime=config.runtime).path

@@ -111,7 +111,7 @@ class RankRunner:
         self._set_comm_context(windows, float(command.get("wait_timeout", DEFAULT_WAIT_TIMEOUT)))
         if self.before_kernels is not None:
             self.before_kernels()
-        start = time.perf_counter()
+        started = time.perf_counter()
         if hosts is None:
             hosts = self._mapped_hosts(command, io)
         phase = command.get("phase", 0)
@@ -136,7 +136,7 @@ class RankRunner:
                 else:
                     args.append(a[1])
             self._program(d.program)(*args, config=self.config)
-        self.last_run_seconds = time.perf_counter() - start
+        self.last_run_seconds = time.perf_counter() - started
 
     def _mapped_hosts(self, command: dict[str, Any], io: Any) -> dict[int, Any]:
         """The host tensors as views of the parent's shared memory (the command's segments)."""

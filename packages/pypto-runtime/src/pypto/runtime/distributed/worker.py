@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from pypto.ir import DATA_PATHS, DataType, ParamDirection
 from pypto.language.binding import dtype_of, is_tensor, shape_of
@@ -35,6 +35,9 @@ from pypto.runtime.distributed.tensors import SharedDeviceTensor, StackedDeviceT
 __all__ = ["ContinuousTensor", "DistributedRunHandle", "DistributedWorker", "bind_host_args"]
 
 _ALIGN = 64  # bytes: each host tensor starts on a cache line of the I/O segment
+
+
+_T = TypeVar("_T", bound=SharedDeviceTensor)
 
 
 def _as_numpy(value: Any, what: str) -> Any:
@@ -169,7 +172,8 @@ def _plans_of(programs: Any) -> tuple[list[DistributedPlan], list[Any]]:
         raise ValueError(
             "DistributedWorker(programs): expected at least one DistributedCompiledProgram, got none"
         )
-    plans, compiled = [], []
+    plans: list[DistributedPlan] = []
+    compiled: list[Any] = []
     for i, item in enumerate(items):
         plan = item if isinstance(item, DistributedPlan) else getattr(item, "plan", None)
         if not isinstance(plan, DistributedPlan):
@@ -359,7 +363,7 @@ class DistributedWorker:
 
     # -- resident tensors ------------------------------------------------------------------
 
-    def _new_tensor(self, cls: type, shape: Any, dtype: Any, what: str, **extra: Any) -> Any:
+    def _new_tensor(self, cls: type[_T], shape: Any, dtype: Any, what: str, **extra: Any) -> _T:
         from pypto.runtime.chip_worker import _data_type
 
         self._require_open(what)
@@ -611,6 +615,7 @@ class DistributedWorker:
             for i, offset in layout.items():
                 p = plan.params[i]
                 ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
+                assert self._io is not None  # made above for a nonempty layout
                 views[i] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=self._io.buf, offset=offset)
                 # Out tensors too: what a kernel leaves unwritten keeps the caller's values, as in
                 # single-chip program mode, where kernels write the caller's storage itself
@@ -631,7 +636,7 @@ class DistributedWorker:
             command = {
                 "op": "run",
                 "program": k,
-                "io": self._io.name if layout else "",
+                "io": self._io.name if layout and self._io is not None else "",
                 "windows": [w.name for w in windows],
                 "host_offsets": {str(i): o for i, o in layout.items()} | {str(i): 0 for i in resident},
                 "host_segments": {str(i): t.segment.name for i, t in resident.items()},
@@ -724,4 +729,4 @@ def numpy_flat_bytes(view: Any) -> memoryview:
         else 0
     )
     flat = numpy.lib.stride_tricks.as_strided(view, shape=(span,), strides=(item,))
-    return memoryview(flat.view(numpy.uint8))
+    return flat.view(numpy.uint8).data
