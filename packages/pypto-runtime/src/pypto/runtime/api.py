@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -50,6 +51,7 @@ __all__ = [
     "jit_compiler",
     "jit_executor",
     "load_cached",
+    "planned_program",
     "run",
 ]
 
@@ -113,12 +115,34 @@ def _obtain(
 ) -> tuple[Obtained, Specialization | Program]:
     spec, material = _specialize(program, args, kwargs)
     key = artifact_key(material, contract=contract, platform=platform, runtime=runtime)
+    return _obtain_key(key, spec, contract=contract, platform=platform, runtime=runtime), spec
 
+
+def _obtain_key(
+    key: ArtifactKey, spec: Specialization | Program, *, contract: Contract, platform: str, runtime: str
+) -> Obtained:
     def generate(path: Path) -> None:
         compile_to_files(spec, path, contract=contract, platform=platform, runtime=runtime)
 
-    got = default_runtime().obtain(key, generate=generate, build=build_prebuilt)
-    return got, spec
+    return default_runtime().obtain(key, generate=generate, build=build_prebuilt)
+
+
+def planned_program(
+    program: Specialization | Program, *, platform: str, runtime: str
+) -> tuple[str, Callable[[], Path]]:
+    """The ArtifactKey of ``program`` for the PROGRAM contract (nothing is compiled), and a thunk
+    that restores its store entry, or compiles it into the store, and returns the directory: what
+    a multi-chip plan names its per-device programs by."""
+    platform = parse_platform(platform)
+    spec, material = _specialize(program, (), {})
+    key = artifact_key(material, contract=Contract.PROGRAM, platform=platform, runtime=runtime)
+
+    def obtain() -> Path:
+        got = _obtain_key(key, spec, contract=Contract.PROGRAM, platform=platform, runtime=runtime)
+        CompiledArtifact.from_dir(got.path, require=Contract.PROGRAM, key=got.key, manifest=got.manifest)
+        return got.path
+
+    return key.hexdigest(), obtain
 
 
 @user_facing

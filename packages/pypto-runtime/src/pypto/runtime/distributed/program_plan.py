@@ -18,7 +18,13 @@ from typing import Any
 from pypto.ir import Function, FunctionType, HostLevelFunction, ParamDirection, Program, Role
 from pypto.language import typing as lt
 from pypto.language.host_trace import HostTensorRef, HostTrace
-from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize, plan_from_trace, planned_params
+from pypto.runtime.distributed.plan import (
+    DistributedPlan,
+    RankProgram,
+    placeholder,
+    plan_from_trace,
+    planned_params,
+)
 
 __all__ = ["plan_program"]
 
@@ -100,8 +106,6 @@ class _HostSelf:
 
 
 def _example(fn: HostLevelFunction, pname: str, annotation: Any) -> tuple[Any, ParamDirection]:
-    import numpy
-
     direction = ParamDirection.IN
     if isinstance(annotation, lt.DirectionAnnotation):
         direction, annotation = annotation.direction, annotation.inner
@@ -118,13 +122,15 @@ def _example(fn: HostLevelFunction, pname: str, annotation: Any) -> tuple[Any, P
         raise TypeError(
             f"{fn.name}(): parameter {pname!r}: expected static dims, got {list(annotation.shape)}"
         )
-    ts, _ = dtype_itemsize(annotation.dtype, f"{fn.name}(): parameter {pname!r}")
-    return numpy.zeros(annotation.shape, dtype=numpy.dtype(ts)), direction
+    return placeholder(
+        tuple(annotation.shape), annotation.dtype, f"{fn.name}(): parameter {pname!r}"
+    ), direction
 
 
-def plan_program(program: Program, config: Any) -> DistributedPlan:
-    """Trace ``program``'s host orchestrator and compile every chip orchestration it launches."""
-    from pypto.runtime.api import compile as compile_program
+def plan_program(program: Program, config: Any) -> tuple[DistributedPlan, tuple[RankProgram, ...]]:
+    """Trace ``program``'s host orchestrator: the plan (its chip orchestrations by key, none
+    compiled yet) and the per-device programs it launches."""
+    from pypto.runtime.api import planned_program
 
     dc = config.distributed_config
     orch = next(f for f in program.host_funcs if f.role is Role.Orchestrator)
@@ -148,7 +154,7 @@ def plan_program(program: Program, config: Any) -> DistributedPlan:
             f"pass DistributedConfig(num_sub_workers=1) or more (got {dc.num_sub_workers})"
         )
 
-    def compile_launch(d: Any, examples: list[Any]) -> tuple[Any, Any]:
+    def program_of(d: Any, examples: list[Any]) -> tuple[Any, Any]:
         fn: Function = d.fn.function
         for p, e in zip(fn.params, examples, strict=True):
             want = getattr(p.var.type, "shape", None)
@@ -164,10 +170,10 @@ def plan_program(program: Program, config: Any) -> DistributedPlan:
             ),
             fn.name,
         )
-        return fn.name, lambda: str(
-            compile_program(chip, platform=config.platform, runtime=config.runtime).path
+        return fn.name, lambda: RankProgram(
+            *planned_program(chip, platform=config.platform, runtime=config.runtime)
         )
 
-    plan = plan_from_trace(orch.name, params, trace, config, compile_launch)
+    plan, programs = plan_from_trace(orch.name, params, trace, config, program_of)
     required = tuple(f.name for f in program.host_funcs if f.requires_runtime_binding)
-    return dataclasses.replace(plan, required_callbacks=required)
+    return dataclasses.replace(plan, required_callbacks=required), programs

@@ -15,7 +15,8 @@ from typing import Any
 
 from pypto.ir import DataType
 from pypto.runtime.distributed import shm
-from pypto.runtime.host_tensors import HostTensor, TensorBindingError
+from pypto.runtime.distributed.host_bytes import byte_array
+from pypto.runtime.host_tensors import HostTensor, TensorBindingError, numpy_typestr
 
 __all__ = ["SharedDeviceTensor", "StackedDeviceTensor"]
 
@@ -77,13 +78,21 @@ class SharedDeviceTensor:
         return self._segment
 
     def numpy(self) -> Any:
-        """A numpy view of this tensor's memory (valid until it is freed)."""
+        """A numpy view of this tensor's memory (valid until it is freed); a dtype numpy lacks
+        (BF16, FP8) is a TypeError: copy it into a torch tensor with ``copy_from(t, out)``."""
         import numpy
 
-        from pypto.runtime.distributed.plan import dtype_itemsize
-
-        ts, _ = dtype_itemsize(self.data_type, "SharedDeviceTensor")
+        ts = numpy_typestr(self.data_type)
+        if ts is None:
+            raise TypeError(
+                f"{self!r}.numpy(): numpy has no {self.data_type.value} type; copy it into a torch tensor "
+                "with worker.copy_from(t, out)"
+            )
         return numpy.ndarray(self.shape, dtype=numpy.dtype(ts), buffer=self.segment.buf)
+
+    def bytes(self) -> Any:
+        """A byte view of this tensor's memory (``host_bytes``: a uint8 array ``(*shape, itemsize)``)."""
+        return byte_array(self.segment.buf, self.shape, self.data_type)
 
     def __pypto_host_tensor__(self, what: str) -> HostTensor:
         if self._segment is None:

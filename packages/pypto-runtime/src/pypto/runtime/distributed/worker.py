@@ -29,8 +29,10 @@ from pypto.ir import DATA_PATHS, DataType, ParamDirection
 from pypto.language.binding import dtype_of, is_tensor, shape_of
 from pypto.runtime.distributed import shm
 from pypto.runtime.distributed.errors import DistributedRankError
-from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize
+from pypto.runtime.distributed.host_bytes import byte_array, element_size, flat_bytes, host_bytes
+from pypto.runtime.distributed.plan import DistributedPlan
 from pypto.runtime.distributed.tensors import SharedDeviceTensor, StackedDeviceTensor
+from pypto.runtime.host_tensors import numpy_typestr
 
 __all__ = ["ContinuousTensor", "DistributedRunHandle", "DistributedWorker", "bind_host_args"]
 
@@ -38,19 +40,6 @@ _ALIGN = 64  # bytes: each host tensor starts on a cache line of the I/O segment
 
 
 _T = TypeVar("_T", bound=SharedDeviceTensor)
-
-
-def _as_numpy(value: Any, what: str) -> Any:
-    import numpy
-
-    if isinstance(value, numpy.ndarray):
-        return value
-    to_numpy = getattr(value, "numpy", None)
-    if to_numpy is None:
-        raise TypeError(f"{what}: expected a torch tensor or numpy array, got {type(value).__name__}")
-    if getattr(value, "device", None) is not None and str(value.device) != "cpu":
-        raise TypeError(f"{what}: expected a CPU tensor, got one on {value.device}")
-    return to_numpy()
 
 
 def _release_all(group: Any, segments: list[shm.Segment], tensors: dict[str, SharedDeviceTensor]) -> None:
@@ -126,7 +115,13 @@ class ContinuousTensor:
     def numpy(self) -> Any:
         import numpy
 
-        ts, item = dtype_itemsize(self.dtype, "ContinuousTensor")
+        ts = numpy_typestr(self.dtype)
+        if ts is None:
+            raise TypeError(
+                f"ContinuousTensor.numpy(): numpy has no {self.dtype.value} type; view it as a torch tensor "
+                "with pypto.runtime.distributed_runner._tensor_from_continuous(arg)"
+            )
+        item = self.dtype.itemsize
         return numpy.ndarray(
             self.shapes,
             dtype=numpy.dtype(ts),
@@ -378,7 +373,7 @@ class DistributedWorker:
                 f"DistributedWorker.{what}(shape): expected a sequence of ints > 0, got {shape!r}"
             )
         data_type = _data_type(dtype, f"DistributedWorker.{what}(dtype)")
-        dtype_itemsize(data_type, f"DistributedWorker.{what}(dtype)")
+        element_size(data_type, f"DistributedWorker.{what}(dtype)")
         if isinstance(dtype, type):  # a scalar type such as numpy.float32: its dtype object
             import numpy
 
@@ -498,11 +493,12 @@ class DistributedWorker:
                 f"DistributedWorker.{what}: expected shape {list(t.shape)} {t.data_type.value}, got "
                 f"{list(shape)} {dtype.value}"
             )
-        numpy.copyto(t.numpy(), _as_numpy(host, f"DistributedWorker.{what}"))
+        numpy.copyto(t.bytes(), host_bytes(host, f"DistributedWorker.{what}"))
 
     def copy_from(self, t: SharedDeviceTensor, out: Any = None) -> Any:
         """``t``'s contents: written into the host tensor ``out`` (its shape and dtype) and
-        returned, or a new numpy array when ``out`` is None."""
+        returned, or a new numpy array when ``out`` is None (a dtype numpy lacks, BF16 or FP8,
+        needs ``out``)."""
         import numpy
 
         self._require_open("copy_from")
@@ -519,7 +515,7 @@ class DistributedWorker:
                 f"DistributedWorker.copy_from(out): expected shape {list(t.shape)} {t.data_type.value}, got "
                 f"{list(shape)} {dtype.value}"
             )
-        numpy.copyto(_as_numpy(out, "DistributedWorker.copy_from(out)"), t.numpy())
+        numpy.copyto(host_bytes(out, "DistributedWorker.copy_from(out)"), t.bytes())
         return out
 
     def copy_stacked_from(self, stacked: StackedDeviceTensor, host: Any) -> Any:
@@ -600,7 +596,7 @@ class DistributedWorker:
                 if isinstance(bound[i], SharedDeviceTensor):
                     resident[i] = self._resident(plan, i, bound[i])
                     continue
-                _, item = dtype_itemsize(DataType(p.dtype), p.name)
+                item = element_size(DataType(p.dtype), p.name)
                 layout[i] = size
                 size += -(-item * int(numpy.prod(p.shape)) // _ALIGN) * _ALIGN
             if self._launch is not None:  # host tensors through the store: private copies here
@@ -614,18 +610,17 @@ class DistributedWorker:
             views: dict[int, Any] = {}
             for i, offset in layout.items():
                 p = plan.params[i]
-                ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
                 assert self._io is not None  # made above for a nonempty layout
-                views[i] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=self._io.buf, offset=offset)
+                views[i] = byte_array(self._io.buf, p.shape, DataType(p.dtype), offset)
                 # Out tensors too: what a kernel leaves unwritten keeps the caller's values, as in
                 # single-chip program mode, where kernels write the caller's storage itself
-                numpy.copyto(views[i], _as_numpy(bound[i], f"{plan.name}(): parameter {p.name!r}"))
+                numpy.copyto(views[i], host_bytes(bound[i], f"{plan.name}(): parameter {p.name!r}"))
             for i, t in resident.items():
-                views[i] = t.numpy()
+                views[i] = t.bytes()
             io = None
             if self._launch is not None:
                 io = {
-                    i: numpy.array(_as_numpy(bound[i], f"{plan.name}(): parameter {p.name!r}"), order="C")
+                    i: numpy.array(host_bytes(bound[i], f"{plan.name}(): parameter {p.name!r}"), order="C")
                     for i, p in enumerate(plan.params)
                     if p.kind == "tensor"
                 }
@@ -657,7 +652,7 @@ class DistributedWorker:
                     self._run_callback(plan, plan.callbacks[phase], views)
             for i in list(layout) + list(io or ()):
                 if ParamDirection(plan.params[i].direction).writes:
-                    numpy.copyto(_as_numpy(bound[i], plan.params[i].name), views[i])
+                    numpy.copyto(host_bytes(bound[i], plan.params[i].name), views[i])
             del views
 
     def _resident(self, plan: DistributedPlan, i: int, t: SharedDeviceTensor) -> SharedDeviceTensor:
@@ -685,13 +680,12 @@ class DistributedWorker:
                 view = views[a[1]]
                 for index in a[2]:
                     view = view[index]
-                item = view.itemsize
-                flat = numpy_flat_bytes(view)
+                item = view.shape[-1]  # a byte array: its last axis is one element's bytes
                 args.append(
                     ContinuousTensor(
-                        flat,
-                        tuple(int(d) for d in view.shape),
-                        tuple(int(s) // item for s in view.strides),
+                        flat_bytes(view),
+                        tuple(int(d) for d in view.shape[:-1]),
+                        tuple(int(s) // item for s in view.strides[:-1]),
                         DataType(plan.params[a[1]].dtype),
                     )
                 )
@@ -715,18 +709,3 @@ def _check_launched(context: Any, plan: DistributedPlan, data_path: str) -> None
             "DistributedWorker(data_path): 'shared_memory' needs every rank on this host, but torchrun "
             "started ranks on other hosts (LOCAL_WORLD_SIZE < WORLD_SIZE); use 'process_group'"
         )
-
-
-def numpy_flat_bytes(view: Any) -> memoryview:
-    """A writable byte memoryview from ``view``'s first element to its last (``view`` is a
-    non-negative-strided numpy view of a larger buffer)."""
-    import numpy
-
-    item = view.itemsize
-    span = (
-        1 + sum((d - 1) * (s // item) for d, s in zip(view.shape, view.strides, strict=True))
-        if view.size
-        else 0
-    )
-    flat = numpy.lib.stride_tricks.as_strided(view, shape=(span,), strides=(item,))
-    return flat.view(numpy.uint8).data
