@@ -99,6 +99,7 @@ def load_plan(path: Path, manifest: Manifest, key: str) -> DistributedPlan:
     rt = default_runtime()
     dirs = []
     for i, k in enumerate(plan.program_keys):
+        rt.last_invalid.pop(k, None)  # an earlier lookup's reason is not this one's
         got = rt.lookup(k)
         if got is None:
             why = rt.last_invalid.get(k)

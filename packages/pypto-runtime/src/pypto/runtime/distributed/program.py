@@ -132,6 +132,7 @@ class DistributedCompiledProgram(_CompiledBase):
         from pypto.runtime.artifact_runtime import default_runtime
 
         rt = default_runtime()
+        rt.last_invalid.pop(key, None)  # an earlier lookup's reason is not this one's
         got = rt.lookup(key)
         if got is None:
             why = rt.last_invalid.get(key)
