@@ -123,7 +123,9 @@ def _example(fn: HostLevelFunction, pname: str, annotation: Any) -> tuple[Any, P
             f"{fn.name}(): parameter {pname!r}: expected static dims, got {list(annotation.shape)}"
         )
     return placeholder(
-        tuple(annotation.shape), annotation.dtype, f"{fn.name}(): parameter {pname!r}"
+        tuple(d for d in annotation.shape if isinstance(d, int)),
+        annotation.dtype,
+        f"{fn.name}(): parameter {pname!r}",
     ), direction
 
 
