@@ -15,7 +15,7 @@ import ctypes
 from typing import Any
 
 from pypto.ir import DataType
-from pypto.runtime.host_tensors import HostTensor, describe
+from pypto.runtime.host_tensors import HostTensor, TensorBindingError, describe
 
 __all__ = ["ByteTensor", "byte_array", "element_size", "flat_bytes", "host_bytes"]
 
@@ -38,12 +38,15 @@ def byte_array(buffer: Any, shape: tuple[int, ...], dtype: DataType, offset: int
     return numpy.ndarray((*shape, size), dtype=numpy.uint8, buffer=buffer, offset=offset)
 
 
-def host_bytes(value: Any, what: str) -> Any:
-    """A writable byte array over the memory of the host tensor ``value`` (no copy): a numpy
-    array, a CPU torch tensor, a resident tensor or a buffer-protocol object."""
+def host_bytes(value: Any, what: str, *, write: bool = False) -> Any:
+    """A byte array over the memory of the host tensor ``value`` (no copy): a numpy array, a CPU
+    torch tensor, a resident tensor or a buffer-protocol object. ``write``: the caller writes
+    through it, so a read-only array is refused."""
     import numpy
 
     view = describe(value, what=what)
+    if write and view.readonly:
+        raise TensorBindingError(f"{what}: the results are written into it, but the array is read-only")
     size = element_size(view.dtype, what)
     shape = (*view.shape, size)
     strides = (*(s * size for s in view.strides), 1)

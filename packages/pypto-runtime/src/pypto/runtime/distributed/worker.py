@@ -515,7 +515,7 @@ class DistributedWorker:
                 f"DistributedWorker.copy_from(out): expected shape {list(t.shape)} {t.data_type.value}, got "
                 f"{list(shape)} {dtype.value}"
             )
-        numpy.copyto(host_bytes(out, "DistributedWorker.copy_from(out)"), t.bytes())
+        numpy.copyto(host_bytes(out, "DistributedWorker.copy_from(out)", write=True), t.bytes())
         return out
 
     def copy_stacked_from(self, stacked: StackedDeviceTensor, host: Any) -> Any:
@@ -652,7 +652,7 @@ class DistributedWorker:
                     self._run_callback(plan, plan.callbacks[phase], views)
             for i in list(layout) + list(io or ()):
                 if ParamDirection(plan.params[i].direction).writes:
-                    numpy.copyto(host_bytes(bound[i], plan.params[i].name), views[i])
+                    numpy.copyto(host_bytes(bound[i], plan.params[i].name, write=True), views[i])
             del views
 
     def _resident(self, plan: DistributedPlan, i: int, t: SharedDeviceTensor) -> SharedDeviceTensor:
