@@ -614,13 +614,25 @@ class DistributedWorker:
                 views[i] = byte_array(self._io.buf, p.shape, DataType(p.dtype), offset)
                 # Out tensors too: what a kernel leaves unwritten keeps the caller's values, as in
                 # single-chip program mode, where kernels write the caller's storage itself
-                numpy.copyto(views[i], host_bytes(bound[i], f"{plan.name}(): parameter {p.name!r}"))
+                writes = ParamDirection(
+                    p.direction
+                ).writes  # a read-only array fails here, before any rank runs
+                numpy.copyto(
+                    views[i], host_bytes(bound[i], f"{plan.name}(): parameter {p.name!r}", write=writes)
+                )
             for i, t in resident.items():
                 views[i] = t.bytes()
             io = None
             if self._launch is not None:
                 io = {
-                    i: numpy.array(host_bytes(bound[i], f"{plan.name}(): parameter {p.name!r}"), order="C")
+                    i: numpy.array(
+                        host_bytes(
+                            bound[i],
+                            f"{plan.name}(): parameter {p.name!r}",
+                            write=ParamDirection(p.direction).writes,
+                        ),
+                        order="C",
+                    )
                     for i, p in enumerate(plan.params)
                     if p.kind == "tensor"
                 }
