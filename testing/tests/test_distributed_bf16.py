@@ -13,6 +13,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -128,6 +129,15 @@ def test_bf16_allreduce_on_shared_memory_matches_torch(compiled) -> None:
             x, y, total = _args()
             w(x, y, total)
             _check(x, y, total)
+        # a read-only array for an Out parameter is refused before the ranks run; the worker stays up
+        x, y, _ = _args()
+        frozen = numpy.zeros((RANKS, 1, COLS), dtype=numpy.float32)
+        frozen.flags.writeable = False
+        with pytest.raises(
+            TypeError, match=r"parameter 'total': the results are written into it, but the array is read-only"
+        ):
+            w(x, y, frozen)
+        assert not w.closed
         # FP8 has no numpy type either: a resident FP8 tensor round-trips through the worker
         fp8 = torch.randn((3, 5)).to(torch.float8_e4m3fn)
         t = w.alloc_tensor((3, 5), torch.float8_e4m3fn, init=fp8)
