@@ -3,8 +3,8 @@
 Every test runs on a store of its own (``PYPTO_CACHE_DIR``), so that what it counts (compiles,
 entries) is its own. The per-device compile is counted by wrapping ``compile_to_files``, the
 single-chip compiler the store calls on a miss: a store hit calls it zero times. Two fresh
-processes compile the same program at once into one empty store; only the in-process tests run
-ranks, once.
+processes compile the same program at once into one empty store. No test here starts ranks: a
+reloaded plan equals the compiled one, which the other distributed tests run.
 """
 
 from __future__ import annotations
@@ -144,13 +144,10 @@ def test_the_plan_is_a_store_entry_naming_rank_artifacts_by_key(
     again = compile_store_host()
     assert (again.key, again.output_dir, again.plan) == (compiled.key, compiled.output_dir, compiled.plan)
 
-    # reloaded from the entry (or by key), it runs, and gives torch's numbers
+    # reloaded from the entry (or by key): the same plan, its artifacts resolved in the store
     loaded = DistributedCompiledProgram.load(compiled.key)
     assert DistributedCompiledProgram.from_dir(compiled.output_dir).plan == loaded.plan == compiled.plan
-    x = torch.randn((2, 1, N))
-    y = torch.full_like(x, float("nan"))
-    loaded(x, y)
-    torch.testing.assert_close(y, 2 * x + torch.arange(2.0).view(2, 1, 1))
+    assert (loaded.key, loaded.output_dir) == (compiled.key, compiled.output_dir)
 
 
 def test_a_missing_or_corrupt_part_is_named_or_rebuilt(
