@@ -28,7 +28,7 @@ from pypto.language.parser.tasks import _Tasks
 
 
 class _Launches(_Tasks):
-    if TYPE_CHECKING:  # defined by the statements part
+    if TYPE_CHECKING:  # defined by the scopes part
 
         def at_hints(self, bound: dict[str, Any], call: ast.Call) -> tuple[tuple[str, Any], ...]: ...
 
