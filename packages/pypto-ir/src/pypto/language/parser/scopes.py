@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from pypto.ir.nodes import Scope, Stmt, Var
+from pypto.ir.nodes import Expr, Scope, Stmt, Var
 from pypto.ir.types import Level, SplitMode, TaskIdType, TensorType
 from pypto.language.parser.tasks import _Tasks
 
@@ -47,25 +47,36 @@ class _Scopes(_Tasks):
                 )
             body, _ = self.block(s.body)
             return body
-        hint = self.static_value(bound.get("name_hint"), "name_hint", call)
-        if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
-            raise self.err(f"pl.at: name_hint must be an identifier string, got {hint!r}", call)
-        deps = list(self.deps_list(bound.get("deps"), "pl.at"))
-        hints = self.at_hints(bound, call)
+        hint, deps, hints = self.scope_options(bound, call, "pl.at")
         task: Var | None = None
         if item.optional_vars is not None and not isinstance(item.optional_vars, ast.Name):
             raise self.err("bind the task id to one name: `as tid`", item.optional_vars)
-        self.st.in_scope = True
-        self.st.saw_scope = True
-        try:
-            body, _ = self.block(s.body)
-        finally:
-            self.st.in_scope = False
+        body = self.scope_body(s.body)
         if item.optional_vars is not None:
             assert isinstance(item.optional_vars, ast.Name)
             task = Var(self.prefix + item.optional_vars.id, TaskIdType(), self.src.span(item.optional_vars))
             self.st.env[task.name] = task
         return [Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s), hints=hints)]
+
+    def scope_options(
+        self, bound: dict[str, Any], call: ast.Call, what: str
+    ) -> tuple[str | None, list[Expr], tuple[tuple[str, Any], ...]]:
+        """The ``name_hint``, ``deps`` and hints of a scope (``pl.at``, an inline ``pl.spmd``)."""
+        hint = self.static_value(bound.get("name_hint"), "name_hint", call)
+        if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
+            raise self.err(f"{what}: name_hint must be an identifier string, got {hint!r}", call)
+        deps = list(self.deps_list(bound.get("deps"), what))
+        return hint, deps, self.at_hints(bound, call)
+
+    def scope_body(self, stmts: list[ast.stmt]) -> list[Stmt]:
+        """The statements of a scope's body, read as inside a scope (where scopes do not nest)."""
+        self.st.in_scope = True
+        self.st.saw_scope = True
+        try:
+            body, _ = self.block(stmts)
+        finally:
+            self.st.in_scope = False
+        return body
 
     def at_hints(self, bound: dict[str, Any], call: ast.Call) -> tuple[tuple[str, Any], ...]:
         """The hints of ``pl.at(optimizations=[...], no_dep_args=[...])`` as (key, value) pairs."""

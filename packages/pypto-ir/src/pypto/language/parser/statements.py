@@ -50,11 +50,10 @@ from pypto.language.parser.placements import (
     check_placement,
     is_alloc_call,
 )
-from pypto.language.parser.scopes import _Scopes
 from pypto.language.parser.tuples import TupleValue
 
 
-class _Statements(_Control, _Launches, _Scopes):
+class _Statements(_Control, _Launches):
     # ------------------------------------------------------------------ statements
 
     def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]:
