@@ -22,6 +22,18 @@ def _int_operand(t: TileType | TensorType, op: str, what: str) -> None:
         )
 
 
+def _rhs(t: TileType | TensorType, b: Type, kind: str, op: str, *, scalar_only: bool, pair: str) -> None:
+    """The right operand of ``t op b``: a scalar, or (unless ``scalar_only``; ``pair`` is the op
+    on two) a tile/tensor of ``t``'s shape and dtype."""
+    if isinstance(b, ScalarType):
+        return
+    if scalar_only:
+        raise OpError(f"pl.{op}: rhs must be a scalar, got {b}; for two {kind}s use pl.{pair}")
+    u: TileType | TensorType = _tile(b, op, "rhs", VEC) if kind == "tile" else _tensor_like(b, op, "rhs")
+    _same_shape(t.shape, u.shape, op)
+    _same_dtype(t.dtype, u.dtype, op)
+
+
 def bitwise(kind: str, op: str, scalar_only: bool = False, pair: str = "") -> Rule:
     """``a op b`` bit by bit on integer elements: ``b`` an equal-shaped tile/tensor or an integer
     scalar (``scalar_only``: a scalar; ``pair`` names the op on two tiles). A third operand is
@@ -35,17 +47,9 @@ def bitwise(kind: str, op: str, scalar_only: bool = False, pair: str = "") -> Ru
             if kind != "tile":
                 raise OpError(f"pl.{op}: tmp is a scratch tile of the tile form; a tensor {op} takes none")
             _tile(args[2], op, "tmp", VEC)
-        if isinstance(b, ScalarType):
-            if not (b.dtype.is_signed_int or b.dtype.is_unsigned_int):
-                raise OpError(f"pl.{op}: rhs must be an integer scalar, got {b.dtype.value}")
-        elif scalar_only:
-            raise OpError(f"pl.{op}: rhs must be a scalar, got {b}; for two {kind}s use pl.{pair}")
-        else:
-            u: TileType | TensorType = (
-                _tile(b, op, "rhs", VEC) if kind == "tile" else _tensor_like(b, op, "rhs")
-            )
-            _same_shape(t.shape, u.shape, op)
-            _same_dtype(t.dtype, u.dtype, op)
+        if isinstance(b, ScalarType) and not (b.dtype.is_signed_int or b.dtype.is_unsigned_int):
+            raise OpError(f"pl.{op}: rhs must be an integer scalar, got {b.dtype.value}")
+        _rhs(t, b, kind, op, scalar_only=scalar_only, pair=pair)
         return t if kind == "tile" else TensorType(t.shape, t.dtype)
 
     return rule
@@ -65,16 +69,7 @@ def compare(kind: str, op: str, scalar_only: bool = False) -> Rule:
     def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
         a, b = args
         t: TileType | TensorType = _tile(a, op, "lhs", VEC) if kind == "tile" else _tensor_like(a, op, "lhs")
-        if isinstance(b, ScalarType):  # converted to lhs's dtype, as every scalar operand
-            pass
-        elif scalar_only:
-            raise OpError(f"pl.{op}: rhs must be a scalar, got {b}; for two tiles use pl.cmp")
-        else:
-            u: TileType | TensorType = (
-                _tile(b, op, "rhs", VEC) if kind == "tile" else _tensor_like(b, op, "rhs")
-            )
-            _same_shape(t.shape, u.shape, op)
-            _same_dtype(t.dtype, u.dtype, op)
+        _rhs(t, b, kind, op, scalar_only=scalar_only, pair="cmp")  # a scalar rhs becomes lhs's dtype
         if t.dtype is DataType.BOOL:
             raise OpError(f"pl.{op}: compares numbers, got a BOOL operand")
         if kind != "tile":
