@@ -9,15 +9,13 @@ tests; every test that starts ranks checks that no process or segment is left be
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
+
+from _dist_programs import assert_cleaned, config  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
@@ -25,7 +23,6 @@ from pypto.ir import DistributedConfig  # noqa: E402
 from pypto.ir.distributed_compiled_program import DistributedCompiledProgram  # noqa: E402
 from pypto.runtime import (  # noqa: E402
     DistributedWorker,
-    RunConfig,
     SharedDeviceTensor,
     StackedDeviceTensor,
 )
@@ -69,29 +66,6 @@ def _plus_host(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
         _plus_chip(a[r], b[r], y[r], device=r)
 
 
-def _config(n: int, **kw: object) -> RunConfig:
-    return RunConfig(distributed_config=DistributedConfig(device_ids=list(range(n)), **kw))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _assert_cleaned(pids: tuple[int, ...], segments: tuple[str, ...]) -> None:
-    deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [p for p in pids if _alive(p)] == []
-    assert [s for s in segments if Path("/dev/shm", s).exists()] == []
-
-
 def _rand(*shape: int, seed: int) -> torch.Tensor:
     return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
 
@@ -99,8 +73,8 @@ def _rand(*shape: int, seed: int) -> torch.Tensor:
 @pytest.fixture(scope="module")
 def programs():
     sample = torch.zeros((2, R, C))
-    twice = _twice_host.compile(sample, sample, config=_config(2))
-    plus = _plus_host.compile(sample, sample, sample, config=_config(2))
+    twice = _twice_host.compile(sample, sample, config=config(2))
+    plus = _plus_host.compile(sample, sample, sample, config=config(2))
     return twice, plus
 
 
@@ -112,7 +86,7 @@ def rt(programs):
         yield w
     finally:
         w.close()
-    _assert_cleaned(pids, segments)
+    assert_cleaned(pids, segments)
 
 
 # -- several programs on one worker -----------------------------------------------------------
@@ -147,13 +121,13 @@ def test_run_refuses_a_program_of_another_worker(rt) -> None:
             _twice_chip(x[r], y[r], device=r)
             _twice_chip(y[r], y[r], device=r)
 
-    compiled = other.compile(sample, sample, config=_config(2))
+    compiled = other.compile(sample, sample, config=config(2))
     with pytest.raises(ValueError, match="compiled is not a program of this worker"):
         rt.run(compiled, sample, sample)
 
 
 def test_programs_of_one_worker_share_its_devices(programs) -> None:
-    single = _twice_host.compile(torch.zeros(2, R, C), torch.zeros(2, R, C), config=_config(3))
+    single = _twice_host.compile(torch.zeros(2, R, C), torch.zeros(2, R, C), config=config(3))
     with pytest.raises(ValueError, match=r"item 1 .* device_ids \(0, 1, 2\), item 0 .* \(0, 1\)"):
         programs[0].prepare(extra_compiled=[single])
 
@@ -396,7 +370,7 @@ def test_callbacks_run_between_launches_in_call_order(pipeline) -> None:
         assert not w.closed  # a callback's error fails its dispatch; the ranks stay up
         w(a, a, f, g)
         torch.testing.assert_close(g, 3 * (a + a) + a)
-    _assert_cleaned(pids, segments)
+    assert_cleaned(pids, segments)
 
 
 def test_prepare_needs_every_runtime_binding(pipeline) -> None:
