@@ -97,7 +97,11 @@ def _bind_sub_worker(fn: HostLevelFunction, args: tuple[Any, ...], kwargs: dict[
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as e:
-        raise TypeError(f"SubWorker {fn.name}{sig}: {e}") from None
+        params = ", ".join(
+            p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
+            for p in sig.parameters.values()
+        )
+        raise TypeError(f"SubWorker {fn.name}({params}): {e}") from None
     bound.apply_defaults()
     return tuple(bound.arguments.values())
 

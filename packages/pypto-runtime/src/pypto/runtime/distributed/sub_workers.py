@@ -261,15 +261,17 @@ def bind_sub_workers(
             )
         if not callable(fn):
             raise TypeError(f"prepare(callbacks=...): {name!r}: expected a callable, got {type(fn).__name__}")
-        with contextlib.suppress(TypeError, ValueError):  # a callable without a signature
+        try:
             sig = inspect.signature(fn)
-            try:
-                sig.bind(None)
-            except TypeError:
-                raise TypeError(
-                    f"prepare(callbacks=...): {name!r}: expected a callable taking one argument, "
-                    f"fn(args); got the signature {sig}"
-                ) from None
+        except (TypeError, ValueError):  # a callable without a signature: called as it is
+            continue
+        try:
+            sig.bind(None)
+        except TypeError:
+            raise TypeError(
+                f"prepare(callbacks=...): {name!r}: expected a callable taking one argument, "
+                f"fn(args); got the signature {sig}"
+            ) from None
     missing = sorted(n for n, (_, body) in declared.items() if body is None and n not in given)
     if missing:
         raise ValueError(
