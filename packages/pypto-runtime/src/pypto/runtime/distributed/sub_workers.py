@@ -342,8 +342,9 @@ def _span(view: Any) -> int:
     """Bytes from ``view``'s first element to the end of its last."""
     if not view.size:
         return 0
-    return view.itemsize * (
-        1 + sum((d - 1) * (s // view.itemsize) for d, s in zip(view.shape, view.strides, strict=True))
+    item = int(view.itemsize)
+    return item * (
+        1 + sum((int(d) - 1) * (int(s) // item) for d, s in zip(view.shape, view.strides, strict=True))
     )
 
 
