@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 
 import numpy as np
@@ -30,7 +31,7 @@ from pypto.runtime.distributed.program import DistributedCompiledProgram  # noqa
 from pypto.runtime.distributed.sub_workers import SubWorkerPool, bind_sub_workers  # noqa: E402
 
 R, C = 8, 16
-PAUSE = 0.4  # seconds each stamp call sleeps
+MEET_TIMEOUT = 30.0  # seconds a meet call waits for the other one
 
 
 @pl.program
@@ -59,10 +60,7 @@ class _Subs:
         t.mul_(factor)
 
     @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
-    def stamp(span: pl.Out[pl.Tensor[[2], pl.INT64]], pause: float):
-        span[0] = time.monotonic_ns()
-        time.sleep(pause)
-        span[1] = time.monotonic_ns()
+    def meet(span: pl.Out[pl.Tensor[[2], pl.INT64]], side: int): ...
 
     @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
     def check(
@@ -83,10 +81,10 @@ class _Subs:
         seen: pl.Out[pl.Tensor[[R, C], pl.FP32]],
     ):
         f2 = self.chip_add(a, b, f)
-        self.scale(f2, factor=3.0)
-        self.stamp(spans[0], PAUSE)
-        self.stamp(pause=PAUSE, span=spans[1])
-        self.check(ctrl, seen, f2)
+        f3 = self.scale(f2, factor=3.0)  # a call returns what it writes, as a launch does
+        self.meet(spans[0], 0)
+        self.meet(side=1, span=spans[1])
+        self.check(ctrl, seen, f3)
         g2 = self.chip_add(f2, b, g)
         self.scale(g2)
 
@@ -95,10 +93,25 @@ class _Subs:
 COPY, RAISE, DIE, HANG = 0, 1, 2, 3
 
 
-def _check(observed: torch.Tensor):
+def _callbacks(shared: torch.Tensor) -> dict:
+    """The runtime-bound SubWorkers. ``shared`` (torch, in shared memory: the test sees what the
+    sub-worker processes write): [pid that ran check, meet calls of side 0, of side 1]."""
+
+    def meet(args) -> None:
+        # returns only once the other side's call has started too: the two calls run at once
+        span, side = args[0].numpy(), args[1]
+        span[0] = time.monotonic_ns()
+        shared[1 + side] += 1
+        deadline = time.monotonic() + MEET_TIMEOUT
+        while shared[2 - side] < shared[1 + side]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"meet(side={side}): the other meet call did not run at the same time")
+            time.sleep(0.001)
+        span[1] = time.monotonic_ns()
+
     def check(args) -> None:
         ctrl = args[0].numpy()
-        observed[0] = os.getpid()  # a torch tensor in shared memory: the test sees the write
+        shared[0] = os.getpid()
         if ctrl[0] == RAISE:
             raise ValueError(f"check was told to fail (ctrl {int(ctrl[0])})")
         if ctrl[0] == DIE:
@@ -107,7 +120,7 @@ def _check(observed: torch.Tensor):
             time.sleep(60)
         args[1].numpy()[...] = args[2].numpy()
 
-    return check
+    return {"meet": meet, "check": check}
 
 
 def _alive(pid: int) -> bool:
@@ -155,47 +168,54 @@ def compiled():
 
 
 @pytest.fixture(scope="module")
-def observed():
-    return torch.zeros(1, dtype=torch.int64).share_memory_()
+def shared():
+    return torch.zeros(3, dtype=torch.int64).share_memory_()
 
 
 @pytest.fixture(scope="module")
-def worker(compiled, observed):
-    w = compiled.prepare(callbacks={"check": _check(observed)})
+def worker(compiled, shared):
+    w = compiled.prepare(callbacks=_callbacks(shared))
+
+    def dispatch(*args: torch.Tensor) -> None:
+        shared.zero_()  # the meet counters start even (a failed dispatch may have left them odd)
+        w(*args)
+
+    w.dispatch = dispatch
     yield w
     w.close()
 
 
 def test_the_plan_binds_keywords_and_defaults(compiled) -> None:
     plan = compiled.plan
-    assert [c.name for c in plan.callbacks] == ["scale", "stamp", "stamp", "check", "scale"]
-    scale, stamp0, stamp1, check, scale2 = plan.callbacks
+    assert [c.name for c in plan.callbacks] == ["scale", "meet", "meet", "check", "scale"]
+    scale, meet0, meet1, check, scale2 = plan.callbacks
     assert scale.args == (("host", 3, []), ("scalar", 3.0))
-    assert stamp0.args == (("host", 5, [0]), ("scalar", PAUSE))
-    assert stamp1.args == (("host", 5, [1]), ("scalar", PAUSE))  # given by keyword
+    assert meet0.args == (("host", 5, [0]), ("scalar", 0))
+    assert meet1.args == (("host", 5, [1]), ("scalar", 1))  # given by keyword
     assert scale2.args == (("host", 4, []), ("scalar", 2.0))  # the default
+    assert check.args == (("host", 2, []), ("host", 6, []), ("host", 3, []))
     assert check.writes == (False, True, False)
     assert scale.writes == (True, False)
-    assert compiled.required_callbacks == ("check",)
+    assert compiled.required_callbacks == ("meet", "check")
     again = DistributedPlan.from_json(json.loads(json.dumps(plan.to_json())))
     assert again == plan
 
 
-def test_bodies_and_callback_run_on_sub_worker_processes(worker, observed) -> None:
+def test_bodies_and_callbacks_run_on_sub_worker_processes(worker, shared) -> None:
     pids = worker.sub_worker_pids
     assert len(pids) == 3  # max(num_sub_workers=2, 3 SubWorkers declared)
     for seed in (1, 5):  # the processes serve dispatch after dispatch
         call = _Call(seed)
-        worker(*call.args)
+        worker.dispatch(*call.args)
         call.check()
-        assert int(observed[0]) in pids
-        assert int(observed[0]) != os.getpid()
-        # the two stamp calls (no launch between them, disjoint outputs) ran at the same time
+        assert int(shared[0]) in pids
+        assert int(shared[0]) != os.getpid()
+        # the two meet calls (no launch between them, disjoint outputs) ran at the same time:
+        # each waited for the other to start
+        assert shared[1:].tolist() == [1, 1]
         (s0, e0), (s1, e1) = call.spans.tolist()
-        assert e0 - s0 >= PAUSE * 1e9
-        assert e1 - s1 >= PAUSE * 1e9
-        assert s1 < e0, f"stamp calls did not overlap: {call.spans.tolist()}"
-        assert s0 < e1, f"stamp calls did not overlap: {call.spans.tolist()}"
+        assert s1 < e0
+        assert s0 < e1
     assert worker.sub_worker_pids == pids
 
 
@@ -205,13 +225,13 @@ def test_a_sub_worker_that_raises_fails_its_dispatch(worker) -> None:
     with pytest.raises(
         SubWorkerError, match=r"host\(\) dispatch \d+: SubWorker 'check' raised ValueError: check was told"
     ) as e:
-        worker(*call.args)
+        worker.dispatch(*call.args)
     assert e.value.sub_worker == "check"
     assert isinstance(e.value.__cause__, ValueError)
     assert not worker.closed
     assert worker.sub_worker_pids == pids
     call = _Call(8)
-    worker(*call.args)
+    worker.dispatch(*call.args)
     call.check()
 
 
@@ -220,12 +240,12 @@ def test_a_sub_worker_process_that_dies_fails_its_dispatch(worker) -> None:
     with pytest.raises(
         SubWorkerError, match=r"SubWorker 'check': its sub-worker process died .*signal SIGKILL"
     ) as e:
-        worker(*_Call(9, ctrl=DIE).args)
+        worker.dispatch(*_Call(9, ctrl=DIE).args)
     assert e.value.sub_worker == "check"
     assert _gone(pids) == []  # the others are stopped too
     assert not worker.closed
     call = _Call(10)
-    worker(*call.args)  # new sub-worker processes
+    worker.dispatch(*call.args)  # new sub-worker processes
     call.check()
     assert len(worker.sub_worker_pids) == 3
     assert not set(worker.sub_worker_pids) & set(pids)
@@ -236,7 +256,7 @@ def test_a_sub_worker_past_the_timeout_fails_its_dispatch(worker) -> None:
     worker.timeout = 2.0
     try:
         with pytest.raises(DistributedTimeoutError, match=r"SubWorker 'check' did not finish within 2.0 s"):
-            worker(*_Call(11, ctrl=HANG).args)
+            worker.dispatch(*_Call(11, ctrl=HANG).args)
     finally:
         worker.timeout = timeout
     assert _gone(pids) == []  # started again by the next dispatch, as after a death (above)
@@ -252,10 +272,12 @@ def test_close_leaves_no_process_or_segment(worker) -> None:
 
 
 def test_prepare_checks_the_bindings(compiled) -> None:
-    with pytest.raises(ValueError, match=r"SubWorker\(s\) 'check' of program 'host' have a `\.\.\.` body"):
+    with pytest.raises(
+        ValueError, match=r"SubWorker\(s\) 'check', 'meet' of program 'host' have a `\.\.\.` body"
+    ):
         compiled.prepare()
     with pytest.raises(
-        ValueError, match=r"'typo' is not a SubWorker of these programs \(theirs: check, scale, stamp\)"
+        ValueError, match=r"'typo' is not a SubWorker of these programs \(theirs: check, meet, scale\)"
     ):
         compiled.prepare(callbacks={"check": print, "typo": print})
     with pytest.raises(TypeError, match=r"'check': expected a callable, got int"):
@@ -269,16 +291,18 @@ def test_prepare_checks_the_bindings(compiled) -> None:
     with pytest.raises(
         ValueError, match=r"calls SubWorker 'scale', whose Python body .* \(reloaded from its output_dir\)"
     ):
-        reloaded.prepare(callbacks={"check": print})
+        reloaded.prepare(callbacks={"check": print, "meet": print})
 
 
 def test_a_callback_replaces_a_body_and_private_memory_is_copied(compiled) -> None:
     replace = lambda args: None  # noqa: E731
-    functions, count = bind_sub_workers([compiled.plan], [compiled], {"check": print, "scale": replace})
-    assert functions["scale"] == (replace, False)
-    assert functions["check"] == (print, False)
-    assert functions["stamp"][1] is True
+    bound = {"check": print, "meet": print}
+    functions, count = bind_sub_workers([compiled.plan], [compiled], bound)
+    assert functions["scale"] == (compiled.sub_workers["scale"].fn, True)
+    assert functions["meet"] == (print, False)
     assert count == 3
+    functions, _ = bind_sub_workers([compiled.plan], [compiled], {**bound, "scale": replace})
+    assert functions["scale"] == (replace, False)
     # memory in no segment (host tensors under torchrun's launcher) goes through the pool's own
     plan, body = compiled.plan, compiled.sub_workers["scale"].fn
     pool = SubWorkerPool({"scale": (body, True)}, 1)
@@ -291,6 +315,19 @@ def test_a_callback_replaces_a_body_and_private_memory_is_copied(compiled) -> No
         pool.close()
     assert _gone(pids) == []
     assert [s for s in os.listdir("/dev/shm") if s.startswith(shm.segment_prefix())] == []
+
+
+def test_an_implementation_that_cannot_be_sent_is_named() -> None:
+    lock = threading.Lock()
+
+    def holds_a_lock(args) -> None:
+        with lock:
+            pass
+
+    pool = SubWorkerPool({"check": (holds_a_lock, False)}, 1)
+    with pytest.raises(TypeError, match=r"SubWorker 'check': its implementation cannot be sent .*lock"):
+        pool.start(60)
+    assert pool.pids == ()
 
 
 def test_sub_worker_calls_are_checked_at_compile() -> None:

@@ -81,12 +81,23 @@ class _HostSelf:
             return lambda *args, **kwargs: self._trace.dispatch(launch, args, kwargs)
         host = program.get_function(name)
         if isinstance(host, HostLevelFunction) and host.role is Role.SubWorker:
-            return lambda *args, **kwargs: self._trace.sub_worker_call(
-                name, _bind_sub_worker(host, args, kwargs)
-            )
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                bound = _bind_sub_worker(host, args, kwargs)
+                self._trace.sub_worker_call(name, bound)
+                return _written(bound, callback_writes(host))
+
+            return call
         raise AttributeError(
             f"{self._orchestrator}: self.{name} is not a chip orchestration or SubWorker of program {program.name}"
         )
+
+
+def _written(args: tuple[Any, ...], writes: tuple[bool, ...]) -> Any:
+    """What a call writes, as a launch returns it: its ``Out``/``InOut`` tensor arguments (one,
+    a tuple, or None)."""
+    written = [a for a, w in zip(args, writes, strict=True) if w and isinstance(a, HostTensorRef)]
+    return written[0] if len(written) == 1 else (tuple(written) if written else None)
 
 
 def _bind_sub_worker(fn: HostLevelFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:

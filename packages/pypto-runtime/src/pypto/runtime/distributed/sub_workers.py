@@ -32,6 +32,7 @@ import importlib.machinery
 import marshal
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import time
@@ -76,7 +77,12 @@ def _importable(module: str) -> bool:
         if spec is None:
             return False
         path = spec.submodule_search_locations
-    return spec is not None and spec.origin is not None and os.path.samefile(spec.origin, target)
+    if spec is None or spec.origin is None:
+        return False
+    try:
+        return os.path.samefile(spec.origin, target)
+    except OSError:  # an origin that is no file
+        return False
 
 
 def _by_reference(fn: Callable[..., Any]) -> bool:
@@ -388,12 +394,17 @@ class SubWorkerPool:
             self, _stop, executor, self._processes, self._scratch, self._status
         )
         try:
-            pings = [executor.submit(_pid) for _ in range(self.count)]
-            # the engine's own record of its processes: kept to name one that dies and to stop them
-            self._processes[:] = list(getattr(executor, "_processes", {}).values())
+            try:
+                pings = [executor.submit(_pid) for _ in range(self.count)]
+            finally:
+                # the engine's own record of its processes: kept to name one that dies and to stop them
+                self._processes[:] = list(getattr(executor, "_processes", {}).values())
             deadline = time.monotonic() + timeout
             for f in pings:
                 f.result(max(0.0, deadline - time.monotonic()))
+        except (pickle.PicklingError, TypeError, AttributeError) as e:  # sending the functions
+            self.close()
+            raise self._unsendable(e) from e
         except BrokenProcessPool as e:
             self.close()
             raise SubWorkerError(
@@ -409,6 +420,19 @@ class SubWorkerPool:
         except BaseException:
             self.close()
             raise
+
+    def _unsendable(self, error: BaseException) -> BaseException:
+        """The error of a SubWorker implementation that cannot be pickled (``error``, raised
+        while the processes started, when none can be named)."""
+        for name, (fn, _) in self._functions.items():
+            problem = _pickling_error(fn)
+            if problem is not None:
+                return TypeError(
+                    f"prepare(): SubWorker {name!r}: its implementation cannot be sent to a sub-worker "
+                    f"process ({type(problem).__name__}: {problem}); a function goes by value with its "
+                    "closure cells and the globals it names, each of which must pickle"
+                )
+        return error
 
     def close(self) -> None:
         """Stop the processes (SIGTERM, then SIGKILL) and remove the scratch segment."""
@@ -530,6 +554,15 @@ class SubWorkerPool:
     def _casualty(self, waited: str) -> tuple[str, str]:
         """The SubWorker whose process died (``waited``, the call waited for, if none is
         recorded) and how that process ended."""
+        # the engine reaps the processes on its own thread: wait until it has (or one other
+        # than those it terminates has ended)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and not any(
+            p.exitcode not in (None, -signal.SIGTERM) for p in self._processes
+        ):
+            if all(p.exitcode is not None for p in self._processes):
+                break
+            time.sleep(0.01)
         ended = [p for p in self._processes if p.exitcode is not None and self._status]
         # the engine terminates (SIGTERM) the other processes once one died: that one first
         for p in sorted(ended, key=lambda p: p.exitcode == -signal.SIGTERM):
@@ -581,6 +614,14 @@ class SubWorkerPool:
                 args.append(("tensor", home[0], home[1], nbytes, shape, strides, dtype))
                 footprint.append((home[0], home[1], home[1] + nbytes, bool(w)))
         return args, footprint
+
+
+def _pickling_error(obj: Any) -> Exception | None:
+    try:
+        pickle.dumps(obj)
+    except Exception as e:  # any failure: the caller names what could not be sent
+        return e
+    return None
 
 
 def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
