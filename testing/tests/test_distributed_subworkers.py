@@ -298,14 +298,14 @@ def test_a_callback_replaces_a_body_and_private_memory_is_copied(compiled) -> No
     replace = lambda args: None  # noqa: E731
     bound = {"check": print, "meet": print}
     functions, count = bind_sub_workers([compiled.plan], [compiled], bound)
-    assert functions["scale"] == (compiled.sub_workers["scale"].fn, True)
-    assert functions["meet"] == (print, False)
+    assert functions["0/scale"] == (compiled.sub_workers["scale"].fn, True)
+    assert functions["0/meet"] == (print, False)
     assert count == 3
     functions, _ = bind_sub_workers([compiled.plan], [compiled], {**bound, "scale": replace})
-    assert functions["scale"] == (replace, False)
+    assert functions["0/scale"] == (replace, False)
     # memory in no segment (host tensors under torchrun's launcher) goes through the pool's own
     plan, body = compiled.plan, compiled.sub_workers["scale"].fn
-    pool = SubWorkerPool({"scale": (body, True)}, 1)
+    pool = SubWorkerPool({"0/scale": (body, True)}, 1)
     try:
         f = np.arange(R * C, dtype=np.float32).reshape(R, C)
         pool.run(plan, [0], {3: f}, segments=[], what="direct", timeout=60)
@@ -324,7 +324,7 @@ def test_an_implementation_that_cannot_be_sent_is_named() -> None:
         with lock:
             pass
 
-    pool = SubWorkerPool({"check": (holds_a_lock, False)}, 1)
+    pool = SubWorkerPool({"0/check": (holds_a_lock, False)}, 1)
     with pytest.raises(TypeError, match=r"SubWorker 'check': its implementation cannot be sent .*lock"):
         pool.start(60)
     assert pool.pids == ()

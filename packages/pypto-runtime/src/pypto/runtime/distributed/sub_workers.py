@@ -241,29 +241,35 @@ def _run(name: str, args: list[tuple[Any, ...]]) -> None:
 # -- the host side ---------------------------------------------------------------------------
 
 
+_RELOADED = object()  # a SubWorker a reloaded program (from_dir) calls: its body is not held
+
+
 def bind_sub_workers(
     plans: Sequence[DistributedPlan], compiled: Sequence[Any], callbacks: dict[str, Any] | None
 ) -> tuple[dict[str, tuple[Callable[..., Any], bool]], int]:
-    """The SubWorker implementations of a worker's programs (name -> (function, whether it is a
-    Python body)) and how many sub-worker processes to start (0: no program calls a SubWorker).
+    """The SubWorker implementations of a worker's programs (``"<program index>/<name>"`` ->
+    (function, whether it is a Python body)) and how many sub-worker processes to start (0: no
+    program calls a SubWorker).
 
     ``callbacks`` (``prepare(callbacks=)``) binds every runtime-bound SubWorker and may replace
-    a Python body; each is called as ``fn(args)``.
+    a Python body, by name in every program that declares it; each is called as ``fn(args)``.
     """
     import inspect
 
     given = dict(callbacks or {})
-    declared: dict[str, tuple[str, Any]] = {}  # name -> (program, HostLevelFunction or None)
+    declared: list[dict[str, Any]] = []  # per program: name -> HostLevelFunction, None (`...`)
     for plan, item in zip(plans, compiled, strict=True):
-        for name in plan.required_callbacks:
-            declared[name] = (plan.name, None)
+        subs: dict[str, Any] = dict.fromkeys((c.name for c in plan.callbacks), _RELOADED)
+        subs.update(dict.fromkeys(plan.required_callbacks))
         for name, fn in getattr(item, "sub_workers", {}).items():
-            declared[name] = (plan.name, None if fn.requires_runtime_binding else fn)
+            subs[name] = None if fn.requires_runtime_binding else fn
+        declared.append(subs)
+    names = sorted(set().union(*declared))
     for name, fn in given.items():
-        if name not in declared:
+        if name not in names:
             raise ValueError(
                 f"prepare(callbacks=...): {name!r} is not a SubWorker of these programs (theirs: "
-                f"{', '.join(sorted(declared)) or 'none'})"
+                f"{', '.join(names) or 'none'})"
             )
         if not callable(fn):
             raise TypeError(f"prepare(callbacks=...): {name!r}: expected a callable, got {type(fn).__name__}")
@@ -278,32 +284,33 @@ def bind_sub_workers(
                 f"prepare(callbacks=...): {name!r}: expected a callable taking one argument, "
                 f"fn(args); got the signature {sig}"
             ) from None
-    missing = sorted(n for n, (_, body) in declared.items() if body is None and n not in given)
-    if missing:
-        raise ValueError(
-            f"prepare(callbacks=...): the SubWorker(s) {', '.join(map(repr, missing))} of program "
-            f"{declared[missing[0]][0]!r} have a `...` body and are bound at runtime; pass "
-            f"callbacks={{{missing[0]!r}: fn, ...}} (fn(args) receives the call's arguments)"
-        )
+    for plan, subs in zip(plans, declared, strict=True):
+        missing = sorted(n for n, body in subs.items() if body is None and n not in given)
+        if missing:
+            raise ValueError(
+                f"prepare(callbacks=...): the SubWorker(s) {', '.join(map(repr, missing))} of program "
+                f"{plan.name!r} have a `...` body and are bound at runtime; pass "
+                f"callbacks={{{missing[0]!r}: fn, ...}} (fn(args) receives the call's arguments)"
+            )
     functions: dict[str, tuple[Callable[..., Any], bool]] = {}
-    for plan in plans:
+    for k, (plan, subs) in enumerate(zip(plans, declared, strict=True)):
         for cb in plan.callbacks:
+            key = f"{k}/{cb.name}"
             if cb.name in given:
-                functions[cb.name] = (given[cb.name], False)
+                functions[key] = (given[cb.name], False)
                 continue
-            body = declared.get(cb.name, (plan.name, None))[1]
-            if body is None:  # a reloaded program (from_dir) keeps no Python bodies
+            body = subs[cb.name]
+            if body is _RELOADED:
                 raise ValueError(
                     f"prepare(callbacks=...): program {plan.name!r} calls SubWorker {cb.name!r}, whose "
                     "Python body this compiled program does not hold (reloaded from its output_dir); "
                     f"compile the @pl.program again or pass callbacks={{{cb.name!r}: fn}}"
                 )
-            fn = body.fn
-            functions[cb.name] = (functools.partial(fn, None) if body.is_method else fn, True)
+            functions[key] = (functools.partial(body.fn, None) if body.is_method else body.fn, True)
     if not functions:
         return functions, 0
     wanted = max(getattr(getattr(c, "distributed_config", None), "num_sub_workers", 0) for c in compiled)
-    return functions, max(wanted, len(declared))
+    return functions, max(wanted, *(len(subs) for subs in declared))
 
 
 def callback_writes(fn: Any) -> tuple[bool, ...]:
@@ -358,6 +365,8 @@ class SubWorkerPool:
     """The sub-worker processes of one :class:`DistributedWorker` (see the module docstring)."""
 
     def __init__(self, functions: dict[str, tuple[Callable[..., Any], bool]], count: int) -> None:
+        """``functions``: as :func:`bind_sub_workers` returns them (``"<program>/<name>"`` ->
+        (function, whether it is a Python body))."""
         self._functions = {name: (_portable(fn), body) for name, (fn, body) in functions.items()}
         self.count = count
         self._executor: ProcessPoolExecutor | None = None
@@ -424,11 +433,11 @@ class SubWorkerPool:
     def _unsendable(self, error: BaseException) -> BaseException:
         """The error of a SubWorker implementation that cannot be pickled (``error``, raised
         while the processes started, when none can be named)."""
-        for name, (fn, _) in self._functions.items():
+        for key, (fn, _) in self._functions.items():
             problem = _pickling_error(fn)
             if problem is not None:
                 return TypeError(
-                    f"prepare(): SubWorker {name!r}: its implementation cannot be sent to a sub-worker "
+                    f"prepare(): SubWorker {key.split('/', 1)[-1]!r}: its implementation cannot be sent to a sub-worker "
                     f"process ({type(problem).__name__}: {problem}); a function goes by value with its "
                     "closure cells and the globals it names, each of which must pickle"
                 )
@@ -446,6 +455,7 @@ class SubWorkerPool:
         indices: Sequence[int],
         views: dict[int, Any],
         *,
+        program: int = 0,
         segments: Sequence[shm.Segment],
         what: str,
         timeout: float,
@@ -485,7 +495,7 @@ class SubWorkerPool:
                         self._wait(other, future, what, deadline, timeout)
                 token = len(self._tokens) + 1
                 self._tokens[token] = cb.name
-                pending.append((cb, footprint, executor.submit(_call, cb.name, wire, token)))
+                pending.append((cb, footprint, executor.submit(_call, f"{program}/{cb.name}", wire, token)))
             for cb, _, future in pending:
                 # a call's error waits until the other calls end, before the dispatch does
                 first_error = first_error or self._failure(cb, future, what, deadline, timeout)

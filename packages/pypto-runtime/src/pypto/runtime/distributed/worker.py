@@ -643,7 +643,13 @@ class DistributedWorker:
                 if calls:  # a SubWorker's error fails this dispatch; the ranks stay up
                     assert self._sub_workers is not None  # started for a program with calls
                     self._sub_workers.run(
-                        plan, calls, views, segments=self._segments, what=what, timeout=self._group.timeout
+                        plan,
+                        calls,
+                        views,
+                        program=k,
+                        segments=self._segments,
+                        what=what,
+                        timeout=self._group.timeout,
                     )
             for i in list(layout) + list(io or ()):
                 if ParamDirection(plan.params[i].direction).writes:
