@@ -418,7 +418,9 @@ class SubWorkerPool:
             self.close()
             raise SubWorkerError(
                 "the sub-worker processes failed to start: a SubWorker implementation could not be "
-                f"loaded there ({e.__cause__ or e})",
+                f"loaded there ({e.__cause__ or e}; their stderr says why). Each of them imports the "
+                "host script again, as a `spawn` process does: a script prepares its programs under "
+                '`if __name__ == "__main__":`',
                 None,
             ) from e
         except TimeoutError:
