@@ -303,13 +303,17 @@ def test_a_callback_replaces_a_body_and_private_memory_is_copied(compiled) -> No
     assert count == 3
     functions, _ = bind_sub_workers([compiled.plan], [compiled], {**bound, "scale": replace})
     assert functions["0/scale"] == (replace, False)
-    # memory in no segment (host tensors under torchrun's launcher) goes through the pool's own
+    # memory in no segment (host tensors under torchrun's launcher) goes through the pool's own:
+    # scale writes f, check copies f into seen (the same copy of f: check sees scale's write)
     plan, body = compiled.plan, compiled.sub_workers["scale"].fn
-    pool = SubWorkerPool({"0/scale": (body, True)}, 1)
+    check = _callbacks(torch.zeros(3))["check"]
+    pool = SubWorkerPool({"0/scale": (body, True), "0/check": (check, False)}, 2)
     try:
-        f = np.arange(R * C, dtype=np.float32).reshape(R, C)
-        pool.run(plan, [0], {3: f}, segments=[], what="direct", timeout=60)
-        np.testing.assert_array_equal(f, 3 * np.arange(R * C, dtype=np.float32).reshape(R, C))
+        f0 = np.arange(R * C, dtype=np.float32).reshape(R, C)
+        f, seen, ctrl = f0.copy(), np.zeros((R, C), np.float32), np.zeros(2, np.int32)
+        pool.run(plan, [0, 3], {2: ctrl, 3: f, 6: seen}, segments=[], what="direct", timeout=60)
+        np.testing.assert_array_equal(f, 3 * f0)
+        np.testing.assert_array_equal(seen, 3 * f0)
         pids = pool.pids
     finally:
         pool.close()

@@ -475,7 +475,8 @@ class SubWorkerPool:
             whole = numpy.frombuffer(s.buf, dtype=numpy.uint8)
             bases.append((s.name, _address(whole), s.size))
             del whole
-        private: list[Any] = []  # views in no segment, copied through the scratch segment
+        # host tensors in no segment (parameter -> array), copied through the scratch segment
+        private: dict[int, Any] = {}
         calls = [self._arguments(plan, plan.callbacks[i], views, bases, private) for i in indices]
         scratch = self._copy_in(private) if private else None
         pending: list[tuple[PlannedCallback, list[tuple[str, int, int, bool]], Future[None]]] = []
@@ -486,7 +487,7 @@ class SubWorkerPool:
                 cb = plan.callbacks[i]
                 wire = (
                     [
-                        ("tensor", scratch[0], scratch[1][a[1]], *a[2:]) if a[0] == "private" else a
+                        ("tensor", scratch[0], scratch[1][a[1]] + a[2], *a[3:]) if a[0] == "private" else a
                         for a in args
                     ]
                     if scratch is not None
@@ -504,8 +505,8 @@ class SubWorkerPool:
         except BaseException as e:
             first_error = first_error or e
         if scratch is not None and self._scratch:
-            for view, offset in zip(private, scratch[1], strict=True):
-                numpy.copyto(view, self._view_of(view, offset))
+            for i, array in private.items():
+                numpy.copyto(array, self._view_of(array, scratch[1][i]))
         if first_error is not None:
             raise first_error
 
@@ -514,20 +515,21 @@ class SubWorkerPool:
 
         return numpy.ndarray(like.shape, dtype=like.dtype, buffer=self._scratch[0].buf, offset=offset)
 
-    def _copy_in(self, private: list[Any]) -> tuple[str, list[int]]:
-        """Copy ``private`` into the scratch segment (grown as needed): its name and offsets."""
+    def _copy_in(self, private: dict[int, Any]) -> tuple[str, dict[int, int]]:
+        """Copy ``private`` into the scratch segment (grown as needed): its name and the offset
+        of each array there."""
         import numpy
 
-        offsets, size = [], 0
-        for view in private:
-            offsets.append(size)
-            size += -(-view.nbytes // 64) * 64
+        offsets, size = {}, 0
+        for i, array in private.items():
+            offsets[i] = size
+            size += -(-array.nbytes // 64) * 64
         if not self._scratch or self._scratch[0].size < size:
             for s in self._scratch:
                 s.release()
             self._scratch[:] = [shm.create(size)]
-        for view, offset in zip(private, offsets, strict=True):
-            numpy.copyto(self._view_of(view, offset), view)
+        for i, array in private.items():
+            numpy.copyto(self._view_of(array, offsets[i]), array)
         return self._scratch[0].name, offsets
 
     def _failure(
@@ -594,11 +596,12 @@ class SubWorkerPool:
         cb: PlannedCallback,
         views: dict[int, Any],
         bases: list[tuple[str, int, int]],
-        private: list[Any],
+        private: dict[int, Any],
     ) -> tuple[list[tuple[Any, ...]], list[tuple[str, int, int, bool]]]:
         """The call's arguments as sent (a tensor in a segment: ``("tensor", segment, offset,
-        nbytes, shape, strides, dtype)``; one in private memory: ``("private", k, ...)``, ``k``
-        its index in ``private``) and its footprint (memory, start, end, whether it writes)."""
+        nbytes, shape, strides, dtype)``; one in a private C-contiguous array, added to
+        ``private``: ``("private", parameter, offset in the array, ...)``) and its footprint
+        (memory, start, end, whether it writes)."""
         args: list[tuple[Any, ...]] = []
         footprint: list[tuple[str, int, int, bool]] = []
         writes = cb.writes or (True,) * len(cb.args)
@@ -615,14 +618,19 @@ class SubWorkerPool:
             home = next(
                 ((n, start - b) for n, b, size in bases if b <= start and start + nbytes <= b + size), None
             )
+            strides = tuple(int(s) // view.itemsize for s in view.strides)
             if home is None:
-                private.append(view)
-                args.append(
-                    ("private", len(private) - 1, view.nbytes, shape, _contiguous_strides(shape), dtype)
-                )
+                array = views[a[1]]
+                if not array.flags.c_contiguous:
+                    raise RuntimeError(
+                        f"SubWorker {cb.name}(): host tensor {plan.params[a[1]].name!r} lies in no "
+                        "shared-memory segment and is not C-contiguous; it cannot pass through the "
+                        "scratch segment"
+                    )
+                private[a[1]] = array
+                args.append(("private", a[1], start - _address(array), nbytes, shape, strides, dtype))
                 footprint.append(("private", start, start + nbytes, bool(w)))
             else:
-                strides = tuple(int(s) // view.itemsize for s in view.strides)
                 args.append(("tensor", home[0], home[1], nbytes, shape, strides, dtype))
                 footprint.append((home[0], home[1], home[1] + nbytes, bool(w)))
         return args, footprint
@@ -634,14 +642,6 @@ def _pickling_error(obj: Any) -> Exception | None:
     except Exception as e:  # any failure: the caller names what could not be sent
         return e
     return None
-
-
-def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= int(d)
-    return tuple(strides[::-1])
 
 
 def _conflict(a: list[tuple[str, int, int, bool]], b: list[tuple[str, int, int, bool]]) -> bool:
