@@ -31,10 +31,12 @@ import importlib
 import importlib.machinery
 import marshal
 import multiprocessing
+import multiprocessing.connection
 import os
 import pickle
 import signal
 import sys
+import threading
 import time
 import types
 import weakref
@@ -184,9 +186,17 @@ _MAPPED: dict[str, Any] = {}  # segment name -> mmap
 _STATUS: list[Any] = []
 
 
+def _orphaned(parent: Any) -> None:
+    multiprocessing.connection.wait([parent.sentinel])
+    os._exit(70)  # the host process is gone (killed): nobody will stop this one
+
+
 def _init(functions: dict[str, tuple[Any, bool]], status: str, slots: Any) -> None:
     # a Ctrl-C in the terminal reaches the whole process group: the host process handles it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_orphaned, args=(parent,), name="pypto-subworker-parent", daemon=True).start()
     _FUNCTIONS.update(functions)
     slot = slots.get()
     cells = memoryview(shm.attach(status)).cast("q")[2 * slot : 2 * slot + 2]
