@@ -298,6 +298,11 @@ def test_prepare_checks_the_bindings(compiled) -> None:
         match=r"'check': expected a callable taking one argument, fn\(args\); got the signature \(\)",
     ):
         compiled.prepare(callbacks={"check": lambda: None})
+    with (
+        pytest.warns(DeprecationWarning, match=r"sub_worker_overrides=\.\.\.\) is deprecated"),
+        pytest.raises(ValueError, match=r"SubWorker\(s\) 'meet' of program 'host'"),
+    ):
+        compiled.prepare(sub_worker_overrides={"check": print})  # upstream's older spelling
     reloaded = DistributedCompiledProgram.from_dir(compiled.output_dir)
     with pytest.raises(
         ValueError, match=r"calls SubWorker 'scale', whose Python body .* \(reloaded from its output_dir\)"

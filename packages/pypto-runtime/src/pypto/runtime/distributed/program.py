@@ -72,13 +72,24 @@ class DistributedCompiledProgram(_CompiledBase):
         *,
         extra_compiled: list[Any] | tuple[Any, ...] = (),
         callbacks: dict[str, Any] | None = None,
+        sub_worker_overrides: dict[str, Any] | None = None,
     ) -> DistributedWorker:
         """Start the ranks; the returned worker runs dispatches (``worker(*args)``, or
         ``worker.run(compiled, *args)``) until it is closed. ``extra_compiled``: more programs
         for the same devices, run on the same worker (``worker.run(other, *args)``);
         ``callbacks``: SubWorker implementations by name, called as ``fn(args)``: required for
         the runtime-bound ones (``...`` bodies; a missing one is a ValueError here), and replacing
-        the Python body of any other."""
+        the Python body of any other. ``sub_worker_overrides``: upstream's deprecated name for
+        ``callbacks`` (a DeprecationWarning; ``callbacks`` wins on a name in both)."""
+        if sub_worker_overrides is not None:
+            import warnings
+
+            warnings.warn(
+                "prepare(sub_worker_overrides=...) is deprecated; pass callbacks=... instead",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            callbacks = {**sub_worker_overrides, **(callbacks or {})}
         self._check_config(config)
         return DistributedWorker(
             [self, *extra_compiled],
