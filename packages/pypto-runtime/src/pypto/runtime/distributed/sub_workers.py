@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
-import importlib.machinery
 import marshal
 import multiprocessing
 import multiprocessing.connection
@@ -50,7 +49,7 @@ from pypto.runtime.distributed import shm
 from pypto.runtime.distributed.errors import DistributedTimeoutError, SubWorkerError
 from pypto.runtime.distributed.plan import DistributedPlan, PlannedCallback
 
-__all__ = ["SubWorkerPool", "call_groups", "callback_writes"]
+__all__ = ["SubWorkerPool", "bind_sub_workers", "call_groups", "callback_writes"]
 
 
 # -- sending functions to a process ----------------------------------------------------------
@@ -335,8 +334,11 @@ def callback_writes(fn: Any) -> tuple[bool, ...]:
     for p in params:
         annotation = p.annotation
         if isinstance(annotation, str):
-            with contextlib.suppress(Exception):
+            try:
                 annotation = eval(annotation, getattr(fn.fn, "__globals__", {}))
+            except Exception:  # an annotation this module cannot evaluate: the call may write
+                writes.append(True)
+                continue
         writes.append(
             isinstance(annotation, lt.DirectionAnnotation) and ParamDirection(annotation.direction).writes
         )
