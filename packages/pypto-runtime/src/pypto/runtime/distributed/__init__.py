@@ -11,7 +11,7 @@ See docs/distributed.md.
 from __future__ import annotations
 
 from pypto.runtime.distributed.entry import MissingRankArtifact
-from pypto.runtime.distributed.errors import DistributedRankError, DistributedTimeoutError
+from pypto.runtime.distributed.errors import DistributedRankError, DistributedTimeoutError, SubWorkerError
 from pypto.runtime.distributed.program import DistributedCompiledProgram, compile_host
 from pypto.runtime.distributed.worker import DistributedWorker
 
@@ -21,5 +21,6 @@ __all__ = [
     "DistributedTimeoutError",
     "DistributedWorker",
     "MissingRankArtifact",
+    "SubWorkerError",
     "compile_host",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 from pypto.ir import DataType
 from pypto.runtime.host_tensors import HostTensor, TensorBindingError, describe
 
-__all__ = ["ByteTensor", "byte_array", "element_size", "flat_bytes", "host_bytes"]
+__all__ = ["ByteTensor", "byte_array", "element_size", "host_bytes"]
 
 
 def element_size(dtype: DataType, what: str) -> int:
@@ -54,15 +54,6 @@ def host_bytes(value: Any, what: str, *, write: bool = False) -> Any:
         return numpy.zeros(shape, dtype=numpy.uint8)
     storage = numpy.ctypeslib.as_array((ctypes.c_uint8 * view.storage_nbytes).from_address(view.storage_ptr))
     return numpy.lib.stride_tricks.as_strided(storage[view.offset_bytes :], shape=shape, strides=strides)
-
-
-def flat_bytes(array: Any) -> memoryview:
-    """A writable memoryview of the bytes from a byte array's first element to its last (the
-    array is a non-negative-strided view of a larger buffer)."""
-    import numpy
-
-    span = 1 + sum((d - 1) * s for d, s in zip(array.shape, array.strides, strict=True)) if array.size else 0
-    return numpy.lib.stride_tricks.as_strided(array, shape=(span,), strides=(1,)).data
 
 
 class ByteTensor:

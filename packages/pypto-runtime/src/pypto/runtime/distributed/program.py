@@ -25,11 +25,19 @@ class DistributedCompiledProgram(_CompiledBase):
     """
 
     def __init__(
-        self, plan: DistributedPlan, output_dir: Path, config: DistributedConfig, key: str | None = None
+        self,
+        plan: DistributedPlan,
+        output_dir: Path,
+        config: DistributedConfig,
+        sub_workers: dict[str, Any] | None = None,
+        key: str | None = None,
     ) -> None:
         self.plan = plan
         self.output_dir = output_dir
         self.distributed_config = config
+        # the host-level SubWorkers of a @pl.program (HostLevelFunction by name): their Python
+        # bodies run on the sub-worker processes; a program reloaded by from_dir has none
+        self.sub_workers: dict[str, Any] = dict(sub_workers or {})
         self.key = key
 
     def __repr__(self) -> str:
@@ -71,12 +79,24 @@ class DistributedCompiledProgram(_CompiledBase):
         *,
         extra_compiled: list[Any] | tuple[Any, ...] = (),
         callbacks: dict[str, Any] | None = None,
+        sub_worker_overrides: dict[str, Any] | None = None,
     ) -> DistributedWorker:
         """Start the ranks; the returned worker runs dispatches (``worker(*args)``, or
         ``worker.run(compiled, *args)``) until it is closed. ``extra_compiled``: more programs
         for the same devices, run on the same worker (``worker.run(other, *args)``);
-        ``callbacks``: the implementations of runtime-bound SubWorkers, by name (a missing one
-        is a ValueError here)."""
+        ``callbacks``: SubWorker implementations by name, called as ``fn(args)``: required for
+        the runtime-bound ones (``...`` bodies; a missing one is a ValueError here), and replacing
+        the Python body of any other. ``sub_worker_overrides``: upstream's deprecated name for
+        ``callbacks`` (a DeprecationWarning; ``callbacks`` wins on a name in both)."""
+        if sub_worker_overrides is not None:
+            import warnings
+
+            warnings.warn(
+                "prepare(sub_worker_overrides=...) is deprecated; pass callbacks=... instead",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            callbacks = {**sub_worker_overrides, **(callbacks or {})}
         self._check_config(config)
         return DistributedWorker(
             [self, *extra_compiled],
@@ -123,7 +143,7 @@ class DistributedCompiledProgram(_CompiledBase):
             raise InvalidEntry(f"{root}: no {MANIFEST_NAME}; not a compiled distributed program") from None
         manifest = validate_entry(root, key=key)
         plan = load_plan(root, manifest, key)
-        return cls(plan, root, config or DistributedConfig(device_ids=plan.device_ids), key)
+        return cls(plan, root, config or DistributedConfig(device_ids=plan.device_ids), key=key)
 
     @classmethod
     def load(cls, key: str, config: DistributedConfig | None = None) -> DistributedCompiledProgram:
@@ -142,7 +162,7 @@ class DistributedCompiledProgram(_CompiledBase):
             )
         assert got.manifest is not None  # a store hit carries its validated manifest
         plan = load_plan(got.path, got.manifest, got.key)
-        return cls(plan, got.path, config or DistributedConfig(device_ids=plan.device_ids), got.key)
+        return cls(plan, got.path, config or DistributedConfig(device_ids=plan.device_ids), key=got.key)
 
 
 def compile_host(
@@ -152,10 +172,13 @@ def compile_host(
     for a ``@pl.program`` with a host orchestrator (``pypto.ir.compile(program,
     distributed_config=...)``): the plan becomes a store entry (``pypto.runtime.distributed.entry``)."""
     if isinstance(fn, Program):
+        from pypto.ir import Role
         from pypto.runtime.distributed.program_plan import plan_program
 
         plan, programs = plan_program(fn, config)
+        subs = {f.name: f for f in fn.host_funcs if f.role is Role.SubWorker}
     else:
         plan, programs = plan_host(fn, args, kwargs, config)
+        subs = None
     plan, got = obtain_plan(plan, programs)
-    return DistributedCompiledProgram(plan, got.path, config.distributed_config, got.key)
+    return DistributedCompiledProgram(plan, got.path, config.distributed_config, subs, got.key)
