@@ -26,6 +26,7 @@ from pypto import ir  # noqa: E402
 from pypto.ir import DistributedConfig  # noqa: E402
 from pypto.runtime.distributed import DistributedTimeoutError, shm  # noqa: E402
 from pypto.runtime.distributed.errors import SubWorkerError  # noqa: E402
+from pypto.runtime.distributed.host_bytes import host_bytes  # noqa: E402
 from pypto.runtime.distributed.plan import DistributedPlan  # noqa: E402
 from pypto.runtime.distributed.program import DistributedCompiledProgram  # noqa: E402
 from pypto.runtime.distributed.sub_workers import SubWorkerPool, bind_sub_workers  # noqa: E402
@@ -241,7 +242,9 @@ def test_private_memory_passes_through_the_scratch_segment(worker) -> None:
     f0 = np.arange(R * C, dtype=np.float32).reshape(R, C)
     f, seen, ctrl = f0.copy(), np.zeros((R, C), np.float32), np.zeros(2, np.int32)
     pool = worker._sub_workers  # the worker's own pool, called as a dispatch under torchrun does
-    pool.run(worker.plan, [0, 3], {2: ctrl, 3: f, 6: seen}, segments=[], what="direct", timeout=60)
+    # (a dispatch's views are byte arrays, host_bytes: here over the memory of these arrays)
+    views = {i: host_bytes(a, f"parameter {i}") for i, a in ((2, ctrl), (3, f), (6, seen))}
+    pool.run(worker.plan, [0, 3], views, segments=[], what="direct", timeout=60)
     np.testing.assert_array_equal(f, 3 * f0)
     np.testing.assert_array_equal(seen, 3 * f0)
 
