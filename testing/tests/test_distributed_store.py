@@ -29,7 +29,7 @@ import pypto.runtime.api as runtime_api  # noqa: E402
 from pypto.ir import DistributedConfig  # noqa: E402
 from pypto.runtime import RunConfig  # noqa: E402
 from pypto.runtime.cli import main as cli_main  # noqa: E402
-from pypto.runtime.distributed import DistributedCompiledProgram, MissingRankArtifact  # noqa: E402
+from pypto.runtime.distributed import DistributedCompiledProgram, MissingStoreEntry  # noqa: E402
 from pypto.runtime.manifest import InvalidEntry  # noqa: E402
 from pypto.runtime.store import ArtifactStore  # noqa: E402
 
@@ -161,9 +161,7 @@ def test_a_missing_or_corrupt_part_is_named_or_rebuilt(
     victim = next(p for p in sorted(rank_dir.rglob("*")) if p.is_file() and p.name != "manifest.json")
     victim.chmod(0o600)
     victim.write_bytes(victim.read_bytes() + b"\0")
-    with pytest.raises(
-        MissingRankArtifact, match=rf"program 0 \(ranks \[0, 1\]\), key {rank_key}, is invalid"
-    ):
+    with pytest.raises(MissingStoreEntry, match=rf"program 0 \(ranks \[0, 1\]\), key {rank_key}, is invalid"):
         DistributedCompiledProgram.from_dir(compiled.output_dir)
     compiles = _Compiles(monkeypatch)
     rebuilt = compile_store_host()
@@ -174,7 +172,7 @@ def test_a_missing_or_corrupt_part_is_named_or_rebuilt(
     # the same when the per-rank entry is gone (pruned, cleared by hand)
     with store.lock(rank_key):
         store.discard(rank_key, "READY")
-    with pytest.raises(MissingRankArtifact, match=rf"key {rank_key}, is not in the store"):
+    with pytest.raises(MissingStoreEntry, match=rf"key {rank_key}, is not in the store"):
         DistributedCompiledProgram.load(compiled.key)
 
     # a corrupted plan.json: the entry is invalid (a load names why); prune removes it; a compile
@@ -185,7 +183,7 @@ def test_a_missing_or_corrupt_part_is_named_or_rebuilt(
     with pytest.raises(InvalidEntry, match=r"plan.json: SHA-256 does not match the manifest"):
         DistributedCompiledProgram.from_dir(compiled.output_dir)
     with pytest.raises(
-        MissingRankArtifact, match=rf"distributed entry {compiled.key}: invalid \(plan.json: SHA-256"
+        MissingStoreEntry, match=rf"distributed entry {compiled.key}: invalid \(plan.json: SHA-256"
     ):
         DistributedCompiledProgram.load(compiled.key)
     assert store.prune()["invalid"] == 1

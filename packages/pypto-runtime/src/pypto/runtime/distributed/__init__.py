@@ -10,7 +10,7 @@ See docs/distributed.md.
 
 from __future__ import annotations
 
-from pypto.runtime.distributed.entry import MissingRankArtifact
+from pypto.runtime.distributed.entry import MissingStoreEntry
 from pypto.runtime.distributed.errors import DistributedRankError, DistributedTimeoutError, SubWorkerError
 from pypto.runtime.distributed.program import DistributedCompiledProgram, compile_host
 from pypto.runtime.distributed.worker import DistributedWorker
@@ -20,7 +20,7 @@ __all__ = [
     "DistributedRankError",
     "DistributedTimeoutError",
     "DistributedWorker",
-    "MissingRankArtifact",
+    "MissingStoreEntry",
     "SubWorkerError",
     "compile_host",
 ]

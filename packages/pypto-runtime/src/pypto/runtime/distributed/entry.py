@@ -14,7 +14,7 @@ through them all a single-chip key covers (toolchain, sources, specialisation, c
 platform, runtime, invalidating settings). Compiling traces the host body (no per-device
 compile), restores or compiles each per-rank artifact, then obtains the plan entry: a hit when
 another process (or an earlier run) published it. Loading an entry (:func:`load_plan`) requires
-every per-rank artifact to be a valid store entry, else :class:`MissingRankArtifact` names the
+every per-rank artifact to be a valid store entry, else :class:`MissingStoreEntry` names the
 key.
 """
 
@@ -31,13 +31,13 @@ from pypto.runtime.artifact_runtime import Obtained, default_runtime
 from pypto.runtime.distributed.plan import DistributedPlan, RankProgram
 from pypto.runtime.manifest import InvalidEntry, Manifest
 
-__all__ = ["PLAN_FILE", "MissingRankArtifact", "load_plan", "obtain_plan", "plan_key", "read_plan"]
+__all__ = ["PLAN_FILE", "MissingStoreEntry", "load_plan", "obtain_plan", "plan_key", "read_plan"]
 
 PLAN_FILE = "plan.json"
 
 
-class MissingRankArtifact(InvalidEntry, FileNotFoundError):
-    """A distributed entry names a per-rank artifact (by key) that is not a valid store entry."""
+class MissingStoreEntry(InvalidEntry, FileNotFoundError):
+    """A distributed entry, or a per-rank artifact it names by key, is not a valid store entry."""
 
 
 def _dumps(plan: DistributedPlan) -> str:
@@ -94,7 +94,7 @@ def read_plan(path: Path, manifest: Manifest | None, key: str) -> DistributedPla
 
 def load_plan(path: Path, manifest: Manifest, key: str) -> DistributedPlan:
     """The plan of a validated distributed entry with each per-rank artifact resolved to its
-    store entry. Raises MissingRankArtifact naming the first key that is missing or invalid."""
+    store entry. Raises MissingStoreEntry naming the first key that is missing or invalid."""
     plan = read_plan(path, manifest, key)
     rt = default_runtime()
     dirs = []
@@ -104,7 +104,7 @@ def load_plan(path: Path, manifest: Manifest, key: str) -> DistributedPlan:
         if got is None:
             why = rt.last_invalid.get(k)
             ranks = sorted({d.rank for d in plan.dispatches if d.program == i})
-            raise MissingRankArtifact(
+            raise MissingStoreEntry(
                 f"distributed entry {key} ({plan.name}): the artifact of program {i} (ranks {ranks}), key "
                 f"{k}, is {'invalid (' + why + ')' if why else 'not'} in the store at {rt.store.root}; "
                 f"compile the host program again to rebuild it"

@@ -9,7 +9,7 @@ from typing import Any
 from pypto.ir import DistributedCompiledProgram as _CompiledBase
 from pypto.ir import DistributedConfig, Program
 from pypto.language.host import HostFunction
-from pypto.runtime.distributed.entry import MissingRankArtifact, load_plan, obtain_plan
+from pypto.runtime.distributed.entry import MissingStoreEntry, load_plan, obtain_plan
 from pypto.runtime.distributed.plan import DistributedPlan, plan_host
 from pypto.runtime.distributed.worker import DistributedWorker, bind_host_args
 
@@ -132,7 +132,7 @@ class DistributedCompiledProgram(_CompiledBase):
     ) -> DistributedCompiledProgram:
         """Reload a compiled program from its entry directory (``output_dir``): the entry is
         validated against its manifest and every per-rank artifact must be a valid entry of the
-        store (else :class:`~pypto.runtime.distributed.entry.MissingRankArtifact` names its key)."""
+        store (else :class:`~pypto.runtime.distributed.entry.MissingStoreEntry` names its key)."""
         from pypto.runtime._fs import read_regular
         from pypto.runtime.manifest import MANIFEST_NAME, InvalidEntry, Manifest, validate_entry
 
@@ -148,7 +148,7 @@ class DistributedCompiledProgram(_CompiledBase):
     @classmethod
     def load(cls, key: str, config: DistributedConfig | None = None) -> DistributedCompiledProgram:
         """The compiled program of store entry ``key`` (``compiled.key``), validated with its
-        per-rank artifacts. Raises MissingRankArtifact (a FileNotFoundError) naming a missing key."""
+        per-rank artifacts. Raises MissingStoreEntry (a FileNotFoundError) naming a missing key."""
         from pypto.runtime.artifact_runtime import default_runtime
 
         rt = default_runtime()
@@ -156,7 +156,7 @@ class DistributedCompiledProgram(_CompiledBase):
         got = rt.lookup(key)
         if got is None:
             why = rt.last_invalid.get(key)
-            raise MissingRankArtifact(
+            raise MissingStoreEntry(
                 f"distributed entry {key}: {'invalid (' + why + ')' if why else 'not'} in the store at "
                 f"{rt.store.root}; compile the host program again"
             )
