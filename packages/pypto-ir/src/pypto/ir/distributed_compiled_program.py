@@ -37,12 +37,17 @@ class DistributedConfig:
             through the ranks' host processes over the gloo process group, as for ranks that
             share no memory). ``None``: the ``PYPTO_DIST_DATA_PATH`` environment variable of the
             process that prepares the program, else ``"shared_memory"``.
+        aicpu_thread_num: AICPU threads of each rank's chip runs (``simpler.CallConfig``): one
+            orchestrator plus ``aicpu_thread_num - 1`` scheduler threads (at most
+            ``simpler``'s ``MAX_AICPU_THREADS``, checked at compile); ``0`` (the
+            default) leaves the chip's default.
     """
 
     device_ids: Sequence[int]
     num_sub_workers: int = 0
     timeout: float = 120.0
     data_path: str | None = None
+    aicpu_thread_num: int = 0
 
     def __post_init__(self) -> None:
         ids = tuple(self.device_ids) if not isinstance(self.device_ids, (str, bytes)) else None
@@ -73,6 +78,12 @@ class DistributedConfig:
             raise ValueError(
                 f"DistributedConfig(data_path): expected one of {', '.join(map(repr, DATA_PATHS))} or None, "
                 f"got {self.data_path!r}"
+            )
+
+        n = self.aicpu_thread_num
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(
+                f"DistributedConfig(aicpu_thread_num): expected an int >= 0 (0: the chip's default), got {n!r}"
             )
 
     @property

@@ -59,14 +59,17 @@ class HostFunction:
         ba.apply_defaults()
         return tuple(ba.arguments.values())
 
-    def trace(self, args: tuple[Any, ...], kwargs: dict[str, Any], world_size: int) -> HostTrace:
-        """Run the body once on placeholders of ``args`` and return what it launched."""
+    def trace(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], world_size: int, make_tensor: Any = None
+    ) -> HostTrace:
+        """Run the body once on placeholders of ``args`` and return what it launched;
+        ``make_tensor(shape, dtype, what)`` makes what ``pl.create_tensor`` returns."""
         bound = self.bind(args, kwargs)
         refs = [
             HostTensorRef(i, name, (), value) if is_tensor(value) else value
             for i, (name, value) in enumerate(zip(self.param_names, bound, strict=True))
         ]
-        with HostTrace(world_size) as trace:
+        with HostTrace(world_size, make_tensor=make_tensor) as trace:
             result = self.fn(*refs)
         returned = result if isinstance(result, tuple) else (result,)
         if any(r is not None and not isinstance(r, HostTensorRef) for r in returned):

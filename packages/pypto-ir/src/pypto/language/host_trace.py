@@ -17,7 +17,9 @@ from typing import Any
 from pypto.ir.dtypes import DataType
 
 __all__ = [
+    "HOST_OPS",
     "Dispatch",
+    "HostTensorDecl",
     "HostTensorRef",
     "HostTrace",
     "SubWorkerCall",
@@ -28,6 +30,9 @@ __all__ = [
 ]
 
 _state = threading.local()
+
+HOST_OPS = frozenset({"create_tensor"})
+"""The kernel-language ops a host body may call (run as Python while it is traced)."""
 
 
 def active_trace() -> HostTrace | None:
@@ -84,6 +89,18 @@ class HostTensorRef:
 
 
 @dataclass(frozen=True)
+class HostTensorDecl:
+    """``pl.create_tensor(shape, dtype)`` in a host body: a host tensor of the body's own, zero
+    at the start of every call, which launches and SubWorker calls pass as they pass a
+    parameter (its :class:`HostTensorRef` has ``param`` ``-1 - index``)."""
+
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    dtype: DataType
+
+
+@dataclass(frozen=True)
 class WindowBufferDecl:
     """``pld.alloc_window_buffer(shape, dtype)``: one window of this shape in every rank."""
 
@@ -128,6 +145,9 @@ class HostTrace:
     windows: list[WindowBufferDecl] = field(default_factory=list)
     dispatches: list[Dispatch] = field(default_factory=list)
     sub_worker_calls: list[SubWorkerCall] = field(default_factory=list)
+    tensors: list[HostTensorDecl] = field(default_factory=list)
+    # makes the example tensor of a created host tensor: (shape, dtype, what) -> a host tensor
+    make_tensor: Any = None
 
     def __enter__(self) -> HostTrace:
         if active_trace() is not None:
@@ -142,6 +162,29 @@ class HostTrace:
         decl = WindowBufferDecl(len(self.windows), shape, dtype)
         self.windows.append(decl)
         return decl
+
+    def host_op(self, name: str, arguments: dict[str, Any]) -> Any:
+        """A kernel-language op of :data:`HOST_OPS` called in the host body."""
+        assert name == "create_tensor"
+        return self.create_tensor(arguments["shape"], arguments["dtype"])
+
+    def create_tensor(self, shape: Any, dtype: Any) -> HostTensorRef:
+        """``pl.create_tensor(shape, dtype)``: a zero host tensor of the body's own."""
+        index = len(self.tensors)
+        what = f"pl.create_tensor(...) #{index} in a host body"
+        if isinstance(shape, int) and not isinstance(shape, bool):
+            shape = [shape]
+        if not isinstance(shape, (list, tuple)) or any(
+            isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in shape
+        ):
+            raise TypeError(f"{what}: shape: expected a list of ints > 0, got {shape!r}")
+        if not isinstance(dtype, DataType):
+            raise TypeError(f"{what}: dtype: expected a pl dtype (pl.FP32, ...), got {dtype!r}")
+        if self.make_tensor is None:
+            raise RuntimeError(f"{what}: this trace makes no host tensors")
+        decl = HostTensorDecl(index, f"create_tensor#{index}", tuple(shape), dtype)
+        self.tensors.append(decl)
+        return HostTensorRef(-1 - index, decl.name, (), self.make_tensor(decl.shape, dtype, what))
 
     def dispatch(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Record ``fn(*args, device=r)`` (``device`` may be omitted when there is one rank);

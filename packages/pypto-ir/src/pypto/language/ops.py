@@ -60,6 +60,11 @@ def make_op(op: LangOp) -> Callable[..., Any]:
     sig = signature(op)
 
     def outside(*args: Any, **kwargs: Any) -> Any:
+        from pypto.language.host_trace import HOST_OPS, active_trace
+
+        trace = active_trace()
+        if trace is not None and name in HOST_OPS:  # a host body runs it as Python
+            return trace.host_op(name, sig.bind(*args, **kwargs).arguments)
         raise RuntimeError(
             f"{spelled}() is part of the kernel language and runs only inside a @pl.jit, "
             "@pl.jit.incore or @pl.function body, which the compiler parses"

@@ -50,6 +50,7 @@ class PlannedParam:
     dtype: str  # DataType value ("" for a scalar)
     direction: str  # ParamDirection value
     value: Any = None  # a scalar's value: the host body ran with it, so the plan holds it
+    local: bool = False  # a host tensor the body creates (pl.create_tensor): zeros per dispatch
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class DistributedPlan:
     callbacks: tuple[PlannedCallback, ...] = ()
     required_callbacks: tuple[str, ...] = ()  # SubWorkers that prepare(callbacks=) must bind
     program_keys: tuple[str, ...] = ()  # the ArtifactKey of each program (``programs[i]``'s entry)
+    aicpu_thread_num: int = 0  # each rank's chip runs (simpler.CallConfig); 0: the chip's default
 
     @property
     def world_size(self) -> int:
@@ -127,7 +129,13 @@ class DistributedPlan:
             device_ids=tuple(data["device_ids"]),
             params=tuple(
                 PlannedParam(
-                    p["name"], p["kind"], tuple(p["shape"]), p["dtype"], p["direction"], p.get("value")
+                    p["name"],
+                    p["kind"],
+                    tuple(p["shape"]),
+                    p["dtype"],
+                    p["direction"],
+                    p.get("value"),
+                    bool(p.get("local", False)),
                 )
                 for p in data["params"]
             ),
@@ -148,7 +156,13 @@ class DistributedPlan:
             ),
             required_callbacks=tuple(data.get("required_callbacks", ())),
             program_keys=tuple(data.get("program_keys", ())),
+            aicpu_thread_num=int(data.get("aicpu_thread_num", 0)),
         )
+
+    @property
+    def caller_params(self) -> tuple[PlannedParam, ...]:
+        """The parameters a call passes (the body's own tensors, ``local``, come after them)."""
+        return tuple(p for p in self.params if not p.local)
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
@@ -177,7 +191,7 @@ def plan_host(
             "config=RunConfig(distributed_config=DistributedConfig(device_ids=[...])); got "
             f"{'no config' if config is None else 'a RunConfig without distributed_config'}"
         )
-    trace = fn.trace(args, kwargs, dc.world_size)
+    trace = fn.trace(args, kwargs, dc.world_size, make_tensor=placeholder)
     bound = fn.bind(args, kwargs)
     params = planned_params(fn.__name__, fn.param_names, bound, fn.param_directions())
 
@@ -221,6 +235,10 @@ def plan_from_trace(
     the launched program's specialisation and a thunk making its :class:`RankProgram` (called
     once per identity). Nothing is compiled here: the plan names its programs by key."""
     dc: DistributedConfig = config.distributed_config
+    threads = getattr(dc, "aicpu_thread_num", 0)
+    if threads:
+        _check_aicpu_threads(threads)
+    params = (*params, *_local_params(trace, params))
     windows = []
     for w in trace.windows:
         size = element_size(w.dtype, f"pld.alloc_window_buffer(dtype) #{w.index}")
@@ -253,7 +271,7 @@ def plan_from_trace(
                         f"{where} is a pld.DistributedTensor; pass a pld.window(...) view, got host tensor {a.describe()}"
                     )
                 examples.append(a.example)
-                planned.append(("host", a.param, list(a.path)))
+                planned.append(("host", _param_index(a, params), list(a.path)))
             else:
                 examples.append(lt.RUNTIME)
                 planned.append(("scalar", a))
@@ -267,7 +285,9 @@ def plan_from_trace(
         PlannedCallback(
             c.name,
             tuple(
-                ("host", a.param, list(a.path)) if isinstance(a, HostTensorRef) else ("scalar", a)
+                ("host", _param_index(a, params), list(a.path))
+                if isinstance(a, HostTensorRef)
+                else ("scalar", a)
                 for a in c.args
             ),
         )
@@ -284,5 +304,37 @@ def plan_from_trace(
         dispatches=tuple(dispatches),
         callbacks=callbacks,
         program_keys=tuple(p.key for p in programs),
+        aicpu_thread_num=threads,
     )
     return plan, tuple(programs)
+
+
+def _check_aicpu_threads(n: int) -> None:
+    """``DistributedConfig(aicpu_thread_num)`` within what a simulated chip runs."""
+    import simpler
+
+    try:
+        simpler.CallConfig(aicpu_thread_num=n)
+    except ValueError as exc:
+        raise ValueError(
+            f"DistributedConfig(aicpu_thread_num): {n} is more than a chip runs ({exc})"
+        ) from None
+
+
+def _local_params(trace: Any, params: tuple[PlannedParam, ...]) -> tuple[PlannedParam, ...]:
+    """The host tensors the body created (``pl.create_tensor``), as parameters after the caller's."""
+    out = []
+    for t in getattr(trace, "tensors", ()):
+        element_size(t.dtype, f"pl.create_tensor(dtype) #{t.index} in a host body")
+        out.append(
+            PlannedParam(t.name, "tensor", t.shape, t.dtype.value, ParamDirection.INOUT.value, local=True)
+        )
+    return tuple(out)
+
+
+def _param_index(ref: HostTensorRef, params: tuple[PlannedParam, ...]) -> int:
+    """The plan's parameter index of ``ref``: a caller's parameter, or (a negative ``param``,
+    ``-1 - k``) the ``k``-th tensor the body created, which follows the caller's parameters."""
+    if ref.param >= 0:
+        return ref.param
+    return sum(1 for p in params if not p.local) + (-1 - ref.param)

@@ -9,6 +9,7 @@ from typing import Any
 from pypto.ir import DistributedCompiledProgram as _CompiledBase
 from pypto.ir import DistributedConfig, Program
 from pypto.language.host import HostFunction
+from pypto.runtime.distributed.call_args import with_outputs
 from pypto.runtime.distributed.entry import MissingStoreEntry, load_plan, obtain_plan
 from pypto.runtime.distributed.plan import DistributedPlan, plan_host
 from pypto.runtime.distributed.worker import DistributedWorker, bind_host_args
@@ -121,10 +122,14 @@ class DistributedCompiledProgram(_CompiledBase):
 
     def __call__(
         self, *args: Any, config: Any = None, callbacks: dict[str, Any] | None = None, **kwargs: Any
-    ) -> None:
+    ) -> Any:
+        """Run once; omitted ``pl.Out`` tensors are allocated (zeros) and returned (one, or a
+        tuple in parameter order), else None."""
+        kwargs, returned = with_outputs(self.plan, args, kwargs)
         bind_host_args(self.plan, args, kwargs)  # a wrong call fails before any rank starts
         with self.prepare(config, callbacks=callbacks) as worker:
             worker(*args, **kwargs)
+        return returned
 
     @classmethod
     def from_dir(

@@ -166,7 +166,7 @@ def plan_program(program: Program, config: Any) -> tuple[DistributedPlan, tuple[
         directions.append(direction)
     params = planned_params(orch.name, names, tuple(examples), tuple(directions))
     refs = [HostTensorRef(i, n, (), e) for i, (n, e) in enumerate(zip(names, examples, strict=True))]
-    with HostTrace(dc.world_size) as trace:
+    with HostTrace(dc.world_size, make_tensor=placeholder) as trace:
         orch.fn(_HostSelf(program, trace, orch.name), *refs) if orch.is_method else orch.fn(*refs)
 
     def program_of(d: Any, examples: list[Any]) -> tuple[Any, Any]:

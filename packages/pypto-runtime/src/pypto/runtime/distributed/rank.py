@@ -47,6 +47,15 @@ DEFAULT_WAIT_TIMEOUT = 120.0
 (DistributedConfig's default timeout)."""
 
 
+def _call_config(plan: DistributedPlan) -> Any:
+    """The chip runs' ``simpler.CallConfig``: ``DistributedConfig(aicpu_thread_num)`` when set."""
+    if not plan.aicpu_thread_num:
+        return None
+    import simpler
+
+    return simpler.CallConfig(aicpu_thread_num=plan.aicpu_thread_num)
+
+
 class RankRunner:
     """Runs rank ``rank``'s dispatches of ``plan``; maps segments by name as commands name them."""
 
@@ -73,7 +82,11 @@ class RankRunner:
         if data_path == "process_group":
             self._private = [mmap.mmap(-1, max(w.stride * plan.world_size, 1)) for w in plan.windows]
         self.config = RunConfig(
-            platform=plan.platform, runtime=plan.runtime, aic_threads=aic_threads, aiv_threads=aiv_threads
+            platform=plan.platform,
+            runtime=plan.runtime,
+            aic_threads=aic_threads,
+            aiv_threads=aiv_threads,
+            call_config=_call_config(plan),
         )
         self.mine = [d for d in plan.dispatches if d.rank == rank]
         self._programs: dict[int, CompiledProgram] = {}

@@ -278,7 +278,8 @@ def bind_sub_workers(
         if name not in names:
             raise ValueError(
                 f"prepare(callbacks=...): {name!r} is not a SubWorker of these programs (theirs: "
-                f"{', '.join(names) or 'none'})"
+                f"{', '.join(names) or 'none'}); callbacks bind SubWorkers by name, and names that are "
+                "not sub-workers are refused"
             )
         if not callable(fn):
             raise TypeError(f"prepare(callbacks=...): {name!r}: expected a callable, got {type(fn).__name__}")

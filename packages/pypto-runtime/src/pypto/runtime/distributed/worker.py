@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from pypto.ir import DATA_PATHS, DataType, ParamDirection
 from pypto.language.binding import dtype_of, is_tensor, shape_of
 from pypto.runtime.distributed import shm, sub_workers
+from pypto.runtime.distributed.call_args import created_tensors, with_outputs
 from pypto.runtime.distributed.errors import DistributedRankError
 from pypto.runtime.distributed.host_bytes import byte_array, element_size, host_bytes
 from pypto.runtime.distributed.plan import DistributedPlan
@@ -56,8 +57,9 @@ def _release_all(group: Any, segments: list[shm.Segment], tensors: dict[str, Sha
 
 def bind_host_args(plan: DistributedPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
     """A call's arguments in the host function's parameter order, checked against the plan:
-    tensors of the compiled shapes and dtypes, scalars equal to the values compiled in."""
-    params = plan.params
+    tensors of the compiled shapes and dtypes, scalars equal to the values compiled in; then a
+    zero tensor for each tensor the body creates (``pl.create_tensor``)."""
+    params = plan.caller_params
     name = plan.name
     if len(args) > len(params):
         raise TypeError(f"{name}(): takes {len(params)} arguments, got {len(args)}")
@@ -90,7 +92,7 @@ def bind_host_args(plan: DistributedPlan, args: tuple[Any, ...], kwargs: dict[st
                 f"{what}: this program was compiled for shape {list(p.shape)} {p.dtype}, got "
                 f"{list(shape)} {dtype.value}; compile again for other shapes"
             )
-    return bound
+    return bound + created_tensors(plan)
 
 
 class ContinuousTensor:
@@ -532,20 +534,27 @@ class DistributedWorker:
             "(DistributedWorker([...]) or prepare(extra_compiled=[...]))"
         )
 
-    def run(self, compiled: Any, *args: Any, **kwargs: Any) -> None:
-        """One dispatch of ``compiled``, one of this worker's programs."""
-        self._run_now(self._index_of(compiled), args, kwargs)
+    def run(self, compiled: Any, *args: Any, **kwargs: Any) -> Any:
+        """One dispatch of ``compiled``, one of this worker's programs; omitted ``pl.Out``
+        tensors are allocated and returned (``call_args.with_outputs``)."""
+        k = self._index_of(compiled)
+        kwargs, returned = with_outputs(self._plans[k], args, kwargs)
+        self._run_now(k, args, kwargs)
+        return returned
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """One dispatch of this worker's program: every rank runs its launches on these host
-        tensors (written in place) and resident tensors (used in place)."""
+        tensors (written in place) and resident tensors (used in place); omitted ``pl.Out``
+        tensors are allocated and returned."""
         if len(self._plans) > 1:
             names = ", ".join(repr(p.name) for p in self._plans)
             raise TypeError(
                 f"DistributedWorker(*args) is ambiguous: this worker runs {len(self._plans)} programs ({names}); "
                 "dispatch one with worker.run(compiled, *args)"
             )
+        kwargs, returned = with_outputs(self._plans[0], args, kwargs)
         self._run_now(0, args, kwargs)
+        return returned
 
     def submit(self, compiled: Any, *args: Any, **kwargs: Any) -> DistributedRunHandle:
         """Start a dispatch of ``compiled`` and return at once; dispatches run one at a time in
