@@ -53,9 +53,12 @@ class MemorySpace(enum.Enum):
 
 class Level(enum.Enum):
     """The hardware level code runs on. ``pl.at(level=CORE_GROUP)`` outlines an InCore kernel;
-    ``@pl.function(level=HOST, role=...)`` is host-CPU code of a multi-chip ``@pl.program``."""
+    ``@pl.function(level=HOST, role=...)`` is host-CPU code of a multi-chip ``@pl.program``, in
+    whose host orchestrator ``pl.at(level=CHIP, role=pl.Role.Orchestrator)`` is a chip
+    orchestration written in place (``pypto.language.host_outline``)."""
 
     CORE_GROUP = "CORE_GROUP"
+    CHIP = "CHIP"
     HOST = "HOST"
 
     def __repr__(self) -> str:

@@ -11,6 +11,7 @@ from here.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import hashlib
@@ -149,11 +150,16 @@ def inline(fn: Callable[..., Any]) -> InlineFunction:
 
 class _FunctionMarker:
     def __init__(
-        self, fn: Callable[..., Any], func_type: FunctionType, attrs: dict[str, Any] | None = None
+        self,
+        fn: Callable[..., Any],
+        func_type: FunctionType,
+        attrs: dict[str, Any] | None = None,
+        source: Any = None,
     ) -> None:
         self.fn = fn
         self.func_type = func_type
         self.attrs = dict(attrs or {})
+        self.source = source  # a SourceInfo to parse instead of fn's (a host orchestrator's chip block)
 
 
 def _caller_frame() -> types.FrameType | None:
@@ -268,7 +274,9 @@ class _ProgramContext(ParseContext):
             raise KernelError(f"function {name!r} calls itself (recursion is not supported)", span)
         self.parsing.add(name)
         m = self.methods[name]
-        f = parse_function(m.fn, ctx=self, func_type=m.func_type, is_method=True, attrs=m.attrs)
+        f = parse_function(
+            m.fn, ctx=self, name=name, func_type=m.func_type, is_method=True, attrs=m.attrs, source=m.source
+        )
         self.functions[name] = f
         return f
 
@@ -302,6 +310,30 @@ def _host_functions(cls: type) -> tuple[HostLevelFunction, ...]:
     return tuple(found)
 
 
+def _outline_chip_blocks(
+    program_name: str, host_funcs: tuple[HostLevelFunction, ...], methods: dict[str, _FunctionMarker]
+) -> tuple[HostLevelFunction, ...]:
+    """The host orchestrator's ``pl.at(level=pl.Level.CHIP)`` blocks become chip orchestrations
+    (added to ``methods``) and the orchestrator launches them (``pypto.language.host_outline``)."""
+    from pypto.language.host_outline import outline_chip_blocks
+
+    out: list[HostLevelFunction] = []
+    for f in host_funcs:
+        if f.role is Role.Orchestrator:
+            fn, chips = outline_chip_blocks(f.fn, f.name, f.is_method)
+            for c in chips:
+                if c.name in methods:
+                    raise KernelError(
+                        f"@pl.program {program_name}: {f.name}'s chip block would be named {c.name!r}, "
+                        "which a method of the class already is; rename that method"
+                    )
+                methods[c.name] = _FunctionMarker(c.source.fn, FunctionType.Orchestration, source=c.source)
+            out.append(dataclasses.replace(f, fn=fn) if chips else f)
+        else:
+            out.append(f)
+    return tuple(out)
+
+
 @user_facing
 def program(cls: type) -> Program:
     """Build an IR Program from a class of ``@pl.function`` methods.
@@ -313,6 +345,7 @@ def program(cls: type) -> Program:
     """
     methods = {k: v for k, v in vars(cls).items() if isinstance(v, _FunctionMarker)}
     host_funcs = _host_functions(cls)
+    host_funcs = _outline_chip_blocks(cls.__name__, host_funcs, methods)
     if not methods:
         raise KernelError(f"@pl.program {cls.__name__}: the class has no @pl.function methods")
     ctx = _ProgramContext(methods)

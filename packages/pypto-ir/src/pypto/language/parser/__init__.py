@@ -66,6 +66,7 @@ def parse_function(
     scalar_values: Mapping[str, int | float | bool] | None = None,
     is_method: bool = False,
     attrs: Mapping[str, Any] | None = None,
+    source: SourceInfo | None = None,
 ) -> Function:
     """Parse ``fn`` into an IR Function.
 
@@ -79,8 +80,10 @@ def parse_function(
         is_method: Skip ``self``.
         attrs: Function attributes given by the decorator (``@pl.function(attrs=...)``); the
             body's ``pl.func_attr`` adds to them.
+        source: The definition to parse instead of ``fn``'s own source (a function made of
+            part of another, as a host orchestrator's chip block).
     """
-    src = SourceInfo.of(fn)
+    src = source or SourceInfo.of(fn)
     return _Parser(src, ctx).parse(
         name or fn.__name__,
         func_type,

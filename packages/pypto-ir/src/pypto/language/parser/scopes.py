@@ -47,6 +47,13 @@ class _Scopes(_Tasks):
                 )
             body, _ = self.block(s.body)
             return body
+        if level is not Level.CORE_GROUP:
+            raise self.err(
+                f"pl.at(level={level}) in a chip orchestration: its scopes are kernels, "
+                "level=pl.Level.CORE_GROUP (a pl.Level.CHIP block belongs in a host orchestrator, "
+                "@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator))",
+                s,
+            )
         hint, deps, hints = self.scope_options(bound, call, "pl.at")
         task: Var | None = None
         if item.optional_vars is not None and not isinstance(item.optional_vars, ast.Name):
