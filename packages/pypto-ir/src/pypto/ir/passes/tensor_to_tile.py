@@ -153,6 +153,11 @@ class _Lowerer:
                 self.tiles[s.var.name] = self.scratch(s.value, out, s.var.name)
             elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.assemble":
                 out.extend(self.assemble(s.var, s.value))
+            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "tensor.assemble":
+                # `pl.assemble(t, v, offsets)` as a statement writes t all the same
+                target = s.value.args[0]
+                assert isinstance(target, Var)
+                out.extend(self.assemble(self.fresh(target.name, target.type), s.value))
             elif isinstance(s, Assign) and _is_tensor_compute(s.value):
                 assert isinstance(s.value, Call)
                 tile = self.lower_call(s.value, out, s.var.name)
