@@ -46,7 +46,8 @@ def _chip_rank(k: int) -> int:
 
 
 def _is_at(node: ast.With, src: SourceInfo) -> ast.Call | None:
-    if len(node.items) != 1 or not isinstance(node.items[0].context_expr, ast.Call):
+    """The ``pl.at(...)`` call of ``node``'s first item, if it is one."""
+    if not isinstance(node.items[0].context_expr, ast.Call):
         return None
     call = node.items[0].context_expr
     from pypto.language.dsl import at
@@ -162,9 +163,11 @@ def outline_chip_blocks(fn: Any, host: str, is_method: bool) -> tuple[Any, tuple
     calls: dict[int, tuple[str, list[str], dict[str, str]]] = {}
     for k, b in enumerate(blocks):
         name = f"{host}_chip_orch_{k}"
-        stored = set(_names(b.body, ast.Store))
-        inputs = [n for n in _names(b.body, ast.Load) if n not in stored and n in bound_in_body]
-        written = _written(b.body)
+        # `with pl.at(CHIP), pl.at(CORE_GROUP):` is the chip block around the inner scope
+        body = b.body if len(b.items) == 1 else [ast.copy_location(ast.With(b.items[1:], b.body), b)]
+        stored = set(_names(body, ast.Store))
+        inputs = [n for n in _names(body, ast.Load) if n not in stored and n in bound_in_body]
+        written = _written(body)
         args = [ast.arg("self")]
         for n in inputs:
             ann = annotations.get(n)
@@ -176,14 +179,14 @@ def outline_chip_blocks(fn: Any, host: str, is_method: bool) -> tuple[Any, tuple
                     src.span(b),
                 )
             if n in written and _direction(ann, src) is None:
-                ann = ast.Subscript(
-                    ast.Attribute(ast.Name(_PL, ast.Load()), "InOut", ast.Load()), ann, ast.Load()
-                )
+                head = ast.copy_location(ast.Name(_PL, ast.Load()), ann)
+                attr = ast.copy_location(ast.Attribute(head, "InOut", ast.Load()), ann)
+                ann = ast.copy_location(ast.Subscript(attr, ann, ast.Load()), ann)
             args.append(ast.arg(n, ann))
         fdef = ast.FunctionDef(
             name=name,
             args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]),
-            body=b.body,
+            body=body,
             decorator_list=[],
             returns=None,
         )
@@ -194,7 +197,7 @@ def outline_chip_blocks(fn: Any, host: str, is_method: bool) -> tuple[Any, tuple
             OutlinedChip(name, SourceInfo(fn, src.file, fdef, src.line_offset, src.col_offset, namespace))
         )
         outputs = {}
-        for stmt in b.body:
+        for stmt in body:
             for n in ast.walk(stmt):
                 if (
                     isinstance(n, (ast.Assign, ast.AnnAssign))

@@ -49,7 +49,7 @@ class _Scopes(_Tasks):
             return body
         if level is not Level.CORE_GROUP:
             raise self.err(
-                f"pl.at(level={level}) in a chip orchestration: its scopes are kernels, "
+                f"pl.at(level={level!r}) in a chip orchestration: its scopes are kernels, "
                 "level=pl.Level.CORE_GROUP (a pl.Level.CHIP block belongs in a host orchestrator, "
                 "@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator))",
                 s,

@@ -314,7 +314,7 @@ def _check_aicpu_threads(n: int) -> None:
     import simpler
 
     try:
-        simpler.CallConfig(aicpu_thread_num=n)
+        simpler.CallConfig(aicpu_thread_num=n).validate()
     except ValueError as exc:
         raise ValueError(
             f"DistributedConfig(aicpu_thread_num): {n} is more than a chip runs ({exc})"
