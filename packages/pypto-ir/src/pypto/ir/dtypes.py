@@ -63,6 +63,13 @@ class DataType(enum.Enum):
         """Bytes per element of the carrier (one byte holds two FP4 values)."""
         return max(1, self.bits // 8)
 
+    def get_byte(self) -> int:
+        """Bytes per element, upstream's spelling (``pl.FP32.get_byte() == 4``); a packed FP4
+        element is half a byte, which this cannot say: ValueError."""
+        if self.bits % 8:
+            raise ValueError(f"{self!r}.get_byte(): a {self.bits}-bit element is not a whole number of bytes")
+        return self.bits // 8
+
     @property
     def is_float(self) -> bool:
         return self in _FLOATS

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,9 @@ class HostLevelFunction:
     fn: Callable[..., Any] = field(compare=False, repr=False)
     is_method: bool = False
     requires_runtime_binding: bool = False  # a SubWorker with a `...` body
+    # an Orchestrator's view of the program's chip orchestrations: per orchestration, the
+    # annotations of its window parameters (pld.DistributedTensor), which the IR does not keep
+    window_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def level(self) -> Level:

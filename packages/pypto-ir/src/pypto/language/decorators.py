@@ -334,6 +334,33 @@ def _outline_chip_blocks(
     return tuple(out)
 
 
+def _with_window_params(
+    host_funcs: tuple[HostLevelFunction, ...], methods: dict[str, _FunctionMarker]
+) -> tuple[HostLevelFunction, ...]:
+    """The host orchestrator with the window parameters (``pld.DistributedTensor``) of each
+    chip orchestration it may launch, so that its launches can pass ``pld.window`` views."""
+    from pypto.language.distributed import is_distributed_annotation
+    from pypto.language.parser.common import SourceInfo, param_annotations
+
+    if not any(f.role is Role.Orchestrator for f in host_funcs):
+        return host_funcs
+    windows: dict[str, dict[str, Any]] = {}
+    for name, m in methods.items():
+        if m.func_type is not FunctionType.Orchestration or m.source is not None:
+            continue
+        found = {
+            pname: ann
+            for pname, ann, _ in param_annotations(SourceInfo.of(m.fn), True)
+            if is_distributed_annotation(ann)
+        }
+        if found:
+            windows[name] = found
+    return tuple(
+        dataclasses.replace(f, window_params=windows) if f.role is Role.Orchestrator else f
+        for f in host_funcs
+    )
+
+
 @user_facing
 def program(cls: type) -> Program:
     """Build an IR Program from a class of ``@pl.function`` methods.
@@ -346,6 +373,7 @@ def program(cls: type) -> Program:
     methods = {k: v for k, v in vars(cls).items() if isinstance(v, _FunctionMarker)}
     host_funcs = _host_functions(cls)
     host_funcs = _outline_chip_blocks(cls.__name__, host_funcs, methods)
+    host_funcs = _with_window_params(host_funcs, methods)
     if not methods:
         raise KernelError(f"@pl.program {cls.__name__}: the class has no @pl.function methods")
     ctx = _ProgramContext(methods)

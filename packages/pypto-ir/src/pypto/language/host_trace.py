@@ -107,6 +107,7 @@ class WindowBufferDecl:
     index: int
     shape: tuple[int, ...]
     dtype: DataType
+    raw: bool = False  # declared by its byte count (shape (n,), UINT8): views may retype it
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,8 @@ class HostTrace:
     def __exit__(self, *exc: object) -> None:
         _state.trace = None
 
-    def alloc_window(self, shape: tuple[int, ...], dtype: DataType) -> WindowBufferDecl:
-        decl = WindowBufferDecl(len(self.windows), shape, dtype)
+    def alloc_window(self, shape: tuple[int, ...], dtype: DataType, raw: bool = False) -> WindowBufferDecl:
+        decl = WindowBufferDecl(len(self.windows), shape, dtype, raw)
         self.windows.append(decl)
         return decl
 

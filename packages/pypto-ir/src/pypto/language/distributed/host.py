@@ -25,9 +25,19 @@ def _shape(shape: Sequence[int], what: str) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def alloc_window_buffer(shape: Sequence[int], dtype: Any) -> WindowBufferDecl:
-    """Declare a window buffer: every rank gets one window of ``shape`` and ``dtype``."""
+def alloc_window_buffer(shape: Sequence[int] | int, dtype: Any = None) -> WindowBufferDecl:
+    """Declare a window buffer: every rank gets one window of ``shape`` and ``dtype``, or, given
+    an int and no dtype (upstream's byte form), of that many bytes, which ``pld.window`` views
+    as any shape and dtype that fit."""
     trace = require_trace("pld.alloc_window_buffer()")
+    if isinstance(shape, int) and not isinstance(shape, bool) and dtype is None:
+        if shape <= 0:
+            raise ValueError(f"pld.alloc_window_buffer(size): expected a byte count > 0, got {shape}")
+        return trace.alloc_window((shape,), DataType.UINT8, raw=True)
+    if dtype is None:
+        raise TypeError(
+            "pld.alloc_window_buffer(shape, dtype): a shape needs its dtype (or pass a byte count alone)"
+        )
     return trace.alloc_window(
         _shape(shape, "pld.alloc_window_buffer(shape)"),
         DataType.parse(dtype, what="pld.alloc_window_buffer(dtype)"),
@@ -43,6 +53,16 @@ def window(buf: WindowBufferDecl, shape: Sequence[int], dtype: Any) -> WindowVie
         )
     got_shape = _shape(shape, "pld.window(shape)")
     got_dtype = DataType.parse(dtype, what="pld.window(dtype)")
+    if buf.raw:
+        nbytes = got_dtype.itemsize
+        for d in got_shape:
+            nbytes *= d
+        if nbytes > buf.shape[0]:
+            raise ValueError(
+                f"pld.window(buf, shape, dtype): a {list(got_shape)} {got_dtype.value} view is {nbytes} bytes, "
+                f"more than the buffer's {buf.shape[0]}"
+            )
+        return WindowView(buf, got_shape, got_dtype)
     if got_shape != buf.shape or got_dtype is not buf.dtype:
         raise ValueError(
             f"pld.window(buf, shape, dtype): expected the buffer's shape {list(buf.shape)} and dtype "

@@ -65,7 +65,8 @@ class PlannedWindow:
 class PlannedDispatch:
     """One launch: ``program`` (an index into ``DistributedPlan.programs``) on ``rank``.
 
-    ``args`` per parameter: ``["host", param, [indices...]]``, ``["window", buffer]`` or
+    ``args`` per parameter: ``["host", param, [indices...]]``, ``["window", buffer]`` (or
+    ``["window", buffer, shape, dtype]``: a view of a byte-sized buffer) or
     ``["scalar", value]``.
     """
 
@@ -264,7 +265,10 @@ def plan_from_trace(
                         f"{where} receives a pld.window(...) view; annotate it pld.DistributedTensor[...]"
                     )
                 examples.append(placeholder(tuple(a.shape), a.dtype, where))
-                planned.append(("window", a.buffer.index))
+                if (a.shape, a.dtype) == (a.buffer.shape, a.buffer.dtype):
+                    planned.append(("window", a.buffer.index))
+                else:  # a view of a byte-sized buffer: its own shape and dtype
+                    planned.append(("window", a.buffer.index, list(a.shape), a.dtype.value))
             elif isinstance(a, HostTensorRef):
                 if distributed:
                     raise TypeError(

@@ -32,18 +32,19 @@ __all__ = ["plan_program"]
 
 
 class _LaunchParam:
-    def __init__(self, name: str, direction: ParamDirection) -> None:
+    def __init__(self, name: str, direction: ParamDirection, annotation: Any = None) -> None:
         self.name = name
         self.direction = direction
-        self.annotation = None
+        self.annotation = annotation  # a window parameter's pld.DistributedTensor annotation
 
 
 class _ChipLaunch:
     """A chip orchestration of the program, as the host trace launches it."""
 
-    def __init__(self, program: Program, fn: Function) -> None:
+    def __init__(self, program: Program, fn: Function, windows: Any = None) -> None:
         self.program = program
         self.function = fn
+        self.windows = dict(windows or {})  # window parameters by name: their annotations
         self.__name__ = fn.name
 
     @property
@@ -51,7 +52,9 @@ class _ChipLaunch:
         return tuple(p.name for p in self.function.params)
 
     def declared_params(self) -> tuple[_LaunchParam, ...]:
-        return tuple(_LaunchParam(p.name, p.direction) for p in self.function.params)
+        return tuple(
+            _LaunchParam(p.name, p.direction, self.windows.get(p.name)) for p in self.function.params
+        )
 
     def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         names = self.param_names
@@ -68,10 +71,11 @@ class _ChipLaunch:
 class _HostSelf:
     """``self`` inside the host orchestrator: its methods launch or call back."""
 
-    def __init__(self, program: Program, trace: HostTrace, orchestrator: str) -> None:
+    def __init__(self, program: Program, trace: HostTrace, orchestrator: HostLevelFunction) -> None:
         self._program = program
         self._trace = trace
-        self._orchestrator = orchestrator
+        self._orchestrator = orchestrator.name
+        self._windows = orchestrator.window_params
 
     def __getattr__(self, name: str) -> Any:
         program = self._program
@@ -83,7 +87,7 @@ class _HostSelf:
                     "orchestrator launches chip orchestrations (pl.FunctionType.Orchestration) and calls "
                     "SubWorkers"
                 )
-            launch = _ChipLaunch(program, fn)
+            launch = _ChipLaunch(program, fn, self._windows.get(name))
             return lambda *args, **kwargs: self._trace.dispatch(launch, args, kwargs)
         host = program.get_function(name)
         if isinstance(host, HostLevelFunction) and host.role is Role.SubWorker:
@@ -167,7 +171,7 @@ def plan_program(program: Program, config: Any) -> tuple[DistributedPlan, tuple[
     params = planned_params(orch.name, names, tuple(examples), tuple(directions))
     refs = [HostTensorRef(i, n, (), e) for i, (n, e) in enumerate(zip(names, examples, strict=True))]
     with HostTrace(dc.world_size, make_tensor=placeholder) as trace:
-        orch.fn(_HostSelf(program, trace, orch.name), *refs) if orch.is_method else orch.fn(*refs)
+        orch.fn(_HostSelf(program, trace, orch), *refs) if orch.is_method else orch.fn(*refs)
 
     def program_of(d: Any, examples: list[Any]) -> tuple[Any, Any]:
         fn: Function = d.fn.function

@@ -140,8 +140,9 @@ class RankRunner:
                     args.append(ByteTensor(view, DataType(self.plan.params[a[1]].dtype)))
                 elif a[0] == "window":
                     w = self.plan.windows[a[1]]
-                    data = byte_array(windows[a[1]], w.shape, DataType(w.dtype), self.rank * w.stride)
-                    args.append(ByteTensor(data, DataType(w.dtype)))
+                    shape, dtype = (tuple(a[2]), a[3]) if len(a) > 2 else (w.shape, w.dtype)
+                    data = byte_array(windows[a[1]], shape, DataType(dtype), self.rank * w.stride)
+                    args.append(ByteTensor(data, DataType(dtype)))
                 else:
                     args.append(a[1])
             self._program(d.program)(*args, config=self.config)
