@@ -164,25 +164,27 @@ def outline_chip_blocks(fn: Any, host: str, is_method: bool) -> tuple[Any, tuple
     for k, b in enumerate(blocks):
         name = f"{host}_chip_orch_{k}"
         # `with pl.at(CHIP), pl.at(CORE_GROUP):` is the chip block around the inner scope
-        body = b.body if len(b.items) == 1 else [ast.copy_location(ast.With(b.items[1:], b.body), b)]
+        body: list[ast.stmt] = (
+            b.body if len(b.items) == 1 else [ast.copy_location(ast.With(b.items[1:], b.body), b)]
+        )
         stored = set(_names(body, ast.Store))
         inputs = [n for n in _names(body, ast.Load) if n not in stored and n in bound_in_body]
         written = _written(body)
         args = [ast.arg("self")]
-        for n in inputs:
-            ann = annotations.get(n)
+        for pname in inputs:
+            ann = annotations.get(pname)
             if ann is None:
                 raise KernelError(
-                    f"{host}: the pl.at(level=pl.Level.CHIP) block #{k} reads {n!r}; annotate it "
-                    f"(a parameter, or `{n}: pl.Tensor[[dims], dtype] = ...`) so the block's chip "
+                    f"{host}: the pl.at(level=pl.Level.CHIP) block #{k} reads {pname!r}; annotate it "
+                    f"(a parameter, or `{pname}: pl.Tensor[[dims], dtype] = ...`) so the block's chip "
                     "orchestration can take it",
                     src.span(b),
                 )
-            if n in written and _direction(ann, src) is None:
+            if pname in written and _direction(ann, src) is None:
                 head = ast.copy_location(ast.Name(_PL, ast.Load()), ann)
                 attr = ast.copy_location(ast.Attribute(head, "InOut", ast.Load()), ann)
                 ann = ast.copy_location(ast.Subscript(attr, ann, ast.Load()), ann)
-            args.append(ast.arg(n, ann))
+            args.append(ast.arg(pname, ann))
         fdef = ast.FunctionDef(
             name=name,
             args=ast.arguments(posonlyargs=[], args=args, kwonlyargs=[], kw_defaults=[], defaults=[]),
@@ -191,7 +193,7 @@ def outline_chip_blocks(fn: Any, host: str, is_method: bool) -> tuple[Any, tuple
             returns=None,
         )
         if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
-            fdef.type_params = []
+            setattr(fdef, "type_params", [])  # noqa: B010 - a field this Python's stubs may lack
         ast.copy_location(fdef, b)
         chips.append(
             OutlinedChip(name, SourceInfo(fn, src.file, fdef, src.line_offset, src.col_offset, namespace))

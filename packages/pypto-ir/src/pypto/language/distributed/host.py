@@ -17,7 +17,7 @@ def world_size() -> int:
     return require_trace("pld.world_size()").world_size
 
 
-def _shape(shape: Sequence[int], what: str) -> tuple[int, ...]:
+def _shape(shape: Sequence[int] | int, what: str) -> tuple[int, ...]:
     if isinstance(shape, int) or not all(
         isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
     ):
