@@ -198,3 +198,53 @@ def test_create_tensor_and_aicpu_thread_checks() -> None:
     ):
         ir.compile(_Forms, distributed_config=DistributedConfig(device_ids=[0, 1], aicpu_thread_num=9))
     assert config(1).distributed_config.aicpu_thread_num == 0
+
+
+def test_window_views_in_a_program_plan() -> None:
+    import pypto.language.distributed as pld
+    from pypto.runtime.distributed.program_plan import plan_program
+
+    @pl.program
+    class _Windows:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[4, 8], pl.FP32], w: pld.DistributedTensor[[4, 8], pl.FP32]):
+            return pl.store(pl.load(x, [0, 0], [4, 8]), [0, 0], w)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def chip(self, x: pl.Tensor[[4, 8], pl.FP32], w: pld.DistributedTensor[[4, 8], pl.FP32]):
+            return self.k(x, w)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def host(self, x: pl.Tensor[[2, 4, 8], pl.FP32]):
+            raw = pld.alloc_window_buffer(4 * 8 * pl.FP32.get_byte())
+            typed = pld.alloc_window_buffer([4, 8], dtype=pl.FP32)
+            for r in pl.range(pld.world_size()):
+                view = pld.window(raw if r == 0 else typed, [4, 8], dtype=pl.FP32)
+                self.chip(x[r], view, device=r)
+
+    plan, _ = plan_program(_Windows, config(2))
+    assert [(w.shape, w.dtype, w.nbytes) for w in plan.windows] == [
+        ((128,), "UINT8", 128),
+        ((4, 8), "FP32", 128),
+    ]
+    assert [d.args[1] for d in plan.dispatches] == [("window", 0, [4, 8], "FP32"), ("window", 1)]
+
+    @pl.program
+    class _TooBig:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[4, 8], pl.FP32], w: pld.DistributedTensor[[4, 8], pl.FP32]):
+            return pl.store(pl.load(x, [0, 0], [4, 8]), [0, 0], w)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def chip(self, x: pl.Tensor[[4, 8], pl.FP32], w: pld.DistributedTensor[[4, 8], pl.FP32]):
+            return self.k(x, w)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def host(self, x: pl.Tensor[[4, 8], pl.FP32]):
+            self.chip(x, pld.window(pld.alloc_window_buffer(64), [4, 8], dtype=pl.FP32))
+
+    with pytest.raises(ValueError, match=r"a \[4, 8\] FP32 view is 128 bytes, more than the buffer's 64"):
+        plan_program(_TooBig, config(1))
+    assert (pl.FP32.get_byte(), pl.BF16.get_byte()) == (4, 2)
+    with pytest.raises(ValueError, match=r"get_byte\(\): a 4-bit element"):
+        pl.FP4.get_byte()
