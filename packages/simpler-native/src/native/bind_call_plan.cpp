@@ -7,6 +7,7 @@
 // (another type, dtype or shape, a view, a non-contiguous or read-only-but-written array,
 // overlapping arrays, a scalar of another type, value or range) it declines before anything
 // is submitted, and the caller takes its general path, which decides and reports.
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -202,7 +203,7 @@ public:
 
     // Fill, submit and wait up to `timeout` seconds (negative: forever). None when declined
     // (nothing submitted); else the run, done or not.
-    nb::object run(Chip& chip, std::shared_ptr<ChipProgram> program, nb::handle args, const RunConfig& settings,
+    nb::object run(Chip& chip, std::shared_ptr<ChipProgram> program, const RunConfig& settings, nb::handle args,
                    double timeout) const {
         std::vector<ChipTensor> tensors;
         std::vector<std::uint64_t> bits;
@@ -316,7 +317,7 @@ void bind_call_plan(nb::module_& m) {
                       const std::vector<std::pair<std::size_t, int>>&,
                       const std::vector<std::pair<std::size_t, nb::object>>&, nb::object>(),
              "array_type"_a, "nparams"_a, "tensors"_a, "scalars"_a, "fixed"_a, "encode_scalar"_a)
-        .def("run", &CallPlan::run, "chip"_a, "program"_a, "args"_a, "settings"_a, "timeout"_a)
+        .def("run", &CallPlan::run, "chip"_a, "program"_a, "settings"_a, "args"_a, "timeout"_a)
         .def("describe", &CallPlan::describe, "args"_a)
         .def_prop_ro("nparams", &CallPlan::nparams);
 }

@@ -449,7 +449,9 @@ class Worker:
         """Submit and wait; raises :class:`DeviceError` if the run failed."""
         self.submit(handle, args, config, keep_alive=keep_alive).result(timeout)
 
-    def plan_target(self, handle: CallableHandle, config: CallConfig | None = None) -> tuple[Any, Any, Any] | None:
+    def plan_target(
+        self, handle: CallableHandle, config: CallConfig | None = None
+    ) -> tuple[Any, Any, Any] | None:
         """What a :class:`simpler.CallPlan` runs a program-mode call of ``handle`` on: (the
         native chip, the loaded program, the run settings), checked as :meth:`submit` checks
         them; None when such a run must go through :meth:`run` instead (a closed Worker, kernel

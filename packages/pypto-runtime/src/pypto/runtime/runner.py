@@ -450,7 +450,7 @@ class CallPlan:
         if target is None or config.effective_call_config is not None:
             return DECLINED
         timeout = config.timeout
-        run = native.run(target[0], target[1], args, target[2], -1.0 if timeout is None else timeout)
+        run = native.run(*target, args, -1.0 if timeout is None else timeout)
         if run is None:
             return DECLINED
         self.finish_plan_run(run, timeout)
