@@ -144,7 +144,7 @@ def test_plan_checks_its_own_construction() -> None:
         plan([f32(3, [2])], nparams=2)
     with pytest.raises(ValueError, match="unknown dtype code 99"):
         plan([(0, 99, "f", 4, [2], False)])
-    with pytest.raises(ValueError, match="expected 1..5 dims, got 0"):
+    with pytest.raises(ValueError, match=r"expected 1\.\.5 dims, got 0"):
         plan([f32(0, [])])
     with pytest.raises(TypeError, match="array_type"):
         CallPlan(3, 1, [], [], [], encode_scalar)
