@@ -482,10 +482,8 @@ class CallPlan:
             tensors.append((slot, code, fmt, itemsize, list(shape), writes))
         fixed = []
         if key is not None:
-            # the key's scalars that are not parameters of the program (folded into it): the
-            # same value (and type) names the same specialisation; runtime scalars are encoded
-            passed = {slot for slot, _ in self.scalars}
-            fixed = [(i, k[1]) for i, k in enumerate(key) if k[0] in _PLAIN_SCALARS and i not in passed]
+            # the key's scalars, by type and value: what names the key's specialisation
+            fixed = [(i, k[1]) for i, k in enumerate(key) if k[0] in _PLAIN_SCALARS]
         plan = simpler.CallPlan(
             numpy.ndarray, len(self.params), tensors, list(self.scalars), fixed, self.encode_scalar
         )
