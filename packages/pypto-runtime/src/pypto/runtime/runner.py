@@ -313,7 +313,10 @@ class CallPlan:
     submits it. Anything else (omitted outputs, keywords, views, empty tensors, overlapping
     arguments, an argument that is wrong) takes the general path, which checks and reports
     exactly as before; the plan's path accepts only calls that the general one accepts with
-    the same descriptors.
+    the same descriptors. Once PROGRAM mode is held and the Worker is known, a call of owned
+    numpy arrays goes through the native plan (``simpler.CallPlan``: the same checks, the
+    descriptors filled, submitted and waited for in one C++ call); what it declines takes the
+    Python path above.
     """
 
     def __init__(self, artifact: CompiledArtifact) -> None:
