@@ -103,7 +103,10 @@ public:
                  tensors,
              const std::vector<std::pair<std::size_t, int>>& scalars,
              const std::vector<std::pair<std::size_t, nb::object>>& fixed, nb::object encode_scalar)
-        : array_type_(nb::borrow(array_type)), nparams_(nparams), encode_scalar_(std::move(encode_scalar)) {
+        : array_type_(nb::borrow(array_type)),
+          base_name_(nb::steal(PyUnicode_InternFromString("base"))),
+          nparams_(nparams),
+          encode_scalar_(std::move(encode_scalar)) {
         if (!PyType_Check(array_type.ptr()))
             throw nb::type_error("CallPlan(array_type): expected a type (numpy.ndarray)");
         for (const auto& [slot, dtype, format, itemsize, shape, writes] : tensors) {
@@ -152,7 +155,7 @@ public:
             if (Py_TYPE(a) != reinterpret_cast<PyTypeObject*>(array_type)) return false;
             // An array that owns its memory: the view is the whole storage, as the general
             // path describes it.
-            PyObject* base = PyObject_GetAttrString(a, "base");
+            PyObject* base = PyObject_GetAttr(a, base_name_.ptr());
             if (base == nullptr) {
                 PyErr_Clear();
                 return false;
@@ -300,6 +303,7 @@ private:
     }
 
     nb::object array_type_;
+    nb::object base_name_;  // "base", interned: the attribute that says an array is a view
     std::size_t nparams_;
     nb::object encode_scalar_;
     std::vector<TensorSpec> tensors_;
