@@ -313,7 +313,9 @@ private:
 }  // namespace
 
 void bind_call_plan(nb::module_& m) {
-    nb::class_<CallPlan>(m, "CallPlan")
+    nb::class_<CallPlan>(m, "CallPlan",
+                         "A program call's native fill-submit-wait path for numpy arrays: run() declines "
+                         "(returns None, nothing submitted) what it does not take; see docs/simpler-runtime.md.")
         .def(nb::init<nb::handle, std::size_t,
                       const std::vector<std::tuple<std::size_t, int, std::string, std::size_t, std::vector<std::int64_t>,
                                                    bool>>&,
