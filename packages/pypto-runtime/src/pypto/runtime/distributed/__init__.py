@@ -9,7 +9,7 @@ See docs/distributed.md.
 
 from __future__ import annotations
 
-from pypto.runtime.distributed.errors import DistributedRankError, DistributedTimeoutError
+from pypto.runtime.distributed.errors import DistributedRankError, DistributedTimeoutError, SubWorkerError
 from pypto.runtime.distributed.program import DistributedCompiledProgram, compile_host
 from pypto.runtime.distributed.worker import DistributedWorker
 
@@ -18,5 +18,6 @@ __all__ = [
     "DistributedRankError",
     "DistributedTimeoutError",
     "DistributedWorker",
+    "SubWorkerError",
     "compile_host",
 ]

@@ -76,12 +76,14 @@ class PlannedDispatch:
 
 @dataclass(frozen=True)
 class PlannedCallback:
-    """Callback ``index`` of the plan: the host-level SubWorker ``name``, run in the host
-    process after the launches of phases ``0..index``. ``args`` as a launch's (``host`` or
-    ``scalar``)."""
+    """Callback ``index`` of the plan: a call of the host-level SubWorker ``name``, run on a
+    sub-worker process after the launches of phases ``0..index``. ``args`` as a launch's
+    (``host`` or ``scalar``), in the SubWorker's parameter order; ``writes``: per argument,
+    whether its parameter is ``pl.Out``/``pl.InOut`` (empty: every tensor may be written)."""
 
     name: str
     args: tuple[tuple[Any, ...], ...]
+    writes: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ class DistributedPlan:
                 for d in data["dispatches"]
             ),
             callbacks=tuple(
-                PlannedCallback(c["name"], tuple(tuple(a) for a in c["args"]))
+                PlannedCallback(c["name"], tuple(tuple(a) for a in c["args"]), tuple(c.get("writes", ())))
                 for c in data.get("callbacks", ())
             ),
             required_callbacks=tuple(data.get("required_callbacks", ())),

@@ -22,10 +22,19 @@ class DistributedCompiledProgram(_CompiledBase):
     :class:`DistributedWorker` that keeps the ranks running across dispatches.
     """
 
-    def __init__(self, plan: DistributedPlan, output_dir: Path, config: DistributedConfig) -> None:
+    def __init__(
+        self,
+        plan: DistributedPlan,
+        output_dir: Path,
+        config: DistributedConfig,
+        sub_workers: dict[str, Any] | None = None,
+    ) -> None:
         self.plan = plan
         self.output_dir = output_dir
         self.distributed_config = config
+        # the host-level SubWorkers of a @pl.program (HostLevelFunction by name): their Python
+        # bodies run on the sub-worker processes; a program reloaded by from_dir has none
+        self.sub_workers: dict[str, Any] = dict(sub_workers or {})
 
     def __repr__(self) -> str:
         return (
@@ -63,12 +72,24 @@ class DistributedCompiledProgram(_CompiledBase):
         *,
         extra_compiled: list[Any] | tuple[Any, ...] = (),
         callbacks: dict[str, Any] | None = None,
+        sub_worker_overrides: dict[str, Any] | None = None,
     ) -> DistributedWorker:
         """Start the ranks; the returned worker runs dispatches (``worker(*args)``, or
         ``worker.run(compiled, *args)``) until it is closed. ``extra_compiled``: more programs
         for the same devices, run on the same worker (``worker.run(other, *args)``);
-        ``callbacks``: the implementations of runtime-bound SubWorkers, by name (a missing one
-        is a ValueError here)."""
+        ``callbacks``: SubWorker implementations by name, called as ``fn(args)``: required for
+        the runtime-bound ones (``...`` bodies; a missing one is a ValueError here), and replacing
+        the Python body of any other. ``sub_worker_overrides``: upstream's deprecated name for
+        ``callbacks`` (a DeprecationWarning; ``callbacks`` wins on a name in both)."""
+        if sub_worker_overrides is not None:
+            import warnings
+
+            warnings.warn(
+                "prepare(sub_worker_overrides=...) is deprecated; pass callbacks=... instead",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            callbacks = {**sub_worker_overrides, **(callbacks or {})}
         self._check_config(config)
         return DistributedWorker(
             [self, *extra_compiled],
@@ -116,9 +137,11 @@ def compile_host(
     for a ``@pl.program`` with a host orchestrator (``pypto.ir.compile(program,
     distributed_config=...)``)."""
     if isinstance(fn, Program):
+        from pypto.ir import Role
         from pypto.runtime.distributed.program_plan import plan_program
 
         plan = plan_program(fn, config)
-    else:
-        plan = plan_host(fn, args, kwargs, config)
+        subs = {f.name: f for f in fn.host_funcs if f.role is Role.SubWorker}
+        return DistributedCompiledProgram(plan, write_plan(plan), config.distributed_config, subs)
+    plan = plan_host(fn, args, kwargs, config)
     return DistributedCompiledProgram(plan, write_plan(plan), config.distributed_config)

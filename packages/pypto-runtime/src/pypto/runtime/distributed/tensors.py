@@ -10,22 +10,14 @@ consumed by rank ``worker_ids[i]``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from pypto.ir import DataType
+from pypto.runtime import host_tensors
 from pypto.runtime.distributed import shm
 from pypto.runtime.host_tensors import HostTensor, TensorBindingError
 
 __all__ = ["SharedDeviceTensor", "StackedDeviceTensor"]
-
-
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= d
-    return tuple(reversed(out))
 
 
 class SharedDeviceTensor:
@@ -44,10 +36,7 @@ class SharedDeviceTensor:
         self.shape = shape
         self.dtype = dtype
         self.data_type = data_type
-        n = 1
-        for d in shape:
-            n *= d
-        self.nbytes = n * data_type.itemsize
+        self.nbytes = host_tensors.tensor_nbytes(shape, data_type)
         self._ptr = self._address()
 
     def _address(self) -> int:
@@ -90,17 +79,7 @@ class SharedDeviceTensor:
             raise TensorBindingError(
                 f"{what}: this SharedDeviceTensor was freed (free_tensor or close); allocate another"
             )
-        return HostTensor(
-            self._ptr,
-            self.nbytes,
-            self.shape,
-            _row_major(self.shape),
-            self.data_type,
-            self,
-            False,
-            self._ptr,
-            self.nbytes,
-        )
+        return host_tensors.resident_view(self._ptr, self.shape, self.data_type, self)
 
     def __repr__(self) -> str:
         state = ", freed" if self._segment is None else ""

@@ -5,8 +5,8 @@ starts one process per rank (the torch.distributed engine, ``_engine``) and crea
 buffers' shared-memory segments; every dispatch (``worker(*args)``, ``worker.run(compiled,
 *args)``, ``worker.submit(...)``) copies the host tensors into an I/O segment (a worker-resident
 tensor, ``alloc_tensor``, is used in place), zeroes the program's windows, has every rank run
-its launches (phase by phase, with the program's SubWorker callbacks run in this process
-between phases), and copies the written host tensors back. :meth:`close` (also on
+its launches (phase by phase, with the program's SubWorker calls run on the sub-worker
+processes between phases, ``sub_workers``), and copies the written host tensors back. :meth:`close` (also on
 ``with``-exit, garbage collection and interpreter exit) stops the ranks and removes every
 segment. A failed dispatch (a rank died, raised, or did not answer in time) stops all ranks and
 removes the segments; the worker cannot run again.
@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from pypto.ir import DATA_PATHS, DataType, ParamDirection
 from pypto.language.binding import dtype_of, is_tensor, shape_of
-from pypto.runtime.distributed import shm
+from pypto.runtime.distributed import shm, sub_workers
 from pypto.runtime.distributed.errors import DistributedRankError
 from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize
 from pypto.runtime.distributed.tensors import SharedDeviceTensor, StackedDeviceTensor
@@ -198,8 +198,8 @@ class DistributedWorker:
     """Rank processes and shared memory of one or more compiled distributed programs.
 
     ``DistributedWorker(compiled)`` or ``DistributedWorker([a, b])`` (``a.prepare()`` /
-    ``a.prepare(extra_compiled=[b])`` say the same); ``callbacks`` binds the programs' runtime-bound
-    SubWorkers by name. All programs must be compiled for the same devices, platform and runtime.
+    ``a.prepare(extra_compiled=[b])`` say the same); ``callbacks`` binds the programs'
+    runtime-bound SubWorkers by name (and may replace a SubWorker's Python body). All programs must be compiled for the same devices, platform and runtime.
     """
 
     def __init__(
@@ -216,7 +216,8 @@ class DistributedWorker:
 
         self._plans, self._compiled = _plans_of(programs)
         self.plan = self._plans[0]
-        self._callbacks = self._bind_callbacks(callbacks)
+        functions, count = sub_workers.bind_sub_workers(self._plans, self._compiled, callbacks)
+        self._sub_workers = sub_workers.SubWorkerPool(functions, count) if count else None
         if timeout is None:
             dc = getattr(self._compiled[0], "distributed_config", None)
             timeout = dc.timeout if dc is not None else 120.0
@@ -258,6 +259,8 @@ class DistributedWorker:
                 aiv_threads=aiv_threads,
                 data_path=data_path,
             )
+            if self._sub_workers is not None:
+                self._sub_workers.start(timeout)
         except BaseException:
             self.close()
             raise
@@ -273,31 +276,6 @@ class DistributedWorker:
         if self._launch is None:
             return _engine.RankGroup
         return functools.partial(_engine.LaunchedRankGroup, self._launch)
-
-    def _bind_callbacks(
-        self, callbacks: dict[str, Callable[..., Any]] | None
-    ) -> dict[str, Callable[..., Any]]:
-        given = dict(callbacks or {})
-        wanted = {name: plan.name for plan in self._plans for name in plan.required_callbacks}
-        for name, fn in given.items():
-            if name not in wanted:
-                known = ", ".join(sorted(wanted)) or "none"
-                raise ValueError(
-                    f"prepare(callbacks=...): {name!r} is not a runtime-bound SubWorker of these programs "
-                    f"(theirs: {known})"
-                )
-            if not callable(fn):
-                raise TypeError(
-                    f"prepare(callbacks=...): {name!r}: expected a callable, got {type(fn).__name__}"
-                )
-        missing = sorted(set(wanted) - set(given))
-        if missing:
-            raise ValueError(
-                f"prepare(callbacks=...): the SubWorker(s) {', '.join(map(repr, missing))} of program "
-                f"{wanted[missing[0]]!r} have a `...` body and are bound at runtime; pass "
-                f"callbacks={{{missing[0]!r}: fn, ...}} (fn(args) receives the call's arguments)"
-            )
-        return given
 
     @property
     def world_size(self) -> int:
@@ -331,6 +309,12 @@ class DistributedWorker:
         return self._group.rank_seconds if self._group is not None else ()
 
     @property
+    def sub_worker_pids(self) -> tuple[int, ...]:
+        """The process ids of the sub-worker processes that run SubWorker calls (empty when no
+        program of this worker calls a SubWorker)."""
+        return self._sub_workers.pids if self._sub_workers is not None else ()
+
+    @property
     def segment_names(self) -> tuple[str, ...]:
         """The shared-memory segments this worker owns now."""
         return tuple(s.name for s in self._segments)
@@ -351,6 +335,9 @@ class DistributedWorker:
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        pool = getattr(self, "_sub_workers", None)
+        if pool is not None:
+            pool.close()
         if self._finalizer.alive:
             self._finalizer()
         else:
@@ -644,7 +631,7 @@ class DistributedWorker:
             }
             self._dispatches += 1
             what = f"{plan.name}() dispatch {self._dispatches}"
-            for phase in range(len(plan.callbacks) + 1):
+            for phase, calls in sub_workers.call_groups(plan):
                 if any(d.phase == phase for d in plan.dispatches):
                     forget, self._forget = self._forget, []
                     try:
@@ -653,8 +640,17 @@ class DistributedWorker:
                         del views
                         self.close()
                         raise
-                if phase < len(plan.callbacks):  # its error fails this dispatch; the ranks stay up
-                    self._run_callback(plan, plan.callbacks[phase], views)
+                if calls:  # a SubWorker's error fails this dispatch; the ranks stay up
+                    assert self._sub_workers is not None  # started for a program with calls
+                    self._sub_workers.run(
+                        plan,
+                        calls,
+                        views,
+                        program=k,
+                        segments=self._segments,
+                        what=what,
+                        timeout=self._group.timeout,
+                    )
             for i in list(layout) + list(io or ()):
                 if ParamDirection(plan.params[i].direction).writes:
                     numpy.copyto(_as_numpy(bound[i], plan.params[i].name), views[i])
@@ -678,27 +674,6 @@ class DistributedWorker:
                         )
         return t
 
-    def _run_callback(self, plan: DistributedPlan, cb: Any, views: dict[int, Any]) -> None:
-        args: list[Any] = []
-        for a in cb.args:
-            if a[0] == "host":
-                view = views[a[1]]
-                for index in a[2]:
-                    view = view[index]
-                item = view.itemsize
-                flat = numpy_flat_bytes(view)
-                args.append(
-                    ContinuousTensor(
-                        flat,
-                        tuple(int(d) for d in view.shape),
-                        tuple(int(s) // item for s in view.strides),
-                        DataType(plan.params[a[1]].dtype),
-                    )
-                )
-            else:
-                args.append(a[1])
-        self._callbacks[cb.name](args)
-
 
 def _check_launched(context: Any, plan: DistributedPlan, data_path: str) -> None:
     """A worker under torchrun: the program's ranks are the launched processes, and windows in
@@ -715,18 +690,3 @@ def _check_launched(context: Any, plan: DistributedPlan, data_path: str) -> None
             "DistributedWorker(data_path): 'shared_memory' needs every rank on this host, but torchrun "
             "started ranks on other hosts (LOCAL_WORLD_SIZE < WORLD_SIZE); use 'process_group'"
         )
-
-
-def numpy_flat_bytes(view: Any) -> memoryview:
-    """A writable byte memoryview from ``view``'s first element to its last (``view`` is a
-    non-negative-strided numpy view of a larger buffer)."""
-    import numpy
-
-    item = view.itemsize
-    span = (
-        1 + sum((d - 1) * (s // item) for d, s in zip(view.shape, view.strides, strict=True))
-        if view.size
-        else 0
-    )
-    flat = numpy.lib.stride_tricks.as_strided(view, shape=(span,), strides=(item,))
-    return flat.view(numpy.uint8).data
