@@ -608,6 +608,7 @@ def _run_settings(cfg: CallConfig) -> Any:
         dep_graph=cfg.dep_graph,
         output_prefix=cfg.output_prefix or "",
         aicpu_thread_num=cfg.aicpu_thread_num,
+        orchestrate_on_caller=cfg.orchestrate_on_caller,
     )
 
 
