@@ -364,7 +364,8 @@ TEST_CASE("orchestrate_on_caller: an idle chip orchestrates on the submitting th
         REQUIRE(run->wait(10.0));
         CHECK(run->error() == "");
         CHECK(x[0] == 5);
-        CHECK((g_orch_thread.load() == std::this_thread::get_id()) == on_caller);
+        const bool here = g_orch_thread.load() == std::this_thread::get_id();
+        CHECK(here == on_caller);
     }
     // A run in flight: the next run is queued for the orchestrator thread, in order.
     std::vector<std::int64_t> x(4, 0);
@@ -374,7 +375,8 @@ TEST_CASE("orchestrate_on_caller: an idle chip orchestrates on the submitting th
     CHECK(slow->done());
     CHECK(next->error() == "");
     CHECK(x[0] == 5);  // (0 + 1) * 2 + 3: the slow task first (WAW), then muladd
-    CHECK(g_orch_thread.load() != std::this_thread::get_id());
+    const bool here = g_orch_thread.load() == std::this_thread::get_id();
+    CHECK_FALSE(here);
 }
 
 TEST_CASE("orchestrate_on_caller: a run submitted while a caller orchestrates waits for it (FIFO, one at a time)") {
