@@ -64,8 +64,10 @@ struct RunConfig {
     // orchestration on the submitting thread instead of handing it to the orchestrator thread:
     // one thread handoff fewer per run. submit then returns once the orchestration has returned,
     // which includes its back-pressure waits (a full task window, heap or dependency pool) on
-    // its own tasks. HBG ignores it (its orchestration always runs on the submitting thread).
-    bool orchestrate_on_caller = true;
+    // its own tasks; so it is for callers that wait for the run anyway (simpler's Worker.run and
+    // CallPlan runs set it). HBG ignores it (its orchestration always runs on the submitting
+    // thread).
+    bool orchestrate_on_caller = false;
     bool swimlane = false;
     bool dep_graph = false;
     std::string output_prefix;

@@ -368,9 +368,11 @@ TEST_CASE("orchestrate_on_caller: an idle chip orchestrates on the submitting th
         CHECK(here == on_caller);
     }
     // A run in flight: the next run is queued for the orchestrator thread, in order.
+    RunConfig on_caller;
+    on_caller.orchestrate_on_caller = true;
     std::vector<std::int64_t> x(4, 0);
-    auto slow = chip.submit(program("one_slow", orch_one_slow, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
-    auto next = chip.submit(where, {vec(x)}, {}, RunConfig{});
+    auto slow = chip.submit(program("one_slow", orch_one_slow, {ArgDirection::InOut}), {vec(x)}, {}, on_caller);
+    auto next = chip.submit(where, {vec(x)}, {}, on_caller);
     REQUIRE(next->wait(10.0));
     CHECK(slow->done());
     CHECK(next->error() == "");
@@ -388,13 +390,15 @@ TEST_CASE("orchestrate_on_caller: a run submitted while a caller orchestrates wa
     g_gate_entered.store(0);
     g_orch_saw_gate.store(-1);
     std::vector<std::int64_t> x(4, 0), y(4, 1);
+    RunConfig on_caller;
+    on_caller.orchestrate_on_caller = true;
     std::shared_ptr<Run> gated;
     std::thread caller([&] {
-        gated = chip.submit(program("gated", orch_gated, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
+        gated = chip.submit(program("gated", orch_gated, {ArgDirection::InOut}), {vec(x)}, {}, on_caller);
     });
     while (g_gate_entered.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     // The chip is busy with the caller's orchestration: this submit only queues.
-    auto second = chip.submit(program("where", orch_where, {ArgDirection::InOut}), {vec(y)}, {}, RunConfig{});
+    auto second = chip.submit(program("where", orch_where, {ArgDirection::InOut}), {vec(y)}, {}, on_caller);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CHECK_FALSE(second->done());
     CHECK(g_orch_saw_gate.load() == -1);  // not started while the gated orchestration runs
