@@ -10,6 +10,7 @@ program writes it to ``output_dir/plan.json``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -64,7 +65,8 @@ class PlannedWindow:
 class PlannedDispatch:
     """One launch: ``program`` (an index into ``DistributedPlan.programs``) on ``rank``.
 
-    ``args`` per parameter: ``["host", param, [indices...]]``, ``["window", buffer]`` or
+    ``args`` per parameter: ``["host", param, [indices...]]``, ``["window", buffer, shape, dtype]``
+    (the view's shape and dtype, at the start of the rank's window) or
     ``["scalar", value]``.
     """
 
@@ -193,6 +195,12 @@ def planned_params(
     return tuple(params)
 
 
+def _compile_builtin(program: Any, config: Any) -> str:
+    from pypto.runtime.api import compile as compile_program
+
+    return str(compile_program(program, platform=config.platform, runtime=config.runtime).path)
+
+
 def plan_from_trace(
     name: str, params: tuple[PlannedParam, ...], trace: Any, config: Any, compile_launch: Any
 ) -> DistributedPlan:
@@ -216,15 +224,16 @@ def plan_from_trace(
         planned: list[tuple[Any, ...]] = []
         for p, a in zip(declared, d.args, strict=True):
             distributed = is_distributed_annotation(p.annotation)
+            known = p.annotation is not None  # a @pl.program's chip orchestration: its IR does not say
             where = f"{d.fn.__name__}(): parameter {p.name!r} (rank {d.rank})"
             if isinstance(a, WindowView):
-                if not distributed:
+                if known and not distributed:
                     raise TypeError(
                         f"{where} receives a pld.window(...) view; annotate it pld.DistributedTensor[...]"
                     )
                 ts, _ = dtype_itemsize(a.dtype, where)
                 examples.append(numpy.zeros(a.shape, dtype=numpy.dtype(ts)))
-                planned.append(("window", a.buffer.index))
+                planned.append(("window", a.buffer.index, list(a.shape), a.dtype.value))
             elif isinstance(a, HostTensorRef):
                 if distributed:
                     raise TypeError(
@@ -235,7 +244,12 @@ def plan_from_trace(
             else:
                 examples.append(lt.RUNTIME)
                 planned.append(("scalar", a))
-        key, build = compile_launch(d, examples)
+        builtin = getattr(d.fn, "builtin_program", None)  # a host-level collective (pld builtin)
+        key, build = (
+            (("builtin", d.fn.__name__, id(builtin)), functools.partial(_compile_builtin, builtin, config))
+            if builtin is not None
+            else compile_launch(d, examples)
+        )
         index = by_key.get(key)
         if index is None:
             index = by_key[key] = len(programs)

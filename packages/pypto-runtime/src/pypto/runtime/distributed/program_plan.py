@@ -99,7 +99,11 @@ class _HostSelf:
         )
 
 
-def _example(fn: HostLevelFunction, pname: str, annotation: Any) -> tuple[Any, ParamDirection]:
+def _example(
+    fn: HostLevelFunction, pname: str, annotation: Any, world_size: int
+) -> tuple[Any, ParamDirection]:
+    """The placeholder of a host orchestrator's tensor parameter: zeros of its annotated shape, a
+    dynamic dim (``pl.dynamic("NR")``) being the rank count."""
     import numpy
 
     direction = ParamDirection.IN
@@ -114,12 +118,9 @@ def _example(fn: HostLevelFunction, pname: str, annotation: Any) -> tuple[Any, P
             f"{fn.name}(): parameter {pname!r}: a host orchestrator's parameters are tensors of static "
             f"shape, annotated pl.Tensor[[dims], dtype] (or pl.Out[...]); got {annotation!r}"
         )
-    if any(not isinstance(d, int) for d in annotation.shape):
-        raise TypeError(
-            f"{fn.name}(): parameter {pname!r}: expected static dims, got {list(annotation.shape)}"
-        )
+    shape = tuple(d if isinstance(d, int) else world_size for d in annotation.shape)
     ts, _ = dtype_itemsize(annotation.dtype, f"{fn.name}(): parameter {pname!r}")
-    return numpy.zeros(annotation.shape, dtype=numpy.dtype(ts)), direction
+    return numpy.zeros(shape, dtype=numpy.dtype(ts)), direction
 
 
 def plan_program(program: Program, config: Any) -> DistributedPlan:
@@ -135,7 +136,7 @@ def plan_program(program: Program, config: Any) -> DistributedPlan:
         annotation = sig.parameters[pname].annotation
         if isinstance(annotation, str):  # postponed annotations
             annotation = eval(annotation, getattr(orch.fn, "__globals__", {}))
-        example, direction = _example(orch, pname, annotation)
+        example, direction = _example(orch, pname, annotation, dc.world_size)
         examples.append(example)
         directions.append(direction)
     params = planned_params(orch.name, names, tuple(examples), tuple(directions))
@@ -152,7 +153,14 @@ def plan_program(program: Program, config: Any) -> DistributedPlan:
         fn: Function = d.fn.function
         for p, e in zip(fn.params, examples, strict=True):
             want = getattr(p.var.type, "shape", None)
-            if want is not None and hasattr(e, "shape") and tuple(want) != tuple(e.shape):
+            if (
+                want is not None
+                and hasattr(e, "shape")
+                and (
+                    len(want) != len(e.shape)
+                    or any(isinstance(w, int) and w != g for w, g in zip(want, e.shape, strict=True))
+                )
+            ):  # a dynamic dim takes any extent
                 raise TypeError(
                     f"{orch.name}: {fn.name}(): parameter {p.name!r} has shape {list(want)}, the host "
                     f"orchestrator passes one of shape {list(e.shape)}"

@@ -127,10 +127,14 @@ class RankRunner:
                     args.append(view)
                 elif a[0] == "window":
                     w = self.plan.windows[a[1]]
-                    ts, _ = dtype_itemsize(DataType(w.dtype), "window")
+                    shape, dtype = (a[2], a[3]) if len(a) > 2 else (w.shape, w.dtype)  # the view's
+                    ts, _ = dtype_itemsize(DataType(dtype), "window")
                     args.append(
                         numpy.ndarray(
-                            w.shape, dtype=numpy.dtype(ts), buffer=windows[a[1]], offset=self.rank * w.stride
+                            tuple(shape),
+                            dtype=numpy.dtype(ts),
+                            buffer=windows[a[1]],
+                            offset=self.rank * w.stride,
                         )
                     )
                 else:
