@@ -429,7 +429,7 @@ class _KernelGen:
         if c.op == "comm.remote_store":
             atomic = _ATOMIC[c.attr("atomic")]
             return f"pt::remote_store({name(1)}, {name(0)}, {scalar(2)}, {self.offsets(a[3])}, {atomic});"
-        region = "".join(f", {self.offsets(x)}" for x in a[3:6])
+        region = "".join(f", {self.offsets(x)}" for x in a[3:6]) if c.op in ("comm.put", "comm.get") else ""
         if c.op == "comm.put":
             return f"pt::put({name(0)}, {scalar(1)}, {name(2)}{region}, {_ATOMIC[c.attr('atomic')]});"
         if c.op == "comm.get":
