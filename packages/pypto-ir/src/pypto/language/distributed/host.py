@@ -43,6 +43,8 @@ def alloc_window_buffer(size: int | Sequence[int], dtype: Any = None) -> WindowB
         raise ValueError(
             f"pld.alloc_window_buffer(shape): a shape {size!r} needs dtype=...; a byte size is an int"
         )
+    if isinstance(size, bool):
+        raise TypeError(f"pld.alloc_window_buffer(size): expected a byte size or a shape, got {size!r}")
     return trace.alloc_window(
         _shape(size, "pld.alloc_window_buffer(shape)"),
         DataType.parse(dtype, what="pld.alloc_window_buffer(dtype)"),
