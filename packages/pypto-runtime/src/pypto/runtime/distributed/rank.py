@@ -103,7 +103,9 @@ class RankRunner:
         io = self._map(command["io"]) if command["io"] and hosts is None else None
         if self._private:
             windows = self._private
-            for m, w in zip(windows, self.plan.windows, strict=True):
+            for m, w in zip(
+                windows if command.get("reset_windows", True) else [], self.plan.windows, strict=False
+            ):
                 start = self.rank * w.stride
                 m[start : start + w.stride] = bytes(w.stride)
         else:
