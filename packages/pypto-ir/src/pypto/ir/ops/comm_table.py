@@ -2,8 +2,9 @@
 multi-chip programs reaching other ranks' windows.
 
 Not ``pl`` functions: ``pld`` exports them (``LangOp.spelling``). The kernel emitter writes each
-as one call of simpler/tile/comm.hpp (``comm_cpp`` in codegen/kernel.py); the type rules are in
-``comm_rules``.
+as one call of simpler/tile/comm.hpp or collectives.hpp (``comm_call`` in codegen/kernel.py);
+the type rules are in ``comm_rules``, the parser's builders in pypto/language/op_builders.py and
+pypto/language/comm_builders.py.
 """
 
 from __future__ import annotations
