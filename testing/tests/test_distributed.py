@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
+
+from _dist_programs import assert_cleaned, config  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
@@ -70,34 +71,14 @@ def _expected(x: torch.Tensor) -> torch.Tensor:
     return 2 * x + ranks
 
 
-def _config(n: int, **kw: object) -> RunConfig:
-    return RunConfig(distributed_config=DistributedConfig(device_ids=list(range(n)), **kw))
-
-
 def _compile(n: int, **kw: object):
     x = torch.zeros((n, ROWS, COLS))
-    return _host.compile(x, torch.zeros_like(x), config=_config(n, **kw))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers signal 0; its /proc state says it is gone
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
+    return _host.compile(x, torch.zeros_like(x), config=config(n, **kw))
 
 
 def _assert_cleaned(pids: tuple[int, ...], segments: tuple[str, ...]) -> None:
-    deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [p for p in pids if _alive(p)] == []
     assert segments, "the worker owned no shared-memory segment"
-    assert [s for s in segments if Path("/dev/shm", s).exists()] == []
+    assert_cleaned(pids, segments)
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +129,7 @@ def test_preparing_keeps_this_process_signal_handlers(worker2: DistributedWorker
 
 def test_run_takes_only_its_own_program(worker2: DistributedWorker) -> None:
     other = _host_shift.compile(
-        torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1, config=_config(2)
+        torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1, config=config(2)
     )
     with pytest.raises(
         ValueError, match=r"compiled is not a program of this worker \(it runs '_host'\), got '_host_shift'"
@@ -341,7 +322,7 @@ def test_host_calls_need_a_device() -> None:
 
     x = torch.zeros((2, ROWS, COLS))
     with pytest.raises(TypeError, match="pass device=r"):
-        no_device.compile(x, x, config=_config(2))
+        no_device.compile(x, x, config=config(2))
 
 
 def test_host_device_must_be_a_rank() -> None:
@@ -352,7 +333,7 @@ def test_host_device_must_be_a_rank() -> None:
 
     x = torch.zeros((2, ROWS, COLS))
     with pytest.raises(ValueError, match=r"expected a rank in \[0, 2\), got 2"):
-        far.compile(x, x, config=_config(2))
+        far.compile(x, x, config=config(2))
 
 
 def test_a_window_needs_a_distributed_tensor_parameter() -> None:
@@ -369,7 +350,7 @@ def test_a_window_needs_a_distributed_tensor_parameter() -> None:
     with pytest.raises(
         TypeError, match=r"parameter 'x' \(rank 0\) receives a pld.window.*pld.DistributedTensor"
     ):
-        wrong.compile(x, x, config=_config(1))
+        wrong.compile(x, x, config=config(1))
 
 
 def test_a_window_view_must_fit_its_buffer() -> None:
@@ -381,7 +362,7 @@ def test_a_window_view_must_fit_its_buffer() -> None:
 
     x = torch.zeros((1, ROWS, COLS))
     with pytest.raises(ValueError, match=r"a \[4, 16\] INT64 view needs 512 bytes, the buffer has 256"):
-        too_big.compile(x, x, config=_config(1))
+        too_big.compile(x, x, config=config(1))
 
 
 @pl.jit.host
@@ -393,7 +374,7 @@ def _host_shift(x: pl.Tensor, y: pl.Out[pl.Tensor], shift: int):
 
 def test_a_host_scalar_is_compiled_in_and_checked_at_the_call() -> None:
     x = torch.zeros((2, ROWS, COLS))
-    compiled = _host_shift.compile(x, x, 5, config=_config(2))
+    compiled = _host_shift.compile(x, x, 5, config=config(2))
     assert [d.args[3] for d in compiled.plan.dispatches] == [("scalar", 5), ("scalar", 6)]
     with pytest.raises(
         ValueError, match=r"parameter 'shift': this program was compiled with shift=5 .*got 6"
@@ -403,7 +384,7 @@ def test_a_host_scalar_is_compiled_in_and_checked_at_the_call() -> None:
 
 def test_a_call_checks_platform_runtime_and_devices_before_starting_ranks() -> None:
     x = torch.zeros((2, ROWS, COLS))
-    compiled = _host.compile(x, x, config=_config(2))
+    compiled = _host.compile(x, x, config=config(2))
     with pytest.raises(
         ValueError, match=r"compiled for platform 'a2a3sim', got RunConfig\(platform='a5sim'\)"
     ):

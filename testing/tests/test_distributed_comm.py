@@ -19,10 +19,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
+from _dist_programs import assert_cleaned, config, stuck, stuck_host  # noqa: E402
+
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
-from pypto.ir import DistributedConfig, KernelError  # noqa: E402
-from pypto.runtime import RunConfig  # noqa: E402
+from pypto.ir import KernelError  # noqa: E402
 from pypto.runtime.distributed import DistributedRankError  # noqa: E402
 
 COLS = 64
@@ -125,29 +126,6 @@ def _inputs(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randint(-8, 9, (n, 1, COLS), generator=g).float(), torch.full((n, 4, COLS), -1.0)
 
 
-def _config(n: int, **kw: object) -> RunConfig:
-    return RunConfig(distributed_config=DistributedConfig(device_ids=list(range(n)), **kw))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _assert_cleaned(pids: tuple[int, ...], segments: tuple[str, ...]) -> None:
-    deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [p for p in pids if _alive(p)] == []
-    assert [s for s in segments if Path("/dev/shm", s).exists()] == []
-
-
 def _check(y: torch.Tensor, x: torch.Tensor) -> None:
     want = _expected(x)
     torch.testing.assert_close(y[:, :3], want[:, :3], rtol=0, atol=0)
@@ -156,7 +134,7 @@ def _check(y: torch.Tensor, x: torch.Tensor) -> None:
 
 def test_two_ranks_exchange_through_windows_and_the_worker_is_reused() -> None:
     x, y = _inputs(2, 0)
-    compiled = _host.compile(x, y, config=_config(2))
+    compiled = _host.compile(x, y, config=config(2))
     with compiled.prepare() as w:
         pids, segments = w.rank_pids, w.segment_names
         w(x, y)
@@ -165,13 +143,13 @@ def test_two_ranks_exchange_through_windows_and_the_worker_is_reused() -> None:
         x2, y2 = _inputs(2, 1)
         w(x2, y2)
         _check(y2, x2)
-    _assert_cleaned(pids, segments)
+    assert_cleaned(pids, segments)
 
 
 @pytest.mark.slow
 def test_four_ranks_exchange_through_windows() -> None:
     x, y = _inputs(4, 2)
-    compiled = _host.compile(x, y, config=_config(4))
+    compiled = _host.compile(x, y, config=config(4))
     compiled(x, y)
     _check(y, x)
 
@@ -179,77 +157,47 @@ def test_four_ranks_exchange_through_windows() -> None:
 # -- a wait that is never satisfied -----------------------------------------------------------
 
 
-@pl.jit.incore
-def _stuck(
-    y: pl.Out[pl.Tensor[[1, 1], pl.INT32]],
-    sig: pld.DistributedTensor[[2, 1], pl.INT32],
-    who: pl.Scalar[pl.INT32],
-):
-    # every rank but `who` waits for a signal nobody sends (who = -1: every rank does)
-    me = pld.rank(pld.get_comm_ctx(sig))
-    if me != who:
-        pld.system.wait(sig, offsets=[1, 0], expected=3, cmp=pld.WaitCmp.Ge)
-    pl.write(y, [0, 0], me)
-    return y
-
-
-@pl.jit
-def _stuck_rank(
-    y: pl.Out[pl.Tensor[[1, 1], pl.INT32]],
-    sig: pld.DistributedTensor[[2, 1], pl.INT32],
-    who: pl.Scalar[pl.INT32],
-):
-    return _stuck(y, sig, who)
-
-
-@pl.jit.host
-def _stuck_host(y: pl.Out[pl.Tensor], who: int):
-    sig = pld.alloc_window_buffer([2, 1], dtype=pl.INT32)
-    for r in pl.range(pld.world_size()):
-        _stuck_rank(y[r], pld.window(sig, [2, 1], dtype=pl.INT32), who, device=r)
-
-
 @pytest.mark.slow
 def test_a_wait_past_the_timeout_fails_the_dispatch_naming_rank_signal_and_value() -> None:
     y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = _stuck_host.compile(y, 0, config=_config(2))
+    compiled = stuck_host.compile(y, 0, 0, config=config(2))
     w = compiled.prepare()
     pids, segments = w.rank_pids, w.segment_names
     w.timeout = 3.0  # the ranks are up; each dispatch hands its kernels this wait timeout
     start = time.monotonic()
     try:
         with pytest.raises(DistributedRankError) as e:
-            w(y, 0)
+            w(y, 0, 0)
     finally:
         w.close()
     assert time.monotonic() - start < 30
     assert e.value.rank == 1
     msg = str(e.value)
-    assert "rank 1 failed in _stuck_host() dispatch 1" in msg
+    assert "rank 1 failed in stuck_host() dispatch 1" in msg
     assert "tile wait: rank 1 timed out after 3 s waiting for its signal [1, 0]" in msg
     assert "to become >= 3; the value seen was 0" in msg
-    _assert_cleaned(pids, segments)
+    assert_cleaned(pids, segments)
 
 
 @pytest.mark.slow
 def test_a_rank_dying_while_another_waits_fails_the_dispatch_and_stops_every_rank() -> None:
     y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = _stuck_host.compile(y, -1, config=_config(2, timeout=60.0))
+    compiled = stuck_host.compile(y, -1, 0, config=config(2, timeout=60.0))
     w = compiled.prepare()
     pids, segments = w.rank_pids, w.segment_names
     killer = threading.Timer(2.0, os.kill, (pids[1], signal.SIGKILL))  # both ranks are waiting by then
     killer.start()
     start = time.monotonic()
     try:
-        with pytest.raises(DistributedRankError, match=r"rank 1 died during _stuck_host\(\) dispatch 1") as e:
-            w(y, -1)
+        with pytest.raises(DistributedRankError, match=r"rank 1 died during stuck_host\(\) dispatch 1") as e:
+            w(y, -1, 0)
     finally:
         killer.cancel()
         w.close()
     assert e.value.rank == 1
     assert time.monotonic() - start < 30  # not the 60 s wait timeout
     assert w.closed
-    _assert_cleaned(pids, segments)
+    assert_cleaned(pids, segments)
 
 
 # -- compile-time checks (no ranks) -----------------------------------------------------------
@@ -329,7 +277,7 @@ def test_a_kernel_on_one_chip_has_no_comm_context() -> None:
 
     @pl.jit
     def solo(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
-        return _stuck(y, sig, 0)
+        return stuck(y, sig, 0, 0)
 
     with pytest.raises(simpler.DeviceError, match=r"tile comm_rank: no comm context"):
         solo(torch.zeros((1, 1), dtype=torch.int32), s)

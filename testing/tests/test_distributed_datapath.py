@@ -19,10 +19,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
+from _dist_programs import assert_cleaned, config, stuck_host  # noqa: E402
+
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
 from pypto.ir import DistributedConfig  # noqa: E402
-from pypto.runtime import DistributedWorker, RunConfig  # noqa: E402
+from pypto.runtime import DistributedWorker  # noqa: E402
 from pypto.runtime.distributed import DistributedRankError  # noqa: E402
 from pypto.runtime.settings import SettingsError  # noqa: E402
 
@@ -131,10 +133,6 @@ def _inputs(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randint(-8, 9, (n, 1, COLS), generator=g).float(), torch.full((n, ROWS, COLS), -1.0)
 
 
-def _config(n: int, **kw: object) -> RunConfig:
-    return RunConfig(distributed_config=DistributedConfig(device_ids=list(range(n)), **kw))
-
-
 @pytest.mark.parametrize(
     ("n", "path"),
     [
@@ -146,7 +144,7 @@ def _config(n: int, **kw: object) -> RunConfig:
 )
 def test_every_cross_rank_operation_on_both_data_paths(n: int, path: str) -> None:
     x, y = _inputs(n, n)
-    compiled = _host.compile(x, y, config=_config(n, data_path=path))
+    compiled = _host.compile(x, y, config=config(n, data_path=path))
     with compiled.prepare() as w:
         assert w.data_path == path
         if path == "process_group":
@@ -161,10 +159,10 @@ def test_every_cross_rank_operation_on_both_data_paths(n: int, path: str) -> Non
 
 def test_the_environment_variable_chooses_the_path_when_the_config_does_not(monkeypatch) -> None:
     x, y = _inputs(2, 0)
-    compiled = _host.compile(x, y, config=_config(2))
+    compiled = _host.compile(x, y, config=config(2))
     monkeypatch.setenv("PYPTO_DIST_DATA_PATH", "process_group")
     assert compiled.data_path() == "process_group"
-    assert compiled.data_path(_config(2, data_path="shared_memory")) == "shared_memory"
+    assert compiled.data_path(config(2, data_path="shared_memory")) == "shared_memory"
     monkeypatch.setenv("PYPTO_DIST_DATA_PATH", "carrier_pigeon")
     with pytest.raises(
         SettingsError, match=r"PYPTO_DIST_DATA_PATH: expected one of shared_memory, process_group"
@@ -176,44 +174,20 @@ def test_a_bad_data_path_is_refused_naming_the_argument() -> None:
     with pytest.raises(ValueError, match=r"DistributedConfig\(data_path\): expected one of .*got 'gloo'"):
         DistributedConfig(device_ids=[0, 1], data_path="gloo")
     x, y = _inputs(2, 0)
-    compiled = _host.compile(x, y, config=_config(2))
+    compiled = _host.compile(x, y, config=config(2))
     with pytest.raises(ValueError, match=r"DistributedWorker\(data_path\): expected one of .*got 'gloo'"):
         DistributedWorker(compiled, data_path="gloo")  # refused before any rank starts
 
 
-@pl.jit.incore
-def _stuck(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
-    # rank 0 sends one notify (+2); rank 1 waits for 3
-    me = pld.rank(pld.get_comm_ctx(sig))
-    if me == 0:
-        pld.system.notify(sig, peer=1, offsets=[1, 0], value=2, op=pld.NotifyOp.AtomicAdd)
-    if me == 1:
-        pld.system.wait(sig, offsets=[1, 0], expected=3, cmp=pld.WaitCmp.Ge)
-    pl.write(y, [0, 0], me)
-    return y
-
-
-@pl.jit
-def _stuck_rank(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
-    return _stuck(y, sig)
-
-
-@pl.jit.host
-def _stuck_host(y: pl.Out[pl.Tensor]):
-    sig = pld.alloc_window_buffer([2, 1], dtype=pl.INT32)
-    for r in pl.range(pld.world_size()):
-        _stuck_rank(y[r], pld.window(sig, [2, 1], dtype=pl.INT32), device=r)
-
-
 def test_a_wait_timeout_on_the_process_group_path_names_rank_signal_and_value() -> None:
     y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = _stuck_host.compile(y, config=_config(2, data_path="process_group"))
+    compiled = stuck_host.compile(y, 0, 2, config=config(2, data_path="process_group"))
     w = compiled.prepare()
     w.timeout = 2.0
     start = time.monotonic()
     try:
         with pytest.raises(DistributedRankError) as e:
-            w(y)
+            w(y, 0, 2)
     finally:
         w.close()
     assert time.monotonic() - start < 30
@@ -290,7 +264,7 @@ def test_fp16_and_int32_atomic_adds_through_the_process_group() -> None:
     h = (torch.randint(-64, 65, (n, 1, COLS), generator=g) / 4).half()  # exact in FP16
     i = torch.randint(-(2**30), 2**30, (n, 1, COLS), generator=g, dtype=torch.int32)
     yh, yi = torch.zeros((n, 1, COLS), dtype=torch.half), torch.zeros((n, 1, COLS), dtype=torch.int32)
-    compiled = _adds_host.compile(h, i, yh, yi, config=_config(n, data_path="process_group"))
+    compiled = _adds_host.compile(h, i, yh, yi, config=config(n, data_path="process_group"))
     compiled(h, i, yh, yi)
     torch.testing.assert_close(
         yh, h.float().sum(dim=0, keepdim=True).expand(n, 1, COLS).half(), rtol=0, atol=0
@@ -301,26 +275,6 @@ def test_fp16_and_int32_atomic_adds_through_the_process_group() -> None:
     )
 
 
-@pl.jit.incore
-def _forever(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
-    # both ranks wait for a signal nobody sends
-    pld.system.wait(sig, offsets=[1, 0], expected=1, cmp=pld.WaitCmp.Ge)
-    pl.write(y, [0, 0], 1)
-    return y
-
-
-@pl.jit
-def _forever_rank(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
-    return _forever(y, sig)
-
-
-@pl.jit.host
-def _forever_host(y: pl.Out[pl.Tensor]):
-    sig = pld.alloc_window_buffer([2, 1], dtype=pl.INT32)
-    for r in pl.range(pld.world_size()):
-        _forever_rank(y[r], pld.window(sig, [2, 1], dtype=pl.INT32), device=r)
-
-
 @pytest.mark.slow
 def test_a_rank_dying_on_the_process_group_path_fails_the_dispatch_and_stops_every_rank() -> None:
     import os
@@ -328,34 +282,21 @@ def test_a_rank_dying_on_the_process_group_path_fails_the_dispatch_and_stops_eve
     import threading
 
     y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = _forever_host.compile(y, config=_config(2, data_path="process_group", timeout=60.0))
+    compiled = stuck_host.compile(y, -1, 0, config=config(2, data_path="process_group", timeout=60.0))
     w = compiled.prepare()
     pids = w.rank_pids
     killer = threading.Timer(2.0, os.kill, (pids[1], signal.SIGKILL))
     killer.start()
     start = time.monotonic()
     try:
-        with pytest.raises(
-            DistributedRankError, match=r"rank 1 died during _forever_host\(\) dispatch 1"
-        ) as e:
-            w(y)
+        with pytest.raises(DistributedRankError, match=r"rank 1 died during stuck_host\(\) dispatch 1") as e:
+            w(y, -1, 0)
     finally:
         killer.cancel()
         w.close()
     assert e.value.rank == 1
     assert time.monotonic() - start < 30  # not the 60 s wait timeout
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and _running(p) for p in pids):
-        time.sleep(0.05)
-    assert [p for p in pids if os.path.exists(f"/proc/{p}") and _running(p)] == []
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
+    assert_cleaned(pids, ())
 
 
 @pl.jit.incore
@@ -403,8 +344,8 @@ def test_programs_of_one_worker_each_have_their_windows_on_the_process_group_pat
     # buffer, and the barrier's wait would time out
     x, y = _inputs(2, 3)
     xp, yp = x.clone(), torch.full((2, 1, COLS), -1.0)
-    ops = _host.compile(x, y, config=_config(2, data_path="process_group", timeout=30))
-    ring = _pass_on_host.compile(xp, yp, config=_config(2, data_path="process_group", timeout=30))
+    ops = _host.compile(x, y, config=config(2, data_path="process_group", timeout=30))
+    ring = _pass_on_host.compile(xp, yp, config=config(2, data_path="process_group", timeout=30))
     with ops.prepare(extra_compiled=[ring]) as w:
         assert w.data_path == "process_group"
         for program, args in ((ops, (x, y)), (ring, (xp, yp)), (ops, (x, y))):

@@ -1,17 +1,13 @@
 """DistributedWorker beyond one program: several programs on one set of ranks, worker-resident
 shared-memory tensors (plain and stacked), asynchronous ``submit``, and ``@pl.program`` host
-orchestrators whose runtime-bound SubWorkers run as callbacks in the host process.
+orchestrators in the IR (their SubWorkers run in test_distributed_subworkers.py).
 
 Rank processes are slow to start on a small machine, so one 2-rank worker with two programs
-serves the multi-program, resident-tensor and submit tests, and one 1-rank worker the callback
-tests; every test that starts ranks checks that no process or segment is left behind.
+serves the multi-program, resident-tensor and submit tests; every test that starts ranks checks
+that no process or segment is left behind.
 """
 
 from __future__ import annotations
-
-import os
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,13 +15,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
+from _dist_programs import assert_cleaned, config  # noqa: E402
+
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
-from pypto.ir import DistributedConfig  # noqa: E402
 from pypto.ir.distributed_compiled_program import DistributedCompiledProgram  # noqa: E402
 from pypto.runtime import (  # noqa: E402
     DistributedWorker,
-    RunConfig,
     SharedDeviceTensor,
     StackedDeviceTensor,
 )
@@ -69,29 +65,6 @@ def _plus_host(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
         _plus_chip(a[r], b[r], y[r], device=r)
 
 
-def _config(n: int, **kw: object) -> RunConfig:
-    return RunConfig(distributed_config=DistributedConfig(device_ids=list(range(n)), **kw))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _assert_cleaned(pids: tuple[int, ...], segments: tuple[str, ...]) -> None:
-    deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [p for p in pids if _alive(p)] == []
-    assert [s for s in segments if Path("/dev/shm", s).exists()] == []
-
-
 def _rand(*shape: int, seed: int) -> torch.Tensor:
     return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
 
@@ -99,8 +72,8 @@ def _rand(*shape: int, seed: int) -> torch.Tensor:
 @pytest.fixture(scope="module")
 def programs():
     sample = torch.zeros((2, R, C))
-    twice = _twice_host.compile(sample, sample, config=_config(2))
-    plus = _plus_host.compile(sample, sample, sample, config=_config(2))
+    twice = _twice_host.compile(sample, sample, config=config(2))
+    plus = _plus_host.compile(sample, sample, sample, config=config(2))
     return twice, plus
 
 
@@ -112,7 +85,7 @@ def rt(programs):
         yield w
     finally:
         w.close()
-    _assert_cleaned(pids, segments)
+    assert_cleaned(pids, segments)
 
 
 # -- several programs on one worker -----------------------------------------------------------
@@ -147,13 +120,13 @@ def test_run_refuses_a_program_of_another_worker(rt) -> None:
             _twice_chip(x[r], y[r], device=r)
             _twice_chip(y[r], y[r], device=r)
 
-    compiled = other.compile(sample, sample, config=_config(2))
+    compiled = other.compile(sample, sample, config=config(2))
     with pytest.raises(ValueError, match="compiled is not a program of this worker"):
         rt.run(compiled, sample, sample)
 
 
 def test_programs_of_one_worker_share_its_devices(programs) -> None:
-    single = _twice_host.compile(torch.zeros(2, R, C), torch.zeros(2, R, C), config=_config(3))
+    single = _twice_host.compile(torch.zeros(2, R, C), torch.zeros(2, R, C), config=config(3))
     with pytest.raises(ValueError, match=r"item 1 .* device_ids \(0, 1, 2\), item 0 .* \(0, 1\)"):
         programs[0].prepare(extra_compiled=[single])
 
@@ -291,7 +264,7 @@ def test_submit_checks_the_call_at_once(rt, programs) -> None:
         rt.submit(programs[0], torch.zeros(3, R, C), torch.zeros(2, R, C))
 
 
-# -- @pl.program host orchestrators and SubWorker callbacks ------------------------------------
+# -- @pl.program host orchestrators in the IR ------------------------------------------------
 
 
 @pl.program
@@ -348,106 +321,9 @@ def test_host_level_functions_in_the_ir() -> None:
     assert _Pipeline.entry == "chip_add"
 
 
-@pytest.fixture(scope="module")
-def pipeline():
-    return ir.compile(
-        _Pipeline, platform="a2a3sim", distributed_config=DistributedConfig([0], num_sub_workers=1)
-    )
-
-
-def test_callbacks_run_between_launches_in_call_order(pipeline) -> None:
-    assert isinstance(pipeline, DistributedCompiledProgram)
-    assert pipeline.required_callbacks == ("scale_in_place", "observe")
-    a, b = _rand(R, C, seed=8), _rand(R, C, seed=9)
-    f, g = torch.zeros(R, C), torch.zeros(R, C)
-    seen: list[tuple[str, torch.Tensor]] = []
-
-    def scale_in_place(args) -> None:
-        t = _tensor_from_continuous(args[0])
-        seen.append(("scale", t.clone()))
-        t.mul_(3.0)  # the second launch reads what this callback wrote
-
-    def observe(args) -> None:
-        seen.append(("observe", _tensor_from_continuous(args[0]).clone()))
-
-    with pipeline.prepare(callbacks={"scale_in_place": scale_in_place, "observe": observe}) as w:
-        pids, segments = w.rank_pids, w.segment_names
-        w(a, b, f, g)
-        assert [name for name, _ in seen] == ["scale", "observe"]
-        torch.testing.assert_close(seen[0][1], a + b)
-        torch.testing.assert_close(f, 3 * (a + b))
-        torch.testing.assert_close(g, 3 * (a + b) + b)
-        torch.testing.assert_close(seen[1][1], g)
-        seen.clear()
-        w(b, a, f, g)  # a second dispatch runs the callbacks again
-        torch.testing.assert_close(g, 3 * (a + b) + a)
-        assert len(seen) == 2
-        seen.clear()
-        fail = [True]
-
-        def observe_once(args) -> None:
-            if fail and fail.pop():
-                raise KeyError("observer broke")
-            observe(args)
-
-        w._callbacks["observe"] = observe_once
-        with pytest.raises(KeyError, match="observer broke"):
-            w(a, b, f, g)
-        assert not w.closed  # a callback's error fails its dispatch; the ranks stay up
-        w(a, a, f, g)
-        torch.testing.assert_close(g, 3 * (a + a) + a)
-    _assert_cleaned(pids, segments)
-
-
-def test_prepare_needs_every_runtime_binding(pipeline) -> None:
-    with pytest.raises(ValueError, match=r"SubWorker\(s\) 'observe', 'scale_in_place' .* `\.\.\.` body"):
-        pipeline.prepare()
-    with pytest.raises(ValueError, match=r"SubWorker\(s\) 'observe'"):
-        pipeline.prepare(callbacks={"scale_in_place": print})
-    with pytest.raises(ValueError, match=r"'typo' is not a runtime-bound SubWorker of these programs"):
-        pipeline.prepare(callbacks={"scale_in_place": print, "observe": print, "typo": print})
-    with pytest.raises(TypeError, match=r"'observe': expected a callable, got int"):
-        pipeline.prepare(callbacks={"scale_in_place": print, "observe": 3})
-
-
-def test_sub_worker_calls_need_sub_workers() -> None:
-    with pytest.raises(
-        ValueError, match=r"calls SubWorker 'scale_in_place'; pass DistributedConfig\(num_sub_workers=1\)"
-    ):
-        ir.compile(_Pipeline, distributed_config=DistributedConfig([0]))
-
-
 def test_host_program_needs_a_distributed_config() -> None:
     with pytest.raises(ValueError, match=r"pass distributed_config=DistributedConfig\(device_ids="):
         ir.compile(_Pipeline)
-
-
-def test_sub_worker_with_a_body_is_refused() -> None:
-    @pl.program
-    class WithBody:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(
-            self, a: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]
-        ) -> pl.Tensor[[R, C], pl.FP32]:
-            return pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], out)
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def chip(
-            self, a: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]
-        ) -> pl.Tensor[[R, C], pl.FP32]:
-            return self.k(a, out)
-
-        @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
-        def log(t: pl.Tensor[[R, C], pl.FP32]):
-            print(t)
-
-        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
-        def host(self, a: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
-            self.log(self.chip(a, out))
-
-    assert WithBody.get_function("log").requires_runtime_binding is False
-    with pytest.raises(NotImplementedError, match=r"SubWorker 'log' has a body; .* `\.\.\.` body"):
-        ir.compile(WithBody, distributed_config=DistributedConfig([0], num_sub_workers=1))
 
 
 def test_host_level_decorator_checks() -> None:

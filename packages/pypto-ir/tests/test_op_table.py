@@ -311,13 +311,13 @@ def test_kernels_embed_no_tile_helpers() -> None:
 def test_a_new_unary_op_is_one_table_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """An op entered with one ``_unary`` line is parsed, checked, lowered and emitted."""
     from pypto.ir.codegen import generate_kernel
-    from pypto.ir.ops import table
+    from pypto.ir.ops import elementwise_table
     from pypto.ir.pipeline import lower
     from pypto.language.ops import make_op
 
     before = set(OPS), set(LANGUAGE)
     try:
-        table._unary("softsign", """Element-wise x / (1 + abs(x)).""", float_only=True)
+        elementwise_table._unary("softsign", """Element-wise x / (1 + abs(x)).""", float_only=True)
         # pypto.language builds pl.<name> for every entry when it is imported; this entry came later
         monkeypatch.setattr(pl, "softsign", make_op(LANGUAGE["softsign"]), raising=False)
         assert inspect.getdoc(pl.softsign) == "Element-wise x / (1 + abs(x))."

@@ -7,6 +7,13 @@ the real CPU tensors and their storage.
 
 from __future__ import annotations
 
+import os
+
+# pypto.torch.init would load (or first build) the native describe_call path on a background
+# thread; the suites test that path through explicit build_native() calls and the start itself
+# with a stand-in, so their many init() calls do not start it (tests may set it back).
+os.environ.setdefault("PYPTO_NATIVE_DESCRIBE", "0")
+
 import uuid
 import weakref
 from collections.abc import Iterator

@@ -325,6 +325,47 @@ def test_a_failed_native_build_keeps_the_python_path(monkeypatch) -> None:
     assert _facts(sig.describe_call(args)) == _facts(sig._describe_general(args))
 
 
+def test_a_background_build_runs_once_and_switches_signatures(monkeypatch) -> None:
+    import threading
+
+    import torch.utils.cpp_extension
+
+    release = threading.Event()
+    loads: list[dict[str, object]] = []
+
+    def slow_load(**kwargs: object) -> object:
+        loads.append(kwargs)
+        release.wait(30)
+        raise RuntimeError("stand-in build")
+
+    monkeypatch.setattr(_native_describe, "_state", _native_describe._State())
+    monkeypatch.setattr(_native_describe, "_waiting", type(_native_describe._waiting)())
+    monkeypatch.setattr(torch.utils.cpp_extension, "load", slow_load)
+    first = _native_describe.build_native_in_background()
+    assert first is not None
+    assert first.daemon
+    assert _native_describe.build_native_in_background() is first  # one build per process
+    release.set()
+    first.join(30)
+    assert not first.is_alive()
+    assert len(loads) == 1
+    assert _native_describe.native_error() == "RuntimeError: stand-in build"
+
+
+def test_a_build_lock_removes_the_lock_file_of_a_killed_build(tmp_path) -> None:
+    stale = tmp_path / "lock"  # what torch's FileBaton leaves when its process dies mid-build
+    stale.write_text("")
+    with _native_describe._build_lock(tmp_path):
+        assert not stale.exists()
+    assert (tmp_path / "pypto-build.lock").exists()
+
+
+def test_build_directory_follows_torch_extensions_dir(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    assert _native_describe._build_directory("ext") == tmp_path / "ext"
+    assert (tmp_path / "ext").is_dir()
+
+
 def test_many_written_views_use_the_overlap_sweep() -> None:
     params = [P(f"o{k}", "Out", [4], "FP32") for k in range(7)]  # 21 written pairs
     sig = CallSignature(params, platform="a2a3sim")

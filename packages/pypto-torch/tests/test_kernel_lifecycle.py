@@ -55,6 +55,20 @@ def test_states_idempotence_and_terminal_close() -> None:
         mode_gate.claim_program("test")
 
 
+@pytest.mark.parametrize(("setting", "started"), [("1", True), ("0", False)])
+def test_init_on_a_simulator_starts_the_native_describe_build(
+    monkeypatch: pytest.MonkeyPatch, setting: str, started: bool
+) -> None:
+    from pypto.torch import _native_describe
+
+    calls: list[int] = []
+    monkeypatch.setattr(_native_describe, "build_native_in_background", lambda: calls.append(1))
+    monkeypatch.setenv("PYPTO_NATIVE_DESCRIBE", setting)
+    pt.init()
+    pt.init()  # an init that finds kernel mode READY starts nothing
+    assert calls == ([1] if started else [])
+
+
 def test_shutdown_before_init_is_a_no_op() -> None:
     pt.shutdown()
     assert pt.state() is pt.KernelState.UNINITIALIZED

@@ -25,9 +25,10 @@ class DistributedConfig:
     Args:
         device_ids: One device ordinal per rank, distinct, ``>= 0``; the rank count is its
             length. On a simulated platform every rank is a process with its own simulated chip.
-        num_sub_workers: Host-side sub-workers (``pl.Role.SubWorker`` functions of a
-            ``@pl.program``); a program that calls one needs at least 1. The simulation runs
-            every SubWorker call in the host process, in call order, whatever the number.
+        num_sub_workers: Host-side sub-worker processes that run the SubWorker calls
+            (``pl.Role.SubWorker`` functions of a ``@pl.program``). A prepared program that
+            calls a SubWorker starts ``max(num_sub_workers, number of SubWorkers declared)``
+            of them; ``0`` asks for no more than that.
         timeout: Seconds any wait of a dispatch may take (ranks starting, a dispatch
             finishing) before it fails naming the ranks it waited for.
         data_path: How ranks reach each other's windows: ``"shared_memory"`` (one

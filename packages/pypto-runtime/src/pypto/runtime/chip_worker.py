@@ -20,19 +20,11 @@ from pypto.ir import DataType
 from pypto.language.binding import dtype_of
 from pypto.runtime import mode_gate
 from pypto.runtime.compiled import CompiledProgram
-from pypto.runtime.host_tensors import HostTensor, TensorBindingError, describe
+from pypto.runtime.host_tensors import HostTensor, TensorBindingError, describe, resident_view, tensor_nbytes
 from pypto.runtime.runner import RunConfig, bind_task_args, call_results
 from pypto.runtime.worker import program_worker
 
 __all__ = ["ChipWorker", "DeviceTensor", "RegistrationHandle"]
-
-
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= max(d, 1)
-    return tuple(reversed(out))
 
 
 def _data_type(dtype: Any, what: str) -> DataType:
@@ -69,10 +61,7 @@ class DeviceTensor:
         self.shape = shape
         self.dtype = dtype
         self.data_type = data_type
-        n = 1
-        for d in shape:
-            n *= d
-        self.nbytes = n * data_type.itemsize
+        self.nbytes = tensor_nbytes(shape, data_type)
 
     @property
     def worker(self) -> ChipWorker:
@@ -89,17 +78,7 @@ class DeviceTensor:
             raise TensorBindingError(
                 f"{what}: this DeviceTensor was freed (free_tensor or close); allocate another"
             )
-        return HostTensor(
-            self.data_ptr,
-            self.nbytes,
-            self.shape,
-            _row_major(self.shape),
-            self.data_type,
-            self,
-            False,
-            self.data_ptr,
-            self.nbytes,
-        )
+        return resident_view(self.data_ptr, self.shape, self.data_type, self)
 
     def __repr__(self) -> str:
         state = ", freed" if self._freed else ""
@@ -294,10 +273,7 @@ class ChipWorker:
                     "ChipWorker.alloc_tensor(init): expected a contiguous host tensor; pass .contiguous() (torch) "
                     "or numpy.ascontiguousarray"
                 )
-        n = 1
-        for d in dims:
-            n *= d
-        ptr = self._worker.malloc(n * data_type.itemsize)
+        ptr = self._worker.malloc(tensor_nbytes(dims, data_type))
         try:
             if view is not None:
                 self._worker.copy_to(ptr, view.ptr, view.span_bytes)

@@ -16,6 +16,7 @@ everything else numpy arrays.
 from __future__ import annotations
 
 import ctypes
+import math
 import sys
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,15 @@ from pypto.ir import DYNAMIC, DataType, ParamInfo, view_bounds_problem
 from pypto.language.binding import tensor_library
 from pypto.runtime.errors import PyptoRuntimeError
 
-__all__ = ["HostTensor", "TensorBindingError", "allocate_like", "describe", "numpy_typestr"]
+__all__ = [
+    "HostTensor",
+    "TensorBindingError",
+    "allocate_like",
+    "describe",
+    "numpy_typestr",
+    "resident_view",
+    "tensor_nbytes",
+]
 
 
 class TensorBindingError(PyptoRuntimeError, TypeError):
@@ -73,10 +82,7 @@ class HostTensor:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def offset_bytes(self) -> int:
@@ -159,6 +165,18 @@ def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
         strides.append(acc)
         acc *= max(d, 1)
     return tuple(reversed(strides))
+
+
+def tensor_nbytes(shape: Sequence[int], dtype: DataType) -> int:
+    """The bytes a row-major tensor of ``shape`` and ``dtype`` takes."""
+    return math.prod(shape) * dtype.itemsize
+
+
+def resident_view(ptr: int, shape: tuple[int, ...], dtype: DataType, owner: object) -> HostTensor:
+    """The view a call binds of a worker-resident tensor (``ChipWorker``'s ``DeviceTensor``, a
+    ``DistributedWorker``'s ``SharedDeviceTensor``): row-major at ``ptr``, its own whole storage."""
+    nbytes = tensor_nbytes(shape, dtype)
+    return HostTensor(ptr, nbytes, shape, _row_major(shape), dtype, owner, False, ptr, nbytes)
 
 
 def _element_strides(raw: Sequence[int], itemsize: int, what: str) -> tuple[int, ...]:

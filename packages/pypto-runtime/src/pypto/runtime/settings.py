@@ -187,6 +187,15 @@ SETTINGS: Mapping[str, Setting] = {
             "on a machine without one. The run's RunConfig.platform says which platform ran.",
         ),
         Setting(
+            "PYPTO_NATIVE_DESCRIBE",
+            Effect.NEUTRAL,
+            _parse_bool,
+            True,
+            "0 stops pypto.torch.init on a simulator from loading the native describe_call fast path "
+            "on a background thread (building it first, about 25 s of CPU, when this torch has no "
+            "cached build); pypto.torch.build_native() still does it on request.",
+        ),
+        Setting(
             "PYPTO_SKIP_RUNTIME_PIN",
             Effect.NEUTRAL,
             _parse_bool,
@@ -264,6 +273,11 @@ def platform() -> str | None:
     """The configured platform (PYPTO_PLATFORM), or None when unset."""
     value: str | None = get("PYPTO_PLATFORM")
     return value
+
+
+def native_describe() -> bool:
+    """Whether pypto.torch.init loads the native describe_call path (PYPTO_NATIVE_DESCRIBE, default on)."""
+    return bool(get("PYPTO_NATIVE_DESCRIBE"))
 
 
 def simulate_npu() -> bool:

@@ -157,6 +157,14 @@ PyObject* describe_impl(PyObject* plan, PyObject* args) {
     const Facts& f = facts[k];
     const auto sizes = f.t->sizes();
     const Py_ssize_t rank = static_cast<Py_ssize_t>(sizes.size());
+    // The one call here that can throw a C++ exception: made before anything of this record is
+    // allocated, and caught, so that the release below covers every failure.
+    PyObject* storage = nullptr;
+    try {
+      storage = THPStorage_Wrap(f.t->storage());
+    } catch (...) {
+      storage = nullptr;
+    }
     PyObject* shape = PyTuple_New(rank);
     PyObject* strides = PyTuple_GET_ITEM(entry, 4);
     if (strides == Py_None) {
@@ -188,7 +196,7 @@ PyObject* describe_impl(PyObject* plan, PyObject* args) {
         PyLong_FromLongLong(f.nbytes),
         new_ref(Py_None),
         new_ref(f.tensor),
-        THPStorage_Wrap(f.t->storage()),
+        storage,
     };
     bool ok = true;
     for (PyObject* item : items) ok = ok && item != nullptr;

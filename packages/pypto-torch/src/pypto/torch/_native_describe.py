@@ -7,25 +7,34 @@ fast path it takes the common call only and answers None for anything else, whic
 the general path; so the general path alone decides errors and their messages.
 
 It is compiled with torch's own extension builder (``torch.utils.cpp_extension.load``) into
-torch's extensions directory (``TORCH_EXTENSIONS_DIR``, by default under ``~/.cache``), under a
-name that carries the torch version; torch rebuilds it when the source changes. A build takes
-about 25 s of CPU (30 s wall on a quiet 2-core machine), so nothing builds it implicitly: :func:`build_native` does, once per
-process (quickly when the build is cached). If it is never called, or the build or import fails,
-every signature keeps the Python fast path.
+``$TORCH_EXTENSIONS_DIR/<name>`` (default ``<user cache dir>/pypto-torch/<name>``), under a name
+that carries the torch version; torch rebuilds it when the source changes. The first build takes
+about 25 s of CPU (30 s wall on a quiet 2-core machine); a cached one loads in well under a
+second. :func:`build_native` builds or loads it, once per process. ``pypto.torch.init`` on a
+simulator starts :func:`build_native` on a background thread (:func:`build_native_in_background`)
+unless ``PYPTO_NATIVE_DESCRIBE=0``; until it is done, or if it fails, every signature keeps the
+Python fast path.
+
+A build runs under an ``fcntl`` lock in its directory. The kernel drops that lock when its holder
+dies, so torch's own lock file found while holding it was left by a killed build (a process that
+exited while its background build ran) and is removed instead of being waited on forever.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import re
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["build_native", "native_describe", "native_error"]
+__all__ = ["build_native", "build_native_in_background", "native_describe", "native_error"]
 
 _SOURCE = Path(__file__).with_name("_native_describe.cpp")
 
@@ -35,9 +44,11 @@ class _State:
 
     module: Any = None
     error: str | None = None
+    background: threading.Thread | None = None
 
 
 _lock = threading.Lock()
+_start_lock = threading.Lock()
 _state = _State()
 # Signatures to switch to the native path once it is built (weak: they live with their callers).
 _waiting: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -47,13 +58,38 @@ def _extension_name() -> str:
     return "pypto_torch_describe_" + re.sub(r"\W", "_", torch.__version__)
 
 
+def _build_directory(name: str) -> Path:
+    root = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if root:
+        base = Path(root)
+    else:
+        import platformdirs
+
+        base = Path(platformdirs.user_cache_dir("pypto-torch", appauthor=False))
+    directory = base / name
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@contextlib.contextmanager
+def _build_lock(directory: Path) -> Iterator[None]:
+    """Hold the directory's fcntl lock; remove a torch lock file a killed build left behind."""
+    fd = os.open(directory / "pypto-build.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        (directory / "lock").unlink(missing_ok=True)  # torch's FileBaton; no live holder now
+        yield
+    finally:
+        os.close(fd)
+
+
 def build_native(*, verbose: bool = False) -> bool:
     """Build (or load from torch's extension cache) the native ``describe_call`` fast path.
 
     Every :class:`~pypto.torch.CallSignature` on a simulator platform, existing or made later,
     then describes its common calls natively. The first build takes about 25 s of CPU and
     needs a C++ compiler and ninja; later processes load the cached build in well under a
-    second. Never called implicitly.
+    second. ``pypto.torch.init`` calls it on a background thread (see the module docstring).
 
     Args:
         verbose: Show the compiler's output.
@@ -67,12 +103,16 @@ def build_native(*, verbose: bool = False) -> bool:
             try:
                 from torch.utils.cpp_extension import load
 
-                _state.module = load(
-                    name=_extension_name(),
-                    sources=[str(_SOURCE)],
-                    extra_cflags=["-O2"],
-                    verbose=verbose,
-                )
+                name = _extension_name()
+                directory = _build_directory(name)
+                with _build_lock(directory):
+                    _state.module = load(
+                        name=name,
+                        sources=[str(_SOURCE)],
+                        extra_cflags=["-O2"],
+                        build_directory=str(directory),
+                        verbose=verbose,
+                    )
                 _state.error = None
             except Exception as exc:  # any build or import failure leaves the Python path in use
                 _state.error = f"{type(exc).__name__}: {exc}"
@@ -82,6 +122,23 @@ def build_native(*, verbose: bool = False) -> bool:
     for signature in waiting:
         signature._use_native()
     return True
+
+
+def build_native_in_background() -> threading.Thread | None:
+    """Start :func:`build_native` on a daemon thread, once per process.
+
+    Returns the thread (the running or finished one if already started), or None when the
+    native path is already in use. Signatures switch to the native path when it completes.
+    """
+    if _state.module is not None:
+        return None
+    with _start_lock:  # not _lock: build_native holds that for the whole build
+        if _state.background is None:
+            _state.background = threading.Thread(
+                target=build_native, name="pypto-torch-native-describe", daemon=True
+            )
+            _state.background.start()
+        return _state.background
 
 
 def native_error() -> str | None:

@@ -7,8 +7,9 @@ pass lowers to load/compute/store. ``OPS`` holds the IR ops (``OpSpec``), ``LANG
 operands and returns the result type, or raises ``OpError`` with a sentence that says what is
 wrong and how to fix it (the parser attaches the source position).
 
-Modules: ``spec`` (the records and the registry), ``rules`` (the type rules), ``table`` (the
-entries), ``system_ops`` (the ``pl.system`` entries), ``comm_rules`` and ``comm_table`` (the
+Modules: ``spec`` (the records and the registry), ``rules`` (the type rules, gathered from one
+``*_rules`` module per op family), ``table`` (the entries, from one ``*_table`` module per
+family, entered with ``entries``), ``system_ops`` (the ``pl.system`` entries), ``comm_rules`` and ``comm_table`` (the
 cross-rank ``pld`` rules and entries).
 """
 

@@ -1,7 +1,10 @@
 """Python AST -> IR for kernel-language functions.
 
 The parser is one class assembled from its parts: ``common`` (source positions, contexts,
-annotations), ``expressions``, ``calls`` (ops, kernels, inlined helpers) and ``statements``.
+annotations), ``expressions``, ``directives`` (``pl.static_print`` ...), ``calls`` (ops,
+kernels, inlined helpers), ``tasks`` (the task graph), ``tuples``, ``control`` (while, break,
+continue), ``launches`` (SPMD), ``scopes`` (``with pl.at``) and ``statements``; ``placements``
+checks tile placements for the statement parser.
 
 The parser reads a function's source (it never runs the body), resolves names statically
 (locals first, then the function's closure and globals: module constants, ``pl``, kernels),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pypto.ir.codegen.block_group import SPMD_PARAMS
 from pypto.ir.errors import KernelError, Span
@@ -24,14 +24,10 @@ from pypto.ir.types import (
 )
 from pypto.language.fold import INDEX, fold
 from pypto.language.parser.common import _Static
-from pypto.language.parser.tasks import _Tasks
+from pypto.language.parser.scopes import _Scopes
 
 
-class _Launches(_Tasks):
-    if TYPE_CHECKING:  # defined by the statements part
-
-        def at_hints(self, bound: dict[str, Any], call: ast.Call) -> tuple[tuple[str, Any], ...]: ...
-
+class _Launches(_Scopes):
     # ------------------------------------------------------------------ pl.split_aiv
 
     split_lane: tuple[int, SplitMode] | None = None  # (lane, mode) inside a pl.split_aiv body
@@ -420,17 +416,8 @@ class _Launches(_Tasks):
     ) -> Stmt:
         """An inline ``pl.spmd`` body as the one ``pl.at(level=CORE_GROUP)`` scope it is (with a
         task id when the launch's is recorded)."""
-        hint = self.static_value(bound.get("name_hint"), "name_hint", call)
-        if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
-            raise self.err(f"pl.spmd: name_hint must be an identifier string, got {hint!r}", call)
-        deps = list(self.deps_list(bound.get("deps"), "pl.spmd"))
-        hints = self.at_hints(bound, call)
-        self.st.in_scope = True
-        self.st.saw_scope = True
-        try:
-            body, _ = self.block(s.body)
-        finally:
-            self.st.in_scope = False
+        hint, deps, hints = self.scope_options(bound, call, "pl.spmd")
+        body = self.scope_body(s.body)
         task = Var(f"{self.prefix}_spmd_block_task{self.hoisted}", TaskIdType(), span) if tracked else None
         return Scope(Level.CORE_GROUP, hint, tuple(deps), task, tuple(body), span, hints=hints)
 

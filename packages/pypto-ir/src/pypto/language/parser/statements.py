@@ -1,4 +1,5 @@
-"""The parser's statements: assignments, tensor writes, loops, branches, scopes, return."""
+"""The parser's statements: assignments, tensor writes, loops, branches, return (``pl.at`` scopes
+are in scopes.py, SPMD launches in launches.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from pypto.ir.nodes import (
     For,
     If,
     Return,
-    Scope,
     Stmt,
     TensorWrite,
     Var,
@@ -27,10 +27,7 @@ from pypto.ir.passes import ssa
 from pypto.ir.types import (
     ArrayType,
     FunctionType,
-    Level,
     ScalarType,
-    SplitMode,
-    TaskIdType,
     TensorType,
     TileType,
     TupleType,
@@ -704,145 +701,6 @@ class _Statements(_Control, _Launches):
         one_branch = {n: v for env in (env_then, env_else) for n, v in env.items() if n not in merged}
         pre = self.keep_read_after(s, one_branch)
         return [*pre, If(cond, tuple(then), tuple(els), span=self.src.span(s))]
-
-    def with_stmt(self, s: ast.With) -> list[Stmt]:
-        if len(s.items) != 1:
-            raise self.err("one pl.at(...) per with statement", s)
-        item = s.items[0]
-        call = item.context_expr
-        if not isinstance(call, ast.Call) or self.dsl_kind(call.func) != "at":
-            raise self.err("kernels only use `with pl.at(level=pl.Level.CORE_GROUP, ...)`", call)
-        if self.st.in_scope:
-            raise self.err("pl.at scopes do not nest", s)
-        from pypto.language.dsl import _at_signature
-
-        bound = self.bind(_at_signature, "pl.at", call)
-        level = self.static_value(bound.get("level", Level.CORE_GROUP), "level", call)
-        if not isinstance(level, Level):
-            raise self.err(f"pl.at: level must be a pl.Level, got {level!r}", call)
-        if self.st.func_type.is_kernel:
-            # a kernel already runs on a core: its plain `with pl.at(level=CORE_GROUP):` block is
-            # part of its body; scope options name a task the kernel does not submit
-            options = [k for k in bound if k != "level"]
-            if level is not Level.CORE_GROUP or options or item.optional_vars is not None:
-                what = (
-                    f"{options[0]}=..." if options else ("as ..." if item.optional_vars else f"level={level}")
-                )
-                raise self.err(
-                    f"pl.at({what}) in a kernel: this function already is the kernel, so its "
-                    "pl.at block takes only level=pl.Level.CORE_GROUP; set the options where the "
-                    "kernel is called",
-                    s,
-                )
-            body, _ = self.block(s.body)
-            return body
-        hint = self.static_value(bound.get("name_hint"), "name_hint", call)
-        if hint is not None and (not isinstance(hint, str) or not hint.isidentifier()):
-            raise self.err(f"pl.at: name_hint must be an identifier string, got {hint!r}", call)
-        deps = list(self.deps_list(bound.get("deps"), "pl.at"))
-        hints = self.at_hints(bound, call)
-        task: Var | None = None
-        if item.optional_vars is not None and not isinstance(item.optional_vars, ast.Name):
-            raise self.err("bind the task id to one name: `as tid`", item.optional_vars)
-        self.st.in_scope = True
-        self.st.saw_scope = True
-        try:
-            body, _ = self.block(s.body)
-        finally:
-            self.st.in_scope = False
-        if item.optional_vars is not None:
-            assert isinstance(item.optional_vars, ast.Name)
-            task = Var(self.prefix + item.optional_vars.id, TaskIdType(), self.src.span(item.optional_vars))
-            self.st.env[task.name] = task
-        return [Scope(level, hint, tuple(deps), task, tuple(body), self.src.span(s), hints=hints)]
-
-    def at_hints(self, bound: dict[str, Any], call: ast.Call) -> tuple[tuple[str, Any], ...]:
-        """The hints of ``pl.at(optimizations=[...], no_dep_args=[...])`` as (key, value) pairs."""
-        from pypto.language.dsl import cross_core_slot, split
-
-        hints: dict[str, Any] = {}
-        onode = bound.get("optimizations")
-        if onode is not None and not (isinstance(onode, ast.Constant) and onode.value is None):
-            if not isinstance(onode, (ast.List, ast.Tuple)):
-                raise self.err(
-                    "pl.at: optimizations must be a list of pl.split(...) / pl.cross_core_slot(...) entries",
-                    onode,
-                )
-            for entry in onode.elts:
-                kind = self.dsl_kind(entry.func) if isinstance(entry, ast.Call) else None
-                if kind not in ("split", "cross_core_slot"):
-                    raise self.err(
-                        "pl.at: each optimizations entry must be pl.split(pl.SplitMode.<mode>) or "
-                        f"pl.cross_core_slot(slot_num=n), got {ast.unparse(entry)}",
-                        entry,
-                    )
-                assert isinstance(entry, ast.Call)
-                key = "split" if kind == "split" else "cross_core_slot"
-                if key in hints:
-                    raise self.err(f"pl.at: optimizations lists pl.{key}(...) twice", entry)
-                if kind == "split":
-                    args = self.bind(split, "pl.split", entry)
-                    mode = self.static_value(args.get("mode"), "pl.split(mode)", entry)
-                    if not isinstance(mode, SplitMode):
-                        raise self.err(
-                            "pl.split(mode): expected pl.SplitMode.NONE, UP_DOWN or LEFT_RIGHT, "
-                            f"got {ast.unparse(args['mode']) if 'mode' in args else 'nothing'}",
-                            entry,
-                        )
-                    hints[key] = mode.value
-                else:
-                    args = self.bind(cross_core_slot, "pl.cross_core_slot", entry)
-                    n = self.static_value(args.get("slot_num"), "pl.cross_core_slot(slot_num)", entry)
-                    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-                        raise self.err(
-                            f"pl.cross_core_slot(slot_num): expected a positive int, got {n!r}", entry
-                        )
-                    hints[key] = n
-        nnode = bound.get("no_dep_args")
-        if nnode is not None and not (isinstance(nnode, ast.Constant) and nnode.value is None):
-            if not isinstance(nnode, (ast.List, ast.Tuple)):
-                raise self.err("pl.at: no_dep_args must be a list of tensor names: no_dep_args=[t]", nnode)
-            names: list[str] = []
-            for e in nnode.elts:
-                if not isinstance(e, ast.Name):
-                    raise self.err(
-                        f"pl.at: no_dep_args entries must be tensor names, got {ast.unparse(e)}", e
-                    )
-                v = self.st.env.get(e.id)
-                if not isinstance(v, Var) or not isinstance(v.type, TensorType):
-                    what = "not defined before the scope" if v is None else f"a {v.type}"
-                    raise self.err(
-                        f"pl.at: no_dep_args entry {e.id!r} must be a tensor defined before the scope, it is {what}",
-                        e,
-                    )
-                if e.id not in names:
-                    names.append(e.id)
-            hints["no_dep_args"] = tuple(names)
-        hints.update(self.at_dumps(bound.get("dumps")))
-        return tuple(sorted(hints.items()))
-
-    def at_dumps(self, node: Any) -> dict[str, tuple[str, ...]]:
-        """``pl.at(dumps=[t])`` (tensors defined before the scope) as the ``dumps`` hint, and the
-        tensors ``pl.dump_tag`` marked that the names still hold as ``dump_tags``; the scope's
-        kernel call records those it captures (outline_scopes)."""
-        out: dict[str, tuple[str, ...]] = {}
-        if node is not None and not (isinstance(node, ast.Constant) and node.value is None):
-            if not isinstance(node, (ast.List, ast.Tuple)):
-                raise self.err("pl.at: dumps must be a list of tensor names: dumps=[t]", node)
-            names: list[str] = []
-            for e in node.elts:
-                v = self.st.env.get(e.id) if isinstance(e, ast.Name) else None
-                if not isinstance(v, Var) or not isinstance(v.type, TensorType):
-                    what = "not a tensor defined before the scope"
-                    raise self.err(f"pl.at: dumps entry {ast.unparse(e)!r} is {what}", e)
-                assert isinstance(e, ast.Name)
-                if e.id not in names:
-                    names.append(e.id)
-            out["dumps"] = tuple(names)
-        tagged = tuple(n for n, v in self.st.env.items() if any(v is t for t in self.st.dump_tags))
-        if tagged:
-            out["dump_tags"] = tagged
-        return out
 
     def return_stmt(self, s: ast.Return) -> Return:
         if s.value is None:

@@ -201,6 +201,11 @@ def _from_dir(path: Path, *, platform: str | None, key: str | None, manifest: An
             platform = parse_platform(platform)
         except ValueError as exc:
             raise UsageError(f"--platform: {exc}") from None
+    if not (path / "compiled_meta.json").exists() and (path / "plan.json").is_file():
+        raise Failed(
+            f"{path}: the entry of a multi-chip program (plan.json), not a single-chip artifact; "
+            "load it in Python with pypto.runtime.distributed.DistributedCompiledProgram.load(key)"
+        )
     try:
         return CompiledArtifact.from_dir(path, platform=platform, key=key, manifest=manifest)
     except MetadataError as exc:

@@ -89,8 +89,9 @@ def _signature(params: Any) -> str:
 
 
 def _describe(path: Path) -> tuple[str, str, str, str]:
-    """(program name, platform, contract, signature) from an entry's compiled_meta.json, '?'
-    for what cannot be read."""
+    """(program name, platform, contract, signature) from an entry's compiled_meta.json, or for
+    a distributed program's entry from its plan.json (contract ``distributed``, the signature
+    followed by the rank count), '?' for what cannot be read."""
     try:
         meta = json.loads(read_regular(path / "compiled_meta.json"))
         return (
@@ -98,6 +99,31 @@ def _describe(path: Path) -> tuple[str, str, str, str]:
             str(meta.get("platform", "?")),
             str(meta.get("contract", "?")),
             _signature(meta.get("params")),
+        )
+    except FileNotFoundError:
+        return _describe_distributed(path)
+    except (OSError, ValueError, AttributeError):
+        return "?", "?", "?", "?"
+
+
+def _describe_distributed(path: Path) -> tuple[str, str, str, str]:
+    try:
+        plan = json.loads(read_regular(path / "plan.json"))
+        if plan.get("kind") != "distributed":
+            return "?", "?", "?", "?"
+        params = plan.get("params")
+        if isinstance(params, list):  # the plan's params: a scalar's dtype is "" (compiled in)
+            params = [
+                {**p, "shape": None, "dtype": type(p.get("value")).__name__}
+                if isinstance(p, dict) and p.get("kind") == "scalar"
+                else p
+                for p in params
+            ]
+        return (
+            str(plan.get("name", "?")),
+            str(plan.get("platform", "?")),
+            "distributed",
+            f"{_signature(params)} on {plan.get('world_size', '?')} ranks",
         )
     except (OSError, ValueError, AttributeError):
         return "?", "?", "?", "?"

@@ -103,17 +103,13 @@ def _rank_main() -> None:
 
 def _fetch_io(store: Any, seq: int, runner: Any, phase: int) -> dict[int, Any]:
     """The host tensors this rank's launches of ``phase`` use, from the store (``io/<seq>/<i>``)."""
-    import numpy
-
     from pypto.ir import DataType
-    from pypto.runtime.distributed.plan import dtype_itemsize
+    from pypto.runtime.distributed.host_bytes import byte_array
 
     hosts = {}
     for i in runner.host_params(phase):
         p = runner.plan.params[i]
-        ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
-        data = bytearray(store.get(f"io/{seq}/{i}"))
-        hosts[i] = numpy.frombuffer(data, dtype=numpy.dtype(ts)).reshape(p.shape)
+        hosts[i] = byte_array(bytearray(store.get(f"io/{seq}/{i}")), p.shape, DataType(p.dtype))
     return hosts
 
 

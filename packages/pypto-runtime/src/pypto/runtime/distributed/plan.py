@@ -1,11 +1,12 @@
 """Compiling a ``@pl.jit.host`` program: its trace becomes a :class:`DistributedPlan`.
 
 The host body runs once (``HostFunction.trace``); every launch ``fn(*args, device=r)`` becomes a
-:class:`PlannedDispatch` whose per-device program is compiled through the single-chip path (one
-store entry per distinct specialisation, shared by the ranks that launch it). A scalar argument of
-a launch is a runtime scalar of the per-device program (``pl.RUNTIME``), so ranks that differ
-only in scalars (their rank number) share one artifact. The plan is JSON-able; the compiled
-program writes it to ``output_dir/plan.json``.
+:class:`PlannedDispatch` whose per-device program is a single-chip artifact (one store entry per
+distinct specialisation, shared by the ranks that launch it), named in the plan by its
+ArtifactKey (``program_keys``); a :class:`RankProgram` compiles or restores it. A scalar argument
+of a launch is a runtime scalar of the per-device program (``pl.RUNTIME``), so ranks that differ
+only in scalars (their rank number) share one artifact. The plan is JSON-able; it is stored as an
+artifact-store entry of its own (:mod:`pypto.runtime.distributed.entry`).
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import DataType, DistributedConfig, ParamDirection, atomic_write
+from pypto.ir import DataType, DistributedConfig, ParamDirection
 from pypto.language import typing as lt
 from pypto.language.binding import dtype_of, is_tensor, shape_of
 from pypto.language.distributed import is_distributed_annotation
 from pypto.language.host import HostFunction
 from pypto.language.host_trace import HostTensorRef, WindowView
-from pypto.runtime import settings
-from pypto.runtime.host_tensors import numpy_typestr
+from pypto.runtime.distributed.host_bytes import ByteTensor, element_size
 
 __all__ = [
     "WINDOW_ALIGN",
@@ -34,13 +34,13 @@ __all__ = [
     "PlannedDispatch",
     "PlannedParam",
     "PlannedWindow",
+    "RankProgram",
     "plan_host",
 ]
 
 # A rank's window is a whole number of 4 KiB pages (so at least 4 KiB, even for tiny data).
 WINDOW_ALIGN = 4096
-PLAN_FILE = "plan.json"
-PLAN_SCHEMA = 1
+PLAN_SCHEMA = 2
 
 
 @dataclass(frozen=True)
@@ -78,12 +78,14 @@ class PlannedDispatch:
 
 @dataclass(frozen=True)
 class PlannedCallback:
-    """Callback ``index`` of the plan: the host-level SubWorker ``name``, run in the host
-    process after the launches of phases ``0..index``. ``args`` as a launch's (``host`` or
-    ``scalar``)."""
+    """Callback ``index`` of the plan: a call of the host-level SubWorker ``name``, run on a
+    sub-worker process after the launches of phases ``0..index``. ``args`` as a launch's
+    (``host`` or ``scalar``), in the SubWorker's parameter order; ``writes``: per argument,
+    whether its parameter is ``pl.Out``/``pl.InOut`` (empty: every tensor may be written)."""
 
     name: str
     args: tuple[tuple[Any, ...], ...]
+    writes: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,22 +96,32 @@ class DistributedPlan:
     device_ids: tuple[int, ...]
     params: tuple[PlannedParam, ...]
     windows: tuple[PlannedWindow, ...]
-    programs: tuple[str, ...]  # artifact directories (store entries)
+    programs: tuple[str, ...]  # artifact directories, resolved in this process (not stored)
     dispatches: tuple[PlannedDispatch, ...]
     callbacks: tuple[PlannedCallback, ...] = ()
     required_callbacks: tuple[str, ...] = ()  # SubWorkers that prepare(callbacks=) must bind
+    program_keys: tuple[str, ...] = ()  # the ArtifactKey of each program (``programs[i]``'s entry)
 
     @property
     def world_size(self) -> int:
         return len(self.device_ids)
 
     def to_json(self) -> dict[str, Any]:
+        """Everything, the resolved artifact directories too (what the ranks are handed)."""
         return {"schema": PLAN_SCHEMA, **asdict(self)}
+
+    def entry_json(self) -> dict[str, Any]:
+        """What the store entry holds: the plan with its programs by key, never by path."""
+        data = {"schema": PLAN_SCHEMA, "kind": "distributed", "world_size": self.world_size, **asdict(self)}
+        del data["programs"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DistributedPlan:
         if data.get("schema") != PLAN_SCHEMA:
             raise ValueError(f"distributed plan: expected schema {PLAN_SCHEMA}, got {data.get('schema')!r}")
+        if "kind" in data and data["kind"] != "distributed":
+            raise ValueError(f"distributed plan: expected kind 'distributed', got {data['kind']!r}")
         return cls(
             name=data["name"],
             platform=data["platform"],
@@ -125,7 +137,7 @@ class DistributedPlan:
                 PlannedWindow(tuple(w["shape"]), w["dtype"], w["nbytes"], w["stride"])
                 for w in data["windows"]
             ),
-            programs=tuple(data["programs"]),
+            programs=tuple(data.get("programs", ())),
             dispatches=tuple(
                 PlannedDispatch(
                     d["rank"], d["program"], tuple(tuple(a) for a in d["args"]), d.get("phase", 0)
@@ -133,32 +145,32 @@ class DistributedPlan:
                 for d in data["dispatches"]
             ),
             callbacks=tuple(
-                PlannedCallback(c["name"], tuple(tuple(a) for a in c["args"]))
+                PlannedCallback(c["name"], tuple(tuple(a) for a in c["args"]), tuple(c.get("writes", ())))
                 for c in data.get("callbacks", ())
             ),
             required_callbacks=tuple(data.get("required_callbacks", ())),
+            program_keys=tuple(data.get("program_keys", ())),
         )
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
 
 
-def dtype_itemsize(dtype: DataType, what: str) -> tuple[str, int]:
-    """(numpy type string, item size) of ``dtype``; a dtype numpy lacks is an error naming ``what``."""
-    ts = numpy_typestr(dtype)
-    if ts is None:
-        raise TypeError(
-            f"{what}: dtype {dtype.value} has no numpy type; distributed host tensors and windows "
-            "travel through shared memory as numpy arrays"
-        )
-    return ts, int(ts[2:])
+@dataclass(frozen=True)
+class RankProgram:
+    """A per-device program of a plan: its ArtifactKey, and ``obtain()``, which restores it from
+    the store (or compiles it there) and returns its artifact directory."""
+
+    key: str
+    obtain: Callable[[], Path]
 
 
 def plan_host(
     fn: HostFunction, args: tuple[Any, ...], kwargs: dict[str, Any], config: Any
-) -> DistributedPlan:
-    """Trace ``fn`` on the example arguments and compile every per-device program it launches."""
-    from pypto.runtime.api import compile as compile_program
+) -> tuple[DistributedPlan, tuple[RankProgram, ...]]:
+    """Trace ``fn`` on the example arguments: the plan (its programs by key, none compiled yet)
+    and the per-device programs it launches."""
+    from pypto.runtime.api import planned_program
 
     dc: DistributedConfig | None = getattr(config, "distributed_config", None)
     if dc is None:
@@ -171,13 +183,13 @@ def plan_host(
     bound = fn.bind(args, kwargs)
     params = planned_params(fn.__name__, fn.param_names, bound, fn.param_directions())
 
-    def compile_launch(d: Any, examples: list[Any]) -> tuple[Any, Callable[[], str]]:
+    def program_of(d: Any, examples: list[Any]) -> tuple[Any, Callable[[], RankProgram]]:
         spec = d.fn.specialize(*examples)
-        return (d.fn, spec.key), lambda: str(
-            compile_program(spec, platform=config.platform, runtime=config.runtime).path
+        return (d.fn, spec.key), lambda: RankProgram(
+            *planned_program(spec, platform=config.platform, runtime=config.runtime)
         )
 
-    return plan_from_trace(fn.__name__, params, trace, config, compile_launch)
+    return plan_from_trace(fn.__name__, params, trace, config, program_of)
 
 
 def planned_params(
@@ -188,34 +200,46 @@ def planned_params(
     for pname, value, direction in zip(names, values, directions, strict=True):
         if is_tensor(value):
             dtype = dtype_of(value, f"{name}(): parameter {pname!r}")
-            dtype_itemsize(dtype, f"{name}(): parameter {pname!r}")
+            element_size(dtype, f"{name}(): parameter {pname!r}")
             params.append(PlannedParam(pname, "tensor", shape_of(value), dtype.value, direction.value))
         else:
             params.append(PlannedParam(pname, "scalar", (), "", ParamDirection.IN.value, value))
     return tuple(params)
 
 
-def _compile_builtin(program: Any, config: Any) -> str:
-    from pypto.runtime.api import compile as compile_program
+def _builtin_program(program: Any, config: Any) -> RankProgram:
+    """The RankProgram of a host-level collective's builtin (pypto.language.distributed.builtin)."""
+    from pypto.runtime.api import planned_program
 
-    return str(compile_program(program, platform=config.platform, runtime=config.runtime).path)
+    return RankProgram(*planned_program(program, platform=config.platform, runtime=config.runtime))
+
+
+def placeholder(shape: tuple[int, ...], dtype: DataType, what: str) -> ByteTensor:
+    """A zero tensor of ``shape`` and ``dtype`` (any whole-byte dtype, BF16 and FP8 too): an
+    example argument to specialise a per-device program on."""
+    import numpy
+
+    size = element_size(dtype, what)
+    return ByteTensor(numpy.zeros((*shape, size), dtype=numpy.uint8), dtype)
 
 
 def plan_from_trace(
-    name: str, params: tuple[PlannedParam, ...], trace: Any, config: Any, compile_launch: Any
-) -> DistributedPlan:
-    """A plan of a recorded host body. ``compile_launch(dispatch, examples)`` returns the key of
-    the launched program's specialisation and a thunk compiling it (called once per key)."""
-    import numpy
-
+    name: str, params: tuple[PlannedParam, ...], trace: Any, config: Any, program_of: Any
+) -> tuple[DistributedPlan, tuple[RankProgram, ...]]:
+    """A plan of a recorded host body. ``program_of(dispatch, examples)`` returns the identity of
+    the launched program's specialisation and a thunk making its :class:`RankProgram` (called
+    once per identity). Nothing is compiled here: the plan names its programs by key."""
     dc: DistributedConfig = config.distributed_config
     windows = []
     for w in trace.windows:
-        _, size = dtype_itemsize(w.dtype, f"pld.alloc_window_buffer(dtype) #{w.index}")
-        nbytes = size * int(numpy.prod(w.shape))
+        size = element_size(w.dtype, f"pld.alloc_window_buffer(dtype) #{w.index}")
+        n = 1
+        for d in w.shape:
+            n *= int(d)
+        nbytes = size * n
         stride = max(WINDOW_ALIGN, -(-nbytes // WINDOW_ALIGN) * WINDOW_ALIGN)
         windows.append(PlannedWindow(w.shape, w.dtype.value, nbytes, stride))
-    programs: list[str] = []
+    programs: list[RankProgram] = []
     by_key: dict[Any, int] = {}
     dispatches = []
     for d in trace.dispatches:
@@ -231,8 +255,7 @@ def plan_from_trace(
                     raise TypeError(
                         f"{where} receives a pld.window(...) view; annotate it pld.DistributedTensor[...]"
                     )
-                ts, _ = dtype_itemsize(a.dtype, where)
-                examples.append(numpy.zeros(a.shape, dtype=numpy.dtype(ts)))
+                examples.append(placeholder(tuple(a.shape), a.dtype, where))
                 planned.append(("window", a.buffer.index, list(a.shape), a.dtype.value))
             elif isinstance(a, HostTensorRef):
                 if distributed:
@@ -245,15 +268,15 @@ def plan_from_trace(
                 examples.append(lt.RUNTIME)
                 planned.append(("scalar", a))
         builtin = getattr(d.fn, "builtin_program", None)  # a host-level collective (pld builtin)
-        key, build = (
-            (("builtin", d.fn.__name__, id(builtin)), functools.partial(_compile_builtin, builtin, config))
+        identity, make = (
+            (("builtin", d.fn.__name__, id(builtin)), functools.partial(_builtin_program, builtin, config))
             if builtin is not None
-            else compile_launch(d, examples)
+            else program_of(d, examples)
         )
-        index = by_key.get(key)
+        index = by_key.get(identity)
         if index is None:
-            index = by_key[key] = len(programs)
-            programs.append(build())
+            index = by_key[identity] = len(programs)
+            programs.append(make())
         dispatches.append(PlannedDispatch(d.rank, index, tuple(planned), d.phase))
     callbacks = tuple(
         PlannedCallback(
@@ -265,26 +288,16 @@ def plan_from_trace(
         )
         for c in getattr(trace, "sub_worker_calls", ())
     )
-    return DistributedPlan(
+    plan = DistributedPlan(
         name=name,
         platform=config.platform,
         runtime=config.runtime,
         device_ids=tuple(dc.device_ids),
         params=params,
         windows=tuple(windows),
-        programs=tuple(programs),
+        programs=(),
         dispatches=tuple(dispatches),
         callbacks=callbacks,
+        program_keys=tuple(p.key for p in programs),
     )
-
-
-def write_plan(plan: DistributedPlan, output_dir: str | Path | None = None) -> Path:
-    """Write ``plan.json`` into ``output_dir`` (default: ``<store>/distributed/<digest>``)."""
-    where = (
-        Path(output_dir)
-        if output_dir is not None
-        else settings.cache_dir() / "distributed" / plan.digest()[:32]
-    )
-    where.mkdir(parents=True, exist_ok=True)
-    atomic_write(where / PLAN_FILE, json.dumps(plan.to_json(), indent=1), mode=None)
-    return where
+    return plan, tuple(programs)

@@ -4,7 +4,8 @@ The program's ``@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)`` m
 as Python (``pypto.language.host_trace``) on placeholders of its tensor parameters (zero arrays
 of their annotated shapes and dtypes): ``self.<chip orchestration>(...)`` records a launch (on
 rank ``device=`` or, with one rank, rank 0) and returns what it writes; ``self.<SubWorker>(...)``
-records a callback, run in the host process between the launches before and after it. Each
+(positional or keyword arguments) records a SubWorker call, run on a sub-worker process between
+the launches before and after it (``pypto.runtime.distributed.sub_workers``). Each
 launched chip orchestration is compiled once, as the program with that entry (and without its
 host functions).
 """
@@ -18,7 +19,14 @@ from typing import Any
 from pypto.ir import Function, FunctionType, HostLevelFunction, ParamDirection, Program, Role
 from pypto.language import typing as lt
 from pypto.language.host_trace import HostTensorRef, HostTrace
-from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize, plan_from_trace, planned_params
+from pypto.runtime.distributed.plan import (
+    DistributedPlan,
+    RankProgram,
+    placeholder,
+    plan_from_trace,
+    planned_params,
+)
+from pypto.runtime.distributed.sub_workers import callback_writes
 
 __all__ = ["plan_program"]
 
@@ -79,19 +87,11 @@ class _HostSelf:
             return lambda *args, **kwargs: self._trace.dispatch(launch, args, kwargs)
         host = program.get_function(name)
         if isinstance(host, HostLevelFunction) and host.role is Role.SubWorker:
-            if not host.requires_runtime_binding:
-                raise NotImplementedError(
-                    f"{self._orchestrator}: SubWorker {name!r} has a body; SubWorkers run on this stack "
-                    "as runtime-bound callbacks only: give it a `...` body and bind it with "
-                    f"prepare(callbacks={{{name!r}: fn}})"
-                )
 
-            def call(*args: Any, **kwargs: Any) -> None:
-                if kwargs:
-                    raise TypeError(
-                        f"SubWorker {name}(): takes positional arguments only, got {sorted(kwargs)}"
-                    )
-                self._trace.sub_worker_call(name, args)
+            def call(*args: Any, **kwargs: Any) -> Any:
+                bound = _bind_sub_worker(host, args, kwargs)
+                self._trace.sub_worker_call(name, bound)
+                return _written(bound, callback_writes(host))
 
             return call
         raise AttributeError(
@@ -99,13 +99,35 @@ class _HostSelf:
         )
 
 
+def _written(args: tuple[Any, ...], writes: tuple[bool, ...]) -> Any:
+    """What a call writes, as a launch returns it: its ``Out``/``InOut`` tensor arguments (one,
+    a tuple, or None)."""
+    written = [a for a, w in zip(args, writes, strict=True) if w and isinstance(a, HostTensorRef)]
+    return written[0] if len(written) == 1 else (tuple(written) if written else None)
+
+
+def _bind_sub_worker(fn: HostLevelFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """A SubWorker call's arguments in its parameter order (keywords bound, defaults filled)."""
+    sig = inspect.signature(fn.fn)
+    if fn.is_method:
+        sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        params = ", ".join(
+            p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
+            for p in sig.parameters.values()
+        )
+        raise TypeError(f"SubWorker {fn.name}({params}): {e}") from None
+    bound.apply_defaults()
+    return tuple(bound.arguments.values())
+
+
 def _example(
     fn: HostLevelFunction, pname: str, annotation: Any, world_size: int
 ) -> tuple[Any, ParamDirection]:
     """The placeholder of a host orchestrator's tensor parameter: zeros of its annotated shape, a
     dynamic dim (``pl.dynamic("NR")``) being the rank count."""
-    import numpy
-
     direction = ParamDirection.IN
     if isinstance(annotation, lt.DirectionAnnotation):
         direction, annotation = annotation.direction, annotation.inner
@@ -119,13 +141,13 @@ def _example(
             f"shape, annotated pl.Tensor[[dims], dtype] (or pl.Out[...]); got {annotation!r}"
         )
     shape = tuple(d if isinstance(d, int) else world_size for d in annotation.shape)
-    ts, _ = dtype_itemsize(annotation.dtype, f"{fn.name}(): parameter {pname!r}")
-    return numpy.zeros(shape, dtype=numpy.dtype(ts)), direction
+    return placeholder(shape, annotation.dtype, f"{fn.name}(): parameter {pname!r}"), direction
 
 
-def plan_program(program: Program, config: Any) -> DistributedPlan:
-    """Trace ``program``'s host orchestrator and compile every chip orchestration it launches."""
-    from pypto.runtime.api import compile as compile_program
+def plan_program(program: Program, config: Any) -> tuple[DistributedPlan, tuple[RankProgram, ...]]:
+    """Trace ``program``'s host orchestrator: the plan (its chip orchestrations by key, none
+    compiled yet) and the per-device programs it launches."""
+    from pypto.runtime.api import planned_program
 
     dc = config.distributed_config
     orch = next(f for f in program.host_funcs if f.role is Role.Orchestrator)
@@ -143,13 +165,8 @@ def plan_program(program: Program, config: Any) -> DistributedPlan:
     refs = [HostTensorRef(i, n, (), e) for i, (n, e) in enumerate(zip(names, examples, strict=True))]
     with HostTrace(dc.world_size) as trace:
         orch.fn(_HostSelf(program, trace, orch.name), *refs) if orch.is_method else orch.fn(*refs)
-    if trace.sub_worker_calls and dc.num_sub_workers < 1:
-        raise ValueError(
-            f"compile({program.name}): {orch.name} calls SubWorker {trace.sub_worker_calls[0].name!r}; "
-            f"pass DistributedConfig(num_sub_workers=1) or more (got {dc.num_sub_workers})"
-        )
 
-    def compile_launch(d: Any, examples: list[Any]) -> tuple[Any, Any]:
+    def program_of(d: Any, examples: list[Any]) -> tuple[Any, Any]:
         fn: Function = d.fn.function
         for p, e in zip(fn.params, examples, strict=True):
             want = getattr(p.var.type, "shape", None)
@@ -172,10 +189,12 @@ def plan_program(program: Program, config: Any) -> DistributedPlan:
             ),
             fn.name,
         )
-        return fn.name, lambda: str(
-            compile_program(chip, platform=config.platform, runtime=config.runtime).path
+        return fn.name, lambda: RankProgram(
+            *planned_program(chip, platform=config.platform, runtime=config.runtime)
         )
 
-    plan = plan_from_trace(orch.name, params, trace, config, compile_launch)
+    plan, programs = plan_from_trace(orch.name, params, trace, config, program_of)
     required = tuple(f.name for f in program.host_funcs if f.requires_runtime_binding)
-    return dataclasses.replace(plan, required_callbacks=required)
+    writes = {f.name: callback_writes(f) for f in program.host_funcs if f.role is Role.SubWorker}
+    callbacks = tuple(dataclasses.replace(c, writes=writes[c.name]) for c in plan.callbacks)
+    return dataclasses.replace(plan, callbacks=callbacks, required_callbacks=required), programs

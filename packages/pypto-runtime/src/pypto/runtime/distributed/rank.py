@@ -1,9 +1,10 @@
 """What a rank process executes: its dispatches of a plan, on its own simulated chip.
 
 A rank is one process with one simulated chip: the same program-mode Worker a single-chip
-program runs on (``CompiledProgram`` of each per-device artifact). Its arguments are numpy views
-of the parent's shared memory: host tensors in the call's I/O segment, and its own window of
-each window buffer (rank ``r``'s window starts ``r * stride`` bytes into the buffer's segment).
+program runs on (``CompiledProgram`` of each per-device artifact). Its arguments are byte views
+of the parent's shared memory (``host_bytes.ByteTensor``: bytes + DataType, so any whole-byte
+dtype, BF16 and FP8 too): host tensors in the call's I/O segment, and its own window of each
+window buffer (rank ``r``'s window starts ``r * stride`` bytes into the buffer's segment).
 Before its launches run, the rank hands the native runtime its comm context (its rank, the rank
 count, and where each window buffer's segment is mapped in this process: rank ``p``'s window at
 ``base + p * stride``), which every kernel receives for the cross-rank operations
@@ -31,7 +32,8 @@ from typing import Any
 from pypto.ir import DataType
 from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.distributed import shm
-from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize
+from pypto.runtime.distributed.host_bytes import ByteTensor, byte_array
+from pypto.runtime.distributed.plan import DistributedPlan
 from pypto.runtime.runner import RunConfig
 
 __all__ = ["DATA_PATHS", "DEFAULT_WAIT_TIMEOUT", "RankRunner"]
@@ -96,10 +98,8 @@ class RankRunner:
     def run(self, command: dict[str, Any], hosts: dict[int, Any] | None = None) -> None:
         """Run this rank's dispatches of the command's ``phase``; ``command`` names the segments
         and host offsets (a tensor named in ``host_segments`` lies at its offset in that segment,
-        the others in the ``io`` segment), unless ``hosts`` gives the host tensors (numpy arrays
+        the others in the ``io`` segment), unless ``hosts`` gives the host tensors (byte arrays
         by parameter index: the engine fetched them from the store)."""
-        import numpy
-
         io = self._map(command["io"]) if command["io"] and hosts is None else None
         if self._private:
             windows = self._private
@@ -126,35 +126,25 @@ class RankRunner:
                     view = hosts[a[1]]
                     for index in a[2]:
                         view = view[index]
-                    args.append(view)
+                    args.append(ByteTensor(view, DataType(self.plan.params[a[1]].dtype)))
                 elif a[0] == "window":
                     w = self.plan.windows[a[1]]
                     shape, dtype = (a[2], a[3]) if len(a) > 2 else (w.shape, w.dtype)  # the view's
-                    ts, _ = dtype_itemsize(DataType(dtype), "window")
-                    args.append(
-                        numpy.ndarray(
-                            tuple(shape),
-                            dtype=numpy.dtype(ts),
-                            buffer=windows[a[1]],
-                            offset=self.rank * w.stride,
-                        )
-                    )
+                    data = byte_array(windows[a[1]], tuple(shape), DataType(dtype), self.rank * w.stride)
+                    args.append(ByteTensor(data, DataType(dtype)))
                 else:
                     args.append(a[1])
             self._program(d.program)(*args, config=self.config)
         self.last_run_seconds = time.perf_counter() - started
 
     def _mapped_hosts(self, command: dict[str, Any], io: Any) -> dict[int, Any]:
-        """The host tensors as views of the parent's shared memory (the command's segments)."""
-        import numpy
-
+        """The host tensors as byte views of the parent's shared memory (the command's segments)."""
         own = command.get("host_segments", {})
         hosts: dict[int, Any] = {}
         for i, offset in command["host_offsets"].items():
             p = self.plan.params[int(i)]
-            ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
             buf = self._map(own[i]) if i in own else io
-            hosts[int(i)] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=buf, offset=offset)
+            hosts[int(i)] = byte_array(buf, p.shape, DataType(p.dtype), offset)
         return hosts
 
     def _set_comm_context(self, windows: list[mmap.mmap], wait_timeout: float) -> None:

@@ -10,22 +10,15 @@ consumed by rank ``worker_ids[i]``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from pypto.ir import DataType
+from pypto.runtime import host_tensors
 from pypto.runtime.distributed import shm
-from pypto.runtime.host_tensors import HostTensor, TensorBindingError
+from pypto.runtime.distributed.host_bytes import byte_array
+from pypto.runtime.host_tensors import HostTensor, TensorBindingError, numpy_typestr
 
 __all__ = ["SharedDeviceTensor", "StackedDeviceTensor"]
-
-
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= d
-    return tuple(reversed(out))
 
 
 class SharedDeviceTensor:
@@ -44,10 +37,7 @@ class SharedDeviceTensor:
         self.shape = shape
         self.dtype = dtype
         self.data_type = data_type
-        n = 1
-        for d in shape:
-            n *= d
-        self.nbytes = n * data_type.itemsize
+        self.nbytes = host_tensors.tensor_nbytes(shape, data_type)
         self._ptr = self._address()
 
     def _address(self) -> int:
@@ -77,30 +67,28 @@ class SharedDeviceTensor:
         return self._segment
 
     def numpy(self) -> Any:
-        """A numpy view of this tensor's memory (valid until it is freed)."""
+        """A numpy view of this tensor's memory (valid until it is freed); a dtype numpy lacks
+        (BF16, FP8) is a TypeError: copy it into a torch tensor with ``copy_from(t, out)``."""
         import numpy
 
-        from pypto.runtime.distributed.plan import dtype_itemsize
-
-        ts, _ = dtype_itemsize(self.data_type, "SharedDeviceTensor")
+        ts = numpy_typestr(self.data_type)
+        if ts is None:
+            raise TypeError(
+                f"{self!r}.numpy(): numpy has no {self.data_type.value} type; copy it into a torch tensor "
+                "with worker.copy_from(t, out)"
+            )
         return numpy.ndarray(self.shape, dtype=numpy.dtype(ts), buffer=self.segment.buf)
+
+    def bytes(self) -> Any:
+        """A byte view of this tensor's memory (``host_bytes``: a uint8 array ``(*shape, itemsize)``)."""
+        return byte_array(self.segment.buf, self.shape, self.data_type)
 
     def __pypto_host_tensor__(self, what: str) -> HostTensor:
         if self._segment is None:
             raise TensorBindingError(
                 f"{what}: this SharedDeviceTensor was freed (free_tensor or close); allocate another"
             )
-        return HostTensor(
-            self._ptr,
-            self.nbytes,
-            self.shape,
-            _row_major(self.shape),
-            self.data_type,
-            self,
-            False,
-            self._ptr,
-            self.nbytes,
-        )
+        return host_tensors.resident_view(self._ptr, self.shape, self.data_type, self)
 
     def __repr__(self) -> str:
         state = ", freed" if self._segment is None else ""

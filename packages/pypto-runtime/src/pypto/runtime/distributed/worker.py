@@ -5,8 +5,8 @@ starts one process per rank (the torch.distributed engine, ``_engine``) and crea
 buffers' shared-memory segments; every dispatch (``worker(*args)``, ``worker.run(compiled,
 *args)``, ``worker.submit(...)``) copies the host tensors into an I/O segment (a worker-resident
 tensor, ``alloc_tensor``, is used in place), zeroes the program's windows, has every rank run
-its launches (phase by phase, with the program's SubWorker callbacks run in this process
-between phases), and copies the written host tensors back. :meth:`close` (also on
+its launches (phase by phase, with the program's SubWorker calls run on the sub-worker
+processes between phases, ``sub_workers``), and copies the written host tensors back. :meth:`close` (also on
 ``with``-exit, garbage collection and interpreter exit) stops the ranks and removes every
 segment. A failed dispatch (a rank died, raised, or did not answer in time) stops all ranks and
 removes the segments; the worker cannot run again.
@@ -27,10 +27,12 @@ from typing import Any, TypeVar
 
 from pypto.ir import DATA_PATHS, DataType, ParamDirection
 from pypto.language.binding import dtype_of, is_tensor, shape_of
-from pypto.runtime.distributed import shm
+from pypto.runtime.distributed import shm, sub_workers
 from pypto.runtime.distributed.errors import DistributedRankError
-from pypto.runtime.distributed.plan import DistributedPlan, dtype_itemsize
+from pypto.runtime.distributed.host_bytes import byte_array, element_size, host_bytes
+from pypto.runtime.distributed.plan import DistributedPlan
 from pypto.runtime.distributed.tensors import SharedDeviceTensor, StackedDeviceTensor
+from pypto.runtime.host_tensors import numpy_typestr
 
 __all__ = ["ContinuousTensor", "DistributedRunHandle", "DistributedWorker", "bind_host_args"]
 
@@ -38,19 +40,6 @@ _ALIGN = 64  # bytes: each host tensor starts on a cache line of the I/O segment
 
 
 _T = TypeVar("_T", bound=SharedDeviceTensor)
-
-
-def _as_numpy(value: Any, what: str) -> Any:
-    import numpy
-
-    if isinstance(value, numpy.ndarray):
-        return value
-    to_numpy = getattr(value, "numpy", None)
-    if to_numpy is None:
-        raise TypeError(f"{what}: expected a torch tensor or numpy array, got {type(value).__name__}")
-    if getattr(value, "device", None) is not None and str(value.device) != "cpu":
-        raise TypeError(f"{what}: expected a CPU tensor, got one on {value.device}")
-    return to_numpy()
 
 
 def _release_all(group: Any, segments: list[shm.Segment], tensors: dict[str, SharedDeviceTensor]) -> None:
@@ -126,7 +115,13 @@ class ContinuousTensor:
     def numpy(self) -> Any:
         import numpy
 
-        ts, item = dtype_itemsize(self.dtype, "ContinuousTensor")
+        ts = numpy_typestr(self.dtype)
+        if ts is None:
+            raise TypeError(
+                f"ContinuousTensor.numpy(): numpy has no {self.dtype.value} type; view it as a torch tensor "
+                "with pypto.runtime.distributed_runner._tensor_from_continuous(arg)"
+            )
+        item = self.dtype.itemsize
         return numpy.ndarray(
             self.shapes,
             dtype=numpy.dtype(ts),
@@ -198,8 +193,8 @@ class DistributedWorker:
     """Rank processes and shared memory of one or more compiled distributed programs.
 
     ``DistributedWorker(compiled)`` or ``DistributedWorker([a, b])`` (``a.prepare()`` /
-    ``a.prepare(extra_compiled=[b])`` say the same); ``callbacks`` binds the programs' runtime-bound
-    SubWorkers by name. All programs must be compiled for the same devices, platform and runtime.
+    ``a.prepare(extra_compiled=[b])`` say the same); ``callbacks`` binds the programs'
+    runtime-bound SubWorkers by name (and may replace a SubWorker's Python body). All programs must be compiled for the same devices, platform and runtime.
     """
 
     def __init__(
@@ -216,7 +211,8 @@ class DistributedWorker:
 
         self._plans, self._compiled = _plans_of(programs)
         self.plan = self._plans[0]
-        self._callbacks = self._bind_callbacks(callbacks)
+        functions, count = sub_workers.bind_sub_workers(self._plans, self._compiled, callbacks)
+        self._sub_workers = sub_workers.SubWorkerPool(functions, count) if count else None
         if timeout is None:
             dc = getattr(self._compiled[0], "distributed_config", None)
             timeout = dc.timeout if dc is not None else 120.0
@@ -258,6 +254,8 @@ class DistributedWorker:
                 aiv_threads=aiv_threads,
                 data_path=data_path,
             )
+            if self._sub_workers is not None:
+                self._sub_workers.start(timeout)
         except BaseException:
             self.close()
             raise
@@ -276,31 +274,6 @@ class DistributedWorker:
         if self._launch is None:
             return _engine.RankGroup
         return functools.partial(_engine.LaunchedRankGroup, self._launch)
-
-    def _bind_callbacks(
-        self, callbacks: dict[str, Callable[..., Any]] | None
-    ) -> dict[str, Callable[..., Any]]:
-        given = dict(callbacks or {})
-        wanted = {name: plan.name for plan in self._plans for name in plan.required_callbacks}
-        for name, fn in given.items():
-            if name not in wanted:
-                known = ", ".join(sorted(wanted)) or "none"
-                raise ValueError(
-                    f"prepare(callbacks=...): {name!r} is not a runtime-bound SubWorker of these programs "
-                    f"(theirs: {known})"
-                )
-            if not callable(fn):
-                raise TypeError(
-                    f"prepare(callbacks=...): {name!r}: expected a callable, got {type(fn).__name__}"
-                )
-        missing = sorted(set(wanted) - set(given))
-        if missing:
-            raise ValueError(
-                f"prepare(callbacks=...): the SubWorker(s) {', '.join(map(repr, missing))} of program "
-                f"{wanted[missing[0]]!r} have a `...` body and are bound at runtime; pass "
-                f"callbacks={{{missing[0]!r}: fn, ...}} (fn(args) receives the call's arguments)"
-            )
-        return given
 
     @property
     def world_size(self) -> int:
@@ -334,6 +307,12 @@ class DistributedWorker:
         return self._group.rank_seconds if self._group is not None else ()
 
     @property
+    def sub_worker_pids(self) -> tuple[int, ...]:
+        """The process ids of the sub-worker processes that run SubWorker calls (empty when no
+        program of this worker calls a SubWorker)."""
+        return self._sub_workers.pids if self._sub_workers is not None else ()
+
+    @property
     def segment_names(self) -> tuple[str, ...]:
         """The shared-memory segments this worker owns now."""
         return tuple(s.name for s in self._segments)
@@ -354,6 +333,9 @@ class DistributedWorker:
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        pool = getattr(self, "_sub_workers", None)
+        if pool is not None:
+            pool.close()
         if self._finalizer.alive:
             self._finalizer()
         else:
@@ -381,7 +363,7 @@ class DistributedWorker:
                 f"DistributedWorker.{what}(shape): expected a sequence of ints > 0, got {shape!r}"
             )
         data_type = _data_type(dtype, f"DistributedWorker.{what}(dtype)")
-        dtype_itemsize(data_type, f"DistributedWorker.{what}(dtype)")
+        element_size(data_type, f"DistributedWorker.{what}(dtype)")
         if isinstance(dtype, type):  # a scalar type such as numpy.float32: its dtype object
             import numpy
 
@@ -501,11 +483,12 @@ class DistributedWorker:
                 f"DistributedWorker.{what}: expected shape {list(t.shape)} {t.data_type.value}, got "
                 f"{list(shape)} {dtype.value}"
             )
-        numpy.copyto(t.numpy(), _as_numpy(host, f"DistributedWorker.{what}"))
+        numpy.copyto(t.bytes(), host_bytes(host, f"DistributedWorker.{what}"))
 
     def copy_from(self, t: SharedDeviceTensor, out: Any = None) -> Any:
         """``t``'s contents: written into the host tensor ``out`` (its shape and dtype) and
-        returned, or a new numpy array when ``out`` is None."""
+        returned, or a new numpy array when ``out`` is None (a dtype numpy lacks, BF16 or FP8,
+        needs ``out``)."""
         import numpy
 
         self._require_open("copy_from")
@@ -522,7 +505,7 @@ class DistributedWorker:
                 f"DistributedWorker.copy_from(out): expected shape {list(t.shape)} {t.data_type.value}, got "
                 f"{list(shape)} {dtype.value}"
             )
-        numpy.copyto(_as_numpy(out, "DistributedWorker.copy_from(out)"), t.numpy())
+        numpy.copyto(host_bytes(out, "DistributedWorker.copy_from(out)", write=True), t.bytes())
         return out
 
     def copy_stacked_from(self, stacked: StackedDeviceTensor, host: Any) -> Any:
@@ -613,7 +596,7 @@ class DistributedWorker:
                 if isinstance(bound[i], SharedDeviceTensor):
                     resident[i] = self._resident(plan, i, bound[i])
                     continue
-                _, item = dtype_itemsize(DataType(p.dtype), p.name)
+                item = element_size(DataType(p.dtype), p.name)
                 layout[i] = size
                 size += -(-item * int(numpy.prod(p.shape)) // _ALIGN) * _ALIGN
             if self._launch is not None:  # host tensors through the store: private copies here
@@ -627,18 +610,29 @@ class DistributedWorker:
             views: dict[int, Any] = {}
             for i, offset in layout.items():
                 p = plan.params[i]
-                ts, _ = dtype_itemsize(DataType(p.dtype), p.name)
                 assert self._io is not None  # made above for a nonempty layout
-                views[i] = numpy.ndarray(p.shape, dtype=numpy.dtype(ts), buffer=self._io.buf, offset=offset)
+                views[i] = byte_array(self._io.buf, p.shape, DataType(p.dtype), offset)
                 # Out tensors too: what a kernel leaves unwritten keeps the caller's values, as in
                 # single-chip program mode, where kernels write the caller's storage itself
-                numpy.copyto(views[i], _as_numpy(bound[i], f"{plan.name}(): parameter {p.name!r}"))
+                writes = ParamDirection(
+                    p.direction
+                ).writes  # a read-only array fails here, before any rank runs
+                numpy.copyto(
+                    views[i], host_bytes(bound[i], f"{plan.name}(): parameter {p.name!r}", write=writes)
+                )
             for i, t in resident.items():
-                views[i] = t.numpy()
+                views[i] = t.bytes()
             io = None
             if self._launch is not None:
                 io = {
-                    i: numpy.array(_as_numpy(bound[i], f"{plan.name}(): parameter {p.name!r}"), order="C")
+                    i: numpy.array(
+                        host_bytes(
+                            bound[i],
+                            f"{plan.name}(): parameter {p.name!r}",
+                            write=ParamDirection(p.direction).writes,
+                        ),
+                        order="C",
+                    )
                     for i, p in enumerate(plan.params)
                     if p.kind == "tensor"
                 }
@@ -659,7 +653,7 @@ class DistributedWorker:
             }
             self._dispatches += 1
             what = f"{plan.name}() dispatch {self._dispatches}"
-            for phase in range(len(plan.callbacks) + 1):
+            for phase, calls in sub_workers.call_groups(plan):
                 if any(d.phase == phase for d in plan.dispatches):
                     forget, self._forget = self._forget, []
                     try:
@@ -668,11 +662,20 @@ class DistributedWorker:
                         del views
                         self.close()
                         raise
-                if phase < len(plan.callbacks):  # its error fails this dispatch; the ranks stay up
-                    self._run_callback(plan, plan.callbacks[phase], views)
+                if calls:  # a SubWorker's error fails this dispatch; the ranks stay up
+                    assert self._sub_workers is not None  # started for a program with calls
+                    self._sub_workers.run(
+                        plan,
+                        calls,
+                        views,
+                        program=k,
+                        segments=self._segments,
+                        what=what,
+                        timeout=self._group.timeout,
+                    )
             for i in list(layout) + list(io or ()):
                 if ParamDirection(plan.params[i].direction).writes:
-                    numpy.copyto(_as_numpy(bound[i], plan.params[i].name), views[i])
+                    numpy.copyto(host_bytes(bound[i], plan.params[i].name, write=True), views[i])
             del views
 
     def _resident(self, plan: DistributedPlan, i: int, t: SharedDeviceTensor) -> SharedDeviceTensor:
@@ -693,27 +696,6 @@ class DistributedWorker:
                         )
         return t
 
-    def _run_callback(self, plan: DistributedPlan, cb: Any, views: dict[int, Any]) -> None:
-        args: list[Any] = []
-        for a in cb.args:
-            if a[0] == "host":
-                view = views[a[1]]
-                for index in a[2]:
-                    view = view[index]
-                item = view.itemsize
-                flat = numpy_flat_bytes(view)
-                args.append(
-                    ContinuousTensor(
-                        flat,
-                        tuple(int(d) for d in view.shape),
-                        tuple(int(s) // item for s in view.strides),
-                        DataType(plan.params[a[1]].dtype),
-                    )
-                )
-            else:
-                args.append(a[1])
-        self._callbacks[cb.name](args)
-
 
 def _check_launched(context: Any, plan: DistributedPlan, data_path: str) -> None:
     """A worker under torchrun: the program's ranks are the launched processes, and windows in
@@ -730,18 +712,3 @@ def _check_launched(context: Any, plan: DistributedPlan, data_path: str) -> None
             "DistributedWorker(data_path): 'shared_memory' needs every rank on this host, but torchrun "
             "started ranks on other hosts (LOCAL_WORLD_SIZE < WORLD_SIZE); use 'process_group'"
         )
-
-
-def numpy_flat_bytes(view: Any) -> memoryview:
-    """A writable byte memoryview from ``view``'s first element to its last (``view`` is a
-    non-negative-strided numpy view of a larger buffer)."""
-    import numpy
-
-    item = view.itemsize
-    span = (
-        1 + sum((d - 1) * (s // item) for d, s in zip(view.shape, view.strides, strict=True))
-        if view.size
-        else 0
-    )
-    flat = numpy.lib.stride_tricks.as_strided(view, shape=(span,), strides=(item,))
-    return flat.view(numpy.uint8).data

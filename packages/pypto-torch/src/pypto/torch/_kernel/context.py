@@ -211,6 +211,10 @@ class _Manager:
             with self.lock:
                 self.attempt = None
                 self.changed.notify_all()
+            if plat.is_simulator and settings.native_describe():
+                from pypto.torch._native_describe import build_native_in_background
+
+                build_native_in_background()
             return info
 
     def _initialise(self, request: KernelRequest, plat: DevicePlatform, simpler: Any) -> KernelInfo:

@@ -1,0 +1,84 @@
+"""The type rules of the matmuls: operands in Left/Right, the accumulator in Acc, and the
+accumulator dtype of each operand dtype."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.ops.operand_checks import _same_dtype, _tensor_like, _tile
+from pypto.ir.ops.spec import OpError
+from pypto.ir.types import MemorySpace, TensorType, TileType, Type
+
+MATMUL_ACC = {
+    DataType.FP32: DataType.FP32,
+    DataType.FP16: DataType.FP32,
+    DataType.BF16: DataType.FP32,
+    DataType.INT8: DataType.INT32,
+}
+
+
+def acc_dtype(operand: DataType, op: str) -> DataType:
+    """The accumulator type of a matmul on ``operand`` elements."""
+    try:
+        return MATMUL_ACC[operand]
+    except KeyError:
+        names = ", ".join(d.value for d in MATMUL_ACC)
+        raise OpError(f"pl.{op}: operands must be one of {names}, got {operand.value}") from None
+
+
+def _check_matmul(left: TileType, right: TileType, op: str) -> None:
+    if left.shape[1] != right.shape[0]:
+        raise OpError(
+            f"pl.{op}: inner dimensions differ: left is {list(left.shape)}, right is {list(right.shape)}"
+        )
+    _same_dtype(left.dtype, right.dtype, op)
+    acc_dtype(left.dtype, op)
+
+
+def tile_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
+    a = _tile(args[0], "matmul", "the left operand", (MemorySpace.Left,))
+    b = _tile(args[1], "matmul", "the right operand", (MemorySpace.Right,))
+    _check_matmul(a, b, "matmul")
+    return TileType((a.shape[0], b.shape[1]), acc_dtype(a.dtype, "matmul"), MemorySpace.Acc)
+
+
+def tile_matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
+    acc = _tile(args[0], "matmul_acc", "the accumulator", (MemorySpace.Acc,))
+    a = _tile(args[1], "matmul_acc", "the left operand", (MemorySpace.Left,))
+    b = _tile(args[2], "matmul_acc", "the right operand", (MemorySpace.Right,))
+    _check_matmul(a, b, "matmul_acc")
+    if acc.dtype is not acc_dtype(a.dtype, "matmul_acc"):
+        raise OpError(
+            f"pl.matmul_acc: the accumulator is {acc.dtype.value} but {a.dtype.value} operands accumulate in "
+            f"{acc_dtype(a.dtype, 'matmul_acc').value}"
+        )
+    if acc.shape != (a.shape[0], b.shape[1]):
+        raise OpError(
+            f"pl.matmul_acc: the accumulator is {list(acc.shape)} but the product is {[a.shape[0], b.shape[1]]}"
+        )
+    return acc
+
+
+def tensor_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
+    a = _tensor_like(args[0], "matmul", "the left operand")
+    b = _tensor_like(args[1], "matmul", "the right operand")
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+        raise OpError(f"pl.matmul: cannot multiply {list(a.shape)} by {list(b.shape)}")
+    _same_dtype(a.dtype, b.dtype, "matmul")
+    return TensorType((a.shape[0], b.shape[1]), acc_dtype(a.dtype, "matmul"))
+
+
+def tensor_matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
+    acc = _tensor_like(args[0], "matmul_acc", "the accumulator")
+    prod = tensor_matmul(args[1:], attrs)
+    assert isinstance(prod, TensorType)
+    if acc.dtype is not prod.dtype:
+        raise OpError(
+            f"pl.matmul_acc: the accumulator is {acc.dtype.value} but the operands accumulate in {prod.dtype.value}"
+        )
+    if tuple(acc.shape) != tuple(prod.shape):
+        raise OpError(
+            f"pl.matmul_acc: the accumulator is {list(acc.shape)} but the product is {list(prod.shape)}"
+        )
+    return TensorType(acc.shape, acc.dtype)

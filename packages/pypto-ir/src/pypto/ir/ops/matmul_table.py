@@ -1,0 +1,65 @@
+"""The op table's matmul entries."""
+
+from __future__ import annotations
+
+from pypto.ir.ops import rules
+from pypto.ir.ops.entries import P, _both, _enter
+from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
+from pypto.ir.types import MemorySpace
+
+__all__: list[str] = []
+
+
+_enter(
+    LangOp(
+        "matmul",
+        (
+            P("lhs"),
+            P("rhs"),
+            P("out_dtype", None),
+            P("a_trans", False),
+            P("b_trans", False),
+            P("c_matrix_nz", False),
+        ),
+        """Left [M, K] x Right [K, N] -> Acc [M, N] (FP32 accumulation, INT32 for INT8 operands).
+
+    Of tiles, ``out_dtype`` may only name the accumulator type. Of tensors (in a ``pl.at`` scope
+    or a kernel), ``out_dtype`` may name any castable dtype: the product is accumulated, then
+    cast once; ``a_trans=True`` / ``b_trans=True`` multiply by the transposed operand (an [K, M]
+    lhs, an [N, K] rhs). A tile operand is transposed with ``pl.tile.transpose_view`` instead.
+    ``c_matrix_nz=True`` (an NZ-laid-out result) is not available.""",
+        _both("matmul"),
+        group="matmul",
+    ),
+    OpSpec(
+        "tile.matmul",
+        rules.tile_matmul,
+        2,
+        2,
+        Cpp("matmul", (0, 1)),
+        dtypes=frozenset(rules.MATMUL_ACC),
+        spaces=(MemorySpace.Left, MemorySpace.Right),
+    ),
+    OpSpec("tensor.matmul", rules.tensor_matmul, 2, 2, dtypes=frozenset(rules.MATMUL_ACC)),
+)
+_enter(
+    LangOp(
+        "matmul_acc",
+        (P("acc"), P("lhs"), P("rhs"), P("a_trans", False), P("b_trans", False)),
+        """``acc + lhs @ rhs`` into the Acc tile; with a tensor-level operand (in a ``pl.at``
+    scope) it is tensor-level: the product added to ``acc`` in FP32. ``a_trans``/``b_trans`` as
+    for ``pl.matmul`` (tensor operands only).""",
+        _both("matmul_acc"),
+        group="matmul",
+    ),
+    OpSpec(
+        "tile.matmul_acc",
+        rules.tile_matmul_acc,
+        3,
+        3,
+        Cpp("matmul_acc", (1, 2), into=0),
+        dtypes=frozenset(rules.MATMUL_ACC),
+        spaces=(MemorySpace.Acc, MemorySpace.Left, MemorySpace.Right),
+    ),
+    OpSpec("tensor.matmul_acc", rules.tensor_matmul_acc, 3, 3, dtypes=frozenset(rules.MATMUL_ACC)),
+)

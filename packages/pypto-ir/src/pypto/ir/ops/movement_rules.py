@@ -1,0 +1,128 @@
+"""The type rules of data movement: loads and stores between tensors and tiles (a window of
+the tensor), moves between memory spaces, and tiles and tensors made from nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.ops.operand_checks import _tensor, _tile
+from pypto.ir.ops.spec import OpError
+from pypto.ir.types import DynDim, MemorySpace, ScalarType, TensorType, TileType, Type
+
+
+def _check_window(tensor: TensorType, offsets: list[Any], shape: tuple[int, ...], op: str) -> None:
+    if len(offsets) != len(tensor.shape):
+        raise OpError(
+            f"pl.{op}: {len(offsets)} offset(s) for a rank-{len(tensor.shape)} tensor; give one offset per dimension"
+        )
+    for axis, (off, ext, dim) in enumerate(zip(offsets, shape, tensor.shape, strict=True)):
+        if isinstance(dim, int) and isinstance(off, int) and off + ext > dim:
+            raise OpError(
+                f"pl.{op}: the window [{off}, {off + ext}) on axis {axis} exceeds the tensor extent {dim}"
+            )
+        if isinstance(off, int) and off < 0:
+            raise OpError(f"pl.{op}: offset {off} on axis {axis} is negative")
+
+
+def tile_shape_for(tensor_rank: int, shape: tuple[int, ...], op: str) -> tuple[int, ...]:
+    """The 2-D tile shape of a window: leading window dims must be 1."""
+    if len(shape) != tensor_rank:
+        raise OpError(
+            f"pl.{op}: the shape {list(shape)} has rank {len(shape)} but the tensor has rank {tensor_rank}"
+        )
+    if any(not isinstance(d, int) or d <= 0 for d in shape):
+        raise OpError(f"pl.{op}: tile shapes must be positive integer constants, got {list(shape)}")
+    if len(shape) == 1:
+        return (1, shape[0])
+    if any(d != 1 for d in shape[:-2]):
+        raise OpError(f"pl.{op}: a tile is 2-D; the leading dims of {list(shape)} must be 1")
+    return (shape[-2], shape[-1])
+
+
+def tile_load(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tensor(args[0], "load", "the source")
+    shape = tuple(attrs["shape"])
+    tshape = tile_shape_for(len(t.shape), shape, "load")
+    read = shape
+    valid = attrs.get("static_valid")
+    if valid is not None:  # only the valid region is read; a run-time extent is checked at run time
+        rows, cols = (v if isinstance(v, int) else 0 for v in valid)
+        read = (*shape[:-2], rows, cols) if len(shape) >= 2 else (cols,)
+    _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), read, "load")
+    mem = attrs.get("memory", MemorySpace.Vec)
+    if mem not in (MemorySpace.Vec, MemorySpace.Mat):
+        raise OpError(
+            f"pl.load: target_memory must be Vec or Mat, got {mem.value}; load into Mat and then "
+            f"pl.move(..., target_memory=pl.MemorySpace.{mem.value})"
+        )
+    return TileType(tshape, t.dtype, mem)
+
+
+def tile_store(args: list[Type], attrs: dict[str, Any]) -> Type:
+    tile = _tile(args[0], "store", "the value", (MemorySpace.Vec, MemorySpace.Acc))
+    t = _tensor(args[1], "store", "the destination")
+    if tile.dtype is not t.dtype:
+        raise OpError(
+            f"pl.store: the tile is {tile.dtype.value} but the tensor is {t.dtype.value}; use pl.cast first"
+        )
+    shape = tile.shape if len(t.shape) >= 2 else (tile.shape[1],)
+    if len(t.shape) > 2:
+        shape = (1,) * (len(t.shape) - 2) + tile.shape
+    _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), shape, "store")
+    return t
+
+
+_MOVES = {
+    (MemorySpace.Mat, MemorySpace.Left),
+    (MemorySpace.Mat, MemorySpace.Right),
+    (MemorySpace.Mat, MemorySpace.Vec),
+    (MemorySpace.Vec, MemorySpace.Mat),
+    (MemorySpace.Acc, MemorySpace.Vec),
+    (MemorySpace.Acc, MemorySpace.Mat),
+    (MemorySpace.Vec, MemorySpace.Vec),
+}
+
+
+def tile_move(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tile(args[0], "move", "the source")
+    mem = attrs["memory"]
+    if (t.memory, mem) not in _MOVES:
+        allowed = ", ".join(
+            f"{a.value}->{b.value}" for a, b in sorted(_MOVES, key=lambda m: (m[0].value, m[1].value))
+        )
+        raise OpError(f"pl.move: cannot move a tile from {t.memory.value} to {mem.value}; allowed: {allowed}")
+    return TileType(t.shape, t.dtype, mem)
+
+
+def tile_create(args: list[Type], attrs: dict[str, Any]) -> Type:
+    shape = tuple(attrs["shape"])
+    if len(shape) != 2 or any(not isinstance(d, int) or d <= 0 for d in shape):
+        raise OpError(f"pl.create_tile: shape must be two positive integer constants, got {list(shape)}")
+    return TileType(shape, attrs["dtype"], attrs.get("memory", MemorySpace.Vec))
+
+
+def tile_full(args: list[Type], attrs: dict[str, Any]) -> Type:
+    if not isinstance(args[0], ScalarType):
+        raise OpError(f"pl.full: the fill value must be a scalar, got {args[0]}")
+    shape = tuple(attrs["shape"])
+    if len(shape) != 2 or any(not isinstance(d, int) or d <= 0 for d in shape):
+        raise OpError(f"pl.full: shape must be two positive integer constants, got {list(shape)}")
+    return TileType(shape, attrs["dtype"], MemorySpace.Vec)
+
+
+def tensor_create(args: list[Type], attrs: dict[str, Any]) -> Type:
+    shape = tuple(attrs["shape"])
+    if not shape or any(not isinstance(d, DynDim) and (not isinstance(d, int) or d <= 0) for d in shape):
+        raise OpError(
+            f"pl.create_tensor: shape must be positive integer constants or index scalars, got {list(shape)}"
+        )
+    return TensorType(shape, attrs["dtype"])
+
+
+def tensor_dim(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tensor(args[0], "dim", "the operand")
+    axis = attrs["axis"]
+    if not 0 <= axis < len(t.shape):
+        raise OpError(f"pl.dim: axis {axis} is outside a rank-{len(t.shape)} tensor")
+    return ScalarType(DataType.INT64)

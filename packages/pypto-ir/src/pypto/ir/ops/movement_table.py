@@ -1,0 +1,117 @@
+"""The op table's data movement entries: load, store, move, and tiles and tensors made from
+nothing (create, full), and a tensor's extent (``pl.dim``)."""
+
+from __future__ import annotations
+
+from pypto.ir.ops import rules
+from pypto.ir.ops.entries import P, _enter
+from pypto.ir.ops.rules import VEC
+from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
+from pypto.ir.types import MemorySpace
+
+__all__: list[str] = []
+
+
+_enter(
+    LangOp(
+        "load",
+        (
+            P("tensor"),
+            P("offsets"),
+            P("shapes"),
+            P("valid_shape", None),
+            P("target_memory", MemorySpace.Vec),
+        ),
+        """Load the window ``tensor[offsets : offsets + shapes]`` into a tile (Vec or Mat).
+
+    ``valid_shape=[rows, cols]`` (run-time values allowed) loads only that leading region;
+    the rest of the tile is padding (see ``pl.tile.fillpad``).""",
+        default="tile.load",
+        group="memory",
+    ),
+    OpSpec(
+        "tile.load",
+        rules.tile_load,
+        1,
+        1,
+        Cpp("load", nz_fn="load_nz"),
+        attrs=("shape", "static_offsets", "memory", "layout"),
+        offsets_at=1,
+        spaces=(MemorySpace.Vec, MemorySpace.Mat),
+    ),
+)
+_enter(
+    LangOp(
+        "store",
+        (P("tile"), P("offsets"), P("output_tensor"), P("shapes", None)),
+        """Store a tile into ``output_tensor`` at ``offsets``; returns the tensor. ``shapes``, when
+    given, must be the tile's window shape.""",
+        {"tile": "tile.store"},
+        group="memory",
+    ),
+    OpSpec(
+        "tile.store",
+        rules.tile_store,
+        2,
+        2,
+        Cpp("store", nz_fn="store_nz"),
+        attrs=("static_offsets",),
+        offsets_at=1,
+        spaces=(MemorySpace.Vec, MemorySpace.Acc),
+    ),
+)
+_enter(
+    LangOp(
+        "move",
+        (P("tile"), P("target_memory")),
+        """Copy a tile to another memory space (Mat->Left/Right, Acc->Vec, ...).""",
+        {"tile": "tile.move"},
+        group="memory",
+    ),
+    OpSpec("tile.move", rules.tile_move, 1, 1, Cpp("move"), attrs=("memory",)),
+)
+_enter(
+    LangOp(
+        "create_tile",
+        (P("shape"), P("dtype"), P("target_memory", MemorySpace.Vec), P("transpose", None)),
+        """A scratch tile (contents undefined). ``pl.tile.create`` is the same function.
+    ``transpose=True`` (a 2-D Mat tile only) asks the device for the layout of a transposed matmul
+    operand; the simulator stores every tile row-major, so it is recorded and changes nothing.""",
+        default="tile.create",
+        group="memory",
+        alias="create",
+    ),
+    OpSpec("tile.create", rules.tile_create, 0, 0, attrs=("shape", "dtype", "memory", "transpose")),
+)
+_enter(
+    LangOp(
+        "create_tensor",
+        (P("shape"), P("dtype")),
+        """An intermediate tensor in device memory, allocated by the runtime. ``pl.tensor.create``
+    is the same function.""",
+        default="tensor.create",
+        group="memory",
+        alias="create",
+    ),
+    OpSpec("tensor.create", rules.tensor_create, 0, 0, attrs=("shape", "dtype"), on_core=False),
+)
+_enter(
+    LangOp(
+        "full",
+        (P("shape"), P("dtype"), P("value", 0.0)),
+        """A Vec tile of ``shape`` and ``dtype`` filled with ``value``.""",
+        default="tile.full",
+        group="memory",
+    ),
+    OpSpec("tile.full", rules.tile_full, 1, 1, attrs=("shape", "dtype"), spaces=VEC),
+)
+_enter(
+    LangOp(
+        "dim",
+        (P("tensor"), P("axis")),
+        """The run-time extent of ``tensor`` along ``axis`` (an index scalar).""",
+        default="tensor.dim",
+        group="memory",
+    ),
+    OpSpec("tensor.dim", rules.tensor_dim, 1, 1, attrs=("axis",), on_core=False),
+)

@@ -1,0 +1,172 @@
+"""The op table's sub-tile, window, padding and single-element entries, and ``pl.print``."""
+
+from __future__ import annotations
+
+from pypto.ir.dtypes import DataType
+from pypto.ir.ops import rules
+from pypto.ir.ops.entries import P, _both, _enter
+from pypto.ir.ops.rules import VEC
+from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
+from pypto.ir.types import AtomicType, MemorySpace, PadValue
+
+__all__: list[str] = []
+
+
+_enter(
+    LangOp(
+        "read",
+        (P("src"), P("offset")),
+        """One element of a tensor as a scalar: ``pl.read(cfg, [0])``.""",
+        {"tile": "tile.read", "tensor": "tensor.read"},
+        default="tensor.read",
+        group="scalar",
+    ),
+    OpSpec("tensor.read", rules.tensor_read, 1, 1, offsets_at=1, on_core=False),
+    OpSpec("tile.read", rules.tile_read, 1, 1, offsets_at=1, spaces=VEC),
+)
+_enter(
+    LangOp(
+        "view",
+        (),
+        """A window ``t[a:b, ...]`` of a tensor: a descriptor in the orchestration, offsets in a kernel.""",
+        default="tensor.view",
+        group="memory",
+        public=False,
+    ),
+    OpSpec(
+        "tensor.view",
+        rules.tensor_view,
+        1,
+        1,
+        attrs=("shape", "static_offsets", "valid_shape", "pad"),
+        offsets_at=1,
+        on_core=False,
+    ),
+)
+
+_enter(
+    LangOp(
+        "slice",
+        (
+            P("input"),
+            P("shape"),
+            P("offset"),
+            P("valid_shape", None),
+            P("drop_dims", None),
+            P("pad_value", None),
+            P("clamp", False),
+        ),
+        """The sub-tile of ``shape`` at ``offsets`` (a copy); of a tensor, the window of
+        ``shape`` at ``offset`` (a descriptor, no copy; in an orchestration its extents and
+        offsets may be index scalars: ``pl.slice(q, [16, d], [row, 0])``).
+
+        ``valid_shape`` names the part that holds data. A sub-tile gets that valid shape. A
+        window keeps ``shape``; a kernel reads its valid part with ``pl.load(...,
+        valid_shape=...)``, and a tensor-level op in a kernel reads a window whose valid_shape
+        is constant as a tile with that valid shape. ``pad_value`` (a ``pl.PadValue``, or 0,
+        ``math.inf``, ``-math.inf``) is what the elements outside the valid shape hold when the
+        sub-tile or window is read (it needs a constant valid_shape for a window).
+        ``drop_dims`` and ``clamp=True`` are not available.""",
+        {"tile": "tile.slice", "tensor": "tensor.view"},
+        group="sub-tile",
+    ),
+    OpSpec(
+        "tile.slice",
+        rules.tile_slice,
+        1,
+        1,
+        Cpp("slice", tail="row_col"),
+        attrs=("shape", "static_offsets"),
+        offsets_at=1,
+    ),
+)
+_enter(
+    LangOp(
+        "assemble",
+        (P("target"), P("source"), P("offset"), P("atomic", AtomicType.None_)),
+        """``target`` with ``source`` written into it at ``offset``; returns the updated target.
+
+    A tile target (``pl.tile.assemble``) takes a tile source. A tensor target (in a ``pl.at``
+    scope or a kernel) takes a tile or a tensor-level value and stores it into the window at
+    ``offset`` (one offset per tensor dim). ``atomic=pl.AtomicType.Add`` (tensor targets only)
+    adds the source into the window instead: tasks that accumulate into one tensor this way
+    get the exact sum (the runtime orders them; docs/pypto-ir.md).""",
+        {"tile": "tile.assemble", "tensor": "tensor.assemble"},
+        group="sub-tile",
+    ),
+    OpSpec(
+        "tile.assemble",
+        rules.tile_assemble,
+        2,
+        2,
+        Cpp("assemble", (1,), into=0, tail="row_col"),
+        attrs=("static_offsets",),
+        offsets_at=2,
+        spaces=(MemorySpace.Vec, MemorySpace.Mat),
+    ),
+    OpSpec("tensor.assemble", rules.tensor_assemble, 2, 2, attrs=("static_offsets", "atomic"), offsets_at=2),
+)
+_enter(
+    LangOp(
+        "fillpad",
+        (P("value"), P("pad_value", PadValue.zero)),
+        """The tile with everything outside its valid region set to ``pad_value`` (a
+    ``pl.PadValue``, or 0, ``math.inf``, ``-math.inf`` for zero, max, min); the result is fully
+    valid. Of a tensor (in a kernel): the same on the tile that holds it; a tensor parameter is
+    all valid, a ``pl.slice`` window with a constant ``valid_shape`` is valid only there.""",
+        _both("fillpad"),
+        group="sub-tile",
+    ),
+    OpSpec(
+        "tile.fillpad",
+        rules.tile_fillpad,
+        1,
+        1,
+        Cpp("fillpad", (), into=0, tail="pad"),
+        attrs=("pad",),
+        spaces=VEC,
+    ),
+    OpSpec("tensor.fillpad", rules.tensor_fillpad, 1, 1, attrs=("pad",)),
+)
+_enter(
+    LangOp(
+        "set_validshape",
+        (P("input"), P("valid_rows"), P("valid_cols")),
+        """The tile with its valid shape set to ``valid_rows`` x ``valid_cols`` (constants or index
+    scalars, each at most the static extent): ``pl.set_validshape(t, 16, n)``. The elements keep
+    their values (on the chip only the tile's metadata changes; the simulator copies the tile);
+    later ops read and write only the new valid region, and elements that were padding keep
+    whatever they held (``pl.tile.fillpad`` sets them). A shape outside the static one fails
+    the task.""",
+        {"tile": "tile.set_validshape"},
+        group="sub-tile",
+    ),
+    OpSpec("tile.set_validshape", rules.tile_set_validshape, 3, 3, dtypes=frozenset(DataType)),
+)
+_enter(
+    LangOp(
+        "write",
+        (P("dst"), P("offset"), P("value")),
+        """Write one element of a tensor: ``pl.write(t, [i, j], v)``; returns the tensor.""",
+        default="tensor.write",
+        group="scalar",
+    ),
+    OpSpec("tensor.write", rules.tensor_write, 2, 2, offsets_at=1, on_core=False),
+)
+# ----------------------------------------------------------------------------- debug
+
+_enter(
+    LangOp(
+        "print",
+        (P("value"), P("label", None)),
+        """Print a tile (its valid region) or a scalar from a kernel while it runs on the simulated
+    chip, tagged with the task and core: ``pl.print(t)``, ``pl.print(s, label="sum")``. Each call
+    is one block of stdout; tiles larger than 8 rows or columns are summarised (first and last
+    3). The label defaults to the value's source text. Simulator platforms only: compiling a
+    kernel that prints for a device platform is an error.""",
+        {"tile": "tile.print", "scalar": "scalar.print"},
+        group="debug",
+    ),
+    OpSpec("tile.print", rules.debug_print, 1, 1, Cpp("print"), attrs=("label",)),
+    OpSpec("scalar.print", rules.debug_print, 1, 1, attrs=("label",)),
+)

@@ -1,0 +1,173 @@
+"""BF16 host tensors and windows of a multi-chip program, against torch.
+
+numpy has no BF16 (nor FP8): host tensors and windows cross processes as raw bytes, and a rank
+hands its chip bytes + DataType. One 2-rank program (an allreduce through BF16 windows, a
+neighbour exchange, an FP32 output beside the BF16 ones) runs on both data paths; the caller's
+torch tensors receive the results. FP8 travels through a resident tensor; FP4 (half a byte per
+element) stays refused.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch.distributed")
+
+import pypto.language as pl  # noqa: E402
+import pypto.language.distributed as pld  # noqa: E402
+from pypto.ir import DataType, DistributedConfig  # noqa: E402
+from pypto.runtime import RunConfig  # noqa: E402
+
+COLS = 64
+RANKS = 2
+
+
+@pl.jit.incore
+def _reduce_bf16(
+    x: pl.Tensor[[1, COLS], pl.BF16],
+    y: pl.Out[pl.Tensor[[2, COLS], pl.BF16]],
+    total: pl.Out[pl.Tensor[[1, COLS], pl.FP32]],
+    data: pld.DistributedTensor[[1, COLS], pl.BF16],
+    sig: pld.DistributedTensor[[RANKS, 1], pl.INT32],
+):
+    ctx = pld.get_comm_ctx(data)
+    me = pld.rank(ctx)
+    n = pld.nranks(ctx)
+    t = pl.load(x, [0, 0], [1, COLS])
+    data = pl.store(t, [0, 0], data)
+    sig = pld.tensor.barrier(sig)
+    # row 0: the sum over ranks, added in FP32 and rounded to BF16 once
+    s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
+    for p in pl.range(n):
+        s = pl.add(s, pl.cast(pld.tile.remote_load(data, peer=p, offsets=[0, 0], shape=[1, COLS]), pl.FP32))
+    total = pl.store(s, [0, 0], total)
+    y = pl.store(pl.cast(s, pl.BF16, mode="rint"), [0, 0], y)
+    # row 1: the next rank's x, bit for bit
+    y = pl.store(pld.tile.remote_load(data, peer=(me + 1) % n, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
+    return y, total
+
+
+@pl.jit
+def _per_rank(
+    x: pl.Tensor[[1, COLS], pl.BF16],
+    y: pl.Out[pl.Tensor[[2, COLS], pl.BF16]],
+    total: pl.Out[pl.Tensor[[1, COLS], pl.FP32]],
+    data: pld.DistributedTensor[[1, COLS], pl.BF16],
+    sig: pld.DistributedTensor[[RANKS, 1], pl.INT32],
+):
+    y, total = _reduce_bf16(x, y, total, data, sig)
+    return y, total
+
+
+@pl.jit.host
+def _host(x: pl.Tensor, y: pl.Out[pl.Tensor], total: pl.Out[pl.Tensor]):
+    data = pld.alloc_window_buffer([1, COLS], dtype=pl.BF16)
+    sig = pld.alloc_window_buffer([RANKS, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        _per_rank(
+            x[r],
+            y[r],
+            total[r],
+            pld.window(data, [1, COLS], dtype=pl.BF16),
+            pld.window(sig, [RANKS, 1], dtype=pl.INT32),
+            device=r,
+        )
+
+
+def _args() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    x = torch.randn((RANKS, 1, COLS)).to(torch.bfloat16)
+    y = torch.full((RANKS, 2, COLS), float("nan"), dtype=torch.bfloat16)
+    total = torch.full((RANKS, 1, COLS), float("nan"))
+    return x, y, total
+
+
+def _check(x: torch.Tensor, y: torch.Tensor, total: torch.Tensor) -> None:
+    want = x.float().sum(0, keepdim=True).expand(RANKS, 1, COLS)
+    torch.testing.assert_close(total, want)
+    torch.testing.assert_close(y[:, :1], want.to(torch.bfloat16), rtol=0, atol=0)
+    assert torch.equal(y[:, 1:].view(torch.int16), x.roll(-1, dims=0).view(torch.int16))
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    x, y, total = _args()
+    return _host.compile(
+        x, y, total, config=RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1]))
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _assert_cleaned(pids: tuple[int, ...], segments: tuple[str, ...]) -> None:
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in pids if _alive(p)] == []
+    assert [s for s in segments if os.path.exists(f"/dev/shm/{s}")] == []
+
+
+def test_the_plan_records_bf16_tensors_and_windows(compiled) -> None:
+    assert [p.dtype for p in compiled.plan.params] == ["BF16", "BF16", "FP32"]
+    assert [(w.dtype, w.nbytes) for w in compiled.plan.windows] == [("BF16", 2 * COLS), ("INT32", 4 * RANKS)]
+
+
+def test_bf16_allreduce_on_shared_memory_matches_torch(compiled) -> None:
+    with compiled.prepare() as w:
+        pids, segments = w.rank_pids, w.segment_names
+        for _ in range(2):  # a second dispatch reuses the ranks and windows
+            x, y, total = _args()
+            w(x, y, total)
+            _check(x, y, total)
+        # a read-only array for an Out parameter is refused before the ranks run; the worker stays up
+        x, y, _ = _args()
+        frozen = numpy.zeros((RANKS, 1, COLS), dtype=numpy.float32)
+        frozen.flags.writeable = False
+        with pytest.raises(
+            TypeError, match=r"parameter 'total': the results are written into it, but the array is read-only"
+        ):
+            w(x, y, frozen)
+        assert not w.closed
+        # FP8 has no numpy type either: a resident FP8 tensor round-trips through the worker
+        fp8 = torch.randn((3, 5)).to(torch.float8_e4m3fn)
+        t = w.alloc_tensor((3, 5), torch.float8_e4m3fn, init=fp8)
+        assert t.data_type is DataType.FP8E4M3FN
+        back = torch.zeros((3, 5), dtype=torch.float8_e4m3fn)
+        w.copy_from(t, back)
+        assert torch.equal(back.view(torch.uint8), fp8.view(torch.uint8))
+        with pytest.raises(TypeError, match=r"numpy has no FP8E4M3FN type; copy it into a torch tensor"):
+            w.copy_from(t)
+        with pytest.raises(
+            TypeError, match=r"alloc_tensor\(dtype\): dtype FP4E2M1 packs 2 elements into a byte"
+        ):
+            w.alloc_tensor((2, 2), DataType.FP4E2M1)
+    _assert_cleaned(pids, segments)
+
+
+def test_bf16_allreduce_on_the_process_group_path_matches_torch(compiled) -> None:
+    config = RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1], data_path="process_group"))
+    x, y, total = _args()
+    with compiled.prepare(config) as w:
+        assert w.data_path == "process_group"
+        pids = w.rank_pids
+        w(x, y, total)
+    _check(x, y, total)
+    _assert_cleaned(pids, ())
+
+
+def test_a_bf16_call_with_the_wrong_dtype_is_refused(compiled) -> None:
+    x, y, total = _args()
+    with pytest.raises(
+        TypeError, match=r"parameter 'x'.*compiled for shape \[2, 1, 64\] BF16, got \[2, 1, 64\] FP16"
+    ):
+        compiled(x.half(), y, total)
