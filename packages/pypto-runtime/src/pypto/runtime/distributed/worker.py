@@ -262,6 +262,9 @@ class DistributedWorker:
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _release_all, self._group, self._segments, self._tensors)
         self._dispatches = 0
+        self.reset_windows = True
+        """False: a dispatch leaves the windows as the previous one left them (upstream's
+        ``prepare(persistent=True, reset_persistent_windows=False)``); True: it zeroes them."""
 
     def _rank_group(self) -> Callable[..., Any]:
         import functools
@@ -560,6 +563,16 @@ class DistributedWorker:
         return DistributedRunHandle(future)
 
     def _run_now(self, k: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        config = kwargs.pop("config", None)  # upstream's per-dispatch config: it must match the plan's
+        if config is not None:
+            plan = self._plans[k]
+            for field in ("platform", "runtime"):
+                got = getattr(config, field, None)
+                if got is not None and got != getattr(plan, field):
+                    raise ValueError(
+                        f"{plan.name}(..., config=...): the dispatch's config names {field} {got!r}, the "
+                        f"program is compiled for {getattr(plan, field)!r}"
+                    )
         last = self._last
         if last is not None:  # submitted dispatches run first; their errors are theirs
             with contextlib.suppress(BaseException):
@@ -625,8 +638,9 @@ class DistributedWorker:
                 }
                 views.update(io)
             windows = self._windows[k]
-            for w in windows:
-                w.buf[:] = bytes(w.size)
+            if self.reset_windows:
+                for w in windows:
+                    w.buf[:] = bytes(w.size)
             command = {
                 "op": "run",
                 "program": k,
@@ -635,6 +649,7 @@ class DistributedWorker:
                 "host_offsets": {str(i): o for i, o in layout.items()} | {str(i): 0 for i in resident},
                 "host_segments": {str(i): t.segment.name for i, t in resident.items()},
                 "wait_timeout": self._group.timeout,  # a kernel's pld.system.wait gives up after this
+                "reset_windows": self.reset_windows,
             }
             self._dispatches += 1
             what = f"{plan.name}() dispatch {self._dispatches}"
