@@ -399,11 +399,6 @@ class DistributedWorker:
         from pypto.runtime.chip_worker import _data_type
 
         self._require_open(what)
-        if self._launch is not None:
-            raise NotImplementedError(
-                f"DistributedWorker.{what}: resident tensors live in shared memory, which ranks started by "
-                "torchrun (pypto.runtime.distributed.launch) may not share; pass host tensors instead"
-            )
         dims = tuple(shape) if isinstance(shape, Sequence) and not isinstance(shape, str) else None
         if not dims or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in dims):
             raise ValueError(
@@ -418,7 +413,10 @@ class DistributedWorker:
         n = 1
         for d in dims:
             n *= d
-        segment = shm.create(n * data_type.itemsize)
+        # under torchrun the ranks may be on other hosts: the memory is this process's, and its
+        # bytes travel over gloo to the ranks with each dispatch that passes the tensor
+        size = n * data_type.itemsize
+        segment = shm.create(size) if self._launch is None else shm.private(size)
         t = cls(self, segment, dims, dtype, data_type, **extra)
         self._segments.append(segment)
         self._tensors[segment.name] = t
@@ -785,8 +783,8 @@ class DistributedWorker:
             item = element_size(DataType(p.dtype), p.name)
             layout[i] = size
             size += -(-item * int(numpy.prod(p.shape)) // _ALIGN) * _ALIGN
-        if self._launch is not None:  # host tensors through the store: private copies here
-            layout = {}
+        if self._launch is not None:  # host and resident tensors over gloo: private copies here
+            layout, resident = {}, {}
         if layout and (self._io is None or self._io.size < size):
             if self._io is not None:
                 self._segments.remove(self._io)
