@@ -26,7 +26,10 @@ A rank exits on the ``close`` command, or when the parent's process is gone.
 Under torchrun (``pypto.runtime.distributed.launch``) the ranks are torchrun's processes:
 ``serve_launched`` runs the same command loop (``_serve``) for each worker the host orchestrator
 (torchrun's RANK 0, ``LaunchContext``) prepares, and ``LaunchedRankGroup`` is that worker's handle,
-which tells a dead rank by its heartbeat in the store instead of by its process.
+which tells a dead rank by its heartbeat in the store instead of by its process. There the
+store carries control only: host and resident tensors travel over each session's io group
+(gloo: the orchestrator and every rank, ``_io_group``), point-to-point between the orchestrator
+and each rank that uses them.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ removes the segments; the worker cannot run again.
 
 Under torchrun's launcher (``pypto.runtime.distributed.launch``) the ranks are torchrun's
 processes (``_engine.LaunchedRankGroup``), which may be on other hosts: host tensors travel
-through the store instead of the I/O segment, and resident tensors are refused.
+over a gloo group between this process and the ranks instead of the I/O segment, and resident
+tensors live in this process's private memory and travel with each dispatch.
 """
 
 from __future__ import annotations
