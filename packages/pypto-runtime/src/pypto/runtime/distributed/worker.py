@@ -580,7 +580,7 @@ class DistributedWorker:
                 "DistributedWorker.copy_to(t, host): nbytes goes with the pointer form "
                 f"copy_to(dst_ptr, src_host_ptr, nbytes), got t={t!r}"
             )
-        self._own(t, "copy_to(t)")
+        t = self._own(t, "copy_to(t)")
         if not is_tensor(host):
             raise TypeError(f"DistributedWorker.{what}: expected a host tensor, got {type(host).__name__}")
         shape, dtype = shape_of(host, what), dtype_of(host, f"DistributedWorker.{what}")
@@ -611,7 +611,7 @@ class DistributedWorker:
                 "DistributedWorker.copy_from(t, out): nbytes goes with the pointer form "
                 f"copy_from(dst_host_ptr, src_ptr, nbytes), got t={t!r}"
             )
-        self._own(t, "copy_from(t)")
+        t = self._own(t, "copy_from(t)")
         if out is None:
             return t.numpy().copy()
         if not is_tensor(out):
@@ -700,11 +700,11 @@ class DistributedWorker:
                 f"{what}: RunConfig(distributed_config) names device_ids {list(dc.device_ids)}, but this worker's "
                 f"ranks are devices {list(plan.device_ids)}"
             )
-        for field, have in zip(("aic_threads", "aiv_threads"), self._threads, strict=True):
-            if getattr(config, field) is not None and getattr(config, field) != have:
+        for field, threads in zip(("aic_threads", "aiv_threads"), self._threads, strict=True):
+            if getattr(config, field) is not None and getattr(config, field) != threads:
                 raise ValueError(
                     f"{what}: RunConfig({field}={getattr(config, field)!r}), but this worker's ranks run "
-                    f"{have!r} (set when the worker is prepared)"
+                    f"{threads!r} (set when the worker is prepared)"
                 )
         call = {
             "call_config": config.call_config,
