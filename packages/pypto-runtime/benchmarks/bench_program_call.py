@@ -5,7 +5,9 @@ a2a3sim, as a ratio to ``np.add(a, b, out=c)`` measured in the same process, int
 figure the best of several repetitions (the machine is shared: ratios, not times). The
 "general path" rows run the same call the way every call ran before the call plan: binding and
 describing every argument, Buffer/Tensor/TaskArgs objects, and (for ``@pl.jit``) binding and
-computing the specialisation key again on every call. The last row is the binder alone
+computing the specialisation key again on every call. The "Python call plan" rows run the
+call the way a repeat call ran before the native plan (``simpler.CallPlan``): the binder's
+lookup, the Python plan's descriptors and ``Worker.run``. The last row is the binder alone
 (``JITFunction.bind_call`` of a repeat call: its call key and the lookup). Also: the simulated chip's own round trip for the same
 submission (the floor under both), the run with one AIV thread, and the same call on the
 host_build_graph runtime (its own artifact; the orchestration builds the graph on the calling
@@ -113,6 +115,11 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
             spec.attached[(config.platform, config.runtime)].artifact, bound, {}, config
         )
 
+    def jit_python() -> object:  # before the native plan: binder lookup + Python call plan
+        spec, bound, _key = add64.bind_call((a, b, c), {}, run=True)
+        p = spec.attached[(config.platform, config.runtime)].artifact._call_plan
+        return p._submit(p._materialize(bound), bound, config)
+
     def jit_bind() -> object:  # the binder alone: a repeat call's specialisation and arguments
         return add64.bind_call((a, b, c), {}, run=True)
 
@@ -126,6 +133,8 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
         "prog": lambda: prog(a, b, c),
         "jit_general": jit_general,
         "prog_general": lambda: runner._run_general(prog.artifact, (a, b, c), {}, config),
+        "jit_python": jit_python,
+        "prog_python": lambda: plan._submit(plan._materialize((a, b, c)), (a, b, c), config),
         "chip": lambda: worker.run(handle, mat),
         "jit_1aiv": lambda: add64(a, b, c, config=one_aiv),
         "jit_hbg": lambda: add64(a, b, c, config=hbg),
@@ -159,8 +168,10 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
         ("call", "time", "ratio to np.add", "issue 17"),
         [
             ("numpy np.add(a, b, out=c)", f"{base * 1e6:.2f} us", "1.0x", ""),
-            row("@pl.jit call (binder fast key + call plan)", "jit", bar=True),
-            row("CompiledProgram call (call plan)", "prog"),
+            row("@pl.jit call (hot path: the last call key's native plan)", "jit", bar=True),
+            row("CompiledProgram call (native call plan)", "prog"),
+            row("@pl.jit call, Python call plan (before: binder lookup + Python descriptors)", "jit_python"),
+            row("CompiledProgram call, Python call plan (before)", "prog_python"),
             row("@pl.jit call, general path (before: bind + key + specialise + describe)", "jit_general"),
             row("CompiledProgram call, general path (before)", "prog_general"),
             row("chip round trip only (Worker.run of the materialised args)", "chip"),

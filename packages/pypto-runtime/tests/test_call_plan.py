@@ -179,36 +179,89 @@ def test_a_plan_follows_the_shared_worker_when_it_is_replaced(prog: CompiledProg
     assert w2 is not w1
 
 
-def test_a_known_call_key_fills_addresses_into_its_layout(prog: CompiledProgram) -> None:
+def test_the_native_plan_takes_plain_calls_and_declines_the_rest(prog: CompiledProgram) -> None:
     plan = _plan(prog)
     a, b, out = ones(), ones() * 2, np.zeros((R, C), np.float32)
-    key = binding.fast_key((a, b, out))
-    assert key is not None
-    prog.artifact._call_plan.layouts.pop(key, None)
-    rt.run(prog, a, b, out)  # no key from a CompiledProgram call: nothing recorded
-    assert key not in plan.layouts
-    np.testing.assert_array_equal(out, a + b)
+    native = plan.native
+    assert native is not None
+    described = native.describe((a, b, out))
+    assert described is not None
+    assert described[0] == plan._materialize((a, b, out)).tensors  # the same descriptors
     out[:] = 0
-    plan.run((a, b, out), {}, None, key)  # first sight: materialised, its layout recorded
+    assert plan.run((a, b, out), {}, None) is out  # the native path
     np.testing.assert_array_equal(out, a + b)
-    layout = plan.layouts[key]
-    assert layout is not None
-    filled = plan._fill(layout, (a, b, out))
-    assert filled is not None
-    assert filled.tensors == plan._materialize((a, b, out)).tensors  # the same descriptors
-    # the same key, but what the key does not fix differs: the checks that apply still do
+    # what the native plan does not take, the Python paths decide, with their checks
     ro = np.zeros((R, C), np.float32)
     ro.flags.writeable = False
-    assert plan._fill(layout, (a, b, ro)) is None
+    assert native.describe((a, b, ro)) is None
     with pytest.raises(TypeError, match="read-only"):
-        plan.run((a, b, ro), {}, None, key)
+        plan.run((a, b, ro), {}, None)
     base = np.zeros((R * 2, C), np.float32)
     view = base[R:]  # same type, shape, dtype and strides as out: a view of other storage
-    assert binding.fast_key((a, b, view)) == key
-    assert plan._fill(layout, (a, b, view)) is None
-    plan.run((a, b, view), {}, None, key)
+    assert native.describe((a, b, view)) is None
+    plan.run((a, b, view), {}, None)
     np.testing.assert_array_equal(base[R:], a + b)
     np.testing.assert_array_equal(base[:R], 0)
-    assert plan._fill(layout, (a, b, a)) is None  # one array twice: the general path's to judge
-    plan.run((a, b, a), {}, None, key)
+    assert native.describe((a, b, a)) is None  # one array twice: the general path's to judge
+    plan.run((a, b, a), {}, None)
     np.testing.assert_array_equal(a, ones() + b)
+    # an exact plan takes only its key's shapes
+    key = binding.fast_key((a, b, out))
+    assert key is not None
+    exact = plan.exact_plan(key)
+    assert exact is not None
+    assert exact.describe((a, b, out)) == described
+    assert plan.exact_plan(key) is exact  # made once per key
+
+
+@pl.jit
+def hot_scale(a: pl.Tensor, alpha: pl.FP32, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(a, alpha)
+    return out
+
+
+def test_the_jit_hot_path_falls_back_and_respecialises(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pypto.runtime import api
+
+    a = np.arange(R * C, dtype=np.float32).reshape(R, C).copy()  # owns its memory
+    out = np.zeros_like(a)
+    hot_scale(a, 2.0, out)
+    hot = hot_scale.executor_plan
+    assert isinstance(hot, api._HotCall)
+    slow: list[object] = []
+    real = api._executor_call
+
+    def counting(*args: Any) -> Any:
+        slow.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(api, "_executor_call", counting)
+    out[:] = 0
+    assert hot_scale(a, 2.0, out) is out  # the hot path
+    np.testing.assert_array_equal(out, a * 2)
+    assert slow == []
+    hot_scale(a, 3.0, out)  # another folded scalar value: another specialisation
+    np.testing.assert_array_equal(out, a * 3)
+    assert len(slow) == 1
+    assert hot_scale.executor_plan is not hot
+    hot_scale(a, 3.0, out)
+    assert len(slow) == 1
+    small = a[:, : C // 2].copy()  # another shape: re-specialised, then hot again
+    small_out = np.zeros_like(small)
+    hot_scale(small, 3.0, small_out)
+    np.testing.assert_array_equal(small_out, small * 3)
+    hot_scale(small, 3.0, small_out)
+    assert len(slow) == 2
+    with pytest.raises(TypeError, match="dtype"):  # wrong dtype: the full path's error
+        hot_scale(small, 3.0, small_out.astype(np.float64))
+    strided = np.zeros((R, C), np.float32)[:, : C // 2]  # not contiguous: the full path runs it
+    hot_scale(small, 3.0, strided)
+    np.testing.assert_array_equal(strided, small * 3)
+    ro = np.zeros_like(small)
+    ro.flags.writeable = False
+    with pytest.raises(TypeError, match="read-only"):
+        hot_scale(small, 3.0, ro)
+    assert len(slow) == 5
+    hot_scale(small, 3.0, small_out)  # the last plain call's plan is hot again
+    assert len(slow) == 5

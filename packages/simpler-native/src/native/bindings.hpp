@@ -11,5 +11,7 @@ void bind_kernel(nanobind::module_& m);
 void bind_runtime(nanobind::module_& m);
 // simpler._native.comm: the rank process's comm context (src/native/bind_comm.cpp).
 void bind_comm(nanobind::module_& m);
+// simpler._native.CallPlan: a program call's native fill-submit-wait path (src/native/bind_call_plan.cpp).
+void bind_call_plan(nanobind::module_& m);
 
 }  // namespace simpler::bindings

@@ -11,6 +11,7 @@ NB_MODULE(_native, m) {
     nb::module_ kernel = m.def_submodule("kernel", "Kernel-invocation wire formats and the TMR codec.");
     simpler::bindings::bind_kernel(kernel);
     simpler::bindings::bind_runtime(m);
+    simpler::bindings::bind_call_plan(m);
     nb::module_ comm = m.def_submodule("comm", "The comm context of a multi-chip program's rank process.");
     simpler::bindings::bind_comm(comm);
 }

@@ -31,7 +31,7 @@ from simpler.errors import DeviceError, UnsupportedPlatformError, WorkerClosedEr
 from simpler.streams import Stream
 from simpler.task_args import ChipStorageTaskArgs, TaskArgs
 
-__all__ = ["MAX_CALLABLES", "RunHandle", "Worker"]
+__all__ = ["MAX_CALLABLES", "RunHandle", "Worker", "finish_plan_run"]
 
 # Limits bound from the C++ headers (simpler/wire/limits, core/chip/chip.hpp).
 MAX_CALLABLES: int = _native.kernel.MAX_CALLABLES
@@ -449,6 +449,25 @@ class Worker:
         """Submit and wait; raises :class:`DeviceError` if the run failed."""
         self.submit(handle, args, config, keep_alive=keep_alive).result(timeout)
 
+    def plan_target(
+        self, handle: CallableHandle, config: CallConfig | None = None
+    ) -> tuple[Any, Any, Any] | None:
+        """What a :class:`simpler.CallPlan` runs a program-mode call of ``handle`` on: (the
+        native chip, the loaded program, the run settings), checked as :meth:`submit` checks
+        them; None when such a run must go through :meth:`run` instead (a closed Worker, kernel
+        mode, a config that writes diagnostics). Valid while the Worker is open."""
+        chip = self._chip
+        if chip is None or self._closed or self.execution_mode != "program":
+            return None
+        if not isinstance(handle, CallableHandle) or handle._worker_id != self._id:
+            raise ValueError(
+                f"Worker.plan_target(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
+            )
+        settings = self._run_settings(config)
+        if settings.writes_diagnostics:
+            return None
+        return chip, handle._native, settings
+
     # -- kernel mode -------------------------------------------------------------------------
 
     def _require_kernel(self, what: str) -> Any:
@@ -565,6 +584,16 @@ class Worker:
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("ready" if self._chip is not None else "new")
         return f"Worker(platform={self.platform!r}, runtime={self.runtime!r}, mode={self.execution_mode!r}, {state})"
+
+
+def finish_plan_run(run: Any, timeout: float | None) -> None:
+    """Report a run that :meth:`simpler.CallPlan.run` waited for as :meth:`RunHandle.result`
+    does: TimeoutError when it has not finished, DeviceError when it failed."""
+    if not run.done:
+        raise TimeoutError(f"RunHandle.result: run {run.id} not finished after {timeout} s")
+    error = run.error
+    if error:
+        raise DeviceError(error)
 
 
 def _run_settings(cfg: CallConfig) -> Any:

@@ -133,6 +133,9 @@ class JITFunction:
         # binding.fast_key of an all-positional call -> its specialisation (no binding needed)
         self._fast: dict[tuple[Any, ...], Specialization] = {}
         self._nparams = len(self._sig.parameters)
+        # The installed executor's plan for repeat calls (pypto.runtime keeps its hot call
+        # here; pypto-ir never reads it): None until the executor sets one.
+        self.executor_plan: Any = None
         self._lock = threading.Lock()
         self._annotations: list[tuple[str, Any]] | None = None
         self._spans: dict[str, Span] = {}

@@ -41,7 +41,7 @@ from pypto.runtime.compiled import (
     toolchain_identity,
 )
 from pypto.runtime.host_tensors import allocate_like
-from pypto.runtime.runner import RunConfig, run_artifact
+from pypto.runtime.runner import DECLINED, RunConfig, run_artifact
 
 __all__ = [
     "Compilable",
@@ -312,7 +312,33 @@ def _executor_call(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any
     prog = spec.attached.get((config.platform, config.runtime))
     if prog is None:
         prog = _program_of(spec, config)
-    return run_artifact(prog.artifact, bound, _NO_KWARGS, config, key)
+    artifact = prog.artifact
+    result = run_artifact(artifact, bound, _NO_KWARGS, config, key)
+    if key is not None and config is _DEFAULT_CONFIG:
+        plan = artifact._call_plan
+        native = plan.exact_plan(key) if plan is not None else None
+        if native is not None:
+            fn.executor_plan = _HotCall(spec, plan, native)
+    return result
+
+
+class _HotCall:
+    """A @pl.jit function's last repeat call with the default RunConfig: the specialisation,
+    its artifact's call plan and the native plan of the call's key. A call that the native
+    plan takes (the same key: numpy arrays of the same shapes and dtypes that own their
+    memory, the same folded scalar values) skips binding and specialising; anything else is
+    declined before anything runs and takes the executor's full path."""
+
+    __slots__ = ("native", "plan", "spec")
+
+    def __init__(self, spec: Specialization, plan: Any, native: Any) -> None:
+        self.spec, self.plan, self.native = spec, plan, native
+
+    def __call__(self, args: tuple[Any, ...]) -> Any:
+        spec = self.spec
+        if spec.captured:
+            spec.check_captured()  # as the binder's lookup does
+        return self.plan.run_native(self.native, args, _DEFAULT_CONFIG)
 
 
 def _allocate_omitted_outputs(
@@ -337,7 +363,13 @@ def _allocate_omitted_outputs(
 def jit_executor(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Executes a ``@pl.jit`` call in program mode: ``fn(a, b, c, config=RunConfig())``."""
     config = _DEFAULT_CONFIG
-    if kwargs:
+    if not kwargs:
+        hot = fn.executor_plan
+        if hot is not None:
+            done = hot(args)
+            if done is not DECLINED:
+                return done
+    else:
         kwargs = dict(kwargs)
         config = kwargs.pop("config", None) or _DEFAULT_CONFIG
         if not isinstance(config, RunConfig):

@@ -153,6 +153,14 @@ def claim(mode: ProcessMode, *, what: str) -> None:
         )
 
 
+def program_held() -> bool:
+    """Whether this process holds PROGRAM mode and the gate is open: a claim of it would pass
+    without changing anything (read without the lock: a run that races close() is the
+    caller's race either way)."""
+    g = _gate
+    return g.mode is ProcessMode.PROGRAM and not g.closed
+
+
 def claim_program(what: str) -> None:
     """Claim PROGRAM mode (the program runner and direct Worker initialisation call this)."""
     claim(ProcessMode.PROGRAM, what=what)

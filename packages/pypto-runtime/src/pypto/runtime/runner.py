@@ -8,6 +8,7 @@ is touched, after every argument has been checked.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from ctypes import addressof, c_char
 from dataclasses import dataclass, field
@@ -312,7 +313,10 @@ class CallPlan:
     submits it. Anything else (omitted outputs, keywords, views, empty tensors, overlapping
     arguments, an argument that is wrong) takes the general path, which checks and reports
     exactly as before; the plan's path accepts only calls that the general one accepts with
-    the same descriptors.
+    the same descriptors. Once PROGRAM mode is held and the Worker is known, a call of owned
+    numpy arrays goes through the native plan (``simpler.CallPlan``: the same checks, the
+    descriptors filled, submitted and waited for in one C++ call); what it declines takes the
+    Python path above.
     """
 
     def __init__(self, artifact: CompiledArtifact) -> None:
@@ -371,10 +375,18 @@ class CallPlan:
         self.materialized = simpler.ChipStorageTaskArgs
         self.encode_scalar = simpler.task_args.encode_scalar
         self.shared_workers = worker
-        # binder call key -> per tensor (slot, writes, descriptor without its address), for
-        # calls of owned C-contiguous numpy arrays only (what the key fixes: type, shape,
-        # dtype, strides), or None: that key's calls take _materialize
-        self.layouts: dict[tuple[Any, ...], tuple[tuple[int, bool, tuple[Any, ...]], ...] | None] = {}
+        # The native repeat-call path (simpler.CallPlan), built at the first call that numpy
+        # is imported for (it needs numpy's buffer formats); None: no such path (a dtype
+        # numpy has no type for, or not built yet). ``native_built`` says it was tried.
+        self.native: Any = None
+        self.native_built = False
+        # binder call key -> a simpler.CallPlan that takes only calls of that key (exact
+        # shapes, the key's scalar values), for the @pl.jit executor's hot path
+        self.exact: dict[tuple[Any, ...], Any] = {}
+        # RunConfig's Worker fields -> (shared-Worker generation, worker, plan target)
+        self.targets: dict[tuple[Any, ...], tuple[int, Any, tuple[Any, Any, Any] | None]] = {}
+        self.finish_plan_run = simpler.worker.finish_plan_run
+        self.program_held = mode_gate.program_held
 
     def run(
         self,
@@ -412,55 +424,92 @@ class CallPlan:
             )
         mat = None
         if self.fast and not kwargs and len(args) == len(self.params):
-            if key is not None:
-                layout = self.layouts.get(key, _UNSEEN)
-                if layout is _UNSEEN:
-                    mat = self._materialize(args)
-                    if mat is not None and len(self.layouts) < _MAX_LAYOUTS:
-                        self.layouts[key] = self._layout(args)
-                elif layout is not None:
-                    mat = self._fill(layout, args)
-                else:
-                    mat = self._materialize(args)
-            else:
-                mat = self._materialize(args)
+            native = self.native
+            if native is None and not self.native_built:
+                native = self._build_native()
+            if native is not None:
+                if type(args) is not tuple:
+                    args = tuple(args)
+                done = self.run_native(native, args, config)
+                if done is not DECLINED:
+                    return done
+            mat = self._materialize(args)
         if mat is None:
             return _run_general(self.artifact, args, kwargs, config)
         return self._submit(mat, args, config)
 
-    def _layout(self, args: Sequence[Any]) -> tuple[tuple[int, bool, tuple[Any, ...]], ...] | None:
-        """What a call's key fixes, after the call materialised: per tensor its slot, whether it
-        is written, and its descriptor's (nbytes, code, shape, strides, offset), when every
-        tensor is an owned C-contiguous numpy array (its descriptor is the whole array, as
-        _materialize made it); else None."""
-        ndarray: Any = _module_type("numpy", "ndarray")
-        out = []
-        for slot, _dtype, _ts, code, _size, _pattern, static, writes in self.tensors:
-            a: Any = args[slot]
-            if type(a) is not ndarray or a.base is not None or not a.flags.c_contiguous:
-                return None
-            shape = a.shape
-            out.append((slot, writes, (a.nbytes, code, shape, static or _row_major(shape), 0)))
-        return tuple(out)
+    def run_native(self, native: Any, args: tuple[Any, ...], config: RunConfig) -> Any:
+        """Run a call through ``native`` (a simpler.CallPlan of this plan): its result, or
+        DECLINED when the native path did not take it (nothing was submitted): PROGRAM mode
+        not held yet (the first call claims it after its checks), no current Worker target,
+        or arguments the native plan leaves to the other paths."""
+        if not self.program_held():
+            return DECLINED
+        wkey = (config.platform, config.runtime, config.device_id, config.aic_threads, config.aiv_threads)
+        known = self.targets.get(wkey)
+        if known is None or known[0] != self.shared_workers.shared_generation() or known[1]._closed:
+            return DECLINED  # _submit (re)registers and records the target
+        target = known[2]
+        if target is None or config.effective_call_config is not None:
+            return DECLINED
+        timeout = config.timeout
+        run = native.run(*target, args, -1.0 if timeout is None else timeout)
+        if run is None:
+            return DECLINED
+        self.finish_plan_run(run, timeout)
+        if self.return_count == 0:
+            return None
+        if self.return_count == 1:
+            return args[self.return_aliases[0]]
+        return tuple(args[a] for a in self.return_aliases)
 
-    def _fill(self, layout: tuple[tuple[int, bool, tuple[Any, ...]], ...], args: Sequence[Any]) -> Any:
-        """The call's ChipStorageTaskArgs from a known layout: the arrays' addresses (each still
-        the whole storage of its array) and the scalars' bits; None for the general path."""
-        descriptors = []
-        spans = []
-        for slot, writes, rest in layout:
-            a = args[slot]
-            if a.base is not None:
-                return None  # a view now: describe() decides
-            try:
-                ptr = addressof(c_char.from_buffer(a))
-            except TypeError:  # read-only
-                if writes:
-                    return None
-                ptr = a.__array_interface__["data"][0]
-            descriptors.append((ptr, *rest))
-            spans.append((ptr, ptr + rest[0]))
-        return self._finish(descriptors, spans, args)
+    def _build_native(self, key: tuple[Any, ...] | None = None) -> Any:
+        """A simpler.CallPlan of this plan's parameters (the shape patterns), or, for a binder
+        call key, of that key's exact shapes and scalar values; None when numpy is not
+        imported or has no type for a parameter's dtype."""
+        import simpler
+
+        numpy = sys.modules.get("numpy")
+        if numpy is None:
+            return None
+        if key is None:
+            self.native_built = True
+        tensors = []
+        for slot, _dtype, typestr, code, itemsize, pattern, _static, writes in self.tensors:
+            if typestr is None:
+                return None
+            fmt = _buffer_format(numpy, typestr)
+            shape = tuple(DYNAMIC if d == DYNAMIC else d for d in pattern)
+            if key is not None:
+                shape = tuple(key[slot][1])
+            tensors.append((slot, code, fmt, itemsize, list(shape), writes))
+        fixed = []
+        if key is not None:
+            # the key's scalars, by type and value: what names the key's specialisation
+            fixed = [(i, k[1]) for i, k in enumerate(key) if k[0] in _PLAIN_SCALARS]
+        plan = simpler.CallPlan(
+            numpy.ndarray, len(self.params), tensors, list(self.scalars), fixed, self.encode_scalar
+        )
+        if key is None:
+            self.native = plan
+        return plan
+
+    def exact_plan(self, key: tuple[Any, ...]) -> Any:
+        """The simpler.CallPlan that takes only calls of binder call key ``key`` whose
+        tensors are numpy arrays (None: that key has none); made once per key."""
+        plan = self.exact.get(key, DECLINED)
+        if plan is DECLINED and len(self.exact) < _MAX_LAYOUTS:
+            ndarray = _module_type("numpy", "ndarray")
+            plan = None
+            if (
+                self.fast
+                and ndarray is not None
+                and len(key) == len(self.params)
+                and all(key[slot][0] is ndarray for slot, *_ in self.tensors)
+            ):
+                plan = self._build_native(key)
+            self.exact[key] = plan
+        return None if plan is DECLINED else plan
 
     def _materialize(self, args: Sequence[Any]) -> Any:
         """The call's ChipStorageTaskArgs, or None when it needs the general path."""
@@ -571,6 +620,7 @@ class CallPlan:
                 aiv_threads=config.aiv_threads,
             )
             self.bound[key] = (generation, worker, handle)
+            self.targets[key] = (generation, worker, worker.plan_target(handle))
         worker.run(handle, mat, config.effective_call_config, timeout=config.timeout, keep_alive=args)
         if self.return_count == 0:
             return None
@@ -580,8 +630,13 @@ class CallPlan:
 
 
 _PLAIN_SCALARS = frozenset((int, float, bool))
-_UNSEEN: Any = object()
-_MAX_LAYOUTS = 256  # per artifact, as the binder's keys per function
+DECLINED: Any = object()  # CallPlan.run_native: the native path did not take the call
+_MAX_LAYOUTS = 256  # exact plans per artifact, as the binder's keys per function
+
+
+def _buffer_format(numpy: Any, typestr: str) -> str:
+    """The buffer-protocol format string a native-order numpy array of ``typestr`` exports."""
+    return memoryview(numpy.empty(1, numpy.dtype(typestr))).format
 
 
 def _matches(shape: Sequence[int], pattern: Sequence[int]) -> bool:

@@ -1,0 +1,330 @@
+// simpler._native.CallPlan: the native repeat-call path of a program-mode call. A plan holds,
+// per tensor parameter, the argument slot, the wire dtype, the buffer-protocol format its
+// arrays export, the shape pattern and whether the program writes it; per scalar its slot and
+// wire code; and, for a plan of one call key, the exact value each key-fixed scalar had.
+// run() reads the arguments through the buffer protocol, fills the ChipTensor descriptors and
+// scalar bits, submits and waits (GIL released) in one call. Whatever it does not take
+// (another type, dtype or shape, a view, a non-contiguous or read-only-but-written array,
+// overlapping arrays, a scalar of another type, value or range) it declines before anything
+// is submitted, and the caller takes its general path, which decides and reports.
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/chip/callable.hpp"
+#include "../core/chip/chip.hpp"
+#include "bindings.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace simpler::bindings {
+
+namespace {
+
+using chip::Chip;
+using chip::ChipProgram;
+using chip::Run;
+using chip::RunConfig;
+
+constexpr std::int64_t kDynamic = -1;
+
+struct TensorSpec {
+    std::size_t slot = 0;
+    std::uint8_t dtype = 0;
+    std::string format;              // what the arrays' buffer export reports ("f", "e", ...)
+    std::size_t itemsize = 0;
+    std::vector<std::int64_t> shape;  // kDynamic for a dynamic dim
+    bool writes = false;
+};
+
+struct ScalarSpec {
+    std::size_t slot = 0;
+    std::uint8_t code = 0;
+};
+
+// Integer wire codes (simpler/_dtypes.py, WIRE.md) and their ranges.
+struct IntRange {
+    std::uint8_t code;
+    bool is_unsigned;
+    long long lo;
+    unsigned long long hi;
+};
+constexpr IntRange kIntRanges[] = {
+    {2, false, -(1LL << 31), (1ULL << 31) - 1},  // INT32
+    {3, false, -(1LL << 15), (1ULL << 15) - 1},  // INT16
+    {4, false, -(1LL << 7), (1ULL << 7) - 1},    // INT8
+    {5, true, 0, 255},                           // UINT8
+    {7, false, INT64_MIN, INT64_MAX},            // INT64
+    {8, true, 0, UINT64_MAX},                    // UINT64
+    {9, true, 0, (1ULL << 16) - 1},              // UINT16
+    {10, true, 0, (1ULL << 32) - 1},             // UINT32
+};
+constexpr std::uint8_t kFloat32 = 0;
+
+const IntRange* int_range(std::uint8_t code) noexcept {
+    for (const IntRange& r : kIntRanges)
+        if (r.code == code) return &r;
+    return nullptr;
+}
+
+// One exported buffer, released on scope exit.
+struct BufferView {
+    Py_buffer view{};
+    bool held = false;
+    BufferView() = default;
+    BufferView(const BufferView&) = delete;
+    BufferView& operator=(const BufferView&) = delete;
+    ~BufferView() {
+        if (held) PyBuffer_Release(&view);
+    }
+    bool get(PyObject* obj) noexcept {
+        held = PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO) == 0;
+        if (!held) PyErr_Clear();
+        return held;
+    }
+};
+
+class CallPlan {
+public:
+    CallPlan(nb::handle array_type, std::size_t nparams,
+             const std::vector<std::tuple<std::size_t, int, std::string, std::size_t, std::vector<std::int64_t>, bool>>&
+                 tensors,
+             const std::vector<std::pair<std::size_t, int>>& scalars,
+             const std::vector<std::pair<std::size_t, nb::object>>& fixed, nb::object encode_scalar)
+        : array_type_(nb::borrow(array_type)),
+          base_name_(nb::steal(PyUnicode_InternFromString("base"))),
+          nparams_(nparams),
+          encode_scalar_(std::move(encode_scalar)) {
+        if (!PyType_Check(array_type.ptr()))
+            throw nb::type_error("CallPlan(array_type): expected a type (numpy.ndarray)");
+        for (const auto& [slot, dtype, format, itemsize, shape, writes] : tensors) {
+            check_slot(slot, "tensors");
+            if (dtype < 0 || dtype > 255 || !is_known_dtype(static_cast<std::uint8_t>(dtype)))
+                throw std::invalid_argument("CallPlan(tensors): unknown dtype code " + std::to_string(dtype));
+            if (shape.empty() || shape.size() > kMaxTensorDims)
+                throw std::invalid_argument("CallPlan(tensors): expected 1.." + std::to_string(kMaxTensorDims) +
+                                            " dims, got " + std::to_string(shape.size()));
+            if (itemsize == 0) throw std::invalid_argument("CallPlan(tensors): expected an itemsize > 0, got 0");
+            tensors_.push_back(TensorSpec{slot, static_cast<std::uint8_t>(dtype), format, itemsize, shape, writes});
+        }
+        for (const auto& [slot, code] : scalars) {
+            check_slot(slot, "scalars");
+            if (code < 0 || code > 255 || !is_known_dtype(static_cast<std::uint8_t>(code)))
+                throw std::invalid_argument("CallPlan(scalars): unknown dtype code " + std::to_string(code));
+            scalars_.push_back(ScalarSpec{slot, static_cast<std::uint8_t>(code)});
+        }
+        for (const auto& [slot, value] : fixed) {
+            check_slot(slot, "fixed");
+            fixed_.emplace_back(slot, value);
+        }
+    }
+
+    // The descriptors and scalar bits of `args`, or false: the caller's general path decides.
+    bool fill(nb::handle args, std::vector<ChipTensor>& tensors, std::vector<std::uint64_t>& bits) const {
+        if (!PyTuple_Check(args.ptr()) || static_cast<std::size_t>(PyTuple_GET_SIZE(args.ptr())) != nparams_)
+            return false;
+        PyObject* const* items = &PyTuple_GET_ITEM(args.ptr(), 0);
+        for (const auto& [slot, value] : fixed_) {
+            PyObject* v = items[slot];
+            if (Py_TYPE(v) != Py_TYPE(value.ptr())) return false;
+            const int eq = PyObject_RichCompareBool(v, value.ptr(), Py_EQ);
+            if (eq != 1) {
+                if (eq < 0) PyErr_Clear();
+                return false;
+            }
+        }
+        tensors.resize(tensors_.size());
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+        spans.reserve(tensors_.size());
+        PyObject* const array_type = array_type_.ptr();
+        for (std::size_t i = 0; i < tensors_.size(); ++i) {
+            const TensorSpec& s = tensors_[i];
+            PyObject* a = items[s.slot];
+            if (Py_TYPE(a) != reinterpret_cast<PyTypeObject*>(array_type)) return false;
+            // An array that owns its memory: the view is the whole storage, as the general
+            // path describes it.
+            PyObject* base = PyObject_GetAttr(a, base_name_.ptr());
+            if (base == nullptr) {
+                PyErr_Clear();
+                return false;
+            }
+            const bool owns = base == Py_None;
+            Py_DECREF(base);
+            if (!owns) return false;
+            BufferView b;
+            if (!b.get(a)) return false;
+            const Py_buffer& v = b.view;
+            if ((s.writes && v.readonly) || v.format == nullptr || s.format != v.format ||
+                static_cast<std::size_t>(v.itemsize) != s.itemsize || static_cast<std::size_t>(v.ndim) != s.shape.size() ||
+                !PyBuffer_IsContiguous(&v, 'C') || v.len <= 0)
+                return false;
+            ChipTensor& c = tensors[i];
+            std::memset(&c, 0, sizeof c);
+            std::uint64_t stride = 1;
+            for (int d = v.ndim - 1; d >= 0; --d) {
+                const Py_ssize_t n = v.shape[d];
+                if (n <= 0 || static_cast<std::uint64_t>(n) >= (1ULL << 32)) return false;
+                if (s.shape[d] != kDynamic && s.shape[d] != n) return false;
+                if (stride >= (1ULL << 32)) return false;
+                c.shapes[d] = static_cast<std::uint32_t>(n);
+                c.strides[d] = static_cast<std::uint32_t>(stride);
+                stride *= static_cast<std::uint64_t>(n);
+            }
+            const auto ptr = reinterpret_cast<std::uint64_t>(v.buf);
+            const auto nbytes = static_cast<std::uint64_t>(v.len);
+            c.buffer.addr = ptr;
+            c.buffer.size = nbytes;
+            c.start_offset = 0;
+            c.ndims = static_cast<std::uint32_t>(v.ndim);
+            c.dtype = s.dtype;
+            c.address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
+            spans.emplace_back(ptr, ptr + nbytes);
+        }
+        // The alias rule: disjoint views only here (others: the general path).
+        if (spans.size() > 1) {
+            std::sort(spans.begin(), spans.end());
+            for (std::size_t i = 1; i < spans.size(); ++i)
+                if (spans[i].first < spans[i - 1].second) return false;
+        }
+        bits.resize(scalars_.size());
+        for (std::size_t i = 0; i < scalars_.size(); ++i)
+            if (!encode(items[scalars_[i].slot], scalars_[i].code, bits[i])) return false;
+        return true;
+    }
+
+    // Fill, submit and wait up to `timeout` seconds (negative: forever). None when declined
+    // (nothing submitted); else the run, done or not.
+    nb::object run(Chip& chip, std::shared_ptr<ChipProgram> program, const RunConfig& settings, nb::handle args,
+                   double timeout) const {
+        std::vector<ChipTensor> tensors;
+        std::vector<std::uint64_t> bits;
+        if (!fill(args, tensors, bits)) return nb::none();
+        std::shared_ptr<Run> run;
+        {
+            nb::gil_scoped_release release;  // the arguments stay referenced by the caller's frame
+            run = chip.submit(std::move(program), std::move(tensors), std::move(bits), settings);
+            run->wait(timeout);
+        }
+        return nb::cast(run);
+    }
+
+    // What fill() gives, as simpler.ChipStorageTaskArgs fields (tensor tuples, scalar bits),
+    // or None when declined.
+    nb::object describe(nb::handle args) const {
+        std::vector<ChipTensor> tensors;
+        std::vector<std::uint64_t> bits;
+        if (!fill(args, tensors, bits)) return nb::none();
+        nb::list ts;
+        for (const ChipTensor& c : tensors) {
+            nb::list shape, strides;
+            for (std::uint32_t d = 0; d < c.ndims; ++d) {
+                shape.append(c.shapes[d]);
+                strides.append(c.strides[d]);
+            }
+            ts.append(nb::make_tuple(c.buffer.addr, c.buffer.size, static_cast<int>(c.dtype), nb::tuple(shape),
+                                     nb::tuple(strides), c.start_offset));
+        }
+        nb::list bs;
+        for (std::uint64_t b : bits) bs.append(b);
+        return nb::make_tuple(nb::tuple(ts), nb::tuple(bs));
+    }
+
+    std::size_t nparams() const noexcept { return nparams_; }
+
+private:
+    void check_slot(std::size_t slot, const char* what) const {
+        if (slot >= nparams_)
+            throw std::invalid_argument(std::string("CallPlan(") + what + "): slot " + std::to_string(slot) +
+                                        " is past the " + std::to_string(nparams_) + " parameters");
+    }
+
+    // simpler.task_args.encode_scalar's bits for a plain int/float/bool, or false where it
+    // would raise (the general path reports). FLOAT16, BFLOAT16 and BOOL go through it.
+    bool encode(PyObject* v, std::uint8_t code, std::uint64_t& out) const {
+        PyTypeObject* t = Py_TYPE(v);
+        if (t != &PyLong_Type && t != &PyFloat_Type && t != &PyBool_Type) return false;
+        if (const IntRange* r = int_range(code)) {
+            if (t != &PyLong_Type) return false;
+            int overflow = 0;
+            const long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (overflow == 0) {
+                if (s == -1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    return false;
+                }
+                if (s < r->lo || (s >= 0 && static_cast<unsigned long long>(s) > r->hi)) return false;
+                out = static_cast<std::uint64_t>(s);
+                return true;
+            }
+            if (overflow < 0 || !r->is_unsigned) return false;
+            const unsigned long long u = PyLong_AsUnsignedLongLong(v);
+            if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+                PyErr_Clear();
+                return false;
+            }
+            if (u > r->hi) return false;
+            out = u;
+            return true;
+        }
+        if (code == kFloat32) {
+            if (t == &PyBool_Type) return false;
+            const double d = PyFloat_AsDouble(v);  // an int too large for a double raises
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return false;
+            }
+            const float f = static_cast<float>(d);
+            if (std::isinf(f) && !std::isinf(d)) return false;
+            std::uint32_t u = 0;
+            std::memcpy(&u, &f, sizeof u);
+            out = u;
+            return true;
+        }
+        try {
+            out = nb::cast<std::uint64_t>(encode_scalar_(nb::handle(v), static_cast<int>(code)));
+            return true;
+        } catch (const nb::python_error&) {
+            return false;
+        } catch (const nb::cast_error&) {
+            return false;
+        }
+    }
+
+    nb::object array_type_;
+    nb::object base_name_;  // "base", interned: the attribute that says an array is a view
+    std::size_t nparams_;
+    nb::object encode_scalar_;
+    std::vector<TensorSpec> tensors_;
+    std::vector<ScalarSpec> scalars_;
+    std::vector<std::pair<std::size_t, nb::object>> fixed_;
+};
+
+}  // namespace
+
+void bind_call_plan(nb::module_& m) {
+    nb::class_<CallPlan>(m, "CallPlan",
+                         "A program call's native fill-submit-wait path for numpy arrays: run() declines "
+                         "(returns None, nothing submitted) what it does not take; see docs/simpler-runtime.md.")
+        .def(nb::init<nb::handle, std::size_t,
+                      const std::vector<std::tuple<std::size_t, int, std::string, std::size_t, std::vector<std::int64_t>,
+                                                   bool>>&,
+                      const std::vector<std::pair<std::size_t, int>>&,
+                      const std::vector<std::pair<std::size_t, nb::object>>&, nb::object>(),
+             "array_type"_a, "nparams"_a, "tensors"_a, "scalars"_a, "fixed"_a, "encode_scalar"_a)
+        .def("run", &CallPlan::run, "chip"_a, "program"_a, "settings"_a, "args"_a, "timeout"_a)
+        .def("describe", &CallPlan::describe, "args"_a)
+        .def_prop_ro("nparams", &CallPlan::nparams);
+}
+
+}  // namespace simpler::bindings

@@ -1,0 +1,168 @@
+"""simpler.CallPlan: the native fill-submit-wait path gives TaskArgs' descriptors and scalar
+bits, declines (nothing submitted) whatever it does not take, and runs on a Worker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import simpler
+from simpler import ArgDirection as D
+from simpler import Buffer, CallPlan, TaskArgs
+from simpler._dtypes import dtype_code
+from simpler.task_args import encode_scalar
+from simpler.worker import finish_plan_run
+
+DYN = -1
+SCALAR_CODES = [
+    dtype_code(n)
+    for n in (
+        "FLOAT32",
+        "FLOAT16",
+        "BFLOAT16",
+        "INT32",
+        "INT16",
+        "INT8",
+        "UINT8",
+        "INT64",
+        "UINT64",
+        "UINT16",
+        "UINT32",
+        "BOOL",
+    )
+]
+
+
+def fmt(dtype: Any) -> str:
+    return memoryview(np.empty(1, dtype)).format
+
+
+def plan(
+    tensors: list[tuple[Any, ...]],
+    scalars: list[tuple[int, int]] = (),
+    fixed: list[Any] = (),
+    nparams: int | None = None,
+) -> CallPlan:
+    n = nparams if nparams is not None else len(tensors) + len(scalars) + len(fixed)
+    return CallPlan(np.ndarray, n, tensors, list(scalars), list(fixed), encode_scalar)
+
+
+def f32(slot: int, shape: list[int], writes: bool = False) -> tuple[Any, ...]:
+    return (slot, dtype_code("FLOAT32"), fmt(np.float32), 4, shape, writes)
+
+
+def general(*arrays: np.ndarray) -> tuple[Any, ...]:
+    """The descriptors TaskArgs gives for whole arrays wrapped as simpler Buffers."""
+    args = TaskArgs()
+    for a in arrays:
+        dt = {np.float32: "FLOAT32", np.float16: "FLOAT16", np.int64: "INT64"}[a.dtype.type]
+        args.add_tensor(Buffer.wrap(a.ctypes.data, a.nbytes, owner=a).tensor(a.shape, dt), D.In)
+    return args.materialize().tensors
+
+
+def test_descriptors_are_taskargs_descriptors() -> None:
+    p = plan(
+        [
+            f32(0, [DYN, 8]),
+            (1, dtype_code("FLOAT16"), fmt(np.float16), 2, [3, DYN, 5], True),
+            (2, dtype_code("INT64"), fmt(np.int64), 8, [DYN], False),
+        ]
+    )
+    for rows in (1, 7):
+        a = np.ones((rows, 8), np.float32)
+        b = np.zeros((3, rows + 1, 5), np.float16)
+        c = np.arange(rows * 3, dtype=np.int64)
+        got = p.describe((a, b, c))
+        assert got is not None
+        assert got == (tuple(general(a, b, c)), ())
+
+
+def test_unusual_arguments_are_declined() -> None:
+    p = plan([f32(0, [4, DYN]), f32(1, [4, DYN], writes=True)])
+    a, out = np.ones((4, 8), np.float32), np.zeros((4, 8), np.float32)
+    assert p.describe((a, out)) is not None
+    ro = np.zeros((4, 8), np.float32)
+    ro.flags.writeable = False
+    base = np.zeros((8, 8), np.float32)
+    for args in [
+        (a, a.astype(np.float64)),  # another dtype
+        (a, out.astype(out.dtype.newbyteorder())),  # another byte order
+        (a, np.zeros((5, 8), np.float32)),  # a static dim differs
+        (a, np.zeros((4, 8, 1), np.float32)),  # another rank
+        (a, np.zeros((4, 0), np.float32)),  # empty
+        (a, base[4:]),  # a view (the general path describes its storage)
+        (a, np.asfortranarray(np.zeros((4, 8), np.float32))),  # not C-contiguous
+        (a, ro),  # read-only but written
+        (a, a),  # one array twice
+        (a, [[0.0] * 8] * 4),  # not an array
+        (a,),  # another count
+        [a, out],  # not a tuple
+    ]:
+        assert p.describe(args) is None, args
+    assert p.describe((ro, out)) is not None  # a read-only input is fine
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(SCALAR_CODES),
+    st.one_of(
+        st.integers(-(1 << 70), 1 << 70),
+        st.floats(allow_nan=True),
+        st.booleans(),
+        st.sampled_from([0, 1, -1, 255, 256, 65504.0, 65520.0, 3.4028235e38, 3.5e38, float("inf"), -0.0]),
+    ),
+)
+def test_scalar_bits_are_encode_scalars(code: int, value: Any) -> None:
+    p = plan([], [(0, code)])
+    got = p.describe((value,))
+    try:
+        want = encode_scalar(value, code)
+    except (ValueError, OverflowError):
+        assert got is None
+        return
+    assert got is not None
+    assert got[1] == (want,)
+
+
+def test_fixed_values_take_only_that_value_and_type() -> None:
+    p = plan([f32(0, [2])], fixed=[(1, 3), (2, 0.5)])
+    a = np.ones(2, np.float32)
+    assert p.describe((a, 3, 0.5)) is not None
+    assert p.describe((a, 3, -0.0 + 0.5)) is not None
+    for args in [(a, 4, 0.5), (a, 3.0, 0.5), (a, True, 0.5), (a, 3, 1), (a, 3, float("nan"))]:
+        assert p.describe(args) is None, args
+
+
+def test_plan_checks_its_own_construction() -> None:
+    with pytest.raises(ValueError, match="slot 3 is past the 2 parameters"):
+        plan([f32(3, [2])], nparams=2)
+    with pytest.raises(ValueError, match="unknown dtype code 99"):
+        plan([(0, 99, "f", 4, [2], False)])
+    with pytest.raises(ValueError, match=r"expected 1\.\.5 dims, got 0"):
+        plan([f32(0, [])])
+    with pytest.raises(TypeError, match="array_type"):
+        CallPlan(3, 1, [], [], [], encode_scalar)
+
+
+def test_runs_on_a_worker(worker: simpler.Worker, register: Callable[[str], Any], tmp_path: Path) -> None:
+    h = register("vadd_tiles")
+    target = worker.plan_target(h)
+    assert target is not None
+    p = plan([f32(0, [DYN]), f32(1, [DYN]), f32(2, [DYN], writes=True)], [(3, dtype_code("UINT32"))])
+    for n in (256, 1000):
+        a = np.arange(n, dtype=np.float32)
+        b = np.ones(n, np.float32)
+        c = np.zeros_like(a)
+        run = p.run(*target, (a, b, c, 256), -1.0)
+        assert run is not None
+        finish_plan_run(run, None)
+        np.testing.assert_array_equal(c, a + b)
+    assert p.run(*target, (a, b, c, -1), -1.0) is None  # declined: nothing ran
+    diagnostics = simpler.CallConfig(dep_graph=True, output_prefix=str(tmp_path))
+    assert worker.plan_target(h, diagnostics) is None  # a run that writes diagnostics: run()
