@@ -113,7 +113,8 @@ def _io_group(store: Any, rank: int, size: int, timeout: timedelta) -> Any:
 
 
 def _io_params(plan: Any, rank: int, phase: int) -> list[int]:
-    """The host parameters rank ``rank``'s launches of ``phase`` use (their indices)."""
+    """The host parameters rank ``rank``'s launches of ``phase`` use (their indices), as the
+    rank's ``RankRunner.host_params`` finds them: what the orchestrator sends each rank."""
     return sorted(
         {
             a[1]
@@ -141,7 +142,7 @@ def _receive_io(group: Any, runner: Any, phase: int) -> dict[int, Any]:
     from pypto.runtime.distributed.host_bytes import byte_array, element_size
 
     hosts = {}
-    for i in _io_params(runner.plan, runner.rank, phase):
+    for i in runner.host_params(phase):
         p = runner.plan.params[i]
         dtype = DataType(p.dtype)
         data = numpy.empty(
