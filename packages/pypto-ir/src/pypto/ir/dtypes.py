@@ -63,6 +63,11 @@ class DataType(enum.Enum):
         """Bytes per element of the carrier (one byte holds two FP4 values)."""
         return max(1, self.bits // 8)
 
+    def get_byte(self) -> int:
+        """Bytes per element (``itemsize``; upstream's spelling, as in
+        ``pld.alloc_window_buffer(n * pl.FP32.get_byte())``)."""
+        return self.itemsize
+
     @property
     def is_float(self) -> bool:
         return self in _FLOATS

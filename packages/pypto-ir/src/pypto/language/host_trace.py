@@ -62,10 +62,15 @@ class HostTensorRef:
     example: Any
 
     def __getitem__(self, index: Any) -> HostTensorRef:
+        if isinstance(index, tuple) and index:  # x[i, r] is x[i][r]
+            ref = self
+            for i in index:
+                ref = ref[i]
+            return ref
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(
-                f"host tensor {self.name!r}: a host body indexes a tensor with one int per axis "
-                f"(x[r]); got {index!r}"
+                f"host tensor {self.name!r}: a host body indexes a tensor with ints, one per axis "
+                f"(x[r], x[i, r]); got {index!r}"
             )
         extent = self.shape[0] if self.shape else 0
         if not -extent <= index < extent:

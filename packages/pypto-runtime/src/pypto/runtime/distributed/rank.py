@@ -103,7 +103,9 @@ class RankRunner:
         io = self._map(command["io"]) if command["io"] and hosts is None else None
         if self._private:
             windows = self._private
-            for m, w in zip(windows, self.plan.windows, strict=True):
+            for m, w in zip(
+                windows if command.get("reset_windows", True) else [], self.plan.windows, strict=False
+            ):
                 start = self.rank * w.stride
                 m[start : start + w.stride] = bytes(w.stride)
         else:
@@ -128,8 +130,9 @@ class RankRunner:
                     args.append(ByteTensor(view, DataType(self.plan.params[a[1]].dtype)))
                 elif a[0] == "window":
                     w = self.plan.windows[a[1]]
-                    data = byte_array(windows[a[1]], w.shape, DataType(w.dtype), self.rank * w.stride)
-                    args.append(ByteTensor(data, DataType(w.dtype)))
+                    shape, dtype = (a[2], a[3]) if len(a) > 2 else (w.shape, w.dtype)  # the view's
+                    data = byte_array(windows[a[1]], tuple(shape), DataType(dtype), self.rank * w.stride)
+                    args.append(ByteTensor(data, DataType(dtype)))
                 else:
                     args.append(a[1])
             self._program(d.program)(*args, config=config)

@@ -313,6 +313,9 @@ class DistributedWorker:
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _release_all, self._group, self._segments, self._tensors)
         self._dispatches = 0
+        self.reset_windows = True
+        """False: a dispatch leaves the windows as the previous one left them (upstream's
+        ``prepare(persistent=True, reset_persistent_windows=False)``); True: it zeroes them."""
 
     def _rank_group(self) -> Callable[..., Any]:
         import functools
@@ -722,7 +725,8 @@ class DistributedWorker:
                 f"DistributedWorker(*args) is ambiguous: this worker runs {len(self._plans)} programs ({names}); "
                 "dispatch one with worker.run(compiled, *args)"
             )
-        self._run_now(0, args, kwargs)
+        config = kwargs.pop("config", None)  # upstream's per-dispatch config, as run's
+        self._run_now(0, args, kwargs, self._dispatch_config(0, config))
 
     def submit(self, compiled: Any, *args: Any, config: Any = None, **kwargs: Any) -> DistributedRunHandle:
         """Start a dispatch of ``compiled`` and return at once; dispatches run one at a time in
@@ -819,8 +823,9 @@ class DistributedWorker:
             }
             views.update(io)
         windows = self._windows[k]
-        for w in windows:
-            w.buf[:] = bytes(w.size)
+        if self.reset_windows:
+            for w in windows:
+                w.buf[:] = bytes(w.size)
         command = {
             "op": "run",
             "program": k,
@@ -829,6 +834,7 @@ class DistributedWorker:
             "host_offsets": {str(i): o for i, o in layout.items()} | {str(i): 0 for i in resident},
             "host_segments": {str(i): t.segment.name for i, t in resident.items()},
             "wait_timeout": self._group.timeout,  # a kernel's pld.system.wait gives up after this
+            "reset_windows": self.reset_windows,
         }
         if settings.get("call"):
             command["call"] = _encode_call(settings["call"])
