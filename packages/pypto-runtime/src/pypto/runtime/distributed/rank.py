@@ -117,6 +117,7 @@ class RankRunner:
         if hosts is None:
             hosts = self._mapped_hosts(command, io)
         phase = command.get("phase", 0)
+        config = self._config(command.get("call"))
         for d in self.mine:
             if d.phase != phase:
                 continue
@@ -134,8 +135,26 @@ class RankRunner:
                     args.append(ByteTensor(data, DataType(dtype)))
                 else:
                     args.append(a[1])
-            self._program(d.program)(*args, config=self.config)
+            self._program(d.program)(*args, config=config)
         self.last_run_seconds = time.perf_counter() - started
+
+    def _config(self, call: str | None) -> RunConfig:
+        """The rank's RunConfig with a dispatch's run settings (``call``: the worker's pickled
+        ``call_config``, ``enable_chip_swimlane`` and ``swimlane_dir``) applied; this rank's
+        swimlane files go to ``<swimlane_dir>/rank<r>``."""
+        if not call:
+            return self.config
+        import base64
+        import dataclasses
+        import os
+        import pickle
+
+        fields = pickle.loads(base64.b64decode(call))
+        if fields.get("enable_chip_swimlane"):
+            fields["swimlane_dir"] = os.path.join(
+                fields.get("swimlane_dir") or os.path.join("build_output", "swimlane"), f"rank{self.rank}"
+            )
+        return dataclasses.replace(self.config, **fields)
 
     def _mapped_hosts(self, command: dict[str, Any], io: Any) -> dict[int, Any]:
         """The host tensors as byte views of the parent's shared memory (the command's segments)."""
