@@ -251,8 +251,8 @@ def k(y: pl.Out[pl.Tensor[[1, 64], pl.FP32]],
             r"pld.tensor.put: dst is FP32 but src is INT32",
         ),
         (
-            "        pld.tensor.put(w, peer=0, src=w, atomic=pl.AtomicType.Add, chunk_rows=4)",
-            r"chunk_rows",
+            "        pld.tensor.put(w, peer=0, src=w, atomic=pl.AtomicType.Add, chunk_rows=4, pipeline=True)",
+            r"pipeline=True needs chunk_rows > 0 and chunk_cols > 0",
         ),
     ],
 )

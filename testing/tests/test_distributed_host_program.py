@@ -227,7 +227,10 @@ def test_window_views_in_a_program_plan() -> None:
         ((128,), "UINT8", 128),
         ((4, 8), "FP32", 128),
     ]
-    assert [d.args[1] for d in plan.dispatches] == [("window", 0, [4, 8], "FP32"), ("window", 1)]
+    assert [d.args[1] for d in plan.dispatches] == [
+        ("window", 0, [4, 8], "FP32"),
+        ("window", 1, [4, 8], "FP32"),
+    ]
 
     @pl.program
     class _TooBig:
@@ -243,8 +246,6 @@ def test_window_views_in_a_program_plan() -> None:
         def host(self, x: pl.Tensor[[4, 8], pl.FP32]):
             self.chip(x, pld.window(pld.alloc_window_buffer(64), [4, 8], dtype=pl.FP32))
 
-    with pytest.raises(ValueError, match=r"a \[4, 8\] FP32 view is 128 bytes, more than the buffer's 64"):
+    with pytest.raises(ValueError, match=r"a \[4, 8\] FP32 view needs 128 bytes"):
         plan_program(_TooBig, config(1))
     assert (pl.FP32.get_byte(), pl.BF16.get_byte()) == (4, 2)
-    with pytest.raises(ValueError, match=r"get_byte\(\): a 4-bit element"):
-        pl.FP4.get_byte()

@@ -81,6 +81,49 @@ SCRIPT = textwrap.dedent(
             )
 
 
+    BIG = 65536  # rows: a [2, BIG, COLS] FP32 host tensor is 12.6 MB
+
+
+    @pl.jit.incore
+    def _last_row(x: pl.Tensor[[BIG, COLS], pl.FP32], y: pl.Out[pl.Tensor[[1, COLS], pl.FP32]]):
+        y = pl.store(pl.load(x, [BIG - 1, 0], [1, COLS]), [0, 0], y)
+        return y
+
+
+    @pl.jit
+    def _last_row_chip(x: pl.Tensor[[BIG, COLS], pl.FP32], y: pl.Out[pl.Tensor[[1, COLS], pl.FP32]]):
+        return _last_row(x, y)
+
+
+    @pl.jit.host
+    def last_rows(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        for r in pl.range(pld.world_size()):
+            _last_row_chip(x[r], y[r], device=r)
+
+
+    def resident_checks(w):
+        # resident tensors under torchrun: kept by RANK 0, carried to the ranks over gloo
+        g = torch.Generator().manual_seed(7)
+        x = torch.randint(-9, 10, (2, 1, COLS), generator=g).float()
+        total = x.sum(0, keepdim=True).expand(2, 1, COLS)
+        xt = w.alloc_tensor([2, 1, COLS], torch.float32, init=x)
+        yt = w.alloc_tensor([2, 1, COLS], torch.float32)
+        out = torch.zeros(2, 1, COLS)
+        w(xt, yt)
+        torch.testing.assert_close(w.copy_from(yt, out), total, rtol=0, atol=0)
+        w(yt, xt)  # the last results as inputs: they stayed
+        torch.testing.assert_close(w.copy_from(xt, out), 2 * total, rtol=0, atol=0)
+        stacked = w.alloc_stacked_tensor(x)
+        w(stacked, yt)
+        torch.testing.assert_close(w.copy_from(yt, out), total, rtol=0, atol=0)
+        ptr = w.malloc(x.nbytes)
+        w.copy_to(ptr, x.data_ptr(), x.nbytes)
+        w.copy_from(out.data_ptr(), ptr, out.nbytes)
+        torch.testing.assert_close(out, x, rtol=0, atol=0)
+        w.free(ptr)
+        print("RESIDENT OK", flush=True)
+
+
     def check(w, seed):
         g = torch.Generator().manual_seed(seed)
         x = torch.randint(-9, 10, (2, 1, COLS), generator=g).float()
@@ -103,10 +146,7 @@ SCRIPT = textwrap.dedent(
                 assert ppid != os.getpid(), (pid, ppid)
         check(w, 1)
         if mode == "shared_memory":
-            try:
-                w.alloc_tensor([2, COLS], torch.float32)
-            except NotImplementedError as exc:
-                print("NO RESIDENT", exc, flush=True)
+            resident_checks(w)
             try:
                 compiled.prepare()
             except RuntimeError as exc:
@@ -132,6 +172,12 @@ SCRIPT = textwrap.dedent(
             compiled.prepare(RunConfig(distributed_config=shm))
         except ValueError as exc:
             print("REFUSED", exc, flush=True)
+    if mode == "shared_memory":  # a host tensor far beyond what the store carries comfortably
+        xb = torch.randn(2, BIG, COLS)
+        yb = torch.zeros(2, 1, COLS)
+        last_rows.compile(xb, yb, config=RunConfig(distributed_config=config))(xb, yb)
+        torch.testing.assert_close(yb, xb[:, -1:, :], rtol=0, atol=0)
+        print("BIG OK", flush=True)
     # a one-shot call: another worker on the same launched ranks
     x = torch.arange(2 * COLS, dtype=torch.float32).reshape(2, 1, COLS)
     y = torch.zeros(2, 1, COLS)
@@ -190,7 +236,8 @@ def test_torchrun_standalone_runs_the_ranks_of_a_program_on_both_data_paths(tmp_
     paths = [line.split()[-1] for line in out.splitlines() if line.startswith("DATA PATH ")]
     assert paths == ["process_group", "shared_memory"], out
     assert "ALLREDUCE OK" in out, out
-    assert "NO RESIDENT DistributedWorker.alloc_tensor: resident tensors live in shared memory" in out, out
+    assert "RESIDENT OK" in out, out  # resident tensors and malloc blocks, over gloo
+    assert "BIG OK" in out, out  # a 12.6 MB host tensor
     assert "ONE AT A TIME DistributedWorker: under torchrun the launched ranks serve one worker" in out, out
 
 

@@ -227,10 +227,7 @@ def test_inout_of_a_window_view_is_the_window_view() -> None:
 
     bare = pld.DistributedTensor[[1, 64], pl.FP32]
     assert pl.InOut[bare] is bare
-    with pytest.raises(
-        TypeError, match=r"pl\.Out\[\.\.\.\]: a pld\.DistributedTensor window is read and written"
-    ):
-        pl.Out[bare]
+    assert pl.Out[bare] is bare  # upstream's spelling of a window a kernel writes: still InOut
     with pytest.raises(TypeError, match=r"pl\.InOut\[\.\.\.\]: directions do not nest \(got pl\.Out\["):
         pl.InOut[pl.Out[pl.Tensor[[4], pl.FP32]]]
 

@@ -9,7 +9,9 @@ computing the specialisation key again on every call. The "Python call plan" row
 call the way a repeat call ran before the native plan (``simpler.CallPlan``): the binder's
 lookup, the Python plan's descriptors and ``Worker.run``. The last row is the binder alone
 (``JITFunction.bind_call`` of a repeat call: its call key and the lookup). Also: the simulated chip's own round trip for the same
-submission (the floor under both), the run with one AIV thread, and the same call on the
+submission (the floor under both), the same with the orchestration handed to the chip's
+orchestrator thread (``CallConfig(orchestrate_on_caller=False)``, as every run went before it
+ran on the caller's thread), the run with one AIV thread, and the same call on the
 host_build_graph runtime (its own artifact; the orchestration builds the graph on the calling
 thread).
 
@@ -28,6 +30,7 @@ import numpy as np
 
 import pypto.language as pl
 import pypto.runtime as rt
+import simpler
 from pypto.ir.platforms import HBG
 from pypto_testing.bench import report
 
@@ -126,6 +129,7 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
     plan = prog.artifact._call_plan
     mat = plan._materialize((a, b, c))
     worker, handle = register_on_shared_worker(prog.artifact.chip_callable(), config.platform)
+    on_orchestrator = simpler.CallConfig(orchestrate_on_caller=False)  # the handoff it saves
 
     fns: dict[str, Callable[[], object]] = {
         "numpy": lambda: np.add(a, b, out=c),
@@ -136,6 +140,7 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
         "jit_python": jit_python,
         "prog_python": lambda: plan._submit(plan._materialize((a, b, c)), (a, b, c), config),
         "chip": lambda: worker.run(handle, mat),
+        "chip_orch": lambda: worker.run(handle, mat, on_orchestrator),
         "jit_1aiv": lambda: add64(a, b, c, config=one_aiv),
         "jit_hbg": lambda: add64(a, b, c, config=hbg),
         "jit_bind": jit_bind,
@@ -175,6 +180,7 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
             row("@pl.jit call, general path (before: bind + key + specialise + describe)", "jit_general"),
             row("CompiledProgram call, general path (before)", "prog_general"),
             row("chip round trip only (Worker.run of the materialised args)", "chip"),
+            row("chip round trip, orchestration on the orchestrator thread (before)", "chip_orch"),
             row("@pl.jit call, RunConfig(aic_threads=1, aiv_threads=1)", "jit_1aiv"),
             row("@pl.jit call, RunConfig(runtime=host_build_graph)", "jit_hbg"),
             row("binding a repeat @pl.jit call (JITFunction.bind_call, fast key)", "jit_bind"),

@@ -32,7 +32,7 @@ def test_a_call_config_becomes_named_fields() -> None:
 def test_defaults_match_call_config() -> None:
     s, d = _run_settings(CallConfig().validate()), _native.RunSettings()
     fields = ("task_window", "heap", "dep_pool", "workspace_budget_bytes", "swimlane", "dep_graph")
-    for name in (*fields, "output_prefix", "aicpu_thread_num", "writes_diagnostics"):
+    for name in (*fields, "output_prefix", "aicpu_thread_num", "orchestrate_on_caller", "writes_diagnostics"):
         assert getattr(s, name) == getattr(d, name), name
     assert d.writes_diagnostics is False
 

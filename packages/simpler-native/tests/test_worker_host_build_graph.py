@@ -29,24 +29,31 @@ def interpret_args(x: np.ndarray, table: np.ndarray) -> TaskArgs:
 
 
 @pytest.mark.parametrize(
-    ("runtime", "returns_while_gated"), [("tensormap_and_ringbuffer", True), ("host_build_graph", False)]
+    ("runtime", "on_caller", "returns_while_gated"),
+    [
+        ("tensormap_and_ringbuffer", None, True),
+        ("tensormap_and_ringbuffer", True, False),
+        ("host_build_graph", None, False),
+    ],
 )
 def test_where_the_orchestration_runs(
-    build_callable: Callable[[str], Any], runtime: str, returns_while_gated: bool
+    build_callable: Callable[[str], Any], runtime: str, on_caller: bool | None, returns_while_gated: bool
 ) -> None:
     # `gated` returns only once the host opens its flag: under TMR it runs on the AICPU
-    # orchestrator thread, so submit returns at once; under HBG it runs inside submit, on the
-    # calling thread (which holds no GIL meanwhile: this thread opens the gate).
+    # orchestrator thread, so submit returns at once, unless orchestrate_on_caller asks an idle
+    # Worker to run it inside submit; under HBG it always runs inside submit, on the calling
+    # thread (which holds no GIL meanwhile: this thread opens the gate).
     flag = np.zeros(1, dtype=np.int64)
     args = TaskArgs().add_tensor(
         Buffer.wrap(flag.ctypes.data, flag.nbytes, owner=flag).tensor((1,), "INT64"), D.In
     )
     args.add_scalar(20_000, DataType.INT64)
+    config = simpler.CallConfig(orchestrate_on_caller=on_caller)
     with simpler.Worker(runtime=runtime) as w:
         w.init()
         h = w.register(build_callable("gated"))
         runs: list[simpler.RunHandle] = []
-        submitter = threading.Thread(target=lambda: runs.append(w.submit(h, args)))
+        submitter = threading.Thread(target=lambda: runs.append(w.submit(h, args, config)))
         submitter.start()
         submitter.join(timeout=0.5)
         assert (not submitter.is_alive()) == returns_while_gated

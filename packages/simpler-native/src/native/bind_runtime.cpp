@@ -91,9 +91,11 @@ std::array<T, N> ring_values(const std::vector<std::uint64_t>& v, const char* na
 
 RunConfig make_config(const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
                       const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget, bool swimlane,
-                      bool dep_graph, const std::string& output_prefix, std::uint32_t aicpu_thread_num) {
+                      bool dep_graph, const std::string& output_prefix, std::uint32_t aicpu_thread_num,
+                      bool orchestrate_on_caller) {
     RunConfig cfg;
     cfg.aicpu_threads = aicpu_thread_num;
+    cfg.orchestrate_on_caller = orchestrate_on_caller;
     cfg.task_window = ring_values<std::uint32_t, chip::kRingCount>(task_window, "task_window");
     cfg.heap = ring_values<std::uint64_t, chip::kRingCount>(heap, "heap");
     cfg.dep_pool = ring_values<std::uint32_t, chip::kRingCount>(dep_pool, "dep_pool");
@@ -244,14 +246,16 @@ void bind_runtime(nb::module_& m) {
             "__init__",
             [](RunConfig* self, const std::vector<std::uint64_t>& task_window, const std::vector<std::uint64_t>& heap,
                const std::vector<std::uint64_t>& dep_pool, std::uint64_t workspace_budget_bytes, bool swimlane,
-               bool dep_graph, const std::string& output_prefix, std::uint32_t aicpu_thread_num) {
+               bool dep_graph, const std::string& output_prefix, std::uint32_t aicpu_thread_num,
+               bool orchestrate_on_caller) {
                 new (self) RunConfig(make_config(task_window, heap, dep_pool, workspace_budget_bytes, swimlane,
-                                                 dep_graph, output_prefix, aicpu_thread_num));
+                                                 dep_graph, output_prefix, aicpu_thread_num, orchestrate_on_caller));
             },
             nb::kw_only(), "task_window"_a = ring_list(defaults.task_window), "heap"_a = ring_list(defaults.heap),
             "dep_pool"_a = ring_list(defaults.dep_pool), "workspace_budget_bytes"_a = defaults.workspace_budget_bytes,
             "swimlane"_a = defaults.swimlane, "dep_graph"_a = defaults.dep_graph,
-            "output_prefix"_a = defaults.output_prefix, "aicpu_thread_num"_a = defaults.aicpu_threads)
+            "output_prefix"_a = defaults.output_prefix, "aicpu_thread_num"_a = defaults.aicpu_threads,
+            "orchestrate_on_caller"_a = defaults.orchestrate_on_caller)
         .def_prop_ro("task_window", [](const RunConfig& c) { return ring_list(c.task_window); })
         .def_prop_ro("heap", [](const RunConfig& c) { return ring_list(c.heap); })
         .def_prop_ro("dep_pool", [](const RunConfig& c) { return ring_list(c.dep_pool); })
@@ -260,6 +264,7 @@ void bind_runtime(nb::module_& m) {
         .def_ro("dep_graph", &RunConfig::dep_graph)
         .def_ro("output_prefix", &RunConfig::output_prefix)
         .def_ro("aicpu_thread_num", &RunConfig::aicpu_threads)
+        .def_ro("orchestrate_on_caller", &RunConfig::orchestrate_on_caller)
         .def_prop_ro("writes_diagnostics", [](const RunConfig& c) { return c.swimlane || c.dep_graph; })
         .def("__repr__", [](const RunConfig& c) {
             auto rings = [](const auto& a) {
@@ -271,7 +276,8 @@ void bind_runtime(nb::module_& m) {
                    ", dep_pool=" + rings(c.dep_pool) + ", workspace_budget_bytes=" +
                    std::to_string(c.workspace_budget_bytes) + ", swimlane=" + (c.swimlane ? "True" : "False") +
                    ", dep_graph=" + (c.dep_graph ? "True" : "False") + ", output_prefix='" + c.output_prefix +
-                   "', aicpu_thread_num=" + std::to_string(c.aicpu_threads) + ")";
+                   "', aicpu_thread_num=" + std::to_string(c.aicpu_threads) +
+                   ", orchestrate_on_caller=" + (c.orchestrate_on_caller ? "True" : "False") + ")";
         });
 
     nb::class_<Chip>(m, "ChipRuntime")
@@ -297,9 +303,11 @@ void bind_runtime(nb::module_& m) {
             [](Chip& c, std::shared_ptr<ChipProgram> program, const std::vector<TensorTuple>& tensors,
                const std::vector<std::uint64_t>& scalars, const RunConfig& settings) {
                 std::vector<ChipTensor> ts = make_tensors(tensors);
-                // HBG runs the orchestration here, on the caller's thread: without the GIL.
+                // HBG runs the orchestration here, on the caller's thread, and so may TMR
+                // (orchestrate_on_caller): without the GIL.
                 std::optional<nb::gil_scoped_release> release;
-                if (c.options().runtime == chip::Runtime::HostBuildGraph) release.emplace();
+                if (c.options().runtime == chip::Runtime::HostBuildGraph || settings.orchestrate_on_caller)
+                    release.emplace();
                 return c.submit(std::move(program), std::move(ts), scalars, settings);
             },
             "program"_a, "tensors"_a, "scalars"_a, "settings"_a)

@@ -37,6 +37,15 @@ class CallConfig:
             ``aicpu_thread_num - 1`` scheduler threads that dispatch its ready tasks and resolve
             its task completions (with 1, the orchestrator dispatches and the AICore threads
             resolve completions). Scheduler threads start on first use and spin briefly, then park.
+        orchestrate_on_caller: where a run submitted while the Worker is idle (nothing queued,
+            orchestrating or in flight) is orchestrated. True: on the calling thread, inside the
+            call that submits it: one thread handoff fewer per run; the call returns once the
+            orchestration has returned, including any wait of it on its own tasks (a full task
+            window, heap or dependency pool). False: on the AICPU orchestrator thread;
+            ``submit`` only queues the run. None (default): True for the calls that wait for the
+            run anyway (:meth:`Worker.run`, a :class:`CallPlan` run), False for
+            :meth:`Worker.submit`, which returns at once. The host_build_graph runtime always
+            builds its graph on the calling thread.
         swimlane: write a Chrome trace-event JSON per run under ``output_prefix``.
         dep_graph: write the task dependency graph (JSON) per run under ``output_prefix``.
         output_prefix: directory for diagnostics; required when either switch is on.
@@ -53,6 +62,7 @@ class CallConfig:
     """
 
     aicpu_thread_num: int = 1
+    orchestrate_on_caller: bool | None = None
     swimlane: bool = False
     dep_graph: bool = False
     output_prefix: str | None = None
@@ -91,6 +101,9 @@ class CallConfig:
         b = self.workspace_budget_bytes
         if b is not None and (isinstance(b, bool) or not isinstance(b, int) or not 1024 <= b < 1 << 64):
             raise ValueError(f"CallConfig.workspace_budget_bytes: expected None or an int >= 1024, got {b!r}")
+        o = self.orchestrate_on_caller
+        if o is not None and not isinstance(o, bool):
+            raise ValueError(f"CallConfig.orchestrate_on_caller: expected None or a bool, got {o!r}")
         for name in ("swimlane", "dep_graph"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"CallConfig.{name}: expected a bool, got {getattr(self, name)!r}")

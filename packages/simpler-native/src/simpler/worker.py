@@ -210,7 +210,7 @@ class Worker:
         self._diagnostics: list[RunHandle] = []
         self._prewarm: CallConfig | None = None
         self._streams: list[Stream] = []
-        self._default_settings: Any = None
+        self._default_settings: list[Any] = [None, None]  # for calls that do not wait, that wait
         self._default_stream: Stream | None = None
         self.borrowed_context_generation: int | None = None
 
@@ -399,7 +399,18 @@ class Worker:
         *,
         keep_alive: object = None,
     ) -> RunHandle:
-        """Queue a run; returns at once. Invalid arguments or config raise before anything runs.
+        return self._submit(handle, args, config, keep_alive, waits=False)
+
+    def _submit(
+        self,
+        handle: CallableHandle,
+        args: TaskArgs | ChipStorageTaskArgs,
+        config: CallConfig | None,
+        keep_alive: object,
+        waits: bool,
+    ) -> RunHandle:
+        """Queue a run; returns at once (unless ``config.orchestrate_on_caller`` is True).
+        Invalid arguments or config raise before anything runs.
 
         ``args`` is a :class:`TaskArgs`, or the :class:`ChipStorageTaskArgs` it materialises
         into (what a caller that already checked its tensors builds directly: descriptors,
@@ -418,7 +429,7 @@ class Worker:
             raise ValueError(
                 f"Worker.submit(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
             )
-        settings = self._run_settings(config)
+        settings = self._run_settings(config, waits)
         mat = _materialized(handle, args, "submit")
         native_run = chip.submit(handle._native, mat.tensors, mat.scalars, settings)
         run = RunHandle(native_run, args if keep_alive is None else (args, keep_alive), handle)
@@ -427,15 +438,17 @@ class Worker:
                 self._diagnostics.append(run)
         return run
 
-    def _run_settings(self, config: CallConfig | None) -> Any:
-        """The native RunSettings of ``config``, validated (the default one is built once)."""
+    def _run_settings(self, config: CallConfig | None, waits: bool) -> Any:
+        """The native RunSettings of ``config``, validated, for a call that waits for the run
+        (``waits``: orchestrate_on_caller None means True) or not (the defaults built once)."""
         if config is None:
-            if self._default_settings is None:
-                self._default_settings = _run_settings((self._prewarm or CallConfig()).validate())
-            return self._default_settings
+            if self._default_settings[waits] is None:
+                cfg = (self._prewarm or CallConfig()).validate()
+                self._default_settings[waits] = _run_settings(cfg, waits)
+            return self._default_settings[waits]
         if not isinstance(config, CallConfig):
             raise TypeError(f"Worker: config must be a simpler.CallConfig, got {type(config).__name__}")
-        return _run_settings(config.validate())
+        return _run_settings(config.validate(), waits)
 
     def run(
         self,
@@ -446,8 +459,9 @@ class Worker:
         timeout: float | None = None,
         keep_alive: object = None,
     ) -> None:
-        """Submit and wait; raises :class:`DeviceError` if the run failed."""
-        self.submit(handle, args, config, keep_alive=keep_alive).result(timeout)
+        """Submit and wait; raises :class:`DeviceError` if the run failed. An idle Worker
+        orchestrates the run on this thread (``CallConfig.orchestrate_on_caller``)."""
+        self._submit(handle, args, config, keep_alive, waits=True).result(timeout)
 
     def plan_target(
         self, handle: CallableHandle, config: CallConfig | None = None
@@ -463,7 +477,7 @@ class Worker:
             raise ValueError(
                 f"Worker.plan_target(handle): expected a CallableHandle registered on this Worker, got {handle!r}"
             )
-        settings = self._run_settings(config)
+        settings = self._run_settings(config, True)  # a CallPlan run waits for its run
         if settings.writes_diagnostics:
             return None
         return chip, handle._native, settings
@@ -535,7 +549,7 @@ class Worker:
         target = stream if stream is not None else self._default_stream
         if target is None or type(target) is not Stream or target.worker is not self:
             raise ValueError(f"Worker.launch(stream): expected a Stream of this Worker, got {stream!r}")
-        settings = self._run_settings(config)
+        settings = self._run_settings(config, False)
         mat = _materialized(handle, args, "launch")
         native_run = chip.kernel_launch(handle.slot, mat.tensors, mat.scalars, settings)
         run = RunHandle(native_run, args, handle)
@@ -596,8 +610,9 @@ def finish_plan_run(run: Any, timeout: float | None) -> None:
         raise DeviceError(error)
 
 
-def _run_settings(cfg: CallConfig) -> Any:
-    """The native RunSettings (named fields, checked again in C++) of a validated CallConfig."""
+def _run_settings(cfg: CallConfig, waits: bool = False) -> Any:
+    """The native RunSettings (named fields, checked again in C++) of a validated CallConfig,
+    for a call that waits for its run (``waits``) or not."""
     windows, heaps, pools = cfg.rings()
     return _native.RunSettings(
         task_window=windows,
@@ -608,6 +623,7 @@ def _run_settings(cfg: CallConfig) -> Any:
         dep_graph=cfg.dep_graph,
         output_prefix=cfg.output_prefix or "",
         aicpu_thread_num=cfg.aicpu_thread_num,
+        orchestrate_on_caller=waits if cfg.orchestrate_on_caller is None else cfg.orchestrate_on_caller,
     )
 
 

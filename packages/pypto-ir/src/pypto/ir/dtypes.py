@@ -64,11 +64,9 @@ class DataType(enum.Enum):
         return max(1, self.bits // 8)
 
     def get_byte(self) -> int:
-        """Bytes per element, upstream's spelling (``pl.FP32.get_byte() == 4``); a packed FP4
-        element is half a byte, which this cannot say: ValueError."""
-        if self.bits % 8:
-            raise ValueError(f"{self!r}.get_byte(): a {self.bits}-bit element is not a whole number of bytes")
-        return self.bits // 8
+        """Bytes per element (``itemsize``; upstream's spelling, as in
+        ``pld.alloc_window_buffer(n * pl.FP32.get_byte())``)."""
+        return self.itemsize
 
     @property
     def is_float(self) -> bool:

@@ -69,6 +69,7 @@ _ENUMS: dict[str, type[enum.Enum]] = {
         types.AtomicType,
         types.NotifyOp,
         types.WaitCmp,
+        types.ReduceOp,
         types.SplitMode,
         types.PipeType,
     )

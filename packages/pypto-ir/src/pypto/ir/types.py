@@ -25,6 +25,7 @@ __all__ = [
     "NotifyOp",
     "PadValue",
     "PipeType",
+    "ReduceOp",
     "ScalarType",
     "SplitMode",
     "TaskIdType",
@@ -149,6 +150,18 @@ class WaitCmp(enum.Enum):
 
     def __repr__(self) -> str:
         return f"pld.WaitCmp.{self.name}"
+
+
+class ReduceOp(enum.Enum):
+    """The element-wise combination of ``pld.tensor.allreduce`` and ``reduce_scatter``."""
+
+    Sum = "Sum"
+    Max = "Max"
+    Min = "Min"
+    Prod = "Prod"
+
+    def __repr__(self) -> str:
+        return f"pld.ReduceOp.{self.name}"
 
 
 class PipeType(enum.Enum):

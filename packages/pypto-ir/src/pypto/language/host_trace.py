@@ -67,10 +67,15 @@ class HostTensorRef:
     example: Any
 
     def __getitem__(self, index: Any) -> HostTensorRef:
+        if isinstance(index, tuple) and index:  # x[i, r] is x[i][r]
+            ref = self
+            for i in index:
+                ref = ref[i]
+            return ref
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(
-                f"host tensor {self.name!r}: a host body indexes a tensor with one int per axis "
-                f"(x[r]); got {index!r}"
+                f"host tensor {self.name!r}: a host body indexes a tensor with ints, one per axis "
+                f"(x[r], x[i, r]); got {index!r}"
             )
         extent = self.shape[0] if self.shape else 0
         if not -extent <= index < extent:
@@ -107,7 +112,6 @@ class WindowBufferDecl:
     index: int
     shape: tuple[int, ...]
     dtype: DataType
-    raw: bool = False  # declared by its byte count (shape (n,), UINT8): views may retype it
 
 
 @dataclass(frozen=True)
@@ -159,8 +163,8 @@ class HostTrace:
     def __exit__(self, *exc: object) -> None:
         _state.trace = None
 
-    def alloc_window(self, shape: tuple[int, ...], dtype: DataType, raw: bool = False) -> WindowBufferDecl:
-        decl = WindowBufferDecl(len(self.windows), shape, dtype, raw)
+    def alloc_window(self, shape: tuple[int, ...], dtype: DataType) -> WindowBufferDecl:
+        decl = WindowBufferDecl(len(self.windows), shape, dtype)
         self.windows.append(decl)
         return decl
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import math
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from pypto.language.decorators import IncoreFunction, InlineFunction, _source_di
 from pypto.language.host import HostFunction
 from pypto.language.host_trace import active_trace
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
+from pypto.language.parser.common import capture_enclosing
 from pypto.language.tracebacks import user_facing
 
 __all__ = ["DeclaredParam", "JITFunction", "Specialization", "jit"]
@@ -405,13 +407,17 @@ class _Jit:
     """``pl.jit`` (orchestration entry), with ``pl.jit.incore`` for kernel helpers and
     ``pl.jit.host`` for the host orchestrator of a multi-chip program."""
 
+    # Each decorator records the locals of the functions that define ``fn`` (a builder
+    # ``def build(n): @pl.jit def f(x: pl.Tensor[[n], ...])``): annotations may name them.
     def __call__(self, fn: Callable[..., Any]) -> JITFunction:
         if not callable(fn):
             raise TypeError(f"@pl.jit decorates a function, got {fn!r}")
+        capture_enclosing(fn, sys._getframe(1))
         return JITFunction(fn)
 
     def incore(self, fn: Callable[..., Any]) -> IncoreFunction:
         """A kernel helper called from a @pl.jit body; its body is tile code."""
+        capture_enclosing(fn, sys._getframe(1))
         return IncoreFunction(fn)
 
     def host(self, fn: Callable[..., Any]) -> HostFunction:
@@ -423,6 +429,7 @@ class _Jit:
 
     def inline(self, fn: Callable[..., Any]) -> InlineFunction:
         """A helper spliced into its callers (orchestration or kernel code alike)."""
+        capture_enclosing(fn, sys._getframe(1))
         return InlineFunction(fn)
 
 

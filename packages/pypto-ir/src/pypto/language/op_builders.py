@@ -510,15 +510,18 @@ def _build_wait(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
 
 def _build_remote_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     what = "pld.tile.remote_load"
-    if b.get("valid_shape") is not None:
-        raise p.err(f"{what}: valid_shape is not supported here; load the full tile shape", node)
     target = p.expr(b["target"])
     args: list[Arg] = [
         target,
         p.scalar(b["peer"], f"{what} peer"),
         _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
     ]
-    return p.make_op(opname, args, {"shape": p.shape(b["shape"], f"{what} shape")}, node)
+    shape = p.shape(b["shape"], f"{what} shape")
+    if b.get("valid_shape") is not None:
+        from pypto.language.comm_builders import remote_load_valid  # the collectives' module
+
+        args.append(remote_load_valid(p, shape, b["valid_shape"], node))
+    return p.make_op(opname, args, {"shape": shape}, node)
 
 
 def _build_remote_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -534,15 +537,6 @@ def _build_remote_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Ca
     return p.make_op(opname, args, {"atomic": atomic}, node)
 
 
-def _build_transfer(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    what = f"pld.tensor.{opname}"
-    args: list[Arg] = [p.expr(b["dst"]), p.scalar(b["peer"], f"{what} peer"), p.expr(b["src"])]
-    attrs: dict[str, Any] = {}
-    if opname == "put":
-        attrs["atomic"] = _enum(p, b.get("atomic", AtomicType.None_), AtomicType, f"{what} atomic", node)
-    return p.make_op(opname, args, attrs, node)
-
-
 OP_BUILDERS: dict[str, _Builder] = {
     "get_comm_ctx": _build_comm_query,
     "comm_rank": _build_comm_query,
@@ -552,8 +546,6 @@ OP_BUILDERS: dict[str, _Builder] = {
     "wait": _build_wait,
     "remote_load": _build_remote_load,
     "remote_store": _build_remote_store,
-    "put": _build_transfer,
-    "get": _build_transfer,
     "array_create": _build_array_create,
     "task_dummy": _build_task_dummy,
     "matmul": _build_matmul,
@@ -583,3 +575,6 @@ OP_BUILDERS: dict[str, _Builder] = {
     "set_validshape": _build_set_validshape,
     "print": _build_print,
 }
+
+# the collectives, defer_wait and the region forms of put/get (they use the helpers above)
+from pypto.language import comm_builders as _comm_builders  # noqa: E402, F401

@@ -252,9 +252,11 @@ class _DirMeta(type):
 
     def __getitem__(cls, item: Any) -> DirectionAnnotation:
         if isinstance(item, DirectionAnnotation):
-            # a window view (pld.DistributedTensor) is InOut already; saying so again is allowed
+            # a window view (pld.DistributedTensor) is InOut already: pl.InOut[...] says so again,
+            # pl.Out[...] (upstream's spelling for a window the kernel writes) keeps it InOut, since
+            # a window is device memory whose unwritten part other ranks may still read
             window = isinstance(item.inner, TensorAnnotation) and type(item.inner) is not TensorAnnotation
-            if window and item.direction is cls._direction:
+            if window and cls._direction in (ParamDirection.INOUT, ParamDirection.OUT):
                 return item
             if window:
                 raise TypeError(

@@ -12,9 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto.runtime.distributed.worker import ContinuousTensor, DistributedRunHandle, DistributedWorker
+from pypto.runtime.distributed.worker import (
+    ContinuousTensor,
+    DistributedRegistrationHandle,
+    DistributedRunHandle,
+    DistributedWorker,
+)
 
-__all__ = ["ContinuousTensor", "DistributedRunHandle", "DistributedWorker", "_tensor_from_continuous"]
+__all__ = [
+    "ContinuousTensor",
+    "DistributedRegistrationHandle",
+    "DistributedRunHandle",
+    "DistributedWorker",
+    "_tensor_from_continuous",
+]
 
 
 def _tensor_from_continuous(arg: Any) -> Any:

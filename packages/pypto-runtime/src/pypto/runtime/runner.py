@@ -187,6 +187,7 @@ _CALL_CONFIG_FIELDS = (
     "dep_graph",
     "dep_pool",
     "heap",
+    "orchestrate_on_caller",
     "rings",
     "task_window",
     "validate",

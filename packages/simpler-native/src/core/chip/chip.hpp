@@ -60,6 +60,14 @@ struct RunConfig {
     // AICPU threads of the run, 1..kMaxAicpuThreads: the orchestrator plus aicpu_threads - 1
     // scheduler threads that dispatch its ready tasks and resolve its task completions.
     std::uint32_t aicpu_threads = 1;
+    // When the chip is idle at submit (nothing queued, orchestrating or in flight), run the
+    // orchestration on the submitting thread instead of handing it to the orchestrator thread:
+    // one thread handoff fewer per run. submit then returns once the orchestration has returned,
+    // which includes its back-pressure waits (a full task window, heap or dependency pool) on
+    // its own tasks; so it is for callers that wait for the run anyway (simpler's Worker.run and
+    // CallPlan runs set it). HBG ignores it (its orchestration always runs on the submitting
+    // thread).
+    bool orchestrate_on_caller = false;
     bool swimlane = false;
     bool dep_graph = false;
     std::string output_prefix;
@@ -257,6 +265,9 @@ private:
     static constexpr int kMaxSchedulers = kMaxAicpuThreads - 1;
 
     std::shared_ptr<Run> enqueue(Pending p);
+    // orchestrate_on_caller: when the chip is idle, claim it (busy_) and execute the run on this
+    // thread; nullptr (p untouched) when it is not idle.
+    std::shared_ptr<Run> run_on_caller(Pending& p);
     // HBG: run the orchestration on this (the submitting) thread and keep its graph in p.built;
     // a kernel launch's copied packet is consumed here first (p.rejected on failure).
     void build_on_host(Pending& p);
@@ -289,7 +300,7 @@ private:
     void retire_locked();
     void fail_locked(RunState& rs, const std::string& message);
     template <class Pred>
-    bool orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready);
+    bool orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready, bool on_progress = true);
     // Placing one task on ring r (the orchestrator thread): back-pressure (task window, then
     // the dependency pool for the predecessors `collect` gathers into preds_), the task's slot,
     // and its dispatch once the caller has finished with it.
@@ -314,7 +325,7 @@ private:
     std::array<std::atomic<int>, 2> ready_count_{};
     std::array<int, 2> sleepers_{};
     std::array<int, 2> core_threads_{};
-    bool orch_waiting_ = false;
+    int orch_waiting_ = 0;  // threads parked in orch_wait_locked on_progress (under mu_)
     std::atomic<std::uint64_t> progress_{0};  // bumped on task completion, queued run, stop
     bool draining_ = false;  // close() in progress: no new runs
     bool busy_ = false;      // the orchestrator is executing a run

@@ -200,10 +200,12 @@ extern const SimplerOrchApi kOrchApi;
 extern const SimplerOrchApi kHostGraphApi;
 
 // ---------------------------------------------------------------------------------------------
-// Waiting on the orchestrator thread: spin briefly, then park on orch_cv_.
+// Waiting on the orchestrator thread (or a caller orchestrating): spin briefly, then park on
+// orch_cv_. A waiter `on_progress` is woken by every task completion; the orchestrator thread's
+// wait for a queued run is not (enqueue, the end of a caller's orchestration and close wake it).
 
 template <class Pred>
-bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
+bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready, bool on_progress) {
     if (ready()) return true;
     // Spin without the lock on the progress counter (bumped by every task completion and every
     // queued run), re-checking the predicate under the lock only when something happened.
@@ -222,9 +224,9 @@ bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready) {
         if (spin_expired(i, deadline)) break;
     }
     lk.lock();
-    orch_waiting_ = true;
+    if (on_progress) ++orch_waiting_;
     orch_cv_.wait(lk, [&] { return ready() || stop_.load(); });
-    orch_waiting_ = false;
+    if (on_progress) --orch_waiting_;
     return ready();
 }
 

@@ -185,8 +185,44 @@ std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, st
     p.tensors = std::move(tensors);
     p.scalars = std::move(scalars);
     p.config = std::move(config);
-    if (options_.runtime == Runtime::HostBuildGraph) build_on_host(p);
+    if (options_.runtime == Runtime::HostBuildGraph) {
+        build_on_host(p);
+    } else if (p.config.orchestrate_on_caller) {
+        if (std::shared_ptr<Run> run = run_on_caller(p)) return run;
+    }
     return enqueue(std::move(p));
+}
+
+std::shared_ptr<Run> Chip::run_on_caller(Pending& p) {
+    auto run = std::make_shared<Run>();
+    run->spin_ns_ = options_.spin_ns;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (draining_ || stop_.load()) throw std::runtime_error("submit: the Worker is closed");
+        // Only an idle chip: a queued run goes first (FIFO), and a run in flight could hold
+        // this one's orchestration in a back-pressure wait on tasks that are not its own.
+        if (!idle_locked() || in_flight_ != 0) return nullptr;
+        run->id_ = next_run_id_++;
+        busy_ = true;  // the orchestrator thread leaves the queue alone until this returns
+    }
+    p.run = run;
+    try {
+        execute_run(p);
+    } catch (...) {  // out of memory: give the chip back before the caller sees it
+        std::lock_guard<std::mutex> lk(mu_);
+        busy_ = false;
+        if (idle_locked()) idle_cv_.notify_all();
+        orch_cv_.notify_all();
+        throw;
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    busy_ = false;
+    if (idle_locked()) idle_cv_.notify_all();
+    if (!queue_.empty()) {  // queued meanwhile by other threads: the orchestrator thread's now
+        progress_.fetch_add(1, std::memory_order_release);
+        orch_cv_.notify_all();
+    }
+    return run;
 }
 
 std::shared_ptr<Run> Chip::enqueue(Pending p) {

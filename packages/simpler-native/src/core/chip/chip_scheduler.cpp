@@ -22,8 +22,9 @@ void Chip::orchestrator_loop() {
         Pending p;
         {
             std::unique_lock<std::mutex> lk(mu_);
-            orch_wait_locked(lk, [&] { return !queue_.empty() || stop_.load(); });
-            if (queue_.empty()) {
+            // busy_ without this thread: a submitting thread orchestrates (orchestrate_on_caller).
+            orch_wait_locked(lk, [&] { return (!queue_.empty() && !busy_) || stop_.load(); }, false);
+            if (queue_.empty() || busy_) {
                 if (stop_.load()) return;
                 continue;
             }
@@ -398,7 +399,7 @@ std::unique_ptr<Chip::RunState> Chip::resolve_locked(Task* t, int thread_index, 
     --in_flight_;
     retire_locked();
     progress_.fetch_add(1, std::memory_order_release);
-    if (orch_waiting_) orch_cv_.notify_one();
+    if (orch_waiting_ > 0) orch_cv_.notify_all();
     return take_if_complete_locked(rs);
 }
 

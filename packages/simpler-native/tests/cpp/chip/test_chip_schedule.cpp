@@ -170,6 +170,16 @@ std::int32_t orch_gated(const SimplerOrchApi*, SimplerOrchContext*, const ChipSt
     return 0;
 }
 
+// Which thread ran the orchestration, and whether the gate was open when it started.
+std::atomic<std::thread::id> g_orch_thread{};
+std::atomic<int> g_orch_saw_gate{-1};
+std::int32_t orch_where(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    g_orch_thread.store(std::this_thread::get_id());
+    g_orch_saw_gate.store(g_gate.load());
+    Orchestrator o(api, ctx);
+    return o.submit(0, {inout(args->tensor(0))}, {scalar_bits<std::int64_t>(3)}) < 0;
+}
+
 void reference_chain(std::vector<std::int64_t>& x) {
     const std::size_t half = x.size() / 2;
     for (int r = 0; r < 6; ++r) {
@@ -336,6 +346,71 @@ TEST_CASE("a run is done when its last task finishes, even while a later orchest
         CHECK(x[0] == 1);
         CHECK(gated->error() == "");
     }
+}
+
+TEST_CASE("orchestrate_on_caller: an idle chip orchestrates on the submitting thread, else on its orchestrator") {
+    ChipOptions o;
+    o.aic_threads = 0;
+    o.aiv_threads = 1;
+    Chip chip(o);
+    auto where = program("where", orch_where, {ArgDirection::InOut});
+    for (bool on_caller : {true, false}) {
+        CAPTURE(on_caller);
+        std::vector<std::int64_t> x(4, 1);
+        RunConfig cfg;
+        cfg.orchestrate_on_caller = on_caller;
+        g_gate.store(1);
+        auto run = chip.submit(where, {vec(x)}, {}, cfg);
+        REQUIRE(run->wait(10.0));
+        CHECK(run->error() == "");
+        CHECK(x[0] == 5);
+        const bool here = g_orch_thread.load() == std::this_thread::get_id();
+        CHECK(here == on_caller);
+    }
+    // A run in flight: the next run is queued for the orchestrator thread, in order.
+    RunConfig on_caller;
+    on_caller.orchestrate_on_caller = true;
+    std::vector<std::int64_t> x(4, 0);
+    auto slow = chip.submit(program("one_slow", orch_one_slow, {ArgDirection::InOut}), {vec(x)}, {}, on_caller);
+    auto next = chip.submit(where, {vec(x)}, {}, on_caller);
+    REQUIRE(next->wait(10.0));
+    CHECK(slow->done());
+    CHECK(next->error() == "");
+    CHECK(x[0] == 5);  // (0 + 1) * 2 + 3: the slow task first (WAW), then muladd
+    const bool here = g_orch_thread.load() == std::this_thread::get_id();
+    CHECK_FALSE(here);
+}
+
+TEST_CASE("orchestrate_on_caller: a run submitted while a caller orchestrates waits for it (FIFO, one at a time)") {
+    ChipOptions o;
+    o.aic_threads = 0;
+    o.aiv_threads = 1;
+    Chip chip(o);
+    g_gate.store(0);
+    g_gate_entered.store(0);
+    g_orch_saw_gate.store(-1);
+    std::vector<std::int64_t> x(4, 0), y(4, 1);
+    RunConfig on_caller;
+    on_caller.orchestrate_on_caller = true;
+    std::shared_ptr<Run> gated;
+    std::thread caller([&] {
+        gated = chip.submit(program("gated", orch_gated, {ArgDirection::InOut}), {vec(x)}, {}, on_caller);
+    });
+    while (g_gate_entered.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // The chip is busy with the caller's orchestration: this submit only queues.
+    auto second = chip.submit(program("where", orch_where, {ArgDirection::InOut}), {vec(y)}, {}, on_caller);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK_FALSE(second->done());
+    CHECK(g_orch_saw_gate.load() == -1);  // not started while the gated orchestration runs
+    g_gate.store(1);
+    caller.join();
+    REQUIRE(gated->wait(30.0));
+    REQUIRE(second->wait(30.0));
+    CHECK(gated->error() == "");
+    CHECK(second->error() == "");
+    CHECK(g_orch_saw_gate.load() == 1);
+    CHECK(y[0] == 5);
+    CHECK(chip.wait_idle(10.0));
 }
 
 TEST_CASE("host_build_graph: the same results with tiny rings and 1..4 AICPU threads; a failed build runs nothing") {

@@ -3,6 +3,7 @@
 // names its own CommContext, as a rank process's chip does.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -303,4 +304,161 @@ TEST_CASE("host path: a barrier of four ranks, many times, leaves the cells at z
         const auto* cells = reinterpret_cast<const std::int32_t*>(w.of(r));
         for (std::uint32_t i = 0; i < n; ++i) CHECK(cells[i] == 0);
     }
+}
+
+// ---------------------------------------------------------------- collectives (collectives.hpp)
+
+namespace {
+
+// Run `body(r)` as every rank of `w`, one thread each; true when no rank reported an error.
+template <class W, class F>
+bool each_rank(W& w, F body) {
+    std::vector<std::thread> ranks;
+    std::vector<std::string> errors(w.nranks);
+    for (std::uint32_t r = 0; r < w.nranks; ++r)
+        ranks.emplace_back([&, r] {
+            Leave leave;
+            w.enter(r);
+            body(r);
+            errors[r] = take_error();
+        });
+    for (auto& t : ranks) t.join();
+    bool ok = true;
+    for (std::uint32_t r = 0; r < w.nranks; ++r)
+        if (!errors[r].empty()) {
+            MESSAGE("rank ", r, ": ", errors[r]);
+            ok = false;
+        }
+    return ok;
+}
+
+// Cells [0, n) of rank r's window at byte `offset`, as int32.
+template <class W>
+bool cells_zero(W& w, std::uint64_t offset, std::uint32_t n) {
+    for (std::uint32_t r = 0; r < w.nranks; ++r) {
+        const auto* c = reinterpret_cast<const std::int32_t*>(reinterpret_cast<const char*>(w.of(r)) + offset);
+        for (std::uint32_t i = 0; i < n; ++i)
+            if (c[i] != 0) return false;
+    }
+    return true;
+}
+
+// allreduce (mesh Sum, ring Max, mesh Prod) of 37 floats per rank, three rounds on one pair of
+// signals; each result checked against the reduction computed here.
+template <class W>
+void check_allreduce(W& w) {
+    const std::uint32_t n = w.nranks;
+    constexpr int len = 37;
+    const auto value = [](std::uint32_t r, int i, int round) {
+        return 0.5f + static_cast<float>((r * 7 + i * 3 + round) % 5) * 0.25f;
+    };
+    std::vector<int> bad(n, 0);
+    const bool ok = each_rank(w, [&](std::uint32_t r) {
+        const ChipTensor data = w.template view<float>(r, {1, len}, 1024);
+        const ChipTensor mesh = w.template view<std::int32_t>(r, {n, 1});
+        const ChipTensor ring = w.template view<std::int32_t>(r, {2 * (n - 1), n}, 256);
+        auto* mine = reinterpret_cast<float*>(reinterpret_cast<char*>(w.of(r)) + 1024);
+        for (int round = 0; round < 3; ++round) {
+            const ReduceOp op = round == 0 ? ReduceOp::Sum : round == 1 ? ReduceOp::Max : ReduceOp::Prod;
+            for (int i = 0; i < len; ++i) mine[i] = value(r, i, round);
+            if (!allreduce(data, round == 1 ? ring : mesh, op, round == 1)) return;
+            for (int i = 0; i < len; ++i) {
+                float want = value(0, i, round);
+                for (std::uint32_t p = 1; p < n; ++p) {
+                    const float v = value(p, i, round);
+                    want = op == ReduceOp::Sum ? want + v : op == ReduceOp::Max ? (v > want ? v : want) : want * v;
+                }
+                if (mine[i] != want) ++bad[r];
+            }
+            barrier(mesh);  // every rank has checked before the next round rewrites the windows
+        }
+    });
+    CHECK(ok);
+    for (std::uint32_t r = 0; r < n; ++r) CHECK(bad[r] == 0);
+    CHECK(cells_zero(w, 0, n));
+    CHECK(cells_zero(w, 256, 2 * (n - 1) * n));
+}
+
+// all_to_all_v of blocks of 2 rows x 4 INT32 columns; send_counts from 0 to 3 (clamped to 2).
+template <class W>
+void check_all_to_all_v(W& w) {
+    const std::uint32_t n = w.nranks;
+    constexpr std::uint32_t m = 2, cols = 4;
+    std::vector<int> bad(n, 0);
+    const bool ok = each_rank(w, [&](std::uint32_t r) {
+        const ChipTensor sig = w.template view<std::int32_t>(r, {n, 1});
+        const ChipTensor recv = w.template view<std::int32_t>(r, {n, 1}, 128);
+        const ChipTensor target = w.template view<std::int32_t>(r, {n * m, cols}, 1024);
+        std::vector<std::int32_t> input(n * m * cols), counts(n);
+        for (std::uint32_t i = 0; i < n * m * cols; ++i) input[i] = static_cast<std::int32_t>(r * 1000 + i);
+        for (std::uint32_t d = 0; d < n; ++d) counts[d] = static_cast<std::int32_t>((r + d) % 4);
+        const ChipTensor in = compact(input.data(), input.size() * 4, {n * m, cols});
+        const ChipTensor sc = compact(counts.data(), counts.size() * 4, {n});
+        if (!all_to_all_v(in, target, sig, sc, recv)) return;
+        const auto* got = reinterpret_cast<const std::int32_t*>(reinterpret_cast<char*>(w.of(r)) + 1024);
+        const auto* rc = reinterpret_cast<const std::int32_t*>(reinterpret_cast<char*>(w.of(r)) + 128);
+        for (std::uint32_t s = 0; s < n; ++s) {
+            const std::int32_t sent = static_cast<std::int32_t>((s + r) % 4);
+            if (rc[s] != (sent > static_cast<std::int32_t>(m) ? static_cast<std::int32_t>(m) : sent)) ++bad[r];
+            for (std::uint32_t i = 0; i < m * cols; ++i)
+                if (got[s * m * cols + i] != static_cast<std::int32_t>(s * 1000 + r * m * cols + i)) ++bad[r];
+        }
+    });
+    CHECK(ok);
+    for (std::uint32_t r = 0; r < n; ++r) CHECK(bad[r] == 0);
+    CHECK(cells_zero(w, 0, n));
+}
+
+}  // namespace
+
+TEST_CASE("allreduce mesh and ring, 2 and 4 ranks, shared memory and host path; signals end at zero") {
+    for (std::uint32_t n : {2u, 4u}) {
+        World w(n);
+        check_allreduce(w);
+        HostWorld h(n);
+        check_allreduce(h);
+    }
+}
+
+TEST_CASE("all_to_all_v moves whole blocks and sets the clamped counts, on both paths") {
+    World w(3);
+    check_all_to_all_v(w);
+    HostWorld h(4);
+    check_all_to_all_v(h);
+}
+
+TEST_CASE("a ring allreduce with too small a signal and a broadcast root outside the ranks are reported") {
+    World w(2);
+    Leave leave;
+    w.enter(0);
+    const ChipTensor data = w.view<float>(0, {1, 8}, 1024);
+    CHECK_FALSE(allreduce(data, w.view<std::int32_t>(0, {1, 2}), ReduceOp::Sum, true));
+    CHECK(take_error().find("mode ring needs a [2 * (nranks - 1), nranks] = [2, 2] signal") != std::string::npos);
+    CHECK_FALSE(broadcast(data, w.view<std::int32_t>(0, {2, 1}), 2));
+    CHECK(take_error().find("root 2 outside the ranks [0, 2)") != std::string::npos);
+}
+
+TEST_CASE("deferred waits run when the kernel's scope ends; one that never holds times out") {
+    World w(2, 50'000'000);
+    Leave leave;
+    w.enter(1);
+    const ChipTensor sig = w.view<std::int32_t>(1, {1});
+    std::thread peer([&] {
+        Leave l;
+        w.enter(0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        notify(w.view<std::int32_t>(0, {1}), 1, {0}, 1, NotifyOp::AtomicAdd);
+    });
+    {
+        DeferredWaits d;
+        CHECK(d.add(sig, {0}, 1, WaitCmp::Ge));
+    }  // waits here for the peer's notify
+    peer.join();
+    CHECK(reinterpret_cast<const std::int32_t*>(w.of(1))[0] == 1);
+    CHECK(take_error().empty());
+    {
+        DeferredWaits d;
+        CHECK(d.add(sig, {0}, 5, WaitCmp::Ge));
+    }
+    CHECK(take_error().find("tile wait: rank 1 timed out") != std::string::npos);
 }

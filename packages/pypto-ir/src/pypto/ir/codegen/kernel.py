@@ -69,6 +69,7 @@ from pypto.ir.types import (
     MemorySpace,
     NotifyOp,
     PadValue,
+    ReduceOp,
     ScalarType,
     TensorType,
     TileType,
@@ -114,8 +115,18 @@ COMM_EFFECTS = {
     "comm.remote_store": 1,
     "comm.put": 0,
     "comm.get": 0,
+    "comm.allreduce": 0,
+    "comm.broadcast": 0,
+    "comm.allgather": 1,
+    "comm.reduce_scatter": 0,
+    "comm.all_to_all": 1,
+    "comm.all_to_all_v": 1,
+    "comm.defer_wait": 0,
 }
+DEFERRED = "deferred_waits_"
+"""The kernel's ``pt::DeferredWaits`` (declared first when it calls ``pld.system.defer_wait``)."""
 _ATOMIC = {AtomicType.None_: "pt::AtomicType::None", AtomicType.Add: "pt::AtomicType::Add"}
+_REDUCE = {op: f"pt::ReduceOp::{op.name}" for op in ReduceOp}
 
 
 def _calls_syncall(fn: Function) -> int:
@@ -260,6 +271,12 @@ class _KernelGen:
                     value = f"static_cast<{hold}>({value})"
                 self.emit(1, f"const {hold} {name} = {value};")
                 self.emit(1, f"(void){name};")
+        if any(
+            isinstance(e, Call) and e.op == "comm.defer_wait"
+            for st in walk_stmts(fn.body)
+            for e in stmt_exprs(st)
+        ):  # waited for when the kernel returns, before its task completes
+            self.lines.insert(0, f"    pt::DeferredWaits {DEFERRED};")
         self.body(fn.body, 1)
         self.lines.append("}")
         if group:
@@ -412,10 +429,23 @@ class _KernelGen:
         if c.op == "comm.remote_store":
             atomic = _ATOMIC[c.attr("atomic")]
             return f"pt::remote_store({name(1)}, {name(0)}, {scalar(2)}, {self.offsets(a[3])}, {atomic});"
+        region = "".join(f", {self.offsets(x)}" for x in a[3:6]) if c.op in ("comm.put", "comm.get") else ""
         if c.op == "comm.put":
-            return f"pt::put({name(0)}, {scalar(1)}, {name(2)}, {_ATOMIC[c.attr('atomic')]});"
-        assert c.op == "comm.get", c.op
-        return f"pt::get({name(0)}, {scalar(1)}, {name(2)});"
+            return f"pt::put({name(0)}, {scalar(1)}, {name(2)}{region}, {_ATOMIC[c.attr('atomic')]});"
+        if c.op == "comm.get":
+            return f"pt::get({name(0)}, {scalar(1)}, {name(2)}{region});"
+        if c.op == "comm.allreduce":
+            ring = "true" if c.attr("mode") == "ring" else "false"
+            return f"pt::allreduce({name(0)}, {name(1)}, {_REDUCE[c.attr('op')]}, {ring});"
+        if c.op == "comm.broadcast":
+            return f"pt::broadcast({name(0)}, {name(1)}, {scalar(2)});"
+        if c.op == "comm.reduce_scatter":
+            return f"pt::reduce_scatter({name(0)}, {name(1)}, {_REDUCE[c.attr('op')]});"
+        if c.op == "comm.defer_wait":
+            return f"{DEFERRED}.add({name(0)}, {self.offsets(a[1])}, {scalar(2)}, pt::WaitCmp::Ge);"
+        fn = c.op.split(".", 1)[1]
+        assert fn in ("allgather", "all_to_all", "all_to_all_v"), c.op
+        return f"pt::{fn}({', '.join(name(i) for i in range(len(a)))});"
 
     def write(self, c: Call, depth: int) -> None:
         dst, idx, value = c.args
@@ -518,9 +548,12 @@ class _KernelGen:
             )
             return
         if e.op == "comm.remote_load":
-            win, peer, offs = args
+            win, peer, offs = args[:3]
             assert isinstance(win, Var)
             self.emit(depth, decl)
+            if len(args) == 4:  # valid_shape: only that part is loaded
+                vr, vc = (f"static_cast<int>({scalar_expr(x, self.dim_of)})" for x in args[3])  # type: ignore[union-attr]
+                self.emit(depth, f"{name}.set_valid({vr}, {vc});")
             self.emit(
                 depth,
                 f"pt::remote_load({name}, {ident(win.name)}, "

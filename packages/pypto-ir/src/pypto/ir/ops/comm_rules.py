@@ -12,7 +12,17 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops.spec import OpError
-from pypto.ir.types import AtomicType, MemorySpace, NotifyOp, ScalarType, TensorType, TileType, Type, WaitCmp
+from pypto.ir.types import (
+    AtomicType,
+    MemorySpace,
+    NotifyOp,
+    ReduceOp,
+    ScalarType,
+    TensorType,
+    TileType,
+    Type,
+    WaitCmp,
+)
 
 ATOMIC_ADD_DTYPES = frozenset(
     {DataType.FP32, DataType.FP16, DataType.BF16, DataType.INT32, DataType.INT16, DataType.INT8}
@@ -114,6 +124,19 @@ def _transfer(op: str, args: list[Type], attrs: dict[str, Any]) -> TensorType:
     src = _window(args[2], op, "src")
     if dst.dtype is not src.dtype:
         raise OpError(f"{op}: dst is {dst.dtype.value} but src is {src.dtype.value}")
+    for key in ("chunk_rows", "chunk_cols"):
+        v = attrs.get(key, 0)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise OpError(f"{op}: {key} must be a non-negative int (0: the whole extent), got {v!r}")
+    if attrs.get("pipeline", False) and not (
+        attrs.get("chunk_rows", 0) > 0 and attrs.get("chunk_cols", 0) > 0
+    ):
+        raise OpError(
+            f"{op}: pipeline=True needs chunk_rows > 0 and chunk_cols > 0, got chunk_rows="
+            f"{attrs.get('chunk_rows', 0)}, chunk_cols={attrs.get('chunk_cols', 0)}"
+        )
+    if attrs.get("region", False):
+        return dst
     static = [d for d in (*dst.shape, *src.shape) if not isinstance(d, int)]
     if not static and tuple(dst.shape) != tuple(src.shape):
         raise OpError(f"{op}: dst shape {list(dst.shape)} differs from src shape {list(src.shape)}")
@@ -128,3 +151,82 @@ def put(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 def get(args: list[Type], attrs: dict[str, Any]) -> Type:
     return _transfer("pld.tensor.get", args, attrs)
+
+
+# ----------------------------------------------------------------------------- collectives
+
+COLLECTIVE_DTYPES = ATOMIC_ADD_DTYPES
+"""The dtypes allreduce and reduce_scatter combine (the tile library's reducible dtypes)."""
+
+
+def _reduce_op(attrs: dict[str, Any], op: str, dtype: DataType) -> None:
+    if not isinstance(attrs.get("op"), ReduceOp):
+        raise OpError(f"{op}: op must be a pld.ReduceOp (Sum, Max, Min or Prod), got {attrs.get('op')!r}")
+    if dtype not in COLLECTIVE_DTYPES:
+        names = ", ".join(sorted(d.value for d in COLLECTIVE_DTYPES))
+        raise OpError(f"{op}: target must be one of {names}, got {dtype.value}")
+
+
+def allreduce(args: list[Type], attrs: dict[str, Any]) -> Type:
+    op = "pld.tensor.allreduce"
+    target = _window(args[0], op, "target")
+    sig = _signal(args[1], op)
+    _reduce_op(attrs, op, target.dtype)
+    mode = attrs.get("mode", "mesh")
+    if mode not in ("mesh", "ring"):
+        raise OpError(f'{op}: mode must be "mesh" or "ring", got {mode!r}')
+    if mode == "ring" and (len(sig.shape) != 2):
+        raise OpError(
+            f"{op}: mode ring needs a [2 * (nranks - 1), nranks] signal, got shape {list(sig.shape)}"
+        )
+    return target
+
+
+def broadcast(args: list[Type], attrs: dict[str, Any]) -> Type:
+    op = "pld.tensor.broadcast"
+    target = _window(args[0], op, "target")
+    _signal(args[1], op)
+    _int(args[2], op, "root")
+    return target
+
+
+def _gather_like(op: str, first: str, args: list[Type]) -> TensorType:
+    src = _window(args[0], op, first)
+    target = _window(args[1], op, "target")
+    _signal(args[2], op)
+    if src.dtype is not target.dtype:
+        raise OpError(f"{op}: {first} is {src.dtype.value} but target is {target.dtype.value}")
+    return target
+
+
+def allgather(args: list[Type], attrs: dict[str, Any]) -> Type:
+    return _gather_like("pld.tensor.allgather", "local_data", args)
+
+
+def reduce_scatter(args: list[Type], attrs: dict[str, Any]) -> Type:
+    op = "pld.tensor.reduce_scatter"
+    target = _window(args[0], op, "target")
+    _signal(args[1], op)
+    _reduce_op(attrs, op, target.dtype)
+    return target
+
+
+def all_to_all(args: list[Type], attrs: dict[str, Any]) -> Type:
+    return _gather_like("pld.tensor.all_to_all", "input", args)
+
+
+def all_to_all_v(args: list[Type], attrs: dict[str, Any]) -> Type:
+    op = "pld.tensor.all_to_all_v"
+    target = _gather_like(op, "input", args[:3])
+    _signal(args[3], op, "send_counts")
+    _signal(args[4], op, "recv_counts")
+    return target
+
+
+def defer_wait(args: list[Type], attrs: dict[str, Any]) -> Type:
+    op = "pld.system.defer_wait"
+    sig = _signal(args[0], op)
+    _int(args[1], op, "expected")
+    if attrs.get("cmp") is not WaitCmp.Ge:
+        raise OpError(f"{op}: cmp must be pld.WaitCmp.Ge, got {attrs.get('cmp')!r}")
+    return sig

@@ -33,6 +33,7 @@ from pypto.ir.types import (
     NotifyOp,
     PadValue,
     PipeType,
+    ReduceOp,
     ScalarType,
     TaskIdType,
     TensorType,
@@ -163,6 +164,13 @@ SAMPLES: dict[str, Sample] = {
     "comm.remote_store": ([TileType((1, 64), _FP32, MemorySpace.Vec), _W, _I], {"atomic": AtomicType.None_}),
     "comm.put": ([_W, _I, _W], {"atomic": AtomicType.None_}),
     "comm.get": ([_W, _I, _W], {}),
+    "comm.allreduce": ([_W, _SIG], {"op": ReduceOp.Sum, "mode": "mesh", "core_num": 1}),
+    "comm.broadcast": ([_W, _SIG, _I], {}),
+    "comm.allgather": ([_W, TensorType((4, 64), _FP32), _SIG], {}),
+    "comm.reduce_scatter": ([TensorType((4, 64), _FP32), _SIG], {"op": ReduceOp.Max}),
+    "comm.all_to_all": ([TensorType((4, 64), _FP32), TensorType((4, 64), _FP32), _SIG], {}),
+    "comm.all_to_all_v": ([TensorType((4, 64), _FP32), TensorType((4, 64), _FP32), _SIG, _SIG, _SIG], {}),
+    "comm.defer_wait": ([_SIG, _I], {"cmp": WaitCmp.Ge}),
 }
 """Operand types and attributes for each IR op that is not one of the element-wise, reduction or
 broadcast families (those get theirs from ``sample``)."""

@@ -24,7 +24,14 @@ cross-rank operations, simpler/tile/comm.hpp):
 - ``pld.tile.remote_load(target, peer=, offsets=, shape=)`` (``pld.remote_load``) and
   ``pld.tile.remote_store(tile, target, peer=, offsets=, atomic=)`` (``pld.remote_store``);
 - ``pld.tensor.put(dst, peer=, src=, atomic=pld.AtomicType.None_|Add)`` and
-  ``pld.tensor.get(dst, peer=, src=)``: whole-window copies to or from a peer.
+  ``pld.tensor.get(dst, peer=, src=)``: copies to or from a peer (whole windows, or regions with
+  ``dst_offsets=``, ``src_offsets=``, ``shape=``);
+- ``pld.system.defer_wait(signal, offsets=, expected=, cmp=pld.WaitCmp.Ge)``: the task completes
+  once the cell holds;
+- collectives: ``pld.tensor.allreduce(target, signal, op=pld.ReduceOp.Sum, mode="mesh"|"ring")``,
+  ``broadcast(target, signal, root=)``, ``allgather(local_data, target, signal)``,
+  ``reduce_scatter(target, signal, op=)``, ``all_to_all(input, target, signal)``,
+  ``all_to_all_v(input, target, signal, send_counts, recv_counts)``.
 
 What is simulated and how: docs/distributed.md.
 """
@@ -35,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir.param_info import ParamDirection
-from pypto.ir.types import AtomicType, NotifyOp, WaitCmp
+from pypto.ir.types import AtomicType, NotifyOp, ReduceOp, WaitCmp
 from pypto.language import typing as _lt
 from pypto.language.distributed import system, tensor, tile
 from pypto.language.distributed._ops import get_comm_ctx, nranks, rank, remote_load, remote_store
@@ -46,6 +53,7 @@ __all__ = [
     "DistributedTensor",
     "DistributedTensorAnnotation",
     "NotifyOp",
+    "ReduceOp",
     "WaitCmp",
     "alloc_window_buffer",
     "get_comm_ctx",

@@ -3,6 +3,7 @@ a ``@pl.jit.host`` body is traced)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,27 +26,34 @@ def _shape(shape: Sequence[int] | int, what: str) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def alloc_window_buffer(shape: Sequence[int] | int, dtype: Any = None) -> WindowBufferDecl:
-    """Declare a window buffer: every rank gets one window of ``shape`` and ``dtype``, or, given
-    an int and no dtype (upstream's byte form), of that many bytes, which ``pld.window`` views
-    as any shape and dtype that fit."""
+def alloc_window_buffer(size: int | Sequence[int], dtype: Any = None) -> WindowBufferDecl:
+    """Declare a window buffer, one window in every rank: ``alloc_window_buffer(nbytes)`` (a size
+    in bytes, as upstream's canonical form) or ``alloc_window_buffer(shape, dtype=...)``."""
     trace = require_trace("pld.alloc_window_buffer()")
-    if isinstance(shape, int) and not isinstance(shape, bool) and dtype is None:
-        if shape <= 0:
-            raise ValueError(f"pld.alloc_window_buffer(size): expected a byte count > 0, got {shape}")
-        return trace.alloc_window((shape,), DataType.UINT8, raw=True)
+    if isinstance(size, int) and not isinstance(size, bool):
+        if dtype is not None:
+            raise ValueError(
+                "pld.alloc_window_buffer(size, dtype=...): dtype is given with a shape (a list of dims), "
+                f"not with a byte size; got size {size} and dtype {dtype!r}"
+            )
+        if size <= 0:
+            raise ValueError(f"pld.alloc_window_buffer(size): expected a byte size > 0, got {size}")
+        return trace.alloc_window((size,), DataType.UINT8)
     if dtype is None:
-        raise TypeError(
-            "pld.alloc_window_buffer(shape, dtype): a shape needs its dtype (or pass a byte count alone)"
+        raise ValueError(
+            f"pld.alloc_window_buffer(shape): a shape {size!r} needs dtype=...; a byte size is an int"
         )
+    if isinstance(size, bool):
+        raise TypeError(f"pld.alloc_window_buffer(size): expected a byte size or a shape, got {size!r}")
     return trace.alloc_window(
-        _shape(shape, "pld.alloc_window_buffer(shape)"),
+        _shape(size, "pld.alloc_window_buffer(shape)"),
         DataType.parse(dtype, what="pld.alloc_window_buffer(dtype)"),
     )
 
 
 def window(buf: WindowBufferDecl, shape: Sequence[int], dtype: Any) -> WindowView:
-    """A view of the launched rank's own window of ``buf`` (the buffer's shape and dtype)."""
+    """A view of ``shape`` and ``dtype`` of the launched rank's own window of ``buf``: at its start,
+    at most the buffer's bytes."""
     require_trace("pld.window()")
     if not isinstance(buf, WindowBufferDecl):
         raise TypeError(
@@ -53,19 +61,11 @@ def window(buf: WindowBufferDecl, shape: Sequence[int], dtype: Any) -> WindowVie
         )
     got_shape = _shape(shape, "pld.window(shape)")
     got_dtype = DataType.parse(dtype, what="pld.window(dtype)")
-    if buf.raw:
-        nbytes = got_dtype.itemsize
-        for d in got_shape:
-            nbytes *= d
-        if nbytes > buf.shape[0]:
-            raise ValueError(
-                f"pld.window(buf, shape, dtype): a {list(got_shape)} {got_dtype.value} view is {nbytes} bytes, "
-                f"more than the buffer's {buf.shape[0]}"
-            )
-        return WindowView(buf, got_shape, got_dtype)
-    if got_shape != buf.shape or got_dtype is not buf.dtype:
+    need = math.prod(got_shape) * got_dtype.itemsize
+    have = math.prod(buf.shape) * buf.dtype.itemsize
+    if need > have:
         raise ValueError(
-            f"pld.window(buf, shape, dtype): expected the buffer's shape {list(buf.shape)} and dtype "
-            f"{buf.dtype.value}, got {list(got_shape)} and {got_dtype.value}"
+            f"pld.window(buf, shape, dtype): a {list(got_shape)} {got_dtype.value} view needs {need} bytes, "
+            f"the buffer has {have}"
         )
     return WindowView(buf, got_shape, got_dtype)

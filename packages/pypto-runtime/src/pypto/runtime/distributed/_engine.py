@@ -26,7 +26,10 @@ A rank exits on the ``close`` command, or when the parent's process is gone.
 Under torchrun (``pypto.runtime.distributed.launch``) the ranks are torchrun's processes:
 ``serve_launched`` runs the same command loop (``_serve``) for each worker the host orchestrator
 (torchrun's RANK 0, ``LaunchContext``) prepares, and ``LaunchedRankGroup`` is that worker's handle,
-which tells a dead rank by its heartbeat in the store instead of by its process.
+which tells a dead rank by its heartbeat in the store instead of by its process. There the
+store carries control only: host and resident tensors travel over each session's io group
+(gloo: the orchestrator and every rank, ``_io_group``), point-to-point between the orchestrator
+and each rank that uses them.
 """
 
 from __future__ import annotations
@@ -101,25 +104,65 @@ def _rank_main() -> None:
     _serve(store, rank, world_size, parent_alive=lambda: not parent or os.getppid() == parent)
 
 
-def _fetch_io(store: Any, seq: int, runner: Any, phase: int) -> dict[int, Any]:
-    """The host tensors this rank's launches of ``phase`` use, from the store (``io/<seq>/<i>``)."""
+def _io_group(store: Any, rank: int, size: int, timeout: timedelta) -> Any:
+    """The gloo group that carries host and resident tensors between torchrun's RANK 0 (member 0)
+    and the launched ranks (program rank ``r`` is member ``r + 1``), apart from the control group."""
+    import torch.distributed as dist
+
+    return dist.ProcessGroupGloo(dist.distributed_c10d.PrefixStore("io", store), rank, size, timeout)
+
+
+def _io_params(plan: Any, rank: int, phase: int) -> list[int]:
+    """The host parameters rank ``rank``'s launches of ``phase`` use (their indices), as the
+    rank's ``RankRunner.host_params`` finds them: what the orchestrator sends each rank."""
+    return sorted(
+        {
+            a[1]
+            for d in plan.dispatches
+            if d.rank == rank and d.phase == phase
+            for a in d.args
+            if a[0] == "host"
+        }
+    )
+
+
+def _writes(plan: Any, i: int) -> bool:
+    from pypto.ir import ParamDirection
+
+    return bool(ParamDirection(plan.params[i].direction).writes)
+
+
+def _receive_io(group: Any, runner: Any, phase: int) -> dict[int, Any]:
+    """The host tensors this rank's launches of ``phase`` use, received from the host orchestrator
+    (member 0 of the io group; the parameter index is the tag)."""
+    import numpy
+    import torch
+
     from pypto.ir import DataType
-    from pypto.runtime.distributed.host_bytes import byte_array
+    from pypto.runtime.distributed.host_bytes import byte_array, element_size
 
     hosts = {}
     for i in runner.host_params(phase):
         p = runner.plan.params[i]
-        hosts[i] = byte_array(bytearray(store.get(f"io/{seq}/{i}")), p.shape, DataType(p.dtype))
+        dtype = DataType(p.dtype)
+        data = numpy.empty(
+            int(numpy.prod(p.shape, dtype=numpy.int64)) * element_size(dtype, p.name), numpy.uint8
+        )
+        group.recv([torch.from_numpy(data)], 0, i).wait()
+        hosts[i] = byte_array(data, p.shape, dtype)
     return hosts
 
 
-def _send_io(store: Any, seq: int, rank: int, runner: Any, hosts: dict[int, Any]) -> None:
-    """This rank's copies of the host tensors it may have written (``out/<seq>/<rank>/<i>``)."""
-    from pypto.ir import ParamDirection
+def _post_io(group: Any, runner: Any, hosts: dict[int, Any]) -> list[Any]:
+    """Start sending back this rank's copies of the host tensors it may have written; the
+    orchestrator receives them once every rank has answered."""
+    import torch
 
-    for i, array in hosts.items():
-        if ParamDirection(runner.plan.params[i].direction).writes:
-            store.set(f"out/{seq}/{rank}/{i}", array.tobytes())
+    return [
+        group.send([torch.from_numpy(array.reshape(-1))], 0, i)
+        for i, array in sorted(hosts.items())
+        if _writes(runner.plan, i)
+    ]
 
 
 def _serve(store: Any, rank: int, world_size: int, parent_alive: Any) -> None:
@@ -152,6 +195,7 @@ def _serve(store: Any, rank: int, world_size: int, parent_alive: Any) -> None:
         for plan in boot["plans"]
     ]
     data_path = None
+    io_group = None
     if data_path_name == "process_group":
         from pypto.runtime.distributed._gloo_path import GlooDataPath
 
@@ -164,6 +208,8 @@ def _serve(store: Any, rank: int, world_size: int, parent_alive: Any) -> None:
     try:
         dist.barrier()
         store.set(f"ready/{rank}", "1")
+        if boot.get("io") == "gloo":  # under torchrun: tensors travel between RANK 0 and the ranks
+            io_group = _io_group(store, rank + 1, world_size + 1, timeout)
         seq = 0
         while True:
             key = f"cmd/{seq}"
@@ -176,28 +222,31 @@ def _serve(store: Any, rank: int, world_size: int, parent_alive: Any) -> None:
                 if data_path is not None:
                     data_path.close()
                 return
+            outgoing: list[Any] = []
             try:
                 for runner in runners:
                     runner.forget(command.get("forget", []))
                 runner = runners[command.get("program", 0)]
-                # host tensors through the store: ranks that share no memory with the host
+                # host tensors over the io group: ranks that share no memory with the host
                 hosts = (
-                    _fetch_io(store, seq, runner, command.get("phase", 0))
-                    if command.get("store_io")
-                    else None
+                    _receive_io(io_group, runner, command.get("phase", 0)) if command.get("gloo_io") else None
                 )
                 runner.run(command, hosts=hosts)
                 if hosts:
-                    _send_io(store, seq, rank, runner, hosts)
+                    outgoing = _post_io(io_group, runner, hosts)
                 result = "ok"
                 store.set(f"time/{seq}/{rank}", repr(runner.last_run_seconds))
             except BaseException as exc:  # reported to the parent, which fails the dispatch
                 result = "".join(traceback.format_exception(exc))
             store.set(f"done/{seq}/{rank}", result)
+            for work in outgoing:  # the orchestrator receives them after every rank's answer
+                with contextlib.suppress(Exception):  # it gave up (a peer failed): the group times out
+                    work.wait()
             seq += 1
     finally:
         for runner in runners:
             runner.close()
+        del io_group
         dist.destroy_process_group()
 
 
@@ -207,8 +256,11 @@ def _boot_message(
     aic_threads: int | None,
     aiv_threads: int | None,
     data_path: str,
+    *,
+    io: str = "",
 ) -> str:
-    """The ``boot`` key every rank reads first: the worker's plans and how to run them."""
+    """The ``boot`` key every rank reads first: the worker's plans and how to run them (``io``:
+    ``"gloo"`` when host tensors travel over the io group, under torchrun)."""
     return json.dumps(
         {
             "timeout": timeout,
@@ -216,6 +268,7 @@ def _boot_message(
             "aic_threads": aic_threads,
             "aiv_threads": aiv_threads,
             "data_path": data_path,
+            "io": io,
         }
     )
 
@@ -329,25 +382,24 @@ class RankGroup:
     def dispatch(self, command: dict[str, Any], what: str, io: dict[int, Any] | None = None) -> None:
         """Send ``command`` to every rank and wait until each has run it; a rank's error fails it.
 
-        ``io`` (parameter index -> numpy array): host tensors carried through the store instead of
-        shared memory; each rank gets the ones its launches use and returns the ones they may
-        write, and the bytes a rank changed are written into ``io``'s arrays."""
+        ``io`` (parameter index -> byte array): host tensors carried over gloo instead of shared
+        memory (ranks started by torchrun); each rank gets the ones its launches use and returns
+        the ones they may write, and the bytes a rank changed are written into ``io``'s arrays."""
         if self._closed:
             raise DistributedRankError(
                 f"{what}: the ranks of this worker are gone (closed or failed earlier)"
             )
         seq = self._seq
         self._seq += 1
-        sent = {}
-        for i, array in (io or {}).items():
-            sent[i] = array.tobytes()
-            self.store.set(f"io/{seq}/{i}", sent[i])
-        self.store.set(f"cmd/{seq}", json.dumps({**command, "store_io": io is not None}))
+        before = self._send_io(command, io) if io is not None else {}
+        self.store.set(f"cmd/{seq}", json.dumps({**command, "gloo_io": io is not None}))
         keys = [f"done/{seq}/{r}" for r in range(self.world_size)]
         self._wait(keys, what, _DISPATCH_GRACE)
         self.rank_seconds = ()
-        for r, key in enumerate(keys):
-            result = self.store.get(key).decode()
+        results = [self.store.get(key).decode() for key in keys]
+        if io is not None:  # the ranks that ran are sending their copies back: take them
+            self._receive_io(command, io, before, [r for r, result in enumerate(results) if result == "ok"])
+        for r, result in enumerate(results):
             if result != "ok":
                 self.kill()
                 last = result.strip().splitlines()[-1] if result.strip() else "no error text"
@@ -357,25 +409,19 @@ class RankGroup:
                     r,
                 )
         self.rank_seconds = tuple(float(self.store.get(f"time/{seq}/{r}")) for r in range(self.world_size))
-        if io is not None:
-            self._merge_io(seq, io, sent)
 
-    def _merge_io(self, seq: int, io: dict[int, Any], sent: dict[int, bytes]) -> None:
-        """Write into ``io`` every byte a rank changed in its copy (ranks write disjoint parts)."""
-        import numpy
+    _NO_IO = (
+        "RankGroup.dispatch(io): host tensors outside shared memory travel to ranks started by torchrun "
+        "only (LaunchedRankGroup); this group's ranks map the I/O segment"
+    )
 
-        for r in range(self.world_size):
-            for i, array in io.items():
-                key = f"out/{seq}/{r}/{i}"
-                if not self.store.check([key]):
-                    continue  # rank r did not use this tensor, or cannot write it
-                got = numpy.frombuffer(self.store.get(key), dtype=numpy.uint8)
-                before = numpy.frombuffer(sent[i], dtype=numpy.uint8)
-                changed = got != before
-                array.reshape(-1).view(numpy.uint8)[changed] = got[changed]
-                self.store.delete_key(key)
-        for i in io:
-            self.store.delete_key(f"io/{seq}/{i}")
+    def _send_io(self, command: dict[str, Any], io: dict[int, Any]) -> dict[int, Any]:
+        raise TypeError(self._NO_IO)
+
+    def _receive_io(
+        self, command: dict[str, Any], io: dict[int, Any], before: dict[int, Any], ran: list[int]
+    ) -> None:
+        raise TypeError(self._NO_IO)
 
     def close(self) -> None:
         """Ask the ranks to exit and wait for them; terminate any that does not."""
@@ -554,14 +600,53 @@ class LaunchedRankGroup(RankGroup):
         self.store = dist.distributed_c10d.PrefixStore(f"s{session}/", context.store)
         self.store.set(
             "boot",
-            _boot_message(timeout, plans_json, aic_threads, aiv_threads, data_path),
+            _boot_message(timeout, plans_json, aic_threads, aiv_threads, data_path, io="gloo"),
         )
+        from pypto.runtime.distributed.plan import DistributedPlan
+
+        self._plans = [DistributedPlan.from_json(p) for p in plans_json]
+        self._io: Any = None
+        self._in_flight: list[Any] = []  # the last dispatch's sends (their tensors stay alive)
         context.store.set(f"session/{session}", "start")
         try:
             self._wait([f"ready/{r}" for r in range(world_size)], "start")
+            self._io = _io_group(self.store, 0, world_size + 1, timedelta(seconds=timeout))
         except BaseException:
             self.kill()
             raise
+
+    def _send_io(self, command: dict[str, Any], io: dict[int, Any]) -> dict[int, Any]:
+        """Start sending each rank the tensors its launches of the command's phase use; returns
+        the bytes sent (parameter index -> flat uint8 array), which the merge compares against."""
+        import torch
+
+        plan = self._plans[command.get("program", 0)]
+        before = {i: array.reshape(-1).copy() for i, array in io.items()}
+        sending = {i: torch.from_numpy(b) for i, b in before.items()}
+        self._in_flight = [
+            self._io.send([sending[i]], r + 1, i)
+            for r in range(self.world_size)
+            for i in _io_params(plan, r, command.get("phase", 0))
+        ]
+        return before
+
+    def _receive_io(
+        self, command: dict[str, Any], io: dict[int, Any], before: dict[int, Any], ran: list[int]
+    ) -> None:
+        """Receive each rank's copies of the tensors it may have written (the ranks that ``ran``)
+        and write into ``io`` every byte a rank changed (ranks write disjoint parts)."""
+        import numpy
+        import torch
+
+        plan = self._plans[command.get("program", 0)]
+        for r in ran:
+            for i in _io_params(plan, r, command.get("phase", 0)):
+                if not _writes(plan, i):
+                    continue
+                got = numpy.empty_like(before[i])
+                self._io.recv([torch.from_numpy(got)], r + 1, i).wait()
+                changed = got != before[i]
+                io[i].reshape(-1)[changed] = got[changed]
 
     @property
     def pids(self) -> tuple[int, ...]:

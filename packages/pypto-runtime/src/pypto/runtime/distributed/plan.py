@@ -11,6 +11,7 @@ artifact-store entry of its own (:mod:`pypto.runtime.distributed.entry`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -65,8 +66,8 @@ class PlannedWindow:
 class PlannedDispatch:
     """One launch: ``program`` (an index into ``DistributedPlan.programs``) on ``rank``.
 
-    ``args`` per parameter: ``["host", param, [indices...]]``, ``["window", buffer]`` (or
-    ``["window", buffer, shape, dtype]``: a view of a byte-sized buffer) or
+    ``args`` per parameter: ``["host", param, [indices...]]``, ``["window", buffer, shape, dtype]``
+    (the view's shape and dtype, at the start of the rank's window) or
     ``["scalar", value]``.
     """
 
@@ -220,6 +221,13 @@ def planned_params(
     return tuple(params)
 
 
+def _builtin_program(program: Any, config: Any) -> RankProgram:
+    """The RankProgram of a host-level collective's builtin (pypto.language.distributed.builtin)."""
+    from pypto.runtime.api import planned_program
+
+    return RankProgram(*planned_program(program, platform=config.platform, runtime=config.runtime))
+
+
 def placeholder(shape: tuple[int, ...], dtype: DataType, what: str) -> ByteTensor:
     """A zero tensor of ``shape`` and ``dtype`` (any whole-byte dtype, BF16 and FP8 too): an
     example argument to specialise a per-device program on."""
@@ -258,17 +266,15 @@ def plan_from_trace(
         planned: list[tuple[Any, ...]] = []
         for p, a in zip(declared, d.args, strict=True):
             distributed = is_distributed_annotation(p.annotation)
+            known = p.annotation is not None  # a @pl.program's chip orchestration: its IR does not say
             where = f"{d.fn.__name__}(): parameter {p.name!r} (rank {d.rank})"
             if isinstance(a, WindowView):
-                if not distributed:
+                if known and not distributed:
                     raise TypeError(
                         f"{where} receives a pld.window(...) view; annotate it pld.DistributedTensor[...]"
                     )
                 examples.append(placeholder(tuple(a.shape), a.dtype, where))
-                if (a.shape, a.dtype) == (a.buffer.shape, a.buffer.dtype):
-                    planned.append(("window", a.buffer.index))
-                else:  # a view of a byte-sized buffer: its own shape and dtype
-                    planned.append(("window", a.buffer.index, list(a.shape), a.dtype.value))
+                planned.append(("window", a.buffer.index, list(a.shape), a.dtype.value))
             elif isinstance(a, HostTensorRef):
                 if distributed:
                     raise TypeError(
@@ -279,7 +285,12 @@ def plan_from_trace(
             else:
                 examples.append(lt.RUNTIME)
                 planned.append(("scalar", a))
-        identity, make = program_of(d, examples)
+        builtin = getattr(d.fn, "builtin_program", None)  # a host-level collective (pld builtin)
+        identity, make = (
+            (("builtin", d.fn.__name__, id(builtin)), functools.partial(_builtin_program, builtin, config))
+            if builtin is not None
+            else program_of(d, examples)
+        )
         index = by_key.get(identity)
         if index is None:
             index = by_key[identity] = len(programs)

@@ -81,6 +81,8 @@ class DistributedCompiledProgram(_CompiledBase):
         extra_compiled: list[Any] | tuple[Any, ...] = (),
         callbacks: dict[str, Any] | None = None,
         sub_worker_overrides: dict[str, Any] | None = None,
+        persistent: bool = False,
+        reset_persistent_windows: bool | None = None,
     ) -> DistributedWorker:
         """Start the ranks; the returned worker runs dispatches (``worker(*args)``, or
         ``worker.run(compiled, *args)``) until it is closed. ``extra_compiled``: more programs
@@ -88,7 +90,10 @@ class DistributedCompiledProgram(_CompiledBase):
         ``callbacks``: SubWorker implementations by name, called as ``fn(args)``: required for
         the runtime-bound ones (``...`` bodies; a missing one is a ValueError here), and replacing
         the Python body of any other. ``sub_worker_overrides``: upstream's deprecated name for
-        ``callbacks`` (a DeprecationWarning; ``callbacks`` wins on a name in both)."""
+        ``callbacks`` (a DeprecationWarning; ``callbacks`` wins on a name in both).
+        ``persistent=True, reset_persistent_windows=False`` (upstream's keywords) keeps the
+        windows' contents from one dispatch to the next instead of zeroing them
+        (``DistributedWorker.reset_windows``)."""
         if sub_worker_overrides is not None:
             import warnings
 
@@ -99,7 +104,13 @@ class DistributedCompiledProgram(_CompiledBase):
             )
             callbacks = {**sub_worker_overrides, **(callbacks or {})}
         self._check_config(config)
-        return DistributedWorker(
+        for name, value in (
+            ("persistent", persistent),
+            ("reset_persistent_windows", reset_persistent_windows),
+        ):
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"prepare({name}=...): expected True or False, got {value!r}")
+        worker = DistributedWorker(
             [self, *extra_compiled],
             timeout=self.distributed_config.timeout,
             aic_threads=getattr(config, "aic_threads", None) or 1,
@@ -107,6 +118,8 @@ class DistributedCompiledProgram(_CompiledBase):
             callbacks=callbacks,
             data_path=self.data_path(config),
         )
+        worker.reset_windows = not (persistent and reset_persistent_windows is False)
+        return worker
 
     def data_path(self, config: Any = None) -> str:
         """The data path a worker prepared with ``config`` uses: ``config``'s

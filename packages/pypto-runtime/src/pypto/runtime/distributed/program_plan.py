@@ -127,7 +127,11 @@ def _bind_sub_worker(fn: HostLevelFunction, args: tuple[Any, ...], kwargs: dict[
     return tuple(bound.arguments.values())
 
 
-def _example(fn: HostLevelFunction, pname: str, annotation: Any) -> tuple[Any, ParamDirection]:
+def _example(
+    fn: HostLevelFunction, pname: str, annotation: Any, world_size: int
+) -> tuple[Any, ParamDirection]:
+    """The placeholder of a host orchestrator's tensor parameter: zeros of its annotated shape, a
+    dynamic dim (``pl.dynamic("NR")``) being the rank count."""
     direction = ParamDirection.IN
     if isinstance(annotation, lt.DirectionAnnotation):
         direction, annotation = annotation.direction, annotation.inner
@@ -140,15 +144,8 @@ def _example(fn: HostLevelFunction, pname: str, annotation: Any) -> tuple[Any, P
             f"{fn.name}(): parameter {pname!r}: a host orchestrator's parameters are tensors of static "
             f"shape, annotated pl.Tensor[[dims], dtype] (or pl.Out[...]); got {annotation!r}"
         )
-    if any(not isinstance(d, int) for d in annotation.shape):
-        raise TypeError(
-            f"{fn.name}(): parameter {pname!r}: expected static dims, got {list(annotation.shape)}"
-        )
-    return placeholder(
-        tuple(d for d in annotation.shape if isinstance(d, int)),
-        annotation.dtype,
-        f"{fn.name}(): parameter {pname!r}",
-    ), direction
+    shape = tuple(d if isinstance(d, int) else world_size for d in annotation.shape)
+    return placeholder(shape, annotation.dtype, f"{fn.name}(): parameter {pname!r}"), direction
 
 
 def plan_program(program: Program, config: Any) -> tuple[DistributedPlan, tuple[RankProgram, ...]]:
@@ -165,7 +162,7 @@ def plan_program(program: Program, config: Any) -> tuple[DistributedPlan, tuple[
         annotation = sig.parameters[pname].annotation
         if isinstance(annotation, str):  # postponed annotations
             annotation = eval(annotation, getattr(orch.fn, "__globals__", {}))
-        example, direction = _example(orch, pname, annotation)
+        example, direction = _example(orch, pname, annotation, dc.world_size)
         examples.append(example)
         directions.append(direction)
     params = planned_params(orch.name, names, tuple(examples), tuple(directions))
@@ -177,7 +174,14 @@ def plan_program(program: Program, config: Any) -> tuple[DistributedPlan, tuple[
         fn: Function = d.fn.function
         for p, e in zip(fn.params, examples, strict=True):
             want = getattr(p.var.type, "shape", None)
-            if want is not None and hasattr(e, "shape") and tuple(want) != tuple(e.shape):
+            if (
+                want is not None
+                and hasattr(e, "shape")
+                and (
+                    len(want) != len(e.shape)
+                    or any(isinstance(w, int) and w != g for w, g in zip(want, e.shape, strict=True))
+                )
+            ):  # a dynamic dim takes any extent
                 raise TypeError(
                     f"{orch.name}: {fn.name}(): parameter {p.name!r} has shape {list(want)}, the host "
                     f"orchestrator passes one of shape {list(e.shape)}"

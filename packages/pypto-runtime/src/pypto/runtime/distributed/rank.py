@@ -116,7 +116,9 @@ class RankRunner:
         io = self._map(command["io"]) if command["io"] and hosts is None else None
         if self._private:
             windows = self._private
-            for m, w in zip(windows, self.plan.windows, strict=True):
+            for m, w in zip(
+                windows if command.get("reset_windows", True) else [], self.plan.windows, strict=False
+            ):
                 start = self.rank * w.stride
                 m[start : start + w.stride] = bytes(w.stride)
         else:
@@ -128,6 +130,7 @@ class RankRunner:
         if hosts is None:
             hosts = self._mapped_hosts(command, io)
         phase = command.get("phase", 0)
+        config = self._config(command.get("call"))
         for d in self.mine:
             if d.phase != phase:
                 continue
@@ -140,13 +143,31 @@ class RankRunner:
                     args.append(ByteTensor(view, DataType(self.plan.params[a[1]].dtype)))
                 elif a[0] == "window":
                     w = self.plan.windows[a[1]]
-                    shape, dtype = (tuple(a[2]), a[3]) if len(a) > 2 else (w.shape, w.dtype)
-                    data = byte_array(windows[a[1]], shape, DataType(dtype), self.rank * w.stride)
+                    shape, dtype = (a[2], a[3]) if len(a) > 2 else (w.shape, w.dtype)  # the view's
+                    data = byte_array(windows[a[1]], tuple(shape), DataType(dtype), self.rank * w.stride)
                     args.append(ByteTensor(data, DataType(dtype)))
                 else:
                     args.append(a[1])
-            self._program(d.program)(*args, config=self.config)
+            self._program(d.program)(*args, config=config)
         self.last_run_seconds = time.perf_counter() - started
+
+    def _config(self, call: str | None) -> RunConfig:
+        """The rank's RunConfig with a dispatch's run settings (``call``: the worker's pickled
+        ``call_config``, ``enable_chip_swimlane`` and ``swimlane_dir``) applied; this rank's
+        swimlane files go to ``<swimlane_dir>/rank<r>``."""
+        if not call:
+            return self.config
+        import base64
+        import dataclasses
+        import os
+        import pickle
+
+        fields = pickle.loads(base64.b64decode(call))
+        if fields.get("enable_chip_swimlane"):
+            fields["swimlane_dir"] = os.path.join(
+                fields.get("swimlane_dir") or os.path.join("build_output", "swimlane"), f"rank{self.rank}"
+            )
+        return dataclasses.replace(self.config, **fields)
 
     def _mapped_hosts(self, command: dict[str, Any], io: Any) -> dict[int, Any]:
         """The host tensors as byte views of the parent's shared memory (the command's segments)."""

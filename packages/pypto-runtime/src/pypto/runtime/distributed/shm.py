@@ -15,7 +15,7 @@ import secrets
 from multiprocessing import shared_memory
 from typing import Any
 
-__all__ = ["Segment", "attach", "create", "segment_prefix"]
+__all__ = ["PrivateSegment", "Segment", "attach", "create", "private", "segment_prefix"]
 
 
 def segment_prefix() -> str:
@@ -51,8 +51,36 @@ class Segment:
             shm.unlink()
 
 
+class PrivateSegment(Segment):
+    """Memory of this process alone with a segment's interface (``name``, ``size``, ``buf``,
+    :meth:`release`): the resident tensors of a worker whose ranks are torchrun's processes,
+    which may be on other hosts (their bytes travel to the ranks with each dispatch)."""
+
+    def __init__(self, size: int) -> None:  # no shared memory: Segment's __init__ is not run
+        self._shm = None
+        self._map: mmap.mmap | None = mmap.mmap(-1, max(size, 1))
+        self.name = f"pypto-private-{os.getpid()}-{secrets.token_hex(6)}"
+        self.size = size
+
+    @property
+    def buf(self) -> Any:
+        if self._map is None:
+            raise RuntimeError(f"private segment {self.name} is released")
+        return memoryview(self._map)
+
+    def release(self) -> None:
+        m, self._map = self._map, None
+        if m is not None:
+            with contextlib.suppress(BufferError):  # a view still exporting it keeps the mapping
+                m.close()
+
+
 def create(size: int) -> Segment:
     return Segment(size)
+
+
+def private(size: int) -> PrivateSegment:
+    return PrivateSegment(size)
 
 
 def attach(name: str) -> mmap.mmap:

@@ -13,7 +13,8 @@ removes the segments; the worker cannot run again.
 
 Under torchrun's launcher (``pypto.runtime.distributed.launch``) the ranks are torchrun's
 processes (``_engine.LaunchedRankGroup``), which may be on other hosts: host tensors travel
-through the store instead of the I/O segment, and resident tensors are refused.
+over a gloo group between this process and the ranks instead of the I/O segment, and resident
+tensors live in this process's private memory and travel with each dispatch.
 """
 
 from __future__ import annotations
@@ -32,10 +33,17 @@ from pypto.runtime.distributed.call_args import created_tensors, with_outputs
 from pypto.runtime.distributed.errors import DistributedRankError
 from pypto.runtime.distributed.host_bytes import byte_array, element_size, host_bytes
 from pypto.runtime.distributed.plan import DistributedPlan
+from pypto.runtime.distributed.raw_memory import RawMemory
 from pypto.runtime.distributed.tensors import SharedDeviceTensor, StackedDeviceTensor
 from pypto.runtime.host_tensors import numpy_typestr
 
-__all__ = ["ContinuousTensor", "DistributedRunHandle", "DistributedWorker", "bind_host_args"]
+__all__ = [
+    "ContinuousTensor",
+    "DistributedRegistrationHandle",
+    "DistributedRunHandle",
+    "DistributedWorker",
+    "bind_host_args",
+]
 
 _ALIGN = 64  # bytes: each host tensor starts on a cache line of the I/O segment
 
@@ -163,6 +171,47 @@ class DistributedRunHandle:
         self.result(timeout)
 
 
+class DistributedRegistrationHandle:
+    """What :meth:`DistributedWorker.register` returns: ``handle(*args, config=None)`` is
+    ``worker.run(compiled, *args, config=config)``; :meth:`unregister` refuses further calls."""
+
+    def __init__(self, worker: DistributedWorker, compiled: Any) -> None:
+        self._worker = worker
+        self._compiled = compiled
+        self._closed = False
+
+    @property
+    def compiled(self) -> Any:
+        return self._compiled
+
+    @property
+    def closed(self) -> bool:
+        """Unregistered, or its worker closed."""
+        return self._closed or self._worker.closed
+
+    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> None:
+        if self.closed:
+            raise RuntimeError(
+                f"{self._compiled.plan.name}(): this DistributedRegistrationHandle is closed (unregistered, "
+                "or its DistributedWorker was closed); register the program on an open worker"
+            )
+        self._worker.run(self._compiled, *args, config=config, **kwargs)
+
+    def unregister(self) -> None:
+        """Refuse further dispatches through this handle (the worker keeps the program)."""
+        self._closed = True
+
+    def __enter__(self) -> DistributedRegistrationHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.unregister()
+
+    def __repr__(self) -> str:
+        state = ", closed" if self.closed else ""
+        return f"DistributedRegistrationHandle({self._compiled.plan.name!r}{state})"
+
+
 def _plans_of(programs: Any) -> tuple[list[DistributedPlan], list[Any]]:
     items = list(programs) if isinstance(programs, (list, tuple)) else [programs]
     if not items:
@@ -235,6 +284,8 @@ class DistributedWorker:
         self._segments: list[shm.Segment] = []
         self._tensors: dict[str, SharedDeviceTensor] = {}  # segment name -> live tensor
         self._forget: list[str] = []  # segments of freed tensors the ranks still map
+        self._raw = RawMemory()  # malloc's blocks
+        self._threads = (aic_threads, aiv_threads)
         self._io: shm.Segment | None = None
         self._group: Any = None
         self._lock = threading.RLock()
@@ -264,6 +315,9 @@ class DistributedWorker:
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _release_all, self._group, self._segments, self._tensors)
         self._dispatches = 0
+        self.reset_windows = True
+        """False: a dispatch leaves the windows as the previous one left them (upstream's
+        ``prepare(persistent=True, reset_persistent_windows=False)``); True: it zeroes them."""
 
     def _rank_group(self) -> Callable[..., Any]:
         import functools
@@ -351,11 +405,6 @@ class DistributedWorker:
         from pypto.runtime.chip_worker import _data_type
 
         self._require_open(what)
-        if self._launch is not None:
-            raise NotImplementedError(
-                f"DistributedWorker.{what}: resident tensors live in shared memory, which ranks started by "
-                "torchrun (pypto.runtime.distributed.launch) may not share; pass host tensors instead"
-            )
         dims = tuple(shape) if isinstance(shape, Sequence) and not isinstance(shape, str) else None
         if not dims or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in dims):
             raise ValueError(
@@ -370,7 +419,10 @@ class DistributedWorker:
         n = 1
         for d in dims:
             n *= d
-        segment = shm.create(n * data_type.itemsize)
+        # under torchrun the ranks may be on other hosts: the memory is this process's, and its
+        # bytes travel over gloo to the ranks with each dispatch that passes the tensor
+        size = n * data_type.itemsize
+        segment = shm.create(size) if self._launch is None else shm.private(size)
         t = cls(self, segment, dims, dtype, data_type, **extra)
         self._segments.append(segment)
         self._tensors[segment.name] = t
@@ -468,12 +520,72 @@ class DistributedWorker:
 
     free_stacked_tensor = free_tensor
 
-    def copy_to(self, t: SharedDeviceTensor, host: Any, *, what: str = "copy_to(host)") -> None:
-        """Copy the host tensor ``host`` (``t``'s shape and dtype) into ``t``."""
+    # -- raw pointers (raw_memory) -----------------------------------------------------------
+
+    def malloc(self, nbytes: int, *, worker_id: int = 0) -> int:
+        """A zero-filled block of ``nbytes`` bytes of this worker's memory, kept until
+        :meth:`free` or ``close``; returns its address. ``worker_id`` (a rank) is accepted for
+        upstream's signature; the memory is every rank's."""
+        self._require_open("malloc")
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes <= 0:
+            raise ValueError(f"DistributedWorker.malloc(nbytes): expected an int > 0, got {nbytes!r}")
+        self._check_worker_id(worker_id, "malloc")
+        with self._lock:
+            return self._raw.add(self._new_tensor(SharedDeviceTensor, (nbytes,), DataType.UINT8, "malloc"))
+
+    def free(self, ptr: int, *, worker_id: int = 0) -> None:
+        """Release the block at ``ptr`` (an address :meth:`malloc` returned).
+
+        Raises:
+            ValueError: ``ptr`` is not a live block of this worker, or was freed already.
+        """
+        self._require_open("free")
+        self._check_worker_id(worker_id, "free")
+        with self._lock:
+            block = self._raw.take(ptr, worker_id)
+        self.free_tensor(block)
+
+    def _check_worker_id(self, worker_id: Any, what: str) -> None:
+        if (
+            isinstance(worker_id, bool)
+            or not isinstance(worker_id, int)
+            or not 0 <= worker_id < self.world_size
+        ):
+            raise ValueError(
+                f"DistributedWorker.{what}(worker_id): expected a rank in [0, {self.world_size}), got {worker_id!r}"
+            )
+
+    def _raw_span(self, ptr: Any, nbytes: Any, what: str) -> Any:
+        return self._raw.span(list(self._tensors.values()), ptr, nbytes, what)
+
+    # -- copies ------------------------------------------------------------------------------
+
+    def copy_to(
+        self,
+        t: SharedDeviceTensor | int,
+        host: Any,
+        nbytes: int | None = None,
+        *,
+        worker_id: int = 0,
+        what: str = "copy_to(host)",
+    ) -> None:
+        """Copy the host tensor ``host`` (``t``'s shape and dtype) into the resident tensor ``t``;
+        or, as ``copy_to(dst_ptr, src_host_ptr, nbytes)``, ``nbytes`` bytes from the host
+        address ``src_host_ptr`` to ``dst_ptr`` in this worker's memory (see ``raw_memory``)."""
         import numpy
 
         self._require_open("copy_to")
-        self._own(t, "copy_to(t)")
+        if not isinstance(t, SharedDeviceTensor) and isinstance(t, int) and not isinstance(t, bool):
+            self._check_worker_id(worker_id, "copy_to")
+            dst = self._raw_span(t, nbytes, "copy_to(dst_ptr, src_host_ptr, nbytes)")
+            numpy.copyto(dst, RawMemory.host(host, dst.size, "DistributedWorker.copy_to(src_host_ptr)"))
+            return
+        if nbytes is not None:
+            raise TypeError(
+                "DistributedWorker.copy_to(t, host): nbytes goes with the pointer form "
+                f"copy_to(dst_ptr, src_host_ptr, nbytes), got t={t!r}"
+            )
+        t = self._own(t, "copy_to(t)")
         if not is_tensor(host):
             raise TypeError(f"DistributedWorker.{what}: expected a host tensor, got {type(host).__name__}")
         shape, dtype = shape_of(host, what), dtype_of(host, f"DistributedWorker.{what}")
@@ -484,14 +596,27 @@ class DistributedWorker:
             )
         numpy.copyto(t.bytes(), host_bytes(host, f"DistributedWorker.{what}"))
 
-    def copy_from(self, t: SharedDeviceTensor, out: Any = None) -> Any:
+    def copy_from(
+        self, t: SharedDeviceTensor | int, out: Any = None, nbytes: int | None = None, *, worker_id: int = 0
+    ) -> Any:
         """``t``'s contents: written into the host tensor ``out`` (its shape and dtype) and
         returned, or a new numpy array when ``out`` is None (a dtype numpy lacks, BF16 or FP8,
-        needs ``out``)."""
+        needs ``out``). As ``copy_from(dst_host_ptr, src_ptr, nbytes)``: ``nbytes`` bytes from
+        ``src_ptr`` in this worker's memory to the host address ``dst_host_ptr``."""
         import numpy
 
         self._require_open("copy_from")
-        self._own(t, "copy_from(t)")
+        if not isinstance(t, SharedDeviceTensor) and isinstance(t, int) and not isinstance(t, bool):
+            self._check_worker_id(worker_id, "copy_from")
+            src = self._raw_span(out, nbytes, "copy_from(dst_host_ptr, src_ptr, nbytes)")
+            numpy.copyto(RawMemory.host(t, src.size, "DistributedWorker.copy_from(dst_host_ptr)"), src)
+            return None
+        if nbytes is not None:
+            raise TypeError(
+                "DistributedWorker.copy_from(t, out): nbytes goes with the pointer form "
+                f"copy_from(dst_host_ptr, src_ptr, nbytes), got t={t!r}"
+            )
+        t = self._own(t, "copy_from(t)")
         if out is None:
             return t.numpy().copy()
         if not is_tensor(out):
@@ -517,7 +642,7 @@ class DistributedWorker:
 
     # -- dispatch ----------------------------------------------------------------------------
 
-    def _index_of(self, compiled: Any) -> int:
+    def _index_of(self, compiled: Any, what: str = "run(compiled, ...)") -> int:
         for k, c in enumerate(self._compiled):
             if c is compiled:
                 return k
@@ -529,18 +654,72 @@ class DistributedWorker:
                     return k
         names = ", ".join(repr(p.name) for p in self._plans)
         raise ValueError(
-            f"DistributedWorker.run(compiled, ...): compiled is not a program of this worker (it runs {names}), "
+            f"DistributedWorker.{what}: compiled is not a program of this worker (it runs {names}), "
             f"got {getattr(plan, 'name', type(compiled).__name__)!r}; prepare a worker with it "
             "(DistributedWorker([...]) or prepare(extra_compiled=[...]))"
         )
 
-    def run(self, compiled: Any, *args: Any, **kwargs: Any) -> Any:
-        """One dispatch of ``compiled``, one of this worker's programs; omitted ``pl.Out``
-        tensors are allocated and returned (``call_args.with_outputs``)."""
+    def register(self, compiled: Any) -> DistributedRegistrationHandle:
+        """A handle that dispatches ``compiled`` (one of this worker's programs, which every rank
+        loaded when the worker started): ``handle(*args, config=None)`` is ``run``.
+
+        Raises:
+            DistributedRankError: this worker is closed.
+            ValueError: ``compiled`` is not one of this worker's programs.
+        """
+        self._require_open("register")
+        self._index_of(compiled, "register(compiled)")
+        return DistributedRegistrationHandle(self, compiled)
+
+    def run(self, compiled: Any, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        """One dispatch of ``compiled``, one of this worker's programs; ``config`` (a
+        ``RunConfig``) applies to this dispatch alone (see :meth:`_dispatch_config`); omitted
+        ``pl.Out`` tensors are allocated and returned (``call_args.with_outputs``)."""
         k = self._index_of(compiled)
         kwargs, returned = with_outputs(self._plans[k], args, kwargs)
-        self._run_now(k, args, kwargs)
+        self._run_now(k, args, kwargs, self._dispatch_config(k, config))
         return returned
+
+    def _dispatch_config(self, k: int, config: Any) -> dict[str, Any]:
+        """What a per-dispatch ``RunConfig`` changes: ``timeout`` (this dispatch's waits and its
+        kernels' ``pld.system.wait``), and ``call_config``, ``enable_chip_swimlane`` and
+        ``swimlane_dir`` (the ranks' program runs; rank ``r``'s swimlane files go to
+        ``<swimlane_dir>/rank<r>``). Its platform, runtime, devices and thread counts must be
+        the worker's: they were fixed when the ranks started."""
+        from pypto.runtime.runner import RunConfig
+
+        if config is None:
+            return {}
+        plan = self._plans[k]
+        what = f"DistributedWorker.run({plan.name}, config=...)"
+        if not isinstance(config, RunConfig):
+            raise TypeError(
+                f"{what}: expected a pypto.runtime.RunConfig or None, got {type(config).__name__}"
+            )
+        for field, have in (("platform", plan.platform), ("runtime", plan.runtime)):
+            if getattr(config, field) != have:
+                raise ValueError(
+                    f"{what}: RunConfig({field}={getattr(config, field)!r}), but this worker runs {field} "
+                    f"{have!r}; a dispatch's config may not change it"
+                )
+        dc = config.distributed_config
+        if dc is not None and tuple(dc.device_ids) != tuple(plan.device_ids):
+            raise ValueError(
+                f"{what}: RunConfig(distributed_config) names device_ids {list(dc.device_ids)}, but this worker's "
+                f"ranks are devices {list(plan.device_ids)}"
+            )
+        for field, threads in zip(("aic_threads", "aiv_threads"), self._threads, strict=True):
+            if getattr(config, field) is not None and getattr(config, field) != threads:
+                raise ValueError(
+                    f"{what}: RunConfig({field}={getattr(config, field)!r}), but this worker's ranks run "
+                    f"{threads!r} (set when the worker is prepared)"
+                )
+        call = {
+            "call_config": config.call_config,
+            "enable_chip_swimlane": config.enable_chip_swimlane,
+            "swimlane_dir": config.swimlane_dir,
+        }
+        return {"timeout": config.timeout, "call": call}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """One dispatch of this worker's program: every rank runs its launches on these host
@@ -552,125 +731,147 @@ class DistributedWorker:
                 f"DistributedWorker(*args) is ambiguous: this worker runs {len(self._plans)} programs ({names}); "
                 "dispatch one with worker.run(compiled, *args)"
             )
+        config = kwargs.pop("config", None)  # upstream's per-dispatch config, as run's
         kwargs, returned = with_outputs(self._plans[0], args, kwargs)
-        self._run_now(0, args, kwargs)
+        self._run_now(0, args, kwargs, self._dispatch_config(0, config))
         return returned
 
-    def submit(self, compiled: Any, *args: Any, **kwargs: Any) -> DistributedRunHandle:
+    def submit(self, compiled: Any, *args: Any, config: Any = None, **kwargs: Any) -> DistributedRunHandle:
         """Start a dispatch of ``compiled`` and return at once; dispatches run one at a time in
-        submission order. Do not change the arguments until the handle's ``wait()`` returns."""
-        k = self._index_of(compiled)
+        submission order. Do not change the arguments until the handle's ``wait()`` returns.
+        ``config``: as for :meth:`run`."""
+        k = self._index_of(compiled, "submit(compiled, ...)")
         self._require_open("submit")
+        settings = self._dispatch_config(k, config)
         bind_host_args(self._plans[k], args, kwargs)  # a wrong call fails here, not in the handle
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pypto-dist-dispatch")
-        future = self._executor.submit(self._dispatch, k, args, kwargs)
+        future = self._executor.submit(self._dispatch, k, args, kwargs, settings)
         self._last = future
         return DistributedRunHandle(future)
 
-    def _run_now(self, k: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _run_now(
+        self, k: int, args: tuple[Any, ...], kwargs: dict[str, Any], settings: dict[str, Any] | None = None
+    ) -> None:
         last = self._last
         if last is not None:  # submitted dispatches run first; their errors are theirs
             with contextlib.suppress(BaseException):
                 last.result()
-        self._dispatch(k, args, kwargs)
+        self._dispatch(k, args, kwargs, settings)
 
-    def _dispatch(self, k: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        import numpy
-
+    def _dispatch(
+        self, k: int, args: tuple[Any, ...], kwargs: dict[str, Any], settings: dict[str, Any] | None = None
+    ) -> None:
         plan = self._plans[k]
         with self._lock:
             if self.closed or self._group is None:
                 raise DistributedRankError(f"{plan.name}(): this DistributedWorker is closed")
-            bound = bind_host_args(plan, args, kwargs)
-            layout: dict[int, int] = {}
-            resident: dict[int, SharedDeviceTensor] = {}
-            size = 0
-            for i, p in enumerate(plan.params):
-                if p.kind != "tensor":
-                    continue
-                if isinstance(bound[i], SharedDeviceTensor):
-                    resident[i] = self._resident(plan, i, bound[i])
-                    continue
-                item = element_size(DataType(p.dtype), p.name)
-                layout[i] = size
-                size += -(-item * int(numpy.prod(p.shape)) // _ALIGN) * _ALIGN
-            if self._launch is not None:  # host tensors through the store: private copies here
-                layout = {}
-            if layout and (self._io is None or self._io.size < size):
-                if self._io is not None:
-                    self._segments.remove(self._io)
-                    self._io.release()
-                self._io = shm.create(size)
-                self._segments.append(self._io)
-            views: dict[int, Any] = {}
-            for i, offset in layout.items():
-                p = plan.params[i]
-                assert self._io is not None  # made above for a nonempty layout
-                views[i] = byte_array(self._io.buf, p.shape, DataType(p.dtype), offset)
-                # Out tensors too: what a kernel leaves unwritten keeps the caller's values, as in
-                # single-chip program mode, where kernels write the caller's storage itself
-                writes = ParamDirection(
-                    p.direction
-                ).writes  # a read-only array fails here, before any rank runs
-                numpy.copyto(
-                    views[i], host_bytes(bound[i], f"{plan.name}(): parameter {p.name!r}", write=writes)
+            timeout = (settings or {}).get("timeout")
+            if timeout is None:
+                self._dispatch_locked(k, args, kwargs, settings or {})
+                return
+            saved, self._group.timeout = self._group.timeout, float(timeout)
+            try:
+                self._dispatch_locked(k, args, kwargs, settings or {})
+            finally:
+                if self._group is not None:
+                    self._group.timeout = saved
+
+    def _dispatch_locked(
+        self, k: int, args: tuple[Any, ...], kwargs: dict[str, Any], settings: dict[str, Any]
+    ) -> None:
+        import numpy
+
+        plan = self._plans[k]
+        bound = bind_host_args(plan, args, kwargs)
+        layout: dict[int, int] = {}
+        resident: dict[int, SharedDeviceTensor] = {}
+        size = 0
+        for i, p in enumerate(plan.params):
+            if p.kind != "tensor":
+                continue
+            if isinstance(bound[i], SharedDeviceTensor):
+                resident[i] = self._resident(plan, i, bound[i])
+                continue
+            item = element_size(DataType(p.dtype), p.name)
+            layout[i] = size
+            size += -(-item * int(numpy.prod(p.shape)) // _ALIGN) * _ALIGN
+        if self._launch is not None:  # host and resident tensors over gloo: private copies here
+            layout, resident = {}, {}
+        if layout and (self._io is None or self._io.size < size):
+            if self._io is not None:
+                self._segments.remove(self._io)
+                self._io.release()
+            self._io = shm.create(size)
+            self._segments.append(self._io)
+        views: dict[int, Any] = {}
+        for i, offset in layout.items():
+            p = plan.params[i]
+            assert self._io is not None  # made above for a nonempty layout
+            views[i] = byte_array(self._io.buf, p.shape, DataType(p.dtype), offset)
+            # Out tensors too: what a kernel leaves unwritten keeps the caller's values, as in
+            # single-chip program mode, where kernels write the caller's storage itself
+            writes = ParamDirection(p.direction).writes  # a read-only array fails here, before any rank runs
+            numpy.copyto(views[i], host_bytes(bound[i], f"{plan.name}(): parameter {p.name!r}", write=writes))
+        for i, t in resident.items():
+            views[i] = t.bytes()
+        io = None
+        if self._launch is not None:
+            io = {
+                i: numpy.array(
+                    host_bytes(
+                        bound[i],
+                        f"{plan.name}(): parameter {p.name!r}",
+                        write=ParamDirection(p.direction).writes,
+                    ),
+                    order="C",
                 )
-            for i, t in resident.items():
-                views[i] = t.bytes()
-            io = None
-            if self._launch is not None:
-                io = {
-                    i: numpy.array(
-                        host_bytes(
-                            bound[i],
-                            f"{plan.name}(): parameter {p.name!r}",
-                            write=ParamDirection(p.direction).writes,
-                        ),
-                        order="C",
-                    )
-                    for i, p in enumerate(plan.params)
-                    if p.kind == "tensor"
-                }
-                views.update(io)
-            windows = self._windows[k]
+                for i, p in enumerate(plan.params)
+                if p.kind == "tensor"
+            }
+            views.update(io)
+        windows = self._windows[k]
+        if self.reset_windows:
             for w in windows:
                 w.buf[:] = bytes(w.size)
-            command = {
-                "op": "run",
-                "program": k,
-                "io": self._io.name if layout and self._io is not None else "",
-                "windows": [w.name for w in windows],
-                "host_offsets": {str(i): o for i, o in layout.items()} | {str(i): 0 for i in resident},
-                "host_segments": {str(i): t.segment.name for i, t in resident.items()},
-                "wait_timeout": self._group.timeout,  # a kernel's pld.system.wait gives up after this
-            }
-            self._dispatches += 1
-            what = f"{plan.name}() dispatch {self._dispatches}"
-            for phase, calls in sub_workers.call_groups(plan):
-                if any(d.phase == phase for d in plan.dispatches):
-                    forget, self._forget = self._forget, []
-                    try:
-                        self._group.dispatch({**command, "phase": phase, "forget": forget}, what, io)
-                    except BaseException:
-                        del views
-                        self.close()
-                        raise
-                if calls:  # a SubWorker's error fails this dispatch; the ranks stay up
-                    assert self._sub_workers is not None  # started for a program with calls
-                    self._sub_workers.run(
-                        plan,
-                        calls,
-                        views,
-                        program=k,
-                        segments=self._segments,
-                        what=what,
-                        timeout=self._group.timeout,
-                    )
-            for i in list(layout) + list(io or ()):
-                if ParamDirection(plan.params[i].direction).writes:
-                    numpy.copyto(host_bytes(bound[i], plan.params[i].name, write=True), views[i])
-            del views
+        command = {
+            "op": "run",
+            "program": k,
+            "io": self._io.name if layout and self._io is not None else "",
+            "windows": [w.name for w in windows],
+            "host_offsets": {str(i): o for i, o in layout.items()} | {str(i): 0 for i in resident},
+            "host_segments": {str(i): t.segment.name for i, t in resident.items()},
+            "wait_timeout": self._group.timeout,  # a kernel's pld.system.wait gives up after this
+            "reset_windows": self.reset_windows,
+        }
+        if settings.get("call"):
+            command["call"] = _encode_call(settings["call"])
+        self._dispatches += 1
+        what = f"{plan.name}() dispatch {self._dispatches}"
+        for phase, calls in sub_workers.call_groups(plan):
+            if any(d.phase == phase for d in plan.dispatches):
+                forget, self._forget = self._forget, []
+                try:
+                    self._group.dispatch({**command, "phase": phase, "forget": forget}, what, io)
+                except BaseException:
+                    del views
+                    self.close()
+                    raise
+            if calls:  # a SubWorker's error fails this dispatch; the ranks stay up
+                assert self._sub_workers is not None  # started for a program with calls
+                self._sub_workers.run(
+                    plan,
+                    calls,
+                    views,
+                    program=k,
+                    segments=self._segments,
+                    what=what,
+                    timeout=self._group.timeout,
+                )
+        for i in list(layout) + list(io or ()):
+            if ParamDirection(plan.params[i].direction).writes:
+                numpy.copyto(host_bytes(bound[i], plan.params[i].name, write=True), views[i])
+        del views
 
     def _resident(self, plan: DistributedPlan, i: int, t: SharedDeviceTensor) -> SharedDeviceTensor:
         p = plan.params[i]
@@ -706,3 +907,12 @@ def _check_launched(context: Any, plan: DistributedPlan, data_path: str) -> None
             "DistributedWorker(data_path): 'shared_memory' needs every rank on this host, but torchrun "
             "started ranks on other hosts (LOCAL_WORLD_SIZE < WORLD_SIZE); use 'process_group'"
         )
+
+
+def _encode_call(call: dict[str, Any]) -> str:
+    """A dispatch's run settings for the ranks' command (JSON): pickled, as text. The ranks are
+    this worker's own processes (or torchrun's, started for this script), so they trust it."""
+    import base64
+    import pickle
+
+    return base64.b64encode(pickle.dumps(call)).decode("ascii")
