@@ -1,4 +1,5 @@
-"""The host tensors of a multi-chip call that the caller does not pass.
+"""The host arguments of a multi-chip call: checked against the plan (:func:`bind_host_args`),
+and the host tensors the caller does not pass.
 
 ``compiled(a, b)`` may leave out ``pl.Out`` tensor parameters: each is allocated (zero, torch
 when a tensor argument is torch, else numpy) and the call returns it (one, or a tuple in
@@ -11,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir import DataType, ParamDirection
-from pypto.language.binding import is_tensor
+from pypto.language.binding import dtype_of, is_tensor, shape_of
 from pypto.runtime.distributed.plan import DistributedPlan, placeholder
 from pypto.runtime.host_tensors import allocate_like
 
-__all__ = ["created_tensors", "with_outputs"]
+__all__ = ["bind_host_args", "created_tensors", "with_outputs"]
 
 
 def created_tensors(plan: DistributedPlan) -> list[Any]:
@@ -49,3 +50,43 @@ def with_outputs(
         made[p.name] = t
     outs = tuple(made.values())
     return {**kwargs, **made}, outs[0] if len(outs) == 1 else outs
+
+
+def bind_host_args(plan: DistributedPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """A call's arguments in the host function's parameter order, checked against the plan:
+    tensors of the compiled shapes and dtypes, scalars equal to the values compiled in; then a
+    zero tensor for each tensor the body creates (``pl.create_tensor``)."""
+    params = plan.caller_params
+    name = plan.name
+    if len(args) > len(params):
+        raise TypeError(f"{name}(): takes {len(params)} arguments, got {len(args)}")
+    bound: list[Any] = list(args) + [None] * (len(params) - len(args))
+    index = {p.name: i for i, p in enumerate(params)}
+    for k, v in kwargs.items():
+        if k not in index:
+            raise TypeError(f"{name}(): unexpected keyword argument {k!r}")
+        if index[k] < len(args):
+            raise TypeError(f"{name}(): got multiple values for argument {k!r}")
+        bound[index[k]] = v
+    for p, v in zip(params, bound, strict=True):
+        what = f"{name}(): parameter {p.name!r}"
+        if p.kind == "scalar":
+            if v is None:  # omitted: its default, which the host body ran with
+                continue
+            if v != p.value or type(v) is not type(p.value):
+                raise ValueError(
+                    f"{what}: this program was compiled with {p.name}={p.value!r} (the host body ran "
+                    f"with it), got {v!r}; compile again for another value"
+                )
+            continue
+        if v is None or not is_tensor(v):
+            raise TypeError(
+                f"{what}: expected a tensor of shape {list(p.shape)} {p.dtype}, got {type(v).__name__}"
+            )
+        shape, dtype = shape_of(v, what), dtype_of(v, what)
+        if shape != p.shape or dtype.value != p.dtype:
+            raise TypeError(
+                f"{what}: this program was compiled for shape {list(p.shape)} {p.dtype}, got "
+                f"{list(shape)} {dtype.value}; compile again for other shapes"
+            )
+    return bound + created_tensors(plan)

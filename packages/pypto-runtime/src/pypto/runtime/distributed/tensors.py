@@ -1,4 +1,5 @@
-"""Worker-resident tensors of a ``DistributedWorker``: one shared-memory segment each.
+"""Worker-resident tensors of a ``DistributedWorker`` (one shared-memory segment each), and the
+view a SubWorker callback receives of a dispatch's memory (:class:`ContinuousTensor`).
 
 ``worker.alloc_tensor(shape, dtype)`` gives a :class:`SharedDeviceTensor`: a row-major tensor in a
 segment the worker owns, which every rank maps; it keeps its contents across dispatches and
@@ -18,7 +19,7 @@ from pypto.runtime.distributed import shm
 from pypto.runtime.distributed.host_bytes import byte_array
 from pypto.runtime.host_tensors import HostTensor, TensorBindingError, numpy_typestr
 
-__all__ = ["SharedDeviceTensor", "StackedDeviceTensor"]
+__all__ = ["ContinuousTensor", "SharedDeviceTensor", "StackedDeviceTensor"]
 
 
 class SharedDeviceTensor:
@@ -122,3 +123,43 @@ class StackedDeviceTensor(SharedDeviceTensor):
             f"StackedDeviceTensor(full_shape={self.shape}, worker_ids={self.worker_ids}, "
             f"dtype={self.data_type.value}{state})"
         )
+
+
+class ContinuousTensor:
+    """A tensor argument of a SubWorker callback: a view of the dispatch's memory.
+
+    ``buffer`` (a writable memoryview starting at the tensor's first element), ``shapes``,
+    ``strides`` (in elements) and ``dtype`` (a ``pypto.ir.DataType``).
+    ``pypto.runtime.distributed_runner._tensor_from_continuous(arg)`` makes a torch view of it;
+    :meth:`numpy` a numpy view. Writes reach the caller's tensor when the dispatch ends.
+    """
+
+    __slots__ = ("buffer", "dtype", "shapes", "strides")
+
+    def __init__(
+        self, buffer: Any, shapes: tuple[int, ...], strides: tuple[int, ...], dtype: DataType
+    ) -> None:
+        self.buffer = buffer
+        self.shapes = shapes
+        self.strides = strides
+        self.dtype = dtype
+
+    def numpy(self) -> Any:
+        import numpy
+
+        ts = numpy_typestr(self.dtype)
+        if ts is None:
+            raise TypeError(
+                f"ContinuousTensor.numpy(): numpy has no {self.dtype.value} type; view it as a torch tensor "
+                "with pypto.runtime.distributed_runner._tensor_from_continuous(arg)"
+            )
+        item = self.dtype.itemsize
+        return numpy.ndarray(
+            self.shapes,
+            dtype=numpy.dtype(ts),
+            buffer=self.buffer,
+            strides=tuple(s * item for s in self.strides),
+        )
+
+    def __repr__(self) -> str:
+        return f"ContinuousTensor(shapes={self.shapes}, dtype={self.dtype.value})"

@@ -29,20 +29,19 @@ from typing import Any, TypeVar
 from pypto.ir import DATA_PATHS, DataType, ParamDirection
 from pypto.language.binding import dtype_of, is_tensor, shape_of
 from pypto.runtime.distributed import shm, sub_workers
-from pypto.runtime.distributed.call_args import created_tensors, with_outputs
+from pypto.runtime.distributed.call_args import bind_host_args, with_outputs
 from pypto.runtime.distributed.errors import DistributedRankError
+from pypto.runtime.distributed.handles import DistributedRegistrationHandle, DistributedRunHandle
 from pypto.runtime.distributed.host_bytes import byte_array, element_size, host_bytes
 from pypto.runtime.distributed.plan import DistributedPlan
 from pypto.runtime.distributed.raw_memory import RawMemory
-from pypto.runtime.distributed.tensors import SharedDeviceTensor, StackedDeviceTensor
-from pypto.runtime.host_tensors import numpy_typestr
+from pypto.runtime.distributed.tensors import ContinuousTensor, SharedDeviceTensor, StackedDeviceTensor
 
 __all__ = [
     "ContinuousTensor",
     "DistributedRegistrationHandle",
     "DistributedRunHandle",
     "DistributedWorker",
-    "bind_host_args",
 ]
 
 _ALIGN = 64  # bytes: each host tensor starts on a cache line of the I/O segment
@@ -61,155 +60,6 @@ def _release_all(group: Any, segments: list[shm.Segment], tensors: dict[str, Sha
         tensors.clear()
         for s in segments:
             s.release()
-
-
-def bind_host_args(plan: DistributedPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-    """A call's arguments in the host function's parameter order, checked against the plan:
-    tensors of the compiled shapes and dtypes, scalars equal to the values compiled in; then a
-    zero tensor for each tensor the body creates (``pl.create_tensor``)."""
-    params = plan.caller_params
-    name = plan.name
-    if len(args) > len(params):
-        raise TypeError(f"{name}(): takes {len(params)} arguments, got {len(args)}")
-    bound: list[Any] = list(args) + [None] * (len(params) - len(args))
-    index = {p.name: i for i, p in enumerate(params)}
-    for k, v in kwargs.items():
-        if k not in index:
-            raise TypeError(f"{name}(): unexpected keyword argument {k!r}")
-        if index[k] < len(args):
-            raise TypeError(f"{name}(): got multiple values for argument {k!r}")
-        bound[index[k]] = v
-    for p, v in zip(params, bound, strict=True):
-        what = f"{name}(): parameter {p.name!r}"
-        if p.kind == "scalar":
-            if v is None:  # omitted: its default, which the host body ran with
-                continue
-            if v != p.value or type(v) is not type(p.value):
-                raise ValueError(
-                    f"{what}: this program was compiled with {p.name}={p.value!r} (the host body ran "
-                    f"with it), got {v!r}; compile again for another value"
-                )
-            continue
-        if v is None or not is_tensor(v):
-            raise TypeError(
-                f"{what}: expected a tensor of shape {list(p.shape)} {p.dtype}, got {type(v).__name__}"
-            )
-        shape, dtype = shape_of(v, what), dtype_of(v, what)
-        if shape != p.shape or dtype.value != p.dtype:
-            raise TypeError(
-                f"{what}: this program was compiled for shape {list(p.shape)} {p.dtype}, got "
-                f"{list(shape)} {dtype.value}; compile again for other shapes"
-            )
-    return bound + created_tensors(plan)
-
-
-class ContinuousTensor:
-    """A tensor argument of a SubWorker callback: a view of the dispatch's memory.
-
-    ``buffer`` (a writable memoryview starting at the tensor's first element), ``shapes``,
-    ``strides`` (in elements) and ``dtype`` (a ``pypto.ir.DataType``).
-    ``pypto.runtime.distributed_runner._tensor_from_continuous(arg)`` makes a torch view of it;
-    :meth:`numpy` a numpy view. Writes reach the caller's tensor when the dispatch ends.
-    """
-
-    __slots__ = ("buffer", "dtype", "shapes", "strides")
-
-    def __init__(
-        self, buffer: Any, shapes: tuple[int, ...], strides: tuple[int, ...], dtype: DataType
-    ) -> None:
-        self.buffer = buffer
-        self.shapes = shapes
-        self.strides = strides
-        self.dtype = dtype
-
-    def numpy(self) -> Any:
-        import numpy
-
-        ts = numpy_typestr(self.dtype)
-        if ts is None:
-            raise TypeError(
-                f"ContinuousTensor.numpy(): numpy has no {self.dtype.value} type; view it as a torch tensor "
-                "with pypto.runtime.distributed_runner._tensor_from_continuous(arg)"
-            )
-        item = self.dtype.itemsize
-        return numpy.ndarray(
-            self.shapes,
-            dtype=numpy.dtype(ts),
-            buffer=self.buffer,
-            strides=tuple(s * item for s in self.strides),
-        )
-
-    def __repr__(self) -> str:
-        return f"ContinuousTensor(shapes={self.shapes}, dtype={self.dtype.value})"
-
-
-class DistributedRunHandle:
-    """What :meth:`DistributedWorker.submit` returns: ``wait()``/``result()`` until the
-    dispatch ends (raising its error, if any); ``done`` says whether it has ended."""
-
-    def __init__(self, future: Future[None]) -> None:
-        self._future = future
-
-    @property
-    def done(self) -> bool:
-        return self._future.done()
-
-    def result(self, timeout: float | None = None) -> None:
-        """Wait (at most ``timeout`` seconds; None: until the end) and raise the dispatch's error.
-
-        Raises:
-            TimeoutError: the dispatch has not ended within ``timeout``.
-        """
-        if timeout is not None and (isinstance(timeout, bool) or not timeout >= 0):
-            raise ValueError(
-                f"DistributedRunHandle.result(timeout): expected seconds >= 0 or None, got {timeout!r}"
-            )
-        self._future.result(timeout)
-
-    def wait(self, timeout: float | None = None) -> None:
-        """The same as :meth:`result`."""
-        self.result(timeout)
-
-
-class DistributedRegistrationHandle:
-    """What :meth:`DistributedWorker.register` returns: ``handle(*args, config=None)`` is
-    ``worker.run(compiled, *args, config=config)``; :meth:`unregister` refuses further calls."""
-
-    def __init__(self, worker: DistributedWorker, compiled: Any) -> None:
-        self._worker = worker
-        self._compiled = compiled
-        self._closed = False
-
-    @property
-    def compiled(self) -> Any:
-        return self._compiled
-
-    @property
-    def closed(self) -> bool:
-        """Unregistered, or its worker closed."""
-        return self._closed or self._worker.closed
-
-    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> None:
-        if self.closed:
-            raise RuntimeError(
-                f"{self._compiled.plan.name}(): this DistributedRegistrationHandle is closed (unregistered, "
-                "or its DistributedWorker was closed); register the program on an open worker"
-            )
-        self._worker.run(self._compiled, *args, config=config, **kwargs)
-
-    def unregister(self) -> None:
-        """Refuse further dispatches through this handle (the worker keeps the program)."""
-        self._closed = True
-
-    def __enter__(self) -> DistributedRegistrationHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.unregister()
-
-    def __repr__(self) -> str:
-        state = ", closed" if self.closed else ""
-        return f"DistributedRegistrationHandle({self._compiled.plan.name!r}{state})"
 
 
 def _plans_of(programs: Any) -> tuple[list[DistributedPlan], list[Any]]:
