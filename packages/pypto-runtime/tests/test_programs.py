@@ -427,17 +427,16 @@ def test_concurrent_program_calls_from_threads() -> None:
     assert errors == []
 
 
-def test_a_device_platform_is_refused_at_compile_time(store_root: Path) -> None:
-    from pypto.ir.build import DeviceBuildUnavailable
+def test_a_device_platform_without_cann_keeps_sources_and_says_so(
+    store_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pypto.runtime import DeviceBuildUnavailable
 
-    def entries() -> list[tuple[str, str]]:
-        return sorted((e.key, e.state) for e in ArtifactStore(store_root).entries())
-
+    monkeypatch.delenv("ASCEND_HOME_PATH", raising=False)
     fn, inputs, out_shapes, _ = CASES["activation"]
-    before = entries()
-    with pytest.raises(
-        DeviceBuildUnavailable, match=r"platform 'a2a3': an NPU build needs device kernel code"
-    ) as info:
+    with pytest.raises(DeviceBuildUnavailable, match=r"platform 'a2a3': the sources were written") as info:
         rt.compile(fn, *inputs, z(*out_shapes[0]), platform="a2a3")
-    assert "Compile for a2a3sim" in str(info.value)
-    assert entries() == before  # no entry was made for the device platform
+    assert "ASCEND_HOME_PATH is not set" in str(info.value)
+    assert (info.value.sources / "build.sh").is_file()
+    states = [e.state for e in ArtifactStore(store_root).entries()]
+    assert "GENERATED" in states  # the device sources are kept in the store

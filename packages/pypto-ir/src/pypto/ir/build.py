@@ -64,24 +64,11 @@ class Build:
         return self.lowered
 
 
-class DeviceBuildUnavailable(PyptoCompileError):
-    """A compile for an NPU platform: this compiler emits code for the simulated chip only."""
-
-
 def target(b: Build) -> None:
-    """The platform must be one this compiler emits code for: a simulated chip. A device build
-    needs NPU kernel code (the Ascend C / PTO instruction set) built by the CANN toolkit's
-    compiler; the kernels emitted here are host C++ against simpler's tile library, which no
-    NPU runs, so nothing is written (or cached) for a device platform."""
-    p = get_platform(b.platform)
-    if p.simulated:
-        return
-    raise DeviceBuildUnavailable(
-        f"platform {b.platform!r}: an NPU build needs device kernel code (the Ascend C / PTO "
-        "instruction set) compiled by the CANN toolkit, and this compiler emits host C++ for the "
-        f"simulated chip's tile library only, which no NPU runs; nothing was compiled or cached. "
-        f"Compile for {p.hardware}sim to run on the simulated {p.hardware} chip"
-    )
+    """The platform must be one of :data:`pypto.ir.platforms.PLATFORMS`. An NPU platform (a2a3,
+    a5) gets the same PTO-ISA kernel sources as its simulator; building them for the device is
+    pypto-runtime's (``pypto.runtime.device_build``)."""
+    get_platform(b.platform)
 
 
 def aliases(b: Build) -> None:

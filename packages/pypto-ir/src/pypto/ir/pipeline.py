@@ -2,8 +2,8 @@
 
 ``compile_to_files`` (pypto.ir.compile) runs ``COMPILE``, then writes the files:
 
-    target           the platform is a simulated chip (DeviceBuildUnavailable for an NPU:
-                     no device kernel code is emitted, so nothing is written or cached)
+    target           the platform is a known one (an NPU platform's sources are built for the
+                     device by pypto-runtime: pypto.runtime.device_build)
     aliases          a second SSA run, on the original (parsed) IR: the entry's return
                      aliases (analysis.return_lineage.entry_aliases) and the logical signature
     contract         KERNEL: validate_kernel_contract; PROGRAM: every return aliases a parameter

@@ -16,7 +16,7 @@ from pypto.runtime.distributed.program import DistributedCompiledProgram
 from pypto.runtime.distributed.program import compile_host as _compile_host
 from pypto.runtime.distributed.tensors import SharedDeviceTensor, StackedDeviceTensor
 from pypto.runtime.distributed.worker import DistributedRunHandle, DistributedWorker
-from pypto.runtime.errors import PyptoRuntimeError
+from pypto.runtime.errors import DeviceBuildUnavailable, PyptoRuntimeError
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
 from pypto.runtime.runner import RunConfig
 from pypto.runtime.tensor_spec import TensorSpec
@@ -28,6 +28,7 @@ __all__ = [
     "ChipWorker",
     "CompiledArtifact",
     "CompiledProgram",
+    "DeviceBuildUnavailable",
     "DeviceTensor",
     "DistributedCompiledProgram",
     "DistributedRunHandle",

@@ -21,26 +21,31 @@ from pypto.ir import (
     DEFAULT_RUNTIME,
     ArtifactKey,
     Contract,
+    DeviceKind,
     FunctionType,
     ParamDirection,
     Program,
     ToolchainIdentity,
     atomic_write,
     compile_to_files,
+    device_kind,
     parse_platform,
 )
 from pypto.language.jit import JITFunction, Specialization
 from pypto.language.tracebacks import user_facing
-from pypto.runtime import settings
+from pypto.runtime import device_build, settings
 from pypto.runtime.artifact_runtime import Obtained, default_runtime
 from pypto.runtime.compiled import (
+    DEVICE_DIR,
     ENTRIES_FILE,
     CompiledArtifact,
     CompiledProgram,
     build_prebuilt,
     toolchain_identity,
 )
+from pypto.runtime.errors import DeviceBuildUnavailable
 from pypto.runtime.host_tensors import allocate_like
+from pypto.runtime.manifest import EntryState
 from pypto.runtime.runner import DECLINED, RunConfig, run_artifact
 
 __all__ = [
@@ -194,10 +199,35 @@ def _compile_single(
         result = compile_to_files(
             spec, output_dir, contract=Contract.PROGRAM, platform=platform, runtime=runtime
         )
+        if device_kind(platform) is DeviceKind.ONBOARD:
+            out = Path(result.output_dir)
+            device_build.write_sources(out, result.metadata, out / DEVICE_DIR)
         return CompiledProgram(CompiledArtifact(result.output_dir, result.metadata), program=result.program)
     got, spec = _obtain(program, args, kwargs, contract=Contract.PROGRAM, platform=platform, runtime=runtime)
+    _check_device_build(got, platform)
     artifact = CompiledArtifact.from_dir(got.path, require=Contract.PROGRAM, key=got.key)
     return CompiledProgram(artifact, program=spec.program if isinstance(spec, Specialization) else spec)
+
+
+def _check_device_build(got: Obtained, platform: str) -> None:
+    """An NPU platform's entry without binaries: raise DeviceBuildUnavailable, naming what is
+    missing and the entry's device sources (pypto.runtime.device_build)."""
+    if device_kind(platform) is not DeviceKind.ONBOARD or got.state == EntryState.READY:
+        return
+    found = device_build.find_compiler()
+    missing = found if isinstance(found, str) else "the device build did not complete"
+    sources = got.path / DEVICE_DIR
+    raise DeviceBuildUnavailable(
+        f"platform {platform!r}: the sources were written but no device binaries built: {missing}. "
+        f"The sources and their build commands are in {sources}"
+        + (
+            " (removed when this process exits; compile with output_dir= to keep them)"
+            if got.origin == "private"
+            else ""
+        ),
+        missing=missing,
+        sources=sources,
+    )
 
 
 def _compile_multi(
@@ -239,7 +269,9 @@ def compile_artifact(
         runtime: Chip runtime.
     """
     c = Contract.parse(contract)
-    got, _ = _obtain(program, args, kwargs, contract=c, platform=parse_platform(platform), runtime=runtime)
+    platform = parse_platform(platform)
+    got, _ = _obtain(program, args, kwargs, contract=c, platform=platform, runtime=runtime)
+    _check_device_build(got, platform)
     return CompiledArtifact.from_dir(got.path, require=c, key=got.key)
 
 

@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 
 from pypto.runtime import settings
 from pypto.runtime._fs import copy_file, make_dir, pid_alive, read_regular, remove_tree
-from pypto.runtime.errors import PyptoRuntimeError
+from pypto.runtime.errors import BuildUnavailable, PyptoRuntimeError
 from pypto.runtime.manifest import EntryState, InvalidEntry, Manifest, scan_dir
 from pypto.runtime.store import ArtifactStore, check_key, inject_fault
 
@@ -62,10 +62,6 @@ T = TypeVar("T")
 
 class StoreDegradedWarning(UserWarning):
     """The artifact store could not be used; artifacts are built privately instead."""
-
-
-class BuildUnavailable(PyptoRuntimeError):
-    """The binaries cannot be built here (no toolchain for the platform): keep GENERATED."""
 
 
 @dataclass(frozen=True)

@@ -41,18 +41,27 @@ from pypto.ir import (
     device_kind,
     read_metadata,
 )
-from pypto.runtime import progress
+from pypto.runtime import device_build, progress, settings
 from pypto.runtime._fs import read_regular
-from pypto.runtime.artifact_runtime import BuildUnavailable, default_runtime
+from pypto.runtime.artifact_runtime import default_runtime
 from pypto.runtime.manifest import MANIFEST_NAME, InvalidEntry, Manifest, validate_entry
+from pypto.runtime.settings import SettingsError
 from pypto.runtime.store import check_key
 
 if TYPE_CHECKING:
     from pypto.runtime.runner import CallPlan
 
-__all__ = ["PREBUILT_DIR", "CompiledArtifact", "CompiledProgram", "build_prebuilt", "toolchain_identity"]
+__all__ = [
+    "DEVICE_DIR",
+    "PREBUILT_DIR",
+    "CompiledArtifact",
+    "CompiledProgram",
+    "build_prebuilt",
+    "toolchain_identity",
+]
 
 PREBUILT_DIR = "prebuilt"
+DEVICE_DIR = "device"  # an NPU artifact's device sources (pypto.runtime.device_build)
 ENTRIES_FILE = "entries.json"  # index of a multi-entry program's directory
 _TOOLCHAIN_FILE = f"{PREBUILT_DIR}/toolchain.json"
 _ORCH_BINARY = f"{PREBUILT_DIR}/orchestration.so"
@@ -63,12 +72,37 @@ def _kernel_binary(k: KernelInfo) -> str:
 
 
 def toolchain_identity(platform: str) -> dict[str, str]:
-    """What builds binaries for ``platform`` here: simpler's host toolchain for SIM platforms."""
+    """What builds binaries for ``platform`` here: simpler's host toolchains for SIM platforms
+    (orchestrations, and kernels against the PTO-ISA backend ``PTO_ISA_ROOT`` selects).
+
+    Raises:
+        SettingsError: PTO_ISA_ROOT or PTO_ISA_CXX is set but unusable.
+    """
     if device_kind(platform) is DeviceKind.ONBOARD:
-        return {"backend": "cann", "toolchain": "unavailable"}
+        return device_build.toolchain_identity()
+    kernels = _kernel_toolchain()
     from simpler import toolchain
 
-    return {"backend": "host_cpp", "simpler_toolchain": toolchain.identity()}
+    out = {
+        "backend": "host_cpp",
+        "simpler_toolchain": toolchain.identity(),
+        "pto_backend": str(kernels.pto_backend),
+    }
+    if kernels.pto_backend == "pto-isa":
+        out["pto_isa_root"] = str(settings.get("PTO_ISA_ROOT"))
+    return out
+
+
+def _kernel_toolchain() -> Any:
+    """simpler's toolchain for kernel sources, its configuration errors as SettingsError."""
+    settings.get("PTO_ISA_ROOT")  # the registry's own check (an absolute path) comes first
+    settings.get("PTO_ISA_CXX")
+    from simpler import toolchain
+
+    try:
+        return toolchain.kernel_toolchain()
+    except toolchain.ToolchainError as exc:
+        raise SettingsError(str(exc)) from exc
 
 
 def _read_sources(
@@ -93,36 +127,42 @@ def _compile_all(
             return read_regular(path / rel)
 
     if device_kind(platform) is DeviceKind.ONBOARD:
-        raise BuildUnavailable(
-            f"platform {platform!r} needs CANN to build device binaries; only sources are kept"
-        )
+        device = device_build.build(path, meta, sources_dir=path / DEVICE_DIR, read=read)
+        orch = {"orchestration.so": _ORCH_BINARY}
+        return {orch.get(rel, f"{PREBUILT_DIR}/{rel}"): data for rel, data in device.items()}
     from simpler import toolchain
 
-    jobs = [(_ORCH_BINARY, meta.orchestration.source)] + [(_kernel_binary(k), k.source) for k in meta.kernels]
-    identity = toolchain.identity()
-    # target -> memo key; memo key -> sources still to build (first target's order)
+    # Orchestrations build with simpler's default toolchain; kernels with its kernel toolchain
+    # (simpler's PTO-ISA implementation, or the official headers under PTO_ISA_ROOT).
+    orch_tc = toolchain.default_toolchain()
+    kernel_tc = _kernel_toolchain()
+    jobs = [(_ORCH_BINARY, meta.orchestration.source, orch_tc)] + [
+        (_kernel_binary(k), k.source, kernel_tc) for k in meta.kernels
+    ]
+    # target -> memo key; memo key -> (toolchain, sources) still to build (first target's order)
     memo_of: dict[str, tuple[str, str]] = {}
-    todo: dict[tuple[str, str], dict[str, str]] = {}
+    todo: dict[tuple[str, str], tuple[Any, dict[str, str]]] = {}
     out: dict[str, bytes] = {}
-    for target, source in jobs:
+    for target, source, tc in jobs:
         sources = _read_sources(path, meta, source, read)
-        memo = (identity, hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest())
+        memo = (tc.identity(), hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest())
         memo_of[target] = memo
         with _binary_memo_lock.lock:
             data = _binary_memo.get(memo)
         if data is not None:
             out[target] = data
         elif memo not in todo:
-            todo[memo] = sources
+            todo[memo] = (tc, sources)
 
-    def build(sources: dict[str, str]) -> bytes:
-        return toolchain.compile_shared(sources, precompile=True)
+    def build(tc: Any, sources: dict[str, str]) -> bytes:
+        data: bytes = tc.compile_shared(sources, precompile=True)
+        return data
 
     built: dict[tuple[str, str], bytes] = {}
     if todo:
         workers = min(len(todo), _build_jobs())
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pypto-build") as pool:
-            futures = [(memo, pool.submit(build, sources)) for memo, sources in todo.items()]
+            futures = [(memo, pool.submit(build, tc, sources)) for memo, (tc, sources) in todo.items()]
             try:
                 for memo, future in progress.track(futures, f"building {meta.name} ({len(jobs)} binaries)"):
                     built[memo] = future.result()
@@ -133,10 +173,10 @@ def _compile_all(
             _binary_memo.update(built)
             while len(_binary_memo) > _BINARY_MEMO_SIZE:
                 _binary_memo.pop(next(iter(_binary_memo)))
-    for target, _ in jobs:
+    for target, _, _ in jobs:
         if target not in out:
             out[target] = built[memo_of[target]]
-    return {target: out[target] for target, _ in jobs}
+    return {target: out[target] for target, _, _ in jobs}
 
 
 def _build_jobs() -> int:
@@ -172,8 +212,13 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def build_prebuilt(path: Path) -> None:
-    """ArtifactRuntime build step: add ``prebuilt/`` binaries to a generated directory."""
+    """ArtifactRuntime build step: add ``prebuilt/`` binaries to a generated directory. For an
+    NPU platform the device sources are written to ``device/`` first (kept when the build is
+    unavailable: :class:`~pypto.runtime.errors.DeviceBuildUnavailable` leaves the entry
+    GENERATED)."""
     meta = read_metadata(path)
+    if device_kind(meta.platform) is DeviceKind.ONBOARD:
+        device_build.write_sources(path, meta, path / DEVICE_DIR)
     binaries = _compile_all(path, meta, meta.platform)
     for rel, data in binaries.items():
         target = path / rel

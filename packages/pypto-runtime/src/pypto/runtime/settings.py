@@ -37,6 +37,7 @@ __all__ = [
     "invalidating_snapshot",
     "lock_timeout",
     "platform",
+    "pto_isa_root",
     "simulate_npu",
 ]
 
@@ -204,6 +205,34 @@ SETTINGS: Mapping[str, Setting] = {
             "pinned range (the interface checks still run).",
         ),
         Setting(
+            "PTO_ISA_ROOT",
+            Effect.INVALIDATING,
+            _parse_path,
+            None,
+            "A pto-isa checkout (a directory holding include/pto/pto-inst.hpp): kernels then compile "
+            "against its official headers' CPU backend (clang++ >= 17 or g++ >= 14, -std=c++20 "
+            "-D__CPU_SIM) instead of simpler's own PTO-ISA implementation; read by simpler.toolchain, "
+            "whose identity (in every artifact key) holds the root's path and a digest of its include/.",
+        ),
+        Setting(
+            "PTO_ISA_CXX",
+            Effect.INVALIDATING,
+            _parse_str,
+            None,
+            "The compiler for kernels when PTO_ISA_ROOT is set (must be clang++ >= 17 or g++ >= 14); "
+            "default: the first such of clang++-21 ... clang++-17, clang++, g++-16 ... g++-14, g++ on PATH.",
+        ),
+        Setting(
+            "ASCEND_HOME_PATH",
+            Effect.NEUTRAL,  # an NPU platform's toolchain identity holds the compiler it finds
+            _parse_path,
+            None,
+            "The CANN toolkit a compile for an NPU platform (a2a3, a5) builds its device binaries "
+            "with (its bisheng compiler, with PTO_ISA_ROOT's device headers); without one, such a "
+            "compile writes the sources and raises DeviceBuildUnavailable. Nothing of the device "
+            "path has run on hardware.",
+        ),
+        Setting(
             "PYPTO_CACHE_FAULT",
             Effect.NEUTRAL,
             _parse_str,
@@ -283,6 +312,12 @@ def native_describe() -> bool:
 def simulate_npu() -> bool:
     """Whether an NPU platform in a RunConfig runs on its simulator (PYPTO_SIMULATE_NPU)."""
     return bool(get("PYPTO_SIMULATE_NPU"))
+
+
+def pto_isa_root() -> Path | None:
+    """The official PTO-ISA checkout kernels compile against (PTO_ISA_ROOT), or None."""
+    value: Path | None = get("PTO_ISA_ROOT")
+    return value
 
 
 def fault_point() -> str | None:

@@ -12,9 +12,16 @@ Parameters with a signature default may be left out. A ``@pl.program`` takes no 
 The file is imported as a module (kernels need their source file); its directory is put
 first on ``sys.path`` so that its own imports work.
 
+For an NPU platform (``--platform a2a3`` or ``a5``), ``--emit-sources DIR`` writes the device
+build's sources into DIR (a new or empty directory) and prints it: the PTO-ISA kernels and the
+orchestration, simpler's headers, ``build.json`` and ``build.sh`` (CANN's bisheng against the
+official PTO-ISA headers; see pypto.runtime.device_build). It needs no CANN. UNVERIFIED: nothing
+of the device path has run on hardware.
+
 Example:
     $ pypto-runtime compile kernels.py::scaled_add --arg a=64x64:FP32 --arg b=64x64:FP32 \\
           --arg alpha=RUNTIME:FP32 --arg out=64x64:FP32
+    $ pypto-runtime compile kernels.py::scaled_add ... --platform a2a3 --emit-sources dev/
 """
 
 from __future__ import annotations
@@ -65,6 +72,12 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
         "--output-dir",
         help="compile into this new directory (sources only; binaries are built at its first run) "
         "instead of the store",
+    )
+    p.add_argument(
+        "--emit-sources",
+        metavar="DIR",
+        help="NPU platforms (a2a3, a5): write the device build's sources (kernels, orchestration, "
+        "headers, build.sh) into this new or empty directory and print it; needs no CANN",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object: key, path, name, platform")
     p.set_defaults(handler=command)
@@ -176,7 +189,21 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError(f"--runtime: expected one of {', '.join(RUNTIMES)}, got {args.runtime!r}")
     from pypto.runtime import settings
 
-    if args.output_dir is None and not settings.cache_enabled():
+    emit = getattr(args, "emit_sources", None)
+    if emit is not None:
+        from pypto.ir import DeviceKind, device_kind
+
+        if device_kind(platform) is not DeviceKind.ONBOARD:
+            raise UsageError(
+                f"--emit-sources: writes the device build's sources of an NPU platform (a2a3, a5), got "
+                f"--platform {platform}; use --output-dir DIR for a simulated platform's sources"
+            )
+        if args.output_dir is not None:
+            raise UsageError("--emit-sources and --output-dir: give one of them")
+        dest = Path(emit)
+        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+            raise UsageError(f"--emit-sources: {dest} exists and is not an empty directory")
+    if emit is None and args.output_dir is None and not settings.cache_enabled():
         raise UsageError("the artifact store is disabled (PYPTO_CACHE=0): pass --output-dir DIR")
     fn = _import(args.target)
     given: dict[str, Any] = {}
@@ -215,6 +242,16 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.target}: not a @pl.jit function, so it takes no --arg")
     else:
         program = fn
+    if emit is not None:
+        return _emit_sources(
+            args,
+            program,
+            name=str(name),
+            platform=platform,
+            dest=Path(emit),
+            compile_program=compile_program,
+            compile_error=PyptoCompileError,
+        )
     start = time.monotonic()
     try:
         with step(f"compiling {name} for {platform}", quiet=args.quiet, spinner=False):
@@ -232,6 +269,50 @@ def command(args: argparse.Namespace) -> int:
         if p.dtype is not dtype:
             raise UsageError(f"--arg {pname}=RUNTIME:{dtype.value}: the parameter is {p.dtype.value}")
     return _report(args, prog, time.monotonic() - start)
+
+
+def _emit_sources(
+    args: argparse.Namespace,
+    program: Any,
+    *,
+    name: str,
+    platform: str,
+    dest: Path,
+    compile_program: Any,
+    compile_error: type[Exception],
+) -> int:
+    """Compile into a scratch directory and write the device sources of each entry into
+    ``dest`` (``dest/<entry>`` for a program with several)."""
+    import tempfile
+
+    from pypto.runtime import device_build
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="pypto-emit-") as tmp:
+            with step(f"compiling {name} for {platform}", quiet=args.quiet, spinner=False):
+                prog = compile_program(
+                    program, platform=platform, runtime=args.runtime, output_dir=Path(tmp) / "artifact"
+                )
+            names = list(prog.entry_names)
+            for entry in names:
+                art = prog.entry(entry).artifact
+                where = dest if len(names) == 1 else dest / entry
+                device_build.write_sources(art.path, art.metadata, where)
+    except compile_error as exc:
+        raise Failed(str(exc)) from None
+    except FileExistsError as exc:
+        raise UsageError(f"--emit-sources: {exc}") from None
+    if args.json:
+        print(json.dumps({"sources": str(dest), "name": name, "platform": platform}, indent=2))
+    elif args.quiet:
+        print(dest)
+    else:
+        stdout_console().print(
+            f"device sources of {name} for {platform}: {dest} (build with {dest / 'build.sh'}; "
+            "UNVERIFIED: never run on hardware)",
+            soft_wrap=True,
+        )
+    return EXIT_OK
 
 
 def _report(args: argparse.Namespace, prog: Any, seconds: float) -> int:
