@@ -353,6 +353,46 @@ def npu_compile(session: nox.Session) -> None:
 DOC_TOOLS = ["mkdocs==1.6.1", "mkdocs-material==9.8.2", "mkdocstrings-python==2.0.11"]
 
 
+@nox.session(name="pto-isa")
+def pto_isa(session: nox.Session) -> None:
+    """Kernels against the official PTO-ISA headers (not in -t ci: CI has no pto-isa checkout).
+
+    Needs ``PTO_ISA_ROOT`` = a pto-isa checkout kept outside this repository (its
+    ``include/pto/pto-inst.hpp``) and a compiler its headers accept (clang++ >= 17 or g++ >= 14,
+    found on PATH or named by ``PTO_ISA_CXX``). Without them the session says so and skips
+    (exit 0). With them it runs every kernel-running suite and the tutorial (testing/tests)
+    and the demo with ``PTO_ISA_ROOT`` exported, so every kernel is built against those headers.
+    """
+    raw = os.environ.get("PTO_ISA_ROOT", "").strip()
+    if not raw:
+        session.skip(
+            "did not run: PTO_ISA_ROOT is not set. Point it at a pto-isa checkout outside this "
+            "repository (e.g. git clone https://github.com/hw-native-sys/pto-isa) to run the kernel "
+            "suites against the official headers"
+        )
+    marker = Path(raw) / "include" / "pto" / "pto-inst.hpp"
+    if not marker.is_file():
+        session.skip(f"did not run: PTO_ISA_ROOT={raw!r} is not a pto-isa checkout ({marker} not found)")
+    _install(session, *PACKAGES)
+    session.env["PTO_ISA_ROOT"] = raw
+    check = "from simpler import toolchain; tc = toolchain.kernel_toolchain(); print(tc.compiler)"
+    try:
+        compiler = session.run("python", "-c", check, silent=True)
+    except nox.command.CommandFailed:
+        session.skip(
+            "did not run: no compiler for the official headers (clang++ >= 17 or g++ >= 14 on PATH, "
+            "or PTO_ISA_CXX); see the error above"
+        )
+    session.log(f"kernels compile against {raw}/include with {str(compiler).strip()}")
+    _pytest(
+        session,
+        NATIVE / "tests",
+        *(PACKAGES[name][0] / "tests" for name in ("pypto-runtime", "pypto-torch")),
+        TESTING / "tests",
+    )
+    session.run("python", str(ROOT / "examples" / "demo.py"))
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """The documentation site (mkdocs.yml) into build/site, warnings as errors: first checks
