@@ -141,8 +141,8 @@ def _table(title: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]])
 
 
 def _exp_kernel_gxx(tmp: str) -> tuple[list[str], str]:
-    """The plain g++ command (toolchain compiler and flags, no precompiled header) that builds
-    the program's exp kernel translation unit, and its short form."""
+    """The plain compiler command (the kernel toolchain's compiler, flags and include roots, no
+    precompiled header) that builds the program's exp kernel translation unit, and its short form."""
     from simpler import get_include, toolchain
 
     x = np.zeros((N, N), np.float32)
@@ -155,8 +155,9 @@ def _exp_kernel_gxx(tmp: str) -> tuple[list[str], str]:
         kernel = next(k for k in prog.metadata.kernels if "exp" in k.name)
         source = Path(tmp) / "exp_kernel.cpp"
         shutil.copyfile(Path(prog.path) / kernel.source, source)
-    tc = toolchain.default_toolchain()
-    cmd = [tc.compiler, *tc.flags, f"-I{get_include()}", str(source), "-o", str(Path(tmp) / "k.so")]
+    tc = toolchain.kernel_toolchain()  # the toolchain kernels build with (PTO_ISA_ROOT decides)
+    roots = [f"-I{r}" for r in tc.include_roots]
+    cmd = [tc.compiler, *tc.flags, *roots, f"-I{get_include()}", str(source), "-o", str(Path(tmp) / "k.so")]
     return cmd, f"{Path(tc.compiler).name} {' '.join(tc.flags)}"
 
 

@@ -203,3 +203,10 @@ def test_core_types_map_to_aicore_archs() -> None:
     assert device_build.aicore_arch("a5", "AIV") == "dav-c310-vec"
     with pytest.raises(ValueError, match="expected core type AIV or AIC"):
         device_build.aicore_arch("a2a3", "GPU")
+
+
+def test_compile_command_without_cann_points_at_emit_sources(kernels: Path) -> None:
+    code, _, err = _cli("compile", "kernels.py::scaled_add", *ARGS, "--platform", "a2a3")
+    assert code == 1
+    assert "ASCEND_HOME_PATH is not set" in err
+    assert "--emit-sources DIR" in err

@@ -180,6 +180,7 @@ def command(args: argparse.Namespace) -> int:
             "pip install pypto-ir, or compile on a machine that has it and `run` the key or directory here"
         ) from None
     from pypto.ir import RUNTIMES, parse_platform
+    from pypto.runtime.errors import DeviceBuildUnavailable
 
     try:
         platform = parse_platform(args.platform)
@@ -262,6 +263,8 @@ def command(args: argparse.Namespace) -> int:
         raise Failed(str(exc)) from None
     except FileExistsError as exc:
         raise UsageError(f"--output-dir: {exc}") from None
+    except DeviceBuildUnavailable as exc:
+        raise Failed(f"{exc}. `--emit-sources DIR` writes them into a directory of your choice") from None
     except Exception as exc:
         raise Failed(f"compiling {name} failed: {type(exc).__name__}: {exc}") from None
     for pname, dtype in runtime_dtypes.items():
