@@ -39,17 +39,27 @@ def two_stages(x: pl.Tensor, y: pl.Out[pl.Tensor]):
 
 
 class _Recorder:
+    """Wraps ``simpler.toolchain.Toolchain.compile_shared``: records the thread, the prelude
+    flag and which toolchain (its ``pto_backend``: None for orchestrations) built each source."""
+
     def __init__(self, real: Any) -> None:
         self.real = real
         self.calls: list[tuple[str, bool]] = []
+        self.backends: list[str | None] = []
         self.lock = threading.Lock()
 
-    def __call__(
-        self, sources: Mapping[str, str], *, extra_flags: Sequence[str] = (), precompile: bool = False
+    def record(
+        self,
+        tc: Any,
+        sources: Mapping[str, str],
+        *,
+        extra_flags: Sequence[str] = (),
+        precompile: bool = False,
     ) -> bytes:
         with self.lock:
             self.calls.append((threading.current_thread().name, precompile))
-        data: bytes = self.real(sources, extra_flags=extra_flags, precompile=precompile)
+            self.backends.append(tc.pto_backend)
+        data: bytes = self.real(tc, sources, extra_flags=extra_flags, precompile=precompile)
         return data
 
 
@@ -60,8 +70,14 @@ def recorder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> _Recorder:
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
     monkeypatch.setenv("SIMPLER_CACHE_DIR", str(tmp_path / "toolchain"))
     monkeypatch.setattr(compiled, "_binary_memo", {})
-    rec = _Recorder(toolchain.compile_shared)
-    monkeypatch.setattr(toolchain, "compile_shared", rec)
+    rec = _Recorder(toolchain.Toolchain.compile_shared)
+
+    def patched(
+        tc: Any, sources: Mapping[str, str], *, extra_flags: Sequence[str] = (), precompile: bool = False
+    ) -> bytes:
+        return rec.record(tc, sources, extra_flags=extra_flags, precompile=precompile)
+
+    monkeypatch.setattr(toolchain.Toolchain, "compile_shared", patched)
     return rec
 
 
@@ -74,6 +90,12 @@ def test_a_program_builds_each_source_once_on_build_threads(recorder: _Recorder)
     assert len(recorder.calls) == 1 + len(prog.metadata.kernels) == 3
     assert all(pre for _, pre in recorder.calls)
     assert all(name.startswith("pypto-build") for name, _ in recorder.calls)
+    # the orchestration by the default toolchain, each kernel by the kernel toolchain
+    from simpler import toolchain
+
+    kernels = toolchain.kernel_toolchain().pto_backend  # "simpler", or "pto-isa" with PTO_ISA_ROOT
+    assert kernels is not None
+    assert sorted(recorder.backends, key=str) == sorted([None, kernels, kernels], key=str)
 
 
 def test_parallel_build_gives_the_sequential_binaries(
@@ -96,13 +118,13 @@ def test_a_failing_source_fails_the_build(recorder: _Recorder, monkeypatch: pyte
     from simpler import toolchain
 
     def broken(
-        sources: Mapping[str, str], *, extra_flags: Sequence[str] = (), precompile: bool = False
+        tc: Any, sources: Mapping[str, str], *, extra_flags: Sequence[str] = (), precompile: bool = False
     ) -> bytes:
         if any("kernel_entry" in text for text in sources.values()):
             raise toolchain.CompileError("compile_shared: g++ failed: boom", "boom")
-        return recorder(sources, extra_flags=extra_flags, precompile=precompile)
+        return recorder.record(tc, sources, extra_flags=extra_flags, precompile=precompile)
 
-    monkeypatch.setattr(toolchain, "compile_shared", broken)
+    monkeypatch.setattr(toolchain.Toolchain, "compile_shared", broken)
     x = np.zeros((N, N), np.float32)
     with pytest.raises(toolchain.CompileError, match="boom"):
         rt.compile(two_stages, x, x).artifact.chip_callable()
