@@ -219,7 +219,7 @@ def _from_dir(path: Path, *, platform: str | None, key: str | None, manifest: An
         try:
             platform = parse_platform(platform)
         except ValueError as exc:
-            raise UsageError(f"--platform: {exc}") from None
+            raise UsageError(f"--platform: {clip(str(exc), 300)}") from None
     if not (path / "compiled_meta.json").exists() and (path / "plan.json").is_file():
         raise Failed(
             f"{path}: the entry of a multi-chip program (plan.json), not a single-chip artifact; "

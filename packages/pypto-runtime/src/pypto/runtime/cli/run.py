@@ -136,11 +136,12 @@ def _load_npy(np: Any, p: Any, file: str) -> Any:
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
         raise UsageError(f"{what}: cannot read the file ({getattr(exc, 'strerror', None) or exc})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise UsageError(f"{what}: not a regular file (a .npy file is expected)")
+    os.set_blocking(fd, True)
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"{what}: not a regular file (a .npy file is expected)")
-        os.set_blocking(fd, True)
         try:
             magic = f.read(len(_NPY_MAGIC))
         except OSError as exc:
@@ -195,8 +196,8 @@ def _check_header(p: Any, file: str, shape: tuple[int, ...], dtype: Any) -> None
     if got is not p.dtype or not dims_ok:
         dims = ", ".join(str(d) for d in shape)
         raise UsageError(
-            f"parameter {p.name!r} ({p.direction.value}) expects {_want(p)}; {clip(file)} holds "
-            f"{dtype.name} of shape {clip('[' + dims + ']', 120)}"
+            f"--arg {p.name}={clip(file)}: parameter {p.name!r} ({p.direction.value}) expects {_want(p)}; "
+            f"{clip(file)} holds {dtype.name} of shape {clip('[' + dims + ']', 120)}"
         )
 
 
@@ -314,7 +315,7 @@ def _config(args: argparse.Namespace, artifact: Any) -> Any:
             timeout=args.timeout,
         )
     except ValueError as exc:
-        text = str(exc)
+        text = clip(str(exc), 300)
         option = next((o for f, o in _OPTION_OF.items() if f in text), None)
         raise UsageError(f"{option}: {text}" if option else text) from None
     if args.trace:  # only once RunConfig has refused a directory inside the store
