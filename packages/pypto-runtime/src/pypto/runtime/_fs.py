@@ -132,10 +132,11 @@ def open_inside(root: Path, rel: str) -> int:
 
     The fd of a regular file, else OSError: ELOOP for a symlink (the file or a directory on
     the way), ENOTDIR for a component that is not a directory, EINVAL for a FIFO, socket or
-    device and for a ``rel`` that is absolute, empty or contains ``..``."""
+    device. ValueError for a ``rel`` that is absolute, empty, not normalised or contains
+    ``..``."""
     parts = rel.split("/")
-    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise OSError(errno.EINVAL, "not a relative path inside the directory", str(root / rel))
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in rel:
+        raise ValueError(f"{rel!r}: not a normalised relative path inside {root}")
     dirfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for i, part in enumerate(parts[:-1]):

@@ -103,6 +103,8 @@ def _read_file(root: Path, rel: str, kind: str) -> bytes:
         return read_inside(root, rel)
     except FileNotFoundError:
         raise
+    except ValueError:
+        raise UnsafeArtifactError(root / rel, f"the {kind} path {rel!r} does not stay inside the directory") from None
     except OSError as exc:
         problem = _REFUSED.get(exc.errno or 0)
         if problem is None:
@@ -465,6 +467,8 @@ def _read_checked(root: Path, manifest: Manifest, rel: str, kind: str) -> bytes:
     fix = "run `python -m pypto.runtime cache verify --fix` and retry"
     try:
         data = read_inside(root, rel)
+    except ValueError as exc:  # a path the validated manifest cannot list
+        raise RuntimeError(f"{path}: {kind} is not in the validated entry ({exc}); {fix}") from None
     except OSError as exc:
         if exc.errno not in (errno.ELOOP, errno.EINVAL, errno.ENOENT, errno.ENOTDIR):
             raise
