@@ -108,7 +108,12 @@ def test_npy_header_declaring_a_huge_shape_is_a_usage_error(work: Path, shape: t
     _npy_header(work / "huge.npy", shape)
     proc = _run("--arg", "a=huge.npy", "--arg", "alpha=1")
     dims = ", ".join(map(str, shape))
-    _usage(proc, "--arg a=huge.npy:", "expects FP32 (float32) of shape [16, 16]", f"holds float32 of shape [{dims}]")
+    _usage(
+        proc,
+        "--arg a=huge.npy:",
+        "expects FP32 (float32) of shape [16, 16]",
+        f"holds float32 of shape [{dims}]",
+    )
 
 
 def test_npy_header_promising_more_data_than_the_file_holds(work: Path) -> None:
@@ -124,7 +129,9 @@ def test_malformed_npy_headers(work: Path) -> None:
     _npy_header(work / "negative.npy", (-16, 16))
     _usage(_run("--arg", "a=negative.npy", "--arg", "alpha=1"), "--arg a=negative.npy:")
     (work / "garbage.npy").write_bytes(b"\x93NUMPY\x01\x00\x10\x00{not a dict}    \n")
-    _usage(_run("--arg", "a=garbage.npy", "--arg", "alpha=1"), "--arg a=garbage.npy: not a readable .npy file")
+    _usage(
+        _run("--arg", "a=garbage.npy", "--arg", "alpha=1"), "--arg a=garbage.npy: not a readable .npy file"
+    )
     (work / "v9.npy").write_bytes(b"\x93NUMPY\x09\x00" + b"\0" * 100)
     _usage(_run("--arg", "a=v9.npy", "--arg", "alpha=1"), "--arg a=v9.npy: not a readable .npy file")
     _npy_header(work / "object.npy", (16, 16), descr="|O")
@@ -195,8 +202,14 @@ def test_integer_scalars_are_range_checked() -> None:
 
     assert _scalar(param(DataType.INT32), "-2147483648") == -(2**31)
     assert _scalar(param(DataType.UINT8), "0xff") == 255
-    for dtype, text in ((DataType.INT32, "2147483648"), (DataType.UINT8, "-1"), (DataType.INT64, "1" + "0" * 30)):
-        with pytest.raises(Exception, match=f"--arg n={text}: parameter 'n' .* is outside the range of") as info:
+    for dtype, text in (
+        (DataType.INT32, "2147483648"),
+        (DataType.UINT8, "-1"),
+        (DataType.INT64, "1" + "0" * 30),
+    ):
+        with pytest.raises(
+            Exception, match=f"--arg n={text}: parameter 'n' .* is outside the range of"
+        ) as info:
             _scalar(param(dtype), text)
         assert type(info.value).__name__ == "UsageError"
     with pytest.raises(Exception, match="is not an integer"):

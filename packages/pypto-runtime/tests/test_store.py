@@ -294,7 +294,7 @@ def test_disk_full_in_the_middle_of_staging_leaves_no_staging_dir(
     src = Path(rt.obtain(hashlib.sha256(b"src").hexdigest(), generate=c.generate, build=c.build).path)
     assert len(list(src.rglob("*.*"))) >= 3  # so that the copy fails after its first file
     monkeypatch.setattr(store_module, step, _enospc(step, after=1 if step == "copy_file" else 0))
-    with rt.store.lock(KEY), pytest.raises(OSError) as info:
+    with rt.store.lock(KEY), pytest.raises(OSError, match="No space left on device while staging") as info:
         rt.store.stage(KEY, src, EntryState.READY)
     assert info.value.errno == errno.ENOSPC
     message = str(info.value)

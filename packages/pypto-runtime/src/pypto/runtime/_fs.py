@@ -142,7 +142,9 @@ def open_inside(root: Path, rel: str) -> int:
         for i, part in enumerate(parts[:-1]):
             try:
                 fd = os.open(
-                    part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd
+                    part,
+                    os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                    dir_fd=dirfd,
                 )
             except NotADirectoryError:
                 where = str(root.joinpath(*parts[: i + 1]))

@@ -104,7 +104,9 @@ def _read_file(root: Path, rel: str, kind: str) -> bytes:
     except FileNotFoundError:
         raise
     except ValueError:
-        raise UnsafeArtifactError(root / rel, f"the {kind} path {rel!r} does not stay inside the directory") from None
+        raise UnsafeArtifactError(
+            root / rel, f"the {kind} path {rel!r} does not stay inside the directory"
+        ) from None
     except OSError as exc:
         problem = _REFUSED.get(exc.errno or 0)
         if problem is None:
@@ -155,7 +157,8 @@ def entry_index(root: Path) -> tuple[tuple[str, ...], str]:
         shown = name if len(name) <= 80 else name[:77] + "..."
         if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or len(name) > 255:
             raise UnsafeArtifactError(
-                index, f"entry {shown!r} is not the plain name of a subdirectory (it could lead outside {root})"
+                index,
+                f"entry {shown!r} is not the plain name of a subdirectory (it could lead outside {root})",
             )
         try:
             st = os.lstat(root / name)
@@ -164,7 +167,7 @@ def entry_index(root: Path) -> tuple[tuple[str, ...], str]:
         if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
             kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a directory"
             raise UnsafeArtifactError(root / name, f"the directory of entry {shown!r} is {kind}")
-    return tuple(names), default
+    return tuple(names), str(default)
 
 
 def _kernel_binary(k: KernelInfo) -> str:

@@ -280,8 +280,10 @@ def command(args: argparse.Namespace) -> int:
             present = store.root.exists() or store.root.is_symlink()
         except (OSError, ValueError) as exc:  # e.g. a name longer than the filesystem allows
             reason = getattr(exc, "strerror", None) or str(exc)
-            print(f"pypto cache {args.command}: --root {clip(str(store.root))}: not a usable path ({reason})",
-                  file=sys.stderr)
+            print(
+                f"pypto cache {args.command}: --root {clip(str(store.root))}: not a usable path ({reason})",
+                file=sys.stderr,
+            )
             return 2
         if present:
             store.check()

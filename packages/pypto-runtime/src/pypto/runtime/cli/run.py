@@ -63,7 +63,9 @@ def _device_id(text: str) -> int:
     try:
         value = int(text, 10)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a device ordinal (an int >= 0), got {clip(text)!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a device ordinal (an int >= 0), got {clip(text)!r}"
+        ) from None
     if not 0 <= value <= _MAX_DEVICE_ID:
         raise argparse.ArgumentTypeError(f"expected an int in [0, {_MAX_DEVICE_ID}], got {clip(text)!r}")
     return value
@@ -156,9 +158,9 @@ def _load_npy(np: Any, p: Any, file: str) -> Any:
             f.seek(0)
             version = fmt.read_magic(f)
             if version == (1, 0):
-                shape, fortran, dtype = fmt.read_array_header_1_0(f)
+                shape, _fortran, dtype = fmt.read_array_header_1_0(f)
             elif version == (2, 0):
-                shape, fortran, dtype = fmt.read_array_header_2_0(f)
+                shape, _fortran, dtype = fmt.read_array_header_2_0(f)
             else:
                 raise ValueError(f".npy format version {version[0]}.{version[1]} is not supported (1.0, 2.0)")
         except (OSError, ValueError, EOFError, SyntaxError, TypeError) as exc:
@@ -322,7 +324,9 @@ def _config(args: argparse.Namespace, artifact: Any) -> Any:
         try:
             Path(args.trace).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise UsageError(f"--trace {clip(args.trace)}: cannot create the directory ({exc.strerror})") from None
+            raise UsageError(
+                f"--trace {clip(args.trace)}: cannot create the directory ({exc.strerror})"
+            ) from None
     return config
 
 
