@@ -228,3 +228,33 @@ def test_cache_prune_older_than_zero_is_accepted() -> None:
 
 def test_cache_root_too_long_is_a_usage_error(tmp_path: Path) -> None:
     _usage(cli("cache", "--root", f"{tmp_path}/{LONG}", "ls"), "--root", "not a usable path")
+
+
+# -- compile -----------------------------------------------------------------------------------
+
+KERNELS = """
+import pypto.language as pl
+
+
+@pl.jit
+def twice(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="twice"):
+        out[:] = pl.add(a, a)
+    return out
+"""
+
+
+def test_compile_long_arguments_are_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "kernels.py").write_text(KERNELS)
+    monkeypatch.chdir(tmp_path)
+    good = ("--arg", "a=16x16:FP32", "--arg", "out=16x16:FP32")
+    cases = {
+        (f"{LONG}.py::twice", *good): "not a usable path",
+        (f"kernels.py::{LONG}", *good): "kernels.py: no 'aaaa",
+        ("kernels.py::twice", "--arg", f"{LONG}=1", *good): "no parameter 'aaaa",
+        ("kernels.py::twice", "--arg", f"a=16x16:{LONG}", "--arg", "out=16x16:FP32"): "--arg a=16x16:aaaa",
+        ("kernels.py::twice", "--arg", f"a={LONG}x16:FP32", "--arg", "out=16x16:FP32"): "--arg a=",
+        ("kernels.py::twice", *good, "-o", str(tmp_path / LONG)): "--output-dir",
+    }
+    for extra, needle in cases.items():
+        _usage(cli("compile", *extra), needle)
