@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import signal
@@ -9,11 +10,14 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pypto.runtime import settings
+from pypto.runtime import store as store_module
 from pypto.runtime.artifact_runtime import ArtifactRuntime, BuildUnavailable, StoreDegradedWarning
 from pypto.runtime.manifest import MANIFEST_NAME, EntryState, InvalidEntry, validate_entry
 from pypto.runtime.store import ArtifactStore, check_key
@@ -250,12 +254,77 @@ def test_full_disk_during_staging_degrades_without_rebuilding(monkeypatch: pytes
     assert got.origin == "private"
     assert (c.generated, c.built) == (1, 1)
     assert (got.path / "prebuilt" / "add.so").is_file()
+    assert rt.store.staging_leftovers() == []  # the partial copy was removed at once
     monkeypatch.delenv("PYPTO_CACHE_FAULT")
     assert _runtime().lookup(KEY) is None
-    # The abandoned staging dir is cleaned under the key's lock by the next promotion.
     got = _runtime().obtain(KEY, generate=c.generate, build=c.build)
     assert got.origin == "built"
     assert rt.store.staging_leftovers() == []
+
+
+# The store's write steps: the name in pypto.runtime.store, the position of the written path.
+_WRITES = {"copy_file": 1, "atomic_write": 0}
+
+
+def _enospc(step: str, after: int) -> Callable[..., Any]:
+    """The store's write step ``step``, failing with ENOSPC on each call after the first
+    ``after``, once it has written a few bytes of that file: a disk that fills up in the
+    middle of staging."""
+    real = getattr(store_module, step)
+    calls = [0]
+
+    def write(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] > after:
+            Path(args[_WRITES[step]]).write_bytes(b"partial")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(*args, **kwargs)
+
+    return write
+
+
+@pytest.mark.parametrize("step", ["copy_file", "atomic_write"])
+def test_disk_full_in_the_middle_of_staging_leaves_no_staging_dir(
+    monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """ENOSPC while a file is copied (after the first) or while the manifest is written: the
+    partial staging dir is removed, the error names the cause and the staging dir, and the
+    promotion degrades to the private build with a warning that says why."""
+    rt, c = _runtime(), Counter()
+    src = Path(rt.obtain(hashlib.sha256(b"src").hexdigest(), generate=c.generate, build=c.build).path)
+    assert len(list(src.rglob("*.*"))) >= 3  # so that the copy fails after its first file
+    monkeypatch.setattr(store_module, step, _enospc(step, after=1 if step == "copy_file" else 0))
+    with rt.store.lock(KEY), pytest.raises(OSError, match="No space left on device while staging") as info:
+        rt.store.stage(KEY, src, EntryState.READY)
+    assert info.value.errno == errno.ENOSPC
+    message = str(info.value)
+    assert "No space left on device while staging" in message
+    assert str(rt.store.staging) in message
+    assert "the partial copy was removed" in message
+    assert list(rt.store.staging.iterdir()) == []
+
+    with pytest.warns(StoreDegradedWarning, match="No space left on device while staging"):
+        got = _runtime().obtain(KEY, generate=c.generate, build=c.build)
+    assert got.origin == "private"
+    assert (got.path / "prebuilt" / "add.so").is_file()
+    assert list(rt.store.staging.iterdir()) == []
+    assert _runtime().lookup(KEY) is None
+
+
+def test_failed_publish_removes_the_staged_copy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    rt, c = _runtime(), Counter()
+    src = Path(rt.obtain(hashlib.sha256(b"src").hexdigest(), generate=c.generate, build=c.build).path)
+
+    def failing(src: Path, dst: Path) -> bool:
+        raise OSError(errno.EIO, os.strerror(errno.EIO), str(dst))
+
+    monkeypatch.setattr(store_module, "publish_dir", failing)
+    with rt.store.lock(KEY):
+        staged = rt.store.stage(KEY, src, EntryState.READY)
+        with pytest.raises(OSError, match="Input/output error"):
+            rt.store.publish(KEY, staged, EntryState.READY)
+    assert not os.path.lexists(staged)
+    assert list(rt.store.staging.iterdir()) == []
 
 
 def test_load_is_memoised_and_failures_are_not() -> None:

@@ -36,10 +36,12 @@ __all__ = [
     "fsync_dir",
     "fsync_file",
     "make_dir",
+    "open_inside",
     "open_regular",
     "ownership_problem",
     "pid_alive",
     "publish_dir",
+    "read_inside",
     "read_regular",
     "remove_tree",
 ]
@@ -119,6 +121,57 @@ def read_regular(path: Path) -> bytes:
     """The bytes of regular file ``path`` (see :func:`open_regular`)."""
     fd = open_regular(path)
     with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+def open_inside(root: Path, rel: str) -> int:
+    """Open regular file ``rel`` (a relative POSIX path) below directory ``root`` for reading,
+    following no symlink below ``root`` and never blocking on a FIFO: every directory on the
+    way is opened relative to its parent's fd with ``O_NOFOLLOW``, so a symlinked or swapped
+    component cannot lead outside ``root``. ``root`` itself is followed (the caller named it).
+
+    The fd of a regular file, else OSError: ELOOP for a symlink (the file or a directory on
+    the way), ENOTDIR for a component that is not a directory, EINVAL for a FIFO, socket or
+    device. ValueError for a ``rel`` that is absolute, empty, not normalised or contains
+    ``..``."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in rel:
+        raise ValueError(f"{rel!r}: not a normalised relative path inside {root}")
+    dirfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, part in enumerate(parts[:-1]):
+            try:
+                fd = os.open(
+                    part,
+                    os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                    dir_fd=dirfd,
+                )
+            except NotADirectoryError:
+                where = str(root.joinpath(*parts[: i + 1]))
+                if stat.S_ISLNK(os.stat(part, dir_fd=dirfd, follow_symlinks=False).st_mode):
+                    raise OSError(errno.ELOOP, "a symlink where a directory is expected", where) from None
+                raise
+            os.close(dirfd)
+            dirfd = fd
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
+        except OSError as exc:  # name the whole path, not the name relative to dir_fd
+            raise OSError(exc.errno, exc.strerror, str(root / rel)) from None
+    finally:
+        os.close(dirfd)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(root / rel))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_inside(root: Path, rel: str) -> bytes:
+    """The bytes of regular file ``rel`` below ``root`` (see :func:`open_inside`)."""
+    with os.fdopen(open_inside(root, rel), "rb") as f:
         return f.read()
 
 

@@ -8,10 +8,13 @@ A :class:`CompiledArtifact` owns one artifact directory written by pypto-ir's
   toolchain (a READY store entry);
 - otherwise every source is compiled in memory with ``simpler.toolchain``.
 
-Everything read from a store entry (metadata, toolchain.json, sources, binaries) is read
-without following symlinks and checked against the manifest that was validated when the
-entry was looked up (:meth:`CompiledArtifact._read`, the one place), never against one re-read
-from disk: a file swapped after validation is refused.
+Everything read from an artifact directory (metadata, ``entries.json``, toolchain.json,
+sources, binaries) is opened relative to the directory without following any symlink below it
+and without blocking on a FIFO, and must be a regular file (:func:`_read_file`); a directory
+named by ``entries.json`` must be a plain name of a real subdirectory. What breaks this is
+refused with :class:`UnsafeArtifactError`. What is read from a store entry is also checked
+against the manifest validated when the entry was looked up (:meth:`CompiledArtifact._read`),
+never against one re-read from disk: a file swapped after validation is refused.
 
 A :class:`CompiledProgram` composes an artifact with the live IR (when compiled in this
 process), path compatibility (``os.fspath(prog)`` is the directory) and the program runner.
@@ -24,6 +27,7 @@ import errno
 import hashlib
 import json
 import os
+import stat
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -39,11 +43,11 @@ from pypto.ir import (
     MetadataError,
     ParamInfo,
     device_kind,
-    read_metadata,
 )
 from pypto.runtime import device_build, progress, settings
-from pypto.runtime._fs import read_regular
+from pypto.runtime._fs import read_inside
 from pypto.runtime.artifact_runtime import default_runtime
+from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.manifest import MANIFEST_NAME, InvalidEntry, Manifest, validate_entry
 from pypto.runtime.settings import SettingsError
 from pypto.runtime.store import check_key
@@ -56,7 +60,9 @@ __all__ = [
     "PREBUILT_DIR",
     "CompiledArtifact",
     "CompiledProgram",
+    "UnsafeArtifactError",
     "build_prebuilt",
+    "entry_index",
     "toolchain_identity",
 ]
 
@@ -65,6 +71,106 @@ DEVICE_DIR = "device"  # an NPU artifact's device sources (pypto.runtime.device_
 ENTRIES_FILE = "entries.json"  # index of a multi-entry program's directory
 _TOOLCHAIN_FILE = f"{PREBUILT_DIR}/toolchain.json"
 _ORCH_BINARY = f"{PREBUILT_DIR}/orchestration.so"
+
+
+class UnsafeArtifactError(PyptoRuntimeError):
+    """A file or directory of an artifact directory that the loader will not read: a symlink,
+    a FIFO, socket or device where a regular file or directory belongs, or an ``entries.json``
+    entry that names a directory outside the artifact directory.
+
+    Attributes: ``path`` (what was refused) and ``problem``.
+    """
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(
+            f"{path}: {problem}; refused (an artifact directory holds only regular files and real "
+            "directories; copy the artifact without symlinks, or recompile it)"
+        )
+        self.path = path
+        self.problem = problem
+
+
+_REFUSED = {
+    errno.ELOOP: "is a symlink",
+    errno.ENOTDIR: "is not a directory",
+    errno.EINVAL: "is not a regular file (a FIFO, socket or device)",
+}
+
+
+def _read_file(root: Path, rel: str, kind: str) -> bytes:
+    """The bytes of ``rel`` in artifact directory ``root``: the one way files of an artifact
+    directory are read (never through a symlink below ``root``, never blocking on a FIFO).
+    FileNotFoundError when it is absent; :class:`UnsafeArtifactError` when it is not a
+    regular file."""
+    try:
+        return read_inside(root, rel)
+    except FileNotFoundError:
+        raise
+    except ValueError:
+        raise UnsafeArtifactError(
+            root / rel, f"the {kind} path {rel!r} does not stay inside the directory"
+        ) from None
+    except OSError as exc:
+        problem = _REFUSED.get(exc.errno or 0)
+        if problem is None:
+            raise
+        where = Path(exc.filename) if exc.filename else root / rel
+        if where == root / rel:
+            raise UnsafeArtifactError(where, f"the {kind} {problem}") from None
+        raise UnsafeArtifactError(where, f"{problem}, on the way to the {kind} {rel}") from None
+
+
+def _load_metadata(root: Path, require: Contract | None = None) -> ArtifactMetadata:
+    """``compiled_meta.json`` of ``root``, read with :func:`_read_file` and validated."""
+    path = root / META_FILE
+    try:
+        data = _read_file(root, META_FILE, "metadata")
+    except FileNotFoundError:
+        raise MetadataError(f"{path}: not found; the directory is not a compiled artifact") from None
+    return _parse_metadata(path, data, require)
+
+
+def _parse_metadata(path: Path, data: bytes, require: Contract | None) -> ArtifactMetadata:
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MetadataError(f"{path}: not valid JSON ({exc})") from None
+    try:
+        return ArtifactMetadata.from_json(raw, require=require)
+    except (ValueError, MetadataError) as exc:
+        raise MetadataError(f"{path}: {exc}") from None
+
+
+def entry_index(root: Path) -> tuple[tuple[str, ...], str]:
+    """(entry names, default entry) of the multi-entry program directory ``root``, from its
+    ``entries.json``. Each entry must be a plain name (no ``/``, not ``.`` or ``..``) of a real
+    subdirectory of ``root`` (not a symlink): :class:`UnsafeArtifactError` otherwise, so that
+    an index cannot make the loader read a directory outside ``root``. ValueError when the
+    index is not ``{"entries": [...], "default": <one of them>}``."""
+    index = root / ENTRIES_FILE
+    try:
+        data = json.loads(_read_file(root, ENTRIES_FILE, "entries index"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{index}: not valid JSON ({exc})") from None
+    names = data.get("entries") if isinstance(data, dict) else None
+    default = data.get("default") if isinstance(data, dict) else None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or default not in names:
+        raise ValueError(f"{index}: expected {{'entries': [...], 'default': <one of them>}}")
+    for name in names:
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or len(name) > 255:
+            raise UnsafeArtifactError(
+                index,
+                f"entry {shown!r} is not the plain name of a subdirectory (it could lead outside {root})",
+            )
+        try:
+            st = os.lstat(root / name)
+        except FileNotFoundError:
+            raise ValueError(f"{index}: entry {shown!r} has no directory {root / name}") from None
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a directory"
+            raise UnsafeArtifactError(root / name, f"the directory of entry {shown!r} is {kind}")
+    return tuple(names), str(default)
 
 
 def _kernel_binary(k: KernelInfo) -> str:
@@ -124,7 +230,7 @@ def _compile_all(
     if read is None:
 
         def read(rel: str) -> bytes:
-            return read_regular(path / rel)
+            return _read_file(path, rel, "source")
 
     if device_kind(platform) is DeviceKind.ONBOARD:
         device = device_build.build(path, meta, sources_dir=path / DEVICE_DIR, read=read)
@@ -216,7 +322,7 @@ def build_prebuilt(path: Path) -> None:
     NPU platform the device sources are written to ``device/`` first (kept when the build is
     unavailable: :class:`~pypto.runtime.errors.DeviceBuildUnavailable` leaves the entry
     GENERATED)."""
-    meta = read_metadata(path)
+    meta = _load_metadata(path)
     if device_kind(meta.platform) is DeviceKind.ONBOARD:
         device_build.write_sources(path, meta, path / DEVICE_DIR)
     binaries = _compile_all(path, meta, meta.platform)
@@ -295,14 +401,12 @@ class CompiledArtifact:
         if manifest is None and key is not None:
             manifest = default_runtime().validated(key, root)
         elif manifest is None and os.path.lexists(root / MANIFEST_NAME):
-            manifest = validate_entry(root, key=Manifest.loads(read_regular(root / MANIFEST_NAME)).key)
+            own = Manifest.loads(_read_file(root, MANIFEST_NAME, "manifest"))
+            manifest = validate_entry(root, key=own.key)
         if manifest is None:
-            return cls(path, read_metadata(path, require=req), platform=platform, key=key)
+            return cls(path, _load_metadata(root, req), platform=platform, key=key)
         data = _read_checked(root, manifest, META_FILE, "metadata")
-        try:
-            meta = ArtifactMetadata.from_json(json.loads(data), require=req)
-        except (ValueError, MetadataError) as exc:
-            raise MetadataError(f"{root / META_FILE}: {exc}") from None
+        meta = _parse_metadata(root / META_FILE, data, req)
         return cls(path, meta, platform=platform, key=key, manifest=manifest)
 
     # -- metadata accessors ---------------------------------------------------------------
@@ -363,13 +467,13 @@ class CompiledArtifact:
         """The bytes of ``rel``: the one place where files of the directory are read for
         loading. Never through a symlink; checked against the validated manifest if any."""
         if self.manifest is None:
-            return read_regular(self.path / rel)
+            return _read_file(self.path, rel, kind)
         return _read_checked(self.path, self.manifest, rel, kind)
 
     def _has(self, rel: str) -> bool:
         if self.manifest is not None:
             return self.manifest.sha256_of(rel) is not None
-        return (self.path / rel).is_file() and not (self.path / rel).is_symlink()
+        return os.path.lexists(self.path / rel)  # then read (and refused if not a regular file)
 
     def _binaries(self) -> dict[str, bytes]:
         meta = self.metadata
@@ -404,9 +508,11 @@ def _read_checked(root: Path, manifest: Manifest, rel: str, kind: str) -> bytes:
     path = root / rel
     fix = "run `python -m pypto.runtime cache verify --fix` and retry"
     try:
-        data = read_regular(path)
+        data = read_inside(root, rel)
+    except ValueError as exc:  # a path the validated manifest cannot list
+        raise RuntimeError(f"{path}: {kind} is not in the validated entry ({exc}); {fix}") from None
     except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.EINVAL, errno.ENOENT):
+        if exc.errno not in (errno.ELOOP, errno.EINVAL, errno.ENOENT, errno.ENOTDIR):
             raise
         raise RuntimeError(
             f"{path}: {kind} changed after the entry was validated (now {exc.strerror}); {fix}"
@@ -448,12 +554,8 @@ class CompiledProgram:
         parent whose call runs the default entry; ``entry(name)`` selects a child.
         """
         root = Path(path)
-        index = root / ENTRIES_FILE
-        if not (root / "compiled_meta.json").exists() and index.is_file():
-            data = json.loads(read_regular(index))
-            names, default = data.get("entries"), data.get("default")
-            if not isinstance(names, list) or default not in names:
-                raise ValueError(f"{index}: expected {{'entries': [...], 'default': <one of them>}}")
+        if not os.path.lexists(root / META_FILE) and os.path.lexists(root / ENTRIES_FILE):
+            names, default = entry_index(root)
             children = {n: cls.from_dir(root / n, platform=platform) for n in names}
             return cls(children[default].artifact, entries=children)
         return cls(CompiledArtifact.from_dir(path, platform=platform, require=Contract.PROGRAM))

@@ -8,6 +8,7 @@ is touched, after every argument has been checked.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from ctypes import addressof, c_char
@@ -64,7 +65,7 @@ class RunConfig:
             ``"host_build_graph"`` (HBG); it must be the one the artifact was compiled for.
         device_id: Device ordinal (0 on the simulator).
         call_config: A ``simpler.CallConfig`` for ring sizes and diagnostics (None: defaults).
-        timeout: Seconds to wait for the run (None: no limit).
+        timeout: Seconds to wait for the run, finite and > 0 (None: no limit).
         aic_threads: Simulated AICore cube (AIC) threads (None: what this machine runs well,
             ``pypto.runtime.worker.default_core_threads()``; 1 per 2 CPUs, 1..2).
         aiv_threads: Simulated AICore vector (AIV) threads (None: the default, 1 per CPU, 1..4).
@@ -159,6 +160,13 @@ class RunConfig:
         check_dump_passes(self.dump_passes)
         if not isinstance(self.compile_profiling, bool):
             raise ValueError(f"RunConfig(compile_profiling): expected a bool, got {self.compile_profiling!r}")
+        t = self.timeout
+        if t is not None and (
+            isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0
+        ):
+            raise ValueError(
+                f"RunConfig(timeout): expected None (no limit) or a finite number of seconds > 0, got {t!r}"
+            )
         for name in ("rtol", "atol"):
             tol = getattr(self, name)
             if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:

@@ -319,11 +319,31 @@ class ArtifactStore:
     # -- writing (call with the key's lock held) -----------------------------------------
     def stage(self, key: str, src: Path, state: str) -> Path:
         """Copy ``src`` into a fresh staging dir inside the root, fsync every file, then
-        write and fsync the manifest last. Returns the staging dir."""
+        write and fsync the manifest last. Returns the staging dir.
+
+        On any failure (a full disk, an I/O error, a source that changed) the partial staging
+        dir is removed before the error propagates, so a failed promotion leaves no copy
+        filling the disk; an OSError names the step's cause and the staging dir. Only a
+        process killed mid-copy leaves one (removed by the next promotion of the key or
+        ``cache prune``)."""
         key = check_key(key)
         self._ensure(self.staging)
         dst = self.staging / f"{key}.{os.getpid()}.{secrets.token_hex(4)}"
         os.mkdir(dst, 0o700)
+        try:
+            self._fill(key, src, dst, state)
+        except OSError as exc:
+            remove_tree(dst)
+            raise OSError(
+                exc.errno,
+                f"{exc.strerror or exc} while staging {src} into {dst} (the partial copy was removed)",
+            ) from exc
+        except BaseException:
+            remove_tree(dst)
+            raise
+        return dst
+
+    def _fill(self, key: str, src: Path, dst: Path, state: str) -> None:
         manifest = scan_dir(src, key=key, state=state)  # rejects symlinks/special files in src
         copied: list[Path] = []
         for i, record in enumerate(manifest.files):
@@ -347,14 +367,18 @@ class ArtifactStore:
         atomic_write(dst / MANIFEST_NAME, manifest.dumps())
         fsync_dir(dst)
         inject_fault("manifest")
-        return dst
 
     def publish(self, key: str, staged: Path, state: str) -> bool:
         """Rename a staged entry into place unless one exists. Returns True if published;
-        False when an entry was already there (it is kept; the staged copy is removed)."""
+        False when an entry was already there (it is kept; the staged copy is removed). When
+        the rename itself fails the staged copy is removed too."""
         target = self.entry_dir(key, state)
-        self._ensure(target.parent)
-        published = publish_dir(staged, target)
+        try:
+            self._ensure(target.parent)
+            published = publish_dir(staged, target)
+        except BaseException:
+            remove_tree(staged)
+            raise
         if published:
             inject_fault("publish")
             fsync_dir(target.parent)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sys
 import time
@@ -19,7 +20,7 @@ from typing import Any
 
 from rich.console import Console
 
-from pypto.runtime._fs import read_regular
+from pypto.runtime._fs import read_inside, read_regular
 from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "Failed",
     "Located",
     "UsageError",
+    "clip",
     "locate",
     "plain",
     "shape_text",
@@ -92,6 +94,14 @@ def step(description: str, *, quiet: bool, spinner: bool = True) -> Iterator[Non
     console.print(f"[dim]{description}: {time.monotonic() - start:.2f} s[/dim]")
 
 
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` for an error message: at most ``limit`` characters (a 5,000-character argument
+    is named by its start and length, not echoed whole)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 20]}… ({len(text)} characters)"
+
+
 def plain(doc: str | None) -> str:
     """A module docstring as ``--help`` text: without reStructuredText's double backquotes."""
     return (doc or "").replace("``", "`").replace(":mod:", "")
@@ -108,7 +118,7 @@ def toolchain_of(path: Path) -> dict[str, Any] | None:
     """The toolchain identity recorded with prebuilt binaries (``prebuilt/toolchain.json``),
     or None for a directory without binaries. Read without following symlinks."""
     try:
-        data = json.loads(read_regular(path / "prebuilt" / "toolchain.json"))
+        data = json.loads(read_inside(path, "prebuilt/toolchain.json"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -129,34 +139,42 @@ def locate(spec: str, *, platform: str | None = None, entry: str | None = None) 
     from pypto.ir import META_FILE, MetadataError
 
     path = Path(spec)
-    if path.exists() or path.is_symlink() or not _HEX.match(spec):
-        if not path.exists():
+    shown = clip(spec)
+    if not spec or "\0" in spec:
+        raise UsageError(f"ARTIFACT {shown!r}: expected a directory or a store key")
+    try:
+        exists = os.path.lexists(path) and path.exists()
+        is_link = path.is_symlink()
+    except OSError as exc:  # e.g. ENAMETOOLONG: a name longer than the filesystem allows
+        raise UsageError(f"ARTIFACT {shown}: not a usable path ({exc.strerror})") from None
+    if exists or is_link or not _HEX.match(spec):
+        if not exists:
             raise UsageError(
-                f"{spec}: no such directory, and not a store key (a hexadecimal key or prefix; "
+                f"{shown}: no such directory, and not a store key (a hexadecimal key or prefix; "
                 "`pypto-runtime cache ls` lists the store's entries)"
             )
         if not path.is_dir():
-            raise UsageError(f"{spec}: not a directory (an artifact is a directory or a store key)")
+            raise UsageError(f"{shown}: not a directory (an artifact is a directory or a store key)")
         entries: tuple[str, ...] = ()
         target = path
-        if not (path / META_FILE).exists() and (path / "entries.json").is_file():
+        if not os.path.lexists(path / META_FILE) and os.path.lexists(path / "entries.json"):
             entries, default = _entries(path)
             name = entry or default
             if name not in entries:
-                raise UsageError(f"{spec}: no entry {name!r}; entries are {', '.join(entries)}")
+                raise UsageError(f"{shown}: no entry {clip(name)!r}; entries are {', '.join(entries)}")
             target = path / name
-        elif not (path / META_FILE).exists():
-            raise UsageError(f"{spec}: not a compiled artifact (no {META_FILE} or entries.json in it)")
+        elif not os.path.lexists(path / META_FILE):
+            raise UsageError(f"{shown}: not a compiled artifact (no {META_FILE} or entries.json in it)")
         artifact = _from_dir(target, platform=platform, key=None, manifest=None)
         if entry is not None and not entries and entry != artifact.metadata.entry:
             raise UsageError(
-                f"{spec}: a single-entry artifact (entry {artifact.metadata.entry!r}), not {entry!r}"
+                f"{shown}: a single-entry artifact (entry {artifact.metadata.entry!r}), not {clip(entry)!r}"
             )
         return Located(artifact, "directory", artifact.key, entries)
     key, got = _lookup(spec.lower())
     if entry is not None and entry != _peek_entry(got.path):
         raise UsageError(
-            f"store entry {key[:16]}…: a single-entry artifact, --entry {entry!r} does not apply"
+            f"store entry {key[:16]}…: a single-entry artifact, --entry {clip(entry)!r} does not apply"
         )
     try:
         artifact = _from_dir(got.path, platform=platform, key=got.key, manifest=got.manifest)
@@ -181,26 +199,27 @@ def _peek_entry(path: Path) -> str | None:
 
 
 def _entries(path: Path) -> tuple[tuple[str, ...], str]:
-    index = path / "entries.json"
+    """The entries of a multi-entry directory; an index naming a directory outside it (or a
+    symlinked or special file) is refused (exit 2)."""
+    from pypto.runtime.compiled import UnsafeArtifactError, entry_index
+
     try:
-        data = json.loads(read_regular(index))
-        names, default = data.get("entries"), data.get("default")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise Failed(f"{index}: unreadable ({exc})") from None
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names) or default not in names:
-        raise Failed(f"{index}: expected {{'entries': [...], 'default': <one of them>}}")
-    return tuple(names), str(default)
+        return entry_index(path)
+    except UnsafeArtifactError as exc:
+        raise UsageError(f"refused: {exc}") from None
+    except (OSError, ValueError) as exc:
+        raise Failed(f"{path / 'entries.json'}: unreadable ({exc})") from None
 
 
 def _from_dir(path: Path, *, platform: str | None, key: str | None, manifest: Any) -> Any:
     from pypto.ir import MetadataError, parse_platform
-    from pypto.runtime.compiled import CompiledArtifact
+    from pypto.runtime.compiled import CompiledArtifact, UnsafeArtifactError
 
     if platform is not None:
         try:
             platform = parse_platform(platform)
         except ValueError as exc:
-            raise UsageError(f"--platform: {exc}") from None
+            raise UsageError(f"--platform: {clip(str(exc), 300)}") from None
     if not (path / "compiled_meta.json").exists() and (path / "plan.json").is_file():
         raise Failed(
             f"{path}: the entry of a multi-chip program (plan.json), not a single-chip artifact; "
@@ -208,9 +227,12 @@ def _from_dir(path: Path, *, platform: str | None, key: str | None, manifest: An
         )
     try:
         return CompiledArtifact.from_dir(path, platform=platform, key=key, manifest=manifest)
+    except UnsafeArtifactError as exc:  # a symlinked or special file where the loader reads
+        raise UsageError(f"refused: {exc}") from None
     except MetadataError as exc:
         raise Failed(str(exc)) from None
-    except (OSError, RuntimeError, ValueError) as exc:  # e.g. a manifest that does not validate
+    # e.g. a manifest that does not validate (InvalidEntry is a PyptoRuntimeError)
+    except (OSError, RuntimeError, ValueError, PyptoRuntimeError) as exc:
         raise Failed(f"{path}: {exc}") from None
 
 

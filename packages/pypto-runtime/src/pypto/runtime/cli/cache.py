@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import stat
 import sys
 import time
@@ -24,7 +25,7 @@ from rich.table import Table
 from pypto.runtime import settings
 from pypto.runtime._fs import read_regular
 from pypto.runtime.artifact_runtime import prune_private_roots
-from pypto.runtime.cli._common import plain
+from pypto.runtime.cli._common import clip, plain
 from pypto.runtime.manifest import InvalidEntry
 from pypto.runtime.store import ArtifactStore, StoreLockTimeout, UnsafeStoreError
 
@@ -239,6 +240,18 @@ def _clear(store: ArtifactStore, console: Console) -> int:
     return 0
 
 
+def _days(text: str) -> float:
+    """``--older-than``: a finite number of days >= 0 (a negative one would remove every
+    entry, nan none: both refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {clip(text)!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of days >= 0, got {clip(text)!r}")
+    return value
+
+
 def add_parser(sub: Any) -> None:
     """Add ``cache`` and its subcommands to the top-level subparsers ``sub``."""
     cache = sub.add_parser(
@@ -251,7 +264,9 @@ def add_parser(sub: Any) -> None:
     verify = csub.add_parser("verify", help="validate every entry against its manifest")
     verify.add_argument("--fix", action="store_true", help="remove invalid entries")
     prune = csub.add_parser("prune", help="remove staging leftovers, trash and invalid entries")
-    prune.add_argument("--older-than", type=float, metavar="DAYS", help="also remove entries older than DAYS")
+    prune.add_argument(
+        "--older-than", type=_days, metavar="DAYS", help="also remove entries older than DAYS (>= 0)"
+    )
     csub.add_parser("clear", help="remove every entry")
     cache.set_defaults(handler=command)
 
@@ -261,7 +276,16 @@ def command(args: argparse.Namespace) -> int:
     store = ArtifactStore(args.root)
     console = Console(width=140)
     try:
-        if store.root.exists() or store.root.is_symlink():
+        try:
+            present = store.root.exists() or store.root.is_symlink()
+        except (OSError, ValueError) as exc:  # e.g. a name longer than the filesystem allows
+            reason = getattr(exc, "strerror", None) or str(exc)
+            print(
+                f"pypto cache {args.command}: --root {clip(str(store.root))}: not a usable path ({reason})",
+                file=sys.stderr,
+            )
+            return 2
+        if present:
             store.check()
         return _run(args.command, args, store, console)
     except (UnsafeStoreError, StoreLockTimeout) as exc:

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import inspect
 import json
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import DEFAULT_PLATFORM, DEFAULT_RUNTIME
-from pypto.runtime.cli._common import EXIT_OK, Failed, UsageError, plain, stdout_console, step
+from pypto.runtime.cli._common import EXIT_OK, Failed, UsageError, clip, plain, stdout_console, step
 
 __all__ = ["add_parser", "command"]
 
@@ -101,19 +102,19 @@ def _dtype(text: str, what: str) -> Any:
     try:
         return DataType.parse(text, what=what)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(clip(str(exc), 300)) from None
 
 
 def _value(name: str, spec: str, pl: Any) -> tuple[Any, Any]:
     """(argument, runtime dtype or None) of ``--arg NAME=SPEC``."""
-    what = f"--arg {name}={spec}"
+    what = f"--arg {clip(name)}={clip(spec)}"
     head, sep, tail = spec.partition(":")
     if head.strip().upper() == "RUNTIME":
         return pl.RUNTIME, (_dtype(tail.strip(), what) if sep else None)
     if sep:
         shape = head.strip().lower()
         if not _SHAPE.match(shape):
-            raise UsageError(f"{what}: expected SHAPE:DTYPE with SHAPE like 64x64, got {head!r}")
+            raise UsageError(f"{what}: expected SHAPE:DTYPE with SHAPE like 64x64, got {clip(head)!r}")
         return _Placeholder(tuple(int(d) for d in shape.split("x")), _dtype(tail.strip(), what)), None
     text = spec.strip()
     if text.lower() in ("true", "false"):
@@ -132,10 +133,16 @@ def _value(name: str, spec: str, pl: Any) -> tuple[Any, Any]:
 def _import(target: str) -> Any:
     file, sep, qualname = target.rpartition("::")
     if not sep or not file or not qualname:
-        raise UsageError(f"{target}: expected FILE.py::FUNCTION")
+        raise UsageError(f"{clip(target)}: expected FILE.py::FUNCTION")
     path = Path(file)
-    if not path.is_file():
-        raise UsageError(f"{file}: no such file")
+    try:
+        found_file = path.is_file()
+    except (OSError, ValueError) as exc:  # e.g. a name longer than the filesystem allows
+        raise UsageError(
+            f"{clip(file)}: not a usable path ({getattr(exc, 'strerror', None) or exc})"
+        ) from None
+    if not found_file:
+        raise UsageError(f"{clip(file)}: no such file")
     stem = path.stem if path.stem.isidentifier() else "kernels"
     module_name = stem if stem not in sys.modules else f"_pypto_compile_{stem}"
     spec = importlib.util.spec_from_file_location(module_name, path.resolve())
@@ -155,7 +162,7 @@ def _import(target: str) -> Any:
 
             found = [n for n, v in vars(module).items() if isinstance(v, JITFunction)]
             hint = f"; @pl.jit functions in it: {', '.join(found)}" if found else ""
-            raise UsageError(f"{file}: no {qualname!r}{hint}")
+            raise UsageError(f"{clip(file)}: no {clip(qualname)!r}{hint}")
         obj = getattr(obj, part)
     return obj
 
@@ -213,7 +220,7 @@ def command(args: argparse.Namespace) -> int:
         name, sep, spec = item.partition("=")
         name = name.strip()
         if not sep or not name or not spec:
-            raise UsageError(f"--arg {item}: expected NAME=SPEC")
+            raise UsageError(f"--arg {clip(item)}: expected NAME=SPEC")
         if name in given:
             raise UsageError(f"--arg {name}: given twice")
         given[name], dtype = _value(name, spec, pl)
@@ -226,7 +233,7 @@ def command(args: argparse.Namespace) -> int:
         names = fn.param_names
         unknown = [n for n in given if n not in names]
         if unknown:
-            raise UsageError(f"{name}: no parameter {unknown[0]!r}; parameters are {', '.join(names)}")
+            raise UsageError(f"{name}: no parameter {clip(unknown[0])!r}; parameters are {', '.join(names)}")
         missing = [n for n in _required(fn) if n not in given]
         if missing:
             raise UsageError(
@@ -265,6 +272,12 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError(f"--output-dir: {exc}") from None
     except DeviceBuildUnavailable as exc:
         raise Failed(f"{exc}. `--emit-sources DIR` writes them into a directory of your choice") from None
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise Failed(f"compiling {name} failed: {type(exc).__name__}: {clip(str(exc), 300)}") from None
+        raise UsageError(
+            f"--output-dir {clip(str(args.output_dir))}: not a usable path ({exc.strerror})"
+        ) from None
     except Exception as exc:
         raise Failed(f"compiling {name} failed: {type(exc).__name__}: {exc}") from None
     for pname, dtype in runtime_dtypes.items():

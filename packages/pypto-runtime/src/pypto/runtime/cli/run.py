@@ -15,6 +15,9 @@ Example:
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from pypto.runtime.cli._common import (
     EXIT_OK,
     Failed,
     UsageError,
+    clip,
     locate,
     plain,
     shape_text,
@@ -37,6 +41,34 @@ from pypto.runtime.cli._common import (
 __all__ = ["add_parser", "command"]
 
 _NPY_MAGIC = b"\x93NUMPY"
+_MAX_DEVICE_ID = 2**31 - 1  # device ordinals are C ints
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: a finite number of seconds > 0 (a negative, zero, nan or inf limit
+    would mean no limit or an immediate timeout: refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {clip(text)!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number of seconds > 0 (omit --timeout for no limit), got {clip(text)!r}"
+        )
+    return value
+
+
+def _device_id(text: str) -> int:
+    """``--device-id``: an int in [0, 2**31 - 1]."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a device ordinal (an int >= 0), got {clip(text)!r}"
+        ) from None
+    if not 0 <= value <= _MAX_DEVICE_ID:
+        raise argparse.ArgumentTypeError(f"expected an int in [0, {_MAX_DEVICE_ID}], got {clip(text)!r}")
+    return value
 
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -69,8 +101,8 @@ def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
         help=f"run on this simulator instead of the compiled platform ({', '.join(SIMULATOR_PLATFORMS)})",
     )
     p.add_argument("--runtime", help="chip runtime (default: the artifact's)")
-    p.add_argument("--device-id", type=int, default=0, help="device ordinal (default 0)")
-    p.add_argument("--timeout", type=float, help="seconds to wait for the run (default: no limit)")
+    p.add_argument("--device-id", type=_device_id, default=0, help="device ordinal (default 0)")
+    p.add_argument("--timeout", type=_seconds, help="seconds to wait for the run, > 0 (default: no limit)")
     p.add_argument("--trace", metavar="DIR", help="write the swimlane trace (Chrome/Perfetto JSON) into DIR")
     p.set_defaults(handler=command)
 
@@ -81,9 +113,11 @@ def _pairs(items: list[str], option: str, names: tuple[str, ...]) -> dict[str, s
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name or not value:
-            raise UsageError(f"{option} {item}: expected NAME=VALUE")
+            raise UsageError(f"{option} {clip(item)}: expected NAME=VALUE")
         if name not in names:
-            raise UsageError(f"{option} {item}: no parameter {name!r}; parameters are {', '.join(names)}")
+            raise UsageError(
+                f"{option} {clip(item)}: no parameter {clip(name)!r}; parameters are {', '.join(names)}"
+            )
         if name in out:
             raise UsageError(f"{option} {name}: given twice")
         out[name] = value
@@ -95,42 +129,82 @@ def _want(p: Any) -> str:
 
 
 def _load_npy(np: Any, p: Any, file: str) -> Any:
-    """The array of ``file`` for tensor parameter ``p``: a .npy file, its dtype and shape
-    matching the metadata (a dynamic extent matches any)."""
-    what = f"--arg {p.name}={file}"
-    path = Path(file)
+    """The array of ``file`` for tensor parameter ``p``: a regular .npy file whose header's
+    dtype and shape match the metadata (a dynamic extent matches any) and whose size holds
+    the data the header declares. The header is checked before any data is read, so a header
+    declaring a huge shape is refused without allocating it."""
+    what = f"--arg {p.name}={clip(file)}"
     try:
-        with path.open("rb") as f:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        raise UsageError(f"{what}: cannot read the file ({getattr(exc, 'strerror', None) or exc})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise UsageError(f"{what}: not a regular file (a .npy file is expected)")
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as f:
+        try:
             magic = f.read(len(_NPY_MAGIC))
-    except OSError as exc:
-        raise UsageError(f"{what}: cannot read the file ({exc.strerror})") from None
-    if magic != _NPY_MAGIC:
-        raise UsageError(
-            f"{what}: not a .npy file (no .npy header); parameter {p.name!r} expects {_want(p)} "
-            "saved with numpy.save"
-        )
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise UsageError(f"{what}: not a readable .npy file ({exc})") from None
-    from pypto.ir import DataType
-
-    dtype = DataType.from_array_name(arr.dtype.name) if arr.dtype.kind in "biuf" else None
-    dims_ok = arr.ndim == len(p.shape) and all(
-        w < 0 or w == g for w, g in zip(p.shape, arr.shape, strict=False)
-    )
-    if dtype is not p.dtype or not dims_ok:
-        raise UsageError(
-            f"parameter {p.name!r} ({p.direction.value}) expects {_want(p)}; {file} holds "
-            f"{arr.dtype.name} of shape {list(arr.shape)}"
-        )
+        except OSError as exc:
+            raise UsageError(f"{what}: cannot read the file ({exc.strerror})") from None
+        if magic != _NPY_MAGIC:
+            raise UsageError(
+                f"{what}: not a .npy file (no .npy header); parameter {p.name!r} expects {_want(p)} "
+                "saved with numpy.save"
+            )
+        fmt = np.lib.format
+        try:
+            f.seek(0)
+            version = fmt.read_magic(f)
+            if version == (1, 0):
+                shape, _fortran, dtype = fmt.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, _fortran, dtype = fmt.read_array_header_2_0(f)
+            else:
+                raise ValueError(f".npy format version {version[0]}.{version[1]} is not supported (1.0, 2.0)")
+        except (OSError, ValueError, EOFError, SyntaxError, TypeError) as exc:
+            raise UsageError(f"{what}: not a readable .npy file ({clip(str(exc), 200)})") from None
+        _check_header(p, file, shape, dtype)
+        data_size = math.prod(shape) * dtype.itemsize
+        held = st.st_size - f.tell()
+        if held != data_size:
+            raise UsageError(
+                f"{what}: the header declares {dtype.name} of shape {list(shape)} ({data_size} bytes of "
+                f"data), but the file holds {held} bytes after the header"
+            )
+        try:
+            f.seek(0)  # read_array reads the header again
+            arr = fmt.read_array(f, allow_pickle=False)
+        except MemoryError:
+            raise UsageError(f"{what}: {data_size} bytes of data do not fit in memory") from None
+        except (OSError, ValueError, EOFError) as exc:
+            raise UsageError(f"{what}: not a readable .npy file ({clip(str(exc), 200)})") from None
     if not arr.dtype.isnative:  # big-endian data: the same values in the machine's byte order
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return np.ascontiguousarray(arr)
 
 
+def _check_header(p: Any, file: str, shape: tuple[int, ...], dtype: Any) -> None:
+    """The dtype and shape a .npy header declares must be those of parameter ``p``."""
+    from pypto.ir import DataType
+
+    got = DataType.from_array_name(dtype.name) if dtype.kind in "biuf" else None
+    dims_ok = (
+        len(shape) == len(p.shape)
+        and all(g >= 0 for g in shape)
+        and all(w < 0 or w == g for w, g in zip(p.shape, shape, strict=False))
+    )
+    if got is not p.dtype or not dims_ok:
+        dims = ", ".join(str(d) for d in shape)
+        raise UsageError(
+            f"--arg {p.name}={clip(file)}: parameter {p.name!r} ({p.direction.value}) expects {_want(p)}; "
+            f"{clip(file)} holds {dtype.name} of shape {clip('[' + dims + ']', 120)}"
+        )
+
+
 def _scalar(p: Any, text: str) -> int | float | bool:
-    what = f"--arg {p.name}={text}: parameter {p.name!r} ({p.dtype.value} scalar)"
+    what = f"--arg {p.name}={clip(text)}: parameter {p.name!r} ({p.dtype.value} scalar)"
     t = text.strip()
     if p.dtype.value == "BOOL":
         if t.lower() in ("1", "true", "yes", "on"):
@@ -141,10 +215,15 @@ def _scalar(p: Any, text: str) -> int | float | bool:
     try:
         if p.dtype.is_float:
             return float(t)
-        return int(t, 0)
+        value = int(t, 0)
     except ValueError:
         kind = "a number" if p.dtype.is_float else "an integer"
-        raise UsageError(f"{what}: {text!r} is not {kind}") from None
+        raise UsageError(f"{what}: {clip(text)!r} is not {kind}") from None
+    bits = p.dtype.bits
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if not p.dtype.is_unsigned_int else (0, 2**bits - 1)
+    if not low <= value <= high:
+        raise UsageError(f"{what}: {clip(text)} is outside the range of {p.dtype.value}, [{low}, {high}]")
+    return value
 
 
 def _bind(np: Any, params: Any, given: dict[str, str]) -> dict[str, Any]:
@@ -201,9 +280,24 @@ def _outputs(params: Any, given: dict[str, str], out_dir: str) -> dict[str, Path
         if name not in targets:
             raise UsageError(f"--out {name}: parameter {name!r} is not an Out or InOut tensor")
     for name, path in targets.items():
-        if not path.parent.is_dir():
-            raise UsageError(f"output {name!r}: directory {path.parent} does not exist")
+        option = f"--out {name}" if name in given else "--out-dir"
+        try:
+            usable = path.parent.is_dir()
+        except (OSError, ValueError) as exc:  # e.g. a name longer than the filesystem allows
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise UsageError(f"{option}: {clip(str(path))} is not a usable path ({reason})") from None
+        if not usable:
+            raise UsageError(f"output {name!r} ({option}): directory {clip(str(path.parent))} does not exist")
     return targets
+
+
+# What RunConfig names in its ValueError -> the option that set it.
+_OPTION_OF = {
+    "output_prefix": "--trace",
+    "RunConfig(runtime)": "--runtime",
+    "RunConfig(device_id)": "--device-id",
+    "RunConfig(timeout)": "--timeout",
+}
 
 
 def _config(args: argparse.Namespace, artifact: Any) -> Any:
@@ -223,12 +317,16 @@ def _config(args: argparse.Namespace, artifact: Any) -> Any:
             timeout=args.timeout,
         )
     except ValueError as exc:
-        raise UsageError(f"--trace: {exc}" if "output_prefix" in str(exc) else str(exc)) from None
+        text = clip(str(exc), 300)
+        option = next((o for f, o in _OPTION_OF.items() if f in text), None)
+        raise UsageError(f"{option}: {text}" if option else text) from None
     if args.trace:  # only once RunConfig has refused a directory inside the store
         try:
             Path(args.trace).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise UsageError(f"--trace {args.trace}: cannot create the directory ({exc.strerror})") from None
+            raise UsageError(
+                f"--trace {clip(args.trace)}: cannot create the directory ({exc.strerror})"
+            ) from None
     return config
 
 
@@ -240,8 +338,12 @@ def _builds_on_load(artifact: Any) -> bool:
 
 
 def _load(artifact: Any) -> None:
+    from pypto.runtime.compiled import UnsafeArtifactError
+
     try:
         artifact.chip_callable()
+    except UnsafeArtifactError as exc:  # a symlinked or special file among sources/binaries
+        raise UsageError(f"refused: {exc}") from None
     except Exception as exc:
         raise Failed(f"{artifact.name}: loading failed: {type(exc).__name__}: {exc}") from None
 
