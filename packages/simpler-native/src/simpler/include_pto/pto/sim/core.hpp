@@ -201,13 +201,14 @@ private:
         return lo + 1;
     }
 
-    void hazard(const char* what, int b, std::uint32_t at, std::uint32_t id, const char* other_op, int p) noexcept {
+    void hazard(bool is_write, const char* what, int b, std::uint32_t at, std::uint32_t id, const char* other_op,
+                int p) noexcept {
         char tile[128];
         describe(tile, sizeof tile, id);
         ::simpler::report_kernel_error(
             "%s %s tile %s (bytes at %s+0x%x) %s by %s on %s without set_flag/wait_flag(%s, %s) or "
             "pipe_barrier(PIPE_ALL) between them",
-            name_, what[0] == 'r' ? "reads" : "writes", tile, buffer_name(b), at, what, other_op ? other_op : "?",
+            name_, is_write ? "writes" : "reads", tile, buffer_name(b), at, what, other_op ? other_op : "?",
             pipe_name(p), pipe_name(p), pipe_name(pipe_));
     }
 
@@ -219,10 +220,10 @@ private:
         for (std::size_t i = first; i < end; ++i) {
             Seg& s = v[i];
             if (s.wseq != 0 && !ordered(s.wpipe, s.wseq))
-                hazard(is_write ? "last written" : "written", b, s.lo, id, s.wop, s.wpipe);
+                hazard(is_write, is_write ? "last written" : "written", b, s.lo, id, s.wop, s.wpipe);
             if (is_write) {
                 for (int p = 0; p < kPipes; ++p)
-                    if (s.rseq[p] != 0 && !ordered(p, s.rseq[p])) hazard("last read", b, s.lo, id, s.rop[p], p);
+                    if (s.rseq[p] != 0 && !ordered(p, s.rseq[p])) hazard(true, "last read", b, s.lo, id, s.rop[p], p);
             } else if (s.writer != 0 && s.writer != id) {
                 char mine[128], theirs[128];
                 describe(mine, sizeof mine, id);
