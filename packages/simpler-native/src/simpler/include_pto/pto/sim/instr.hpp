@@ -495,13 +495,14 @@ PTO_INST RecordEvent TCVT(TileDataD& dst, TileDataS& src, TmpTileData& tmp, Roun
 // ---- matmul ------------------------------------------------------------------------------------
 
 namespace sim {
+// c (+)= a @ b; with Acc, the addend is cin's [m, n] region (cin may be c itself).
 template <bool Acc, class C, class A, class B>
-inline void matmul(const char* name, C& c, A& a, B& b) noexcept {
+inline void matmul(const char* name, C& c, C& cin, A& a, B& b) noexcept {
     static_assert(C::Loc == TileType::Acc && A::Loc == TileType::Left && B::Loc == TileType::Right,
                   "TMATMUL takes (Acc, Left, Right) tiles");
     Op op(name, PIPE_M);
     const int m = vrow(a), k = vcol(a), n = vcol(b);
-    if (!all_placed(op, c, a, b)) return;
+    if (!all_placed(op, c, cin, a, b)) return;
     if (vrow(b) != k) {
         ::simpler::report_kernel_error("%s: inner dims differ: Left valid shape [%d, %d], Right [%d, %d]", name, m, k,
                                        vrow(b), n);
@@ -514,8 +515,9 @@ inline void matmul(const char* name, C& c, A& a, B& b) noexcept {
     }
     rd(op, a, m, k);
     rd(op, b, k, n);
-    if (Acc) rd(op, c, m, n);
+    if (Acc) rd(op, cin, m, n);
     wr(op, c, m, n);
+    if (Acc && c.data() != cin.data()) copy_window(c, 0, 0, cin, 0, 0, m, n);
     auto cv = view(c, m, n);
     if (Acc)
         ::simpler::tile::matmul_acc(cv, view(a, m, k), view(b, k, n));
@@ -529,7 +531,7 @@ inline void matmul(const char* name, C& c, A& a, B& b) noexcept {
 template <typename TileRes, typename TileLeft, typename TileRight, typename... WaitEvents>
 PTO_INST RecordEvent TMATMUL(TileRes& cMatrix, TileLeft& aMatrix, TileRight& bMatrix, WaitEvents&... events) {
     (void)sizeof...(events);
-    sim::matmul<false>("TMATMUL", cMatrix, aMatrix, bMatrix);
+    sim::matmul<false>("TMATMUL", cMatrix, cMatrix, aMatrix, bMatrix);
     return {};
 }
 
@@ -538,7 +540,16 @@ template <AccPhase Phase = AccPhase::Unspecified, typename TileRes, typename Til
           typename... WaitEvents>
 PTO_INST RecordEvent TMATMUL_ACC(TileRes& cMatrix, TileLeft& aMatrix, TileRight& bMatrix, WaitEvents&... events) {
     (void)sizeof...(events);
-    sim::matmul<true>("TMATMUL_ACC", cMatrix, aMatrix, bMatrix);
+    sim::matmul<true>("TMATMUL_ACC", cMatrix, cMatrix, aMatrix, bMatrix);
+    return {};
+}
+
+// TMATMUL_ACC(cOut, cIn, a, b): cOut[0:m, 0:n] = cIn[0:m, 0:n] + a @ b.
+template <typename TileRes, typename TileLeft, typename TileRight, typename... WaitEvents>
+PTO_INST RecordEvent TMATMUL_ACC(TileRes& cOutMatrix, TileRes& cInMatrix, TileLeft& aMatrix, TileRight& bMatrix,
+                                 WaitEvents&... events) {
+    (void)sizeof...(events);
+    sim::matmul<true>("TMATMUL_ACC", cOutMatrix, cInMatrix, aMatrix, bMatrix);
     return {};
 }
 
@@ -653,9 +664,11 @@ PTO_INST RecordEvent TDIVS(TileDataDst& dst, typename TileDataDst::DType scalar,
         return {};                                                                                   \
     }
 PTO_SIM_UNARY_F(TEXP, ExpAlgorithm, std::exp(x))
-PTO_SIM_UNARY_F(TLOG, LogAlgorithm, std::log(x))
+// log, sqrt and rsqrt are evaluated in double and rounded once to float (as the official CPU
+// backend does; sqrt is correctly rounded either way).
+PTO_SIM_UNARY_F(TLOG, LogAlgorithm, static_cast<float>(std::log(static_cast<double>(x))))
 PTO_SIM_UNARY_F(TSQRT, SqrtAlgorithm, std::sqrt(x))
-PTO_SIM_UNARY_F(TRSQRT, RsqrtAlgorithm, 1.0f / std::sqrt(x))
+PTO_SIM_UNARY_F(TRSQRT, RsqrtAlgorithm, static_cast<float>(1.0 / std::sqrt(static_cast<double>(x))))
 PTO_SIM_UNARY_F(TRECIP, RecipAlgorithm, 1.0f / x)
 #undef PTO_SIM_UNARY_F
 
