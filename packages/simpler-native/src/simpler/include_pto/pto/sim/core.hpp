@@ -104,6 +104,16 @@ struct Core {
         std::uint32_t clock[kPipes];
     } pending[kPipes][kPipes][kEvents] = {};
     std::unique_ptr<std::uint8_t[]> own[kBufs];  // the buffers of a thread outside a kernel
+    // Scalar accesses (GetValue/SetValue, PIPE_S) are checked over their tile's whole valid
+    // region; a repeat of the last read (write) of the same region with nothing issued on
+    // another pipe and no event or barrier since changes nothing and is skipped. `epoch`
+    // counts those intervening operations.
+    std::uint64_t epoch = 0;
+    struct ScalarAccess {
+        std::uint32_t id, lo, hi;
+        int buf;
+        std::uint64_t epoch;
+    } last_scalar[2] = {};
 
     void reset(std::uint64_t inv) noexcept {
         invocation = inv;
@@ -121,6 +131,7 @@ struct Core {
             segs[b].push_back(Seg{0, static_cast<std::uint32_t>(cap[b]), 0, 0, 0, nullptr, {}, {}});
         }
         tiles.clear();
+        ++epoch;
         std::memset(counter, 0, sizeof counter);
         std::memset(clock, 0, sizeof clock);
         std::memset(pending, 0, sizeof pending);
@@ -152,6 +163,7 @@ inline std::uint32_t register_tile(const TileDesc& d) noexcept {
             return static_cast<std::uint32_t>(i + 1);
     }
     c.tiles.push_back(d);
+    ++c.epoch;
     return static_cast<std::uint32_t>(c.tiles.size());
 }
 
@@ -169,6 +181,7 @@ public:
     Op(const char* name, pipe_t pipe) noexcept : name_(name), pipe_(pipe), c_(core()) {
         ++c_.counter[pipe_];
         c_.clock[pipe_][pipe_] = c_.counter[pipe_];
+        if (pipe_ != PIPE_S) ++c_.epoch;
     }
 
     const char* name() const noexcept { return name_; }
@@ -252,6 +265,24 @@ private:
     Core& c_;
 };
 
+// A scalar access (PIPE_S) to the [lo, hi) region of tile `id`: checked unless it repeats the
+// last one of its kind with nothing in between (Core::last_scalar).
+inline void scalar_access(const char* name, int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id,
+                          bool is_write) noexcept {
+    Core& c = core();
+    Core::ScalarAccess& last = c.last_scalar[is_write ? 1 : 0];
+    if (last.epoch == c.epoch && last.id == id && last.buf == b && last.lo == lo && last.hi == hi) return;
+    Op op(name, PIPE_S);
+    if (is_write)
+        op.write(b, lo, hi, id);
+    else
+        op.read(b, lo, hi, id);
+    last = Core::ScalarAccess{id, lo, hi, b, c.epoch};
+    // A write into the cached read's bytes makes it stale (a read checks who wrote its bytes).
+    Core::ScalarAccess& rd = c.last_scalar[0];
+    if (is_write && rd.buf == b && rd.lo < hi && lo < rd.hi && rd.id != id) rd.epoch = c.epoch - 1;
+}
+
 inline bool pipe_ok(const char* op, pipe_t p, bool allow_all) noexcept {
     if (p < 0 || p >= kPipes || (p == PIPE_ALL && !allow_all)) {
         ::simpler::report_kernel_error("%s: pipe %d is not one of PIPE_S/V/MTE1/MTE2/MTE3/M/FIX%s", op, p,
@@ -278,6 +309,7 @@ inline void set_flag(pipe_t src, pipe_t dst, event_t e) noexcept {
         return;
     sim::Core& c = sim::core();
     auto& slot = c.pending[src][dst][e];
+    ++c.epoch;
     slot.set = true;
     std::memcpy(slot.clock, c.clock[src], sizeof slot.clock);
 }
@@ -297,6 +329,7 @@ inline void wait_flag(pipe_t src, pipe_t dst, event_t e) noexcept {
         return;
     }
     slot.set = false;
+    ++c.epoch;
     for (int p = 0; p < sim::kPipes; ++p)
         if (slot.clock[p] > c.clock[dst][p]) c.clock[dst][p] = slot.clock[p];
 }
@@ -307,6 +340,7 @@ inline void pipe_barrier(pipe_t pipe) noexcept {
     if (!sim::pipe_ok("pipe_barrier", pipe, true)) return;
     if (pipe != PIPE_ALL) return;
     sim::Core& c = sim::core();
+    ++c.epoch;
     for (int q = 0; q < sim::kPipes; ++q)
         for (int p = 0; p < sim::kPipes; ++p) c.clock[q][p] = c.counter[p];
 }

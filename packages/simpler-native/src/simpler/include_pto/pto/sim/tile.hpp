@@ -246,20 +246,22 @@ struct Tile {
     static constexpr std::size_t GetSizeInBytes() noexcept { return sizeof(DType) * Numel; }
 
     // Scalar element access (PIPE_S). `offset` is in elements, in the tile's BLayout.
+    // The checks see a scalar access as one of the tile's whole valid region (so that a loop
+    // over the elements costs one check, not one per element).
     void SetValue(const std::uint32_t offset, const DType val) noexcept {
         const int at = element(offset, "SetValue");
         if (at < 0) return;
-        sim::Op op("SetValue", PIPE_S);
-        const std::uint32_t lo = offset_ + static_cast<std::uint32_t>(at) * sizeof(DType);
-        op.write(buf(), lo, lo + sizeof(DType), id_);
+        std::uint32_t lo, hi;
+        valid_range(&lo, &hi);
+        sim::scalar_access("SetValue", buf(), lo, hi, id_, true);
         data_[at] = val;
     }
     DType GetValue(const std::uint32_t offset) noexcept {
         const int at = element(offset, "GetValue");
         if (at < 0) return DType{};
-        sim::Op op("GetValue", PIPE_S);
-        const std::uint32_t lo = offset_ + static_cast<std::uint32_t>(at) * sizeof(DType);
-        op.read(buf(), lo, lo + sizeof(DType), id_);
+        std::uint32_t lo, hi;
+        valid_range(&lo, &hi);
+        sim::scalar_access("GetValue", buf(), lo, hi, id_, false);
         return data_[at];
     }
 
@@ -274,6 +276,12 @@ struct Tile {
     }
 
 private:
+    // Bytes from the first to the last element of the valid region (row-major storage).
+    void valid_range(std::uint32_t* lo, std::uint32_t* hi) const noexcept {
+        *lo = offset_;
+        *hi = row_ == 0 || col_ == 0 ? offset_ : offset_ + ((row_ - 1) * Cols + col_) * sizeof(DType);
+    }
+
     int element(std::uint32_t offset, const char* op) const noexcept {
         if (data_ == nullptr) {
             ::simpler::report_kernel_error("%s on a %s tile that TASSIGN has not placed", op, sim::tile_type_name(Loc_));
