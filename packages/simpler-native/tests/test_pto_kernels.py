@@ -74,7 +74,9 @@ def pto_worker() -> Iterator[simpler.Worker]:
     w.close()
 
 
-def _run(worker: simpler.Worker, orchestration_binary: bytes, *defines: str) -> tuple[Any, np.ndarray, np.ndarray]:
+def _run(
+    worker: simpler.Worker, orchestration_binary: bytes, *defines: str
+) -> tuple[Any, np.ndarray, np.ndarray]:
     binary = toolchain.Toolchain().compile_shared(
         {"pto_vadd.cpp": PTO_VADD},
         extra_flags=[f"-D{d}" for d in defines],
@@ -82,7 +84,9 @@ def _run(worker: simpler.Worker, orchestration_binary: bytes, *defines: str) -> 
     )
     kernel = simpler.CoreCallable.build([D.In, D.In, D.Out], binary, "aiv", entry="vadd")
     h = worker.register(
-        simpler.ChipCallable.build([D.In, D.In, D.Out, D.Scalar], "vadd_tiles", orchestration_binary, children=[(0, kernel)])
+        simpler.ChipCallable.build(
+            [D.In, D.In, D.Out, D.Scalar], "vadd_tiles", orchestration_binary, children=[(0, kernel)]
+        )
     )
     a = np.arange(200, dtype=np.float32)
     b = np.full(200, 0.25, dtype=np.float32)
@@ -111,7 +115,10 @@ def test_a_synchronised_pto_kernel_runs_in_the_core_buffers(
             r"kernel 'vadd'.* failed: TADD reads tile Vec FLOAT32 \[1, 64\] at UB\+0x0 \(bytes at UB\+0x0\) written by "
             r"TLOAD on PIPE_MTE2 without set_flag/wait_flag\(PIPE_MTE2, PIPE_V\)",
         ),
-        ("PAST_UB", r"TASSIGN: Vec FLOAT32 \[1, 64\] tile \(256 bytes\) at UB\+0x2ff80 ends past the buffer's end"),
+        (
+            "PAST_UB",
+            r"TASSIGN: Vec FLOAT32 \[1, 64\] tile \(256 bytes\) at UB\+0x2ff80 ends past the buffer's end",
+        ),
     ],
 )
 def test_pto_kernel_errors_fail_the_task(
@@ -120,5 +127,3 @@ def test_pto_kernel_errors_fail_the_task(
     run, _, _ = _run(pto_worker, orchestration_binary, define)
     with pytest.raises(simpler.SimplerError, match=message):
         run.result(timeout=60)
-
-
