@@ -33,6 +33,13 @@ TEST_CASE("capacity: a tile past its buffer's end is reported with its shape, of
     VecT<float, 8, 8> m(8, 8);
     TASSIGN(m, 16);
     CHECK(take_error() == "TASSIGN: Vec tile at UB+0x10 is not 32-byte aligned");
+    // The static form (a compile error past every platform's buffer) checks the core at run time.
+    TASSIGN<0x100>(m);
+    CHECK(take_error() == "");
+    CHECK(m.sim_offset() == 0x100);
+    TileAcc<float, 128, 128> acc64;  // 64 KiB: fits a5's 256 KiB L0C statically, not a2a3's 128 KiB at 96 KiB
+    TASSIGN<96 * 1024>(acc64);
+    CHECK(take_error().find("(L0C holds 131072 bytes)") != std::string::npos);
 }
 
 TEST_CASE("the runtime's buffers: a kernel context with buffers places tiles there") {

@@ -364,4 +364,21 @@ inline void TASSIGN(T& tile, AddrType addr) noexcept {
     tile.sim_place(reinterpret_cast<D*>(c.base[b] + off), static_cast<std::uint32_t>(off), id);
 }
 
+namespace sim {
+// The largest capacity of each buffer over the platforms (a5's 256 KiB L0C): what a static
+// placement can be refused for at compile time on any platform.
+inline constexpr std::uint64_t kMaxBufferBytes[kBufs] = {192u << 10, 512u << 10, 64u << 10, 64u << 10, 256u << 10};
+}  // namespace sim
+
+// TASSIGN<Addr>(tile): the static form. A tile past the largest platform's buffer, or an
+// address that is not 32-byte aligned, is a compile error; the running core's capacity is
+// checked again at run time.
+template <std::size_t Addr, typename T>
+inline std::enable_if_t<is_tile_data_v<T>> TASSIGN(T& tile) noexcept {
+    static_assert(Addr % TileConfig::alignedSize == 0, "TASSIGN: the address must be 32-byte aligned");
+    static_assert(Addr + T::GetSizeInBytes() <= sim::kMaxBufferBytes[T::buf()],
+                  "TASSIGN: the tile ends past its buffer's end on every platform");
+    TASSIGN(tile, static_cast<std::uint64_t>(Addr));
+}
+
 }  // namespace pto
