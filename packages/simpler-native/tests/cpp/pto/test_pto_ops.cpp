@@ -509,3 +509,27 @@ TEST_CASE("GetValue/SetValue offsets follow the tile's BLayout") {
     t.GetValue(32);
     CHECK(take_error() == "GetValue: offset 32 outside the tile's 32 elements");
 }
+
+TEST_CASE("TLOAD/TSTORE of an NZ (fractal) global tensor: logical (r, c) at ((c / C0) * R + r) * C0 + c % C0") {
+    fresh();
+    constexpr int R = 32, C = 16, C0 = 8;  // float: C0 * 4 bytes = 32
+    std::vector<float> nz(R * C), back(R * C, -1.0f);
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) nz[((c / C0) * R + r) * C0 + c % C0] = static_cast<float>(r * 100 + c);
+    using NzShape = Shape<1, C / C0, R / 16, 16, C0>;
+    using NzStride = Stride<R * C, R * C0, 16 * C0, C0, 1>;
+    GlobalTensor<float, NzShape, NzStride, Layout::NZ> g(nz.data()), gb(back.data());
+    Tile<TileType::Mat, float, R, C, BLayout::ColMajor, R, C, SLayout::RowMajor> m;
+    TASSIGN(m, 0);
+    TLOAD(m, g);
+    pipe_barrier(PIPE_ALL);
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) CHECK(m.data()[r * C + c] == static_cast<float>(r * 100 + c));
+    TSTORE(gb, m);
+    CHECK(back == nz);
+    CHECK(take_error() == "");
+    // A window that is not [1, C / C0, R / 16, 16, C0] is reported.
+    GlobalTensor<float, Shape<1, 2, 2, 8, 8>, NzStride, Layout::NZ> bad(nz.data());
+    TLOAD(m, bad);
+    CHECK(take_error().find("an NZ global tensor is [1, C / C0, R / 16, 16, C0]") != std::string::npos);
+}

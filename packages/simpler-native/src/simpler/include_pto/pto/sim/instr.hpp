@@ -198,8 +198,12 @@ inline T pad_value(PadValue p) noexcept {
     }
 }
 
-// Walk a GlobalTensor's 5-D window as rows x cols: row index = ((i0 * d1 + i1) * d2 + i2) * d3 + i3,
-// column = i4. Calls f(row, element pointer of column 0, column stride).
+// Walk a GlobalTensor's window as rows x cols, calling f(row, col, element pointer) per element
+// (f(row, pointer of column 0, column stride) per row for ND/DN, where a row is contiguous in
+// the tile).
+//  - ND / DN: row index = ((i0 * d1 + i1) * d2 + i2) * d3 + i3, column = i4 (explicit strides).
+//  - NZ: the fractal layout [1, C / C0, R / 16, 16, C0]: logical (r, c) is element
+//    (0, c / C0, r / 16, r % 16, c % C0); rows = d2 * d3, cols = d1 * d4.
 template <class G, class F>
 inline void for_rows(G& g, F f) noexcept {
     std::int64_t d[5], s[5];
@@ -215,25 +219,57 @@ inline void for_rows(G& g, F f) noexcept {
                     f(row, g.data() + i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3], s[4]);
 }
 
+template <class G, class F>
+inline void for_nz(G& g, F f) noexcept {
+    std::int64_t d[5], s[5];
+    for (int i = 0; i < 5; ++i) {
+        d[i] = g.GetShape(i);
+        s[i] = g.GetStride(i);
+    }
+    for (std::int64_t i1 = 0; i1 < d[1]; ++i1)
+        for (std::int64_t i2 = 0; i2 < d[2]; ++i2)
+            for (std::int64_t i3 = 0; i3 < d[3]; ++i3)
+                for (std::int64_t i4 = 0; i4 < d[4]; ++i4)
+                    f(static_cast<int>(i2 * d[3] + i3), static_cast<int>(i1 * d[4] + i4),
+                      g.data() + i1 * s[1] + i2 * s[2] + i3 * s[3] + i4 * s[4]);
+}
+
 // Check a GlobalTensor window against the tile's valid shape [vr, vc].
 template <class G>
 inline bool window_ok(const Op& op, G& g, int vr, int vc) noexcept {
-    static_assert(G::layout == Layout::ND || G::layout == Layout::DN,
-                  "our backend implements ND and DN global tensors (NZ: see docs/tile-interface.md)");
-    std::int64_t rows = 1;
-    for (int i = 0; i < 4; ++i) {
+    constexpr bool nz = G::layout == Layout::NZ;
+    static_assert(G::layout == Layout::ND || G::layout == Layout::DN || nz,
+                  "our backend implements ND, DN and NZ global tensors");
+    for (int i = 0; i < 5; ++i) {
         if (g.GetShape(i) <= 0) {
             ::simpler::report_kernel_error("%s: global tensor dim %d is %lld, expected > 0", op.name(), i,
                                            static_cast<long long>(g.GetShape(i)));
             return false;
         }
-        rows *= g.GetShape(i);
     }
-    if (rows != vr || g.GetShape(4) != vc) {
+    std::int64_t rows, cols;
+    if (nz) {
+        using T = typename G::DType;
+        if (g.GetShape(0) != 1 || g.GetShape(3) != 16 || g.GetShape(4) * static_cast<std::int64_t>(sizeof(T)) != 32) {
+            ::simpler::report_kernel_error(
+                "%s: an NZ global tensor is [1, C / C0, R / 16, 16, C0] with C0 * sizeof(T) = 32 bytes, got [%lld, %lld, "
+                "%lld, %lld, %lld]",
+                op.name(), static_cast<long long>(g.GetShape(0)), static_cast<long long>(g.GetShape(1)),
+                static_cast<long long>(g.GetShape(2)), static_cast<long long>(g.GetShape(3)),
+                static_cast<long long>(g.GetShape(4)));
+            return false;
+        }
+        rows = g.GetShape(2) * g.GetShape(3);
+        cols = g.GetShape(1) * g.GetShape(4);
+    } else {
+        rows = g.GetShape(0) * g.GetShape(1) * g.GetShape(2) * g.GetShape(3);
+        cols = g.GetShape(4);
+    }
+    if (rows != vr || cols != vc) {
         ::simpler::report_kernel_error(
-            "%s: global tensor window [%lld x %lld] (dims 0..3 as rows, dim 4 as columns) does not match the tile's "
-            "valid shape [%d, %d]",
-            op.name(), static_cast<long long>(rows), static_cast<long long>(g.GetShape(4)), vr, vc);
+            "%s: global tensor window [%lld x %lld] (%s) does not match the tile's valid shape [%d, %d]", op.name(),
+            static_cast<long long>(rows), static_cast<long long>(cols),
+            nz ? "NZ: dims 2 * 3 as rows, 1 * 4 as columns" : "dims 0..3 as rows, dim 4 as columns", vr, vc);
         return false;
     }
     if (g.data() == nullptr && vr > 0 && vc > 0) {
@@ -247,7 +283,8 @@ inline bool window_ok(const Op& op, G& g, int vr, int vc) noexcept {
 
 // ---- data movement ---------------------------------------------------------------------------
 
-// TLOAD(dst, src): dst[r, c] = src window element (r, c) over dst's valid shape (PIPE_MTE2).
+// TLOAD(dst, src): dst[r, c] = src window element (r, c) over dst's valid shape (PIPE_MTE2);
+// ND, DN or NZ global tensors (for_rows / for_nz).
 template <typename TileData, typename GlobalData, typename... WaitEvents>
 PTO_INST RecordEvent TLOAD(TileData& dst, GlobalData& src, WaitEvents&... events) {
     (void)sizeof...(events);
@@ -258,13 +295,17 @@ PTO_INST RecordEvent TLOAD(TileData& dst, GlobalData& src, WaitEvents&... events
     const int vr = sim::vrow(dst), vc = sim::vcol(dst);
     if (!sim::placed(op, dst) || !sim::window_ok(op, src, vr, vc)) return {};
     sim::wr(op, dst, vr, vc);
-    sim::for_rows(src, [&](int r, const T* g, std::int64_t cs) {
-        T* d = dst.data() + r * TileData::Cols;
-        if (cs == 1)
-            std::memcpy(d, g, sizeof(T) * vc);
-        else
-            for (int c = 0; c < vc; ++c) d[c] = g[c * cs];
-    });
+    if constexpr (GlobalData::layout == Layout::NZ) {
+        sim::for_nz(src, [&](int r, int c, const T* g) { dst.data()[r * TileData::Cols + c] = *g; });
+    } else {
+        sim::for_rows(src, [&](int r, const T* g, std::int64_t cs) {
+            T* d = dst.data() + r * TileData::Cols;
+            if (cs == 1)
+                std::memcpy(d, g, sizeof(T) * vc);
+            else
+                for (int c = 0; c < vc; ++c) d[c] = g[c * cs];
+        });
+    }
     return {};
 }
 
@@ -284,6 +325,10 @@ PTO_INST RecordEvent TSTORE(GlobalData& dst, TileData& src, WaitEvents&... event
     const int vr = sim::vrow(src), vc = sim::vcol(src);
     if (!sim::placed(op, src) || !sim::window_ok(op, dst, vr, vc)) return {};
     sim::rd(op, src, vr, vc);
+    if constexpr (GlobalData::layout == Layout::NZ) {
+        sim::for_nz(dst, [&](int r, int c, G* g) { *g = ::simpler::tile::convert<G>(src.data()[r * TileData::Cols + c]); });
+        return {};
+    }
     sim::for_rows(dst, [&](int r, G* g, std::int64_t cs) {
         const T* s = src.data() + r * TileData::Cols;
         if constexpr (std::is_same<T, G>::value) {
