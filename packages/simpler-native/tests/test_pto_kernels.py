@@ -46,6 +46,10 @@ extern "C" __attribute__((visibility("default"))) void vadd(std::int64_t* args) 
 #else
     TASSIGN(tc, 0x200);
 #endif
+#ifdef ACC_AT_200K
+    TileAcc<float, 16, 16> acc;  // 1 KiB at 200 KiB: inside a5's 256 KiB L0C, past a2a3's 128 KiB
+    TASSIGN(acc, 200 * 1024);
+#endif
     TLOAD(ta, ga);
     TLOAD(tb, gb);
 #ifndef NO_SYNC
@@ -72,6 +76,24 @@ def pto_worker() -> Iterator[simpler.Worker]:
     w.init()
     yield w
     w.close()
+
+
+def test_the_core_buffers_have_the_platform_sizes(orchestration_binary: bytes) -> None:
+    for platform, fits in (("a5sim", True), ("a2a3sim", False)):
+        w = simpler.Worker(platform=platform, aic_threads=1, aiv_threads=1)
+        w.init()
+        try:
+            run, want, c = _run(w, orchestration_binary, "ACC_AT_200K")
+            if fits:
+                run.result(timeout=60)
+                np.testing.assert_array_equal(c, want)
+            else:
+                with pytest.raises(
+                    simpler.SimplerError, match=r"ends past the buffer's end \(L0C holds 131072 bytes\)"
+                ):
+                    run.result(timeout=60)
+        finally:
+            w.close()
 
 
 def _run(
