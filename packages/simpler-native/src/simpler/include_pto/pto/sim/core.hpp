@@ -99,10 +99,10 @@ struct Core {
     std::vector<Seg> segs[kBufs];
     std::uint32_t counter[kPipes] = {};
     std::uint32_t clock[kPipes][kPipes] = {};  // clock[Q][P]: P's issue count Q has waited for
-    struct Pending {
-        bool set;
-        std::uint32_t clock[kPipes];
-    } pending[kPipes][kPipes][kEvents] = {};
+    // pending[P][Q][e]: the setter's clock at set_flag(P, Q, e); valid while bit Q * kEvents + e
+    // of pending_set[P] is 1 (only the bits are cleared per invocation).
+    std::uint32_t pending[kPipes][kPipes][kEvents][kPipes] = {};
+    std::uint64_t pending_set[kPipes] = {};
     std::unique_ptr<std::uint8_t[]> own[kBufs];  // the buffers of a thread outside a kernel
     // Scalar accesses (GetValue/SetValue, PIPE_S) are checked over their tile's whole valid
     // region; a repeat of the last read (write) of the same region with nothing issued on
@@ -134,7 +134,7 @@ struct Core {
         ++epoch;
         std::memset(counter, 0, sizeof counter);
         std::memset(clock, 0, sizeof clock);
-        std::memset(pending, 0, sizeof pending);
+        std::memset(pending_set, 0, sizeof pending_set);
     }
 };
 
@@ -308,10 +308,9 @@ inline void set_flag(pipe_t src, pipe_t dst, event_t e) noexcept {
     if (!sim::pipe_ok("set_flag", src, false) || !sim::pipe_ok("set_flag", dst, false) || !sim::event_ok("set_flag", e))
         return;
     sim::Core& c = sim::core();
-    auto& slot = c.pending[src][dst][e];
     ++c.epoch;
-    slot.set = true;
-    std::memcpy(slot.clock, c.clock[src], sizeof slot.clock);
+    c.pending_set[src] |= std::uint64_t{1} << (dst * sim::kEvents + e);
+    std::memcpy(c.pending[src][dst][e], c.clock[src], sizeof c.pending[src][dst][e]);
 }
 
 // wait_flag(src, dst, e): pipe `dst` waits for event e from `src`. A wait with no set_flag
@@ -321,17 +320,18 @@ inline void wait_flag(pipe_t src, pipe_t dst, event_t e) noexcept {
         !sim::event_ok("wait_flag", e))
         return;
     sim::Core& c = sim::core();
-    auto& slot = c.pending[src][dst][e];
-    if (!slot.set) {
+    const std::uint64_t bit = std::uint64_t{1} << (dst * sim::kEvents + e);
+    if ((c.pending_set[src] & bit) == 0) {
         ::simpler::report_kernel_error(
             "wait_flag(%s, %s, EVENT_ID%d) with no matching set_flag pending (the device would wait forever)",
             sim::pipe_name(src), sim::pipe_name(dst), e);
         return;
     }
-    slot.set = false;
+    c.pending_set[src] &= ~bit;
     ++c.epoch;
+    const std::uint32_t* snap = c.pending[src][dst][e];
     for (int p = 0; p < sim::kPipes; ++p)
-        if (slot.clock[p] > c.clock[dst][p]) c.clock[dst][p] = slot.clock[p];
+        if (snap[p] > c.clock[dst][p]) c.clock[dst][p] = snap[p];
 }
 
 // pipe_barrier(PIPE_ALL) orders everything issued before it against everything after; a
