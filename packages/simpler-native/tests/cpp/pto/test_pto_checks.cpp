@@ -3,6 +3,7 @@
 // the programs that are right are not reported.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ TEST_CASE("capacity: a tile past its buffer's end is reported with its shape, of
     CHECK(take_error() ==
           "TASSIGN: Vec FLOAT32 [64, 64] tile (16384 bytes) at UB+0x2c020 ends past the buffer's end (UB holds 196608 "
           "bytes)");
+    TASSIGN(t, ~std::uint64_t{0} - 16);  // would wrap around: still past the end
+    CHECK(take_error().find("ends past the buffer's end") != std::string::npos);
     // An unplaced tile is reported by the next instruction and nothing is written.
     TADDS(t, t, 1.0f);
     CHECK(take_error().find("TADDS: an operand Vec FLOAT32 [64, 64] tile was not placed by TASSIGN") == 0);

@@ -343,7 +343,7 @@ inline void TASSIGN(T& tile, AddrType addr) noexcept {
     const auto off = static_cast<std::uint64_t>(addr);
     bool negative = false;
     if constexpr (std::is_signed<AddrType>::value) negative = addr < 0;
-    if (negative || off + bytes > c.cap[b]) {
+    if (negative || off > c.cap[b] || bytes > c.cap[b] - off) {  // no wrap-around for huge offsets
         ::simpler::report_kernel_error(
             "TASSIGN: %s %s [%d, %d] tile (%llu bytes) at %s+0x%llx ends past the buffer's end (%s holds %llu bytes)",
             sim::tile_type_name(T::Loc), sim::dtype_name<D>(), T::Rows, T::Cols, static_cast<unsigned long long>(bytes),
