@@ -50,7 +50,7 @@ struct Shape {
         const std::int64_t v[5] = {n1, n2, n3, n4, n5};
         for (int i = 0; i < 5; ++i) shape[i] = staticShape[i] == DYNAMIC ? v[i] : staticShape[i];
     }
-    explicit Shape(std::int64_t n) noexcept {
+    Shape(std::int64_t n) noexcept {  // NOLINT: implicit as upstream
         static_assert(sim::count_dynamic<N1, N2, N3, N4, N5>() == 1, "1-parameter Shape needs exactly 1 dynamic dim");
         sim::fill_dynamic(shape, staticShape, {n});
     }
@@ -80,7 +80,7 @@ struct Stride {
         const std::int64_t v[5] = {n1, n2, n3, n4, n5};
         for (int i = 0; i < 5; ++i) stride[i] = staticStride[i] == DYNAMIC ? v[i] : staticStride[i];
     }
-    explicit Stride(std::int64_t n) noexcept {
+    Stride(std::int64_t n) noexcept {  // NOLINT: implicit as upstream
         static_assert(sim::count_dynamic<S1, S2, S3, S4, S5>() == 1, "1-parameter Stride needs exactly 1 dynamic dim");
         sim::fill_dynamic(stride, staticStride, {n});
     }
@@ -116,7 +116,7 @@ struct GlobalTensor {
                                                      Stride_::staticStride[4]};
 
     GlobalTensor() noexcept : data_(nullptr) {}
-    explicit GlobalTensor(DType* data, const Shape& shape = Shape(), const Stride& stride = Stride()) noexcept
+    GlobalTensor(DType* data, const Shape& shape = Shape(), const Stride& stride = Stride()) noexcept  // NOLINT: implicit as upstream
         : data_(data), shape_(shape), stride_(stride) {}
 
     std::int64_t GetShape(const int dim) const noexcept { return dim >= 0 && dim < 5 ? shape_.shape[dim] : -1; }
