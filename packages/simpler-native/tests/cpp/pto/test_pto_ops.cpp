@@ -533,3 +533,32 @@ TEST_CASE("TLOAD/TSTORE of an NZ (fractal) global tensor: logical (r, c) at ((c 
     TLOAD(m, bad);
     CHECK(take_error().find("an NZ global tensor is [1, C / C0, R / 16, 16, C0]") != std::string::npos);
 }
+
+TEST_CASE("Acc -> Mat moves convert (TMOV, TINSERT) on PIPE_FIX; TMOV Vec -> Vec keeps bits") {
+    fresh();
+    TileAcc<float, 16, 16> acc;
+    Tile<TileType::Mat, half, 16, 16, BLayout::ColMajor, 16, 16, SLayout::RowMajor> mh;
+    Tile<TileType::Mat, half, 32, 32, BLayout::ColMajor, 32, 32, SLayout::RowMajor> big;
+    TASSIGN(acc, 0);
+    TASSIGN(mh, 0);
+    TASSIGN(big, 0x400);
+    for (int i = 0; i < 256; ++i) acc.data()[i] = 1.0f + static_cast<float>(i) / 3.0f;
+    // acc was written outside the instructions: the checks see no writer, so no hazard either.
+    TMOV(mh, acc);
+    for (int i = 0; i < 256; ++i) CHECK(mh.data()[i].bits == half(acc.data()[i]).bits);
+    TINSERT(big, acc, 16, 16);
+    for (int r = 0; r < 16; ++r)
+        for (int c = 0; c < 16; ++c) CHECK(big.data()[(16 + r) * 32 + 16 + c].bits == half(acc.data()[r * 16 + c]).bits);
+    CHECK(take_error() == "");
+    // Acc -> Vec runs on PIPE_FIX: a vector instruction reading its result needs FIX -> V.
+    VecT<float, 16, 16> v(16, 16), w(16, 16);
+    TASSIGN(v, 0);
+    TASSIGN(w, 0x400);
+    TMOV(v, acc);  // Acc -> Vec on PIPE_FIX
+    TMOV(w, v);    // Vec -> Vec on PIPE_V
+    CHECK(take_error().find("TMOV reads tile Vec FLOAT32 [16, 16] at UB+0x0 (bytes at UB+0x0) written by TMOV on PIPE_FIX") == 0);
+    ptotest::sync(PIPE_FIX, PIPE_V);
+    TMOV(w, v);
+    CHECK(take_error() == "");
+    CHECK(std::memcmp(w.data(), acc.data(), 1024) == 0);
+}
