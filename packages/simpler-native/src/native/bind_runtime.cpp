@@ -283,7 +283,8 @@ void bind_runtime(nb::module_& m) {
     nb::class_<Chip>(m, "ChipRuntime")
         .def(
             "__init__",
-            [](Chip* self, int aic_threads, int aiv_threads, std::int64_t spin_ns, const std::string& runtime) {
+            [](Chip* self, int aic_threads, int aiv_threads, std::int64_t spin_ns, const std::string& runtime,
+               const std::string& arch) {
                 chip::ChipOptions o;
                 if (runtime == chip::kRuntimeNames[1]) {
                     o.runtime = chip::Runtime::HostBuildGraph;
@@ -294,10 +295,16 @@ void bind_runtime(nb::module_& m) {
                 o.aic_threads = aic_threads;
                 o.aiv_threads = aiv_threads;
                 o.spin_ns = spin_ns;
+                // The on-chip buffer sizes of the simulated chip (pypto/ir/platforms.py).
+                if (arch == "a5") {
+                    o.core_buffer_bytes = chip::kA5CoreBufferBytes;
+                } else if (arch != "a2a3") {
+                    throw std::invalid_argument("arch: expected 'a2a3' or 'a5', got '" + arch + "'");
+                }
                 new (self) Chip(o);
             },
             "aic_threads"_a = 1, "aiv_threads"_a = 1, "spin_ns"_a = 50000,
-            "runtime"_a = chip::kRuntimeNames[0])
+            "runtime"_a = chip::kRuntimeNames[0], "arch"_a = "a2a3")
         .def(
             "submit",
             [](Chip& c, std::shared_ptr<ChipProgram> program, const std::vector<TensorTuple>& tensors,

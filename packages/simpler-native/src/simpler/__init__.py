@@ -48,6 +48,7 @@ __all__ = [
     "WorkerClosedError",
     "__version__",
     "get_include",
+    "get_pto_include",
 ]
 
 
@@ -58,3 +59,13 @@ def get_include() -> str:
     compile against these headers (``-I$(python -c 'import simpler; print(simpler.get_include())')``).
     """
     return str(Path(__file__).with_name("include"))
+
+
+def get_pto_include() -> str:
+    """Return the include root of simpler's CPU implementation of the PTO-ISA subset.
+
+    The root holds only ``pto/`` (entry header ``pto/pto-inst.hpp``), so that a checkout of the
+    official headers (``PTO_ISA_ROOT/include``) can replace it wholesale. Kernels compiled
+    against it also need :func:`get_include` (``simpler/kernel_abi.hpp`` and the tile math).
+    """
+    return str(Path(__file__).with_name("include_pto"))

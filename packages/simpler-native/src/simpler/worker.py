@@ -262,7 +262,10 @@ class Worker:
                 )
             self._prewarm = prewarm_config
             chip = _native.ChipRuntime(
-                aic_threads=self.aic_threads, aiv_threads=self.aiv_threads, runtime=self.runtime
+                aic_threads=self.aic_threads,
+                aiv_threads=self.aiv_threads,
+                runtime=self.runtime,
+                arch="a5" if self.platform.startswith("a5") else "a2a3",
             )
             if self.execution_mode == "kernel":
                 chip.enable_kernel_mode(self.borrowed_context_generation)

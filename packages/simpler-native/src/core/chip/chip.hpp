@@ -51,6 +51,12 @@ inline constexpr int kMaxCoreThreads = 64;  // AIC threads, and AIV threads, of 
 inline constexpr std::size_t kCoreThreadStackBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kCoreThreadGuardBytes = std::size_t{1} << 20;
 
+// On-chip buffer capacities per platform (pypto/ir/platforms.py): UB, L1, L0A, L0B, L0C.
+inline constexpr std::array<std::uint64_t, kCoreBufferCount> kA2A3CoreBufferBytes{192u << 10, 512u << 10, 64u << 10,
+                                                                                  64u << 10, 128u << 10};
+inline constexpr std::array<std::uint64_t, kCoreBufferCount> kA5CoreBufferBytes{192u << 10, 512u << 10, 64u << 10,
+                                                                                64u << 10, 256u << 10};
+
 // Per-run configuration (CallConfig after validation).
 struct RunConfig {
     std::array<std::uint32_t, kRingCount> task_window{256, 256, 256, 256};  // powers of two
@@ -101,6 +107,10 @@ struct ChipOptions {
     int aiv_threads = 1;
     // How long an idle thread spins before it parks, in nanoseconds.
     std::int64_t spin_ns = 50'000;
+    // Bytes of each AICore's on-chip buffers (UB, L1, L0A, L0B, L0C: KernelContext.buffers),
+    // one set per AICore thread. The default is the a2a3 table of pypto/ir/platforms.py; a5 has
+    // a 256 KiB L0C (kA5CoreBufferBytes).
+    std::array<std::uint64_t, kCoreBufferCount> core_buffer_bytes = kA2A3CoreBufferBytes;
 };
 
 // One submitted run: completion, error and statistics. Shared by the submitter and the chip.

@@ -2,6 +2,8 @@
 // AICPU scheduler lanes, the AICore threads, task completion and retirement, and the end of a
 // run (diagnostics files, Run completion).
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 #include <exception>
 
 #include "chip_internal.hpp"
@@ -325,6 +327,21 @@ void Chip::core_loop(int thread_index, CoreType type) {
     const int aic_threads = core_threads_[static_cast<int>(CoreType::AIC)];
     const auto core_index =
         static_cast<std::uint32_t>(type == CoreType::AIC ? thread_index - 1 : thread_index - 1 - aic_threads);
+    // This core's on-chip buffers (UB, L1, L0A, L0B, L0C), where PTO-ISA kernels place their
+    // tiles. Zero-filled virtual memory, committed as kernels touch it; it lives as long as the
+    // thread and is not cleared between kernels (as on the device).
+    CoreBuffers buffers{};
+    struct FreeDeleter {
+        void operator()(void* p) const noexcept { std::free(p); }
+    };
+    std::unique_ptr<std::uint8_t, FreeDeleter> storage[kCoreBufferCount];
+    for (int b = 0; b < kCoreBufferCount; ++b) {
+        const std::uint64_t n = options_.core_buffer_bytes[static_cast<std::size_t>(b)];
+        storage[b].reset(static_cast<std::uint8_t*>(std::calloc(n, 1)));  // large: lazily committed zero pages
+        if (!storage[b] && n != 0) std::abort();  // no memory for a core: it cannot run kernels
+        buffers.base[b] = storage[b].get();
+        buffers.bytes[b] = n;
+    }
     for (;;) {
         Task* t = pop_ready(type);
         if (t == nullptr) {
@@ -341,7 +358,8 @@ void Chip::core_loop(int thread_index, CoreType type) {
             skip = t->run->failed;
         }
         if (!skip) {
-            const KernelContext context{t->index, core_index, static_cast<std::uint32_t>(type), comm_context()};
+            const KernelContext context{t->index, core_index, static_cast<std::uint32_t>(type), comm_context(),
+                                        &buffers};
             if (k->set_context != nullptr) k->set_context(&context);
             try {
                 k->entry(t->args.data());

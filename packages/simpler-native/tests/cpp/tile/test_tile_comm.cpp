@@ -35,7 +35,7 @@ struct World {
         for (std::uint32_t r = 0; r < n; ++r)
             ctx.push_back(CommContext{r, n, CommPath::SharedMemory, 1, timeout_ns, &window, nullptr});
         kctx.resize(n);
-        for (std::uint32_t r = 0; r < n; ++r) kctx[r] = KernelContext{0, r, 0, &ctx[r]};
+        for (std::uint32_t r = 0; r < n; ++r) kctx[r] = KernelContext{0, r, 0, &ctx[r], nullptr};
     }
     // Run the rest of the thread as rank r.
     void enter(std::uint32_t r) { simpler::current_kernel_context() = &kctx[r]; }

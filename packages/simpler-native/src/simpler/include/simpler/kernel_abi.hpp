@@ -21,7 +21,8 @@
 namespace simpler {
 
 // 2: KernelContext gained `comm` (the cross-rank operations of multi-chip programs).
-inline constexpr std::uint32_t kKernelAbiVersion = 2;
+// 3: KernelContext gained `buffers` (the running core's on-chip buffers, where PTO-ISA tiles live).
+inline constexpr std::uint32_t kKernelAbiVersion = 3;
 
 // Signature of a kernel entry: args[i] is a ChipTensor* (as an integer) or raw scalar bits.
 using KernelEntryFn = void (*)(std::int64_t* args);
@@ -51,22 +52,44 @@ inline void report_kernel_error(const char* fmt, ...) noexcept {
 
 inline bool kernel_error_pending() noexcept { return kernel_error_slot().set; }
 
-// Who is running the kernel, for debug output (pt::print), and the rank's comm context for the
-// cross-rank operations (simpler/tile/comm.hpp): set by the runtime through the optional export
-// simpler_kernel_set_context before each entry call on the calling thread.
-struct KernelContext {
-    std::uint64_t task_id;     // the run's task number, from 0 in submission order
-    std::uint32_t core_index;  // the simulated core (thread) of its kind
-    std::uint32_t core_kind;   // 0 AIV (vector), 1 AIC (cube)
-    const CommContext* comm;   // this process's comm context; null outside a multi-chip program
+// The on-chip buffers of one simulated AICore, owned by the runtime (one set per AICore thread,
+// sized from the platform table): PTO-ISA tiles are placed in them by TASSIGN's byte offset.
+// Index order: UB (Vec tiles), L1 (Mat), L0A (Left), L0B (Right), L0C (Acc).
+inline constexpr int kCoreBufferCount = 5;
+struct CoreBuffers {
+    std::uint8_t* base[kCoreBufferCount];
+    std::uint64_t bytes[kCoreBufferCount];
 };
 
-static_assert(sizeof(KernelContext) == 24, "kernel ABI changed: KernelContext size");
+static_assert(sizeof(CoreBuffers) == 80, "kernel ABI changed: CoreBuffers size");
+
+// Who is running the kernel, for debug output (pt::print), the rank's comm context for the
+// cross-rank operations (simpler/tile/comm.hpp) and the core's on-chip buffers: set by the
+// runtime through the optional export simpler_kernel_set_context before each entry call on the
+// calling thread.
+struct KernelContext {
+    std::uint64_t task_id;       // the run's task number, from 0 in submission order
+    std::uint32_t core_index;    // the simulated core (thread) of its kind
+    std::uint32_t core_kind;     // 0 AIV (vector), 1 AIC (cube)
+    const CommContext* comm;     // this process's comm context; null outside a multi-chip program
+    const CoreBuffers* buffers;  // the core's UB/L1/L0A/L0B/L0C; null: the kernel uses its own
+};
+
+static_assert(sizeof(KernelContext) == 32, "kernel ABI changed: KernelContext size");
 static_assert(offsetof(KernelContext, comm) == 16, "kernel ABI changed: KernelContext.comm");
+static_assert(offsetof(KernelContext, buffers) == 24, "kernel ABI changed: KernelContext.buffers");
 
 inline const KernelContext*& current_kernel_context() noexcept {
     static thread_local const KernelContext* context = nullptr;
     return context;
+}
+
+// Counts the kernel invocations on this thread (bumped by simpler_kernel_set_context for every
+// non-null context): per-invocation kernel state (the PTO-ISA buffer checks) resets when it
+// changes.
+inline std::uint64_t& kernel_invocation() noexcept {
+    static thread_local std::uint64_t count = 0;
+    return count;
 }
 
 }  // namespace simpler
@@ -82,6 +105,7 @@ inline const KernelContext*& current_kernel_context() noexcept {
     extern "C" __attribute__((visibility("default"))) void simpler_kernel_set_context(           \
         const ::simpler::KernelContext* context) {                                             \
         ::simpler::current_kernel_context() = context;                                         \
+        if (context != nullptr) ++::simpler::kernel_invocation();                              \
     }                                                                                          \
     extern "C" __attribute__((visibility("default"))) const char* simpler_kernel_take_error() {   \
         ::simpler::KernelErrorSlot& slot = ::simpler::kernel_error_slot();                     \

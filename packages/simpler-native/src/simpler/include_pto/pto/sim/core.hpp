@@ -1,0 +1,348 @@
+// The simulated AICore behind our PTO-ISA implementation: the core's on-chip buffers (UB, L1,
+// L0A, L0B, L0C) and the per-invocation checks of docs/tile-interface.md:
+//  - capacity: a tile placed by TASSIGN past its buffer's end;
+//  - overlap: an instruction reading a tile whose bytes were last written through a different
+//    tile (another live tile clobbered it);
+//  - pipe hazards: an instruction on pipe Q touching bytes last written (RAW, WAW) or read (WAR)
+//    on pipe P != Q, with no set_flag(P, Q, e) issued after that access and waited for by Q
+//    (directly or through a chain of events), and no pipe_barrier(PIPE_ALL) since.
+// Each is reported through simpler::report_kernel_error (the first report of a kernel wins).
+//
+// Buffers: the runtime hands the running core's buffers through KernelContext.buffers; outside
+// a kernel (unit tests) the thread gets its own set with the a2a3 capacities.
+//
+// State: per buffer, a sorted partition of the touched bytes into segments, each remembering
+// the tile and pipe that last wrote it and, per pipe, the last read. An access splits at most
+// two segments and walks the ones it covers; a write merges them. Per pipe, a vector clock of
+// the other pipes' progress it has waited for (set_flag snapshots the setter's clock,
+// wait_flag merges it). Everything resets when a new kernel invocation starts on the thread.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "pto/sim/types.hpp"
+#include "simpler/kernel_abi.hpp"
+
+namespace pto {
+namespace sim {
+
+inline constexpr int kPipes = 8;
+inline constexpr int kEvents = 8;
+inline constexpr int kBufs = ::simpler::kCoreBufferCount;
+enum Buf : std::uint8_t { UB = 0, L1 = 1, L0A = 2, L0B = 3, L0C = 4 };
+
+inline const char* buffer_name(int b) noexcept {
+    static const char* const names[kBufs] = {"UB", "L1", "L0A", "L0B", "L0C"};
+    return b >= 0 && b < kBufs ? names[b] : "?";
+}
+
+inline const char* pipe_name(int p) noexcept {
+    static const char* const names[kPipes] = {"PIPE_S",    "PIPE_V", "PIPE_MTE1", "PIPE_MTE2",
+                                              "PIPE_MTE3", "PIPE_M", "PIPE_ALL",  "PIPE_FIX"};
+    return p >= 0 && p < kPipes ? names[p] : "PIPE_?";
+}
+
+inline const char* tile_type_name(TileType t) noexcept {
+    switch (t) {
+        case TileType::Vec: return "Vec";
+        case TileType::Mat: return "Mat";
+        case TileType::Left: return "Left";
+        case TileType::Right: return "Right";
+        case TileType::Acc: return "Acc";
+        default: return "unsupported";
+    }
+}
+
+// The buffer a tile type lives in; kBufs for the tile types we do not implement.
+constexpr int buffer_of(TileType t) noexcept {
+    return t == TileType::Vec     ? UB
+           : t == TileType::Mat   ? L1
+           : t == TileType::Left  ? L0A
+           : t == TileType::Right ? L0B
+           : t == TileType::Acc   ? L0C
+                                  : kBufs;
+}
+
+// a2a3 capacities (pypto/ir/platforms.py): the buffers of a thread outside a kernel.
+inline constexpr std::uint64_t kDefaultBufferBytes[kBufs] = {192u << 10, 512u << 10, 64u << 10, 64u << 10,
+                                                             128u << 10};
+
+// What the checks know of a placed tile (for messages): registered by TASSIGN.
+struct TileDesc {
+    TileType loc;
+    const char* dtype;
+    int rows, cols;
+    std::uint8_t buf;
+    std::uint32_t offset;
+    std::uint32_t bytes;
+};
+
+struct Seg {
+    std::uint32_t lo, hi;     // byte range in the buffer
+    std::uint32_t writer;     // tile id (1-based) of the last write; 0: never written this kernel
+    std::uint8_t wpipe;       // pipe of the last write
+    std::uint32_t wseq;       // its issue number on that pipe (0: none)
+    const char* wop;          // its instruction
+    std::uint32_t rseq[kPipes];  // per pipe: issue number of the last read since that write
+    const char* rop[kPipes];
+};
+
+struct Core {
+    std::uint64_t invocation = ~std::uint64_t{0};
+    std::uint8_t* base[kBufs] = {};
+    std::uint64_t cap[kBufs] = {};
+    std::vector<TileDesc> tiles;
+    std::vector<Seg> segs[kBufs];
+    std::uint32_t counter[kPipes] = {};
+    std::uint32_t clock[kPipes][kPipes] = {};  // clock[Q][P]: P's issue count Q has waited for
+    // pending[P][Q][e]: the setter's clock at set_flag(P, Q, e); valid while bit Q * kEvents + e
+    // of pending_set[P] is 1 (only the bits are cleared per invocation).
+    std::uint32_t pending[kPipes][kPipes][kEvents][kPipes] = {};
+    std::uint64_t pending_set[kPipes] = {};
+    std::unique_ptr<std::uint8_t[]> own[kBufs];  // the buffers of a thread outside a kernel
+    // Scalar accesses (GetValue/SetValue, PIPE_S) are checked over their tile's whole valid
+    // region; a repeat of the last read (write) of the same region with nothing issued on
+    // another pipe and no event or barrier since changes nothing and is skipped. `epoch`
+    // counts those intervening operations.
+    std::uint64_t epoch = 0;
+    struct ScalarAccess {
+        std::uint32_t id, lo, hi;
+        int buf;
+        std::uint64_t epoch;
+    } last_scalar[2] = {};
+
+    void reset(std::uint64_t inv) noexcept {
+        invocation = inv;
+        const ::simpler::KernelContext* ctx = ::simpler::current_kernel_context();
+        for (int b = 0; b < kBufs; ++b) {
+            if (ctx != nullptr && ctx->buffers != nullptr) {
+                base[b] = ctx->buffers->base[b];
+                cap[b] = ctx->buffers->bytes[b];
+            } else {
+                if (!own[b]) own[b].reset(new std::uint8_t[kDefaultBufferBytes[b]]());
+                base[b] = own[b].get();
+                cap[b] = kDefaultBufferBytes[b];
+            }
+            segs[b].clear();
+            segs[b].push_back(Seg{0, static_cast<std::uint32_t>(cap[b]), 0, 0, 0, nullptr, {}, {}});
+        }
+        tiles.clear();
+        ++epoch;
+        std::memset(counter, 0, sizeof counter);
+        std::memset(clock, 0, sizeof clock);
+        std::memset(pending_set, 0, sizeof pending_set);
+    }
+};
+
+// The calling thread's core, reset at the start of each kernel invocation.
+inline Core& core() noexcept {
+    static thread_local Core c;
+    const std::uint64_t inv = ::simpler::kernel_invocation();
+    if (c.invocation != inv) c.reset(inv);
+    return c;
+}
+
+// Start a new kernel invocation on this thread (tests: what the runtime's set_context does).
+inline void begin_kernel() noexcept {
+    ++::simpler::kernel_invocation();
+    (void)core();
+}
+
+// Register a placed tile; the same type, shape and address is the same tile (a tile declared
+// again in each loop iteration keeps its identity). Returns its id (1-based).
+inline std::uint32_t register_tile(const TileDesc& d) noexcept {
+    Core& c = core();
+    for (std::size_t i = c.tiles.size(); i-- > 0;) {
+        const TileDesc& t = c.tiles[i];
+        if (t.buf == d.buf && t.offset == d.offset && t.bytes == d.bytes && t.loc == d.loc && t.rows == d.rows &&
+            t.cols == d.cols && t.dtype == d.dtype)
+            return static_cast<std::uint32_t>(i + 1);
+    }
+    c.tiles.push_back(d);
+    ++c.epoch;
+    return static_cast<std::uint32_t>(c.tiles.size());
+}
+
+inline int describe(char* out, std::size_t n, std::uint32_t id) noexcept {
+    const Core& c = core();
+    if (id == 0 || id > c.tiles.size()) return std::snprintf(out, n, "(no tile)");
+    const TileDesc& t = c.tiles[id - 1];
+    return std::snprintf(out, n, "%s %s [%d, %d] at %s+0x%x", tile_type_name(t.loc), t.dtype, t.rows, t.cols,
+                         buffer_name(t.buf), t.offset);
+}
+
+// One instruction in flight: issued on `pipe`, it records its accesses.
+class Op {
+public:
+    Op(const char* name, pipe_t pipe) noexcept : name_(name), pipe_(pipe), c_(core()) {
+        ++c_.counter[pipe_];
+        c_.clock[pipe_][pipe_] = c_.counter[pipe_];
+        if (pipe_ != PIPE_S) ++c_.epoch;
+    }
+
+    const char* name() const noexcept { return name_; }
+
+    // A read of bytes [lo, hi) of buffer b through tile `id`.
+    void read(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id) noexcept { access(b, lo, hi, id, false); }
+    void write(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id) noexcept { access(b, lo, hi, id, true); }
+
+private:
+    bool ordered(int p, std::uint32_t seq) const noexcept {
+        return p == pipe_ || seq == 0 || c_.clock[pipe_][p] >= seq;
+    }
+
+    // Index of the segment starting at `at`, splitting the one that contains it.
+    std::size_t split(std::vector<Seg>& v, std::uint32_t at) noexcept {
+        std::size_t lo = 0, hi = v.size();
+        while (lo < hi) {  // first segment with hi > at
+            const std::size_t mid = (lo + hi) / 2;
+            if (v[mid].hi <= at)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == v.size()) return lo;
+        if (v[lo].lo == at) return lo;
+        Seg right = v[lo];
+        right.lo = at;
+        v[lo].hi = at;
+        v.insert(v.begin() + static_cast<std::ptrdiff_t>(lo + 1), right);
+        return lo + 1;
+    }
+
+    void hazard(bool is_write, const char* what, int b, std::uint32_t at, std::uint32_t id, const char* other_op,
+                int p) noexcept {
+        char tile[128];
+        describe(tile, sizeof tile, id);
+        ::simpler::report_kernel_error(
+            "%s %s tile %s (bytes at %s+0x%x) %s by %s on %s without set_flag/wait_flag(%s, %s) or "
+            "pipe_barrier(PIPE_ALL) between them",
+            name_, is_write ? "writes" : "reads", tile, buffer_name(b), at, what, other_op ? other_op : "?",
+            pipe_name(p), pipe_name(p), pipe_name(pipe_));
+    }
+
+    void access(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id, bool is_write) noexcept {
+        if (hi <= lo) return;
+        std::vector<Seg>& v = c_.segs[b];
+        const std::size_t first = split(v, lo);
+        const std::size_t end = split(v, hi);
+        for (std::size_t i = first; i < end; ++i) {
+            Seg& s = v[i];
+            if (s.wseq != 0 && !ordered(s.wpipe, s.wseq))
+                hazard(is_write, is_write ? "last written" : "written", b, s.lo, id, s.wop, s.wpipe);
+            if (is_write) {
+                for (int p = 0; p < kPipes; ++p)
+                    if (s.rseq[p] != 0 && !ordered(p, s.rseq[p])) hazard(true, "last read", b, s.lo, id, s.rop[p], p);
+            } else if (s.writer != 0 && s.writer != id) {
+                char mine[128], theirs[128];
+                describe(mine, sizeof mine, id);
+                describe(theirs, sizeof theirs, s.writer);
+                ::simpler::report_kernel_error(
+                    "%s reads tile %s, but its bytes at %s+0x%x were last written through another live tile %s (by %s): "
+                    "the two tiles overlap",
+                    name_, mine, buffer_name(b), s.lo, theirs, s.wop ? s.wop : "?");
+            }
+        }
+        const std::uint32_t seq = c_.counter[pipe_];
+        if (is_write) {
+            Seg merged{v[first].lo, v[end - 1].hi, id, static_cast<std::uint8_t>(pipe_), seq, name_, {}, {}};
+            v.erase(v.begin() + static_cast<std::ptrdiff_t>(first + 1), v.begin() + static_cast<std::ptrdiff_t>(end));
+            v[first] = merged;
+        } else {
+            for (std::size_t i = first; i < end; ++i) {
+                v[i].rseq[pipe_] = seq;
+                v[i].rop[pipe_] = name_;
+            }
+        }
+    }
+
+    const char* name_;
+    pipe_t pipe_;
+    Core& c_;
+};
+
+// A scalar access (PIPE_S) to the [lo, hi) region of tile `id`: checked unless it repeats the
+// last one of its kind with nothing in between (Core::last_scalar).
+inline void scalar_access(const char* name, int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id,
+                          bool is_write) noexcept {
+    Core& c = core();
+    Core::ScalarAccess& last = c.last_scalar[is_write ? 1 : 0];
+    if (last.epoch == c.epoch && last.id == id && last.buf == b && last.lo == lo && last.hi == hi) return;
+    Op op(name, PIPE_S);
+    if (is_write)
+        op.write(b, lo, hi, id);
+    else
+        op.read(b, lo, hi, id);
+    last = Core::ScalarAccess{id, lo, hi, b, c.epoch};
+    // A write into the cached read's bytes makes it stale (a read checks who wrote its bytes).
+    Core::ScalarAccess& rd = c.last_scalar[0];
+    if (is_write && rd.buf == b && rd.lo < hi && lo < rd.hi && rd.id != id) rd.epoch = c.epoch - 1;
+}
+
+inline bool pipe_ok(const char* op, pipe_t p, bool allow_all) noexcept {
+    if (p < 0 || p >= kPipes || (p == PIPE_ALL && !allow_all)) {
+        ::simpler::report_kernel_error("%s: pipe %d is not one of PIPE_S/V/MTE1/MTE2/MTE3/M/FIX%s", op, p,
+                                       allow_all ? "/ALL" : "");
+        return false;
+    }
+    return true;
+}
+
+inline bool event_ok(const char* op, int e) noexcept {
+    if (e < 0 || e >= kEvents) {
+        ::simpler::report_kernel_error("%s: event id %d is not one of EVENT_ID0..EVENT_ID7", op, e);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace sim
+
+// set_flag(src, dst, e): pipe `src` signals event e to pipe `dst` once everything it issued so
+// far (and everything it waited for) is done.
+inline void set_flag(pipe_t src, pipe_t dst, event_t e) noexcept {
+    if (!sim::pipe_ok("set_flag", src, false) || !sim::pipe_ok("set_flag", dst, false) || !sim::event_ok("set_flag", e))
+        return;
+    sim::Core& c = sim::core();
+    ++c.epoch;
+    c.pending_set[src] |= std::uint64_t{1} << (dst * sim::kEvents + e);
+    std::memcpy(c.pending[src][dst][e], c.clock[src], sizeof c.pending[src][dst][e]);
+}
+
+// wait_flag(src, dst, e): pipe `dst` waits for event e from `src`. A wait with no set_flag
+// pending would hang the device: reported.
+inline void wait_flag(pipe_t src, pipe_t dst, event_t e) noexcept {
+    if (!sim::pipe_ok("wait_flag", src, false) || !sim::pipe_ok("wait_flag", dst, false) ||
+        !sim::event_ok("wait_flag", e))
+        return;
+    sim::Core& c = sim::core();
+    const std::uint64_t bit = std::uint64_t{1} << (dst * sim::kEvents + e);
+    if ((c.pending_set[src] & bit) == 0) {
+        ::simpler::report_kernel_error(
+            "wait_flag(%s, %s, EVENT_ID%d) with no matching set_flag pending (the device would wait forever)",
+            sim::pipe_name(src), sim::pipe_name(dst), e);
+        return;
+    }
+    c.pending_set[src] &= ~bit;
+    ++c.epoch;
+    const std::uint32_t* snap = c.pending[src][dst][e];
+    for (int p = 0; p < sim::kPipes; ++p)
+        if (snap[p] > c.clock[dst][p]) c.clock[dst][p] = snap[p];
+}
+
+// pipe_barrier(PIPE_ALL) orders everything issued before it against everything after; a
+// barrier on one pipe orders that pipe with itself, which the model already assumes.
+inline void pipe_barrier(pipe_t pipe) noexcept {
+    if (!sim::pipe_ok("pipe_barrier", pipe, true)) return;
+    if (pipe != PIPE_ALL) return;
+    sim::Core& c = sim::core();
+    ++c.epoch;
+    for (int q = 0; q < sim::kPipes; ++q)
+        for (int p = 0; p < sim::kPipes; ++p) c.clock[q][p] = c.counter[p];
+}
+
+}  // namespace pto

@@ -1,0 +1,38 @@
+// Helpers of the PTO-ISA tests: a fresh simulated kernel invocation per test, the kernel error
+// channel, and global tensors over host arrays.
+#pragma once
+
+#include <string>
+
+#include "pto/pto-inst.hpp"
+#include "simpler/kernel_abi.hpp"
+
+namespace ptotest {
+
+// The error reported since the last call ("" when none), cleared.
+inline std::string take_error() {
+    simpler::KernelErrorSlot& slot = simpler::kernel_error_slot();
+    if (!slot.set) return "";
+    slot.set = false;
+    return slot.message;
+}
+
+// Start a new kernel invocation (fresh buffers state, no pending errors).
+inline void fresh() {
+    take_error();
+    pto::sim::begin_kernel();
+}
+
+template <class T, int R, int C>
+using Gt = pto::GlobalTensor<T, pto::Shape<1, 1, 1, R, C>, pto::Stride<1, 1, 1, C, 1>>;
+
+template <class T, int R, int C>
+using VecT = pto::Tile<pto::TileType::Vec, T, R, C, pto::BLayout::RowMajor, -1, -1>;
+
+// Both ways of each synchronisation between the pipes: what the sync pass emits.
+inline void sync(pto::pipe_t a, pto::pipe_t b) {
+    pto::set_flag(a, b, EVENT_ID0);
+    pto::wait_flag(a, b, EVENT_ID0);
+}
+
+}  // namespace ptotest
