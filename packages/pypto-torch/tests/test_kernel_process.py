@@ -229,3 +229,34 @@ def test_two_ranks_with_gloo_each_on_its_own_simulated_chip(tmp_path: Path, kern
         )
     )
     assert sorted(lines) == ["rank 0 ok on a2a3sim generation 1", "rank 1 ok on a2a3sim generation 1"]
+
+
+def test_exit_is_clean_while_daemon_threads_are_inside_operator_calls(tmp_path: Path, kernel_store: Path) -> None:
+    # Before the exit gate, about one exit in five aborted ("terminate called without an active
+    # exception"): CPython unwound a daemon thread through torch's C++ dispatcher.
+    for run, delay in enumerate((0.05, 0.2, 0.1, 0.4, 0.3, 0.15)):
+        proc = _run(
+            tmp_path,
+            kernel_store,
+            f"""
+            import threading, time
+            op = pt.register(add, "daemon_exit{run}::add")
+            a, b = torch.rand(64, 64), torch.rand(64, 64)
+            op(a, b, torch.empty(64, 64))
+
+            def loop():
+                out = torch.empty(64, 64)
+                while True:
+                    op(a, b, out)
+
+            for _ in range(4):
+                threading.Thread(target=loop, daemon=True).start()
+            time.sleep({delay})
+            print("exiting", flush=True)
+            """,
+            name=f"daemon_exit{run}.py",
+        )
+        assert proc.returncode == 0, f"run {run}: exit {proc.returncode}\n{proc.stderr[-4000:]}"
+        assert "terminate" not in proc.stderr, proc.stderr[-4000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
+        assert proc.stdout.splitlines() == ["exiting"]
