@@ -51,6 +51,7 @@ from pypto.runtime import mode_gate, settings
 from pypto.torch._kernel.callable import KernelCallable, RegistrationError, artifact_identity
 from pypto.torch._kernel.owner import LifecycleOwner
 from pypto.torch._kernel.pending import PendingTicket
+from pypto.torch._kernel.pins import pin_frame, unpin
 from pypto.torch._kernel.session import (
     BorrowedWorkerSession,
     KernelRequest,
@@ -371,7 +372,9 @@ class _Manager:
             )
         args = kc.materialize(frame)
         stream = self.stream_for(frame.stream)
-        ticket = PendingTicket(kc, frame)
+        # The simulator's kernel works on the borrowed CPU memory itself: hold it for the run.
+        pins = pin_frame(frame) if kc.signature.platform.is_simulator else ()
+        ticket = PendingTicket(kc, frame, pins)
         with self.lock:
             pending = self.pending
             if pending:  # admission polls completed tickets only; it never waits
@@ -387,7 +390,13 @@ class _Manager:
                         keep.append(t)
                 pending[:] = keep
             pending.append(ticket)
-        ticket.publish(worker.launch(kc.handle, args, stream))
+        try:
+            run = worker.launch(kc.handle, args, stream)
+        except BaseException:
+            unpin(ticket.pins)  # refused before anything was enqueued: nothing uses the memory
+            ticket.pins = ()
+            raise
+        ticket.publish(run)
         if wait:
             try:
                 ticket.retire()

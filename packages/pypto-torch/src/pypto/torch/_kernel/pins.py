@@ -1,0 +1,156 @@
+"""Borrowed CPU storages are held for the length of a simulator launch.
+
+On a simulator the kernel works on the caller's CPU memory directly. A frame keeps each
+storage object alive, but that does not keep its memory: another thread's
+``t.untyped_storage().resize_(0)`` (or a ``resize_`` that grows a tensor past its storage)
+frees the memory in place, and the running kernel then faults (SIGSEGV). So for the launch each
+borrowed storage is made non-resizable, which makes such a resize raise ``RuntimeError:
+Trying to resize storage that is not resizable`` in the other thread instead, and after the
+pin the launch checks that every storage still has the address and size it was described with,
+so a resize that finished between description and pin raises :class:`StorageChangedError`
+here instead of running the kernel on freed memory. The flag is restored when the run is
+retired (by the last launch holding that storage).
+
+torch's Python API reads the flag (``UntypedStorage.resizable()``) but cannot set it, so it is
+set through ctypes on the ``c10::StorageImpl``: its offset is found once per process by
+comparing a resizable and a non-resizable storage, and used only after toggling it on a probe
+storage has been seen to flip ``resizable()`` and to make ``resize_`` raise. If no single offset
+passes (another torch build), nothing is pinned (:func:`pinning_available` is False) and the
+launch is as unprotected as a torch op.
+
+What it does not cover: a ``Tensor.resize_`` that grows a tensor runs without the GIL in torch
+and checks the flag before copying; one that passed that check before the pin and finishes
+during the kernel still frees the memory. ``resize_`` of the Python storage object runs under
+the GIL and cannot interleave this way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+__all__ = ["StorageChangedError", "pin_frame", "pinning_available", "unpin"]
+
+_PROBE_BYTES = 128  # how much of a StorageImpl is searched for the flag
+
+
+class StorageChangedError(RuntimeError):
+    """A borrowed storage was resized or replaced between describing a call and launching it."""
+
+
+class _Pins:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.offset: int | None = None
+        self.probed = False
+        self.counts: dict[int, int] = {}  # StorageImpl address -> launches holding it
+        self.restore: dict[int, bool] = {}  # StorageImpl address -> its flag before the first pin
+
+
+_pins = _Pins()
+
+
+def _find_offset() -> int | None:
+    import torch
+
+    def flag_bytes(storage: Any) -> bytes:
+        return ctypes.string_at(storage._cdata, _PROBE_BYTES)
+
+    resizable = torch.UntypedStorage(64)
+    fixed = torch.frombuffer(bytearray(64), dtype=torch.uint8).untyped_storage()
+    if not resizable.resizable() or fixed.resizable():
+        return None
+    a, b = flag_bytes(resizable), flag_bytes(fixed)
+    # _cdata is the StorageImpl only if the data pointer is stored in it
+    if resizable.data_ptr().to_bytes(8, "little") not in a:
+        return None
+    found = []
+    for offset in (i for i in range(_PROBE_BYTES) if a[i] == 1 and b[i] == 0):
+        probe = torch.UntypedStorage(64)
+        address = probe._cdata + offset
+        ptr, size = probe.data_ptr(), probe.nbytes()
+        ctypes.memset(address, 0, 1)
+        try:
+            refused = not probe.resizable()
+            if refused:
+                try:
+                    probe.resize_(0)
+                    refused = False
+                except RuntimeError:
+                    pass
+            unchanged = (probe.data_ptr(), probe.nbytes()) == (ptr, size)
+        finally:
+            ctypes.memset(address, 1, 1)
+        if refused and unchanged and probe.resizable():
+            found.append(offset)
+    return found[0] if len(found) == 1 else None
+
+
+def pinning_available() -> bool:
+    """Whether storages can be pinned with this torch (found on first use)."""
+    with _pins.lock:
+        if not _pins.probed:
+            try:
+                _pins.offset = _find_offset()
+            except Exception:  # any surprise: leave storages alone
+                _pins.offset = None
+            _pins.probed = True
+        return _pins.offset is not None
+
+
+def pin_frame(frame: Any) -> tuple[int, ...]:
+    """Make every storage of ``frame`` non-resizable and check it was not changed since it
+    was described; returns what :func:`unpin` releases.
+
+    Raises:
+        StorageChangedError: A storage no longer has the address or size in the frame (nothing
+            stays pinned).
+    """
+    tensors = frame.tensors
+    if not tensors or not pinning_available():
+        return ()
+    offset = _pins.offset
+    assert offset is not None
+    held: list[int] = []
+    with _pins.lock:
+        counts, restore = _pins.counts, _pins.restore
+        for t in tensors:
+            impl = t.storage._cdata
+            count = counts.get(impl, 0)
+            if count == 0:
+                flag = ctypes.string_at(impl + offset, 1) != b"\0"
+                restore[impl] = flag
+                if flag:
+                    ctypes.memset(impl + offset, 0, 1)
+            counts[impl] = count + 1
+            held.append(impl)
+    pinned = tuple(held)
+    for t in tensors:
+        storage = t.storage
+        if storage.data_ptr() != t.storage_ptr or storage.nbytes() != t.storage_nbytes:
+            unpin(pinned)
+            raise StorageChangedError(
+                f"argument {t.name!r}: its storage was resized or replaced while the call was "
+                f"being launched (described with {t.storage_nbytes} bytes at {t.storage_ptr:#x}, "
+                f"now {storage.nbytes()} bytes at {storage.data_ptr():#x}); the kernel was not run"
+            )
+    return pinned
+
+
+def unpin(pinned: tuple[int, ...]) -> None:
+    """Release pins taken by :func:`pin_frame`; the last release restores the flag."""
+    if not pinned:
+        return
+    offset = _pins.offset
+    assert offset is not None
+    with _pins.lock:
+        counts, restore = _pins.counts, _pins.restore
+        for impl in pinned:
+            count = counts[impl] - 1
+            if count:
+                counts[impl] = count
+                continue
+            del counts[impl]
+            if restore.pop(impl):
+                ctypes.memset(impl + offset, 1, 1)
