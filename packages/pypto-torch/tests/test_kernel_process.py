@@ -231,7 +231,9 @@ def test_two_ranks_with_gloo_each_on_its_own_simulated_chip(tmp_path: Path, kern
     assert sorted(lines) == ["rank 0 ok on a2a3sim generation 1", "rank 1 ok on a2a3sim generation 1"]
 
 
-def test_exit_is_clean_while_daemon_threads_are_inside_operator_calls(tmp_path: Path, kernel_store: Path) -> None:
+def test_exit_is_clean_while_daemon_threads_are_inside_operator_calls(
+    tmp_path: Path, kernel_store: Path
+) -> None:
     # Before the exit gate, about one exit in five aborted ("terminate called without an active
     # exception"): CPython unwound a daemon thread through torch's C++ dispatcher.
     for run, delay in enumerate((0.05, 0.2, 0.1, 0.4, 0.3, 0.15)):

@@ -11,6 +11,7 @@ the stand-in ninja nor its compiler may survive it, nor may a private build dire
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
@@ -29,7 +30,7 @@ from pypto.torch._trust import UnsafeBuildDirectory, ensure_private_dir
 
 
 @pytest.fixture
-def fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
+def fresh(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     """A process with no native build yet, whose builder and loader only record their calls."""
     calls: dict[str, list[Any]] = {"build": [], "load": []}
 
@@ -41,7 +42,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
     monkeypatch.setattr(_native_describe, "_waiting", type(_native_describe._waiting)())
     monkeypatch.setattr(_native_describe, "_run_builder", build)
     monkeypatch.setattr(_native_describe, "_load_module", lambda *a: calls["load"].append(a))
-    yield calls
+    return calls
 
 
 def _plant(root: Path) -> Path:
@@ -136,7 +137,8 @@ def test_a_group_writable_parent_without_the_sticky_bit_is_refused(tmp_path, mon
     _refused(fresh, parent)
     parent.chmod(0o777 | stat.S_ISVTX)  # like /tmp: others cannot rename what is ours
     assert _native_describe.build_native()
-    assert len(fresh["build"]) == 1 and len(fresh["load"]) == 1
+    assert len(fresh["build"]) == 1
+    assert len(fresh["load"]) == 1
 
 
 def test_the_root_and_its_new_parents_are_private(tmp_path, monkeypatch, fresh) -> None:
@@ -153,7 +155,8 @@ def test_a_build_is_published_complete_by_rename(tmp_path, monkeypatch, fresh) -
     name = _native_describe._extension_name()
 
     def build(name_: str, directory: Path, lock_fd: int, verbose: bool) -> None:
-        assert directory.parent == tmp_path and directory.name.startswith(".")
+        assert directory.parent == tmp_path
+        assert directory.name.startswith(".")
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700
         (directory / f"{name_}.so").write_bytes(b"built")
         fresh["build"].append(directory)
@@ -245,10 +248,8 @@ def stand_in(tmp_path: Path) -> Iterator[dict[str, Any]]:
         yield info
     finally:
         for pid in _processes(marker) + _processes(str(bindir)):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def _script(info: dict[str, Any], body: str) -> Path:

@@ -21,6 +21,7 @@ It inherits the lock's fd, so the lock is held until both this process and the p
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -73,10 +74,8 @@ def kill_descendants(deadline: float = 10.0) -> None:
     while True:
         found = _descendants(me)
         for pid in found:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         _reap()
         if not found or time.monotonic() > end:
             return

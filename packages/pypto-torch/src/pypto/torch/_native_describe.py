@@ -43,6 +43,7 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -54,7 +55,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
 from pypto.torch._trust import (
     UnsafeBuildDirectory,
     check_file,
@@ -180,7 +180,9 @@ def _run_builder(name: str, directory: Path, lock_fd: int, verbose: bool) -> Non
             _builders.discard(proc)
     if proc.returncode != 0:
         tail = (output or b"").decode(errors="replace")[-2000:]
-        raise RuntimeError(f"building the native describe_call extension failed (exit {proc.returncode}): {tail}")
+        raise RuntimeError(
+            f"building the native describe_call extension failed (exit {proc.returncode}): {tail}"
+        )
 
 
 def _stop_builders() -> None:
@@ -192,11 +194,15 @@ def _stop_builders() -> None:
         with contextlib.suppress(ProcessLookupError):
             proc.terminate()
     for proc in running:
-        try:
-            proc.wait(_STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
+        _wait_or_kill(proc)
+
+
+def _wait_or_kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        proc.wait(_STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 atexit.register(_stop_builders)

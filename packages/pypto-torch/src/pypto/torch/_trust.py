@@ -66,9 +66,7 @@ def _check_ancestor(path: Path, *, fix: str) -> None:
     st = os.stat(path)  # a symlink above the private tree is judged by what it points to
     uid = os.geteuid()
     if st.st_uid not in (uid, 0):
-        raise UnsafeBuildDirectory(
-            path, f"owned by uid {st.st_uid}, not by the current user or root", fix
-        )
+        raise UnsafeBuildDirectory(path, f"owned by uid {st.st_uid}, not by the current user or root", fix)
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
         raise UnsafeBuildDirectory(
             path,
