@@ -12,9 +12,10 @@ here instead of running the kernel on freed memory. The flag is restored when th
 retired (by the last launch holding that storage).
 
 torch's Python API reads the flag (``UntypedStorage.resizable()``) but cannot set it, so it is
-set through ctypes on the ``c10::StorageImpl``: its offset is found once per process by
-comparing a resizable and a non-resizable storage, and used only after toggling it on a probe
-storage has been seen to flip ``resizable()`` and to make ``resize_`` raise. If no single offset
+set through ctypes on the ``c10::StorageImpl``: its offset is found once per process among
+the bytes right after the storage's size (see :func:`_find_offset`), by comparing a resizable
+and a non-resizable storage, and used only after toggling it on a probe storage has been seen
+to flip ``resizable()`` and to make ``resize_`` raise. If no single offset
 passes (another torch build), nothing is pinned (:func:`pinning_available` is False) and the
 launch is as unprotected as a torch op.
 
@@ -51,29 +52,49 @@ class _Pins:
 _pins = _Pins()
 
 
+def _size_offset(image: bytes, nbytes: int) -> int | None:
+    """Where ``image`` holds ``nbytes`` as a 64-bit integer (once), else None."""
+    needle = nbytes.to_bytes(8, "little")
+    first = image.find(needle)
+    return first if first >= 0 and image.find(needle, first + 1) < 0 else None
+
+
 def _find_offset() -> int | None:
+    """The offset of ``StorageImpl::resizable_``, or None.
+
+    c10 keeps the flag among the bools that follow the storage's byte size, so only the 8 bytes
+    after that size (found by its value, inside the object) are candidates: nothing outside
+    the StorageImpl is ever written. A candidate must read 1 in a resizable storage and 0 in a
+    non-resizable one, and clearing it on a probe storage must make ``resizable()`` False and
+    ``resize_`` raise, with the probe's memory unchanged.
+    """
     import torch
 
-    def flag_bytes(storage: Any) -> bytes:
-        return ctypes.string_at(storage._cdata, _PROBE_BYTES)
-
-    resizable = torch.UntypedStorage(64)
-    fixed = torch.frombuffer(bytearray(64), dtype=torch.uint8).untyped_storage()
+    resizable = torch.UntypedStorage(4099)
+    fixed = torch.frombuffer(bytearray(4101), dtype=torch.uint8).untyped_storage()
     if not resizable.resizable() or fixed.resizable():
         return None
-    a, b = flag_bytes(resizable), flag_bytes(fixed)
-    # _cdata is the StorageImpl only if the data pointer is stored in it
-    if resizable.data_ptr().to_bytes(8, "little") not in a:
+    a = ctypes.string_at(resizable._cdata, _PROBE_BYTES)
+    b = ctypes.string_at(fixed._cdata, _PROBE_BYTES)
+    size_at = _size_offset(a, 4099)
+    # _cdata is the StorageImpl only if it holds the data pointer and the size
+    if size_at is None or size_at != _size_offset(b, 4101):
+        return None
+    if resizable.data_ptr().to_bytes(8, "little") not in a[:size_at]:
         return None
     found = []
-    for offset in (i for i in range(_PROBE_BYTES) if a[i] == 1 and b[i] == 0):
-        probe = torch.UntypedStorage(64)
+    for offset in range(size_at + 8, size_at + 16):
+        if a[offset] != 1 or b[offset] != 0:
+            continue
+        probe = torch.UntypedStorage(4099)
+        if ctypes.string_at(probe._cdata + size_at, 8) != (4099).to_bytes(8, "little"):
+            continue
         address = probe._cdata + offset
         ptr, size = probe.data_ptr(), probe.nbytes()
         ctypes.memset(address, 0, 1)
         try:
             refused = not probe.resizable()
-            if refused:
+            if refused:  # resizable() reads this byte, so resize_ checks it too
                 try:
                     probe.resize_(0)
                     refused = False
