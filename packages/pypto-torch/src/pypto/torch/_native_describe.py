@@ -30,7 +30,9 @@ leaves no published directory. A per-build ``fcntl`` lock (held by the parent an
 serialises builds of one digest across processes: a second process waits, then loads the
 published build. A private directory found while holding the lock was left by a process killed
 mid-build and is removed. The first build takes about 25 s of CPU (30 s wall on a quiet 2-core
-machine); loading a published build takes well under a second.
+machine); loading a published build takes well under a second. A process that exits before
+its build finishes stops it, and the next one starts over: run ``pypto.torch.build_native()``
+once in a process that waits for it to build ahead of short scripts.
 """
 
 from __future__ import annotations
@@ -224,6 +226,8 @@ def _obtain(verbose: bool) -> Any:
                 staging = Path(tempfile.mkdtemp(prefix=f".{build}.", dir=root))
                 try:
                     _run_builder(name, staging, lock_fd, verbose)
+                    if not (staging / f"{name}.so").is_file():
+                        raise RuntimeError(f"the native describe_call build made no {name}.so")
                     os.rename(staging, root / build)
                 except BaseException:
                     shutil.rmtree(staging, ignore_errors=True)
