@@ -6,7 +6,7 @@ storage object alive, but that does not keep its memory: another thread's
 frees the memory in place, and the running kernel then faults (SIGSEGV). So for the launch each
 borrowed storage is made non-resizable, which makes such a resize raise ``RuntimeError:
 Trying to resize storage that is not resizable`` in the other thread instead, and after the
-pin the launch checks that every storage still has the address and size it was described with,
+pin the launch checks that every storage still has the address it was described with,
 so a resize that finished between description and pin raises :class:`StorageChangedError`
 here instead of running the kernel on freed memory. The flag is restored when the run is
 retired (by the last launch holding that storage).
@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["StorageChangedError", "pin_frame", "pinning_available", "unpin"]
 
 _PROBE_BYTES = 128  # how much of a StorageImpl is searched for the flag
+_MAX_FLAG_VIEWS = 4096  # cached one-byte views of StorageImpl flags (cleared when full)
 
 
 class StorageChangedError(RuntimeError):
@@ -46,7 +48,8 @@ class _Pins:
         self.offset: int | None = None
         self.probed = False
         self.counts: dict[int, int] = {}  # StorageImpl address -> launches holding it
-        self.restore: dict[int, bool] = {}  # StorageImpl address -> its flag before the first pin
+        self.restore: dict[int, int] = {}  # StorageImpl address -> its flag before the first pin
+        self.flags: dict[int, Any] = {}  # StorageImpl address -> one-byte view of its flag
 
 
 _pins = _Pins()
@@ -120,16 +123,28 @@ def pinning_available() -> bool:
         return _pins.offset is not None
 
 
+def _flag(impl: int, offset: int) -> Any:
+    """The one-byte view of the flag of the StorageImpl at ``impl``. Cached by address: a view
+    stays right for whichever StorageImpl lives at that address later (the layout is fixed)."""
+    flags = _pins.flags
+    view = flags.get(impl)
+    if view is None:
+        if len(flags) >= _MAX_FLAG_VIEWS:
+            flags.clear()
+        view = flags[impl] = (ctypes.c_ubyte * 1).from_address(impl + offset)
+    return view
+
+
 def pin_frame(frame: Any) -> tuple[int, ...]:
     """Make every storage of ``frame`` non-resizable and check it was not changed since it
     was described; returns what :func:`unpin` releases.
 
     Raises:
-        StorageChangedError: A storage no longer has the address or size in the frame (nothing
-            stays pinned).
+        StorageChangedError: A storage no longer has the address in the frame (a resize always
+            moves the memory; nothing stays pinned).
     """
     tensors = frame.tensors
-    if not tensors or not pinning_available():
+    if not tensors or (_pins.offset is None and not pinning_available()):
         return ()
     offset = _pins.offset
     assert offset is not None
@@ -137,41 +152,46 @@ def pin_frame(frame: Any) -> tuple[int, ...]:
     with _pins.lock:
         counts, restore = _pins.counts, _pins.restore
         for t in tensors:
-            impl = t.storage._cdata
-            count = counts.get(impl, 0)
-            if count == 0:
-                flag = ctypes.string_at(impl + offset, 1) != b"\0"
+            storage = t.storage
+            impl = storage._cdata
+            count = counts.get(impl)
+            if count is None:
+                view = _flag(impl, offset)
+                flag = view[0]
                 restore[impl] = flag
                 if flag:
-                    ctypes.memset(impl + offset, 0, 1)
-            counts[impl] = count + 1
+                    view[0] = 0
+                counts[impl] = 1
+            else:
+                counts[impl] = count + 1
             held.append(impl)
-    pinned = tuple(held)
-    for t in tensors:
-        storage = t.storage
-        if storage.data_ptr() != t.storage_ptr or storage.nbytes() != t.storage_nbytes:
-            unpin(pinned)
-            raise StorageChangedError(
-                f"argument {t.name!r}: its storage was resized or replaced while the call was "
-                f"being launched (described with {t.storage_nbytes} bytes at {t.storage_ptr:#x}, "
-                f"now {storage.nbytes()} bytes at {storage.data_ptr():#x}); the kernel was not run"
-            )
-    return pinned
+            # pinned: from here on its memory stays; check it is the memory described
+            if storage.data_ptr() != t.storage_ptr:
+                _release(held, offset)
+                raise StorageChangedError(
+                    f"argument {t.name!r}: its storage was resized or replaced while the call was "
+                    f"being launched (described with {t.storage_nbytes} bytes at {t.storage_ptr:#x}, "
+                    f"now {storage.nbytes()} bytes at {storage.data_ptr():#x}); the kernel was not run"
+                )
+    return tuple(held)
 
 
 def unpin(pinned: tuple[int, ...]) -> None:
     """Release pins taken by :func:`pin_frame`; the last release restores the flag."""
-    if not pinned:
-        return
-    offset = _pins.offset
-    assert offset is not None
-    with _pins.lock:
-        counts, restore = _pins.counts, _pins.restore
-        for impl in pinned:
-            count = counts[impl] - 1
-            if count:
-                counts[impl] = count
-                continue
-            del counts[impl]
-            if restore.pop(impl):
-                ctypes.memset(impl + offset, 1, 1)
+    if pinned:
+        offset = _pins.offset
+        assert offset is not None
+        with _pins.lock:
+            _release(pinned, offset)
+
+
+def _release(pinned: Sequence[int], offset: int) -> None:
+    counts, restore = _pins.counts, _pins.restore
+    for impl in pinned:
+        count = counts[impl] - 1
+        if count:
+            counts[impl] = count
+            continue
+        del counts[impl]
+        if restore.pop(impl):
+            _flag(impl, offset)[0] = 1
