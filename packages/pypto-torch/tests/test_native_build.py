@@ -248,7 +248,7 @@ def stand_in(tmp_path: Path) -> Iterator[dict[str, Any]]:
     try:
         yield info
     finally:
-        for pid in _processes(marker) + _processes(str(bindir)):
+        for pid in _processes(marker) + _processes(str(bindir)) + _processes(str(root)):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
