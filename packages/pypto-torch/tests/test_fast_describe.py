@@ -294,12 +294,10 @@ def test_native_path_leaves_calls_under_a_torch_function_mode_to_the_general_pat
 
 
 def test_signatures_made_before_the_build_switch_to_the_native_path(native, make_npu, monkeypatch) -> None:
-    import torch.utils.cpp_extension
-
     built = _native_describe._state.module
     monkeypatch.setattr(_native_describe, "_state", _native_describe._State())
     monkeypatch.setattr(_native_describe, "_waiting", type(_native_describe._waiting)())
-    monkeypatch.setattr(torch.utils.cpp_extension, "load", lambda **_: built)
+    monkeypatch.setattr(_native_describe, "_obtain", lambda verbose: built)
     sig, args = _bench_call("a2a3sim")
     npu_sig, _ = _bench_call(make_npu())
     assert sig._fast is sig._python_fast  # not built yet in this (simulated) process
@@ -310,14 +308,12 @@ def test_signatures_made_before_the_build_switch_to_the_native_path(native, make
 
 
 def test_a_failed_native_build_keeps_the_python_path(monkeypatch) -> None:
-    import torch.utils.cpp_extension
-
-    def no_compiler(**_: object) -> None:
+    def no_compiler(verbose: bool) -> None:
         raise RuntimeError("no compiler here")
 
     monkeypatch.setattr(_native_describe, "_state", _native_describe._State())
     monkeypatch.setattr(_native_describe, "_waiting", type(_native_describe._waiting)())
-    monkeypatch.setattr(torch.utils.cpp_extension, "load", no_compiler)
+    monkeypatch.setattr(_native_describe, "_obtain", no_compiler)
     sig, args = _bench_call("a2a3sim")
     assert not _native_describe.build_native()
     assert _native_describe.native_error() == "RuntimeError: no compiler here"
@@ -328,19 +324,17 @@ def test_a_failed_native_build_keeps_the_python_path(monkeypatch) -> None:
 def test_a_background_build_runs_once_and_switches_signatures(monkeypatch) -> None:
     import threading
 
-    import torch.utils.cpp_extension
-
     release = threading.Event()
-    loads: list[dict[str, object]] = []
+    loads: list[bool] = []
 
-    def slow_load(**kwargs: object) -> object:
-        loads.append(kwargs)
+    def slow_load(verbose: bool) -> object:
+        loads.append(verbose)
         release.wait(30)
         raise RuntimeError("stand-in build")
 
     monkeypatch.setattr(_native_describe, "_state", _native_describe._State())
     monkeypatch.setattr(_native_describe, "_waiting", type(_native_describe._waiting)())
-    monkeypatch.setattr(torch.utils.cpp_extension, "load", slow_load)
+    monkeypatch.setattr(_native_describe, "_obtain", slow_load)
     first = _native_describe.build_native_in_background()
     assert first is not None
     assert first.daemon
@@ -352,18 +346,15 @@ def test_a_background_build_runs_once_and_switches_signatures(monkeypatch) -> No
     assert _native_describe.native_error() == "RuntimeError: stand-in build"
 
 
-def test_a_build_lock_removes_the_lock_file_of_a_killed_build(tmp_path) -> None:
-    stale = tmp_path / "lock"  # what torch's FileBaton leaves when its process dies mid-build
-    stale.write_text("")
-    with _native_describe._build_lock(tmp_path):
-        assert not stale.exists()
-    assert (tmp_path / "pypto-build.lock").exists()
+def test_a_second_process_loads_the_published_build_without_building(native, monkeypatch) -> None:
+    def no_build(*_: object) -> None:
+        raise AssertionError("a published build was built again")
 
-
-def test_build_directory_follows_torch_extensions_dir(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
-    assert _native_describe._build_directory("ext") == tmp_path / "ext"
-    assert (tmp_path / "ext").is_dir()
+    monkeypatch.setattr(_native_describe, "_state", _native_describe._State())
+    monkeypatch.setattr(_native_describe, "_waiting", type(_native_describe._waiting)())
+    monkeypatch.setattr(_native_describe, "_run_builder", no_build)
+    assert _native_describe.build_native(), _native_describe.native_error()
+    assert _native_describe._state.module.describe is not None
 
 
 def test_many_written_views_use_the_overlap_sweep() -> None:

@@ -229,3 +229,96 @@ def test_two_ranks_with_gloo_each_on_its_own_simulated_chip(tmp_path: Path, kern
         )
     )
     assert sorted(lines) == ["rank 0 ok on a2a3sim generation 1", "rank 1 ok on a2a3sim generation 1"]
+
+
+def test_exit_is_clean_while_daemon_threads_are_inside_operator_calls(
+    tmp_path: Path, kernel_store: Path
+) -> None:
+    # Before the exit gate, about one exit in five aborted ("terminate called without an active
+    # exception"): CPython unwound a daemon thread through torch's C++ dispatcher.
+    for run, delay in enumerate((0.05, 0.2, 0.1, 0.4, 0.3, 0.15)):
+        proc = _run(
+            tmp_path,
+            kernel_store,
+            f"""
+            import threading, time
+            op = pt.register(add, "daemon_exit{run}::add")
+            a, b = torch.rand(64, 64), torch.rand(64, 64)
+            op(a, b, torch.empty(64, 64))
+
+            def loop():
+                out = torch.empty(64, 64)
+                while True:
+                    op(a, b, out)
+
+            for _ in range(4):
+                threading.Thread(target=loop, daemon=True).start()
+            time.sleep({delay})
+            print("exiting", flush=True)
+            """,
+            name=f"daemon_exit{run}.py",
+        )
+        assert proc.returncode == 0, f"run {run}: exit {proc.returncode}\n{proc.stderr[-4000:]}"
+        assert "terminate" not in proc.stderr, proc.stderr[-4000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
+        assert proc.stdout.splitlines() == ["exiting"]
+
+
+_RESIZE_ATTACK = """
+    import threading, time
+    from pypto.torch._kernel import pins
+
+    @pl.jit
+    def tiled_add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="tiled_add"):
+            for i in pl.range(64):
+                s = pl.add(pl.load(a, [i * 16, 0], [16, 64]), pl.load(b, [i * 16, 0], [16, 64]))
+                pl.store(s, [i * 16, 0], out)
+        return out
+
+    op = pt.register(tiled_add, "resize_attack::add")
+    # 256 KiB each: above glibc's mmap threshold, so a freed storage is unmapped at once
+    a, b, out = torch.rand(1024, 64), torch.rand(1024, 64), torch.empty(1024, 64)
+    op(a, b, out)
+    nbytes = a.untyped_storage().nbytes()
+    stop = threading.Event()
+    counts = {"refused": 0, "resized": 0}
+
+    def attack():
+        while not stop.is_set():
+            for t in (a, out):
+                storage = t.untyped_storage()
+                try:
+                    storage.resize_(0)
+                    counts["resized"] += 1
+                    storage.resize_(nbytes)
+                except RuntimeError as exc:
+                    assert "not resizable" in str(exc), exc
+                    counts["refused"] += 1
+
+    thread = threading.Thread(target=attack)
+    thread.start()
+    outcomes = {}
+    end = time.monotonic() + 4
+    while time.monotonic() < end:
+        try:
+            op(a, b, out)
+            kind = "ran"
+        except (pt.ArgumentError, pins.StorageChangedError) as exc:
+            kind = type(exc).__name__
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+    stop.set()
+    thread.join()
+    print("pinning", pins.pinning_available())
+    print("ran", outcomes.get("ran", 0) > 0)
+    print("refused", counts["refused"] > 0)
+    print(sorted(outcomes), counts, file=sys.stderr)
+"""
+
+
+def test_freeing_a_borrowed_storage_during_a_launch_raises_instead_of_crashing(
+    tmp_path: Path, kernel_store: Path
+) -> None:
+    proc = _run(tmp_path, kernel_store, _RESIZE_ATTACK, name="resize_attack.py")
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-4000:]}"
+    assert proc.stdout.splitlines() == ["pinning True", "ran True", "refused True"], proc.stderr[-2000:]

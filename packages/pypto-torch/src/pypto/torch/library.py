@@ -203,6 +203,14 @@ class Operator:
     # -- the kernels installed in the library ------------------------------------------------
 
     def _kernel(self, *args: Any) -> None:
+        gate = context.exit_gate  # keeps daemon threads' calls out of interpreter finalization
+        gate.enter()
+        try:
+            self._launch(args)
+        finally:
+            gate.leave()
+
+    def _launch(self, args: tuple[Any, ...]) -> None:
         manager = context.current()
         info = manager.ready()
         # the binder's per-argument call key (type, shape, dtype, strides), as @pl.jit calls use;
