@@ -205,13 +205,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _torchrun(tmp_path: Path, *options: str, mode: str) -> subprocess.Popen[str]:
+def _torchrun(tmp_path: Path, *options: str, mode: str, secret_file: str = "") -> subprocess.Popen[str]:
     script = tmp_path / "allreduce.py"
     script.write_text(SCRIPT)
+    env = _env()
+    env.pop("PYPTO_DIST_SECRET_FILE", None)
+    if secret_file:
+        env["PYPTO_DIST_SECRET_FILE"] = secret_file
     return subprocess.Popen(
         [str(TORCHRUN), *options, "-m", "pypto.runtime.distributed.launch", str(script), mode],
         cwd=tmp_path,
-        env=_env(),
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -280,12 +284,23 @@ def test_a_program_for_another_rank_count_is_refused_naming_both() -> None:
 def test_two_torchrun_nodes_run_one_program_over_the_process_group(tmp_path: Path) -> None:
     port = _free_port()
     common = ["--nnodes=2", "--rdzv-backend=static", "--master-addr=127.0.0.1", f"--master-port={port}"]
-    node1 = _torchrun(tmp_path, *common, "--node-rank=1", "--nproc-per-node=1", mode="two_hosts")
-    node0 = _torchrun(tmp_path, *common, "--node-rank=0", "--nproc-per-node=2", mode="two_hosts")
+    # the secret shared by the two "hosts": a private file both name (PYPTO_DIST_SECRET_FILE)
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    secret = private / "secret"
+    secret.write_bytes(os.urandom(32))
+    secret.chmod(0o600)
+    node1 = _torchrun(
+        tmp_path, *common, "--node-rank=1", "--nproc-per-node=1", mode="two_hosts", secret_file=str(secret)
+    )
+    node0 = _torchrun(
+        tmp_path, *common, "--node-rank=0", "--nproc-per-node=2", mode="two_hosts", secret_file=str(secret)
+    )
     rc0, out0 = _finish(node0)
     rc1, out1 = _finish(node1)
     assert rc0 == 0, out0
     assert rc1 == 0, out1
+    assert "not authenticated" not in out0, out0
     assert "DATA PATH process_group" in out0, out0
     assert "REFUSED DistributedWorker(data_path): 'shared_memory' needs every rank on this host" in out0, out0
     assert "ALLREDUCE OK" in out0, out0
@@ -310,4 +325,6 @@ def test_a_rank_dying_on_another_node_fails_the_dispatch_by_its_heartbeat(tmp_pa
     _, out0 = _finish(node0)
     rc1, out1 = _finish(node1)
     assert rc1 != 0, out1
+    # no shared secret file across hosts: the orchestrator says its commands are not authenticated
+    assert "the ranks' commands are not authenticated" in out0, out0
     assert "RANK ERROR 1: rank 1 stopped answering (no heartbeat for " in out0, out0

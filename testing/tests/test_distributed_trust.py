@@ -128,11 +128,13 @@ def test_the_store_and_the_ranks_gloo_sockets_listen_on_loopback_only(program) -
 def test_the_secret_is_in_no_argv_environment_or_file_left_behind(program) -> None:
     with program.prepare() as w:
         secret = w._group.channel.secret
-        assert secret is not None and len(secret) >= 32
+        assert secret is not None
+        assert len(secret) >= 32
         for pid in w.rank_pids:
             for what in ("cmdline", "environ"):
                 data = Path(f"/proc/{pid}/{what}").read_bytes()
-                assert secret not in data and secret.hex().encode() not in data, what
+                assert secret not in data, what
+                assert secret.hex().encode() not in data, what
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             named = [e for e in environ if e.startswith(b"PYPTO_DIST_SECRET_FILE=")]
             assert len(named) == 1
@@ -142,7 +144,9 @@ def test_the_secret_is_in_no_argv_environment_or_file_left_behind(program) -> No
         _check(w, 2)
 
 
-def test_a_second_client_of_the_store_cannot_run_code_or_disturb_the_run(program, tmp_path: Path, capfd) -> None:
+def test_a_second_client_of_the_store_cannot_run_code_or_disturb_the_run(
+    program, tmp_path: Path, capfd
+) -> None:
     import torch.distributed as dist
 
     marker = tmp_path / "pwned"
@@ -152,7 +156,9 @@ def test_a_second_client_of_the_store_cannot_run_code_or_disturb_the_run(program
     try:
         _check(w, 1)
         group = w._group
-        attacker = dist.TCPStore("127.0.0.1", group.store.port, is_master=False, timeout=timedelta(seconds=10))
+        attacker = dist.TCPStore(
+            "127.0.0.1", group.store.port, is_master=False, timeout=timedelta(seconds=10)
+        )
         replayed = attacker.get("cmd/0")  # a real command of this run, MAC'd for its own key
         seq = group._seq
         forged = {
@@ -176,9 +182,11 @@ def test_a_second_client_of_the_store_cannot_run_code_or_disturb_the_run(program
         for i in range(4):  # the ranks drop every forged message and still run the real commands
             _check(w, 10 + i)
         assert not marker.exists()
-        # a command the attacker overwrites after the parent wrote it: the parent puts it back
-        attacker.set(f"cmd/{group._seq + 1}", json.dumps(forged).encode())
+        # forged values planted ahead for the sequence numbers still to come
+        for s in range(group._seq, group._seq + 3):
+            attacker.set(f"cmd/{s}", json.dumps({**forged, "op": "close"}).encode())
         _check(w, 20)
+        _check(w, 21)
         started = time.monotonic()
         w.close()
         assert time.monotonic() - started < 20, "close() waited for ranks that no longer listened"
@@ -191,6 +199,27 @@ def test_a_second_client_of_the_store_cannot_run_code_or_disturb_the_run(program
 
 
 # -- the control messages ------------------------------------------------------------------------
+
+
+def test_a_message_another_client_overwrote_or_deleted_is_put_back() -> None:
+    import torch.distributed as dist
+
+    store = dist.TCPStore(
+        "127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=10)
+    )
+    attacker = dist.TCPStore("127.0.0.1", store.port, is_master=False, timeout=timedelta(seconds=10))
+    channel = Channel(store, secrets.token_bytes(32))
+    sent = _engine._Sent(store)
+    sent.put(channel, "cmd/0", {"op": "run"})
+    attacker.set("cmd/0", b'{"op": "close"}')
+    with pytest.raises(ForgedMessage):
+        channel.get("cmd/0")
+    sent.keep()
+    assert channel.get("cmd/0") == {"op": "run"}
+    attacker.delete_key("cmd/0")
+    time.sleep(_engine._REASSERT + 0.05)
+    sent.keep()
+    assert channel.get("cmd/0") == {"op": "run"}
 
 
 class _DictStore:
@@ -256,7 +285,7 @@ def test_the_secret_file_must_be_private(tmp_path: Path) -> None:
     os.chmod(path, 0o600)
     link = private / "link"
     link.symlink_to(path)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):  # O_NOFOLLOW
         read_secret(str(link))
     open_dir = tmp_path / "open"
     open_dir.mkdir(mode=0o755)
@@ -276,7 +305,8 @@ def test_segments_are_0600_with_unguessable_names() -> None:
             assert stat.S_IMODE(st.st_mode) == 0o600
             assert st.st_uid == os.geteuid()
             suffix = seg.name[len(shm.segment_prefix()) :]
-            assert len(suffix) == 32 and int(suffix, 16) >= 0  # 128 random bits
+            assert len(suffix) == 32  # 128 random bits
+            assert int(suffix, 16) >= 0
         assert a.name != b.name
         m = shm.attach(a.name)  # the stack's own segment maps
         m.close()
@@ -351,7 +381,8 @@ def test_the_dead_rank_is_named_however_late_the_host_saw_the_sigterm(monkeypatc
     assert ctx.dead_rank() is None
     now[0] += 0.6
     rank, why = ctx.dead_rank()
-    assert rank == 1 and why.startswith("stopped answering"), why
+    assert rank == 1, why
+    assert why.startswith("stopped answering"), why
     # a forged bye (not MAC'd) is dropped: it names no rank
     store.byes["bye/1"] = b'"Exploded"'
     assert ctx.dead_rank()[0] == 1

@@ -141,7 +141,7 @@ class Channel:
         self.store.set(key, data)
         return data
 
-    def decode(self, key: str, data: bytes) -> Any:
+    def decode(self, key: str, data: bytes | str) -> Any:
         """``data`` (read at ``key``) parsed, once its MAC verifies; ForgedMessage otherwise."""
         if isinstance(data, str):
             data = data.encode()
