@@ -342,12 +342,12 @@ def _serve(channel: Channel, rank: int, world_size: int, parent_alive: Any) -> N
                 return  # the host orchestrator is gone: nobody will send a command
             sent.messages.clear()
             outgoing: list[Any] = []
+            if isinstance(command, dict) and command.get("op") == "close":
+                if data_path is not None:
+                    data_path.close()
+                return
             try:
                 command = _check_command(command, len(runners))
-                if command["op"] == "close":
-                    if data_path is not None:
-                        data_path.close()
-                    return
                 for runner in runners:
                     runner.forget(command.get("forget", []))
                 runner = runners[command.get("program", 0)]
