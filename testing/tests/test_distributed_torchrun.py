@@ -151,6 +151,32 @@ SCRIPT = textwrap.dedent(
                 compiled.prepare()
             except RuntimeError as exc:
                 print("ONE AT A TIME", exc, flush=True)
+        if mode == "forge":
+            # another client of torchrun's store writes commands for the launched ranks: a
+            # pickled payload that would create a marker, unauthenticated JSON, a forged "exit"
+            import base64
+            import json
+            import pickle
+            from datetime import timedelta
+
+            import torch.distributed as dist
+
+            class Payload:
+                def __reduce__(self):
+                    return (os.system, ("touch pwned",))
+
+            evil = base64.b64encode(pickle.dumps(Payload())).decode()
+            attacker = dist.TCPStore(
+                os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), timeout=timedelta(seconds=30)
+            )
+            seq = w._group._seq  # (a PrefixStore joins its prefix and a key with "/")
+            for s in range(seq, seq + 4):
+                attacker.set(f"pypto/0//s0//cmd/{s}", json.dumps({"op": "run", "call": evil}))
+            attacker.set(f"pypto/0//s0//cmd/{seq + 4}", pickle.dumps(Payload()))
+            attacker.set("pypto/0//session/1", json.dumps("exit"))
+            for seed in (4, 5, 6):
+                check(w, seed)
+            print("FORGED", "pwned" if os.path.exists("pwned") else "nothing ran", flush=True)
         if mode == "kill":
             os.kill(w.rank_pids[1], signal.SIGKILL)
             try:
@@ -304,6 +330,15 @@ def test_two_torchrun_nodes_run_one_program_over_the_process_group(tmp_path: Pat
     assert "DATA PATH process_group" in out0, out0
     assert "REFUSED DistributedWorker(data_path): 'shared_memory' needs every rank on this host" in out0, out0
     assert "ALLREDUCE OK" in out0, out0
+
+
+def test_forged_commands_in_torchruns_store_run_nothing_and_disturb_nothing(tmp_path: Path) -> None:
+    rc, out = _finish(_torchrun(tmp_path, "--standalone", "--nproc-per-node=3", mode="forge"))
+    assert rc == 0, out
+    assert "FORGED nothing ran" in out, out
+    assert not (tmp_path / "pwned").exists()
+    assert "dropped a message at 'pypto/0/s0/cmd/" in out, out
+    assert "ALLREDUCE OK" in out, out  # the forged "exit" did not end the ranks' sessions
 
 
 def test_a_launched_rank_that_dies_fails_the_dispatch_naming_it(tmp_path: Path) -> None:
