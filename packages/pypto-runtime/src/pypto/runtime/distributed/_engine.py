@@ -9,13 +9,16 @@ program is prepared (its imports are inside the functions): single-chip programs
   (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``). Polling its
   context reports a rank that exited (its exit code or signal, and the error it recorded) and
   terminates the others.
-- Rendezvous and control: a ``TCPStore`` served by the parent at ``MASTER_ADDR:MASTER_PORT``.
-  It holds the plans of the worker's programs (``boot``); commands are ``cmd/<seq>`` keys
-  (JSON, naming the program and the phase to run), and each rank answers ``done/<seq>/<rank>``
-  with ``ok`` or its error; a rank that ran sets ``time/<seq>/<rank>`` (the seconds its launches
-  took, timed inside the rank) before its ``done``.
-- The ranks form a gloo process group over the same store; its barrier confirms every rank is
-  up before the parent sends the first command.
+- Rendezvous and control: a ``TCPStore`` served by the parent at ``MASTER_ADDR:MASTER_PORT``
+  (127.0.0.1 only). It holds the plans of the worker's programs (``boot``); commands are
+  ``cmd/<seq>`` keys (JSON, naming the program and the phase to run), and each rank answers
+  ``done/<seq>/<rank>`` with ``ok`` or its error; a rank that ran sets ``time/<seq>/<rank>`` (the
+  seconds its launches took, timed inside the rank) before its ``done``. Every one of these
+  values is MAC'd under the run's secret and verified before it is parsed (``channel.py``); the
+  ranks read the secret from a 0600 file the parent names in ``PYPTO_DIST_SECRET_FILE``.
+- The ranks form a gloo process group over the same store (listening on loopback,
+  ``GLOO_SOCKET_IFNAME``); its barrier confirms every rank is up before the parent sends the
+  first command.
 - On the process-group data path (``boot["data_path"] == "process_group"``) each rank also runs
   the gloo data path (``_gloo_path.GlooDataPath``: two more gloo groups and a service thread) that
   carries its kernels' cross-rank requests, and the control group's barrier separates each
