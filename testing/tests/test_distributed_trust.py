@@ -195,7 +195,8 @@ def test_a_second_client_of_the_store_cannot_run_code_or_disturb_the_run(
     assert_cleaned(pids, segments)
     assert not marker.exists()
     err = capfd.readouterr().err
-    assert "dropped a message at 'cmd/" in err, err
+    assert "rank 0 dropped a message at 'cmd/" in err, err
+    assert "the host orchestrator dropped a message at 'done/" in err, err
 
 
 # -- the control messages ------------------------------------------------------------------------

@@ -130,20 +130,30 @@ def _report_forged(who: str, key: str) -> None:
     )
 
 
+def _read(channel: Channel, key: str, who: str, dropped: dict[str, bytes]) -> tuple[bool, Any]:
+    """(True, value) when ``key`` holds a verified value, else (False, None); a forged value is
+    dropped and reported once per distinct value (``dropped``: the last one seen per key)."""
+    if not channel.store.check([key]):
+        return False, None
+    data = channel.store.get(key)
+    try:
+        return True, channel.decode(key, data)
+    except ForgedMessage:
+        if dropped.get(key) != data:
+            dropped[key] = data
+            _report_forged(who, channel.scope + key)
+    return False, None
+
+
 def _await(channel: Channel, key: str, alive: Any, who: str, sent: _Sent | None = None) -> Any:
     """The verified value at ``key``, polled until it is there; a forged value is dropped (and
     reported once per distinct value) and the wait goes on, as the writer's set replaces it.
     Returns None when ``alive()`` says the writer is gone."""
-    bad = b""
+    dropped: dict[str, bytes] = {}
     while True:
-        if channel.store.check([key]):
-            data = channel.store.get(key)
-            try:
-                return channel.decode(key, data)
-            except ForgedMessage:
-                if data != bad:
-                    bad = data
-                    _report_forged(who, channel.scope + key)
+        there, value = _read(channel, key, who, dropped)
+        if there:
+            return value
         if not alive():
             return None
         if sent is not None:
@@ -508,10 +518,11 @@ class RankGroup:
         there: the rank's own replaces it); the messages this side sent are kept in place."""
         deadline = time.monotonic() + self.timeout + grace
         got: dict[str, Any] = {}
+        dropped: dict[str, bytes] = {}
         while True:
             for k in keys:
                 if k not in got:
-                    there, value = self.channel.poll(k)
+                    there, value = _read(self.channel, k, "the host orchestrator", dropped)
                     if there:
                         got[k] = value
             if len(got) == len(keys):
