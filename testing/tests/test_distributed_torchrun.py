@@ -151,6 +151,32 @@ SCRIPT = textwrap.dedent(
                 compiled.prepare()
             except RuntimeError as exc:
                 print("ONE AT A TIME", exc, flush=True)
+        if mode == "forge":
+            # another client of torchrun's store writes commands for the launched ranks: a
+            # pickled payload that would create a marker, unauthenticated JSON, a forged "exit"
+            import base64
+            import json
+            import pickle
+            from datetime import timedelta
+
+            import torch.distributed as dist
+
+            class Payload:
+                def __reduce__(self):
+                    return (os.system, ("touch pwned",))
+
+            evil = base64.b64encode(pickle.dumps(Payload())).decode()
+            attacker = dist.TCPStore(
+                os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), timeout=timedelta(seconds=30)
+            )
+            seq = w._group._seq  # (a PrefixStore joins its prefix and a key with "/")
+            for s in range(seq, seq + 4):
+                attacker.set(f"pypto/0//s0//cmd/{s}", json.dumps({"op": "run", "call": evil}))
+            attacker.set(f"pypto/0//s0//cmd/{seq + 4}", pickle.dumps(Payload()))
+            attacker.set("pypto/0//session/1", json.dumps("exit"))
+            for seed in (4, 5, 6):
+                check(w, seed)
+            print("FORGED", "pwned" if os.path.exists("pwned") else "nothing ran", flush=True)
         if mode == "kill":
             os.kill(w.rank_pids[1], signal.SIGKILL)
             try:
@@ -205,13 +231,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _torchrun(tmp_path: Path, *options: str, mode: str) -> subprocess.Popen[str]:
+def _torchrun(tmp_path: Path, *options: str, mode: str, secret_file: str = "") -> subprocess.Popen[str]:
     script = tmp_path / "allreduce.py"
     script.write_text(SCRIPT)
+    env = _env()
+    env.pop("PYPTO_DIST_SECRET_FILE", None)
+    if secret_file:
+        env["PYPTO_DIST_SECRET_FILE"] = secret_file
     return subprocess.Popen(
         [str(TORCHRUN), *options, "-m", "pypto.runtime.distributed.launch", str(script), mode],
         cwd=tmp_path,
-        env=_env(),
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -280,15 +310,35 @@ def test_a_program_for_another_rank_count_is_refused_naming_both() -> None:
 def test_two_torchrun_nodes_run_one_program_over_the_process_group(tmp_path: Path) -> None:
     port = _free_port()
     common = ["--nnodes=2", "--rdzv-backend=static", "--master-addr=127.0.0.1", f"--master-port={port}"]
-    node1 = _torchrun(tmp_path, *common, "--node-rank=1", "--nproc-per-node=1", mode="two_hosts")
-    node0 = _torchrun(tmp_path, *common, "--node-rank=0", "--nproc-per-node=2", mode="two_hosts")
+    # the secret shared by the two "hosts": a private file both name (PYPTO_DIST_SECRET_FILE)
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    secret = private / "secret"
+    secret.write_bytes(os.urandom(32))
+    secret.chmod(0o600)
+    node1 = _torchrun(
+        tmp_path, *common, "--node-rank=1", "--nproc-per-node=1", mode="two_hosts", secret_file=str(secret)
+    )
+    node0 = _torchrun(
+        tmp_path, *common, "--node-rank=0", "--nproc-per-node=2", mode="two_hosts", secret_file=str(secret)
+    )
     rc0, out0 = _finish(node0)
     rc1, out1 = _finish(node1)
     assert rc0 == 0, out0
     assert rc1 == 0, out1
+    assert "not authenticated" not in out0, out0
     assert "DATA PATH process_group" in out0, out0
     assert "REFUSED DistributedWorker(data_path): 'shared_memory' needs every rank on this host" in out0, out0
     assert "ALLREDUCE OK" in out0, out0
+
+
+def test_forged_commands_in_torchruns_store_run_nothing_and_disturb_nothing(tmp_path: Path) -> None:
+    rc, out = _finish(_torchrun(tmp_path, "--standalone", "--nproc-per-node=3", mode="forge"))
+    assert rc == 0, out
+    assert "FORGED nothing ran" in out, out
+    assert not (tmp_path / "pwned").exists()
+    assert "dropped a message at 'pypto/0/s0/cmd/" in out, out
+    assert "ALLREDUCE OK" in out, out  # the forged "exit" did not end the ranks' sessions
 
 
 def test_a_launched_rank_that_dies_fails_the_dispatch_naming_it(tmp_path: Path) -> None:
@@ -310,4 +360,6 @@ def test_a_rank_dying_on_another_node_fails_the_dispatch_by_its_heartbeat(tmp_pa
     _, out0 = _finish(node0)
     rc1, out1 = _finish(node1)
     assert rc1 != 0, out1
+    # no shared secret file across hosts: the orchestrator says its commands are not authenticated
+    assert "the ranks' commands are not authenticated" in out0, out0
     assert "RANK ERROR 1: rank 1 stopped answering (no heartbeat for " in out0, out0

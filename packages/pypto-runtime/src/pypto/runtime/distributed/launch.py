@@ -10,7 +10,11 @@ ranks. Those processes serve the host's workers one after another (one open at a
 when the script ends.
 
 The store is the one of torchrun's environment (``MASTER_ADDR``/``MASTER_PORT``); the engine
-(``_engine``: ``LaunchContext``, ``LaunchedRankGroup``, ``serve_launched``) imports torch.
+(``_engine``: ``LaunchContext``, ``LaunchedRankGroup``, ``serve_launched``) imports torch. With
+every process on one host, the gloo groups listen on loopback (``GLOO_SOCKET_IFNAME=lo`` unless
+set) and the control messages are MAC'd under a secret the host orchestrator writes to a 0600
+file; across hosts, ``GLOO_SOCKET_IFNAME`` names the interface and ``PYPTO_DIST_SECRET_FILE`` a
+shared secret file (docs/distributed.md, "Trust").
 """
 
 from __future__ import annotations
@@ -68,7 +72,11 @@ def main(argv: list[str] | None = None) -> None:
             f"least one rank), got WORLD_SIZE={os.environ['WORLD_SIZE']}"
         )
     from pypto.runtime.distributed import _engine
+    from pypto.runtime.distributed.channel import loopback_interface
 
+    lo = loopback_interface()
+    if _engine._all_local() and lo is not None:  # every process on this host: gloo listens on loopback
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", lo)
     if int(os.environ["RANK"]) != 0:
         _engine.serve_launched()
         return

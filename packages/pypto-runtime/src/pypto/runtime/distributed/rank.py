@@ -36,7 +36,7 @@ from pypto.runtime.distributed.host_bytes import ByteTensor, byte_array
 from pypto.runtime.distributed.plan import DistributedPlan
 from pypto.runtime.runner import RunConfig
 
-__all__ = ["DATA_PATHS", "DEFAULT_WAIT_TIMEOUT", "RankRunner"]
+__all__ = ["DATA_PATHS", "DEFAULT_WAIT_TIMEOUT", "RankRunner", "call_settings", "encode_call"]
 
 DATA_PATHS = ("shared_memory", "process_group")
 """How ranks reach each other's windows: one shared-memory segment per window buffer, or
@@ -54,6 +54,44 @@ def _call_config(plan: DistributedPlan) -> Any:
     import simpler
 
     return simpler.CallConfig(aicpu_thread_num=plan.aicpu_thread_num)
+
+
+def encode_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A dispatch's run settings (``call_config``: a ``simpler.CallConfig`` or None,
+    ``enable_chip_swimlane``, ``swimlane_dir``) as plain JSON data for the ranks' command."""
+    import dataclasses
+
+    cc = call.get("call_config")
+    return {
+        "call_config": None if cc is None else dataclasses.asdict(cc),
+        "enable_chip_swimlane": bool(call.get("enable_chip_swimlane")),
+        "swimlane_dir": call.get("swimlane_dir"),
+    }
+
+
+def call_settings(data: Any) -> dict[str, Any]:
+    """The RunConfig fields of a command's ``call`` (:func:`encode_call`'s data), checked: a
+    ``simpler.CallConfig`` of the known fields (validated), a bool and a str or None."""
+    import dataclasses
+
+    import simpler
+
+    if not isinstance(data, dict) or set(data) != {"call_config", "enable_chip_swimlane", "swimlane_dir"}:
+        raise ValueError(
+            f"command 'call': expected the keys call_config, enable_chip_swimlane, swimlane_dir, got {data!r}"
+        )
+    swim, where = data["enable_chip_swimlane"], data["swimlane_dir"]
+    if not isinstance(swim, bool) or not (where is None or isinstance(where, str)):
+        raise ValueError(
+            f"command 'call': expected enable_chip_swimlane a bool and swimlane_dir a str or None, got {swim!r}, {where!r}"
+        )
+    cc = data["call_config"]
+    if cc is not None:
+        known = {f.name for f in dataclasses.fields(simpler.CallConfig)}
+        if not isinstance(cc, dict) or not set(cc) <= known:
+            raise ValueError(f"command 'call': expected call_config fields among {sorted(known)}, got {cc!r}")
+        cc = simpler.CallConfig(**cc).validate()
+    return {"call_config": cc, "enable_chip_swimlane": swim, "swimlane_dir": where}
 
 
 class RankRunner:
@@ -151,18 +189,16 @@ class RankRunner:
             self._program(d.program)(*args, config=config)
         self.last_run_seconds = time.perf_counter() - started
 
-    def _config(self, call: str | None) -> RunConfig:
-        """The rank's RunConfig with a dispatch's run settings (``call``: the worker's pickled
-        ``call_config``, ``enable_chip_swimlane`` and ``swimlane_dir``) applied; this rank's
-        swimlane files go to ``<swimlane_dir>/rank<r>``."""
+    def _config(self, call: dict[str, Any] | None) -> RunConfig:
+        """The rank's RunConfig with a dispatch's run settings (``call``: the worker's
+        ``call_config`` fields, ``enable_chip_swimlane`` and ``swimlane_dir``, as JSON data, see
+        :func:`call_settings`) applied; this rank's swimlane files go to ``<swimlane_dir>/rank<r>``."""
         if not call:
             return self.config
-        import base64
         import dataclasses
         import os
-        import pickle
 
-        fields = pickle.loads(base64.b64decode(call))
+        fields = call_settings(call)
         if fields.get("enable_chip_swimlane"):
             fields["swimlane_dir"] = os.path.join(
                 fields.get("swimlane_dir") or os.path.join("build_output", "swimlane"), f"rank{self.rank}"

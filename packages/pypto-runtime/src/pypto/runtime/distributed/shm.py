@@ -4,6 +4,13 @@ The parent creates every segment (``multiprocessing.shared_memory``; its resourc
 removes them if the parent is killed) and unlinks them when the worker closes, on every exit
 path. A rank maps a segment through its ``/dev/shm`` file without registering it anywhere, so
 only the parent ever owns or removes a segment.
+
+Trust: a segment is created 0600 (``shm_open(O_CREAT | O_EXCL)``: a name that already exists,
+planted by anyone, fails the create instead of being used) under an unguessable name
+(``pypto-dist-<pid>-`` and 128 random bits, ``secrets.token_hex``). :func:`attach` opens only a
+name of that pattern, without following a symlink, and refuses a file that is not a regular file
+of this user that other users cannot reach (mode 0600), so a segment another user planted is
+never mapped.
 """
 
 from __future__ import annotations
@@ -11,11 +18,16 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import re
 import secrets
+import stat
 from multiprocessing import shared_memory
 from typing import Any
 
 __all__ = ["PrivateSegment", "Segment", "attach", "create", "private", "segment_prefix"]
+
+_NAME = re.compile(r"pypto-dist-[0-9]+-[0-9a-f]{32}")
+_SHM_DIR = "/dev/shm"
 
 
 def segment_prefix() -> str:
@@ -27,8 +39,9 @@ class Segment:
     """A parent-owned segment: ``buf`` is its memory; :meth:`release` unlinks it once."""
 
     def __init__(self, size: int) -> None:
+        # SharedMemory creates with O_CREAT | O_EXCL and mode 0600 (the umask can only narrow it)
         self._shm: shared_memory.SharedMemory | None = shared_memory.SharedMemory(
-            name=segment_prefix() + secrets.token_hex(6), create=True, size=max(size, 1)
+            name=segment_prefix() + secrets.token_hex(16), create=True, size=max(size, 1)
         )
         self.name = self._shm.name
         self.size = size
@@ -84,9 +97,32 @@ def private(size: int) -> PrivateSegment:
 
 
 def attach(name: str) -> mmap.mmap:
-    """Map the parent's segment ``name`` (in a rank) without taking ownership of it."""
-    fd = os.open(f"/dev/shm/{name}", os.O_RDWR)
+    """Map the parent's segment ``name`` (in a rank) without taking ownership of it.
+
+    Only a name the parent makes (``pypto-dist-<pid>-<32 hex digits>``) is opened, without
+    following a symlink or blocking on a FIFO; a file that is not a regular file owned by this
+    user with no access for others (the parent creates 0600) is refused (PermissionError)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise PermissionError(
+            f"shared-memory segment {name!r}: expected a name of this stack's segments "
+            "(pypto-dist-<pid>-<32 hex digits>); refused"
+        )
+    path = os.path.join(_SHM_DIR, name)
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        return mmap.mmap(fd, os.fstat(fd).st_size)
+        st = os.fstat(fd)
+        problem = ""
+        if not stat.S_ISREG(st.st_mode):
+            problem = "not a regular file"
+        elif st.st_uid != os.geteuid():
+            problem = f"owned by uid {st.st_uid}"
+        elif st.st_mode & 0o077:
+            problem = f"mode {stat.S_IMODE(st.st_mode):04o}"
+        if problem:
+            raise PermissionError(
+                f"shared-memory segment {path}: expected a regular file of this user (uid {os.geteuid()}) "
+                f"with mode 0600, as the stack creates its segments, found {problem}; refused"
+            )
+        return mmap.mmap(fd, st.st_size)
     finally:
         os.close(fd)

@@ -695,7 +695,9 @@ class DistributedWorker:
             "reset_windows": self.reset_windows,
         }
         if settings.get("call"):
-            command["call"] = _encode_call(settings["call"])
+            from pypto.runtime.distributed.rank import encode_call
+
+            command["call"] = encode_call(settings["call"])
         self._dispatches += 1
         what = f"{plan.name}() dispatch {self._dispatches}"
         for phase, calls in sub_workers.call_groups(plan):
@@ -757,12 +759,3 @@ def _check_launched(context: Any, plan: DistributedPlan, data_path: str) -> None
             "DistributedWorker(data_path): 'shared_memory' needs every rank on this host, but torchrun "
             "started ranks on other hosts (LOCAL_WORLD_SIZE < WORLD_SIZE); use 'process_group'"
         )
-
-
-def _encode_call(call: dict[str, Any]) -> str:
-    """A dispatch's run settings for the ranks' command (JSON): pickled, as text. The ranks are
-    this worker's own processes (or torchrun's, started for this script), so they trust it."""
-    import base64
-    import pickle
-
-    return base64.b64encode(pickle.dumps(call)).decode("ascii")
