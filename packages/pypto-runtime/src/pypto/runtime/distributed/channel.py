@@ -36,6 +36,7 @@ __all__ = [
     "listen_socket",
     "loopback_interface",
     "new_secret",
+    "private_problem",
     "read_secret",
     "write_secret",
 ]
@@ -69,17 +70,22 @@ def write_secret(directory: str, secret: bytes) -> str:
     return path
 
 
-def _check_private(path: str, kind: Any, what: str, st: os.stat_result | None = None) -> None:
-    st = os.lstat(path) if st is None else st
-    problem = ""
+def private_problem(st: os.stat_result, kind: Any, what: str) -> str:
+    """Why ``st`` is not a ``what`` (``kind`` tests the mode) of this user that no other user may
+    read or write, or "" when it is one."""
     if stat.S_ISLNK(st.st_mode):
-        problem = "a symlink"
-    elif not kind(st.st_mode):
-        problem = f"not a {what}"
-    elif st.st_uid != os.geteuid():
-        problem = f"owned by uid {st.st_uid}"
-    elif st.st_mode & 0o077:
-        problem = f"mode {stat.S_IMODE(st.st_mode):04o}"
+        return "a symlink"
+    if not kind(st.st_mode):
+        return f"not a {what}"
+    if st.st_uid != os.geteuid():
+        return f"owned by uid {st.st_uid}"
+    if st.st_mode & 0o077:
+        return f"mode {stat.S_IMODE(st.st_mode):04o}"
+    return ""
+
+
+def _check_private(path: str, kind: Any, what: str, st: os.stat_result | None = None) -> None:
+    problem = private_problem(os.lstat(path) if st is None else st, kind, what)
     if problem:
         raise PermissionError(
             f"pypto distributed secret: expected {path} to be a {what} of this user (uid {os.geteuid()}) "

@@ -24,6 +24,8 @@ import stat
 from multiprocessing import shared_memory
 from typing import Any
 
+from pypto.runtime.distributed.channel import private_problem
+
 __all__ = ["PrivateSegment", "Segment", "attach", "create", "private", "segment_prefix"]
 
 _NAME = re.compile(r"pypto-dist-[0-9]+-[0-9a-f]{32}")
@@ -111,13 +113,7 @@ def attach(name: str) -> mmap.mmap:
     fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
-        problem = ""
-        if not stat.S_ISREG(st.st_mode):
-            problem = "not a regular file"
-        elif st.st_uid != os.geteuid():
-            problem = f"owned by uid {st.st_uid}"
-        elif st.st_mode & 0o077:
-            problem = f"mode {stat.S_IMODE(st.st_mode):04o}"
+        problem = private_problem(st, stat.S_ISREG, "regular file")
         if problem:
             raise PermissionError(
                 f"shared-memory segment {path}: expected a regular file of this user (uid {os.geteuid()}) "
