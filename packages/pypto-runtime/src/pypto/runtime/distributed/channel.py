@@ -29,6 +29,8 @@ import socket
 import stat
 from typing import Any
 
+from pypto.runtime.errors import PyptoRuntimeError
+
 __all__ = [
     "SECRET_BYTES",
     "Channel",
@@ -45,7 +47,7 @@ SECRET_BYTES = 32
 _MAC_HEX = 64  # an HMAC-SHA256 in hex
 
 
-class ForgedMessage(ValueError):
+class ForgedMessage(PyptoRuntimeError, ValueError):
     """A store value whose MAC does not verify (forged, replayed from another key, or truncated)."""
 
     def __init__(self, key: str) -> None:
