@@ -114,6 +114,9 @@ class Platform:
     l0c_align: int = 64
     # torch_npu tensors in fractal NZ storage are admitted as NZ inputs (pypto.torch) on a2a3 only
     nz_storage_inputs: bool = False
+    # CANN's AICore architecture family of the hardware (``--cce-aicore-arch=<family>-vec`` or
+    # ``-cube`` by the kernel's core type), for device builds
+    cce_arch: str = ""
 
     def capacity(self, space: MemorySpace) -> int:
         """Bytes of the buffer that holds tiles of ``space``."""
@@ -157,10 +160,10 @@ _A5: _Capacities = {**_A2A3, "l0c_bytes": 256 * KIB}
 PLATFORM_TABLE: Mapping[str, Platform] = {
     p.name: p
     for p in (
-        Platform("a2a3sim", "a2a3", True, RUNTIMES, **_A2A3),
-        Platform("a5sim", "a5", True, RUNTIMES, **_A5),
-        Platform("a2a3", "a2a3", False, RUNTIMES, **_A2A3, nz_storage_inputs=True),
-        Platform("a5", "a5", False, RUNTIMES, **_A5),
+        Platform("a2a3sim", "a2a3", True, RUNTIMES, **_A2A3, cce_arch="dav-c220"),
+        Platform("a5sim", "a5", True, RUNTIMES, **_A5, cce_arch="dav-c310"),
+        Platform("a2a3", "a2a3", False, RUNTIMES, **_A2A3, nz_storage_inputs=True, cce_arch="dav-c220"),
+        Platform("a5", "a5", False, RUNTIMES, **_A5, cce_arch="dav-c310"),
     )
 }
 PLATFORMS = tuple(PLATFORM_TABLE)

@@ -50,12 +50,7 @@ __all__ = [
 # Where CANN installs its compiler, relative to ASCEND_HOME_PATH, in the order tried.
 COMPILER_PATHS: tuple[str, ...] = ("bin/bisheng", "compiler/ccec_compiler/bin/bisheng")
 
-_ARCH = {
-    ("a2a3", "AIV"): "dav-c220-vec",
-    ("a2a3", "AIC"): "dav-c220-cube",
-    ("a5", "AIV"): "dav-c310-vec",
-    ("a5", "AIC"): "dav-c310-cube",
-}
+_CORE_SUFFIX = {"AIV": "vec", "AIC": "cube"}  # --cce-aicore-arch=<family>-<suffix>
 _KERNEL_FLAGS = ("-xcce", "-O2", "-std=c++17", "-fPIC", "-shared")
 _ORCH_FLAGS = ("-xc++", "-O2", "-std=c++17", "-fPIC", "-shared")
 
@@ -64,13 +59,11 @@ def aicore_arch(platform: str, core_type: str) -> str:
     """The ``--cce-aicore-arch`` of a kernel: the platform's hardware and the kernel's core."""
     from pypto.ir import get_platform
 
-    hardware = get_platform(platform).hardware
+    arch = get_platform(platform).cce_arch
     try:
-        return _ARCH[(hardware, core_type)]
+        return f"{arch}-{_CORE_SUFFIX[core_type]}"
     except KeyError:
-        raise ValueError(
-            f"aicore_arch({platform!r}, {core_type!r}): expected core type AIV or AIC on a2a3/a5 hardware"
-        ) from None
+        raise ValueError(f"aicore_arch({platform!r}, {core_type!r}): expected core type AIV or AIC") from None
 
 
 @dataclass(frozen=True)
