@@ -10,6 +10,11 @@ from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
 __all__: list[str] = []
 
 
+def _isa(fn: str) -> str:
+    """The PTO-ISA instruction of a bitwise op: ``and_`` -> ``TAND``, ``shls`` -> ``TSHLS``."""
+    return "T" + fn.rstrip("_").upper()
+
+
 def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool = False) -> None:
     """``pl.<name>(lhs, rhs)`` on integer elements (``rhs`` a tile/tensor or an integer scalar:
     ``pt::<fn>`` / ``pt::<scalar>``) and ``pl.<scalar>(lhs, rhs)`` with a scalar rhs. ``tmp``: the
@@ -17,8 +22,8 @@ def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool 
     params = (P("lhs"), P("rhs"), P("tmp", None)) if tmp else (P("lhs"), P("rhs"))
     hi = 3 if tmp else 2
     forms: tuple[tuple[str, bool, str, str, Cpp], ...] = (
-        (name, False, "", doc, Cpp(fn, (0, 1), scalar_fn=scalar)),
-        (scalar, True, name, sdoc, Cpp(scalar, (0, 1), scalar_fn=scalar)),
+        (name, False, "", doc, Cpp(_isa(fn), (0, 1), scalar_fn=_isa(scalar), inplace=True)),
+        (scalar, True, name, sdoc, Cpp(_isa(scalar), (0, 1), scalar_fn=_isa(scalar), inplace=True)),
     )
     for op, scalar_only, pair, text, lib in forms:
         _enter(
@@ -106,7 +111,7 @@ _enter(
         rules.compare("tile", "cmp"),
         2,
         2,
-        Cpp("cmp", (0, 1), scalar_fn="cmps", tail="cmp", scalar_like=0),
+        Cpp("TCMP", (0, 1), scalar_fn="TCMPS", tail="cmp", scalar_like=0),
         attrs=("cmp_type",),
         spaces=VEC,
     ),
@@ -126,7 +131,7 @@ _enter(
         rules.compare("tile", "cmps", scalar_only=True),
         2,
         2,
-        Cpp("cmps", (0, 1), scalar_fn="cmps", tail="cmp", scalar_like=0),
+        Cpp("TCMPS", (0, 1), scalar_fn="TCMPS", tail="cmp", scalar_like=0),
         attrs=("cmp_type",),
         spaces=VEC,
     ),
@@ -140,7 +145,7 @@ _enter(
         {"tile": "tile.sel"},
         group="compare",
     ),
-    OpSpec("tile.sel", rules.select("sel"), 3, 4, Cpp("sel", (0, 1, 2)), spaces=VEC),
+    OpSpec("tile.sel", rules.select("sel"), 3, 4, Cpp("TSEL", (0, 1, 2), valid="static"), spaces=VEC),
 )
 _enter(
     LangOp(
@@ -151,5 +156,5 @@ _enter(
         {"tile": "tile.sels"},
         group="compare",
     ),
-    OpSpec("tile.sels", rules.select("sels"), 4, 4, Cpp("sels", (0, 1, 3), scalar_fn="sels"), spaces=VEC),
+    OpSpec("tile.sels", rules.select("sels"), 4, 4, Cpp("TSELS", (0, 1, 3), scalar_fn="TSELS", valid="static"), spaces=VEC),
 )

@@ -28,7 +28,7 @@ def _binary(name: str, doc: str, fn: str | None = None, precision: bool = False)
     ``precision``: it takes ``high_precision=``."""
     lib = fn or name
     tile, tensor = _leveled(
-        name, lambda kind: rules.binary(kind, name), (2, 2), Cpp(lib, (0, 1), scalar_fn=lib + "s")
+        name, lambda kind: rules.binary(kind, name), (2, 2), Cpp(f"T{lib.upper()}", (0, 1), scalar_fn=f"T{lib.upper()}S", inplace=True)
     )
     params = (P("lhs"), P("rhs"), PRECISION) if precision else (P("lhs"), P("rhs"))
     if precision:
@@ -46,7 +46,7 @@ def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tens
             rules.scalar_binary("tile", name, pair),
             2,
             2,
-            Cpp(fn, (0, 1), scalar_fn=fn),
+            Cpp(f"T{fn.upper()}", (0, 1), scalar_fn=f"T{fn.upper()}", inplace=True),
             spaces=VEC,
         )
     ]
@@ -73,7 +73,7 @@ def _unary(
         name,
         lambda kind: rules.unary(kind, name, dtypes=dtypes),
         (1, 2 if scratch else 1),
-        Cpp(name),
+        _UNARY_CPP.get(name, Cpp(f"T{name.rstrip('_').upper()}", inplace=True)),
         dtypes=dtypes,
     )
     if precision:
@@ -83,6 +83,14 @@ def _unary(
     if scratch:
         params += (P("tmp", None),)
     _enter(LangOp(name, params, doc, _both(name), group="element-wise"), tile, tensor)
+
+
+# Unary ops whose instruction is not T<NAME>, or that PTO-ISA lacks (a simpler/kernel_args.hpp
+# loop over the Tile API).
+_UNARY_CPP = {
+    "sin": Cpp("tsin", helper=True, inplace=True),
+    "cos": Cpp("tcos", helper=True, inplace=True),
+}
 
 
 _binary("add", """Element-wise ``lhs + rhs`` (tile or tensor; ``rhs`` may be a scalar).""")
@@ -144,7 +152,7 @@ _enter(
         rules.float_only(rules.binary("tile", "fmod"), "fmod"),
         2,
         2,
-        Cpp("fmod", (0, 1), scalar_fn="fmods"),
+        Cpp("TFMOD", (0, 1), scalar_fn="TFMODS", inplace=True),
         dtypes=FLOAT,
         spaces=VEC,
     ),
@@ -163,7 +171,7 @@ _enter(
         rules.float_only(rules.scalar_binary("tile", "fmods", "fmod"), "fmods"),
         2,
         2,
-        Cpp("fmods", (0, 1), scalar_fn="fmods"),
+        Cpp("TFMODS", (0, 1), scalar_fn="TFMODS", inplace=True),
         dtypes=FLOAT,
         spaces=VEC,
     ),
@@ -230,7 +238,7 @@ _enter(
         {"tile": "tile.lrelu"},
         group="element-wise",
     ),
-    OpSpec("tile.lrelu", rules.leaky("lrelu"), 2, 2, Cpp("lrelu", (0, 1), scalar_fn="lrelu"), spaces=VEC),
+    OpSpec("tile.lrelu", rules.leaky("lrelu"), 2, 2, Cpp("TLRELU", (0, 1), scalar_fn="TLRELU", inplace=True), spaces=VEC),
 )
 _enter(
     LangOp(
@@ -241,6 +249,6 @@ _enter(
         {"tile": "tile.prelu"},
         group="element-wise",
     ),
-    OpSpec("tile.prelu", rules.leaky("prelu"), 3, 3, Cpp("prelu", (0, 1)), spaces=VEC),
+    OpSpec("tile.prelu", rules.leaky("prelu"), 3, 3, Cpp("TPRELU", (0, 1), inplace=True), spaces=VEC),
 )
 _unary("not_", """Element-wise bitwise NOT (``~x``) of an integer tile or tensor.""", int_only=True)

@@ -11,12 +11,20 @@ from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
 __all__: list[str] = []
 
 
+def _reduction_cpp(name: str) -> Cpp:
+    """``row_sum`` -> ``TROWSUM(dst, src, tmp)`` ([R, 1] result); ``col_max`` -> ``TCOLMAX(dst,
+    src)`` ([1, C] result). The row reductions and the arg reductions take a scratch tile."""
+    row = name.startswith("row_")
+    tmp = row or "arg" in name
+    return Cpp(f"T{name.replace('_', '').upper()}", tmp=tmp, valid="row" if row else "col")
+
+
 def _reduction(name: str, doc: str, result: DataType | None = None) -> None:
     """``pl.<name>(input, tmp_tile=None)``: ``pt::<name>(dst, src)``; ``result``: the result dtype
     when it is not the operand's."""
     _enter(
         LangOp(name, (P("input"), P("tmp_tile", None)), doc, _both(name), group="reduction"),
-        *_leveled(name, lambda kind: rules.reduction(kind, name, result=result), (1, 2), Cpp(name)),
+        *_leveled(name, lambda kind: rules.reduction(kind, name, result=result), (1, 2), _reduction_cpp(name)),
     )
 
 
@@ -34,7 +42,7 @@ def _expand(name: str, doc: str, row: bool, float_only: bool = False, packed: bo
             name,
             lambda kind: rules.expand(kind, name, row, dtypes=dtypes, packed=packed),
             (2, 3 if packed else 2),
-            Cpp(name, operands),
+            Cpp(f"T{name.replace('_', '').upper()}", operands, inplace=name not in ("row_expand", "col_expand")),
             dtypes=dtypes,
         ),
     )

@@ -42,16 +42,24 @@ Rule = Callable[[list[Type], dict[str, Any]], Type]
 
 @dataclass(frozen=True)
 class Cpp:
-    """How a kernel writes a tile op: ``pt::<fn>(result, <operands>..., <tail>)``.
+    """How a kernel writes a tile op: one PTO-ISA instruction ``fn(dst, <operands>..., <tail>)``.
 
-    ``fn`` names a function of the tile library (simpler/tile/*.hpp, namespace
-    ``simpler::tile``, spelled ``pt::`` in kernels). ``operands`` are the IR operand positions
-    passed after the result. ``into``: the result starts as a copy of that operand and the
-    library function updates it in place. ``scalar_fn``: the function used when the last
-    operand is a scalar. ``tail``: ``"row_col"`` appends the two entries of the offsets operand,
-    ``"pad"`` the ``pad`` attribute as a ``pt::Pad``, ``"cmp"`` the ``cmp_type`` attribute as a
-    ``pt::CmpMode``, ``"round"`` the ``mode`` attribute as a ``pt::RoundMode``. ``nz_fn``: the function for an NZ tensor (load/store). ``scalar_like``: the
-    operand whose element type a scalar operand takes (default: the result's).
+    ``fn`` names a PTO-ISA instruction (``TADD``, ``TROWSUM``, ...; ``pto`` namespace) or, when
+    ``helper`` is set, a function of simpler/kernel_args.hpp (``simpler::kernel``, spelled
+    ``sk::`` in kernels) written over the public Tile API for an op the ISA has no instruction
+    for. ``operands`` are the IR operand positions passed after the destination. ``into``: the
+    result is that operand updated (the destination is the operand's storage, or a TMOV copy of
+    it). ``scalar_fn``: the instruction used when the last operand is a scalar. ``tail``:
+    ``"row_col"`` appends the two entries of the offsets operand, ``"pad"`` nothing (the pad
+    value is the destination tile's ``PadValue``), ``"cmp"`` the ``cmp_type`` attribute as a
+    ``CmpMode``, ``"round"`` the ``mode`` attribute as a ``RoundMode``. ``nz_fn``: the
+    simpler/kernel_args.hpp function for an NZ tensor (load/store). ``scalar_like``: the operand
+    whose element type a scalar operand takes (default: the result's). ``tmp``: the instruction
+    takes a scratch tile of operand 0's shape after the sources. ``valid``: the destination's
+    valid shape: ``"same"`` as the first tile operand, ``"row"`` [rows, 1] of it, ``"col"`` [1,
+    cols] of it, ``"matmul"`` [rows of operand 0, cols of operand 1], ``"trans"`` its transpose,
+    ``"static"`` the result type's shape. ``inplace``: the ISA allows the destination to be a
+    source (element-wise instructions).
     """
 
     fn: str
@@ -61,10 +69,14 @@ class Cpp:
     tail: Literal["", "row_col", "pad", "cmp", "round"] = ""
     nz_fn: str | None = None
     scalar_like: int | None = None
+    tmp: bool = False
+    valid: Literal["same", "row", "col", "matmul", "trans", "static"] = "same"
+    inplace: bool = False
+    helper: bool = False
 
     @property
     def functions(self) -> tuple[str, ...]:
-        """Every tile-library function this op may call."""
+        """Every instruction or helper this op may call."""
         return tuple(f for f in (self.fn, self.scalar_fn, self.nz_fn) if f)
 
 
