@@ -37,7 +37,8 @@ def test_sources_are_checked() -> None:
 
 def test_identity_is_stable_and_depends_on_flags() -> None:
     base = toolchain.Toolchain()
-    assert base.identity() == toolchain.Toolchain().identity() == toolchain.identity()
+    assert base.identity() == toolchain.Toolchain().identity() == toolchain.default_toolchain().identity()
+    assert toolchain.identity() == toolchain.identity() != base.identity()  # orchestrations + kernels
     other = toolchain.Toolchain(flags=(*toolchain.DEFAULT_FLAGS, "-DX=1"))
     assert other.identity() != base.identity()
     assert len(base.identity()) == 64

@@ -14,11 +14,29 @@ source starts with are compiled once per toolchain identity into a cache directo
 force-included, which gives the same binary as parsing them (the source's own includes are then
 no-ops) without the parse; ``SIMPLER_PRECOMPILE=0`` turns it off. See docs/performance.md.
 
+Kernel sources and orchestration sources are built by two toolchains. Orchestrations use
+:func:`default_toolchain` (``$CXX`` or ``g++``, C++17). Kernels (PTO-ISA programs that include
+``<pto/pto-inst.hpp>``) use :func:`kernel_toolchain`, whose PTO-ISA backend is chosen by the
+environment:
+
+- ``PTO_ISA_ROOT`` unset or empty: simpler's own CPU implementation of PTO-ISA. The host
+  compiler (as for orchestrations) gets ``-I<simpler's PTO root>`` (:func:`pto_include_dir`)
+  in addition to simpler's include directory.
+- ``PTO_ISA_ROOT=<pto-isa checkout>``: the official headers' CPU backend. They need C++20 with
+  P2593 (``static_assert(false)`` in templates), so the compiler is ``$PTO_ISA_CXX`` if set,
+  else the first of :data:`PTO_ISA_COMPILERS` on ``PATH`` that is clang++ >= 17 or g++ >= 14;
+  flags add ``-std=c++20 -D__CPU_SIM`` and ``-I$PTO_ISA_ROOT/include`` comes before simpler's
+  include directory; simpler's PTO root is not on the include path. The root's path and a
+  digest of every file under its ``include/`` are part of the kernel toolchain's identity.
+  A root that does not exist or lacks ``include/pto/pto-inst.hpp``, or no usable compiler,
+  raises :class:`ToolchainError` naming the setting, the path and what was expected.
+
 Example::
 
     from simpler import toolchain
-    so = toolchain.compile_shared({"k.cpp": source})      # bytes of a .so
-    key = toolchain.identity()                             # hex digest for cache keys
+    so = toolchain.compile_shared({"o.cpp": source})      # bytes of a .so (orchestration)
+    kso = toolchain.compile_kernel({"k.cpp": kernel})      # a kernel, per PTO_ISA_ROOT
+    key = toolchain.identity()                             # hex digest for cache keys (both)
 """
 
 from __future__ import annotations
@@ -39,7 +57,21 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["DEFAULT_FLAGS", "CompileError", "Toolchain", "compile_shared", "default_toolchain", "identity"]
+__all__ = [
+    "DEFAULT_FLAGS",
+    "PTO_ISA_COMPILERS",
+    "CompileError",
+    "Toolchain",
+    "ToolchainError",
+    "compile_kernel",
+    "compile_shared",
+    "default_toolchain",
+    "identity",
+    "kernel_identity",
+    "kernel_toolchain",
+    "pto_include_dir",
+    "pto_isa_root",
+]
 
 # -O2 keeps cold compiles quick while letting the tile library vectorise; -march=native lets it
 # use the host's widest vectors and FMA (kernels run on this machine's simulated chip; the
@@ -58,6 +90,25 @@ DEFAULT_FLAGS: tuple[str, ...] = (
 _BUILD_SCHEME = "simpler-build/2"
 
 
+# Compilers tried, in order, for the official PTO-ISA headers when PTO_ISA_CXX is not set; the
+# first on PATH that is clang++ >= 17 or g++ >= 14 is used.
+PTO_ISA_COMPILERS: tuple[str, ...] = (
+    "clang++-21",
+    "clang++-20",
+    "clang++-19",
+    "clang++-18",
+    "clang++-17",
+    "clang++",
+    "g++-16",
+    "g++-15",
+    "g++-14",
+    "g++",
+)
+_PTO_ISA_MIN_VERSION = {"clang": 17, "gcc": 14}
+# The header whose presence marks a pto-isa checkout (relative to PTO_ISA_ROOT).
+_PTO_ISA_MARKER = Path("include/pto/pto-inst.hpp")
+
+
 class CompileError(RuntimeError):
     """The host compiler rejected a source; ``.stderr`` holds its diagnostics."""
 
@@ -66,19 +117,56 @@ class CompileError(RuntimeError):
         self.stderr = stderr
 
 
+class ToolchainError(RuntimeError):
+    """The toolchain cannot be set up as configured: a setting (``PTO_ISA_ROOT``,
+    ``PTO_ISA_CXX``) names a missing path, a directory that is not what it must be, or no
+    usable compiler was found."""
+
+
 def _include_dir() -> Path:
     return Path(__file__).with_name("include")
 
 
-@functools.lru_cache(maxsize=1)
-def _header_digest() -> str:
+def pto_include_dir() -> Path | None:
+    """Simpler's own PTO-ISA include root (the directory holding ``pto/pto-inst.hpp``), or
+    None when this install has none."""
+    import simpler
+
+    getter = getattr(simpler, "get_pto_include", None)
+    if getter is not None:
+        return Path(getter())
+    root = Path(__file__).with_name("include_pto")
+    return root if root.is_dir() else None
+
+
+def _tree_digest(root: Path) -> str:
+    """Digest of every file under ``root``: relative path and content, sorted."""
     h = hashlib.sha256()
-    root = _include_dir()
     for path in sorted(root.rglob("*")):
         if path.is_file():
             h.update(path.relative_to(root).as_posix().encode() + b"\0")
             h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _header_digest() -> str:
+    return _tree_digest(_include_dir())
+
+
+@functools.lru_cache(maxsize=16)
+def _root_digest(root: Path) -> str:
+    return _tree_digest(root)
+
+
+def _root_label(root: Path) -> str:
+    """How an include root appears in the identity: relative to simpler's package for its own
+    roots (installs elsewhere share identities), the absolute path for any other."""
+    package = Path(__file__).parent.resolve()
+    resolved = root.resolve()
+    if resolved.is_relative_to(package):
+        return "simpler:" + resolved.relative_to(package).as_posix()
+    return str(resolved)
 
 
 @functools.lru_cache(maxsize=8)
@@ -220,7 +308,7 @@ def _private_dir(path: Path) -> bool:
 
 
 class Toolchain:
-    """One host compiler with fixed flags.
+    """One host compiler with fixed flags and include roots.
 
     Args:
         compiler: compiler executable (default: ``$CXX`` if set, else ``g++``).
@@ -228,6 +316,11 @@ class Toolchain:
         cache_dir: where precompiled headers are kept (default: ``$SIMPLER_CACHE_DIR``, else
             ``$XDG_CACHE_HOME/simpler``, else ``~/.cache/simpler``); it must be a directory of
             this user that group and others cannot write, else builds parse every header.
+        include_roots: header directories searched before simpler's include directory (e.g. a
+            PTO-ISA implementation); the digest of every file under each is part of the
+            identity, and so is each one's path (relative to simpler's package for its own).
+        pto_backend: which PTO-ISA implementation ``include_roots`` provide, for reports:
+            ``"simpler"``, ``"pto-isa"`` or None (no PTO-ISA headers: orchestrations).
     """
 
     def __init__(
@@ -236,13 +329,19 @@ class Toolchain:
         flags: Sequence[str] = DEFAULT_FLAGS,
         *,
         cache_dir: str | os.PathLike[str] | None = None,
+        include_roots: Sequence[str | os.PathLike[str]] = (),
+        pto_backend: str | None = None,
     ) -> None:
         name = compiler or os.environ.get("CXX") or "g++"
         resolved = shutil.which(name)
         if resolved is None:
             raise FileNotFoundError(f"Toolchain(compiler={name!r}): no such compiler on PATH")
-        self.compiler = os.path.realpath(resolved)
+        # The path as found, not its symlink target: clang's driver picks its language from the
+        # name it is run by (clang++-19 -> .../clang is the C driver, which links no libstdc++).
+        self.compiler = os.path.abspath(resolved)
         self.flags: tuple[str, ...] = tuple(flags)
+        self.include_roots: tuple[Path, ...] = tuple(Path(r) for r in include_roots)
+        self.pto_backend = pto_backend
         self._cache_dir = None if cache_dir is None else Path(cache_dir)
 
     @property
@@ -251,15 +350,18 @@ class Toolchain:
         return self._cache_dir if self._cache_dir is not None else _default_cache_dir()
 
     def identity(self) -> str:
-        """Content digest of compiler path and version, flags, installed headers, target (the
-        architecture; the host CPU's features and the compiler's expansion of the flags into a
-        CPU and its features) and build scheme."""
+        """Content digest of compiler path and version, flags, installed headers, the extra
+        include roots (path label and content digest), target (the architecture; the host
+        CPU's features and the compiler's expansion of the flags into a CPU and its features)
+        and build scheme."""
         h = hashlib.sha256()
         for part in (
             self.compiler,
+            os.path.realpath(self.compiler),
             _compiler_version(self.compiler),
             "\0".join(self.flags),
             _header_digest(),
+            *(f"{_root_label(r)}={_root_digest(r)}" for r in self.include_roots),
             _target_features(_host_tuned(self.flags)),
             _resolved_target(self.compiler, self.flags),
             _BUILD_SCHEME,
@@ -361,7 +463,13 @@ class Toolchain:
             if not paths:
                 raise ValueError("compile_shared(sources): expected a .cpp/.cc/.cxx source, got only headers")
             output = tmpdir / "out.so"
-            flags = [*self.flags, *extra_flags, f"-I{_include_dir()}", *(f"-I{d}" for d in include_dirs)]
+            flags = [
+                *self.flags,
+                *extra_flags,
+                *(f"-I{r}" for r in self.include_roots),
+                f"-I{_include_dir()}",
+                *(f"-I{d}" for d in include_dirs),
+            ]
             prelude = None
             if precompile and len(paths) == 1 and os.environ.get("SIMPLER_PRECOMPILE", "1") != "0":
                 includes = _leading_includes(Path(paths[0]).read_text())
@@ -391,13 +499,160 @@ def default_toolchain() -> Toolchain:
     return Toolchain()
 
 
+def _compiler_family(compiler: str) -> tuple[str, int] | None:
+    """``("clang" | "gcc", major version)`` of a compiler, or None when it reports neither."""
+    try:
+        text = _compiler_version(compiler)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    m = re.search(r"clang version (\d+)", text)
+    if m:
+        return "clang", int(m.group(1))
+    first = text.splitlines()[0] if text else ""
+    m = re.search(r"(\d+)\.\d+(?:\.\d+)?\s*$", first)
+    if m and ("g++" in first or "GCC" in first or "Free Software Foundation" in text):
+        return "gcc", int(m.group(1))
+    return None
+
+
+def _accepts_pto_isa(compiler: str) -> bool:
+    family = _compiler_family(compiler)
+    return family is not None and family[1] >= _PTO_ISA_MIN_VERSION[family[0]]
+
+
+def _describe(compiler: str) -> str:
+    family = _compiler_family(compiler)
+    return f"{compiler} ({family[0]} {family[1]})" if family else f"{compiler} (version not recognised)"
+
+
+def _pto_isa_compiler(root: Path) -> str:
+    """The compiler for the official headers: ``$PTO_ISA_CXX``, else the first acceptable one
+    of :data:`PTO_ISA_COMPILERS` on PATH."""
+    want = "clang++ >= 17 or g++ >= 14 (the headers need C++20 with P2593)"
+    named = os.environ.get("PTO_ISA_CXX", "").strip()
+    if named:
+        resolved = shutil.which(named)
+        if resolved is None:
+            raise ToolchainError(
+                f"PTO_ISA_CXX={named!r}: no such compiler on PATH; expected {want} for the PTO-ISA "
+                f"headers at PTO_ISA_ROOT={str(root)!r}"
+            )
+        if not _accepts_pto_isa(resolved):
+            raise ToolchainError(
+                f"PTO_ISA_CXX={named!r}: found {_describe(resolved)}; expected {want} for the "
+                f"PTO-ISA headers at PTO_ISA_ROOT={str(root)!r}"
+            )
+        return resolved
+    seen: list[str] = []
+    for name in PTO_ISA_COMPILERS:
+        resolved = shutil.which(name)
+        if resolved is None:
+            continue
+        if _accepts_pto_isa(resolved):
+            return resolved
+        seen.append(_describe(resolved))
+    found = "; found only " + ", ".join(seen) if seen else "; found none of them"
+    raise ToolchainError(
+        f"PTO_ISA_ROOT={str(root)!r} needs {want}: none of {', '.join(PTO_ISA_COMPILERS)} on PATH "
+        f"qualifies{found}. Install one (e.g. Debian's clang-19) or name it with PTO_ISA_CXX."
+    )
+
+
+def pto_isa_root() -> Path | None:
+    """The official PTO-ISA checkout named by ``PTO_ISA_ROOT`` (checked), or None when unset.
+
+    Raises:
+        ToolchainError: the path is not absolute, does not exist, or lacks
+            ``include/pto/pto-inst.hpp``.
+    """
+    raw = os.environ.get("PTO_ISA_ROOT", "").strip()
+    if not raw:
+        return None
+    root = Path(raw).expanduser()
+    if not root.is_absolute():
+        raise ToolchainError(f"PTO_ISA_ROOT={raw!r}: expected an absolute path to a pto-isa checkout")
+    if not root.is_dir():
+        raise ToolchainError(
+            f"PTO_ISA_ROOT={raw!r}: no such directory; expected a pto-isa checkout (a directory "
+            f"holding {_PTO_ISA_MARKER})"
+        )
+    if not (root / _PTO_ISA_MARKER).is_file():
+        raise ToolchainError(
+            f"PTO_ISA_ROOT={raw!r}: {root / _PTO_ISA_MARKER} not found; expected a pto-isa checkout "
+            f"(a directory holding {_PTO_ISA_MARKER})"
+        )
+    return root
+
+
+def _official_flags(flags: Sequence[str]) -> tuple[str, ...]:
+    """``flags`` with the language standard the official headers need and their CPU backend."""
+    out = [f for f in flags if not f.startswith("-std=")]
+    return (*out, "-std=c++20", "-D__CPU_SIM")
+
+
+@functools.lru_cache(maxsize=8)
+def _kernel_toolchain(root: str, pto_cxx: str, cxx: str, path: str) -> Toolchain:
+    del pto_cxx, cxx, path  # cache key only: the environment they came from is read below
+    if root:
+        checked = pto_isa_root()
+        if checked is None:  # pragma: no cover - root is non-empty, so pto_isa_root returns one
+            raise ToolchainError("PTO_ISA_ROOT: set but empty")
+        compiler = _pto_isa_compiler(checked)
+        return Toolchain(
+            compiler,
+            _official_flags(DEFAULT_FLAGS),
+            include_roots=(checked / "include",),
+            pto_backend="pto-isa",
+        )
+    ours = pto_include_dir()
+    return Toolchain(include_roots=() if ours is None else (ours,), pto_backend="simpler")
+
+
+def kernel_toolchain() -> Toolchain:
+    """The :class:`Toolchain` for kernel sources under the current environment: the official
+    PTO-ISA headers when ``PTO_ISA_ROOT`` is set, else simpler's own (see the module doc).
+
+    Raises:
+        ToolchainError: PTO_ISA_ROOT or PTO_ISA_CXX is set but unusable (the message names
+            the setting, the path and what was expected).
+    """
+    return _kernel_toolchain(
+        os.environ.get("PTO_ISA_ROOT", "").strip(),
+        os.environ.get("PTO_ISA_CXX", "").strip(),
+        os.environ.get("CXX", ""),
+        os.environ.get("PATH", ""),
+    )
+
+
+def kernel_identity() -> str:
+    """Identity digest of :func:`kernel_toolchain` (see :meth:`Toolchain.identity`)."""
+    return kernel_toolchain().identity()
+
+
 def identity() -> str:
-    """Identity digest of the default toolchain (see :meth:`Toolchain.identity`)."""
-    return default_toolchain().identity()
+    """Identity digest of everything that builds a program's binaries: the default toolchain
+    (orchestrations) and :func:`kernel_toolchain` (kernels) under the current environment."""
+    h = hashlib.sha256()
+    for part in (default_toolchain().identity(), kernel_identity()):
+        h.update(part.encode() + b"\x1f")
+    return h.hexdigest()
 
 
 def compile_shared(
     sources: Mapping[str, str], *, extra_flags: Sequence[str] = (), precompile: bool = False
 ) -> bytes:
-    """Compile with the default toolchain (see :meth:`Toolchain.compile_shared`)."""
+    """Compile with the default toolchain (see :meth:`Toolchain.compile_shared`): for
+    orchestrations and any source that does not use PTO-ISA."""
     return default_toolchain().compile_shared(sources, extra_flags=extra_flags, precompile=precompile)
+
+
+def compile_kernel(
+    sources: Mapping[str, str], *, extra_flags: Sequence[str] = (), precompile: bool = False
+) -> bytes:
+    """Compile a kernel with :func:`kernel_toolchain` (see :meth:`Toolchain.compile_shared`).
+
+    Raises:
+        ToolchainError: PTO_ISA_ROOT or PTO_ISA_CXX is set but unusable.
+        CompileError: the compiler failed.
+    """
+    return kernel_toolchain().compile_shared(sources, extra_flags=extra_flags, precompile=precompile)
