@@ -14,6 +14,8 @@ storage, and the slot of every IR name that names a tile.
   later one, or before it), and that statement may write its operand's storage in place
   (element-wise ops, ``matmul_acc``, the ``into`` ops). Otherwise each version has its own slot
   and the generated code copies (TMOV).
+- Aliases: a reshape's result is its operand's storage (the ISA's TRESHAPE reinterprets the
+  bytes; on the CPU backend the result points at the operand's data).
 - A slot is live over the union of its versions' ranges; slots of one buffer whose ranges meet
   get disjoint byte ranges (first fit, by start point). :func:`check_no_overlap` re-checks a
   result and is run on every allocation.
@@ -31,7 +33,7 @@ from pypto.ir.platforms import Platform, TileAlloc, get_platform
 from pypto.ir.pto_layout import pto_tile
 from pypto.ir.types import MemorySpace, TileType
 
-__all__ = ["IN_PLACE_OPS", "KernelMemory", "OverlapError", "Slot", "allocate_kernel", "check_no_overlap"]
+__all__ = ["ALIASING_OPS", "IN_PLACE_OPS", "KernelMemory", "OverlapError", "Slot", "allocate_kernel", "check_no_overlap"]
 
 IN_PLACE_OPS = frozenset(
     {
@@ -47,6 +49,10 @@ IN_PLACE_OPS = frozenset(
     }
 )
 """Ops whose result may be written over an operand's storage (the ISA allows dst == src)."""
+
+
+ALIASING_OPS = frozenset({"tile.reshape"})
+"""Ops whose result is its operand's storage (TRESHAPE reinterprets the bytes in place)."""
 
 
 class OverlapError(PyptoCompileError):
@@ -150,6 +156,12 @@ class _Sharing:
             e = s.value
             if i is not None and isinstance(e, Call) and self.lv.keys[i] == s.var.name:
                 self.def_op[i] = e.op
+                if e.op in ALIASING_OPS:  # the result is the operand's bytes read another way
+                    src0 = e.args[0]
+                    j0 = self.index(src0.name) if isinstance(src0, Var) else None
+                    if j0 is not None:
+                        self.union.join(j0, i)
+                    return
                 spec = OPS.get(e.op)
                 into = spec.cpp.into if spec is not None and spec.cpp is not None else None
                 if into is not None and into < len(e.args):
@@ -239,7 +251,7 @@ def allocate_kernel(fn: Function, platform: str | Platform) -> KernelMemory:
     placed: list[Slot] = []
     for _, members in pending:
         first = lv.tiles[members[0]]
-        ptile = pto_tile(lv.types[members[0]])
+        ptile = max((pto_tile(lv.types[i]) for i in members), key=lambda p: p.nbytes)
         align = plat.alignment(first.space)
         nbytes = _aligned(ptile.nbytes, align)
         lo = min(lv.tiles[i].live[0] for i in members)  # type: ignore[index]
