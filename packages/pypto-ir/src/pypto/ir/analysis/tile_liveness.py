@@ -132,16 +132,17 @@ class _Liveness:
             self.define(f"@{id(e)}", f"{v.name} (pl.read)", one, v.span or e.span, at=p)
 
     def scratch(self, e: Expr, name: str, p: int) -> None:
-        """The scratch tile an instruction takes (``Cpp.tmp``: TROWSUM, TTRANS, ...): operand
-        0's type, live at the statement only."""
+        """The scratch tile an instruction takes (``Cpp.tmp``: TROWSUM, TTRANS, ...): the type
+        of its operand ``Cpp.tmp_like`` (or its result's), live at the statement only."""
         if not isinstance(e, Call):
             return
         spec = OPS.get(e.op)
-        src = e.args[0] if e.args else None
-        if spec is None or spec.cpp is None or not spec.cpp.tmp or not isinstance(src, Var):
+        if spec is None or spec.cpp is None or not spec.cpp.tmp:
             return
-        if isinstance(src.type, TileType):
-            self.define(f"@tmp{id(e)}", f"{name} (scratch)", src.type, e.span, at=p)
+        like = e.args[spec.cpp.tmp_like] if spec.cpp.tmp_like is not None else None
+        t = like.type if isinstance(like, Var) else e.type
+        if isinstance(t, TileType):
+            self.define(f"@tmp{id(e)}", f"{name} (scratch)", t, e.span, at=p)
 
     def element_write(self, c: Call, p: int) -> None:
         dst = c.args[0]

@@ -67,7 +67,7 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import OPS, Cpp
 from pypto.ir.ops.cast_modes import cpp_round_mode
 from pypto.ir.ops.system_ops import HINTS as SYSTEM_HINTS
-from pypto.ir.param_info import Layout
+from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.memory_alloc import KernelMemory, allocate_kernel
 from pypto.ir.passes.sync_insertion import insert_syncs
 from pypto.ir.platforms import TileAlloc
@@ -319,10 +319,11 @@ class _KernelGen:
                     f"(void){name};",
                 )
                 if t.layout is Layout.NZ:
-                    raise PyptoCompileError(
-                        f"kernel codegen: NZ tensor parameter {p.name} of {fn.name}: NZ movement is not "
-                        "written as PTO-ISA yet"
-                    )
+                    n = len(t.shape)
+                    rows, c0 = nz_block_shape(t.dtype)
+                    # logical [.., R, C] from the blocked [.., C/C0, R/16, 16, C0]
+                    self.dim_of[(p.name, n - 1)] = f"(static_cast<std::int64_t>({name}.shapes[{n - 2}]) * {c0})"
+                    self.dim_of[(p.name, n - 2)] = f"(static_cast<std::int64_t>({name}.shapes[{n - 1}]) * {rows})"
             else:
                 assert isinstance(t, ScalarType)
                 ct = kernel_cpp_type(t.dtype)
@@ -397,15 +398,19 @@ class _KernelGen:
         ]
         return "{" + ", ".join(parts) + "}"
 
-    def gm(self, op: str, tensor: Var, dtype: DataType, offs: object, rows: str, cols: str) -> tuple[str, str]:
-        """A checked GM view of ``tensor``'s [rows, cols] window at ``offs``: (declaration
-        line, view name); the line returns from the kernel when the region is rejected."""
+    def gm(
+        self, op: str, tensor: Var, dtype: DataType, offs: object, rows: str, cols: str, nz: bool = False
+    ) -> tuple[str, str]:
+        """A checked GM view of ``tensor``'s [rows, cols] window at ``offs`` (``nz``: of an NZ
+        tensor): (declaration line, view name); the line returns from the kernel when the region
+        is rejected."""
         view = f"{ident(tensor.name)}_gm{len(self.items)}"
         ct = kernel_cpp_type(dtype)
         code = dtype.wire_code
+        kind, fn = ("GmViewNz", _LOAD.nz_fn) if nz else ("GmView", "gm_view")
         line = (
-            f"sk::GmView<{ct}> {view}; "
-            f'if (!sk::gm_view<{ct}>({view}, "{op} {tensor.name}", {ident(tensor.name)}, {code}, '
+            f"sk::{kind}<{ct}> {view}; "
+            f'if (!sk::{fn}<{ct}>({view}, "{op} {tensor.name}", {ident(tensor.name)}, {code}, '
             f"{self.offsets(offs)}, {rows}, {cols})) return;"
         )
         return line, view
@@ -415,11 +420,10 @@ class _KernelGen:
         assert isinstance(tile, Var)
         assert isinstance(dst, Var)
         assert isinstance(tile.type, TileType)
-        if isinstance(dst.type, TensorType) and dst.type.layout is Layout.NZ:
-            raise PyptoCompileError("kernel codegen: a store to an NZ tensor is not written as PTO-ISA yet")
+        nz = isinstance(dst.type, TensorType) and dst.type.layout is Layout.NZ
         name = ident(tile.name)
         line, view = self.gm(
-            _STORE.fn, dst, tile.type.dtype, offs, f"{name}.GetValidRow()", f"{name}.GetValidCol()"
+            _STORE.fn, dst, tile.type.dtype, offs, f"{name}.GetValidRow()", f"{name}.GetValidCol()", nz
         )
         self.raw(line)
         pipe = Pipe.FIX if tile.type.memory is MemorySpace.Acc else Pipe.MTE3
@@ -661,13 +665,13 @@ class _KernelGen:
             nz = e.attr("layout") is Layout.NZ or (
                 isinstance(src.type, TensorType) and src.type.layout is Layout.NZ
             )
-            if nz:
-                raise PyptoCompileError("kernel codegen: an NZ load is not written as PTO-ISA yet")
             vr, vc = str(r), str(c)
             if len(args) == 3:
                 vr, vc = (f"static_cast<unsigned>({scalar_expr(x, self.dim_of)})" for x in args[2])  # type: ignore[union-attr]
             self.declare(v.name, name, t, vr, vc)
-            line, view = self.gm(cpp.fn, src, t.dtype, offs, f"{name}.GetValidRow()", f"{name}.GetValidCol()")
+            line, view = self.gm(
+                cpp.fn, src, t.dtype, offs, f"{name}.GetValidRow()", f"{name}.GetValidCol()", nz
+            )
             self.raw(line)
             self.inst(f"{cpp.fn}({name}, {view});", Pipe.MTE2, writes=(name,))
             return
@@ -731,12 +735,17 @@ class _KernelGen:
         if cpp.tmp:
             tmp_key = f"@tmp{id(e)}"
             tmp = f"{name}_tmp"
-            src = args[0]
-            assert isinstance(src, Var) and isinstance(src.type, TileType)
+            like = args[cpp.tmp_like] if cpp.tmp_like is not None else None
+            tt = like.type if isinstance(like, Var) else t
+            assert isinstance(tt, TileType)
             self.cname_key[tmp] = tmp_key
-            s = ident(src.name)
-            self.declare(tmp_key, tmp, src.type, f"{s}.GetValidRow()", f"{s}.GetValidCol()")
-            parts.append(tmp)
+            vr, vc = (
+                (f"{ident(like.name)}.GetValidRow()", f"{ident(like.name)}.GetValidCol()")
+                if isinstance(like, Var)
+                else (str(tt.shape[0]), str(tt.shape[1]))
+            )
+            self.declare(tmp_key, tmp, tt, vr, vc)
+            parts.insert(len(parts) if cpp.tmp_at is None else cpp.tmp_at, tmp)
             reads.append(tmp)
         if cpp.tail == "row_col":
             offs = args[OPS[e.op].offsets_at or 0]

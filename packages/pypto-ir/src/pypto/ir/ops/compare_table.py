@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pypto.ir.ops import rules
 from pypto.ir.ops.entries import P, _both, _enter
 from pypto.ir.ops.rules import INT, VEC
@@ -15,6 +17,11 @@ def _isa(fn: str) -> str:
     return "T" + fn.rstrip("_").upper()
 
 
+def _xors(fn: str) -> dict[str, Any]:
+    """TXOR and TXORS take a scratch tile of the result's type as their last argument."""
+    return {"tmp": True, "tmp_like": None} if fn in ("xor_", "xors") else {}
+
+
 def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool = False) -> None:
     """``pl.<name>(lhs, rhs)`` on integer elements (``rhs`` a tile/tensor or an integer scalar:
     ``pt::<fn>`` / ``pt::<scalar>``) and ``pl.<scalar>(lhs, rhs)`` with a scalar rhs. ``tmp``: the
@@ -22,8 +29,8 @@ def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool 
     params = (P("lhs"), P("rhs"), P("tmp", None)) if tmp else (P("lhs"), P("rhs"))
     hi = 3 if tmp else 2
     forms: tuple[tuple[str, bool, str, str, Cpp], ...] = (
-        (name, False, "", doc, Cpp(_isa(fn), (0, 1), scalar_fn=_isa(scalar), inplace=True)),
-        (scalar, True, name, sdoc, Cpp(_isa(scalar), (0, 1), scalar_fn=_isa(scalar), inplace=True)),
+        (name, False, "", doc, Cpp(_isa(fn), (0, 1), scalar_fn=_isa(scalar), inplace=True, **_xors(fn))),
+        (scalar, True, name, sdoc, Cpp(_isa(scalar), (0, 1), scalar_fn=_isa(scalar), inplace=True, **_xors(scalar))),
     )
     for op, scalar_only, pair, text, lib in forms:
         _enter(
@@ -145,7 +152,7 @@ _enter(
         {"tile": "tile.sel"},
         group="compare",
     ),
-    OpSpec("tile.sel", rules.select("sel"), 3, 4, Cpp("TSEL", (0, 1, 2), valid="static"), spaces=VEC),
+    OpSpec("tile.sel", rules.select("sel"), 3, 4, Cpp("TSEL", (0, 1, 2), valid="static", tmp=True, tmp_like=None), spaces=VEC),
 )
 _enter(
     LangOp(
@@ -156,5 +163,5 @@ _enter(
         {"tile": "tile.sels"},
         group="compare",
     ),
-    OpSpec("tile.sels", rules.select("sels"), 4, 4, Cpp("TSELS", (0, 1, 3), scalar_fn="TSELS", valid="static"), spaces=VEC),
+    OpSpec("tile.sels", rules.select("sels"), 4, 4, Cpp("TSELS", (0, 1, 3), scalar_fn="TSELS", valid="static", tmp=True, tmp_at=3, tmp_like=None), spaces=VEC),
 )

@@ -53,9 +53,10 @@ class Cpp:
     ``"row_col"`` appends the two entries of the offsets operand, ``"pad"`` nothing (the pad
     value is the destination tile's ``PadValue``), ``"cmp"`` the ``cmp_type`` attribute as a
     ``CmpMode``, ``"round"`` the ``mode`` attribute as a ``RoundMode``. ``nz_fn``: the
-    simpler/kernel_args.hpp function for an NZ tensor (load/store). ``scalar_like``: the operand
+    simpler/kernel_args.hpp function that makes the GM view of an NZ tensor (load/store). ``scalar_like``: the operand
     whose element type a scalar operand takes (default: the result's). ``tmp``: the instruction
-    takes a scratch tile of operand 0's shape after the sources. ``valid``: the destination's
+    takes a scratch tile, of operand ``tmp_like``'s type (None: the result's), as its argument
+    number ``tmp_at`` (None: after all the others; the destination is argument 0). ``valid``: the destination's
     valid shape: ``"same"`` as the first tile operand, ``"row"`` [rows, 1] of it, ``"col"`` [1,
     cols] of it, ``"matmul"`` [rows of operand 0, cols of operand 1], ``"trans"`` its transpose,
     ``"static"`` the result type's shape. ``inplace``: the ISA allows the destination to be a
@@ -70,6 +71,8 @@ class Cpp:
     nz_fn: str | None = None
     scalar_like: int | None = None
     tmp: bool = False
+    tmp_at: int | None = None
+    tmp_like: int | None = 0
     valid: Literal["same", "row", "col", "matmul", "trans", "static"] = "same"
     inplace: bool = False
     helper: bool = False

@@ -171,6 +171,105 @@ inline T trunc_saturate(double x) noexcept {
     return static_cast<T>(t);
 }
 
+// The GM view of a window of an NZ tensor (Ascend's fractal format: a logical [.., R, C] matrix
+// stored as blocks of 16 rows x C0 = 32 / sizeof(T) columns, described by a ChipTensor of
+// blocked shape [.., C/C0, R/16, 16, C0]): PTO-ISA's NZ GlobalTensor [1, cols/C0, rows/16, 16, C0].
+template <class T>
+using GmViewNz = pto::GlobalTensor<T, pto::Shape<1, -1, -1, -1, -1>, pto::Stride<1, -1, -1, -1, -1>, pto::Layout::NZ>;
+
+// Check the logical [rows, cols] window at `offsets` (the leading batch index, if any, then the
+// logical row and column) of NZ tensor `t` and point `view` at it. The window must start and end
+// on block boundaries (rows and the row offset multiples of 16, cols and the column offset
+// multiples of C0): the NZ view addresses whole blocks. Returns false after reporting.
+template <class T>
+inline bool gm_view_nz(GmViewNz<T>& view, const char* op, const ChipTensor& t, std::uint8_t dtype,
+                       std::initializer_list<std::int64_t> offsets, std::int64_t rows, std::int64_t cols) noexcept {
+    constexpr std::int64_t br = 16, bc = 32 / static_cast<std::int64_t>(sizeof(T));
+    const std::uint32_t nd = t.ndims;
+    if (t.dtype != dtype) {
+        report_kernel_error("%s: tensor dtype %s does not match the tile dtype %s", op, dtype_label(t.dtype),
+                            dtype_label(dtype));
+        return false;
+    }
+    if (nd < 4 || nd > 5 || t.shapes[nd - 2] != br || t.shapes[nd - 1] != bc) {
+        report_kernel_error("%s: an NZ tensor of this dtype has rank 4 or 5 and ends in [%lld, %lld] blocks", op,
+                            static_cast<long long>(br), static_cast<long long>(bc));
+        return false;
+    }
+    if (offsets.size() != nd - 2) {
+        report_kernel_error("%s: %zu offsets given for an NZ tensor of rank %u, expected %u", op, offsets.size(), nd,
+                            nd - 2);
+        return false;
+    }
+    std::int64_t o[3] = {};
+    std::uint32_t i = 0;
+    for (std::int64_t x : offsets) o[i++] = x;
+    const std::int64_t r0 = o[nd - 4], c0 = o[nd - 3];
+    const std::int64_t rows_total = static_cast<std::int64_t>(t.shapes[nd - 3]) * br;
+    const std::int64_t cols_total = static_cast<std::int64_t>(t.shapes[nd - 4]) * bc;
+    if (rows < 0 || cols < 0 || r0 < 0 || c0 < 0 || r0 > rows_total - rows || c0 > cols_total - cols) {
+        report_kernel_error("%s: region of [%lld, %lld] at (%lld, %lld) outside the NZ matrix [%lld, %lld]", op,
+                            static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(r0),
+                            static_cast<long long>(c0), static_cast<long long>(rows_total),
+                            static_cast<long long>(cols_total));
+        return false;
+    }
+    if (r0 % br || c0 % bc || rows % br || cols % bc) {
+        report_kernel_error("%s: NZ region of [%lld, %lld] at (%lld, %lld) is not made of whole [%lld, %lld] blocks", op,
+                            static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(r0),
+                            static_cast<long long>(c0), static_cast<long long>(br), static_cast<long long>(bc));
+        return false;
+    }
+    std::uint64_t first = t.start_offset, term = 0;
+    if (nd == 5) {
+        if (o[0] < 0 || static_cast<std::uint64_t>(o[0]) >= t.shapes[0]) {
+            report_kernel_error("%s: batch offset %lld outside the tensor shape %u", op, static_cast<long long>(o[0]),
+                                t.shapes[0]);
+            return false;
+        }
+        if (__builtin_mul_overflow(static_cast<std::uint64_t>(o[0]), static_cast<std::uint64_t>(t.strides[0]), &term) ||
+            __builtin_add_overflow(first, term, &first))
+            goto overflow;
+    }
+    {
+        const std::int64_t cb = t.strides[nd - 4], rb = t.strides[nd - 3], ri = t.strides[nd - 2], ci = t.strides[nd - 1];
+        std::uint64_t t1 = 0, t2 = 0;
+        if (__builtin_mul_overflow(static_cast<std::uint64_t>(c0 / bc), static_cast<std::uint64_t>(cb), &t1) ||
+            __builtin_mul_overflow(static_cast<std::uint64_t>(r0 / br), static_cast<std::uint64_t>(rb), &t2) ||
+            __builtin_add_overflow(first, t1, &first) || __builtin_add_overflow(first, t2, &first))
+            goto overflow;
+        if (rows > 0 && cols > 0) {
+            if (t.buffer.addr == 0) {
+                report_kernel_error("%s: tensor has a null address", op);
+                return false;
+            }
+            std::uint64_t last = first, end_bytes = 0, a = 0, b = 0, c = 0, d = 0;
+            if (__builtin_mul_overflow(static_cast<std::uint64_t>(cols / bc - 1), static_cast<std::uint64_t>(cb), &a) ||
+                __builtin_mul_overflow(static_cast<std::uint64_t>(rows / br - 1), static_cast<std::uint64_t>(rb), &b) ||
+                __builtin_mul_overflow(static_cast<std::uint64_t>(br - 1), static_cast<std::uint64_t>(ri), &c) ||
+                __builtin_mul_overflow(static_cast<std::uint64_t>(bc - 1), static_cast<std::uint64_t>(ci), &d) ||
+                __builtin_add_overflow(last, a, &last) || __builtin_add_overflow(last, b, &last) ||
+                __builtin_add_overflow(last, c, &last) || __builtin_add_overflow(last, d, &last) ||
+                __builtin_add_overflow(last, std::uint64_t{1}, &end_bytes) ||
+                __builtin_mul_overflow(end_bytes, static_cast<std::uint64_t>(sizeof(T)), &end_bytes))
+                goto overflow;
+            if (end_bytes > t.buffer.size) {
+                report_kernel_error("%s: element %llu lies outside the tensor's backing of %llu bytes (%zu-byte elements)",
+                                    op, static_cast<unsigned long long>(last),
+                                    static_cast<unsigned long long>(t.buffer.size), sizeof(T));
+                return false;
+            }
+        }
+        T* data = reinterpret_cast<T*>(static_cast<std::uintptr_t>(t.buffer.addr)) + first;
+        view = GmViewNz<T>(data, pto::Shape<1, -1, -1, -1, -1>(cols / bc, rows / br, br, bc),
+                           pto::Stride<1, -1, -1, -1, -1>(cb, rb, ri, ci));
+        return true;
+    }
+overflow:
+    report_kernel_error("%s: element index overflows 64 bits", op);
+    return false;
+}
+
 // Element (r, c) of a tile's storage for GetValue/SetValue (the tile's row and column strides).
 template <class TileT>
 inline std::uint32_t elem(int r, int c) noexcept {
