@@ -176,8 +176,8 @@ def test_tensor_level_ops_on_nz_tensors_load_with_the_nz_layout() -> None:
     ]
     assert [c.attr("layout") for c in loads] == [Layout.NZ]
     text = generate_kernel(k).text
-    assert "pt::load_nz(" in text
-    assert "pt::store(out" in text
+    assert "sk::gm_view_nz<float>(" in text
+    assert "sk::gm_view<float>(out_gm" in text
 
 
 @pl.jit
@@ -220,7 +220,7 @@ def test_compiled_metadata_keeps_logical_params_and_blocked_lowered_params(tmp_p
     assert lw.is_blocked
     assert r.metadata.kernels[0].params[0].layout is Layout.NZ
     kernel = (tmp_path / r.metadata.kernels[0].source).read_text()
-    assert "pt::load_nz(" in kernel
+    assert "sk::gm_view_nz<" in kernel
     cpp_check([f for f in r.files if f.suffix == ".cpp"])
 
 
@@ -268,7 +268,7 @@ def test_one_and_four_byte_nz_params_lower_to_their_ascend_blocks(tmp_path, cpp_
     kernel = (tmp_path / r.metadata.kernels[0].source).read_text()
     # The dynamic logical column count comes back from the blocked dims as C/C0 * C0.
     assert cols_expr in kernel
-    assert "pt::load_nz(" in kernel
+    assert "sk::gm_view_nz<" in kernel
     cpp_check([f for f in r.files if f.suffix == ".cpp"])
 
 

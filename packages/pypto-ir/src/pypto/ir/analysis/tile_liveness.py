@@ -50,10 +50,16 @@ from pypto.ir.passes.ssa import base_name
 from pypto.ir.platforms import TileAlloc
 from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType
 
-__all__ = ["ALIAS_OPS", "KernelLiveness", "kernel_liveness", "kernel_tile_ranges"]
+__all__ = ["ALIAS_OPS", "KernelLiveness", "given_scratch", "kernel_liveness", "kernel_tile_ranges"]
 
 ALIAS_OPS = frozenset({"tile.print", "scalar.print"})
 """Ops whose tile result is a second name for their operand (``x = pl.print(t)``: x is t)."""
+
+
+def given_scratch(e: Call, at: int | None) -> Var | None:
+    """The scratch tile a call passes itself (operand ``at``), if any."""
+    a = e.args[at] if at is not None and at < len(e.args) else None
+    return a if isinstance(a, Var) and isinstance(a.type, TileType) else None
 
 
 @dataclass
@@ -137,7 +143,7 @@ class _Liveness:
         if not isinstance(e, Call):
             return
         spec = OPS.get(e.op)
-        if spec is None or spec.cpp is None or not spec.cpp.tmp:
+        if spec is None or spec.cpp is None or not spec.cpp.tmp or given_scratch(e, spec.cpp.tmp_arg):
             return
         like = e.args[spec.cpp.tmp_like] if spec.cpp.tmp_like is not None else None
         t = like.type if isinstance(like, Var) else e.type

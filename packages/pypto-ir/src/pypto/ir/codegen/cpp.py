@@ -174,11 +174,11 @@ def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> st
 
 
 SCALAR_HELPERS = """\
-static inline std::int64_t pypto_floordiv(std::int64_t a, std::int64_t b) {
+[[maybe_unused]] static inline std::int64_t pypto_floordiv(std::int64_t a, std::int64_t b) {
     std::int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-static inline std::int64_t pypto_mod(std::int64_t a, std::int64_t b) {
+[[maybe_unused]] static inline std::int64_t pypto_mod(std::int64_t a, std::int64_t b) {
     std::int64_t r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }

@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass
 
 from pypto.ir import __version__
+from pypto.ir.analysis.tile_liveness import given_scratch
 from pypto.ir.codegen.block_group import (
     BARRIER,
     BLOCK_FN,
@@ -732,7 +733,11 @@ class _KernelGen:
                 assert cpp.scalar_fn is not None, f"{e.op}: scalar operand without a scalar form"
                 fn = cpp.scalar_fn
                 parts.append(self.elem_scalar(a, scalar_dtype))
-        if cpp.tmp:
+        given = given_scratch(e, cpp.tmp_arg) if cpp.tmp else None
+        if given is not None:  # the kernel's own scratch tile
+            parts.insert(len(parts) if cpp.tmp_at is None else cpp.tmp_at, ident(given.name))
+            reads.append(ident(given.name))
+        elif cpp.tmp:
             tmp_key = f"@tmp{id(e)}"
             tmp = f"{name}_tmp"
             like = args[cpp.tmp_like] if cpp.tmp_like is not None else None

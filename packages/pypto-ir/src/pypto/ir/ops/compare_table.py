@@ -19,7 +19,7 @@ def _isa(fn: str) -> str:
 
 def _xors(fn: str) -> dict[str, Any]:
     """TXOR and TXORS take a scratch tile of the result's type as their last argument."""
-    return {"tmp": True, "tmp_like": None} if fn in ("xor_", "xors") else {}
+    return {"tmp": True, "tmp_like": None, "tmp_arg": 2} if fn in ("xor_", "xors") else {}
 
 
 def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool = False) -> None:

@@ -249,6 +249,6 @@ _enter(
         {"tile": "tile.prelu"},
         group="element-wise",
     ),
-    OpSpec("tile.prelu", rules.leaky("prelu"), 3, 3, Cpp("TPRELU", (0, 1), inplace=True, tmp=True, tmp_like=None), spaces=VEC),
+    OpSpec("tile.prelu", rules.leaky("prelu"), 3, 3, Cpp("TPRELU", (0, 1), inplace=True, tmp=True, tmp_like=None, tmp_arg=2), spaces=VEC),
 )
 _unary("not_", """Element-wise bitwise NOT (``~x``) of an integer tile or tensor.""", int_only=True)

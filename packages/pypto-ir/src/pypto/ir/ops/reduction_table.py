@@ -16,7 +16,7 @@ def _reduction_cpp(name: str) -> Cpp:
     src)`` ([1, C] result). The row reductions and the arg reductions take a scratch tile."""
     row = name.startswith("row_")
     tmp = row or "arg" in name
-    return Cpp(f"T{name.replace('_', '').upper()}", tmp=tmp, valid="row" if row else "col")
+    return Cpp(f"T{name.replace('_', '').upper()}", tmp=tmp, tmp_arg=1, valid="row" if row else "col")
 
 
 def _reduction(name: str, doc: str, result: DataType | None = None) -> None:

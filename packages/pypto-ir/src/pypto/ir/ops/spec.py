@@ -56,7 +56,8 @@ class Cpp:
     simpler/kernel_args.hpp function that makes the GM view of an NZ tensor (load/store). ``scalar_like``: the operand
     whose element type a scalar operand takes (default: the result's). ``tmp``: the instruction
     takes a scratch tile, of operand ``tmp_like``'s type (None: the result's), as its argument
-    number ``tmp_at`` (None: after all the others; the destination is argument 0). ``valid``: the destination's
+    number ``tmp_at`` (None: after all the others; the destination is argument 0); the call's
+    operand ``tmp_arg``, when the kernel passes one, is that scratch tile. ``valid``: the destination's
     valid shape: ``"same"`` as the first tile operand, ``"row"`` [rows, 1] of it, ``"col"`` [1,
     cols] of it, ``"matmul"`` [rows of operand 0, cols of operand 1], ``"trans"`` its transpose,
     ``"static"`` the result type's shape. ``inplace``: the ISA allows the destination to be a
@@ -73,6 +74,7 @@ class Cpp:
     tmp: bool = False
     tmp_at: int | None = None
     tmp_like: int | None = 0
+    tmp_arg: int | None = None
     valid: Literal["same", "row", "col", "matmul", "trans", "static"] = "same"
     inplace: bool = False
     helper: bool = False

@@ -235,6 +235,16 @@ def _aligned(n: int, align: int) -> int:
     return -(-n // align) * align
 
 
+def _place(busy: list[tuple[int, int]], nbytes: int, align: int) -> int:
+    """The lowest aligned offset where ``nbytes`` fit between the sorted ``busy`` byte ranges."""
+    offset = 0
+    for a, b in busy:
+        if offset + nbytes <= a:
+            break
+        offset = max(offset, _aligned(b, align))
+    return offset
+
+
 def allocate_kernel(fn: Function, platform: str | Platform) -> KernelMemory:
     """Allocate every tile of lowered kernel ``fn`` (module docstring)."""
     plat = platform if isinstance(platform, Platform) else get_platform(platform)
@@ -261,11 +271,7 @@ def allocate_kernel(fn: Function, platform: str | Platform) -> KernelMemory:
             for s in placed
             if s.space is first.space and s.live[0] <= hi and lo <= s.live[1]
         )
-        offset = 0
-        for a, b in busy:
-            if offset + nbytes <= a:
-                break
-            offset = max(offset, _aligned(b, align))
+        offset = _place(busy, nbytes, align)
         names = tuple(lv.keys[i] for i in members)
         alloc = TileAlloc(first.name, first.space, first.dtype, (ptile.rows, ptile.cols), first.span, (lo, hi))
         slot = Slot(first.space, offset, nbytes, (lo, hi), names, alloc)
