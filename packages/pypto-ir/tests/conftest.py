@@ -32,18 +32,20 @@ def _include_dir() -> Path | None:
 
 
 @pytest.fixture(scope="session")
-def cpp_toolchain() -> tuple[str, Path]:
-    """``(compiler, simpler include dir)`` for building generated kernels into a host program.
+def cpp_toolchain() -> list[str]:
+    """The compiler command and include flags for building generated kernels into a host
+    program: a PTO-ISA implementation (:func:`_pto_include`) and simpler's headers.
 
     Skips (saying why) when either is missing, like ``cpp_check``.
     """
-    cxx = shutil.which("g++") or shutil.which("clang++")
     inc = _include_dir()
-    if cxx is None:
-        pytest.skip("no C++ compiler (g++/clang++) on PATH: cannot build generated kernels")
+    pto = _pto_include()
     if inc is None:
         pytest.skip("simpler-native headers (simpler/tile.hpp) not on disk: cannot build generated kernels")
-    return cxx, inc
+    if pto is None:
+        pytest.skip("no PTO-ISA headers (simpler include_pto, or PTO_ISA_ROOT) and compiler: cannot build kernels")
+    cmd, root = pto
+    return [*cmd, "-I", str(inc), "-isystem", str(root)]
 
 
 def _pto_include() -> tuple[list[str], Path] | None:
