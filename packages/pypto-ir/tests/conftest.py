@@ -43,7 +43,9 @@ def cpp_toolchain() -> list[str]:
     if inc is None:
         pytest.skip("simpler-native headers (simpler/tile.hpp) not on disk: cannot build generated kernels")
     if pto is None:
-        pytest.skip("no PTO-ISA headers (simpler include_pto, or PTO_ISA_ROOT) and compiler: cannot build kernels")
+        pytest.skip(
+            "no PTO-ISA headers (simpler include_pto, or PTO_ISA_ROOT) and compiler: cannot build kernels"
+        )
     cmd, root = pto
     return [*cmd, "-I", str(inc), "-isystem", str(root)]
 

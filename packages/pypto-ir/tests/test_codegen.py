@@ -95,12 +95,14 @@ def test_generated_kernels_are_pto_isa_programs() -> None:
     assert "#include <pto/pto-inst.hpp>" in text
     assert "#include <simpler/kernel_args.hpp>" in text
     assert "using namespace pto;" in text
-    assert "#define __gm__" in text and "#define __aicore__" in text
+    assert "#define __gm__" in text
+    assert "#define __aicore__" in text
     assert "SIMPLER_DEFINE_KERNEL_ABI();" in text
     assert "pt::" not in text
     assert "simpler::tile" not in text
     assert "simpler/tile.hpp" not in text
-    assert "TileLeft<float, 16, 16, -1, -1>" in text and "TileAcc<float, 16, 16, -1, -1>" in text
+    assert "TileLeft<float, 16, 16, -1, -1>" in text
+    assert "TileAcc<float, 16, 16, -1, -1>" in text
 
 
 def test_generated_sources_compile(tmp_path: Path, cpp_check) -> None:  # type: ignore[no-untyped-def]

@@ -22,12 +22,12 @@ import pypto.language as pl
 from pypto.ir.codegen.cpp import ident, kernel_cpp_type
 from pypto.ir.codegen.kernel import BESPOKE, _KernelGen, tile_type
 from pypto.ir.codegen.plan import render
-from pypto.ir.passes.memory_alloc import KernelMemory, Slot
-from pypto.ir.platforms import TileAlloc
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import Arg, Call, Const, Var
 from pypto.ir.ops import LANGUAGE, OPS, REQUIRED, Cpp, OpError, OpSpec, infer
 from pypto.ir.param_info import Layout
+from pypto.ir.passes.memory_alloc import KernelMemory, Slot
+from pypto.ir.platforms import TileAlloc
 from pypto.ir.types import MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
 from pypto.language.op_builders import OP_BUILDERS
 
@@ -285,9 +285,7 @@ def test_every_tile_op_emits_its_table_call(name: str) -> None:
     assert spec.cpp is not None or name in BESPOKE, f"{name}: no C++ in the table and no emitter branch"
     calls = library_calls(emitted(sample_call(spec)))
     if spec.cpp is not None:
-        assert spec.cpp.fn in calls or spec.cpp.scalar_fn in calls, (
-            f"{name} emits {calls}, not {spec.cpp.fn}"
-        )
+        assert spec.cpp.fn in calls or spec.cpp.scalar_fn in calls, f"{name} emits {calls}, not {spec.cpp.fn}"
     if spec.cpp is not None and spec.cpp.nz_fn is not None:
         assert f"sk::{spec.cpp.nz_fn}<" in "\n".join(emitted(sample_call(spec, nz=True)))
 
@@ -337,7 +335,10 @@ def test_kernels_embed_no_tile_helpers() -> None:
     text = "\n".join(emitted(sample_call(OPS["tile.fillpad"])) + emitted(sample_call(OPS["tile.slice"])))
     assert "PadValue::Min> r(16, 16);" in text  # the destination's pad value
     assert "TFILLPAD(r, a0);" in text
-    assert "TEXTRACT(r, a0, static_cast<std::uint16_t>(INT64_C(0)), static_cast<std::uint16_t>(INT64_C(0)));" in text
+    assert (
+        "TEXTRACT(r, a0, static_cast<std::uint16_t>(INT64_C(0)), static_cast<std::uint16_t>(INT64_C(0)));"
+        in text
+    )
     assert "pypto_" not in text
 
 

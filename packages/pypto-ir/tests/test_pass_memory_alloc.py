@@ -111,5 +111,7 @@ def test_the_overlap_check_refuses_two_live_tiles_sharing_bytes() -> None:
     with pytest.raises(OverlapError, match=r"tiles a and b are live together .* overlap in the Vec buffer"):
         check_no_overlap("k", [slot("a", 0, (0, 3)), slot("b", 512, (2, 5))])
     # the same bytes in another buffer do not overlap
-    other = Slot(MemorySpace.Mat, 0, 1024, (0, 3), ("m",), TileAlloc("m", MemorySpace.Mat, DataType.FP32, (16, 16)))
+    other = Slot(
+        MemorySpace.Mat, 0, 1024, (0, 3), ("m",), TileAlloc("m", MemorySpace.Mat, DataType.FP32, (16, 16))
+    )
     check_no_overlap("k", [slot("a", 0, (0, 3)), other])

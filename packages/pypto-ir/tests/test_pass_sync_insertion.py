@@ -90,7 +90,9 @@ def test_generated_kernel_syncs_load_compute_store_in_a_loop() -> None:
     (k,) = [f for f in prog.functions.values() if f.func_type.is_kernel]
     text = generate_kernel(k).text
     loop = text[text.index("for (") :]
-    assert loop.index("TLOAD(t,") < loop.index("set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);") < loop.index("TEXP(")
+    assert (
+        loop.index("TLOAD(t,") < loop.index("set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);") < loop.index("TEXP(")
+    )
     assert re.search(r"wait_flag\(PIPE_MTE2, PIPE_V, EVENT_ID0\);\n(.*\n)?.*\n\s*TEXP\(", loop)
     assert re.search(r"wait_flag\(PIPE_V, PIPE_MTE3, EVENT_ID0\);\n\s*TSTORE\(", loop)
     # the next iteration's load overwrites t, which this iteration's vector op read

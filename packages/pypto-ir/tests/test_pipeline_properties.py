@@ -3,10 +3,9 @@ deterministic, SSA is idempotent, and codegen emits one library call per tile op
 
 from __future__ import annotations
 
-import re
-
 import importlib.util
 import itertools
+import re
 import sys
 from pathlib import Path
 

@@ -6,7 +6,6 @@ three are exactly 192 KiB."""
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ import pypto.language as pl
 from pypto.ir.analysis.tile_liveness import kernel_tile_ranges
 from pypto.ir.compile import compile_to_files
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import PyptoCompileError
 from pypto.ir.nodes import Function
 from pypto.ir.passes import memory_alloc
 from pypto.ir.passes.memory_alloc import OverlapError

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pypto.ir.analysis.host_access import check_host_access, host_tensor_access
 from pypto.ir.analysis.return_lineage import entry_aliases
 from pypto.ir.analysis.signature import signature_of
-from pypto.ir.analysis.tile_liveness import kernel_tile_ranges
 from pypto.ir.codegen import KernelSource, OrchestrationSource, generate_kernel, generate_orchestration
 from pypto.ir.contract import Contract, check_lowered_abi, validate_kernel_contract
 from pypto.ir.errors import CodegenError, PyptoCompileError

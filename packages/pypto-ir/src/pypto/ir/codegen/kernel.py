@@ -249,8 +249,11 @@ class _KernelGen:
         self.items = []
         return outer
 
-    def declare(self, key: str, name: str, t: TileType, vr: str, vc: str, pad: PadValue | None = None) -> None:
-        """Declare tile ``name`` (storage of IR name ``key``) with valid shape [vr, vc]."""
+    def declare(
+        self, key: str, name: str, t: TileType, valid: tuple[str, str], *, pad: PadValue | None = None
+    ) -> None:
+        """Declare tile ``name`` (storage of IR name ``key``) with valid shape ``valid``."""
+        vr, vc = valid
         if key not in self.mem.slot_of:
             raise PyptoCompileError(f"kernel codegen: tile {key} has no storage (a compiler bug)")
         slot = self.mem.slot(key)
@@ -262,7 +265,9 @@ class _KernelGen:
         if ka not in self.mem.slot_of or kb not in self.mem.slot_of:
             return a == b
         sa, sb = self.mem.slot(ka), self.mem.slot(kb)
-        return sa.space is sb.space and sa.offset < sb.offset + sb.nbytes and sb.offset < sa.offset + sa.nbytes
+        return (
+            sa.space is sb.space and sa.offset < sb.offset + sb.nbytes and sb.offset < sa.offset + sa.nbytes
+        )
 
     # ---------------------------------------------------------------- the kernel
 
@@ -323,8 +328,12 @@ class _KernelGen:
                     n = len(t.shape)
                     rows, c0 = nz_block_shape(t.dtype)
                     # logical [.., R, C] from the blocked [.., C/C0, R/16, 16, C0]
-                    self.dim_of[(p.name, n - 1)] = f"(static_cast<std::int64_t>({name}.shapes[{n - 2}]) * {c0})"
-                    self.dim_of[(p.name, n - 2)] = f"(static_cast<std::int64_t>({name}.shapes[{n - 1}]) * {rows})"
+                    self.dim_of[(p.name, n - 1)] = (
+                        f"(static_cast<std::int64_t>({name}.shapes[{n - 2}]) * {c0})"
+                    )
+                    self.dim_of[(p.name, n - 2)] = (
+                        f"(static_cast<std::int64_t>({name}.shapes[{n - 1}]) * {rows})"
+                    )
             else:
                 assert isinstance(t, ScalarType)
                 ct = kernel_cpp_type(t.dtype)
@@ -400,11 +409,12 @@ class _KernelGen:
         return "{" + ", ".join(parts) + "}"
 
     def gm(
-        self, op: str, tensor: Var, dtype: DataType, offs: object, rows: str, cols: str, nz: bool = False
+        self, op: str, tensor: Var, dtype: DataType, offs: object, shape: tuple[str, str], *, nz: bool = False
     ) -> tuple[str, str]:
         """A checked GM view of ``tensor``'s [rows, cols] window at ``offs`` (``nz``: of an NZ
         tensor): (declaration line, view name); the line returns from the kernel when the region
         is rejected."""
+        rows, cols = shape
         view = f"{ident(tensor.name)}_gm{len(self.items)}"
         ct = kernel_cpp_type(dtype)
         code = dtype.wire_code
@@ -424,7 +434,7 @@ class _KernelGen:
         nz = isinstance(dst.type, TensorType) and dst.type.layout is Layout.NZ
         name = ident(tile.name)
         line, view = self.gm(
-            _STORE.fn, dst, tile.type.dtype, offs, f"{name}.GetValidRow()", f"{name}.GetValidCol()", nz
+            _STORE.fn, dst, tile.type.dtype, offs, (f"{name}.GetValidRow()", f"{name}.GetValidCol()"), nz=nz
         )
         self.raw(line)
         pipe = Pipe.FIX if tile.type.memory is MemorySpace.Acc else Pipe.MTE3
@@ -475,7 +485,9 @@ class _KernelGen:
                 "    return;",
                 "}",
             )
-        self.items.append(Inst(("pipe_barrier(PIPE_ALL);", f"{BARRIER}.arrive_and_wait();  // pl.system.syncall")))
+        self.items.append(
+            Inst(("pipe_barrier(PIPE_ALL);", f"{BARRIER}.arrive_and_wait();  // pl.system.syncall"))
+        )
 
     def comm_call(self, c: Call) -> str:
         """The call of a cross-rank operation with an effect on ChipTensors."""
@@ -521,7 +533,7 @@ class _KernelGen:
         t = TileType((1, 1), dtype, MemorySpace.Vec)
         name = f"one{len(self.items)}"
         self.cname_key[name] = key
-        self.declare(key, name, t, "1", "1")
+        self.declare(key, name, t, ("1", "1"))
         return name, t
 
     def write(self, c: Call) -> None:
@@ -534,7 +546,7 @@ class _KernelGen:
         self.inst(
             f"{one}.SetValue(0, static_cast<{ct}>({self.scalar_arg(value, t.dtype)}));", Pipe.S, writes=(one,)
         )
-        line, view = self.gm(_STORE.fn, dst, t.dtype, idx, "1", "1")
+        line, view = self.gm(_STORE.fn, dst, t.dtype, idx, ("1", "1"))
         self.raw(line)
         self.inst(f"{_STORE.fn}({view}, {one});", Pipe.MTE3, reads=(one,))
 
@@ -589,12 +601,14 @@ class _KernelGen:
                 assert isinstance(src, Var)
                 hold = scalar_cpp_type(t.dtype)
                 one, _ = self.one_tile(f"@{id(e)}", t.dtype)
-                line, view = self.gm(_LOAD.fn, src, t.dtype, idx, "1", "1")
+                line, view = self.gm(_LOAD.fn, src, t.dtype, idx, ("1", "1"))
                 self.raw(line)
                 self.inst(f"{_LOAD.fn}({one}, {view});", Pipe.MTE2, writes=(one,))
                 self.items.append(
                     Inst(
-                        (f"const {hold} {name} = static_cast<{hold}>({one}.GetValue(0));",), Pipe.S, reads=(one,)
+                        (f"const {hold} {name} = static_cast<{hold}>({one}.GetValue(0));",),
+                        Pipe.S,
+                        reads=(one,),
                     )
                 )
                 return
@@ -625,34 +639,34 @@ class _KernelGen:
             self.raw(f"const simpler::ChipTensor& {name} = {ident(dst.name)};", f"(void){name};")
             return
         assert isinstance(t, TileType), f"{v.name}: {t}"
-        r, c = (int(x) for x in t.shape)
+        rows, cols = (int(x) for x in t.shape)
         self.cname_key[name] = v.name
         if e.op == "tile.create":
-            self.declare(v.name, name, t, str(r), str(c))
+            self.declare(v.name, name, t, (str(rows), str(cols)))
             self.raw(f"(void){name};  // scratch")
             return
         if e.op in ("tile.full", "tile.expands"):
             value = args[0] if e.op == "tile.full" else args[1]
-            vr, vc = str(r), str(c)
+            vr, vc = str(rows), str(cols)
             if e.op == "tile.expands":  # the target's valid shape
                 target = args[0]
                 assert isinstance(target, Var)
                 vr, vc = f"{ident(target.name)}.GetValidRow()", f"{ident(target.name)}.GetValidCol()"
-            self.declare(v.name, name, t, vr, vc)
+            self.declare(v.name, name, t, (vr, vc))
             self.inst(f"TEXPANDS({name}, {self.elem_scalar(value, t.dtype)});", Pipe.V, writes=(name,))
             return
         if e.op == "tile.set_validshape":  # the same storage, another valid shape
             src = args[0]
             assert isinstance(src, Var)
             vr, vc = (f"static_cast<unsigned>({scalar_expr(x, self.dim_of)})" for x in args[1:])  # type: ignore[arg-type]
-            self.declare(v.name, name, t, vr, vc)
+            self.declare(v.name, name, t, (vr, vc))
             if not self.mem.shares(v.name, src.name):
                 self.copy(name, t, ident(src.name), MemorySpace.Vec, valid=False)
             return
         if e.op == "tile.fillpad":
             src = args[0]
             assert isinstance(src, Var)
-            self.declare(v.name, name, t, str(r), str(c), pad=e.attr("pad"))
+            self.declare(v.name, name, t, (str(rows), str(cols)), pad=e.attr("pad"))
             s = ident(src.name)
             self.inst(f"TFILLPAD({name}, {s});", Pipe.V, reads=(s,), writes=(name,))
             return
@@ -666,12 +680,12 @@ class _KernelGen:
             nz = e.attr("layout") is Layout.NZ or (
                 isinstance(src.type, TensorType) and src.type.layout is Layout.NZ
             )
-            vr, vc = str(r), str(c)
+            vr, vc = str(rows), str(cols)
             if len(args) == 3:
                 vr, vc = (f"static_cast<unsigned>({scalar_expr(x, self.dim_of)})" for x in args[2])  # type: ignore[union-attr]
-            self.declare(v.name, name, t, vr, vc)
+            self.declare(v.name, name, t, (vr, vc))
             line, view = self.gm(
-                cpp.fn, src, t.dtype, offs, f"{name}.GetValidRow()", f"{name}.GetValidCol()", nz
+                cpp.fn, src, t.dtype, offs, (f"{name}.GetValidRow()", f"{name}.GetValidCol()"), nz=nz
             )
             self.raw(line)
             self.inst(f"{cpp.fn}({name}, {view});", Pipe.MTE2, writes=(name,))
@@ -680,13 +694,13 @@ class _KernelGen:
             into = args[cpp.into]
             assert isinstance(into, Var)
             src_name = ident(into.name)
-            self.declare(v.name, name, t, f"{src_name}.GetValidRow()", f"{src_name}.GetValidCol()")
+            self.declare(v.name, name, t, (f"{src_name}.GetValidRow()", f"{src_name}.GetValidCol()"))
             if not self.mem.shares(v.name, into.name) and cpp.fn != "TMATMUL_ACC":
                 self.copy(name, t, src_name, t.memory)
             self.instruction(name, t, e, cpp)
             return
         vr, vc = self.valid_shape(t, e, cpp)
-        self.declare(v.name, name, t, vr, vc)
+        self.declare(v.name, name, t, (vr, vc))
         self.instruction(name, t, e, cpp)
 
     def valid_shape(self, t: TileType, e: Call, cpp: Cpp) -> tuple[str, str]:
@@ -749,7 +763,7 @@ class _KernelGen:
                 if isinstance(like, Var)
                 else (str(tt.shape[0]), str(tt.shape[1]))
             )
-            self.declare(tmp_key, tmp, tt, vr, vc)
+            self.declare(tmp_key, tmp, tt, (vr, vc))
             parts.insert(len(parts) if cpp.tmp_at is None else cpp.tmp_at, tmp)
             reads.append(tmp)
         if cpp.tail == "row_col":
@@ -788,7 +802,7 @@ class _KernelGen:
                 assert isinstance(init, Var)
                 i = ident(init.name)
                 self.cname_key[name] = ia.var.name
-                self.declare(ia.var.name, name, ia.var.type, f"{i}.GetValidRow()", f"{i}.GetValidCol()")
+                self.declare(ia.var.name, name, ia.var.type, (f"{i}.GetValidRow()", f"{i}.GetValidCol()"))
                 if not self.mem.shares(ia.var.name, init.name):
                     self.copy(name, ia.var.type, i, init.type.memory, valid=False)  # type: ignore[union-attr]
             else:
@@ -835,7 +849,9 @@ class _KernelGen:
             if isinstance(ia.var.type, TileType):
                 assert isinstance(v, Var)
                 if self.mem.shares(ia.var.name, v.name):
-                    self.raw(f"{h}.SetValidShape({ident(v.name)}.GetValidRow(), {ident(v.name)}.GetValidCol());")
+                    self.raw(
+                        f"{h}.SetValidShape({ident(v.name)}.GetValidRow(), {ident(v.name)}.GetValidCol());"
+                    )
                 else:
                     self.copy(h, ia.var.type, ident(v.name), v.type.memory)  # type: ignore[union-attr]
             else:
@@ -855,7 +871,7 @@ class _KernelGen:
             if isinstance(r.type, TileType):
                 rr, rc = (int(x) for x in r.type.shape)
                 self.cname_key[name] = r.name
-                self.declare(r.name, name, r.type, str(rr), str(rc))
+                self.declare(r.name, name, r.type, (str(rr), str(rc)))
             else:
                 self.raw(f"{self.holder(r)} {name}{{}};")
         cond = scalar_expr(s.cond, self.dim_of)
@@ -878,7 +894,9 @@ class _KernelGen:
                 if isinstance(r.type, TileType):
                     assert isinstance(v, Var)
                     if self.mem.shares(r.name, v.name):
-                        self.raw(f"{name}.SetValidShape({ident(v.name)}.GetValidRow(), {ident(v.name)}.GetValidCol());")
+                        self.raw(
+                            f"{name}.SetValidShape({ident(v.name)}.GetValidRow(), {ident(v.name)}.GetValidCol());"
+                        )
                     else:
                         self.copy(name, r.type, ident(v.name), v.type.memory)  # type: ignore[union-attr]
                 else:
@@ -895,4 +913,3 @@ class _KernelGen:
         if isinstance(e, Var):
             return ident(e.name)
         return scalar_expr(e, self.dim_of)
-

@@ -30,7 +30,13 @@ def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool 
     hi = 3 if tmp else 2
     forms: tuple[tuple[str, bool, str, str, Cpp], ...] = (
         (name, False, "", doc, Cpp(_isa(fn), (0, 1), scalar_fn=_isa(scalar), inplace=True, **_xors(fn))),
-        (scalar, True, name, sdoc, Cpp(_isa(scalar), (0, 1), scalar_fn=_isa(scalar), inplace=True, **_xors(scalar))),
+        (
+            scalar,
+            True,
+            name,
+            sdoc,
+            Cpp(_isa(scalar), (0, 1), scalar_fn=_isa(scalar), inplace=True, **_xors(scalar)),
+        ),
     )
     for op, scalar_only, pair, text, lib in forms:
         _enter(
@@ -152,7 +158,14 @@ _enter(
         {"tile": "tile.sel"},
         group="compare",
     ),
-    OpSpec("tile.sel", rules.select("sel"), 3, 4, Cpp("TSEL", (0, 1, 2), valid="static", tmp=True, tmp_like=None), spaces=VEC),
+    OpSpec(
+        "tile.sel",
+        rules.select("sel"),
+        3,
+        4,
+        Cpp("TSEL", (0, 1, 2), valid="static", tmp=True, tmp_like=None),
+        spaces=VEC,
+    ),
 )
 _enter(
     LangOp(
@@ -163,5 +176,12 @@ _enter(
         {"tile": "tile.sels"},
         group="compare",
     ),
-    OpSpec("tile.sels", rules.select("sels"), 4, 4, Cpp("TSELS", (0, 1, 3), scalar_fn="TSELS", valid="static", tmp=True, tmp_at=3, tmp_like=None), spaces=VEC),
+    OpSpec(
+        "tile.sels",
+        rules.select("sels"),
+        4,
+        4,
+        Cpp("TSELS", (0, 1, 3), scalar_fn="TSELS", valid="static", tmp=True, tmp_at=3, tmp_like=None),
+        spaces=VEC,
+    ),
 )

@@ -28,7 +28,10 @@ def _binary(name: str, doc: str, fn: str | None = None, precision: bool = False)
     ``precision``: it takes ``high_precision=``."""
     lib = fn or name
     tile, tensor = _leveled(
-        name, lambda kind: rules.binary(kind, name), (2, 2), Cpp(f"T{lib.upper()}", (0, 1), scalar_fn=f"T{lib.upper()}S", inplace=True)
+        name,
+        lambda kind: rules.binary(kind, name),
+        (2, 2),
+        Cpp(f"T{lib.upper()}", (0, 1), scalar_fn=f"T{lib.upper()}S", inplace=True),
     )
     params = (P("lhs"), P("rhs"), PRECISION) if precision else (P("lhs"), P("rhs"))
     if precision:
@@ -238,7 +241,14 @@ _enter(
         {"tile": "tile.lrelu"},
         group="element-wise",
     ),
-    OpSpec("tile.lrelu", rules.leaky("lrelu"), 2, 2, Cpp("TLRELU", (0, 1), scalar_fn="TLRELU", inplace=True), spaces=VEC),
+    OpSpec(
+        "tile.lrelu",
+        rules.leaky("lrelu"),
+        2,
+        2,
+        Cpp("TLRELU", (0, 1), scalar_fn="TLRELU", inplace=True),
+        spaces=VEC,
+    ),
 )
 _enter(
     LangOp(
@@ -249,6 +259,13 @@ _enter(
         {"tile": "tile.prelu"},
         group="element-wise",
     ),
-    OpSpec("tile.prelu", rules.leaky("prelu"), 3, 3, Cpp("TPRELU", (0, 1), inplace=True, tmp=True, tmp_like=None, tmp_arg=2), spaces=VEC),
+    OpSpec(
+        "tile.prelu",
+        rules.leaky("prelu"),
+        3,
+        3,
+        Cpp("TPRELU", (0, 1), inplace=True, tmp=True, tmp_like=None, tmp_arg=2),
+        spaces=VEC,
+    ),
 )
 _unary("not_", """Element-wise bitwise NOT (``~x``) of an integer tile or tensor.""", int_only=True)

@@ -20,7 +20,15 @@ _enter(
         _both("reshape"),
         group="layout",
     ),
-    OpSpec("tile.reshape", rules.tile_reshape, 1, 1, Cpp("TRESHAPE", valid="static"), attrs=("shape",), spaces=VEC),
+    OpSpec(
+        "tile.reshape",
+        rules.tile_reshape,
+        1,
+        1,
+        Cpp("TRESHAPE", valid="static"),
+        attrs=("shape",),
+        spaces=VEC,
+    ),
     OpSpec("tensor.reshape", rules.tensor_reshape, 1, 1, attrs=("shape",)),
 )
 _enter(

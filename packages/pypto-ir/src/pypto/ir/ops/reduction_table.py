@@ -24,7 +24,9 @@ def _reduction(name: str, doc: str, result: DataType | None = None) -> None:
     when it is not the operand's."""
     _enter(
         LangOp(name, (P("input"), P("tmp_tile", None)), doc, _both(name), group="reduction"),
-        *_leveled(name, lambda kind: rules.reduction(kind, name, result=result), (1, 2), _reduction_cpp(name)),
+        *_leveled(
+            name, lambda kind: rules.reduction(kind, name, result=result), (1, 2), _reduction_cpp(name)
+        ),
     )
 
 
@@ -42,7 +44,11 @@ def _expand(name: str, doc: str, row: bool, float_only: bool = False, packed: bo
             name,
             lambda kind: rules.expand(kind, name, row, dtypes=dtypes, packed=packed),
             (2, 3 if packed else 2),
-            Cpp(f"T{name.replace('_', '').upper()}", operands, inplace=name not in ("row_expand", "col_expand")),
+            Cpp(
+                f"T{name.replace('_', '').upper()}",
+                operands,
+                inplace=name not in ("row_expand", "col_expand"),
+            ),
             dtypes=dtypes,
         ),
     )

@@ -33,17 +33,22 @@ from pypto.ir.platforms import Platform, TileAlloc, get_platform
 from pypto.ir.pto_layout import pto_tile
 from pypto.ir.types import MemorySpace, TileType
 
-__all__ = ["ALIASING_OPS", "IN_PLACE_OPS", "KernelMemory", "OverlapError", "Slot", "allocate_kernel", "check_no_overlap"]
+__all__ = [
+    "ALIASING_OPS",
+    "IN_PLACE_OPS",
+    "KernelMemory",
+    "OverlapError",
+    "Slot",
+    "allocate_kernel",
+    "check_no_overlap",
+]
 
 IN_PLACE_OPS = frozenset(
     {
         *(
             n
             for n, s in OPS.items()
-            if n.startswith("tile.")
-            and s.cpp is not None
-            and s.cpp.valid == "same"
-            and s.cpp.inplace
+            if n.startswith("tile.") and s.cpp is not None and s.cpp.valid == "same" and s.cpp.inplace
         ),
         "tile.matmul_acc",
     }
@@ -170,7 +175,9 @@ class _Sharing:
                     if j is not None and self.may_share(j, i, p):
                         self.union.join(j, i)
         elif isinstance(s, (For, While)):
-            holders = [self.index(ia.var.name) if isinstance(ia.var.type, TileType) else None for ia in s.iter_args]
+            holders = [
+                self.index(ia.var.name) if isinstance(ia.var.type, TileType) else None for ia in s.iter_args
+            ]
             for h, ia in zip(holders, s.iter_args, strict=True):
                 init = ia.init
                 j = self.index(init.name) if isinstance(init, Var) else None
@@ -217,9 +224,7 @@ def _exits(body: tuple[Stmt, ...]) -> list[Yield | Break | Continue]:
 
     def walk(stmts: tuple[Stmt, ...], top: bool) -> None:
         for i, s in enumerate(stmts):
-            if isinstance(s, (Break, Continue)):
-                found.append(s)
-            elif isinstance(s, Yield) and top and i == len(stmts) - 1:
+            if isinstance(s, (Break, Continue)) or (isinstance(s, Yield) and top and i == len(stmts) - 1):
                 found.append(s)
             elif isinstance(s, If):
                 walk(s.then_body, False)
@@ -256,7 +261,8 @@ def allocate_kernel(fn: Function, platform: str | Platform) -> KernelMemory:
         groups.setdefault(sharing.union.find(i), []).append(i)
     mem = KernelMemory()
     pending: list[tuple[int, list[int]]] = sorted(
-        groups.items(), key=lambda g: min(lv.tiles[i].live[0] for i in g[1])  # type: ignore[index]
+        groups.items(),
+        key=lambda g: min(lv.tiles[i].live[0] for i in g[1]),  # type: ignore[index]
     )
     placed: list[Slot] = []
     for _, members in pending:
@@ -273,7 +279,9 @@ def allocate_kernel(fn: Function, platform: str | Platform) -> KernelMemory:
         )
         offset = _place(busy, nbytes, align)
         names = tuple(lv.keys[i] for i in members)
-        alloc = TileAlloc(first.name, first.space, first.dtype, (ptile.rows, ptile.cols), first.span, (lo, hi))
+        alloc = TileAlloc(
+            first.name, first.space, first.dtype, (ptile.rows, ptile.cols), first.span, (lo, hi)
+        )
         slot = Slot(first.space, offset, nbytes, (lo, hi), names, alloc)
         placed.append(slot)
         mem.slots.append(slot)
