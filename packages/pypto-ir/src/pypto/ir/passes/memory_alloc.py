@@ -56,8 +56,10 @@ IN_PLACE_OPS = frozenset(
 """Ops whose result may be written over an operand's storage (the ISA allows dst == src)."""
 
 
-ALIASING_OPS = frozenset({"tile.reshape"})
-"""Ops whose result is its operand's storage (TRESHAPE reinterprets the bytes in place)."""
+ALIASING_OPS = frozenset({"tile.reshape", "tile.set_validshape"})
+"""Ops whose result is its operand's storage: TRESHAPE reinterprets the bytes in place, and a
+new valid shape is the same bytes declared again (no instruction writes either afterwards: an
+SSA op writes a new tile)."""
 
 
 class OverlapError(PyptoCompileError):
