@@ -589,7 +589,7 @@ class _KernelGen:
                     Inst(
                         (
                             f"const {hold} {name} = static_cast<{hold}>({s}.GetValue("
-                            f"sk::elem<decltype({s})>(static_cast<int>({r}), static_cast<int>({c}))));",
+                            f"sk::elem({s}, static_cast<int>({r}), static_cast<int>({c}))));",
                         ),
                         Pipe.S,
                         reads=(s,),
@@ -728,6 +728,34 @@ class _KernelGen:
             self.raw(f"{dst}.SetValidShape({src}.GetValidRow(), {src}.GetValidCol());")
         self.inst(f"TMOV({dst}, {src});", _copy_pipe(t.memory, src_space), reads=(src,), writes=(dst,))
 
+    @staticmethod
+    def column_vector_op(t: TileType, cpp: Cpp) -> bool:
+        """An element-wise instruction on a column vector: the ISA's element-wise instructions
+        (with a scalar ones especially) take row-major tiles, and a ``[R, 1]`` tile is
+        column-major, so the kernel applies it to row-major views of the same bytes."""
+        return (
+            t.memory is MemorySpace.Vec
+            and pto_tile(t).col_major
+            and cpp.valid == "same"
+            and cpp.inplace
+            and not cpp.helper
+        )
+
+    def row_view(self, name: str, t: TileType) -> str:
+        """Declare ``<name>_row``: a row-major [1, rows] tile over the bytes of column vector
+        ``name`` (its valid rows as valid columns); returns its name."""
+        p = pto_tile(t)
+        view = f"{name}_row{len(self.items)}"
+        key = self.cname_key.get(name, name)
+        offset = self.mem.slot(key).offset
+        self.cname_key[view] = key
+        ct = kernel_cpp_type(t.dtype)
+        self.raw(
+            f"Tile<TileType::Vec, {ct}, 1, {p.rows}, BLayout::RowMajor, -1, -1> {view}(1, {name}.GetValidRow());",
+            f"TASSIGN({view}, {offset:#x});",
+        )
+        return view
+
     def instruction(self, name: str, t: TileType, e: Call, cpp: Cpp) -> None:
         """The instruction that computes tile ``name`` (``cpp``)."""
         args = e.args
@@ -738,10 +766,16 @@ class _KernelGen:
         scalar_dtype = (
             like.type.dtype if isinstance(like, Var) and isinstance(like.type, TileType) else t.dtype
         )
+        flat = self.column_vector_op(t, cpp)
+        if flat:  # the instruction works on row-major tiles: the same bytes as [1, rows] rows
+            parts = [self.row_view(name, t)]
         for i in cpp.operands:
             a = args[i]
             if isinstance(a, Var) and not isinstance(a.type, ScalarType):
-                parts.append(ident(a.name))
+                shown = ident(a.name)
+                if flat and isinstance(a.type, TileType) and pto_tile(a.type).col_major:
+                    shown = self.row_view(ident(a.name), a.type)
+                parts.append(shown)
                 reads.append(ident(a.name))
             else:  # a scalar operand (the last one, by the table's rule)
                 assert cpp.scalar_fn is not None, f"{e.op}: scalar operand without a scalar form"

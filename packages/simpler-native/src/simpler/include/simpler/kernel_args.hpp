@@ -276,6 +276,11 @@ inline std::uint32_t elem(int r, int c) noexcept {
     return static_cast<std::uint32_t>(r * TileT::RowStride + c * TileT::ColStride);
 }
 
+template <class TileT>
+inline std::uint32_t elem(const TileT&, int r, int c) noexcept {
+    return elem<TileT>(r, c);
+}
+
 // dst = f(src) over dst's valid shape, computed in float (or double for a double tile).
 template <class Dst, class Src, class F>
 inline void unary_loop(Dst& dst, Src& src, F f) noexcept {
