@@ -137,7 +137,9 @@ def test_expands_and_set_validshape_keep_the_type_and_emit_fill_and_set_valid() 
     (text,) = _kernels(expand_and_narrow, *args)
     assert "TEXPANDS(e, " in text
     assert "e(t.GetValidRow(), t.GetValidCol());" in text  # the target's valid shape
-    assert "v(static_cast<unsigned>(INT64_C(8)), static_cast<unsigned>(n));" in text
+    assert "v(static_cast<unsigned>(static_cast<std::int64_t>(INT64_C(8))), " in text
+    # a run-time valid shape is checked against the static shape when the kernel runs
+    assert 'if (!sk::valid_shape_ok("tile pl.set_validshape", ' in text
 
 
 @pl.jit

@@ -658,7 +658,7 @@ class _KernelGen:
         if e.op == "tile.set_validshape":  # the same storage, another valid shape
             src = args[0]
             assert isinstance(src, Var)
-            vr, vc = (f"static_cast<unsigned>({scalar_expr(x, self.dim_of)})" for x in args[1:])  # type: ignore[arg-type]
+            vr, vc = self.checked_valid("pl.set_validshape", args[1:], (rows, cols))  # type: ignore[arg-type]
             self.declare(v.name, name, t, (vr, vc))
             if not self.mem.shares(v.name, src.name):
                 self.copy(name, t, ident(src.name), MemorySpace.Vec, valid=False)
@@ -682,7 +682,7 @@ class _KernelGen:
             )
             vr, vc = str(rows), str(cols)
             if len(args) == 3:
-                vr, vc = (f"static_cast<unsigned>({scalar_expr(x, self.dim_of)})" for x in args[2])  # type: ignore[union-attr]
+                vr, vc = self.checked_valid("pl.load", args[2], (rows, cols))  # type: ignore[arg-type]
             self.declare(v.name, name, t, (vr, vc))
             line, view = self.gm(
                 cpp.fn, src, t.dtype, offs, (f"{name}.GetValidRow()", f"{name}.GetValidCol()"), nz=nz
@@ -702,6 +702,14 @@ class _KernelGen:
         vr, vc = self.valid_shape(t, e, cpp)
         self.declare(v.name, name, t, (vr, vc))
         self.instruction(name, t, e, cpp)
+
+    def checked_valid(self, op: str, valid: tuple[Expr, ...], static: tuple[int, int]) -> tuple[str, str]:
+        """A valid shape given by the kernel (constants or run-time scalars), checked against the
+        tile's static shape when the kernel runs (a failure is reported and the kernel returns)."""
+        vr, vc = (f"static_cast<std::int64_t>({scalar_expr(x, self.dim_of)})" for x in valid)
+        if not all(isinstance(x, Const) for x in valid):
+            self.raw(f'if (!sk::valid_shape_ok("tile {op}", {vr}, {vc}, {static[0]}, {static[1]})) return;')
+        return f"static_cast<unsigned>({vr})", f"static_cast<unsigned>({vc})"
 
     def valid_shape(self, t: TileType, e: Call, cpp: Cpp) -> tuple[str, str]:
         """The C++ of the result's valid shape (``Cpp.valid``)."""

@@ -270,6 +270,19 @@ overflow:
     return false;
 }
 
+// A run-time valid shape [rows, cols] for a tile of static shape [max_rows, max_cols]: false
+// (reported) when it lies outside.
+inline bool valid_shape_ok(const char* op, std::int64_t rows, std::int64_t cols, std::int64_t max_rows,
+                           std::int64_t max_cols) noexcept {
+    if (rows < 0 || cols < 0 || rows > max_rows || cols > max_cols) {
+        report_kernel_error("%s: valid shape [%lld, %lld] outside the static shape [%lld, %lld]", op,
+                            static_cast<long long>(rows), static_cast<long long>(cols),
+                            static_cast<long long>(max_rows), static_cast<long long>(max_cols));
+        return false;
+    }
+    return true;
+}
+
 // Element (r, c) of a tile's storage for GetValue/SetValue (the tile's row and column strides).
 template <class TileT>
 inline std::uint32_t elem(int r, int c) noexcept {
