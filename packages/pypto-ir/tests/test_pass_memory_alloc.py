@@ -115,3 +115,14 @@ def test_the_overlap_check_refuses_two_live_tiles_sharing_bytes() -> None:
         MemorySpace.Mat, 0, 1024, (0, 3), ("m",), TileAlloc("m", MemorySpace.Mat, DataType.FP32, (16, 16))
     )
     check_no_overlap("k", [slot("a", 0, (0, 3)), other])
+
+
+def test_a_placement_past_the_buffer_is_refused_when_the_peak_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pypto.ir.passes import memory_alloc
+    from pypto.ir.platforms import BufferCapacityError
+
+    k = _kernel(chain, HostArray((16, 16)), HostArray((16, 1)))
+    allocate_kernel(k, "a2a3sim")  # the real placement fits
+    monkeypatch.setattr(memory_alloc, "_place", lambda busy, nbytes, align: 1 << 30)
+    with pytest.raises(BufferCapacityError, match=r"fit .* at their peak .* but placing them"):
+        allocate_kernel(k, "a2a3sim")

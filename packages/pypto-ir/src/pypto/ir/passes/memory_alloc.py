@@ -29,7 +29,7 @@ from pypto.ir.analysis.tile_liveness import KernelLiveness, kernel_liveness
 from pypto.ir.errors import PyptoCompileError
 from pypto.ir.nodes import Assign, Break, Call, Continue, For, Function, If, Scope, Stmt, Var, While, Yield
 from pypto.ir.ops import OPS
-from pypto.ir.platforms import Platform, TileAlloc, get_platform
+from pypto.ir.platforms import BufferCapacityError, Platform, TileAlloc, buffer_peaks, get_platform
 from pypto.ir.pto_layout import pto_tile
 from pypto.ir.types import MemorySpace, TileType
 
@@ -292,7 +292,23 @@ def allocate_kernel(fn: Function, platform: str | Platform) -> KernelMemory:
     for name, i in lv.owner.items():  # aliases (loop results, printed tiles) name their tile's slot
         mem.slot_of.setdefault(name, mem.slot_of[lv.keys[i]])
     check_no_overlap(fn.name, mem.slots)
+    _check_extents(fn.name, plat, mem)
     return mem
+
+
+def _check_extents(kernel: str, plat: Platform, mem: KernelMemory) -> None:
+    """Refuse a placement that runs past a buffer although the tiles live at once fit it (first
+    fit can leave gaps); a peak beyond the buffer is left to the capacity check, which explains
+    it (pypto.ir.platforms.check_kernel_buffers)."""
+    peaks = buffer_peaks(plat, mem.tiles)
+    for space, peak in peaks.items():
+        end = max((s.offset + s.nbytes for s in mem.slots if s.space is space), default=0)
+        if end > plat.capacity(space) >= peak.nbytes:
+            raise BufferCapacityError(
+                f"kernel {kernel!r}: its {space.value} tiles fit the {plat.capacity(space)} bytes of "
+                f"{plat.name}'s buffer at their peak ({peak.nbytes} bytes), but placing them by their live "
+                f"ranges needs {end} bytes: use fewer tiles of different sizes live at once"
+            )
 
 
 def check_no_overlap(kernel: str, slots: list[Slot]) -> None:
