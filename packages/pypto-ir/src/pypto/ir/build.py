@@ -69,16 +69,16 @@ class DeviceBuildUnavailable(PyptoCompileError):
 
 def target(b: Build) -> None:
     """The platform must be one this compiler emits code for: a simulated chip. A device build
-    needs NPU kernel code (the Ascend C / PTO instruction set) built by the CANN toolkit's
-    compiler; the kernels emitted here are host C++ against simpler's tile library, which no
-    NPU runs, so nothing is written (or cached) for a device platform."""
+    needs the kernels (PTO-ISA programs) and the orchestration built by the CANN toolkit's
+    compiler with the device macros, which this compiler does not do yet, so nothing is written
+    (or cached) for a device platform."""
     p = get_platform(b.platform)
     if p.simulated:
         return
     raise DeviceBuildUnavailable(
-        f"platform {b.platform!r}: an NPU build needs device kernel code (the Ascend C / PTO "
-        "instruction set) compiled by the CANN toolkit, and this compiler emits host C++ for the "
-        f"simulated chip's tile library only, which no NPU runs; nothing was compiled or cached. "
+        f"platform {b.platform!r}: an NPU build needs the kernels (PTO-ISA programs) and the "
+        "orchestration compiled by the CANN toolkit for the device, which this compiler does not "
+        "do yet; nothing was compiled or cached. "
         f"Compile for {p.hardware}sim to run on the simulated {p.hardware} chip"
     )
 

@@ -24,7 +24,7 @@ def _xors(fn: str) -> dict[str, Any]:
 
 def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool = False) -> None:
     """``pl.<name>(lhs, rhs)`` on integer elements (``rhs`` a tile/tensor or an integer scalar:
-    ``pt::<fn>`` / ``pt::<scalar>``) and ``pl.<scalar>(lhs, rhs)`` with a scalar rhs. ``tmp``: the
+    ``T<FN>`` / ``T<SCALAR>``) and ``pl.<scalar>(lhs, rhs)`` with a scalar rhs. ``tmp``: the
     tile forms take upstream's scratch tile as a third operand (not used by the simulator)."""
     params = (P("lhs"), P("rhs"), P("tmp", None)) if tmp else (P("lhs"), P("rhs"))
     hi = 3 if tmp else 2

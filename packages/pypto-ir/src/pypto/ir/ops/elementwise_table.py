@@ -1,8 +1,8 @@
 """The op table's element-wise entries: binary ops (on two tiles or a tile and a scalar),
 unary ops and the rest of the element-wise family.
 
-A new unary op is one ``_unary(...)`` line here plus its function in the tile library
-(simpler/tile/elementwise.hpp).
+A new unary op is one ``_unary(...)`` line here: its PTO-ISA instruction is ``T<NAME>``, or a
+simpler/kernel_args.hpp helper for one the ISA lacks (``_UNARY_CPP``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ C library, so the flag is checked and recorded (attribute ``high_precision``) an
 
 
 def _binary(name: str, doc: str, fn: str | None = None, precision: bool = False) -> None:
-    """``pl.<name>(lhs, rhs)``: element-wise; ``pt::<fn>`` on two tiles, ``pt::<fn>s`` with a scalar.
+    """``pl.<name>(lhs, rhs)``: element-wise; ``T<FN>`` on two tiles, ``T<FN>S`` with a scalar.
     ``precision``: it takes ``high_precision=``."""
     lib = fn or name
     tile, tensor = _leveled(
@@ -41,7 +41,7 @@ def _binary(name: str, doc: str, fn: str | None = None, precision: bool = False)
 
 
 def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tensor: bool) -> None:
-    """``pl.tile.<name>(lhs, rhs)``: a tile (op) a scalar, ``pt::<fn>(dst, tile, scalar)``; ``pair``
+    """``pl.tile.<name>(lhs, rhs)``: a tile (op) a scalar, ``T<FN>(dst, tile, scalar)``; ``pair``
     is the op on two tiles. ``tensor``: it has a tensor form too (``pl.tensor.<name>``)."""
     specs = [
         OpSpec(
@@ -69,7 +69,7 @@ def _unary(
     int_only: bool = False,
     scratch: bool = False,
 ) -> None:
-    """``pl.<name>(input)``: element-wise, ``pt::<name>(dst, src)``. ``precision``: it takes
+    """``pl.<name>(input)``: element-wise, ``T<NAME>(dst, src)``. ``precision``: it takes
     ``high_precision=``; ``scratch``: its tile form takes upstream's scratch tile ``tmp``."""
     dtypes = FLOAT if float_only else INT if int_only else None
     tile, tensor = _leveled(

@@ -20,7 +20,7 @@ def _reduction_cpp(name: str) -> Cpp:
 
 
 def _reduction(name: str, doc: str, result: DataType | None = None) -> None:
-    """``pl.<name>(input, tmp_tile=None)``: ``pt::<name>(dst, src)``; ``result``: the result dtype
+    """``pl.<name>(input, tmp_tile=None)``: ``TROWSUM(dst, src, tmp)`` / ``TCOLSUM(dst, src)``...; ``result``: the result dtype
     when it is not the operand's."""
     _enter(
         LangOp(name, (P("input"), P("tmp_tile", None)), doc, _both(name), group="reduction"),
@@ -32,7 +32,7 @@ def _reduction(name: str, doc: str, result: DataType | None = None) -> None:
 
 def _expand(name: str, doc: str, row: bool, float_only: bool = False, packed: bool = False) -> None:
     """``pl.<name>(lhs, rhs)``: a vector broadcast; the plain ``row_expand``/``col_expand`` write
-    the broadcast vector alone (``pt::<name>(dst, vec)``), the others combine it with ``lhs``.
+    the broadcast vector alone (``TROWEXPAND(dst, vec)``), the others combine it with ``lhs``.
     ``packed``: the row vector may also be one 32-byte block a row, and the tile form takes
     upstream's scratch tile ``tmp`` (unused by the simulator)."""
     operands = (1,) if name in ("row_expand", "col_expand") else (0, 1)
