@@ -724,6 +724,8 @@ class _KernelGen:
             return f"{a0}.GetValidRow()", "1"
         if cpp.valid == "col":
             return "1", f"{a0}.GetValidCol()"
+        if cpp.valid == "mask":
+            return f"{a0}.GetValidRow()", f"(({a0}.GetValidCol() + 7) / 8)"
         if cpp.valid == "trans":
             return f"{a0}.GetValidCol()", f"{a0}.GetValidRow()"
         assert cpp.valid == "matmul"

@@ -60,7 +60,8 @@ class Cpp:
     operand ``tmp_arg``, when the kernel passes one, is that scratch tile. ``valid``: the destination's
     valid shape: ``"same"`` as the first tile operand, ``"row"`` [rows, 1] of it, ``"col"`` [1,
     cols] of it, ``"matmul"`` [rows of operand 0, cols of operand 1], ``"trans"`` its transpose,
-    ``"static"`` the result type's shape. ``inplace``: the ISA allows the destination to be a
+    ``"static"`` the result type's shape, ``"mask"`` a packed predicate mask of it ([rows,
+    ceil(cols / 8)] bytes). ``inplace``: the ISA allows the destination to be a
     source (element-wise instructions).
     """
 
@@ -75,7 +76,7 @@ class Cpp:
     tmp_at: int | None = None
     tmp_like: int | None = 0
     tmp_arg: int | None = None
-    valid: Literal["same", "row", "col", "matmul", "trans", "static"] = "same"
+    valid: Literal["same", "row", "col", "matmul", "trans", "static", "mask"] = "same"
     inplace: bool = False
     helper: bool = False
 
