@@ -817,7 +817,7 @@ class _KernelGen:
         elif cpp.tail == "cmp":
             parts.append(f"static_cast<CmpMode>({int(e.attr('cmp_type', 0))})")
         elif cpp.tail == "round":
-            parts.append(cpp_round_mode(e.attr("mode")))
+            parts += [cpp_round_mode(e.attr("mode")), "SaturationMode::ON"]  # out-of-range values saturate
         if fn == "TMATMUL_ACC":  # dst = acc + a @ b (dst may be the acc's storage)
             acc = args[cpp.into or 0]
             assert isinstance(acc, Var)
