@@ -61,11 +61,11 @@ def _kernel_text(fn: Any, out_dtype: str) -> str:
 )
 def test_the_kernel_passes_the_mode(mode: Any, enumerator: str) -> None:
     text = _kernel_text(_cast_kernel(mode), "int32")
-    assert f"RoundMode::CAST_{enumerator.upper()});" in text
+    assert f"RoundMode::CAST_{enumerator.upper()}, SaturationMode::ON);" in text
 
 
 def test_a_cast_without_mode_rounds_half_away_from_zero() -> None:
-    assert "RoundMode::CAST_ROUND);" in _kernel_text(default_cast, "float16")
+    assert "RoundMode::CAST_ROUND, SaturationMode::ON);" in _kernel_text(default_cast, "float16")
 
 
 def test_names_and_codes_map_to_one_canonical_name() -> None:
