@@ -76,9 +76,9 @@ def target(b: Build) -> None:
     if p.simulated:
         return
     raise DeviceBuildUnavailable(
-        f"platform {b.platform!r}: an NPU build needs the kernels (PTO-ISA programs) and the "
-        "orchestration compiled by the CANN toolkit for the device, which this compiler does not "
-        "do yet; nothing was compiled or cached. "
+        f"platform {b.platform!r}: an NPU build needs device kernel code: the kernels (PTO-ISA "
+        "programs) and the orchestration compiled by the CANN toolkit for the device, which this "
+        "compiler does not do yet; nothing was compiled or cached. "
         f"Compile for {p.hardware}sim to run on the simulated {p.hardware} chip"
     )
 
