@@ -3,6 +3,7 @@ this folder on sys.path for the helpers of pypto_ir_test_helpers.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -31,26 +32,50 @@ def _include_dir() -> Path | None:
 
 
 @pytest.fixture(scope="session")
-def cpp_toolchain() -> tuple[str, Path]:
-    """``(compiler, simpler include dir)`` for building generated kernels into a host program.
+def cpp_toolchain() -> list[str]:
+    """The compiler command and include flags for building generated kernels into a host
+    program: a PTO-ISA implementation (:func:`_pto_include`) and simpler's headers.
 
     Skips (saying why) when either is missing, like ``cpp_check``.
     """
-    cxx = shutil.which("g++") or shutil.which("clang++")
     inc = _include_dir()
-    if cxx is None:
-        pytest.skip("no C++ compiler (g++/clang++) on PATH: cannot build generated kernels")
+    pto = _pto_include()
     if inc is None:
         pytest.skip("simpler-native headers (simpler/tile.hpp) not on disk: cannot build generated kernels")
-    return cxx, inc
+    if pto is None:
+        pytest.skip(
+            "no PTO-ISA headers (simpler include_pto, or PTO_ISA_ROOT) and compiler: cannot build kernels"
+        )
+    cmd, root = pto
+    return [*cmd, "-I", str(inc), "-isystem", str(root)]
+
+
+def _pto_include() -> tuple[list[str], Path] | None:
+    """``(compiler command, include root)`` for PTO-ISA kernel sources: the official headers
+    (``PTO_ISA_ROOT``) with clang++-19/clang++ (C++20, ``__CPU_SIM``), else simpler's own
+    implementation (``include_pto``) with the C++17 compiler; None when neither is on disk."""
+    root = os.environ.get("PTO_ISA_ROOT", "").strip()
+    if root and (Path(root) / "include" / "pto" / "pto-inst.hpp").is_file():
+        cxx = shutil.which("clang++-19") or shutil.which("clang++")
+        if cxx is not None:
+            return [cxx, "-std=c++20", "-D__CPU_SIM"], Path(root) / "include"
+    for parent in HERE.parents:
+        cand = parent / "packages" / "simpler-native" / "src" / "simpler" / "include_pto"
+        if (cand / "pto" / "pto-inst.hpp").is_file():
+            cxx = shutil.which("g++") or shutil.which("clang++")
+            if cxx is not None:
+                return [cxx, "-std=c++17"], cand
+    return None
 
 
 @pytest.fixture(scope="session")
 def cpp_check() -> Callable[[Iterable[Path]], None]:
-    """Compile generated sources with ``g++ -fsyntax-only`` against simpler's headers.
+    """Compile generated sources with ``-fsyntax-only`` against simpler's headers (warnings are
+    errors). Kernels (PTO-ISA programs) compile against a PTO-ISA implementation
+    (:func:`_pto_include`; its own headers' warnings are not ours: ``-isystem``).
 
-    Skips (saying why) when no C++ compiler or no simpler headers are on disk; when both are
-    there, every file must compile cleanly (warnings are errors).
+    Skips (saying why) when no C++ compiler, no simpler headers, or (for kernels) no PTO-ISA
+    headers are on disk.
     """
     cxx = shutil.which("g++") or shutil.which("clang++")
     inc = _include_dir()
@@ -60,19 +85,23 @@ def cpp_check() -> Callable[[Iterable[Path]], None]:
         pytest.skip(
             "simpler-native headers (simpler/tile.hpp, simpler/runtime/orchestration.hpp) not on disk"
         )
+    pto = _pto_include()
 
     def check(files: Iterable[Path]) -> None:
         paths = [str(f) for f in files]
-        # two compiler processes (the machines have two cores), each checking half the files
-        batches = [paths[i::2] for i in range(2) if paths[i::2]]
+        kernels = [p for p in paths if "pto/pto-inst.hpp" in Path(p).read_text()]
+        others = [p for p in paths if p not in kernels]
+        if kernels and pto is None:
+            pytest.skip("no PTO-ISA headers (simpler include_pto, or PTO_ISA_ROOT): cannot check kernels")
+        flags = ["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", str(inc)]
+        cmds = []
+        if others:
+            cmds.append([cxx, "-std=c++17", *flags, *others])
+        if kernels and pto is not None:
+            cmd, root = pto
+            cmds.append([*cmd, *flags, "-Wno-parentheses-equality", "-isystem", str(root), *kernels])
         procs = [
-            subprocess.Popen(
-                [cxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", str(inc), *batch],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-            for batch in batches
+            subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for c in cmds
         ]
         errors = []
         for proc in procs:

@@ -60,6 +60,21 @@ def test_generated_cpp_compiles(compiled: dict[str, object], cpp_check) -> None:
     cpp_check(files)
 
 
+def test_generated_kernels_never_use_the_old_tile_library(compiled: dict[str, object]) -> None:
+    kernels = [
+        f
+        for result in compiled.values()
+        for f in result.files  # type: ignore[attr-defined]
+        if f.suffix == ".cpp" and f.parent.name == "kernels"
+    ]
+    assert kernels
+    for f in kernels:
+        text = f.read_text()
+        assert "#include <pto/pto-inst.hpp>" in text, f
+        for old in ("pt::", "simpler::tile", "simpler/tile.hpp"):
+            assert old not in text, f"{f.name} mentions {old}"
+
+
 def test_dynamic_dims_share_one_specialisation() -> None:
     s1 = dynamic_rows.specialize(z(64, 32), z(64, 32))
     s2 = dynamic_rows.specialize(z(128, 32), z(128, 32))

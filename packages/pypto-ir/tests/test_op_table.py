@@ -19,12 +19,15 @@ import pytest
 from pypto_ir_test_helpers import HostArray as _HostArray
 
 import pypto.language as pl
-from pypto.ir.codegen.cpp import cpp_type, ident
+from pypto.ir.codegen.cpp import ident, kernel_cpp_type
 from pypto.ir.codegen.kernel import BESPOKE, _KernelGen, tile_type
+from pypto.ir.codegen.plan import render
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import Arg, Call, Const, Var
 from pypto.ir.ops import LANGUAGE, OPS, REQUIRED, Cpp, OpError, OpSpec, infer
 from pypto.ir.param_info import Layout
+from pypto.ir.passes.memory_alloc import KernelMemory, Slot
+from pypto.ir.platforms import TileAlloc
 from pypto.ir.types import MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
 from pypto.language.op_builders import OP_BUILDERS
 
@@ -209,23 +212,51 @@ def sample_call(spec: OpSpec, nz: bool = False) -> Call:
 def _declare(v: Var, slot: int) -> list[str]:
     t = v.type
     if isinstance(t, TileType):
-        return [f"{tile_type(t)} {ident(v.name)};", f"(void){ident(v.name)};"]
+        r, c = t.shape
+        name = ident(v.name)
+        return [f"{tile_type(t)} {name}({r}, {c});", f"TASSIGN({name}, 0x0);", f"(void){name};"]
     if isinstance(t, TensorType):
-        return [f"const simpler::ChipTensor& {ident(v.name)} = pt::tensor_arg(args[{slot}]);"]
+        return [f"const simpler::ChipTensor& {ident(v.name)} = sk::tensor_arg(args[{slot}]);"]
     assert isinstance(t, ScalarType)
-    return [f"const {cpp_type(t.dtype)} {ident(v.name)} = 1;", f"(void){ident(v.name)};"]
+    return [f"const {kernel_cpp_type(t.dtype)} {ident(v.name)} = 1;", f"(void){ident(v.name)};"]
+
+
+class _AnyKey(dict[str, int]):
+    """Every key names slot 0 (the probes place every tile at offset 0)."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __getitem__(self, key: str) -> int:
+        return 0
+
+    def get(self, key: str, default: Any = None) -> int:  # type: ignore[override]
+        return 0
+
+
+def _probe_memory() -> KernelMemory:
+    alloc = TileAlloc("probe", MemorySpace.Vec, FP32, (1, 1))
+    return KernelMemory([Slot(MemorySpace.Vec, 0, 32, (0, 0), ("probe",), alloc)], _AnyKey())
 
 
 def emitted(call: Call) -> list[str]:
-    """The kernel lines the emitter writes for ``r = call``."""
-    gen = _KernelGen(None)  # type: ignore[arg-type]  # assign() reads no function state
-    gen.assign(Var("r", call.type), call, 1, (), 0)
-    return gen.lines
+    """The kernel lines the emitter writes for ``r = call`` (every tile at offset 0, no syncs)."""
+    gen = _KernelGen(None, _probe_memory())  # type: ignore[arg-type]  # assign() reads no function state
+    gen.cname_key = {}
+    gen.assign(Var("r", call.type), call)
+    return render(gen.items, 1)
 
 
 def probe_source(calls: Iterable[Call]) -> str:
     """One translation unit with one function per call: its operands declared, then its lines."""
-    out = ["#include <cstdint>", "#include <simpler/tile.hpp>", "namespace pt = simpler::tile;", ""]
+    out = [
+        "#include <cstdint>",
+        "#include <pto/pto-inst.hpp>",
+        "#include <simpler/kernel_args.hpp>",
+        "using namespace pto;",
+        "namespace sk = simpler::kernel;",
+        "",
+    ]
     out.append("SIMPLER_DEFINE_KERNEL_ABI();")
     for i, call in enumerate(calls):
         out.append(f"// {call.op}")
@@ -244,7 +275,8 @@ TILE_OPS = sorted(n for n in OPS if n.startswith("tile."))
 
 
 def library_calls(lines: Iterable[str]) -> set[str]:
-    return set(re.findall(r"\bpt::(\w+)\(", "\n".join(lines)))
+    """The functions a kernel's lines call: PTO-ISA instructions and ``sk::`` helpers."""
+    return set(re.findall(r"(?<![\w:.])(?:sk::)?([A-Za-z_]\w*)\(", "\n".join(lines)))
 
 
 @pytest.mark.parametrize("name", TILE_OPS)
@@ -253,11 +285,9 @@ def test_every_tile_op_emits_its_table_call(name: str) -> None:
     assert spec.cpp is not None or name in BESPOKE, f"{name}: no C++ in the table and no emitter branch"
     calls = library_calls(emitted(sample_call(spec)))
     if spec.cpp is not None:
-        assert spec.cpp.fn in calls or spec.cpp.scalar_fn in calls, (
-            f"{name} emits {calls}, not pt::{spec.cpp.fn}"
-        )
+        assert spec.cpp.fn in calls or spec.cpp.scalar_fn in calls, f"{name} emits {calls}, not {spec.cpp.fn}"
     if spec.cpp is not None and spec.cpp.nz_fn is not None:
-        assert spec.cpp.nz_fn in library_calls(emitted(sample_call(spec, nz=True)))
+        assert f"sk::{spec.cpp.nz_fn}<" in "\n".join(emitted(sample_call(spec, nz=True)))
 
 
 def _all_probes() -> list[Call]:
@@ -295,7 +325,7 @@ def test_the_header_check_fails_for_a_function_the_library_lacks(
 
 def test_matmul_is_a_generic_three_operand_call() -> None:
     lines = emitted(sample_call(OPS["tile.matmul"]))
-    assert lines[-1].strip() == "pt::matmul(r, a0, a1);"
+    assert lines[-1].strip() == "TMATMUL(r, a0, a1);"
 
 
 def test_kernels_embed_no_tile_helpers() -> None:
@@ -303,8 +333,12 @@ def test_kernels_embed_no_tile_helpers() -> None:
 
     assert not hasattr(kernel, "TILE_HELPERS")
     text = "\n".join(emitted(sample_call(OPS["tile.fillpad"])) + emitted(sample_call(OPS["tile.slice"])))
-    assert "pt::fillpad(r, pt::Pad::Min);" in text
-    assert "pt::slice(r, a0, INT64_C(0), INT64_C(0));" in text
+    assert "PadValue::Min> r(16, 16);" in text  # the destination's pad value
+    assert "TFILLPAD(r, a0);" in text
+    assert (
+        "TEXTRACT(r, a0, static_cast<std::uint16_t>(INT64_C(0)), static_cast<std::uint16_t>(INT64_C(0)));"
+        in text
+    )
     assert "pypto_" not in text
 
 
@@ -331,7 +365,7 @@ def test_a_new_unary_op_is_one_table_line(monkeypatch: pytest.MonkeyPatch) -> No
         prog = lower(soft.specialize(_HostArray((16, 16)), _HostArray((16, 16))).program).program
         texts = [generate_kernel(f).text for f in prog.functions.values() if f.func_type.is_kernel]
         assert len(texts) == 1
-        assert "pt::softsign(" in texts[0]
+        assert "TSOFTSIGN(" in texts[0]
         with pytest.raises(Exception, match=r"pl\.softsign: needs a floating-point operand, got INT32"):
             soft.specialize(_HostArray((16, 16), "int32"), _HostArray((16, 16), "int32"))
     finally:

@@ -206,7 +206,7 @@ def test_runtime_scalar_reaches_the_kernel(tmp_path: Path, cpp_check) -> None:  
     assert "const float alpha = args->scalar_as<float>(0);" in orch
     assert "scalar_bits(static_cast<float>(alpha))" in orch
     kernels = [f for f in r.files if f.suffix == ".cpp" and f.name != r.metadata.orchestration.source]
-    assert any("pt::scalar_arg<float>" in f.read_text() for f in kernels)
+    assert any("sk::scalar_arg<float>" in f.read_text() for f in kernels)
     assert r.metadata.params[1] == ParamInfo("alpha", ParamDirection.IN, None, DataType.FP32)
     cpp_check([f for f in r.files if f.suffix == ".cpp"])
 

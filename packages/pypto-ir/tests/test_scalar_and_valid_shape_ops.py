@@ -52,8 +52,8 @@ def test_tile_scalar_ops_keep_the_tile_type_and_call_the_scalar_library_function
         assert calls[name].op == op
         assert calls[name].type == TileType((16, 32), pl.FP32, MemorySpace.Vec)
     (text,) = _kernels(scalar_chain, HostArray((16, 32)), HostArray((16, 32)))
-    for fn in ("adds", "subs", "muls", "divs", "maxs", "mins"):
-        assert f"pt::{fn}(" in text
+    for fn in ("TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS", "TMINS"):
+        assert f"{fn}(" in text
 
 
 def test_the_scalar_ops_are_spelled_as_upstream_spells_them() -> None:
@@ -113,8 +113,8 @@ def test_tensor_forms_lower_to_the_tile_forms() -> None:
     text = "\n".join(str(f) for f in tensor_scalar_ops.specialize(x, x).program.functions.values())
     assert "tensor.divs(tensor.adds(" in text
     (text,) = _kernels(tensor_scalar_ops, x, x)
-    assert "pt::adds(" in text
-    assert "pt::divs(" in text
+    assert "TADDS(" in text
+    assert "TDIVS(" in text
 
 
 @pl.jit
@@ -135,9 +135,11 @@ def test_expands_and_set_validshape_keep_the_type_and_emit_fill_and_set_valid() 
     assert calls["v"].op == "tile.set_validshape"
     assert calls["e"].type == calls["v"].type == TileType((16, 32), pl.FP32, MemorySpace.Vec)
     (text,) = _kernels(expand_and_narrow, *args)
-    assert "e.fill(" in text
-    assert "e.set_valid(t.valid_rows, t.valid_cols);" in text
-    assert "v.set_valid(static_cast<int>(INT64_C(8)), static_cast<int>(n));" in text
+    assert "TEXPANDS(e, " in text
+    assert "e(t.GetValidRow(), t.GetValidCol());" in text  # the target's valid shape
+    assert "v(static_cast<unsigned>(static_cast<std::int64_t>(INT64_C(8))), " in text
+    # a run-time valid shape is checked against the static shape when the kernel runs
+    assert 'if (!sk::valid_shape_ok("tile pl.set_validshape", ' in text
 
 
 @pl.jit

@@ -70,10 +70,10 @@ __all__ = [
 KIB = 1024
 
 SIM_DECLARED_TILE_BYTES = 8 * KIB * KIB
-"""The most bytes of tiles a kernel may declare to run on a simulated platform: the simulator
-keeps every declared tile on the AICore thread's stack for the whole invocation, and that stack
-is 16 MiB (simpler's ``kCoreThreadStackBytes``); the other half is left to the tile library's
-temporaries and the call frames."""
+"""The most bytes of tile storage a kernel may declare to run on a simulated platform (half the
+16 MiB of an AICore thread's stack, simpler's ``kCoreThreadStackBytes``): a bound kept from the
+tile library, whose tiles lived on that stack; PTO-ISA tiles live in the simulated buffers and
+the capacity check is the binding one."""
 
 # The on-chip memory spaces a tile can live in, in report order, and the hardware buffer each is.
 TILE_SPACES = (MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc)

@@ -45,14 +45,21 @@ from pypto.ir.nodes import (
     expr_vars,
     stmt_exprs,
 )
+from pypto.ir.ops import OPS
 from pypto.ir.passes.ssa import base_name
 from pypto.ir.platforms import TileAlloc
 from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType
 
-__all__ = ["ALIAS_OPS", "kernel_tile_ranges"]
+__all__ = ["ALIAS_OPS", "KernelLiveness", "given_scratch", "kernel_liveness", "kernel_tile_ranges"]
 
 ALIAS_OPS = frozenset({"tile.print", "scalar.print"})
 """Ops whose tile result is a second name for their operand (``x = pl.print(t)``: x is t)."""
+
+
+def given_scratch(e: Call, at: int | None) -> Var | None:
+    """The scratch tile a call passes itself (operand ``at``), if any."""
+    a = e.args[at] if at is not None and at < len(e.args) else None
+    return a if isinstance(a, Var) and isinstance(a.type, TileType) else None
 
 
 @dataclass
@@ -60,6 +67,8 @@ class _Tile:
     alloc: TileAlloc  # without its range yet
     start: int
     end: int
+    key: str  # the IR name that defines it, or "@<id of the call>" for a pl.read/pl.write tile
+    type: TileType
 
 
 @dataclass
@@ -74,8 +83,8 @@ class _Liveness:
     def define(self, key: str, name: str, t: TileType, span: Span | None, *, at: int) -> None:
         r, c = t.shape
         alloc = TileAlloc(base_name(name), t.memory, t.dtype, (int(r), int(c)), span)
-        self.tiles.append(_Tile(alloc, at, at))
-        if key:
+        self.tiles.append(_Tile(alloc, at, at, key, t))
+        if key and not key.startswith("@"):
             self.owner[key] = len(self.tiles) - 1
 
     def use(self, e: Expr | tuple[Expr, ...], at: int, loops: tuple[int, ...]) -> None:
@@ -122,17 +131,31 @@ class _Liveness:
             return
         if isinstance(t, TileType):
             self.define(v.name, v.name, t, v.span or e.span, at=p)
+            self.scratch(e, v.name, p)
         elif isinstance(t, ScalarType) and isinstance(e, Call) and e.op == "tensor.read":
             # the element is loaded through a 1x1 tile, then copied out into a scalar
             one = TileType((1, 1), t.dtype, MemorySpace.Vec)
-            self.define("", f"{v.name} (pl.read)", one, v.span or e.span, at=p)
+            self.define(f"@{id(e)}", f"{v.name} (pl.read)", one, v.span or e.span, at=p)
+
+    def scratch(self, e: Expr, name: str, p: int) -> None:
+        """The scratch tile an instruction takes (``Cpp.tmp``: TROWSUM, TTRANS, ...): the type
+        of its operand ``Cpp.tmp_like`` (or its result's), live at the statement only."""
+        if not isinstance(e, Call):
+            return
+        spec = OPS.get(e.op)
+        if spec is None or spec.cpp is None or not spec.cpp.tmp or given_scratch(e, spec.cpp.tmp_arg):
+            return
+        like = e.args[spec.cpp.tmp_like] if spec.cpp.tmp_like is not None else None
+        t = like.type if isinstance(like, Var) else e.type
+        if isinstance(t, TileType):
+            self.define(f"@tmp{id(e)}", f"{name} (scratch)", t, e.span, at=p)
 
     def element_write(self, c: Call, p: int) -> None:
         dst = c.args[0]
         assert isinstance(dst, Var)
         assert isinstance(dst.type, TensorType)
         one = TileType((1, 1), dst.type.dtype, MemorySpace.Vec)
-        self.define("", f"pl.write({dst.name})", one, c.span, at=p)
+        self.define(f"@{id(c)}", f"pl.write({dst.name})", one, c.span, at=p)
 
     def loop(self, s: For | While, p: int, loops: tuple[int, ...]) -> None:
         for e in stmt_exprs(s):  # bounds and iter-arg inits are read once, at the header
@@ -162,6 +185,33 @@ class _Liveness:
                     end = max(end, self.loop_end[lp])
             tile.end = max(tile.end, end)
         return tuple(replace(t.alloc, live=(t.start, t.end)) for t in self.tiles)
+
+
+@dataclass(frozen=True)
+class KernelLiveness:
+    """The full result of the analysis, for the memory-allocation pass: ``tiles`` as
+    :func:`kernel_tile_ranges` gives them; ``keys[i]`` the IR name that defines tile ``i`` (or
+    ``"@<id of the call>"`` for the 1x1 tile of a ``pl.read``/``pl.write``); ``types[i]`` its IR
+    type; ``owner`` every IR name that names a tile (aliases too) -> its index; ``uses`` every
+    (tile index, program point) at which a statement reads it (the loop-extension rules not
+    applied)."""
+
+    tiles: tuple[TileAlloc, ...]
+    keys: tuple[str, ...]
+    types: tuple[TileType, ...]
+    owner: dict[str, int]
+    uses: tuple[tuple[int, int], ...]
+
+
+def kernel_liveness(fn: Function) -> KernelLiveness:
+    """:func:`kernel_tile_ranges` with the tiles' defining names, aliases and use points."""
+    lv = _Liveness()
+    lv.body(fn.body, ())
+    raw = tuple((i, at) for i, at, _ in lv.uses)
+    tiles = lv.ranges()
+    return KernelLiveness(
+        tiles, tuple(t.key for t in lv.tiles), tuple(t.type for t in lv.tiles), dict(lv.owner), raw
+    )
 
 
 def kernel_tile_ranges(fn: Function) -> tuple[TileAlloc, ...]:

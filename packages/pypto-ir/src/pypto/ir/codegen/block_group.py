@@ -106,7 +106,7 @@ def group_entry(entry: str, nargs: int, idx_at: int | None, count: str | None, s
             "}\n"
         )
     return f"""extern "C" __attribute__((visibility("default"))) void {entry}(std::int64_t* args) {{
-    const std::int64_t index = pt::scalar_arg<std::int64_t>(args[{idx_at}]);
+    const std::int64_t index = sk::scalar_arg<std::int64_t>(args[{idx_at}]);
     const std::int64_t count = {count};
     if (index != 0) return;  // the task of block 0 runs every block of the launch
     if (count < 1) {{

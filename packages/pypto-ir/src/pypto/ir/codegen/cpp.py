@@ -80,6 +80,18 @@ _CPP_RESERVED = set(keyword.kwlist) | {
 }
 
 
+COMM_NS = "pc"
+"""How a kernel spells the namespace of simpler's cross-rank operations (simpler/tile/comm.hpp)."""
+
+# The element types of PTO-ISA tiles (pto/common/type.hpp spells the 16-bit floats).
+_KERNEL_TYPE = {DataType.FP16: "half", DataType.BF16: "bfloat16_t"}
+
+
+def kernel_cpp_type(dtype: DataType) -> str:
+    """The C++ element type of ``dtype`` in a PTO-ISA kernel."""
+    return _KERNEL_TYPE.get(dtype) or cpp_type(dtype)
+
+
 def cpp_type(dtype: DataType) -> str:
     try:
         return CPP_TYPE[dtype]
@@ -157,29 +169,31 @@ def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> st
     if isinstance(e, Call) and e.op in ("comm.rank", "comm.nranks"):
         win = e.args[0]
         assert isinstance(win, Var)
-        return f"pt::comm_{e.op.split('.')[1]}({ident(win.name)})"
+        return f"{COMM_NS}::comm_{e.op.split('.')[1]}({ident(win.name)})"
     raise PyptoCompileError(f"codegen: {e} is not a scalar expression")
 
 
 SCALAR_HELPERS = """\
-static inline std::int64_t pypto_floordiv(std::int64_t a, std::int64_t b) {
+[[maybe_unused]] static inline std::int64_t pypto_floordiv(std::int64_t a, std::int64_t b) {
     std::int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-static inline std::int64_t pypto_mod(std::int64_t a, std::int64_t b) {
+[[maybe_unused]] static inline std::int64_t pypto_mod(std::int64_t a, std::int64_t b) {
     std::int64_t r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 """
 
 
-def converted_scalar(expr: str, src: DataType | None, dst: DataType) -> str:
+def converted_scalar(expr: str, src: DataType | None, dst: DataType, *, kernel: bool = False) -> str:
     """The scalar ``expr`` (of dtype ``src``, None when unknown) as a value of element dtype
     ``dst``, held in ``scalar_cpp_type(dst)``. A floating-point value into an integer dtype is
     converted toward zero and saturated (NaN -> 0), as upstream converts a float scalar operand
     to an integer tile's dtype; a plain ``static_cast`` would be undefined out of range. Anything
     else is a ``static_cast``."""
     hold = scalar_cpp_type(dst)
+    if src is not None and src.is_float and not dst.is_float and dst is not DataType.BOOL and kernel:
+        return f"sk::trunc_saturate<{hold}>(static_cast<double>({expr}))"
     if src is not None and src.is_float and not dst.is_float and dst is not DataType.BOOL:
         return f"simpler::tile::convert<{hold}>(static_cast<float>({expr}), simpler::tile::RoundMode::Trunc)"
     return f"static_cast<{hold}>({expr})"

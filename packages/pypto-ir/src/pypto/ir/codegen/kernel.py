@@ -1,14 +1,20 @@
-"""Kernel C++: one InCore function -> one source calling the tile library (simpler/tile.hpp).
+"""Kernel C++: one InCore function -> one PTO-ISA program.
 
-The entry is ``extern "C" void kernel_entry(std::int64_t* args)``; ``args[i]`` follows the
-kernel's ABI order: its tensor parameters in order, then its scalar parameters in order.
-Every tile is a local declared where the IR defines it; every op is one library call, the one
-its entry in the op table records (``OpSpec.cpp``, pypto.ir.ops.table).
-Loop-carried values live in variables declared before the loop and assigned at its end.
-Every tile declared is recorded (``KernelSource.tiles``; each stays on the stack for the whole
-call): the build checks that they are the tiles pypto.ir.analysis.tile_liveness gives live
-ranges to, and checks the peak of those live at once against the platform's on-chip buffers
-(pypto.ir.platforms).
+The source includes ``<pto/pto-inst.hpp>`` (the PTO-ISA instruction set: our CPU implementation,
+or the official headers when PTO_ISA_ROOT is set) and ``<simpler/kernel_args.hpp>`` (the kernel
+ABI's argument decoding, checked GM views of ChipTensor arguments, and the ops the ISA lacks,
+namespace ``simpler::kernel``, spelled ``sk::``). Its entry is ``extern "C" void
+kernel_entry(std::int64_t* args)``; ``args[i]`` follows the kernel's ABI order: its tensor
+parameters in order, then its scalar parameters in order.
+
+Every tile is an ISA ``Tile`` declared where the IR defines it, with its padded physical shape
+(pypto.ir.pto_layout), its valid shape computed from its operands' at run time, and placed by
+``TASSIGN`` at the byte offset the memory-allocation pass gives it (pypto.ir.passes.memory_alloc;
+SSA versions sharing storage share the offset, the others are copied with TMOV). Every op is one
+instruction, the one its op-table entry names (``OpSpec.cpp``). The body is built as a kernel
+plan (pypto.ir.codegen.plan) and the sync-insertion pass (pypto.ir.passes.sync_insertion) adds
+the pipe synchronisation before it is printed. ``KernelSource.tiles`` lists the storages (padded
+shapes, live ranges) for the capacity check (pypto.ir.platforms).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import json
 from dataclasses import dataclass
 
 from pypto.ir import __version__
+from pypto.ir.analysis.tile_liveness import given_scratch
 from pypto.ir.codegen.block_group import (
     BARRIER,
     BLOCK_FN,
@@ -26,16 +33,18 @@ from pypto.ir.codegen.block_group import (
     group_entry,
 )
 from pypto.ir.codegen.cpp import (
+    COMM_NS,
     SCALAR_HELPERS,
     converted_scalar,
-    cpp_type,
     ident,
+    kernel_cpp_type,
     literal,
     scalar_cpp_type,
     scalar_expr,
 )
+from pypto.ir.codegen.plan import Branch, Inst, Item, Jump, Loop, Pipe, render
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import PyptoCompileError, Span
+from pypto.ir.errors import PyptoCompileError
 from pypto.ir.nodes import (
     Assign,
     Break,
@@ -53,7 +62,6 @@ from pypto.ir.nodes import (
     Var,
     While,
     Yield,
-    expr_vars,
     stmt_exprs,
     walk_stmts,
 )
@@ -61,8 +69,10 @@ from pypto.ir.ops import OPS, Cpp
 from pypto.ir.ops.cast_modes import cpp_round_mode
 from pypto.ir.ops.system_ops import HINTS as SYSTEM_HINTS
 from pypto.ir.param_info import Layout, nz_block_shape
-from pypto.ir.passes.ssa import base_name
+from pypto.ir.passes.memory_alloc import KernelMemory, allocate_kernel
+from pypto.ir.passes.sync_insertion import insert_syncs
 from pypto.ir.platforms import TileAlloc
+from pypto.ir.pto_layout import pto_tile
 from pypto.ir.types import (
     AtomicType,
     CoreType,
@@ -76,23 +86,17 @@ from pypto.ir.types import (
     WaitCmp,
 )
 
-__all__ = ["BESPOKE", "ENTRY", "KernelSource", "abi_params", "core_type_of", "generate_kernel"]
+__all__ = ["BESPOKE", "ENTRY", "KernelSource", "abi_params", "core_type_of", "generate_kernel", "tile_type"]
 
 ENTRY = "kernel_entry"
+DEFAULT_PLATFORM = "a2a3sim"
 
-_SPACE = {
-    MemorySpace.Vec: "Vec",
-    MemorySpace.Mat: "Mat",
-    MemorySpace.Left: "Left",
-    MemorySpace.Right: "Right",
-    MemorySpace.Acc: "Acc",
-}
-# pt::Pad of a fillpad's pad attribute
-_PAD = {PadValue.zero: "pt::Pad::Zero", PadValue.min: "pt::Pad::Min", PadValue.max: "pt::Pad::Max"}
+# PTO-ISA PadValue of a fillpad's pad attribute (the destination tile's pad value)
+_PAD = {PadValue.zero: "PadValue::Zero", PadValue.min: "PadValue::Min", PadValue.max: "PadValue::Max"}
 
-# Tile ops the emitter writes itself rather than as their table's one library call: load/store
-# (ND or NZ, an optional valid shape; their library functions are still the table's), a scratch
-# tile (a declaration), a filled tile (Tile::fill) and a tile element read (element access).
+# Tile ops the emitter writes itself rather than as their table's one instruction: load/store
+# (a GM view, ND or NZ), a scratch tile (a declaration), a filled tile (TEXPANDS), a valid-shape
+# change, a tile element read, a print.
 BESPOKE = frozenset(
     {
         "tile.load",
@@ -103,16 +107,16 @@ BESPOKE = frozenset(
         "tile.set_validshape",
         "tile.read",
         "tile.print",
+        "tile.fillpad",
     }
 )
 PRINT_OPS = frozenset({"tile.print", "scalar.print"})
-# Cross-rank operations with an effect (simpler/tile/comm.hpp): each is one library call; as a
-# value each names the window it acts on (the first tensor operand).
+# Cross-rank operations with an effect on ChipTensors (simpler/tile/comm.hpp, collectives.hpp):
+# each is one call of simpler's comm functions; as a value each names the window it acts on.
 COMM_EFFECTS = {
     "comm.notify": 0,
     "comm.wait": 0,
     "comm.barrier": 0,
-    "comm.remote_store": 1,
     "comm.put": 0,
     "comm.get": 0,
     "comm.allreduce": 0,
@@ -123,10 +127,11 @@ COMM_EFFECTS = {
     "comm.all_to_all_v": 1,
     "comm.defer_wait": 0,
 }
+UNMAPPED = frozenset({"comm.remote_load", "comm.remote_store"})
+"""Tile-level cross-rank ops not yet written as PTO-ISA (a GM view of the peer's window)."""
 DEFERRED = "deferred_waits_"
-"""The kernel's ``pt::DeferredWaits`` (declared first when it calls ``pld.system.defer_wait``)."""
-_ATOMIC = {AtomicType.None_: "pt::AtomicType::None", AtomicType.Add: "pt::AtomicType::Add"}
-_REDUCE = {op: f"pt::ReduceOp::{op.name}" for op in ReduceOp}
+_ATOMIC = {AtomicType.None_: f"{COMM_NS}::AtomicType::None", AtomicType.Add: f"{COMM_NS}::AtomicType::Add"}
+_REDUCE = {op: f"{COMM_NS}::ReduceOp::{op.name}" for op in ReduceOp}
 
 
 def _calls_syncall(fn: Function) -> int:
@@ -141,15 +146,16 @@ def _calls_syncall(fn: Function) -> int:
     return max(counts, default=0)
 
 
-def _cpp(op: str) -> Cpp:
-    cpp = OPS[op].cpp
-    if cpp is None or cpp.nz_fn is None:
-        raise PyptoCompileError(f"kernel codegen: the op table gives {op} no ND and NZ library functions")
-    return cpp
+def _uses_comm(fn: Function) -> bool:
+    return any(
+        isinstance(e, Call) and (e.op.startswith("comm.") or e.op in ("comm.rank", "comm.nranks"))
+        for s in walk_stmts(fn.body)
+        for e in stmt_exprs(s)
+    )
 
 
-_LOAD, _STORE = _cpp("tile.load"), _cpp("tile.store")
-_PRINT = OPS["tile.print"].cpp or Cpp("print")  # one library function prints tiles and scalars
+_LOAD = OPS["tile.load"].cpp or Cpp("TLOAD")
+_STORE = OPS["tile.store"].cpp or Cpp("TSTORE")
 # ops of the cube unit: their operands are Left/Right tiles (the table's spaces)
 _CUBE_OPS = frozenset(
     n for n, s in OPS.items() if s.spaces and {MemorySpace.Left, MemorySpace.Right} <= set(s.spaces)
@@ -163,7 +169,7 @@ class KernelSource:
     entry: str
     text: str
     params: tuple[Param, ...]  # ABI order
-    tiles: tuple[TileAlloc, ...] = ()  # every tile the kernel declares, in source order (no ranges)
+    tiles: tuple[TileAlloc, ...] = ()  # one per storage: padded shape, live range
 
 
 def abi_params(fn: Function) -> tuple[Param, ...]:
@@ -191,49 +197,116 @@ def core_type_of(fn: Function) -> CoreType:
     return CoreType.AIV
 
 
-def tile_type(t: TileType) -> str:
-    r, c = t.shape
-    return f"pt::Tile<pt::Space::{_SPACE[t.memory]}, {cpp_type(t.dtype)}, {r}, {c}>"
+def tile_type(t: TileType, pad: PadValue | None = None) -> str:
+    """The PTO-ISA ``Tile`` type of an IR tile (its padded physical shape, dynamic valid shape)."""
+    p = pto_tile(t)
+    ct = kernel_cpp_type(t.dtype)
+    if t.memory is MemorySpace.Vec:
+        layout = "BLayout::ColMajor" if p.col_major else "BLayout::RowMajor"
+        tail = f", SLayout::NoneBox, TileConfig::fractalABSize, {_PAD[pad]}" if pad is not None else ""
+        return f"Tile<TileType::Vec, {ct}, {p.rows}, {p.cols}, {layout}, -1, -1{tail}>"
+    if t.memory is MemorySpace.Mat:
+        return f"Tile<TileType::Mat, {ct}, {p.rows}, {p.cols}, BLayout::ColMajor, -1, -1, SLayout::RowMajor, 512>"
+    alias = {MemorySpace.Left: "TileLeft", MemorySpace.Right: "TileRight", MemorySpace.Acc: "TileAcc"}
+    return f"{alias[t.memory]}<{ct}, {p.rows}, {p.cols}, -1, -1>"
 
 
-def generate_kernel(fn: Function) -> KernelSource:
-    return _KernelGen(fn).run()
+def _copy_pipe(dst: MemorySpace, src: MemorySpace) -> Pipe:
+    """The pipe of a TMOV/TEXTRACT from ``src`` to ``dst``."""
+    if src is MemorySpace.Acc:
+        return Pipe.FIX
+    if src is MemorySpace.Mat:
+        return Pipe.MTE1
+    if dst is MemorySpace.Mat:
+        return Pipe.MTE3
+    return Pipe.V
+
+
+def generate_kernel(fn: Function, platform: str = DEFAULT_PLATFORM) -> KernelSource:
+    return _KernelGen(fn, allocate_kernel(fn, platform)).run()
 
 
 class _KernelGen:
-    def __init__(self, fn: Function) -> None:
+    def __init__(self, fn: Function, mem: KernelMemory) -> None:
         self.fn = fn
-        self.lines: list[str] = []
+        self.mem = mem
         self.dim_of: dict[tuple[str, int], str] = {}
-        self.later_uses: dict[str, int] = {}
-        self.tiles: list[TileAlloc] = []
+        self.items: list[Item] = []
         self.loops: list[For | While] = []  # the loops around the statement being emitted
+        self.space_of: dict[str, MemorySpace] = {}
 
-    def record(self, name: str, t: TileType, span: object = None) -> None:
-        """Record a tile the generated code declares (its storage lives for the invocation)."""
-        r, c = t.shape
-        where = span if isinstance(span, Span) else None
-        self.tiles.append(TileAlloc(base_name(name), t.memory, t.dtype, (int(r), int(c)), where))
+    # ---------------------------------------------------------------- plan building
 
-    def emit(self, depth: int, text: str) -> None:
-        self.lines.append("    " * depth + text)
+    def raw(self, *lines: str) -> None:
+        self.items.append(Inst(tuple(lines)))
+
+    def inst(self, line: str, pipe: Pipe, reads: tuple[str, ...] = (), writes: tuple[str, ...] = ()) -> None:
+        self.items.append(Inst((line,), pipe, reads, writes))
+
+    def nested(self) -> list[Item]:
+        """Start collecting a nested block; returns the outer list to restore."""
+        outer = self.items
+        self.items = []
+        return outer
+
+    def declare(
+        self, key: str, name: str, t: TileType, valid: tuple[str, str], *, pad: PadValue | None = None
+    ) -> None:
+        """Declare tile ``name`` (storage of IR name ``key``) with valid shape ``valid``."""
+        vr, vc = valid
+        if key not in self.mem.slot_of:
+            raise PyptoCompileError(f"kernel codegen: tile {key} has no storage (a compiler bug)")
+        slot = self.mem.slot(key)
+        self.space_of[name] = t.memory
+        self.raw(f"{tile_type(t, pad)} {name}({vr}, {vc});", f"TASSIGN({name}, {slot.offset:#x});")
+
+    def storage_conflict(self, a: str, b: str) -> bool:
+        ka, kb = self.cname_key.get(a, a), self.cname_key.get(b, b)
+        if ka not in self.mem.slot_of or kb not in self.mem.slot_of:
+            return a == b
+        sa, sb = self.mem.slot(ka), self.mem.slot(kb)
+        return (
+            sa.space is sb.space and sa.offset < sb.offset + sb.nbytes and sb.offset < sa.offset + sa.nbytes
+        )
+
+    # ---------------------------------------------------------------- the kernel
 
     def run(self) -> KernelSource:
         fn = self.fn
         params = abi_params(fn)
         group = _calls_syncall(fn)
+        self.cname_key: dict[str, str] = {}  # C++ tile name -> IR key of its storage
+        for key in self.mem.slot_of:
+            if not key.startswith("@"):
+                self.cname_key[ident(key)] = key
         head = [
             f"// Generated by pypto-ir {__version__} from kernel '{fn.name}'. Do not edit.",
             "#include <cstdint>",
             "#include <limits>",
-            "#include <simpler/tile.hpp>",
             "",
-            "namespace pt = simpler::tile;",
+            "#ifndef __gm__",
+            "#define __gm__",
+            "#endif",
+            "#ifndef __aicore__",
+            "#if defined(__CPU_SIM)",
+            "#define __aicore__",
+            "#else",
+            "#define __aicore__ [aicore]",
+            "#endif",
+            "#endif",
             "",
-            "SIMPLER_DEFINE_KERNEL_ABI();",
-            "",
-            SCALAR_HELPERS,
+            "#include <pto/pto-inst.hpp>",
+            "#include <simpler/kernel_args.hpp>",
         ]
+        if _uses_comm(fn):  # simpler's cross-rank operations on ChipTensors
+            head += [
+                "#include <simpler/tile/collectives.hpp>",
+                "#include <simpler/tile/comm.hpp>",
+            ]
+        head += ["", "using namespace pto;", "namespace sk = simpler::kernel;"]
+        if _uses_comm(fn):
+            head.append(f"namespace {COMM_NS} = simpler::tile;  // cross-rank operations (no tiles)")
+        head += ["", "SIMPLER_DEFINE_KERNEL_ABI();", "", SCALAR_HELPERS]
         if group:  # the blocks of its launch run as one group (codegen/block_group.py)
             head += [
                 GROUP_HELPERS,
@@ -247,15 +320,14 @@ class _KernelGen:
             t = p.var.type
             name = ident(p.name)
             if isinstance(t, TensorType):
-                self.emit(
-                    1,
-                    f"const simpler::ChipTensor& {name} = pt::tensor_arg(args[{i}]);  // {p.direction.value}",
+                self.raw(
+                    f"const simpler::ChipTensor& {name} = sk::tensor_arg(args[{i}]);  // {p.direction.value}",
+                    f"(void){name};",
                 )
-                self.emit(1, f"(void){name};")
                 if t.layout is Layout.NZ:
                     n = len(t.shape)
                     rows, c0 = nz_block_shape(t.dtype)
-                    # logical [.., R, C] from the blocked [.., C/C0, R/16, 16, C0] (load_nz checks the block)
+                    # logical [.., R, C] from the blocked [.., C/C0, R/16, 16, C0]
                     self.dim_of[(p.name, n - 1)] = (
                         f"(static_cast<std::int64_t>({name}.shapes[{n - 2}]) * {c0})"
                     )
@@ -264,77 +336,63 @@ class _KernelGen:
                     )
             else:
                 assert isinstance(t, ScalarType)
-                ct = cpp_type(t.dtype)
+                ct = kernel_cpp_type(t.dtype)
                 hold = scalar_cpp_type(t.dtype)
-                value = f"pt::scalar_arg<{ct}>(args[{i}])"
+                value = f"sk::scalar_arg<{ct}>(args[{i}])"
                 if hold != ct:
                     value = f"static_cast<{hold}>({value})"
-                self.emit(1, f"const {hold} {name} = {value};")
-                self.emit(1, f"(void){name};")
+                self.raw(f"const {hold} {name} = {value};", f"(void){name};")
         if any(
             isinstance(e, Call) and e.op == "comm.defer_wait"
             for st in walk_stmts(fn.body)
             for e in stmt_exprs(st)
         ):  # waited for when the kernel returns, before its task completes
-            self.lines.insert(0, f"    pt::DeferredWaits {DEFERRED};")
-        self.body(fn.body, 1)
-        self.lines.append("}")
+            self.items.insert(0, Inst((f"{COMM_NS}::DeferredWaits {DEFERRED};",)))
+        self.body(fn.body)
+        items = insert_syncs(self.items, self.storage_conflict)
+        lines = render(items, 1)
+        lines.append("}")
         if group:
-            self.lines.append("}  // namespace")
+            lines.append("}  // namespace")
             names = [p.name for p in params]
             at = {n: names.index(n) for n in SPMD_PARAMS if n in names}
             count = (
-                f"pt::scalar_arg<std::int64_t>(args[{at[SPMD_PARAMS[1]]}])" if SPMD_PARAMS[1] in at else None
+                f"sk::scalar_arg<std::int64_t>(args[{at[SPMD_PARAMS[1]]}])" if SPMD_PARAMS[1] in at else None
             )
             if count is None and group > 1:  # an inline pl.spmd body: the launch's count is known
                 count = str(group)
-            self.lines.append(
-                group_entry(ENTRY, len(params), at.get(SPMD_PARAMS[0]), count, BLOCK_STACK_BYTES)
-            )
-        text = "\n".join(head) + "\n" + "\n".join(self.lines) + "\n"
-        return KernelSource(fn.name, core_type_of(fn), ENTRY, text, params, tuple(self.tiles))
+            lines.append(group_entry(ENTRY, len(params), at.get(SPMD_PARAMS[0]), count, BLOCK_STACK_BYTES))
+        text = "\n".join(head) + "\n" + "\n".join(lines) + "\n"
+        return KernelSource(fn.name, core_type_of(fn), ENTRY, text, params, self.mem.tiles)
 
-    def used_after(self, body: tuple[Stmt, ...], index: int, name: str) -> bool:
-        for s in body[index + 1 :]:
-            for inner in walk_stmts((s,)):
-                for e in stmt_exprs(inner):
-                    if any(v.name == name for v in expr_vars(e)):
-                        return True
-        return False
-
-    def body(self, stmts: tuple[Stmt, ...], depth: int) -> None:
-        for i, s in enumerate(stmts):
+    def body(self, stmts: tuple[Stmt, ...]) -> None:
+        for s in stmts:
             if isinstance(s, Assign):
-                self.assign(s.var, s.value, depth, stmts, i)
+                self.assign(s.var, s.value)
             elif isinstance(s, ExprStmt):
-                if isinstance(s.value, Call) and s.value.op == "tensor.write":
-                    self.write(s.value, depth)
-                    continue
-                if isinstance(s.value, Call) and s.value.op in PRINT_OPS:
-                    self.debug_print(s.value, depth)
-                    continue
-                if isinstance(s.value, Call) and s.value.op.startswith("system."):
-                    self.system_call(s.value, depth)
-                    continue
-                if isinstance(s.value, Call) and s.value.op in COMM_EFFECTS:
-                    self.emit(depth, self.comm_call(s.value))
-                    continue
-                if isinstance(s.value, Call) and s.value.op != "tile.store" and self.in_place(s.value, depth):
-                    continue
-                if not isinstance(s.value, Call) or s.value.op != "tile.store":
-                    raise PyptoCompileError(f"kernel codegen: unexpected statement {s.value}")
-                self.store(s.value, depth)
+                c = s.value
+                if not isinstance(c, Call):
+                    raise PyptoCompileError(f"kernel codegen: unexpected statement {c}")
+                if c.op == "tensor.write":
+                    self.write(c)
+                elif c.op in PRINT_OPS:
+                    self.debug_print(c)
+                elif c.op.startswith("system."):
+                    self.system_call(c)
+                elif c.op in COMM_EFFECTS:
+                    self.raw(self.comm_call(c))
+                elif c.op == "tile.store":
+                    self.store(c)
+                elif not self.in_place(c):
+                    raise PyptoCompileError(f"kernel codegen: unexpected statement {c}")
             elif isinstance(s, (For, While)):
-                self.loop(s, depth)
+                self.loop(s)
             elif isinstance(s, If):
-                self.branch(s, depth)
+                self.branch(s)
             elif isinstance(s, (Break, Continue)):
-                self.leave(s, depth)
-            elif isinstance(s, Yield):
-                pass  # handled by loop()
-            elif isinstance(s, Return):
-                if s.values:
-                    pass  # a kernel's tensor returns alias its parameters; nothing to emit
+                self.leave(s)
+            elif isinstance(s, (Yield, Return)):
+                pass  # a yield is handled by loop()/branch(); a kernel's tensor returns alias its parameters
             else:
                 raise PyptoCompileError(
                     f"kernel codegen: {type(s).__name__} cannot appear in a lowered kernel"
@@ -350,65 +408,91 @@ class _KernelGen:
         ]
         return "{" + ", ".join(parts) + "}"
 
-    def store(self, c: Call, depth: int) -> None:
+    def gm(
+        self, op: str, tensor: Var, dtype: DataType, offs: object, shape: tuple[str, str], *, nz: bool = False
+    ) -> tuple[str, str]:
+        """A checked GM view of ``tensor``'s [rows, cols] window at ``offs`` (``nz``: of an NZ
+        tensor): (declaration line, view name); the line returns from the kernel when the region
+        is rejected."""
+        rows, cols = shape
+        view = f"{ident(tensor.name)}_gm{len(self.items)}"
+        ct = kernel_cpp_type(dtype)
+        code = dtype.wire_code
+        kind, fn = ("GmViewNz", _LOAD.nz_fn) if nz else ("GmView", "gm_view")
+        line = (
+            f"sk::{kind}<{ct}> {view}; "
+            f'if (!sk::{fn}<{ct}>({view}, "{op} {tensor.name}", {ident(tensor.name)}, {code}, '
+            f"{self.offsets(offs)}, {rows}, {cols})) return;"
+        )
+        return line, view
+
+    def store(self, c: Call) -> None:
         tile, offs, dst = c.args
         assert isinstance(tile, Var)
         assert isinstance(dst, Var)
+        assert isinstance(tile.type, TileType)
         nz = isinstance(dst.type, TensorType) and dst.type.layout is Layout.NZ
-        fn = _STORE.nz_fn if nz else _STORE.fn
-        self.emit(depth, f"pt::{fn}({ident(dst.name)}, {ident(tile.name)}, {self.offsets(offs)});")
+        name = ident(tile.name)
+        line, view = self.gm(
+            _STORE.fn, dst, tile.type.dtype, offs, (f"{name}.GetValidRow()", f"{name}.GetValidCol()"), nz=nz
+        )
+        self.raw(line)
+        pipe = Pipe.FIX if tile.type.memory is MemorySpace.Acc else Pipe.MTE3
+        self.inst(f"{_STORE.fn}({view}, {name});", pipe, reads=(name,))
 
-    def in_place(self, c: Call, depth: int) -> bool:
+    def in_place(self, c: Call) -> bool:
         """A tile op as a statement updates its ``into`` operand in place (the blocked-matmul
-        lowering's accumulations and scratch writes): the library call on the existing tile."""
+        lowering's accumulations and scratch writes)."""
         spec = OPS.get(c.op)
         if spec is None or spec.cpp is None or spec.cpp.into is None:
             return False
         into = c.args[spec.cpp.into]
         assert isinstance(into, Var)
         assert isinstance(into.type, TileType)
-        _, line = self.call(ident(into.name), into.type, c, spec.cpp)
-        self.emit(depth, line)
+        self.instruction(ident(into.name), into.type, c, spec.cpp)
         return True
 
-    def debug_print(self, c: Call, depth: int) -> None:
+    def debug_print(self, c: Call) -> None:
         (value,) = c.args
         label = json.dumps(str(c.attr("label")))  # a valid C string literal for any label
         if c.op == "tile.print":
             assert isinstance(value, Var)
-            self.emit(depth, f"pt::{_PRINT.fn}({label}, {ident(value.name)});")
+            name = ident(value.name)
+            self.raw(f'std::printf("%s\\n", {label});')
+            self.inst(f"TPRINT({name});", Pipe.S, reads=(name,))
             return
         vt = value.type  # type: ignore[union-attr]
         assert isinstance(vt, ScalarType)
-        hold = scalar_cpp_type(vt.dtype)
-        self.emit(depth, f"pt::{_PRINT.fn}({label}, static_cast<{hold}>({scalar_expr(value, self.dim_of)}));")  # type: ignore[arg-type]
+        self.raw(
+            f'std::printf("%s %g\\n", {label}, static_cast<double>({scalar_expr(value, self.dim_of)}));'  # type: ignore[arg-type]
+        )
 
-    def system_call(self, c: Call, depth: int) -> None:
+    def system_call(self, c: Call) -> None:
         """A ``pl.system`` statement: ``syncall`` waits at the launch's barrier; the others order
         pipes or set up hardware the simulated chip does not have, and are recorded as comments."""
         if c.op in SYSTEM_HINTS:
             shown = ", ".join([str(a) for a in c.args] + [f"{k}={v!r}" for k, v in c.attrs])
-            self.emit(
-                depth, f"// pl.system.{c.op.split('.', 1)[1]}({shown}): no effect on the simulated chip"
-            )
+            self.raw(f"// pl.system.{c.op.split('.', 1)[1]}({shown}): no effect on the simulated chip")
             return
         if c.op != "system.syncall":
             raise PyptoCompileError(f"kernel codegen: {c.op} is not a kernel statement")
         if len(c.args) > 1:  # soft mode with an explicit participant count: it must be the launch's
             used = f"static_cast<std::int64_t>({self.scalar_arg(c.args[1], DataType.INT64)})"
-            self.emit(depth, f"if ({used} != {BARRIER}.count()) {{")
-            self.emit(
-                depth + 1,
-                'simpler::report_kernel_error("pl.system.syncall: used_cores is %lld but the launch has %lld '
+            self.raw(
+                f"if ({used} != {BARRIER}.count()) {{",
+                '    simpler::report_kernel_error("pl.system.syncall: used_cores is %lld but the launch has %lld '
                 f'blocks", static_cast<long long>({used}), static_cast<long long>({BARRIER}.count()));',
+                "    return;",
+                "}",
             )
-            self.emit(depth + 1, "return;")
-            self.emit(depth, "}")
-        self.emit(depth, f"{BARRIER}.arrive_and_wait();  // pl.system.syncall")
+        self.items.append(
+            Inst(("pipe_barrier(PIPE_ALL);", f"{BARRIER}.arrive_and_wait();  // pl.system.syncall"))
+        )
 
     def comm_call(self, c: Call) -> str:
-        """The tile-library call of a cross-rank operation with an effect."""
+        """The call of a cross-rank operation with an effect on ChipTensors."""
         a = c.args
+        ns = COMM_NS
 
         def name(i: int) -> str:
             v = a[i]
@@ -419,70 +503,79 @@ class _KernelGen:
             return f"static_cast<std::int64_t>({self.scalar_arg(a[i], DataType.INT64)})"
 
         if c.op == "comm.notify":
-            op = "pt::NotifyOp::" + NotifyOp(c.attr("op")).name
-            return f"pt::notify({name(0)}, {scalar(1)}, {self.offsets(a[2])}, {scalar(3)}, {op});"
+            op = f"{ns}::NotifyOp::" + NotifyOp(c.attr("op")).name
+            return f"{ns}::notify({name(0)}, {scalar(1)}, {self.offsets(a[2])}, {scalar(3)}, {op});"
         if c.op == "comm.wait":
-            cmp = "pt::WaitCmp::" + WaitCmp(c.attr("cmp")).name
-            return f"pt::wait({name(0)}, {self.offsets(a[1])}, {scalar(2)}, {cmp});"
+            cmp = f"{ns}::WaitCmp::" + WaitCmp(c.attr("cmp")).name
+            return f"{ns}::wait({name(0)}, {self.offsets(a[1])}, {scalar(2)}, {cmp});"
         if c.op == "comm.barrier":
-            return f"pt::barrier({name(0)});"
-        if c.op == "comm.remote_store":
-            atomic = _ATOMIC[c.attr("atomic")]
-            return f"pt::remote_store({name(1)}, {name(0)}, {scalar(2)}, {self.offsets(a[3])}, {atomic});"
+            return f"{ns}::barrier({name(0)});"
         region = "".join(f", {self.offsets(x)}" for x in a[3:6]) if c.op in ("comm.put", "comm.get") else ""
         if c.op == "comm.put":
-            return f"pt::put({name(0)}, {scalar(1)}, {name(2)}{region}, {_ATOMIC[c.attr('atomic')]});"
+            return f"{ns}::put({name(0)}, {scalar(1)}, {name(2)}{region}, {_ATOMIC[c.attr('atomic')]});"
         if c.op == "comm.get":
-            return f"pt::get({name(0)}, {scalar(1)}, {name(2)}{region});"
+            return f"{ns}::get({name(0)}, {scalar(1)}, {name(2)}{region});"
         if c.op == "comm.allreduce":
             ring = "true" if c.attr("mode") == "ring" else "false"
-            return f"pt::allreduce({name(0)}, {name(1)}, {_REDUCE[c.attr('op')]}, {ring});"
+            return f"{ns}::allreduce({name(0)}, {name(1)}, {_REDUCE[c.attr('op')]}, {ring});"
         if c.op == "comm.broadcast":
-            return f"pt::broadcast({name(0)}, {name(1)}, {scalar(2)});"
+            return f"{ns}::broadcast({name(0)}, {name(1)}, {scalar(2)});"
         if c.op == "comm.reduce_scatter":
-            return f"pt::reduce_scatter({name(0)}, {name(1)}, {_REDUCE[c.attr('op')]});"
+            return f"{ns}::reduce_scatter({name(0)}, {name(1)}, {_REDUCE[c.attr('op')]});"
         if c.op == "comm.defer_wait":
-            return f"{DEFERRED}.add({name(0)}, {self.offsets(a[1])}, {scalar(2)}, pt::WaitCmp::Ge);"
+            return f"{DEFERRED}.add({name(0)}, {self.offsets(a[1])}, {scalar(2)}, {ns}::WaitCmp::Ge);"
         fn = c.op.split(".", 1)[1]
         assert fn in ("allgather", "all_to_all", "all_to_all_v"), c.op
-        return f"pt::{fn}({', '.join(name(i) for i in range(len(a)))});"
+        return f"{ns}::{fn}({', '.join(name(i) for i in range(len(a)))});"
 
-    def write(self, c: Call, depth: int) -> None:
+    def one_tile(self, key: str, dtype: DataType) -> tuple[str, TileType]:
+        """Declare the 1x1 Vec tile of a ``pl.read``/``pl.write`` (storage key ``key``)."""
+        t = TileType((1, 1), dtype, MemorySpace.Vec)
+        name = f"one{len(self.items)}"
+        self.cname_key[name] = key
+        self.declare(key, name, t, ("1", "1"))
+        return name, t
+
+    def write(self, c: Call) -> None:
         dst, idx, value = c.args
         assert isinstance(dst, Var)
         t = dst.type
         assert isinstance(t, TensorType)
-        ct = cpp_type(t.dtype)
-        self.record(f"pl.write({dst.name})", TileType((1, 1), t.dtype, MemorySpace.Vec), c.span)
-        self.emit(depth, "{  // one element through a 1x1 tile (bounds-checked like any store)")
-        self.emit(depth + 1, f"pt::Tile<pt::Space::Vec, {ct}, 1, 1> one;")
-        self.emit(depth + 1, f"one(0, 0) = static_cast<{ct}>({self.scalar_arg(value, t.dtype)});")
-        self.emit(depth + 1, f"pt::{_STORE.fn}({ident(dst.name)}, one, {self.offsets(idx)});")
-        self.emit(depth, "}")
+        ct = kernel_cpp_type(t.dtype)
+        one, _ = self.one_tile(f"@{id(c)}", t.dtype)
+        self.inst(
+            f"{one}.SetValue(0, static_cast<{ct}>({self.scalar_arg(value, t.dtype)}));", Pipe.S, writes=(one,)
+        )
+        line, view = self.gm(_STORE.fn, dst, t.dtype, idx, ("1", "1"))
+        self.raw(line)
+        self.inst(f"{_STORE.fn}({view}, {one});", Pipe.MTE3, reads=(one,))
 
     def scalar_arg(self, e: object, elem: DataType) -> str:
         assert not isinstance(e, tuple)
         src = getattr(getattr(e, "type", None), "dtype", None)
         if isinstance(e, Const):
-            return converted_scalar(literal(e), e.dtype, elem)
-        return converted_scalar(scalar_expr(e, self.dim_of), src, elem)  # type: ignore[arg-type]
+            return converted_scalar(literal(e), e.dtype, elem, kernel=True)
+        return converted_scalar(scalar_expr(e, self.dim_of), src, elem, kernel=True)  # type: ignore[arg-type]
 
-    def assign(self, v: Var, e: Expr, depth: int, body: tuple[Stmt, ...], index: int) -> None:
+    def elem_scalar(self, e: object, elem: DataType) -> str:
+        """A scalar operand as the element type of a tile instruction."""
+        return f"static_cast<{kernel_cpp_type(elem)}>({self.scalar_arg(e, elem)})"
+
+    def assign(self, v: Var, e: Expr) -> None:
         name = ident(v.name)
         t = v.type
         if isinstance(e, Call) and e.op in PRINT_OPS:  # x = pl.print(y): print y, x names y
-            self.debug_print(e, depth)
+            self.debug_print(e)
             (value,) = e.args
             if isinstance(t, ScalarType):
                 assert not isinstance(value, tuple)
                 hold = scalar_cpp_type(t.dtype)
-                self.emit(
-                    depth, f"const {hold} {name} = static_cast<{hold}>({scalar_expr(value, self.dim_of)});"
-                )
+                self.raw(f"const {hold} {name} = static_cast<{hold}>({scalar_expr(value, self.dim_of)});")
             else:
                 assert isinstance(value, Var)
-                self.emit(depth, f"const auto& {name} = {ident(value.name)};")
-            self.emit(depth, f"(void){name};")
+                self.raw(f"auto& {name} = {ident(value.name)};")
+                self.cname_key[name] = self.cname_key.get(ident(value.name), value.name)
+            self.raw(f"(void){name};")
             return
         if isinstance(t, ScalarType):
             if isinstance(e, Call) and e.op == "tile.read":
@@ -491,96 +584,95 @@ class _KernelGen:
                 assert isinstance(idx, tuple)
                 r, c = (scalar_expr(i, self.dim_of) for i in idx)
                 hold = scalar_cpp_type(t.dtype)
-                self.emit(
-                    depth,
-                    f"const {hold} {name} = static_cast<{hold}>({ident(src.name)}(static_cast<int>({r}), static_cast<int>({c})));",
+                s = ident(src.name)
+                self.items.append(
+                    Inst(
+                        (
+                            f"const {hold} {name} = static_cast<{hold}>({s}.GetValue("
+                            f"sk::elem({s}, static_cast<int>({r}), static_cast<int>({c}))));",
+                        ),
+                        Pipe.S,
+                        reads=(s,),
+                    )
                 )
                 return
             if isinstance(e, Call) and e.op == "tensor.read":
                 src, idx = e.args
                 assert isinstance(src, Var)
                 hold = scalar_cpp_type(t.dtype)
-                self.record(
-                    f"{v.name} (pl.read)", TileType((1, 1), t.dtype, MemorySpace.Vec), v.span or e.span
+                one, _ = self.one_tile(f"@{id(e)}", t.dtype)
+                line, view = self.gm(_LOAD.fn, src, t.dtype, idx, ("1", "1"))
+                self.raw(line)
+                self.inst(f"{_LOAD.fn}({one}, {view});", Pipe.MTE2, writes=(one,))
+                self.items.append(
+                    Inst(
+                        (f"const {hold} {name} = static_cast<{hold}>({one}.GetValue(0));",),
+                        Pipe.S,
+                        reads=(one,),
+                    )
                 )
-                self.emit(depth, f"pt::Tile<pt::Space::Vec, {cpp_type(t.dtype)}, 1, 1> {name}_rd;")
-                self.emit(depth, f"pt::{_LOAD.fn}({name}_rd, {ident(src.name)}, {self.offsets(idx)});")
-                self.emit(depth, f"const {hold} {name} = static_cast<{hold}>({name}_rd(0, 0));")
                 return
-            self.emit(depth, f"const {scalar_cpp_type(t.dtype)} {name} = {scalar_expr(e, self.dim_of)};")
+            self.raw(f"const {scalar_cpp_type(t.dtype)} {name} = {scalar_expr(e, self.dim_of)};")
             return
         if not isinstance(e, Call):
             raise PyptoCompileError(f"kernel codegen: {v.name} = {e} is not an op call")
         args = e.args
+        if e.op in UNMAPPED:
+            raise PyptoCompileError(f"kernel codegen: {e.op} is not written as PTO-ISA yet")
         if e.op == "tensor.write":
-            self.write(e, depth)
+            self.write(e)
             dst = args[0]
             assert isinstance(dst, Var)
-            self.emit(depth, f"const simpler::ChipTensor& {name} = {ident(dst.name)};")
-            self.emit(depth, f"(void){name};")
+            self.raw(f"const simpler::ChipTensor& {name} = {ident(dst.name)};", f"(void){name};")
             return
         if e.op in COMM_EFFECTS or e.op == "comm.ctx":
             if e.op != "comm.ctx":
-                self.emit(depth, self.comm_call(e))
+                self.raw(self.comm_call(e))
             win = args[COMM_EFFECTS.get(e.op, 0)]
             assert isinstance(win, Var)
-            self.emit(depth, f"const simpler::ChipTensor& {name} = {ident(win.name)};")
-            self.emit(depth, f"(void){name};")
+            self.raw(f"const simpler::ChipTensor& {name} = {ident(win.name)};", f"(void){name};")
             return
         if e.op == "tile.store":
-            self.store(e, depth)
+            self.store(e)
             dst = args[2]
             assert isinstance(dst, Var)
-            self.emit(depth, f"const simpler::ChipTensor& {name} = {ident(dst.name)};")
-            self.emit(depth, f"(void){name};")
+            self.raw(f"const simpler::ChipTensor& {name} = {ident(dst.name)};", f"(void){name};")
             return
         assert isinstance(t, TileType), f"{v.name}: {t}"
-        self.record(v.name, t, v.span or e.span)  # every branch below declares exactly this tile
-        decl = f"{tile_type(t)} {name};"
+        rows, cols = (int(x) for x in t.shape)
+        self.cname_key[name] = v.name
         if e.op == "tile.create":
-            self.emit(depth, f"{decl}  // scratch")
-            self.emit(depth, f"(void){name};")
+            self.declare(v.name, name, t, (str(rows), str(cols)))
+            self.raw(f"(void){name};  // scratch")
             return
-        if e.op == "tile.full":
-            self.emit(depth, decl)
-            self.emit(
-                depth, f"{name}.fill(static_cast<{cpp_type(t.dtype)}>({self.scalar_arg(args[0], t.dtype)}));"
-            )
+        if e.op in ("tile.full", "tile.expands"):
+            value = args[0] if e.op == "tile.full" else args[1]
+            vr, vc = str(rows), str(cols)
+            if e.op == "tile.expands":  # the target's valid shape
+                target = args[0]
+                assert isinstance(target, Var)
+                vr, vc = f"{ident(target.name)}.GetValidRow()", f"{ident(target.name)}.GetValidCol()"
+            self.declare(v.name, name, t, (vr, vc))
+            self.inst(f"TEXPANDS({name}, {self.elem_scalar(value, t.dtype)});", Pipe.V, writes=(name,))
             return
-        if e.op == "comm.remote_load":
-            win, peer, offs = args[:3]
-            assert isinstance(win, Var)
-            self.emit(depth, decl)
-            if len(args) == 4:  # valid_shape: only that part is loaded
-                vr, vc = (f"static_cast<int>({scalar_expr(x, self.dim_of)})" for x in args[3])  # type: ignore[union-attr]
-                self.emit(depth, f"{name}.set_valid({vr}, {vc});")
-            self.emit(
-                depth,
-                f"pt::remote_load({name}, {ident(win.name)}, "
-                f"static_cast<std::int64_t>({self.scalar_arg(peer, DataType.INT64)}), {self.offsets(offs)});",
-            )
-            return
-        if e.op == "tile.expands":  # the scalar everywhere; the target's valid shape
-            target = args[0]
-            assert isinstance(target, Var)
-            self.emit(depth, decl)
-            self.emit(
-                depth, f"{name}.fill(static_cast<{cpp_type(t.dtype)}>({self.scalar_arg(args[1], t.dtype)}));"
-            )
-            self.emit(
-                depth, f"{name}.set_valid({ident(target.name)}.valid_rows, {ident(target.name)}.valid_cols);"
-            )
-            return
-        if e.op == "tile.set_validshape":  # the same data; set_valid reports a shape outside the tile
+        if e.op == "tile.set_validshape":  # the same storage, another valid shape
             src = args[0]
             assert isinstance(src, Var)
-            vr, vc = (f"static_cast<int>({scalar_expr(x, self.dim_of)})" for x in args[1:])  # type: ignore[arg-type]
-            self.emit(depth, f"{tile_type(t)} {name} = {ident(src.name)};")
-            self.emit(depth, f"{name}.set_valid({vr}, {vc});")
+            vr, vc = self.checked_valid("pl.set_validshape", args[1:], (rows, cols))  # type: ignore[arg-type]
+            self.declare(v.name, name, t, (vr, vc))
+            if not self.mem.shares(v.name, src.name):
+                self.copy(name, t, ident(src.name), MemorySpace.Vec, valid=False)
+            return
+        if e.op == "tile.fillpad":
+            src = args[0]
+            assert isinstance(src, Var)
+            self.declare(v.name, name, t, (str(rows), str(cols)), pad=e.attr("pad"))
+            s = ident(src.name)
+            self.inst(f"TFILLPAD({name}, {s});", Pipe.V, reads=(s,), writes=(name,))
             return
         spec = OPS.get(e.op)
         if spec is None or spec.cpp is None:
-            raise PyptoCompileError(f"kernel codegen: no C++ for op {e.op}")
+            raise PyptoCompileError(f"kernel codegen: no PTO-ISA instruction for op {e.op}")
         cpp = spec.cpp
         if e.op == "tile.load":
             src, offs = args[0], args[1]
@@ -588,61 +680,179 @@ class _KernelGen:
             nz = e.attr("layout") is Layout.NZ or (
                 isinstance(src.type, TensorType) and src.type.layout is Layout.NZ
             )
-            valid = ""
+            vr, vc = str(rows), str(cols)
             if len(args) == 3:
-                vr, vc = (scalar_expr(x, self.dim_of) for x in args[2])  # type: ignore[union-attr]
-                valid = f", static_cast<int>({vr}), static_cast<int>({vc})"
-            self.emit(depth, decl)
-            self.emit(
-                depth,
-                f"pt::{cpp.nz_fn if nz else cpp.fn}({name}, {ident(src.name)}, {self.offsets(offs)}{valid});",
+                vr, vc = self.checked_valid("pl.load", args[2], (rows, cols))  # type: ignore[arg-type]
+            self.declare(v.name, name, t, (vr, vc))
+            line, view = self.gm(
+                cpp.fn, src, t.dtype, offs, (f"{name}.GetValidRow()", f"{name}.GetValidCol()"), nz=nz
             )
+            self.raw(line)
+            self.inst(f"{cpp.fn}({name}, {view});", Pipe.MTE2, writes=(name,))
             return
-        for line in self.call(name, t, e, cpp):
-            self.emit(depth, line)
+        if cpp.into is not None:  # the result is the into operand updated: its storage or a copy
+            into = args[cpp.into]
+            assert isinstance(into, Var)
+            src_name = ident(into.name)
+            self.declare(v.name, name, t, (f"{src_name}.GetValidRow()", f"{src_name}.GetValidCol()"))
+            if not self.mem.shares(v.name, into.name) and cpp.fn != "TMATMUL_ACC":
+                self.copy(name, t, src_name, t.memory)
+            self.instruction(name, t, e, cpp)
+            return
+        vr, vc = self.valid_shape(t, e, cpp)
+        self.declare(v.name, name, t, (vr, vc))
+        self.instruction(name, t, e, cpp)
 
-    def call(self, name: str, t: TileType, e: Call, cpp: Cpp) -> tuple[str, str]:
-        """The declaration of tile ``name`` and the library call that computes it (``cpp``)."""
+    def checked_valid(self, op: str, valid: tuple[Expr, ...], static: tuple[int, int]) -> tuple[str, str]:
+        """A valid shape given by the kernel (constants or run-time scalars), checked against the
+        tile's static shape when the kernel runs (a failure is reported and the kernel returns)."""
+        vr, vc = (f"static_cast<std::int64_t>({scalar_expr(x, self.dim_of)})" for x in valid)
+        if not all(isinstance(x, Const) for x in valid):
+            self.raw(f'if (!sk::valid_shape_ok("tile {op}", {vr}, {vc}, {static[0]}, {static[1]})) return;')
+        return f"static_cast<unsigned>({vr})", f"static_cast<unsigned>({vc})"
+
+    def valid_shape(self, t: TileType, e: Call, cpp: Cpp) -> tuple[str, str]:
+        """The C++ of the result's valid shape (``Cpp.valid``)."""
+        tiles = [a for a in e.args if isinstance(a, Var) and isinstance(a.type, TileType)]
+        r, c = (int(x) for x in t.shape)
+        if cpp.valid == "static" or not tiles:
+            return str(r), str(c)
+        a0 = ident(tiles[0].name)
+        if cpp.valid == "same":
+            return f"{a0}.GetValidRow()", f"{a0}.GetValidCol()"
+        if cpp.valid == "row":
+            return f"{a0}.GetValidRow()", "1"
+        if cpp.valid == "col":
+            return "1", f"{a0}.GetValidCol()"
+        if cpp.valid == "mask":
+            return f"{a0}.GetValidRow()", f"(({a0}.GetValidCol() + 7) / 8)"
+        if cpp.valid == "trans":
+            return f"{a0}.GetValidCol()", f"{a0}.GetValidRow()"
+        assert cpp.valid == "matmul"
+        a1 = ident(tiles[1].name)
+        return f"{a0}.GetValidRow()", f"{a1}.GetValidCol()"
+
+    def copy(self, dst: str, t: TileType, src: str, src_space: MemorySpace, valid: bool = True) -> None:
+        """``dst`` = ``src`` (a TMOV between two storages)."""
+        if valid:
+            self.raw(f"{dst}.SetValidShape({src}.GetValidRow(), {src}.GetValidCol());")
+        self.inst(f"TMOV({dst}, {src});", _copy_pipe(t.memory, src_space), reads=(src,), writes=(dst,))
+
+    @staticmethod
+    def column_vector_op(t: TileType, cpp: Cpp) -> bool:
+        """An element-wise instruction on a column vector: the ISA's element-wise instructions
+        (with a scalar ones especially) take row-major tiles, and a ``[R, 1]`` tile is
+        column-major, so the kernel applies it to row-major views of the same bytes."""
+        return (
+            t.memory is MemorySpace.Vec
+            and pto_tile(t).col_major
+            and cpp.valid == "same"
+            and cpp.inplace
+            and not cpp.helper
+        )
+
+    def row_view(self, name: str, t: TileType) -> str:
+        """Declare ``<name>_row``: a row-major [1, rows] tile over the bytes of column vector
+        ``name`` (its valid rows as valid columns); returns its name."""
+        p = pto_tile(t)
+        view = f"{name}_row{len(self.items)}"
+        key = self.cname_key.get(name, name)
+        offset = self.mem.slot(key).offset
+        self.cname_key[view] = key
+        ct = kernel_cpp_type(t.dtype)
+        self.raw(
+            f"Tile<TileType::Vec, {ct}, 1, {p.rows}, BLayout::RowMajor, -1, -1> {view}(1, {name}.GetValidRow());",
+            f"TASSIGN({view}, {offset:#x});",
+        )
+        return view
+
+    def instruction(self, name: str, t: TileType, e: Call, cpp: Cpp) -> None:
+        """The instruction that computes tile ``name`` (``cpp``)."""
         args = e.args
         fn = cpp.fn
         parts = [name]
+        reads: list[str] = []
         like = args[cpp.scalar_like] if cpp.scalar_like is not None else None
         scalar_dtype = (
             like.type.dtype if isinstance(like, Var) and isinstance(like.type, TileType) else t.dtype
         )
+        flat = self.column_vector_op(t, cpp)
+        if flat:  # the instruction works on row-major tiles: the same bytes as [1, rows] rows
+            parts = [self.row_view(name, t)]
         for i in cpp.operands:
             a = args[i]
             if isinstance(a, Var) and not isinstance(a.type, ScalarType):
-                parts.append(ident(a.name))
+                shown = ident(a.name)
+                if flat and isinstance(a.type, TileType) and pto_tile(a.type).col_major:
+                    shown = self.row_view(ident(a.name), a.type)
+                parts.append(shown)
+                reads.append(ident(a.name))
             else:  # a scalar operand (the last one, by the table's rule)
                 assert cpp.scalar_fn is not None, f"{e.op}: scalar operand without a scalar form"
                 fn = cpp.scalar_fn
-                parts.append(self.scalar_arg(a, scalar_dtype))
+                parts.append(self.elem_scalar(a, scalar_dtype))
+        given = given_scratch(e, cpp.tmp_arg) if cpp.tmp else None
+        if given is not None:  # the kernel's own scratch tile
+            parts.insert(len(parts) if cpp.tmp_at is None else cpp.tmp_at, ident(given.name))
+            reads.append(ident(given.name))
+        elif cpp.tmp:
+            tmp_key = f"@tmp{id(e)}"
+            tmp = f"{name}_tmp"
+            like = args[cpp.tmp_like] if cpp.tmp_like is not None else None
+            tt = like.type if isinstance(like, Var) else t
+            assert isinstance(tt, TileType)
+            self.cname_key[tmp] = tmp_key
+            vr, vc = (
+                (f"{ident(like.name)}.GetValidRow()", f"{ident(like.name)}.GetValidCol()")
+                if isinstance(like, Var)
+                else (str(tt.shape[0]), str(tt.shape[1]))
+            )
+            self.declare(tmp_key, tmp, tt, (vr, vc))
+            parts.insert(len(parts) if cpp.tmp_at is None else cpp.tmp_at, tmp)
+            reads.append(tmp)
         if cpp.tail == "row_col":
             offs = args[OPS[e.op].offsets_at or 0]
             assert isinstance(offs, tuple)
-            parts += [scalar_expr(o, self.dim_of) for o in offs]
-        elif cpp.tail == "pad":
-            parts.append(_PAD[e.attr("pad")])
+            parts += [f"static_cast<std::uint16_t>({scalar_expr(o, self.dim_of)})" for o in offs]
         elif cpp.tail == "cmp":
-            parts.append(f"static_cast<pt::CmpMode>({int(e.attr('cmp_type', 0))})")
+            parts.append(f"static_cast<CmpMode>({int(e.attr('cmp_type', 0))})")
         elif cpp.tail == "round":
-            parts.append(cpp_round_mode(e.attr("mode")))
-        if cpp.into is None:
-            head = f"{tile_type(t)} {name};"
+            parts += [cpp_round_mode(e.attr("mode")), "SaturationMode::ON"]  # out-of-range values saturate
+        if fn == "TMATMUL_ACC":  # dst = acc + a @ b (dst may be the acc's storage)
+            acc = args[cpp.into or 0]
+            assert isinstance(acc, Var)
+            parts = [name, ident(acc.name), *parts[1:]]
+            reads.append(ident(acc.name))
+        src_tiles = [a for a in args if isinstance(a, Var) and isinstance(a.type, TileType)]
+        src_space = src_tiles[0].type.memory if src_tiles else t.memory  # type: ignore[union-attr]
+        if cpp.helper:
+            call, pipe = f"sk::{fn}", Pipe.S
+        elif fn in ("TMATMUL", "TMATMUL_ACC"):
+            call, pipe = fn, Pipe.M
+        elif fn in ("TMOV", "TEXTRACT", "TINSERT"):
+            call, pipe = fn, _copy_pipe(t.memory, src_space)
         else:
-            into = args[cpp.into]
-            assert isinstance(into, Var)
-            head = f"{tile_type(t)} {name} = {ident(into.name)};  // {fn} into a copy (SSA)"
-        return head, f"pt::{fn}({', '.join(parts)});"
+            call, pipe = fn, Pipe.V
+        writes = (name,)
+        if cpp.into is not None:
+            reads.append(name)
+        self.inst(f"{call}({', '.join(parts)});", pipe, tuple(reads), writes)
 
-    def loop(self, s: For | While, depth: int) -> None:
+    def loop(self, s: For | While) -> None:
         for ia in s.iter_args:
+            name = ident(ia.var.name)
             if isinstance(ia.var.type, TileType):
-                self.record(ia.var.name, ia.var.type, ia.var.span or s.span)
-            self.emit(depth, f"{self.holder(ia.var)} {ident(ia.var.name)} = {self.value(ia.init)};")
+                init = ia.init
+                assert isinstance(init, Var)
+                i = ident(init.name)
+                self.cname_key[name] = ia.var.name
+                self.declare(ia.var.name, name, ia.var.type, (f"{i}.GetValidRow()", f"{i}.GetValidCol()"))
+                if not self.mem.shares(ia.var.name, init.name):
+                    self.copy(name, ia.var.type, i, init.type.memory, valid=False)  # type: ignore[union-attr]
+            else:
+                self.raw(f"{self.holder(ia.var)} {name} = {self.value(ia.init)};")
         if isinstance(s, While):
-            self.emit(depth, f"while ({scalar_expr(s.cond, self.dim_of)}) {{")
+            head = f"while ({scalar_expr(s.cond, self.dim_of)}) {{"
         else:
             var = ident(s.var.name)
             start, stop, step = (scalar_expr(x, self.dim_of) for x in (s.start, s.stop, s.step))
@@ -651,60 +861,93 @@ class _KernelGen:
             else:
                 cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
             if s.stage is not None:  # the simulated core runs iterations in order
-                self.emit(depth, f"// pl.pipeline(stage={s.stage}): a software-pipelining hint")
-            self.emit(depth, f"for (std::int64_t {var} = {start}; {cond}; {var} += {step}) {{")
+                self.raw(f"// pl.pipeline(stage={s.stage}): a software-pipelining hint")
+            head = f"for (std::int64_t {var} = {start}; {cond}; {var} += {step}) {{"
+        outer = self.nested()
         self.loops.append(s)
         try:
-            self.body(s.body, depth + 1)
+            self.body(s.body)
+            if s.iter_args:
+                y = s.body[-1]
+                assert isinstance(y, Yield)
+                self.carry(s, y.values)
         finally:
             self.loops.pop()
-        if s.iter_args:
-            y = s.body[-1]
-            assert isinstance(y, Yield)
-            self.carry(s, y.values, depth + 1)
-        self.emit(depth, "}")
+            body = self.items
+            self.items = outer
+        self.items.append(Loop(head, body))
         for ia, r in zip(s.iter_args, s.results, strict=True):
-            self.emit(depth, f"{self.holder(r, ref=True)} {ident(r.name)} = {ident(ia.var.name)};")
-            self.emit(depth, f"(void){ident(r.name)};")
+            ref = ident(r.name)
+            if isinstance(r.type, TileType):
+                self.cname_key[ref] = ia.var.name
+                self.raw(f"auto& {ref} = {ident(ia.var.name)};", f"(void){ref};")
+            else:
+                self.raw(f"{self.holder(r, ref=True)} {ref} = {ident(ia.var.name)};", f"(void){ref};")
 
-    def carry(self, s: For | While, values: tuple[Expr, ...], depth: int) -> None:
+    def carry(self, s: For | While, values: tuple[Expr, ...]) -> None:
         """Set the loop's iter args to their next values (at a yield, break or continue)."""
         for ia, v in zip(s.iter_args, values, strict=True):
-            if not (isinstance(v, Var) and v.name == ia.var.name):
-                self.emit(depth, f"{ident(ia.var.name)} = {self.value(v)};")
+            if isinstance(v, Var) and v.name == ia.var.name:
+                continue
+            h = ident(ia.var.name)
+            if isinstance(ia.var.type, TileType):
+                assert isinstance(v, Var)
+                if self.mem.shares(ia.var.name, v.name):
+                    self.raw(
+                        f"{h}.SetValidShape({ident(v.name)}.GetValidRow(), {ident(v.name)}.GetValidCol());"
+                    )
+                else:
+                    self.copy(h, ia.var.type, ident(v.name), v.type.memory)  # type: ignore[union-attr]
+            else:
+                self.raw(f"{h} = {self.value(v)};")
 
-    def leave(self, s: Break | Continue, depth: int) -> None:
+    def leave(self, s: Break | Continue) -> None:
         """``break`` / ``continue``: the innermost loop's iter args take the values recorded at
         the statement (its results after a break, its next iteration's after a continue)."""
         if not self.loops:
             raise PyptoCompileError("kernel codegen: break / continue outside a loop")
-        self.carry(self.loops[-1], s.values, depth)
-        self.emit(depth, "break;" if isinstance(s, Break) else "continue;")
+        self.carry(self.loops[-1], s.values)
+        self.items.append(Jump(("break;" if isinstance(s, Break) else "continue;",)))
 
-    def branch(self, s: If, depth: int) -> None:
+    def branch(self, s: If) -> None:
         for r in s.results:
+            name = ident(r.name)
             if isinstance(r.type, TileType):
-                self.record(r.name, r.type, r.span or s.span)
-            init = "{}" if not isinstance(r.type, TileType) else ""
-            self.emit(depth, f"{self.holder(r)} {ident(r.name)}{init};")
-        self.emit(depth, f"if ({scalar_expr(s.cond, self.dim_of)}) {{")
-        self.arm(s.then_body, s.results, depth + 1)
-        self.emit(depth, "} else {")
-        self.arm(s.else_body, s.results, depth + 1)
-        self.emit(depth, "}")
+                rr, rc = (int(x) for x in r.type.shape)
+                self.cname_key[name] = r.name
+                self.declare(r.name, name, r.type, (str(rr), str(rc)))
+            else:
+                self.raw(f"{self.holder(r)} {name}{{}};")
+        cond = scalar_expr(s.cond, self.dim_of)
+        outer = self.nested()
+        self.arm(s.then_body, s.results)
+        then = self.items
+        self.items = []
+        self.arm(s.else_body, s.results)
+        orelse = self.items
+        self.items = outer
+        self.items.append(Branch(cond, then, orelse))
 
-    def arm(self, body: tuple[Stmt, ...], results: tuple[Var, ...], depth: int) -> None:
-        self.body(body, depth)
+    def arm(self, body: tuple[Stmt, ...], results: tuple[Var, ...]) -> None:
+        self.body(body)
         if results:
             y = body[-1]
             assert isinstance(y, Yield)
             for r, v in zip(results, y.values, strict=True):
-                self.emit(depth, f"{ident(r.name)} = {self.value(v)};")
+                name = ident(r.name)
+                if isinstance(r.type, TileType):
+                    assert isinstance(v, Var)
+                    if self.mem.shares(r.name, v.name):
+                        self.raw(
+                            f"{name}.SetValidShape({ident(v.name)}.GetValidRow(), {ident(v.name)}.GetValidCol());"
+                        )
+                    else:
+                        self.copy(name, r.type, ident(v.name), v.type.memory)  # type: ignore[union-attr]
+                else:
+                    self.raw(f"{name} = {self.value(v)};")
 
     def holder(self, v: Var, ref: bool = False) -> str:
         t = v.type
-        if isinstance(t, TileType):
-            return tile_type(t) + ("&" if ref else "")
         if isinstance(t, TensorType):
             return "simpler::ChipTensor" + ("&" if ref else "")
         assert isinstance(t, ScalarType)

@@ -2,8 +2,8 @@
 
 A mode rounds every narrowing conversion of a cast: float -> integer and FP32 -> FP16/BF16,
 FP16 <-> BF16. Casts record the canonical name in their ``mode`` attribute; a cast without one
-rounds by ``DEFAULT``. The codes are the tile library's ``RoundMode`` values
-(simpler/tile/dtype.hpp).
+rounds by ``DEFAULT``. The codes are PTO-ISA's ``RoundMode`` values
+(``CAST_NONE`` ... ``CAST_ODD``).
 """
 
 from __future__ import annotations
@@ -48,5 +48,5 @@ def cast_mode(mode: Any, where: str = "pl.cast") -> str:
 
 
 def cpp_round_mode(mode: str | None) -> str:
-    """The ``pt::RoundMode`` enumerator of a cast's ``mode`` attribute (None: ``DEFAULT``)."""
-    return "pt::RoundMode::" + _CPP[cast_mode(DEFAULT if mode is None else mode)]
+    """The PTO-ISA ``RoundMode`` enumerator of a cast's ``mode`` attribute (None: ``DEFAULT``)."""
+    return "RoundMode::CAST_" + cast_mode(DEFAULT if mode is None else mode).upper()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pypto.ir.ops import rules
 from pypto.ir.ops.entries import P, _both, _enter
 from pypto.ir.ops.rules import INT, VEC
@@ -10,15 +12,31 @@ from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
 __all__: list[str] = []
 
 
+def _isa(fn: str) -> str:
+    """The PTO-ISA instruction of a bitwise op: ``and_`` -> ``TAND``, ``shls`` -> ``TSHLS``."""
+    return "T" + fn.rstrip("_").upper()
+
+
+def _xors(fn: str) -> dict[str, Any]:
+    """TXOR and TXORS take a scratch tile of the result's type as their last argument."""
+    return {"tmp": True, "tmp_like": None, "tmp_arg": 2} if fn in ("xor_", "xors") else {}
+
+
 def _bitwise(name: str, scalar: str, fn: str, doc: str, sdoc: str, *, tmp: bool = False) -> None:
     """``pl.<name>(lhs, rhs)`` on integer elements (``rhs`` a tile/tensor or an integer scalar:
-    ``pt::<fn>`` / ``pt::<scalar>``) and ``pl.<scalar>(lhs, rhs)`` with a scalar rhs. ``tmp``: the
+    ``T<FN>`` / ``T<SCALAR>``) and ``pl.<scalar>(lhs, rhs)`` with a scalar rhs. ``tmp``: the
     tile forms take upstream's scratch tile as a third operand (not used by the simulator)."""
     params = (P("lhs"), P("rhs"), P("tmp", None)) if tmp else (P("lhs"), P("rhs"))
     hi = 3 if tmp else 2
     forms: tuple[tuple[str, bool, str, str, Cpp], ...] = (
-        (name, False, "", doc, Cpp(fn, (0, 1), scalar_fn=scalar)),
-        (scalar, True, name, sdoc, Cpp(scalar, (0, 1), scalar_fn=scalar)),
+        (name, False, "", doc, Cpp(_isa(fn), (0, 1), scalar_fn=_isa(scalar), inplace=True, **_xors(fn))),
+        (
+            scalar,
+            True,
+            name,
+            sdoc,
+            Cpp(_isa(scalar), (0, 1), scalar_fn=_isa(scalar), inplace=True, **_xors(scalar)),
+        ),
     )
     for op, scalar_only, pair, text, lib in forms:
         _enter(
@@ -106,7 +124,7 @@ _enter(
         rules.compare("tile", "cmp"),
         2,
         2,
-        Cpp("cmp", (0, 1), scalar_fn="cmps", tail="cmp", scalar_like=0),
+        Cpp("TCMP", (0, 1), scalar_fn="TCMPS", tail="cmp", scalar_like=0, valid="mask"),
         attrs=("cmp_type",),
         spaces=VEC,
     ),
@@ -126,7 +144,7 @@ _enter(
         rules.compare("tile", "cmps", scalar_only=True),
         2,
         2,
-        Cpp("cmps", (0, 1), scalar_fn="cmps", tail="cmp", scalar_like=0),
+        Cpp("TCMPS", (0, 1), scalar_fn="TCMPS", tail="cmp", scalar_like=0, valid="mask"),
         attrs=("cmp_type",),
         spaces=VEC,
     ),
@@ -140,7 +158,14 @@ _enter(
         {"tile": "tile.sel"},
         group="compare",
     ),
-    OpSpec("tile.sel", rules.select("sel"), 3, 4, Cpp("sel", (0, 1, 2)), spaces=VEC),
+    OpSpec(
+        "tile.sel",
+        rules.select("sel"),
+        3,
+        4,
+        Cpp("TSEL", (0, 1, 2), valid="static", tmp=True, tmp_like=None),
+        spaces=VEC,
+    ),
 )
 _enter(
     LangOp(
@@ -151,5 +176,12 @@ _enter(
         {"tile": "tile.sels"},
         group="compare",
     ),
-    OpSpec("tile.sels", rules.select("sels"), 4, 4, Cpp("sels", (0, 1, 3), scalar_fn="sels"), spaces=VEC),
+    OpSpec(
+        "tile.sels",
+        rules.select("sels"),
+        4,
+        4,
+        Cpp("TSELS", (0, 1, 3), scalar_fn="TSELS", valid="static", tmp=True, tmp_at=3, tmp_like=None),
+        spaces=VEC,
+    ),
 )

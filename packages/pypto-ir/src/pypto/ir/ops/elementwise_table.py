@@ -1,8 +1,8 @@
 """The op table's element-wise entries: binary ops (on two tiles or a tile and a scalar),
 unary ops and the rest of the element-wise family.
 
-A new unary op is one ``_unary(...)`` line here plus its function in the tile library
-(simpler/tile/elementwise.hpp).
+A new unary op is one ``_unary(...)`` line here: its PTO-ISA instruction is ``T<NAME>``, or a
+simpler/kernel_args.hpp helper for one the ISA lacks (``_UNARY_CPP``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ C library, so the flag is checked and recorded (attribute ``high_precision``) an
 
 
 def _binary(name: str, doc: str, fn: str | None = None, precision: bool = False) -> None:
-    """``pl.<name>(lhs, rhs)``: element-wise; ``pt::<fn>`` on two tiles, ``pt::<fn>s`` with a scalar.
+    """``pl.<name>(lhs, rhs)``: element-wise; ``T<FN>`` on two tiles, ``T<FN>S`` with a scalar.
     ``precision``: it takes ``high_precision=``."""
     lib = fn or name
     tile, tensor = _leveled(
-        name, lambda kind: rules.binary(kind, name), (2, 2), Cpp(lib, (0, 1), scalar_fn=lib + "s")
+        name,
+        lambda kind: rules.binary(kind, name),
+        (2, 2),
+        Cpp(f"T{lib.upper()}", (0, 1), scalar_fn=f"T{lib.upper()}S", inplace=True),
     )
     params = (P("lhs"), P("rhs"), PRECISION) if precision else (P("lhs"), P("rhs"))
     if precision:
@@ -38,7 +41,7 @@ def _binary(name: str, doc: str, fn: str | None = None, precision: bool = False)
 
 
 def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tensor: bool) -> None:
-    """``pl.tile.<name>(lhs, rhs)``: a tile (op) a scalar, ``pt::<fn>(dst, tile, scalar)``; ``pair``
+    """``pl.tile.<name>(lhs, rhs)``: a tile (op) a scalar, ``T<FN>(dst, tile, scalar)``; ``pair``
     is the op on two tiles. ``tensor``: it has a tensor form too (``pl.tensor.<name>``)."""
     specs = [
         OpSpec(
@@ -46,7 +49,7 @@ def _scalar_binary(name: str, pair: str, doc: str, *, fn: str, in_pl: bool, tens
             rules.scalar_binary("tile", name, pair),
             2,
             2,
-            Cpp(fn, (0, 1), scalar_fn=fn),
+            Cpp(f"T{fn.upper()}", (0, 1), scalar_fn=f"T{fn.upper()}", inplace=True),
             spaces=VEC,
         )
     ]
@@ -66,14 +69,14 @@ def _unary(
     int_only: bool = False,
     scratch: bool = False,
 ) -> None:
-    """``pl.<name>(input)``: element-wise, ``pt::<name>(dst, src)``. ``precision``: it takes
+    """``pl.<name>(input)``: element-wise, ``T<NAME>(dst, src)``. ``precision``: it takes
     ``high_precision=``; ``scratch``: its tile form takes upstream's scratch tile ``tmp``."""
     dtypes = FLOAT if float_only else INT if int_only else None
     tile, tensor = _leveled(
         name,
         lambda kind: rules.unary(kind, name, dtypes=dtypes),
         (1, 2 if scratch else 1),
-        Cpp(name),
+        _UNARY_CPP.get(name, Cpp(f"T{name.rstrip('_').upper()}", inplace=True)),
         dtypes=dtypes,
     )
     if precision:
@@ -83,6 +86,14 @@ def _unary(
     if scratch:
         params += (P("tmp", None),)
     _enter(LangOp(name, params, doc, _both(name), group="element-wise"), tile, tensor)
+
+
+# Unary ops whose instruction is not T<NAME>, or that PTO-ISA lacks (a simpler/kernel_args.hpp
+# loop over the Tile API).
+_UNARY_CPP = {
+    "sin": Cpp("tsin", helper=True, inplace=True),
+    "cos": Cpp("tcos", helper=True, inplace=True),
+}
 
 
 _binary("add", """Element-wise ``lhs + rhs`` (tile or tensor; ``rhs`` may be a scalar).""")
@@ -144,7 +155,7 @@ _enter(
         rules.float_only(rules.binary("tile", "fmod"), "fmod"),
         2,
         2,
-        Cpp("fmod", (0, 1), scalar_fn="fmods"),
+        Cpp("TFMOD", (0, 1), scalar_fn="TFMODS", inplace=True),
         dtypes=FLOAT,
         spaces=VEC,
     ),
@@ -163,7 +174,7 @@ _enter(
         rules.float_only(rules.scalar_binary("tile", "fmods", "fmod"), "fmods"),
         2,
         2,
-        Cpp("fmods", (0, 1), scalar_fn="fmods"),
+        Cpp("TFMODS", (0, 1), scalar_fn="TFMODS", inplace=True),
         dtypes=FLOAT,
         spaces=VEC,
     ),
@@ -230,7 +241,14 @@ _enter(
         {"tile": "tile.lrelu"},
         group="element-wise",
     ),
-    OpSpec("tile.lrelu", rules.leaky("lrelu"), 2, 2, Cpp("lrelu", (0, 1), scalar_fn="lrelu"), spaces=VEC),
+    OpSpec(
+        "tile.lrelu",
+        rules.leaky("lrelu"),
+        2,
+        2,
+        Cpp("TLRELU", (0, 1), scalar_fn="TLRELU", inplace=True),
+        spaces=VEC,
+    ),
 )
 _enter(
     LangOp(
@@ -241,6 +259,13 @@ _enter(
         {"tile": "tile.prelu"},
         group="element-wise",
     ),
-    OpSpec("tile.prelu", rules.leaky("prelu"), 3, 3, Cpp("prelu", (0, 1)), spaces=VEC),
+    OpSpec(
+        "tile.prelu",
+        rules.leaky("prelu"),
+        3,
+        3,
+        Cpp("TPRELU", (0, 1), inplace=True, tmp=True, tmp_like=None, tmp_arg=2),
+        spaces=VEC,
+    ),
 )
 _unary("not_", """Element-wise bitwise NOT (``~x``) of an integer tile or tensor.""", int_only=True)

@@ -20,7 +20,15 @@ _enter(
         _both("reshape"),
         group="layout",
     ),
-    OpSpec("tile.reshape", rules.tile_reshape, 1, 1, Cpp("reshape"), attrs=("shape",), spaces=VEC),
+    OpSpec(
+        "tile.reshape",
+        rules.tile_reshape,
+        1,
+        1,
+        Cpp("TRESHAPE", valid="static"),
+        attrs=("shape",),
+        spaces=VEC,
+    ),
     OpSpec("tensor.reshape", rules.tensor_reshape, 1, 1, attrs=("shape",)),
 )
 _enter(
@@ -31,7 +39,7 @@ _enter(
         _both("transpose"),
         group="layout",
     ),
-    OpSpec("tile.transpose", rules.tile_transpose, 1, 1, Cpp("transpose"), spaces=VEC),
+    OpSpec("tile.transpose", rules.tile_transpose, 1, 1, Cpp("TTRANS", tmp=True, valid="trans"), spaces=VEC),
     OpSpec("tensor.transpose", rules.tensor_transpose, 1, 1),
 )
 _enter(
@@ -49,7 +57,7 @@ _enter(
         rules.tile_transpose_view,
         1,
         1,
-        Cpp("transpose"),
+        Cpp("TTRANS", tmp=True, valid="trans"),
         spaces=(MemorySpace.Mat, MemorySpace.Vec),
     ),
 )
@@ -61,7 +69,7 @@ _enter(
         _both("concat"),
         group="layout",
     ),
-    OpSpec("tile.concat", rules.tile_concat, 2, 2, Cpp("concat", (0, 1)), spaces=VEC),
+    OpSpec("tile.concat", rules.tile_concat, 2, 2, Cpp("TCONCAT", (0, 1), valid="static"), spaces=VEC),
     OpSpec("tensor.concat", rules.tensor_concat, 2, 2),
 )
 _enter(
@@ -82,7 +90,7 @@ _enter(
         rules.tile_cast,
         1,
         1,
-        Cpp("cast", tail="round"),
+        Cpp("TCVT", tail="round"),
         attrs=("dtype", "mode"),
         dtypes=frozenset(rules.CASTABLE),
         spaces=VEC,

@@ -34,7 +34,7 @@ _enter(
         rules.tile_load,
         1,
         1,
-        Cpp("load", nz_fn="load_nz"),
+        Cpp("TLOAD", nz_fn="gm_view_nz", valid="static"),
         attrs=("shape", "static_offsets", "memory", "layout"),
         offsets_at=1,
         spaces=(MemorySpace.Vec, MemorySpace.Mat),
@@ -54,7 +54,7 @@ _enter(
         rules.tile_store,
         2,
         2,
-        Cpp("store", nz_fn="store_nz"),
+        Cpp("TSTORE", nz_fn="gm_view_nz"),
         attrs=("static_offsets",),
         offsets_at=1,
         spaces=(MemorySpace.Vec, MemorySpace.Acc),
@@ -68,7 +68,7 @@ _enter(
         {"tile": "tile.move"},
         group="memory",
     ),
-    OpSpec("tile.move", rules.tile_move, 1, 1, Cpp("move"), attrs=("memory",)),
+    OpSpec("tile.move", rules.tile_move, 1, 1, Cpp("TMOV"), attrs=("memory",)),
 )
 _enter(
     LangOp(

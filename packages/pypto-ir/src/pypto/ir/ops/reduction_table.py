@@ -11,18 +11,28 @@ from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
 __all__: list[str] = []
 
 
+def _reduction_cpp(name: str) -> Cpp:
+    """``row_sum`` -> ``TROWSUM(dst, src, tmp)`` ([R, 1] result); ``col_max`` -> ``TCOLMAX(dst,
+    src)`` ([1, C] result). The row reductions and the arg reductions take a scratch tile."""
+    row = name.startswith("row_")
+    tmp = row or "arg" in name
+    return Cpp(f"T{name.replace('_', '').upper()}", tmp=tmp, tmp_arg=1, valid="row" if row else "col")
+
+
 def _reduction(name: str, doc: str, result: DataType | None = None) -> None:
-    """``pl.<name>(input, tmp_tile=None)``: ``pt::<name>(dst, src)``; ``result``: the result dtype
+    """``pl.<name>(input, tmp_tile=None)``: ``TROWSUM(dst, src, tmp)`` / ``TCOLSUM(dst, src)``...; ``result``: the result dtype
     when it is not the operand's."""
     _enter(
         LangOp(name, (P("input"), P("tmp_tile", None)), doc, _both(name), group="reduction"),
-        *_leveled(name, lambda kind: rules.reduction(kind, name, result=result), (1, 2), Cpp(name)),
+        *_leveled(
+            name, lambda kind: rules.reduction(kind, name, result=result), (1, 2), _reduction_cpp(name)
+        ),
     )
 
 
 def _expand(name: str, doc: str, row: bool, float_only: bool = False, packed: bool = False) -> None:
     """``pl.<name>(lhs, rhs)``: a vector broadcast; the plain ``row_expand``/``col_expand`` write
-    the broadcast vector alone (``pt::<name>(dst, vec)``), the others combine it with ``lhs``.
+    the broadcast vector alone (``TROWEXPAND(dst, vec)``), the others combine it with ``lhs``.
     ``packed``: the row vector may also be one 32-byte block a row, and the tile form takes
     upstream's scratch tile ``tmp`` (unused by the simulator)."""
     operands = (1,) if name in ("row_expand", "col_expand") else (0, 1)
@@ -34,7 +44,11 @@ def _expand(name: str, doc: str, row: bool, float_only: bool = False, packed: bo
             name,
             lambda kind: rules.expand(kind, name, row, dtypes=dtypes, packed=packed),
             (2, 3 if packed else 2),
-            Cpp(name, operands),
+            Cpp(
+                f"T{name.replace('_', '').upper()}",
+                operands,
+                inplace=name not in ("row_expand", "col_expand"),
+            ),
             dtypes=dtypes,
         ),
     )

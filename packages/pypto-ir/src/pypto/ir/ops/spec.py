@@ -42,16 +42,27 @@ Rule = Callable[[list[Type], dict[str, Any]], Type]
 
 @dataclass(frozen=True)
 class Cpp:
-    """How a kernel writes a tile op: ``pt::<fn>(result, <operands>..., <tail>)``.
+    """How a kernel writes a tile op: one PTO-ISA instruction ``fn(dst, <operands>..., <tail>)``.
 
-    ``fn`` names a function of the tile library (simpler/tile/*.hpp, namespace
-    ``simpler::tile``, spelled ``pt::`` in kernels). ``operands`` are the IR operand positions
-    passed after the result. ``into``: the result starts as a copy of that operand and the
-    library function updates it in place. ``scalar_fn``: the function used when the last
-    operand is a scalar. ``tail``: ``"row_col"`` appends the two entries of the offsets operand,
-    ``"pad"`` the ``pad`` attribute as a ``pt::Pad``, ``"cmp"`` the ``cmp_type`` attribute as a
-    ``pt::CmpMode``, ``"round"`` the ``mode`` attribute as a ``pt::RoundMode``. ``nz_fn``: the function for an NZ tensor (load/store). ``scalar_like``: the
-    operand whose element type a scalar operand takes (default: the result's).
+    ``fn`` names a PTO-ISA instruction (``TADD``, ``TROWSUM``, ...; ``pto`` namespace) or, when
+    ``helper`` is set, a function of simpler/kernel_args.hpp (``simpler::kernel``, spelled
+    ``sk::`` in kernels) written over the public Tile API for an op the ISA has no instruction
+    for. ``operands`` are the IR operand positions passed after the destination. ``into``: the
+    result is that operand updated (the destination is the operand's storage, or a TMOV copy of
+    it). ``scalar_fn``: the instruction used when the last operand is a scalar. ``tail``:
+    ``"row_col"`` appends the two entries of the offsets operand, ``"pad"`` nothing (the pad
+    value is the destination tile's ``PadValue``), ``"cmp"`` the ``cmp_type`` attribute as a
+    ``CmpMode``, ``"round"`` the ``mode`` attribute as a ``RoundMode``. ``nz_fn``: the
+    simpler/kernel_args.hpp function that makes the GM view of an NZ tensor (load/store). ``scalar_like``: the operand
+    whose element type a scalar operand takes (default: the result's). ``tmp``: the instruction
+    takes a scratch tile, of operand ``tmp_like``'s type (None: the result's), as its argument
+    number ``tmp_at`` (None: after all the others; the destination is argument 0); the call's
+    operand ``tmp_arg``, when the kernel passes one, is that scratch tile. ``valid``: the destination's
+    valid shape: ``"same"`` as the first tile operand, ``"row"`` [rows, 1] of it, ``"col"`` [1,
+    cols] of it, ``"matmul"`` [rows of operand 0, cols of operand 1], ``"trans"`` its transpose,
+    ``"static"`` the result type's shape, ``"mask"`` a packed predicate mask of it ([rows,
+    ceil(cols / 8)] bytes). ``inplace``: the ISA allows the destination to be a
+    source (element-wise instructions).
     """
 
     fn: str
@@ -61,10 +72,17 @@ class Cpp:
     tail: Literal["", "row_col", "pad", "cmp", "round"] = ""
     nz_fn: str | None = None
     scalar_like: int | None = None
+    tmp: bool = False
+    tmp_at: int | None = None
+    tmp_like: int | None = 0
+    tmp_arg: int | None = None
+    valid: Literal["same", "row", "col", "matmul", "trans", "static", "mask"] = "same"
+    inplace: bool = False
+    helper: bool = False
 
     @property
     def functions(self) -> tuple[str, ...]:
-        """Every tile-library function this op may call."""
+        """Every instruction or helper this op may call."""
         return tuple(f for f in (self.fn, self.scalar_fn, self.nz_fn) if f)
 
 

@@ -7,9 +7,9 @@ tile form as the ``Cpp`` call recorded there. The entries live in one module per
 entered (``entries._enter``) in the order imported here, which is the order of the op
 reference page (docs/reference/ops.md); the ``pl.system`` and cross-rank ``pld`` entries are
 ``system_ops`` and ``comm_table``. A new unary op is one ``_unary(...)`` line in
-``elementwise_table`` plus its function in the tile library (simpler/tile/elementwise.hpp);
-tests/test_op_table.py checks the table against the ``pl`` exports, the builders and the tile
-headers.
+``elementwise_table`` naming its PTO-ISA instruction (or a simpler/kernel_args.hpp helper);
+tests/test_op_table.py checks the table against the ``pl`` exports, the builders and a PTO-ISA
+implementation's headers.
 """
 
 from __future__ import annotations

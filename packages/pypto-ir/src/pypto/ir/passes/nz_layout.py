@@ -4,8 +4,8 @@ NZ is Ascend's fractal format as torch_npu stores it (storage format 29): blocks
 ``C0 = 32 / itemsize`` columns (``param_info.nz_block_shape``; C0 = 16 for FP16/BF16, 32 for
 INT8, 8 for FP32). A logical NZ matrix ``[R, C]`` (or ``[B, R, C]`` with a batch dim) is passed
 in its unpadded blocked form ``[C/C0, R/16, 16, C0]`` (``[B, C/C0, R/16, 16, C0]``), in element
-units, dtype unchanged, so the byte size is preserved; the tile library's ``load_nz`` /
-``store_nz`` read the same form. R must be a multiple of 16 and C a multiple of C0 when static;
+units, dtype unchanged, so the byte size is preserved; a kernel's NZ GM view
+(``sk::gm_view_nz``, simpler/kernel_args.hpp) reads the same form. R must be a multiple of 16 and C a multiple of C0 when static;
 a dynamic dim stays dynamic (-1). A blocked shape is never a logical shape: ``lower_param``
 rejects an already blocked ParamInfo, and the result is only used for ``lowered_params``.
 

@@ -1,0 +1,323 @@
+"""Memory allocation: a byte offset in its on-chip buffer for every tile of a lowered kernel.
+
+Input: the kernel's tiles and live ranges (pypto.ir.analysis.tile_liveness) and a platform's
+buffer alignments (pypto.ir.platforms). Output: a :class:`KernelMemory`, one :class:`Slot` per
+storage, and the slot of every IR name that names a tile.
+
+- Physical size: a tile takes its padded PTO-ISA shape (pypto.ir.pto_layout), rounded up to its
+  buffer's alignment (UB, L1, L0A, L0B, L0C).
+- Shared storage: SSA versions of one value share a slot when the generated code needs no copy
+  between them: a loop's init, its carried holder and the values yielded into it (and the
+  loop's result); a branch's result and the values its arms yield; the result of an op that
+  updates an ``into`` operand. They share only when they have the same IR type, the earlier
+  version is dead when the later one is written (its last read is the statement that writes the
+  later one, or before it), and that statement may write its operand's storage in place
+  (element-wise ops, ``matmul_acc``, the ``into`` ops). Otherwise each version has its own slot
+  and the generated code copies (TMOV).
+- Aliases: a reshape's result is its operand's storage (the ISA's TRESHAPE reinterprets the
+  bytes; on the CPU backend the result points at the operand's data).
+- A slot is live over the union of its versions' ranges; slots of one buffer whose ranges meet
+  get disjoint byte ranges (first fit, by start point). :func:`check_no_overlap` re-checks a
+  result and is run on every allocation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pypto.ir.analysis.tile_liveness import KernelLiveness, kernel_liveness
+from pypto.ir.errors import PyptoCompileError
+from pypto.ir.nodes import Assign, Break, Call, Continue, For, Function, If, Scope, Stmt, Var, While, Yield
+from pypto.ir.ops import OPS
+from pypto.ir.platforms import BufferCapacityError, Platform, TileAlloc, buffer_peaks, get_platform
+from pypto.ir.pto_layout import pto_tile
+from pypto.ir.types import MemorySpace, TileType
+
+__all__ = [
+    "ALIASING_OPS",
+    "IN_PLACE_OPS",
+    "KernelMemory",
+    "OverlapError",
+    "Slot",
+    "allocate_kernel",
+    "check_no_overlap",
+]
+
+IN_PLACE_OPS = frozenset(
+    {
+        *(
+            n
+            for n, s in OPS.items()
+            if n.startswith("tile.") and s.cpp is not None and s.cpp.valid == "same" and s.cpp.inplace
+        ),
+        "tile.matmul_acc",
+    }
+)
+"""Ops whose result may be written over an operand's storage (the ISA allows dst == src)."""
+
+
+ALIASING_OPS = frozenset({"tile.reshape", "tile.set_validshape"})
+"""Ops whose result is its operand's storage: TRESHAPE reinterprets the bytes in place, and a
+new valid shape is the same bytes declared again (no instruction writes either afterwards: an
+SSA op writes a new tile)."""
+
+
+class OverlapError(PyptoCompileError):
+    """Two tiles live at the same time were given overlapping bytes of one buffer."""
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One storage: ``nbytes`` (aligned) at ``offset`` in ``space``'s buffer, live over
+    ``live`` (inclusive program points); ``names``: the IR names that use it."""
+
+    space: MemorySpace
+    offset: int
+    nbytes: int
+    live: tuple[int, int]
+    names: tuple[str, ...]
+    alloc: TileAlloc  # the first version's record, with the padded shape and the slot's range
+
+    def overlaps(self, other: Slot) -> bool:
+        same_time = self.live[0] <= other.live[1] and other.live[0] <= self.live[1]
+        same_bytes = self.offset < other.offset + other.nbytes and other.offset < self.offset + self.nbytes
+        return self.space is other.space and same_time and same_bytes
+
+
+@dataclass
+class KernelMemory:
+    """The allocation of one kernel: ``slots`` and ``slot_of`` (IR name or ``"@<call id>"``
+    -> index into ``slots``)."""
+
+    slots: list[Slot] = field(default_factory=list)
+    slot_of: dict[str, int] = field(default_factory=dict)
+
+    def slot(self, key: str) -> Slot:
+        return self.slots[self.slot_of[key]]
+
+    def shares(self, a: str, b: str) -> bool:
+        """Whether IR names ``a`` and ``b`` use one storage."""
+        return a in self.slot_of and self.slot_of.get(a) == self.slot_of.get(b)
+
+    @property
+    def tiles(self) -> tuple[TileAlloc, ...]:
+        """One record per storage (padded shape, aligned bytes, the slot's range), for the
+        capacity check (pypto.ir.platforms.check_kernel_buffers)."""
+        return tuple(s.alloc for s in self.slots)
+
+
+class _Union:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def join(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+class _Sharing:
+    """Finds the SSA versions that may share storage (module docstring)."""
+
+    def __init__(self, lv: KernelLiveness) -> None:
+        self.lv = lv
+        self.union = _Union(len(lv.tiles))
+        self.uses: dict[int, list[int]] = {}
+        for i, at in lv.uses:
+            self.uses.setdefault(i, []).append(at)
+        self.point = -1
+        self.def_point = {i: t.live[0] for i, t in enumerate(lv.tiles) if t.live is not None}
+        self.def_op: dict[int, str] = {}
+
+    def index(self, name: str) -> int | None:
+        return self.lv.owner.get(name)
+
+    def may_share(self, old: int, new: int, writer: int | None, until: int | None = None) -> bool:
+        """``new`` may take ``old``'s storage: same type, and ``old`` is not read after the
+        statement ``writer`` that writes ``new`` (nor at it, unless that op works in place),
+        before ``until`` (exclusive; the end of the loop for a carried holder)."""
+        lv = self.lv
+        if lv.types[old] != lv.types[new] or writer is None:
+            return False
+        for at in self.uses.get(old, ()):
+            if at > writer and (until is None or at < until):
+                return False
+            if at == writer and self.def_op.get(new) not in IN_PLACE_OPS:
+                return False
+        return True
+
+    def body(self, stmts: tuple[Stmt, ...]) -> None:
+        for s in stmts:
+            self.point += 1
+            self.stmt(s, self.point)
+
+    def stmt(self, s: Stmt, p: int) -> None:
+        if isinstance(s, Assign):
+            i = self.index(s.var.name)
+            e = s.value
+            if i is not None and isinstance(e, Call) and self.lv.keys[i] == s.var.name:
+                self.def_op[i] = e.op
+                if e.op in ALIASING_OPS:  # the result is the operand's bytes read another way
+                    src0 = e.args[0]
+                    j0 = self.index(src0.name) if isinstance(src0, Var) else None
+                    if j0 is not None:
+                        self.union.join(j0, i)
+                    return
+                spec = OPS.get(e.op)
+                into = spec.cpp.into if spec is not None and spec.cpp is not None else None
+                if into is not None and into < len(e.args):
+                    src = e.args[into]
+                    j = self.index(src.name) if isinstance(src, Var) else None
+                    if j is not None and self.may_share(j, i, p):
+                        self.union.join(j, i)
+        elif isinstance(s, (For, While)):
+            holders = [
+                self.index(ia.var.name) if isinstance(ia.var.type, TileType) else None for ia in s.iter_args
+            ]
+            for h, ia in zip(holders, s.iter_args, strict=True):
+                init = ia.init
+                j = self.index(init.name) if isinstance(init, Var) else None
+                if h is None or j is None or j == h or self.lv.types[j] != self.lv.types[h]:
+                    continue
+                # the init is read at the header only: the holder may take its storage
+                if not any(at > p for at in self.uses.get(j, ())):
+                    self.union.join(j, h)
+            start = self.point
+            self.body(s.body)
+            end = self.point
+            for st in _exits(s.body):
+                for h, v in zip(holders, st.values, strict=False):
+                    j = self.index(v.name) if isinstance(v, Var) else None
+                    if h is None or j is None or j == h:
+                        continue
+                    w = self.def_point.get(j)
+                    if w is not None and start < w <= end and self.may_share(h, j, w, until=end):
+                        self.union.join(h, j)
+        elif isinstance(s, If):
+            start = self.point
+            self.body(s.then_body)
+            self.body(s.else_body)
+            end = self.point
+            for arm in (s.then_body, s.else_body):
+                if not arm or not isinstance(arm[-1], Yield):
+                    continue
+                for r, v in zip(s.results, arm[-1].values, strict=False):
+                    i = self.index(r.name)
+                    j = self.index(v.name) if isinstance(v, Var) else None
+                    w = self.def_point.get(j) if j is not None else None
+                    if i is None or j is None or w is None or not (start < w <= end):
+                        continue
+                    if self.lv.types[i] == self.lv.types[j]:
+                        self.union.join(i, j)
+        elif isinstance(s, Scope):
+            self.body(s.body)
+
+
+def _exits(body: tuple[Stmt, ...]) -> list[Yield | Break | Continue]:
+    """The statements of a loop body that carry values to the next iteration or out of the loop
+    (its final yield, and break/continue not inside a nested loop)."""
+    found: list[Yield | Break | Continue] = []
+
+    def walk(stmts: tuple[Stmt, ...], top: bool) -> None:
+        for i, s in enumerate(stmts):
+            if isinstance(s, (Break, Continue)) or (isinstance(s, Yield) and top and i == len(stmts) - 1):
+                found.append(s)
+            elif isinstance(s, If):
+                walk(s.then_body, False)
+                walk(s.else_body, False)
+            elif isinstance(s, Scope):
+                walk(s.body, False)
+
+    walk(body, True)
+    return found
+
+
+def _aligned(n: int, align: int) -> int:
+    return -(-n // align) * align
+
+
+def _place(busy: list[tuple[int, int]], nbytes: int, align: int) -> int:
+    """The lowest aligned offset where ``nbytes`` fit between the sorted ``busy`` byte ranges."""
+    offset = 0
+    for a, b in busy:
+        if offset + nbytes <= a:
+            break
+        offset = max(offset, _aligned(b, align))
+    return offset
+
+
+def allocate_kernel(fn: Function, platform: str | Platform) -> KernelMemory:
+    """Allocate every tile of lowered kernel ``fn`` (module docstring)."""
+    plat = platform if isinstance(platform, Platform) else get_platform(platform)
+    lv = kernel_liveness(fn)
+    sharing = _Sharing(lv)
+    sharing.body(fn.body)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(lv.tiles)):
+        groups.setdefault(sharing.union.find(i), []).append(i)
+    mem = KernelMemory()
+    pending: list[tuple[int, list[int]]] = sorted(
+        groups.items(),
+        key=lambda g: min(lv.tiles[i].live[0] for i in g[1]),  # type: ignore[index]
+    )
+    placed: list[Slot] = []
+    for _, members in pending:
+        first = lv.tiles[members[0]]
+        ptile = max((pto_tile(lv.types[i]) for i in members), key=lambda p: p.nbytes)
+        align = plat.alignment(first.space)
+        nbytes = _aligned(ptile.nbytes, align)
+        lo = min(lv.tiles[i].live[0] for i in members)  # type: ignore[index]
+        hi = max(lv.tiles[i].live[1] for i in members)  # type: ignore[index]
+        busy = sorted(
+            (s.offset, s.offset + s.nbytes)
+            for s in placed
+            if s.space is first.space and s.live[0] <= hi and lo <= s.live[1]
+        )
+        offset = _place(busy, nbytes, align)
+        names = tuple(lv.keys[i] for i in members)
+        alloc = TileAlloc(
+            first.name, first.space, first.dtype, (ptile.rows, ptile.cols), first.span, (lo, hi)
+        )
+        slot = Slot(first.space, offset, nbytes, (lo, hi), names, alloc)
+        placed.append(slot)
+        mem.slots.append(slot)
+        for i in members:
+            mem.slot_of[lv.keys[i]] = len(mem.slots) - 1
+    for name, i in lv.owner.items():  # aliases (loop results, printed tiles) name their tile's slot
+        mem.slot_of.setdefault(name, mem.slot_of[lv.keys[i]])
+    check_no_overlap(fn.name, mem.slots)
+    _check_extents(fn.name, plat, mem)
+    return mem
+
+
+def _check_extents(kernel: str, plat: Platform, mem: KernelMemory) -> None:
+    """Refuse a placement that runs past a buffer although the tiles live at once fit it (first
+    fit can leave gaps); a peak beyond the buffer is left to the capacity check, which explains
+    it (pypto.ir.platforms.check_kernel_buffers)."""
+    peaks = buffer_peaks(plat, mem.tiles)
+    for space, peak in peaks.items():
+        end = max((s.offset + s.nbytes for s in mem.slots if s.space is space), default=0)
+        if end > plat.capacity(space) >= peak.nbytes:
+            raise BufferCapacityError(
+                f"kernel {kernel!r}: its {space.value} tiles fit the {plat.capacity(space)} bytes of "
+                f"{plat.name}'s buffer at their peak ({peak.nbytes} bytes), but placing them by their live "
+                f"ranges needs {end} bytes: use fewer tiles of different sizes live at once"
+            )
+
+
+def check_no_overlap(kernel: str, slots: list[Slot]) -> None:
+    """Refuse an allocation in which two storages live at the same time share a byte."""
+    for i, a in enumerate(slots):
+        for b in slots[i + 1 :]:
+            if a.overlaps(b):
+                raise OverlapError(
+                    f"kernel {kernel!r}: tiles {'/'.join(a.names)} and {'/'.join(b.names)} are live together "
+                    f"(points {a.live} and {b.live}) but overlap in the {a.space.value} buffer "
+                    f"([{a.offset:#x}, {a.offset + a.nbytes:#x}) and [{b.offset:#x}, {b.offset + b.nbytes:#x}))"
+                )

@@ -1,0 +1,129 @@
+"""The memory-allocation pass (pypto.ir.passes.memory_alloc): byte offsets of a kernel's tiles in
+their on-chip buffers, from the tiles' live ranges."""
+
+from __future__ import annotations
+
+import pytest
+from pypto_ir_test_helpers import HostArray
+
+import pypto.language as pl
+from pypto.ir.dtypes import DataType
+from pypto.ir.nodes import Function
+from pypto.ir.passes.memory_alloc import OverlapError, Slot, allocate_kernel, check_no_overlap
+from pypto.ir.pipeline import lower
+from pypto.ir.platforms import TileAlloc, get_platform
+from pypto.ir.pto_layout import pto_tile
+from pypto.ir.types import MemorySpace, TileType
+
+
+def _kernel(fn: object, *arrays: HostArray) -> Function:
+    prog = lower(fn.specialize(*arrays).program).program  # type: ignore[attr-defined]
+    (k,) = [f for f in prog.functions.values() if f.func_type.is_kernel]
+    return k
+
+
+@pl.jit
+def chain(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 16])
+        u = pl.exp(t)
+        v = pl.mul(u, t)  # t, u, v live together
+        w = pl.row_sum(v)  # [16, 1]: a column vector, its own storage
+        pl.store(w, [0, 0], out)
+    return out
+
+
+@pl.jit
+def carried(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.load(a, [0, 0], [16, 16])
+        for _i in pl.range(4):
+            x = pl.load(a, [0, 0], [16, 16])
+            acc = pl.add(acc, x)
+        pl.store(acc, [0, 0], out)
+    return out
+
+
+@pl.jit
+def narrow(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 5])
+        pl.store(pl.exp(t), [0, 0], out)
+    return out
+
+
+def _live_together(a: Slot, b: Slot) -> bool:
+    return a.live[0] <= b.live[1] and b.live[0] <= a.live[1]
+
+
+def test_no_two_live_tiles_overlap_and_offsets_are_aligned() -> None:
+    k = _kernel(chain, HostArray((16, 16)), HostArray((16, 1)))
+    mem = allocate_kernel(k, "a2a3sim")
+    align = get_platform("a2a3sim").alignment(MemorySpace.Vec)
+    slots = mem.slots
+    assert len(slots) >= 4
+    for s in slots:
+        assert s.offset % align == 0
+    pairs = [(a, b) for i, a in enumerate(slots) for b in slots[i + 1 :] if _live_together(a, b)]
+    assert pairs, "the chain has tiles live at once"
+    for a, b in pairs:
+        assert not a.overlaps(b), (a, b)
+    # t, u and v are live at v's definition: three distinct storages
+    assert len({mem.slot(n).offset for n in ("t", "u", "v")}) == 3
+
+
+def test_a_loop_carried_value_shares_one_storage() -> None:
+    k = _kernel(carried, HostArray((16, 16)), HostArray((16, 16)))
+    mem = allocate_kernel(k, "a2a3sim")
+    names = [n for n in mem.slot_of if n.startswith("acc")]
+    assert len(names) >= 3  # the init, the holder, the yielded value (and the loop's result)
+    assert len({mem.slot_of[n] for n in names}) == 1, {n: mem.slot_of[n] for n in names}
+    x = next(n for n in mem.slot_of if n.startswith("x"))
+    assert not mem.shares(x, names[0])
+
+
+def test_the_padded_size_is_allocated_and_counted() -> None:
+    k = _kernel(narrow, HostArray((16, 5)), HostArray((16, 5)))
+    mem = allocate_kernel(k, "a2a3sim")
+    t = mem.slot("t")
+    # a row of 5 FP32 values is padded to one 32-byte block (8 values)
+    assert pto_tile(TileType((16, 5), DataType.FP32, MemorySpace.Vec)).cols == 8
+    assert t.nbytes == 16 * 8 * 4
+    assert t.alloc.shape == (16, 8)  # what the capacity check sees
+    assert t.alloc.nbytes == 16 * 8 * 4
+
+
+def test_a_column_vector_is_column_major_padded_in_rows() -> None:
+    p = pto_tile(TileType((4, 1), DataType.FP32, MemorySpace.Vec))
+    assert (p.rows, p.cols, p.col_major) == (8, 1, True)
+    p = pto_tile(TileType((16, 16), DataType.FP16, MemorySpace.Left))
+    assert (p.rows, p.cols) == (16, 16)
+    p = pto_tile(TileType((20, 40), DataType.INT8, MemorySpace.Mat))
+    assert (p.rows, p.cols) == (32, 64)
+
+
+def test_the_overlap_check_refuses_two_live_tiles_sharing_bytes() -> None:
+    def slot(name: str, offset: int, live: tuple[int, int]) -> Slot:
+        alloc = TileAlloc(name, MemorySpace.Vec, DataType.FP32, (16, 16), None, live)
+        return Slot(MemorySpace.Vec, offset, 1024, live, (name,), alloc)
+
+    check_no_overlap("k", [slot("a", 0, (0, 3)), slot("b", 1024, (1, 2)), slot("c", 0, (4, 5))])
+    with pytest.raises(OverlapError, match=r"tiles a and b are live together .* overlap in the Vec buffer"):
+        check_no_overlap("k", [slot("a", 0, (0, 3)), slot("b", 512, (2, 5))])
+    # the same bytes in another buffer do not overlap
+    other = Slot(
+        MemorySpace.Mat, 0, 1024, (0, 3), ("m",), TileAlloc("m", MemorySpace.Mat, DataType.FP32, (16, 16))
+    )
+    check_no_overlap("k", [slot("a", 0, (0, 3)), other])
+
+
+def test_a_placement_past_the_buffer_is_refused_when_the_peak_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pypto.ir.passes import memory_alloc
+    from pypto.ir.platforms import BufferCapacityError
+
+    k = _kernel(chain, HostArray((16, 16)), HostArray((16, 1)))
+    allocate_kernel(k, "a2a3sim")  # the real placement fits
+    far = lambda busy, nbytes, align: max([1 << 30, *(b for _, b in busy)])  # noqa: E731
+    monkeypatch.setattr(memory_alloc, "_place", far)
+    with pytest.raises(BufferCapacityError, match=r"fit .* at their peak .* but placing them"):
+        allocate_kernel(k, "a2a3sim")
