@@ -56,7 +56,7 @@ def test_a_shift_amount_outside_the_type_fails_the_task() -> None:
     o = np.zeros_like(a)
     shift_by(a, np.array([31], np.int32), o)
     torch.testing.assert_close(torch.from_numpy(o), torch.from_numpy(a) << 31)
-    with pytest.raises(simpler.DeviceError, match=r"shls: shift amount outside \[0, 32\)"):
+    with pytest.raises(simpler.DeviceError, match=r"TSHLS: shift amount outside \[0, 32\)"):
         shift_by(a, np.array([32], np.int32), o)
 
 

@@ -107,6 +107,27 @@ TEST_CASE("overlap: reusing an address after the earlier tile is dead is not rep
     CHECK(take_error() == "");
 }
 
+TEST_CASE("overlap: a tile over exactly the same bytes is the same storage seen through another shape") {
+    fresh();
+    Tile<TileType::Vec, float, 16, 1, BLayout::ColMajor, -1, -1> col(16, 1);
+    Tile<TileType::Vec, float, 1, 16, BLayout::RowMajor, -1, -1> row(1, 16);
+    Tile<TileType::Vec, float, 1, 8, BLayout::RowMajor, -1, -1> half(1, 8);
+    TASSIGN(col, 0x200);
+    TASSIGN(row, 0x200);
+    TASSIGN(half, 0x200);  // the first half of the same bytes: a different storage
+    TEXPANDS(col, 2.0f);
+    pipe_barrier(PIPE_ALL);
+    TMULS(row, row, 3.0f);
+    pipe_barrier(PIPE_ALL);
+    CHECK(col.GetValue(15) == 6.0f);
+    CHECK(take_error() == "");
+    pipe_barrier(PIPE_ALL);
+    TADDS(half, half, 1.0f);
+    const std::string err = take_error();
+    INFO(err);
+    CHECK(err.find("TADDS reads tile Vec FLOAT32 [1, 8] at UB+0x200") == 0);
+}
+
 TEST_CASE("pipe hazards: a missing wait_flag is reported; the synchronised program is not") {
     std::vector<float> x(64 * 64, 1.0f), y(64 * 64);
     Gt<float, 64, 64> gx(x.data()), gy(y.data());

@@ -5,8 +5,8 @@ each wait until all have reached it. The simulated chip runs each block as a tas
 thread, one after another when they share an output, so a barrier among tasks would never be
 passed. A kernel that calls ``syncall`` is emitted instead as a block function plus an entry
 that runs the whole launch itself: the task of block 0 starts one thread per block (each with
-the AICore stack size, its own copy of the arguments with its block index, and the caller's
-kernel context), the threads meet at a real barrier at each ``syncall``, and the entry returns
+the AICore stack size, its own copy of the arguments with its block index, the caller's
+kernel context and on-chip buffers of its own), the threads meet at a real barrier at each ``syncall``, and the entry returns
 once every block has; the tasks of blocks 1..n-1 return at once. A failure a block reports
 (the kernel ABI's per-thread error slot) is reported by the entry, so the run fails naming it.
 """
@@ -66,7 +66,10 @@ private:
 struct PyptoBlock {
     std::vector<std::int64_t> args;
     PyptoBlockBarrier* barrier = nullptr;
-    const simpler::KernelContext* context = nullptr;
+    // The caller's kernel context without its core's buffers: the blocks run at once, so each
+    // block thread gets on-chip buffers of its own (a thread with none gets a default set).
+    simpler::KernelContext context{};
+    bool has_context = false;
     bool failed = false;
     char message[512] = {0};
 };
@@ -75,7 +78,7 @@ void pypto_block(std::int64_t* args, PyptoBlockBarrier& pypto_syncall);
 
 void* pypto_block_thread(void* p) {
     auto* b = static_cast<PyptoBlock*>(p);
-    simpler::current_kernel_context() = b->context;
+    simpler::current_kernel_context() = b->has_context ? &b->context : nullptr;
     try {
         pypto_block(b->args.data(), *b->barrier);
     } catch (...) {
@@ -125,7 +128,11 @@ def group_entry(entry: str, nargs: int, idx_at: int | None, count: str | None, s
         block.args.assign(args, args + {nargs});
         block.args[{idx_at}] = b;
         block.barrier = &barrier;
-        block.context = simpler::current_kernel_context();
+        if (const simpler::KernelContext* caller = simpler::current_kernel_context()) {{
+            block.context = *caller;
+            block.context.buffers = nullptr;
+            block.has_context = true;
+        }}
         if (pthread_create(&threads[static_cast<std::size_t>(b)], &attr, pypto_block_thread, &block) != 0) {{
             simpler::report_kernel_error("pl.system.syncall: could not start the thread of block %lld of %lld",
                                          static_cast<long long>(b), static_cast<long long>(count));

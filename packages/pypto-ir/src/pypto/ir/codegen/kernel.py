@@ -458,13 +458,20 @@ class _KernelGen:
         if c.op == "tile.print":
             assert isinstance(value, Var)
             name = ident(value.name)
-            self.raw(f'std::printf("%s\\n", {label});')
+            self.raw(f"sk::print_label({label});")
             self.inst(f"TPRINT({name});", Pipe.S, reads=(name,))
             return
         vt = value.type  # type: ignore[union-attr]
         assert isinstance(vt, ScalarType)
+        held = (
+            "double"
+            if vt.dtype.is_float
+            else "unsigned long long"
+            if vt.dtype.is_unsigned_int
+            else "long long"
+        )
         self.raw(
-            f'std::printf("%s %g\\n", {label}, static_cast<double>({scalar_expr(value, self.dim_of)}));'  # type: ignore[arg-type]
+            f"sk::print_scalar({label}, static_cast<{held}>({scalar_expr(value, self.dim_of)}));"  # type: ignore[arg-type]
         )
 
     def system_call(self, c: Call) -> None:

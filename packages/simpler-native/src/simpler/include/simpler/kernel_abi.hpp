@@ -87,6 +87,15 @@ inline const KernelContext*& current_kernel_context() noexcept {
 // Counts the kernel invocations on this thread (bumped by simpler_kernel_set_context for every
 // non-null context): per-invocation kernel state (the PTO-ISA buffer checks) resets when it
 // changes.
+// "[task <id> AIV<core>]" (or AIC) for debug output of the kernel running on this thread;
+// "[task ? core ?]" outside one. Returns what snprintf returns.
+inline int format_kernel_tag(char* out, std::size_t n) noexcept {
+    const KernelContext* ctx = current_kernel_context();
+    if (ctx == nullptr) return std::snprintf(out, n, "[task ? core ?]");
+    return std::snprintf(out, n, "[task %llu %s%u]", static_cast<unsigned long long>(ctx->task_id),
+                         ctx->core_kind == 1 ? "AIC" : "AIV", ctx->core_index);
+}
+
 inline std::uint64_t& kernel_invocation() noexcept {
     static thread_local std::uint64_t count = 0;
     return count;

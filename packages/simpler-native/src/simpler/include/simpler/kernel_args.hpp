@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <limits>
@@ -314,6 +315,32 @@ inline void tsin(Dst& dst, Src& src) noexcept {
 template <class Dst, class Src>
 inline void tcos(Dst& dst, Src& src) noexcept {
     unary_loop(dst, src, [](auto x) { return std::cos(x); });
+}
+
+// pl.print of a scalar: "<tag> <label>: <value>" on stdout, the tag naming the task and core
+// (format_kernel_tag); pl.print of a tile prints "<tag> <label>:" and then TPRINT's output.
+inline void print_label(const char* label) noexcept {
+    char tag[64];
+    format_kernel_tag(tag, sizeof tag);
+    std::printf("%s %s:\n", tag, label);
+}
+
+inline void print_scalar(const char* label, double value) noexcept {
+    char tag[64];
+    format_kernel_tag(tag, sizeof tag);
+    std::printf("%s %s: %.9g\n", tag, label, value);
+}
+
+inline void print_scalar(const char* label, long long value) noexcept {
+    char tag[64];
+    format_kernel_tag(tag, sizeof tag);
+    std::printf("%s %s: %lld\n", tag, label, value);
+}
+
+inline void print_scalar(const char* label, unsigned long long value) noexcept {
+    char tag[64];
+    format_kernel_tag(tag, sizeof tag);
+    std::printf("%s %s: %llu\n", tag, label, value);
 }
 
 }  // namespace kernel

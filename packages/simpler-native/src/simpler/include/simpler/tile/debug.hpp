@@ -25,14 +25,8 @@ namespace tile {
 namespace detail {
 
 inline std::string kernel_tag() {
-    const KernelContext* ctx = current_kernel_context();
     char buf[64];
-    if (ctx == nullptr) {
-        std::snprintf(buf, sizeof buf, "[task ? core ?]");
-    } else {
-        std::snprintf(buf, sizeof buf, "[task %llu %s%u]", static_cast<unsigned long long>(ctx->task_id),
-                      ctx->core_kind == 1 ? "AIC" : "AIV", ctx->core_index);
-    }
+    format_kernel_tag(buf, sizeof buf);
     return buf;
 }
 

@@ -2,7 +2,8 @@
 // L0A, L0B, L0C) and the per-invocation checks of docs/tile-interface.md:
 //  - capacity: a tile placed by TASSIGN past its buffer's end;
 //  - overlap: an instruction reading a tile whose bytes were last written through a different
-//    tile (another live tile clobbered it);
+//    tile (another live tile clobbered it); a tile over exactly the same bytes is the same
+//    storage seen through another shape, not a different tile;
 //  - pipe hazards: an instruction on pipe Q touching bytes last written (RAW, WAW) or read (WAR)
 //    on pipe P != Q, with no set_flag(P, Q, e) issued after that access and waited for by Q
 //    (directly or through a chain of events), and no pipe_barrier(PIPE_ALL) since.
@@ -167,6 +168,17 @@ inline std::uint32_t register_tile(const TileDesc& d) noexcept {
     return static_cast<std::uint32_t>(c.tiles.size());
 }
 
+// Two tiles over exactly the same bytes (buffer, offset, size) are one storage seen through two
+// tile shapes (a [R, 1] column read as a [1, R] row, as TASSIGN aliasing places them): a read
+// through one of bytes written through the other is not a clobber.
+inline bool same_storage(std::uint32_t a, std::uint32_t b) noexcept {
+    const Core& c = core();
+    if (a == 0 || b == 0 || a > c.tiles.size() || b > c.tiles.size()) return false;
+    const TileDesc& x = c.tiles[a - 1];
+    const TileDesc& y = c.tiles[b - 1];
+    return x.buf == y.buf && x.offset == y.offset && x.bytes == y.bytes;
+}
+
 inline int describe(char* out, std::size_t n, std::uint32_t id) noexcept {
     const Core& c = core();
     if (id == 0 || id > c.tiles.size()) return std::snprintf(out, n, "(no tile)");
@@ -237,7 +249,7 @@ private:
             if (is_write) {
                 for (int p = 0; p < kPipes; ++p)
                     if (s.rseq[p] != 0 && !ordered(p, s.rseq[p])) hazard(true, "last read", b, s.lo, id, s.rop[p], p);
-            } else if (s.writer != 0 && s.writer != id) {
+            } else if (s.writer != 0 && s.writer != id && !same_storage(s.writer, id)) {
                 char mine[128], theirs[128];
                 describe(mine, sizeof mine, id);
                 describe(theirs, sizeof theirs, s.writer);
