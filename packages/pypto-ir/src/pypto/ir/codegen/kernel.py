@@ -127,8 +127,6 @@ COMM_EFFECTS = {
     "comm.all_to_all_v": 1,
     "comm.defer_wait": 0,
 }
-UNMAPPED = frozenset({"comm.remote_load", "comm.remote_store"})
-"""Tile-level cross-rank ops not yet written as PTO-ISA (a GM view of the peer's window)."""
 DEFERRED = "deferred_waits_"
 _ATOMIC = {AtomicType.None_: f"{COMM_NS}::AtomicType::None", AtomicType.Add: f"{COMM_NS}::AtomicType::Add"}
 _REDUCE = {op: f"{COMM_NS}::ReduceOp::{op.name}" for op in ReduceOp}
@@ -302,6 +300,7 @@ class _KernelGen:
             head += [
                 "#include <simpler/tile/collectives.hpp>",
                 "#include <simpler/tile/comm.hpp>",
+                "#include <simpler/kernel_comm.hpp>",
             ]
         head += ["", "using namespace pto;", "namespace sk = simpler::kernel;"]
         if _uses_comm(fn):
@@ -383,6 +382,8 @@ class _KernelGen:
                     self.raw(self.comm_call(c))
                 elif c.op == "tile.store":
                     self.store(c)
+                elif c.op == "comm.remote_store":
+                    self.remote_store(c)
                 elif not self.in_place(c):
                     raise PyptoCompileError(f"kernel codegen: unexpected statement {c}")
             elif isinstance(s, (For, While)):
@@ -425,6 +426,22 @@ class _KernelGen:
             f"{self.offsets(offs)}, {rows}, {cols})) return;"
         )
         return line, view
+
+    def remote_store(self, c: Call) -> None:
+        """A tile into a peer's window (simpler/kernel_comm.hpp; it drains every pipe around it)."""
+        tile, win, peer, offs = c.args
+        assert isinstance(tile, Var)
+        assert isinstance(win, Var)
+        assert isinstance(tile.type, TileType)
+        add = "true" if c.attr("atomic") is AtomicType.Add else "false"
+        name = ident(tile.name)
+        self.inst(
+            f"if (!sk::remote_store({ident(win.name)}, {name}, "
+            f"static_cast<std::int64_t>({self.scalar_arg(peer, DataType.INT64)}), {tile.type.dtype.wire_code}, "
+            f"{self.offsets(offs)}, {add})) return;",
+            Pipe.MTE3,
+            reads=(name,),
+        )
 
     def store(self, c: Call) -> None:
         tile, offs, dst = c.args
@@ -624,8 +641,12 @@ class _KernelGen:
         if not isinstance(e, Call):
             raise PyptoCompileError(f"kernel codegen: {v.name} = {e} is not an op call")
         args = e.args
-        if e.op in UNMAPPED:
-            raise PyptoCompileError(f"kernel codegen: {e.op} is not written as PTO-ISA yet")
+        if e.op == "comm.remote_store":
+            self.remote_store(e)
+            win = args[1]
+            assert isinstance(win, Var)
+            self.raw(f"const simpler::ChipTensor& {name} = {ident(win.name)};", f"(void){name};")
+            return
         if e.op == "tensor.write":
             self.write(e)
             dst = args[0]
@@ -669,6 +690,21 @@ class _KernelGen:
             self.declare(v.name, name, t, (vr, vc))
             if not self.mem.shares(v.name, src.name):
                 self.copy(name, t, ident(src.name), MemorySpace.Vec, valid=False)
+            return
+        if e.op == "comm.remote_load":  # a tile from a peer's window (simpler/kernel_comm.hpp)
+            win, peer, offs = args[:3]
+            assert isinstance(win, Var)
+            vr, vc = str(rows), str(cols)
+            if len(args) == 4:
+                vr, vc = self.checked_valid("pld.tile.remote_load", args[3], (rows, cols))  # type: ignore[arg-type]
+            self.declare(v.name, name, t, (vr, vc))
+            self.inst(
+                f"if (!sk::remote_load({name}, {ident(win.name)}, "
+                f"static_cast<std::int64_t>({self.scalar_arg(peer, DataType.INT64)}), {t.dtype.wire_code}, "
+                f"{self.offsets(offs)})) return;",
+                Pipe.MTE2,
+                writes=(name,),
+            )
             return
         if e.op == "tile.fillpad":
             src = args[0]
