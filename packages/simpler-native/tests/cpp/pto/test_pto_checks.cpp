@@ -128,6 +128,25 @@ TEST_CASE("overlap: a tile over exactly the same bytes is the same storage seen 
     CHECK(err.find("TADDS reads tile Vec FLOAT32 [1, 8] at UB+0x200") == 0);
 }
 
+TEST_CASE("overlap: a destination placed over part of its source is reported") {
+    fresh();
+    VecT<float, 8, 16> a(8, 16), d(8, 16);
+    TASSIGN(a, 0);
+    TASSIGN(d, 0x100);  // the second half of a's bytes
+    TEXPANDS(a, 1.0f);
+    pipe_barrier(PIPE_ALL);
+    TEXP(d, a);
+    CHECK(take_error() ==
+          "TEXP writes tile Vec FLOAT32 [8, 16] at UB+0x100 over bytes at UB+0x100 of its source tile Vec FLOAT32 "
+          "[8, 16] at UB+0x0: the two tiles overlap");
+    fresh();
+    TASSIGN(a, 0);
+    TEXPANDS(a, 1.0f);
+    pipe_barrier(PIPE_ALL);
+    TEXP(a, a);  // in place: the same tile
+    CHECK(take_error() == "");
+}
+
 TEST_CASE("pipe hazards: a missing wait_flag is reported; the synchronised program is not") {
     std::vector<float> x(64 * 64, 1.0f), y(64 * 64);
     Gt<float, 64, 64> gx(x.data()), gy(y.data());

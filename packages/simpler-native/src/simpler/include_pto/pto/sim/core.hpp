@@ -3,7 +3,8 @@
 //  - capacity: a tile placed by TASSIGN past its buffer's end;
 //  - overlap: an instruction reading a tile whose bytes were last written through a different
 //    tile (another live tile clobbered it); a tile over exactly the same bytes is the same
-//    storage seen through another shape, not a different tile;
+//    storage seen through another shape, not a different tile; and an instruction writing its
+//    destination over bytes of one of its sources read through another tile;
 //  - pipe hazards: an instruction on pipe Q touching bytes last written (RAW, WAW) or read (WAR)
 //    on pipe P != Q, with no set_flag(P, Q, e) issued after that access and waited for by Q
 //    (directly or through a chain of events), and no pipe_barrier(PIPE_ALL) since.
@@ -199,8 +200,27 @@ public:
     const char* name() const noexcept { return name_; }
 
     // A read of bytes [lo, hi) of buffer b through tile `id`.
-    void read(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id) noexcept { access(b, lo, hi, id, false); }
-    void write(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id) noexcept { access(b, lo, hi, id, true); }
+    void read(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id) noexcept {
+        if (nreads_ < kMaxReads) reads_[nreads_++] = Range{b, lo, hi, id};
+        access(b, lo, hi, id, false);
+    }
+    // A write of bytes [lo, hi) of buffer b through tile `id`. A destination that shares bytes
+    // with a source of the same instruction read through another storage is reported: the
+    // instruction would overwrite source elements it has yet to read.
+    void write(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id) noexcept {
+        for (int i = 0; i < nreads_; ++i) {
+            const Range& r = reads_[i];
+            if (r.b != b || r.hi <= lo || hi <= r.lo || r.id == id || same_storage(r.id, id)) continue;
+            char mine[128], theirs[128];
+            describe(mine, sizeof mine, id);
+            describe(theirs, sizeof theirs, r.id);
+            ::simpler::report_kernel_error(
+                "%s writes tile %s over bytes at %s+0x%x of its source tile %s: the two tiles overlap", name_, mine,
+                buffer_name(b), lo > r.lo ? lo : r.lo, theirs);
+            break;
+        }
+        access(b, lo, hi, id, true);
+    }
 
 private:
     bool ordered(int p, std::uint32_t seq) const noexcept {
@@ -272,9 +292,17 @@ private:
         }
     }
 
+    struct Range {
+        int b;
+        std::uint32_t lo, hi, id;
+    };
+    static constexpr int kMaxReads = 4;  // an instruction's source tiles (the most: TMATMUL_ACC's three)
+
     const char* name_;
     pipe_t pipe_;
     Core& c_;
+    Range reads_[kMaxReads];
+    int nreads_ = 0;
 };
 
 // A scalar access (PIPE_S) to the [lo, hi) region of tile `id`: checked unless it repeats the
