@@ -71,7 +71,7 @@ from pypto.ir.ops.system_ops import HINTS as SYSTEM_HINTS
 from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.memory_alloc import KernelMemory, allocate_kernel
 from pypto.ir.passes.sync_insertion import insert_syncs
-from pypto.ir.platforms import TileAlloc
+from pypto.ir.platforms import DEFAULT_PLATFORM, TileAlloc
 from pypto.ir.pto_layout import pto_tile
 from pypto.ir.types import (
     AtomicType,
@@ -89,7 +89,6 @@ from pypto.ir.types import (
 __all__ = ["BESPOKE", "ENTRY", "KernelSource", "abi_params", "core_type_of", "generate_kernel", "tile_type"]
 
 ENTRY = "kernel_entry"
-DEFAULT_PLATFORM = "a2a3sim"
 
 # PTO-ISA PadValue of a fillpad's pad attribute (the destination tile's pad value)
 _PAD = {PadValue.zero: "PadValue::Zero", PadValue.min: "PadValue::Min", PadValue.max: "PadValue::Max"}
@@ -866,7 +865,14 @@ class _KernelGen:
             assert isinstance(acc, Var)
             parts = [name, ident(acc.name), *parts[1:]]
             reads.append(ident(acc.name))
-        src_tiles = [a for a in args if isinstance(a, Var) and isinstance(a.type, TileType)]
+        into_arg = args[cpp.into] if cpp.into is not None else None
+        src_tiles = [
+            a
+            for a in args
+            if isinstance(a, Var)
+            and isinstance(a.type, TileType)
+            and not (isinstance(into_arg, Var) and a.name == into_arg.name)
+        ]
         src_space = src_tiles[0].type.memory if src_tiles else t.memory  # type: ignore[union-attr]
         if cpp.helper:
             call, pipe = f"sk::{fn}", Pipe.S

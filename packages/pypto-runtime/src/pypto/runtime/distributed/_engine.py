@@ -551,7 +551,11 @@ class RankGroup:
             )
         seq = self._seq
         self._seq += 1
-        before = self._send_io(command, io) if io is not None else {}
+        try:
+            before = self._send_io(command, io) if io is not None else {}
+        except RuntimeError as exc:
+            self._name_the_dead(what, exc)
+            raise
         self._sent.messages.clear()
         self._sent.put(self.channel, f"cmd/{seq}", {**command, "gloo_io": io is not None})
         keys = [f"done/{seq}/{r}" for r in range(self.world_size)]
@@ -571,6 +575,18 @@ class RankGroup:
         self.rank_seconds = tuple(
             float(t) for t in self._wait([f"time/{seq}/{r}" for r in range(self.world_size)], what)
         )
+
+    def _name_the_dead(self, what: str, exc: BaseException) -> None:
+        """The data path to a rank broke (gloo: "Connection closed by peer"): a rank died. Name
+        it as the heartbeats do (raise its DistributedRankError), whichever noticed first; return
+        when no rank is found dead within the heartbeat's staleness."""
+        deadline = time.monotonic() + _STALE + 1.0
+        while time.monotonic() < deadline:
+            try:
+                self._check_processes(what)
+            except DistributedRankError as named:
+                raise named from exc
+            time.sleep(_POLL)
 
     _NO_IO = (
         "RankGroup.dispatch(io): host tensors outside shared memory travel to ranks started by torchrun "
