@@ -21,13 +21,14 @@ __all__ = ["CODEGEN_VERSION", "KEY_VERSION", "ArtifactKey", "ToolchainIdentity",
 KEY_VERSION = 1
 """Bumped when the key's own layout changes (invalidates every key)."""
 
-CODEGEN_VERSION = 6
+CODEGEN_VERSION = 7
 """Bumped when the code generator emits different code for the same IR, or its artifacts'
 metadata changes meaning (2: artifacts carry per-kernel ``buffer_usage`` and kernels beyond the
 platform's on-chip buffers are refused; 3: ``buffer_usage`` is the peak of the tiles live at
 once, not the sum of every tile declared; 4: an orchestration window's descriptor keeps only the
 part of its declared extent inside the tensor; 6: a tile cast passes its rounding mode, by default
-ties away from zero), so entries built before are not reused."""
+ties away from zero; 7: kernels are PTO-ISA programs, tiles placed by the memory-allocation pass
+and pipes ordered by the sync-insertion pass), so entries built before are not reused."""
 
 
 def _canon(value: Any, path: str) -> Any:
