@@ -24,7 +24,6 @@ Parameter names, output slots and return count all come from the metadata.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import stat
@@ -42,6 +41,7 @@ from pypto.ir import (
     KernelInfo,
     MetadataError,
     ParamInfo,
+    binary_key,
     device_kind,
 )
 from pypto.runtime import device_build, progress, settings
@@ -251,7 +251,7 @@ def _compile_all(
     out: dict[str, bytes] = {}
     for target, source, tc in jobs:
         sources = _read_sources(path, meta, source, read)
-        memo = (tc.identity(), hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest())
+        memo = (tc.identity(), binary_key(tc.identity(), sources))
         memo_of[target] = memo
         with _binary_memo_lock.lock:
             data = _binary_memo.get(memo)

@@ -12,14 +12,12 @@ artifact-store entry of its own (:mod:`pypto.runtime.distributed.entry`).
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import DataType, DistributedConfig, ParamDirection
+from pypto.ir import DataType, DistributedConfig, ParamDirection, digest_of
 from pypto.language import typing as lt
 from pypto.language.binding import dtype_of, is_tensor, shape_of
 from pypto.language.distributed import is_distributed_annotation
@@ -167,7 +165,7 @@ class DistributedPlan:
         return tuple(p for p in self.params if not p.local)
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
+        return digest_of(self.to_json())
 
 
 @dataclass(frozen=True)
