@@ -36,6 +36,7 @@ from pypto.language.jit import JITFunction, Specialization
 from pypto.language.tracebacks import user_facing
 from pypto.runtime import device_build, settings
 from pypto.runtime.artifact_runtime import Obtained, default_runtime
+from pypto.runtime.call_plan import DECLINED, run_artifact
 from pypto.runtime.compiled import (
     DEVICE_DIR,
     ENTRIES_FILE,
@@ -47,7 +48,7 @@ from pypto.runtime.compiled import (
 from pypto.runtime.errors import DeviceBuildUnavailable
 from pypto.runtime.host_tensors import allocate_like
 from pypto.runtime.manifest import EntryState
-from pypto.runtime.runner import DECLINED, RunConfig, run_artifact
+from pypto.runtime.runner import RunConfig
 
 __all__ = [
     "Compilable",

@@ -53,7 +53,7 @@ from pypto.runtime.settings import SettingsError
 from pypto.runtime.store import check_key
 
 if TYPE_CHECKING:
-    from pypto.runtime.runner import CallPlan
+    from pypto.runtime.call_plan import CallPlan
 
 __all__ = [
     "DEVICE_DIR",
@@ -378,7 +378,7 @@ class CompiledArtifact:
         self.manifest = manifest
         self._lock = threading.Lock()
         self._callable: Any = None
-        self._call_plan: CallPlan | None = None  # pypto.runtime.runner: made at the first program call
+        self._call_plan: CallPlan | None = None  # pypto.runtime.call_plan: made at the first program call
 
     @classmethod
     def from_dir(
@@ -608,6 +608,6 @@ class CompiledProgram:
         return f"CompiledProgram({self.artifact.name!r}, path={str(self.path)!r}, platform={self.platform!r})"
 
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
-        from pypto.runtime.runner import run_artifact
+        from pypto.runtime.call_plan import run_artifact
 
         return run_artifact(self.artifact, args, kwargs, config)
