@@ -332,7 +332,6 @@ def _with_window_params(
     """The host orchestrator with the window parameters (``pld.DistributedTensor``) of each
     chip orchestration it may launch, so that its launches can pass ``pld.window`` views."""
     from pypto.language.distributed import is_distributed_annotation
-    from pypto.language.parser.common import SourceInfo, param_annotations
 
     if not any(f.role is Role.Orchestrator for f in host_funcs):
         return host_funcs

@@ -32,8 +32,7 @@ from pypto.ir import (
     program_key,
     program_material,
 )
-from pypto.language.jit import JITFunction, Specialization
-from pypto.language.tracebacks import user_facing
+from pypto.language.interface import JITFunction, Specialization, user_facing
 from pypto.runtime import device_build, settings
 from pypto.runtime.artifact_runtime import Obtained, default_runtime
 from pypto.runtime.call_plan import DECLINED, run_artifact

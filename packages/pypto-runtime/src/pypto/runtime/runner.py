@@ -34,8 +34,7 @@ from pypto.ir import (
     strided_alias_conflict,
 )
 from pypto.ir import ViewSpan as Span
-from pypto.language.binding import is_tensor
-from pypto.language.typing import is_runtime
+from pypto.language.interface import is_runtime, is_tensor
 from pypto.runtime import mode_gate
 from pypto.runtime.host_tensors import (
     HostTensor,

@@ -18,11 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import DataType, DistributedConfig, ParamDirection, digest_of
-from pypto.language import typing as lt
-from pypto.language.binding import dtype_of, is_tensor, shape_of
-from pypto.language.distributed import is_distributed_annotation
-from pypto.language.host import HostFunction
-from pypto.language.host_trace import HostTensorRef, WindowView
+from pypto.language.interface import (
+    HostFunction,
+    HostTensorRef,
+    WindowView,
+    dtype_of,
+    is_distributed_annotation,
+    is_tensor,
+    shape_of,
+)
+from pypto.language.interface import typing as lt
 from pypto.runtime.distributed.host_bytes import ByteTensor, element_size
 
 __all__ = [
