@@ -1,4 +1,4 @@
-"""Upstream's module name for the multi-chip runtime: ``DistributedWorker`` and the conversion
+"""Upstream compatibility (``pypto.runtime.upstream``): upstream's module name for the multi-chip runtime: ``DistributedWorker`` and the conversion
 a SubWorker callback uses on its arguments.
 
 A runtime-bound SubWorker (``prepare(callbacks={name: fn})``) is called as ``fn(args)``: one

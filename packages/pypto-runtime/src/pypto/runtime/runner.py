@@ -27,15 +27,12 @@ from pypto.ir import (
     ParamDirection,
     ParamInfo,
     PassDumpLevel,
-    check_backend,
-    check_dump_passes,
-    check_strategy,
     partial_overlap,
     strided_alias_conflict,
 )
 from pypto.ir import ViewSpan as Span
 from pypto.language.interface import is_runtime, is_tensor
-from pypto.runtime import mode_gate
+from pypto.runtime import mode_gate, upstream
 from pypto.runtime.host_tensors import (
     HostTensor,
     TensorBindingError,
@@ -73,7 +70,8 @@ class RunConfig:
         swimlane_dir: Where the swimlane trace goes (default ``build_output/swimlane`` under
             the current directory); only with ``enable_chip_swimlane``.
         strategy: ``OptimizationStrategy.Default``, the compiler's one pipeline: checked, no
-            other effect.
+            other effect. (This field and the next five exist for upstream programs only:
+            ``pypto.runtime.upstream``.)
         backend_type: Checked against ``platform`` (``BackendType.Ascend910B``: a2a3,
             ``Ascend950``: a5); None: the platform's. The platform alone decides the build.
         dump_passes: A bool or a ``PassDumpLevel``: checked; a program-mode compile writes no
@@ -150,11 +148,7 @@ class RunConfig:
                 f"RunConfig(swimlane_dir): given as {self.swimlane_dir!r} but enable_chip_swimlane is off; "
                 "set enable_chip_swimlane=True to write the trace"
             )
-        check_strategy(self.strategy)
-        check_backend(self.backend_type, self.platform)
-        check_dump_passes(self.dump_passes)
-        if not isinstance(self.compile_profiling, bool):
-            raise ValueError(f"RunConfig(compile_profiling): expected a bool, got {self.compile_profiling!r}")
+        upstream.check_fields(self)  # the six fields that exist for upstream programs only
         t = self.timeout
         if t is not None and (
             isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0
@@ -162,10 +156,6 @@ class RunConfig:
             raise ValueError(
                 f"RunConfig(timeout): expected None (no limit) or a finite number of seconds > 0, got {t!r}"
             )
-        for name in ("rtol", "atol"):
-            tol = getattr(self, name)
-            if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
-                raise ValueError(f"RunConfig({name}): expected a number >= 0, got {tol!r}")
         call_config = self.call_config
         if level:
             call_config = _with_swimlane(
