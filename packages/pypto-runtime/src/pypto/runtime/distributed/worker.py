@@ -27,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from pypto.ir import DATA_PATHS, DataType, ParamDirection
-from pypto.language.binding import dtype_of, is_tensor, shape_of
+from pypto.language.interface import dtype_of, is_tensor, shape_of
 from pypto.runtime.distributed import shm, sub_workers
 from pypto.runtime.distributed.call_args import bind_host_args, with_outputs
 from pypto.runtime.distributed.errors import DistributedRankError
