@@ -86,9 +86,10 @@ class RunConfig:
             ``pypto.ir.compile(..., dump_passes=True)`` writes one.
         compile_profiling: A bool, checked; no effect: a program-mode compile goes through the
             artifact store and is timed by nobody (``nox -s bench`` measures the compile path).
-        rtol, atol: The tolerances of a check of results against a reference that uses this
-            config (``torch.allclose(out, ref, rtol=config.rtol, atol=config.atol)``); a run
-            itself compares nothing. Each >= 0.
+        rtol: The relative tolerance of a check of results against a reference that uses
+            this config (``torch.allclose(out, ref, rtol=config.rtol, atol=config.atol)``); a
+            run itself compares nothing. >= 0.
+        atol: The absolute tolerance of that check, as ``rtol``. >= 0.
         distributed_config: A ``pypto.ir.DistributedConfig`` (which devices are the ranks)
             for compiling a ``@pl.jit.host`` program; None for a single-chip program.
     """
