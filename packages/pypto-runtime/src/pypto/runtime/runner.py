@@ -37,6 +37,7 @@ from pypto.ir import (
 )
 from pypto.ir import ViewSpan as Span
 from pypto.language.binding import is_tensor
+from pypto.language.tracebacks import marks_user_errors
 from pypto.language.typing import is_runtime
 from pypto.runtime import mode_gate
 from pypto.runtime.host_tensors import (
@@ -223,6 +224,7 @@ def _signature_text(params: Sequence[ParamInfo]) -> str:
     return ", ".join(f"{p.name}:{'scalar' if p.is_scalar else p.direction.value}" for p in params)
 
 
+@marks_user_errors  # its errors name the parameter: shown without pypto's frames
 def bind_arguments(
     name: str, params: Sequence[ParamInfo], args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> list[Any]:
@@ -684,6 +686,7 @@ def _run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], 
     return call_results(artifact, slots)
 
 
+@marks_user_errors
 def bind_task_args(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, list[Any]]:
     """A call of ``artifact``'s program as ``simpler.TaskArgs``, and the arguments in parameter
     order (omitted Out tensors allocated): binds, describes and checks every argument against
