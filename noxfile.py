@@ -129,7 +129,7 @@ _INSTALLED = (
 
 def _installed(session: nox.Session, dists: list[str]) -> set[str]:
     """Which of ``dists`` the session's venv holds."""
-    out = session.run("python", "-c", _INSTALLED, *dists, silent=True)
+    out = session.run("python", "-c", _INSTALLED, *dists, silent=True, log=False)
     return set(json.loads(str(out).strip().splitlines()[-1]))
 
 
