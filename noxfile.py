@@ -494,8 +494,9 @@ def docs(session: nox.Session) -> None:
     """The documentation site (mkdocs.yml) into build/site, warnings as errors: first checks
     that docs/reference/ops.md is the op table's current reference; the API pages are read
     from the packages' sources by mkdocstrings. In CI: the whole build takes seconds."""
-    _install(session, "pypto-ir")
-    session.install(*DOC_TOOLS)
+    _install(session, "pypto-ir", test=False)
+    with _phase(session, "installing mkdocs-material and mkdocstrings"):
+        session.install(*DOC_TOOLS, silent=True)
     session.chdir(ROOT)  # mkdocs.yml's snippet base path is the repository root
     session.run(
         *("python", "-m", "pypto.ir.ops.reference", "--check", "docs/reference/ops.md"),
