@@ -27,4 +27,5 @@ def test_example_runs_and_matches(example: Path, tmp_path: Path) -> None:
     pytest.importorskip("pypto.runtime", reason="the whole stack is installed only in the `tests` session")
     proc = run_python_file(example, tmp_path, tmp_path / "cache")
     assert proc.returncode == 0, f"{example.name} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
-    assert "MATCH" in proc.stdout and "MISMATCH" not in proc.stdout, proc.stdout
+    assert "MATCH" in proc.stdout, proc.stdout
+    assert "MISMATCH" not in proc.stdout, proc.stdout

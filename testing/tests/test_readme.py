@@ -42,7 +42,9 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def check_output(what: str, proc: subprocess.CompletedProcess[str]) -> None:
-    assert proc.returncode == 0, f"{what} failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (
+        f"{what} failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}"
+    )
     ok = _OK.search(proc.stdout)
     assert ok, f"{what} printed no 'ok: ...' line after its check:\n{proc.stdout}"
     assert proc.stdout[: ok.start()].strip(), f"{what} printed nothing of what it computed:\n{proc.stdout}"
@@ -75,7 +77,8 @@ def test_readme_command_line_example(tmp_path: Path, cache_dir: Path) -> None:
         check=False,
     )
     check_output("README.md's command-line example", proc)
-    assert (tmp_path / "out.npy").is_file() and any((tmp_path / "trace").iterdir())
+    assert (tmp_path / "out.npy").is_file()
+    assert any((tmp_path / "trace").iterdir())
 
 
 def test_check_output_fails_without_ok_or_values() -> None:
