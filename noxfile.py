@@ -89,7 +89,8 @@ def _build_wheels(
 ) -> dict[str, str]:
     """Build every package's wheel into ``wheelhouse`` unless an identical one is there; returns
     each wheel's source digest, by distribution name."""
-    session.install(*BUILD_DEPS)
+    with _phase(session, "installing the build tools (meson-python, nanobind, hatchling)"):
+        session.install(*BUILD_DEPS, silent=True)
     wheelhouse.mkdir(parents=True, exist_ok=True)
     digests = {}
     for name, (folder, _) in {**PACKAGES, "pypto-testing": (TESTING, False)}.items():
