@@ -44,7 +44,7 @@ from pypto.runtime.host_tensors import (
 if TYPE_CHECKING:
     pass
 
-__all__ = ["RunConfig", "bind_arguments", "bind_task_args", "call_results", "run_general"]
+__all__ = ["RunConfig", "bind_arguments", "bind_task_args", "call_results", "register_for", "run_general"]
 
 
 @dataclass(frozen=True)
@@ -277,15 +277,12 @@ def _output_shape(name: str, p: ParamInfo) -> tuple[int, ...]:
     return p.shape
 
 
-def run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig) -> Any:
-    """Every call the plan does not take: binds, describes, checks and reports in full."""
+def register_for(config: RunConfig, callable_: Any) -> tuple[Any, Any]:
+    """``callable_`` registered on the shared Worker of ``config`` (platform, runtime, device and
+    core threads): the Worker and the registration handle."""
     from pypto.runtime.worker import register_on_shared_worker
 
-    meta = artifact.metadata
-    task_args, slots = bind_task_args(artifact, args, kwargs)
-    callable_ = artifact.chip_callable()  # loading native code never claims a mode
-    mode_gate.claim_program(f"{meta.name}() on {config.platform}")
-    worker, handle = register_on_shared_worker(
+    return register_on_shared_worker(
         callable_,
         config.platform,
         config.runtime,
@@ -293,6 +290,15 @@ def run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], c
         aic_threads=config.aic_threads,
         aiv_threads=config.aiv_threads,
     )
+
+
+def run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig) -> Any:
+    """Every call the plan does not take: binds, describes, checks and reports in full."""
+    meta = artifact.metadata
+    task_args, slots = bind_task_args(artifact, args, kwargs)
+    callable_ = artifact.chip_callable()  # loading native code never claims a mode
+    mode_gate.claim_program(f"{meta.name}() on {config.platform}")
+    worker, handle = register_for(config, callable_)
     worker.run(handle, task_args, config.effective_call_config, timeout=config.timeout)
     return call_results(artifact, slots)
 
