@@ -33,6 +33,7 @@ from pypto.torch._kernel.context import shutdown as _shutdown
 from pypto.torch._native_describe import build_native
 from pypto.torch._validation import ArgumentError
 from pypto.torch.interop import CallFrame, CallSignature
+from pypto.torch.functional import FunctionalOperator
 from pypto.torch.library import Operator, register
 from pypto.torch.registration import RegistrationSignature
 
@@ -46,6 +47,7 @@ __all__ = [
     "KernelInfo",
     "KernelInitError",
     "KernelState",
+    "FunctionalOperator",
     "Operator",
     "RegistrationError",
     "RegistrationSignature",
