@@ -150,6 +150,14 @@ class Operator:
         """How many kernels this operator has compiled (and registered) so far."""
         return self._variants.compiles
 
+    @property
+    def _callables(self) -> dict[tuple[Any, ...], Any]:
+        """Every variant's registered kernels by compile key (for tests and benchmarks)."""
+        out: dict[tuple[Any, ...], Any] = {}
+        for dt, ks in self._variants.sets.items():
+            out.update({(dt, *k): kc for k, kc in ks._callables.items()})
+        return out
+
     def precompile(
         self, *, dtypes: Iterable[Any] | None = None, examples: Iterable[Sequence[Any]] | None = None, extent: int = 16
     ) -> int:
@@ -180,10 +188,9 @@ class Operator:
         return tuple(args[i] for i in aliases)
 
     def _aliases_after_first_call(self) -> tuple[int, ...]:
-        for ks in self._variants.sets.values():
-            for kc in ks._callables.values():
-                self._aliases = kc.return_aliases
-                return kc.return_aliases
+        for kc in self._callables.values():
+            self._aliases = kc.return_aliases
+            return kc.return_aliases
         raise RuntimeError(
             f"{self.name}: the returned tensors could not be read from the source of "
             f"{self.fn.__name__} (return the Out/InOut parameters by name), and no call has compiled it yet"
