@@ -79,7 +79,9 @@ class KernelSet:
             for d in declared
             if not d.is_scalar
         )
-        self.dyn_dims = dyn_dims(declared)
+        # a pl.dynamic name on two or more axes: checked on every call (an output sized for
+        # another extent would be written out of bounds), before any compile
+        self.dyn_dims = {k: v for k, v in dyn_dims(declared).items() if len(v) > 1}
         self._callables: dict[tuple[Any, ...], KernelCallable] = {}
         self._lock = threading.Lock()
 
@@ -103,6 +105,8 @@ class KernelSet:
         kc = self._callables.get(key)
         if kc is None:
             kc = self.prepare(args, info, key)
+        elif self.dyn_dims:
+            self.check_dyn_dims(args, "describe_call")
         frame = kc.signature.describe_call(args)
         manager.launch(kc, frame, wait=kc.signature.platform.is_simulator)
 
