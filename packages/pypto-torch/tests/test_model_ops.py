@@ -151,7 +151,9 @@ def swiglu(dt: Any) -> Any:
                 ua: pl.Tile[[T, FF], pl.FP32] = pl.matmul(xa, pl.move(u1, target_memory=pl.MemorySpace.Right))
                 g = pl.move(ga, target_memory=pl.MemorySpace.Vec)
                 u = pl.move(ua, target_memory=pl.MemorySpace.Vec)
-                y = pl.set_validshape(pl.mul(pl.mul(g, pl.recip(pl.add(pl.exp(pl.neg(g)), 1.0))), u), rows, FF)
+                y = pl.set_validshape(
+                    pl.mul(pl.mul(g, pl.recip(pl.add(pl.exp(pl.neg(g)), 1.0))), u), rows, FF
+                )
                 if narrow:
                     y = pl.cast(y, target_type=dt)
                 pl.store(y, [i * T, 0], out)
@@ -287,7 +289,7 @@ def test_precompile_then_calls_compile_nothing(ops: dict[str, Any]) -> None:
             x = torch.randn(rows, cols, dtype=dtype)
             torch.testing.assert_close(op(x), torch.softmax(x.float(), -1).to(dtype), rtol=1e-2, atol=1e-2)
     assert op.compiles == 2
-    with pytest.raises(ValueError, match="no variant for dtype torch.float16"):
+    with pytest.raises(ValueError, match=r"no variant for dtype torch\.float16"):
         op.precompile(dtypes=[torch.float16])
 
 
@@ -319,9 +321,9 @@ def test_training_a_two_layer_model_matches_torch(ops: dict[str, Any]) -> None:
             loss.backward()
             opt.step()
         trained.append(p)
-    for k in params:
+    for k, start in params.items():
         torch.testing.assert_close(trained[0][k], trained[1][k], rtol=1e-4, atol=1e-5)
-        assert not torch.equal(trained[0][k], params[k])
+        assert not torch.equal(trained[0][k], start)
 
 
 class Block(torch.nn.Module):

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from pypto.ir import DYNAMIC, Contract, DataType, ParamInfo, SignatureError
-from pypto.ir.types import DynDim
 from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
 from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import KernelCallable
@@ -110,7 +109,9 @@ class KernelSet:
         frame = kc.signature.describe_call(args)
         manager.launch(kc, frame, wait=kc.signature.platform.is_simulator)
 
-    def prepare(self, args: Sequence[Any], info: Any = None, key: tuple[Any, ...] | None = None) -> KernelCallable:
+    def prepare(
+        self, args: Sequence[Any], info: Any = None, key: tuple[Any, ...] | None = None
+    ) -> KernelCallable:
         """The registered kernel for ``args`` (tensors or Meta tensors), compiled if new."""
         from pypto.language import RUNTIME
         from pypto.runtime import compile_artifact
@@ -180,7 +181,8 @@ class KernelSet:
                             f"{size} in parameter {b!r} (axis {axis}); every axis annotated {name} must agree"
                         )
                 else:
-                    torch._check(size == first[2], lambda: f"{what}: dimension {name} must agree")
+                    msg = f"{what}: dimension {name} must agree in every parameter annotated with it"
+                    torch._check(size == first[2], lambda msg=msg: msg)
 
     def fake_params(self, args: Sequence[Any], what: str) -> list[ParamInfo]:
         """The ParamInfo of each argument as the Fake kernel checks it: the declaration, where a
@@ -217,6 +219,11 @@ class KernelSet:
         return args
 
 
+def is_dynamic(dim: object) -> bool:
+    """Whether an annotated dim is a ``pl.dynamic`` one (annotated dims are ints or those)."""
+    return not isinstance(dim, int) and isinstance(getattr(dim, "name", None), str)
+
+
 def dyn_dims(declared: Iterable[DeclaredParam]) -> dict[str, list[tuple[int, int]]]:
     """``{pl.dynamic name: [(parameter position, axis), ...]}`` from the tensor annotations."""
     out: dict[str, list[tuple[int, int]]] = {}
@@ -225,7 +232,7 @@ def dyn_dims(declared: Iterable[DeclaredParam]) -> dict[str, list[tuple[int, int
             continue
         shape = getattr(getattr(d.annotation, "inner", d.annotation), "shape", None)
         for axis, dim in enumerate(shape or ()):
-            if isinstance(dim, DynDim):
+            if is_dynamic(dim):
                 out.setdefault(dim.name, []).append((d.position, axis))
     return out
 
@@ -296,7 +303,9 @@ class Variants:
             for dt in keys:
                 ks = self.sets.get(dt) if self.generic else self.sets[None]
                 if ks is None:
-                    raise ValueError(f"{label}: no variant for dtype {dt}; the operator has {list(self.sets)}")
+                    raise ValueError(
+                        f"{label}: no variant for dtype {dt}; the operator has {list(self.sets)}"
+                    )
                 args = ks.example_args(dt, extent)
                 if args is None:
                     raise ValueError(
@@ -335,7 +344,11 @@ def _start_progress(label: str, total: int, done: int) -> tuple[Any, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
     )
     progress.start()
     task = progress.add_task(label, total=total, completed=done)
@@ -358,4 +371,3 @@ def variants_of(fn: Any, dtypes: Iterable[Any] | None, name: str) -> dict[Any, A
     if not out:
         raise ValueError(f"register({name!r}, dtypes): expected at least one dtype")
     return out
-

@@ -26,10 +26,9 @@ from typing import Any
 
 import torch
 from pypto.ir import DataType, ParamDirection, ParamInfo, SignatureError
-from pypto.ir.types import DynDim
 from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
 from pypto.torch._kernel import context
-from pypto.torch._operator_kernels import KernelSet, Variants, variants_of
+from pypto.torch._operator_kernels import KernelSet, Variants, is_dynamic, variants_of
 from pypto.torch._validation import ArgumentError, check_tensor_signature, describe_param
 from pypto.torch.registration import RegistrationSignature
 
@@ -121,7 +120,9 @@ class FunctionalOperator:
         names = [d.name for d in self._inputs]
         if isinstance(given, str):
             if given not in names or next(d for d in self._inputs if d.name == given).is_scalar:
-                raise SignatureError(f"{what}: shapes[{out.name!r}] = {given!r} is not a tensor input ({names})")
+                raise SignatureError(
+                    f"{what}: shapes[{out.name!r}] = {given!r} is not a tensor input ({names})"
+                )
             k = names.index(given)
             return lambda *ins: tuple(ins[k].shape)
         if given is not None:
@@ -140,11 +141,11 @@ class FunctionalOperator:
         where: dict[str, tuple[int, int]] = {}
         for k, d in enumerate(self._inputs):
             for axis, dim in enumerate(_annotated_shape(d) or () if not d.is_scalar else ()):
-                if isinstance(dim, DynDim):
+                if is_dynamic(dim):
                     where.setdefault(dim.name, (k, axis))
         parts: list[int | tuple[int, int]] = []
         for dim in dims:
-            if isinstance(dim, DynDim):
+            if is_dynamic(dim):
                 if dim.name not in where:
                     raise SignatureError(
                         f"{what}: Out parameter {out.name!r} has dim {dim.name}, which no In tensor's annotation "
@@ -157,7 +158,8 @@ class FunctionalOperator:
 
     def _out_dtype(self, ks: KernelSet, k: int, first: torch.Tensor) -> torch.dtype:
         d = ks.declared[self._outputs[k].position]
-        return ks.tensor_dtypes.get(d.position, first.dtype)
+        dtype: torch.dtype = ks.tensor_dtypes.get(d.position, first.dtype)
+        return dtype
 
     def _allocate(self, ks: KernelSet, ins: Sequence[Any], what: str) -> list[torch.Tensor]:
         first = ins[self._first_tensor]
@@ -166,7 +168,9 @@ class FunctionalOperator:
             try:
                 shape = list(self._rules[d.name](*ins))
             except Exception as exc:
-                raise ArgumentError(f"{what}: the shape rule of Out parameter {d.name!r} failed: {exc}") from exc
+                raise ArgumentError(
+                    f"{what}: the shape rule of Out parameter {d.name!r} failed: {exc}"
+                ) from exc
             outs.append(first.new_empty(shape, dtype=self._out_dtype(ks, k, first)))
         return outs
 
@@ -195,7 +199,11 @@ class FunctionalOperator:
         return self._variants.compiles
 
     def precompile(
-        self, *, dtypes: Iterable[Any] | None = None, examples: Iterable[Sequence[Any]] | None = None, extent: int = 16
+        self,
+        *,
+        dtypes: Iterable[Any] | None = None,
+        examples: Iterable[Sequence[Any]] | None = None,
+        extent: int = 16,
     ) -> int:
         """Compile ahead of the first calls; as :meth:`pypto.torch.Operator.precompile`, with
         ``examples`` of the operator's own arguments (the ``In`` parameters)."""
@@ -209,7 +217,9 @@ class FunctionalOperator:
             full.append(self._full_args(ins, self._allocate(ks, ins, label)))
         return self._variants.precompile(full, None, extent, label)
 
-    def register_autograd(self, backward: Callable[..., Any], *, setup_context: Callable[..., Any] | None = None) -> None:
+    def register_autograd(
+        self, backward: Callable[..., Any], *, setup_context: Callable[..., Any] | None = None
+    ) -> None:
         """Give the operator a backward (``torch.library.register_autograd``): ``backward(ctx,
         *grads)`` returns one gradient (or None) per input; ``setup_context(ctx, inputs,
         output)`` saves what it needs. Either may call other PyPTO operators or any torch code."""
@@ -242,15 +252,21 @@ class FunctionalOperator:
             decl = ks.declared[d.position]
             info = decl.param_info()
             if not isinstance(arg, torch.Tensor):
-                raise ArgumentError(f"{what}: parameter {d.name!r} (#{d.position}): expected a tensor, got {type(arg).__name__}")
+                raise ArgumentError(
+                    f"{what}: parameter {d.name!r} (#{d.position}): expected a tensor, got {type(arg).__name__}"
+                )
             if info is None:
                 dtype = decl.dtype or from_torch_dtype(arg.dtype, what=f"{what}: parameter {d.name!r}")
                 info = ParamInfo(d.name, d.direction, decl.shape or (-1,) * arg.dim(), dtype)
-            check_tensor_signature(d.position, info, arg, to_torch_dtype(info.dtype, what=what), caller="fake")
+            check_tensor_signature(
+                d.position, info, arg, to_torch_dtype(info.dtype, what=what), caller="fake"
+            )
             if device is None:
                 device = arg.device
             elif arg.device != device:
-                raise ArgumentError(f"{what}: {describe_param(k, info)}: is on {arg.device}, the first input on {device}")
+                raise ArgumentError(
+                    f"{what}: {describe_param(k, info)}: is on {arg.device}, the first input on {device}"
+                )
         outs = self._allocate(ks, ins, what)
         ks.check_dyn_dims(self._full_args(ins, outs), what)
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -159,7 +159,11 @@ class Operator:
         return out
 
     def precompile(
-        self, *, dtypes: Iterable[Any] | None = None, examples: Iterable[Sequence[Any]] | None = None, extent: int = 16
+        self,
+        *,
+        dtypes: Iterable[Any] | None = None,
+        examples: Iterable[Sequence[Any]] | None = None,
+        extent: int = 16,
     ) -> int:
         """Compile ahead of the first calls: for ``examples`` (argument lists, tensors may be
         empty), else for ``dtypes`` (default every variant) of a kernel whose tensors all have
@@ -189,8 +193,9 @@ class Operator:
 
     def _aliases_after_first_call(self) -> tuple[int, ...]:
         for kc in self._callables.values():
-            self._aliases = kc.return_aliases
-            return kc.return_aliases
+            aliases: tuple[int, ...] = kc.return_aliases
+            self._aliases = aliases
+            return aliases
         raise RuntimeError(
             f"{self.name}: the returned tensors could not be read from the source of "
             f"{self.fn.__name__} (return the Out/InOut parameters by name), and no call has compiled it yet"
@@ -300,8 +305,10 @@ def register(
         op = FunctionalOperator(fn, name, dtypes=dtypes, shapes=shapes)
     else:
         if shapes is not None:
-            raise TypeError("register(shapes=...): shape rules are for functional=True (a mutation-only "
-                            "operator's caller passes its Out tensors)")
+            raise TypeError(
+                "register(shapes=...): shape rules are for functional=True (a mutation-only "
+                "operator's caller passes its Out tensors)"
+            )
         op = Operator(fn, name, dtypes=dtypes)
     with _operators_lock:
         _operators[op.name] = op

@@ -316,7 +316,9 @@ class _Lowerer:
         if isinstance(e, Var) and e.name in self.blocked:
             call = self.blocked.pop(e.name)
             space = MemorySpace.Vec if memory is MemorySpace.Vec else MemorySpace.Mat
-            scratch = emit_blocked_matmul(self, call, Scratch(memory=space), caps=self.caps, out=out, base=e.name)
+            scratch = emit_blocked_matmul(
+                self, call, Scratch(memory=space), caps=self.caps, out=out, base=e.name
+            )
             assert scratch is not None
             self.tiles[e.name] = scratch
         if isinstance(e, Var) and e.name in self.tiles:
@@ -339,7 +341,11 @@ class _Lowerer:
             t = self.tiles[e.name]
             if memory is not MemorySpace.Vec and isinstance(t.type, TileType) and t.type.memory is not memory:
                 return self.emit("tile.move", [t], {"memory": memory}, out, "mv")
-            if memory is MemorySpace.Vec and isinstance(t.type, TileType) and t.type.memory is MemorySpace.Mat:
+            if (
+                memory is MemorySpace.Vec
+                and isinstance(t.type, TileType)
+                and t.type.memory is MemorySpace.Mat
+            ):
                 raise KernelError(
                     f"{e.name} is a matmul product too large for one cube tile, kept in L1 (Mat) because a "
                     "matmul read it first; no platform moves L1 to Vec, so a vector op cannot read it there: "
