@@ -280,6 +280,62 @@ def test_opcheck_and_schema_of_a_functional_operator(ops: dict[str, Any]) -> Non
         op(torch.randn(4, 24), torch.randn(16), 1e-6)  # refused before anything compiles
 
 
+def test_size_errors_are_found_before_a_compile() -> None:
+    ns = f"pypto_model_{uuid.uuid4().hex[:8]}"
+    op = pt.register(rms_norm(pl.FP32), f"{ns}::rms_norm_out")  # mutation-only: the caller's out
+    try:
+        x, w = torch.randn(20, 24), torch.randn(24)
+        with pytest.raises(
+            pt.ArgumentError, match=r"dimension M is 20 in parameter 'x' .* 19 in parameter 'out'"
+        ):
+            op(x, w, 1e-6, torch.empty(19, 24))
+        with pytest.raises(
+            pt.ArgumentError, match=r"dimension N is 24 in parameter 'x' .* 16 in parameter 'w'"
+        ):
+            op(x, torch.randn(16), 1e-6, torch.empty(20, 24))
+        with pytest.raises(pt.ArgumentError, match=r"expected dtype torch\.float32"):
+            op(x.double(), w, 1e-6, torch.empty(20, 24))
+        assert op.compiles == 0
+    finally:
+        op.remove()
+
+
+def test_functional_registration_errors() -> None:
+    ns = f"pypto_model_{uuid.uuid4().hex[:8]}"
+
+    @pl.jit
+    def acc(x: pl.Tensor, total: pl.InOut[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            total[:] = pl.add(total, x)
+        return total
+
+    @pl.jit
+    def bare(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.exp(x)
+        return out
+
+    with pytest.raises(ValueError, match="parameter 'total' is InOut"):
+        pt.register(acc, f"{ns}::acc", functional=True)
+    with pytest.raises(ValueError, match="Out parameter 'out' has no annotated shape"):
+        pt.register(bare, f"{ns}::bare", functional=True)
+    with pytest.raises(ValueError, match="'y' is not a tensor input"):
+        pt.register(bare, f"{ns}::bare", functional=True, shapes={"out": "y"})
+    with pytest.raises(TypeError, match="shape rules are for functional=True"):
+        pt.register(bare, f"{ns}::bare", shapes={"out": "x"})
+    with pytest.raises(TypeError, match="expected a builder"):
+        pt.register(bare, f"{ns}::bare", dtypes=[pl.FP32])
+    op = pt.register(bare, f"{ns}::bare", functional=True, shapes={"out": lambda x: x.shape})
+    try:
+        assert op.schema == "bare(Tensor x) -> Tensor"
+        fake = op.op(torch.empty(3, 5, device="meta"))  # the Fake kernel allocates from the rule
+        assert fake.shape == (3, 5)
+        assert fake.device.type == "meta"
+        assert op.compiles == 0
+    finally:
+        op.remove()
+
+
 def test_precompile_then_calls_compile_nothing(ops: dict[str, Any]) -> None:
     op = ops["softmax"]
     assert op.precompile(dtypes=[pl.FP32, "BF16"]) == 2  # a progress bar when it takes > 1 s
