@@ -13,6 +13,7 @@ with one compile per (operator, dtype).
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -347,6 +348,49 @@ def test_precompile_then_calls_compile_nothing(ops: dict[str, Any]) -> None:
     assert op.compiles == 2
     with pytest.raises(ValueError, match=r"no variant for dtype torch\.float16"):
         op.precompile(dtypes=[torch.float16])
+
+
+def test_precompile_shows_a_progress_bar_after_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pypto.torch import _operator_kernels
+
+    class SlowKernels:
+        compiles = 0
+
+        def prepare(self, args: Any) -> None:
+            time.sleep(0.5)
+            self.compiles += 1
+
+    class Bar:
+        def __init__(self) -> None:
+            self.updates: list[int] = []
+            self.stopped = False
+
+        def update(self, task: Any, completed: int) -> None:
+            self.updates.append(completed)
+
+        def stop(self) -> None:
+            self.stopped = True
+
+    bar = Bar()
+    shown: list[tuple[str, int, int]] = []
+
+    def start(label: str, total: int, done: int) -> tuple[Bar, int]:
+        shown.append((label, total, done))
+        return bar, 0
+
+    monkeypatch.setattr(_operator_kernels, "_start_progress", start)
+    slow = SlowKernels()
+    assert _operator_kernels._run_with_progress([(slow, ())] * 4, "precompile x") == 4  # type: ignore[list-item]
+    assert len(shown) == 1
+    assert shown[0][:2] == ("precompile x", 4)
+    assert shown[0][2] >= 1  # shown after a second, with what was done by then
+    assert bar.updates[-1] == 4
+    assert bar.stopped
+    fast = SlowKernels()
+    fast.prepare = lambda args: None  # type: ignore[method-assign]
+    shown.clear()
+    assert _operator_kernels._run_with_progress([(fast, ())] * 3, "quick") == 0  # type: ignore[list-item]
+    assert not shown
 
 
 def test_training_a_two_layer_model_matches_torch(ops: dict[str, Any]) -> None:

@@ -14,7 +14,6 @@ with ``build(dtype) -> @pl.jit function``). Every variant must have the same dis
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -323,24 +322,39 @@ def _as_torch_dtype(d: Any) -> Any:
 
 
 def _run_with_progress(jobs: list[tuple[KernelSet, Sequence[Any]]], label: str) -> int:
-    before = sum(ks.compiles for ks, _ in jobs)
-    start = time.monotonic()
-    progress: Any = None
-    task: Any = None
+    """Prepare each job; a progress bar (on stderr) appears once the work has taken a second."""
+    sets = list({id(ks): ks for ks, _ in jobs}.values())
+    before = sum(ks.compiles for ks in sets)
+    lock = threading.Lock()
+    state: dict[str, Any] = {"done": 0, "bar": None, "finished": False}
+
+    def show() -> None:
+        with lock:
+            if not state["finished"]:
+                state["bar"] = _start_progress(label, len(jobs), state["done"])
+
+    timer = threading.Timer(1.0, show)
+    timer.daemon = True
+    timer.start()
     try:
         for n, (ks, args) in enumerate(jobs):
-            if progress is None and time.monotonic() - start > 1.0:
-                progress, task = _start_progress(label, len(jobs), n)
             ks.prepare(args)
-            if progress is not None:
-                progress.update(task, completed=n + 1)
+            with lock:
+                state["done"] = n + 1
+                if state["bar"] is not None:
+                    bar, task = state["bar"]
+                    bar.update(task, completed=n + 1)
     finally:
-        if progress is not None:
-            progress.stop()
-    return sum(ks.compiles for ks, _ in jobs) - before
+        timer.cancel()
+        with lock:
+            state["finished"] = True
+            if state["bar"] is not None:
+                state["bar"][0].stop()
+    return sum(ks.compiles for ks in sets) - before
 
 
 def _start_progress(label: str, total: int, done: int) -> tuple[Any, Any]:
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     progress = Progress(
@@ -348,6 +362,7 @@ def _start_progress(label: str, total: int, done: int) -> tuple[Any, Any]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        console=Console(stderr=True),
         transient=True,
     )
     progress.start()
