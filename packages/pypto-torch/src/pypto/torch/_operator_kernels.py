@@ -27,7 +27,20 @@ from pypto.torch._validation import ArgumentError, check_tensor_signature
 if TYPE_CHECKING:
     from pypto.language.jit import DeclaredParam, JITFunction
 
-__all__ = ["KernelSet", "Variants", "declared_params", "variants_of"]
+__all__ = ["KernelSet", "Variants", "declared_params", "operators", "parse_name", "variants_of"]
+
+
+operators: dict[str, Any] = {}  # qualified name -> Operator / FunctionalOperator (keeps each library alive)
+operators_lock = threading.Lock()
+
+
+def parse_name(qualname: object) -> tuple[str, str]:
+    if not isinstance(qualname, str) or qualname.count("::") != 1:
+        raise ValueError(f"register(name): expected 'namespace::name', got {qualname!r}")
+    ns, name = qualname.split("::")
+    if not ns.isidentifier() or not name.isidentifier():
+        raise ValueError(f"register(name): expected 'namespace::name' of two identifiers, got {qualname!r}")
+    return ns, name
 
 
 def declared_params(fn: Any, what: str) -> tuple[DeclaredParam, ...]:

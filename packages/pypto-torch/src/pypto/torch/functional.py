@@ -28,7 +28,15 @@ import torch
 from pypto.ir import DataType, ParamDirection, ParamInfo, SignatureError
 from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
 from pypto.torch._kernel import context
-from pypto.torch._operator_kernels import KernelSet, Variants, is_dynamic, variants_of
+from pypto.torch._operator_kernels import (
+    KernelSet,
+    Variants,
+    is_dynamic,
+    operators,
+    operators_lock,
+    parse_name,
+    variants_of,
+)
 from pypto.torch._validation import ArgumentError, check_tensor_signature, describe_param
 from pypto.torch.registration import RegistrationSignature
 
@@ -62,10 +70,8 @@ class FunctionalOperator:
         dtypes: Iterable[Any] | None = None,
         shapes: Mapping[str, str | ShapeRule] | None = None,
     ) -> None:
-        from pypto.torch.library import _parse_name
-
         what = f"register({qualname!r}, functional=True)"
-        ns, name = _parse_name(qualname)
+        ns, name = parse_name(qualname)
         self.name = qualname
         self._variants = Variants(variants_of(fn, dtypes, qualname), qualname)
         first = next(iter(self._variants.sets.values()))
@@ -275,9 +281,7 @@ class FunctionalOperator:
 
     def remove(self) -> None:
         """Remove the operator from the dispatcher (its kernels stay registered on the Worker)."""
-        from pypto.torch.library import _operators, _operators_lock
-
-        with _operators_lock:
-            if _operators.get(self.name) is self:
-                del _operators[self.name]
+        with operators_lock:
+            if operators.get(self.name) is self:
+                del operators[self.name]
         self._library._destroy()

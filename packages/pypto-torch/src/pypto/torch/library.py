@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,17 +30,15 @@ import torch
 from pypto.ir import DataType, ParamInfo
 from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import RegistrationError
-from pypto.torch._operator_kernels import Variants, variants_of
+from pypto.torch._operator_kernels import Variants, operators, operators_lock, parse_name, variants_of
 from pypto.torch._validation import ArgumentError
+from pypto.torch.functional import FunctionalOperator
 from pypto.torch.registration import RegistrationSignature
 
 if TYPE_CHECKING:
     from pypto.language.jit import DeclaredParam, JITFunction
 
 __all__ = ["Operator", "register"]
-
-_operators: dict[str, Any] = {}  # qualified name -> Operator / FunctionalOperator (keeps each library alive)
-_operators_lock = threading.Lock()
 
 
 def _returned_names(fn: Any) -> list[list[str]] | None:
@@ -93,15 +90,6 @@ def _static_aliases(declared: tuple[DeclaredParam, ...], fn: JITFunction) -> tup
     return tuple(aliases)
 
 
-def _parse_name(qualname: object) -> tuple[str, str]:
-    if not isinstance(qualname, str) or qualname.count("::") != 1:
-        raise ValueError(f"register(name): expected 'namespace::name', got {qualname!r}")
-    ns, name = qualname.split("::")
-    if not ns.isidentifier() or not name.isidentifier():
-        raise ValueError(f"register(name): expected 'namespace::name' of two identifiers, got {qualname!r}")
-    return ns, name
-
-
 class Operator:
     """A registered PyPTO kernel: call it like the jit function (Out/InOut supplied by the caller).
 
@@ -115,7 +103,7 @@ class Operator:
     """
 
     def __init__(self, fn: Any, qualname: str, *, dtypes: Iterable[Any] | None = None) -> None:
-        ns, name = _parse_name(qualname)
+        ns, name = parse_name(qualname)
         self.name = qualname
         self._variants = Variants(variants_of(fn, dtypes, qualname), qualname)
         first = next(iter(self._variants.sets.values()))
@@ -234,9 +222,9 @@ class Operator:
 
     def remove(self) -> None:
         """Remove the operator from the dispatcher (its kernels stay registered on the Worker)."""
-        with _operators_lock:
-            if _operators.get(self.name) is self:
-                del _operators[self.name]
+        with operators_lock:
+            if operators.get(self.name) is self:
+                del operators[self.name]
         self._library._destroy()
 
 
@@ -300,8 +288,6 @@ def register(
         raise TypeError("register(fn, name): the operator name 'namespace::name' is required")
     op: Any
     if functional:
-        from pypto.torch.functional import FunctionalOperator
-
         op = FunctionalOperator(fn, name, dtypes=dtypes, shapes=shapes)
     else:
         if shapes is not None:
@@ -310,12 +296,12 @@ def register(
                 "operator's caller passes its Out tensors)"
             )
         op = Operator(fn, name, dtypes=dtypes)
-    with _operators_lock:
-        _operators[op.name] = op
+    with operators_lock:
+        operators[op.name] = op
     return op
 
 
 def registered() -> dict[str, Any]:
     """The operators registered in this process, by qualified name."""
-    with _operators_lock:
-        return dict(_operators)
+    with operators_lock:
+        return dict(operators)
