@@ -8,18 +8,19 @@ prepared (the imports are inside the functions). The control messages and their 
 - Process start and failure detection: torch's elastic launcher (the engine of ``torchrun``),
   ``torch.distributed.elastic.multiprocessing.start_processes``, runs ``python -m
   pypto.runtime.distributed._engine`` once per rank with torchrun's environment contract
-  (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``). Polling its
+  (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``; the store's file instead of ``MASTER_ADDR``/
+  ``MASTER_PORT``). Polling its
   context reports a rank that exited (its exit code or signal, and the error it recorded) and
   terminates the others.
-- Rendezvous and control: a ``TCPStore`` served by the parent at ``MASTER_ADDR:MASTER_PORT``
-  (127.0.0.1 only). It holds the plans of the worker's programs (``boot``); commands are
-  ``cmd/<seq>`` keys (JSON, naming the program and the phase to run), and each rank answers
+- Rendezvous and control: a ``FileStore`` in the run's 0700 directory (the file named by
+  ``PYPTO_DIST_STORE_FILE``; no port, so no other user can reach it). It holds the plans of the
+  worker's programs (``boot``); commands are ``cmd/<seq>`` keys (JSON, naming the program and the phase to run), and each rank answers
   ``done/<seq>/<rank>`` with ``ok`` or its error; a rank that ran sets ``time/<seq>/<rank>`` (the
   seconds its launches took, timed inside the rank) before its ``done``. Every one of these
   values is MAC'd under the run's secret and verified before it is parsed (``channel.py``); the
   ranks read the secret from a 0600 file the parent names in ``PYPTO_DIST_SECRET_FILE``.
-- The ranks form a gloo process group over the same store (listening on loopback,
-  ``GLOO_SOCKET_IFNAME``); its barrier confirms every rank is up before the parent sends the
+- The ranks form a gloo process group over the same store (its rendezvous keys too; its
+  connections listen on loopback, ``GLOO_SOCKET_IFNAME``); its barrier confirms every rank is up before the parent sends the
   first command.
 - On the process-group data path (``boot["data_path"] == "process_group"``) each rank also runs
   the gloo data path (``_gloo_path.GlooDataPath``: two more gloo groups and a service thread) that
@@ -56,9 +57,9 @@ from pypto.runtime.distributed.channel import (
     Sent,
     await_verified,
     check_command,
-    listen_socket,
     loopback_interface,
     new_secret,
+    private_store_path,
     read_secret,
     read_verified,
     write_secret,
@@ -99,6 +100,7 @@ _DISPATCH_GRACE = 10.0
 _PARENT_ENV = "PYPTO_DIST_PARENT"
 _STALE = 5.0  # a rank whose heartbeat (launched.py) stood still this long is taken as dead
 _SECRET_ENV = "PYPTO_DIST_SECRET_FILE"  # the file of the run's secret (its path only: never the secret)
+_STORE_ENV = "PYPTO_DIST_STORE_FILE"  # the file of the run's control store (a FileStore's)
 
 
 def _serve_windows(data_path: Any, runner: Any, barrier: Any) -> None:
@@ -108,21 +110,28 @@ def _serve_windows(data_path: Any, runner: Any, barrier: Any) -> None:
 
 
 def _rank_main() -> None:
-    """A rank process started by :class:`RankGroup` (torchrun's environment)."""
-    import torch.distributed as dist
-
+    """A rank process started by :class:`RankGroup` (torchrun's environment, with the control
+    store's file in ``PYPTO_DIST_STORE_FILE`` instead of ``MASTER_ADDR``/``MASTER_PORT``)."""
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     parent = int(os.environ.get(_PARENT_ENV, "0"))
     secret = read_secret(os.environ[_SECRET_ENV])
-    store = dist.TCPStore(  # type: ignore[attr-defined, unused-ignore]
-        os.environ["MASTER_ADDR"],
-        int(os.environ["MASTER_PORT"]),
-        is_master=False,
-        timeout=timedelta(seconds=60),
-    )
+    store = _control_store(os.path.dirname(os.environ[_STORE_ENV]))
     _serve(
-        Channel(store, secret), rank, world_size, parent_alive=lambda: not parent or os.getppid() == parent
+        Channel(store, secret, exposed=False),
+        rank,
+        world_size,
+        parent_alive=lambda: not parent or os.getppid() == parent,
     )
+
+
+def _control_store(directory: str) -> Any:
+    """The run's control store: a ``FileStore`` in the run's private directory (channel.py's
+    :func:`private_store_path`), which another user can neither open nor reach over a port."""
+    import torch.distributed as dist
+
+    store = dist.FileStore(private_store_path(directory), -1)  # -1: the parent removes the file
+    store.set_timeout(timedelta(seconds=60))
+    return store
 
 
 def _io_group(store: Any, rank: int, size: int, timeout: timedelta) -> Any:
@@ -231,7 +240,7 @@ def _serve(channel: Channel, rank: int, world_size: int, parent_alive: Any) -> N
             # every rank runs the same program in a dispatch: serve that program's windows, and
             # let the control group's barrier separate the windows' zeroing from the kernels
             runner.before_kernels = functools.partial(_serve_windows, data_path, runner, dist.barrier)
-    sent = Sent(store)
+    sent = Sent(store, guard=channel.exposed)
     try:
         dist.barrier()
         sent.put(channel, f"ready/{rank}", rank)
@@ -312,7 +321,6 @@ class RankGroup:
         aiv_threads: int | None,
         data_path: str = "shared_memory",
     ) -> None:
-        import torch.distributed as dist
         from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, start_processes
 
         self.world_size = world_size
@@ -324,28 +332,20 @@ class RankGroup:
         self._log_dir = tempfile.mkdtemp(prefix="pypto-ranks-")  # 0700: this user's only
         # the run's secret: in a 0600 file of that directory, named (not given) to the ranks
         secret_path = write_secret(self._log_dir, new_secret())
-        # the store listens on loopback only; every message in it is MAC'd (channel.py)
-        listener = listen_socket("127.0.0.1")
-        port = listener.getsockname()[1]
-        self.store: Any = dist.TCPStore(  # type: ignore[attr-defined, unused-ignore]
-            "127.0.0.1",
-            port,
-            is_master=True,
-            wait_for_workers=False,
-            timeout=timedelta(seconds=timeout),
-            master_listen_fd=listener.detach(),  # the store's from now on
-        )
-        self.channel = Channel(self.store, read_secret(secret_path))
-        self._sent = Sent(self.store)
+        # the control store is a file of that directory: no port, no other user can open it;
+        # every message in it is MAC'd all the same (channel.py)
+        self.store: Any = _control_store(self._log_dir)
+        self.store.set_timeout(timedelta(seconds=timeout))
+        self.channel = Channel(self.store, read_secret(secret_path), exposed=False)
+        self._sent = Sent(self.store, guard=False)
         self._sent.put(
             self.channel, "boot", _boot_message(timeout, plans_json, aic_threads, aiv_threads, data_path)
         )
         base = {
             "WORLD_SIZE": str(world_size),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
             _PARENT_ENV: str(os.getpid()),
             _SECRET_ENV: secret_path,
+            _STORE_ENV: private_store_path(self._log_dir),
         }
         lo = loopback_interface()
         if lo is not None:  # the ranks' gloo groups listen on loopback only

@@ -3,7 +3,9 @@ loopback-only listening sockets. This module needs no torch.
 
 The engine's control messages (the ``boot`` plans, ``cmd/<seq>`` commands, each rank's
 ``done``/``time``/``ready`` answers, torchrun's ``session``/``bye`` keys) travel through a
-``torch.distributed`` store, which anyone who reaches its port can read and write. Every such
+``torch.distributed`` store. The ranks a worker spawns itself use a ``FileStore`` in the run's
+0700 directory (:func:`private_store_path`), which no other user can open; torchrun's ranks use
+torchrun's ``TCPStore``, which anyone who reaches its port can read and write. Every such
 value is ``<HMAC-SHA256 hex>.<JSON>``: the MAC covers the value's full key (its sequence number,
 session and restart prefix included) and the JSON text, under a per-run secret
 (``secrets.token_bytes``). A reader checks the MAC (``hmac.compare_digest``) before it parses a
@@ -18,7 +20,7 @@ another user may read.
 
 The protocol on top: :func:`read_verified`/:func:`await_verified` read a key's verified value
 (dropping and reporting forged ones), :class:`Sent` puts back a message another client of the
-store overwrote, and :func:`check_command` checks a command's fields before a rank acts on it.
+store overwrote (an exposed store's only), and :func:`check_command` checks a command's fields before a rank acts on it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ __all__ = [
     "loopback_interface",
     "new_secret",
     "private_problem",
+    "private_store_path",
     "read_secret",
     "read_verified",
     "report_forged",
@@ -132,17 +135,21 @@ class Channel:
 
     ``scope`` is the store's key prefix (a ``PrefixStore``'s), so the MAC covers a value's full
     key. With ``secret`` None the values carry no MAC and nothing is authenticated: torchrun's
-    ranks on several hosts without a shared secret file (see docs/distributed.md, "Trust")."""
+    ranks on several hosts without a shared secret file (see docs/distributed.md, "Trust").
+    ``exposed`` says whether other clients can reach the store (a ``TCPStore``: anyone who reaches
+    its port) or not (a ``FileStore`` in a private directory, :func:`private_store`): only an
+    exposed store's messages need putting back (:class:`Sent`)."""
 
-    def __init__(self, store: Any, secret: bytes | None, scope: str = "") -> None:
+    def __init__(self, store: Any, secret: bytes | None, scope: str = "", *, exposed: bool = True) -> None:
         self.store = store
         self.secret = secret
         self.scope = scope
+        self.exposed = exposed
         self.forged = 0  # messages dropped so far
 
     def sub(self, store: Any, prefix: str) -> Channel:
         """The channel of ``store`` (a PrefixStore of this one's under ``prefix``)."""
-        return Channel(store, self.secret, self.scope + prefix)
+        return Channel(store, self.secret, self.scope + prefix, exposed=self.exposed)
 
     def _mac(self, key: str, body: bytes) -> bytes:
         if self.secret is None:
@@ -195,6 +202,35 @@ class Channel:
         return False, None
 
 
+STORE_FILE = "control"  # the private store's file, in the run's 0700 directory
+
+
+def private_store_path(directory: str) -> str:
+    """The file of the run's control store (the engine's ``torch.distributed.FileStore``):
+    ``<directory>/control``, in the run's own 0700 directory (checked: this user's, no symlink,
+    closed to others), so no other user can open, read, overwrite or delete its keys; a file
+    already there must be this user's regular file (the parent's, made before the ranks start)."""
+    _check_private(directory, stat.S_ISDIR, "directory")
+    path = os.path.join(directory, STORE_FILE)
+    with contextlib.suppress(FileNotFoundError):
+        st = os.lstat(path)
+        problem = (
+            "a symlink"
+            if stat.S_ISLNK(st.st_mode)
+            else "not a regular file"
+            if not stat.S_ISREG(st.st_mode)
+            else f"owned by uid {st.st_uid}"
+            if st.st_uid != os.geteuid()
+            else ""
+        )
+        if problem:
+            raise PermissionError(
+                f"pypto distributed control store: expected {path} to be a regular file of this user, "
+                f"found {problem}"
+            )
+    return path
+
+
 def loopback_interface() -> str | None:
     """The name of the loopback network interface (``lo`` on Linux), None when there is none."""
     with contextlib.suppress(OSError):
@@ -233,8 +269,9 @@ class Sent:
     store overwrote or deleted one before its reader took it, so a forged write cannot make a
     dispatch lose its command or a rank its answer."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, *, guard: bool = True) -> None:
         self.store = store
+        self.guard = guard  # False: no other client can reach the store, nothing to put back
         self.messages: dict[str, bytes] = {}
         self._next = 0.0
 
@@ -243,7 +280,7 @@ class Sent:
 
     def keep(self) -> None:
         now = time.monotonic()
-        if now < self._next:
+        if not self.guard or now < self._next:
             return
         self._next = now + REASSERT
         for key, data in self.messages.items():
