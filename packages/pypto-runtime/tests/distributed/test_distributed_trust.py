@@ -115,14 +115,21 @@ def _listening_sockets(pid: int) -> list[tuple[str, str]]:
 _LOOPBACK = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1, ::1 (as /proc prints them)
 
 
-def test_the_store_and_the_ranks_gloo_sockets_listen_on_loopback_only(program) -> None:
+def test_no_port_of_the_parent_and_only_the_ranks_gloo_sockets_on_loopback(program) -> None:
+    before = _listening_sockets(os.getpid())
     with program.prepare() as w:
         _check(w, 1)
-        parent = _listening_sockets(os.getpid())
-        assert ("0100007F", "tcp") in parent, parent  # the store
-        for pid in (os.getpid(), *w.rank_pids):
+        assert _listening_sockets(os.getpid()) == before  # the control store is a file, no port
+        store_dir = Path(w._group._log_dir)
+        st = os.lstat(store_dir)
+        assert stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+        assert stat.S_IMODE(st.st_mode) == 0o700  # what keeps other users from the store's file
+        assert (store_dir / "control").is_file()
+        for pid in w.rank_pids:
             sockets = _listening_sockets(pid)
             assert [s for s in sockets if s[0] not in _LOOPBACK] == [], (pid, sockets)
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            assert not [e for e in environ if e.startswith((b"MASTER_ADDR=", b"MASTER_PORT="))]
         assert any(_listening_sockets(pid) for pid in w.rank_pids)  # the ranks' gloo pairs
 
 
@@ -145,7 +152,119 @@ def test_the_secret_is_in_no_argv_environment_or_file_left_behind(program) -> No
         _check(w, 2)
 
 
-def test_a_second_client_of_the_store_cannot_run_code_or_disturb_the_run(
+# The attacker: another process that knows only what another user of the machine would (the
+# listening ports in /proc/net/tcp*, with their owner's uid, and the names in /dev/shm). Against
+# every loopback port of the victim's it tries to speak the store's protocol and, where that
+# works, deletes and overwrites the keys of the run's messages and bumps heartbeats, for as long
+# as the run lasts. It prints which ports it reached as a store.
+_ATTACKER = r"""
+import json, os, sys, threading, time
+from datetime import timedelta
+import torch.distributed as dist
+
+ports, uid, until = set(json.loads(sys.argv[1])), int(sys.argv[2]), time.monotonic() + float(sys.argv[3])
+found = []
+for table in ("tcp", "tcp6"):
+    for line in open(f"/proc/net/{table}").read().splitlines()[1:]:
+        f = line.split()
+        port = int(f[1].rsplit(":", 1)[1], 16)
+        if f[3] == "0A" and int(f[7]) == uid and port in ports:  # LISTEN, the victim's
+            found.append(port)
+stores = []
+
+
+def probe(port):
+    try:  # a port that is not a store's may hold the handshake forever: probed in a thread
+        stores.append(dist.TCPStore("127.0.0.1", port, is_master=False, timeout=timedelta(seconds=2)))
+    except Exception as exc:
+        print("not a store:", port, type(exc).__name__, file=sys.stderr)
+
+
+for port in found:
+    threading.Thread(target=probe, args=(port,), daemon=True).start()
+time.sleep(4.0)
+keys = ["boot", *(f"ready/{r}" for r in range(2))]
+keys += [f"{k}/{s}" for s in range(64) for k in ("cmd", "pypto/0/s0/cmd")]
+keys += [f"{k}/{s}/{r}" for s in range(64) for r in range(2) for k in ("done", "time")]
+shm = sorted(n for n in os.listdir("/dev/shm") if n.startswith("pypto-dist-"))
+while time.monotonic() < until:
+    for store in stores:
+        for key in keys:
+            try:
+                store.delete_key(key)
+                store.set(key, b'{"op": "close"}')
+                store.add("beat/0", 1)
+            except Exception:
+                pass
+    time.sleep(0.01)
+print(json.dumps({"found": found, "stores": len(stores), "shm_names": len(shm)}), flush=True)
+os._exit(0)  # a probe still stuck in a handshake
+"""
+
+
+def test_a_second_process_can_neither_reach_nor_delay_the_control_channel(program) -> None:
+    import subprocess
+    import sys
+
+    w = program.prepare()
+    pids, segments = w.rank_pids, w.segment_names
+    try:
+        _check(w, 1)
+        # the run's ports (harness knowledge, only so that the attack spares other runs on this
+        # machine; the attacker itself reads /proc/net like any user and needs nothing else)
+        ports = {
+            int(addr, 16)
+            for pid in (os.getpid(), *pids)
+            for addr in _listening_ports(pid)
+        }
+        assert ports  # the ranks' gloo listeners: something to attack
+        attack = subprocess.Popen(
+            [sys.executable, "-c", _ATTACKER, json.dumps(sorted(ports)), str(os.geteuid()), "20"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            time.sleep(5.0)  # the attacker has probed every port and is writing
+            assert attack.poll() is None, attack.communicate()
+            for i in range(6):  # each dispatch is as quick as without the attack: not delayed
+                started = time.monotonic()
+                _check(w, 10 + i)
+                assert time.monotonic() - started < 10.0, f"dispatch {i} was delayed"
+            out, err = attack.communicate(timeout=60)
+        finally:
+            attack.kill()
+        report = json.loads(out.strip().splitlines()[-1])
+        assert report["found"], err  # it saw the run's listening ports in /proc/net
+        assert report["stores"] == 0, err  # none of them is a store: nothing to delete or forge
+        _check(w, 30)
+        started = time.monotonic()
+        w.close()
+        assert time.monotonic() - started < 20, "close() waited for ranks that no longer listened"
+    finally:
+        w.close()
+    assert_cleaned(pids, segments)
+
+
+def _listening_ports(pid: int) -> list[str]:
+    """The port (hex, as /proc prints it) of every TCP socket in LISTEN state ``pid`` holds."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    return [
+        line.split()[1].rsplit(":", 1)[1]
+        for table in ("tcp", "tcp6")
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        if line.split()[3] == "0A" and line.split()[9] in inodes
+    ]
+
+
+def test_forged_messages_in_the_store_run_nothing_and_do_not_disturb_the_run(
     program, tmp_path: Path, capfd
 ) -> None:
     import torch.distributed as dist
@@ -157,9 +276,9 @@ def test_a_second_client_of_the_store_cannot_run_code_or_disturb_the_run(
     try:
         _check(w, 1)
         group = w._group
-        attacker = dist.TCPStore(
-            "127.0.0.1", group.store.port, is_master=False, timeout=timedelta(seconds=10)
-        )
+        # another client of the store's file: what a process of this user (or a leak of the
+        # file) could do; the MACs still keep its messages from running or shifting the sequence
+        attacker = dist.FileStore(os.path.join(group._log_dir, "control"), -1)
         replayed = attacker.get("cmd/0")  # a real command of this run, MAC'd for its own key
         seq = group._seq
         forged = {
