@@ -129,7 +129,8 @@ def _control_store(directory: str) -> Any:
     :func:`private_store_path`), which another user can neither open nor reach over a port."""
     import torch.distributed as dist
 
-    store = dist.FileStore(private_store_path(directory), -1)  # -1: the parent removes the file
+    path = private_store_path(directory)
+    store = dist.FileStore(path, -1)  # type: ignore[attr-defined, unused-ignore]  # -1: parent removes it
     store.set_timeout(timedelta(seconds=60))
     return store
 
