@@ -4,7 +4,9 @@
 (:mod:`pypto.torch._fast_describe`) on the ``at::Tensor`` fields directly and builds the frame's
 records in C, for platforms whose device memory is CPU memory (the simulators). Like the Python
 fast path it takes the common call only and answers None for anything else, which then goes to
-the general path; so the general path alone decides errors and their messages.
+the general path; so the general path alone decides errors and their messages. The same
+extension pins a launch's borrowed storages (``pin``/``unpin``, used by
+:mod:`pypto.torch._kernel.pins`) with c10's ``StorageImpl::set_resizable``.
 
 Where it is built (the build root): ``$TORCH_EXTENSIONS_DIR``, else ``<user cache
 dir>/pypto-torch``. A build is the directory ``<root>/<name>-<digest>``, where the name carries
@@ -69,6 +71,7 @@ __all__ = [
     "UnsafeBuildDirectory",
     "build_native",
     "build_native_in_background",
+    "loaded_module",
     "native_describe",
     "native_error",
 ]
@@ -284,6 +287,12 @@ def build_native_in_background() -> threading.Thread | None:
             )
             _state.background.start()
         return _state.background
+
+
+def loaded_module() -> Any:
+    """The loaded extension module (describe, pin, unpin), or None until :func:`build_native`
+    has succeeded in this process."""
+    return _state.module
 
 
 def native_error() -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir import ParamDirection
+from pypto.torch._native_describe import loaded_module
 from pypto.torch.interop import CallFrame, CallSignature
 
 __all__ = ["KernelCallable", "RegistrationError", "artifact_identity"]
@@ -76,14 +77,22 @@ class KernelCallable:
     def materialize(self, frame: CallFrame) -> Any:
         """simpler's ``ChipStorageTaskArgs`` for one described call: a ChipTensor descriptor
         per tensor (storage base and capacity, dtype, shape, strides, element offset), the
-        directions, and each scalar's 64-bit encoding by simpler."""
-        tensors = tuple(
-            (t.storage_ptr, t.storage_nbytes, code, t.shape, t.strides, t.storage_offset)
-            for t, code in zip(frame.tensors, self._tensor_codes, strict=True)
-        )
+        directions, and each scalar's 64-bit encoding by simpler. The tensor tuples are built
+        by the native extension once it is loaded (the same fields)."""
+        native = loaded_module()
+        if native is not None:
+            tensors = native.chip_tensors(frame.tensors, self._tensor_codes)
+        else:
+            tensors = tuple(
+                (t.storage_ptr, t.storage_nbytes, code, t.shape, t.strides, t.storage_offset)
+                for t, code in zip(frame.tensors, self._tensor_codes, strict=True)
+            )
         codes = self._scalar_codes
-        encode = self._encode
-        scalars = tuple(encode(s.value, code) for s, code in zip(frame.scalars, codes, strict=True))
+        if codes:
+            encode = self._encode
+            scalars = tuple(encode(s.value, code) for s, code in zip(frame.scalars, codes, strict=True))
+        else:
+            scalars = ()
         return self._materialized(tensors, self.directions, scalars)
 
     def __repr__(self) -> str:
