@@ -177,10 +177,10 @@ def pin_frame(frame: Any) -> Any:
         return ()
     native = _pins.native or _native()
     if native is not None:
-        held = native.pin(tensors)
-        if type(held) is int:
-            raise _changed(tensors[held])
-        return held
+        token = native.pin(tensors)
+        if type(token) is int:
+            raise _changed(tensors[token])
+        return token
     if _pins.offset is None and not pinning_available():
         return ()
     offset = _pins.offset
