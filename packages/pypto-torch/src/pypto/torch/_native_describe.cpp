@@ -5,6 +5,7 @@
 // describe(plan, args) returns the CallFrame, or None for any call outside the common case (the
 // caller then hands the call to the general path, which alone decides and reports errors).
 // A failed query also answers None; only a malformed plan raises (TypeError).
+// describe_or(plan, general, args) is describe_call itself: the frame, else general(args).
 //
 // plan = (nparams, tensors, scalars, return_aliases, signature, platform_name, device,
 //         current_stream, stream_device_index, Tensor, Parameter, TensorArgument,
@@ -267,36 +268,52 @@ PyObject* describe_impl(PyObject* plan, PyObject* args) {
   return make_record(PyTuple_GET_ITEM(plan, 13), frame_items, 7);
 }
 
-PyObject* describe(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
-  if (argc != 2) {
-    PyErr_SetString(PyExc_TypeError, "describe(plan, args): expected 2 arguments");
+// The frame of a common call, or nullptr with no error set (declined), or nullptr with an
+// error set (a malformed plan or call).
+PyObject* describe_common(PyObject* plan, PyObject* args, const char* what) {
+  if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != kPlanSize) {
+    PyErr_Format(PyExc_TypeError, "%s: plan must be the 15-tuple CallSignature builds", what);
     return nullptr;
   }
-  if (!PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != kPlanSize) {
-    PyErr_SetString(PyExc_TypeError, "describe(plan, args): plan must be the 15-tuple CallSignature builds");
-    return nullptr;
-  }
-  PyObject* args = argv[1];
   if (PyList_CheckExact(args)) {
     args = PyList_AsTuple(args);
     if (args == nullptr) return nullptr;
   } else if (PyTuple_CheckExact(args)) {
     Py_INCREF(args);
   } else {
-    Py_RETURN_NONE;
+    return nullptr;
   }
   PyObject* frame = nullptr;
   try {
-    frame = describe_impl(argv[0], args);
+    frame = describe_impl(plan, args);
   } catch (...) {  // a torch query threw: the general path asks again and reports it
     frame = nullptr;
   }
   Py_DECREF(args);
-  if (frame == nullptr) {
-    PyErr_Clear();
-    Py_RETURN_NONE;
-  }
+  if (frame == nullptr) PyErr_Clear();
   return frame;
+}
+
+PyObject* describe(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
+  if (argc != 2) {
+    PyErr_SetString(PyExc_TypeError, "describe(plan, args): expected 2 arguments");
+    return nullptr;
+  }
+  PyObject* frame = describe_common(argv[0], argv[1], "describe(plan, args)");
+  if (frame == nullptr && !PyErr_Occurred()) Py_RETURN_NONE;
+  return frame;
+}
+
+// describe_or(plan, general, args): the frame of a common call, else general(args) (whose
+// result or exception is the call's): describe_call in one native call.
+PyObject* describe_or(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
+  if (argc != 3) {
+    PyErr_SetString(PyExc_TypeError, "describe_or(plan, general, args): expected 3 arguments");
+    return nullptr;
+  }
+  PyObject* frame = describe_common(argv[0], argv[2], "describe_or(plan, general, args)");
+  if (frame != nullptr || PyErr_Occurred()) return frame;
+  return PyObject_CallOneArg(argv[1], argv[2]);
 }
 
 // -- pins -------------------------------------------------------------------------------------
@@ -465,6 +482,8 @@ PyObject* chip_tensors(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t a
 PyMethodDef methods[] = {
     {"describe", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(describe)), METH_FASTCALL,
      "describe(plan, args): the CallFrame of a common call, or None"},
+    {"describe_or", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(describe_or)), METH_FASTCALL,
+     "describe_or(plan, general, args): the CallFrame of a common call, else general(args)"},
     {"chip_tensors", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(chip_tensors)), METH_FASTCALL,
      "chip_tensors(records, codes): simpler's materialised tensor tuples of a frame's records"},
     {"pin", pin, METH_O, "pin(records): hold the records' storages non-resizable; a capsule, or the index of a moved one"},

@@ -42,6 +42,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import functools
 import hashlib
 import importlib.util
 import os
@@ -314,10 +315,4 @@ def native_describe(
         if module is None:
             return None
         _waiting.discard(signature)
-    describe = module.describe
-
-    def describe_call(args: Sequence[object]) -> Any:
-        frame = describe(plan, args)
-        return general(args) if frame is None else frame
-
-    return describe_call
+    return functools.partial(module.describe_or, plan, general)
