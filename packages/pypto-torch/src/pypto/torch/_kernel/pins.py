@@ -42,6 +42,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from pypto.torch import _native_describe
+
 __all__ = ["StorageChangedError", "pin_frame", "pinning_available", "unpin"]
 
 _PROBE_BYTES = 128  # how much of a StorageImpl is searched for the flag
@@ -126,9 +128,7 @@ def _native() -> Any:
     """The extension module that pins natively, once it is in use (see the module docstring)."""
     native = _pins.native
     if native is None:
-        from pypto.torch._native_describe import loaded_module
-
-        module = loaded_module()
+        module = _native_describe.loaded_module()
         if module is None:
             return None
         with _pins.lock:
