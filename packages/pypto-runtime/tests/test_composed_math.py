@@ -5,6 +5,7 @@ the dtype's extremes, infinities, NaN, the branch points of each formula) in FP3
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import pytest
 import torch
@@ -18,7 +19,7 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 @pl.jit
-def unary_k(
+def unary_k(  # noqa: PLR0917 -- a kernel takes each of its tensors positionally
     a: pl.Tensor,
     tanh: pl.Out[pl.Tensor],
     sigmoid: pl.Out[pl.Tensor],
@@ -144,7 +145,7 @@ def test_matches_torch_over_edge_values(dtype: torch.dtype) -> None:
 
 
 @pl.jit
-def pow_consts_k(
+def pow_consts_k(  # noqa: PLR0917 -- a kernel takes each of its tensors positionally
     a: pl.Tensor,
     p0: pl.Out[pl.Tensor],
     p2: pl.Out[pl.Tensor],

@@ -143,7 +143,8 @@ class _Emit:
 def _decompose(var: Var, call: Call, names: _Names) -> list[Stmt]:
     kind = call.op.split(".", 1)[1]
     x = call.args[0]
-    assert isinstance(x, Var) and isinstance(x.type, TileType)
+    assert isinstance(x, Var)
+    assert isinstance(x.type, TileType)
     e = _Emit(names, var.name, call.span)
     dtype = x.type.dtype
     wide = dtype is not _FP32
@@ -160,7 +161,8 @@ def _decompose(var: Var, call: Call, names: _Names) -> list[Stmt]:
         r = e.op("cast", r, dtype=dtype, mode="rint")
     # the last op defines the call's own variable
     last = e.out[-1]
-    assert isinstance(last, Assign) and last.var is r
+    assert isinstance(last, Assign)
+    assert last.var is r
     if r.type != var.type:  # an FP32 operand whose result is its own variable: same type
         raise AssertionError(f"decompose_math: {call.op} gives {r.type}, expected {var.type}")
     e.out[-1] = replace(last, var=var)
