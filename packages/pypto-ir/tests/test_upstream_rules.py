@@ -182,3 +182,31 @@ CASES = [
 @pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
 def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
     _rejected(build, marker, message)
+
+
+_PRINTED = """
+import pypto.language as pl
+
+
+@pl.program
+class Prog:
+    @pl.function(type=pl.FunctionType.InCore)
+    def kernel(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
+        t: pl.Tile[[64], pl.FP32] = pl.load(x, [0], [64])
+        dst = pl.store(t, [0], dst)
+        return dst
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
+        dst = self.kernel(x, dst, attrs={"arg_directions": [pl.adir.input, MARKER]})
+        return dst
+"""
+
+
+def test_printed_arg_directions_are_read_back() -> None:
+    prog = pl.parse(_PRINTED.replace("MARKER", "pl.adir.output_existing"))
+    assert "kernel" in {f.name for f in prog.funcs}  # type: ignore[union-attr]
+    with pytest.raises(KernelError, match=r"pl.adir has no attribute .sideways."):
+        pl.parse(_PRINTED.replace("MARKER", "pl.adir.sideways"))
+    with pytest.raises(KernelError, match=r"arg_directions names 1 direction\(s\) for 2 argument\(s\)"):
+        pl.parse(_PRINTED.replace(", MARKER", ""))

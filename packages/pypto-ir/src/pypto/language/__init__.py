@@ -39,6 +39,7 @@ from pypto.language.decorators import (
     inline,
     program,
 )
+from pypto.language.arg_directions import adir
 from pypto.language.dsl import (
     aic_gather,
     aiv_shard,
@@ -108,6 +109,7 @@ INDEX = DataType.INT64  # loop indices and offsets are 64-bit signed integers
 TASK_ID = TaskIdType()  # the element type of a task-id array: pl.array.create(n, pl.TASK_ID)
 
 __all__ = [
+    "adir",
     "BF16",
     "BOOL",
     "FP4",
