@@ -31,6 +31,7 @@ from pypto.ir.types import (
 )
 from pypto.language import array, optimizations, system, tensor, tile
 from pypto.language import ops as _ops
+from pypto.language.arg_directions import adir
 from pypto.language.decorators import (
     DSLFunction,
     IncoreFunction,
@@ -39,7 +40,6 @@ from pypto.language.decorators import (
     inline,
     program,
 )
-from pypto.language.arg_directions import adir
 from pypto.language.dsl import (
     aic_gather,
     aiv_shard,
@@ -109,7 +109,6 @@ INDEX = DataType.INT64  # loop indices and offsets are 64-bit signed integers
 TASK_ID = TaskIdType()  # the element type of a task-id array: pl.array.create(n, pl.TASK_ID)
 
 __all__ = [
-    "adir",
     "BF16",
     "BOOL",
     "FP4",
@@ -158,6 +157,7 @@ __all__ = [
     "TensorView",
     "Tile",
     "Tuple",
+    "adir",
     "aic_gather",
     "aiv_shard",
     "array",

@@ -20,7 +20,7 @@ class _ArgDirection(str):
     __slots__ = ()
 
     def __repr__(self) -> str:
-        return f"pl.adir.{str(self)}"
+        return f"pl.adir.{self!s}"
 
 
 class _Adir:

@@ -217,6 +217,7 @@ class _Calls(_Directives):
         if not isinstance(node, ast.Dict) or any(k is None for k in node.keys):
             raise self.err('attrs= of a kernel call is a dict: attrs={"arg_directions": [...]}', node)
         for key, value in zip(node.keys, node.values, strict=True):
+            assert key is not None  # a **mapping entry was refused above
             name = self.static_value(key, "kernel call attrs key", key)
             if name != "arg_directions":
                 raise self.err(f'kernel call attrs: only "arg_directions" is taken, got {name!r}', key)
