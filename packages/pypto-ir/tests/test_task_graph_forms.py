@@ -165,7 +165,10 @@ def test_submit_results_are_the_arguments_the_kernel_returns(tmp_path: Path) -> 
         ),
         ("a, b, t = pl.submit(self.inc, x, a)", r"gives 1 result\(s\) and a task id: unpack 2 name\(s\)"),
         ("a, t = pl.submit(self.inc, x, a, after=[])", "unsupported keyword 'after'"),
-        ("with pl.manual_scope():\n    pl.submit(self.inc, x, a)", "must be unpacked into its results and task id"),
+        (
+            "with pl.manual_scope():\n    pl.submit(self.inc, x, a)",
+            "must be unpacked into its results and task id",
+        ),
         ("a, t = pl.submit(pl.add, x, a)", "must be a kernel method written self.<kernel>"),
         ("a, t = pl.submit(self.inc, x, a, deps=[x])", "deps entry must be a task id"),
         ("tids = pl.array.create(0, pl.TASK_ID)", "extent must be a positive integer constant"),
