@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -208,12 +209,26 @@ def test_a_rank_whose_dispatch_raises_fails_it_naming_the_rank(tmp_path: Path) -
 
 
 @pytest.mark.slow
+def _stop_outside_a_store_operation(pid: int) -> None:
+    """SIGSTOP ``pid`` at a moment it holds no lock on the control store's file: a rank stopped
+    inside a store operation holds that file's flock and so stalls every writer (the other ranks'
+    answers too; docs/distributed.md, "Trust"), which is not what this test is about."""
+    for _ in range(100):
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.01)
+        if not any(line.split()[4] == str(pid) for line in Path("/proc/locks").read_text().splitlines()):
+            return
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.005)
+    raise AssertionError(f"rank process {pid} held the control store's lock at every try")
+
+
 def test_a_dispatch_past_its_timeout_names_the_rank_that_did_not_answer() -> None:
     w = _compile(2).prepare()
     pids, segments = w.rank_pids, w.segment_names
     try:
         w.timeout = 4.0  # rank 0's dispatch takes milliseconds; 4 s leaves room for a loaded machine
-        os.kill(pids[1], signal.SIGSTOP)  # rank 1 stops answering; rank 0 runs
+        _stop_outside_a_store_operation(pids[1])  # rank 1 stops answering; rank 0 runs
         with pytest.raises(
             DistributedTimeoutError, match=r"_host\(\) dispatch 1: rank\(s\) 1 did not answer within 4 s"
         ) as e:
