@@ -303,7 +303,7 @@ void bind_runtime(nb::module_& m) {
                 }
                 new (self) Chip(o);
             },
-            "aic_threads"_a = 1, "aiv_threads"_a = 1, "spin_ns"_a = 20000,
+            "aic_threads"_a = 1, "aiv_threads"_a = 1, "spin_ns"_a = 50000,
             "runtime"_a = chip::kRuntimeNames[0], "arch"_a = "a2a3")
         .def(
             "submit",

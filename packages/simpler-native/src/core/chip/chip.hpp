@@ -106,10 +106,10 @@ struct ChipOptions {
     Runtime runtime = Runtime::TensormapAndRingbuffer;
     int aic_threads = 1;  // 0..kMaxCoreThreads each, at least one in all
     int aiv_threads = 1;
-    // How long an idle thread spins (pause instructions, no sched_yield) before it parks, in
-    // nanoseconds; at most hardware_concurrency - 1 chip threads spin at once, the others park
-    // at once, so spinning never takes the core of the thread it waits for.
-    std::int64_t spin_ns = 20'000;
+    // How long an idle thread spins (pause instructions, a yield every 32) before it parks, in
+    // nanoseconds; at most as many threads of the process as it has CPUs spin at once, the
+    // others park at once.
+    std::int64_t spin_ns = 50'000;
     // Bytes of each AICore's on-chip buffers (UB, L1, L0A, L0B, L0C: KernelContext.buffers),
     // one set per AICore thread. The default is the a2a3 table of pypto/ir/platforms.py; a5 has
     // a 256 KiB L0C (kA5CoreBufferBytes).

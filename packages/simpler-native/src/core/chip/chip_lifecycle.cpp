@@ -40,8 +40,8 @@ bool Run::wait(double timeout_s) const {
     if (done()) return true;
     if (timeout_s == 0) return false;
     // Spin briefly before parking: a short run finishes within microseconds, and waking a
-    // parked thread costs tens of them. Only within the process's spinning budget, so that
-    // the chip's own threads keep a core when there are more threads than cores.
+    // parked thread costs tens of them. Only within the process's spinning budget, yielding
+    // now and then, so that the chip's own threads get the cores when threads outnumber them.
     std::int64_t spin = spin_ns_;
     if (timeout_s > 0 && timeout_s * 1e9 < static_cast<double>(spin)) spin = static_cast<std::int64_t>(timeout_s * 1e9);
     const std::int64_t start = now_ns();
@@ -52,7 +52,10 @@ bool Run::wait(double timeout_s) const {
                 end_spin();
                 return true;
             }
-            if ((i & 31) == 0 && now_ns() - start > spin) break;
+            if ((i & 31) == 0) {
+                if (now_ns() - start > spin) break;
+                std::this_thread::yield();
+            }
         }
         end_spin();
     }
