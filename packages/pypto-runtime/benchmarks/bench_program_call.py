@@ -176,7 +176,7 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
         bound = add64.bind(a, b, c)
         add64.call_key(bound)
         spec = add64.specialize(a, b, c)
-        return runner._run_general(
+        return runner.run_general(
             spec.attached[(config.platform, config.runtime)].artifact, bound, {}, config
         )
 
@@ -198,7 +198,7 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
         "jit": lambda: add64(a, b, c),
         "prog": lambda: prog(a, b, c),
         "jit_general": jit_general,
-        "prog_general": lambda: runner._run_general(prog.artifact, (a, b, c), {}, config),
+        "prog_general": lambda: runner.run_general(prog.artifact, (a, b, c), {}, config),
         "jit_python": jit_python,
         "prog_python": lambda: plan._submit(plan._materialize((a, b, c)), (a, b, c), config),
         "chip": lambda: worker.run(handle, mat),
