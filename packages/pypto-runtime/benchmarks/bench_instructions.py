@@ -122,10 +122,15 @@ def main() -> None:
         src.write_text(HELPER, encoding="utf-8")
         so = work / "libcg.so"
         built = subprocess.run(
-            [cxx, "-O1", "-shared", "-fPIC", str(src), "-o", str(so)], capture_output=True, text=True
+            [cxx, "-O1", "-shared", "-fPIC", str(src), "-o", str(so)],
+            check=False,
+            capture_output=True,
+            text=True,
         )
         if built.returncode != 0:
-            _skip(f"cannot build the callgrind helper (valgrind/callgrind.h missing?): {built.stderr.strip()[:200]}")
+            _skip(
+                f"cannot build the callgrind helper (valgrind/callgrind.h missing?): {built.stderr.strip()[:200]}"
+            )
             return
         child = work / "child.py"
         child.write_text(CHILD, encoding="utf-8")
@@ -137,7 +142,13 @@ def main() -> None:
         wrapper.chmod(0o755)
         env = dict(os.environ, PYPTO_CACHE_DIR=str(work / "store"), CXX=str(wrapper))
         # Compile natively first: the child under valgrind then loads the artifact from the store.
-        first = subprocess.run([sys.executable, str(child), "-", "0"], env=env, capture_output=True, text=True)
+        first = subprocess.run(
+            [sys.executable, str(child), "-", "0"],
+            check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if first.returncode != 0:
             print(first.stderr[-3000:])
             raise SystemExit("bench_instructions: compiling the program failed")
@@ -151,7 +162,7 @@ def main() -> None:
             str(so),
             str(CALLS),
         ]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+        done = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:
             print(done.stderr[-3000:])
             raise SystemExit(f"bench_instructions: the child under callgrind failed ({done.returncode})")

@@ -76,7 +76,7 @@ def _pallas_us() -> tuple[float, str]:
     try:
         import jax
         import jax.numpy as jnp
-        from jax.experimental import pallas as pallas
+        from jax.experimental import pallas
     except ImportError:
         return PALLAS_ISSUE_US, "issue 32's figure (jax not installed)"
 
@@ -84,7 +84,11 @@ def _pallas_us() -> tuple[float, str]:
         o_ref[...] = x_ref[...] + y_ref[...]
 
     x = jnp.ones((64, 64), jnp.float32)
-    f = jax.jit(lambda p, q: pallas.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(p.shape, p.dtype), interpret=True)(p, q))
+    f = jax.jit(
+        lambda p, q: pallas.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct(p.shape, p.dtype), interpret=True
+        )(p, q)
+    )
     f(x, x).block_until_ready()
     best = float("inf")
     for _ in range(7):

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -74,10 +75,12 @@ def _matmul(n: int) -> Callable[..., object]:
                 i = t // tiles
                 j = t % tiles
                 left = pl.move(
-                    pl.load(a, [i * T, 0], [T, T], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
+                    pl.load(a, [i * T, 0], [T, T], target_memory=pl.MemorySpace.Mat),
+                    target_memory=pl.MemorySpace.Left,
                 )
                 right = pl.move(
-                    pl.load(b, [0, j * T], [T, T], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
+                    pl.load(b, [0, j * T], [T, T], target_memory=pl.MemorySpace.Mat),
+                    target_memory=pl.MemorySpace.Right,
                 )
                 acc: pl.Tile[[T, T], pl.FP32] = pl.matmul(left, right)
                 for k in pl.range(1, tiles):
@@ -106,6 +109,46 @@ def _best(f: Callable[[], object], repeat: int) -> float:
     return best
 
 
+Row = tuple[str, float, float, str, float]
+
+
+def _add_row(rng: np.random.Generator, repeat: int) -> Row:
+    a = rng.standard_normal((N_ADD, N_ADD), dtype=np.float32)
+    b = rng.standard_normal((N_ADD, N_ADD), dtype=np.float32)
+    c = np.empty_like(a)
+    add16m(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+    ours = _best(lambda: add16m(a, b, c), repeat)
+    return ("16M-element FP32 add", ours, _best(lambda: np.add(a, b, out=c), repeat), "np.add(out=)", 1.5)
+
+
+def _softmax_row(rng: np.random.Generator, repeat: int, torch: Any) -> Row:
+    x = rng.standard_normal((SM_ROWS, SM_COLS), dtype=np.float32)
+    out = np.empty_like(x)
+    softmax(x, out)
+    xt = torch.from_numpy(x)
+    np.testing.assert_allclose(out, torch.softmax(xt, dim=1).numpy(), rtol=1e-5, atol=1e-6)
+    ours = _best(lambda: softmax(x, out), repeat)
+    theirs = _best(lambda: torch.softmax(xt, dim=1), repeat)
+    return ("row softmax 4096x1024 FP32", ours, theirs, "torch.softmax (eager)", 1.2)
+
+
+def _matmul_row(rng: np.random.Generator, repeat: int, torch: Any, n: int, *, cube: int, aiv: int) -> Row:
+    mm = _matmul(n)
+    p = rng.standard_normal((n, n), dtype=np.float32)
+    q = rng.standard_normal((n, n), dtype=np.float32)
+    pt, qt = torch.from_numpy(p), torch.from_numpy(q)
+    config = rt.RunConfig(aic_threads=cube, aiv_threads=aiv)
+    r = np.empty((n, n), np.float32)
+    mm(p, q, r, config=config)
+    np.testing.assert_allclose(r, p.astype(np.float64) @ q, rtol=1e-3, atol=1e-3)
+    torch.set_num_threads(cube)
+    ours = _best(lambda: mm(p, q, r, config=config), repeat)
+    theirs = _best(lambda: torch.matmul(pt, qt), repeat)
+    label = f"matmul {n}^3 FP32, 64x64 tiles, {cube} AIC thread(s)"
+    return (label, ours, theirs, f"torch.matmul ({cube} thread(s))", 1.0)
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pypto-bench-tp-") as store:
         os.environ["PYPTO_CACHE_DIR"] = store
@@ -123,54 +166,26 @@ def _run() -> None:
     aic, aiv = default_core_threads()
     repeat = 3 if "--quick" in sys.argv else 7
     rng = np.random.default_rng(0)
-    rows: list[tuple[str, float, float, str, float]] = []
+    rows: list[Row] = []
 
-    a = rng.standard_normal((N_ADD, N_ADD), dtype=np.float32)
-    b = rng.standard_normal((N_ADD, N_ADD), dtype=np.float32)
-    c = np.empty_like(a)
-    add16m(a, b, c)
-    np.testing.assert_array_equal(c, a + b)
-    rows.append(("16M-element FP32 add", _best(lambda: add16m(a, b, c), repeat),
-                 _best(lambda: np.add(a, b, out=c), repeat), "np.add(out=)", 1.5))
-    del a, b, c
-
-    x = rng.standard_normal((SM_ROWS, SM_COLS), dtype=np.float32)
-    out = np.empty_like(x)
-    softmax(x, out)
-    xt = torch.from_numpy(x)
-    np.testing.assert_allclose(out, torch.softmax(xt, dim=1).numpy(), rtol=1e-5, atol=1e-6)
-    rows.append(("row softmax 4096x1024 FP32", _best(lambda: softmax(x, out), repeat),
-                 _best(lambda: torch.softmax(xt, dim=1), repeat), "torch.softmax (eager)", 1.2))
-    del x, out, xt
-
+    rows.append(_add_row(rng, repeat))
+    rows.append(_softmax_row(rng, repeat, torch))
     threads = torch.get_num_threads()
     try:
-        for n in (384, 1024):
-            mm = _matmul(n)
-            p = rng.standard_normal((n, n), dtype=np.float32)
-            q = rng.standard_normal((n, n), dtype=np.float32)
-            pt, qt = torch.from_numpy(p), torch.from_numpy(q)
-            for cube in (1, 2):  # the chip's AIC threads, and torch's threads
-                config = rt.RunConfig(aic_threads=cube, aiv_threads=aiv)
-                r = np.empty((n, n), np.float32)
-                mm(p, q, r, config=config)
-                np.testing.assert_allclose(r, p.astype(np.float64) @ q, rtol=1e-3, atol=1e-3)
-                torch.set_num_threads(cube)
-                rows.append((
-                    f"matmul {n}^3 FP32, 64x64 tiles, {cube} AIC thread(s)",
-                    _best(lambda: mm(p, q, r, config=config), repeat),
-                    _best(lambda: torch.matmul(pt, qt), repeat),
-                    f"torch.matmul ({cube} thread(s))",
-                    1.0,
-                ))
+        # The chip's AIC threads, and torch's threads: 1, then 2.
+        rows.extend(
+            _matmul_row(rng, repeat, torch, n, cube=cube, aiv=aiv) for n in (384, 1024) for cube in (1, 2)
+        )
     finally:
         torch.set_num_threads(threads)
 
     print(f"\nthroughput on a2a3sim ({aic} AIC + {aiv} AIV threads), best of {repeat}")
     for label, value, base, base_name, goal in rows:
         ok = "met" if value / base <= goal else "NOT met"
-        print(f"  {label}: {value * 1e3:.2f} ms vs {base * 1e3:.2f} ms ({base_name}): {value / base:.2f}x "
-              f"(goal <= {goal:g}x: {ok})")
+        print(
+            f"  {label}: {value * 1e3:.2f} ms vs {base * 1e3:.2f} ms ({base_name}): {value / base:.2f}x "
+            f"(goal <= {goal:g}x: {ok})"
+        )
         report(label, value * 1e3, base * 1e3, base_name, "ms", bar=goal, goal=goal)
 
 

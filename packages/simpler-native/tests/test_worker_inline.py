@@ -13,12 +13,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_worker_failures import CASES, failure_args
 
 import simpler
 from simpler import ArgDirection as D
 from simpler import Buffer, CallConfig, DataType, TaskArgs
-
-from test_worker_failures import CASES, failure_args
 
 
 def _stages_args(x: np.ndarray, out: np.ndarray) -> TaskArgs:
@@ -31,7 +30,9 @@ def _stages_args(x: np.ndarray, out: np.ndarray) -> TaskArgs:
 def _run_traced(worker: simpler.Worker, h: Any, on_caller: bool, prefix: Path) -> tuple[Any, ...]:
     x = np.arange(8, dtype=np.int64)
     out = np.zeros_like(x)
-    cfg = CallConfig(swimlane=True, dep_graph=True, output_prefix=str(prefix), orchestrate_on_caller=on_caller)
+    cfg = CallConfig(
+        swimlane=True, dep_graph=True, output_prefix=str(prefix), orchestrate_on_caller=on_caller
+    )
     worker.run(h, _stages_args(x, out), cfg, timeout=30)
     files = worker.flush_diagnostics()
     trace = json.loads(next(Path(f) for f in files if "swimlane" in f).read_text())
@@ -49,7 +50,8 @@ def test_inline_run_has_the_core_threads_results_and_traces(
     threaded = _run_traced(worker, h, False, tmp_path / "threaded")
     inline = _run_traced(worker, h, True, tmp_path / "inline")
     assert inline == threaded
-    assert len(inline[3]) == 6 and all(tid == 2 for tid, _ in inline[3])  # AIV 0's track
+    assert len(inline[3]) == 6
+    assert all(tid == 2 for tid, _ in inline[3])  # AIV 0's track
 
 
 @pytest.mark.parametrize(("case", "message"), CASES, ids=[str(c) for c, _ in CASES])
@@ -61,7 +63,9 @@ def test_inline_run_reports_the_core_threads_errors(
     for on_caller in (False, True):
         args, _ = failure_args(case)
         with pytest.raises(simpler.DeviceError, match=message) as info:
-            worker.run(h, args, CallConfig(heap=1024, dep_pool=5, orchestrate_on_caller=on_caller), timeout=30)
+            worker.run(
+                h, args, CallConfig(heap=1024, dep_pool=5, orchestrate_on_caller=on_caller), timeout=30
+            )
         seen.append(str(info.value))
     assert seen[0] == seen[1]
     # The Worker stays usable: a good run after the failure.
