@@ -34,7 +34,7 @@ from pypto.ir import (
     strided_alias_conflict,
 )
 from pypto.ir import ViewSpan as Span
-from pypto.language.interface import is_runtime, is_tensor
+from pypto.language.interface import is_runtime, is_tensor, marks_user_errors
 from pypto.runtime import mode_gate
 from pypto.runtime.host_tensors import (
     HostTensor,
@@ -81,9 +81,10 @@ class RunConfig:
             ``pypto.ir.compile(..., dump_passes=True)`` writes one.
         compile_profiling: A bool, checked; no effect: a program-mode compile goes through the
             artifact store and is timed by nobody (``nox -s bench`` measures the compile path).
-        rtol, atol: The tolerances of a check of results against a reference that uses this
-            config (``torch.allclose(out, ref, rtol=config.rtol, atol=config.atol)``); a run
-            itself compares nothing. Each >= 0.
+        rtol: The relative tolerance of a check of results against a reference that uses
+            this config (``torch.allclose(out, ref, rtol=config.rtol, atol=config.atol)``); a
+            run itself compares nothing. >= 0.
+        atol: The absolute tolerance of that check, as ``rtol``. >= 0.
         distributed_config: A ``pypto.ir.DistributedConfig`` (which devices are the ranks)
             for compiling a ``@pl.jit.host`` program; None for a single-chip program.
     """
@@ -217,6 +218,7 @@ def _signature_text(params: Sequence[ParamInfo]) -> str:
     return ", ".join(f"{p.name}:{'scalar' if p.is_scalar else p.direction.value}" for p in params)
 
 
+@marks_user_errors  # its errors name the parameter: shown without pypto's frames
 def bind_arguments(
     name: str, params: Sequence[ParamInfo], args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> list[Any]:
@@ -305,6 +307,7 @@ def run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], c
     return call_results(artifact, slots)
 
 
+@marks_user_errors
 def bind_task_args(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, list[Any]]:
     """A call of ``artifact``'s program as ``simpler.TaskArgs``, and the arguments in parameter
     order (omitted Out tensors allocated): binds, describes and checks every argument against

@@ -32,6 +32,7 @@ from pypto.torch._kernel.context import init as _init
 from pypto.torch._kernel.context import shutdown as _shutdown
 from pypto.torch._native_describe import build_native
 from pypto.torch._validation import ArgumentError
+from pypto.torch.functional import FunctionalOperator
 from pypto.torch.interop import CallFrame, CallSignature
 from pypto.torch.library import Operator, register
 from pypto.torch.registration import RegistrationSignature
@@ -42,6 +43,7 @@ __all__ = [
     "ArgumentError",
     "CallFrame",
     "CallSignature",
+    "FunctionalOperator",
     "KernelClosedError",
     "KernelInfo",
     "KernelInitError",
