@@ -8,8 +8,10 @@ is touched, after every argument has been checked.
 
 from __future__ import annotations
 
+import atexit
 import math
 import sys
+import weakref
 from collections.abc import Mapping, Sequence
 from ctypes import addressof, c_char
 from dataclasses import dataclass, field
@@ -499,6 +501,7 @@ class CallPlan:
         plan = simpler.CallPlan(
             numpy.ndarray, len(self.params), tensors, list(self.scalars), fixed, self.encode_scalar
         )
+        _release_at_exit(self)
         if key is None:
             self.native = plan
         return plan
@@ -640,6 +643,25 @@ class CallPlan:
 
 _PLAIN_SCALARS = frozenset((int, float, bool))
 DECLINED: Any = object()  # CallPlan.run_native: the native path did not take the call
+
+_with_native: weakref.WeakSet[CallPlan] = weakref.WeakSet()
+
+
+def _release_native_plans() -> None:
+    """atexit: drop every native plan (simpler.CallPlan) while the interpreter is whole. A
+    CallPlan can outlive finalization through a jit function that something immortal holds
+    (torch's operator registry keeps a registered operator's kernel, and with it the function
+    and its compiled programs, until the process ends); nanobind would report it as leaked."""
+    for plan in list(_with_native):
+        plan.native = None
+        plan.exact.clear()
+
+
+def _release_at_exit(plan: CallPlan) -> None:
+    if not _with_native:
+        atexit.unregister(_release_native_plans)
+        atexit.register(_release_native_plans)
+    _with_native.add(plan)
 _MAX_LAYOUTS = 256  # exact plans per artifact, as the binder's keys per function
 
 
