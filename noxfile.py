@@ -161,7 +161,11 @@ def torch_versions(session: nox.Session) -> None:
     _install(session, "pypto-torch")
     for version in TORCH_RANGE_ENDS:
         session.install(f"torch=={version}")
-        session.run("python", "-c", f"import torch; assert torch.__version__.split('+')[0] == {version!r}, torch.__version__")
+        session.run(
+            "python",
+            "-c",
+            f"import torch; assert torch.__version__.split('+')[0] == {version!r}, torch.__version__",
+        )
         _pytest(session, PACKAGES["pypto-torch"][0] / "tests")
 
 

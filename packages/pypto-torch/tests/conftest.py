@@ -108,7 +108,9 @@ class EmulatedNpu(NpuPlatform):
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "npu: needs a real Ascend NPU with torch_npu and CANN (skipped elsewhere)")
+    config.addinivalue_line(
+        "markers", "npu: needs a real Ascend NPU with torch_npu and CANN (skipped elsewhere)"
+    )
 
 
 @pytest.fixture

@@ -282,7 +282,10 @@ def test_the_pin_names_the_build_identity_and_abi_that_simpler_native_exposes() 
         ({"KERNEL_ABI_VERSION": 2}, r"KERNEL_ABI_VERSION 2 \(pinned 3\)"),
         ({"ORCHESTRATION_ABI_VERSION": 9}, r"ORCHESTRATION_ABI_VERSION 9 \(pinned 1\)"),
         ({"__version__": "0.1.7"}, r"build 0\.1\.7 \(pinned 0\.1\.0\)"),  # same series, other build
-        ({"KERNEL_ABI_VERSION": None}, r"does not report its identity \(simpler\._native\.KERNEL_ABI_VERSION"),
+        (
+            {"KERNEL_ABI_VERSION": None},
+            r"does not report its identity \(simpler\._native\.KERNEL_ABI_VERSION",
+        ),
         ({"__version__": None}, r"does not report its identity \(simpler\._native\.__version__"),
         ({"KERNEL_ABI_VERSION": "3"}, r"does not report its identity"),
     ],
@@ -527,13 +530,10 @@ def test_a_failed_launch_releases_its_ticket_and_tensors_at_once() -> None:
         x = torch.ones(16, 16)
         alive = weakref.ref(x)
         frame = kc.signature.describe_call([x, torch.zeros(16, 16)])
-        try:
+        with pytest.raises(ValueError, match="encoder rejected") as info:
             manager.launch(kc, frame, wait=True)
-        except ValueError as exc:
-            assert "encoder rejected" in str(exc)
-            exc.__traceback__ = None  # the frames of the failed call are not what this checks
-        else:
-            raise AssertionError("the launch did not fail")
+        info.value.__traceback__ = None  # the failed call's frames are not what this checks
+        del info
         assert manager.pending == []
         del x, frame
         gc.collect()

@@ -164,7 +164,9 @@ def test_an_installed_torch_npu_without_ascend_home_names_cann(
     for name in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
         monkeypatch.delenv(name, raising=False)
     broken_torch_npu("cannot import name '_C' from partially initialized module 'torch_npu'")
-    with pytest.raises(npu_module.NpuRuntimeUnavailable, match=r"CANN's environment is missing \(ASCEND_HOME_PATH"):
+    with pytest.raises(
+        npu_module.NpuRuntimeUnavailable, match=r"CANN's environment is missing \(ASCEND_HOME_PATH"
+    ):
         npu_module.NpuPlatform("a2a3").current_device()
 
 
@@ -177,7 +179,9 @@ def test_torch_backend_autoload_failure_is_explained_with_the_fix(tmp_path: Any)
 
     site = tmp_path / "site"
     (site / "fake_npu_backend-1.0.dist-info").mkdir(parents=True)
-    (site / "fake_npu_backend-1.0.dist-info" / "METADATA").write_text("Name: fake-npu-backend\nVersion: 1.0\n")
+    (site / "fake_npu_backend-1.0.dist-info" / "METADATA").write_text(
+        "Name: fake-npu-backend\nVersion: 1.0\n"
+    )
     (site / "fake_npu_backend-1.0.dist-info" / "entry_points.txt").write_text(
         "[torch.backends]\ntorch_npu = torch_npu:_autoload\n"
     )
@@ -187,14 +191,21 @@ def test_torch_backend_autoload_failure_is_explained_with_the_fix(tmp_path: Any)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     env.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)
     code = "import pypto.torch"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False)
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     assert r.returncode != 0
     assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in r.stderr
     assert "CANN's environment is missing" in r.stderr
     assert "libhccl.so" in r.stderr
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # the fix it names
     r = subprocess.run(
-        [sys.executable, "-c", code + "; print('imported')"], capture_output=True, text=True, env=env, timeout=120, check=False
+        [sys.executable, "-c", code + "; print('imported')"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert r.returncode == 0, r.stderr
     assert "imported" in r.stdout

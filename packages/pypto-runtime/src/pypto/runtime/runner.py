@@ -662,6 +662,8 @@ def _release_at_exit(plan: CallPlan) -> None:
         atexit.unregister(_release_native_plans)
         atexit.register(_release_native_plans)
     _with_native.add(plan)
+
+
 _MAX_LAYOUTS = 256  # exact plans per artifact, as the binder's keys per function
 
 

@@ -38,7 +38,9 @@ def _load() -> object:
     try:
         importlib.import_module("torch_npu")
     except (ImportError, OSError) as exc:
-        raise AdapterUnavailable(f"pypto._torch_npu needs torch_npu: {explain_torch_npu_failure(exc)}") from exc
+        raise AdapterUnavailable(
+            f"pypto._torch_npu needs torch_npu: {explain_torch_npu_failure(exc)}"
+        ) from exc
     try:
         return importlib.import_module("pypto._torch_npu._native")
     except ImportError as exc:

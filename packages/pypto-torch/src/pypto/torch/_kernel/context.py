@@ -56,7 +56,7 @@ from pypto.runtime import mode_gate, settings
 from pypto.torch._kernel.callable import KernelCallable, RegistrationError, artifact_identity
 from pypto.torch._kernel.owner import LifecycleOwner
 from pypto.torch._kernel.pending import PendingTicket
-from pypto.torch._kernel.pins import pin_frame, unpin
+from pypto.torch._kernel.pins import pin_frame
 from pypto.torch._kernel.session import (
     BorrowedWorkerSession,
     KernelRequest,
@@ -274,7 +274,12 @@ class _Manager:
                 self.failure = exc
             raise
         info = KernelInfo(
-            request.platform, request.runtime, request.device_index, generation, request.config, request.asynchronous
+            request.platform,
+            request.runtime,
+            request.device_index,
+            generation,
+            request.config,
+            request.asynchronous,
         )
         with self.lock:
             self.asynchronous = request.asynchronous
@@ -396,9 +401,11 @@ class _Manager:
         pins = pin_frame(frame) if kc.signature.platform.is_simulator else ()
         ticket = PendingTicket(kc, frame, pins, frame.stream)
         with self.lock:
-            if self.state is not KernelState.READY:  # shutdown began: nothing is enqueued
+            if not self._admits():  # shutdown began since the check above: nothing is enqueued
                 ticket.release()
-                raise KernelClosedError(f"pypto.torch: cannot launch {kc.name!r}: kernel mode is {self.state.value}")
+                raise KernelClosedError(
+                    f"pypto.torch: cannot launch {kc.name!r}: kernel mode is {self.state.value}"
+                )
             pending = self.pending
             if pending:  # admission polls completed tickets only; it never waits
                 keep = []
@@ -437,6 +444,10 @@ class _Manager:
                 ticket.reported = True
                 raise error
         return ticket
+
+    def _admits(self) -> bool:
+        """Whether a launch may still be enqueued (READY; read under the lock)."""
+        return self.state is KernelState.READY
 
     # -- shutdown --------------------------------------------------------------------------
 

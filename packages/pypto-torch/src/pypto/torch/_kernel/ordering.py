@@ -48,7 +48,9 @@ def query(tickets: tuple[PendingTicket, ...]) -> bool:
     return all(t.retired or t.complete for t in tickets)
 
 
-def synchronize_tickets(manager: Any, tickets: tuple[PendingTicket, ...], timeout: float | None = None) -> None:
+def synchronize_tickets(
+    manager: Any, tickets: tuple[PendingTicket, ...], timeout: float | None = None
+) -> None:
     """Wait for ``tickets``, retire them, and raise the first error not reported yet.
 
     Raises:

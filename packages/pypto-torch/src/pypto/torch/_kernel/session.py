@@ -24,15 +24,16 @@ from pypto.runtime.mode_gate import ProcessMode
 
 __all__ = [
     "PINNED_RUNTIME",
-    "RuntimePin",
     "BorrowedWorkerSession",
     "KernelRequest",
     "RuntimeCapabilityError",
+    "RuntimePin",
     "check_runtime_interfaces",
     "check_runtime_pin",
     "config_key",
     "make_call_config",
 ]
+
 
 @dataclass(frozen=True)
 class RuntimePin:
@@ -95,7 +96,9 @@ def check_runtime_pin(simpler: ModuleType, *, skip: bool) -> None:
         problems.append(f"build {version} (pinned {pin.version})")
     py_version = getattr(simpler, "__version__", None)
     if isinstance(version, str) and py_version != version:
-        problems.append(f"simpler.__version__ {py_version!r} differs from its native module's {version!r} (a stale build)")
+        problems.append(
+            f"simpler.__version__ {py_version!r} differs from its native module's {version!r} (a stale build)"
+        )
     for name, want in pin.abi:
         have = getattr(native, name, None)
         if isinstance(have, bool) or not isinstance(have, int):

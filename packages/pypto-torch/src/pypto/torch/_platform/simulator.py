@@ -74,13 +74,17 @@ class SimulatorStream:
         """Order this stream's later work after ``event``: its synchronisation points and
         events cover what ``event`` captured."""
         if not isinstance(event, SimulatorEvent):
-            raise TypeError(f"SimulatorStream.wait_event(event): expected a SimulatorEvent, got {type(event).__name__}")
+            raise TypeError(
+                f"SimulatorStream.wait_event(event): expected a SimulatorEvent, got {type(event).__name__}"
+            )
         event.wait(self)
 
     def wait_stream(self, stream: SimulatorStream) -> None:
         """Order this stream's later work after everything launched on ``stream`` so far."""
         if not isinstance(stream, SimulatorStream):
-            raise TypeError(f"SimulatorStream.wait_stream(stream): expected a SimulatorStream, got {type(stream).__name__}")
+            raise TypeError(
+                f"SimulatorStream.wait_stream(stream): expected a SimulatorStream, got {type(stream).__name__}"
+            )
         self.wait_event(stream.record_event())
 
     def __repr__(self) -> str:
@@ -102,7 +106,9 @@ class SimulatorEvent:
 
         target = current_stream() if stream is None else stream
         if not isinstance(target, SimulatorStream):
-            raise TypeError(f"SimulatorEvent.record(stream): expected a SimulatorStream, got {type(target).__name__}")
+            raise TypeError(
+                f"SimulatorEvent.record(stream): expected a SimulatorStream, got {type(target).__name__}"
+            )
         self._tickets = ordering.record(context.current(), target)
         self.recorded = True
 
