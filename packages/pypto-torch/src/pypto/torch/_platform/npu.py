@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import importlib
-import importlib.util
 import os
 import re
 from collections.abc import Callable
@@ -59,20 +58,13 @@ AUTOLOAD_FIX = "TORCH_DEVICE_BACKEND_AUTOLOAD=0"
 """The environment setting that stops torch from importing torch_npu (its backend autoload)."""
 
 
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def explain_torch_npu_failure(exc: BaseException, *, installed: bool | None = None) -> str:
     """What a failed ``import torch_npu`` means: torch_npu is not installed (install the
     ``[npu]`` extra), or it is installed but CANN's environment is missing (a CANN library it
     could not load, or no ``ASCEND_HOME_PATH``), or it is installed and failed otherwise."""
     text = str(exc)
-    if installed is None:
-        installed = _installed("torch_npu")
+    if installed is None:  # the import found no torch_npu at all, or found one that failed
+        installed = not (isinstance(exc, ModuleNotFoundError) and exc.name == "torch_npu")
     if not installed:
         return f"torch_npu is not installed ({text}); install it with `pip install 'pypto-torch[npu]'`"
     missing = _MISSING_LIBRARY.search(text)
