@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import math
 import sys
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from pypto.ir.analysis.signature import function_signature
+from pypto.ir.artifact_key import program_material, source_digest
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.execution import get_jit_compiler, get_jit_executor
@@ -30,12 +30,12 @@ from pypto.ir.param_info import DYNAMIC, ParamDirection, ParamInfo
 from pypto.ir.types import DynDim, FunctionType, TensorType, Type
 from pypto.language import typing as lt
 from pypto.language.binding import dtype_of, fast_key, is_tensor, scalar_of, shape_of
-from pypto.language.decorators import IncoreFunction, InlineFunction, _source_digest
+from pypto.language.decorators import IncoreFunction, InlineFunction
 from pypto.language.host import HostFunction
 from pypto.language.host_trace import active_trace
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
 from pypto.language.parser.common import capture_enclosing
-from pypto.language.tracebacks import user_facing
+from pypto.language.tracebacks import mark_user_error, user_facing
 
 __all__ = ["DeclaredParam", "JITFunction", "Specialization", "jit"]
 
@@ -242,7 +242,7 @@ class JITFunction:
                         f"{self.fn.__name__}: parameter {name!r} is a tensor; got {type(value).__name__} "
                         "(pass a torch tensor or numpy array)"
                     )
-                shape = shape_of(value, f"parameter {name!r}")
+                shape = shape_of(value, f"{self.fn.__name__}: parameter {name!r}")
                 if isinstance(inner, lt.TensorAnnotation) and inner.shape is not None:
                     shape = (
                         tuple(
@@ -251,7 +251,7 @@ class JITFunction:
                         )
                         + shape[len(inner.shape) :]
                     )
-                key.append(("T", shape, dtype_of(value, f"parameter {name!r}").value))
+                key.append(("T", shape, dtype_of(value, f"{self.fn.__name__}: parameter {name!r}").value))
             elif lt.is_runtime(value) or name in self.runtime_defaults:
                 why = "its default is pl.RUNTIME" if name in self.runtime_defaults else "passed pl.RUNTIME"
                 dtype = self._scalar_dtype(name, inner, why)
@@ -302,15 +302,19 @@ class JITFunction:
             if spec is not None:
                 spec.check_captured()
                 return spec, args, fk
-        bound = self.bind(*args, **kwargs)
-        if run:
-            for name, value in zip(self._sig.parameters, bound, strict=True):
-                if lt.is_runtime(value):
-                    raise TypeError(
-                        f"{self.__name__}(): parameter {name!r} is a runtime scalar (pl.RUNTIME); a call runs "
-                        "the program, so pass its value"
-                    )
-        key = self.call_key(bound)
+        try:
+            bound = self.bind(*args, **kwargs)
+            if run:
+                for name, value in zip(self._sig.parameters, bound, strict=True):
+                    if lt.is_runtime(value):
+                        raise TypeError(
+                            f"{self.__name__}(): parameter {name!r} is a runtime scalar (pl.RUNTIME); a call "
+                            "runs the program, so pass its value"
+                        )
+            key = self.call_key(bound)
+        except (TypeError, ValueError) as exc:  # the binder's message names the parameter
+            mark_user_error(exc)
+            raise
         with self._lock:
             spec = self._cache.get(key)
         if spec is not None:
@@ -370,21 +374,21 @@ class JITFunction:
             self.fn, ctx=ctx, func_type=FunctionType.Orchestration, arg_types=arg_types, scalar_values=scalars
         )
         program = Program(self.fn.__name__, (entry, *ctx.functions.values()), entry.name)
-        sources = {entry.name: _source_digest(self.fn), **ctx.__dict__.get("_sources", {})}
-        material = {
-            "kind": "jit",
-            "entry": entry.name,
-            "sources": dict(sorted(sources.items())),
-            "ir_sha256": hashlib.sha256(str(program).encode()).hexdigest(),
-            "call_key": [list(_jsonable(k)) for k in key],
-        }
+        sources = {entry.name: source_digest(self.fn), **ctx.__dict__.get("_sources", {})}
         captured = tuple(
             (fn, name, value)
             for (fn, name), value in sorted(
                 ctx.captured.items(), key=lambda kv: (kv[0][0].__qualname__, kv[0][1])
             )
         )
-        material["globals"] = {f"{fn.__qualname__}.{name}": repr(v) for fn, name, v in captured}
+        material = program_material(
+            program,
+            kind="jit",
+            entry=entry.name,
+            sources=sources,
+            call_key=[list(_jsonable(k)) for k in key],
+            captured={f"{fn.__qualname__}.{name}": repr(v) for fn, name, v in captured},
+        )
         return Specialization(program, function_signature(entry, ssa_names=False), key, material, captured)
 
     @user_facing

@@ -1,0 +1,238 @@
+"""Kernel codegen, part 1: the pieces every emitter shares.
+
+What a kernel is made of before its statements are emitted: the PTO-ISA ``Tile`` type of an IR
+tile, the pipe of a copy between tile spaces, the kernel's ABI parameter order and core type,
+and ``_GenBase``: the plan being built (pypto.ir.codegen.plan) and the tile declarations
+(``Tile`` + ``TASSIGN`` at the memory-allocation pass's offset). pypto.ir.codegen.kernel_emit
+adds the instruction emitters, pypto.ir.codegen.kernel assembles the kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pypto.ir.codegen.cpp import (
+    COMM_NS,
+    ident,
+    kernel_cpp_type,
+    scalar_cpp_type,
+    scalar_expr,
+)
+from pypto.ir.codegen.plan import Inst, Item, Pipe
+from pypto.ir.errors import PyptoCompileError
+from pypto.ir.nodes import (
+    Call,
+    Expr,
+    For,
+    Function,
+    Param,
+    Var,
+    While,
+    stmt_exprs,
+    walk_stmts,
+)
+from pypto.ir.ops import OPS, Cpp
+from pypto.ir.passes.memory_alloc import KernelMemory
+from pypto.ir.platforms import TileAlloc
+from pypto.ir.pto_layout import pto_tile
+from pypto.ir.types import (
+    AtomicType,
+    CoreType,
+    MemorySpace,
+    PadValue,
+    ReduceOp,
+    ScalarType,
+    TensorType,
+    TileType,
+)
+
+ENTRY = "kernel_entry"
+
+# PTO-ISA PadValue of a fillpad's pad attribute (the destination tile's pad value)
+_PAD = {PadValue.zero: "PadValue::Zero", PadValue.min: "PadValue::Min", PadValue.max: "PadValue::Max"}
+
+# Tile ops the emitter writes itself rather than as their table's one instruction: load/store
+# (a GM view, ND or NZ), a scratch tile (a declaration), a filled tile (TEXPANDS), a valid-shape
+# change, a tile element read, a print.
+BESPOKE = frozenset(
+    {
+        "tile.load",
+        "tile.store",
+        "tile.create",
+        "tile.full",
+        "tile.expands",
+        "tile.set_validshape",
+        "tile.read",
+        "tile.print",
+        "tile.fillpad",
+    }
+)
+PRINT_OPS = frozenset({"tile.print", "scalar.print"})
+# Cross-rank operations with an effect on ChipTensors (simpler/tile/comm.hpp, collectives.hpp):
+# each is one call of simpler's comm functions; as a value each names the window it acts on.
+COMM_EFFECTS = {
+    "comm.notify": 0,
+    "comm.wait": 0,
+    "comm.barrier": 0,
+    "comm.put": 0,
+    "comm.get": 0,
+    "comm.allreduce": 0,
+    "comm.broadcast": 0,
+    "comm.allgather": 1,
+    "comm.reduce_scatter": 0,
+    "comm.all_to_all": 1,
+    "comm.all_to_all_v": 1,
+    "comm.defer_wait": 0,
+}
+DEFERRED = "deferred_waits_"
+_ATOMIC = {AtomicType.None_: f"{COMM_NS}::AtomicType::None", AtomicType.Add: f"{COMM_NS}::AtomicType::Add"}
+_REDUCE = {op: f"{COMM_NS}::ReduceOp::{op.name}" for op in ReduceOp}
+
+
+def _calls_syncall(fn: Function) -> int:
+    """0: the kernel does not call ``pl.system.syncall``; else its launch's block count when the
+    calls record it (an inline ``pl.spmd`` body), 1 when the kernel's parameters carry it."""
+    counts = [
+        int(e.attr("blocks", 1))
+        for s in walk_stmts(fn.body)
+        for e in stmt_exprs(s)
+        if isinstance(e, Call) and e.op == "system.syncall"
+    ]
+    return max(counts, default=0)
+
+
+def _uses_comm(fn: Function) -> bool:
+    return any(
+        isinstance(e, Call) and (e.op.startswith("comm.") or e.op in ("comm.rank", "comm.nranks"))
+        for s in walk_stmts(fn.body)
+        for e in stmt_exprs(s)
+    )
+
+
+_LOAD = OPS["tile.load"].cpp or Cpp("TLOAD")
+_STORE = OPS["tile.store"].cpp or Cpp("TSTORE")
+# ops of the cube unit: their operands are Left/Right tiles (the table's spaces)
+_CUBE_OPS = frozenset(
+    n for n, s in OPS.items() if s.spaces and {MemorySpace.Left, MemorySpace.Right} <= set(s.spaces)
+)
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str
+    core_type: CoreType
+    entry: str
+    text: str
+    params: tuple[Param, ...]  # ABI order
+    tiles: tuple[TileAlloc, ...] = ()  # one per storage: padded shape, live range
+
+
+def abi_params(fn: Function) -> tuple[Param, ...]:
+    """The kernel's parameters in ABI order: tensors first, then scalars."""
+    tensors = [p for p in fn.params if isinstance(p.var.type, TensorType)]
+    scalars = [p for p in fn.params if not isinstance(p.var.type, TensorType)]
+    return (*tensors, *scalars)
+
+
+def core_type_of(fn: Function) -> CoreType:
+    """AIC when the kernel uses the cube unit (matmul or a Left/Right/Mat tile), AIV otherwise."""
+    for s in walk_stmts(fn.body):
+        for e in stmt_exprs(s):
+            if isinstance(e, Call):
+                if e.op in _CUBE_OPS:
+                    return CoreType.AIC
+                t = e.type
+                if isinstance(t, TileType) and t.memory in (
+                    MemorySpace.Left,
+                    MemorySpace.Right,
+                    MemorySpace.Mat,
+                    MemorySpace.Acc,
+                ):
+                    return CoreType.AIC
+    return CoreType.AIV
+
+
+def tile_type(t: TileType, pad: PadValue | None = None) -> str:
+    """The PTO-ISA ``Tile`` type of an IR tile (its padded physical shape, dynamic valid shape)."""
+    p = pto_tile(t)
+    ct = kernel_cpp_type(t.dtype)
+    if t.memory is MemorySpace.Vec:
+        layout = "BLayout::ColMajor" if p.col_major else "BLayout::RowMajor"
+        tail = f", SLayout::NoneBox, TileConfig::fractalABSize, {_PAD[pad]}" if pad is not None else ""
+        return f"Tile<TileType::Vec, {ct}, {p.rows}, {p.cols}, {layout}, -1, -1{tail}>"
+    if t.memory is MemorySpace.Mat:
+        return f"Tile<TileType::Mat, {ct}, {p.rows}, {p.cols}, BLayout::ColMajor, -1, -1, SLayout::RowMajor, 512>"
+    alias = {MemorySpace.Left: "TileLeft", MemorySpace.Right: "TileRight", MemorySpace.Acc: "TileAcc"}
+    return f"{alias[t.memory]}<{ct}, {p.rows}, {p.cols}, -1, -1>"
+
+
+def _copy_pipe(dst: MemorySpace, src: MemorySpace) -> Pipe:
+    """The pipe of a TMOV/TEXTRACT from ``src`` to ``dst``."""
+    if src is MemorySpace.Acc:
+        return Pipe.FIX
+    if src is MemorySpace.Mat:
+        return Pipe.MTE1
+    if dst is MemorySpace.Mat:
+        return Pipe.MTE3
+    return Pipe.V
+
+
+class _GenBase:
+    """The kernel plan under construction and the tile declarations."""
+
+    def __init__(self, fn: Function, mem: KernelMemory) -> None:
+        self.fn = fn
+        self.mem = mem
+        self.dim_of: dict[tuple[str, int], str] = {}
+        self.items: list[Item] = []
+        self.loops: list[For | While] = []  # the loops around the statement being emitted
+        self.space_of: dict[str, MemorySpace] = {}
+        self.cname_key: dict[str, str] = {}  # C++ tile name -> IR key of its storage
+
+    # ---------------------------------------------------------------- plan building
+
+    def raw(self, *lines: str) -> None:
+        self.items.append(Inst(tuple(lines)))
+
+    def inst(self, line: str, pipe: Pipe, reads: tuple[str, ...] = (), writes: tuple[str, ...] = ()) -> None:
+        self.items.append(Inst((line,), pipe, reads, writes))
+
+    def nested(self) -> list[Item]:
+        """Start collecting a nested block; returns the outer list to restore."""
+        outer = self.items
+        self.items = []
+        return outer
+
+    def declare(
+        self, key: str, name: str, t: TileType, valid: tuple[str, str], *, pad: PadValue | None = None
+    ) -> None:
+        """Declare tile ``name`` (storage of IR name ``key``) with valid shape ``valid``."""
+        vr, vc = valid
+        if key not in self.mem.slot_of:
+            raise PyptoCompileError(f"kernel codegen: tile {key} has no storage (a compiler bug)")
+        slot = self.mem.slot(key)
+        self.space_of[name] = t.memory
+        self.raw(f"{tile_type(t, pad)} {name}({vr}, {vc});", f"TASSIGN({name}, {slot.offset:#x});")
+
+    def storage_conflict(self, a: str, b: str) -> bool:
+        ka, kb = self.cname_key.get(a, a), self.cname_key.get(b, b)
+        if ka not in self.mem.slot_of or kb not in self.mem.slot_of:
+            return a == b
+        sa, sb = self.mem.slot(ka), self.mem.slot(kb)
+        return (
+            sa.space is sb.space and sa.offset < sb.offset + sb.nbytes and sb.offset < sa.offset + sa.nbytes
+        )
+
+    # ---------------------------------------------------------------- the kernel
+
+    def holder(self, v: Var, ref: bool = False) -> str:
+        t = v.type
+        if isinstance(t, TensorType):
+            return "simpler::ChipTensor" + ("&" if ref else "")
+        assert isinstance(t, ScalarType)
+        return scalar_cpp_type(t.dtype)
+
+    def value(self, e: Expr) -> str:
+        if isinstance(e, Var):
+            return ident(e.name)
+        return scalar_expr(e, self.dim_of)

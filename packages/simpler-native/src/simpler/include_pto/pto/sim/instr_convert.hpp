@@ -1,0 +1,81 @@
+// Fills and conversion: TEXPANDS, TFILLPAD, TCVT. Part of our PTO-ISA CPU backend;
+// pto/sim/instr.hpp describes what every instruction does.
+#pragma once
+
+#include "pto/sim/instr_support.hpp"
+
+namespace pto {
+
+// ---- fills and conversion --------------------------------------------------------------------
+
+// TEXPANDS(dst, scalar): every element of dst's valid shape = scalar.
+template <typename TileData, typename... WaitEvents>
+PTO_INST RecordEvent TEXPANDS(TileData& dst, typename TileData::DType scalar, WaitEvents&... events) {
+    (void)sizeof...(events);
+    sim::Op op("TEXPANDS", PIPE_V);
+    const int vr = sim::vrow(dst), vc = sim::vcol(dst);
+    if (!sim::placed(op, dst)) return {};
+    sim::wr(op, dst, vr, vc);
+    for (int r = 0; r < vr; ++r) {
+        typename TileData::DType* d = dst.data() + r * TileData::Cols;
+        for (int c = 0; c < vc; ++c) d[c] = scalar;
+    }
+    return {};
+}
+
+// TFILLPAD(dst, src) (Vec): dst[r, c] = src[r, c] inside src's valid shape and dst's PadVal
+// (Zero, Max = +inf/highest, Min = -inf/lowest, or a custom float) elsewhere, over dst's whole
+// static shape.
+template <TFillPadMode mode = TFillPadMode::Normal, typename DstTileData, typename SrcTileData,
+          std::enable_if_t<(DstTileData::Loc == TileType::Vec) && (SrcTileData::Loc == TileType::Vec), int> = 0,
+          typename... WaitEvents>
+PTO_INST RecordEvent TFILLPAD(DstTileData& dst, SrcTileData& src, WaitEvents&... events) {
+    (void)sizeof...(events);
+    using T = typename DstTileData::DType;
+    static_assert(sizeof(T) == sizeof(typename SrcTileData::DType), "TFILLPAD: element sizes must match");
+    static_assert(DstTileData::Rows == SrcTileData::Rows && DstTileData::Cols == SrcTileData::Cols,
+                  "TFILLPAD: dst and src static shapes must match");
+    sim::Op op("TFILLPAD", PIPE_V);
+    const int vr = sim::vrow(src), vc = sim::vcol(src);
+    if (!sim::all_placed(op, dst, src)) return {};
+    sim::rd(op, src, vr, vc);
+    sim::wr(op, dst, DstTileData::Rows, DstTileData::Cols);
+    const T pad = sim::pad_value<T>(static_cast<PadValue>(DstTileData::PadVal));
+    sim::copy_window(dst, 0, 0, src, 0, 0, vr, vc);
+    for (int r = 0; r < DstTileData::Rows; ++r) {
+        T* d = dst.data() + r * DstTileData::Cols;
+        for (int c = r < vr ? vc : 0; c < DstTileData::Cols; ++c) d[c] = pad;
+    }
+    return {};
+}
+
+// TCVT(dst, src, mode): dst[r, c] = convert(src[r, c]) over dst's valid shape. Narrowing float
+// conversions round by `mode` (CAST_NONE/CAST_RINT: nearest even); float -> integer and integer
+// -> integer saturate; NaN -> 0 for integers (simpler::tile::convert).
+template <bool NeedSetCtrl = true, typename TileDataD, typename TileDataS, typename... WaitEvents>
+PTO_INST RecordEvent TCVT(TileDataD& dst, TileDataS& src, RoundMode mode, WaitEvents&... events) {
+    (void)sizeof...(events);
+    sim::Op op("TCVT", PIPE_V);
+    const int vr = sim::vrow(dst), vc = sim::vcol(dst);
+    if (!sim::all_placed(op, dst, src) || !sim::covers(op, "source", src, vr, vc)) return {};
+    sim::rd(op, src, vr, vc);
+    sim::wr(op, dst, vr, vc);
+    const auto m = static_cast<::simpler::tile::RoundMode>(static_cast<std::uint8_t>(mode));
+    auto d = sim::view(dst, vr, vc);
+    ::simpler::tile::cast(d, sim::view(src, vr, vc), m);
+    return {};
+}
+template <bool NeedSetCtrl = true, typename TileDataD, typename TileDataS, typename... WaitEvents>
+PTO_INST RecordEvent TCVT(TileDataD& dst, TileDataS& src, RoundMode mode, SaturationMode satMode,
+                          WaitEvents&... events) {
+    (void)satMode;  // our conversions always saturate
+    return TCVT<NeedSetCtrl>(dst, src, mode, events...);
+}
+template <bool NeedSetCtrl = true, typename TileDataD, typename TileDataS, typename TmpTileData, typename... WaitEvents,
+          std::enable_if_t<is_tile_data_v<TmpTileData>, int> = 0>
+PTO_INST RecordEvent TCVT(TileDataD& dst, TileDataS& src, TmpTileData& tmp, RoundMode mode, WaitEvents&... events) {
+    (void)tmp;
+    return TCVT<NeedSetCtrl>(dst, src, mode, events...);
+}
+
+}  // namespace pto

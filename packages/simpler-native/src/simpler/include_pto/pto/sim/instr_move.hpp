@@ -1,0 +1,193 @@
+// Data movement: TLOAD, TSTORE, TMOV, TEXTRACT, TINSERT, TRESHAPE, TTRANS, TCONCAT. Part of our
+// PTO-ISA CPU backend; pto/sim/instr.hpp describes what every instruction does.
+#pragma once
+
+#include "pto/sim/instr_support.hpp"
+
+namespace pto {
+
+// ---- data movement ---------------------------------------------------------------------------
+
+// TLOAD(dst, src): dst[r, c] = src window element (r, c) over dst's valid shape (PIPE_MTE2);
+// ND, DN or NZ global tensors (for_rows / for_nz).
+template <typename TileData, typename GlobalData, typename... WaitEvents>
+PTO_INST RecordEvent TLOAD(TileData& dst, GlobalData& src, WaitEvents&... events) {
+    (void)sizeof...(events);
+    static_assert(TileData::Loc == TileType::Vec || TileData::Loc == TileType::Mat, "TLOAD writes a Vec or Mat tile");
+    using T = typename TileData::DType;
+    static_assert(std::is_same<T, typename GlobalData::DType>::value, "TLOAD: tile and global tensor dtypes differ");
+    sim::Op op("TLOAD", PIPE_MTE2);
+    const int vr = sim::vrow(dst), vc = sim::vcol(dst);
+    if (!sim::placed(op, dst) || !sim::window_ok(op, src, vr, vc)) return {};
+    sim::wr(op, dst, vr, vc);
+    if constexpr (GlobalData::layout == Layout::NZ) {
+        sim::for_nz(src, [&](int r, int c, const T* g) { dst.data()[r * TileData::Cols + c] = *g; });
+    } else {
+        sim::for_rows(src, [&](int r, const T* g, std::int64_t cs) {
+            T* d = dst.data() + r * TileData::Cols;
+            if (cs == 1)
+                std::memcpy(d, g, sizeof(T) * vc);
+            else
+                for (int c = 0; c < vc; ++c) d[c] = g[c * cs];
+        });
+    }
+    return {};
+}
+
+// TSTORE(dst, src): the global window = src over src's valid shape. From Vec/Mat on PIPE_MTE3,
+// from Acc on PIPE_FIX (an Acc tile may store into a narrower float type: converted with
+// round-to-nearest-even).
+template <typename TileData, typename GlobalData, typename... WaitEvents>
+PTO_INST RecordEvent TSTORE(GlobalData& dst, TileData& src, WaitEvents&... events) {
+    (void)sizeof...(events);
+    using T = typename TileData::DType;
+    using G = typename GlobalData::DType;
+    static_assert(TileData::Loc == TileType::Vec || TileData::Loc == TileType::Mat || TileData::Loc == TileType::Acc,
+                  "TSTORE reads a Vec, Mat or Acc tile");
+    static_assert(std::is_same<T, G>::value || TileData::Loc == TileType::Acc,
+                  "TSTORE: tile and global tensor dtypes differ (only an Acc tile converts)");
+    sim::Op op("TSTORE", TileData::Loc == TileType::Acc ? PIPE_FIX : PIPE_MTE3);
+    const int vr = sim::vrow(src), vc = sim::vcol(src);
+    if (!sim::placed(op, src) || !sim::window_ok(op, dst, vr, vc)) return {};
+    sim::rd(op, src, vr, vc);
+    if constexpr (GlobalData::layout == Layout::NZ) {
+        sim::for_nz(dst, [&](int r, int c, G* g) { *g = ::simpler::tile::convert<G>(src.data()[r * TileData::Cols + c]); });
+        return {};
+    }
+    sim::for_rows(dst, [&](int r, G* g, std::int64_t cs) {
+        const T* s = src.data() + r * TileData::Cols;
+        if constexpr (std::is_same<T, G>::value) {
+            if (cs == 1) {
+                std::memcpy(g, s, sizeof(T) * vc);
+                return;
+            }
+        }
+        for (int c = 0; c < vc; ++c) g[c * cs] = ::simpler::tile::convert<G>(s[c]);
+    });
+    return {};
+}
+
+// TMOV(dst, src): dst = src over dst's valid shape. Mat->Left/Right (PIPE_MTE1), Acc->Vec/Mat
+// (PIPE_FIX, converting float -> half/bfloat16 with round-to-nearest-even), Vec->Vec (PIPE_V).
+template <typename DstTileData, typename SrcTileData, typename... WaitEvents>
+PTO_INST RecordEvent TMOV(DstTileData& dst, SrcTileData& src, WaitEvents&... events) {
+    (void)sizeof...(events);
+    constexpr TileType D = DstTileData::Loc, S = SrcTileData::Loc;
+    static_assert((S == TileType::Mat && (D == TileType::Left || D == TileType::Right || D == TileType::Mat)) ||
+                      (S == TileType::Vec && (D == TileType::Vec || D == TileType::Mat)) ||
+                      (S == TileType::Acc && (D == TileType::Vec || D == TileType::Mat)),
+                  "TMOV: unsupported tile-type pair (Mat->Left/Right, Vec->Vec/Mat, Acc->Vec/Mat)");
+    static_assert(std::is_same<typename DstTileData::DType, typename SrcTileData::DType>::value || S == TileType::Acc,
+                  "TMOV keeps the element type (an Acc source converts)");
+    sim::Op op("TMOV", sim::move_pipe<D, S>());
+    const int vr = sim::vrow(dst), vc = sim::vcol(dst);
+    if (!sim::all_placed(op, dst, src) || !sim::covers(op, "source", src, vr, vc)) return {};
+    sim::rd(op, src, vr, vc);
+    sim::wr(op, dst, vr, vc);
+    sim::copy_window(dst, 0, 0, src, 0, 0, vr, vc);
+    return {};
+}
+
+// TEXTRACT(dst, src, indexRow, indexCol): dst[r, c] = src[indexRow + r, indexCol + c] over dst's
+// valid shape; the window must lie inside src's static shape (as the ISA checks) and its valid
+// shape.
+template <typename DstTileData, typename SrcTileData, typename... WaitEvents>
+PTO_INST RecordEvent TEXTRACT(DstTileData& dst, SrcTileData& src, uint16_t indexRow = 0, uint16_t indexCol = 0,
+                              WaitEvents&... events) {
+    (void)sizeof...(events);
+    static_assert(std::is_same<typename DstTileData::DType, typename SrcTileData::DType>::value ||
+                      SrcTileData::Loc == TileType::Acc,
+                  "TEXTRACT keeps the element type");
+    sim::Op op("TEXTRACT", sim::move_pipe<DstTileData::Loc, SrcTileData::Loc>());
+    const int vr = sim::vrow(dst), vc = sim::vcol(dst);
+    if (!sim::all_placed(op, dst, src)) return {};
+    if (indexRow + vr > sim::vrow(src) || indexCol + vc > sim::vcol(src)) {
+        ::simpler::report_kernel_error("TEXTRACT: window [%d, %d] at (%u, %u) leaves the source's valid shape [%d, %d]",
+                                       vr, vc, indexRow, indexCol, sim::vrow(src), sim::vcol(src));
+        return {};
+    }
+    sim::rd(op, src, vr, vc, indexRow, indexCol);
+    sim::wr(op, dst, vr, vc);
+    sim::copy_window(dst, 0, 0, src, indexRow, indexCol, vr, vc);
+    return {};
+}
+
+// TINSERT(dst, src, indexRow, indexCol): dst[indexRow + r, indexCol + c] = src[r, c] over src's
+// valid shape (inside dst's static shape). Acc->Mat converts as TMOV does.
+template <typename DstTileData, typename SrcTileData, typename... WaitEvents>
+PTO_INST RecordEvent TINSERT(DstTileData& dst, SrcTileData& src, uint16_t indexRow, uint16_t indexCol,
+                             WaitEvents&... events) {
+    (void)sizeof...(events);
+    static_assert(std::is_same<typename DstTileData::DType, typename SrcTileData::DType>::value ||
+                      SrcTileData::Loc == TileType::Acc,
+                  "TINSERT keeps the element type (an Acc source converts)");
+    sim::Op op("TINSERT", sim::move_pipe<DstTileData::Loc, SrcTileData::Loc>());
+    const int vr = sim::vrow(src), vc = sim::vcol(src);
+    if (!sim::all_placed(op, dst, src)) return {};
+    if (indexRow + vr > DstTileData::Rows || indexCol + vc > DstTileData::Cols) {
+        ::simpler::report_kernel_error("TINSERT: source [%d, %d] at (%u, %u) does not fit the destination [%d, %d]", vr,
+                                       vc, indexRow, indexCol, DstTileData::Rows, DstTileData::Cols);
+        return {};
+    }
+    sim::rd(op, src, vr, vc);
+    sim::wr(op, dst, vr, vc, indexRow, indexCol);
+    sim::copy_window(dst, indexRow, indexCol, src, 0, 0, vr, vc);
+    return {};
+}
+
+// TRESHAPE(dst, src): the same bytes as another tile shape (same tile type and byte size);
+// element i of dst's row-major storage is element i of src's. dst becomes the tile the bytes
+// belong to.
+template <typename TileDataOut, typename TileDataIn, typename... WaitEvents>
+PTO_INST RecordEvent TRESHAPE(TileDataOut& dst, TileDataIn& src, WaitEvents&... events) {
+    (void)sizeof...(events);
+    static_assert(TileDataOut::Loc == TileDataIn::Loc, "TRESHAPE: tile types must match");
+    static_assert(TileDataOut::GetSizeInBytes() == TileDataIn::GetSizeInBytes(), "TRESHAPE: total byte size must match");
+    sim::Op op("TRESHAPE", PIPE_V);
+    if (!sim::all_placed(op, dst, src)) return {};
+    sim::rd(op, src, TileDataIn::Rows, TileDataIn::Cols);
+    sim::wr(op, dst, TileDataOut::Rows, TileDataOut::Cols);
+    if (static_cast<void*>(dst.data()) != static_cast<void*>(src.data()))
+        std::memmove(dst.data(), src.data(), TileDataIn::GetSizeInBytes());
+    return {};
+}
+
+// TTRANS(dst, src, tmp): dst[c, r] = src[r, c] over src's valid shape (dst must cover the
+// transposed shape). tmp is not used.
+template <typename TileDataDst, typename TileDataSrc, typename TileDataTmp, typename... WaitEvents>
+PTO_INST RecordEvent TTRANS(TileDataDst& dst, TileDataSrc& src, TileDataTmp& tmp, WaitEvents&... events) {
+    (void)sizeof...(events);
+    (void)tmp;
+    sim::Op op("TTRANS", PIPE_V);
+    const int vr = sim::vrow(src), vc = sim::vcol(src);
+    if (!sim::all_placed(op, dst, src) || !sim::covers(op, "destination", dst, vc, vr)) return {};
+    if (static_cast<void*>(dst.data()) == static_cast<void*>(src.data())) {
+        ::simpler::report_kernel_error("TTRANS: destination and source must be different tiles");
+        return {};
+    }
+    sim::rd(op, src, vr, vc);
+    sim::wr(op, dst, vc, vr);
+    auto d = sim::view(dst, vc, vr);
+    ::simpler::tile::transpose(d, sim::view(src, vr, vc));
+    return {};
+}
+
+// TCONCAT(dst, src0, src1): dst[:, 0:c0] = src0, dst[:, c0:c0+c1] = src1 over dst's valid rows,
+// c0/c1 the sources' valid columns (dst's valid columns must cover c0 + c1).
+template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>
+PTO_INST RecordEvent TCONCAT(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, WaitEvents&... events) {
+    (void)sizeof...(events);
+    sim::Op op("TCONCAT", PIPE_V);
+    const int vr = sim::vrow(dst), c0 = sim::vcol(src0), c1 = sim::vcol(src1);
+    if (!sim::all_placed(op, dst, src0, src1) || !sim::covers(op, "first source", src0, vr, c0) ||
+        !sim::covers(op, "second source", src1, vr, c1) || !sim::covers(op, "destination", dst, vr, c0 + c1))
+        return {};
+    sim::rd(op, src0, vr, c0);
+    sim::rd(op, src1, vr, c1);
+    sim::wr(op, dst, vr, c0 + c1);
+    auto d = sim::view(dst, vr, c0 + c1);
+    ::simpler::tile::concat(d, sim::view(src0, vr, c0), sim::view(src1, vr, c1));
+    return {};
+}
+
+}  // namespace pto
