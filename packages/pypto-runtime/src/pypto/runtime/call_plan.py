@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.ir import DYNAMIC, Contract, DataType, Layout, ParamInfo
 from pypto.runtime import mode_gate
-from pypto.runtime.host_tensors import TensorBindingError, _module_type, describe, numpy_typestr
-from pypto.runtime.runner import RunConfig, run_general
+from pypto.runtime.host_tensors import TensorBindingError, _module_type, _row_major, describe, numpy_typestr
+from pypto.runtime.runner import RunConfig, register_for, run_general
 
 if TYPE_CHECKING:
     from pypto.runtime.compiled import CompiledArtifact
@@ -74,14 +74,6 @@ def _matches(shape: Sequence[int], pattern: Sequence[int]) -> bool:
     if len(shape) != len(pattern):
         return False
     return all(w in (DYNAMIC, g) and 0 < g < 1 << 32 for w, g in zip(pattern, shape, strict=True))
-
-
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= max(d, 1)
-    return tuple(reversed(strides))
 
 
 def run_artifact(
@@ -415,14 +407,7 @@ class CallPlan:
             worker, handle = bound[1], bound[2]
         else:
             generation = shared.shared_generation()
-            worker, handle = shared.register_on_shared_worker(
-                callable_,
-                config.platform,
-                config.runtime,
-                config.device_id,
-                aic_threads=config.aic_threads,
-                aiv_threads=config.aiv_threads,
-            )
+            worker, handle = register_for(config, callable_)
             self.bound[key] = (generation, worker, handle)
             self.targets[key] = (generation, worker, worker.plan_target(handle))
         worker.run(handle, mat, config.effective_call_config, timeout=config.timeout, keep_alive=args)

@@ -49,6 +49,7 @@ from pypto.torch._platform.simulator import SimulatorStream as Stream
 from pypto.torch._platform.simulator import current_stream
 from pypto.torch._platform.simulator import use_stream as stream
 from pypto.torch._validation import ArgumentError
+from pypto.torch.functional import FunctionalOperator
 from pypto.torch.interop import CallFrame, CallSignature
 from pypto.torch.library import Operator, register
 from pypto.torch.registration import RegistrationSignature
@@ -60,6 +61,7 @@ __all__ = [
     "CallFrame",
     "CallSignature",
     "Event",
+    "FunctionalOperator",
     "KernelClosedError",
     "KernelInfo",
     "KernelInitError",
