@@ -28,10 +28,10 @@ class PendingTicket:
 
     __slots__ = ("callable", "error", "frame", "pins", "reported", "retired", "run", "stream")
 
-    def __init__(self, callable_: Any, frame: Any, pins: tuple[int, ...] = (), stream: object = None) -> None:
+    def __init__(self, callable_: Any, frame: Any, pins: Any = (), stream: object = None) -> None:
         self.callable = callable_
         self.frame = frame  # the borrowed tensors and storages, released by retire()
-        self.pins = pins  # the storages held non-resizable for the run, released with the frame
+        self.pins = pins  # what pins.pin_frame returned: the storages held non-resizable for the run
         self.stream = stream  # the framework stream the launch was ordered on
         self.run: Any = None
         self.retired = False
