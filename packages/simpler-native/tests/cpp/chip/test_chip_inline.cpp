@@ -59,6 +59,7 @@ __attribute__((noinline)) void k_deep(std::int64_t* args) {
     std::int64_t sum = 0;
     for (std::size_t i = 0; i < sizeof big; i += 4096) sum += big[i];
     elems(x)[0] = sum;
+    g_seen.thread = std::this_thread::get_id();
 }
 
 std::shared_ptr<CoreKernel> kernel(const char* name, KernelEntryFn fn, std::vector<ArgDirection> sig,
@@ -139,13 +140,16 @@ RunConfig config(bool on_caller) {
 TEST_CASE("inline run: a one-task run on an idle chip runs on the submitting thread, as core 0") {
     ChipOptions o;
     o.aic_threads = 1;
-    o.aiv_threads = 2;
+    o.aiv_threads = 1;  // one AIV core: the threaded run uses it too
     Chip chip(o);
     auto prog = program("one", orch_one);
     Seen on_thread;
     for (bool on_caller : {false, true}) {
         CAPTURE(on_caller);
         std::vector<std::int64_t> x(8, 1);
+        // A run's Run completes just before the chip counts it finished: only an idle chip
+        // runs a submit inline.
+        REQUIRE(chip.wait_idle(10.0));
         auto run = chip.submit(prog, {vec(x)}, {}, config(on_caller));
         if (on_caller) CHECK(run->done());  // nothing left to wait for
         REQUIRE(run->wait(10.0));
@@ -193,9 +197,12 @@ TEST_CASE("inline run: back-pressure on its own tasks, a failing task, a deep st
     CHECK(errors[0] == "orchestration 'fanout_fail': task 4 (kernel 'fail' (func_id 1, AIV)) failed: synthetic kernel failure");
     CHECK(errors[1] == errors[0]);
     std::vector<std::int64_t> x(1, 0);
+    REQUIRE(chip.wait_idle(10.0));
     auto run = chip.submit(program("deep", orch_deep), {vec(x)}, {}, config(true));
     REQUIRE(run->wait(20.0));
     CHECK(run->error() == "");
+    const bool on_caller = g_seen.thread == std::this_thread::get_id();
+    CHECK(on_caller);  // on the caller's thread, on the chip's stack
     std::int64_t sum = 0;
     for (std::size_t i = 0; i < (12u << 20); i += 4096) sum += static_cast<std::uint8_t>(i >> 12);
     CHECK(x[0] == sum);
