@@ -28,7 +28,7 @@ from store_test_helpers import (
     needs_root,
 )
 
-from pypto.runtime._fs import UnsafeStoreError
+from pypto.runtime.trust import UnsafeStoreError
 from pypto.runtime.artifact_runtime import ArtifactRuntime, Obtained, _copy_validated, prune_private_roots
 from pypto.runtime.manifest import (
     MANIFEST_NAME,

@@ -41,8 +41,6 @@ from pathlib import Path
 from pypto.ir import atomic_write
 from pypto.runtime import progress, settings
 from pypto.runtime._fs import (
-    UnsafeStoreError,
-    check_dir,
     copy_file,
     fsync_dir,
     fsync_file,
@@ -51,6 +49,7 @@ from pypto.runtime._fs import (
     publish_dir,
     remove_tree,
 )
+from pypto.runtime.trust import UnsafeStoreError, check_dir
 from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.manifest import (
     MANIFEST_NAME,
