@@ -22,20 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from runtime_programs import add
 
-import pypto.language as pl
 import pypto.runtime as rt
 from pypto.runtime import _fs
 from pypto.runtime.compiled import UnsafeArtifactError, entry_index
 
 HANG_LIMIT = 20  # seconds; a refused file is refused in milliseconds
-
-
-@pl.jit
-def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
-        out[:] = pl.add(a, b)
-    return out
 
 
 @pytest.fixture(scope="module")

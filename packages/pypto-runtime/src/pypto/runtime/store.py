@@ -49,7 +49,6 @@ from pypto.runtime._fs import (
     publish_dir,
     remove_tree,
 )
-from pypto.runtime.trust import UnsafeStoreError, check_dir
 from pypto.runtime.errors import PyptoRuntimeError
 from pypto.runtime.manifest import (
     MANIFEST_NAME,
@@ -59,6 +58,7 @@ from pypto.runtime.manifest import (
     scan_dir,
     validate_entry,
 )
+from pypto.runtime.trust import UnsafeStoreError, check_dir
 
 __all__ = [
     "STORE_VERSION",
