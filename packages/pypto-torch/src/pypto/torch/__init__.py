@@ -33,6 +33,8 @@ except RuntimeError as _exc:  # torch's backend autoload: an installed torch_npu
     raise ImportError(f"pypto.torch: {_advice}") from _exc
 
 from pypto.ir import DEFAULT_RUNTIME
+from pypto.torch._kernel import context as _context
+from pypto.torch._kernel import ordering as _ordering
 from pypto.torch._kernel.callable import RegistrationError
 from pypto.torch._kernel.context import (
     KernelClosedError,
@@ -151,10 +153,8 @@ def synchronize(timeout: float | None = None) -> None:
         TimeoutError: A run did not finish within ``timeout`` seconds.
         simpler.DeviceError: A covered run failed.
     """
-    from pypto.torch._kernel import context, ordering
-
-    manager = context.current()
+    manager = _context.current()
     platform = manager.platform
     if platform is not None and not platform.is_simulator and manager.info is not None:
         platform.synchronize(manager.info.device_index)
-    ordering.synchronize_device(manager, timeout)
+    _ordering.synchronize_device(manager, timeout)
