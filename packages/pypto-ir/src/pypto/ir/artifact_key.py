@@ -21,7 +21,7 @@ __all__ = ["CODEGEN_VERSION", "KEY_VERSION", "ArtifactKey", "ToolchainIdentity",
 KEY_VERSION = 1
 """Bumped when the key's own layout changes (invalidates every key)."""
 
-CODEGEN_VERSION = 7
+CODEGEN_VERSION = 8
 """Bumped when the code generator emits different code for the same IR, or its artifacts'
 metadata changes meaning (2: artifacts carry per-kernel ``buffer_usage`` and kernels beyond the
 platform's on-chip buffers are refused; 3: ``buffer_usage`` is the peak of the tiles live at
