@@ -25,3 +25,13 @@ def simpler_check_only(what: str) -> None:
     target-defined or unstated)."""
     if official():
         pytest.skip(f"official CPU backend: {what} is not checked there (docs/pto-isa-backends.md)")
+
+
+def needs_bfloat16() -> None:
+    """Skip the calling test on the official backend when its toolchain has no bfloat16: below
+    C++23 <stdfloat> (libstdc++ 12 has none) the official headers' ``bfloat16_t`` is a
+    ``_Float16`` placeholder, so a BF16 kernel reads and writes half-precision bits."""
+    if official():
+        pytest.skip(
+            "official CPU backend: bfloat16_t is a _Float16 placeholder here (docs/pto-isa-backends.md)"
+        )
