@@ -14,9 +14,10 @@ import pytest
 import pypto.language as pl
 import pypto.runtime as rt
 from pypto.language import binding
+from pypto.runtime.call_plan import CallPlan
 from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.host_tensors import describe
-from pypto.runtime.runner import CallPlan, _chip_view
+from pypto.runtime.runner import _chip_view
 
 R, C = 16, 64
 

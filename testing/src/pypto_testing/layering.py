@@ -3,7 +3,8 @@
 A package imports only packages below it::
 
     pypto-torch    -> pypto-runtime, pypto-ir, simpler-native, torch (torch_npu lazily, in one place)
-    pypto-runtime  -> pypto-ir, simpler-native (torch lazily, in its distributed engine only)
+    pypto-runtime  -> pypto-ir, simpler-native (torch lazily, in its distributed engine only: the
+                      pypto-runtime[distributed] extra)
     pypto-ir       -> (no other project package)
     simpler-native -> (no other project package)
 
@@ -52,14 +53,16 @@ LAYERS: tuple[Layer, ...] = (
         "pypto-runtime",
         "packages/pypto-runtime/src",
         ("pypto.runtime", "pypto.ir", "pypto.language", "simpler"),
-        # The distributed rank engine loads torch (torch.distributed starts and connects the
-        # rank processes) only when a distributed program is prepared; the process-group data
-        # path is the engine's part that carries the ranks' cross-rank requests over gloo (rank
-        # processes only, imported by _engine on that path); distributed_runner loads it only
-        # when a SubWorker callback asks for a torch view of its argument (upstream's
-        # _tensor_from_continuous). Single-chip programs import none of them.
+        # The multi-chip runtime (pypto.runtime.distributed, torch declared by the
+        # pypto-runtime[distributed] extra, loaded only when used): its rank engine (_engine,
+        # and launched for ranks torchrun started) loads torch when a distributed program is
+        # prepared; the process-group data path carries the ranks' cross-rank requests over gloo
+        # (rank processes only); distributed_runner loads it only when a SubWorker callback asks
+        # for a torch view of its argument (upstream's _tensor_from_continuous). Single-chip
+        # programs import none of them (tests/test_imports.py checks sys.modules).
         exceptions=(
             ("pypto.runtime.distributed._engine", ("torch",)),
+            ("pypto.runtime.distributed.launched", ("torch",)),
             ("pypto.runtime.distributed._gloo_path", ("torch",)),
             ("pypto.runtime.distributed_runner", ("torch",)),
         ),

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
-    from pypto.ir.artifact_key import ArtifactKey, ToolchainIdentity
+    from pypto.ir.artifact_key import (
+        ArtifactKey,
+        ToolchainIdentity,
+        binary_key,
+        digest_of,
+        plan_key,
+        program_key,
+        program_material,
+        tree_digest,
+    )
     from pypto.ir.compile import CompileResult, compile, compile_to_files
     from pypto.ir.contract import Contract, DeviceKind, device_kind, parse_platform
     from pypto.ir.distributed_compiled_program import (
@@ -69,6 +78,12 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
 # pypto.ir module (dtypes, param_info) does not load the whole compiler
 _FACE: dict[str, tuple[str, str]] = {
     "ArtifactKey": ("pypto.ir.artifact_key", "ArtifactKey"),
+    "binary_key": ("pypto.ir.artifact_key", "binary_key"),
+    "digest_of": ("pypto.ir.artifact_key", "digest_of"),
+    "plan_key": ("pypto.ir.artifact_key", "plan_key"),
+    "program_key": ("pypto.ir.artifact_key", "program_key"),
+    "program_material": ("pypto.ir.artifact_key", "program_material"),
+    "tree_digest": ("pypto.ir.artifact_key", "tree_digest"),
     "ArtifactMetadata": ("pypto.ir.metadata", "ArtifactMetadata"),
     "BackendType": ("pypto.ir.platforms", "BackendType"),
     "CodegenError": ("pypto.ir.errors", "CodegenError"),
@@ -176,6 +191,7 @@ __all__ = [
     "ViewSpan",
     "__version__",
     "atomic_write",
+    "binary_key",
     "bind_complete_args",
     "check_backend",
     "check_dump_passes",
@@ -184,17 +200,22 @@ __all__ = [
     "compile_to_files",
     "deserialize",
     "device_kind",
+    "digest_of",
     "get_jit_compiler",
     "get_jit_executor",
     "get_platform",
     "parse_platform",
     "partial_overlap",
+    "plan_key",
+    "program_key",
+    "program_material",
     "read_metadata",
     "serialize",
     "set_host_compiler",
     "set_jit_compiler",
     "set_jit_executor",
     "strided_alias_conflict",
+    "tree_digest",
     "validate_param_names",
     "validate_return_aliases",
     "view_bounds_problem",

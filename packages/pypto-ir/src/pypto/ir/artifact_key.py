@@ -1,25 +1,55 @@
-"""ArtifactKey and ToolchainIdentity: content digests that name a compiled artifact.
+"""Every key of the stack, built here from one canonical encoding.
 
-A key is the SHA-256 of canonical JSON (sorted keys, compact separators, UTF-8, no floats
-that JSON cannot round-trip) of: the toolchain identity, the source, the specialisation and
-the requested contract. Nothing that varies between processes enters it: no mtimes, object
-addresses or reprs. Bump ``CODEGEN_VERSION`` whenever generated code changes for the same IR.
+The encoding is canonical JSON (sorted keys, compact separators, ASCII-safe, no floats that
+JSON cannot round-trip) hashed with SHA-256 (:func:`digest_of`). Nothing that varies between
+processes enters it: no mtimes, object addresses or reprs. The keys:
+
+- a program's (single-chip artifact's) key, :func:`program_key`: the toolchain identity, the
+  sources, the specialisation (:func:`program_material`: entry, IR text digest, call key,
+  captured globals), the contract, the platform, the runtime and the invalidating settings;
+- a kernel or orchestration binary's build key, :func:`binary_key`: the toolchain that builds
+  it and the source texts it compiles (the in-process memo of built binaries);
+- a multi-chip plan's key, :func:`plan_key`: the plan's entry JSON (which names the per-rank
+  programs by their keys);
+- ingredients: :func:`source_digest` (a Python function's source), :func:`tree_digest` (an
+  installed header tree), :attr:`ToolchainIdentity.digest`.
+
+``tests/test_artifact_key.py`` checks that each key changes when each ingredient does. Bump
+``CODEGEN_VERSION`` whenever generated code changes for the same IR, ``KEY_VERSION`` when a
+key's layout changes. (simpler-native, below pypto-ir, digests its own toolchain's binaries and
+headers; those digests enter :func:`program_key` as toolchain components.)
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
+import inspect
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["CODEGEN_VERSION", "KEY_VERSION", "ArtifactKey", "ToolchainIdentity", "canonical_json"]
+__all__ = [
+    "CODEGEN_VERSION",
+    "KEY_VERSION",
+    "ArtifactKey",
+    "ToolchainIdentity",
+    "binary_key",
+    "canonical_json",
+    "digest_of",
+    "plan_key",
+    "program_key",
+    "program_material",
+    "source_digest",
+    "tree_digest",
+]
 
-KEY_VERSION = 1
-"""Bumped when the key's own layout changes (invalidates every key)."""
+KEY_VERSION = 2
+"""Bumped when the key's own layout changes (invalidates every key). 2: every digest (sources, IR
+text, plans, binaries) is the SHA-256 of canonical JSON, and plan keys carry this version."""
 
 CODEGEN_VERSION = 8
 """Bumped when the code generator emits different code for the same IR, or its artifacts'
@@ -67,6 +97,85 @@ def canonical_json(value: Any) -> str:
     )
 
 
+def digest_of(value: Any) -> str:
+    """The SHA-256 (hex) of ``value``'s canonical JSON: the one digest every key and ingredient uses."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def source_digest(fn: Callable[..., Any]) -> str:
+    """The digest of a Python function's source text (its qualified name when it has no source)."""
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        text = fn.__qualname__
+    return digest_of({"source": text})
+
+
+def tree_digest(root: Path) -> str:
+    """The digest of every file under ``root``: relative path and content, in path order."""
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return digest_of(
+        [[p.relative_to(root).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()] for p in files]
+    )
+
+
+def program_material(
+    program: Any,
+    *,
+    kind: str,
+    entry: str,
+    sources: Mapping[str, str] | None = None,
+    call_key: Any = None,
+    captured: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """What a program's key specialises on: ``kind`` (``"jit"``: a ``@pl.jit`` specialisation;
+    ``"ir"``: a ``Program`` given as IR), the entry function, the digest of the IR text, and for a
+    specialisation its functions' source digests, its call key and its captured globals."""
+    material: dict[str, Any] = {"kind": kind, "entry": entry, "ir": digest_of({"ir": str(program)})}
+    if sources is not None:
+        material["sources"] = dict(sorted(sources.items()))
+    if call_key is not None:
+        material["call_key"] = call_key
+    if captured is not None:
+        material["globals"] = dict(captured)
+    return material
+
+
+def program_key(
+    material: Mapping[str, Any],
+    *,
+    toolchain: ToolchainIdentity,
+    contract: Any,
+    platform: str,
+    runtime: str,
+    settings: Mapping[str, Any],
+) -> ArtifactKey:
+    """The key of a program's artifact (:func:`program_material` for the rest): ``settings`` are
+    the invalidating settings of the runtime that builds it."""
+    return ArtifactKey.compute(
+        toolchain=toolchain,
+        source=material.get("sources", {}),
+        specialization=material,
+        contract=contract,
+        platform=platform,
+        extra={"runtime": runtime, **settings},
+    )
+
+
+def binary_key(toolchain: str, sources: Mapping[str, str]) -> str:
+    """The build key of one kernel or orchestration binary: the identity of the toolchain that
+    compiles it and the texts it compiles (name -> text)."""
+    return digest_of(
+        {"key_version": KEY_VERSION, "kind": "binary", "toolchain": toolchain, "sources": sources}
+    )
+
+
+def plan_key(entry_json: Mapping[str, Any]) -> str:
+    """The store key of a multi-chip plan: its entry JSON, which names every per-rank program by
+    its own :func:`program_key`."""
+    return digest_of({"key_version": KEY_VERSION, "kind": "distributed", "plan": entry_json})
+
+
 @dataclass(frozen=True)
 class ToolchainIdentity:
     """What built (or will build) an artifact, as content: name -> digest or version string.
@@ -107,7 +216,7 @@ class ToolchainIdentity:
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(canonical_json(self.to_json()).encode()).hexdigest()
+        return digest_of(self.to_json())
 
 
 @dataclass(frozen=True)
@@ -149,7 +258,7 @@ class ArtifactKey:
                 "extra": dict(extra or {}),
             }
         )
-        return cls(hashlib.sha256(material.encode()).hexdigest(), material)
+        return cls(hashlib.sha256(material.encode()).hexdigest(), material)  # digest_of(the same data)
 
     def hexdigest(self) -> str:
         return self.digest

@@ -1,5 +1,5 @@
-"""The parser's builders of the collectives (``pld.tensor.allreduce`` ...), ``pld.system.defer_wait``
-and the region/chunk forms of ``pld.tensor.put``/``get``; registered in ``OP_BUILDERS`` when
+"""The parser's builders of the collectives (``pld.tensor.allreduce`` ...),
+``pld.tile.remote_load``/``remote_store``, ``pld.system.defer_wait`` and the region/chunk forms of ``pld.tensor.put``/``get``; registered in ``OP_BUILDERS`` when
 ``pypto.language.distributed`` is imported."""
 
 from __future__ import annotations
@@ -139,8 +139,37 @@ def _build_defer_wait(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call
     return p.make_op(opname, args, {"cmp": cmp}, node)
 
 
+def _build_remote_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    what = "pld.tile.remote_load"
+    target = p.expr(b["target"])
+    args: list[Arg] = [
+        target,
+        p.scalar(b["peer"], f"{what} peer"),
+        _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
+    ]
+    shape = p.shape(b["shape"], f"{what} shape")
+    if b.get("valid_shape") is not None:
+        args.append(remote_load_valid(p, shape, b["valid_shape"], node))
+    return p.make_op(opname, args, {"shape": shape}, node)
+
+
+def _build_remote_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    what = "pld.tile.remote_store"
+    target = p.expr(b["target"])
+    args: list[Arg] = [
+        p.expr(b["src_tile"]),
+        target,
+        p.scalar(b["peer"], f"{what} peer"),
+        _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
+    ]
+    atomic = _enum(p, b.get("atomic", AtomicType.None_), AtomicType, f"{what} atomic", node)
+    return p.make_op(opname, args, {"atomic": atomic}, node)
+
+
 OP_BUILDERS.update(
     {
+        "remote_load": _build_remote_load,
+        "remote_store": _build_remote_store,
         "put": _build_transfer,
         "get": _build_transfer,
         "allreduce": _build_allreduce,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import hashlib
 import importlib
 import inspect
 import sys
@@ -22,6 +21,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from pypto.ir.artifact_key import source_digest
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.host_function import HostLevelFunction, has_ellipsis_body
 from pypto.ir.nodes import Assign, CallFunc, ExprStmt, Function, Param, Program, Return, Var
@@ -38,14 +38,6 @@ __all__ = [
     "inline",
     "program",
 ]
-
-
-def _source_digest(fn: Callable[..., Any]) -> str:
-    try:
-        text = inspect.getsource(fn)
-    except (OSError, TypeError):
-        text = fn.__qualname__
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -87,7 +79,7 @@ class IncoreFunction:
         )
         ctx.functions[name] = f
         cache[key] = f
-        ctx.__dict__.setdefault("_sources", {})[name] = _source_digest(self.fn)
+        ctx.__dict__.setdefault("_sources", {})[name] = source_digest(self.fn)
         return f
 
 
@@ -340,7 +332,6 @@ def _with_window_params(
     """The host orchestrator with the window parameters (``pld.DistributedTensor``) of each
     chip orchestration it may launch, so that its launches can pass ``pld.window`` views."""
     from pypto.language.distributed import is_distributed_annotation
-    from pypto.language.parser.common import SourceInfo, param_annotations
 
     if not any(f.role is Role.Orchestrator for f in host_funcs):
         return host_funcs

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import math
 import sys
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from pypto.ir.analysis.signature import function_signature
+from pypto.ir.artifact_key import program_material, source_digest
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.execution import get_jit_compiler, get_jit_executor
@@ -30,7 +30,7 @@ from pypto.ir.param_info import DYNAMIC, ParamDirection, ParamInfo
 from pypto.ir.types import DynDim, FunctionType, TensorType, Type
 from pypto.language import typing as lt
 from pypto.language.binding import dtype_of, fast_key, is_tensor, scalar_of, shape_of
-from pypto.language.decorators import IncoreFunction, InlineFunction, _source_digest
+from pypto.language.decorators import IncoreFunction, InlineFunction
 from pypto.language.host import HostFunction
 from pypto.language.host_trace import active_trace
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
@@ -370,21 +370,21 @@ class JITFunction:
             self.fn, ctx=ctx, func_type=FunctionType.Orchestration, arg_types=arg_types, scalar_values=scalars
         )
         program = Program(self.fn.__name__, (entry, *ctx.functions.values()), entry.name)
-        sources = {entry.name: _source_digest(self.fn), **ctx.__dict__.get("_sources", {})}
-        material = {
-            "kind": "jit",
-            "entry": entry.name,
-            "sources": dict(sorted(sources.items())),
-            "ir_sha256": hashlib.sha256(str(program).encode()).hexdigest(),
-            "call_key": [list(_jsonable(k)) for k in key],
-        }
+        sources = {entry.name: source_digest(self.fn), **ctx.__dict__.get("_sources", {})}
         captured = tuple(
             (fn, name, value)
             for (fn, name), value in sorted(
                 ctx.captured.items(), key=lambda kv: (kv[0][0].__qualname__, kv[0][1])
             )
         )
-        material["globals"] = {f"{fn.__qualname__}.{name}": repr(v) for fn, name, v in captured}
+        material = program_material(
+            program,
+            kind="jit",
+            entry=entry.name,
+            sources=sources,
+            call_key=[list(_jsonable(k)) for k in key],
+            captured={f"{fn.__qualname__}.{name}": repr(v) for fn, name, v in captured},
+        )
         return Specialization(program, function_signature(entry, ssa_names=False), key, material, captured)
 
     @user_facing

@@ -508,35 +508,6 @@ def _build_wait(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     return p.make_op(opname, args, {"cmp": _enum(p, b["cmp"], WaitCmp, f"{what} cmp", node)}, node)
 
 
-def _build_remote_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    what = "pld.tile.remote_load"
-    target = p.expr(b["target"])
-    args: list[Arg] = [
-        target,
-        p.scalar(b["peer"], f"{what} peer"),
-        _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
-    ]
-    shape = p.shape(b["shape"], f"{what} shape")
-    if b.get("valid_shape") is not None:
-        from pypto.language.comm_builders import remote_load_valid  # the collectives' module
-
-        args.append(remote_load_valid(p, shape, b["valid_shape"], node))
-    return p.make_op(opname, args, {"shape": shape}, node)
-
-
-def _build_remote_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    what = "pld.tile.remote_store"
-    target = p.expr(b["target"])
-    args: list[Arg] = [
-        p.expr(b["src_tile"]),
-        target,
-        p.scalar(b["peer"], f"{what} peer"),
-        _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
-    ]
-    atomic = _enum(p, b.get("atomic", AtomicType.None_), AtomicType, f"{what} atomic", node)
-    return p.make_op(opname, args, {"atomic": atomic}, node)
-
-
 OP_BUILDERS: dict[str, _Builder] = {
     "get_comm_ctx": _build_comm_query,
     "comm_rank": _build_comm_query,
@@ -544,8 +515,6 @@ OP_BUILDERS: dict[str, _Builder] = {
     "barrier": _build_comm_query,
     "notify": _build_notify,
     "wait": _build_wait,
-    "remote_load": _build_remote_load,
-    "remote_store": _build_remote_store,
     "array_create": _build_array_create,
     "task_dummy": _build_task_dummy,
     "matmul": _build_matmul,
@@ -576,5 +545,6 @@ OP_BUILDERS: dict[str, _Builder] = {
     "print": _build_print,
 }
 
-# the collectives, defer_wait and the region forms of put/get (they use the helpers above)
+# the collectives, remote_load/remote_store, defer_wait and the region forms of put/get (they
+# use the helpers above)
 from pypto.language import comm_builders as _comm_builders  # noqa: E402, F401

@@ -8,7 +8,6 @@ identical inputs give one ArtifactKey, one store entry, and one build across pro
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -30,11 +29,13 @@ from pypto.ir import (
     compile_to_files,
     device_kind,
     parse_platform,
+    program_key,
+    program_material,
 )
-from pypto.language.jit import JITFunction, Specialization
-from pypto.language.tracebacks import user_facing
+from pypto.language.interface import JITFunction, Specialization, user_facing
 from pypto.runtime import device_build, settings
 from pypto.runtime.artifact_runtime import Obtained, default_runtime
+from pypto.runtime.call_plan import DECLINED, run_artifact
 from pypto.runtime.compiled import (
     DEVICE_DIR,
     ENTRIES_FILE,
@@ -46,7 +47,7 @@ from pypto.runtime.compiled import (
 from pypto.runtime.errors import DeviceBuildUnavailable
 from pypto.runtime.host_tensors import allocate_like
 from pypto.runtime.manifest import EntryState
-from pypto.runtime.runner import DECLINED, RunConfig, run_artifact
+from pypto.runtime.runner import RunConfig
 
 __all__ = [
     "Compilable",
@@ -83,11 +84,7 @@ def _specialize(
             "compile(program): expected a @pl.jit function, a Specialization or a pypto.ir Program, "
             f"got {type(program).__name__}"
         )
-    return program, {
-        "kind": "ir",
-        "entry": program.entry,
-        "ir_sha256": hashlib.sha256(str(program).encode()).hexdigest(),
-    }
+    return program, program_material(program, kind="ir", entry=program.entry)
 
 
 def _orchestrations(program: Compilable) -> list[str]:
@@ -98,14 +95,13 @@ def _orchestrations(program: Compilable) -> list[str]:
 
 def artifact_key(material: dict[str, Any], *, contract: Contract, platform: str, runtime: str) -> ArtifactKey:
     """The ArtifactKey of a specialisation: toolchain + source + specialisation + contract."""
-    toolchain = ToolchainIdentity.default().extended(**toolchain_identity(platform))
-    return ArtifactKey.compute(
-        toolchain=toolchain,
-        source=material.get("sources", {}),
-        specialization=material,
+    return program_key(
+        material,
+        toolchain=ToolchainIdentity.default().extended(**toolchain_identity(platform)),
         contract=contract,
         platform=platform,
-        extra={"runtime": runtime, **settings.invalidating_snapshot()},
+        runtime=runtime,
+        settings=settings.invalidating_snapshot(),
     )
 
 

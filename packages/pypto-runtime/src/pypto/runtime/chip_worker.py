@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pypto.ir import DataType
-from pypto.language.binding import dtype_of
+from pypto.language.interface import dtype_of
 from pypto.runtime import mode_gate
 from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.host_tensors import HostTensor, TensorBindingError, describe, resident_view, tensor_nbytes

@@ -24,7 +24,6 @@ Parameter names, output slots and return count all come from the metadata.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import stat
@@ -42,6 +41,7 @@ from pypto.ir import (
     KernelInfo,
     MetadataError,
     ParamInfo,
+    binary_key,
     device_kind,
 )
 from pypto.runtime import device_build, progress, settings
@@ -53,7 +53,7 @@ from pypto.runtime.settings import SettingsError
 from pypto.runtime.store import check_key
 
 if TYPE_CHECKING:
-    from pypto.runtime.runner import CallPlan
+    from pypto.runtime.call_plan import CallPlan
 
 __all__ = [
     "DEVICE_DIR",
@@ -251,7 +251,7 @@ def _compile_all(
     out: dict[str, bytes] = {}
     for target, source, tc in jobs:
         sources = _read_sources(path, meta, source, read)
-        memo = (tc.identity(), hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest())
+        memo = (tc.identity(), binary_key(tc.identity(), sources))
         memo_of[target] = memo
         with _binary_memo_lock.lock:
             data = _binary_memo.get(memo)
@@ -378,7 +378,7 @@ class CompiledArtifact:
         self.manifest = manifest
         self._lock = threading.Lock()
         self._callable: Any = None
-        self._call_plan: CallPlan | None = None  # pypto.runtime.runner: made at the first program call
+        self._call_plan: CallPlan | None = None  # pypto.runtime.call_plan: made at the first program call
 
     @classmethod
     def from_dir(
@@ -608,6 +608,6 @@ class CompiledProgram:
         return f"CompiledProgram({self.artifact.name!r}, path={str(self.path)!r}, platform={self.platform!r})"
 
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
-        from pypto.runtime.runner import run_artifact
+        from pypto.runtime.call_plan import run_artifact
 
         return run_artifact(self.artifact, args, kwargs, config)

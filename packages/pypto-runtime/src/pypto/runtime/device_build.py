@@ -22,7 +22,6 @@ either binary yet.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.ir import tree_digest
 from pypto.runtime import settings
 from pypto.runtime.errors import DeviceBuildUnavailable
 
@@ -118,16 +118,11 @@ def toolchain_identity() -> dict[str, str]:
     if isinstance(found, str):
         return {"backend": "cann", "toolchain": "unavailable"}
     proc = subprocess.run([str(found.path), "--version"], capture_output=True, text=True, check=False)
-    h = hashlib.sha256()
-    for p in sorted(found.pto_isa_include.rglob("*")):
-        if p.is_file():
-            h.update(p.relative_to(found.pto_isa_include).as_posix().encode() + b"\0")
-            h.update(hashlib.sha256(p.read_bytes()).digest())
     return {
         "backend": "cann",
         "compiler": str(found.path),
         "compiler_version": proc.stdout.strip(),
-        "pto_isa_include": f"{found.pto_isa_include}={h.hexdigest()}",
+        "pto_isa_include": f"{found.pto_isa_include}={tree_digest(found.pto_isa_include)}",
     }
 
 

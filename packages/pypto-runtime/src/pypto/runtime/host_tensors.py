@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.ir import DYNAMIC, DataType, ParamInfo, view_bounds_problem
-from pypto.language.binding import tensor_library
+from pypto.language.interface import tensor_library
 from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = [

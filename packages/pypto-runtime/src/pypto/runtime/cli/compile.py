@@ -158,7 +158,7 @@ def _import(target: str) -> Any:
     obj: Any = module
     for part in qualname.split("."):
         if not hasattr(obj, part):
-            from pypto.language.jit import JITFunction
+            from pypto.language.interface import JITFunction
 
             found = [n for n, v in vars(module).items() if isinstance(v, JITFunction)]
             hint = f"; @pl.jit functions in it: {', '.join(found)}" if found else ""
@@ -226,7 +226,7 @@ def command(args: argparse.Namespace) -> int:
         given[name], dtype = _value(name, spec, pl)
         if dtype is not None:
             runtime_dtypes[name] = dtype
-    from pypto.language.jit import JITFunction
+    from pypto.language.interface import JITFunction
 
     name = getattr(fn, "__name__", None) or getattr(fn, "name", "program")
     if isinstance(fn, JITFunction):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir import DataType, ParamDirection
-from pypto.language.binding import dtype_of, is_tensor, shape_of
+from pypto.language.interface import dtype_of, is_tensor, shape_of
 from pypto.runtime.distributed.plan import DistributedPlan, placeholder
 from pypto.runtime.host_tensors import allocate_like
 

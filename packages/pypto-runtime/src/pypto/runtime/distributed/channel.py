@@ -15,6 +15,10 @@ The secret never appears in argv or the environment: the parent writes it to a 0
 0700 directory (:func:`write_secret`) and names that file to the processes it starts; a reader
 (:func:`read_secret`) refuses a file or directory that is a symlink, is not this user's, or that
 another user may read.
+
+The protocol on top: :func:`read_verified`/:func:`await_verified` read a key's verified value
+(dropping and reporting forged ones), :class:`Sent` puts back a message another client of the
+store overwrote, and :func:`check_command` checks a command's fields before a rank acts on it.
 """
 
 from __future__ import annotations
@@ -27,19 +31,29 @@ import os
 import secrets
 import socket
 import stat
+import sys
+import time
 from typing import Any
 
 from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = [
+    "COMMAND_TYPES",
+    "POLL",
+    "REASSERT",
     "SECRET_BYTES",
     "Channel",
     "ForgedMessage",
+    "Sent",
+    "await_verified",
+    "check_command",
     "listen_socket",
     "loopback_interface",
     "new_secret",
     "private_problem",
     "read_secret",
+    "read_verified",
+    "report_forged",
     "write_secret",
 ]
 
@@ -206,3 +220,123 @@ def listen_socket(host: str, port: int = 0) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+# -- the control protocol over the store: verified reads, waits, re-asserted writes, commands --
+
+POLL = 0.02  # seconds between checks of the store (and of the processes, in the engine)
+REASSERT = 0.25  # seconds between checks that a message this process wrote is still in place
+
+
+class Sent:
+    """The messages a process wrote last (key -> bytes): put back when another client of the
+    store overwrote or deleted one before its reader took it, so a forged write cannot make a
+    dispatch lose its command or a rank its answer."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.messages: dict[str, bytes] = {}
+        self._next = 0.0
+
+    def put(self, channel: Channel, key: str, value: Any) -> None:
+        self.messages[key] = channel.put(key, value)
+
+    def keep(self) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + REASSERT
+        for key, data in self.messages.items():
+            with contextlib.suppress(Exception):  # the store is gone: the run is ending
+                if not self.store.check([key]) or self.store.compare_set(key, data, data) != data:
+                    self.store.set(key, data)
+
+
+def report_forged(who: str, key: str) -> None:
+    """Say (on this process's stderr, the user's terminal) that a message was dropped."""
+    print(
+        f"pypto distributed: {who} dropped a message at {key!r} with a bad or missing MAC "
+        "(written by another client of the store, not by this run); waiting for the run's own",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def read_verified(channel: Channel, key: str, who: str, dropped: dict[str, bytes]) -> tuple[bool, Any]:
+    """(True, value) when ``key`` holds a verified value, else (False, None); a forged value is
+    dropped and reported once per distinct value (``dropped``: the last one seen per key)."""
+    if not channel.store.check([key]):
+        return False, None
+    data = channel.store.get(key)
+    try:
+        return True, channel.decode(key, data)
+    except ForgedMessage:
+        if dropped.get(key) != data:
+            dropped[key] = data
+            report_forged(who, channel.scope + key)
+    return False, None
+
+
+def await_verified(channel: Channel, key: str, alive: Any, who: str, sent: Sent | None = None) -> Any:
+    """The verified value at ``key``, polled until it is there; a forged value is dropped (and
+    reported once per distinct value) and the wait goes on, as the writer's set replaces it.
+    Returns None when ``alive()`` says the writer is gone."""
+    dropped: dict[str, bytes] = {}
+    while True:
+        there, value = read_verified(channel, key, who, dropped)
+        if there:
+            return value
+        if not alive():
+            return None
+        if sent is not None:
+            sent.keep()
+        time.sleep(POLL)
+
+
+COMMAND_TYPES: dict[str, Any] = {
+    "op": str,
+    "program": int,
+    "phase": int,
+    "io": str,
+    "windows": list,
+    "host_offsets": dict,
+    "host_segments": dict,
+    "wait_timeout": (int, float),
+    "reset_windows": bool,
+    "call": (dict, type(None)),
+    "forget": list,
+    "gloo_io": bool,
+}
+
+
+def check_command(command: Any, programs: int) -> dict[str, Any]:
+    """``command`` (JSON data) checked against the commands' schema; ValueError names the field."""
+    if not isinstance(command, dict):
+        raise ValueError(f"command: expected a JSON object, got {type(command).__name__}")
+    for field, value in command.items():
+        kind = COMMAND_TYPES.get(field)
+        if kind is None:
+            raise ValueError(f"command: unexpected field {field!r}; expected some of {sorted(COMMAND_TYPES)}")
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ValueError(f"command field {field!r}: expected {kind}, got {value!r}")
+    if command.get("op") not in ("run", "close"):
+        raise ValueError(f"command field 'op': expected 'run' or 'close', got {command.get('op')!r}")
+    if not 0 <= command.get("program", 0) < programs:
+        raise ValueError(
+            f"command field 'program': expected 0..{programs - 1}, got {command.get('program')!r}"
+        )
+    names = [
+        *command.get("windows", []),
+        *command.get("forget", []),
+        *command.get("host_segments", {}).values(),
+    ]
+    if not all(isinstance(n, str) for n in names):
+        raise ValueError("command: expected segment names to be strings")
+    offsets = command.get("host_offsets", {})
+    if not all(
+        k.isdigit() and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in offsets.items()
+    ):
+        raise ValueError(
+            f"command field 'host_offsets': expected parameter index -> offset >= 0, got {offsets!r}"
+        )
+    return command

@@ -21,11 +21,11 @@ key.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from pypto.ir import plan_key as ir_plan_key
 from pypto.runtime._fs import read_regular
 from pypto.runtime.artifact_runtime import Obtained, default_runtime
 from pypto.runtime.distributed.plan import DistributedPlan, RankProgram
@@ -45,9 +45,8 @@ def _dumps(plan: DistributedPlan) -> str:
 
 
 def plan_key(plan: DistributedPlan) -> str:
-    """The store key of ``plan``: SHA-256 of its entry JSON (the per-rank keys included)."""
-    material = json.dumps(plan.entry_json(), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(material.encode()).hexdigest()
+    """The store key of ``plan``: ``pypto.ir.plan_key`` of its entry JSON (the per-rank keys included)."""
+    return ir_plan_key(plan.entry_json())
 
 
 def _no_binaries(path: Path) -> None:

@@ -10,7 +10,7 @@ ranks. Those processes serve the host's workers one after another (one open at a
 when the script ends.
 
 The store is the one of torchrun's environment (``MASTER_ADDR``/``MASTER_PORT``); the engine
-(``_engine``: ``LaunchContext``, ``LaunchedRankGroup``, ``serve_launched``) imports torch. With
+(``launched``: ``LaunchContext``, ``LaunchedRankGroup``, ``serve_launched``) imports torch. With
 every process on one host, the gloo groups listen on loopback (``GLOO_SOCKET_IFNAME=lo`` unless
 set) and the control messages are MAC'd under a secret the host orchestrator writes to a 0600
 file; across hosts, ``GLOO_SOCKET_IFNAME`` names the interface and ``PYPTO_DIST_SECRET_FILE`` a
@@ -71,16 +71,16 @@ def main(argv: list[str] | None = None) -> None:
             "pypto.runtime.distributed.launch: expected WORLD_SIZE >= 2 (the host orchestrator and at "
             f"least one rank), got WORLD_SIZE={os.environ['WORLD_SIZE']}"
         )
-    from pypto.runtime.distributed import _engine
+    from pypto.runtime.distributed import launched
     from pypto.runtime.distributed.channel import loopback_interface
 
     lo = loopback_interface()
-    if _engine._all_local() and lo is not None:  # every process on this host: gloo listens on loopback
+    if launched._all_local() and lo is not None:  # every process on this host: gloo listens on loopback
         os.environ.setdefault("GLOO_SOCKET_IFNAME", lo)
     if int(os.environ["RANK"]) != 0:
-        _engine.serve_launched()
+        launched.serve_launched()
         return
-    context = _STATE["context"] = _engine.LaunchContext()
+    context = _STATE["context"] = launched.LaunchContext()
     try:
         if kind == "module":
             sys.argv = [target, *rest]

@@ -12,19 +12,22 @@ artifact-store entry of its own (:mod:`pypto.runtime.distributed.entry`).
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import DataType, DistributedConfig, ParamDirection
-from pypto.language import typing as lt
-from pypto.language.binding import dtype_of, is_tensor, shape_of
-from pypto.language.distributed import is_distributed_annotation
-from pypto.language.host import HostFunction
-from pypto.language.host_trace import HostTensorRef, WindowView
+from pypto.ir import DataType, DistributedConfig, ParamDirection, digest_of
+from pypto.language.interface import (
+    HostFunction,
+    HostTensorRef,
+    WindowView,
+    dtype_of,
+    is_distributed_annotation,
+    is_tensor,
+    shape_of,
+)
+from pypto.language.interface import typing as lt
 from pypto.runtime.distributed.host_bytes import ByteTensor, element_size
 
 __all__ = [
@@ -167,7 +170,7 @@ class DistributedPlan:
         return tuple(p for p in self.params if not p.local)
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
+        return digest_of(self.to_json())
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from pypto.ir import DistributedCompiledProgram as _CompiledBase
 from pypto.ir import DistributedConfig, Program
-from pypto.language.host import HostFunction
+from pypto.language.interface import HostFunction
 from pypto.runtime.distributed.call_args import bind_host_args, with_outputs
 from pypto.runtime.distributed.entry import MissingStoreEntry, load_plan, obtain_plan
 from pypto.runtime.distributed.plan import DistributedPlan, plan_host

@@ -17,8 +17,8 @@ import inspect
 from typing import Any
 
 from pypto.ir import Function, FunctionType, HostLevelFunction, ParamDirection, Program, Role
-from pypto.language import typing as lt
-from pypto.language.host_trace import HostTensorRef, HostTrace
+from pypto.language.interface import HostTensorRef, HostTrace
+from pypto.language.interface import typing as lt
 from pypto.runtime.distributed.plan import (
     DistributedPlan,
     RankProgram,

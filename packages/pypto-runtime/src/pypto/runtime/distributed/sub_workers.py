@@ -328,7 +328,7 @@ def callback_writes(fn: Any) -> tuple[bool, ...]:
     ``pl.Out``/``pl.InOut`` (the call writes it)."""
     import inspect
 
-    from pypto.language import typing as lt
+    from pypto.language.interface import typing as lt
 
     params = list(inspect.signature(fn.fn).parameters.values())[1 if fn.is_method else 0 :]
     writes = []

@@ -12,7 +12,7 @@ segment. A failed dispatch (a rank died, raised, or did not answer in time) stop
 removes the segments; the worker cannot run again.
 
 Under torchrun's launcher (``pypto.runtime.distributed.launch``) the ranks are torchrun's
-processes (``_engine.LaunchedRankGroup``), which may be on other hosts: host tensors travel
+processes (``launched.LaunchedRankGroup``), which may be on other hosts: host tensors travel
 over a gloo group between this process and the ranks instead of the I/O segment, and resident
 tensors live in this process's private memory and travel with each dispatch.
 """
@@ -27,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from pypto.ir import DATA_PATHS, DataType, ParamDirection
-from pypto.language.binding import dtype_of, is_tensor, shape_of
+from pypto.language.interface import dtype_of, is_tensor, shape_of
 from pypto.runtime.distributed import shm, sub_workers
 from pypto.runtime.distributed.call_args import bind_host_args, with_outputs
 from pypto.runtime.distributed.errors import DistributedRankError
@@ -172,11 +172,13 @@ class DistributedWorker:
     def _rank_group(self) -> Callable[..., Any]:
         import functools
 
-        from pypto.runtime.distributed import _engine
-
         if self._launch is None:
-            return _engine.RankGroup
-        return functools.partial(_engine.LaunchedRankGroup, self._launch)
+            from pypto.runtime.distributed._engine import RankGroup
+
+            return RankGroup
+        from pypto.runtime.distributed.launched import LaunchedRankGroup
+
+        return functools.partial(LaunchedRankGroup, self._launch)
 
     @property
     def world_size(self) -> int:

@@ -28,7 +28,8 @@ from _dist_programs import assert_cleaned, config  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
-from pypto.runtime.distributed import _engine, shm  # noqa: E402
+from pypto.runtime.distributed import channel as channel_mod  # noqa: E402
+from pypto.runtime.distributed import launched, shm  # noqa: E402
 from pypto.runtime.distributed.channel import (  # noqa: E402
     Channel,
     ForgedMessage,
@@ -210,7 +211,7 @@ def test_a_message_another_client_overwrote_or_deleted_is_put_back() -> None:
     )
     attacker = dist.TCPStore("127.0.0.1", store.port, is_master=False, timeout=timedelta(seconds=10))
     channel = Channel(store, secrets.token_bytes(32))
-    sent = _engine._Sent(store)
+    sent = channel_mod.Sent(store)
     sent.put(channel, "cmd/0", {"op": "run"})
     attacker.set("cmd/0", b'{"op": "close"}')
     with pytest.raises(ForgedMessage):
@@ -218,7 +219,7 @@ def test_a_message_another_client_overwrote_or_deleted_is_put_back() -> None:
     sent.keep()
     assert channel.get("cmd/0") == {"op": "run"}
     attacker.delete_key("cmd/0")
-    time.sleep(_engine._REASSERT + 0.05)
+    time.sleep(channel_mod.REASSERT + 0.05)
     sent.keep()
     assert channel.get("cmd/0") == {"op": "run"}
 
@@ -259,13 +260,13 @@ def test_a_message_is_verified_before_it_is_parsed_and_bound_to_its_key() -> Non
 
 def test_a_command_outside_the_schema_is_refused_naming_the_field() -> None:
     with pytest.raises(ValueError, match="'call'"):
-        _engine._check_command({"op": "run", "call": "gASV..."}, 1)
+        channel_mod.check_command({"op": "run", "call": "gASV..."}, 1)
     with pytest.raises(ValueError, match="'op'"):
-        _engine._check_command({"op": "exec"}, 1)
+        channel_mod.check_command({"op": "exec"}, 1)
     with pytest.raises(ValueError, match="'program'"):
-        _engine._check_command({"op": "run", "program": 3}, 1)
+        channel_mod.check_command({"op": "run", "program": 3}, 1)
     with pytest.raises(ValueError, match="unexpected field 'code'"):
-        _engine._check_command({"op": "run", "code": "x"}, 1)
+        channel_mod.check_command({"op": "run", "code": "x"}, 1)
     from pypto.runtime.distributed.rank import call_settings
 
     with pytest.raises(ValueError, match="call_config fields"):
@@ -366,10 +367,10 @@ def test_the_dead_rank_is_named_however_late_the_host_saw_the_sigterm(monkeypatc
     # rank 1 was killed; torchrun then stopped rank 0 (bye: SIGTERM) and the host. The host was
     # starved: it first looks at the heartbeats 3 s after the SIGTERM. Rank 1 is named anyway.
     now = [100.0]
-    monkeypatch.setattr(_engine.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(launched.time, "monotonic", lambda: now[0])
     secret = secrets.token_bytes(32)
     store = _BeatStore({"beat/0": 50, "beat/1": 40}, {})
-    ctx = object.__new__(_engine.LaunchContext)
+    ctx = object.__new__(launched.LaunchContext)
     ctx.world_size = 2
     ctx.store = store
     ctx.channel = Channel(store, secret, "pypto/0/")
