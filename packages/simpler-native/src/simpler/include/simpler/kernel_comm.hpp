@@ -75,7 +75,8 @@ template <class T>
 inline bool open_peer_window(PeerWindow<T>& w, const char* name, const char* op, const ChipTensor& win,
                              std::int64_t peer, std::uint8_t dtype, std::initializer_list<std::int64_t> offsets,
                              int rows, int cols) noexcept {
-    pto::pipe_barrier(pto::PIPE_ALL);
+    using namespace pto;  // the official headers declare the pipes and pipe_barrier outside it
+    pipe_barrier(PIPE_ALL);
     w.ctx = tile::comm_detail::context(name);
     return w.ctx != nullptr && tile::comm_detail::peer_view(name, *w.ctx, win, peer, &w.v, &w.wi) &&
            gm_view<T>(w.view, op, w.v, dtype, offsets, rows, cols);
