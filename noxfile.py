@@ -1,20 +1,32 @@
 """Build and test sessions for the PyPTO monorepo.
 
-Wheels are built once into a local wheelhouse (``build/wheelhouse``) and every session
-installs from it, so each session tests what a user would install. ``nox -t ci`` runs what
-CI runs (the README's test command).
+Wheels are built once into a local wheelhouse (``build/wheelhouse``, ``nox -s wheels``) and
+every session installs from it, so each session tests what a user would install. ``nox -t ci``
+runs what CI runs (the README's test command).
+
+Sessions reuse their virtualenvs (``--reuse-venv=no``, or ``-N``, recreates them). A reused
+venv still gets every source change: a wheel is rebuilt when its package's sources change, and
+a venv holding an older build of it reinstalls it (``_refresh``). Phases that take more than a
+few seconds (a wheel's build, torch's install) show a spinner with the time spent on a
+terminal (rich, as ``pypto.runtime.progress`` does) and log their time when done.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import shutil
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import nox
 
 nox.options.default_venv_backend = "venv"
+nox.options.reuse_venv = "yes"  # a second run of a session takes seconds; -N recreates the venv
 nox.options.error_on_missing_interpreters = True
 nox.options.sessions = ["lint", "tests"]
 
@@ -46,47 +58,122 @@ def _tree_digest(folder: Path) -> str:
     return h.hexdigest()
 
 
+@contextlib.contextmanager
+def _phase(session: nox.Session, what: str) -> Iterator[None]:
+    """A phase that may take a while: a transient spinner with the time spent (on a terminal,
+    when rich is importable: ``scripts/setup-host`` installs it beside nox), then its time in the
+    log. Run what it wraps with ``silent=True``: nox shows the output only if it fails."""
+    status = None
+    if sys.stderr.isatty():
+        try:
+            from rich.console import Console
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        except ImportError:
+            pass
+        else:
+            columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+            status = Progress(*columns, console=Console(stderr=True), transient=True)
+            status.add_task(what, total=None)
+            status.start()
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        if status is not None:
+            status.stop()
+    session.log(f"{what}: done in {time.perf_counter() - start:.0f} s")
+
+
 def _build_wheels(
     session: nox.Session, wheelhouse: Path = WHEELHOUSE, setup_args: tuple[str, ...] = ()
-) -> Path:
-    """Build every package's wheel into ``wheelhouse`` unless an identical one is there."""
-    session.install(*BUILD_DEPS)
+) -> dict[str, str]:
+    """Build every package's wheel into ``wheelhouse`` unless an identical one is there; returns
+    each wheel's source digest, by distribution name."""
+    with _phase(session, "installing the build tools (meson-python, nanobind, hatchling)"):
+        session.install(*BUILD_DEPS, silent=True)
     wheelhouse.mkdir(parents=True, exist_ok=True)
+    digests = {}
     for name, (folder, _) in {**PACKAGES, "pypto-testing": (TESTING, False)}.items():
         stamp = wheelhouse / f".{name}.digest"
         digest = _tree_digest(folder) + ":" + " ".join(setup_args)
         dist = name.replace("-", "_")
+        digests[dist] = digest
         if stamp.exists() and stamp.read_text() == digest and any(wheelhouse.glob(f"{dist}-*.whl")):
             continue
         for old in wheelhouse.glob(f"{dist}-*.whl"):
             old.unlink()
         config = [f"-Csetup-args={a}" for a in setup_args] if name == "simpler-native" else []
-        session.run(
-            "python",
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(wheelhouse),
-            *config,
-            str(folder),
-            silent=True,
-        )
+        slow = " (C++ and nanobind: a few minutes)" if name == "simpler-native" else ""
+        with _phase(session, f"building the {name} wheel{slow}"):
+            session.run(
+                "python",
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "-w",
+                str(wheelhouse),
+                *config,
+                str(folder),
+                silent=True,
+            )
         stamp.write_text(digest)
-    return wheelhouse
+    return digests
+
+
+_INSTALLED = (
+    "import importlib.metadata as m, json, sys; "
+    "print(json.dumps([d for d in sys.argv[1:] if any(m.distributions(name=d))]))"
+)
+
+
+def _installed(session: nox.Session, dists: list[str]) -> set[str]:
+    """Which of ``dists`` the session's venv holds."""
+    out = session.run("python", "-c", _INSTALLED, *dists, silent=True, log=False)
+    return set(json.loads(str(out).strip().splitlines()[-1]))
+
+
+def _refresh(session: nox.Session, wheelhouse: Path, digests: dict[str, str]) -> Path:
+    """Keep a reused venv current. A wheel rebuilt from changed sources has the version of the
+    build the venv holds, so pip would keep the old one: each project wheel the venv holds whose
+    recorded digest differs is reinstalled from the wheelhouse first (``--no-deps
+    --force-reinstall``; the install that follows then sees its new dependencies). Returns the
+    record, in the venv, of the digests of what it holds (:func:`_record`)."""
+    record = Path(session.virtualenv.location) / "pypto-wheels.json"  # type: ignore[attr-defined]
+    held = json.loads(record.read_text()) if record.exists() else {}
+    stale = sorted(d for d in _installed(session, sorted(digests)) if held.get(d) != digests[d])
+    if stale:
+        wheels = [str(w) for d in stale for w in wheelhouse.glob(f"{d}-*.whl")]
+        session.install("--no-deps", "--force-reinstall", *wheels)
+    return record
+
+
+def _record(session: nox.Session, record: Path, digests: dict[str, str]) -> None:
+    now = _installed(session, sorted(digests))
+    record.write_text(json.dumps({d: digests[d] for d in sorted(now)}, indent=1))
 
 
 def _install(
-    session: nox.Session, *names: str, wheelhouse: Path = WHEELHOUSE, setup_args: tuple[str, ...] = ()
+    session: nox.Session,
+    *names: str,
+    wheelhouse: Path = WHEELHOUSE,
+    setup_args: tuple[str, ...] = (),
+    test: bool = True,
 ) -> None:
-    """Install ``names`` (with their test extras) and their declared dependencies only."""
-    _build_wheels(session, wheelhouse, setup_args)
+    """Install ``names`` and their declared dependencies only, from the wheelhouse (torch's CPU
+    build when one needs torch); with ``test``, their test extras and pypto-testing too."""
+    digests = _build_wheels(session, wheelhouse, setup_args)
     if any(PACKAGES[n][1] for n in names):
-        session.install(TORCH)
-    reqs = [f"{n}[test]" for n in names]
-    session.install("--find-links", str(wheelhouse), "pypto-testing", *reqs)
+        with _phase(session, f"installing {TORCH} (the CPU build; the first time only)"):
+            session.install(TORCH, silent=True)
+    record = _refresh(session, wheelhouse, digests)
+    reqs = [f"{n}[test]" for n in names] if test else list(names)
+    with _phase(session, f"installing {', '.join(names)} from {wheelhouse.relative_to(ROOT)}"):
+        session.install(
+            "--find-links", str(wheelhouse), *(["pypto-testing"] if test else []), *reqs, silent=True
+        )
+    _record(session, record, digests)
 
 
 def _pytest(session: nox.Session, *folders: Path) -> None:
@@ -147,6 +234,28 @@ def tests_pypto_torch(session: nox.Session) -> None:
     _pytest(session, PACKAGES["pypto-torch"][0] / "tests")
 
 
+# The torch releases at the two ends of pypto-torch's declared range (its pyproject.toml:
+# torch>=2.13,<2.15), both on this machine's disk: 2.13.0 is a CPU build, 2.14.1 a CUDA build
+# (several GB with its nvidia-* wheels) that imports and runs on the CPU.
+TORCH_RANGE_ENDS = ("2.13.0", "2.14.1")
+
+
+@nox.session(name="torch-versions")
+def torch_versions(session: nox.Session) -> None:
+    """pypto-torch's tests at each end of its declared torch range, one after the other in one
+    venv. Not in ``-t ci`` (the second torch costs minutes of install on 2 cores); run it when
+    the torch range or pypto-torch's use of torch changes."""
+    _install(session, "pypto-torch")
+    for version in TORCH_RANGE_ENDS:
+        session.install(f"torch=={version}")
+        session.run(
+            "python",
+            "-c",
+            f"import torch; assert torch.__version__.split('+')[0] == {version!r}, torch.__version__",
+        )
+        _pytest(session, PACKAGES["pypto-torch"][0] / "tests")
+
+
 # Package suites that skip tests in their own session because an optional dependency is missing
 # there (pypto-runtime's session has no torch). The others ran completely in their own sessions.
 PARTIAL_ALONE = ("pypto-runtime",)
@@ -189,9 +298,19 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session
+def wheels(session: nox.Session) -> None:
+    """Build the four wheels (and pypto-testing's) into build/wheelhouse, the README's setup:
+    then ``pip install --find-links build/wheelhouse pypto-torch`` installs the stack."""
+    _build_wheels(session)
+    listing = "\n".join(f"  {w.name}" for w in sorted(WHEELHOUSE.glob("*.whl")))
+    session.log(f"{WHEELHOUSE}:\n{listing}")
+
+
+@nox.session
 def demo(session: nox.Session) -> None:
-    """The main job: compile a PyPTO kernel, run it on the simulated chip, show the result."""
-    _install(session, *PACKAGES)
+    """The main job: compile a PyPTO kernel, run it on the simulated chip, show the result
+    (examples/demo.py, with only what it imports installed: pypto-runtime, no torch)."""
+    _install(session, "pypto-runtime", test=False)
     session.run("python", str(ROOT / "examples" / "demo.py"), *session.posargs)
 
 
@@ -393,13 +512,14 @@ def pto_isa(session: nox.Session) -> None:
     session.run("python", str(ROOT / "examples" / "demo.py"))
 
 
-@nox.session
+@nox.session(tags=["ci"])
 def docs(session: nox.Session) -> None:
     """The documentation site (mkdocs.yml) into build/site, warnings as errors: first checks
     that docs/reference/ops.md is the op table's current reference; the API pages are read
-    from the packages' sources by mkdocstrings."""
-    _install(session, "pypto-ir")
-    session.install(*DOC_TOOLS)
+    from the packages' sources by mkdocstrings. In CI: the whole build takes seconds."""
+    _install(session, "pypto-ir", test=False)
+    with _phase(session, "installing mkdocs-material and mkdocstrings"):
+        session.install(*DOC_TOOLS, silent=True)
     session.chdir(ROOT)  # mkdocs.yml's snippet base path is the repository root
     session.run(
         *("python", "-m", "pypto.ir.ops.reference", "--check", "docs/reference/ops.md"),

@@ -7,6 +7,8 @@ in the artifact store), run on the a2a3sim simulated chip on numpy arrays with n
 compared with numpy.
 
     python examples/demo.py            # or: nox -s demo
+
+Needs pypto-runtime (with pypto-ir and simpler-native) and numpy; nothing else.
 """
 
 from __future__ import annotations
@@ -17,13 +19,39 @@ import time
 
 import numpy as np
 
+import pypto.language as pl
 import pypto.runtime as rt
-from pypto_testing.programs import fused_linear
 
 N = 32  # tile edge: every tensor is N x N FP32
 
-# fused_linear is one of the example programs the packages' tests share; its source, in
-# testing/src/pypto_testing/programs.py, is the three functions described above.
+
+@pl.jit.incore
+def matmul_kernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """Cube (AIC): load both operands through L1 (Mat) into L0A/L0B (Left/Right), multiply."""
+    ta = pl.move(
+        pl.load(a, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
+    )
+    tb = pl.move(
+        pl.load(b, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
+    )
+    pl.store(pl.matmul(ta, tb), [0, 0], out)
+    return out
+
+
+@pl.jit.incore
+def bias_relu_kernel(x: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """Vector (AIV): relu(x + bias)."""
+    pl.store(pl.relu(pl.add(pl.load(x, [0, 0], [N, N]), pl.load(bias, [0, 0], [N, N]))), [0, 0], out)
+    return out
+
+
+@pl.jit
+def fused_linear(x: pl.Tensor, w: pl.Tensor, bias: pl.Tensor, y: pl.Out[pl.Tensor]):
+    """The orchestration: two kernels chained through an intermediate tensor."""
+    mid = pl.create_tensor([N, N], dtype=pl.FP32)
+    mid = matmul_kernel(x, w, mid)
+    y = bias_relu_kernel(mid, bias, y)
+    return y
 
 
 def main() -> int:

@@ -42,7 +42,7 @@ def newest(folder: Path, pattern: str) -> Path:
     return found[-1]
 
 
-def main(trace_dir: Path) -> int:
+def main(trace_dir: Path, keep: bool = True) -> int:
     rng = np.random.default_rng(8)
     x = rng.standard_normal((ROWS, D)).astype(np.float32)
     w1, w2 = ((rng.standard_normal((D, D)) / np.sqrt(D)).astype(np.float32) for _ in range(2))
@@ -65,7 +65,11 @@ def main(trace_dir: Path) -> int:
     tasks = sorted((e for e in events if e.get("cat") == "task"), key=lambda e: e["args"]["task"])
     deps = {t["task"]: t["deps"] for t in json.loads(deps_file.read_text())["tasks"]}
 
-    print(f"{swimlane}\n{deps_file}\n{'task':<22} {'core':<8} {'start us':>9} {'dur us':>8}  deps")
+    if keep:
+        print(f"trace files: {swimlane}\n             {deps_file}")
+    else:  # the temporary folder goes away when the step ends: no path to print
+        print(f"trace files: {swimlane.name}, {deps_file.name} (deleted on exit; pass a DIR to keep them)")
+    print(f"{'task':<22} {'core':<8} {'start us':>9} {'dur us':>8}  deps")
     for e in tasks:
         task = e["args"]["task"]
         print(f"{e['name']:<22} {threads[e['tid']]:<8} {e['ts']:9.1f} {e['dur']:8.1f}  {deps[task]}")
@@ -93,4 +97,4 @@ if __name__ == "__main__":
     if len(sys.argv) > 1:
         sys.exit(main(Path(sys.argv[1]).resolve()))
     with tempfile.TemporaryDirectory() as tmp:
-        sys.exit(main(Path(tmp)))
+        sys.exit(main(Path(tmp), keep=False))

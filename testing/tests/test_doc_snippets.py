@@ -8,6 +8,8 @@ Rules the documents follow:
 - A ```python block is a complete program: it imports and defines what it uses. It runs as a
   script written to a file (kernels are parsed from their source file) in a fresh interpreter,
   with ``PYPTO_CACHE_DIR`` set to a store shared by the whole test (kernels compile once).
+- It checks what it computed (``assert``) and prints it, then a line starting ``ok:`` (the
+  last block of a ``continued`` run does).
 - A block that builds on the block before it is marked ``<!-- continued -->`` on the line right
   before its fence: it runs after that block, in the same process. Program-mode and kernel-mode
   (pypto.torch) blocks never share a process (the mode gate).
@@ -110,6 +112,9 @@ def test_doc_block_runs(script: Script, tmp_path: Path, cache_dir: Path) -> None
     pytest.importorskip("pypto.runtime", reason="the whole stack is installed only in the `tests` session")
     proc = run_script(script, tmp_path, cache_dir)
     assert proc.returncode == 0, f"{script.name} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+    ok = re.search(r"^ok: ", proc.stdout, flags=re.M)
+    assert ok, f"{script.name} printed no 'ok: ...' line after its check:\n{proc.stdout[-2000:]}"
+    assert proc.stdout[: ok.start()].strip(), f"{script.name} printed nothing of what it computed"
 
 
 def test_collector_and_runner(tmp_path: Path) -> None:

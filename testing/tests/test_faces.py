@@ -24,39 +24,15 @@ REPO = Path(__file__).resolve().parents[2]
 UPPER = ("packages/pypto-runtime/src", "packages/pypto-torch/src", "testing/src")
 
 
-def face_violations(root: Path, public: set[str]) -> list[str]:
-    """Every import under ``root``'s upper-layer sources that goes past pypto.ir's face."""
-    found = []
-    for rel in UPPER:
-        for path in sorted((root / rel).rglob("*.py")):
-            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-            for node in ast.walk(tree):
-                where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
-                if isinstance(node, ast.Import):
-                    found += [
-                        f"{where}: import {a.name}" for a in node.names if a.name.startswith("pypto.ir.")
-                    ]
-                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    if node.module.startswith("pypto.ir."):
-                        found.append(f"{where}: from {node.module} import ...")
-                    elif node.module == "pypto.ir":
-                        found += [
-                            f"{where}: from pypto.ir import {a.name} (not in pypto.ir.__all__)"
-                            for a in node.names
-                            if a.name not in public
-                        ]
-    return found
-
-
 LANGUAGE_UPPER = ("packages/pypto-runtime/src", "testing/src")
 LANGUAGE_FACES = ("pypto.language", "pypto.language.distributed", "pypto.language.interface")
 
 
-def language_face_violations(root: Path, public: dict[str, set[str]]) -> list[str]:
-    """Every import under ``root``'s upper-layer sources past pypto.language's faces (``public``:
-    face module -> the names its ``__all__`` lists)."""
+def past_faces(root: Path, folders: tuple[str, ...], package: str, public: dict[str, set[str]]) -> list[str]:
+    """Every import under ``root``'s ``folders`` of a ``package`` module that is not one of its
+    faces, or of a name a face's ``__all__`` does not list (``public``: face -> its names)."""
     found = []
-    for rel in LANGUAGE_UPPER:
+    for rel in folders:
         for path in sorted((root / rel).rglob("*.py")):
             tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
             for node in ast.walk(tree):
@@ -65,11 +41,11 @@ def language_face_violations(root: Path, public: dict[str, set[str]]) -> list[st
                     found += [
                         f"{where}: import {a.name}"
                         for a in node.names
-                        if a.name.startswith("pypto.language.") and a.name not in public
+                        if a.name.startswith(package + ".") and a.name not in public
                     ]
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                     module = node.module
-                    if module.startswith("pypto.language.") and module not in public:
+                    if module.startswith(package + ".") and module not in public:
                         found.append(f"{where}: from {module} import ...")
                     elif module in public:
                         found += [
@@ -80,75 +56,60 @@ def language_face_violations(root: Path, public: dict[str, set[str]]) -> list[st
     return found
 
 
-def _language_faces() -> dict[str, set[str]]:
+def _faces(package: str) -> tuple[tuple[str, ...], dict[str, set[str]]]:
+    """(the folders checked, face -> its names) of ``package``."""
     import importlib
 
-    return {name: set(importlib.import_module(name).__all__) for name in LANGUAGE_FACES}
-
-
-def test_upper_layers_import_only_pypto_language_faces() -> None:
-    violations = language_face_violations(REPO, _language_faces())
-    assert not violations, "import it from pypto.language.interface (add it there if missing):\n" + "\n".join(
-        violations
-    )
+    if package == "pypto.ir":
+        return UPPER, {"pypto.ir": set(ir.__all__)}
+    return LANGUAGE_UPPER, {name: set(importlib.import_module(name).__all__) for name in LANGUAGE_FACES}
 
 
 @pytest.mark.parametrize(
-    "source",
+    ("package", "advice"),
     [
-        "from pypto.language.binding import is_tensor\n",
-        "def f():\n    from pypto.language.jit import JITFunction\n",
-        "import pypto.language.parser\n",
-        "from pypto.language.interface import parse_function\n",
-        "from pypto.language import _marker\n",
+        ("pypto.ir", "add the name to pypto.ir's face or import it from there"),
+        ("pypto.language", "import it from pypto.language.interface (add it there if missing)"),
     ],
 )
-def test_a_planted_import_past_a_language_face_is_caught(tmp_path: Path, source: str) -> None:
-    for rel in LANGUAGE_UPPER:
-        (tmp_path / rel).mkdir(parents=True)
-    (tmp_path / LANGUAGE_UPPER[0] / "planted.py").write_text(source)
-    assert len(language_face_violations(tmp_path, _language_faces())) == 1
-
-
-def test_every_language_interface_name_resolves() -> None:
-    from pypto.language import interface
-
-    for name in interface.__all__:
-        assert getattr(interface, name) is not None, name
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        interface.nope  # noqa: B018
-
-
-def test_upper_layers_import_only_the_face() -> None:
-    violations = face_violations(REPO, set(ir.__all__))
-    assert not violations, "add the name to pypto.ir's face or import it from there:\n" + "\n".join(
-        violations
-    )
+def test_upper_layers_import_only_the_faces(package: str, advice: str) -> None:
+    folders, public = _faces(package)
+    violations = past_faces(REPO, folders, package, public)
+    assert not violations, advice + ":\n" + "\n".join(violations)
 
 
 @pytest.mark.parametrize(
-    "source",
+    ("package", "source"),
     [
-        "from pypto.ir.dtypes import DataType\n",
-        "def f():\n    from pypto.ir.compile import compile_to_files\n",
-        "import pypto.ir.metadata\n",
-        "from pypto.ir import _FACE\n",
-        "from pypto.ir import signature_of\n",
+        ("pypto.ir", "from pypto.ir.dtypes import DataType\n"),
+        ("pypto.ir", "def f():\n    from pypto.ir.compile import compile_to_files\n"),
+        ("pypto.ir", "import pypto.ir.metadata\n"),
+        ("pypto.ir", "from pypto.ir import _FACE\n"),
+        ("pypto.ir", "from pypto.ir import signature_of\n"),
+        ("pypto.language", "from pypto.language.binding import is_tensor\n"),
+        ("pypto.language", "def f():\n    from pypto.language.jit import JITFunction\n"),
+        ("pypto.language", "import pypto.language.parser\n"),
+        ("pypto.language", "from pypto.language.interface import parse_function\n"),
+        ("pypto.language", "from pypto.language import _marker\n"),
     ],
 )
-def test_a_planted_import_past_the_face_is_caught(tmp_path: Path, source: str) -> None:
-    for rel in UPPER:
+def test_a_planted_import_past_a_face_is_caught(tmp_path: Path, package: str, source: str) -> None:
+    folders, public = _faces(package)
+    for rel in folders:
         (tmp_path / rel).mkdir(parents=True)
-    (tmp_path / UPPER[0] / "planted.py").write_text(source)
-    assert len(face_violations(tmp_path, set(ir.__all__))) == 1
+    (tmp_path / folders[0] / "planted.py").write_text(source)
+    assert len(past_faces(tmp_path, folders, package, public)) == 1
 
 
 def test_every_face_name_resolves() -> None:
+    from pypto.language import interface
+
     assert set(ir.__all__) == set(ir._FACE) | {"__version__"}
-    for name in ir.__all__:
-        assert getattr(ir, name) is not None, name
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        ir.nope  # noqa: B018
+    for face in (ir, interface):
+        for name in face.__all__:
+            assert getattr(face, name) is not None, name
+        with pytest.raises(AttributeError, match="no attribute 'nope'"):
+            face.nope  # noqa: B018
 
 
 def test_importing_one_module_does_not_load_the_compiler() -> None:

@@ -161,9 +161,12 @@ def test_a_plan_key_changes_with_the_plan_and_its_per_rank_keys() -> None:
     assert base == artifact_key.plan_key(dict(reversed(list(plan.items()))))
     assert base != artifact_key.plan_key({**plan, "world_size": 4})
     assert base != artifact_key.plan_key({**plan, "program_keys": ["a" * 64, "c" * 64]})
-    assert base != artifact_key.program_key(  # a plan key is never a program's key
-        plan, toolchain=TC, contract=Contract.PROGRAM, platform="a2a3sim", runtime="r", settings={}
-    ).digest
+    assert (
+        base
+        != artifact_key.program_key(  # a plan key is never a program's key
+            plan, toolchain=TC, contract=Contract.PROGRAM, platform="a2a3sim", runtime="r", settings={}
+        ).digest
+    )
 
 
 def test_ingredient_digests_follow_their_content(tmp_path: Path) -> None:

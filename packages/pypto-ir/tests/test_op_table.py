@@ -12,6 +12,7 @@ import inspect
 import itertools
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,11 @@ from pypto.ir.codegen.cpp import ident, kernel_cpp_type
 from pypto.ir.codegen.kernel import BESPOKE, _KernelGen, tile_type
 from pypto.ir.codegen.plan import render
 from pypto.ir.dtypes import DataType
-from pypto.ir.nodes import Arg, Call, Const, Var
+from pypto.ir.nodes import Arg, Assign, Call, Const, Var
 from pypto.ir.ops import LANGUAGE, OPS, REQUIRED, Cpp, OpError, OpSpec, infer
+from pypto.ir.ops.math_table import COMPOSED_OPS
 from pypto.ir.param_info import Layout
+from pypto.ir.passes import decompose_math
 from pypto.ir.passes.memory_alloc import KernelMemory, Slot
 from pypto.ir.platforms import TileAlloc
 from pypto.ir.types import MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
@@ -262,7 +265,7 @@ def probe_source(calls: Iterable[Call]) -> str:
         out.append(f"// {call.op}")
         out.append(f'extern "C" void probe_{i}(std::int64_t* args) {{')
         out.append("    (void)args;")
-        operands = [a for a in call.args if isinstance(a, Var)]
+        operands = list({a.name: a for a in call.args if isinstance(a, Var)}.values())  # mul(x, x)
         for slot, v in enumerate(operands):
             out += ["    " + line for line in _declare(v, slot)]
         out += emitted(call)
@@ -271,7 +274,41 @@ def probe_source(calls: Iterable[Call]) -> str:
     return "\n".join(out) + "\n"
 
 
-TILE_OPS = sorted(n for n in OPS if n.startswith("tile."))
+COMPOSED = {f"tile.{n}" for n in COMPOSED_OPS}  # written as other tile ops by decompose_math
+TILE_OPS = sorted(n for n in OPS if n.startswith("tile.") and n not in COMPOSED)
+
+
+def decomposed(name: str, **attrs: Any) -> list[Call]:
+    """The tile ops ``decompose_math`` writes for a sample call of composed op ``name``."""
+    call = sample_call(OPS[name])
+    if attrs:
+        call = replace(call, attrs=tuple(sorted(attrs.items())))
+    stmts = decompose_math._decompose(Var("r", call.type), call, decompose_math._Names({"a0", "a1", "r"}))
+    calls = [s.value for s in stmts if isinstance(s, Assign) and isinstance(s.value, Call)]
+    assert len(calls) == len(stmts)
+    return calls
+
+
+_COMPOSED_SAMPLES = [(n, {}) for n in sorted(COMPOSED)] + [
+    ("tile.gelu", {"approximate": "tanh"}),
+    ("tile.softplus", {"beta": 2.0, "threshold": 5.0}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attrs"), _COMPOSED_SAMPLES, ids=[f"{n}{a or ''}" for n, a in _COMPOSED_SAMPLES]
+)
+def test_composed_ops_become_table_calls(name: str, attrs: dict[str, Any]) -> None:
+    assert OPS[name].cpp is None, f"{name} has an instruction; it need not be composed"
+    calls = decomposed(name, **attrs)
+    assert calls[-1].type == sample_call(OPS[name]).type
+    for call in calls:
+        spec = OPS[call.op]
+        assert call.op not in COMPOSED, call.op
+        assert spec.cpp is not None or call.op in BESPOKE, call.op
+        if spec.cpp is not None:
+            emitted_calls = library_calls(emitted(call))
+            assert spec.cpp.fn in emitted_calls or spec.cpp.scalar_fn in emitted_calls, call.op
 
 
 def library_calls(lines: Iterable[str]) -> set[str]:
@@ -292,6 +329,7 @@ def test_every_tile_op_emits_its_table_call(name: str) -> None:
 
 def _all_probes() -> list[Call]:
     calls = [sample_call(OPS[n]) for n in TILE_OPS]
+    calls += [c for n, a in _COMPOSED_SAMPLES for c in decomposed(n, **a)]
     calls += [sample_call(OPS[n], nz=True) for n in TILE_OPS if (c := OPS[n].cpp) is not None and c.nz_fn]
     # an Acc result assembled into a Mat tile (the IR allows any source space)
     mat, acc = TileType((16, 16), FP32, MemorySpace.Mat), TileType((16, 16), FP32, MemorySpace.Acc)

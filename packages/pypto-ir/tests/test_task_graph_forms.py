@@ -139,7 +139,7 @@ def test_submit_results_are_the_arguments_the_kernel_returns(tmp_path: Path) -> 
     body = """
     with pl.manual_scope():
         c, t0 = pl.submit(self.same, x)
-        pl.submit(self.inc, c, a, deps=[t0])
+        _a2, _t1 = pl.submit(self.inc, c, a, deps=[t0])
         b, t2 = pl.submit(self.inc, c, b, deps=[t0])
     return b
     """
@@ -148,7 +148,7 @@ def test_submit_results_are_the_arguments_the_kernel_returns(tmp_path: Path) -> 
         s.value for s in walk_stmts(main.body) if isinstance(s, Assign) and isinstance(s.value, CallFunc)
     ]
     assert [c.callee for c in calls] == ["same", "inc", "inc"]
-    # `same` returns its In argument: c is x; the statement form submits without naming results
+    # `same` returns its In argument: c is x
     assert [str(c.args[0]) for c in calls] == ["x", "x", "x"]
     assert [str(d) for c in calls for d in c.deps] == ["t0", "t0"]
     ret = main.body[-1]
@@ -165,6 +165,10 @@ def test_submit_results_are_the_arguments_the_kernel_returns(tmp_path: Path) -> 
         ),
         ("a, b, t = pl.submit(self.inc, x, a)", r"gives 1 result\(s\) and a task id: unpack 2 name\(s\)"),
         ("a, t = pl.submit(self.inc, x, a, after=[])", "unsupported keyword 'after'"),
+        (
+            "with pl.manual_scope():\n    pl.submit(self.inc, x, a)",
+            "must be unpacked into its results and task id",
+        ),
         ("a, t = pl.submit(pl.add, x, a)", "must be a kernel method written self.<kernel>"),
         ("a, t = pl.submit(self.inc, x, a, deps=[x])", "deps entry must be a task id"),
         ("tids = pl.array.create(0, pl.TASK_ID)", "extent must be a positive integer constant"),

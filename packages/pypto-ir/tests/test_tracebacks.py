@@ -19,7 +19,7 @@ PROGRAM = textwrap.dedent(
     def f(a: pl.Tensor, c: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
             t = pl.load(a, [0, 0], [16, 16])
-            c[:] = pl.tanh(t)
+            c[:] = pl.softmax(t)
         return c
 
     a = np.ones((16, 16), np.float32)
@@ -52,7 +52,7 @@ def test_trimmed_to_the_users_call(tmp_path: Path, entry: str) -> None:
     assert "user_kernel.py" in frames[0]  # the user's call ...
     assert frames[1].endswith("in entry")  # ... and the entry point that re-raised
     last = r.stderr.strip().splitlines()
-    assert any("user_kernel.py:9:" in ln and "pl has no attribute 'tanh'" in ln for ln in last)
+    assert any("user_kernel.py:9:" in ln and "pl has no attribute 'softmax'" in ln for ln in last)
     assert "^" in last[-1]  # the caret under the mistake ends the output
 
 
@@ -67,3 +67,30 @@ def test_full_traceback_on_request(tmp_path: Path, full: str) -> None:
 
 def test_zero_means_trimmed(tmp_path: Path) -> None:
     assert len(_frames(_run(tmp_path, "specialize", "0").stderr)) == 2
+
+
+def test_only_user_errors_are_trimmed() -> None:
+    """A marked argument error loses pypto's frames; any other exception keeps them all."""
+    import traceback
+
+    from pypto.language.tracebacks import marks_user_errors, user_facing
+
+    @marks_user_errors
+    def binder(kind: str) -> None:
+        if kind == "argument":
+            raise TypeError("f: parameter 'a': expected a tensor, got str")
+        raise KeyError("an internal bug")
+
+    @user_facing
+    def call(kind: str) -> None:
+        binder(kind)
+
+    with pytest.raises(TypeError) as argument:
+        call("argument")
+    assert [f.name for f in traceback.extract_tb(argument.value.__traceback__)] == [
+        "test_only_user_errors_are_trimmed",
+        "entry",
+    ]
+    with pytest.raises(KeyError) as internal:
+        call("internal")
+    assert "binder" in [f.name for f in traceback.extract_tb(internal.value.__traceback__)]

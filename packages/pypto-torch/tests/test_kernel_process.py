@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 _PRELUDE = textwrap.dedent(
     """
     import os, sys
@@ -276,6 +278,8 @@ _RESIZE_ATTACK = """
                 pl.store(s, [i * 16, 0], out)
         return out
 
+    if NATIVE:  # pins through the describe_call extension, else through the ctypes fallback
+        assert pt.build_native()
     op = pt.register(tiled_add, "resize_attack::add")
     # 256 KiB each: above glibc's mmap threshold, so a freed storage is unmapped at once
     a, b, out = torch.rand(1024, 64), torch.rand(1024, 64), torch.empty(1024, 64)
@@ -310,15 +314,46 @@ _RESIZE_ATTACK = """
     stop.set()
     thread.join()
     print("pinning", pins.pinning_available())
+    print("native pins", pins._pins.native is not None)
     print("ran", outcomes.get("ran", 0) > 0)
     print("refused", counts["refused"] > 0)
     print(sorted(outcomes), counts, file=sys.stderr)
 """
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native-pins", "ctypes-pins"])
 def test_freeing_a_borrowed_storage_during_a_launch_raises_instead_of_crashing(
-    tmp_path: Path, kernel_store: Path
+    tmp_path: Path, kernel_store: Path, native: bool
 ) -> None:
-    proc = _run(tmp_path, kernel_store, _RESIZE_ATTACK, name="resize_attack.py")
+    body = f"    NATIVE = {native}\n" + _RESIZE_ATTACK
+    proc = _run(tmp_path, kernel_store, body, name="resize_attack.py")
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-4000:]}"
-    assert proc.stdout.splitlines() == ["pinning True", "ran True", "refused True"], proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == [
+        "pinning True",
+        f"native pins {native}",
+        "ran True",
+        "refused True",
+    ], proc.stderr[-2000:]
+
+
+def test_a_refused_mode_switch_leaves_no_leak_report_at_exit(tmp_path: Path, kernel_store: Path) -> None:
+    """A jit function that is also a registered operator is kept alive by torch's operator
+    registry until the process ends; its refused direct call built a native call plan, which
+    must be released before nanobind checks for leaked instances at exit."""
+    proc = _run(
+        tmp_path,
+        kernel_store,
+        """
+        from pypto.runtime import ModeConflictError
+
+        op = pt.register(add, "pypto_test_exit_leak::add")
+        a = torch.ones(16, 16)
+        op(a, a, torch.zeros(16, 16))  # kernel mode
+        try:
+            add(a, a, torch.zeros(16, 16))  # program mode: refused
+        except ModeConflictError:
+            print("refused")
+        """,
+    )
+    assert _check(proc) == ["refused"]
+    assert "leaked" not in proc.stderr, proc.stderr[-4000:]

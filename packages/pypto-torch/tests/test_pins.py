@@ -8,7 +8,21 @@ from typing import Any
 import pytest
 import torch
 
+from pypto.torch import _native_describe
 from pypto.torch._kernel import pins
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test runs on the native pins (the describe_call extension, built on first use) and
+    on the Python fallback used while the extension is unavailable."""
+    if request.param == "native":
+        assert _native_describe.build_native(), _native_describe.native_error()
+        monkeypatch.setattr(pins._pins, "native", _native_describe.loaded_module())
+    else:
+        monkeypatch.setattr(pins._pins, "native", None)
+        monkeypatch.setattr(_native_describe, "loaded_module", lambda: None)
+    return str(request.param)
 
 
 def _frame(*tensors: torch.Tensor) -> Any:
@@ -59,3 +73,41 @@ def test_a_storage_resized_before_the_pin_is_refused() -> None:
         pins.pin_frame(frame)
     assert t.untyped_storage().resizable()  # nothing stays pinned
     assert u.untyped_storage().resizable()
+
+
+def test_a_native_pin_nobody_released_is_released_with_its_handle(implementation: str) -> None:
+    t = torch.rand(64)
+    held = pins.pin_frame(_frame(t))
+    assert not t.untyped_storage().resizable()
+    if implementation == "python":  # plain addresses: only unpin releases them
+        kept = held
+        del held
+        assert not t.untyped_storage().resizable()
+        pins.unpin(kept)
+    else:
+        del held  # the capsule's destructor releases the pin
+    assert t.untyped_storage().resizable()
+
+
+def test_native_pins_start_only_when_no_python_pin_is_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _native_describe.build_native(), _native_describe.native_error()
+    module = _native_describe._state.module
+    monkeypatch.setattr(pins._pins, "native", None)
+    t = torch.rand(64)
+    monkeypatch.setattr(_native_describe, "loaded_module", lambda: None)
+    python_held = pins.pin_frame(_frame(t))  # the extension is not there yet
+    assert type(python_held) is tuple
+    assert python_held
+    monkeypatch.setattr(_native_describe, "loaded_module", lambda: module)
+    still_python = pins.pin_frame(_frame(t))  # a Python pin is held: stay on Python
+    assert type(still_python) is tuple
+    assert still_python
+    pins.unpin(python_held)
+    pins.unpin(still_python)
+    assert t.untyped_storage().resizable()
+    native_held = pins.pin_frame(_frame(t))  # nothing held: switch for good
+    assert type(native_held) is not tuple
+    assert pins._pins.native is module
+    assert not t.untyped_storage().resizable()
+    pins.unpin(native_held)
+    assert t.untyped_storage().resizable()

@@ -53,8 +53,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("pypto.runtime", "pypto.runtime.distributed.program"): (
         "the multi-chip runtime loads only when used (the @pl.jit.host compiler's first call)"
     ),
-    ("pypto.runtime.call_plan", "pypto.runtime"): "the shared Workers: program mode only, at a plan's first call",
-    ("pypto.runtime.call_plan", "pypto.runtime.worker"): "the shared Workers: program mode only, at a plan's first call",
+    (
+        "pypto.runtime.call_plan",
+        "pypto.runtime",
+    ): "the shared Workers: program mode only, at a plan's first call",
+    (
+        "pypto.runtime.call_plan",
+        "pypto.runtime.worker",
+    ): "the shared Workers: program mode only, at a plan's first call",
     ("pypto.runtime.compiled", "pypto.runtime.call_plan"): "a program call plan is made at the first call",
     ("pypto.runtime.distributed.program", "pypto.runtime.distributed.program_plan"): (
         "a @pl.program host orchestrator is planned only when one is compiled"
@@ -65,12 +71,24 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("pypto.runtime.distributed.sub_workers", "pypto.runtime.distributed_runner"): (
         "upstream's torch view of a callback argument, loaded only when a callback asks for it"
     ),
-    ("pypto.runtime.distributed.worker", "pypto.runtime.distributed"): "the rank engine loads only at prepare()",
-    ("pypto.runtime.distributed.worker", "pypto.runtime.distributed.rank"): "the rank engine loads only at prepare()",
-    ("pypto.runtime.runner", "pypto.runtime"): "settings and the shared Workers, read only on the general path",
+    (
+        "pypto.runtime.distributed.worker",
+        "pypto.runtime.distributed",
+    ): "the rank engine loads only at prepare()",
+    (
+        "pypto.runtime.distributed.worker",
+        "pypto.runtime.distributed.rank",
+    ): "the rank engine loads only at prepare()",
+    (
+        "pypto.runtime.runner",
+        "pypto.runtime",
+    ): "settings and the shared Workers, read only on the general path",
     ("pypto.runtime.runner", "pypto.runtime.worker"): "the shared Workers, only on the general path",
     ("pypto.torch._platform", "pypto.torch._platform.npu"): "a platform backend loads only when selected",
-    ("pypto.torch._platform", "pypto.torch._platform.simulator"): "a platform backend loads only when selected",
+    (
+        "pypto.torch._platform",
+        "pypto.torch._platform.simulator",
+    ): "a platform backend loads only when selected",
 }
 
 

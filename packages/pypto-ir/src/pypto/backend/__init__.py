@@ -1,4 +1,5 @@
-"""The code-generation backends, named by the chip they generate for.
+"""Upstream compatibility (``pypto.ir.upstream``): the code-generation backends, named by the
+chip they generate for.
 
 ``BackendType`` lives with the platform table (``pypto.ir.platforms``), since a platform fixes
 its backend; this package is where programs written for other PyPTO front ends import it from.

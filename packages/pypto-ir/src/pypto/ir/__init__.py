@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         DistributedConfig,
     )
     from pypto.ir.dtypes import DataType
-    from pypto.ir.errors import CodegenError, CompileError, KernelError, PyptoCompileError
+    from pypto.ir.errors import CodegenError, KernelError, PyptoCompileError
     from pypto.ir.execution import (
         get_jit_compiler,
         get_jit_executor,
@@ -87,7 +87,6 @@ _FACE: dict[str, tuple[str, str]] = {
     "ArtifactMetadata": ("pypto.ir.metadata", "ArtifactMetadata"),
     "BackendType": ("pypto.ir.platforms", "BackendType"),
     "CodegenError": ("pypto.ir.errors", "CodegenError"),
-    "CompileError": ("pypto.ir.errors", "CompileError"),
     "CompileResult": ("pypto.ir.compile", "CompileResult"),
     "Contract": ("pypto.ir.contract", "Contract"),
     "DYNAMIC": ("pypto.ir.param_info", "DYNAMIC"),
@@ -165,7 +164,6 @@ __all__ = [
     "ArtifactMetadata",
     "BackendType",
     "CodegenError",
-    "CompileError",
     "CompileResult",
     "Contract",
     "DataType",

@@ -58,7 +58,9 @@ platform's on-chip buffers are refused; 3: ``buffer_usage`` is the peak of the t
 once, not the sum of every tile declared; 4: an orchestration window's descriptor keeps only the
 part of its declared extent inside the tensor; 6: a tile cast passes its rounding mode, by default
 ties away from zero; 7: kernels are PTO-ISA programs, tiles placed by the memory-allocation pass
-and pipes ordered by the sync-insertion pass), so entries built before are not reused."""
+and pipes ordered by the sync-insertion pass; 8: composed math written as PTO-ISA ops by the
+decompose_math pass, and ``half``/``bfloat16_t``/``pto``/``sk`` renamed as C++ identifiers),
+so entries built before are not reused."""
 
 
 def _canon(value: Any, path: str) -> Any:

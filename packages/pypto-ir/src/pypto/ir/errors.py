@@ -9,7 +9,7 @@ from __future__ import annotations
 import linecache
 from dataclasses import dataclass
 
-__all__ = ["CodegenError", "CompileError", "KernelError", "PyptoCompileError", "Span"]
+__all__ = ["CodegenError", "KernelError", "PyptoCompileError", "Span"]
 
 
 @dataclass(frozen=True)
@@ -32,10 +32,6 @@ class PyptoCompileError(Exception):
     """A program that cannot be compiled (a pass or a contract rejected it): the root of
     pypto-ir's compile errors. Named apart from ``simpler.toolchain.CompileError`` (the host
     C++ compiler rejected a generated source), which is a different failure."""
-
-
-CompileError = PyptoCompileError
-"""The earlier name of :class:`PyptoCompileError`, kept for code that imports it."""
 
 
 class CodegenError(PyptoCompileError):

@@ -1,5 +1,6 @@
-"""The options that choose how a program is lowered: the optimisation strategy and the
-per-pass IR dump, with the checks every entry point applies to them.
+"""Upstream compatibility (``pypto.ir.upstream``): the options that choose how a program is
+lowered, the optimisation strategy and the per-pass IR dump, with the checks every entry point
+applies to them.
 
 The compiler has one pipeline (``pypto.ir.pipeline``), so ``OptimizationStrategy.Default`` is
 its only strategy: it is accepted, checked and changes nothing. ``dump_passes`` asks

@@ -30,6 +30,8 @@
       -> verify
       -> tensor_to_tile   tensor-level statements in kernels become load/compute/store
       -> verify
+      -> decompose_math   tanh, sigmoid, gelu, erf, softplus, pow, ... become PTO-ISA element-wise ops
+      -> verify
       -> nz_layout        NZ tensor parameters checked for their blocked (lowered) form
       -> verify
 
@@ -44,7 +46,15 @@ from dataclasses import dataclass
 from pypto.ir import build
 from pypto.ir.build import Build
 from pypto.ir.nodes import Program
-from pypto.ir.passes import call_directions, nz_layout, outline_scopes, ssa, task_barriers, tensor_to_tile
+from pypto.ir.passes import (
+    call_directions,
+    decompose_math,
+    nz_layout,
+    outline_scopes,
+    ssa,
+    task_barriers,
+    tensor_to_tile,
+)
 from pypto.ir.verifier import VerifyLevel, verify
 
 __all__ = ["COMPILE", "STAGES", "Build", "LowerResult", "Stage", "Step", "lower", "run_compile"]
@@ -65,6 +75,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(task_barriers.NAME, task_barriers.run, VerifyLevel(ssa=True, outlined=True)),
     Stage(call_directions.NAME, call_directions.run, VerifyLevel(ssa=True, outlined=True)),
     Stage(tensor_to_tile.NAME, tensor_to_tile.run, VerifyLevel(ssa=True, outlined=True, lowered=True)),
+    Stage(decompose_math.NAME, decompose_math.run, VerifyLevel(ssa=True, outlined=True, lowered=True)),
     Stage(nz_layout.NAME, nz_layout.run, VerifyLevel(ssa=True, outlined=True, lowered=True)),
 )
 

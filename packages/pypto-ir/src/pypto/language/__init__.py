@@ -31,6 +31,7 @@ from pypto.ir.types import (
 )
 from pypto.language import array, optimizations, system, tensor, tile
 from pypto.language import ops as _ops
+from pypto.language.arg_directions import adir
 from pypto.language.decorators import (
     DSLFunction,
     IncoreFunction,
@@ -156,6 +157,7 @@ __all__ = [
     "TensorView",
     "Tile",
     "Tuple",
+    "adir",
     "aic_gather",
     "aiv_shard",
     "array",

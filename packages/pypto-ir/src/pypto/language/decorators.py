@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import importlib
 import inspect
 import sys
 import types
@@ -404,11 +403,3 @@ def program(cls: type) -> Program:
         body, rets = (ExprStmt(call), Return(())), ()
     main = Function(name, params, rets, body, FunctionType.Orchestration)
     return Program(cls.__name__, (*ordered, main), name)
-
-
-def __getattr__(name: str) -> Any:
-    # ``@pl.jit`` moved to pypto.language.jit (which imports this module); the old names stay.
-    if name in ("JITFunction", "Specialization", "jit"):
-        # by module name: the package attribute ``pypto.language.jit`` is the ``pl.jit`` object
-        return getattr(importlib.import_module("pypto.language.jit"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from pypto.language.host import HostFunction
     from pypto.language.host_trace import HostTensorRef, HostTrace, WindowView
     from pypto.language.jit import DeclaredParam, JITFunction, Specialization
-    from pypto.language.tracebacks import user_facing
+    from pypto.language.tracebacks import marks_user_errors, user_facing
     from pypto.language.typing import is_runtime
 
 # name -> (module, attribute; "" for the module itself)
@@ -36,6 +36,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "is_distributed_annotation": ("pypto.language.distributed", "is_distributed_annotation"),
     "is_runtime": ("pypto.language.typing", "is_runtime"),
     "is_tensor": ("pypto.language.binding", "is_tensor"),
+    "marks_user_errors": ("pypto.language.tracebacks", "marks_user_errors"),
     "shape_of": ("pypto.language.binding", "shape_of"),
     "tensor_library": ("pypto.language.binding", "tensor_library"),
     "typing": ("pypto.language.typing", ""),
@@ -55,6 +56,7 @@ __all__ = [
     "is_distributed_annotation",
     "is_runtime",
     "is_tensor",
+    "marks_user_errors",
     "shape_of",
     "tensor_library",
     "typing",

@@ -35,7 +35,7 @@ from pypto.language.host import HostFunction
 from pypto.language.host_trace import active_trace
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
 from pypto.language.parser.common import capture_enclosing
-from pypto.language.tracebacks import user_facing
+from pypto.language.tracebacks import mark_user_error, user_facing
 
 __all__ = ["DeclaredParam", "JITFunction", "Specialization", "jit"]
 
@@ -242,7 +242,7 @@ class JITFunction:
                         f"{self.fn.__name__}: parameter {name!r} is a tensor; got {type(value).__name__} "
                         "(pass a torch tensor or numpy array)"
                     )
-                shape = shape_of(value, f"parameter {name!r}")
+                shape = shape_of(value, f"{self.fn.__name__}: parameter {name!r}")
                 if isinstance(inner, lt.TensorAnnotation) and inner.shape is not None:
                     shape = (
                         tuple(
@@ -251,7 +251,7 @@ class JITFunction:
                         )
                         + shape[len(inner.shape) :]
                     )
-                key.append(("T", shape, dtype_of(value, f"parameter {name!r}").value))
+                key.append(("T", shape, dtype_of(value, f"{self.fn.__name__}: parameter {name!r}").value))
             elif lt.is_runtime(value) or name in self.runtime_defaults:
                 why = "its default is pl.RUNTIME" if name in self.runtime_defaults else "passed pl.RUNTIME"
                 dtype = self._scalar_dtype(name, inner, why)
@@ -302,15 +302,19 @@ class JITFunction:
             if spec is not None:
                 spec.check_captured()
                 return spec, args, fk
-        bound = self.bind(*args, **kwargs)
-        if run:
-            for name, value in zip(self._sig.parameters, bound, strict=True):
-                if lt.is_runtime(value):
-                    raise TypeError(
-                        f"{self.__name__}(): parameter {name!r} is a runtime scalar (pl.RUNTIME); a call runs "
-                        "the program, so pass its value"
-                    )
-        key = self.call_key(bound)
+        try:
+            bound = self.bind(*args, **kwargs)
+            if run:
+                for name, value in zip(self._sig.parameters, bound, strict=True):
+                    if lt.is_runtime(value):
+                        raise TypeError(
+                            f"{self.__name__}(): parameter {name!r} is a runtime scalar (pl.RUNTIME); a call "
+                            "runs the program, so pass its value"
+                        )
+            key = self.call_key(bound)
+        except (TypeError, ValueError) as exc:  # the binder's message names the parameter
+            mark_user_error(exc)
+            raise
         with self._lock:
             spec = self._cache.get(key)
         if spec is not None:

@@ -548,3 +548,6 @@ OP_BUILDERS: dict[str, _Builder] = {
 # the collectives, remote_load/remote_store, defer_wait and the region forms of put/get (they
 # use the helpers above)
 from pypto.language import comm_builders as _comm_builders  # noqa: E402, F401
+
+# pl.gelu's and pl.softplus's compile-time keywords
+from pypto.language import math_builders as _math_builders  # noqa: E402, F401

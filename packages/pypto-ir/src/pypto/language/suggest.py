@@ -15,14 +15,16 @@ from collections.abc import Iterable
 __all__ = ["COMPOSED", "FOREIGN_LIBRARIES", "foreign_library", "instead_of"]
 
 COMPOSED: dict[str, str] = {
-    "tanh": "compose it: tanh(x) = (exp(2x) - 1) / (exp(2x) + 1), with pl.exp, pl.sub, pl.add and pl.div",
-    "sigmoid": "compose it: sigmoid(x) = 1 / (1 + exp(-x)), with pl.neg, pl.exp, pl.add and pl.recip",
-    "silu": "compose it: silu(x) = x * sigmoid(x), with pl.neg, pl.exp, pl.add, pl.recip and pl.mul",
-    "gelu": "compose it from pl.mul, pl.add, pl.exp and pl.div (the tanh approximation needs tanh composed too)",
     "softmax": "compose it: pl.row_max, pl.row_expand_sub, pl.exp, pl.row_sum, pl.row_expand_div",
+    "log_softmax": (
+        "compose it: m = pl.row_max(x); d = pl.row_expand_sub(x, m); "
+        "pl.row_expand_sub(d, pl.log(pl.row_sum(pl.exp(d))))"
+    ),
+    "swish": "use pl.silu",
+    "gelu_tanh": 'use pl.gelu(x, approximate="tanh")',
     "square": "use pl.mul(x, x)",
-    "power": "use pl.mul for integer powers, or pl.exp(pl.mul(pl.log(x), p))",
-    "pow": "use pl.mul for integer powers, or pl.exp(pl.mul(pl.log(x), p))",
+    "power": "use pl.pow",
+    "float_power": "use pl.pow",
     "multiply": "use pl.mul",
     "subtract": "use pl.sub",
     "divide": "use pl.div",
@@ -48,7 +50,10 @@ COMPOSED: dict[str, str] = {
     "astype": "use pl.cast",
     "concatenate": "use pl.concat",
 }
-"""Names that ``pl`` spells differently or composes from other ops -> what to write."""
+"""Names that ``pl`` spells differently or composes from other ops -> what to write. A composition
+written here must be as accurate as the op it stands for over the dtype's whole range (no
+``exp(2x)`` that overflows, no ``1 - erf`` that cancels); pypto-runtime's
+tests/test_composed_math.py runs the softmax ones on extreme rows."""
 
 FOREIGN_LIBRARIES: tuple[str, ...] = ("numpy", "math", "torch", "scipy", "jax")
 """Libraries whose functions run on the host only, never inside a kernel."""

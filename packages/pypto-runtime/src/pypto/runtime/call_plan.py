@@ -21,15 +21,17 @@ Every route accepts only calls the general one accepts, with the same descriptor
 
 from __future__ import annotations
 
+import atexit
 import sys
+import weakref
 from collections.abc import Mapping, Sequence
 from ctypes import addressof, c_char
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import DYNAMIC, Contract, DataType, Layout, ParamInfo
 from pypto.runtime import mode_gate
-from pypto.runtime.host_tensors import TensorBindingError, _module_type, describe, numpy_typestr
-from pypto.runtime.runner import RunConfig, run_general
+from pypto.runtime.host_tensors import TensorBindingError, _module_type, _row_major, describe, numpy_typestr
+from pypto.runtime.runner import RunConfig, register_for, run_general
 
 if TYPE_CHECKING:
     from pypto.runtime.compiled import CompiledArtifact
@@ -38,6 +40,27 @@ __all__ = ["DECLINED", "CallPlan", "run_artifact"]
 
 _PLAIN_SCALARS = frozenset((int, float, bool))
 DECLINED: Any = object()  # CallPlan.run_native: the native path did not take the call
+
+_with_native: weakref.WeakSet[CallPlan] = weakref.WeakSet()
+
+
+def _release_native_plans() -> None:
+    """atexit: drop every native plan (simpler.CallPlan) while the interpreter is whole. A
+    CallPlan can outlive finalization through a jit function that something immortal holds
+    (torch's operator registry keeps a registered operator's kernel, and with it the function
+    and its compiled programs, until the process ends); nanobind would report it as leaked."""
+    for plan in list(_with_native):
+        plan.native = None
+        plan.exact.clear()
+
+
+def _release_at_exit(plan: CallPlan) -> None:
+    if not _with_native:
+        atexit.unregister(_release_native_plans)
+        atexit.register(_release_native_plans)
+    _with_native.add(plan)
+
+
 _MAX_LAYOUTS = 256  # exact plans per artifact, as the binder's keys per function
 
 
@@ -51,14 +74,6 @@ def _matches(shape: Sequence[int], pattern: Sequence[int]) -> bool:
     if len(shape) != len(pattern):
         return False
     return all(w in (DYNAMIC, g) and 0 < g < 1 << 32 for w, g in zip(pattern, shape, strict=True))
-
-
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= max(d, 1)
-    return tuple(reversed(strides))
 
 
 def run_artifact(
@@ -270,6 +285,7 @@ class CallPlan:
         plan = simpler.CallPlan(
             numpy.ndarray, len(self.params), tensors, list(self.scalars), fixed, self.encode_scalar
         )
+        _release_at_exit(self)
         if key is None:
             self.native = plan
         return plan
@@ -391,14 +407,7 @@ class CallPlan:
             worker, handle = bound[1], bound[2]
         else:
             generation = shared.shared_generation()
-            worker, handle = shared.register_on_shared_worker(
-                callable_,
-                config.platform,
-                config.runtime,
-                config.device_id,
-                aic_threads=config.aic_threads,
-                aiv_threads=config.aiv_threads,
-            )
+            worker, handle = register_for(config, callable_)
             self.bound[key] = (generation, worker, handle)
             self.targets[key] = (generation, worker, worker.plan_target(handle))
         worker.run(handle, mat, config.effective_call_config, timeout=config.timeout, keep_alive=args)

@@ -44,6 +44,7 @@ from pypto.ir import (
     binary_key,
     device_kind,
 )
+from pypto.language.interface import user_facing
 from pypto.runtime import device_build, progress, settings
 from pypto.runtime._fs import read_inside
 from pypto.runtime.artifact_runtime import default_runtime
@@ -607,6 +608,7 @@ class CompiledProgram:
     def __repr__(self) -> str:
         return f"CompiledProgram({self.artifact.name!r}, path={str(self.path)!r}, platform={self.platform!r})"
 
+    @user_facing
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
         from pypto.runtime.call_plan import run_artifact
 

@@ -1,5 +1,6 @@
-"""Upstream's module name for the multi-chip runtime: ``DistributedWorker`` and the conversion
-a SubWorker callback uses on its arguments.
+"""Upstream compatibility (``pypto.runtime.upstream``): upstream's module name for the
+multi-chip runtime, ``DistributedWorker`` and the conversion a SubWorker callback uses on its
+arguments.
 
 A runtime-bound SubWorker (``prepare(callbacks={name: fn})``) is called as ``fn(args)``: one
 entry per argument of the host orchestrator's call, a :class:`ContinuousTensor` for a tensor

@@ -38,7 +38,10 @@ __all__ = [
 
 
 class TensorBindingError(PyptoRuntimeError, TypeError):
-    """An argument is not a usable host tensor, or does not match its parameter."""
+    """An argument is not a usable host tensor, or does not match its parameter. A user error
+    (``pypto.language.tracebacks``): a call shows it without pypto's frames."""
+
+    pypto_user_error = True
 
 
 # numpy typestr (kind + itemsize, byte order stripped) -> DataType, from the dtype table

@@ -27,15 +27,12 @@ from pypto.ir import (
     ParamDirection,
     ParamInfo,
     PassDumpLevel,
-    check_backend,
-    check_dump_passes,
-    check_strategy,
     partial_overlap,
     strided_alias_conflict,
 )
 from pypto.ir import ViewSpan as Span
-from pypto.language.interface import is_runtime, is_tensor
-from pypto.runtime import mode_gate
+from pypto.language.interface import is_runtime, is_tensor, marks_user_errors
+from pypto.runtime import mode_gate, upstream
 from pypto.runtime.host_tensors import (
     HostTensor,
     TensorBindingError,
@@ -47,7 +44,7 @@ from pypto.runtime.host_tensors import (
 if TYPE_CHECKING:
     pass
 
-__all__ = ["RunConfig", "bind_arguments", "bind_task_args", "call_results", "run_general"]
+__all__ = ["RunConfig", "bind_arguments", "bind_task_args", "call_results", "register_for", "run_general"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,8 @@ class RunConfig:
         swimlane_dir: Where the swimlane trace goes (default ``build_output/swimlane`` under
             the current directory); only with ``enable_chip_swimlane``.
         strategy: ``OptimizationStrategy.Default``, the compiler's one pipeline: checked, no
-            other effect.
+            other effect. (This field and the next five exist for upstream programs only:
+            ``pypto.runtime.upstream``.)
         backend_type: Checked against ``platform`` (``BackendType.Ascend910B``: a2a3,
             ``Ascend950``: a5); None: the platform's. The platform alone decides the build.
         dump_passes: A bool or a ``PassDumpLevel``: checked; a program-mode compile writes no
@@ -81,9 +79,10 @@ class RunConfig:
             ``pypto.ir.compile(..., dump_passes=True)`` writes one.
         compile_profiling: A bool, checked; no effect: a program-mode compile goes through the
             artifact store and is timed by nobody (``nox -s bench`` measures the compile path).
-        rtol, atol: The tolerances of a check of results against a reference that uses this
-            config (``torch.allclose(out, ref, rtol=config.rtol, atol=config.atol)``); a run
-            itself compares nothing. Each >= 0.
+        rtol: The relative tolerance of a check of results against a reference that uses
+            this config (``torch.allclose(out, ref, rtol=config.rtol, atol=config.atol)``); a
+            run itself compares nothing. >= 0.
+        atol: The absolute tolerance of that check, as ``rtol``. >= 0.
         distributed_config: A ``pypto.ir.DistributedConfig`` (which devices are the ranks)
             for compiling a ``@pl.jit.host`` program; None for a single-chip program.
     """
@@ -150,11 +149,7 @@ class RunConfig:
                 f"RunConfig(swimlane_dir): given as {self.swimlane_dir!r} but enable_chip_swimlane is off; "
                 "set enable_chip_swimlane=True to write the trace"
             )
-        check_strategy(self.strategy)
-        check_backend(self.backend_type, self.platform)
-        check_dump_passes(self.dump_passes)
-        if not isinstance(self.compile_profiling, bool):
-            raise ValueError(f"RunConfig(compile_profiling): expected a bool, got {self.compile_profiling!r}")
+        upstream.check_fields(self)  # the six fields that exist for upstream programs only
         t = self.timeout
         if t is not None and (
             isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0
@@ -162,10 +157,6 @@ class RunConfig:
             raise ValueError(
                 f"RunConfig(timeout): expected None (no limit) or a finite number of seconds > 0, got {t!r}"
             )
-        for name in ("rtol", "atol"):
-            tol = getattr(self, name)
-            if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
-                raise ValueError(f"RunConfig({name}): expected a number >= 0, got {tol!r}")
         call_config = self.call_config
         if level:
             call_config = _with_swimlane(
@@ -217,6 +208,7 @@ def _signature_text(params: Sequence[ParamInfo]) -> str:
     return ", ".join(f"{p.name}:{'scalar' if p.is_scalar else p.direction.value}" for p in params)
 
 
+@marks_user_errors  # its errors name the parameter: shown without pypto's frames
 def bind_arguments(
     name: str, params: Sequence[ParamInfo], args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> list[Any]:
@@ -285,15 +277,12 @@ def _output_shape(name: str, p: ParamInfo) -> tuple[int, ...]:
     return p.shape
 
 
-def run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig) -> Any:
-    """Every call the plan does not take: binds, describes, checks and reports in full."""
+def register_for(config: RunConfig, callable_: Any) -> tuple[Any, Any]:
+    """``callable_`` registered on the shared Worker of ``config`` (platform, runtime, device and
+    core threads): the Worker and the registration handle."""
     from pypto.runtime.worker import register_on_shared_worker
 
-    meta = artifact.metadata
-    task_args, slots = bind_task_args(artifact, args, kwargs)
-    callable_ = artifact.chip_callable()  # loading native code never claims a mode
-    mode_gate.claim_program(f"{meta.name}() on {config.platform}")
-    worker, handle = register_on_shared_worker(
+    return register_on_shared_worker(
         callable_,
         config.platform,
         config.runtime,
@@ -301,10 +290,20 @@ def run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], c
         aic_threads=config.aic_threads,
         aiv_threads=config.aiv_threads,
     )
+
+
+def run_general(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any], config: RunConfig) -> Any:
+    """Every call the plan does not take: binds, describes, checks and reports in full."""
+    meta = artifact.metadata
+    task_args, slots = bind_task_args(artifact, args, kwargs)
+    callable_ = artifact.chip_callable()  # loading native code never claims a mode
+    mode_gate.claim_program(f"{meta.name}() on {config.platform}")
+    worker, handle = register_for(config, callable_)
     worker.run(handle, task_args, config.effective_call_config, timeout=config.timeout)
     return call_results(artifact, slots)
 
 
+@marks_user_errors
 def bind_task_args(artifact: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, list[Any]]:
     """A call of ``artifact``'s program as ``simpler.TaskArgs``, and the arguments in parameter
     order (omitted Out tensors allocated): binds, describes and checks every argument against

@@ -5,6 +5,7 @@
 // describe(plan, args) returns the CallFrame, or None for any call outside the common case (the
 // caller then hands the call to the general path, which alone decides and reports errors).
 // A failed query also answers None; only a malformed plan raises (TypeError).
+// describe_or(plan, general, args) is describe_call itself: the frame, else general(args).
 //
 // plan = (nparams, tensors, scalars, return_aliases, signature, platform_name, device,
 //         current_stream, stream_device_index, Tensor, Parameter, TensorArgument,
@@ -12,6 +13,13 @@
 // tensors[k] = (index, torch dtype, itemsize, dims (-1: dynamic), strides or None,
 //               (index, name, direction, dtype, layout), writes)
 // scalars[k] = (index, exact type, lo or None, hi or None, (index, name, dtype))
+//
+// pin(records) holds the storages of a frame's tensor records non-resizable for a launch (see
+// pypto.torch._kernel.pins): c10's StorageImpl::set_resizable, counted per storage across the
+// launches holding it; the last release restores the flag the storage had before the first pin.
+// It returns a capsule that unpin(capsule) releases (its destructor releases what unpin did
+// not), or the index of the first record whose storage no longer has the address it was
+// described with (then nothing stays pinned).
 #include <ATen/PythonTorchFunctionTLS.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Storage.h>
@@ -19,6 +27,9 @@
 #include <torch/extension.h>
 
 #include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 namespace {
 
@@ -257,41 +268,227 @@ PyObject* describe_impl(PyObject* plan, PyObject* args) {
   return make_record(PyTuple_GET_ITEM(plan, 13), frame_items, 7);
 }
 
-PyObject* describe(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
-  if (argc != 2) {
-    PyErr_SetString(PyExc_TypeError, "describe(plan, args): expected 2 arguments");
+// The frame of a common call, or nullptr with no error set (declined), or nullptr with an
+// error set (a malformed plan or call).
+PyObject* describe_common(PyObject* plan, PyObject* args, const char* what) {
+  if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != kPlanSize) {
+    PyErr_Format(PyExc_TypeError, "%s: plan must be the 15-tuple CallSignature builds", what);
     return nullptr;
   }
-  if (!PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != kPlanSize) {
-    PyErr_SetString(PyExc_TypeError, "describe(plan, args): plan must be the 15-tuple CallSignature builds");
-    return nullptr;
-  }
-  PyObject* args = argv[1];
   if (PyList_CheckExact(args)) {
     args = PyList_AsTuple(args);
     if (args == nullptr) return nullptr;
   } else if (PyTuple_CheckExact(args)) {
     Py_INCREF(args);
   } else {
-    Py_RETURN_NONE;
+    return nullptr;
   }
   PyObject* frame = nullptr;
   try {
-    frame = describe_impl(argv[0], args);
+    frame = describe_impl(plan, args);
   } catch (...) {  // a torch query threw: the general path asks again and reports it
     frame = nullptr;
   }
   Py_DECREF(args);
-  if (frame == nullptr) {
-    PyErr_Clear();
-    Py_RETURN_NONE;
-  }
+  if (frame == nullptr) PyErr_Clear();
   return frame;
+}
+
+PyObject* describe(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
+  if (argc != 2) {
+    PyErr_SetString(PyExc_TypeError, "describe(plan, args): expected 2 arguments");
+    return nullptr;
+  }
+  PyObject* frame = describe_common(argv[0], argv[1], "describe(plan, args)");
+  if (frame == nullptr && !PyErr_Occurred()) Py_RETURN_NONE;
+  return frame;
+}
+
+// describe_or(plan, general, args): the frame of a common call, else general(args) (whose
+// result or exception is the call's): describe_call in one native call.
+PyObject* describe_or(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
+  if (argc != 3) {
+    PyErr_SetString(PyExc_TypeError, "describe_or(plan, general, args): expected 3 arguments");
+    return nullptr;
+  }
+  PyObject* frame = describe_common(argv[0], argv[2], "describe_or(plan, general, args)");
+  if (frame != nullptr || PyErr_Occurred()) return frame;
+  return PyObject_CallOneArg(argv[1], argv[2]);
+}
+
+// -- pins -------------------------------------------------------------------------------------
+
+struct PinEntry {
+  std::size_t count;
+  bool restore;  // the flag before the first pin
+};
+
+std::mutex pin_mutex;
+// Every pinned StorageImpl, kept alive by the Held lists that count it.
+std::unordered_map<c10::StorageImpl*, PinEntry>& pin_table() {
+  static auto* table = new std::unordered_map<c10::StorageImpl*, PinEntry>();  // never destroyed
+  return *table;
+}
+
+using Held = std::vector<c10::Storage>;  // each holds its StorageImpl alive
+constexpr const char* kPinsCapsule = "pypto.torch.pins";
+
+// Release one count of each storage in `held` (pin_mutex held); the last restores the flag.
+void release_locked(Held& held) noexcept {
+  auto& table = pin_table();
+  for (auto& storage : held) {
+    c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+    auto found = table.find(impl);
+    if (found == table.end()) continue;
+    if (--found->second.count != 0) continue;
+    const bool restore = found->second.restore;
+    table.erase(found);
+    if (restore) {
+      try {
+        impl->set_resizable(true);  // asserts an allocator: one that lost it stays non-resizable
+      } catch (...) {
+      }
+    }
+  }
+  held.clear();
+}
+
+void release(Held* held) noexcept {
+  std::lock_guard<std::mutex> lock(pin_mutex);
+  release_locked(*held);
+}
+
+void pins_destructor(PyObject* capsule) {
+  auto* held = static_cast<Held*>(PyCapsule_GetPointer(capsule, kPinsCapsule));
+  if (held == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  release(held);
+  delete held;
+}
+
+PyObject* pin(PyObject* /*module*/, PyObject* records) {
+  if (!PyTuple_Check(records)) {
+    PyErr_SetString(PyExc_TypeError, "pin(records): expected the tuple of a frame's tensor records");
+    return nullptr;
+  }
+  static PyObject* storage_name = PyUnicode_InternFromString("storage");
+  static PyObject* ptr_name = PyUnicode_InternFromString("storage_ptr");
+  if (storage_name == nullptr || ptr_name == nullptr) return nullptr;
+  const Py_ssize_t n = PyTuple_GET_SIZE(records);
+  // The storages and the addresses they were described with, read before anything is pinned.
+  std::vector<std::pair<c10::Storage, std::uintptr_t>> wanted;
+  wanted.reserve(static_cast<std::size_t>(n));
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    PyObject* record = PyTuple_GET_ITEM(records, k);
+    PyObject* storage = PyObject_GetAttr(record, storage_name);
+    if (storage == nullptr) return nullptr;
+    if (!THPStorage_Check(storage)) {
+      Py_DECREF(storage);
+      PyErr_Format(PyExc_TypeError, "pin(records): record %zd holds no torch storage", k);
+      return nullptr;
+    }
+    c10::Storage held_storage = THPStorage_Unpack(storage);  // a counted reference
+    Py_DECREF(storage);
+    PyObject* ptr = PyObject_GetAttr(record, ptr_name);
+    if (ptr == nullptr) return nullptr;
+    const unsigned long long address = PyLong_AsUnsignedLongLong(ptr);
+    Py_DECREF(ptr);
+    if (address == static_cast<unsigned long long>(-1) && PyErr_Occurred()) return nullptr;
+    wanted.emplace_back(std::move(held_storage), static_cast<std::uintptr_t>(address));
+  }
+  auto held = std::make_unique<Held>();
+  held->reserve(wanted.size());
+  {
+    std::lock_guard<std::mutex> lock(pin_mutex);
+    auto& table = pin_table();
+    for (std::size_t k = 0; k < wanted.size(); ++k) {
+      c10::StorageImpl* impl = wanted[k].first.unsafeGetStorageImpl();
+      auto found = table.find(impl);
+      if (found == table.end()) {
+        table.emplace(impl, PinEntry{1, impl->resizable()});
+        impl->set_resizable(false);
+      } else {
+        ++found->second.count;
+      }
+      held->push_back(wanted[k].first);
+      // Pinned: from here on its memory stays; check it is the memory described.
+      if (reinterpret_cast<std::uintptr_t>(impl->data_ptr().get()) != wanted[k].second) {
+        release_locked(*held);
+        return PyLong_FromSsize_t(static_cast<Py_ssize_t>(k));
+      }
+    }
+  }
+  PyObject* capsule = PyCapsule_New(held.get(), kPinsCapsule, pins_destructor);
+  if (capsule == nullptr) {
+    release(held.get());
+    return nullptr;
+  }
+  held.release();
+  return capsule;
+}
+
+PyObject* unpin(PyObject* /*module*/, PyObject* capsule) {
+  auto* held = static_cast<Held*>(PyCapsule_GetPointer(capsule, kPinsCapsule));
+  if (held == nullptr) return nullptr;  // not a pins capsule: TypeError/ValueError set
+  release(held);
+  Py_RETURN_NONE;
+}
+
+PyObject* pinned_count(PyObject* /*module*/, PyObject* /*unused*/) {
+  std::lock_guard<std::mutex> lock(pin_mutex);
+  return PyLong_FromSize_t(pin_table().size());
+}
+
+// -- simpler's materialised tensors ----------------------------------------------------------
+
+// chip_tensors(records, codes): per TensorArgument record (a 16-field tuple) and wire dtype
+// code, simpler's ChipStorageTaskArgs tensor tuple (storage_ptr, storage_nbytes, code, shape,
+// strides, storage_offset), the fields shared with the record, not copied.
+PyObject* chip_tensors(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
+  if (argc != 2 || !PyTuple_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
+      PyTuple_GET_SIZE(argv[0]) != PyTuple_GET_SIZE(argv[1])) {
+    PyErr_SetString(PyExc_TypeError, "chip_tensors(records, codes): expected two tuples of one length");
+    return nullptr;
+  }
+  const Py_ssize_t n = PyTuple_GET_SIZE(argv[0]);
+  PyObject* out = PyTuple_New(n);
+  if (out == nullptr) return nullptr;
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    PyObject* record = PyTuple_GET_ITEM(argv[0], k);
+    if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 16) {
+      Py_DECREF(out);
+      PyErr_Format(PyExc_TypeError, "chip_tensors(records): record %zd is not a TensorArgument", k);
+      return nullptr;
+    }
+    PyObject* items[6] = {
+        new_ref(PyTuple_GET_ITEM(record, 10)), new_ref(PyTuple_GET_ITEM(record, 11)),
+        new_ref(PyTuple_GET_ITEM(argv[1], k)), new_ref(PyTuple_GET_ITEM(record, 5)),
+        new_ref(PyTuple_GET_ITEM(record, 6)),  new_ref(PyTuple_GET_ITEM(record, 7)),
+    };
+    PyObject* entry = PyTuple_New(6);
+    if (entry == nullptr) {
+      for (PyObject* item : items) Py_DECREF(item);
+      Py_DECREF(out);
+      return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < 6; ++i) PyTuple_SET_ITEM(entry, i, items[i]);
+    PyTuple_SET_ITEM(out, k, entry);
+  }
+  return out;
 }
 
 PyMethodDef methods[] = {
     {"describe", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(describe)), METH_FASTCALL,
      "describe(plan, args): the CallFrame of a common call, or None"},
+    {"describe_or", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(describe_or)), METH_FASTCALL,
+     "describe_or(plan, general, args): the CallFrame of a common call, else general(args)"},
+    {"chip_tensors", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(chip_tensors)), METH_FASTCALL,
+     "chip_tensors(records, codes): simpler's materialised tensor tuples of a frame's records"},
+    {"pin", pin, METH_O, "pin(records): hold the records' storages non-resizable; a capsule, or the index of a moved one"},
+    {"unpin", unpin, METH_O, "unpin(capsule): release what pin() holds (idempotent)"},
+    {"pinned_count", pinned_count, METH_NOARGS, "pinned_count(): how many storages are pinned now"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -4,7 +4,9 @@
 (:mod:`pypto.torch._fast_describe`) on the ``at::Tensor`` fields directly and builds the frame's
 records in C, for platforms whose device memory is CPU memory (the simulators). Like the Python
 fast path it takes the common call only and answers None for anything else, which then goes to
-the general path; so the general path alone decides errors and their messages.
+the general path; so the general path alone decides errors and their messages. The same
+extension pins a launch's borrowed storages (``pin``/``unpin``, used by
+:mod:`pypto.torch._kernel.pins`) with c10's ``StorageImpl::set_resizable``.
 
 Where it is built (the build root): ``$TORCH_EXTENSIONS_DIR``, else ``<user cache
 dir>/pypto-torch``. A build is the directory ``<root>/<name>-<digest>``, where the name carries
@@ -40,6 +42,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import functools
 import hashlib
 import importlib.util
 import os
@@ -69,6 +72,7 @@ __all__ = [
     "UnsafeBuildDirectory",
     "build_native",
     "build_native_in_background",
+    "loaded_module",
     "native_describe",
     "native_error",
 ]
@@ -286,6 +290,12 @@ def build_native_in_background() -> threading.Thread | None:
         return _state.background
 
 
+def loaded_module() -> Any:
+    """The loaded extension module (describe, pin, unpin), or None until :func:`build_native`
+    has succeeded in this process."""
+    return _state.module
+
+
 def native_error() -> str | None:
     """Why the last :func:`build_native` failed, or None."""
     return _state.error
@@ -305,10 +315,4 @@ def native_describe(
         if module is None:
             return None
         _waiting.discard(signature)
-    describe = module.describe
-
-    def describe_call(args: Sequence[object]) -> Any:
-        frame = describe(plan, args)
-        return general(args) if frame is None else frame
-
-    return describe_call
+    return functools.partial(module.describe_or, plan, general)

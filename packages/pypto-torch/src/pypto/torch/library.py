@@ -23,41 +23,22 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-import threading
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
-from pypto.ir import Contract, DataType, ParamInfo, SignatureError
-from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
+from pypto.ir import DataType, ParamInfo
 from pypto.torch._kernel import context
-from pypto.torch._kernel.callable import KernelCallable, RegistrationError
-from pypto.torch._validation import ArgumentError, check_tensor_signature
+from pypto.torch._kernel.callable import RegistrationError
+from pypto.torch._operator_kernels import Variants, operators, operators_lock, parse_name, variants_of
+from pypto.torch._validation import ArgumentError
+from pypto.torch.functional import FunctionalOperator
 from pypto.torch.registration import RegistrationSignature
 
 if TYPE_CHECKING:
     from pypto.language.jit import DeclaredParam, JITFunction
 
 __all__ = ["Operator", "register"]
-
-_operators: dict[str, Operator] = {}  # qualified name -> Operator (keeps each library alive)
-_operators_lock = threading.Lock()
-
-
-def _declared_params(fn: Any, what: str) -> tuple[DeclaredParam, ...]:
-    """The jit function's declared parameters; each must be a tensor or a scalar dtype."""
-    from pypto.language.jit import JITFunction
-
-    if not isinstance(fn, JITFunction):
-        raise TypeError(f"{what}: expected a @pl.jit function, got {type(fn).__name__}")
-    declared = fn.declared_params()
-    for d in declared:
-        if d.kind is None:
-            raise SignatureError(
-                f"{what}: parameter {d.name!r} has annotation {d.annotation!r}; an operator needs every "
-                "parameter annotated as pl.Tensor (optionally pl.Out/pl.InOut) or a scalar dtype "
-                "(pl.Scalar[pl.FP32])"
-            )
-    return declared
 
 
 def _returned_names(fn: Any) -> list[list[str]] | None:
@@ -109,15 +90,6 @@ def _static_aliases(declared: tuple[DeclaredParam, ...], fn: JITFunction) -> tup
     return tuple(aliases)
 
 
-def _parse_name(qualname: object) -> tuple[str, str]:
-    if not isinstance(qualname, str) or qualname.count("::") != 1:
-        raise ValueError(f"register(name): expected 'namespace::name', got {qualname!r}")
-    ns, name = qualname.split("::")
-    if not ns.isidentifier() or not name.isidentifier():
-        raise ValueError(f"register(name): expected 'namespace::name' of two identifiers, got {qualname!r}")
-    return ns, name
-
-
 class Operator:
     """A registered PyPTO kernel: call it like the jit function (Out/InOut supplied by the caller).
 
@@ -126,27 +98,18 @@ class Operator:
 
     Attributes:
         name: The qualified operator name, ``"ns::name"``.
-        fn: The ``@pl.jit`` function.
+        fn: The ``@pl.jit`` function (the first variant's, for a dtype-generic operator).
         schema: The dispatcher schema (mutation-only).
     """
 
-    def __init__(self, fn: JITFunction, qualname: str) -> None:
-        from pypto.language.binding import arg_key
-
-        what = f"register({qualname!r})"
-        ns, name = _parse_name(qualname)
-        self._arg_key = arg_key
-        self.fn = fn
+    def __init__(self, fn: Any, qualname: str, *, dtypes: Iterable[Any] | None = None) -> None:
+        ns, name = parse_name(qualname)
         self.name = qualname
-        self._declared = _declared_params(fn, what)
-        self._scalar_positions = tuple(d.position for d in self._declared if d.is_scalar)
-        self._tensor_positions = tuple(d.position for d in self._declared if not d.is_scalar)
-        self._tensor_dtypes = {
-            d.position: to_torch_dtype(d.dtype, what=f"{what}: {d.name}")
-            for d in self._declared
-            if not d.is_scalar and d.dtype is not None
-        }
-        self._aliases: tuple[int, ...] | None = _static_aliases(self._declared, fn)
+        self._variants = Variants(variants_of(fn, dtypes, qualname), qualname)
+        first = next(iter(self._variants.sets.values()))
+        self.fn = first.fn
+        self._declared = first.declared
+        self._aliases: tuple[int, ...] | None = _static_aliases(self._declared, self.fn)
         # The schema depends on names, directions and scalar types only, so a tensor whose
         # dtype or shape comes from the call is described by a placeholder here.
         schema_params = [
@@ -155,8 +118,6 @@ class Operator:
             for d in self._declared
         ]
         self.schema = RegistrationSignature(schema_params).schema(name)
-        self._callables: dict[tuple[Any, ...], KernelCallable] = {}
-        self._compile_lock = threading.Lock()
         self._library = torch.library.Library(ns, "FRAGMENT")
         try:
             self._library.define(self.schema)
@@ -167,10 +128,37 @@ class Operator:
             self._library._destroy()
             raise
         self.op = getattr(getattr(torch.ops, ns), name).default
-        self._signature = inspect.signature(fn.fn)
+        self._signature = inspect.signature(self.fn.fn)
 
     def __repr__(self) -> str:
         return f"<pypto.torch.Operator {self.name}: {self.schema}>"
+
+    @property
+    def compiles(self) -> int:
+        """How many kernels this operator has compiled (and registered) so far."""
+        return self._variants.compiles
+
+    @property
+    def _callables(self) -> dict[tuple[Any, ...], Any]:
+        """Every variant's registered kernels by compile key (for tests and benchmarks)."""
+        out: dict[tuple[Any, ...], Any] = {}
+        for dt, ks in self._variants.sets.items():
+            out.update({(dt, *k): kc for k, kc in ks._callables.items()})
+        return out
+
+    def precompile(
+        self,
+        *,
+        dtypes: Iterable[Any] | None = None,
+        examples: Iterable[Sequence[Any]] | None = None,
+        extent: int = 16,
+    ) -> int:
+        """Compile ahead of the first calls: for ``examples`` (argument lists, tensors may be
+        empty), else for ``dtypes`` (default every variant) of a kernel whose tensors all have
+        annotated shapes (each ``pl.dynamic`` dim compiled at ``extent``: one artifact serves
+        every extent). Shows a progress bar when it takes more than a second. Kernel mode is
+        initialised with the defaults if it was not. Returns the number of new compiles."""
+        return self._variants.precompile(examples, dtypes, extent, f"precompile {self.name}")
 
     # -- the call as users make it -------------------------------------------------------------
 
@@ -193,8 +181,9 @@ class Operator:
 
     def _aliases_after_first_call(self) -> tuple[int, ...]:
         for kc in self._callables.values():
-            self._aliases = kc.return_aliases
-            return kc.return_aliases
+            aliases: tuple[int, ...] = kc.return_aliases
+            self._aliases = aliases
+            return aliases
         raise RuntimeError(
             f"{self.name}: the returned tensors could not be read from the source of "
             f"{self.fn.__name__} (return the Out/InOut parameters by name), and no call has compiled it yet"
@@ -206,66 +195,18 @@ class Operator:
         gate = context.exit_gate  # keeps daemon threads' calls out of interpreter finalization
         gate.enter()
         try:
-            self._launch(args)
+            ks = self._variants.select(args)
+            before = ks.compiles
+            ks.launch(args)
+            if ks.compiles != before and self._aliases is not None:
+                for kc in ks._callables.values():
+                    if kc.return_aliases != self._aliases:
+                        raise RegistrationError(
+                            f"{self.name}: the compiled kernel returns parameters {list(kc.return_aliases)} "
+                            f"but the source returns {list(self._aliases)}"
+                        )
         finally:
             gate.leave()
-
-    def _launch(self, args: tuple[Any, ...]) -> None:
-        manager = context.current()
-        info = manager.ready()
-        # the binder's per-argument call key (type, shape, dtype, strides), as @pl.jit calls use;
-        # a 0-d tensor has none: its shape and dtype
-        arg_key = self._arg_key
-        key = (
-            info.generation,
-            *(arg_key(args[i]) or (args[i].shape, args[i].dtype) for i in self._tensor_positions),
-        )
-        kc = self._callables.get(key)
-        if kc is None:
-            kc = self._prepare(args, info, key)
-        frame = kc.signature.describe_call(args)
-        manager.launch(kc, frame, wait=kc.signature.platform.is_simulator)
-
-    def _prepare(self, args: tuple[Any, ...], info: Any, key: tuple[Any, ...]) -> KernelCallable:
-        from pypto.language import RUNTIME
-        from pypto.runtime import compile_artifact
-
-        with self._compile_lock:
-            kc = self._callables.get(key)
-            if kc is not None:
-                return kc
-            self._check_declared(args)
-            spec_args = [RUNTIME if i in self._scalar_positions else a for i, a in enumerate(args)]
-            artifact = compile_artifact(
-                self.fn, *spec_args, contract=Contract.KERNEL, platform=info.platform, runtime=info.runtime
-            )
-            kc = context.current().prepare(artifact)
-            if self._aliases is not None and kc.return_aliases != self._aliases:
-                raise RegistrationError(
-                    f"{self.name}: the compiled kernel returns parameters {list(kc.return_aliases)} but the "
-                    f"source returns {list(self._aliases)}"
-                )
-            self._callables[key] = kc
-            return kc
-
-    def _check_declared(self, args: tuple[Any, ...]) -> None:
-        """Before compiling for new shapes: the dtype, rank and static dims that the annotations
-        fix, with describe_call's own check and message (a compile would only say it later)."""
-        for d in self._declared:
-            if d.is_scalar or d.position not in self._tensor_dtypes:
-                continue
-            arg = args[d.position]
-            info = d.param_info()
-            if info is not None:
-                check_tensor_signature(
-                    d.position, info, arg, self._tensor_dtypes[d.position], caller="describe_call"
-                )
-            elif arg.dtype != self._tensor_dtypes[d.position]:
-                declared = d.dtype.value if d.dtype is not None else "?"
-                raise ArgumentError(
-                    f"describe_call: parameter {d.name!r} (#{d.position}, {d.direction.value} {declared}): "
-                    f"expected dtype {self._tensor_dtypes[d.position]}, got {arg.dtype}"
-                )
 
     def _fake(self, *args: Any) -> None:
         """The Fake kernel: :meth:`RegistrationSignature.fake` on the declaration, where a tensor
@@ -273,52 +214,58 @@ class Operator:
         what the annotations fix is checked), and nothing is returned (mutation-only)."""
         if len(args) != len(self._declared):
             raise ArgumentError(f"fake: {self.name} takes {len(self._declared)} arguments, got {len(args)}")
-        params = []
-        for d, arg in zip(self._declared, args, strict=True):
-            info = d.param_info()
-            if info is None:
-                if not isinstance(arg, torch.Tensor):
-                    raise ArgumentError(
-                        f"fake: {self.name}: parameter {d.name!r} (#{d.position}): expected a FakeTensor "
-                        f"or Meta tensor, got {type(arg).__name__}"
-                    )
-                dtype = d.dtype or from_torch_dtype(
-                    arg.dtype, what=f"fake: {self.name}: parameter {d.name!r}"
-                )
-                info = ParamInfo(d.name, d.direction, (-1,) * arg.dim(), dtype)
-            params.append(info)
-        RegistrationSignature(params).fake(*args)
+        ks = self._variants.select(args)
+        RegistrationSignature(ks.fake_params(args, f"fake: {self.name}")).fake(*args)
+        ks.check_dyn_dims(args, f"fake: {self.name}")
 
     # -- lifetime ------------------------------------------------------------------------------
 
     def remove(self) -> None:
         """Remove the operator from the dispatcher (its kernels stay registered on the Worker)."""
-        with _operators_lock:
-            if _operators.get(self.name) is self:
-                del _operators[self.name]
+        with operators_lock:
+            if operators.get(self.name) is self:
+                del operators[self.name]
         self._library._destroy()
 
 
-def register(fn: Any = None, name: str | None = None) -> Any:
+def register(
+    fn: Any = None,
+    name: str | None = None,
+    *,
+    functional: bool = False,
+    dtypes: Iterable[Any] | None = None,
+    shapes: Any = None,
+) -> Any:
     """Define ``torch.ops.<ns>.<name>`` from a ``@pl.jit`` function and install its kernel.
 
     Works as a call, ``register(fn, "ns::name")``, and as a decorator,
     ``@register("ns::name")`` (stacked on ``@pl.jit``).
 
+    The operator compiles once per (dtype signature, the dims the annotations pin): a
+    ``pl.dynamic`` dim is a run-time value, so one compile serves every extent; a bare
+    ``pl.Tensor`` takes its whole shape from the call (one compile per shape).
+
     Args:
         fn: The ``@pl.jit`` function; every parameter annotated (``pl.Tensor``, ``pl.Out[...]``,
-            ``pl.InOut[...]``, or a scalar dtype such as ``pl.FP32``).
+            ``pl.InOut[...]``, or a scalar dtype such as ``pl.FP32``). With ``dtypes``: a
+            builder ``fn(dtype) -> @pl.jit function``.
         name: ``"namespace::name"``.
+        functional: Register the functional form (:class:`~pypto.torch.functional.FunctionalOperator`):
+            the operator allocates the Out tensors and returns them; InOut is refused.
+        dtypes: The dtypes of a dtype-generic operator: one kernel per dtype from the builder,
+            one operator that dispatches on the dtype of its first tensor input.
+        shapes: Functional only: ``{out name: input name | callable(*inputs) -> shape}`` for
+            outputs whose shape the annotations do not give.
 
     Returns:
-        The :class:`Operator`: call it with the jit signature's arguments (Out/InOut supplied
-        by the caller); it returns the caller's aliased tensors. ``Operator.op`` is the
-        ``torch.ops`` overload.
+        The :class:`Operator` (mutation-only: call it with the jit signature's arguments,
+        Out/InOut supplied by the caller; it returns the caller's aliased tensors) or the
+        :class:`~pypto.torch.functional.FunctionalOperator`. ``.op`` is the ``torch.ops`` overload.
 
     Raises:
-        TypeError: ``fn`` is not a ``@pl.jit`` function.
+        TypeError: ``fn`` is not a ``@pl.jit`` function (or builder, with ``dtypes``).
         ValueError: A malformed name; SignatureError (a ValueError) for a parameter the
-            dispatcher cannot carry.
+            dispatcher cannot carry, or variants whose signatures differ.
         RuntimeError: PyTorch's own error when the name is already defined.
 
     Example:
@@ -333,20 +280,28 @@ def register(fn: Any = None, name: str | None = None) -> Any:
     if isinstance(fn, str) and name is None:
         qualname = fn
 
-        def decorate(f: Any) -> Operator:
-            op: Operator = register(f, qualname)
-            return op
+        def decorate(f: Any) -> Any:
+            return register(f, qualname, functional=functional, dtypes=dtypes, shapes=shapes)
 
         return decorate
     if name is None:
         raise TypeError("register(fn, name): the operator name 'namespace::name' is required")
-    op = Operator(fn, name)
-    with _operators_lock:
-        _operators[op.name] = op
+    op: Any
+    if functional:
+        op = FunctionalOperator(fn, name, dtypes=dtypes, shapes=shapes)
+    else:
+        if shapes is not None:
+            raise TypeError(
+                "register(shapes=...): shape rules are for functional=True (a mutation-only "
+                "operator's caller passes its Out tensors)"
+            )
+        op = Operator(fn, name, dtypes=dtypes)
+    with operators_lock:
+        operators[op.name] = op
     return op
 
 
-def registered() -> dict[str, Operator]:
+def registered() -> dict[str, Any]:
     """The operators registered in this process, by qualified name."""
-    with _operators_lock:
-        return dict(_operators)
+    with operators_lock:
+        return dict(operators)

@@ -77,6 +77,10 @@ _CPP_RESERVED = set(keyword.kwlist) | {
     "sqrt",
     "max",
     "min",
+    "half",  # the element types kernels name (an FP16 parameter called ``half`` is common)
+    "bfloat16_t",
+    "pto",
+    "sk",
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 # isort: off
 from pypto.ir.ops import movement_table  # noqa: F401
 from pypto.ir.ops import elementwise_table  # noqa: F401
+from pypto.ir.ops import math_table  # noqa: F401
 from pypto.ir.ops import compare_table  # noqa: F401
 from pypto.ir.ops import reduction_table  # noqa: F401
 from pypto.ir.ops import layout_table  # noqa: F401

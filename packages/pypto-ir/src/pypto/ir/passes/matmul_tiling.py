@@ -18,7 +18,9 @@ Where each block goes depends on what consumes the product (a ``Sink``):
   its window; with ``atomic=Add`` it is moved to Vec, added to the window's current contents
   and stored.
 - ``Scratch``: anything on-chip (a cast, another matmul, ...). Each block is written (after an
-  optional cast in Vec) into one L1 tile of the whole product, which later ops read.
+  optional cast in Vec) into one tile of the whole product, which later ops read: an L1 (Mat)
+  tile, or a Vec tile when a vector op reads the product (no platform moves L1 to Vec, so
+  each Acc block goes to Vec, as the single-tile lowering does).
 
 Accumulations into the Acc tile and block writes into the scratch are in-place statements
 (``ExprStmt`` of an op whose table entry names an ``into`` operand): the lowered IR's one form
@@ -78,10 +80,12 @@ class Store:
 
 @dataclass(frozen=True)
 class Scratch:
-    """Blocks go into one L1 tile of the whole product, cast to ``dtype`` (``mode``) first."""
+    """Blocks go into one tile of the whole product in ``memory`` (Mat or Vec), cast to
+    ``dtype`` (``mode``) first."""
 
     dtype: DataType | None = None
     mode: Any = None
+    memory: MemorySpace = MemorySpace.Mat
 
 
 def _dims(t: Type) -> tuple[int, int] | None:
@@ -260,7 +264,7 @@ def emit_blocked_matmul(
     if isinstance(sink, Store):
         vec_tiles = 3 if sink.atomic else 0
     else:
-        vec_tiles = 2 if sink.dtype is not None else 0
+        vec_tiles = 2 if sink.dtype is not None or sink.memory is MemorySpace.Vec else 0
     m, n, k = _plan((big_m, big_n, big_k), ea, eb, caps=caps, vec_tiles=vec_tiles, span=call.span)
     lhs = _Operand(lw, a_e, out, call.span)
     rhs = _Operand(lw, b_e, out, call.span)
@@ -269,7 +273,7 @@ def emit_blocked_matmul(
         acc_dtype = infer("tensor.matmul", [a_e.type, b_e.type], {}).dtype  # type: ignore[union-attr]
         dtype = sink.dtype or acc_dtype
         scratch = lw.emit(
-            "tile.create", [], {"shape": (big_m, big_n), "dtype": dtype, "memory": MemorySpace.Mat}, out, base
+            "tile.create", [], {"shape": (big_m, big_n), "dtype": dtype, "memory": sink.memory}, out, base
         )
 
     def loop(var: Var | Const, stop: int, step: int, body: list[Stmt], into: list[Stmt]) -> None:
@@ -304,12 +308,13 @@ def emit_blocked_matmul(
     else:
         assert scratch is not None
         value = acc
+        if sink.dtype is not None or sink.memory is MemorySpace.Vec:
+            value = lw.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, block, "vec")
         if sink.dtype is not None:
-            vec = lw.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, block, "vec")
             attrs: dict[str, object] = {"dtype": sink.dtype}
             if sink.mode is not None:
                 attrs["mode"] = sink.mode
-            value = lw.emit("tile.cast", [vec], attrs, block, "cvt")
+            value = lw.emit("tile.cast", [value], attrs, block, "cvt")
         infer("tile.assemble", [scratch.type, value.type], {})
         put = Call("tile.assemble", (scratch, value, (mi, ni)), (), scratch.type, call.span)
         block.append(ExprStmt(put, call.span))

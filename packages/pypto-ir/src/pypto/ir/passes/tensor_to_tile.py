@@ -307,12 +307,18 @@ class _Lowerer:
             v.name in self.tiles or v.name in self.blocked for e in stmt_exprs(s) for v in expr_vars(e)
         )
 
-    def on_chip(self, e: Expr, out: list[Stmt], span: Span | None) -> Var | None:
+    def on_chip(
+        self, e: Expr, out: list[Stmt], span: Span | None, memory: MemorySpace = MemorySpace.Mat
+    ) -> Var | None:
         """The tile holding ``e`` when it is an on-chip value (a blocked product is written
-        into an L1 scratch tile first); None for a tensor in device memory."""
+        into a scratch tile first: in Vec when ``memory`` is Vec, for a vector op, else in L1);
+        None for a tensor in device memory."""
         if isinstance(e, Var) and e.name in self.blocked:
             call = self.blocked.pop(e.name)
-            scratch = emit_blocked_matmul(self, call, Scratch(), caps=self.caps, out=out, base=e.name)
+            space = MemorySpace.Vec if memory is MemorySpace.Vec else MemorySpace.Mat
+            scratch = emit_blocked_matmul(
+                self, call, Scratch(memory=space), caps=self.caps, out=out, base=e.name
+            )
             assert scratch is not None
             self.tiles[e.name] = scratch
         if isinstance(e, Var) and e.name in self.tiles:
@@ -330,11 +336,22 @@ class _Lowerer:
     def operand(self, e: Expr, out: list[Stmt], span: object, memory: MemorySpace = MemorySpace.Vec) -> Expr:
         """The tile holding tensor-level operand ``e`` (loading a tensor on demand)."""
         if isinstance(e, Var) and e.name in self.blocked:
-            self.on_chip(e, out, span)  # type: ignore[arg-type]
+            self.on_chip(e, out, span, memory)  # type: ignore[arg-type]
         if isinstance(e, Var) and e.name in self.tiles:
             t = self.tiles[e.name]
             if memory is not MemorySpace.Vec and isinstance(t.type, TileType) and t.type.memory is not memory:
                 return self.emit("tile.move", [t], {"memory": memory}, out, "mv")
+            if (
+                memory is MemorySpace.Vec
+                and isinstance(t.type, TileType)
+                and t.type.memory is MemorySpace.Mat
+            ):
+                raise KernelError(
+                    f"{e.name} is a matmul product too large for one cube tile, kept in L1 (Mat) because a "
+                    "matmul read it first; no platform moves L1 to Vec, so a vector op cannot read it there: "
+                    "use it in vector ops before the next matmul reads it, or tile the matmul by hand",
+                    getattr(e, "span", None) or span,  # type: ignore[arg-type]
+                )
             return t
         if isinstance(e, Var) and e.name in self.views:
             view = self.views[e.name]

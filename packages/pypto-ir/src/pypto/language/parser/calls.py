@@ -208,12 +208,45 @@ class _Calls(_Directives):
             return Const(0, INDEX)
         return value
 
+    def call_attrs(self, node: ast.expr, nargs: int) -> None:
+        """A kernel call's ``attrs={"arg_directions": [pl.adir.<name>, ...]}`` (upstream's printed
+        form): one known marker per argument. The directions are derived from the kernel's
+        parameters here (call_directions pass), so the keyword is checked, not stored."""
+        from pypto.language.arg_directions import ADIR_NAMES
+
+        if not isinstance(node, ast.Dict) or any(k is None for k in node.keys):
+            raise self.err('attrs= of a kernel call is a dict: attrs={"arg_directions": [...]}', node)
+        for key, value in zip(node.keys, node.values, strict=True):
+            assert key is not None  # a **mapping entry was refused above
+            name = self.static_value(key, "kernel call attrs key", key)
+            if name != "arg_directions":
+                raise self.err(f'kernel call attrs: only "arg_directions" is taken, got {name!r}', key)
+            if not isinstance(value, (ast.List, ast.Tuple)):
+                raise self.err("arg_directions is a list of pl.adir markers, one per argument", value)
+            if len(value.elts) != nargs:
+                raise self.err(
+                    f"arg_directions names {len(value.elts)} direction(s) for {nargs} argument(s)", value
+                )
+            for e in value.elts:
+                marker = self.static_value(e, "arg_directions entry", e)
+                if marker not in ADIR_NAMES:
+                    raise self.err(
+                        f"arg_directions entries are pl.adir.{{{', '.join(ADIR_NAMES)}}}, got {ast.unparse(e)}",
+                        e,
+                    )
+
     def func_call(self, obj: Any, node: ast.Call) -> Expr:
         if getattr(obj, "__pypto_inline__", False):
             return self.inline_call(obj, node)
         span = self.src.span(node)
-        if node.keywords:
-            raise self.err("kernel calls take positional arguments only", node.keywords[0])
+        for kw in node.keywords:
+            if kw.arg != "attrs":
+                raise self.err(
+                    "kernel calls take positional arguments only (and upstream's printed "
+                    '`attrs={"arg_directions": [pl.adir...]}`)',
+                    kw,
+                )
+            self.call_attrs(kw.value, len(node.args))
         args = [self.expr(a) for a in node.args]
         if self.st.in_scope or self.st.func_type.is_kernel:
             raise self.err(

@@ -28,6 +28,7 @@ from pypto.language.parser.scopes import _Scopes
 
 
 class _Launches(_Scopes):
+    cluster_depth = 0  # pl.cluster() blocks open around the statement being parsed
     # ------------------------------------------------------------------ pl.split_aiv
 
     split_lane: tuple[int, SplitMode] | None = None  # (lane, mode) inside a pl.split_aiv body
@@ -221,8 +222,25 @@ class _Launches(_Scopes):
         if kind == "cluster":
             if call.args or call.keywords:
                 raise self.err("pl.cluster() takes no arguments", call)
-            body, _ = self.block(s.body)
+            self.cluster_depth += 1
+            try:
+                body, _ = self.block(s.body)
+            finally:
+                self.cluster_depth -= 1
             return body
+        if bound_tid is not None and self.cluster_depth:
+            raise self.err(
+                "pl.spmd cannot capture a TaskId when nested inside pl.cluster(): the cluster is one "
+                "launch; drop `as tid`",
+                bound_tid,
+            )
+        deps_kw = next((kw for kw in call.keywords if kw.arg == "deps"), None)
+        if deps_kw is not None and bound_tid is None:
+            raise self.err(
+                "pl.spmd does not accept 'deps=' without a task id to order: write "
+                "`with pl.spmd(n, deps=[...]) as tid:`",
+                deps_kw,
+            )
         from pypto.language.dsl import spmd
 
         bound = self.bind(spmd, "pl.spmd", call)
@@ -234,10 +252,25 @@ class _Launches(_Scopes):
             if not isinstance(sync, bool):
                 raise self.err(f"pl.spmd(sync_start): expected a bool, got {sync!r}", call)
         if "allow_early_resolve" in bound:
+            if self.cluster_depth:
+                raise self.err(
+                    "pl.spmd(allow_early_resolve=...) cannot be nested inside pl.cluster(): the "
+                    "cluster's launch resolves as one",
+                    call,
+                )
             self.early_resolve_flag(bound["allow_early_resolve"], "pl.spmd")
         if self.st.spmd is not None:
             raise self.err("pl.spmd scopes do not nest", s)
         inline = not self._launches(s.body)
+        if inline and not _reads_block_index(
+            s.body, s.target.id if isinstance(s, ast.For) and isinstance(s.target, ast.Name) else None
+        ):
+            raise self.err(
+                "pl.spmd: the inline body neither reads the per-block index (pl.tile.get_block_idx() "
+                "or the loop's index) nor calls a kernel, so every block would do the same work on "
+                "the same data",
+                s,
+            )
         launch_deps: tuple[Expr, ...] = ()
         if not inline:  # name_hint and optimizations are hints here; deps order every block
             self.spmd_hints(bound, call)
@@ -492,3 +525,17 @@ def _assigned_value(stmts: list[Stmt], var: Var) -> Expr | None:
         if isinstance(inner, tuple) and all(isinstance(x, Stmt) for x in inner):
             found = _assigned_value(list(inner), var) or found
     return found
+
+
+def _reads_block_index(body: list[ast.stmt], index_name: str | None) -> bool:
+    """An inline SPMD body reads its block: it calls ``get_block_idx`` or reads the loop index."""
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Attribute) and f.attr == "get_block_idx") or (
+                isinstance(f, ast.Name) and f.id == "get_block_idx"
+            ):
+                return True
+        if index_name is not None and isinstance(node, ast.Name) and node.id == index_name:
+            return True
+    return False

@@ -144,8 +144,9 @@ class _Scopes(_Tasks):
                         f"pl.at: no_dep_args entry {e.id!r} must be a tensor defined before the scope, it is {what}",
                         e,
                     )
-                if e.id not in names:
-                    names.append(e.id)
+                if e.id in names:
+                    raise self.err(f"pl.at: no_dep_args names {e.id!r} more than once", e)
+                names.append(e.id)
             hints["no_dep_args"] = tuple(names)
         hints.update(self.at_dumps(bound.get("dumps")))
         return tuple(sorted(hints.items()))

@@ -4,6 +4,7 @@ are in scopes.py, SPMD launches in launches.py)."""
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 from typing import Any
 
@@ -109,6 +110,18 @@ class _Statements(_Control, _Launches):
             and self.dsl_kind(s.value.func) == "yield_"
         ):
             return self.yield_stmt(s.value, None)
+        if (
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and self.manual_depth
+            and self.dsl_kind(s.value.func) in ("submit", "spmd_submit")
+        ):
+            word = self.dsl_kind(s.value.func)
+            raise self.err(
+                f"pl.{word} in a pl.manual_scope() must be unpacked into its results and task id "
+                f"(`out, tid = pl.{word}(...)`): a manual scope orders tasks only by the ids it is given",
+                s,
+            )
         if (
             isinstance(s, ast.Assign)
             and len(s.targets) == 1
@@ -527,9 +540,15 @@ class _Statements(_Control, _Launches):
             finally:
                 self.loop_stack.pop()
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":
-            raise self.err("kernel loops iterate over pl.range(...) (or range(...))", it)
+            raise self.err(
+                "a kernel loop must use pl.range() (or pl.parallel, pl.unroll, pl.pipeline, pl.while_)", it
+            )
         init_node = None
         target_fn = self.resolve(it.func)
+        if isinstance(target_fn, _Static) and target_fn.value is builtins.range:
+            raise self.err(
+                f"a kernel loop must use pl.range(), not Python's range: for ... in pl.{ast.unparse(it)}", it
+            )
         pipelined = isinstance(target_fn, _Static) and getattr(target_fn.value, "__pypto_pipeline__", False)
         stage: int | None = None
         for kw in it.keywords:
@@ -639,6 +658,12 @@ class _Statements(_Control, _Launches):
             )
         names = self.carried[-1]
         assert names is not None
+        if target is None:  # the loop's results are the names it assigns (as upstream requires)
+            raise self.err(
+                f"a loop with init_values requires an assignment-form pl.yield_: "
+                f"{', '.join(n + '_next' for n in names)} = pl.yield_(...)",
+                call,
+            )
         if call.keywords or len(call.args) != len(names):
             raise self.err(f"pl.yield_ takes the {len(names)} next value(s) of {', '.join(names)}", call)
         values = [self.expr(a) for a in call.args]
@@ -676,6 +701,12 @@ class _Statements(_Control, _Launches):
         return out
 
     def if_stmt(self, s: ast.If) -> list[Stmt]:
+        if isinstance(s.test, ast.Constant) and not isinstance(s.test.value, bool):
+            raise self.err(
+                f"an if condition must be a bool scalar (a comparison such as i < n, or True), "
+                f"got the literal {s.test.value!r}",
+                s.test,
+            )
         cond = self.scalar(s.test, "an if condition")
         if isinstance(cond, Const):  # decided at compile time (e.g. a jit scalar parameter)
             out: list[Stmt] = []

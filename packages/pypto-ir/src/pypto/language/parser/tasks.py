@@ -56,6 +56,14 @@ class _Tasks(_Calls):
         gen = node.generators[0]
         assert isinstance(gen.target, ast.Name)
         it = gen.iter
+        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "range":
+            target = self.resolve(it.func)
+            if getattr(target, "value", None) is not builtins.range:
+                raise self.err(
+                    f"{what}: a deps comprehension is unrolled when compiling; {ast.unparse(it.func)} is a "
+                    f"DSL loop (an IR loop, not iterable then): use Python's range(...)",
+                    it,
+                )
         if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "range" and not it.keywords:
             bounds = [self.static_value(a, f"{what} deps range bound", a) for a in it.args]
             if (

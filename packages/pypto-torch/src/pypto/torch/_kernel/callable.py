@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir import ParamDirection
+from pypto.torch._native_describe import loaded_module
 from pypto.torch.interop import CallFrame, CallSignature
 
 __all__ = ["KernelCallable", "RegistrationError", "artifact_identity"]
@@ -47,6 +48,7 @@ class KernelCallable:
 
     __slots__ = (
         "_encode",
+        "_last",
         "_materialized",
         "_scalar_codes",
         "_tensor_codes",
@@ -72,19 +74,33 @@ class KernelCallable:
         self._scalar_codes = tuple(p.dtype.wire_code for p in params if p.is_scalar)
         self._materialized = simpler.ChipStorageTaskArgs
         self._encode = simpler.task_args.encode_scalar
+        self._last: Any = None  # the last ChipStorageTaskArgs built (immutable: reused when equal)
 
     def materialize(self, frame: CallFrame) -> Any:
         """simpler's ``ChipStorageTaskArgs`` for one described call: a ChipTensor descriptor
         per tensor (storage base and capacity, dtype, shape, strides, element offset), the
-        directions, and each scalar's 64-bit encoding by simpler."""
-        tensors = tuple(
-            (t.storage_ptr, t.storage_nbytes, code, t.shape, t.strides, t.storage_offset)
-            for t, code in zip(frame.tensors, self._tensor_codes, strict=True)
-        )
+        directions, and each scalar's 64-bit encoding by simpler. The tensor tuples are built
+        by the native extension once it is loaded (the same fields). A call with the same
+        descriptors and scalar bits as the last one gets the last (frozen) object again."""
+        native = loaded_module()
+        if native is not None:
+            tensors = native.chip_tensors(frame.tensors, self._tensor_codes)
+        else:
+            tensors = tuple(
+                (t.storage_ptr, t.storage_nbytes, code, t.shape, t.strides, t.storage_offset)
+                for t, code in zip(frame.tensors, self._tensor_codes, strict=True)
+            )
         codes = self._scalar_codes
-        encode = self._encode
-        scalars = tuple(encode(s.value, code) for s, code in zip(frame.scalars, codes, strict=True))
-        return self._materialized(tensors, self.directions, scalars)
+        if codes:
+            encode = self._encode
+            scalars = tuple(encode(s.value, code) for s, code in zip(frame.scalars, codes, strict=True))
+        else:
+            scalars = ()
+        last = self._last
+        if last is not None and last.tensors == tensors and last.scalars == scalars:
+            return last
+        last = self._last = self._materialized(tensors, self.directions, scalars)
+        return last
 
     def __repr__(self) -> str:
         return f"KernelCallable({self.name!r}, generation={self.generation}, slot={getattr(self.handle, 'slot', '?')})"

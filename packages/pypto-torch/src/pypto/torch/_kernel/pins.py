@@ -11,13 +11,23 @@ so a resize that finished between description and pin raises :class:`StorageChan
 here instead of running the kernel on freed memory. The flag is restored when the run is
 retired (by the last launch holding that storage).
 
-torch's Python API reads the flag (``UntypedStorage.resizable()``) but cannot set it, so it is
-set through ctypes on the ``c10::StorageImpl``: its offset is found once per process among
-the bytes right after the storage's size (see :func:`_find_offset`), by comparing a resizable
-and a non-resizable storage, and used only after toggling it on a probe storage has been seen
-to flip ``resizable()`` and to make ``resize_`` raise. If no single offset
-passes (another torch build), nothing is pinned (:func:`pinning_available` is False) and the
-launch is as unprotected as a torch op.
+Two implementations, one at a time:
+
+- Native (the describe_call extension, :mod:`pypto.torch._native_describe`): c10's public
+  ``StorageImpl::set_resizable``, with the pin counts in C++; a pin is a capsule that
+  :func:`unpin` releases (and its destructor, if nobody did). Used from the first pin taken
+  while the extension is loaded and no Python pin is held, and from then on.
+- Python, while the extension is unavailable: torch's Python API reads the flag
+  (``UntypedStorage.resizable()``) but cannot set it, so it is set through ctypes on the
+  ``c10::StorageImpl``: its offset is found once per process among the bytes right after the
+  storage's size (see :func:`_find_offset`), by comparing a resizable and a non-resizable
+  storage, and used only after toggling it on a probe storage has been seen to flip
+  ``resizable()`` and to make ``resize_`` raise. If no single offset passes (another torch
+  build), nothing is pinned (:func:`pinning_available` is False) and the launch is as
+  unprotected as a torch op.
+
+The two never hold pins at once: each keeps its own counts, and a flag restored by one while
+the other holds the storage would unpin it early.
 
 What it does not cover: a ``Tensor.resize_`` that grows a tensor runs without the GIL in torch
 and checks the flag before copying; one that passed that check before the pin and finishes
@@ -31,6 +41,8 @@ import ctypes
 import threading
 from collections.abc import Sequence
 from typing import Any
+
+from pypto.torch import _native_describe
 
 __all__ = ["StorageChangedError", "pin_frame", "pinning_available", "unpin"]
 
@@ -50,6 +62,7 @@ class _Pins:
         self.counts: dict[int, int] = {}  # StorageImpl address -> launches holding it
         self.restore: dict[int, int] = {}  # StorageImpl address -> its flag before the first pin
         self.flags: dict[int, Any] = {}  # StorageImpl address -> one-byte view of its flag
+        self.native: Any = None  # the extension module once pins are taken natively
 
 
 _pins = _Pins()
@@ -111,8 +124,24 @@ def _find_offset() -> int | None:
     return found[0] if len(found) == 1 else None
 
 
+def _native() -> Any:
+    """The extension module that pins natively, once it is in use (see the module docstring)."""
+    native = _pins.native
+    if native is None:
+        module = _native_describe.loaded_module()
+        if module is None:
+            return None
+        with _pins.lock:
+            if _pins.native is None and not _pins.counts:  # no Python pin is held
+                _pins.native = module
+            native = _pins.native
+    return native
+
+
 def pinning_available() -> bool:
     """Whether storages can be pinned with this torch (found on first use)."""
+    if _pins.native is not None:
+        return True
     with _pins.lock:
         if not _pins.probed:
             try:
@@ -135,7 +164,7 @@ def _flag(impl: int, offset: int) -> Any:
     return view
 
 
-def pin_frame(frame: Any) -> tuple[int, ...]:
+def pin_frame(frame: Any) -> Any:
     """Make every storage of ``frame`` non-resizable and check it was not changed since it
     was described; returns what :func:`unpin` releases.
 
@@ -144,7 +173,15 @@ def pin_frame(frame: Any) -> tuple[int, ...]:
             moves the memory; nothing stays pinned).
     """
     tensors = frame.tensors
-    if not tensors or (_pins.offset is None and not pinning_available()):
+    if not tensors:
+        return ()
+    native = _pins.native or _native()
+    if native is not None:
+        token = native.pin(tensors)
+        if type(token) is int:
+            raise _changed(tensors[token])
+        return token
+    if _pins.offset is None and not pinning_available():
         return ()
     offset = _pins.offset
     assert offset is not None
@@ -168,17 +205,26 @@ def pin_frame(frame: Any) -> tuple[int, ...]:
             # pinned: from here on its memory stays; check it is the memory described
             if storage.data_ptr() != t.storage_ptr:
                 _release(held, offset)
-                raise StorageChangedError(
-                    f"argument {t.name!r}: its storage was resized or replaced while the call was "
-                    f"being launched (described with {t.storage_nbytes} bytes at {t.storage_ptr:#x}, "
-                    f"now {storage.nbytes()} bytes at {storage.data_ptr():#x}); the kernel was not run"
-                )
+                raise _changed(t)
     return tuple(held)
 
 
-def unpin(pinned: tuple[int, ...]) -> None:
-    """Release pins taken by :func:`pin_frame`; the last release restores the flag."""
-    if pinned:
+def _changed(t: Any) -> StorageChangedError:
+    storage = t.storage
+    return StorageChangedError(
+        f"argument {t.name!r}: its storage was resized or replaced while the call was "
+        f"being launched (described with {t.storage_nbytes} bytes at {t.storage_ptr:#x}, "
+        f"now {storage.nbytes()} bytes at {storage.data_ptr():#x}); the kernel was not run"
+    )
+
+
+def unpin(pinned: Any) -> None:
+    """Release pins taken by :func:`pin_frame` (once); the last release restores the flag."""
+    if type(pinned) is not tuple:  # a native pin
+        native = _pins.native
+        assert native is not None
+        native.unpin(pinned)
+    elif pinned:
         offset = _pins.offset
         assert offset is not None
         with _pins.lock:

@@ -1,0 +1,212 @@
+"""Programs upstream PyPTO's language tests reject are rejected here too, each with an error at
+the offending line that says what to write instead."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import pytest
+
+import pypto.language as pl
+from pypto.ir.errors import KernelError
+
+
+def _rejected(build: Callable[[], object], marker: str, message: str) -> None:
+    """``build`` raises a KernelError naming this file at the line containing ``marker``."""
+    with pytest.raises(KernelError) as info:
+        build()
+    msg = str(info.value)
+    lines, first = inspect.getsourcelines(build)
+    line = first + next(i for i, text in enumerate(lines) if marker in text)
+    assert f"{__file__}:{line}:" in msg, msg
+    assert message in msg, msg
+
+
+def python_range() -> object:
+    @pl.function
+    def f(n: pl.Tensor[[1], pl.INT32]) -> pl.Tensor[[1], pl.INT32]:
+        r: pl.Tensor[[1], pl.INT32] = n
+        for _i in range(10):
+            r = pl.add(r, 1)
+        return r
+
+    return f.ir
+
+
+def int_condition() -> object:
+    @pl.function
+    def f(x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+        if 1:
+            r: pl.Tensor[[64], pl.FP32] = pl.mul(x, 2.0)
+        else:
+            r = x
+        return r
+
+    return f.ir
+
+
+def bare_yield() -> object:
+    @pl.function
+    def f(x0: pl.Scalar[pl.INT64]) -> pl.Scalar[pl.INT64]:
+        for _i, (x,) in pl.range(10, init_values=(x0,)):
+            pl.yield_(x + 1)
+        return x0
+
+    return f.ir
+
+
+def spmd_deps_without_tid() -> object:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]
+        ) -> pl.Tensor[[512, 128], pl.FP32]:
+            with pl.spmd(4, deps=[]):  # deps without `as tid`
+                i = pl.tile.get_block_idx()
+                out = pl.store(pl.load(a, [i * 128, 0], [128, 128]), [i * 128, 0], out)
+            return out
+
+    return P
+
+
+def spmd_without_block_index() -> object:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]
+        ) -> pl.Tensor[[512, 128], pl.FP32]:
+            with pl.spmd(4):  # every block the same work
+                t = pl.load(a, [0, 0], [128, 128])
+                out = pl.store(pl.add(t, t), [0, 0], out)
+            return out
+
+    return P
+
+
+def spmd_tid_in_cluster() -> object:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]
+        ) -> pl.Tensor[[512, 128], pl.FP32]:
+            with pl.cluster():  # noqa: SIM117 -- the nesting is the rule under test
+                with pl.spmd(4) as tid:  # noqa: F841
+                    j = pl.tile.get_block_idx()
+                    out = pl.store(pl.load(a, [j * 128, 0], [128, 128]), [j * 128, 0], out)
+            return out
+
+    return P
+
+
+def spmd_early_resolve_in_cluster() -> object:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]
+        ) -> pl.Tensor[[512, 128], pl.FP32]:
+            with pl.cluster():
+                for k in pl.spmd(4, allow_early_resolve=True):
+                    out = pl.store(pl.load(a, [k * 128, 0], [128, 128]), [k * 128, 0], out)
+            return out
+
+    return P
+
+
+def bare_submit_in_manual_scope() -> object:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            return x
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            with pl.manual_scope():
+                pl.submit(self.k, x)  # results and task id dropped
+            return x
+
+    return P
+
+
+def deps_over_a_dsl_loop() -> object:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            return x
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            with pl.manual_scope():
+                tids = pl.array.create(4, pl.TASK_ID)
+                for n in pl.parallel(4):
+                    _a, t = pl.submit(self.k, x)
+                    tids[n] = t
+                _b, _u = pl.submit(self.k, x, deps=[tids[m] for m in pl.range(4)])
+            return x
+
+    return P
+
+
+def duplicate_no_dep() -> object:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Opaque)
+        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP, no_dep_args=[x, x]):
+                y: pl.Tensor[[64], pl.FP32] = pl.add(x, x)
+            return y
+
+    return P
+
+
+CASES = [
+    (python_range, "in range(10)", "a kernel loop must use pl.range(), not Python's range"),
+    (int_condition, "if 1:", "an if condition must be a bool scalar"),
+    (bare_yield, "pl.yield_(x + 1)", "requires an assignment-form pl.yield_: x_next = pl.yield_(...)"),
+    (spmd_deps_without_tid, "deps=[]", "pl.spmd does not accept 'deps=' without a task id"),
+    (spmd_without_block_index, "every block the same", "neither reads the per-block index"),
+    (spmd_tid_in_cluster, "as tid:", "cannot capture a TaskId when nested inside pl.cluster"),
+    (spmd_early_resolve_in_cluster, "allow_early_resolve=True", "cannot be nested inside pl.cluster()"),
+    (bare_submit_in_manual_scope, "pl.submit(self.k, x)  #", "must be unpacked into its results and task id"),
+    (deps_over_a_dsl_loop, "for m in pl.range(4)", "is a DSL loop"),
+    (duplicate_no_dep, "no_dep_args=[x, x]", "no_dep_args names 'x' more than once"),
+]
+
+
+@pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
+    _rejected(build, marker, message)
+
+
+_PRINTED = """
+import pypto.language as pl
+
+
+@pl.program
+class Prog:
+    @pl.function(type=pl.FunctionType.InCore)
+    def kernel(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
+        t: pl.Tile[[64], pl.FP32] = pl.load(x, [0], [64])
+        dst = pl.store(t, [0], dst)
+        return dst
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
+        dst = self.kernel(x, dst, attrs={"arg_directions": [pl.adir.input, MARKER]})
+        return dst
+"""
+
+
+def test_printed_arg_directions_are_read_back() -> None:
+    prog = pl.parse(_PRINTED.replace("MARKER", "pl.adir.output_existing"))
+    assert "kernel" in {f.name for f in prog.funcs}  # type: ignore[union-attr]
+    with pytest.raises(KernelError, match=r"pl.adir has no attribute .sideways."):
+        pl.parse(_PRINTED.replace("MARKER", "pl.adir.sideways"))
+    with pytest.raises(KernelError, match=r"arg_directions names 1 direction\(s\) for 2 argument\(s\)"):
+        pl.parse(_PRINTED.replace(", MARKER", ""))

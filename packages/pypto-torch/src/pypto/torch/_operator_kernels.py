@@ -1,0 +1,401 @@
+"""The compiled kernels behind one registered operator, shared by its mutation-only and
+functional forms (:mod:`pypto.torch.library`, :mod:`pypto.torch.functional`).
+
+A :class:`KernelSet` is one ``@pl.jit`` function's artifacts, keyed by what a compile depends
+on: per tensor its dtype, rank and the dims its annotation pins (a ``pl.dynamic`` dim is a
+run-time value: one artifact serves every extent; a bare ``pl.Tensor`` takes its whole shape
+from the call, so each shape is a compile). Every scalar is compiled as ``pl.RUNTIME``.
+
+A :class:`Variants` is the set of jit functions one operator dispatches between by the dtype of
+its first tensor argument (a dtype-generic operator: ``register(build, name, dtypes=[...])``
+with ``build(dtype) -> @pl.jit function``). Every variant must have the same dispatcher schema.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from pypto.ir import DYNAMIC, Contract, DataType, ParamInfo, SignatureError
+from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
+from pypto.torch._kernel import context
+from pypto.torch._kernel.callable import KernelCallable
+from pypto.torch._validation import ArgumentError, check_tensor_signature
+
+if TYPE_CHECKING:
+    from pypto.language.jit import DeclaredParam, JITFunction
+
+__all__ = ["KernelSet", "Variants", "declared_params", "operators", "parse_name", "variants_of"]
+
+
+operators: dict[str, Any] = {}  # qualified name -> Operator / FunctionalOperator (keeps each library alive)
+operators_lock = threading.Lock()
+
+
+def parse_name(qualname: object) -> tuple[str, str]:
+    if not isinstance(qualname, str) or qualname.count("::") != 1:
+        raise ValueError(f"register(name): expected 'namespace::name', got {qualname!r}")
+    ns, name = qualname.split("::")
+    if not ns.isidentifier() or not name.isidentifier():
+        raise ValueError(f"register(name): expected 'namespace::name' of two identifiers, got {qualname!r}")
+    return ns, name
+
+
+def declared_params(fn: Any, what: str) -> tuple[DeclaredParam, ...]:
+    """The jit function's declared parameters; each must be a tensor or a scalar dtype."""
+    from pypto.language.jit import JITFunction
+
+    if not isinstance(fn, JITFunction):
+        raise TypeError(f"{what}: expected a @pl.jit function, got {type(fn).__name__}")
+    declared = fn.declared_params()
+    for d in declared:
+        if d.kind is None:
+            raise SignatureError(
+                f"{what}: parameter {d.name!r} has annotation {d.annotation!r}; an operator needs every "
+                "parameter annotated as pl.Tensor (optionally pl.Out/pl.InOut) or a scalar dtype "
+                "(pl.Scalar[pl.FP32])"
+            )
+    return declared
+
+
+class KernelSet:
+    """The artifacts of one jit function registered on the kernel Worker, by compile key.
+
+    Attributes:
+        fn: The ``@pl.jit`` function.
+        declared: Its declared parameters.
+        compiles: How many compiles (artifact store look-ups and registrations) it has made.
+    """
+
+    def __init__(self, fn: JITFunction, declared: tuple[DeclaredParam, ...], name: str) -> None:
+        self.fn = fn
+        self.declared = declared
+        self.name = name
+        self.compiles = 0
+        self.scalar_positions = tuple(d.position for d in declared if d.is_scalar)
+        self.tensor_positions = tuple(d.position for d in declared if not d.is_scalar)
+        self.tensor_dtypes = {
+            d.position: to_torch_dtype(d.dtype, what=f"register({name!r}): {d.name}")
+            for d in declared
+            if not d.is_scalar and d.dtype is not None
+        }
+        # per tensor: None (the whole shape comes from the call) or the axes the annotation pins
+        self._pinned = tuple(
+            (
+                d.position,
+                None if d.shape is None else tuple(i for i, s in enumerate(d.shape) if s != DYNAMIC),
+            )
+            for d in declared
+            if not d.is_scalar
+        )
+        # a pl.dynamic name on two or more axes: checked on every call (an output sized for
+        # another extent would be written out of bounds), before any compile
+        self.dyn_dims = {k: v for k, v in dyn_dims(declared).items() if len(v) > 1}
+        self._callables: dict[tuple[Any, ...], KernelCallable] = {}
+        self._lock = threading.Lock()
+
+    def key(self, args: Sequence[Any], generation: int) -> tuple[Any, ...]:
+        """What a compile for ``args`` depends on (and the context generation)."""
+        parts: list[Any] = [generation]
+        for i, pinned in self._pinned:
+            a = args[i]
+            shape = a.shape
+            if pinned is None:
+                parts.append((a.dtype, tuple(shape)))
+            else:
+                parts.append((a.dtype, len(shape), tuple(shape[j] for j in pinned if j < len(shape))))
+        return tuple(parts)
+
+    def launch(self, args: Sequence[Any]) -> None:
+        """Compile (once per key) and run the kernel on ``args`` (every parameter supplied)."""
+        manager = context.current()
+        info = manager.ready()
+        key = self.key(args, info.generation)
+        kc = self._callables.get(key)
+        if kc is None:
+            kc = self.prepare(args, info, key)
+        elif self.dyn_dims:
+            self.check_dyn_dims(args, "describe_call")
+        frame = kc.signature.describe_call(args)
+        manager.launch(kc, frame, wait=kc.signature.platform.is_simulator)
+
+    def prepare(
+        self, args: Sequence[Any], info: Any = None, key: tuple[Any, ...] | None = None
+    ) -> KernelCallable:
+        """The registered kernel for ``args`` (tensors or Meta tensors), compiled if new."""
+        from pypto.language import RUNTIME
+        from pypto.runtime import compile_artifact
+
+        manager = context.current()
+        if info is None:
+            info = manager.ready()
+        if key is None:
+            key = self.key(args, info.generation)
+        with self._lock:
+            kc = self._callables.get(key)
+            if kc is not None:
+                return kc
+            self.check_declared(args)
+            self.check_dyn_dims(args, "describe_call")
+            spec_args = [RUNTIME if i in self.scalar_positions else a for i, a in enumerate(args)]
+            artifact = compile_artifact(
+                self.fn, *spec_args, contract=Contract.KERNEL, platform=info.platform, runtime=info.runtime
+            )
+            kc = manager.prepare(artifact)
+            self.compiles += 1
+            self._callables[key] = kc
+            return kc
+
+    def check_declared(self, args: Sequence[Any]) -> None:
+        """Before compiling for new shapes: the dtype, rank and static dims that the annotations
+        fix, with describe_call's own check and message (a compile would only say it later)."""
+        for d in self.declared:
+            if d.is_scalar or d.position not in self.tensor_dtypes:
+                continue
+            arg = args[d.position]
+            if not isinstance(arg, torch.Tensor):
+                raise ArgumentError(
+                    f"describe_call: parameter {d.name!r} (#{d.position}): expected a torch.Tensor, "
+                    f"got {type(arg).__name__}"
+                )
+            info = d.param_info()
+            if info is not None:
+                check_tensor_signature(
+                    d.position, info, arg, self.tensor_dtypes[d.position], caller="describe_call"
+                )
+            elif arg.dtype != self.tensor_dtypes[d.position]:
+                declared = d.dtype.value if d.dtype is not None else "?"
+                raise ArgumentError(
+                    f"describe_call: parameter {d.name!r} (#{d.position}, {d.direction.value} {declared}): "
+                    f"expected dtype {self.tensor_dtypes[d.position]}, got {arg.dtype}"
+                )
+
+    def check_dyn_dims(self, args: Sequence[Any], what: str) -> None:
+        """Every tensor axis annotated with one ``pl.dynamic`` name has one extent (an output
+        sized for another M is refused before anything is compiled or run)."""
+        for name, places in self.dyn_dims.items():
+            first: tuple[int, int, Any] | None = None
+            for pos, axis in places:
+                arg = args[pos]
+                if not isinstance(arg, torch.Tensor) or axis >= arg.dim():
+                    continue  # describe_call / the Fake kernel name the wrong type or rank
+                size = arg.shape[axis]
+                if first is None:
+                    first = (pos, axis, size)
+                    continue
+                if isinstance(size, int) and isinstance(first[2], int):
+                    if size != first[2]:
+                        a, b = self.declared[first[0]].name, self.declared[pos].name
+                        raise ArgumentError(
+                            f"{what}: dimension {name} is {first[2]} in parameter {a!r} (axis {first[1]}) but "
+                            f"{size} in parameter {b!r} (axis {axis}); every axis annotated {name} must agree"
+                        )
+                else:
+                    msg = f"{what}: dimension {name} must agree in every parameter annotated with it"
+                    torch._check(size == first[2], lambda msg=msg: msg)
+
+    def fake_params(self, args: Sequence[Any], what: str) -> list[ParamInfo]:
+        """The ParamInfo of each argument as the Fake kernel checks it: the declaration, where a
+        tensor whose dtype or shape comes from the call takes them from the abstract argument."""
+        params = []
+        for d, arg in zip(self.declared, args, strict=True):
+            info = d.param_info()
+            if info is None:
+                if not isinstance(arg, torch.Tensor):
+                    raise ArgumentError(
+                        f"{what}: parameter {d.name!r} (#{d.position}): expected a FakeTensor "
+                        f"or Meta tensor, got {type(arg).__name__}"
+                    )
+                dtype = d.dtype or from_torch_dtype(arg.dtype, what=f"{what}: parameter {d.name!r}")
+                shape = d.shape if d.shape is not None else (-1,) * arg.dim()
+                info = ParamInfo(d.name, d.direction, shape, dtype)
+            params.append(info)
+        return params
+
+    def example_args(self, dtype: torch.dtype | None, extent: int) -> list[Any] | None:
+        """Meta-free example arguments for a compile: every dynamic dim ``extent``, scalars 0;
+        None when a tensor's shape comes only from the call (a bare ``pl.Tensor``)."""
+        args: list[Any] = []
+        for d in self.declared:
+            if d.is_scalar:
+                args.append(False if d.dtype is DataType.BOOL else 0 if not d.dtype.is_float else 0.0)  # type: ignore[union-attr]
+                continue
+            if d.shape is None:
+                return None
+            tdtype = self.tensor_dtypes.get(d.position, dtype)
+            if tdtype is None:
+                return None
+            args.append(torch.empty([extent if s == DYNAMIC else s for s in d.shape], dtype=tdtype))
+        return args
+
+
+def is_dynamic(dim: object) -> bool:
+    """Whether an annotated dim is a ``pl.dynamic`` one (annotated dims are ints or those)."""
+    return not isinstance(dim, int) and isinstance(getattr(dim, "name", None), str)
+
+
+def dyn_dims(declared: Iterable[DeclaredParam]) -> dict[str, list[tuple[int, int]]]:
+    """``{pl.dynamic name: [(parameter position, axis), ...]}`` from the tensor annotations."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for d in declared:
+        if d.is_scalar:
+            continue
+        shape = getattr(getattr(d.annotation, "inner", d.annotation), "shape", None)
+        for axis, dim in enumerate(shape or ()):
+            if is_dynamic(dim):
+                out.setdefault(dim.name, []).append((d.position, axis))
+    return out
+
+
+class Variants:
+    """The jit functions of one operator by the dtype of the first tensor argument.
+
+    Args:
+        fns: ``{torch dtype or None: jit function}``; None is the one function of an operator
+            that does not dispatch on dtype.
+        name: The qualified operator name (for messages).
+    """
+
+    def __init__(self, fns: dict[Any, JITFunction], name: str) -> None:
+        what = f"register({name!r})"
+        self.name = name
+        self.sets: dict[Any, KernelSet] = {
+            dt: KernelSet(fn, declared_params(fn, what), name) for dt, fn in fns.items()
+        }
+        first = next(iter(self.sets.values()))
+        self.declared = first.declared
+        self.generic = None not in self.sets
+        for dt, ks in self.sets.items():
+            shape = [(d.name, d.direction, d.kind, d.dtype if d.is_scalar else None) for d in ks.declared]
+            want = [(d.name, d.direction, d.kind, d.dtype if d.is_scalar else None) for d in self.declared]
+            if shape != want:
+                raise SignatureError(
+                    f"{what}: the variant for {dt} has parameters {shape}, the first has {want}; every "
+                    "dtype variant needs the same names, directions and scalar types"
+                )
+        tensors = [d.position for d in self.declared if not d.is_scalar and not d.direction.writes]
+        tensors = tensors or [d.position for d in self.declared if not d.is_scalar]
+        self.dispatch_position = tensors[0] if tensors else 0
+
+    @property
+    def compiles(self) -> int:
+        return sum(ks.compiles for ks in self.sets.values())
+
+    def select(self, args: Sequence[Any]) -> KernelSet:
+        """The kernel set for ``args`` (by the dtype of the first tensor argument)."""
+        if not self.generic:
+            return self.sets[None]
+        arg = args[self.dispatch_position]
+        ks = self.sets.get(getattr(arg, "dtype", None))
+        if ks is None:
+            d = self.declared[self.dispatch_position]
+            raise ArgumentError(
+                f"{self.name}: parameter {d.name!r} (#{d.position}) selects the kernel by dtype: expected one of "
+                f"{[str(k) for k in self.sets]}, got {getattr(arg, 'dtype', type(arg).__name__)}"
+            )
+        return ks
+
+    def precompile(
+        self,
+        examples: Iterable[Sequence[Any]] | None,
+        dtypes: Iterable[Any] | None,
+        extent: int,
+        label: str,
+    ) -> int:
+        """Compile the kernels of ``examples`` (argument lists) or, for dynamic-shape kernels,
+        of ``dtypes`` (default: every variant); a ``rich`` progress bar is shown once the work
+        has taken more than a second. Returns the number of new compiles."""
+        jobs: list[tuple[KernelSet, Sequence[Any]]] = []
+        if examples is not None:
+            jobs = [(self.select(list(ex)), list(ex)) for ex in examples]
+        else:
+            keys = list(self.sets) if dtypes is None else [_as_torch_dtype(d) for d in dtypes]
+            for dt in keys:
+                ks = self.sets.get(dt) if self.generic else self.sets[None]
+                if ks is None:
+                    raise ValueError(
+                        f"{label}: no variant for dtype {dt}; the operator has {list(self.sets)}"
+                    )
+                args = ks.example_args(dt, extent)
+                if args is None:
+                    raise ValueError(
+                        f"{label}: {ks.fn.__name__} takes a tensor's shape from the call (a bare pl.Tensor), "
+                        "so it cannot be compiled ahead without example arguments; pass examples=[(args...)]"
+                    )
+                jobs.append((ks, args))
+        return _run_with_progress(jobs, label)
+
+
+def _as_torch_dtype(d: Any) -> Any:
+    if d is None or isinstance(d, torch.dtype):
+        return d
+    return to_torch_dtype(DataType.parse(d, what="precompile(dtypes)"), what="precompile(dtypes)")
+
+
+def _run_with_progress(jobs: list[tuple[KernelSet, Sequence[Any]]], label: str) -> int:
+    """Prepare each job; a progress bar (on stderr) appears once the work has taken a second."""
+    sets = list({id(ks): ks for ks, _ in jobs}.values())
+    before = sum(ks.compiles for ks in sets)
+    lock = threading.Lock()
+    state: dict[str, Any] = {"done": 0, "bar": None, "finished": False}
+
+    def show() -> None:
+        with lock:
+            if not state["finished"]:
+                state["bar"] = _start_progress(label, len(jobs), state["done"])
+
+    timer = threading.Timer(1.0, show)
+    timer.daemon = True
+    timer.start()
+    try:
+        for n, (ks, args) in enumerate(jobs):
+            ks.prepare(args)
+            with lock:
+                state["done"] = n + 1
+                if state["bar"] is not None:
+                    bar, task = state["bar"]
+                    bar.update(task, completed=n + 1)
+    finally:
+        timer.cancel()
+        with lock:
+            state["finished"] = True
+            if state["bar"] is not None:
+                state["bar"][0].stop()
+    return sum(ks.compiles for ks in sets) - before
+
+
+def _start_progress(label: str, total: int, done: int) -> tuple[Any, Any]:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    progress.start()
+    task = progress.add_task(label, total=total, completed=done)
+    return progress, task
+
+
+def variants_of(fn: Any, dtypes: Iterable[Any] | None, name: str) -> dict[Any, Any]:
+    """``{None: fn}``, or ``{torch dtype: fn(pl dtype)}`` for a kernel builder and ``dtypes``."""
+    if dtypes is None:
+        return {None: fn}
+    if not callable(fn) or hasattr(fn, "declared_params"):
+        raise TypeError(
+            f"register({name!r}, dtypes=...): expected a builder dtype -> @pl.jit function, got "
+            f"{type(fn).__name__}"
+        )
+    out: dict[Any, Any] = {}
+    for d in dtypes:
+        dt = DataType.parse(d, what=f"register({name!r}, dtypes)")
+        out[to_torch_dtype(dt, what=f"register({name!r}, dtypes)")] = fn(dt)
+    if not out:
+        raise ValueError(f"register({name!r}, dtypes): expected at least one dtype")
+    return out
