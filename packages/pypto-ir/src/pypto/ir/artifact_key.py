@@ -59,7 +59,8 @@ once, not the sum of every tile declared; 4: an orchestration window's descripto
 part of its declared extent inside the tensor; 6: a tile cast passes its rounding mode, by default
 ties away from zero; 7: kernels are PTO-ISA programs, tiles placed by the memory-allocation pass
 and pipes ordered by the sync-insertion pass; 8: composed math written as PTO-ISA ops by the
-decompose_math pass, and ``half``/``bfloat16_t``/``pto``/``sk`` renamed as C++ identifiers),
+decompose_math pass, and ``half``/``bfloat16_t``/``pto``/``sk`` renamed as C++ identifiers; 9: the ``__gm__``/``__aicore__``
+macros come from ``<simpler/kernel_prologue.hpp>`` and a cast with mode ``none`` is ``CAST_RINT``),
 so entries built before are not reused."""
 
 
