@@ -234,6 +234,28 @@ def tests_pypto_torch(session: nox.Session) -> None:
     _pytest(session, PACKAGES["pypto-torch"][0] / "tests")
 
 
+# The torch releases at the two ends of pypto-torch's declared range (its pyproject.toml:
+# torch>=2.13,<2.15), both on this machine's disk: 2.13.0 is a CPU build, 2.14.1 a CUDA build
+# (several GB with its nvidia-* wheels) that imports and runs on the CPU.
+TORCH_RANGE_ENDS = ("2.13.0", "2.14.1")
+
+
+@nox.session(name="torch-versions")
+def torch_versions(session: nox.Session) -> None:
+    """pypto-torch's tests at each end of its declared torch range, one after the other in one
+    venv. Not in ``-t ci`` (the second torch costs minutes of install on 2 cores); run it when
+    the torch range or pypto-torch's use of torch changes."""
+    _install(session, "pypto-torch")
+    for version in TORCH_RANGE_ENDS:
+        session.install(f"torch=={version}")
+        session.run(
+            "python",
+            "-c",
+            f"import torch; assert torch.__version__.split('+')[0] == {version!r}, torch.__version__",
+        )
+        _pytest(session, PACKAGES["pypto-torch"][0] / "tests")
+
+
 # Package suites that skip tests in their own session because an optional dependency is missing
 # there (pypto-runtime's session has no torch). The others ran completely in their own sessions.
 PARTIAL_ALONE = ("pypto-runtime",)

@@ -3,7 +3,7 @@
 Two kinds of mutants, one report:
 
 - Python, with mutmut (a maintained mutation tool): pypto-torch's validators (``_validation.py``)
-  and pypto-runtime's artifact store (``_fs.py``, ``manifest.py``, ``store.py``,
+  and pypto-runtime's artifact store (``_fs.py``, ``trust.py``, ``manifest.py``, ``store.py``,
   ``artifact_runtime.py``), each against its own package's tests. Each target is copied into a
   scratch project under ``--out`` (mutmut mutates copies, never the tree), and mutmut runs only
   the tests that execute a mutated function. ``--budget`` bounds each target's time; mutmut
@@ -539,6 +539,7 @@ PY_TARGETS: dict[str, PyTarget] = {
         "pypto-runtime",
         (
             "src/pypto/runtime/_fs.py",
+            "src/pypto/runtime/trust.py",
             "src/pypto/runtime/manifest.py",
             "src/pypto/runtime/store.py",
             "src/pypto/runtime/artifact_runtime.py",
@@ -558,8 +559,8 @@ PY_TARGETS: dict[str, PyTarget] = {
             tuple(
                 f"pypto.runtime.{name}__mutmut_*"
                 for name in (
-                    "_fs.x_ownership_problem",
-                    "_fs.x_check_dir",
+                    "trust.x_ownership_problem",
+                    "trust.x_check_dir",
                     "_fs.x_open_regular",
                     "_fs.x_read_regular",
                     "manifest.x__walk",

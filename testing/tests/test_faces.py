@@ -2,11 +2,9 @@
 and of pypto.language only ``pypto.language`` (pl), ``pypto.language.distributed`` (pld) and
 ``pypto.language.interface`` (what runtimes use), each by the names its ``__all__`` lists.
 
-pypto-runtime, pypto-torch and pypto-testing import no pypto-ir submodule and no name that
-``pypto.ir.__all__`` does not list; pypto-runtime and pypto-testing import no other
-pypto.language submodule (pypto-torch's ``library.py`` still imports ``pypto.language.jit`` and
-``binding``: it is being reworked, and moves to ``pypto.language.interface`` with it). The
-checkers also catch planted violations.
+pypto-runtime, pypto-torch and pypto-testing import no pypto-ir submodule, no other
+pypto.language submodule, and no name that the face's ``__all__`` does not list. The checkers
+also catch planted violations.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 UPPER = ("packages/pypto-runtime/src", "packages/pypto-torch/src", "testing/src")
 
 
-LANGUAGE_UPPER = ("packages/pypto-runtime/src", "testing/src")
+LANGUAGE_UPPER = ("packages/pypto-runtime/src", "packages/pypto-torch/src", "testing/src")
 LANGUAGE_FACES = ("pypto.language", "pypto.language.distributed", "pypto.language.interface")
 
 

@@ -20,6 +20,7 @@ from pypto.ir.nodes import For, Var
 from pypto.ir.param_info import ParamDirection, ParamInfo
 from pypto.ir.pipeline import lower
 from pypto.language.typing import RuntimeScalarMarker, is_runtime
+from pypto_testing.programs import scalar_param as scale  # c = a * alpha
 
 
 def t(*shape: int, dtype: str = "float32") -> HostArray:
@@ -27,13 +28,6 @@ def t(*shape: int, dtype: str = "float32") -> HostArray:
 
 
 A, C = t(16, 16), t(16, 16)
-
-
-@pl.jit
-def scale(a: pl.Tensor, alpha: pl.FP32, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        c[:] = pl.mul(a, alpha)
-    return c
 
 
 @pl.jit

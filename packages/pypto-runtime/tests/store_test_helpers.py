@@ -1,11 +1,14 @@
 """Helpers shared by the store's test files: an entry's generate and build steps from one table
-of files (``relative path -> bytes``; ``prebuilt/`` files are what the build step writes)."""
+of files (``relative path -> bytes``; ``prebuilt/`` files are what the build step writes), and
+:func:`no_hang`, which fails a test whose body blocks (on a FIFO planted where a file should be)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Mapping
+import signal
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -73,3 +76,19 @@ def _write_manifest(root: Path, key: str = KEY, state: str = EntryState.READY) -
 
 def _open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
+
+
+@contextlib.contextmanager
+def no_hang(seconds: int) -> Iterator[None]:
+    """Fail (TimeoutError, instead of hanging the suite) when the body blocks for ``seconds``."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"blocked for {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -7,26 +7,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-PROGRAM = textwrap.dedent(
-    """
-    import numpy as np
-    import pypto.language as pl
-    import pypto.runtime as rt
+from pypto_testing.scripts import ADD_PROGRAM_SOURCE
 
-    @pl.jit
-    def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-        with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
-            out[:] = pl.add(a, b)
-        return out
-
-    a = np.ones((16, 16), np.float32)
-    CALL
-    """
+PROGRAM = (
+    "import numpy as np\nimport pypto.runtime as rt\n"
+    + ADD_PROGRAM_SOURCE
+    + "a = np.ones((16, 16), np.float32)\nCALL\n"
 )
 
 CALLS = {

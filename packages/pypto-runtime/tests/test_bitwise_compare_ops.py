@@ -4,6 +4,7 @@ product reductions on the simulated chip, checked against torch."""
 from __future__ import annotations
 
 import numpy as np
+import pto_backend
 import pytest
 
 import pypto.language as pl
@@ -56,6 +57,9 @@ def test_a_shift_amount_outside_the_type_fails_the_task() -> None:
     o = np.zeros_like(a)
     shift_by(a, np.array([31], np.int32), o)
     torch.testing.assert_close(torch.from_numpy(o), torch.from_numpy(a) << 31)
+    # TSHLS's page: the scalar is zero or positive; past the type's width it is C++ undefined
+    # behaviour on the official CPU backend, which shifts unchecked
+    pto_backend.simpler_check_only("a shift amount outside the type's width")
     with pytest.raises(simpler.DeviceError, match=r"TSHLS: shift amount outside \[0, 32\)"):
         shift_by(a, np.array([32], np.int32), o)
 
@@ -207,10 +211,15 @@ def test_arg_reductions_give_the_first_extreme_index_as_torch() -> None:
     c1, c2 = np.full((1, C), -1, np.int32), np.full((1, C), -1, np.int32)
     arg_extremes(a, r1, r2, c1, c2)
     x = torch.from_numpy(a)
-    torch.testing.assert_close(torch.from_numpy(r1), x.argmax(dim=1, keepdim=True).to(torch.int32))
-    torch.testing.assert_close(torch.from_numpy(r2), x.argmin(dim=1, keepdim=True).to(torch.int32))
-    torch.testing.assert_close(torch.from_numpy(c1), x.argmax(dim=0, keepdim=True).to(torch.int32))
-    torch.testing.assert_close(torch.from_numpy(c2), x.argmin(dim=0, keepdim=True).to(torch.int32))
+    x_max = x_min = x
+    if pto_backend.official():
+        # the pages do not rank NaN; the official CPU backend compares strictly, so a NaN after
+        # the first element is never the extreme: it ranks as -inf for max and +inf for min
+        x_max, x_min = x.nan_to_num(nan=-float("inf")), x.nan_to_num(nan=float("inf"))
+    torch.testing.assert_close(torch.from_numpy(r1), x_max.argmax(dim=1, keepdim=True).to(torch.int32))
+    torch.testing.assert_close(torch.from_numpy(r2), x_min.argmin(dim=1, keepdim=True).to(torch.int32))
+    torch.testing.assert_close(torch.from_numpy(c1), x_max.argmax(dim=0, keepdim=True).to(torch.int32))
+    torch.testing.assert_close(torch.from_numpy(c2), x_min.argmin(dim=0, keepdim=True).to(torch.int32))
 
 
 @pl.jit

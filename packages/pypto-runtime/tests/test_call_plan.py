@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from runtime_programs import make_add, make_scale
 
 import pypto.language as pl
 import pypto.runtime as rt
@@ -22,18 +23,9 @@ from pypto.runtime.runner import _chip_view
 R, C = 16, 64
 
 
-@pl.jit
-def plan_add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        out[:] = pl.add(a, b)
-    return out
-
-
-@pl.jit
-def plan_scale(a: pl.Tensor, alpha: pl.FP32, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        out[:] = pl.mul(a, alpha)
-    return out
+# objects of this module's own: the tests check what calls store on them
+plan_add = make_add()
+plan_scale = make_scale()
 
 
 @pytest.fixture(scope="module")

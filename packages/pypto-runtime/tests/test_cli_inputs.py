@@ -10,14 +10,13 @@ import io
 import math
 import os
 import shutil
-import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from store_test_helpers import no_hang
 
 import pypto.language as pl
 import pypto.runtime as rt
@@ -54,26 +53,12 @@ def work(shipped_once: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _alarm(60):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), no_hang(60):
         try:
             code = main(list(args))
         except SystemExit as exc:  # argparse's own usage errors
             code = int(exc.code or 0)
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
-
-
-@contextlib.contextmanager
-def _alarm(seconds: int) -> Iterator[None]:
-    def expire(signum: int, frame: object) -> None:
-        raise TimeoutError(f"blocked for {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _usage(proc: subprocess.CompletedProcess[str], *needles: str) -> None:

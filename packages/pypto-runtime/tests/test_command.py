@@ -16,22 +16,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from runtime_programs import SCALED_ADD_SOURCE
 
 from pypto.runtime import settings
 from pypto.runtime.artifact_runtime import ArtifactRuntime
 from pypto.runtime.cli import main
 from pypto.runtime.store import ArtifactStore
 
-KERNEL = """
-import pypto.language as pl
-
-
-@pl.jit
-def scaled_add(a: pl.Tensor, b: pl.Tensor, alpha: pl.FP32, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="scaled_add"):
-        out[:] = pl.add(a, pl.mul(b, alpha))
-    return out
-
+KERNEL = (
+    SCALED_ADD_SOURCE
+    + """
 
 @pl.jit
 def broken(a: pl.Tensor, out: pl.Out[pl.Tensor]):
@@ -39,6 +33,7 @@ def broken(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         out[:] = pl.no_such_op(a)
     return out
 """
+)
 ARGS = (
     "--arg",
     "a=64x64:FP32",

@@ -14,21 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runtime_programs import SCALED_ADD_SOURCE
 
 from pypto.runtime import DeviceBuildUnavailable, compile, device_build
 from pypto.runtime.cli import main
 from pypto.runtime.store import ArtifactStore
 
-KERNEL = """
-import pypto.language as pl
-
-
-@pl.jit
-def scaled_add(a: pl.Tensor, b: pl.Tensor, alpha: pl.FP32, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="scaled_add"):
-        out[:] = pl.add(a, pl.mul(b, alpha))
-    return out
-"""
+KERNEL = SCALED_ADD_SOURCE
 ARGS = (
     "--arg",
     "a=16x16:FP32",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from runtime_programs import scale
 
 import pypto.language as pl
 import pypto.runtime as rt
@@ -21,13 +22,6 @@ def r(*shape: int) -> np.ndarray:
 
 def store_entries() -> list[str]:
     return [e.key for e in default_runtime().store.entries()]
-
-
-@pl.jit
-def scale(a: pl.Tensor, alpha: pl.FP32, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        c[:] = pl.mul(a, alpha)
-    return c
 
 
 @pl.jit
@@ -61,7 +55,7 @@ def test_fp32_runtime_scalar_one_artifact_for_every_value() -> None:
         c = np.zeros_like(a)
         prog(a, alpha, c)
         np.testing.assert_allclose(c, a * np.float32(alpha), rtol=1e-6)
-    again = rt.compile(scale, a, c=np.zeros_like(a), alpha=pl.RUNTIME)  # keyword form
+    again = rt.compile(scale, a, out=np.zeros_like(a), alpha=pl.RUNTIME)  # keyword form
     assert again.artifact.key == prog.artifact.key
     assert again.path == prog.path
     assert store_entries() == [prog.artifact.key]
@@ -110,8 +104,8 @@ def test_kernel_contract_artifact_takes_the_scalar() -> None:
     art = api.compile_artifact(scale, a, pl.RUNTIME, np.zeros_like(a), contract="KERNEL")
     assert art.params[1] == ParamInfo("alpha", ParamDirection.IN, None, DataType.FP32)
     assert art.params[1].is_scalar
-    assert [p.name for p in art.params] == ["a", "alpha", "c"]
-    same = api.compile_artifact(scale, a, c=np.zeros_like(a), alpha=pl.RUNTIME, contract="KERNEL")
+    assert [p.name for p in art.params] == ["a", "alpha", "out"]
+    same = api.compile_artifact(scale, a, out=np.zeros_like(a), alpha=pl.RUNTIME, contract="KERNEL")
     assert same.key == art.key
 
 

@@ -9,33 +9,24 @@ under an alarm, and the commands run as subprocesses with a timeout.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from runtime_programs import add
+from store_test_helpers import no_hang
 
-import pypto.language as pl
 import pypto.runtime as rt
 from pypto.runtime import _fs
 from pypto.runtime.compiled import UnsafeArtifactError, entry_index
 
 HANG_LIMIT = 20  # seconds; a refused file is refused in milliseconds
-
-
-@pl.jit
-def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
-        out[:] = pl.add(a, b)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -54,22 +45,6 @@ def shipped(shipped_once: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "shipped"
     shutil.copytree(shipped_once, copy)
     return copy
-
-
-@contextlib.contextmanager
-def no_hang(seconds: int = HANG_LIMIT) -> Iterator[None]:
-    """Fail (instead of hanging the suite) when the body blocks for ``seconds``."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise TimeoutError(f"blocked for {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def pypto_runtime(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -110,7 +85,10 @@ def _multi(tmp_path: Path, shipped: Path, entries: list[str], default: str) -> P
 def test_fifo_metadata_is_refused_without_hanging(shipped: Path) -> None:
     _fifo(shipped / "compiled_meta.json")
     for load in (rt.CompiledArtifact.from_dir, rt.CompiledProgram.from_dir):
-        with no_hang(), pytest.raises(UnsafeArtifactError, match="metadata is not a regular file") as info:
+        with (
+            no_hang(HANG_LIMIT),
+            pytest.raises(UnsafeArtifactError, match="metadata is not a regular file") as info,
+        ):
             load(shipped)
         assert info.value.path == shipped / "compiled_meta.json"
     for command in ("inspect", "run"):
@@ -122,7 +100,7 @@ def test_fifo_metadata_is_refused_without_hanging(shipped: Path) -> None:
 
 def test_symlinked_metadata_is_refused(shipped: Path, tmp_path: Path) -> None:
     _symlink_to_copy(shipped / "compiled_meta.json", tmp_path / "meta-elsewhere.json")
-    with no_hang(), pytest.raises(UnsafeArtifactError, match="metadata is a symlink"):
+    with no_hang(HANG_LIMIT), pytest.raises(UnsafeArtifactError, match="metadata is a symlink"):
         rt.CompiledProgram.from_dir(shipped)
     proc = pypto_runtime("inspect", str(shipped), cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
@@ -132,7 +110,7 @@ def test_symlinked_metadata_is_refused(shipped: Path, tmp_path: Path) -> None:
 def test_fifo_or_symlinked_manifest_of_a_shipped_directory_is_refused(shipped: Path, tmp_path: Path) -> None:
     (shipped / "manifest.json").write_text("{}")
     _fifo(shipped / "manifest.json")
-    with no_hang(), pytest.raises(UnsafeArtifactError, match="manifest is not a regular file"):
+    with no_hang(HANG_LIMIT), pytest.raises(UnsafeArtifactError, match="manifest is not a regular file"):
         rt.CompiledProgram.from_dir(shipped)
     (shipped / "manifest.json").unlink()
     (tmp_path / "m.json").write_text("{}")
@@ -159,7 +137,7 @@ def test_fifo_source_is_refused_at_load_without_hanging(shipped: Path) -> None:
     source = rt.CompiledProgram.from_dir(shipped).metadata.kernels[0].source
     _fifo(shipped / source)
     prog = rt.CompiledProgram.from_dir(shipped)
-    with no_hang(), pytest.raises(UnsafeArtifactError, match="source is not a regular file"):
+    with no_hang(HANG_LIMIT), pytest.raises(UnsafeArtifactError, match="source is not a regular file"):
         prog.artifact.chip_callable()
 
 
@@ -203,7 +181,7 @@ def test_entry_directory_that_is_a_symlink_is_refused(shipped: Path, tmp_path: P
 def test_fifo_entries_json_is_refused_without_hanging(shipped: Path, tmp_path: Path) -> None:
     root = _multi(tmp_path, shipped, ["add"], "add")
     _fifo(root / "entries.json")
-    with no_hang(), pytest.raises(UnsafeArtifactError, match="entries index is not a regular file"):
+    with no_hang(HANG_LIMIT), pytest.raises(UnsafeArtifactError, match="entries index is not a regular file"):
         rt.CompiledProgram.from_dir(root)
     proc = pypto_runtime("inspect", str(root), cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
@@ -239,7 +217,7 @@ def test_open_inside_follows_nothing_below_the_root(tmp_path: Path) -> None:
         "sub/f/x": (errno.ENOTDIR, "Not a directory"),
     }
     for rel, (code, message) in cases.items():
-        with no_hang(), pytest.raises(OSError, match=message) as info:
+        with no_hang(HANG_LIMIT), pytest.raises(OSError, match=message) as info:
             _fs.read_inside(root, rel)
         assert info.value.errno == code, rel
     for rel in ("../outside/f", "/etc/passwd", "", "sub/../sub/f", "sub//f"):

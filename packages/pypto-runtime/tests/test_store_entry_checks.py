@@ -28,7 +28,6 @@ from store_test_helpers import (
     needs_root,
 )
 
-from pypto.runtime._fs import UnsafeStoreError
 from pypto.runtime.artifact_runtime import ArtifactRuntime, Obtained, _copy_validated, prune_private_roots
 from pypto.runtime.manifest import (
     MANIFEST_NAME,
@@ -42,6 +41,7 @@ from pypto.runtime.manifest import (
     validate_entry,
 )
 from pypto.runtime.store import ArtifactStore
+from pypto.runtime.trust import UnsafeStoreError
 
 # ---------------------------------------------------------------- manifest
 

@@ -27,8 +27,9 @@ from store_test_helpers import (
 )
 
 from pypto.runtime import _fs
-from pypto.runtime._fs import UnsafeStoreError, check_dir, open_regular, ownership_problem, publish_dir
+from pypto.runtime._fs import open_regular, publish_dir
 from pypto.runtime.store import check_key
+from pypto.runtime.trust import UnsafeStoreError, check_dir, ownership_problem
 
 # ---------------------------------------------------------------- ownership_problem, check_dir
 

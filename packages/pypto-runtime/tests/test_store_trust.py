@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from runtime_programs import add
 from store_test_helpers import entry_steps
 
-import pypto.language as pl
 import pypto.runtime as rt
 from pypto.runtime import _fs, settings
 from pypto.runtime.artifact_runtime import (
@@ -235,13 +235,6 @@ def test_entry_published_by_a_lock_bypasser_is_kept_and_reported() -> None:
 
 
 # -- load-time re-check against the validated manifest -------------------------------------
-
-
-@pl.jit
-def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
-        out[:] = pl.add(a, b)
-    return out
 
 
 def _compiled() -> rt.CompiledArtifact:

@@ -5,7 +5,7 @@ Usage: python check_build.py BUILDDIR
 1. The module exports its Python entry point, needs libtorch_npu.so, and links no Simpler code
    (no symbol of simpler's namespace, no simpler library).
 2. Staged beside the package's ``__init__.py``, importing ``pypto._torch_npu`` fails with the
-   targeted "needs the CANN runtime" error (torch_npu cannot load CANN's libraries here), with
+   targeted "CANN's environment is missing" error (torch_npu cannot load CANN's libraries here), with
    and without PYTHONOPTIMIZE.
 Exits nonzero with a message on the first failed check.
 """
@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
             )
             if r.returncode == 0:
                 return _fail("importing pypto._torch_npu succeeded on a machine without CANN")
-            if "AdapterUnavailable" not in r.stderr or "needs the CANN runtime" not in r.stderr:
+            if "AdapterUnavailable" not in r.stderr or "CANN's environment is missing" not in r.stderr:
                 return _fail(f"import without CANN did not give the targeted error:\n{r.stderr[-2000:]}")
             last = r.stderr.strip().splitlines()[-1]
             print(f"import without CANN (PYTHONOPTIMIZE={optimize or 'unset'}): {last[:300]}")

@@ -107,6 +107,12 @@ class EmulatedNpu(NpuPlatform):
         self.log.append(f"bind:{device_index}:{threading.current_thread().name}")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "npu: needs a real Ascend NPU with torch_npu and CANN (skipped elsewhere)"
+    )
+
+
 @pytest.fixture
 def npu() -> EmulatedNpu:
     return EmulatedNpu()

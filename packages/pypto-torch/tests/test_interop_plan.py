@@ -8,7 +8,6 @@ order in which errors are reported with the order the checks promise.
 
 from __future__ import annotations
 
-import itertools
 import math
 import threading
 import types
@@ -16,9 +15,8 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from pypto import ir
 from pypto.ir.param_info import ParamInfo, SignatureError
 from pypto.torch import interop
 from pypto.torch._platform.simulator import DEFAULT_STREAM, SimulatorStream, current_stream, use_stream
@@ -30,29 +28,10 @@ P = ParamInfo
 # ---------------------------------------------------------------- overlaps
 
 
-def _pairwise_conflicts(spans: list[tuple[int, int, int, bool]]) -> set[tuple[int, int]]:
-    """Every pair of positions whose views partially overlap with one of them written."""
-    found = set()
-    for (s0, e0, p0, w0), (s1, e1, p1, w1) in itertools.combinations(spans, 2):
-        if s0 < e1 and s1 < e0 and (s0, e0) != (s1, e1) and (w0 or w1):
-            found.add((min(p0, p1), max(p0, p1)))
-    return found
-
-
-_span = st.tuples(st.integers(0, 40), st.integers(1, 12), st.booleans())
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(_span, min_size=0, max_size=9))
-def test_overlap_sweep_agrees_with_the_pairwise_definition(raw) -> None:
-    spans = [(start, start + size, pos, writes) for pos, (start, size, writes) in enumerate(raw)]
-    expected = _pairwise_conflicts(spans)
-    found = interop._partial_overlap(list(spans))
-    if not expected:
-        assert found is None
-    else:
-        assert found is not None
-        assert (min(found), max(found)) in expected
+def test_overlap_sweep_is_pypto_irs() -> None:
+    """interop checks overlaps with pypto-ir's sweep, whose property test (against the pairwise
+    definition) is pypto-ir's tests/test_storage_rules.py."""
+    assert interop._partial_overlap is ir.partial_overlap
 
 
 def three_view_sig(npu: Any, directions: tuple[str, str, str]) -> CallSignature:

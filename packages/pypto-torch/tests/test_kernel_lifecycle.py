@@ -255,17 +255,57 @@ def test_the_installed_runtime_passes_the_checks() -> None:
     session.check_runtime_interfaces(simpler)
 
 
-@pytest.mark.parametrize(
-    ("version", "skip", "match"),
-    [(None, False, "reports no version"), ("0.9.1", False, "pinned to 0.1.x"), ("", False, "no version")],
-)
-def test_the_runtime_pin(version: str | None, skip: bool, match: str) -> None:
+def _fake_runtime(**native: Any) -> types.ModuleType:
+    """A stand-in simpler whose native module reports ``native`` (the pinned values by default)."""
+    fields: dict[str, Any] = {"__version__": "0.1.0", "KERNEL_ABI_VERSION": 3, "ORCHESTRATION_ABI_VERSION": 1}
+    fields.update(native)
     fake = types.ModuleType("simpler")
-    if version is not None:
-        fake.__version__ = version  # type: ignore[attr-defined]
+    fake.__version__ = fields["__version__"]  # type: ignore[attr-defined]
+    fake._native = types.SimpleNamespace(**{k: v for k, v in fields.items() if v is not None})  # type: ignore[attr-defined]
+    return fake
+
+
+def test_the_pin_names_the_build_identity_and_abi_that_simpler_native_exposes() -> None:
+    native = simpler._native
+    pin = session.PINNED_RUNTIME
+    assert pin.version == native.__version__ == simpler.__version__
+    assert dict(pin.abi) == {
+        "KERNEL_ABI_VERSION": native.KERNEL_ABI_VERSION,
+        "ORCHESTRATION_ABI_VERSION": native.ORCHESTRATION_ABI_VERSION,
+    }
+    session.check_runtime_pin(_fake_runtime(), skip=False)  # the stand-in itself passes
+
+
+@pytest.mark.parametrize(
+    ("native", "match"),
+    [
+        ({"KERNEL_ABI_VERSION": 2}, r"KERNEL_ABI_VERSION 2 \(pinned 3\)"),
+        ({"ORCHESTRATION_ABI_VERSION": 9}, r"ORCHESTRATION_ABI_VERSION 9 \(pinned 1\)"),
+        ({"__version__": "0.1.7"}, r"build 0\.1\.7 \(pinned 0\.1\.0\)"),  # same series, other build
+        (
+            {"KERNEL_ABI_VERSION": None},
+            r"does not report its identity \(simpler\._native\.KERNEL_ABI_VERSION",
+        ),
+        ({"__version__": None}, r"does not report its identity \(simpler\._native\.__version__"),
+        ({"KERNEL_ABI_VERSION": "3"}, r"does not report its identity"),
+    ],
+)
+def test_the_runtime_pin(native: dict[str, Any], match: str) -> None:
+    fake = _fake_runtime(**native)
     with pytest.raises(RuntimeCapabilityError, match=match):
-        session.check_runtime_pin(fake, skip=skip)
+        session.check_runtime_pin(fake, skip=False)
     session.check_runtime_pin(fake, skip=True)  # the explicit skip accepts it
+
+
+def test_the_runtime_pin_needs_a_native_module_and_one_build() -> None:
+    fake = _fake_runtime()
+    fake.__version__ = "0.1.1"  # type: ignore[attr-defined]  # the Python side of another build
+    with pytest.raises(RuntimeCapabilityError, match="stale build"):
+        session.check_runtime_pin(fake, skip=False)
+    del fake._native  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeCapabilityError, match="has no native module"):
+        session.check_runtime_pin(fake, skip=False)
+    session.check_runtime_pin(fake, skip=True)
 
 
 def test_missing_interfaces_are_named() -> None:
@@ -290,8 +330,8 @@ def test_missing_interfaces_are_named() -> None:
 
 
 def test_init_checks_the_pin_unless_told_to_skip(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(simpler, "__version__", "7.0.0")
-    with pytest.raises(RuntimeCapabilityError, match=r"7\.0\.0"):
+    monkeypatch.setattr(simpler._native, "KERNEL_ABI_VERSION", 7)
+    with pytest.raises(RuntimeCapabilityError, match=r"KERNEL_ABI_VERSION 7"):
         pt.init()
     assert mode_gate.current() is None
     monkeypatch.setenv("PYPTO_SKIP_RUNTIME_PIN", "1")
@@ -415,3 +455,88 @@ def test_a_shutdown_timeout_keeps_the_ticket_and_the_worker() -> None:
     assert stuck.frame == "sources"
     assert manager.worker is not None
     manager.pending.clear()  # let the fixture close it
+
+
+class _GatedWorker:
+    """The real Worker, with ``launch`` held at a gate (or failing) to stage races."""
+
+    def __init__(self, worker: Any, *, fail: BaseException | None = None) -> None:
+        self._worker = worker
+        self.fail = fail
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.release.set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._worker, name)
+
+    def launch(self, handle: Any, args: Any, stream: Any = None) -> Any:
+        self.entered.set()
+        self.release.wait(30)
+        if self.fail is not None:
+            raise self.fail
+        return self._worker.launch(handle, args, stream)
+
+
+def test_shutdown_waits_for_a_launch_being_enqueued() -> None:
+    op = pt.register(double, "pypto_test_lifecycle::double_race")
+    try:
+        x = torch.arange(256, dtype=torch.float32).reshape(16, 16)
+        out = torch.zeros(16, 16)
+        op(x, torch.zeros(16, 16))  # compiles and registers
+        manager = context.current()
+        gated = _GatedWorker(manager.worker)
+        gated.release.clear()
+        manager.worker = gated
+        errors: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                op(x, out)
+            except BaseException as exc:
+                errors.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        assert gated.entered.wait(30)
+        closer = threading.Thread(target=pt.shutdown)
+        closer.start()
+        closer.join(0.3)
+        assert closer.is_alive()  # shutdown waits: the Worker is not closed under the enqueue
+        assert pt.state() is pt.KernelState.CLOSING
+        with pytest.raises(pt.KernelClosedError):  # a launch that comes later fails before enqueue
+            op(x, torch.zeros(16, 16))
+        gated.release.set()
+        caller.join(30)
+        closer.join(30)
+        assert errors == []
+        torch.testing.assert_close(out, x + x)
+        assert pt.state() is pt.KernelState.CLOSED
+        assert manager.pending == []
+    finally:
+        op.remove()
+
+
+def test_a_failed_launch_releases_its_ticket_and_tensors_at_once() -> None:
+    import gc
+    import weakref
+
+    op = pt.register(double, "pypto_test_lifecycle::double_fail")
+    try:
+        op(torch.ones(16, 16), torch.zeros(16, 16))
+        manager = context.current()
+        manager.worker = _GatedWorker(manager.worker, fail=ValueError("launch: encoder rejected it"))
+        kc = next(iter(op._callables.values()))
+        x = torch.ones(16, 16)
+        alive = weakref.ref(x)
+        frame = kc.signature.describe_call([x, torch.zeros(16, 16)])
+        with pytest.raises(ValueError, match="encoder rejected") as info:
+            manager.launch(kc, frame, wait=True)
+        info.value.__traceback__ = None  # the failed call's frames are not what this checks
+        del info
+        assert manager.pending == []
+        del x, frame
+        gc.collect()
+        assert alive() is None  # nothing holds the caller's tensor until shutdown
+    finally:
+        op.remove()

@@ -126,3 +126,86 @@ def test_an_adapter_that_fails_to_bind_fails_the_binding(
     with pytest.raises(RuntimeError, match="aclError 107001"):
         npu_module.NpuPlatform("a2a3").bind_context(0)
     assert stub_torch_npu.calls == []  # no silent fallback to set_device
+
+
+# -- what a failed torch_npu import means ------------------------------------------------------
+
+
+@pytest.fixture
+def broken_torch_npu(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """An installed torch_npu (a stand-in on sys.path) whose import fails with ``error``."""
+
+    def install(error: str) -> None:
+        (tmp_path / "torch_npu.py").write_text(f"raise ImportError({error!r})\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        monkeypatch.delitem(sys.modules, "torch_npu", raising=False)
+        monkeypatch.delitem(npu_module._loaded, "torch_npu", raising=False)
+
+    return install
+
+
+def test_an_installed_torch_npu_without_cann_libraries_names_cann(
+    broken_torch_npu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASCEND_HOME_PATH", "/nowhere")
+    broken_torch_npu("libascendcl.so: cannot open shared object file: No such file or directory")
+    with pytest.raises(npu_module.NpuRuntimeUnavailable) as info:
+        npu_module.NpuPlatform("a2a3").current_device()
+    message = str(info.value)
+    assert "CANN's environment is missing" in message
+    assert "libascendcl.so" in message
+    assert "set_env.sh" in message
+    assert "pypto-torch[npu]" not in message  # the extra is installed; reinstalling it helps nothing
+
+
+def test_an_installed_torch_npu_without_ascend_home_names_cann(
+    broken_torch_npu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    broken_torch_npu("cannot import name '_C' from partially initialized module 'torch_npu'")
+    with pytest.raises(
+        npu_module.NpuRuntimeUnavailable, match=r"CANN's environment is missing \(ASCEND_HOME_PATH"
+    ):
+        npu_module.NpuPlatform("a2a3").current_device()
+
+
+def test_torch_backend_autoload_failure_is_explained_with_the_fix(tmp_path: Any) -> None:
+    """torch imports every installed device backend (entry point group ``torch.backends``); an
+    installed torch_npu without CANN then breaks ``import torch``, and so ``import pypto.torch``.
+    A stand-in distribution registers such a backend in a child interpreter."""
+    import os
+    import subprocess
+
+    site = tmp_path / "site"
+    (site / "fake_npu_backend-1.0.dist-info").mkdir(parents=True)
+    (site / "fake_npu_backend-1.0.dist-info" / "METADATA").write_text(
+        "Name: fake-npu-backend\nVersion: 1.0\n"
+    )
+    (site / "fake_npu_backend-1.0.dist-info" / "entry_points.txt").write_text(
+        "[torch.backends]\ntorch_npu = torch_npu:_autoload\n"
+    )
+    (site / "torch_npu.py").write_text(
+        "raise ImportError('libhccl.so: cannot open shared object file: No such file or directory')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)
+    code = "import pypto.torch"
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    assert r.returncode != 0
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in r.stderr
+    assert "CANN's environment is missing" in r.stderr
+    assert "libhccl.so" in r.stderr
+    env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # the fix it names
+    r = subprocess.run(
+        [sys.executable, "-c", code + "; print('imported')"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "imported" in r.stdout

@@ -334,3 +334,26 @@ def test_freeing_a_borrowed_storage_during_a_launch_raises_instead_of_crashing(
         "ran True",
         "refused True",
     ], proc.stderr[-2000:]
+
+
+def test_a_refused_mode_switch_leaves_no_leak_report_at_exit(tmp_path: Path, kernel_store: Path) -> None:
+    """A jit function that is also a registered operator is kept alive by torch's operator
+    registry until the process ends; its refused direct call built a native call plan, which
+    must be released before nanobind checks for leaked instances at exit."""
+    proc = _run(
+        tmp_path,
+        kernel_store,
+        """
+        from pypto.runtime import ModeConflictError
+
+        op = pt.register(add, "pypto_test_exit_leak::add")
+        a = torch.ones(16, 16)
+        op(a, a, torch.zeros(16, 16))  # kernel mode
+        try:
+            add(a, a, torch.zeros(16, 16))  # program mode: refused
+        except ModeConflictError:
+            print("refused")
+        """,
+    )
+    assert _check(proc) == ["refused"]
+    assert "leaked" not in proc.stderr, proc.stderr[-4000:]

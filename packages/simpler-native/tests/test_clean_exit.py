@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 import simpler
+from pypto_testing.scripts import ADD_PROGRAM_SOURCE
 from simpler import ArgDirection as D
 from simpler import Buffer, DataType, TaskArgs
 
@@ -194,24 +195,18 @@ def test_the_exit_drain_leaves_a_run_that_never_finishes(binaries: tuple[Path, P
     assert "after drain: done False closed True" in proc.stdout
 
 
-TORCH_CHILD = textwrap.dedent(
-    """
-    import torch
-    import pypto.language as pl
-    import pypto.torch as pt
-
-    @pl.jit
-    def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-        with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
-            out[:] = pl.add(a, b)
-        return out
-
+TORCH_CHILD = (
+    "import torch\nimport pypto.torch as pt\n"
+    + ADD_PROGRAM_SOURCE
+    + textwrap.dedent(
+        """
     op = pt.register(add, "clean_exit_test::add")
     a, b, out = torch.ones(32, 32), torch.ones(32, 32), torch.empty(32, 32)
     op(a, b, out)
     assert bool((out == 2).all())
     print("torch ok", flush=True)
     """
+    )
 )
 
 

@@ -50,6 +50,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ),
     ("pypto.language.text", "pypto.language"): "pl.parse evaluates program text against pl itself",
     ("pypto.language.text", "pypto.language.decorators"): "pl.parse evaluates program text against pl itself",
+    ("pypto.torch._platform.simulator", "pypto.torch._kernel.context"): (
+        "a simulator stream or event orders the launches of the process's kernel context, which is "
+        "made from the platform (this module's); it acts on the context current when it is used"
+    ),
     ("pypto.runtime", "pypto.runtime.distributed.program"): (
         "the multi-chip runtime loads only when used (the @pl.jit.host compiler's first call)"
     ),

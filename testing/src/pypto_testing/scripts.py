@@ -1,5 +1,6 @@
 """Running a Python file the way a user would: a fresh interpreter, its own working directory,
-and a given artifact store (shared by the tests that run docs and tutorial programs)."""
+and a given artifact store (shared by the tests that run docs and tutorial programs); and the
+text of a small program such scripts start from."""
 
 from __future__ import annotations
 
@@ -8,7 +9,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["run_python_file"]
+__all__ = ["ADD_PROGRAM_SOURCE", "run_python_file"]
+
+# The text of a script's ``add(a, b, out)`` (out = a + b, one kernel named ``add``), for the tests
+# that write a user's program and run it in a fresh interpreter; it imports only pypto.language.
+ADD_PROGRAM_SOURCE = """
+import pypto.language as pl
+
+
+@pl.jit
+def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
+        out[:] = pl.add(a, b)
+    return out
+
+"""
 
 
 def run_python_file(

@@ -414,6 +414,23 @@ def test_a_call_checks_platform_runtime_and_devices_before_starting_ranks() -> N
         compiled(x, x, config=RunConfig(distributed_config=DistributedConfig(device_ids=[2, 3])))
 
 
+def test_a_kernel_mode_process_refuses_a_multi_chip_run_before_touching_host_tensors(worker2_program) -> None:
+    from pypto.runtime import ModeConflictError, mode_gate
+
+    x, y = torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS))
+    mode_gate._reset_for_tests()
+    mode_gate.claim_kernel("pypto.torch.init (test)")
+    try:
+        with pytest.raises(ModeConflictError, match=r"one-shot distributed run.*kernel mode"):
+            worker2_program(x, y)
+        with pytest.raises(ModeConflictError, match="prepare"):
+            worker2_program.prepare()
+        assert not x.is_shared()  # nothing was moved to shared memory
+        assert not y.is_shared()
+    finally:
+        mode_gate._reset_for_tests()
+
+
 def test_compile_needs_a_distributed_config() -> None:
     x = torch.zeros((2, ROWS, COLS))
     with pytest.raises(TypeError, match=r"needs config=RunConfig\(distributed_config="):

@@ -21,7 +21,9 @@ Every route accepts only calls the general one accepts, with the same descriptor
 
 from __future__ import annotations
 
+import atexit
 import sys
+import weakref
 from collections.abc import Mapping, Sequence
 from ctypes import addressof, c_char
 from typing import TYPE_CHECKING, Any
@@ -38,6 +40,27 @@ __all__ = ["DECLINED", "CallPlan", "run_artifact"]
 
 _PLAIN_SCALARS = frozenset((int, float, bool))
 DECLINED: Any = object()  # CallPlan.run_native: the native path did not take the call
+
+_with_native: weakref.WeakSet[CallPlan] = weakref.WeakSet()
+
+
+def _release_native_plans() -> None:
+    """atexit: drop every native plan (simpler.CallPlan) while the interpreter is whole. A
+    CallPlan can outlive finalization through a jit function that something immortal holds
+    (torch's operator registry keeps a registered operator's kernel, and with it the function
+    and its compiled programs, until the process ends); nanobind would report it as leaked."""
+    for plan in list(_with_native):
+        plan.native = None
+        plan.exact.clear()
+
+
+def _release_at_exit(plan: CallPlan) -> None:
+    if not _with_native:
+        atexit.unregister(_release_native_plans)
+        atexit.register(_release_native_plans)
+    _with_native.add(plan)
+
+
 _MAX_LAYOUTS = 256  # exact plans per artifact, as the binder's keys per function
 
 
@@ -262,6 +285,7 @@ class CallPlan:
         plan = simpler.CallPlan(
             numpy.ndarray, len(self.params), tensors, list(self.scalars), fixed, self.encode_scalar
         )
+        _release_at_exit(self)
         if key is None:
             self.native = plan
         return plan

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pypto.runtime._fs import open_regular, ownership_problem, read_regular
+from pypto.runtime._fs import open_regular, read_regular
 from pypto.runtime.errors import PyptoRuntimeError
+from pypto.runtime.trust import ownership_problem
 
 __all__ = [
     "MANIFEST_FORMAT",

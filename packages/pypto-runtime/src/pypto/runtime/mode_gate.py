@@ -1,8 +1,10 @@
 """The process mode gate: a process runs PROGRAM work or KERNEL work, never both.
 
-PROGRAM mode is claimed right before the program runner executes and when a Worker is
-initialised directly (:func:`pypto.runtime.worker.create_worker`); KERNEL mode is claimed by
-kernel-session initialisation in the torch layer. Importing, compiling and loading metadata
+PROGRAM mode is claimed right before the program runner executes, when a Worker is
+initialised through pypto-runtime (``program_worker``, ``ChipWorker``), and by a distributed
+program's one-shot call and ``prepare()`` before any host tensor is allocated or moved to shared
+memory; KERNEL mode is claimed by kernel-session initialisation in the torch layer. A
+``simpler.Worker`` created directly is below the gate: it claims nothing. Importing, compiling and loading metadata
 never claim. Both claims take one lock, so of two competing claims exactly one wins and the
 other raises :class:`ModeConflictError` before any native Worker exists.
 
@@ -90,7 +92,7 @@ _gate = _Gate()
 
 _ADVICE = (
     "a process runs either program-mode work (pypto.runtime.run, calling a @pl.jit function, "
-    "a directly created Worker) or kernel-mode work (pypto.torch.init), never both; run the "
+    "a Worker made through pypto-runtime, a distributed run) or kernel-mode work (pypto.torch.init), never both; run the "
     "other kind in a fresh process started with multiprocessing's 'spawn' start method"
 )
 

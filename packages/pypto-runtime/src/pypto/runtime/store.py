@@ -41,8 +41,6 @@ from pathlib import Path
 from pypto.ir import atomic_write
 from pypto.runtime import progress, settings
 from pypto.runtime._fs import (
-    UnsafeStoreError,
-    check_dir,
     copy_file,
     fsync_dir,
     fsync_file,
@@ -60,6 +58,7 @@ from pypto.runtime.manifest import (
     scan_dir,
     validate_entry,
 )
+from pypto.runtime.trust import UnsafeStoreError, check_dir
 
 __all__ = [
     "STORE_VERSION",

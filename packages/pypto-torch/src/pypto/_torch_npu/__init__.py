@@ -17,7 +17,8 @@ until the process exits, for state that must not be destroyed after the framewor
 from __future__ import annotations
 
 import importlib
-import re
+
+from pypto.torch._platform.npu import explain_torch_npu_failure
 
 __all__ = [
     "AdapterUnavailable",
@@ -33,28 +34,13 @@ class AdapterUnavailable(ImportError):
     """torch_npu, its CANN runtime, or the adapter's native module cannot be loaded."""
 
 
-# A shared library that the dynamic loader could not find or load: CANN's runtime libraries
-# (libascendcl.so, libhccl.so, ...) are not part of the torch_npu wheel.
-_MISSING_LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
-
-
-def explain_torch_npu_failure(exc: BaseException) -> str:
-    """The message for a failed ``import torch_npu``: a missing CANN library is named as such."""
-    text = str(exc)
-    missing = _MISSING_LIBRARY.search(text)
-    if missing is not None:
-        return (
-            f"pypto._torch_npu needs the CANN runtime: torch_npu could not load {missing.group(1)} ({text}); "
-            "install the CANN toolkit and `source <CANN root>/set_env.sh` before starting Python"
-        )
-    return f"pypto._torch_npu needs torch_npu, which could not be imported ({text}); install it with `pip install 'pypto-torch[npu]'`"
-
-
 def _load() -> object:
     try:
         importlib.import_module("torch_npu")
     except (ImportError, OSError) as exc:
-        raise AdapterUnavailable(explain_torch_npu_failure(exc)) from exc
+        raise AdapterUnavailable(
+            f"pypto._torch_npu needs torch_npu: {explain_torch_npu_failure(exc)}"
+        ) from exc
     try:
         return importlib.import_module("pypto._torch_npu._native")
     except ImportError as exc:

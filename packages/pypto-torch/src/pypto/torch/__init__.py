@@ -4,6 +4,9 @@
   the compiled kernel on the caller's tensors (eager, ``torch.compile``, ``opcheck``).
 - :func:`init` sets up kernel mode for the process (done on first use with the defaults);
   :func:`shutdown` drains and closes it; :func:`state` reads the lifecycle state.
+- :class:`Stream`, :class:`Event`, :func:`stream`, :func:`current_stream` and
+  :func:`synchronize` order the host after kernel launches as ``torch.npu``'s do (the
+  simulator's streams; what ``init(asynchronous=True)`` needs).
 - :mod:`pypto.torch.interop` (call frames) and :mod:`pypto.torch.registration` (schema and
   Fake helpers) are the layers below; their public classes (``CallSignature``,
   ``CallFrame``, ``RegistrationSignature``, ``ArgumentError``) are exported here too.
@@ -19,7 +22,19 @@ from __future__ import annotations
 
 from typing import Any
 
+try:
+    import torch  # noqa: F401  (first, so that a broken device backend is explained)
+except RuntimeError as _exc:  # torch's backend autoload: an installed torch_npu without CANN
+    from pypto.torch._platform.npu import explain_torch_import_failure
+
+    _advice = explain_torch_import_failure(_exc)
+    if _advice is None:
+        raise
+    raise ImportError(f"pypto.torch: {_advice}") from _exc
+
 from pypto.ir import DEFAULT_RUNTIME
+from pypto.torch._kernel import context as _context
+from pypto.torch._kernel import ordering as _ordering
 from pypto.torch._kernel.callable import RegistrationError
 from pypto.torch._kernel.context import (
     KernelClosedError,
@@ -31,6 +46,10 @@ from pypto.torch._kernel.context import (
 from pypto.torch._kernel.context import init as _init
 from pypto.torch._kernel.context import shutdown as _shutdown
 from pypto.torch._native_describe import build_native
+from pypto.torch._platform.simulator import SimulatorEvent as Event
+from pypto.torch._platform.simulator import SimulatorStream as Stream
+from pypto.torch._platform.simulator import current_stream
+from pypto.torch._platform.simulator import use_stream as stream
 from pypto.torch._validation import ArgumentError
 from pypto.torch.functional import FunctionalOperator
 from pypto.torch.interop import CallFrame, CallSignature
@@ -43,6 +62,7 @@ __all__ = [
     "ArgumentError",
     "CallFrame",
     "CallSignature",
+    "Event",
     "FunctionalOperator",
     "KernelClosedError",
     "KernelInfo",
@@ -51,12 +71,16 @@ __all__ = [
     "Operator",
     "RegistrationError",
     "RegistrationSignature",
+    "Stream",
     "__version__",
     "build_native",
+    "current_stream",
     "init",
     "register",
     "shutdown",
     "state",
+    "stream",
+    "synchronize",
 ]
 
 
@@ -66,6 +90,7 @@ def init(
     platform: str | None = None,
     runtime: str = DEFAULT_RUNTIME,
     config: Any = None,
+    asynchronous: bool = False,
 ) -> KernelInfo:
     """Initialise kernel mode for this process: claim KERNEL mode and start its Worker.
 
@@ -84,6 +109,12 @@ def init(
         config: A ``simpler.CallConfig`` or a mapping of its fields (AICPU threads,
             swimlane/dep_graph with output_prefix, ring task_window/heap/dep_pool as one value
             or four, workspace_budget_bytes >= 1024 excluding borrowed storage).
+        asynchronous: False (default): on a simulator an operator call returns after its kernel
+            finished, so the next torch operation sees the result. True: device-like; a call
+            enqueues the launch on the current stream and returns at once; read the results
+            only after a synchronisation point (:func:`synchronize`, ``Stream.synchronize``,
+            ``Event.synchronize``), which also reports a failed run. On an NPU launches are
+            always asynchronous (ordered on torch_npu's current stream).
 
     Returns:
         A :class:`KernelInfo`. A second call with the same arguments returns the same info;
@@ -97,7 +128,7 @@ def init(
             forked after init (use the 'spawn' start method).
         KernelClosedError: Kernel mode was shut down in this process (closing is terminal).
     """
-    return _init(device, platform=platform, runtime=runtime, config=config)
+    return _init(device, platform=platform, runtime=runtime, config=config, asynchronous=asynchronous)
 
 
 def shutdown(timeout: float | None = None) -> None:
@@ -110,3 +141,20 @@ def shutdown(timeout: float | None = None) -> None:
             then raises TimeoutError and keeps its tensors and the Worker (state FAILED).
     """
     _shutdown(timeout)
+
+
+def synchronize(timeout: float | None = None) -> None:
+    """Wait for every kernel launched in this process, on every stream (``torch.npu.synchronize``);
+    retire them (their tensors are released) and raise the first error of a failed run that no
+    synchronisation point reported yet (each failed run is reported once). A no-op before
+    ``init`` and after ``shutdown``.
+
+    Raises:
+        TimeoutError: A run did not finish within ``timeout`` seconds.
+        simpler.DeviceError: A covered run failed.
+    """
+    manager = _context.current()
+    platform = manager.platform
+    if platform is not None and not platform.is_simulator and manager.info is not None:
+        platform.synchronize(manager.info.device_index)
+    _ordering.synchronize_device(manager, timeout)

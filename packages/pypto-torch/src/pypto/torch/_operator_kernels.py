@@ -25,7 +25,7 @@ from pypto.torch._kernel.callable import KernelCallable
 from pypto.torch._validation import ArgumentError, check_tensor_signature
 
 if TYPE_CHECKING:
-    from pypto.language.jit import DeclaredParam, JITFunction
+    from pypto.language.interface import DeclaredParam, JITFunction
 
 __all__ = ["KernelSet", "Variants", "declared_params", "operators", "parse_name", "variants_of"]
 
@@ -45,7 +45,7 @@ def parse_name(qualname: object) -> tuple[str, str]:
 
 def declared_params(fn: Any, what: str) -> tuple[DeclaredParam, ...]:
     """The jit function's declared parameters; each must be a tensor or a scalar dtype."""
-    from pypto.language.jit import JITFunction
+    from pypto.language.interface import JITFunction
 
     if not isinstance(fn, JITFunction):
         raise TypeError(f"{what}: expected a @pl.jit function, got {type(fn).__name__}")

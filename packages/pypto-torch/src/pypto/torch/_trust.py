@@ -1,6 +1,6 @@
 """Trust checks for the directories pypto-torch writes and loads code from.
 
-The rules are the artifact store's (``pypto.runtime``'s store; like ssh's StrictModes): a
+The rules are the artifact store's (:mod:`pypto.runtime.trust`; like ssh's StrictModes): a
 directory whose contents are loaded as code must be a real directory (not a symlink), owned by
 the current user and not writable by group or others, or whoever can write to it could plant
 code that this process then runs. Every directory above it must be owned by the current user
@@ -16,50 +16,28 @@ import os
 import stat
 from pathlib import Path
 
+from pypto.runtime.trust import UnsafeStoreError, check_dir, ownership_problem
+
 __all__ = ["UnsafeBuildDirectory", "check_file", "check_private_dir", "ensure_private_dir", "open_private"]
 
 
-class UnsafeBuildDirectory(RuntimeError):
+class UnsafeBuildDirectory(UnsafeStoreError, RuntimeError):
     """A path pypto-torch would build in or load code from could be written by someone else.
 
     Attributes: ``path``, ``problem`` and ``fix`` (what to do about it).
     """
 
-    def __init__(self, path: Path | str, problem: str, fix: str) -> None:
-        super().__init__(f"{path}: {problem}; to fix: {fix}")
-        self.path = Path(path)
-        self.problem = problem
-        self.fix = fix
-
-
-def _problem(st: os.stat_result, uid: int) -> str | None:
-    if st.st_uid != uid:
-        return f"owned by uid {st.st_uid}, not by uid {uid} (the current user)"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
-    return None
-
 
 def check_private_dir(path: Path, *, fix: str) -> None:
     """Require ``path`` to be a real directory owned by the current user and writable by no one
-    else. Raises FileNotFoundError when absent, UnsafeBuildDirectory otherwise."""
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        raise UnsafeBuildDirectory(
-            path,
-            f"is a symlink (to {os.readlink(path)!r}) where a directory is expected",
-            f"replace it with a real directory (`rm {path} && mkdir -m 700 {path}`), or {fix}",
-        )
-    if not stat.S_ISDIR(st.st_mode):
-        raise UnsafeBuildDirectory(path, "is not a directory", f"remove it (`rm {path}`), or {fix}")
-    problem = _problem(st, os.geteuid())
-    if problem is not None:
-        remedy = (
-            f"remove it as its owner, or {fix}"
-            if st.st_uid != os.geteuid()
-            else f"`chmod 700 {path}`, or {fix}"
-        )
-        raise UnsafeBuildDirectory(path, problem, remedy)
+    else (:func:`pypto.runtime.trust.check_dir`). Raises FileNotFoundError when absent,
+    UnsafeBuildDirectory otherwise."""
+    try:
+        check_dir(path, frozenset({os.geteuid()}), fix=fix)
+    except UnsafeStoreError as exc:
+        raise UnsafeBuildDirectory(exc.path, exc.problem, exc.fix) from None
+    except NotADirectoryError:
+        raise UnsafeBuildDirectory(path, "is not a directory", f"remove it (`rm {path}`), or {fix}") from None
 
 
 def _check_ancestor(path: Path, *, fix: str) -> None:
@@ -125,6 +103,6 @@ def check_file(path: Path, st: os.stat_result | None = None) -> None:
     st = os.lstat(path) if st is None else st
     if not stat.S_ISREG(st.st_mode):
         raise UnsafeBuildDirectory(path, "is not a regular file", f"remove it (`rm {path}`)")
-    problem = _problem(st, os.geteuid())
+    problem = ownership_problem(st, frozenset({os.geteuid()}))
     if problem is not None:
         raise UnsafeBuildDirectory(path, problem, f"remove it (`rm {path}`)")

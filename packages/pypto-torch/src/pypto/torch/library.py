@@ -36,7 +36,7 @@ from pypto.torch.functional import FunctionalOperator
 from pypto.torch.registration import RegistrationSignature
 
 if TYPE_CHECKING:
-    from pypto.language.jit import DeclaredParam, JITFunction
+    from pypto.language.interface import DeclaredParam, JITFunction
 
 __all__ = ["Operator", "register"]
 

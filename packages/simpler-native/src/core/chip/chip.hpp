@@ -15,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <memory>
@@ -105,7 +106,9 @@ struct ChipOptions {
     Runtime runtime = Runtime::TensormapAndRingbuffer;
     int aic_threads = 1;  // 0..kMaxCoreThreads each, at least one in all
     int aiv_threads = 1;
-    // How long an idle thread spins before it parks, in nanoseconds.
+    // How long an idle thread spins (pause instructions, a yield every 32) before it parks, in
+    // nanoseconds; at most as many threads of the process as it has CPUs spin at once, the
+    // others park at once.
     std::int64_t spin_ns = 50'000;
     // Bytes of each AICore's on-chip buffers (UB, L1, L0A, L0B, L0C: KernelContext.buffers),
     // one set per AICore thread. The default is the a2a3 table of pypto/ir/platforms.py; a5 has
@@ -240,6 +243,7 @@ private:
     std::map<std::string, std::uint64_t> traced_calls_;
     struct Pending {
         std::shared_ptr<Run> run;
+        bool on_caller = false;  // run_on_caller: the submitting thread orchestrates it
         std::shared_ptr<const ChipProgram> program;
         std::vector<ChipTensor> tensors;
         std::vector<std::uint64_t> scalars;
@@ -257,6 +261,24 @@ private:
         std::uint64_t generation = 0;
     };
     class LaunchRunner;
+    // One simulated AICore: its on-chip buffers (UB, L1, L0A, L0B, L0C: zero-filled virtual
+    // memory, committed as kernels touch it, never cleared between kernels, as on the device)
+    // and who runs it. Its thread runs its tasks; a caller running an inline run's task claims
+    // an idle core and runs it as that core (same buffers, core index and trace track).
+    struct CoreSlot {
+        int thread_index = 0;  // 1.. (0 is the orchestrator): the trace track
+        CoreType type = CoreType::AIV;
+        std::uint32_t core_index = 0;  // among the cores of its kind
+        CoreBuffers buffers{};
+        std::unique_ptr<std::uint8_t, void (*)(void*)> storage[kCoreBufferCount] = {
+            {nullptr, std::free}, {nullptr, std::free}, {nullptr, std::free}, {nullptr, std::free}, {nullptr, std::free}};
+        bool busy = false;       // running a task (under mu_)
+        bool by_caller = false;  // claimed by a caller running an inline run's task
+    };
+    class CallerStack;
+    struct CallerStackFree {
+        void operator()(CallerStack* s) const noexcept;
+    };
     // A message to an AICPU scheduler lane: a submitted task with no pending dependencies
     // (dispatch it), or a task an AICore thread finished (resolve its successors).
     struct SchedEvent {
@@ -302,11 +324,18 @@ private:
     std::unique_ptr<RunState> resolve_locked(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns,
                                              const std::string& error);
     void finalize_run(std::unique_ptr<RunState> owned);
-    void core_loop(int thread_index, CoreType type);
+    void core_loop(CoreSlot& slot);
+    // Runs t's kernel as `slot` on this thread, then finishes it (and releases the slot).
+    void execute_task(Task* t, CoreSlot& slot);
+    // An inline run's held task (the one ready task the submitting thread keeps): runs it on
+    // this thread as an idle core of its kind, on the chip's caller stack; when every such
+    // core is busy, hands it to the core threads instead. Called with lk held; returns with it.
+    void run_held_locked(std::unique_lock<std::mutex>& lk, RunState& rs);
+    CoreSlot* claim_core_locked(CoreType type);
     void execute_run(Pending& p);
-    Task* pop_ready(CoreType type);
+    Task* pop_ready(CoreSlot& slot);
     void push_ready_locked(Task* t);
-    void finish_task(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns, std::string error);
+    void finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error);
     void retire_locked();
     void fail_locked(RunState& rs, const std::string& message);
     template <class Pred>
@@ -335,6 +364,9 @@ private:
     std::array<std::atomic<int>, 2> ready_count_{};
     std::array<int, 2> sleepers_{};
     std::array<int, 2> core_threads_{};
+    std::array<int, 2> claimed_{};  // cores of each kind claimed by a caller (under mu_)
+    std::vector<std::unique_ptr<CoreSlot>> cores_;  // by thread index - 1
+    std::unique_ptr<CallerStack, CallerStackFree> caller_stack_;  // made by the first inline task
     int orch_waiting_ = 0;  // threads parked in orch_wait_locked on_progress (under mu_)
     std::atomic<std::uint64_t> progress_{0};  // bumped on task completion, queued run, stop
     bool draining_ = false;  // close() in progress: no new runs

@@ -1,5 +1,6 @@
 // The chip's lifecycle (threads started in the constructor, drained and joined by close),
 // run-configuration checks, Run::wait, and submission of runs from the host.
+#include <new>
 #include <stdexcept>
 
 #include "chip_internal.hpp"
@@ -39,18 +40,24 @@ bool Run::wait(double timeout_s) const {
     if (done()) return true;
     if (timeout_s == 0) return false;
     // Spin briefly before parking: a short run finishes within microseconds, and waking a
-    // parked thread costs tens of them. Yield now and then so that the chip's own threads
-    // get the cores when there are more threads than cores.
+    // parked thread costs tens of them. Only within the process's spinning budget, yielding
+    // now and then, so that the chip's own threads get the cores when threads outnumber them.
     std::int64_t spin = spin_ns_;
     if (timeout_s > 0 && timeout_s * 1e9 < static_cast<double>(spin)) spin = static_cast<std::int64_t>(timeout_s * 1e9);
     const std::int64_t start = now_ns();
-    for (unsigned i = 1;; ++i) {
-        cpu_relax();
-        if (done()) return true;
-        if ((i & 31) == 0) {
-            if (now_ns() - start > spin) break;
-            std::this_thread::yield();
+    if (begin_spin()) {
+        for (unsigned i = 1;; ++i) {
+            cpu_relax();
+            if (done()) {
+                end_spin();
+                return true;
+            }
+            if ((i & 31) == 0) {
+                if (now_ns() - start > spin) break;
+                std::this_thread::yield();
+            }
         }
+        end_spin();
     }
     std::unique_lock<std::mutex> lk(mu_);
     if (timeout_s < 0) {
@@ -76,15 +83,29 @@ Chip::Chip(ChipOptions options) : options_(options) {
     core_threads_[static_cast<int>(CoreType::AIC)] = options_.aic_threads;
     core_threads_[static_cast<int>(CoreType::AIV)] = options_.aiv_threads;
     for (int r = 0; r < kRingCount; ++r) rings_.push_back(std::make_unique<Ring>());
+    // The cores: thread index 1.. (AIC threads first), each with its on-chip buffers (large
+    // calloc: zero pages committed as kernels touch them).
+    for (int i = 0; i < options_.aic_threads + options_.aiv_threads; ++i) {
+        auto slot = std::make_unique<CoreSlot>();
+        slot->thread_index = i + 1;
+        const bool aic = i < options_.aic_threads;
+        slot->type = aic ? CoreType::AIC : CoreType::AIV;
+        slot->core_index = static_cast<std::uint32_t>(aic ? i : i - options_.aic_threads);
+        for (int b = 0; b < kCoreBufferCount; ++b) {
+            const std::uint64_t n = options_.core_buffer_bytes[static_cast<std::size_t>(b)];
+            slot->storage[b].reset(static_cast<std::uint8_t*>(std::calloc(n, 1)));
+            if (!slot->storage[b] && n != 0) throw std::bad_alloc();
+            slot->buffers.base[b] = slot->storage[b].get();
+            slot->buffers.bytes[b] = n;
+        }
+        cores_.push_back(std::move(slot));
+    }
     try {
         threads_.emplace_back(0, 0, [this] { orchestrator_loop(); });
-        int index = 1;
-        for (int i = 0; i < options_.aic_threads; ++i, ++index)
-            threads_.emplace_back(kCoreThreadStackBytes, kCoreThreadGuardBytes,
-                                  [this, index] { core_loop(index, CoreType::AIC); });
-        for (int i = 0; i < options_.aiv_threads; ++i, ++index)
-            threads_.emplace_back(kCoreThreadStackBytes, kCoreThreadGuardBytes,
-                                  [this, index] { core_loop(index, CoreType::AIV); });
+        for (auto& slot : cores_) {
+            CoreSlot* s = slot.get();
+            threads_.emplace_back(kCoreThreadStackBytes, kCoreThreadGuardBytes, [this, s] { core_loop(*s); });
+        }
     } catch (...) {
         close();  // stops and joins the threads that did start; the destructor will not run
         throw;
@@ -206,6 +227,7 @@ std::shared_ptr<Run> Chip::run_on_caller(Pending& p) {
         busy_ = true;  // the orchestrator thread leaves the queue alone until this returns
     }
     p.run = run;
+    p.on_caller = true;
     try {
         execute_run(p);
     } catch (...) {  // out of memory: give the chip back before the caller sees it

@@ -82,6 +82,7 @@ void Chip::execute_run(Pending& p) {
         owned->scalars = std::move(p.scalars);
         owned->t0 = now_ns();
     }
+    const bool on_caller = p.on_caller;
     RunState& rs = *owned;
     rs.run = p.run;
     {
@@ -136,6 +137,7 @@ void Chip::execute_run(Pending& p) {
         // would hand to the child, so wait until each one runs its loop.
         while (sched_started_.load(std::memory_order_acquire) < scheduler_count_) std::this_thread::yield();
         rs.lanes = std::min(want, scheduler_count_);
+        rs.inline_exec = on_caller && rs.lanes == 0 && !rs.graph;
         for (auto& ring : rings_) ring->run_start = ring->next;
         current_ = &rs;
         active_.push_back(std::move(owned));
@@ -160,6 +162,10 @@ void Chip::execute_run(Pending& p) {
                 b.closed = true;
                 for (int r = 0; r < kRingCount; ++r) b.release_after[r] = rings_[r]->next;
             }
+    // An inline run: the submitting thread runs what it holds (and the chain behind it) before
+    // it lets go; later ready tasks go to the core threads.
+    while (rs.held != nullptr) run_held_locked(lk, rs);
+    rs.inline_exec = false;
     rs.orch_done = true;
     current_ = nullptr;
     retire_locked();
@@ -242,11 +248,14 @@ void Chip::scheduler_loop(int lane) {
     SchedLane& L = lanes_[lane];
     std::vector<std::unique_ptr<RunState>> completed;
     for (;;) {
-        const std::int64_t deadline = now_ns() + options_.spin_ns;
-        for (unsigned i = 1; L.pending.load(std::memory_order_acquire) == 0 && !stop_.load(std::memory_order_relaxed);
-             ++i) {
-            cpu_relax();
-            if (spin_expired(i, deadline)) break;
+        if (L.pending.load(std::memory_order_acquire) == 0 && begin_spin()) {
+            const std::int64_t deadline = now_ns() + options_.spin_ns;
+            for (unsigned i = 1;
+                 L.pending.load(std::memory_order_acquire) == 0 && !stop_.load(std::memory_order_relaxed); ++i) {
+                cpu_relax();
+                if (spin_expired(i, deadline)) break;
+            }
+            end_spin();
         }
         {
             std::unique_lock<std::mutex> lk(mu_);
@@ -287,114 +296,125 @@ void Chip::scheduler_loop(int lane) {
 
 void Chip::push_ready_locked(Task* t) {
     t->state = Task::State::Ready;
+    RunState& rs = *t->run;
+    if (rs.inline_exec && rs.held == nullptr) {
+        rs.held = t;  // the submitting thread runs it (run_held_locked)
+        return;
+    }
     const int type = static_cast<int>(t->kernel->core);
     ready_[type].push_back(t);
     ready_count_[type].fetch_add(1, std::memory_order_release);
-    if (sleepers_[type] > 0) core_cv_[type].notify_one();
+    if (sleepers_[type] > 0) {
+        // A core claimed by a caller does not take tasks: wake every sleeper so that a free one
+        // does not miss this one.
+        if (claimed_[type] > 0) {
+            core_cv_[type].notify_all();
+        } else {
+            core_cv_[type].notify_one();
+        }
+    }
 }
 
-Chip::Task* Chip::pop_ready(CoreType core) {
-    const int type = static_cast<int>(core);
+Chip::Task* Chip::pop_ready(CoreSlot& slot) {
+    const int type = static_cast<int>(slot.type);
     auto take = [&]() -> Task* {
         Task* t = ready_[type].front();
         ready_[type].pop_front();
         ready_count_[type].fetch_sub(1, std::memory_order_relaxed);
         t->state = Task::State::Running;
+        slot.busy = true;
         return t;
     };
-    const std::int64_t deadline = now_ns() + options_.spin_ns;
-    for (unsigned i = 1;; ++i) {
-        if (ready_count_[type].load(std::memory_order_acquire) > 0) {
-            std::lock_guard<std::mutex> lk(mu_);
-            if (!ready_[type].empty()) return take();
+    if (begin_spin()) {
+        const std::int64_t deadline = now_ns() + options_.spin_ns;
+        for (unsigned i = 1;; ++i) {
+            if (ready_count_[type].load(std::memory_order_acquire) > 0) {
+                std::lock_guard<std::mutex> lk(mu_);
+                if (!ready_[type].empty() && !slot.busy) {
+                    end_spin();
+                    return take();
+                }
+            }
+            if (stop_.load(std::memory_order_relaxed)) break;
+            cpu_relax();
+            if (spin_expired(i, deadline)) break;
         }
-        if (stop_.load(std::memory_order_relaxed)) break;
-        cpu_relax();
-        if (spin_expired(i, deadline)) break;
+        end_spin();
     }
     std::unique_lock<std::mutex> lk(mu_);
     ++sleepers_[type];
-    core_cv_[type].wait(lk, [&] { return !ready_[type].empty() || stop_.load(); });
+    core_cv_[type].wait(lk, [&] { return (!ready_[type].empty() && !slot.busy) || stop_.load(); });
     --sleepers_[type];
-    if (ready_[type].empty()) return nullptr;
+    if (ready_[type].empty() || slot.busy) return nullptr;
     return take();
 }
 
-void Chip::core_loop(int thread_index, CoreType type) {
+void Chip::core_loop(CoreSlot& slot) {
     started_.fetch_add(1, std::memory_order_release);
-    // Threads are numbered orchestrator 0, then the AIC threads, then the AIV threads; the
-    // kernel context names the core by its index among cores of its kind.
-    const int aic_threads = core_threads_[static_cast<int>(CoreType::AIC)];
-    const auto core_index =
-        static_cast<std::uint32_t>(type == CoreType::AIC ? thread_index - 1 : thread_index - 1 - aic_threads);
-    // This core's on-chip buffers (UB, L1, L0A, L0B, L0C), where PTO-ISA kernels place their
-    // tiles. Zero-filled virtual memory, committed as kernels touch it; it lives as long as the
-    // thread and is not cleared between kernels (as on the device).
-    CoreBuffers buffers{};
-    struct FreeDeleter {
-        void operator()(void* p) const noexcept { std::free(p); }
-    };
-    std::unique_ptr<std::uint8_t, FreeDeleter> storage[kCoreBufferCount];
-    for (int b = 0; b < kCoreBufferCount; ++b) {
-        const std::uint64_t n = options_.core_buffer_bytes[static_cast<std::size_t>(b)];
-        storage[b].reset(static_cast<std::uint8_t*>(std::calloc(n, 1)));  // large: lazily committed zero pages
-        if (!storage[b] && n != 0) std::abort();  // no memory for a core: it cannot run kernels
-        buffers.base[b] = storage[b].get();
-        buffers.bytes[b] = n;
-    }
     for (;;) {
-        Task* t = pop_ready(type);
+        Task* t = pop_ready(slot);
         if (t == nullptr) {
             if (stop_.load()) return;
             continue;
         }
-        const CoreKernel* k = t->kernel;
-        std::string error;
-        const std::int64_t start = now_ns();
-        bool skip;
-        {
-            // A failed run drains without running more kernels.
-            std::lock_guard<std::mutex> lk(mu_);
-            skip = t->run->failed;
-        }
-        if (!skip) {
-            const KernelContext context{t->index, core_index, static_cast<std::uint32_t>(type), comm_context(),
-                                        &buffers};
-            if (k->set_context != nullptr) k->set_context(&context);
-            try {
-                k->entry(t->args.data());
-                if (const char* msg = k->take_error()) error = msg;
-            } catch (const std::exception& e) {
-                error = std::string("threw ") + e.what();
-                k->take_error();
-            } catch (...) {
-                error = "threw a non-standard exception";
-                k->take_error();
-            }
-            if (k->set_context != nullptr) k->set_context(nullptr);  // never left pointing at this frame
-        }
-        if (!skip) t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
-        // After finish_task the run may complete and its state go away: do not touch t->run.
-        finish_task(t, thread_index, start, now_ns(), skip ? std::string() : std::move(error));
+        execute_task(t, slot);
     }
 }
 
-void Chip::finish_task(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns, std::string error) {
+void Chip::execute_task(Task* t, CoreSlot& slot) {
+    const CoreKernel* k = t->kernel;
+    std::string error;
+    const std::int64_t start = now_ns();
+    bool skip;
+    {
+        // A failed run drains without running more kernels.
+        std::lock_guard<std::mutex> lk(mu_);
+        skip = t->run->failed;
+    }
+    if (!skip) {
+        const KernelContext context{t->index, slot.core_index, static_cast<std::uint32_t>(slot.type), comm_context(),
+                                    &slot.buffers};
+        if (k->set_context != nullptr) k->set_context(&context);
+        try {
+            k->entry(t->args.data());
+            if (const char* msg = k->take_error()) error = msg;
+        } catch (const std::exception& e) {
+            error = std::string("threw ") + e.what();
+            k->take_error();
+        } catch (...) {
+            error = "threw a non-standard exception";
+            k->take_error();
+        }
+        if (k->set_context != nullptr) k->set_context(nullptr);  // never left pointing at this frame
+    }
+    if (!skip) t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
+    // After finish_task the run may complete and its state go away: do not touch t->run.
+    finish_task(t, slot, start, now_ns(), skip ? std::string() : std::move(error));
+}
+
+void Chip::finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error) {
     std::unique_ptr<RunState> done;
     {
         std::lock_guard<std::mutex> lk(mu_);
+        slot.busy = false;
+        if (slot.by_caller) {
+            slot.by_caller = false;
+            const int type = static_cast<int>(slot.type);
+            --claimed_[type];
+            if (sleepers_[type] > 0 && !ready_[type].empty()) core_cv_[type].notify_all();
+        }
         if (t->run->lanes > 0) {
             // The AICore only signals completion; a scheduler thread resolves it.
             SchedEvent ev;
             ev.finished = true;
-            ev.thread = thread_index;
+            ev.thread = slot.thread_index;
             ev.start_ns = start_ns;
             ev.end_ns = end_ns;
             ev.error = std::move(error);
             post_locked(t, std::move(ev));
             return;
         }
-        done = resolve_locked(t, thread_index, start_ns, end_ns, error);
+        done = resolve_locked(t, slot.thread_index, start_ns, end_ns, error);
     }
     if (done) finalize_run(std::move(done));
 }

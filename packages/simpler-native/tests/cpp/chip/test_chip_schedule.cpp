@@ -367,11 +367,12 @@ TEST_CASE("orchestrate_on_caller: an idle chip orchestrates on the submitting th
         const bool here = g_orch_thread.load() == std::this_thread::get_id();
         CHECK(here == on_caller);
     }
-    // A run in flight: the next run is queued for the orchestrator thread, in order.
+    // A run in flight (queued for the orchestrator thread: a caller's own run is done when its
+    // submit returns): the next run is queued for the orchestrator thread too, in order.
     RunConfig on_caller;
     on_caller.orchestrate_on_caller = true;
     std::vector<std::int64_t> x(4, 0);
-    auto slow = chip.submit(program("one_slow", orch_one_slow, {ArgDirection::InOut}), {vec(x)}, {}, on_caller);
+    auto slow = chip.submit(program("one_slow", orch_one_slow, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
     auto next = chip.submit(where, {vec(x)}, {}, on_caller);
     REQUIRE(next->wait(10.0));
     CHECK(slow->done());

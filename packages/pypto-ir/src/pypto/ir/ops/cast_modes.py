@@ -48,5 +48,9 @@ def cast_mode(mode: Any, where: str = "pl.cast") -> str:
 
 
 def cpp_round_mode(mode: str | None) -> str:
-    """The PTO-ISA ``RoundMode`` enumerator of a cast's ``mode`` attribute (None: ``DEFAULT``)."""
-    return "RoundMode::CAST_" + cast_mode(DEFAULT if mode is None else mode).upper()
+    """The PTO-ISA ``RoundMode`` enumerator of a cast's ``mode`` attribute (None: ``DEFAULT``).
+    ``"none"`` (nearest, ties to even) is emitted as ``CAST_RINT``: TCVT's reference page
+    defines RINT, ROUND, FLOOR, CEIL and TRUNC (and the headers ODD), not what CAST_NONE does
+    to a narrowing conversion (the official CPU backend truncates a float -> integer one)."""
+    name = cast_mode(DEFAULT if mode is None else mode)
+    return "RoundMode::CAST_" + ("rint" if name == "none" else name).upper()

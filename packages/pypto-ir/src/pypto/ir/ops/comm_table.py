@@ -2,7 +2,7 @@
 multi-chip programs reaching other ranks' windows.
 
 Not ``pl`` functions: ``pld`` exports them (``LangOp.spelling``). The kernel emitter writes each
-as one call of simpler/tile/comm.hpp or collectives.hpp (``comm_call`` in codegen/kernel.py);
+as one call of simpler/tile/comm.hpp or collectives.hpp (``comm_call`` in codegen/kernel_emit.py);
 the type rules are in ``comm_rules``, the parser's builders in pypto/language/op_builders.py and
 pypto/language/comm_builders.py.
 """

@@ -9,6 +9,7 @@ from typing import Any
 from pypto.ir import DistributedCompiledProgram as _CompiledBase
 from pypto.ir import DistributedConfig, Program
 from pypto.language.interface import HostFunction
+from pypto.runtime import mode_gate
 from pypto.runtime.distributed.call_args import bind_host_args, with_outputs
 from pypto.runtime.distributed.entry import MissingStoreEntry, load_plan, obtain_plan
 from pypto.runtime.distributed.plan import DistributedPlan, plan_host
@@ -94,6 +95,7 @@ class DistributedCompiledProgram(_CompiledBase):
         ``persistent=True, reset_persistent_windows=False`` (upstream's keywords) keeps the
         windows' contents from one dispatch to the next instead of zeroing them
         (``DistributedWorker.reset_windows``)."""
+        mode_gate.claim_program(f"{self.plan.name}.prepare() (distributed)")
         if sub_worker_overrides is not None:
             import warnings
 
@@ -138,6 +140,8 @@ class DistributedCompiledProgram(_CompiledBase):
     ) -> Any:
         """Run once; omitted ``pl.Out`` tensors are allocated (zeros) and returned (one, or a
         tuple in parameter order), else None."""
+        # Before any host tensor is allocated or moved to shared memory (the mode gate).
+        mode_gate.claim_program(f"{self.plan.name}() (one-shot distributed run)")
         kwargs, returned = with_outputs(self.plan, args, kwargs)
         bind_host_args(self.plan, args, kwargs)  # a wrong call fails before any rank starts
         with self.prepare(config, callbacks=callbacks) as worker:

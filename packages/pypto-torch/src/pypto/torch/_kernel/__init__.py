@@ -9,6 +9,7 @@ Grouped by ownership:
   reuse, pending-ticket cleanup, fork and exit handling.
 - :mod:`~pypto.torch._kernel.callable`: artifact identity and context-bound registrations.
 - :mod:`~pypto.torch._kernel.pending`: per-call tickets (run publication, resource retention).
+- :mod:`~pypto.torch._kernel.ordering`: synchronisation points (stream, event, device).
 
 Importing this package imports neither simpler nor torch_npu; ``init`` imports simpler.
 """

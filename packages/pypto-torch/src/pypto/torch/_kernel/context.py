@@ -12,8 +12,12 @@ process never switches to program mode or back to kernel mode.
 - Registration: concurrent preparations of one artifact share one success or failure;
   registry-full errors propagate at once (nothing is drained, waited for or evicted).
 - Launches: a pending ticket holds the registration and the call's owners before enqueue;
-  admission only polls completed tickets; ``shutdown`` retires every run, releases the
-  sources, then closes the Worker on the lifecycle owner thread.
+  admission only polls completed tickets; a launch the Worker refuses drops its ticket at
+  once. ``shutdown`` refuses new launches, waits until every admitted launch has published its
+  run (the Worker is never closed under an enqueue), retires every run, releases the sources,
+  then closes the Worker on the lifecycle owner thread.
+- Asynchronous mode (``init(asynchronous=True)``): a launch never waits; synchronisation
+  points (:mod:`~pypto.torch._kernel.ordering`) retire runs and report failed ones.
 - Fork: an untouched manager is replaced in the at-fork child callback (its locks too). A
   child forked after ``init`` refuses kernel-mode work (it must be a spawned process), and its
   shutdown anchors the inherited state without taking inherited locks or closing the
@@ -41,6 +45,7 @@ import ctypes
 import enum
 import itertools
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -51,7 +56,7 @@ from pypto.runtime import mode_gate, settings
 from pypto.torch._kernel.callable import KernelCallable, RegistrationError, artifact_identity
 from pypto.torch._kernel.owner import LifecycleOwner
 from pypto.torch._kernel.pending import PendingTicket
-from pypto.torch._kernel.pins import pin_frame, unpin
+from pypto.torch._kernel.pins import pin_frame
 from pypto.torch._kernel.session import (
     BorrowedWorkerSession,
     KernelRequest,
@@ -103,6 +108,7 @@ class KernelInfo:
     device_index: int
     generation: int
     config: Any
+    asynchronous: bool = False
 
 
 _generations = itertools.count(1)
@@ -160,13 +166,19 @@ class _Manager:
         self.preparing: dict[tuple[str, object], _Preparation] = {}
         self.retained: dict[tuple[str, object], Any] = {}  # artifacts keyed by identity stay alive
         self.pending: list[PendingTicket] = []
+        self.enqueuing = 0  # launches admitted but not yet published (shutdown waits for them)
+        self.failed: list[PendingTicket] = []  # retired by admission, error not yet reported
+        self.waits: dict[object, list[PendingTicket]] = {}  # stream -> tickets it waits on (events)
+        self.asynchronous = False
         self.streams: dict[object, Any] = {}  # framework stream -> simpler Stream
         self.forked_from: int | None = None
 
     # -- init ------------------------------------------------------------------------------
 
-    def init(self, device: object, platform: str | None, runtime: str, config: object) -> KernelInfo:
-        request, plat, simpler = _preflight_request(device, platform, runtime, config)
+    def init(
+        self, device: object, platform: str | None, runtime: str, config: object, asynchronous: bool = False
+    ) -> KernelInfo:
+        request, plat, simpler = _preflight_request(device, platform, runtime, config, asynchronous)
         while True:
             with self.lock:
                 self._refuse_if_forked("init")
@@ -261,8 +273,16 @@ class _Manager:
                 self.state = KernelState.FAILED
                 self.failure = exc
             raise
-        info = KernelInfo(request.platform, request.runtime, request.device_index, generation, request.config)
+        info = KernelInfo(
+            request.platform,
+            request.runtime,
+            request.device_index,
+            generation,
+            request.config,
+            request.asynchronous,
+        )
         with self.lock:
+            self.asynchronous = request.asynchronous
             self.worker = session.worker
             self.request, self.info = request, info
             self.state = KernelState.READY
@@ -359,7 +379,10 @@ class _Manager:
             return found
 
     def launch(self, kc: KernelCallable, frame: Any, *, wait: bool) -> PendingTicket:
-        """Describe -> ticket -> launch on the frame's stream; on the simulator, wait too."""
+        """Describe -> ticket -> launch on the frame's stream; with ``wait`` (the simulator's
+        default, synchronous mode) wait for the run too and raise its error. In asynchronous
+        mode (``init(asynchronous=True)``) a launch never waits: its run is retired, and its
+        error reported, by the next synchronisation point that covers it (or by admission)."""
         worker = self.worker
         if self.state is not KernelState.READY or worker is None or kc.generation != self.info.generation:  # type: ignore[union-attr]
             raise KernelClosedError(
@@ -370,40 +393,61 @@ class _Manager:
                     else ""
                 )
             )
+        if self.asynchronous:
+            wait = False
         args = kc.materialize(frame)
         stream = self.stream_for(frame.stream)
         # The simulator's kernel works on the borrowed CPU memory itself: hold it for the run.
         pins = pin_frame(frame) if kc.signature.platform.is_simulator else ()
-        ticket = PendingTicket(kc, frame, pins)
+        ticket = PendingTicket(kc, frame, pins, frame.stream)
         with self.lock:
+            if not self._admits():  # shutdown began since the check above: nothing is enqueued
+                ticket.release()
+                raise KernelClosedError(
+                    f"pypto.torch: cannot launch {kc.name!r}: kernel mode is {self.state.value}"
+                )
             pending = self.pending
             if pending:  # admission polls completed tickets only; it never waits
                 keep = []
                 for t in pending:
                     if t.complete:
-                        try:
-                            t.retire(0)
-                        except Exception:  # a failed run was reported by its own call
-                            if t.frame is not None:
-                                keep.append(t)
+                        if t.retire(0) is not None and not t.reported:
+                            self.failed.append(t)  # reported by the next synchronisation point
                     else:
                         keep.append(t)
                 pending[:] = keep
             pending.append(ticket)
+            self.enqueuing += 1  # shutdown waits for this launch to publish or fail
         try:
             run = worker.launch(kc.handle, args, stream)
         except BaseException:
-            unpin(ticket.pins)  # refused before anything was enqueued: nothing uses the memory
-            ticket.pins = ()
+            # Refused before anything was enqueued: nothing uses the memory; release it now.
+            with self.lock:
+                self.enqueuing -= 1
+                with contextlib.suppress(ValueError):
+                    pending.remove(ticket)
+                self.changed.notify_all()
+            ticket.release()
             raise
         ticket.publish(run)
+        with self.lock:
+            self.enqueuing -= 1
+            if not self.enqueuing:
+                self.changed.notify_all()
         if wait:
             try:
-                ticket.retire()
+                error = ticket.retire()
             finally:
                 with self.lock, contextlib.suppress(ValueError):
                     self.pending.remove(ticket)
+            if error is not None:
+                ticket.reported = True
+                raise error
         return ticket
+
+    def _admits(self) -> bool:
+        """Whether a launch may still be enqueued (READY; read under the lock)."""
+        return self.state is KernelState.READY
 
     # -- shutdown --------------------------------------------------------------------------
 
@@ -419,17 +463,27 @@ class _Manager:
                 return
             if self.owner is not None and self.owner.on_owner_thread():
                 raise KernelInitError("pypto.torch.shutdown: called from the lifecycle owner thread")
-            self.state = KernelState.CLOSING
+            self.state = KernelState.CLOSING  # from now on a launch is refused before its enqueue
+            # Launches admitted before CLOSING finish their enqueue (publish, or fail and drop
+            # their ticket) before anything is retired or closed.
+            if not self.changed.wait_for(lambda: not self.enqueuing, timeout):
+                self.state = KernelState.FAILED
+                self.failure = TimeoutError(
+                    f"pypto.torch.shutdown: {self.enqueuing} launch(es) still enqueuing after {timeout} s"
+                )
+                raise self.failure
             pending = list(self.pending)
         failures: list[BaseException] = []
+        unreported: list[BaseException] = []
         for ticket in pending:
             try:
                 ticket.retire(timeout)
             except TimeoutError as exc:  # still running: keep the ticket, its sources and the Worker
                 failures.append(exc)
                 continue
-            except Exception:  # the run failed; it is over, its sources are released
-                pass
+            error = ticket.take_error()
+            if error is not None:
+                unreported.append(error)
             with self.lock, contextlib.suppress(ValueError):
                 self.pending.remove(ticket)
         if failures:
@@ -437,6 +491,9 @@ class _Manager:
                 self.state = KernelState.FAILED
                 self.failure = failures[0]
             raise failures[0]
+        with self.lock:
+            unreported += [e for e in (t.take_error() for t in self.failed) if e is not None]
+            self.failed.clear()
         owner, session = self.owner, self.session
         try:
             if owner is not None and session is not None:
@@ -452,9 +509,12 @@ class _Manager:
             self.registrations.clear()
             self.retained.clear()
             self.streams.clear()
+            self.waits.clear()
             self.worker = None
             self.state = KernelState.CLOSED
         mode_gate.close()
+        if unreported:  # asynchronous runs that failed and were never synchronised
+            raise unreported[0]
 
     def _anchor_inherited(self) -> None:
         # A forked child: the parent's Worker, owner thread and locks are not ours. Keep every
@@ -572,7 +632,7 @@ def _device_index(device: object, plat: DevicePlatform) -> int | None:
 
 
 def _preflight_request(
-    device: object, platform: str | None, runtime: str, config: object
+    device: object, platform: str | None, runtime: str, config: object, asynchronous: bool = False
 ) -> tuple[KernelRequest, DevicePlatform, Any]:
     """Normalise and validate ``init``'s arguments; nothing is claimed or created here."""
     from pypto.ir import PLATFORMS, RUNTIMES, get_platform
@@ -587,6 +647,8 @@ def _preflight_request(
         raise ValueError(
             f"pypto.torch.init(runtime): platform {name!r} provides {', '.join(provided)}, not {runtime!r}"
         )
+    if not isinstance(asynchronous, bool):
+        raise TypeError(f"pypto.torch.init(asynchronous): expected True or False, got {asynchronous!r}")
     plat = platform_for(name)
     index = _device_index(device, plat)
     import simpler
@@ -594,7 +656,7 @@ def _preflight_request(
     cfg = make_call_config(simpler, config)
     if index is None:
         index = plat.current_device()
-    return KernelRequest(name, runtime, index, cfg), plat, simpler
+    return KernelRequest(name, runtime, index, cfg, asynchronous), plat, simpler
 
 
 def _register_exit_hook(plat: DevicePlatform) -> None:
@@ -615,7 +677,9 @@ def _shutdown_at_exit() -> None:
         return
     try:
         m.shutdown(timeout=60.0)
-    except BaseException:  # at exit: keep what could not be closed
+    except BaseException as exc:  # at exit: keep what could not be closed
+        if m.state is KernelState.CLOSED:  # closed cleanly; an asynchronous run failed unseen
+            print(f"pypto.torch: a kernel run failed and was never synchronised: {exc}", file=sys.stderr)
         _anchor(m.worker)
         _anchor(m.session)
         _anchor(m.pending)
@@ -647,9 +711,10 @@ def init(
     platform: str | None = None,
     runtime: str = DEFAULT_RUNTIME,
     config: object = None,
+    asynchronous: bool = False,
 ) -> KernelInfo:
     """Initialise kernel mode for this process (see :func:`pypto.torch.init`)."""
-    return _process.manager.init(device, platform, runtime, config)
+    return _process.manager.init(device, platform, runtime, config, asynchronous)
 
 
 def shutdown(timeout: float | None = None) -> None:

@@ -27,15 +27,38 @@ __all__ = [
     "BorrowedWorkerSession",
     "KernelRequest",
     "RuntimeCapabilityError",
+    "RuntimePin",
     "check_runtime_interfaces",
     "check_runtime_pin",
     "config_key",
     "make_call_config",
 ]
 
-PINNED_RUNTIME = ("simpler-native", "0.1")
-"""The native runtime this pypto-torch was built and tested against: distribution name and
-the ``major.minor`` series its ``simpler.__version__`` must belong to."""
+
+@dataclass(frozen=True)
+class RuntimePin:
+    """The native runtime this pypto-torch was built and tested against.
+
+    Attributes:
+        distribution: The distribution that provides ``simpler``.
+        version: The build identity ``simpler._native.__version__`` must report (and
+            ``simpler.__version__`` with it: a Python package and a native module of different
+            builds are a stale install).
+        abi: The ABI versions ``simpler._native`` exposes, by attribute name: the kernel entry
+            ABI generated kernels are compiled against, and the orchestration ABI.
+    """
+
+    distribution: str
+    version: str
+    abi: tuple[tuple[str, int], ...]
+
+    def requirement(self) -> str:
+        return f"{self.distribution}=={self.version}"
+
+
+PINNED_RUNTIME = RuntimePin(
+    "simpler-native", "0.1.0", (("KERNEL_ABI_VERSION", 3), ("ORCHESTRATION_ABI_VERSION", 1))
+)
 
 
 class RuntimeCapabilityError(RuntimeError):
@@ -43,26 +66,53 @@ class RuntimeCapabilityError(RuntimeError):
 
 
 def check_runtime_pin(simpler: ModuleType, *, skip: bool) -> None:
-    """The installed simpler's identity against :data:`PINNED_RUNTIME`.
+    """The installed simpler's build identity and ABI versions against :data:`PINNED_RUNTIME`.
 
-    A missing identity (no ``__version__``) and a version outside the pinned series both
-    fail, unless ``skip`` (``PYPTO_SKIP_RUNTIME_PIN=1``) says the user accepts an unpinned
-    runtime; the interface checks run either way.
+    The identity is what ``simpler._native`` reports (``__version__`` and the ABI versions);
+    ``simpler.__version__`` must name the same build. A missing identity (no ``_native``, or one
+    of its attributes missing) and a different one both fail, unless ``skip``
+    (``PYPTO_SKIP_RUNTIME_PIN=1``) says the user accepts an unpinned runtime: then nothing here
+    is checked. The interface checks (:func:`check_runtime_interfaces`) run either way.
+
+    Raises:
+        RuntimeCapabilityError: Naming every missing or different field.
     """
-    name, series = PINNED_RUNTIME
-    version = getattr(simpler, "__version__", None)
     if skip:
         return
-    if not isinstance(version, str) or not version:
+    pin = PINNED_RUNTIME
+    advice = f"install {pin.requirement()} (rebuild it if it is an editable install) or set PYPTO_SKIP_RUNTIME_PIN=1 to accept it unchecked"
+    native = getattr(simpler, "_native", None)
+    if native is None:
         raise RuntimeCapabilityError(
-            f"pypto.torch.init: the installed simpler module reports no version, so it cannot be checked "
-            f"against the pinned {name} {series}.x; install {name}=={series}.* or set "
-            "PYPTO_SKIP_RUNTIME_PIN=1 to accept it unchecked"
+            f"pypto.torch.init: the installed simpler has no native module (simpler._native), so its build "
+            f"identity cannot be checked against the pinned {pin.requirement()}; {advice}"
         )
-    if version != series and not version.startswith(series + "."):
+    problems: list[str] = []
+    missing: list[str] = []
+    version = getattr(native, "__version__", None)
+    if not isinstance(version, str) or not version:
+        missing.append("simpler._native.__version__")
+    elif version != pin.version:
+        problems.append(f"build {version} (pinned {pin.version})")
+    py_version = getattr(simpler, "__version__", None)
+    if isinstance(version, str) and py_version != version:
+        problems.append(
+            f"simpler.__version__ {py_version!r} differs from its native module's {version!r} (a stale build)"
+        )
+    for name, want in pin.abi:
+        have = getattr(native, name, None)
+        if isinstance(have, bool) or not isinstance(have, int):
+            missing.append(f"simpler._native.{name}")
+        elif have != want:
+            problems.append(f"{name} {have} (pinned {want})")
+    if missing:
         raise RuntimeCapabilityError(
-            f"pypto.torch.init: the installed {name} is {version}, but this pypto-torch is pinned to "
-            f"{series}.x; install {name}=={series}.* or set PYPTO_SKIP_RUNTIME_PIN=1 to accept it unchecked"
+            f"pypto.torch.init: the installed simpler does not report its identity ({', '.join(missing)} "
+            f"missing), so it cannot be checked against the pinned {pin.requirement()}; {advice}"
+        )
+    if problems:
+        raise RuntimeCapabilityError(
+            f"pypto.torch.init: the installed {pin.distribution} is not the pinned one: {'; '.join(problems)}; {advice}"
         )
 
 
@@ -107,7 +157,7 @@ def check_runtime_interfaces(simpler: ModuleType) -> None:
         raise RuntimeCapabilityError(
             "pypto.torch.init: the installed simpler lacks interfaces that kernel mode needs: "
             + "; ".join(missing)
-            + f". Install {PINNED_RUNTIME[0]}=={PINNED_RUNTIME[1]}.*"
+            + f". Install {PINNED_RUNTIME.requirement()}"
         )
 
 
@@ -158,13 +208,14 @@ class KernelRequest:
     runtime: str
     device_index: int
     config: Any  # a validated simpler.CallConfig
+    asynchronous: bool = False
 
     def key(self) -> tuple[Any, ...]:
-        return (self.platform, self.runtime, self.device_index, config_key(self.config))
+        return (self.platform, self.runtime, self.device_index, config_key(self.config), self.asynchronous)
 
     def differences(self, other: KernelRequest) -> list[str]:
         out = []
-        for field in ("platform", "runtime", "device_index"):
+        for field in ("platform", "runtime", "device_index", "asynchronous"):
             mine, theirs = getattr(self, field), getattr(other, field)
             if mine != theirs:
                 out.append(f"{field} {mine!r} (now) vs {theirs!r} (requested)")

@@ -117,6 +117,9 @@ class DevicePlatform:
         """
         raise NotImplementedError(f"{type(self).__name__} needs bind_context")
 
+    def synchronize(self, device_index: int) -> None:
+        """Wait for the framework's work queued on ``device_index`` (a simulator has none)."""
+
     def wrap_framework_teardown(self, close: Callable[[], None]) -> bool:
         """Make the framework's process-exit teardown call ``close`` before it tears down.
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import os
+import re
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -20,7 +22,13 @@ from pypto.torch._platform import NPU_PLATFORMS, DevicePlatform, NpuRuntimeUnava
 # the chip the default (simulated) platform simulates
 _DEFAULT_NPU = get_platform(DEFAULT_PLATFORM).hardware
 
-__all__ = ["VERIFIED_TEARDOWN_HOOKS", "NpuPlatform"]
+__all__ = [
+    "AUTOLOAD_FIX",
+    "VERIFIED_TEARDOWN_HOOKS",
+    "NpuPlatform",
+    "explain_torch_import_failure",
+    "explain_torch_npu_failure",
+]
 
 VERIFIED_TEARDOWN_HOOKS: dict[str, tuple[str, str]] = {
     "2.6.0.post2": ("torch_npu", "_npu_shutdown"),
@@ -41,6 +49,49 @@ each tensor, the current device and stream) then costs a dict lookup, not an imp
 failed import is not remembered, so it is attempted again (and reported) on the next query."""
 
 
+# A shared library that the dynamic loader could not find or load: CANN's runtime libraries
+# (libascendcl.so, libhccl.so, ...) are not part of the torch_npu wheel.
+_MISSING_LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
+_CANN_ENV = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
+_CANN_FIX = "install the CANN toolkit and `source <CANN root>/set_env.sh` (it sets ASCEND_HOME_PATH) before starting Python"
+AUTOLOAD_FIX = "TORCH_DEVICE_BACKEND_AUTOLOAD=0"
+"""The environment setting that stops torch from importing torch_npu (its backend autoload)."""
+
+
+def explain_torch_npu_failure(exc: BaseException, *, installed: bool | None = None) -> str:
+    """What a failed ``import torch_npu`` means: torch_npu is not installed (install the
+    ``[npu]`` extra), or it is installed but CANN's environment is missing (a CANN library it
+    could not load, or no ``ASCEND_HOME_PATH``), or it is installed and failed otherwise."""
+    text = str(exc)
+    if installed is None:  # the import found no torch_npu at all, or found one that failed
+        installed = not (isinstance(exc, ModuleNotFoundError) and exc.name == "torch_npu")
+    if not installed:
+        return f"torch_npu is not installed ({text}); install it with `pip install 'pypto-torch[npu]'`"
+    missing = _MISSING_LIBRARY.search(text)
+    if missing is not None:
+        return f"torch_npu is installed, but CANN's environment is missing: it could not load {missing.group(1)} ({text}); {_CANN_FIX}"
+    if not any(os.environ.get(name) for name in _CANN_ENV):
+        return (
+            f"torch_npu is installed, but CANN's environment is missing (ASCEND_HOME_PATH is not set) and "
+            f"importing torch_npu failed ({text}); {_CANN_FIX}"
+        )
+    return f"torch_npu is installed but could not be imported ({text})"
+
+
+def explain_torch_import_failure(exc: BaseException) -> str | None:
+    """The advice for an ``import torch`` that failed in torch's backend autoload (torch imports
+    every installed device backend, torch_npu among them, unless ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``),
+    or None for another failure."""
+    if "Failed to load the backend extension" not in str(exc):
+        return None
+    cause = exc.__cause__ if exc.__cause__ is not None else exc
+    return (
+        f"import torch failed while it autoloaded an installed device backend ({exc}): "
+        f"{explain_torch_npu_failure(cause)}. To use torch (and pypto.torch's simulator platforms) without "
+        f"it, set {AUTOLOAD_FIX} in the environment; to use the NPU, {_CANN_FIX}"
+    )
+
+
 def _load_torch_npu(platform: str, query: str) -> ModuleType:
     module = _loaded.get("torch_npu")
     if module is not None:
@@ -48,10 +99,10 @@ def _load_torch_npu(platform: str, query: str) -> ModuleType:
     try:
         module = _loaded["torch_npu"] = importlib.import_module("torch_npu")
         return module
-    except ImportError as exc:
+    except (ImportError, OSError) as exc:
         raise NpuRuntimeUnavailable(
-            f"platform {platform!r}: {query} needs torch_npu, which could not be imported ({exc}); "
-            "install it with `pip install 'pypto-torch[npu]'`, or use a simulator platform such as 'a2a3sim'"
+            f"platform {platform!r}: {query} needs torch_npu: {explain_torch_npu_failure(exc)}; "
+            "or use a simulator platform such as 'a2a3sim'"
         ) from exc
 
 
@@ -122,6 +173,10 @@ class NpuPlatform(DevicePlatform):
         torch_npu = _load_torch_npu(self.name, "the graph capture query")
         query = getattr(torch_npu.npu, "is_current_stream_capturing", None)
         return bool(query()) if query is not None else False
+
+    def synchronize(self, device_index: int) -> None:
+        torch_npu = _load_torch_npu(self.name, "device synchronisation")
+        torch_npu.npu.synchronize(device_index)
 
     def bind_context(self, device_index: int) -> None:
         # Called on the lifecycle owner thread only. Both ways bind the calling thread to the

@@ -70,6 +70,40 @@ inline const char* dtype_label(std::uint8_t code) noexcept {
     return is_known_dtype(code) ? kDataTypeNames[code] : "unknown";
 }
 
+namespace detail {
+
+// The tensor's dtype is the tile's (`dtype`, a wire DataType code); reported otherwise.
+inline bool dtype_matches(const char* op, const ChipTensor& t, std::uint8_t dtype) noexcept {
+    if (t.dtype == dtype) return true;
+    report_kernel_error("%s: tensor dtype %s does not match the tile dtype %s", op, dtype_label(t.dtype),
+                        dtype_label(dtype));
+    return false;
+}
+
+// A window whose last element is element `last` of `t` (elements of `elem` bytes) lies inside
+// the tensor's backing, which has an address; reported otherwise.
+inline bool backing_covers(const char* op, const ChipTensor& t, std::uint64_t last, std::size_t elem) noexcept {
+    if (t.buffer.addr == 0) {
+        report_kernel_error("%s: tensor has a null address", op);
+        return false;
+    }
+    std::uint64_t end_bytes = 0;
+    if (__builtin_add_overflow(last, std::uint64_t{1}, &end_bytes) ||
+        __builtin_mul_overflow(end_bytes, static_cast<std::uint64_t>(elem), &end_bytes)) {
+        report_kernel_error("%s: element index overflows 64 bits", op);
+        return false;
+    }
+    if (end_bytes > t.buffer.size) {
+        report_kernel_error("%s: element %llu lies outside the tensor's backing of %llu bytes (%zu-byte elements)", op,
+                            static_cast<unsigned long long>(last), static_cast<unsigned long long>(t.buffer.size),
+                            elem);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace detail
+
 // Check the [rows, cols] region at `offsets` (one per tensor dim: leading dims pick one index
 // each, the last two are the window's row and column; a 1-D tensor is one row, offsets = {col})
 // against `t` (dtype code `dtype`, rank, shape, strides, backing size; all arithmetic
@@ -79,11 +113,7 @@ template <class T>
 inline bool gm_view(GmView<T>& view, const char* op, const ChipTensor& t, std::uint8_t dtype,
                     std::initializer_list<std::int64_t> offsets, std::int64_t rows, std::int64_t cols) noexcept {
     const std::uint32_t nd = t.ndims;
-    if (t.dtype != dtype) {
-        report_kernel_error("%s: tensor dtype %s does not match the tile dtype %s", op, dtype_label(t.dtype),
-                            dtype_label(dtype));
-        return false;
-    }
+    if (!detail::dtype_matches(op, t, dtype)) return false;
     if (nd < 1 || nd > kMaxTensorDims) {
         report_kernel_error("%s: tensor rank %u not supported (1..%u dims)", op, nd, kMaxTensorDims);
         return false;
@@ -136,25 +166,14 @@ inline bool gm_view(GmView<T>& view, const char* op, const ChipTensor& t, std::u
         return false;
     }
     if (rows > 0 && cols > 0) {
-        if (t.buffer.addr == 0) {
-            report_kernel_error("%s: tensor has a null address", op);
-            return false;
-        }
-        std::uint64_t last = first, end_bytes = 0;
+        std::uint64_t last = first;
         if (__builtin_mul_overflow(static_cast<std::uint64_t>(rows - 1), static_cast<std::uint64_t>(rs), &t1) ||
             __builtin_mul_overflow(static_cast<std::uint64_t>(cols - 1), static_cast<std::uint64_t>(cs), &t2) ||
-            __builtin_add_overflow(last, t1, &last) || __builtin_add_overflow(last, t2, &last) ||
-            __builtin_add_overflow(last, std::uint64_t{1}, &end_bytes) ||
-            __builtin_mul_overflow(end_bytes, static_cast<std::uint64_t>(sizeof(T)), &end_bytes)) {
+            __builtin_add_overflow(last, t1, &last) || __builtin_add_overflow(last, t2, &last)) {
             report_kernel_error("%s: element index overflows 64 bits", op);
             return false;
         }
-        if (end_bytes > t.buffer.size) {
-            report_kernel_error("%s: element %llu lies outside the tensor's backing of %llu bytes (%zu-byte elements)",
-                                op, static_cast<unsigned long long>(last),
-                                static_cast<unsigned long long>(t.buffer.size), sizeof(T));
-            return false;
-        }
+        if (!detail::backing_covers(op, t, last, sizeof(T))) return false;
     }
     T* data = reinterpret_cast<T*>(static_cast<std::uintptr_t>(t.buffer.addr)) + first;
     view = GmView<T>(data, pto::Shape<1, 1, 1, -1, -1>(rows, cols), pto::Stride<1, 1, 1, -1, -1>(rs, cs));
@@ -187,11 +206,7 @@ inline bool gm_view_nz(GmViewNz<T>& view, const char* op, const ChipTensor& t, s
                        std::initializer_list<std::int64_t> offsets, std::int64_t rows, std::int64_t cols) noexcept {
     constexpr std::int64_t br = 16, bc = 32 / static_cast<std::int64_t>(sizeof(T));
     const std::uint32_t nd = t.ndims;
-    if (t.dtype != dtype) {
-        report_kernel_error("%s: tensor dtype %s does not match the tile dtype %s", op, dtype_label(t.dtype),
-                            dtype_label(dtype));
-        return false;
-    }
+    if (!detail::dtype_matches(op, t, dtype)) return false;
     if (nd < 4 || nd > 5 || t.shapes[nd - 2] != br || t.shapes[nd - 1] != bc) {
         report_kernel_error("%s: an NZ tensor of this dtype has rank 4 or 5 and ends in [%lld, %lld] blocks", op,
                             static_cast<long long>(br), static_cast<long long>(bc));
@@ -240,26 +255,15 @@ inline bool gm_view_nz(GmViewNz<T>& view, const char* op, const ChipTensor& t, s
             __builtin_add_overflow(first, t1, &first) || __builtin_add_overflow(first, t2, &first))
             goto overflow;
         if (rows > 0 && cols > 0) {
-            if (t.buffer.addr == 0) {
-                report_kernel_error("%s: tensor has a null address", op);
-                return false;
-            }
-            std::uint64_t last = first, end_bytes = 0, a = 0, b = 0, c = 0, d = 0;
+            std::uint64_t last = first, a = 0, b = 0, c = 0, d = 0;
             if (__builtin_mul_overflow(static_cast<std::uint64_t>(cols / bc - 1), static_cast<std::uint64_t>(cb), &a) ||
                 __builtin_mul_overflow(static_cast<std::uint64_t>(rows / br - 1), static_cast<std::uint64_t>(rb), &b) ||
                 __builtin_mul_overflow(static_cast<std::uint64_t>(br - 1), static_cast<std::uint64_t>(ri), &c) ||
                 __builtin_mul_overflow(static_cast<std::uint64_t>(bc - 1), static_cast<std::uint64_t>(ci), &d) ||
                 __builtin_add_overflow(last, a, &last) || __builtin_add_overflow(last, b, &last) ||
-                __builtin_add_overflow(last, c, &last) || __builtin_add_overflow(last, d, &last) ||
-                __builtin_add_overflow(last, std::uint64_t{1}, &end_bytes) ||
-                __builtin_mul_overflow(end_bytes, static_cast<std::uint64_t>(sizeof(T)), &end_bytes))
+                __builtin_add_overflow(last, c, &last) || __builtin_add_overflow(last, d, &last))
                 goto overflow;
-            if (end_bytes > t.buffer.size) {
-                report_kernel_error("%s: element %llu lies outside the tensor's backing of %llu bytes (%zu-byte elements)",
-                                    op, static_cast<unsigned long long>(last),
-                                    static_cast<unsigned long long>(t.buffer.size), sizeof(T));
-                return false;
-            }
+            if (!detail::backing_covers(op, t, last, sizeof(T))) return false;
         }
         T* data = reinterpret_cast<T*>(static_cast<std::uintptr_t>(t.buffer.addr)) + first;
         view = GmViewNz<T>(data, pto::Shape<1, -1, -1, -1, -1>(cols / bc, rows / br, br, bc),

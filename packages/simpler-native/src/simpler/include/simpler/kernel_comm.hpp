@@ -61,6 +61,27 @@ inline void atomic_add(T* p, T add, std::uint8_t dtype) noexcept {
     if constexpr (std::is_arithmetic<T>::value) tile::comm_detail::atomic_add(p, add);
 }
 
+// The start every remote tile operation shares: all pipes drained, this rank's comm context,
+// the peer's view `v` of window `win` (window index `wi`) and the checked GM view of a
+// [rows, cols] window at `offsets` in it. False after reporting.
+template <class T>
+struct PeerWindow {
+    const CommContext* ctx = nullptr;
+    ChipTensor v;
+    int wi = -1;
+    GmView<T> view;
+};
+template <class T>
+inline bool open_peer_window(PeerWindow<T>& w, const char* name, const char* op, const ChipTensor& win,
+                             std::int64_t peer, std::uint8_t dtype, std::initializer_list<std::int64_t> offsets,
+                             int rows, int cols) noexcept {
+    using namespace pto;  // the official headers declare the pipes and pipe_barrier outside it
+    pipe_barrier(PIPE_ALL);
+    w.ctx = tile::comm_detail::context(name);
+    return w.ctx != nullptr && tile::comm_detail::peer_view(name, *w.ctx, win, peer, &w.v, &w.wi) &&
+           gm_view<T>(w.view, op, w.v, dtype, offsets, rows, cols);
+}
+
 }  // namespace comm_detail
 
 // dst's valid region from window `win` of rank `peer` at `offsets` (one per window dim, as for
@@ -70,16 +91,14 @@ inline bool remote_load(TileT& dst, const ChipTensor& win, std::int64_t peer, st
                         std::initializer_list<std::int64_t> offsets) noexcept {
     using namespace pto;
     using T = typename TileT::DType;
-    pipe_barrier(PIPE_ALL);
-    const CommContext* c = tile::comm_detail::context("remote_load");
-    ChipTensor v;
-    int wi = -1;
-    if (c == nullptr || !tile::comm_detail::peer_view("remote_load", *c, win, peer, &v, &wi)) return false;
     const int rows = static_cast<int>(dst.GetValidRow()), cols = static_cast<int>(dst.GetValidCol());
-    GmView<T> view;
-    if (!gm_view<T>(view, "tile remote_load", v, dtype, offsets, rows, cols)) return false;
+    comm_detail::PeerWindow<T> w;
+    if (!comm_detail::open_peer_window(w, "remote_load", "tile remote_load", win, peer, dtype, offsets, rows, cols))
+        return false;
+    const CommContext* c = w.ctx;
+    const ChipTensor& v = w.v;
     if (!tile::comm_detail::on_host(*c)) {
-        TLOAD(dst, view);
+        TLOAD(dst, w.view);
         pipe_barrier(PIPE_ALL);
         return true;
     }
@@ -90,7 +109,7 @@ inline bool remote_load(TileT& dst, const ChipTensor& win, std::int64_t peer, st
             const std::uint64_t e = comm_detail::window_element(v, offsets, r, col);
             if (runs.add("remote_load", e * sizeof(T), sizeof(T)) == nullptr) return false;
         }
-    if (!runs.call("remote_load", *c, CommHostOp::Read, peer, wi)) return false;
+    if (!runs.call("remote_load", *c, CommHostOp::Read, peer, w.wi)) return false;
     for (int r = 0; r < rows; ++r)
         for (int col = 0; col < cols; ++col) {
             T x;
@@ -108,17 +127,16 @@ inline bool remote_store(const ChipTensor& win, TileT& src, std::int64_t peer, s
                          std::initializer_list<std::int64_t> offsets, bool add) noexcept {
     using namespace pto;
     using T = typename TileT::DType;
-    pipe_barrier(PIPE_ALL);
-    const CommContext* c = tile::comm_detail::context("remote_store");
-    ChipTensor v;
-    int wi = -1;
-    if (c == nullptr || !tile::comm_detail::peer_view("remote_store", *c, win, peer, &v, &wi)) return false;
     const int rows = static_cast<int>(src.GetValidRow()), cols = static_cast<int>(src.GetValidCol());
-    GmView<T> view;
-    if (!gm_view<T>(view, "tile remote_store", v, dtype, offsets, rows, cols)) return false;
+    comm_detail::PeerWindow<T> w;
+    if (!comm_detail::open_peer_window(w, "remote_store", "tile remote_store", win, peer, dtype, offsets, rows,
+                                       cols))
+        return false;
+    const CommContext* c = w.ctx;
+    const ChipTensor& v = w.v;
     const bool host = tile::comm_detail::on_host(*c);
     if (!host && !add) {
-        TSTORE(view, src);
+        TSTORE(w.view, src);
         pipe_barrier(PIPE_ALL);
         return true;
     }
@@ -141,7 +159,7 @@ inline bool remote_store(const ChipTensor& win, TileT& src, std::int64_t peer, s
             const T x = src.GetValue(elem(src, r, col));
             std::memcpy(at, &x, sizeof x);
         }
-    const bool ok = runs.call("remote_store", *c, add ? CommHostOp::AtomicAdd : CommHostOp::Write, peer, wi, dtype);
+    const bool ok = runs.call("remote_store", *c, add ? CommHostOp::AtomicAdd : CommHostOp::Write, peer, w.wi, dtype);
     pipe_barrier(PIPE_ALL);
     return ok;
 }

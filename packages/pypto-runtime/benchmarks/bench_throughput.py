@@ -1,0 +1,193 @@
+"""pypto-runtime benchmark: throughput of whole programs (issue 32).
+
+Generated PTO-ISA kernels on a2a3sim against what a user would run on the CPU instead, in the
+same process, each result checked first, each figure the best of several calls:
+
+- a 16M-element FP32 add (4096 x 4096, row blocks in parallel tasks) vs ``np.add(out=)``;
+- a row softmax of 4096 x 1024 FP32 (row blocks in parallel tasks) vs torch eager;
+- 384^3 and 1024^3 FP32 matmuls in 64x64 output tiles (one cube task per output tile, the
+  depth accumulated with ``TMATMUL`` / ``TMATMUL_ACC`` in the tile) vs ``torch.matmul`` on the
+  same thread count as the chip's AIC threads (1, then 2: the 64x64 output tiles are
+  independent tasks, so the graph allows both cores).
+
+Goals (issue 32): add <= 1.5x numpy, softmax <= 1.2x torch, both matmuls <= 1x torch.
+
+    python packages/pypto-runtime/benchmarks/bench_throughput.py      # or: nox -s bench
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import pypto.language as pl
+import pypto.runtime as rt
+from pypto_testing.bench import report
+
+N_ADD = 4096  # 4096 x 4096 = 16M elements
+ADD_ROWS = 64  # rows per task
+ADD_TILE = [8, 1024]
+SM_ROWS, SM_COLS, SM_BLOCK = 4096, 1024, 8
+T = 64  # matmul tile
+
+
+@pl.jit
+def add16m(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    for p in pl.parallel(N_ADD // ADD_ROWS):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(ADD_ROWS // 8):
+                for j in pl.range(N_ADD // 1024):
+                    r = p * ADD_ROWS + i * 8
+                    x = pl.load(a, [r, j * 1024], ADD_TILE)
+                    y = pl.load(b, [r, j * 1024], ADD_TILE)
+                    pl.store(pl.add(x, y), [r, j * 1024], c)
+    return c
+
+
+@pl.jit
+def softmax(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    for p in pl.parallel(SM_ROWS // 64):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(64 // SM_BLOCK):
+                r = p * 64 + i * SM_BLOCK
+                t = pl.load(a, [r, 0], [SM_BLOCK, SM_COLS])
+                tmp = pl.create_tile([SM_BLOCK, SM_COLS], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
+                m: pl.Tile[[SM_BLOCK, 1], pl.FP32] = pl.row_max(t, tmp)
+                e = pl.exp(pl.row_expand_sub(t, m))
+                s: pl.Tile[[SM_BLOCK, 1], pl.FP32] = pl.row_sum(e, tmp)
+                pl.store(pl.row_expand_div(e, s), [r, 0], out)
+    return out
+
+
+def _matmul(n: int) -> Callable[..., object]:
+    tiles = n // T
+
+    @pl.jit
+    def mm(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+        for t in pl.parallel(tiles * tiles):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                i = t // tiles
+                j = t % tiles
+                left = pl.move(
+                    pl.load(a, [i * T, 0], [T, T], target_memory=pl.MemorySpace.Mat),
+                    target_memory=pl.MemorySpace.Left,
+                )
+                right = pl.move(
+                    pl.load(b, [0, j * T], [T, T], target_memory=pl.MemorySpace.Mat),
+                    target_memory=pl.MemorySpace.Right,
+                )
+                acc: pl.Tile[[T, T], pl.FP32] = pl.matmul(left, right)
+                for k in pl.range(1, tiles):
+                    left = pl.move(
+                        pl.load(a, [i * T, k * T], [T, T], target_memory=pl.MemorySpace.Mat),
+                        target_memory=pl.MemorySpace.Left,
+                    )
+                    right = pl.move(
+                        pl.load(b, [k * T, j * T], [T, T], target_memory=pl.MemorySpace.Mat),
+                        target_memory=pl.MemorySpace.Right,
+                    )
+                    acc = pl.matmul_acc(acc, left, right)
+                pl.store(acc, [i * T, j * T], c)
+        return c
+
+    return mm
+
+
+def _best(f: Callable[[], object], repeat: int) -> float:
+    f()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+Row = tuple[str, float, float, str, float]
+
+
+def _add_row(rng: np.random.Generator, repeat: int) -> Row:
+    a = rng.standard_normal((N_ADD, N_ADD), dtype=np.float32)
+    b = rng.standard_normal((N_ADD, N_ADD), dtype=np.float32)
+    c = np.empty_like(a)
+    add16m(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+    ours = _best(lambda: add16m(a, b, c), repeat)
+    return ("16M-element FP32 add", ours, _best(lambda: np.add(a, b, out=c), repeat), "np.add(out=)", 1.5)
+
+
+def _softmax_row(rng: np.random.Generator, repeat: int, torch: Any) -> Row:
+    x = rng.standard_normal((SM_ROWS, SM_COLS), dtype=np.float32)
+    out = np.empty_like(x)
+    softmax(x, out)
+    xt = torch.from_numpy(x)
+    np.testing.assert_allclose(out, torch.softmax(xt, dim=1).numpy(), rtol=1e-5, atol=1e-6)
+    ours = _best(lambda: softmax(x, out), repeat)
+    theirs = _best(lambda: torch.softmax(xt, dim=1), repeat)
+    return ("row softmax 4096x1024 FP32", ours, theirs, "torch.softmax (eager)", 1.2)
+
+
+def _matmul_row(rng: np.random.Generator, repeat: int, torch: Any, n: int, *, cube: int, aiv: int) -> Row:
+    mm = _matmul(n)
+    p = rng.standard_normal((n, n), dtype=np.float32)
+    q = rng.standard_normal((n, n), dtype=np.float32)
+    pt, qt = torch.from_numpy(p), torch.from_numpy(q)
+    config = rt.RunConfig(aic_threads=cube, aiv_threads=aiv)
+    r = np.empty((n, n), np.float32)
+    mm(p, q, r, config=config)
+    np.testing.assert_allclose(r, p.astype(np.float64) @ q, rtol=1e-3, atol=1e-3)
+    torch.set_num_threads(cube)
+    ours = _best(lambda: mm(p, q, r, config=config), repeat)
+    theirs = _best(lambda: torch.matmul(pt, qt), repeat)
+    label = f"matmul {n}^3 FP32, 64x64 tiles, {cube} AIC thread(s)"
+    return (label, ours, theirs, f"torch.matmul ({cube} thread(s))", 1.0)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="pypto-bench-tp-") as store:
+        os.environ["PYPTO_CACHE_DIR"] = store
+        try:
+            _run()
+        finally:
+            del os.environ["PYPTO_CACHE_DIR"]
+
+
+def _run() -> None:
+    import torch
+
+    from pypto.runtime.worker import default_core_threads
+
+    aic, aiv = default_core_threads()
+    repeat = 3 if "--quick" in sys.argv else 7
+    rng = np.random.default_rng(0)
+    rows: list[Row] = []
+
+    rows.append(_add_row(rng, repeat))
+    rows.append(_softmax_row(rng, repeat, torch))
+    threads = torch.get_num_threads()
+    try:
+        # The chip's AIC threads, and torch's threads: 1, then 2.
+        rows.extend(
+            _matmul_row(rng, repeat, torch, n, cube=cube, aiv=aiv) for n in (384, 1024) for cube in (1, 2)
+        )
+    finally:
+        torch.set_num_threads(threads)
+
+    print(f"\nthroughput on a2a3sim ({aic} AIC + {aiv} AIV threads), best of {repeat}")
+    for label, value, base, base_name, goal in rows:
+        ok = "met" if value / base <= goal else "NOT met"
+        print(
+            f"  {label}: {value * 1e3:.2f} ms vs {base * 1e3:.2f} ms ({base_name}): {value / base:.2f}x "
+            f"(goal <= {goal:g}x: {ok})"
+        )
+        report(label, value * 1e3, base * 1e3, base_name, "ms", bar=goal, goal=goal)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+// Inline runs: a run orchestrated by its submitting thread on an idle chip runs the tasks it
+// holds on that thread, as an idle core of their kind (its buffers, index, trace track), on a
+// core-sized stack; results, errors and the core seen by the kernel are those of a core thread.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../../src/core/chip/chip.hpp"
+#include "simpler/runtime/orchestration.hpp"
+
+using namespace simpler;
+using namespace simpler::chip;
+
+namespace {
+
+std::int64_t* elems(const ChipTensor& t) { return reinterpret_cast<std::int64_t*>(t.buffer.addr) + t.start_offset; }
+
+// What the last kernel saw: its thread, its core, its buffers.
+struct Seen {
+    std::thread::id thread;
+    std::uint32_t core_index = 99, core_kind = 99;
+    const std::uint8_t* ub = nullptr;
+};
+Seen g_seen;
+thread_local const KernelContext* g_context = nullptr;
+void set_context(const KernelContext* c) { g_context = c; }
+const char* no_error() { return nullptr; }
+thread_local bool g_fail_next = false;
+const char* take_test_error() {
+    if (!g_fail_next) return nullptr;
+    g_fail_next = false;
+    return "synthetic kernel failure";
+}
+
+// x = x * 2 + k, recording where it ran.
+void k_muladd(std::int64_t* args) {
+    const auto& x = *reinterpret_cast<const ChipTensor*>(args[0]);
+    for (std::uint32_t i = 0; i < x.shapes[0]; ++i) elems(x)[i] = elems(x)[i] * 2 + args[1];
+    g_seen.thread = std::this_thread::get_id();
+    if (g_context != nullptr) {
+        g_seen.core_index = g_context->core_index;
+        g_seen.core_kind = g_context->core_kind;
+        g_seen.ub = g_context->buffers->base[0];
+    }
+}
+
+void k_fail(std::int64_t*) { g_fail_next = true; }
+
+// 12 MiB of locals: more than a default 8 MiB thread stack, within a core thread's.
+__attribute__((noinline)) void k_deep(std::int64_t* args) {
+    const auto& x = *reinterpret_cast<const ChipTensor*>(args[0]);
+    volatile std::uint8_t big[12u << 20];
+    for (std::size_t i = 0; i < sizeof big; i += 4096) big[i] = static_cast<std::uint8_t>(i >> 12);
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < sizeof big; i += 4096) sum += big[i];
+    elems(x)[0] = sum;
+    g_seen.thread = std::this_thread::get_id();
+}
+
+std::shared_ptr<CoreKernel> kernel(const char* name, KernelEntryFn fn, std::vector<ArgDirection> sig,
+                                   TakeErrorFn take = no_error) {
+    auto k = std::make_shared<CoreKernel>();
+    k->name = name;
+    k->entry = fn;
+    k->take_error = take;
+    k->set_context = set_context;
+    k->signature = std::move(sig);
+    signature_counts(k->signature, name, &k->tensor_count, &k->scalar_count);
+    return k;
+}
+
+ChipTensor vec(std::vector<std::int64_t>& v) {
+    ChipTensor t;
+    std::memset(&t, 0, sizeof t);
+    t.buffer.addr = reinterpret_cast<std::uint64_t>(v.data());
+    t.buffer.size = v.size() * sizeof(std::int64_t);
+    t.ndims = 1;
+    t.dtype = static_cast<std::uint8_t>(DataType::INT64);
+    t.address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
+    t.shapes[0] = static_cast<std::uint32_t>(v.size());
+    t.strides[0] = 1;
+    return t;
+}
+
+std::shared_ptr<ChipProgram> program(const char* name, OrchestrationEntryFn entry) {
+    auto p = std::make_shared<ChipProgram>();
+    p->name = name;
+    p->entry = entry;
+    p->signature = {ArgDirection::InOut};
+    signature_counts(p->signature, name, &p->tensor_count, &p->scalar_count);
+    p->kernels[0] = kernel("muladd", k_muladd, {ArgDirection::InOut, ArgDirection::Scalar});
+    p->kernels[1] = kernel("fail", k_fail, {ArgDirection::In}, take_test_error);
+    p->kernels[2] = kernel("deep", k_deep, {ArgDirection::InOut});
+    for (auto& [id, k] : p->kernels) const_cast<CoreKernel&>(*k).func_id = id;
+    return p;
+}
+
+std::int32_t orch_one(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    Orchestrator o(api, ctx);
+    return o.submit(0, {inout(args->tensor(0))}, {scalar_bits<std::int64_t>(3)}) < 0;
+}
+
+// 40 muladds in a chain on x (RAW/WAW): with a 4-task window the orchestration waits for its
+// own tasks, which the submitting thread holds.
+std::int32_t orch_chain(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    Orchestrator o(api, ctx);
+    for (int r = 0; r < 40; ++r)
+        if (o.submit(0, {inout(args->tensor(0))}, {scalar_bits<std::int64_t>(r % 3)}) < 0) return 1;
+    return 0;
+}
+
+// Four independent muladds (one per quarter), then a failing task.
+std::int32_t orch_fanout_fail(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    Orchestrator o(api, ctx);
+    const ChipTensor& x = args->tensor(0);
+    const std::uint32_t q = x.shapes[0] / 4;
+    for (std::uint32_t i = 0; i < 4; ++i)
+        if (o.submit(0, {inout(slice_1d(x, i * q, q))}, {scalar_bits<std::int64_t>(i)}) < 0) return 1;
+    return o.submit(1, {in(x)}) < 0;
+}
+
+std::int32_t orch_deep(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
+    Orchestrator o(api, ctx);
+    return o.submit(2, {inout(args->tensor(0))}) < 0;
+}
+
+RunConfig config(bool on_caller) {
+    RunConfig c;
+    c.orchestrate_on_caller = on_caller;
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("inline run: a one-task run on an idle chip runs on the submitting thread, as core 0") {
+    ChipOptions o;
+    o.aic_threads = 1;
+    o.aiv_threads = 1;  // one AIV core: the threaded run uses it too
+    Chip chip(o);
+    auto prog = program("one", orch_one);
+    Seen on_thread;
+    for (bool on_caller : {false, true}) {
+        CAPTURE(on_caller);
+        std::vector<std::int64_t> x(8, 1);
+        // A run's Run completes just before the chip counts it finished: only an idle chip
+        // runs a submit inline.
+        REQUIRE(chip.wait_idle(10.0));
+        auto run = chip.submit(prog, {vec(x)}, {}, config(on_caller));
+        if (on_caller) CHECK(run->done());  // nothing left to wait for
+        REQUIRE(run->wait(10.0));
+        CHECK(run->error() == "");
+        CHECK(run->tasks_executed() == 1);
+        CHECK(x == std::vector<std::int64_t>(8, 5));
+        CHECK((g_seen.thread == std::this_thread::get_id()) == on_caller);
+        CHECK(g_seen.core_kind == 0);  // AIV
+        CHECK(g_seen.core_index == 0);
+        if (!on_caller) {
+            on_thread = g_seen;
+        } else {
+            CHECK(g_seen.ub == on_thread.ub);  // the same core's buffers as its thread's
+        }
+    }
+}
+
+TEST_CASE("inline run: back-pressure on its own tasks, a failing task, a deep stack") {
+    ChipOptions o;
+    o.aic_threads = 0;
+    o.aiv_threads = 2;
+    Chip chip(o);
+    RunConfig tiny = config(true);
+    tiny.task_window = {4, 4, 4, 4};
+    tiny.dep_pool = {4, 4, 4, 4};
+    std::vector<std::int64_t> expect(4, 1);
+    for (int r = 0; r < 40; ++r)
+        for (auto& v : expect) v = v * 2 + r % 3;
+    for (const RunConfig& cfg : {config(false), config(true), tiny}) {
+        std::vector<std::int64_t> x(4, 1);
+        auto run = chip.submit(program("chain", orch_chain), {vec(x)}, {}, cfg);
+        REQUIRE(run->wait(20.0));
+        CHECK(run->error() == "");
+        CHECK(x == expect);
+    }
+    std::string errors[2];
+    for (bool on_caller : {false, true}) {
+        std::vector<std::int64_t> x(8, 1);
+        auto run = chip.submit(program("fanout_fail", orch_fanout_fail), {vec(x)}, {}, config(on_caller));
+        REQUIRE(run->wait(20.0));
+        errors[on_caller] = run->error();
+        CHECK(run->tasks_submitted() == 5);
+        CHECK(x == std::vector<std::int64_t>{2, 2, 3, 3, 4, 4, 5, 5});
+    }
+    CHECK(errors[0] == "orchestration 'fanout_fail': task 4 (kernel 'fail' (func_id 1, AIV)) failed: synthetic kernel failure");
+    CHECK(errors[1] == errors[0]);
+    std::vector<std::int64_t> x(1, 0);
+    REQUIRE(chip.wait_idle(10.0));
+    auto run = chip.submit(program("deep", orch_deep), {vec(x)}, {}, config(true));
+    REQUIRE(run->wait(20.0));
+    CHECK(run->error() == "");
+    const bool on_caller = g_seen.thread == std::this_thread::get_id();
+    CHECK(on_caller);  // on the caller's thread, on the chip's stack
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < (12u << 20); i += 4096) sum += static_cast<std::uint8_t>(i >> 12);
+    CHECK(x[0] == sum);
+}
