@@ -27,7 +27,15 @@ from pypto.torch._validation import ArgumentError, check_tensor_signature
 if TYPE_CHECKING:
     from pypto.language.interface import DeclaredParam, JITFunction
 
-__all__ = ["KernelSet", "Variants", "declared_params", "operators", "parse_name", "variants_of"]
+__all__ = [
+    "KernelSet",
+    "Variants",
+    "declared_params",
+    "define_operator",
+    "operators",
+    "parse_name",
+    "variants_of",
+]
 
 
 operators: dict[str, Any] = {}  # qualified name -> Operator / FunctionalOperator (keeps each library alive)
@@ -41,6 +49,23 @@ def parse_name(qualname: object) -> tuple[str, str]:
     if not ns.isidentifier() or not name.isidentifier():
         raise ValueError(f"register(name): expected 'namespace::name' of two identifiers, got {qualname!r}")
     return ns, name
+
+
+def define_operator(qualname: str, schema: str, fake: Any, kernel: Any) -> tuple[Any, Any]:
+    """Define ``qualname`` with ``schema`` in a FRAGMENT library, with ``fake`` as its fake
+    (meta) kernel and ``kernel`` for every backend; returns the library (which owns the
+    definition) and the operator's default overload. Nothing stays defined on failure."""
+    ns, name = parse_name(qualname)
+    library = torch.library.Library(ns, "FRAGMENT")
+    try:
+        library.define(schema)
+        register_fake = getattr(torch.library, "register_fake", None) or torch.library.impl_abstract
+        register_fake(qualname, fake, lib=library)
+        library.impl(name, kernel, "CompositeExplicitAutograd")
+    except BaseException:
+        library._destroy()
+        raise
+    return library, getattr(getattr(torch.ops, ns), name).default
 
 
 def declared_params(fn: Any, what: str) -> tuple[DeclaredParam, ...]:

@@ -31,6 +31,7 @@ from pypto.torch._kernel import context
 from pypto.torch._operator_kernels import (
     KernelSet,
     Variants,
+    define_operator,
     is_dynamic,
     operators,
     operators_lock,
@@ -71,7 +72,7 @@ class FunctionalOperator:
         shapes: Mapping[str, str | ShapeRule] | None = None,
     ) -> None:
         what = f"register({qualname!r}, functional=True)"
-        ns, name = parse_name(qualname)
+        name = parse_name(qualname)[1]
         self.name = qualname
         self._variants = Variants(variants_of(fn, dtypes, qualname), qualname)
         first = next(iter(self._variants.sets.values()))
@@ -103,16 +104,7 @@ class FunctionalOperator:
         assert args_schema.endswith(" -> ()")
         rets = "Tensor" if len(self._outputs) == 1 else "(" + ", ".join(["Tensor"] * len(self._outputs)) + ")"
         self.schema = args_schema[: -len(" -> ()")] + f" -> {rets}"
-        self._library = torch.library.Library(ns, "FRAGMENT")
-        try:
-            self._library.define(self.schema)
-            register_fake = getattr(torch.library, "register_fake", None) or torch.library.impl_abstract
-            register_fake(qualname, self._fake, lib=self._library)
-            self._library.impl(name, self._kernel, "CompositeExplicitAutograd")
-        except BaseException:
-            self._library._destroy()
-            raise
-        self.op = getattr(getattr(torch.ops, ns), name).default
+        self._library, self.op = define_operator(qualname, self.schema, self._fake, self._kernel)
         full = inspect.signature(self.fn.fn)
         self._signature = full.replace(parameters=[full.parameters[d.name] for d in self._inputs])
 

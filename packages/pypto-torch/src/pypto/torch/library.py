@@ -26,11 +26,17 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import torch
 from pypto.ir import DataType, ParamInfo
 from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import RegistrationError
-from pypto.torch._operator_kernels import Variants, operators, operators_lock, parse_name, variants_of
+from pypto.torch._operator_kernels import (
+    Variants,
+    define_operator,
+    operators,
+    operators_lock,
+    parse_name,
+    variants_of,
+)
 from pypto.torch._validation import ArgumentError
 from pypto.torch.functional import FunctionalOperator
 from pypto.torch.registration import RegistrationSignature
@@ -103,7 +109,7 @@ class Operator:
     """
 
     def __init__(self, fn: Any, qualname: str, *, dtypes: Iterable[Any] | None = None) -> None:
-        ns, name = parse_name(qualname)
+        name = parse_name(qualname)[1]
         self.name = qualname
         self._variants = Variants(variants_of(fn, dtypes, qualname), qualname)
         first = next(iter(self._variants.sets.values()))
@@ -118,16 +124,7 @@ class Operator:
             for d in self._declared
         ]
         self.schema = RegistrationSignature(schema_params).schema(name)
-        self._library = torch.library.Library(ns, "FRAGMENT")
-        try:
-            self._library.define(self.schema)
-            register_fake = getattr(torch.library, "register_fake", None) or torch.library.impl_abstract
-            register_fake(qualname, self._fake, lib=self._library)
-            self._library.impl(name, self._kernel, "CompositeExplicitAutograd")
-        except BaseException:
-            self._library._destroy()
-            raise
-        self.op = getattr(getattr(torch.ops, ns), name).default
+        self._library, self.op = define_operator(qualname, self.schema, self._fake, self._kernel)
         self._signature = inspect.signature(self.fn.fn)
 
     def __repr__(self) -> str:
