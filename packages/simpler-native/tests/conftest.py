@@ -3,6 +3,7 @@ and the random task graphs of the `interpret` orchestration with their sequentia
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,13 @@ import simpler
 from simpler import ArgDirection as D
 from simpler import toolchain
 
-CSRC = Path(__file__).with_name("csrc")
+HERE = Path(__file__).resolve().parent
+CSRC = HERE / "csrc"
+
+# with --import-mode=importlib this folder is not on sys.path, so conftest (loaded before any
+# test module) puts it there for the shared helpers (worker_failure_cases.py)
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 
 # func_id -> (entry, signature, core type); the orchestrations in csrc/ use these ids.
 KERNELS: dict[int, tuple[str, list[Any], str]] = {

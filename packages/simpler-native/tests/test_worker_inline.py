@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_worker_failures import CASES, failure_args
+from worker_failure_cases import CASES, failure_args
 
 import simpler
 from simpler import ArgDirection as D
