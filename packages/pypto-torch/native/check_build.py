@@ -4,7 +4,7 @@ Usage: python check_build.py BUILDDIR
 
 1. The module exports its Python entry point, needs libtorch_npu.so, and links no Simpler code
    (no symbol of simpler's namespace, no simpler library).
-2. Staged beside the package's ``__init__.py``, importing ``pypto._torch_npu`` fails with the
+2. Staged beside the package's ``__init__.py`` (and ``pypto/_npu_advice.py``, which it imports), importing ``pypto._torch_npu`` fails with the
    targeted "CANN's environment is missing" error (torch_npu cannot load CANN's libraries here), with
    and without PYTHONOPTIMIZE.
 Exits nonzero with a message on the first failed check.
@@ -54,6 +54,7 @@ def main(argv: list[str]) -> int:
         staged.mkdir(parents=True)
         shutil.copy2(PACKAGE / "__init__.py", staged / "__init__.py")
         shutil.copy2(module, staged / module.name)
+        shutil.copy2(PACKAGE.parent / "_npu_advice.py", staged.parent / "_npu_advice.py")  # its advice
         for optimize in ("", "2"):
             env = {**os.environ, "PYTHONPATH": tmp, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
             env.pop("PYTHONOPTIMIZE", None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 
-from pypto.torch._platform.npu import explain_torch_npu_failure
+from pypto._npu_advice import explain_torch_npu_failure
 
 __all__ = [
     "AdapterUnavailable",

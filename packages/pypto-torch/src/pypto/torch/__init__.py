@@ -25,7 +25,7 @@ from typing import Any
 try:
     import torch  # noqa: F401  (first, so that a broken device backend is explained)
 except RuntimeError as _exc:  # torch's backend autoload: an installed torch_npu without CANN
-    from pypto.torch._platform.npu import explain_torch_import_failure
+    from pypto._npu_advice import explain_torch_import_failure
 
     _advice = explain_torch_import_failure(_exc)
     if _advice is None:

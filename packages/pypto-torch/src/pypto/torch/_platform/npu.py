@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import atexit
 import importlib
-import os
-import re
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from pypto._npu_advice import AUTOLOAD_FIX, explain_torch_import_failure, explain_torch_npu_failure
 from pypto.ir import DEFAULT_PLATFORM, get_platform
 from pypto.torch._platform import NPU_PLATFORMS, DevicePlatform, NpuRuntimeUnavailable, PhysicalDescriptor
 
@@ -47,49 +46,6 @@ _loaded: dict[str, ModuleType] = {}
 """Modules imported successfully, by name: a query made on every call (the storage format of
 each tensor, the current device and stream) then costs a dict lookup, not an import. A
 failed import is not remembered, so it is attempted again (and reported) on the next query."""
-
-
-# A shared library that the dynamic loader could not find or load: CANN's runtime libraries
-# (libascendcl.so, libhccl.so, ...) are not part of the torch_npu wheel.
-_MISSING_LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
-_CANN_ENV = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
-_CANN_FIX = "install the CANN toolkit and `source <CANN root>/set_env.sh` (it sets ASCEND_HOME_PATH) before starting Python"
-AUTOLOAD_FIX = "TORCH_DEVICE_BACKEND_AUTOLOAD=0"
-"""The environment setting that stops torch from importing torch_npu (its backend autoload)."""
-
-
-def explain_torch_npu_failure(exc: BaseException, *, installed: bool | None = None) -> str:
-    """What a failed ``import torch_npu`` means: torch_npu is not installed (install the
-    ``[npu]`` extra), or it is installed but CANN's environment is missing (a CANN library it
-    could not load, or no ``ASCEND_HOME_PATH``), or it is installed and failed otherwise."""
-    text = str(exc)
-    if installed is None:  # the import found no torch_npu at all, or found one that failed
-        installed = not (isinstance(exc, ModuleNotFoundError) and exc.name == "torch_npu")
-    if not installed:
-        return f"torch_npu is not installed ({text}); install it with `pip install 'pypto-torch[npu]'`"
-    missing = _MISSING_LIBRARY.search(text)
-    if missing is not None:
-        return f"torch_npu is installed, but CANN's environment is missing: it could not load {missing.group(1)} ({text}); {_CANN_FIX}"
-    if not any(os.environ.get(name) for name in _CANN_ENV):
-        return (
-            f"torch_npu is installed, but CANN's environment is missing (ASCEND_HOME_PATH is not set) and "
-            f"importing torch_npu failed ({text}); {_CANN_FIX}"
-        )
-    return f"torch_npu is installed but could not be imported ({text})"
-
-
-def explain_torch_import_failure(exc: BaseException) -> str | None:
-    """The advice for an ``import torch`` that failed in torch's backend autoload (torch imports
-    every installed device backend, torch_npu among them, unless ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``),
-    or None for another failure."""
-    if "Failed to load the backend extension" not in str(exc):
-        return None
-    cause = exc.__cause__ if exc.__cause__ is not None else exc
-    return (
-        f"import torch failed while it autoloaded an installed device backend ({exc}): "
-        f"{explain_torch_npu_failure(cause)}. To use torch (and pypto.torch's simulator platforms) without "
-        f"it, set {AUTOLOAD_FIX} in the environment; to use the NPU, {_CANN_FIX}"
-    )
 
 
 def _load_torch_npu(platform: str, query: str) -> ModuleType:
