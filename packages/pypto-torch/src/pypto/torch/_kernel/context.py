@@ -419,7 +419,8 @@ class _Manager:
             pending.append(ticket)
             self.enqueuing += 1  # shutdown waits for this launch to publish or fail
         try:
-            run = worker.launch(kc.handle, args, stream)
+            # A launch that is waited for runs on this thread when the chip is idle (no handoff).
+            run = worker.launch(kc.handle, args, stream, waits=wait)
         except BaseException:
             # Refused before anything was enqueued: nothing uses the memory; release it now.
             with self.lock:
