@@ -114,7 +114,9 @@ class RunHandle:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the run finishes or ``timeout`` seconds pass; True when finished."""
-        finished = bool(self._native.wait(-1.0 if timeout is None else float(timeout)))
+        native = self._native
+        # a finished run (one that ran on the caller's thread) answers without releasing the GIL
+        finished = bool(native.done or native.wait(-1.0 if timeout is None else float(timeout)))
         if finished:
             self._args = None
         return finished
@@ -668,7 +670,9 @@ def _materialized(
     """``args`` as the chip takes them, checked against the callable: a ChipStorageTaskArgs as
     given, a TaskArgs materialised."""
     if isinstance(args, ChipStorageTaskArgs):
-        _check_materialized(handle, args, what)
+        if args is not handle._checked:  # a repeat call with the same frozen args was checked
+            _check_materialized(handle, args, what)
+            handle._checked = args
         return args
     return _checked_args(handle, args, what)
 
