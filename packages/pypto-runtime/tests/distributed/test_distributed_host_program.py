@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import config  # noqa: E402
+from _dist_programs import chip_functions, config  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
@@ -19,25 +19,13 @@ from pypto.ir import DistributedConfig, KernelError  # noqa: E402
 R, C = 16, 32
 
 
+_CHIP = chip_functions(R, C)
+
+
 @pl.program
 class _Forms:
-    @pl.function(type=pl.FunctionType.InCore)
-    def add_tiles(
-        self,
-        a: pl.Tensor[[R, C], pl.FP32],
-        b: pl.Tensor[[R, C], pl.FP32],
-        out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-    ) -> pl.Tensor[[R, C], pl.FP32]:
-        return pl.store(pl.add(pl.load(a, [0, 0], [R, C]), pl.load(b, [0, 0], [R, C])), [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def chip_add(
-        self,
-        a: pl.Tensor[[R, C], pl.FP32],
-        b: pl.Tensor[[R, C], pl.FP32],
-        out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-    ) -> pl.Tensor[[R, C], pl.FP32]:
-        return self.add_tiles(a, b, out)
+    add_tiles = _CHIP.add_tiles
+    chip_add = _CHIP.chip_add
 
     @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
     def combine(

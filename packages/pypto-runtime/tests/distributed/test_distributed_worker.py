@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config  # noqa: E402
+from _dist_programs import COLS, ROWS, assert_cleaned, chip_functions, config, twice_chip, twice_host  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
@@ -28,24 +28,7 @@ from pypto.runtime import (  # noqa: E402
 from pypto.runtime.distributed import shm  # noqa: E402
 from pypto.runtime.distributed_runner import _tensor_from_continuous  # noqa: E402
 
-R, C = 8, 16
-
-
-@pl.jit.incore
-def _twice(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    t = pl.load(x, [0, 0], [R, C])
-    return pl.store(pl.add(t, t), [0, 0], y)
-
-
-@pl.jit
-def _twice_chip(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    return _twice(x, y)
-
-
-@pl.jit.host
-def _twice_host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    for r in pl.range(2):
-        _twice_chip(x[r], y[r], device=r)
+R, C = ROWS, COLS  # the shared programs' rank slice
 
 
 @pl.jit.incore
@@ -72,7 +55,7 @@ def _rand(*shape: int, seed: int) -> torch.Tensor:
 @pytest.fixture(scope="module")
 def programs():
     sample = torch.zeros((2, R, C))
-    twice = _twice_host.compile(sample, sample, config=config(2))
+    twice = twice_host.compile(sample, sample, config=config(2))
     plus = _plus_host.compile(sample, sample, sample, config=config(2))
     return twice, plus
 
@@ -117,8 +100,8 @@ def test_run_refuses_a_program_of_another_worker(rt) -> None:
     @pl.jit.host
     def other(x: pl.Tensor, y: pl.Out[pl.Tensor]):
         for r in pl.range(2):
-            _twice_chip(x[r], y[r], device=r)
-            _twice_chip(y[r], y[r], device=r)
+            twice_chip(x[r], y[r], device=r)
+            twice_chip(y[r], y[r], device=r)
 
     compiled = other.compile(sample, sample, config=config(2))
     with pytest.raises(ValueError, match="compiled is not a program of this worker"):
@@ -126,7 +109,7 @@ def test_run_refuses_a_program_of_another_worker(rt) -> None:
 
 
 def test_programs_of_one_worker_share_its_devices(programs) -> None:
-    single = _twice_host.compile(torch.zeros(2, R, C), torch.zeros(2, R, C), config=config(3))
+    single = twice_host.compile(torch.zeros(2, R, C), torch.zeros(2, R, C), config=config(3))
     with pytest.raises(ValueError, match=r"item 1 .* device_ids \(0, 1, 2\), item 0 .* \(0, 1\)"):
         programs[0].prepare(extra_compiled=[single])
 
@@ -267,26 +250,13 @@ def test_submit_checks_the_call_at_once(rt, programs) -> None:
 # -- @pl.program host orchestrators in the IR ------------------------------------------------
 
 
+_CHIP = chip_functions(R, C)
+
+
 @pl.program
 class _Pipeline:
-    @pl.function(type=pl.FunctionType.InCore)
-    def add_tiles(
-        self,
-        a: pl.Tensor[[R, C], pl.FP32],
-        b: pl.Tensor[[R, C], pl.FP32],
-        out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-    ) -> pl.Tensor[[R, C], pl.FP32]:
-        s = pl.add(pl.load(a, [0, 0], [R, C]), pl.load(b, [0, 0], [R, C]))
-        return pl.store(s, [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def chip_add(
-        self,
-        a: pl.Tensor[[R, C], pl.FP32],
-        b: pl.Tensor[[R, C], pl.FP32],
-        out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-    ) -> pl.Tensor[[R, C], pl.FP32]:
-        return self.add_tiles(a, b, out)
+    add_tiles = _CHIP.add_tiles
+    chip_add = _CHIP.chip_add
 
     @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
     def scale_in_place(t: pl.Tensor[[R, C], pl.FP32]):
