@@ -11,9 +11,12 @@ folder on sys.path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -31,6 +34,7 @@ __all__ = [
     "alive",
     "assert_cleaned",
     "chip_functions",
+    "cleaned",
     "config",
     "stuck",
     "stuck_host",
@@ -66,10 +70,22 @@ def assert_cleaned(pids: tuple[int, ...], segments: tuple[str, ...]) -> None:
     assert [s for s in segments if Path("/dev/shm", s).exists()] == []
 
 
-def chip_functions(r: int, c: int) -> type:
+@contextlib.contextmanager
+def cleaned(w: Any) -> Iterator[Any]:
+    """Yields the prepared worker ``w``; after the block, closes it and checks ``assert_cleaned``
+    for its rank processes and segments."""
+    pids, segments = w.rank_pids, w.segment_names
+    try:
+        yield w
+    finally:
+        w.close()
+    assert_cleaned(pids, segments)
+
+
+def chip_functions(r: int, c: int) -> tuple[Any, Any]:
     """The chip part of a ``@pl.program`` host orchestrator over [r, c] FP32 tensors: the kernel
-    ``add_tiles`` and the orchestration ``chip_add`` (out = a + b). A program class takes them
-    as class attributes (``add_tiles = chip.add_tiles``, ``chip_add = chip.chip_add``)."""
+    ``add_tiles`` and the orchestration ``chip_add`` (out = a + b). A program class binds them in
+    its body: ``add_tiles, chip_add = chip_functions(R, C)``."""
 
     class Chip:
         @pl.function(type=pl.FunctionType.InCore)
@@ -90,7 +106,7 @@ def chip_functions(r: int, c: int) -> type:
         ) -> pl.Tensor[[r, c], pl.FP32]:
             return self.add_tiles(a, b, out)
 
-    return Chip
+    return Chip.add_tiles, Chip.chip_add
 
 
 ROWS, COLS = 4, 16  # a rank's slice of the programs below

@@ -19,13 +19,9 @@ from pypto.ir import DistributedConfig, KernelError  # noqa: E402
 R, C = 16, 32
 
 
-_CHIP = chip_functions(R, C)
-
-
 @pl.program
 class _Forms:
-    add_tiles = _CHIP.add_tiles
-    chip_add = _CHIP.chip_add
+    add_tiles, chip_add = chip_functions(R, C)
 
     @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
     def combine(

@@ -37,13 +37,9 @@ R, C = 8, 16
 MEET_TIMEOUT = 30.0  # seconds a meet call waits for the other one
 
 
-_CHIP = chip_functions(R, C)
-
-
 @pl.program
 class _Subs:
-    add_tiles = _CHIP.add_tiles
-    chip_add = _CHIP.chip_add
+    add_tiles, chip_add = chip_functions(R, C)
 
     @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
     def scale(t: pl.InOut[pl.Tensor[[R, C], pl.FP32]], factor: float = 2.0):

@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import COLS, ROWS, assert_cleaned, chip_functions, config, twice_chip, twice_host  # noqa: E402
+from _dist_programs import COLS, ROWS, chip_functions, cleaned, config, twice_chip, twice_host  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
@@ -62,13 +62,8 @@ def programs():
 
 @pytest.fixture(scope="module")
 def rt(programs):
-    w = DistributedWorker(list(programs))
-    pids, segments = w.rank_pids, w.segment_names
-    try:
+    with cleaned(DistributedWorker(list(programs))) as w:
         yield w
-    finally:
-        w.close()
-    assert_cleaned(pids, segments)
 
 
 # -- several programs on one worker -----------------------------------------------------------
@@ -250,13 +245,9 @@ def test_submit_checks_the_call_at_once(rt, programs) -> None:
 # -- @pl.program host orchestrators in the IR ------------------------------------------------
 
 
-_CHIP = chip_functions(R, C)
-
-
 @pl.program
 class _Pipeline:
-    add_tiles = _CHIP.add_tiles
-    chip_add = _CHIP.chip_add
+    add_tiles, chip_add = chip_functions(R, C)
 
     @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
     def scale_in_place(t: pl.Tensor[[R, C], pl.FP32]):

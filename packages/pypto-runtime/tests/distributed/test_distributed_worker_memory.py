@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import COLS, ROWS, assert_cleaned, config, twice_host  # noqa: E402
+from _dist_programs import COLS, ROWS, cleaned, config, twice_host  # noqa: E402
 
 from pypto.ir import DistributedConfig  # noqa: E402
 from pypto.runtime import DistributedWorker, RunConfig  # noqa: E402
@@ -37,13 +37,8 @@ def compiled():
 
 @pytest.fixture(scope="module")
 def rt(compiled):
-    w = DistributedWorker(compiled)
-    pids, segments = w.rank_pids, w.segment_names
-    try:
+    with cleaned(DistributedWorker(compiled)) as w:
         yield w
-    finally:
-        w.close()
-    assert_cleaned(pids, segments)
 
 
 # -- raw pointers --------------------------------------------------------------------------------
