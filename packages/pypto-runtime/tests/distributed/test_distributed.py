@@ -19,7 +19,16 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import COLS, ROWS, accumulate_host, accumulate_rank, accumulated, assert_cleaned, config  # noqa: E402
+from _dist_programs import (  # noqa: E402
+    COLS,
+    ROWS,
+    accumulate_host,
+    accumulate_rank,
+    accumulated,
+    assert_cleaned,
+    cleaned,
+    config,
+)
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
@@ -49,13 +58,9 @@ def worker2_program():
 
 @pytest.fixture(scope="module")
 def worker2(worker2_program):
-    w = worker2_program.prepare()
-    pids, segments = w.rank_pids, w.segment_names
-    try:
+    with cleaned(worker2_program.prepare()) as w:
+        assert w.segment_names, "the worker owned no shared-memory segment"
         yield w
-    finally:
-        w.close()
-    _assert_cleaned(pids, segments)
 
 
 # -- ranks running -------------------------------------------------------------------------

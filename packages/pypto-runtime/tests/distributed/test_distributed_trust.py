@@ -46,6 +46,12 @@ class _Payload:
         return (os.system, (f"touch {self.marker}",))
 
 
+def _close_promptly(w) -> None:
+    started = time.monotonic()
+    w.close()
+    assert time.monotonic() - started < 20, "close() waited for ranks that no longer listened"
+
+
 def _check(w, seed: int) -> None:
     g = torch.Generator().manual_seed(seed)
     x = torch.randint(-9, 10, (2, ROWS, COLS), generator=g).float()
@@ -203,9 +209,7 @@ def test_a_second_process_can_neither_reach_nor_delay_the_control_channel(progra
         assert report["found"], err  # it saw the run's listening ports in /proc/net
         assert report["stores"] == 0, err  # none of them is a store: nothing to delete or forge
         _check(w, 30)
-        started = time.monotonic()
-        w.close()
-        assert time.monotonic() - started < 20, "close() waited for ranks that no longer listened"
+        _close_promptly(w)
     finally:
         w.close()
     assert_cleaned(pids, segments)
@@ -254,9 +258,7 @@ def test_forged_messages_in_the_store_run_nothing_and_do_not_disturb_the_run(
             attacker.set(f"cmd/{s}", json.dumps({**forged, "op": "close"}).encode())
         _check(w, 20)
         _check(w, 21)
-        started = time.monotonic()
-        w.close()
-        assert time.monotonic() - started < 20, "close() waited for ranks that no longer listened"
+        _close_promptly(w)
     finally:
         w.close()
     assert_cleaned(pids, segments)
