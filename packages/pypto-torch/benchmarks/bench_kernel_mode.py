@@ -99,14 +99,17 @@ def _compiled_pair(
     return compiled_op, compiled_noop
 
 
-def _median_us(f: Callable[[], object], windows: int = 31, n: int = 100) -> float:
-    """Median over ``windows`` windows of ``n`` calls, in us per call."""
+def _median_us(f: Callable[[], object], calls: int = 3100) -> float:
+    """Median of ``calls`` calls timed one by one, in us. Each call is timed alone (a clock read
+    is ~0.1 us): a window of many calls as long as the scheduler's time slice (~1.5 ms here)
+    is cut by a preemption in some runs and not in others, so under load the median of such
+    windows jumps between the call's cost and the other processes' share of the CPU."""
+    clock = time.perf_counter
     per = []
-    for _ in range(windows):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        per.append((time.perf_counter() - t0) / n)
+    for _ in range(calls):
+        t0 = clock()
+        f()
+        per.append(clock() - t0)
     per.sort()
     return per[len(per) // 2] * 1e6
 
