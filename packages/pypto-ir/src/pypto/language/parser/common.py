@@ -125,6 +125,8 @@ class ParseContext:
         self.functions: dict[str, Function] = {}
         # (function, global name) -> the constant value the parse used
         self.captured: dict[tuple[Callable[..., Any], str], object] = {}
+        # the Python function each external @pl.function name was first resolved to
+        self.externals: dict[str, Callable[..., Any]] = {}
 
     def resolve_call(self, target: Any, arg_types: list[Type], span: Span) -> Function | None:
         """Return the callee's IR function, or None if ``target`` is not a callable kernel."""
@@ -291,6 +293,8 @@ class _FnState:
     # tensors marked by pl.dump_tag so far: later kernel calls that take one record it in dumps
     dump_tags: list[Var] = field(default_factory=list)
     prologue: bool = True
+    # ids of the parameter Vars annotated pld.DistributedTensor (a rank's window view)
+    distributed: set[int] = field(default_factory=set)
 
 
 class _ParserBase:

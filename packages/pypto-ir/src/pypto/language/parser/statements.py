@@ -257,11 +257,26 @@ class _Statements(_Control, _Launches):
         if isinstance(value, Const) and target.id not in self.st.multi:
             self.st.env[target.id] = value  # a name bound once to a constant is that constant
             return []
+        self.check_rebind(target, value.type)
         var = Var(self.prefix + target.id, value.type, self.src.span(target))
         self.st.env[target.id] = var
         if isinstance(value.type, TupleType) and not value.type.items and isinstance(value, CallFunc):
             raise self.err(f"{value.callee!r} returns nothing; call it without assigning", s)
         return [Assign(var, value, span)]
+
+    def check_rebind(self, target: ast.Name, ty: Type) -> None:
+        """A name holding a tensor keeps its shape and dtype: rebinding it to a tensor of another
+        shape or dtype is an error (as in upstream PyPTO), so one name is one tensor type."""
+        held = self.st.env.get(target.id)
+        if not (isinstance(held, Var) and isinstance(held.type, TensorType) and isinstance(ty, TensorType)):
+            return
+        was, now = held.type, ty
+        if tuple(was.shape) != tuple(now.shape) or was.dtype is not now.dtype:
+            raise self.err(
+                f"cannot reassign {target.id!r} with a different type: was {was}, got {now}; use a "
+                "different name for a tensor of another shape or dtype",
+                target,
+            )
 
     def unpack_call(self, target: ast.Tuple, value_node: ast.expr, s: ast.stmt) -> list[Stmt]:
         """``a, b = kernel(x, y)`` in an orchestration: the call is submitted once, and each name

@@ -34,10 +34,23 @@ class _Tasks(_Calls):
 
     def deps_entries(self, elts: list[ast.expr], what: str) -> tuple[Expr, ...]:
         out: list[Expr] = []
+        whole: ast.expr | None = None  # the first whole task-id array in the list
+        element: ast.expr | None = None  # the first `arr[i]` entry
         for d in elts:
             if isinstance(d, ast.Constant) and d.value is None:
                 continue
             e = self.expr(d)
+            if isinstance(e.type, ArrayType):
+                whole = whole or d
+            elif self.is_array_element(d):
+                element = element or d
+            if whole is not None and element is not None:
+                raise self.err(
+                    f"{what}: deps= cannot mix a whole task-id array ({ast.unparse(whole)}) with "
+                    f"per-element entries ({ast.unparse(element)}); pass the array alone (deps=[arr]) to "
+                    "wait for all of it, or index it slot by slot (deps=[arr[i], arr[j]])",
+                    d,
+                )
             if not isinstance(e.type, (TaskIdType, ArrayType)):
                 raise self.err(
                     f"{what}: a deps entry must be a task id (from pl.submit, pl.system.task_dummy or "
@@ -46,6 +59,13 @@ class _Tasks(_Calls):
                 )
             out.append(e)
         return tuple(out)
+
+    def is_array_element(self, node: ast.expr) -> bool:
+        """Whether ``node`` reads one slot of a task-id array: ``arr[i]``."""
+        if not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Name):
+            return False
+        base = self.lookup(node.value.id, node.value)
+        return isinstance(base, Var) and isinstance(base.type, ArrayType)
 
     def deps_comprehension(self, node: ast.ListComp, what: str) -> tuple[Expr, ...]:
         """``deps=[tids[k] for k in range(K) if k != j]``: unrolled when compiling, so the
