@@ -86,7 +86,7 @@ def two_externals_one_name() -> object:
 def rebind_other_shape() -> object:
     @pl.function
     def f(x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
-        t = pl.create_tensor([16, 16], dtype=pl.FP32)  # noqa: F841
+        t = pl.create_tensor([16, 16], dtype=pl.FP32)
         t = pl.create_tensor([4, 4], dtype=pl.FP32)  # noqa: F841  # another shape
         return x
 
