@@ -317,6 +317,19 @@ def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Cal
                 node,
             )
         attrs["transpose"] = True
+    if _flag(p, b, "flat_layout", "pl.create_tile", node):
+        if attrs.get("memory") is not MemorySpace.Mat or attrs.get("transpose"):
+            raise p.err(
+                "pl.create_tile: flat_layout=True describes a flat (non-fractal) Mat (L1) staging tile, "
+                "not transposed; got "
+                + (
+                    "transpose=True"
+                    if attrs.get("transpose")
+                    else f"{attrs.get('memory', MemorySpace.Vec).value} memory"
+                ),
+                node,
+            )
+        attrs["flat_layout"] = True
     return p.make_op("create_tile", [], attrs, node)
 
 

@@ -43,6 +43,7 @@ from pypto.language.parser.common import (
     annotation_to_type,
     param_annotations,
 )
+from pypto.language.parser.scopes import core_runs_as_scopes
 from pypto.language.parser.statements import _Statements
 
 __all__ = [
@@ -148,12 +149,9 @@ class _Parser(_Statements):
             elif self.st.saw_tile:
                 ft = FunctionType.InCore
         if ft is FunctionType.Orchestration and self.st.outside_node is not None:
-            where, opname = self.st.outside_node
-            raise self.err(
-                f"pl.{opname} runs on a core, but this function also submits work (pl.at scopes or "
-                "kernel calls); put it inside `with pl.at(level=pl.Level.CORE_GROUP):`",
-                where,
-            )
+            # an Opaque function that submits work and also computes outside its pl.at scopes:
+            # each run of that computation becomes a scope of its own (as upstream PyPTO scopes it)
+            body = list(core_runs_as_scopes(tuple(body)))
         return Function(
             name,
             tuple(params),

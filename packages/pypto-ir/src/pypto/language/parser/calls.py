@@ -235,6 +235,18 @@ class _Calls(_Directives):
                         e,
                     )
 
+    def no_dep_arg(self, a: ast.expr) -> ast.expr:
+        """A kernel call's argument ``pl.no_dep(t)``: the tensor ``t``, whose dependency tracking
+        the author waives. A hint; the simulated runtime keeps every dependency."""
+        if not (isinstance(a, ast.Call) and self.dsl_kind(a.func) == "no_dep"):
+            return a
+        if len(a.args) != 1 or a.keywords or not isinstance(a.args[0], ast.Name):
+            raise self.err("pl.no_dep(t) takes one tensor name", a)
+        held = self.st.env.get(a.args[0].id)
+        if not (isinstance(held, Var) and isinstance(held.type, TensorType)):
+            raise self.err(f"pl.no_dep(t): {a.args[0].id!r} must be a tensor", a.args[0])
+        return a.args[0]
+
     def func_call(self, obj: Any, node: ast.Call) -> Expr:
         if getattr(obj, "__pypto_inline__", False):
             return self.inline_call(obj, node)
@@ -247,7 +259,7 @@ class _Calls(_Directives):
                     kw,
                 )
             self.call_attrs(kw.value, len(node.args))
-        args = [self.expr(a) for a in node.args]
+        args = [self.expr(self.no_dep_arg(a)) for a in node.args]
         if self.st.in_scope or self.st.func_type.is_kernel:
             raise self.err(
                 "a kernel cannot call another function; call kernels from the orchestration (outside pl.at)",

@@ -193,7 +193,11 @@ class _Statements(_Control, _Launches):
             if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) in ("spmd", "cluster"):
                 return self.spmd_stmt(s, opened)
             if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) == "manual_scope":
+                if opened.args or opened.keywords:
+                    raise self.err("pl.manual_scope() takes no arguments", opened)
                 return self.manual_scope_stmt(s, opened)
+            if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) == "scope":
+                return self.scope_stmt(s, opened)
             return self.with_stmt(s)
         names = {
             ast.Try: "try statements",

@@ -1,0 +1,124 @@
+"""Upstream PyPTO's scope and hint forms run on a2a3sim and checked against torch: ``with
+pl.scope():`` (an automatic runtime scope, ``auto_scope=False``) and ``pl.scope(mode=MANUAL)``,
+``pl.no_dep(t)`` on a kernel call's argument, ``pl.at(allow_early_resolve=True)``,
+``pl.split(..., slot_num=n)``, ``pl.create_tile(..., flat_layout=True)``, and an Opaque function
+whose computation outside its scopes is scoped automatically."""
+
+from __future__ import annotations
+
+import pytest
+
+import pypto.language as pl
+from pypto.runtime import run
+
+torch = pytest.importorskip("torch")
+
+
+@pl.program
+class Scoped:
+    @pl.function(type=pl.FunctionType.InCore)
+    def twice(
+        self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        t = pl.load(a, [0, 0], [16, 16])
+        return pl.store(pl.add(t, t), [0, 0], out)
+
+    @pl.function(type=pl.FunctionType.Orchestration, auto_scope=False)
+    def main(
+        self,
+        a: pl.Tensor[[16, 16], pl.FP32],
+        mid: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
+        out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        with pl.scope():
+            mid = self.twice(a, mid)
+        with pl.scope(mode=pl.ScopeMode.MANUAL):
+            out, t = pl.submit(self.twice, mid, out)
+            out, _u = pl.submit(self.twice, mid, pl.no_dep(out), deps=[t])
+        return out
+
+
+@pl.program
+class Hinted:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]
+    ) -> pl.Tensor[[32, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=True):
+            t = pl.load(x, [0, 0], [16, 16])
+            pl.store(pl.mul(t, 3.0), [0, 0], out)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            _s = pl.create_tile([16, 16], dtype=pl.FP32, target_memory=pl.MemorySpace.Mat, flat_layout=True)
+            u = pl.load(x, [16, 0], [16, 16])
+            pl.store(pl.add(u, 1.0), [16, 0], out)
+        return out
+
+
+@pl.program
+class AutoScoped:
+    @pl.function
+    def square(
+        self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        t = pl.load(x, [0, 0], [16, 16])
+        return pl.store(pl.mul(t, t), [0, 0], out)
+
+    @pl.function
+    def main(
+        self,
+        a: pl.Tensor[[16, 16], pl.FP32],
+        sq: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
+        out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        sq = self.square(a, sq)
+        t = pl.load(sq, [0, 0], [16, 16])  # outside any pl.at: scoped automatically
+        out = pl.store(pl.add(t, 1.0), [0, 0], out)
+        return out
+
+
+def test_scope_auto_and_manual_and_no_dep_run_in_order() -> None:
+    a = torch.randn(16, 16)
+    mid, out = torch.zeros(16, 16), torch.zeros(16, 16)
+    run(Scoped, a, mid, out)
+    torch.testing.assert_close(mid, 2 * a)
+    torch.testing.assert_close(out, 4 * a)
+
+
+def test_scope_hints_are_taken_and_change_nothing() -> None:
+    x = torch.randn(32, 16)
+    out = torch.zeros(32, 16)
+    with pytest.warns(DeprecationWarning, match=r"pl.cross_core_slot\(slot_num=n\)"):
+        prog = pl.parse(_HINTED_TEXT)
+    run(prog, x, out)
+    want = torch.cat([3 * x[:16], x[16:] + 1])
+    torch.testing.assert_close(out, want)
+    out = torch.zeros(32, 16)
+    run(Hinted, x, out)
+    torch.testing.assert_close(out, want)
+
+
+def test_opaque_function_computation_outside_scopes_is_scoped() -> None:
+    a = torch.randn(16, 16)
+    sq, out = torch.zeros(16, 16), torch.zeros(16, 16)
+    run(AutoScoped, a, sq, out)
+    torch.testing.assert_close(out, a * a + 1)
+
+
+_HINTED_TEXT = """
+import pypto.language as pl
+
+
+@pl.program
+class Hinted:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]
+    ) -> pl.Tensor[[32, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=True):
+            t = pl.load(x, [0, 0], [16, 16])
+            pl.store(pl.mul(t, 3.0), [0, 0], out)
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.NONE, slot_num=4)]):
+            u = pl.load(x, [16, 0], [16, 16])
+            pl.store(pl.add(u, 1.0), [16, 0], out)
+        return out
+"""
