@@ -33,7 +33,7 @@ CODE = textwrap.dedent(
 def _run_as_command_line(monkeypatch: pytest.MonkeyPatch, argv_code: str) -> dict[str, object]:
     monkeypatch.setattr(sys, "orig_argv", [sys.executable, "-c", argv_code])
     namespace: dict[str, object] = {}
-    exec(compile(CODE, "<string>", "exec"), namespace)  # noqa: S102 -- what `python -c` does
+    exec(compile(CODE, "<string>", "exec"), namespace)  # what `python -c` does
     return namespace
 
 
