@@ -1,6 +1,6 @@
 """Upstream PyPTO's scope forms and hints: what they build, and their misuses rejected at the
 offending line (``pl.scope``, ``pl.no_dep``, ``pl.at(allow_early_resolve=)``, ``pl.split(slot_num=)``,
-``pl.create_tile(flat_layout=)``, an Opaque function scoped automatically)."""
+``pl.create_tile(flat_layout=)``, an Opaque function scoped automatically, ``pl.fillpad_expand``)."""
 
 from __future__ import annotations
 
@@ -139,6 +139,17 @@ def slot_num_twice() -> object:
     return f.ir
 
 
+def fillpad_expand_smaller() -> object:
+    @pl.function(type=pl.FunctionType.InCore)
+    def f(
+        x: pl.Tensor[[16, 32], pl.FP32], o: pl.Out[pl.Tensor[[16, 32], pl.FP32]]
+    ) -> pl.Tensor[[16, 32], pl.FP32]:
+        t = pl.load(x, [0, 0], [16, 32])
+        return pl.store(pl.fillpad_expand(t, [8, 32]), [0, 0], o)  # smaller
+
+    return f.ir
+
+
 CASES = [
     (auto_scope_in_default_mode, "# automatic", "declare it @pl.function(..., auto_scope=False)"),
     (scope_positional, "pl.scope(1)", "pl.scope() takes only the keyword mode="),
@@ -146,6 +157,7 @@ CASES = [
     (flat_vec_tile, "# Vec", "flat_layout=True describes a flat (non-fractal) Mat (L1) staging tile"),
     (no_dep_of_a_scalar, "# a scalar", "pl.no_dep(t): 'n' must be a tensor"),
     (early_resolve_not_bool, "allow_early_resolve=1", "pl.at(allow_early_resolve): expected a bool"),
+    (fillpad_expand_smaller, "# smaller", "shape [8, 32] must be at least the source's [16, 32]"),
     (slot_num_twice, "pl.split(pl.SplitMode.NONE, slot_num=4)", "optimizations gives slot_num twice"),
 ]
 

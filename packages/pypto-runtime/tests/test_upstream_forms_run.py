@@ -2,9 +2,12 @@
 pl.scope():`` (an automatic runtime scope, ``auto_scope=False``) and ``pl.scope(mode=MANUAL)``,
 ``pl.no_dep(t)`` on a kernel call's argument, ``pl.at(allow_early_resolve=True)``,
 ``pl.split(..., slot_num=n)``, ``pl.create_tile(..., flat_layout=True)``, and an Opaque function
-whose computation outside its scopes is scoped automatically."""
+whose computation outside its scopes is scoped automatically; ``pl.fillpad_expand`` (TFILLPAD_EXPAND)
+of a tile and of a window."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 
@@ -122,3 +125,37 @@ class Hinted:
             pl.store(pl.add(u, 1.0), [16, 0], out)
         return out
 """
+
+
+@pl.jit
+def expand_tile(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 32], valid_shape=[5, 7])
+        pl.store(pl.fillpad_expand(t, [24, 48], pad_value=pl.PadValue.min), [0, 0], o)
+    return o
+
+
+@pl.jit
+def expand_window(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        w = pl.slice(a, [8, 32], [8, 0], valid_shape=[6, 20], pad_value=pl.PadValue.max)
+        o[:] = pl.fillpad_expand(w, [16, 32])  # its valid region, zeros around it
+    return o
+
+
+def test_fillpad_expand_copies_the_valid_region_into_a_larger_padded_tile() -> None:
+    a = torch.randn(16, 32)
+    o = torch.full((24, 48), 7.0)
+    expand_tile(a, o)
+    want = torch.full((24, 48), -math.inf)
+    want[:5, :7] = a[:5, :7]
+    torch.testing.assert_close(o, want)
+
+
+def test_fillpad_expand_of_a_window_with_a_valid_shape() -> None:
+    a = torch.randn(16, 32)
+    o = torch.full((16, 32), 7.0)
+    expand_window(a, o)
+    want = torch.zeros(16, 32)
+    want[:6, :20] = a[8:14, :20]
+    torch.testing.assert_close(o, want)

@@ -301,6 +301,16 @@ def _build_move(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     )
 
 
+def _build_fillpad_expand(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    pad = (
+        pad_value(p, b["pad_value"], "pl.fillpad_expand pad_value", node)
+        if "pad_value" in b
+        else PadValue.zero
+    )
+    attrs = {"shape": p.shape(b["shape"], "pl.fillpad_expand shape"), "pad": pad}
+    return p.make_op("fillpad_expand", [p.expr(b["tile"])], attrs, node)
+
+
 def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     attrs: dict[str, Any] = {
         "shape": p.shape(b["shape"], "pl.create_tile shape"),
@@ -554,6 +564,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "assemble": _build_assemble,
     "slice": _build_slice,
     "fillpad": _build_fillpad,
+    "fillpad_expand": _build_fillpad_expand,
     "set_validshape": _build_set_validshape,
     "print": _build_print,
 }

@@ -369,12 +369,13 @@ class _Emitters(_GenBase):
                 writes=(name,),
             )
             return
-        if e.op == "tile.fillpad":
+        if e.op in ("tile.fillpad", "tile.fillpad_expand"):  # the destination's PadValue is the pad
             src = args[0]
             assert isinstance(src, Var)
             self.declare(v.name, name, t, (str(rows), str(cols)), pad=e.attr("pad"))
             s = ident(src.name)
-            self.inst(f"TFILLPAD({name}, {s});", Pipe.V, reads=(s,), writes=(name,))
+            fn = "TFILLPAD" if e.op == "tile.fillpad" else "TFILLPAD_EXPAND"
+            self.inst(f"{fn}({name}, {s});", Pipe.V, reads=(s,), writes=(name,))
             return
         spec = OPS.get(e.op)
         if spec is None or spec.cpp is None:

@@ -103,6 +103,8 @@ SAMPLES: dict[str, Sample] = {
     "tensor.assemble": ([_X, _T], {"static_offsets": [16, 0], "atomic": AtomicType.Add}),
     "tile.fillpad": ([_T], {"pad": PadValue.zero}),
     "tensor.fillpad": ([_X], {"pad": PadValue.zero}),
+    "tile.fillpad_expand": ([_T], {"shape": (32, 64), "pad": PadValue.zero}),
+    "tensor.fillpad_expand": ([_X], {"shape": (128, 128), "pad": PadValue.zero}),
     "tile.not_": ([_TI], {}),
     "tile.lrelu": ([_T, _S], {}),
     "tile.fmods": ([_T, _S], {}),
