@@ -575,3 +575,6 @@ from pypto.language import comm_builders as _comm_builders  # noqa: E402, F401
 
 # pl.gelu's and pl.softplus's compile-time keywords
 from pypto.language import math_builders as _math_builders  # noqa: E402, F401
+
+# the cross-core pipes' side checks and popped tile types
+from pypto.language import pipe_builders as _pipe_builders  # noqa: E402, F401

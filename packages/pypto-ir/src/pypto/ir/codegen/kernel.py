@@ -71,6 +71,7 @@ from pypto.ir.nodes import (
     stmt_exprs,
     walk_stmts,
 )
+from pypto.ir.ops.pipe_ops import PIPE_OPS, no_pipe
 from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.memory_alloc import allocate_kernel
 from pypto.ir.passes.sync_insertion import insert_syncs
@@ -181,6 +182,8 @@ class _KernelGen(_Emitters):
                 c = s.value
                 if not isinstance(c, Call):
                     raise PyptoCompileError(f"kernel codegen: unexpected statement {c}")
+                if c.op in PIPE_OPS:
+                    raise no_pipe(c.op)
                 if c.op == "tensor.write":
                     self.write(c)
                 elif c.op in PRINT_OPS:

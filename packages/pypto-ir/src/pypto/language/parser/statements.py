@@ -55,6 +55,7 @@ from pypto.language.parser.tuples import TupleValue
 
 
 class _Statements(_Control, _Launches):
+    assign_ann: ast.expr | None = None  # the annotation of the assignment being parsed
     # ------------------------------------------------------------------ statements
 
     def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]:
@@ -236,7 +237,11 @@ class _Statements(_Control, _Launches):
         if is_alloc_call(self, value_node):
             bind_allocation(self, target, value_node, ann, s)  # type: ignore[arg-type]
             return []
-        value = self.expr(value_node)
+        self.assign_ann = ann  # what a call that takes its type from it reads (pl.tpop_from_aic)
+        try:
+            value = self.expr(value_node)
+        finally:
+            self.assign_ann = None
         if (
             isinstance(value, CallFunc)
             and isinstance(value.type, TupleType)
