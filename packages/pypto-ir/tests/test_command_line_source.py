@@ -51,6 +51,8 @@ def test_exec_text_that_is_not_the_command_line_is_refused(monkeypatch: pytest.M
 
 def test_a_real_python_c_process() -> None:
     code = CODE + "print(add_one.ir.name, P.funcs[0].name)\n"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["add_one", "twice"]
