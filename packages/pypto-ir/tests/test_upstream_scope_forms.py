@@ -13,6 +13,7 @@ import pypto.language as pl
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Assign, Call, ExprStmt, Scope
 from pypto.ir.python_printer import function_text
+from pypto.ir.types import TaskIdType
 
 
 def _rejected(build: Callable[[], object], marker: str, message: str) -> None:
@@ -215,3 +216,23 @@ def test_opaque_computation_outside_scopes_gets_its_own_scopes() -> None:
     assert kinds == ["Assign", "Scope", "Assign", "Scope", "Return"]
     first = next(s for s in P.functions["main"].body if isinstance(s, Scope))  # type: ignore[attr-defined]
     assert [s.var.name for s in first.body] == ["b", "c"]
+
+
+def test_none_in_an_orchestration_is_the_id_of_no_task() -> None:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            return x
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            with pl.manual_scope():
+                prev = None
+                a, _t = pl.submit(self.k, x, deps=[prev])
+            return a
+
+    main = P.functions["main"]  # type: ignore[attr-defined]
+    first = next(s for s in main.body if isinstance(s, Assign))
+    assert first.value.op == "system.task_invalid"
+    assert isinstance(first.var.type, TaskIdType)

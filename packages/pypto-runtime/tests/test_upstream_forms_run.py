@@ -159,3 +159,31 @@ def test_fillpad_expand_of_a_window_with_a_valid_shape() -> None:
     want = torch.zeros(16, 32)
     want[:6, :20] = a[8:14, :20]
     torch.testing.assert_close(o, want)
+
+
+@pl.program
+class Chain:
+    @pl.function(type=pl.FunctionType.InCore)
+    def bump(
+        self, x: pl.Tensor[[16, 16], pl.FP32], acc: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        t = pl.add(pl.load(acc, [0, 0], [16, 16]), pl.load(x, [0, 0], [16, 16]))
+        return pl.store(t, [0, 0], acc)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[16, 16], pl.FP32], acc: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        with pl.manual_scope():
+            prev = None  # no producer yet: the first task waits for nothing
+            for _i, (p,) in pl.range(3, init_values=(prev,)):
+                acc, t = pl.submit(self.bump, x, acc, deps=[p])
+                p = pl.yield_(t)  # noqa: PLW2901 -- the loop-carried value's next one
+        return acc
+
+
+def test_none_task_id_starts_a_chain_of_tasks() -> None:
+    x = torch.randn(16, 16)
+    acc = torch.ones(16, 16)
+    run(Chain, x, acc)
+    torch.testing.assert_close(acc, 1 + 3 * x)

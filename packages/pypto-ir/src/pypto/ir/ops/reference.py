@@ -103,6 +103,7 @@ SAMPLES: dict[str, Sample] = {
     "tensor.assemble": ([_X, _T], {"static_offsets": [16, 0], "atomic": AtomicType.Add}),
     "tile.fillpad": ([_T], {"pad": PadValue.zero}),
     "tensor.fillpad": ([_X], {"pad": PadValue.zero}),
+    "system.task_invalid": ([], {}),
     "tile.tpush_to_aiv": ([_T], {"split": 0}),
     "tile.tpush_to_aic": ([_T], {"split": 0}),
     "tile.tpop_from_aic": ([], {"shape": (16, 64), "dtype": _FP32, "split": 0}),

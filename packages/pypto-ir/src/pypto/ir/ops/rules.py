@@ -72,6 +72,7 @@ from pypto.ir.ops.task_rules import (
     deps_entries,
     runtime_scope_mark,
     task_dummy,
+    task_invalid,
 )
 
 __all__ = [
@@ -102,6 +103,7 @@ __all__ = [
     "scalar_cast",
     "select",
     "task_dummy",
+    "task_invalid",
     "tensor_assemble",
     "tensor_cast",
     "tensor_concat",

@@ -239,7 +239,15 @@ class _Statements(_Control, _Launches):
             return []
         self.assign_ann = ann  # what a call that takes its type from it reads (pl.tpop_from_aic)
         try:
-            value = self.expr(value_node)
+            if (
+                isinstance(value_node, ast.Constant)
+                and value_node.value is None
+                and not self.in_kernel_code()
+            ):
+                # `tid = None` in an orchestration: "no producer yet", the id of no task
+                value: Expr | TupleValue = self.make_op("task_invalid", [], {}, value_node)
+            else:
+                value = self.expr(value_node)
         finally:
             self.assign_ann = None
         if (
@@ -272,6 +280,9 @@ class _Statements(_Control, _Launches):
         if isinstance(value.type, TupleType) and not value.type.items and isinstance(value, CallFunc):
             raise self.err(f"{value.callee!r} returns nothing; call it without assigning", s)
         return [Assign(var, value, span)]
+
+    def in_kernel_code(self) -> bool:
+        return self.st.func_type.is_kernel or self.st.in_scope
 
     def check_rebind(self, target: ast.Name, ty: Type) -> None:
         """A name holding a tensor keeps its shape and dtype: rebinding it to a tensor of another
