@@ -219,8 +219,14 @@ class _Calls(_Directives):
         for key, value in zip(node.keys, node.values, strict=True):
             assert key is not None  # a **mapping entry was refused above
             name = self.static_value(key, "kernel call attrs key", key)
+            if name == "arg_direction_overrides":
+                self.direction_overrides(value, nargs)
+                continue
             if name != "arg_directions":
-                raise self.err(f'kernel call attrs: only "arg_directions" is taken, got {name!r}', key)
+                raise self.err(
+                    f'kernel call attrs: only "arg_directions" and "arg_direction_overrides" are taken, got {name!r}',
+                    key,
+                )
             if not isinstance(value, (ast.List, ast.Tuple)):
                 raise self.err("arg_directions is a list of pl.adir markers, one per argument", value)
             if len(value.elts) != nargs:
@@ -234,6 +240,20 @@ class _Calls(_Directives):
                         f"arg_directions entries are pl.adir.{{{', '.join(ADIR_NAMES)}}}, got {ast.unparse(e)}",
                         e,
                     )
+
+    def direction_overrides(self, node: ast.expr, nargs: int) -> None:
+        """``attrs={"arg_direction_overrides": [i, ...]}`` (upstream's printed form of ``pl.no_dep``
+        arguments): distinct argument positions; checked, not stored, as ``pl.no_dep`` is."""
+        seen: list[int] = []
+        at = self.static_value(node, "arg_direction_overrides", node)
+        if not isinstance(at, (list, tuple)):
+            raise self.err("arg_direction_overrides is a list of argument positions: [0, 2]", node)
+        for i in at:
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < nargs or i in seen:
+                raise self.err(
+                    f"arg_direction_overrides: {i!r} is not a distinct argument position 0..{nargs - 1}", node
+                )
+            seen.append(i)
 
     def no_dep_arg(self, a: ast.expr) -> ast.expr:
         """A kernel call's argument ``pl.no_dep(t)``: the tensor ``t``, whose dependency tracking
