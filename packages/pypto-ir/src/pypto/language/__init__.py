@@ -73,6 +73,12 @@ from pypto.language.dsl import (
 )
 from pypto.language.jit import JITFunction, Specialization, jit
 from pypto.language.memref import MemRef, Ptr
+from pypto.language.system import (  # upstream's short spellings of these pl.system calls
+    aic_initialize_pipe,
+    aiv_initialize_pipe,
+    import_peer_buffer,
+    reserve_buffer,
+)
 from pypto.language.text import loads, parse
 from pypto.language.typing import (
     RUNTIME,
@@ -163,6 +169,8 @@ __all__ = [
     "Tuple",
     "adir",
     "aic_gather",
+    "aic_initialize_pipe",
+    "aiv_initialize_pipe",
     "aiv_shard",
     "array",
     "at",
@@ -175,6 +183,7 @@ __all__ = [
     "function",
     "get_block_idx",
     "get_block_num",
+    "import_peer_buffer",
     "inline",
     "jit",
     "loads",
@@ -188,6 +197,7 @@ __all__ = [
     "pipeline",
     "program",
     "range",
+    "reserve_buffer",
     "scope",
     "split",
     "split_aiv",
