@@ -8,7 +8,9 @@ upstream rejects ("invalid"), any other one upstream accepts ("valid"). The rati
 programs accepted here, invalid programs rejected here. Upstream-only modules the tests import
 (``pypto.pypto_core``, parser internals, ...) are stubbed, so a file still imports; a test that
 uses them before building its program never reaches it and is not counted. What a test asserts
-about upstream's IR objects after building is not checked.
+about upstream's IR objects after building is not checked. Text run by ``exec`` that catches one
+of upstream's parser errors itself expects its build to fail (an invalid program); ``pl.parse``
+of text from upstream's own printer (a stub here) builds no program and is not counted.
 
 Usage (any working directory)::
 
