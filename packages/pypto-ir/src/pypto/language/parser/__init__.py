@@ -33,6 +33,7 @@ from pypto.ir.types import (
     TensorType,
     Type,
 )
+from pypto.language import typing as lt
 from pypto.language.fold import make_const
 from pypto.language.parser.common import (
     ParseContext,
@@ -113,14 +114,13 @@ class _Parser(_Statements):
         self.st = _FnState(func_type)
         self.st.attrs.update(attrs or {})
         self.st.multi = _rebound_names(self.src.tree)
-        from pypto.language.distributed import is_distributed_annotation  # distributed imports the parser
-
         params: list[Param] = []
         for pname, ann, node in param_annotations(self.src, is_method):
             ty, direction = annotation_to_type(ann, pname, self.src.span(node), arg_types.get(pname))
             var = Var(pname, ty, self.src.span(node))
             params.append(Param(var, direction))
-            if is_distributed_annotation(ann):
+            inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
+            if getattr(inner, "window", False):  # a pld.DistributedTensor parameter
                 self.st.distributed.add(id(var))
             if pname in scalar_values and isinstance(ty, ScalarType):
                 self.st.env[pname] = make_const(scalar_values[pname], ty.dtype, self.src.span(node))
