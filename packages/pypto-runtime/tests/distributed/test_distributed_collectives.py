@@ -318,7 +318,7 @@ def test_two_ranks_process_group_and_a_deferred_wait_that_never_holds() -> None:
         with DistributedWorker([never], data_path="process_group") as w2:
             w2.timeout = 2.0
             start = time.monotonic()
-            with pytest.raises(DistributedRankError, match=r"tile wait: rank \d timed out .* to become >= 1"):
+            with pytest.raises(DistributedRankError, match=r"TWAIT: rank \d timed out .* to become >= 1"):
                 w2.run(never, y)
             assert time.monotonic() - start < 15
     finally:

@@ -174,7 +174,7 @@ def test_a_wait_past_the_timeout_fails_the_dispatch_naming_rank_signal_and_value
     assert e.value.rank == 1
     msg = str(e.value)
     assert "rank 1 failed in stuck_host() dispatch 1" in msg
-    assert "tile wait: rank 1 timed out after 3 s waiting for its signal [1, 0]" in msg
+    assert "TWAIT: rank 1 timed out after 3 s waiting for its signal (element 1 of window buffer 0)" in msg
     assert "to become >= 3; the value seen was 0" in msg
     assert_cleaned(pids, segments)
 
@@ -279,6 +279,6 @@ def test_a_kernel_on_one_chip_has_no_comm_context() -> None:
     def solo(y: pl.Out[pl.Tensor[[1, 1], pl.INT32]], sig: pld.DistributedTensor[[2, 1], pl.INT32]):
         return stuck(y, sig, 0, 0)
 
-    with pytest.raises(simpler.DeviceError, match=r"tile comm_rank: no comm context"):
+    with pytest.raises(simpler.DeviceError, match=r"comm_rank: no comm context"):
         solo(torch.zeros((1, 1), dtype=torch.int32), s)
     del w

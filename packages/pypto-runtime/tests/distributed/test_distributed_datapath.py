@@ -193,7 +193,7 @@ def test_a_wait_timeout_on_the_process_group_path_names_rank_signal_and_value() 
     assert time.monotonic() - start < 30
     assert e.value.rank == 1
     msg = str(e.value)
-    assert "tile wait: rank 1 timed out after 2 s waiting for its signal [1, 0]" in msg
+    assert "TWAIT: rank 1 timed out after 2 s waiting for its signal (element 1 of window buffer 0)" in msg
     # the value rank 0's notify set through rank 1's host process
     assert "to become >= 3; the value seen was 2" in msg
 
