@@ -10,6 +10,7 @@ signal synthesised) shares each worker. Compile-time refusals need no ranks.
 
 import functools
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -265,6 +266,7 @@ def _run(n: int, data_path: str, seeds: tuple[int, ...]) -> DistributedWorker:
     x, counts, y, out = _inputs(n, 0)
     a = kernel_form.compile(x, counts, y, config=_config(n))
     b = host_form.compile(x, out, config=_config(n))
+    _check_sources(a)
     worker = DistributedWorker([a, b], data_path=data_path)
     try:
         assert worker.data_path == data_path
@@ -278,6 +280,21 @@ def _run(n: int, data_path: str, seeds: tuple[int, ...]) -> DistributedWorker:
         worker.close()
         raise
     return worker
+
+
+def _check_sources(compiled: Any) -> None:
+    """The cross-rank operations are PTO-ISA communication instructions: the kernels include
+    <pto/comm/pto_comm_inst.hpp> and nothing of the old tile library."""
+    kernels = [
+        k for d in compiled.plan.programs for k in Path(d).glob("**/*.cpp") if k.parent.name == "kernels"
+    ]
+    text = "\n".join(k.read_text() for k in kernels)
+    assert kernels
+    assert "simpler/tile" not in text
+    assert "simpler::tile" not in text
+    assert "#include <pto/comm/pto_comm_inst.hpp>" in text
+    for instr in ("TNOTIFY(", "TPUT<AtomicType::AtomicNone>(", "TGET(", "TLOAD("):
+        assert instr in text, instr
 
 
 def test_two_ranks_shared_memory() -> None:

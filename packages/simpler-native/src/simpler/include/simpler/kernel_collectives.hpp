@@ -92,6 +92,7 @@ template <class T, class TileT>
 inline bool reduce(const char* op, GmN<T>* members, int n, int root, GmN<T>& dst, CollOp rop, TileT& acc,
                    TileT& recv) noexcept {
     using namespace pto;
+    (void)op;  // the instructions name themselves in their reports
     pipe_barrier(PIPE_ALL);
     if (rop != CollOp::Prod) {
         pto::comm::ParallelGroup<GmN<T>> group(members, n, root);
