@@ -13,17 +13,46 @@ import os
 import time
 from pathlib import Path
 
+import pto_backend
+import pytest
+
 import pypto.language as pl
 import pypto.language.distributed as pld
 from pypto.ir import DistributedConfig
 from pypto.runtime import RunConfig
 
-__all__ = ["alive", "assert_cleaned", "config", "stuck", "stuck_host", "stuck_rank"]
+__all__ = [
+    "alive",
+    "assert_cleaned",
+    "config",
+    "needs_host_comm_path",
+    "needs_wait_timeout",
+    "stuck",
+    "stuck_host",
+    "stuck_rank",
+]
 
 
 def config(n: int, **kw: object) -> RunConfig:
     """The run configuration of a program on chips ``0..n-1``; ``kw`` goes to DistributedConfig."""
     return RunConfig(distributed_config=DistributedConfig(device_ids=list(range(n)), **kw))
+
+
+def needs_host_comm_path() -> None:
+    """Skip the calling test on the official CPU backend (``PTO_ISA_ROOT``): its communication
+    instructions and TLOAD/TSTORE dereference a peer's address, which on the process-group data
+    path is not memory of the rank process (docs/pto-isa-backends.md)."""
+    if pto_backend.official():
+        pytest.skip(
+            "official CPU backend: peers are reached by address, so only the shared-memory data path works"
+        )
+
+
+def needs_wait_timeout() -> None:
+    """Skip the calling test on the official CPU backend: its TWAIT reports no timeout (it gives up
+    silently after PTO_CPU_SIM_TWAIT_MAX_SPINS polls; docs/pto-isa-backends.md)."""
+    if pto_backend.official():
+        pytest.skip("official CPU backend: TWAIT has no timeout report")
 
 
 def alive(pid: int) -> bool:

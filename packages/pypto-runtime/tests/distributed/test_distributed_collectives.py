@@ -18,6 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
+from _dist_programs import needs_host_comm_path  # noqa: E402
+
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
 from pypto.ir import DistributedConfig, KernelError  # noqa: E402
@@ -326,6 +328,7 @@ def _never_host(y: pl.Out[pl.Tensor]):
 
 
 def test_two_ranks_process_group_and_a_deferred_wait_that_never_holds() -> None:
+    needs_host_comm_path()
     worker = _run(2, "process_group", (4,))
     try:
         # a task whose deferred condition never holds does not complete: the dispatch fails

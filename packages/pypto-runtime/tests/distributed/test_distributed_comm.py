@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config, stuck, stuck_host  # noqa: E402
+from _dist_programs import assert_cleaned, config, needs_wait_timeout, stuck, stuck_host  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
@@ -159,6 +159,7 @@ def test_four_ranks_exchange_through_windows() -> None:
 
 @pytest.mark.slow
 def test_a_wait_past_the_timeout_fails_the_dispatch_naming_rank_signal_and_value() -> None:
+    needs_wait_timeout()
     y = torch.zeros((2, 1, 1), dtype=torch.int32)
     compiled = stuck_host.compile(y, 0, 0, config=config(2))
     w = compiled.prepare()

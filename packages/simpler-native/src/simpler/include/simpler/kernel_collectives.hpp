@@ -95,6 +95,14 @@ inline bool reduce(const char* op, GmN<T>* members, int n, int root, GmN<T>& dst
     (void)op;  // the instructions name themselves in their reports
     pipe_barrier(PIPE_ALL);
     if (rop != CollOp::Prod) {
+        // TREDUCE moves [valid rows x valid cols] chunks through the tiles (dims 0..3 as rows):
+        // a tensor that fits one chunk takes exactly its shape.
+        const std::int64_t rows = dst.GetShape(0) * dst.GetShape(1) * dst.GetShape(2) * dst.GetShape(3);
+        const std::int64_t cols = dst.GetShape(4);
+        const unsigned vr = static_cast<unsigned>(rows < TileT::Rows ? rows : TileT::Rows);
+        const unsigned vc = static_cast<unsigned>(cols < TileT::Cols ? cols : TileT::Cols);
+        acc.SetValidShape(vr, vc);
+        recv.SetValidShape(vr, vc);
         pto::comm::ParallelGroup<GmN<T>> group(members, n, root);
         pto::comm::TREDUCE(group, dst, acc, recv, static_cast<pto::comm::ReduceOp>(rop));
         pipe_barrier(PIPE_ALL);
