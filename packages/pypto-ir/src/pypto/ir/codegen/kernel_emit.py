@@ -90,7 +90,7 @@ class _Emitters(_GenBase):
         return line, view
 
     def peer_view(
-        self, op: str, win: Var, peer: Expr, dtype: DataType, offs: object, *, shape: tuple[str, str]
+        self, op: str, win: Var, peer: object, dtype: DataType, offs: object, *, shape: tuple[str, str]
     ) -> str:
         """A checked GM view of rank ``peer``'s copy of window ``win`` at ``offs`` (declared by a
         line that returns from the kernel when it is rejected): the view's name."""
@@ -239,6 +239,7 @@ class _Emitters(_GenBase):
 
         stage = self.staging(c) if c.op in COMM_STAGING else []
         n = len(self.items)
+        lines: tuple[str, ...]
         if c.op in ("comm.notify", "comm.wait", "comm.defer_wait"):
             peer = scalar(1) if c.op == "comm.notify" else "-1"
             offs = self.offsets(a[2] if c.op == "comm.notify" else a[1])
