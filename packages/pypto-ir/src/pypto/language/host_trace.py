@@ -29,7 +29,15 @@ __all__ = [
     "require_trace",
 ]
 
-_state = threading.local()
+class _TraceState(threading.local):
+    """Per thread: the ``@pl.jit.host`` body being traced. The class default answers a thread
+    that never traced, so reading it never builds and swallows an AttributeError (every
+    ``@pl.jit`` call reads it)."""
+
+    trace: HostTrace | None = None
+
+
+_state = _TraceState()
 
 HOST_OPS = frozenset({"create_tensor"})
 """The kernel-language ops a host body may call (run as Python while it is traced)."""
@@ -37,7 +45,7 @@ HOST_OPS = frozenset({"create_tensor"})
 
 def active_trace() -> HostTrace | None:
     """The trace of the ``@pl.jit.host`` body running on this thread, or None."""
-    return getattr(_state, "trace", None)
+    return _state.trace
 
 
 def require_trace(what: str) -> HostTrace:
