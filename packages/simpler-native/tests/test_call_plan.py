@@ -209,10 +209,15 @@ def test_runs_on_a_worker(worker: simpler.Worker, register: Callable[[str], Any]
     assert worker.plan_target(h, diagnostics) is None  # a run that writes diagnostics: run()
 
 
-def test_a_bound_call_runs_returns_and_declines(worker: simpler.Worker, register: Callable[[str], Any]) -> None:
+def test_a_bound_call_runs_returns_and_declines(
+    worker: simpler.Worker, register: Callable[[str], Any]
+) -> None:
     h = register("vadd_tiles")
     chip, program, settings_ = worker.plan_target(h)
-    p = fields(plan([f32(0, [DYN]), f32(1, [DYN]), f32(2, [DYN], writes=True)], [(3, dtype_code("UINT32"))]), [np.float32] * 3)
+    p = fields(
+        plan([f32(0, [DYN]), f32(1, [DYN]), f32(2, [DYN], writes=True)], [(3, dtype_code("UINT32"))]),
+        [np.float32] * 3,
+    )
     declined = object()
     failed: list[Any] = []
 

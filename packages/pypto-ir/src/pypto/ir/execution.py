@@ -39,9 +39,9 @@ __all__ = [
     "get_host_compiler",
     "get_jit_compiler",
     "get_jit_executor",
+    "set_executor_plan",
     "set_host_compiler",
     "set_jit_compiler",
-    "set_executor_plan",
     "set_jit_executor",
 ]
 

@@ -29,6 +29,7 @@ __all__ = [
     "require_trace",
 ]
 
+
 class _TraceState(threading.local):
     """Per thread: the ``@pl.jit.host`` body being traced. The class default answers a thread
     that never traced, so reading it never builds and swallows an AttributeError (every

@@ -152,26 +152,22 @@ class JITFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # A repeat call goes to the executor's plan first (pypto.ir.execution): this frame is
-        # the only Python between the caller and the plan. Its errors leave the call as
-        # @user_facing's do.
-        plan = self.executor_plan
-        if plan is not None and not kwargs and _trace_state.trace is None:
-            try:
+        # the only Python between the caller and the plan. This frame is the entry point that
+        # trims a user error's traceback, as @user_facing's wrapper is elsewhere.
+        try:
+            plan = self.executor_plan
+            if plan is not None and not kwargs and _trace_state.trace is None:
                 done = plan(args)
-            except Exception as exc:
-                if not is_user_error(exc) or full_traceback():
-                    raise
-                raise exc.with_traceback(None) from None
-            if done is not DECLINED:
-                return done
-        return self._call(args, kwargs)
-
-    @user_facing
-    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        trace = active_trace()
-        if trace is not None:  # a launch inside a @pl.jit.host body: recorded, not run
-            return trace.dispatch(self, args, kwargs)
-        return get_jit_executor()(self, args, kwargs)
+                if done is not DECLINED:
+                    return done
+            trace = active_trace()
+            if trace is not None:  # a launch inside a @pl.jit.host body: recorded, not run
+                return trace.dispatch(self, args, kwargs)
+            return get_jit_executor()(self, args, kwargs)
+        except Exception as exc:
+            if not is_user_error(exc) or full_traceback():
+                raise
+            raise exc.with_traceback(None) from None
 
     @user_facing
     def compile(self, *args: Any, **kwargs: Any) -> Any:

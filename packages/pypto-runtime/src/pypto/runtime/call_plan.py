@@ -55,6 +55,7 @@ def _release_native_plans() -> None:
     and its compiled programs, until the process ends); nanobind would report it as leaked."""
     for plan in list(_with_native):
         plan.native = None
+        plan.executor_plan = None
         plan.exact.clear()
 
 
@@ -186,6 +187,10 @@ class CallPlan:
         self.targets: dict[tuple[Any, ...], tuple[int, Any, tuple[Any, Any, Any] | None]] = {}
         self.finish_plan_run = simpler.worker.finish_plan_run
         self.program_held = mode_gate.program_held
+        # A CompiledProgram call with no config and positional arguments goes straight to this
+        # (a simpler.BoundCall of ``native`` on the default config's Worker), kept and dropped
+        # as a @pl.jit function's executor plan is (pypto.ir.execution.set_executor_plan).
+        self.executor_plan: Any = None
 
     def run(
         self,
@@ -231,6 +236,8 @@ class CallPlan:
                     args = tuple(args)
                 done = self.run_native(native, args, config)
                 if done is not DECLINED:
+                    if config is self.default_config and self.executor_plan is None:
+                        _execution.set_executor_plan(self, self.bound_call(native, config))
                     return done
             mat = self._materialize(args)
         if mat is None:

@@ -101,6 +101,8 @@ def _changed() -> None:
     executor plans of @pl.jit functions (each is bound to a Worker's chip)."""
     _shared.generation += 1
     clear_executor_plans()
+
+
 _orphans: list[Any] = []  # a forked child's inherited parent Workers
 
 
