@@ -235,7 +235,9 @@ def test_a_bound_call_runs_returns_and_declines(
     np.testing.assert_array_equal(c, a + b)
     c[:] = 0
     got = both((a, b, c, 256))
-    assert type(got) is tuple and got[0] is c and got[1] is a
+    assert type(got) is tuple
+    assert got[0] is c
+    assert got[1] is a
     assert none((a, b, c, 256)) is None
     np.testing.assert_array_equal(c, a + b)
     assert one((a, b, c, -1)) is declined  # a scalar out of range: nothing ran
