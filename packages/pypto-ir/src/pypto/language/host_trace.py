@@ -39,6 +39,10 @@ class _TraceState(threading.local):
 
 
 _state = _TraceState()
+# How many threads are tracing a host body now: while 0 (always, outside a compile of a
+# @pl.jit.host function), a @pl.jit call need not read the thread-local state.
+tracing = 0
+_tracing_lock = threading.Lock()
 
 HOST_OPS = frozenset({"create_tensor"})
 """The kernel-language ops a host body may call (run as Python while it is traced)."""
@@ -164,13 +168,19 @@ class HostTrace:
     make_tensor: Any = None
 
     def __enter__(self) -> HostTrace:
+        global tracing  # noqa: PLW0603
         if active_trace() is not None:
             raise RuntimeError("a @pl.jit.host body cannot compile another @pl.jit.host function")
+        with _tracing_lock:
+            tracing += 1
         _state.trace = self
         return self
 
     def __exit__(self, *exc: object) -> None:
+        global tracing  # noqa: PLW0603
         _state.trace = None
+        with _tracing_lock:
+            tracing -= 1
 
     def alloc_window(self, shape: tuple[int, ...], dtype: DataType) -> WindowBufferDecl:
         decl = WindowBufferDecl(len(self.windows), shape, dtype)

@@ -32,6 +32,7 @@ from pypto.language import typing as lt
 from pypto.language.binding import dtype_of, fast_key, is_tensor, scalar_of, shape_of
 from pypto.language.decorators import IncoreFunction, InlineFunction
 from pypto.language.host import HostFunction
+from pypto.language import host_trace as _host_trace
 from pypto.language.host_trace import _state as _trace_state
 from pypto.language.host_trace import active_trace
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
@@ -156,7 +157,7 @@ class JITFunction:
         # trims a user error's traceback, as @user_facing's wrapper is elsewhere.
         try:
             plan = self.executor_plan
-            if plan is not None and not kwargs and _trace_state.trace is None:
+            if plan is not None and not kwargs and (_host_trace.tracing == 0 or _trace_state.trace is None):
                 done = plan(args)
                 if done is not DECLINED:
                     return done
