@@ -28,11 +28,11 @@ from pypto.ir.execution import DECLINED, get_jit_compiler, get_jit_executor
 from pypto.ir.nodes import Program
 from pypto.ir.param_info import DYNAMIC, ParamDirection, ParamInfo
 from pypto.ir.types import DynDim, FunctionType, TensorType, Type
+from pypto.language import host_trace as _host_trace
 from pypto.language import typing as lt
 from pypto.language.binding import dtype_of, fast_key, is_tensor, scalar_of, shape_of
 from pypto.language.decorators import IncoreFunction, InlineFunction
 from pypto.language.host import HostFunction
-from pypto.language import host_trace as _host_trace
 from pypto.language.host_trace import _state as _trace_state
 from pypto.language.host_trace import active_trace
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function

@@ -346,9 +346,9 @@ def _executor_call(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any
     if key is not None and config is _DEFAULT_CONFIG:
         plan = artifact._call_plan
         native = plan.exact_plan(key) if plan is not None else None
-        bound = plan.bound_call(native, config) if native is not None else None
-        if bound is not None:
-            set_executor_plan(fn, _CapturedCheck(spec, bound) if spec.captured else bound)
+        hot = plan.bound_call(native, config) if plan is not None and native is not None else None
+        if hot is not None:
+            set_executor_plan(fn, _CapturedCheck(spec, hot) if spec.captured else hot)
     return result
 
 
