@@ -53,9 +53,9 @@ def _release_native_plans() -> None:
     CallPlan can outlive finalization through a jit function that something immortal holds
     (torch's operator registry keeps a registered operator's kernel, and with it the function
     and its compiled programs, until the process ends); nanobind would report it as leaked."""
+    _execution.clear_executor_plans()  # the bound calls (simpler.BoundCall) hold native plans
     for plan in list(_with_native):
         plan.native = None
-        plan.executor_plan = None
         plan.exact.clear()
 
 
