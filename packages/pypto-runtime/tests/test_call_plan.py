@@ -292,3 +292,27 @@ def test_the_hot_path_is_dropped_when_its_worker_or_gate_changes() -> None:
     assert hot_scale.executor_plan is None
     hot_scale(a, 2.0, out)
     assert mode_gate.current() is mode_gate.ProcessMode.PROGRAM
+
+
+_FACTOR = 2.0
+
+
+@pl.jit
+def captured_scale(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(a, _FACTOR)
+    return out
+
+
+def test_the_hot_path_checks_captured_constants(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pypto.runtime import api
+
+    a = np.arange(R * C, dtype=np.float32).reshape(R, C).copy()
+    out = np.zeros_like(a)
+    captured_scale(a, out)
+    captured_scale(a, out)
+    assert isinstance(captured_scale.executor_plan, api._CapturedCheck)
+    np.testing.assert_array_equal(out, a * 2)
+    monkeypatch.setattr(sys.modules[__name__], "_FACTOR", 3.0)
+    with pytest.raises(RuntimeError, match="_FACTOR"):  # as the binder's lookup reports it
+        captured_scale(a, out)
