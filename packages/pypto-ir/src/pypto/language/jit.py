@@ -24,18 +24,20 @@ from pypto.ir.analysis.signature import function_signature
 from pypto.ir.artifact_key import program_material, source_digest
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
-from pypto.ir.execution import get_jit_compiler, get_jit_executor
+from pypto.ir.execution import DECLINED, get_jit_compiler, get_jit_executor
 from pypto.ir.nodes import Program
 from pypto.ir.param_info import DYNAMIC, ParamDirection, ParamInfo
 from pypto.ir.types import DynDim, FunctionType, TensorType, Type
+from pypto.language import host_trace as _host_trace
 from pypto.language import typing as lt
 from pypto.language.binding import dtype_of, fast_key, is_tensor, scalar_of, shape_of
 from pypto.language.decorators import IncoreFunction, InlineFunction
 from pypto.language.host import HostFunction
+from pypto.language.host_trace import _state as _trace_state
 from pypto.language.host_trace import active_trace
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
 from pypto.language.parser.common import capture_enclosing
-from pypto.language.tracebacks import mark_user_error, user_facing
+from pypto.language.tracebacks import full_traceback, is_user_error, mark_user_error, user_facing
 
 __all__ = ["DeclaredParam", "JITFunction", "Specialization", "jit"]
 
@@ -135,8 +137,8 @@ class JITFunction:
         # binding.fast_key of an all-positional call -> its specialisation (no binding needed)
         self._fast: dict[tuple[Any, ...], Specialization] = {}
         self._nparams = len(self._sig.parameters)
-        # The installed executor's plan for repeat calls (pypto.runtime keeps its hot call
-        # here; pypto-ir never reads it): None until the executor sets one.
+        # The installed executor's plan for repeat calls (pypto.ir.execution.set_executor_plan;
+        # pypto.runtime keeps its hot call here): None until the executor sets one.
         self.executor_plan: Any = None
         self._lock = threading.Lock()
         self._annotations: list[tuple[str, Any]] | None = None
@@ -149,12 +151,24 @@ class JITFunction:
     def __repr__(self) -> str:
         return f"<pl.jit {self.fn.__module__}.{self.fn.__qualname__}>"
 
-    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        trace = active_trace()
-        if trace is not None:  # a launch inside a @pl.jit.host body: recorded, not run
-            return trace.dispatch(self, args, kwargs)
-        return get_jit_executor()(self, args, kwargs)
+        # A repeat call goes to the executor's plan first (pypto.ir.execution): this frame is
+        # the only Python between the caller and the plan. This frame is the entry point that
+        # trims a user error's traceback, as @user_facing's wrapper is elsewhere.
+        try:
+            plan = self.executor_plan
+            if plan is not None and not kwargs and (_host_trace.tracing == 0 or _trace_state.trace is None):
+                done = plan(args)
+                if done is not DECLINED:
+                    return done
+            trace = active_trace()
+            if trace is not None:  # a launch inside a @pl.jit.host body: recorded, not run
+                return trace.dispatch(self, args, kwargs)
+            return get_jit_executor()(self, args, kwargs)
+        except Exception as exc:
+            if not is_user_error(exc) or full_traceback():
+                raise
+            raise exc.with_traceback(None) from None
 
     @user_facing
     def compile(self, *args: Any, **kwargs: Any) -> Any:
