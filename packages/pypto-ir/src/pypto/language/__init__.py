@@ -73,15 +73,18 @@ from pypto.language.memref import MemRef, Ptr
 from pypto.language.text import loads, parse
 from pypto.language.typing import (
     RUNTIME,
+    DTypeVar,
     DynVar,
     InOut,
     Out,
     RuntimeScalarMarker,
     Scalar,
     Tensor,
+    TensorSpec,
     TensorView,
     Tile,
     Tuple,
+    dtype_var,
     dynamic,
 )
 
@@ -131,6 +134,7 @@ __all__ = [
     "UINT64",
     "AtomicType",
     "DSLFunction",
+    "DTypeVar",
     "DataType",
     "DynVar",
     "FunctionType",
@@ -154,6 +158,7 @@ __all__ = [
     "SplitMode",
     "Tensor",
     "TensorLayout",
+    "TensorSpec",
     "TensorView",
     "Tile",
     "Tuple",
@@ -165,6 +170,7 @@ __all__ = [
     "cluster",
     "cond",
     "cross_core_slot",
+    "dtype_var",
     "dump_tag",
     "dynamic",
     "func_attr",
