@@ -475,7 +475,7 @@ def test_model_block_forward_backward_compiled_dynamic(ops: dict[str, Any]) -> N
     for dtype, tol in ((torch.float32, 2e-4), (torch.bfloat16, 6e-2)):
         ours.to(dtype)
         theirs.to(dtype)
-        for s in (16, 37, 24):
+        for s in (37, 16, 24):  # 37 first: a first length of 16 (= head_dim / 2) would be duck-sized
             x = torch.randn(s, HID, generator=torch.Generator().manual_seed(s)).to(dtype)
             cos, sin = _rotary(s, ours.heads, ours.hd, dtype)
             got = step(x, cos, sin)
