@@ -470,6 +470,7 @@ def test_model_block_forward_backward_compiled_dynamic(ops: dict[str, Any]) -> N
     lengths (tails included) and two dtypes: one PyPTO compile per (operator, dtype), outputs
     and gradients matching the same block in plain torch."""
     torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
     ours, theirs = Block(ops), Block(None)
     step = torch.compile(ours, fullgraph=True, dynamic=True)  # inductor, forward and backward
     for dtype, tol in ((torch.float32, 2e-4), (torch.bfloat16, 6e-2)):
@@ -490,3 +491,4 @@ def test_model_block_forward_backward_compiled_dynamic(ops: dict[str, Any]) -> N
                 a.grad = b.grad = None
     for name, op in ops.items():
         assert op.compiles == 2, (name, op.compiles)  # FP32 and BF16, whatever the length
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 2  # one graph per dtype, too
