@@ -14,7 +14,8 @@ Shape rules, per ``Out`` parameter:
   w, eps: (x.shape[0], w.shape[1])}`` (called with the ``In`` arguments, on real and on Fake
   tensors, so it must only read shapes).
 
-The dtype of an output is its annotated dtype, else the dtype of the first tensor input.
+The dtype of an output is its annotated dtype (a ``pl.dtype_var``: the dtype of an input
+annotated with the same variable), else the dtype of the first tensor input.
 ``InOut`` parameters have no functional form (register the mutation-only operator instead).
 """
 

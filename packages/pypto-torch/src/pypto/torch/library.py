@@ -6,9 +6,10 @@
   functionalization, ``torch.library.opcheck`` and ``torch.compile`` accept;
 - a Fake kernel that checks what the declaration fixes (scalar kinds and ranges, annotated
   dtypes and static dims, contiguity, one device, inference-only use) and allocates nothing;
-- the real kernel: per concrete set of tensor shapes and dtypes, the function is compiled
-  with the KERNEL contract through the artifact store (scalar parameters stay runtime
-  values: one artifact serves every value), registered once on the process's kernel Worker,
+- the real kernel: per dtype signature and pinned dims, the function is compiled with the
+  KERNEL contract through the artifact store (unpinned dims and scalar parameters stay
+  run-time values: one artifact serves every extent and value), registered once on the
+  process's kernel Worker,
   and each call runs describe_call -> TMR packet -> launch on the caller's current stream.
   On the simulated chip the call waits for the run, so its results are visible to the next
   torch operation; on the NPU the launch is ordered on torch_npu's current stream.
