@@ -303,7 +303,7 @@ class KernelSet:
 
     def example_args(self, dtype: torch.dtype | None, extent: int) -> list[Any] | None:
         """Meta-free example arguments for a compile: every dynamic dim ``extent``, scalars 0;
-        None when a tensor's shape comes only from the call (a bare ``pl.Tensor``)."""
+        None when a tensor's rank comes only from the call (a bare ``pl.Tensor``)."""
         args: list[Any] = []
         for d in self.declared:
             if d.is_scalar:
@@ -425,9 +425,13 @@ class Variants:
                         f"{label}: no variant for dtype {dt}; the operator has {list(self.sets)}"
                     )
                 args = ks.example_args(dt, extent)
+                if args is None and dt is None and ks.dtype_vars:
+                    raise ValueError(
+                        f"{label}: {ks.fn.__name__}'s dtype variable lists no dtypes; pass dtypes=[...]"
+                    )
                 if args is None:
                     raise ValueError(
-                        f"{label}: {ks.fn.__name__} takes a tensor's shape from the call (a bare pl.Tensor), "
+                        f"{label}: {ks.fn.__name__} takes a tensor's rank from the call (a bare pl.Tensor), "
                         "so it cannot be compiled ahead without example arguments; pass examples=[(args...)]"
                     )
                 jobs.append((ks, args))
