@@ -9,7 +9,6 @@ A ``pl.dtype_var`` makes one ``@pl.jit`` function serve several dtypes: one comp
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -65,7 +64,7 @@ def scaled(x: pl.Tensor[[M, N], DT], alpha: pl.FP32, out: pl.Out[pl.Tensor[[M, N
 
 
 @pytest.fixture
-def compile_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+def compile_hook(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every compile an operator makes, as the arguments it was specialised on."""
     seen: list[Any] = []
     real = pypto.runtime.compile_artifact
@@ -75,7 +74,7 @@ def compile_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
         return real(fn, *args, **kwargs)
 
     monkeypatch.setattr(pypto.runtime, "compile_artifact", counting)
-    yield seen
+    return seen
 
 
 def _ns() -> str:
@@ -169,12 +168,16 @@ def test_tensors_of_one_dtype_variable_must_agree() -> None:
     op = pt.register(add, f"{_ns()}::add")
     try:
         a = torch.randn(16, 64)
-        with pytest.raises(pt.ArgumentError, match=r"dtype variable DT is torch\.float32 in parameter 'a' but"):
+        with pytest.raises(
+            pt.ArgumentError, match=r"dtype variable DT is torch\.float32 in parameter 'a' but"
+        ):
             op(a, a.bfloat16(), torch.empty(16, 64))
         assert op.compiles == 0
     finally:
         op.remove()
-    with pytest.raises(TypeError, match=r"dtype variable DT is FP32 in parameter 'a' but BF16 in parameter 'b'"):
+    with pytest.raises(
+        TypeError, match=r"dtype variable DT is FP32 in parameter 'a' but BF16 in parameter 'b'"
+    ):
         add.specialize(torch.randn(16, 64), torch.randn(16, 64).bfloat16(), torch.empty(16, 64))
     with pytest.raises(ValueError, match=r"pl.dtype_var\(name\): expected an identifier"):
         pl.dtype_var("not a name")

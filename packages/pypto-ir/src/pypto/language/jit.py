@@ -371,7 +371,9 @@ class JITFunction:
             if inner is lt.Tensor or isinstance(inner, lt.TensorAnnotation):
                 shape = dtype = None
                 if isinstance(inner, lt.TensorAnnotation):
-                    dtype = inner.dtype if isinstance(inner.dtype, DataType) else None  # a dtype var: the call's
+                    dtype = (
+                        inner.dtype if isinstance(inner.dtype, DataType) else None
+                    )  # a dtype var: the call's
                     if inner.shape is not None:
                         shape = tuple(d if isinstance(d, int) else DYNAMIC for d in inner.shape)
                 out.append(DeclaredParam(i, name, direction, "tensor", dtype, shape, ann))
@@ -410,7 +412,8 @@ class JITFunction:
         if bindings:  # a dtype variable's name is its bound dtype in the body and annotations
             source = SourceInfo.of(self.fn)
             namespace = {
-                n: bindings.get(v.name, v) if isinstance(v, lt.DTypeVar) else v for n, v in source.namespace.items()
+                n: bindings.get(v.name, v) if isinstance(v, lt.DTypeVar) else v
+                for n, v in source.namespace.items()
             }
             source = dataclasses.replace(source, namespace=namespace)
         entry = parse_function(

@@ -87,7 +87,9 @@ def dtype_var(name: str, *allowed: Any) -> DTypeVar:
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"pl.dtype_var(name): expected an identifier, got {name!r}")
-    return DTypeVar(name, tuple(DataType.parse(d, what=f"pl.dtype_var({name!r}) allowed dtype") for d in allowed))
+    return DTypeVar(
+        name, tuple(DataType.parse(d, what=f"pl.dtype_var({name!r}) allowed dtype") for d in allowed)
+    )
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,11 @@ class KernelSet:
                         return kc
             if artifact is None:
                 artifact = compile_artifact(
-                    self.fn, *spec_args, contract=Contract.KERNEL, platform=info.platform, runtime=info.runtime
+                    self.fn,
+                    *spec_args,
+                    contract=Contract.KERNEL,
+                    platform=info.platform,
+                    runtime=info.runtime,
                 )
             kc = manager.prepare(artifact)
             self.compiles += 1

@@ -97,7 +97,9 @@ class FunctionalOperator:
         by_var = {pos: var for var, places in first.dtype_vars.items() for pos in places}
         in_index = {d.position: k for k, d in enumerate(self._inputs)}
         self._dtype_from = {
-            k: next((in_index[p] for p, v in by_var.items() if v == by_var[d.position] and p in in_index), None)
+            k: next(
+                (in_index[p] for p, v in by_var.items() if v == by_var[d.position] and p in in_index), None
+            )
             for k, d in enumerate(self._outputs)
             if d.position in by_var
         }
