@@ -39,7 +39,9 @@ DT = pl.dtype_var("DT", pl.FP32, pl.BF16)  # RMSNorm and softmax: one function f
 
 
 @pl.jit
-def rms_norm(x: pl.Tensor[[M, N], DT], w: pl.Tensor[[N], DT], eps: pl.FP32, out: pl.Out[pl.Tensor[[M, N], DT]]):
+def rms_norm(
+    x: pl.Tensor[[M, N], DT], w: pl.Tensor[[N], DT], eps: pl.FP32, out: pl.Out[pl.Tensor[[M, N], DT]]
+):
     for i in pl.range((M + T - 1) // T):
         with pl.at(level=pl.Level.CORE_GROUP, name_hint="rms_norm"):
             if (i + 1) * T <= M:
@@ -288,7 +290,9 @@ def test_size_errors_are_found_before_a_compile() -> None:
             pt.ArgumentError, match=r"dimension N is 24 in parameter 'x' .* 16 in parameter 'w'"
         ):
             op(x, torch.randn(16), 1e-6, torch.empty(20, 24))
-        with pytest.raises(pt.ArgumentError, match=r"dtype variable DT: expected one of .* got torch\.float64"):
+        with pytest.raises(
+            pt.ArgumentError, match=r"dtype variable DT: expected one of .* got torch\.float64"
+        ):
             op(x.double(), w, 1e-6, torch.empty(20, 24))
         assert op.compiles == 0
     finally:
