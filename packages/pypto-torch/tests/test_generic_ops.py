@@ -31,10 +31,7 @@ def bare_exp(x: pl.Tensor, out: pl.Out[pl.Tensor]):
     cols = pl.dim(x, 1)
     for i in pl.range((rows + T - 1) // T):
         with pl.at(level=pl.Level.CORE_GROUP, name_hint="bare_exp"):
-            if (i + 1) * T <= rows:
-                r = T
-            else:
-                r = rows - i * T
+            r = pl.min(T, rows - i * T)
             t = pl.load(x, [i * T, 0], [T, W], valid_shape=[r, cols])
             pl.store(pl.exp(t), [i * T, 0], out)
     return out
@@ -49,10 +46,7 @@ def scaled(x: pl.Tensor[[M, N], DT], alpha: pl.FP32, out: pl.Out[pl.Tensor[[M, N
     """alpha * x in FP32 for an FP32 or BF16 x: one function, its dtype a variable."""
     for i in pl.range((M + T - 1) // T):
         with pl.at(level=pl.Level.CORE_GROUP, name_hint="scaled"):
-            if (i + 1) * T <= M:
-                r = T
-            else:
-                r = M - i * T
+            r = pl.min(T, M - i * T)
             t = pl.load(x, [i * T, 0], [T, W], valid_shape=[r, N])
             if DT != pl.FP32:
                 t = pl.cast(t, target_type=pl.FP32)

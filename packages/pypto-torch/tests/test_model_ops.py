@@ -44,10 +44,7 @@ def rms_norm(
 ):
     for i in pl.range((M + T - 1) // T):
         with pl.at(level=pl.Level.CORE_GROUP, name_hint="rms_norm"):
-            if (i + 1) * T <= M:
-                rows = T
-            else:
-                rows = M - i * T
+            rows = pl.min(T, M - i * T)  # the last block holds the rows left
             t = pl.load(x, [i * T, 0], [T, W], valid_shape=[rows, N])
             g = pl.load(w, [0], [W], valid_shape=[1, N])
             if DT != pl.FP32:  # a BF16 kernel computes in FP32
@@ -66,10 +63,7 @@ def rms_norm(
 def softmax(x: pl.Tensor[[M, N], DT], out: pl.Out[pl.Tensor[[M, N], DT]]):
     for i in pl.range((M + T - 1) // T):
         with pl.at(level=pl.Level.CORE_GROUP, name_hint="softmax"):
-            if (i + 1) * T <= M:
-                rows = T
-            else:
-                rows = M - i * T
+            rows = pl.min(T, M - i * T)  # the last block holds the rows left
             t = pl.load(x, [i * T, 0], [T, W], valid_shape=[rows, N])
             if DT != pl.FP32:
                 t = pl.cast(t, target_type=pl.FP32)
@@ -96,10 +90,7 @@ def rope(dt: Any) -> Any:
     ):
         for i in pl.range((M + T - 1) // T):
             with pl.at(level=pl.Level.CORE_GROUP, name_hint="rope"):
-                if (i + 1) * T <= M:
-                    rows = T
-                else:
-                    rows = M - i * T
+                rows = pl.min(T, M - i * T)  # the last block holds the rows left
                 x1 = pl.load(x, [i * T, 0], [T, W // 2], valid_shape=[rows, D2])
                 x2 = pl.load(x, [i * T, D2], [T, W // 2], valid_shape=[rows, D2])
                 c = pl.load(cos, [i * T, 0], [T, W // 2], valid_shape=[rows, D2])
@@ -134,10 +125,7 @@ def swiglu(dt: Any) -> Any:
     ):
         for i in pl.range((M + T - 1) // T):
             with pl.at(level=pl.Level.CORE_GROUP, name_hint="swiglu"):
-                if (i + 1) * T <= M:
-                    rows = T
-                else:
-                    rows = M - i * T
+                rows = pl.min(T, M - i * T)  # the last block holds the rows left
                 xl = pl.load(x, [i * T, 0], [T, H], valid_shape=[rows, H], target_memory=pl.MemorySpace.Mat)
                 xa = pl.move(xl, target_memory=pl.MemorySpace.Left)
                 g1 = pl.load(wg, [0, 0], [H, FF], target_memory=pl.MemorySpace.Mat)
