@@ -245,26 +245,26 @@ class KernelSet:
         """Every tensor axis annotated with one ``pl.dynamic`` name has one extent (an output
         sized for another M is refused before anything is compiled or run), and every tensor
         annotated with one ``pl.dtype_var`` has one dtype, an allowed one."""
-        for var, places in self.dtype_vars.items():
+        for var, var_places in self.dtype_vars.items():
             first_pos: int | None = None
-            for pos in places:
-                arg = args[pos]
-                dt = getattr(arg, "dtype", None)
+            for vpos in var_places:
+                varg = args[vpos]
+                dt = getattr(varg, "dtype", None)
                 if not isinstance(dt, torch.dtype):
                     continue
-                d = self.declared[pos]
+                vd = self.declared[vpos]
                 if var.allowed and dt not in [to_torch_dtype(a, what=what) for a in var.allowed]:
                     raise ArgumentError(
-                        f"{what}: parameter {d.name!r} (#{pos}) has dtype variable {var.name}: expected one of "
+                        f"{what}: parameter {vd.name!r} (#{vpos}) has dtype variable {var.name}: expected one of "
                         f"{[str(to_torch_dtype(a, what=what)) for a in var.allowed]}, got {dt}"
                     )
                 if first_pos is None:
-                    first_pos = pos
+                    first_pos = vpos
                 elif args[first_pos].dtype != dt:
-                    a = self.declared[first_pos]
+                    fd = self.declared[first_pos]
                     raise ArgumentError(
-                        f"{what}: dtype variable {var.name} is {args[first_pos].dtype} in parameter {a.name!r} "
-                        f"but {dt} in parameter {d.name!r}; every tensor annotated {var.name} has one dtype"
+                        f"{what}: dtype variable {var.name} is {args[first_pos].dtype} in parameter {fd.name!r} "
+                        f"but {dt} in parameter {vd.name!r}; every tensor annotated {var.name} has one dtype"
                     )
         for name, places in self.dyn_dims.items():
             first: tuple[int, int, Any] | None = None
