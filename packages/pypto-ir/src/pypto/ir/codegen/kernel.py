@@ -52,6 +52,7 @@ from pypto.ir.codegen.kernel_tiles import (
 )
 from pypto.ir.codegen.plan import Branch, Inst, Jump, Loop, render
 from pypto.ir.errors import PyptoCompileError
+from pypto.ir.ops.pipe_ops import PIPE_OPS, no_pipe
 from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.memory_alloc import allocate_kernel
 from pypto.ir.passes.sync_insertion import insert_syncs
@@ -86,15 +87,13 @@ class _KernelGen(_Emitters):
             "#include <pto/pto-inst.hpp>",
             "#include <simpler/kernel_args.hpp>",
         ]
-        if _uses_comm(fn):  # simpler's cross-rank operations on ChipTensors
+        if _uses_comm(fn):  # PTO-ISA's communication instructions, and simpler's peer views
             head += [
-                "#include <simpler/tile/collectives.hpp>",
-                "#include <simpler/tile/comm.hpp>",
+                "#include <pto/comm/pto_comm_inst.hpp>",
                 "#include <simpler/kernel_comm.hpp>",
+                "#include <simpler/kernel_collectives.hpp>",
             ]
         head += ["", "using namespace pto;", "namespace sk = simpler::kernel;"]
-        if _uses_comm(fn):
-            head.append(f"namespace {COMM_NS} = simpler::tile;  // cross-rank operations (no tiles)")
         head += ["", "SIMPLER_DEFINE_KERNEL_ABI();", "", SCALAR_HELPERS]
         if group:  # the blocks of its launch run as one group (codegen/block_group.py)
             head += [
@@ -162,6 +161,8 @@ class _KernelGen(_Emitters):
                 c = s.value
                 if not isinstance(c, nodes.Call):
                     raise PyptoCompileError(f"kernel codegen: unexpected statement {c}")
+                if c.op in PIPE_OPS:
+                    raise no_pipe(c.op)
                 if c.op == "tensor.write":
                     self.write(c)
                 elif c.op in PRINT_OPS:
@@ -169,7 +170,7 @@ class _KernelGen(_Emitters):
                 elif c.op.startswith("system."):
                     self.system_call(c)
                 elif c.op in COMM_EFFECTS:
-                    self.raw(self.comm_call(c))
+                    self.comm_call(c)
                 elif c.op == "tile.store":
                     self.store(c)
                 elif c.op == "comm.remote_store":
