@@ -43,6 +43,7 @@ from pypto.language.parser.common import (
     tile_shape,
 )
 from pypto.language.parser.control import _Control
+from pypto.language.parser.conversions import annotated_value
 from pypto.language.parser.directives import DIRECTIVES
 from pypto.language.parser.launches import _Launches
 from pypto.language.parser.placements import (
@@ -251,7 +252,7 @@ class _Statements(_Control, _Launches):
                 self.check_annotation(ann, value, target.id)
             return self.bind_name(target, value)
         if ann is not None:
-            self.check_annotation(ann, value, target.id)
+            value = self.check_annotation(ann, value, target.id)
         if isinstance(value, Var) and value.name == target.id:
             return []
         if isinstance(value, Const) and target.id not in self.st.multi:
@@ -316,13 +317,17 @@ class _Statements(_Control, _Launches):
         out.append(ExprStmt(dataclasses.replace(value, args=tuple(args)), self.src.span(s)))
         return out, [args[alias] for alias in aliases]  # type: ignore[index]
 
-    def check_annotation(self, ann_node: ast.expr, value: Expr | TupleValue, name: str) -> None:
+    def check_annotation(self, ann_node: ast.expr, value: Any, name: str) -> Any:
+        """The value bound to an annotated name: ``value``, or a tensor-level value converted to
+        the annotated dtype (parser/conversions.py); raises if the annotation does not fit."""
         namespace = {**self.src.namespace, **allocations_in_scope(self)}
         try:
             ann = eval(compile(ast.Expression(ann_node), self.src.file, "eval"), namespace)
         except Exception as exc:
             raise self.err(f"cannot evaluate the annotation of {name!r}: {exc}", ann_node) from None
+        value = annotated_value(self, ann, value, ann_node)
         self.check_value_annotation(ann, value, name, ann_node)
+        return value
 
     def check_value_annotation(
         self, ann: Any, value: Expr | TupleValue, name: str, ann_node: ast.expr
