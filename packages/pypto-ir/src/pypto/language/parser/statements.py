@@ -44,6 +44,7 @@ from pypto.language.parser.common import (
 )
 from pypto.language.parser.control import _Control
 from pypto.language.parser.conversions import annotated_value
+from pypto.language.parser.subscripts import tile_window
 from pypto.language.parser.directives import DIRECTIVES
 from pypto.language.parser.launches import _Launches
 from pypto.language.parser.placements import (
@@ -456,9 +457,12 @@ class _Statements(_Control, _Launches):
             return None
         return [self.scalar(i, "an element index") for i in items]
 
-    def window(self, tvar: Expr, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
+    def window(
+        self, tvar: Expr, target: ast.Subscript, runtime_ok: bool = False
+    ) -> tuple[list[Expr], list[Any]]:
         """Offsets and extents of ``t[a:b, ...]`` (missing dims are whole; an index ``i`` is the
-        one-wide slice ``i:i + 1``, so the window keeps the rank)."""
+        one-wide slice ``i:i + 1``, so the window keeps the rank). With ``runtime_ok`` an extent
+        that is not a constant is returned as its scalar expression."""
         tt = tvar.type
         assert isinstance(tt, (TensorType, TileType))
         what = "tensor" if isinstance(tt, TensorType) else "tile"
@@ -491,6 +495,10 @@ class _Statements(_Control, _Launches):
             else:
                 hi = self.expr(item.upper)
                 ext = extent(hi, lo)
+                if runtime_ok and not isinstance(ext, Const):
+                    extents.append(ext)
+                    offsets.append(lo)
+                    continue
                 if not isinstance(ext, Const):
                     hint = self.runtime_hint(ext, "the extent")
                     raise self.err(f"a slice's extent (stop - start) must be a constant{hint}", item)
@@ -506,14 +514,7 @@ class _Statements(_Control, _Launches):
             index = self.element_index(base, node)
             if index is not None:  # t[i, j]: one element, as pl.read(t, [i, j])
                 return self.make_op("read", [base, tuple(index)], {}, node)
-            offsets, extents = self.window(base, node)
-            if any(not isinstance(e, int) for e in extents):
-                raise self.err("a sub-tile needs static extents", node)
-            attrs = {
-                "shape": tuple(extents),
-                "static_offsets": [o.value if isinstance(o, Const) else None for o in offsets],
-            }
-            return self.make_op("slice", [base, tuple(offsets)], attrs, node)
+            return tile_window(self, base, node)
         if not isinstance(base, Var) or not isinstance(base.type, TensorType):
             raise self.err(f"only tensors and tiles can be indexed with [...], got {base.type}", node)
         index = self.element_index(base, node)
