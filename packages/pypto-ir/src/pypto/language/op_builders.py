@@ -451,6 +451,10 @@ def _build_task_dummy(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call
 def _build_set_validshape(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     tile = p.expr(b["input"])
     valid = [p.scalar(b[k], f"pl.set_validshape {k}") for k in ("valid_rows", "valid_cols")]
+    if isinstance(tile.type, TensorType):
+        from pypto.language.parser.subscripts import tensor_set_validshape
+
+        return tensor_set_validshape(p, tile, valid, node)  # type: ignore[arg-type]
     if isinstance(tile.type, TileType) and len(tile.type.shape) == 2:
         for what, v, full in zip(("valid_rows", "valid_cols"), valid, tile.type.shape, strict=True):
             if isinstance(v, Const) and not 0 <= int(v.value) <= full:

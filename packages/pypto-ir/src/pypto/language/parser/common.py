@@ -291,6 +291,8 @@ class _FnState:
     # tensors marked by pl.dump_tag so far: later kernel calls that take one record it in dumps
     dump_tags: list[Var] = field(default_factory=list)
     prologue: bool = True
+    # id(Expr) -> the valid shape a narrowed tensor or tile carries (parser/subscripts.py)
+    valid_shapes: dict[int, tuple[Expr, ...]] = field(default_factory=dict)
 
 
 class _ParserBase:

@@ -44,7 +44,15 @@ from pypto.language.parser.common import (
 )
 from pypto.language.parser.control import _Control
 from pypto.language.parser.conversions import annotated_value
-from pypto.language.parser.subscripts import tile_window
+from pypto.language.parser.subscripts import (
+    chained,
+    fit_to_window,
+    lifted,
+    note_valid_shape,
+    scalar_lead,
+    tile_window,
+    trusted_extents,
+)
 from pypto.language.parser.directives import DIRECTIVES
 from pypto.language.parser.launches import _Launches
 from pypto.language.parser.placements import (
@@ -261,6 +269,7 @@ class _Statements(_Control, _Launches):
             return []
         var = Var(self.prefix + target.id, value.type, self.src.span(target))
         self.st.env[target.id] = var
+        note_valid_shape(self, var, value)
         if isinstance(value.type, TupleType) and not value.type.items and isinstance(value, CallFunc):
             raise self.err(f"{value.callee!r} returns nothing; call it without assigning", s)
         return [Assign(var, value, span)]
@@ -381,9 +390,13 @@ class _Statements(_Control, _Launches):
                 "write", [tvar, tuple(index), self.scalar(value_node, "the value written")], {}, target
             )
             return ExprStmt(write, span)
-        offsets, extents = self.window(tvar, target)
+        offsets, extents = self.window(tvar, target, runtime_ok=True)
         value = self.expr(value_node)
         vt = value.type
+        if isinstance(vt, TensorType):  # a narrowed, lower-rank or trusted run-time window
+            value = fit_to_window(self, value, extents, scalar_lead(target), value_node)
+            vt = value.type
+            extents = trusted_extents(vt, extents, scalar_lead(target))
         if isinstance(vt, TileType):
             call = self.make_op("store", [value, tuple(offsets), tvar], {}, value_node)
             var = Var(tvar.name, tvar.type, self.src.span(target))
@@ -394,7 +407,7 @@ class _Statements(_Control, _Launches):
                 f"the value written to {tvar.name!r} must be a tensor or tile expression, got {vt}",
                 value_node,
             )
-        if tuple(vt.shape) != tuple(extents):
+        if lifted(vt.shape, len(extents), scalar_lead(target)) != tuple(extents):
             raise self.err(
                 f"shape mismatch: the window of {tvar.name!r} is [{', '.join(map(str, extents))}] "
                 f"but the value is [{', '.join(map(str, vt.shape))}]",
@@ -429,7 +442,7 @@ class _Statements(_Control, _Launches):
         """``t[0:16, 0:32] = src`` / ``t[i] = row`` on a tile: ``pl.tile.assemble(t, src, offsets)``,
         the window's shape being the source's (a ``[n]`` source into a one-row window too)."""
         offsets, extents = self.window(tvar, target)
-        value = self.expr(value_node)
+        value = fit_to_window(self, self.expr(value_node), extents, 0, value_node)
         vt = value.type
         if not isinstance(vt, TileType):
             raise self.err(
@@ -507,6 +520,7 @@ class _Statements(_Control, _Launches):
         return offsets, extents
 
     def tensor_view(self, node: ast.Subscript) -> Expr:
+        node = chained(self, node)  # C[i][j] is C[i, j]
         base = self.expr(node.value)
         if isinstance(base.type, ArrayType):
             return self.array_read(base, node)

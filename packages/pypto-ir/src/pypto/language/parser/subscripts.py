@@ -4,6 +4,15 @@ A sub-tile ``t[a:b, c:d]`` has a static shape. Where a bound is a run-time scala
 (``t[:, :n]``) the sub-tile's shape runs to the end of the tile and ``n`` becomes its valid
 extent (``pl.set_validshape``); a constant bound past the tile's end is clamped to it
 (``t[:, :256]`` of a 128-wide tile is 128 wide), as upstream does.
+
+A write ``out[w] = v`` of a tensor-level value fits ``v`` to the window ``w`` as upstream does:
+a window with leading one-wide (scalar-indexed) dims takes a value without them
+(``C[i, j] = rhs`` of a ``[64, 64]`` rhs into a rank-4 ``C``); a value narrowed by
+``pl.set_validshape`` (or a ``pl.slice`` with ``valid_shape``) fills a window of its valid shape
+(the value's part at its origin is written); a window extent that is a run-time scalar
+(``out[:, :k] = src``) is taken to be the value's extent (upstream trusts it too).
+
+A chained index ``C[i][j]`` of a tensor whose first subscript is all scalars is ``C[i, j]``.
 """
 
 from __future__ import annotations
@@ -11,14 +20,23 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from pypto.ir.nodes import Const, Expr
-from pypto.ir.types import TileType
+from pypto.ir.nodes import Call, Const, Expr, Var
+from pypto.ir.types import Dim, TensorType, TileType
 from pypto.language.fold import INDEX
 
 if TYPE_CHECKING:
     from pypto.language.parser.statements import _Statements
 
-__all__ = ["tile_window"]
+__all__ = [
+    "chained",
+    "fit_to_window",
+    "lifted",
+    "note_valid_shape",
+    "scalar_lead",
+    "tensor_set_validshape",
+    "tile_window",
+    "trusted_extents",
+]
 
 
 def tile_window(p: _Statements, base: Expr, node: ast.Subscript) -> Expr:
@@ -54,3 +72,113 @@ def tile_window(p: _Statements, base: Expr, node: ast.Subscript) -> Expr:
     if len(shape) != 2:
         raise p.err("a sub-tile with a run-time extent is 2-D ([rows, cols])", node)
     return p.make_op("set_validshape", [sub, *valid], {}, node)
+
+
+def tensor_set_validshape(p: _Statements, src: Expr, valid: list[Expr], node: ast.AST) -> Expr:
+    """``pl.set_validshape(tensor, rows, cols)``: the tensor as a window of its whole shape whose
+    valid part is ``rows`` x ``cols`` (a constant valid shape is the window's ``valid_shape``)."""
+    tt = src.type
+    assert isinstance(tt, TensorType)
+    if len(tt.shape) != 2:
+        raise p.err(f"pl.set_validshape: needs a 2-D tensor, got shape {list(tt.shape)}", node)
+    attrs: dict[str, Any] = {"shape": tuple(tt.shape), "static_offsets": [0, 0]}
+    if all(isinstance(v, Const) for v in valid):
+        attrs["valid_shape"] = [int(v.value) for v in valid]  # type: ignore[union-attr]
+    view = p.make_op("view", [src, (Const(0, INDEX), Const(0, INDEX))], attrs, node)
+    p.st.valid_shapes[id(view)] = tuple(valid)
+    return view
+
+
+def valid_shape_of(p: _Statements, value: Expr) -> tuple[Expr, ...] | None:
+    """The valid shape ``value`` was narrowed to, or None when it is valid throughout."""
+    known = p.st.valid_shapes.get(id(value))
+    if known is not None:
+        return known
+    if isinstance(value, Call) and value.op == "tile.set_validshape":
+        return tuple(value.args[1:])  # type: ignore[arg-type]
+    if isinstance(value, Call) and value.op == "tensor.view":
+        vs = dict(value.attrs).get("valid_shape")
+        if vs is not None:
+            return tuple(Const(int(v), INDEX) for v in vs)
+    return None
+
+
+def note_valid_shape(p: _Statements, var: Var, value: Expr) -> None:
+    """Remember that the name ``var`` holds a narrowed value (``valid_shape_of``)."""
+    valid = valid_shape_of(p, value)
+    if valid is not None:
+        p.st.valid_shapes[id(var)] = valid
+
+
+def scalar_lead(target: ast.Subscript) -> int:
+    """How many leading dims of the window ``target`` are indexed by a scalar (``C[i, j]``)."""
+    items = list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+    n = 0
+    while n < len(items) and not isinstance(items[n], ast.Slice):
+        n += 1
+    return n
+
+
+def lifted(shape: tuple[Dim, ...], rank: int, lift: int) -> tuple[Dim, ...]:
+    """``shape`` with leading ones up to ``rank``, at most ``lift`` of them (the window's
+    scalar-indexed leading dims, which a value need not have)."""
+    if len(shape) < rank and rank - len(shape) <= lift:
+        return (1,) * (rank - len(shape)) + tuple(shape)
+    return tuple(shape)
+
+
+def trusted_extents(vt: Any, extents: list[Any], lift: int) -> list[Any]:
+    """The window's extents with each run-time one replaced by the value's extent there."""
+    if all(isinstance(e, int) for e in extents):
+        return extents
+    shape = lifted(tuple(vt.shape), len(extents), lift)
+    if len(shape) != len(extents):
+        return extents
+    return [e if isinstance(e, int) else d for e, d in zip(extents, shape, strict=True)]
+
+
+def fit_to_window(p: _Statements, value: Expr, extents: list[Any], lift: int, node: ast.AST) -> Expr:
+    """``value`` to write into a window of ``extents`` (module docstring): itself, or its part at
+    the origin when it was narrowed to a valid shape that is the window's. Where nothing fits,
+    ``value`` is returned and the caller reports the mismatch."""
+    vt = value.type
+    if not isinstance(vt, (TensorType, TileType)):
+        return value
+    want = lifted(tuple(vt.shape), len(extents), lift)
+    if len(want) != len(extents):
+        return value
+    lead = len(extents) - len(vt.shape)
+    core = list(extents[lead:])
+    if all(not isinstance(e, int) or e == d for e, d in zip(core, vt.shape, strict=True)):
+        return value
+    valid = valid_shape_of(p, value)
+    if valid is None or len(valid) != len(core):
+        return value
+    for e, d, v in zip(core, vt.shape, valid, strict=True):
+        if not isinstance(e, int) or e == d:
+            continue
+        if isinstance(v, Const) and int(v.value) != e:
+            return value
+        if not isinstance(d, int) or e > d:
+            return value
+    shape = tuple(e if isinstance(e, int) else d for e, d in zip(core, vt.shape, strict=True))
+    zeros = tuple(Const(0, INDEX) for _ in shape)
+    attrs: dict[str, Any] = {"shape": shape, "static_offsets": [0] * len(shape)}
+    return p.make_op("view" if isinstance(vt, TensorType) else "slice", [value, zeros], attrs, node)
+
+
+def chained(p: _Statements, node: ast.Subscript) -> ast.Subscript:
+    """``C[i][j]`` of a tensor name as ``C[i, j]`` when ``C[i]`` indexes by scalars only (the
+    later subscript then indexes the dims the first left); any other subscript unchanged."""
+    inner = node.value
+    if not isinstance(inner, ast.Subscript) or not isinstance(inner.value, ast.Name):
+        return node
+    base = p.st.env.get(inner.value.id)
+    if not isinstance(base, Var) or not isinstance(base.type, TensorType):
+        return node
+    first = list(inner.slice.elts) if isinstance(inner.slice, ast.Tuple) else [inner.slice]
+    if any(isinstance(i, ast.Slice) for i in first):
+        return node
+    second = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    merged = ast.copy_location(ast.Tuple(elts=first + second, ctx=ast.Load()), inner.slice)
+    return ast.copy_location(ast.Subscript(value=inner.value, slice=merged, ctx=ast.Load()), node)
