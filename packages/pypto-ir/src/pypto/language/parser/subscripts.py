@@ -121,9 +121,12 @@ def scalar_lead(target: ast.Subscript) -> int:
 
 def lifted(shape: tuple[Dim, ...], rank: int, lift: int) -> tuple[Dim, ...]:
     """``shape`` with leading ones up to ``rank``, at most ``lift`` of them (the window's
-    scalar-indexed leading dims, which a value need not have)."""
+    scalar-indexed leading dims, which a value need not have), or without leading ones
+    beyond ``rank``."""
     if len(shape) < rank and rank - len(shape) <= lift:
         return (1,) * (rank - len(shape)) + tuple(shape)
+    if len(shape) > rank and all(d == 1 for d in shape[: len(shape) - rank]):
+        return tuple(shape[len(shape) - rank :])  # a window view's own leading ones (C[i][j])
     return tuple(shape)
 
 
@@ -147,13 +150,12 @@ def fit_to_window(p: _Statements, value: Expr, extents: list[Any], lift: int, no
     want = lifted(tuple(vt.shape), len(extents), lift)
     if len(want) != len(extents):
         return value
-    lead = len(extents) - len(vt.shape)
-    core = list(extents[lead:])
-    if all(not isinstance(e, int) or e == d for e, d in zip(core, vt.shape, strict=True)):
+    if all(not isinstance(e, int) or e == d for e, d in zip(extents, want, strict=True)):
         return value
     valid = valid_shape_of(p, value)
-    if valid is None or len(valid) != len(core):
+    if valid is None or len(valid) != len(vt.shape) or len(vt.shape) > len(extents):
         return value
+    core = list(extents[len(extents) - len(vt.shape) :])
     for e, d, v in zip(core, vt.shape, valid, strict=True):
         if not isinstance(e, int) or e == d:
             continue

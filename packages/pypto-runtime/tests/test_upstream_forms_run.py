@@ -1,0 +1,116 @@
+"""Upstream PyPTO's subscript forms and implicit conversions, run on a2a3sim against numpy:
+a sub-tile with a run-time extent (its valid part) and one clamped to the tile, ``pl.set_validshape``
+of a tensor written into a window of its valid shape, a window write of a value without the
+window's scalar-indexed leading dims, ``C[i][j]`` of a tensor, tensor-level operands promoted and
+broadcast, and a tensor-level value converted to its annotated dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import pypto.language as pl
+from pypto.runtime import run
+
+RNG = np.random.default_rng(31)
+
+
+def r(*shape: int, dtype: type = np.float32) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+@pl.program
+class TileWindows:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[16, 64], pl.FP32],
+        n: pl.Scalar[pl.INDEX],
+        out: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+        tail: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+    ) -> tuple[pl.Tensor[[16, 64], pl.FP32], pl.Tensor[[16, 64], pl.FP32]]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [16, 64])
+            head = t[:, :n]  # [16, 64], valid [16, n]
+            out = pl.store(head, [0, 0], out)
+            right = t[:, 48:256]  # clamped: [16, 16]
+            tail = pl.store(right, [0, 0], tail)
+        return out, tail
+
+
+def test_run_time_extent_is_the_valid_part_and_a_bound_past_the_end_is_clamped() -> None:
+    x = r(16, 64)
+    out = np.zeros((16, 64), np.float32)
+    tail = np.zeros((16, 64), np.float32)
+    run(TileWindows, x, 40, out, tail)
+    want = np.zeros_like(out)
+    want[:, :40] = x[:, :40]
+    np.testing.assert_array_equal(out, want)
+    want_tail = np.zeros_like(tail)
+    want_tail[:, :16] = x[:, 48:]
+    np.testing.assert_array_equal(tail, want_tail)
+
+
+@pl.program
+class TensorWindows:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        src: pl.Tensor[[16, 8], pl.FP32],
+        rhs: pl.Tensor[[8, 16], pl.FP32],
+        cube: pl.Tensor[[2, 3, 8, 16], pl.FP32],
+        out: pl.Out[pl.Tensor[[32, 32], pl.FP32]],
+        planes: pl.Out[pl.Tensor[[4, 8, 16], pl.FP32]],
+    ) -> tuple[pl.Tensor[[32, 32], pl.FP32], pl.Tensor[[4, 8, 16], pl.FP32]]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            narrowed = pl.set_validshape(src, 16, 4)
+            out[0:16, 4:8] = narrowed  # the valid [16, 4] part
+            planes[2] = rhs  # a [1, 8, 16] window takes the [8, 16] value
+            planes[3] = pl.add(cube[1][2], 1.0)  # cube[1][2] is cube[1, 2]
+        return out, planes
+
+
+def test_narrowed_tensor_lower_rank_value_and_chained_index() -> None:
+    src, rhs, cube = r(16, 8), r(8, 16), r(2, 3, 8, 16)
+    out = np.zeros((32, 32), np.float32)
+    planes = np.zeros((4, 8, 16), np.float32)
+    run(TensorWindows, src, rhs, cube, out, planes)
+    want = np.zeros_like(out)
+    want[0:16, 4:8] = src[:, :4]
+    np.testing.assert_array_equal(out, want)
+    want_planes = np.zeros_like(planes)
+    want_planes[2] = rhs
+    want_planes[3] = cube[1, 2] + 1.0
+    np.testing.assert_allclose(planes, want_planes, rtol=1e-6)
+
+
+@pl.program
+class Conversions:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        h: pl.Tensor[[16, 32], pl.FP16],
+        f: pl.Tensor[[16, 32], pl.FP32],
+        col: pl.Tensor[[16, 1], pl.FP32],
+        out: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+        half: pl.Out[pl.Tensor[[16, 32], pl.FP16]],
+    ) -> tuple[pl.Tensor[[16, 32], pl.FP32], pl.Tensor[[16, 32], pl.FP16]]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            scaled: pl.Tensor[[16, 32], pl.FP32] = pl.mul(h, 0.5)  # FP16 value, FP32 annotation
+            mixed = pl.add(scaled, h)  # FP16 operand promoted to FP32
+            centred = pl.sub(mixed, col)  # [16, 1] broadcast over the columns
+            out[:, :] = pl.mul(centred, f)
+            low: pl.Tensor[[16, 32], pl.FP16] = pl.add(f, 1.0)  # FP32 value, FP16 annotation
+            half[:, :] = low
+        return out, half
+
+
+def test_promotion_broadcast_and_annotated_dtype() -> None:
+    h = r(16, 32, dtype=np.float16)
+    f, col = r(16, 32), r(16, 1)
+    out = np.zeros((16, 32), np.float32)
+    half = np.zeros((16, 32), np.float16)
+    run(Conversions, h, f, col, out, half)
+    hf = h.astype(np.float32)
+    scaled = (h * np.float16(0.5)).astype(np.float32)
+    np.testing.assert_allclose(out, (scaled + hf - col) * f, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(half.astype(np.float32), (f + 1.0).astype(np.float16).astype(np.float32), rtol=1e-3)
