@@ -21,7 +21,8 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir.nodes import Call, Const, Expr, Var
-from pypto.ir.types import Dim, TensorType, TileType
+from pypto.ir.dtypes import DataType
+from pypto.ir.types import Dim, ScalarType, TensorType, TileType
 from pypto.language.fold import INDEX
 
 if TYPE_CHECKING:
@@ -81,6 +82,15 @@ def tensor_set_validshape(p: _Statements, src: Expr, valid: list[Expr], node: as
     assert isinstance(tt, TensorType)
     if len(tt.shape) != 2:
         raise p.err(f"pl.set_validshape: needs a 2-D tensor, got shape {list(tt.shape)}", node)
+    for what, v, full in zip(("valid_rows", "valid_cols"), valid, tt.shape, strict=True):
+        if isinstance(v, Const) and isinstance(full, int) and not 0 <= int(v.value) <= full:
+            raise p.err(
+                f"pl.set_validshape: {what} {int(v.value)} is outside [0, {full}] (the tensor is "
+                f"{list(tt.shape)})",
+                node,
+            )
+        if not isinstance(v.type, ScalarType) or v.type.dtype.is_float or v.type.dtype is DataType.BOOL:
+            raise p.err(f"pl.set_validshape: {what} must be an integer (a constant or an index scalar), got {v.type}", node)
     attrs: dict[str, Any] = {"shape": tuple(tt.shape), "static_offsets": [0, 0]}
     if all(isinstance(v, Const) for v in valid):
         attrs["valid_shape"] = [int(v.value) for v in valid]  # type: ignore[union-attr]

@@ -1,0 +1,188 @@
+"""Upstream PyPTO's forms the parser accepts, and the mistakes it still rejects: a kernel's
+dynamic result dims taken from the call's arguments, a tensor-level value converted to its
+annotated dtype, tensor-level operands promoted and broadcast, a sub-tile with a run-time extent
+or past the tile's end, ``pl.set_validshape`` of a tensor, window writes of narrowed and
+lower-rank values, ``C[i][j]`` of a tensor. (pypto-runtime's test_upstream_forms_run.py runs
+them.)"""
+
+from __future__ import annotations
+
+import pytest
+
+import pypto.language as pl
+from pypto.ir import KernelError
+from pypto.ir.nodes import Assign, Call, TensorWrite, expr_vars, walk_stmts
+from pypto.ir.types import DataType, TensorType
+
+M = pl.dynamic("M")
+N = pl.dynamic("N")
+
+
+def _calls(fn, op: str) -> list[Call]:
+    """The calls of ``op`` in ``fn``, operands of other calls included, in source order."""
+    found: list[Call] = []
+
+    def visit(e: object) -> None:
+        if isinstance(e, tuple):
+            for x in e:
+                visit(x)
+        elif isinstance(e, Call):
+            for a in e.args:
+                visit(a)
+            if e.op == op:
+                found.append(e)
+
+    for s in walk_stmts(fn.body):
+        if isinstance(s, Assign):
+            visit(s.value)
+    return found
+
+
+def test_kernel_result_takes_the_argument_dims_and_conflicts_are_rejected() -> None:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(
+            self, a: pl.Tensor[[M, N], pl.FP32], out: pl.Out[pl.Tensor[[M, N], pl.FP32]]
+        ) -> pl.Tensor[[M, N], pl.FP32]:
+            out[:, :] = pl.add(a, a)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, a: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[128, 64], pl.FP32]]
+        ) -> pl.Tensor[[128, 64], pl.FP32]:
+            c: pl.Tensor[[128, 64], pl.FP32] = self.k(a, out)
+            return c
+
+    (assign,) = [s for s in P.functions["main"].body if isinstance(s, Assign)]
+    assert assign.value.type == TensorType((128, 64), DataType.FP32)
+
+    with pytest.raises(KernelError, match="conflicting bindings of dynamic dim 'M': 128 and 127"):
+
+        @pl.program
+        class Bad:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(
+                self, a: pl.Tensor[[M, N], pl.FP32], out: pl.Out[pl.Tensor[[M, N], pl.FP32]]
+            ) -> pl.Tensor[[M, N], pl.FP32]:
+                out[:, :] = pl.add(a, a)
+                return out
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(
+                self, a: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[127, 64], pl.FP32]]
+            ) -> pl.Tensor[[127, 64], pl.FP32]:
+                return self.k(a, out)
+
+
+def test_annotated_dtype_promotion_and_broadcast_insert_casts_and_expand_ops() -> None:
+    @pl.function
+    def f(
+        h: pl.Tensor[[16, 32], pl.FP16], col: pl.Tensor[[16, 1], pl.FP32], row: pl.Tensor[[1, 32], pl.FP32]
+    ) -> pl.Tensor[[16, 32], pl.FP32]:
+        a: pl.Tensor[[16, 32], pl.FP32] = pl.mul(h, 0.5)
+        b = pl.add(a, h)
+        c = pl.sub(b, col)
+        d = pl.mul(row, c)  # commutative: the vector may come first
+        return d
+
+    casts = _calls(f.ir, "tensor.cast")
+    assert [dict(c.attrs)["dtype"] for c in casts] == [DataType.FP32, DataType.FP32]
+    assert _calls(f.ir, "tensor.row_expand_sub") and _calls(f.ir, "tensor.col_expand_mul")
+
+
+def test_tile_annotations_and_tile_operands_are_not_converted() -> None:
+    with pytest.raises(KernelError, match="annotated Tile"):
+
+        @pl.function
+        def f(x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            _t: pl.Tile[[64], pl.FP16] = pl.tile.load(x, [0], [64])
+            return x
+
+        f.ir  # noqa: B018
+    with pytest.raises(KernelError, match="operand dtypes differ"):
+
+        @pl.function
+        def g(x: pl.Tensor[[16, 16], pl.FP32], y: pl.Tensor[[16, 16], pl.FP16]) -> pl.Tensor[[16, 16], pl.FP32]:
+            a = pl.load(x, [0, 0], [16, 16])
+            b = pl.load(y, [0, 0], [16, 16])
+            return pl.store(pl.add(a, b), [0, 0], x)
+
+        g.ir  # noqa: B018
+
+
+def test_sub_tile_run_time_extent_is_its_valid_shape_and_a_constant_one_is_clamped() -> None:
+    @pl.function
+    def f(x: pl.Tensor[[64, 128], pl.FP32], n: pl.Scalar[pl.INDEX]) -> pl.Tensor[[64, 128], pl.FP32]:
+        t = pl.load(x, [0, 0], [64, 128])
+        a = t[:, :n]
+        b = t[:, 96:256]
+        x = pl.store(a, [0, 0], x)
+        return pl.store(b, [0, 0], x)
+
+    slices = _calls(f.ir, "tile.slice")
+    assert [dict(s.attrs)["shape"] for s in slices] == [(64, 128), (64, 32)]
+    (narrow,) = _calls(f.ir, "tile.set_validshape")
+    assert [v.name for v in expr_vars(narrow.args[2])] == ["n"]
+    with pytest.raises(KernelError, match="needs a constant start"):
+
+        @pl.function
+        def g(
+            x: pl.Tensor[[64, 128], pl.FP32], i: pl.Scalar[pl.INDEX], n: pl.Scalar[pl.INDEX]
+        ) -> pl.Tensor[[64, 128], pl.FP32]:
+            t = pl.load(x, [0, 0], [64, 128])
+            return pl.store(t[:, i:n], [0, 0], x)
+
+        g.ir  # noqa: B018
+
+
+def test_narrowed_tensor_fills_a_window_of_its_valid_shape_only() -> None:
+    @pl.function
+    def f(out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]) -> pl.Tensor[[64, 128], pl.FP32]:
+        narrowed = pl.set_validshape(src, 16, 4)
+        out[0:16, 0:4] = narrowed
+        return out
+
+    (write,) = [s for s in walk_stmts(f.ir.body) if isinstance(s, TensorWrite)]
+    assert write.value.type.shape == (16, 4)
+    with pytest.raises(KernelError, match=r"window of 'out' is \[16, 6\] but the value is \[16, 8\]"):
+
+        @pl.function
+        def g(out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]) -> pl.Tensor[[64, 128], pl.FP32]:
+            narrowed = pl.set_validshape(src, 16, 4)
+            out[0:16, 0:6] = narrowed
+            return out
+
+        g.ir  # noqa: B018
+
+
+def test_lower_rank_value_needs_scalar_indexed_leading_dims() -> None:
+    @pl.function
+    def f(
+        c: pl.Tensor[[4, 4, 16, 16], pl.FP32], rhs: pl.Tensor[[16, 16], pl.FP32], i: pl.Scalar[pl.INDEX]
+    ) -> pl.Tensor[[4, 4, 16, 16], pl.FP32]:
+        c[i, 1] = rhs
+        return c
+
+    assert [s for s in walk_stmts(f.ir.body) if isinstance(s, TensorWrite)]
+    with pytest.raises(KernelError, match="shape mismatch"):
+
+        @pl.function
+        def g(out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[32], pl.FP32]) -> pl.Tensor[[64, 128], pl.FP32]:
+            out[0:1, 0:32] = src  # a slice 0:1 is not an index: the value must be 2-D
+            return out
+
+        g.ir  # noqa: B018
+
+
+def test_chained_index_of_a_tensor_is_one_index() -> None:
+    @pl.function
+    def f(
+        c: pl.Tensor[[4, 4, 16, 16], pl.FP32], i: pl.Scalar[pl.INDEX], j: pl.Scalar[pl.INDEX]
+    ) -> pl.Tensor[[1, 1, 16, 16], pl.FP32]:
+        return c[i][j]
+
+    (view,) = _calls(f.ir, "tensor.view")
+    assert [a.name for a in view.args[1][:2]] == ["i", "j"]
+    assert view.type.shape == (1, 1, 16, 16)
