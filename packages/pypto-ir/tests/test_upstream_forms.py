@@ -38,6 +38,77 @@ def _calls(fn, op: str) -> list[Call]:
     return found
 
 
+@pl.function
+def tile_annotation_of_another_dtype(x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+    _t: pl.Tile[[64], pl.FP16] = pl.tile.load(x, [0], [64])
+    return x
+
+
+@pl.function
+def tile_operands_of_two_dtypes(
+    x: pl.Tensor[[16, 16], pl.FP32], y: pl.Tensor[[16, 16], pl.FP16]
+) -> pl.Tensor[[16, 16], pl.FP32]:
+    a = pl.load(x, [0, 0], [16, 16])
+    b = pl.load(y, [0, 0], [16, 16])
+    return pl.store(pl.add(a, b), [0, 0], x)
+
+
+@pl.function
+def run_time_start_and_stop(
+    x: pl.Tensor[[64, 128], pl.FP32], i: pl.Scalar[pl.INDEX], n: pl.Scalar[pl.INDEX]
+) -> pl.Tensor[[64, 128], pl.FP32]:
+    t = pl.load(x, [0, 0], [64, 128])
+    return pl.store(t[:, i:n], [0, 0], x)
+
+
+@pl.function
+def narrowed_into_a_wider_window(
+    out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]
+) -> pl.Tensor[[64, 128], pl.FP32]:
+    narrowed = pl.set_validshape(src, 16, 4)
+    out[0:16, 0:6] = narrowed
+    return out
+
+
+@pl.function
+def slice_is_not_an_index(
+    out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[32], pl.FP32]
+) -> pl.Tensor[[64, 128], pl.FP32]:
+    out[0:1, 0:32] = src  # a slice 0:1 is not an index: the value must be 2-D
+    return out
+
+
+@pl.function
+def leading_dim_sliced(x: pl.Tensor[[8, 16, 32], pl.FP32]) -> pl.Tensor[[8, 16, 32], pl.FP32]:
+    t = pl.load(x, [0, 0, 0], [4, 16, 32])
+    return pl.store(t[0:2], [0, 0, 0], x)
+
+
+@pl.function
+def too_many_planes(x: pl.Tensor[[128, 2, 8], pl.FP32]) -> pl.Tensor[[128, 2, 8], pl.FP32]:
+    t = pl.load(x, [0, 0, 0], [128, 2, 8])
+    return pl.store(t, [0, 0, 0], x)
+
+
+def _conflicting_dims() -> None:
+    """Two arguments give M different sizes."""
+
+    @pl.program
+    class Bad:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(
+            self, a: pl.Tensor[[M, N], pl.FP32], out: pl.Out[pl.Tensor[[M, N], pl.FP32]]
+        ) -> pl.Tensor[[M, N], pl.FP32]:
+            out[:, :] = pl.add(a, a)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, a: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[127, 64], pl.FP32]]
+        ) -> pl.Tensor[[127, 64], pl.FP32]:
+            return self.k(a, out)
+
+
 def test_kernel_result_takes_the_argument_dims_and_conflicts_are_rejected() -> None:
     @pl.program
     class P:
@@ -59,21 +130,7 @@ def test_kernel_result_takes_the_argument_dims_and_conflicts_are_rejected() -> N
     assert assign.value.type == TensorType((128, 64), DataType.FP32)
 
     with pytest.raises(KernelError, match="conflicting bindings of dynamic dim 'M': 128 and 127"):
-
-        @pl.program
-        class Bad:
-            @pl.function(type=pl.FunctionType.InCore)
-            def k(
-                self, a: pl.Tensor[[M, N], pl.FP32], out: pl.Out[pl.Tensor[[M, N], pl.FP32]]
-            ) -> pl.Tensor[[M, N], pl.FP32]:
-                out[:, :] = pl.add(a, a)
-                return out
-
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(
-                self, a: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[127, 64], pl.FP32]]
-            ) -> pl.Tensor[[127, 64], pl.FP32]:
-                return self.k(a, out)
+        _conflicting_dims()
 
 
 def test_annotated_dtype_promotion_and_broadcast_insert_casts_and_expand_ops() -> None:
@@ -89,27 +146,15 @@ def test_annotated_dtype_promotion_and_broadcast_insert_casts_and_expand_ops() -
 
     casts = _calls(f.ir, "tensor.cast")
     assert [dict(c.attrs)["dtype"] for c in casts] == [DataType.FP32, DataType.FP32]
-    assert _calls(f.ir, "tensor.row_expand_sub") and _calls(f.ir, "tensor.col_expand_mul")
+    assert _calls(f.ir, "tensor.row_expand_sub")
+    assert _calls(f.ir, "tensor.col_expand_mul")
 
 
 def test_tile_annotations_and_tile_operands_are_not_converted() -> None:
     with pytest.raises(KernelError, match="annotated Tile"):
-
-        @pl.function
-        def f(x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            _t: pl.Tile[[64], pl.FP16] = pl.tile.load(x, [0], [64])
-            return x
-
-        f.ir  # noqa: B018
+        tile_annotation_of_another_dtype.ir  # noqa: B018
     with pytest.raises(KernelError, match="operand dtypes differ"):
-
-        @pl.function
-        def g(x: pl.Tensor[[16, 16], pl.FP32], y: pl.Tensor[[16, 16], pl.FP16]) -> pl.Tensor[[16, 16], pl.FP32]:
-            a = pl.load(x, [0, 0], [16, 16])
-            b = pl.load(y, [0, 0], [16, 16])
-            return pl.store(pl.add(a, b), [0, 0], x)
-
-        g.ir  # noqa: B018
+        tile_operands_of_two_dtypes.ir  # noqa: B018
 
 
 def test_sub_tile_run_time_extent_is_its_valid_shape_and_a_constant_one_is_clamped() -> None:
@@ -126,20 +171,14 @@ def test_sub_tile_run_time_extent_is_its_valid_shape_and_a_constant_one_is_clamp
     (narrow,) = _calls(f.ir, "tile.set_validshape")
     assert [v.name for v in expr_vars(narrow.args[2])] == ["n"]
     with pytest.raises(KernelError, match="needs a constant start"):
-
-        @pl.function
-        def g(
-            x: pl.Tensor[[64, 128], pl.FP32], i: pl.Scalar[pl.INDEX], n: pl.Scalar[pl.INDEX]
-        ) -> pl.Tensor[[64, 128], pl.FP32]:
-            t = pl.load(x, [0, 0], [64, 128])
-            return pl.store(t[:, i:n], [0, 0], x)
-
-        g.ir  # noqa: B018
+        run_time_start_and_stop.ir  # noqa: B018
 
 
 def test_narrowed_tensor_fills_a_window_of_its_valid_shape_only() -> None:
     @pl.function
-    def f(out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]) -> pl.Tensor[[64, 128], pl.FP32]:
+    def f(
+        out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]
+    ) -> pl.Tensor[[64, 128], pl.FP32]:
         narrowed = pl.set_validshape(src, 16, 4)
         out[0:16, 0:4] = narrowed
         return out
@@ -147,14 +186,7 @@ def test_narrowed_tensor_fills_a_window_of_its_valid_shape_only() -> None:
     (write,) = [s for s in walk_stmts(f.ir.body) if isinstance(s, TensorWrite)]
     assert write.value.type.shape == (16, 4)
     with pytest.raises(KernelError, match=r"window of 'out' is \[16, 6\] but the value is \[16, 8\]"):
-
-        @pl.function
-        def g(out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]) -> pl.Tensor[[64, 128], pl.FP32]:
-            narrowed = pl.set_validshape(src, 16, 4)
-            out[0:16, 0:6] = narrowed
-            return out
-
-        g.ir  # noqa: B018
+        narrowed_into_a_wider_window.ir  # noqa: B018
 
 
 def test_lower_rank_value_needs_scalar_indexed_leading_dims() -> None:
@@ -167,13 +199,7 @@ def test_lower_rank_value_needs_scalar_indexed_leading_dims() -> None:
 
     assert [s for s in walk_stmts(f.ir.body) if isinstance(s, TensorWrite)]
     with pytest.raises(KernelError, match="shape mismatch"):
-
-        @pl.function
-        def g(out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[32], pl.FP32]) -> pl.Tensor[[64, 128], pl.FP32]:
-            out[0:1, 0:32] = src  # a slice 0:1 is not an index: the value must be 2-D
-            return out
-
-        g.ir  # noqa: B018
+        slice_is_not_an_index.ir  # noqa: B018
 
 
 def test_chained_index_of_a_tensor_is_one_index() -> None:
@@ -186,3 +212,27 @@ def test_chained_index_of_a_tensor_is_one_index() -> None:
     (view,) = _calls(f.ir, "tensor.view")
     assert [a.name for a in view.args[1][:2]] == ["i", "j"]
     assert view.type.shape == (1, 1, 16, 16)
+
+
+def test_nd_tile_is_held_flattened_and_its_leading_dims_are_indexed_by_scalars() -> None:
+    @pl.function
+    def f(x: pl.Tensor[[8, 16, 32], pl.FP32], i: pl.Scalar[pl.INDEX]) -> pl.Tensor[[8, 16, 32], pl.FP32]:
+        t: pl.Tile[[4, 16, 32], pl.FP32] = pl.load(x, [4, 0, 0], [4, 16, 32])
+        plane: pl.Tile[[16, 32], pl.FP32] = t[i]
+        t[2, 3, :] = plane[1]
+        return pl.store(t, [0, 0, 0], x)
+
+    def offsets(c: Call, at: int) -> list[int]:
+        return [o.value for o in c.args[at]]
+
+    loads = _calls(f.ir, "tile.load")
+    assert [offsets(c, 1) for c in loads] == [[4 + k, 0, 0] for k in range(4)]
+    inserts = _calls(f.ir, "tile.assemble")
+    assert [offsets(c, 2) for c in inserts[:4]] == [[16 * k, 0] for k in range(4)]
+    assert offsets(inserts[4], 2) == [2 * 16 + 3, 0]
+    assert len([s for s in walk_stmts(f.ir.body) if "tile.store" in str(s)]) == 4
+
+    with pytest.raises(KernelError, match="index each of its 1 leading dim"):
+        leading_dim_sliced.ir  # noqa: B018
+    with pytest.raises(KernelError, match=r"has 128 \[R, C\] planes; at most 64"):
+        too_many_planes.ir  # noqa: B018

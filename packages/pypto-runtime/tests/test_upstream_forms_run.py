@@ -113,4 +113,37 @@ def test_promotion_broadcast_and_annotated_dtype() -> None:
     hf = h.astype(np.float32)
     scaled = (h * np.float16(0.5)).astype(np.float32)
     np.testing.assert_allclose(out, (scaled + hf - col) * f, rtol=1e-3, atol=1e-3)
-    np.testing.assert_allclose(half.astype(np.float32), (f + 1.0).astype(np.float16).astype(np.float32), rtol=1e-3)
+    np.testing.assert_allclose(
+        half.astype(np.float32), (f + 1.0).astype(np.float16).astype(np.float32), rtol=1e-3
+    )
+
+
+@pl.program
+class Planes:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[3, 8, 16], pl.FP32],
+        out: pl.Out[pl.Tensor[[4, 8, 16], pl.FP32]],
+    ) -> pl.Tensor[[4, 8, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t: pl.Tile[[2, 8, 16], pl.FP32] = pl.load(x, [1, 0, 0], [2, 8, 16])  # held as [16, 16]
+            plane: pl.Tile[[8, 16], pl.FP32] = t[1]  # x[2]
+            row: pl.Tile[[1, 16], pl.FP32] = plane[3]  # x[2, 3]
+            t[0, 5, :] = row
+            t[1, :, :] = pl.add(plane, 1.0)
+            doubled = pl.mul(t, 2.0)  # element-wise: still [2, 8, 16]
+            out = pl.store(doubled, [2, 0, 0], out)
+        return out
+
+
+def test_three_dim_tile_loads_indexes_writes_and_stores_plane_by_plane() -> None:
+    x = r(3, 8, 16)
+    out = np.zeros((4, 8, 16), np.float32)
+    run(Planes, x, out)
+    t = x[1:3].copy()
+    t[0, 5, :] = x[2, 3]
+    t[1] = x[2] + 1.0
+    want = np.zeros_like(out)
+    want[2:4] = t * 2.0
+    np.testing.assert_allclose(out, want, rtol=1e-6)

@@ -35,7 +35,6 @@ from pypto.ir.types import (
 )
 from pypto.language.fold import INDEX, fold
 from pypto.language.op_builders import OP_BUILDERS, build_generic
-from pypto.language.parser.conversions import tensor_operands
 from pypto.language.parser.common import (
     SourceInfo,
     _compatible,
@@ -45,6 +44,7 @@ from pypto.language.parser.common import (
     param_annotations,
     tile_shape,
 )
+from pypto.language.parser.conversions import tensor_operands
 from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
 from pypto.language.typing import DirectionAnnotation, TileAnnotation
@@ -472,12 +472,15 @@ def _specialize(rtype: Type, params: Sequence[Any], args: Sequence[Expr]) -> Typ
         pt, at = p.var.type, a.type
         if isinstance(pt, TensorType) and isinstance(at, TensorType) and len(pt.shape) == len(at.shape):
             for d, got in zip(pt.shape, at.shape, strict=True):
-                if isinstance(d, DynDim) and not isinstance(got, DynDim):
-                    if bound.setdefault(d.name, got) != got:
-                        raise ValueError(
-                            f"conflicting bindings of dynamic dim {d.name!r}: {bound[d.name]} and {got} "
-                            f"(argument {p.var.name!r})"
-                        )
+                if (
+                    isinstance(d, DynDim)
+                    and not isinstance(got, DynDim)
+                    and bound.setdefault(d.name, got) != got
+                ):
+                    raise ValueError(
+                        f"conflicting bindings of dynamic dim {d.name!r}: {bound[d.name]} and {got} "
+                        f"(argument {p.var.name!r})"
+                    )
     if not bound:
         return rtype
 

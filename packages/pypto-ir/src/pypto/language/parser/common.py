@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
+import math
 import textwrap
 import types
 from collections.abc import Callable
@@ -224,12 +225,15 @@ def annotation_to_type(
 
 
 def tile_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """A tile annotation's shape as the tile is: 2-D, a 1-D ``[n]`` being ``[1, n]`` and leading
-    dims of 1 dropped (``[1, 1, 8, 16]`` is ``[8, 16]``)."""
+    """A tile annotation's shape as the tile is: 2-D, a 1-D ``[n]`` being ``[1, n]``, leading
+    dims of 1 dropped (``[1, 1, 8, 16]`` is ``[8, 16]``) and other leading dims flattened into
+    rows (``[4, 8, 16]`` is ``[32, 16]``)."""
     if len(shape) == 1:
         return (1, shape[0])
     while len(shape) > 2 and shape[0] == 1:
         shape = shape[1:]
+    if len(shape) > 2:  # an N-D tile is held with its leading dims flattened (parser/nd_tiles.py)
+        return (math.prod(shape[:-1]), shape[-1])
     return shape
 
 
@@ -293,6 +297,8 @@ class _FnState:
     prologue: bool = True
     # id(Expr) -> the valid shape a narrowed tensor or tile carries (parser/subscripts.py)
     valid_shapes: dict[int, tuple[Expr, ...]] = field(default_factory=dict)
+    # id(Expr) -> the N-D shape of a tile held flattened to 2-D (parser/nd_tiles.py)
+    nd_shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 class _ParserBase:

@@ -44,15 +44,6 @@ from pypto.language.parser.common import (
 )
 from pypto.language.parser.control import _Control
 from pypto.language.parser.conversions import annotated_value
-from pypto.language.parser.subscripts import (
-    chained,
-    fit_to_window,
-    lifted,
-    note_valid_shape,
-    scalar_lead,
-    tile_window,
-    trusted_extents,
-)
 from pypto.language.parser.directives import DIRECTIVES
 from pypto.language.parser.launches import _Launches
 from pypto.language.parser.placements import (
@@ -60,6 +51,16 @@ from pypto.language.parser.placements import (
     bind_allocation,
     check_placement,
     is_alloc_call,
+)
+from pypto.language.parser.subscripts import (
+    chained,
+    fit_to_window,
+    lifted,
+    note_valid_shape,
+    scalar_lead,
+    tile_subscript,
+    tile_write_window,
+    trusted_extents,
 )
 from pypto.language.parser.tuples import TupleValue
 
@@ -441,7 +442,7 @@ class _Statements(_Control, _Launches):
     def tile_write(self, tvar: Var, target: ast.Subscript, value_node: ast.expr, s: ast.stmt) -> Stmt:
         """``t[0:16, 0:32] = src`` / ``t[i] = row`` on a tile: ``pl.tile.assemble(t, src, offsets)``,
         the window's shape being the source's (a ``[n]`` source into a one-row window too)."""
-        offsets, extents = self.window(tvar, target)
+        offsets, extents = tile_write_window(self, tvar, target)
         value = fit_to_window(self, self.expr(value_node), extents, 0, value_node)
         vt = value.type
         if not isinstance(vt, TileType):
@@ -458,6 +459,8 @@ class _Statements(_Control, _Launches):
         name = target.value.id  # type: ignore[attr-defined]
         var = Var(self.prefix + name, call.type, self.src.span(target))
         self.st.env[name] = var
+        if tvar.type == var.type and id(tvar) in self.st.nd_shapes:
+            self.st.nd_shapes[id(var)] = self.st.nd_shapes[id(tvar)]
         return Assign(var, call, self.src.span(s))
 
     def element_index(self, tvar: Expr, target: ast.Subscript) -> list[Expr] | None:
@@ -525,10 +528,7 @@ class _Statements(_Control, _Launches):
         if isinstance(base.type, ArrayType):
             return self.array_read(base, node)
         if isinstance(base.type, TileType):
-            index = self.element_index(base, node)
-            if index is not None:  # t[i, j]: one element, as pl.read(t, [i, j])
-                return self.make_op("read", [base, tuple(index)], {}, node)
-            return tile_window(self, base, node)
+            return tile_subscript(self, base, node)
         if not isinstance(base, Var) or not isinstance(base.type, TensorType):
             raise self.err(f"only tensors and tiles can be indexed with [...], got {base.type}", node)
         index = self.element_index(base, node)

@@ -20,10 +20,11 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from pypto.ir.nodes import Call, Const, Expr, Var
 from pypto.ir.dtypes import DataType
+from pypto.ir.nodes import Call, Const, Expr, Var
 from pypto.ir.types import Dim, ScalarType, TensorType, TileType
 from pypto.language.fold import INDEX
+from pypto.language.parser.nd_tiles import nd_shape_of, nd_window
 
 if TYPE_CHECKING:
     from pypto.language.parser.statements import _Statements
@@ -35,17 +36,42 @@ __all__ = [
     "note_valid_shape",
     "scalar_lead",
     "tensor_set_validshape",
+    "tile_subscript",
     "tile_window",
+    "tile_write_window",
     "trusted_extents",
 ]
 
 
-def tile_window(p: _Statements, base: Expr, node: ast.Subscript) -> Expr:
+def tile_subscript(p: _Statements, base: Expr, node: ast.Subscript) -> Expr:
+    """``t[...]`` of a tile: one element (``pl.read``) or a sub-tile (``tile_window``); of an
+    N-D tile, a sub-tile of one of its planes (parser/nd_tiles.py)."""
+    nd = nd_shape_of(p, base)
+    if nd is not None:
+        return tile_window(p, base, node, nd_window(p, base, nd, node))
+    index = p.element_index(base, node)
+    if index is not None:  # t[i, j]: one element, as pl.read(t, [i, j])
+        return p.make_op("read", [base, tuple(index)], {}, node)
+    return tile_window(p, base, node)
+
+
+def tile_write_window(p: _Statements, tvar: Expr, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
+    """The window ``t[...] = v`` writes into a tile (of an N-D tile, into one of its planes)."""
+    nd = nd_shape_of(p, tvar)
+    if nd is not None:
+        return nd_window(p, tvar, nd, target)
+    return p.window(tvar, target)
+
+
+def tile_window(
+    p: _Statements, base: Expr, node: ast.Subscript, window: tuple[list[Expr], list[Any]] | None = None
+) -> Expr:
     """``t[...]`` of a tile that is not one element: ``pl.slice`` with a static shape (module
-    docstring), narrowed by ``pl.set_validshape`` where an extent is only known at run time."""
+    docstring), narrowed by ``pl.set_validshape`` where an extent is only known at run time.
+    ``window`` is the (offsets, extents) when the caller has worked them out."""
     tt = base.type
     assert isinstance(tt, TileType)
-    offsets, extents = p.window(base, node, runtime_ok=True)
+    offsets, extents = window if window is not None else p.window(base, node, runtime_ok=True)
     shape: list[int] = []
     valid: list[Expr] = []
     narrowed = False
@@ -90,7 +116,10 @@ def tensor_set_validshape(p: _Statements, src: Expr, valid: list[Expr], node: as
                 node,
             )
         if not isinstance(v.type, ScalarType) or v.type.dtype.is_float or v.type.dtype is DataType.BOOL:
-            raise p.err(f"pl.set_validshape: {what} must be an integer (a constant or an index scalar), got {v.type}", node)
+            raise p.err(
+                f"pl.set_validshape: {what} must be an integer (a constant or an index scalar), got {v.type}",
+                node,
+            )
     attrs: dict[str, Any] = {"shape": tuple(tt.shape), "static_offsets": [0, 0]}
     if all(isinstance(v, Const) for v in valid):
         attrs["valid_shape"] = [int(v.value) for v in valid]  # type: ignore[union-attr]
@@ -114,10 +143,22 @@ def valid_shape_of(p: _Statements, value: Expr) -> tuple[Expr, ...] | None:
 
 
 def note_valid_shape(p: _Statements, var: Var, value: Expr) -> None:
-    """Remember that the name ``var`` holds a narrowed value (``valid_shape_of``)."""
+    """Remember that the name ``var`` holds a narrowed value (``valid_shape_of``) or an N-D tile
+    (``nd_shape_of``)."""
     valid = valid_shape_of(p, value)
     if valid is not None:
         p.st.valid_shapes[id(var)] = valid
+    nd = p.st.nd_shapes.get(id(value))
+    if nd is None and isinstance(value, Call) and "matmul" not in value.op:
+        # an element-wise result of an N-D tile: the same shape, the same planes
+        same = [
+            p.st.nd_shapes[id(a)]
+            for a in value.args
+            if isinstance(a, Expr) and a.type == value.type and id(a) in p.st.nd_shapes
+        ]
+        nd = same[0] if same else None
+    if nd is not None:
+        p.st.nd_shapes[id(var)] = nd
 
 
 def scalar_lead(target: ast.Subscript) -> int:
