@@ -11,7 +11,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.ir import KernelError
-from pypto.ir.nodes import Assign, Call, TensorWrite, expr_vars, walk_stmts
+from pypto.ir.nodes import Assign, Call, ExprStmt, For, TensorWrite, expr_vars, walk_stmts
 from pypto.ir.types import DataType, TensorType
 
 M = pl.dynamic("M")
@@ -33,9 +33,18 @@ def _calls(fn, op: str) -> list[Call]:
                 found.append(e)
 
     for s in walk_stmts(fn.body):
-        if isinstance(s, Assign):
+        if isinstance(s, (Assign, ExprStmt)):
             visit(s.value)
     return found
+
+
+def _calls_in_stmts(body: tuple, op: str) -> list[Call]:
+    class _Body:
+        pass
+
+    holder = _Body()
+    holder.body = body  # type: ignore[attr-defined]
+    return _calls(holder, op)
 
 
 @pl.function
@@ -236,3 +245,53 @@ def test_nd_tile_is_held_flattened_and_its_leading_dims_are_indexed_by_scalars()
         leading_dim_sliced.ir  # noqa: B018
     with pytest.raises(KernelError, match=r"has 128 \[R, C\] planes; at most 64"):
         too_many_planes.ir  # noqa: B018
+
+
+@pl.function
+def vec_tile_stored_into_another_dtype(
+    x: pl.Tensor[[16, 16], pl.FP32], y: pl.Tensor[[16, 16], pl.FP16]
+) -> pl.Tensor[[16, 16], pl.FP16]:
+    t = pl.load(x, [0, 0], [16, 16])
+    return pl.store(t, [0, 0], y)
+
+
+def test_tile_matmul_moves_vec_operands_and_an_acc_store_converts() -> None:
+    @pl.function
+    def f(
+        a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 16], pl.FP16], out: pl.Tensor[[16, 16], pl.FP16]
+    ) -> pl.Tensor[[16, 16], pl.FP16]:
+        c = pl.matmul(pl.load(a, [0, 0], [16, 32]), pl.load(b, [0, 0], [32, 16]))
+        return pl.store(c, [0, 0], out)
+
+    moves = [dict(c.attrs)["memory"].value for c in _calls(f.ir, "tile.move")]
+    assert moves == ["Mat", "Left", "Mat", "Right", "Vec"]
+    (cast,) = _calls(f.ir, "tile.cast")
+    assert dict(cast.attrs)["dtype"] is DataType.FP16
+    with pytest.raises(KernelError, match="the tile is FP32 but the tensor is FP16"):
+        vec_tile_stored_into_another_dtype.ir  # noqa: B018
+
+
+def test_block_index_in_an_spmd_dispatch_body_is_its_block() -> None:
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(
+            self, a: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]
+        ) -> pl.Tensor[[32, 16], pl.FP32]:
+            out[:, :] = pl.add(a, a)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(
+            self, a: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]
+        ) -> pl.Tensor[[32, 16], pl.FP32]:
+            with pl.spmd(4):
+                out = self.k(a, out)
+                i = pl.tile.get_block_idx()
+                pl.write(out, [i, 0], 1.0)
+            return out
+
+    (loop,) = [s for s in P.functions["main"].body if isinstance(s, For)]
+    (index,) = [s for s in loop.body if isinstance(s, Assign) and s.var.name == "i"]
+    assert index.value is loop.var
+    assert _calls_in_stmts(loop.body, "tensor.write")

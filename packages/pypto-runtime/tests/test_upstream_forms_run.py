@@ -147,3 +147,29 @@ def test_three_dim_tile_loads_indexes_writes_and_stores_plane_by_plane() -> None
     want = np.zeros_like(out)
     want[2:4] = t * 2.0
     np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+@pl.program
+class VecMatmul:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[16, 32], pl.FP16],
+        b: pl.Tensor[[32, 16], pl.FP16],
+        out: pl.Out[pl.Tensor[[16, 16], pl.FP16]],
+    ) -> pl.Tensor[[16, 16], pl.FP16]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            ta = pl.load(a, [0, 0], [16, 32])  # Vec tiles: moved to the cube
+            tb = pl.load(b, [0, 0], [32, 16])
+            c = pl.matmul(ta, tb)  # an FP32 Acc tile
+            out = pl.store(c, [0, 0], out)  # converted to FP16 on the way out
+        return out
+
+
+def test_matmul_of_vec_tiles_and_acc_store_into_another_dtype() -> None:
+    a = r(16, 32, dtype=np.float16)
+    b = r(32, 16, dtype=np.float16)
+    out = np.zeros((16, 16), np.float16)
+    run(VecMatmul, a, b, out)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(out.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)

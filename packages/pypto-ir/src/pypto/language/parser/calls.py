@@ -105,7 +105,7 @@ class _Calls(_Directives):
         if node.args or node.keywords:
             raise self.err(f"{what}() takes no arguments", node)
         if not self.st.func_type.is_kernel:
-            if self.st.in_scope and self.st.spmd is not None:  # an inline pl.spmd body
+            if self.st.spmd is not None:  # an inline pl.spmd body, or a dispatch body's block
                 var, n = self.st.spmd
                 return var if which == 0 else Const(n, INDEX)
             raise self.err(f"{what}() is read in a kernel launched by pl.spmd, not in an orchestration", node)

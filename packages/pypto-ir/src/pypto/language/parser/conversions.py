@@ -10,7 +10,10 @@ Upstream's tensor-level element-wise ops also promote and broadcast their operan
 they here (``tensor_operands``): of two float operands of different dtypes the narrower is
 cast to the wider, and a ``[R, 1]`` (``[1, C]``) operand of a ``[R, C]`` one makes the op its
 ``row_expand_*`` (``col_expand_*``) form; a tensor-level ``pl.assemble`` source of another
-float dtype is cast to the target's. Tile-level ops keep their exact rules.
+float dtype is cast to the target's. Tile-level ops keep their exact rules, but for two
+hardware paths upstream takes implicitly: a tile ``pl.matmul`` of Vec tiles moves them to the
+cube (Vec -> Mat -> Left/Right), and a float Acc tile stored into a tensor of another float
+dtype is converted on the way (moved to Vec and cast, where the chip's fixpipe converts).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import Arg, Expr
-from pypto.ir.types import TensorType, TileType
+from pypto.ir.types import MemorySpace, TensorType, TileType
 from pypto.language import typing as lt
 
 if TYPE_CHECKING:
@@ -70,6 +73,26 @@ def tensor_operands(p: _ParserBase, opname: str, args: list[Arg], at: ast.AST) -
         ):
             return opname, [target, p.make_op("cast", [source], {"dtype": target.type.dtype}, at), args[2]]
         return opname, args
+    if opname == "store" and len(args) == 3:  # an Acc tile converts on its way out, as the fixpipe does
+        tile, out = args[0], args[2]
+        if (
+            isinstance(tile, Expr)
+            and isinstance(out, Expr)
+            and isinstance(tile.type, TileType)
+            and isinstance(out.type, TensorType)
+            and tile.type.memory is MemorySpace.Acc
+            and tile.type.dtype is not out.type.dtype
+            and tile.type.dtype.is_float
+            and out.type.dtype.is_float
+        ):
+            vec = p.make_op("move", [tile], {"memory": MemorySpace.Vec}, at)
+            return opname, [p.make_op("cast", [vec], {"dtype": out.type.dtype}, at), args[1], out]
+        return opname, args
+    if opname == "matmul" and len(args) == 2:
+        return opname, [
+            _to_cube(p, a, space, at)
+            for a, space in zip(args, (MemorySpace.Left, MemorySpace.Right), strict=True)
+        ]
     suffix = _BROADCASTING.get(opname)
     if suffix is None or len(args) != 2:
         return opname, args
@@ -97,3 +120,12 @@ def tensor_operands(p: _ParserBase, opname: str, args: list[Arg], at: ast.AST) -
         if opname in _COMMUTATIVE and sa in ((sb[0], 1), (1, sb[1])):
             return tensor_operands(p, opname, [b, a], at)
     return opname, [a, b]
+
+
+def _to_cube(p: _ParserBase, a: Arg, space: MemorySpace, at: ast.AST) -> Arg:
+    """A Vec tile operand of a tile matmul moved where the cube reads it (Vec -> Mat -> ``space``),
+    as upstream moves it; any other operand unchanged."""
+    if not isinstance(a, Expr) or not isinstance(a.type, TileType) or a.type.memory is not MemorySpace.Vec:
+        return a
+    mat = p.make_op("move", [a], {"memory": MemorySpace.Mat}, at)
+    return p.make_op("move", [mat], {"memory": space}, at)
