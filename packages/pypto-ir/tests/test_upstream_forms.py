@@ -295,3 +295,15 @@ def test_block_index_in_an_spmd_dispatch_body_is_its_block() -> None:
     (index,) = [s for s in loop.body if isinstance(s, Assign) and s.var.name == "i"]
     assert index.value is loop.var
     assert _calls_in_stmts(loop.body, "tensor.write")
+
+
+@pl.function
+def none_in_a_kernel(x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
+    t = pl.load(x, [0, 0], [16, 16])
+    nothing = None
+    return pl.store(pl.add(t, nothing), [0, 0], x)
+
+
+def test_none_is_a_task_id_in_an_orchestration_only() -> None:
+    with pytest.raises(KernelError, match="constant None is not supported in kernels"):
+        none_in_a_kernel.ir  # noqa: B018

@@ -173,3 +173,30 @@ def test_matmul_of_vec_tiles_and_acc_store_into_another_dtype() -> None:
     run(VecMatmul, a, b, out)
     want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
     np.testing.assert_allclose(out.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
+
+
+@pl.program
+class NoProducerYet:
+    @pl.function(type=pl.FunctionType.InCore)
+    def add_one(
+        self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        out[:, :] = pl.add(x, 1.0)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+    ) -> pl.Tensor[[16, 16], pl.FP32]:
+        with pl.manual_scope():
+            prev = None  # upstream's "no producer yet" task id
+            out, prev = pl.submit(self.add_one, x, out, deps=[prev])
+            out, _ = pl.submit(self.add_one, out, out, deps=[prev])
+        return out
+
+
+def test_none_task_id_is_a_task_with_nothing_to_wait_for() -> None:
+    x = r(16, 16)
+    out = np.zeros((16, 16), np.float32)
+    run(NoProducerYet, x, out)
+    np.testing.assert_allclose(out, x + 2.0, rtol=1e-6)
