@@ -297,7 +297,7 @@ def test_block_index_in_an_spmd_dispatch_body_is_its_block() -> None:
     assert _calls_in_stmts(loop.body, "tensor.write")
 
 
-@pl.function
+@pl.function(type=pl.FunctionType.InCore)
 def none_in_a_kernel(x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
     t = pl.load(x, [0, 0], [16, 16])
     nothing = None
