@@ -307,3 +307,23 @@ def none_in_a_kernel(x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.
 def test_none_is_a_task_id_in_an_orchestration_only() -> None:
     with pytest.raises(KernelError, match="constant None is not supported in kernels"):
         none_in_a_kernel.ir  # noqa: B018
+
+
+def test_python_print_of_a_function_parses_back_to_it() -> None:
+    from pypto import ir
+    from pypto.ir.nodes import structural_equal
+
+    @pl.function
+    def original(x: pl.Tensor[[16, 128], pl.FP32]) -> pl.Tensor[[16, 128], pl.FP32]:
+        target: pl.Tile[[16, 128], pl.FP32] = pl.load(x, [0, 0], [16, 128])
+        source: pl.Tile[[16, 64], pl.FP32] = pl.load(x, [0, 64], [16, 64])
+        result: pl.Tile[[16, 128], pl.FP32] = pl.tile.assemble(target, source, [0, 64])
+        return pl.store(result, [0, 0], x)
+
+    printed = ir.python_print(original)
+    assert printed == original.ir.as_python()
+    assert structural_equal(pl.parse(printed), original.ir)
+    with pytest.raises(
+        TypeError, match="python_print: expected a Program, a Function or a @pl.function, got int"
+    ):
+        ir.python_print(3)

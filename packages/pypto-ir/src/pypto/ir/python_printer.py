@@ -47,7 +47,7 @@ from pypto.ir.nodes import (
 from pypto.ir.param_info import Layout, ParamDirection
 from pypto.ir.types import DynDim, FunctionType, ScalarType, TensorType, TileType, TupleType, Type
 
-__all__ = ["function_text", "program_text", "type_text"]
+__all__ = ["function_text", "program_text", "python_print", "type_text"]
 
 _INDENT = "    "
 
@@ -409,3 +409,17 @@ def program_text(p: Program) -> str:
             lines.append("")
         lines += _function(f, 1, method=True)
     return "\n".join(lines) + "\n"
+
+
+def python_print(node: object) -> str:
+    """The kernel-language text of a Program or Function, or of a ``@pl.function`` (anything
+    with the ``ir`` of one): upstream's ``ir.python_print``. The text parses back with
+    ``pl.parse``."""
+    target = getattr(node, "ir", node)
+    if isinstance(target, Program):
+        return program_text(target)
+    if isinstance(target, Function):
+        return function_text(target)
+    raise TypeError(
+        f"python_print: expected a Program, a Function or a @pl.function, got {type(node).__name__}"
+    )
