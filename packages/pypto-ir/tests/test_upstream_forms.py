@@ -324,6 +324,6 @@ def test_python_print_of_a_function_parses_back_to_it() -> None:
     assert printed == original.ir.as_python()
     assert structural_equal(pl.parse(printed), original.ir)
     with pytest.raises(
-        TypeError, match="python_print: expected a Program, a Function or a @pl.function, got int"
+        TypeError, match=r"python_print: expected a Program, a Function or a @pl\.function, got int"
     ):
         ir.python_print(3)
