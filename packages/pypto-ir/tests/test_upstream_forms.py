@@ -327,3 +327,25 @@ def test_python_print_of_a_function_parses_back_to_it() -> None:
         TypeError, match=r"python_print: expected a Program, a Function or a @pl\.function, got int"
     ):
         ir.python_print(3)
+
+
+def test_binding_an_out_parameter_in_a_kernel_writes_it() -> None:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(
+        a: pl.Tensor[[16, 32], pl.FP32], o: pl.Out[pl.Tensor[[16, 32], pl.FP32]]
+    ) -> pl.Tensor[[16, 32], pl.FP32]:
+        o = pl.add(a, a)
+        b = pl.mul(o, 2.0)  # o still names the parameter
+        return pl.store(pl.load(b, [0, 0], [16, 32]), [0, 0], o)
+
+    (write,) = [s for s in walk_stmts(k.ir.body) if isinstance(s, TensorWrite)]
+    assert write.target.name == "o"
+    (mul,) = _calls(k.ir, "tensor.mul")
+    assert mul.args[0] is write.target
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def in_param(a: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
+        a = pl.add(a, a)  # an In parameter is rebound, not written
+        return a
+
+    assert not [s for s in walk_stmts(in_param.ir.body) if isinstance(s, TensorWrite)]

@@ -200,3 +200,37 @@ def test_none_task_id_is_a_task_with_nothing_to_wait_for() -> None:
     out = np.zeros((16, 16), np.float32)
     run(NoProducerYet, x, out)
     np.testing.assert_allclose(out, x + 2.0, rtol=1e-6)
+
+
+@pl.program
+class OutParamsRebound:
+    @pl.function(type=pl.FunctionType.InCore)
+    def kernel(
+        self,
+        a: pl.Tensor[[16, 32], pl.FP32],
+        o0: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+        o1: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+    ) -> tuple[pl.Tensor[[16, 32], pl.FP32], pl.Tensor[[16, 32], pl.FP32]]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            o0 = pl.add(a, a)  # writes the pl.Out parameter o0
+            o1 = pl.mul(a, a)
+        return o0, o1
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[16, 32], pl.FP32],
+        o0: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+        o1: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+    ) -> tuple[pl.Tensor[[16, 32], pl.FP32], pl.Tensor[[16, 32], pl.FP32]]:
+        o0, o1 = self.kernel(a, o0, o1)
+        return o0, o1
+
+
+def test_kernel_binding_its_out_parameters_writes_them() -> None:
+    a = r(16, 32)
+    o0 = np.zeros_like(a)
+    o1 = np.zeros_like(a)
+    run(OutParamsRebound, a, o0, o1)
+    np.testing.assert_allclose(o0, a + a, rtol=1e-6)
+    np.testing.assert_allclose(o1, a * a, rtol=1e-6)

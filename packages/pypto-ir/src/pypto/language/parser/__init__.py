@@ -117,6 +117,8 @@ class _Parser(_Statements):
             ty, direction = annotation_to_type(ann, pname, self.src.span(node), arg_types.get(pname))
             var = Var(pname, ty, self.src.span(node))
             params.append(Param(var, direction))
+            if direction in (ParamDirection.OUT, ParamDirection.INOUT):
+                self.st.out_params.add(id(var))
             if pname in scalar_values and isinstance(ty, ScalarType):
                 self.st.env[pname] = make_const(scalar_values[pname], ty.dtype, self.src.span(node))
             else:

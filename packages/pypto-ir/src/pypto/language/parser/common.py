@@ -297,6 +297,8 @@ class _FnState:
     prologue: bool = True
     # id(Expr) -> the valid shape a narrowed tensor or tile carries (parser/subscripts.py)
     valid_shapes: dict[int, tuple[Expr, ...]] = field(default_factory=dict)
+    # ids of the pl.Out / pl.InOut tensor parameters (parser/subscripts.py: out_param_write)
+    out_params: set[int] = field(default_factory=set)
     # id(Expr) -> the N-D shape of a tile held flattened to 2-D (parser/nd_tiles.py)
     nd_shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
 

@@ -57,6 +57,7 @@ from pypto.language.parser.subscripts import (
     fit_to_window,
     lifted,
     note_valid_shape,
+    out_param_write,
     scalar_lead,
     tile_subscript,
     tile_write_window,
@@ -265,6 +266,9 @@ class _Statements(_Control, _Launches):
             value = self.check_annotation(ann, value, target.id)
         if isinstance(value, Var) and value.name == target.id:
             return []
+        written = out_param_write(self, target.id, value, s)
+        if written is not None:  # `out = pl.add(a, b)` in a kernel writes its pl.Out parameter
+            return [written]
         if isinstance(value, Const) and target.id not in self.st.multi:
             self.st.env[target.id] = value  # a name bound once to a constant is that constant
             return []

@@ -13,6 +13,10 @@ a window with leading one-wide (scalar-indexed) dims takes a value without them
 (``out[:, :k] = src``) is taken to be the value's extent (upstream trusts it too).
 
 A chained index ``C[i][j]`` of a tensor whose first subscript is all scalars is ``C[i, j]``.
+
+In a kernel, ``out = <tensor-level value>`` of a ``pl.Out``/``pl.InOut`` parameter ``out`` of
+the value's type writes the whole parameter (``out[...] = value``), as upstream returns such a
+value through the parameter; ``out`` still names the parameter.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.nodes import Call, Const, Expr, Var
+from pypto.ir.nodes import Call, Const, Expr, Stmt, TensorWrite, Var
 from pypto.ir.types import Dim, ScalarType, TensorType, TileType
 from pypto.language.fold import INDEX
 from pypto.language.parser.nd_tiles import nd_shape_of, nd_window
@@ -34,6 +38,7 @@ __all__ = [
     "fit_to_window",
     "lifted",
     "note_valid_shape",
+    "out_param_write",
     "scalar_lead",
     "tensor_set_validshape",
     "tile_subscript",
@@ -235,3 +240,19 @@ def chained(p: _Statements, node: ast.Subscript) -> ast.Subscript:
     second = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
     merged = ast.copy_location(ast.Tuple(elts=first + second, ctx=ast.Load()), inner.slice)
     return ast.copy_location(ast.Subscript(value=inner.value, slice=merged, ctx=ast.Load()), node)
+
+
+def out_param_write(p: _Statements, name: str, value: Expr, s: ast.stmt) -> Stmt | None:
+    """``name = value`` in a kernel as a write of the whole ``pl.Out``/``pl.InOut`` parameter
+    ``name`` (module docstring), or None when it is an ordinary binding."""
+    param = p.st.env.get(name)
+    if not (p.st.func_type.is_kernel and isinstance(param, Var) and id(param) in p.st.out_params):
+        return None
+    pt = param.type
+    if not isinstance(pt, TensorType) or value.type != pt or not isinstance(value, Call):
+        return None
+    if value.op in ("tile.store", "tensor.assemble", "tensor.view", "tensor.write"):
+        return None  # a store or write returns the tensor it wrote; a view is no value of its own
+    zeros = tuple(Const(0, INDEX) for _ in pt.shape)
+    p.st.saw_tile = True
+    return TensorWrite(param, zeros, value, p.src.span(s))
