@@ -205,7 +205,7 @@ def annotation_to_type(
                 f"parameter {name!r}: a tile parameter is placed by its caller; drop the pl.MemRef", span
             )
         shape = tile_shape(ann.shape)
-        if len(shape) != 2:
+        if len(shape) != 2 or any(d != 1 for d in ann.shape[:-2]):  # no N-D tile parameters
             raise KernelError(
                 f"parameter {name!r}: a tile is 2-D (or 1-D, as a [1, n] tile), got shape {list(ann.shape)}",
                 span,
