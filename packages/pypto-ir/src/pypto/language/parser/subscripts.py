@@ -14,8 +14,9 @@ a window with leading one-wide (scalar-indexed) dims takes a value without them
 
 A chained index ``C[i][j]`` of a tensor whose first subscript is all scalars is ``C[i, j]``.
 
-In a kernel, ``out = <tensor-level value>`` of a ``pl.Out``/``pl.InOut`` parameter ``out`` of
-the value's type writes the whole parameter (``out[...] = value``), as upstream returns such a
+In a kernel, ``out = <tensor-level computation>`` (an op the table runs on a core, not an
+assemble) of a ``pl.Out``/``pl.InOut`` parameter ``out`` of the value's type writes the whole
+parameter (``out[...] = value``), as upstream returns such a
 value through the parameter; ``out`` still names the parameter.
 """
 
@@ -25,6 +26,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir.dtypes import DataType
+from pypto.ir.ops import OPS
 from pypto.ir.nodes import Call, Const, Expr, Stmt, TensorWrite, Var
 from pypto.ir.types import Dim, ScalarType, TensorType, TileType
 from pypto.language.fold import INDEX
@@ -251,8 +253,8 @@ def out_param_write(p: _Statements, name: str, value: Expr, s: ast.stmt) -> Stmt
     pt = param.type
     if not isinstance(pt, TensorType) or value.type != pt or not isinstance(value, Call):
         return None
-    if value.op in ("tile.store", "tensor.assemble", "tensor.view", "tensor.write"):
-        return None  # a store or write returns the tensor it wrote; a view is no value of its own
+    if not value.op.startswith("tensor.") or not OPS[value.op].on_core or value.op == "tensor.assemble":
+        return None  # not a computed value: a store, write or comm op returns the tensor it took
     zeros = tuple(Const(0, INDEX) for _ in pt.shape)
     p.st.saw_tile = True
     return TensorWrite(param, zeros, value, p.src.span(s))
