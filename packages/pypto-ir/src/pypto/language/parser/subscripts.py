@@ -26,8 +26,8 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.ops import OPS
 from pypto.ir.nodes import Call, Const, Expr, Stmt, TensorWrite, Var
+from pypto.ir.ops import OPS
 from pypto.ir.types import Dim, ScalarType, TensorType, TileType
 from pypto.language.fold import INDEX
 from pypto.language.parser.nd_tiles import nd_shape_of, nd_window
