@@ -4,7 +4,9 @@ The parser is one class assembled from its parts: ``common`` (source positions, 
 annotations), ``expressions``, ``directives`` (``pl.static_print`` ...), ``calls`` (ops,
 kernels, inlined helpers), ``tasks`` (the task graph), ``tuples``, ``control`` (while, break,
 continue), ``launches`` (SPMD), ``scopes`` (``with pl.at``) and ``statements``; ``placements``
-checks tile placements for the statement parser.
+checks tile placements for the statement parser; ``subscripts`` (upstream's subscript forms),
+``nd_tiles`` (tiles of more than two dims) and ``conversions`` (upstream's implicit
+conversions) are the helpers the statement and call parts use.
 
 The parser reads a function's source (it never runs the body), resolves names statically
 (locals first, then the function's closure and globals: module constants, ``pl``, kernels),

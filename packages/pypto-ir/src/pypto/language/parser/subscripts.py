@@ -16,8 +16,8 @@ A chained index ``C[i][j]`` of a tensor whose first subscript is all scalars is 
 
 In a kernel, ``out = <tensor-level computation>`` (an op the table runs on a core, not an
 assemble) of a ``pl.Out``/``pl.InOut`` parameter ``out`` of the value's type writes the whole
-parameter (``out[...] = value``), as upstream returns such a
-value through the parameter; ``out`` still names the parameter.
+parameter (``out[...] = value``), as upstream returns such a value through the parameter;
+``out`` still names the parameter.
 """
 
 from __future__ import annotations
