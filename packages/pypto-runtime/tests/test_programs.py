@@ -254,19 +254,25 @@ def test_reload_from_dir_and_from_store_in_fresh_process(tmp_path: Path) -> None
     # A module defining the same kernel, importable by the child.
     src = Path(__file__).read_text()
     (tmp_path / "tests_prog.py").write_text(src)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     rt.compile(silu, x, z(16, 64))  # populate the store from this process
     for mode, where in (("dir", str(tmp_path / "silu_dir")), ("store", "")):
-        proc = subprocess.run(
-            [sys.executable, "-c", _FRESH, mode, where],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-            cwd=tmp_path,
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.strip() == "ok True"
+        assert _child(tmp_path, _FRESH, mode, where) == "ok True"
+
+
+def _child(tmp_path: Path, code: str, *args: str) -> str:
+    """What ``python -c code *args`` prints (stripped), run in ``tmp_path`` with it on PYTHONPATH;
+    the child must exit 0."""
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
 
 
 def test_diagnostics_never_go_into_the_store(store_root: Path, tmp_path: Path) -> None:
@@ -300,17 +306,7 @@ def test_jit_call_finds_the_runtime_through_its_entry_point(tmp_path: Path) -> N
     src = Path(__file__).read_text().replace("import pypto.runtime as rt\n", "")
     src = src.replace("from pypto.runtime", "# from pypto.runtime")
     (tmp_path / "tests_prog.py").write_text(src)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    proc = subprocess.run(
-        [sys.executable, "-c", _ENTRY_POINT],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "ok"
+    assert _child(tmp_path, _ENTRY_POINT) == "ok"
 
 
 @pl.program

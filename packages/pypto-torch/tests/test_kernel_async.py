@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch_test_programs import add
 
 import pypto.language as pl
 import pypto.torch as pt
@@ -34,13 +35,6 @@ def spin(x: pl.Tensor, n: pl.INT32, out: pl.Out[pl.Tensor]):
         for _, (acc,) in pl.range(n, init_values=(t,)):
             (acc_next,) = pl.yield_(pl.add(acc, t))
         pl.store(acc_next, [0, 0], out)
-    return out
-
-
-@pl.jit
-def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
-        out[:] = pl.add(a, b)
     return out
 
 

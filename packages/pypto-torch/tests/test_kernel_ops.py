@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch_test_programs import add
 
 import pypto.language as pl
 import pypto.torch as pt
@@ -19,13 +20,6 @@ from pypto.torch._platform.simulator import SimulatorStream, use_stream
 from pypto.torch.interop import ArgumentError
 
 pytestmark = pytest.mark.usefixtures("kernel_mode")
-
-
-@pl.jit
-def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
-        out[:] = pl.add(a, b)
-    return out
 
 
 @pl.jit

@@ -43,10 +43,7 @@ def rms_norm(dt: Any) -> Any:
     ):
         for i in pl.range((M + T - 1) // T):
             with pl.at(level=pl.Level.CORE_GROUP, name_hint="rms_norm"):
-                if (i + 1) * T <= M:
-                    rows = T
-                else:
-                    rows = M - i * T
+                rows = pl.min(T, M - i * T)  # the last block holds the rows left
                 t = pl.load(x, [i * T, 0], [T, W], valid_shape=[rows, N])
                 g = pl.load(w, [0], [W], valid_shape=[1, N])
                 if narrow:
@@ -70,10 +67,7 @@ def softmax(dt: Any) -> Any:
     def softmax_k(x: pl.Tensor[[M, N], dt], out: pl.Out[pl.Tensor[[M, N], dt]]):
         for i in pl.range((M + T - 1) // T):
             with pl.at(level=pl.Level.CORE_GROUP, name_hint="softmax"):
-                if (i + 1) * T <= M:
-                    rows = T
-                else:
-                    rows = M - i * T
+                rows = pl.min(T, M - i * T)  # the last block holds the rows left
                 t = pl.load(x, [i * T, 0], [T, W], valid_shape=[rows, N])
                 if narrow:
                     t = pl.cast(t, target_type=pl.FP32)
@@ -102,10 +96,7 @@ def rope(dt: Any) -> Any:
     ):
         for i in pl.range((M + T - 1) // T):
             with pl.at(level=pl.Level.CORE_GROUP, name_hint="rope"):
-                if (i + 1) * T <= M:
-                    rows = T
-                else:
-                    rows = M - i * T
+                rows = pl.min(T, M - i * T)  # the last block holds the rows left
                 x1 = pl.load(x, [i * T, 0], [T, W // 2], valid_shape=[rows, D2])
                 x2 = pl.load(x, [i * T, D2], [T, W // 2], valid_shape=[rows, D2])
                 c = pl.load(cos, [i * T, 0], [T, W // 2], valid_shape=[rows, D2])
@@ -140,10 +131,7 @@ def swiglu(dt: Any) -> Any:
     ):
         for i in pl.range((M + T - 1) // T):
             with pl.at(level=pl.Level.CORE_GROUP, name_hint="swiglu"):
-                if (i + 1) * T <= M:
-                    rows = T
-                else:
-                    rows = M - i * T
+                rows = pl.min(T, M - i * T)  # the last block holds the rows left
                 xl = pl.load(x, [i * T, 0], [T, H], valid_shape=[rows, H], target_memory=pl.MemorySpace.Mat)
                 xa = pl.move(xl, target_memory=pl.MemorySpace.Left)
                 g1 = pl.load(wg, [0, 0], [H, FF], target_memory=pl.MemorySpace.Mat)

@@ -3,7 +3,6 @@ placed in the running core's on-chip buffers, their synchronisation and placemen
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,14 +69,6 @@ def test_get_pto_include_holds_only_pto() -> None:
     assert (root / "pto" / "pto-inst.hpp").is_file()
 
 
-@pytest.fixture
-def pto_worker() -> Iterator[simpler.Worker]:
-    w = simpler.Worker(platform="a2a3sim", aic_threads=1, aiv_threads=1)
-    w.init()
-    yield w
-    w.close()
-
-
 def test_the_core_buffers_have_the_platform_sizes(orchestration_binary: bytes) -> None:
     for platform, fits in (("a5sim", True), ("a2a3sim", False)):
         w = simpler.Worker(platform=platform, aic_threads=1, aiv_threads=1)
@@ -121,10 +112,10 @@ def _run(
 
 
 def test_a_synchronised_pto_kernel_runs_in_the_core_buffers(
-    pto_worker: simpler.Worker, orchestration_binary: bytes
+    worker: simpler.Worker, orchestration_binary: bytes
 ) -> None:
     # Four tasks on one AIV thread: each invocation starts with fresh checks over the same buffers.
-    run, want, c = _run(pto_worker, orchestration_binary)
+    run, want, c = _run(worker, orchestration_binary)
     run.result(timeout=60)
     np.testing.assert_array_equal(c, want)
 
@@ -144,8 +135,8 @@ def test_a_synchronised_pto_kernel_runs_in_the_core_buffers(
     ],
 )
 def test_pto_kernel_errors_fail_the_task(
-    pto_worker: simpler.Worker, orchestration_binary: bytes, define: str, message: str
+    worker: simpler.Worker, orchestration_binary: bytes, define: str, message: str
 ) -> None:
-    run, _, _ = _run(pto_worker, orchestration_binary, define)
+    run, _, _ = _run(worker, orchestration_binary, define)
     with pytest.raises(simpler.SimplerError, match=message):
         run.result(timeout=60)

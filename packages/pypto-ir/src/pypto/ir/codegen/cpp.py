@@ -8,7 +8,7 @@ import re
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import PyptoCompileError
-from pypto.ir.nodes import BinOp, Call, Const, Expr, Var
+from pypto.ir.nodes import BINOP_SYMBOLS, BinOp, Call, Const, Expr, Var
 
 # The element types generated C++ can declare, derived from the dtype table (pypto.ir.dtypes):
 # their C++ type, and simpler's name for them (``simpler::DataType::FLOAT32``).
@@ -126,17 +126,8 @@ def literal(c: Const) -> str:
     raise PyptoCompileError(f"codegen: constant {v!r}")
 
 
-_OPS = {
-    "add": "+",
-    "sub": "-",
-    "mul": "*",
-    "lt": "<",
-    "le": "<=",
-    "gt": ">",
-    "ge": ">=",
-    "eq": "==",
-    "ne": "!=",
-}
+# The operators C++ spells as Python does; division and modulo have their own forms below.
+_OPS = {op: sym for op, sym in BINOP_SYMBOLS.items() if op not in ("truediv", "floordiv", "mod")}
 
 
 def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> str:

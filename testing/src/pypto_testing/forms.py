@@ -1,0 +1,40 @@
+"""Language-form programs that more than one package's tests use: one definition of each.
+
+pypto-ir's tests check what a form becomes (its IR, printed text and generated C++);
+pypto-runtime's tests run the same program on the simulated chip against torch. Importing this
+module needs pypto-ir only.
+"""
+
+from __future__ import annotations
+
+import pypto.language as pl
+
+__all__ = ["KernelWhile"]
+
+
+@pl.program
+class KernelWhile:
+    """``out = x * (sum of the k that ran)``: a kernel ``while`` over ``k = 1..cfg[0, 0]`` that
+    skips ``k == 2`` (``continue``) and stops after ``k == 5`` (``break``)."""
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[16, 32], pl.FP32],
+        cfg: pl.Tensor[[1, 4], pl.INT64],
+        out: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+    ) -> pl.Tensor[[16, 32], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            n = pl.read(cfg, [0, 0])
+            t = pl.load(x, [0, 0], [16, 32])
+            acc = pl.mul(t, 0.0)
+            k: pl.Scalar[pl.INT64] = 0
+            while k < n:
+                k = k + 1
+                if k == 2:
+                    continue  # skips k == 2
+                acc = pl.add(acc, pl.mul(t, k))
+                if k >= 5:
+                    break  # stops after k == 5
+            out = pl.store(acc, [0, 0], out)
+        return out
