@@ -395,9 +395,9 @@ def python_print(node: object) -> str:
     with the ``ir`` of one): upstream's ``ir.python_print``. The text parses back with
     ``pl.parse``."""
     target = getattr(node, "ir", node)
-    if isinstance(target, Program):
+    if isinstance(target, nodes.Program):
         return program_text(target)
-    if isinstance(target, Function):
+    if isinstance(target, nodes.Function):
         return function_text(target)
     raise TypeError(
         f"python_print: expected a Program, a Function or a @pl.function, got {type(node).__name__}"
