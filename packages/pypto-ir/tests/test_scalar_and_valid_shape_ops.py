@@ -161,7 +161,7 @@ def validshape_float(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 @pl.jit
 def validshape_of_tensor(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
-        out[:] = pl.set_validshape(a, 8, 8)
+        out[:] = pl.set_validshape(a, 8, 40)
     return out
 
 
@@ -181,7 +181,9 @@ def test_set_validshape_and_expands_refuse_bad_operands() -> None:
         KernelError, match=r"pl\.set_validshape: valid_cols must be an integer .* got Scalar\[FP32\]"
     ):
         validshape_float.specialize(x, x)
-    with pytest.raises(KernelError, match=r"pl\.set_validshape works on tiles, not tensors"):
+    with pytest.raises(
+        KernelError, match=r"pl\.set_validshape: valid_cols 40 is outside \[0, 32\] \(the tensor"
+    ):
         validshape_of_tensor.specialize(x, x)
     with pytest.raises(KernelError, match=r"pl\.expands: the value to broadcast must be a scalar, got Tile"):
         expands_of_a_tile.specialize(x, x)

@@ -6,6 +6,7 @@ import ast
 import contextlib
 import inspect
 import linecache
+import math
 import sys
 import textwrap
 import types
@@ -249,7 +250,7 @@ def annotation_to_type(
                 f"parameter {name!r}: a tile parameter is placed by its caller; drop the pl.MemRef", span
             )
         shape = tile_shape(ann.shape)
-        if len(shape) != 2:
+        if len(shape) != 2 or any(d != 1 for d in ann.shape[:-2]):  # no N-D tile parameters
             raise KernelError(
                 f"parameter {name!r}: a tile is 2-D (or 1-D, as a [1, n] tile), got shape {list(ann.shape)}",
                 span,
@@ -269,12 +270,15 @@ def annotation_to_type(
 
 
 def tile_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """A tile annotation's shape as the tile is: 2-D, a 1-D ``[n]`` being ``[1, n]`` and leading
-    dims of 1 dropped (``[1, 1, 8, 16]`` is ``[8, 16]``)."""
+    """A tile annotation's shape as the tile is: 2-D, a 1-D ``[n]`` being ``[1, n]``, leading
+    dims of 1 dropped (``[1, 1, 8, 16]`` is ``[8, 16]``) and other leading dims flattened into
+    rows (``[4, 8, 16]`` is ``[32, 16]``)."""
     if len(shape) == 1:
         return (1, shape[0])
     while len(shape) > 2 and shape[0] == 1:
         shape = shape[1:]
+    if len(shape) > 2:  # an N-D tile is held with its leading dims flattened (parser/nd_tiles.py)
+        return (math.prod(shape[:-1]), shape[-1])
     return shape
 
 
@@ -338,6 +342,12 @@ class _FnState:
     prologue: bool = True
     # ids of the parameter Vars annotated pld.DistributedTensor (a rank's window view)
     distributed: set[int] = field(default_factory=set)
+    # id(Expr) -> the valid shape a narrowed tensor or tile carries (parser/subscripts.py)
+    valid_shapes: dict[int, tuple[Expr, ...]] = field(default_factory=dict)
+    # ids of the pl.Out / pl.InOut tensor parameters (parser/subscripts.py: out_param_write)
+    out_params: set[int] = field(default_factory=set)
+    # id(Expr) -> the N-D shape of a tile held flattened to 2-D (parser/nd_tiles.py)
+    nd_shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 class _ParserBase:

@@ -135,6 +135,9 @@ class _Expressions(_ParserBase):
                 return Const(v, INDEX, span)
             if isinstance(v, float):
                 return Const(v, DataType.FP32, span)
+            if v is None and not (self.st.func_type.is_kernel or self.st.in_scope):
+                # upstream's "no producer yet" task id: a task with no work and no dependencies
+                return self.make_op("task_dummy", [], {}, node)
             raise self.err(f"constant {v!r} is not supported in kernels (ints, floats, bools only)", node)
         if isinstance(node, (ast.Name, ast.Attribute)):
             return self.resolve(node)
