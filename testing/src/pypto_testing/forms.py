@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pypto.language as pl
 
-__all__ = ["KernelWhile"]
+__all__ = ["KernelWhile", "cube_matmul"]
 
 
 @pl.program
@@ -38,3 +38,24 @@ class KernelWhile:
                     break  # stops after k == 5
             out = pl.store(acc, [0, 0], out)
         return out
+
+
+def cube_matmul(m: int, k: int, n: int, name_hint: str) -> pl.JITFunction:
+    """``c = a @ b`` for FP32 ``a: [m, k]`` and ``b: [k, n]`` in one cube kernel named
+    ``name_hint``: both operands loaded into Mat, moved to Left / Right, one ``matmul``."""
+
+    @pl.jit
+    def matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint=name_hint):
+            left = pl.move(
+                pl.load(a, [0, 0], [m, k], target_memory=pl.MemorySpace.Mat),
+                target_memory=pl.MemorySpace.Left,
+            )
+            right = pl.move(
+                pl.load(b, [0, 0], [k, n], target_memory=pl.MemorySpace.Mat),
+                target_memory=pl.MemorySpace.Right,
+            )
+            pl.store(pl.matmul(left, right), [0, 0], c)
+        return c
+
+    return matmul
