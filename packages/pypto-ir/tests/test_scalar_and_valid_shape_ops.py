@@ -6,7 +6,7 @@ pypto-runtime's tests/test_tile_scalar_ops.py."""
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, tile_op_on_itself
 
 import pypto.language as pl
 from pypto.ir import deserialize, serialize
@@ -162,14 +162,6 @@ def validshape_of_tensor(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
-@pl.jit
-def expands_of_a_tile(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 32])
-        pl.store(pl.expands(t, t), [0, 0], out)
-    return out
-
-
 def test_set_validshape_and_expands_refuse_bad_operands() -> None:
     x = HostArray((16, 32))
     with pytest.raises(KernelError, match=r"pl\.set_validshape: valid_cols 33 is outside \[0, 32\]"):
@@ -181,7 +173,7 @@ def test_set_validshape_and_expands_refuse_bad_operands() -> None:
     with pytest.raises(KernelError, match=r"pl\.set_validshape works on tiles, not tensors"):
         validshape_of_tensor.specialize(x, x)
     with pytest.raises(KernelError, match=r"pl\.expands: the value to broadcast must be a scalar, got Tile"):
-        expands_of_a_tile.specialize(x, x)
+        tile_op_on_itself(pl.expands).specialize(x, x)
 
 
 def test_create_is_create_tile_in_pl_tile_and_create_tensor_in_pl_tensor() -> None:
