@@ -1,7 +1,7 @@
 """How every step checks its result: compare with a reference, print one line, exit 0 or 1.
 
-A step makes one ``Check``, calls it once per output it computed, and returns
-``check.status()`` from ``main``. A mismatch prints ``stepNN MISMATCH ...``; when all matched,
+A step with one output returns ``compare(step, got, want, ...)`` from ``main``; a step with
+several makes one ``Check``, calls it once per output, and returns ``check.status()``. A mismatch prints ``stepNN MISMATCH ...``; when all matched,
 ``status`` prints ``stepNN ok: max abs err ...`` (the line testing/tests/test_tutorial.py reads).
 """
 
@@ -38,3 +38,10 @@ class Check:
             return 1
         print(f"{self.step} ok: max abs err {self.worst:.3e}")
         return 0
+
+
+def compare(step: str, got: np.ndarray, want: np.ndarray, *, rtol: float, atol: float) -> int:
+    """A step's exit status for its one output; prints the mismatch or the ok line."""
+    check = Check(step)
+    check(got, want, rtol=rtol, atol=atol)
+    return check.status()

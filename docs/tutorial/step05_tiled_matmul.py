@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from _check import Check  # the shared compare-and-report of every step
+from _check import compare  # the shared compare-and-report of every step
 
 import pypto.language as pl
 import pypto.runtime  # noqa: F401  (installs the program-mode executor behind @pl.jit calls)
@@ -63,9 +63,7 @@ def main() -> int:
 
     y = np.full((M, N), np.nan, np.float32)
     linear_relu(a, b, bias, y)
-    check = Check("step05")
-    check(y, want, rtol=1e-4, atol=1e-4)
-    return check.status()
+    return compare("step05", y, want, rtol=1e-4, atol=1e-4)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from _check import Check  # the shared compare-and-report of every step
+from _check import compare  # the shared compare-and-report of every step
 
 import pypto.language as pl
 import pypto.runtime  # noqa: F401  (installs the program-mode executor behind @pl.jit calls)
@@ -100,9 +100,7 @@ def main() -> int:
 
     y = np.full((ROWS, D), np.nan, np.float32)
     mlp_block(x, w1, w2, gamma, beta, y)
-    check = Check("step06")
-    check(y, want, rtol=1e-4, atol=1e-4)
-    return check.status()
+    return compare("step06", y, want, rtol=1e-4, atol=1e-4)
 
 
 if __name__ == "__main__":
