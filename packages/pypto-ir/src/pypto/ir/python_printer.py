@@ -151,6 +151,7 @@ def _create_tile(c: nodes.Call) -> list[str]:
         f"dtype={_dtype(c.attr('dtype'))}",
         *_kw(c, "memory", "target_memory"),
         *_kw(c, "transpose", "transpose"),
+        *_kw(c, "flat_layout", "flat_layout"),
     ]
 
 

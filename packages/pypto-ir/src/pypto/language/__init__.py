@@ -41,6 +41,7 @@ from pypto.language.decorators import (
     program,
 )
 from pypto.language.dsl import (
+    ScopeMode,
     aic_gather,
     aiv_shard,
     at,
@@ -54,9 +55,11 @@ from pypto.language.dsl import (
     manual_scope,
     max,
     min,
+    no_dep,
     parallel,
     pipeline,
     range,
+    scope,
     split,
     split_aiv,
     spmd,
@@ -70,6 +73,12 @@ from pypto.language.dsl import (
 )
 from pypto.language.jit import JITFunction, Specialization, jit
 from pypto.language.memref import MemRef, Ptr
+from pypto.language.system import (  # upstream's short spellings of these pl.system calls
+    aic_initialize_pipe,
+    aiv_initialize_pipe,
+    import_peer_buffer,
+    reserve_buffer,
+)
 from pypto.language.text import loads, parse
 from pypto.language.typing import (
     RUNTIME,
@@ -150,6 +159,7 @@ __all__ = [
     "Role",
     "RuntimeScalarMarker",
     "Scalar",
+    "ScopeMode",
     "Specialization",
     "SplitMode",
     "Tensor",
@@ -159,6 +169,8 @@ __all__ = [
     "Tuple",
     "adir",
     "aic_gather",
+    "aic_initialize_pipe",
+    "aiv_initialize_pipe",
     "aiv_shard",
     "array",
     "at",
@@ -171,18 +183,22 @@ __all__ = [
     "function",
     "get_block_idx",
     "get_block_num",
+    "import_peer_buffer",
     "inline",
     "jit",
     "loads",
     "manual_scope",
     "max",
     "min",
+    "no_dep",
     "optimizations",
     "parallel",
     "parse",
     "pipeline",
     "program",
     "range",
+    "reserve_buffer",
+    "scope",
     "split",
     "split_aiv",
     "spmd",

@@ -301,6 +301,16 @@ def _build_move(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     )
 
 
+def _build_fillpad_expand(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    pad = (
+        pad_value(p, b["pad_value"], "pl.fillpad_expand pad_value", node)
+        if "pad_value" in b
+        else PadValue.zero
+    )
+    attrs = {"shape": p.shape(b["shape"], "pl.fillpad_expand shape"), "pad": pad}
+    return p.make_op("fillpad_expand", [p.expr(b["tile"])], attrs, node)
+
+
 def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     attrs: dict[str, Any] = {
         "shape": p.shape(b["shape"], "pl.create_tile shape"),
@@ -317,6 +327,19 @@ def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Cal
                 node,
             )
         attrs["transpose"] = True
+    if _flag(p, b, "flat_layout", "pl.create_tile", node):
+        if attrs.get("memory") is not MemorySpace.Mat or attrs.get("transpose"):
+            raise p.err(
+                "pl.create_tile: flat_layout=True describes a flat (non-fractal) Mat (L1) staging tile, "
+                "not transposed; got "
+                + (
+                    "transpose=True"
+                    if attrs.get("transpose")
+                    else f"{attrs.get('memory', MemorySpace.Vec).value} memory"
+                ),
+                node,
+            )
+        attrs["flat_layout"] = True
     return p.make_op("create_tile", [], attrs, node)
 
 
@@ -541,6 +564,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "assemble": _build_assemble,
     "slice": _build_slice,
     "fillpad": _build_fillpad,
+    "fillpad_expand": _build_fillpad_expand,
     "set_validshape": _build_set_validshape,
     "print": _build_print,
 }
@@ -551,3 +575,6 @@ from pypto.language import comm_builders as _comm_builders  # noqa: E402, F401
 
 # pl.gelu's and pl.softplus's compile-time keywords
 from pypto.language import math_builders as _math_builders  # noqa: E402, F401
+
+# the cross-core pipes' side checks and popped tile types
+from pypto.language import pipe_builders as _pipe_builders  # noqa: E402, F401

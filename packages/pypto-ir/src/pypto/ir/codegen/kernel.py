@@ -52,6 +52,7 @@ from pypto.ir.codegen.kernel_tiles import (
 )
 from pypto.ir.codegen.plan import Branch, Inst, Jump, Loop, render
 from pypto.ir.errors import PyptoCompileError
+from pypto.ir.ops.pipe_ops import PIPE_OPS, no_pipe
 from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.memory_alloc import allocate_kernel
 from pypto.ir.passes.sync_insertion import insert_syncs
@@ -162,6 +163,8 @@ class _KernelGen(_Emitters):
                 c = s.value
                 if not isinstance(c, nodes.Call):
                     raise PyptoCompileError(f"kernel codegen: unexpected statement {c}")
+                if c.op in PIPE_OPS:
+                    raise no_pipe(c.op)
                 if c.op == "tensor.write":
                     self.write(c)
                 elif c.op in PRINT_OPS:

@@ -45,6 +45,7 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.ops import OPS, Cpp
 from pypto.ir.ops.cast_modes import cpp_round_mode
+from pypto.ir.ops.pipe_ops import PIPE_OPS, no_pipe
 from pypto.ir.ops.system_ops import HINTS as SYSTEM_HINTS
 from pypto.ir.param_info import Layout
 from pypto.ir.pto_layout import pto_tile
@@ -369,13 +370,16 @@ class _Emitters(_GenBase):
                 writes=(name,),
             )
             return
-        if e.op == "tile.fillpad":
+        if e.op in ("tile.fillpad", "tile.fillpad_expand"):  # the destination's PadValue is the pad
             src = args[0]
             assert isinstance(src, Var)
             self.declare(v.name, name, t, (str(rows), str(cols)), pad=e.attr("pad"))
             s = ident(src.name)
-            self.inst(f"TFILLPAD({name}, {s});", Pipe.V, reads=(s,), writes=(name,))
+            fn = "TFILLPAD" if e.op == "tile.fillpad" else "TFILLPAD_EXPAND"
+            self.inst(f"{fn}({name}, {s});", Pipe.V, reads=(s,), writes=(name,))
             return
+        if e.op in PIPE_OPS:
+            raise no_pipe(e.op)
         spec = OPS.get(e.op)
         if spec is None or spec.cpp is None:
             raise PyptoCompileError(f"kernel codegen: no PTO-ISA instruction for op {e.op}")

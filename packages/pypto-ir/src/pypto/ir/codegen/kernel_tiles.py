@@ -65,6 +65,7 @@ BESPOKE = frozenset(
         "tile.read",
         "tile.print",
         "tile.fillpad",
+        "tile.fillpad_expand",
     }
 )
 PRINT_OPS = frozenset({"tile.print", "scalar.print"})

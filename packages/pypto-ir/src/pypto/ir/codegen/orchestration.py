@@ -295,6 +295,10 @@ class _OrchGen:
         if isinstance(e, nodes.CallFunc):
             self.submit(e, depth, v)
             return
+        if isinstance(e, nodes.Call) and e.op == "system.task_invalid":  # no task: deps skip ids < 0
+            self.emit(depth, f"const std::int64_t {name} = -1;")
+            self.emit(depth, f"(void){name};")
+            return
         if isinstance(e, nodes.Call) and e.op == "tensor.write":
             self.host_write(e, depth)
             dst = e.args[0]

@@ -73,6 +73,8 @@ __all__ = [
 class DistributedTensorAnnotation(_lt.TensorAnnotation):
     """The tensor annotation of a window view (``pld.DistributedTensor[[dims], dtype]``)."""
 
+    window = True  # what the parser reads (it cannot import this package, which imports it)
+
 
 class _DistributedTensorMeta(type):
     def __getitem__(cls, item: Any) -> _lt.DirectionAnnotation:

@@ -33,6 +33,7 @@ from pypto.ir.types import (
     TensorType,
     Type,
 )
+from pypto.language import typing as lt
 from pypto.language.fold import make_const
 from pypto.language.parser.common import (
     ParseContext,
@@ -43,6 +44,7 @@ from pypto.language.parser.common import (
     annotation_to_type,
     param_annotations,
 )
+from pypto.language.parser.scopes import core_runs_as_scopes
 from pypto.language.parser.statements import _Statements
 
 __all__ = [
@@ -117,6 +119,9 @@ class _Parser(_Statements):
             ty, direction = annotation_to_type(ann, pname, self.src.span(node), arg_types.get(pname))
             var = Var(pname, ty, self.src.span(node))
             params.append(Param(var, direction))
+            inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
+            if getattr(inner, "window", False):  # a pld.DistributedTensor parameter
+                self.st.distributed.add(id(var))
             if pname in scalar_values and isinstance(ty, ScalarType):
                 self.st.env[pname] = make_const(scalar_values[pname], ty.dtype, self.src.span(node))
             else:
@@ -144,12 +149,9 @@ class _Parser(_Statements):
             elif self.st.saw_tile:
                 ft = FunctionType.InCore
         if ft is FunctionType.Orchestration and self.st.outside_node is not None:
-            where, opname = self.st.outside_node
-            raise self.err(
-                f"pl.{opname} runs on a core, but this function also submits work (pl.at scopes or "
-                "kernel calls); put it inside `with pl.at(level=pl.Level.CORE_GROUP):`",
-                where,
-            )
+            # an Opaque function that submits work and also computes outside its pl.at scopes:
+            # each run of that computation becomes a scope of its own (as upstream PyPTO scopes it)
+            body = list(core_runs_as_scopes(tuple(body)))
         return Function(
             name,
             tuple(params),

@@ -219,8 +219,14 @@ class _Calls(_Directives):
         for key, value in zip(node.keys, node.values, strict=True):
             assert key is not None  # a **mapping entry was refused above
             name = self.static_value(key, "kernel call attrs key", key)
+            if name == "arg_direction_overrides":
+                self.direction_overrides(value, nargs)
+                continue
             if name != "arg_directions":
-                raise self.err(f'kernel call attrs: only "arg_directions" is taken, got {name!r}', key)
+                raise self.err(
+                    f'kernel call attrs: only "arg_directions" and "arg_direction_overrides" are taken, got {name!r}',
+                    key,
+                )
             if not isinstance(value, (ast.List, ast.Tuple)):
                 raise self.err("arg_directions is a list of pl.adir markers, one per argument", value)
             if len(value.elts) != nargs:
@@ -235,6 +241,32 @@ class _Calls(_Directives):
                         e,
                     )
 
+    def direction_overrides(self, node: ast.expr, nargs: int) -> None:
+        """``attrs={"arg_direction_overrides": [i, ...]}`` (upstream's printed form of ``pl.no_dep``
+        arguments): distinct argument positions; checked, not stored, as ``pl.no_dep`` is."""
+        seen: list[int] = []
+        at = self.static_value(node, "arg_direction_overrides", node)
+        if not isinstance(at, (list, tuple)):
+            raise self.err("arg_direction_overrides is a list of argument positions: [0, 2]", node)
+        for i in at:
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < nargs or i in seen:
+                raise self.err(
+                    f"arg_direction_overrides: {i!r} is not a distinct argument position 0..{nargs - 1}", node
+                )
+            seen.append(i)
+
+    def no_dep_arg(self, a: ast.expr) -> ast.expr:
+        """A kernel call's argument ``pl.no_dep(t)``: the tensor ``t``, whose dependency tracking
+        the author waives. A hint; the simulated runtime keeps every dependency."""
+        if not (isinstance(a, ast.Call) and self.dsl_kind(a.func) == "no_dep"):
+            return a
+        if len(a.args) != 1 or a.keywords or not isinstance(a.args[0], ast.Name):
+            raise self.err("pl.no_dep(t) takes one tensor name", a)
+        held = self.st.env.get(a.args[0].id)
+        if not (isinstance(held, Var) and isinstance(held.type, TensorType)):
+            raise self.err(f"pl.no_dep(t): {a.args[0].id!r} must be a tensor", a.args[0])
+        return a.args[0]
+
     def func_call(self, obj: Any, node: ast.Call) -> Expr:
         if getattr(obj, "__pypto_inline__", False):
             return self.inline_call(obj, node)
@@ -247,7 +279,7 @@ class _Calls(_Directives):
                     kw,
                 )
             self.call_attrs(kw.value, len(node.args))
-        args = [self.expr(a) for a in node.args]
+        args = [self.expr(self.no_dep_arg(a)) for a in node.args]
         if self.st.in_scope or self.st.func_type.is_kernel:
             raise self.err(
                 "a kernel cannot call another function; call kernels from the orchestration (outside pl.at)",

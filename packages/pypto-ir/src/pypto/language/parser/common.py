@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
+import linecache
+import sys
 import textwrap
 import types
 from collections.abc import Callable
@@ -84,10 +86,14 @@ class SourceInfo:
             lines, first = inspect.getsourcelines(fn)
             file = inspect.getsourcefile(fn) or "<unknown>"
         except (OSError, TypeError) as exc:
-            raise KernelError(
-                f"cannot read the source of {getattr(fn, '__qualname__', fn)!r} ({exc}); "
-                "kernels must be defined in a file, not typed at an interactive prompt"
-            ) from None
+            found = _command_line_source(fn)
+            if found is None:
+                raise KernelError(
+                    f"cannot read the source of {getattr(fn, '__qualname__', fn)!r} ({exc}); "
+                    "kernels must be defined in a file (or given as text to pl.parse), not typed at an "
+                    "interactive prompt"
+                ) from None
+            lines, first, file = found
         text = "".join(lines)
         dedented = textwrap.dedent(text)
         indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
@@ -114,6 +120,36 @@ class SourceInfo:
         return Span(self.file, line, col, end_col)
 
 
+def _command_line_source(fn: Callable[..., Any]) -> tuple[list[str], int, str] | None:
+    """The source of ``fn`` defined by ``python -c CODE`` (file ``<string>``, which Python keeps
+    no lines of): CODE, from ``sys.orig_argv``; None when that is not where ``fn`` came from (the
+    line it starts at holds no ``def`` of its name)."""
+    code = getattr(fn, "__code__", None)
+    argv = getattr(sys, "orig_argv", [])
+    if code is None or code.co_filename != "<string>" or "-c" not in argv[:-1]:
+        return None
+    text = argv[argv.index("-c") + 1]
+    if not isinstance(text, str):
+        return None
+    # inspect reads lines through linecache: the text is entered there while it is read, and
+    # taken out again (other code compiled as "<string>", exec'd text, is not this text)
+    previous = linecache.cache.get("<string>")
+    linecache.cache["<string>"] = (len(text), None, text.splitlines(keepends=True), "<string>")
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        head: ast.stmt | None = ast.parse(textwrap.dedent("".join(lines))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        head = None
+    finally:
+        if previous is None:
+            linecache.cache.pop("<string>", None)
+        else:
+            linecache.cache["<string>"] = previous
+    if not isinstance(head, ast.FunctionDef) or head.name != fn.__name__:
+        return None
+    return lines, first, "<string>"
+
+
 class ParseContext:
     """What a function body may call besides ops: other functions of the program.
 
@@ -125,6 +161,8 @@ class ParseContext:
         self.functions: dict[str, Function] = {}
         # (function, global name) -> the constant value the parse used
         self.captured: dict[tuple[Callable[..., Any], str], object] = {}
+        # the Python function each external @pl.function name was first resolved to
+        self.externals: dict[str, Callable[..., Any]] = {}
 
     def resolve_call(self, target: Any, arg_types: list[Type], span: Span) -> Function | None:
         """Return the callee's IR function, or None if ``target`` is not a callable kernel."""
@@ -291,6 +329,8 @@ class _FnState:
     # tensors marked by pl.dump_tag so far: later kernel calls that take one record it in dumps
     dump_tags: list[Var] = field(default_factory=list)
     prologue: bool = True
+    # ids of the parameter Vars annotated pld.DistributedTensor (a rank's window view)
+    distributed: set[int] = field(default_factory=set)
 
 
 class _ParserBase:

@@ -55,6 +55,7 @@ from pypto.language.parser.tuples import TupleValue
 
 
 class _Statements(_Control, _Launches):
+    assign_ann: ast.expr | None = None  # the annotation of the assignment being parsed
     # ------------------------------------------------------------------ statements
 
     def block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[list[Stmt], tuple[Type, ...]]:
@@ -193,7 +194,11 @@ class _Statements(_Control, _Launches):
             if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) in ("spmd", "cluster"):
                 return self.spmd_stmt(s, opened)
             if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) == "manual_scope":
+                if opened.args or opened.keywords:
+                    raise self.err("pl.manual_scope() takes no arguments", opened)
                 return self.manual_scope_stmt(s, opened)
+            if isinstance(opened, ast.Call) and self.dsl_kind(opened.func) == "scope":
+                return self.scope_stmt(s, opened)
             return self.with_stmt(s)
         names = {
             ast.Try: "try statements",
@@ -232,7 +237,19 @@ class _Statements(_Control, _Launches):
         if is_alloc_call(self, value_node):
             bind_allocation(self, target, value_node, ann, s)  # type: ignore[arg-type]
             return []
-        value = self.expr(value_node)
+        self.assign_ann = ann  # what a call that takes its type from it reads (pl.tpop_from_aic)
+        try:
+            if (
+                isinstance(value_node, ast.Constant)
+                and value_node.value is None
+                and not self.in_kernel_code()
+            ):
+                # `tid = None` in an orchestration: "no producer yet", the id of no task
+                value: Expr | TupleValue = self.make_op("task_invalid", [], {}, value_node)
+            else:
+                value = self.expr(value_node)
+        finally:
+            self.assign_ann = None
         if (
             isinstance(value, CallFunc)
             and isinstance(value.type, TupleType)
@@ -257,11 +274,29 @@ class _Statements(_Control, _Launches):
         if isinstance(value, Const) and target.id not in self.st.multi:
             self.st.env[target.id] = value  # a name bound once to a constant is that constant
             return []
+        self.check_rebind(target, value.type)
         var = Var(self.prefix + target.id, value.type, self.src.span(target))
         self.st.env[target.id] = var
         if isinstance(value.type, TupleType) and not value.type.items and isinstance(value, CallFunc):
             raise self.err(f"{value.callee!r} returns nothing; call it without assigning", s)
         return [Assign(var, value, span)]
+
+    def in_kernel_code(self) -> bool:
+        return self.st.func_type.is_kernel or self.st.in_scope
+
+    def check_rebind(self, target: ast.Name, ty: Type) -> None:
+        """A name holding a tensor keeps its shape and dtype: rebinding it to a tensor of another
+        shape or dtype is an error (as in upstream PyPTO), so one name is one tensor type."""
+        held = self.st.env.get(target.id)
+        if not (isinstance(held, Var) and isinstance(held.type, TensorType) and isinstance(ty, TensorType)):
+            return
+        was, now = held.type, ty
+        if tuple(was.shape) != tuple(now.shape) or was.dtype is not now.dtype:
+            raise self.err(
+                f"cannot reassign {target.id!r} with a different type: was {was}, got {now}; use a "
+                "different name for a tensor of another shape or dtype",
+                target,
+            )
 
     def unpack_call(self, target: ast.Tuple, value_node: ast.expr, s: ast.stmt) -> list[Stmt]:
         """``a, b = kernel(x, y)`` in an orchestration: the call is submitted once, and each name
