@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pypto.language as pl
 
-__all__ = ["KernelWhile", "cube_matmul"]
+__all__ = ["KernelWhile", "TwoEntries", "cube_matmul"]
 
 
 @pl.program
@@ -37,6 +37,32 @@ class KernelWhile:
                 if k >= 5:
                     break  # stops after k == 5
             out = pl.store(acc, [0, 0], out)
+        return out
+
+
+@pl.program
+class TwoEntries:
+    """A program with two entries over two kernels: ``negate`` (``neg_k``; the first, so the
+    default entry) and ``absolute`` (``abs_k``), both ``[16, 16]`` FP32 in, out."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def neg_k(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        pl.store(pl.neg(pl.load(a, [0, 0], [16, 16])), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def abs_k(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        pl.store(pl.abs(pl.load(a, [0, 0], [16, 16])), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def negate(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        out = self.neg_k(a, out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def absolute(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        out = self.abs_k(a, out)
         return out
 
 
