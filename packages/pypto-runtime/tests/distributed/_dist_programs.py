@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pto_backend
+import pytest
 import torch
 
 import pypto.language as pl
@@ -36,6 +38,8 @@ __all__ = [
     "chip_functions",
     "cleaned",
     "config",
+    "needs_host_comm_path",
+    "needs_wait_timeout",
     "stuck",
     "stuck_host",
     "stuck_rank",
@@ -47,6 +51,23 @@ __all__ = [
 def config(n: int, **kw: object) -> RunConfig:
     """The run configuration of a program on chips ``0..n-1``; ``kw`` goes to DistributedConfig."""
     return RunConfig(distributed_config=DistributedConfig(device_ids=list(range(n)), **kw))
+
+
+def needs_host_comm_path() -> None:
+    """Skip the calling test on the official CPU backend (``PTO_ISA_ROOT``): its communication
+    instructions and TLOAD/TSTORE dereference a peer's address, which on the process-group data
+    path is not memory of the rank process (docs/pto-isa-backends.md)."""
+    if pto_backend.official():
+        pytest.skip(
+            "official CPU backend: peers are reached by address, so only the shared-memory data path works"
+        )
+
+
+def needs_wait_timeout() -> None:
+    """Skip the calling test on the official CPU backend: its TWAIT reports no timeout (it gives up
+    silently after PTO_CPU_SIM_TWAIT_MAX_SPINS polls; docs/pto-isa-backends.md)."""
+    if pto_backend.official():
+        pytest.skip("official CPU backend: TWAIT has no timeout report")
 
 
 def alive(pid: int) -> bool:

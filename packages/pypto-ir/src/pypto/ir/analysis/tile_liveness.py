@@ -31,10 +31,43 @@ from pypto.ir.passes.ssa import base_name
 from pypto.ir.platforms import TileAlloc
 from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType
 
-__all__ = ["ALIAS_OPS", "KernelLiveness", "given_scratch", "kernel_liveness", "kernel_tile_ranges"]
+__all__ = [
+    "ALIAS_OPS",
+    "COMM_STAGING",
+    "STAGING_SHAPE",
+    "KernelLiveness",
+    "given_scratch",
+    "kernel_liveness",
+    "kernel_tile_ranges",
+    "staging_key",
+]
 
 ALIAS_OPS = frozenset({"tile.print", "scalar.print"})
 """Ops whose tile result is a second name for their operand (``x = pl.print(t)``: x is t)."""
+
+
+COMM_STAGING = {
+    "comm.put": (0, 1),
+    "comm.get": (0, 1),
+    "comm.allreduce": (0, 2),
+    "comm.broadcast": (0, 1),
+    "comm.allgather": (1, 1),
+    "comm.reduce_scatter": (0, 2),
+    "comm.all_to_all": (1, 1),
+    "comm.all_to_all_v": (1, 1),
+}
+"""The cross-rank ops whose PTO-ISA instructions take staging tiles (TPUT, TGET, TBROADCAST: one;
+TREDUCE: an accumulator and a receive tile): op -> (the operand whose element type the tiles
+have, how many). Each is a Vec tile of ``STAGING_SHAPE`` live at its statement only."""
+
+STAGING_SHAPE = (16, 64)
+"""Rows and columns of a staging tile (rows of 64 elements: a multiple of 32 bytes for every
+element type)."""
+
+
+def staging_key(c: nodes.Call, i: int) -> str:
+    """The storage key of staging tile ``i`` of comm call ``c``."""
+    return f"@stage{i}_{id(c)}"
 
 
 def given_scratch(e: nodes.Call, at: int | None) -> nodes.Var | None:
@@ -85,6 +118,8 @@ class _Liveness:
             return
         if isinstance(s, nodes.ExprStmt) and isinstance(s.value, nodes.Call) and s.value.op == "tensor.write":
             self.element_write(s.value, p)
+        if isinstance(s, nodes.ExprStmt) and isinstance(s.value, nodes.Call):
+            self.staging(s.value, p)
         if isinstance(
             s,
             (
@@ -115,6 +150,8 @@ class _Liveness:
         self.use(e, p, loops)
         if isinstance(e, nodes.Call) and e.op == "tensor.write":
             self.element_write(e, p)
+        if isinstance(e, nodes.Call):
+            self.staging(e, p)
         t = v.type
         if isinstance(e, nodes.Call) and e.op in ALIAS_OPS:
             (value,) = e.args
@@ -141,6 +178,18 @@ class _Liveness:
         t = like.type if isinstance(like, nodes.Var) else e.type
         if isinstance(t, TileType):
             self.define(f"@tmp{id(e)}", f"{name} (scratch)", t, e.span, at=p)
+
+    def staging(self, c: nodes.Call, p: int) -> None:
+        """The staging tiles of a cross-rank op (``COMM_STAGING``), live at its statement only."""
+        if c.op not in COMM_STAGING:
+            return
+        at, count = COMM_STAGING[c.op]
+        data = c.args[at]
+        assert isinstance(data, nodes.Var)
+        assert isinstance(data.type, TensorType)
+        t = TileType(STAGING_SHAPE, data.type.dtype, MemorySpace.Vec)
+        for i in range(count):
+            self.define(staging_key(c, i), f"{c.op} staging", t, c.span, at=p)
 
     def element_write(self, c: nodes.Call, p: int) -> None:
         dst = c.args[0]

@@ -84,8 +84,9 @@ _CPP_RESERVED = set(keyword.kwlist) | {
 }
 
 
-COMM_NS = "pc"
-"""How a kernel spells the namespace of simpler's cross-rank operations (simpler/tile/comm.hpp)."""
+COMM_NS = "sk"
+"""How a kernel spells the namespace of simpler's kernel-side comm helpers (simpler/kernel_comm.hpp,
+kernel_collectives.hpp): rank queries, peer views and the collectives' schedules."""
 
 # The element types of PTO-ISA tiles (pto/common/type.hpp spells the 16-bit floats).
 _KERNEL_TYPE = {DataType.FP16: "half", DataType.BF16: "bfloat16_t"}

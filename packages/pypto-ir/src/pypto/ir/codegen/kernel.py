@@ -87,15 +87,13 @@ class _KernelGen(_Emitters):
             "#include <pto/pto-inst.hpp>",
             "#include <simpler/kernel_args.hpp>",
         ]
-        if _uses_comm(fn):  # simpler's cross-rank operations on ChipTensors
+        if _uses_comm(fn):  # PTO-ISA's communication instructions, and simpler's peer views
             head += [
-                "#include <simpler/tile/collectives.hpp>",
-                "#include <simpler/tile/comm.hpp>",
+                "#include <pto/comm/pto_comm_inst.hpp>",
                 "#include <simpler/kernel_comm.hpp>",
+                "#include <simpler/kernel_collectives.hpp>",
             ]
         head += ["", "using namespace pto;", "namespace sk = simpler::kernel;"]
-        if _uses_comm(fn):
-            head.append(f"namespace {COMM_NS} = simpler::tile;  // cross-rank operations (no tiles)")
         head += ["", "SIMPLER_DEFINE_KERNEL_ABI();", "", SCALAR_HELPERS]
         if group:  # the blocks of its launch run as one group (codegen/block_group.py)
             head += [
@@ -172,7 +170,7 @@ class _KernelGen(_Emitters):
                 elif c.op.startswith("system."):
                     self.system_call(c)
                 elif c.op in COMM_EFFECTS:
-                    self.raw(self.comm_call(c))
+                    self.comm_call(c)
                 elif c.op == "tile.store":
                     self.store(c)
                 elif c.op == "comm.remote_store":

@@ -223,9 +223,16 @@ def annotation_to_type(
                 raise KernelError(f"parameter {name!r} is a Tensor but the call passed {given}", span)
             if isinstance(ann, lt.TensorAnnotation):
                 _check_declared(ann, given, name, span)
-                return TensorType(ann.shape or given.shape, ann.dtype or given.dtype, ann.layout), direction
+                dtype = (
+                    ann.dtype if isinstance(ann.dtype, DataType) else given.dtype
+                )  # a pl.dtype_var: the call's
+                return TensorType(ann.shape or given.shape, dtype, ann.layout), direction
             return given, direction
-        if not isinstance(ann, lt.TensorAnnotation) or ann.shape is None or ann.dtype is None:
+        if (
+            not isinstance(ann, lt.TensorAnnotation)
+            or ann.shape is None
+            or not isinstance(ann.dtype, DataType)
+        ):
             raise KernelError(
                 f"parameter {name!r}: a bare pl.Tensor takes its shape from the call, which only @pl.jit has; "
                 "write pl.Tensor[[rows, cols], pl.FP32]",
@@ -272,7 +279,7 @@ def tile_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _check_declared(ann: lt.TensorAnnotation, given: TensorType, name: str, span: Span) -> None:
-    if ann.dtype is not None and ann.dtype is not given.dtype:
+    if isinstance(ann.dtype, DataType) and ann.dtype is not given.dtype:
         raise KernelError(
             f"parameter {name!r} is declared {ann.dtype.value} but the call passed {given.dtype.value}", span
         )
@@ -416,7 +423,8 @@ def _ann_str(ann: Any) -> str:
         mem = f", {ann.memory.value}" if ann.memory else ""
         return f"Tile[{list(ann.shape)}, {ann.dtype.value}{mem}]"
     if isinstance(ann, lt.TensorAnnotation):
-        return f"Tensor[{list(ann.shape or [])}, {ann.dtype.value if ann.dtype else '?'}]"
+        dtype = ann.dtype.value if isinstance(ann.dtype, DataType) else repr(ann.dtype) if ann.dtype else "?"
+        return f"Tensor[{list(ann.shape or [])}, {dtype}]"
     return repr(ann)
 
 
