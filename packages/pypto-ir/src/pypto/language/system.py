@@ -4,7 +4,7 @@ cache and pipe set-up, and the chip's core counts.
 The functions are the op table's ``pl.system`` entries (pypto/ir/ops/system_ops.py); this module
 also holds the builders the parser uses for them: keyword arguments known when compiling become
 the op's attributes, checked here with messages that name the argument. What each does on the
-simulated chip is in docs/pypto-ir.md ("System operations").
+simulated chip is in docs/language.md ("System operations").
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ On the chip they are PTO-ISA's ``TPUSH`` / ``TPOP`` / ``TFREE`` on a ring of slo
 cores of a cluster (set up by ``pl.system.aic_initialize_pipe`` / ``aiv_initialize_pipe``).
 Here they are parsed and type-checked (which side of the pipe a function may use each on, the
 split code, the popped tile's type); the simulated chip has no AIC-AIV pipe, so a kernel that
-uses one does not compile (``PIPE_OPS``; docs/pypto-ir.md, "Cross-core pipes").
+uses one does not compile (``PIPE_OPS``; docs/language.md, "Cross-core pipes").
 """
 
 from __future__ import annotations
@@ -133,5 +133,5 @@ def no_pipe(op: str) -> PyptoCompileError:
     """The error of compiling a kernel that uses the cross-core pipe op ``op``."""
     return PyptoCompileError(
         f"pl.{op.split('.', 1)[1]}: the simulated chip has no cross-core (AIC-AIV) pipe, so a kernel "
-        "that uses one cannot run here yet (PTO-ISA TPUSH/TPOP/TFREE; docs/pypto-ir.md, 'Cross-core pipes')"
+        "that uses one cannot run here yet (PTO-ISA TPUSH/TPOP/TFREE; docs/language.md, 'Cross-core pipes')"
     )
