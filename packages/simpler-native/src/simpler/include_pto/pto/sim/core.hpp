@@ -343,13 +343,23 @@ inline bool event_ok(const char* op, int e) noexcept {
 }  // namespace sim
 
 // set_flag(src, dst, e): pipe `src` signals event e to pipe `dst` once everything it issued so
-// far (and everything it waited for) is done.
+// far (and everything it waited for) is done. An event is the triple (src, dst, e) and each
+// set_flag pairs with one wait_flag: a set of an event still pending (set, not yet waited for)
+// is reported, as its two waits would share one signal.
 inline void set_flag(pipe_t src, pipe_t dst, event_t e) noexcept {
     if (!sim::pipe_ok("set_flag", src, false) || !sim::pipe_ok("set_flag", dst, false) || !sim::event_ok("set_flag", e))
         return;
     sim::Core& c = sim::core();
     ++c.epoch;
-    c.pending_set[src] |= std::uint64_t{1} << (dst * sim::kEvents + e);
+    const std::uint64_t bit = std::uint64_t{1} << (dst * sim::kEvents + e);
+    if ((c.pending_set[src] & bit) != 0) {
+        ::simpler::report_kernel_error(
+            "set_flag(%s, %s, EVENT_ID%d) while the previous set_flag of that event is not waited for (two pending "
+            "events share one id)",
+            sim::pipe_name(src), sim::pipe_name(dst), e);
+        return;
+    }
+    c.pending_set[src] |= bit;
     std::memcpy(c.pending[src][dst][e], c.clock[src], sizeof c.pending[src][dst][e]);
 }
 
