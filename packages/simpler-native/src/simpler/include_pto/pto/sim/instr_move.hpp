@@ -136,11 +136,12 @@ PTO_INST RecordEvent TINSERT(DstTileData& dst, SrcTileData& src, uint16_t indexR
 }
 
 // TRESHAPE(dst, src): src's bytes read as another tile (same tile type and byte size; a boxed
-// layout only as a boxed one): dst element (r, c) is the one the ISA stores at dst's (r, c)
-// (sim::relayout; an NZ [R, C] Mat tile read as a ZN [C, R] one is its transpose). The
-// device backends alias dst to src's storage and run nothing: with dst placed over src's bytes
-// it is a declaration, on no pipe (the instructions that read dst are ordered against src's
-// writers). A dst elsewhere is a copy on PIPE_V.
+// layout only as a boxed one): dst element (r, c) is the one the ISA stores at dst's (r, c) (an
+// NZ [R, C] Mat tile read as a ZN [C, R] one is its transpose). The device backends alias dst
+// to src's storage and run nothing: with dst placed over src's bytes it is a declaration, on no
+// pipe (the instructions that read dst are ordered against src's writers, and the first access
+// through dst converts our row-major storage through the ISA's placements, sim::hold). A dst
+// elsewhere is a copy on PIPE_V.
 template <typename TileDataOut, typename TileDataIn, typename... WaitEvents>
 PTO_INST RecordEvent TRESHAPE(TileDataOut& dst, TileDataIn& src, WaitEvents&... events) {
     (void)sizeof...(events);
@@ -148,10 +149,7 @@ PTO_INST RecordEvent TRESHAPE(TileDataOut& dst, TileDataIn& src, WaitEvents&... 
     static_assert(TileDataOut::GetSizeInBytes() == TileDataIn::GetSizeInBytes(), "TRESHAPE: total byte size must match");
     static_assert((TileDataOut::SFractal == SLayout::NoneBox) == (TileDataIn::SFractal == SLayout::NoneBox),
                   "TRESHAPE: cannot reshape between boxed and non-boxed layouts");
-    if (static_cast<void*>(dst.data()) == static_cast<void*>(src.data()) && dst.data() != nullptr) {
-        sim::relayout(dst, src);
-        return {};
-    }
+    if (static_cast<void*>(dst.data()) == static_cast<void*>(src.data()) && dst.data() != nullptr) return {};
     sim::Op op("TRESHAPE", PIPE_V);
     if (!sim::all_placed(op, dst, src)) return {};
     sim::rd(op, src, TileDataIn::Rows, TileDataIn::Cols);

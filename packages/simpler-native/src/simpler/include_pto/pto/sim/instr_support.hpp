@@ -134,12 +134,14 @@ inline void range(const TileT& t, int r0, int c0, int nr, int nc, std::uint32_t*
 
 template <class TileT>
 inline void rd(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) noexcept {
+    hold(t.sim_id());
     std::uint32_t lo, hi;
     range(t, r0, c0, nr, nc, &lo, &hi);
     op.read(TileT::buf(), lo, hi, t.sim_id());
 }
 template <class TileT>
 inline void wr(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) noexcept {
+    hold(t.sim_id());
     std::uint32_t lo, hi;
     range(t, r0, c0, nr, nc, &lo, &hi);
     op.write(TileT::buf(), lo, hi, t.sim_id());
@@ -173,68 +175,16 @@ inline void copy_window(D& dst, int dr0, int dc0, S& src, int sr0, int sc0, int 
     }
 }
 
-// Where the ISA's storage of a tile puts element (r, c), in elements from the tile's start
-// (the layout rules of the ISA's Tile: a non-boxed tile is row- or column-major by BLayout; a
-// boxed one is a grid of InnerRows x InnerCols boxes, the grid ordered by BLayout and each box
-// by SLayout: NZ (ColMajor/RowMajor), ZN (RowMajor/ColMajor), ZZ (RowMajor/RowMajor)). Our
-// backend keeps every tile row-major whatever its layout; only a reinterpretation of the
-// bytes (TRESHAPE) needs the ISA's placement.
-template <class TileT>
-constexpr int inner_rows() noexcept {
-    if constexpr (TileT::SFractal == SLayout::NoneBox) return 1;
-    else if constexpr (TileT::SFractalSize == TileConfig::fractalCSize) return 16;
-    else return TileT::SFractal == SLayout::RowMajor ? 16 : TileConfig::alignedSize / int(sizeof(typename TileT::DType));
-}
-template <class TileT>
-constexpr int inner_cols() noexcept {
-    if constexpr (TileT::SFractal == SLayout::NoneBox) return 1;
-    else if constexpr (TileT::SFractalSize == TileConfig::fractalCSize) return 16;
-    else return TileT::SFractal == SLayout::RowMajor ? TileConfig::alignedSize / int(sizeof(typename TileT::DType)) : 16;
-}
-
-template <class TileT>
-inline int isa_offset(int r, int c) noexcept {
-    constexpr int R = TileT::Rows, C = TileT::Cols;
-    if constexpr (TileT::SFractal == SLayout::NoneBox) {
-        return TileT::isRowMajor ? r * C + c : c * R + r;
-    } else {
-        static_assert(TileT::SFractalSize != TileConfig::fractalMxSize, "our backend has no MX fractal layout");
-        constexpr int IR = inner_rows<TileT>(), IC = inner_cols<TileT>();
-        static_assert(R % IR == 0 && C % IC == 0, "a boxed tile is a whole number of boxes");
-        static_assert(TileT::isRowMajor || TileT::SFractal == SLayout::RowMajor,
-                      "fractal tiles are NZ, ZN or ZZ (the ISA has no column-major grid of column-major boxes)");
-        const int br = r / IR, bc = c / IC, ir = r % IR, ic = c % IC;
-        const int box = TileT::isRowMajor ? br * (C / IC) + bc : bc * (R / IR) + br;
-        const int in = TileT::SFractal == SLayout::RowMajor ? ir * IC + ic : ic * IR + ir;
-        return box * IR * IC + in;
-    }
-}
-
-// dst = src's bytes as the ISA lays both out (TRESHAPE): dst element (r, c) is the src element
-// the ISA stores where it stores dst's (r, c). dst may be src's own storage.
+// dst = src's bytes as the ISA lays both out (TRESHAPE's copy): dst element (r, c) is the src
+// element the ISA stores at dst's (r, c).
 template <class D, class S>
 inline void relayout(D& dst, S& src) noexcept {
-    constexpr bool plain = D::SFractal == SLayout::NoneBox && S::SFractal == SLayout::NoneBox && D::isRowMajor &&
-                           S::isRowMajor;
-    if constexpr (plain) {  // both stored as we store them: the bytes in order
-        if (static_cast<void*>(dst.data()) != static_cast<void*>(src.data()))
-            std::memmove(dst.data(), src.data(), S::GetSizeInBytes());
+    if constexpr (plain_layout<D>() && plain_layout<S>()) {  // both stored as we store them
+        std::memmove(dst.data(), src.data(), S::GetSizeInBytes());
     } else {
-        static_assert(sizeof(typename D::DType) == sizeof(typename S::DType),
-                      "our backend reinterprets a column-major or boxed tile with an element of the same size");
-        using U = std::conditional_t<sizeof(typename S::DType) == 1, std::uint8_t,
-                                     std::conditional_t<sizeof(typename S::DType) == 2, std::uint16_t,
-                                                        std::conditional_t<sizeof(typename S::DType) == 4,
-                                                                           std::uint32_t, std::uint64_t>>>;
-        static_assert(sizeof(U) == sizeof(typename S::DType), "element sizes 1, 2, 4 or 8 bytes");
-        constexpr int N = S::Rows * S::Cols;
-        std::unique_ptr<U[]> isa(new U[N]);
-        const U* in = reinterpret_cast<const U*>(src.data());
-        for (int r = 0; r < S::Rows; ++r)
-            for (int c = 0; c < S::Cols; ++c) isa[isa_offset<S>(r, c)] = in[r * S::Cols + c];
-        U* out = reinterpret_cast<U*>(dst.data());
-        for (int r = 0; r < D::Rows; ++r)
-            for (int c = 0; c < D::Cols; ++c) out[r * D::Cols + c] = isa[isa_offset<D>(r, c)];
+        std::unique_ptr<std::uint8_t[]> isa(new std::uint8_t[S::GetSizeInBytes()]);
+        to_isa<S>(reinterpret_cast<const std::uint8_t*>(src.data()), isa.get());
+        from_isa<D>(isa.get(), reinterpret_cast<std::uint8_t*>(dst.data()));
     }
 }
 
