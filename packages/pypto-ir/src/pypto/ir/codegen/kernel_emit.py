@@ -428,11 +428,10 @@ class _Emitters(_GenBase):
                 f"kernel codegen: {e.op} result {v.name} does not share {src.name}'s storage (a compiler bug)"
             )
         name, s = ident(v.name), ident(src.name)
-        if e.op == "tile.transpose_view":
-            valid = (f"{s}.GetValidCol()", f"{s}.GetValidRow()")
+        if e.op == "tile.transpose_view":  # NZ bytes read as ZN, ZN as NZ
+            self.declare(v.name, name, t, (f"{s}.GetValidCol()", f"{s}.GetValidRow()"), zn=src.name not in self.zn)
         else:
-            valid = (str(int(t.shape[0])), str(int(t.shape[1])))
-        self.declare(v.name, name, t, valid)
+            self.declare(v.name, name, t, (str(int(t.shape[0])), str(int(t.shape[1]))))
         self.raw(f"TRESHAPE({name}, {s});")
 
     def checked_valid(self, op: str, valid: tuple[Expr, ...], static: tuple[int, int]) -> tuple[str, str]:

@@ -261,7 +261,8 @@ class _GenBase:
         self.loops: list[For | While] = []  # the loops around the statement being emitted
         self.space_of: dict[str, MemorySpace] = {}
         self.cname_key: dict[str, str] = {}  # C++ tile name -> IR key of its storage
-        self.zn = zn_mat_tiles(fn)  # IR names of the Mat tiles stored ZN
+        # IR names of the Mat tiles stored ZN (none for the op table's emitter probes, fn None)
+        self.zn = zn_mat_tiles(fn) if fn is not None else frozenset()
 
     # ---------------------------------------------------------------- plan building
 
@@ -278,7 +279,14 @@ class _GenBase:
         return outer
 
     def declare(
-        self, key: str, name: str, t: TileType, valid: tuple[str, str], *, pad: PadValue | None = None
+        self,
+        key: str,
+        name: str,
+        t: TileType,
+        valid: tuple[str, str],
+        *,
+        pad: PadValue | None = None,
+        zn: bool | None = None,
     ) -> None:
         """Declare tile ``name`` (storage of IR name ``key``) with valid shape ``valid``."""
         vr, vc = valid
@@ -286,7 +294,7 @@ class _GenBase:
             raise PyptoCompileError(f"kernel codegen: tile {key} has no storage (a compiler bug)")
         slot = self.mem.slot(key)
         self.space_of[name] = t.memory
-        decl = tile_type(t, pad, zn=key in self.zn)
+        decl = tile_type(t, pad, zn=key in self.zn if zn is None else zn)
         self.raw(f"{decl} {name}({vr}, {vc});", f"TASSIGN({name}, {slot.offset:#x});")
 
     def storage_conflict(self, a: str, b: str) -> bool:
