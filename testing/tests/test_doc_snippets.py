@@ -115,7 +115,9 @@ def test_doc_block_runs(script: Script, tmp_path: Path, cache_dir: Path) -> None
     from simpler import toolchain
 
     if toolchain.kernel_toolchain().pto_backend == "pto-isa" and re.search(r"bfloat16|BF16", script.source()):
-        pytest.skip("official CPU backend: bfloat16_t is a _Float16 placeholder here (docs/pto-isa-backends.md)")
+        pytest.skip(
+            "official CPU backend: bfloat16_t is a _Float16 placeholder here (docs/pto-isa-backends.md)"
+        )
     proc = run_script(script, tmp_path, cache_dir)
     assert proc.returncode == 0, f"{script.name} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
     ok = re.search(r"^ok: ", proc.stdout, flags=re.M)

@@ -57,7 +57,8 @@ def test_the_transpose_of_an_nz_mat_tile_is_a_zn_tile_over_its_bytes() -> None:
     assert nz_again == nz
     assert at == zn_at == back_at  # one storage, three layouts of its bytes: no copy
     assert re.search(r"kt\(k_l1\.GetValidCol\(\), k_l1\.GetValidRow\(\)\);", text)
-    assert "TRESHAPE(kt, k_l1);" in text and "TRESHAPE(back, kt);" in text
+    assert "TRESHAPE(kt, k_l1);" in text
+    assert "TRESHAPE(back, kt);" in text
     # TRESHAPE runs on no pipe: the first move from the storage waits for the load that wrote it
     body = text[text.index("TLOAD(k_l1") :]
     assert "set_flag" not in body[: body.index("TRESHAPE(back, kt);")]
@@ -87,5 +88,7 @@ class Flip:
 
 
 def test_a_holder_receiving_a_tile_and_its_transpose_view_is_refused() -> None:
-    with pytest.raises(PyptoCompileError, match=r"receives both a tile and a pl\.tile\.transpose_view of one"):
+    with pytest.raises(
+        PyptoCompileError, match=r"receives both a tile and a pl\.tile\.transpose_view of one"
+    ):
         _kernel_text(Flip, "flip")

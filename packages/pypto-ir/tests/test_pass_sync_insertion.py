@@ -158,7 +158,9 @@ def plans(draw: st.DrawFn, depth: int = 0) -> list[Item]:
     loops and branches, and jumps inside loops."""
     items: list[Item] = []
     for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.sampled_from(["inst", "inst", "inst", "loop", "branch", "jump"] if depth < 2 else ["inst"]))
+        kind = draw(
+            st.sampled_from(["inst", "inst", "inst", "loop", "branch", "jump"] if depth < 2 else ["inst"])
+        )
         if kind == "inst":
             pipe = draw(st.sampled_from(_PIPES))
             reads = tuple(draw(st.lists(st.sampled_from(_TILES), max_size=2, unique=True)))

@@ -429,7 +429,9 @@ class _Emitters(_GenBase):
             )
         name, s = ident(v.name), ident(src.name)
         if e.op == "tile.transpose_view":  # NZ bytes read as ZN, ZN as NZ
-            self.declare(v.name, name, t, (f"{s}.GetValidCol()", f"{s}.GetValidRow()"), zn=src.name not in self.zn)
+            self.declare(
+                v.name, name, t, (f"{s}.GetValidCol()", f"{s}.GetValidRow()"), zn=src.name not in self.zn
+            )
         else:
             self.declare(v.name, name, t, (str(int(t.shape[0])), str(int(t.shape[1]))))
         self.raw(f"TRESHAPE({name}, {s});")

@@ -55,7 +55,9 @@ class Sync:
 
     def __post_init__(self) -> None:
         if self.src is self.dst:
-            raise ValueError(f"Sync: source and destination are both {self.src.value}; an event joins two pipes")
+            raise ValueError(
+                f"Sync: source and destination are both {self.src.value}; an event joins two pipes"
+            )
         if not 0 <= self.event < EVENT_IDS:
             raise ValueError(f"Sync: event id {self.event} is not one of EVENT_ID0..EVENT_ID{EVENT_IDS - 1}")
 
