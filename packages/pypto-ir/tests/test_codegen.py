@@ -108,7 +108,7 @@ def test_generated_kernels_are_pto_isa_programs() -> None:
     assert "SIMPLER_DEFINE_KERNEL_ABI();" in text
     assert "pt::" not in text
     assert "simpler::tile" not in text
-    assert "simpler/tile.hpp" not in text
+    assert "simpler/tile" not in text
     assert "TileLeft<float, 16, 16, -1, -1>" in text
     assert "TileAcc<float, 16, 16, -1, -1>" in text
 

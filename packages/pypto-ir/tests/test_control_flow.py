@@ -34,6 +34,7 @@ from pypto.ir.passes import ssa
 from pypto.ir.pipeline import lower
 from pypto.ir.types import ScalarType
 from pypto.ir.verifier import VerifyError, verify
+from pypto_testing.forms import KernelWhile
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -133,33 +134,8 @@ def test_break_and_continue_record_the_carried_values_where_they_leave() -> None
     assert all(not s.results for s in ifs)
 
 
-@pl.program
-class WhileKernel:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[16, 16], pl.FP32],
-        cfg: pl.Tensor[[1, 4], pl.INT64],
-        out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP):
-            n = pl.read(cfg, [0, 0])
-            t = pl.load(x, [0, 0], [16, 16])
-            acc = pl.mul(t, 0.0)
-            k: pl.Scalar[pl.INT64] = 0
-            while k < n:
-                k = k + 1
-                if k == 2:
-                    continue
-                acc = pl.add(acc, t)
-                if k >= 5:
-                    break
-            out = pl.store(acc, [0, 0], out)
-        return out
-
-
 def test_while_break_continue_generate_cpp_that_compiles(tmp_path: Path, cpp_check) -> None:  # type: ignore[no-untyped-def]
-    compile_to_files(WhileKernel, tmp_path, contract="PROGRAM", platform="a2a3sim")
+    compile_to_files(KernelWhile, tmp_path, contract="PROGRAM", platform="a2a3sim")
     (kernel,) = (tmp_path / "kernels").glob("*.cpp")
     text = kernel.read_text()
     assert "while (" in text
@@ -494,11 +470,11 @@ def test_programs_with_while_break_continue_and_tuples_print_and_parse_back() ->
     for f in (first_multiple.ir, collatz_steps.ir, last_square.ir, tuple_forms.ir, halve_until_small.ir):
         text = f.as_python()
         assert structural_equal(pl.parse(text), f), text
-    text = WhileKernel.as_python()
+    text = KernelWhile.as_python()
     assert "while (k < n):" in text
     assert "continue" in text
     assert "break" in text
-    assert structural_equal(pl.parse(text), WhileKernel)
+    assert structural_equal(pl.parse(text), KernelWhile)
 
 
 @pl.program

@@ -8,16 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pypto.ir import Layout, ParamDirection, ParamInfo, SignatureError
 from pypto.ir.dtypes import DataType
-from pypto.ir.param_info import (
-    Layout,
-    ParamDirection,
-    ParamInfo,
-    SignatureError,
-    bind_complete_args,
-    validate_param_names,
-    validate_return_aliases,
-)
+from pypto.ir.param_info import bind_complete_args, validate_param_names, validate_return_aliases
 
 tensor_params = st.builds(
     ParamInfo,

@@ -8,33 +8,9 @@ import pytest
 
 import pypto.language as pl
 from pypto.runtime import run
+from pypto_testing.forms import KernelWhile
 
 torch = pytest.importorskip("torch")
-
-
-@pl.program
-class KernelWhile:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[16, 32], pl.FP32],
-        cfg: pl.Tensor[[1, 4], pl.INT64],
-        out: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
-    ) -> pl.Tensor[[16, 32], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP):
-            n = pl.read(cfg, [0, 0])
-            t = pl.load(x, [0, 0], [16, 32])
-            acc = pl.mul(t, 0.0)
-            k: pl.Scalar[pl.INT64] = 0
-            while k < n:
-                k = k + 1
-                if k == 2:
-                    continue  # skips k == 2
-                acc = pl.add(acc, pl.mul(t, k))
-                if k >= 5:
-                    break  # stops after k == 5
-            out = pl.store(acc, [0, 0], out)
-        return out
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 4, 9])

@@ -21,6 +21,7 @@ from pypto.runtime import mode_gate
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
 from pypto.runtime.store import ArtifactStore
+from pypto_testing.forms import TwoEntries
 from pypto_testing.programs import COLS, EXAMPLES, ROWS, Example, add_chunks, dynamic_rows, scalar_param, silu
 
 RNG = np.random.default_rng(7)
@@ -254,19 +255,25 @@ def test_reload_from_dir_and_from_store_in_fresh_process(tmp_path: Path) -> None
     # A module defining the same kernel, importable by the child.
     src = Path(__file__).read_text()
     (tmp_path / "tests_prog.py").write_text(src)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     rt.compile(silu, x, z(16, 64))  # populate the store from this process
     for mode, where in (("dir", str(tmp_path / "silu_dir")), ("store", "")):
-        proc = subprocess.run(
-            [sys.executable, "-c", _FRESH, mode, where],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-            cwd=tmp_path,
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.strip() == "ok True"
+        assert _child(tmp_path, _FRESH, mode, where) == "ok True"
+
+
+def _child(tmp_path: Path, code: str, *args: str) -> str:
+    """What ``python -c code *args`` prints (stripped), run in ``tmp_path`` with it on PYTHONPATH;
+    the child must exit 0."""
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
 
 
 def test_diagnostics_never_go_into_the_store(store_root: Path, tmp_path: Path) -> None:
@@ -300,44 +307,7 @@ def test_jit_call_finds_the_runtime_through_its_entry_point(tmp_path: Path) -> N
     src = Path(__file__).read_text().replace("import pypto.runtime as rt\n", "")
     src = src.replace("from pypto.runtime", "# from pypto.runtime")
     (tmp_path / "tests_prog.py").write_text(src)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    proc = subprocess.run(
-        [sys.executable, "-c", _ENTRY_POINT],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "ok"
-
-
-@pl.program
-class TwoEntries:
-    @pl.function(type=pl.FunctionType.InCore)
-    def neg_k(
-        self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        res: pl.Tensor[[16, 16], pl.FP32] = pl.store(pl.neg(pl.load(a, [0, 0], [16, 16])), [0, 0], out)
-        return res
-
-    @pl.function(type=pl.FunctionType.InCore)
-    def abs_k(
-        self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        res: pl.Tensor[[16, 16], pl.FP32] = pl.store(pl.abs(pl.load(a, [0, 0], [16, 16])), [0, 0], out)
-        return res
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def negate(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-        out = self.neg_k(a, out)
-        return out
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def absolute(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-        out = self.abs_k(a, out)
-        return out
+    assert _child(tmp_path, _ENTRY_POINT) == "ok"
 
 
 def test_multi_entry_program_selects_children(tmp_path: Path) -> None:

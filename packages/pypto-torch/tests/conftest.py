@@ -1,4 +1,5 @@
-"""Shared fixtures: an emulated NPU platform over real CPU storage, and temporary libraries.
+"""Shared fixtures: an emulated NPU platform over real CPU storage, and temporary libraries; this
+folder on sys.path for the shared test programs of torch_test_programs.py.
 
 The emulated NPU replaces only the platform queries (device label, storage format, physical
 NZ descriptor, current device and stream); everything else in call description runs on
@@ -14,6 +15,7 @@ import os
 # with a stand-in, so their many init() calls do not start it (tests may set it back).
 os.environ.setdefault("PYPTO_NATIVE_DESCRIBE", "0")
 
+import sys
 import uuid
 import weakref
 from collections.abc import Iterator
@@ -25,6 +27,14 @@ import torch
 
 from pypto.torch._platform import PhysicalDescriptor
 from pypto.torch._platform.npu import NpuPlatform
+
+HERE = Path(__file__).resolve().parent
+
+# Test modules import shared programs by name (``from torch_test_programs import add``); with
+# --import-mode=importlib this folder is not on sys.path, so conftest (loaded before any test
+# module) puts it there.
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 
 
 class FakeNpuStream:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch_test_programs import add
 
 import pypto.language as pl
 import pypto.torch as pt
@@ -38,6 +39,7 @@ def spin(x: pl.Tensor, n: pl.INT32, out: pl.Out[pl.Tensor]):
 
 
 @pl.jit
+<<<<<<< HEAD
 def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
         out[:] = pl.add(a, b)
@@ -49,6 +51,11 @@ def rows_from(a: pl.Tensor, k: pl.Tensor, o: pl.Out[pl.Tensor]):
     """o = a[k[0]:k[0] + 16, :] + 1; a window past a's rows fails the task on the simulated
     core (the kernel's checked GM view, whichever PTO-ISA backend compiled it)."""
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows_from"):
+=======
+def shift_by(a: pl.Tensor, k: pl.Tensor, o: pl.Out[pl.Tensor]):
+    """o = a << k[0]; a shift outside [0, 32) fails the task on the simulated core."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="shift_by"):
+>>>>>>> main
         n = pl.read(k, [0])
         pl.store(pl.add(pl.load(a, [n, 0], [16, 40]), 1), [0, 0], o)
     return o

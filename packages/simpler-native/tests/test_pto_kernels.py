@@ -3,16 +3,16 @@ placed in the running core's on-chip buffers, their synchronisation and placemen
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from worker_args import vadd_args
 
 import simpler
 from simpler import ArgDirection as D
-from simpler import Buffer, DataType, TaskArgs, toolchain
+from simpler import toolchain
 
 # out = a + b over a 1-D slice of at most 64 floats, as a PTO-ISA program. -DNO_SYNC drops the
 # MTE2 -> V synchronisation; -DPAST_UB places a tile past the end of the UB.
@@ -70,14 +70,6 @@ def test_get_pto_include_holds_only_pto() -> None:
     assert (root / "pto" / "pto-inst.hpp").is_file()
 
 
-@pytest.fixture
-def pto_worker() -> Iterator[simpler.Worker]:
-    w = simpler.Worker(platform="a2a3sim", aic_threads=1, aiv_threads=1)
-    w.init()
-    yield w
-    w.close()
-
-
 def test_the_core_buffers_have_the_platform_sizes(orchestration_binary: bytes) -> None:
     for platform, fits in (("a5sim", True), ("a2a3sim", False)):
         w = simpler.Worker(platform=platform, aic_threads=1, aiv_threads=1)
@@ -113,18 +105,14 @@ def _run(
     a = np.arange(200, dtype=np.float32)
     b = np.full(200, 0.25, dtype=np.float32)
     c = np.zeros_like(a)
-    args = TaskArgs()
-    for arr, d in ((a, D.In), (b, D.In), (c, D.Out)):
-        args.add_tensor(Buffer.wrap(arr.ctypes.data, arr.nbytes, owner=arr).tensor(arr.shape, "FLOAT32"), d)
-    args.add_scalar(64, DataType.UINT32)
-    return worker.submit(h, args), a + b, c
+    return worker.submit(h, vadd_args(a, b, c, 64)), a + b, c
 
 
 def test_a_synchronised_pto_kernel_runs_in_the_core_buffers(
-    pto_worker: simpler.Worker, orchestration_binary: bytes
+    worker: simpler.Worker, orchestration_binary: bytes
 ) -> None:
     # Four tasks on one AIV thread: each invocation starts with fresh checks over the same buffers.
-    run, want, c = _run(pto_worker, orchestration_binary)
+    run, want, c = _run(worker, orchestration_binary)
     run.result(timeout=60)
     np.testing.assert_array_equal(c, want)
 
@@ -144,8 +132,8 @@ def test_a_synchronised_pto_kernel_runs_in_the_core_buffers(
     ],
 )
 def test_pto_kernel_errors_fail_the_task(
-    pto_worker: simpler.Worker, orchestration_binary: bytes, define: str, message: str
+    worker: simpler.Worker, orchestration_binary: bytes, define: str, message: str
 ) -> None:
-    run, _, _ = _run(pto_worker, orchestration_binary, define)
+    run, _, _ = _run(worker, orchestration_binary, define)
     with pytest.raises(simpler.SimplerError, match=message):
         run.result(timeout=60)

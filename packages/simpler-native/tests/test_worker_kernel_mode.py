@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from worker_args import vadd_args
 
 import simpler
 from simpler import ArgDirection as D
@@ -25,13 +26,6 @@ def kworker(request: pytest.FixtureRequest) -> Iterator[simpler.Worker]:
     w.init(borrowed_context_generation=next(_generations))
     yield w
     w.close()
-
-
-def vadd_args(a: np.ndarray, b: np.ndarray, c: np.ndarray, tile: int) -> TaskArgs:
-    args = TaskArgs()
-    for arr, d in ((a, D.In), (b, D.In), (c, D.Out)):
-        args.add_tensor(Buffer.wrap(arr.ctypes.data, arr.nbytes, owner=arr).tensor(arr.shape, "FLOAT32"), d)
-    return args.add_scalar(tile, DataType.UINT32)
 
 
 def test_launch_runs_through_the_aicpu_consumer(

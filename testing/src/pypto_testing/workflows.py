@@ -254,6 +254,22 @@ def _torch_env(torch: bool) -> list[str]:
     ]
 
 
+def _permissions_and_concurrency(cancel_in_progress: bool) -> list[str]:
+    """Read-only contents; one run per workflow and ref (a newer run cancels the older one when
+    ``cancel_in_progress``). Blank lines around, as the rendered files have them."""
+    cancel = "true" if cancel_in_progress else "false"
+    return [
+        "",
+        "permissions:",
+        "  contents: read",
+        "",
+        "concurrency:",
+        "  group: ${{ github.workflow }}-${{ github.ref }}",
+        f"  cancel-in-progress: {cancel}",
+        "",
+    ]
+
+
 def render(pipeline: Pipeline) -> str:
     """The workflow file of one package's, tool's or the whole stack's pipeline."""
     lines = [GENERATED.rstrip("\n"), f"name: {pipeline.name}", "", "on:"]
@@ -262,18 +278,7 @@ def render(pipeline: Pipeline) -> str:
     else:
         filters = ["    paths:", *(f"      - {_quote(p)}" for p in pipeline.paths)]
         lines += ["  push:", "    branches: [main]", *filters, "  pull_request:", *filters]
-    lines += [
-        "  workflow_dispatch:",
-        "",
-        "permissions:",
-        "  contents: read",
-        "",
-        "concurrency:",
-        "  group: ${{ github.workflow }}-${{ github.ref }}",
-        "  cancel-in-progress: true",
-        "",
-        "jobs:",
-    ]
+    lines += ["  workflow_dispatch:", *_permissions_and_concurrency(cancel_in_progress=True), "jobs:"]
     for job in pipeline.jobs:
         matrix = len(job.pythons) > 1
         python = "${{ matrix.python }}" if matrix else job.pythons[0]
@@ -324,14 +329,7 @@ def render_release(root: Path, layer: Layer, layers: Sequence[Layer] = LAYERS) -
         "  push:",
         "    tags:",
         f"      - {_quote(wheel + '-v*')}",
-        "",
-        "permissions:",
-        "  contents: read",
-        "",
-        "concurrency:",
-        "  group: ${{ github.workflow }}-${{ github.ref }}",
-        "  cancel-in-progress: false",
-        "",
+        *_permissions_and_concurrency(cancel_in_progress=False),
         "jobs:",
         "  release:",
         f"    name: {_quote('build, check and install ' + wheel)}",

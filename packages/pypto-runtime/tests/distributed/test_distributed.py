@@ -19,7 +19,16 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config  # noqa: E402
+from _dist_programs import (  # noqa: E402
+    COLS,
+    ROWS,
+    accumulate_host,
+    accumulate_rank,
+    accumulated,
+    assert_cleaned,
+    cleaned,
+    config,
+)
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
@@ -31,50 +40,10 @@ from pypto.runtime.distributed import (  # noqa: E402
     DistributedWorker,
 )
 
-ROWS, COLS = 4, 16
-
-
-@pl.jit.incore
-def _accumulate(
-    x: pl.Tensor[[ROWS, COLS], pl.FP32],
-    y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
-    acc: pld.DistributedTensor[[ROWS, COLS], pl.FP32],
-    rank: pl.Scalar[pl.INT32],
-):
-    # acc += x through the rank's window (which starts zeroed), then y = acc + acc + rank
-    t = pl.add(pl.load(acc, [0, 0], [ROWS, COLS]), pl.load(x, [0, 0], [ROWS, COLS]))
-    acc = pl.store(t, [0, 0], acc)
-    back = pl.load(acc, [0, 0], [ROWS, COLS])
-    out = pl.add(pl.add(back, back), pl.cast(rank, target_type=pl.FP32))
-    y = pl.store(out, [0, 0], y)
-    return y
-
-
-@pl.jit
-def _per_rank(
-    x: pl.Tensor[[ROWS, COLS], pl.FP32],
-    y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
-    acc: pld.DistributedTensor[[ROWS, COLS], pl.FP32],
-    rank: pl.Scalar[pl.INT32],
-):
-    return _accumulate(x, y, acc, rank)
-
-
-@pl.jit.host
-def _host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    buf = pld.alloc_window_buffer([ROWS, COLS], dtype=pl.FP32)
-    for r in pl.range(pld.world_size()):
-        _per_rank(x[r], y[r], pld.window(buf, [ROWS, COLS], dtype=pl.FP32), r, device=r)
-
-
-def _expected(x: torch.Tensor) -> torch.Tensor:
-    ranks = torch.arange(x.shape[0], dtype=torch.float32).view(-1, 1, 1)
-    return 2 * x + ranks
-
 
 def _compile(n: int, **kw: object):
     x = torch.zeros((n, ROWS, COLS))
-    return _host.compile(x, torch.zeros_like(x), config=config(n, **kw))
+    return accumulate_host.compile(x, torch.zeros_like(x), config=config(n, **kw))
 
 
 def _assert_cleaned(pids: tuple[int, ...], segments: tuple[str, ...]) -> None:
@@ -89,13 +58,9 @@ def worker2_program():
 
 @pytest.fixture(scope="module")
 def worker2(worker2_program):
-    w = worker2_program.prepare()
-    pids, segments = w.rank_pids, w.segment_names
-    try:
+    with cleaned(worker2_program.prepare()) as w:
+        assert w.segment_names, "the worker owned no shared-memory segment"
         yield w
-    finally:
-        w.close()
-    _assert_cleaned(pids, segments)
 
 
 # -- ranks running -------------------------------------------------------------------------
@@ -105,7 +70,7 @@ def test_two_ranks_match_torch(worker2: DistributedWorker) -> None:
     x = torch.randn((2, ROWS, COLS))
     y = torch.full_like(x, float("nan"))
     worker2(x, y)
-    torch.testing.assert_close(y, _expected(x))
+    torch.testing.assert_close(y, accumulated(x))
 
 
 def test_prepared_worker_is_reused_and_windows_start_zeroed(
@@ -116,7 +81,7 @@ def test_prepared_worker_is_reused_and_windows_start_zeroed(
         x = torch.randn((2, ROWS, COLS))
         y = torch.zeros_like(x)
         worker2.run(worker2_program, x, y=y)
-        torch.testing.assert_close(y, _expected(x))
+        torch.testing.assert_close(y, accumulated(x))
     assert worker2.rank_pids == pids
     assert set(pids) <= _rank_children()
 
@@ -133,7 +98,8 @@ def test_run_takes_only_its_own_program(worker2: DistributedWorker) -> None:
         torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1, config=config(2)
     )
     with pytest.raises(
-        ValueError, match=r"compiled is not a program of this worker \(it runs '_host'\), got '_host_shift'"
+        ValueError,
+        match=r"compiled is not a program of this worker \(it runs 'accumulate_host'\), got '_host_shift'",
     ):
         worker2.run(other, torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)), 1)
 
@@ -156,7 +122,7 @@ def test_four_ranks_match_torch_and_call_cleans_up() -> None:
     with compiled.prepare() as w:
         w(x, y)
         pids, segments = w.rank_pids, w.segment_names
-    torch.testing.assert_close(y, _expected(x))
+    torch.testing.assert_close(y, accumulated(x))
     _assert_cleaned(pids, segments)
 
 
@@ -198,7 +164,7 @@ def test_a_rank_whose_dispatch_raises_fails_it_naming_the_rank(tmp_path: Path) -
     try:
         with pytest.raises(
             DistributedRankError,
-            match=r"rank 1 failed in _host\(\) dispatch 1: .*MetadataError: .*missing/compiled_meta.json: "
+            match=r"rank 1 failed in accumulate_host\(\) dispatch 1: .*MetadataError: .*missing/compiled_meta.json: "
             r"not found; the directory is not a compiled artifact; the other ranks were terminated",
         ) as e:
             w(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
@@ -230,7 +196,8 @@ def test_a_dispatch_past_its_timeout_names_the_rank_that_did_not_answer() -> Non
         w.timeout = 4.0  # rank 0's dispatch takes milliseconds; 4 s leaves room for a loaded machine
         _stop_outside_a_store_operation(pids[1])  # rank 1 stops answering; rank 0 runs
         with pytest.raises(
-            DistributedTimeoutError, match=r"_host\(\) dispatch 1: rank\(s\) 1 did not answer within 4 s"
+            DistributedTimeoutError,
+            match=r"accumulate_host\(\) dispatch 1: rank\(s\) 1 did not answer within 4 s",
         ) as e:
             w(torch.zeros((2, ROWS, COLS)), torch.zeros((2, ROWS, COLS)))
         assert e.value.ranks == (1,)
@@ -333,7 +300,7 @@ def test_host_calls_need_a_device() -> None:
     @pl.jit.host
     def no_device(x: pl.Tensor, y: pl.Out[pl.Tensor]):
         buf = pld.alloc_window_buffer([ROWS, COLS], dtype=pl.FP32)
-        _per_rank(x[0], y[0], pld.window(buf, [ROWS, COLS], dtype=pl.FP32), 0)
+        accumulate_rank(x[0], y[0], pld.window(buf, [ROWS, COLS], dtype=pl.FP32), 0)
 
     x = torch.zeros((2, ROWS, COLS))
     with pytest.raises(TypeError, match="pass device=r"):
@@ -344,7 +311,7 @@ def test_host_device_must_be_a_rank() -> None:
     @pl.jit.host
     def far(x: pl.Tensor, y: pl.Out[pl.Tensor]):
         buf = pld.alloc_window_buffer([ROWS, COLS], dtype=pl.FP32)
-        _per_rank(x[0], y[0], pld.window(buf, [ROWS, COLS], dtype=pl.FP32), 0, device=2)
+        accumulate_rank(x[0], y[0], pld.window(buf, [ROWS, COLS], dtype=pl.FP32), 0, device=2)
 
     x = torch.zeros((2, ROWS, COLS))
     with pytest.raises(ValueError, match=r"expected a rank in \[0, 2\), got 2"):
@@ -384,7 +351,7 @@ def test_a_window_view_must_fit_its_buffer() -> None:
 def _host_shift(x: pl.Tensor, y: pl.Out[pl.Tensor], shift: int):
     buf = pld.alloc_window_buffer([ROWS, COLS], dtype=pl.FP32)
     for r in pl.range(pld.world_size()):
-        _per_rank(x[r], y[r], pld.window(buf, [ROWS, COLS], dtype=pl.FP32), r + shift, device=r)
+        accumulate_rank(x[r], y[r], pld.window(buf, [ROWS, COLS], dtype=pl.FP32), r + shift, device=r)
 
 
 def test_a_host_scalar_is_compiled_in_and_checked_at_the_call() -> None:
@@ -399,7 +366,7 @@ def test_a_host_scalar_is_compiled_in_and_checked_at_the_call() -> None:
 
 def test_a_call_checks_platform_runtime_and_devices_before_starting_ranks() -> None:
     x = torch.zeros((2, ROWS, COLS))
-    compiled = _host.compile(x, x, config=config(2))
+    compiled = accumulate_host.compile(x, x, config=config(2))
     with pytest.raises(
         ValueError, match=r"compiled for platform 'a2a3sim', got RunConfig\(platform='a5sim'\)"
     ):
@@ -434,7 +401,7 @@ def test_a_kernel_mode_process_refuses_a_multi_chip_run_before_touching_host_ten
 def test_compile_needs_a_distributed_config() -> None:
     x = torch.zeros((2, ROWS, COLS))
     with pytest.raises(TypeError, match=r"needs config=RunConfig\(distributed_config="):
-        _host.compile(x, x, config=RunConfig())
+        accumulate_host.compile(x, x, config=RunConfig())
 
 
 def test_host_only_functions_outside_a_host_body() -> None:

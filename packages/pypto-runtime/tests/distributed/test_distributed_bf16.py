@@ -19,6 +19,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
+import pto_backend  # noqa: E402
+
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
 from pypto.ir import DataType, DistributedConfig  # noqa: E402
@@ -123,6 +125,7 @@ def test_the_plan_records_bf16_tensors_and_windows(compiled) -> None:
 
 
 def test_bf16_allreduce_on_shared_memory_matches_torch(compiled) -> None:
+    pto_backend.needs_bfloat16()
     with compiled.prepare() as w:
         pids, segments = w.rank_pids, w.segment_names
         for _ in range(2):  # a second dispatch reuses the ranks and windows
@@ -155,6 +158,7 @@ def test_bf16_allreduce_on_shared_memory_matches_torch(compiled) -> None:
 
 
 def test_bf16_allreduce_on_the_process_group_path_matches_torch(compiled) -> None:
+    pto_backend.needs_bfloat16()
     config = RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1], data_path="process_group"))
     x, y, total = _args()
     with compiled.prepare(config) as w:

@@ -10,12 +10,15 @@ signal synthesised) shares each worker. Compile-time refusals need no ranks.
 
 import functools
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
+
+from _dist_programs import needs_host_comm_path  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
@@ -265,6 +268,7 @@ def _run(n: int, data_path: str, seeds: tuple[int, ...]) -> DistributedWorker:
     x, counts, y, out = _inputs(n, 0)
     a = kernel_form.compile(x, counts, y, config=_config(n))
     b = host_form.compile(x, out, config=_config(n))
+    _check_sources(a)
     worker = DistributedWorker([a, b], data_path=data_path)
     try:
         assert worker.data_path == data_path
@@ -278,6 +282,21 @@ def _run(n: int, data_path: str, seeds: tuple[int, ...]) -> DistributedWorker:
         worker.close()
         raise
     return worker
+
+
+def _check_sources(compiled: Any) -> None:
+    """The cross-rank operations are PTO-ISA communication instructions: the kernels include
+    <pto/comm/pto_comm_inst.hpp> and nothing of the old tile library."""
+    kernels = [
+        k for d in compiled.plan.programs for k in Path(d).glob("**/*.cpp") if k.parent.name == "kernels"
+    ]
+    text = "\n".join(k.read_text() for k in kernels)
+    assert kernels
+    assert "simpler/tile" not in text
+    assert "simpler::tile" not in text
+    assert "#include <pto/comm/pto_comm_inst.hpp>" in text
+    for instr in ("TNOTIFY(", "TPUT<AtomicType::AtomicNone>(", "TGET(", "TLOAD("):
+        assert instr in text, instr
 
 
 def test_two_ranks_shared_memory() -> None:
@@ -309,6 +328,7 @@ def _never_host(y: pl.Out[pl.Tensor]):
 
 
 def test_two_ranks_process_group_and_a_deferred_wait_that_never_holds() -> None:
+    needs_host_comm_path()
     worker = _run(2, "process_group", (4,))
     try:
         # a task whose deferred condition never holds does not complete: the dispatch fails
@@ -318,7 +338,7 @@ def test_two_ranks_process_group_and_a_deferred_wait_that_never_holds() -> None:
         with DistributedWorker([never], data_path="process_group") as w2:
             w2.timeout = 2.0
             start = time.monotonic()
-            with pytest.raises(DistributedRankError, match=r"tile wait: rank \d timed out .* to become >= 1"):
+            with pytest.raises(DistributedRankError, match=r"TWAIT: rank \d timed out .* to become >= 1"):
                 w2.run(never, y)
             assert time.monotonic() - start < 15
     finally:

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import config  # noqa: E402
+from _dist_programs import chip_functions, config  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
@@ -21,23 +21,7 @@ R, C = 16, 32
 
 @pl.program
 class _Forms:
-    @pl.function(type=pl.FunctionType.InCore)
-    def add_tiles(
-        self,
-        a: pl.Tensor[[R, C], pl.FP32],
-        b: pl.Tensor[[R, C], pl.FP32],
-        out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-    ) -> pl.Tensor[[R, C], pl.FP32]:
-        return pl.store(pl.add(pl.load(a, [0, 0], [R, C]), pl.load(b, [0, 0], [R, C])), [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def chip_add(
-        self,
-        a: pl.Tensor[[R, C], pl.FP32],
-        b: pl.Tensor[[R, C], pl.FP32],
-        out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-    ) -> pl.Tensor[[R, C], pl.FP32]:
-        return self.add_tiles(a, b, out)
+    add_tiles, chip_add = chip_functions(R, C)
 
     @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
     def combine(
@@ -204,8 +188,7 @@ def test_window_views_in_a_program_plan() -> None:
     import pypto.language.distributed as pld
     from pypto.runtime.distributed.program_plan import plan_program
 
-    @pl.program
-    class _Windows:
+    class Chip:  # the chip part of both programs below
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, x: pl.Tensor[[4, 8], pl.FP32], w: pld.DistributedTensor[[4, 8], pl.FP32]):
             return pl.store(pl.load(x, [0, 0], [4, 8]), [0, 0], w)
@@ -213,6 +196,10 @@ def test_window_views_in_a_program_plan() -> None:
         @pl.function(type=pl.FunctionType.Orchestration)
         def chip(self, x: pl.Tensor[[4, 8], pl.FP32], w: pld.DistributedTensor[[4, 8], pl.FP32]):
             return self.k(x, w)
+
+    @pl.program
+    class _Windows:
+        k, chip = Chip.k, Chip.chip
 
         @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
         def host(self, x: pl.Tensor[[2, 4, 8], pl.FP32]):
@@ -234,13 +221,7 @@ def test_window_views_in_a_program_plan() -> None:
 
     @pl.program
     class _TooBig:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[4, 8], pl.FP32], w: pld.DistributedTensor[[4, 8], pl.FP32]):
-            return pl.store(pl.load(x, [0, 0], [4, 8]), [0, 0], w)
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def chip(self, x: pl.Tensor[[4, 8], pl.FP32], w: pld.DistributedTensor[[4, 8], pl.FP32]):
-            return self.k(x, w)
+        k, chip = Chip.k, Chip.chip
 
         @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
         def host(self, x: pl.Tensor[[4, 8], pl.FP32]):

@@ -21,6 +21,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
+from _dist_programs import chip_functions  # noqa: E402
+
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
 from pypto.ir import DistributedConfig  # noqa: E402
@@ -37,24 +39,7 @@ MEET_TIMEOUT = 30.0  # seconds a meet call waits for the other one
 
 @pl.program
 class _Subs:
-    @pl.function(type=pl.FunctionType.InCore)
-    def add_tiles(
-        self,
-        a: pl.Tensor[[R, C], pl.FP32],
-        b: pl.Tensor[[R, C], pl.FP32],
-        out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-    ) -> pl.Tensor[[R, C], pl.FP32]:
-        s = pl.add(pl.load(a, [0, 0], [R, C]), pl.load(b, [0, 0], [R, C]))
-        return pl.store(s, [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def chip_add(
-        self,
-        a: pl.Tensor[[R, C], pl.FP32],
-        b: pl.Tensor[[R, C], pl.FP32],
-        out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-    ) -> pl.Tensor[[R, C], pl.FP32]:
-        return self.add_tiles(a, b, out)
+    add_tiles, chip_add = chip_functions(R, C)
 
     @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
     def scale(t: pl.InOut[pl.Tensor[[R, C], pl.FP32]], factor: float = 2.0):

@@ -24,10 +24,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config  # noqa: E402
+from _dist_programs import COLS, ROWS, accumulate_host, accumulated, assert_cleaned, config  # noqa: E402
 
-import pypto.language as pl  # noqa: E402
-import pypto.language.distributed as pld  # noqa: E402
 from pypto.runtime.distributed import channel as channel_mod  # noqa: E402
 from pypto.runtime.distributed import launched, shm  # noqa: E402
 from pypto.runtime.distributed.channel import (  # noqa: E402
@@ -36,37 +34,6 @@ from pypto.runtime.distributed.channel import (  # noqa: E402
     read_secret,
     write_secret,
 )
-
-ROWS, COLS = 2, 8
-
-
-@pl.jit.incore
-def _double(
-    x: pl.Tensor[[ROWS, COLS], pl.FP32],
-    y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
-    acc: pld.DistributedTensor[[ROWS, COLS], pl.FP32],
-):
-    t = pl.load(x, [0, 0], [ROWS, COLS])
-    acc = pl.store(t, [0, 0], acc)
-    back = pl.load(acc, [0, 0], [ROWS, COLS])
-    y = pl.store(pl.add(back, back), [0, 0], y)
-    return y
-
-
-@pl.jit
-def _per_rank(
-    x: pl.Tensor[[ROWS, COLS], pl.FP32],
-    y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
-    acc: pld.DistributedTensor[[ROWS, COLS], pl.FP32],
-):
-    return _double(x, y, acc)
-
-
-@pl.jit.host
-def _host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    buf = pld.alloc_window_buffer([ROWS, COLS], dtype=pl.FP32)
-    for r in pl.range(pld.world_size()):
-        _per_rank(x[r], y[r], pld.window(buf, [ROWS, COLS], dtype=pl.FP32), device=r)
 
 
 class _Payload:
@@ -79,22 +46,29 @@ class _Payload:
         return (os.system, (f"touch {self.marker}",))
 
 
+def _close_promptly(w) -> None:
+    started = time.monotonic()
+    w.close()
+    assert time.monotonic() - started < 20, "close() waited for ranks that no longer listened"
+
+
 def _check(w, seed: int) -> None:
     g = torch.Generator().manual_seed(seed)
     x = torch.randint(-9, 10, (2, ROWS, COLS), generator=g).float()
     y = torch.full_like(x, -1.0)
     w(x, y)
-    torch.testing.assert_close(y, 2 * x, rtol=0, atol=0)
+    torch.testing.assert_close(y, accumulated(x), rtol=0, atol=0)
 
 
 @pytest.fixture(scope="module")
 def program():
     x = torch.zeros((2, ROWS, COLS))
-    return _host.compile(x, torch.zeros_like(x), config=config(2, timeout=60))
+    return accumulate_host.compile(x, torch.zeros_like(x), config=config(2, timeout=60))
 
 
-def _listening_sockets(pid: int) -> list[tuple[str, str]]:
-    """(local address hex, file) of every TCP socket in LISTEN state that process ``pid`` holds."""
+def _listening_sockets(pid: int) -> list[tuple[str, str, str]]:
+    """(local address hex, port hex, file) of every TCP socket in LISTEN state that process
+    ``pid`` holds."""
     inodes = set()
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
@@ -108,7 +82,7 @@ def _listening_sockets(pid: int) -> list[tuple[str, str]]:
         for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
             fields = line.split()
             if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
-                found.append((fields[1].rsplit(":", 1)[0], table))
+                found.append((*fields[1].rsplit(":", 1), table))
     return found
 
 
@@ -213,7 +187,7 @@ def test_a_second_process_can_neither_reach_nor_delay_the_control_channel(progra
         _check(w, 1)
         # the run's ports (harness knowledge, only so that the attack spares other runs on this
         # machine; the attacker itself reads /proc/net like any user and needs nothing else)
-        ports = {int(addr, 16) for pid in (os.getpid(), *pids) for addr in _listening_ports(pid)}
+        ports = {int(addr, 16) for pid in (os.getpid(), *pids) for _, addr, _ in _listening_sockets(pid)}
         assert ports  # the ranks' gloo listeners: something to attack
         attack = subprocess.Popen(
             [sys.executable, "-c", _ATTACKER, json.dumps(sorted(ports)), str(os.geteuid()), "20"],
@@ -235,30 +209,10 @@ def test_a_second_process_can_neither_reach_nor_delay_the_control_channel(progra
         assert report["found"], err  # it saw the run's listening ports in /proc/net
         assert report["stores"] == 0, err  # none of them is a store: nothing to delete or forge
         _check(w, 30)
-        started = time.monotonic()
-        w.close()
-        assert time.monotonic() - started < 20, "close() waited for ranks that no longer listened"
+        _close_promptly(w)
     finally:
         w.close()
     assert_cleaned(pids, segments)
-
-
-def _listening_ports(pid: int) -> list[str]:
-    """The port (hex, as /proc prints it) of every TCP socket in LISTEN state ``pid`` holds."""
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    return [
-        line.split()[1].rsplit(":", 1)[1]
-        for table in ("tcp", "tcp6")
-        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
-        if line.split()[3] == "0A" and line.split()[9] in inodes
-    ]
 
 
 def test_forged_messages_in_the_store_run_nothing_and_do_not_disturb_the_run(
@@ -304,9 +258,7 @@ def test_forged_messages_in_the_store_run_nothing_and_do_not_disturb_the_run(
             attacker.set(f"cmd/{s}", json.dumps({**forged, "op": "close"}).encode())
         _check(w, 20)
         _check(w, 21)
-        started = time.monotonic()
-        w.close()
-        assert time.monotonic() - started < 20, "close() waited for ranks that no longer listened"
+        _close_promptly(w)
     finally:
         w.close()
     assert_cleaned(pids, segments)

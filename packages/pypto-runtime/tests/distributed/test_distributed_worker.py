@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config  # noqa: E402
+from _dist_programs import COLS, ROWS, chip_functions, cleaned, config, twice_chip, twice_host  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
@@ -28,24 +28,7 @@ from pypto.runtime import (  # noqa: E402
 from pypto.runtime.distributed import shm  # noqa: E402
 from pypto.runtime.distributed_runner import _tensor_from_continuous  # noqa: E402
 
-R, C = 8, 16
-
-
-@pl.jit.incore
-def _twice(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    t = pl.load(x, [0, 0], [R, C])
-    return pl.store(pl.add(t, t), [0, 0], y)
-
-
-@pl.jit
-def _twice_chip(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    return _twice(x, y)
-
-
-@pl.jit.host
-def _twice_host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    for r in pl.range(2):
-        _twice_chip(x[r], y[r], device=r)
+R, C = ROWS, COLS  # the shared programs' rank slice
 
 
 @pl.jit.incore
@@ -72,20 +55,15 @@ def _rand(*shape: int, seed: int) -> torch.Tensor:
 @pytest.fixture(scope="module")
 def programs():
     sample = torch.zeros((2, R, C))
-    twice = _twice_host.compile(sample, sample, config=config(2))
+    twice = twice_host.compile(sample, sample, config=config(2))
     plus = _plus_host.compile(sample, sample, sample, config=config(2))
     return twice, plus
 
 
 @pytest.fixture(scope="module")
 def rt(programs):
-    w = DistributedWorker(list(programs))
-    pids, segments = w.rank_pids, w.segment_names
-    try:
+    with cleaned(DistributedWorker(list(programs))) as w:
         yield w
-    finally:
-        w.close()
-    assert_cleaned(pids, segments)
 
 
 # -- several programs on one worker -----------------------------------------------------------
@@ -117,8 +95,8 @@ def test_run_refuses_a_program_of_another_worker(rt) -> None:
     @pl.jit.host
     def other(x: pl.Tensor, y: pl.Out[pl.Tensor]):
         for r in pl.range(2):
-            _twice_chip(x[r], y[r], device=r)
-            _twice_chip(y[r], y[r], device=r)
+            twice_chip(x[r], y[r], device=r)
+            twice_chip(y[r], y[r], device=r)
 
     compiled = other.compile(sample, sample, config=config(2))
     with pytest.raises(ValueError, match="compiled is not a program of this worker"):
@@ -126,7 +104,7 @@ def test_run_refuses_a_program_of_another_worker(rt) -> None:
 
 
 def test_programs_of_one_worker_share_its_devices(programs) -> None:
-    single = _twice_host.compile(torch.zeros(2, R, C), torch.zeros(2, R, C), config=config(3))
+    single = twice_host.compile(torch.zeros(2, R, C), torch.zeros(2, R, C), config=config(3))
     with pytest.raises(ValueError, match=r"item 1 .* device_ids \(0, 1, 2\), item 0 .* \(0, 1\)"):
         programs[0].prepare(extra_compiled=[single])
 
@@ -192,10 +170,10 @@ def test_freed_and_foreign_tensors_are_refused(rt, programs) -> None:
 def test_resident_tensor_of_the_wrong_shape(rt, programs) -> None:
     twice, _ = programs
     t = rt.alloc_tensor((2, C, R), torch.float32)
-    with pytest.raises(TypeError, match=r"parameter 'x': this program was compiled for shape \[2, 8, 16\]"):
+    with pytest.raises(TypeError, match=r"parameter 'x': this program was compiled for shape \[2, 4, 16\]"):
         rt.run(twice, t, torch.zeros(2, R, C))
     with pytest.raises(
-        ValueError, match=r"copy_to\(host\): expected shape \[2, 16, 8\] FP32, got \[2, 8, 16\]"
+        ValueError, match=r"copy_to\(host\): expected shape \[2, 16, 4\] FP32, got \[2, 4, 16\]"
     ):
         rt.copy_to(t, torch.zeros(2, R, C))
     rt.free_tensor(t)
@@ -269,24 +247,7 @@ def test_submit_checks_the_call_at_once(rt, programs) -> None:
 
 @pl.program
 class _Pipeline:
-    @pl.function(type=pl.FunctionType.InCore)
-    def add_tiles(
-        self,
-        a: pl.Tensor[[R, C], pl.FP32],
-        b: pl.Tensor[[R, C], pl.FP32],
-        out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-    ) -> pl.Tensor[[R, C], pl.FP32]:
-        s = pl.add(pl.load(a, [0, 0], [R, C]), pl.load(b, [0, 0], [R, C]))
-        return pl.store(s, [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def chip_add(
-        self,
-        a: pl.Tensor[[R, C], pl.FP32],
-        b: pl.Tensor[[R, C], pl.FP32],
-        out: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-    ) -> pl.Tensor[[R, C], pl.FP32]:
-        return self.add_tiles(a, b, out)
+    add_tiles, chip_add = chip_functions(R, C)
 
     @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
     def scale_in_place(t: pl.Tensor[[R, C], pl.FP32]):

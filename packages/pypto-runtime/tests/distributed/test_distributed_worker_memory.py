@@ -16,31 +16,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config  # noqa: E402
+from _dist_programs import COLS, ROWS, cleaned, config, twice_host  # noqa: E402
 
-import pypto.language as pl  # noqa: E402
 from pypto.ir import DistributedConfig  # noqa: E402
 from pypto.runtime import DistributedWorker, RunConfig  # noqa: E402
 from pypto.runtime.distributed import DistributedRankError  # noqa: E402
 
-R, C = 4, 32
-
-
-@pl.jit.incore
-def _triple(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    t = pl.load(x, [0, 0], [R, C])
-    return pl.store(pl.add(pl.add(t, t), t), [0, 0], y)
-
-
-@pl.jit
-def _triple_chip(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    return _triple(x, y)
-
-
-@pl.jit.host
-def _triple_host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    for r in pl.range(2):
-        _triple_chip(x[r], y[r], device=r)
+R, C = ROWS, COLS  # the shared programs' rank slice
 
 
 def _rand(*shape: int, seed: int) -> torch.Tensor:
@@ -50,18 +32,13 @@ def _rand(*shape: int, seed: int) -> torch.Tensor:
 @pytest.fixture(scope="module")
 def compiled():
     sample = torch.zeros((2, R, C))
-    return _triple_host.compile(sample, sample, config=config(2))
+    return twice_host.compile(sample, sample, config=config(2))
 
 
 @pytest.fixture(scope="module")
 def rt(compiled):
-    w = DistributedWorker(compiled)
-    pids, segments = w.rank_pids, w.segment_names
-    try:
+    with cleaned(DistributedWorker(compiled)) as w:
         yield w
-    finally:
-        w.close()
-    assert_cleaned(pids, segments)
 
 
 # -- raw pointers --------------------------------------------------------------------------------
@@ -108,7 +85,7 @@ def test_pointers_reach_a_resident_tensor_the_ranks_use(rt, compiled) -> None:
         rt.copy_to(x.data_ptr, host.data_ptr(), host.nbytes)  # the tensor's address
         y = torch.zeros(2, R, C)
         rt(x, y)
-        torch.testing.assert_close(y, 3 * host)
+        torch.testing.assert_close(y, 2 * host)
     finally:
         rt.free_tensor(x)
 
@@ -159,12 +136,12 @@ def test_register_returns_a_handle_that_dispatches(rt, compiled) -> None:
     handle = rt.register(compiled)
     x, y = _rand(2, R, C, seed=4), torch.zeros(2, R, C)
     handle(x, y)
-    torch.testing.assert_close(y, 3 * x)
+    torch.testing.assert_close(y, 2 * x)
     handle.unregister()
     assert handle.closed
     with pytest.raises(RuntimeError, match="DistributedRegistrationHandle is closed"):
         handle(x, y)
-    other = _triple_host.compile(torch.zeros(2, R, C), torch.zeros(2, R, C), config=config(3))
+    other = twice_host.compile(torch.zeros(2, R, C), torch.zeros(2, R, C), config=config(3))
     with pytest.raises(ValueError, match=r"register\(compiled\): compiled is not a program of this worker"):
         rt.register(other)
 
@@ -175,13 +152,13 @@ def test_run_config_reaches_the_ranks(rt, compiled, tmp_path: Path) -> None:
     rt.run(
         compiled, x, y, config=RunConfig(enable_chip_swimlane=True, swimlane_dir=str(tmp_path), timeout=30.0)
     )
-    torch.testing.assert_close(y, 3 * x)
+    torch.testing.assert_close(y, 2 * x)
     assert rt.timeout == before  # the dispatch's timeout was its own
     for r in range(2):
         assert list((tmp_path / f"rank{r}").glob("*.swimlane.json")), f"rank {r} wrote no swimlane trace"
     y.zero_()
     rt.submit(compiled, x, y, config=RunConfig()).wait(60)
-    torch.testing.assert_close(y, 3 * x)
+    torch.testing.assert_close(y, 2 * x)
     assert not list(tmp_path.glob("*.swimlane.json"))  # nothing outside the rank directories
 
 

@@ -1,7 +1,8 @@
 """The comm context of a multi-chip program's rank process (``simpler/comm_context.hpp``).
 
-A rank process runs one simulated chip; before its kernels use cross-rank operations
-(``pt::remote_load``, ``pt::notify``, ``pt::wait``, ...; ``simpler/tile/comm.hpp``) it tells the
+A rank process runs one simulated chip; before its kernels use cross-rank operations (PTO-ISA's
+communication instructions ``TPUT``, ``TNOTIFY``, ``TWAIT``, ..., and TLOAD/TSTORE on another rank's
+window; ``pto/comm/pto_comm_inst.hpp``, ``simpler/kernel_comm.hpp``) it tells the
 native runtime which rank it is and where the window buffers lie in its own memory. Every kernel
 entered afterwards receives that context through its ``KernelContext``.
 

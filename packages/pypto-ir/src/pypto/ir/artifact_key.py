@@ -51,7 +51,11 @@ KEY_VERSION = 2
 """Bumped when the key's own layout changes (invalidates every key). 2: every digest (sources, IR
 text, plans, binaries) is the SHA-256 of canonical JSON, and plan keys carry this version."""
 
+<<<<<<< HEAD
 CODEGEN_VERSION = 10
+=======
+CODEGEN_VERSION = 11
+>>>>>>> main
 """Bumped when the code generator emits different code for the same IR, or its artifacts'
 metadata changes meaning (2: artifacts carry per-kernel ``buffer_usage`` and kernels beyond the
 platform's on-chip buffers are refused; 3: ``buffer_usage`` is the peak of the tiles live at
@@ -60,7 +64,9 @@ part of its declared extent inside the tensor; 6: a tile cast passes its roundin
 ties away from zero; 7: kernels are PTO-ISA programs, tiles placed by the memory-allocation pass
 and pipes ordered by the sync-insertion pass; 8: composed math written as PTO-ISA ops by the
 decompose_math pass, and ``half``/``bfloat16_t``/``pto``/``sk`` renamed as C++ identifiers; 9: the ``__gm__``/``__aicore__``
-macros come from ``<simpler/kernel_prologue.hpp>`` and a cast with mode ``none`` is ``CAST_RINT``),
+macros come from ``<simpler/kernel_prologue.hpp>`` and a cast with mode ``none`` is ``CAST_RINT``; 10:
+cross-rank operations are PTO-ISA communication instructions (``<pto/comm/pto_comm_inst.hpp>``) and
+their staging tiles are placed like the others),
 so entries built before are not reused."""
 
 

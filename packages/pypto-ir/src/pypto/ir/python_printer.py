@@ -19,35 +19,12 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from pypto.ir import nodes
 from pypto.ir.dtypes import DataType
-from pypto.ir.nodes import (
-    BINOP_SYMBOLS,
-    Arg,
-    Assign,
-    BinOp,
-    Break,
-    Call,
-    CallFunc,
-    Const,
-    Continue,
-    Expr,
-    ExprStmt,
-    For,
-    Function,
-    If,
-    Program,
-    Return,
-    Scope,
-    Stmt,
-    TensorWrite,
-    Var,
-    While,
-    Yield,
-)
 from pypto.ir.param_info import Layout, ParamDirection
 from pypto.ir.types import DynDim, FunctionType, ScalarType, TensorType, TileType, TupleType, Type
 
-__all__ = ["function_text", "program_text", "type_text"]
+__all__ = ["function_text", "program_text", "python_print", "type_text"]
 
 _INDENT = "    "
 
@@ -91,7 +68,7 @@ def _dyn_dims(t: Type) -> Iterator[str]:
 
 # ----------------------------------------------------------------------------- expressions
 
-_SYMBOLS = BINOP_SYMBOLS  # the compact dump and this text spell binary ops alike
+_SYMBOLS = nodes.BINOP_SYMBOLS  # the compact dump and this text spell binary ops alike
 
 
 def _static(v: Any) -> str:
@@ -104,7 +81,7 @@ def _static(v: Any) -> str:
     return repr(v)
 
 
-def _const(c: Const) -> str:
+def _const(c: nodes.Const) -> str:
     v = c.value
     natural = (
         DataType.BOOL if isinstance(v, bool) else DataType.FP32 if isinstance(v, float) else DataType.INT64
@@ -117,19 +94,19 @@ def _const(c: Const) -> str:
     return f"pl.cast({text}, {_dtype(c.dtype)})"
 
 
-def _expr(e: Arg) -> str:
+def _expr(e: nodes.Arg) -> str:
     if isinstance(e, tuple):
         return "[" + ", ".join(_expr(x) for x in e) + "]"
-    if isinstance(e, Var):
+    if isinstance(e, nodes.Var):
         return e.name
-    if isinstance(e, Const):
+    if isinstance(e, nodes.Const):
         return _const(e)
-    if isinstance(e, BinOp):
+    if isinstance(e, nodes.BinOp):
         sym = _SYMBOLS.get(e.op)
         if sym is None:
             return f"{e.op}({_expr(e.lhs)}, {_expr(e.rhs)})"
         return f"({_expr(e.lhs)} {sym} {_expr(e.rhs)})"
-    if isinstance(e, CallFunc):
+    if isinstance(e, nodes.CallFunc):
         args = [_expr(a) for a in e.args]
         if e.deps:
             args.append(f"deps=[{', '.join(_expr(d) for d in e.deps)}]")
@@ -152,46 +129,47 @@ def _lang_names() -> dict[str, str]:
 _LANG: dict[str, str] = {}
 
 
-def _kw(call: Call, attr: str, key: str) -> list[str]:
+def _kw(call: nodes.Call, attr: str, key: str) -> list[str]:
     v = call.attr(attr)
     return [] if v is None else [f"{key}={_static(v)}"]
 
 
-def _shape(call: Call) -> str:
+def _shape(call: nodes.Call) -> str:
     return _dims(tuple(call.attr("shape")))
 
 
-def _load(c: Call) -> list[str]:
+def _load(c: nodes.Call) -> list[str]:
     parts = [_expr(c.args[0]), _expr(c.args[1]), _shape(c)]
     if len(c.args) > 2:
         parts.append(f"valid_shape={_expr(c.args[2])}")
     return parts + _kw(c, "memory", "target_memory")
 
 
-def _create_tile(c: Call) -> list[str]:
+def _create_tile(c: nodes.Call) -> list[str]:
     return [
         _shape(c),
         f"dtype={_dtype(c.attr('dtype'))}",
         *_kw(c, "memory", "target_memory"),
         *_kw(c, "transpose", "transpose"),
+        *_kw(c, "flat_layout", "flat_layout"),
     ]
 
 
-def _full(c: Call) -> list[str]:
+def _full(c: nodes.Call) -> list[str]:
     return [_shape(c), f"dtype={_dtype(c.attr('dtype'))}", f"value={_expr(c.args[0])}"]
 
 
-def _cast(c: Call) -> list[str]:
+def _cast(c: nodes.Call) -> list[str]:
     return [_expr(c.args[0]), _dtype(c.attr("dtype")), *_kw(c, "mode", "mode")]
 
 
-def _slice(c: Call) -> list[str]:
+def _slice(c: nodes.Call) -> list[str]:
     return [_expr(c.args[0]), _shape(c), _expr(c.args[1])]
 
 
 # IR op -> its pl arguments, for the ops whose attributes are pl arguments; any other op
 # prints its operands in order (``pl.add(a, b)``, ``pl.row_sum(t, tmp)``, ``pl.read(t, [i])``).
-_ARGS: dict[str, Callable[[Call], list[str]]] = {
+_ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
     "tile.load": _load,
     "tile.move": lambda c: [_expr(c.args[0]), *_kw(c, "memory", "target_memory")],
     "tile.create": _create_tile,
@@ -215,7 +193,7 @@ _ARGS: dict[str, Callable[[Call], list[str]]] = {
 }
 
 
-def _call(c: Call) -> str:
+def _call(c: nodes.Call) -> str:
     if c.op == "tensor.view":
         return _view(c)
     if not _LANG:
@@ -237,24 +215,24 @@ def _call(c: Call) -> str:
     return f"{name}({', '.join(parts)})"
 
 
-def _window(base: Expr, offsets: tuple[Expr, ...], extents: tuple[Any, ...]) -> str:
+def _window(base: nodes.Expr, offsets: tuple[nodes.Expr, ...], extents: tuple[Any, ...]) -> str:
     """``t[o0:o0 + e0, ...]``; a whole dimension (offset 0, the tensor's extent) is ``:``."""
     assert isinstance(base.type, TensorType)
     items = []
     for off, ext, dim in zip(offsets, extents, base.type.shape, strict=True):
-        if isinstance(off, Const) and off.value == 0 and ext == dim:
+        if isinstance(off, nodes.Const) and off.value == 0 and ext == dim:
             items.append(":")
-        elif isinstance(off, Const):
-            items.append(f"{_const(off)}:{_const(Const(off.value + ext, off.dtype))}")
+        elif isinstance(off, nodes.Const):
+            items.append(f"{_const(off)}:{_const(nodes.Const(off.value + ext, off.dtype))}")
         else:
             o = _expr(off)
             items.append(f"{o}:{o} + {ext}")
     return f"{_expr(base)}[{', '.join(items)}]"
 
 
-def _view(c: Call) -> str:
+def _view(c: nodes.Call) -> str:
     base, offsets = c.args[0], c.args[1]
-    assert isinstance(base, (Var, Call))
+    assert isinstance(base, (nodes.Var, nodes.Call))
     assert isinstance(offsets, tuple)
     if c.attr("valid_shape") is not None or c.attr("pad") is not None:  # a pl.slice with a valid shape
         parts = [_expr(base), _shape(c), _expr(offsets)]
@@ -266,7 +244,9 @@ def _view(c: Call) -> str:
 # ----------------------------------------------------------------------------- statements
 
 
-def _body(body: tuple[Stmt, ...], depth: int, out: list[str], carried: tuple[Var, ...] = ()) -> None:
+def _body(
+    body: tuple[nodes.Stmt, ...], depth: int, out: list[str], carried: tuple[nodes.Var, ...] = ()
+) -> None:
     pad = _INDENT * depth
     if not body:
         out.append(pad + "pass")
@@ -274,21 +254,21 @@ def _body(body: tuple[Stmt, ...], depth: int, out: list[str], carried: tuple[Var
         _stmt(s, depth, out, carried)
 
 
-def _stmt(s: Stmt, depth: int, out: list[str], carried: tuple[Var, ...]) -> None:
+def _stmt(s: nodes.Stmt, depth: int, out: list[str], carried: tuple[nodes.Var, ...]) -> None:
     pad = _INDENT * depth
-    if isinstance(s, (Assign, ExprStmt)) and isinstance(s.value, CallFunc):
+    if isinstance(s, (nodes.Assign, nodes.ExprStmt)) and isinstance(s.value, nodes.CallFunc):
         # a kernel call's dump marks, as pl.dump_tag statements (a mark holds for later calls too)
-        out.extend(f"{pad}pl.dump_tag({d.name})" for d in s.value.dumps if isinstance(d, Var))
-    if isinstance(s, Assign):
+        out.extend(f"{pad}pl.dump_tag({d.name})" for d in s.value.dumps if isinstance(d, nodes.Var))
+    if isinstance(s, nodes.Assign):
         ann = f": {type_text(s.var.type)}" if _annotated(s.var.type) else ""
         out.append(f"{pad}{s.var.name}{ann} = {_expr(s.value)}")
-    elif isinstance(s, ExprStmt):
+    elif isinstance(s, nodes.ExprStmt):
         out.append(f"{pad}{_expr(s.value)}")
-    elif isinstance(s, TensorWrite):
+    elif isinstance(s, nodes.TensorWrite):
         vt = s.value.type
         assert isinstance(vt, TensorType)
         out.append(f"{pad}{_window(s.target, s.offsets, vt.shape)} = {_expr(s.value)}")
-    elif isinstance(s, For):
+    elif isinstance(s, nodes.For):
         rng = f"pl.range({_expr(s.start)}, {_expr(s.stop)}, {_expr(s.step)}"
         if s.iter_args:
             names = ", ".join(ia.var.name for ia in s.iter_args)
@@ -298,7 +278,7 @@ def _stmt(s: Stmt, depth: int, out: list[str], carried: tuple[Var, ...]) -> None
         else:
             out.append(f"{pad}for {s.var.name} in {rng}):")
             _body(s.body, depth + 1, out)
-    elif isinstance(s, While):
+    elif isinstance(s, nodes.While):
         if s.iter_args:  # after SSA: the carried values spelled out, the condition by pl.cond
             names = ", ".join(ia.var.name for ia in s.iter_args)
             inits = ", ".join(_expr(ia.init) for ia in s.iter_args)
@@ -308,21 +288,21 @@ def _stmt(s: Stmt, depth: int, out: list[str], carried: tuple[Var, ...]) -> None
         else:
             out.append(f"{pad}while {_expr(s.cond)}:")
             _body(s.body, depth + 1, out)
-    elif isinstance(s, (Break, Continue)):
-        out.append(f"{pad}{'break' if isinstance(s, Break) else 'continue'}")
-    elif isinstance(s, If):
+    elif isinstance(s, (nodes.Break, nodes.Continue)):
+        out.append(f"{pad}{'break' if isinstance(s, nodes.Break) else 'continue'}")
+    elif isinstance(s, nodes.If):
         out.append(f"{pad}if {_expr(s.cond)}:")
         _body(s.then_body, depth + 1, out, s.results)
         if s.else_body:
             out.append(f"{pad}else:")
             _body(s.else_body, depth + 1, out, s.results)
-    elif isinstance(s, Yield):
+    elif isinstance(s, nodes.Yield):
         values = ", ".join(_expr(v) for v in s.values)
         if carried:
             out.append(f"{pad}{', '.join(v.name for v in carried)} = pl.yield_({values})")
         else:
             out.append(f"{pad}pl.yield_({values})")
-    elif isinstance(s, Scope):
+    elif isinstance(s, nodes.Scope):
         args = [f"level={s.level!r}"]
         if s.name_hint is not None:
             args.append(f"name_hint={s.name_hint!r}")
@@ -331,7 +311,7 @@ def _stmt(s: Stmt, depth: int, out: list[str], carried: tuple[Var, ...]) -> None
         task = f" as {s.task.name}" if s.task is not None else ""
         out.append(f"{pad}with pl.at({', '.join(args)}){task}:")
         _body(s.body, depth + 1, out)
-    elif isinstance(s, Return):
+    elif isinstance(s, nodes.Return):
         out.append(f"{pad}return" + (" " + ", ".join(_expr(v) for v in s.values) if s.values else ""))
     else:  # pragma: no cover - Stmt is closed
         raise ValueError(f"as_python: unknown statement {type(s).__name__}")
@@ -349,7 +329,7 @@ def _param(name: str, t: Type, direction: ParamDirection) -> str:
     return f"{name}: {text}"
 
 
-def _function(f: Function, depth: int, method: bool) -> list[str]:
+def _function(f: nodes.Function, depth: int, method: bool) -> list[str]:
     pad = _INDENT * depth
     kwargs = [] if f.func_type is FunctionType.Opaque else [f"type={f.func_type!r}"]
     attrs = [(k, v) for k, v in f.attrs if k != "auto_scope"]
@@ -372,7 +352,7 @@ def _function(f: Function, depth: int, method: bool) -> list[str]:
     return lines
 
 
-def _declarations(funcs: tuple[Function, ...]) -> list[str]:
+def _declarations(funcs: tuple[nodes.Function, ...]) -> list[str]:
     names: dict[str, None] = {}
     for f in funcs:
         for p in f.params:
@@ -382,7 +362,7 @@ def _declarations(funcs: tuple[Function, ...]) -> list[str]:
     return [f'{n} = pl.dynamic("{n}")' for n in names]
 
 
-def function_text(f: Function) -> str:
+def function_text(f: nodes.Function) -> str:
     """A ``@pl.function`` that parses back to ``f``."""
     lines = _declarations((f,))
     if lines:
@@ -390,7 +370,7 @@ def function_text(f: Function) -> str:
     return "\n".join([*lines, *_function(f, 0, method=False)]) + "\n"
 
 
-def program_text(p: Program) -> str:
+def program_text(p: nodes.Program) -> str:
     """A ``@pl.program`` class that parses back to ``p``, its functions in order (``@pl.program``
     takes the first orchestration as the entry)."""
     orch = [f.name for f in p.funcs if f.func_type is FunctionType.Orchestration]
@@ -409,3 +389,17 @@ def program_text(p: Program) -> str:
             lines.append("")
         lines += _function(f, 1, method=True)
     return "\n".join(lines) + "\n"
+
+
+def python_print(node: object) -> str:
+    """The kernel-language text of a Program or Function, or of a ``@pl.function`` (anything
+    with the ``ir`` of one): upstream's ``ir.python_print``. The text parses back with
+    ``pl.parse``."""
+    target = getattr(node, "ir", node)
+    if isinstance(target, nodes.Program):
+        return program_text(target)
+    if isinstance(target, nodes.Function):
+        return function_text(target)
+    raise TypeError(
+        f"python_print: expected a Program, a Function or a @pl.function, got {type(node).__name__}"
+    )

@@ -11,29 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pypto.ir import nodes
 from pypto.ir.errors import PyptoCompileError
-from pypto.ir.nodes import (
-    Arg,
-    Assign,
-    BinOp,
-    Break,
-    Call,
-    CallFunc,
-    Continue,
-    ExprStmt,
-    For,
-    Function,
-    If,
-    IterArg,
-    Program,
-    Return,
-    Scope,
-    Stmt,
-    TensorWrite,
-    Var,
-    While,
-    Yield,
-)
 from pypto.ir.ops import OPS, OpError, infer
 from pypto.ir.passes.tensor_to_tile import fits_one_tile
 from pypto.ir.types import ScalarType, TensorType, TileType
@@ -52,13 +31,13 @@ class VerifyLevel:
     lowered: bool = False
 
 
-def verify(program: Program, level: VerifyLevel = VerifyLevel(), stage: str = "") -> None:
+def verify(program: nodes.Program, level: VerifyLevel = VerifyLevel(), stage: str = "") -> None:
     for f in program.funcs:
         _FnVerifier(program, f, level, stage).run()
 
 
 class _FnVerifier:
-    def __init__(self, program: Program, fn: Function, level: VerifyLevel, stage: str) -> None:
+    def __init__(self, program: nodes.Program, fn: nodes.Function, level: VerifyLevel, stage: str) -> None:
         self.program = program
         self.fn = fn
         self.level = level
@@ -69,7 +48,7 @@ class _FnVerifier:
     def fail(self, msg: str, s: object = None) -> VerifyError:
         where = f" after {self.stage}" if self.stage else ""
         detail = ""
-        if isinstance(s, Assign):
+        if isinstance(s, nodes.Assign):
             detail = f"\n  in: {s.var}: {s.var.type} = {s.value}"
         elif s is not None:
             detail = f"\n  in: {s}"
@@ -81,34 +60,34 @@ class _FnVerifier:
             self.define(p.var, p)
         self.body(self.fn.body, scope, in_scope=False, in_loop=False)
 
-    def define(self, v: Var, s: object) -> None:
+    def define(self, v: nodes.Var, s: object) -> None:
         if self.level.ssa and v.name in self.assigned:
             raise self.fail(f"{v.name!r} is assigned more than once in SSA form", s)
         self.assigned.add(v.name)
 
-    def use(self, e: Arg, scope: set[str], s: object) -> None:
+    def use(self, e: nodes.Arg, scope: set[str], s: object) -> None:
         if isinstance(e, tuple):
             for x in e:
                 self.use(x, scope, s)
             return
-        if isinstance(e, Var):
+        if isinstance(e, nodes.Var):
             if e.name not in scope:
                 raise self.fail(f"{e.name!r} is used but not defined here", s)
-        elif isinstance(e, BinOp):
+        elif isinstance(e, nodes.BinOp):
             self.use(e.lhs, scope, s)
             self.use(e.rhs, scope, s)
-        elif isinstance(e, Call):
+        elif isinstance(e, nodes.Call):
             for a in e.args:
                 self.use(a, scope, s)
             self.check_call(e, s)
-        elif isinstance(e, CallFunc):
+        elif isinstance(e, nodes.CallFunc):
             for a in e.args:
                 self.use(a, scope, s)
             for d in (*e.deps, *e.dumps):
                 self.use(d, scope, s)
             self.check_callfunc(e, s)
 
-    def check_call(self, e: Call, s: object) -> None:
+    def check_call(self, e: nodes.Call, s: object) -> None:
         types = [a.type for a in e.args if not isinstance(a, tuple)]
         try:
             want = infer(e.op, types, dict(e.attrs))
@@ -130,7 +109,7 @@ class _FnVerifier:
         if kernel and e.op == "tensor.create" and not fits_one_tile(e.type):  # type: ignore[arg-type]
             raise self.fail("tensor.create inside a kernel that does not fit one tile", s)
 
-    def check_callfunc(self, e: CallFunc, s: object) -> None:
+    def check_callfunc(self, e: nodes.CallFunc, s: object) -> None:
         if self.fn.func_type.is_kernel:
             raise self.fail(f"kernel calls function {e.callee!r}", s)
         callee = self.program.functions.get(e.callee)
@@ -150,9 +129,9 @@ class _FnVerifier:
                     f"call of {e.callee!r}: argument for {p.name!r} is {a.type}, expected {p.var.type}", s
                 )
 
-    def body(self, stmts: tuple[Stmt, ...], scope: set[str], in_scope: bool, in_loop: bool) -> None:
+    def body(self, stmts: tuple[nodes.Stmt, ...], scope: set[str], in_scope: bool, in_loop: bool) -> None:
         for i, s in enumerate(stmts):
-            if isinstance(s, Assign):
+            if isinstance(s, nodes.Assign):
                 self.use(s.value, scope, s)
                 if s.var.type != s.value.type:
                     raise self.fail(
@@ -160,21 +139,21 @@ class _FnVerifier:
                     )
                 self.define(s.var, s)
                 scope.add(s.var.name)
-            elif isinstance(s, ExprStmt):
+            elif isinstance(s, nodes.ExprStmt):
                 self.use(s.value, scope, s)
-            elif isinstance(s, TensorWrite):
+            elif isinstance(s, nodes.TensorWrite):
                 self.use(s.target, scope, s)
                 for o in s.offsets:
                     self.use(o, scope, s)
                 self.use(s.value, scope, s)
-            elif isinstance(s, (For, While)):
-                if isinstance(s, For):
+            elif isinstance(s, (nodes.For, nodes.While)):
+                if isinstance(s, nodes.For):
                     for e in (s.start, s.stop, s.step):
                         self.use(e, scope, s)
                 for ia in s.iter_args:
                     self.use(ia.init, scope, s)
                 inner = set(scope)
-                if isinstance(s, For):
+                if isinstance(s, nodes.For):
                     self.define(s.var, s)
                     inner.add(s.var.name)
                 for ia in s.iter_args:
@@ -185,7 +164,7 @@ class _FnVerifier:
                     self.define(ia.var, s)
                     inner.add(ia.var.name)
                 if s.iter_args:
-                    if not s.body or not isinstance(s.body[-1], Yield):
+                    if not s.body or not isinstance(s.body[-1], nodes.Yield):
                         raise self.fail("a loop with iter args must end its body with a yield", s)
                     y = s.body[-1]
                     if len(y.values) != len(s.iter_args):
@@ -194,7 +173,7 @@ class _FnVerifier:
                         )
                 if len(s.results) != len(s.iter_args):
                     raise self.fail(f"{len(s.results)} loop results for {len(s.iter_args)} iter args", s)
-                if isinstance(s, While):
+                if isinstance(s, nodes.While):
                     self.use(s.cond, inner, s)
                     if not isinstance(s.cond.type, ScalarType):
                         raise self.fail(f"a while condition is a scalar, got {s.cond.type}", s)
@@ -206,13 +185,13 @@ class _FnVerifier:
                 for r in s.results:
                     self.define(r, s)
                     scope.add(r.name)
-            elif isinstance(s, If):
+            elif isinstance(s, nodes.If):
                 self.use(s.cond, scope, s)
                 branch_scopes = []
                 for branch in (s.then_body, s.else_body):
                     if s.results:
                         last = branch[-1] if branch else None
-                        if not isinstance(last, Yield) or len(last.values) != len(s.results):
+                        if not isinstance(last, nodes.Yield) or len(last.values) != len(s.results):
                             raise self.fail(
                                 f"each branch of an if with {len(s.results)} results must end with a yield of them",
                                 s,
@@ -230,8 +209,8 @@ class _FnVerifier:
                 for r in s.results:
                     self.define(r, s)
                     scope.add(r.name)
-            elif isinstance(s, (Break, Continue)):
-                word = "break" if isinstance(s, Break) else "continue"
+            elif isinstance(s, (nodes.Break, nodes.Continue)):
+                word = "break" if isinstance(s, nodes.Break) else "continue"
                 if not self.loops:
                     raise self.fail(f"{word} outside a loop", s)
                 if self.level.ssa and len(s.values) != self.loops[-1]:
@@ -240,12 +219,12 @@ class _FnVerifier:
                     )
                 for v in s.values:
                     self.use(v, scope, s)
-            elif isinstance(s, Yield):
+            elif isinstance(s, nodes.Yield):
                 if not in_loop or i != len(stmts) - 1:
                     raise self.fail("yield must end a loop or branch body", s)
                 for v in s.values:
                     self.use(v, scope, s)
-            elif isinstance(s, Scope):
+            elif isinstance(s, nodes.Scope):
                 if self.fn.func_type.is_kernel or in_scope:
                     raise self.fail("pl.at scope inside a kernel or another scope", s)
                 if self.level.outlined:
@@ -260,7 +239,7 @@ class _FnVerifier:
                 if s.task is not None:
                     self.define(s.task, s)
                     scope.add(s.task.name)
-            elif isinstance(s, Return):
+            elif isinstance(s, nodes.Return):
                 if i != len(stmts) - 1 or in_loop or in_scope:
                     raise self.fail("return must be the last statement of the function body", s)
                 for v in s.values:
@@ -275,7 +254,7 @@ class _FnVerifier:
                 raise self.fail(f"unknown statement {type(s).__name__}", s)
 
 
-def _tile_carried_as_tensor_level(ia: IterArg) -> bool:
+def _tile_carried_as_tensor_level(ia: nodes.IterArg) -> bool:
     """A tile that the loop rebinds to tensor-level values of its shape and dtype (in a kernel
     or scope, before tensor_to_tile carries it as the tile)."""
     start, end = ia.init.type, ia.var.type

@@ -123,12 +123,32 @@ class DSLFunction:
         raise RuntimeError(f"{self.fn.__name__} is a @pl.function: call it from a kernel-language body")
 
     def __pypto_callee__(self, ctx: ParseContext, arg_types: list[Type], span: Span) -> Function:
-        existing = ctx.functions.get(self.fn.__name__)
+        name = self.fn.__name__
+        if name in getattr(ctx, "methods", ()):
+            raise KernelError(
+                f"the external @pl.function {name!r} conflicts with program function {name!r} of the "
+                "same name: a program holds one function per name; rename one of them",
+                span,
+            )
+        first = ctx.externals.setdefault(name, self.fn)
+        if first is not self.fn:
+            raise KernelError(
+                f"conflicting external functions named {name!r}: this call names a different "
+                f"@pl.function {name!r} than an earlier call ({_where(first)}); a program holds one "
+                "function per name; rename one of them",
+                span,
+            )
+        existing = ctx.functions.get(name)
         if existing is not None:
             return existing
         f = parse_function(self.fn, ctx=ctx, func_type=self.func_type, attrs=self.attrs)
         ctx.functions[f.name] = f
         return f
+
+
+def _where(fn: Callable[..., Any]) -> str:
+    code = getattr(fn, "__code__", None)
+    return f"defined at {code.co_filename}:{code.co_firstlineno}" if code is not None else "defined elsewhere"
 
 
 def inline(fn: Callable[..., Any]) -> InlineFunction:

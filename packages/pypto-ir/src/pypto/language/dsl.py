@@ -7,6 +7,7 @@ Like the ops, these are read by the parser and never run as Python, except ``pl.
 from __future__ import annotations
 
 import builtins
+import enum
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from pypto.language.host_trace import active_trace
 
 __all__ = [
     "CrossCoreSlot",
+    "ScopeMode",
     "Split",
     "aic_gather",
     "aiv_shard",
@@ -27,9 +29,11 @@ __all__ = [
     "manual_scope",
     "max",
     "min",
+    "no_dep",
     "parallel",
     "pipeline",
     "range",
+    "scope",
     "split",
     "split_aiv",
     "spmd",
@@ -126,6 +130,7 @@ def _at_signature(
     optimizations: Any = None,
     no_dep_args: Any = None,
     dumps: Any = None,
+    allow_early_resolve: bool = False,
 ) -> None:
     """The arguments ``pl.at`` accepts (the parser binds calls against this)."""
 
@@ -138,6 +143,7 @@ def at(
     optimizations: Any = None,
     no_dep_args: Any = None,
     dumps: Any = None,
+    allow_early_resolve: bool = False,
 ) -> Any:
     """``with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage1", deps=[tid]) as tid:``
 
@@ -150,6 +156,8 @@ def at(
     simulated chip runs the kernel whole and keeps every dependency (docs/pypto-ir.md).
     ``dumps=[t]`` marks captured tensors for a selective tensor dump of this task (recorded on
     the kernel call, as ``pl.dump_tag`` does; the simulated chip has no tensor dump).
+    ``allow_early_resolve=True`` (as for ``pl.submit``) lets the runtime release the task's
+    dependants before it finishes; checked, and the simulated runtime keeps every dependency.
     """
     raise RuntimeError("pl.at() runs only inside a @pl.jit body, which the compiler parses")
 
@@ -328,6 +336,39 @@ def manual_scope() -> Any:
 manual_scope.__pypto_dsl__ = "manual_scope"  # type: ignore[attr-defined]
 
 
+class ScopeMode(enum.Enum):
+    """The mode of ``pl.scope(mode=...)``: ``AUTO`` (the runtime infers the order of the scope's
+    tasks from the tensors they touch) or ``MANUAL`` (``pl.manual_scope()``)."""
+
+    AUTO = "auto"
+    MANUAL = "manual"
+
+
+def scope(*, mode: ScopeMode = ScopeMode.AUTO) -> Any:
+    """``with pl.scope():`` in an orchestration: a nested runtime scope of its tasks.
+
+    ``mode=pl.ScopeMode.MANUAL`` is ``pl.manual_scope()``. The default ``AUTO`` scope belongs in an
+    orchestration that places its runtime scopes by hand, ``@pl.function(..., auto_scope=False)``
+    (elsewhere the whole body already is one automatic scope). On the simulated chip each is a
+    nested runtime scope whose tasks use the next ring.
+    """
+    raise RuntimeError("pl.scope() runs only inside an orchestration body, which the compiler parses")
+
+
+scope.__pypto_dsl__ = "scope"  # type: ignore[attr-defined]
+
+
+def no_dep(tensor: Any) -> Any:
+    """``self.kernel(x, pl.no_dep(out))``: a kernel call's argument whose dependency tracking the
+    author waives (as ``pl.at(no_dep_args=[t])`` does for a scope). Taken only as a direct
+    argument of a kernel call. A hint: the simulated runtime keeps every dependency, so the
+    call is the same as ``self.kernel(x, out)``."""
+    raise RuntimeError("pl.no_dep() marks a kernel call's argument inside a kernel-language body")
+
+
+no_dep.__pypto_dsl__ = "no_dep"  # type: ignore[attr-defined]
+
+
 def submit(kernel: Any, *args: Any, deps: Any = None, allow_early_resolve: bool = False) -> Any:
     """``out, tid = pl.submit(self.kernel, a, b, out, deps=[t0, tids])`` in a ``@pl.program``
     orchestration: call the kernel as one task and also bind its task id.
@@ -368,10 +409,12 @@ class Split:
     mode: SplitMode
 
 
-def split(mode: SplitMode) -> Split:
+def split(mode: SplitMode, *, slot_num: int | None = None) -> Split:
     """``pl.at(..., optimizations=[pl.split(pl.SplitMode.UP_DOWN)])``: ask for a mixed cube +
     vector scope to be halved by rows (``UP_DOWN``) or columns (``LEFT_RIGHT``) between the
-    vector cores. A hint recorded in the kernel's metadata; the simulator runs the scope whole."""
+    vector cores. A hint recorded in the kernel's metadata; the simulator runs the scope whole.
+    ``slot_num=n`` is upstream PyPTO's older spelling of ``pl.cross_core_slot(slot_num=n)``: taken
+    as that entry, with a DeprecationWarning."""
     if not isinstance(mode, SplitMode):
         raise TypeError(f"pl.split(mode): expected a pl.SplitMode, got {mode!r}")
     return Split(mode)

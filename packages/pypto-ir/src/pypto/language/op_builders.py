@@ -129,6 +129,10 @@ def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
         attrs["static_valid"] = [int(v.value) if isinstance(v, Const) else None for v in valid]
     if isinstance(tensor.type, TensorType) and tensor.type.layout is Layout.NZ:
         attrs["layout"] = Layout.NZ
+    if len(shape) > 2 and any(d != 1 for d in shape[:-2]) and len(args) == 2:
+        from pypto.language.parser.nd_tiles import nd_load
+
+        return nd_load(p, tensor, offs=offs, shape=shape, attrs=attrs, node=node)  # type: ignore[arg-type]
     return p.make_op("load", args, attrs, node)
 
 
@@ -290,6 +294,11 @@ def _build_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
                 f"pl.store shapes {list(shape)} do not match the tile {list(tile.type.shape)}; store the whole tile",
                 node,
             )
+    from pypto.language.parser.nd_tiles import nd_shape_of, nd_store
+
+    nd = nd_shape_of(p, tile)  # type: ignore[arg-type]
+    if nd is not None:
+        return nd_store(p, tile, nd, offs=offs, out=out, node=node)  # type: ignore[arg-type]
     attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
     call = p.make_op("store", [tile, offs, out], attrs, node)
     return call
@@ -299,6 +308,16 @@ def _build_move(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     return p.make_op(
         "move", [p.expr(b["tile"])], {"memory": p.memory(b["target_memory"], "pl.move target_memory")}, node
     )
+
+
+def _build_fillpad_expand(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    pad = (
+        pad_value(p, b["pad_value"], "pl.fillpad_expand pad_value", node)
+        if "pad_value" in b
+        else PadValue.zero
+    )
+    attrs = {"shape": p.shape(b["shape"], "pl.fillpad_expand shape"), "pad": pad}
+    return p.make_op("fillpad_expand", [p.expr(b["tile"])], attrs, node)
 
 
 def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -317,6 +336,19 @@ def _build_create_tile(p: _Parser, opname: str, b: dict[str, Any], node: ast.Cal
                 node,
             )
         attrs["transpose"] = True
+    if _flag(p, b, "flat_layout", "pl.create_tile", node):
+        if attrs.get("memory") is not MemorySpace.Mat or attrs.get("transpose"):
+            raise p.err(
+                "pl.create_tile: flat_layout=True describes a flat (non-fractal) Mat (L1) staging tile, "
+                "not transposed; got "
+                + (
+                    "transpose=True"
+                    if attrs.get("transpose")
+                    else f"{attrs.get('memory', MemorySpace.Vec).value} memory"
+                ),
+                node,
+            )
+        attrs["flat_layout"] = True
     return p.make_op("create_tile", [], attrs, node)
 
 
@@ -451,6 +483,10 @@ def _build_task_dummy(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call
 def _build_set_validshape(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     tile = p.expr(b["input"])
     valid = [p.scalar(b[k], f"pl.set_validshape {k}") for k in ("valid_rows", "valid_cols")]
+    if isinstance(tile.type, TensorType):
+        from pypto.language.parser.subscripts import tensor_set_validshape
+
+        return tensor_set_validshape(p, tile, valid, node)  # type: ignore[arg-type]
     if isinstance(tile.type, TileType) and len(tile.type.shape) == 2:
         for what, v, full in zip(("valid_rows", "valid_cols"), valid, tile.type.shape, strict=True):
             if isinstance(v, Const) and not 0 <= int(v.value) <= full:
@@ -541,6 +577,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "assemble": _build_assemble,
     "slice": _build_slice,
     "fillpad": _build_fillpad,
+    "fillpad_expand": _build_fillpad_expand,
     "set_validshape": _build_set_validshape,
     "print": _build_print,
 }
@@ -551,3 +588,6 @@ from pypto.language import comm_builders as _comm_builders  # noqa: E402, F401
 
 # pl.gelu's and pl.softplus's compile-time keywords
 from pypto.language import math_builders as _math_builders  # noqa: E402, F401
+
+# the cross-core pipes' side checks and popped tile types
+from pypto.language import pipe_builders as _pipe_builders  # noqa: E402, F401

@@ -42,6 +42,7 @@ __all__ = [
     "sync_wait",
     "syncall",
     "task_dummy",
+    "task_invalid",
 ]
 
 aic_initialize_pipe = _ops.make_op(LANGUAGE["aic_initialize_pipe"])
@@ -62,6 +63,7 @@ sync_set = _ops.make_op(LANGUAGE["sync_set"])
 sync_wait = _ops.make_op(LANGUAGE["sync_wait"])
 syncall = _ops.make_op(LANGUAGE["syncall"])
 task_dummy = _ops.make_op(LANGUAGE["task_dummy"])
+task_invalid = _ops.make_op(LANGUAGE["task_invalid"])
 for _fn in (
     aic_initialize_pipe,
     aiv_initialize_pipe,
@@ -81,6 +83,7 @@ for _fn in (
     sync_wait,
     syncall,
     task_dummy,
+    task_invalid,
 ):
     _fn.__module__ = __name__
 

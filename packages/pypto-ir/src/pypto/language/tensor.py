@@ -10,6 +10,10 @@ __all__ = list(_ops.TENSOR_LEVEL)
 
 globals().update({_name: getattr(_ops, _op) for _name, _op in _ops.TENSOR_LEVEL.items()})
 
+# pl.tensor.no_dep is pl.no_dep (a kernel call's argument marker, no op of the table), as upstream
+# spells it in both places
+from pypto.language.dsl import no_dep  # noqa: E402, F401
+
 
 def __getattr__(name: str) -> Any:
     # Declared so that static checkers accept ``pl.tensor.read``; the ops are set above from the table.

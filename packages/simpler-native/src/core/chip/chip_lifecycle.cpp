@@ -18,15 +18,15 @@ void validate_run_config(const RunConfig& cfg) {
         throw std::invalid_argument("aicpu_thread_num: expected a value in [1, " + std::to_string(kMaxAicpuThreads) +
                                     "], got " + std::to_string(cfg.aicpu_threads));
     for (int r = 0; r < kRingCount; ++r) {
-        const std::string ring = "[" + std::to_string(r) + "]";
+        const auto ring = [r] { return "[" + std::to_string(r) + "]"; };  // for a message only
         const std::uint64_t w = cfg.task_window[r];
         if (w < 4 || w > 0x7fffffffu || !is_pow2(w))
-            throw std::invalid_argument("task_window" + ring + ": expected a power of two in [4, 2^31-1], got " +
+            throw std::invalid_argument("task_window" + ring() + ": expected a power of two in [4, 2^31-1], got " +
                                         std::to_string(w));
         if (cfg.heap[r] < 1024)
-            throw std::invalid_argument("heap" + ring + ": expected at least 1024 bytes, got " + std::to_string(cfg.heap[r]));
+            throw std::invalid_argument("heap" + ring() + ": expected at least 1024 bytes, got " + std::to_string(cfg.heap[r]));
         if (cfg.dep_pool[r] < 4 || cfg.dep_pool[r] > 0x7fffffffu)
-            throw std::invalid_argument("dep_pool" + ring + ": expected a value in [4, 2^31-1], got " +
+            throw std::invalid_argument("dep_pool" + ring() + ": expected a value in [4, 2^31-1], got " +
                                         std::to_string(cfg.dep_pool[r]));
     }
     if (cfg.workspace_budget_bytes != 0 && cfg.workspace_budget_bytes < 1024)
@@ -189,12 +189,14 @@ void Chip::check_tensor(const ChipTensor& t, const std::string& what) const {
 std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, std::vector<ChipTensor> tensors,
                                   std::vector<std::uint64_t> scalars, RunConfig config) {
     if (program == nullptr) throw std::invalid_argument("submit(callable): expected a registered callable, got none");
-    const std::string what = "orchestration '" + program->name + "'";
     if (tensors.size() != program->tensor_count || scalars.size() != program->scalar_count)
-        throw std::invalid_argument("submit(args): " + what + " expects " + std::to_string(program->tensor_count) +
-                                    " tensors and " + std::to_string(program->scalar_count) + " scalars, got " +
+        throw std::invalid_argument("submit(args): orchestration '" + program->name + "' expects " +
+                                    std::to_string(program->tensor_count) + " tensors and " +
+                                    std::to_string(program->scalar_count) + " scalars, got " +
                                     std::to_string(tensors.size()) + " and " + std::to_string(scalars.size()));
-    for (std::size_t i = 0; i < tensors.size(); ++i) check_tensor(tensors[i], "submit(args): tensor " + std::to_string(i));
+    // The messages are built only for a tensor that fails (this is every program call's path).
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+        if (!tensor_ok(tensors[i])) check_tensor(tensors[i], "submit(args): tensor " + std::to_string(i));
     validate_run_config(config);
     for (const auto& [func_id, k] : program->kernels)
         if (core_threads_[static_cast<int>(k->core)] == 0)

@@ -10,15 +10,14 @@
 #include <thread>
 #include <vector>
 
-#include "../../../src/core/chip/chip.hpp"
+#include "chip_test_util.hpp"
 #include "simpler/runtime/orchestration.hpp"
 
 using namespace simpler;
 using namespace simpler::chip;
+using namespace chiptest;
 
 namespace {
-
-std::int64_t* elems(const ChipTensor& t) { return reinterpret_cast<std::int64_t*>(t.buffer.addr) + t.start_offset; }
 
 // What the last kernel saw: its thread, its core, its buffers.
 struct Seen {
@@ -29,13 +28,6 @@ struct Seen {
 Seen g_seen;
 thread_local const KernelContext* g_context = nullptr;
 void set_context(const KernelContext* c) { g_context = c; }
-const char* no_error() { return nullptr; }
-thread_local bool g_fail_next = false;
-const char* take_test_error() {
-    if (!g_fail_next) return nullptr;
-    g_fail_next = false;
-    return "synthetic kernel failure";
-}
 
 // x = x * 2 + k, recording where it ran.
 void k_muladd(std::int64_t* args) {
@@ -49,8 +41,6 @@ void k_muladd(std::int64_t* args) {
     }
 }
 
-void k_fail(std::int64_t*) { g_fail_next = true; }
-
 // 12 MiB of locals: more than a default 8 MiB thread stack, within a core thread's.
 __attribute__((noinline)) void k_deep(std::int64_t* args) {
     const auto& x = *reinterpret_cast<const ChipTensor*>(args[0]);
@@ -62,42 +52,11 @@ __attribute__((noinline)) void k_deep(std::int64_t* args) {
     g_seen.thread = std::this_thread::get_id();
 }
 
-std::shared_ptr<CoreKernel> kernel(const char* name, KernelEntryFn fn, std::vector<ArgDirection> sig,
-                                   TakeErrorFn take = no_error) {
-    auto k = std::make_shared<CoreKernel>();
-    k->name = name;
-    k->entry = fn;
-    k->take_error = take;
-    k->set_context = set_context;
-    k->signature = std::move(sig);
-    signature_counts(k->signature, name, &k->tensor_count, &k->scalar_count);
-    return k;
-}
-
-ChipTensor vec(std::vector<std::int64_t>& v) {
-    ChipTensor t;
-    std::memset(&t, 0, sizeof t);
-    t.buffer.addr = reinterpret_cast<std::uint64_t>(v.data());
-    t.buffer.size = v.size() * sizeof(std::int64_t);
-    t.ndims = 1;
-    t.dtype = static_cast<std::uint8_t>(DataType::INT64);
-    t.address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
-    t.shapes[0] = static_cast<std::uint32_t>(v.size());
-    t.strides[0] = 1;
-    return t;
-}
-
 std::shared_ptr<ChipProgram> program(const char* name, OrchestrationEntryFn entry) {
-    auto p = std::make_shared<ChipProgram>();
-    p->name = name;
-    p->entry = entry;
-    p->signature = {ArgDirection::InOut};
-    signature_counts(p->signature, name, &p->tensor_count, &p->scalar_count);
-    p->kernels[0] = kernel("muladd", k_muladd, {ArgDirection::InOut, ArgDirection::Scalar});
-    p->kernels[1] = kernel("fail", k_fail, {ArgDirection::In}, take_test_error);
-    p->kernels[2] = kernel("deep", k_deep, {ArgDirection::InOut});
-    for (auto& [id, k] : p->kernels) const_cast<CoreKernel&>(*k).func_id = id;
-    return p;
+    return program_of(name, entry, {ArgDirection::InOut},
+                      {kernel("muladd", k_muladd, {ArgDirection::InOut, ArgDirection::Scalar}, no_error, set_context),
+                       kernel("fail", k_fail, {ArgDirection::In}, take_test_error, set_context),
+                       kernel("deep", k_deep, {ArgDirection::InOut}, no_error, set_context)});
 }
 
 std::int32_t orch_one(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {

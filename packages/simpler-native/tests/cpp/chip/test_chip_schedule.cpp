@@ -13,24 +13,14 @@
 #include <thread>
 #include <vector>
 
-#include "../../../src/core/chip/chip.hpp"
+#include "chip_test_util.hpp"
 #include "simpler/runtime/orchestration.hpp"
 
 using namespace simpler;
 using namespace simpler::chip;
+using namespace chiptest;
 
 namespace {
-
-const char* no_error() { return nullptr; }
-
-thread_local bool g_fail_next = false;
-const char* take_test_error() {
-    if (!g_fail_next) return nullptr;
-    g_fail_next = false;
-    return "synthetic kernel failure";
-}
-
-std::int64_t* elems(const ChipTensor& t) { return reinterpret_cast<std::int64_t*>(t.buffer.addr) + t.start_offset; }
 
 // x = x * 2 + k (InOut), slow enough that ordering bugs show.
 void k_muladd(std::int64_t* args) {
@@ -47,8 +37,6 @@ void k_copy(std::int64_t* args) {
     for (std::uint32_t i = 0; i < b.shapes[0]; ++i) elems(b)[i] = elems(a)[i];
 }
 
-void k_fail(std::int64_t*) { g_fail_next = true; }
-
 // x[0] += 1 after sleeping args[1] microseconds: a task that outlasts its orchestration.
 void k_slow(std::int64_t* args) {
     const auto& x = *reinterpret_cast<const ChipTensor*>(args[0]);
@@ -56,42 +44,12 @@ void k_slow(std::int64_t* args) {
     elems(x)[0] += 1;
 }
 
-std::shared_ptr<CoreKernel> kernel(const char* name, KernelEntryFn fn, std::vector<ArgDirection> sig,
-                                   TakeErrorFn take = no_error) {
-    auto k = std::make_shared<CoreKernel>();
-    k->name = name;
-    k->entry = fn;
-    k->take_error = take;
-    k->signature = std::move(sig);
-    signature_counts(k->signature, name, &k->tensor_count, &k->scalar_count);
-    return k;
-}
-
-ChipTensor vec(std::vector<std::int64_t>& v) {
-    ChipTensor t;
-    std::memset(&t, 0, sizeof t);
-    t.buffer.addr = reinterpret_cast<std::uint64_t>(v.data());
-    t.buffer.size = v.size() * sizeof(std::int64_t);
-    t.ndims = 1;
-    t.dtype = static_cast<std::uint8_t>(DataType::INT64);
-    t.address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
-    t.shapes[0] = static_cast<std::uint32_t>(v.size());
-    t.strides[0] = 1;
-    return t;
-}
-
 std::shared_ptr<ChipProgram> program(const char* name, OrchestrationEntryFn entry, std::vector<ArgDirection> sig) {
-    auto p = std::make_shared<ChipProgram>();
-    p->name = name;
-    p->entry = entry;
-    p->signature = std::move(sig);
-    signature_counts(p->signature, name, &p->tensor_count, &p->scalar_count);
-    p->kernels[0] = kernel("muladd", k_muladd, {ArgDirection::InOut, ArgDirection::Scalar});
-    p->kernels[1] = kernel("copy", k_copy, {ArgDirection::In, ArgDirection::Out});
-    p->kernels[2] = kernel("fail", k_fail, {ArgDirection::In}, take_test_error);
-    p->kernels[3] = kernel("slow", k_slow, {ArgDirection::InOut, ArgDirection::Scalar});
-    for (auto& [id, k] : p->kernels) const_cast<CoreKernel&>(*k).func_id = id;
-    return p;
+    return program_of(name, entry, std::move(sig),
+                      {kernel("muladd", k_muladd, {ArgDirection::InOut, ArgDirection::Scalar}),
+                       kernel("copy", k_copy, {ArgDirection::In, ArgDirection::Out}),
+                       kernel("fail", k_fail, {ArgDirection::In}, take_test_error),
+                       kernel("slow", k_slow, {ArgDirection::InOut, ArgDirection::Scalar})});
 }
 
 // x (n elements): copy halves around and apply muladd chains; result depends on order.
@@ -204,13 +162,8 @@ RunConfig tiny() {
     return c;
 }
 
-}  // namespace
-
-TEST_CASE("overlap dependencies give sequential results on two AIV threads, with tiny rings") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    o.aiv_threads = 2;
-    Chip chip(o);
+// orch_chain on x = 0..15, with the default rings and tiny ones: 18 tasks, reference_chain's result.
+void check_chain(Chip& chip) {
     auto prog = program("chain", orch_chain, {ArgDirection::InOut});
     for (const RunConfig& cfg : {RunConfig{}, tiny()}) {
         std::vector<std::int64_t> x(16), expected(16);
@@ -222,6 +175,16 @@ TEST_CASE("overlap dependencies give sequential results on two AIV threads, with
         CHECK(run->tasks_submitted() == 18);
         CHECK(x == expected);
     }
+}
+
+}  // namespace
+
+TEST_CASE("overlap dependencies give sequential results on two AIV threads, with tiny rings") {
+    ChipOptions o;
+    o.aic_threads = 0;
+    o.aiv_threads = 2;
+    Chip chip(o);
+    check_chain(chip);
 }
 
 TEST_CASE("a kernel error fails the run naming task and kernel; the chip stays usable") {
@@ -420,17 +383,7 @@ TEST_CASE("host_build_graph: the same results with tiny rings and 1..4 AICPU thr
     o.aic_threads = 0;
     o.aiv_threads = 2;
     Chip chip(o);
-    auto chain = program("chain", orch_chain, {ArgDirection::InOut});
-    for (const RunConfig& cfg : {RunConfig{}, tiny()}) {
-        std::vector<std::int64_t> x(16), expected(16);
-        for (int i = 0; i < 16; ++i) x[i] = expected[i] = i;
-        reference_chain(expected);
-        auto run = chip.submit(chain, {vec(x)}, {}, cfg);
-        REQUIRE(run->wait(30.0));
-        CHECK(run->error() == "");
-        CHECK(run->tasks_submitted() == 18);
-        CHECK(x == expected);
-    }
+    check_chain(chip);
     auto long_prog = program("long", orch_long, {ArgDirection::InOut, ArgDirection::Scalar});
     for (std::uint32_t n : {1u, 2u, 4u}) {
         CAPTURE(n);

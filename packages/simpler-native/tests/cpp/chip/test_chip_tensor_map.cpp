@@ -11,11 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "../../../src/core/chip/chip.hpp"
+#include "chip_test_util.hpp"
 #include "simpler/runtime/orchestration.hpp"
 
 using namespace simpler;
 using namespace simpler::chip;
+using namespace chiptest;
 
 namespace {
 
@@ -38,8 +39,6 @@ ChipTensor box(std::uint64_t addr, std::uint32_t row, std::uint32_t col, std::ui
     t.start_offset = std::uint64_t{row} * row_stride + col;
     return t;
 }
-
-const char* no_error() { return nullptr; }
 
 std::atomic<int> g_arrived{0};
 std::atomic<int> g_met{0};
@@ -73,26 +72,9 @@ void k_guard(std::int64_t* args) {
     g_active.fetch_sub(1);
 }
 
-std::shared_ptr<CoreKernel> kernel(const char* name, KernelEntryFn fn) {
-    auto k = std::make_shared<CoreKernel>();
-    k->name = name;
-    k->entry = fn;
-    k->take_error = no_error;
-    k->signature = {ArgDirection::InOut, ArgDirection::Scalar};
-    signature_counts(k->signature, name, &k->tensor_count, &k->scalar_count);
-    return k;
-}
-
 std::shared_ptr<ChipProgram> program(const char* name, OrchestrationEntryFn entry) {
-    auto p = std::make_shared<ChipProgram>();
-    p->name = name;
-    p->entry = entry;
-    p->signature = {ArgDirection::InOut};
-    signature_counts(p->signature, name, &p->tensor_count, &p->scalar_count);
-    p->kernels[0] = kernel("meet", k_meet);
-    p->kernels[1] = kernel("guard", k_guard);
-    for (auto& [id, k] : p->kernels) const_cast<CoreKernel&>(*k).func_id = id;
-    return p;
+    const std::vector<ArgDirection> sig = {ArgDirection::InOut, ArgDirection::Scalar};
+    return program_of(name, entry, {ArgDirection::InOut}, {kernel("meet", k_meet, sig), kernel("guard", k_guard, sig)});
 }
 
 // Left and right column halves of the whole matrix.

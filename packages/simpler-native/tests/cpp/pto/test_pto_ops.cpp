@@ -331,7 +331,7 @@ TEST_CASE("row and column expands, including the fused forms with either operand
     CHECK(take_error() == "");
 }
 
-TEST_CASE("TCVT rounds by its mode and saturates; TEXPANDS and TFILLPAD fill") {
+TEST_CASE("TCVT rounds by its mode and saturates; TEXPANDS, TFILLPAD and TFILLPAD_EXPAND fill") {
     fresh();
     constexpr int C = 8;
     float a[C] = {1.5f, 2.5f, -1.5f, -2.5f, 3.7f, -3.7f, 1e10f, -1e10f};
@@ -374,6 +374,12 @@ TEST_CASE("TCVT rounds by its mode and saturates; TEXPANDS and TFILLPAD fill") {
     TFILLPAD(tp, tf);
     barrier();
     for (int i = 0; i < 2 * C; ++i) CHECK(tp.data()[i] == (i < 3 ? 7.0f : -INFINITY));
+    // TFILLPAD_EXPAND: the same into a larger tile (4 x 16), padded past src's static shape too.
+    Tile<TileType::Vec, float, 4, 2 * C, BLayout::RowMajor, -1, -1, SLayout::NoneBox, 512, PadValue::Max> te(4, 2 * C);
+    TASSIGN(te, 0x800);
+    TFILLPAD_EXPAND(te, tf);
+    barrier();
+    for (int i = 0; i < 4 * 2 * C; ++i) CHECK(te.data()[i] == (i < 3 ? 7.0f : INFINITY));
     CHECK(take_error() == "");
 }
 

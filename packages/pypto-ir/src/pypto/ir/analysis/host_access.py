@@ -2,45 +2,30 @@
 
 from __future__ import annotations
 
+from pypto.ir import nodes
 from pypto.ir.analysis.return_lineage import definitions, root_param
 from pypto.ir.errors import KernelError
-from pypto.ir.nodes import (
-    BinOp,
-    Call,
-    CallFunc,
-    For,
-    Function,
-    If,
-    Program,
-    Scope,
-    Stmt,
-    Var,
-    While,
-    expr_children,
-    stmt_exprs,
-    walk_stmts,
-)
 from pypto.ir.types import FunctionType
 
 __all__ = ["check_host_access", "host_tensor_access"]
 
 
-def host_tensor_access(program: Program) -> tuple[str, ...]:
+def host_tensor_access(program: nodes.Program) -> tuple[str, ...]:
     """Orchestration statements that read or write tensor data on the host (outside pl.at)."""
     found: list[str] = []
 
-    def visit(body: tuple[Stmt, ...]) -> None:
+    def visit(body: tuple[nodes.Stmt, ...]) -> None:
         for s in body:
-            if isinstance(s, Scope):
+            if isinstance(s, nodes.Scope):
                 continue  # on-core work
-            for e in stmt_exprs(s):
+            for e in nodes.stmt_exprs(s):
                 for c in _calls(e):
                     if c.op in ("tensor.read", "tensor.write"):
                         where = f" at {c.span}" if c.span is not None else ""
                         found.append(f"pl.{c.op.split('.')[1]}({c.args[0]}){where}")
-            if isinstance(s, (For, While)):
+            if isinstance(s, (nodes.For, nodes.While)):
                 visit(s.body)
-            elif isinstance(s, If):
+            elif isinstance(s, nodes.If):
                 visit(s.then_body)
                 visit(s.else_body)
 
@@ -50,7 +35,7 @@ def host_tensor_access(program: Program) -> tuple[str, ...]:
     return tuple(found)
 
 
-def check_host_access(program: Program) -> None:
+def check_host_access(program: nodes.Program) -> None:
     """Host reads/writes in the orchestration run when the orchestration reaches them, not in
     task order: reject reads of tensors a kernel writes and writes to tensors a kernel uses."""
     for f in program.funcs:
@@ -58,17 +43,17 @@ def check_host_access(program: Program) -> None:
             continue
         defs = definitions(f.body)
         touched: dict[object, set[str]] = {}
-        for s in walk_stmts(f.body):
-            for e in stmt_exprs(s):
-                if isinstance(e, CallFunc):
+        for s in nodes.walk_stmts(f.body):
+            for e in nodes.stmt_exprs(s):
+                if isinstance(e, nodes.CallFunc):
                     for a, d in zip(e.args, e.directions, strict=False):
-                        if isinstance(a, Var):
+                        if isinstance(a, nodes.Var):
                             key = _root_key(f, a, program, defs)
                             touched.setdefault(key, set()).add(d.value)
-        for s in walk_stmts(f.body):
-            for e in stmt_exprs(s):
+        for s in nodes.walk_stmts(f.body):
+            for e in nodes.stmt_exprs(s):
                 for c in _calls(e):
-                    if c.op not in ("tensor.read", "tensor.write") or not isinstance(c.args[0], Var):
+                    if c.op not in ("tensor.read", "tensor.write") or not isinstance(c.args[0], nodes.Var):
                         continue
                     uses = touched.get(_root_key(f, c.args[0], program, defs), set())
                     bad = uses - {"In"} if c.op == "tensor.read" else uses
@@ -82,16 +67,16 @@ def check_host_access(program: Program) -> None:
                         )
 
 
-def _root_key(fn: Function, v: Var, program: Program, defs: dict[str, object]) -> object:
+def _root_key(fn: nodes.Function, v: nodes.Var, program: nodes.Program, defs: dict[str, object]) -> object:
     idx = root_param(fn, v, program, defs)
     return ("param", idx) if idx is not None else ("value", v.name)
 
 
-def _calls(e: object) -> list[Call]:
-    out: list[Call] = []
-    if isinstance(e, Call):
+def _calls(e: object) -> list[nodes.Call]:
+    out: list[nodes.Call] = []
+    if isinstance(e, nodes.Call):
         out.append(e)
-    if isinstance(e, (Call, BinOp, CallFunc)):
-        for c in expr_children(e):
+    if isinstance(e, (nodes.Call, nodes.BinOp, nodes.CallFunc)):
+        for c in nodes.expr_children(e):
             out.extend(_calls(c))
     return out

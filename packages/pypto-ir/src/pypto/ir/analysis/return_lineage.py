@@ -10,50 +10,38 @@ that aliases no parameter.
 
 from __future__ import annotations
 
+from pypto.ir import nodes
 from pypto.ir.errors import CodegenError
-from pypto.ir.nodes import (
-    Assign,
-    Call,
-    CallFunc,
-    Expr,
-    For,
-    Function,
-    If,
-    Program,
-    Return,
-    Stmt,
-    Var,
-    While,
-    Yield,
-    walk_stmts,
-)
 
 __all__ = ["definitions", "entry_aliases", "function_aliases", "require_aliases", "root_param"]
 
 
-def definitions(body: tuple[Stmt, ...]) -> dict[str, object]:
+def definitions(body: tuple[nodes.Stmt, ...]) -> dict[str, object]:
     """Per SSA name defined in ``body`` (nested bodies included), the value it is bound to:
     an assignment's value, a loop-carried value's or loop result's initial value, an ``if``
     result's value yielded by the then-branch."""
     defs: dict[str, object] = {}
-    for s in walk_stmts(body):
-        if isinstance(s, Assign):
+    for s in nodes.walk_stmts(body):
+        if isinstance(s, nodes.Assign):
             defs[s.var.name] = s.value
-        elif isinstance(s, (For, While)):
+        elif isinstance(s, (nodes.For, nodes.While)):
             for ia in s.iter_args:
                 defs[ia.var.name] = ia.init
             for k, r in enumerate(s.results):
                 defs[r.name] = s.iter_args[k].init
-        elif isinstance(s, If) and s.results:
+        elif isinstance(s, nodes.If) and s.results:
             y = s.then_body[-1]
-            if isinstance(y, Yield):
+            if isinstance(y, nodes.Yield):
                 for r, v in zip(s.results, y.values, strict=True):
                     defs[r.name] = v
     return defs
 
 
 def root_param(
-    fn: Function, value: Expr, program: Program | None = None, defs: dict[str, object] | None = None
+    fn: nodes.Function,
+    value: nodes.Expr,
+    program: nodes.Program | None = None,
+    defs: dict[str, object] | None = None,
 ) -> int | None:
     """Index of the parameter ``value`` aliases, or None (internal tensor / not a tensor).
 
@@ -65,20 +53,20 @@ def root_param(
     seen: set[str] = set()
     cur: object = value
     while True:
-        if isinstance(cur, Var):
+        if isinstance(cur, nodes.Var):
             if cur.name in names and cur.name not in defs:
                 return names[cur.name]
             if cur.name in seen or cur.name not in defs:
                 return None
             seen.add(cur.name)
             cur = defs[cur.name]
-        elif isinstance(cur, Call) and cur.op == "tile.store":
+        elif isinstance(cur, nodes.Call) and cur.op == "tile.store":
             cur = cur.args[2]
-        elif isinstance(cur, Call) and cur.op in ("tensor.write", "tensor.assemble"):
+        elif isinstance(cur, nodes.Call) and cur.op in ("tensor.write", "tensor.assemble"):
             cur = cur.args[0]
-        elif isinstance(cur, Call) and cur.op == "tensor.view":
+        elif isinstance(cur, nodes.Call) and cur.op == "tensor.view":
             cur = cur.args[0]  # a window of a tensor is that tensor for aliasing
-        elif isinstance(cur, CallFunc) and program is not None:
+        elif isinstance(cur, nodes.CallFunc) and program is not None:
             callee = program.functions.get(cur.callee)
             if callee is None:
                 return None
@@ -90,21 +78,21 @@ def root_param(
             return None
 
 
-def function_aliases(fn: Function, program: Program | None = None) -> tuple[int | None, ...]:
+def function_aliases(fn: nodes.Function, program: nodes.Program | None = None) -> tuple[int | None, ...]:
     """Per return value of ``fn``, the index of the parameter it aliases (or None)."""
     defs = definitions(fn.body)
-    rets = [s for s in fn.body if isinstance(s, Return)]
+    rets = [s for s in fn.body if isinstance(s, nodes.Return)]
     if not rets:
         return ()
     return tuple(root_param(fn, v, program, defs) for v in rets[-1].values)
 
 
-def entry_aliases(program: Program) -> tuple[int | None, ...]:
+def entry_aliases(program: nodes.Program) -> tuple[int | None, ...]:
     """The entry's return aliases (run on the SSA form of the original program)."""
     return function_aliases(program.entry_function, program)
 
 
-def require_aliases(program: Program) -> tuple[int, ...]:
+def require_aliases(program: nodes.Program) -> tuple[int, ...]:
     aliases = entry_aliases(program)
     for k, a in enumerate(aliases):
         if a is None:

@@ -8,7 +8,7 @@ import re
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import PyptoCompileError
-from pypto.ir.nodes import BinOp, Call, Const, Expr, Var
+from pypto.ir.nodes import BINOP_SYMBOLS, BinOp, Call, Const, Expr, Var
 
 # The element types generated C++ can declare, derived from the dtype table (pypto.ir.dtypes):
 # their C++ type, and simpler's name for them (``simpler::DataType::FLOAT32``).
@@ -84,8 +84,9 @@ _CPP_RESERVED = set(keyword.kwlist) | {
 }
 
 
-COMM_NS = "pc"
-"""How a kernel spells the namespace of simpler's cross-rank operations (simpler/tile/comm.hpp)."""
+COMM_NS = "sk"
+"""How a kernel spells the namespace of simpler's kernel-side comm helpers (simpler/kernel_comm.hpp,
+kernel_collectives.hpp): rank queries, peer views and the collectives' schedules."""
 
 # The element types of PTO-ISA tiles (pto/common/type.hpp spells the 16-bit floats).
 _KERNEL_TYPE = {DataType.FP16: "half", DataType.BF16: "bfloat16_t"}
@@ -126,17 +127,8 @@ def literal(c: Const) -> str:
     raise PyptoCompileError(f"codegen: constant {v!r}")
 
 
-_OPS = {
-    "add": "+",
-    "sub": "-",
-    "mul": "*",
-    "lt": "<",
-    "le": "<=",
-    "gt": ">",
-    "ge": ">=",
-    "eq": "==",
-    "ne": "!=",
-}
+# The operators C++ spells as Python does; division and modulo have their own forms below.
+_OPS = {op: sym for op, sym in BINOP_SYMBOLS.items() if op not in ("truediv", "floordiv", "mod")}
 
 
 def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> str:

@@ -19,7 +19,7 @@ shapes, live ranges) for the capacity check (pypto.ir.platforms).
 
 from __future__ import annotations
 
-from pypto.ir import __version__
+from pypto.ir import __version__, nodes
 from pypto.ir.codegen.block_group import (
     BARRIER,
     BLOCK_FN,
@@ -52,25 +52,7 @@ from pypto.ir.codegen.kernel_tiles import (
 )
 from pypto.ir.codegen.plan import Branch, Inst, Jump, Loop, render
 from pypto.ir.errors import PyptoCompileError
-from pypto.ir.nodes import (
-    Assign,
-    Break,
-    Call,
-    Const,
-    Continue,
-    Expr,
-    ExprStmt,
-    For,
-    Function,
-    If,
-    Return,
-    Stmt,
-    Var,
-    While,
-    Yield,
-    stmt_exprs,
-    walk_stmts,
-)
+from pypto.ir.ops.pipe_ops import PIPE_OPS, no_pipe
 from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.memory_alloc import allocate_kernel
 from pypto.ir.passes.sync_insertion import insert_syncs
@@ -105,15 +87,13 @@ class _KernelGen(_Emitters):
             "#include <pto/pto-inst.hpp>",
             "#include <simpler/kernel_args.hpp>",
         ]
-        if _uses_comm(fn):  # simpler's cross-rank operations on ChipTensors
+        if _uses_comm(fn):  # PTO-ISA's communication instructions, and simpler's peer views
             head += [
-                "#include <simpler/tile/collectives.hpp>",
-                "#include <simpler/tile/comm.hpp>",
+                "#include <pto/comm/pto_comm_inst.hpp>",
                 "#include <simpler/kernel_comm.hpp>",
+                "#include <simpler/kernel_collectives.hpp>",
             ]
         head += ["", "using namespace pto;", "namespace sk = simpler::kernel;"]
-        if _uses_comm(fn):
-            head.append(f"namespace {COMM_NS} = simpler::tile;  // cross-rank operations (no tiles)")
         head += ["", "SIMPLER_DEFINE_KERNEL_ABI();", "", SCALAR_HELPERS]
         if group:  # the blocks of its launch run as one group (codegen/block_group.py)
             head += [
@@ -151,9 +131,9 @@ class _KernelGen(_Emitters):
                     value = f"static_cast<{hold}>({value})"
                 self.raw(f"const {hold} {name} = {value};", f"(void){name};")
         if any(
-            isinstance(e, Call) and e.op == "comm.defer_wait"
-            for st in walk_stmts(fn.body)
-            for e in stmt_exprs(st)
+            isinstance(e, nodes.Call) and e.op == "comm.defer_wait"
+            for st in nodes.walk_stmts(fn.body)
+            for e in nodes.stmt_exprs(st)
         ):  # waited for when the kernel returns, before its task completes
             self.items.insert(0, Inst((f"{COMM_NS}::DeferredWaits {DEFERRED};",)))
         self.body(fn.body)
@@ -173,14 +153,16 @@ class _KernelGen(_Emitters):
         text = "\n".join(head) + "\n" + "\n".join(lines) + "\n"
         return KernelSource(fn.name, core_type_of(fn), ENTRY, text, params, self.mem.tiles)
 
-    def body(self, stmts: tuple[Stmt, ...]) -> None:
+    def body(self, stmts: tuple[nodes.Stmt, ...]) -> None:
         for s in stmts:
-            if isinstance(s, Assign):
+            if isinstance(s, nodes.Assign):
                 self.assign(s.var, s.value)
-            elif isinstance(s, ExprStmt):
+            elif isinstance(s, nodes.ExprStmt):
                 c = s.value
-                if not isinstance(c, Call):
+                if not isinstance(c, nodes.Call):
                     raise PyptoCompileError(f"kernel codegen: unexpected statement {c}")
+                if c.op in PIPE_OPS:
+                    raise no_pipe(c.op)
                 if c.op == "tensor.write":
                     self.write(c)
                 elif c.op in PRINT_OPS:
@@ -188,32 +170,32 @@ class _KernelGen(_Emitters):
                 elif c.op.startswith("system."):
                     self.system_call(c)
                 elif c.op in COMM_EFFECTS:
-                    self.raw(self.comm_call(c))
+                    self.comm_call(c)
                 elif c.op == "tile.store":
                     self.store(c)
                 elif c.op == "comm.remote_store":
                     self.remote_store(c)
                 elif not self.in_place(c):
                     raise PyptoCompileError(f"kernel codegen: unexpected statement {c}")
-            elif isinstance(s, (For, While)):
+            elif isinstance(s, (nodes.For, nodes.While)):
                 self.loop(s)
-            elif isinstance(s, If):
+            elif isinstance(s, nodes.If):
                 self.branch(s)
-            elif isinstance(s, (Break, Continue)):
+            elif isinstance(s, (nodes.Break, nodes.Continue)):
                 self.leave(s)
-            elif isinstance(s, (Yield, Return)):
+            elif isinstance(s, (nodes.Yield, nodes.Return)):
                 pass  # a yield is handled by loop()/branch(); a kernel's tensor returns alias its parameters
             else:
                 raise PyptoCompileError(
                     f"kernel codegen: {type(s).__name__} cannot appear in a lowered kernel"
                 )
 
-    def loop(self, s: For | While) -> None:
+    def loop(self, s: nodes.For | nodes.While) -> None:
         for ia in s.iter_args:
             name = ident(ia.var.name)
             if isinstance(ia.var.type, TileType):
                 init = ia.init
-                assert isinstance(init, Var)
+                assert isinstance(init, nodes.Var)
                 i = ident(init.name)
                 self.cname_key[name] = ia.var.name
                 self.declare(ia.var.name, name, ia.var.type, (f"{i}.GetValidRow()", f"{i}.GetValidCol()"))
@@ -221,12 +203,12 @@ class _KernelGen(_Emitters):
                     self.copy(name, ia.var.type, i, init.type.memory, valid=False)  # type: ignore[union-attr]
             else:
                 self.raw(f"{self.holder(ia.var)} {name} = {self.value(ia.init)};")
-        if isinstance(s, While):
+        if isinstance(s, nodes.While):
             head = f"while ({scalar_expr(s.cond, self.dim_of)}) {{"
         else:
             var = ident(s.var.name)
             start, stop, step = (scalar_expr(x, self.dim_of) for x in (s.start, s.stop, s.step))
-            if isinstance(s.step, Const):
+            if isinstance(s.step, nodes.Const):
                 cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"
             else:
                 cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
@@ -239,7 +221,7 @@ class _KernelGen(_Emitters):
             self.body(s.body)
             if s.iter_args:
                 y = s.body[-1]
-                assert isinstance(y, Yield)
+                assert isinstance(y, nodes.Yield)
                 self.carry(s, y.values)
         finally:
             self.loops.pop()
@@ -254,14 +236,14 @@ class _KernelGen(_Emitters):
             else:
                 self.raw(f"{self.holder(r, ref=True)} {ref} = {ident(ia.var.name)};", f"(void){ref};")
 
-    def carry(self, s: For | While, values: tuple[Expr, ...]) -> None:
+    def carry(self, s: nodes.For | nodes.While, values: tuple[nodes.Expr, ...]) -> None:
         """Set the loop's iter args to their next values (at a yield, break or continue)."""
         for ia, v in zip(s.iter_args, values, strict=True):
-            if isinstance(v, Var) and v.name == ia.var.name:
+            if isinstance(v, nodes.Var) and v.name == ia.var.name:
                 continue
             h = ident(ia.var.name)
             if isinstance(ia.var.type, TileType):
-                assert isinstance(v, Var)
+                assert isinstance(v, nodes.Var)
                 if self.mem.shares(ia.var.name, v.name):
                     self.raw(
                         f"{h}.SetValidShape({ident(v.name)}.GetValidRow(), {ident(v.name)}.GetValidCol());"
@@ -271,15 +253,15 @@ class _KernelGen(_Emitters):
             else:
                 self.raw(f"{h} = {self.value(v)};")
 
-    def leave(self, s: Break | Continue) -> None:
+    def leave(self, s: nodes.Break | nodes.Continue) -> None:
         """``break`` / ``continue``: the innermost loop's iter args take the values recorded at
         the statement (its results after a break, its next iteration's after a continue)."""
         if not self.loops:
             raise PyptoCompileError("kernel codegen: break / continue outside a loop")
         self.carry(self.loops[-1], s.values)
-        self.items.append(Jump(("break;" if isinstance(s, Break) else "continue;",)))
+        self.items.append(Jump(("break;" if isinstance(s, nodes.Break) else "continue;",)))
 
-    def branch(self, s: If) -> None:
+    def branch(self, s: nodes.If) -> None:
         for r in s.results:
             name = ident(r.name)
             if isinstance(r.type, TileType):
@@ -298,15 +280,15 @@ class _KernelGen(_Emitters):
         self.items = outer
         self.items.append(Branch(cond, then, orelse))
 
-    def arm(self, body: tuple[Stmt, ...], results: tuple[Var, ...]) -> None:
+    def arm(self, body: tuple[nodes.Stmt, ...], results: tuple[nodes.Var, ...]) -> None:
         self.body(body)
         if results:
             y = body[-1]
-            assert isinstance(y, Yield)
+            assert isinstance(y, nodes.Yield)
             for r, v in zip(results, y.values, strict=True):
                 name = ident(r.name)
                 if isinstance(r.type, TileType):
-                    assert isinstance(v, Var)
+                    assert isinstance(v, nodes.Var)
                     if self.mem.shares(r.name, v.name):
                         self.raw(
                             f"{name}.SetValidShape({ident(v.name)}.GetValidRow(), {ident(v.name)}.GetValidCol());"
@@ -317,5 +299,5 @@ class _KernelGen(_Emitters):
                     self.raw(f"{name} = {self.value(v)};")
 
 
-def generate_kernel(fn: Function, platform: str = DEFAULT_PLATFORM) -> KernelSource:
+def generate_kernel(fn: nodes.Function, platform: str = DEFAULT_PLATFORM) -> KernelSource:
     return _KernelGen(fn, allocate_kernel(fn, platform)).run()

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 
-from pypto.ir.analysis.tile_liveness import given_scratch
+from pypto.ir.analysis.tile_liveness import COMM_STAGING, STAGING_SHAPE, given_scratch, staging_key
 from pypto.ir.codegen.block_group import (
     BARRIER,
 )
 from pypto.ir.codegen.cpp import (
-    COMM_NS,
     converted_scalar,
     ident,
     kernel_cpp_type,
@@ -34,7 +33,7 @@ from pypto.ir.codegen.kernel_tiles import (
     _copy_pipe,
     _GenBase,
 )
-from pypto.ir.codegen.plan import Inst, Pipe
+from pypto.ir.codegen.plan import Barrier, Inst, Pipe
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import PyptoCompileError
 from pypto.ir.nodes import (
@@ -45,6 +44,7 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.ops import OPS, Cpp
 from pypto.ir.ops.cast_modes import cpp_round_mode
+from pypto.ir.ops.pipe_ops import PIPE_OPS, no_pipe
 from pypto.ir.ops.system_ops import HINTS as SYSTEM_HINTS
 from pypto.ir.param_info import Layout
 from pypto.ir.passes.memory_alloc import is_alias
@@ -91,21 +91,38 @@ class _Emitters(_GenBase):
         )
         return line, view
 
+    def peer_view(
+        self, op: str, win: Var, peer: object, dtype: DataType, offs: object, *, shape: tuple[str, str]
+    ) -> str:
+        """A checked GM view of rank ``peer``'s copy of window ``win`` at ``offs`` (declared by a
+        line that returns from the kernel when it is rejected): the view's name."""
+        view = f"{ident(win.name)}_peer{len(self.items)}"
+        ct = kernel_cpp_type(dtype)
+        rows, cols = shape
+        self.raw(
+            f"sk::GmView<{ct}> {view}; "
+            f'if (!sk::peer_gm_view<{ct}>({view}, "{op}", {ident(win.name)}, '
+            f"static_cast<std::int64_t>({self.scalar_arg(peer, DataType.INT64)}), {dtype.wire_code}, "
+            f"{self.offsets(offs)}, {rows}, {cols})) return;"
+        )
+        return view
+
     def remote_store(self, c: Call) -> None:
-        """A tile into a peer's window (simpler/kernel_comm.hpp; it drains every pipe around it)."""
+        """A tile into a peer's window: TSTORE (with AtomicAdd: the atomic form) through the
+        peer's view (simpler/kernel_comm.hpp)."""
         tile, win, peer, offs = c.args
         assert isinstance(tile, Var)
         assert isinstance(win, Var)
         assert isinstance(tile.type, TileType)
-        add = "true" if c.attr("atomic") is AtomicType.Add else "false"
         name = ident(tile.name)
-        self.inst(
-            f"if (!sk::remote_store({ident(win.name)}, {name}, "
-            f"static_cast<std::int64_t>({self.scalar_arg(peer, DataType.INT64)}), {tile.type.dtype.wire_code}, "
-            f"{self.offsets(offs)}, {add})) return;",
-            Pipe.MTE3,
-            reads=(name,),
-        )
+        dt = tile.type.dtype
+        valid = (f"{name}.GetValidRow()", f"{name}.GetValidCol()")
+        view = self.peer_view("pld.tile.remote_store", win, peer, dt, offs, shape=valid)
+        if c.attr("atomic") is AtomicType.Add:
+            line = f"TSTORE<decltype({name}), sk::GmView<{kernel_cpp_type(dt)}>, AtomicType::AtomicAdd>({view}, {name});"
+        else:
+            line = f"TSTORE({view}, {name});"
+        self.inst(line, Pipe.MTE3, reads=(name,))
 
     def store(self, c: Call) -> None:
         tile, offs, dst = c.args
@@ -177,10 +194,30 @@ class _Emitters(_GenBase):
             Inst(("pipe_barrier(PIPE_ALL);", f"{BARRIER}.arrive_and_wait();  // pl.system.syncall"))
         )
 
-    def comm_call(self, c: Call) -> str:
-        """The call of a cross-rank operation with an effect on ChipTensors."""
+    def staging(self, c: Call) -> list[str]:
+        """Declare the staging tiles of comm call ``c`` (tile_liveness.COMM_STAGING): their names."""
+        at, count = COMM_STAGING[c.op]
+        data = c.args[at]
+        assert isinstance(data, Var)
+        assert isinstance(data.type, TensorType)
+        t = TileType(STAGING_SHAPE, data.type.dtype, MemorySpace.Vec)
+        names = []
+        for i in range(count):
+            key = staging_key(c, i)
+            name = f"stage{len(self.items)}_{i}"
+            self.cname_key[name] = key
+            self.declare(key, name, t, tuple(str(x) for x in STAGING_SHAPE))  # type: ignore[arg-type]
+            names.append(name)
+        return names
+
+    def comm_call(self, c: Call) -> None:
+        """A cross-rank operation with an effect on ChipTensors: PTO-ISA communication
+        instructions on checked views of the windows (simpler/kernel_comm.hpp), or a collective's
+        schedule of them (simpler/kernel_collectives.hpp). Every pipe drains before and after
+        (the instructions move data between global memories, outside the tile hazards)."""
         a = c.args
-        ns = COMM_NS
+        system = c.op in ("comm.notify", "comm.wait", "comm.defer_wait")
+        op = ("pld.system." if system else "pld.tensor.") + c.op.split(".", 1)[1]
 
         def name(i: int) -> str:
             v = a[i]
@@ -190,31 +227,79 @@ class _Emitters(_GenBase):
         def scalar(i: int) -> str:
             return f"static_cast<std::int64_t>({self.scalar_arg(a[i], DataType.INT64)})"
 
-        if c.op == "comm.notify":
-            op = f"{ns}::NotifyOp::" + NotifyOp(c.attr("op")).name
-            return f"{ns}::notify({name(0)}, {scalar(1)}, {self.offsets(a[2])}, {scalar(3)}, {op});"
-        if c.op == "comm.wait":
-            cmp = f"{ns}::WaitCmp::" + WaitCmp(c.attr("cmp")).name
-            return f"{ns}::wait({name(0)}, {self.offsets(a[1])}, {scalar(2)}, {cmp});"
-        if c.op == "comm.barrier":
-            return f"{ns}::barrier({name(0)});"
-        region = "".join(f", {self.offsets(x)}" for x in a[3:6]) if c.op in ("comm.put", "comm.get") else ""
-        if c.op == "comm.put":
-            return f"{ns}::put({name(0)}, {scalar(1)}, {name(2)}{region}, {_ATOMIC[c.attr('atomic')]});"
-        if c.op == "comm.get":
-            return f"{ns}::get({name(0)}, {scalar(1)}, {name(2)}{region});"
-        if c.op == "comm.allreduce":
+        def elem(i: int) -> str:
+            v = a[i]
+            assert isinstance(v, Var)
+            assert isinstance(v.type, TensorType)
+            return kernel_cpp_type(v.type.dtype)
+
+        def code(i: int) -> int:
+            v = a[i]
+            assert isinstance(v, Var)
+            assert isinstance(v.type, TensorType)
+            return v.type.dtype.wire_code
+
+        stage = self.staging(c) if c.op in COMM_STAGING else []
+        n = len(self.items)
+        lines: tuple[str, ...]
+        if c.op in ("comm.notify", "comm.wait", "comm.defer_wait"):
+            peer = scalar(1) if c.op == "comm.notify" else "-1"
+            offs = self.offsets(a[2] if c.op == "comm.notify" else a[1])
+            value = scalar(3) if c.op == "comm.notify" else scalar(2)
+            if c.op == "comm.defer_wait":  # waited for when the kernel returns (DeferredWaits)
+                self.raw(f"if (!{DEFERRED}.add({name(0)}, {offs}, {value})) return;")
+                return
+            if c.op == "comm.notify":
+                how = "pto::comm::NotifyOp::" + NotifyOp(c.attr("op")).name
+                instr = f"pto::comm::TNOTIFY(cell{n}, v{n}, {how});"
+            else:
+                how = "pto::comm::WaitCmp::" + WaitCmp(c.attr("cmp")).name.upper()
+                instr = f"pto::comm::TWAIT(cell{n}, v{n}, {how});"
+            lines = (
+                f"pto::comm::Signal cell{n}; std::int32_t v{n} = 0;",
+                f'if (!sk::signal_cell(cell{n}, "{op}", {name(0)}, {peer}, {offs}) || '
+                f'!sk::int32_value("{op}", {value}, &v{n})) return;',
+                instr,
+            )
+        elif c.op in ("comm.put", "comm.get"):
+            ct, dt = elem(0), code(0)
+            region = [self.offsets(x) for x in a[3:6]] if len(a) > 3 else ["{}", "{}", "{}"]
+            dst_peer, src_peer = (scalar(1), "-1") if c.op == "comm.put" else ("-1", scalar(1))
+            d, s = f"dst{n}", f"src{n}"
+            if c.op == "comm.put":
+                instr = f"pto::comm::TPUT<{_ATOMIC[c.attr('atomic')]}>({d}, {s}, {stage[0]});"
+            else:
+                instr = f"pto::comm::TGET({d}, {s}, {stage[0]});"
+            lines = (
+                f"sk::GmN<{ct}> {d}, {s};",
+                f'if (!sk::tensor_gm<{ct}>({d}, "{op}", "dst", {name(0)}, {dt}, {dst_peer}, {region[0]}, {region[2]}) || '
+                f'!sk::tensor_gm<{ct}>({s}, "{op}", "src", {name(2)}, {dt}, {src_peer}, {region[1]}, {region[2]})) '
+                "return;",
+                instr,
+            )
+        elif c.op == "comm.barrier":
+            lines = (f"if (!sk::barrier({name(0)})) return;",)
+        elif c.op == "comm.allreduce":
             ring = "true" if c.attr("mode") == "ring" else "false"
-            return f"{ns}::allreduce({name(0)}, {name(1)}, {_REDUCE[c.attr('op')]}, {ring});"
-        if c.op == "comm.broadcast":
-            return f"{ns}::broadcast({name(0)}, {name(1)}, {scalar(2)});"
-        if c.op == "comm.reduce_scatter":
-            return f"{ns}::reduce_scatter({name(0)}, {name(1)}, {_REDUCE[c.attr('op')]});"
-        if c.op == "comm.defer_wait":
-            return f"{DEFERRED}.add({name(0)}, {self.offsets(a[1])}, {scalar(2)}, {ns}::WaitCmp::Ge);"
-        fn = c.op.split(".", 1)[1]
-        assert fn in ("allgather", "all_to_all", "all_to_all_v"), c.op
-        return f"{ns}::{fn}({', '.join(name(i) for i in range(len(a)))});"
+            lines = (
+                f"if (!sk::allreduce<{elem(0)}>({name(0)}, {name(1)}, {_REDUCE[c.attr('op')]}, {ring}, "
+                f"{stage[0]}, {stage[1]})) return;",
+            )
+        elif c.op == "comm.reduce_scatter":
+            lines = (
+                f"if (!sk::reduce_scatter<{elem(0)}>({name(0)}, {name(1)}, {_REDUCE[c.attr('op')]}, "
+                f"{stage[0]}, {stage[1]})) return;",
+            )
+        elif c.op == "comm.broadcast":
+            lines = (
+                f"if (!sk::broadcast<{elem(0)}>({name(0)}, {name(1)}, {scalar(2)}, {stage[0]})) return;",
+            )
+        else:
+            fn = c.op.split(".", 1)[1]
+            assert fn in ("allgather", "all_to_all", "all_to_all_v"), c.op
+            operands = ", ".join(name(i) for i in range(len(a)))
+            lines = (f"if (!sk::{fn}<{elem(1)}>({operands}, {stage[0]})) return;",)
+        self.items += [Barrier(), Inst(lines), Barrier()]
 
     def one_tile(self, key: str, dtype: DataType) -> tuple[str, TileType]:
         """Declare the 1x1 Vec tile of a ``pl.read``/``pl.write`` (storage key ``key``)."""
@@ -319,7 +404,7 @@ class _Emitters(_GenBase):
             return
         if e.op in COMM_EFFECTS or e.op == "comm.ctx":
             if e.op != "comm.ctx":
-                self.raw(self.comm_call(e))
+                self.comm_call(e)
             win = args[COMM_EFFECTS.get(e.op, 0)]
             assert isinstance(win, Var)
             self.raw(f"const simpler::ChipTensor& {name} = {ident(win.name)};", f"(void){name};")
@@ -355,31 +440,33 @@ class _Emitters(_GenBase):
             if not self.mem.shares(v.name, src.name):
                 self.copy(name, t, ident(src.name), MemorySpace.Vec, valid=False)
             return
-        if e.op == "comm.remote_load":  # a tile from a peer's window (simpler/kernel_comm.hpp)
+        if e.op == "comm.remote_load":  # TLOAD through a peer's view (simpler/kernel_comm.hpp)
             win, peer, offs = args[:3]
             assert isinstance(win, Var)
             vr, vc = str(rows), str(cols)
             if len(args) == 4:
                 vr, vc = self.checked_valid("pld.tile.remote_load", args[3], (rows, cols))  # type: ignore[arg-type]
             self.declare(v.name, name, t, (vr, vc))
-            self.inst(
-                f"if (!sk::remote_load({name}, {ident(win.name)}, "
-                f"static_cast<std::int64_t>({self.scalar_arg(peer, DataType.INT64)}), {t.dtype.wire_code}, "
-                f"{self.offsets(offs)})) return;",
-                Pipe.MTE2,
-                writes=(name,),
-            )
+            valid = (f"{name}.GetValidRow()", f"{name}.GetValidCol()")
+            view = self.peer_view("pld.tile.remote_load", win, peer, t.dtype, offs, shape=valid)
+            self.inst(f"{_LOAD.fn}({name}, {view});", Pipe.MTE2, writes=(name,))
             return
-        if e.op == "tile.fillpad":
+        if e.op in ("tile.fillpad", "tile.fillpad_expand"):  # the destination's PadValue is the pad
             src = args[0]
             assert isinstance(src, Var)
             self.declare(v.name, name, t, (str(rows), str(cols)), pad=e.attr("pad"))
             s = ident(src.name)
-            self.inst(f"TFILLPAD({name}, {s});", Pipe.V, reads=(s,), writes=(name,))
+            fn = "TFILLPAD" if e.op == "tile.fillpad" else "TFILLPAD_EXPAND"
+            self.inst(f"{fn}({name}, {s});", Pipe.V, reads=(s,), writes=(name,))
             return
+<<<<<<< HEAD
         if is_alias(e):
             self.alias(v, e)
             return
+=======
+        if e.op in PIPE_OPS:
+            raise no_pipe(e.op)
+>>>>>>> main
         spec = OPS.get(e.op)
         if spec is None or spec.cpp is None:
             raise PyptoCompileError(f"kernel codegen: no PTO-ISA instruction for op {e.op}")

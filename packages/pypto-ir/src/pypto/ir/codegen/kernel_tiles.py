@@ -71,11 +71,13 @@ BESPOKE = frozenset(
         "tile.read",
         "tile.print",
         "tile.fillpad",
+        "tile.fillpad_expand",
     }
 )
 PRINT_OPS = frozenset({"tile.print", "scalar.print"})
-# Cross-rank operations with an effect on ChipTensors (simpler/tile/comm.hpp, collectives.hpp):
-# each is one call of simpler's comm functions; as a value each names the window it acts on.
+# Cross-rank operations with an effect on ChipTensors: PTO-ISA communication instructions
+# (TNOTIFY, TWAIT, TPUT, TGET) or a collective's schedule of them (simpler/kernel_collectives.hpp);
+# as a value each names the window it acts on.
 COMM_EFFECTS = {
     "comm.notify": 0,
     "comm.wait": 0,
@@ -91,8 +93,8 @@ COMM_EFFECTS = {
     "comm.defer_wait": 0,
 }
 DEFERRED = "deferred_waits_"
-_ATOMIC = {AtomicType.None_: f"{COMM_NS}::AtomicType::None", AtomicType.Add: f"{COMM_NS}::AtomicType::Add"}
-_REDUCE = {op: f"{COMM_NS}::ReduceOp::{op.name}" for op in ReduceOp}
+_ATOMIC = {AtomicType.None_: "AtomicType::AtomicNone", AtomicType.Add: "AtomicType::AtomicAdd"}
+_REDUCE = {op: f"{COMM_NS}::CollOp::{op.name}" for op in ReduceOp}
 
 
 def _calls_syncall(fn: Function) -> int:

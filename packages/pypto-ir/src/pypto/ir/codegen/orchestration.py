@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pypto.ir import __version__
+from pypto.ir import __version__, nodes
 from pypto.ir.analysis.return_lineage import function_aliases
 from pypto.ir.codegen.cpp import (
     SCALAR_HELPERS,
@@ -34,26 +34,6 @@ from pypto.ir.codegen.cpp import (
 from pypto.ir.codegen.kernel import abi_params
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, PyptoCompileError
-from pypto.ir.nodes import (
-    Assign,
-    Break,
-    Call,
-    CallFunc,
-    Const,
-    Continue,
-    Expr,
-    ExprStmt,
-    For,
-    Function,
-    If,
-    Program,
-    Return,
-    Stmt,
-    Var,
-    While,
-    Yield,
-    expr_vars,
-)
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.types import ArrayType, ScalarType, TaskIdType, TensorType, Type
 
@@ -176,7 +156,7 @@ def _c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _access_what(op: str, tensor: Var, c: Call) -> str:
+def _access_what(op: str, tensor: nodes.Var, c: nodes.Call) -> str:
     """How a host element access is named in its error: ``pl.read of 'x' (file.py:12)``."""
     where = f" ({os.path.basename(c.span.file)}:{c.span.line})" if c.span is not None else ""
     return f"{op} of {tensor.name.split('__')[0]!r}{where}"
@@ -197,13 +177,13 @@ def orchestration_symbol(name: str) -> str:
 
 
 def generate_orchestration(
-    fn: Function, program: Program, func_ids: Mapping[str, int]
+    fn: nodes.Function, program: nodes.Program, func_ids: Mapping[str, int]
 ) -> OrchestrationSource:
     return _OrchGen(fn, program, func_ids).run()
 
 
 class _OrchGen:
-    def __init__(self, fn: Function, program: Program, func_ids: Mapping[str, int]) -> None:
+    def __init__(self, fn: nodes.Function, program: nodes.Program, func_ids: Mapping[str, int]) -> None:
         self.fn = fn
         self.program = program
         self.func_ids = func_ids
@@ -214,7 +194,7 @@ class _OrchGen:
         self.submitted: set[str] = set()
         # the loops around the statement being emitted, each with whether its body opens a
         # runtime scope (closed before a break / continue leaves the body)
-        self.loops: list[tuple[For | While, bool]] = []
+        self.loops: list[tuple[nodes.For | nodes.While, bool]] = []
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -256,59 +236,79 @@ class _OrchGen:
             self.emit(1, f"const {hold} {ident(p.name)} = {value};")
             self.emit(1, f"(void){ident(p.name)};")
         self.body(fn.body, 1)
-        if not fn.body or not isinstance(fn.body[-1], Return):
+        if not fn.body or not isinstance(fn.body[-1], nodes.Return):
             self.emit(1, "return 0;")  # a function without `return` still reports success
         self.lines.append("}")
         text = "\n".join(head) + "\n" + "\n".join(self.lines) + "\n"
         return OrchestrationSource(fn.name, sym, f"{sym}_needs", text, len(tensors), len(scalars))
 
-    def body(self, stmts: tuple[Stmt, ...], depth: int) -> None:
+    def body(self, stmts: tuple[nodes.Stmt, ...], depth: int) -> None:
         for s in stmts:
-            if isinstance(s, Assign):
+            if isinstance(s, nodes.Assign):
                 self.assign(s.var, s.value, depth)
-            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "tensor.write":
+            elif (
+                isinstance(s, nodes.ExprStmt)
+                and isinstance(s.value, nodes.Call)
+                and s.value.op == "tensor.write"
+            ):
                 self.host_write(s.value, depth)
-            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "system.scope_begin":
+            elif (
+                isinstance(s, nodes.ExprStmt)
+                and isinstance(s.value, nodes.Call)
+                and s.value.op == "system.scope_begin"
+            ):
                 self.emit(depth, "if (orch.scope_begin() != 0) return 1;  // pl.manual_scope()")
-            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "system.scope_end":
+            elif (
+                isinstance(s, nodes.ExprStmt)
+                and isinstance(s.value, nodes.Call)
+                and s.value.op == "system.scope_end"
+            ):
                 self.emit(depth, "if (orch.scope_end() != 0) return 1;  // end of pl.manual_scope()")
-            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "system.fence":
+            elif (
+                isinstance(s, nodes.ExprStmt)
+                and isinstance(s.value, nodes.Call)
+                and s.value.op == "system.fence"
+            ):
                 # the orchestration submits in program order; a fence orders nothing more here
                 self.emit(depth, "// pl.system.fence(): no effect on the simulated chip")
-            elif isinstance(s, ExprStmt):
-                if not isinstance(s.value, CallFunc):
+            elif isinstance(s, nodes.ExprStmt):
+                if not isinstance(s.value, nodes.CallFunc):
                     raise PyptoCompileError(f"orchestration codegen: unexpected statement {s.value}")
                 self.submit(s.value, depth, None)
-            elif isinstance(s, (For, While)):
+            elif isinstance(s, (nodes.For, nodes.While)):
                 self.loop(s, depth)
-            elif isinstance(s, If):
+            elif isinstance(s, nodes.If):
                 self.branch(s, depth)
-            elif isinstance(s, (Break, Continue)):
+            elif isinstance(s, (nodes.Break, nodes.Continue)):
                 self.leave(s, depth)
-            elif isinstance(s, Yield):
+            elif isinstance(s, nodes.Yield):
                 pass
-            elif isinstance(s, Return):
+            elif isinstance(s, nodes.Return):
                 self.emit(depth, "return 0;")
             else:
                 raise PyptoCompileError(
                     f"orchestration codegen: {type(s).__name__} in a lowered orchestration"
                 )
 
-    def assign(self, v: Var, e: Expr, depth: int) -> None:
+    def assign(self, v: nodes.Var, e: nodes.Expr, depth: int) -> None:
         name = ident(v.name)
-        if isinstance(e, CallFunc):
+        if isinstance(e, nodes.CallFunc):
             self.submit(e, depth, v)
             return
-        if isinstance(e, Call) and e.op == "tensor.write":
+        if isinstance(e, nodes.Call) and e.op == "system.task_invalid":  # no task: deps skip ids < 0
+            self.emit(depth, f"const std::int64_t {name} = -1;")
+            self.emit(depth, f"(void){name};")
+            return
+        if isinstance(e, nodes.Call) and e.op == "tensor.write":
             self.host_write(e, depth)
             dst = e.args[0]
-            assert isinstance(dst, Var)
+            assert isinstance(dst, nodes.Var)
             self.emit(depth, f"const simpler::ChipTensor& {name} = {ident(dst.name)};")
             self.emit(depth, f"(void){name};")
             return
-        if isinstance(e, Call) and e.op == "tensor.view":
+        if isinstance(e, nodes.Call) and e.op == "tensor.view":
             base, offs = e.args[0], e.args[1]
-            assert isinstance(base, Var)
+            assert isinstance(base, nodes.Var)
             if base.name in self.roots:
                 self.roots[v.name] = self.roots[base.name]
             assert isinstance(offs, tuple)
@@ -331,7 +331,7 @@ class _OrchGen:
             )
             self.emit(depth, f"(void){name};")
             return
-        if isinstance(e, Call) and e.op == "tensor.create":
+        if isinstance(e, nodes.Call) and e.op == "tensor.create":
             t = v.type
             assert isinstance(t, TensorType)
             dims = ", ".join(_extents(t, e.args[0] if e.args else None))
@@ -344,16 +344,16 @@ class _OrchGen:
             )
             self.emit(depth, "}")
             return
-        if isinstance(e, Call) and e.op.startswith("array."):
+        if isinstance(e, nodes.Call) and e.op.startswith("array."):
             self.array_op(v, e, depth)
             return
-        if isinstance(e, Var) and isinstance(v.type, (ArrayType, TaskIdType)):
+        if isinstance(e, nodes.Var) and isinstance(v.type, (ArrayType, TaskIdType)):
             self.emit(depth, f"const {_task_cpp(v.type)} {name} = {ident(e.name)};")
             return
         t = v.type
-        if isinstance(t, ScalarType) and isinstance(e, Call) and e.op == "tensor.read":
+        if isinstance(t, ScalarType) and isinstance(e, nodes.Call) and e.op == "tensor.read":
             src, idx = e.args
-            assert isinstance(src, Var)
+            assert isinstance(src, nodes.Var)
             assert isinstance(idx, tuple)
             ct, hold = cpp_type(t.dtype), scalar_cpp_type(t.dtype)
             self.emit(
@@ -369,7 +369,7 @@ class _OrchGen:
             return
         raise PyptoCompileError(f"orchestration codegen: cannot assign {v.name} = {e}")
 
-    def array_op(self, v: Var, e: Call, depth: int) -> None:
+    def array_op(self, v: nodes.Var, e: nodes.Call, depth: int) -> None:
         """``pl.array.create`` / ``arr[i]`` / ``arr[i] = tid``; an index outside the array fails
         the run naming the access."""
         name = ident(v.name)
@@ -379,7 +379,7 @@ class _OrchGen:
             self.emit(depth, f"std::vector<std::int64_t> {name}({t.extent}, -1);  // no entry set")
             return
         arr, idx = e.args[0], e.args[1]
-        assert isinstance(arr, Var)
+        assert isinstance(arr, nodes.Var)
         assert not isinstance(idx, tuple)
         at = arr.type
         assert isinstance(at, ArrayType)
@@ -402,13 +402,13 @@ class _OrchGen:
             self.emit(depth, f"(void){name};")
             return
         value = e.args[2]
-        assert isinstance(value, Var)
+        assert isinstance(value, nodes.Var)
         self.emit(depth, f"std::vector<std::int64_t> {name} = {ident(arr.name)};")
         self.emit(depth, f"{name}[pypto_{name}_i] = {ident(value.name)};")
 
-    def host_write(self, c: Call, depth: int) -> None:
+    def host_write(self, c: nodes.Call, depth: int) -> None:
         dst, idx, value = c.args
-        assert isinstance(dst, Var)
+        assert isinstance(dst, nodes.Var)
         assert isinstance(idx, tuple)
         assert not isinstance(value, tuple)
         t = dst.type
@@ -430,7 +430,7 @@ class _OrchGen:
         self.emit(depth, "}")
 
     @staticmethod
-    def element(ct: str, tensor: Var, idx: tuple[Expr, ...], c: Call, op: str) -> str:
+    def element(ct: str, tensor: nodes.Var, idx: tuple[nodes.Expr, ...], c: nodes.Call, op: str) -> str:
         """The checked address of one element (``pypto_element``), as a C++ expression.
         Constant indices outside a static dimension, and a wrong index count, fail here."""
         t = tensor.type
@@ -442,7 +442,7 @@ class _OrchGen:
             )
         for k, (i, d) in enumerate(zip(idx, t.shape, strict=True)):
             if (
-                isinstance(i, Const)
+                isinstance(i, nodes.Const)
                 and isinstance(i.value, int)
                 and isinstance(d, int)
                 and not 0 <= i.value < d
@@ -456,7 +456,7 @@ class _OrchGen:
         what = _c_string(_access_what(op, tensor, c))
         return f"pypto_element<{ct}>(orch, {ident(tensor.name)}, {what}, {{{index}}})"
 
-    def submit(self, c: CallFunc, depth: int, result: Var | None) -> None:
+    def submit(self, c: nodes.CallFunc, depth: int, result: nodes.Var | None) -> None:
         callee = self.program.functions[c.callee]
         if c.callee not in self.func_ids:
             raise PyptoCompileError(f"orchestration codegen: {c.callee!r} is not a kernel of the program")
@@ -469,7 +469,7 @@ class _OrchGen:
         for p in abi_params(callee):
             a, d = by_param[p.name]
             if isinstance(p.var.type, TensorType):
-                if not isinstance(a, Var):
+                if not isinstance(a, nodes.Var):
                     raise PyptoCompileError(
                         f"orchestration codegen: tensor argument {a} of {c.callee!r} is not a variable"
                     )
@@ -483,7 +483,7 @@ class _OrchGen:
                     scalar_args.append(f"simpler::scalar_bits(static_cast<std::uint16_t>({bits}))")
                 else:
                     scalar_args.append(f"simpler::scalar_bits(static_cast<{cpp_type(t.dtype)}>({value}))")
-        deps = [d for d in c.deps if isinstance(d, Var)]
+        deps = [d for d in c.deps if isinstance(d, nodes.Var)]
         if len(deps) != len(c.deps):
             raise PyptoCompileError(
                 f"orchestration codegen: deps of {c.callee!r} are not all variables (run ssa)"
@@ -536,7 +536,7 @@ class _OrchGen:
                     f"orchestration codegen: {c.callee!r} does not return one of its parameters"
                 )
             src = c.args[rets[0]]
-            assert isinstance(src, Var)
+            assert isinstance(src, nodes.Var)
             self.emit(depth, f"const simpler::ChipTensor& {ident(result.name)} = {ident(src.name)};")
             self.emit(depth, f"(void){ident(result.name)};")
         elif result is not None and not isinstance(result.type, TaskIdType):
@@ -544,7 +544,7 @@ class _OrchGen:
         if result is None or isinstance(result.type, TaskIdType):
             self.emit(depth, f"(void){tid};")
 
-    def branch(self, s: If, depth: int) -> None:
+    def branch(self, s: nodes.If, depth: int) -> None:
         for r in s.results:
             t = r.type
             if isinstance(t, TensorType):
@@ -565,40 +565,40 @@ class _OrchGen:
                 self.emit(depth, f"const simpler::ChipTensor& {ident(r.name)} = {ident(r.name)}_v;")
                 self.emit(depth, f"(void){ident(r.name)};")
 
-    def arm(self, body: tuple[Stmt, ...], results: tuple[Var, ...], depth: int) -> None:
+    def arm(self, body: tuple[nodes.Stmt, ...], results: tuple[nodes.Var, ...], depth: int) -> None:
         self.body(body, depth)
         if results:
             y = body[-1]
-            assert isinstance(y, Yield)
+            assert isinstance(y, nodes.Yield)
             for r, v in zip(results, y.values, strict=True):
                 if isinstance(r.type, TensorType):
-                    assert isinstance(v, Var)
+                    assert isinstance(v, nodes.Var)
                     self.emit(depth, f"{ident(r.name)}_v = {ident(v.name)};")
                 elif isinstance(r.type, (ArrayType, TaskIdType)):
-                    assert isinstance(v, Var)
+                    assert isinstance(v, nodes.Var)
                     self.emit(depth, f"{ident(r.name)} = {ident(v.name)};")
                 else:
                     self.emit(depth, f"{ident(r.name)} = {scalar_expr(v)};")
 
-    def loop(self, s: For | While, depth: int) -> None:
+    def loop(self, s: nodes.For | nodes.While, depth: int) -> None:
         for ia in s.iter_args:
             t = ia.var.type
             if isinstance(t, TensorType):
-                assert isinstance(ia.init, Var)
+                assert isinstance(ia.init, nodes.Var)
                 self.emit(depth, f"simpler::ChipTensor {ident(ia.var.name)}_v = {ident(ia.init.name)};")
             elif isinstance(t, ScalarType):
                 self.emit(depth, f"{scalar_cpp_type(t.dtype)} {ident(ia.var.name)} = {scalar_expr(ia.init)};")
             elif isinstance(t, (ArrayType, TaskIdType)):
-                assert isinstance(ia.init, Var)
+                assert isinstance(ia.init, nodes.Var)
                 self.emit(depth, f"{_task_cpp(t)} {ident(ia.var.name)} = {ident(ia.init.name)};")
             else:
                 raise PyptoCompileError(f"orchestration codegen: loop-carried {t} is not supported")
-        if isinstance(s, While):  # the condition compares scalars (the SSA pass checks it)
+        if isinstance(s, nodes.While):  # the condition compares scalars (the SSA pass checks it)
             self.emit(depth, f"while ({scalar_expr(s.cond)}) {{")
         else:
             var = ident(s.var.name)
             start, stop, step = (scalar_expr(x) for x in (s.start, s.stop, s.step))
-            if isinstance(s.step, Const):
+            if isinstance(s.step, nodes.Const):
                 cond = f"{var} < {stop}" if int(s.step.value) > 0 else f"{var} > {stop}"
             else:
                 cond = f"(({step}) > 0 ? {var} < {stop} : {var} > {stop})"
@@ -620,7 +620,7 @@ class _OrchGen:
             self.emit(depth + 1, "if (orch.scope_end() != 0) return 1;")
         if s.iter_args:
             y = s.body[-1]
-            assert isinstance(y, Yield)
+            assert isinstance(y, nodes.Yield)
             self.carry(s, y.values, depth + 1)
         self.emit(depth, "}")
         for ia, r in zip(s.iter_args, s.results, strict=True):
@@ -630,7 +630,7 @@ class _OrchGen:
                 self.emit(depth, f"const auto {ident(r.name)} = {ident(ia.var.name)};")
             self.emit(depth, f"(void){ident(r.name)};")
 
-    def leave(self, s: Break | Continue, depth: int) -> None:
+    def leave(self, s: nodes.Break | nodes.Continue, depth: int) -> None:
         """``break`` / ``continue``: close the iteration's runtime scope if the loop opens one,
         and give the innermost loop's iter args the values recorded at the statement."""
         if not self.loops:
@@ -639,9 +639,9 @@ class _OrchGen:
         if scoped:
             self.emit(depth, "if (orch.scope_end() != 0) return 1;")
         self.carry(loop, s.values, depth)
-        self.emit(depth, "break;" if isinstance(s, Break) else "continue;")
+        self.emit(depth, "break;" if isinstance(s, nodes.Break) else "continue;")
 
-    def carry(self, s: For | While, values: tuple[Expr, ...], depth: int) -> None:
+    def carry(self, s: nodes.For | nodes.While, values: tuple[nodes.Expr, ...], depth: int) -> None:
         """Set the loop's iter args to their next values (at a yield, break or continue).
 
         A tensor is carried by value (its descriptor), never by address: the value may be a
@@ -652,14 +652,14 @@ class _OrchGen:
         for ia, v in zip(s.iter_args, values, strict=True):
             name = ident(ia.var.name)
             if isinstance(ia.var.type, TensorType):
-                assert isinstance(v, Var)
+                assert isinstance(v, nodes.Var)
                 if v.name != ia.var.name:
                     moves.append((f"{name}_v", "simpler::ChipTensor", ident(v.name)))
             elif isinstance(ia.var.type, (ArrayType, TaskIdType)):
-                assert isinstance(v, Var)
+                assert isinstance(v, nodes.Var)
                 if v.name != ia.var.name:
                     moves.append((name, _task_cpp(ia.var.type), ident(v.name)))
-            elif not (isinstance(v, Var) and v.name == ia.var.name):
+            elif not (isinstance(v, nodes.Var) and v.name == ia.var.name):
                 t = ia.var.type
                 assert isinstance(t, ScalarType)
                 moves.append((name, scalar_cpp_type(t.dtype), scalar_expr(v)))
@@ -680,24 +680,24 @@ def _task_cpp(t: Type) -> str:
     return "std::vector<std::int64_t>" if isinstance(t, ArrayType) else "std::int64_t"
 
 
-def _allocates_locally(s: For | While, program: Program) -> bool:
+def _allocates_locally(s: nodes.For | nodes.While, program: nodes.Program) -> bool:
     """True when the loop body allocates tensors that do not outlive one iteration: it creates
     tensors, and no tensor it carries to the next iteration (or out of the loop) is one of them.
     A created tensor is often carried under another name (the result of the kernel call that
     wrote it, a view of it), so every name that may stand for one counts."""
     local: set[str] = set()  # names of tensors made in this iteration's body
     for st in s.body:
-        if not (isinstance(st, Assign) and isinstance(st.var.type, TensorType)):
+        if not (isinstance(st, nodes.Assign) and isinstance(st.var.type, TensorType)):
             continue
         e = st.value
-        if isinstance(e, Call) and e.op == "tensor.create":
+        if isinstance(e, nodes.Call) and e.op == "tensor.create":
             local.add(st.var.name)
-        elif isinstance(e, CallFunc):  # a kernel's result is the argument it returns
+        elif isinstance(e, nodes.CallFunc):  # a kernel's result is the argument it returns
             rets = function_aliases(program.functions[e.callee], program)
             src = e.args[rets[0]] if len(rets) == 1 and rets[0] is not None else None
-            if not isinstance(src, Var) or src.name in local:
+            if not isinstance(src, nodes.Var) or src.name in local:
                 local.add(st.var.name)
-        elif any(v.name in local for v in expr_vars(e)):
+        elif any(v.name in local for v in nodes.expr_vars(e)):
             local.add(st.var.name)
     if not local:
         return False
@@ -705,23 +705,23 @@ def _allocates_locally(s: For | While, program: Program) -> bool:
         v.name
         for stmt in _carry_points(s.body)
         for v in stmt.values
-        if isinstance(v, Var) and isinstance(v.type, TensorType)
+        if isinstance(v, nodes.Var) and isinstance(v.type, TensorType)
     }
     return not (local & carried)
 
 
-def _carry_points(body: tuple[Stmt, ...]) -> list[Yield | Break | Continue]:
+def _carry_points(body: tuple[nodes.Stmt, ...]) -> list[nodes.Yield | nodes.Break | nodes.Continue]:
     """The yields, breaks and continues that end an iteration of the loop whose body this is
     (not those of loops nested in it)."""
-    found: list[Yield | Break | Continue] = []
-    if body and isinstance(body[-1], Yield):
+    found: list[nodes.Yield | nodes.Break | nodes.Continue] = []
+    if body and isinstance(body[-1], nodes.Yield):
         found.append(body[-1])
     stack = list(body)
     while stack:
         st = stack.pop()
-        if isinstance(st, (Break, Continue)):
+        if isinstance(st, (nodes.Break, nodes.Continue)):
             found.append(st)
-        elif isinstance(st, If):
+        elif isinstance(st, nodes.If):
             stack.extend(st.then_body)
             stack.extend(st.else_body)
     return found

@@ -16,6 +16,7 @@ cross-rank ``pld`` rules and entries).
 from __future__ import annotations
 
 from pypto.ir.ops import comm_table as _comm_table  # noqa: F401  # the pld entries
+from pypto.ir.ops import pipe_ops as _pipe_ops  # noqa: F401  # the cross-core pipe entries
 from pypto.ir.ops import system_ops as _system_ops  # noqa: F401  # the pl.system entries
 from pypto.ir.ops import table as _table  # noqa: F401  # fills OPS and LANGUAGE
 from pypto.ir.ops.rules import acc_dtype, tile_shape_for

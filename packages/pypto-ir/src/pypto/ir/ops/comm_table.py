@@ -2,7 +2,9 @@
 multi-chip programs reaching other ranks' windows.
 
 Not ``pl`` functions: ``pld`` exports them (``LangOp.spelling``). The kernel emitter writes each
-as one call of simpler/tile/comm.hpp or collectives.hpp (``comm_call`` in codegen/kernel_emit.py);
+as PTO-ISA communication instructions (TNOTIFY, TWAIT, TPUT, TGET; TLOAD/TSTORE through a peer's
+view for the tile forms) or a collective's schedule of them in simpler/kernel_collectives.hpp
+(``comm_call`` in codegen/kernel_emit.py);
 the type rules are in ``comm_rules``, the parser's builders in pypto/language/op_builders.py and
 pypto/language/comm_builders.py.
 """
@@ -114,8 +116,9 @@ _comm(
     OpSpec("comm.get", comm_rules.get, 3, 3, attrs=("region", "chunk_rows", "chunk_cols", "pipeline")),
 )
 
-# Collectives: every rank calls one with the same shapes and signal; each is one call of the
-# tile library's simpler/tile/collectives.hpp, built from the operations above.
+# Collectives: every rank calls one with the same shapes and signal; each is one call of
+# simpler/kernel_collectives.hpp, a schedule of PTO-ISA communication instructions (TNOTIFY/TWAIT
+# barriers, TREDUCE, TBROADCAST, TPUT, TGET).
 _comm(
     "allreduce",
     "pld.tensor.allreduce",

@@ -73,15 +73,25 @@ _enter(
 _enter(
     LangOp(
         "create_tile",
-        (P("shape"), P("dtype"), P("target_memory", MemorySpace.Vec), P("transpose", None)),
+        (
+            P("shape"),
+            P("dtype"),
+            P("target_memory", MemorySpace.Vec),
+            P("transpose", None),
+            P("flat_layout", None),
+        ),
         """A scratch tile (contents undefined). ``pl.tile.create`` is the same function.
     ``transpose=True`` (a 2-D Mat tile only) asks the device for the layout of a transposed matmul
-    operand; the simulator stores every tile row-major, so it is recorded and changes nothing.""",
+    operand; ``flat_layout=True`` (a Mat tile, not with ``transpose``) for a flat, non-fractal
+    staging buffer. The simulator stores every tile row-major, so both are recorded and change
+    nothing.""",
         default="tile.create",
         group="memory",
         alias="create",
     ),
-    OpSpec("tile.create", rules.tile_create, 0, 0, attrs=("shape", "dtype", "memory", "transpose")),
+    OpSpec(
+        "tile.create", rules.tile_create, 0, 0, attrs=("shape", "dtype", "memory", "transpose", "flat_layout")
+    ),
 )
 _enter(
     LangOp(

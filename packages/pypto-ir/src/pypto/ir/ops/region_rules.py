@@ -83,6 +83,31 @@ def tensor_fillpad(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TensorType(t.shape, t.dtype)
 
 
+def _expanded(src_shape: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[int, ...]:
+    shape = tuple(attrs["shape"])
+    if len(shape) != len(src_shape) or any(not isinstance(d, int) or d <= 0 for d in shape):
+        raise OpError(
+            f"pl.fillpad_expand: shape must be {len(src_shape)} positive integer constants (the source's "
+            f"rank), got {list(shape)}"
+        )
+    if any(isinstance(s, int) and d < s for d, s in zip(shape, src_shape, strict=True)):
+        raise OpError(
+            f"pl.fillpad_expand: shape {list(shape)} must be at least the source's {list(src_shape)} in "
+            "every dimension"
+        )
+    return shape
+
+
+def tile_fillpad_expand(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tile(args[0], "fillpad_expand", "the operand", VEC)
+    return TileType(_expanded(t.shape, attrs), t.dtype, MemorySpace.Vec)
+
+
+def tensor_fillpad_expand(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tensor_like(args[0], "fillpad_expand", "the operand")
+    return TensorType(_expanded(tuple(t.shape), attrs), t.dtype)
+
+
 def tensor_read(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "read", "the source")
     return ScalarType(t.dtype)

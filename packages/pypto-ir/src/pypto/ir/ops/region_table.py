@@ -130,6 +130,28 @@ _enter(
 )
 _enter(
     LangOp(
+        "fillpad_expand",
+        (P("tile"), P("shape"), P("pad_value", PadValue.zero)),
+        """A larger tile of ``shape`` (each dimension at least the source's): the source's valid
+    region copied to its top-left corner, every other element ``pad_value`` (a ``pl.PadValue``,
+    or 0, ``math.inf``, ``-math.inf``); the result is fully valid. Of a tensor (in a kernel): the
+    same on the tile that holds it.""",
+        _both("fillpad_expand"),
+        group="sub-tile",
+    ),
+    OpSpec(
+        "tile.fillpad_expand",
+        rules.tile_fillpad_expand,
+        1,
+        1,
+        Cpp("TFILLPAD_EXPAND", (), into=0, tail="pad"),
+        attrs=("shape", "pad"),
+        spaces=VEC,
+    ),
+    OpSpec("tensor.fillpad_expand", rules.tensor_fillpad_expand, 1, 1, attrs=("shape", "pad")),
+)
+_enter(
+    LangOp(
         "set_validshape",
         (P("input"), P("valid_rows"), P("valid_cols")),
         """The tile with its valid shape set to ``valid_rows`` x ``valid_cols`` (constants or index

@@ -59,6 +59,12 @@ def task_dummy(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TaskIdType()
 
 
+def task_invalid(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.system.task_invalid()`` (``tid = None`` in an orchestration): the id of no task, which
+    a ``deps=`` list skips."""
+    return TaskIdType()
+
+
 def runtime_scope_mark(args: list[Type], attrs: dict[str, Any]) -> Type:
     """The start or end of a ``pl.manual_scope()`` block: a statement, no value."""
     return TupleType(())

@@ -59,6 +59,18 @@ _enter(
 )
 _enter(
     LangOp(
+        "task_invalid",
+        (),
+        """``pl.system.task_invalid()``: the id of no task (``tid = None`` in an orchestration is
+    the same), the "no producer yet" start of a chain of tasks; a ``deps=`` list skips it.""",
+        default="system.task_invalid",
+        group="task graph",
+        public=False,
+    ),
+    OpSpec("system.task_invalid", rules.task_invalid, 0, 0, on_core=False),
+)
+_enter(
+    LangOp(
         "manual_scope_begin",
         (),
         """The start of ``with pl.manual_scope():`` (a nested runtime scope of the orchestration).""",

@@ -5,37 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from pypto.ir.nodes import (
-    Arg,
-    Assign,
-    BinOp,
-    Break,
-    Call,
-    Const,
-    Continue,
-    Expr,
-    ExprStmt,
-    For,
-    If,
-    IterArg,
-    Return,
-    Scope,
-    Stmt,
-    TensorWrite,
-    Var,
-    While,
-    Yield,
-)
+from pypto.ir import nodes
 
 
-def subst_expr(e: Expr, m: Mapping[str, Expr]) -> Expr:
-    if isinstance(e, Var):
+def subst_expr(e: nodes.Expr, m: Mapping[str, nodes.Expr]) -> nodes.Expr:
+    if isinstance(e, nodes.Var):
         return m.get(e.name, e)
-    if isinstance(e, Const):
+    if isinstance(e, nodes.Const):
         return e
-    if isinstance(e, BinOp):
+    if isinstance(e, nodes.BinOp):
         return replace(e, lhs=subst_expr(e.lhs, m), rhs=subst_expr(e.rhs, m))
-    if isinstance(e, Call):
+    if isinstance(e, nodes.Call):
         return replace(e, args=tuple(subst_arg(a, m) for a in e.args))
     return replace(
         e,
@@ -45,27 +25,27 @@ def subst_expr(e: Expr, m: Mapping[str, Expr]) -> Expr:
     )
 
 
-def subst_arg(a: Arg, m: Mapping[str, Expr]) -> Arg:
+def subst_arg(a: nodes.Arg, m: Mapping[str, nodes.Expr]) -> nodes.Arg:
     if isinstance(a, tuple):
         return tuple(subst_expr(x, m) for x in a)
     return subst_expr(a, m)
 
 
-def subst_var(v: Var, m: Mapping[str, Expr]) -> Var:
+def subst_var(v: nodes.Var, m: Mapping[str, nodes.Expr]) -> nodes.Var:
     r = m.get(v.name, v)
-    assert isinstance(r, Var), f"cannot substitute defined variable {v.name} by {r}"
+    assert isinstance(r, nodes.Var), f"cannot substitute defined variable {v.name} by {r}"
     return r
 
 
-def subst_body(body: tuple[Stmt, ...], m: Mapping[str, Expr]) -> tuple[Stmt, ...]:
+def subst_body(body: tuple[nodes.Stmt, ...], m: Mapping[str, nodes.Expr]) -> tuple[nodes.Stmt, ...]:
     """Substitute uses and definitions (for renaming) throughout ``body``."""
-    out: list[Stmt] = []
+    out: list[nodes.Stmt] = []
     for s in body:
-        if isinstance(s, Assign):
+        if isinstance(s, nodes.Assign):
             out.append(replace(s, var=subst_var(s.var, m), value=subst_expr(s.value, m)))
-        elif isinstance(s, ExprStmt):
+        elif isinstance(s, nodes.ExprStmt):
             out.append(replace(s, value=subst_expr(s.value, m)))
-        elif isinstance(s, TensorWrite):
+        elif isinstance(s, nodes.TensorWrite):
             out.append(
                 replace(
                     s,
@@ -74,7 +54,7 @@ def subst_body(body: tuple[Stmt, ...], m: Mapping[str, Expr]) -> tuple[Stmt, ...
                     value=subst_expr(s.value, m),
                 )
             )
-        elif isinstance(s, For):
+        elif isinstance(s, nodes.For):
             out.append(
                 replace(
                     s,
@@ -84,24 +64,24 @@ def subst_body(body: tuple[Stmt, ...], m: Mapping[str, Expr]) -> tuple[Stmt, ...
                     step=subst_expr(s.step, m),
                     body=subst_body(s.body, m),
                     iter_args=tuple(
-                        IterArg(subst_var(ia.var, m), subst_expr(ia.init, m)) for ia in s.iter_args
+                        nodes.IterArg(subst_var(ia.var, m), subst_expr(ia.init, m)) for ia in s.iter_args
                     ),
                     results=tuple(subst_var(r, m) for r in s.results),
                 )
             )
-        elif isinstance(s, While):
+        elif isinstance(s, nodes.While):
             out.append(
                 replace(
                     s,
                     cond=subst_expr(s.cond, m),
                     body=subst_body(s.body, m),
                     iter_args=tuple(
-                        IterArg(subst_var(ia.var, m), subst_expr(ia.init, m)) for ia in s.iter_args
+                        nodes.IterArg(subst_var(ia.var, m), subst_expr(ia.init, m)) for ia in s.iter_args
                     ),
                     results=tuple(subst_var(r, m) for r in s.results),
                 )
             )
-        elif isinstance(s, If):
+        elif isinstance(s, nodes.If):
             out.append(
                 replace(
                     s,
@@ -111,9 +91,9 @@ def subst_body(body: tuple[Stmt, ...], m: Mapping[str, Expr]) -> tuple[Stmt, ...
                     results=tuple(subst_var(r, m) for r in s.results),
                 )
             )
-        elif isinstance(s, (Yield, Break, Continue)):
+        elif isinstance(s, (nodes.Yield, nodes.Break, nodes.Continue)):
             out.append(replace(s, values=tuple(subst_expr(v, m) for v in s.values)))
-        elif isinstance(s, Scope):
+        elif isinstance(s, nodes.Scope):
             out.append(
                 replace(
                     s,
@@ -122,20 +102,20 @@ def subst_body(body: tuple[Stmt, ...], m: Mapping[str, Expr]) -> tuple[Stmt, ...
                     body=subst_body(s.body, m),
                 )
             )
-        elif isinstance(s, Return):
+        elif isinstance(s, nodes.Return):
             out.append(replace(s, values=tuple(subst_expr(v, m) for v in s.values)))
     return tuple(out)
 
 
 def map_bodies(
-    body: tuple[Stmt, ...], fn: Callable[[tuple[Stmt, ...]], tuple[Stmt, ...]]
-) -> tuple[Stmt, ...]:
+    body: tuple[nodes.Stmt, ...], fn: Callable[[tuple[nodes.Stmt, ...]], tuple[nodes.Stmt, ...]]
+) -> tuple[nodes.Stmt, ...]:
     """Apply ``fn`` to ``body`` and, first, to every nested body (bottom-up)."""
-    out: list[Stmt] = []
+    out: list[nodes.Stmt] = []
     for s in body:
-        if isinstance(s, (For, While, Scope)):
+        if isinstance(s, (nodes.For, nodes.While, nodes.Scope)):
             out.append(replace(s, body=map_bodies(s.body, fn)))
-        elif isinstance(s, If):
+        elif isinstance(s, nodes.If):
             out.append(
                 replace(s, then_body=map_bodies(s.then_body, fn), else_body=map_bodies(s.else_body, fn))
             )

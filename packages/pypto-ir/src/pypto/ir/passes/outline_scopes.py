@@ -18,33 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from pypto.ir import nodes
 from pypto.ir.analysis.return_lineage import root_param
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError
-from pypto.ir.nodes import (
-    Assign,
-    Call,
-    CallFunc,
-    Const,
-    Expr,
-    ExprStmt,
-    For,
-    Function,
-    If,
-    Param,
-    Program,
-    Return,
-    Scope,
-    Stmt,
-    TensorWrite,
-    Var,
-    While,
-    expr_vars,
-    free_vars,
-    stmt_defs,
-    stmt_exprs,
-    walk_stmts,
-)
 from pypto.ir.param_info import ParamDirection
 from pypto.ir.passes._rewrite import subst_body
 from pypto.ir.passes.ssa import base_name
@@ -54,12 +31,12 @@ from pypto.ir.types import FunctionType, ScalarType, TaskIdType, TensorType, Tup
 NAME = "outline_scopes"
 
 
-def run(program: Program) -> Program:
-    new_funcs: list[Function] = []
+def run(program: nodes.Program) -> nodes.Program:
+    new_funcs: list[nodes.Function] = []
     taken = {f.name for f in program.funcs}
-    kernels: list[Function] = []
+    kernels: list[nodes.Function] = []
     for f in program.funcs:
-        if any(isinstance(s, Scope) for s in walk_stmts(f.body)):
+        if any(isinstance(s, nodes.Scope) for s in nodes.walk_stmts(f.body)):
             outlined, ks = _outline(f, taken)
             kernels.extend(ks)
             new_funcs.append(outlined)
@@ -68,10 +45,10 @@ def run(program: Program) -> Program:
     return program.replace((*new_funcs, *kernels))
 
 
-def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
-    kernels: list[Function] = []
+def _outline(fn: nodes.Function, taken: set[str]) -> tuple[nodes.Function, list[nodes.Function]]:
+    kernels: list[nodes.Function] = []
     counter = [0]
-    escapes: dict[str, Expr] = {}
+    escapes: dict[str, nodes.Expr] = {}
 
     def unique(base: str) -> str:
         name = base
@@ -81,24 +58,24 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
         taken.add(name)
         return name
 
-    def visit(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
-        out: list[Stmt] = []
+    def visit(body: tuple[nodes.Stmt, ...]) -> tuple[nodes.Stmt, ...]:
+        out: list[nodes.Stmt] = []
         for s in body:
-            if isinstance(s, (For, While)):
+            if isinstance(s, (nodes.For, nodes.While)):
                 out.append(replace(s, body=visit(s.body)))
-            elif isinstance(s, If):
+            elif isinstance(s, nodes.If):
                 out.append(replace(s, then_body=visit(s.then_body), else_body=visit(s.else_body)))
-            elif isinstance(s, Scope):
+            elif isinstance(s, nodes.Scope):
                 out.extend(outline_one(s))
             else:
                 out.append(s)
         return tuple(out)
 
-    def outline_one(s: Scope) -> list[Stmt]:
+    def outline_one(s: nodes.Scope) -> list[nodes.Stmt]:
         s, created = _spill_escaping_values(s, fn, unique, escapes)
         s, hoisted = _hoist_large_creates(s)
         created = [*hoisted, *created]
-        free = free_vars(s.body)
+        free = nodes.free_vars(s.body)
         for v in free:
             if not isinstance(v.type, (TensorType, ScalarType)):
                 raise KernelError(
@@ -111,8 +88,8 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
             v for v in free if isinstance(v.type, ScalarType)
         ]
         names: set[str] = set()
-        mapping: dict[str, Expr] = {}
-        params: list[Param] = []
+        mapping: dict[str, nodes.Expr] = {}
+        params: list[nodes.Param] = []
         for v in ordered:
             base = base_name(v.name)
             name, k = base, 1
@@ -120,56 +97,58 @@ def _outline(fn: Function, taken: set[str]) -> tuple[Function, list[Function]]:
                 k += 1
                 name = f"{base}_{k}"
             names.add(name)
-            pv = Var(name, v.type, v.span)
+            pv = nodes.Var(name, v.type, v.span)
             mapping[v.name] = pv
-            params.append(Param(pv, ParamDirection.IN))
+            params.append(nodes.Param(pv, ParamDirection.IN))
         kname = unique(s.name_hint or f"{fn.name}_k{len(kernels)}")
-        kbody = (*subst_body(s.body, mapping), Return(()))
+        kbody = (*subst_body(s.body, mapping), nodes.Return(()))
         hints = _kernel_hints(s, ordered, mapping)
-        kernel = Function(
+        kernel = nodes.Function(
             kname, tuple(params), (), kbody, FunctionType.InCore, outlined=True, span=s.span, hints=hints
         )
         kernels.append(kernel)
         # values defined in the scope that escape: tensors it wrote map to the outer tensor
-        for inner in walk_stmts(s.body):
-            for d in stmt_defs(inner):
+        for inner in nodes.walk_stmts(s.body):
+            for d in nodes.stmt_defs(inner):
                 if isinstance(d.type, TensorType):
                     idx = _root_in_scope(s, d, ordered)
                     if idx is not None:
                         escapes[d.name] = ordered[idx]
         call_type = TaskIdType() if s.task is not None else TupleType(())
-        call = CallFunc(kname, tuple(ordered), call_type, deps=s.deps, span=s.span, dumps=_dumps(s, ordered))
+        call = nodes.CallFunc(
+            kname, tuple(ordered), call_type, deps=s.deps, span=s.span, dumps=_dumps(s, ordered)
+        )
         if s.task is not None:
-            return [*created, Assign(s.task, call, s.span)]
-        return [*created, ExprStmt(call, s.span)]
+            return [*created, nodes.Assign(s.task, call, s.span)]
+        return [*created, nodes.ExprStmt(call, s.span)]
 
     body = visit(fn.body)
     body = _check_escapes(body, escapes, fn)
     return replace(fn, body=body, func_type=FunctionType.Orchestration), kernels
 
 
-def _hoist_large_creates(s: Scope) -> tuple[Scope, list[Stmt]]:
+def _hoist_large_creates(s: nodes.Scope) -> tuple[nodes.Scope, list[nodes.Stmt]]:
     """``pl.create_tensor`` inside a scope is scope-local scratch. One that fits a Vec tile
     (``tensor_to_tile.fits_one_tile``) stays in the kernel and becomes an on-chip tile; a
     larger one is moved before the scope, where the orchestration allocates it in device memory
     and the kernel receives it as a tensor parameter (its extents are constants: the parser
     refuses run-time extents in a scope). Returns the scope and the moved allocations."""
-    hoisted: list[Stmt] = []
+    hoisted: list[nodes.Stmt] = []
 
-    def visit(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
-        out: list[Stmt] = []
+    def visit(body: tuple[nodes.Stmt, ...]) -> tuple[nodes.Stmt, ...]:
+        out: list[nodes.Stmt] = []
         for st in body:
             if (
-                isinstance(st, Assign)
-                and isinstance(st.value, Call)
+                isinstance(st, nodes.Assign)
+                and isinstance(st.value, nodes.Call)
                 and st.value.op == "tensor.create"
                 and isinstance(st.var.type, TensorType)
                 and not fits_one_tile(st.var.type)
             ):
                 hoisted.append(st)
-            elif isinstance(st, (For, While)):
+            elif isinstance(st, (nodes.For, nodes.While)):
                 out.append(replace(st, body=visit(st.body)))
-            elif isinstance(st, If):
+            elif isinstance(st, nodes.If):
                 out.append(replace(st, then_body=visit(st.then_body), else_body=visit(st.else_body)))
             else:
                 out.append(st)
@@ -180,8 +159,8 @@ def _hoist_large_creates(s: Scope) -> tuple[Scope, list[Stmt]]:
 
 
 def _spill_escaping_values(
-    s: Scope, fn: Function, unique: Callable[[str], str], escapes: dict[str, Expr]
-) -> tuple[Scope, list[Stmt]]:
+    s: nodes.Scope, fn: nodes.Function, unique: Callable[[str], str], escapes: dict[str, nodes.Expr]
+) -> tuple[nodes.Scope, list[nodes.Stmt]]:
     """Tensor-level values the scope computes and later code uses go through device memory.
 
     For each such value ``v`` (defined at the top of the scope body, not a tensor the scope
@@ -191,13 +170,13 @@ def _spill_escaping_values(
     usual dependency rule. Returns the scope with the writes appended and the allocations.
     """
     used_after = _used_outside(fn.body, s)
-    created: list[Stmt] = []
-    writes: list[Stmt] = []
+    created: list[nodes.Stmt] = []
+    writes: list[nodes.Stmt] = []
     for st in s.body:
-        for d in stmt_defs(st):
+        for d in nodes.stmt_defs(st):
             if d.name not in used_after or not isinstance(d.type, TensorType) or d.name in escapes:
                 continue
-            if _root_in_scope(s, d, free_vars(s.body)) is not None:
+            if _root_in_scope(s, d, nodes.free_vars(s.body)) is not None:
                 continue  # a tensor the scope wrote: later code uses the outer tensor
             tt = d.type
             if not tt.is_static:
@@ -206,30 +185,34 @@ def _spill_escaping_values(
                     f"an intermediate tensor of static shape, but its shape is {list(tt.shape)}",
                     d.span,
                 )
-            tmp = Var(unique(f"{base_name(d.name)}_spill"), TensorType(tt.static_shape, tt.dtype), d.span)
+            tmp = nodes.Var(
+                unique(f"{base_name(d.name)}_spill"), TensorType(tt.static_shape, tt.dtype), d.span
+            )
             attrs = (("dtype", tt.dtype), ("shape", tt.static_shape))
-            created.append(Assign(tmp, Call("tensor.create", (), attrs, tmp.type, d.span), d.span))
-            zeros = tuple(Const(0, DataType.INT64) for _ in tt.static_shape)
-            writes.append(TensorWrite(tmp, zeros, d, d.span))
+            created.append(
+                nodes.Assign(tmp, nodes.Call("tensor.create", (), attrs, tmp.type, d.span), d.span)
+            )
+            zeros = tuple(nodes.Const(0, DataType.INT64) for _ in tt.static_shape)
+            writes.append(nodes.TensorWrite(tmp, zeros, d, d.span))
             escapes[d.name] = tmp
     if not writes:
         return s, []
     return replace(s, body=(*s.body, *writes)), created
 
 
-def _used_outside(body: tuple[Stmt, ...], skip: Scope) -> set[str]:
+def _used_outside(body: tuple[nodes.Stmt, ...], skip: nodes.Scope) -> set[str]:
     """Names read anywhere in ``body`` except inside the scope ``skip``."""
     names: set[str] = set()
 
-    def walk(stmts: tuple[Stmt, ...]) -> None:
+    def walk(stmts: tuple[nodes.Stmt, ...]) -> None:
         for st in stmts:
             if st is skip:
                 continue
-            for e in stmt_exprs(st):
-                names.update(v.name for v in expr_vars(e))
-            if isinstance(st, (For, While, Scope)):
+            for e in nodes.stmt_exprs(st):
+                names.update(v.name for v in nodes.expr_vars(e))
+            if isinstance(st, (nodes.For, nodes.While, nodes.Scope)):
                 walk(st.body)
-            elif isinstance(st, If):
+            elif isinstance(st, nodes.If):
                 walk(st.then_body)
                 walk(st.else_body)
 
@@ -237,7 +220,7 @@ def _used_outside(body: tuple[Stmt, ...], skip: Scope) -> set[str]:
     return names
 
 
-def _dumps(s: Scope, ordered: list[Var]) -> tuple[Expr, ...]:
+def _dumps(s: nodes.Scope, ordered: list[nodes.Var]) -> tuple[nodes.Expr, ...]:
     """The captured tensors the scope's ``dumps=`` names (each must be captured) and those
     ``pl.dump_tag`` marked, in argument order: the kernel call's ``dumps``."""
     hints = dict(s.hints)
@@ -253,7 +236,9 @@ def _dumps(s: Scope, ordered: list[Var]) -> tuple[Expr, ...]:
     return tuple(v for v in ordered if base_name(v.name) in wanted and isinstance(v.type, TensorType))
 
 
-def _kernel_hints(s: Scope, ordered: list[Var], mapping: dict[str, Expr]) -> tuple[tuple[str, object], ...]:
+def _kernel_hints(
+    s: nodes.Scope, ordered: list[nodes.Var], mapping: dict[str, nodes.Expr]
+) -> tuple[tuple[str, object], ...]:
     """The scope's hints for its kernel: ``no_dep_args`` names become the kernel's parameter names;
     ``dumps`` / ``dump_tags`` go to the kernel call instead (``_dumps``)."""
     out: list[tuple[str, object]] = []
@@ -272,7 +257,7 @@ def _kernel_hints(s: Scope, ordered: list[Var], mapping: dict[str, Expr]) -> tup
                     )
                 for v in found:
                     pv = mapping[v.name]
-                    assert isinstance(pv, Var)
+                    assert isinstance(pv, nodes.Var)
                     params.append(pv.name)
             out.append((key, tuple(params)))
         else:
@@ -280,22 +265,24 @@ def _kernel_hints(s: Scope, ordered: list[Var], mapping: dict[str, Expr]) -> tup
     return tuple(out)
 
 
-def _root_in_scope(s: Scope, d: Var, ordered: list[Var]) -> int | None:
-    fake = Function("_scope", tuple(Param(v) for v in ordered), (), s.body)
+def _root_in_scope(s: nodes.Scope, d: nodes.Var, ordered: list[nodes.Var]) -> int | None:
+    fake = nodes.Function("_scope", tuple(nodes.Param(v) for v in ordered), (), s.body)
     return root_param(fake, d)
 
 
-def _check_escapes(body: tuple[Stmt, ...], escapes: dict[str, Expr], fn: Function) -> tuple[Stmt, ...]:
+def _check_escapes(
+    body: tuple[nodes.Stmt, ...], escapes: dict[str, nodes.Expr], fn: nodes.Function
+) -> tuple[nodes.Stmt, ...]:
     """Replace uses of escaping tensors by the outer tensor; reject any other escaping value."""
     defined_outside: set[str] = {p.name for p in fn.params}
-    for st in walk_stmts(body):
-        defined_outside.update(v.name for v in stmt_defs(st))
+    for st in nodes.walk_stmts(body):
+        defined_outside.update(v.name for v in nodes.stmt_defs(st))
     body = subst_body(body, escapes)
-    for st in walk_stmts(body):
-        if isinstance(st, (Scope,)):
+    for st in nodes.walk_stmts(body):
+        if isinstance(st, (nodes.Scope,)):
             continue
-        for e in stmt_exprs(st):
-            for v in expr_vars(e):
+        for e in nodes.stmt_exprs(st):
+            for v in nodes.expr_vars(e):
                 if v.name not in defined_outside:
                     raise KernelError(
                         f"{base_name(v.name)!r} is computed inside a pl.at scope and used outside it; "

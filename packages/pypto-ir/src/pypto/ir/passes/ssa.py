@@ -17,33 +17,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pypto.ir import nodes
 from pypto.ir.errors import KernelError
-from pypto.ir.nodes import (
-    Arg,
-    Assign,
-    BinOp,
-    Break,
-    Call,
-    CallFunc,
-    Const,
-    Continue,
-    Expr,
-    ExprStmt,
-    For,
-    Function,
-    If,
-    IterArg,
-    Program,
-    Return,
-    Scope,
-    Stmt,
-    TensorWrite,
-    Var,
-    While,
-    Yield,
-    stmt_defs,
-    walk_stmts,
-)
 from pypto.ir.types import TensorType, TileType, Type
 
 NAME = "ssa"
@@ -56,19 +31,19 @@ def base_name(name: str) -> str:
     return head if sep and tail.isdigit() else name
 
 
-def run(program: Program) -> Program:
+def run(program: nodes.Program) -> nodes.Program:
     return program.replace(tuple(convert_function(f) for f in program.funcs))
 
 
-def convert_function(fn: Function) -> Function:
+def convert_function(fn: nodes.Function) -> nodes.Function:
     c = _Converter(fn)
     body = c.body(fn.body)
     return replace(fn, body=tuple(body))
 
 
 class _Converter:
-    def __init__(self, fn: Function) -> None:
-        self.env: dict[str, Expr] = {}
+    def __init__(self, fn: nodes.Function) -> None:
+        self.env: dict[str, nodes.Expr] = {}
         self.count: dict[str, int] = {}
         for p in fn.params:
             self.env[p.name] = p.var
@@ -76,39 +51,39 @@ class _Converter:
         self.tmp = 0
         self.loops: list[list[tuple[str, Type]]] = []  # innermost last: (carried name, its type)
 
-    def fresh(self, v: Var) -> Var:
+    def fresh(self, v: nodes.Var) -> nodes.Var:
         n = self.count.get(v.name)
         if n is None:
             self.count[v.name] = 0
             return v
         self.count[v.name] = n + 1
-        return Var(f"{v.name}{SEP}{n + 1}", v.type, v.span)
+        return nodes.Var(f"{v.name}{SEP}{n + 1}", v.type, v.span)
 
-    def temp(self, e: Expr) -> Var:
+    def temp(self, e: nodes.Expr) -> nodes.Var:
         self.tmp += 1
         name = f"_t{self.tmp}"
         while name in self.count:
             self.tmp += 1
             name = f"_t{self.tmp}"
         self.count[name] = 0
-        return Var(name, e.type, e.span)
+        return nodes.Var(name, e.type, e.span)
 
-    def use(self, e: Expr, out: list[Stmt], top: bool = False) -> Expr:
+    def use(self, e: nodes.Expr, out: list[nodes.Stmt], top: bool = False) -> nodes.Expr:
         """Rename uses in ``e``; nested calls are hoisted into temporaries unless ``top``."""
-        if isinstance(e, Var):
+        if isinstance(e, nodes.Var):
             if e.name not in self.env:
                 raise KernelError(
                     f"{e.name!r} is used before it is defined (or outside the loop that defines it)", e.span
                 )
             return self.env[e.name]
-        if isinstance(e, Const):
+        if isinstance(e, nodes.Const):
             return e
-        if isinstance(e, BinOp):
+        if isinstance(e, nodes.BinOp):
             return replace(e, lhs=self.use(e.lhs, out), rhs=self.use(e.rhs, out))
-        if isinstance(e, Call):
-            new: Expr = replace(e, args=tuple(self.use_arg(a, out) for a in e.args))
+        if isinstance(e, nodes.Call):
+            new: nodes.Expr = replace(e, args=tuple(self.use_arg(a, out) for a in e.args))
         else:
-            assert isinstance(e, CallFunc)
+            assert isinstance(e, nodes.CallFunc)
             new = replace(
                 e,
                 args=tuple(self.use(a, out) for a in e.args),
@@ -118,40 +93,40 @@ class _Converter:
         if top:
             return new
         t = self.temp(new)
-        out.append(Assign(t, new, e.span))
+        out.append(nodes.Assign(t, new, e.span))
         return t
 
-    def use_arg(self, a: Arg, out: list[Stmt]) -> Arg:
+    def use_arg(self, a: nodes.Arg, out: list[nodes.Stmt]) -> nodes.Arg:
         if isinstance(a, tuple):
             return tuple(self.use(x, out) for x in a)
         return self.use(a, out)
 
-    def body(self, stmts: tuple[Stmt, ...]) -> list[Stmt]:
-        out: list[Stmt] = []
+    def body(self, stmts: tuple[nodes.Stmt, ...]) -> list[nodes.Stmt]:
+        out: list[nodes.Stmt] = []
         for s in stmts:
             self.stmt(s, out)
         return out
 
-    def stmt(self, s: Stmt, out: list[Stmt]) -> None:
-        if isinstance(s, Assign):
+    def stmt(self, s: nodes.Stmt, out: list[nodes.Stmt]) -> None:
+        if isinstance(s, nodes.Assign):
             value = self.use(s.value, out, top=True)
-            if isinstance(value, Var):
+            if isinstance(value, nodes.Var):
                 self.env[s.var.name] = value  # copy propagation
                 return
             v = self.fresh(s.var)
             out.append(replace(s, var=v, value=value))
             self.env[s.var.name] = v
-        elif isinstance(s, ExprStmt):
+        elif isinstance(s, nodes.ExprStmt):
             out.append(replace(s, value=self.use(s.value, out, top=True)))
-        elif isinstance(s, TensorWrite):
+        elif isinstance(s, nodes.TensorWrite):
             target = self.use(s.target, out)
-            assert isinstance(target, Var)
+            assert isinstance(target, nodes.Var)
             offsets = tuple(self.use(o, out) for o in s.offsets)
             value = self.use(s.value, out, top=True)
             out.append(replace(s, target=target, offsets=offsets, value=value))
-        elif isinstance(s, Return):
+        elif isinstance(s, nodes.Return):
             out.append(replace(s, values=tuple(self.use(v, out) for v in s.values)))
-        elif isinstance(s, Scope):
+        elif isinstance(s, nodes.Scope):
             deps = tuple(self.use(d, out) for d in s.deps)
             body = self.body(s.body)
             task = None
@@ -159,15 +134,15 @@ class _Converter:
                 task = self.fresh(s.task)
                 self.env[s.task.name] = task
             out.append(replace(s, deps=deps, body=tuple(body), task=task))
-        elif isinstance(s, (For, While)):
+        elif isinstance(s, (nodes.For, nodes.While)):
             self.loop(s, out)
-        elif isinstance(s, If):
+        elif isinstance(s, nodes.If):
             self.branch(s, out)
-        elif isinstance(s, (Break, Continue)):
-            word = "break" if isinstance(s, Break) else "continue"
+        elif isinstance(s, (nodes.Break, nodes.Continue)):
+            word = "break" if isinstance(s, nodes.Break) else "continue"
             if not self.loops:
                 raise KernelError(f"{word} outside a loop", s.span)
-            values: list[Expr] = []
+            values: list[nodes.Expr] = []
             for name, ty in self.loops[-1]:
                 carried = self.env[name]
                 if carried.type != ty:
@@ -181,7 +156,7 @@ class _Converter:
         else:
             raise KernelError(f"ssa: unexpected statement {type(s).__name__}", getattr(s, "span", None))
 
-    def branch(self, s: If, out: list[Stmt]) -> None:
+    def branch(self, s: nodes.If, out: list[nodes.Stmt]) -> None:
         cond = self.use(s.cond, out)
         before = dict(self.env)
         then = self.body(s.then_body)
@@ -200,9 +175,9 @@ class _Converter:
             elif name in env_then and name in env_else:
                 merged.append(name)
         self.env = dict(before.items())
-        results: list[Var] = []
-        tv: list[Expr] = []
-        ev: list[Expr] = []
+        results: list[nodes.Var] = []
+        tv: list[nodes.Expr] = []
+        ev: list[nodes.Expr] = []
         for name in merged:
             a, b = env_then.get(name, before.get(name)), env_else.get(name, before.get(name))
             assert a is not None
@@ -213,45 +188,45 @@ class _Converter:
                     "both branches must give it the same type",
                     s.span,
                 )
-            r = self.fresh(Var(name, a.type, s.span))
+            r = self.fresh(nodes.Var(name, a.type, s.span))
             results.append(r)
             tv.append(a)
             ev.append(b)
             self.env[name] = r
         if results:
-            then.append(Yield(tuple(tv), s.span))
-            els.append(Yield(tuple(ev), s.span))
+            then.append(nodes.Yield(tuple(tv), s.span))
+            els.append(nodes.Yield(tuple(ev), s.span))
         out.append(replace(s, cond=cond, then_body=tuple(then), else_body=tuple(els), results=tuple(results)))
 
-    def loop(self, s: For | While, out: list[Stmt]) -> None:
-        if isinstance(s, For):
+    def loop(self, s: nodes.For | nodes.While, out: list[nodes.Stmt]) -> None:
+        if isinstance(s, nodes.For):
             start = self.use(s.start, out)
             stop = self.use(s.stop, out)
             step = self.use(s.step, out)
-        loop_name = s.var.name if isinstance(s, For) else None
+        loop_name = s.var.name if isinstance(s, nodes.For) else None
         assigned: list[str] = []
-        for inner in walk_stmts(s.body):
-            for v in stmt_defs(inner):
+        for inner in nodes.walk_stmts(s.body):
+            for v in nodes.stmt_defs(inner):
                 if v.name in self.env and v.name not in assigned and v.name != loop_name:
                     assigned.append(v.name)
         before = dict(self.env)
         widened: set[str] = set()
         while True:
-            phis: list[IterArg] = []
+            phis: list[nodes.IterArg] = []
             for name in assigned:
                 init = before[name]
                 ty = init.type
                 if name in widened:
                     assert isinstance(ty, TileType)
                     ty = TensorType(ty.shape, ty.dtype)
-                phi = self.fresh(Var(name, ty, s.span))
-                phis.append(IterArg(phi, init))
+                phi = self.fresh(nodes.Var(name, ty, s.span))
+                phis.append(nodes.IterArg(phi, init))
                 self.env[name] = phi
-            if isinstance(s, For):
+            if isinstance(s, nodes.For):
                 loop_var = self.fresh(s.var)
                 self.env[s.var.name] = loop_var
             else:
-                hoisted: list[Stmt] = []
+                hoisted: list[nodes.Stmt] = []
                 cond = self.use(s.cond, hoisted)
                 if hoisted:
                     raise KernelError(
@@ -276,7 +251,7 @@ class _Converter:
                 break
             widened |= wider
             self.env = dict(before)
-        yields: list[Expr] = []
+        yields: list[nodes.Expr] = []
         for name, ia in zip(assigned, phis, strict=True):
             final = self.env[name]
             if final.type != ia.var.type:
@@ -291,12 +266,12 @@ class _Converter:
         self.env = {k: v for k, v in self.env.items() if k in before}
         self.env.update({k: before[k] for k in before if k not in assigned})
         for name, ia in zip(assigned, phis, strict=True):
-            r = self.fresh(Var(name, ia.var.type, s.span))
+            r = self.fresh(nodes.Var(name, ia.var.type, s.span))
             results.append(r)
             self.env[name] = r
         if phis:
-            body.append(Yield(tuple(yields), s.span))
-        if isinstance(s, While):
+            body.append(nodes.Yield(tuple(yields), s.span))
+        if isinstance(s, nodes.While):
             out.append(replace(s, cond=cond, body=tuple(body), iter_args=tuple(phis), results=tuple(results)))
             return
         out.append(
@@ -313,15 +288,15 @@ class _Converter:
         )
 
 
-def _leaves(body: list[Stmt]) -> bool:
+def _leaves(body: list[nodes.Stmt]) -> bool:
     """Whether a converted body always ends in ``break`` / ``continue`` (directly or through an
     if whose branches both do)."""
     if not body:
         return False
     last = body[-1]
-    if isinstance(last, (Break, Continue)):
+    if isinstance(last, (nodes.Break, nodes.Continue)):
         return True
-    return isinstance(last, If) and _leaves(list(last.then_body)) and _leaves(list(last.else_body))
+    return isinstance(last, nodes.If) and _leaves(list(last.then_body)) and _leaves(list(last.else_body))
 
 
 def _tile_to_tensor_level(start: Type, end: Type) -> bool:

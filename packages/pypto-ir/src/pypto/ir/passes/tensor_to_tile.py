@@ -13,28 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pypto.ir import nodes
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
-from pypto.ir.nodes import (
-    Arg,
-    Assign,
-    Break,
-    Call,
-    Const,
-    Continue,
-    Expr,
-    ExprStmt,
-    For,
-    Function,
-    If,
-    Program,
-    Scope,
-    Stmt,
-    TensorWrite,
-    Var,
-    While,
-    Yield,
-)
 from pypto.ir.ops import OPS, infer, tile_shape_for
 from pypto.ir.param_info import Layout
 from pypto.ir.passes._rewrite import subst_body
@@ -62,23 +43,23 @@ def fits_one_tile(tt: TensorType) -> bool:
     return rows * cols <= MAX_TILE_ELEMENTS and rows * cols * tt.dtype.itemsize <= CAPACITY[MemorySpace.Vec]
 
 
-def run(program: Program) -> Program:
+def run(program: nodes.Program) -> nodes.Program:
     return program.replace(tuple(_lower_fn(f) if f.func_type.is_kernel else f for f in program.funcs))
 
 
-def _lower_fn(fn: Function) -> Function:
+def _lower_fn(fn: nodes.Function) -> nodes.Function:
     lw = _Lowerer(_budget(fn))
     return replace(fn, body=lw.body(fn.body))
 
 
-def _budget(fn: Function) -> dict[MemorySpace, int]:
+def _budget(fn: nodes.Function) -> dict[MemorySpace, int]:
     """The buffer bytes each blocked matmul of ``fn`` may use (matmul_tiling.budget)."""
     from pypto.ir.nodes import stmt_exprs, walk_stmts
 
     pairs = []
     for s in walk_stmts(fn.body):
         for e in stmt_exprs(s):
-            if isinstance(e, Call) and e.op == "tensor.matmul":
+            if isinstance(e, nodes.Call) and e.op == "tensor.matmul":
                 a, b = e.args[0], e.args[1]
                 assert not isinstance(a, tuple)
                 assert not isinstance(b, tuple)
@@ -86,22 +67,22 @@ def _budget(fn: Function) -> dict[MemorySpace, int]:
     return budget(pairs)
 
 
-def _big_matmul(c: Call) -> bool:
+def _big_matmul(c: nodes.Call) -> bool:
     a, b = c.args[0], c.args[1]
     assert not isinstance(a, tuple)
     assert not isinstance(b, tuple)
     return needs_blocking(a.type, b.type)
 
 
-def _add(a: Expr, b: Expr) -> Expr:
+def _add(a: nodes.Expr, b: nodes.Expr) -> nodes.Expr:
     from pypto.ir.nodes import BinOp
     from pypto.ir.types import ScalarType
 
-    if isinstance(a, Const) and isinstance(b, Const):
-        return Const(int(a.value) + int(b.value), DataType.INT64)
-    if isinstance(a, Const) and a.value == 0:
+    if isinstance(a, nodes.Const) and isinstance(b, nodes.Const):
+        return nodes.Const(int(a.value) + int(b.value), DataType.INT64)
+    if isinstance(a, nodes.Const) and a.value == 0:
         return b
-    if isinstance(b, Const) and b.value == 0:
+    if isinstance(b, nodes.Const) and b.value == 0:
         return a
     return BinOp("add", a, b, ScalarType(DataType.INT64))
 
@@ -109,105 +90,134 @@ def _add(a: Expr, b: Expr) -> Expr:
 def _is_tensor_compute(e: object) -> bool:
     """A tensor-level op that is kernel work (the op table's ``on_core``): lowered to tiles. The
     others (dims, element reads/writes, windows, allocation) stay as they are."""
-    return isinstance(e, Call) and e.op.startswith("tensor.") and OPS[e.op].on_core
+    return isinstance(e, nodes.Call) and e.op.startswith("tensor.") and OPS[e.op].on_core
 
 
 class _Lowerer:
     def __init__(self, caps: dict[MemorySpace, int]) -> None:
         self.caps = caps  # buffer bytes each blocked matmul of this kernel may use
-        self.blocked: dict[str, Call] = {}  # a matmul lowered by blocks where its value is consumed
-        self.alias: dict[str, Expr] = {}  # a value that names another (a blocked assemble's result)
-        self.tiles: dict[str, Var] = {}  # tensor-level value -> the tile that holds it
-        self.loaded: dict[tuple[str, MemorySpace], Var] = {}  # tensor already loaded in this body
-        self.views: dict[str, Call] = {}  # window value -> its tensor.view call
+        self.blocked: dict[str, nodes.Call] = {}  # a matmul lowered by blocks where its value is consumed
+        self.alias: dict[str, nodes.Expr] = {}  # a value that names another (a blocked assemble's result)
+        self.tiles: dict[str, nodes.Var] = {}  # tensor-level value -> the tile that holds it
+        self.loaded: dict[tuple[str, MemorySpace], nodes.Var] = {}  # tensor already loaded in this body
+        self.views: dict[str, nodes.Call] = {}  # window value -> its tensor.view call
         self.n = 0
 
-    def fresh(self, base: str, ty: Type) -> Var:
+    def fresh(self, base: str, ty: Type) -> nodes.Var:
         self.n += 1
-        return Var(f"{base}_t{self.n}", ty)
+        return nodes.Var(f"{base}_t{self.n}", ty)
 
-    def body(self, stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
-        out: list[Stmt] = []
+    def body(self, stmts: tuple[nodes.Stmt, ...]) -> tuple[nodes.Stmt, ...]:
+        out: list[nodes.Stmt] = []
         for original in stmts:
             s = original
             if self.alias:
                 s = subst_body((s,), self.alias)[0]
             if (
-                isinstance(s, Assign)
-                and isinstance(s.value, Call)
+                isinstance(s, nodes.Assign)
+                and isinstance(s.value, nodes.Call)
                 and s.value.op == "tensor.matmul"
                 and _big_matmul(s.value)
             ):
                 self.blocked[s.var.name] = s.value  # emitted where its value is consumed
                 continue
-            if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.view":
-                self.views[s.var.name] = s.value  # consumed by the loads and stores that use it
+            if (
+                isinstance(s, nodes.Assign)
+                and isinstance(s.value, nodes.Call)
+                and s.value.op == "tensor.view"
+            ):
+                view = s.value
+                inner = view.args[0]
+                if isinstance(inner, nodes.Var) and inner.name in self.views:  # a window of a window
+                    outer = self.views[inner.name]
+                    offs, base_offs = view.args[1], outer.args[1]
+                    assert isinstance(offs, tuple)
+                    assert isinstance(base_offs, tuple)
+                    summed = tuple(_add(a, b) for a, b in zip(base_offs, offs, strict=True))
+                    view = replace(view, args=(outer.args[0], summed))
+                self.views[s.var.name] = view  # consumed by the loads and stores that use it
                 continue
             if (
-                isinstance(s, (Assign, ExprStmt))
-                and isinstance(s.value, Call)
+                isinstance(s, (nodes.Assign, nodes.ExprStmt))
+                and isinstance(s.value, nodes.Call)
                 and self._through_view(s.value)
             ):
                 s = replace(s, value=self._rebase(s.value))
-            if isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.create":
+            if (
+                isinstance(s, nodes.Assign)
+                and isinstance(s.value, nodes.Call)
+                and s.value.op == "tensor.create"
+            ):
                 self.tiles[s.var.name] = self.scratch(s.value, out, s.var.name)
-            elif isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "tensor.assemble":
+            elif (
+                isinstance(s, nodes.Assign)
+                and isinstance(s.value, nodes.Call)
+                and s.value.op == "tensor.assemble"
+            ):
                 out.extend(self.assemble(s.var, s.value))
-            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and s.value.op == "tensor.assemble":
+            elif (
+                isinstance(s, nodes.ExprStmt)
+                and isinstance(s.value, nodes.Call)
+                and s.value.op == "tensor.assemble"
+            ):
                 # `pl.assemble(t, v, offsets)` as a statement writes t all the same
                 target = s.value.args[0]
-                assert isinstance(target, Var)
+                assert isinstance(target, nodes.Var)
                 out.extend(self.assemble(self.fresh(target.name, target.type), s.value))
-            elif isinstance(s, Assign) and _is_tensor_compute(s.value):
-                assert isinstance(s.value, Call)
+            elif isinstance(s, nodes.Assign) and _is_tensor_compute(s.value):
+                assert isinstance(s.value, nodes.Call)
                 tile = self.lower_call(s.value, out, s.var.name)
                 self.tiles[s.var.name] = tile
-            elif isinstance(s, TensorWrite):
+            elif isinstance(s, nodes.TensorWrite):
                 out.extend(self.write(s))
-            elif isinstance(s, (For, While)):
+            elif isinstance(s, (nodes.For, nodes.While)):
                 out.append(self.loop(s, out))
-            elif isinstance(s, If):
+            elif isinstance(s, nodes.If):
                 self.loaded = {}
                 then = self.body(s.then_body)
                 self.loaded = {}
                 els = self.body(s.else_body)
                 self.loaded = {}
                 out.append(self.branch(s, then, els))
-            elif isinstance(s, (Break, Continue)) and any(self._lowered(v) for v in s.values):
+            elif isinstance(s, (nodes.Break, nodes.Continue)) and any(self._lowered(v) for v in s.values):
                 raise KernelError(
                     "a loop that carries a tensor-level value leaves or restarts only at the end of its "
                     "body: break / continue are not supported in it; carry a tile (pl.load) instead",
                     s.span,
                 )
-            elif isinstance(s, Yield):
+            elif isinstance(s, nodes.Yield):
                 out.append(s)  # the enclosing loop or if turns tensor-level values into their tiles
-            elif isinstance(s, (Assign, ExprStmt, Yield)) and self._mentions_lowered(s):
+            elif isinstance(s, (nodes.Assign, nodes.ExprStmt, nodes.Yield)) and self._mentions_lowered(s):
                 raise KernelError(
                     "a tensor-level value can only be written into a tensor (out[...] = value) or used by "
                     "another tensor-level op",
                     getattr(s, "span", None),
                 )
             else:
-                value = s.value if isinstance(s, (Assign, ExprStmt)) else None
-                if isinstance(value, Call) and value.op == "tile.store" and isinstance(value.args[2], Var):
+                value = s.value if isinstance(s, (nodes.Assign, nodes.ExprStmt)) else None
+                if (
+                    isinstance(value, nodes.Call)
+                    and value.op == "tile.store"
+                    and isinstance(value.args[2], nodes.Var)
+                ):
                     self.loaded = {k: v for k, v in self.loaded.items() if k[0] != value.args[2].name}
                 out.append(s)
         return tuple(out)
 
-    def loop(self, s: For | While, out: list[Stmt]) -> For | While:
+    def loop(self, s: nodes.For | nodes.While, out: list[nodes.Stmt]) -> nodes.For | nodes.While:
         """A loop whose iter arg starts as an on-chip value (a tensor-level value, a scratch
         ``pl.create_tensor`` or a tile) carries it as a Vec tile: the iter arg, the yielded value
         and the loop's result are that tile."""
         iters = []
-        carried: dict[int, Var] = {}
+        carried: dict[int, nodes.Var] = {}
         for i, ia in enumerate(s.iter_args):
             init = self.on_chip(ia.init, out, s.span) if isinstance(ia.var.type, TensorType) else None
             if init is None:
                 iters.append(ia)
                 continue
             init = self.operand(init, out, s.span)  # type: ignore[assignment]
-            assert isinstance(init, Var)
-            var = Var(ia.var.name, init.type, ia.var.span)
+            assert isinstance(init, nodes.Var)
+            var = nodes.Var(ia.var.name, init.type, ia.var.span)
             self.tiles[ia.var.name] = var
             carried[i] = var
             iters.append(replace(ia, var=var, init=init))
@@ -223,7 +233,7 @@ class _Lowerer:
         results = list(s.results)
         if s.iter_args:
             y = body.pop()
-            assert isinstance(y, Yield)
+            assert isinstance(y, nodes.Yield)
             values = list(y.values)
             for i, v in enumerate(values):
                 if i in carried:
@@ -237,19 +247,19 @@ class _Lowerer:
                     )
             body.append(replace(y, values=tuple(values)))
             for i, var in carried.items():
-                results[i] = Var(s.results[i].name, var.type, s.results[i].span)
+                results[i] = nodes.Var(s.results[i].name, var.type, s.results[i].span)
                 self.tiles[s.results[i].name] = results[i]
         return replace(s, body=tuple(body), iter_args=tuple(iters), results=tuple(results))
 
-    def branch(self, s: If, then: tuple[Stmt, ...], els: tuple[Stmt, ...]) -> If:
+    def branch(self, s: nodes.If, then: tuple[nodes.Stmt, ...], els: tuple[nodes.Stmt, ...]) -> nodes.If:
         """An ``if`` whose branches yield a tensor-level value yields its Vec tile from both."""
         if not s.results:
             return replace(s, then_body=then, else_body=els)
         bodies = [list(then), list(els)]
-        yields: list[Yield] = []
+        yields: list[nodes.Yield] = []
         for b in bodies:
             y = b.pop()
-            assert isinstance(y, Yield)
+            assert isinstance(y, nodes.Yield)
             yields.append(y)
         values = [list(y.values) for y in yields]
         results = list(s.results)
@@ -261,13 +271,13 @@ class _Lowerer:
             want = TileType(first.type.shape, first.type.dtype, MemorySpace.Vec)
             for k in (0, 1):
                 values[k][i] = self.carried_tile(values[k][i], want, bodies[k], s.span)
-            results[i] = Var(r.name, want, r.span)
+            results[i] = nodes.Var(r.name, want, r.span)
             self.tiles[r.name] = results[i]
         for k in (0, 1):
             bodies[k].append(replace(yields[k], values=tuple(values[k])))
         return replace(s, then_body=tuple(bodies[0]), else_body=tuple(bodies[1]), results=tuple(results))
 
-    def carried_tile(self, v: Expr, want: Type, out: list[Stmt], span: Span | None) -> Expr:
+    def carried_tile(self, v: nodes.Expr, want: Type, out: list[nodes.Stmt], span: Span | None) -> nodes.Expr:
         """The Vec tile of tensor-level value ``v`` for a loop carry or branch result of type ``want``."""
         tile = self.operand(v, out, span, MemorySpace.Vec)
         if tile.type != want:
@@ -278,14 +288,14 @@ class _Lowerer:
             )
         return tile
 
-    def _lowered(self, e: Expr) -> bool:
-        return isinstance(e, Var) and (e.name in self.tiles or e.name in self.blocked)
+    def _lowered(self, e: nodes.Expr) -> bool:
+        return isinstance(e, nodes.Var) and (e.name in self.tiles or e.name in self.blocked)
 
-    def _through_view(self, c: Call) -> bool:
+    def _through_view(self, c: nodes.Call) -> bool:
         pos = {"tile.load": 0, "tile.store": 2}.get(c.op)
-        return pos is not None and isinstance(c.args[pos], Var) and c.args[pos].name in self.views  # type: ignore[union-attr]
+        return pos is not None and isinstance(c.args[pos], nodes.Var) and c.args[pos].name in self.views  # type: ignore[union-attr]
 
-    def _rebase(self, c: Call) -> Call:
+    def _rebase(self, c: nodes.Call) -> nodes.Call:
         """A load/store through a window becomes one on the base tensor, offsets added."""
         pos = 0 if c.op == "tile.load" else 2
         view = self.views[c.args[pos].name]  # type: ignore[union-attr]
@@ -300,7 +310,7 @@ class _Lowerer:
         ty = c.type if c.op == "tile.load" else base.type  # type: ignore[union-attr]
         return replace(c, args=tuple(args), type=ty)
 
-    def _mentions_lowered(self, s: Stmt) -> bool:
+    def _mentions_lowered(self, s: nodes.Stmt) -> bool:
         from pypto.ir.nodes import expr_vars, stmt_exprs
 
         return any(
@@ -308,12 +318,12 @@ class _Lowerer:
         )
 
     def on_chip(
-        self, e: Expr, out: list[Stmt], span: Span | None, memory: MemorySpace = MemorySpace.Mat
-    ) -> Var | None:
+        self, e: nodes.Expr, out: list[nodes.Stmt], span: Span | None, memory: MemorySpace = MemorySpace.Mat
+    ) -> nodes.Var | None:
         """The tile holding ``e`` when it is an on-chip value (a blocked product is written
         into a scratch tile first: in Vec when ``memory`` is Vec, for a vector op, else in L1);
         None for a tensor in device memory."""
-        if isinstance(e, Var) and e.name in self.blocked:
+        if isinstance(e, nodes.Var) and e.name in self.blocked:
             call = self.blocked.pop(e.name)
             space = MemorySpace.Vec if memory is MemorySpace.Vec else MemorySpace.Mat
             scratch = emit_blocked_matmul(
@@ -321,23 +331,25 @@ class _Lowerer:
             )
             assert scratch is not None
             self.tiles[e.name] = scratch
-        if isinstance(e, Var) and e.name in self.tiles:
+        if isinstance(e, nodes.Var) and e.name in self.tiles:
             return self.tiles[e.name]
-        if isinstance(e, Var) and isinstance(e.type, TileType):
+        if isinstance(e, nodes.Var) and isinstance(e.type, TileType):
             return e
         return None
 
-    def store_sink(self, target: Var, offsets: tuple[Expr, ...], atomic: bool) -> Store:
-        def rebase(c: Call) -> Call:
+    def store_sink(self, target: nodes.Var, offsets: tuple[nodes.Expr, ...], atomic: bool) -> Store:
+        def rebase(c: nodes.Call) -> nodes.Call:
             return self._rebase(c) if target.name in self.views else c
 
         return Store(target, offsets, atomic, rebase)
 
-    def operand(self, e: Expr, out: list[Stmt], span: object, memory: MemorySpace = MemorySpace.Vec) -> Expr:
+    def operand(
+        self, e: nodes.Expr, out: list[nodes.Stmt], span: object, memory: MemorySpace = MemorySpace.Vec
+    ) -> nodes.Expr:
         """The tile holding tensor-level operand ``e`` (loading a tensor on demand)."""
-        if isinstance(e, Var) and e.name in self.blocked:
+        if isinstance(e, nodes.Var) and e.name in self.blocked:
             self.on_chip(e, out, span, memory)  # type: ignore[arg-type]
-        if isinstance(e, Var) and e.name in self.tiles:
+        if isinstance(e, nodes.Var) and e.name in self.tiles:
             t = self.tiles[e.name]
             if memory is not MemorySpace.Vec and isinstance(t.type, TileType) and t.type.memory is not memory:
                 return self.emit("tile.move", [t], {"memory": memory}, out, "mv")
@@ -353,7 +365,7 @@ class _Lowerer:
                     getattr(e, "span", None) or span,  # type: ignore[arg-type]
                 )
             return t
-        if isinstance(e, Var) and e.name in self.views:
+        if isinstance(e, nodes.Var) and e.name in self.views:
             view = self.views[e.name]
             base, offs = view.args
             vt = view.type
@@ -387,11 +399,11 @@ class _Lowerer:
                     f"{MAX_TILE_ELEMENTS} elements; tile it with pl.range and pl.load/pl.store",
                     getattr(e, "span", None) or span,  # type: ignore[arg-type]
                 )
-            assert isinstance(e, Var)
+            assert isinstance(e, nodes.Var)
             cached = self.loaded.get((e.name, memory))
             if cached is not None:
                 return cached
-            zeros = tuple(Const(0, DataType.INT64) for _ in shape)
+            zeros = tuple(nodes.Const(0, DataType.INT64) for _ in shape)
             tile_shape_for(len(shape), shape, "load")
             attrs: dict[str, object] = {"shape": shape, "memory": memory}
             if tt.layout is Layout.NZ:
@@ -399,18 +411,18 @@ class _Lowerer:
             v = self.emit("tile.load", [e, zeros], attrs, out, "ld")
             self.loaded[(e.name, memory)] = v
             return v
-        if isinstance(e, Var) and isinstance(e.type, TileType) and e.type.memory is not memory:
+        if isinstance(e, nodes.Var) and isinstance(e.type, TileType) and e.type.memory is not memory:
             return self.emit("tile.move", [e], {"memory": memory}, out, "mv")  # a tile mixed in
         return e  # a scalar operand, or a tile mixed in where it already is
 
-    def narrow(self, tile: Var, view: Call, out: list[Stmt]) -> Var:
+    def narrow(self, tile: nodes.Var, view: nodes.Call, out: list[nodes.Stmt]) -> nodes.Var:
         """The tile read through a window that ``pl.slice`` gave a constant valid shape (and a pad
         value): that valid shape, the elements outside it set to the pad value."""
         valid = view.attr("valid_shape")
         if valid is None or not isinstance(tile.type, TileType) or tile.type.memory is not MemorySpace.Vec:
             return tile
         rows, cols = (1, valid[0]) if len(valid) == 1 else (valid[-2], valid[-1])
-        dims = [Const(rows, DataType.INT64), Const(cols, DataType.INT64)]
+        dims = [nodes.Const(rows, DataType.INT64), nodes.Const(cols, DataType.INT64)]
         narrowed = self.emit("tile.set_validshape", [tile, *dims], {}, out, "vs")
         pad = view.attr("pad")
         if pad is None:
@@ -418,17 +430,19 @@ class _Lowerer:
         filled = self.emit("tile.fillpad", [narrowed], {"pad": pad}, out, "pad")
         return self.emit("tile.set_validshape", [filled, *dims], {}, out, "vs")
 
-    def emit(self, op: str, args: list[Arg], attrs: dict[str, object], out: list[Stmt], base: str) -> Var:
+    def emit(
+        self, op: str, args: list[nodes.Arg], attrs: dict[str, object], out: list[nodes.Stmt], base: str
+    ) -> nodes.Var:
         types = [a.type for a in args if not isinstance(a, tuple)]
         ty = infer(op, types, dict(attrs))
         v = self.fresh(base, ty)
-        out.append(Assign(v, Call(op, tuple(args), tuple(sorted(attrs.items())), ty)))
+        out.append(nodes.Assign(v, nodes.Call(op, tuple(args), tuple(sorted(attrs.items())), ty)))
         return v
 
-    def lower_call(self, c: Call, out: list[Stmt], base: str) -> Var:
+    def lower_call(self, c: nodes.Call, out: list[nodes.Stmt], base: str) -> nodes.Var:
         kind = c.op.split(".", 1)[1]
         src = c.args[0] if c.args else None
-        if kind == "cast" and isinstance(src, Var) and src.name in self.blocked:
+        if kind == "cast" and isinstance(src, nodes.Var) and src.name in self.blocked:
             scratch = emit_blocked_matmul(
                 self,
                 self.blocked.pop(src.name),
@@ -448,7 +462,7 @@ class _Lowerer:
             lhs, rhs = c.args[1], c.args[2]
             assert not isinstance(lhs, tuple)
             assert not isinstance(rhs, tuple)
-            product = Call(
+            product = nodes.Call(
                 "tensor.matmul", (lhs, rhs), (), infer("tensor.matmul", [lhs.type, rhs.type], {}), c.span
             )
             prod = self.lower_call(product, out, base + "_mm")
@@ -460,37 +474,39 @@ class _Lowerer:
             right = self.emit("tile.move", [b], {"memory": MemorySpace.Right}, out, "rhs")
             acc = self.emit("tile.matmul", [left, right], {}, out, "acc")
             return self.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, base)
-        args: list[Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
+        args: list[nodes.Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
         if kind == "cmp":  # 0/1 in lhs's dtype: the tile comparison's mask selects between them
             mask = self.emit("tile.cmp", args, dict(c.attrs), out, base + "_mask")
             lhs = args[0]
-            assert isinstance(lhs, Var)
+            assert isinstance(lhs, nodes.Var)
             assert isinstance(lhs.type, TileType)
-            one, zero = (Const(v if lhs.type.dtype.is_float else int(v), lhs.type.dtype) for v in (1.0, 0.0))
+            one, zero = (
+                nodes.Const(v if lhs.type.dtype.is_float else int(v), lhs.type.dtype) for v in (1.0, 0.0)
+            )
             ones = self.emit("tile.expands", [lhs, one], {}, out, base + "_one")
             zeros = self.emit("tile.expands", [lhs, zero], {}, out, base + "_zero")
             return self.emit("tile.sel", [mask, ones, zeros], {}, out, base)
         return self.emit(f"tile.{kind}", args, dict(c.attrs), out, base)
 
-    def scratch(self, c: Call, out: list[Stmt], base: str) -> Var:
+    def scratch(self, c: nodes.Call, out: list[nodes.Stmt], base: str) -> nodes.Var:
         """A ``pl.create_tensor`` inside the kernel (outline_scopes left only those that fit one
         tile): a Vec tile of its shape and dtype, cleared to zero so that reading it before
         any write gives zeros, not a previous task's data."""
         tt = c.type
         assert isinstance(tt, TensorType)
-        zero = Const(0.0 if tt.dtype.is_float else 0, tt.dtype)
+        zero = nodes.Const(0.0 if tt.dtype.is_float else 0, tt.dtype)
         return self.emit("tile.full", [zero], {"shape": tt.static_shape, "dtype": tt.dtype}, out, base)
 
-    def assemble(self, v: Var, c: Call) -> list[Stmt]:
+    def assemble(self, v: nodes.Var, c: nodes.Call) -> list[nodes.Stmt]:
         """``v = tensor.assemble(target, source, offsets)``: the source as a Vec tile stored into
         the target's window (``v`` names the target); ``atomic=Add`` loads the window first and
         stores the sum."""
-        out: list[Stmt] = []
+        out: list[nodes.Stmt] = []
         target, source, offs = c.args
-        assert isinstance(target, Var)
+        assert isinstance(target, nodes.Var)
         assert isinstance(offs, tuple)
         atomic = c.attr("atomic") is AtomicType.Add
-        if isinstance(source, Var) and source.name in self.blocked:
+        if isinstance(source, nodes.Var) and source.name in self.blocked:
             sink = self.store_sink(target, offs, atomic)
             emit_blocked_matmul(
                 self, self.blocked.pop(source.name), sink, caps=self.caps, out=out, base=v.name
@@ -498,11 +514,11 @@ class _Lowerer:
             self.forget(target)
             self.alias[v.name] = target
             return out
-        if isinstance(source, Call) and _is_tensor_compute(source):
-            tile: Arg = self.lower_call(source, out, v.name)
+        if isinstance(source, nodes.Call) and _is_tensor_compute(source):
+            tile: nodes.Arg = self.lower_call(source, out, v.name)
         else:
             tile = self.operand(source, out, c.span)  # type: ignore[arg-type]
-        assert isinstance(tile, Var)
+        assert isinstance(tile, nodes.Var)
         tt = tile.type
         assert isinstance(tt, TileType)
         if tt.memory is not MemorySpace.Vec:
@@ -511,7 +527,7 @@ class _Lowerer:
             assert isinstance(tt, TileType)
         if c.attr("atomic") is AtomicType.Add:
             shape = (1,) * (len(offs) - 2) + tt.shape if len(offs) >= 2 else (tt.shape[1],)
-            load = Call(
+            load = nodes.Call(
                 "tile.load",
                 (target, offs),
                 (("memory", MemorySpace.Vec), ("shape", shape)),
@@ -521,55 +537,55 @@ class _Lowerer:
             if target.name in self.views:
                 load = self._rebase(load)
             held = self.fresh("acc", load.type)
-            out.append(Assign(held, load, c.span))
+            out.append(nodes.Assign(held, load, c.span))
             tile = self.emit("tile.add", [held, tile], {}, out, "sum")
         for key in [k for k in self.loaded if k[0] == target.name]:
             del self.loaded[key]  # the tensor changes: a later read must load again
         infer("tile.store", [tile.type, target.type], {})
-        store = Call("tile.store", (tile, offs, target), (), target.type, c.span)
+        store = nodes.Call("tile.store", (tile, offs, target), (), target.type, c.span)
         if target.name in self.views:
             store = self._rebase(store)
-        out.append(Assign(v, store, c.span))
+        out.append(nodes.Assign(v, store, c.span))
         return out
 
-    def forget(self, target: Var) -> None:
+    def forget(self, target: nodes.Var) -> None:
         for key in [k for k in self.loaded if k[0] == target.name]:
             del self.loaded[key]  # the tensor changes: a later read must load again
 
-    def write(self, s: TensorWrite) -> list[Stmt]:
-        out: list[Stmt] = []
+    def write(self, s: nodes.TensorWrite) -> list[nodes.Stmt]:
+        out: list[nodes.Stmt] = []
         v = s.value
-        big = isinstance(v, Call) and v.op == "tensor.matmul" and _big_matmul(v)
-        if big or (isinstance(v, Var) and v.name in self.blocked):
-            call = v if isinstance(v, Call) else self.blocked.pop(v.name)  # type: ignore[union-attr]
+        big = isinstance(v, nodes.Call) and v.op == "tensor.matmul" and _big_matmul(v)
+        if big or (isinstance(v, nodes.Var) and v.name in self.blocked):
+            call = v if isinstance(v, nodes.Call) else self.blocked.pop(v.name)  # type: ignore[union-attr]
             sink = self.store_sink(s.target, s.offsets, False)
             emit_blocked_matmul(self, call, sink, caps=self.caps, out=out, base=s.target.name)
             self.forget(s.target)
             return out
-        if isinstance(s.value, Call) and _is_tensor_compute(s.value):
+        if isinstance(s.value, nodes.Call) and _is_tensor_compute(s.value):
             tile = self.lower_call(s.value, out, s.target.name)
         else:
             tile = self.operand(s.value, out, s.span)  # type: ignore[assignment]
-        assert isinstance(tile, Var)
+        assert isinstance(tile, nodes.Var)
         tt = tile.type
         assert isinstance(tt, TileType)
         if tt.memory is not MemorySpace.Vec:
             tile = self.emit("tile.move", [tile], {"memory": MemorySpace.Vec}, out, "mv")
         for key in [k for k in self.loaded if k[0] == s.target.name]:
             del self.loaded[key]  # the tensor changes: a later read must load again
-        store = Call("tile.store", (tile, s.offsets, s.target), (), s.target.type, s.span)
+        store = nodes.Call("tile.store", (tile, s.offsets, s.target), (), s.target.type, s.span)
         infer("tile.store", [tile.type, s.target.type], {})
-        out.append(ExprStmt(store, s.span))
+        out.append(nodes.ExprStmt(store, s.span))
         return out
 
 
-def _leaves_loop(body: tuple[Stmt, ...]) -> bool:
+def _leaves_loop(body: tuple[nodes.Stmt, ...]) -> bool:
     """Whether ``body`` has a ``break`` / ``continue`` of its own loop (not of a nested one)."""
     for s in body:
-        if isinstance(s, (Break, Continue)):
+        if isinstance(s, (nodes.Break, nodes.Continue)):
             return True
-        if isinstance(s, If) and (_leaves_loop(s.then_body) or _leaves_loop(s.else_body)):
+        if isinstance(s, nodes.If) and (_leaves_loop(s.then_body) or _leaves_loop(s.else_body)):
             return True
-        if isinstance(s, Scope) and _leaves_loop(s.body):
+        if isinstance(s, nodes.Scope) and _leaves_loop(s.body):
             return True
     return False

@@ -13,8 +13,9 @@ Host body (traced once at compile time):
   ``@pl.jit`` or ``@pl.jit.incore`` function; the kernel reads and writes it like an ``InOut``
   tensor in device memory.
 
-Kernels (``@pl.jit.incore`` or ``pl.at`` scopes; each op is one call of the tile library's
-cross-rank operations, simpler/tile/comm.hpp):
+Kernels (``@pl.jit.incore`` or ``pl.at`` scopes; each op becomes PTO-ISA communication
+instructions, TPUT/TGET/TNOTIFY/TWAIT and the collectives' schedules of them, or TLOAD/TSTORE on a
+peer's window; docs/tile-interface.md, "Communication instructions"):
 
 - ``ctx = pld.get_comm_ctx(window)``, ``pld.rank(ctx)``, ``pld.nranks(ctx)`` (also under
   ``pld.system``);
@@ -72,6 +73,8 @@ __all__ = [
 @dataclass(frozen=True)
 class DistributedTensorAnnotation(_lt.TensorAnnotation):
     """The tensor annotation of a window view (``pld.DistributedTensor[[dims], dtype]``)."""
+
+    window = True  # what the parser reads (it cannot import this package, which imports it)
 
 
 class _DistributedTensorMeta(type):

@@ -2,8 +2,8 @@
 in a ``@pl.jit.host`` function or a ``@pl.program``'s host orchestrator).
 
 Such a call launches, on every rank, a builtin program: a chip orchestration calling one kernel
-whose body is that collective on the same window views (the kernel form, simpler/tile/
-collectives.hpp). The builtin's source is generated from the views' shapes and dtypes and the
+whose body is that collective on the same window views (the kernel form: a schedule of PTO-ISA
+communication instructions, simpler/kernel_collectives.hpp). The builtin's source is generated from the views' shapes and dtypes and the
 call's keywords, parsed with ``pl.parse`` (one per distinct text) and compiled like any launched
 program; its launches are recorded in the host trace in call order, between the launches before
 and after the call. ``allreduce`` without a signal allocates one: an INT32 window buffer of

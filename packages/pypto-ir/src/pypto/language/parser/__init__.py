@@ -4,7 +4,9 @@ The parser is one class assembled from its parts: ``common`` (source positions, 
 annotations), ``expressions``, ``directives`` (``pl.static_print`` ...), ``calls`` (ops,
 kernels, inlined helpers), ``tasks`` (the task graph), ``tuples``, ``control`` (while, break,
 continue), ``launches`` (SPMD), ``scopes`` (``with pl.at``) and ``statements``; ``placements``
-checks tile placements for the statement parser.
+checks tile placements for the statement parser; ``subscripts`` (upstream's subscript forms),
+``nd_tiles`` (tiles of more than two dims) and ``conversions`` (upstream's implicit
+conversions) are the helpers the statement and call parts use.
 
 The parser reads a function's source (it never runs the body), resolves names statically
 (locals first, then the function's closure and globals: module constants, ``pl``, kernels),
@@ -33,6 +35,7 @@ from pypto.ir.types import (
     TensorType,
     Type,
 )
+from pypto.language import typing as lt
 from pypto.language.fold import make_const
 from pypto.language.parser.common import (
     ParseContext,
@@ -43,6 +46,7 @@ from pypto.language.parser.common import (
     annotation_to_type,
     param_annotations,
 )
+from pypto.language.parser.scopes import core_runs_as_scopes
 from pypto.language.parser.statements import _Statements
 
 __all__ = [
@@ -117,6 +121,11 @@ class _Parser(_Statements):
             ty, direction = annotation_to_type(ann, pname, self.src.span(node), arg_types.get(pname))
             var = Var(pname, ty, self.src.span(node))
             params.append(Param(var, direction))
+            inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
+            if getattr(inner, "window", False):  # a pld.DistributedTensor parameter
+                self.st.distributed.add(id(var))
+            if direction in (ParamDirection.OUT, ParamDirection.INOUT):
+                self.st.out_params.add(id(var))
             if pname in scalar_values and isinstance(ty, ScalarType):
                 self.st.env[pname] = make_const(scalar_values[pname], ty.dtype, self.src.span(node))
             else:
@@ -144,12 +153,9 @@ class _Parser(_Statements):
             elif self.st.saw_tile:
                 ft = FunctionType.InCore
         if ft is FunctionType.Orchestration and self.st.outside_node is not None:
-            where, opname = self.st.outside_node
-            raise self.err(
-                f"pl.{opname} runs on a core, but this function also submits work (pl.at scopes or "
-                "kernel calls); put it inside `with pl.at(level=pl.Level.CORE_GROUP):`",
-                where,
-            )
+            # an Opaque function that submits work and also computes outside its pl.at scopes:
+            # each run of that computation becomes a scope of its own (as upstream PyPTO scopes it)
+            body = list(core_runs_as_scopes(tuple(body)))
         return Function(
             name,
             tuple(params),

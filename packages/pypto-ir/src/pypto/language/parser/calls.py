@@ -44,6 +44,7 @@ from pypto.language.parser.common import (
     param_annotations,
     tile_shape,
 )
+from pypto.language.parser.conversions import tensor_operands
 from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
 from pypto.language.typing import DirectionAnnotation, TileAnnotation
@@ -104,7 +105,7 @@ class _Calls(_Directives):
         if node.args or node.keywords:
             raise self.err(f"{what}() takes no arguments", node)
         if not self.st.func_type.is_kernel:
-            if self.st.in_scope and self.st.spmd is not None:  # an inline pl.spmd body
+            if self.st.spmd is not None:  # an inline pl.spmd body, or a dispatch body's block
                 var, n = self.st.spmd
                 return var if which == 0 else Const(n, INDEX)
             raise self.err(f"{what}() is read in a kernel launched by pl.spmd, not in an orchestration", node)
@@ -219,8 +220,14 @@ class _Calls(_Directives):
         for key, value in zip(node.keys, node.values, strict=True):
             assert key is not None  # a **mapping entry was refused above
             name = self.static_value(key, "kernel call attrs key", key)
+            if name == "arg_direction_overrides":
+                self.direction_overrides(value, nargs)
+                continue
             if name != "arg_directions":
-                raise self.err(f'kernel call attrs: only "arg_directions" is taken, got {name!r}', key)
+                raise self.err(
+                    f'kernel call attrs: only "arg_directions" and "arg_direction_overrides" are taken, got {name!r}',
+                    key,
+                )
             if not isinstance(value, (ast.List, ast.Tuple)):
                 raise self.err("arg_directions is a list of pl.adir markers, one per argument", value)
             if len(value.elts) != nargs:
@@ -235,6 +242,32 @@ class _Calls(_Directives):
                         e,
                     )
 
+    def direction_overrides(self, node: ast.expr, nargs: int) -> None:
+        """``attrs={"arg_direction_overrides": [i, ...]}`` (upstream's printed form of ``pl.no_dep``
+        arguments): distinct argument positions; checked, not stored, as ``pl.no_dep`` is."""
+        seen: list[int] = []
+        at = self.static_value(node, "arg_direction_overrides", node)
+        if not isinstance(at, (list, tuple)):
+            raise self.err("arg_direction_overrides is a list of argument positions: [0, 2]", node)
+        for i in at:
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < nargs or i in seen:
+                raise self.err(
+                    f"arg_direction_overrides: {i!r} is not a distinct argument position 0..{nargs - 1}", node
+                )
+            seen.append(i)
+
+    def no_dep_arg(self, a: ast.expr) -> ast.expr:
+        """A kernel call's argument ``pl.no_dep(t)``: the tensor ``t``, whose dependency tracking
+        the author waives. A hint; the simulated runtime keeps every dependency."""
+        if not (isinstance(a, ast.Call) and self.dsl_kind(a.func) == "no_dep"):
+            return a
+        if len(a.args) != 1 or a.keywords or not isinstance(a.args[0], ast.Name):
+            raise self.err("pl.no_dep(t) takes one tensor name", a)
+        held = self.st.env.get(a.args[0].id)
+        if not (isinstance(held, Var) and isinstance(held.type, TensorType)):
+            raise self.err(f"pl.no_dep(t): {a.args[0].id!r} must be a tensor", a.args[0])
+        return a.args[0]
+
     def func_call(self, obj: Any, node: ast.Call) -> Expr:
         if getattr(obj, "__pypto_inline__", False):
             return self.inline_call(obj, node)
@@ -247,7 +280,7 @@ class _Calls(_Directives):
                     kw,
                 )
             self.call_attrs(kw.value, len(node.args))
-        args = [self.expr(a) for a in node.args]
+        args = [self.expr(self.no_dep_arg(a)) for a in node.args]
         if self.st.in_scope or self.st.func_type.is_kernel:
             raise self.err(
                 "a kernel cannot call another function; call kernels from the orchestration (outside pl.at)",
@@ -291,7 +324,12 @@ class _Calls(_Directives):
             if p.var.type != a.type and not _compatible(p.var.type, a.type):
                 raise self.err(f"{fn.name}: argument {p.name!r} expects {p.var.type}, got {a.type}", node)
         self.st.saw_call = True
-        rtype: Type = fn.returns[0] if len(fn.returns) == 1 else TupleType(fn.returns)
+        try:
+            rtype: Type = _specialize(
+                fn.returns[0] if len(fn.returns) == 1 else TupleType(fn.returns), fn.params, args
+            )
+        except ValueError as exc:
+            raise self.err(f"{fn.name}: {exc}", node) from None
         dumps = dump_args(args, self.st.dump_tags)
         return CallFunc(fn.name, tuple(args), rtype, span=span, dumps=dumps)
 
@@ -315,6 +353,9 @@ class _Calls(_Directives):
         ):
             # pl.add(a, b) of two scalars is a + b (likewise sub, mul, div as /)
             return fold(_SCALAR_ARITHMETIC[opname], args[0], second, self.src.span(node))  # type: ignore[arg-type, return-value]
+        opname, args = tensor_operands(self, opname, args, node)  # upstream's promotion and broadcast
+        if args and not isinstance(args[0], tuple):
+            first = args[0].type
         lang = op_registry.LANGUAGE[opname]
         if (
             isinstance(first, TileType)
@@ -451,3 +492,36 @@ def dump_args(args: list[Expr] | tuple[Expr, ...], marked: Sequence[Expr]) -> tu
         if any(a is m for m in marked) and not any(a is o for o in out):
             out.append(a)
     return tuple(out)
+
+
+def _specialize(rtype: Type, params: Sequence[Any], args: Sequence[Expr]) -> Type:
+    """A kernel's result type at one call: each dynamic dim that a tensor parameter names is the
+    argument's dim there (a kernel of ``[M, N]`` called with ``[128, 128]`` tensors returns
+    ``[128, 128]``); a dim no argument fixes stays dynamic. Raises ValueError when two arguments
+    give one dynamic dim different sizes."""
+    bound: dict[str, Dim] = {}
+    for p, a in zip(params, args, strict=True):
+        pt, at = p.var.type, a.type
+        if isinstance(pt, TensorType) and isinstance(at, TensorType) and len(pt.shape) == len(at.shape):
+            for d, got in zip(pt.shape, at.shape, strict=True):
+                if (
+                    isinstance(d, DynDim)
+                    and not isinstance(got, DynDim)
+                    and bound.setdefault(d.name, got) != got
+                ):
+                    raise ValueError(
+                        f"conflicting bindings of dynamic dim {d.name!r}: {bound[d.name]} and {got} "
+                        f"(argument {p.var.name!r})"
+                    )
+    if not bound:
+        return rtype
+
+    def one(t: Type) -> Type:
+        if isinstance(t, TensorType):
+            shape = tuple(bound.get(d.name, d) if isinstance(d, DynDim) else d for d in t.shape)
+            return TensorType(shape, t.dtype, t.layout)
+        return t
+
+    if isinstance(rtype, TupleType):
+        return TupleType(tuple(one(t) for t in rtype.items))
+    return one(rtype)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
+import linecache
+import math
+import sys
 import textwrap
 import types
 from collections.abc import Callable
@@ -84,10 +87,14 @@ class SourceInfo:
             lines, first = inspect.getsourcelines(fn)
             file = inspect.getsourcefile(fn) or "<unknown>"
         except (OSError, TypeError) as exc:
-            raise KernelError(
-                f"cannot read the source of {getattr(fn, '__qualname__', fn)!r} ({exc}); "
-                "kernels must be defined in a file, not typed at an interactive prompt"
-            ) from None
+            found = _command_line_source(fn)
+            if found is None:
+                raise KernelError(
+                    f"cannot read the source of {getattr(fn, '__qualname__', fn)!r} ({exc}); "
+                    "kernels must be defined in a file (or given as text to pl.parse), not typed at an "
+                    "interactive prompt"
+                ) from None
+            lines, first, file = found
         text = "".join(lines)
         dedented = textwrap.dedent(text)
         indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
@@ -114,6 +121,36 @@ class SourceInfo:
         return Span(self.file, line, col, end_col)
 
 
+def _command_line_source(fn: Callable[..., Any]) -> tuple[list[str], int, str] | None:
+    """The source of ``fn`` defined by ``python -c CODE`` (file ``<string>``, which Python keeps
+    no lines of): CODE, from ``sys.orig_argv``; None when that is not where ``fn`` came from (the
+    line it starts at holds no ``def`` of its name)."""
+    code = getattr(fn, "__code__", None)
+    argv = getattr(sys, "orig_argv", [])
+    if code is None or code.co_filename != "<string>" or "-c" not in argv[:-1]:
+        return None
+    text = argv[argv.index("-c") + 1]
+    if not isinstance(text, str):
+        return None
+    # inspect reads lines through linecache: the text is entered there while it is read, and
+    # taken out again (other code compiled as "<string>", exec'd text, is not this text)
+    previous = linecache.cache.get("<string>")
+    linecache.cache["<string>"] = (len(text), None, text.splitlines(keepends=True), "<string>")
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        head: ast.stmt | None = ast.parse(textwrap.dedent("".join(lines))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        head = None
+    finally:
+        if previous is None:
+            linecache.cache.pop("<string>", None)
+        else:
+            linecache.cache["<string>"] = previous
+    if not isinstance(head, ast.FunctionDef) or head.name != fn.__name__:
+        return None
+    return lines, first, "<string>"
+
+
 class ParseContext:
     """What a function body may call besides ops: other functions of the program.
 
@@ -125,6 +162,8 @@ class ParseContext:
         self.functions: dict[str, Function] = {}
         # (function, global name) -> the constant value the parse used
         self.captured: dict[tuple[Callable[..., Any], str], object] = {}
+        # the Python function each external @pl.function name was first resolved to
+        self.externals: dict[str, Callable[..., Any]] = {}
 
     def resolve_call(self, target: Any, arg_types: list[Type], span: Span) -> Function | None:
         """Return the callee's IR function, or None if ``target`` is not a callable kernel."""
@@ -185,9 +224,16 @@ def annotation_to_type(
                 raise KernelError(f"parameter {name!r} is a Tensor but the call passed {given}", span)
             if isinstance(ann, lt.TensorAnnotation):
                 _check_declared(ann, given, name, span)
-                return TensorType(ann.shape or given.shape, ann.dtype or given.dtype, ann.layout), direction
+                dtype = (
+                    ann.dtype if isinstance(ann.dtype, DataType) else given.dtype
+                )  # a pl.dtype_var: the call's
+                return TensorType(ann.shape or given.shape, dtype, ann.layout), direction
             return given, direction
-        if not isinstance(ann, lt.TensorAnnotation) or ann.shape is None or ann.dtype is None:
+        if (
+            not isinstance(ann, lt.TensorAnnotation)
+            or ann.shape is None
+            or not isinstance(ann.dtype, DataType)
+        ):
             raise KernelError(
                 f"parameter {name!r}: a bare pl.Tensor takes its shape from the call, which only @pl.jit has; "
                 "write pl.Tensor[[rows, cols], pl.FP32]",
@@ -204,7 +250,7 @@ def annotation_to_type(
                 f"parameter {name!r}: a tile parameter is placed by its caller; drop the pl.MemRef", span
             )
         shape = tile_shape(ann.shape)
-        if len(shape) != 2:
+        if len(shape) != 2 or any(d != 1 for d in ann.shape[:-2]):  # no N-D tile parameters
             raise KernelError(
                 f"parameter {name!r}: a tile is 2-D (or 1-D, as a [1, n] tile), got shape {list(ann.shape)}",
                 span,
@@ -224,17 +270,20 @@ def annotation_to_type(
 
 
 def tile_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """A tile annotation's shape as the tile is: 2-D, a 1-D ``[n]`` being ``[1, n]`` and leading
-    dims of 1 dropped (``[1, 1, 8, 16]`` is ``[8, 16]``)."""
+    """A tile annotation's shape as the tile is: 2-D, a 1-D ``[n]`` being ``[1, n]``, leading
+    dims of 1 dropped (``[1, 1, 8, 16]`` is ``[8, 16]``) and other leading dims flattened into
+    rows (``[4, 8, 16]`` is ``[32, 16]``)."""
     if len(shape) == 1:
         return (1, shape[0])
     while len(shape) > 2 and shape[0] == 1:
         shape = shape[1:]
+    if len(shape) > 2:  # an N-D tile is held with its leading dims flattened (parser/nd_tiles.py)
+        return (math.prod(shape[:-1]), shape[-1])
     return shape
 
 
 def _check_declared(ann: lt.TensorAnnotation, given: TensorType, name: str, span: Span) -> None:
-    if ann.dtype is not None and ann.dtype is not given.dtype:
+    if isinstance(ann.dtype, DataType) and ann.dtype is not given.dtype:
         raise KernelError(
             f"parameter {name!r} is declared {ann.dtype.value} but the call passed {given.dtype.value}", span
         )
@@ -291,6 +340,14 @@ class _FnState:
     # tensors marked by pl.dump_tag so far: later kernel calls that take one record it in dumps
     dump_tags: list[Var] = field(default_factory=list)
     prologue: bool = True
+    # ids of the parameter Vars annotated pld.DistributedTensor (a rank's window view)
+    distributed: set[int] = field(default_factory=set)
+    # id(Expr) -> the valid shape a narrowed tensor or tile carries (parser/subscripts.py)
+    valid_shapes: dict[int, tuple[Expr, ...]] = field(default_factory=dict)
+    # ids of the pl.Out / pl.InOut tensor parameters (parser/subscripts.py: out_param_write)
+    out_params: set[int] = field(default_factory=set)
+    # id(Expr) -> the N-D shape of a tile held flattened to 2-D (parser/nd_tiles.py)
+    nd_shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 class _ParserBase:
@@ -376,7 +433,8 @@ def _ann_str(ann: Any) -> str:
         mem = f", {ann.memory.value}" if ann.memory else ""
         return f"Tile[{list(ann.shape)}, {ann.dtype.value}{mem}]"
     if isinstance(ann, lt.TensorAnnotation):
-        return f"Tensor[{list(ann.shape or [])}, {ann.dtype.value if ann.dtype else '?'}]"
+        dtype = ann.dtype.value if isinstance(ann.dtype, DataType) else repr(ann.dtype) if ann.dtype else "?"
+        return f"Tensor[{list(ann.shape or [])}, {dtype}]"
     return repr(ann)
 
 

@@ -135,6 +135,12 @@ class _Launches(_Scopes):
         x = self.expr(node.args[0])
         if not isinstance(x.type, (TileType, TensorType)):
             raise self.err(f"pl.{what}(x): x must be a tile or a tensor, got {x.type}", node)
+        if id(x) in self.st.distributed:
+            raise self.err(
+                f"pl.{what}(x): {ast.unparse(node.args[0])} is a pld.DistributedTensor (a rank's window), "
+                "which a pl.split_aiv lane does not split; pl.load the part this core needs into a tile",
+                node,
+            )
         if what == "aiv_shard" and isinstance(x.type, TileType) and x.type.memory is not MemorySpace.Vec:
             x = self.make_op("move", [x], {"memory": MemorySpace.Vec}, node)  # the cube -> vector crossing
         if mode is SplitMode.NONE:

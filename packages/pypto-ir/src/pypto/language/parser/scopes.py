@@ -6,9 +6,11 @@ pl.cross_core_slot(...)]``, ``no_dep_args=[...]``, ``dumps=[...]``); in a kernel
 from __future__ import annotations
 
 import ast
+import dataclasses
+import warnings
 from typing import Any
 
-from pypto.ir.nodes import Expr, Scope, Stmt, Var
+from pypto.ir.nodes import Assign, Call, Expr, ExprStmt, For, If, Scope, Stmt, TensorWrite, Var, While
 from pypto.ir.types import Level, SplitMode, TaskIdType, TensorType
 from pypto.language.parser.tasks import _Tasks
 
@@ -55,6 +57,8 @@ class _Scopes(_Tasks):
                 s,
             )
         hint, deps, hints = self.scope_options(bound, call, "pl.at")
+        if "allow_early_resolve" in bound:  # checked; the simulated runtime keeps every dependency
+            self.early_resolve_flag(bound["allow_early_resolve"], "pl.at")
         task: Var | None = None
         if item.optional_vars is not None and not isinstance(item.optional_vars, ast.Name):
             raise self.err("bind the task id to one name: `as tid`", item.optional_vars)
@@ -119,14 +123,22 @@ class _Scopes(_Tasks):
                             entry,
                         )
                     hints[key] = mode.value
+                    if "slot_num" in args:
+                        if "cross_core_slot" in hints:
+                            raise self.err("pl.at: optimizations gives slot_num twice", entry)
+                        hints["cross_core_slot"] = self.slot_num(args["slot_num"], entry)
+                        warnings.warn_explicit(
+                            "pl.split(..., slot_num=n) is deprecated; write "
+                            "optimizations=[pl.cross_core_slot(slot_num=n)] (with pl.split(mode) for a split)",
+                            DeprecationWarning,
+                            self.src.file,
+                            self.src.span(entry).line,
+                        )
                 else:
                     args = self.bind(cross_core_slot, "pl.cross_core_slot", entry)
-                    n = self.static_value(args.get("slot_num"), "pl.cross_core_slot(slot_num)", entry)
-                    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-                        raise self.err(
-                            f"pl.cross_core_slot(slot_num): expected a positive int, got {n!r}", entry
-                        )
-                    hints[key] = n
+                    if key in hints:
+                        raise self.err("pl.at: optimizations gives slot_num twice", entry)
+                    hints[key] = self.slot_num(args.get("slot_num"), entry)
         nnode = bound.get("no_dep_args")
         if nnode is not None and not (isinstance(nnode, ast.Constant) and nnode.value is None):
             if not isinstance(nnode, (ast.List, ast.Tuple)):
@@ -151,6 +163,12 @@ class _Scopes(_Tasks):
         hints.update(self.at_dumps(bound.get("dumps")))
         return tuple(sorted(hints.items()))
 
+    def slot_num(self, node: Any, entry: ast.Call) -> int:
+        n = self.static_value(node, "pl.cross_core_slot(slot_num)", entry)
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            raise self.err(f"pl.cross_core_slot(slot_num): expected a positive int, got {n!r}", entry)
+        return n
+
     def at_dumps(self, node: Any) -> dict[str, tuple[str, ...]]:
         """``pl.at(dumps=[t])`` (tensors defined before the scope) as the ``dumps`` hint, and the
         tensors ``pl.dump_tag`` marked that the names still hold as ``dump_tags``; the scope's
@@ -173,3 +191,39 @@ class _Scopes(_Tasks):
         if tagged:
             out["dump_tags"] = tagged
         return out
+
+
+def _on_core(s: Stmt) -> bool:
+    from pypto.ir import ops as op_registry
+
+    if isinstance(s, TensorWrite):
+        return True
+    value = s.value if isinstance(s, (Assign, ExprStmt)) else None
+    return isinstance(value, Call) and value.op in op_registry.OPS and op_registry.OPS[value.op].on_core
+
+
+def core_runs_as_scopes(stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """``stmts`` with each run of consecutive on-core statements (tile and tensor computation)
+    wrapped in a ``pl.at(level=pl.Level.CORE_GROUP)`` scope, inside loops and branches too."""
+    out: list[Stmt] = []
+    run: list[Stmt] = []
+
+    def close() -> None:
+        if run:
+            out.append(Scope(Level.CORE_GROUP, None, (), None, tuple(run), run[0].span))
+            run.clear()
+
+    for s in stmts:
+        if _on_core(s):
+            run.append(s)
+            continue
+        close()
+        if isinstance(s, (For, While)):
+            out.append(dataclasses.replace(s, body=core_runs_as_scopes(s.body)))
+        elif isinstance(s, If):
+            then, other = core_runs_as_scopes(s.then_body), core_runs_as_scopes(s.else_body)
+            out.append(dataclasses.replace(s, then_body=then, else_body=other))
+        else:
+            out.append(s)
+    close()
+    return tuple(out)

@@ -34,10 +34,23 @@ class _Tasks(_Calls):
 
     def deps_entries(self, elts: list[ast.expr], what: str) -> tuple[Expr, ...]:
         out: list[Expr] = []
+        whole: ast.expr | None = None  # the first whole task-id array in the list
+        element: ast.expr | None = None  # the first `arr[i]` entry
         for d in elts:
             if isinstance(d, ast.Constant) and d.value is None:
                 continue
             e = self.expr(d)
+            if isinstance(e.type, ArrayType):
+                whole = whole or d
+            elif self.is_array_element(d):
+                element = element or d
+            if whole is not None and element is not None:
+                raise self.err(
+                    f"{what}: deps= cannot mix a whole task-id array ({ast.unparse(whole)}) with "
+                    f"per-element entries ({ast.unparse(element)}); pass the array alone (deps=[arr]) to "
+                    "wait for all of it, or index it slot by slot (deps=[arr[i], arr[j]])",
+                    d,
+                )
             if not isinstance(e.type, (TaskIdType, ArrayType)):
                 raise self.err(
                     f"{what}: a deps entry must be a task id (from pl.submit, pl.system.task_dummy or "
@@ -46,6 +59,13 @@ class _Tasks(_Calls):
                 )
             out.append(e)
         return tuple(out)
+
+    def is_array_element(self, node: ast.expr) -> bool:
+        """Whether ``node`` reads one slot of a task-id array: ``arr[i]``."""
+        if not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Name):
+            return False
+        base = self.lookup(node.value.id, node.value)
+        return isinstance(base, Var) and isinstance(base.type, ArrayType)
 
     def deps_comprehension(self, node: ast.ListComp, what: str) -> tuple[Expr, ...]:
         """``deps=[tids[k] for k in range(K) if k != j]``: unrolled when compiling, so the
@@ -110,26 +130,50 @@ class _Tasks(_Calls):
 
     # ------------------------------------------------------------------ manual scope
 
-    def manual_scope_stmt(self, s: ast.With, call: ast.Call) -> list[Stmt]:
-        """``with pl.manual_scope():`` -> scope_begin, the body, scope_end (one runtime scope)."""
-        if call.args or call.keywords:
-            raise self.err("pl.manual_scope() takes no arguments", call)
+    def scope_stmt(self, s: ast.With, call: ast.Call) -> list[Stmt]:
+        """``with pl.scope(mode=pl.ScopeMode.MANUAL):`` is ``pl.manual_scope()``; ``with pl.scope():``
+        an automatic runtime scope, in an orchestration declared ``auto_scope=False``."""
+        from pypto.language.dsl import ScopeMode, scope
+
+        if call.args:
+            raise self.err("pl.scope() takes only the keyword mode=pl.ScopeMode.AUTO or MANUAL", call)
+        bound = self.bind(scope, "pl.scope", call)
+        mode = self.static_value(bound.get("mode", ScopeMode.AUTO), "pl.scope mode", call)
+        if not isinstance(mode, ScopeMode):
+            raise self.err(f"pl.scope(mode): expected pl.ScopeMode.AUTO or MANUAL, got {mode!r}", call)
+        if mode is ScopeMode.MANUAL:
+            return self.manual_scope_stmt(s, call, "pl.scope(mode=pl.ScopeMode.MANUAL)")
+        if self.st.attrs.get("auto_scope", True) is not False:
+            raise self.err(
+                "pl.scope() opens an automatic runtime scope, which an orchestration places by hand: "
+                "declare it @pl.function(..., auto_scope=False) (with the default the whole body already "
+                "is one automatic scope), or use pl.scope(mode=pl.ScopeMode.MANUAL)",
+                call,
+            )
+        return self.manual_scope_stmt(s, call, "pl.scope()", mode="auto")
+
+    def manual_scope_stmt(
+        self, s: ast.With, call: ast.Call, what: str = "pl.manual_scope()", mode: str = "manual"
+    ) -> list[Stmt]:
+        """``with pl.manual_scope():`` -> scope_begin, the body, scope_end (one runtime scope);
+        ``mode="auto"`` for ``pl.scope()`` (its tasks are ordered by the tensors they touch)."""
         if s.items[0].optional_vars is not None:
-            raise self.err("pl.manual_scope() binds no name; write `with pl.manual_scope():`", s)
-        self.check_orchestration("pl.manual_scope()", call)
-        if self.manual_depth:
-            raise self.err("pl.manual_scope() does not nest inside another pl.manual_scope()", call)
+            raise self.err(f"{what} binds no name; write `with {what}:`", s)
+        self.check_orchestration(what, call)
+        if self.manual_depth:  # the runtime nests no scope inside a manual one
+            raise self.err(f"{what} does not nest inside a pl.manual_scope()", call)
         span = self.src.span(s)
-        attrs = (("mode", "manual"),)
+        attrs = (("mode", mode),)
         begin = ExprStmt(
             Call("system.scope_begin", (), attrs, self._mark_type("system.scope_begin"), span), span
         )
         end = ExprStmt(Call("system.scope_end", (), attrs, self._mark_type("system.scope_end"), span), span)
-        self.manual_depth += 1
+        depth = 1 if mode == "manual" else 0
+        self.manual_depth += depth
         try:
             body, _ = self.block(s.body)
         finally:
-            self.manual_depth -= 1
+            self.manual_depth -= depth
         return [begin, *body, end]
 
     def _mark_type(self, name: str) -> Any:

@@ -7,6 +7,7 @@ prefix of it that names exactly one entry of the user's store (or the shared rea
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -105,6 +106,18 @@ def clip(text: str, limit: int = 80) -> str:
 def plain(doc: str | None) -> str:
     """A module docstring as ``--help`` text: without reStructuredText's double backquotes."""
     return (doc or "").replace("``", "`").replace(":mod:", "")
+
+
+def add_command(sub: Any, parent: argparse.ArgumentParser, name: str, summary: str, doc: str | None) -> Any:
+    """The parser of subcommand ``name``: the shared options of ``parent``, ``summary`` in the
+    command list and the module docstring ``doc`` as its ``--help`` text, laid out as written."""
+    return sub.add_parser(
+        name,
+        parents=[parent],
+        help=summary,
+        description=plain(doc),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def shape_text(shape: tuple[int, ...] | None) -> str:

@@ -39,21 +39,25 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import DEFAULT_PLATFORM, DEFAULT_RUNTIME
-from pypto.runtime.cli._common import EXIT_OK, Failed, UsageError, clip, plain, stdout_console, step
+from pypto.runtime.cli._common import (
+    EXIT_OK,
+    Failed,
+    UsageError,
+    add_command,
+    clip,
+    stdout_console,
+    step,
+)
 
 __all__ = ["add_parser", "command"]
 
 _SHAPE = re.compile(r"^[0-9]+(x[0-9]+)*$")
 
+_SUMMARY = "compile a @pl.jit function into the store and print its key (needs pypto-ir)"  # its line in the command list
+
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "compile",
-        parents=[parent],
-        help="compile a @pl.jit function into the store and print its key (needs pypto-ir)",
-        description=plain(__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, parent, "compile", _SUMMARY, __doc__)
     p.add_argument("target", metavar="FILE.py::FN", help="a Python file and the @pl.jit function in it")
     p.add_argument(
         "--arg",

@@ -19,8 +19,8 @@ from rich.table import Table
 from pypto.runtime.cli._common import (
     EXIT_OK,
     Located,
+    add_command,
     locate,
-    plain,
     shape_text,
     stdout_console,
     toolchain_of,
@@ -28,15 +28,13 @@ from pypto.runtime.cli._common import (
 
 __all__ = ["add_parser", "command", "describe"]
 
+_SUMMARY = (
+    "show an artifact's metadata (parameters, kernels, platform, toolchain)"  # its line in the command list
+)
+
 
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "inspect",
-        parents=[parent],
-        help="show an artifact's metadata (parameters, kernels, platform, toolchain)",
-        description=plain(__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, parent, "inspect", _SUMMARY, __doc__)
     p.add_argument("artifact", metavar="ARTIFACT", help="artifact directory, or store key (or unique prefix)")
     p.add_argument("--entry", help="entry of a multi-entry program directory (default: its default entry)")
     p.add_argument("--json", action="store_true", help="print one JSON object (for scripts)")

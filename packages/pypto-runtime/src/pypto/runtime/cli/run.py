@@ -29,9 +29,9 @@ from pypto.runtime.cli._common import (
     EXIT_OK,
     Failed,
     UsageError,
+    add_command,
     clip,
     locate,
-    plain,
     shape_text,
     stdout_console,
     step,
@@ -71,14 +71,11 @@ def _device_id(text: str) -> int:
     return value
 
 
+_SUMMARY = "run a compiled program on .npy inputs and write its outputs"  # its line in the command list
+
+
 def add_parser(sub: Any, parent: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "run",
-        parents=[parent],
-        help="run a compiled program on .npy inputs and write its outputs",
-        description=plain(__doc__),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, parent, "run", _SUMMARY, __doc__)
     p.add_argument("artifact", metavar="ARTIFACT", help="artifact directory, or store key (or unique prefix)")
     p.add_argument(
         "--arg",

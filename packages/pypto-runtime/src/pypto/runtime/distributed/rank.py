@@ -8,7 +8,7 @@ window buffer (rank ``r``'s window starts ``r * stride`` bytes into the buffer's
 Before its launches run, the rank hands the native runtime its comm context (its rank, the rank
 count, and where each window buffer's segment is mapped in this process: rank ``p``'s window at
 ``base + p * stride``), which every kernel receives for the cross-rank operations
-(``simpler.comm``, simpler/tile/comm.hpp); a kernel's ``wait`` gives up after the command's
+(``simpler.comm``; PTO-ISA's communication instructions); a kernel's ``TWAIT`` gives up after the command's
 ``wait_timeout`` seconds. This module needs no torch; the torch.distributed engine
 (``_engine``) calls it.
 

@@ -1,7 +1,8 @@
 // CommContext: what a kernel of a multi-chip program needs to reach other ranks' windows.
 //
-// Consumers: the cross-rank operations of the tile library (simpler/tile/comm.hpp), which
-// find it through the kernel context (KernelContext::comm, simpler/kernel_abi.hpp); the
+// Consumers: the kernel-side comm helpers (simpler/kernel_comm.hpp) and our PTO-ISA backend's
+// communication instructions and TLOAD/TSTORE (pto/sim/comm_route.hpp), which find it through
+// the kernel context (KernelContext::comm, simpler/kernel_abi.hpp); the
 // simulated chip, which puts the process's context there before every kernel entry; and the
 // binding that a rank process sets it through (simpler.comm.set_context). It is part of the
 // kernel ABI: a kernel binary reads it by these offsets.

@@ -63,10 +63,10 @@ struct CoreBuffers {
 
 static_assert(sizeof(CoreBuffers) == 80, "kernel ABI changed: CoreBuffers size");
 
-// Who is running the kernel, for debug output (pt::print), the rank's comm context for the
-// cross-rank operations (simpler/tile/comm.hpp) and the core's on-chip buffers: set by the
-// runtime through the optional export simpler_kernel_set_context before each entry call on the
-// calling thread.
+// Who is running the kernel, for debug output (TPRINT), the rank's comm context for the
+// communication instructions (pto/comm/pto_comm_inst.hpp, simpler/kernel_comm.hpp) and the
+// core's on-chip buffers: set by the runtime through the optional export
+// simpler_kernel_set_context before each entry call on the calling thread.
 struct KernelContext {
     std::uint64_t task_id;       // the run's task number, from 0 in submission order
     std::uint32_t core_index;    // the simulated core (thread) of its kind

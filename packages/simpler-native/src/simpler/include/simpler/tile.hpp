@@ -5,8 +5,6 @@
 
 #include "simpler/kernel_abi.hpp"
 #include "simpler/tile/bitwise.hpp"
-#include "simpler/tile/comm.hpp"
-#include "simpler/tile/collectives.hpp"
 #include "simpler/tile/compare.hpp"
 #include "simpler/tile/debug.hpp"
 #include "simpler/tile/dtype.hpp"

@@ -1,4 +1,4 @@
-// Fills and conversion: TEXPANDS, TFILLPAD, TCVT. Part of our PTO-ISA CPU backend;
+// Fills and conversion: TEXPANDS, TFILLPAD, TFILLPAD_EXPAND, TCVT. Part of our PTO-ISA CPU backend;
 // pto/sim/instr.hpp describes what every instruction does.
 #pragma once
 
@@ -25,7 +25,7 @@ PTO_INST RecordEvent TEXPANDS(TileData& dst, typename TileData::DType scalar, Wa
 
 // TFILLPAD(dst, src) (Vec): dst[r, c] = src[r, c] inside src's valid shape and dst's PadVal
 // (Zero, Max = +inf/highest, Min = -inf/lowest, or a custom float) elsewhere, over dst's whole
-// static shape.
+// static shape. With mode Expand (TFILLPAD_EXPAND) dst may be larger than src in both dimensions.
 template <TFillPadMode mode = TFillPadMode::Normal, typename DstTileData, typename SrcTileData,
           std::enable_if_t<(DstTileData::Loc == TileType::Vec) && (SrcTileData::Loc == TileType::Vec), int> = 0,
           typename... WaitEvents>
@@ -33,9 +33,12 @@ PTO_INST RecordEvent TFILLPAD(DstTileData& dst, SrcTileData& src, WaitEvents&...
     (void)sizeof...(events);
     using T = typename DstTileData::DType;
     static_assert(sizeof(T) == sizeof(typename SrcTileData::DType), "TFILLPAD: element sizes must match");
-    static_assert(DstTileData::Rows == SrcTileData::Rows && DstTileData::Cols == SrcTileData::Cols,
+    static_assert(mode == TFillPadMode::Expand ||
+                      (DstTileData::Rows == SrcTileData::Rows && DstTileData::Cols == SrcTileData::Cols),
                   "TFILLPAD: dst and src static shapes must match");
-    sim::Op op("TFILLPAD", PIPE_V);
+    static_assert(DstTileData::Rows >= SrcTileData::Rows && DstTileData::Cols >= SrcTileData::Cols,
+                  "TFILLPAD_EXPAND: dst must be at least src's static shape");
+    sim::Op op(mode == TFillPadMode::Expand ? "TFILLPAD_EXPAND" : "TFILLPAD", PIPE_V);
     const int vr = sim::vrow(src), vc = sim::vcol(src);
     if (!sim::all_placed(op, dst, src)) return {};
     sim::rd(op, src, vr, vc);
@@ -47,6 +50,12 @@ PTO_INST RecordEvent TFILLPAD(DstTileData& dst, SrcTileData& src, WaitEvents&...
         for (int c = r < vr ? vc : 0; c < DstTileData::Cols; ++c) d[c] = pad;
     }
     return {};
+}
+
+// TFILLPAD_EXPAND(dst, src) (Vec): TFILLPAD into a destination at least src's static shape.
+template <typename DstTileData, typename SrcTileData, typename... WaitEvents>
+PTO_INST RecordEvent TFILLPAD_EXPAND(DstTileData& dst, SrcTileData& src, WaitEvents&... events) {
+    return TFILLPAD<TFillPadMode::Expand>(dst, src, events...);
 }
 
 // TCVT(dst, src, mode): dst[r, c] = convert(src[r, c]) over dst's valid shape. Narrowing float

@@ -2,6 +2,9 @@
 // PTO-ISA CPU backend; pto/sim/instr.hpp describes what every instruction does.
 #pragma once
 
+#include <cstdlib>
+
+#include "pto/sim/comm_route.hpp"
 #include "pto/sim/instr_support.hpp"
 
 namespace pto {
@@ -20,6 +23,21 @@ PTO_INST RecordEvent TLOAD(TileData& dst, GlobalData& src, WaitEvents&... events
     const int vr = sim::vrow(dst), vc = sim::vcol(dst);
     if (!sim::placed(op, dst) || !sim::window_ok(op, src, vr, vc)) return {};
     sim::wr(op, dst, vr, vc);
+    if constexpr (GlobalData::layout != Layout::NZ) {
+        sim::comm::Remote at;
+        if (sim::comm::remote(src.data(), &at)) {  // a peer's window on the host comm path
+            unsigned char* b = static_cast<unsigned char*>(std::malloc(sizeof(T) * vr * vc + 1));
+            if (b == nullptr) {
+                ::simpler::report_kernel_error("TLOAD: out of memory");
+                return {};
+            }
+            if (sim::comm::read("TLOAD", src, b))
+                for (int r = 0; r < vr; ++r)
+                    std::memcpy(dst.data() + r * TileData::Cols, b + sizeof(T) * r * vc, sizeof(T) * vc);
+            std::free(b);
+            return {};
+        }
+    }
     if constexpr (GlobalData::layout == Layout::NZ) {
         sim::for_nz(src, [&](int r, int c, const T* g) { dst.data()[r * TileData::Cols + c] = *g; });
     } else {
@@ -36,34 +54,72 @@ PTO_INST RecordEvent TLOAD(TileData& dst, GlobalData& src, WaitEvents&... events
 
 // TSTORE(dst, src): the global window = src over src's valid shape. From Vec/Mat on PIPE_MTE3,
 // from Acc on PIPE_FIX (an Acc tile may store into a narrower float type: converted with
-// round-to-nearest-even).
-template <typename TileData, typename GlobalData, typename... WaitEvents>
-PTO_INST RecordEvent TSTORE(GlobalData& dst, TileData& src, WaitEvents&... events) {
-    (void)sizeof...(events);
+// round-to-nearest-even). TSTORE<TileData, GlobalData, AtomicType::AtomicAdd> adds each element
+// to the window's atomically (16-bit floats in float, rounded once). A window of another rank
+// on the host comm path is written through the rank's host process (pto/sim/comm_route.hpp).
+namespace sim {
+template <AtomicType atomic, typename TileData, typename GlobalData>
+inline void tstore(GlobalData& dst, TileData& src) noexcept {
     using T = typename TileData::DType;
     using G = typename GlobalData::DType;
     static_assert(TileData::Loc == TileType::Vec || TileData::Loc == TileType::Mat || TileData::Loc == TileType::Acc,
                   "TSTORE reads a Vec, Mat or Acc tile");
     static_assert(std::is_same<T, G>::value || TileData::Loc == TileType::Acc,
                   "TSTORE: tile and global tensor dtypes differ (only an Acc tile converts)");
-    sim::Op op("TSTORE", TileData::Loc == TileType::Acc ? PIPE_FIX : PIPE_MTE3);
-    const int vr = sim::vrow(src), vc = sim::vcol(src);
-    if (!sim::placed(op, src) || !sim::window_ok(op, dst, vr, vc)) return {};
-    sim::rd(op, src, vr, vc);
+    static_assert(atomic == AtomicType::AtomicNone || GlobalData::layout != Layout::NZ,
+                  "TSTORE: our backend adds atomically into ND and DN global tensors only");
+    Op op("TSTORE", TileData::Loc == TileType::Acc ? PIPE_FIX : PIPE_MTE3);
+    const int vr = vrow(src), vc = vcol(src);
+    if (!placed(op, src) || !window_ok(op, dst, vr, vc)) return;
+    rd(op, src, vr, vc);
     if constexpr (GlobalData::layout == Layout::NZ) {
-        sim::for_nz(dst, [&](int r, int c, G* g) { *g = ::simpler::tile::convert<G>(src.data()[r * TileData::Cols + c]); });
-        return {};
-    }
-    sim::for_rows(dst, [&](int r, G* g, std::int64_t cs) {
-        const T* s = src.data() + r * TileData::Cols;
-        if constexpr (std::is_same<T, G>::value) {
-            if (cs == 1) {
-                std::memcpy(g, s, sizeof(T) * vc);
+        for_nz(dst, [&](int r, int c, G* g) { *g = ::simpler::tile::convert<G>(src.data()[r * TileData::Cols + c]); });
+        return;
+    } else {
+        comm::Remote at;
+        if (comm::remote(dst.data(), &at)) {
+            unsigned char* b = static_cast<unsigned char*>(std::malloc(sizeof(G) * vr * vc + 1));
+            if (b == nullptr) {
+                ::simpler::report_kernel_error("TSTORE: out of memory");
                 return;
             }
+            for (int r = 0; r < vr; ++r)
+                for (int c = 0; c < vc; ++c) {
+                    const G v = ::simpler::tile::convert<G>(src.data()[r * TileData::Cols + c]);
+                    std::memcpy(b + sizeof(G) * (static_cast<std::size_t>(r) * vc + c), &v, sizeof(G));
+                }
+            comm::write("TSTORE", dst, b, atomic == AtomicType::AtomicAdd);
+            std::free(b);
+            return;
         }
-        for (int c = 0; c < vc; ++c) g[c * cs] = ::simpler::tile::convert<G>(s[c]);
-    });
+        for_rows(dst, [&](int r, G* g, std::int64_t cs) {
+            const T* s = src.data() + r * TileData::Cols;
+            if constexpr (atomic == AtomicType::AtomicAdd) {
+                for (int c = 0; c < vc; ++c) comm::atomic_add(g + c * cs, ::simpler::tile::convert<G>(s[c]));
+                return;
+            }
+            if constexpr (std::is_same<T, G>::value) {
+                if (cs == 1) {
+                    std::memcpy(g, s, sizeof(T) * vc);
+                    return;
+                }
+            }
+            for (int c = 0; c < vc; ++c) g[c * cs] = ::simpler::tile::convert<G>(s[c]);
+        });
+    }
+}
+}  // namespace sim
+
+template <typename TileData, typename GlobalData, typename... WaitEvents>
+PTO_INST RecordEvent TSTORE(GlobalData& dst, TileData& src, WaitEvents&... events) {
+    (void)sizeof...(events);
+    sim::tstore<AtomicType::AtomicNone>(dst, src);
+    return {};
+}
+template <typename TileData, typename GlobalData, AtomicType atomicType, typename... WaitEvents>
+PTO_INST RecordEvent TSTORE(GlobalData& dst, TileData& src, WaitEvents&... events) {
+    (void)sizeof...(events);
+    sim::tstore<atomicType>(dst, src);
     return {};
 }
 

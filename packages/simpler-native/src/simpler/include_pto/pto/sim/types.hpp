@@ -63,6 +63,8 @@ enum class CompactMode { Null, Normal, RowPlusOne };
 enum class PrintFormat : std::uint8_t { Width8_Precision4 = 0 };
 enum class AccPhase : std::uint8_t { Unspecified = 0x0, Partial = 0x2, Final = 0x3 };
 enum class ReluPreMode : std::uint8_t { NoRelu = 0, NormalRelu = 1 };
+// How TSTORE and comm::TPUT combine with the destination: overwrite, or add element by element.
+enum class AtomicType : std::uint8_t { AtomicNone = 0, AtomicAdd = 1 };
 
 // The result of every instruction (the official headers return it for event chaining).
 struct RecordEvent {};
