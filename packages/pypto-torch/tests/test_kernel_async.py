@@ -39,23 +39,10 @@ def spin(x: pl.Tensor, n: pl.INT32, out: pl.Out[pl.Tensor]):
 
 
 @pl.jit
-<<<<<<< HEAD
-def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
-        out[:] = pl.add(a, b)
-    return out
-
-
-@pl.jit
 def rows_from(a: pl.Tensor, k: pl.Tensor, o: pl.Out[pl.Tensor]):
     """o = a[k[0]:k[0] + 16, :] + 1; a window past a's rows fails the task on the simulated
     core (the kernel's checked GM view, whichever PTO-ISA backend compiled it)."""
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows_from"):
-=======
-def shift_by(a: pl.Tensor, k: pl.Tensor, o: pl.Out[pl.Tensor]):
-    """o = a << k[0]; a shift outside [0, 32) fails the task on the simulated core."""
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="shift_by"):
->>>>>>> main
         n = pl.read(k, [0])
         pl.store(pl.add(pl.load(a, [n, 0], [16, 40]), 1), [0, 0], o)
     return o

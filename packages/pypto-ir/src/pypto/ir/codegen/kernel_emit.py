@@ -459,14 +459,11 @@ class _Emitters(_GenBase):
             fn = "TFILLPAD" if e.op == "tile.fillpad" else "TFILLPAD_EXPAND"
             self.inst(f"{fn}({name}, {s});", Pipe.V, reads=(s,), writes=(name,))
             return
-<<<<<<< HEAD
+        if e.op in PIPE_OPS:
+            raise no_pipe(e.op)
         if is_alias(e):
             self.alias(v, e)
             return
-=======
-        if e.op in PIPE_OPS:
-            raise no_pipe(e.op)
->>>>>>> main
         spec = OPS.get(e.op)
         if spec is None or spec.cpp is None:
             raise PyptoCompileError(f"kernel codegen: no PTO-ISA instruction for op {e.op}")
