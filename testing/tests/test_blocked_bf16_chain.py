@@ -4,9 +4,11 @@ tests run without it)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import pypto.language as pl
+from simpler import toolchain
 
 
 @pl.jit
@@ -18,6 +20,10 @@ def chained(a: pl.Tensor, b: pl.Tensor, e: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 def test_blocked_chain_keeps_the_cast_intermediate_on_chip() -> None:
+    if toolchain.kernel_toolchain().pto_backend == "pto-isa":
+        pytest.skip(
+            "official CPU backend: bfloat16_t is a _Float16 placeholder here (docs/pto-isa-backends.md)"
+        )
     torch.manual_seed(15)
     a = torch.randn(128, 48, dtype=torch.bfloat16)
     b = torch.randn(48, 384, dtype=torch.bfloat16)

@@ -39,11 +39,12 @@ def spin(x: pl.Tensor, n: pl.INT32, out: pl.Out[pl.Tensor]):
 
 
 @pl.jit
-def shift_by(a: pl.Tensor, k: pl.Tensor, o: pl.Out[pl.Tensor]):
-    """o = a << k[0]; a shift outside [0, 32) fails the task on the simulated core."""
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="shift_by"):
+def rows_from(a: pl.Tensor, k: pl.Tensor, o: pl.Out[pl.Tensor]):
+    """o = a[k[0]:k[0] + 16, :] + 1; a window past a's rows fails the task on the simulated
+    core (the kernel's checked GM view, whichever PTO-ISA backend compiled it)."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="rows_from"):
         n = pl.read(k, [0])
-        pl.store(pl.shls(pl.load(a, [0, 0], [16, 40]), n), [0, 0], o)
+        pl.store(pl.add(pl.load(a, [n, 0], [16, 40]), 1), [0, 0], o)
     return o
 
 
@@ -155,35 +156,35 @@ def test_a_tensor_dropped_while_its_launch_is_pending_stays_valid(ops: tuple[Any
 
 def test_a_failed_run_reports_at_the_next_synchronisation_point(ops: tuple[Any, Any]) -> None:
     spin_op, add_op = ops
-    shift_op = pt.register(shift_by, f"pypto_test_async_{uuid.uuid4().hex[:8]}::shift_by")
+    rows_op = pt.register(rows_from, f"pypto_test_async_{uuid.uuid4().hex[:8]}::rows_from")
     try:
         pt.init(asynchronous=True)
         _warm(spin_op, add_op)
         a = torch.ones(16, 40, dtype=torch.int32)
-        shift_op(a, torch.tensor([3], dtype=torch.int32), torch.zeros_like(a))  # compiles; succeeds
+        rows_op(a, torch.tensor([0], dtype=torch.int32), torch.zeros_like(a))  # compiles; succeeds
         pt.synchronize()
-        k = torch.tensor([32], dtype=torch.int32)  # a shift the device refuses: the run fails there
+        k = torch.tensor([32], dtype=torch.int32)  # a window the kernel refuses: the run fails there
         alive = weakref.ref(k)
-        shift_op(a, k, torch.zeros_like(a))  # returns: the failure is not known yet
+        rows_op(a, k, torch.zeros_like(a))  # returns: the failure is not known yet
         del k
-        with pytest.raises(simpler.DeviceError, match="shift amount"):
+        with pytest.raises(simpler.DeviceError, match="outside the tensor"):
             pt.synchronize()
         gc.collect()
         assert alive() is None  # what the failed launch held is released
         assert context.current().pending == []
         pt.synchronize()  # reported once
         # a failure retired by a later launch's admission is still reported, by the stream's sync
-        shift_op(a, torch.tensor([40], dtype=torch.int32), torch.zeros_like(a))
+        rows_op(a, torch.tensor([40], dtype=torch.int32), torch.zeros_like(a))
         ones = torch.ones(32, 32)
         deadline = time.monotonic() + 30
         while not context.current().failed and time.monotonic() < deadline:
             add_op(ones, ones, torch.zeros(32, 32))  # admission retires completed tickets
             time.sleep(0.01)
         assert context.current().failed  # retired by admission, not reported yet
-        with pytest.raises(simpler.DeviceError, match="shift amount"):
+        with pytest.raises(simpler.DeviceError, match="outside the tensor"):
             pt.current_stream().synchronize()
     finally:
-        shift_op.remove()
+        rows_op.remove()
 
 
 def test_shutdown_drains_pending_launches_and_reports_an_unsynchronised_failure(ops: tuple[Any, Any]) -> None:

@@ -199,6 +199,26 @@ TEST_CASE("pipe hazards: WAR (a load overwriting a tile a store still reads) and
           "wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID2) with no matching set_flag pending (the device would wait forever)");
 }
 
+TEST_CASE("events: a set_flag of an event still pending is reported; distinct ids or pairs are not") {
+    fresh();
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID3);
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID4);   // another id: another event
+    set_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID3);  // another pipe pair: another event
+    CHECK(take_error() == "");
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID3);
+    CHECK(take_error() ==
+          "set_flag(PIPE_MTE2, PIPE_V, EVENT_ID3) while the previous set_flag of that event is not waited for (two "
+          "pending events share one id)");
+    wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID3);
+    wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID4);
+    wait_flag(PIPE_MTE2, PIPE_MTE1, EVENT_ID3);
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID3);  // waited for: the id is free again
+    wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID3);
+    CHECK(take_error() == "");
+    set_flag(PIPE_V, PIPE_MTE3, static_cast<event_t>(8));
+    CHECK(take_error() == "set_flag: event id 8 is not one of EVENT_ID0..EVENT_ID7");
+}
+
 TEST_CASE("pipe hazards: orderings are transitive through events; pipe_barrier(PIPE_ALL) orders everything") {
     std::vector<float> x(16 * 16, 2.0f), y(16 * 16);
     Gt<float, 16, 16> gx(x.data()), gy(y.data());

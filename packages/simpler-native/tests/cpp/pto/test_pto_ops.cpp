@@ -474,6 +474,55 @@ TEST_CASE("TEXTRACT/TINSERT windows, TTRANS, TRESHAPE and TCONCAT are bit-exact"
     CHECK(take_error() == "");
 }
 
+TEST_CASE("TRESHAPE of an NZ Mat tile as ZN over its own bytes is its transpose, on no pipe") {
+    fresh();
+    // FP32: NZ boxes are 16 x 8, ZN boxes 8 x 16, so the transposed grid is not the same shape.
+    constexpr int R = 32, C = 16;
+    float a[R * C];
+    for (int i = 0; i < R * C; ++i) a[i] = static_cast<float>(i) - 100.0f;
+    Tile<TileType::Mat, float, R, C, BLayout::ColMajor, -1, -1, SLayout::RowMajor, 512> nz(R, C);
+    Tile<TileType::Mat, float, C, R, BLayout::RowMajor, -1, -1, SLayout::ColMajor, 512> zn(C, R);
+    TileRight<float, C, R> right;
+    TileLeft<float, R, C> left;
+    TASSIGN(nz, 0x200);
+    TASSIGN(zn, 0x200);
+    TASSIGN(right, 0);
+    TASSIGN(left, 0);
+    Gt<float, R, C> ga(a);
+    TLOAD(nz, ga);
+    TRESHAPE(zn, nz);  // a declaration: nothing to order against the load
+    ptotest::sync(PIPE_MTE2, PIPE_MTE1);
+    TMOV(right, zn);
+    CHECK(take_error() == "");
+    for (int r = 0; r < C; ++r)
+        for (int c = 0; c < R; ++c) CHECK(right.data()[r * R + c] == a[c * C + r]);
+    // both tiles stay readable: the same bytes, each in its own layout
+    TMOV(left, nz);
+    for (int i = 0; i < R * C; ++i) CHECK(left.data()[i] == a[i]);
+    TMOV(right, zn);
+    for (int r = 0; r < C; ++r)
+        for (int c = 0; c < R; ++c) CHECK(right.data()[r * R + c] == a[c * C + r]);
+    CHECK(take_error() == "");
+    // the ISA's placement: NZ (r, c) in box (c / 8) * (R / 16) + r / 16, at (r % 16) * 8 + c % 8
+    CHECK(sim::isa_offset<decltype(nz)>(17, 9) == (1 * 2 + 1) * 128 + 1 * 8 + 1);
+    CHECK(sim::isa_offset<decltype(zn)>(9, 17) == sim::isa_offset<decltype(nz)>(17, 9));
+    // a square tile: NZ and ZN of one shape are two tiles, not one
+    Tile<TileType::Mat, float, C, C, BLayout::ColMajor, -1, -1, SLayout::RowMajor, 512> sq(C, C);
+    Tile<TileType::Mat, float, C, C, BLayout::RowMajor, -1, -1, SLayout::ColMajor, 512> sqt(C, C);
+    TileRight<float, C, C> rsq;
+    TASSIGN(sq, 0x1000);
+    TASSIGN(sqt, 0x1000);
+    TASSIGN(rsq, 0x1000);
+    Gt<float, C, C> gs(a);
+    TLOAD(sq, gs);
+    TRESHAPE(sqt, sq);
+    ptotest::sync(PIPE_MTE2, PIPE_MTE1);
+    TMOV(rsq, sqt);
+    for (int r = 0; r < C; ++r)
+        for (int c = 0; c < C; ++c) CHECK(rsq.data()[r * C + c] == a[c * C + r]);
+    CHECK(take_error() == "");
+}
+
 TEST_CASE("valid shapes: dst's valid shape is the domain; a smaller source is reported") {
     fresh();
     VecT<float, 4, 8> a(4, 8), b(4, 8), d(4, 8);

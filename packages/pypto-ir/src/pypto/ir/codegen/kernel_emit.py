@@ -47,6 +47,7 @@ from pypto.ir.ops.cast_modes import cpp_round_mode
 from pypto.ir.ops.pipe_ops import PIPE_OPS, no_pipe
 from pypto.ir.ops.system_ops import HINTS as SYSTEM_HINTS
 from pypto.ir.param_info import Layout
+from pypto.ir.passes.memory_alloc import is_alias
 from pypto.ir.pto_layout import pto_tile
 from pypto.ir.types import (
     AtomicType,
@@ -460,6 +461,9 @@ class _Emitters(_GenBase):
             return
         if e.op in PIPE_OPS:
             raise no_pipe(e.op)
+        if is_alias(e):
+            self.alias(v, e)
+            return
         spec = OPS.get(e.op)
         if spec is None or spec.cpp is None:
             raise PyptoCompileError(f"kernel codegen: no PTO-ISA instruction for op {e.op}")
@@ -492,6 +496,29 @@ class _Emitters(_GenBase):
         vr, vc = self.valid_shape(t, e, cpp)
         self.declare(v.name, name, t, (vr, vc))
         self.instruction(name, t, e, cpp)
+
+    def alias(self, v: Var, e: Call) -> None:
+        """A reshape, or a Mat tile's transpose view: the operand's storage declared again as
+        the result's tile and reinterpreted with TRESHAPE, which the device backends implement
+        by pointing the result at the operand's bytes (no data moves, no pipe runs; the
+        instructions that read the result are ordered against the operand's writers through
+        the shared storage). A Mat tile's transpose is its NZ bytes read as ZN."""
+        t = v.type
+        src = e.args[0]
+        assert isinstance(t, TileType)
+        assert isinstance(src, Var)
+        if not self.mem.shares(v.name, src.name):
+            raise PyptoCompileError(
+                f"kernel codegen: {e.op} result {v.name} does not share {src.name}'s storage (a compiler bug)"
+            )
+        name, s = ident(v.name), ident(src.name)
+        if e.op == "tile.transpose_view":  # NZ bytes read as ZN, ZN as NZ
+            self.declare(
+                v.name, name, t, (f"{s}.GetValidCol()", f"{s}.GetValidRow()"), zn=src.name not in self.zn
+            )
+        else:
+            self.declare(v.name, name, t, (str(int(t.shape[0])), str(int(t.shape[1]))))
+        self.raw(f"TRESHAPE({name}, {s});")
 
     def checked_valid(self, op: str, valid: tuple[Expr, ...], static: tuple[int, int]) -> tuple[str, str]:
         """A valid shape given by the kernel (constants or run-time scalars), checked against the

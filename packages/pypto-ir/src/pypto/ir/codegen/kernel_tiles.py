@@ -21,13 +21,19 @@ from pypto.ir.codegen.cpp import (
 from pypto.ir.codegen.plan import Inst, Item, Pipe
 from pypto.ir.errors import PyptoCompileError
 from pypto.ir.nodes import (
+    Assign,
+    Break,
     Call,
+    Continue,
     Expr,
     For,
     Function,
+    If,
     Param,
+    Stmt,
     Var,
     While,
+    Yield,
     stmt_exprs,
     walk_stmts,
 )
@@ -154,8 +160,10 @@ def core_type_of(fn: Function) -> CoreType:
     return CoreType.AIV
 
 
-def tile_type(t: TileType, pad: PadValue | None = None) -> str:
-    """The PTO-ISA ``Tile`` type of an IR tile (its padded physical shape, dynamic valid shape)."""
+def tile_type(t: TileType, pad: PadValue | None = None, *, zn: bool = False) -> str:
+    """The PTO-ISA ``Tile`` type of an IR tile (its padded physical shape, dynamic valid shape).
+    A Mat tile is NZ (column-major grid of row-major boxes), or with ``zn`` ZN (row-major grid of
+    column-major boxes): the bytes of an NZ ``[R, C]`` tile read as its transpose ``[C, R]``."""
     p = pto_tile(t)
     ct = kernel_cpp_type(t.dtype)
     if t.memory is MemorySpace.Vec:
@@ -163,9 +171,74 @@ def tile_type(t: TileType, pad: PadValue | None = None) -> str:
         tail = f", SLayout::NoneBox, TileConfig::fractalABSize, {_PAD[pad]}" if pad is not None else ""
         return f"Tile<TileType::Vec, {ct}, {p.rows}, {p.cols}, {layout}, -1, -1{tail}>"
     if t.memory is MemorySpace.Mat:
-        return f"Tile<TileType::Mat, {ct}, {p.rows}, {p.cols}, BLayout::ColMajor, -1, -1, SLayout::RowMajor, 512>"
+        grid, box = ("RowMajor", "ColMajor") if zn else ("ColMajor", "RowMajor")
+        return f"Tile<TileType::Mat, {ct}, {p.rows}, {p.cols}, BLayout::{grid}, -1, -1, SLayout::{box}, 512>"
     alias = {MemorySpace.Left: "TileLeft", MemorySpace.Right: "TileRight", MemorySpace.Acc: "TileAcc"}
     return f"{alias[t.memory]}<{ct}, {p.rows}, {p.cols}, -1, -1>"
+
+
+def _is_mat(v: object) -> bool:
+    return isinstance(v, Var) and isinstance(v.type, TileType) and v.type.memory is MemorySpace.Mat
+
+
+def zn_mat_tiles(fn: Function) -> frozenset[str]:
+    """The IR names of the Mat tiles stored ZN: ``pl.tile.transpose_view`` of an NZ Mat tile (of a
+    ZN one: NZ again), and the loop holders, loop results and branch results those flow into.
+
+    The ISA's ``TTRANS`` needs a row-major source, which an NZ tile is not; reading the NZ bytes
+    as a ZN tile (``TRESHAPE`` over the same storage) is the transpose, with no data moved. A
+    holder or result that would receive both layouts is refused: the bytes of one storage have
+    one layout."""
+    zn: set[str] = set()
+
+    def is_zn(e: object) -> bool:
+        return isinstance(e, Var) and e.name in zn
+
+    def join(target: Var, sources: list[Expr], what: str) -> None:
+        if not _is_mat(target):
+            return
+        kinds = {is_zn(v) for v in sources if isinstance(v, Var)}
+        if len(kinds) > 1:
+            raise PyptoCompileError(
+                f"kernel {fn.name!r}: Mat tile {target.name} ({what}) receives both a tile and a "
+                "pl.tile.transpose_view of one (NZ and ZN layouts); carry the untransposed tile and "
+                "take pl.tile.transpose_view where it is used"
+            )
+        if kinds == {True}:
+            zn.add(target.name)
+
+    def walk(stmts: tuple[Stmt, ...], carried: list[list[tuple[Expr, ...]]]) -> None:
+        for s in stmts:
+            if isinstance(s, Assign) and isinstance(s.value, Call):
+                e = s.value
+                if e.op == "tile.transpose_view" and _is_mat(s.var):
+                    if not is_zn(e.args[0]):
+                        zn.add(s.var.name)
+                elif e.op in PRINT_OPS and e.args and is_zn(e.args[0]):
+                    zn.add(s.var.name)
+            elif isinstance(s, (For, While)):
+                for ia in s.iter_args:
+                    join(ia.var, [ia.init], "a loop-carried value")
+                exits: list[tuple[Expr, ...]] = []
+                walk(s.body, [*carried, exits])
+                if s.body and isinstance(s.body[-1], Yield):
+                    exits.append(s.body[-1].values)
+                for i, ia in enumerate(s.iter_args):
+                    values = [ia.var, *(x[i] for x in exits if i < len(x))]
+                    join(ia.var, values, "a loop-carried value")
+                for ia, r in zip(s.iter_args, s.results, strict=False):
+                    join(r, [ia.var], "a loop result")
+            elif isinstance(s, (Break, Continue)) and carried:
+                carried[-1].append(s.values)
+            elif isinstance(s, If):
+                walk(s.then_body, carried)
+                walk(s.else_body, carried)
+                arms = [b[-1].values for b in (s.then_body, s.else_body) if b and isinstance(b[-1], Yield)]
+                for i, r in enumerate(s.results):
+                    join(r, [a[i] for a in arms if i < len(a)], "a branch result")
+
+    walk(fn.body, [])
+    return frozenset(zn)
 
 
 def _copy_pipe(dst: MemorySpace, src: MemorySpace) -> Pipe:
@@ -190,6 +263,8 @@ class _GenBase:
         self.loops: list[For | While] = []  # the loops around the statement being emitted
         self.space_of: dict[str, MemorySpace] = {}
         self.cname_key: dict[str, str] = {}  # C++ tile name -> IR key of its storage
+        # IR names of the Mat tiles stored ZN (none for the op table's emitter probes, fn None)
+        self.zn = zn_mat_tiles(fn) if fn is not None else frozenset()
 
     # ---------------------------------------------------------------- plan building
 
@@ -206,7 +281,14 @@ class _GenBase:
         return outer
 
     def declare(
-        self, key: str, name: str, t: TileType, valid: tuple[str, str], *, pad: PadValue | None = None
+        self,
+        key: str,
+        name: str,
+        t: TileType,
+        valid: tuple[str, str],
+        *,
+        pad: PadValue | None = None,
+        zn: bool | None = None,
     ) -> None:
         """Declare tile ``name`` (storage of IR name ``key``) with valid shape ``valid``."""
         vr, vc = valid
@@ -214,7 +296,8 @@ class _GenBase:
             raise PyptoCompileError(f"kernel codegen: tile {key} has no storage (a compiler bug)")
         slot = self.mem.slot(key)
         self.space_of[name] = t.memory
-        self.raw(f"{tile_type(t, pad)} {name}({vr}, {vc});", f"TASSIGN({name}, {slot.offset:#x});")
+        decl = tile_type(t, pad, zn=key in self.zn if zn is None else zn)
+        self.raw(f"{decl} {name}({vr}, {vc});", f"TASSIGN({name}, {slot.offset:#x});")
 
     def storage_conflict(self, a: str, b: str) -> bool:
         ka, kb = self.cname_key.get(a, a), self.cname_key.get(b, b)

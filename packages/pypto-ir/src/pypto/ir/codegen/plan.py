@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-__all__ = ["Barrier", "Branch", "Inst", "Item", "Jump", "Loop", "Pipe", "Sync", "render"]
+__all__ = ["EVENT_IDS", "Barrier", "Branch", "Inst", "Item", "Jump", "Loop", "Pipe", "Sync", "render"]
 
 
 class Pipe(Enum):
@@ -38,14 +38,28 @@ class Inst:
     writes: tuple[str, ...] = ()
 
 
+EVENT_IDS = 8
+"""Event ids per pipe pair: ``EVENT_ID0`` .. ``EVENT_ID7`` (the ISA's ``EVENT_ID_MAX`` on A2/A3
+and A5; an event is the triple (source pipe, destination pipe, id))."""
+
+
 @dataclass
 class Sync:
     """``set_flag(src, dst, EVENT_IDn); wait_flag(src, dst, EVENT_IDn);``: everything issued on
-    ``src`` so far completes before ``dst`` runs on."""
+    ``src`` so far completes before ``dst`` runs on. The wait follows its set at once, so the
+    event is pending only between the two and its id is free again after them."""
 
     src: Pipe
     dst: Pipe
     event: int = 0
+
+    def __post_init__(self) -> None:
+        if self.src is self.dst:
+            raise ValueError(
+                f"Sync: source and destination are both {self.src.value}; an event joins two pipes"
+            )
+        if not 0 <= self.event < EVENT_IDS:
+            raise ValueError(f"Sync: event id {self.event} is not one of EVENT_ID0..EVENT_ID{EVENT_IDS - 1}")
 
 
 @dataclass

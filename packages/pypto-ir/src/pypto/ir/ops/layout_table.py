@@ -47,8 +47,9 @@ _enter(
         "transpose_view",
         (P("tile"),),
         """A 2-D Mat or Vec tile read as its transpose (``[r, c]`` -> ``[c, r]``), e.g. a key block
-        on L1 used as the right operand of ``q @ k.T``. On the chip a layout reinterpretation;
-        the simulator writes the transposed copy (the same values).""",
+        on L1 used as the right operand of ``q @ k.T``. A Mat tile's transpose is its own bytes
+        read in the other fractal layout (NZ as ZN, TRESHAPE: no data moves); a Vec tile's is a
+        transposed copy (TTRANS).""",
         {"tile": "tile.transpose_view"},
         group="layout",
     ),

@@ -14,8 +14,9 @@ storage, and the slot of every IR name that names a tile.
   later one, or before it), and that statement may write its operand's storage in place
   (element-wise ops, ``matmul_acc``, the ``into`` ops). Otherwise each version has its own slot
   and the generated code copies (TMOV).
-- Aliases: a reshape's result is its operand's storage (the ISA's TRESHAPE reinterprets the
-  bytes; on the CPU backend the result points at the operand's data).
+- Aliases: a reshape's result, and a ``transpose_view`` of a Mat tile, is its operand's storage
+  (the ISA's TRESHAPE reinterprets the bytes: the NZ bytes of a Mat tile read as ZN are its
+  transpose; the device backends point the result at the operand's data).
 - A slot is live over the union of its versions' ranges; slots of one buffer whose ranges meet
   get disjoint byte ranges (first fit, by start point). :func:`check_no_overlap` re-checks a
   result and is run on every allocation.
@@ -41,6 +42,7 @@ __all__ = [
     "Slot",
     "allocate_kernel",
     "check_no_overlap",
+    "is_alias",
 ]
 
 IN_PLACE_OPS = frozenset(
@@ -60,6 +62,15 @@ ALIASING_OPS = frozenset({"tile.reshape", "tile.set_validshape"})
 """Ops whose result is its operand's storage: TRESHAPE reinterprets the bytes in place, and a
 new valid shape is the same bytes declared again (no instruction writes either afterwards: an
 SSA op writes a new tile)."""
+
+
+def is_alias(e: Call) -> bool:
+    """Whether call ``e``'s result is its first operand's storage: an op of ALIASING_OPS, or the
+    transpose view of a Mat tile (its NZ bytes read as a ZN tile)."""
+    if e.op in ALIASING_OPS:
+        return True
+    t = e.type
+    return e.op == "tile.transpose_view" and isinstance(t, TileType) and t.memory is MemorySpace.Mat
 
 
 class OverlapError(PyptoCompileError):
@@ -163,7 +174,7 @@ class _Sharing:
             e = s.value
             if i is not None and isinstance(e, Call) and self.lv.keys[i] == s.var.name:
                 self.def_op[i] = e.op
-                if e.op in ALIASING_OPS:  # the result is the operand's bytes read another way
+                if is_alias(e):  # the result is the operand's bytes read another way
                     src0 = e.args[0]
                     j0 = self.index(src0.name) if isinstance(src0, Var) else None
                     if j0 is not None:

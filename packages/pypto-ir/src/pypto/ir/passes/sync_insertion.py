@@ -20,7 +20,14 @@ Control flow, conservatively:
 - ``break``/``continue``: a ``pipe_barrier(PIPE_ALL)`` before the jump, so that nothing is
   pending where it lands.
 
-One event id (EVENT_ID0) serves every pair: each set_flag is waited for right away.
+Event ids: an event is the triple (source pipe, destination pipe, id), with ids EVENT_ID0..7
+per pipe pair (pypto.ir.codegen.plan.EVENT_IDS), and each set_flag pairs with one wait_flag.
+Every :class:`Sync` is rendered as its set_flag followed at once by its wait_flag, so at most one
+event is pending at any point of the kernel, only between those two lines, and it is waited for
+before anything else is issued: one id (EVENT_ID0) serves every pair with no two pending events
+sharing it, on every path through loops, branches and jumps. Waiting at once orders the pipes
+where the consumer needs it; it gives up overlapping the producer with unrelated work between
+the set and the point of use (a deferred wait would need an id per pending event).
 """
 
 from __future__ import annotations

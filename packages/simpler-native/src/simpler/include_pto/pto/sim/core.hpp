@@ -74,6 +74,12 @@ inline constexpr std::uint64_t kDefaultBufferBytes[kBufs] = {192u << 10, 512u <<
                                                              128u << 10};
 
 // What the checks know of a placed tile (for messages): registered by TASSIGN.
+// How a tile's elements sit in its bytes: our storage is row-major whatever the layout, so a
+// tile whose ISA placement is not row-major (boxed, or column-major with rows and columns) has
+// a representation of its own, and converts through the ISA's placement (to_isa: our storage
+// -> the ISA's; from_isa: back) when the same bytes were last held through another layout.
+using Relayout = void (*)(const std::uint8_t* from, std::uint8_t* to) noexcept;
+
 struct TileDesc {
     TileType loc;
     const char* dtype;
@@ -81,7 +87,18 @@ struct TileDesc {
     std::uint8_t buf;
     std::uint32_t offset;
     std::uint32_t bytes;
+    std::uint8_t blayout = 0, slayout = 0, esize = 0;
+    int fractal = 0;
+    bool plain = true;  // stored as the ISA stores it (row-major, or one row or column)
+    Relayout to_isa = nullptr, from_isa = nullptr;
 };
+
+// Two tiles over the same bytes keep them in the same representation.
+inline bool same_representation(const TileDesc& a, const TileDesc& b) noexcept {
+    if (a.plain && b.plain) return true;
+    return a.rows == b.rows && a.cols == b.cols && a.blayout == b.blayout && a.slayout == b.slayout &&
+           a.esize == b.esize && a.fractal == b.fractal;
+}
 
 struct Seg {
     std::uint32_t lo, hi;     // byte range in the buffer
@@ -116,6 +133,15 @@ struct Core {
         int buf;
         std::uint64_t epoch;
     } last_scalar[2] = {};
+    // Per storage (buffer, offset, bytes): the tile whose representation its bytes hold, kept
+    // only in buffers that hold a tile not stored as the ISA stores it (`layouts_in`).
+    struct Held {
+        std::uint8_t buf;
+        std::uint32_t offset, bytes, id;
+    };
+    std::vector<Held> held;
+    bool layouts_in[kBufs] = {};
+    std::vector<std::uint8_t> scratch;
 
     void reset(std::uint64_t inv) noexcept {
         invocation = inv;
@@ -133,6 +159,8 @@ struct Core {
             segs[b].push_back(Seg{0, static_cast<std::uint32_t>(cap[b]), 0, 0, 0, nullptr, {}, {}});
         }
         tiles.clear();
+        held.clear();
+        std::memset(layouts_in, 0, sizeof layouts_in);
         ++epoch;
         std::memset(counter, 0, sizeof counter);
         std::memset(clock, 0, sizeof clock);
@@ -161,12 +189,40 @@ inline std::uint32_t register_tile(const TileDesc& d) noexcept {
     for (std::size_t i = c.tiles.size(); i-- > 0;) {
         const TileDesc& t = c.tiles[i];
         if (t.buf == d.buf && t.offset == d.offset && t.bytes == d.bytes && t.loc == d.loc && t.rows == d.rows &&
-            t.cols == d.cols && t.dtype == d.dtype)
+            t.cols == d.cols && t.dtype == d.dtype && t.blayout == d.blayout && t.slayout == d.slayout &&
+            t.fractal == d.fractal)
             return static_cast<std::uint32_t>(i + 1);
     }
+    if (!d.plain) c.layouts_in[d.buf] = true;
     c.tiles.push_back(d);
     ++c.epoch;
     return static_cast<std::uint32_t>(c.tiles.size());
+}
+
+// Before an access through tile `id`: its storage's bytes in its representation. When they were
+// last held through a tile of another layout (TRESHAPE's alias, e.g. an NZ Mat tile read as
+// ZN), they are converted through the ISA's placement, so every tile over the same bytes sees
+// the elements the ISA would show it.
+inline void hold(std::uint32_t id) noexcept {
+    Core& c = core();
+    if (id == 0 || id > c.tiles.size()) return;
+    const TileDesc& t = c.tiles[id - 1];
+    if (!c.layouts_in[t.buf]) return;
+    for (Core::Held& h : c.held) {
+        if (h.buf != t.buf || h.offset != t.offset || h.bytes != t.bytes) continue;
+        if (h.id != id) {
+            const TileDesc& o = c.tiles[h.id - 1];
+            if (!same_representation(o, t)) {
+                if (c.scratch.size() < t.bytes) c.scratch.resize(t.bytes);
+                std::uint8_t* data = c.base[t.buf] + t.offset;
+                o.to_isa(data, c.scratch.data());
+                t.from_isa(c.scratch.data(), data);
+            }
+            h.id = id;
+        }
+        return;
+    }
+    c.held.push_back(Core::Held{t.buf, t.offset, t.bytes, id});
 }
 
 // Two tiles over exactly the same bytes (buffer, offset, size) are one storage seen through two
@@ -343,13 +399,23 @@ inline bool event_ok(const char* op, int e) noexcept {
 }  // namespace sim
 
 // set_flag(src, dst, e): pipe `src` signals event e to pipe `dst` once everything it issued so
-// far (and everything it waited for) is done.
+// far (and everything it waited for) is done. An event is the triple (src, dst, e) and each
+// set_flag pairs with one wait_flag: a set of an event still pending (set, not yet waited for)
+// is reported, as its two waits would share one signal.
 inline void set_flag(pipe_t src, pipe_t dst, event_t e) noexcept {
     if (!sim::pipe_ok("set_flag", src, false) || !sim::pipe_ok("set_flag", dst, false) || !sim::event_ok("set_flag", e))
         return;
     sim::Core& c = sim::core();
     ++c.epoch;
-    c.pending_set[src] |= std::uint64_t{1} << (dst * sim::kEvents + e);
+    const std::uint64_t bit = std::uint64_t{1} << (dst * sim::kEvents + e);
+    if ((c.pending_set[src] & bit) != 0) {
+        ::simpler::report_kernel_error(
+            "set_flag(%s, %s, EVENT_ID%d) while the previous set_flag of that event is not waited for (two pending "
+            "events share one id)",
+            sim::pipe_name(src), sim::pipe_name(dst), e);
+        return;
+    }
+    c.pending_set[src] |= bit;
     std::memcpy(c.pending[src][dst][e], c.clock[src], sizeof c.pending[src][dst][e]);
 }
 

@@ -191,20 +191,26 @@ PTO_INST RecordEvent TINSERT(DstTileData& dst, SrcTileData& src, uint16_t indexR
     return {};
 }
 
-// TRESHAPE(dst, src): the same bytes as another tile shape (same tile type and byte size);
-// element i of dst's row-major storage is element i of src's. dst becomes the tile the bytes
-// belong to.
+// TRESHAPE(dst, src): src's bytes read as another tile (same tile type and byte size; a boxed
+// layout only as a boxed one): dst element (r, c) is the one the ISA stores at dst's (r, c) (an
+// NZ [R, C] Mat tile read as a ZN [C, R] one is its transpose). The device backends alias dst
+// to src's storage and run nothing: with dst placed over src's bytes it is a declaration, on no
+// pipe (the instructions that read dst are ordered against src's writers, and the first access
+// through dst converts our row-major storage through the ISA's placements, sim::hold). A dst
+// elsewhere is a copy on PIPE_V.
 template <typename TileDataOut, typename TileDataIn, typename... WaitEvents>
 PTO_INST RecordEvent TRESHAPE(TileDataOut& dst, TileDataIn& src, WaitEvents&... events) {
     (void)sizeof...(events);
     static_assert(TileDataOut::Loc == TileDataIn::Loc, "TRESHAPE: tile types must match");
     static_assert(TileDataOut::GetSizeInBytes() == TileDataIn::GetSizeInBytes(), "TRESHAPE: total byte size must match");
+    static_assert((TileDataOut::SFractal == SLayout::NoneBox) == (TileDataIn::SFractal == SLayout::NoneBox),
+                  "TRESHAPE: cannot reshape between boxed and non-boxed layouts");
+    if (static_cast<void*>(dst.data()) == static_cast<void*>(src.data()) && dst.data() != nullptr) return {};
     sim::Op op("TRESHAPE", PIPE_V);
     if (!sim::all_placed(op, dst, src)) return {};
     sim::rd(op, src, TileDataIn::Rows, TileDataIn::Cols);
     sim::wr(op, dst, TileDataOut::Rows, TileDataOut::Cols);
-    if (static_cast<void*>(dst.data()) != static_cast<void*>(src.data()))
-        std::memmove(dst.data(), src.data(), TileDataIn::GetSizeInBytes());
+    sim::relayout(dst, src);
     return {};
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -133,12 +134,14 @@ inline void range(const TileT& t, int r0, int c0, int nr, int nc, std::uint32_t*
 
 template <class TileT>
 inline void rd(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) noexcept {
+    hold(t.sim_id());
     std::uint32_t lo, hi;
     range(t, r0, c0, nr, nc, &lo, &hi);
     op.read(TileT::buf(), lo, hi, t.sim_id());
 }
 template <class TileT>
 inline void wr(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) noexcept {
+    hold(t.sim_id());
     std::uint32_t lo, hi;
     range(t, r0, c0, nr, nc, &lo, &hi);
     op.write(TileT::buf(), lo, hi, t.sim_id());
@@ -169,6 +172,19 @@ inline void copy_window(D& dst, int dr0, int dc0, S& src, int sr0, int sc0, int 
         } else {
             for (int c = 0; c < nc; ++c) d[c] = st::convert<DT>(s[c]);
         }
+    }
+}
+
+// dst = src's bytes as the ISA lays both out (TRESHAPE's copy): dst element (r, c) is the src
+// element the ISA stores at dst's (r, c).
+template <class D, class S>
+inline void relayout(D& dst, S& src) noexcept {
+    if constexpr (plain_layout<D>() && plain_layout<S>()) {  // both stored as we store them
+        std::memmove(dst.data(), src.data(), S::GetSizeInBytes());
+    } else {
+        std::unique_ptr<std::uint8_t[]> isa(new std::uint8_t[S::GetSizeInBytes()]);
+        to_isa<S>(reinterpret_cast<const std::uint8_t*>(src.data()), isa.get());
+        from_isa<D>(isa.get(), reinterpret_cast<std::uint8_t*>(dst.data()));
     }
 }
 

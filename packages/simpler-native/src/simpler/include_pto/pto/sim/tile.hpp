@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "pto/sim/core.hpp"
@@ -253,6 +254,7 @@ struct Tile {
         if (at < 0) return;
         std::uint32_t lo, hi;
         valid_range(&lo, &hi);
+        sim::hold(id_);
         sim::scalar_access("SetValue", buf(), lo, hi, id_, true);
         data_[at] = val;
     }
@@ -261,6 +263,7 @@ struct Tile {
         if (at < 0) return DType{};
         std::uint32_t lo, hi;
         valid_range(&lo, &hi);
+        sim::hold(id_);
         sim::scalar_access("GetValue", buf(), lo, hi, id_, false);
         return data_[at];
     }
@@ -328,6 +331,68 @@ struct is_global<GlobalTensor<E, S, St, L>> : std::true_type {};
 template <typename T>
 constexpr bool is_global_data_v = is_global<std::remove_cv_t<T>>::value;
 
+namespace sim {
+// Where the ISA stores element (r, c) of a tile, in elements from the tile's start (the layout
+// rules of the ISA's Tile: a non-boxed tile is row- or column-major by BLayout; a boxed one is a
+// grid of InnerRows x InnerCols boxes, the grid ordered by BLayout and each box by SLayout: NZ
+// (ColMajor/RowMajor), ZN (RowMajor/ColMajor), ZZ (RowMajor/RowMajor)). Our backend keeps every
+// tile row-major whatever its layout; the ISA's placement matters where the same bytes are read
+// through two tiles of different layouts (TRESHAPE: an NZ [R, C] Mat tile read as a ZN [C, R]
+// one is its transpose).
+template <class TileT>
+constexpr int inner_rows() noexcept {
+    if constexpr (TileT::SFractal == SLayout::NoneBox) return 1;
+    else if constexpr (TileT::SFractalSize == TileConfig::fractalCSize) return 16;
+    else return TileT::SFractal == SLayout::RowMajor ? 16 : TileConfig::alignedSize / int(sizeof(typename TileT::DType));
+}
+template <class TileT>
+constexpr int inner_cols() noexcept {
+    if constexpr (TileT::SFractal == SLayout::NoneBox) return 1;
+    else if constexpr (TileT::SFractalSize == TileConfig::fractalCSize) return 16;
+    else return TileT::SFractal == SLayout::RowMajor ? TileConfig::alignedSize / int(sizeof(typename TileT::DType)) : 16;
+}
+
+// Whether the ISA stores the tile as we do (row-major, or a single row or column).
+template <class TileT>
+constexpr bool plain_layout() noexcept {
+    return TileT::SFractal == SLayout::NoneBox && (TileT::isRowMajor || TileT::Rows == 1 || TileT::Cols == 1);
+}
+
+template <class TileT>
+inline int isa_offset(int r, int c) noexcept {
+    constexpr int R = TileT::Rows, C = TileT::Cols;
+    if constexpr (TileT::SFractal == SLayout::NoneBox) {
+        return TileT::isRowMajor ? r * C + c : c * R + r;
+    } else {
+        static_assert(TileT::SFractalSize != TileConfig::fractalMxSize, "our backend has no MX fractal layout");
+        constexpr int IR = inner_rows<TileT>(), IC = inner_cols<TileT>();
+        static_assert(R % IR == 0 && C % IC == 0, "a boxed tile is a whole number of boxes");
+        static_assert(TileT::isRowMajor || TileT::SFractal == SLayout::RowMajor,
+                      "fractal tiles are NZ, ZN or ZZ (the ISA has no column-major grid of column-major boxes)");
+        const int br = r / IR, bc = c / IC, ir = r % IR, ic = c % IC;
+        const int box = TileT::isRowMajor ? br * (C / IC) + bc : bc * (R / IR) + br;
+        const int in = TileT::SFractal == SLayout::RowMajor ? ir * IC + ic : ic * IR + ir;
+        return box * IR * IC + in;
+    }
+}
+
+// Our row-major storage of a tile -> the ISA's placement of the same elements, and back.
+template <class TileT>
+inline void to_isa(const std::uint8_t* ours, std::uint8_t* isa) noexcept {
+    constexpr std::size_t E = sizeof(typename TileT::DType);
+    for (int r = 0; r < TileT::Rows; ++r)
+        for (int c = 0; c < TileT::Cols; ++c)
+            std::memcpy(isa + E * isa_offset<TileT>(r, c), ours + E * (r * TileT::Cols + c), E);
+}
+template <class TileT>
+inline void from_isa(const std::uint8_t* isa, std::uint8_t* ours) noexcept {
+    constexpr std::size_t E = sizeof(typename TileT::DType);
+    for (int r = 0; r < TileT::Rows; ++r)
+        for (int c = 0; c < TileT::Cols; ++c)
+            std::memcpy(ours + E * (r * TileT::Cols + c), isa + E * isa_offset<TileT>(r, c), E);
+}
+}  // namespace sim
+
 // TASSIGN(tile, byte_offset): place `tile` at `byte_offset` in the running core's buffer of its
 // tile type (Vec: UB, Mat: L1, Left: L0A, Right: L0B, Acc: L0C). A tile past the buffer's end or
 // an offset that is not a multiple of 32 bytes is reported and the tile stays unplaced (every
@@ -358,9 +423,18 @@ inline void TASSIGN(T& tile, AddrType addr) noexcept {
         tile.sim_place(nullptr, 0, 0);
         return;
     }
-    const std::uint32_t id = sim::register_tile(sim::TileDesc{T::Loc, sim::dtype_name<D>(), T::Rows, T::Cols,
-                                                              static_cast<std::uint8_t>(b), static_cast<std::uint32_t>(off),
-                                                              static_cast<std::uint32_t>(bytes)});
+    sim::TileDesc desc{T::Loc, sim::dtype_name<D>(), T::Rows, T::Cols, static_cast<std::uint8_t>(b),
+                       static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(bytes)};
+    desc.blayout = static_cast<std::uint8_t>(T::BFractal);
+    desc.slayout = static_cast<std::uint8_t>(T::SFractal);
+    desc.esize = static_cast<std::uint8_t>(sizeof(D));
+    desc.fractal = T::SFractalSize;
+    desc.plain = sim::plain_layout<T>();
+    if constexpr (!sim::plain_layout<T>()) {
+        desc.to_isa = &sim::to_isa<T>;
+        desc.from_isa = &sim::from_isa<T>;
+    }
+    const std::uint32_t id = sim::register_tile(desc);
     tile.sim_place(reinterpret_cast<D*>(c.base[b] + off), static_cast<std::uint32_t>(off), id);
 }
 
