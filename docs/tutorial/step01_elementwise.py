@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _check import Check  # the shared compare-and-report of every step
 
 import pypto.language as pl
 import pypto.runtime  # noqa: F401  (installs the program-mode executor behind @pl.jit calls)
@@ -40,17 +41,14 @@ def main() -> int:
     y = rng.standard_normal((16, 64)).astype(np.float32)
     want = 0.5 * x + y
 
-    errors = []
+    check = Check("step01")
     for fn in (axpy, axpy_tiles):
         out = np.full_like(x, np.nan)  # NaN: a kernel that writes nothing cannot pass
         result = fn(x, y, 0.5, out)  # compile (or reuse), run on a2a3sim, write `out` in place
         assert result is out, "an Out parameter is the caller's own array"
-        errors.append(float(np.abs(out - want).max()))
-        if not np.allclose(out, want, rtol=1e-6, atol=1e-6):
-            print(f"step01 MISMATCH in {fn.__name__}: max abs err {errors[-1]:.3e}")
-            return 1
-    print(f"step01 ok: max abs err {max(errors):.3e}")
-    return 0
+        if not check(out, want, rtol=1e-6, atol=1e-6, where=f" in {fn.__name__}"):
+            break
+    return check.status()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _check import Check  # the shared compare-and-report of every step
 
 import pypto.language as pl
 import pypto.runtime  # noqa: F401  (installs the program-mode executor behind @pl.jit calls)
@@ -59,17 +60,13 @@ def gelu_ref(x: np.ndarray) -> np.ndarray:
 def main() -> int:
     x = (np.random.default_rng(2).standard_normal((ROWS, COLS)) * 3).astype(np.float32)
     want = gelu_ref(x)
-    worst = 0.0
+    check = Check("step02")
     for fn in (gelu_loop_in_kernel, gelu_task_per_chunk):
         out = np.full_like(x, np.nan)
         fn(x, out)
-        err = float(np.abs(out - want).max())
-        worst = max(worst, err)
-        if not np.allclose(out, want, rtol=1e-5, atol=1e-5):
-            print(f"step02 MISMATCH in {fn.__name__}: max abs err {err:.3e}")
-            return 1
-    print(f"step02 ok: max abs err {worst:.3e}")
-    return 0
+        if not check(out, want, rtol=1e-5, atol=1e-5, where=f" in {fn.__name__}"):
+            break
+    return check.status()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _check import compare  # the shared compare-and-report of every step
 
 import pypto.language as pl
 import pypto.runtime  # noqa: F401  (installs the program-mode executor behind @pl.jit calls)
@@ -44,12 +45,7 @@ def main() -> int:
 
     out = np.full_like(x, np.nan)
     scaled_softmax(x, w, out)
-    err = float(np.abs(out - want).max())
-    if not np.allclose(out, want, rtol=1e-5, atol=1e-6):
-        print(f"step03 MISMATCH: max abs err {err:.3e}")
-        return 1
-    print(f"step03 ok: max abs err {err:.3e}")
-    return 0
+    return compare("step03", out, want, rtol=1e-5, atol=1e-6)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _check import compare  # the shared compare-and-report of every step
 
 import pypto.language as pl
 import pypto.runtime  # noqa: F401  (installs the program-mode executor behind @pl.jit calls)
@@ -62,12 +63,7 @@ def main() -> int:
 
     y = np.full((M, N), np.nan, np.float32)
     linear_relu(a, b, bias, y)
-    err = float(np.abs(y - want).max())
-    if not np.allclose(y, want, rtol=1e-4, atol=1e-4):
-        print(f"step05 MISMATCH: max abs err {err:.3e}")
-        return 1
-    print(f"step05 ok: max abs err {err:.3e}")
-    return 0
+    return compare("step05", y, want, rtol=1e-4, atol=1e-4)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _check import compare  # the shared compare-and-report of every step
 
 import pypto.language as pl
 import pypto.runtime  # noqa: F401  (installs the program-mode executor behind @pl.jit calls)
@@ -99,12 +100,7 @@ def main() -> int:
 
     y = np.full((ROWS, D), np.nan, np.float32)
     mlp_block(x, w1, w2, gamma, beta, y)
-    err = float(np.abs(y - want).max())
-    if not np.allclose(y, want, rtol=1e-4, atol=1e-4):
-        print(f"step06 MISMATCH: max abs err {err:.3e}")
-        return 1
-    print(f"step06 ok: max abs err {err:.3e}")
-    return 0
+    return compare("step06", y, want, rtol=1e-4, atol=1e-4)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _check import Check  # the shared compare-and-report of every step
 
 import pypto.language as pl
 import pypto.runtime  # noqa: F401  (installs the program-mode executor behind @pl.jit calls)
@@ -46,20 +47,16 @@ def softmax_rows(x: pl.Tensor[[M, N], pl.FP32], out: pl.Out[pl.Tensor[[M, N], pl
 
 def main() -> int:
     rng = np.random.default_rng(7)
-    worst = 0.0
+    check = Check("step07")
     for rows, cols in ((16, 64), (37, 50), (5, 9)):  # one artifact for all three
         x = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
         e = np.exp(x - x.max(axis=1, keepdims=True))
         want = e / e.sum(axis=1, keepdims=True)
         out = np.full_like(x, np.nan)
         softmax_rows(x, out)
-        err = float(np.abs(out - want).max()) if np.isfinite(out).all() else float("inf")
-        worst = max(worst, err)
-        if not np.allclose(out, want, rtol=1e-5, atol=1e-6):
-            print(f"step07 MISMATCH at [{rows}, {cols}]: max abs err {err:.3e}")
-            return 1
-    print(f"step07 ok: max abs err {worst:.3e}")
-    return 0
+        if not check(out, want, rtol=1e-5, atol=1e-6, where=f" at [{rows}, {cols}]"):
+            break
+    return check.status()
 
 
 if __name__ == "__main__":

@@ -3,6 +3,11 @@ sys.path, since --import-mode=importlib does not)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import pypto.language as pl
+
 
 class HostArray:
     """A tensor-like argument (``.shape``, ``.dtype``) as numpy or torch would pass it, for
@@ -11,3 +16,17 @@ class HostArray:
     def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
         self.shape = shape
         self.dtype = dtype
+
+
+def tile_op_on_itself(op: Callable[..., Any]) -> pl.JITFunction:
+    """A kernel that stores ``op(t, t)`` for ``t``, a [16, 32] tile of its input: for the
+    checks a tile op makes of its operands."""
+
+    @pl.jit
+    def on_itself(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 32])
+            pl.store(op(t, t), [0, 0], out)
+        return out
+
+    return on_itself

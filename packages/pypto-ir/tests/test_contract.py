@@ -20,6 +20,7 @@ from pypto.ir.contract import (
 from pypto.ir.errors import PyptoCompileError
 from pypto.ir.metadata import MetadataError, read_metadata
 from pypto.ir.param_info import Layout, ParamInfo
+from pypto_testing.forms import TwoEntries
 
 P = (
     ParamInfo("a", "In", (16, 16), "FP32"),
@@ -201,39 +202,16 @@ def test_compile_into_a_used_directory_is_refused(tmp_path: Path) -> None:
         )
 
 
-@pl.program
-class TwoEntries:
-    @pl.function(type=pl.FunctionType.InCore)
-    def neg(self, a: pl.Tensor[[16, 16], pl.FP32], o: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-        pl.store(pl.neg(pl.load(a, [0, 0], [16, 16])), [0, 0], o)
-        return o
-
-    @pl.function(type=pl.FunctionType.InCore)
-    def exp(self, a: pl.Tensor[[16, 16], pl.FP32], o: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-        pl.store(pl.exp(pl.load(a, [0, 0], [16, 16])), [0, 0], o)
-        return o
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def run_neg(self, a: pl.Tensor[[16, 16], pl.FP32], o: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-        o = self.neg(a, o)
-        return o
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def run_exp(self, a: pl.Tensor[[16, 16], pl.FP32], o: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-        o = self.exp(a, o)
-        return o
-
-
 def test_multi_entry_program_compiles_one_child(tmp_path: Path) -> None:
-    assert TwoEntries.entry == "run_neg"
+    assert TwoEntries.entry == "negate"
     with pytest.raises(ContractError, match="exactly one entry, got 2"):
         compile_to_files(TwoEntries, tmp_path / "k", contract="KERNEL", platform="a2a3sim")
-    r = compile_to_files(TwoEntries, tmp_path / "e", contract="KERNEL", platform="a2a3sim", entry="run_exp")
-    assert r.metadata.entry == "run_exp"
-    assert [k.name for k in r.metadata.kernels] == ["exp"]
+    r = compile_to_files(TwoEntries, tmp_path / "e", contract="KERNEL", platform="a2a3sim", entry="absolute")
+    assert r.metadata.entry == "absolute"
+    assert [k.name for k in r.metadata.kernels] == ["abs_k"]
     assert r.metadata.return_aliases == (1,)
     with pytest.raises(ValueError, match="entry: expected one of"):
-        compile_to_files(TwoEntries, tmp_path / "x", contract="PROGRAM", platform="a2a3sim", entry="neg")
+        compile_to_files(TwoEntries, tmp_path / "x", contract="PROGRAM", platform="a2a3sim", entry="neg_k")
 
 
 def test_a_failed_write_leaves_no_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

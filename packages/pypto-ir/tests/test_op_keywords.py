@@ -11,7 +11,7 @@ import linecache
 import math
 
 import pytest
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, tile_op_on_itself
 
 import pypto.language as pl
 from pypto.ir.dtypes import DataType
@@ -289,25 +289,9 @@ def test_a_sub_tile_with_a_valid_shape_and_pad_value_is_narrowed_filled_and_narr
 
 
 @pl.jit
-def float_bits(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 32])
-        pl.store(pl.and_(t, t), [0, 0], out)
-    return out
-
-
-@pl.jit
 def float_shift(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         pl.store(pl.shls(pl.load(a, [0, 0], [16, 32]), 1.5), [0, 0], out)
-    return out
-
-
-@pl.jit
-def tile_rhs_for_scalar_op(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 32])
-        pl.store(pl.ors(t, t), [0, 0], out)
     return out
 
 
@@ -321,11 +305,11 @@ def tensor_tmp(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 def test_bitwise_errors() -> None:
     with pytest.raises(KernelError, match=r"pl\.and_: lhs must have an integer dtype .* got FP32"):
-        float_bits.specialize(X, X)
+        tile_op_on_itself(pl.and_).specialize(X, X)
     with pytest.raises(KernelError, match=r"pl\.shls: rhs must be an integer scalar, got FP32"):
         float_shift.specialize(XI, XI)
     with pytest.raises(KernelError, match=r"pl\.ors: rhs must be a scalar, .* for two tiles use pl\.or_"):
-        tile_rhs_for_scalar_op.specialize(XI, XI)
+        tile_op_on_itself(pl.ors).specialize(XI, XI)
     with pytest.raises(KernelError, match=r"pl\.xor: tmp is a scratch tile of the tile form"):
         tensor_tmp.specialize(XI, XI)
 

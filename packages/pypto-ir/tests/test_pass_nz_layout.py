@@ -229,27 +229,24 @@ def test_compiled_metadata_keeps_logical_params_and_blocked_lowered_params(tmp_p
 K = pl.dynamic("K")
 
 
-@pl.jit
-def nz_int8_cols(w: pl.Tensor[[32, K], pl.INT8, pl.NZ], out: pl.Out[pl.Tensor[[32, K], pl.INT8]]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for j in pl.range(K // 32):
-            pl.store(pl.load(w, [0, j * 32], [32, 32]), [0, j * 32], out)
-    return out
+def nz_cols(dtype: pl.DataType, c0: int) -> pl.JITFunction:
+    """Copies an NZ ``[32, K]`` tensor of ``dtype`` in column blocks of ``c0`` (its Ascend block width)."""
 
+    @pl.jit
+    def copy(w: pl.Tensor[[32, K], dtype, pl.NZ], out: pl.Out[pl.Tensor[[32, K], dtype]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for j in pl.range(K // c0):
+                pl.store(pl.load(w, [0, j * c0], [32, c0]), [0, j * c0], out)
+        return out
 
-@pl.jit
-def nz_fp32_cols(w: pl.Tensor[[32, K], pl.FP32, pl.NZ], out: pl.Out[pl.Tensor[[32, K], pl.FP32]]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for j in pl.range(K // 8):
-            pl.store(pl.load(w, [0, j * 8], [32, 8]), [0, j * 8], out)
-    return out
+    return copy
 
 
 @pytest.mark.parametrize(
     "case",
     [
-        (nz_int8_cols, "int8", (-1, 2, 16, 32), "(static_cast<std::int64_t>(w.shapes[0]) * 32)"),
-        (nz_fp32_cols, "float32", (-1, 2, 16, 8), "(static_cast<std::int64_t>(w.shapes[0]) * 8)"),
+        (nz_cols(pl.INT8, 32), "int8", (-1, 2, 16, 32), "(static_cast<std::int64_t>(w.shapes[0]) * 32)"),
+        (nz_cols(pl.FP32, 8), "float32", (-1, 2, 16, 8), "(static_cast<std::int64_t>(w.shapes[0]) * 8)"),
     ],
     ids=["int8", "fp32"],
 )
@@ -355,8 +352,14 @@ def test_generated_nz_kernels_read_torch_npu_storage_through_the_tile_library(  
     prefix = cpp_toolchain
     rows, cols = 32, 128
     cases = {
-        "int8": (nz_int8_cols, DataType.INT8, "b", lambda r, c: (r * 131 + c * 7 + 3) % 251 - 125, 32),
-        "float32": (nz_fp32_cols, DataType.FP32, "f", lambda r, c: float(r * 1000 + c), 8),
+        "int8": (
+            nz_cols(pl.INT8, 32),
+            DataType.INT8,
+            "b",
+            lambda r, c: (r * 131 + c * 7 + 3) % 251 - 125,
+            32,
+        ),
+        "float32": (nz_cols(pl.FP32, 8), DataType.FP32, "f", lambda r, c: float(r * 1000 + c), 8),
     }
     builds = {}
     for np_dtype, (fn, dtype, code, value, c0) in cases.items():

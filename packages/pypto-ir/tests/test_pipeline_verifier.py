@@ -5,6 +5,7 @@ test here: an injected stage that breaks an invariant must be caught right after
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 from pypto_ir_test_helpers import HostArray
@@ -13,7 +14,7 @@ import pypto.language as pl
 from pypto.ir import pipeline
 from pypto.ir.compile import compile_to_files
 from pypto.ir.dtypes import DataType
-from pypto.ir.nodes import Assign, Call, Function, Program, Var
+from pypto.ir.nodes import Assign, Call, Function, Program, Stmt, Var
 from pypto.ir.types import TileType
 from pypto.ir.verifier import VerifyError, VerifyLevel
 
@@ -46,43 +47,46 @@ def _first_assign(fn: Function) -> int | None:
     )
 
 
-def _duplicate_an_assignment(program: Program) -> Program:
-    """Ill-formed SSA: one top-level assignment of some function appears twice."""
+def _edit_first_assign(
+    program: Program, edit: Callable[[tuple[Stmt, ...], int], tuple[Stmt, ...]]
+) -> Program:
+    """``program`` with the body of its first function that has a top-level assignment replaced by
+    ``edit(body, index of that assignment)``."""
     for k, fn in enumerate(program.funcs):
         i = _first_assign(fn)
         if i is not None:
-            body = (*fn.body[: i + 1], fn.body[i], *fn.body[i + 1 :])
-            funcs = (*program.funcs[:k], dataclasses.replace(fn, body=body), *program.funcs[k + 1 :])
+            funcs = (
+                *program.funcs[:k],
+                dataclasses.replace(fn, body=edit(fn.body, i)),
+                *program.funcs[k + 1 :],
+            )
             return Program(program.name, funcs, program.entry)
     raise AssertionError("no function with a top-level assignment")
+
+
+def _duplicate_an_assignment(program: Program) -> Program:
+    """Ill-formed SSA: one top-level assignment of some function appears twice."""
+    return _edit_first_assign(program, lambda body, i: (*body[: i + 1], body[i], *body[i + 1 :]))
 
 
 def _drop_an_assignment(program: Program) -> Program:
     """Ill-formed IR at any level: a name used but never defined."""
-    for k, fn in enumerate(program.funcs):
-        i = _first_assign(fn)
-        if i is not None:
-            body = (*fn.body[:i], *fn.body[i + 1 :])
-            funcs = (*program.funcs[:k], dataclasses.replace(fn, body=body), *program.funcs[k + 1 :])
-            return Program(program.name, funcs, program.entry)
-    raise AssertionError("no function with a top-level assignment")
+    return _edit_first_assign(program, lambda body, i: (*body[:i], *body[i + 1 :]))
+
+
+def _mistype(body: tuple[Stmt, ...], i: int) -> tuple[Stmt, ...]:
+    a = body[i]
+    assert isinstance(a, Assign)
+    assert isinstance(a.value, Call)
+    assert isinstance(a.value.type, TileType)
+    wrong = dataclasses.replace(a.value.type, dtype=DataType.FP16)
+    bad = Assign(Var(a.var.name, wrong), dataclasses.replace(a.value, type=wrong))
+    return (*body[:i], bad, *body[i + 1 :])
 
 
 def _mistype_an_assignment(program: Program) -> Program:
     """Ill-formed IR that the passes would carry along: a recorded type the op does not infer."""
-    for k, fn in enumerate(program.funcs):
-        i = _first_assign(fn)
-        if i is not None:
-            a = fn.body[i]
-            assert isinstance(a, Assign)
-            assert isinstance(a.value, Call)
-            assert isinstance(a.value.type, TileType)
-            wrong = dataclasses.replace(a.value.type, dtype=DataType.FP16)
-            bad = Assign(Var(a.var.name, wrong), dataclasses.replace(a.value, type=wrong))
-            body = (*fn.body[:i], bad, *fn.body[i + 1 :])
-            funcs = (*program.funcs[:k], dataclasses.replace(fn, body=body), *program.funcs[k + 1 :])
-            return Program(program.name, funcs, program.entry)
-    raise AssertionError("no function with a top-level assignment")
+    return _edit_first_assign(program, _mistype)
 
 
 BAD = pipeline.Stage("injected_bad_stage", _duplicate_an_assignment, VerifyLevel(ssa=True))

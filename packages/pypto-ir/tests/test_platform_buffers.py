@@ -17,6 +17,7 @@ from pypto.ir.compile import compile_to_files
 from pypto.ir.dtypes import DataType
 from pypto.ir.metadata import ArtifactMetadata, KernelInfo, MetadataError, read_metadata
 from pypto.ir.platforms import BufferCapacityError, MemorySpace, Platform, TileAlloc, check_kernel_buffers
+from pypto_testing.forms import cube_matmul
 
 KIB = 1024
 
@@ -72,31 +73,8 @@ def layer_norm_chunked(x: pl.Tensor, gamma: pl.Tensor, beta: pl.Tensor, out: pl.
 ACC_N = 384  # a [128, 384] FP32 accumulator: 192 KiB, beyond a2a3's L0C (128 KiB), within a5's (256 KiB)
 
 
-@pl.jit
-def wide_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="wide_mm"):
-        left = pl.move(
-            pl.load(a, [0, 0], [128, 64], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-        )
-        right = pl.move(
-            pl.load(b, [0, 0], [64, ACC_N], target_memory=pl.MemorySpace.Mat),
-            target_memory=pl.MemorySpace.Right,
-        )
-        pl.store(pl.matmul(left, right), [0, 0], c)
-    return c
-
-
-@pl.jit
-def small_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="small_mm"):
-        left = pl.move(
-            pl.load(a, [0, 0], [16, 16], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-        )
-        right = pl.move(
-            pl.load(b, [0, 0], [16, 16], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
-        )
-        pl.store(pl.matmul(left, right), [0, 0], c)
-    return c
+wide_matmul = cube_matmul(128, 64, ACC_N, "wide_mm")
+small_matmul = cube_matmul(16, 16, 16, "small_mm")
 
 
 @pl.jit

@@ -6,7 +6,7 @@ pypto-runtime's tests/test_tile_scalar_ops.py."""
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, tile_op_on_itself
 
 import pypto.language as pl
 from pypto.ir import deserialize, serialize
@@ -142,49 +142,40 @@ def test_expands_and_set_validshape_keep_the_type_and_emit_fill_and_set_valid() 
     assert 'if (!sk::valid_shape_ok("tile pl.set_validshape", ' in text
 
 
-@pl.jit
-def validshape_too_big(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 32])
-        pl.store(pl.set_validshape(t, 16, 33), [0, 0], out)
-    return out
+def set_validshape_cols(cols: float) -> pl.JITFunction:
+    """A kernel that sets the valid columns of a [16, 32] tile to ``cols``."""
 
+    @pl.jit
+    def validshape(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 32])
+            pl.store(pl.set_validshape(t, 16, cols), [0, 0], out)
+        return out
 
-@pl.jit
-def validshape_float(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 32])
-        pl.store(pl.set_validshape(t, 16, 2.5), [0, 0], out)
-    return out
+    return validshape
 
 
 @pl.jit
 def validshape_of_tensor(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
-        out[:] = pl.set_validshape(a, 8, 8)
-    return out
-
-
-@pl.jit
-def expands_of_a_tile(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 32])
-        pl.store(pl.expands(t, t), [0, 0], out)
+        out[:] = pl.set_validshape(a, 8, 40)
     return out
 
 
 def test_set_validshape_and_expands_refuse_bad_operands() -> None:
     x = HostArray((16, 32))
     with pytest.raises(KernelError, match=r"pl\.set_validshape: valid_cols 33 is outside \[0, 32\]"):
-        validshape_too_big.specialize(x, x)
+        set_validshape_cols(33).specialize(x, x)
     with pytest.raises(
         KernelError, match=r"pl\.set_validshape: valid_cols must be an integer .* got Scalar\[FP32\]"
     ):
-        validshape_float.specialize(x, x)
-    with pytest.raises(KernelError, match=r"pl\.set_validshape works on tiles, not tensors"):
+        set_validshape_cols(2.5).specialize(x, x)
+    with pytest.raises(
+        KernelError, match=r"pl\.set_validshape: valid_cols 40 is outside \[0, 32\] \(the tensor"
+    ):
         validshape_of_tensor.specialize(x, x)
     with pytest.raises(KernelError, match=r"pl\.expands: the value to broadcast must be a scalar, got Tile"):
-        expands_of_a_tile.specialize(x, x)
+        tile_op_on_itself(pl.expands).specialize(x, x)
 
 
 def test_create_is_create_tile_in_pl_tile_and_create_tensor_in_pl_tensor() -> None:

@@ -211,7 +211,10 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
         "jit_hbg": lambda: add64(a, b, c, config=hbg),
         "jit_bind": jit_bind,
     }
-    number = {k: (20000 if k == "numpy" else 300) for k in fns}
+    # Windows of about the same length (~1 ms: 1000 np.adds, 300 calls): on a loaded machine a
+    # long window is always cut by other processes' time slices and a short one often is not,
+    # so windows of 20,000 np.adds (20-80 ms) made the baseline look 2-5x slower than it is.
+    number = {k: (1000 if k == "numpy" else 300) for k in fns}
     rounds = 14 if "--quick" not in sys.argv else 3
     t = _best(fns, number, rounds)
     base = t["numpy"]

@@ -37,31 +37,40 @@ SM_ROWS, SM_COLS, SM_BLOCK = 4096, 1024, 8
 T = 64  # matmul tile
 
 
+# Each parallel task gets the window of every tensor it touches (pl.slice in the
+# orchestration): the chip derives dependencies from the tensors a task is given, so tasks that
+# were each given the whole output would all write it and run one after another.
+
+
 @pl.jit
 def add16m(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
     for p in pl.parallel(N_ADD // ADD_ROWS):
+        av = pl.slice(a, [ADD_ROWS, N_ADD], [p * ADD_ROWS, 0])
+        bv = pl.slice(b, [ADD_ROWS, N_ADD], [p * ADD_ROWS, 0])
+        cv = pl.slice(c, [ADD_ROWS, N_ADD], [p * ADD_ROWS, 0])
         with pl.at(level=pl.Level.CORE_GROUP):
             for i in pl.range(ADD_ROWS // 8):
                 for j in pl.range(N_ADD // 1024):
-                    r = p * ADD_ROWS + i * 8
-                    x = pl.load(a, [r, j * 1024], ADD_TILE)
-                    y = pl.load(b, [r, j * 1024], ADD_TILE)
-                    pl.store(pl.add(x, y), [r, j * 1024], c)
+                    x = pl.load(av, [i * 8, j * 1024], ADD_TILE)
+                    y = pl.load(bv, [i * 8, j * 1024], ADD_TILE)
+                    pl.store(pl.add(x, y), [i * 8, j * 1024], cv)
     return c
 
 
 @pl.jit
 def softmax(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     for p in pl.parallel(SM_ROWS // 64):
+        av = pl.slice(a, [64, SM_COLS], [p * 64, 0])
+        ov = pl.slice(out, [64, SM_COLS], [p * 64, 0])
         with pl.at(level=pl.Level.CORE_GROUP):
             for i in pl.range(64 // SM_BLOCK):
-                r = p * 64 + i * SM_BLOCK
-                t = pl.load(a, [r, 0], [SM_BLOCK, SM_COLS])
+                r = i * SM_BLOCK
+                t = pl.load(av, [r, 0], [SM_BLOCK, SM_COLS])
                 tmp = pl.create_tile([SM_BLOCK, SM_COLS], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
                 m: pl.Tile[[SM_BLOCK, 1], pl.FP32] = pl.row_max(t, tmp)
                 e = pl.exp(pl.row_expand_sub(t, m))
                 s: pl.Tile[[SM_BLOCK, 1], pl.FP32] = pl.row_sum(e, tmp)
-                pl.store(pl.row_expand_div(e, s), [r, 0], out)
+                pl.store(pl.row_expand_div(e, s), [r, 0], ov)
     return out
 
 
@@ -71,29 +80,32 @@ def _matmul(n: int) -> Callable[..., object]:
     @pl.jit
     def mm(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
         for t in pl.parallel(tiles * tiles):
+            i = t // tiles
+            j = t % tiles
+            av = pl.slice(a, [T, n], [i * T, 0])  # the output tile's rows of a
+            bv = pl.slice(b, [n, T], [0, j * T])  # and columns of b
+            cv = pl.slice(c, [T, T], [i * T, j * T])
             with pl.at(level=pl.Level.CORE_GROUP):
-                i = t // tiles
-                j = t % tiles
                 left = pl.move(
-                    pl.load(a, [i * T, 0], [T, T], target_memory=pl.MemorySpace.Mat),
+                    pl.load(av, [0, 0], [T, T], target_memory=pl.MemorySpace.Mat),
                     target_memory=pl.MemorySpace.Left,
                 )
                 right = pl.move(
-                    pl.load(b, [0, j * T], [T, T], target_memory=pl.MemorySpace.Mat),
+                    pl.load(bv, [0, 0], [T, T], target_memory=pl.MemorySpace.Mat),
                     target_memory=pl.MemorySpace.Right,
                 )
                 acc: pl.Tile[[T, T], pl.FP32] = pl.matmul(left, right)
                 for k in pl.range(1, tiles):
                     left = pl.move(
-                        pl.load(a, [i * T, k * T], [T, T], target_memory=pl.MemorySpace.Mat),
+                        pl.load(av, [0, k * T], [T, T], target_memory=pl.MemorySpace.Mat),
                         target_memory=pl.MemorySpace.Left,
                     )
                     right = pl.move(
-                        pl.load(b, [k * T, j * T], [T, T], target_memory=pl.MemorySpace.Mat),
+                        pl.load(bv, [k * T, 0], [T, T], target_memory=pl.MemorySpace.Mat),
                         target_memory=pl.MemorySpace.Right,
                     )
                     acc = pl.matmul_acc(acc, left, right)
-                pl.store(acc, [i * T, j * T], c)
+                pl.store(acc, [0, 0], cv)
         return c
 
     return mm

@@ -1,6 +1,7 @@
 """Helpers shared by the store's test files: an entry's generate and build steps from one table
 of files (``relative path -> bytes``; ``prebuilt/`` files are what the build step writes), and
-:func:`no_hang`, which fails a test whose body blocks (on a FIFO planted where a file should be)."""
+:func:`no_hang`, which fails a test whose body blocks (on a FIFO planted where a file should be);
+:func:`pypto_runtime`, the command line in a fresh process."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import contextlib
 import hashlib
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from pypto.runtime import settings
 from pypto.runtime.artifact_runtime import ArtifactRuntime
 from pypto.runtime.manifest import MANIFEST_NAME, EntryState, Manifest, scan_dir
 from pypto.runtime.store import ArtifactStore
@@ -92,3 +96,22 @@ def no_hang(seconds: int) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def pypto_runtime(
+    *args: str, store: Path | None = None, cwd: Path | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """``python -m pypto.runtime ARGS`` in a fresh process (store: PYPTO_CACHE_DIR, by default
+    this process's store)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_CACHE")}
+    env["PYPTO_CACHE_DIR"] = str(store if store is not None else settings.cache_dir())
+    env["COLUMNS"] = "200"
+    return subprocess.run(
+        [sys.executable, "-m", "pypto.runtime", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        check=False,
+        timeout=timeout,
+    )

@@ -14,6 +14,8 @@ from runtime_programs import make_add, make_scale
 
 import pypto.language as pl
 import pypto.runtime as rt
+import simpler
+from pypto.ir.execution import set_jit_executor
 from pypto.language import binding
 from pypto.runtime.call_plan import CallPlan
 from pypto.runtime.compiled import CompiledProgram
@@ -221,7 +223,7 @@ def test_the_jit_hot_path_falls_back_and_respecialises(monkeypatch: pytest.Monke
     out = np.zeros_like(a)
     hot_scale(a, 2.0, out)
     hot = hot_scale.executor_plan
-    assert isinstance(hot, api._HotCall)
+    assert isinstance(hot, simpler.BoundCall)  # the function's __call__ calls it directly
     slow: list[object] = []
     real = api._executor_call
 
@@ -258,3 +260,59 @@ def test_the_jit_hot_path_falls_back_and_respecialises(monkeypatch: pytest.Monke
     assert len(slow) == 5
     hot_scale(small, 3.0, small_out)  # the last plain call's plan is hot again
     assert len(slow) == 5
+
+
+def test_the_hot_path_is_dropped_when_its_worker_or_gate_changes() -> None:
+    from pypto.runtime import mode_gate
+    from pypto.runtime.worker import close_shared_workers
+
+    a = np.arange(R * C, dtype=np.float32).reshape(R, C).copy()
+    out = np.zeros_like(a)
+    hot_scale(a, 2.0, out)
+    assert hot_scale.executor_plan is not None
+    close_shared_workers()  # the plan's chip is closed: the plan is dropped with it
+    assert hot_scale.executor_plan is None
+    out[:] = 0
+    assert hot_scale(a, 2.0, out) is out  # a new Worker (whose creation drops plans)
+    np.testing.assert_array_equal(out, a * 2)
+    hot_scale(a, 2.0, out)  # then a new plan
+    assert hot_scale.executor_plan is not None
+    seen: list[tuple[Any, ...]] = []
+    previous = set_jit_executor(lambda fn, args, kwargs: seen.append(args))
+    try:
+        assert hot_scale.executor_plan is None  # another executor: the old one's plans go
+        hot_scale(a, 2.0, out)
+        assert len(seen) == 1
+    finally:
+        set_jit_executor(previous)
+    hot_scale(a, 2.0, out)
+    hot_scale(a, 2.0, out)
+    assert hot_scale.executor_plan is not None
+    mode_gate._reset_for_tests()  # no mode held: a call must claim it again
+    assert hot_scale.executor_plan is None
+    hot_scale(a, 2.0, out)
+    assert mode_gate.current() is mode_gate.ProcessMode.PROGRAM
+
+
+_FACTOR = 2.0
+
+
+@pl.jit
+def captured_scale(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(a, _FACTOR)
+    return out
+
+
+def test_the_hot_path_checks_captured_constants(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pypto.runtime import api
+
+    a = np.arange(R * C, dtype=np.float32).reshape(R, C).copy()
+    out = np.zeros_like(a)
+    captured_scale(a, out)
+    captured_scale(a, out)
+    assert isinstance(captured_scale.executor_plan, api._CapturedCheck)
+    np.testing.assert_array_equal(out, a * 2)
+    monkeypatch.setattr(sys.modules[__name__], "_FACTOR", 3.0)
+    with pytest.raises(RuntimeError, match="_FACTOR"):  # as the binder's lookup reports it
+        captured_scale(a, out)

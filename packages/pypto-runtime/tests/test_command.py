@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from runtime_programs import SCALED_ADD_SOURCE
+from store_test_helpers import pypto_runtime
 
 from pypto.runtime import settings
 from pypto.runtime.artifact_runtime import ArtifactRuntime
@@ -45,24 +46,6 @@ ARGS = (
     "out=64x64:FP32",
 )
 RNG = np.random.default_rng(18)
-
-
-def pypto_runtime(
-    *args: str, store: Path | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``python -m pypto.runtime ARGS`` in a fresh process (store: PYPTO_CACHE_DIR)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_CACHE")}
-    env["PYPTO_CACHE_DIR"] = str(store if store is not None else settings.cache_dir())
-    env["COLUMNS"] = "200"
-    return subprocess.run(
-        [sys.executable, "-m", "pypto.runtime", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        check=False,
-        timeout=600,
-    )
 
 
 class Compiled:

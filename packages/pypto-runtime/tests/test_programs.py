@@ -21,6 +21,7 @@ from pypto.runtime import mode_gate
 from pypto.runtime.compiled import CompiledArtifact, CompiledProgram
 from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
 from pypto.runtime.store import ArtifactStore
+from pypto_testing.forms import TwoEntries
 from pypto_testing.programs import COLS, EXAMPLES, ROWS, Example, add_chunks, dynamic_rows, scalar_param, silu
 
 RNG = np.random.default_rng(7)
@@ -307,33 +308,6 @@ def test_jit_call_finds_the_runtime_through_its_entry_point(tmp_path: Path) -> N
     src = src.replace("from pypto.runtime", "# from pypto.runtime")
     (tmp_path / "tests_prog.py").write_text(src)
     assert _child(tmp_path, _ENTRY_POINT) == "ok"
-
-
-@pl.program
-class TwoEntries:
-    @pl.function(type=pl.FunctionType.InCore)
-    def neg_k(
-        self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        res: pl.Tensor[[16, 16], pl.FP32] = pl.store(pl.neg(pl.load(a, [0, 0], [16, 16])), [0, 0], out)
-        return res
-
-    @pl.function(type=pl.FunctionType.InCore)
-    def abs_k(
-        self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        res: pl.Tensor[[16, 16], pl.FP32] = pl.store(pl.abs(pl.load(a, [0, 0], [16, 16])), [0, 0], out)
-        return res
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def negate(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-        out = self.neg_k(a, out)
-        return out
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def absolute(self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-        out = self.abs_k(a, out)
-        return out
 
 
 def test_multi_entry_program_selects_children(tmp_path: Path) -> None:

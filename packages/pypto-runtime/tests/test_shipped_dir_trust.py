@@ -12,15 +12,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from runtime_programs import add
-from store_test_helpers import no_hang
+from store_test_helpers import no_hang, pypto_runtime
 
 import pypto.runtime as rt
 from pypto.runtime import _fs
@@ -47,15 +46,14 @@ def shipped(shipped_once: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def pypto_runtime(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pypto.runtime", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        check=False,
-        timeout=120,  # import + refusal; a hang on a FIFO would never end
-    )
+def _refused_both_ways(root: Path, cwd: Path, message: str, *inspect_args: str) -> None:
+    """Loading ``root`` and ``pypto-runtime inspect root`` both refuse it with ``message``,
+    without hanging on a FIFO."""
+    with no_hang(HANG_LIMIT), pytest.raises(UnsafeArtifactError, match=re.escape(message)):
+        rt.CompiledProgram.from_dir(root)
+    proc = pypto_runtime("inspect", str(root), *inspect_args, cwd=cwd, timeout=120)  # a FIFO would hang
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
 
 
 def _fifo(path: Path) -> None:
@@ -92,7 +90,7 @@ def test_fifo_metadata_is_refused_without_hanging(shipped: Path) -> None:
             load(shipped)
         assert info.value.path == shipped / "compiled_meta.json"
     for command in ("inspect", "run"):
-        proc = pypto_runtime(command, str(shipped), cwd=shipped.parent)
+        proc = pypto_runtime(command, str(shipped), cwd=shipped.parent, timeout=120)
         assert proc.returncode == 2, proc.stderr
         assert "refused:" in proc.stderr
         assert "compiled_meta.json: the metadata is not a regular file" in proc.stderr
@@ -100,11 +98,7 @@ def test_fifo_metadata_is_refused_without_hanging(shipped: Path) -> None:
 
 def test_symlinked_metadata_is_refused(shipped: Path, tmp_path: Path) -> None:
     _symlink_to_copy(shipped / "compiled_meta.json", tmp_path / "meta-elsewhere.json")
-    with no_hang(HANG_LIMIT), pytest.raises(UnsafeArtifactError, match="metadata is a symlink"):
-        rt.CompiledProgram.from_dir(shipped)
-    proc = pypto_runtime("inspect", str(shipped), cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert "the metadata is a symlink" in proc.stderr
+    _refused_both_ways(shipped, tmp_path, "the metadata is a symlink")
 
 
 def test_fifo_or_symlinked_manifest_of_a_shipped_directory_is_refused(shipped: Path, tmp_path: Path) -> None:
@@ -162,7 +156,7 @@ def test_entries_json_may_not_name_a_directory_outside(shipped: Path, tmp_path: 
         rt.CompiledProgram.from_dir(root)
     assert info.value.path == root / "entries.json"
     for command in ("inspect", "run"):
-        proc = pypto_runtime(command, str(root), cwd=tmp_path)
+        proc = pypto_runtime(command, str(root), cwd=tmp_path, timeout=120)
         assert proc.returncode == 2, proc.stderr
         assert "refused:" in proc.stderr
         assert "is not the plain name of a subdirectory" in proc.stderr
@@ -171,21 +165,13 @@ def test_entries_json_may_not_name_a_directory_outside(shipped: Path, tmp_path: 
 def test_entry_directory_that_is_a_symlink_is_refused(shipped: Path, tmp_path: Path) -> None:
     root = _multi(tmp_path, shipped, ["add", "other"], "other")
     (root / "other").symlink_to(shipped)  # a plain name, but it leads outside
-    with pytest.raises(UnsafeArtifactError, match="the directory of entry 'other' is a symlink"):
-        rt.CompiledProgram.from_dir(root)
-    proc = pypto_runtime("inspect", str(root), "--entry", "add", cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert "the directory of entry 'other' is a symlink" in proc.stderr
+    _refused_both_ways(root, tmp_path, "the directory of entry 'other' is a symlink", "--entry", "add")
 
 
 def test_fifo_entries_json_is_refused_without_hanging(shipped: Path, tmp_path: Path) -> None:
     root = _multi(tmp_path, shipped, ["add"], "add")
     _fifo(root / "entries.json")
-    with no_hang(HANG_LIMIT), pytest.raises(UnsafeArtifactError, match="entries index is not a regular file"):
-        rt.CompiledProgram.from_dir(root)
-    proc = pypto_runtime("inspect", str(root), cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert "entries index is not a regular file" in proc.stderr
+    _refused_both_ways(root, tmp_path, "entries index is not a regular file")
 
 
 def test_malformed_entries_json_is_a_value_error(shipped: Path, tmp_path: Path) -> None:

@@ -1,189 +1,236 @@
-"""Upstream PyPTO's scope and hint forms run on a2a3sim and checked against torch: ``with
-pl.scope():`` (an automatic runtime scope, ``auto_scope=False``) and ``pl.scope(mode=MANUAL)``,
-``pl.no_dep(t)`` on a kernel call's argument, ``pl.at(allow_early_resolve=True)``,
-``pl.split(..., slot_num=n)``, ``pl.create_tile(..., flat_layout=True)``, and an Opaque function
-whose computation outside its scopes is scoped automatically; ``pl.fillpad_expand`` (TFILLPAD_EXPAND)
-of a tile and of a window."""
+"""Upstream PyPTO's subscript forms and implicit conversions, run on a2a3sim against numpy:
+a sub-tile with a run-time extent (its valid part) and one clamped to the tile, ``pl.set_validshape``
+of a tensor written into a window of its valid shape, a window write of a value without the
+window's scalar-indexed leading dims, ``C[i][j]`` of a tensor, tensor-level operands promoted and
+broadcast, and a tensor-level value converted to its annotated dtype."""
 
 from __future__ import annotations
 
-import math
-
-import pytest
+import numpy as np
 
 import pypto.language as pl
 from pypto.runtime import run
 
-torch = pytest.importorskip("torch")
+RNG = np.random.default_rng(31)
+
+
+def r(*shape: int, dtype: type = np.float32) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(dtype)
 
 
 @pl.program
-class Scoped:
-    @pl.function(type=pl.FunctionType.InCore)
-    def twice(
-        self, a: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        t = pl.load(a, [0, 0], [16, 16])
-        return pl.store(pl.add(t, t), [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration, auto_scope=False)
-    def main(
-        self,
-        a: pl.Tensor[[16, 16], pl.FP32],
-        mid: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
-        out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        with pl.scope():
-            mid = self.twice(a, mid)
-        with pl.scope(mode=pl.ScopeMode.MANUAL):
-            out, t = pl.submit(self.twice, mid, out)
-            out, _u = pl.submit(self.twice, mid, pl.no_dep(out), deps=[t])
-        return out
-
-
-@pl.program
-class Hinted:
+class TileWindows:
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(
-        self, x: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]
-    ) -> pl.Tensor[[32, 16], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=True):
-            t = pl.load(x, [0, 0], [16, 16])
-            pl.store(pl.mul(t, 3.0), [0, 0], out)
+        self,
+        x: pl.Tensor[[16, 64], pl.FP32],
+        n: pl.Scalar[pl.INDEX],
+        out: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+        tail: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+    ) -> tuple[pl.Tensor[[16, 64], pl.FP32], pl.Tensor[[16, 64], pl.FP32]]:
         with pl.at(level=pl.Level.CORE_GROUP):
-            _s = pl.create_tile([16, 16], dtype=pl.FP32, target_memory=pl.MemorySpace.Mat, flat_layout=True)
-            u = pl.load(x, [16, 0], [16, 16])
-            pl.store(pl.add(u, 1.0), [16, 0], out)
-        return out
+            t = pl.load(x, [0, 0], [16, 64])
+            head = t[:, :n]  # [16, 64], valid [16, n]
+            out = pl.store(head, [0, 0], out)
+            right = t[:, 48:256]  # clamped: [16, 16]
+            tail = pl.store(right, [0, 0], tail)
+        return out, tail
+
+
+def test_run_time_extent_is_the_valid_part_and_a_bound_past_the_end_is_clamped() -> None:
+    x = r(16, 64)
+    out = np.zeros((16, 64), np.float32)
+    tail = np.zeros((16, 64), np.float32)
+    run(TileWindows, x, 40, out, tail)
+    want = np.zeros_like(out)
+    want[:, :40] = x[:, :40]
+    np.testing.assert_array_equal(out, want)
+    want_tail = np.zeros_like(tail)
+    want_tail[:, :16] = x[:, 48:]
+    np.testing.assert_array_equal(tail, want_tail)
 
 
 @pl.program
-class AutoScoped:
-    @pl.function
-    def square(
+class TensorWindows:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        src: pl.Tensor[[16, 8], pl.FP32],
+        rhs: pl.Tensor[[8, 16], pl.FP32],
+        cube: pl.Tensor[[2, 3, 8, 16], pl.FP32],
+        out: pl.Out[pl.Tensor[[32, 32], pl.FP32]],
+        planes: pl.Out[pl.Tensor[[4, 8, 16], pl.FP32]],
+    ) -> tuple[pl.Tensor[[32, 32], pl.FP32], pl.Tensor[[4, 8, 16], pl.FP32]]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            narrowed = pl.set_validshape(src, 16, 4)
+            out[0:16, 4:8] = narrowed  # the valid [16, 4] part
+            planes[2] = rhs  # a [1, 8, 16] window takes the [8, 16] value
+            planes[3] = pl.add(cube[1][2], 1.0)  # cube[1][2] is cube[1, 2]
+        return out, planes
+
+
+def test_narrowed_tensor_lower_rank_value_and_chained_index() -> None:
+    src, rhs, cube = r(16, 8), r(8, 16), r(2, 3, 8, 16)
+    out = np.zeros((32, 32), np.float32)
+    planes = np.zeros((4, 8, 16), np.float32)
+    run(TensorWindows, src, rhs, cube, out, planes)
+    want = np.zeros_like(out)
+    want[0:16, 4:8] = src[:, :4]
+    np.testing.assert_array_equal(out, want)
+    want_planes = np.zeros_like(planes)
+    want_planes[2] = rhs
+    want_planes[3] = cube[1, 2] + 1.0
+    np.testing.assert_allclose(planes, want_planes, rtol=1e-6)
+
+
+@pl.program
+class Conversions:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        h: pl.Tensor[[16, 32], pl.FP16],
+        f: pl.Tensor[[16, 32], pl.FP32],
+        col: pl.Tensor[[16, 1], pl.FP32],
+        out: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+        half: pl.Out[pl.Tensor[[16, 32], pl.FP16]],
+    ) -> tuple[pl.Tensor[[16, 32], pl.FP32], pl.Tensor[[16, 32], pl.FP16]]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            scaled: pl.Tensor[[16, 32], pl.FP32] = pl.mul(h, 0.5)  # FP16 value, FP32 annotation
+            mixed = pl.add(scaled, h)  # FP16 operand promoted to FP32
+            centred = pl.sub(mixed, col)  # [16, 1] broadcast over the columns
+            out[:, :] = pl.mul(centred, f)
+            low: pl.Tensor[[16, 32], pl.FP16] = pl.add(f, 1.0)  # FP32 value, FP16 annotation
+            half[:, :] = low
+        return out, half
+
+
+def test_promotion_broadcast_and_annotated_dtype() -> None:
+    h = r(16, 32, dtype=np.float16)
+    f, col = r(16, 32), r(16, 1)
+    out = np.zeros((16, 32), np.float32)
+    half = np.zeros((16, 32), np.float16)
+    run(Conversions, h, f, col, out, half)
+    hf = h.astype(np.float32)
+    scaled = (h * np.float16(0.5)).astype(np.float32)
+    np.testing.assert_allclose(out, (scaled + hf - col) * f, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(
+        half.astype(np.float32), (f + 1.0).astype(np.float16).astype(np.float32), rtol=1e-3
+    )
+
+
+@pl.program
+class Planes:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        x: pl.Tensor[[3, 8, 16], pl.FP32],
+        out: pl.Out[pl.Tensor[[4, 8, 16], pl.FP32]],
+    ) -> pl.Tensor[[4, 8, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t: pl.Tile[[2, 8, 16], pl.FP32] = pl.load(x, [1, 0, 0], [2, 8, 16])  # held as [16, 16]
+            plane: pl.Tile[[8, 16], pl.FP32] = t[1]  # x[2]
+            row: pl.Tile[[1, 16], pl.FP32] = plane[3]  # x[2, 3]
+            t[0, 5, :] = row
+            t[1, :, :] = pl.add(plane, 1.0)
+            doubled = pl.mul(t, 2.0)  # element-wise: still [2, 8, 16]
+            out = pl.store(doubled, [2, 0, 0], out)
+        return out
+
+
+def test_three_dim_tile_loads_indexes_writes_and_stores_plane_by_plane() -> None:
+    x = r(3, 8, 16)
+    out = np.zeros((4, 8, 16), np.float32)
+    run(Planes, x, out)
+    t = x[1:3].copy()
+    t[0, 5, :] = x[2, 3]
+    t[1] = x[2] + 1.0
+    want = np.zeros_like(out)
+    want[2:4] = t * 2.0
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+@pl.program
+class VecMatmul:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[16, 32], pl.FP16],
+        b: pl.Tensor[[32, 16], pl.FP16],
+        out: pl.Out[pl.Tensor[[16, 16], pl.FP16]],
+    ) -> pl.Tensor[[16, 16], pl.FP16]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            ta = pl.load(a, [0, 0], [16, 32])  # Vec tiles: moved to the cube
+            tb = pl.load(b, [0, 0], [32, 16])
+            c = pl.matmul(ta, tb)  # an FP32 Acc tile
+            out = pl.store(c, [0, 0], out)  # converted to FP16 on the way out
+        return out
+
+
+def test_matmul_of_vec_tiles_and_acc_store_into_another_dtype() -> None:
+    a = r(16, 32, dtype=np.float16)
+    b = r(32, 16, dtype=np.float16)
+    out = np.zeros((16, 16), np.float16)
+    run(VecMatmul, a, b, out)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(out.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
+
+
+@pl.program
+class NoProducerYet:
+    @pl.function(type=pl.FunctionType.InCore)
+    def add_one(
         self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
     ) -> pl.Tensor[[16, 16], pl.FP32]:
-        t = pl.load(x, [0, 0], [16, 16])
-        return pl.store(pl.mul(t, t), [0, 0], out)
-
-    @pl.function
-    def main(
-        self,
-        a: pl.Tensor[[16, 16], pl.FP32],
-        sq: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
-        out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        sq = self.square(a, sq)
-        t = pl.load(sq, [0, 0], [16, 16])  # outside any pl.at: scoped automatically
-        out = pl.store(pl.add(t, 1.0), [0, 0], out)
+        out[:, :] = pl.add(x, 1.0)
         return out
-
-
-def test_scope_auto_and_manual_and_no_dep_run_in_order() -> None:
-    a = torch.randn(16, 16)
-    mid, out = torch.zeros(16, 16), torch.zeros(16, 16)
-    run(Scoped, a, mid, out)
-    torch.testing.assert_close(mid, 2 * a)
-    torch.testing.assert_close(out, 4 * a)
-
-
-def test_scope_hints_are_taken_and_change_nothing() -> None:
-    x = torch.randn(32, 16)
-    out = torch.zeros(32, 16)
-    with pytest.warns(DeprecationWarning, match=r"pl.cross_core_slot\(slot_num=n\)"):
-        prog = pl.parse(_HINTED_TEXT)
-    run(prog, x, out)
-    want = torch.cat([3 * x[:16], x[16:] + 1])
-    torch.testing.assert_close(out, want)
-    out = torch.zeros(32, 16)
-    run(Hinted, x, out)
-    torch.testing.assert_close(out, want)
-
-
-def test_opaque_function_computation_outside_scopes_is_scoped() -> None:
-    a = torch.randn(16, 16)
-    sq, out = torch.zeros(16, 16), torch.zeros(16, 16)
-    run(AutoScoped, a, sq, out)
-    torch.testing.assert_close(out, a * a + 1)
-
-
-_HINTED_TEXT = """
-import pypto.language as pl
-
-
-@pl.program
-class Hinted:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, x: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]
-    ) -> pl.Tensor[[32, 16], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=True):
-            t = pl.load(x, [0, 0], [16, 16])
-            pl.store(pl.mul(t, 3.0), [0, 0], out)
-        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.NONE, slot_num=4)]):
-            u = pl.load(x, [16, 0], [16, 16])
-            pl.store(pl.add(u, 1.0), [16, 0], out)
-        return out
-"""
-
-
-@pl.jit
-def expand_tile(a: pl.Tensor, o: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 32], valid_shape=[5, 7])
-        pl.store(pl.fillpad_expand(t, [24, 48], pad_value=pl.PadValue.min), [0, 0], o)
-    return o
-
-
-@pl.jit
-def expand_window(a: pl.Tensor, o: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        w = pl.slice(a, [8, 32], [8, 0], valid_shape=[6, 20], pad_value=pl.PadValue.max)
-        o[:] = pl.fillpad_expand(w, [16, 32])  # its valid region, zeros around it
-    return o
-
-
-def test_fillpad_expand_copies_the_valid_region_into_a_larger_padded_tile() -> None:
-    a = torch.randn(16, 32)
-    o = torch.full((24, 48), 7.0)
-    expand_tile(a, o)
-    want = torch.full((24, 48), -math.inf)
-    want[:5, :7] = a[:5, :7]
-    torch.testing.assert_close(o, want)
-
-
-def test_fillpad_expand_of_a_window_with_a_valid_shape() -> None:
-    a = torch.randn(16, 32)
-    o = torch.full((16, 32), 7.0)
-    expand_window(a, o)
-    want = torch.zeros(16, 32)
-    want[:6, :20] = a[8:14, :20]
-    torch.testing.assert_close(o, want)
-
-
-@pl.program
-class Chain:
-    @pl.function(type=pl.FunctionType.InCore)
-    def bump(
-        self, x: pl.Tensor[[16, 16], pl.FP32], acc: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        t = pl.add(pl.load(acc, [0, 0], [16, 16]), pl.load(x, [0, 0], [16, 16]))
-        return pl.store(t, [0, 0], acc)
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(
-        self, x: pl.Tensor[[16, 16], pl.FP32], acc: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]
+        self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
     ) -> pl.Tensor[[16, 16], pl.FP32]:
         with pl.manual_scope():
-            prev = None  # no producer yet: the first task waits for nothing
-            for _i, (p,) in pl.range(3, init_values=(prev,)):
-                acc, t = pl.submit(self.bump, x, acc, deps=[p])
-                p = pl.yield_(t)  # noqa: PLW2901 -- the loop-carried value's next one
-        return acc
+            prev = None  # upstream's "no producer yet" task id
+            out, prev = pl.submit(self.add_one, x, out, deps=[prev])
+            out, _ = pl.submit(self.add_one, out, out, deps=[prev])
+        return out
 
 
-def test_none_task_id_starts_a_chain_of_tasks() -> None:
-    x = torch.randn(16, 16)
-    acc = torch.ones(16, 16)
-    run(Chain, x, acc)
-    torch.testing.assert_close(acc, 1 + 3 * x)
+def test_none_task_id_is_a_task_with_nothing_to_wait_for() -> None:
+    x = r(16, 16)
+    out = np.zeros((16, 16), np.float32)
+    run(NoProducerYet, x, out)
+    np.testing.assert_allclose(out, x + 2.0, rtol=1e-6)
+
+
+@pl.program
+class OutParamsRebound:
+    @pl.function(type=pl.FunctionType.InCore)
+    def kernel(
+        self,
+        a: pl.Tensor[[16, 32], pl.FP32],
+        o0: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+        o1: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+    ) -> tuple[pl.Tensor[[16, 32], pl.FP32], pl.Tensor[[16, 32], pl.FP32]]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            o0 = pl.add(a, a)  # writes the pl.Out parameter o0
+            o1 = pl.mul(a, a)
+        return o0, o1
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(
+        self,
+        a: pl.Tensor[[16, 32], pl.FP32],
+        o0: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+        o1: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+    ) -> tuple[pl.Tensor[[16, 32], pl.FP32], pl.Tensor[[16, 32], pl.FP32]]:
+        o0, o1 = self.kernel(a, o0, o1)
+        return o0, o1
+
+
+def test_kernel_binding_its_out_parameters_writes_them() -> None:
+    a = r(16, 32)
+    o0 = np.zeros_like(a)
+    o1 = np.zeros_like(a)
+    run(OutParamsRebound, a, o0, o1)
+    np.testing.assert_allclose(o0, a + a, rtol=1e-6)
+    np.testing.assert_allclose(o1, a * a, rtol=1e-6)

@@ -470,12 +470,12 @@ class _GatedWorker:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._worker, name)
 
-    def launch(self, handle: Any, args: Any, stream: Any = None) -> Any:
+    def launch(self, handle: Any, args: Any, stream: Any = None, *, waits: bool = False) -> Any:
         self.entered.set()
         self.release.wait(30)
         if self.fail is not None:
             raise self.fail
-        return self._worker.launch(handle, args, stream)
+        return self._worker.launch(handle, args, stream, waits=waits)
 
 
 def test_shutdown_waits_for_a_launch_being_enqueued() -> None:

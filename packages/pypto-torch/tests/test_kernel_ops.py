@@ -18,6 +18,7 @@ from pypto.ir import RUNTIMES
 from pypto.torch._kernel import context
 from pypto.torch._platform.simulator import SimulatorStream, use_stream
 from pypto.torch.interop import ArgumentError
+from pypto_testing.forms import cube_matmul
 
 pytestmark = pytest.mark.usefixtures("kernel_mode")
 
@@ -49,17 +50,7 @@ def row_sums(x: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
-@pl.jit
-def matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="matmul"):
-        left = pl.move(
-            pl.load(a, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-        )
-        right = pl.move(
-            pl.load(b, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
-        )
-        pl.store(pl.matmul(left, right), [0, 0], c)
-    return c
+matmul = cube_matmul(32, 32, 32, "matmul")
 
 
 @pl.jit

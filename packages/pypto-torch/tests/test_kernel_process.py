@@ -5,29 +5,15 @@ simulated chip). Each scenario runs in a fresh interpreter."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-_PRELUDE = textwrap.dedent(
-    """
-    import os, sys
-    import torch
-    import pypto.language as pl
-    import pypto.torch as pt
+from pypto_testing.scripts import ADD_PROGRAM_SOURCE, run_python_file
 
-    @pl.jit
-    def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
-        with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
-            out[:] = pl.add(a, b)
-        return out
-
-    """
-)
+_PRELUDE = "import os, sys\nimport torch\nimport pypto.torch as pt\n" + ADD_PROGRAM_SOURCE
 
 
 def _run(
@@ -35,16 +21,7 @@ def _run(
 ) -> subprocess.CompletedProcess[str]:
     script = tmp_path / name
     script.write_text(_PRELUDE + textwrap.dedent(body))
-    env = {**os.environ, "PYPTO_CACHE_DIR": str(kernel_store), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-    return subprocess.run(
-        [sys.executable, str(script)],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    return run_python_file(script, tmp_path, kernel_store, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
 
 
 def _check(proc: subprocess.CompletedProcess[str]) -> list[str]:

@@ -73,32 +73,15 @@ def test_a_world_writable_root_is_refused(tmp_path, monkeypatch, fresh) -> None:
     _refused(fresh, root)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="making a directory another user's needs root")
-def test_a_root_owned_by_another_user_is_refused(tmp_path, monkeypatch, fresh) -> None:
-    root = tmp_path / "ext"
-    _plant(root)
-    os.chown(root, 65534, 65534)
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(root))
-    _refused(fresh, root)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="making a directory another user's needs root")
-def test_a_published_build_owned_by_another_user_is_refused(tmp_path, monkeypatch, fresh) -> None:
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a path another user's needs root")
+@pytest.mark.parametrize("owned", ["root", "published_build", "planted_library"])
+def test_a_path_owned_by_another_user_is_refused(tmp_path, monkeypatch, fresh, owned) -> None:
     root = tmp_path / "ext"
     build = _plant(root)
-    os.chown(build, 65534, 65534)
+    path = {"root": root, "published_build": build, "planted_library": next(build.iterdir())}[owned]
+    os.chown(path, 65534, 65534)
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(root))
-    _refused(fresh, build)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="making a file another user's needs root")
-def test_a_planted_library_owned_by_another_user_is_refused(tmp_path, monkeypatch, fresh) -> None:
-    root = tmp_path / "ext"
-    build = _plant(root)
-    library = next(build.iterdir())
-    os.chown(library, 65534, 65534)
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(root))
-    _refused(fresh, library)
+    _refused(fresh, path)
 
 
 def test_a_world_writable_published_build_is_refused(tmp_path, monkeypatch, fresh) -> None:

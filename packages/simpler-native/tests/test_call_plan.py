@@ -83,8 +83,21 @@ def test_descriptors_are_taskargs_descriptors() -> None:
         assert got == (tuple(general(a, b, c)), ())
 
 
-def test_unusual_arguments_are_declined() -> None:
+def fields(p: CallPlan, dtypes: list[Any]) -> CallPlan:
+    """``p`` reading arrays by their fields (CallPlan.use_array_fields), checked on probes."""
+    probe = np.zeros((2, 3), np.float32)
+    ro = np.zeros((2, 3), np.float32)
+    ro.flags.writeable = False
+    assert p.use_array_fields(probe, ro, probe[1:], [np.dtype(d) for d in dtypes])
+    assert p.reads_fields
+    return p
+
+
+@pytest.mark.parametrize("by_fields", [False, True], ids=["buffer", "fields"])
+def test_unusual_arguments_are_declined(by_fields: bool) -> None:
     p = plan([f32(0, [4, DYN]), f32(1, [4, DYN], writes=True)])
+    if by_fields:
+        fields(p, [np.float32, np.float32])
     a, out = np.ones((4, 8), np.float32), np.zeros((4, 8), np.float32)
     assert p.describe((a, out)) is not None
     ro = np.zeros((4, 8), np.float32)
@@ -106,6 +119,34 @@ def test_unusual_arguments_are_declined() -> None:
     ]:
         assert p.describe(args) is None, args
     assert p.describe((ro, out)) is not None  # a read-only input is fine
+
+
+def test_fields_give_the_buffer_descriptors() -> None:
+    spec = [f32(0, [DYN, 8]), (1, dtype_code("INT64"), fmt(np.int64), 8, [DYN], True)]
+    by_buffer, by_fields = plan(spec), fields(plan(spec), [np.float32, np.int64])
+    for rows in (1, 3, 64):
+        args = (np.ones((rows, 8), np.float32), np.arange(rows, dtype=np.int64))
+        assert by_fields.describe(args) == by_buffer.describe(args) is not None
+    # dtypes are compared by identity: an equal dtype object that is not numpy's singleton
+    # is declined (the other paths take it)
+    tagged = np.ones((2, 8), np.dtype(np.float32, metadata={"tag": 1}))
+    assert by_buffer.describe((tagged, np.arange(2))) is not None
+    assert by_fields.describe((tagged, np.arange(2))) is None
+
+
+def test_fields_need_the_probes_to_agree() -> None:
+    p = plan([f32(0, [DYN])])
+    probe = np.zeros((2, 3), np.float32)
+    ro = np.zeros((2, 3), np.float32)
+    ro.flags.writeable = False
+    dt = [np.dtype(np.float32)]
+    assert not p.use_array_fields(probe[1:], ro, probe[1:], dt)  # the "owning" probe is a view
+    assert not p.use_array_fields(probe, probe, probe[1:], dt)  # the "read-only" probe is writable
+    assert not p.use_array_fields(probe, ro, probe, dt)  # the "view" owns its memory
+    assert not p.use_array_fields(np.asfortranarray(probe), ro, probe[1:], dt)
+    assert not p.reads_fields
+    with pytest.raises(ValueError, match="expected 1 dtypes, got 2"):
+        p.use_array_fields(probe, ro, probe[1:], dt * 2)
 
 
 @settings(max_examples=200, deadline=None)
@@ -166,3 +207,46 @@ def test_runs_on_a_worker(worker: simpler.Worker, register: Callable[[str], Any]
     assert p.run(*target, (a, b, c, -1), -1.0) is None  # declined: nothing ran
     diagnostics = simpler.CallConfig(dep_graph=True, output_prefix=str(tmp_path))
     assert worker.plan_target(h, diagnostics) is None  # a run that writes diagnostics: run()
+
+
+def test_a_bound_call_runs_returns_and_declines(
+    worker: simpler.Worker, register: Callable[[str], Any]
+) -> None:
+    h = register("vadd_tiles")
+    chip, program, settings_ = worker.plan_target(h)
+    p = fields(
+        plan([f32(0, [DYN]), f32(1, [DYN]), f32(2, [DYN], writes=True)], [(3, dtype_code("UINT32"))]),
+        [np.float32] * 3,
+    )
+    declined = object()
+    failed: list[Any] = []
+
+    def finish(run: Any, timeout: Any) -> None:
+        failed.append(run.error)
+        finish_plan_run(run, timeout)
+
+    one = simpler.BoundCall(p, chip, program, settings_, -1.0, [2], False, declined, finish)
+    both = simpler.BoundCall(p, chip, program, settings_, -1.0, [2, 0], True, declined, finish)
+    none = simpler.BoundCall(p, chip, program, settings_, -1.0, [], False, declined, finish)
+    a = np.arange(1000, dtype=np.float32)
+    b = np.ones(1000, np.float32)
+    c = np.zeros_like(a)
+    assert one((a, b, c, 256)) is c
+    np.testing.assert_array_equal(c, a + b)
+    c[:] = 0
+    got = both((a, b, c, 256))
+    assert type(got) is tuple
+    assert got[0] is c
+    assert got[1] is a
+    assert none((a, b, c, 256)) is None
+    np.testing.assert_array_equal(c, a + b)
+    assert one((a, b, c, -1)) is declined  # a scalar out of range: nothing ran
+    assert one((a, b, c.astype(np.float64), 256)) is declined
+    assert one([a, b, c, 256]) is declined  # not a tuple
+    assert failed == []
+    with pytest.raises(ValueError, match="argument 4 is past the 4 parameters"):
+        simpler.BoundCall(p, chip, program, settings_, -1.0, [4], False, declined, finish)
+    with pytest.raises(ValueError, match="as_tuple"):
+        simpler.BoundCall(p, chip, program, settings_, -1.0, [0, 1], False, declined, finish)
+    worker.close()
+    assert one((a, b, c, 256)) is declined  # a closed chip: nothing submitted

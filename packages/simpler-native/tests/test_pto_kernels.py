@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from worker_args import vadd_args
 
 import simpler
 from simpler import ArgDirection as D
-from simpler import Buffer, DataType, TaskArgs, toolchain
+from simpler import toolchain
 
 # out = a + b over a 1-D slice of at most 64 floats, as a PTO-ISA program. -DNO_SYNC drops the
 # MTE2 -> V synchronisation; -DPAST_UB places a tile past the end of the UB.
@@ -104,11 +105,7 @@ def _run(
     a = np.arange(200, dtype=np.float32)
     b = np.full(200, 0.25, dtype=np.float32)
     c = np.zeros_like(a)
-    args = TaskArgs()
-    for arr, d in ((a, D.In), (b, D.In), (c, D.Out)):
-        args.add_tensor(Buffer.wrap(arr.ctypes.data, arr.nbytes, owner=arr).tensor(arr.shape, "FLOAT32"), d)
-    args.add_scalar(64, DataType.UINT32)
-    return worker.submit(h, args), a + b, c
+    return worker.submit(h, vadd_args(a, b, c, 64)), a + b, c
 
 
 def test_a_synchronised_pto_kernel_runs_in_the_core_buffers(

@@ -7,16 +7,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from worker_args import vadd_args, wrap
 
 import simpler
 from simpler import ArgDirection as D
 from simpler import Buffer, CallConfig, DataType, TaskArgs
-
-
-def wrap(a: np.ndarray) -> simpler.Tensor:
-    """Borrow a numpy array's storage (no copy)."""
-    dt = {np.float32: "FLOAT32", np.int64: "INT64", np.float16: "FLOAT16", np.int32: "INT32"}[a.dtype.type]
-    return Buffer.wrap(a.ctypes.data, a.nbytes, owner=a).tensor(a.shape, dt)
 
 
 def test_vector_add_over_many_tiles(worker: simpler.Worker, register: Callable[[str], Any]) -> None:
@@ -41,8 +36,7 @@ def test_intermediate_tensor_in_ring_heap_with_scope(
     a = np.arange(1000, dtype=np.float32)
     b = np.ones(1000, dtype=np.float32)
     out = np.zeros_like(a)
-    args = TaskArgs().add_tensor(wrap(a), D.In).add_tensor(wrap(b), D.In).add_tensor(wrap(out), D.Out)
-    args.add_scalar(64, DataType.UINT32).add_scalar(0.5, DataType.FLOAT32)
+    args = vadd_args(a, b, out, 64).add_scalar(0.5, DataType.FLOAT32)
     worker.run(h, args, timeout=30)
     np.testing.assert_array_equal(out, (a + b) * 0.5)
 
@@ -194,8 +188,7 @@ def test_submit_takes_materialised_arguments_as_launch_does(
     a = np.arange(1000, dtype=np.float32)
     b = np.ones(1000, dtype=np.float32)
     c = np.zeros_like(a)
-    args = TaskArgs().add_tensor(wrap(a), D.In).add_tensor(wrap(b), D.In).add_tensor(wrap(c), D.Out)
-    mat = args.add_scalar(256, DataType.UINT32).materialize()
+    mat = vadd_args(a, b, c, 256).materialize()
     run = worker.submit(h, mat, keep_alive=(a, b, c))
     run.result(timeout=30)
     np.testing.assert_array_equal(c, a + b)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from worker_args import vadd_args
 from worker_failure_cases import CASES, failure_args
 
 import simpler
@@ -40,16 +41,7 @@ def test_failure_is_reported_and_worker_stays_usable(
     ok = worker.register(build_callable("vadd_tiles"))
     a = np.arange(32, dtype=np.float32)
     c = np.zeros_like(a)
-    ta = Buffer.wrap(a.ctypes.data, a.nbytes, owner=a).tensor((32,), "FLOAT32")
-    tc = Buffer.wrap(c.ctypes.data, c.nbytes, owner=c).tensor((32,), "FLOAT32")
-    good = (
-        TaskArgs()
-        .add_tensor(ta, D.In)
-        .add_tensor(ta, D.In)
-        .add_tensor(tc, D.Out)
-        .add_scalar(8, DataType.UINT32)
-    )
-    worker.run(ok, good, timeout=30)
+    worker.run(ok, vadd_args(a, a, c, 8), timeout=30)
     np.testing.assert_array_equal(c, a + a)
 
 
@@ -98,13 +90,6 @@ def test_kernel_without_threads_of_its_core_type(build_callable: Callable[[str],
         w.init()
         h = w.register(build_callable("matmul_tiles"))
         A = np.zeros((4, 4), dtype=np.float32)
-        t = Buffer.wrap(A.ctypes.data, A.nbytes, owner=A).tensor((4, 4), "FLOAT32")
-        args = (
-            TaskArgs()
-            .add_tensor(t, D.In)
-            .add_tensor(t, D.In)
-            .add_tensor(t, D.Out)
-            .add_scalar(4, DataType.UINT32)
-        )
+        args = vadd_args(A, A, A, 4)
         with pytest.raises(ValueError, match="needs an AIC thread, but this Worker has none"):
             w.submit(h, args)

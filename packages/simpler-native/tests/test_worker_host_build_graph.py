@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from worker_args import vadd_args
 
 import simpler
 from simpler import ArgDirection as D
@@ -111,12 +112,7 @@ def test_intermediates_of_a_graph_stay_within_the_heaps(build_callable: Callable
         h = w.register(build_callable("vadd_scaled"))
         a = np.ones(4096, dtype=np.float32)
         c = np.zeros_like(a)
-        args = TaskArgs()
-        for arr, d in ((a, D.In), (a, D.In), (c, D.Out)):
-            args.add_tensor(
-                Buffer.wrap(arr.ctypes.data, arr.nbytes, owner=arr).tensor(arr.shape, "FLOAT32"), d
-            )
-        args.add_scalar(256, DataType.UINT32).add_scalar(2.0, DataType.FLOAT32)
+        args = vadd_args(a, a, c, 256).add_scalar(2.0, DataType.FLOAT32)
         w.run(h, args, CallConfig(heap=4096), timeout=30)  # 16 KiB of intermediates fit 4 x 4 KiB
         np.testing.assert_array_equal(c, 4 * a)
         run = w.submit(h, args, CallConfig(heap=2048))

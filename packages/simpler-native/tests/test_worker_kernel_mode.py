@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from worker_args import vadd_args
 
 import simpler
 from simpler import ArgDirection as D
@@ -25,13 +26,6 @@ def kworker(request: pytest.FixtureRequest) -> Iterator[simpler.Worker]:
     w.init(borrowed_context_generation=next(_generations))
     yield w
     w.close()
-
-
-def vadd_args(a: np.ndarray, b: np.ndarray, c: np.ndarray, tile: int) -> TaskArgs:
-    args = TaskArgs()
-    for arr, d in ((a, D.In), (b, D.In), (c, D.Out)):
-        args.add_tensor(Buffer.wrap(arr.ctypes.data, arr.nbytes, owner=arr).tensor(arr.shape, "FLOAT32"), d)
-    return args.add_scalar(tile, DataType.UINT32)
 
 
 def test_launch_runs_through_the_aicpu_consumer(
@@ -180,3 +174,38 @@ def test_kernel_entry_admission_runs_before_loading(kworker: simpler.Worker, ker
     bad = simpler.ChipCallable.build([D.In], "orch", b"not a shared object", children=[(0, odd_name)])
     with pytest.raises(ValueError, match="rejected by kernel-entry admission: InvalidSignature"):
         kworker.register(bad)
+
+
+def test_a_waited_launch_runs_on_the_calling_thread_of_an_idle_worker(
+    kworker: simpler.Worker, build_callable: Callable[[str], Any]
+) -> None:
+    # launch(waits=True) on an idle Worker is consumed, orchestrated and run before it returns
+    # (no hand-off to the chip's threads); behind a run in flight it is queued in order.
+    vadd = kworker.register(build_callable("vadd_tiles"))
+    a = np.arange(256, dtype=np.float32)
+    c = np.zeros_like(a)
+    run = kworker.launch(vadd, vadd_args(a, a, c, 256), waits=True)  # one task
+    if kworker.runtime == "tensormap_and_ringbuffer":  # HBG's tasks run on the chip's threads
+        assert run.done
+    run.result(timeout=30)
+    np.testing.assert_array_equal(c, 2 * a)
+    h = kworker.register(build_callable("many_incs"))
+    counters = np.zeros(4, dtype=np.int64)
+    t = Buffer.wrap(counters.ctypes.data, counters.nbytes, owner=counters).tensor((4,), DataType.INT64)
+
+    def incs(n: int) -> TaskArgs:
+        return TaskArgs().add_tensor(t, D.InOut).add_scalar(n, DataType.INT64).add_scalar(0, DataType.INT64)
+
+    kworker.launch(h, incs(100), waits=True).result(timeout=30)
+    np.testing.assert_array_equal(counters, np.full(4, 25))
+    slow = kworker.launch(h, incs(40_000))  # queued: the chip's threads run it
+    behind = [kworker.launch(h, incs(400), waits=True) for _ in range(3)]
+    for r in (slow, *behind):
+        r.result(timeout=30)
+    np.testing.assert_array_equal(counters, np.full(4, 25 + 10_000 + 3 * 100))
+    kworker.unregister(h)
+    with pytest.raises(ValueError, match="StaleCallable"):
+        kworker.launch(h, incs(4), waits=True)
+    kworker.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        kworker.launch(h, incs(4), waits=True)

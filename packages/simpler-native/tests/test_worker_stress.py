@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from worker_args import vadd_args
 
 import simpler
 from simpler import ArgDirection as D
@@ -73,12 +74,7 @@ def test_concurrent_submits_from_python_threads(
                 a = rng.standard_normal(777).astype(np.float32)
                 b = rng.standard_normal(777).astype(np.float32)
                 c = np.zeros_like(a)
-                args = TaskArgs()
-                for arr, d in ((a, D.In), (b, D.In), (c, D.Out)):
-                    args.add_tensor(
-                        Buffer.wrap(arr.ctypes.data, arr.nbytes, owner=arr).tensor((777,), "FLOAT32"), d
-                    )
-                worker.submit(h, args.add_scalar(100, DataType.UINT32)).result(timeout=60)
+                worker.submit(h, vadd_args(a, b, c, 100)).result(timeout=60)
                 np.testing.assert_array_equal(c, a + b)
         except BaseException as e:
             errors.append(e)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["ADD_PROGRAM_SOURCE", "run_python_file"]
@@ -27,10 +28,11 @@ def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 def run_python_file(
-    path: Path, workdir: Path, cache_dir: Path, timeout: float = 300
+    path: Path, workdir: Path, cache_dir: Path, timeout: float = 300, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``path`` with this interpreter in ``workdir``, its store at ``cache_dir``."""
-    env = {**os.environ, "PYPTO_CACHE_DIR": str(cache_dir)}
+    """Run ``path`` with this interpreter in ``workdir``, its store at ``cache_dir``; ``env``
+    adds to (or overrides) this process's environment."""
+    env = {**os.environ, **(env or {}), "PYPTO_CACHE_DIR": str(cache_dir)}
     return subprocess.run(
         [sys.executable, str(path)],
         cwd=workdir,

@@ -78,6 +78,23 @@ const IntRange* int_range(std::uint8_t code) noexcept {
     return nullptr;
 }
 
+// The leading fields of a numpy array object (numpy's PyArrayObject_fields, unchanged from
+// numpy 1.7 to 2.x). simpler does not build against numpy, so CallPlan.use_array_fields
+// checks this layout against probe arrays through the buffer protocol before a plan reads
+// arrays this way; a layout that does not match leaves the plan on the buffer protocol.
+struct ArrayFields {
+    PyObject_HEAD
+    char* data;
+    int nd;
+    Py_ssize_t* dimensions;
+    Py_ssize_t* strides;
+    PyObject* base;
+    PyObject* descr;
+    int flags;
+};
+constexpr int kArrayCContiguous = 0x0001;  // NPY_ARRAY_C_CONTIGUOUS
+constexpr int kArrayWriteable = 0x0400;    // NPY_ARRAY_WRITEABLE
+
 // One exported buffer, released on scope exit.
 struct BufferView {
     Py_buffer view{};
@@ -130,6 +147,26 @@ public:
         }
     }
 
+    // Read the arrays' fields directly (ArrayFields) instead of through the buffer protocol,
+    // once `probe` (writable, owning, C-contiguous, 2-D), `readonly` (its read-only twin) and
+    // `view` (a view of it) show the layout through the buffer protocol; `dtypes`, one per
+    // tensor parameter, are the dtype objects an array of each parameter must carry (numpy's
+    // native-order singletons: compared by identity; an equal but distinct dtype object is
+    // declined). Returns whether the plan now reads fields.
+    bool use_array_fields(nb::handle probe, nb::handle readonly, nb::handle view, const std::vector<nb::object>& dtypes) {
+        if (dtypes.size() != tensors_.size())
+            throw std::invalid_argument("CallPlan.use_array_fields(dtypes): expected " + std::to_string(tensors_.size()) +
+                                        " dtypes, got " + std::to_string(dtypes.size()));
+        if (!layout_matches(probe.ptr(), false, false) || !layout_matches(readonly.ptr(), true, false) ||
+            !layout_matches(view.ptr(), false, true))
+            return false;
+        dtypes_ = dtypes;
+        fields_ = true;
+        return true;
+    }
+
+    bool reads_fields() const noexcept { return fields_; }
+
     // The descriptors and scalar bits of `args`, or false: the caller's general path decides.
     bool fill(nb::handle args, std::vector<ChipTensor>& tensors, std::vector<std::uint64_t>& bits) const {
         if (!PyTuple_Check(args.ptr()) || static_cast<std::size_t>(PyTuple_GET_SIZE(args.ptr())) != nparams_)
@@ -152,6 +189,13 @@ public:
             const TensorSpec& s = tensors_[i];
             PyObject* a = items[s.slot];
             if (Py_TYPE(a) != reinterpret_cast<PyTypeObject*>(array_type)) return false;
+            if (fields_) {
+                std::uint64_t ptr = 0, nbytes = 0;
+                if (!fill_fields(reinterpret_cast<const ArrayFields*>(a), s, dtypes_[i].ptr(), tensors[i], ptr, nbytes))
+                    return false;
+                spans.emplace_back(ptr, ptr + nbytes);
+                continue;
+            }
             // An array that owns its memory: the view is the whole storage, as the general
             // path describes it.
             PyObject* base = PyObject_GetAttr(a, base_name_.ptr());
@@ -243,6 +287,58 @@ public:
     std::size_t nparams() const noexcept { return nparams_; }
 
 private:
+    // fill()'s reading of one array through ArrayFields: the same facts as the buffer
+    // protocol path (owns its memory, dtype, rank and dims, C-contiguous, writable where
+    // written, not empty).
+    static bool fill_fields(const ArrayFields* f, const TensorSpec& s, PyObject* dtype, ChipTensor& c,
+                            std::uint64_t& ptr, std::uint64_t& nbytes) noexcept {
+        if (f->base != nullptr || f->descr != dtype || (f->flags & kArrayCContiguous) == 0 ||
+            (s.writes && (f->flags & kArrayWriteable) == 0) || static_cast<std::size_t>(f->nd) != s.shape.size())
+            return false;
+        std::memset(&c, 0, sizeof c);
+        std::uint64_t stride = 1;
+        for (int d = f->nd - 1; d >= 0; --d) {
+            const Py_ssize_t n = f->dimensions[d];
+            if (n <= 0 || static_cast<std::uint64_t>(n) >= (1ULL << 32)) return false;
+            if (s.shape[d] != kDynamic && s.shape[d] != n) return false;
+            if (stride >= (1ULL << 32)) return false;
+            c.shapes[d] = static_cast<std::uint32_t>(n);
+            c.strides[d] = static_cast<std::uint32_t>(stride);
+            stride *= static_cast<std::uint64_t>(n);
+        }
+        ptr = reinterpret_cast<std::uint64_t>(f->data);
+        nbytes = stride * s.itemsize;
+        c.buffer.addr = ptr;
+        c.buffer.size = nbytes;
+        c.start_offset = 0;
+        c.ndims = static_cast<std::uint32_t>(f->nd);
+        c.dtype = s.dtype;
+        c.address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
+        return true;
+    }
+
+    // Whether `obj`'s ArrayFields say what its buffer export says (data, rank, shape,
+    // strides, read-only), that it is C-contiguous and whether it is a view.
+    bool layout_matches(PyObject* obj, bool readonly, bool is_view) const {
+        if (Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(array_type_.ptr())) return false;
+        BufferView b;
+        if (!b.get(obj)) return false;
+        const Py_buffer& v = b.view;
+        const auto* f = reinterpret_cast<const ArrayFields*>(obj);
+        if (f->data != v.buf || f->nd != v.ndim || v.ndim < 1 || v.shape == nullptr || v.strides == nullptr) return false;
+        for (int d = 0; d < v.ndim; ++d)
+            if (f->dimensions[d] != v.shape[d] || f->strides[d] != v.strides[d]) return false;
+        if ((v.readonly != 0) != readonly || ((f->flags & kArrayWriteable) == 0) != readonly) return false;
+        if ((f->base != nullptr) != is_view) return false;
+        if ((f->flags & kArrayCContiguous) == 0 || !PyBuffer_IsContiguous(&v, 'C')) return false;
+        nb::object dtype = nb::steal(PyObject_GetAttrString(obj, "dtype"));
+        if (!dtype.is_valid()) {
+            PyErr_Clear();
+            return false;
+        }
+        return f->descr == dtype.ptr();
+    }
+
     void check_slot(std::size_t slot, const char* what) const {
         if (slot >= nparams_)
             throw std::invalid_argument(std::string("CallPlan(") + what + "): slot " + std::to_string(slot) +
@@ -308,6 +404,74 @@ private:
     std::vector<TensorSpec> tensors_;
     std::vector<ScalarSpec> scalars_;
     std::vector<std::pair<std::size_t, nb::object>> fixed_;
+    bool fields_ = false;             // read arrays through ArrayFields (use_array_fields)
+    std::vector<nb::object> dtypes_;  // per tensor parameter, with fields_
+};
+
+// A CallPlan bound to one chip target and result shape: calling it with a call's argument
+// tuple runs the call (fill, submit, wait) and returns what the program returns (None, the
+// argument it aliases, or a tuple of them), or `declined` when the plan does not take the
+// call or the chip is closed (nothing submitted). A run that did not finish in `timeout` or
+// failed goes to `finish(run, timeout)`, which raises as RunHandle.result does. What else
+// makes the binding stale (another shared Worker, a closed mode gate) is its owner's to
+// watch: it drops the binding.
+class BoundCall {
+public:
+    BoundCall(nb::object plan, nb::object chip, std::shared_ptr<ChipProgram> program, const RunConfig& settings,
+              double timeout, std::vector<std::size_t> returns, bool as_tuple, nb::object declined, nb::object finish)
+        : plan_obj_(std::move(plan)),
+          chip_obj_(std::move(chip)),
+          plan_(nb::cast<const CallPlan*>(plan_obj_)),
+          chip_(nb::cast<Chip*>(chip_obj_)),
+          program_(std::move(program)),
+          settings_(settings),
+          timeout_(timeout),
+          returns_(std::move(returns)),
+          as_tuple_(as_tuple),
+          declined_(std::move(declined)),
+          finish_(std::move(finish)) {
+        if (program_ == nullptr) throw std::invalid_argument("BoundCall(program): expected a loaded program, got None");
+        for (std::size_t r : returns_)
+            if (r >= plan_->nparams())
+                throw std::invalid_argument("BoundCall(returns): argument " + std::to_string(r) + " is past the " +
+                                            std::to_string(plan_->nparams()) + " parameters");
+        if (!as_tuple_ && returns_.size() > 1)
+            throw std::invalid_argument("BoundCall(returns): more than one result needs as_tuple=True");
+    }
+
+    nb::object call(nb::handle args) const {
+        if (chip_->closed()) return declined_;
+        std::vector<ChipTensor> tensors;
+        std::vector<std::uint64_t> bits;
+        if (!plan_->fill(args, tensors, bits)) return declined_;
+        std::shared_ptr<Run> run;
+        {
+            nb::gil_scoped_release release;  // the arguments stay referenced by the caller's frame
+            run = chip_->submit(program_, std::move(tensors), std::move(bits), settings_);
+            run->wait(timeout_);
+        }
+        if (!run->done() || !run->error().empty()) finish_(nb::cast(run), timeout_ < 0 ? nb::none() : nb::cast(timeout_));
+        PyObject* const* items = &PyTuple_GET_ITEM(args.ptr(), 0);  // fill() checked: a tuple
+        if (!as_tuple_) return returns_.empty() ? nb::none() : nb::borrow(items[returns_[0]]);
+        nb::object out = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(returns_.size())));
+        if (!out.is_valid()) throw nb::python_error();
+        for (std::size_t i = 0; i < returns_.size(); ++i) {
+            Py_INCREF(items[returns_[i]]);
+            PyTuple_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), items[returns_[i]]);
+        }
+        return out;
+    }
+
+private:
+    nb::object plan_obj_, chip_obj_;  // keep the plan and the chip alive
+    const CallPlan* plan_;
+    Chip* chip_;
+    std::shared_ptr<const ChipProgram> program_;
+    RunConfig settings_;
+    double timeout_;
+    std::vector<std::size_t> returns_;
+    bool as_tuple_;
+    nb::object declined_, finish_;
 };
 
 }  // namespace
@@ -324,7 +488,17 @@ void bind_call_plan(nb::module_& m) {
              "array_type"_a, "nparams"_a, "tensors"_a, "scalars"_a, "fixed"_a, "encode_scalar"_a)
         .def("run", &CallPlan::run, "chip"_a, "program"_a, "settings"_a, "args"_a, "timeout"_a)
         .def("describe", &CallPlan::describe, "args"_a)
+        .def("use_array_fields", &CallPlan::use_array_fields, "probe"_a, "readonly"_a, "view"_a, "dtypes"_a)
+        .def_prop_ro("reads_fields", &CallPlan::reads_fields)
         .def_prop_ro("nparams", &CallPlan::nparams);
+    nb::class_<BoundCall>(m, "BoundCall",
+                          "A CallPlan bound to a chip, a program and run settings: call(args) runs a call and "
+                          "returns its result, or `declined` (nothing submitted); see docs/simpler-runtime.md.")
+        .def(nb::init<nb::object, nb::object, std::shared_ptr<ChipProgram>, const RunConfig&, double,
+                      std::vector<std::size_t>, bool, nb::object, nb::object>(),
+             "plan"_a, "chip"_a, "program"_a, "settings"_a, "timeout"_a, "returns"_a, "as_tuple"_a, "declined"_a,
+             "finish"_a)
+        .def("__call__", &BoundCall::call, "args"_a);
 }
 
 }  // namespace simpler::bindings

@@ -332,8 +332,11 @@ void bind_runtime(nb::module_& m) {
             [](Chip& c, int slot, const std::vector<TensorTuple>& tensors, const std::vector<std::uint64_t>& scalars,
                const RunConfig& settings) {
                 std::vector<ChipTensor> ts = make_tensors(tensors);
+                // HBG consumes the packet and orchestrates here, and so may TMR on an idle chip
+                // (orchestrate_on_caller): without the GIL.
                 std::optional<nb::gil_scoped_release> release;
-                if (c.options().runtime == chip::Runtime::HostBuildGraph) release.emplace();
+                if (c.options().runtime == chip::Runtime::HostBuildGraph || settings.orchestrate_on_caller)
+                    release.emplace();
                 return c.kernel_launch(slot, ts, scalars, settings);
             },
             "slot"_a, "tensors"_a, "scalars"_a, "settings"_a)

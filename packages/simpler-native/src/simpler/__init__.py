@@ -4,7 +4,7 @@ The native core lives in the private extension ``simpler._native``; this package
 public names: :class:`Worker` (register callables, submit runs), :class:`ChipCallable` /
 :class:`CoreCallable` (orchestration and kernel binaries), :class:`TaskArgs`,
 :class:`Buffer` / :class:`Tensor`, :class:`CallConfig`, :class:`CallPlan` (a program call's
-native fill-submit-wait path), and :mod:`simpler.toolchain` to build
+native fill-submit-wait path) and :class:`BoundCall` (one bound to a chip), and :mod:`simpler.toolchain` to build
 binaries against :func:`get_include`.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from simpler._dtypes import ArgDirection, DataType
-from simpler._native import SANITIZED, CallPlan, __version__
+from simpler._native import SANITIZED, BoundCall, CallPlan, __version__
 from simpler.buffers import Buffer, Tensor
 from simpler.callables import CallableHandle, ChipCallable, CoreCallable, CoreType
 from simpler.config import CallConfig
@@ -27,6 +27,7 @@ __all__ = [
     "RUNTIMES",
     "SANITIZED",
     "ArgDirection",
+    "BoundCall",
     "Buffer",
     "CallConfig",
     "CallPlan",

@@ -193,9 +193,10 @@ class ChipCallable:
 class CallableHandle:
     """Opaque handle of a callable registered on one Worker (content-identified)."""
 
-    __slots__ = ("_native", "_worker_id", "callable", "digest", "slot")
+    __slots__ = ("_checked", "_native", "_worker_id", "callable", "digest", "slot")
 
     def __init__(self, worker_id: int, slot: int, digest: str, callable_: Any, native: Any) -> None:
+        self._checked: Any = None  # the last ChipStorageTaskArgs that matched it (frozen: still does)
         self._worker_id = worker_id
         self.slot = slot
         self.digest = digest

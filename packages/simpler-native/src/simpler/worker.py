@@ -114,7 +114,9 @@ class RunHandle:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the run finishes or ``timeout`` seconds pass; True when finished."""
-        finished = bool(self._native.wait(-1.0 if timeout is None else float(timeout)))
+        native = self._native
+        # a finished run (one that ran on the caller's thread) answers without releasing the GIL
+        finished = bool(native.done or native.wait(-1.0 if timeout is None else float(timeout)))
         if finished:
             self._args = None
         return finished
@@ -529,8 +531,15 @@ class Worker:
         args: TaskArgs | ChipStorageTaskArgs,
         stream: Stream | None = None,
         config: CallConfig | None = None,
+        *,
+        waits: bool = False,
     ) -> RunHandle:
         """Encode a TMR packet for ``handle`` and enqueue it (copy-on-enqueue) on ``stream``.
+
+        ``waits``: the caller waits for the run next. Then, unless ``config.orchestrate_on_caller``
+        is False, a launch on an idle Worker (nothing queued or running) is consumed, orchestrated
+        and run on this thread before ``launch`` returns (the same checks, results and errors,
+        without a hand-off to the chip's threads); otherwise it is queued as without ``waits``.
 
         ``args`` is a :class:`TaskArgs`, or the :class:`ChipStorageTaskArgs` it materialises
         into (what a framework adapter that already validated its tensors builds directly:
@@ -552,7 +561,7 @@ class Worker:
         target = stream if stream is not None else self._default_stream
         if target is None or type(target) is not Stream or target.worker is not self:
             raise ValueError(f"Worker.launch(stream): expected a Stream of this Worker, got {stream!r}")
-        settings = self._run_settings(config, False)
+        settings = self._run_settings(config, waits)
         mat = _materialized(handle, args, "launch")
         native_run = chip.kernel_launch(handle.slot, mat.tensors, mat.scalars, settings)
         run = RunHandle(native_run, args, handle)
@@ -661,7 +670,9 @@ def _materialized(
     """``args`` as the chip takes them, checked against the callable: a ChipStorageTaskArgs as
     given, a TaskArgs materialised."""
     if isinstance(args, ChipStorageTaskArgs):
-        _check_materialized(handle, args, what)
+        if args is not handle._checked:  # a repeat call with the same frozen args was checked
+            _check_materialized(handle, args, what)
+            handle._checked = args
         return args
     return _checked_args(handle, args, what)
 

@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         check_backend,
         get_platform,
     )
+    from pypto.ir.python_printer import python_print
     from pypto.ir.serialization import deserialize, serialize
     from pypto.ir.storage_rules import Span as ViewSpan
     from pypto.ir.storage_rules import partial_overlap, strided_alias_conflict, view_bounds_problem
@@ -112,6 +113,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "ParamDirection": ("pypto.ir.param_info", "ParamDirection"),
     "ParamInfo": ("pypto.ir.param_info", "ParamInfo"),
     "Program": ("pypto.ir.nodes", "Program"),
+    "python_print": ("pypto.ir.python_printer", "python_print"),
     "RUNTIMES": ("pypto.ir.platforms", "RUNTIMES"),
     "SIMULATOR_PLATFORMS": ("pypto.ir.platforms", "SIMULATOR_PLATFORMS"),
     "SignatureError": ("pypto.ir.param_info", "SignatureError"),
@@ -207,6 +209,7 @@ __all__ = [
     "plan_key",
     "program_key",
     "program_material",
+    "python_print",
     "read_metadata",
     "serialize",
     "set_host_compiler",

@@ -6,6 +6,13 @@ through an executor that the runtime installs, either explicitly with
 entry, loaded on the first call when nothing was installed). An executor is called as
 ``executor(jit_function, args, kwargs)`` and returns what the call returns.
 
+Repeat calls: the executor may keep a plan on a ``JITFunction`` (:func:`set_executor_plan`),
+which the function calls as ``plan(args)`` for a call with positional arguments only, outside
+a ``@pl.jit.host`` trace, before it goes to the executor: the plan returns what the call returns,
+or :data:`DECLINED` when it does not take the call (nothing ran), and the call then goes to the
+executor as any other. Installing another executor drops every function's plan, and so does
+:func:`clear_executor_plans` (the runtime calls it when what its plans were made for changes).
+
 ``JITFunction.compile(*args)`` goes through a second slot the same way: the compiler the runtime
 installs with ``set_jit_compiler(fn)``, called as ``compiler(jit_function, args, kwargs)``, returns
 the runtime's compiled program (the entry point above installs both when it loads the runtime).
@@ -14,20 +21,25 @@ the runtime's compiled program (the entry point above installs both when it load
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
+import weakref
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
 __all__ = [
+    "DECLINED",
     "ENTRY_POINT_GROUP",
     "HostCompiler",
     "JitCompiler",
     "JitExecutor",
     "NoExecutorError",
+    "clear_executor_plans",
     "get_host_compiler",
     "get_jit_compiler",
     "get_jit_executor",
+    "set_executor_plan",
     "set_host_compiler",
     "set_jit_compiler",
     "set_jit_executor",
@@ -42,6 +54,12 @@ _lock = threading.Lock()
 _executor: JitExecutor | None = None
 _compiler: JitCompiler | None = None
 
+DECLINED: Any = object()
+"""What an executor plan returns for a call it does not take."""
+
+# the JITFunctions that hold an executor plan (set_executor_plan)
+_planned: weakref.WeakSet[Any] = weakref.WeakSet()
+
 
 class NoExecutorError(RuntimeError):
     """A ``@pl.jit`` function was called but no runtime is installed to execute it."""
@@ -54,12 +72,47 @@ def set_jit_executor(executor: JitExecutor | None) -> JitExecutor | None:
         raise TypeError(f"set_jit_executor(executor): expected a callable or None, got {executor!r}")
     with _lock:
         previous, _executor = _executor, executor
+    if previous is not executor:
+        clear_executor_plans()
     return previous
+
+
+def _drop_plans_in_child() -> None:
+    # Runs single-threaded in a forked child: another parent thread may have held the lock,
+    # and a plan is bound to the parent's runtime state (its Worker threads did not fork).
+    global _lock  # noqa: PLW0603
+    _lock = threading.Lock()
+    for fn in list(_planned):
+        fn.executor_plan = None
+    _planned.clear()
+
+
+os.register_at_fork(after_in_child=_drop_plans_in_child)
+
+
+def set_executor_plan(fn: Any, plan: Callable[[tuple[Any, ...]], Any] | None) -> None:
+    """Keep ``plan`` on the ``@pl.jit`` function ``fn`` for its repeat calls (None drops it);
+    see the module's docstring for what a plan is called with and returns."""
+    with _lock:
+        fn.executor_plan = plan
+        if plan is not None:
+            _planned.add(fn)
+
+
+def clear_executor_plans() -> None:
+    """Drop every function's executor plan: their next calls go to the executor."""
+    with _lock:
+        for fn in list(_planned):
+            fn.executor_plan = None
+        _planned.clear()
 
 
 def get_jit_executor() -> JitExecutor:
     """The installed executor, loading the ``pypto.executors`` entry point on first use."""
     global _executor  # noqa: PLW0603  (the one registration slot of this module)
+    executor = _executor  # installed: read without the lock (a reference read is atomic)
+    if executor is not None:
+        return executor
     with _lock:
         if _executor is not None:
             return _executor

@@ -24,7 +24,7 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.param_info import Layout, ParamDirection
 from pypto.ir.types import DynDim, FunctionType, ScalarType, TensorType, TileType, TupleType, Type
 
-__all__ = ["function_text", "program_text", "type_text"]
+__all__ = ["function_text", "program_text", "python_print", "type_text"]
 
 _INDENT = "    "
 
@@ -389,3 +389,17 @@ def program_text(p: nodes.Program) -> str:
             lines.append("")
         lines += _function(f, 1, method=True)
     return "\n".join(lines) + "\n"
+
+
+def python_print(node: object) -> str:
+    """The kernel-language text of a Program or Function, or of a ``@pl.function`` (anything
+    with the ``ir`` of one): upstream's ``ir.python_print``. The text parses back with
+    ``pl.parse``."""
+    target = getattr(node, "ir", node)
+    if isinstance(target, nodes.Program):
+        return program_text(target)
+    if isinstance(target, nodes.Function):
+        return function_text(target)
+    raise TypeError(
+        f"python_print: expected a Program, a Function or a @pl.function, got {type(node).__name__}"
+    )

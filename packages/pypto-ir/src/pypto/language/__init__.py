@@ -82,15 +82,18 @@ from pypto.language.system import (  # upstream's short spellings of these pl.sy
 from pypto.language.text import loads, parse
 from pypto.language.typing import (
     RUNTIME,
+    DTypeVar,
     DynVar,
     InOut,
     Out,
     RuntimeScalarMarker,
     Scalar,
     Tensor,
+    TensorSpec,
     TensorView,
     Tile,
     Tuple,
+    dtype_var,
     dynamic,
 )
 
@@ -140,6 +143,7 @@ __all__ = [
     "UINT64",
     "AtomicType",
     "DSLFunction",
+    "DTypeVar",
     "DataType",
     "DynVar",
     "FunctionType",
@@ -164,6 +168,7 @@ __all__ = [
     "SplitMode",
     "Tensor",
     "TensorLayout",
+    "TensorSpec",
     "TensorView",
     "Tile",
     "Tuple",
@@ -177,6 +182,7 @@ __all__ = [
     "cluster",
     "cond",
     "cross_core_slot",
+    "dtype_var",
     "dump_tag",
     "dynamic",
     "func_attr",

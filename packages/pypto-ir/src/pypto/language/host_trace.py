@@ -29,7 +29,20 @@ __all__ = [
     "require_trace",
 ]
 
-_state = threading.local()
+
+class _TraceState(threading.local):
+    """Per thread: the ``@pl.jit.host`` body being traced. The class default answers a thread
+    that never traced, so reading it never builds and swallows an AttributeError (every
+    ``@pl.jit`` call reads it)."""
+
+    trace: HostTrace | None = None
+
+
+_state = _TraceState()
+# How many threads are tracing a host body now: while 0 (always, outside a compile of a
+# @pl.jit.host function), a @pl.jit call need not read the thread-local state.
+tracing = 0
+_tracing_lock = threading.Lock()
 
 HOST_OPS = frozenset({"create_tensor"})
 """The kernel-language ops a host body may call (run as Python while it is traced)."""
@@ -37,7 +50,7 @@ HOST_OPS = frozenset({"create_tensor"})
 
 def active_trace() -> HostTrace | None:
     """The trace of the ``@pl.jit.host`` body running on this thread, or None."""
-    return getattr(_state, "trace", None)
+    return _state.trace
 
 
 def require_trace(what: str) -> HostTrace:
@@ -155,13 +168,19 @@ class HostTrace:
     make_tensor: Any = None
 
     def __enter__(self) -> HostTrace:
+        global tracing  # noqa: PLW0603
         if active_trace() is not None:
             raise RuntimeError("a @pl.jit.host body cannot compile another @pl.jit.host function")
+        with _tracing_lock:
+            tracing += 1
         _state.trace = self
         return self
 
     def __exit__(self, *exc: object) -> None:
+        global tracing  # noqa: PLW0603
         _state.trace = None
+        with _tracing_lock:
+            tracing -= 1
 
     def alloc_window(self, shape: tuple[int, ...], dtype: DataType) -> WindowBufferDecl:
         decl = WindowBufferDecl(len(self.windows), shape, dtype)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import sys
@@ -24,18 +25,20 @@ from pypto.ir.analysis.signature import function_signature
 from pypto.ir.artifact_key import program_material, source_digest
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
-from pypto.ir.execution import get_jit_compiler, get_jit_executor
+from pypto.ir.execution import DECLINED, get_jit_compiler, get_jit_executor
 from pypto.ir.nodes import Program
 from pypto.ir.param_info import DYNAMIC, ParamDirection, ParamInfo
 from pypto.ir.types import DynDim, FunctionType, TensorType, Type
+from pypto.language import host_trace as _host_trace
 from pypto.language import typing as lt
 from pypto.language.binding import dtype_of, fast_key, is_tensor, scalar_of, shape_of
 from pypto.language.decorators import IncoreFunction, InlineFunction
 from pypto.language.host import HostFunction
+from pypto.language.host_trace import _state as _trace_state
 from pypto.language.host_trace import active_trace
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
 from pypto.language.parser.common import capture_enclosing
-from pypto.language.tracebacks import mark_user_error, user_facing
+from pypto.language.tracebacks import full_traceback, is_user_error, mark_user_error, user_facing
 
 __all__ = ["DeclaredParam", "JITFunction", "Specialization", "jit"]
 
@@ -135,8 +138,8 @@ class JITFunction:
         # binding.fast_key of an all-positional call -> its specialisation (no binding needed)
         self._fast: dict[tuple[Any, ...], Specialization] = {}
         self._nparams = len(self._sig.parameters)
-        # The installed executor's plan for repeat calls (pypto.runtime keeps its hot call
-        # here; pypto-ir never reads it): None until the executor sets one.
+        # The installed executor's plan for repeat calls (pypto.ir.execution.set_executor_plan;
+        # pypto.runtime keeps its hot call here): None until the executor sets one.
         self.executor_plan: Any = None
         self._lock = threading.Lock()
         self._annotations: list[tuple[str, Any]] | None = None
@@ -149,12 +152,24 @@ class JITFunction:
     def __repr__(self) -> str:
         return f"<pl.jit {self.fn.__module__}.{self.fn.__qualname__}>"
 
-    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        trace = active_trace()
-        if trace is not None:  # a launch inside a @pl.jit.host body: recorded, not run
-            return trace.dispatch(self, args, kwargs)
-        return get_jit_executor()(self, args, kwargs)
+        # A repeat call goes to the executor's plan first (pypto.ir.execution): this frame is
+        # the only Python between the caller and the plan. This frame is the entry point that
+        # trims a user error's traceback, as @user_facing's wrapper is elsewhere.
+        try:
+            plan = self.executor_plan
+            if plan is not None and not kwargs and (_host_trace.tracing == 0 or _trace_state.trace is None):
+                done = plan(args)
+                if done is not DECLINED:
+                    return done
+            trace = active_trace()
+            if trace is not None:  # a launch inside a @pl.jit.host body: recorded, not run
+                return trace.dispatch(self, args, kwargs)
+            return get_jit_executor()(self, args, kwargs)
+        except Exception as exc:
+            if not is_user_error(exc) or full_traceback():
+                raise
+            raise exc.with_traceback(None) from None
 
     @user_facing
     def compile(self, *args: Any, **kwargs: Any) -> Any:
@@ -242,6 +257,9 @@ class JITFunction:
                         f"{self.fn.__name__}: parameter {name!r} is a tensor; got {type(value).__name__} "
                         "(pass a torch tensor or numpy array)"
                     )
+                if isinstance(value, lt.TensorSpec):  # run-time dims keyed by name, not extent
+                    key.append(("T", tuple(_spec_dim(d) for d in value.shape), value.dtype.value))
+                    continue
                 shape = shape_of(value, f"{self.fn.__name__}: parameter {name!r}")
                 if isinstance(inner, lt.TensorAnnotation) and inner.shape is not None:
                     shape = (
@@ -267,7 +285,36 @@ class JITFunction:
                         f"at run time (compile with pl.RUNTIME for {name!r}, or give it the default pl.RUNTIME)"
                     )
                 key.append(("S", type(v).__name__, v))
+        self._check_dtype_vars(key)
         return tuple(key)
+
+    def _check_dtype_vars(self, key: list[Any]) -> None:
+        """Every tensor annotated with one ``pl.dtype_var`` has one dtype, an allowed one."""
+        bound: dict[str, tuple[str, str]] = {}
+        for (name, ann), k in zip(self._param_annotations(), key, strict=True):
+            var = _dtype_var(ann)
+            if var is None or k[0] != "T":
+                continue
+            if var.allowed and k[2] not in [d.value for d in var.allowed]:
+                raise TypeError(
+                    f"{self.fn.__name__}: parameter {name!r} is annotated with dtype variable {var.name} "
+                    f"({', '.join(d.value for d in var.allowed)}) but the call passed {k[2]}"
+                )
+            first = bound.setdefault(var.name, (name, k[2]))
+            if first[1] != k[2]:
+                raise TypeError(
+                    f"{self.fn.__name__}: dtype variable {var.name} is {first[1]} in parameter {first[0]!r} "
+                    f"but {k[2]} in parameter {name!r}; every tensor annotated {var.name} has one dtype"
+                )
+
+    def dtype_bindings(self, key: tuple[Any, ...]) -> dict[str, DataType]:
+        """``{dtype variable name: the dtype the call key binds it to}``."""
+        out: dict[str, DataType] = {}
+        for (_, ann), k in zip(self._param_annotations(), key, strict=True):
+            var = _dtype_var(ann)
+            if var is not None and k[0] == "T":
+                out.setdefault(var.name, DataType(k[2]))
+        return out
 
     @user_facing
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
@@ -338,7 +385,9 @@ class JITFunction:
             if inner is lt.Tensor or isinstance(inner, lt.TensorAnnotation):
                 shape = dtype = None
                 if isinstance(inner, lt.TensorAnnotation):
-                    dtype = inner.dtype
+                    dtype = (
+                        inner.dtype if isinstance(inner.dtype, DataType) else None
+                    )  # a dtype var: the call's
                     if inner.shape is not None:
                         shape = tuple(d if isinstance(d, int) else DYNAMIC for d in inner.shape)
                 out.append(DeclaredParam(i, name, direction, "tensor", dtype, shape, ann))
@@ -353,7 +402,9 @@ class JITFunction:
         arg_types: dict[str, Type] = {}
         scalars: dict[str, int | float | bool] = {}
         for (name, ann), value, k in zip(self._param_annotations(), bound, key, strict=True):
-            if k[0] == "T":
+            if k[0] == "T" and isinstance(value, lt.TensorSpec):
+                arg_types[name] = TensorType(tuple(value.shape), DataType(k[2]))
+            elif k[0] == "T":
                 arg_types[name] = TensorType(shape_of(value), DataType(k[2]))
                 inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
                 if isinstance(inner, lt.TensorAnnotation) and inner.shape is not None:
@@ -370,8 +421,22 @@ class JITFunction:
                 scalars[name] = k[2]
             # "R": a runtime scalar stays the parameter Var (typed by its annotation)
         ctx = ParseContext()
+        source = None
+        bindings = self.dtype_bindings(key)
+        if bindings:  # a dtype variable's name is its bound dtype in the body and annotations
+            source = SourceInfo.of(self.fn)
+            namespace = {
+                n: bindings.get(v.name, v) if isinstance(v, lt.DTypeVar) else v
+                for n, v in source.namespace.items()
+            }
+            source = dataclasses.replace(source, namespace=namespace)
         entry = parse_function(
-            self.fn, ctx=ctx, func_type=FunctionType.Orchestration, arg_types=arg_types, scalar_values=scalars
+            self.fn,
+            ctx=ctx,
+            func_type=FunctionType.Orchestration,
+            arg_types=arg_types,
+            scalar_values=scalars,
+            source=source,
         )
         program = Program(self.fn.__name__, (entry, *ctx.functions.values()), entry.name)
         sources = {entry.name: source_digest(self.fn), **ctx.__dict__.get("_sources", {})}
@@ -401,6 +466,16 @@ class JITFunction:
     @property
     def cache_size(self) -> int:
         return len(self._cache)
+
+
+def _spec_dim(d: int | DynDim) -> int | str:
+    return d.name if isinstance(d, DynDim) else d
+
+
+def _dtype_var(ann: Any) -> lt.DTypeVar | None:
+    inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
+    dtype = getattr(inner, "dtype", None) if isinstance(inner, lt.TensorAnnotation) else None
+    return dtype if isinstance(dtype, lt.DTypeVar) else None
 
 
 def _jsonable(k: tuple[Any, ...]) -> tuple[Any, ...]:

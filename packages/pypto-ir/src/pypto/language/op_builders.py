@@ -129,6 +129,10 @@ def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
         attrs["static_valid"] = [int(v.value) if isinstance(v, Const) else None for v in valid]
     if isinstance(tensor.type, TensorType) and tensor.type.layout is Layout.NZ:
         attrs["layout"] = Layout.NZ
+    if len(shape) > 2 and any(d != 1 for d in shape[:-2]) and len(args) == 2:
+        from pypto.language.parser.nd_tiles import nd_load
+
+        return nd_load(p, tensor, offs=offs, shape=shape, attrs=attrs, node=node)  # type: ignore[arg-type]
     return p.make_op("load", args, attrs, node)
 
 
@@ -290,6 +294,11 @@ def _build_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
                 f"pl.store shapes {list(shape)} do not match the tile {list(tile.type.shape)}; store the whole tile",
                 node,
             )
+    from pypto.language.parser.nd_tiles import nd_shape_of, nd_store
+
+    nd = nd_shape_of(p, tile)  # type: ignore[arg-type]
+    if nd is not None:
+        return nd_store(p, tile, nd, offs=offs, out=out, node=node)  # type: ignore[arg-type]
     attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
     call = p.make_op("store", [tile, offs, out], attrs, node)
     return call
@@ -474,6 +483,10 @@ def _build_task_dummy(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call
 def _build_set_validshape(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     tile = p.expr(b["input"])
     valid = [p.scalar(b[k], f"pl.set_validshape {k}") for k in ("valid_rows", "valid_cols")]
+    if isinstance(tile.type, TensorType):
+        from pypto.language.parser.subscripts import tensor_set_validshape
+
+        return tensor_set_validshape(p, tile, valid, node)  # type: ignore[arg-type]
     if isinstance(tile.type, TileType) and len(tile.type.shape) == 2:
         for what, v, full in zip(("valid_rows", "valid_cols"), valid, tile.type.shape, strict=True):
             if isinstance(v, Const) and not 0 <= int(v.value) <= full:

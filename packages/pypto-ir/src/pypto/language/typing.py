@@ -3,7 +3,8 @@
 
 They are only read by the parser (annotations are evaluated, bodies are not executed).
 ``pl.Tensor`` bare means "take shape and dtype from the call" (``@pl.jit``); subscripted it
-fixes them: ``pl.Tensor[[M, 128], pl.FP32]`` where ``M = pl.dynamic("M")``.
+fixes them: ``pl.Tensor[[M, 128], pl.FP32]`` where ``M = pl.dynamic("M")``. A dtype may be a
+dtype variable, ``DT = pl.dtype_var("DT", pl.FP32, pl.BF16)``: bound to the call's dtype.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pypto.ir.types import DynDim, MemorySpace
 
 __all__ = [
     "RUNTIME",
+    "DTypeVar",
     "DirectionAnnotation",
     "DynVar",
     "InOut",
@@ -26,12 +28,14 @@ __all__ = [
     "ScalarAnnotation",
     "Tensor",
     "TensorAnnotation",
+    "TensorSpec",
     "TensorView",
     "Tile",
     "TileAnnotation",
     "Tuple",
     "TupleAnnotation",
     "annotation_text",
+    "dtype_var",
     "dynamic",
     "is_runtime",
 ]
@@ -52,6 +56,52 @@ def dynamic(name: str) -> DynDim:
     return DynDim(name)
 
 
+@dataclass(frozen=True)
+class DTypeVar:
+    """A dtype variable (``pl.dtype_var``): bound, per specialisation, to the dtype of the call's
+    tensors annotated with it; inside the ``@pl.jit`` function's body and annotations its name is
+    that dtype (``pl.cast(t, target_type=DT)``, ``if DT == pl.FP32:``).
+
+    Attributes:
+        name: The variable's name (messages, specialisation keys).
+        allowed: The dtypes it may take; empty: any.
+    """
+
+    name: str
+    allowed: tuple[DataType, ...] = ()
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def dtype_var(name: str, *allowed: Any) -> DTypeVar:
+    """A dtype variable for tensor annotations: one kernel serves each dtype in ``allowed``.
+
+    Every tensor annotated with the variable must have the same dtype at a call; a call's
+    dtype outside ``allowed`` is refused. Each dtype is one specialisation (one compile).
+
+    Example:
+        >>> DT = dtype_var("DT", DataType.FP32, DataType.BF16)
+        >>> Tensor[[16, 16], DT].dtype
+        DT
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"pl.dtype_var(name): expected an identifier, got {name!r}")
+    return DTypeVar(
+        name, tuple(DataType.parse(d, what=f"pl.dtype_var({name!r}) allowed dtype") for d in allowed)
+    )
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor argument without data, for specialising a ``@pl.jit`` function: its dims
+    (ints, or ``pl.dynamic`` dims that stay run-time values) and dtype. Layers above pass it
+    for a bare ``pl.Tensor`` parameter whose extents the compiled program reads at each call."""
+
+    shape: tuple[int | DynDim, ...]
+    dtype: DataType
+
+
 def _dims(shape: Any, what: str) -> tuple[int | DynDim, ...]:
     if isinstance(shape, (int, DynDim)):
         shape = [shape]
@@ -70,7 +120,7 @@ class TensorAnnotation:
     """``pl.Tensor[[dims], dtype]`` (or bare ``pl.Tensor``: shape and dtype are None)."""
 
     shape: tuple[int | DynDim, ...] | None
-    dtype: DataType | None
+    dtype: DataType | DTypeVar | None
     layout: Layout = Layout.ND
 
 
@@ -121,7 +171,7 @@ class _TensorMeta(type):
             layout = item[2].layout
         elif len(item) == 3:
             layout = Layout(item[2].value if isinstance(item[2], Layout) else str(item[2]).upper())
-        dtype = DataType.parse(item[1], what="pl.Tensor dtype")
+        dtype = item[1] if isinstance(item[1], DTypeVar) else DataType.parse(item[1], what="pl.Tensor dtype")
         return TensorAnnotation(_dims(item[0], "pl.Tensor"), dtype, layout)
 
 

@@ -32,10 +32,11 @@ from pypto.ir import (
     program_key,
     program_material,
 )
+from pypto.ir.execution import set_executor_plan
 from pypto.language.interface import JITFunction, Specialization, user_facing
 from pypto.runtime import device_build, settings
 from pypto.runtime.artifact_runtime import Obtained, default_runtime
-from pypto.runtime.call_plan import DECLINED, run_artifact
+from pypto.runtime.call_plan import run_artifact
 from pypto.runtime.compiled import (
     DEVICE_DIR,
     ENTRIES_FILE,
@@ -345,28 +346,25 @@ def _executor_call(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any
     if key is not None and config is _DEFAULT_CONFIG:
         plan = artifact._call_plan
         native = plan.exact_plan(key) if plan is not None else None
-        if native is not None:
-            fn.executor_plan = _HotCall(spec, plan, native)
+        hot = plan.bound_call(native, config) if plan is not None and native is not None else None
+        if hot is not None:
+            set_executor_plan(fn, _CapturedCheck(spec, hot) if spec.captured else hot)
     return result
 
 
-class _HotCall:
-    """A @pl.jit function's last repeat call with the default RunConfig: the specialisation,
-    its artifact's call plan and the native plan of the call's key. A call that the native
-    plan takes (the same key: numpy arrays of the same shapes and dtypes that own their
-    memory, the same folded scalar values) skips binding and specialising; anything else is
-    declined before anything runs and takes the executor's full path."""
+class _CapturedCheck:
+    """The executor plan of a specialisation that captured module constants: the binder's
+    check that they are unchanged, then the bound call (``simpler.BoundCall``). A plan of a
+    specialisation without captured constants is the bound call itself."""
 
-    __slots__ = ("native", "plan", "spec")
+    __slots__ = ("bound", "spec")
 
-    def __init__(self, spec: Specialization, plan: Any, native: Any) -> None:
-        self.spec, self.plan, self.native = spec, plan, native
+    def __init__(self, spec: Specialization, bound: Any) -> None:
+        self.spec, self.bound = spec, bound
 
     def __call__(self, args: tuple[Any, ...]) -> Any:
-        spec = self.spec
-        if spec.captured:
-            spec.check_captured()  # as the binder's lookup does
-        return self.plan.run_native(self.native, args, _DEFAULT_CONFIG)
+        self.spec.check_captured()  # as the binder's lookup does
+        return self.bound(args)
 
 
 def _allocate_omitted_outputs(
@@ -391,13 +389,7 @@ def _allocate_omitted_outputs(
 def jit_executor(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Executes a ``@pl.jit`` call in program mode: ``fn(a, b, c, config=RunConfig())``."""
     config = _DEFAULT_CONFIG
-    if not kwargs:
-        hot = fn.executor_plan
-        if hot is not None:
-            done = hot(args)
-            if done is not DECLINED:
-                return done
-    else:
+    if kwargs:
         kwargs = dict(kwargs)
         config = kwargs.pop("config", None) or _DEFAULT_CONFIG
         if not isinstance(config, RunConfig):

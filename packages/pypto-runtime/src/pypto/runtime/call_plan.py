@@ -3,9 +3,12 @@
 Routes, fastest first (each declines what it cannot take, before anything runs, to the next):
 
 1. **exact** (:meth:`CallPlan.exact_plan`): a ``simpler.CallPlan`` for one binder call key
-   (exact shapes, dtypes and folded scalar values), kept on the ``@pl.jit`` function by the
-   executor (``api._HotCall``) for its repeat calls with the default RunConfig: no binding,
-   no specialising.
+   (exact shapes, dtypes and folded scalar values), bound to the current Worker's chip
+   (:meth:`CallPlan.bound_call`: a ``simpler.BoundCall``) and kept on the ``@pl.jit`` function
+   as its executor plan (``pypto.ir.execution.set_executor_plan``) for its repeat calls with
+   the default RunConfig: the function's ``__call__`` calls it directly, no binding, no
+   specialising, no Python in between. It is dropped whenever what it was bound to changes
+   (the shared Workers, the mode gate, a fork: ``pypto.ir.execution.clear_executor_plans``).
 2. **native** (:meth:`CallPlan.run_native`): the artifact's ``simpler.CallPlan`` over its shape
    patterns; once PROGRAM mode is held and the Worker is known, a call of owned numpy arrays is
    checked, filled, submitted and waited for in one C++ call.
@@ -29,6 +32,7 @@ from ctypes import addressof, c_char
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import DYNAMIC, Contract, DataType, Layout, ParamInfo
+from pypto.ir import execution as _execution
 from pypto.runtime import mode_gate
 from pypto.runtime.host_tensors import TensorBindingError, _module_type, _row_major, describe, numpy_typestr
 from pypto.runtime.runner import RunConfig, register_for, run_general
@@ -39,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["DECLINED", "CallPlan", "run_artifact"]
 
 _PLAIN_SCALARS = frozenset((int, float, bool))
-DECLINED: Any = object()  # CallPlan.run_native: the native path did not take the call
+DECLINED: Any = _execution.DECLINED  # the native path did not take the call
 
 _with_native: weakref.WeakSet[CallPlan] = weakref.WeakSet()
 
@@ -49,6 +53,7 @@ def _release_native_plans() -> None:
     CallPlan can outlive finalization through a jit function that something immortal holds
     (torch's operator registry keeps a registered operator's kernel, and with it the function
     and its compiled programs, until the process ends); nanobind would report it as leaked."""
+    _execution.clear_executor_plans()  # the bound calls (simpler.BoundCall) hold native plans
     for plan in list(_with_native):
         plan.native = None
         plan.exact.clear()
@@ -182,6 +187,10 @@ class CallPlan:
         self.targets: dict[tuple[Any, ...], tuple[int, Any, tuple[Any, Any, Any] | None]] = {}
         self.finish_plan_run = simpler.worker.finish_plan_run
         self.program_held = mode_gate.program_held
+        # A CompiledProgram call with no config and positional arguments goes straight to this
+        # (a simpler.BoundCall of ``native`` on the default config's Worker), kept and dropped
+        # as a @pl.jit function's executor plan is (pypto.ir.execution.set_executor_plan).
+        self.executor_plan: Any = None
 
     def run(
         self,
@@ -227,6 +236,8 @@ class CallPlan:
                     args = tuple(args)
                 done = self.run_native(native, args, config)
                 if done is not DECLINED:
+                    if config is self.default_config and self.executor_plan is None:
+                        _execution.set_executor_plan(self, self.bound_call(native, config))
                     return done
             mat = self._materialize(args)
         if mat is None:
@@ -285,10 +296,47 @@ class CallPlan:
         plan = simpler.CallPlan(
             numpy.ndarray, len(self.params), tensors, list(self.scalars), fixed, self.encode_scalar
         )
+        # read the arrays' fields instead of their buffer exports, where numpy's layout is
+        # the one the plan knows (checked on these probes)
+        probe = numpy.zeros((2, 3), numpy.float32)
+        readonly = numpy.zeros((2, 3), numpy.float32)
+        readonly.flags.writeable = False
+        dtypes = [numpy.dtype(typestr) for _, _, typestr, *_ in self.tensors]
+        plan.use_array_fields(probe, readonly, probe[1:], dtypes)
         _release_at_exit(self)
         if key is None:
             self.native = plan
         return plan
+
+    def bound_call(self, native: Any, config: RunConfig) -> Any:
+        """A ``simpler.BoundCall`` of ``native`` (a simpler.CallPlan of this plan) on the
+        Worker ``config`` runs on now, or None when a call would not take the native path
+        (see :meth:`run_native`). Valid until the shared Workers or the mode gate change."""
+        if not self.program_held():
+            return None
+        import simpler
+
+        wkey = (config.platform, config.runtime, config.device_id, config.aic_threads, config.aiv_threads)
+        known = self.targets.get(wkey)
+        if known is None or known[0] != self.shared_workers.shared_generation() or known[1]._closed:
+            return None
+        target = known[2]
+        if target is None or config.effective_call_config is not None:
+            return None
+        timeout = config.timeout
+        chip, program, settings = target
+        aliases = list(self.return_aliases[: self.return_count])
+        return simpler.BoundCall(
+            native,
+            chip,
+            program,
+            settings,
+            -1.0 if timeout is None else timeout,
+            aliases,
+            self.return_count > 1,
+            DECLINED,
+            self.finish_plan_run,
+        )
 
     def exact_plan(self, key: tuple[Any, ...]) -> Any:
         """The simpler.CallPlan that takes only calls of binder call key ``key`` whose

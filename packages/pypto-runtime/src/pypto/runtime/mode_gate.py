@@ -30,6 +30,7 @@ import threading
 from dataclasses import dataclass
 
 from pypto.ir import Contract
+from pypto.ir.execution import clear_executor_plans
 from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = [
@@ -177,6 +178,7 @@ def close() -> None:
     """Close the gate for good: no mode can be claimed afterwards in this process."""
     with _gate.lock:
         _gate.closed = True
+    clear_executor_plans()  # a repeat call must find the gate closed, as a first one does
 
 
 def _reset_in_child() -> None:
@@ -196,6 +198,7 @@ def _reset_for_tests() -> None:
     g = _gate
     with g.lock:
         g.mode, g.claimed_by, g.closed, g.inherited_from = None, None, False, None
+    clear_executor_plans()
 
 
 os.register_at_fork(after_in_child=_reset_in_child)

@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from pypto.ir import DEFAULT_PLATFORM, DEFAULT_RUNTIME
+from pypto.ir.execution import clear_executor_plans
 from pypto.runtime import mode_gate
 
 __all__ = [
@@ -93,6 +94,15 @@ class _Shared:
 
 
 _shared = _Shared()
+
+
+def _changed() -> None:
+    """A shared Worker was added, replaced or dropped: bump the generation and drop the
+    executor plans of @pl.jit functions (each is bound to a Worker's chip)."""
+    _shared.generation += 1
+    clear_executor_plans()
+
+
 _orphans: list[Any] = []  # a forked child's inherited parent Workers
 
 
@@ -119,7 +129,7 @@ def shared_worker(
                 aiv_threads=aiv_threads,
             )
             _shared.workers[key] = worker
-            _shared.generation += 1
+            _changed()
         return worker
 
 
@@ -158,13 +168,13 @@ def register_on_shared_worker(
         if worker is None:
             worker = make()
             _shared.workers[key] = worker
-            _shared.generation += 1
+            _changed()
         digests = _shared.registered.setdefault(id(worker), set())
         if callable_.digest not in digests and len(digests) >= simpler.MAX_CALLABLES:
             _shared.registered.pop(id(worker), None)
             worker = make()
             _shared.workers[key] = worker
-            _shared.generation += 1
+            _changed()
             digests = _shared.registered.setdefault(id(worker), set())
         handle = worker.register(callable_)
         digests.add(callable_.digest)
@@ -184,7 +194,7 @@ def close_shared_workers() -> None:
         workers = list(_shared.workers.values())
         _shared.workers.clear()
         _shared.registered.clear()
-        _shared.generation += 1
+        _changed()
     for w in workers:
         w.close()
 
@@ -197,7 +207,7 @@ def _forget_in_child() -> None:
     _orphans.extend(_shared.workers.values())
     _shared.workers.clear()
     _shared.registered.clear()
-    _shared.generation += 1
+    _changed()
     _shared.lock = threading.Lock()
 
 

@@ -2,9 +2,15 @@
 functional forms (:mod:`pypto.torch.library`, :mod:`pypto.torch.functional`).
 
 A :class:`KernelSet` is one ``@pl.jit`` function's artifacts, keyed by what a compile depends
-on: per tensor its dtype, rank and the dims its annotation pins (a ``pl.dynamic`` dim is a
-run-time value: one artifact serves every extent; a bare ``pl.Tensor`` takes its whole shape
-from the call, so each shape is a compile). Every scalar is compiled as ``pl.RUNTIME``.
+on: per tensor its dtype, rank and the dims its annotation pins (an int in the annotation).
+Every other dim is a run-time value: a ``pl.dynamic`` dim, and each dim of a bare
+``pl.Tensor`` (compiled as a :class:`~pypto.language.TensorSpec` of ``pl.dynamic`` dims named
+``<param>_<axis>``, read in the body with ``pl.dim(x, axis)``). One artifact serves every
+extent. A kernel the language cannot compile with run-time dims for its bare tensors (tensor-
+level ops need static shapes) is compiled per shape instead (``KernelSet.pinned_reason`` says
+why); ``register(..., pin=True)`` asks for that from the start. Every scalar is compiled as
+``pl.RUNTIME``. A tensor annotated with a ``pl.dtype_var`` takes its dtype from the call: one
+compile per dtype signature, every tensor of one variable checked to agree before a compile.
 
 A :class:`Variants` is the set of jit functions one operator dispatches between by the dtype of
 its first tensor argument (a dtype-generic operator: ``register(build, name, dtypes=[...])``
@@ -18,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
-from pypto.ir import DYNAMIC, Contract, DataType, ParamInfo, SignatureError
+from pypto.ir import DYNAMIC, Contract, DataType, ParamInfo, PyptoCompileError, SignatureError
 from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
 from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import KernelCallable
@@ -94,7 +100,9 @@ class KernelSet:
         compiles: How many compiles (artifact store look-ups and registrations) it has made.
     """
 
-    def __init__(self, fn: JITFunction, declared: tuple[DeclaredParam, ...], name: str) -> None:
+    def __init__(
+        self, fn: JITFunction, declared: tuple[DeclaredParam, ...], name: str, *, pin: bool = False
+    ) -> None:
         self.fn = fn
         self.declared = declared
         self.name = name
@@ -118,6 +126,10 @@ class KernelSet:
         # a pl.dynamic name on two or more axes: checked on every call (an output sized for
         # another extent would be written out of bounds), before any compile
         self.dyn_dims = {k: v for k, v in dyn_dims(declared).items() if len(v) > 1}
+        self.dtype_vars = dtype_vars(declared)
+        # bare tensors: run-time dims (False once the language refused them, or with pin=True)
+        self.dynamic = not pin and any(p is None for _, p in self._pinned)
+        self.pinned_reason: str | None = "register(pin=True)" if pin else None
         self._callables: dict[tuple[Any, ...], KernelCallable] = {}
         self._lock = threading.Lock()
 
@@ -128,7 +140,7 @@ class KernelSet:
             a = args[i]
             shape = a.shape
             if pinned is None:
-                parts.append((a.dtype, tuple(shape)))
+                parts.append((a.dtype, len(shape)) if self.dynamic else (a.dtype, tuple(shape)))
             else:
                 parts.append((a.dtype, len(shape), tuple(shape[j] for j in pinned if j < len(shape))))
         return tuple(parts)
@@ -140,15 +152,13 @@ class KernelSet:
         key = self.key(args, info.generation)
         kc = self._callables.get(key)
         if kc is None:
-            kc = self.prepare(args, info, key)
+            kc = self.prepare(args, info)
         elif self.dyn_dims:
             self.check_dyn_dims(args, "describe_call")
         frame = kc.signature.describe_call(args)
         manager.launch(kc, frame, wait=kc.signature.platform.is_simulator)
 
-    def prepare(
-        self, args: Sequence[Any], info: Any = None, key: tuple[Any, ...] | None = None
-    ) -> KernelCallable:
+    def prepare(self, args: Sequence[Any], info: Any = None) -> KernelCallable:
         """The registered kernel for ``args`` (tensors or Meta tensors), compiled if new."""
         from pypto.language import RUNTIME
         from pypto.runtime import compile_artifact
@@ -156,22 +166,56 @@ class KernelSet:
         manager = context.current()
         if info is None:
             info = manager.ready()
-        if key is None:
-            key = self.key(args, info.generation)
         with self._lock:
+            key = self.key(args, info.generation)  # under the lock: a fallback changes the key's form
             kc = self._callables.get(key)
             if kc is not None:
                 return kc
             self.check_declared(args)
             self.check_dyn_dims(args, "describe_call")
             spec_args = [RUNTIME if i in self.scalar_positions else a for i, a in enumerate(args)]
-            artifact = compile_artifact(
-                self.fn, *spec_args, contract=Contract.KERNEL, platform=info.platform, runtime=info.runtime
-            )
+            artifact = None
+            if self.dynamic:
+                try:
+                    artifact = compile_artifact(
+                        self.fn,
+                        *self._runtime_dims(spec_args),
+                        contract=Contract.KERNEL,
+                        platform=info.platform,
+                        runtime=info.runtime,
+                    )
+                except PyptoCompileError as exc:
+                    # the body needs static shapes for its bare tensors: compile per shape
+                    self.dynamic = False
+                    self.pinned_reason = f"{type(exc).__name__}: {exc}"
+                    key = self.key(args, info.generation)
+                    kc = self._callables.get(key)
+                    if kc is not None:
+                        return kc
+            if artifact is None:
+                artifact = compile_artifact(
+                    self.fn,
+                    *spec_args,
+                    contract=Contract.KERNEL,
+                    platform=info.platform,
+                    runtime=info.runtime,
+                )
             kc = manager.prepare(artifact)
             self.compiles += 1
             self._callables[key] = kc
             return kc
+
+    def _runtime_dims(self, args: list[Any]) -> list[Any]:
+        """``args`` with each bare tensor a TensorSpec of run-time dims ``<param>_<axis>``."""
+        from pypto.language import TensorSpec, dynamic
+
+        out = list(args)
+        for i, pinned in self._pinned:
+            if pinned is None:
+                name = self.declared[i].name
+                dims = tuple(dynamic(f"{name}_{axis}") for axis in range(args[i].dim()))
+                out[i] = TensorSpec(dims, from_torch_dtype(args[i].dtype, what=f"parameter {name!r}"))
+        return out
 
     def check_declared(self, args: Sequence[Any]) -> None:
         """Before compiling for new shapes: the dtype, rank and static dims that the annotations
@@ -199,7 +243,29 @@ class KernelSet:
 
     def check_dyn_dims(self, args: Sequence[Any], what: str) -> None:
         """Every tensor axis annotated with one ``pl.dynamic`` name has one extent (an output
-        sized for another M is refused before anything is compiled or run)."""
+        sized for another M is refused before anything is compiled or run), and every tensor
+        annotated with one ``pl.dtype_var`` has one dtype, an allowed one."""
+        for var, var_places in self.dtype_vars.items():
+            first_pos: int | None = None
+            for vpos in var_places:
+                varg = args[vpos]
+                dt = getattr(varg, "dtype", None)
+                if not isinstance(dt, torch.dtype):
+                    continue
+                vd = self.declared[vpos]
+                if var.allowed and dt not in [to_torch_dtype(a, what=what) for a in var.allowed]:
+                    raise ArgumentError(
+                        f"{what}: parameter {vd.name!r} (#{vpos}) has dtype variable {var.name}: expected one of "
+                        f"{[str(to_torch_dtype(a, what=what)) for a in var.allowed]}, got {dt}"
+                    )
+                if first_pos is None:
+                    first_pos = vpos
+                elif args[first_pos].dtype != dt:
+                    fd = self.declared[first_pos]
+                    raise ArgumentError(
+                        f"{what}: dtype variable {var.name} is {args[first_pos].dtype} in parameter {fd.name!r} "
+                        f"but {dt} in parameter {vd.name!r}; every tensor annotated {var.name} has one dtype"
+                    )
         for name, places in self.dyn_dims.items():
             first: tuple[int, int, Any] | None = None
             for pos, axis in places:
@@ -241,7 +307,7 @@ class KernelSet:
 
     def example_args(self, dtype: torch.dtype | None, extent: int) -> list[Any] | None:
         """Meta-free example arguments for a compile: every dynamic dim ``extent``, scalars 0;
-        None when a tensor's shape comes only from the call (a bare ``pl.Tensor``)."""
+        None when a tensor's rank comes only from the call (a bare ``pl.Tensor``)."""
         args: list[Any] = []
         for d in self.declared:
             if d.is_scalar:
@@ -274,6 +340,18 @@ def dyn_dims(declared: Iterable[DeclaredParam]) -> dict[str, list[tuple[int, int
     return out
 
 
+def dtype_vars(declared: Iterable[DeclaredParam]) -> dict[Any, list[int]]:
+    """``{pl.dtype_var: [tensor parameter positions annotated with it]}``."""
+    from pypto.language import DTypeVar
+
+    out: dict[Any, list[int]] = {}
+    for d in declared:
+        dtype = getattr(getattr(d.annotation, "inner", d.annotation), "dtype", None)
+        if not d.is_scalar and isinstance(dtype, DTypeVar):
+            out.setdefault(dtype, []).append(d.position)
+    return out
+
+
 class Variants:
     """The jit functions of one operator by the dtype of the first tensor argument.
 
@@ -283,11 +361,11 @@ class Variants:
         name: The qualified operator name (for messages).
     """
 
-    def __init__(self, fns: dict[Any, JITFunction], name: str) -> None:
+    def __init__(self, fns: dict[Any, JITFunction], name: str, *, pin: bool = False) -> None:
         what = f"register({name!r})"
         self.name = name
         self.sets: dict[Any, KernelSet] = {
-            dt: KernelSet(fn, declared_params(fn, what), name) for dt, fn in fns.items()
+            dt: KernelSet(fn, declared_params(fn, what), name, pin=pin) for dt, fn in fns.items()
         }
         first = next(iter(self.sets.values()))
         self.declared = first.declared
@@ -337,16 +415,27 @@ class Variants:
             jobs = [(self.select(list(ex)), list(ex)) for ex in examples]
         else:
             keys = list(self.sets) if dtypes is None else [_as_torch_dtype(d) for d in dtypes]
+            if dtypes is None and not self.generic:  # a dtype variable's allowed dtypes
+                allowed = [a for var in self.sets[None].dtype_vars for a in var.allowed]
+                keys = [_as_torch_dtype(a) for a in dict.fromkeys(allowed)] or keys
             for dt in keys:
                 ks = self.sets.get(dt) if self.generic else self.sets[None]
+                if ks is not None and dt is not None and not self.generic:
+                    for var in ks.dtype_vars:
+                        if var.allowed and dt not in [_as_torch_dtype(a) for a in var.allowed]:
+                            ks = None
                 if ks is None:
                     raise ValueError(
                         f"{label}: no variant for dtype {dt}; the operator has {list(self.sets)}"
                     )
                 args = ks.example_args(dt, extent)
+                if args is None and dt is None and ks.dtype_vars:
+                    raise ValueError(
+                        f"{label}: {ks.fn.__name__}'s dtype variable lists no dtypes; pass dtypes=[...]"
+                    )
                 if args is None:
                     raise ValueError(
-                        f"{label}: {ks.fn.__name__} takes a tensor's shape from the call (a bare pl.Tensor), "
+                        f"{label}: {ks.fn.__name__} takes a tensor's rank from the call (a bare pl.Tensor), "
                         "so it cannot be compiled ahead without example arguments; pass examples=[(args...)]"
                     )
                 jobs.append((ks, args))
@@ -415,7 +504,8 @@ def variants_of(fn: Any, dtypes: Iterable[Any] | None, name: str) -> dict[Any, A
     if not callable(fn) or hasattr(fn, "declared_params"):
         raise TypeError(
             f"register({name!r}, dtypes=...): expected a builder dtype -> @pl.jit function, got "
-            f"{type(fn).__name__}"
+            f"{type(fn).__name__} (a @pl.jit function serves several dtypes through a pl.dtype_var "
+            "in its annotations)"
         )
     out: dict[Any, Any] = {}
     for d in dtypes:

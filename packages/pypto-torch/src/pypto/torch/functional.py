@@ -14,7 +14,8 @@ Shape rules, per ``Out`` parameter:
   w, eps: (x.shape[0], w.shape[1])}`` (called with the ``In`` arguments, on real and on Fake
   tensors, so it must only read shapes).
 
-The dtype of an output is its annotated dtype, else the dtype of the first tensor input.
+The dtype of an output is its annotated dtype (a ``pl.dtype_var``: the dtype of an input
+annotated with the same variable), else the dtype of the first tensor input.
 ``InOut`` parameters have no functional form (register the mutation-only operator instead).
 """
 
@@ -70,11 +71,12 @@ class FunctionalOperator:
         *,
         dtypes: Iterable[Any] | None = None,
         shapes: Mapping[str, str | ShapeRule] | None = None,
+        pin: bool = False,
     ) -> None:
         what = f"register({qualname!r}, functional=True)"
         name = parse_name(qualname)[1]
         self.name = qualname
-        self._variants = Variants(variants_of(fn, dtypes, qualname), qualname)
+        self._variants = Variants(variants_of(fn, dtypes, qualname), qualname, pin=pin)
         first = next(iter(self._variants.sets.values()))
         self.fn = first.fn
         declared = first.declared
@@ -91,6 +93,16 @@ class FunctionalOperator:
         if not any(not d.is_scalar for d in self._inputs):
             raise SignatureError(f"{what}: a functional operator needs a tensor input (for device and dtype)")
         self._first_tensor = next(i for i, d in enumerate(self._inputs) if not d.is_scalar)
+        # an output annotated with a pl.dtype_var takes the dtype of an input with that variable
+        by_var = {pos: var for var, places in first.dtype_vars.items() for pos in places}
+        in_index = {d.position: k for k, d in enumerate(self._inputs)}
+        self._dtype_from = {
+            k: next(
+                (in_index[p] for p, v in by_var.items() if v == by_var[d.position] and p in in_index), None
+            )
+            for k, d in enumerate(self._outputs)
+            if d.position in by_var
+        }
         self._rules = {d.name: self._rule(d, dict(shapes or {}), what) for d in self._outputs}
         unknown = set(shapes or {}) - set(self._rules)
         if unknown:
@@ -154,9 +166,10 @@ class FunctionalOperator:
                 parts.append(int(dim))
         return lambda *ins: tuple(p if isinstance(p, int) else ins[p[0]].shape[p[1]] for p in parts)
 
-    def _out_dtype(self, ks: KernelSet, k: int, first: torch.Tensor) -> torch.dtype:
+    def _out_dtype(self, ks: KernelSet, k: int, first: torch.Tensor, ins: Sequence[Any]) -> torch.dtype:
         d = ks.declared[self._outputs[k].position]
-        dtype: torch.dtype = ks.tensor_dtypes.get(d.position, first.dtype)
+        src = self._dtype_from.get(k)
+        dtype: torch.dtype = ks.tensor_dtypes.get(d.position, first.dtype if src is None else ins[src].dtype)
         return dtype
 
     def _allocate(self, ks: KernelSet, ins: Sequence[Any], what: str) -> list[torch.Tensor]:
@@ -169,7 +182,7 @@ class FunctionalOperator:
                 raise ArgumentError(
                     f"{what}: the shape rule of Out parameter {d.name!r} failed: {exc}"
                 ) from exc
-            outs.append(first.new_empty(shape, dtype=self._out_dtype(ks, k, first)))
+            outs.append(first.new_empty(shape, dtype=self._out_dtype(ks, k, first, ins)))
         return outs
 
     def _full_args(self, ins: Sequence[Any], outs: Sequence[Any]) -> list[Any]:

@@ -6,9 +6,10 @@
   functionalization, ``torch.library.opcheck`` and ``torch.compile`` accept;
 - a Fake kernel that checks what the declaration fixes (scalar kinds and ranges, annotated
   dtypes and static dims, contiguity, one device, inference-only use) and allocates nothing;
-- the real kernel: per concrete set of tensor shapes and dtypes, the function is compiled
-  with the KERNEL contract through the artifact store (scalar parameters stay runtime
-  values: one artifact serves every value), registered once on the process's kernel Worker,
+- the real kernel: per dtype signature and pinned dims, the function is compiled with the
+  KERNEL contract through the artifact store (unpinned dims and scalar parameters stay
+  run-time values: one artifact serves every extent and value), registered once on the
+  process's kernel Worker,
   and each call runs describe_call -> TMR packet -> launch on the caller's current stream.
   On the simulated chip the call waits for the run, so its results are visible to the next
   torch operation; on the NPU the launch is ordered on torch_npu's current stream.
@@ -108,10 +109,12 @@ class Operator:
         schema: The dispatcher schema (mutation-only).
     """
 
-    def __init__(self, fn: Any, qualname: str, *, dtypes: Iterable[Any] | None = None) -> None:
+    def __init__(
+        self, fn: Any, qualname: str, *, dtypes: Iterable[Any] | None = None, pin: bool = False
+    ) -> None:
         name = parse_name(qualname)[1]
         self.name = qualname
-        self._variants = Variants(variants_of(fn, dtypes, qualname), qualname)
+        self._variants = Variants(variants_of(fn, dtypes, qualname), qualname, pin=pin)
         first = next(iter(self._variants.sets.values()))
         self.fn = first.fn
         self._declared = first.declared
@@ -232,15 +235,19 @@ def register(
     functional: bool = False,
     dtypes: Iterable[Any] | None = None,
     shapes: Any = None,
+    pin: bool = False,
 ) -> Any:
     """Define ``torch.ops.<ns>.<name>`` from a ``@pl.jit`` function and install its kernel.
 
     Works as a call, ``register(fn, "ns::name")``, and as a decorator,
     ``@register("ns::name")`` (stacked on ``@pl.jit``).
 
-    The operator compiles once per (dtype signature, the dims the annotations pin): a
-    ``pl.dynamic`` dim is a run-time value, so one compile serves every extent; a bare
-    ``pl.Tensor`` takes its whole shape from the call (one compile per shape).
+    The operator compiles once per (dtype signature, the dims the annotations pin): a dim is
+    pinned by an int in its annotation (``pl.Tensor[[M, 64], pl.FP32]`` pins axis 1); every
+    other dim (a ``pl.dynamic`` one, each dim of a bare ``pl.Tensor``) is a run-time value, so
+    one compile serves every extent. A body that needs static shapes for its bare tensors
+    (tensor-level ops) is compiled per shape instead; ``pin=True`` asks for that from the start.
+    A ``pl.dtype_var`` in the annotations makes one kernel serve each of its dtypes.
 
     Args:
         fn: The ``@pl.jit`` function; every parameter annotated (``pl.Tensor``, ``pl.Out[...]``,
@@ -253,6 +260,7 @@ def register(
             one operator that dispatches on the dtype of its first tensor input.
         shapes: Functional only: ``{out name: input name | callable(*inputs) -> shape}`` for
             outputs whose shape the annotations do not give.
+        pin: Compile a bare ``pl.Tensor``'s whole shape into the kernel (one compile per shape).
 
     Returns:
         The :class:`Operator` (mutation-only: call it with the jit signature's arguments,
@@ -278,21 +286,21 @@ def register(
         qualname = fn
 
         def decorate(f: Any) -> Any:
-            return register(f, qualname, functional=functional, dtypes=dtypes, shapes=shapes)
+            return register(f, qualname, functional=functional, dtypes=dtypes, shapes=shapes, pin=pin)
 
         return decorate
     if name is None:
         raise TypeError("register(fn, name): the operator name 'namespace::name' is required")
     op: Any
     if functional:
-        op = FunctionalOperator(fn, name, dtypes=dtypes, shapes=shapes)
+        op = FunctionalOperator(fn, name, dtypes=dtypes, shapes=shapes, pin=pin)
     else:
         if shapes is not None:
             raise TypeError(
                 "register(shapes=...): shape rules are for functional=True (a mutation-only "
                 "operator's caller passes its Out tensors)"
             )
-        op = Operator(fn, name, dtypes=dtypes)
+        op = Operator(fn, name, dtypes=dtypes, pin=pin)
     with operators_lock:
         operators[op.name] = op
     return op

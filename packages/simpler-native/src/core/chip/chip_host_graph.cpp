@@ -129,15 +129,15 @@ void Chip::call_entry(RunState& rs, const SimplerOrchApi* api) {
     args.tensors = rs.tensors.data();
     args.scalars = rs.scalars.data();
     SimplerOrchContext ctx{this, &rs};
-    const std::string what = "orchestration '" + rs.program->name + "'";
+    const auto what = [&rs] { return "orchestration '" + rs.program->name + "'"; };  // for a message only
     rs.orch_start = now_ns();
     try {
         const std::int32_t status = rs.program->entry(api, &ctx, &args);
-        if (status != 0) orch_fail(rs, what + " returned status " + std::to_string(status));
+        if (status != 0) orch_fail(rs, what() + " returned status " + std::to_string(status));
     } catch (const std::exception& e) {
-        orch_fail(rs, what + " threw " + e.what());
+        orch_fail(rs, what() + " threw " + e.what());
     } catch (...) {
-        orch_fail(rs, what + " threw a non-standard exception");
+        orch_fail(rs, what() + " threw a non-standard exception");
     }
     rs.orch_end = now_ns();
 }

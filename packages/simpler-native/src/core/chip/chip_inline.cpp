@@ -20,6 +20,9 @@
 #ifdef SIMPLER_ASAN_FIBERS
 #include <sanitizer/common_interface_defs.h>
 #endif
+#if defined(__x86_64__) || defined(__aarch64__)
+#define SIMPLER_CALL_ON_STACK 1  // CallerStack::call_on_stack; elsewhere swapcontext
+#endif
 
 namespace simpler::chip {
 
@@ -47,7 +50,8 @@ bool begin_spin() noexcept {
 
 void end_spin() noexcept { g_spinning.fetch_sub(1, std::memory_order_relaxed); }
 
-// A stack of kCoreThreadStackBytes with a guard region below it, entered with swapcontext: a
+// A stack of kCoreThreadStackBytes with a guard region below it, entered with a plain call on
+// it (call_on_stack; swapcontext where that is not written for the target): a
 // kernel may keep up to the core stack's worth of locals (kCoreThreadStackBytes in chip.hpp),
 // more than a caller's thread may have. One per chip: only the thread that holds the chip
 // (busy_, run_on_caller) runs inline tasks.
@@ -78,11 +82,25 @@ public:
     void run(void (*fn)(void*), void* arg) {
         fn_ = fn;
         arg_ = arg;
+        current() = this;
+#if defined(SIMPLER_CALL_ON_STACK)
+        // The call is strictly nested (fn returns before run does), so switching the stack
+        // pointer around a plain call is the whole switch: no signal-mask system calls, which
+        // swapcontext and the return through uc_link make (two per inline run).
+        char* top = static_cast<char*>(mem_) + kCoreThreadGuardBytes + kCoreThreadStackBytes;
+#ifdef SIMPLER_ASAN_FIBERS
+        void* fake = nullptr;
+        __sanitizer_start_switch_fiber(&fake, static_cast<char*>(mem_) + kCoreThreadGuardBytes, kCoreThreadStackBytes);
+#endif
+        call_on_stack(top, &CallerStack::entry);
+#ifdef SIMPLER_ASAN_FIBERS
+        __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+#else
         std::memcpy(&callee_, &initial_, sizeof callee_);
         callee_.uc_stack.ss_sp = static_cast<char*>(mem_) + kCoreThreadGuardBytes;
         callee_.uc_stack.ss_size = kCoreThreadStackBytes;
         callee_.uc_link = &back_;
-        current() = this;
         makecontext(&callee_, &CallerStack::entry, 0);
 #ifdef SIMPLER_ASAN_FIBERS
         void* fake = nullptr;
@@ -92,9 +110,48 @@ public:
 #ifdef SIMPLER_ASAN_FIBERS
         __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
+#endif
     }
 
 private:
+#if defined(SIMPLER_CALL_ON_STACK)
+    // Calls fn() with the stack pointer at `top` (16-byte aligned), then restores it. Every
+    // register the ABI lets fn change is declared clobbered; the old stack pointer waits in a
+    // callee-saved register.
+    static void call_on_stack(char* top, void (*fn)()) {
+#if defined(__x86_64__)
+        asm volatile(
+            "mov %%rsp, %%rbx\n\t"
+            "mov %0, %%rsp\n\t"
+            "call *%1\n\t"
+            "mov %%rbx, %%rsp\n\t"
+            : "+r"(top), "+r"(fn)
+            :
+            : "rbx", "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0", "xmm1",
+              "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
+              "xmm14", "xmm15", "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)", "st(7)"
+#ifdef __AVX512F__
+              ,
+              "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26",
+              "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7"
+#endif
+        );
+#elif defined(__aarch64__)
+        asm volatile(
+            "mov x19, sp\n\t"
+            "mov sp, %0\n\t"
+            "blr %1\n\t"
+            "mov sp, x19\n\t"
+            : "+r"(top), "+r"(fn)
+            :
+            : "x19", "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14",
+              "x15", "x16", "x17", "x18", "x30", "memory", "cc", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7",
+              "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29",
+              "v30", "v31");
+#endif
+    }
+#endif
+
     static CallerStack*& current() noexcept {
         static thread_local CallerStack* s = nullptr;
         return s;

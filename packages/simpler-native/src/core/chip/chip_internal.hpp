@@ -39,10 +39,11 @@ inline bool spin_expired(unsigned i, std::int64_t deadline) noexcept {
     return false;
 }
 
-// The process's spinning budget: true when this thread may spin-wait now (then call end_spin()
-// when it stops). At most as many threads as the process has CPUs (its affinity mask) spin at
-// once, so the chip's threads never keep more cores busy spinning than there are; a waiter that
-// gets no budget parks at once.
+// The process's spinning budget for the chip's own threads (orchestrator, AICPU schedulers,
+// AICore threads): true when this thread may spin-wait now (then call end_spin() when it
+// stops). At most as many of them as the process has CPUs (its affinity mask) spin at once, so
+// they never keep more cores busy spinning than there are; one that gets no budget parks at
+// once. A thread waiting for a Run (Run::wait) is outside it (see there).
 bool begin_spin() noexcept;
 void end_spin() noexcept;
 

@@ -11,9 +11,11 @@
 namespace simpler::chip {
 
 // Copy-on-enqueue runner of one launch: copies the block into a queued item for the simulated
-// AICPU consumer (TMR), or keeps the copy for the host to consume and build the graph from once
-// the submission transaction is over (HBG: finish()). Never throws; a nonzero code means
-// nothing was enqueued.
+// AICPU consumer (TMR), or keeps the copy for finish() once the submission transaction is over:
+// HBG consumes it and builds the graph on the host; a TMR launch whose caller waits for it
+// (config.orchestrate_on_caller) runs on the caller's thread when the chip is idle (the same
+// consumer, orchestration and tasks as on the chip's threads, without a thread handoff), else is
+// queued. Never throws; a nonzero code means nothing was enqueued.
 class Chip::LaunchRunner final : public AicpuPayloadRunner {
 public:
     LaunchRunner(Chip& chip, const RunConfig& config) : chip_(chip), config_(config) {}
@@ -23,7 +25,7 @@ public:
             p.kernel_launch = true;
             p.config = config_;
             p.block.assign(static_cast<const std::uint8_t*>(block), static_cast<const std::uint8_t*>(block) + bytes);
-            if (chip_.options_.runtime == Runtime::HostBuildGraph) {
+            if (chip_.options_.runtime == Runtime::HostBuildGraph || config_.orchestrate_on_caller) {
                 if (chip_.closed_.load()) return 1;
                 deferred = std::make_unique<Pending>(std::move(p));
                 return 0;
@@ -36,10 +38,16 @@ public:
             return 1;  // closed
         }
     }
-    // HBG: consume the copied packet and build the graph on this thread, then enqueue.
+    // HBG: consume the copied packet and build the graph on this thread, then enqueue. TMR on
+    // the caller: run it here if the chip is idle (run_on_caller), else enqueue it.
     std::shared_ptr<Run> finish() {
         if (deferred) {
-            chip_.build_on_host(*deferred);
+            if (chip_.options_.runtime == Runtime::HostBuildGraph) {
+                chip_.build_on_host(*deferred);
+            } else if (std::shared_ptr<Run> done = chip_.run_on_caller(*deferred)) {
+                deferred.reset();
+                return run = std::move(done);
+            }
             run = chip_.enqueue(std::move(*deferred));
             deferred.reset();
         }

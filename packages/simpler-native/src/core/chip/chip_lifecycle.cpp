@@ -18,15 +18,15 @@ void validate_run_config(const RunConfig& cfg) {
         throw std::invalid_argument("aicpu_thread_num: expected a value in [1, " + std::to_string(kMaxAicpuThreads) +
                                     "], got " + std::to_string(cfg.aicpu_threads));
     for (int r = 0; r < kRingCount; ++r) {
-        const std::string ring = "[" + std::to_string(r) + "]";
+        const auto ring = [r] { return "[" + std::to_string(r) + "]"; };  // for a message only
         const std::uint64_t w = cfg.task_window[r];
         if (w < 4 || w > 0x7fffffffu || !is_pow2(w))
-            throw std::invalid_argument("task_window" + ring + ": expected a power of two in [4, 2^31-1], got " +
+            throw std::invalid_argument("task_window" + ring() + ": expected a power of two in [4, 2^31-1], got " +
                                         std::to_string(w));
         if (cfg.heap[r] < 1024)
-            throw std::invalid_argument("heap" + ring + ": expected at least 1024 bytes, got " + std::to_string(cfg.heap[r]));
+            throw std::invalid_argument("heap" + ring() + ": expected at least 1024 bytes, got " + std::to_string(cfg.heap[r]));
         if (cfg.dep_pool[r] < 4 || cfg.dep_pool[r] > 0x7fffffffu)
-            throw std::invalid_argument("dep_pool" + ring + ": expected a value in [4, 2^31-1], got " +
+            throw std::invalid_argument("dep_pool" + ring() + ": expected a value in [4, 2^31-1], got " +
                                         std::to_string(cfg.dep_pool[r]));
     }
     if (cfg.workspace_budget_bytes != 0 && cfg.workspace_budget_bytes < 1024)
@@ -40,24 +40,22 @@ bool Run::wait(double timeout_s) const {
     if (done()) return true;
     if (timeout_s == 0) return false;
     // Spin briefly before parking: a short run finishes within microseconds, and waking a
-    // parked thread costs tens of them. Only within the process's spinning budget, yielding
-    // now and then, so that the chip's own threads get the cores when threads outnumber them.
+    // parked thread costs tens of them. Outside the process's spinning budget (begin_spin),
+    // which is the chip's own threads': a waiter that took a share of it would make the core
+    // thread it waits for park instead (on 2 CPUs the waiter and the orchestrator fill it), and
+    // the run then pays a condition-variable wake-up (~50 us here) instead of an atomic store.
+    // The waiter yields every 32 steps, so the chip's threads get the cores when threads
+    // outnumber them.
     std::int64_t spin = spin_ns_;
     if (timeout_s > 0 && timeout_s * 1e9 < static_cast<double>(spin)) spin = static_cast<std::int64_t>(timeout_s * 1e9);
     const std::int64_t start = now_ns();
-    if (begin_spin()) {
-        for (unsigned i = 1;; ++i) {
-            cpu_relax();
-            if (done()) {
-                end_spin();
-                return true;
-            }
-            if ((i & 31) == 0) {
-                if (now_ns() - start > spin) break;
-                std::this_thread::yield();
-            }
+    for (unsigned i = 1;; ++i) {
+        cpu_relax();
+        if (done()) return true;
+        if ((i & 31) == 0) {
+            if (now_ns() - start > spin) break;
+            std::this_thread::yield();
         }
-        end_spin();
     }
     std::unique_lock<std::mutex> lk(mu_);
     if (timeout_s < 0) {
@@ -189,12 +187,14 @@ void Chip::check_tensor(const ChipTensor& t, const std::string& what) const {
 std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, std::vector<ChipTensor> tensors,
                                   std::vector<std::uint64_t> scalars, RunConfig config) {
     if (program == nullptr) throw std::invalid_argument("submit(callable): expected a registered callable, got none");
-    const std::string what = "orchestration '" + program->name + "'";
     if (tensors.size() != program->tensor_count || scalars.size() != program->scalar_count)
-        throw std::invalid_argument("submit(args): " + what + " expects " + std::to_string(program->tensor_count) +
-                                    " tensors and " + std::to_string(program->scalar_count) + " scalars, got " +
+        throw std::invalid_argument("submit(args): orchestration '" + program->name + "' expects " +
+                                    std::to_string(program->tensor_count) + " tensors and " +
+                                    std::to_string(program->scalar_count) + " scalars, got " +
                                     std::to_string(tensors.size()) + " and " + std::to_string(scalars.size()));
-    for (std::size_t i = 0; i < tensors.size(); ++i) check_tensor(tensors[i], "submit(args): tensor " + std::to_string(i));
+    // The messages are built only for a tensor that fails (this is every program call's path).
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+        if (!tensor_ok(tensors[i])) check_tensor(tensors[i], "submit(args): tensor " + std::to_string(i));
     validate_run_config(config);
     for (const auto& [func_id, k] : program->kernels)
         if (core_threads_[static_cast<int>(k->core)] == 0)

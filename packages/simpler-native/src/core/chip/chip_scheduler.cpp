@@ -178,11 +178,13 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned) {
     // Runs on the thread that retired the run's last task (or the orchestrator): the run is out
     // of active_, so nothing else touches it.
     RunState& rs = *owned;
-    const std::string what = "orchestration '" + rs.program->name + "'";
-    rs.slices.push_back(TraceSlice{0, rs.orch_start - rs.t0, rs.orch_end - rs.t0, kOrchestrationSlice, -1, what});
+    // The trace's slices (only a swimlane file reads them, as resolve_locked's task slices).
     // Scheduler tracks follow the AICore tracks, so AICore track ids do not depend on the run.
+    if (rs.config.swimlane)
+        rs.slices.push_back(TraceSlice{0, rs.orch_start - rs.t0, rs.orch_end - rs.t0, kOrchestrationSlice, -1,
+                                       "orchestration '" + rs.program->name + "'"});
     const int first_sched = 1 + options_.aic_threads + options_.aiv_threads;
-    for (int k = 0; k < rs.lanes; ++k) {
+    for (int k = 0; rs.config.swimlane && k < rs.lanes; ++k) {
         const auto& st = rs.sched[k];
         if (st.dispatched + st.completed == 0) continue;
         rs.slices.push_back(TraceSlice{first_sched + k, st.first_ns - rs.t0, st.last_ns - rs.t0, kSchedulerSlice, -1,

@@ -126,7 +126,16 @@ class _Lowerer:
                 and isinstance(s.value, nodes.Call)
                 and s.value.op == "tensor.view"
             ):
-                self.views[s.var.name] = s.value  # consumed by the loads and stores that use it
+                view = s.value
+                inner = view.args[0]
+                if isinstance(inner, nodes.Var) and inner.name in self.views:  # a window of a window
+                    outer = self.views[inner.name]
+                    offs, base_offs = view.args[1], outer.args[1]
+                    assert isinstance(offs, tuple)
+                    assert isinstance(base_offs, tuple)
+                    summed = tuple(_add(a, b) for a, b in zip(base_offs, offs, strict=True))
+                    view = replace(view, args=(outer.args[0], summed))
+                self.views[s.var.name] = view  # consumed by the loads and stores that use it
                 continue
             if (
                 isinstance(s, (nodes.Assign, nodes.ExprStmt))

@@ -4,7 +4,9 @@ The parser is one class assembled from its parts: ``common`` (source positions, 
 annotations), ``expressions``, ``directives`` (``pl.static_print`` ...), ``calls`` (ops,
 kernels, inlined helpers), ``tasks`` (the task graph), ``tuples``, ``control`` (while, break,
 continue), ``launches`` (SPMD), ``scopes`` (``with pl.at``) and ``statements``; ``placements``
-checks tile placements for the statement parser.
+checks tile placements for the statement parser; ``subscripts`` (upstream's subscript forms),
+``nd_tiles`` (tiles of more than two dims) and ``conversions`` (upstream's implicit
+conversions) are the helpers the statement and call parts use.
 
 The parser reads a function's source (it never runs the body), resolves names statically
 (locals first, then the function's closure and globals: module constants, ``pl``, kernels),
@@ -122,6 +124,8 @@ class _Parser(_Statements):
             inner = ann.inner if isinstance(ann, lt.DirectionAnnotation) else ann
             if getattr(inner, "window", False):  # a pld.DistributedTensor parameter
                 self.st.distributed.add(id(var))
+            if direction in (ParamDirection.OUT, ParamDirection.INOUT):
+                self.st.out_params.add(id(var))
             if pname in scalar_values and isinstance(ty, ScalarType):
                 self.st.env[pname] = make_const(scalar_values[pname], ty.dtype, self.src.span(node))
             else:

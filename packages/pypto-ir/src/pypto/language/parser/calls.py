@@ -44,6 +44,7 @@ from pypto.language.parser.common import (
     param_annotations,
     tile_shape,
 )
+from pypto.language.parser.conversions import tensor_operands
 from pypto.language.parser.directives import DIRECTIVES, _Directives
 from pypto.language.suggest import foreign_library, instead_of
 from pypto.language.typing import DirectionAnnotation, TileAnnotation
@@ -104,7 +105,7 @@ class _Calls(_Directives):
         if node.args or node.keywords:
             raise self.err(f"{what}() takes no arguments", node)
         if not self.st.func_type.is_kernel:
-            if self.st.in_scope and self.st.spmd is not None:  # an inline pl.spmd body
+            if self.st.spmd is not None:  # an inline pl.spmd body, or a dispatch body's block
                 var, n = self.st.spmd
                 return var if which == 0 else Const(n, INDEX)
             raise self.err(f"{what}() is read in a kernel launched by pl.spmd, not in an orchestration", node)
@@ -323,7 +324,12 @@ class _Calls(_Directives):
             if p.var.type != a.type and not _compatible(p.var.type, a.type):
                 raise self.err(f"{fn.name}: argument {p.name!r} expects {p.var.type}, got {a.type}", node)
         self.st.saw_call = True
-        rtype: Type = fn.returns[0] if len(fn.returns) == 1 else TupleType(fn.returns)
+        try:
+            rtype: Type = _specialize(
+                fn.returns[0] if len(fn.returns) == 1 else TupleType(fn.returns), fn.params, args
+            )
+        except ValueError as exc:
+            raise self.err(f"{fn.name}: {exc}", node) from None
         dumps = dump_args(args, self.st.dump_tags)
         return CallFunc(fn.name, tuple(args), rtype, span=span, dumps=dumps)
 
@@ -347,6 +353,9 @@ class _Calls(_Directives):
         ):
             # pl.add(a, b) of two scalars is a + b (likewise sub, mul, div as /)
             return fold(_SCALAR_ARITHMETIC[opname], args[0], second, self.src.span(node))  # type: ignore[arg-type, return-value]
+        opname, args = tensor_operands(self, opname, args, node)  # upstream's promotion and broadcast
+        if args and not isinstance(args[0], tuple):
+            first = args[0].type
         lang = op_registry.LANGUAGE[opname]
         if (
             isinstance(first, TileType)
@@ -483,3 +492,36 @@ def dump_args(args: list[Expr] | tuple[Expr, ...], marked: Sequence[Expr]) -> tu
         if any(a is m for m in marked) and not any(a is o for o in out):
             out.append(a)
     return tuple(out)
+
+
+def _specialize(rtype: Type, params: Sequence[Any], args: Sequence[Expr]) -> Type:
+    """A kernel's result type at one call: each dynamic dim that a tensor parameter names is the
+    argument's dim there (a kernel of ``[M, N]`` called with ``[128, 128]`` tensors returns
+    ``[128, 128]``); a dim no argument fixes stays dynamic. Raises ValueError when two arguments
+    give one dynamic dim different sizes."""
+    bound: dict[str, Dim] = {}
+    for p, a in zip(params, args, strict=True):
+        pt, at = p.var.type, a.type
+        if isinstance(pt, TensorType) and isinstance(at, TensorType) and len(pt.shape) == len(at.shape):
+            for d, got in zip(pt.shape, at.shape, strict=True):
+                if (
+                    isinstance(d, DynDim)
+                    and not isinstance(got, DynDim)
+                    and bound.setdefault(d.name, got) != got
+                ):
+                    raise ValueError(
+                        f"conflicting bindings of dynamic dim {d.name!r}: {bound[d.name]} and {got} "
+                        f"(argument {p.var.name!r})"
+                    )
+    if not bound:
+        return rtype
+
+    def one(t: Type) -> Type:
+        if isinstance(t, TensorType):
+            shape = tuple(bound.get(d.name, d) if isinstance(d, DynDim) else d for d in t.shape)
+            return TensorType(shape, t.dtype, t.layout)
+        return t
+
+    if isinstance(rtype, TupleType):
+        return TupleType(tuple(one(t) for t in rtype.items))
+    return one(rtype)

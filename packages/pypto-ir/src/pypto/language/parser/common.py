@@ -6,6 +6,7 @@ import ast
 import contextlib
 import inspect
 import linecache
+import math
 import sys
 import textwrap
 import types
@@ -223,9 +224,16 @@ def annotation_to_type(
                 raise KernelError(f"parameter {name!r} is a Tensor but the call passed {given}", span)
             if isinstance(ann, lt.TensorAnnotation):
                 _check_declared(ann, given, name, span)
-                return TensorType(ann.shape or given.shape, ann.dtype or given.dtype, ann.layout), direction
+                dtype = (
+                    ann.dtype if isinstance(ann.dtype, DataType) else given.dtype
+                )  # a pl.dtype_var: the call's
+                return TensorType(ann.shape or given.shape, dtype, ann.layout), direction
             return given, direction
-        if not isinstance(ann, lt.TensorAnnotation) or ann.shape is None or ann.dtype is None:
+        if (
+            not isinstance(ann, lt.TensorAnnotation)
+            or ann.shape is None
+            or not isinstance(ann.dtype, DataType)
+        ):
             raise KernelError(
                 f"parameter {name!r}: a bare pl.Tensor takes its shape from the call, which only @pl.jit has; "
                 "write pl.Tensor[[rows, cols], pl.FP32]",
@@ -242,7 +250,7 @@ def annotation_to_type(
                 f"parameter {name!r}: a tile parameter is placed by its caller; drop the pl.MemRef", span
             )
         shape = tile_shape(ann.shape)
-        if len(shape) != 2:
+        if len(shape) != 2 or any(d != 1 for d in ann.shape[:-2]):  # no N-D tile parameters
             raise KernelError(
                 f"parameter {name!r}: a tile is 2-D (or 1-D, as a [1, n] tile), got shape {list(ann.shape)}",
                 span,
@@ -262,17 +270,20 @@ def annotation_to_type(
 
 
 def tile_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """A tile annotation's shape as the tile is: 2-D, a 1-D ``[n]`` being ``[1, n]`` and leading
-    dims of 1 dropped (``[1, 1, 8, 16]`` is ``[8, 16]``)."""
+    """A tile annotation's shape as the tile is: 2-D, a 1-D ``[n]`` being ``[1, n]``, leading
+    dims of 1 dropped (``[1, 1, 8, 16]`` is ``[8, 16]``) and other leading dims flattened into
+    rows (``[4, 8, 16]`` is ``[32, 16]``)."""
     if len(shape) == 1:
         return (1, shape[0])
     while len(shape) > 2 and shape[0] == 1:
         shape = shape[1:]
+    if len(shape) > 2:  # an N-D tile is held with its leading dims flattened (parser/nd_tiles.py)
+        return (math.prod(shape[:-1]), shape[-1])
     return shape
 
 
 def _check_declared(ann: lt.TensorAnnotation, given: TensorType, name: str, span: Span) -> None:
-    if ann.dtype is not None and ann.dtype is not given.dtype:
+    if isinstance(ann.dtype, DataType) and ann.dtype is not given.dtype:
         raise KernelError(
             f"parameter {name!r} is declared {ann.dtype.value} but the call passed {given.dtype.value}", span
         )
@@ -331,6 +342,12 @@ class _FnState:
     prologue: bool = True
     # ids of the parameter Vars annotated pld.DistributedTensor (a rank's window view)
     distributed: set[int] = field(default_factory=set)
+    # id(Expr) -> the valid shape a narrowed tensor or tile carries (parser/subscripts.py)
+    valid_shapes: dict[int, tuple[Expr, ...]] = field(default_factory=dict)
+    # ids of the pl.Out / pl.InOut tensor parameters (parser/subscripts.py: out_param_write)
+    out_params: set[int] = field(default_factory=set)
+    # id(Expr) -> the N-D shape of a tile held flattened to 2-D (parser/nd_tiles.py)
+    nd_shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 class _ParserBase:
@@ -416,7 +433,8 @@ def _ann_str(ann: Any) -> str:
         mem = f", {ann.memory.value}" if ann.memory else ""
         return f"Tile[{list(ann.shape)}, {ann.dtype.value}{mem}]"
     if isinstance(ann, lt.TensorAnnotation):
-        return f"Tensor[{list(ann.shape or [])}, {ann.dtype.value if ann.dtype else '?'}]"
+        dtype = ann.dtype.value if isinstance(ann.dtype, DataType) else repr(ann.dtype) if ann.dtype else "?"
+        return f"Tensor[{list(ann.shape or [])}, {dtype}]"
     return repr(ann)
 
 

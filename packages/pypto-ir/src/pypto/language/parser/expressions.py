@@ -135,6 +135,9 @@ class _Expressions(_ParserBase):
                 return Const(v, INDEX, span)
             if isinstance(v, float):
                 return Const(v, DataType.FP32, span)
+            if v is None and not (self.st.func_type.is_kernel or self.st.in_scope):
+                # upstream's "no producer yet" task id: a task with no work and no dependencies
+                return self.make_op("task_dummy", [], {}, node)
             raise self.err(f"constant {v!r} is not supported in kernels (ints, floats, bools only)", node)
         if isinstance(node, (ast.Name, ast.Attribute)):
             return self.resolve(node)
@@ -179,6 +182,9 @@ class _Expressions(_ParserBase):
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
                 raise self.err("chained comparisons are not supported; compare two values", node)
+            same = self.dtype_comparison(node)
+            if same is not None:
+                return Const(same, DataType.BOOL, span)
             cmp = _COMPARE.get(type(node.ops[0]))
             if cmp is None:
                 raise self.err(f"comparison {type(node.ops[0]).__name__} is not supported in kernels", node)
@@ -194,6 +200,23 @@ class _Expressions(_ParserBase):
             return self.tuple_literal(node)  # type: ignore[no-any-return]
         what = type(node).__name__
         raise self.err(f"unsupported expression in a kernel: {what}", node)
+
+    def dtype_comparison(self, node: ast.Compare) -> bool | None:
+        """``DT == pl.FP32`` (``!=``, ``is``, ``is not``) of two compile-time dtypes, such as a
+        ``pl.dtype_var`` bound by the specialisation: its value; None for any other comparison."""
+        op = node.ops[0]
+        if not isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+            return None
+        if not isinstance(node.left, (ast.Name, ast.Attribute)) or not isinstance(
+            node.comparators[0], (ast.Name, ast.Attribute)
+        ):
+            return None
+        a, b = self.resolve(node.left), self.resolve(node.comparators[0])
+        if not (isinstance(a, _Static) and isinstance(b, _Static)):
+            return None
+        if not (isinstance(a.value, DataType) and isinstance(b.value, DataType)):
+            return None
+        return (a.value is b.value) == isinstance(op, (ast.Eq, ast.Is))
 
     def scalar(self, node: ast.expr, what: str) -> Expr:
         e = self.expr(node)

@@ -43,6 +43,7 @@ from pypto.language.parser.common import (
     tile_shape,
 )
 from pypto.language.parser.control import _Control
+from pypto.language.parser.conversions import annotated_value
 from pypto.language.parser.directives import DIRECTIVES
 from pypto.language.parser.launches import _Launches
 from pypto.language.parser.placements import (
@@ -50,6 +51,17 @@ from pypto.language.parser.placements import (
     bind_allocation,
     check_placement,
     is_alloc_call,
+)
+from pypto.language.parser.subscripts import (
+    chained,
+    fit_to_window,
+    lifted,
+    note_valid_shape,
+    out_param_write,
+    scalar_lead,
+    tile_subscript,
+    tile_write_window,
+    trusted_extents,
 )
 from pypto.language.parser.tuples import TupleValue
 
@@ -268,15 +280,19 @@ class _Statements(_Control, _Launches):
                 self.check_annotation(ann, value, target.id)
             return self.bind_name(target, value)
         if ann is not None:
-            self.check_annotation(ann, value, target.id)
+            value = self.check_annotation(ann, value, target.id)
         if isinstance(value, Var) and value.name == target.id:
             return []
+        written = out_param_write(self, target.id, value, s)
+        if written is not None:  # `out = pl.add(a, b)` in a kernel writes its pl.Out parameter
+            return [written]
         if isinstance(value, Const) and target.id not in self.st.multi:
             self.st.env[target.id] = value  # a name bound once to a constant is that constant
             return []
         self.check_rebind(target, value.type)
         var = Var(self.prefix + target.id, value.type, self.src.span(target))
         self.st.env[target.id] = var
+        note_valid_shape(self, var, value)
         if isinstance(value.type, TupleType) and not value.type.items and isinstance(value, CallFunc):
             raise self.err(f"{value.callee!r} returns nothing; call it without assigning", s)
         return [Assign(var, value, span)]
@@ -351,13 +367,17 @@ class _Statements(_Control, _Launches):
         out.append(ExprStmt(dataclasses.replace(value, args=tuple(args)), self.src.span(s)))
         return out, [args[alias] for alias in aliases]  # type: ignore[index]
 
-    def check_annotation(self, ann_node: ast.expr, value: Expr | TupleValue, name: str) -> None:
+    def check_annotation(self, ann_node: ast.expr, value: Any, name: str) -> Any:
+        """The value bound to an annotated name: ``value``, or a tensor-level value converted to
+        the annotated dtype (parser/conversions.py); raises if the annotation does not fit."""
         namespace = {**self.src.namespace, **allocations_in_scope(self)}
         try:
             ann = eval(compile(ast.Expression(ann_node), self.src.file, "eval"), namespace)
         except Exception as exc:
             raise self.err(f"cannot evaluate the annotation of {name!r}: {exc}", ann_node) from None
+        value = annotated_value(self, ann, value, ann_node)
         self.check_value_annotation(ann, value, name, ann_node)
+        return value
 
     def check_value_annotation(
         self, ann: Any, value: Expr | TupleValue, name: str, ann_node: ast.expr
@@ -410,9 +430,13 @@ class _Statements(_Control, _Launches):
                 "write", [tvar, tuple(index), self.scalar(value_node, "the value written")], {}, target
             )
             return ExprStmt(write, span)
-        offsets, extents = self.window(tvar, target)
+        offsets, extents = self.window(tvar, target, runtime_ok=True)
         value = self.expr(value_node)
         vt = value.type
+        if isinstance(vt, TensorType):  # a narrowed, lower-rank or trusted run-time window
+            value = fit_to_window(self, value, extents, scalar_lead(target), value_node)
+            vt = value.type
+            extents = trusted_extents(vt, extents, scalar_lead(target))
         if isinstance(vt, TileType):
             call = self.make_op("store", [value, tuple(offsets), tvar], {}, value_node)
             var = Var(tvar.name, tvar.type, self.src.span(target))
@@ -423,7 +447,7 @@ class _Statements(_Control, _Launches):
                 f"the value written to {tvar.name!r} must be a tensor or tile expression, got {vt}",
                 value_node,
             )
-        if tuple(vt.shape) != tuple(extents):
+        if lifted(vt.shape, len(extents), scalar_lead(target)) != tuple(extents):
             raise self.err(
                 f"shape mismatch: the window of {tvar.name!r} is [{', '.join(map(str, extents))}] "
                 f"but the value is [{', '.join(map(str, vt.shape))}]",
@@ -457,8 +481,8 @@ class _Statements(_Control, _Launches):
     def tile_write(self, tvar: Var, target: ast.Subscript, value_node: ast.expr, s: ast.stmt) -> Stmt:
         """``t[0:16, 0:32] = src`` / ``t[i] = row`` on a tile: ``pl.tile.assemble(t, src, offsets)``,
         the window's shape being the source's (a ``[n]`` source into a one-row window too)."""
-        offsets, extents = self.window(tvar, target)
-        value = self.expr(value_node)
+        offsets, extents = tile_write_window(self, tvar, target)
+        value = fit_to_window(self, self.expr(value_node), extents, 0, value_node)
         vt = value.type
         if not isinstance(vt, TileType):
             raise self.err(
@@ -474,6 +498,8 @@ class _Statements(_Control, _Launches):
         name = target.value.id  # type: ignore[attr-defined]
         var = Var(self.prefix + name, call.type, self.src.span(target))
         self.st.env[name] = var
+        if tvar.type == var.type and id(tvar) in self.st.nd_shapes:
+            self.st.nd_shapes[id(var)] = self.st.nd_shapes[id(tvar)]
         return Assign(var, call, self.src.span(s))
 
     def element_index(self, tvar: Expr, target: ast.Subscript) -> list[Expr] | None:
@@ -486,9 +512,12 @@ class _Statements(_Control, _Launches):
             return None
         return [self.scalar(i, "an element index") for i in items]
 
-    def window(self, tvar: Expr, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
+    def window(
+        self, tvar: Expr, target: ast.Subscript, runtime_ok: bool = False
+    ) -> tuple[list[Expr], list[Any]]:
         """Offsets and extents of ``t[a:b, ...]`` (missing dims are whole; an index ``i`` is the
-        one-wide slice ``i:i + 1``, so the window keeps the rank)."""
+        one-wide slice ``i:i + 1``, so the window keeps the rank). With ``runtime_ok`` an extent
+        that is not a constant is returned as its scalar expression."""
         tt = tvar.type
         assert isinstance(tt, (TensorType, TileType))
         what = "tensor" if isinstance(tt, TensorType) else "tile"
@@ -521,6 +550,10 @@ class _Statements(_Control, _Launches):
             else:
                 hi = self.expr(item.upper)
                 ext = extent(hi, lo)
+                if runtime_ok and not isinstance(ext, Const):
+                    extents.append(ext)
+                    offsets.append(lo)
+                    continue
                 if not isinstance(ext, Const):
                     hint = self.runtime_hint(ext, "the extent")
                     raise self.err(f"a slice's extent (stop - start) must be a constant{hint}", item)
@@ -529,21 +562,12 @@ class _Statements(_Control, _Launches):
         return offsets, extents
 
     def tensor_view(self, node: ast.Subscript) -> Expr:
+        node = chained(self, node)  # C[i][j] is C[i, j]
         base = self.expr(node.value)
         if isinstance(base.type, ArrayType):
             return self.array_read(base, node)
         if isinstance(base.type, TileType):
-            index = self.element_index(base, node)
-            if index is not None:  # t[i, j]: one element, as pl.read(t, [i, j])
-                return self.make_op("read", [base, tuple(index)], {}, node)
-            offsets, extents = self.window(base, node)
-            if any(not isinstance(e, int) for e in extents):
-                raise self.err("a sub-tile needs static extents", node)
-            attrs = {
-                "shape": tuple(extents),
-                "static_offsets": [o.value if isinstance(o, Const) else None for o in offsets],
-            }
-            return self.make_op("slice", [base, tuple(offsets)], attrs, node)
+            return tile_subscript(self, base, node)
         if not isinstance(base, Var) or not isinstance(base.type, TensorType):
             raise self.err(f"only tensors and tiles can be indexed with [...], got {base.type}", node)
         index = self.element_index(base, node)

@@ -16,7 +16,7 @@ import dataclasses
 import inspect
 from typing import Any
 
-from pypto.ir import Function, FunctionType, HostLevelFunction, ParamDirection, Program, Role
+from pypto.ir import DataType, Function, FunctionType, HostLevelFunction, ParamDirection, Program, Role
 from pypto.language.interface import HostTensorRef, HostTrace
 from pypto.language.interface import typing as lt
 from pypto.runtime.distributed.plan import (
@@ -138,7 +138,7 @@ def _example(
     if (
         not isinstance(annotation, lt.TensorAnnotation)
         or annotation.shape is None
-        or annotation.dtype is None
+        or not isinstance(annotation.dtype, DataType)
     ):
         raise TypeError(
             f"{fn.name}(): parameter {pname!r}: a host orchestrator's parameters are tensors of static "

@@ -419,7 +419,8 @@ class _Manager:
             pending.append(ticket)
             self.enqueuing += 1  # shutdown waits for this launch to publish or fail
         try:
-            run = worker.launch(kc.handle, args, stream)
+            # A launch that is waited for runs on this thread when the chip is idle (no handoff).
+            run = worker.launch(kc.handle, args, stream, waits=wait)
         except BaseException:
             # Refused before anything was enqueued: nothing uses the memory; release it now.
             with self.lock:
@@ -430,10 +431,24 @@ class _Manager:
             ticket.release()
             raise
         ticket.publish(run)
+        if wait and run.done:
+            # Run on this thread (an idle chip): retire it before letting go of the enqueue, so
+            # that one lock section drops the ticket and ends the enqueue (shutdown sees neither).
+            error = ticket.retire(0)
+            with self.lock:
+                self.enqueuing -= 1
+                if not self.enqueuing and self.state is not KernelState.READY:
+                    self.changed.notify_all()  # shutdown waits for the enqueues (CLOSING)
+                with contextlib.suppress(ValueError):
+                    pending.remove(ticket)
+            if error is not None:
+                ticket.reported = True
+                raise error
+            return ticket
         with self.lock:
             self.enqueuing -= 1
-            if not self.enqueuing:
-                self.changed.notify_all()
+            if not self.enqueuing and self.state is not KernelState.READY:
+                self.changed.notify_all()  # shutdown waits for the enqueues (CLOSING)
         if wait:
             try:
                 error = ticket.retire()

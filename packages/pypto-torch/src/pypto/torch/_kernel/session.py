@@ -135,9 +135,9 @@ def check_runtime_interfaces(simpler: ModuleType) -> None:
         "Worker.init(prewarm_config, borrowed_context_generation=...) (borrowed init)": worker is not None
         and _has_params(getattr(worker, "init", None), "prewarm_config", "borrowed_context_generation"),
         "Worker.register(callable)": worker is not None and callable(getattr(worker, "register", None)),
-        "Worker.launch(handle, args, stream) and Worker.create_stream() (caller-stream submit)": worker
+        "Worker.launch(handle, args, stream, waits=...) and Worker.create_stream() (caller-stream submit)": worker
         is not None
-        and _has_params(getattr(worker, "launch", None), "handle", "args", "stream")
+        and _has_params(getattr(worker, "launch", None), "handle", "args", "stream", "waits")
         and callable(getattr(worker, "create_stream", None)),
         "Worker.flush_diagnostics()": worker is not None
         and callable(getattr(worker, "flush_diagnostics", None)),

@@ -1,0 +1,27 @@
+"""Task arguments the Worker tests build again and again, imported by name (conftest.py puts
+this folder on sys.path)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import simpler
+from simpler import ArgDirection as D
+from simpler import Buffer, DataType, TaskArgs
+
+__all__ = ["vadd_args", "wrap"]
+
+_DTYPES = {np.float32: "FLOAT32", np.int64: "INT64", np.float16: "FLOAT16", np.int32: "INT32"}
+
+
+def wrap(a: np.ndarray) -> simpler.Tensor:
+    """Borrow a numpy array's storage (no copy)."""
+    return Buffer.wrap(a.ctypes.data, a.nbytes, owner=a).tensor(a.shape, _DTYPES[a.dtype.type])
+
+
+def vadd_args(a: np.ndarray, b: np.ndarray, c: np.ndarray, tile: int) -> TaskArgs:
+    """``(a In, b In, c Out, tile UINT32)``: the arguments of ``vadd_tiles`` and its kin."""
+    args = TaskArgs()
+    for arr, d in ((a, D.In), (b, D.In), (c, D.Out)):
+        args.add_tensor(wrap(arr), d)
+    return args.add_scalar(tile, DataType.UINT32)
