@@ -153,7 +153,8 @@ def test_no_generated_source_includes_the_old_tile_library(tmp_path: Path, cpp_t
     sources = [f for f in r.files if f.suffix == ".cpp"]
     kernels = [f for f in sources if "pto/pto-inst.hpp" in f.read_text()]
     orchestrations = [f for f in sources if f not in kernels]
-    assert kernels and orchestrations
+    assert kernels
+    assert orchestrations
     inc = cpp_toolchain[cpp_toolchain.index("-I") + 1]
     host = [shutil.which("g++") or shutil.which("clang++") or "g++", "-std=c++17", "-I", inc]
     for cmd, files, must in (

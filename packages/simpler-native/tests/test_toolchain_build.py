@@ -84,7 +84,9 @@ def test_precompiled_prelude_gives_the_same_binary_and_is_reused(tmp_path: Path)
     assert (entry / "prelude.hpp").read_text().splitlines()[1:] == list(_leading_includes(KERNEL))
     stamp = gch.stat().st_mtime_ns
     # another kernel with the same includes: the same entry, not rebuilt
-    second = tc.compile_shared({"k2.cpp": KERNEL.replace("RowMajor, 16, 16>", "RowMajor, 8, 8>")}, precompile=True)
+    second = tc.compile_shared(
+        {"k2.cpp": KERNEL.replace("RowMajor, 16, 16>", "RowMajor, 8, 8>")}, precompile=True
+    )
     assert _entries(tmp_path / "cache") == [entry]
     assert gch.stat().st_mtime_ns == stamp
     assert first == plain
