@@ -24,7 +24,7 @@ if str(HERE) not in sys.path:
 def _include_dir() -> Path | None:
     for parent in HERE.parents:
         cand = parent / "packages" / "simpler-native" / "src" / "simpler" / "include"
-        if (cand / "simpler" / "tile.hpp").is_file() and (
+        if (cand / "simpler" / "dtype.hpp").is_file() and (
             cand / "simpler" / "runtime" / "orchestration.hpp"
         ).is_file():
             return cand
@@ -41,7 +41,7 @@ def cpp_toolchain() -> list[str]:
     inc = _include_dir()
     pto = _pto_include()
     if inc is None:
-        pytest.skip("simpler-native headers (simpler/tile.hpp) not on disk: cannot build generated kernels")
+        pytest.skip("simpler-native headers (simpler/dtype.hpp) not on disk: cannot build generated kernels")
     if pto is None:
         pytest.skip(
             "no PTO-ISA headers (simpler include_pto, or PTO_ISA_ROOT) and compiler: cannot build kernels"
@@ -83,7 +83,7 @@ def cpp_check() -> Callable[[Iterable[Path]], None]:
         pytest.skip("no C++ compiler (g++/clang++) on PATH: cannot syntax-check generated C++")
     if inc is None:
         pytest.skip(
-            "simpler-native headers (simpler/tile.hpp, simpler/runtime/orchestration.hpp) not on disk"
+            "simpler-native headers (simpler/dtype.hpp, simpler/runtime/orchestration.hpp) not on disk"
         )
     pto = _pto_include()
 

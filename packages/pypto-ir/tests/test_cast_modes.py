@@ -1,5 +1,5 @@
 """pl.cast rounding modes: the names and codes accepted, the errors for anything else, and the
-pt::RoundMode the generated kernel passes."""
+PTO-ISA RoundMode the generated kernel passes (TCVT)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 from pypto_ir_test_helpers import HostArray
@@ -130,6 +132,41 @@ def test_generated_sources_compile(tmp_path: Path, cpp_check) -> None:  # type: 
     for r in (r1, r2):
         files += [f for f in r.files if f.suffix == ".cpp"]
     cpp_check(files)
+
+
+def _include_closure(cmd: list[str], source: Path) -> list[str]:
+    """Every header ``source`` includes, directly or not, as the compiler resolves them (``-M``:
+    system headers too)."""
+    out = subprocess.run(
+        [*cmd, "-M", str(source)], capture_output=True, text=True, check=True, timeout=300
+    ).stdout
+    return out.replace("\\\n", " ").split()[2:]  # after "target:" and the source itself
+
+
+def test_no_generated_source_includes_the_old_tile_library(tmp_path: Path, cpp_toolchain) -> None:  # type: ignore[no-untyped-def]
+    r = compile_to_files(
+        orchestrated.specialize(t(32, 16, dtype="float16"), t(32, 16, dtype="float16"), 3),
+        tmp_path,
+        contract="PROGRAM",
+        platform="a2a3sim",
+    )
+    sources = [f for f in r.files if f.suffix == ".cpp"]
+    kernels = [f for f in sources if "pto/pto-inst.hpp" in f.read_text()]
+    orchestrations = [f for f in sources if f not in kernels]
+    assert kernels
+    assert orchestrations
+    inc = cpp_toolchain[cpp_toolchain.index("-I") + 1]
+    host = [shutil.which("g++") or shutil.which("clang++") or "g++", "-std=c++17", "-I", inc]
+    for cmd, files, must in (
+        (cpp_toolchain, kernels, ("/pto/pto-inst.hpp", "/simpler/kernel_abi.hpp")),
+        (host, orchestrations, ("/simpler/dtype.hpp", "/simpler/runtime/orchestration.hpp")),
+    ):
+        for f in files:
+            deps = _include_closure(cmd, f)
+            for want in must:  # the closure is real: the headers the source is built from
+                assert any(d.endswith(want) for d in deps), (f.name, want, deps)
+            old = [d for d in deps if "/simpler/tile/" in d or d.endswith("/simpler/tile.hpp")]
+            assert not old, f"{f.name} includes the old tile library: {old}"
 
 
 @pl.jit.incore

@@ -1,9 +1,10 @@
 """The op table (pypto.ir.ops.table) against everything derived from it.
 
-An op is one table entry plus its tile-library function. These tests enumerate the table and
-fail when a part is missing: a ``pl`` export without an entry (or the reverse), a ``pl.tile``
+An op is one table entry plus the PTO-ISA instructions it emits. These tests enumerate the table
+and fail when a part is missing: a ``pl`` export without an entry (or the reverse), a ``pl.tile``
 export, a doc or signature that differs, a builder the op needs, or a tile op whose emitted
-C++ does not compile against the tile headers (simpler/include/simpler/tile/).
+C++ does not compile against a PTO-ISA implementation (simpler's include_pto, or the official
+headers with PTO_ISA_ROOT).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
    with an empty store (cold: codegen + four builds: orchestration and three kernels) and again
    in another fresh process (cache hit: manifest validation + metadata), against one plain
    ``g++`` build (the toolchain's compiler and flags, no precompiled header) of one of its kernel
-   translation units, which includes ``simpler/tile.hpp``. Cold compiles are measured with the
+   translation units, which includes ``pto/pto-inst.hpp``. Cold compiles are measured with the
    toolchain's precompiled headers already cached (any program built before with this
    toolchain) and with an empty toolchain cache too (the first build after an install or a
    header change), and as they were built before (one compiler process at a time, every
@@ -209,7 +209,7 @@ def main() -> None:
 
     _table(
         f"3-kernel program: compile in a fresh process (baseline: one `{gxx_name}` of its exp kernel"
-        ", which includes simpler/tile.hpp; best of 3)",
+        ", which includes pto/pto-inst.hpp; best of 3)",
         ("measurement", "wall", "ratio", "CPU", "CPU ratio"),
         [
             row("baseline: one g++ of a kernel translation unit", "gxx"),

@@ -4,8 +4,8 @@ Every figure is printed beside a baseline measured in the same run, as a ratio:
 - per-task overhead (empty kernels through the runtime) vs calling the same kernel entry
   directly from C through ctypes, one call per task;
 - tiled vector add and tiled matmul through the runtime vs torch (CPU) if importable, else numpy;
-- a 384x384x384 FP32 matmul in 64x64 tiles whose kernel is the tile library's cube pipeline
-  (load -> Mat -> Left/Right -> matmul_acc -> store, as pypto-ir generates it) on one cube thread,
+- a 384x384x384 FP32 matmul in 64x64 tiles whose kernel is a PTO-ISA cube pipeline
+  (TLOAD -> Mat -> TMOV Left/Right -> TMATMUL_ACC -> TSTORE, as pypto-ir generates it) on one cube thread,
   vs ``torch.matmul`` on one thread (the same thread count), and the old scalar tile matmul
   (triple loop) in the same run for comparison;
 - the host_build_graph runtime (HBG) vs TMR on the same programs (empty-kernel graph, tiled
@@ -46,58 +46,81 @@ ORCHS = {
 }
 
 
-# C[64, 64] = A[64, K] @ B[K, 64] (K a multiple of 64) through the tile library, as a generated cube
-# kernel does it; the orchestration matmul_tiles submits one task per 64x64 block of C.
+# C[64, 64] = A[64, K] @ B[K, 64] (K a multiple of 64) as a PTO-ISA cube kernel, as pypto-ir
+# generates one; the orchestration matmul_tiles submits one task per 64x64 block of C.
 TILE_MATMUL = """
 #include <cstdint>
-#include <simpler/tile.hpp>
+#include <simpler/kernel_prologue.hpp>
+#include <pto/pto-inst.hpp>
+#include <simpler/kernel_args.hpp>
 
-namespace pt = simpler::tile;
+using namespace pto;
+namespace sk = simpler::kernel;
 SIMPLER_DEFINE_KERNEL_ABI();
 
+static inline void sync(pipe_t from, pipe_t to) {
+    set_flag(from, to, EVENT_ID0);
+    wait_flag(from, to, EVENT_ID0);
+}
+
 extern "C" __attribute__((visibility("default"))) void tile_matmul(std::int64_t* args) {
-    const simpler::ChipTensor& a = pt::tensor_arg(args[0]);
-    const simpler::ChipTensor& b = pt::tensor_arg(args[1]);
-    const simpler::ChipTensor& c = pt::tensor_arg(args[2]);
+    const simpler::ChipTensor& a = sk::tensor_arg(args[0]);
+    const simpler::ChipTensor& b = sk::tensor_arg(args[1]);
+    const simpler::ChipTensor& c = sk::tensor_arg(args[2]);
+    constexpr auto f32 = static_cast<std::uint8_t>(simpler::DataType::FLOAT32);
     const int k = static_cast<int>(a.shapes[1]);
-    pt::MatTile<float, 64, 64> ma, mb;
-    pt::LeftTile<float, 64, 64> l;
-    pt::RightTile<float, 64, 64> r;
-    pt::AccTile<float, 64, 64> acc;
+    Tile<TileType::Mat, float, 64, 64, BLayout::ColMajor, 64, 64, SLayout::RowMajor> ma, mb;
+    TileLeft<float, 64, 64> l;
+    TileRight<float, 64, 64> r;
+    TileAcc<float, 64, 64> acc;
+    TASSIGN(ma, 0x0);
+    TASSIGN(mb, 0x4000);
+    TASSIGN(l, 0x0);
+    TASSIGN(r, 0x0);
+    TASSIGN(acc, 0x0);
     for (int p = 0; p < k; p += 64) {
-        pt::load(ma, a, {0, p});
-        pt::load(mb, b, {p, 0});
-        pt::move(l, ma);
-        pt::move(r, mb);
+        sk::GmView<float> ga, gb;
+        if (!sk::gm_view<float>(ga, "TLOAD a", a, f32, {0, p}, 64, 64)) return;
+        if (!sk::gm_view<float>(gb, "TLOAD b", b, f32, {p, 0}, 64, 64)) return;
+        TLOAD(ma, ga);
+        TLOAD(mb, gb);
+        sync(PIPE_MTE2, PIPE_MTE1);
+        TMOV(l, ma);
+        TMOV(r, mb);
+        sync(PIPE_MTE1, PIPE_M);
         if (p == 0)
-            pt::matmul(acc, l, r);
+            TMATMUL(acc, l, r);
         else
-            pt::matmul_acc(acc, l, r);
+            TMATMUL_ACC(acc, l, r);
+        sync(PIPE_MTE1, PIPE_MTE2);  // ma, mb free for the next loads
+        sync(PIPE_M, PIPE_MTE1);     // l, r free for the next moves
     }
-    pt::store(c, acc, {0, 0});
+    sync(PIPE_M, PIPE_FIX);
+    sk::GmView<float> gc;
+    if (!sk::gm_view<float>(gc, "TSTORE c", c, f32, {0, 0}, 64, 64)) return;
+    TSTORE(gc, acc);
 }
 """
 
-# The tile matmul before the micro-kernel (a scalar triple loop over the valid region), for the
-# before/after row: the kernel above with matmul/matmul_acc replaced by this.
+# A scalar triple loop over the tiles' row-major storage (the matmul before the micro-kernel),
+# for the before/after row: the kernel above with TMATMUL/TMATMUL_ACC replaced by this.
 SCALAR_MATMUL = """
 template <class Acc, class L, class R>
-static void scalar_matmul(Acc& c, const L& a, const R& b, bool accumulate) {
-    const int m = a.valid_rows, k = a.valid_cols, n = b.valid_cols;
+static void scalar_matmul(Acc& c, L& a, R& b, bool accumulate) {
+    const int m = static_cast<int>(a.GetValidRow()), k = static_cast<int>(a.GetValidCol());
+    const int n = static_cast<int>(b.GetValidCol());
     for (int i = 0; i < m; ++i) {
-        float* crow = c.row(i);
+        float* crow = c.data() + i * Acc::Cols;
         if (!accumulate)
             for (int j = 0; j < n; ++j) crow[j] = 0.0f;
-        const float* arow = a.row(i);
+        const float* arow = a.data() + i * L::Cols;
         for (int p = 0; p < k; ++p) {
             const float av = arow[p];
-            const float* brow = b.row(p);
+            const float* brow = b.data() + p * R::Cols;
 #pragma GCC ivdep
             for (int j = 0; j < n; ++j) crow[j] += av * brow[j];
         }
     }
-    c.valid_rows = m;
-    c.valid_cols = n;
 }
 """
 
@@ -106,8 +129,8 @@ def scalar_tile_matmul_source() -> str:
     src = TILE_MATMUL.replace(
         "SIMPLER_DEFINE_KERNEL_ABI();", "SIMPLER_DEFINE_KERNEL_ABI();\n" + SCALAR_MATMUL
     )
-    src = src.replace("pt::matmul(acc, l, r);", "scalar_matmul(acc, l, r, false);")
-    return src.replace("pt::matmul_acc(acc, l, r);", "scalar_matmul(acc, l, r, true);")
+    src = src.replace("TMATMUL(acc, l, r);", "scalar_matmul(acc, l, r, false);")
+    return src.replace("TMATMUL_ACC(acc, l, r);", "scalar_matmul(acc, l, r, true);")
 
 
 def best_of(fn: Callable[[], None], repeat: int) -> float:
@@ -153,9 +176,14 @@ def main() -> int:
         add_ref, mm_ref, to_ref = np.add, np.matmul, lambda a: a
 
     # The scalar tile matmul as it was built before: generic target flags (no -march=native).
-    generic = toolchain.Toolchain(flags=tuple(f for f in toolchain.DEFAULT_FLAGS if f != "-march=native"))
+    pto_root = toolchain.pto_include_dir()
+    generic = toolchain.Toolchain(
+        flags=tuple(f for f in toolchain.DEFAULT_FLAGS if f != "-march=native"),
+        include_roots=() if pto_root is None else (pto_root,),
+        pto_backend="simpler",
+    )
     tile_bins = {
-        "tile": toolchain.compile_shared({"mm.cpp": TILE_MATMUL}),
+        "tile": toolchain.compile_kernel({"mm.cpp": TILE_MATMUL}),
         "scalar": generic.compile_shared({"mm.cpp": scalar_tile_matmul_source()}),
     }
     tile_children = {
@@ -306,7 +334,7 @@ def main() -> int:
     finally:
         if threads_before is not None:
             torch.set_num_threads(threads_before)
-    labels = (("tile", "tile library"), ("scalar", "before: scalar tile matmul, generic flags"))
+    labels = (("tile", "PTO-ISA kernel"), ("scalar", "before: scalar tile matmul, generic flags"))
     report(
         f"matmul {n_tm}^3 FP32 in 64x64 tiles, 1 cube thread",
         times["tile"] * 1e3,

@@ -10,24 +10,38 @@ import pytest
 from simpler import toolchain
 from simpler.toolchain import _leading_includes, _resolved_target
 
-KERNEL = """// a tile kernel
+KERNEL = """// a PTO-ISA kernel: x = exp(x) over a 16 x 16 float tensor
 #include <cstdint>
-#include <simpler/tile.hpp>
+#include <simpler/kernel_prologue.hpp>
+#include <pto/pto-inst.hpp>
+#include <simpler/kernel_args.hpp>
 
-namespace pt = simpler::tile;
+using namespace pto;
+namespace sk = simpler::kernel;
 SIMPLER_DEFINE_KERNEL_ABI();
 
 extern "C" __attribute__((visibility("default"))) void kernel_entry(std::int64_t* args) {
-    const simpler::ChipTensor& x = pt::tensor_arg(args[0]);
-    pt::Tile<pt::Space::Left, float, 16, 16> a;
-    pt::Tile<pt::Space::Right, float, 16, 16> b;
-    pt::Tile<pt::Space::Acc, float, 16, 16> c;
-    pt::load(a, x, {0, 0});
-    pt::load(b, x, {0, 0});
-    pt::matmul(c, a, b);
-    pt::store(x, c, {0, 0});
+    const simpler::ChipTensor& x = sk::tensor_arg(args[0]);
+    using G = GlobalTensor<float, Shape<1, 1, 1, 16, 16>, Stride<1, 1, 1, 16, 1>>;
+    G g(reinterpret_cast<float*>(x.buffer.addr));
+    Tile<TileType::Vec, float, 16, 16, BLayout::RowMajor, 16, 16> t;
+    TASSIGN(t, 0x0);
+    TLOAD(t, g);
+    set_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
+    wait_flag(PIPE_MTE2, PIPE_V, EVENT_ID0);
+    TEXP(t, t);
+    set_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
+    wait_flag(PIPE_V, PIPE_MTE3, EVENT_ID0);
+    TSTORE(g, t);
 }
 """
+
+
+def _kernel_toolchain(cache_dir: Path) -> toolchain.Toolchain:
+    """A toolchain with simpler's PTO-ISA headers (KERNEL includes <pto/pto-inst.hpp>)."""
+    root = toolchain.pto_include_dir()
+    assert root is not None, "simpler's PTO-ISA headers (include_pto) are missing"
+    return toolchain.Toolchain(cache_dir=cache_dir, include_roots=(root,), pto_backend="simpler")
 
 
 def _entries(cache: Path) -> list[Path]:
@@ -48,14 +62,19 @@ def test_default_flags_tune_for_the_host_and_the_identity_records_the_cpu() -> N
 
 
 def test_leading_includes() -> None:
-    assert _leading_includes(KERNEL) == ("#include <cstdint>", "#include <simpler/tile.hpp>")
+    assert _leading_includes(KERNEL) == (
+        "#include <cstdint>",
+        "#include <simpler/kernel_prologue.hpp>",
+        "#include <pto/pto-inst.hpp>",
+        "#include <simpler/kernel_args.hpp>",
+    )
     assert _leading_includes('#include "local.hpp"\n#include <cstdint>\n') == ()
     assert _leading_includes("\n// c\n#include <a>\nint x;\n#include <b>\n") == ("#include <a>",)
     assert _leading_includes("int x;\n") == ()
 
 
 def test_precompiled_prelude_gives_the_same_binary_and_is_reused(tmp_path: Path) -> None:
-    tc = toolchain.Toolchain(cache_dir=tmp_path / "cache")
+    tc = _kernel_toolchain(cache_dir=tmp_path / "cache")
     plain = tc.compile_shared({"k.cpp": KERNEL})
     assert not (tmp_path / "cache").exists()  # nothing cached unless asked
     first = tc.compile_shared({"k.cpp": KERNEL}, precompile=True)
@@ -65,19 +84,21 @@ def test_precompiled_prelude_gives_the_same_binary_and_is_reused(tmp_path: Path)
     assert (entry / "prelude.hpp").read_text().splitlines()[1:] == list(_leading_includes(KERNEL))
     stamp = gch.stat().st_mtime_ns
     # another kernel with the same includes: the same entry, not rebuilt
-    second = tc.compile_shared({"k2.cpp": KERNEL.replace("16, 16>", "8, 8>")}, precompile=True)
+    second = tc.compile_shared(
+        {"k2.cpp": KERNEL.replace("RowMajor, 16, 16>", "RowMajor, 8, 8>")}, precompile=True
+    )
     assert _entries(tmp_path / "cache") == [entry]
     assert gch.stat().st_mtime_ns == stamp
     assert first == plain
     assert second != first
-    assert second == tc.compile_shared({"k2.cpp": KERNEL.replace("16, 16>", "8, 8>")})
+    assert second == tc.compile_shared({"k2.cpp": KERNEL.replace("RowMajor, 16, 16>", "RowMajor, 8, 8>")})
     # other flags: another entry
     tc.compile_shared({"k.cpp": KERNEL}, precompile=True, extra_flags=["-DSIMPLER_TEST_ONLY=1"])
     assert len(_entries(tmp_path / "cache")) == 2
 
 
 def test_a_damaged_precompiled_header_falls_back_to_parsing(tmp_path: Path) -> None:
-    tc = toolchain.Toolchain(cache_dir=tmp_path)
+    tc = _kernel_toolchain(cache_dir=tmp_path)
     want = tc.compile_shared({"k.cpp": KERNEL})
     tc.compile_shared({"k.cpp": KERNEL}, precompile=True)
     (entry,) = _entries(tmp_path)
@@ -91,14 +112,14 @@ def test_a_shared_cache_directory_is_not_used(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()
     cache.chmod(0o777)
-    tc = toolchain.Toolchain(cache_dir=cache)
+    tc = _kernel_toolchain(cache_dir=cache)
     assert tc.compile_shared({"k.cpp": KERNEL}, precompile=True) == tc.compile_shared({"k.cpp": KERNEL})
     assert not (cache / "pch").exists()
 
 
 def test_compile_errors_still_name_the_source_with_a_prelude(tmp_path: Path) -> None:
-    tc = toolchain.Toolchain(cache_dir=tmp_path)
-    bad = KERNEL.replace("pt::matmul(c, a, b);", "pt::matmul(c, a);")
+    tc = _kernel_toolchain(cache_dir=tmp_path)
+    bad = KERNEL.replace("TEXP(t, t);", "TEXP(t);")
     with pytest.raises(toolchain.CompileError) as info:
         tc.compile_shared({"bad.cpp": bad}, precompile=True)
     assert "bad.cpp" in info.value.stderr
@@ -114,14 +135,14 @@ def test_default_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPat
 
 def test_precompile_can_be_turned_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SIMPLER_PRECOMPILE", "0")
-    tc = toolchain.Toolchain(cache_dir=tmp_path / "cache")
+    tc = _kernel_toolchain(cache_dir=tmp_path / "cache")
     tc.compile_shared({"k.cpp": KERNEL}, precompile=True)
     assert not (tmp_path / "cache").exists()
 
 
 def test_least_recently_used_preludes_are_pruned(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(toolchain, "_PCH_KEEP", 1)
-    tc = toolchain.Toolchain(cache_dir=tmp_path)
+    tc = _kernel_toolchain(cache_dir=tmp_path)
     small = 'extern "C" int f() { return 1; }\n'
     tc.compile_shared({"a.cpp": "#include <cstdint>\n" + small}, precompile=True)
     (first,) = _entries(tmp_path)

@@ -67,6 +67,7 @@ def get_pto_include() -> str:
 
     The root holds only ``pto/`` (entry header ``pto/pto-inst.hpp``), so that a checkout of the
     official headers (``PTO_ISA_ROOT/include``) can replace it wholesale. Kernels compiled
-    against it also need :func:`get_include` (``simpler/kernel_abi.hpp`` and the tile math).
+    against it also need :func:`get_include` (``simpler/kernel_abi.hpp``, ``simpler/kernel_args.hpp``
+    and the element types of ``simpler/dtype.hpp``).
     """
     return str(Path(__file__).with_name("include_pto"))

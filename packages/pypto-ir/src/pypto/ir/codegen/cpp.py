@@ -191,7 +191,7 @@ def converted_scalar(expr: str, src: DataType | None, dst: DataType, *, kernel: 
     if src is not None and src.is_float and not dst.is_float and dst is not DataType.BOOL and kernel:
         return f"sk::trunc_saturate<{hold}>(static_cast<double>({expr}))"
     if src is not None and src.is_float and not dst.is_float and dst is not DataType.BOOL:
-        return f"simpler::tile::convert<{hold}>(static_cast<float>({expr}), simpler::tile::RoundMode::Trunc)"
+        return f"simpler::convert<{hold}>(static_cast<float>({expr}), simpler::RoundMode::Trunc)"
     return f"static_cast<{hold}>({expr})"
 
 

@@ -211,7 +211,7 @@ class _OrchGen:
             "#include <string>",
             "#include <vector>",
             "#include <simpler/runtime/orchestration.hpp>",
-            "#include <simpler/tile/dtype.hpp>",
+            "#include <simpler/dtype.hpp>",
             "",
             SCALAR_HELPERS,
             WINDOW_HELPER,

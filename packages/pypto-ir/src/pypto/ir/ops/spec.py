@@ -2,7 +2,7 @@
 
 Two levels: a ``LangOp`` is one ``pl.*`` function (its signature, doc and the IR ops it
 becomes, chosen by the kind of its first operand); an ``OpSpec`` is one IR op (``tile.add``,
-``tensor.add``, ...: arity, type rule, and for tile ops the tile-library call a kernel makes).
+``tensor.add``, ...: arity, type rule, and for tile ops the PTO-ISA instruction a kernel calls).
 ``pypto.ir.ops.table`` enters every op; ``pypto.language`` builds the ``pl`` functions from
 ``LANGUAGE`` and the kernel emitter writes ``OpSpec.cpp``.
 """

@@ -1,11 +1,11 @@
 // The kernel side of the kernel ABI (KERNEL_ABI.md): what a compiled kernel binary includes so
 // that the simulated chip can call it and hear about its failures.
 //
-// Consumers: generated kernels (pypto-ir codegen), the tile library (simpler/tile/*.hpp), and
+// Consumers: generated kernels (pypto-ir codegen), our PTO-ISA backend (include_pto/pto/sim/), and
 // the loader in simpler's chip runtime, which resolves the exported functions below once per
 // binary at registration.
 //
-// Error channel: a kernel never aborts the process. The tile library and generated code call
+// Error channel: a kernel never aborts the process. Our PTO-ISA backend and generated code call
 // simpler::report_kernel_error(); the first report on a thread wins until the runtime takes it
 // with simpler_kernel_take_error() right after the entry returns on that same thread. Each
 // binary is loaded RTLD_LOCAL with hidden visibility, so every binary has its own slot.

@@ -5,7 +5,7 @@
 //  2. checks its operands are placed (TASSIGN) and their valid shapes cover the iteration
 //     domain (dst's valid shape unless the ISA page says otherwise);
 //  3. records its reads and writes (the overlap and pipe-hazard checks of sim/core.hpp);
-//  4. computes with simpler's tile math library (simpler/tile/*.hpp) through row-major views.
+//  4. computes with the element math of pto/sim/math/*.hpp through row-major views.
 // A failed check is reported through simpler::report_kernel_error and the instruction does not
 // compute (hazards are reported and the instruction still computes: the CPU order is safe).
 #pragma once

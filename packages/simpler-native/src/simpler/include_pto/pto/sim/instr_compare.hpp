@@ -21,7 +21,7 @@ inline void cmp_into(const char* name, D& dst, A& a, int vr, int vc, P pred, Op&
     rd(op, a, vr, vc);
     wr(op, dst, vr, bytes);
     auto m = view(dst, vr, bytes);
-    st::detail::pack(name, m, vr, vc, pred);
+    math::detail::pack(name, m, vr, vc, pred);
 }
 }  // namespace sim
 
@@ -33,13 +33,13 @@ PTO_INST RecordEvent TCMP(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& sr
     const int vr = sim::vrow(src0), vc = sim::vcol(src0);
     if (!sim::all_placed(op, dst, src0, src1) || !sim::covers(op, "src1", src1, vr, vc)) return {};
     sim::rd(op, src1, vr, vc);
-    const auto mode = static_cast<::simpler::tile::CmpMode>(static_cast<int>(cmpMode));
+    const auto mode = static_cast<::pto::sim::math::CmpMode>(static_cast<int>(cmpMode));
     auto a = sim::view(src0, vr, vc);
     auto b = sim::view(src1, vr, vc);
     sim::cmp_into("TCMP", dst, src0, vr, vc,
                   [&](int r, int c) {
-                      return ::simpler::tile::detail::compare(::simpler::tile::to_compute(a(r, c)),
-                                                              ::simpler::tile::to_compute(b(r, c)), mode);
+                      return ::pto::sim::math::detail::compare(::pto::sim::math::to_compute(a(r, c)),
+                                                              ::pto::sim::math::to_compute(b(r, c)), mode);
                   },
                   op);
     return {};
@@ -52,12 +52,12 @@ PTO_INST RecordEvent TCMPS(TileDataDst& dst, TileDataSrc& src0, typename TileDat
     sim::Op op("TCMPS", PIPE_V);
     const int vr = sim::vrow(src0), vc = sim::vcol(src0);
     if (!sim::all_placed(op, dst, src0)) return {};
-    const auto m = static_cast<::simpler::tile::CmpMode>(static_cast<int>(mode));
-    const auto s = ::simpler::tile::to_compute(src1);
+    const auto m = static_cast<::pto::sim::math::CmpMode>(static_cast<int>(mode));
+    const auto s = ::pto::sim::math::to_compute(src1);
     auto a = sim::view(src0, vr, vc);
     sim::cmp_into("TCMPS", dst, src0, vr, vc,
                   [&](int r, int c) {
-                      return ::simpler::tile::detail::compare(::simpler::tile::to_compute(a(r, c)), s, m);
+                      return ::pto::sim::math::detail::compare(::pto::sim::math::to_compute(a(r, c)), s, m);
                   },
                   op);
     return {};
@@ -84,7 +84,7 @@ PTO_INST RecordEvent TSEL(TileData& dst, MaskTile& selMask, TileData& src0, Tile
     sim::rd(op, src1, vr, vc);
     sim::wr(op, dst, vr, vc);
     auto d = sim::view(dst, vr, vc);
-    ::simpler::tile::sel(d, sim::view(selMask, vr, mcols), sim::view(src0, vr, vc), sim::view(src1, vr, vc));
+    ::pto::sim::math::sel(d, sim::view(selMask, vr, mcols), sim::view(src0, vr, vc), sim::view(src1, vr, vc));
     return {};
 }
 
@@ -105,7 +105,7 @@ PTO_INST RecordEvent TSELS(TileDataDst& dst, TileDataMask& mask, TileDataSrc& sr
     sim::rd(op, src, vr, vc);
     sim::wr(op, dst, vr, vc);
     auto d = sim::view(dst, vr, vc);
-    ::simpler::tile::sels(d, sim::view(mask, vr, mcols), sim::view(src, vr, vc), ::simpler::tile::to_compute(scalar));
+    ::pto::sim::math::sels(d, sim::view(mask, vr, mcols), sim::view(src, vr, vc), ::pto::sim::math::to_compute(scalar));
     return {};
 }
 

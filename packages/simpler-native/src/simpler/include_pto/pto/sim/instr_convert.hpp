@@ -60,7 +60,7 @@ PTO_INST RecordEvent TFILLPAD_EXPAND(DstTileData& dst, SrcTileData& src, WaitEve
 
 // TCVT(dst, src, mode): dst[r, c] = convert(src[r, c]) over dst's valid shape. Narrowing float
 // conversions round by `mode` (CAST_NONE/CAST_RINT: nearest even); float -> integer and integer
-// -> integer saturate; NaN -> 0 for integers (simpler::tile::convert).
+// -> integer saturate; NaN -> 0 for integers (simpler::convert, simpler/dtype.hpp).
 template <bool NeedSetCtrl = true, typename TileDataD, typename TileDataS, typename... WaitEvents>
 PTO_INST RecordEvent TCVT(TileDataD& dst, TileDataS& src, RoundMode mode, WaitEvents&... events) {
     (void)sizeof...(events);
@@ -69,9 +69,9 @@ PTO_INST RecordEvent TCVT(TileDataD& dst, TileDataS& src, RoundMode mode, WaitEv
     if (!sim::all_placed(op, dst, src) || !sim::covers(op, "source", src, vr, vc)) return {};
     sim::rd(op, src, vr, vc);
     sim::wr(op, dst, vr, vc);
-    const auto m = static_cast<::simpler::tile::RoundMode>(static_cast<std::uint8_t>(mode));
+    const auto m = static_cast<::pto::sim::math::RoundMode>(static_cast<std::uint8_t>(mode));
     auto d = sim::view(dst, vr, vc);
-    ::simpler::tile::cast(d, sim::view(src, vr, vc), m);
+    ::pto::sim::math::cast(d, sim::view(src, vr, vc), m);
     return {};
 }
 template <bool NeedSetCtrl = true, typename TileDataD, typename TileDataS, typename... WaitEvents>

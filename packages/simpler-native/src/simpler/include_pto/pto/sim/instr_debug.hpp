@@ -16,18 +16,17 @@ PTO_INST void TPRINT(TileData& src) {
     if (!sim::placed(op, src)) return;
     const int vr = sim::vrow(src), vc = sim::vcol(src);
     sim::rd(op, src, vr, vc);
-    namespace st = ::simpler::tile;
-    std::string out = st::detail::kernel_tag();
+    std::string out = sim::math::detail::kernel_tag();
     char head[128];
     std::snprintf(head, sizeof head, " TPRINT: %s %s [%d, %d], valid [%d, %d]\n", sim::tile_type_name(TileData::Loc),
                   sim::dtype_name<typename TileData::DType>(), TileData::Rows, TileData::Cols, vr, vc);
     out += head;
     for (int r = 0; r < vr; ++r) {
         out += r == 0 ? "[[" : " [";
-        for (int c = 0; c < vc; ++c) st::detail::append_value(out, src.data()[r * TileData::Cols + c]);
+        for (int c = 0; c < vc; ++c) sim::math::detail::append_value(out, src.data()[r * TileData::Cols + c]);
         out += r + 1 == vr ? "]]\n" : "]\n";
     }
-    st::detail::emit(out);
+    sim::math::detail::emit(out);
 }
 
 }  // namespace pto

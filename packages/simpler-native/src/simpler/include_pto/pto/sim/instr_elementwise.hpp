@@ -20,7 +20,7 @@ inline void binary(const char* name, D& dst, A& a, B& b, F f) noexcept {
     rd(op, b, vr, vc);
     wr(op, dst, vr, vc);
     auto d = view(dst, vr, vc);
-    st::detail::map2(name, d, view(a, vr, vc), view(b, vr, vc), f);
+    math::detail::map2(name, d, view(a, vr, vc), view(b, vr, vc), f);
 }
 template <class D, class A, class F>
 inline void unary(const char* name, D& dst, A& a, F f) noexcept {
@@ -31,15 +31,15 @@ inline void unary(const char* name, D& dst, A& a, F f) noexcept {
     rd(op, a, vr, vc);
     wr(op, dst, vr, vc);
     auto d = view(dst, vr, vc);
-    st::detail::map1(name, d, view(a, vr, vc), f);
+    math::detail::map1(name, d, view(a, vr, vc), f);
 }
 template <class T>
 inline void require_float() noexcept {
-    static_assert(st::is_float_like_v<T>, "this instruction needs a floating-point tile (float, half or bfloat16_t)");
+    static_assert(math::is_float_like_v<T>, "this instruction needs a floating-point tile (float, half or bfloat16_t)");
 }
 template <class T>
 inline void require_int() noexcept {
-    static_assert(st::is_int_v<T>, "this instruction needs an integer tile");
+    static_assert(math::is_int_v<T>, "this instruction needs an integer tile");
 }
 }  // namespace sim
 
@@ -57,21 +57,21 @@ inline void require_int() noexcept {
                               WaitEvents&... events) {                                                             \
         (void)sizeof...(events);                                                                                   \
         using C = sim::compute_t<typename TileDataDst::DType>;                                                     \
-        const C y = ::simpler::tile::to_compute(scalar);                                                          \
+        const C y = ::pto::sim::math::to_compute(scalar);                                                          \
         sim::unary(#NAME, dst, src0, [y](C x) noexcept { return EXPR; });                                          \
         return {};                                                                                                 \
     }
 
-PTO_SIM_BINARY(TADD, ::simpler::tile::detail::op_add<C>(x, y))
-PTO_SIM_BINARY(TSUB, ::simpler::tile::detail::op_sub<C>(x, y))
-PTO_SIM_BINARY(TMUL, ::simpler::tile::detail::op_mul<C>(x, y))
-PTO_SIM_BINARY(TMAX, ::simpler::tile::detail::op_max<C>(x, y))
-PTO_SIM_BINARY(TMIN, ::simpler::tile::detail::op_min<C>(x, y))
-PTO_SIM_SCALAR(TADDS, ::simpler::tile::detail::op_add<C>(x, y))
-PTO_SIM_SCALAR(TSUBS, ::simpler::tile::detail::op_sub<C>(x, y))
-PTO_SIM_SCALAR(TMULS, ::simpler::tile::detail::op_mul<C>(x, y))
-PTO_SIM_SCALAR(TMAXS, ::simpler::tile::detail::op_max<C>(x, y))
-PTO_SIM_SCALAR(TMINS, ::simpler::tile::detail::op_min<C>(x, y))
+PTO_SIM_BINARY(TADD, ::pto::sim::math::detail::op_add<C>(x, y))
+PTO_SIM_BINARY(TSUB, ::pto::sim::math::detail::op_sub<C>(x, y))
+PTO_SIM_BINARY(TMUL, ::pto::sim::math::detail::op_mul<C>(x, y))
+PTO_SIM_BINARY(TMAX, ::pto::sim::math::detail::op_max<C>(x, y))
+PTO_SIM_BINARY(TMIN, ::pto::sim::math::detail::op_min<C>(x, y))
+PTO_SIM_SCALAR(TADDS, ::pto::sim::math::detail::op_add<C>(x, y))
+PTO_SIM_SCALAR(TSUBS, ::pto::sim::math::detail::op_sub<C>(x, y))
+PTO_SIM_SCALAR(TMULS, ::pto::sim::math::detail::op_mul<C>(x, y))
+PTO_SIM_SCALAR(TMAXS, ::pto::sim::math::detail::op_max<C>(x, y))
+PTO_SIM_SCALAR(TMINS, ::pto::sim::math::detail::op_min<C>(x, y))
 
 // TDIV / TDIVS: integer division by zero gives 0 and is reported.
 template <auto PrecisionType = DivAlgorithm::DEFAULT, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1,
@@ -80,7 +80,7 @@ PTO_INST RecordEvent TDIV(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& sr
     (void)sizeof...(events);
     using C = sim::compute_t<typename TileDataDst::DType>;
     bool zero = false;
-    sim::binary("TDIV", dst, src0, src1, [&zero](C x, C y) noexcept { return ::simpler::tile::detail::op_div<C>(x, y, &zero); });
+    sim::binary("TDIV", dst, src0, src1, [&zero](C x, C y) noexcept { return ::pto::sim::math::detail::op_div<C>(x, y, &zero); });
     if (zero) ::simpler::report_kernel_error("TDIV: integer division by zero (result set to 0)");
     return {};
 }
@@ -89,9 +89,9 @@ PTO_INST RecordEvent TDIVS(TileDataDst& dst, TileDataSrc& src0, typename TileDat
                            WaitEvents&... events) {
     (void)sizeof...(events);
     using C = sim::compute_t<typename TileDataDst::DType>;
-    const C y = ::simpler::tile::to_compute(scalar);
+    const C y = ::pto::sim::math::to_compute(scalar);
     bool zero = false;
-    sim::unary("TDIVS", dst, src0, [y, &zero](C x) noexcept { return ::simpler::tile::detail::op_div<C>(x, y, &zero); });
+    sim::unary("TDIVS", dst, src0, [y, &zero](C x) noexcept { return ::pto::sim::math::detail::op_div<C>(x, y, &zero); });
     if (zero) ::simpler::report_kernel_error("TDIVS: integer division by zero (result set to 0)");
     return {};
 }
@@ -101,9 +101,9 @@ PTO_INST RecordEvent TDIVS(TileDataDst& dst, typename TileDataDst::DType scalar,
                            WaitEvents&... events) {
     (void)sizeof...(events);
     using C = sim::compute_t<typename TileDataDst::DType>;
-    const C y = ::simpler::tile::to_compute(scalar);
+    const C y = ::pto::sim::math::to_compute(scalar);
     bool zero = false;
-    sim::unary("TDIVS", dst, src0, [y, &zero](C x) noexcept { return ::simpler::tile::detail::op_div<C>(y, x, &zero); });
+    sim::unary("TDIVS", dst, src0, [y, &zero](C x) noexcept { return ::pto::sim::math::detail::op_div<C>(y, x, &zero); });
     if (zero) ::simpler::report_kernel_error("TDIVS: integer division by zero (result set to 0)");
     return {};
 }
@@ -133,7 +133,7 @@ PTO_INST RecordEvent TABS(TileDataDst& dst, TileDataSrc& src, WaitEvents&... eve
         if constexpr (std::is_floating_point<C>::value)
             return std::fabs(x);
         else
-            return x < C(0) ? ::simpler::tile::detail::op_sub<C>(C(0), x) : x;
+            return x < C(0) ? ::pto::sim::math::detail::op_sub<C>(C(0), x) : x;
     });
     return {};
 }
@@ -145,7 +145,7 @@ PTO_INST RecordEvent TNEG(TileDataDst& dst, TileDataSrc& src, WaitEvents&... eve
         if constexpr (std::is_floating_point<C>::value)
             return -x;
         else
-            return ::simpler::tile::detail::op_sub<C>(C(0), x);
+            return ::pto::sim::math::detail::op_sub<C>(C(0), x);
     });
     return {};
 }
@@ -162,7 +162,7 @@ PTO_INST RecordEvent TLRELU(TileDataDst& dst, TileDataSrc& src, typename TileDat
                             WaitEvents&... events) {
     (void)sizeof...(events);
     sim::require_float<typename TileDataDst::DType>();
-    const float s = static_cast<float>(::simpler::tile::to_compute(scalar));
+    const float s = static_cast<float>(::pto::sim::math::to_compute(scalar));
     sim::unary("TLRELU", dst, src, [s](float x) noexcept { return x > 0.0f ? x : x * s; });
     return {};
 }
@@ -192,7 +192,7 @@ PTO_INST RecordEvent TFMODS(TileDataDst& dst, TileDataSrc& src, typename TileDat
                             WaitEvents&... events) {
     (void)sizeof...(events);
     sim::require_float<typename TileDataDst::DType>();
-    const float y = static_cast<float>(::simpler::tile::to_compute(scalar));
+    const float y = static_cast<float>(::pto::sim::math::to_compute(scalar));
     sim::unary("TFMODS", dst, src, [y](float x) noexcept { return std::fmod(x, y); });
     return {};
 }
@@ -202,11 +202,11 @@ PTO_INST RecordEvent TFMODS(TileDataDst& dst, TileDataSrc& src, typename TileDat
 namespace sim {
 template <class T>
 inline T shl(T x, T n, bool* bad) noexcept {
-    return st::detail::shift_left<T>(x, n, bad);
+    return math::detail::shift_left<T>(x, n, bad);
 }
 template <class T>
 inline T shr(T x, T n, bool* bad) noexcept {
-    return st::detail::shift_right<T>(x, n, bad);
+    return math::detail::shift_right<T>(x, n, bad);
 }
 }  // namespace sim
 

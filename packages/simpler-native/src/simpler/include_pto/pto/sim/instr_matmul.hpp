@@ -34,9 +34,9 @@ inline void matmul(const char* name, C& c, C& cin, A& a, B& b) noexcept {
     if (Acc && c.data() != cin.data()) copy_window(c, 0, 0, cin, 0, 0, m, n);
     auto cv = view(c, m, n);
     if (Acc)
-        ::simpler::tile::matmul_acc(cv, view(a, m, k), view(b, k, n));
+        ::pto::sim::math::matmul_acc(cv, view(a, m, k), view(b, k, n));
     else
-        ::simpler::tile::matmul(cv, view(a, m, k), view(b, k, n));
+        ::pto::sim::math::matmul(cv, view(a, m, k), view(b, k, n));
 }
 }  // namespace sim
 

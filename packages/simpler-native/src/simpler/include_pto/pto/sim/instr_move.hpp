@@ -73,7 +73,7 @@ inline void tstore(GlobalData& dst, TileData& src) noexcept {
     if (!placed(op, src) || !window_ok(op, dst, vr, vc)) return;
     rd(op, src, vr, vc);
     if constexpr (GlobalData::layout == Layout::NZ) {
-        for_nz(dst, [&](int r, int c, G* g) { *g = ::simpler::tile::convert<G>(src.data()[r * TileData::Cols + c]); });
+        for_nz(dst, [&](int r, int c, G* g) { *g = ::pto::sim::math::convert<G>(src.data()[r * TileData::Cols + c]); });
         return;
     } else {
         comm::Remote at;
@@ -85,7 +85,7 @@ inline void tstore(GlobalData& dst, TileData& src) noexcept {
             }
             for (int r = 0; r < vr; ++r)
                 for (int c = 0; c < vc; ++c) {
-                    const G v = ::simpler::tile::convert<G>(src.data()[r * TileData::Cols + c]);
+                    const G v = ::pto::sim::math::convert<G>(src.data()[r * TileData::Cols + c]);
                     std::memcpy(b + sizeof(G) * (static_cast<std::size_t>(r) * vc + c), &v, sizeof(G));
                 }
             comm::write("TSTORE", dst, b, atomic == AtomicType::AtomicAdd);
@@ -95,7 +95,7 @@ inline void tstore(GlobalData& dst, TileData& src) noexcept {
         for_rows(dst, [&](int r, G* g, std::int64_t cs) {
             const T* s = src.data() + r * TileData::Cols;
             if constexpr (atomic == AtomicType::AtomicAdd) {
-                for (int c = 0; c < vc; ++c) comm::atomic_add(g + c * cs, ::simpler::tile::convert<G>(s[c]));
+                for (int c = 0; c < vc; ++c) comm::atomic_add(g + c * cs, ::pto::sim::math::convert<G>(s[c]));
                 return;
             }
             if constexpr (std::is_same<T, G>::value) {
@@ -104,7 +104,7 @@ inline void tstore(GlobalData& dst, TileData& src) noexcept {
                     return;
                 }
             }
-            for (int c = 0; c < vc; ++c) g[c * cs] = ::simpler::tile::convert<G>(s[c]);
+            for (int c = 0; c < vc; ++c) g[c * cs] = ::pto::sim::math::convert<G>(s[c]);
         });
     }
 }
@@ -230,7 +230,7 @@ PTO_INST RecordEvent TTRANS(TileDataDst& dst, TileDataSrc& src, TileDataTmp& tmp
     sim::rd(op, src, vr, vc);
     sim::wr(op, dst, vc, vr);
     auto d = sim::view(dst, vc, vr);
-    ::simpler::tile::transpose(d, sim::view(src, vr, vc));
+    ::pto::sim::math::transpose(d, sim::view(src, vr, vc));
     return {};
 }
 
@@ -248,7 +248,7 @@ PTO_INST RecordEvent TCONCAT(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1&
     sim::rd(op, src1, vr, c1);
     sim::wr(op, dst, vr, c0 + c1);
     auto d = sim::view(dst, vr, c0 + c1);
-    ::simpler::tile::concat(d, sim::view(src0, vr, c0), sim::view(src1, vr, c1));
+    ::pto::sim::math::concat(d, sim::view(src0, vr, c0), sim::view(src1, vr, c1));
     return {};
 }
 

@@ -28,12 +28,12 @@ inline void row_reduce(const char* name, D& dst, S& src) noexcept {
     wr(op, dst, vr, 1);
     auto d = view(dst, vr, 1);
     auto s = view(src, vr, vc);
-    if constexpr (K == Red::Sum) st::row_sum(d, s);
-    else if constexpr (K == Red::Max) st::row_max(d, s);
-    else if constexpr (K == Red::Min) st::row_min(d, s);
-    else if constexpr (K == Red::Prod) st::row_prod(d, s);
-    else if constexpr (K == Red::ArgMax) st::row_argmax(d, s);
-    else st::row_argmin(d, s);
+    if constexpr (K == Red::Sum) math::row_sum(d, s);
+    else if constexpr (K == Red::Max) math::row_max(d, s);
+    else if constexpr (K == Red::Min) math::row_min(d, s);
+    else if constexpr (K == Red::Prod) math::row_prod(d, s);
+    else if constexpr (K == Red::ArgMax) math::row_argmax(d, s);
+    else math::row_argmin(d, s);
 }
 
 // Column reductions: dst[0, c] = reduce(src[0 : src.validRow, c]) for c < src.validCol, which
@@ -53,12 +53,12 @@ inline void col_reduce(const char* name, D& dst, S& src) noexcept {
     wr(op, dst, 1, vc);
     auto d = view(dst, 1, vc);
     auto s = view(src, vr, vc);
-    if constexpr (K == Red::Sum) st::col_sum(d, s);
-    else if constexpr (K == Red::Max) st::col_max(d, s);
-    else if constexpr (K == Red::Min) st::col_min(d, s);
-    else if constexpr (K == Red::Prod) st::col_prod(d, s);
-    else if constexpr (K == Red::ArgMax) st::col_argmax(d, s);
-    else st::col_argmin(d, s);
+    if constexpr (K == Red::Sum) math::col_sum(d, s);
+    else if constexpr (K == Red::Max) math::col_max(d, s);
+    else if constexpr (K == Red::Min) math::col_min(d, s);
+    else if constexpr (K == Red::Prod) math::col_prod(d, s);
+    else if constexpr (K == Red::ArgMax) math::col_argmax(d, s);
+    else math::col_argmin(d, s);
 }
 }  // namespace sim
 
@@ -130,7 +130,7 @@ PTO_INST RecordEvent TROWEXPAND(TileDataDst& dst, TileDataSrc& src, WaitEvents&.
     sim::rd(op, src, vr, 1);
     sim::wr(op, dst, vr, vc);
     auto d = sim::view(dst, vr, vc);
-    ::simpler::tile::row_expand(d, sim::view(src, vr, 1));
+    ::pto::sim::math::row_expand(d, sim::view(src, vr, 1));
     return {};
 }
 template <typename TileDataDst, typename TileDataSrc, typename... WaitEvents>
@@ -142,7 +142,7 @@ PTO_INST RecordEvent TCOLEXPAND(TileDataDst& dst, TileDataSrc& src, WaitEvents&.
     sim::rd(op, src, 1, vc);
     sim::wr(op, dst, vr, vc);
     auto d = sim::view(dst, vr, vc);
-    ::simpler::tile::col_expand(d, sim::view(src, 1, vc));
+    ::pto::sim::math::col_expand(d, sim::view(src, 1, vc));
     return {};
 }
 
@@ -182,9 +182,9 @@ inline void expand_binary(const char* name, D& dst, A& src0, B& src1, F f) noexc
     auto d = view(dst, vr, vc);
     using C = compute_t<T>;
     if (!swap) {
-        st::detail::expand_op<Row>(name, d, view(src0, vr, vc), view(src1, er, ec), f);
+        math::detail::expand_op<Row>(name, d, view(src0, vr, vc), view(src1, er, ec), f);
     } else {
-        st::detail::expand_op<Row>(name, d, view(src1, vr, vc), view(src0, er, ec),
+        math::detail::expand_op<Row>(name, d, view(src1, vr, vc), view(src0, er, ec),
                                    [&f](C full, C e) noexcept { return f(e, full); });
     }
 }
@@ -198,17 +198,17 @@ inline void expand_binary(const char* name, D& dst, A& src0, B& src1, F f) noexc
         sim::expand_binary<ROW>(#NAME, dst, src0, src1, [](C x, C y) noexcept { return EXPR; });                 \
         return {};                                                                                                \
     }
-PTO_SIM_EXPAND(TROWEXPANDADD, true, ::simpler::tile::detail::op_add<C>(x, y))
-PTO_SIM_EXPAND(TROWEXPANDSUB, true, ::simpler::tile::detail::op_sub<C>(x, y))
-PTO_SIM_EXPAND(TROWEXPANDMUL, true, ::simpler::tile::detail::op_mul<C>(x, y))
-PTO_SIM_EXPAND(TROWEXPANDMAX, true, ::simpler::tile::detail::op_max<C>(x, y))
-PTO_SIM_EXPAND(TROWEXPANDMIN, true, ::simpler::tile::detail::op_min<C>(x, y))
+PTO_SIM_EXPAND(TROWEXPANDADD, true, ::pto::sim::math::detail::op_add<C>(x, y))
+PTO_SIM_EXPAND(TROWEXPANDSUB, true, ::pto::sim::math::detail::op_sub<C>(x, y))
+PTO_SIM_EXPAND(TROWEXPANDMUL, true, ::pto::sim::math::detail::op_mul<C>(x, y))
+PTO_SIM_EXPAND(TROWEXPANDMAX, true, ::pto::sim::math::detail::op_max<C>(x, y))
+PTO_SIM_EXPAND(TROWEXPANDMIN, true, ::pto::sim::math::detail::op_min<C>(x, y))
 PTO_SIM_EXPAND(TROWEXPANDEXPDIF, true, static_cast<C>(std::exp(static_cast<float>(x - y))))
-PTO_SIM_EXPAND(TCOLEXPANDADD, false, ::simpler::tile::detail::op_add<C>(x, y))
-PTO_SIM_EXPAND(TCOLEXPANDSUB, false, ::simpler::tile::detail::op_sub<C>(x, y))
-PTO_SIM_EXPAND(TCOLEXPANDMUL, false, ::simpler::tile::detail::op_mul<C>(x, y))
-PTO_SIM_EXPAND(TCOLEXPANDMAX, false, ::simpler::tile::detail::op_max<C>(x, y))
-PTO_SIM_EXPAND(TCOLEXPANDMIN, false, ::simpler::tile::detail::op_min<C>(x, y))
+PTO_SIM_EXPAND(TCOLEXPANDADD, false, ::pto::sim::math::detail::op_add<C>(x, y))
+PTO_SIM_EXPAND(TCOLEXPANDSUB, false, ::pto::sim::math::detail::op_sub<C>(x, y))
+PTO_SIM_EXPAND(TCOLEXPANDMUL, false, ::pto::sim::math::detail::op_mul<C>(x, y))
+PTO_SIM_EXPAND(TCOLEXPANDMAX, false, ::pto::sim::math::detail::op_max<C>(x, y))
+PTO_SIM_EXPAND(TCOLEXPANDMIN, false, ::pto::sim::math::detail::op_min<C>(x, y))
 PTO_SIM_EXPAND(TCOLEXPANDEXPDIF, false, static_cast<C>(std::exp(static_cast<float>(x - y))))
 #undef PTO_SIM_EXPAND
 
@@ -221,7 +221,7 @@ PTO_SIM_EXPAND(TCOLEXPANDEXPDIF, false, static_cast<C>(std::exp(static_cast<floa
         using C = sim::compute_t<typename TileDataDst::DType>;                                                     \
         bool zero = false;                                                                                         \
         sim::expand_binary<ROW>(#NAME, dst, src0, src1,                                                            \
-                                [&zero](C x, C y) noexcept { return ::simpler::tile::detail::op_div<C>(x, y, &zero); }); \
+                                [&zero](C x, C y) noexcept { return ::pto::sim::math::detail::op_div<C>(x, y, &zero); }); \
         if (zero) ::simpler::report_kernel_error(#NAME ": integer division by zero (result set to 0)");           \
         return {};                                                                                                 \
     }

@@ -14,25 +14,25 @@
 #include "pto/sim/core.hpp"
 #include "pto/sim/tile.hpp"
 #include "pto/sim/types.hpp"
-#include "simpler/tile/bitwise.hpp"
-#include "simpler/tile/compare.hpp"
-#include "simpler/tile/debug.hpp"
-#include "simpler/tile/dtype.hpp"
-#include "simpler/tile/elementwise.hpp"
-#include "simpler/tile/layout.hpp"
-#include "simpler/tile/matmul.hpp"
-#include "simpler/tile/reduce.hpp"
-#include "simpler/tile/tile.hpp"
+#include "pto/sim/math/bitwise.hpp"
+#include "pto/sim/math/common.hpp"
+#include "pto/sim/math/compare.hpp"
+#include "pto/sim/math/debug.hpp"
+#include "pto/sim/math/elementwise.hpp"
+#include "pto/sim/math/layout.hpp"
+#include "pto/sim/math/matmul.hpp"
+#include "pto/sim/math/reduce.hpp"
+#include "simpler/dtype.hpp"
 
 namespace pto {
 namespace sim {
 
-// A row-major view of a placed tile with a chosen valid shape: the operand type of simpler's
-// tile math (simpler/tile/*.hpp).
-template <::simpler::tile::Space S, class T, int R, int C>
+// A row-major view of a placed tile with a chosen valid shape: the operand type of the element
+// math (pto/sim/math/*.hpp).
+template <math::Space S, class T, int R, int C>
 struct View {
     using value_type = T;
-    static constexpr ::simpler::tile::Space space = S;
+    static constexpr math::Space space = S;
     static constexpr int rows = R;
     static constexpr int cols = C;
     static constexpr int numel = R * C;
@@ -46,13 +46,15 @@ struct View {
 }  // namespace sim
 }  // namespace pto
 
-// simpler's tile math accepts the views as tiles.
-namespace simpler {
-namespace tile {
+// The element math accepts the views as tiles.
+namespace pto {
+namespace sim {
+namespace math {
 template <Space S, class T, int R, int C>
 struct is_tile<::pto::sim::View<S, T, R, C>> : std::true_type {};
-}  // namespace tile
-}  // namespace simpler
+}  // namespace math
+}  // namespace sim
+}  // namespace pto
 
 namespace pto {
 
@@ -69,15 +71,14 @@ enum class FmodSAlgorithm : std::uint8_t { DEFAULT, HIGH_PRECISION };
 
 namespace sim {
 
-namespace st = ::simpler::tile;
 
 template <TileType L>
-constexpr st::Space space_of() noexcept {
-    return L == TileType::Vec    ? st::Space::Vec
-           : L == TileType::Mat  ? st::Space::Mat
-           : L == TileType::Left ? st::Space::Left
-           : L == TileType::Right ? st::Space::Right
-                                 : st::Space::Acc;
+constexpr math::Space space_of() noexcept {
+    return L == TileType::Vec    ? math::Space::Vec
+           : L == TileType::Mat  ? math::Space::Mat
+           : L == TileType::Left ? math::Space::Left
+           : L == TileType::Right ? math::Space::Right
+                                 : math::Space::Acc;
 }
 
 template <class TileT>
@@ -148,7 +149,7 @@ inline void wr(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) n
 }
 
 template <class T>
-using compute_t = st::compute_t<T>;
+using compute_t = math::compute_t<T>;
 
 // The pipe of a move between tile types (TMOV, TEXTRACT, TINSERT).
 template <TileType Dst, TileType Src>
@@ -170,7 +171,7 @@ inline void copy_window(D& dst, int dr0, int dc0, S& src, int sr0, int sc0, int 
         if constexpr (std::is_same<DT, ST>::value) {
             if (static_cast<const void*>(d) != static_cast<const void*>(s)) std::memmove(d, s, sizeof(DT) * nc);
         } else {
-            for (int c = 0; c < nc; ++c) d[c] = st::convert<DT>(s[c]);
+            for (int c = 0; c < nc; ++c) d[c] = math::convert<DT>(s[c]);
         }
     }
 }
@@ -198,12 +199,12 @@ inline T pad_value(PadValue p) noexcept {
         float f;
         const auto bits = static_cast<std::uint32_t>(raw >> 32);
         std::memcpy(&f, &bits, sizeof f);
-        return st::convert<T>(f);
+        return math::convert<T>(f);
     }
     switch (p) {
-        case PadValue::Max: return st::from_compute<T>(L::has_infinity ? L::infinity() : L::max());
-        case PadValue::Min: return st::from_compute<T>(L::has_infinity ? -L::infinity() : L::lowest());
-        default: return st::from_compute<T>(C(0));
+        case PadValue::Max: return math::from_compute<T>(L::has_infinity ? L::infinity() : L::max());
+        case PadValue::Min: return math::from_compute<T>(L::has_infinity ? -L::infinity() : L::lowest());
+        default: return math::from_compute<T>(C(0));
     }
 }
 

@@ -152,7 +152,7 @@ inline constexpr int fractalMxSize = 32;
 namespace sim {
 template <class T>
 constexpr const char* dtype_name() noexcept {
-    return ::simpler::kDataTypeNames[static_cast<int>(::simpler::tile::dtype_v<T>)];
+    return ::simpler::kDataTypeNames[static_cast<int>(::simpler::dtype_v<T>)];
 }
 }  // namespace sim
 

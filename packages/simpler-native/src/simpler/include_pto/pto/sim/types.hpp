@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "simpler/tile/dtype.hpp"
+#include "simpler/dtype.hpp"
 
 // Address-space and function qualifiers of device code: empty on the CPU (kernels written for
 // both backends use them; the official CPU backend defines them the same way).
@@ -33,7 +33,7 @@
 namespace pto {
 
 // 16-bit floats. The official CPU backend uses the compiler's _Float16 (g++ >= 13 in C++); ours
-// are simpler's storage types with round-to-nearest-even conversions (simpler/tile/dtype.hpp),
+// are simpler's storage types with round-to-nearest-even conversions (simpler/dtype.hpp),
 // so g++ 12 compiles them. Arithmetic goes through float.
 using half = ::simpler::half;
 using bfloat16_t = ::simpler::bfloat16;

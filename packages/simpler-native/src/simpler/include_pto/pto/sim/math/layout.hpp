@@ -29,11 +29,12 @@
 #include <type_traits>
 
 #include "simpler/kernel_abi.hpp"
-#include "simpler/tile/dtype.hpp"
-#include "simpler/tile/tile.hpp"
+#include "simpler/dtype.hpp"
+#include "pto/sim/math/common.hpp"
 
-namespace simpler {
-namespace tile {
+namespace pto {
+namespace sim {
+namespace math {
 
 template <class Dst, class Src>
 inline bool move(Dst& dst, const Src& src) noexcept {
@@ -64,7 +65,7 @@ inline bool reshape(Dst& dst, const Src& src) noexcept {
         return false;
     }
     if (static_cast<const void*>(&dst) != static_cast<const void*>(&src)) {
-SIMPLER_TILE_IVDEP
+PTO_SIM_MATH_IVDEP
         for (int i = 0; i < Dst::numel; ++i) dst.data[i] = src.data[i];
     }
     dst.valid_rows = Dst::rows;
@@ -232,5 +233,6 @@ inline bool cast(Dst& dst, const Src& src, RoundMode mode = RoundMode::Rint) noe
     return true;
 }
 
-}  // namespace tile
-}  // namespace simpler
+}  // namespace math
+}  // namespace sim
+}  // namespace pto

@@ -7,23 +7,24 @@
 #include <limits>
 #include <string>
 
-#include "tile_test_util.hpp"
+#include "math_test_util.hpp"
 
-using namespace simpler::tile;
-using tiletest::take_error;
+using namespace pto::sim::math;
+using namespace mathtest;
+using mathtest::take_error;
 
 namespace {
 
 constexpr int R = 6, C = 21;  // 21 columns: a mask row is 3 bytes, the last one partly used
 
 template <class T>
-void fill_ints(VecTile<T, R, C>& t, tiletest::Rng& rng, int lo, int hi) {
+void fill_ints(VecTile<T, R, C>& t, mathtest::Rng& rng, int lo, int hi) {
     for (auto& v : t.data) v = static_cast<T>(lo + rng.below(hi - lo + 1));
 }
 
 template <class T>
 void bitwise_suite(int lo, int hi) {
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     VecTile<T, R, C> a, b, d;
     fill_ints(a, rng, lo, hi);
     fill_ints(b, rng, lo, hi);
@@ -108,7 +109,7 @@ TEST_CASE("shifts: per-element amounts, arithmetic right shift, out-of-range amo
 
 TEST_CASE("cmp packs one bit per value, low bit first; sel and sels read it") {
     VecTile<float, R, C> a, b, d;
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     for (int i = 0; i < R * C; ++i) {
         a.data[i] = rng.uniform(-1, 1);
         b.data[i] = (i % 4 == 0) ? a.data[i] : rng.uniform(-1, 1);
@@ -164,7 +165,7 @@ TEST_CASE("max/min/expdif broadcasts and the product reductions") {
     VecTile<float, R, C> a, d;
     VecTile<float, R, 1> row;
     VecTile<float, 1, C> col;
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     for (auto& v : a.data) v = rng.uniform(0.5f, 1.5f);
     a.set_valid(5, 19);
     REQUIRE(row_prod(row, a));

@@ -18,11 +18,12 @@
 #include <type_traits>
 
 #include "simpler/kernel_abi.hpp"
-#include "simpler/tile/dtype.hpp"
-#include "simpler/tile/tile.hpp"
+#include "simpler/dtype.hpp"
+#include "pto/sim/math/common.hpp"
 
-namespace simpler {
-namespace tile {
+namespace pto {
+namespace sim {
+namespace math {
 
 namespace detail {
 
@@ -124,7 +125,7 @@ inline void require_float(const char*) noexcept {
 
 // ---- tile-tile binary ops: dst = a (op) b --------------------------------------------------
 
-#define SIMPLER_TILE_BINARY(NAME, EXPR)                                                               \
+#define PTO_SIM_MATH_BINARY(NAME, EXPR)                                                               \
     template <class Dst, class A, class B, std::enable_if_t<is_tile<B>::value, int> = 0>              \
     inline bool NAME(Dst& dst, const A& a, const B& b) noexcept {                                      \
         using C = compute_t<typename Dst::value_type>;                                                 \
@@ -144,12 +145,12 @@ inline void require_float(const char*) noexcept {
         return NAME##s(dst, a, s);                                                                     \
     }
 
-SIMPLER_TILE_BINARY(add, detail::op_add<C>(x, y))
-SIMPLER_TILE_BINARY(sub, detail::op_sub<C>(x, y))
-SIMPLER_TILE_BINARY(mul, detail::op_mul<C>(x, y))
-SIMPLER_TILE_BINARY(max, detail::op_max<C>(x, y))
-SIMPLER_TILE_BINARY(min, detail::op_min<C>(x, y))
-#undef SIMPLER_TILE_BINARY
+PTO_SIM_MATH_BINARY(add, detail::op_add<C>(x, y))
+PTO_SIM_MATH_BINARY(sub, detail::op_sub<C>(x, y))
+PTO_SIM_MATH_BINARY(mul, detail::op_mul<C>(x, y))
+PTO_SIM_MATH_BINARY(max, detail::op_max<C>(x, y))
+PTO_SIM_MATH_BINARY(min, detail::op_min<C>(x, y))
+#undef PTO_SIM_MATH_BINARY
 
 // Division: integer division by zero yields 0 and is reported (once per call).
 template <class Dst, class A, class B, std::enable_if_t<is_tile<B>::value, int> = 0>
@@ -259,5 +260,6 @@ inline bool prelu(Dst& dst, const A& a, const S& slope) noexcept {
     return detail::map2("prelu", dst, a, slope, [](float x, float s) noexcept { return x > 0.0f ? x : x * s; });
 }
 
-}  // namespace tile
-}  // namespace simpler
+}  // namespace math
+}  // namespace sim
+}  // namespace pto

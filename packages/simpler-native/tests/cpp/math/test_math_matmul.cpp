@@ -8,12 +8,13 @@
 #include <string>
 #include <type_traits>
 
-#include "tile_test_util.hpp"
+#include "math_test_util.hpp"
 
-using namespace simpler::tile;
+using namespace pto::sim::math;
+using namespace mathtest;
 using simpler::bfloat16;
 using simpler::half;
-using tiletest::take_error;
+using mathtest::take_error;
 
 namespace {
 
@@ -22,7 +23,7 @@ void matmul_case(int m, int k, int n, bool integer_valued) {
     CAPTURE(m);
     CAPTURE(k);
     CAPTURE(n);
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     LeftTile<In, 32, 48> a;
     RightTile<In, 48, 40> b;
     AccTile<AccT, 32, 40> c;
@@ -118,40 +119,6 @@ TEST_CASE("matmul shape errors are reported and leave the accumulator unchanged"
     for (float v : c.data) CHECK(v == 3.0f);
 }
 
-TEST_CASE("a whole cube pipeline: load ND -> Mat -> Left/Right -> matmul -> Acc -> cast -> store") {
-    constexpr int M = 32, K = 32, N = 32;
-    half xa[M * K], xb[K * N], out[M * N];
-    for (int i = 0; i < M * K; ++i) xa[i] = half(static_cast<float>((i % 7) - 3));
-    for (int i = 0; i < K * N; ++i) xb[i] = half(static_cast<float>((i % 5) - 2));
-    const simpler::ChipTensor ta = tiletest::compact(xa, sizeof xa, {M, K});
-    const simpler::ChipTensor tb = tiletest::compact(xb, sizeof xb, {K, N});
-    const simpler::ChipTensor tc = tiletest::compact(out, sizeof out, {M, N});
-    AccTile<float, 16, 16> acc;
-    for (int i = 0; i < M; i += 16)
-        for (int j = 0; j < N; j += 16) {
-            for (int p = 0; p < K; p += 16) {
-                MatTile<half, 16, 16> ma, mb;
-                LeftTile<half, 16, 16> l;
-                RightTile<half, 16, 16> r;
-                REQUIRE(load(ma, ta, {i, p}));
-                REQUIRE(load(mb, tb, {p, j}));
-                REQUIRE(move(l, ma));
-                REQUIRE(move(r, mb));
-                REQUIRE((p == 0 ? matmul(acc, l, r) : matmul_acc(acc, l, r)));
-            }
-            VecTile<half, 16, 16> v;
-            REQUIRE(cast(v, acc));
-            REQUIRE(store(tc, v, {i, j}));
-        }
-    for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j) {
-            float want = 0;
-            for (int p = 0; p < K; ++p) want += static_cast<float>(xa[i * K + p]) * static_cast<float>(xb[p * N + j]);
-            REQUIRE(static_cast<float>(out[i * N + j]) == want);
-        }
-    CHECK(take_error().empty());
-}
-
 namespace {
 
 // Every (m, k, n) of the sweep against a double reference, on tiles whose padding holds NaN
@@ -161,7 +128,7 @@ namespace {
 template <class In, class AccT>
 void matmul_sweep() {
     constexpr int MR = 40, KR = 72, NR = 72;
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     static LeftTile<In, MR, KR> a;
     static RightTile<In, KR, NR> b;
     static AccTile<AccT, MR, NR> c;

@@ -19,12 +19,13 @@
 #include <type_traits>
 
 #include "simpler/kernel_abi.hpp"
-#include "simpler/tile/dtype.hpp"
-#include "simpler/tile/elementwise.hpp"
-#include "simpler/tile/tile.hpp"
+#include "simpler/dtype.hpp"
+#include "pto/sim/math/elementwise.hpp"
+#include "pto/sim/math/common.hpp"
 
-namespace simpler {
-namespace tile {
+namespace pto {
+namespace sim {
+namespace math {
 
 enum class CmpMode : int { EQ = 0, NE = 1, LT = 2, LE = 3, GT = 4, GE = 5 };
 
@@ -166,5 +167,6 @@ inline bool sels(Dst& dst, const Mask& mask, const A& a, compute_t<typename Dst:
     return true;
 }
 
-}  // namespace tile
-}  // namespace simpler
+}  // namespace math
+}  // namespace sim
+}  // namespace pto

@@ -34,12 +34,13 @@
 #include <type_traits>
 
 #include "simpler/kernel_abi.hpp"
-#include "simpler/tile/dtype.hpp"
-#include "simpler/tile/elementwise.hpp"
-#include "simpler/tile/tile.hpp"
+#include "simpler/dtype.hpp"
+#include "pto/sim/math/elementwise.hpp"
+#include "pto/sim/math/common.hpp"
 
-namespace simpler {
-namespace tile {
+namespace pto {
+namespace sim {
+namespace math {
 
 namespace detail {
 
@@ -311,7 +312,7 @@ inline bool col_expand(Dst& dst, const Src& src) noexcept {
     return true;
 }
 
-#define SIMPLER_TILE_EXPAND(NAME, EXPR)                                                                       \
+#define PTO_SIM_MATH_EXPAND(NAME, EXPR)                                                                       \
     template <class Dst, class A, class S>                                                                     \
     inline bool row_expand_##NAME(Dst& dst, const A& a, const S& s) noexcept {                                \
         using C = compute_t<typename Dst::value_type>;                                                        \
@@ -323,12 +324,12 @@ inline bool col_expand(Dst& dst, const Src& src) noexcept {
         return detail::expand_op<false>("col_expand_" #NAME, dst, a, s, [](C x, C y) noexcept { return EXPR; }); \
     }
 
-SIMPLER_TILE_EXPAND(add, detail::op_add<C>(x, y))
-SIMPLER_TILE_EXPAND(sub, detail::op_sub<C>(x, y))
-SIMPLER_TILE_EXPAND(mul, detail::op_mul<C>(x, y))
-SIMPLER_TILE_EXPAND(max, detail::op_max<C>(x, y))
-SIMPLER_TILE_EXPAND(min, detail::op_min<C>(x, y))
-#undef SIMPLER_TILE_EXPAND
+PTO_SIM_MATH_EXPAND(add, detail::op_add<C>(x, y))
+PTO_SIM_MATH_EXPAND(sub, detail::op_sub<C>(x, y))
+PTO_SIM_MATH_EXPAND(mul, detail::op_mul<C>(x, y))
+PTO_SIM_MATH_EXPAND(max, detail::op_max<C>(x, y))
+PTO_SIM_MATH_EXPAND(min, detail::op_min<C>(x, y))
+#undef PTO_SIM_MATH_EXPAND
 
 // exp(a - s), the softmax step: floating-point tiles only.
 template <class Dst, class A, class S>
@@ -361,5 +362,6 @@ inline bool col_expand_div(Dst& dst, const A& a, const S& s) noexcept {
     return ok;
 }
 
-}  // namespace tile
-}  // namespace simpler
+}  // namespace math
+}  // namespace sim
+}  // namespace pto

@@ -1,4 +1,4 @@
-// Debug output from kernels on the simulated chip: pt::print of a tile or a scalar.
+// Debug output from kernels on the simulated chip (TPRINT): print of a tile or a scalar.
 //
 // Each call writes one block to stdout in a single write (lines of concurrent kernels never
 // interleave inside a block), tagged with the task and core running the kernel:
@@ -16,12 +16,13 @@
 #include <type_traits>
 
 #include "simpler/kernel_abi.hpp"
-#include "simpler/tile/dtype.hpp"
-#include "simpler/tile/tile.hpp"
+#include "simpler/dtype.hpp"
+#include "pto/sim/math/common.hpp"
 #include "simpler/wire/data_type.hpp"
 
-namespace simpler {
-namespace tile {
+namespace pto {
+namespace sim {
+namespace math {
 namespace detail {
 
 inline std::string kernel_tag() {
@@ -61,12 +62,14 @@ inline void emit(const std::string& text) noexcept {
 }  // namespace detail
 
 // Print the valid region of `t`, labelled.
-template <Space S, class T, int R, int C>
-inline void print(const char* label, const Tile<S, T, R, C>& t) {
+template <class X, std::enable_if_t<is_tile<X>::value, int> = 0>
+inline void print(const char* label, const X& t) {
+    using T = typename X::value_type;
+    constexpr int R = X::rows, C = X::cols;
     std::string out = detail::kernel_tag();
     char head[160];
     std::snprintf(head, sizeof head, " %s: Tile[%d, %d] %s %s, valid [%d, %d]\n", label, R, C, ::simpler::kDataTypeNames[static_cast<int>(dtype_v<T>)],
-                  space_name(S), t.valid_rows, t.valid_cols);
+                  space_name(X::space), t.valid_rows, t.valid_cols);
     out += head;
     const int vr = t.valid_rows < 0 || t.valid_rows > R ? 0 : t.valid_rows;
     const int vc = t.valid_cols < 0 || t.valid_cols > C ? 0 : t.valid_cols;
@@ -104,5 +107,6 @@ inline void print(const char* label, T value) {
     detail::emit(out);
 }
 
-}  // namespace tile
-}  // namespace simpler
+}  // namespace math
+}  // namespace sim
+}  // namespace pto

@@ -6,14 +6,14 @@
 #include <cstdint>
 #include <limits>
 
-#include "tile_test_util.hpp"
+#include "math_test_util.hpp"
 
 using simpler::bfloat16;
 using simpler::half;
-using simpler::tile::convert;
-using simpler::tile::RoundMode;
-using simpler::tile_detail::bits_float;
-using simpler::tile_detail::float_bits;
+using simpler::convert;
+using simpler::RoundMode;
+using simpler::float16_bits::bits_float;
+using simpler::float16_bits::float_bits;
 
 namespace {
 
@@ -120,7 +120,7 @@ TEST_CASE("half: every bit pattern converts to float and back unchanged") {
 }
 
 TEST_CASE("half: float sweep matches the reference (and _Float16 where the compiler has it)") {
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     for (int i = 0; i < 400000; ++i) {
         // Random bit patterns concentrated on the half exponent range.
         const std::uint32_t sign = static_cast<std::uint32_t>(rng.next() & 1u) << 31;
@@ -154,7 +154,7 @@ TEST_CASE("bfloat16: special values, ties, subnormals, sweep") {
     CHECK(b(bits_float(0x00018000u)) == 0x0002);
     CHECK(b(bits_float(0x00000001u)) == 0x0000);
     CHECK(static_cast<float>(bfloat16::from_bits(0x0001)) == bits_float(0x00010000u));
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     for (int i = 0; i < 400000; ++i) {
         std::uint32_t x = static_cast<std::uint32_t>(rng.next());
         if ((x & 0x7f800000u) == 0x7f800000u) continue;
@@ -236,7 +236,7 @@ Neighbours half_neighbours(float x) {
 }
 
 TEST_CASE("convert: every RoundMode on float -> half and float -> bfloat16") {
-    using simpler::tile::convert;
+    using simpler::convert;
     // 1 + 2^-11 is halfway between the halves 1 and 1 + 2^-10; 1 + 3 * 2^-11 between two others.
     const float tie_even = 1.0f + std::ldexp(1.0f, -11), tie_odd = 1.0f + 3 * std::ldexp(1.0f, -11);
     const float quarter = 1.0f + std::ldexp(1.0f, -12);
@@ -305,7 +305,7 @@ TEST_CASE("convert: integers to 16-bit floats round once, to nearest even") {
     CHECK(convert<bfloat16>(std::int32_t(-259)).bits == bfloat16(-260.0f).bits);
     CHECK(convert<bfloat16>(std::int32_t(255)).bits == bfloat16(255.0f).bits);
     CHECK(convert<bfloat16>(std::int32_t(-2147483647 - 1)).bits == bfloat16(-2147483648.0f).bits);
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     for (int i = 0; i < 100000; ++i) {
         const auto v = static_cast<std::int32_t>(rng.next());
         // Reference: nearest bf16 by exact double distance.

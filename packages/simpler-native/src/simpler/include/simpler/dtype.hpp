@@ -1,8 +1,10 @@
-// Element types of the tile library: the 16-bit float storage types simpler::half and
-// simpler::bfloat16, the wire dtype code of every element type, and convert<To>(from), the one
-// conversion routine that cast(), load/store and the arithmetic ops share.
+// Element types of kernels and orchestrations: the 16-bit float storage types simpler::half and
+// simpler::bfloat16, the wire dtype code of every element type, and simpler::convert<To>(from),
+// the one conversion routine that TCVT, TLOAD/TSTORE and the arithmetic of our PTO-ISA backend
+// (pto/sim/) share.
 //
-// Consumers: generated kernels (through simpler/tile.hpp) and the rest of simpler/tile/.
+// Consumers: our PTO-ISA headers (include_pto/pto/sim/types.hpp and the math under pto/sim/math/)
+// and generated orchestrations (scalar dtype conversions).
 // Everything here is plain C++17: no compiler extensions, no _Float16, so the rounding is the
 // same on every host compiler (round to nearest, ties to even, as IEEE 754 and the NPU do).
 #pragma once
@@ -17,7 +19,7 @@
 
 namespace simpler {
 
-namespace tile_detail {
+namespace float16_bits {
 
 inline std::uint32_t float_bits(float f) noexcept {
     std::uint32_t u;
@@ -83,7 +85,7 @@ inline float bf16_bits_to_float(std::uint16_t b) noexcept {
     return bits_float(static_cast<std::uint32_t>(b) << 16);
 }
 
-}  // namespace tile_detail
+}  // namespace float16_bits
 
 // IEEE binary16 storage type. Arithmetic on it goes through float (exactly representable), and
 // every conversion from float rounds to nearest even.
@@ -91,8 +93,8 @@ struct half {
     std::uint16_t bits;
 
     half() = default;
-    explicit half(float f) noexcept : bits(tile_detail::float_to_half_bits(f)) {}
-    operator float() const noexcept { return tile_detail::half_bits_to_float(bits); }
+    explicit half(float f) noexcept : bits(float16_bits::float_to_half_bits(f)) {}
+    operator float() const noexcept { return float16_bits::half_bits_to_float(bits); }
     static half from_bits(std::uint16_t b) noexcept {
         half h;
         h.bits = b;
@@ -105,8 +107,8 @@ struct bfloat16 {
     std::uint16_t bits;
 
     bfloat16() = default;
-    explicit bfloat16(float f) noexcept : bits(tile_detail::float_to_bf16_bits(f)) {}
-    operator float() const noexcept { return tile_detail::bf16_bits_to_float(bits); }
+    explicit bfloat16(float f) noexcept : bits(float16_bits::float_to_bf16_bits(f)) {}
+    operator float() const noexcept { return float16_bits::bf16_bits_to_float(bits); }
     static bfloat16 from_bits(std::uint16_t b) noexcept {
         bfloat16 h;
         h.bits = b;
@@ -118,31 +120,29 @@ static_assert(sizeof(half) == 2 && std::is_trivially_copyable<half>::value, "hal
 static_assert(sizeof(bfloat16) == 2 && std::is_trivially_copyable<bfloat16>::value,
               "bfloat16 must be 2 bytes of plain data");
 
-namespace tile {
-
-// The wire dtype code (WIRE.md, simpler/wire/data_type.hpp) of each element type a tile holds.
+// The wire dtype code (WIRE.md, simpler/wire/data_type.hpp) of each element type a kernel handles.
 using DType = ::simpler::DataType;
 
 template <class T>
-struct dtype_of;  // undefined for types a tile cannot hold
-#define SIMPLER_TILE_DTYPE(T, CODE) \
+struct dtype_of;  // undefined for types a kernel cannot handle
+#define SIMPLER_DTYPE_CODE(T, CODE) \
     template <>                     \
     struct dtype_of<T> {            \
         static constexpr DType value = DType::CODE; \
     }
-SIMPLER_TILE_DTYPE(float, FLOAT32);
-SIMPLER_TILE_DTYPE(::simpler::half, FLOAT16);
-SIMPLER_TILE_DTYPE(::simpler::bfloat16, BFLOAT16);
-SIMPLER_TILE_DTYPE(std::int8_t, INT8);
-SIMPLER_TILE_DTYPE(std::int16_t, INT16);
-SIMPLER_TILE_DTYPE(std::int32_t, INT32);
-SIMPLER_TILE_DTYPE(std::int64_t, INT64);
-SIMPLER_TILE_DTYPE(std::uint8_t, UINT8);
-SIMPLER_TILE_DTYPE(std::uint16_t, UINT16);
-SIMPLER_TILE_DTYPE(std::uint32_t, UINT32);
-SIMPLER_TILE_DTYPE(std::uint64_t, UINT64);
-SIMPLER_TILE_DTYPE(bool, BOOL);
-#undef SIMPLER_TILE_DTYPE
+SIMPLER_DTYPE_CODE(float, FLOAT32);
+SIMPLER_DTYPE_CODE(::simpler::half, FLOAT16);
+SIMPLER_DTYPE_CODE(::simpler::bfloat16, BFLOAT16);
+SIMPLER_DTYPE_CODE(std::int8_t, INT8);
+SIMPLER_DTYPE_CODE(std::int16_t, INT16);
+SIMPLER_DTYPE_CODE(std::int32_t, INT32);
+SIMPLER_DTYPE_CODE(std::int64_t, INT64);
+SIMPLER_DTYPE_CODE(std::uint8_t, UINT8);
+SIMPLER_DTYPE_CODE(std::uint16_t, UINT16);
+SIMPLER_DTYPE_CODE(std::uint32_t, UINT32);
+SIMPLER_DTYPE_CODE(std::uint64_t, UINT64);
+SIMPLER_DTYPE_CODE(bool, BOOL);
+#undef SIMPLER_DTYPE_CODE
 
 template <class T>
 inline constexpr DType dtype_v = dtype_of<T>::value;
@@ -178,7 +178,7 @@ inline T from_compute(compute_t<T> v) noexcept {
 //   Odd   = round to odd: an inexact result takes the neighbour whose last bit is 1.
 enum class RoundMode : std::uint8_t { None = 0, Rint = 1, Round = 2, Floor = 3, Ceil = 4, Trunc = 5, Odd = 6 };
 
-namespace detail {
+namespace dtype_detail {
 
 // Whether a value between the neighbours `lo` (toward zero) and `lo + 1` (away from zero) rounds
 // away from zero. `frac` in [0, 1) is the distance from `lo` in units of the last place, `neg` the
@@ -210,8 +210,8 @@ inline F round_float(F x, RoundMode mode) noexcept {
 // infinity when the mode rounds away from zero there and 65504 when it rounds toward zero (IEEE
 // directed rounding); NaN stays a quiet NaN.
 inline std::uint16_t float_to_half_bits(float f, RoundMode mode) noexcept {
-    if (mode == RoundMode::Rint || mode == RoundMode::None) return tile_detail::float_to_half_bits(f);
-    if (f != f) return tile_detail::float_to_half_bits(f);
+    if (mode == RoundMode::Rint || mode == RoundMode::None) return float16_bits::float_to_half_bits(f);
+    if (f != f) return float16_bits::float_to_half_bits(f);
     const bool neg = std::signbit(f);
     const double ax = std::fabs(static_cast<double>(f));
     const std::uint16_t sign = neg ? 0x8000u : 0u;
@@ -229,13 +229,13 @@ inline std::uint16_t float_to_half_bits(float f, RoundMode mode) noexcept {
         const bool away = mode == RoundMode::Round || (mode == RoundMode::Floor && neg) || (mode == RoundMode::Ceil && !neg);
         return static_cast<std::uint16_t>(sign | (away ? 0x7c00u : 0x7bffu));
     }
-    return static_cast<std::uint16_t>(sign | tile_detail::float_to_half_bits(static_cast<float>(m)));  // exact
+    return static_cast<std::uint16_t>(sign | float16_bits::float_to_half_bits(static_cast<float>(m)));  // exact
 }
 
 // float -> bfloat16 bits rounded by `mode` (the 16 dropped bits decide); NaN stays a quiet NaN.
 inline std::uint16_t float_to_bf16_bits(float f, RoundMode mode) noexcept {
-    if (mode == RoundMode::Rint || mode == RoundMode::None || f != f) return tile_detail::float_to_bf16_bits(f);
-    const std::uint32_t x = tile_detail::float_bits(f);
+    if (mode == RoundMode::Rint || mode == RoundMode::None || f != f) return float16_bits::float_to_bf16_bits(f);
+    const std::uint32_t x = float16_bits::float_bits(f);
     const std::uint32_t lo = x >> 16;  // toward zero; lo + 1 is the neighbour away from zero
     const double frac = static_cast<double>(x & 0xffffu) / 65536.0;
     const bool up = round_away(frac, (x >> 31) != 0, (lo & 1u) != 0, mode);
@@ -304,9 +304,9 @@ inline bfloat16 int_to_bf16(I v) noexcept {
     return bfloat16(neg ? -static_cast<float>(u) : static_cast<float>(u));  // exact
 }
 
-}  // namespace detail
+}  // namespace dtype_detail
 
-// convert<To>(v): the conversion every tile op uses.
+// convert<To>(v): the conversion every instruction and orchestration uses.
 //  - float-like -> float-like: exact when widening; narrowing (float -> half/bfloat16, half <->
 //    bfloat16) rounds by `mode` (nearest even by default). NaN, inf, subnormals kept.
 //  - float-like -> integer: rounded by `mode` (nearest even by default), saturating, NaN -> 0.
@@ -330,18 +330,18 @@ inline To convert(From v, RoundMode mode = RoundMode::Rint) noexcept {
     } else if constexpr (is_float_like_v<From> && is_float_like_v<To>) {
         const float f = static_cast<float>(to_compute(v));  // exact: every float-like fits a float
         if constexpr (std::is_same<To, half>::value) {
-            return half::from_bits(detail::float_to_half_bits(f, mode));
+            return half::from_bits(dtype_detail::float_to_half_bits(f, mode));
         } else if constexpr (std::is_same<To, bfloat16>::value) {
-            return bfloat16::from_bits(detail::float_to_bf16_bits(f, mode));
+            return bfloat16::from_bits(dtype_detail::float_to_bf16_bits(f, mode));
         } else {
             (void)mode;
             return static_cast<To>(f);
         }
     } else if constexpr (is_float_like_v<From>) {  // -> integer
-        return detail::float_to_int<To>(to_compute(v), mode);
+        return dtype_detail::float_to_int<To>(to_compute(v), mode);
     } else if constexpr (std::is_same<To, bfloat16>::value) {  // integer -> bf16
         (void)mode;
-        return detail::int_to_bf16(v);
+        return dtype_detail::int_to_bf16(v);
     } else if constexpr (std::is_same<To, half>::value) {  // integer -> half
         (void)mode;
         // |v| > 65520 is inf either way; below 2^24 the float is exact, so one rounding.
@@ -355,9 +355,8 @@ inline To convert(From v, RoundMode mode = RoundMode::Rint) noexcept {
         return static_cast<To>(v);
     } else {
         (void)mode;
-        return detail::int_to_int<To>(v);
+        return dtype_detail::int_to_int<To>(v);
     }
 }
 
-}  // namespace tile
 }  // namespace simpler

@@ -8,19 +8,20 @@
 #include <limits>
 #include <string>
 
-#include "tile_test_util.hpp"
+#include "math_test_util.hpp"
 
-using namespace simpler::tile;
+using namespace pto::sim::math;
+using namespace mathtest;
 using simpler::bfloat16;
 using simpler::half;
-using tiletest::take_error;
+using mathtest::take_error;
 
 namespace {
 
 constexpr int R = 12, C = 40;  // static shape; valid shapes below are smaller
 
 template <class Tl>
-void randomize(Tl& t, tiletest::Rng& rng, float lo, float hi) {
+void randomize(Tl& t, mathtest::Rng& rng, float lo, float hi) {
     using T = typename Tl::value_type;
     for (auto& v : t.data) {
         if constexpr (is_int_v<T>)
@@ -59,7 +60,7 @@ void check_region(const Tl& dst, int vr, int vc, typename Tl::value_type sentine
 template <class T>
 void binary_suite(float lo, float hi) {
     using C_ = compute_t<T>;
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     VecTile<T, R, C> a, b, d;
     randomize(a, rng, lo, hi);
     randomize(b, rng, lo, hi);
@@ -169,7 +170,7 @@ TEST_CASE("element-wise: in place, shape mismatch, integer edge cases, NaN") {
 }
 
 TEST_CASE("unary ops match the reference") {
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     VecTile<float, R, C> a, d;
     randomize(a, rng, 0.01f, 20.0f);
     a.set_valid(11, 37);
@@ -222,7 +223,7 @@ TEST_CASE("unary ops match the reference") {
 }
 
 TEST_CASE("row reductions produce a [rows, 1] tile") {
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     VecTile<float, R, C> a;
     randomize(a, rng, -4.0f, 4.0f);
     for (int vc : {0, 1, 7, 8, 9, 33, 40}) {
@@ -286,7 +287,7 @@ TEST_CASE("row reductions produce a [rows, 1] tile") {
 }
 
 TEST_CASE("column reductions produce a [1, cols] tile") {
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     VecTile<float, R, C> a;
     randomize(a, rng, -4.0f, 4.0f);
     for (int vr : {0, 1, 5, 12}) {
@@ -343,7 +344,7 @@ TEST_CASE("an operand whose valid shape was written out of range is refused, not
 }
 
 TEST_CASE("row_expand and col_expand, plain and fused") {
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     VecTile<float, R, C> a, d;
     randomize(a, rng, -5.0f, 5.0f);
     a.set_valid(9, 30);
@@ -512,7 +513,7 @@ TEST_CASE("slice, assemble, fillpad") {
 }
 
 TEST_CASE("cast between FP32, FP16, BF16, INT8 and INT32 matches convert()") {
-    tiletest::Rng rng;
+    mathtest::Rng rng;
     VecTile<float, 8, 32> f;
     for (auto& v : f.data) v = rng.uniform(-300.0f, 300.0f);
     f(0, 0) = NAN;

@@ -14,12 +14,13 @@
 #include <type_traits>
 
 #include "simpler/kernel_abi.hpp"
-#include "simpler/tile/dtype.hpp"
-#include "simpler/tile/elementwise.hpp"
-#include "simpler/tile/tile.hpp"
+#include "simpler/dtype.hpp"
+#include "pto/sim/math/elementwise.hpp"
+#include "pto/sim/math/common.hpp"
 
-namespace simpler {
-namespace tile {
+namespace pto {
+namespace sim {
+namespace math {
 
 namespace detail {
 
@@ -51,7 +52,7 @@ inline T shift_right(T x, T n, bool* bad) noexcept {
 
 }  // namespace detail
 
-#define SIMPLER_TILE_BITWISE(NAME, SNAME, EXPR)                                                     \
+#define PTO_SIM_MATH_BITWISE(NAME, SNAME, EXPR)                                                     \
     template <class Dst, class A, class B, std::enable_if_t<is_tile<B>::value, int> = 0>            \
     inline bool NAME(Dst& dst, const A& a, const B& b) noexcept {                                    \
         using T = typename Dst::value_type;                                                          \
@@ -68,10 +69,10 @@ inline T shift_right(T x, T n, bool* bad) noexcept {
         });                                                                                         \
     }
 
-SIMPLER_TILE_BITWISE(and_, ands, x & y)
-SIMPLER_TILE_BITWISE(or_, ors, x | y)
-SIMPLER_TILE_BITWISE(xor_, xors, x ^ y)
-#undef SIMPLER_TILE_BITWISE
+PTO_SIM_MATH_BITWISE(and_, ands, x & y)
+PTO_SIM_MATH_BITWISE(or_, ors, x | y)
+PTO_SIM_MATH_BITWISE(xor_, xors, x ^ y)
+#undef PTO_SIM_MATH_BITWISE
 
 template <class Dst, class A>
 inline bool not_(Dst& dst, const A& a) noexcept {
@@ -80,7 +81,7 @@ inline bool not_(Dst& dst, const A& a) noexcept {
     return detail::map1("not_", dst, a, [](T x) noexcept { return static_cast<T>(~x); });
 }
 
-#define SIMPLER_TILE_SHIFT(NAME, SNAME, FN)                                                          \
+#define PTO_SIM_MATH_SHIFT(NAME, SNAME, FN)                                                          \
     template <class Dst, class A, class B, std::enable_if_t<is_tile<B>::value, int> = 0>             \
     inline bool NAME(Dst& dst, const A& a, const B& b) noexcept {                                     \
         using T = typename Dst::value_type;                                                           \
@@ -102,9 +103,10 @@ inline bool not_(Dst& dst, const A& a) noexcept {
         return ok;                                                                                    \
     }
 
-SIMPLER_TILE_SHIFT(shl, shls, detail::shift_left<T>)
-SIMPLER_TILE_SHIFT(shr, shrs, detail::shift_right<T>)
-#undef SIMPLER_TILE_SHIFT
+PTO_SIM_MATH_SHIFT(shl, shls, detail::shift_left<T>)
+PTO_SIM_MATH_SHIFT(shr, shrs, detail::shift_right<T>)
+#undef PTO_SIM_MATH_SHIFT
 
-}  // namespace tile
-}  // namespace simpler
+}  // namespace math
+}  // namespace sim
+}  // namespace pto

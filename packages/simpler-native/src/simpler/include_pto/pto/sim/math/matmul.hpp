@@ -21,30 +21,31 @@
 #include <type_traits>
 
 #include "simpler/kernel_abi.hpp"
-#include "simpler/tile/dtype.hpp"
-#include "simpler/tile/tile.hpp"
+#include "simpler/dtype.hpp"
+#include "pto/sim/math/common.hpp"
 
 #if defined(__AVX512F__)
-#define SIMPLER_TILE_MM_VEC_BYTES 64
-#define SIMPLER_TILE_MM_ROWS 8
+#define PTO_SIM_MATH_MM_VEC_BYTES 64
+#define PTO_SIM_MATH_MM_ROWS 8
 #elif defined(__AVX__)
-#define SIMPLER_TILE_MM_VEC_BYTES 32
-#define SIMPLER_TILE_MM_ROWS 6
+#define PTO_SIM_MATH_MM_VEC_BYTES 32
+#define PTO_SIM_MATH_MM_ROWS 6
 #else
-#define SIMPLER_TILE_MM_VEC_BYTES 16
-#define SIMPLER_TILE_MM_ROWS 4
+#define PTO_SIM_MATH_MM_VEC_BYTES 16
+#define PTO_SIM_MATH_MM_ROWS 4
 #endif
 
 #if defined(__clang__)
-#define SIMPLER_TILE_UNROLL _Pragma("unroll")
+#define PTO_SIM_MATH_UNROLL _Pragma("unroll")
 #elif defined(__GNUC__)
-#define SIMPLER_TILE_UNROLL _Pragma("GCC unroll 16")
+#define PTO_SIM_MATH_UNROLL _Pragma("GCC unroll 16")
 #else
-#define SIMPLER_TILE_UNROLL
+#define PTO_SIM_MATH_UNROLL
 #endif
 
-namespace simpler {
-namespace tile {
+namespace pto {
+namespace sim {
+namespace math {
 
 namespace detail {
 
@@ -58,14 +59,14 @@ template <class AT>
 struct mm_vec;
 template <>
 struct mm_vec<float> {
-    typedef float type __attribute__((vector_size(SIMPLER_TILE_MM_VEC_BYTES)));
+    typedef float type __attribute__((vector_size(PTO_SIM_MATH_MM_VEC_BYTES)));
 };
 template <>
 struct mm_vec<std::int32_t> {
-    typedef std::int32_t type __attribute__((vector_size(SIMPLER_TILE_MM_VEC_BYTES)));
+    typedef std::int32_t type __attribute__((vector_size(PTO_SIM_MATH_MM_VEC_BYTES)));
 };
 
-inline constexpr int kMmRows = SIMPLER_TILE_MM_ROWS;  // rows of a register block
+inline constexpr int kMmRows = PTO_SIM_MATH_MM_ROWS;  // rows of a register block
 inline constexpr int kMmVecs = 2;                     // vectors (of columns) per row of a block
 
 // c[r, 0 : NV * lanes] (+)= sum over p in [0, k), in order, of a[r, p] * b[p, 0 : NV * lanes], for
@@ -76,9 +77,9 @@ inline void mm_block(AT* __restrict c, const AT* __restrict a, const AT* __restr
     using V = typename mm_vec<AT>::type;
     constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(AT));
     V acc[MR][NV];
-    SIMPLER_TILE_UNROLL
+    PTO_SIM_MATH_UNROLL
     for (int r = 0; r < MR; ++r) {
-        SIMPLER_TILE_UNROLL
+        PTO_SIM_MATH_UNROLL
         for (int v = 0; v < NV; ++v) {
             if (accumulate)
                 __builtin_memcpy(&acc[r][v], c + r * CS + v * kLanes, sizeof(V));
@@ -88,18 +89,18 @@ inline void mm_block(AT* __restrict c, const AT* __restrict a, const AT* __restr
     }
     for (int p = 0; p < k; ++p) {
         V bv[NV];
-        SIMPLER_TILE_UNROLL
+        PTO_SIM_MATH_UNROLL
         for (int v = 0; v < NV; ++v) __builtin_memcpy(&bv[v], b + p * BS + v * kLanes, sizeof(V));
-        SIMPLER_TILE_UNROLL
+        PTO_SIM_MATH_UNROLL
         for (int r = 0; r < MR; ++r) {
             const AT av = a[r * AS + p];
-            SIMPLER_TILE_UNROLL
+            PTO_SIM_MATH_UNROLL
             for (int v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
         }
     }
-    SIMPLER_TILE_UNROLL
+    PTO_SIM_MATH_UNROLL
     for (int r = 0; r < MR; ++r) {
-        SIMPLER_TILE_UNROLL
+        PTO_SIM_MATH_UNROLL
         for (int v = 0; v < NV; ++v) __builtin_memcpy(c + r * CS + v * kLanes, &acc[r][v], sizeof(V));
     }
 }
@@ -182,5 +183,6 @@ inline bool matmul_acc(Acc& c, const L& a, const R& b) noexcept {
     return detail::matmul_impl("matmul_acc", c, a, b, true);
 }
 
-}  // namespace tile
-}  // namespace simpler
+}  // namespace math
+}  // namespace sim
+}  // namespace pto
