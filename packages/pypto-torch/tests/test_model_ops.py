@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from torch_test_backend import skip_bf16_on_the_official_backend
 
 import pypto.language as pl
 import pypto.torch as pt
-from simpler import toolchain
 
 pytestmark = pytest.mark.usefixtures("kernel_mode")
 
@@ -34,13 +34,6 @@ N = pl.dynamic("N")  # a row's length, up to one tile
 D2 = pl.dynamic("D2")  # half a head's dim
 T, W = 16, 128  # the tile: 16 rows, up to 128 columns
 HID, INTER = 64, 64  # SwiGLU's pinned hidden and intermediate sizes (its cube tiles)
-
-
-def _skip_bf16_on_the_official_backend() -> None:
-    """The BF16 half of a test does not run where kernels compile against the official pto-isa
-    headers: their ``bfloat16_t`` is a ``_Float16`` placeholder below C++23 (docs/pto-isa-backends.md)."""
-    if toolchain.kernel_toolchain().pto_backend == "pto-isa":
-        pytest.skip("official CPU backend: bfloat16_t is a _Float16 placeholder here; FP32 checked")
 
 
 DT = pl.dtype_var("DT", pl.FP32, pl.BF16)  # RMSNorm and softmax: one function for both dtypes
@@ -340,7 +333,7 @@ def test_precompile_then_calls_compile_nothing(ops: dict[str, Any]) -> None:
     for dtype in (torch.float32, torch.bfloat16):
         if dtype is torch.bfloat16:
             assert op.compiles == 2
-            _skip_bf16_on_the_official_backend()
+            skip_bf16_on_the_official_backend()
         for rows, cols in ((3, 7), (40, 128)):
             x = torch.randn(rows, cols, dtype=dtype)
             torch.testing.assert_close(op(x), torch.softmax(x.float(), -1).to(dtype), rtol=1e-2, atol=1e-2)
@@ -478,7 +471,7 @@ def test_model_block_forward_backward_compiled_dynamic(ops: dict[str, Any]) -> N
     step = torch.compile(ours, fullgraph=True, dynamic=True)  # inductor, forward and backward
     for dtype, tol in ((torch.float32, 2e-4), (torch.bfloat16, 6e-2)):
         if dtype is torch.bfloat16:
-            _skip_bf16_on_the_official_backend()
+            skip_bf16_on_the_official_backend()
         ours.to(dtype)
         theirs.to(dtype)
         for s in (37, 16, 24):  # 37 first: a first length of 16 (= head_dim / 2) would be duck-sized
