@@ -135,14 +135,14 @@ inline void range(const TileT& t, int r0, int c0, int nr, int nc, std::uint32_t*
 
 template <class TileT>
 inline void rd(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) noexcept {
-    hold(t.sim_id());
+    hold(op.state(), t.sim_id());
     std::uint32_t lo, hi;
     range(t, r0, c0, nr, nc, &lo, &hi);
     op.read(TileT::buf(), lo, hi, t.sim_id());
 }
 template <class TileT>
 inline void wr(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) noexcept {
-    hold(t.sim_id());
+    hold(op.state(), t.sim_id());
     std::uint32_t lo, hi;
     range(t, r0, c0, nr, nc, &lo, &hi);
     op.write(TileT::buf(), lo, hi, t.sim_id());
