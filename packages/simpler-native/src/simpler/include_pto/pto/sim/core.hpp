@@ -184,8 +184,7 @@ inline void begin_kernel() noexcept {
 
 // Register a placed tile; the same type, shape and address is the same tile (a tile declared
 // again in each loop iteration keeps its identity). Returns its id (1-based).
-inline std::uint32_t register_tile(const TileDesc& d) noexcept {
-    Core& c = core();
+inline std::uint32_t register_tile(Core& c, const TileDesc& d) noexcept {
     for (std::size_t i = c.tiles.size(); i-- > 0;) {
         const TileDesc& t = c.tiles[i];
         if (t.buf == d.buf && t.offset == d.offset && t.bytes == d.bytes && t.loc == d.loc && t.rows == d.rows &&
@@ -203,8 +202,7 @@ inline std::uint32_t register_tile(const TileDesc& d) noexcept {
 // last held through a tile of another layout (TRESHAPE's alias, e.g. an NZ Mat tile read as
 // ZN), they are converted through the ISA's placement, so every tile over the same bytes sees
 // the elements the ISA would show it.
-inline void hold(std::uint32_t id) noexcept {
-    Core& c = core();
+inline void hold(Core& c, std::uint32_t id) noexcept {
     if (id == 0 || id > c.tiles.size()) return;
     const TileDesc& t = c.tiles[id - 1];
     if (!c.layouts_in[t.buf]) return;
@@ -224,12 +222,12 @@ inline void hold(std::uint32_t id) noexcept {
     }
     c.held.push_back(Core::Held{t.buf, t.offset, t.bytes, id});
 }
+inline void hold(std::uint32_t id) noexcept { hold(core(), id); }
 
 // Two tiles over exactly the same bytes (buffer, offset, size) are one storage seen through two
 // tile shapes (a [R, 1] column read as a [1, R] row, as TASSIGN aliasing places them): a read
 // through one of bytes written through the other is not a clobber.
-inline bool same_storage(std::uint32_t a, std::uint32_t b) noexcept {
-    const Core& c = core();
+inline bool same_storage(const Core& c, std::uint32_t a, std::uint32_t b) noexcept {
     if (a == 0 || b == 0 || a > c.tiles.size() || b > c.tiles.size()) return false;
     const TileDesc& x = c.tiles[a - 1];
     const TileDesc& y = c.tiles[b - 1];
@@ -254,6 +252,7 @@ public:
     }
 
     const char* name() const noexcept { return name_; }
+    Core& state() const noexcept { return c_; }  // the core it runs on (one thread-local lookup)
 
     // A read of bytes [lo, hi) of buffer b through tile `id`.
     void read(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id) noexcept {
@@ -266,7 +265,7 @@ public:
     void write(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id) noexcept {
         for (int i = 0; i < nreads_; ++i) {
             const Range& r = reads_[i];
-            if (r.b != b || r.hi <= lo || hi <= r.lo || r.id == id || same_storage(r.id, id)) continue;
+            if (r.b != b || r.hi <= lo || hi <= r.lo || r.id == id || same_storage(c_, r.id, id)) continue;
             char mine[128], theirs[128];
             describe(mine, sizeof mine, id);
             describe(theirs, sizeof theirs, r.id);
@@ -325,7 +324,7 @@ private:
             if (is_write) {
                 for (int p = 0; p < kPipes; ++p)
                     if (s.rseq[p] != 0 && !ordered(p, s.rseq[p])) hazard(true, "last read", b, s.lo, id, s.rop[p], p);
-            } else if (s.writer != 0 && s.writer != id && !same_storage(s.writer, id)) {
+            } else if (s.writer != 0 && s.writer != id && !same_storage(c_, s.writer, id)) {
                 char mine[128], theirs[128];
                 describe(mine, sizeof mine, id);
                 describe(theirs, sizeof theirs, s.writer);

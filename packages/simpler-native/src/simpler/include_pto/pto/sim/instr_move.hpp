@@ -40,6 +40,8 @@ PTO_INST RecordEvent TLOAD(TileData& dst, GlobalData& src, WaitEvents&... events
     }
     if constexpr (GlobalData::layout == Layout::NZ) {
         sim::for_nz(src, [&](int r, int c, const T* g) { dst.data()[r * TileData::Cols + c] = *g; });
+    } else if (vc == TileData::Cols && sim::dense_rows(src, vc)) {  // the common case: one copy
+        if (vr > 0 && vc > 0) sim::copy_bytes(dst.data(), src.data(), sizeof(T) * static_cast<std::size_t>(vr) * vc);
     } else {
         sim::for_rows(src, [&](int r, const T* g, std::int64_t cs) {
             T* d = dst.data() + r * TileData::Cols;
@@ -90,6 +92,18 @@ inline void tstore(GlobalData& dst, TileData& src) noexcept {
                 }
             comm::write("TSTORE", dst, b, atomic == AtomicType::AtomicAdd);
             std::free(b);
+            return;
+        }
+        if (atomic == AtomicType::AtomicNone && vc == TileData::Cols && dense_rows(dst, vc)) {  // one pass
+            const std::size_t n = static_cast<std::size_t>(vr) * vc;
+            if (n == 0) return;
+            G* g = dst.data();
+            const T* s = src.data();
+            if constexpr (std::is_same<T, G>::value) {
+                copy_bytes(g, s, sizeof(T) * n);
+            } else {
+                for (std::size_t i = 0; i < n; ++i) g[i] = ::pto::sim::math::convert<G>(s[i]);
+            }
             return;
         }
         for_rows(dst, [&](int r, G* g, std::int64_t cs) {

