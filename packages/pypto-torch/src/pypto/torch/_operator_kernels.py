@@ -98,7 +98,7 @@ _DTYPE_RANK = attrgetter("dtype", "ndim")
 def _getter(positions: tuple[int, ...]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
     """A function returning the items of a sequence at ``positions``, always as a tuple."""
     if len(positions) > 1:
-        return itemgetter(*positions)  # type: ignore[return-value]
+        return itemgetter(*positions)
     if positions:
         i = positions[0]
         return lambda args: (args[i],)
