@@ -10,8 +10,9 @@ describe_call, the pins, building simpler's materialised arguments, and the nati
 run + wait.
 
 Instruction counts (valgrind's callgrind, when valgrind, its ``callgrind.h`` and a C compiler
-are installed): a child process runs both operators under callgrind with instrumentation on
-only around the measured loops, and the figure is the instructions per call of the calling
+are installed): a child process runs both operators, eager and each
+from its ``torch.compile``d function, under callgrind with instrumentation on only around the
+measured loops, and the figure is the instructions per call of the calling
 thread (the simulated chip's threads are not counted: their spinning depends on scheduling).
 They do not move with the machine's load, so a regression of the per-call path shows in one
 run. Valgrind does not decode AVX-512, so the child builds its kernels through a compiler
@@ -149,13 +150,21 @@ _CALLS = 100
 
 
 def _callgrind_child(helper: str) -> None:
-    """Under valgrind: run both operators with instrumentation only around the loops."""
+    """Under valgrind: run both operators, eager and compiled, with instrumentation only around
+    the loops."""
     cg = ctypes.CDLL(helper)
     op, a, b, out = _setup()
+    compiled_op, compiled_noop = _compiled_pair(op, a, b, out)
+    loops = (
+        ("noop", torch.ops.pypto_bench.noop),
+        ("op", op.op),
+        ("cnoop", compiled_noop),
+        ("cop", compiled_op),
+    )
     for _ in range(10):
-        op.op(a, b, out)
-        torch.ops.pypto_bench.noop(a, b, out)
-    for label, fn in (("noop", torch.ops.pypto_bench.noop), ("op", op.op)):
+        for _, fn in loops:
+            fn(a, b, out)
+    for label, fn in loops:
         cg.cg_start()
         for _ in range(_CALLS):
             fn(a, b, out)
@@ -177,7 +186,8 @@ def _callgrind_counts() -> tuple[dict[str, float], str]:
         wrapper = work / "cxx"
         wrapper.write_text(_WRAPPER.format(cxx=os.environ.get("CXX") or shutil.which("g++") or "g++"))
         wrapper.chmod(0o700)
-        env = dict(os.environ, CXX=str(wrapper))
+        # one process: inductor's compile workers would run outside valgrind's view anyway
+        env = dict(os.environ, CXX=str(wrapper), TORCHINDUCTOR_COMPILE_THREADS="1")
         env.pop("PYPTO_BENCH_REPORT", None)
         proc = subprocess.run(
             [
@@ -205,7 +215,7 @@ def _callgrind_counts() -> tuple[dict[str, float], str]:
             total = re.search(r"^totals: (\d+)$", text, re.M)
             if label and total:
                 counts[label.group(1)] = int(total.group(1)) / _CALLS
-        if set(counts) != {"noop", "op"}:
+        if set(counts) != {"noop", "op", "cnoop", "cop"}:
             return {}, f"callgrind wrote no counts for both loops (found {sorted(counts)})"
         return counts, ""
 
@@ -316,6 +326,14 @@ def main() -> None:
             "instructions",
             bar=_GOAL,
         )
+        report(
+            "torch operator round trip under torch.compile, instructions of the calling thread (callgrind)",
+            counts["cop"],
+            counts["cnoop"],
+            "compiled no-op custom_op",
+            "instructions",
+            bar=_GOAL,
+        )
 
     title = (
         f"pypto.torch kernel mode on a2a3sim (torch {torch.__version__}; baseline = no-op custom_op "
@@ -329,6 +347,12 @@ def main() -> None:
                 "instructions/call: pypto_bench.add (callgrind)",
                 f"{counts['op']:.0f}",
                 f"{counts['op'] / counts['noop']:.2f}",
+            ),
+            ("instructions/call: compiled no-op custom_op (callgrind)", f"{counts['cnoop']:.0f}", "1.00"),
+            (
+                "instructions/call: compiled pypto_bench.add (callgrind)",
+                f"{counts['cop']:.0f}",
+                f"{counts['cop'] / counts['cnoop']:.2f}",
             ),
         ]
     else:

@@ -110,7 +110,17 @@ def test_pin_compiles_per_shape_and_tensor_level_ops_fall_back_to_it() -> None:
         a, b = torch.empty(16, 64), torch.empty(32, 64)
         assert ks.key([a, a], 0) != ks.key([b, b], 0)
         dyn = pt.register(bare_exp, f"{_ns()}::dyn", functional=True, shapes={"out": "x"})
-        assert dyn._variants.sets[None].key([a, a], 0) == dyn._variants.sets[None].key([b, b], 0)
+        dk = dyn._variants.sets[None]
+        assert dk.key([a, a], 0) == dk.key([b, b], 0)
+        # the dynamic key still tells dtype, rank, position and context generation apart
+        keys = {
+            dk.key([a, a], 0),
+            dk.key([a.double(), a], 0),
+            dk.key([a, a.double()], 0),
+            dk.key([a.reshape(-1), a], 0),
+            dk.key([a, a], 1),
+        }
+        assert len(keys) == 5
         dyn.remove()
     finally:
         pinned.remove()

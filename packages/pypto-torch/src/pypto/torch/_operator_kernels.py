@@ -20,7 +20,8 @@ with ``build(dtype) -> @pl.jit function``). Every variant must have the same dis
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -91,6 +92,19 @@ def declared_params(fn: Any, what: str) -> tuple[DeclaredParam, ...]:
     return declared
 
 
+_DTYPE_RANK = attrgetter("dtype", "ndim")
+
+
+def _getter(positions: tuple[int, ...]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """A function returning the items of a sequence at ``positions``, always as a tuple."""
+    if len(positions) > 1:
+        return itemgetter(*positions)
+    if positions:
+        i = positions[0]
+        return lambda args: (args[i],)
+    return lambda args: ()
+
+
 class KernelSet:
     """The artifacts of one jit function registered on the kernel Worker, by compile key.
 
@@ -129,12 +143,18 @@ class KernelSet:
         self.dtype_vars = dtype_vars(declared)
         # bare tensors: run-time dims (False once the language refused them, or with pin=True)
         self.dynamic = not pin and any(p is None for _, p in self._pinned)
+        # every tensor bare: while ``dynamic`` the key is (dtype, rank) per tensor, read by
+        # C-level getters (the per-call path of the common case; the same key as the loop's)
+        self._all_bare = all(p is None for _, p in self._pinned)
+        self._tensors_of = _getter(self.tensor_positions)
         self.pinned_reason: str | None = "register(pin=True)" if pin else None
         self._callables: dict[tuple[Any, ...], KernelCallable] = {}
         self._lock = threading.Lock()
 
     def key(self, args: Sequence[Any], generation: int) -> tuple[Any, ...]:
         """What a compile for ``args`` depends on (and the context generation)."""
+        if self.dynamic and self._all_bare:
+            return (generation, *map(_DTYPE_RANK, self._tensors_of(args)))
         parts: list[Any] = [generation]
         for i, pinned in self._pinned:
             a = args[i]

@@ -156,6 +156,13 @@ def current_stream() -> SimulatorStream:
     return stack[-1] if stack else DEFAULT_STREAM
 
 
+def _current_stream_on(device_index: int) -> SimulatorStream:
+    """:meth:`SimulatorPlatform.current_stream`: one function, no forwarding call (call
+    description asks it on every call; the simulator has one device)."""
+    stack = _local.stack
+    return stack[-1] if stack else DEFAULT_STREAM
+
+
 @contextmanager
 def use_stream(stream: SimulatorStream) -> Iterator[SimulatorStream]:
     """Make ``stream`` this thread's current simulator stream inside the block."""
@@ -195,8 +202,7 @@ class SimulatorPlatform(DevicePlatform):
     def current_device(self) -> int:
         return SIMULATOR_DEVICE_INDEX
 
-    def current_stream(self, device_index: int) -> object:
-        return current_stream()
+    current_stream = staticmethod(_current_stream_on)
 
     def is_capturing(self) -> bool:
         return False  # the simulated chip has no graph capture
