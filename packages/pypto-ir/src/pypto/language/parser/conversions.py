@@ -88,7 +88,12 @@ def tensor_operands(p: _ParserBase, opname: str, args: list[Arg], at: ast.AST) -
             vec = p.make_op("move", [tile], {"memory": MemorySpace.Vec}, at)
             return opname, [p.make_op("cast", [vec], {"dtype": out.type.dtype}, at), args[1], out]
         return opname, args
-    if opname == "matmul" and len(args) == 2:
+    if (
+        opname == "matmul"
+        and len(args) == 2
+        and all(isinstance(a, Expr) and isinstance(a.type, TileType) for a in args)
+    ):
+        # a tile matmul; one with a tensor operand is tensor-level and lowers its operands itself
         return opname, [
             _to_cube(p, a, space, at)
             for a, space in zip(args, (MemorySpace.Left, MemorySpace.Right), strict=True)
