@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
-from typing import Any
+from typing import Any, TypeVar
 
 from pypto.ir.analysis.return_lineage import function_aliases
 from pypto.ir.dtypes import DataType
@@ -64,6 +64,9 @@ from pypto.language.parser.subscripts import (
     trusted_extents,
 )
 from pypto.language.parser.tuples import TupleValue
+
+
+_V = TypeVar("_V", bound="Expr | TupleValue")  # the kind of value an annotation check hands back
 
 
 class _Statements(_Control, _Launches):
@@ -367,7 +370,7 @@ class _Statements(_Control, _Launches):
         out.append(ExprStmt(dataclasses.replace(value, args=tuple(args)), self.src.span(s)))
         return out, [args[alias] for alias in aliases]  # type: ignore[index]
 
-    def check_annotation(self, ann_node: ast.expr, value: Any, name: str) -> Any:
+    def check_annotation(self, ann_node: ast.expr, value: _V, name: str) -> _V:
         """The value bound to an annotated name: ``value``, or a tensor-level value converted to
         the annotated dtype (parser/conversions.py); raises if the annotation does not fit."""
         namespace = {**self.src.namespace, **allocations_in_scope(self)}

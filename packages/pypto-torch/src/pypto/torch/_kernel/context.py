@@ -437,7 +437,7 @@ class _Manager:
             error = ticket.retire(0)
             with self.lock:
                 self.enqueuing -= 1
-                if not self.enqueuing and self.state is not KernelState.READY:
+                if not self.enqueuing and not self._admits():
                     self.changed.notify_all()  # shutdown waits for the enqueues (CLOSING)
                 with contextlib.suppress(ValueError):
                     pending.remove(ticket)
@@ -447,7 +447,7 @@ class _Manager:
             return ticket
         with self.lock:
             self.enqueuing -= 1
-            if not self.enqueuing and self.state is not KernelState.READY:
+            if not self.enqueuing and not self._admits():
                 self.changed.notify_all()  # shutdown waits for the enqueues (CLOSING)
         if wait:
             try:
