@@ -65,7 +65,6 @@ from pypto.language.parser.subscripts import (
 )
 from pypto.language.parser.tuples import TupleValue
 
-
 _V = TypeVar("_V", bound="Expr | TupleValue")  # the kind of value an annotation check hands back
 
 
