@@ -34,8 +34,11 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from pypto.ir.dtypes import DataType
     from pypto.ir.errors import CodegenError, KernelError, PyptoCompileError
     from pypto.ir.execution import (
+        DECLINED,
+        clear_executor_plans,
         get_jit_compiler,
         get_jit_executor,
+        set_executor_plan,
         set_host_compiler,
         set_jit_compiler,
         set_jit_executor,
@@ -128,6 +131,8 @@ _FACE: dict[str, tuple[str, str]] = {
     "compile_to_files": ("pypto.ir.compile", "compile_to_files"),
     "deserialize": ("pypto.ir.serialization", "deserialize"),
     "device_kind": ("pypto.ir.contract", "device_kind"),
+    "DECLINED": ("pypto.ir.execution", "DECLINED"),
+    "clear_executor_plans": ("pypto.ir.execution", "clear_executor_plans"),
     "get_jit_compiler": ("pypto.ir.execution", "get_jit_compiler"),
     "get_jit_executor": ("pypto.ir.execution", "get_jit_executor"),
     "get_platform": ("pypto.ir.platforms", "get_platform"),
@@ -137,6 +142,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "serialize": ("pypto.ir.serialization", "serialize"),
     "set_jit_compiler": ("pypto.ir.execution", "set_jit_compiler"),
     "set_host_compiler": ("pypto.ir.execution", "set_host_compiler"),
+    "set_executor_plan": ("pypto.ir.execution", "set_executor_plan"),
     "set_jit_executor": ("pypto.ir.execution", "set_jit_executor"),
     "DATA_PATHS": ("pypto.ir.distributed_compiled_program", "DATA_PATHS"),
     "DistributedConfig": ("pypto.ir.distributed_compiled_program", "DistributedConfig"),
@@ -151,6 +157,7 @@ _FACE: dict[str, tuple[str, str]] = {
 
 __all__ = [
     "DATA_PATHS",
+    "DECLINED",
     "DEFAULT_PLATFORM",
     "DEFAULT_RUNTIME",
     "DYNAMIC",
@@ -196,6 +203,7 @@ __all__ = [
     "check_backend",
     "check_dump_passes",
     "check_strategy",
+    "clear_executor_plans",
     "compile",
     "compile_to_files",
     "deserialize",
@@ -212,6 +220,7 @@ __all__ = [
     "python_print",
     "read_metadata",
     "serialize",
+    "set_executor_plan",
     "set_host_compiler",
     "set_jit_compiler",
     "set_jit_executor",

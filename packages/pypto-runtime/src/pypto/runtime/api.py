@@ -31,8 +31,8 @@ from pypto.ir import (
     parse_platform,
     program_key,
     program_material,
+    set_executor_plan,
 )
-from pypto.ir.execution import set_executor_plan
 from pypto.language.interface import JITFunction, Specialization, user_facing
 from pypto.runtime import device_build, settings
 from pypto.runtime.artifact_runtime import Obtained, default_runtime

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from ctypes import addressof, c_char
 from typing import TYPE_CHECKING, Any
 
-from pypto.ir import DYNAMIC, Contract, DataType, Layout, ParamInfo
-from pypto.ir import execution as _execution
+from pypto.ir import DECLINED as _DECLINED
+from pypto.ir import DYNAMIC, Contract, DataType, Layout, ParamInfo, clear_executor_plans, set_executor_plan
 from pypto.runtime import mode_gate
 from pypto.runtime.host_tensors import TensorBindingError, _module_type, _row_major, describe, numpy_typestr
 from pypto.runtime.runner import RunConfig, register_for, run_general
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["DECLINED", "CallPlan", "run_artifact"]
 
 _PLAIN_SCALARS = frozenset((int, float, bool))
-DECLINED: Any = _execution.DECLINED  # the native path did not take the call
+DECLINED: Any = _DECLINED  # the native path did not take the call
 
 _with_native: weakref.WeakSet[CallPlan] = weakref.WeakSet()
 
@@ -53,7 +53,7 @@ def _release_native_plans() -> None:
     CallPlan can outlive finalization through a jit function that something immortal holds
     (torch's operator registry keeps a registered operator's kernel, and with it the function
     and its compiled programs, until the process ends); nanobind would report it as leaked."""
-    _execution.clear_executor_plans()  # the bound calls (simpler.BoundCall) hold native plans
+    clear_executor_plans()  # the bound calls (simpler.BoundCall) hold native plans
     for plan in list(_with_native):
         plan.native = None
         plan.exact.clear()
@@ -237,7 +237,7 @@ class CallPlan:
                 done = self.run_native(native, args, config)
                 if done is not DECLINED:
                     if config is self.default_config and self.executor_plan is None:
-                        _execution.set_executor_plan(self, self.bound_call(native, config))
+                        set_executor_plan(self, self.bound_call(native, config))
                     return done
             mat = self._materialize(args)
         if mat is None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import (
+    DECLINED,
     META_FILE,
     ArtifactMetadata,
     Contract,
@@ -44,7 +45,6 @@ from pypto.ir import (
     binary_key,
     device_kind,
 )
-from pypto.ir.execution import DECLINED
 from pypto.language.interface import user_facing
 from pypto.runtime import device_build, progress, settings
 from pypto.runtime._fs import read_inside

@@ -29,8 +29,7 @@ import os
 import threading
 from dataclasses import dataclass
 
-from pypto.ir import Contract
-from pypto.ir.execution import clear_executor_plans
+from pypto.ir import Contract, clear_executor_plans
 from pypto.runtime.errors import PyptoRuntimeError
 
 __all__ = [

@@ -13,8 +13,7 @@ import os
 import threading
 from typing import Any
 
-from pypto.ir import DEFAULT_PLATFORM, DEFAULT_RUNTIME
-from pypto.ir.execution import clear_executor_plans
+from pypto.ir import DEFAULT_PLATFORM, DEFAULT_RUNTIME, clear_executor_plans
 from pypto.runtime import mode_gate
 
 __all__ = [

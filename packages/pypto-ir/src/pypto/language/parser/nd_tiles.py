@@ -28,7 +28,7 @@ from pypto.ir.types import TensorType, TileType
 from pypto.language.fold import INDEX, fold
 
 if TYPE_CHECKING:
-    from pypto.language.parser.statements import _Statements
+    from pypto.language.parser.windows import _Windows
 
 __all__ = ["MAX_PLANES", "flat_shape", "nd_load", "nd_shape_of", "nd_store", "nd_window"]
 
@@ -41,7 +41,7 @@ def flat_shape(shape: tuple[int, ...]) -> tuple[int, int]:
     return (math.prod(shape[:-1]), shape[-1])
 
 
-def nd_shape_of(p: _Statements, value: Expr) -> tuple[int, ...] | None:
+def nd_shape_of(p: _Windows, value: Expr) -> tuple[int, ...] | None:
     """The N-D shape of a tile held flattened (``value`` or the name bound to it), else None."""
     nd = p.st.nd_shapes.get(id(value))
     if nd is None or not isinstance(value.type, TileType) or flat_shape(nd) != tuple(value.type.shape):
@@ -49,14 +49,14 @@ def nd_shape_of(p: _Statements, value: Expr) -> tuple[int, ...] | None:
     return nd
 
 
-def _bind(p: _Statements, base: str, value: Expr, node: ast.AST) -> Var:
+def _bind(p: _Windows, base: str, value: Expr, node: ast.AST) -> Var:
     p.hoisted += 1
     var = Var(f"{p.prefix}_{base}{p.hoisted}", value.type, p.src.span(node))
     p.pending.append(Assign(var, value, p.src.span(node)))
     return var
 
 
-def _planes(shape: tuple[int, ...], what: str, p: _Statements, node: ast.AST) -> list[tuple[int, ...]]:
+def _planes(shape: tuple[int, ...], what: str, p: _Windows, node: ast.AST) -> list[tuple[int, ...]]:
     planes = list(itertools.product(*(range(d) for d in shape[:-2])))
     if len(planes) > MAX_PLANES:
         raise p.err(
@@ -76,7 +76,7 @@ def _row_of(plane: tuple[int, ...], shape: tuple[int, ...]) -> int:
 
 
 def nd_load(
-    p: _Statements,
+    p: _Windows,
     tensor: Expr,
     *,
     offs: tuple[Expr, ...],
@@ -125,7 +125,7 @@ def nd_load(
 
 
 def nd_store(
-    p: _Statements, tile: Expr, nd: tuple[int, ...], *, offs: tuple[Expr, ...], out: Expr, node: ast.Call
+    p: _Windows, tile: Expr, nd: tuple[int, ...], *, offs: tuple[Expr, ...], out: Expr, node: ast.Call
 ) -> Expr:
     """``pl.store`` of an N-D tile: each plane stored at its place; the last store is the value."""
     ot = out.type
@@ -171,7 +171,7 @@ def nd_store(
 
 
 def nd_window(
-    p: _Statements, base: Expr, nd: tuple[int, ...], target: ast.Subscript
+    p: _Windows, base: Expr, nd: tuple[int, ...], target: ast.Subscript
 ) -> tuple[list[Expr], list[Any]]:
     """The 2-D window (offsets, extents) of ``t[...]`` on an N-D tile: every leading dim indexed
     by a scalar, then the ``[R, C]`` plane's rows and columns as in a 2-D tile."""

@@ -33,7 +33,7 @@ from pypto.language.fold import INDEX
 from pypto.language.parser.nd_tiles import nd_shape_of, nd_window
 
 if TYPE_CHECKING:
-    from pypto.language.parser.statements import _Statements
+    from pypto.language.parser.windows import _Windows
 
 __all__ = [
     "chained",
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 
-def tile_subscript(p: _Statements, base: Expr, node: ast.Subscript) -> Expr:
+def tile_subscript(p: _Windows, base: Expr, node: ast.Subscript) -> Expr:
     """``t[...]`` of a tile: one element (``pl.read``) or a sub-tile (``tile_window``); of an
     N-D tile, a sub-tile of one of its planes (parser/nd_tiles.py)."""
     nd = nd_shape_of(p, base)
@@ -62,7 +62,7 @@ def tile_subscript(p: _Statements, base: Expr, node: ast.Subscript) -> Expr:
     return tile_window(p, base, node)
 
 
-def tile_write_window(p: _Statements, tvar: Expr, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
+def tile_write_window(p: _Windows, tvar: Expr, target: ast.Subscript) -> tuple[list[Expr], list[Any]]:
     """The window ``t[...] = v`` writes into a tile (of an N-D tile, into one of its planes)."""
     nd = nd_shape_of(p, tvar)
     if nd is not None:
@@ -71,7 +71,7 @@ def tile_write_window(p: _Statements, tvar: Expr, target: ast.Subscript) -> tupl
 
 
 def tile_window(
-    p: _Statements, base: Expr, node: ast.Subscript, window: tuple[list[Expr], list[Any]] | None = None
+    p: _Windows, base: Expr, node: ast.Subscript, window: tuple[list[Expr], list[Any]] | None = None
 ) -> Expr:
     """``t[...]`` of a tile that is not one element: ``pl.slice`` with a static shape (module
     docstring), narrowed by ``pl.set_validshape`` where an extent is only known at run time.
@@ -108,7 +108,7 @@ def tile_window(
     return p.make_op("set_validshape", [sub, *valid], {}, node)
 
 
-def tensor_set_validshape(p: _Statements, src: Expr, valid: list[Expr], node: ast.AST) -> Expr:
+def tensor_set_validshape(p: _Windows, src: Expr, valid: list[Expr], node: ast.AST) -> Expr:
     """``pl.set_validshape(tensor, rows, cols)``: the tensor as a window of its whole shape whose
     valid part is ``rows`` x ``cols`` (a constant valid shape is the window's ``valid_shape``)."""
     tt = src.type
@@ -135,7 +135,7 @@ def tensor_set_validshape(p: _Statements, src: Expr, valid: list[Expr], node: as
     return view
 
 
-def valid_shape_of(p: _Statements, value: Expr) -> tuple[Expr, ...] | None:
+def valid_shape_of(p: _Windows, value: Expr) -> tuple[Expr, ...] | None:
     """The valid shape ``value`` was narrowed to, or None when it is valid throughout."""
     known = p.st.valid_shapes.get(id(value))
     if known is not None:
@@ -149,7 +149,7 @@ def valid_shape_of(p: _Statements, value: Expr) -> tuple[Expr, ...] | None:
     return None
 
 
-def note_valid_shape(p: _Statements, var: Var, value: Expr) -> None:
+def note_valid_shape(p: _Windows, var: Var, value: Expr) -> None:
     """Remember that the name ``var`` holds a narrowed value (``valid_shape_of``) or an N-D tile
     (``nd_shape_of``)."""
     valid = valid_shape_of(p, value)
@@ -198,7 +198,7 @@ def trusted_extents(vt: Any, extents: list[Any], lift: int) -> list[Any]:
     return [e if isinstance(e, int) else d for e, d in zip(extents, shape, strict=True)]
 
 
-def fit_to_window(p: _Statements, value: Expr, extents: list[Any], lift: int, node: ast.AST) -> Expr:
+def fit_to_window(p: _Windows, value: Expr, extents: list[Any], lift: int, node: ast.AST) -> Expr:
     """``value`` to write into a window of ``extents`` (module docstring): itself, or its part at
     the origin when it was narrowed to a valid shape that is the window's. Where nothing fits,
     ``value`` is returned and the caller reports the mismatch."""
@@ -227,7 +227,7 @@ def fit_to_window(p: _Statements, value: Expr, extents: list[Any], lift: int, no
     return p.make_op("view" if isinstance(vt, TensorType) else "slice", [value, zeros], attrs, node)
 
 
-def chained(p: _Statements, node: ast.Subscript) -> ast.Subscript:
+def chained(p: _Windows, node: ast.Subscript) -> ast.Subscript:
     """``C[i][j]`` of a tensor name as ``C[i, j]`` when ``C[i]`` indexes by scalars only (the
     later subscript then indexes the dims the first left); any other subscript unchanged."""
     inner = node.value
@@ -244,7 +244,7 @@ def chained(p: _Statements, node: ast.Subscript) -> ast.Subscript:
     return ast.copy_location(ast.Subscript(value=inner.value, slice=merged, ctx=ast.Load()), node)
 
 
-def out_param_write(p: _Statements, name: str, value: Expr, s: ast.stmt) -> Stmt | None:
+def out_param_write(p: _Windows, name: str, value: Expr, s: ast.stmt) -> Stmt | None:
     """``name = value`` in a kernel as a write of the whole ``pl.Out``/``pl.InOut`` parameter
     ``name`` (module docstring), or None when it is an ordinary binding."""
     param = p.st.env.get(name)
