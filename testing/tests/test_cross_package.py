@@ -65,12 +65,12 @@ def test_process_modes_are_simplers_execution_modes() -> None:
 
 def _header_int(text: str, name: str) -> int:
     found = re.findall(rf"\b{name}\s*=\s*(\d+)\s*;", text)
-    assert len(found) == 1, f"{name}: expected one definition in the tile library, found {found}"
+    assert len(found) == 1, f"{name}: expected one definition in kernel_args.hpp, found {found}"
     return int(found[0])
 
 
-def test_nz_block_geometry_agrees_with_the_tile_library() -> None:
-    header = Path(simpler.__file__).with_name("include") / "simpler" / "tile" / "memory.hpp"
+def test_nz_block_geometry_agrees_with_the_kernels_nz_view() -> None:
+    header = Path(simpler.__file__).with_name("include") / "simpler" / "kernel_args.hpp"
     text = header.read_text(encoding="utf-8")
     assert _header_int(text, "kNzBlockRows") == param_info.NZ_BLOCK_ROWS
     assert _header_int(text, "kNzBlockBytes") == param_info.NZ_BLOCK_BYTES

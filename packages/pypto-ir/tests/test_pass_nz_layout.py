@@ -342,7 +342,7 @@ def _nz_pack(matrix: list[list[float | int]], c0: int) -> list[float | int]:
 def test_generated_nz_kernels_read_torch_npu_storage_through_the_tile_library(  # type: ignore[no-untyped-def]
     tmp_path, cpp_toolchain
 ) -> None:
-    """Compile INT8 and FP32 NZ kernels, build them against the tile library, and run them on
+    """Compile INT8 and FP32 NZ kernels, build them against the PTO-ISA headers, and run them on
     storage packed the torch_npu way: the ND output must be the logical matrix."""
     import subprocess
     from array import array

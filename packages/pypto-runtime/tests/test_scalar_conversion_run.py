@@ -38,7 +38,7 @@ class IntTileFloatScalar:
 
 
 def _to_int16(v: float) -> int:
-    """torch's float -> int16 conversion toward zero, saturated as the tile library does."""
+    """torch's float -> int16 conversion toward zero, saturated as the kernels convert (sk::trunc_saturate)."""
     return int(max(-32768.0, min(32767.0, float(torch.tensor(v).trunc()))))
 
 

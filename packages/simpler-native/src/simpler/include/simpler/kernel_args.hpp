@@ -194,6 +194,8 @@ inline T trunc_saturate(double x) noexcept {
 // The GM view of a window of an NZ tensor (Ascend's fractal format: a logical [.., R, C] matrix
 // stored as blocks of 16 rows x C0 = 32 / sizeof(T) columns, described by a ChipTensor of
 // blocked shape [.., C/C0, R/16, 16, C0]): PTO-ISA's NZ GlobalTensor [1, cols/C0, rows/16, 16, C0].
+inline constexpr std::int64_t kNzBlockRows = 16;   // rows of one NZ block
+inline constexpr std::int64_t kNzBlockBytes = 32;  // bytes of one NZ block row (C0 * sizeof(T))
 template <class T>
 using GmViewNz = pto::GlobalTensor<T, pto::Shape<1, -1, -1, -1, -1>, pto::Stride<1, -1, -1, -1, -1>, pto::Layout::NZ>;
 
@@ -204,7 +206,7 @@ using GmViewNz = pto::GlobalTensor<T, pto::Shape<1, -1, -1, -1, -1>, pto::Stride
 template <class T>
 inline bool gm_view_nz(GmViewNz<T>& view, const char* op, const ChipTensor& t, std::uint8_t dtype,
                        std::initializer_list<std::int64_t> offsets, std::int64_t rows, std::int64_t cols) noexcept {
-    constexpr std::int64_t br = 16, bc = 32 / static_cast<std::int64_t>(sizeof(T));
+    constexpr std::int64_t br = kNzBlockRows, bc = kNzBlockBytes / static_cast<std::int64_t>(sizeof(T));
     const std::uint32_t nd = t.ndims;
     if (!detail::dtype_matches(op, t, dtype)) return false;
     if (nd < 4 || nd > 5 || t.shapes[nd - 2] != br || t.shapes[nd - 1] != bc) {
