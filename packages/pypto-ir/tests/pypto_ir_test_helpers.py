@@ -3,10 +3,14 @@ sys.path, since --import-mode=importlib does not)."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 import pypto.language as pl
+from pypto.ir.errors import KernelError
 
 
 class HostArray:
@@ -30,3 +34,16 @@ def tile_op_on_itself(op: Callable[..., Any]) -> pl.JITFunction:
         return out
 
     return on_itself
+
+
+def rejected_at_line(build: Callable[[], object], marker: str, message: str) -> None:
+    """``build()`` raises a KernelError that names the file and line of ``build``'s source (or
+    of its ``source`` attribute) holding ``marker``, and says ``message``."""
+    with pytest.raises(KernelError) as info:
+        build()
+    msg = str(info.value)
+    source = getattr(build, "source", build)
+    lines, first = inspect.getsourcelines(source)
+    line = first + next(i for i, text in enumerate(lines) if marker in text)
+    assert f"{inspect.getsourcefile(source)}:{line}:" in msg, msg
+    assert message in msg, msg

@@ -4,27 +4,17 @@ simulated chip has no AIC-AIV pipe, so compiling one fails with an error that sa
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pypto_ir_test_helpers import rejected_at_line
 
 import pypto.language as pl
 from pypto.ir.compile import compile_to_files
-from pypto.ir.errors import KernelError, PyptoCompileError
+from pypto.ir.errors import PyptoCompileError
 from pypto.ir.nodes import Assign, ExprStmt
 from pypto.ir.types import MemorySpace, TileType
-
-
-def _rejected(build: Callable[[], object], marker: str, message: str) -> None:
-    with pytest.raises(KernelError) as info:
-        build()
-    msg = str(info.value)
-    lines, first = inspect.getsourcelines(build)
-    line = first + next(i for i, text in enumerate(lines) if marker in text)
-    assert f"{__file__}:{line}:" in msg, msg
-    assert message in msg, msg
 
 
 @pl.program
@@ -140,4 +130,4 @@ CASES = [
 
 @pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
 def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
-    _rejected(build, marker, message)
+    rejected_at_line(build, marker, message)

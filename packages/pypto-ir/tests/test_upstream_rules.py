@@ -3,24 +3,13 @@ the offending line that says what to write instead."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 
 import pytest
+from pypto_ir_test_helpers import rejected_at_line
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
-
-
-def _rejected(build: Callable[[], object], marker: str, message: str) -> None:
-    """``build`` raises a KernelError naming this file at the line containing ``marker``."""
-    with pytest.raises(KernelError) as info:
-        build()
-    msg = str(info.value)
-    lines, first = inspect.getsourcelines(build)
-    line = first + next(i for i, text in enumerate(lines) if marker in text)
-    assert f"{__file__}:{line}:" in msg, msg
-    assert message in msg, msg
 
 
 def python_range() -> object:
@@ -181,7 +170,7 @@ CASES = [
 
 @pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
 def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
-    _rejected(build, marker, message)
+    rejected_at_line(build, marker, message)
 
 
 _PRINTED = """

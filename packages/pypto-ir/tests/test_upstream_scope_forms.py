@@ -4,26 +4,16 @@ offending line (``pl.scope``, ``pl.no_dep``, ``pl.at(allow_early_resolve=)``, ``
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 
 import pytest
+from pypto_ir_test_helpers import rejected_at_line
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Assign, Call, ExprStmt, Scope
 from pypto.ir.python_printer import function_text
 from pypto.ir.types import TaskIdType
-
-
-def _rejected(build: Callable[[], object], marker: str, message: str) -> None:
-    with pytest.raises(KernelError) as info:
-        build()
-    msg = str(info.value)
-    lines, first = inspect.getsourcelines(getattr(build, "source", build))
-    line = first + next(i for i, text in enumerate(lines) if marker in text)
-    assert f"{__file__}:{line}:" in msg, msg
-    assert message in msg, msg
 
 
 def _scoped(auto_scope: bool) -> object:
@@ -165,7 +155,7 @@ CASES = [
 
 @pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
 def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
-    _rejected(build, marker, message)
+    rejected_at_line(build, marker, message)
 
 
 @pl.function(type=pl.FunctionType.Orchestration)
