@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pto_backend
 import pytest
 
 torch = pytest.importorskip("torch", reason="the float64 references and BF16 inputs need torch")
@@ -127,6 +128,8 @@ CASES = {
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_matches_torch_over_edge_values(dtype: torch.dtype) -> None:
+    if dtype is torch.bfloat16:
+        pto_backend.needs_bfloat16()
     x = inputs(dtype)
     outs = [torch.zeros_like(x) for _ in CASES]
     unary_k(x, *outs)
@@ -193,6 +196,15 @@ def pow_bound(
     ).smallest_normal * torch.finfo(dtype).eps * 4
 
 
+def zero_bases_checked() -> bool:
+    """Whether the pow tests pass zero bases: the decomposition takes TRECIP of the base (the sign
+    of a zero, and negative integer powers) and TRSQRT of it (``pow(x, -0.5)``), and both
+    instructions' pages leave a zero operand target-defined. simpler's backend gives IEEE's
+    signed infinity; the official CPU backend asserts (the process aborts), so its runs leave
+    zero bases out (docs/pto-isa-backends.md)."""
+    return not pto_backend.official()
+
+
 def check_pow(got: torch.Tensor, want64: torch.Tensor, rtol: torch.Tensor, atol: float) -> None:
     g = got.to(torch.float64)
     w = want64.to(got.dtype).to(torch.float64)
@@ -212,7 +224,11 @@ def check_pow(got: torch.Tensor, want64: torch.Tensor, rtol: torch.Tensor, atol:
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_pow_by_constants_matches_torch(dtype: torch.dtype) -> None:
+    if dtype is torch.bfloat16:
+        pto_backend.needs_bfloat16()
     x = inputs(dtype, -4.0, 4.0)
+    if not zero_bases_checked():
+        x = torch.where(x == 0, torch.ones_like(x), x)
     outs = [torch.zeros_like(x) for _ in range(8)]
     pow_consts_k(x, *outs)
     x64 = x.to(torch.float64)
@@ -232,6 +248,8 @@ def test_pow_by_a_tile_matches_torch() -> None:
     pairs = [(a, b) for a in xs for b in ys]
     # IEEE's pow(-1, +-inf) = 1 is not taken (the decomposition gives NaN: exp(inf * 0))
     pairs = [(a, b) for a, b in pairs if not (a == -1.0 and math.isinf(b))]
+    if not zero_bases_checked():
+        pairs = [(a, b) for a, b in pairs if a != 0.0]
     rng = np.random.default_rng(5)
     while len(pairs) < R * C:
         pairs.append(

@@ -51,7 +51,7 @@ KEY_VERSION = 2
 """Bumped when the key's own layout changes (invalidates every key). 2: every digest (sources, IR
 text, plans, binaries) is the SHA-256 of canonical JSON, and plan keys carry this version."""
 
-CODEGEN_VERSION = 13
+CODEGEN_VERSION = 14
 """Bumped when the code generator emits different code for the same IR, or its artifacts'
 metadata changes meaning (2: artifacts carry per-kernel ``buffer_usage`` and kernels beyond the
 platform's on-chip buffers are refused; 3: ``buffer_usage`` is the peak of the tiles live at

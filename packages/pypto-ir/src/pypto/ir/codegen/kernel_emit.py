@@ -634,7 +634,12 @@ class _Emitters(_GenBase):
         elif cpp.tail == "cmp":
             parts.append(f"static_cast<CmpMode>({int(e.attr('cmp_type', 0))})")
         elif cpp.tail == "round":
-            parts += [cpp_round_mode(e.attr("mode")), "SaturationMode::ON"]  # out-of-range values saturate
+            parts.append(cpp_round_mode(e.attr("mode")))
+            if not t.dtype.is_float:  # an integer destination saturates (TCVT's explicit form)
+                parts.append("SaturationMode::ON")
+            # a float destination takes the form without SaturationMode: overflow gives infinity
+            # and NaN stays NaN (IEEE, as torch), where the official CPU backend's explicit form
+            # clamps the source into both types' range, NaN and infinities included
         if fn == "TMATMUL_ACC":  # dst = acc + a @ b (dst may be the acc's storage)
             acc = args[cpp.into or 0]
             assert isinstance(acc, Var)

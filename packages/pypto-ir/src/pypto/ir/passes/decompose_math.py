@@ -234,11 +234,14 @@ def _gelu(e: _Emit, x: Var, attrs: dict[str, Any]) -> Var:
 
 
 def _log1p_small(e: _Emit, u: Var) -> Var:
-    """log(1 + u) for 0 <= u <= 1, accurate for tiny u: log(w) * u / (w - 1), w = 1 + u."""
+    """log(1 + u) for 0 <= u <= 1, accurate for tiny u: log(w) * u / (w - 1), w = 1 + u; u itself
+    where w - 1 is 0. The divisor is 1 there: TDIV by zero is target-defined (the official CPU
+    backend asserts)."""
     w = e.adds(u, 1.0)
     d = e.adds(w, -1.0)
-    r = e.op("div", e.op("mul", e.op("log", w), u), d)
-    return e.sel(e.mask(d, 0.0, _EQ), u, r)
+    exact = e.mask(d, 0.0, _EQ)
+    r = e.op("div", e.op("mul", e.op("log", w), u), e.sel(exact, e.op("expands", d, Const(1.0, _FP32)), d))
+    return e.sel(exact, u, r)
 
 
 def _softplus(e: _Emit, x: Var, attrs: dict[str, Any]) -> Var:
