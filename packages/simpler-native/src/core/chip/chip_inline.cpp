@@ -120,11 +120,17 @@ private:
     // callee-saved register.
     static void call_on_stack(char* top, void (*fn)()) {
 #if defined(__x86_64__)
+        // While fn runs, this frame's CFA is taken from rbx (the old stack pointer, with the
+        // offset the rule had): an unwinder walking up from fn (backtrace(), which the official
+        // PTO-ISA headers' TWAIT calls) would otherwise read the caller's frame off the new stack.
         asm volatile(
             "mov %%rsp, %%rbx\n\t"
+            ".cfi_remember_state\n\t"
+            ".cfi_def_cfa_register %%rbx\n\t"
             "mov %0, %%rsp\n\t"
             "call *%1\n\t"
             "mov %%rbx, %%rsp\n\t"
+            ".cfi_restore_state\n\t"
             : "+r"(top), "+r"(fn)
             :
             : "rbx", "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0", "xmm1",
