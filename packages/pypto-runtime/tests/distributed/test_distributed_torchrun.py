@@ -21,6 +21,8 @@ import pytest
 
 pytest.importorskip("torch.distributed")
 
+from _dist_programs import needs_host_comm_path
+
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 
 SCRIPT = textwrap.dedent(
@@ -259,6 +261,7 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
 
 
 def test_torchrun_standalone_runs_the_ranks_of_a_program_on_both_data_paths(tmp_path: Path) -> None:
+    needs_host_comm_path()  # torchrun's launched ranks use the process-group path
     rc, out = _finish(_torchrun(tmp_path, "--standalone", "--nproc-per-node=3", mode="shared_memory"))
     assert rc == 0, out
     # by default the launched ranks' windows are on the process-group path; asked for, and with
@@ -308,6 +311,7 @@ def test_a_program_for_another_rank_count_is_refused_naming_both() -> None:
 
 
 def test_two_torchrun_nodes_run_one_program_over_the_process_group(tmp_path: Path) -> None:
+    needs_host_comm_path()  # torchrun's launched ranks use the process-group path
     port = _free_port()
     common = ["--nnodes=2", "--rdzv-backend=static", "--master-addr=127.0.0.1", f"--master-port={port}"]
     # the secret shared by the two "hosts": a private file both name (PYPTO_DIST_SECRET_FILE)
@@ -333,6 +337,7 @@ def test_two_torchrun_nodes_run_one_program_over_the_process_group(tmp_path: Pat
 
 
 def test_forged_commands_in_torchruns_store_run_nothing_and_disturb_nothing(tmp_path: Path) -> None:
+    needs_host_comm_path()  # torchrun's launched ranks use the process-group path
     rc, out = _finish(_torchrun(tmp_path, "--standalone", "--nproc-per-node=3", mode="forge"))
     assert rc == 0, out
     assert "FORGED nothing ran" in out, out
@@ -342,6 +347,7 @@ def test_forged_commands_in_torchruns_store_run_nothing_and_disturb_nothing(tmp_
 
 
 def test_a_launched_rank_that_dies_fails_the_dispatch_naming_it(tmp_path: Path) -> None:
+    needs_host_comm_path()  # torchrun's launched ranks use the process-group path
     rc, out = _finish(_torchrun(tmp_path, "--standalone", "--nproc-per-node=3", mode="kill"))
     # torchrun reports the killed process (RANK 2, program rank 1) as the run's failure
     assert rc != 0, out
@@ -351,6 +357,7 @@ def test_a_launched_rank_that_dies_fails_the_dispatch_naming_it(tmp_path: Path) 
 
 @pytest.mark.slow
 def test_a_rank_dying_on_another_node_fails_the_dispatch_by_its_heartbeat(tmp_path: Path) -> None:
+    needs_host_comm_path()  # torchrun's launched ranks use the process-group path
     # no SIGTERM reaches the orchestrator here: node 1's agent stops only its own processes, and the
     # orchestrator names the rank once its heartbeat has stood still
     port = _free_port()
