@@ -215,6 +215,7 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned) {
         }
     }
     complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files));
+    recycle_arguments(std::move(rs.tensors), std::move(rs.scalars));
     owned.reset();  // releases the program (and its binaries) before close() may return
     std::lock_guard<std::mutex> lk(mu_);
     --finalizing_;
