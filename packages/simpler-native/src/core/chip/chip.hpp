@@ -388,7 +388,9 @@ private:
     RunState* current_ = nullptr;                   // the run being orchestrated
     std::vector<std::unique_ptr<RunState>> active_;  // orchestrated or orchestrating, not completed
     std::vector<MapEntry> tensor_map_;
-    std::vector<Task*> preds_;  // scratch of orch_submit (orchestrator thread only)              // spans runs: later runs wait for overlaps
+    std::vector<Task*> preds_;  // scratch of orch_submit (orchestrator thread only)
+    // scratch of orch_submit: the byte region of each of the task's tensors ({0, 0}: empty)
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> regions_;              // spans runs: later runs wait for overlaps
     std::uint64_t in_flight_ = 0;  // submitted, not finished
     std::uint64_t next_run_id_ = 1;
     std::atomic<bool> stop_{false};

@@ -334,10 +334,13 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
             }
             ++e;
         }
+        regions_.resize(spec->tensor_count);
         for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
             const ChipTensor& view = *spec->tensors[i].tensor;
             std::uint64_t lo = 0, hi = 0;
+            regions_[i] = {0, 0};  // empty: touches nothing
             if (!tensor_region(view, &lo, &hi)) continue;
+            regions_[i] = {lo, hi};
             const ArgDirection dir = spec->tensors[i].direction;
             const bool reads = dir != ArgDirection::Out;
             const bool writes = dir != ArgDirection::In;
@@ -358,8 +361,9 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
 
     Task& t = place_task_locked(rs, r, k, index, spec, preds_);
     for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
-        std::uint64_t lo = 0, hi = 0;
-        if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
+        // The copy's region is the spec tensor's (collected above; a nonempty one has hi > lo).
+        const auto [lo, hi] = regions_[i];
+        if (hi == lo) continue;
         if (spec->tensors[i].direction != ArgDirection::In) {
             // A write that covers every element of an older entry is ordered after it (WAR/WAW
             // above), so later accesses need only depend on this task: drop covered entries
