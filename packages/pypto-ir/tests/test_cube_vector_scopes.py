@@ -5,15 +5,13 @@ the lowered kernels are also checked for moves no platform performs (L1 to Vec).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, load_source
 
 from pypto.ir import Contract
 from pypto.ir.compile import compile_to_files
@@ -62,18 +60,7 @@ def scopes(draw: st.DrawFn) -> tuple[str, tuple[int, int, int], int]:
 
 
 def _load(src: str, where: Path) -> object:
-    path = where / "generated_scope.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(f"generated_scope_{id(path)}", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module.scope  # type: ignore[attr-defined]
+    return load_source(src, where).scope  # type: ignore[attr-defined]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -3,15 +3,16 @@ the offending line that says what to write instead."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
-from pypto_ir_test_helpers import rejected_at_line
+from pypto_ir_test_helpers import Rejections
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
 
+rejects = Rejections()
 
+
+@rejects("in range(10)", "a kernel loop must use pl.range(), not Python's range")
 def python_range() -> object:
     @pl.function
     def f(n: pl.Tensor[[1], pl.INT32]) -> pl.Tensor[[1], pl.INT32]:
@@ -23,6 +24,7 @@ def python_range() -> object:
     return f.ir
 
 
+@rejects("if 1:", "an if condition must be a bool scalar")
 def int_condition() -> object:
     @pl.function
     def f(x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
@@ -35,6 +37,7 @@ def int_condition() -> object:
     return f.ir
 
 
+@rejects("pl.yield_(x + 1)", "requires an assignment-form pl.yield_: x_next = pl.yield_(...)")
 def bare_yield() -> object:
     @pl.function
     def f(x0: pl.Scalar[pl.INT64]) -> pl.Scalar[pl.INT64]:
@@ -45,6 +48,7 @@ def bare_yield() -> object:
     return f.ir
 
 
+@rejects("deps=[]", "pl.spmd does not accept 'deps=' without a task id")
 def spmd_deps_without_tid() -> object:
     @pl.program
     class P:
@@ -60,6 +64,7 @@ def spmd_deps_without_tid() -> object:
     return P
 
 
+@rejects("every block the same", "neither reads the per-block index")
 def spmd_without_block_index() -> object:
     @pl.program
     class P:
@@ -75,6 +80,7 @@ def spmd_without_block_index() -> object:
     return P
 
 
+@rejects("as tid:", "cannot capture a TaskId when nested inside pl.cluster")
 def spmd_tid_in_cluster() -> object:
     @pl.program
     class P:
@@ -91,6 +97,7 @@ def spmd_tid_in_cluster() -> object:
     return P
 
 
+@rejects("allow_early_resolve=True", "cannot be nested inside pl.cluster()")
 def spmd_early_resolve_in_cluster() -> object:
     @pl.program
     class P:
@@ -106,6 +113,7 @@ def spmd_early_resolve_in_cluster() -> object:
     return P
 
 
+@rejects("pl.submit(self.k, x)  #", "must be unpacked into its results and task id")
 def bare_submit_in_manual_scope() -> object:
     @pl.program
     class P:
@@ -122,6 +130,7 @@ def bare_submit_in_manual_scope() -> object:
     return P
 
 
+@rejects("for m in pl.range(4)", "is a DSL loop")
 def deps_over_a_dsl_loop() -> object:
     @pl.program
     class P:
@@ -142,6 +151,7 @@ def deps_over_a_dsl_loop() -> object:
     return P
 
 
+@rejects("no_dep_args=[x, x]", "no_dep_args names 'x' more than once")
 def duplicate_no_dep() -> object:
     @pl.program
     class P:
@@ -154,23 +164,7 @@ def duplicate_no_dep() -> object:
     return P
 
 
-CASES = [
-    (python_range, "in range(10)", "a kernel loop must use pl.range(), not Python's range"),
-    (int_condition, "if 1:", "an if condition must be a bool scalar"),
-    (bare_yield, "pl.yield_(x + 1)", "requires an assignment-form pl.yield_: x_next = pl.yield_(...)"),
-    (spmd_deps_without_tid, "deps=[]", "pl.spmd does not accept 'deps=' without a task id"),
-    (spmd_without_block_index, "every block the same", "neither reads the per-block index"),
-    (spmd_tid_in_cluster, "as tid:", "cannot capture a TaskId when nested inside pl.cluster"),
-    (spmd_early_resolve_in_cluster, "allow_early_resolve=True", "cannot be nested inside pl.cluster()"),
-    (bare_submit_in_manual_scope, "pl.submit(self.k, x)  #", "must be unpacked into its results and task id"),
-    (deps_over_a_dsl_loop, "for m in pl.range(4)", "is a DSL loop"),
-    (duplicate_no_dep, "no_dep_args=[x, x]", "no_dep_args names 'x' more than once"),
-]
-
-
-@pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
-    rejected_at_line(build, marker, message)
+test_rejected_at_the_line = rejects.test()
 
 
 _PRINTED = """

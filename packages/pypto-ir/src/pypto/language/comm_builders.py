@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.ir.nodes import Arg, Const, Expr
 from pypto.ir.types import AtomicType, ReduceOp, TensorType, WaitCmp
-from pypto.language.op_builders import OP_BUILDERS, _enum, _window_offsets
+from pypto.language.op_builders import OP_BUILDERS, _enum, _wait_operands, _window_offsets
 
 if TYPE_CHECKING:
     from pypto.language.parser.calls import _Calls as _Parser
@@ -127,13 +127,7 @@ def _build_reduce_scatter(p: _Parser, opname: str, b: dict[str, Any], node: ast.
 
 def _build_defer_wait(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     what = "pld.system.defer_wait"
-    signal = p.expr(b["signal"])
-    args: list[Arg] = [
-        signal,
-        _window_offsets(p, signal, b["offsets"], f"{what} offsets", node),
-        p.scalar(b["expected"], f"{what} expected"),
-    ]
-    cmp = _enum(p, b["cmp"], WaitCmp, f"{what} cmp", node)
+    args, cmp = _wait_operands(p, b, what, node)
     if cmp is not WaitCmp.Ge:
         raise p.err(f"{what}: cmp must be pld.WaitCmp.Ge, got {cmp!r}", node)
     return p.make_op(opname, args, {"cmp": cmp}, node)

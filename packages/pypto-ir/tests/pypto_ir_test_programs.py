@@ -1,0 +1,25 @@
+"""Kernel programs more than one pypto-ir test module checks, written once (the test modules
+import them by name; conftest.py puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+import pypto.language as pl
+
+
+@pl.jit
+def tile_escapes(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """A tile ``x`` loaded in one ``pl.at`` scope and stored in another: rejected, since a tile
+    lives in its scope's kernel."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [16, 16])
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(x, [0, 0], out)
+    return out
+
+
+@pl.jit
+def scale(a: pl.Tensor, factor: pl.FP32, out: pl.Out[pl.Tensor]):
+    """``out = a * factor``: a tensor and a scalar parameter, for binding and specialising."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(a, factor)
+    return out
