@@ -23,3 +23,24 @@ def scale(a: pl.Tensor, factor: pl.FP32, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         out[:] = pl.mul(a, factor)
     return out
+
+
+PRINTED_CALL = """
+import pypto.language as pl
+
+
+@pl.program
+class Prog:
+    @pl.function(type=pl.FunctionType.InCore)
+    def kernel(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
+        t: pl.Tile[[64], pl.FP32] = pl.load(x, [0], [64])
+        dst = pl.store(t, [0], dst)
+        return dst
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
+        dst = self.kernel(x, dst, attrs={CALL_ATTRS})
+        return dst
+"""
+"""A program as ``as_python()`` prints one, whose orchestration calls its kernel with the
+attributes ``CALL_ATTRS`` (replace it): for what the parser checks of printed call attributes."""

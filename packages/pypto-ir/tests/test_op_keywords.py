@@ -41,6 +41,13 @@ def _define(src: str, name: str, fn: str) -> pl.JITFunction:
     return scope[fn]  # type: ignore[return-value]
 
 
+def _scope_kernel(lines: list[str], name: str) -> pl.JITFunction:
+    """``k(a, out)``: a kernel whose CORE_GROUP scope runs ``lines`` (defined as ``name``)."""
+    body = "".join(f"        {line}\n" for line in lines)
+    src = f"@pl.jit\ndef k(a: pl.Tensor, out: pl.Out[pl.Tensor]):\n    with pl.at(level=pl.Level.CORE_GROUP):\n{body}    return out\n"
+    return _define(src, name, "k")
+
+
 # ----------------------------------------------------------------------------- high_precision
 
 
@@ -236,15 +243,10 @@ def test_a_window_records_its_constant_valid_shape_and_pad_value() -> None:
 
 
 def _slice_kernel(kw: str) -> pl.JITFunction:
-    src = f"""
-@pl.jit
-def sliced(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 32])
-        pl.store(pl.slice(t, [8, 16], [0, 0], {kw}), [0, 0], out)
-    return out
-"""
-    return _define(src, f"<slice {kw}>", "sliced")
+    return _scope_kernel(
+        ["t = pl.load(a, [0, 0], [16, 32])", f"pl.store(pl.slice(t, [8, 16], [0, 0], {kw}), [0, 0], out)"],
+        f"<slice {kw}>",
+    )
 
 
 @pytest.mark.parametrize(
@@ -335,18 +337,12 @@ def test_a_tile_comparison_is_a_packed_uint8_mask_with_its_mode() -> None:
 
 
 def _mask_kernel(line: str) -> pl.JITFunction:
-    src = f"""
-@pl.jit
-def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [16, 32])
-        y = pl.load(a, [0, 0], [16, 64])
-        half = pl.load(a, [0, 0], [8, 32])
-        {line}
-        pl.store(x, [0, 0], out)
-    return out
-"""
-    return _define(src, f"<mask {line}>", "k")
+    loads = [
+        "x = pl.load(a, [0, 0], [16, 32])",
+        "y = pl.load(a, [0, 0], [16, 64])",
+        "half = pl.load(a, [0, 0], [8, 32])",
+    ]
+    return _scope_kernel([*loads, line, "pl.store(x, [0, 0], out)"], f"<mask {line}>")
 
 
 @pytest.mark.parametrize(

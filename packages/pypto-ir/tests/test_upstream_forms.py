@@ -7,6 +7,8 @@ them.)"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import pypto.language as pl
@@ -99,26 +101,10 @@ def too_many_planes(x: pl.Tensor[[128, 2, 8], pl.FP32]) -> pl.Tensor[[128, 2, 8]
     return pl.store(t, [0, 0, 0], x)
 
 
-def _conflicting_dims() -> None:
-    """Two arguments give M different sizes."""
+def _double(out_rows: int) -> Any:
+    """``out = a + a`` through a kernel over dynamic [M, N], called with a [128, 64] input and a
+    [out_rows, 64] output (127 gives M two sizes)."""
 
-    @pl.program
-    class Bad:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(
-            self, a: pl.Tensor[[M, N], pl.FP32], out: pl.Out[pl.Tensor[[M, N], pl.FP32]]
-        ) -> pl.Tensor[[M, N], pl.FP32]:
-            out[:, :] = pl.add(a, a)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, a: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[127, 64], pl.FP32]]
-        ) -> pl.Tensor[[127, 64], pl.FP32]:
-            return self.k(a, out)
-
-
-def test_kernel_result_takes_the_argument_dims_and_conflicts_are_rejected() -> None:
     @pl.program
     class P:
         @pl.function(type=pl.FunctionType.InCore)
@@ -130,16 +116,21 @@ def test_kernel_result_takes_the_argument_dims_and_conflicts_are_rejected() -> N
 
         @pl.function(type=pl.FunctionType.Orchestration)
         def main(
-            self, a: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[128, 64], pl.FP32]]
-        ) -> pl.Tensor[[128, 64], pl.FP32]:
-            c: pl.Tensor[[128, 64], pl.FP32] = self.k(a, out)
+            self, a: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[out_rows, 64], pl.FP32]]
+        ) -> pl.Tensor[[out_rows, 64], pl.FP32]:
+            c: pl.Tensor[[out_rows, 64], pl.FP32] = self.k(a, out)
             return c
 
+    return P
+
+
+def test_kernel_result_takes_the_argument_dims_and_conflicts_are_rejected() -> None:
+    P = _double(128)
     (assign,) = [s for s in P.functions["main"].body if isinstance(s, Assign)]
     assert assign.value.type == TensorType((128, 64), DataType.FP32)
 
     with pytest.raises(KernelError, match="conflicting bindings of dynamic dim 'M': 128 and 127"):
-        _conflicting_dims()
+        _double(127)
 
 
 def test_annotated_dtype_promotion_and_broadcast_insert_casts_and_expand_ops() -> None:

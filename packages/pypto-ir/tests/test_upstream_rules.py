@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from pypto_ir_test_helpers import Rejections
+from pypto_ir_test_programs import PRINTED_CALL
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
@@ -167,29 +168,14 @@ def duplicate_no_dep() -> object:
 test_rejected_at_the_line = rejects.test()
 
 
-_PRINTED = """
-import pypto.language as pl
-
-
-@pl.program
-class Prog:
-    @pl.function(type=pl.FunctionType.InCore)
-    def kernel(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
-        t: pl.Tile[[64], pl.FP32] = pl.load(x, [0], [64])
-        dst = pl.store(t, [0], dst)
-        return dst
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
-        dst = self.kernel(x, dst, attrs={"arg_directions": [pl.adir.input, MARKER]})
-        return dst
-"""
+def _printed(directions: str) -> str:
+    return PRINTED_CALL.replace("CALL_ATTRS", f'"arg_directions": [{directions}]')
 
 
 def test_printed_arg_directions_are_read_back() -> None:
-    prog = pl.parse(_PRINTED.replace("MARKER", "pl.adir.output_existing"))
+    prog = pl.parse(_printed("pl.adir.input, pl.adir.output_existing"))
     assert "kernel" in {f.name for f in prog.funcs}  # type: ignore[union-attr]
     with pytest.raises(KernelError, match=r"pl.adir has no attribute .sideways."):
-        pl.parse(_PRINTED.replace("MARKER", "pl.adir.sideways"))
+        pl.parse(_printed("pl.adir.input, pl.adir.sideways"))
     with pytest.raises(KernelError, match=r"arg_directions names 1 direction\(s\) for 2 argument\(s\)"):
-        pl.parse(_PRINTED.replace(", MARKER", ""))
+        pl.parse(_printed("pl.adir.input"))

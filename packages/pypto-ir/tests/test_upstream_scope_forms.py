@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from pypto_ir_test_helpers import Rejections
+from pypto_ir_test_programs import PRINTED_CALL
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
@@ -223,28 +224,13 @@ def test_none_in_an_orchestration_is_the_id_of_no_task() -> None:
     assert isinstance(first.var.type, TaskIdType)
 
 
-_OVERRIDES = """
-import pypto.language as pl
-
-
-@pl.program
-class Prog:
-    @pl.function(type=pl.FunctionType.InCore)
-    def kernel(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
-        t: pl.Tile[[64], pl.FP32] = pl.load(x, [0], [64])
-        dst = pl.store(t, [0], dst)
-        return dst
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
-        dst = self.kernel(x, dst, attrs={"arg_direction_overrides": OVERRIDES})
-        return dst
-"""
+def _overrides(value: str) -> str:
+    return PRINTED_CALL.replace("CALL_ATTRS", f'"arg_direction_overrides": {value}')
 
 
 def test_printed_direction_overrides_are_checked() -> None:
-    prog = pl.parse(_OVERRIDES.replace("OVERRIDES", "[1]"))
+    prog = pl.parse(_overrides("[1]"))
     assert "kernel" in {f.name for f in prog.funcs}  # type: ignore[union-attr]
     for bad in ("[2]", "[1, 1]", "1"):
         with pytest.raises(KernelError, match="arg_direction_overrides"):
-            pl.parse(_OVERRIDES.replace("OVERRIDES", bad))
+            pl.parse(_overrides(bad))

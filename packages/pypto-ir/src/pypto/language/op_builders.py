@@ -522,15 +522,20 @@ def _build_comm_query(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call
     return p.make_op(opname, [p.expr(arg)], {}, node)
 
 
-def _build_notify(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    what = "pld.system.notify"
+def _peer_window(p: _Parser, b: dict[str, Any], what: str, node: ast.Call) -> list[Arg]:
+    """``[target, peer, offsets]``: a window of a peer's copy of the distributed tensor
+    ``b["target"]``, the operands pld.system.notify and the pld.tile remote accesses share."""
     target = p.expr(b["target"])
-    args: list[Arg] = [
+    return [
         target,
         p.scalar(b["peer"], f"{what} peer"),
         _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
-        p.scalar(b["value"], f"{what} value"),
     ]
+
+
+def _build_notify(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    what = "pld.system.notify"
+    args = [*_peer_window(p, b, what, node), p.scalar(b["value"], f"{what} value")]
     return p.make_op(opname, args, {"op": _enum(p, b["op"], NotifyOp, f"{what} op", node)}, node)
 
 
