@@ -44,3 +44,19 @@ class Prog:
 """
 """A program as ``as_python()`` prints one, whose orchestration calls its kernel with the
 attributes ``CALL_ATTRS`` (replace it): for what the parser checks of printed call attributes."""
+
+
+@pl.jit.incore
+def copy_16x16(src: pl.Tensor, dst: pl.Out[pl.Tensor]):
+    """An InCore function that copies the [16, 16] corner of ``src`` into ``dst``."""
+    pl.store(pl.load(src, [0, 0], [16, 16]), [0, 0], dst)
+    return dst
+
+
+@pl.jit
+def returns_internal(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    """Returns a tensor it creates, none of its parameters: the KERNEL contract refuses it and
+    its return lineage is no parameter."""
+    tmp = pl.create_tensor([16, 16], dtype=pl.FP32)
+    tmp = copy_16x16(a, tmp)
+    return tmp

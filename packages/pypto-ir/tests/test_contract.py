@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_programs import returns_internal
 
 import pypto.language as pl
 from pypto.ir.compile import compile_to_files
@@ -140,19 +141,6 @@ def returns_input(a: pl.Tensor, o: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         o[:] = pl.exp(a)
     return a
-
-
-@pl.jit.incore
-def _cp(src: pl.Tensor, dst: pl.Out[pl.Tensor]):
-    pl.store(pl.load(src, [0, 0], [16, 16]), [0, 0], dst)
-    return dst
-
-
-@pl.jit
-def returns_internal(a: pl.Tensor, o: pl.Out[pl.Tensor]):
-    mid = pl.create_tensor([16, 16], dtype=pl.FP32)
-    mid = _cp(a, mid)
-    return mid
 
 
 def test_kernel_compile_records_the_contract(tmp_path: Path) -> None:
