@@ -72,13 +72,18 @@ def run_time_start_and_stop(
     return pl.store(t[:, i:n], [0, 0], x)
 
 
-@pl.function
-def narrowed_into_a_wider_window(
-    out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]
-) -> pl.Tensor[[64, 128], pl.FP32]:
-    narrowed = pl.set_validshape(src, 16, 4)
-    out[0:16, 0:6] = narrowed
-    return out
+def _narrowed_into(cols: int) -> Any:
+    """``out[0:16, 0:cols] = src`` narrowed to [16, 4] (its IR)."""
+
+    @pl.function
+    def f(
+        out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]
+    ) -> pl.Tensor[[64, 128], pl.FP32]:
+        narrowed = pl.set_validshape(src, 16, 4)
+        out[0:16, 0:cols] = narrowed
+        return out
+
+    return f.ir
 
 
 @pl.function
@@ -175,18 +180,10 @@ def test_sub_tile_run_time_extent_is_its_valid_shape_and_a_constant_one_is_clamp
 
 
 def test_narrowed_tensor_fills_a_window_of_its_valid_shape_only() -> None:
-    @pl.function
-    def f(
-        out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]
-    ) -> pl.Tensor[[64, 128], pl.FP32]:
-        narrowed = pl.set_validshape(src, 16, 4)
-        out[0:16, 0:4] = narrowed
-        return out
-
-    (write,) = [s for s in walk_stmts(f.ir.body) if isinstance(s, TensorWrite)]
+    (write,) = [s for s in walk_stmts(_narrowed_into(4).body) if isinstance(s, TensorWrite)]
     assert write.value.type.shape == (16, 4)
     with pytest.raises(KernelError, match=r"window of 'out' is \[16, 6\] but the value is \[16, 8\]"):
-        narrowed_into_a_wider_window.ir  # noqa: B018
+        _narrowed_into(6)
 
 
 def test_lower_rank_value_needs_scalar_indexed_leading_dims() -> None:
