@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import itertools
+import linecache
 import sys
 import types
 from collections.abc import Callable
@@ -98,3 +99,19 @@ class Rejections:
             rejected_at_line(build, marker, message)
 
         return test_rejected_at_the_line
+
+
+def scope_kernel(lines: list[str], name: str, **names: object) -> pl.JITFunction:
+    """``k(a, out)``: a ``@pl.jit`` kernel whose CORE_GROUP scope runs ``lines``, defined from
+    text registered as file ``name`` (so that the parser reads it and errors name it), with
+    ``pl`` and ``names`` in its module scope: for one kernel written once with the line under
+    test varied."""
+    body = "".join(f"        {line}\n" for line in lines)
+    src = (
+        "@pl.jit\ndef k(a: pl.Tensor, out: pl.Out[pl.Tensor]):\n"
+        f"    with pl.at(level=pl.Level.CORE_GROUP):\n{body}    return out\n"
+    )
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    scope: dict[str, object] = {"pl": pl, **names}
+    exec(compile(src, name, "exec"), scope)
+    return scope["k"]  # type: ignore[return-value]

@@ -7,11 +7,10 @@ tests/test_bitwise_compare_ops.py."""
 
 from __future__ import annotations
 
-import linecache
 import math
 
 import pytest
-from pypto_ir_test_helpers import HostArray, tile_op_on_itself
+from pypto_ir_test_helpers import HostArray, scope_kernel, tile_op_on_itself
 
 import pypto.language as pl
 from pypto.ir.dtypes import DataType
@@ -31,21 +30,6 @@ def _calls(fn: pl.JITFunction, *args: object) -> dict[str, Call]:
             if isinstance(s, Assign) and isinstance(s.value, Call):
                 out[s.var.name] = s.value
     return out
-
-
-def _define(src: str, name: str, fn: str) -> pl.JITFunction:
-    """The kernel ``fn`` defined by ``src`` (its text registered so the parser can read it)."""
-    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
-    scope: dict[str, object] = {"pl": pl, "math": math}
-    exec(compile(src, name, "exec"), scope)
-    return scope[fn]  # type: ignore[return-value]
-
-
-def _scope_kernel(lines: list[str], name: str) -> pl.JITFunction:
-    """``k(a, out)``: a kernel whose CORE_GROUP scope runs ``lines`` (defined as ``name``)."""
-    body = "".join(f"        {line}\n" for line in lines)
-    src = f"@pl.jit\ndef k(a: pl.Tensor, out: pl.Out[pl.Tensor]):\n    with pl.at(level=pl.Level.CORE_GROUP):\n{body}    return out\n"
-    return _define(src, name, "k")
 
 
 # ----------------------------------------------------------------------------- high_precision
@@ -243,9 +227,10 @@ def test_a_window_records_its_constant_valid_shape_and_pad_value() -> None:
 
 
 def _slice_kernel(kw: str) -> pl.JITFunction:
-    return _scope_kernel(
+    return scope_kernel(
         ["t = pl.load(a, [0, 0], [16, 32])", f"pl.store(pl.slice(t, [8, 16], [0, 0], {kw}), [0, 0], out)"],
         f"<slice {kw}>",
+        math=math,
     )
 
 
@@ -342,7 +327,7 @@ def _mask_kernel(line: str) -> pl.JITFunction:
         "y = pl.load(a, [0, 0], [16, 64])",
         "half = pl.load(a, [0, 0], [8, 32])",
     ]
-    return _scope_kernel([*loads, line, "pl.store(x, [0, 0], out)"], f"<mask {line}>")
+    return scope_kernel([*loads, line, "pl.store(x, [0, 0], out)"], f"<mask {line}>")
 
 
 @pytest.mark.parametrize(
