@@ -327,7 +327,7 @@ private:
     void core_loop(CoreSlot& slot);
     // Runs t's kernel as `slot` on this thread, then finishes it (and releases the slot).
     void execute_task(Task* t, CoreSlot& slot);
-    // An inline run's held task (the one ready task the submitting thread keeps): runs it on
+    // The oldest of an inline run's held tasks (ready tasks the submitting thread keeps): runs it on
     // this thread as an idle core of its kind, on the chip's caller stack; when every such
     // core is busy, hands it to the core threads instead. Called with lk held; returns with it.
     void run_held_locked(std::unique_lock<std::mutex>& lk, RunState& rs);
@@ -365,6 +365,8 @@ private:
     std::array<int, 2> sleepers_{};
     std::array<int, 2> core_threads_{};
     std::array<int, 2> claimed_{};  // cores of each kind claimed by a caller (under mu_)
+    // How long the last task of each kind ran, in ns (under mu_): push_ready_locked's choice.
+    std::array<std::int64_t, 2> last_task_ns_{};
     std::vector<std::unique_ptr<CoreSlot>> cores_;  // by thread index - 1
     std::unique_ptr<CallerStack, CallerStackFree> caller_stack_;  // made by the first inline task
     int orch_waiting_ = 0;  // threads parked in orch_wait_locked on_progress (under mu_)

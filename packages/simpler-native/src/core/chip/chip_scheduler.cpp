@@ -164,7 +164,7 @@ void Chip::execute_run(Pending& p) {
             }
     // An inline run: the submitting thread runs what it holds (and the chain behind it) before
     // it lets go; later ready tasks go to the core threads.
-    while (rs.held != nullptr) run_held_locked(lk, rs);
+    while (!rs.held.empty()) run_held_locked(lk, rs);
     rs.inline_exec = false;
     rs.orch_done = true;
     current_ = nullptr;
@@ -299,11 +299,11 @@ void Chip::scheduler_loop(int lane) {
 void Chip::push_ready_locked(Task* t) {
     t->state = Task::State::Ready;
     RunState& rs = *t->run;
-    if (rs.inline_exec && rs.held == nullptr) {
-        rs.held = t;  // the submitting thread runs it (run_held_locked)
+    const int type = static_cast<int>(t->kernel->core);
+    if (rs.inline_exec && (rs.held.empty() || last_task_ns_[type] < kCallerTaskNs)) {
+        rs.held.push_back(t);  // the submitting thread runs it (run_held_locked)
         return;
     }
-    const int type = static_cast<int>(t->kernel->core);
     ready_[type].push_back(t);
     ready_count_[type].fetch_add(1, std::memory_order_release);
     if (sleepers_[type] > 0) {
@@ -398,6 +398,7 @@ void Chip::finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int6
     std::unique_ptr<RunState> done;
     {
         std::lock_guard<std::mutex> lk(mu_);
+        last_task_ns_[static_cast<int>(slot.type)] = end_ns - start_ns;
         slot.busy = false;
         if (slot.by_caller) {
             slot.by_caller = false;
