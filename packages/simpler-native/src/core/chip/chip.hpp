@@ -365,8 +365,6 @@ private:
     std::array<int, 2> sleepers_{};
     std::array<int, 2> core_threads_{};
     std::array<int, 2> claimed_{};  // cores of each kind claimed by a caller (under mu_)
-    // How long the last task of each kind ran, in ns (under mu_): push_ready_locked's choice.
-    std::array<std::int64_t, 2> last_task_ns_{};
     std::vector<std::unique_ptr<CoreSlot>> cores_;  // by thread index - 1
     std::unique_ptr<CallerStack, CallerStackFree> caller_stack_;  // made by the first inline task
     int orch_waiting_ = 0;  // threads parked in orch_wait_locked on_progress (under mu_)

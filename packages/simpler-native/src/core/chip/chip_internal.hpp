@@ -194,21 +194,29 @@ struct Chip::RunState {
     std::unique_ptr<HostGraph> graph;  // HBG only: the graph the host built
     // Inline run (orchestrated by the submitting thread on an idle chip, no scheduler lanes):
     // ready tasks held for that thread to run itself, oldest first (`held`): always one, so a
-    // run whose tasks form a chain never hands off to a core thread, and every one while the
-    // last task of its kind ran shorter than kCallerTaskNs (push_ready_locked); the others go
-    // to the core threads. Cleared when the submitting thread stops draining (under mu_).
+    // run whose tasks form a chain never hands off to a core thread, and every one whose
+    // kernel's last task ran shorter than kCallerTaskNs (push_ready_locked); the others go to
+    // the core threads. Cleared when the submitting thread stops draining (under mu_).
     bool inline_exec = false;
     std::deque<Task*> held;
 };
 
-// An inline run's submitting thread keeps every ready task of a kind whose last task ran
-// shorter than this, rather than handing it to a core thread. A handoff per task costs more
-// than such a task: the submitting thread and the core thread then contend for mu_ and the
-// task's state on every task; measured on the 2-core machine, a long graph of empty kernels
-// took 0.43 us a task when the two threads happened to share a CPU and 3-8 us when the kernel
-// placed them on two, and 0.7 us on the submitting thread alone wherever it ran. Longer tasks
-// still go to the core threads, which run them in parallel with the orchestration.
+// An inline run's submitting thread keeps every ready task whose kernel's last task ran
+// shorter than this, rather than handing it to a core thread, and runs it before it places its
+// next task (admit_task_locked). A hand-off per task costs more than such a task: the
+// submitting thread and the core thread then contend for mu_ and the task's state on every
+// task. Measured on the 2-core machine (docs/performance-threads.md), a long graph of empty
+// kernels took 0.44 us a task when the kernel placed the two threads on one CPU and 4-6 us
+// when it placed them on two; on the submitting thread alone, 0.14 us wherever it ran. A
+// kernel not run yet counts as long. Longer tasks still go to the core threads, which run
+// them in parallel with the orchestration.
 inline constexpr std::int64_t kCallerTaskNs = 2'000;
+
+// True when kernel k has run before, and its last task took less than kCallerTaskNs.
+inline bool short_kernel(const CoreKernel& k) noexcept {
+    const std::int64_t ns = k.last_run.ns.load(std::memory_order_relaxed);
+    return ns > 0 && ns < kCallerTaskNs;
+}
 
 }  // namespace simpler::chip
 
@@ -280,11 +288,10 @@ template <class Label, class Collect>
 bool Chip::admit_task_locked(std::unique_lock<std::mutex>& lk, RunState& rs, int r, Label label, Collect collect) {
     Ring& ring = *rings_[r];
     std::vector<Task*>& preds = preds_;  // orchestrator-thread scratch, reused across tasks
-    // An inline run's held tasks of short kinds run now, before this one is placed: the tensor
+    // An inline run's held tasks of short kernels run now, before this one is placed: the tensor
     // map and the task window then hold only what is really in flight, so a long graph of short
     // tasks costs one submit and one run a task (each submit scans the tasks in flight).
-    while (!rs.held.empty() && last_task_ns_[static_cast<int>(rs.held.front()->kernel->core)] < kCallerTaskNs)
-        run_held_locked(lk, rs);
+    while (!rs.held.empty() && short_kernel(*rs.held.front()->kernel)) run_held_locked(lk, rs);
     for (;;) {
         const bool ok =
             orch_wait_locked(lk, [&] { return ring.next - ring.head < ring.window() || rs.failed || in_flight_ == 0; });

@@ -299,11 +299,11 @@ void Chip::scheduler_loop(int lane) {
 void Chip::push_ready_locked(Task* t) {
     t->state = Task::State::Ready;
     RunState& rs = *t->run;
-    const int type = static_cast<int>(t->kernel->core);
-    if (rs.inline_exec && (rs.held.empty() || last_task_ns_[type] < kCallerTaskNs)) {
+    if (rs.inline_exec && (rs.held.empty() || short_kernel(*t->kernel))) {
         rs.held.push_back(t);  // the submitting thread runs it (run_held_locked)
         return;
     }
+    const int type = static_cast<int>(t->kernel->core);
     ready_[type].push_back(t);
     ready_count_[type].fetch_add(1, std::memory_order_release);
     if (sleepers_[type] > 0) {
@@ -389,16 +389,19 @@ void Chip::execute_task(Task* t, CoreSlot& slot) {
         }
         if (k->set_context != nullptr) k->set_context(nullptr);  // never left pointing at this frame
     }
-    if (!skip) t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
+    const std::int64_t end = now_ns();
+    if (!skip) {
+        t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
+        k->last_run.ns.store(std::max<std::int64_t>(end - start, 1), std::memory_order_relaxed);
+    }
     // After finish_task the run may complete and its state go away: do not touch t->run.
-    finish_task(t, slot, start, now_ns(), skip ? std::string() : std::move(error));
+    finish_task(t, slot, start, end, skip ? std::string() : std::move(error));
 }
 
 void Chip::finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error) {
     std::unique_ptr<RunState> done;
     {
         std::lock_guard<std::mutex> lk(mu_);
-        last_task_ns_[static_cast<int>(slot.type)] = end_ns - start_ns;
         slot.busy = false;
         if (slot.by_caller) {
             slot.by_caller = false;
