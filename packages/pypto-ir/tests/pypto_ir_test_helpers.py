@@ -42,18 +42,52 @@ def tile_op_on_itself(op: Callable[..., Any]) -> pl.JITFunction:
     return on_itself
 
 
+class TextProgram:
+    """A program given as text, ``pl.parse``d under the file name ``name`` (errors name it):
+    ``TextProgram(...)()`` is the program."""
+
+    def __init__(self, text: str, name: str) -> None:
+        self.text = text
+        self.name = name
+        self.__name__ = name
+
+    def __call__(self) -> object:
+        return pl.parse(self.text, filename=self.name)
+
+
+def task_program(lines: list[str], name: str, options: str = "") -> TextProgram:
+    """A program of an InCore kernel ``k(x) -> x`` on a [64] FP32 tensor and an orchestration
+    ``main(x)`` (declared with ``options``, such as ``", auto_scope=False"``) whose body is
+    ``lines`` (indented as under ``def main``; their own indents kept): for one task-graph
+    program written once with the lines under test varied."""
+    tensor = "pl.Tensor[[64], pl.FP32]"
+    body = "".join(f"        {line}\n" for line in lines)
+    text = (
+        "@pl.program\nclass P:\n"
+        "    @pl.function(type=pl.FunctionType.InCore)\n"
+        f"    def k(self, x: {tensor}) -> {tensor}:\n        return x\n\n"
+        f"    @pl.function(type=pl.FunctionType.Orchestration{options})\n"
+        f"    def main(self, x: {tensor}) -> {tensor}:\n{body}"
+    )
+    return TextProgram(text, name)
+
+
 def rejected_at_line(build: Callable[[], object], marker: str, message: str) -> None:
     """``build()`` raises a KernelError that names the file and line of ``build``'s source (or
-    of its ``source`` attribute) holding ``marker`` (its decorators left out), and says
-    ``message``."""
+    of its ``source`` attribute; a :class:`TextProgram`'s text) holding ``marker`` (its
+    decorators left out), and says ``message``."""
     with pytest.raises(KernelError) as info:
         build()
     msg = str(info.value)
     source = getattr(build, "source", build)
-    lines, first = inspect.getsourcelines(source)
+    if isinstance(source, TextProgram):
+        lines, first, file = source.text.splitlines(True), 1, source.name
+    else:
+        lines, first = inspect.getsourcelines(source)
+        file = inspect.getsourcefile(source)
     body = next(i for i, text in enumerate(lines) if text.lstrip().startswith(("def ", "class ")))
     line = first + next(i for i, text in enumerate(lines) if i >= body and marker in text)
-    assert f"{inspect.getsourcefile(source)}:{line}:" in msg, msg
+    assert f"{file}:{line}:" in msg, msg
     assert message in msg, msg
 
 
@@ -92,6 +126,10 @@ class Rejections:
             return build
 
         return register
+
+    def add(self, build: Callable[[], object], marker: str, message: str, name: str) -> None:
+        """Register ``build`` (such as a :class:`TextProgram`) as case ``name``."""
+        self.cases.append(pytest.param(build, marker, message, id=name))
 
     def test(self) -> Callable[[Callable[[], object], str, str], None]:
         @pytest.mark.parametrize(("build", "marker", "message"), self.cases)

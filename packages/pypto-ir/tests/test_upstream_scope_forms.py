@@ -5,7 +5,7 @@ offending line (``pl.scope``, ``pl.no_dep``, ``pl.at(allow_early_resolve=)``, ``
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import Rejections
+from pypto_ir_test_helpers import Rejections, TextProgram, task_program
 from pypto_ir_test_programs import PRINTED_CALL
 
 import pypto.language as pl
@@ -15,26 +15,22 @@ from pypto.ir.python_printer import function_text
 from pypto.ir.types import TaskIdType
 
 
-def _scoped(auto_scope: bool) -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration, auto_scope=auto_scope)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.scope():  # automatic
-                a = self.k(x)
-            with pl.scope(mode=pl.ScopeMode.MANUAL):
-                b, _t = pl.submit(self.k, a)
-            return b
-
-    return P
+def _scoped(auto_scope: bool) -> TextProgram:
+    return task_program(
+        [
+            "with pl.scope():  # automatic",
+            "    a = self.k(x)",
+            "with pl.scope(mode=pl.ScopeMode.MANUAL):",
+            "    b, _t = pl.submit(self.k, a)",
+            "return b",
+        ],
+        f"<scoped auto_scope={auto_scope}>",
+        options=f", auto_scope={auto_scope}",
+    )
 
 
 def test_scope_modes_mark_runtime_scopes() -> None:
-    main = _scoped(False).functions["main"]  # type: ignore[attr-defined]
+    main = _scoped(False)().functions["main"]  # type: ignore[attr-defined]
     marks = [s.value for s in main.body if isinstance(s, ExprStmt) and isinstance(s.value, Call)]
     assert [(c.op, c.attr("mode")) for c in marks] == [
         ("system.scope_begin", "auto"),
@@ -47,12 +43,7 @@ def test_scope_modes_mark_runtime_scopes() -> None:
 rejects = Rejections()
 
 
-@rejects("# automatic", "declare it @pl.function(..., auto_scope=False)")
-def auto_scope_in_default_mode() -> object:
-    return _scoped(True)
-
-
-auto_scope_in_default_mode.source = _scoped  # type: ignore[attr-defined]
+rejects.add(_scoped(True), "# automatic", "declare it @pl.function(..., auto_scope=False)", "auto_scope_in_default_mode")
 
 
 @rejects("pl.scope(1)", "pl.scope() takes only the keyword mode=")
@@ -66,22 +57,21 @@ def scope_positional() -> object:
     return f.ir
 
 
-@rejects("# nested", "pl.scope() does not nest inside a pl.manual_scope()")
-def auto_in_manual() -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration, auto_scope=False)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.scope(mode=pl.ScopeMode.MANUAL):  # noqa: SIM117 -- the nesting is the rule
-                with pl.scope():  # nested
-                    a = self.k(x)
-            return a
-
-    return P
+rejects.add(
+    task_program(
+        [
+            "with pl.scope(mode=pl.ScopeMode.MANUAL):",
+            "    with pl.scope():  # nested",
+            "        a = self.k(x)",
+            "return a",
+        ],
+        "<auto_in_manual>",
+        options=", auto_scope=False",
+    ),
+    "# nested",
+    "pl.scope() does not nest inside a pl.manual_scope()",
+    "auto_in_manual",
+)
 
 
 @rejects("# Vec", "flat_layout=True describes a flat (non-fractal) Mat (L1) staging tile")
@@ -205,19 +195,16 @@ def test_opaque_computation_outside_scopes_gets_its_own_scopes() -> None:
 
 
 def test_none_in_an_orchestration_is_the_id_of_no_task() -> None:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.manual_scope():
-                prev = None
-                a, _t = pl.submit(self.k, x, deps=[prev])
-            return a
-
+    program = task_program(
+        [
+            "with pl.manual_scope():",
+            "    prev = None",
+            "    a, _t = pl.submit(self.k, x, deps=[prev])",
+            "return a",
+        ],
+        "<none_as_a_dep>",
+    )
+    P = program()
     main = P.functions["main"]  # type: ignore[attr-defined]
     first = next(s for s in main.body if isinstance(s, Assign))
     assert first.value.op == "system.task_invalid"
