@@ -43,33 +43,56 @@ def tile_op_on_itself(op: Callable[..., Any]) -> pl.JITFunction:
 
 
 class TextProgram:
-    """A program given as text, ``pl.parse``d under the file name ``name`` (errors name it):
-    ``TextProgram(...)()`` is the program."""
+    """A ``@pl.program`` class ``P`` given as text, defined from the text registered as file
+    ``name`` (so that the parser reads it and errors name it), with ``pl`` and ``names`` in its
+    module scope: ``TextProgram(...)()`` defines it and is the program."""
 
-    def __init__(self, text: str, name: str) -> None:
+    def __init__(self, text: str, name: str, **names: object) -> None:
         self.text = text
         self.name = name
+        self.names = names
         self.__name__ = name
 
-    def __call__(self) -> object:
-        return pl.parse(self.text, filename=self.name)
+    def __call__(self) -> Any:
+        linecache.cache[self.name] = (len(self.text), None, self.text.splitlines(True), self.name)
+        scope: dict[str, object] = {"pl": pl, **self.names}
+        exec(compile(self.text, self.name, "exec"), scope)
+        return scope["P"]
+
+
+def program(
+    shape: str,
+    name: str | None = None,
+    *,
+    main: list[str] | None = None,
+    kernel: list[str] | None = None,
+    ins: tuple[str, ...] = ("x",),
+    out: str | None = "y",
+    options: str = "",
+    **names: object,
+) -> TextProgram:
+    """A program ``P`` (text file ``name``, by default a new one) whose functions all take the
+    FP32 tensors ``ins`` (a parameter written ``name: type`` is taken as written) and, unless
+    ``out`` is None, the output tensor ``out``, all of ``shape`` (such as ``"[16, 8]"``), and
+    return one of that shape: an InCore ``k`` running ``kernel`` and an orchestration ``main``
+    (declared with ``options``, such as ``", auto_scope=False"``) running ``main``, each left
+    out when not given (lines indented as under their ``def``, their own indents kept). For
+    one program written once with the lines under test varied."""
+    tensor = f"pl.Tensor[{shape}, pl.FP32]"
+    typed = [n if ":" in n else f"{n}: {tensor}" for n in ins]
+    params = ", ".join(typed + ([f"{out}: pl.Out[{tensor}]"] if out else []))
+    text = "@pl.program\nclass P:\n"
+    for fn, kind, lines in (("k", "InCore", kernel), ("main", f"Orchestration{options}", main)):
+        if lines is not None:
+            body = "".join(f"        {line}\n" for line in lines)
+            text += f"    @pl.function(type=pl.FunctionType.{kind})\n    def {fn}(self, {params}) -> {tensor}:\n{body}"
+    return TextProgram(text, name or f"<program {next(_generated)}>", **names)
 
 
 def task_program(lines: list[str], name: str, options: str = "") -> TextProgram:
     """A program of an InCore kernel ``k(x) -> x`` on a [64] FP32 tensor and an orchestration
-    ``main(x)`` (declared with ``options``, such as ``", auto_scope=False"``) whose body is
-    ``lines`` (indented as under ``def main``; their own indents kept): for one task-graph
-    program written once with the lines under test varied."""
-    tensor = "pl.Tensor[[64], pl.FP32]"
-    body = "".join(f"        {line}\n" for line in lines)
-    text = (
-        "@pl.program\nclass P:\n"
-        "    @pl.function(type=pl.FunctionType.InCore)\n"
-        f"    def k(self, x: {tensor}) -> {tensor}:\n        return x\n\n"
-        f"    @pl.function(type=pl.FunctionType.Orchestration{options})\n"
-        f"    def main(self, x: {tensor}) -> {tensor}:\n{body}"
-    )
-    return TextProgram(text, name)
+    ``main(x)`` (declared with ``options``) running ``lines``: the task-graph frame."""
+    return program("[64]", name, kernel=["return x"], main=lines, out=None, options=options)
 
 
 def rejected_at_line(build: Callable[[], object], marker: str, message: str) -> None:

@@ -4,7 +4,7 @@ the offending line that says what to write instead."""
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import Rejections, TextProgram, task_program
+from pypto_ir_test_helpers import Rejections, TextProgram, program, task_program
 from pypto_ir_test_programs import PRINTED_CALL
 
 import pypto.language as pl
@@ -51,14 +51,8 @@ def bare_yield() -> object:
 
 def _blocks(lines: list[str], name: str) -> TextProgram:
     """A program whose orchestration ``main(a, out)`` on [512, 128] FP32 tensors runs ``lines``
-    (indented as under ``def main``) and returns ``out``."""
-    tensor = "pl.Tensor[[512, 128], pl.FP32]"
-    body = "".join(f"        {line}\n" for line in [*lines, "return out"])
-    text = (
-        "@pl.program\nclass P:\n    @pl.function(type=pl.FunctionType.Orchestration)\n"
-        f"    def main(self, a: {tensor}, out: pl.Out[{tensor}]) -> {tensor}:\n{body}"
-    )
-    return TextProgram(text, name)
+    and returns ``out``."""
+    return program("[512, 128]", name, main=[*lines, "return out"], ins=("a",), out="out")
 
 
 # the launches of four blocks, each rejected at its first line

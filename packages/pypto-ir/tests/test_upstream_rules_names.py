@@ -100,18 +100,12 @@ def _mixed_deps(deps: str, name: str) -> TextProgram:
     )
 
 
-rejects.add(
-    _mixed_deps("tids, tids[0]", "<whole_then_element>"),
-    "deps=[tids, tids[0]]",
-    "cannot mix a whole task-id array (tids)",
-    "whole_then_element",
-)
-rejects.add(
-    _mixed_deps("tids[0], tids", "<element_then_whole>"),
-    "deps=[tids[0], tids]",
-    "with per-element entries (tids[0])",
-    "element_then_whole",
-)
+# (case, the deps list, the message), rejected at the deps list
+for _name, _deps, _message in [
+    ("whole_then_element", "tids, tids[0]", "cannot mix a whole task-id array (tids)"),
+    ("element_then_whole", "tids[0], tids", "with per-element entries (tids[0])"),
+]:
+    rejects.add(_mixed_deps(_deps, f"<{_name}>"), f"deps=[{_deps}]", _message, _name)
 
 
 @rejects("pl.aiv_shard(data)", "is a pld.DistributedTensor")
