@@ -210,8 +210,8 @@ def test_inout_of_a_window_view_is_the_window_view() -> None:
 
 
 def _early_resolve_program(flag: object):
-    main = [f"for _ in pl.spmd(2, allow_early_resolve={flag}):", "    y = _double(x, y)", "return y"]
-    return program("[16, 8]", main=main, _double=_double)()
+    main = ["for _ in pl.spmd(2, allow_early_resolve=flag):", "    y = _double(x, y)", "return y"]
+    return program("[16, 8]", main=main, _double=_double, flag=flag)()
 
 
 def test_allow_early_resolve_is_a_checked_bool_hint() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from pypto_ir_test_helpers import program
 
 import pypto.language as pl
 from pypto.ir.codegen import generate_kernel
@@ -13,25 +14,21 @@ from pypto.ir.errors import PyptoCompileError
 from pypto.ir.pipeline import lower
 
 
-@pl.program
-class KKt:
-    @pl.function(type=pl.FunctionType.InCore)
-    def kk(
-        self, k: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]
-    ) -> pl.Tensor[[32, 32], pl.FP32]:
-        k_l1 = pl.load(k, [0, 0], [32, 64], target_memory=pl.MemorySpace.Mat)
-        kt = pl.tile.transpose_view(k_l1)
-        back = pl.tile.transpose_view(kt)
-        a = pl.move(back, target_memory=pl.MemorySpace.Left)
-        b = pl.move(kt, target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(a, b), [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, k: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]
-    ) -> pl.Tensor[[32, 32], pl.FP32]:
-        out = self.kk(k, out)
-        return out
+# k's NZ Mat tile, its transpose view and the view of that, multiplied as the left and right
+KKt = program(
+    "[32, 32]",
+    kernel=[
+        "k_l1 = pl.load(k, [0, 0], [32, 64], target_memory=pl.MemorySpace.Mat)",
+        "kt = pl.tile.transpose_view(k_l1)",
+        "back = pl.tile.transpose_view(kt)",
+        "a = pl.move(back, target_memory=pl.MemorySpace.Left)",
+        "b = pl.move(kt, target_memory=pl.MemorySpace.Right)",
+        "return pl.store(pl.matmul(a, b), [0, 0], out)",
+    ],
+    main=["out = self.k(k, out)", "return out"],
+    ins=("k: pl.Tensor[[32, 64], pl.FP32]",),
+    out="out",
+)()
 
 
 def _kernel_text(prog: object, name: str) -> str:
@@ -47,7 +44,7 @@ def _decl(text: str, name: str) -> tuple[str, str]:
 
 
 def test_the_transpose_of_an_nz_mat_tile_is_a_zn_tile_over_its_bytes() -> None:
-    text = _kernel_text(KKt, "kk")
+    text = _kernel_text(KKt, "k")
     assert "TTRANS" not in text
     nz, at = _decl(text, "k_l1")
     zn, zn_at = _decl(text, "kt")
@@ -66,29 +63,25 @@ def test_the_transpose_of_an_nz_mat_tile_is_a_zn_tile_over_its_bytes() -> None:
     assert "TMOV(b, kt);" in body
 
 
-@pl.program
-class Flip:
-    @pl.function(type=pl.FunctionType.InCore)
-    def flip(
-        self, k: pl.Tensor[[32, 32], pl.FP16], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]
-    ) -> pl.Tensor[[32, 32], pl.FP32]:
-        t = pl.load(k, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat)
-        for _ in pl.range(3):
-            t = pl.tile.transpose_view(t)
-        a = pl.move(t, target_memory=pl.MemorySpace.Left)
-        b = pl.move(t, target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(a, b), [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, k: pl.Tensor[[32, 32], pl.FP16], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]
-    ) -> pl.Tensor[[32, 32], pl.FP32]:
-        out = self.flip(k, out)
-        return out
+# one holder t that receives both a tile and its transpose view (in the loop)
+Flip = program(
+    "[32, 32]",
+    kernel=[
+        "t = pl.load(k, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat)",
+        "for _ in pl.range(3):",
+        "    t = pl.tile.transpose_view(t)",
+        "a = pl.move(t, target_memory=pl.MemorySpace.Left)",
+        "b = pl.move(t, target_memory=pl.MemorySpace.Right)",
+        "return pl.store(pl.matmul(a, b), [0, 0], out)",
+    ],
+    main=["out = self.k(k, out)", "return out"],
+    ins=("k: pl.Tensor[[32, 32], pl.FP16]",),
+    out="out",
+)()
 
 
 def test_a_holder_receiving_a_tile_and_its_transpose_view_is_refused() -> None:
     with pytest.raises(
         PyptoCompileError, match=r"receives both a tile and a pl\.tile\.transpose_view of one"
     ):
-        _kernel_text(Flip, "flip")
+        _kernel_text(Flip, "k")
