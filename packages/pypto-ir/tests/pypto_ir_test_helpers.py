@@ -43,7 +43,7 @@ def tile_op_on_itself(op: Callable[..., Any]) -> pl.JITFunction:
 
 
 class TextProgram:
-    """A ``@pl.program`` class ``P`` given as text, defined from the text registered as file
+    """A ``@pl.program`` class ``P`` (or a ``@pl.function`` ``f``: then its IR) given as text, defined from the text registered as file
     ``name`` (so that the parser reads it and errors name it), with ``pl`` and ``names`` in its
     module scope: ``TextProgram(...)()`` defines it and is the program."""
 
@@ -57,7 +57,7 @@ class TextProgram:
         linecache.cache[self.name] = (len(self.text), None, self.text.splitlines(True), self.name)
         scope: dict[str, object] = {"pl": pl, **self.names}
         exec(compile(self.text, self.name, "exec"), scope)
-        return scope["P"]
+        return scope["P"] if "P" in scope else scope["f"].ir  # type: ignore[attr-defined]
 
 
 def program(
@@ -87,6 +87,15 @@ def program(
             body = "".join(f"        {line}\n" for line in lines)
             text += f"    @pl.function(type=pl.FunctionType.{kind})\n    def {fn}(self, {params}) -> {tensor}:\n{body}"
     return TextProgram(text, name or f"<program {next(_generated)}>", **names)
+
+
+def function(kind: str, shape: str, lines: list[str], name: str | None = None) -> TextProgram:
+    """A standalone ``@pl.function(type=pl.FunctionType.<kind>)`` ``f(x) -> x`` on an FP32
+    tensor of ``shape`` that runs ``lines`` before returning ``x`` (calling it parses ``f``)."""
+    tensor = f"pl.Tensor[{shape}, pl.FP32]"
+    body = "".join(f"    {line}\n" for line in [*lines, "return x"])
+    text = f"@pl.function(type=pl.FunctionType.{kind})\ndef f(x: {tensor}) -> {tensor}:\n{body}"
+    return TextProgram(text, name or f"<function {next(_generated)}>")
 
 
 def task_program(lines: list[str], name: str, options: str = "") -> TextProgram:
