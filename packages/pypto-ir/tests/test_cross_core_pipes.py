@@ -49,7 +49,11 @@ def test_pipe_ops_build_typed_calls() -> None:
 # a kernel that pushes a tile to the vector cores, called by an orchestration
 Pushing = program(
     "[16, 32]",
-    kernel=["t = pl.load(x, [0, 0], [16, 32])", "pl.tpush_to_aiv(t, split=0)", "return pl.store(t, [0, 0], out)"],
+    kernel=[
+        "t = pl.load(x, [0, 0], [16, 32])",
+        "pl.tpush_to_aiv(t, split=0)",
+        "return pl.store(t, [0, 0], out)",
+    ],
     main=["out = self.k(x, out)", "return out"],
     out="out",
 )()

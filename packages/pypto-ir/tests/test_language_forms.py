@@ -276,5 +276,7 @@ def test_deps_comprehension_is_unrolled_when_compiling() -> None:
         "return y",
     ]
     unknown = program("[16, 8]", main=lines, ins=("x", "cfg: pl.Tensor[[1], pl.INT64]"))
-    with pytest.raises(KernelError, match=r"pl\.at: a deps comprehension's condition must be known when compiling"):
+    with pytest.raises(
+        KernelError, match=r"pl\.at: a deps comprehension's condition must be known when compiling"
+    ):
         unknown()

@@ -8,7 +8,6 @@ import re
 import pytest
 from pypto_ir_test_helpers import program
 
-import pypto.language as pl
 from pypto.ir.codegen import generate_kernel
 from pypto.ir.errors import PyptoCompileError
 from pypto.ir.pipeline import lower

@@ -8,10 +8,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from pypto_ir_test_helpers import TextProgram, program
 
-import pypto.language as pl
 from pypto.ir.codegen import generate_kernel
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Assign, Call, CallFunc, ExprStmt, For, Scope, walk_stmts
@@ -210,7 +208,11 @@ def test_an_inline_spmd_body_that_syncs_is_a_kernel_whose_blocks_run_as_a_group(
 
 Launches = program(
     "[32, 8]",
-    kernel=["i = pl.tile.get_block_idx()", "y = pl.store(pl.load(x, [i * 8, 0], [8, 8]), [i * 8, 0], y)", "return y"],
+    kernel=[
+        "i = pl.tile.get_block_idx()",
+        "y = pl.store(pl.load(x, [i * 8, 0], [8, 8]), [i * 8, 0], y)",
+        "return y",
+    ],
     main=[
         "with pl.manual_scope():",
         "    mid = pl.create_tensor([32, 8], dtype=pl.FP32)",

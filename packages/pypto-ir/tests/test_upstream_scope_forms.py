@@ -43,7 +43,12 @@ def test_scope_modes_mark_runtime_scopes() -> None:
 rejects = Rejections()
 
 
-rejects.add(_scoped(True), "# automatic", "declare it @pl.function(..., auto_scope=False)", "auto_scope_in_default_mode")
+rejects.add(
+    _scoped(True),
+    "# automatic",
+    "declare it @pl.function(..., auto_scope=False)",
+    "auto_scope_in_default_mode",
+)
 
 
 @rejects("pl.scope(1)", "pl.scope() takes only the keyword mode=")
