@@ -4,38 +4,19 @@ constants."""
 from __future__ import annotations
 
 from pypto.ir.ops import rules
-from pypto.ir.ops.entries import P, _both, _enter
+from pypto.ir.ops.entries import P, _both, _enter, _tile_and_tensor
 from pypto.ir.ops.rules import VEC
-from pypto.ir.ops.spec import Cpp, LangOp, OpSpec, Param, Rule
+from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
 from pypto.ir.types import MemorySpace
 
 __all__: list[str] = []
-
-
-def _tile_and_tensor(
-    name: str,
-    params: tuple[Param, ...],
-    doc: str,
-    *,
-    rules_of: tuple[Rule, Rule],
-    arity: tuple[int, int],
-    cpp: Cpp,
-    attrs: tuple[str, ...] = (),
-) -> None:
-    """Enter ``pl.<name>`` with its tile form (a Vec tile op, ``cpp``) and its tensor form,
-    taking the same operands and attributes (``rules_of``: the tile and the tensor type rule)."""
-    lo, hi = arity
-    _enter(
-        LangOp(name, params, doc, _both(name), group="layout"),
-        OpSpec(f"tile.{name}", rules_of[0], lo, hi, cpp, attrs=attrs, spaces=VEC),
-        OpSpec(f"tensor.{name}", rules_of[1], lo, hi, attrs=attrs),
-    )
 
 
 _tile_and_tensor(
     "reshape",
     (P("input"), P("shape")),
     """Same elements, new 2-D shape.""",
+    group="layout",
     rules_of=(rules.tile_reshape, rules.tensor_reshape),
     arity=(1, 1),
     cpp=Cpp("TRESHAPE", valid="static"),
@@ -45,6 +26,7 @@ _tile_and_tensor(
     "transpose",
     (P("input"), P("axis1", 0), P("axis2", 1)),
     """Swap the two axes of a 2-D tile.""",
+    group="layout",
     rules_of=(rules.tile_transpose, rules.tensor_transpose),
     arity=(1, 1),
     cpp=Cpp("TTRANS", tmp=True, valid="trans"),
@@ -73,6 +55,7 @@ _tile_and_tensor(
     "concat",
     (P("src0"), P("src1")),
     """Join two tiles with equal row counts column-wise.""",
+    group="layout",
     rules_of=(rules.tile_concat, rules.tensor_concat),
     arity=(2, 2),
     cpp=Cpp("TCONCAT", (0, 1), valid="static"),

@@ -14,8 +14,8 @@ def _task_op(
     name: str,
     params: tuple[Param, ...],
     doc: str,
-    *,
     op: str,
+    *,
     rule: Rule,
     arity: tuple[int, int],
     attrs: tuple[str, ...] = (),
@@ -35,7 +35,7 @@ _task_op(
     """``pl.array.create(n, pl.TASK_ID)``: an array of ``n`` task ids held by the orchestration,
     none set yet. ``arr[i] = tid`` sets an entry, ``arr[i]`` reads one; an array in ``deps=[...]``
     stands for every entry that has been set.""",
-    op="array.create",
+    "array.create",
     rule=rules.array_create,
     arity=(0, 0),
     attrs=("extent", "elem"),
@@ -44,7 +44,7 @@ _task_op(
     "array_read",
     (),
     """``arr[i]``: entry ``i`` of a task-id array (-1, no task, when never set).""",
-    op="array.get",
+    "array.get",
     rule=rules.array_get,
     arity=(2, 2),
 )
@@ -52,7 +52,7 @@ _task_op(
     "array_update",
     (),
     """``arr[i] = tid``: the array with entry ``i`` set (the name is rebound to the new value).""",
-    op="array.set",
+    "array.set",
     rule=rules.array_set,
     arity=(3, 3),
 )
@@ -61,7 +61,7 @@ _task_op(
     (P("deps"),),
     """``pl.system.task_dummy(deps=[...])``: a task that does no work and finishes once every
     dependency has; its id stands for the whole set in later ``deps=`` lists.""",
-    op="system.task_dummy",
+    "system.task_dummy",
     rule=rules.task_dummy,
     arity=(0, 1 << 16),
 )
@@ -70,7 +70,7 @@ _task_op(
     (),
     """``pl.system.task_invalid()``: the id of no task (``tid = None`` in an orchestration is
     the same), the "no producer yet" start of a chain of tasks; a ``deps=`` list skips it.""",
-    op="system.task_invalid",
+    "system.task_invalid",
     rule=rules.task_invalid,
     arity=(0, 0),
 )
@@ -78,7 +78,7 @@ _task_op(
     "manual_scope_begin",
     (),
     """The start of ``with pl.manual_scope():`` (a nested runtime scope of the orchestration).""",
-    op="system.scope_begin",
+    "system.scope_begin",
     rule=rules.runtime_scope_mark,
     arity=(0, 0),
     attrs=("mode",),
@@ -87,7 +87,7 @@ _task_op(
     "manual_scope_end",
     (),
     """The end of ``with pl.manual_scope():``.""",
-    op="system.scope_end",
+    "system.scope_end",
     rule=rules.runtime_scope_mark,
     arity=(0, 0),
     attrs=("mode",),
