@@ -89,12 +89,16 @@ def program(
     return TextProgram(text, name or f"<program {next(_generated)}>", **names)
 
 
-def function(kind: str, shape: str, lines: list[str], name: str | None = None) -> TextProgram:
+def function(
+    kind: str, shape: str, lines: list[str], name: str | None = None, *, out: bool = False
+) -> TextProgram:
     """A standalone ``@pl.function(type=pl.FunctionType.<kind>)`` ``f(x) -> x`` on an FP32
-    tensor of ``shape`` that runs ``lines`` before returning ``x`` (calling it parses ``f``)."""
+    tensor of ``shape`` that runs ``lines`` before returning ``x`` (with ``out``: ``f(x, out)``
+    returning ``out``, an output tensor of that shape). Calling it parses ``f``."""
     tensor = f"pl.Tensor[{shape}, pl.FP32]"
-    body = "".join(f"    {line}\n" for line in [*lines, "return x"])
-    text = f"@pl.function(type=pl.FunctionType.{kind})\ndef f(x: {tensor}) -> {tensor}:\n{body}"
+    params = f"x: {tensor}, out: pl.Out[{tensor}]" if out else f"x: {tensor}"
+    body = "".join(f"    {line}\n" for line in [*lines, "return out" if out else "return x"])
+    text = f"@pl.function(type=pl.FunctionType.{kind})\ndef f({params}) -> {tensor}:\n{body}"
     return TextProgram(text, name or f"<function {next(_generated)}>")
 
 

@@ -5,7 +5,7 @@ offending line (``pl.scope``, ``pl.no_dep``, ``pl.at(allow_early_resolve=)``, ``
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import Rejections, TextProgram, task_program
+from pypto_ir_test_helpers import Rejections, TextProgram, function, task_program
 from pypto_ir_test_programs import PRINTED_CALL
 
 import pypto.language as pl
@@ -105,33 +105,29 @@ def no_dep_of_a_scalar() -> object:
     return P
 
 
-@rejects("allow_early_resolve=1", "pl.at(allow_early_resolve): expected a bool")
-def early_resolve_not_bool() -> object:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def f(
-        x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=1):
-            out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
-        return out
-
-    return f.ir
-
-
-@rejects("pl.split(pl.SplitMode.NONE, slot_num=4)", "optimizations gives slot_num twice")
-def slot_num_twice() -> object:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def f(
-        x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        with pl.at(
-            level=pl.Level.CORE_GROUP,
-            optimizations=[pl.cross_core_slot(slot_num=2), pl.split(pl.SplitMode.NONE, slot_num=4)],
-        ):
-            out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
-        return out
-
-    return f.ir
+STORE = "    out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)"
+# (case, the pl.at opening of an orchestration f(x, out)'s one scope, the marker, the message)
+for _name, _opening, _marker, _message in [
+    (
+        "early_resolve_not_bool",
+        ["with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=1):"],
+        "allow_early_resolve=1",
+        "pl.at(allow_early_resolve): expected a bool",
+    ),
+    (
+        "slot_num_twice",
+        [
+            "with pl.at(",
+            "    level=pl.Level.CORE_GROUP,",
+            "    optimizations=[pl.cross_core_slot(slot_num=2), pl.split(pl.SplitMode.NONE, slot_num=4)],",
+            "):",
+        ],
+        "pl.split(pl.SplitMode.NONE, slot_num=4)",
+        "optimizations gives slot_num twice",
+    ),
+]:
+    _f = function("Orchestration", "[16, 16]", [*_opening, STORE], f"<{_name}>", out=True)
+    rejects.add(_f, _marker, _message, _name)
 
 
 @rejects("# smaller", "shape [8, 32] must be at least the source's [16, 32]")
@@ -149,18 +145,20 @@ def fillpad_expand_smaller() -> object:
 test_rejected_at_the_line = rejects.test()
 
 
-@pl.function(type=pl.FunctionType.Orchestration)
-def _split_slot(
-    x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-) -> pl.Tensor[[16, 16], pl.FP32]:
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN, slot_num=8)]):
-        out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
-    return out
+_split_slot = function(
+    "Orchestration",
+    "[16, 16]",
+    [
+        "with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN, slot_num=8)]):",
+        STORE,
+    ],
+    out=True,
+)
 
 
 def test_slot_num_of_split_is_the_cross_core_slot_hint() -> None:
     with pytest.warns(DeprecationWarning, match=r"pl.split\(\.\.\., slot_num=n\) is deprecated"):
-        body = _split_slot.ir.body
+        body = _split_slot().body
     scope = next(s for s in body if isinstance(s, Scope))
     assert dict(scope.hints) == {"cross_core_slot": 8, "split": "UP_DOWN"}
 
