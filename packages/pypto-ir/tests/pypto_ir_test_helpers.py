@@ -69,23 +69,26 @@ def program(
     ins: tuple[str, ...] = ("x",),
     out: str | None = "y",
     options: str = "",
+    dtype: str = "pl.FP32",
+    returns: str | None = None,
     **names: object,
 ) -> TextProgram:
     """A program ``P`` (text file ``name``, by default a new one) whose functions all take the
-    FP32 tensors ``ins`` (a parameter written ``name: type`` is taken as written) and, unless
-    ``out`` is None, the output tensor ``out``, all of ``shape`` (such as ``"[16, 8]"``), and
-    return one of that shape: an InCore ``k`` running ``kernel`` and an orchestration ``main``
+    tensors ``ins`` (a parameter written ``name: type`` is taken as written) and, unless ``out``
+    is None, the output tensor ``out``, all of ``shape`` (such as ``"[16, 8]"``) and ``dtype``,
+    and return one of them (or the type ``returns``): an InCore ``k`` running ``kernel`` and an orchestration ``main``
     (declared with ``options``, such as ``", auto_scope=False"``) running ``main``, each left
     out when not given (lines indented as under their ``def``, their own indents kept). For
     one program written once with the lines under test varied."""
-    tensor = f"pl.Tensor[{shape}, pl.FP32]"
+    tensor = f"pl.Tensor[{shape}, {dtype}]"
     typed = [n if ":" in n else f"{n}: {tensor}" for n in ins]
     params = ", ".join(typed + ([f"{out}: pl.Out[{tensor}]"] if out else []))
     text = "@pl.program\nclass P:\n"
     for fn, kind, lines in (("k", "InCore", kernel), ("main", f"Orchestration{options}", main)):
         if lines is not None:
             body = "".join(f"        {line}\n" for line in lines)
-            text += f"    @pl.function(type=pl.FunctionType.{kind})\n    def {fn}(self, {params}) -> {tensor}:\n{body}"
+            text += f"    @pl.function(type=pl.FunctionType.{kind})\n"
+            text += f"    def {fn}(self, {params}) -> {returns or tensor}:\n{body}"
     return TextProgram(text, name or f"<program {next(_generated)}>", **names)
 
 

@@ -471,31 +471,25 @@ def test_programs_with_while_break_continue_and_tuples_print_and_parse_back() ->
     assert structural_equal(pl.parse(text), KernelWhile)
 
 
-@pl.program
-class NamesOfOtherValues:
-    @pl.function(type=pl.FunctionType.InCore)
-    def both(
-        self,
-        x: pl.Tensor[[16, 16], pl.FP32],
-        a: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
-        b: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
-    ) -> tuple[pl.Tensor[[16, 16], pl.FP32], pl.Tensor[[16, 16], pl.FP32]]:
-        t = pl.load(x, [0, 0], [16, 16])
-        a = pl.store(t, [0, 0], a)
-        b = pl.store(t, [0, 0], b)
-        return a, b
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[16, 16], pl.FP32],
-        a: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
-        b: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
-    ) -> tuple[pl.Tensor[[16, 16], pl.FP32], pl.Tensor[[16, 16], pl.FP32]]:
-        for _i, (acc,) in pl.range(3, init_values=(a,)):
-            got_a, got_b = self.both(x, acc, b)  # names of the argument tensors
-            acc_next = pl.yield_(got_a)  # a name of the carried value
-        return acc_next, got_b
+# a kernel that writes both of its InOut tensors, called in a loop that carries one of them
+NamesOfOtherValues = program(
+    "[16, 16]",
+    kernel=[
+        "t = pl.load(x, [0, 0], [16, 16])",
+        "a = pl.store(t, [0, 0], a)",
+        "b = pl.store(t, [0, 0], b)",
+        "return a, b",
+    ],
+    main=[
+        "for _i, (acc,) in pl.range(3, init_values=(a,)):",
+        "    got_a, got_b = self.k(x, acc, b)  # names of the argument tensors",
+        "    acc_next = pl.yield_(got_a)  # a name of the carried value",
+        "return acc_next, got_b",
+    ],
+    ins=("x", "a: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]", "b: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]"),
+    out=None,
+    returns="tuple[pl.Tensor[[16, 16], pl.FP32], pl.Tensor[[16, 16], pl.FP32]]",
+)()
 
 
 def test_names_bound_in_a_loop_to_other_values_get_no_starting_value() -> None:
