@@ -148,7 +148,10 @@ inline bool expand_op(const char* op, Dst& dst, const A& a, const S& s, F f) noe
         const T* x = a.row(r);
         if (Row && s.valid_cols == 1) {
             const C y = to_compute(s(r, 0));
-            for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), y)); });
+            if constexpr (has_run_v<F> && std::is_same<T, float>::value)
+                F::run(d, x, y, vc);  // the same values, a run at a time (exp.hpp)
+            else
+                for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), y)); });
         } else if (Row) {  // a packed block a row, repeated across the columns
             const T* y = s.row(r);
             const int k = s.valid_cols;
@@ -335,7 +338,7 @@ PTO_SIM_MATH_EXPAND(min, detail::op_min<C>(x, y))
 template <class Dst, class A, class S>
 inline bool row_expand_expdif(Dst& dst, const A& a, const S& s) noexcept {
     detail::require_float<typename Dst::value_type>("row_expand_expdif");
-    return detail::expand_op<true>("row_expand_expdif", dst, a, s, [](float x, float y) noexcept { return std::exp(x - y); });
+    return detail::expand_op<true>("row_expand_expdif", dst, a, s, detail::ExpDifFn{});
 }
 template <class Dst, class A, class S>
 inline bool col_expand_expdif(Dst& dst, const A& a, const S& s) noexcept {
