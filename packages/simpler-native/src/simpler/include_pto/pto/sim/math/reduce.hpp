@@ -168,41 +168,21 @@ inline bool expand_op(const char* op, Dst& dst, const A& a, const S& s, F f) noe
 
 }  // namespace detail
 
-template <class Dst, class Src>
-inline bool row_sum(Dst& dst, const Src& src) noexcept {
-    return detail::row_reduce<detail::RowReduce::Sum>("row_sum", dst, src);
-}
-template <class Dst, class Src>
-inline bool row_max(Dst& dst, const Src& src) noexcept {
-    return detail::row_reduce<detail::RowReduce::Max>("row_max", dst, src);
-}
-template <class Dst, class Src>
-inline bool row_min(Dst& dst, const Src& src) noexcept {
-    return detail::row_reduce<detail::RowReduce::Min>("row_min", dst, src);
-}
-
-template <class Dst, class Src>
-inline bool row_prod(Dst& dst, const Src& src) noexcept {
-    return detail::row_reduce<detail::RowReduce::Prod>("row_prod", dst, src);
-}
-
-template <class Dst, class Src>
-inline bool col_sum(Dst& dst, const Src& src) noexcept {
-    return detail::col_reduce<detail::RowReduce::Sum>("col_sum", dst, src);
-}
-template <class Dst, class Src>
-inline bool col_max(Dst& dst, const Src& src) noexcept {
-    return detail::col_reduce<detail::RowReduce::Max>("col_max", dst, src);
-}
-template <class Dst, class Src>
-inline bool col_min(Dst& dst, const Src& src) noexcept {
-    return detail::col_reduce<detail::RowReduce::Min>("col_min", dst, src);
-}
-
-template <class Dst, class Src>
-inline bool col_prod(Dst& dst, const Src& src) noexcept {
-    return detail::col_reduce<detail::RowReduce::Prod>("col_prod", dst, src);
-}
+// row_sum/row_max/row_min/row_prod and col_sum/col_max/col_min/col_prod (dst, src).
+#define PTO_SIM_MATH_REDUCE(NAME, WALK, KIND)                                     \
+    template <class Dst, class Src>                                              \
+    inline bool NAME(Dst& dst, const Src& src) noexcept {                        \
+        return detail::WALK<detail::RowReduce::KIND>(#NAME, dst, src);           \
+    }
+PTO_SIM_MATH_REDUCE(row_sum, row_reduce, Sum)
+PTO_SIM_MATH_REDUCE(row_max, row_reduce, Max)
+PTO_SIM_MATH_REDUCE(row_min, row_reduce, Min)
+PTO_SIM_MATH_REDUCE(row_prod, row_reduce, Prod)
+PTO_SIM_MATH_REDUCE(col_sum, col_reduce, Sum)
+PTO_SIM_MATH_REDUCE(col_max, col_reduce, Max)
+PTO_SIM_MATH_REDUCE(col_min, col_reduce, Min)
+PTO_SIM_MATH_REDUCE(col_prod, col_reduce, Prod)
+#undef PTO_SIM_MATH_REDUCE
 
 namespace detail {
 
@@ -256,22 +236,17 @@ inline bool col_arg(const char* op, Dst& dst, const Src& src) noexcept {
 
 }  // namespace detail
 
-template <class Dst, class Src>
-inline bool row_argmax(Dst& dst, const Src& src) noexcept {
-    return detail::row_arg<true>("row_argmax", dst, src);
-}
-template <class Dst, class Src>
-inline bool row_argmin(Dst& dst, const Src& src) noexcept {
-    return detail::row_arg<false>("row_argmin", dst, src);
-}
-template <class Dst, class Src>
-inline bool col_argmax(Dst& dst, const Src& src) noexcept {
-    return detail::col_arg<true>("col_argmax", dst, src);
-}
-template <class Dst, class Src>
-inline bool col_argmin(Dst& dst, const Src& src) noexcept {
-    return detail::col_arg<false>("col_argmin", dst, src);
-}
+// row_argmax/row_argmin and col_argmax/col_argmin (dst, src).
+#define PTO_SIM_MATH_ARG(NAME, WALK, MAX)                                        \
+    template <class Dst, class Src>                                              \
+    inline bool NAME(Dst& dst, const Src& src) noexcept {                        \
+        return detail::WALK<MAX>(#NAME, dst, src);                               \
+    }
+PTO_SIM_MATH_ARG(row_argmax, row_arg, true)
+PTO_SIM_MATH_ARG(row_argmin, row_arg, false)
+PTO_SIM_MATH_ARG(col_argmax, col_arg, true)
+PTO_SIM_MATH_ARG(col_argmin, col_arg, false)
+#undef PTO_SIM_MATH_ARG
 
 template <class Dst, class Src>
 inline bool row_expand(Dst& dst, const Src& src) noexcept {
