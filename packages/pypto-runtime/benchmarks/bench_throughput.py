@@ -33,7 +33,8 @@ from pypto_testing.bench import report
 
 N_ADD = 4096  # 4096 x 4096 = 16M elements
 ADD_ROWS = 64  # rows per task
-ADD_TILE = [2, N_ADD]  # whole rows: each TLOAD / TSTORE is one run of 32 KiB
+ADD_TILE_ROWS = 2  # tiles of whole rows: each TLOAD / TSTORE is one run of 32 KiB
+ADD_TILE = [ADD_TILE_ROWS, N_ADD]
 SM_ROWS, SM_COLS, SM_BLOCK = 4096, 1024, 8
 TM = 128  # matmul output tile: TM x TM, the depth TK at a time. Each step copies its operand
 TK = 64  # tiles twice (TLOAD to Mat, TMOV to Left/Right): a 128x128 tile does half the copying
@@ -52,8 +53,8 @@ def add16m(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
         bv = pl.slice(b, [ADD_ROWS, N_ADD], [p * ADD_ROWS, 0])
         cv = pl.slice(c, [ADD_ROWS, N_ADD], [p * ADD_ROWS, 0])
         with pl.at(level=pl.Level.CORE_GROUP):
-            for i in pl.range(ADD_ROWS // ADD_TILE[0]):
-                r = i * ADD_TILE[0]
+            for i in pl.range(ADD_ROWS // ADD_TILE_ROWS):
+                r = i * ADD_TILE_ROWS
                 x = pl.load(av, [r, 0], ADD_TILE)
                 y = pl.load(bv, [r, 0], ADD_TILE)
                 pl.store(pl.add(x, y), [r, 0], cv)
