@@ -327,7 +327,7 @@ private:
     void core_loop(CoreSlot& slot);
     // Runs t's kernel as `slot` on this thread, then finishes it (and releases the slot).
     void execute_task(Task* t, CoreSlot& slot);
-    // An inline run's held task (the one ready task the submitting thread keeps): runs it on
+    // The oldest of an inline run's held tasks (ready tasks the submitting thread keeps): runs it on
     // this thread as an idle core of its kind, on the chip's caller stack; when every such
     // core is busy, hands it to the core threads instead. Called with lk held; returns with it.
     void run_held_locked(std::unique_lock<std::mutex>& lk, RunState& rs);
