@@ -556,21 +556,22 @@ PyObject* gate_inflight(PyObject* /*module*/, PyObject* capsule) {
   return PyLong_FromLong(gate->inflight.load());
 }
 
-constexpr Py_ssize_t kBoundSize = 8;
+constexpr Py_ssize_t kBoundSize = 5;
 
 // launch(bound, args): one kernel-mode call of a registered kernel on a simulator, waited for:
 // describe (check_common), the default stream only, pin, chip.kernel_launch with waits, retire.
-// bound = (plan, gate, kernel_launch, slot, settings, codes, stream_local, finish)
-//   plan: describe's 15-tuple; gate: launch_gate(); kernel_launch: the chip's bound method;
-//   slot: the kernel's slot; settings: the RunSettings of a waited launch; codes: the wire
-//   dtype code per tensor; stream_local: the simulator's thread-local stream stack (its
-//   `stack` must be empty: the default stream); finish(run, args, pins): the Python tail for a
-//   run that did not finish on this thread or failed (it waits, unpins, raises as launch does).
+// bound = (plan, gate, codes, stream_local, cell), cell = [kernel_launch, slot, settings, finish]
+//   plan: describe's 15-tuple; gate: launch_gate(); codes: the wire dtype code per tensor;
+//   stream_local: the simulator's thread-local stream stack (its `stack` must be empty: the
+//   default stream); kernel_launch: the chip's bound method; slot: the kernel's slot;
+//   settings: the RunSettings of a waited launch; finish(run, args, pins): the Python tail for
+//   a run that did not finish on this thread or failed (it waits, unpins, raises as the general
+//   path does). Shutdown empties the cell once no launch is inside the closed gate.
 // Returns False without a side effect when the call is outside this path (the caller then
 // takes the general path, which alone decides and reports errors), else None or finish's result.
 PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
   if (argc != 2 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != kBoundSize) {
-    PyErr_SetString(PyExc_TypeError, "launch(bound, args): expected the 8-tuple KernelCallable binds and the args");
+    PyErr_SetString(PyExc_TypeError, "launch(bound, args): expected the 5-tuple pypto.torch._kernel.bound builds and the args");
     return nullptr;
   }
   PyObject* bound = argv[0];
@@ -594,7 +595,7 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
     Py_RETURN_FALSE;
   }
   static PyObject* stack_name = PyUnicode_InternFromString("stack");
-  PyObject* stack = PyObject_GetAttr(PyTuple_GET_ITEM(bound, 6), stack_name);
+  PyObject* stack = PyObject_GetAttr(PyTuple_GET_ITEM(bound, 3), stack_name);
   if (stack == nullptr) {
     PyErr_Clear();
     Py_RETURN_FALSE;
@@ -606,7 +607,7 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
   // The descriptors, built before admission (nothing to undo if an allocation fails).
   PyObject* tensors = PyTuple_New(ntensors);
   if (tensors == nullptr) return nullptr;
-  PyObject* codes = PyTuple_GET_ITEM(bound, 5);
+  PyObject* codes = PyTuple_GET_ITEM(bound, 2);
   for (Py_ssize_t k = 0; k < ntensors; ++k) {
     const Facts& f = facts[k];
     const auto sizes = f.t->sizes();
@@ -630,11 +631,23 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
 
   // Admission: counted before the flag is read, so shutdown sees this launch or refuses it.
   gate->inflight.fetch_add(1);
-  if (!gate->admits.load()) {
+  PyObject* cell = PyTuple_GET_ITEM(bound, 4);
+  if (!gate->admits.load() || !PyList_CheckExact(cell) || PyList_GET_SIZE(cell) != 4) {
     gate->inflight.fetch_sub(1);
     Py_DECREF(tensors);
     Py_RETURN_FALSE;  // the general path raises KernelClosedError
   }
+  // Held for this call (shutdown empties the cell only once no launch is inside).
+  PyObject* kernel_launch = new_ref(PyList_GET_ITEM(cell, 0));
+  PyObject* slot = new_ref(PyList_GET_ITEM(cell, 1));
+  PyObject* settings = new_ref(PyList_GET_ITEM(cell, 2));
+  PyObject* finish = new_ref(PyList_GET_ITEM(cell, 3));
+  auto drop_cell = [&]() {
+    Py_DECREF(kernel_launch);
+    Py_DECREF(slot);
+    Py_DECREF(settings);
+    Py_DECREF(finish);
+  };
   // Pins: each storage non-resizable for the run, at the address it was described with.
   auto held = std::make_unique<Held>();
   held->reserve(static_cast<std::size_t>(ntensors));
@@ -658,15 +671,17 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
     if (moved) release_locked(*held);
   }
   if (moved) {  // the general path describes it again and reports it
+    drop_cell();
     gate->inflight.fetch_sub(1);
     Py_DECREF(tensors);
     Py_RETURN_FALSE;
   }
-  PyObject* call[4] = {PyTuple_GET_ITEM(bound, 3), tensors, PyTuple_GET_ITEM(plan, 2), PyTuple_GET_ITEM(bound, 4)};
-  PyObject* run = PyObject_Vectorcall(PyTuple_GET_ITEM(bound, 2), call, 4, nullptr);
+  PyObject* call[4] = {slot, tensors, PyTuple_GET_ITEM(plan, 2), settings};
+  PyObject* run = PyObject_Vectorcall(kernel_launch, call, 4, nullptr);
   Py_DECREF(tensors);
   if (run == nullptr) {  // refused before anything was enqueued: nothing uses the memory
     release(held.get());
+    drop_cell();
     gate->inflight.fetch_sub(1);
     return nullptr;
   }
@@ -685,6 +700,7 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
     if (failed == 0) {  // ran on this thread and succeeded: retired here
       Py_DECREF(run);
       release(held.get());
+      drop_cell();
       gate->inflight.fetch_sub(1);
       Py_RETURN_NONE;
     }
@@ -695,14 +711,16 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
   if (pins == nullptr) {
     release(held.get());
     Py_DECREF(run);
+    drop_cell();
     gate->inflight.fetch_sub(1);
     return nullptr;
   }
   held.release();
   PyObject* tail[3] = {run, args, pins};
-  PyObject* result = PyObject_Vectorcall(PyTuple_GET_ITEM(bound, 7), tail, 3, nullptr);
+  PyObject* result = PyObject_Vectorcall(finish, tail, 3, nullptr);
   Py_DECREF(pins);
   Py_DECREF(run);
+  drop_cell();
   gate->inflight.fetch_sub(1);
   return result;
 }

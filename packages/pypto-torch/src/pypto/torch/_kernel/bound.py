@@ -36,7 +36,7 @@ from pypto.torch._kernel.pending import PendingTicket
 if TYPE_CHECKING:
     from pypto.torch._kernel.callable import KernelCallable
 
-__all__ = ["bind", "close_gate", "finish", "inside"]
+__all__ = ["bind", "close_gate", "finish", "inside", "unbind_all"]
 
 
 def bind(manager: Any, kc: KernelCallable) -> Any:
@@ -72,16 +72,19 @@ def bind(manager: Any, kc: KernelCallable) -> Any:
             manager.gate = (module, module.launch_gate())
         gate = manager.gate[1]
     stream = manager.stream_for(simulator.DEFAULT_STREAM)
-    plan = (
-        kc.signature._native_plan(cpu),
-        gate,
+    # What holds the Worker (its chip, a stream) is in a cell that shutdown empties: a bound
+    # launch an Operator keeps for the rest of the process does not keep the Worker alive.
+    cell = [
         worker._chip.kernel_launch,
         kc.handle.slot,
         settings,
-        kc._tensor_codes,
-        simulator._local,
         functools.partial(finish, manager, kc, stream, simulator.DEFAULT_STREAM),
-    )
+    ]
+    with manager.lock:
+        if not manager._admits():
+            return ()
+        manager.bound_cells.append(cell)
+    plan = (kc.signature._native_plan(cpu), gate, kc._tensor_codes, simulator._local, cell)
     return functools.partial(module.launch, plan)
 
 
@@ -121,3 +124,11 @@ def inside(manager: Any) -> int:
     """How many bound launches of ``manager`` are between admission and retirement."""
     gate = manager.gate
     return 0 if gate is None else int(gate[0].gate_inflight(gate[1]))
+
+
+def unbind_all(manager: Any) -> None:
+    """Empty every bound launch's cell (after the gate closed and none is inside): what they
+    held of the Worker goes with it, and a later call declines to the general path."""
+    cells, manager.bound_cells = manager.bound_cells, []
+    for cell in cells:
+        cell.clear()

@@ -174,6 +174,7 @@ class _Manager:
         self.streams: dict[object, Any] = {}  # framework stream -> simpler Stream
         self.forked_from: int | None = None
         self.gate: Any = None  # the native admission gate of bound launches (see ``bind``)
+        self.bound_cells: list[list[Any]] = []  # what bound launches hold of the Worker
 
     # -- init ------------------------------------------------------------------------------
 
@@ -534,6 +535,7 @@ class _Manager:
             raise
         if owner is not None:
             owner.stop()
+        bound.unbind_all(self)
         with self.lock:
             self.registrations.clear()
             self.retained.clear()
@@ -777,6 +779,7 @@ def _reset_for_tests() -> None:
     """Shut down and replace the process's manager (tests only; pair with the mode gate's reset)."""
     m = _process.manager
     m._close_gate()
+    bound.unbind_all(m)
     if m.forked_from is None and m.state not in (KernelState.UNINITIALIZED, KernelState.CLOSED):
         with contextlib.suppress(Exception):
             m.shutdown(timeout=30.0)
