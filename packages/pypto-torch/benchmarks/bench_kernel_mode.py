@@ -5,7 +5,10 @@ storage pins, TMR packet encode, launch on the stream, run on the simulated AICP
 threads, wait) is measured in the same run as ``torch.add(a, b, out=out)`` and as a no-op
 ``torch.library.custom_op`` with the same signature (the dispatcher cost any custom operator
 pays). Each figure is a ratio to the no-op custom op, eager and inside a ``torch.compile``d
-function (each side compiled the same way). The breakdown shows where the time goes:
+function (each side compiled the same way). A repeat common call is one bound launch (one
+native call: pypto.torch._kernel.bound); the rows "through the general path" send the same
+calls through the Python per-call path it replaced (describe_call, pins, ticket, launch,
+retire), in the same run. The breakdown shows where the general path's time goes:
 describe_call, the pins, building simpler's materialised arguments, and the native launch +
 run + wait.
 
@@ -100,6 +103,14 @@ def _compiled_pair(
     return compiled_op, compiled_noop
 
 
+def _general_path(op: pt.Operator, on: bool) -> None:
+    """Send ``op``'s calls through the general path (``on``) or back to its bound launch: the
+    per-call path before issue 32's bound launch, measured in the same run."""
+    for kc in op._callables.values():
+        kc.bound = () if on else None
+    op._bound = None
+
+
 def _median_us(f: Callable[[], object], calls: int = 3100) -> float:
     """Median of ``calls`` calls timed one by one, in us. Each call is timed alone (a clock read
     is ~0.1 us): a window of many calls as long as the scheduler's time slice (~1.5 ms here)
@@ -156,15 +167,17 @@ def _callgrind_child(helper: str) -> None:
     op, a, b, out = _setup()
     compiled_op, compiled_noop = _compiled_pair(op, a, b, out)
     loops = (
-        ("noop", torch.ops.pypto_bench.noop),
-        ("op", op.op),
-        ("cnoop", compiled_noop),
-        ("cop", compiled_op),
+        ("noop", torch.ops.pypto_bench.noop, False),
+        ("op", op.op, False),
+        ("cnoop", compiled_noop, False),
+        ("cop", compiled_op, False),
+        ("gop", op.op, True),
+        ("gcop", compiled_op, True),
     )
-    for _ in range(10):
-        for _, fn in loops:
+    for label, fn, general in loops:
+        _general_path(op, general)
+        for _ in range(10):
             fn(a, b, out)
-    for label, fn in loops:
         cg.cg_start()
         for _ in range(_CALLS):
             fn(a, b, out)
@@ -215,7 +228,7 @@ def _callgrind_counts() -> tuple[dict[str, float], str]:
             total = re.search(r"^totals: (\d+)$", text, re.M)
             if label and total:
                 counts[label.group(1)] = int(total.group(1)) / _CALLS
-        if set(counts) != {"noop", "op", "cnoop", "cop"}:
+        if set(counts) != {"noop", "op", "cnoop", "cop", "gop", "gcop"}:
             return {}, f"callgrind wrote no counts for both loops (found {sorted(counts)})"
         return counts, ""
 
@@ -248,6 +261,11 @@ def main() -> None:
     eager = _best_per_call(lambda: op.op(a, b, out), number, repeat)
     compiled_baseline = _best_per_call(lambda: compiled_noop(a, b, out), number, repeat)
     compiled = _best_per_call(lambda: compiled_op(a, b, out), number, repeat)
+    _general_path(op, True)
+    general = _best_per_call(lambda: op.op(a, b, out), number, repeat)
+    compiled_general = _best_per_call(lambda: compiled_op(a, b, out), number, repeat)
+    _general_path(op, False)
+    op.op(a, b, out)  # bound again
     rows = [
         (
             "torch.add(a, b, out=out)",
@@ -282,8 +300,10 @@ def main() -> None:
             _best_per_call(lambda: worker.launch(kc.handle, mat).result(), number, repeat),
             baseline,
         ),
+        ("  the same through the general path (no bound launch)", general, baseline),
         ("compiled no-op custom_op (baseline)", compiled_baseline, compiled_baseline),
         ("compiled torch.ops.pypto_bench.add", compiled, compiled_baseline),
+        ("  the same through the general path (no bound launch)", compiled_general, compiled_baseline),
     ]
     loaded = None if opts.no_load else _under_load(lambda: op.op(a, b, out))
     pt.shutdown()
@@ -353,6 +373,16 @@ def main() -> None:
                 "instructions/call: compiled pypto_bench.add (callgrind)",
                 f"{counts['cop']:.0f}",
                 f"{counts['cop'] / counts['cnoop']:.2f}",
+            ),
+            (
+                "instructions/call: the same, general path (callgrind)",
+                f"{counts['gcop']:.0f}",
+                f"{counts['gcop'] / counts['cnoop']:.2f}",
+            ),
+            (
+                "instructions/call: eager, general path (callgrind)",
+                f"{counts['gop']:.0f}",
+                f"{counts['gop'] / counts['noop']:.2f}",
             ),
         ]
     else:
