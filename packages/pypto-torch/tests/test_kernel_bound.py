@@ -154,7 +154,6 @@ def _queued_with_tail(op: pt.Operator, monkeypatch: pytest.MonkeyPatch, hook: An
     """Kernel mode whose runs are queued on the chip's threads (so every bound launch ends in
     the tail), with ``hook`` called in the tail before the real one; returns the tail calls."""
     import simpler
-
     from pypto.torch._kernel import bound
 
     pt.init(config=simpler.CallConfig(orchestrate_on_caller=False))
@@ -181,12 +180,15 @@ def test_a_run_that_does_not_finish_on_the_caller_is_retired_by_the_tail(
     a, b, out = _args()
     op(a, b, out)
     torch.testing.assert_close(out, a + b)
-    assert len(tails) == 1 and counting.calls == 0
+    assert len(tails) == 1
+    assert counting.calls == 0
     assert not context.current().pending
     assert _native_describe.loaded_module().pinned_count() == 0
 
 
-def test_shutdown_waits_for_a_bound_launch_inside_the_gate(op: pt.Operator, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shutdown_waits_for_a_bound_launch_inside_the_gate(
+    op: pt.Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
     entered, release = threading.Event(), threading.Event()
 
     def hold() -> None:

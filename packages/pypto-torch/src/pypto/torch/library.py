@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.ir import DataType, ParamInfo
 from pypto.torch._kernel import context
-from pypto.torch._kernel.pins import _pins as _native_pins
 from pypto.torch._kernel.callable import RegistrationError
+from pypto.torch._kernel.pins import _pins as _native_pins
 from pypto.torch._operator_kernels import (
     Variants,
     define_operator,

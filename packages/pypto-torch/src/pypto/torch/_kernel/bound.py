@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pypto.torch._kernel.pending import PendingTicket
 
 if TYPE_CHECKING:
     from pypto.torch._kernel.callable import KernelCallable
 
-__all__ = ["bind", "close_gate", "finish", "inside", "unbind_all"]
+__all__ = ["Tail", "bind", "close_gate", "finish", "inside", "unbind_all"]
 
 
 def bind(manager: Any, kc: KernelCallable) -> Any:
@@ -78,7 +78,7 @@ def bind(manager: Any, kc: KernelCallable) -> Any:
         worker._chip.kernel_launch,
         kc.handle.slot,
         settings,
-        functools.partial(finish, manager, kc, stream, simulator.DEFAULT_STREAM),
+        functools.partial(finish, Tail(manager, kc, stream, simulator.DEFAULT_STREAM)),
     ]
     with manager.lock:
         if not manager._admits():
@@ -88,12 +88,20 @@ def bind(manager: Any, kc: KernelCallable) -> Any:
     return functools.partial(module.launch, plan)
 
 
-def finish(
-    manager: Any, kc: KernelCallable, stream: Any, framework_stream: Any, native_run: Any, args: Any, pins: Any
-) -> None:
+class Tail(NamedTuple):
+    """What :func:`finish` needs of one registration's bound launches."""
+
+    manager: Any
+    kc: KernelCallable
+    stream: Any  # the Worker stream of the default framework stream
+    framework_stream: Any
+
+
+def finish(tail: Tail, native_run: Any, args: Any, pins: Any) -> None:
     """The tail of a bound launch whose run did not finish on the caller's thread, or failed:
     recorded on the Worker stream and waited for as the general path does (a pending ticket
     that synchronisation points see while it runs), unpinned, its error raised."""
+    manager, kc, stream, framework_stream = tail
     run = manager.simpler.RunHandle(native_run, args, kc.handle)
     stream._enqueued(run)
     ticket = PendingTicket(kc, args, pins, framework_stream)
