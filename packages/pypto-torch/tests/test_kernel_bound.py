@@ -118,15 +118,25 @@ def test_declined_calls_raise_the_general_paths_errors(op: pt.Operator) -> None:
     assert _native_describe.loaded_module().pinned_count() == 0
 
 
-def test_kernels_with_scalars_are_not_bound(native: Any) -> None:
+def test_fp32_scalars_are_encoded_natively_as_simpler_does(
+    native: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     op = pt.register(scale, f"pypto_test_{uuid.uuid4().hex[:8]}::scale")
     try:
         x, out = torch.rand(16, 16), torch.empty(16, 16)
         op(x, 2.0, out)
-        op(x, 3.0, out)
+        assert op._bound is not None
+        counting = _Counting(monkeypatch)
+        for alpha in (0.1, -3.5, 1e-40, 3.4028234e38):  # rounding, sign, a subnormal, near FLT_MAX
+            op(x, alpha, out)
+            torch.testing.assert_close(out, x * torch.tensor(alpha, dtype=torch.float32))
+        assert counting.calls == 0
+        op(x, 3, out)  # the dispatcher hands the kernel a float for the schema's float
         torch.testing.assert_close(out, x * 3.0)
-        assert op._bound is None
-        assert next(iter(op._callables.values())).bound == ()
+        assert counting.calls == 0
+        with pytest.raises(ArgumentError, match="overflows FP32"):  # declined: the general path's error
+            op(x, 1e300, out)
+        assert _native_describe.loaded_module().pinned_count() == 0
     finally:
         op.remove()
 
@@ -150,38 +160,52 @@ def test_after_shutdown_the_bound_path_declines_and_the_general_path_refuses(op:
         op(a, b, out)
 
 
-def _queued_with_tail(op: pt.Operator, monkeypatch: pytest.MonkeyPatch, hook: Any) -> list[Any]:
-    """Kernel mode whose runs are queued on the chip's threads (so every bound launch ends in
-    the tail), with ``hook`` called in the tail before the real one; returns the tail calls."""
-    import simpler
-    from pypto.torch._kernel import bound
+class _NotDoneYet:
+    """A native run that reports not done on its first read (as a run queued behind another
+    launch does), then answers as the run itself."""
 
-    pt.init(config=simpler.CallConfig(orchestrate_on_caller=False))
-    tails: list[Any] = []
-    finish = bound.finish
+    def __init__(self, run: Any) -> None:
+        self._run = run
+        self._reads = 0
 
-    def counting(*args: Any) -> Any:
-        tails.append(args)
-        hook()
-        return finish(*args)
+    @property
+    def done(self) -> bool:
+        self._reads += 1
+        return self._reads > 1 and bool(self._run.done)
 
-    monkeypatch.setattr(bound, "finish", counting)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._run, name)
+
+
+def _wrap_kernel_launch(op: pt.Operator, wrap: Any) -> None:
+    """Bind ``op`` and replace the chip's kernel_launch in its bound launch's cell."""
     a, b, out = _args()
-    op(a, b, out)  # general launch, then bound with the counting tail
+    op(a, b, out)
     assert op._bound is not None
-    return tails
+    (cell,) = context.current().bound_cells
+    cell[0] = wrap(cell[0])
 
 
 def test_a_run_that_does_not_finish_on_the_caller_is_retired_by_the_tail(
     op: pt.Operator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tails = _queued_with_tail(op, monkeypatch, lambda: None)
-    counting = _Counting(monkeypatch)
+    from pypto.torch._kernel import bound
+
+    tails: list[Any] = []
+    finish = bound.finish
+
+    def counting(*args: Any) -> Any:
+        tails.append(args)
+        return finish(*args)
+
+    monkeypatch.setattr(bound, "finish", counting)  # read when the launch is bound
+    _wrap_kernel_launch(op, lambda launch: lambda *args: _NotDoneYet(launch(*args)))
+    counting_general = _Counting(monkeypatch)
     a, b, out = _args()
     op(a, b, out)
     torch.testing.assert_close(out, a + b)
     assert len(tails) == 1
-    assert counting.calls == 0
+    assert counting_general.calls == 0
     assert not context.current().pending
     assert _native_describe.loaded_module().pinned_count() == 0
 
@@ -191,11 +215,15 @@ def test_shutdown_waits_for_a_bound_launch_inside_the_gate(
 ) -> None:
     entered, release = threading.Event(), threading.Event()
 
-    def hold() -> None:
-        entered.set()
-        release.wait(10)
+    def holding(launch: Any) -> Any:
+        def held(*args: Any) -> Any:
+            entered.set()
+            release.wait(10)
+            return launch(*args)
 
-    _queued_with_tail(op, monkeypatch, hold)
+        return held
+
+    _wrap_kernel_launch(op, holding)
     module, gate = context.current().gate
     a, b, out = _args()
     caller = threading.Thread(target=op, args=(a, b, out))
@@ -212,6 +240,7 @@ def test_shutdown_waits_for_a_bound_launch_inside_the_gate(
     assert finished.is_set()
     torch.testing.assert_close(out, a + b)
     assert module.gate_inflight(gate) == 0
+    assert not context.current().bound_cells  # emptied: the Worker is not held
     assert _native_describe.loaded_module().pinned_count() == 0
 
 

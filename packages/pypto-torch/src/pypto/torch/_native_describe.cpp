@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -556,12 +557,35 @@ PyObject* gate_inflight(PyObject* /*module*/, PyObject* capsule) {
   return PyLong_FromLong(gate->inflight.load());
 }
 
-constexpr Py_ssize_t kBoundSize = 5;
+constexpr Py_ssize_t kBoundSize = 6;
+
+// The 64-bit scalar bits simpler's encode_scalar gives a value check_common accepted (an int in
+// its dtype's range, a bool, a finite float within +-FLT_MAX), by kind: 0 an integer dtype
+// (two's complement), 1 BOOL, 2 FP32 (round to nearest, as struct.pack("<f")). nullptr with no
+// error set to decline (a value this cannot encode exactly as Python would).
+PyObject* scalar_bits(PyObject* value, long kind) {
+  if (kind == 1) return PyLong_FromUnsignedLongLong(value == Py_True ? 1 : 0);
+  if (kind == 2) {
+    const double d = PyFloat_AsDouble(value);
+    if (d == -1.0 && PyErr_Occurred()) return nullptr;
+    const float f = static_cast<float>(d);
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &f, sizeof bits);
+    return PyLong_FromUnsignedLongLong(bits);
+  }
+  if (kind != 0) return nullptr;
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow != 0 || (v == -1 && PyErr_Occurred())) return nullptr;
+  return PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(v));
+}
 
 // launch(bound, args): one kernel-mode call of a registered kernel on a simulator, waited for:
 // describe (check_common), the default stream only, pin, chip.kernel_launch with waits, retire.
-// bound = (plan, gate, codes, stream_local, cell), cell = [kernel_launch, slot, settings, finish]
+// bound = (plan, gate, codes, stream_local, cell, scalar_kinds),
+// cell = [kernel_launch, slot, settings, finish]
 //   plan: describe's 15-tuple; gate: launch_gate(); codes: the wire dtype code per tensor;
+//   scalar_kinds: per scalar parameter, how its bits are encoded (scalar_bits);
 //   stream_local: the simulator's thread-local stream stack (its `stack` must be empty: the
 //   default stream); kernel_launch: the chip's bound method; slot: the kernel's slot;
 //   settings: the RunSettings of a waited launch; finish(run, args, pins): the Python tail for
@@ -571,7 +595,7 @@ constexpr Py_ssize_t kBoundSize = 5;
 // takes the general path, which alone decides and reports errors), else None or finish's result.
 PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
   if (argc != 2 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != kBoundSize) {
-    PyErr_SetString(PyExc_TypeError, "launch(bound, args): expected the 5-tuple pypto.torch._kernel.bound builds and the args");
+    PyErr_SetString(PyExc_TypeError, "launch(bound, args): expected the 6-tuple pypto.torch._kernel.bound builds and the args");
     return nullptr;
   }
   PyObject* bound = argv[0];
@@ -579,7 +603,7 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
   PyObject* plan = PyTuple_GET_ITEM(bound, 0);
   LaunchGate* gate = gate_of(PyTuple_GET_ITEM(bound, 1));
   if (gate == nullptr) return nullptr;
-  if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(plan, 2)) != 0) Py_RETURN_FALSE;
+  if (!PyTuple_CheckExact(args)) Py_RETURN_FALSE;
   PyObject* tensor_plan = PyTuple_GET_ITEM(plan, 1);
   const Py_ssize_t ntensors = PyTuple_GET_SIZE(tensor_plan);
   Facts facts[kMaxTensors];
@@ -604,9 +628,29 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
   Py_DECREF(stack);
   if (!default_stream) Py_RETURN_FALSE;
 
-  // The descriptors, built before admission (nothing to undo if an allocation fails).
+  // The scalar bits and the descriptors, built before admission (nothing to undo on failure).
+  PyObject* scalar_plan = PyTuple_GET_ITEM(plan, 2);
+  PyObject* kinds = PyTuple_GET_ITEM(bound, 5);
+  const Py_ssize_t nscalars = PyTuple_GET_SIZE(scalar_plan);
+  if (PyTuple_GET_SIZE(kinds) != nscalars) Py_RETURN_FALSE;
+  PyObject* scalars = PyTuple_New(nscalars);
+  if (scalars == nullptr) return nullptr;
+  for (Py_ssize_t k = 0; k < nscalars; ++k) {
+    PyObject* value = PyTuple_GET_ITEM(args, PyLong_AsSsize_t(PyTuple_GET_ITEM(PyTuple_GET_ITEM(scalar_plan, k), 0)));
+    PyObject* bits = scalar_bits(value, PyLong_AsLong(PyTuple_GET_ITEM(kinds, k)));
+    if (bits == nullptr) {
+      Py_DECREF(scalars);
+      PyErr_Clear();
+      Py_RETURN_FALSE;
+    }
+    PyTuple_SET_ITEM(scalars, k, bits);
+  }
+  // The descriptors.
   PyObject* tensors = PyTuple_New(ntensors);
-  if (tensors == nullptr) return nullptr;
+  if (tensors == nullptr) {
+    Py_DECREF(scalars);
+    return nullptr;
+  }
   PyObject* codes = PyTuple_GET_ITEM(bound, 2);
   for (Py_ssize_t k = 0; k < ntensors; ++k) {
     const Facts& f = facts[k];
@@ -623,6 +667,7 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
       for (PyObject* item : items) Py_XDECREF(item);
       Py_XDECREF(entry);
       Py_DECREF(tensors);
+      Py_DECREF(scalars);
       return nullptr;
     }
     for (Py_ssize_t i = 0; i < 6; ++i) PyTuple_SET_ITEM(entry, i, items[i]);
@@ -635,6 +680,7 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
   if (!gate->admits.load() || !PyList_CheckExact(cell) || PyList_GET_SIZE(cell) != 4) {
     gate->inflight.fetch_sub(1);
     Py_DECREF(tensors);
+    Py_DECREF(scalars);
     Py_RETURN_FALSE;  // the general path raises KernelClosedError
   }
   // Held for this call (shutdown empties the cell only once no launch is inside).
@@ -674,11 +720,13 @@ PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
     drop_cell();
     gate->inflight.fetch_sub(1);
     Py_DECREF(tensors);
+    Py_DECREF(scalars);
     Py_RETURN_FALSE;
   }
-  PyObject* call[4] = {slot, tensors, PyTuple_GET_ITEM(plan, 2), settings};
+  PyObject* call[4] = {slot, tensors, scalars, settings};
   PyObject* run = PyObject_Vectorcall(kernel_launch, call, 4, nullptr);
   Py_DECREF(tensors);
+  Py_DECREF(scalars);
   if (run == nullptr) {  // refused before anything was enqueued: nothing uses the memory
     release(held.get());
     drop_cell();

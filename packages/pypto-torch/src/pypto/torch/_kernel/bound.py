@@ -10,7 +10,8 @@ thread with nothing recorded beside it:
 
 - the native extension is loaded and pins are taken natively;
 - a simulator platform, synchronous mode (``init(asynchronous=False)``);
-- a kernel without scalar parameters;
+- a kernel whose scalar parameters are integers, BOOL or FP32 (FP16/BF16 rounding stays in
+  Python);
 - the Worker's run settings write no diagnostics (swimlane, dependency graph).
 
 Per call the native side declines, before any side effect, what it does not take: a call its
@@ -31,10 +32,30 @@ import contextlib
 import functools
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pypto.ir import DataType
 from pypto.torch._kernel.pending import PendingTicket
 
 if TYPE_CHECKING:
     from pypto.torch._kernel.callable import KernelCallable
+
+# how ``launch`` encodes a scalar parameter's bits, by dtype (see scalar_bits in the C++)
+_SCALAR_KINDS = {
+    **dict.fromkeys(
+        (
+            DataType.INT8,
+            DataType.INT16,
+            DataType.INT32,
+            DataType.INT64,
+            DataType.UINT8,
+            DataType.UINT16,
+            DataType.UINT32,
+            DataType.UINT64,
+        ),
+        0,
+    ),
+    DataType.BOOL: 1,
+    DataType.FP32: 2,
+}
 
 __all__ = ["Tail", "bind", "close_gate", "finish", "inside", "unbind_all"]
 
@@ -55,8 +76,10 @@ def bind(manager: Any, kc: KernelCallable) -> Any:
         or plat.cpu_device_index is None
         or manager.asynchronous
         or worker is None
-        or kc.signature._scalar_plan
     ):
+        return ()
+    kinds = tuple(_SCALAR_KINDS.get(p.dtype, -1) for p in kc.artifact.params if p.is_scalar)
+    if -1 in kinds:  # FP16/BF16 scalars: their rounding stays in Python (simpler's encode_scalar)
         return ()
     settings = worker._run_settings(None, True)
     if settings.writes_diagnostics:
@@ -84,7 +107,7 @@ def bind(manager: Any, kc: KernelCallable) -> Any:
         if not manager._admits():
             return ()
         manager.bound_cells.append(cell)
-    plan = (kc.signature._native_plan(cpu), gate, kc._tensor_codes, simulator._local, cell)
+    plan = (kc.signature._native_plan(cpu), gate, kc._tensor_codes, simulator._local, cell, kinds)
     return functools.partial(module.launch, plan)
 
 
