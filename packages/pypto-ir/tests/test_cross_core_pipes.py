@@ -4,11 +4,10 @@ simulated chip has no AIC-AIV pipe, so compiling one fails with an error that sa
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pypto_ir_test_helpers import rejected_at_line
+from pypto_ir_test_helpers import Rejections
 
 import pypto.language as pl
 from pypto.ir.compile import compile_to_files
@@ -70,6 +69,10 @@ def test_a_kernel_with_a_pipe_does_not_compile_and_says_why(tmp_path: Path) -> N
         compile_to_files(Pushing, tmp_path, contract="PROGRAM", platform="a2a3sim")
 
 
+rejects = Rejections()
+
+
+@rejects("# the cube's op", "pl.tpush_to_aiv runs on a cube (AIC) core, but this is a vector")
 def push_from_vector() -> object:
     @pl.function(type=pl.FunctionType.AIV)
     def f(x: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
@@ -80,6 +83,7 @@ def push_from_vector() -> object:
     return f.ir
 
 
+@rejects("# no split", "missing a required argument: 'split'")
 def push_without_split() -> object:
     @pl.function(type=pl.FunctionType.AIV)
     def f(x: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
@@ -90,6 +94,7 @@ def push_without_split() -> object:
     return f.ir
 
 
+@rejects("# only 0..2", "pl.tpush_to_aic(split): expected an int 0 to 2")
 def split_out_of_range() -> object:
     @pl.function(type=pl.FunctionType.AIV)
     def f(x: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
@@ -100,6 +105,7 @@ def split_out_of_range() -> object:
     return f.ir
 
 
+@rejects("# no type", "the popped tile's type is not known")
 def untyped_pop() -> object:
     @pl.function(type=pl.FunctionType.AIV)
     def f(x: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
@@ -110,6 +116,7 @@ def untyped_pop() -> object:
     return f.ir
 
 
+@rejects("# not in a kernel", "pl.tfree_to_aiv runs on a core")
 def push_from_orchestration() -> object:
     @pl.function(type=pl.FunctionType.Orchestration)
     def f(x: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
@@ -119,15 +126,4 @@ def push_from_orchestration() -> object:
     return f.ir
 
 
-CASES = [
-    (push_from_vector, "# the cube's op", "pl.tpush_to_aiv runs on a cube (AIC) core, but this is a vector"),
-    (push_without_split, "# no split", "missing a required argument: 'split'"),
-    (split_out_of_range, "# only 0..2", "pl.tpush_to_aic(split): expected an int 0 to 2"),
-    (untyped_pop, "# no type", "the popped tile's type is not known"),
-    (push_from_orchestration, "# not in a kernel", "pl.tfree_to_aiv runs on a core"),
-]
-
-
-@pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
-    rejected_at_line(build, marker, message)
+test_rejected_at_the_line = rejects.test()

@@ -3,15 +3,17 @@ the offending line that says what to write instead."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
-from pypto_ir_test_helpers import rejected_at_line
+from pypto_ir_test_helpers import Rejections
+from pypto_ir_test_programs import PRINTED_CALL
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
 
+rejects = Rejections()
 
+
+@rejects("in range(10)", "a kernel loop must use pl.range(), not Python's range")
 def python_range() -> object:
     @pl.function
     def f(n: pl.Tensor[[1], pl.INT32]) -> pl.Tensor[[1], pl.INT32]:
@@ -23,6 +25,7 @@ def python_range() -> object:
     return f.ir
 
 
+@rejects("if 1:", "an if condition must be a bool scalar")
 def int_condition() -> object:
     @pl.function
     def f(x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
@@ -35,6 +38,7 @@ def int_condition() -> object:
     return f.ir
 
 
+@rejects("pl.yield_(x + 1)", "requires an assignment-form pl.yield_: x_next = pl.yield_(...)")
 def bare_yield() -> object:
     @pl.function
     def f(x0: pl.Scalar[pl.INT64]) -> pl.Scalar[pl.INT64]:
@@ -45,6 +49,7 @@ def bare_yield() -> object:
     return f.ir
 
 
+@rejects("deps=[]", "pl.spmd does not accept 'deps=' without a task id")
 def spmd_deps_without_tid() -> object:
     @pl.program
     class P:
@@ -60,6 +65,7 @@ def spmd_deps_without_tid() -> object:
     return P
 
 
+@rejects("every block the same", "neither reads the per-block index")
 def spmd_without_block_index() -> object:
     @pl.program
     class P:
@@ -75,6 +81,7 @@ def spmd_without_block_index() -> object:
     return P
 
 
+@rejects("as tid:", "cannot capture a TaskId when nested inside pl.cluster")
 def spmd_tid_in_cluster() -> object:
     @pl.program
     class P:
@@ -91,6 +98,7 @@ def spmd_tid_in_cluster() -> object:
     return P
 
 
+@rejects("allow_early_resolve=True", "cannot be nested inside pl.cluster()")
 def spmd_early_resolve_in_cluster() -> object:
     @pl.program
     class P:
@@ -106,6 +114,7 @@ def spmd_early_resolve_in_cluster() -> object:
     return P
 
 
+@rejects("pl.submit(self.k, x)  #", "must be unpacked into its results and task id")
 def bare_submit_in_manual_scope() -> object:
     @pl.program
     class P:
@@ -122,6 +131,7 @@ def bare_submit_in_manual_scope() -> object:
     return P
 
 
+@rejects("for m in pl.range(4)", "is a DSL loop")
 def deps_over_a_dsl_loop() -> object:
     @pl.program
     class P:
@@ -142,6 +152,7 @@ def deps_over_a_dsl_loop() -> object:
     return P
 
 
+@rejects("no_dep_args=[x, x]", "no_dep_args names 'x' more than once")
 def duplicate_no_dep() -> object:
     @pl.program
     class P:
@@ -154,48 +165,17 @@ def duplicate_no_dep() -> object:
     return P
 
 
-CASES = [
-    (python_range, "in range(10)", "a kernel loop must use pl.range(), not Python's range"),
-    (int_condition, "if 1:", "an if condition must be a bool scalar"),
-    (bare_yield, "pl.yield_(x + 1)", "requires an assignment-form pl.yield_: x_next = pl.yield_(...)"),
-    (spmd_deps_without_tid, "deps=[]", "pl.spmd does not accept 'deps=' without a task id"),
-    (spmd_without_block_index, "every block the same", "neither reads the per-block index"),
-    (spmd_tid_in_cluster, "as tid:", "cannot capture a TaskId when nested inside pl.cluster"),
-    (spmd_early_resolve_in_cluster, "allow_early_resolve=True", "cannot be nested inside pl.cluster()"),
-    (bare_submit_in_manual_scope, "pl.submit(self.k, x)  #", "must be unpacked into its results and task id"),
-    (deps_over_a_dsl_loop, "for m in pl.range(4)", "is a DSL loop"),
-    (duplicate_no_dep, "no_dep_args=[x, x]", "no_dep_args names 'x' more than once"),
-]
+test_rejected_at_the_line = rejects.test()
 
 
-@pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
-    rejected_at_line(build, marker, message)
-
-
-_PRINTED = """
-import pypto.language as pl
-
-
-@pl.program
-class Prog:
-    @pl.function(type=pl.FunctionType.InCore)
-    def kernel(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
-        t: pl.Tile[[64], pl.FP32] = pl.load(x, [0], [64])
-        dst = pl.store(t, [0], dst)
-        return dst
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
-        dst = self.kernel(x, dst, attrs={"arg_directions": [pl.adir.input, MARKER]})
-        return dst
-"""
+def _printed(directions: str) -> str:
+    return PRINTED_CALL.replace("CALL_ATTRS", f'"arg_directions": [{directions}]')
 
 
 def test_printed_arg_directions_are_read_back() -> None:
-    prog = pl.parse(_PRINTED.replace("MARKER", "pl.adir.output_existing"))
+    prog = pl.parse(_printed("pl.adir.input, pl.adir.output_existing"))
     assert "kernel" in {f.name for f in prog.funcs}  # type: ignore[union-attr]
     with pytest.raises(KernelError, match=r"pl.adir has no attribute .sideways."):
-        pl.parse(_PRINTED.replace("MARKER", "pl.adir.sideways"))
+        pl.parse(_printed("pl.adir.input, pl.adir.sideways"))
     with pytest.raises(KernelError, match=r"arg_directions names 1 direction\(s\) for 2 argument\(s\)"):
-        pl.parse(_PRINTED.replace(", MARKER", ""))
+        pl.parse(_printed("pl.adir.input"))

@@ -4,10 +4,9 @@ offending line (``pl.scope``, ``pl.no_dep``, ``pl.at(allow_early_resolve=)``, ``
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
-from pypto_ir_test_helpers import rejected_at_line
+from pypto_ir_test_helpers import Rejections
+from pypto_ir_test_programs import PRINTED_CALL
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
@@ -45,6 +44,10 @@ def test_scope_modes_mark_runtime_scopes() -> None:
     ]
 
 
+rejects = Rejections()
+
+
+@rejects("# automatic", "declare it @pl.function(..., auto_scope=False)")
 def auto_scope_in_default_mode() -> object:
     return _scoped(True)
 
@@ -52,6 +55,7 @@ def auto_scope_in_default_mode() -> object:
 auto_scope_in_default_mode.source = _scoped  # type: ignore[attr-defined]
 
 
+@rejects("pl.scope(1)", "pl.scope() takes only the keyword mode=")
 def scope_positional() -> object:
     @pl.function(type=pl.FunctionType.Orchestration, auto_scope=False)
     def f(x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
@@ -62,6 +66,7 @@ def scope_positional() -> object:
     return f.ir
 
 
+@rejects("# nested", "pl.scope() does not nest inside a pl.manual_scope()")
 def auto_in_manual() -> object:
     @pl.program
     class P:
@@ -79,6 +84,7 @@ def auto_in_manual() -> object:
     return P
 
 
+@rejects("# Vec", "flat_layout=True describes a flat (non-fractal) Mat (L1) staging tile")
 def flat_vec_tile() -> object:
     @pl.function(type=pl.FunctionType.InCore)
     def f(x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
@@ -88,6 +94,7 @@ def flat_vec_tile() -> object:
     return f.ir
 
 
+@rejects("# a scalar", "pl.no_dep(t): 'n' must be a tensor")
 def no_dep_of_a_scalar() -> object:
     @pl.program
     class P:
@@ -103,6 +110,7 @@ def no_dep_of_a_scalar() -> object:
     return P
 
 
+@rejects("allow_early_resolve=1", "pl.at(allow_early_resolve): expected a bool")
 def early_resolve_not_bool() -> object:
     @pl.function(type=pl.FunctionType.Orchestration)
     def f(
@@ -115,6 +123,7 @@ def early_resolve_not_bool() -> object:
     return f.ir
 
 
+@rejects("pl.split(pl.SplitMode.NONE, slot_num=4)", "optimizations gives slot_num twice")
 def slot_num_twice() -> object:
     @pl.function(type=pl.FunctionType.Orchestration)
     def f(
@@ -130,6 +139,7 @@ def slot_num_twice() -> object:
     return f.ir
 
 
+@rejects("# smaller", "shape [8, 32] must be at least the source's [16, 32]")
 def fillpad_expand_smaller() -> object:
     @pl.function(type=pl.FunctionType.InCore)
     def f(
@@ -141,21 +151,7 @@ def fillpad_expand_smaller() -> object:
     return f.ir
 
 
-CASES = [
-    (auto_scope_in_default_mode, "# automatic", "declare it @pl.function(..., auto_scope=False)"),
-    (scope_positional, "pl.scope(1)", "pl.scope() takes only the keyword mode="),
-    (auto_in_manual, "# nested", "pl.scope() does not nest inside a pl.manual_scope()"),
-    (flat_vec_tile, "# Vec", "flat_layout=True describes a flat (non-fractal) Mat (L1) staging tile"),
-    (no_dep_of_a_scalar, "# a scalar", "pl.no_dep(t): 'n' must be a tensor"),
-    (early_resolve_not_bool, "allow_early_resolve=1", "pl.at(allow_early_resolve): expected a bool"),
-    (fillpad_expand_smaller, "# smaller", "shape [8, 32] must be at least the source's [16, 32]"),
-    (slot_num_twice, "pl.split(pl.SplitMode.NONE, slot_num=4)", "optimizations gives slot_num twice"),
-]
-
-
-@pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
-    rejected_at_line(build, marker, message)
+test_rejected_at_the_line = rejects.test()
 
 
 @pl.function(type=pl.FunctionType.Orchestration)
@@ -228,28 +224,13 @@ def test_none_in_an_orchestration_is_the_id_of_no_task() -> None:
     assert isinstance(first.var.type, TaskIdType)
 
 
-_OVERRIDES = """
-import pypto.language as pl
-
-
-@pl.program
-class Prog:
-    @pl.function(type=pl.FunctionType.InCore)
-    def kernel(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
-        t: pl.Tile[[64], pl.FP32] = pl.load(x, [0], [64])
-        dst = pl.store(t, [0], dst)
-        return dst
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
-        dst = self.kernel(x, dst, attrs={"arg_direction_overrides": OVERRIDES})
-        return dst
-"""
+def _overrides(value: str) -> str:
+    return PRINTED_CALL.replace("CALL_ATTRS", f'"arg_direction_overrides": {value}')
 
 
 def test_printed_direction_overrides_are_checked() -> None:
-    prog = pl.parse(_OVERRIDES.replace("OVERRIDES", "[1]"))
+    prog = pl.parse(_overrides("[1]"))
     assert "kernel" in {f.name for f in prog.funcs}  # type: ignore[union-attr]
     for bad in ("[2]", "[1, 1]", "1"):
         with pytest.raises(KernelError, match="arg_direction_overrides"):
-            pl.parse(_OVERRIDES.replace("OVERRIDES", bad))
+            pl.parse(_overrides(bad))
