@@ -31,6 +31,16 @@ def scale(x: pl.Tensor, alpha: pl.FP32, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.jit
+def rotate_rows(x: pl.Tensor, n: pl.INT32, out: pl.Out[pl.Tensor]):
+    """out[i] = x[(i + n) % 4] in 16-row chunks: an INT32 scalar read by the orchestration."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="rotate"):
+        for i in pl.range(4):
+            src = (i + n) % 4
+            pl.store(pl.load(x, [src * 16, 0], [16, 32]), [i * 16, 0], out)
+    return out
+
+
 @pytest.fixture
 def native() -> Any:
     assert _native_describe.build_native(), _native_describe.native_error()
@@ -137,6 +147,23 @@ def test_fp32_scalars_are_encoded_natively_as_simpler_does(
         with pytest.raises(ArgumentError, match="overflows FP32"):  # declined: the general path's error
             op(x, 1e300, out)
         assert _native_describe.loaded_module().pinned_count() == 0
+    finally:
+        op.remove()
+
+
+def test_int32_scalars_are_encoded_natively(native: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    op = pt.register(rotate_rows, f"pypto_test_{uuid.uuid4().hex[:8]}::rotate")
+    try:
+        x, out = torch.rand(64, 32), torch.empty(64, 32)
+        op(x, 0, out)
+        assert op._bound is not None
+        counting = _Counting(monkeypatch)
+        for n in (1, 3, -1, 2**31 - 1):  # negative values in two's complement, the top of the range
+            op(x, n, out)
+            torch.testing.assert_close(out, torch.cat([x[((i + n) % 4) * 16 :][:16] for i in range(4)]))
+        assert counting.calls == 0
+        with pytest.raises(ArgumentError, match="INT32"):  # out of range: declined, the general path's error
+            op(x, 2**31, out)
     finally:
         op.remove()
 
