@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pypto.ir import DataType
 from pypto.torch._kernel.pending import PendingTicket
+from pypto.torch._kernel.pins import _native
 
 if TYPE_CHECKING:
     from pypto.torch._kernel.callable import KernelCallable
@@ -65,7 +66,6 @@ def bind(manager: Any, kc: KernelCallable) -> Any:
     argument tuple, it returns None (done) or False (declined); ``()`` where a
     bound launch never applies to ``kc`` (see the module docstring); None while the native
     extension is not in use (the next general launch asks again)."""
-    from pypto.torch._kernel.pins import _native
     from pypto.torch._platform import simulator
 
     plat = manager.platform
