@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from pypto_ir_test_helpers import HostArray, scope_kernel
+from pypto_ir_test_helpers import HostArray, program, scope_kernel
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
@@ -184,26 +184,22 @@ def test_everything_parses_into_scopes_loops_and_writes() -> None:
 
 
 def test_annotated_program_functions() -> None:
-    @pl.program
-    class Prog:
-        @pl.function(type=pl.FunctionType.InCore)
-        def kernel(
-            self,
-            a: pl.Tensor[[16, 16], pl.FP16],
-            out: pl.Out[pl.Tensor[[16, 16], pl.FP16]],
-        ) -> pl.Tensor[[16, 16], pl.FP16]:
-            tile: pl.Tile[[16, 16], pl.FP16] = pl.load(a, [0, 0], [16, 16])
-            result: pl.Tensor[[16, 16], pl.FP16] = pl.store(pl.abs(tile), [0, 0], out)
-            return result
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, a: pl.Tensor[[16, 16], pl.FP16], out: pl.Out[pl.Tensor[[16, 16], pl.FP16]]):
-            out = self.kernel(a, out)
-            return out
+    Prog = program(
+        "[16, 16]",
+        kernel=[
+            "tile: pl.Tile[[16, 16], pl.FP16] = pl.load(a, [0, 0], [16, 16])",
+            "result: pl.Tensor[[16, 16], pl.FP16] = pl.store(pl.abs(tile), [0, 0], out)",
+            "return result",
+        ],
+        main=["out = self.k(a, out)", "return out"],
+        ins=("a",),
+        out="out",
+        dtype="pl.FP16",
+    )()
 
     assert Prog.entry == "main"
-    assert set(Prog.functions) == {"kernel", "main"}
-    k = Prog.functions["kernel"]
+    assert set(Prog.functions) == {"k", "main"}
+    k = Prog.functions["k"]
     assert k.func_type is pl.FunctionType.InCore
     tile_vars = [
         s.var for s in walk_stmts(k.body) if isinstance(s, Assign) and isinstance(s.var.type, TileType)

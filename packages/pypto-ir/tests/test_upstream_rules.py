@@ -4,7 +4,7 @@ the offending line that says what to write instead."""
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import Rejections
+from pypto_ir_test_helpers import Rejections, TextProgram, program, task_program
 from pypto_ir_test_programs import PRINTED_CALL
 
 import pypto.language as pl
@@ -49,107 +49,86 @@ def bare_yield() -> object:
     return f.ir
 
 
-@rejects("deps=[]", "pl.spmd does not accept 'deps=' without a task id")
-def spmd_deps_without_tid() -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]
-        ) -> pl.Tensor[[512, 128], pl.FP32]:
-            with pl.spmd(4, deps=[]):  # deps without `as tid`
-                i = pl.tile.get_block_idx()
-                out = pl.store(pl.load(a, [i * 128, 0], [128, 128]), [i * 128, 0], out)
-            return out
-
-    return P
+def _blocks(lines: list[str], name: str) -> TextProgram:
+    """A program whose orchestration ``main(a, out)`` on [512, 128] FP32 tensors runs ``lines``
+    and returns ``out``."""
+    return program("[512, 128]", name, main=[*lines, "return out"], ins=("a",), out="out")
 
 
-@rejects("every block the same", "neither reads the per-block index")
-def spmd_without_block_index() -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]
-        ) -> pl.Tensor[[512, 128], pl.FP32]:
-            with pl.spmd(4):  # every block the same work
-                t = pl.load(a, [0, 0], [128, 128])
-                out = pl.store(pl.add(t, t), [0, 0], out)
-            return out
+# the launches of four blocks, each rejected at its first line
+BLOCK_LAUNCHES = [
+    (
+        "spmd_deps_without_tid",
+        "deps=[]",
+        "pl.spmd does not accept 'deps=' without a task id",
+        [
+            "with pl.spmd(4, deps=[]):  # deps without `as tid`",
+            "    i = pl.tile.get_block_idx()",
+            "    out = pl.store(pl.load(a, [i * 128, 0], [128, 128]), [i * 128, 0], out)",
+        ],
+    ),
+    (
+        "spmd_without_block_index",
+        "every block the same",
+        "neither reads the per-block index",
+        [
+            "with pl.spmd(4):  # every block the same work",
+            "    t = pl.load(a, [0, 0], [128, 128])",
+            "    out = pl.store(pl.add(t, t), [0, 0], out)",
+        ],
+    ),
+    (
+        "spmd_tid_in_cluster",
+        "as tid:",
+        "cannot capture a TaskId when nested inside pl.cluster",
+        [
+            "with pl.cluster():",
+            "    with pl.spmd(4) as tid:",
+            "        j = pl.tile.get_block_idx()",
+            "        out = pl.store(pl.load(a, [j * 128, 0], [128, 128]), [j * 128, 0], out)",
+        ],
+    ),
+    (
+        "spmd_early_resolve_in_cluster",
+        "allow_early_resolve=True",
+        "cannot be nested inside pl.cluster()",
+        [
+            "with pl.cluster():",
+            "    for k in pl.spmd(4, allow_early_resolve=True):",
+            "        out = pl.store(pl.load(a, [k * 128, 0], [128, 128]), [k * 128, 0], out)",
+        ],
+    ),
+]
+for _name, _marker, _message, _lines in BLOCK_LAUNCHES:
+    rejects.add(_blocks(_lines, f"<{_name}>"), _marker, _message, _name)
 
-    return P
-
-
-@rejects("as tid:", "cannot capture a TaskId when nested inside pl.cluster")
-def spmd_tid_in_cluster() -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]
-        ) -> pl.Tensor[[512, 128], pl.FP32]:
-            with pl.cluster():  # noqa: SIM117 -- the nesting is the rule under test
-                with pl.spmd(4) as tid:  # noqa: F841
-                    j = pl.tile.get_block_idx()
-                    out = pl.store(pl.load(a, [j * 128, 0], [128, 128]), [j * 128, 0], out)
-            return out
-
-    return P
-
-
-@rejects("allow_early_resolve=True", "cannot be nested inside pl.cluster()")
-def spmd_early_resolve_in_cluster() -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]
-        ) -> pl.Tensor[[512, 128], pl.FP32]:
-            with pl.cluster():
-                for k in pl.spmd(4, allow_early_resolve=True):
-                    out = pl.store(pl.load(a, [k * 128, 0], [128, 128]), [k * 128, 0], out)
-            return out
-
-    return P
-
-
-@rejects("pl.submit(self.k, x)  #", "must be unpacked into its results and task id")
-def bare_submit_in_manual_scope() -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.manual_scope():
-                pl.submit(self.k, x)  # results and task id dropped
-            return x
-
-    return P
-
-
-@rejects("for m in pl.range(4)", "is a DSL loop")
-def deps_over_a_dsl_loop() -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.manual_scope():
-                tids = pl.array.create(4, pl.TASK_ID)
-                for n in pl.parallel(4):
-                    _a, t = pl.submit(self.k, x)
-                    tids[n] = t
-                _b, _u = pl.submit(self.k, x, deps=[tids[m] for m in pl.range(4)])
-            return x
-
-    return P
+# manual scopes in a kernel-and-orchestration program, each rejected at the line marked
+rejects.add(
+    task_program(
+        ["with pl.manual_scope():", "    pl.submit(self.k, x)  # results and task id dropped", "return x"],
+        "<bare_submit_in_manual_scope>",
+    ),
+    "pl.submit(self.k, x)  #",
+    "must be unpacked into its results and task id",
+    "bare_submit_in_manual_scope",
+)
+rejects.add(
+    task_program(
+        [
+            "with pl.manual_scope():",
+            "    tids = pl.array.create(4, pl.TASK_ID)",
+            "    for n in pl.parallel(4):",
+            "        _a, t = pl.submit(self.k, x)",
+            "        tids[n] = t",
+            "    _b, _u = pl.submit(self.k, x, deps=[tids[m] for m in pl.range(4)])",
+            "return x",
+        ],
+        "<deps_over_a_dsl_loop>",
+    ),
+    "for m in pl.range(4)",
+    "is a DSL loop",
+    "deps_over_a_dsl_loop",
+)
 
 
 @rejects("no_dep_args=[x, x]", "no_dep_args names 'x' more than once")

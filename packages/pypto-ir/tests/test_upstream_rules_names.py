@@ -4,7 +4,7 @@ mixing a whole task-id array with its elements, a distributed window in a split 
 
 from __future__ import annotations
 
-from pypto_ir_test_helpers import Rejections
+from pypto_ir_test_helpers import Rejections, TextProgram, task_program
 
 import pypto.language as pl
 import pypto.language.distributed as pld
@@ -84,40 +84,28 @@ def rebind_other_shape() -> object:
     return f.ir
 
 
-def _mixed_deps(whole_first: bool) -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.manual_scope():
-                tids = pl.array.create(4, pl.TASK_ID)
-                for n in pl.parallel(4):
-                    _a, t = pl.submit(self.k, x)
-                    tids[n] = t
-                if whole_first:
-                    b, _u = pl.submit(self.k, x, deps=[tids, tids[0]])  # whole then element
-                else:
-                    b, _u = pl.submit(self.k, x, deps=[tids[0], tids])  # element then whole
-            return b
-
-    return P
+def _mixed_deps(deps: str, name: str) -> TextProgram:
+    """Four tasks whose ids fill an array, then a task after them with ``deps=[<deps>]``."""
+    return task_program(
+        [
+            "with pl.manual_scope():",
+            "    tids = pl.array.create(4, pl.TASK_ID)",
+            "    for n in pl.parallel(4):",
+            "        _a, t = pl.submit(self.k, x)",
+            "        tids[n] = t",
+            f"    b, _u = pl.submit(self.k, x, deps=[{deps}])",
+            "return b",
+        ],
+        name,
+    )
 
 
-@rejects("# whole then element", "cannot mix a whole task-id array (tids)")
-def whole_then_element() -> object:
-    return _mixed_deps(True)
-
-
-@rejects("# element then whole", "with per-element entries (tids[0])")
-def element_then_whole() -> object:
-    return _mixed_deps(False)
-
-
-whole_then_element.source = element_then_whole.source = _mixed_deps  # type: ignore[attr-defined]
+# (case, the deps list, the message), rejected at the deps list
+for _name, _deps, _message in [
+    ("whole_then_element", "tids, tids[0]", "cannot mix a whole task-id array (tids)"),
+    ("element_then_whole", "tids[0], tids", "with per-element entries (tids[0])"),
+]:
+    rejects.add(_mixed_deps(_deps, f"<{_name}>"), f"deps=[{_deps}]", _message, _name)
 
 
 @rejects("pl.aiv_shard(data)", "is a pld.DistributedTensor")

@@ -5,7 +5,7 @@ offending line (``pl.scope``, ``pl.no_dep``, ``pl.at(allow_early_resolve=)``, ``
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import Rejections
+from pypto_ir_test_helpers import Rejections, TextProgram, function, task_program
 from pypto_ir_test_programs import PRINTED_CALL
 
 import pypto.language as pl
@@ -15,26 +15,22 @@ from pypto.ir.python_printer import function_text
 from pypto.ir.types import TaskIdType
 
 
-def _scoped(auto_scope: bool) -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration, auto_scope=auto_scope)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.scope():  # automatic
-                a = self.k(x)
-            with pl.scope(mode=pl.ScopeMode.MANUAL):
-                b, _t = pl.submit(self.k, a)
-            return b
-
-    return P
+def _scoped(auto_scope: bool) -> TextProgram:
+    return task_program(
+        [
+            "with pl.scope():  # automatic",
+            "    a = self.k(x)",
+            "with pl.scope(mode=pl.ScopeMode.MANUAL):",
+            "    b, _t = pl.submit(self.k, a)",
+            "return b",
+        ],
+        f"<scoped auto_scope={auto_scope}>",
+        options=f", auto_scope={auto_scope}",
+    )
 
 
 def test_scope_modes_mark_runtime_scopes() -> None:
-    main = _scoped(False).functions["main"]  # type: ignore[attr-defined]
+    main = _scoped(False)().functions["main"]  # type: ignore[attr-defined]
     marks = [s.value for s in main.body if isinstance(s, ExprStmt) and isinstance(s.value, Call)]
     assert [(c.op, c.attr("mode")) for c in marks] == [
         ("system.scope_begin", "auto"),
@@ -47,12 +43,12 @@ def test_scope_modes_mark_runtime_scopes() -> None:
 rejects = Rejections()
 
 
-@rejects("# automatic", "declare it @pl.function(..., auto_scope=False)")
-def auto_scope_in_default_mode() -> object:
-    return _scoped(True)
-
-
-auto_scope_in_default_mode.source = _scoped  # type: ignore[attr-defined]
+rejects.add(
+    _scoped(True),
+    "# automatic",
+    "declare it @pl.function(..., auto_scope=False)",
+    "auto_scope_in_default_mode",
+)
 
 
 @rejects("pl.scope(1)", "pl.scope() takes only the keyword mode=")
@@ -66,22 +62,21 @@ def scope_positional() -> object:
     return f.ir
 
 
-@rejects("# nested", "pl.scope() does not nest inside a pl.manual_scope()")
-def auto_in_manual() -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration, auto_scope=False)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.scope(mode=pl.ScopeMode.MANUAL):  # noqa: SIM117 -- the nesting is the rule
-                with pl.scope():  # nested
-                    a = self.k(x)
-            return a
-
-    return P
+rejects.add(
+    task_program(
+        [
+            "with pl.scope(mode=pl.ScopeMode.MANUAL):",
+            "    with pl.scope():  # nested",
+            "        a = self.k(x)",
+            "return a",
+        ],
+        "<auto_in_manual>",
+        options=", auto_scope=False",
+    ),
+    "# nested",
+    "pl.scope() does not nest inside a pl.manual_scope()",
+    "auto_in_manual",
+)
 
 
 @rejects("# Vec", "flat_layout=True describes a flat (non-fractal) Mat (L1) staging tile")
@@ -110,33 +105,29 @@ def no_dep_of_a_scalar() -> object:
     return P
 
 
-@rejects("allow_early_resolve=1", "pl.at(allow_early_resolve): expected a bool")
-def early_resolve_not_bool() -> object:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def f(
-        x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=1):
-            out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
-        return out
-
-    return f.ir
-
-
-@rejects("pl.split(pl.SplitMode.NONE, slot_num=4)", "optimizations gives slot_num twice")
-def slot_num_twice() -> object:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def f(
-        x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        with pl.at(
-            level=pl.Level.CORE_GROUP,
-            optimizations=[pl.cross_core_slot(slot_num=2), pl.split(pl.SplitMode.NONE, slot_num=4)],
-        ):
-            out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
-        return out
-
-    return f.ir
+STORE = "    out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)"
+# (case, the pl.at opening of an orchestration f(x, out)'s one scope, the marker, the message)
+for _name, _opening, _marker, _message in [
+    (
+        "early_resolve_not_bool",
+        ["with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=1):"],
+        "allow_early_resolve=1",
+        "pl.at(allow_early_resolve): expected a bool",
+    ),
+    (
+        "slot_num_twice",
+        [
+            "with pl.at(",
+            "    level=pl.Level.CORE_GROUP,",
+            "    optimizations=[pl.cross_core_slot(slot_num=2), pl.split(pl.SplitMode.NONE, slot_num=4)],",
+            "):",
+        ],
+        "pl.split(pl.SplitMode.NONE, slot_num=4)",
+        "optimizations gives slot_num twice",
+    ),
+]:
+    _f = function("Orchestration", "[16, 16]", [*_opening, STORE], f"<{_name}>", out=True)
+    rejects.add(_f, _marker, _message, _name)
 
 
 @rejects("# smaller", "shape [8, 32] must be at least the source's [16, 32]")
@@ -154,18 +145,20 @@ def fillpad_expand_smaller() -> object:
 test_rejected_at_the_line = rejects.test()
 
 
-@pl.function(type=pl.FunctionType.Orchestration)
-def _split_slot(
-    x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-) -> pl.Tensor[[16, 16], pl.FP32]:
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN, slot_num=8)]):
-        out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
-    return out
+_split_slot = function(
+    "Orchestration",
+    "[16, 16]",
+    [
+        "with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN, slot_num=8)]):",
+        STORE,
+    ],
+    out=True,
+)
 
 
 def test_slot_num_of_split_is_the_cross_core_slot_hint() -> None:
     with pytest.warns(DeprecationWarning, match=r"pl.split\(\.\.\., slot_num=n\) is deprecated"):
-        body = _split_slot.ir.body
+        body = _split_slot().body
     scope = next(s for s in body if isinstance(s, Scope))
     assert dict(scope.hints) == {"cross_core_slot": 8, "split": "UP_DOWN"}
 
@@ -205,19 +198,16 @@ def test_opaque_computation_outside_scopes_gets_its_own_scopes() -> None:
 
 
 def test_none_in_an_orchestration_is_the_id_of_no_task() -> None:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.manual_scope():
-                prev = None
-                a, _t = pl.submit(self.k, x, deps=[prev])
-            return a
-
+    program = task_program(
+        [
+            "with pl.manual_scope():",
+            "    prev = None",
+            "    a, _t = pl.submit(self.k, x, deps=[prev])",
+            "return a",
+        ],
+        "<none_as_a_dep>",
+    )
+    P = program()
     main = P.functions["main"]  # type: ignore[attr-defined]
     first = next(s for s in main.body if isinstance(s, Assign))
     assert first.value.op == "system.task_invalid"
