@@ -4,11 +4,12 @@ Generated PTO-ISA kernels on a2a3sim against what a user would run on the CPU in
 same process, each result checked first, each figure the best of several calls:
 
 - a 16M-element FP32 add (4096 x 4096, row blocks in parallel tasks) vs ``np.add(out=)``;
-- a row softmax of 4096 x 1024 FP32 (row blocks in parallel tasks) vs torch eager;
-- 384^3 and 1024^3 FP32 matmuls in 64x64 output tiles (one cube task per output tile, the
-  depth accumulated with ``TMATMUL`` / ``TMATMUL_ACC`` in the tile) vs ``torch.matmul`` on the
-  same thread count as the chip's AIC threads (1, then 2: the 64x64 output tiles are
-  independent tasks, so the graph allows both cores).
+- a row softmax of 4096 x 1024 FP32 (row blocks in parallel tasks; max, the fused
+  ``exp(x - max)``, sum, divide) vs torch eager;
+- 384^3 and 1024^3 FP32 matmuls in 128x128 output tiles (one cube task per output tile, the
+  depth accumulated 64 at a time with ``TMATMUL`` / ``TMATMUL_ACC`` in the tile) vs
+  ``torch.matmul`` on the same thread count as the chip's AIC threads (1, then 2: the output
+  tiles are independent tasks, so the graph allows both cores).
 
 Goals (issue 32): add <= 1.5x numpy, softmax <= 1.2x torch, both matmuls <= 1x torch.
 
@@ -32,9 +33,12 @@ from pypto_testing.bench import report
 
 N_ADD = 4096  # 4096 x 4096 = 16M elements
 ADD_ROWS = 64  # rows per task
-ADD_TILE = [8, 1024]
+ADD_TILE_ROWS = 2  # tiles of whole rows: each TLOAD / TSTORE is one run of 32 KiB
+ADD_TILE = [ADD_TILE_ROWS, N_ADD]
 SM_ROWS, SM_COLS, SM_BLOCK = 4096, 1024, 8
-T = 64  # matmul tile
+TM = 128  # matmul output tile: TM x TM, the depth TK at a time. Each step copies its operand
+TK = 64  # tiles twice (TLOAD to Mat, TMOV to Left/Right): a 128x128 tile does half the copying
+# per product of a 64x64 one (docs/performance.md, "Throughput programs").
 
 
 # Each parallel task gets the window of every tensor it touches (pl.slice in the
@@ -49,11 +53,11 @@ def add16m(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
         bv = pl.slice(b, [ADD_ROWS, N_ADD], [p * ADD_ROWS, 0])
         cv = pl.slice(c, [ADD_ROWS, N_ADD], [p * ADD_ROWS, 0])
         with pl.at(level=pl.Level.CORE_GROUP):
-            for i in pl.range(ADD_ROWS // 8):
-                for j in pl.range(N_ADD // 1024):
-                    x = pl.load(av, [i * 8, j * 1024], ADD_TILE)
-                    y = pl.load(bv, [i * 8, j * 1024], ADD_TILE)
-                    pl.store(pl.add(x, y), [i * 8, j * 1024], cv)
+            for i in pl.range(ADD_ROWS // ADD_TILE_ROWS):
+                r = i * ADD_TILE_ROWS
+                x = pl.load(av, [r, 0], ADD_TILE)
+                y = pl.load(bv, [r, 0], ADD_TILE)
+                pl.store(pl.add(x, y), [r, 0], cv)
     return c
 
 
@@ -68,40 +72,40 @@ def softmax(a: pl.Tensor, out: pl.Out[pl.Tensor]):
                 t = pl.load(av, [r, 0], [SM_BLOCK, SM_COLS])
                 tmp = pl.create_tile([SM_BLOCK, SM_COLS], dtype=pl.FP32, target_memory=pl.MemorySpace.Vec)
                 m: pl.Tile[[SM_BLOCK, 1], pl.FP32] = pl.row_max(t, tmp)
-                e = pl.exp(pl.row_expand_sub(t, m))
+                e = pl.row_expand_expdif(t, m)
                 s: pl.Tile[[SM_BLOCK, 1], pl.FP32] = pl.row_sum(e, tmp)
                 pl.store(pl.row_expand_div(e, s), [r, 0], ov)
     return out
 
 
 def _matmul(n: int) -> Callable[..., object]:
-    tiles = n // T
+    tiles, steps = n // TM, n // TK
 
     @pl.jit
     def mm(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
         for t in pl.parallel(tiles * tiles):
             i = t // tiles
             j = t % tiles
-            av = pl.slice(a, [T, n], [i * T, 0])  # the output tile's rows of a
-            bv = pl.slice(b, [n, T], [0, j * T])  # and columns of b
-            cv = pl.slice(c, [T, T], [i * T, j * T])
+            av = pl.slice(a, [TM, n], [i * TM, 0])  # the output tile's rows of a
+            bv = pl.slice(b, [n, TM], [0, j * TM])  # and columns of b
+            cv = pl.slice(c, [TM, TM], [i * TM, j * TM])
             with pl.at(level=pl.Level.CORE_GROUP):
                 left = pl.move(
-                    pl.load(av, [0, 0], [T, T], target_memory=pl.MemorySpace.Mat),
+                    pl.load(av, [0, 0], [TM, TK], target_memory=pl.MemorySpace.Mat),
                     target_memory=pl.MemorySpace.Left,
                 )
                 right = pl.move(
-                    pl.load(bv, [0, 0], [T, T], target_memory=pl.MemorySpace.Mat),
+                    pl.load(bv, [0, 0], [TK, TM], target_memory=pl.MemorySpace.Mat),
                     target_memory=pl.MemorySpace.Right,
                 )
-                acc: pl.Tile[[T, T], pl.FP32] = pl.matmul(left, right)
-                for k in pl.range(1, tiles):
+                acc: pl.Tile[[TM, TM], pl.FP32] = pl.matmul(left, right)
+                for k in pl.range(1, steps):
                     left = pl.move(
-                        pl.load(av, [0, k * T], [T, T], target_memory=pl.MemorySpace.Mat),
+                        pl.load(av, [0, k * TK], [TM, TK], target_memory=pl.MemorySpace.Mat),
                         target_memory=pl.MemorySpace.Left,
                     )
                     right = pl.move(
-                        pl.load(bv, [k * T, 0], [T, T], target_memory=pl.MemorySpace.Mat),
+                        pl.load(bv, [k * TK, 0], [TK, TM], target_memory=pl.MemorySpace.Mat),
                         target_memory=pl.MemorySpace.Right,
                     )
                     acc = pl.matmul_acc(acc, left, right)
@@ -111,17 +115,34 @@ def _matmul(n: int) -> Callable[..., object]:
     return mm
 
 
+_CPU: dict[int, float] = {}  # id(f) -> the process's CPU seconds per call of f (all threads)
+
+
 def _best(f: Callable[[], object], repeat: int) -> float:
+    """The best wall time of ``repeat`` calls; their mean process CPU time goes to ``_CPU``. On a
+    loaded machine the wall time includes waiting for a core, the CPU time does not (but counts
+    every thread of the process: the chip's core threads, torch's pool)."""
     f()
     best = float("inf")
+    c0 = time.process_time()
     for _ in range(repeat):
         t0 = time.perf_counter()
         f()
         best = min(best, time.perf_counter() - t0)
+    _CPU[id(f)] = (time.process_time() - c0) / repeat
     return best
 
 
-Row = tuple[str, float, float, str, float]
+def _pair(
+    ours: Callable[[], object], theirs: Callable[[], object], repeat: int
+) -> tuple[float, float, float, float]:
+    """Best wall times and mean CPU times of ``ours`` and ``theirs``, timed one after the other."""
+    w0, w1 = _best(ours, repeat), _best(theirs, repeat)
+    return w0, w1, _CPU[id(ours)], _CPU[id(theirs)]
+
+
+# label, ours (s), peer (s), peer's name, goal (ratio), our CPU (s), peer's CPU (s)
+Row = tuple[str, float, float, str, float, float, float]
 
 
 def _add_row(rng: np.random.Generator, repeat: int) -> Row:
@@ -130,8 +151,8 @@ def _add_row(rng: np.random.Generator, repeat: int) -> Row:
     c = np.empty_like(a)
     add16m(a, b, c)
     np.testing.assert_array_equal(c, a + b)
-    ours = _best(lambda: add16m(a, b, c), repeat)
-    return ("16M-element FP32 add", ours, _best(lambda: np.add(a, b, out=c), repeat), "np.add(out=)", 1.5)
+    ours, theirs, c0, c1 = _pair(lambda: add16m(a, b, c), lambda: np.add(a, b, out=c), repeat)
+    return ("16M-element FP32 add", ours, theirs, "np.add(out=)", 1.5, c0, c1)
 
 
 def _softmax_row(rng: np.random.Generator, repeat: int, torch: Any) -> Row:
@@ -140,9 +161,8 @@ def _softmax_row(rng: np.random.Generator, repeat: int, torch: Any) -> Row:
     softmax(x, out)
     xt = torch.from_numpy(x)
     np.testing.assert_allclose(out, torch.softmax(xt, dim=1).numpy(), rtol=1e-5, atol=1e-6)
-    ours = _best(lambda: softmax(x, out), repeat)
-    theirs = _best(lambda: torch.softmax(xt, dim=1), repeat)
-    return ("row softmax 4096x1024 FP32", ours, theirs, "torch.softmax (eager)", 1.2)
+    ours, theirs, c0, c1 = _pair(lambda: softmax(x, out), lambda: torch.softmax(xt, dim=1), repeat)
+    return ("row softmax 4096x1024 FP32", ours, theirs, "torch.softmax (eager)", 1.2, c0, c1)
 
 
 def _matmul_row(rng: np.random.Generator, repeat: int, torch: Any, n: int, *, cube: int, aiv: int) -> Row:
@@ -155,10 +175,9 @@ def _matmul_row(rng: np.random.Generator, repeat: int, torch: Any, n: int, *, cu
     mm(p, q, r, config=config)
     np.testing.assert_allclose(r, p.astype(np.float64) @ q, rtol=1e-3, atol=1e-3)
     torch.set_num_threads(cube)
-    ours = _best(lambda: mm(p, q, r, config=config), repeat)
-    theirs = _best(lambda: torch.matmul(pt, qt), repeat)
-    label = f"matmul {n}^3 FP32, 64x64 tiles, {cube} AIC thread(s)"
-    return (label, ours, theirs, f"torch.matmul ({cube} thread(s))", 1.0)
+    ours, theirs, c0, c1 = _pair(lambda: mm(p, q, r, config=config), lambda: torch.matmul(pt, qt), repeat)
+    label = f"matmul {n}^3 FP32, {TM}x{TM} tiles, {cube} AIC thread(s)"
+    return (label, ours, theirs, f"torch.matmul ({cube} thread(s))", 1.0, c0, c1)
 
 
 def main() -> None:
@@ -191,12 +210,13 @@ def _run() -> None:
     finally:
         torch.set_num_threads(threads)
 
-    print(f"\nthroughput on a2a3sim ({aic} AIC + {aiv} AIV threads), best of {repeat}")
-    for label, value, base, base_name, goal in rows:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\nthroughput on a2a3sim ({aic} AIC + {aiv} AIV threads), best of {repeat}, load average {load}")
+    for label, value, base, base_name, goal, cpu, base_cpu in rows:
         ok = "met" if value / base <= goal else "NOT met"
         print(
             f"  {label}: {value * 1e3:.2f} ms vs {base * 1e3:.2f} ms ({base_name}): {value / base:.2f}x "
-            f"(goal <= {goal:g}x: {ok})"
+            f"(goal <= {goal:g}x: {ok}); CPU per call {cpu * 1e3:.2f} vs {base_cpu * 1e3:.2f} ms: {cpu / base_cpu:.2f}x"
         )
         report(label, value * 1e3, base * 1e3, base_name, "ms", bar=goal, goal=goal)
 

@@ -5,7 +5,10 @@ storage pins, TMR packet encode, launch on the stream, run on the simulated AICP
 threads, wait) is measured in the same run as ``torch.add(a, b, out=out)`` and as a no-op
 ``torch.library.custom_op`` with the same signature (the dispatcher cost any custom operator
 pays). Each figure is a ratio to the no-op custom op, eager and inside a ``torch.compile``d
-function (each side compiled the same way). The breakdown shows where the time goes:
+function (each side compiled the same way). A repeat common call is one bound launch (one
+native call: pypto.torch._kernel.bound); the rows "through the general path" send the same
+calls through the Python per-call path it replaced (describe_call, pins, ticket, launch,
+retire), in the same run. The breakdown shows where the general path's time goes:
 describe_call, the pins, building simpler's materialised arguments, and the native launch +
 run + wait.
 
@@ -100,6 +103,28 @@ def _compiled_pair(
     return compiled_op, compiled_noop
 
 
+def _best_cpu_per_call(f: Callable[[], object], number: int, repeat: int) -> float:
+    """Best of ``repeat`` windows of the calling thread's CPU time per call, in us: what a
+    preemption by another process does not add to (wall time does, and the compiled calls'
+    wall time moved by 2x between runs at load 10)."""
+    clock = time.thread_time
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = clock()
+        for _ in range(number):
+            f()
+        best = min(best, clock() - t0)
+    return best / number * 1e6
+
+
+def _general_path(op: pt.Operator, on: bool) -> None:
+    """Send ``op``'s calls through the general path (``on``) or back to its bound launch: the
+    per-call path before issue 32's bound launch, measured in the same run."""
+    for kc in op._callables.values():
+        kc.bound = () if on else None
+    op._bound = None
+
+
 def _median_us(f: Callable[[], object], calls: int = 3100) -> float:
     """Median of ``calls`` calls timed one by one, in us. Each call is timed alone (a clock read
     is ~0.1 us): a window of many calls as long as the scheduler's time slice (~1.5 ms here)
@@ -156,15 +181,17 @@ def _callgrind_child(helper: str) -> None:
     op, a, b, out = _setup()
     compiled_op, compiled_noop = _compiled_pair(op, a, b, out)
     loops = (
-        ("noop", torch.ops.pypto_bench.noop),
-        ("op", op.op),
-        ("cnoop", compiled_noop),
-        ("cop", compiled_op),
+        ("noop", torch.ops.pypto_bench.noop, False),
+        ("op", op.op, False),
+        ("cnoop", compiled_noop, False),
+        ("cop", compiled_op, False),
+        ("gop", op.op, True),
+        ("gcop", compiled_op, True),
     )
-    for _ in range(10):
-        for _, fn in loops:
+    for label, fn, general in loops:
+        _general_path(op, general)
+        for _ in range(10):
             fn(a, b, out)
-    for label, fn in loops:
         cg.cg_start()
         for _ in range(_CALLS):
             fn(a, b, out)
@@ -215,7 +242,7 @@ def _callgrind_counts() -> tuple[dict[str, float], str]:
             total = re.search(r"^totals: (\d+)$", text, re.M)
             if label and total:
                 counts[label.group(1)] = int(total.group(1)) / _CALLS
-        if set(counts) != {"noop", "op", "cnoop", "cop"}:
+        if set(counts) != {"noop", "op", "cnoop", "cop", "gop", "gcop"}:
             return {}, f"callgrind wrote no counts for both loops (found {sorted(counts)})"
         return counts, ""
 
@@ -232,6 +259,10 @@ def main() -> None:
         return
     # many short windows: the best of them is the least disturbed by other load on the machine
     number, repeat = (100, 5) if opts.quick else (200, 30)
+    # A compiled call costs 30-60 us: windows of ``number`` of them (6-12 ms) outlast a time
+    # slice, so under load every window holds other processes' time. Windows of ~1 ms (as the
+    # eager ones are), more of them, keep the best window an undisturbed one for both sides.
+    cnumber, crepeat = max(number // 10, 10), repeat * 10
 
     op, a, b, out = _setup()
     compiled_op, compiled_noop = _compiled_pair(op, a, b, out)
@@ -246,8 +277,24 @@ def main() -> None:
 
     baseline = _best_per_call(lambda: torch.ops.pypto_bench.noop(a, b, out), number, repeat)
     eager = _best_per_call(lambda: op.op(a, b, out), number, repeat)
-    compiled_baseline = _best_per_call(lambda: compiled_noop(a, b, out), number, repeat)
-    compiled = _best_per_call(lambda: compiled_op(a, b, out), number, repeat)
+    compiled_baseline = _best_per_call(lambda: compiled_noop(a, b, out), cnumber, crepeat)
+    compiled = _best_per_call(lambda: compiled_op(a, b, out), cnumber, crepeat)
+    cpu = {
+        name: _best_cpu_per_call(lambda f=f: f(a, b, out), number, repeat)  # type: ignore[misc]
+        for name, f in (
+            ("noop", torch.ops.pypto_bench.noop),
+            ("op", op.op),
+            ("cnoop", compiled_noop),
+            ("cop", compiled_op),
+        )
+    }
+    _general_path(op, True)
+    general = _best_per_call(lambda: op.op(a, b, out), number, repeat)
+    compiled_general = _best_per_call(lambda: compiled_op(a, b, out), cnumber, crepeat)
+    cpu["gop"] = _best_cpu_per_call(lambda: op.op(a, b, out), number, repeat)
+    cpu["gcop"] = _best_cpu_per_call(lambda: compiled_op(a, b, out), number, repeat)
+    _general_path(op, False)
+    op.op(a, b, out)  # bound again
     rows = [
         (
             "torch.add(a, b, out=out)",
@@ -282,8 +329,16 @@ def main() -> None:
             _best_per_call(lambda: worker.launch(kc.handle, mat).result(), number, repeat),
             baseline,
         ),
+        ("  the same through the general path (no bound launch)", general, baseline),
         ("compiled no-op custom_op (baseline)", compiled_baseline, compiled_baseline),
         ("compiled torch.ops.pypto_bench.add", compiled, compiled_baseline),
+        ("  the same through the general path (no bound launch)", compiled_general, compiled_baseline),
+        ("CPU time of the calling thread: no-op custom_op", cpu["noop"], cpu["noop"]),
+        ("CPU time: torch.ops.pypto_bench.add", cpu["op"], cpu["noop"]),
+        ("CPU time: the same, general path", cpu["gop"], cpu["noop"]),
+        ("CPU time: compiled no-op custom_op", cpu["cnoop"], cpu["cnoop"]),
+        ("CPU time: compiled torch.ops.pypto_bench.add", cpu["cop"], cpu["cnoop"]),
+        ("CPU time: the same, general path", cpu["gcop"], cpu["cnoop"]),
     ]
     loaded = None if opts.no_load else _under_load(lambda: op.op(a, b, out))
     pt.shutdown()
@@ -311,6 +366,15 @@ def main() -> None:
         "torch operator round trip, 32x32 FP32 add (torch.compile)",
         compiled,
         compiled_baseline,
+        "compiled no-op custom_op",
+        "us",
+        bar=_GOAL,
+    )
+
+    report(
+        "torch operator round trip under torch.compile, CPU time of the calling thread",
+        cpu["cop"],
+        cpu["cnoop"],
         "compiled no-op custom_op",
         "us",
         bar=_GOAL,
@@ -353,6 +417,16 @@ def main() -> None:
                 "instructions/call: compiled pypto_bench.add (callgrind)",
                 f"{counts['cop']:.0f}",
                 f"{counts['cop'] / counts['cnoop']:.2f}",
+            ),
+            (
+                "instructions/call: the same, general path (callgrind)",
+                f"{counts['gcop']:.0f}",
+                f"{counts['gcop'] / counts['cnoop']:.2f}",
+            ),
+            (
+                "instructions/call: eager, general path (callgrind)",
+                f"{counts['gop']:.0f}",
+                f"{counts['gop'] / counts['noop']:.2f}",
             ),
         ]
     else:

@@ -26,7 +26,10 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/extension.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -58,12 +61,21 @@ struct Span {
   bool writes;
 };
 
-// The frame, or nullptr with no Python error set when the call is outside the common case
-// (or nullptr with an error set when a query raised).
-// `args` is a tuple this call owns, so the borrowed items outlive every Python call made here.
-PyObject* describe_impl(PyObject* plan, PyObject* args) {
+struct Facts {
+  PyObject* tensor;
+  const at::Tensor* t;
+  std::uintptr_t base;
+  std::int64_t offset;
+  std::int64_t capacity;
+  std::int64_t nbytes;
+};
+
+// The checks of the Python fast path, in C++, without the context queries: true when the call
+// is a common one (facts and spans filled), false to decline (or a query raised: error set).
+// `args` is a tuple the caller owns, so the borrowed items outlive every Python call made here.
+bool check_common(PyObject* plan, PyObject* args, Facts* facts, Span* spans) {
   const Py_ssize_t nparams = PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, 0));
-  if (PyTuple_GET_SIZE(args) != nparams) return nullptr;
+  if (PyTuple_GET_SIZE(args) != nparams) return false;
   PyObject** argv = &PyTuple_GET_ITEM(args, 0);
   PyObject* tensor_plan = PyTuple_GET_ITEM(plan, 1);
   PyObject* scalar_plan = PyTuple_GET_ITEM(plan, 2);
@@ -71,52 +83,42 @@ PyObject* describe_impl(PyObject* plan, PyObject* args) {
   PyObject* parameter_type = PyTuple_GET_ITEM(plan, 10);
   const Py_ssize_t ntensors = PyTuple_GET_SIZE(tensor_plan);
   const Py_ssize_t nscalars = PyTuple_GET_SIZE(scalar_plan);
-  if (ntensors > kMaxTensors) return nullptr;
+  if (ntensors > kMaxTensors) return false;
   // A torch function mode sees every attribute read on the general path; leave such calls to it.
-  if (ntensors && at::impl::torch_function_mode_enabled()) return nullptr;
+  if (ntensors && at::impl::torch_function_mode_enabled()) return false;
 
   // Scalars: exactly the declared Python type, inside the range.
   for (Py_ssize_t k = 0; k < nscalars; ++k) {
     PyObject* entry = PyTuple_GET_ITEM(scalar_plan, k);
     PyObject* value = argv[PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0))];
-    if (reinterpret_cast<PyObject*>(Py_TYPE(value)) != PyTuple_GET_ITEM(entry, 1)) return nullptr;
+    if (reinterpret_cast<PyObject*>(Py_TYPE(value)) != PyTuple_GET_ITEM(entry, 1)) return false;
     PyObject* lo = PyTuple_GET_ITEM(entry, 2);
     if (lo != Py_None) {
       const int above = PyObject_RichCompareBool(lo, value, Py_LE);
-      if (above != 1) return nullptr;
+      if (above != 1) return false;
       const int below = PyObject_RichCompareBool(value, PyTuple_GET_ITEM(entry, 3), Py_LE);
-      if (below != 1) return nullptr;
+      if (below != 1) return false;
     }
   }
 
-  // Tensors: the checks of the Python fast path, in C++.
-  struct Facts {
-    PyObject* tensor;
-    const at::Tensor* t;
-    std::uintptr_t base;
-    std::int64_t offset;
-    std::int64_t capacity;
-    std::int64_t nbytes;
-  };
-  Facts facts[kMaxTensors];
-  Span spans[kMaxTensors];
+  // Tensors.
   bool any_grad = false;
   for (Py_ssize_t k = 0; k < ntensors; ++k) {
     PyObject* entry = PyTuple_GET_ITEM(tensor_plan, k);
     PyObject* obj = argv[PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0))];
     PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
-    if (type != tensor_type && type != parameter_type) return nullptr;
+    if (type != tensor_type && type != parameter_type) return false;
     const at::Tensor& t = THPVariable_Unpack(obj);
     const auto dtype = reinterpret_cast<THPDtype*>(PyTuple_GET_ITEM(entry, 1))->scalar_type;
-    if (!t.defined() || !t.is_cpu() || t.scalar_type() != dtype || t.is_neg() || !t.is_contiguous()) return nullptr;
+    if (!t.defined() || !t.is_cpu() || t.scalar_type() != dtype || t.is_neg() || !t.is_contiguous()) return false;
     PyObject* dims = PyTuple_GET_ITEM(entry, 3);
     const Py_ssize_t rank = PyTuple_GET_SIZE(dims);
-    if (t.dim() != rank) return nullptr;
+    if (t.dim() != rank) return false;
     const auto sizes = t.sizes();
     std::int64_t nbytes = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 2));
     for (Py_ssize_t axis = 0; axis < rank; ++axis) {
       const long want = PyLong_AsLong(PyTuple_GET_ITEM(dims, axis));
-      if (want >= 0 && sizes[axis] != want) return nullptr;
+      if (want >= 0 && sizes[axis] != want) return false;
       nbytes *= sizes[axis];
     }
     const c10::Storage& storage = t.storage();
@@ -124,21 +126,69 @@ PyObject* describe_impl(PyObject* plan, PyObject* args) {
     const std::int64_t capacity = static_cast<std::int64_t>(storage.nbytes());
     const std::int64_t offset = t.storage_offset();
     const std::int64_t itemsize = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 2));
-    if (nbytes == 0 || base == 0 || offset < 0 || offset * itemsize + nbytes > capacity) return nullptr;
+    if (nbytes == 0 || base == 0 || offset < 0 || offset * itemsize + nbytes > capacity) return false;
     const std::uintptr_t start = base + static_cast<std::uintptr_t>(offset * itemsize);
     facts[k] = Facts{obj, &t, base, offset, capacity, nbytes};
     spans[k] = Span{start, start + static_cast<std::uintptr_t>(nbytes), PyObject_IsTrue(PyTuple_GET_ITEM(entry, 6)) == 1};
     any_grad = any_grad || t.requires_grad();
   }
-  if (any_grad && at::GradMode::is_enabled()) return nullptr;
+  if (any_grad && at::GradMode::is_enabled()) return false;
   // A view sharing bytes with a written view must be its exact alias.
   for (Py_ssize_t i = 0; i < ntensors; ++i) {
     for (Py_ssize_t j = i + 1; j < ntensors; ++j) {
       if (!spans[i].writes && !spans[j].writes) continue;
       const bool shares = spans[i].start < spans[j].end && spans[j].start < spans[i].end;
-      if (shares && (spans[i].start != spans[j].start || spans[i].end != spans[j].end)) return nullptr;
+      if (shares && (spans[i].start != spans[j].start || spans[i].end != spans[j].end)) return false;
     }
   }
+  return true;
+}
+
+// A tuple of the row-major strides of `sizes` (size-1 dimensions step as 1), or the plan's.
+PyObject* strides_of(PyObject* planned, c10::IntArrayRef sizes) {
+  if (planned != Py_None) return new_ref(planned);
+  const Py_ssize_t rank = static_cast<Py_ssize_t>(sizes.size());
+  PyObject* strides = PyTuple_New(rank);
+  if (strides == nullptr) return nullptr;
+  std::int64_t step = 1;
+  for (Py_ssize_t axis = rank - 1; axis >= 0; --axis) {
+    PyObject* item = PyLong_FromLongLong(step);
+    if (item == nullptr) {
+      Py_DECREF(strides);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(strides, axis, item);
+    step *= sizes[axis] > 1 ? sizes[axis] : 1;
+  }
+  return strides;
+}
+
+PyObject* shape_of(c10::IntArrayRef sizes) {
+  const Py_ssize_t rank = static_cast<Py_ssize_t>(sizes.size());
+  PyObject* shape = PyTuple_New(rank);
+  if (shape == nullptr) return nullptr;
+  for (Py_ssize_t axis = 0; axis < rank; ++axis) {
+    PyObject* item = PyLong_FromLongLong(sizes[axis]);
+    if (item == nullptr) {
+      Py_DECREF(shape);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(shape, axis, item);
+  }
+  return shape;
+}
+
+// The frame, or nullptr with no Python error set when the call is outside the common case
+// (or nullptr with an error set when a query raised).
+PyObject* describe_impl(PyObject* plan, PyObject* args) {
+  PyObject** argv = &PyTuple_GET_ITEM(args, 0);
+  PyObject* tensor_plan = PyTuple_GET_ITEM(plan, 1);
+  PyObject* scalar_plan = PyTuple_GET_ITEM(plan, 2);
+  const Py_ssize_t ntensors = PyTuple_GET_SIZE(tensor_plan);
+  const Py_ssize_t nscalars = PyTuple_GET_SIZE(scalar_plan);
+  Facts facts[kMaxTensors];
+  Span spans[kMaxTensors];
+  if (!check_common(plan, args, facts, spans)) return nullptr;
   // The context queries come last, as on the general path.
   PyObject* device = PyTuple_GET_ITEM(plan, 6);
   PyObject* stream = PyObject_CallOneArg(PyTuple_GET_ITEM(plan, 7), device);
@@ -167,7 +217,6 @@ PyObject* describe_impl(PyObject* plan, PyObject* args) {
     PyObject* prefix = PyTuple_GET_ITEM(entry, 5);
     const Facts& f = facts[k];
     const auto sizes = f.t->sizes();
-    const Py_ssize_t rank = static_cast<Py_ssize_t>(sizes.size());
     // The one call here that can throw a C++ exception: made before anything of this record is
     // allocated, and caught, so that the release below covers every failure.
     PyObject* storage = nullptr;
@@ -176,21 +225,8 @@ PyObject* describe_impl(PyObject* plan, PyObject* args) {
     } catch (...) {
       storage = nullptr;
     }
-    PyObject* shape = PyTuple_New(rank);
-    PyObject* strides = PyTuple_GET_ITEM(entry, 4);
-    if (strides == Py_None) {
-      strides = PyTuple_New(rank);
-      std::int64_t step = 1;
-      for (Py_ssize_t axis = rank - 1; axis >= 0; --axis) {
-        if (strides) PyTuple_SET_ITEM(strides, axis, PyLong_FromLongLong(step));
-        step *= sizes[axis] > 1 ? sizes[axis] : 1;
-      }
-    } else {
-      Py_INCREF(strides);
-    }
-    if (shape) {
-      for (Py_ssize_t axis = 0; axis < rank; ++axis) PyTuple_SET_ITEM(shape, axis, PyLong_FromLongLong(sizes[axis]));
-    }
+    PyObject* shape = shape_of(sizes);
+    PyObject* strides = strides_of(PyTuple_GET_ITEM(entry, 4), sizes);
     PyObject* items[16] = {
         new_ref(PyTuple_GET_ITEM(prefix, 0)),
         new_ref(PyTuple_GET_ITEM(prefix, 1)),
@@ -479,6 +515,264 @@ PyObject* chip_tensors(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t a
   return out;
 }
 
+// -- the bound launch -------------------------------------------------------------------------
+
+// A kernel context's admission for bound launches (one per context): shutdown clears `admits`,
+// then waits until `inflight` is 0, so no bound launch is between admission and retirement
+// when the Worker closes (the counterpart of the manager's `enqueuing` count).
+struct LaunchGate {
+  std::atomic<bool> admits{true};
+  std::atomic<long> inflight{0};
+};
+constexpr const char* kGateCapsule = "pypto.torch.launch_gate";
+
+void gate_destructor(PyObject* capsule) {
+  delete static_cast<LaunchGate*>(PyCapsule_GetPointer(capsule, kGateCapsule));
+  PyErr_Clear();
+}
+
+PyObject* launch_gate(PyObject* /*module*/, PyObject* /*unused*/) {
+  auto* gate = new LaunchGate();
+  PyObject* capsule = PyCapsule_New(gate, kGateCapsule, gate_destructor);
+  if (capsule == nullptr) delete gate;
+  return capsule;
+}
+
+LaunchGate* gate_of(PyObject* capsule) {
+  return static_cast<LaunchGate*>(PyCapsule_GetPointer(capsule, kGateCapsule));
+}
+
+// close_gate(gate): refuse bound launches from now on; returns how many are still inside.
+PyObject* close_gate(PyObject* /*module*/, PyObject* capsule) {
+  LaunchGate* gate = gate_of(capsule);
+  if (gate == nullptr) return nullptr;
+  gate->admits.store(false);
+  return PyLong_FromLong(gate->inflight.load());
+}
+
+// gate_inflight(gate): how many bound launches are between admission and retirement.
+PyObject* gate_inflight(PyObject* /*module*/, PyObject* capsule) {
+  LaunchGate* gate = gate_of(capsule);
+  if (gate == nullptr) return nullptr;
+  return PyLong_FromLong(gate->inflight.load());
+}
+
+constexpr Py_ssize_t kBoundSize = 6;
+
+// The 64-bit scalar bits simpler's encode_scalar gives a value check_common accepted (an int in
+// its dtype's range, a bool, a finite float within +-FLT_MAX), by kind: 0 an integer dtype
+// (two's complement), 1 BOOL, 2 FP32 (round to nearest, as struct.pack("<f")). nullptr with no
+// error set to decline (a value this cannot encode exactly as Python would).
+PyObject* scalar_bits(PyObject* value, long kind) {
+  if (kind == 1) return PyLong_FromUnsignedLongLong(value == Py_True ? 1 : 0);
+  if (kind == 2) {
+    const double d = PyFloat_AsDouble(value);
+    if (d == -1.0 && PyErr_Occurred()) return nullptr;
+    const float f = static_cast<float>(d);
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &f, sizeof bits);
+    return PyLong_FromUnsignedLongLong(bits);
+  }
+  if (kind != 0) return nullptr;
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow != 0 || (v == -1 && PyErr_Occurred())) return nullptr;
+  return PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(v));
+}
+
+// launch(bound, args): one kernel-mode call of a registered kernel on a simulator, waited for:
+// describe (check_common), the default stream only, pin, chip.kernel_launch with waits, retire.
+// bound = (plan, gate, codes, stream_local, cell, scalar_kinds),
+// cell = [kernel_launch, slot, settings, finish]
+//   plan: describe's 15-tuple; gate: launch_gate(); codes: the wire dtype code per tensor;
+//   scalar_kinds: per scalar parameter, how its bits are encoded (scalar_bits);
+//   stream_local: the simulator's thread-local stream stack (its `stack` must be empty: the
+//   default stream); kernel_launch: the chip's bound method; slot: the kernel's slot;
+//   settings: the RunSettings of a waited launch; finish(run, args, pins): the Python tail for
+//   a run that did not finish on this thread or failed (it waits, unpins, raises as the general
+//   path does). Shutdown empties the cell once no launch is inside the closed gate.
+// Returns False without a side effect when the call is outside this path (the caller then
+// takes the general path, which alone decides and reports errors), else None or finish's result.
+PyObject* launch(PyObject* /*module*/, PyObject* const* argv, Py_ssize_t argc) {
+  if (argc != 2 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != kBoundSize) {
+    PyErr_SetString(PyExc_TypeError, "launch(bound, args): expected the 6-tuple pypto.torch._kernel.bound builds and the args");
+    return nullptr;
+  }
+  PyObject* bound = argv[0];
+  PyObject* args = argv[1];
+  PyObject* plan = PyTuple_GET_ITEM(bound, 0);
+  LaunchGate* gate = gate_of(PyTuple_GET_ITEM(bound, 1));
+  if (gate == nullptr) return nullptr;
+  if (!PyTuple_CheckExact(args)) Py_RETURN_FALSE;
+  PyObject* tensor_plan = PyTuple_GET_ITEM(plan, 1);
+  const Py_ssize_t ntensors = PyTuple_GET_SIZE(tensor_plan);
+  Facts facts[kMaxTensors];
+  Span spans[kMaxTensors];
+  bool common = false;
+  try {
+    common = check_common(plan, args, facts, spans);
+  } catch (...) {
+    common = false;
+  }
+  if (!common) {
+    PyErr_Clear();
+    Py_RETURN_FALSE;
+  }
+  static PyObject* stack_name = PyUnicode_InternFromString("stack");
+  PyObject* stack = PyObject_GetAttr(PyTuple_GET_ITEM(bound, 3), stack_name);
+  if (stack == nullptr) {
+    PyErr_Clear();
+    Py_RETURN_FALSE;
+  }
+  const bool default_stream = PyList_CheckExact(stack) && PyList_GET_SIZE(stack) == 0;
+  Py_DECREF(stack);
+  if (!default_stream) Py_RETURN_FALSE;
+
+  // The scalar bits and the descriptors, built before admission (nothing to undo on failure).
+  PyObject* scalar_plan = PyTuple_GET_ITEM(plan, 2);
+  PyObject* kinds = PyTuple_GET_ITEM(bound, 5);
+  const Py_ssize_t nscalars = PyTuple_GET_SIZE(scalar_plan);
+  if (PyTuple_GET_SIZE(kinds) != nscalars) Py_RETURN_FALSE;
+  PyObject* scalars = PyTuple_New(nscalars);
+  if (scalars == nullptr) return nullptr;
+  for (Py_ssize_t k = 0; k < nscalars; ++k) {
+    PyObject* value = PyTuple_GET_ITEM(args, PyLong_AsSsize_t(PyTuple_GET_ITEM(PyTuple_GET_ITEM(scalar_plan, k), 0)));
+    PyObject* bits = scalar_bits(value, PyLong_AsLong(PyTuple_GET_ITEM(kinds, k)));
+    if (bits == nullptr) {
+      Py_DECREF(scalars);
+      PyErr_Clear();
+      Py_RETURN_FALSE;
+    }
+    PyTuple_SET_ITEM(scalars, k, bits);
+  }
+  // The descriptors.
+  PyObject* tensors = PyTuple_New(ntensors);
+  if (tensors == nullptr) {
+    Py_DECREF(scalars);
+    return nullptr;
+  }
+  PyObject* codes = PyTuple_GET_ITEM(bound, 2);
+  for (Py_ssize_t k = 0; k < ntensors; ++k) {
+    const Facts& f = facts[k];
+    const auto sizes = f.t->sizes();
+    PyObject* items[6] = {
+        PyLong_FromUnsignedLongLong(f.base), PyLong_FromLongLong(f.capacity),
+        new_ref(PyTuple_GET_ITEM(codes, k)), shape_of(sizes),
+        strides_of(PyTuple_GET_ITEM(PyTuple_GET_ITEM(tensor_plan, k), 4), sizes), PyLong_FromLongLong(f.offset),
+    };
+    PyObject* entry = PyTuple_New(6);
+    bool ok = entry != nullptr;
+    for (PyObject* item : items) ok = ok && item != nullptr;
+    if (!ok) {
+      for (PyObject* item : items) Py_XDECREF(item);
+      Py_XDECREF(entry);
+      Py_DECREF(tensors);
+      Py_DECREF(scalars);
+      return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < 6; ++i) PyTuple_SET_ITEM(entry, i, items[i]);
+    PyTuple_SET_ITEM(tensors, k, entry);
+  }
+
+  // Admission: counted before the flag is read, so shutdown sees this launch or refuses it.
+  gate->inflight.fetch_add(1);
+  PyObject* cell = PyTuple_GET_ITEM(bound, 4);
+  if (!gate->admits.load() || !PyList_CheckExact(cell) || PyList_GET_SIZE(cell) != 4) {
+    gate->inflight.fetch_sub(1);
+    Py_DECREF(tensors);
+    Py_DECREF(scalars);
+    Py_RETURN_FALSE;  // the general path raises KernelClosedError
+  }
+  // Held for this call (shutdown empties the cell only once no launch is inside).
+  PyObject* kernel_launch = new_ref(PyList_GET_ITEM(cell, 0));
+  PyObject* slot = new_ref(PyList_GET_ITEM(cell, 1));
+  PyObject* settings = new_ref(PyList_GET_ITEM(cell, 2));
+  PyObject* finish = new_ref(PyList_GET_ITEM(cell, 3));
+  auto drop_cell = [&]() {
+    Py_DECREF(kernel_launch);
+    Py_DECREF(slot);
+    Py_DECREF(settings);
+    Py_DECREF(finish);
+  };
+  // Pins: each storage non-resizable for the run, at the address it was described with.
+  auto held = std::make_unique<Held>();
+  held->reserve(static_cast<std::size_t>(ntensors));
+  bool moved = false;
+  {
+    std::lock_guard<std::mutex> lock(pin_mutex);
+    auto& table = pin_table();
+    for (Py_ssize_t k = 0; k < ntensors && !moved; ++k) {
+      const c10::Storage& storage = facts[k].t->storage();
+      c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+      auto found = table.find(impl);
+      if (found == table.end()) {
+        table.emplace(impl, PinEntry{1, impl->resizable()});
+        impl->set_resizable(false);
+      } else {
+        ++found->second.count;
+      }
+      held->push_back(storage);
+      moved = reinterpret_cast<std::uintptr_t>(impl->data_ptr().get()) != facts[k].base;
+    }
+    if (moved) release_locked(*held);
+  }
+  if (moved) {  // the general path describes it again and reports it
+    drop_cell();
+    gate->inflight.fetch_sub(1);
+    Py_DECREF(tensors);
+    Py_DECREF(scalars);
+    Py_RETURN_FALSE;
+  }
+  PyObject* call[4] = {slot, tensors, scalars, settings};
+  PyObject* run = PyObject_Vectorcall(kernel_launch, call, 4, nullptr);
+  Py_DECREF(tensors);
+  Py_DECREF(scalars);
+  if (run == nullptr) {  // refused before anything was enqueued: nothing uses the memory
+    release(held.get());
+    drop_cell();
+    gate->inflight.fetch_sub(1);
+    return nullptr;
+  }
+  static PyObject* done_name = PyUnicode_InternFromString("done");
+  static PyObject* error_name = PyUnicode_InternFromString("error");
+  int finished = 0;
+  PyObject* done = PyObject_GetAttr(run, done_name);
+  if (done != nullptr) {
+    finished = PyObject_IsTrue(done);
+    Py_DECREF(done);
+  }
+  if (finished == 1) {
+    PyObject* error = PyObject_GetAttr(run, error_name);
+    const int failed = error == nullptr ? -1 : PyObject_IsTrue(error);
+    Py_XDECREF(error);
+    if (failed == 0) {  // ran on this thread and succeeded: retired here
+      Py_DECREF(run);
+      release(held.get());
+      drop_cell();
+      gate->inflight.fetch_sub(1);
+      Py_RETURN_NONE;
+    }
+  }
+  PyErr_Clear();
+  // Still running (queued behind other launches) or failed: the Python tail owns the pins.
+  PyObject* pins = PyCapsule_New(held.get(), kPinsCapsule, pins_destructor);
+  if (pins == nullptr) {
+    release(held.get());
+    Py_DECREF(run);
+    drop_cell();
+    gate->inflight.fetch_sub(1);
+    return nullptr;
+  }
+  held.release();
+  PyObject* tail[3] = {run, args, pins};
+  PyObject* result = PyObject_Vectorcall(finish, tail, 3, nullptr);
+  Py_DECREF(pins);
+  Py_DECREF(run);
+  drop_cell();
+  gate->inflight.fetch_sub(1);
+  return result;
+}
+
 PyMethodDef methods[] = {
     {"describe", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(describe)), METH_FASTCALL,
      "describe(plan, args): the CallFrame of a common call, or None"},
@@ -488,6 +782,11 @@ PyMethodDef methods[] = {
      "chip_tensors(records, codes): simpler's materialised tensor tuples of a frame's records"},
     {"pin", pin, METH_O, "pin(records): hold the records' storages non-resizable; a capsule, or the index of a moved one"},
     {"unpin", unpin, METH_O, "unpin(capsule): release what pin() holds (idempotent)"},
+    {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(launch)), METH_FASTCALL,
+     "launch(bound, args): a waited kernel-mode launch of a common call in one native call, or False"},
+    {"launch_gate", launch_gate, METH_NOARGS, "launch_gate(): a new admission gate for bound launches"},
+    {"close_gate", close_gate, METH_O, "close_gate(gate): refuse bound launches; how many are inside"},
+    {"gate_inflight", gate_inflight, METH_O, "gate_inflight(gate): bound launches inside now"},
     {"pinned_count", pinned_count, METH_NOARGS, "pinned_count(): how many storages are pinned now"},
     {nullptr, nullptr, 0, nullptr},
 };

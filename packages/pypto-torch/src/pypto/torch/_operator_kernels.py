@@ -165,8 +165,9 @@ class KernelSet:
                 parts.append((a.dtype, len(shape), tuple(shape[j] for j in pinned if j < len(shape))))
         return tuple(parts)
 
-    def launch(self, args: Sequence[Any]) -> None:
-        """Compile (once per key) and run the kernel on ``args`` (every parameter supplied)."""
+    def launch(self, args: Sequence[Any]) -> KernelCallable:
+        """Compile (once per key) and run the kernel on ``args`` (every parameter supplied);
+        returns the registration it ran (its ``bound`` plan takes the next common calls)."""
         manager = context.current()
         info = manager.ready()
         key = self.key(args, info.generation)
@@ -177,6 +178,9 @@ class KernelSet:
             self.check_dyn_dims(args, "describe_call")
         frame = kc.signature.describe_call(args)
         manager.launch(kc, frame, wait=kc.signature.platform.is_simulator)
+        if kc.bound is None:  # a dyn_dims check runs per call above: not in the native plan
+            kc.bound = () if self.dyn_dims else manager.bind(kc)
+        return kc
 
     def prepare(self, args: Sequence[Any], info: Any = None) -> KernelCallable:
         """The registered kernel for ``args`` (tensors or Meta tensors), compiled if new."""

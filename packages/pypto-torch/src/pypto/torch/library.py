@@ -24,12 +24,14 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from _thread import get_ident
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import DataType, ParamInfo
 from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import RegistrationError
+from pypto.torch._kernel.pins import _pins as _native_pins
 from pypto.torch._operator_kernels import (
     Variants,
     define_operator,
@@ -129,6 +131,7 @@ class Operator:
         self.schema = RegistrationSignature(schema_params).schema(name)
         self._library, self.op = define_operator(qualname, self.schema, self._fake, self._kernel)
         self._signature = inspect.signature(self.fn.fn)
+        self._bound: Any = None  # the last registration's bound launch: (args) -> None or False
 
     def __repr__(self) -> str:
         return f"<pypto.torch.Operator {self.name}: {self.schema}>"
@@ -192,21 +195,37 @@ class Operator:
     # -- the kernels installed in the library ------------------------------------------------
 
     def _kernel(self, *args: Any) -> None:
-        gate = context.exit_gate  # keeps daemon threads' calls out of interpreter finalization
-        gate.enter()
+        # The exit gate (context.ExitGate.enter/leave, inlined: this is the per-call path)
+        # keeps daemon threads' calls out of interpreter finalization.
+        gate = context.exit_gate
+        if gate.closed:
+            gate._park()
+        ident = get_ident()
+        gate.inside.add(ident)
         try:
-            ks = self._variants.select(args)
-            before = ks.compiles
-            ks.launch(args)
-            if ks.compiles != before and self._aliases is not None:
-                for kc in ks._callables.values():
-                    if kc.return_aliases != self._aliases:
-                        raise RegistrationError(
-                            f"{self.name}: the compiled kernel returns parameters {list(kc.return_aliases)} "
-                            f"but the source returns {list(self._aliases)}"
-                        )
+            # The last registration's bound plan: one native call for a common call (it
+            # declines, with no side effect, any other: pypto.torch._kernel.bound).
+            bound = self._bound
+            if bound is None or _native_pins.native is None or bound(args) is False:
+                self._launch(args)
         finally:
-            gate.leave()
+            gate.inside.discard(ident)
+            if gate.closed:
+                gate._park()
+
+    def _launch(self, args: tuple[Any, ...]) -> None:
+        """The general path: select, compile once per key, describe, launch."""
+        ks = self._variants.select(args)
+        before = ks.compiles
+        kc = ks.launch(args)
+        if ks.compiles != before and self._aliases is not None:
+            for k in ks._callables.values():
+                if k.return_aliases != self._aliases:
+                    raise RegistrationError(
+                        f"{self.name}: the compiled kernel returns parameters {list(k.return_aliases)} "
+                        f"but the source returns {list(self._aliases)}"
+                    )
+        self._bound = kc.bound or None
 
     def _fake(self, *args: Any) -> None:
         """The Fake kernel: :meth:`RegistrationSignature.fake` on the declaration, where a tensor

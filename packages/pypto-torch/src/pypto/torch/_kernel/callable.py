@@ -53,6 +53,7 @@ class KernelCallable:
         "_scalar_codes",
         "_tensor_codes",
         "artifact",
+        "bound",
         "directions",
         "generation",
         "handle",
@@ -75,6 +76,9 @@ class KernelCallable:
         self._materialized = simpler.ChipStorageTaskArgs
         self._encode = simpler.task_args.encode_scalar
         self._last: Any = None  # the last ChipStorageTaskArgs built (immutable: reused when equal)
+        # the bound launch of this kernel's common calls (the manager's ``bind``): None until
+        # asked, () where it never applies
+        self.bound: Any = None
 
     def materialize(self, frame: CallFrame) -> Any:
         """simpler's ``ChipStorageTaskArgs`` for one described call: a ChipTensor descriptor

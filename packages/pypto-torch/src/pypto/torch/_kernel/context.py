@@ -53,6 +53,7 @@ from typing import Any
 
 from pypto.ir import DEFAULT_PLATFORM, DEFAULT_RUNTIME, Contract
 from pypto.runtime import mode_gate, settings
+from pypto.torch._kernel import bound
 from pypto.torch._kernel.callable import KernelCallable, RegistrationError, artifact_identity
 from pypto.torch._kernel.owner import LifecycleOwner
 from pypto.torch._kernel.pending import PendingTicket
@@ -172,6 +173,8 @@ class _Manager:
         self.asynchronous = False
         self.streams: dict[object, Any] = {}  # framework stream -> simpler Stream
         self.forked_from: int | None = None
+        self.gate: Any = None  # the native admission gate of bound launches (see ``bind``)
+        self.bound_cells: list[list[Any]] = []  # what bound launches hold of the Worker
 
     # -- init ------------------------------------------------------------------------------
 
@@ -378,6 +381,16 @@ class _Manager:
                 self.streams[stream] = found
             return found
 
+    def bind(self, kc: KernelCallable) -> Any:
+        """The bound launch of ``kc``'s common calls, () or None (see :mod:`.bound`)."""
+        return bound.bind(self, kc)
+
+    def _close_gate(self) -> None:
+        bound.close_gate(self)
+
+    def _inside_gate(self) -> int:
+        return bound.inside(self)
+
     def launch(self, kc: KernelCallable, frame: Any, *, wait: bool) -> PendingTicket:
         """Describe -> ticket -> launch on the frame's stream; with ``wait`` (the simulator's
         default, synchronous mode) wait for the run too and raise its error. In asynchronous
@@ -479,9 +492,11 @@ class _Manager:
             if self.owner is not None and self.owner.on_owner_thread():
                 raise KernelInitError("pypto.torch.shutdown: called from the lifecycle owner thread")
             self.state = KernelState.CLOSING  # from now on a launch is refused before its enqueue
+            self._close_gate()
             # Launches admitted before CLOSING finish their enqueue (publish, or fail and drop
-            # their ticket) before anything is retired or closed.
-            if not self.changed.wait_for(lambda: not self.enqueuing, timeout):
+            # their ticket) before anything is retired or closed; bound launches (which do not
+            # notify) are polled until none is inside.
+            if not self._wait_enqueues(timeout):
                 self.state = KernelState.FAILED
                 self.failure = TimeoutError(
                     f"pypto.torch.shutdown: {self.enqueuing} launch(es) still enqueuing after {timeout} s"
@@ -520,6 +535,7 @@ class _Manager:
             raise
         if owner is not None:
             owner.stop()
+        bound.unbind_all(self)
         with self.lock:
             self.registrations.clear()
             self.retained.clear()
@@ -530,6 +546,17 @@ class _Manager:
         mode_gate.close()
         if unreported:  # asynchronous runs that failed and were never synchronised
             raise unreported[0]
+
+    def _wait_enqueues(self, timeout: float | None) -> bool:
+        """Wait (lock held) until no launch is enqueuing and no bound launch is inside."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.enqueuing or self._inside_gate():
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            step = 0.001 if self.gate is not None else left
+            self.changed.wait(step if left is None or step is None else min(step, left))
+        return True
 
     def _anchor_inherited(self) -> None:
         # A forked child: the parent's Worker, owner thread and locks are not ours. Keep every
@@ -710,6 +737,7 @@ def _after_fork_in_child() -> None:
     # Used before the fork: remember where it came from; never take or reuse its locks.
     m.lock = threading.Lock()
     m.changed = threading.Condition(m.lock)
+    m._close_gate()  # the parent's Worker is not this process's: no bound launch here
     if m.forked_from is None:
         m.forked_from = os.getppid()
 
@@ -750,6 +778,8 @@ def current() -> _Manager:
 def _reset_for_tests() -> None:
     """Shut down and replace the process's manager (tests only; pair with the mode gate's reset)."""
     m = _process.manager
+    m._close_gate()
+    bound.unbind_all(m)
     if m.forked_from is None and m.state not in (KernelState.UNINITIALIZED, KernelState.CLOSED):
         with contextlib.suppress(Exception):
             m.shutdown(timeout=30.0)

@@ -201,8 +201,9 @@ inline std::uint32_t register_tile(Core& c, const TileDesc& d) noexcept {
 // Before an access through tile `id`: its storage's bytes in its representation. When they were
 // last held through a tile of another layout (TRESHAPE's alias, e.g. an NZ Mat tile read as
 // ZN), they are converted through the ISA's placement, so every tile over the same bytes sees
-// the elements the ISA would show it.
-inline void hold(Core& c, std::uint32_t id) noexcept {
+// the elements the ISA would show it. A write of every byte of the storage (`overwrite`) needs
+// no conversion: the bytes only change hands.
+inline void hold(Core& c, std::uint32_t id, bool overwrite = false) noexcept {
     if (id == 0 || id > c.tiles.size()) return;
     const TileDesc& t = c.tiles[id - 1];
     if (!c.layouts_in[t.buf]) return;
@@ -210,7 +211,7 @@ inline void hold(Core& c, std::uint32_t id) noexcept {
         if (h.buf != t.buf || h.offset != t.offset || h.bytes != t.bytes) continue;
         if (h.id != id) {
             const TileDesc& o = c.tiles[h.id - 1];
-            if (!same_representation(o, t)) {
+            if (!overwrite && !same_representation(o, t)) {
                 if (c.scratch.size() < t.bytes) c.scratch.resize(t.bytes);
                 std::uint8_t* data = c.base[t.buf] + t.offset;
                 o.to_isa(data, c.scratch.data());

@@ -116,7 +116,14 @@ PTO_INST RecordEvent TDIVS(TileDataDst& dst, typename TileDataDst::DType scalar,
         sim::unary(#NAME, dst, src, [](float x) noexcept { return EXPR; });                          \
         return {};                                                                                   \
     }
-PTO_SIM_UNARY_F(TEXP, ExpAlgorithm, std::exp(x))
+// TEXP: std::exp in float, eight float elements at a time where the target allows (math/exp.hpp).
+template <auto PrecisionType = ExpAlgorithm::DEFAULT, typename TileDataDst, typename TileDataSrc, typename... WaitEvents>
+PTO_INST RecordEvent TEXP(TileDataDst& dst, TileDataSrc& src, WaitEvents&... events) {
+    (void)sizeof...(events);
+    sim::require_float<typename TileDataDst::DType>();
+    sim::unary("TEXP", dst, src, ::pto::sim::math::detail::ExpFn{});
+    return {};
+}
 // log, sqrt and rsqrt are evaluated in double and rounded once to float (as the official CPU
 // backend does; sqrt is correctly rounded either way).
 PTO_SIM_UNARY_F(TLOG, LogAlgorithm, static_cast<float>(std::log(static_cast<double>(x))))

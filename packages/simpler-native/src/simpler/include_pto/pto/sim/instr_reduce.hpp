@@ -203,7 +203,6 @@ PTO_SIM_EXPAND(TROWEXPANDSUB, true, ::pto::sim::math::detail::op_sub<C>(x, y))
 PTO_SIM_EXPAND(TROWEXPANDMUL, true, ::pto::sim::math::detail::op_mul<C>(x, y))
 PTO_SIM_EXPAND(TROWEXPANDMAX, true, ::pto::sim::math::detail::op_max<C>(x, y))
 PTO_SIM_EXPAND(TROWEXPANDMIN, true, ::pto::sim::math::detail::op_min<C>(x, y))
-PTO_SIM_EXPAND(TROWEXPANDEXPDIF, true, static_cast<C>(std::exp(static_cast<float>(x - y))))
 PTO_SIM_EXPAND(TCOLEXPANDADD, false, ::pto::sim::math::detail::op_add<C>(x, y))
 PTO_SIM_EXPAND(TCOLEXPANDSUB, false, ::pto::sim::math::detail::op_sub<C>(x, y))
 PTO_SIM_EXPAND(TCOLEXPANDMUL, false, ::pto::sim::math::detail::op_mul<C>(x, y))
@@ -211,6 +210,16 @@ PTO_SIM_EXPAND(TCOLEXPANDMAX, false, ::pto::sim::math::detail::op_max<C>(x, y))
 PTO_SIM_EXPAND(TCOLEXPANDMIN, false, ::pto::sim::math::detail::op_min<C>(x, y))
 PTO_SIM_EXPAND(TCOLEXPANDEXPDIF, false, static_cast<C>(std::exp(static_cast<float>(x - y))))
 #undef PTO_SIM_EXPAND
+
+// TROWEXPANDEXPDIF: exp(src0 - src1[r, 0]) in float, a row run at a time where the target allows
+// (math/exp.hpp).
+template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>
+PTO_INST RecordEvent TROWEXPANDEXPDIF(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, WaitEvents&... events) {
+    (void)sizeof...(events);
+    static_assert(::pto::sim::math::is_float_like_v<typename TileDataDst::DType>, "TROWEXPANDEXPDIF takes float tiles");
+    sim::expand_binary<true>("TROWEXPANDEXPDIF", dst, src0, src1, ::pto::sim::math::detail::ExpDifFn{});
+    return {};
+}
 
 // TROWEXPANDDIV / TCOLEXPANDDIV: integer division by zero gives 0 and is reported.
 #define PTO_SIM_EXPAND_DIV(NAME, ROW)                                                                             \

@@ -142,7 +142,7 @@ inline void rd(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) n
 }
 template <class TileT>
 inline void wr(Op& op, const TileT& t, int nr, int nc, int r0 = 0, int c0 = 0) noexcept {
-    hold(op.state(), t.sim_id());
+    hold(op.state(), t.sim_id(), r0 == 0 && c0 == 0 && nr == TileT::Rows && nc == TileT::Cols);
     std::uint32_t lo, hi;
     range(t, r0, c0, nr, nc, &lo, &hi);
     op.write(TileT::buf(), lo, hi, t.sim_id());

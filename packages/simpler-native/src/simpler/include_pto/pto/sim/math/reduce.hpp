@@ -148,7 +148,10 @@ inline bool expand_op(const char* op, Dst& dst, const A& a, const S& s, F f) noe
         const T* x = a.row(r);
         if (Row && s.valid_cols == 1) {
             const C y = to_compute(s(r, 0));
-            for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), y)); });
+            if constexpr (has_run_v<F> && std::is_same<T, float>::value)
+                F::run(d, x, y, vc);  // the same values, a run at a time (exp.hpp)
+            else
+                for_cols(vc, [&](int c) { d[c] = from_compute<T>(f(to_compute(x[c]), y)); });
         } else if (Row) {  // a packed block a row, repeated across the columns
             const T* y = s.row(r);
             const int k = s.valid_cols;
@@ -165,41 +168,21 @@ inline bool expand_op(const char* op, Dst& dst, const A& a, const S& s, F f) noe
 
 }  // namespace detail
 
-template <class Dst, class Src>
-inline bool row_sum(Dst& dst, const Src& src) noexcept {
-    return detail::row_reduce<detail::RowReduce::Sum>("row_sum", dst, src);
-}
-template <class Dst, class Src>
-inline bool row_max(Dst& dst, const Src& src) noexcept {
-    return detail::row_reduce<detail::RowReduce::Max>("row_max", dst, src);
-}
-template <class Dst, class Src>
-inline bool row_min(Dst& dst, const Src& src) noexcept {
-    return detail::row_reduce<detail::RowReduce::Min>("row_min", dst, src);
-}
-
-template <class Dst, class Src>
-inline bool row_prod(Dst& dst, const Src& src) noexcept {
-    return detail::row_reduce<detail::RowReduce::Prod>("row_prod", dst, src);
-}
-
-template <class Dst, class Src>
-inline bool col_sum(Dst& dst, const Src& src) noexcept {
-    return detail::col_reduce<detail::RowReduce::Sum>("col_sum", dst, src);
-}
-template <class Dst, class Src>
-inline bool col_max(Dst& dst, const Src& src) noexcept {
-    return detail::col_reduce<detail::RowReduce::Max>("col_max", dst, src);
-}
-template <class Dst, class Src>
-inline bool col_min(Dst& dst, const Src& src) noexcept {
-    return detail::col_reduce<detail::RowReduce::Min>("col_min", dst, src);
-}
-
-template <class Dst, class Src>
-inline bool col_prod(Dst& dst, const Src& src) noexcept {
-    return detail::col_reduce<detail::RowReduce::Prod>("col_prod", dst, src);
-}
+// row_sum/row_max/row_min/row_prod and col_sum/col_max/col_min/col_prod (dst, src).
+#define PTO_SIM_MATH_REDUCE(NAME, WALK, KIND)                                     \
+    template <class Dst, class Src>                                              \
+    inline bool NAME(Dst& dst, const Src& src) noexcept {                        \
+        return detail::WALK<detail::RowReduce::KIND>(#NAME, dst, src);           \
+    }
+PTO_SIM_MATH_REDUCE(row_sum, row_reduce, Sum)
+PTO_SIM_MATH_REDUCE(row_max, row_reduce, Max)
+PTO_SIM_MATH_REDUCE(row_min, row_reduce, Min)
+PTO_SIM_MATH_REDUCE(row_prod, row_reduce, Prod)
+PTO_SIM_MATH_REDUCE(col_sum, col_reduce, Sum)
+PTO_SIM_MATH_REDUCE(col_max, col_reduce, Max)
+PTO_SIM_MATH_REDUCE(col_min, col_reduce, Min)
+PTO_SIM_MATH_REDUCE(col_prod, col_reduce, Prod)
+#undef PTO_SIM_MATH_REDUCE
 
 namespace detail {
 
@@ -253,22 +236,17 @@ inline bool col_arg(const char* op, Dst& dst, const Src& src) noexcept {
 
 }  // namespace detail
 
-template <class Dst, class Src>
-inline bool row_argmax(Dst& dst, const Src& src) noexcept {
-    return detail::row_arg<true>("row_argmax", dst, src);
-}
-template <class Dst, class Src>
-inline bool row_argmin(Dst& dst, const Src& src) noexcept {
-    return detail::row_arg<false>("row_argmin", dst, src);
-}
-template <class Dst, class Src>
-inline bool col_argmax(Dst& dst, const Src& src) noexcept {
-    return detail::col_arg<true>("col_argmax", dst, src);
-}
-template <class Dst, class Src>
-inline bool col_argmin(Dst& dst, const Src& src) noexcept {
-    return detail::col_arg<false>("col_argmin", dst, src);
-}
+// row_argmax/row_argmin and col_argmax/col_argmin (dst, src).
+#define PTO_SIM_MATH_ARG(NAME, WALK, MAX)                                        \
+    template <class Dst, class Src>                                              \
+    inline bool NAME(Dst& dst, const Src& src) noexcept {                        \
+        return detail::WALK<MAX>(#NAME, dst, src);                               \
+    }
+PTO_SIM_MATH_ARG(row_argmax, row_arg, true)
+PTO_SIM_MATH_ARG(row_argmin, row_arg, false)
+PTO_SIM_MATH_ARG(col_argmax, col_arg, true)
+PTO_SIM_MATH_ARG(col_argmin, col_arg, false)
+#undef PTO_SIM_MATH_ARG
 
 template <class Dst, class Src>
 inline bool row_expand(Dst& dst, const Src& src) noexcept {
@@ -335,7 +313,7 @@ PTO_SIM_MATH_EXPAND(min, detail::op_min<C>(x, y))
 template <class Dst, class A, class S>
 inline bool row_expand_expdif(Dst& dst, const A& a, const S& s) noexcept {
     detail::require_float<typename Dst::value_type>("row_expand_expdif");
-    return detail::expand_op<true>("row_expand_expdif", dst, a, s, [](float x, float y) noexcept { return std::exp(x - y); });
+    return detail::expand_op<true>("row_expand_expdif", dst, a, s, detail::ExpDifFn{});
 }
 template <class Dst, class A, class S>
 inline bool col_expand_expdif(Dst& dst, const A& a, const S& s) noexcept {

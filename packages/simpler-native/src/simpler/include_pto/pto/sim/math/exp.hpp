@@ -1,0 +1,126 @@
+// exp over runs of float elements, eight at a time, with the host libm's results bit for bit.
+//
+// Our backend's TEXP and the exp of the fused expands are `std::exp` in float (docs/tile-interface.md).
+// A call per element keeps the loop scalar (about 10 cycles an element); this header evaluates
+// the same function as glibc's expf (2.28 on, x86-64 with FMA and AVX2, where glibc picks its
+// FMA variant) on eight lanes of double:
+//   k = round(x * 32 / ln 2) (added to and subtracted from 1.5 * 2^52), r = x * 32 / ln 2 - k,
+//   2^(k / 32) from a 32-entry table of 2^(i / 32) with k's high bits added to the exponent,
+//   exp(x) = 2^(k / 32) * (1 + C2 r + (C1 + C0 r) r^2), rounded once to float,
+// with the products and sums fused where glibc's FMA variant fuses them. The table is
+// 2^(i / 32) rounded to double, with i / 32 subtracted from the exponent field; C0..C2 are
+// glibc's polynomial coefficients (the values its FMA variant loads). Lanes whose |x| >= 88,
+// infinities and NaN go to std::exp itself (overflow, underflow and the special values).
+// test_math_exp.cpp compares every lane form with std::exp over a sweep of the float range; on
+// other targets and compilers every element calls std::exp.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__FMA__) && defined(__AVX2__) && \
+    defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 28))
+#define PTO_SIM_MATH_VEXP 1
+#else
+#define PTO_SIM_MATH_VEXP 0
+#endif
+
+namespace pto {
+namespace sim {
+namespace math {
+namespace detail {
+
+#if PTO_SIM_MATH_VEXP
+typedef double vexp_d __attribute__((vector_size(64)));
+typedef float vexp_f __attribute__((vector_size(32)));
+typedef std::uint64_t vexp_u __attribute__((vector_size(64)));
+typedef std::uint32_t vexp_w __attribute__((vector_size(32)));
+
+// 2^(i / 32) rounded to double, minus i << 47 (i / 32 in the exponent field), i = 0..31.
+inline constexpr std::uint64_t kExpTable[32] = {
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51, 0x3fef72b83c7d517b,
+    0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1, 0x3fef06fe0a31b715, 0x3feef1a7373aa9cb,
+    0x3feedea64c123422, 0x3feece086061892d, 0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429,
+    0x3feea47eb03a5585, 0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d, 0x3feee89f995ad3ad,
+    0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069, 0x3fef5818dcfba487, 0x3fef7c97337b9b5f,
+    0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+};
+inline constexpr double kExpInvLn2N = 0x1.71547652b82fep+5;  // 32 / ln 2
+inline constexpr double kExpShift = 0x1.8p+52;
+inline constexpr double kExpC0 = 0x1.c6af84b912394p-20;
+inline constexpr double kExpC1 = 0x1.ebfce50fac4f3p-13;
+inline constexpr double kExpC2 = 0x1.62e42ff0c52d6p-6;
+
+// out[0..8) = exp(in[0..8) - sub) (Sub: the float subtraction first, as the scalar form does).
+template <bool Sub>
+inline void exp8(float* out, const float* in, float sub) noexcept {
+    vexp_f xf;
+    std::memcpy(&xf, in, sizeof xf);
+    if (Sub) xf = xf - sub;
+    const vexp_d xd = __builtin_convertvector(xf, vexp_d);
+    const vexp_d zs = kExpInvLn2N * xd + kExpShift;  // fused, as glibc's
+    const vexp_u ki = (vexp_u)zs;  // a vector cast keeps the bits
+    const vexp_d kd = zs - kExpShift;
+    const vexp_d r = kExpInvLn2N * xd - kd;  // fused
+    // The table lookup as two two-vector shuffles (each indexes 16 entries by idx mod 16) and a
+    // select on bit 4.
+    vexp_u q[4];
+    std::memcpy(q, kExpTable, sizeof q);
+    const vexp_u lo = __builtin_shuffle(q[0], q[1], ki);
+    const vexp_u hi = __builtin_shuffle(q[2], q[3], ki);
+    vexp_u t = (ki & 16) != 0 ? hi : lo;
+    t += ki << 47;
+    const vexp_d s = (vexp_d)t;
+    const vexp_d z = kExpC0 * r + kExpC1;  // fused
+    const vexp_d r2 = r * r;
+    vexp_d y = kExpC2 * r + 1.0;  // fused
+    y = z * r2 + y;               // fused
+    y = y * s;
+    vexp_f res = __builtin_convertvector(y, vexp_f);
+    vexp_w bits;
+    std::memcpy(&bits, &xf, sizeof bits);
+    const vexp_w big = (bits & 0x7ff00000u) >= 0x42b00000u;  // |x| >= 88, inf, NaN: glibc's slow path
+    std::uint64_t any[4];
+    std::memcpy(any, &big, sizeof any);
+    if ((any[0] | any[1] | any[2] | any[3]) != 0)
+        for (int l = 0; l < 8; ++l)
+            if (big[l] != 0) res[l] = std::exp(xf[l]);
+    std::memcpy(out, &res, sizeof res);
+}
+#endif
+
+// d[i] = std::exp(x[i] - sub) (Sub) or std::exp(x[i]), i in [0, n).
+template <bool Sub>
+inline void exp_run(float* d, const float* x, float sub, int n) noexcept {
+    int i = 0;
+#if PTO_SIM_MATH_VEXP
+    for (; i + 8 <= n; i += 8) exp8<Sub>(d + i, x + i, sub);
+#endif
+    for (; i < n; ++i) d[i] = std::exp(Sub ? x[i] - sub : x[i]);
+}
+
+// The functors of exp and of the fused exp(a - s): one element (operator()), or a run of float
+// elements (run) where the element loops find it (has_run_v: map1, expand_op).
+struct ExpFn {
+    float operator()(float x) const noexcept { return std::exp(x); }
+    static void run(float* d, const float* x, int n) noexcept { exp_run<false>(d, x, 0.0f, n); }
+};
+struct ExpDifFn {
+    float operator()(float x, float s) const noexcept { return std::exp(x - s); }
+    static void run(float* d, const float* x, float s, int n) noexcept { exp_run<true>(d, x, s, n); }
+};
+
+template <class F, class = void>
+struct has_run : std::false_type {};
+template <class F>
+struct has_run<F, std::void_t<decltype(&F::run)>> : std::true_type {};
+template <class F>
+inline constexpr bool has_run_v = has_run<F>::value;
+
+}  // namespace detail
+}  // namespace math
+}  // namespace sim
+}  // namespace pto
