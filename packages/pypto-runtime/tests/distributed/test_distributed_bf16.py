@@ -26,31 +26,6 @@ COLS = 64
 RANKS = 2
 
 
-@pl.jit.incore
-def _reduce_bf16(
-    x: pl.Tensor[[1, COLS], pl.BF16],
-    y: pl.Out[pl.Tensor[[2, COLS], pl.BF16]],
-    total: pl.Out[pl.Tensor[[1, COLS], pl.FP32]],
-    data: pld.DistributedTensor[[1, COLS], pl.BF16],
-    sig: pld.DistributedTensor[[RANKS, 1], pl.INT32],
-):
-    ctx = pld.get_comm_ctx(data)
-    me = pld.rank(ctx)
-    n = pld.nranks(ctx)
-    t = pl.load(x, [0, 0], [1, COLS])
-    data = pl.store(t, [0, 0], data)
-    sig = pld.tensor.barrier(sig)
-    # row 0: the sum over ranks, added in FP32 and rounded to BF16 once
-    s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
-    for p in pl.range(n):
-        s = pl.add(s, pl.cast(pld.tile.remote_load(data, peer=p, offsets=[0, 0], shape=[1, COLS]), pl.FP32))
-    total = pl.store(s, [0, 0], total)
-    y = pl.store(pl.cast(s, pl.BF16, mode="rint"), [0, 0], y)
-    # row 1: the next rank's x, bit for bit
-    y = pl.store(pld.tile.remote_load(data, peer=(me + 1) % n, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
-    return y, total
-
-
 @pl.jit
 def _per_rank(
     x: pl.Tensor[[1, COLS], pl.BF16],
@@ -59,7 +34,25 @@ def _per_rank(
     data: pld.DistributedTensor[[1, COLS], pl.BF16],
     sig: pld.DistributedTensor[[RANKS, 1], pl.INT32],
 ):
-    y, total = _reduce_bf16(x, y, total, data, sig)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ctx = pld.get_comm_ctx(data)
+        me = pld.rank(ctx)
+        n = pld.nranks(ctx)
+        t = pl.load(x, [0, 0], [1, COLS])
+        data = pl.store(t, [0, 0], data)
+        sig = pld.tensor.barrier(sig)
+        # row 0: the sum over ranks, added in FP32 and rounded to BF16 once
+        s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
+        for p in pl.range(n):
+            s = pl.add(
+                s, pl.cast(pld.tile.remote_load(data, peer=p, offsets=[0, 0], shape=[1, COLS]), pl.FP32)
+            )
+        total = pl.store(s, [0, 0], total)
+        y = pl.store(pl.cast(s, pl.BF16, mode="rint"), [0, 0], y)
+        # row 1: the next rank's x, bit for bit
+        y = pl.store(
+            pld.tile.remote_load(data, peer=(me + 1) % n, offsets=[0, 0], shape=[1, COLS]), [1, 0], y
+        )
     return y, total
 
 

@@ -31,53 +31,6 @@ MAX_RANKS = 4  # the barrier signal has one cell per rank
 TAG = 100
 
 
-@pl.jit.incore
-def _exchange(  # noqa: PLR0917 - a kernel takes its tensors positionally
-    x: pl.Tensor[[1, COLS], pl.FP32],
-    y: pl.Out[pl.Tensor[[4, COLS], pl.FP32]],
-    data: pld.DistributedTensor[[1, COLS], pl.FP32],
-    acc: pld.DistributedTensor[[1, COLS], pl.FP32],
-    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
-    tag: pld.DistributedTensor[[1, 1], pl.INT32],
-):
-    ctx = pld.get_comm_ctx(data)
-    me = pld.rank(ctx)
-    n = pld.nranks(ctx)
-    nxt = (me + 1) % n
-
-    # row 0: the sum over ranks of x, every rank loading every window (its own too)
-    t = pl.load(x, [0, 0], [1, COLS])
-    data = pl.store(t, [0, 0], data)
-    sig = pld.tensor.barrier(sig)
-    s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
-    for p in pl.range(n):
-        s = pl.add(s, pld.tile.remote_load(data, peer=p, offsets=[0, 0], shape=[1, COLS]))
-    y = pl.store(s, [0, 0], y)
-
-    # row 1: the next rank's 2 * x, after the windows were read and rewritten (the same signal
-    # serves two more barriers: a barrier that left a tally would let the load run early)
-    sig = pld.tensor.barrier(sig)
-    data = pl.store(pl.mul(t, 2.0), [0, 0], data)
-    sig = pld.tensor.barrier(sig)
-    y = pl.store(pld.tile.remote_load(data, peer=nxt, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
-
-    # row 2: every rank adds its 2 * x into rank 0's window, then reads that window back
-    pld.tensor.put(acc, peer=0, src=data, atomic=pld.AtomicType.Add)
-    sig = pld.tensor.barrier(sig)
-    back = pld.tile.remote_load(acc, peer=0, offsets=[0, 0], shape=[1, COLS])
-    y = pl.store(back, [2, 0], y)
-
-    # row 3: a one-to-one handshake (Set / Eq): the tag the previous rank sent, then the
-    # barrier signal's own cells after the last barrier (all zero: no tally is left)
-    pld.system.notify(tag, peer=nxt, offsets=[0, 0], value=me + TAG, op=pld.NotifyOp.Set)
-    pld.system.wait(tag, offsets=[0, 0], expected=(me + n - 1) % n + TAG, cmp=pld.WaitCmp.Eq)
-    pl.write(y, [3, 0], pl.cast(pl.read(tag, [0, 0]), target_type=pl.FP32))
-    sig = pld.tensor.barrier(sig)
-    for i in pl.range(MAX_RANKS):
-        pl.write(y, [3, i + 1], pl.cast(pl.read(sig, [i, 0]), target_type=pl.FP32))
-    return y
-
-
 @pl.jit
 def _per_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     x: pl.Tensor[[1, COLS], pl.FP32],
@@ -87,7 +40,43 @@ def _per_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
     tag: pld.DistributedTensor[[1, 1], pl.INT32],
 ):
-    return _exchange(x, y, data, acc, sig, tag)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ctx = pld.get_comm_ctx(data)
+        me = pld.rank(ctx)
+        n = pld.nranks(ctx)
+        nxt = (me + 1) % n
+
+        # row 0: the sum over ranks of x, every rank loading every window (its own too)
+        t = pl.load(x, [0, 0], [1, COLS])
+        data = pl.store(t, [0, 0], data)
+        sig = pld.tensor.barrier(sig)
+        s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
+        for p in pl.range(n):
+            s = pl.add(s, pld.tile.remote_load(data, peer=p, offsets=[0, 0], shape=[1, COLS]))
+        y = pl.store(s, [0, 0], y)
+
+        # row 1: the next rank's 2 * x, after the windows were read and rewritten (the same signal
+        # serves two more barriers: a barrier that left a tally would let the load run early)
+        sig = pld.tensor.barrier(sig)
+        data = pl.store(pl.mul(t, 2.0), [0, 0], data)
+        sig = pld.tensor.barrier(sig)
+        y = pl.store(pld.tile.remote_load(data, peer=nxt, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
+
+        # row 2: every rank adds its 2 * x into rank 0's window, then reads that window back
+        pld.tensor.put(acc, peer=0, src=data, atomic=pld.AtomicType.Add)
+        sig = pld.tensor.barrier(sig)
+        back = pld.tile.remote_load(acc, peer=0, offsets=[0, 0], shape=[1, COLS])
+        y = pl.store(back, [2, 0], y)
+
+        # row 3: a one-to-one handshake (Set / Eq): the tag the previous rank sent, then the
+        # barrier signal's own cells after the last barrier (all zero: no tally is left)
+        pld.system.notify(tag, peer=nxt, offsets=[0, 0], value=me + TAG, op=pld.NotifyOp.Set)
+        pld.system.wait(tag, offsets=[0, 0], expected=(me + n - 1) % n + TAG, cmp=pld.WaitCmp.Eq)
+        pl.write(y, [3, 0], pl.cast(pl.read(tag, [0, 0]), target_type=pl.FP32))
+        sig = pld.tensor.barrier(sig)
+        for i in pl.range(MAX_RANKS):
+            pl.write(y, [3, i + 1], pl.cast(pl.read(sig, [i, 0]), target_type=pl.FP32))
+    return y
 
 
 @pl.jit.host

@@ -33,53 +33,6 @@ MAX_RANKS = 4
 ROWS = 5
 
 
-@pl.jit.incore
-def _ops(  # noqa: PLR0917 - a kernel takes its tensors positionally
-    x: pl.Tensor[[1, COLS], pl.FP32],
-    y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
-    inbox: pld.DistributedTensor[[1, COLS], pl.FP32],
-    acc: pld.DistributedTensor[[1, COLS], pl.FP32],
-    got: pld.DistributedTensor[[1, COLS], pl.FP32],
-    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
-    flag: pld.DistributedTensor[[1, 1], pl.INT32],
-):
-    ctx = pld.get_comm_ctx(inbox)
-    me = pld.rank(ctx)
-    n = pld.nranks(ctx)
-    nxt = (me + 1) % n
-    prv = (me + n - 1) % n
-    t = pl.load(x, [0, 0], [1, COLS])
-
-    # row 0: x into the next rank's inbox, then a notify (AtomicAdd); the next rank's wait (Ge)
-    # sees the notify only after the data (one rank's requests arrive in order)
-    pld.tile.remote_store(t, inbox, peer=nxt, offsets=[0, 0])
-    pld.system.notify(flag, peer=nxt, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
-    pld.system.wait(flag, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
-    y = pl.store(pl.load(inbox, [0, 0], [1, COLS]), [0, 0], y)
-
-    # row 1: every rank adds x into rank 0's acc (atomic remote_store), then reads it back
-    pld.tile.remote_store(t, acc, peer=0, offsets=[0, 0], atomic=pld.AtomicType.Add)
-    sig = pld.tensor.barrier(sig)
-    y = pl.store(pld.tile.remote_load(acc, peer=0, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
-
-    # row 2: get the previous rank's inbox (it holds the x of the rank before that)
-    pld.tensor.get(got, peer=prv, src=inbox)
-    y = pl.store(pl.load(got, [0, 0], [1, COLS]), [2, 0], y)
-
-    # row 3: put this rank's inbox into the next rank's `got`, once every get above is done
-    sig = pld.tensor.barrier(sig)
-    pld.tensor.put(got, peer=nxt, src=inbox)
-    sig = pld.tensor.barrier(sig)
-    y = pl.store(pl.load(got, [0, 0], [1, COLS]), [3, 0], y)
-
-    # row 4: an allreduce: every rank loads every rank's inbox (its own included) and sums
-    s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
-    for p in pl.range(n):
-        s = pl.add(s, pld.tile.remote_load(inbox, peer=p, offsets=[0, 0], shape=[1, COLS]))
-    y = pl.store(s, [4, 0], y)
-    return y
-
-
 @pl.jit
 def _per_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     x: pl.Tensor[[1, COLS], pl.FP32],
@@ -90,7 +43,42 @@ def _per_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
     flag: pld.DistributedTensor[[1, 1], pl.INT32],
 ):
-    return _ops(x, y, inbox, acc, got, sig, flag)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ctx = pld.get_comm_ctx(inbox)
+        me = pld.rank(ctx)
+        n = pld.nranks(ctx)
+        nxt = (me + 1) % n
+        prv = (me + n - 1) % n
+        t = pl.load(x, [0, 0], [1, COLS])
+
+        # row 0: x into the next rank's inbox, then a notify (AtomicAdd); the next rank's wait (Ge)
+        # sees the notify only after the data (one rank's requests arrive in order)
+        pld.tile.remote_store(t, inbox, peer=nxt, offsets=[0, 0])
+        pld.system.notify(flag, peer=nxt, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+        pld.system.wait(flag, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
+        y = pl.store(pl.load(inbox, [0, 0], [1, COLS]), [0, 0], y)
+
+        # row 1: every rank adds x into rank 0's acc (atomic remote_store), then reads it back
+        pld.tile.remote_store(t, acc, peer=0, offsets=[0, 0], atomic=pld.AtomicType.Add)
+        sig = pld.tensor.barrier(sig)
+        y = pl.store(pld.tile.remote_load(acc, peer=0, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
+
+        # row 2: get the previous rank's inbox (it holds the x of the rank before that)
+        pld.tensor.get(got, peer=prv, src=inbox)
+        y = pl.store(pl.load(got, [0, 0], [1, COLS]), [2, 0], y)
+
+        # row 3: put this rank's inbox into the next rank's `got`, once every get above is done
+        sig = pld.tensor.barrier(sig)
+        pld.tensor.put(got, peer=nxt, src=inbox)
+        sig = pld.tensor.barrier(sig)
+        y = pl.store(pl.load(got, [0, 0], [1, COLS]), [3, 0], y)
+
+        # row 4: an allreduce: every rank loads every rank's inbox (its own included) and sums
+        s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
+        for p in pl.range(n):
+            s = pl.add(s, pld.tile.remote_load(inbox, peer=p, offsets=[0, 0], shape=[1, COLS]))
+        y = pl.store(s, [4, 0], y)
+    return y
 
 
 @pl.jit.host
@@ -201,31 +189,6 @@ def test_a_wait_timeout_on_the_process_group_path_names_rank_signal_and_value() 
     assert "to become >= 3; the value seen was 2" in msg
 
 
-@pl.jit.incore
-def _adds(  # noqa: PLR0917 - a kernel takes its tensors positionally
-    h: pl.Tensor[[1, COLS], pl.FP16],
-    i: pl.Tensor[[1, COLS], pl.INT32],
-    yh: pl.Out[pl.Tensor[[1, COLS], pl.FP16]],
-    yi: pl.Out[pl.Tensor[[1, COLS], pl.INT32]],
-    hsrc: pld.DistributedTensor[[1, COLS], pl.FP16],
-    hacc: pld.DistributedTensor[[1, COLS], pl.FP16],
-    iacc: pld.DistributedTensor[[1, COLS], pl.INT32],
-    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
-):
-    # every rank adds its FP16 row (put, Add) and its INT32 row (remote_store, Add) into the last
-    # rank's windows, then reads both back from there
-    last = pld.nranks(pld.get_comm_ctx(hsrc)) - 1
-    hsrc = pl.store(pl.load(h, [0, 0], [1, COLS]), [0, 0], hsrc)
-    pld.tensor.put(hacc, peer=last, src=hsrc, atomic=pld.AtomicType.Add)
-    pld.tile.remote_store(
-        pl.load(i, [0, 0], [1, COLS]), iacc, peer=last, offsets=[0, 0], atomic=pld.AtomicType.Add
-    )
-    sig = pld.tensor.barrier(sig)
-    yh = pl.store(pld.tile.remote_load(hacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yh)
-    yi = pl.store(pld.tile.remote_load(iacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yi)
-    return yh, yi
-
-
 @pl.jit
 def _adds_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     h: pl.Tensor[[1, COLS], pl.FP16],
@@ -237,7 +200,18 @@ def _adds_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     iacc: pld.DistributedTensor[[1, COLS], pl.INT32],
     sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
 ):
-    yh, yi = _adds(h, i, yh, yi, hsrc, hacc, iacc, sig)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        # every rank adds its FP16 row (put, Add) and its INT32 row (remote_store, Add) into the last
+        # rank's windows, then reads both back from there
+        last = pld.nranks(pld.get_comm_ctx(hsrc)) - 1
+        hsrc = pl.store(pl.load(h, [0, 0], [1, COLS]), [0, 0], hsrc)
+        pld.tensor.put(hacc, peer=last, src=hsrc, atomic=pld.AtomicType.Add)
+        pld.tile.remote_store(
+            pl.load(i, [0, 0], [1, COLS]), iacc, peer=last, offsets=[0, 0], atomic=pld.AtomicType.Add
+        )
+        sig = pld.tensor.barrier(sig)
+        yh = pl.store(pld.tile.remote_load(hacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yh)
+        yi = pl.store(pld.tile.remote_load(iacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yi)
     return yh, yi
 
 
@@ -303,21 +277,6 @@ def test_a_rank_dying_on_the_process_group_path_fails_the_dispatch_and_stops_eve
     assert_cleaned(pids, ())
 
 
-@pl.jit.incore
-def _pass_on(
-    x: pl.Tensor[[1, COLS], pl.FP32],
-    y: pl.Out[pl.Tensor[[1, COLS], pl.FP32]],
-    box: pld.DistributedTensor[[1, COLS], pl.FP32],
-    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
-):
-    ctx = pld.get_comm_ctx(box)
-    nxt = (pld.rank(ctx) + 1) % pld.nranks(ctx)
-    pld.tile.remote_store(pl.load(x, [0, 0], [1, COLS]), box, peer=nxt, offsets=[0, 0])
-    sig = pld.tensor.barrier(sig)
-    y = pl.store(pl.load(box, [0, 0], [1, COLS]), [0, 0], y)
-    return y
-
-
 @pl.jit
 def _pass_on_rank(
     x: pl.Tensor[[1, COLS], pl.FP32],
@@ -325,7 +284,13 @@ def _pass_on_rank(
     box: pld.DistributedTensor[[1, COLS], pl.FP32],
     sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
 ):
-    return _pass_on(x, y, box, sig)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ctx = pld.get_comm_ctx(box)
+        nxt = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+        pld.tile.remote_store(pl.load(x, [0, 0], [1, COLS]), box, peer=nxt, offsets=[0, 0])
+        sig = pld.tensor.barrier(sig)
+        y = pl.store(pl.load(box, [0, 0], [1, COLS]), [0, 0], y)
+    return y
 
 
 @pl.jit.host
