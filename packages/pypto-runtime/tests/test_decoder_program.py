@@ -11,7 +11,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.runtime import RunConfig, run
-from pypto_testing.forms import matmul_method, qk_method
+from pypto_testing.forms import add_method, matmul_method, qk_method
 
 torch = pytest.importorskip("torch")
 
@@ -72,14 +72,7 @@ class Decoder:
 
     mix = matmul_method(S, S, D)
 
-    @pl.function(type=pl.FunctionType.InCore)
-    def residual(
-        self,
-        a: pl.Tensor[[S, D], pl.FP32],
-        b: pl.Tensor[[S, D], pl.FP32],
-        out: pl.Out[pl.Tensor[[S, D], pl.FP32]],
-    ) -> pl.Tensor[[S, D], pl.FP32]:
-        return pl.store(pl.add(pl.load(a, [0, 0], [S, D]), pl.load(b, [0, 0], [S, D])), [0, 0], out)
+    residual = add_method(S, D)
 
     @pl.function(type=pl.FunctionType.InCore)
     def up_and_gate(

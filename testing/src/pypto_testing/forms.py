@@ -11,7 +11,7 @@ from typing import Any
 
 import pypto.language as pl
 
-__all__ = ["KernelWhile", "TwoEntries", "cube_matmul", "matmul_method", "qk_method"]
+__all__ = ["KernelWhile", "TwoEntries", "add_method", "cube_matmul", "matmul_method", "qk_method"]
 
 
 @pl.program
@@ -87,6 +87,23 @@ def cube_matmul(m: int, k: int, n: int, name_hint: str) -> pl.JITFunction:
         return c
 
     return matmul
+
+
+def add_method(r: int, c: int) -> Any:
+    """An InCore kernel for a ``@pl.program`` class (``residual = add_method(16, 32)``):
+    ``out = a + b`` for FP32 ``[r, c]`` tensors. The class attribute's name is the kernel's name."""
+
+    class Methods:  # defined in a class body, @pl.function makes a method for a @pl.program
+        @pl.function(type=pl.FunctionType.InCore)
+        def add(
+            self,
+            a: pl.Tensor[[r, c], pl.FP32],
+            b: pl.Tensor[[r, c], pl.FP32],
+            out: pl.Out[pl.Tensor[[r, c], pl.FP32]],
+        ) -> pl.Tensor[[r, c], pl.FP32]:
+            return pl.store(pl.add(pl.load(a, [0, 0], [r, c]), pl.load(b, [0, 0], [r, c])), [0, 0], out)
+
+    return Methods.add
 
 
 def matmul_method(m: int, k: int, n: int) -> Any:

@@ -26,6 +26,7 @@ import pypto.language as pl
 import pypto.language.distributed as pld
 from pypto.ir import DistributedConfig
 from pypto.runtime import RunConfig
+from pypto_testing.forms import add_method
 
 __all__ = [
     "COLS",
@@ -109,14 +110,7 @@ def chip_functions(r: int, c: int) -> tuple[Any, Any]:
     its body: ``add_tiles, chip_add = chip_functions(R, C)``."""
 
     class Chip:
-        @pl.function(type=pl.FunctionType.InCore)
-        def add_tiles(
-            self,
-            a: pl.Tensor[[r, c], pl.FP32],
-            b: pl.Tensor[[r, c], pl.FP32],
-            out: pl.Out[pl.Tensor[[r, c], pl.FP32]],
-        ) -> pl.Tensor[[r, c], pl.FP32]:
-            return pl.store(pl.add(pl.load(a, [0, 0], [r, c]), pl.load(b, [0, 0], [r, c])), [0, 0], out)
+        add_tiles = add_method(r, c)
 
         @pl.function(type=pl.FunctionType.Orchestration)
         def chip_add(
