@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ __all__ = [
     "stuck_rank",
     "twice_chip",
     "twice_host",
+    "windows",
 ]
 
 
@@ -122,6 +123,14 @@ def chip_functions(r: int, c: int) -> tuple[Any, Any]:
             return self.add_tiles(a, b, out)
 
     return Chip.add_tiles, Chip.chip_add
+
+
+def windows(*specs: tuple[list[int], Any]) -> Callable[[], list[Any]]:
+    """In a ``@pl.jit.host`` body (which runs as Python when it compiles): one window buffer per
+    ``(shape, dtype)`` of ``specs``; calling the result gives a launch its views of them
+    (``pld.window(buf, shape, dtype=dtype)`` of each, in ``specs`` order)."""
+    bufs = [(pld.alloc_window_buffer(shape, dtype=dtype), shape, dtype) for shape, dtype in specs]
+    return lambda: [pld.window(buf, shape, dtype=dtype) for buf, shape, dtype in bufs]
 
 
 ROWS, COLS = 4, 16  # a rank's slice of the programs below

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
 import pto_backend  # noqa: E402
-from _dist_programs import cleaned, config  # noqa: E402
+from _dist_programs import cleaned, config, windows  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
@@ -58,17 +58,9 @@ def _per_rank(
 
 @pl.jit.host
 def _host(x: pl.Tensor, y: pl.Out[pl.Tensor], total: pl.Out[pl.Tensor]):
-    data = pld.alloc_window_buffer([1, COLS], dtype=pl.BF16)
-    sig = pld.alloc_window_buffer([RANKS, 1], dtype=pl.INT32)
+    views = windows(([1, COLS], pl.BF16), ([RANKS, 1], pl.INT32))
     for r in pl.range(pld.world_size()):
-        _per_rank(
-            x[r],
-            y[r],
-            total[r],
-            pld.window(data, [1, COLS], dtype=pl.BF16),
-            pld.window(sig, [RANKS, 1], dtype=pl.INT32),
-            device=r,
-        )
+        _per_rank(x[r], y[r], total[r], *views(), device=r)
 
 
 def _args() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config, needs_wait_timeout, stuck, stuck_host  # noqa: E402
+from _dist_programs import assert_cleaned, config, needs_wait_timeout, stuck, stuck_host, windows  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
@@ -81,20 +81,11 @@ def _per_rank(  # noqa: PLR0917 - a program takes its tensors positionally
 
 @pl.jit.host
 def _host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    data = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    acc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
-    tag = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    views = windows(
+        ([1, COLS], pl.FP32), ([1, COLS], pl.FP32), ([MAX_RANKS, 1], pl.INT32), ([1, 1], pl.INT32)
+    )
     for r in pl.range(pld.world_size()):
-        _per_rank(
-            x[r],
-            y[r],
-            pld.window(data, [1, COLS], dtype=pl.FP32),
-            pld.window(acc, [1, COLS], dtype=pl.FP32),
-            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
-            pld.window(tag, [1, 1], dtype=pl.INT32),
-            device=r,
-        )
+        _per_rank(x[r], y[r], *views(), device=r)
 
 
 def _expected(x: torch.Tensor) -> torch.Tensor:

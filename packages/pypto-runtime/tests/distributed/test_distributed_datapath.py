@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config, needs_host_comm_path, stuck_host  # noqa: E402
+from _dist_programs import assert_cleaned, config, needs_host_comm_path, stuck_host, windows  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
@@ -83,22 +83,15 @@ def _per_rank(  # noqa: PLR0917 - a program takes its tensors positionally
 
 @pl.jit.host
 def _host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    inbox = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    acc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    got = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
-    flag = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    views = windows(
+        ([1, COLS], pl.FP32),
+        ([1, COLS], pl.FP32),
+        ([1, COLS], pl.FP32),
+        ([MAX_RANKS, 1], pl.INT32),
+        ([1, 1], pl.INT32),
+    )
     for r in pl.range(pld.world_size()):
-        _per_rank(
-            x[r],
-            y[r],
-            pld.window(inbox, [1, COLS], dtype=pl.FP32),
-            pld.window(acc, [1, COLS], dtype=pl.FP32),
-            pld.window(got, [1, COLS], dtype=pl.FP32),
-            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
-            pld.window(flag, [1, 1], dtype=pl.INT32),
-            device=r,
-        )
+        _per_rank(x[r], y[r], *views(), device=r)
 
 
 def _expected(x: torch.Tensor) -> torch.Tensor:
@@ -217,22 +210,11 @@ def _adds_rank(  # noqa: PLR0917 - a program takes its tensors positionally
 
 @pl.jit.host
 def _adds_host(h: pl.Tensor, i: pl.Tensor, yh: pl.Out[pl.Tensor], yi: pl.Out[pl.Tensor]):
-    hsrc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP16)
-    hacc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP16)
-    iacc = pld.alloc_window_buffer([1, COLS], dtype=pl.INT32)
-    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
+    views = windows(
+        ([1, COLS], pl.FP16), ([1, COLS], pl.FP16), ([1, COLS], pl.INT32), ([MAX_RANKS, 1], pl.INT32)
+    )
     for r in pl.range(pld.world_size()):
-        _adds_rank(
-            h[r],
-            i[r],
-            yh[r],
-            yi[r],
-            pld.window(hsrc, [1, COLS], dtype=pl.FP16),
-            pld.window(hacc, [1, COLS], dtype=pl.FP16),
-            pld.window(iacc, [1, COLS], dtype=pl.INT32),
-            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
-            device=r,
-        )
+        _adds_rank(h[r], i[r], yh[r], yi[r], *views(), device=r)
 
 
 def test_fp16_and_int32_atomic_adds_through_the_process_group() -> None:
@@ -296,16 +278,9 @@ def _pass_on_rank(
 @pl.jit.host
 def _pass_on_host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
     # two window buffers where _host has five: window 1 is the barrier's signal here, `acc` there
-    box = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
+    views = windows(([1, COLS], pl.FP32), ([MAX_RANKS, 1], pl.INT32))
     for r in pl.range(pld.world_size()):
-        _pass_on_rank(
-            x[r],
-            y[r],
-            pld.window(box, [1, COLS], dtype=pl.FP32),
-            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
-            device=r,
-        )
+        _pass_on_rank(x[r], y[r], *views(), device=r)
 
 
 def test_programs_of_one_worker_each_have_their_windows_on_the_process_group_path() -> None:

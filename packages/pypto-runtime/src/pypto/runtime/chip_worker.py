@@ -166,7 +166,6 @@ class RegistrationHandle(ProgramRegistration[CompiledProgram]):
         return call_results(self._compiled.artifact, slots)
 
 
-
 class ChipWorker:
     """A Worker this caller owns, for explicit registration and dispatch.
 
