@@ -2,8 +2,9 @@
 other's windows through shared memory, checked against torch.
 
 One kernel exercises every operation, so one prepared 2-rank worker covers them (two
-dispatches: the barrier and the windows are reused); the 4-rank run, the wait timeout and a rank
-dying mid-wait start their own ranks and are marked ``slow``. Compile-time checks need no ranks.
+dispatches: the barrier and the windows are reused); the 4-rank run, a wait that times out and a
+rank dying mid-wait start their own ranks (the last two on both data paths; all but the
+process-group timeout are marked ``slow``). Compile-time checks need no ranks.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config, needs_wait_timeout, stuck, stuck_host, windows  # noqa: E402
+from _dist_programs import (  # noqa: E402
+    assert_cleaned,
+    config,
+    needs_host_comm_path,
+    needs_wait_timeout,
+    stuck,
+    stuck_host,
+    windows,
+)
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
@@ -137,33 +146,48 @@ def test_four_ranks_exchange_through_windows() -> None:
 # -- a wait that is never satisfied -----------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_a_wait_past_the_timeout_fails_the_dispatch_naming_rank_signal_and_value() -> None:
+@pytest.mark.parametrize(
+    ("data_path", "sent", "seconds"),
+    [
+        pytest.param("shared_memory", 0, 3, marks=pytest.mark.slow, id="shared_memory"),
+        pytest.param("process_group", 2, 2, id="process_group"),
+    ],
+)
+def test_a_wait_past_the_timeout_fails_the_dispatch_naming_rank_signal_and_value(
+    data_path: str, sent: int, seconds: int
+) -> None:
     needs_wait_timeout()
+    if data_path == "process_group":
+        needs_host_comm_path()
     y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = stuck_host.compile(y, 0, 0, config=config(2))
+    compiled = stuck_host.compile(y, 0, sent, config=config(2, data_path=data_path))
     w = compiled.prepare()
     pids, segments = w.rank_pids, w.segment_names
-    w.timeout = 3.0  # the ranks are up; each dispatch hands its kernels this wait timeout
+    w.timeout = float(seconds)  # the ranks are up; each dispatch hands its kernels this wait timeout
     start = time.monotonic()
     try:
         with pytest.raises(DistributedRankError) as e:
-            w(y, 0, 0)
+            w(y, 0, sent)
     finally:
         w.close()
     assert time.monotonic() - start < 30
     assert e.value.rank == 1
     msg = str(e.value)
     assert "rank 1 failed in stuck_host() dispatch 1" in msg
-    assert "TWAIT: rank 1 timed out after 3 s waiting for its signal (element 1 of window buffer 0)" in msg
-    assert "to become >= 3; the value seen was 0" in msg
+    assert (
+        f"TWAIT: rank 1 timed out after {seconds} s waiting for its signal (element 1 of window buffer 0)"
+        in msg
+    )
+    # the value rank 0's notify set (on the process-group path, through rank 1's host process)
+    assert f"to become >= 3; the value seen was {sent}" in msg
     assert_cleaned(pids, segments)
 
 
 @pytest.mark.slow
-def test_a_rank_dying_while_another_waits_fails_the_dispatch_and_stops_every_rank() -> None:
+@pytest.mark.parametrize("data_path", ["shared_memory", "process_group"])
+def test_a_rank_dying_while_another_waits_fails_the_dispatch_and_stops_every_rank(data_path: str) -> None:
     y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = stuck_host.compile(y, -1, 0, config=config(2, timeout=60.0))
+    compiled = stuck_host.compile(y, -1, 0, config=config(2, data_path=data_path, timeout=60.0))
     w = compiled.prepare()
     pids, segments = w.rank_pids, w.segment_names
     killer = threading.Timer(2.0, os.kill, (pids[1], signal.SIGKILL))  # both ranks are waiting by then

@@ -5,27 +5,22 @@ request the rank's host process carries over gloo). ``DistributedConfig(data_pat
 
 One kernel uses every cross-rank operation (remote_store plain and atomic, notify + wait, the
 barrier, get, put, remote_load in an allreduce), so each (ranks, path) pair is one prepared
-worker. A wait that times out on the process-group path still names the rank, the signal and the
-value seen; a rank killed while the other waits fails the dispatch naming it, and no rank is
-left running.
+worker. The wait-timeout and dead-rank tests run on both paths in test_distributed_comm.py.
 """
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config, needs_host_comm_path, stuck_host, windows  # noqa: E402
+from _dist_programs import config, needs_host_comm_path, windows  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
 from pypto.ir import DistributedConfig  # noqa: E402
 from pypto.runtime import DistributedWorker  # noqa: E402
-from pypto.runtime.distributed import DistributedRankError  # noqa: E402
 from pypto.runtime.settings import SettingsError  # noqa: E402
 
 COLS = 32
@@ -162,26 +157,6 @@ def test_a_bad_data_path_is_refused_naming_the_argument() -> None:
         DistributedWorker(compiled, data_path="gloo")  # refused before any rank starts
 
 
-def test_a_wait_timeout_on_the_process_group_path_names_rank_signal_and_value() -> None:
-    needs_host_comm_path()
-    y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = stuck_host.compile(y, 0, 2, config=config(2, data_path="process_group"))
-    w = compiled.prepare()
-    w.timeout = 2.0
-    start = time.monotonic()
-    try:
-        with pytest.raises(DistributedRankError) as e:
-            w(y, 0, 2)
-    finally:
-        w.close()
-    assert time.monotonic() - start < 30
-    assert e.value.rank == 1
-    msg = str(e.value)
-    assert "TWAIT: rank 1 timed out after 2 s waiting for its signal (element 1 of window buffer 0)" in msg
-    # the value rank 0's notify set through rank 1's host process
-    assert "to become >= 3; the value seen was 2" in msg
-
-
 @pl.jit
 def _adds_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     h: pl.Tensor[[1, COLS], pl.FP16],
@@ -233,30 +208,6 @@ def test_fp16_and_int32_atomic_adds_through_the_process_group() -> None:
     torch.testing.assert_close(
         yi, i.sum(dim=0, keepdim=True, dtype=torch.int32).expand(n, 1, COLS), rtol=0, atol=0
     )
-
-
-@pytest.mark.slow
-def test_a_rank_dying_on_the_process_group_path_fails_the_dispatch_and_stops_every_rank() -> None:
-    import os
-    import signal
-    import threading
-
-    y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = stuck_host.compile(y, -1, 0, config=config(2, data_path="process_group", timeout=60.0))
-    w = compiled.prepare()
-    pids = w.rank_pids
-    killer = threading.Timer(2.0, os.kill, (pids[1], signal.SIGKILL))
-    killer.start()
-    start = time.monotonic()
-    try:
-        with pytest.raises(DistributedRankError, match=r"rank 1 died during stuck_host\(\) dispatch 1") as e:
-            w(y, -1, 0)
-    finally:
-        killer.cancel()
-        w.close()
-    assert e.value.rank == 1
-    assert time.monotonic() - start < 30  # not the 60 s wait timeout
-    assert_cleaned(pids, ())
 
 
 @pl.jit
