@@ -31,6 +31,17 @@ def _include_dir() -> Path | None:
     return None
 
 
+def _include_dir_or_skip() -> Path:
+    """simpler's headers (:func:`_include_dir`); skips, saying why, when they are not on disk."""
+    inc = _include_dir()
+    if inc is None:
+        pytest.skip(
+            "simpler-native headers (simpler/dtype.hpp, simpler/runtime/orchestration.hpp) not on disk: "
+            "cannot build or check generated C++"
+        )
+    return inc
+
+
 @pytest.fixture(scope="session")
 def cpp_toolchain() -> list[str]:
     """The compiler command and include flags for building generated kernels into a host
@@ -38,10 +49,8 @@ def cpp_toolchain() -> list[str]:
 
     Skips (saying why) when either is missing, like ``cpp_check``.
     """
-    inc = _include_dir()
+    inc = _include_dir_or_skip()
     pto = _pto_include()
-    if inc is None:
-        pytest.skip("simpler-native headers (simpler/dtype.hpp) not on disk: cannot build generated kernels")
     if pto is None:
         pytest.skip(
             "no PTO-ISA headers (simpler include_pto, or PTO_ISA_ROOT) and compiler: cannot build kernels"
@@ -78,13 +87,9 @@ def cpp_check() -> Callable[[Iterable[Path]], None]:
     headers are on disk.
     """
     cxx = shutil.which("g++") or shutil.which("clang++")
-    inc = _include_dir()
     if cxx is None:
         pytest.skip("no C++ compiler (g++/clang++) on PATH: cannot syntax-check generated C++")
-    if inc is None:
-        pytest.skip(
-            "simpler-native headers (simpler/dtype.hpp, simpler/runtime/orchestration.hpp) not on disk"
-        )
+    inc = _include_dir_or_skip()
     pto = _pto_include()
 
     def check(files: Iterable[Path]) -> None:

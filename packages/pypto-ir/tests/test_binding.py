@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pypto_ir_test_programs import scale
 
 import pypto.language as pl
 from pypto.ir.analysis.signature import function_signature, signature_of
@@ -20,13 +21,6 @@ class Duck:
     def __init__(self, *shape: int, dtype: str = "float32") -> None:
         self.shape = shape
         self.dtype = dtype
-
-
-@pl.jit
-def bscale(a: pl.Tensor, factor: pl.FP32, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        out[:] = pl.mul(a, factor)
-    return out
 
 
 @pl.jit
@@ -74,25 +68,25 @@ def test_numpy_call_keys_tell_type_shape_dtype_and_strides_apart() -> None:
 def test_a_repeat_call_is_bound_by_its_key_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     np = pytest.importorskip("numpy")
     a, out = np.zeros((16, 16), np.float32), np.zeros((16, 16), np.float32)
-    first, bound, key = bscale.bind_call((a, 2.0, out), {})
+    first, bound, key = scale.bind_call((a, 2.0, out), {})
     assert bound == (a, 2.0, out)
     assert key == binding.fast_key((a, 2.0, out))
     calls: list[Any] = []
-    real = bscale.call_key
+    real = scale.call_key
 
     def counting(args: Any) -> Any:
         calls.append(args)
         return real(args)
 
-    monkeypatch.setattr(bscale, "call_key", counting)
-    assert bscale.bind_call((np.ones_like(a), 2.0, np.ones_like(out)), {})[0] is first
-    assert bscale.specialize(a, 2.0, out) is first
+    monkeypatch.setattr(scale, "call_key", counting)
+    assert scale.bind_call((np.ones_like(a), 2.0, np.ones_like(out)), {})[0] is first
+    assert scale.specialize(a, 2.0, out) is first
     assert calls == []
-    assert bscale.specialize(a, 3.0, out) is not first  # a folded scalar's value is in the key
-    assert bscale.specialize(a, factor=2.0, out=out) is first  # keywords: bound in full
+    assert scale.specialize(a, 3.0, out) is not first  # a folded scalar's value is in the key
+    assert scale.specialize(a, factor=2.0, out=out) is first  # keywords: bound in full
     assert len(calls) == 2
-    s2 = bscale.specialize(a, np.array(2.0, np.float32), out)  # a 0-d array: folded by its value
-    assert bscale.specialize(a, np.array(5.0, np.float32), out) is not s2
+    s2 = scale.specialize(a, np.array(2.0, np.float32), out)  # a 0-d array: folded by its value
+    assert scale.specialize(a, np.array(5.0, np.float32), out) is not s2
 
 
 def test_bind_call_for_a_run_needs_every_runtime_value() -> None:
@@ -122,7 +116,7 @@ def test_declared_params_read_the_annotations() -> None:
 
 
 def test_one_signature_function_for_parsed_and_compiled_programs() -> None:
-    spec = bscale.specialize(Duck(16, 16), 2.0, Duck(16, 16))
+    spec = scale.specialize(Duck(16, 16), 2.0, Duck(16, 16))
     entry = spec.program.functions[spec.program.entry]
     assert spec.params == function_signature(entry, ssa_names=False) == signature_of(spec.program)
     assert [p.name for p in spec.params] == ["a", "factor", "out"]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_programs import returns_internal
 
 import pypto.language as pl
 from pypto.ir.compile import compile_to_files
@@ -120,6 +122,13 @@ def t(*shape: int) -> HostArray:
     return HostArray(shape)
 
 
+def _compile_16x16(fn: pl.JITFunction, out: Path, contract: str, platform: str = "a2a3sim", **kw: Any) -> Any:
+    """``fn`` specialised for two [16, 16] tensors, compiled into ``out`` under ``contract``."""
+    return compile_to_files(
+        fn.specialize(t(16, 16), t(16, 16)), out, contract=contract, platform=platform, **kw
+    )
+
+
 @pl.jit
 def good_kernel(a: pl.Tensor, o: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
@@ -134,23 +143,8 @@ def returns_input(a: pl.Tensor, o: pl.Out[pl.Tensor]):
     return a
 
 
-@pl.jit.incore
-def _cp(src: pl.Tensor, dst: pl.Out[pl.Tensor]):
-    pl.store(pl.load(src, [0, 0], [16, 16]), [0, 0], dst)
-    return dst
-
-
-@pl.jit
-def returns_internal(a: pl.Tensor, o: pl.Out[pl.Tensor]):
-    mid = pl.create_tensor([16, 16], dtype=pl.FP32)
-    mid = _cp(a, mid)
-    return mid
-
-
 def test_kernel_compile_records_the_contract(tmp_path: Path) -> None:
-    r = compile_to_files(
-        good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="KERNEL", platform="a2a3sim"
-    )
+    r = _compile_16x16(good_kernel, tmp_path, "KERNEL")
     meta = read_metadata(tmp_path, require=Contract.KERNEL)
     assert meta == r.metadata
     assert meta.capabilities == ("KERNEL",)
@@ -161,45 +155,26 @@ def test_kernel_compile_records_the_contract(tmp_path: Path) -> None:
 
 def test_kernel_compile_rejects_read_only_return(tmp_path: Path) -> None:
     with pytest.raises(ContractError, match="aliases read-only parameter 'a'"):
-        compile_to_files(
-            returns_input.specialize(t(16, 16), t(16, 16)), tmp_path, contract="KERNEL", platform="a2a3sim"
-        )
+        _compile_16x16(returns_input, tmp_path, "KERNEL")
     assert not any(tmp_path.iterdir())
 
 
 def test_kernel_compile_rejects_internal_return(tmp_path: Path) -> None:
     with pytest.raises(ContractError, match="does not alias a parameter"):
-        compile_to_files(
-            returns_internal.specialize(t(16, 16), t(16, 16)), tmp_path, contract="KERNEL", platform="a2a3sim"
-        )
+        _compile_16x16(returns_internal, tmp_path, "KERNEL")
     with pytest.raises(PyptoCompileError, match="not one of the function's tensor parameters"):
-        compile_to_files(
-            returns_internal.specialize(t(16, 16), t(16, 16)),
-            tmp_path,
-            contract="PROGRAM",
-            platform="a2a3sim",
-        )
+        _compile_16x16(returns_internal, tmp_path, "PROGRAM")
 
 
 def test_kernel_compile_rejects_unsupplied_output(tmp_path: Path) -> None:
     with pytest.raises(ContractError, match="'o' is Out but was not supplied"):
-        compile_to_files(
-            good_kernel.specialize(t(16, 16), t(16, 16)),
-            tmp_path,
-            contract="KERNEL",
-            platform="a2a3sim",
-            supplied=(True, False),
-        )
+        _compile_16x16(good_kernel, tmp_path, "KERNEL", supplied=(True, False))
 
 
 def test_compile_into_a_used_directory_is_refused(tmp_path: Path) -> None:
-    compile_to_files(
-        good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a5sim"
-    )
+    _compile_16x16(good_kernel, tmp_path, "PROGRAM", platform="a5sim")
     with pytest.raises(FileExistsError, match="fresh directory"):
-        compile_to_files(
-            good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a5sim"
-        )
+        _compile_16x16(good_kernel, tmp_path, "PROGRAM", platform="a5sim")
 
 
 def test_multi_entry_program_compiles_one_child(tmp_path: Path) -> None:
@@ -222,7 +197,5 @@ def test_a_failed_write_leaves_no_sources(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(compile_mod, "write_metadata", full_disk)
     with pytest.raises(OSError, match="No space left"):
-        compile_to_files(
-            good_kernel.specialize(t(16, 16), t(16, 16)), tmp_path, contract="PROGRAM", platform="a2a3sim"
-        )
+        _compile_16x16(good_kernel, tmp_path, "PROGRAM")
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pypto_ir_test_helpers import program
 
 import pypto.language as pl
 from pypto.ir.compile import compile_to_files
@@ -333,23 +334,18 @@ def test_control_flow_mistakes_are_reported_at_their_line(fn: Any, marker: str, 
 
 
 def test_break_inside_a_scope_cannot_leave_the_loop_around_it() -> None:
+    main = [
+        "for _i in pl.range(4):",
+        "    with pl.at(level=pl.Level.CORE_GROUP):",
+        "        t = pl.load(x, [0, 0], [16, 16])",
+        "        out = pl.store(t, [0, 0], out)",
+        "        break",
+        "return out",
+    ]
     with pytest.raises(KernelError) as info:
-
-        @pl.program
-        class BreakAcrossAScope:
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(
-                self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-            ) -> pl.Tensor[[16, 16], pl.FP32]:
-                for _i in pl.range(4):
-                    with pl.at(level=pl.Level.CORE_GROUP):
-                        t = pl.load(x, [0, 0], [16, 16])
-                        out = pl.store(t, [0, 0], out)
-                        break
-                return out
-
+        program("[16, 16]", "<break across a scope>", main=main, out="out")()
     assert "break inside a pl.at scope cannot leave the loop around the scope" in str(info.value)
-    assert f"{__file__}:" in str(info.value)
+    assert "<break across a scope>:" in str(info.value)
 
 
 def test_break_outside_a_loop_is_refused_at_its_line() -> None:
@@ -370,34 +366,32 @@ def test_hand_built_ir_with_break_outside_a_loop_is_refused() -> None:
         verify(Program("p", (bad,), bad.name))
 
 
-@pl.program
-class TypeChangesInWhile:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[16, 16], pl.FP32],
-        n: pl.Scalar[pl.INT64],
-        out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP):
-            k: pl.Scalar[pl.INT64] = 0
-            t = pl.load(x, [0, 0], [16, 16])
-            while k < n:
-                t = pl.cast(t, pl.FP16)
-                k = k + 1
-            out = pl.store(pl.cast(t, pl.FP32), [0, 0], out)
-        return out
+# t turns FP16 in a while loop that carries it
+TypeChangesInWhile = program(
+    "[16, 16]",
+    "<type changes in while>",
+    main=[
+        "with pl.at(level=pl.Level.CORE_GROUP):",
+        "    k: pl.Scalar[pl.INT64] = 0",
+        "    t = pl.load(x, [0, 0], [16, 16])",
+        "    while k < n:",
+        "        t = pl.cast(t, pl.FP16)",
+        "        k = k + 1",
+        "    out = pl.store(pl.cast(t, pl.FP32), [0, 0], out)",
+        "return out",
+    ],
+    ins=("x", "n: pl.Scalar[pl.INT64]"),
+    out="out",
+)
 
 
 def test_a_carried_name_whose_type_changes_in_a_while_is_reported_at_the_loop() -> None:
     with pytest.raises(KernelError) as info:
-        lower(TypeChangesInWhile)
+        lower(TypeChangesInWhile())
     msg = str(info.value)
     assert "'t' changes type inside the loop" in msg
-    source = Path(__file__).read_text().splitlines()
-    start = source.index("class TypeChangesInWhile:")
-    line = next(k for k in range(start, len(source)) if source[k].strip() == "while k < n:") + 1
-    assert f"{__file__}:{line}:" in msg
+    line = [text.strip() for text in TypeChangesInWhile.text.splitlines()].index("while k < n:") + 1
+    assert f"<type changes in while>:{line}:" in msg
 
 
 # ----------------------------------------------------------------------------- decorator attributes
@@ -477,31 +471,25 @@ def test_programs_with_while_break_continue_and_tuples_print_and_parse_back() ->
     assert structural_equal(pl.parse(text), KernelWhile)
 
 
-@pl.program
-class NamesOfOtherValues:
-    @pl.function(type=pl.FunctionType.InCore)
-    def both(
-        self,
-        x: pl.Tensor[[16, 16], pl.FP32],
-        a: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
-        b: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
-    ) -> tuple[pl.Tensor[[16, 16], pl.FP32], pl.Tensor[[16, 16], pl.FP32]]:
-        t = pl.load(x, [0, 0], [16, 16])
-        a = pl.store(t, [0, 0], a)
-        b = pl.store(t, [0, 0], b)
-        return a, b
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[16, 16], pl.FP32],
-        a: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
-        b: pl.InOut[pl.Tensor[[16, 16], pl.FP32]],
-    ) -> tuple[pl.Tensor[[16, 16], pl.FP32], pl.Tensor[[16, 16], pl.FP32]]:
-        for _i, (acc,) in pl.range(3, init_values=(a,)):
-            got_a, got_b = self.both(x, acc, b)  # names of the argument tensors
-            acc_next = pl.yield_(got_a)  # a name of the carried value
-        return acc_next, got_b
+# a kernel that writes both of its InOut tensors, called in a loop that carries one of them
+NamesOfOtherValues = program(
+    "[16, 16]",
+    kernel=[
+        "t = pl.load(x, [0, 0], [16, 16])",
+        "a = pl.store(t, [0, 0], a)",
+        "b = pl.store(t, [0, 0], b)",
+        "return a, b",
+    ],
+    main=[
+        "for _i, (acc,) in pl.range(3, init_values=(a,)):",
+        "    got_a, got_b = self.k(x, acc, b)  # names of the argument tensors",
+        "    acc_next = pl.yield_(got_a)  # a name of the carried value",
+        "return acc_next, got_b",
+    ],
+    ins=("x", "a: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]", "b: pl.InOut[pl.Tensor[[16, 16], pl.FP32]]"),
+    out=None,
+    returns="tuple[pl.Tensor[[16, 16], pl.FP32], pl.Tensor[[16, 16], pl.FP32]]",
+)()
 
 
 def test_names_bound_in_a_loop_to_other_values_get_no_starting_value() -> None:
@@ -512,21 +500,20 @@ def test_names_bound_in_a_loop_to_other_values_get_no_starting_value() -> None:
     assert [v.name for v in ret.values] == ["acc", "b"]  # type: ignore[union-attr]
 
 
-@pl.program
-class OpCallInWhileCondition:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[16, 16], pl.FP32],
-        cfg: pl.Tensor[[1, 4], pl.INT64],
-        out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP):
-            k: pl.Scalar[pl.INT64] = 0
-            while k < pl.read(cfg, [0, 0]):
-                k = k + 1
-            out = pl.store(pl.mul(pl.load(x, [0, 0], [16, 16]), k), [0, 0], out)
-        return out
+# a while loop whose condition reads a tensor element
+OpCallInWhileCondition = program(
+    "[16, 16]",
+    main=[
+        "with pl.at(level=pl.Level.CORE_GROUP):",
+        "    k: pl.Scalar[pl.INT64] = 0",
+        "    while k < pl.read(cfg, [0, 0]):",
+        "        k = k + 1",
+        "    out = pl.store(pl.mul(pl.load(x, [0, 0], [16, 16]), k), [0, 0], out)",
+        "return out",
+    ],
+    ins=("x", "cfg: pl.Tensor[[1, 4], pl.INT64]"),
+    out="out",
+)()
 
 
 def test_an_op_call_in_a_while_condition_is_tested_afresh_at_the_top_of_each_iteration() -> None:

@@ -4,11 +4,10 @@ simulated chip has no AIC-AIV pipe, so compiling one fails with an error that sa
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pypto_ir_test_helpers import rejected_at_line
+from pypto_ir_test_helpers import Rejections, function, program
 
 import pypto.language as pl
 from pypto.ir.compile import compile_to_files
@@ -47,22 +46,17 @@ def test_pipe_ops_build_typed_calls() -> None:
     assert "tile.tfree_to_aic" in {s.value.op for s in vector.body if isinstance(s, ExprStmt)}
 
 
-@pl.program
-class Pushing:
-    @pl.function(type=pl.FunctionType.InCore)
-    def kernel(
-        self, x: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]
-    ) -> pl.Tensor[[16, 32], pl.FP32]:
-        t = pl.load(x, [0, 0], [16, 32])
-        pl.tpush_to_aiv(t, split=0)
-        return pl.store(t, [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, x: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]
-    ) -> pl.Tensor[[16, 32], pl.FP32]:
-        out = self.kernel(x, out)
-        return out
+# a kernel that pushes a tile to the vector cores, called by an orchestration
+Pushing = program(
+    "[16, 32]",
+    kernel=[
+        "t = pl.load(x, [0, 0], [16, 32])",
+        "pl.tpush_to_aiv(t, split=0)",
+        "return pl.store(t, [0, 0], out)",
+    ],
+    main=["out = self.k(x, out)", "return out"],
+    out="out",
+)()
 
 
 def test_a_kernel_with_a_pipe_does_not_compile_and_says_why(tmp_path: Path) -> None:
@@ -70,64 +64,48 @@ def test_a_kernel_with_a_pipe_does_not_compile_and_says_why(tmp_path: Path) -> N
         compile_to_files(Pushing, tmp_path, contract="PROGRAM", platform="a2a3sim")
 
 
-def push_from_vector() -> object:
-    @pl.function(type=pl.FunctionType.AIV)
-    def f(x: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
-        t = pl.load(x, [0, 0], [16, 32])
-        pl.tpush_to_aiv(t, split=0)  # the cube's op
-        return x
-
-    return f.ir
+rejects = Rejections()
 
 
-def push_without_split() -> object:
-    @pl.function(type=pl.FunctionType.AIV)
-    def f(x: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
-        t = pl.load(x, [0, 0], [16, 32])
-        pl.tpush_to_aic(t)  # no split
-        return x
+LOAD = "t = pl.load(x, [0, 0], [16, 32])"
+# (case, kind of function f(x) -> x, its lines, the marker of the line rejected, the message)
+for _name, _kind, _lines, _marker, _message in [
+    (
+        "push_from_vector",
+        "AIV",
+        [LOAD, "pl.tpush_to_aiv(t, split=0)  # the cube's op"],
+        "# the cube's op",
+        "pl.tpush_to_aiv runs on a cube (AIC) core, but this is a vector",
+    ),
+    (
+        "push_without_split",
+        "AIV",
+        [LOAD, "pl.tpush_to_aic(t)  # no split"],
+        "# no split",
+        "missing a required argument: 'split'",
+    ),
+    (
+        "split_out_of_range",
+        "AIV",
+        [LOAD, "pl.tpush_to_aic(t, split=3)  # only 0..2 this way"],
+        "# only 0..2",
+        "pl.tpush_to_aic(split): expected an int 0 to 2",
+    ),
+    (
+        "untyped_pop",
+        "AIV",
+        ["t = pl.tpop_from_aic()  # no type", "pl.tfree_to_aic(t)"],
+        "# no type",
+        "the popped tile's type is not known",
+    ),
+    (
+        "push_from_orchestration",
+        "Orchestration",
+        ["pl.tfree_to_aiv(x)  # not in a kernel"],
+        "# not in a kernel",
+        "pl.tfree_to_aiv runs on a core",
+    ),
+]:
+    rejects.add(function(_kind, "[16, 32]", _lines, f"<{_name}>"), _marker, _message, _name)
 
-    return f.ir
-
-
-def split_out_of_range() -> object:
-    @pl.function(type=pl.FunctionType.AIV)
-    def f(x: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
-        t = pl.load(x, [0, 0], [16, 32])
-        pl.tpush_to_aic(t, split=3)  # only 0..2 this way
-        return x
-
-    return f.ir
-
-
-def untyped_pop() -> object:
-    @pl.function(type=pl.FunctionType.AIV)
-    def f(x: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
-        t = pl.tpop_from_aic()  # no type
-        pl.tfree_to_aic(t)
-        return x
-
-    return f.ir
-
-
-def push_from_orchestration() -> object:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def f(x: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
-        pl.tfree_to_aiv(x)  # not in a kernel
-        return x
-
-    return f.ir
-
-
-CASES = [
-    (push_from_vector, "# the cube's op", "pl.tpush_to_aiv runs on a cube (AIC) core, but this is a vector"),
-    (push_without_split, "# no split", "missing a required argument: 'split'"),
-    (split_out_of_range, "# only 0..2", "pl.tpush_to_aic(split): expected an int 0 to 2"),
-    (untyped_pop, "# no type", "the popped tile's type is not known"),
-    (push_from_orchestration, "# not in a kernel", "pl.tfree_to_aiv runs on a core"),
-]
-
-
-@pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
-    rejected_at_line(build, marker, message)
+test_rejected_at_the_line = rejects.test()

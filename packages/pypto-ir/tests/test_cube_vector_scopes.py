@@ -5,15 +5,13 @@ the lowered kernels are also checked for moves no platform performs (L1 to Vec).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, load_source
 
 from pypto.ir import Contract
 from pypto.ir.compile import compile_to_files
@@ -61,21 +59,6 @@ def scopes(draw: st.DrawFn) -> tuple[str, tuple[int, int, int], int]:
     return src, (m, k, n), n_weights
 
 
-def _load(src: str, where: Path) -> object:
-    path = where / "generated_scope.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(f"generated_scope_{id(path)}", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module.scope  # type: ignore[attr-defined]
-
-
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scopes())
 def test_mixed_cube_vector_scopes_compile_or_fail_located(
@@ -83,7 +66,8 @@ def test_mixed_cube_vector_scopes_compile_or_fail_located(
 ) -> None:
     src, (m, k, n), n_weights = case
     with tempfile.TemporaryDirectory() as d:
-        fn = _load(src, Path(d))
+        module = load_source(src, Path(d))
+        fn = module.scope
         args = [HostArray((m, k)), *(HostArray((k, n)) for _ in range(n_weights)), HostArray((m, n))]
         error: KernelError | None = None
         try:
@@ -97,7 +81,7 @@ def test_mixed_cube_vector_scopes_compile_or_fail_located(
             error = exc
     if error is not None:
         assert error.span is not None, f"unlocated error for\n{src}\n{error}"
-        assert "generated_scope.py:" in str(error), str(error)
+        assert f"{module.__file__}:" in str(error), str(error)
         return
     for f in result.program.funcs:
         for s in walk_stmts(f.body):
@@ -124,7 +108,7 @@ def test_swiglu_in_one_scope_compiles_past_one_tile() -> None:
             return out
         """
     with tempfile.TemporaryDirectory() as d:
-        fn = _load(textwrap.dedent(src), Path(d))
+        fn = load_source(textwrap.dedent(src), Path(d)).scope
         args = [HostArray((64, 256)), HostArray((256, 256)), HostArray((256, 256)), HostArray((64, 256))]
         result = compile_to_files(
             fn.specialize(*args),  # type: ignore[attr-defined]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pypto_ir_test_programs import scale
 
 import pypto.language as pl
 from pypto.ir import execution
@@ -31,13 +32,6 @@ class NumpyLike:
     def __init__(self, *shape: int) -> None:
         self.shape = shape
         self.dtype = NumpyLikeDtype()
-
-
-@pl.jit
-def scale(a: pl.Tensor, factor: pl.FP32, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        out[:] = pl.mul(a, factor)
-    return out
 
 
 def test_dtype_names_map_without_importing_torch_or_numpy() -> None:

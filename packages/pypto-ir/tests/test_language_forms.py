@@ -8,6 +8,7 @@ windows, sub-tiles); a plain ``pl.at`` block in an InCore function; ``pl.InOut``
 from __future__ import annotations
 
 import pytest
+from pypto_ir_test_helpers import program
 
 import pypto.language as pl
 from pypto.ir import KernelError
@@ -24,16 +25,15 @@ def _loop_and_scope(prog):
 
 
 def test_for_over_spmd_is_a_block_loop_around_one_kernel_scope() -> None:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, x: pl.Tensor[[48, 8], pl.FP32], y: pl.Out[pl.Tensor[[48, 8], pl.FP32]]
-        ) -> pl.Tensor[[48, 8], pl.FP32]:
-            for blk in pl.spmd(3, name_hint="rows", optimizations=[pl.split(pl.SplitMode.NONE)]):
-                t = pl.load(x, [blk * 16, 0], [16, 8])
-                y = pl.store(pl.exp(t), [blk * 16, 0], y)
-            return y
+    P = program(
+        "[48, 8]",
+        main=[
+            'for blk in pl.spmd(3, name_hint="rows", optimizations=[pl.split(pl.SplitMode.NONE)]):',
+            "    t = pl.load(x, [blk * 16, 0], [16, 8])",
+            "    y = pl.store(pl.exp(t), [blk * 16, 0], y)",
+            "return y",
+        ],
+    )()
 
     loop, scope = _loop_and_scope(P)
     assert loop.var.name == "blk"
@@ -43,18 +43,17 @@ def test_for_over_spmd_is_a_block_loop_around_one_kernel_scope() -> None:
 
 
 def test_with_spmd_inline_body_reads_block_index_and_count() -> None:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, x: pl.Tensor[[32, 8], pl.FP32], y: pl.Out[pl.Tensor[[32, 8], pl.FP32]]
-        ) -> pl.Tensor[[32, 8], pl.FP32]:
-            with pl.spmd(core_num=2):
-                b = pl.tile.get_block_idx()
-                n = pl.tile.get_block_num()
-                t = pl.load(x, [b * 16, 0], [16, 8])
-                y = pl.store(pl.mul(t, n), [b * 16, 0], y)
-            return y
+    P = program(
+        "[32, 8]",
+        main=[
+            "with pl.spmd(core_num=2):",
+            "    b = pl.tile.get_block_idx()",
+            "    n = pl.tile.get_block_num()",
+            "    t = pl.load(x, [b * 16, 0], [16, 8])",
+            "    y = pl.store(pl.mul(t, n), [b * 16, 0], y)",
+            "return y",
+        ],
+    )()
 
     loop, _ = _loop_and_scope(P)
     assert loop.stop.value == 2
@@ -65,18 +64,14 @@ def test_with_spmd_inline_body_reads_block_index_and_count() -> None:
 
 
 def test_block_index_is_local_to_the_spmd_loop() -> None:
+    main = [
+        "for blk in pl.spmd(2):",
+        "    y = pl.store(pl.load(x, [blk * 16, 0], [16, 8]), [blk * 16, 0], y)",
+        "z = pl.tensor.read(x, [blk, 0])",
+        "return y",
+    ]
     with pytest.raises(KernelError, match="unknown name 'blk'"):
-
-        @pl.program
-        class P:
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(
-                self, x: pl.Tensor[[32, 8], pl.FP32], y: pl.Out[pl.Tensor[[32, 8], pl.FP32]]
-            ) -> pl.Tensor[[32, 8], pl.FP32]:
-                for blk in pl.spmd(2):
-                    y = pl.store(pl.load(x, [blk * 16, 0], [16, 8]), [blk * 16, 0], y)
-                z = pl.tensor.read(x, [blk, 0])  # noqa: F841
-                return y
+        program("[32, 8]", main=main)()
 
 
 @pl.function(type=pl.FunctionType.InCore)
@@ -88,31 +83,15 @@ def _double(
 
 
 def test_scope_options_of_an_spmd_body_that_calls_kernels_are_checked() -> None:
+    main = ['for _ in pl.spmd(2, name_hint="a b"):', "    y = _double(x, y)", "return y"]
     with pytest.raises(KernelError, match=r"pl\.spmd: name_hint must be an identifier string, got 'a b'"):
-
-        @pl.program
-        class P:
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(
-                self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
-            ) -> pl.Tensor[[16, 8], pl.FP32]:
-                for _ in pl.spmd(2, name_hint="a b"):
-                    y = _double(x, y)
-                return y
+        program("[16, 8]", main=main, _double=_double)()
 
 
 def test_spmd_for_target_must_be_one_name() -> None:
+    main = ["for a, b in pl.spmd(2):", "    y = pl.store(pl.load(x, [a, b], [16, 8]), [0, 0], y)", "return y"]
     with pytest.raises(KernelError, match=r"the block index must be a single name"):
-
-        @pl.program
-        class P:
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(
-                self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
-            ) -> pl.Tensor[[16, 8], pl.FP32]:
-                for a, b in pl.spmd(2):
-                    y = pl.store(pl.load(x, [a, b], [16, 8]), [0, 0], y)
-                return y
+        program("[16, 8]", main=main)()
 
 
 def test_program_without_orchestration_is_a_library_entered_at_its_first_function(tmp_path) -> None:
@@ -143,23 +122,21 @@ def test_program_without_orchestration_is_a_library_entered_at_its_first_functio
 def test_subscripts_become_reads_writes_and_sub_tiles() -> None:
     from pypto.ir.nodes import Assign, Call, ExprStmt
 
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self,
-            a: pl.Tensor[[32, 16], pl.FP32],
-            cfg: pl.InOut[pl.Tensor[[4], pl.INT64]],
-            out: pl.Out[pl.Tensor[[32, 16], pl.FP32]],
-        ) -> pl.Tensor[[32, 16], pl.FP32]:
-            r = cfg[1]
-            cfg[2] = r
-            with pl.at(level=pl.Level.CORE_GROUP):
-                t = pl.load(a, [0, 0], [32, 16])
-                row = t[r]
-                e = t[0, 1]
-                out = pl.store(pl.add(row, e), [0, 0], out)
-            return out
+    P = program(
+        "[32, 16]",
+        main=[
+            "r = cfg[1]",
+            "cfg[2] = r",
+            "with pl.at(level=pl.Level.CORE_GROUP):",
+            "    t = pl.load(a, [0, 0], [32, 16])",
+            "    row = t[r]",
+            "    e = t[0, 1]",
+            "    out = pl.store(pl.add(row, e), [0, 0], out)",
+            "return out",
+        ],
+        ins=("a", "cfg: pl.InOut[pl.Tensor[[4], pl.INT64]]"),
+        out="out",
+    )()
 
     main = P.functions["main"]
     r = main.body[0]
@@ -233,17 +210,8 @@ def test_inout_of_a_window_view_is_the_window_view() -> None:
 
 
 def _early_resolve_program(flag: object):
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
-        ) -> pl.Tensor[[16, 8], pl.FP32]:
-            for _ in pl.spmd(2, allow_early_resolve=flag):
-                y = _double(x, y)
-            return y
-
-    return P
+    main = ["for _ in pl.spmd(2, allow_early_resolve=flag):", "    y = _double(x, y)", "return y"]
+    return program("[16, 8]", main=main, _double=_double, flag=flag)()
 
 
 def test_allow_early_resolve_is_a_checked_bool_hint() -> None:
@@ -254,20 +222,11 @@ def test_allow_early_resolve_is_a_checked_bool_hint() -> None:
 
 
 def test_submit_takes_allow_early_resolve() -> None:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(
-            self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
-        ) -> pl.Tensor[[16, 8], pl.FP32]:
-            return pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
-        ) -> pl.Tensor[[16, 8], pl.FP32]:
-            y, _tid = pl.submit(self.k, x, y, allow_early_resolve=True)
-            return y
+    P = program(
+        "[16, 8]",
+        kernel=["return pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)"],
+        main=["y, _tid = pl.submit(self.k, x, y, allow_early_resolve=True)", "return y"],
+    )()
 
     assert "k" in P.functions
 
@@ -287,23 +246,21 @@ def test_a_named_list_must_hold_ints() -> None:
         _ = _float_offsets.ir
 
 
-_SKIP = 1
-
-
-@pl.program
-class _StaticSkip:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
-    ) -> pl.Tensor[[16, 8], pl.FP32]:
-        tids = pl.array.create(3, pl.TASK_ID)
-        for i in pl.range(3):
-            with pl.at(level=pl.Level.CORE_GROUP) as t:
-                y = pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)
-            tids[i] = t
-        with pl.at(level=pl.Level.CORE_GROUP, deps=[tids[k] for k in range(3) if k != _SKIP]):
-            y = pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)
-        return y
+# three tasks, then one after all but task _SKIP (deps from a comprehension with a condition)
+_StaticSkip = program(
+    "[16, 8]",
+    main=[
+        "tids = pl.array.create(3, pl.TASK_ID)",
+        "for i in pl.range(3):",
+        "    with pl.at(level=pl.Level.CORE_GROUP) as t:",
+        "        y = pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)",
+        "    tids[i] = t",
+        "with pl.at(level=pl.Level.CORE_GROUP, deps=[tids[k] for k in range(3) if k != _SKIP]):",
+        "    y = pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)",
+        "return y",
+    ],
+    _SKIP=1,
+)()
 
 
 def test_deps_comprehension_is_unrolled_when_compiling() -> None:
@@ -311,21 +268,15 @@ def test_deps_comprehension_is_unrolled_when_compiling() -> None:
     last = [s for s in main.body if isinstance(s, Scope)][-1]
     assert len(last.deps) == 2  # k = 0 and k = 2; k = _SKIP is left out
     assert [d.args[1].value for d in last.deps] == [0, 2]
+    lines = [
+        "tids = pl.array.create(3, pl.TASK_ID)",
+        "j = pl.tensor.read(cfg, [0])",
+        "with pl.at(level=pl.Level.CORE_GROUP, deps=[tids[k] for k in range(3) if k != j]):",
+        "    y = pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)",
+        "return y",
+    ]
+    unknown = program("[16, 8]", main=lines, ins=("x", "cfg: pl.Tensor[[1], pl.INT64]"))
     with pytest.raises(
         KernelError, match=r"pl\.at: a deps comprehension's condition must be known when compiling"
     ):
-
-        @pl.program
-        class P:
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(
-                self,
-                x: pl.Tensor[[16, 8], pl.FP32],
-                cfg: pl.Tensor[[1], pl.INT64],
-                y: pl.Out[pl.Tensor[[16, 8], pl.FP32]],
-            ) -> pl.Tensor[[16, 8], pl.FP32]:
-                tids = pl.array.create(3, pl.TASK_ID)
-                j = pl.tensor.read(cfg, [0])
-                with pl.at(level=pl.Level.CORE_GROUP, deps=[tids[k] for k in range(3) if k != j]):
-                    y = pl.store(pl.load(x, [0, 0], [16, 8]), [0, 0], y)
-                return y
+        unknown()

@@ -6,32 +6,37 @@ from __future__ import annotations
 import re
 
 import pytest
+from pypto_ir_test_helpers import program
 
-import pypto.language as pl
 from pypto.ir.codegen import generate_kernel
 from pypto.ir.errors import PyptoCompileError
 from pypto.ir.pipeline import lower
 
 
-@pl.program
-class KKt:
-    @pl.function(type=pl.FunctionType.InCore)
-    def kk(
-        self, k: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]
-    ) -> pl.Tensor[[32, 32], pl.FP32]:
-        k_l1 = pl.load(k, [0, 0], [32, 64], target_memory=pl.MemorySpace.Mat)
-        kt = pl.tile.transpose_view(k_l1)
-        back = pl.tile.transpose_view(kt)
-        a = pl.move(back, target_memory=pl.MemorySpace.Left)
-        b = pl.move(kt, target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(a, b), [0, 0], out)
+def _matmul_of_views(k: str, tile: str, views: list[str], left: str, right: str) -> object:
+    """A kernel that loads all of ``k`` (``"[32, 64], pl.FP32"``: its shape and dtype) into
+    the Mat tile ``tile``, runs ``views`` and stores the matmul of ``left`` and ``right``
+    moved to Left and Right; called by an orchestration."""
+    shape = k.rsplit(", ", 1)[0]
+    kernel = [
+        f"{tile} = pl.load(k, [0, 0], {shape}, target_memory=pl.MemorySpace.Mat)",
+        *views,
+        f"a = pl.move({left}, target_memory=pl.MemorySpace.Left)",
+        f"b = pl.move({right}, target_memory=pl.MemorySpace.Right)",
+        "return pl.store(pl.matmul(a, b), [0, 0], out)",
+    ]
+    main = ["out = self.k(k, out)", "return out"]
+    return program("[32, 32]", kernel=kernel, main=main, ins=(f"k: pl.Tensor[{k}]",), out="out")()
 
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, k: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]
-    ) -> pl.Tensor[[32, 32], pl.FP32]:
-        out = self.kk(k, out)
-        return out
+
+# k's NZ Mat tile, its transpose view and the view of that
+KKt = _matmul_of_views(
+    "[32, 64], pl.FP32",
+    "k_l1",
+    ["kt = pl.tile.transpose_view(k_l1)", "back = pl.tile.transpose_view(kt)"],
+    "back",
+    "kt",
+)
 
 
 def _kernel_text(prog: object, name: str) -> str:
@@ -47,7 +52,7 @@ def _decl(text: str, name: str) -> tuple[str, str]:
 
 
 def test_the_transpose_of_an_nz_mat_tile_is_a_zn_tile_over_its_bytes() -> None:
-    text = _kernel_text(KKt, "kk")
+    text = _kernel_text(KKt, "k")
     assert "TTRANS" not in text
     nz, at = _decl(text, "k_l1")
     zn, zn_at = _decl(text, "kt")
@@ -66,29 +71,14 @@ def test_the_transpose_of_an_nz_mat_tile_is_a_zn_tile_over_its_bytes() -> None:
     assert "TMOV(b, kt);" in body
 
 
-@pl.program
-class Flip:
-    @pl.function(type=pl.FunctionType.InCore)
-    def flip(
-        self, k: pl.Tensor[[32, 32], pl.FP16], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]
-    ) -> pl.Tensor[[32, 32], pl.FP32]:
-        t = pl.load(k, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat)
-        for _ in pl.range(3):
-            t = pl.tile.transpose_view(t)
-        a = pl.move(t, target_memory=pl.MemorySpace.Left)
-        b = pl.move(t, target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(a, b), [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, k: pl.Tensor[[32, 32], pl.FP16], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]
-    ) -> pl.Tensor[[32, 32], pl.FP32]:
-        out = self.flip(k, out)
-        return out
+# one holder t that receives both a tile and its transpose view (in the loop)
+Flip = _matmul_of_views(
+    "[32, 32], pl.FP16", "t", ["for _ in pl.range(3):", "    t = pl.tile.transpose_view(t)"], "t", "t"
+)
 
 
 def test_a_holder_receiving_a_tile_and_its_transpose_view_is_refused() -> None:
     with pytest.raises(
         PyptoCompileError, match=r"receives both a tile and a pl\.tile\.transpose_view of one"
     ):
-        _kernel_text(Flip, "flip")
+        _kernel_text(Flip, "k")

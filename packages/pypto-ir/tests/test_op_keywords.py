@@ -7,11 +7,10 @@ tests/test_bitwise_compare_ops.py."""
 
 from __future__ import annotations
 
-import linecache
 import math
 
 import pytest
-from pypto_ir_test_helpers import HostArray, tile_op_on_itself
+from pypto_ir_test_helpers import HostArray, scope_kernel, tile_op_on_itself
 
 import pypto.language as pl
 from pypto.ir.dtypes import DataType
@@ -31,14 +30,6 @@ def _calls(fn: pl.JITFunction, *args: object) -> dict[str, Call]:
             if isinstance(s, Assign) and isinstance(s.value, Call):
                 out[s.var.name] = s.value
     return out
-
-
-def _define(src: str, name: str, fn: str) -> pl.JITFunction:
-    """The kernel ``fn`` defined by ``src`` (its text registered so the parser can read it)."""
-    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
-    scope: dict[str, object] = {"pl": pl, "math": math}
-    exec(compile(src, name, "exec"), scope)
-    return scope[fn]  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------------------- high_precision
@@ -236,15 +227,11 @@ def test_a_window_records_its_constant_valid_shape_and_pad_value() -> None:
 
 
 def _slice_kernel(kw: str) -> pl.JITFunction:
-    src = f"""
-@pl.jit
-def sliced(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 32])
-        pl.store(pl.slice(t, [8, 16], [0, 0], {kw}), [0, 0], out)
-    return out
-"""
-    return _define(src, f"<slice {kw}>", "sliced")
+    return scope_kernel(
+        ["t = pl.load(a, [0, 0], [16, 32])", f"pl.store(pl.slice(t, [8, 16], [0, 0], {kw}), [0, 0], out)"],
+        f"<slice {kw}>",
+        math=math,
+    )
 
 
 @pytest.mark.parametrize(
@@ -335,18 +322,12 @@ def test_a_tile_comparison_is_a_packed_uint8_mask_with_its_mode() -> None:
 
 
 def _mask_kernel(line: str) -> pl.JITFunction:
-    src = f"""
-@pl.jit
-def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [16, 32])
-        y = pl.load(a, [0, 0], [16, 64])
-        half = pl.load(a, [0, 0], [8, 32])
-        {line}
-        pl.store(x, [0, 0], out)
-    return out
-"""
-    return _define(src, f"<mask {line}>", "k")
+    loads = [
+        "x = pl.load(a, [0, 0], [16, 32])",
+        "y = pl.load(a, [0, 0], [16, 64])",
+        "half = pl.load(a, [0, 0], [8, 32])",
+    ]
+    return scope_kernel([*loads, line, "pl.store(x, [0, 0], out)"], f"<mask {line}>")
 
 
 @pytest.mark.parametrize(

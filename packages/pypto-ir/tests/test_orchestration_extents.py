@@ -5,6 +5,7 @@ scalar pl.min/pl.max, pl.tile.transpose_view's type rule."""
 from __future__ import annotations
 
 import pytest
+from pypto_ir_test_helpers import program
 
 import pypto.language as pl
 from pypto.ir import KernelError
@@ -25,20 +26,19 @@ def _two_out(
 
 
 def test_runtime_extents_are_named_dynamic_dims_and_unpacking_names_the_written_tensors() -> None:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self,
-            x: pl.Tensor[[64, 16], pl.FP32],
-            cfg: pl.Tensor[[1], pl.INT64],
-            out: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
-        ) -> pl.Tensor[[16, 16], pl.FP32]:
-            n = pl.tensor.read(cfg, [0])
-            xi = pl.slice(x, [16, n], [pl.max(n - 16, 0), 0])
-            tmp = pl.create_tensor([16, n], dtype=pl.FP32)
-            _first, second = _two_out(xi, tmp, out)
-            return second
+    P = program(
+        "[16, 16]",
+        main=[
+            "n = pl.tensor.read(cfg, [0])",
+            "xi = pl.slice(x, [16, n], [pl.max(n - 16, 0), 0])",
+            "tmp = pl.create_tensor([16, n], dtype=pl.FP32)",
+            "_first, second = _two_out(xi, tmp, out)",
+            "return second",
+        ],
+        ins=("x: pl.Tensor[[64, 16], pl.FP32]", "cfg: pl.Tensor[[1], pl.INT64]"),
+        out="out",
+        _two_out=_two_out,
+    )()
 
     main = P.functions["main"]
     assigns = {s.var.name: s for s in main.body if isinstance(s, Assign)}
@@ -54,27 +54,21 @@ def test_runtime_extents_are_named_dynamic_dims_and_unpacking_names_the_written_
 
 
 def test_runtime_extents_are_refused_in_a_kernel() -> None:
+    main = [
+        "n = pl.tensor.read(cfg, [0])",
+        "with pl.at(level=pl.Level.CORE_GROUP):",
+        "    pl.create_tensor([16, n], dtype=pl.FP32)",
+        "return x",
+    ]
+    bad = program("[16, 16]", main=main, ins=("x", "cfg: pl.Tensor[[1], pl.INT64]"), out=None)
     with pytest.raises(KernelError, match="entries must be integer constants in a kernel"):
-
-        @pl.program
-        class Bad:
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(self, x: pl.Tensor[[16, 16], pl.FP32], cfg: pl.Tensor[[1], pl.INT64]):
-                n = pl.tensor.read(cfg, [0])
-                with pl.at(level=pl.Level.CORE_GROUP):
-                    pl.create_tensor([16, n], dtype=pl.FP32)
-                return x
+        bad()
 
 
 def test_unpacking_something_other_than_a_kernel_call_is_refused() -> None:
+    bad = program("[16, 16]", main=["_a, _b = pl.tensor.dim(x, 0)", "return x"], out=None)
     with pytest.raises(KernelError, match="only the results of a kernel call can be unpacked"):
-
-        @pl.program
-        class Bad:
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(self, x: pl.Tensor[[16, 16], pl.FP32]):
-                _a, _b = pl.tensor.dim(x, 0)
-                return x
+        bad()
 
 
 def test_transpose_view_swaps_the_shape_and_refuses_other_spaces() -> None:
@@ -97,21 +91,19 @@ def test_slice_valid_shape_of_a_rank_1_window_and_tensor_view_annotations() -> N
     ) -> pl.Tensor[[1, 16], pl.FP32]:
         return pl.store(pl.load(x, [0, 0], [1, 16]), [0, 0], y)
 
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self,
-            x: pl.Tensor[[32, 16], pl.FP32],
-            table: pl.Tensor[[8], pl.INT32],
-            y: pl.Out[pl.Tensor[[1, 16], pl.FP32]],
-        ) -> pl.Tensor[[1, 16], pl.FP32]:
-            n = pl.tensor.read(table, [0])
-            part = pl.slice(table, [4], [n])  # a rank-1 window: one offset
-            pl.static_print(part)
-            xi = pl.slice(x, [16, 16], [0, 0], valid_shape=[16, n])
-            y = first_row(xi, y)
-            return y
+    P = program(
+        "[1, 16]",
+        main=[
+            "n = pl.tensor.read(table, [0])",
+            "part = pl.slice(table, [4], [n])  # a rank-1 window: one offset",
+            "pl.static_print(part)",
+            "xi = pl.slice(x, [16, 16], [0, 0], valid_shape=[16, n])",
+            "y = first_row(xi, y)",
+            "return y",
+        ],
+        ins=("x: pl.Tensor[[32, 16], pl.FP32]", "table: pl.Tensor[[8], pl.INT32]"),
+        first_row=first_row,
+    )()
 
     body = P.functions["main"].body
     views = {
@@ -148,23 +140,20 @@ def test_an_annotated_branch_yield_binds_the_name(tmp_path) -> None:
     from pypto.ir import compile as ir_compile
     from pypto.ir.nodes import If
 
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def pick(
-            self,
-            x: pl.Tensor[[16, 16], pl.FP32],
-            flag: pl.Scalar[pl.INDEX],
-            y: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
-        ) -> pl.Tensor[[16, 16], pl.FP32]:
-            if flag == 0:
-                n: pl.Scalar[pl.INDEX] = pl.yield_(4)
-            else:
-                n: pl.Scalar[pl.INDEX] = pl.yield_(16)
-            t = pl.load(x, [0, 0], [16, 16], valid_shape=[16, n])
-            return pl.store(t, [0, 0], y)
+    P = program(
+        "[16, 16]",
+        kernel=[
+            "if flag == 0:",
+            "    n: pl.Scalar[pl.INDEX] = pl.yield_(4)",
+            "else:",
+            "    n: pl.Scalar[pl.INDEX] = pl.yield_(16)",
+            "t = pl.load(x, [0, 0], [16, 16], valid_shape=[16, n])",
+            "return pl.store(t, [0, 0], y)",
+        ],
+        ins=("x", "flag: pl.Scalar[pl.INDEX]"),
+    )()
 
-    assert any(isinstance(s, If) for s in P.functions["pick"].body)
+    assert any(isinstance(s, If) for s in P.functions["k"].body)
     ir_compile(P, tmp_path / "out")  # the whole pipeline accepts it
 
 
@@ -178,17 +167,8 @@ def _blocked(
 
 
 def _spmd_program(core_num: object):
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, x: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-        ) -> pl.Tensor[[16, 16], pl.FP32]:
-            with pl.spmd(core_num=core_num):
-                y = _blocked(x, y)
-            return y
-
-    return P
+    main = ["with pl.spmd(core_num=core_num):", "    y = _blocked(x, y)", "return y"]
+    return program("[16, 16]", main=main, _blocked=_blocked, core_num=core_num)()
 
 
 def test_spmd_is_a_loop_passing_each_block_its_index_and_count() -> None:
@@ -211,11 +191,6 @@ def test_spmd_core_num_must_be_a_positive_int(bad: object) -> None:
 
 
 def test_block_queries_belong_in_kernels() -> None:
+    bad = program("[16, 16]", main=["pl.static_print(pl.tile.get_block_idx())", "return x"], out=None)
     with pytest.raises(KernelError, match=r"get_block_idx\(\) is read in a kernel launched by pl\.spmd"):
-
-        @pl.program
-        class P:
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(self, x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
-                pl.static_print(pl.tile.get_block_idx())
-                return x
+        bad()

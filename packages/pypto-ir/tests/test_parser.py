@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, program, scope_kernel
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
@@ -22,93 +22,20 @@ def t(*shape: int) -> HostArray:
 
 # ----------------------------------------------------------------------------- kernels with mistakes
 
-
-@pl.jit
-def wrong_arity(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [16, 16])
-        pl.store(pl.add(x), [0, 0], c)
-    return c
+# Each mistake is a kernel k(a, out) whose CORE_GROUP scope runs the lines given (scope_kernel),
+# mostly a load and a store of a [16, 16] tile x; one is a Python kernel (no scope at all).
+LOAD = "x = pl.load(a, [0, 0], [16, 16])"
+LOAD_MAT = "x = pl.load(a, [0, 0], [16, 16], target_memory=pl.MemorySpace.Mat)"
 
 
-@pl.jit
-def shape_mismatch(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [16, 16])
-        y = pl.load(a, [0, 0], [16, 8])
-        pl.store(pl.add(x, y), [0, 0], c)
-    return c
-
-
-@pl.jit
-def wrong_space(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [16, 16], target_memory=pl.MemorySpace.Mat)
-        pl.store(pl.exp(x), [0, 0], c)
-    return c
-
-
-@pl.jit
-def unsupported_try(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        try:
-            pass
-        finally:
-            pass
-    return c
-
-
-@pl.jit
-def unknown_name(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [16, 16])
-        pl.store(pl.add(x, missing_tile), [0, 0], c)  # noqa: F821
-    return c
+def _stores(value: str, load: str = LOAD) -> list[str]:
+    return [load, f"pl.store({value}, [0, 0], out)"]
 
 
 @pl.jit
 def tile_op_outside_scope(a: pl.Tensor, c: pl.Out[pl.Tensor]):
     x = pl.load(a, [0, 0], [16, 16])
     pl.store(x, [0, 0], c)
-    return c
-
-
-@pl.jit
-def window_out_of_bounds(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [8, 0], [16, 16])
-        pl.store(x, [0, 0], c)
-    return c
-
-
-@pl.jit
-def write_shape_mismatch(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        c[0:8, :] = pl.add(a, a)
-    return c
-
-
-@pl.jit
-def bad_keyword(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [16, 16], memory=pl.MemorySpace.Vec)
-        pl.store(x, [0, 0], c)
-    return c
-
-
-@pl.jit
-def bad_annotation(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x: pl.Tile[[16, 8], pl.FP32] = pl.load(a, [0, 0], [16, 16])
-        pl.store(x, [0, 0], c)
-    return c
-
-
-@pl.jit
-def matmul_wrong_space(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [16, 16], target_memory=pl.MemorySpace.Mat)
-        pl.store(pl.matmul(x, x), [0, 0], c)
     return c
 
 
@@ -121,43 +48,95 @@ def _line_of(fn: Any, needle: str) -> tuple[int, int]:
 
 
 ERRORS = [
-    (wrong_arity, "pl.add(x)", "pl.add(lhs, rhs)", "missing a required argument"),
-    (shape_mismatch, "pl.add(x, y)", "operand shapes differ: [16, 16] vs [16, 8]", "row_expand"),
-    (wrong_space, "pl.exp(x)", "must be in Vec memory, got a tile in Mat", "pl.move("),
-    (unsupported_try, "try:", "unsupported Python construct in a kernel: try statements", "while loops"),
-    (unknown_name, "missing_tile", "unknown name 'missing_tile'", "module-level constant"),
-    (tile_op_outside_scope, "pl.load(a", "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`", "incore"),
-    (
-        window_out_of_bounds,
+    pytest.param(
+        _stores("pl.add(x)"), "pl.add(x)", "pl.add(lhs, rhs)", "missing a required argument", id="wrong_arity"
+    ),
+    pytest.param(
+        [LOAD, "y = pl.load(a, [0, 0], [16, 8])", "pl.store(pl.add(x, y), [0, 0], out)"],
+        "pl.add(x, y)",
+        "operand shapes differ: [16, 16] vs [16, 8]",
+        "row_expand",
+        id="shape_mismatch",
+    ),
+    pytest.param(
+        _stores("pl.exp(x)", LOAD_MAT),
+        "pl.exp(x)",
+        "must be in Vec memory, got a tile in Mat",
+        "pl.move(",
+        id="wrong_space",
+    ),
+    pytest.param(
+        ["try:", "    pass", "finally:", "    pass"],
+        "try:",
+        "unsupported Python construct in a kernel: try statements",
+        "while loops",
+        id="unsupported_try",
+    ),
+    pytest.param(
+        _stores("pl.add(x, missing_tile)"),
+        "missing_tile",
+        "unknown name 'missing_tile'",
+        "module-level constant",
+        id="unknown_name",
+    ),
+    pytest.param(
+        tile_op_outside_scope,
+        "pl.load(a",
+        "put it inside `with pl.at(level=pl.Level.CORE_GROUP):`",
+        "incore",
+        id="tile_op_outside_scope",
+    ),
+    pytest.param(
+        _stores("x", "x = pl.load(a, [8, 0], [16, 16])"),
         "pl.load(a",
         "the window [8, 24) on axis 0 exceeds the tensor extent 16",
         "window",
+        id="window_out_of_bounds",
     ),
-    (
-        write_shape_mismatch,
-        "c[0:8, :]",
-        "shape mismatch: the window of 'c' is [8, 16] but the value is [16, 16]",
+    pytest.param(
+        ["out[0:8, :] = pl.add(a, a)"],
+        "out[0:8, :]",
+        "shape mismatch: the window of 'out' is [8, 16] but the value is [16, 16]",
         "",
+        id="write_shape_mismatch",
     ),
-    (bad_keyword, "pl.load(a", "unexpected keyword argument 'memory'", "target_memory"),
-    (
-        bad_annotation,
+    pytest.param(
+        _stores("x", "x = pl.load(a, [0, 0], [16, 16], memory=pl.MemorySpace.Vec)"),
+        "pl.load(a",
+        "unexpected keyword argument 'memory'",
+        "target_memory",
+        id="bad_keyword",
+    ),
+    pytest.param(
+        _stores("x", "x: pl.Tile[[16, 8], pl.FP32] = pl.load(a, [0, 0], [16, 16])"),
         "pl.Tile[[16, 8]",
         "annotated Tile[[16, 8], FP32] but the value is Tile[[16, 16], FP32, Vec]",
         "",
+        id="bad_annotation",
     ),
-    (matmul_wrong_space, "pl.matmul(x, x)", "the left operand must be in Left memory", "pl.move("),
+    pytest.param(
+        _stores("pl.matmul(x, x)", LOAD_MAT),
+        "pl.matmul(x, x)",
+        "the left operand must be in Left memory",
+        "pl.move(",
+        id="matmul_wrong_space",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("fn", "needle", "message", "hint"), ERRORS, ids=[e[0].__name__ for e in ERRORS])
-def test_error_points_at_source(fn: Any, needle: str, message: str, hint: str) -> None:
+@pytest.mark.parametrize(("kernel", "needle", "message", "hint"), ERRORS)
+def test_error_points_at_source(kernel: Any, needle: str, message: str, hint: str) -> None:
+    fn = (
+        kernel
+        if isinstance(kernel, pl.JITFunction)
+        else scope_kernel(kernel, f"<kernel: {'; '.join(kernel)}>")
+    )
     with pytest.raises(KernelError) as info:
         fn.specialize(t(16, 16), t(16, 16))
     text = str(info.value)
     line, col = _line_of(fn, needle)
     head, src, caret = text.split("\n")[:3]
-    assert head.startswith(f"{__file__}:{line}:{col}: error: "), head
+    assert head.startswith(f"{inspect.getsourcefile(fn.__wrapped__)}:{line}:{col}: error: "), head
     assert message in head
     assert hint in head
     assert needle in src
@@ -205,26 +184,22 @@ def test_everything_parses_into_scopes_loops_and_writes() -> None:
 
 
 def test_annotated_program_functions() -> None:
-    @pl.program
-    class Prog:
-        @pl.function(type=pl.FunctionType.InCore)
-        def kernel(
-            self,
-            a: pl.Tensor[[16, 16], pl.FP16],
-            out: pl.Out[pl.Tensor[[16, 16], pl.FP16]],
-        ) -> pl.Tensor[[16, 16], pl.FP16]:
-            tile: pl.Tile[[16, 16], pl.FP16] = pl.load(a, [0, 0], [16, 16])
-            result: pl.Tensor[[16, 16], pl.FP16] = pl.store(pl.abs(tile), [0, 0], out)
-            return result
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, a: pl.Tensor[[16, 16], pl.FP16], out: pl.Out[pl.Tensor[[16, 16], pl.FP16]]):
-            out = self.kernel(a, out)
-            return out
+    Prog = program(
+        "[16, 16]",
+        kernel=[
+            "tile: pl.Tile[[16, 16], pl.FP16] = pl.load(a, [0, 0], [16, 16])",
+            "result: pl.Tensor[[16, 16], pl.FP16] = pl.store(pl.abs(tile), [0, 0], out)",
+            "return result",
+        ],
+        main=["out = self.k(a, out)", "return out"],
+        ins=("a",),
+        out="out",
+        dtype="pl.FP16",
+    )()
 
     assert Prog.entry == "main"
-    assert set(Prog.functions) == {"kernel", "main"}
-    k = Prog.functions["kernel"]
+    assert set(Prog.functions) == {"k", "main"}
+    k = Prog.functions["k"]
     assert k.func_type is pl.FunctionType.InCore
     tile_vars = [
         s.var for s in walk_stmts(k.body) if isinstance(s, Assign) and isinstance(s.var.type, TileType)

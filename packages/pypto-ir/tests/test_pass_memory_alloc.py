@@ -4,9 +4,8 @@ their on-chip buffers, from the tiles' live ranges."""
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, scope_kernel
 
-import pypto.language as pl
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import Function
 from pypto.ir.passes.memory_alloc import OverlapError, Slot, allocate_kernel, check_no_overlap
@@ -22,34 +21,29 @@ def _kernel(fn: object, *arrays: HostArray) -> Function:
     return k
 
 
-@pl.jit
-def chain(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 16])
-        u = pl.exp(t)
-        v = pl.mul(u, t)  # t, u, v live together
-        w = pl.row_sum(v)  # [16, 1]: a column vector, its own storage
-        pl.store(w, [0, 0], out)
-    return out
-
-
-@pl.jit
-def carried(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        acc = pl.load(a, [0, 0], [16, 16])
-        for _i in pl.range(4):
-            x = pl.load(a, [0, 0], [16, 16])
-            acc = pl.add(acc, x)
-        pl.store(acc, [0, 0], out)
-    return out
-
-
-@pl.jit
-def narrow(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(a, [0, 0], [16, 5])
-        pl.store(pl.exp(t), [0, 0], out)
-    return out
+# kernels k(a, out) (scope_kernel): a chain of tiles live at once, ending in a [16, 1] column
+# vector with its own storage; a loop-carried tile; a narrow tile padded to a 32-byte row
+chain = scope_kernel(
+    [
+        "t = pl.load(a, [0, 0], [16, 16])",
+        "u = pl.exp(t)",
+        "v = pl.mul(u, t)  # t, u, v live together",
+        "w = pl.row_sum(v)",
+        "pl.store(w, [0, 0], out)",
+    ],
+    "<chain>",
+)
+carried = scope_kernel(
+    [
+        "acc = pl.load(a, [0, 0], [16, 16])",
+        "for _i in pl.range(4):",
+        "    x = pl.load(a, [0, 0], [16, 16])",
+        "    acc = pl.add(acc, x)",
+        "pl.store(acc, [0, 0], out)",
+    ],
+    "<carried>",
+)
+narrow = scope_kernel(["t = pl.load(a, [0, 0], [16, 5])", "pl.store(pl.exp(t), [0, 0], out)"], "<narrow>")
 
 
 def _live_together(a: Slot, b: Slot) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_programs import tile_escapes
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
@@ -58,17 +59,8 @@ def test_scopes_become_kernels_with_free_values_as_params() -> None:
     assert calls[1].value.deps[0].name == calls[0].var.name  # type: ignore[union-attr]
 
 
-@pl.jit
-def escaping_tile(a: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [16, 16])
-    with pl.at(level=pl.Level.CORE_GROUP):
-        pl.store(x, [0, 0], c)
-    return c
-
-
 def test_a_tile_cannot_leave_its_scope() -> None:
-    prog = ssa.run(escaping_tile.specialize(t(16, 16), t(16, 16)).program)
+    prog = ssa.run(tile_escapes.specialize(t(16, 16), t(16, 16)).program)
     with pytest.raises(KernelError, match="cannot use 'x'"):
         outline_scopes.run(prog)
 

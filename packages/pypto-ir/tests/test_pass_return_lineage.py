@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_programs import copy_16x16, returns_internal
 
 import pypto.language as pl
 from pypto.ir.analysis.return_lineage import entry_aliases
@@ -13,32 +14,19 @@ def t(*shape: int) -> HostArray:
     return HostArray(shape)
 
 
-@pl.jit.incore
-def _copy(src: pl.Tensor, dst: pl.Out[pl.Tensor]):
-    pl.store(pl.load(src, [0, 0], [16, 16]), [0, 0], dst)
-    return dst
-
-
 @pl.jit
 def dup_returns(a: pl.Tensor, alpha: pl.FP32, o1: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor]):
-    o1 = _copy(a, o1)
+    o1 = copy_16x16(a, o1)
     tmp = pl.create_tensor([16, 16], dtype=pl.FP32)
-    tmp = _copy(a, tmp)
-    o2 = _copy(tmp, o2)
+    tmp = copy_16x16(a, tmp)
+    o2 = copy_16x16(tmp, o2)
     return o2, o1, o2
-
-
-@pl.jit
-def returns_internal(a: pl.Tensor, o: pl.Out[pl.Tensor]):
-    tmp = pl.create_tensor([16, 16], dtype=pl.FP32)
-    tmp = _copy(a, tmp)
-    return tmp
 
 
 @pl.jit
 def through_loop(a: pl.Tensor, o: pl.Out[pl.Tensor]):
     for _i in pl.range(3):
-        o = _copy(a, o)
+        o = copy_16x16(a, o)
     return o
 
 

@@ -3,15 +3,12 @@ deterministic, SSA is idempotent, and codegen emits one library call per tile op
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import re
-import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, load_source
 
 from pypto.ir.codegen import generate_kernel
 from pypto.ir.nodes import Assign, Call, structural_equal, walk_stmts
@@ -50,19 +47,8 @@ def programs(draw: st.DrawFn) -> str:
     )
 
 
-_counter = itertools.count()
-
-
 def _load(tmp: Path, source: str):  # type: ignore[no-untyped-def]
-    path = tmp / f"gen_{next(_counter)}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    return module.generated
+    return load_source(source, tmp).generated
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

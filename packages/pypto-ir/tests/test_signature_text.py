@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pypto_ir_test_programs import scale
 
 import pypto.language as pl
 from pypto.language.typing import annotation_text
@@ -10,19 +11,12 @@ from pypto.language.typing import annotation_text
 M = pl.dynamic("M")
 
 
-@pl.jit
-def scaled(a: pl.Tensor, alpha: pl.FP32, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        c[:] = pl.mul(a, alpha)
-    return c
-
-
 def test_binding_errors_print_the_source_signature() -> None:
     with pytest.raises(TypeError) as info:
-        scaled.bind(object())
+        scale.bind(object())
     text = str(info.value)
     assert text.startswith(
-        "scaled(a: pl.Tensor, alpha: pl.FP32, c: pl.Out[pl.Tensor]): missing a required argument"
+        "scale(a: pl.Tensor, factor: pl.FP32, out: pl.Out[pl.Tensor]): missing a required argument"
     )
     assert "DirectionAnnotation" not in text
     assert "pypto.language.typing" not in text

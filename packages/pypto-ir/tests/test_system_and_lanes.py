@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from pypto_ir_test_helpers import TextProgram, program
 
-import pypto.language as pl
 from pypto.ir.codegen import generate_kernel
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Assign, Call, CallFunc, ExprStmt, For, Scope, walk_stmts
@@ -25,45 +25,31 @@ def _calls(fn: object, prefix: str) -> list[Call]:
     ]
 
 
-@pl.program
-class Hints:
-    @pl.function(type=pl.FunctionType.InCore)
-    def k(
-        self,
-        x: pl.Tensor[[32, 16], pl.FP32],
-        flags: pl.Tensor[[64], pl.INT64],
-        ev: pl.Scalar[pl.INDEX],
-        y: pl.Out[pl.Tensor[[32, 16], pl.FP32]],
-    ) -> pl.Tensor[[32, 16], pl.FP32]:
-        pl.system.set_ffts(flags)
-        pl.system.aiv_initialize_pipe(dir_mask=2, slot_size=512)
-        pl.system.reserve_buffer(name="ring", size=4096)
-        pl.system.import_peer_buffer(name="ring", peer_func="producer")
-        t = pl.load(x, [0, 0], [32, 16])
-        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=1)
-        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=1)
-        pl.system.sync_set(ev, pipe=pl.PipeType.MTE3, ffts_mode=2)
-        pl.system.sync_wait(5, pipe=pl.PipeType.MTE2)
-        pl.system.bar_v()
-        pl.system.bar_m()
-        pl.system.bar_all()
-        pl.system.fence()
-        pl.system.cacheinvalid(x, [16, 16], [16, 0])
-        pl.system.cacheinvalid()
-        y = pl.store(pl.exp(t), [0, 0], y)
-        return y
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[32, 16], pl.FP32],
-        flags: pl.Tensor[[64], pl.INT64],
-        ev: pl.Scalar[pl.INDEX],
-        y: pl.Out[pl.Tensor[[32, 16], pl.FP32]],
-    ) -> pl.Tensor[[32, 16], pl.FP32]:
-        pl.system.fence()
-        y = self.k(x, flags, ev, y)
-        return y
+# an InCore kernel of every pl.system hint, called by an orchestration that fences first
+Hints = program(
+    "[32, 16]",
+    kernel=[
+        "pl.system.set_ffts(flags)",
+        "pl.system.aiv_initialize_pipe(dir_mask=2, slot_size=512)",
+        'pl.system.reserve_buffer(name="ring", size=4096)',
+        'pl.system.import_peer_buffer(name="ring", peer_func="producer")',
+        "t = pl.load(x, [0, 0], [32, 16])",
+        "pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=1)",
+        "pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=1)",
+        "pl.system.sync_set(ev, pipe=pl.PipeType.MTE3, ffts_mode=2)",
+        "pl.system.sync_wait(5, pipe=pl.PipeType.MTE2)",
+        "pl.system.bar_v()",
+        "pl.system.bar_m()",
+        "pl.system.bar_all()",
+        "pl.system.fence()",
+        "pl.system.cacheinvalid(x, [16, 16], [16, 0])",
+        "pl.system.cacheinvalid()",
+        "y = pl.store(pl.exp(t), [0, 0], y)",
+        "return y",
+    ],
+    main=["pl.system.fence()", "y = self.k(x, flags, ev, y)", "return y"],
+    ins=("x", "flags: pl.Tensor[[64], pl.INT64]", "ev: pl.Scalar[pl.INDEX]"),
+)()
 
 
 def test_system_statements_parse_with_their_arguments_as_attributes() -> None:
@@ -100,23 +86,15 @@ def test_the_kernel_records_each_hint_as_a_comment() -> None:
     assert 'extern "C" __attribute__((visibility("default"))) void kernel_entry' in src
 
 
-@pl.program
-class Barrier:
-    @pl.function(type=pl.FunctionType.InCore)
-    def k(
-        self, x: pl.Tensor[[64, 8], pl.FP32], y: pl.Out[pl.Tensor[[64, 8], pl.FP32]]
-    ) -> pl.Tensor[[64, 8], pl.FP32]:
-        pl.system.syncall(core_type="aiv_only")
-        y = pl.store(pl.load(x, [0, 0], [64, 8]), [0, 0], y)
-        return y
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, x: pl.Tensor[[64, 8], pl.FP32], y: pl.Out[pl.Tensor[[64, 8], pl.FP32]]
-    ) -> pl.Tensor[[64, 8], pl.FP32]:
-        with pl.spmd(4):
-            y = self.k(x, y)
-        return y
+Barrier = program(
+    "[64, 8]",
+    kernel=[
+        'pl.system.syncall(core_type="aiv_only")',
+        "y = pl.store(pl.load(x, [0, 0], [64, 8]), [0, 0], y)",
+        "return y",
+    ],
+    main=["with pl.spmd(4):", "    y = self.k(x, y)", "return y"],
+)()
 
 
 def test_a_kernel_that_syncs_gets_the_block_parameters_and_a_group_entry() -> None:
@@ -131,17 +109,16 @@ def test_a_kernel_that_syncs_gets_the_block_parameters_and_a_group_entry() -> No
 
 
 def test_core_count_queries_are_the_simulated_chips_and_size_launches() -> None:
-    @pl.program
-    class Counts:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, x: pl.Tensor[[48, 8], pl.FP32], y: pl.Out[pl.Tensor[[48, 8], pl.FP32]]
-        ) -> pl.Tensor[[48, 8], pl.FP32]:
-            for i in pl.spmd(pl.system.available_aiv_count()):
-                y = pl.store(pl.load(x, [i, 0], [1, 8]), [i, 0], y)
-            for j in pl.spmd(pl.system.available_cluster_count()):
-                y = pl.store(pl.load(x, [j, 0], [1, 8]), [j, 0], y)
-            return y
+    Counts = program(
+        "[48, 8]",
+        main=[
+            "for i in pl.spmd(pl.system.available_aiv_count()):",
+            "    y = pl.store(pl.load(x, [i, 0], [1, 8]), [i, 0], y)",
+            "for j in pl.spmd(pl.system.available_cluster_count()):",
+            "    y = pl.store(pl.load(x, [j, 0], [1, 8]), [j, 0], y)",
+            "return y",
+        ],
+    )()
 
     loops = [s for s in Counts.functions["main"].body if isinstance(s, For)]
     assert [int(s.stop.value) for s in loops] == [48, 24]  # type: ignore[union-attr]
@@ -149,16 +126,8 @@ def test_core_count_queries_are_the_simulated_chips_and_size_launches() -> None:
 
 def _program_error(body: str) -> str:
     """The message a kernel whose body starts with ``body`` is refused with."""
-    return _exec_error(
-        "@pl.program\n"
-        "class P:\n"
-        "    @pl.function(type=pl.FunctionType.InCore)\n"
-        "    def k(self, x: pl.Tensor[[32, 16], pl.FP32], ws: pl.Tensor[[8], pl.INT32],\n"
-        "          y: pl.Out[pl.Tensor[[32, 16], pl.FP32]]) -> pl.Tensor[[32, 16], pl.FP32]:\n"
-        f"        {body}\n"
-        "        y = pl.store(pl.load(x, [0, 0], [32, 16]), [0, 0], y)\n"
-        "        return y\n"
-    )
+    kernel = [body, "y = pl.store(pl.load(x, [0, 0], [32, 16]), [0, 0], y)", "return y"]
+    return _error(program("[32, 16]", kernel=kernel, ins=("x", "ws: pl.Tensor[[8], pl.INT32]")))
 
 
 @pytest.mark.parametrize(
@@ -214,16 +183,15 @@ def test_bad_system_calls_are_refused_naming_the_argument(body: str, message: st
 
 
 def test_an_inline_spmd_body_that_syncs_is_a_kernel_whose_blocks_run_as_a_group() -> None:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, x: pl.Tensor[[8, 8], pl.FP32], y: pl.Out[pl.Tensor[[8, 8], pl.FP32]]
-        ) -> pl.Tensor[[8, 8], pl.FP32]:
-            for b in pl.spmd(2):
-                pl.system.syncall()
-                y = pl.store(pl.load(x, [b * 4, 0], [4, 8]), [b * 4, 0], y)
-            return y
+    P = program(
+        "[8, 8]",
+        main=[
+            "for b in pl.spmd(2):",
+            "    pl.system.syncall()",
+            "    y = pl.store(pl.load(x, [b * 4, 0], [4, 8]), [b * 4, 0], y)",
+            "return y",
+        ],
+    )()
 
     (loop,) = [s for s in P.functions["main"].body if isinstance(s, For)]
     assert loop.var.name == "pypto_block_idx"  # the outlined kernel's hidden block parameter
@@ -238,29 +206,23 @@ def test_an_inline_spmd_body_that_syncs_is_a_kernel_whose_blocks_run_as_a_group(
 # ----------------------------------------------------------------------------- launches
 
 
-@pl.program
-class Launches:
-    @pl.function(type=pl.FunctionType.InCore)
-    def k(
-        self, x: pl.Tensor[[32, 8], pl.FP32], y: pl.Out[pl.Tensor[[32, 8], pl.FP32]]
-    ) -> pl.Tensor[[32, 8], pl.FP32]:
-        i = pl.tile.get_block_idx()
-        y = pl.store(pl.load(x, [i * 8, 0], [8, 8]), [i * 8, 0], y)
-        return y
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, x: pl.Tensor[[32, 8], pl.FP32], y: pl.Out[pl.Tensor[[32, 8], pl.FP32]]
-    ) -> pl.Tensor[[32, 8], pl.FP32]:
-        with pl.manual_scope():
-            mid = pl.create_tensor([32, 8], dtype=pl.FP32)
-            mid, first = pl.spmd_submit(self.k, x, mid, core_num=4)
-            with pl.spmd(
-                4, name_hint="copy", optimizations=[pl.split(pl.SplitMode.UP_DOWN)], deps=[first]
-            ) as second:
-                y = self.k(mid, y)
-            pl.system.task_dummy(deps=[second])
-        return y
+Launches = program(
+    "[32, 8]",
+    kernel=[
+        "i = pl.tile.get_block_idx()",
+        "y = pl.store(pl.load(x, [i * 8, 0], [8, 8]), [i * 8, 0], y)",
+        "return y",
+    ],
+    main=[
+        "with pl.manual_scope():",
+        "    mid = pl.create_tensor([32, 8], dtype=pl.FP32)",
+        "    mid, first = pl.spmd_submit(self.k, x, mid, core_num=4)",
+        '    with pl.spmd(4, name_hint="copy", optimizations=[pl.split(pl.SplitMode.UP_DOWN)], deps=[first]) as second:',
+        "        y = self.k(mid, y)",
+        "    pl.system.task_dummy(deps=[second])",
+        "return y",
+    ],
+)()
 
 
 def test_a_recorded_launch_collects_its_blocks_task_ids_in_an_array() -> None:
@@ -300,58 +262,34 @@ def test_a_recorded_launch_collects_its_blocks_task_ids_in_an_array() -> None:
     ],
 )
 def test_bad_spmd_submits_are_refused(line: str, message: str) -> None:
-    source = (
-        "@pl.program\n"
-        "class P:\n"
-        "    @pl.function(type=pl.FunctionType.InCore)\n"
-        "    def k(self, x: pl.Tensor[[8, 8], pl.FP32], y: pl.Out[pl.Tensor[[8, 8], pl.FP32]]) -> pl.Tensor[[8, 8], pl.FP32]:\n"
-        "        y = pl.store(pl.load(x, [0, 0], [8, 8]), [0, 0], y)\n"
-        "        return y\n"
-        "    @pl.function(type=pl.FunctionType.Orchestration)\n"
-        "    def main(self, x: pl.Tensor[[8, 8], pl.FP32], y: pl.Out[pl.Tensor[[8, 8], pl.FP32]]) -> pl.Tensor[[8, 8], pl.FP32]:\n"
-        f"        {line}\n"
-        "        return y\n"
-    )
-    assert re.search(message, _exec_error(source))
+    kernel = ["y = pl.store(pl.load(x, [0, 0], [8, 8]), [0, 0], y)", "return y"]
+    assert re.search(message, _error(program("[8, 8]", kernel=kernel, main=[line, "return y"])))
 
 
-def _exec_error(source: str) -> str:
-    import linecache
-
-    name = f"<launch-error-{abs(hash(source))}>"
-    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+def _error(prog: TextProgram) -> str:
     with pytest.raises(KernelError) as info:
-        exec(compile(source, name, "exec"), {"pl": pl})
+        prog()
     return str(info.value)
 
 
 def test_spmd_binds_its_task_id_to_one_name() -> None:
-    with pytest.raises(KernelError, match=r"bind the launch's task id to one name: `as tid`"):
-
-        @pl.program
-        class P:
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(
-                self, x: pl.Tensor[[8, 8], pl.FP32], y: pl.Out[pl.Tensor[[8, 8], pl.FP32]]
-            ) -> pl.Tensor[[8, 8], pl.FP32]:
-                with pl.spmd(2) as (_a, _b):
-                    y = pl.store(pl.load(x, [0, 0], [8, 8]), [0, 0], y)
-                return y
+    store = "    y = pl.store(pl.load(x, [0, 0], [8, 8]), [0, 0], y)"
+    message = _error(program("[8, 8]", main=["with pl.spmd(2) as (_a, _b):", store, "return y"]))
+    assert "bind the launch's task id to one name: `as tid`" in message
 
 
 # ----------------------------------------------------------------------------- split_aiv
 
 
 def test_split_aiv_at_the_top_of_an_orchestration_is_one_kernel_with_both_lanes() -> None:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]
-        ) -> pl.Tensor[[16, 8], pl.FP32]:
-            for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
-                y = pl.store(pl.load(x, [lane * 8, 0], [8, 8]), [lane * 8, 0], y)
-            return y
+    P = program(
+        "[16, 8]",
+        main=[
+            "for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):",
+            "    y = pl.store(pl.load(x, [lane * 8, 0], [8, 8]), [lane * 8, 0], y)",
+            "return y",
+        ],
+    )()
 
     (scope,) = [s for s in P.functions["main"].body if isinstance(s, Scope)]
     assert dict(scope.hints) == {"split": "UP_DOWN"}
@@ -380,53 +318,35 @@ def test_split_aiv_at_the_top_of_an_orchestration_is_one_kernel_with_both_lanes(
     ],
 )
 def test_bad_split_aiv_loops_are_refused(loop: str, message: str) -> None:
-    source = (
-        "@pl.program\n"
-        "class P:\n"
-        "    @pl.function(type=pl.FunctionType.InCore)\n"
-        "    def k(self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]) -> pl.Tensor[[16, 8], pl.FP32]:\n"
-        f"        {loop}\n"
-        "            y = pl.store(pl.load(x, [0, 0], [8, 8]), [0, 0], y)\n"
-        "        return y\n"
-    )
-    assert re.search(message, _exec_error(source))
+    store = "    y = pl.store(pl.load(x, [0, 0], [8, 8]), [0, 0], y)"
+    assert re.search(message, _error(program("[16, 8]", kernel=[loop, store, "return y"])))
+
+
+def _split_aiv_body(lines: list[str]) -> str:
+    """The error of a kernel whose ``pl.split_aiv`` loop body starts with ``lines``."""
+    loop = ["for lane in pl.split_aiv(2, mode=pl.SplitMode.NONE):", *(f"    {line}" for line in lines)]
+    store = "    y = pl.store(pl.load(x, [0, 0], [8, 8]), [0, 0], y)"
+    return _error(program("[16, 8]", kernel=[*loop, store, "return y"]))
 
 
 def test_split_aiv_body_refuses_break_and_nesting() -> None:
-    head = (
-        "@pl.program\n"
-        "class P:\n"
-        "    @pl.function(type=pl.FunctionType.InCore)\n"
-        "    def k(self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]) -> pl.Tensor[[16, 8], pl.FP32]:\n"
-        "        for lane in pl.split_aiv(2, mode=pl.SplitMode.NONE):\n"
-    )
-    tail = "            y = pl.store(pl.load(x, [0, 0], [8, 8]), [0, 0], y)\n        return y\n"
-    assert "'break' not supported inside a pl.split_aiv body" in _exec_error(
-        head + "            if lane == 1:\n                break\n" + tail
-    )
-    nested = "            for other in pl.split_aiv(2, mode=pl.SplitMode.NONE):\n                pass\n"
-    assert "cannot be nested in another pl.split_aiv body" in _exec_error(head + nested + tail)
+    broken = _split_aiv_body(["if lane == 1:", "    break"])
+    assert "'break' not supported inside a pl.split_aiv body" in broken
+    nested = _split_aiv_body(["for other in pl.split_aiv(2, mode=pl.SplitMode.NONE):", "    pass"])
+    assert "cannot be nested in another pl.split_aiv body" in nested
 
 
 def test_lane_functions_outside_a_split_aiv_loop_say_where_they_belong() -> None:
-    source = (
-        "@pl.program\n"
-        "class P:\n"
-        "    @pl.function(type=pl.FunctionType.InCore)\n"
-        "    def k(self, x: pl.Tensor[[16, 8], pl.FP32], y: pl.Out[pl.Tensor[[16, 8], pl.FP32]]) -> pl.Tensor[[16, 8], pl.FP32]:\n"
-        "        t = pl.aiv_shard(pl.load(x, [0, 0], [16, 8]))\n"
-        "        y = pl.store(t, [0, 0], y)\n"
-        "        return y\n"
-    )
-    assert re.search(r"pl\.aiv_shard\(\) is read inside a `for lane in pl\.split_aiv", _exec_error(source))
-    shard_mode = source.replace(
-        "pl.aiv_shard(pl.load(x, [0, 0], [16, 8]))", "pl.load(x, [0, 0], [16, 8])"
-    ).replace(
-        "        y = pl.store(t, [0, 0], y)\n",
-        "        for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n"
-        "            h = pl.aiv_shard(t, mode=pl.SplitMode.UP_DOWN)\n"
-        "            y = pl.store(h, [lane * 8, 0], y)\n",
-    )
-    assert "pl.aiv_shard does not take a mode: it inherits the enclosing pl.split_aiv loop's" in _exec_error(
-        shard_mode
+    outside = ["t = pl.aiv_shard(pl.load(x, [0, 0], [16, 8]))", "y = pl.store(t, [0, 0], y)", "return y"]
+    message = _error(program("[16, 8]", kernel=outside))
+    assert re.search(r"pl\.aiv_shard\(\) is read inside a `for lane in pl\.split_aiv", message)
+    shard_mode = [
+        "t = pl.load(x, [0, 0], [16, 8])",
+        "for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):",
+        "    h = pl.aiv_shard(t, mode=pl.SplitMode.UP_DOWN)",
+        "    y = pl.store(h, [lane * 8, 0], y)",
+        "return y",
+    ]
+    assert "pl.aiv_shard does not take a mode: it inherits the enclosing pl.split_aiv loop's" in _error(
+        program("[16, 8]", kernel=shard_mode)
     )

@@ -4,11 +4,11 @@ the orchestration C++ they become. Runs on the chip: pypto-runtime's test_task_g
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 from pathlib import Path
 
 import pytest
+from pypto_ir_test_helpers import load_source
 
 import pypto.language as pl
 from pypto.ir.codegen.orchestration import generate_orchestration
@@ -52,14 +52,7 @@ def program(body: str, tmp_path: Path) -> Program:
     """The program of one kernel (``y = x + 1`` over [8, N]) and an orchestration ``main`` whose
     body is ``body`` (its lines indented by 4), loaded from a file as users write them."""
     text = _HEAD + textwrap.indent(textwrap.dedent(body).strip() + "\n", " " * 8)
-    path = tmp_path / f"prog_{abs(hash(body))}.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None
-    assert spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.P  # type: ignore[no-any-return]
+    return load_source(text, tmp_path).P  # type: ignore[no-any-return]
 
 
 def _orch_text(p: Program) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_programs import tile_escapes
 
 import pypto.language as pl
 from pypto.ir.compile import compile_to_files
@@ -119,15 +120,6 @@ def test_a_value_crossing_scopes_goes_through_an_intermediate_tensor() -> None:
     assert spill in second.args
     assert first.directions[first.args.index(spill)] is ParamDirection.OUT
     assert second.directions[second.args.index(spill)] is ParamDirection.IN
-
-
-@pl.jit
-def tile_escapes(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        x = pl.load(a, [0, 0], [16, 16])
-    with pl.at(level=pl.Level.CORE_GROUP):
-        pl.store(x, [0, 0], out)
-    return out
 
 
 def test_a_tile_still_does_not_outlive_its_scope() -> None:

@@ -7,6 +7,8 @@ them.)"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import pypto.language as pl
@@ -70,13 +72,18 @@ def run_time_start_and_stop(
     return pl.store(t[:, i:n], [0, 0], x)
 
 
-@pl.function
-def narrowed_into_a_wider_window(
-    out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]
-) -> pl.Tensor[[64, 128], pl.FP32]:
-    narrowed = pl.set_validshape(src, 16, 4)
-    out[0:16, 0:6] = narrowed
-    return out
+def _narrowed_into(cols: int) -> Any:
+    """``out[0:16, 0:cols] = src`` narrowed to [16, 4] (its IR)."""
+
+    @pl.function
+    def f(
+        out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]
+    ) -> pl.Tensor[[64, 128], pl.FP32]:
+        narrowed = pl.set_validshape(src, 16, 4)
+        out[0:16, 0:cols] = narrowed
+        return out
+
+    return f.ir
 
 
 @pl.function
@@ -99,26 +106,10 @@ def too_many_planes(x: pl.Tensor[[128, 2, 8], pl.FP32]) -> pl.Tensor[[128, 2, 8]
     return pl.store(t, [0, 0, 0], x)
 
 
-def _conflicting_dims() -> None:
-    """Two arguments give M different sizes."""
+def _double(out_rows: int) -> Any:
+    """``out = a + a`` through a kernel over dynamic [M, N], called with a [128, 64] input and a
+    [out_rows, 64] output (127 gives M two sizes)."""
 
-    @pl.program
-    class Bad:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(
-            self, a: pl.Tensor[[M, N], pl.FP32], out: pl.Out[pl.Tensor[[M, N], pl.FP32]]
-        ) -> pl.Tensor[[M, N], pl.FP32]:
-            out[:, :] = pl.add(a, a)
-            return out
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(
-            self, a: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[127, 64], pl.FP32]]
-        ) -> pl.Tensor[[127, 64], pl.FP32]:
-            return self.k(a, out)
-
-
-def test_kernel_result_takes_the_argument_dims_and_conflicts_are_rejected() -> None:
     @pl.program
     class P:
         @pl.function(type=pl.FunctionType.InCore)
@@ -130,16 +121,21 @@ def test_kernel_result_takes_the_argument_dims_and_conflicts_are_rejected() -> N
 
         @pl.function(type=pl.FunctionType.Orchestration)
         def main(
-            self, a: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[128, 64], pl.FP32]]
-        ) -> pl.Tensor[[128, 64], pl.FP32]:
-            c: pl.Tensor[[128, 64], pl.FP32] = self.k(a, out)
+            self, a: pl.Tensor[[128, 64], pl.FP32], out: pl.Out[pl.Tensor[[out_rows, 64], pl.FP32]]
+        ) -> pl.Tensor[[out_rows, 64], pl.FP32]:
+            c: pl.Tensor[[out_rows, 64], pl.FP32] = self.k(a, out)
             return c
 
+    return P
+
+
+def test_kernel_result_takes_the_argument_dims_and_conflicts_are_rejected() -> None:
+    P = _double(128)
     (assign,) = [s for s in P.functions["main"].body if isinstance(s, Assign)]
     assert assign.value.type == TensorType((128, 64), DataType.FP32)
 
     with pytest.raises(KernelError, match="conflicting bindings of dynamic dim 'M': 128 and 127"):
-        _conflicting_dims()
+        _double(127)
 
 
 def test_annotated_dtype_promotion_and_broadcast_insert_casts_and_expand_ops() -> None:
@@ -184,18 +180,10 @@ def test_sub_tile_run_time_extent_is_its_valid_shape_and_a_constant_one_is_clamp
 
 
 def test_narrowed_tensor_fills_a_window_of_its_valid_shape_only() -> None:
-    @pl.function
-    def f(
-        out: pl.Tensor[[64, 128], pl.FP32], src: pl.Tensor[[16, 8], pl.FP32]
-    ) -> pl.Tensor[[64, 128], pl.FP32]:
-        narrowed = pl.set_validshape(src, 16, 4)
-        out[0:16, 0:4] = narrowed
-        return out
-
-    (write,) = [s for s in walk_stmts(f.ir.body) if isinstance(s, TensorWrite)]
+    (write,) = [s for s in walk_stmts(_narrowed_into(4).body) if isinstance(s, TensorWrite)]
     assert write.value.type.shape == (16, 4)
     with pytest.raises(KernelError, match=r"window of 'out' is \[16, 6\] but the value is \[16, 8\]"):
-        narrowed_into_a_wider_window.ir  # noqa: B018
+        _narrowed_into(6)
 
 
 def test_lower_rank_value_needs_scalar_indexed_leading_dims() -> None:

@@ -4,10 +4,7 @@ mixing a whole task-id array with its elements, a distributed window in a split 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import pytest
-from pypto_ir_test_helpers import rejected_at_line
+from pypto_ir_test_helpers import Rejections, TextProgram, task_program
 
 import pypto.language as pl
 import pypto.language.distributed as pld
@@ -37,6 +34,10 @@ def _helper_v2() -> object:
     return helper
 
 
+rejects = Rejections()
+
+
+@rejects("# the external one", "conflicts with program function 'clash'")
 def external_shadows_program_function() -> object:
     @pl.program
     class P:
@@ -53,6 +54,7 @@ def external_shadows_program_function() -> object:
     return P
 
 
+@rejects("# another 'helper'", "conflicting external functions named 'helper'")
 def two_externals_one_name() -> object:
     v1, v2 = _helper_v1(), _helper_v2()
 
@@ -71,6 +73,7 @@ def two_externals_one_name() -> object:
     return P
 
 
+@rejects("# another shape", "cannot reassign 't' with a different type")
 def rebind_other_shape() -> object:
     @pl.function
     def f(x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
@@ -81,40 +84,31 @@ def rebind_other_shape() -> object:
     return f.ir
 
 
-def _mixed_deps(whole_first: bool) -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.manual_scope():
-                tids = pl.array.create(4, pl.TASK_ID)
-                for n in pl.parallel(4):
-                    _a, t = pl.submit(self.k, x)
-                    tids[n] = t
-                if whole_first:
-                    b, _u = pl.submit(self.k, x, deps=[tids, tids[0]])  # whole then element
-                else:
-                    b, _u = pl.submit(self.k, x, deps=[tids[0], tids])  # element then whole
-            return b
-
-    return P
+def _mixed_deps(deps: str, name: str) -> TextProgram:
+    """Four tasks whose ids fill an array, then a task after them with ``deps=[<deps>]``."""
+    return task_program(
+        [
+            "with pl.manual_scope():",
+            "    tids = pl.array.create(4, pl.TASK_ID)",
+            "    for n in pl.parallel(4):",
+            "        _a, t = pl.submit(self.k, x)",
+            "        tids[n] = t",
+            f"    b, _u = pl.submit(self.k, x, deps=[{deps}])",
+            "return b",
+        ],
+        name,
+    )
 
 
-def whole_then_element() -> object:
-    return _mixed_deps(True)
+# (case, the deps list, the message), rejected at the deps list
+for _name, _deps, _message in [
+    ("whole_then_element", "tids, tids[0]", "cannot mix a whole task-id array (tids)"),
+    ("element_then_whole", "tids[0], tids", "with per-element entries (tids[0])"),
+]:
+    rejects.add(_mixed_deps(_deps, f"<{_name}>"), f"deps=[{_deps}]", _message, _name)
 
 
-def element_then_whole() -> object:
-    return _mixed_deps(False)
-
-
-whole_then_element.source = element_then_whole.source = _mixed_deps  # type: ignore[attr-defined]
-
-
+@rejects("pl.aiv_shard(data)", "is a pld.DistributedTensor")
 def distributed_in_split_lane() -> object:
     @pl.function(type=pl.FunctionType.Orchestration)
     def f(
@@ -128,19 +122,7 @@ def distributed_in_split_lane() -> object:
     return f.ir
 
 
-CASES = [
-    (external_shadows_program_function, "# the external one", "conflicts with program function 'clash'"),
-    (two_externals_one_name, "# another 'helper'", "conflicting external functions named 'helper'"),
-    (rebind_other_shape, "# another shape", "cannot reassign 't' with a different type"),
-    (whole_then_element, "# whole then element", "cannot mix a whole task-id array (tids)"),
-    (element_then_whole, "# element then whole", "with per-element entries (tids[0])"),
-    (distributed_in_split_lane, "pl.aiv_shard(data)", "is a pld.DistributedTensor"),
-]
-
-
-@pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
-    rejected_at_line(build, marker, message)
+test_rejected_at_the_line = rejects.test()
 
 
 def test_one_external_called_twice_and_same_shape_rebinds_are_accepted() -> None:

@@ -4,10 +4,9 @@ offending line (``pl.scope``, ``pl.no_dep``, ``pl.at(allow_early_resolve=)``, ``
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
-from pypto_ir_test_helpers import rejected_at_line
+from pypto_ir_test_helpers import Rejections, TextProgram, function, task_program
+from pypto_ir_test_programs import PRINTED_CALL
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
@@ -16,26 +15,22 @@ from pypto.ir.python_printer import function_text
 from pypto.ir.types import TaskIdType
 
 
-def _scoped(auto_scope: bool) -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration, auto_scope=auto_scope)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.scope():  # automatic
-                a = self.k(x)
-            with pl.scope(mode=pl.ScopeMode.MANUAL):
-                b, _t = pl.submit(self.k, a)
-            return b
-
-    return P
+def _scoped(auto_scope: bool) -> TextProgram:
+    return task_program(
+        [
+            "with pl.scope():  # automatic",
+            "    a = self.k(x)",
+            "with pl.scope(mode=pl.ScopeMode.MANUAL):",
+            "    b, _t = pl.submit(self.k, a)",
+            "return b",
+        ],
+        f"<scoped auto_scope={auto_scope}>",
+        options=f", auto_scope={auto_scope}",
+    )
 
 
 def test_scope_modes_mark_runtime_scopes() -> None:
-    main = _scoped(False).functions["main"]  # type: ignore[attr-defined]
+    main = _scoped(False)().functions["main"]  # type: ignore[attr-defined]
     marks = [s.value for s in main.body if isinstance(s, ExprStmt) and isinstance(s.value, Call)]
     assert [(c.op, c.attr("mode")) for c in marks] == [
         ("system.scope_begin", "auto"),
@@ -45,13 +40,18 @@ def test_scope_modes_mark_runtime_scopes() -> None:
     ]
 
 
-def auto_scope_in_default_mode() -> object:
-    return _scoped(True)
+rejects = Rejections()
 
 
-auto_scope_in_default_mode.source = _scoped  # type: ignore[attr-defined]
+rejects.add(
+    _scoped(True),
+    "# automatic",
+    "declare it @pl.function(..., auto_scope=False)",
+    "auto_scope_in_default_mode",
+)
 
 
+@rejects("pl.scope(1)", "pl.scope() takes only the keyword mode=")
 def scope_positional() -> object:
     @pl.function(type=pl.FunctionType.Orchestration, auto_scope=False)
     def f(x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
@@ -62,23 +62,24 @@ def scope_positional() -> object:
     return f.ir
 
 
-def auto_in_manual() -> object:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
+rejects.add(
+    task_program(
+        [
+            "with pl.scope(mode=pl.ScopeMode.MANUAL):",
+            "    with pl.scope():  # nested",
+            "        a = self.k(x)",
+            "return a",
+        ],
+        "<auto_in_manual>",
+        options=", auto_scope=False",
+    ),
+    "# nested",
+    "pl.scope() does not nest inside a pl.manual_scope()",
+    "auto_in_manual",
+)
 
-        @pl.function(type=pl.FunctionType.Orchestration, auto_scope=False)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.scope(mode=pl.ScopeMode.MANUAL):  # noqa: SIM117 -- the nesting is the rule
-                with pl.scope():  # nested
-                    a = self.k(x)
-            return a
 
-    return P
-
-
+@rejects("# Vec", "flat_layout=True describes a flat (non-fractal) Mat (L1) staging tile")
 def flat_vec_tile() -> object:
     @pl.function(type=pl.FunctionType.InCore)
     def f(x: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
@@ -88,6 +89,7 @@ def flat_vec_tile() -> object:
     return f.ir
 
 
+@rejects("# a scalar", "pl.no_dep(t): 'n' must be a tensor")
 def no_dep_of_a_scalar() -> object:
     @pl.program
     class P:
@@ -103,33 +105,32 @@ def no_dep_of_a_scalar() -> object:
     return P
 
 
-def early_resolve_not_bool() -> object:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def f(
-        x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=1):
-            out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
-        return out
-
-    return f.ir
-
-
-def slot_num_twice() -> object:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def f(
-        x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        with pl.at(
-            level=pl.Level.CORE_GROUP,
-            optimizations=[pl.cross_core_slot(slot_num=2), pl.split(pl.SplitMode.NONE, slot_num=4)],
-        ):
-            out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
-        return out
-
-    return f.ir
+STORE = "    out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)"
+# (case, the pl.at opening of an orchestration f(x, out)'s one scope, the marker, the message)
+for _name, _opening, _marker, _message in [
+    (
+        "early_resolve_not_bool",
+        ["with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=1):"],
+        "allow_early_resolve=1",
+        "pl.at(allow_early_resolve): expected a bool",
+    ),
+    (
+        "slot_num_twice",
+        [
+            "with pl.at(",
+            "    level=pl.Level.CORE_GROUP,",
+            "    optimizations=[pl.cross_core_slot(slot_num=2), pl.split(pl.SplitMode.NONE, slot_num=4)],",
+            "):",
+        ],
+        "pl.split(pl.SplitMode.NONE, slot_num=4)",
+        "optimizations gives slot_num twice",
+    ),
+]:
+    _f = function("Orchestration", "[16, 16]", [*_opening, STORE], f"<{_name}>", out=True)
+    rejects.add(_f, _marker, _message, _name)
 
 
+@rejects("# smaller", "shape [8, 32] must be at least the source's [16, 32]")
 def fillpad_expand_smaller() -> object:
     @pl.function(type=pl.FunctionType.InCore)
     def f(
@@ -141,35 +142,23 @@ def fillpad_expand_smaller() -> object:
     return f.ir
 
 
-CASES = [
-    (auto_scope_in_default_mode, "# automatic", "declare it @pl.function(..., auto_scope=False)"),
-    (scope_positional, "pl.scope(1)", "pl.scope() takes only the keyword mode="),
-    (auto_in_manual, "# nested", "pl.scope() does not nest inside a pl.manual_scope()"),
-    (flat_vec_tile, "# Vec", "flat_layout=True describes a flat (non-fractal) Mat (L1) staging tile"),
-    (no_dep_of_a_scalar, "# a scalar", "pl.no_dep(t): 'n' must be a tensor"),
-    (early_resolve_not_bool, "allow_early_resolve=1", "pl.at(allow_early_resolve): expected a bool"),
-    (fillpad_expand_smaller, "# smaller", "shape [8, 32] must be at least the source's [16, 32]"),
-    (slot_num_twice, "pl.split(pl.SplitMode.NONE, slot_num=4)", "optimizations gives slot_num twice"),
-]
+test_rejected_at_the_line = rejects.test()
 
 
-@pytest.mark.parametrize(("build", "marker", "message"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_rejected_at_the_line(build: Callable[[], object], marker: str, message: str) -> None:
-    rejected_at_line(build, marker, message)
-
-
-@pl.function(type=pl.FunctionType.Orchestration)
-def _split_slot(
-    x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-) -> pl.Tensor[[16, 16], pl.FP32]:
-    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN, slot_num=8)]):
-        out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
-    return out
+_split_slot = function(
+    "Orchestration",
+    "[16, 16]",
+    [
+        "with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN, slot_num=8)]):",
+        STORE,
+    ],
+    out=True,
+)
 
 
 def test_slot_num_of_split_is_the_cross_core_slot_hint() -> None:
     with pytest.warns(DeprecationWarning, match=r"pl.split\(\.\.\., slot_num=n\) is deprecated"):
-        body = _split_slot.ir.body
+        body = _split_slot().body
     scope = next(s for s in body if isinstance(s, Scope))
     assert dict(scope.hints) == {"cross_core_slot": 8, "split": "UP_DOWN"}
 
@@ -209,47 +198,29 @@ def test_opaque_computation_outside_scopes_gets_its_own_scopes() -> None:
 
 
 def test_none_in_an_orchestration_is_the_id_of_no_task() -> None:
-    @pl.program
-    class P:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            return x
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
-            with pl.manual_scope():
-                prev = None
-                a, _t = pl.submit(self.k, x, deps=[prev])
-            return a
-
+    program = task_program(
+        [
+            "with pl.manual_scope():",
+            "    prev = None",
+            "    a, _t = pl.submit(self.k, x, deps=[prev])",
+            "return a",
+        ],
+        "<none_as_a_dep>",
+    )
+    P = program()
     main = P.functions["main"]  # type: ignore[attr-defined]
     first = next(s for s in main.body if isinstance(s, Assign))
     assert first.value.op == "system.task_invalid"
     assert isinstance(first.var.type, TaskIdType)
 
 
-_OVERRIDES = """
-import pypto.language as pl
-
-
-@pl.program
-class Prog:
-    @pl.function(type=pl.FunctionType.InCore)
-    def kernel(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
-        t: pl.Tile[[64], pl.FP32] = pl.load(x, [0], [64])
-        dst = pl.store(t, [0], dst)
-        return dst
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[64], pl.FP32], dst: pl.Out[pl.Tensor[[64], pl.FP32]]) -> pl.Tensor[[64], pl.FP32]:
-        dst = self.kernel(x, dst, attrs={"arg_direction_overrides": OVERRIDES})
-        return dst
-"""
+def _overrides(value: str) -> str:
+    return PRINTED_CALL.replace("CALL_ATTRS", f'"arg_direction_overrides": {value}')
 
 
 def test_printed_direction_overrides_are_checked() -> None:
-    prog = pl.parse(_OVERRIDES.replace("OVERRIDES", "[1]"))
+    prog = pl.parse(_overrides("[1]"))
     assert "kernel" in {f.name for f in prog.funcs}  # type: ignore[union-attr]
     for bad in ("[2]", "[1, 1]", "1"):
         with pytest.raises(KernelError, match="arg_direction_overrides"):
-            pl.parse(_OVERRIDES.replace("OVERRIDES", bad))
+            pl.parse(_overrides(bad))

@@ -8,8 +8,8 @@ the hot path shows in one run of ``nox -s bench`` whatever the load.
 
 How: the program is compiled into a fresh store first (natively); then a child Python runs under
 ``valgrind --tool=callgrind --instr-atstart=no`` (no instrumentation while it imports and warms
-up), and brackets ``N`` calls of each path with callgrind client requests (a small helper
-library built here with the system compiler from ``valgrind/callgrind.h``): start
+up: ``WARM`` calls of each path), and brackets ``N`` calls of each path with callgrind client
+requests (a small helper library built here with the system compiler from ``valgrind/callgrind.h``): start
 instrumentation and zero the counters, run, dump. The figure is the dumped instruction total
 over ``N``: every thread of the process is counted (the chip's threads too), so a call that
 hands work to a core thread that spins shows its spinning.
@@ -33,6 +33,11 @@ from pathlib import Path
 from pypto_testing.bench import report
 
 CALLS = 200
+# Calls of each path before it is counted: more than a ring's task window (256 slots by
+# default), so that the counted calls reuse task slots whose vectors are already allocated, as
+# every call after the chip's first few hundred does (a fresh slot allocates its task's tensor
+# and argument vectors once, ~800 instructions).
+WARM = 300
 
 HELPER = r"""
 #include <valgrind/callgrind.h>
@@ -53,7 +58,7 @@ def add64(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
         pl.store(pl.add(pl.load(a, [0, 0], [64, 64]), pl.load(b, [0, 0], [64, 64])), [0, 0], c)
     return c
 
-calls = int(sys.argv[2])
+calls, warm = int(sys.argv[2]), int(sys.argv[3])
 rng = np.random.default_rng(0)
 a = rng.standard_normal((64, 64), dtype=np.float32)
 b = rng.standard_normal((64, 64), dtype=np.float32)
@@ -74,7 +79,7 @@ paths = {
     "chip": lambda: worker.run(handle, mat),
 }
 for name, f in paths.items():
-    for _ in range(20):
+    for _ in range(warm):
         f()
     lib.pypto_cg_start()
     for _ in range(calls):
@@ -143,7 +148,7 @@ def main() -> None:
         env = dict(os.environ, PYPTO_CACHE_DIR=str(work / "store"), CXX=str(wrapper))
         # Compile natively first: the child under valgrind then loads the artifact from the store.
         first = subprocess.run(
-            [sys.executable, str(child), "-", "0"],
+            [sys.executable, str(child), "-", "0", "0"],
             check=False,
             env=env,
             capture_output=True,
@@ -161,6 +166,7 @@ def main() -> None:
             str(child),
             str(so),
             str(CALLS),
+            str(WARM),
         ]
         done = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=1800)
         if done.returncode != 0:

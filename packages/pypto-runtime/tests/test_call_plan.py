@@ -223,7 +223,8 @@ def test_the_jit_hot_path_falls_back_and_respecialises(monkeypatch: pytest.Monke
     out = np.zeros_like(a)
     hot_scale(a, 2.0, out)
     hot = hot_scale.executor_plan
-    assert isinstance(hot, simpler.BoundCall)  # the function's __call__ calls it directly
+    # the function's __call__ calls it directly: the BoundCall's bound __call__
+    assert isinstance(hot.__self__, simpler.BoundCall)
     slow: list[object] = []
     real = api._executor_call
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from worker_args import vadd_args, wrap
+from worker_args import vadd_args, vadd_operands, wrap
 
 import simpler
 from simpler import ArgDirection as D
@@ -33,9 +33,7 @@ def test_intermediate_tensor_in_ring_heap_with_scope(
     worker: simpler.Worker, register: Callable[[str], Any]
 ) -> None:
     h = register("vadd_scaled")
-    a = np.arange(1000, dtype=np.float32)
-    b = np.ones(1000, dtype=np.float32)
-    out = np.zeros_like(a)
+    a, b, out = vadd_operands()
     args = vadd_args(a, b, out, 64).add_scalar(0.5, DataType.FLOAT32)
     worker.run(h, args, timeout=30)
     np.testing.assert_array_equal(out, (a + b) * 0.5)
@@ -185,9 +183,7 @@ def test_submit_takes_materialised_arguments_as_launch_does(
     worker: simpler.Worker, register: Callable[[str], Any]
 ) -> None:
     h = register("vadd_tiles")
-    a = np.arange(1000, dtype=np.float32)
-    b = np.ones(1000, dtype=np.float32)
-    c = np.zeros_like(a)
+    a, b, c = vadd_operands()
     mat = vadd_args(a, b, c, 256).materialize()
     run = worker.submit(h, mat, keep_alive=(a, b, c))
     run.result(timeout=30)

@@ -9,7 +9,7 @@ import simpler
 from simpler import ArgDirection as D
 from simpler import Buffer, DataType, TaskArgs
 
-__all__ = ["vadd_args", "wrap"]
+__all__ = ["vadd_args", "vadd_operands", "wrap"]
 
 _DTYPES = {np.float32: "FLOAT32", np.int64: "INT64", np.float16: "FLOAT16", np.int32: "INT32"}
 
@@ -25,3 +25,10 @@ def vadd_args(a: np.ndarray, b: np.ndarray, c: np.ndarray, tile: int) -> TaskArg
     for arr, d in ((a, D.In), (b, D.In), (c, D.Out)):
         args.add_tensor(wrap(arr), d)
     return args.add_scalar(tile, DataType.UINT32)
+
+
+def vadd_operands(n: int = 1000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """FLOAT32 ``a = 0..n-1``, ``b`` all ones and a zeroed output: operands for ``vadd_tiles``
+    and its kin."""
+    a = np.arange(n, dtype=np.float32)
+    return a, np.ones(n, dtype=np.float32), np.zeros_like(a)

@@ -14,6 +14,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -112,6 +113,37 @@ struct BufferView {
     }
 };
 
+// The [first, last) byte spans of a call's arrays: on the stack for up to kInline arrays.
+class Spans {
+public:
+    explicit Spans(std::size_t n) {
+        if (n > kInline) heap_.reserve(n);
+    }
+    void add(std::uint64_t lo, std::uint64_t hi) {
+        if (heap_.capacity() != 0) {
+            heap_.emplace_back(lo, hi);
+        } else {
+            inline_[n_++] = {lo, hi};
+        }
+    }
+    // True when no two spans share a byte.
+    bool disjoint() {
+        auto* first = heap_.capacity() != 0 ? heap_.data() : inline_.data();
+        auto* last = first + (heap_.capacity() != 0 ? heap_.size() : n_);
+        if (last - first < 2) return true;
+        std::sort(first, last);
+        for (auto* p = first + 1; p != last; ++p)
+            if (p->first < (p - 1)->second) return false;
+        return true;
+    }
+
+private:
+    static constexpr std::size_t kInline = 8;
+    std::array<std::pair<std::uint64_t, std::uint64_t>, kInline> inline_{};
+    std::size_t n_ = 0;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> heap_;
+};
+
 class CallPlan {
 public:
     CallPlan(nb::handle array_type, std::size_t nparams,
@@ -182,8 +214,7 @@ public:
             }
         }
         tensors.resize(tensors_.size());
-        std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
-        spans.reserve(tensors_.size());
+        Spans spans(tensors_.size());
         PyObject* const array_type = array_type_.ptr();
         for (std::size_t i = 0; i < tensors_.size(); ++i) {
             const TensorSpec& s = tensors_[i];
@@ -193,7 +224,7 @@ public:
                 std::uint64_t ptr = 0, nbytes = 0;
                 if (!fill_fields(reinterpret_cast<const ArrayFields*>(a), s, dtypes_[i].ptr(), tensors[i], ptr, nbytes))
                     return false;
-                spans.emplace_back(ptr, ptr + nbytes);
+                spans.add(ptr, ptr + nbytes);
                 continue;
             }
             // An array that owns its memory: the view is the whole storage, as the general
@@ -233,14 +264,10 @@ public:
             c.ndims = static_cast<std::uint32_t>(v.ndim);
             c.dtype = s.dtype;
             c.address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
-            spans.emplace_back(ptr, ptr + nbytes);
+            spans.add(ptr, ptr + nbytes);
         }
         // The alias rule: disjoint views only here (others: the general path).
-        if (spans.size() > 1) {
-            std::sort(spans.begin(), spans.end());
-            for (std::size_t i = 1; i < spans.size(); ++i)
-                if (spans[i].first < spans[i - 1].second) return false;
-        }
+        if (!spans.disjoint()) return false;
         bits.resize(scalars_.size());
         for (std::size_t i = 0; i < scalars_.size(); ++i)
             if (!encode(items[scalars_[i].slot], scalars_[i].code, bits[i])) return false;
@@ -253,6 +280,7 @@ public:
                    double timeout) const {
         std::vector<ChipTensor> tensors;
         std::vector<std::uint64_t> bits;
+        Chip::argument_vectors(&tensors, &bits);
         if (!fill(args, tensors, bits)) return nb::none();
         std::shared_ptr<Run> run;
         {
@@ -443,6 +471,7 @@ public:
         if (chip_->closed()) return declined_;
         std::vector<ChipTensor> tensors;
         std::vector<std::uint64_t> bits;
+        Chip::argument_vectors(&tensors, &bits);
         if (!plan_->fill(args, tensors, bits)) return declined_;
         std::shared_ptr<Run> run;
         {

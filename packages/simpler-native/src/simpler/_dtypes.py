@@ -46,14 +46,24 @@ _ALIASES: dict[str, int] = {
 _DIRECTIONS: dict[str, int] = {m.name.upper(): m.value for m in ArgDirection}
 
 
+def _int_code(value: object, count: int, kind: str, what: str) -> int | None:
+    """``value`` when it is a wire code of ``kind`` (an int in 0..count-1), None when it is not
+    an int; ValueError naming ``what`` for a bool or an int out of range."""
+    article = "an" if kind[0] in "AEIOU" else "a"
+    if isinstance(value, bool):
+        raise ValueError(f"{what}: expected {article} {kind}, got {value!r}")
+    if not isinstance(value, int):
+        return None
+    if 0 <= value < count:
+        return int(value)
+    raise ValueError(f"{what}: expected {article} {kind} code in 0..{count - 1}, got {value}")
+
+
 def dtype_code(value: object, *, what: str = "dtype") -> int:
     """Wire code of ``value``; ValueError naming ``what`` when it is not a known dtype."""
-    if isinstance(value, bool):
-        raise ValueError(f"{what}: expected a DataType, got {value!r}")
-    if isinstance(value, int):
-        if 0 <= value < len(_NAMES):
-            return int(value)
-        raise ValueError(f"{what}: expected a DataType code in 0..{len(_NAMES) - 1}, got {value}")
+    code = _int_code(value, len(_NAMES), "DataType", what)
+    if code is not None:
+        return code
     name = getattr(value, "name", None)
     if not isinstance(name, str):
         name = str(value)  # numpy dtype, plain string
@@ -78,12 +88,9 @@ def dtype_itemsize_bits(code: int) -> int:
 
 def arg_direction_code(value: object, *, what: str = "direction") -> int:
     """Wire code of an ArgDirection (Scalar=0, In=1, Out=2, InOut=3)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{what}: expected an ArgDirection, got {value!r}")
-    if isinstance(value, int):
-        if 0 <= value < len(_DIRECTIONS):
-            return int(value)
-        raise ValueError(f"{what}: expected an ArgDirection code in 0..{len(_DIRECTIONS) - 1}, got {value}")
+    code = _int_code(value, len(_DIRECTIONS), "ArgDirection", what)
+    if code is not None:
+        return code
     if isinstance(value, ArgDirection):
         return arg_direction_code(value.value, what=what)
     name = getattr(value, "name", None)

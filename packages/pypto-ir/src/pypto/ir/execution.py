@@ -26,7 +26,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from importlib import metadata
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "DECLINED",
@@ -52,7 +52,6 @@ JitCompiler = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
 
 _lock = threading.Lock()
 _executor: JitExecutor | None = None
-_compiler: JitCompiler | None = None
 
 DECLINED: Any = object()
 """What an executor plan returns for a call it does not take."""
@@ -131,29 +130,47 @@ def get_jit_executor() -> JitExecutor:
     )
 
 
+_Fn = TypeVar("_Fn")
+
+
+class _Installed(Generic[_Fn]):
+    """One callable the runtime installs (a compiler), read and replaced under the module lock."""
+
+    def __init__(self, setter: str) -> None:
+        self.setter = setter
+        self.value: _Fn | None = None
+
+    def set(self, fn: _Fn | None) -> _Fn | None:
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{self.setter}(compiler): expected a callable or None, got {fn!r}")
+        with _lock:
+            previous, self.value = self.value, fn
+        return previous
+
+    def get(self) -> _Fn | None:
+        """The installed callable; when none is, the runtime is loaded through the executor entry
+        point (loading it installs its compilers) and asked again: None if it still is not."""
+        with _lock:
+            if self.value is not None:
+                return self.value
+        with contextlib.suppress(NoExecutorError):
+            get_jit_executor()
+        with _lock:
+            return self.value
+
+
+_compiler: _Installed[JitCompiler] = _Installed("set_jit_compiler")
+
+
 def set_jit_compiler(compiler: JitCompiler | None) -> JitCompiler | None:
     """Install the compiler behind ``JITFunction.compile`` (None uninstalls); returns the previous one."""
-    global _compiler
-    if compiler is not None and not callable(compiler):
-        raise TypeError(f"set_jit_compiler(compiler): expected a callable or None, got {compiler!r}")
-    with _lock:
-        previous, _compiler = _compiler, compiler
-    return previous
-
-
-def _installed_compiler() -> JitCompiler | None:
-    with _lock:
-        return _compiler
+    return _compiler.set(compiler)
 
 
 def get_jit_compiler() -> JitCompiler:
     """The installed compiler; when none is, the runtime is loaded through the executor entry
     point (loading it installs its compiler)."""
-    compiler = _installed_compiler()
-    if compiler is None:
-        with contextlib.suppress(NoExecutorError):
-            get_jit_executor()
-        compiler = _installed_compiler()
+    compiler = _compiler.get()
     if compiler is not None:
         return compiler
     raise NoExecutorError(
@@ -166,7 +183,7 @@ def get_jit_compiler() -> JitCompiler:
 # -- @pl.jit.host --------------------------------------------------------------------------
 
 HostCompiler = Callable[[Any, tuple[Any, ...], dict[str, Any], Any], Any]
-_host_compiler: HostCompiler | None = None
+_host_compiler: _Installed[HostCompiler] = _Installed("set_host_compiler")
 
 
 def set_host_compiler(compiler: HostCompiler | None) -> HostCompiler | None:
@@ -177,28 +194,13 @@ def set_host_compiler(compiler: HostCompiler | None) -> HostCompiler | None:
     host orchestrator (``args``/``kwargs`` empty, ``config`` with ``platform``, ``runtime`` and
     ``distributed_config``).
     """
-    global _host_compiler
-    if compiler is not None and not callable(compiler):
-        raise TypeError(f"set_host_compiler(compiler): expected a callable or None, got {compiler!r}")
-    with _lock:
-        previous, _host_compiler = _host_compiler, compiler
-    return previous
-
-
-def _installed_host_compiler() -> HostCompiler | None:
-    with _lock:
-        return _host_compiler
+    return _host_compiler.set(compiler)
 
 
 def get_host_compiler() -> HostCompiler:
     """The installed host compiler (pypto.runtime installs one when imported); when none is,
     the runtime is loaded through the executor entry point (loading it installs its compiler)."""
-    with _lock:
-        if _host_compiler is not None:
-            return _host_compiler
-    with contextlib.suppress(NoExecutorError):
-        get_jit_executor()
-    installed = _installed_host_compiler()  # loading the runtime may have installed one
+    installed = _host_compiler.get()
     if installed is not None:
         return installed
     raise NoExecutorError(

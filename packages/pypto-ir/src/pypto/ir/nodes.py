@@ -582,6 +582,14 @@ def _print_function(f: Function) -> str:
     return "\n".join(lines)
 
 
+def _carried_text(s: For | While) -> str:
+    """`` carry(v=init, ...) -> (results)`` of a loop with loop-carried values, else ''."""
+    if not s.iter_args:
+        return ""
+    inits = ", ".join(f"{ia.var}={ia.init}" for ia in s.iter_args)
+    return f" carry({inits}) -> ({', '.join(map(str, s.results))})"
+
+
 def _print_body(body: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
     pad = "    " * depth
     if not body:
@@ -595,21 +603,13 @@ def _print_body(body: tuple[Stmt, ...], depth: int, lines: list[str]) -> None:
             offs = ", ".join(map(str, s.offsets))
             lines.append(f"{pad}{s.target}[{offs}] = {s.value}")
         elif isinstance(s, For):
-            carried = ""
-            if s.iter_args:
-                inits = ", ".join(f"{ia.var}={ia.init}" for ia in s.iter_args)
-                res = ", ".join(map(str, s.results))
-                carried = f" carry({inits}) -> ({res})"
+            carried = _carried_text(s)
             stage = f", stage={s.stage}" if s.stage is not None else ""
             loop = "pipeline" if s.stage is not None else "range"
             lines.append(f"{pad}for {s.var} in {loop}({s.start}, {s.stop}, {s.step}{stage}){carried}:")
             _print_body(s.body, depth + 1, lines)
         elif isinstance(s, While):
-            carried = ""
-            if s.iter_args:
-                inits = ", ".join(f"{ia.var}={ia.init}" for ia in s.iter_args)
-                res = ", ".join(map(str, s.results))
-                carried = f" carry({inits}) -> ({res})"
+            carried = _carried_text(s)
             lines.append(f"{pad}while {s.cond}{carried}:")
             _print_body(s.body, depth + 1, lines)
         elif isinstance(s, (Break, Continue)):

@@ -38,7 +38,22 @@ __all__ = [
 ]
 
 
-class MemorySpace(enum.Enum):
+class _PlEnum(enum.Enum):
+    """An enum of the ``pl`` namespace: its repr is how kernel source names a member
+    (``pl.Level.CORE_GROUP``), which the printer and error messages write."""
+
+    def __repr__(self) -> str:
+        return f"pl.{type(self).__name__}.{self.name}"
+
+
+class _PldEnum(enum.Enum):
+    """An enum of the ``pld`` (multi-chip) namespace, spelled ``pld.WaitCmp.Ge``."""
+
+    def __repr__(self) -> str:
+        return f"pld.{type(self).__name__}.{self.name}"
+
+
+class MemorySpace(_PlEnum):
     """Where a tile lives. DDR is device (global) memory, where tensors live."""
 
     DDR = "DDR"
@@ -48,11 +63,8 @@ class MemorySpace(enum.Enum):
     Right = "Right"  # L0B, right matmul operand
     Acc = "Acc"  # L0C, matmul accumulator (FP32)
 
-    def __repr__(self) -> str:
-        return f"pl.MemorySpace.{self.value}"
 
-
-class Level(enum.Enum):
+class Level(_PlEnum):
     """The hardware level code runs on. ``pl.at(level=CORE_GROUP)`` outlines an InCore kernel;
     ``@pl.function(level=HOST, role=...)`` is host-CPU code of a multi-chip ``@pl.program``, in
     whose host orchestrator ``pl.at(level=CHIP, role=pl.Role.Orchestrator)`` is a chip
@@ -62,22 +74,16 @@ class Level(enum.Enum):
     CHIP = "CHIP"
     HOST = "HOST"
 
-    def __repr__(self) -> str:
-        return f"pl.Level.{self.value}"
 
-
-class Role(enum.Enum):
+class Role(_PlEnum):
     """What a ``Level.HOST`` function of a ``@pl.program`` is: the host orchestrator (launches
     the chip orchestrations and calls SubWorkers) or a SubWorker (a host callback)."""
 
     Orchestrator = "Orchestrator"
     SubWorker = "SubWorker"
 
-    def __repr__(self) -> str:
-        return f"pl.Role.{self.value}"
 
-
-class FunctionType(enum.Enum):
+class FunctionType(_PlEnum):
     """What a function is: orchestration (runs on the AICPU) or an InCore kernel (AICore)."""
 
     Opaque = "Opaque"
@@ -86,26 +92,20 @@ class FunctionType(enum.Enum):
     AIC = "AIC"
     AIV = "AIV"
 
-    def __repr__(self) -> str:
-        return f"pl.FunctionType.{self.value}"
-
     @property
     def is_kernel(self) -> bool:
         return self in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
 
-class PadValue(enum.Enum):
+class PadValue(_PlEnum):
     """What ``fillpad`` writes outside a tile's valid region."""
 
     zero = "zero"
     min = "min"  # the lowest finite value (-inf for floats)
     max = "max"  # the highest value (+inf for floats)
 
-    def __repr__(self) -> str:
-        return f"pl.PadValue.{self.value}"
 
-
-class SplitMode(enum.Enum):
+class SplitMode(_PlEnum):
     """How ``pl.split`` asks a mixed (cube + vector) scope to be halved between the two vector
     cores of a core group: ``UP_DOWN`` by rows, ``LEFT_RIGHT`` by columns, ``NONE`` not at all.
     A hint: the simulated chip runs the scope's kernel whole either way (docs/pypto-ir.md)."""
@@ -114,11 +114,8 @@ class SplitMode(enum.Enum):
     UP_DOWN = "UP_DOWN"
     LEFT_RIGHT = "LEFT_RIGHT"
 
-    def __repr__(self) -> str:
-        return f"pl.SplitMode.{self.value}"
 
-
-class AtomicType(enum.Enum):
+class AtomicType(_PlEnum):
     """How ``pl.assemble`` into a tensor combines with what the tensor holds: ``None_``
     overwrites, ``Add`` adds the source into the destination (an accumulation several tasks
     may target; see docs/pypto-ir.md for how the simulator keeps it exact)."""
@@ -126,33 +123,24 @@ class AtomicType(enum.Enum):
     None_ = "None"
     Add = "Add"
 
-    def __repr__(self) -> str:
-        return f"pl.AtomicType.{self.name}"
 
-
-class NotifyOp(enum.Enum):
+class NotifyOp(_PldEnum):
     """How ``pld.system.notify`` changes a peer's INT32 signal cell: ``AtomicAdd`` adds the value
     atomically, ``Set`` stores it."""
 
     AtomicAdd = "AtomicAdd"
     Set = "Set"
 
-    def __repr__(self) -> str:
-        return f"pld.NotifyOp.{self.name}"
 
-
-class WaitCmp(enum.Enum):
+class WaitCmp(_PldEnum):
     """What ``pld.system.wait`` waits for: the local signal cell ``== expected`` (``Eq``) or
     ``>= expected`` (``Ge``)."""
 
     Eq = "Eq"
     Ge = "Ge"
 
-    def __repr__(self) -> str:
-        return f"pld.WaitCmp.{self.name}"
 
-
-class ReduceOp(enum.Enum):
+class ReduceOp(_PldEnum):
     """The element-wise combination of ``pld.tensor.allreduce`` and ``reduce_scatter``."""
 
     Sum = "Sum"
@@ -160,11 +148,8 @@ class ReduceOp(enum.Enum):
     Min = "Min"
     Prod = "Prod"
 
-    def __repr__(self) -> str:
-        return f"pld.ReduceOp.{self.name}"
 
-
-class PipeType(enum.Enum):
+class PipeType(_PlEnum):
     """A pipe of an AICore, named by ``pl.system`` synchronisation: the transfer engines
     ``MTE1``/``MTE2``/``MTE3``, the cube ``M``, the vector unit ``V``, the scalar unit ``S``,
     the fixpipe ``FIX`` and ``ALL`` of them."""
@@ -177,9 +162,6 @@ class PipeType(enum.Enum):
     S = "S"
     FIX = "FIX"
     ALL = "ALL"
-
-    def __repr__(self) -> str:
-        return f"pl.PipeType.{self.value}"
 
 
 class CoreType(enum.Enum):

@@ -10,13 +10,38 @@ dtype is recognised by its name (``torch.float32`` and numpy's ``float32`` both 
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from pypto.ir.dtypes import DataType
 
-__all__ = ["arg_key", "dtype_of", "fast_key", "is_tensor", "scalar_of", "shape_of", "tensor_library"]
+__all__ = [
+    "DecoratedFunction",
+    "arg_key",
+    "dtype_of",
+    "fast_key",
+    "is_tensor",
+    "scalar_of",
+    "shape_of",
+    "tensor_library",
+]
+
+
+class DecoratedFunction:
+    """What a ``@pl.jit`` or ``@pl.jit.host`` object keeps of the Python function it stands for:
+    the function, its names and docstring (so that it reads as the function), and its signature,
+    which calls are bound against."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self._sig = inspect.signature(fn)
 
 
 def is_tensor(obj: Any) -> bool:

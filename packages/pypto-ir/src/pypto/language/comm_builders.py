@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.ir.nodes import Arg, Const, Expr
 from pypto.ir.types import AtomicType, ReduceOp, TensorType, WaitCmp
-from pypto.language.op_builders import OP_BUILDERS, _enum, _window_offsets
+from pypto.language.op_builders import OP_BUILDERS, _enum, _peer_window, _wait_operands, _window_offsets
 
 if TYPE_CHECKING:
     from pypto.language.parser.calls import _Calls as _Parser
@@ -127,13 +127,7 @@ def _build_reduce_scatter(p: _Parser, opname: str, b: dict[str, Any], node: ast.
 
 def _build_defer_wait(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     what = "pld.system.defer_wait"
-    signal = p.expr(b["signal"])
-    args: list[Arg] = [
-        signal,
-        _window_offsets(p, signal, b["offsets"], f"{what} offsets", node),
-        p.scalar(b["expected"], f"{what} expected"),
-    ]
-    cmp = _enum(p, b["cmp"], WaitCmp, f"{what} cmp", node)
+    args, cmp = _wait_operands(p, b, what, node)
     if cmp is not WaitCmp.Ge:
         raise p.err(f"{what}: cmp must be pld.WaitCmp.Ge, got {cmp!r}", node)
     return p.make_op(opname, args, {"cmp": cmp}, node)
@@ -141,12 +135,7 @@ def _build_defer_wait(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call
 
 def _build_remote_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     what = "pld.tile.remote_load"
-    target = p.expr(b["target"])
-    args: list[Arg] = [
-        target,
-        p.scalar(b["peer"], f"{what} peer"),
-        _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
-    ]
+    args = _peer_window(p, b, what, node)
     shape = p.shape(b["shape"], f"{what} shape")
     if b.get("valid_shape") is not None:
         args.append(remote_load_valid(p, shape, b["valid_shape"], node))
@@ -155,13 +144,7 @@ def _build_remote_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Cal
 
 def _build_remote_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     what = "pld.tile.remote_store"
-    target = p.expr(b["target"])
-    args: list[Arg] = [
-        p.expr(b["src_tile"]),
-        target,
-        p.scalar(b["peer"], f"{what} peer"),
-        _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
-    ]
+    args = [p.expr(b["src_tile"]), *_peer_window(p, b, what, node)]
     atomic = _enum(p, b.get("atomic", AtomicType.None_), AtomicType, f"{what} atomic", node)
     return p.make_op(opname, args, {"atomic": atomic}, node)
 

@@ -122,19 +122,6 @@ def cond(condition: Any) -> Any:
 cond.__pypto_dsl__ = "cond"  # type: ignore[attr-defined]
 
 
-def _at_signature(
-    level: Level = Level.CORE_GROUP,
-    name_hint: str | None = None,
-    deps: Any = None,
-    *,
-    optimizations: Any = None,
-    no_dep_args: Any = None,
-    dumps: Any = None,
-    allow_early_resolve: bool = False,
-) -> None:
-    """The arguments ``pl.at`` accepts (the parser binds calls against this)."""
-
-
 def at(
     level: Level = Level.CORE_GROUP,
     name_hint: str | None = None,
@@ -158,6 +145,8 @@ def at(
     the kernel call, as ``pl.dump_tag`` does; the simulated chip has no tensor dump).
     ``allow_early_resolve=True`` (as for ``pl.submit``) lets the runtime release the task's
     dependants before it finishes; checked, and the simulated runtime keeps every dependency.
+
+    The parser binds each ``pl.at(...)`` call against this signature.
     """
     raise RuntimeError("pl.at() runs only inside a @pl.jit body, which the compiler parses")
 

@@ -9,30 +9,20 @@ returns a distributed compiled program. Calling the function compiles and runs i
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from typing import Any
 
 from pypto.ir.execution import get_host_compiler
 from pypto.ir.param_info import ParamDirection
 from pypto.language import typing as lt
-from pypto.language.binding import is_tensor
+from pypto.language.binding import DecoratedFunction, is_tensor
 from pypto.language.host_trace import HostTensorRef, HostTrace
 from pypto.language.tracebacks import user_facing
 
 __all__ = ["HostFunction"]
 
 
-class HostFunction:
+class HostFunction(DecoratedFunction):
     """A ``@pl.jit.host`` function: ``compile(*args, config=...)`` or call it to run."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        self.__name__ = fn.__name__
-        self.__qualname__ = fn.__qualname__
-        self.__doc__ = fn.__doc__
-        self.__wrapped__ = fn
-        self._sig = inspect.signature(fn)
 
     def __repr__(self) -> str:
         return f"<pl.jit.host {self.fn.__module__}.{self.fn.__qualname__}>"

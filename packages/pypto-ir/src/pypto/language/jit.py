@@ -31,7 +31,7 @@ from pypto.ir.param_info import DYNAMIC, ParamDirection, ParamInfo
 from pypto.ir.types import DynDim, FunctionType, TensorType, Type
 from pypto.language import host_trace as _host_trace
 from pypto.language import typing as lt
-from pypto.language.binding import dtype_of, fast_key, is_tensor, scalar_of, shape_of
+from pypto.language.binding import DecoratedFunction, dtype_of, fast_key, is_tensor, scalar_of, shape_of
 from pypto.language.decorators import IncoreFunction, InlineFunction
 from pypto.language.host import HostFunction
 from pypto.language.host_trace import _state as _trace_state
@@ -117,7 +117,7 @@ def _current_value(fn: Callable[..., Any], name: str) -> object:
     return getattr(fn, "__globals__", {}).get(name, "<deleted>")
 
 
-class JITFunction:
+class JITFunction(DecoratedFunction):
     """A ``@pl.jit`` function. Call it to run (needs a runtime), or ``lower``/``specialize``.
 
     Scalar arguments are folded into the program as constants (one specialisation per value)
@@ -128,12 +128,7 @@ class JITFunction:
     """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        self.__name__ = fn.__name__
-        self.__qualname__ = fn.__qualname__
-        self.__doc__ = fn.__doc__
-        self.__wrapped__ = fn
-        self._sig = inspect.signature(fn)
+        super().__init__(fn)
         self._cache: dict[tuple[Any, ...], Specialization] = {}
         # binding.fast_key of an all-positional call -> its specialisation (no binding needed)
         self._fast: dict[tuple[Any, ...], Specialization] = {}

@@ -140,27 +140,28 @@ def tile_dims(tensor: Expr, shape: tuple[int, ...]) -> tuple[int, int]:
     return (1, shape[0]) if len(shape) == 1 else (shape[-2], shape[-1])
 
 
-def _build_read(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    t = p.expr(b["src"])
+def _element_at(p: _Parser, b: dict[str, Any], operand: str, what: str, node: ast.Call) -> tuple[Expr, Any]:
+    """The tensor or tile ``b[operand]`` of ``pl.read``/``pl.write`` and its element index
+    (``b["offset"]``: a list, or one index for a 1-D tensor), one index per tensor dimension."""
+    t = p.expr(b[operand])
     node_idx = b["offset"]
     if not isinstance(node_idx, (ast.List, ast.Tuple)):
         node_idx = ast.copy_location(ast.List(elts=[node_idx], ctx=ast.Load()), node_idx)
-    idx = p.offsets(node_idx, "pl.read offset")
+    idx = p.offsets(node_idx, f"{what} offset")
     if isinstance(t.type, TensorType) and len(idx) != len(t.type.shape):
-        raise p.err(f"pl.read: {len(idx)} indices for a rank-{len(t.type.shape)} tensor", node)
+        raise p.err(f"{what}: {len(idx)} indices for a rank-{len(t.type.shape)} tensor", node)
+    return t, idx
+
+
+def _build_read(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    t, idx = _element_at(p, b, "src", "pl.read", node)
     if isinstance(t.type, TileType) and len(idx) != 2:
         raise p.err(f"pl.read: a tile is read at [row, col], got {len(idx)} indices", node)
     return p.make_op("read", [t, idx], {}, node)
 
 
 def _build_write(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    t = p.expr(b["dst"])
-    node_idx = b["offset"]
-    if not isinstance(node_idx, (ast.List, ast.Tuple)):
-        node_idx = ast.copy_location(ast.List(elts=[node_idx], ctx=ast.Load()), node_idx)
-    idx = p.offsets(node_idx, "pl.write offset")
-    if isinstance(t.type, TensorType) and len(idx) != len(t.type.shape):
-        raise p.err(f"pl.write: {len(idx)} indices for a rank-{len(t.type.shape)} tensor", node)
+    t, idx = _element_at(p, b, "dst", "pl.write", node)
     return p.make_op("write", [t, idx, p.scalar(b["value"], "pl.write value")], {}, node)
 
 
@@ -521,27 +522,38 @@ def _build_comm_query(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call
     return p.make_op(opname, [p.expr(arg)], {}, node)
 
 
-def _build_notify(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    what = "pld.system.notify"
+def _peer_window(p: _Parser, b: dict[str, Any], what: str, node: ast.Call) -> list[Arg]:
+    """``[target, peer, offsets]``: a window of a peer's copy of the distributed tensor
+    ``b["target"]``, the operands pld.system.notify and the pld.tile remote accesses share."""
     target = p.expr(b["target"])
-    args: list[Arg] = [
+    return [
         target,
         p.scalar(b["peer"], f"{what} peer"),
         _window_offsets(p, target, b["offsets"], f"{what} offsets", node),
-        p.scalar(b["value"], f"{what} value"),
     ]
+
+
+def _build_notify(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    what = "pld.system.notify"
+    args = [*_peer_window(p, b, what, node), p.scalar(b["value"], f"{what} value")]
     return p.make_op(opname, args, {"op": _enum(p, b["op"], NotifyOp, f"{what} op", node)}, node)
 
 
-def _build_wait(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    what = "pld.system.wait"
+def _wait_operands(p: _Parser, b: dict[str, Any], what: str, node: ast.Call) -> tuple[list[Arg], WaitCmp]:
+    """The operands of a wait on a signal (the signal window, its offsets, the expected value)
+    and its comparison: shared by ``pld.system.wait`` and ``defer_wait``."""
     signal = p.expr(b["signal"])
     args: list[Arg] = [
         signal,
         _window_offsets(p, signal, b["offsets"], f"{what} offsets", node),
         p.scalar(b["expected"], f"{what} expected"),
     ]
-    return p.make_op(opname, args, {"cmp": _enum(p, b["cmp"], WaitCmp, f"{what} cmp", node)}, node)
+    return args, _enum(p, b["cmp"], WaitCmp, f"{what} cmp", node)
+
+
+def _build_wait(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    args, cmp = _wait_operands(p, b, "pld.system.wait", node)
+    return p.make_op(opname, args, {"cmp": cmp}, node)
 
 
 OP_BUILDERS: dict[str, _Builder] = {

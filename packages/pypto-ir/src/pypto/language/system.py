@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 from pypto.ir.dtypes import DataType
 from pypto.ir.nodes import Arg, Const, Expr
 from pypto.ir.ops import LANGUAGE
-from pypto.ir.ops.system_ops import SIM_AIV_PER_CLUSTER, SIM_CLUSTERS, SYNCALL_CORE_TYPES, SYNCALL_MODES
+from pypto.ir.ops.system_ops import (
+    PIPE_SETUP_KEYS,
+    SIM_AIV_PER_CLUSTER,
+    SIM_CLUSTERS,
+    SYNCALL_CORE_TYPES,
+    SYNCALL_MODES,
+)
 from pypto.ir.types import PipeType, TensorType
 from pypto.language import ops as _ops
 from pypto.language.op_builders import OP_BUILDERS
@@ -267,16 +273,6 @@ def _build_count(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
     return Const(n, DataType.INT32, p.src.span(node))
 
 
-_PIPE_KEYS = (
-    "c2v_consumer_buf",
-    "v2c_consumer_buf",
-    "dir_mask",
-    "slot_size",
-    "slot_num",
-    "local_slot_num",
-    "id",
-)
-
 OP_BUILDERS.update(
     {
         "sync_src": _build_pipe_pair,
@@ -290,8 +286,8 @@ OP_BUILDERS.update(
         "fence": _build_operands,
         "cacheinvalid": _build_cacheinvalid,
         "syncall": _build_syncall,
-        "aic_initialize_pipe": _build_named(_PIPE_KEYS, ("dir_mask", "slot_size")),
-        "aiv_initialize_pipe": _build_named(_PIPE_KEYS, ("dir_mask", "slot_size")),
+        "aic_initialize_pipe": _build_named(PIPE_SETUP_KEYS, ("dir_mask", "slot_size")),
+        "aiv_initialize_pipe": _build_named(PIPE_SETUP_KEYS, ("dir_mask", "slot_size")),
         "reserve_buffer": _build_named(("name", "size", "base")),
         "import_peer_buffer": _build_named(("name", "peer_func")),
         "available_cluster_count": _build_count,

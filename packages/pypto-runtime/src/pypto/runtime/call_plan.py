@@ -309,9 +309,11 @@ class CallPlan:
         return plan
 
     def bound_call(self, native: Any, config: RunConfig) -> Any:
-        """A ``simpler.BoundCall`` of ``native`` (a simpler.CallPlan of this plan) on the
-        Worker ``config`` runs on now, or None when a call would not take the native path
-        (see :meth:`run_native`). Valid until the shared Workers or the mode gate change."""
+        """The ``__call__`` of a ``simpler.BoundCall`` of ``native`` (a simpler.CallPlan of
+        this plan) on the Worker ``config`` runs on now, or None when a call would not take the
+        native path (see :meth:`run_native`). Valid until the shared Workers or the mode gate
+        change. The bound method, not the object: calling it goes straight to the native
+        function, where calling the object first looks ``__call__`` up on its type."""
         if not self.program_held():
             return None
         import simpler
@@ -336,7 +338,7 @@ class CallPlan:
             self.return_count > 1,
             DECLINED,
             self.finish_plan_run,
-        )
+        ).__call__
 
     def exact_plan(self, key: tuple[Any, ...]) -> Any:
         """The simpler.CallPlan that takes only calls of binder call key ``key`` whose

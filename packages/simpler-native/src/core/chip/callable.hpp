@@ -4,6 +4,7 @@
 // path only calls function pointers.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,6 +38,14 @@ struct CoreKernel {
     KernelEntryFn entry = nullptr;
     TakeErrorFn take_error = nullptr;
     SetContextFn set_context = nullptr;  // optional export: who runs the kernel (debug output)
+    // How long this kernel's last task ran, in ns (0: none yet; a copy starts at 0). Chip
+    // threads write it; an inline run's caller reads it to keep short tasks (kCallerTaskNs).
+    struct LastRunNs {
+        mutable std::atomic<std::int64_t> ns{0};
+        LastRunNs() noexcept = default;
+        LastRunNs(const LastRunNs&) noexcept {}
+        LastRunNs& operator=(const LastRunNs&) noexcept { return *this; }
+    } last_run;
 
     std::string label() const { return "'" + name + "' (func_id " + std::to_string(func_id) + ", " + core_type_name(core) + ")"; }
 };

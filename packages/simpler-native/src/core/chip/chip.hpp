@@ -156,6 +156,11 @@ public:
     // run FIFO. Thread-safe.
     std::shared_ptr<Run> submit(std::shared_ptr<const ChipProgram> program, std::vector<ChipTensor> tensors,
                                 std::vector<std::uint64_t> scalars, RunConfig config);
+    // Empty vectors for submit's arguments, with the capacity of the arguments of the last run
+    // this thread finalised (an inline run is finalised on its submitting thread): a caller
+    // that submits from the same thread again fills them without allocating (ChipTensor's
+    // 64-byte alignment makes that allocation cost as much as the rest of a small submit).
+    static void argument_vectors(std::vector<ChipTensor>* tensors, std::vector<std::uint64_t>* scalars) noexcept;
     // Finishes queued runs, then stops and joins every thread. Idempotent.
     void close() override;
     // Waits up to `timeout_s` seconds (negative: forever) until no run is queued, orchestrating
@@ -324,10 +329,13 @@ private:
     std::unique_ptr<RunState> resolve_locked(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns,
                                              const std::string& error);
     void finalize_run(std::unique_ptr<RunState> owned);
+    // Keeps a finished run's argument vectors for this thread's next argument_tensors() and
+    // argument_scalars() (small ones only).
+    static void recycle_arguments(std::vector<ChipTensor>&& tensors, std::vector<std::uint64_t>&& scalars) noexcept;
     void core_loop(CoreSlot& slot);
     // Runs t's kernel as `slot` on this thread, then finishes it (and releases the slot).
     void execute_task(Task* t, CoreSlot& slot);
-    // An inline run's held task (the one ready task the submitting thread keeps): runs it on
+    // The oldest of an inline run's held tasks (ready tasks the submitting thread keeps): runs it on
     // this thread as an idle core of its kind, on the chip's caller stack; when every such
     // core is busy, hands it to the core threads instead. Called with lk held; returns with it.
     void run_held_locked(std::unique_lock<std::mutex>& lk, RunState& rs);
@@ -349,8 +357,11 @@ private:
                             const std::vector<Task*>& preds);
     void dispatch_placed_locked(RunState& rs, Task& t);
     // The kernel a task spec names, after every check of the spec (nullptr and *error otherwise).
+    // `checked` are the run's argument tensors, each checked (tensor_ok) when the run was
+    // submitted: a task tensor that is one of them (the orchestration passes its argument) is
+    // not checked again; every other task tensor is.
     const CoreKernel* check_task(const ChipProgram& program, const OrchTaskSpec* spec, std::uint32_t index,
-                                 std::string* error) const;
+                                 const std::vector<ChipTensor>& checked, std::string* error) const;
     void check_tensor(const ChipTensor& t, const std::string& what) const;
     bool tensor_ok(const ChipTensor& t) const noexcept;
     void write_diagnostics(RunState& rs);
@@ -377,7 +388,9 @@ private:
     RunState* current_ = nullptr;                   // the run being orchestrated
     std::vector<std::unique_ptr<RunState>> active_;  // orchestrated or orchestrating, not completed
     std::vector<MapEntry> tensor_map_;
-    std::vector<Task*> preds_;  // scratch of orch_submit (orchestrator thread only)              // spans runs: later runs wait for overlaps
+    std::vector<Task*> preds_;  // scratch of orch_submit (orchestrator thread only)
+    // scratch of orch_submit: the byte region of each of the task's tensors ({0, 0}: empty)
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> regions_;              // spans runs: later runs wait for overlaps
     std::uint64_t in_flight_ = 0;  // submitted, not finished
     std::uint64_t next_run_id_ = 1;
     std::atomic<bool> stop_{false};

@@ -21,7 +21,7 @@ std::int64_t Chip::graph_submit(RunState& rs, const OrchTaskSpec* spec) {
     HostGraph& g = *rs.graph;
     const auto index = static_cast<std::uint32_t>(g.tasks.size());
     std::string error;
-    const CoreKernel* k = check_task(*rs.program, spec, index, &error);
+    const CoreKernel* k = check_task(*rs.program, spec, index, rs.tensors, &error);
     if (k == nullptr) {
         fail_locked(rs, error);
         return -1;

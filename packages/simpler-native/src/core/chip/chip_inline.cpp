@@ -192,9 +192,9 @@ Chip::CoreSlot* Chip::claim_core_locked(CoreType type) {
 }
 
 void Chip::run_held_locked(std::unique_lock<std::mutex>& lk, RunState& rs) {
-    Task* t = rs.held;
-    if (t == nullptr) return;
-    rs.held = nullptr;
+    if (rs.held.empty()) return;
+    Task* t = rs.held.front();
+    rs.held.pop_front();
     CoreSlot* slot = claim_core_locked(t->kernel->core);
     if (slot == nullptr || (!caller_stack_ && [&] {
             try {

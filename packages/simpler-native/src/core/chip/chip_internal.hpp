@@ -193,12 +193,30 @@ struct Chip::RunState {
     std::unordered_map<std::int64_t, std::uint32_t> index_of_id;  // task id -> index in the run
     std::unique_ptr<HostGraph> graph;  // HBG only: the graph the host built
     // Inline run (orchestrated by the submitting thread on an idle chip, no scheduler lanes):
-    // the first ready task is held for that thread to run itself (`held`), so a run whose
-    // tasks form a chain never hands off to a core thread; further ready tasks go to the core
-    // threads as usual. Cleared when the submitting thread stops draining (under mu_).
+    // ready tasks held for that thread to run itself, oldest first (`held`): always one, so a
+    // run whose tasks form a chain never hands off to a core thread, and every one whose
+    // kernel's last task ran shorter than kCallerTaskNs (push_ready_locked); the others go to
+    // the core threads. Cleared when the submitting thread stops draining (under mu_).
     bool inline_exec = false;
-    Task* held = nullptr;
+    std::deque<Task*> held;
 };
+
+// An inline run's submitting thread keeps every ready task whose kernel's last task ran
+// shorter than this, rather than handing it to a core thread, and runs it before it places its
+// next task (admit_task_locked). A hand-off per task costs more than such a task: the
+// submitting thread and the core thread then contend for mu_ and the task's state on every
+// task. Measured on the 2-core machine (docs/performance-threads.md), a long graph of empty
+// kernels took 0.44 us a task when the kernel placed the two threads on one CPU and 4-6 us
+// when it placed them on two; on the submitting thread alone, 0.14 us wherever it ran. A
+// kernel not run yet counts as long. Longer tasks still go to the core threads, which run
+// them in parallel with the orchestration.
+inline constexpr std::int64_t kCallerTaskNs = 2'000;
+
+// True when kernel k has run before, and its last task took less than kCallerTaskNs.
+inline bool short_kernel(const CoreKernel& k) noexcept {
+    const std::int64_t ns = k.last_run.ns.load(std::memory_order_relaxed);
+    return ns > 0 && ns < kCallerTaskNs;
+}
 
 }  // namespace simpler::chip
 
@@ -223,8 +241,8 @@ extern const SimplerOrchApi kHostGraphApi;
 template <class Pred>
 bool Chip::orch_wait_locked(std::unique_lock<std::mutex>& lk, Pred ready, bool on_progress) {
     // An inline run's orchestration (on its submitting thread; on_progress excludes the
-    // orchestrator thread's wait for queued runs) runs its held task rather than wait for it.
-    auto held = [&] { return on_progress && current_ != nullptr && current_->held != nullptr; };
+    // orchestrator thread's wait for queued runs) runs its held tasks rather than wait for them.
+    auto held = [&] { return on_progress && current_ != nullptr && !current_->held.empty(); };
     for (;;) {
         if (ready()) return true;
         if (held()) {
@@ -270,6 +288,10 @@ template <class Label, class Collect>
 bool Chip::admit_task_locked(std::unique_lock<std::mutex>& lk, RunState& rs, int r, Label label, Collect collect) {
     Ring& ring = *rings_[r];
     std::vector<Task*>& preds = preds_;  // orchestrator-thread scratch, reused across tasks
+    // An inline run's held tasks of short kernels run now, before this one is placed: the tensor
+    // map and the task window then hold only what is really in flight, so a long graph of short
+    // tasks costs one submit and one run a task (each submit scans the tasks in flight).
+    while (!rs.held.empty() && short_kernel(*rs.held.front()->kernel)) run_held_locked(lk, rs);
     for (;;) {
         const bool ok =
             orch_wait_locked(lk, [&] { return ring.next - ring.head < ring.window() || rs.failed || in_flight_ == 0; });

@@ -51,6 +51,42 @@ const SimplerOrchApi kHostGraphApi = {
 };
 
 // ---------------------------------------------------------------------------------------------
+// Argument vectors, recycled per thread
+
+namespace {
+
+// Above this many tensors or scalars a run's vectors are freed, not kept.
+constexpr std::size_t kRecycledArguments = 64;
+
+struct SpareArguments {
+    std::vector<ChipTensor> tensors;
+    std::vector<std::uint64_t> scalars;
+};
+
+SpareArguments& spare_arguments() noexcept {
+    static thread_local SpareArguments spare;
+    return spare;
+}
+
+}  // namespace
+
+void Chip::argument_vectors(std::vector<ChipTensor>* tensors, std::vector<std::uint64_t>* scalars) noexcept {
+    SpareArguments& spare = spare_arguments();
+    *tensors = std::move(spare.tensors);
+    *scalars = std::move(spare.scalars);
+    tensors->clear();
+    scalars->clear();
+}
+
+void Chip::recycle_arguments(std::vector<ChipTensor>&& tensors, std::vector<std::uint64_t>&& scalars) noexcept {
+    SpareArguments& spare = spare_arguments();
+    if (tensors.capacity() <= kRecycledArguments && tensors.capacity() > spare.tensors.capacity())
+        spare.tensors = std::move(tensors);
+    if (scalars.capacity() <= kRecycledArguments && scalars.capacity() > spare.scalars.capacity())
+        spare.scalars = std::move(scalars);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The orchestration function table
 
 std::int32_t Chip::orch_scope_begin(RunState& rs) {
@@ -200,7 +236,7 @@ void describe_alloc(ChipTensor* out, std::uint64_t addr, std::uint64_t bytes, Da
 }
 
 const CoreKernel* Chip::check_task(const ChipProgram& program, const OrchTaskSpec* spec, std::uint32_t index,
-                                   std::string* error) const {
+                                   const std::vector<ChipTensor>& checked, std::string* error) const {
     // Messages are built only on failure: the success path allocates nothing here.
     auto task = [&] { return "orchestration '" + program.name + "': task " + std::to_string(index); };
     if (spec == nullptr) {
@@ -238,7 +274,11 @@ const CoreKernel* Chip::check_task(const ChipProgram& program, const OrchTaskSpe
                      " but the kernel signature says " + direction_name(k->signature[i]);
             return nullptr;
         }
-        if (!tensor_ok(*a.tensor)) {
+        // An argument of the run as submitted (read-only to the orchestration) passed
+        // tensor_ok at submit; any other descriptor is checked here.
+        const auto at = reinterpret_cast<std::uintptr_t>(a.tensor) - reinterpret_cast<std::uintptr_t>(checked.data());
+        const bool argument = at < checked.size() * sizeof(ChipTensor) && at % sizeof(ChipTensor) == 0;
+        if (!argument && !tensor_ok(*a.tensor)) {
             try {
                 check_tensor(*a.tensor, label() + ": tensor " + std::to_string(i));
             } catch (const std::exception& e) {
@@ -253,7 +293,7 @@ const CoreKernel* Chip::check_task(const ChipProgram& program, const OrchTaskSpe
 std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
     const std::uint32_t index = rs.submitted;
     std::string error;
-    const CoreKernel* k = check_task(*rs.program, spec, index, &error);
+    const CoreKernel* k = check_task(*rs.program, spec, index, rs.tensors, &error);
     if (k == nullptr) {
         orch_fail(rs, error);
         return -1;
@@ -294,10 +334,13 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
             }
             ++e;
         }
+        regions_.resize(spec->tensor_count);
         for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
             const ChipTensor& view = *spec->tensors[i].tensor;
             std::uint64_t lo = 0, hi = 0;
+            regions_[i] = {0, 0};  // empty: touches nothing
             if (!tensor_region(view, &lo, &hi)) continue;
+            regions_[i] = {lo, hi};
             const ArgDirection dir = spec->tensors[i].direction;
             const bool reads = dir != ArgDirection::Out;
             const bool writes = dir != ArgDirection::In;
@@ -318,8 +361,9 @@ std::int64_t Chip::orch_submit(RunState& rs, const OrchTaskSpec* spec) {
 
     Task& t = place_task_locked(rs, r, k, index, spec, preds_);
     for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
-        std::uint64_t lo = 0, hi = 0;
-        if (!tensor_region(t.tensors[i], &lo, &hi)) continue;
+        // The copy's region is the spec tensor's (collected above; a nonempty one has hi > lo).
+        const auto [lo, hi] = regions_[i];
+        if (hi == lo) continue;
         if (spec->tensors[i].direction != ArgDirection::In) {
             // A write that covers every element of an older entry is ordered after it (WAR/WAW
             // above), so later accesses need only depend on this task: drop covered entries

@@ -164,7 +164,7 @@ void Chip::execute_run(Pending& p) {
             }
     // An inline run: the submitting thread runs what it holds (and the chain behind it) before
     // it lets go; later ready tasks go to the core threads.
-    while (rs.held != nullptr) run_held_locked(lk, rs);
+    while (!rs.held.empty()) run_held_locked(lk, rs);
     rs.inline_exec = false;
     rs.orch_done = true;
     current_ = nullptr;
@@ -215,6 +215,7 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned) {
         }
     }
     complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files));
+    recycle_arguments(std::move(rs.tensors), std::move(rs.scalars));
     owned.reset();  // releases the program (and its binaries) before close() may return
     std::lock_guard<std::mutex> lk(mu_);
     --finalizing_;
@@ -299,8 +300,8 @@ void Chip::scheduler_loop(int lane) {
 void Chip::push_ready_locked(Task* t) {
     t->state = Task::State::Ready;
     RunState& rs = *t->run;
-    if (rs.inline_exec && rs.held == nullptr) {
-        rs.held = t;  // the submitting thread runs it (run_held_locked)
+    if (rs.inline_exec && (rs.held.empty() || short_kernel(*t->kernel))) {
+        rs.held.push_back(t);  // the submitting thread runs it (run_held_locked)
         return;
     }
     const int type = static_cast<int>(t->kernel->core);
@@ -389,9 +390,13 @@ void Chip::execute_task(Task* t, CoreSlot& slot) {
         }
         if (k->set_context != nullptr) k->set_context(nullptr);  // never left pointing at this frame
     }
-    if (!skip) t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
+    const std::int64_t end = now_ns();
+    if (!skip) {
+        t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
+        k->last_run.ns.store(std::max<std::int64_t>(end - start, 1), std::memory_order_relaxed);
+    }
     // After finish_task the run may complete and its state go away: do not touch t->run.
-    finish_task(t, slot, start, now_ns(), skip ? std::string() : std::move(error));
+    finish_task(t, slot, start, end, skip ? std::string() : std::move(error));
 }
 
 void Chip::finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error) {

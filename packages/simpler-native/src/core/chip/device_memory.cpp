@@ -23,6 +23,7 @@ std::uint64_t DeviceMemory::allocate(std::uint64_t nbytes) {
     std::lock_guard<std::mutex> lock(mu_);
     allocations_.emplace(addr, nbytes);
     live_bytes_ += nbytes;
+    live_count_.store(allocations_.size(), std::memory_order_release);
     return addr;
 }
 
@@ -35,9 +36,11 @@ void DeviceMemory::release(std::uint64_t addr) {
     live_bytes_ -= it->second;
     std::free(reinterpret_cast<void*>(it->first));
     allocations_.erase(it);
+    live_count_.store(allocations_.size(), std::memory_order_release);
 }
 
 bool DeviceMemory::tracked_remaining(std::uint64_t addr, std::uint64_t* remaining) const noexcept {
+    if (live_count_.load(std::memory_order_acquire) == 0) return false;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = allocations_.upper_bound(addr);
     if (it == allocations_.begin()) return false;

@@ -2,6 +2,7 @@
 // free/copy calls and tensor descriptors can be checked against what was really allocated.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -33,6 +34,9 @@ private:
     mutable std::mutex mu_;
     std::map<std::uint64_t, std::uint64_t> allocations_;  // start -> size
     std::uint64_t live_bytes_ = 0;
+    // allocations_.size(), readable without mu_: with no allocation live, tracked_remaining
+    // (every submitted tensor's check) answers without the lock and the map.
+    std::atomic<std::size_t> live_count_{0};
 };
 
 }  // namespace simpler::chip

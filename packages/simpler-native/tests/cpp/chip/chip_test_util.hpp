@@ -35,6 +35,14 @@ inline ChipTensor vec(std::vector<std::int64_t>& v) {
     return t;
 }
 
+// Options of a chip with ``aic`` cube and ``aiv`` vector core threads (the rest default).
+inline ChipOptions cores(int aic, int aiv) {
+    ChipOptions o;
+    o.aic_threads = aic;
+    o.aiv_threads = aiv;
+    return o;
+}
+
 inline const char* no_error() { return nullptr; }
 
 // k_fail sets it; the kernel's take_error reports one failure and clears it.

@@ -97,10 +97,7 @@ RunConfig config(bool on_caller) {
 }  // namespace
 
 TEST_CASE("inline run: a one-task run on an idle chip runs on the submitting thread, as core 0") {
-    ChipOptions o;
-    o.aic_threads = 1;
-    o.aiv_threads = 1;  // one AIV core: the threaded run uses it too
-    Chip chip(o);
+    Chip chip(cores(1, 1));  // one AIV core: the threaded run uses it too
     auto prog = program("one", orch_one);
     Seen on_thread;
     for (bool on_caller : {false, true}) {
@@ -127,10 +124,7 @@ TEST_CASE("inline run: a one-task run on an idle chip runs on the submitting thr
 }
 
 TEST_CASE("inline run: back-pressure on its own tasks, a failing task, a deep stack") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    o.aiv_threads = 2;
-    Chip chip(o);
+    Chip chip(cores(0, 2));
     RunConfig tiny = config(true);
     tiny.task_window = {4, 4, 4, 4};
     tiny.dep_pool = {4, 4, 4, 4};

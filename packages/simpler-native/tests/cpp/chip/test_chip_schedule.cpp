@@ -177,34 +177,32 @@ void check_chain(Chip& chip) {
     }
 }
 
-}  // namespace
-
-TEST_CASE("overlap dependencies give sequential results on two AIV threads, with tiny rings") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    o.aiv_threads = 2;
-    Chip chip(o);
-    check_chain(chip);
-}
-
-TEST_CASE("a kernel error fails the run naming task and kernel; the chip stays usable") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    Chip chip(o);
-    std::vector<std::int64_t> x(4, 1);
+// orch_fail on x: the run fails naming the task and the kernel that reported the error.
+void run_failing_kernel(Chip& chip, std::vector<std::int64_t>& x) {
     auto run = chip.submit(program("fails", orch_fail, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
     REQUIRE(run->wait(30.0));
     CHECK(run->error().find("task 1 (kernel 'fail' (func_id 2, AIV)) failed: synthetic kernel failure") !=
           std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("overlap dependencies give sequential results on two AIV threads, with tiny rings") {
+    Chip chip(cores(0, 2));
+    check_chain(chip);
+}
+
+TEST_CASE("a kernel error fails the run naming task and kernel; the chip stays usable") {
+    Chip chip(cores(0, 1));
+    std::vector<std::int64_t> x(4, 1);
+    run_failing_kernel(chip, x);
     auto ok = chip.submit(program("chain", orch_chain, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
     REQUIRE(ok->wait(30.0));
     CHECK(ok->error() == "");
 }
 
 TEST_CASE("a heap that can never fit fails within bounded time") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    Chip chip(o);
+    Chip chip(cores(0, 1));
     std::vector<std::int64_t> x(4, 1);
     auto run = chip.submit(program("heap", orch_heap_deadlock, {ArgDirection::InOut}), {vec(x)}, {}, tiny());
     REQUIRE(run->wait(30.0));
@@ -212,9 +210,7 @@ TEST_CASE("a heap that can never fit fails within bounded time") {
 }
 
 TEST_CASE("host-side checks reject bad arguments before anything runs") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    Chip chip(o);
+    Chip chip(cores(0, 1));
     std::vector<std::int64_t> x(4, 1);
     auto prog = program("chain", orch_chain, {ArgDirection::InOut});
     CHECK_THROWS_AS(chip.submit(prog, {}, {}, RunConfig{}), std::invalid_argument);
@@ -227,10 +223,7 @@ TEST_CASE("host-side checks reject bad arguments before anything runs") {
 }
 
 TEST_CASE("aicpu_threads 1..4: sequential results on a long dependency-ordered graph; schedulers start on demand") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    o.aiv_threads = 2;
-    Chip chip(o);
+    Chip chip(cores(0, 2));
     CHECK(chip.scheduler_threads() == 0);
     auto prog = program("long", orch_long, {ArgDirection::InOut, ArgDirection::Scalar});
     constexpr int kRounds = 50;  // 250 tasks
@@ -254,10 +247,7 @@ TEST_CASE("aicpu_threads 1..4: sequential results on a long dependency-ordered g
 }
 
 TEST_CASE("runs with different aicpu_threads overlap on one chip and still order by their tensors") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    o.aiv_threads = 2;
-    Chip chip(o);
+    Chip chip(cores(0, 2));
     auto prog = program("long", orch_long, {ArgDirection::InOut, ArgDirection::Scalar});
     constexpr int kRounds = 10;  // 5 runs of 50 tasks on one x
     std::vector<std::int64_t> x(32), expected(32);
@@ -286,10 +276,7 @@ TEST_CASE("runs with different aicpu_threads overlap on one chip and still order
 TEST_CASE("a run is done when its last task finishes, even while a later orchestration is still running") {
     for (std::uint32_t n : {1u, 2u}) {
         CAPTURE(n);
-        ChipOptions o;
-        o.aic_threads = 0;
-        o.aiv_threads = 1;
-        Chip chip(o);
+        Chip chip(cores(0, 1));
         g_gate.store(0);
         g_gate_entered.store(0);
         std::vector<std::int64_t> x(4, 0), y(4, 0);
@@ -312,10 +299,7 @@ TEST_CASE("a run is done when its last task finishes, even while a later orchest
 }
 
 TEST_CASE("orchestrate_on_caller: an idle chip orchestrates on the submitting thread, else on its orchestrator") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    o.aiv_threads = 1;
-    Chip chip(o);
+    Chip chip(cores(0, 1));
     auto where = program("where", orch_where, {ArgDirection::InOut});
     for (bool on_caller : {true, false}) {
         CAPTURE(on_caller);
@@ -346,10 +330,7 @@ TEST_CASE("orchestrate_on_caller: an idle chip orchestrates on the submitting th
 }
 
 TEST_CASE("orchestrate_on_caller: a run submitted while a caller orchestrates waits for it (FIFO, one at a time)") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    o.aiv_threads = 1;
-    Chip chip(o);
+    Chip chip(cores(0, 1));
     g_gate.store(0);
     g_gate_entered.store(0);
     g_orch_saw_gate.store(-1);
@@ -399,10 +380,7 @@ TEST_CASE("host_build_graph: the same results with tiny rings and 1..4 AICPU thr
         CHECK(x == expected);
     }
     std::vector<std::int64_t> x(4, 1);
-    auto failed = chip.submit(program("fails", orch_fail, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
-    REQUIRE(failed->wait(30.0));
-    CHECK(failed->error().find("task 1 (kernel 'fail' (func_id 2, AIV)) failed: synthetic kernel failure") !=
-          std::string::npos);
+    run_failing_kernel(chip, x);
     auto built_wrong = chip.submit(program("late", orch_submit_then_fail, {ArgDirection::InOut}), {vec(x)}, {}, RunConfig{});
     REQUIRE(built_wrong->wait(30.0));
     CHECK(built_wrong->error() == "orchestration 'late' returned status 5");

@@ -77,12 +77,13 @@ std::shared_ptr<ChipProgram> program(const char* name, OrchestrationEntryFn entr
     return program_of(name, entry, {ArgDirection::InOut}, {kernel("meet", k_meet, sig), kernel("guard", k_guard, sig)});
 }
 
+// The column half of the whole matrix x from column ``first``.
+ChipTensor half(const ChipTensor& x, std::uint32_t first) { return box(x.buffer.addr, 0, first, kRows, kCols / 2); }
+
 // Left and right column halves of the whole matrix.
 std::int32_t orch_halves(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
     Orchestrator o(api, ctx);
-    const ChipTensor& x = args->tensor(0);
-    const ChipTensor left = box(x.buffer.addr, 0, 0, kRows, kCols / 2);
-    const ChipTensor right = box(x.buffer.addr, 0, kCols / 2, kRows, kCols / 2);
+    const ChipTensor left = half(args->tensor(0), 0), right = half(args->tensor(0), kCols / 2);
     if (o.submit(0, {inout(left)}, {scalar_bits<std::int64_t>(1)}) < 0) return 1;
     return o.submit(0, {inout(right)}, {scalar_bits<std::int64_t>(2)}) < 0;
 }
@@ -102,9 +103,7 @@ std::int32_t orch_overlapping(const SimplerOrchApi* api, SimplerOrchContext* ctx
 // so it must not stand in for it in the tensor map).
 std::int32_t orch_cover(const SimplerOrchApi* api, SimplerOrchContext* ctx, const ChipStorageTaskArgs* args) {
     Orchestrator o(api, ctx);
-    const ChipTensor& x = args->tensor(0);
-    const ChipTensor left = box(x.buffer.addr, 0, 0, kRows, kCols / 2);
-    const ChipTensor right = box(x.buffer.addr, 0, kCols / 2, kRows, kCols / 2);
+    const ChipTensor left = half(args->tensor(0), 0), right = half(args->tensor(0), kCols / 2);
     if (o.submit(1, {inout(right)}, {scalar_bits<std::int64_t>(1)}) < 0) return 1;
     if (o.submit(1, {inout(left)}, {scalar_bits<std::int64_t>(5)}) < 0) return 1;
     return o.submit(1, {inout(right)}, {scalar_bits<std::int64_t>(3)}) < 0;
@@ -146,10 +145,7 @@ TEST_CASE("covering: a dense write covers what its bytes hold; a strided one onl
 }
 
 TEST_CASE("two tasks writing disjoint column halves run at the same time on two AIV threads") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    o.aiv_threads = 2;
-    Chip chip(o);
+    Chip chip(cores(0, 2));
     std::vector<std::int64_t> x(kRows * kCols, 0);
     g_arrived = 0;
     g_met = 0;
@@ -162,10 +158,7 @@ TEST_CASE("two tasks writing disjoint column halves run at the same time on two 
 }
 
 TEST_CASE("overlapping boxes stay ordered; a strided write does not stand in for another box") {
-    ChipOptions o;
-    o.aic_threads = 0;
-    o.aiv_threads = 2;
-    Chip chip(o);
+    Chip chip(cores(0, 2));
     {
         std::vector<std::int64_t> x(kRows * kCols, 1);
         g_max_active = 0;

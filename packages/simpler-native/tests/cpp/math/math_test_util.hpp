@@ -1,5 +1,5 @@
 // Helpers of the element-math tests (pto/sim/math/*.hpp): a self-owning row-major tile the math
-// accepts as an operand, the kernel error channel and deterministic random numbers.
+// accepts as an operand; the kernel error channel and random numbers (kernel_test_util.hpp).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include "pto/sim/math/matmul.hpp"
 #include "pto/sim/math/reduce.hpp"
 #include "simpler/dtype.hpp"
+#include "../kernel_test_util.hpp"
 #include "simpler/kernel_abi.hpp"
 
 namespace mathtest {
@@ -63,26 +64,11 @@ using RightTile = Tile<Space::Right, T, Rows, Cols>;
 template <class T, int Rows, int Cols>
 using AccTile = Tile<Space::Acc, T, Rows, Cols>;
 
-// Take the pending kernel error ("" if none), clearing the slot as the runtime does.
-inline std::string take_error() {
-    simpler::KernelErrorSlot& slot = simpler::kernel_error_slot();
-    if (!slot.set) return std::string();
-    slot.set = false;
-    return std::string(slot.message);
-}
-
-// Deterministic pseudo-random numbers (xorshift), so failures reproduce.
-struct Rng {
-    std::uint64_t s = 0x9e3779b97f4a7c15ull;
-    std::uint64_t next() {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        return s;
-    }
-    float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) / 16777216.0f; }
-    int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
-};
+using kerneltest::Rng;
+using kerneltest::take_error;
+// The element types the tests instantiate the math with.
+using simpler::bfloat16;
+using simpler::half;
 
 }  // namespace mathtest
 

@@ -11,7 +11,6 @@
 
 using namespace pto::sim::math;
 using namespace mathtest;
-using mathtest::take_error;
 
 namespace {
 

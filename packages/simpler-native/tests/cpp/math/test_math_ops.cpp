@@ -12,9 +12,6 @@
 
 using namespace pto::sim::math;
 using namespace mathtest;
-using simpler::bfloat16;
-using simpler::half;
-using mathtest::take_error;
 
 namespace {
 

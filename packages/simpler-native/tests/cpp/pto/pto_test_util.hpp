@@ -4,18 +4,14 @@
 
 #include <string>
 
+#include "../kernel_test_util.hpp"
 #include "pto/pto-inst.hpp"
 #include "simpler/kernel_abi.hpp"
 
 namespace ptotest {
 
-// The error reported since the last call ("" when none), cleared.
-inline std::string take_error() {
-    simpler::KernelErrorSlot& slot = simpler::kernel_error_slot();
-    if (!slot.set) return "";
-    slot.set = false;
-    return slot.message;
-}
+using kerneltest::Rng;
+using kerneltest::take_error;
 
 // Start a new kernel invocation (fresh buffers state, no pending errors).
 inline void fresh() {

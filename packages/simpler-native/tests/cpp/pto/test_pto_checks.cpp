@@ -16,6 +16,24 @@ using ptotest::sync;
 using ptotest::take_error;
 using ptotest::VecT;
 
+namespace {
+
+// A [16, 16] float tile ``a`` at UB 0 over the host input x (all 2.0) and output y; ``start()``
+// begins a kernel invocation with x loaded into a, the first step of each pipe-hazard case.
+struct LoadedTile {
+    std::vector<float> x = std::vector<float>(16 * 16, 2.0f), y = std::vector<float>(16 * 16);
+    Gt<float, 16, 16> gx{x.data()}, gy{y.data()};
+    VecT<float, 16, 16> a{16, 16};
+
+    void start() {
+        fresh();
+        TASSIGN(a, 0);
+        TLOAD(a, gx);
+    }
+};
+
+}  // namespace
+
 TEST_CASE("capacity: a tile past its buffer's end is reported with its shape, offset and the buffer") {
     fresh();
     VecT<float, 64, 64> t(64, 64);  // 16 KiB
@@ -171,13 +189,8 @@ TEST_CASE("pipe hazards: a missing wait_flag is reported; the synchronised progr
           "set_flag/wait_flag(PIPE_V, PIPE_MTE3) or pipe_barrier(PIPE_ALL) between them");
 }
 
-TEST_CASE("pipe hazards: WAR (a load overwriting a tile a store still reads) and the event's timing") {
-    std::vector<float> x(16 * 16, 1.0f), y(16 * 16);
-    Gt<float, 16, 16> gx(x.data()), gy(y.data());
-    VecT<float, 16, 16> a(16, 16);
-    fresh();
-    TASSIGN(a, 0);
-    TLOAD(a, gx);
+TEST_CASE_FIXTURE(LoadedTile, "pipe hazards: WAR (a load overwriting a tile a store still reads) and the event's timing") {
+    start();
     sync(PIPE_MTE2, PIPE_MTE3);
     TSTORE(gy, a);
     TLOAD(a, gx);  // overwrites a while the store may still read it
@@ -219,22 +232,15 @@ TEST_CASE("events: a set_flag of an event still pending is reported; distinct id
     CHECK(take_error() == "set_flag: event id 8 is not one of EVENT_ID0..EVENT_ID7");
 }
 
-TEST_CASE("pipe hazards: orderings are transitive through events; pipe_barrier(PIPE_ALL) orders everything") {
-    std::vector<float> x(16 * 16, 2.0f), y(16 * 16);
-    Gt<float, 16, 16> gx(x.data()), gy(y.data());
-    VecT<float, 16, 16> a(16, 16);
-    fresh();
-    TASSIGN(a, 0);
-    TLOAD(a, gx);
+TEST_CASE_FIXTURE(LoadedTile, "pipe hazards: orderings are transitive through events; pipe_barrier(PIPE_ALL) orders everything") {
+    start();
     sync(PIPE_MTE2, PIPE_V);
     TADDS(a, a, 1.0f);
     sync(PIPE_V, PIPE_MTE3);
     TSTORE(gy, a);  // MTE3 knows MTE2's load is done through V
     CHECK(take_error() == "");
     CHECK(y[0] == 3.0f);
-    fresh();
-    TASSIGN(a, 0);
-    TLOAD(a, gx);
+    start();
     pipe_barrier(PIPE_ALL);
     TADDS(a, a, 1.0f);
     pipe_barrier(PIPE_ALL);
@@ -243,28 +249,19 @@ TEST_CASE("pipe hazards: orderings are transitive through events; pipe_barrier(P
     TLOAD(a, gx);
     CHECK(take_error() == "");
     // A barrier on one pipe does not order other pipes.
-    fresh();
-    TASSIGN(a, 0);
-    TLOAD(a, gx);
+    start();
     pipe_barrier(PIPE_V);
     TADDS(a, a, 1.0f);
     CHECK(take_error().substr(0, 16) == "TADDS reads tile");
     // Scalar access runs on PIPE_S.
-    fresh();
-    TASSIGN(a, 0);
-    TLOAD(a, gx);
+    start();
     (void)a.GetValue(0);
     CHECK(take_error().substr(0, 19) == "GetValue reads tile");
     CHECK(take_error() == "");
 }
 
-TEST_CASE("state resets with each kernel invocation") {
-    std::vector<float> x(16 * 16, 2.0f);
-    Gt<float, 16, 16> gx(x.data());
-    VecT<float, 16, 16> a(16, 16);
-    fresh();
-    TASSIGN(a, 0);
-    TLOAD(a, gx);
+TEST_CASE_FIXTURE(LoadedTile, "state resets with each kernel invocation") {
+    start();
     fresh();  // the next kernel on this core: the previous kernel's pending load is done
     TASSIGN(a, 0);
     TADDS(a, a, 1.0f);

@@ -15,6 +15,7 @@
 
 using namespace pto;
 using ptotest::fresh;
+using ptotest::Rng;
 using ptotest::sync;
 using ptotest::take_error;
 using simpler::ChipTensor;
@@ -22,17 +23,6 @@ using simpler::ChipTensor;
 namespace {
 
 constexpr int TR = 6, TC = 24;
-
-struct Rng {
-    std::uint64_t s = 0x9e3779b97f4a7c15ull;
-    std::uint64_t next() {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        return s;
-    }
-    int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
-};
 
 struct Case {
     ChipTensor t;

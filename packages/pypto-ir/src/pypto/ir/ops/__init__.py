@@ -17,33 +17,12 @@ from __future__ import annotations
 
 from pypto.ir.ops import comm_table as _comm_table  # noqa: F401  # the pld entries
 from pypto.ir.ops import pipe_ops as _pipe_ops  # noqa: F401  # the cross-core pipe entries
+from pypto.ir.ops import spec
 from pypto.ir.ops import system_ops as _system_ops  # noqa: F401  # the pl.system entries
 from pypto.ir.ops import table as _table  # noqa: F401  # fills OPS and LANGUAGE
 from pypto.ir.ops.rules import acc_dtype, tile_shape_for
-from pypto.ir.ops.spec import (
-    LANGUAGE,
-    OPS,
-    REQUIRED,
-    Cpp,
-    LangOp,
-    OpError,
-    OpSpec,
-    Param,
-    infer,
-    op_for,
-)
+from pypto.ir.ops.spec import *  # noqa: F403 -- spec's names (spec.__all__) are this package's
 
-__all__ = [
-    "LANGUAGE",
-    "OPS",
-    "REQUIRED",
-    "Cpp",
-    "LangOp",
-    "OpError",
-    "OpSpec",
-    "Param",
-    "acc_dtype",
-    "infer",
-    "op_for",
-    "tile_shape_for",
-]
+# spec's names, and the two helpers from rules
+__all__ = ["acc_dtype", "tile_shape_for"]
+__all__ += spec.__all__

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pypto.ir.ops import rules
-from pypto.ir.ops.entries import P, _both, _enter, _leveled
+from pypto.ir.ops.entries import P, _both, _enter, _leveled, _tile_and_tensor
 from pypto.ir.ops.rules import FLOAT, INT, VEC
 from pypto.ir.ops.spec import Cpp, LangOp, OpSpec, Param
 
@@ -141,50 +141,32 @@ _scalar_binary(
     in_pl=False,
     tensor=True,
 )
-_enter(
-    LangOp(
-        "fmod",
-        (P("lhs"), P("rhs")),
-        """Element-wise remainder of ``lhs / rhs`` with the sign of ``lhs`` (C's ``fmod``, as
+_tile_and_tensor(
+    "fmod",
+    (P("lhs"), P("rhs")),
+    """Element-wise remainder of ``lhs / rhs`` with the sign of ``lhs`` (C's ``fmod``, as
     ``torch.fmod``); ``rhs`` a tile/tensor or a scalar; floating point.""",
-        _both("fmod"),
-        group="element-wise",
-    ),
-    OpSpec(
-        "tile.fmod",
+    group="element-wise",
+    rules_of=(
         rules.float_only(rules.binary("tile", "fmod"), "fmod"),
-        2,
-        2,
-        Cpp("TFMOD", (0, 1), scalar_fn="TFMODS", inplace=True),
-        dtypes=FLOAT,
-        spaces=VEC,
+        rules.float_only(rules.binary("tensor", "fmod"), "fmod"),
     ),
-    OpSpec("tensor.fmod", rules.float_only(rules.binary("tensor", "fmod"), "fmod"), 2, 2, dtypes=FLOAT),
+    arity=(2, 2),
+    cpp=Cpp("TFMOD", (0, 1), scalar_fn="TFMODS", inplace=True),
+    dtypes=FLOAT,
 )
-_enter(
-    LangOp(
-        "fmods",
-        (P("lhs"), P("rhs")),
-        """``pl.fmod`` with a scalar ``rhs``.""",
-        _both("fmods"),
-        group="element-wise",
-    ),
-    OpSpec(
-        "tile.fmods",
+_tile_and_tensor(
+    "fmods",
+    (P("lhs"), P("rhs")),
+    """``pl.fmod`` with a scalar ``rhs``.""",
+    group="element-wise",
+    rules_of=(
         rules.float_only(rules.scalar_binary("tile", "fmods", "fmod"), "fmods"),
-        2,
-        2,
-        Cpp("TFMODS", (0, 1), scalar_fn="TFMODS", inplace=True),
-        dtypes=FLOAT,
-        spaces=VEC,
-    ),
-    OpSpec(
-        "tensor.fmods",
         rules.float_only(rules.scalar_binary("tensor", "fmods", "fmod"), "fmods"),
-        2,
-        2,
-        dtypes=FLOAT,
     ),
+    arity=(2, 2),
+    cpp=Cpp("TFMODS", (0, 1), scalar_fn="TFMODS", inplace=True),
+    dtypes=FLOAT,
 )
 _scalar_binary(
     "maximums",

@@ -4,7 +4,7 @@ constants."""
 from __future__ import annotations
 
 from pypto.ir.ops import rules
-from pypto.ir.ops.entries import P, _both, _enter
+from pypto.ir.ops.entries import P, _both, _enter, _tile_and_tensor
 from pypto.ir.ops.rules import VEC
 from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
 from pypto.ir.types import MemorySpace
@@ -12,35 +12,24 @@ from pypto.ir.types import MemorySpace
 __all__: list[str] = []
 
 
-_enter(
-    LangOp(
-        "reshape",
-        (P("input"), P("shape")),
-        """Same elements, new 2-D shape.""",
-        _both("reshape"),
-        group="layout",
-    ),
-    OpSpec(
-        "tile.reshape",
-        rules.tile_reshape,
-        1,
-        1,
-        Cpp("TRESHAPE", valid="static"),
-        attrs=("shape",),
-        spaces=VEC,
-    ),
-    OpSpec("tensor.reshape", rules.tensor_reshape, 1, 1, attrs=("shape",)),
+_tile_and_tensor(
+    "reshape",
+    (P("input"), P("shape")),
+    """Same elements, new 2-D shape.""",
+    group="layout",
+    rules_of=(rules.tile_reshape, rules.tensor_reshape),
+    arity=(1, 1),
+    cpp=Cpp("TRESHAPE", valid="static"),
+    attrs=("shape",),
 )
-_enter(
-    LangOp(
-        "transpose",
-        (P("input"), P("axis1", 0), P("axis2", 1)),
-        """Swap the two axes of a 2-D tile.""",
-        _both("transpose"),
-        group="layout",
-    ),
-    OpSpec("tile.transpose", rules.tile_transpose, 1, 1, Cpp("TTRANS", tmp=True, valid="trans"), spaces=VEC),
-    OpSpec("tensor.transpose", rules.tensor_transpose, 1, 1),
+_tile_and_tensor(
+    "transpose",
+    (P("input"), P("axis1", 0), P("axis2", 1)),
+    """Swap the two axes of a 2-D tile.""",
+    group="layout",
+    rules_of=(rules.tile_transpose, rules.tensor_transpose),
+    arity=(1, 1),
+    cpp=Cpp("TTRANS", tmp=True, valid="trans"),
 )
 _enter(
     LangOp(
@@ -62,16 +51,14 @@ _enter(
         spaces=(MemorySpace.Mat, MemorySpace.Vec),
     ),
 )
-_enter(
-    LangOp(
-        "concat",
-        (P("src0"), P("src1")),
-        """Join two tiles with equal row counts column-wise.""",
-        _both("concat"),
-        group="layout",
-    ),
-    OpSpec("tile.concat", rules.tile_concat, 2, 2, Cpp("TCONCAT", (0, 1), valid="static"), spaces=VEC),
-    OpSpec("tensor.concat", rules.tensor_concat, 2, 2),
+_tile_and_tensor(
+    "concat",
+    (P("src0"), P("src1")),
+    """Join two tiles with equal row counts column-wise.""",
+    group="layout",
+    rules_of=(rules.tile_concat, rules.tensor_concat),
+    arity=(2, 2),
+    cpp=Cpp("TCONCAT", (0, 1), valid="static"),
 )
 _enter(
     LangOp(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops import rules
-from pypto.ir.ops.entries import P, _both, _enter, _leveled
-from pypto.ir.ops.rules import FLOAT, VEC
-from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
+from pypto.ir.ops.entries import P, _both, _enter, _leveled, _tile_and_tensor
+from pypto.ir.ops.rules import FLOAT
+from pypto.ir.ops.spec import Cpp, LangOp
 
 __all__: list[str] = []
 
@@ -124,16 +124,13 @@ _expand(
     float_only=True,
 )
 
-_enter(
-    LangOp(
-        "expands",
-        (P("target"), P("scalar")),
-        """A value shaped and typed like ``target`` with ``scalar`` in every element:
+_tile_and_tensor(
+    "expands",
+    (P("target"), P("scalar")),
+    """A value shaped and typed like ``target`` with ``scalar`` in every element:
     ``pl.expands(t, 0.5)``. ``target`` gives the shape, dtype and (for a tile) the valid shape;
     its elements are not read.""",
-        _both("expands"),
-        group="broadcast",
-    ),
-    OpSpec("tile.expands", rules.expands("tile"), 2, 2, spaces=VEC),
-    OpSpec("tensor.expands", rules.expands("tensor"), 2, 2),
+    group="broadcast",
+    rules_of=(rules.expands("tile"), rules.expands("tensor")),
+    arity=(2, 2),
 )

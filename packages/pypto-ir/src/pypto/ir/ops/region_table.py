@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops import rules
-from pypto.ir.ops.entries import P, _both, _enter
+from pypto.ir.ops.entries import P, _enter, _tile_and_tensor
 from pypto.ir.ops.rules import VEC
 from pypto.ir.ops.spec import Cpp, LangOp, OpSpec
 from pypto.ir.types import AtomicType, MemorySpace, PadValue
@@ -106,49 +106,31 @@ _enter(
     ),
     OpSpec("tensor.assemble", rules.tensor_assemble, 2, 2, attrs=("static_offsets", "atomic"), offsets_at=2),
 )
-_enter(
-    LangOp(
-        "fillpad",
-        (P("value"), P("pad_value", PadValue.zero)),
-        """The tile with everything outside its valid region set to ``pad_value`` (a
+_tile_and_tensor(
+    "fillpad",
+    (P("value"), P("pad_value", PadValue.zero)),
+    """The tile with everything outside its valid region set to ``pad_value`` (a
     ``pl.PadValue``, or 0, ``math.inf``, ``-math.inf`` for zero, max, min); the result is fully
     valid. Of a tensor (in a kernel): the same on the tile that holds it; a tensor parameter is
     all valid, a ``pl.slice`` window with a constant ``valid_shape`` is valid only there.""",
-        _both("fillpad"),
-        group="sub-tile",
-    ),
-    OpSpec(
-        "tile.fillpad",
-        rules.tile_fillpad,
-        1,
-        1,
-        Cpp("TFILLPAD", (), into=0, tail="pad"),
-        attrs=("pad",),
-        spaces=VEC,
-    ),
-    OpSpec("tensor.fillpad", rules.tensor_fillpad, 1, 1, attrs=("pad",)),
+    group="sub-tile",
+    rules_of=(rules.tile_fillpad, rules.tensor_fillpad),
+    arity=(1, 1),
+    cpp=Cpp("TFILLPAD", (), into=0, tail="pad"),
+    attrs=("pad",),
 )
-_enter(
-    LangOp(
-        "fillpad_expand",
-        (P("tile"), P("shape"), P("pad_value", PadValue.zero)),
-        """A larger tile of ``shape`` (each dimension at least the source's): the source's valid
+_tile_and_tensor(
+    "fillpad_expand",
+    (P("tile"), P("shape"), P("pad_value", PadValue.zero)),
+    """A larger tile of ``shape`` (each dimension at least the source's): the source's valid
     region copied to its top-left corner, every other element ``pad_value`` (a ``pl.PadValue``,
     or 0, ``math.inf``, ``-math.inf``); the result is fully valid. Of a tensor (in a kernel): the
     same on the tile that holds it.""",
-        _both("fillpad_expand"),
-        group="sub-tile",
-    ),
-    OpSpec(
-        "tile.fillpad_expand",
-        rules.tile_fillpad_expand,
-        1,
-        1,
-        Cpp("TFILLPAD_EXPAND", (), into=0, tail="pad"),
-        attrs=("shape", "pad"),
-        spaces=VEC,
-    ),
-    OpSpec("tensor.fillpad_expand", rules.tensor_fillpad_expand, 1, 1, attrs=("shape", "pad")),
+    group="sub-tile",
+    rules_of=(rules.tile_fillpad_expand, rules.tensor_fillpad_expand),
+    arity=(1, 1),
+    cpp=Cpp("TFILLPAD_EXPAND", (), into=0, tail="pad"),
+    attrs=("shape", "pad"),
 )
 _enter(
     LangOp(

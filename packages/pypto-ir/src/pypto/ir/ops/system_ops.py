@@ -22,7 +22,14 @@ from pypto.ir.ops.spec import LangOp, OpError, OpSpec, Param
 from pypto.ir.ops.table import _enter
 from pypto.ir.types import ScalarType, TensorType, TupleType, Type
 
-__all__ = ["HINTS", "SIM_AIV_PER_CLUSTER", "SIM_CLUSTERS", "SYNCALL_CORE_TYPES", "SYNCALL_MODES"]
+__all__ = [
+    "HINTS",
+    "PIPE_SETUP_KEYS",
+    "SIM_AIV_PER_CLUSTER",
+    "SIM_CLUSTERS",
+    "SYNCALL_CORE_TYPES",
+    "SYNCALL_MODES",
+]
 
 SIM_CLUSTERS = 24
 """Clusters (one AIC and two AIV cores each) the simulated a2a3 chip reports."""
@@ -168,30 +175,25 @@ _sys(
     arity=(0, 2),
     attrs=("core_type", "mode", "blocks"),
 )
+# The keywords of pl.system.aic/aiv_initialize_pipe (the consumer buffers default to 0, the
+# others to None); the parser reads the same names (pypto.language.system).
+PIPE_SETUP_KEYS = (
+    "c2v_consumer_buf",
+    "v2c_consumer_buf",
+    "dir_mask",
+    "slot_size",
+    "slot_num",
+    "local_slot_num",
+    "id",
+)
 for _pipe in ("aic_initialize_pipe", "aiv_initialize_pipe"):
     _sys(
         _pipe,
-        (
-            P("c2v_consumer_buf", 0),
-            P("v2c_consumer_buf", 0),
-            P("dir_mask", None),
-            P("slot_size", None),
-            P("slot_num", None),
-            P("local_slot_num", None),
-            P("id", None),
-        ),
+        tuple(P(k, 0 if k.endswith("_consumer_buf") else None) for k in PIPE_SETUP_KEYS),
         """Set up the cube/vector data pipe of this core (direction mask, slot size and count). The
     simulated chip has no cross-core pipe; the kernel records the call.""",
         _statement(f"pl.system.{_pipe}"),
-        attrs=(
-            "c2v_consumer_buf",
-            "v2c_consumer_buf",
-            "dir_mask",
-            "slot_size",
-            "slot_num",
-            "local_slot_num",
-            "id",
-        ),
+        attrs=PIPE_SETUP_KEYS,
     )
 _sys(
     "reserve_buffer",

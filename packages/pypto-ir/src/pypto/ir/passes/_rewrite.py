@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from pypto.ir import nodes
 
@@ -37,6 +38,15 @@ def subst_var(v: nodes.Var, m: Mapping[str, nodes.Expr]) -> nodes.Var:
     return r
 
 
+def _subst_loop_carried(s: nodes.For | nodes.While, m: Mapping[str, nodes.Expr]) -> dict[str, Any]:
+    """The body, iter_args and results of a loop, substituted (the fields For and While share)."""
+    return {
+        "body": subst_body(s.body, m),
+        "iter_args": tuple(nodes.IterArg(subst_var(ia.var, m), subst_expr(ia.init, m)) for ia in s.iter_args),
+        "results": tuple(subst_var(r, m) for r in s.results),
+    }
+
+
 def subst_body(body: tuple[nodes.Stmt, ...], m: Mapping[str, nodes.Expr]) -> tuple[nodes.Stmt, ...]:
     """Substitute uses and definitions (for renaming) throughout ``body``."""
     out: list[nodes.Stmt] = []
@@ -62,25 +72,11 @@ def subst_body(body: tuple[nodes.Stmt, ...], m: Mapping[str, nodes.Expr]) -> tup
                     start=subst_expr(s.start, m),
                     stop=subst_expr(s.stop, m),
                     step=subst_expr(s.step, m),
-                    body=subst_body(s.body, m),
-                    iter_args=tuple(
-                        nodes.IterArg(subst_var(ia.var, m), subst_expr(ia.init, m)) for ia in s.iter_args
-                    ),
-                    results=tuple(subst_var(r, m) for r in s.results),
+                    **_subst_loop_carried(s, m),
                 )
             )
         elif isinstance(s, nodes.While):
-            out.append(
-                replace(
-                    s,
-                    cond=subst_expr(s.cond, m),
-                    body=subst_body(s.body, m),
-                    iter_args=tuple(
-                        nodes.IterArg(subst_var(ia.var, m), subst_expr(ia.init, m)) for ia in s.iter_args
-                    ),
-                    results=tuple(subst_var(r, m) for r in s.results),
-                )
-            )
+            out.append(replace(s, cond=subst_expr(s.cond, m), **_subst_loop_carried(s, m)))
         elif isinstance(s, nodes.If):
             out.append(
                 replace(

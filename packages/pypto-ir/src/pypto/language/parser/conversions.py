@@ -56,6 +56,11 @@ def _width(dtype: DataType) -> int:
     return {DataType.FP32: 3, DataType.BF16: 2, DataType.FP16: 2}.get(dtype, 0)
 
 
+def _float_to_float(src: DataType, dst: DataType) -> bool:
+    """Whether a value of float dtype ``src`` converts to another float dtype ``dst``."""
+    return src is not dst and src.is_float and dst.is_float
+
+
 def tensor_operands(p: _ParserBase, opname: str, args: list[Arg], at: ast.AST) -> tuple[str, list[Arg]]:
     """The op and operands a tensor-level element-wise op runs as: float operands promoted to the
     wider dtype and a vector operand broadcast by the ``row_expand_*``/``col_expand_*`` form
@@ -67,9 +72,7 @@ def tensor_operands(p: _ParserBase, opname: str, args: list[Arg], at: ast.AST) -
             and isinstance(source, Expr)
             and isinstance(target.type, TensorType)
             and isinstance(source.type, TensorType)
-            and source.type.dtype is not target.type.dtype
-            and source.type.dtype.is_float
-            and target.type.dtype.is_float
+            and _float_to_float(source.type.dtype, target.type.dtype)
         ):
             return opname, [target, p.make_op("cast", [source], {"dtype": target.type.dtype}, at), args[2]]
         return opname, args
@@ -81,9 +84,7 @@ def tensor_operands(p: _ParserBase, opname: str, args: list[Arg], at: ast.AST) -
             and isinstance(tile.type, TileType)
             and isinstance(out.type, TensorType)
             and tile.type.memory is MemorySpace.Acc
-            and tile.type.dtype is not out.type.dtype
-            and tile.type.dtype.is_float
-            and out.type.dtype.is_float
+            and _float_to_float(tile.type.dtype, out.type.dtype)
         ):
             vec = p.make_op("move", [tile], {"memory": MemorySpace.Vec}, at)
             return opname, [p.make_op("cast", [vec], {"dtype": out.type.dtype}, at), args[1], out]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.errors import KernelError
+from pypto.ir.errors import KernelError, Span
 from pypto.ir.nodes import (
     Call,
     Const,
@@ -51,12 +51,9 @@ class _Expressions(_ParserBase):
 
     def static_to_expr(self, value: Any, node: ast.AST) -> Expr | _Static:
         span = self.src.span(node)
-        if isinstance(value, bool):
-            return Const(value, DataType.BOOL, span)
-        if isinstance(value, int):
-            return Const(value, INDEX, span)
-        if isinstance(value, float):
-            return Const(value, DataType.FP32, span)
+        const = _python_const(value, span)
+        if const is not None:
+            return const
         if isinstance(value, DynDim):
             if value.name not in self.st.dyn_dims:
                 raise self.err(
@@ -129,12 +126,9 @@ class _Expressions(_ParserBase):
         span = self.src.span(node)
         if isinstance(node, ast.Constant):
             v = node.value
-            if isinstance(v, bool):
-                return Const(v, DataType.BOOL, span)
-            if isinstance(v, int):
-                return Const(v, INDEX, span)
-            if isinstance(v, float):
-                return Const(v, DataType.FP32, span)
+            const = _python_const(v, span)
+            if const is not None:
+                return const
             if v is None and not (self.st.func_type.is_kernel or self.st.in_scope):
                 # upstream's "no producer yet" task id: a task with no work and no dependencies
                 return self.make_op("task_dummy", [], {}, node)
@@ -252,6 +246,18 @@ class _Expressions(_ParserBase):
             params = ", ".join(sig.parameters)
             raise self.err(f"{what}({params}): {exc}", node) from None
         return dict(ba.arguments)
+
+
+def _python_const(value: object, span: Span | None) -> Const | None:
+    """A Python bool, int or float as a kernel constant (BOOL, INDEX, FP32); None for any
+    other value."""
+    if isinstance(value, bool):
+        return Const(value, DataType.BOOL, span)
+    if isinstance(value, int):
+        return Const(value, INDEX, span)
+    if isinstance(value, float):
+        return Const(value, DataType.FP32, span)
+    return None
 
 
 def _instead_of_attribute(obj: object, name: str, spelled: str) -> str:

@@ -27,9 +27,9 @@ class _Scopes(_Tasks):
             raise self.err("kernels only use `with pl.at(level=pl.Level.CORE_GROUP, ...)`", call)
         if self.st.in_scope:
             raise self.err("pl.at scopes do not nest", s)
-        from pypto.language.dsl import _at_signature
+        from pypto.language.dsl import at
 
-        bound = self.bind(_at_signature, "pl.at", call)
+        bound = self.bind(at, "pl.at", call)
         level = self.static_value(bound.get("level", Level.CORE_GROUP), "level", call)
         if not isinstance(level, Level):
             raise self.err(f"pl.at: level must be a pl.Level, got {level!r}", call)

@@ -409,18 +409,15 @@ class _Statements(_Windows, _Launches):
         if s.orelse:
             raise self.err("for ... else is not supported", s)
         it = s.iter
-        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "spmd":
-            self.loop_stack.append(("spmd", self.st.in_scope))
-            try:
-                return self.spmd_stmt(s, it)
-            finally:
-                self.loop_stack.pop()
-        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "while_":
+        kind = self.dsl_kind(it.func) if isinstance(it, ast.Call) else None
+        if kind == "while_" and isinstance(it, ast.Call):
             return self.while_form(s, it)
-        if isinstance(it, ast.Call) and self.dsl_kind(it.func) == "split_aiv":
-            self.loop_stack.append(("split_aiv", self.st.in_scope))
+        if kind in ("spmd", "split_aiv") and isinstance(it, ast.Call):
+            # a launch body: a loop of its own kind on the loop stack (break/continue checks)
+            self.loop_stack.append((kind, self.st.in_scope))
             try:
-                return self.split_aiv_stmt(s, it)
+                launch = self.spmd_stmt if kind == "spmd" else self.split_aiv_stmt
+                return launch(s, it)
             finally:
                 self.loop_stack.pop()
         if not isinstance(it, ast.Call) or self.dsl_kind(it.func) != "range":

@@ -87,34 +87,26 @@ inline float bf16_bits_to_float(std::uint16_t b) noexcept {
 
 }  // namespace float16_bits
 
-// IEEE binary16 storage type. Arithmetic on it goes through float (exactly representable), and
-// every conversion from float rounds to nearest even.
-struct half {
+// A 16-bit float storage type: the bits, converted from float by Encode (rounding to nearest
+// even) and to float by Decode (exact). Arithmetic on it goes through float.
+template <std::uint16_t (*Encode)(float) noexcept, float (*Decode)(std::uint16_t) noexcept>
+struct float16_storage {
     std::uint16_t bits;
 
-    half() = default;
-    explicit half(float f) noexcept : bits(float16_bits::float_to_half_bits(f)) {}
-    operator float() const noexcept { return float16_bits::half_bits_to_float(bits); }
-    static half from_bits(std::uint16_t b) noexcept {
-        half h;
+    float16_storage() = default;
+    explicit float16_storage(float f) noexcept : bits(Encode(f)) {}
+    operator float() const noexcept { return Decode(bits); }
+    static float16_storage from_bits(std::uint16_t b) noexcept {
+        float16_storage h;
         h.bits = b;
         return h;
     }
 };
 
-// bfloat16 storage type (the upper 16 bits of an IEEE binary32).
-struct bfloat16 {
-    std::uint16_t bits;
-
-    bfloat16() = default;
-    explicit bfloat16(float f) noexcept : bits(float16_bits::float_to_bf16_bits(f)) {}
-    operator float() const noexcept { return float16_bits::bf16_bits_to_float(bits); }
-    static bfloat16 from_bits(std::uint16_t b) noexcept {
-        bfloat16 h;
-        h.bits = b;
-        return h;
-    }
-};
+// IEEE binary16.
+using half = float16_storage<float16_bits::float_to_half_bits, float16_bits::half_bits_to_float>;
+// bfloat16: the upper 16 bits of an IEEE binary32.
+using bfloat16 = float16_storage<float16_bits::float_to_bf16_bits, float16_bits::bf16_bits_to_float>;
 
 static_assert(sizeof(half) == 2 && std::is_trivially_copyable<half>::value, "half must be 2 bytes of plain data");
 static_assert(sizeof(bfloat16) == 2 && std::is_trivially_copyable<bfloat16>::value,
