@@ -37,27 +37,6 @@ ROWS, COLS = 32, 64  # 8 KiB of FP32
 NBYTES = ROWS * COLS * 4
 
 
-@pl.jit.incore
-def _ops(
-    y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
-    data: pld.DistributedTensor[[ROWS, COLS], pl.FP32],
-    sig: pld.DistributedTensor[[2, 1], pl.INT32],
-    loads: pl.Scalar[pl.INT32],
-    barriers: pl.Scalar[pl.INT32],
-):
-    ctx = pld.get_comm_ctx(data)
-    peer = (pld.rank(ctx) + 1) % pld.nranks(ctx)
-    sig = pld.tensor.barrier(sig)  # both ranks start together
-    t = pl.full([ROWS, COLS], dtype=pl.FP32, value=0.0)
-    # each load is added in (a reassigned load that nothing reads could be hoisted out of the loop)
-    for _ in pl.range(loads):
-        t = pl.add(t, pld.tile.remote_load(data, peer=peer, offsets=[0, 0], shape=[ROWS, COLS]))
-    for _ in pl.range(barriers):
-        sig = pld.tensor.barrier(sig)
-    y = pl.store(t, [0, 0], y)
-    return y
-
-
 @pl.jit
 def _per_rank(
     y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
@@ -66,7 +45,18 @@ def _per_rank(
     loads: pl.Scalar[pl.INT32],
     barriers: pl.Scalar[pl.INT32],
 ):
-    return _ops(y, data, sig, loads, barriers)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ctx = pld.get_comm_ctx(data)
+        peer = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+        sig = pld.tensor.barrier(sig)  # both ranks start together
+        t = pl.full([ROWS, COLS], dtype=pl.FP32, value=0.0)
+        # each load is added in (a reassigned load that nothing reads could be hoisted out of the loop)
+        for _ in pl.range(loads):
+            t = pl.add(t, pld.tile.remote_load(data, peer=peer, offsets=[0, 0], shape=[ROWS, COLS]))
+        for _ in pl.range(barriers):
+            sig = pld.tensor.barrier(sig)
+        y = pl.store(t, [0, 0], y)
+    return y
 
 
 @pl.jit.host

@@ -1,6 +1,6 @@
 """Test programs shared by pypto-runtime's test files (as ``pypto_testing.programs`` is for the
-examples): small ``@pl.jit`` functions, and the source of a kernels file the command-line tests
-write out.
+examples): small ``@pl.jit`` functions, the source of a kernels file the command-line tests
+write out, and the seeded FP32 inputs the tests run them on (``normal``).
 
 ``make_add`` and ``make_scale`` build a fresh function object each call: a test that checks
 what a call stores on the object (its call key, its ``executor_plan``) builds its own; the
@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 import pypto.language as pl
 
-__all__ = ["SCALED_ADD_SOURCE", "add", "make_add", "make_scale", "scale"]
+__all__ = ["SCALED_ADD_SOURCE", "add", "make_add", "make_scale", "normal", "scale"]
 
 
 def make_add() -> Any:
@@ -56,3 +58,9 @@ def scaled_add(a: pl.Tensor, b: pl.Tensor, alpha: pl.FP32, out: pl.Out[pl.Tensor
         out[:] = pl.add(a, pl.mul(b, alpha))
     return out
 """
+
+
+def normal(seed: int, *shapes: tuple[int, ...]) -> list[np.ndarray]:
+    """FP32 arrays of ``shapes`` drawn in order from a standard normal generator seeded ``seed``."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(np.float32) for shape in shapes]

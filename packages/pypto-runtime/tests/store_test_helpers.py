@@ -10,7 +10,6 @@ import hashlib
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from pypto.runtime import settings
 from pypto.runtime.artifact_runtime import ArtifactRuntime
 from pypto.runtime.manifest import MANIFEST_NAME, EntryState, Manifest, scan_dir
 from pypto.runtime.store import ArtifactStore
+from pypto_testing.scripts import run_python
 
 
 def _writer(files: Mapping[str, bytes], prebuilt: bool) -> Callable[[Path], None]:
@@ -103,15 +103,12 @@ def pypto_runtime(
 ) -> subprocess.CompletedProcess[str]:
     """``python -m pypto.runtime ARGS`` in a fresh process (store: PYPTO_CACHE_DIR, by default
     this process's store)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_CACHE")}
-    env["PYPTO_CACHE_DIR"] = str(store if store is not None else settings.cache_dir())
-    env["COLUMNS"] = "200"
-    return subprocess.run(
-        [sys.executable, "-m", "pypto.runtime", *args],
-        capture_output=True,
-        text=True,
-        env=env,
+    cache = store if store is not None else settings.cache_dir()
+    return run_python(
+        ["-m", "pypto.runtime", *args],
+        cache,
         cwd=cwd,
-        check=False,
         timeout=timeout,
+        env={"COLUMNS": "200"},
+        cache_settings=False,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pto_backend
 import pytest
+from runtime_programs import normal
 
 import pypto.language as pl
 import simpler
@@ -161,9 +162,7 @@ def broadcasts(
 
 
 def test_max_min_expdif_broadcasts_match_torch() -> None:
-    rng = np.random.default_rng(9)
-    a = rng.standard_normal((R, C)).astype(np.float32)
-    v = rng.standard_normal((1, C)).astype(np.float32)
+    a, v = normal(9, (R, C), (1, C))
     outs = [np.zeros_like(a) for _ in range(3)]
     broadcasts(a, v, *outs)
     x, col = torch.from_numpy(a), torch.from_numpy(v)
@@ -233,9 +232,7 @@ def packed_rows(a: pl.Tensor, v: pl.Tensor, o: pl.Out[pl.Tensor]):
 
 
 def test_row_expand_add_repeats_a_packed_block_across_the_columns() -> None:
-    rng = np.random.default_rng(12)
-    a = rng.standard_normal((R, C)).astype(np.float32)
-    v = rng.standard_normal((R, 8)).astype(np.float32)
+    a, v = normal(12, (R, C), (R, 8))
     o = np.full_like(a, 99.0)
     packed_rows(a, v, o)
     x, block = torch.from_numpy(a), torch.from_numpy(v)

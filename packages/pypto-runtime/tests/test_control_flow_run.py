@@ -139,16 +139,6 @@ class Tuples:
         res = (a, b)
         return res
 
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[16, 16], pl.FP32],
-        a: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
-        b: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
-    ) -> tuple[pl.Tensor[[16, 16], pl.FP32], pl.Tensor[[16, 16], pl.FP32]]:
-        a, b = self.two(x, a, b)
-        return a, b
-
 
 def test_tuple_values_index_unpack_swap_and_return() -> None:
     x = torch.randn(16, 16)

@@ -11,6 +11,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.runtime import RunConfig, run
+from pypto_testing.forms import add_method, matmul_method, qk_method
 
 torch = pytest.importorskip("torch")
 
@@ -38,18 +39,7 @@ class Decoder:
         scaled = pl.row_expand_mul(t, inv)
         return pl.store(pl.col_expand_mul(scaled, pl.load(gain, [0, 0], [1, D])), [0, 0], out)
 
-    @pl.function(type=pl.FunctionType.InCore)
-    def project(
-        self,
-        x: pl.Tensor[[S, D], pl.FP32],
-        w: pl.Tensor[[D, D], pl.FP32],
-        out: pl.Out[pl.Tensor[[S, D], pl.FP32]],
-    ) -> pl.Tensor[[S, D], pl.FP32]:
-        x_l1 = pl.load(x, [0, 0], [S, D], target_memory=pl.MemorySpace.Mat)
-        w_l1 = pl.load(w, [0, 0], [D, D], target_memory=pl.MemorySpace.Mat)
-        lhs = pl.move(x_l1, target_memory=pl.MemorySpace.Left)
-        rhs = pl.move(w_l1, target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(lhs, rhs), [0, 0], out)
+    project = matmul_method(S, D, D)
 
     @pl.function(type=pl.FunctionType.InCore)
     def rotate(
@@ -67,18 +57,7 @@ class Decoder:
         out = pl.store(pl.add(pl.mul(hi, c), pl.mul(lo, s)), [0, H], out)
         return out
 
-    @pl.function(type=pl.FunctionType.InCore)
-    def scores(
-        self,
-        q: pl.Tensor[[S, D], pl.FP32],
-        k: pl.Tensor[[S, D], pl.FP32],
-        out: pl.Out[pl.Tensor[[S, S], pl.FP32]],
-    ) -> pl.Tensor[[S, S], pl.FP32]:
-        q_l1 = pl.load(q, [0, 0], [S, D], target_memory=pl.MemorySpace.Mat)
-        k_l1 = pl.load(k, [0, 0], [S, D], target_memory=pl.MemorySpace.Mat)
-        lhs = pl.move(q_l1, target_memory=pl.MemorySpace.Left)
-        rhs = pl.move(pl.tile.transpose_view(k_l1), target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(lhs, rhs), [0, 0], out)
+    scores = qk_method(S, S, D)
 
     @pl.function(type=pl.FunctionType.InCore)
     def softmax(
@@ -91,27 +70,9 @@ class Decoder:
         e = pl.exp(pl.row_expand_sub(z, pl.row_max(z)))
         return pl.store(pl.row_expand_div(e, pl.row_sum(e)), [0, 0], out)
 
-    @pl.function(type=pl.FunctionType.InCore)
-    def mix(
-        self,
-        probs: pl.Tensor[[S, S], pl.FP32],
-        v: pl.Tensor[[S, D], pl.FP32],
-        out: pl.Out[pl.Tensor[[S, D], pl.FP32]],
-    ) -> pl.Tensor[[S, D], pl.FP32]:
-        p_l1 = pl.load(probs, [0, 0], [S, S], target_memory=pl.MemorySpace.Mat)
-        v_l1 = pl.load(v, [0, 0], [S, D], target_memory=pl.MemorySpace.Mat)
-        lhs = pl.move(p_l1, target_memory=pl.MemorySpace.Left)
-        rhs = pl.move(v_l1, target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(lhs, rhs), [0, 0], out)
+    mix = matmul_method(S, S, D)
 
-    @pl.function(type=pl.FunctionType.InCore)
-    def residual(
-        self,
-        a: pl.Tensor[[S, D], pl.FP32],
-        b: pl.Tensor[[S, D], pl.FP32],
-        out: pl.Out[pl.Tensor[[S, D], pl.FP32]],
-    ) -> pl.Tensor[[S, D], pl.FP32]:
-        return pl.store(pl.add(pl.load(a, [0, 0], [S, D]), pl.load(b, [0, 0], [S, D])), [0, 0], out)
+    residual = add_method(S, D)
 
     @pl.function(type=pl.FunctionType.InCore)
     def up_and_gate(
@@ -141,31 +102,8 @@ class Decoder:
         sig = pl.recip(pl.add(pl.exp(pl.neg(g)), 1.0))
         return pl.store(pl.mul(pl.mul(g, sig), pl.load(up, [0, 0], [S, F])), [0, 0], out)
 
-    @pl.function(type=pl.FunctionType.InCore)
-    def down(
-        self,
-        x: pl.Tensor[[S, F], pl.FP32],
-        w: pl.Tensor[[F, D], pl.FP32],
-        out: pl.Out[pl.Tensor[[S, D], pl.FP32]],
-    ) -> pl.Tensor[[S, D], pl.FP32]:
-        x_l1 = pl.load(x, [0, 0], [S, F], target_memory=pl.MemorySpace.Mat)
-        w_l1 = pl.load(w, [0, 0], [F, D], target_memory=pl.MemorySpace.Mat)
-        lhs = pl.move(x_l1, target_memory=pl.MemorySpace.Left)
-        rhs = pl.move(w_l1, target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(lhs, rhs), [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.InCore)
-    def lm_head(
-        self,
-        x: pl.Tensor[[S, D], pl.FP32],
-        w: pl.Tensor[[D, V], pl.FP32],
-        out: pl.Out[pl.Tensor[[S, V], pl.FP32]],
-    ) -> pl.Tensor[[S, V], pl.FP32]:
-        x_l1 = pl.load(x, [0, 0], [S, D], target_memory=pl.MemorySpace.Mat)
-        w_l1 = pl.load(w, [0, 0], [D, V], target_memory=pl.MemorySpace.Mat)
-        lhs = pl.move(x_l1, target_memory=pl.MemorySpace.Left)
-        rhs = pl.move(w_l1, target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(lhs, rhs), [0, 0], out)
+    down = matmul_method(S, F, D)
+    lm_head = matmul_method(S, D, V)
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(  # noqa: PLR0917 -- a program's entry takes each of its tensors positionally

@@ -104,13 +104,6 @@ class KernelWithAtBlock:
             out = pl.store(pl.mul(pl.load(x, [0, 0], [16, 16]), 0.5), [0, 0], out)
         return out
 
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        out = self.halve(x, out)
-        return out
-
 
 def test_a_pl_at_block_in_a_kernel_is_its_body() -> None:
     x = torch.randn(16, 16)

@@ -9,34 +9,14 @@ import pytest
 
 import pypto.language as pl
 from pypto.runtime import RunConfig, run
+from pypto_testing.forms import qk_method
 
 torch = pytest.importorskip("torch")
 
 
 @pl.program
 class QKtF32:
-    @pl.function(type=pl.FunctionType.InCore)
-    def qk(
-        self,
-        q: pl.Tensor[[16, 64], pl.FP32],
-        k: pl.Tensor[[48, 64], pl.FP32],
-        out: pl.Out[pl.Tensor[[16, 48], pl.FP32]],
-    ) -> pl.Tensor[[16, 48], pl.FP32]:
-        q_l1 = pl.load(q, [0, 0], [16, 64], target_memory=pl.MemorySpace.Mat)
-        k_l1 = pl.load(k, [0, 0], [48, 64], target_memory=pl.MemorySpace.Mat)
-        a = pl.move(q_l1, target_memory=pl.MemorySpace.Left)
-        b = pl.move(pl.tile.transpose_view(k_l1), target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(a, b), [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        q: pl.Tensor[[16, 64], pl.FP32],
-        k: pl.Tensor[[48, 64], pl.FP32],
-        out: pl.Out[pl.Tensor[[16, 48], pl.FP32]],
-    ) -> pl.Tensor[[16, 48], pl.FP32]:
-        out = self.qk(q, k, out)
-        return out
+    qk = qk_method(16, 48, 64)
 
 
 @pl.program
@@ -50,13 +30,6 @@ class KtKF16:
         a = pl.move(kt, target_memory=pl.MemorySpace.Left)  # a ZN source into Left
         b = pl.move(k_l1, target_memory=pl.MemorySpace.Right)
         return pl.store(pl.matmul(a, b), [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, k: pl.Tensor[[32, 16], pl.FP16], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
-    ) -> pl.Tensor[[16, 16], pl.FP32]:
-        out = self.ktk(k, out)
-        return out
 
 
 def test_fp32_key_block_transposed_on_l1() -> None:

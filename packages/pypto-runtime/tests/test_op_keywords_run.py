@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from runtime_programs import normal
 
 import pypto.language as pl
 
@@ -44,9 +45,7 @@ def attention_scores(q: pl.Tensor, k: pl.Tensor, qt: pl.Tensor, s: pl.Out[pl.Ten
 
 
 def test_matmul_with_transposed_operands_and_a_narrower_out_dtype() -> None:
-    rng = np.random.default_rng(1)
-    q = rng.standard_normal((16, 32)).astype(np.float32)
-    k = rng.standard_normal((24, 32)).astype(np.float32)
+    q, k = normal(1, (16, 32), (24, 32))
     s, h = np.zeros((16, 24), np.float32), np.zeros((16, 24), np.float16)
     attention_scores(q, k, np.ascontiguousarray(q.T), s, h)
     want = torch.from_numpy(q) @ torch.from_numpy(k).T
@@ -62,10 +61,7 @@ def acc_trans(acc: pl.Tensor, a: pl.Tensor, b: pl.Tensor, o: pl.Out[pl.Tensor]):
 
 
 def test_matmul_acc_with_a_transposed_rhs() -> None:
-    rng = np.random.default_rng(2)
-    acc = rng.standard_normal((16, 16)).astype(np.float32)
-    a = rng.standard_normal((16, 32)).astype(np.float32)
-    b = rng.standard_normal((16, 32)).astype(np.float32)
+    acc, a, b = normal(2, (16, 16), (16, 32), (16, 32))
     o = np.zeros_like(acc)
     acc_trans(acc, a, b, o)
     want = torch.from_numpy(acc) + torch.from_numpy(a) @ torch.from_numpy(b).T

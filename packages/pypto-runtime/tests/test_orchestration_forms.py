@@ -11,6 +11,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.runtime import RunConfig, run
+from pypto_testing.forms import qk_method
 
 torch = pytest.importorskip("torch")
 
@@ -124,29 +125,7 @@ def test_min_max_outside_a_kernel_are_pythons() -> None:
 
 @pl.program
 class QKt:
-    @pl.function(type=pl.FunctionType.InCore)
-    def qk(
-        self,
-        q: pl.Tensor[[16, 64], pl.BF16],
-        k: pl.Tensor[[32, 64], pl.BF16],
-        out: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
-    ) -> pl.Tensor[[16, 32], pl.FP32]:
-        q_l1 = pl.load(q, [0, 0], [16, 64], target_memory=pl.MemorySpace.Mat)
-        k_l1 = pl.load(k, [0, 0], [32, 64], target_memory=pl.MemorySpace.Mat)
-        kt = pl.tile.transpose_view(k_l1)
-        a = pl.move(q_l1, target_memory=pl.MemorySpace.Left)
-        b = pl.move(kt, target_memory=pl.MemorySpace.Right)
-        return pl.store(pl.matmul(a, b), [0, 0], out)
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        q: pl.Tensor[[16, 64], pl.BF16],
-        k: pl.Tensor[[32, 64], pl.BF16],
-        out: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
-    ) -> pl.Tensor[[16, 32], pl.FP32]:
-        out = self.qk(q, k, out)
-        return out
+    qk = qk_method(16, 32, 64, pl.BF16)
 
 
 def test_transpose_view_on_l1_gives_q_times_k_transposed() -> None:
@@ -168,13 +147,6 @@ class RowBlocks:
             t = pl.load(x, [b * 16, 0], [16, 16])
             written = pl.store(pl.add(t, 1.0), [b * 16, 0], out)
         return written  # bound in the loop: after it, the tensor its stores wrote
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, x: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]
-    ) -> pl.Tensor[[32, 16], pl.FP32]:
-        out = self.plus_one(x, out)
-        return out
 
 
 def test_a_store_bound_in_a_loop_names_its_tensor_after_the_loop() -> None:

@@ -37,16 +37,6 @@ class Placed:
         out = pl.tile.store(c, [0, 0], out)
         return out
 
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[32, 64], pl.FP32],
-        y: pl.Tensor[[32, 64], pl.FP32],
-        out: pl.Out[pl.Tensor[[32, 64], pl.FP32]],
-    ) -> pl.Tensor[[32, 64], pl.FP32]:
-        out = self.scale_add(x, y, out)
-        return out
-
 
 def test_placed_tiles_compute_as_unplaced_ones_and_the_placements_are_recorded() -> None:
     x, y = torch.randn(32, 64), torch.randn(32, 64)

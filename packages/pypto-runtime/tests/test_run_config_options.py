@@ -21,11 +21,6 @@ class AddOne:
         t = pl.load(x, [0, 0], [16, 32])
         return pl.store(pl.add(t, 1.0), [0, 0], y)
 
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[16, 32], pl.FP32], y: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
-        y = self.add_one(x, y)
-        return y
-
 
 def test_accepted_options_and_their_values() -> None:
     c = RunConfig(

@@ -27,15 +27,6 @@ class IntTileFloatScalar:
         y = pl.store(pl.maximums(t, -2.9), [2, 0, 0], y)  # -2.9 -> -2
         return y
 
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        x: pl.Tensor[[8, 16], pl.INT16],
-        s: pl.Scalar[pl.FP32],
-        y: pl.Out[pl.Tensor[[3, 8, 16], pl.INT16]],
-    ) -> pl.Tensor[[3, 8, 16], pl.INT16]:
-        return self.kernel(x, s, y)
-
 
 def _to_int16(v: float) -> int:
     """torch's float -> int16 conversion toward zero, saturated as the kernels convert (sk::trunc_saturate)."""

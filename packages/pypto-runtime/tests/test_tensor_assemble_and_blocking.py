@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from runtime_programs import normal
 
 import pypto.language as pl
 
@@ -26,9 +27,7 @@ def split_depth(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
 
 
 def test_atomic_assemble_sums_every_part_after_the_in_kernel_clear() -> None:
-    rng = np.random.default_rng(11)
-    a = rng.standard_normal((ROWS, DEPTH)).astype(np.float32)
-    b = rng.standard_normal((DEPTH, COLS)).astype(np.float32)
+    a, b = normal(11, (ROWS, DEPTH), (DEPTH, COLS))
     c = np.full((ROWS, COLS), np.nan, np.float32)  # the kernel clears it first
     split_depth(a, b, c)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
@@ -43,8 +42,7 @@ def halves(x: pl.Tensor, y: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 def test_tensor_assemble_writes_tensor_level_values_into_windows() -> None:
-    rng = np.random.default_rng(12)
-    x, y = (rng.standard_normal((16, 40)).astype(np.float32) for _ in range(2))
+    x, y = normal(12, (16, 40), (16, 40))
     out = np.zeros((32, 40), np.float32)
     halves(x, y, out)
     np.testing.assert_allclose(out[:16], x + y, rtol=1e-6)
@@ -61,10 +59,7 @@ def two_stages(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tenso
 
 
 def test_a_value_computed_in_one_scope_is_read_by_the_next() -> None:
-    rng = np.random.default_rng(13)
-    a = rng.standard_normal((48, 32)).astype(np.float32)
-    b = rng.standard_normal((32, 24)).astype(np.float32)
-    bias = rng.standard_normal((48, 24)).astype(np.float32)
+    a, b, bias = normal(13, (48, 32), (32, 24), (48, 24))
     out = np.zeros((48, 24), np.float32)
     two_stages(a, b, bias, out)
     np.testing.assert_allclose(out, np.maximum(a.astype(np.float64) @ b - bias, 0.0), rtol=1e-4, atol=1e-4)
@@ -79,9 +74,7 @@ def big_product(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 def test_blocked_matmul_stores_each_block_into_its_window() -> None:
-    rng = np.random.default_rng(14)
-    a = rng.standard_normal((192, 96)).astype(np.float32)
-    b = rng.standard_normal((96, 256)).astype(np.float32)
+    a, b = normal(14, (192, 96), (96, 256))
     out = np.full((224, 256), -1.0, np.float32)
     big_product(a, b, out)
     np.testing.assert_allclose(out[32:], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
@@ -98,10 +91,7 @@ def accumulate_big(a: pl.Tensor, b: pl.Tensor, out: pl.InOut[pl.Tensor]):
 
 
 def test_blocked_atomic_assemble_adds_onto_what_the_tensor_holds() -> None:
-    rng = np.random.default_rng(16)
-    a = rng.standard_normal((160, 128)).astype(np.float32)
-    b = rng.standard_normal((128, 256)).astype(np.float32)
-    start = rng.standard_normal((160, 256)).astype(np.float32)
+    a, b, start = normal(16, (160, 128), (128, 256), (160, 256))
     out = start.copy()
     accumulate_big(a, b, out)
     np.testing.assert_allclose(out, start + a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
@@ -142,9 +132,7 @@ def mixed_operands(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 def test_tiles_mix_with_tensor_level_operands() -> None:
-    rng = np.random.default_rng(18)
-    x = rng.standard_normal((24, 40)).astype(np.float32)
-    w = rng.standard_normal((40, 40)).astype(np.float32)
+    x, w = normal(18, (24, 40), (40, 40))
     out = np.zeros((24, 40), np.float32)
     mixed_operands(x, w, out)
     np.testing.assert_allclose(out, x.astype(np.float64) @ w + (x - 0.5 * x), rtol=1e-4, atol=1e-4)

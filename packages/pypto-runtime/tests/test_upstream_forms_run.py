@@ -216,16 +216,6 @@ class OutParamsRebound:
             o1 = pl.mul(a, a)
         return o0, o1
 
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self,
-        a: pl.Tensor[[16, 32], pl.FP32],
-        o0: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
-        o1: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
-    ) -> tuple[pl.Tensor[[16, 32], pl.FP32], pl.Tensor[[16, 32], pl.FP32]]:
-        o0, o1 = self.kernel(a, o0, o1)
-        return o0, o1
-
 
 def test_kernel_binding_its_out_parameters_writes_them() -> None:
     a = r(16, 32)

@@ -7,9 +7,11 @@ module needs pypto-ir only.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pypto.language as pl
 
-__all__ = ["KernelWhile", "TwoEntries", "cube_matmul"]
+__all__ = ["KernelWhile", "TwoEntries", "add_method", "cube_matmul", "matmul_method", "qk_method"]
 
 
 @pl.program
@@ -85,3 +87,64 @@ def cube_matmul(m: int, k: int, n: int, name_hint: str) -> pl.JITFunction:
         return c
 
     return matmul
+
+
+def add_method(r: int, c: int) -> Any:
+    """An InCore kernel for a ``@pl.program`` class (``residual = add_method(16, 32)``):
+    ``out = a + b`` for FP32 ``[r, c]`` tensors. The class attribute's name is the kernel's name."""
+
+    class Methods:  # defined in a class body, @pl.function makes a method for a @pl.program
+        @pl.function(type=pl.FunctionType.InCore)
+        def add(
+            self,
+            a: pl.Tensor[[r, c], pl.FP32],
+            b: pl.Tensor[[r, c], pl.FP32],
+            out: pl.Out[pl.Tensor[[r, c], pl.FP32]],
+        ) -> pl.Tensor[[r, c], pl.FP32]:
+            return pl.store(pl.add(pl.load(a, [0, 0], [r, c]), pl.load(b, [0, 0], [r, c])), [0, 0], out)
+
+    return Methods.add
+
+
+def matmul_method(m: int, k: int, n: int) -> Any:
+    """An InCore kernel for a ``@pl.program`` class (``project = matmul_method(16, 32, 32)``):
+    ``out = a @ b`` for FP32 ``a: [m, k]``, ``b: [k, n]``, both loaded into Mat, moved to
+    Left / Right, one ``matmul``. The class attribute's name is the kernel's name."""
+
+    class Methods:  # defined in a class body, @pl.function makes a method for a @pl.program
+        @pl.function(type=pl.FunctionType.InCore)
+        def matmul(
+            self,
+            a: pl.Tensor[[m, k], pl.FP32],
+            b: pl.Tensor[[k, n], pl.FP32],
+            out: pl.Out[pl.Tensor[[m, n], pl.FP32]],
+        ) -> pl.Tensor[[m, n], pl.FP32]:
+            a_l1 = pl.load(a, [0, 0], [m, k], target_memory=pl.MemorySpace.Mat)
+            b_l1 = pl.load(b, [0, 0], [k, n], target_memory=pl.MemorySpace.Mat)
+            lhs = pl.move(a_l1, target_memory=pl.MemorySpace.Left)
+            rhs = pl.move(b_l1, target_memory=pl.MemorySpace.Right)
+            return pl.store(pl.matmul(lhs, rhs), [0, 0], out)
+
+    return Methods.matmul
+
+
+def qk_method(m: int, n: int, d: int, dtype: Any = pl.FP32) -> Any:
+    """An InCore kernel for a ``@pl.program`` class: ``out = q @ k.T`` (FP32) for ``q: [m, d]``
+    and ``k: [n, d]`` of ``dtype``; ``k`` is transposed on L1 (``pl.tile.transpose_view`` of its
+    Mat tile) on its way to Right."""
+
+    class Methods:  # defined in a class body, @pl.function makes a method for a @pl.program
+        @pl.function(type=pl.FunctionType.InCore)
+        def qk(
+            self,
+            q: pl.Tensor[[m, d], dtype],
+            k: pl.Tensor[[n, d], dtype],
+            out: pl.Out[pl.Tensor[[m, n], pl.FP32]],
+        ) -> pl.Tensor[[m, n], pl.FP32]:
+            q_l1 = pl.load(q, [0, 0], [m, d], target_memory=pl.MemorySpace.Mat)
+            k_l1 = pl.load(k, [0, 0], [n, d], target_memory=pl.MemorySpace.Mat)
+            lhs = pl.move(q_l1, target_memory=pl.MemorySpace.Left)
+            rhs = pl.move(pl.tile.transpose_view(k_l1), target_memory=pl.MemorySpace.Right)
+            return pl.store(pl.matmul(lhs, rhs), [0, 0], out)
+
+    return Methods.qk

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["ADD_PROGRAM_SOURCE", "run_python_file"]
+__all__ = ["ADD_PROGRAM_SOURCE", "run_python", "run_python_file"]
 
 # The text of a script's ``add(a, b, out)`` (out = a + b, one kernel named ``add``), for the tests
 # that write a user's program and run it in a fresh interpreter; it imports only pypto.language.
@@ -27,18 +27,34 @@ def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
 """
 
 
-def run_python_file(
-    path: Path, workdir: Path, cache_dir: Path, timeout: float = 300, env: Mapping[str, str] | None = None
+def run_python(
+    args: Sequence[str],
+    cache_dir: Path,
+    *,
+    cwd: Path | None = None,
+    timeout: float = 300,
+    env: Mapping[str, str] | None = None,
+    cache_settings: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``path`` with this interpreter in ``workdir``, its store at ``cache_dir``; ``env``
-    adds to (or overrides) this process's environment."""
-    env = {**os.environ, **(env or {}), "PYPTO_CACHE_DIR": str(cache_dir)}
+    """``python ARGS`` with this interpreter (in ``cwd``), its store at ``cache_dir``, in this
+    process's environment (without its other PYPTO_CACHE* settings unless ``cache_settings``)
+    plus ``env``."""
+    inherited = {k: v for k, v in os.environ.items() if cache_settings or not k.startswith("PYPTO_CACHE")}
+    env = {**inherited, **(env or {}), "PYPTO_CACHE_DIR": str(cache_dir)}
     return subprocess.run(
-        [sys.executable, str(path)],
-        cwd=workdir,
+        [sys.executable, *args],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
     )
+
+
+def run_python_file(
+    path: Path, workdir: Path, cache_dir: Path, timeout: float = 300, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``path`` with this interpreter in ``workdir``, its store at ``cache_dir``; ``env``
+    adds to (or overrides) this process's environment."""
+    return run_python([str(path)], cache_dir, cwd=workdir, timeout=timeout, env=env)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import pypto.language as pl
 import pypto.language.distributed as pld
 from pypto.ir import DistributedConfig
 from pypto.runtime import RunConfig
+from pypto_testing.forms import add_method
 
 __all__ = [
     "COLS",
@@ -45,6 +46,7 @@ __all__ = [
     "stuck_rank",
     "twice_chip",
     "twice_host",
+    "windows",
 ]
 
 
@@ -109,14 +111,7 @@ def chip_functions(r: int, c: int) -> tuple[Any, Any]:
     its body: ``add_tiles, chip_add = chip_functions(R, C)``."""
 
     class Chip:
-        @pl.function(type=pl.FunctionType.InCore)
-        def add_tiles(
-            self,
-            a: pl.Tensor[[r, c], pl.FP32],
-            b: pl.Tensor[[r, c], pl.FP32],
-            out: pl.Out[pl.Tensor[[r, c], pl.FP32]],
-        ) -> pl.Tensor[[r, c], pl.FP32]:
-            return pl.store(pl.add(pl.load(a, [0, 0], [r, c]), pl.load(b, [0, 0], [r, c])), [0, 0], out)
+        add_tiles = add_method(r, c)
 
         @pl.function(type=pl.FunctionType.Orchestration)
         def chip_add(
@@ -128,6 +123,14 @@ def chip_functions(r: int, c: int) -> tuple[Any, Any]:
             return self.add_tiles(a, b, out)
 
     return Chip.add_tiles, Chip.chip_add
+
+
+def windows(*specs: tuple[list[int], Any]) -> Callable[[], list[Any]]:
+    """In a ``@pl.jit.host`` body (which runs as Python when it compiles): one window buffer per
+    ``(shape, dtype)`` of ``specs``; calling the result gives a launch its views of them
+    (``pld.window(buf, shape, dtype=dtype)`` of each, in ``specs`` order)."""
+    bufs = [(pld.alloc_window_buffer(shape, dtype=dtype), shape, dtype) for shape, dtype in specs]
+    return lambda: [pld.window(buf, shape, dtype=dtype) for buf, shape, dtype in bufs]
 
 
 ROWS, COLS = 4, 16  # a rank's slice of the programs below

@@ -9,10 +9,6 @@ element) stays refused.
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
-
 import numpy
 import pytest
 
@@ -20,39 +16,14 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
 import pto_backend  # noqa: E402
+from _dist_programs import cleaned, config, windows  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
-from pypto.ir import DataType, DistributedConfig  # noqa: E402
-from pypto.runtime import RunConfig  # noqa: E402
+from pypto.ir import DataType  # noqa: E402
 
 COLS = 64
 RANKS = 2
-
-
-@pl.jit.incore
-def _reduce_bf16(
-    x: pl.Tensor[[1, COLS], pl.BF16],
-    y: pl.Out[pl.Tensor[[2, COLS], pl.BF16]],
-    total: pl.Out[pl.Tensor[[1, COLS], pl.FP32]],
-    data: pld.DistributedTensor[[1, COLS], pl.BF16],
-    sig: pld.DistributedTensor[[RANKS, 1], pl.INT32],
-):
-    ctx = pld.get_comm_ctx(data)
-    me = pld.rank(ctx)
-    n = pld.nranks(ctx)
-    t = pl.load(x, [0, 0], [1, COLS])
-    data = pl.store(t, [0, 0], data)
-    sig = pld.tensor.barrier(sig)
-    # row 0: the sum over ranks, added in FP32 and rounded to BF16 once
-    s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
-    for p in pl.range(n):
-        s = pl.add(s, pl.cast(pld.tile.remote_load(data, peer=p, offsets=[0, 0], shape=[1, COLS]), pl.FP32))
-    total = pl.store(s, [0, 0], total)
-    y = pl.store(pl.cast(s, pl.BF16, mode="rint"), [0, 0], y)
-    # row 1: the next rank's x, bit for bit
-    y = pl.store(pld.tile.remote_load(data, peer=(me + 1) % n, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
-    return y, total
 
 
 @pl.jit
@@ -63,23 +34,33 @@ def _per_rank(
     data: pld.DistributedTensor[[1, COLS], pl.BF16],
     sig: pld.DistributedTensor[[RANKS, 1], pl.INT32],
 ):
-    y, total = _reduce_bf16(x, y, total, data, sig)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ctx = pld.get_comm_ctx(data)
+        me = pld.rank(ctx)
+        n = pld.nranks(ctx)
+        t = pl.load(x, [0, 0], [1, COLS])
+        data = pl.store(t, [0, 0], data)
+        sig = pld.tensor.barrier(sig)
+        # row 0: the sum over ranks, added in FP32 and rounded to BF16 once
+        s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
+        for p in pl.range(n):
+            s = pl.add(
+                s, pl.cast(pld.tile.remote_load(data, peer=p, offsets=[0, 0], shape=[1, COLS]), pl.FP32)
+            )
+        total = pl.store(s, [0, 0], total)
+        y = pl.store(pl.cast(s, pl.BF16, mode="rint"), [0, 0], y)
+        # row 1: the next rank's x, bit for bit
+        y = pl.store(
+            pld.tile.remote_load(data, peer=(me + 1) % n, offsets=[0, 0], shape=[1, COLS]), [1, 0], y
+        )
     return y, total
 
 
 @pl.jit.host
 def _host(x: pl.Tensor, y: pl.Out[pl.Tensor], total: pl.Out[pl.Tensor]):
-    data = pld.alloc_window_buffer([1, COLS], dtype=pl.BF16)
-    sig = pld.alloc_window_buffer([RANKS, 1], dtype=pl.INT32)
+    views = windows(([1, COLS], pl.BF16), ([RANKS, 1], pl.INT32))
     for r in pl.range(pld.world_size()):
-        _per_rank(
-            x[r],
-            y[r],
-            total[r],
-            pld.window(data, [1, COLS], dtype=pl.BF16),
-            pld.window(sig, [RANKS, 1], dtype=pl.INT32),
-            device=r,
-        )
+        _per_rank(x[r], y[r], total[r], *views(), device=r)
 
 
 def _args() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -99,24 +80,7 @@ def _check(x: torch.Tensor, y: torch.Tensor, total: torch.Tensor) -> None:
 @pytest.fixture(scope="module")
 def compiled():
     x, y, total = _args()
-    return _host.compile(
-        x, y, total, config=RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1]))
-    )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _assert_cleaned(pids: tuple[int, ...], segments: tuple[str, ...]) -> None:
-    deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [p for p in pids if _alive(p)] == []
-    assert [s for s in segments if os.path.exists(f"/dev/shm/{s}")] == []
+    return _host.compile(x, y, total, config=config(RANKS))
 
 
 def test_the_plan_records_bf16_tensors_and_windows(compiled) -> None:
@@ -126,8 +90,7 @@ def test_the_plan_records_bf16_tensors_and_windows(compiled) -> None:
 
 def test_bf16_allreduce_on_shared_memory_matches_torch(compiled) -> None:
     pto_backend.needs_bfloat16()
-    with compiled.prepare() as w:
-        pids, segments = w.rank_pids, w.segment_names
+    with cleaned(compiled.prepare()) as w:
         for _ in range(2):  # a second dispatch reuses the ranks and windows
             x, y, total = _args()
             w(x, y, total)
@@ -154,19 +117,15 @@ def test_bf16_allreduce_on_shared_memory_matches_torch(compiled) -> None:
             TypeError, match=r"alloc_tensor\(dtype\): dtype FP4E2M1 packs 2 elements into a byte"
         ):
             w.alloc_tensor((2, 2), DataType.FP4E2M1)
-    _assert_cleaned(pids, segments)
 
 
 def test_bf16_allreduce_on_the_process_group_path_matches_torch(compiled) -> None:
     pto_backend.needs_bfloat16()
-    config = RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1], data_path="process_group"))
     x, y, total = _args()
-    with compiled.prepare(config) as w:
+    with cleaned(compiled.prepare(config(RANKS, data_path="process_group"))) as w:
         assert w.data_path == "process_group"
-        pids = w.rank_pids
         w(x, y, total)
     _check(x, y, total)
-    _assert_cleaned(pids, ())
 
 
 def test_a_bf16_call_with_the_wrong_dtype_is_refused(compiled) -> None:

@@ -2,8 +2,9 @@
 other's windows through shared memory, checked against torch.
 
 One kernel exercises every operation, so one prepared 2-rank worker covers them (two
-dispatches: the barrier and the windows are reused); the 4-rank run, the wait timeout and a rank
-dying mid-wait start their own ranks and are marked ``slow``. Compile-time checks need no ranks.
+dispatches: the barrier and the windows are reused); the 4-rank run, a wait that times out and a
+rank dying mid-wait start their own ranks (the last two on both data paths; all but the
+process-group timeout are marked ``slow``). Compile-time checks need no ranks.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config, needs_wait_timeout, stuck, stuck_host  # noqa: E402
+from _dist_programs import (  # noqa: E402
+    assert_cleaned,
+    config,
+    needs_host_comm_path,
+    needs_wait_timeout,
+    stuck,
+    stuck_host,
+    windows,
+)
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
@@ -31,53 +40,6 @@ MAX_RANKS = 4  # the barrier signal has one cell per rank
 TAG = 100
 
 
-@pl.jit.incore
-def _exchange(  # noqa: PLR0917 - a kernel takes its tensors positionally
-    x: pl.Tensor[[1, COLS], pl.FP32],
-    y: pl.Out[pl.Tensor[[4, COLS], pl.FP32]],
-    data: pld.DistributedTensor[[1, COLS], pl.FP32],
-    acc: pld.DistributedTensor[[1, COLS], pl.FP32],
-    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
-    tag: pld.DistributedTensor[[1, 1], pl.INT32],
-):
-    ctx = pld.get_comm_ctx(data)
-    me = pld.rank(ctx)
-    n = pld.nranks(ctx)
-    nxt = (me + 1) % n
-
-    # row 0: the sum over ranks of x, every rank loading every window (its own too)
-    t = pl.load(x, [0, 0], [1, COLS])
-    data = pl.store(t, [0, 0], data)
-    sig = pld.tensor.barrier(sig)
-    s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
-    for p in pl.range(n):
-        s = pl.add(s, pld.tile.remote_load(data, peer=p, offsets=[0, 0], shape=[1, COLS]))
-    y = pl.store(s, [0, 0], y)
-
-    # row 1: the next rank's 2 * x, after the windows were read and rewritten (the same signal
-    # serves two more barriers: a barrier that left a tally would let the load run early)
-    sig = pld.tensor.barrier(sig)
-    data = pl.store(pl.mul(t, 2.0), [0, 0], data)
-    sig = pld.tensor.barrier(sig)
-    y = pl.store(pld.tile.remote_load(data, peer=nxt, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
-
-    # row 2: every rank adds its 2 * x into rank 0's window, then reads that window back
-    pld.tensor.put(acc, peer=0, src=data, atomic=pld.AtomicType.Add)
-    sig = pld.tensor.barrier(sig)
-    back = pld.tile.remote_load(acc, peer=0, offsets=[0, 0], shape=[1, COLS])
-    y = pl.store(back, [2, 0], y)
-
-    # row 3: a one-to-one handshake (Set / Eq): the tag the previous rank sent, then the
-    # barrier signal's own cells after the last barrier (all zero: no tally is left)
-    pld.system.notify(tag, peer=nxt, offsets=[0, 0], value=me + TAG, op=pld.NotifyOp.Set)
-    pld.system.wait(tag, offsets=[0, 0], expected=(me + n - 1) % n + TAG, cmp=pld.WaitCmp.Eq)
-    pl.write(y, [3, 0], pl.cast(pl.read(tag, [0, 0]), target_type=pl.FP32))
-    sig = pld.tensor.barrier(sig)
-    for i in pl.range(MAX_RANKS):
-        pl.write(y, [3, i + 1], pl.cast(pl.read(sig, [i, 0]), target_type=pl.FP32))
-    return y
-
-
 @pl.jit
 def _per_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     x: pl.Tensor[[1, COLS], pl.FP32],
@@ -87,25 +49,52 @@ def _per_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
     tag: pld.DistributedTensor[[1, 1], pl.INT32],
 ):
-    return _exchange(x, y, data, acc, sig, tag)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ctx = pld.get_comm_ctx(data)
+        me = pld.rank(ctx)
+        n = pld.nranks(ctx)
+        nxt = (me + 1) % n
+
+        # row 0: the sum over ranks of x, every rank loading every window (its own too)
+        t = pl.load(x, [0, 0], [1, COLS])
+        data = pl.store(t, [0, 0], data)
+        sig = pld.tensor.barrier(sig)
+        s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
+        for p in pl.range(n):
+            s = pl.add(s, pld.tile.remote_load(data, peer=p, offsets=[0, 0], shape=[1, COLS]))
+        y = pl.store(s, [0, 0], y)
+
+        # row 1: the next rank's 2 * x, after the windows were read and rewritten (the same signal
+        # serves two more barriers: a barrier that left a tally would let the load run early)
+        sig = pld.tensor.barrier(sig)
+        data = pl.store(pl.mul(t, 2.0), [0, 0], data)
+        sig = pld.tensor.barrier(sig)
+        y = pl.store(pld.tile.remote_load(data, peer=nxt, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
+
+        # row 2: every rank adds its 2 * x into rank 0's window, then reads that window back
+        pld.tensor.put(acc, peer=0, src=data, atomic=pld.AtomicType.Add)
+        sig = pld.tensor.barrier(sig)
+        back = pld.tile.remote_load(acc, peer=0, offsets=[0, 0], shape=[1, COLS])
+        y = pl.store(back, [2, 0], y)
+
+        # row 3: a one-to-one handshake (Set / Eq): the tag the previous rank sent, then the
+        # barrier signal's own cells after the last barrier (all zero: no tally is left)
+        pld.system.notify(tag, peer=nxt, offsets=[0, 0], value=me + TAG, op=pld.NotifyOp.Set)
+        pld.system.wait(tag, offsets=[0, 0], expected=(me + n - 1) % n + TAG, cmp=pld.WaitCmp.Eq)
+        pl.write(y, [3, 0], pl.cast(pl.read(tag, [0, 0]), target_type=pl.FP32))
+        sig = pld.tensor.barrier(sig)
+        for i in pl.range(MAX_RANKS):
+            pl.write(y, [3, i + 1], pl.cast(pl.read(sig, [i, 0]), target_type=pl.FP32))
+    return y
 
 
 @pl.jit.host
 def _host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    data = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    acc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
-    tag = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    views = windows(
+        ([1, COLS], pl.FP32), ([1, COLS], pl.FP32), ([MAX_RANKS, 1], pl.INT32), ([1, 1], pl.INT32)
+    )
     for r in pl.range(pld.world_size()):
-        _per_rank(
-            x[r],
-            y[r],
-            pld.window(data, [1, COLS], dtype=pl.FP32),
-            pld.window(acc, [1, COLS], dtype=pl.FP32),
-            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
-            pld.window(tag, [1, 1], dtype=pl.INT32),
-            device=r,
-        )
+        _per_rank(x[r], y[r], *views(), device=r)
 
 
 def _expected(x: torch.Tensor) -> torch.Tensor:
@@ -157,33 +146,48 @@ def test_four_ranks_exchange_through_windows() -> None:
 # -- a wait that is never satisfied -----------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_a_wait_past_the_timeout_fails_the_dispatch_naming_rank_signal_and_value() -> None:
+@pytest.mark.parametrize(
+    ("data_path", "sent", "seconds"),
+    [
+        pytest.param("shared_memory", 0, 3, marks=pytest.mark.slow, id="shared_memory"),
+        pytest.param("process_group", 2, 2, id="process_group"),
+    ],
+)
+def test_a_wait_past_the_timeout_fails_the_dispatch_naming_rank_signal_and_value(
+    data_path: str, sent: int, seconds: int
+) -> None:
     needs_wait_timeout()
+    if data_path == "process_group":
+        needs_host_comm_path()
     y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = stuck_host.compile(y, 0, 0, config=config(2))
+    compiled = stuck_host.compile(y, 0, sent, config=config(2, data_path=data_path))
     w = compiled.prepare()
     pids, segments = w.rank_pids, w.segment_names
-    w.timeout = 3.0  # the ranks are up; each dispatch hands its kernels this wait timeout
+    w.timeout = float(seconds)  # the ranks are up; each dispatch hands its kernels this wait timeout
     start = time.monotonic()
     try:
         with pytest.raises(DistributedRankError) as e:
-            w(y, 0, 0)
+            w(y, 0, sent)
     finally:
         w.close()
     assert time.monotonic() - start < 30
     assert e.value.rank == 1
     msg = str(e.value)
     assert "rank 1 failed in stuck_host() dispatch 1" in msg
-    assert "TWAIT: rank 1 timed out after 3 s waiting for its signal (element 1 of window buffer 0)" in msg
-    assert "to become >= 3; the value seen was 0" in msg
+    assert (
+        f"TWAIT: rank 1 timed out after {seconds} s waiting for its signal (element 1 of window buffer 0)"
+        in msg
+    )
+    # the value rank 0's notify set (on the process-group path, through rank 1's host process)
+    assert f"to become >= 3; the value seen was {sent}" in msg
     assert_cleaned(pids, segments)
 
 
 @pytest.mark.slow
-def test_a_rank_dying_while_another_waits_fails_the_dispatch_and_stops_every_rank() -> None:
+@pytest.mark.parametrize("data_path", ["shared_memory", "process_group"])
+def test_a_rank_dying_while_another_waits_fails_the_dispatch_and_stops_every_rank(data_path: str) -> None:
     y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = stuck_host.compile(y, -1, 0, config=config(2, timeout=60.0))
+    compiled = stuck_host.compile(y, -1, 0, config=config(2, data_path=data_path, timeout=60.0))
     w = compiled.prepare()
     pids, segments = w.rank_pids, w.segment_names
     killer = threading.Timer(2.0, os.kill, (pids[1], signal.SIGKILL))  # both ranks are waiting by then

@@ -5,79 +5,27 @@ request the rank's host process carries over gloo). ``DistributedConfig(data_pat
 
 One kernel uses every cross-rank operation (remote_store plain and atomic, notify + wait, the
 barrier, get, put, remote_load in an allreduce), so each (ranks, path) pair is one prepared
-worker. A wait that times out on the process-group path still names the rank, the signal and the
-value seen; a rank killed while the other waits fails the dispatch naming it, and no rank is
-left running.
+worker. The wait-timeout and dead-rank tests run on both paths in test_distributed_comm.py.
 """
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch.distributed")
 
-from _dist_programs import assert_cleaned, config, needs_host_comm_path, stuck_host  # noqa: E402
+from _dist_programs import config, needs_host_comm_path, windows  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
 from pypto.ir import DistributedConfig  # noqa: E402
 from pypto.runtime import DistributedWorker  # noqa: E402
-from pypto.runtime.distributed import DistributedRankError  # noqa: E402
 from pypto.runtime.settings import SettingsError  # noqa: E402
 
 COLS = 32
 MAX_RANKS = 4
 ROWS = 5
-
-
-@pl.jit.incore
-def _ops(  # noqa: PLR0917 - a kernel takes its tensors positionally
-    x: pl.Tensor[[1, COLS], pl.FP32],
-    y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
-    inbox: pld.DistributedTensor[[1, COLS], pl.FP32],
-    acc: pld.DistributedTensor[[1, COLS], pl.FP32],
-    got: pld.DistributedTensor[[1, COLS], pl.FP32],
-    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
-    flag: pld.DistributedTensor[[1, 1], pl.INT32],
-):
-    ctx = pld.get_comm_ctx(inbox)
-    me = pld.rank(ctx)
-    n = pld.nranks(ctx)
-    nxt = (me + 1) % n
-    prv = (me + n - 1) % n
-    t = pl.load(x, [0, 0], [1, COLS])
-
-    # row 0: x into the next rank's inbox, then a notify (AtomicAdd); the next rank's wait (Ge)
-    # sees the notify only after the data (one rank's requests arrive in order)
-    pld.tile.remote_store(t, inbox, peer=nxt, offsets=[0, 0])
-    pld.system.notify(flag, peer=nxt, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
-    pld.system.wait(flag, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
-    y = pl.store(pl.load(inbox, [0, 0], [1, COLS]), [0, 0], y)
-
-    # row 1: every rank adds x into rank 0's acc (atomic remote_store), then reads it back
-    pld.tile.remote_store(t, acc, peer=0, offsets=[0, 0], atomic=pld.AtomicType.Add)
-    sig = pld.tensor.barrier(sig)
-    y = pl.store(pld.tile.remote_load(acc, peer=0, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
-
-    # row 2: get the previous rank's inbox (it holds the x of the rank before that)
-    pld.tensor.get(got, peer=prv, src=inbox)
-    y = pl.store(pl.load(got, [0, 0], [1, COLS]), [2, 0], y)
-
-    # row 3: put this rank's inbox into the next rank's `got`, once every get above is done
-    sig = pld.tensor.barrier(sig)
-    pld.tensor.put(got, peer=nxt, src=inbox)
-    sig = pld.tensor.barrier(sig)
-    y = pl.store(pl.load(got, [0, 0], [1, COLS]), [3, 0], y)
-
-    # row 4: an allreduce: every rank loads every rank's inbox (its own included) and sums
-    s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
-    for p in pl.range(n):
-        s = pl.add(s, pld.tile.remote_load(inbox, peer=p, offsets=[0, 0], shape=[1, COLS]))
-    y = pl.store(s, [4, 0], y)
-    return y
 
 
 @pl.jit
@@ -90,27 +38,55 @@ def _per_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
     flag: pld.DistributedTensor[[1, 1], pl.INT32],
 ):
-    return _ops(x, y, inbox, acc, got, sig, flag)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ctx = pld.get_comm_ctx(inbox)
+        me = pld.rank(ctx)
+        n = pld.nranks(ctx)
+        nxt = (me + 1) % n
+        prv = (me + n - 1) % n
+        t = pl.load(x, [0, 0], [1, COLS])
+
+        # row 0: x into the next rank's inbox, then a notify (AtomicAdd); the next rank's wait (Ge)
+        # sees the notify only after the data (one rank's requests arrive in order)
+        pld.tile.remote_store(t, inbox, peer=nxt, offsets=[0, 0])
+        pld.system.notify(flag, peer=nxt, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+        pld.system.wait(flag, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
+        y = pl.store(pl.load(inbox, [0, 0], [1, COLS]), [0, 0], y)
+
+        # row 1: every rank adds x into rank 0's acc (atomic remote_store), then reads it back
+        pld.tile.remote_store(t, acc, peer=0, offsets=[0, 0], atomic=pld.AtomicType.Add)
+        sig = pld.tensor.barrier(sig)
+        y = pl.store(pld.tile.remote_load(acc, peer=0, offsets=[0, 0], shape=[1, COLS]), [1, 0], y)
+
+        # row 2: get the previous rank's inbox (it holds the x of the rank before that)
+        pld.tensor.get(got, peer=prv, src=inbox)
+        y = pl.store(pl.load(got, [0, 0], [1, COLS]), [2, 0], y)
+
+        # row 3: put this rank's inbox into the next rank's `got`, once every get above is done
+        sig = pld.tensor.barrier(sig)
+        pld.tensor.put(got, peer=nxt, src=inbox)
+        sig = pld.tensor.barrier(sig)
+        y = pl.store(pl.load(got, [0, 0], [1, COLS]), [3, 0], y)
+
+        # row 4: an allreduce: every rank loads every rank's inbox (its own included) and sums
+        s = pl.full([1, COLS], dtype=pl.FP32, value=0.0)
+        for p in pl.range(n):
+            s = pl.add(s, pld.tile.remote_load(inbox, peer=p, offsets=[0, 0], shape=[1, COLS]))
+        y = pl.store(s, [4, 0], y)
+    return y
 
 
 @pl.jit.host
 def _host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    inbox = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    acc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    got = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
-    flag = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    views = windows(
+        ([1, COLS], pl.FP32),
+        ([1, COLS], pl.FP32),
+        ([1, COLS], pl.FP32),
+        ([MAX_RANKS, 1], pl.INT32),
+        ([1, 1], pl.INT32),
+    )
     for r in pl.range(pld.world_size()):
-        _per_rank(
-            x[r],
-            y[r],
-            pld.window(inbox, [1, COLS], dtype=pl.FP32),
-            pld.window(acc, [1, COLS], dtype=pl.FP32),
-            pld.window(got, [1, COLS], dtype=pl.FP32),
-            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
-            pld.window(flag, [1, 1], dtype=pl.INT32),
-            device=r,
-        )
+        _per_rank(x[r], y[r], *views(), device=r)
 
 
 def _expected(x: torch.Tensor) -> torch.Tensor:
@@ -181,51 +157,6 @@ def test_a_bad_data_path_is_refused_naming_the_argument() -> None:
         DistributedWorker(compiled, data_path="gloo")  # refused before any rank starts
 
 
-def test_a_wait_timeout_on_the_process_group_path_names_rank_signal_and_value() -> None:
-    needs_host_comm_path()
-    y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = stuck_host.compile(y, 0, 2, config=config(2, data_path="process_group"))
-    w = compiled.prepare()
-    w.timeout = 2.0
-    start = time.monotonic()
-    try:
-        with pytest.raises(DistributedRankError) as e:
-            w(y, 0, 2)
-    finally:
-        w.close()
-    assert time.monotonic() - start < 30
-    assert e.value.rank == 1
-    msg = str(e.value)
-    assert "TWAIT: rank 1 timed out after 2 s waiting for its signal (element 1 of window buffer 0)" in msg
-    # the value rank 0's notify set through rank 1's host process
-    assert "to become >= 3; the value seen was 2" in msg
-
-
-@pl.jit.incore
-def _adds(  # noqa: PLR0917 - a kernel takes its tensors positionally
-    h: pl.Tensor[[1, COLS], pl.FP16],
-    i: pl.Tensor[[1, COLS], pl.INT32],
-    yh: pl.Out[pl.Tensor[[1, COLS], pl.FP16]],
-    yi: pl.Out[pl.Tensor[[1, COLS], pl.INT32]],
-    hsrc: pld.DistributedTensor[[1, COLS], pl.FP16],
-    hacc: pld.DistributedTensor[[1, COLS], pl.FP16],
-    iacc: pld.DistributedTensor[[1, COLS], pl.INT32],
-    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
-):
-    # every rank adds its FP16 row (put, Add) and its INT32 row (remote_store, Add) into the last
-    # rank's windows, then reads both back from there
-    last = pld.nranks(pld.get_comm_ctx(hsrc)) - 1
-    hsrc = pl.store(pl.load(h, [0, 0], [1, COLS]), [0, 0], hsrc)
-    pld.tensor.put(hacc, peer=last, src=hsrc, atomic=pld.AtomicType.Add)
-    pld.tile.remote_store(
-        pl.load(i, [0, 0], [1, COLS]), iacc, peer=last, offsets=[0, 0], atomic=pld.AtomicType.Add
-    )
-    sig = pld.tensor.barrier(sig)
-    yh = pl.store(pld.tile.remote_load(hacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yh)
-    yi = pl.store(pld.tile.remote_load(iacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yi)
-    return yh, yi
-
-
 @pl.jit
 def _adds_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     h: pl.Tensor[[1, COLS], pl.FP16],
@@ -237,28 +168,28 @@ def _adds_rank(  # noqa: PLR0917 - a program takes its tensors positionally
     iacc: pld.DistributedTensor[[1, COLS], pl.INT32],
     sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
 ):
-    yh, yi = _adds(h, i, yh, yi, hsrc, hacc, iacc, sig)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        # every rank adds its FP16 row (put, Add) and its INT32 row (remote_store, Add) into the last
+        # rank's windows, then reads both back from there
+        last = pld.nranks(pld.get_comm_ctx(hsrc)) - 1
+        hsrc = pl.store(pl.load(h, [0, 0], [1, COLS]), [0, 0], hsrc)
+        pld.tensor.put(hacc, peer=last, src=hsrc, atomic=pld.AtomicType.Add)
+        pld.tile.remote_store(
+            pl.load(i, [0, 0], [1, COLS]), iacc, peer=last, offsets=[0, 0], atomic=pld.AtomicType.Add
+        )
+        sig = pld.tensor.barrier(sig)
+        yh = pl.store(pld.tile.remote_load(hacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yh)
+        yi = pl.store(pld.tile.remote_load(iacc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], yi)
     return yh, yi
 
 
 @pl.jit.host
 def _adds_host(h: pl.Tensor, i: pl.Tensor, yh: pl.Out[pl.Tensor], yi: pl.Out[pl.Tensor]):
-    hsrc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP16)
-    hacc = pld.alloc_window_buffer([1, COLS], dtype=pl.FP16)
-    iacc = pld.alloc_window_buffer([1, COLS], dtype=pl.INT32)
-    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
+    views = windows(
+        ([1, COLS], pl.FP16), ([1, COLS], pl.FP16), ([1, COLS], pl.INT32), ([MAX_RANKS, 1], pl.INT32)
+    )
     for r in pl.range(pld.world_size()):
-        _adds_rank(
-            h[r],
-            i[r],
-            yh[r],
-            yi[r],
-            pld.window(hsrc, [1, COLS], dtype=pl.FP16),
-            pld.window(hacc, [1, COLS], dtype=pl.FP16),
-            pld.window(iacc, [1, COLS], dtype=pl.INT32),
-            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
-            device=r,
-        )
+        _adds_rank(h[r], i[r], yh[r], yi[r], *views(), device=r)
 
 
 def test_fp16_and_int32_atomic_adds_through_the_process_group() -> None:
@@ -279,45 +210,6 @@ def test_fp16_and_int32_atomic_adds_through_the_process_group() -> None:
     )
 
 
-@pytest.mark.slow
-def test_a_rank_dying_on_the_process_group_path_fails_the_dispatch_and_stops_every_rank() -> None:
-    import os
-    import signal
-    import threading
-
-    y = torch.zeros((2, 1, 1), dtype=torch.int32)
-    compiled = stuck_host.compile(y, -1, 0, config=config(2, data_path="process_group", timeout=60.0))
-    w = compiled.prepare()
-    pids = w.rank_pids
-    killer = threading.Timer(2.0, os.kill, (pids[1], signal.SIGKILL))
-    killer.start()
-    start = time.monotonic()
-    try:
-        with pytest.raises(DistributedRankError, match=r"rank 1 died during stuck_host\(\) dispatch 1") as e:
-            w(y, -1, 0)
-    finally:
-        killer.cancel()
-        w.close()
-    assert e.value.rank == 1
-    assert time.monotonic() - start < 30  # not the 60 s wait timeout
-    assert_cleaned(pids, ())
-
-
-@pl.jit.incore
-def _pass_on(
-    x: pl.Tensor[[1, COLS], pl.FP32],
-    y: pl.Out[pl.Tensor[[1, COLS], pl.FP32]],
-    box: pld.DistributedTensor[[1, COLS], pl.FP32],
-    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
-):
-    ctx = pld.get_comm_ctx(box)
-    nxt = (pld.rank(ctx) + 1) % pld.nranks(ctx)
-    pld.tile.remote_store(pl.load(x, [0, 0], [1, COLS]), box, peer=nxt, offsets=[0, 0])
-    sig = pld.tensor.barrier(sig)
-    y = pl.store(pl.load(box, [0, 0], [1, COLS]), [0, 0], y)
-    return y
-
-
 @pl.jit
 def _pass_on_rank(
     x: pl.Tensor[[1, COLS], pl.FP32],
@@ -325,22 +217,21 @@ def _pass_on_rank(
     box: pld.DistributedTensor[[1, COLS], pl.FP32],
     sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
 ):
-    return _pass_on(x, y, box, sig)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        ctx = pld.get_comm_ctx(box)
+        nxt = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+        pld.tile.remote_store(pl.load(x, [0, 0], [1, COLS]), box, peer=nxt, offsets=[0, 0])
+        sig = pld.tensor.barrier(sig)
+        y = pl.store(pl.load(box, [0, 0], [1, COLS]), [0, 0], y)
+    return y
 
 
 @pl.jit.host
 def _pass_on_host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
     # two window buffers where _host has five: window 1 is the barrier's signal here, `acc` there
-    box = pld.alloc_window_buffer([1, COLS], dtype=pl.FP32)
-    sig = pld.alloc_window_buffer([MAX_RANKS, 1], dtype=pl.INT32)
+    views = windows(([1, COLS], pl.FP32), ([MAX_RANKS, 1], pl.INT32))
     for r in pl.range(pld.world_size()):
-        _pass_on_rank(
-            x[r],
-            y[r],
-            pld.window(box, [1, COLS], dtype=pl.FP32),
-            pld.window(sig, [MAX_RANKS, 1], dtype=pl.INT32),
-            device=r,
-        )
+        _pass_on_rank(x[r], y[r], *views(), device=r)
 
 
 def test_programs_of_one_worker_each_have_their_windows_on_the_process_group_path() -> None:

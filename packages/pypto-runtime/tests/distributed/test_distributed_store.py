@@ -36,19 +36,6 @@ from pypto.runtime.store import ArtifactStore  # noqa: E402
 N = 8
 
 
-@pl.jit.incore
-def _twice_plus(
-    x: pl.Tensor[[1, N], pl.FP32],
-    y: pl.Out[pl.Tensor[[1, N], pl.FP32]],
-    w: pld.DistributedTensor[[1, N], pl.FP32],
-    rank: pl.Scalar[pl.INT32],
-):
-    w = pl.store(pl.load(x, [0, 0], [1, N]), [0, 0], w)
-    back = pl.load(w, [0, 0], [1, N])
-    y = pl.store(pl.add(pl.add(back, back), pl.cast(rank, target_type=pl.FP32)), [0, 0], y)
-    return y
-
-
 @pl.jit
 def _per_rank(
     x: pl.Tensor[[1, N], pl.FP32],
@@ -56,7 +43,11 @@ def _per_rank(
     w: pld.DistributedTensor[[1, N], pl.FP32],
     rank: pl.Scalar[pl.INT32],
 ):
-    return _twice_plus(x, y, w, rank)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        w = pl.store(pl.load(x, [0, 0], [1, N]), [0, 0], w)
+        back = pl.load(w, [0, 0], [1, N])
+        y = pl.store(pl.add(pl.add(back, back), pl.cast(rank, target_type=pl.FP32)), [0, 0], y)
+    return y
 
 
 @pl.jit.host

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pypto.ir import DataType
 from pypto.language.interface import dtype_of
@@ -24,7 +24,7 @@ from pypto.runtime.host_tensors import HostTensor, TensorBindingError, describe,
 from pypto.runtime.runner import RunConfig, bind_task_args, call_results
 from pypto.runtime.worker import program_worker
 
-__all__ = ["ChipWorker", "DeviceTensor", "RegistrationHandle"]
+__all__ = ["ChipWorker", "DeviceTensor", "ProgramRegistration", "RegistrationHandle"]
 
 
 def _data_type(dtype: Any, what: str) -> DataType:
@@ -85,7 +85,49 @@ class DeviceTensor:
         return f"DeviceTensor(shape={self.shape}, dtype={self.data_type.value}, data_ptr={self.data_ptr:#x}{state})"
 
 
-class RegistrationHandle:
+_Compiled = TypeVar("_Compiled")
+_Handle = TypeVar("_Handle", bound="ProgramRegistration[Any]")
+
+
+class ProgramRegistration(Generic[_Compiled]):
+    """What a registered program's handle is besides its call (:class:`RegistrationHandle` of a
+    ChipWorker, ``DistributedRegistrationHandle`` of a DistributedWorker): its worker and compiled
+    program, ``unregister``, the ``with`` block that unregisters, and its repr."""
+
+    def __init__(self, worker: Any, compiled: _Compiled) -> None:
+        self._worker = worker
+        self._compiled = compiled
+        self._closed = False
+
+    @property
+    def compiled(self) -> _Compiled:
+        return self._compiled
+
+    @property
+    def closed(self) -> bool:
+        """Unregistered, or its worker closed."""
+        return self._closed or self._worker.closed
+
+    def _program_name(self) -> str:
+        raise NotImplementedError
+
+    def unregister(self) -> None:
+        """Refuse further dispatches through this handle (the worker keeps the program until it
+        closes: program-mode Workers have no unload)."""
+        self._closed = True
+
+    def __enter__(self: _Handle) -> _Handle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.unregister()
+
+    def __repr__(self) -> str:
+        state = ", closed" if self.closed else ""
+        return f"{type(self).__name__}({self._program_name()!r}{state})"
+
+
+class RegistrationHandle(ProgramRegistration[CompiledProgram]):
     """One compiled program registered on one ChipWorker: call it to dispatch.
 
     ``handle(*args, config=None)`` binds and checks the arguments as a direct call of the
@@ -95,19 +137,11 @@ class RegistrationHandle:
     """
 
     def __init__(self, worker: ChipWorker, compiled: CompiledProgram, native: Any) -> None:
-        self._worker = worker
-        self._compiled = compiled
+        super().__init__(worker, compiled)
         self._native = native
-        self._closed = False
 
-    @property
-    def compiled(self) -> CompiledProgram:
-        return self._compiled
-
-    @property
-    def closed(self) -> bool:
-        """Unregistered, or its worker closed."""
-        return self._closed or self._worker.closed
+    def _program_name(self) -> str:
+        return self._compiled.artifact.name
 
     def __call__(self, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Any:
         name = self._compiled.artifact.name
@@ -130,21 +164,6 @@ class RegistrationHandle:
         cfg = config or self._worker.config
         self._worker._run(self._native, task_args, cfg, keep_alive=slots)
         return call_results(self._compiled.artifact, slots)
-
-    def unregister(self) -> None:
-        """Refuse further dispatches through this handle (the Worker keeps the loaded code
-        until it closes: program-mode Workers have no unload)."""
-        self._closed = True
-
-    def __enter__(self) -> RegistrationHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.unregister()
-
-    def __repr__(self) -> str:
-        state = ", closed" if self.closed else ""
-        return f"RegistrationHandle({self._compiled.artifact.name!r}{state})"
 
 
 class ChipWorker:

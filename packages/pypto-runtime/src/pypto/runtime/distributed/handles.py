@@ -5,10 +5,9 @@ from ``submit``) and for a registered program (:class:`DistributedRegistrationHa
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pypto.runtime.distributed.worker import DistributedWorker
+from pypto.runtime.chip_worker import ProgramRegistration
 
 __all__ = ["DistributedRegistrationHandle", "DistributedRunHandle"]
 
@@ -41,23 +40,12 @@ class DistributedRunHandle:
         self.result(timeout)
 
 
-class DistributedRegistrationHandle:
+class DistributedRegistrationHandle(ProgramRegistration[Any]):
     """What :meth:`DistributedWorker.register` returns: ``handle(*args, config=None)`` is
     ``worker.run(compiled, *args, config=config)``; :meth:`unregister` refuses further calls."""
 
-    def __init__(self, worker: DistributedWorker, compiled: Any) -> None:
-        self._worker = worker
-        self._compiled = compiled
-        self._closed = False
-
-    @property
-    def compiled(self) -> Any:
-        return self._compiled
-
-    @property
-    def closed(self) -> bool:
-        """Unregistered, or its worker closed."""
-        return self._closed or self._worker.closed
+    def _program_name(self) -> str:
+        return str(self._compiled.plan.name)
 
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> None:
         if self.closed:
@@ -66,17 +54,3 @@ class DistributedRegistrationHandle:
                 "or its DistributedWorker was closed); register the program on an open worker"
             )
         self._worker.run(self._compiled, *args, config=config, **kwargs)
-
-    def unregister(self) -> None:
-        """Refuse further dispatches through this handle (the worker keeps the program)."""
-        self._closed = True
-
-    def __enter__(self) -> DistributedRegistrationHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.unregister()
-
-    def __repr__(self) -> str:
-        state = ", closed" if self.closed else ""
-        return f"DistributedRegistrationHandle({self._compiled.plan.name!r}{state})"

@@ -280,14 +280,15 @@ class DistributedWorker:
         self._tensors[segment.name] = t
         return t
 
-    def _own(self, t: Any, what: str) -> SharedDeviceTensor:
+    def _own(self, t: Any, what: str, *, freed_ok: bool = False) -> SharedDeviceTensor:
+        """``t``, checked to be a SharedDeviceTensor of this worker (and, unless ``freed_ok``, not freed)."""
         if not isinstance(t, SharedDeviceTensor):
             raise TypeError(
                 f"DistributedWorker.{what}: expected a SharedDeviceTensor, got {type(t).__name__}"
             )
         if t.worker is not self:
             raise ValueError(f"DistributedWorker.{what}: {t!r} belongs to another DistributedWorker")
-        if t.freed:
+        if t.freed and not freed_ok:
             raise ValueError(f"DistributedWorker.{what}: {t!r} was freed (free_tensor or close)")
         return t
 
@@ -353,12 +354,7 @@ class DistributedWorker:
 
     def free_tensor(self, t: SharedDeviceTensor, *, worker_id: int = 0) -> None:
         """Release ``t`` (a second free of the same tensor does nothing)."""
-        if not isinstance(t, SharedDeviceTensor):
-            raise TypeError(
-                f"DistributedWorker.free_tensor(t): expected a SharedDeviceTensor, got {type(t).__name__}"
-            )
-        if t.worker is not self:
-            raise ValueError(f"DistributedWorker.free_tensor(t): {t!r} belongs to another DistributedWorker")
+        t = self._own(t, "free_tensor(t)", freed_ok=True)
         if t.freed:
             return
         with self._lock:  # not while a dispatch uses it
