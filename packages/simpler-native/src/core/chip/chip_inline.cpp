@@ -35,7 +35,7 @@ int spin_limit() noexcept {
         cpu_set_t set;
         int cpus = 1;
         if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
-        return cpus > 1 ? cpus : 1;
+        return cpus + 1;
     }();
     return limit;
 }

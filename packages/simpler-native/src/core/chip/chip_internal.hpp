@@ -41,9 +41,13 @@ inline bool spin_expired(unsigned i, std::int64_t deadline) noexcept {
 
 // The process's spinning budget for the chip's own threads (orchestrator, AICPU schedulers,
 // AICore threads): true when this thread may spin-wait now (then call end_spin() when it
-// stops). At most as many of them as the process has CPUs (its affinity mask) spin at once, so
-// they never keep more cores busy spinning than there are; one that gets no budget parks at
-// once. A thread waiting for a Run (Run::wait) is outside it (see there).
+// stops). At most one more of them than the process has CPUs (its affinity mask) spin at once;
+// one that gets no budget parks at once. The one more: a chip's idle AIC and AIV threads alone
+// fill a budget of 2, and the orchestrator thread, which takes the next queued run, then always
+// parked: every queued run paid a wake (measured on the 2-core machine: a round trip through
+// the orchestrator thread 24-25 us against 15-17 us, a host_build_graph call 24.7 us against
+// 14-16 us). Spinners yield every 32 steps (spin_expired), so the extra one shares a core
+// rather than holding it. A thread waiting for a Run (Run::wait) is outside the budget.
 bool begin_spin() noexcept;
 void end_spin() noexcept;
 
