@@ -33,7 +33,7 @@ import pypto.language as pl
 import pypto.runtime as rt
 import simpler
 from pypto.ir.platforms import HBG
-from pypto_testing.bench import report
+from pypto_testing.bench import report, under_load
 
 BAR, GOAL = 25.0, 10.0
 # Issue 32: the call <= 3x np.add and <= 0.5x JAX Pallas in interpret mode under jax.jit
@@ -111,24 +111,6 @@ def _median_us(f: Callable[[], object], windows: int = 31, n: int = 100) -> floa
     return per[len(per) // 2] * 1e6
 
 
-def _under_load(f: Callable[[], object]) -> tuple[float, float, float]:
-    """(quiet median, median with BUSY CPU-bound processes, load average then), in us."""
-    import subprocess
-
-    quiet = _median_us(f)
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(BUSY)]
-    try:
-        time.sleep(1.0)  # let the scheduler spread them
-        loaded = _median_us(f)
-        load = os.getloadavg()[0]
-    finally:
-        for p in busy:
-            p.kill()
-        for p in busy:
-            p.wait()
-    return quiet, loaded, load
-
-
 def _table(title: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     try:
         from rich.console import Console
@@ -148,8 +130,6 @@ def _table(title: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]])
 
 
 def main() -> None:
-    import os
-
     from pypto.runtime import runner
     from pypto.runtime.worker import default_core_threads, register_on_shared_worker
 
@@ -254,7 +234,7 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
         bar=GOAL32_PALLAS,
         goal=GOAL32_PALLAS,
     )
-    quiet, loaded, load = _under_load(lambda: add64(a, b, c))
+    quiet, loaded, load = under_load(lambda: _median_us(lambda: add64(a, b, c)), BUSY)
     report(
         f"@pl.jit call median with {BUSY} busy processes (load avg {load:.1f})",
         loaded,

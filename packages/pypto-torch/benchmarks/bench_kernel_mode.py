@@ -44,7 +44,7 @@ from bench_interop import _best_per_call  # the timing helper of the sibling ben
 import pypto.language as pl
 import pypto.torch as pt
 from pypto.torch._kernel import context, pins
-from pypto_testing.bench import report
+from pypto_testing.bench import report, under_load
 
 _GOAL = 1.1  # issue 32: the round trip within 1.1x a no-op custom_op, eager and compiled
 # issue 32's "steady under load": with BUSY CPU-bound processes the round trip's median stays
@@ -138,22 +138,6 @@ def _median_us(f: Callable[[], object], calls: int = 3100) -> float:
         per.append(clock() - t0)
     per.sort()
     return per[len(per) // 2] * 1e6
-
-
-def _under_load(f: Callable[[], object]) -> tuple[float, float, float]:
-    """(quiet median, median with BUSY CPU-bound processes, load average then), in us."""
-    quiet = _median_us(f)
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(BUSY)]
-    try:
-        time.sleep(1.0)  # let the scheduler spread them
-        loaded = _median_us(f)
-        load = os.getloadavg()[0]
-    finally:
-        for p in busy:
-            p.kill()
-        for p in busy:
-            p.wait()
-    return quiet, loaded, load
 
 
 # -- callgrind --------------------------------------------------------------------------------
@@ -340,7 +324,7 @@ def main() -> None:
         ("CPU time: compiled torch.ops.pypto_bench.add", cpu["cop"], cpu["cnoop"]),
         ("CPU time: the same, general path", cpu["gcop"], cpu["cnoop"]),
     ]
-    loaded = None if opts.no_load else _under_load(lambda: op.op(a, b, out))
+    loaded = None if opts.no_load else under_load(lambda: _median_us(lambda: op.op(a, b, out)), BUSY)
     pt.shutdown()
     if loaded is not None:
         quiet, busy, load = loaded

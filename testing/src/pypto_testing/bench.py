@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["ENV", "main", "report"]
+__all__ = ["ENV", "main", "report", "under_load"]
 
 ENV = "PYPTO_BENCH_REPORT"
 
@@ -51,6 +54,24 @@ def report(
     }
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
+
+
+def under_load(median_us: Callable[[], float], busy: int) -> tuple[float, float, float]:
+    """``(quiet, loaded, load average)``: ``median_us()`` (a timing that returns a median in us)
+    measured alone, then with ``busy`` CPU-bound processes running, and the load average then.
+    Issue 32's "steady under load" compares the two medians."""
+    quiet = median_us()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    try:
+        time.sleep(1.0)  # let the scheduler spread them
+        loaded = median_us()
+        load = os.getloadavg()[0]
+    finally:
+        for p in hogs:
+            p.kill()
+        for p in hogs:
+            p.wait()
+    return quiet, loaded, load
 
 
 def _bound(row: dict[str, Any], key: str) -> str:
