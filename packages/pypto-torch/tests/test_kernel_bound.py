@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import torch
-from torch_test_programs import add
+from torch_test_programs import add, shift_rows
 
 import pypto.language as pl
 import pypto.torch as pt
@@ -28,16 +28,6 @@ pytestmark = pytest.mark.usefixtures("kernel_mode")
 def scale(x: pl.Tensor, alpha: pl.FP32, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="scale"):
         out[:] = pl.mul(x, alpha)
-    return out
-
-
-@pl.jit
-def rotate_rows(x: pl.Tensor, n: pl.INT32, out: pl.Out[pl.Tensor]):
-    """out[i] = x[(i + n) % 4] in 16-row chunks: an INT32 scalar read by the orchestration."""
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="rotate"):
-        for i in pl.range(4):
-            src = (i + n) % 4
-            pl.store(pl.load(x, [src * 16, 0], [16, 32]), [i * 16, 0], out)
     return out
 
 
@@ -152,7 +142,7 @@ def test_fp32_scalars_are_encoded_natively_as_simpler_does(
 
 
 def test_int32_scalars_are_encoded_natively(native: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    op = pt.register(rotate_rows, f"pypto_test_{uuid.uuid4().hex[:8]}::rotate")
+    op = pt.register(shift_rows, f"pypto_test_{uuid.uuid4().hex[:8]}::rotate")
     try:
         x, out = torch.rand(64, 32), torch.empty(64, 32)
         op(x, 0, out)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import torch
-from torch_test_programs import add
+from torch_test_programs import add, shift_rows
 
 import pypto.language as pl
 import pypto.torch as pt
@@ -27,16 +27,6 @@ pytestmark = pytest.mark.usefixtures("kernel_mode")
 def axpy(x: pl.Tensor, alpha: pl.FP32, y: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="axpy"):
         out[:] = pl.add(pl.mul(x, alpha), y)
-    return out
-
-
-@pl.jit
-def shift_rows(x: pl.Tensor, n: pl.INT32, out: pl.Out[pl.Tensor]):
-    """out[i] = x[(i + n) % rows] for 16-row chunks: an INT32 runtime scalar in the orchestration."""
-    with pl.at(level=pl.Level.CORE_GROUP, name_hint="shift"):
-        for i in pl.range(4):
-            src = (i + n) % 4
-            pl.store(pl.load(x, [src * 16, 0], [16, 32]), [i * 16, 0], out)
     return out
 
 

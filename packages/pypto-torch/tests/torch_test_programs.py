@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pypto.language as pl
 
-__all__ = ["add"]
+__all__ = ["add", "shift_rows"]
 
 
 @pl.jit
@@ -15,4 +15,15 @@ def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
     """out = a + b in one CORE_GROUP kernel named ``add``."""
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="add"):
         out[:] = pl.add(a, b)
+    return out
+
+
+@pl.jit
+def shift_rows(x: pl.Tensor, n: pl.INT32, out: pl.Out[pl.Tensor]):
+    """out[i] = x[(i + n) % 4] for the four 16-row chunks of a [64, 32] x: an INT32 runtime
+    scalar read by the orchestration."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="shift"):
+        for i in pl.range(4):
+            src = (i + n) % 4
+            pl.store(pl.load(x, [src * 16, 0], [16, 32]), [i * 16, 0], out)
     return out
