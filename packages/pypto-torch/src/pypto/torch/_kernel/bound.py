@@ -28,7 +28,6 @@ until none is inside, so the Worker never closes under one.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -129,16 +128,12 @@ def finish(tail: Tail, native_run: Any, args: Any, pins: Any) -> None:
     stream._enqueued(run)
     ticket = PendingTicket(kc, args, pins, framework_stream)
     ticket.publish(run)
-    if run.done:
-        error = ticket.retire(0)
-    else:
+    if not run.done:
         with manager.lock:
             manager.pending.append(ticket)
-        try:
-            error = ticket.retire()
-        finally:
-            with manager.lock, contextlib.suppress(ValueError):
-                manager.pending.remove(ticket)
+        manager.retire_waited(ticket)
+        return
+    error = ticket.retire(0)
     if error is not None:
         ticket.reported = True
         raise error

@@ -463,15 +463,20 @@ class _Manager:
             if not self.enqueuing and not self._admits():
                 self.changed.notify_all()  # shutdown waits for the enqueues (CLOSING)
         if wait:
-            try:
-                error = ticket.retire()
-            finally:
-                with self.lock, contextlib.suppress(ValueError):
-                    self.pending.remove(ticket)
-            if error is not None:
-                ticket.reported = True
-                raise error
+            self.retire_waited(ticket)
         return ticket
+
+    def retire_waited(self, ticket: PendingTicket) -> None:
+        """Waits for a launch whose ticket is in ``pending`` (synchronisation points and
+        shutdown see it meanwhile), drops it from there and raises the run's error."""
+        try:
+            error = ticket.retire()
+        finally:
+            with self.lock, contextlib.suppress(ValueError):
+                self.pending.remove(ticket)
+        if error is not None:
+            ticket.reported = True
+            raise error
 
     def _admits(self) -> bool:
         """Whether a launch may still be enqueued (READY; read under the lock)."""
