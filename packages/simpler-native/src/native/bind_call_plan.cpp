@@ -244,26 +244,9 @@ public:
                 static_cast<std::size_t>(v.itemsize) != s.itemsize || static_cast<std::size_t>(v.ndim) != s.shape.size() ||
                 !PyBuffer_IsContiguous(&v, 'C') || v.len <= 0)
                 return false;
-            ChipTensor& c = tensors[i];
-            std::memset(&c, 0, sizeof c);
-            std::uint64_t stride = 1;
-            for (int d = v.ndim - 1; d >= 0; --d) {
-                const Py_ssize_t n = v.shape[d];
-                if (n <= 0 || static_cast<std::uint64_t>(n) >= (1ULL << 32)) return false;
-                if (s.shape[d] != kDynamic && s.shape[d] != n) return false;
-                if (stride >= (1ULL << 32)) return false;
-                c.shapes[d] = static_cast<std::uint32_t>(n);
-                c.strides[d] = static_cast<std::uint32_t>(stride);
-                stride *= static_cast<std::uint64_t>(n);
-            }
             const auto ptr = reinterpret_cast<std::uint64_t>(v.buf);
-            const auto nbytes = static_cast<std::uint64_t>(v.len);
-            c.buffer.addr = ptr;
-            c.buffer.size = nbytes;
-            c.start_offset = 0;
-            c.ndims = static_cast<std::uint32_t>(v.ndim);
-            c.dtype = s.dtype;
-            c.address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
+            std::uint64_t nbytes = 0;
+            if (!dense_tensor(s, v.ndim, v.shape, ptr, tensors[i], nbytes)) return false;
             spans.add(ptr, ptr + nbytes);
         }
         // The alias rule: disjoint views only here (others: the general path).
@@ -323,10 +306,19 @@ private:
         if (f->base != nullptr || f->descr != dtype || (f->flags & kArrayCContiguous) == 0 ||
             (s.writes && (f->flags & kArrayWriteable) == 0) || static_cast<std::size_t>(f->nd) != s.shape.size())
             return false;
+        ptr = reinterpret_cast<std::uint64_t>(f->data);
+        return dense_tensor(s, f->nd, f->dimensions, ptr, c, nbytes);
+    }
+
+    // The tensor of a C-contiguous array at `ptr` with `nd` dims (each in 1..2^32-1 and equal to
+    // the spec's where the spec fixes it): row-major strides, the whole storage, its bytes in
+    // `nbytes`. False when a dim is out of range or disagrees (fill() then declines the call).
+    static bool dense_tensor(const TensorSpec& s, int nd, const Py_ssize_t* dims, std::uint64_t ptr, ChipTensor& c,
+                             std::uint64_t& nbytes) noexcept {
         std::memset(&c, 0, sizeof c);
         std::uint64_t stride = 1;
-        for (int d = f->nd - 1; d >= 0; --d) {
-            const Py_ssize_t n = f->dimensions[d];
+        for (int d = nd - 1; d >= 0; --d) {
+            const Py_ssize_t n = dims[d];
             if (n <= 0 || static_cast<std::uint64_t>(n) >= (1ULL << 32)) return false;
             if (s.shape[d] != kDynamic && s.shape[d] != n) return false;
             if (stride >= (1ULL << 32)) return false;
@@ -334,12 +326,11 @@ private:
             c.strides[d] = static_cast<std::uint32_t>(stride);
             stride *= static_cast<std::uint64_t>(n);
         }
-        ptr = reinterpret_cast<std::uint64_t>(f->data);
         nbytes = stride * s.itemsize;
         c.buffer.addr = ptr;
         c.buffer.size = nbytes;
         c.start_offset = 0;
-        c.ndims = static_cast<std::uint32_t>(f->nd);
+        c.ndims = static_cast<std::uint32_t>(nd);
         c.dtype = s.dtype;
         c.address_space = static_cast<std::uint8_t>(AddressSpace::DEVICE);
         return true;
