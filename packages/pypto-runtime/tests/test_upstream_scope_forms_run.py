@@ -41,6 +41,13 @@ class Scoped:
         return out
 
 
+def _hinted(second_scope: str, tile_line: str = "") -> str:
+    """A program whose two CORE_GROUP scopes carry hints that change nothing: the first
+    ``allow_early_resolve``, the second opened by ``second_scope`` (and ``tile_line`` in it)."""
+    return f"""
+import pypto.language as pl
+
+
 @pl.program
 class Hinted:
     @pl.function(type=pl.FunctionType.Orchestration)
@@ -50,11 +57,12 @@ class Hinted:
         with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=True):
             t = pl.load(x, [0, 0], [16, 16])
             pl.store(pl.mul(t, 3.0), [0, 0], out)
-        with pl.at(level=pl.Level.CORE_GROUP):
-            _s = pl.create_tile([16, 16], dtype=pl.FP32, target_memory=pl.MemorySpace.Mat, flat_layout=True)
+        {second_scope}:
+            {tile_line}
             u = pl.load(x, [16, 0], [16, 16])
             pl.store(pl.add(u, 1.0), [16, 0], out)
         return out
+"""
 
 
 @pl.program
@@ -91,12 +99,17 @@ def test_scope_hints_are_taken_and_change_nothing() -> None:
     x = torch.randn(32, 16)
     out = torch.zeros(32, 16)
     with pytest.warns(DeprecationWarning, match=r"pl.cross_core_slot\(slot_num=n\)"):
-        prog = pl.parse(_HINTED_TEXT)
+        prog = pl.parse(
+            _hinted(
+                "with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.NONE, slot_num=4)])"
+            )
+        )
     run(prog, x, out)
     want = torch.cat([3 * x[:16], x[16:] + 1])
     torch.testing.assert_close(out, want)
+    flat = "_s = pl.create_tile([16, 16], dtype=pl.FP32, target_memory=pl.MemorySpace.Mat, flat_layout=True)"
     out = torch.zeros(32, 16)
-    run(Hinted, x, out)
+    run(pl.parse(_hinted("with pl.at(level=pl.Level.CORE_GROUP)", flat)), x, out)
     torch.testing.assert_close(out, want)
 
 
@@ -105,26 +118,6 @@ def test_opaque_function_computation_outside_scopes_is_scoped() -> None:
     sq, out = torch.zeros(16, 16), torch.zeros(16, 16)
     run(AutoScoped, a, sq, out)
     torch.testing.assert_close(out, a * a + 1)
-
-
-_HINTED_TEXT = """
-import pypto.language as pl
-
-
-@pl.program
-class Hinted:
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(
-        self, x: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]
-    ) -> pl.Tensor[[32, 16], pl.FP32]:
-        with pl.at(level=pl.Level.CORE_GROUP, allow_early_resolve=True):
-            t = pl.load(x, [0, 0], [16, 16])
-            pl.store(pl.mul(t, 3.0), [0, 0], out)
-        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.NONE, slot_num=4)]):
-            u = pl.load(x, [16, 0], [16, 16])
-            pl.store(pl.add(u, 1.0), [16, 0], out)
-        return out
-"""
 
 
 @pl.jit
