@@ -17,6 +17,7 @@ from pathlib import Path
 import pypto.language as pl
 from pypto.ir.compile import compile_to_files
 from pypto.ir.pipeline import lower
+from pypto_testing.bench import print_table
 
 
 class HostArray:
@@ -73,20 +74,14 @@ def main() -> None:
     t_write = timeit(write, 20)
     rows.append(("lower + codegen + write files", t_write, "parse", t_parse))
 
-    try:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title="pypto-ir compile path")
-        for col in ("operation", "time", "baseline", "baseline time", "ratio"):
-            table.add_column(col)
-        for name, t, base, tb in rows:
-            table.add_row(name, f"{t * 1e6:.1f} us", base, f"{tb * 1e6:.1f} us", f"{t / tb:.1f}x")
-        Console().print(table)
-    except ImportError:
-        print(f"{'operation':32s} {'time':>12s}  {'baseline':20s} {'baseline time':>14s} {'ratio':>8s}")
-        for name, t, base, tb in rows:
-            print(f"{name:32s} {t * 1e6:10.1f}us  {base:20s} {tb * 1e6:12.1f}us {t / tb:7.1f}x")
+    print_table(
+        "pypto-ir compile path",
+        ("operation", "time", "baseline", "baseline time", "ratio"),
+        [
+            (name, f"{t * 1e6:.1f} us", base, f"{tb * 1e6:.1f} us", f"{t / tb:.1f}x")
+            for name, t, base, tb in rows
+        ],
+    )
 
 
 if __name__ == "__main__":

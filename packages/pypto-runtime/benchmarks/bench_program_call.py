@@ -24,7 +24,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ import pypto.language as pl
 import pypto.runtime as rt
 import simpler
 from pypto.ir.platforms import HBG
-from pypto_testing.bench import report, under_load
+from pypto_testing.bench import print_table, report, under_load
 
 BAR, GOAL = 25.0, 10.0
 # Issue 32: the call <= 3x np.add and <= 0.5x JAX Pallas in interpret mode under jax.jit
@@ -109,24 +109,6 @@ def _median_us(f: Callable[[], object], windows: int = 31, n: int = 100) -> floa
         per.append((time.perf_counter() - t0) / n)
     per.sort()
     return per[len(per) // 2] * 1e6
-
-
-def _table(title: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        print(f"\n{title}")
-        print(" | ".join(header))
-        for r in rows:
-            print(" | ".join(r))
-        return
-    table = Table(title=title)
-    for h in header:
-        table.add_column(h)
-    for r in rows:
-        table.add_row(*r)
-    Console().print(table)
 
 
 def main() -> None:
@@ -250,7 +232,7 @@ def _run(runner: Any, default_core_threads: Any, register_on_shared_worker: Any)
         f"Pallas interpret {pallas_us:.1f} us ({pallas_how}): the call is {t['jit'] * 1e6 / pallas_us:.2f}x"
     )
     aic, aiv = default_core_threads()
-    _table(
+    print_table(
         f"64x64 FP32 add, program mode on a2a3sim vs numpy (bar <= {BAR:.0f}x, goal <= {GOAL:.0f}x; "
         f"best of {rounds}; {aic} AIC + {aiv} AIV threads)",
         ("call", "time", "ratio to np.add", "issue 17"),

@@ -24,14 +24,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 import pypto.language as pl
 import pypto.runtime as rt
-from pypto_testing.bench import report
+from pypto_testing.bench import print_table, report
 from pypto_testing.programs import add_one_tile
 
 N = 32
@@ -123,23 +122,6 @@ def _per_call(fn: object, repeat: int) -> float:
     return (time.perf_counter() - t0) / repeat
 
 
-def _table(title: str, header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:  # pragma: no cover
-        print(title)
-        for row in [header, *rows]:
-            print("  ", *row)
-        return
-    table = Table(title=title)
-    for i, col in enumerate(header):
-        table.add_column(col, justify="left" if i == 0 else "right")
-    for row in rows:
-        table.add_row(*row)
-    Console().print(table)
-
-
 def _exp_kernel_gxx(tmp: str) -> tuple[list[str], str]:
     """The plain compiler command (the kernel toolchain's compiler, flags and include roots, no
     precompiled header) that builds the program's exp kernel translation unit, and its short form."""
@@ -207,7 +189,7 @@ def main() -> None:
             "" if j else f"{cpu / g_cpu:.2f}x",
         )
 
-    _table(
+    print_table(
         f"3-kernel program: compile in a fresh process (baseline: one `{gxx_name}` of its exp kernel"
         ", which includes pto/pto-inst.hpp; best of 3)",
         ("measurement", "wall", "ratio", "CPU", "CPU ratio"),
@@ -246,7 +228,7 @@ def main() -> None:
         ("CompiledProgram call on a2a3sim", f"{t_prog * 1e6:.1f} us", f"{t_prog / t_numpy:.1f}x"),
         ("@pl.jit call on a2a3sim", f"{t_jit * 1e6:.1f} us", f"{t_jit / t_numpy:.1f}x"),
     ]
-    _table(
+    print_table(
         "64x64 FP32 add: per-call program-mode overhead (baseline: numpy)",
         ("measurement", "time", "ratio to baseline"),
         rows,

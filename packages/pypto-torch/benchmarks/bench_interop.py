@@ -19,7 +19,7 @@ from pypto.ir import ParamInfo
 from pypto.torch import build_native
 from pypto.torch._native_describe import native_error
 from pypto.torch.interop import CallSignature
-from pypto_testing.bench import report
+from pypto_testing.bench import print_table, report
 
 
 def _best_per_call(fn: Callable[[], object], number: int, repeat: int) -> float:
@@ -67,22 +67,7 @@ def main() -> None:
                 )
 
     title = f"pypto.torch.interop (torch {torch.__version__}; baseline torch.add on 4x16 fp32 = {baseline:.2f} us)"
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        print(title)
-        print(f"{'case':<48} {'us/call':>10} {'x torch.add':>12}")
-        for name, cost, ratio in rows:
-            print(f"{name:<48} {cost:>10.2f} {ratio:>12.2f}")
-        return
-    table = Table(title=title)
-    table.add_column("case")
-    table.add_column("us/call", justify="right")
-    table.add_column("x torch.add", justify="right")
-    for name, cost, ratio in rows:
-        table.add_row(name, f"{cost:.2f}", f"{ratio:.2f}")
-    Console().print(table)
+    print_table(title, ("case", "us/call", "x torch.add"), [(n, f"{c:.2f}", f"{r:.2f}") for n, c, r in rows])
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ from bench_interop import _best_per_call  # the timing helper of the sibling ben
 import pypto.language as pl
 import pypto.torch as pt
 from pypto.torch._kernel import context, pins
-from pypto_testing.bench import report, under_load
+from pypto_testing.bench import print_table, report, under_load
 
 _GOAL = 1.1  # issue 32: the round trip within 1.1x a no-op custom_op, eager and compiled
 # issue 32's "steady under load": with BUSY CPU-bound processes the round trip's median stays
@@ -415,21 +415,7 @@ def main() -> None:
         ]
     else:
         lines.append(("instructions/call (callgrind)", "not measured", why_not))
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        print(title)
-        for name, cost, ratio in lines:
-            print(f"{name:<50} {cost:>14} {ratio:>8}")
-        return
-    table = Table(title=title)
-    table.add_column("case")
-    table.add_column("per call", justify="right")
-    table.add_column("x its baseline", justify="right")
-    for line in lines:
-        table.add_row(*line)
-    Console(width=120).print(table)
+    print_table(title, ("case", "per call", "x its baseline"), lines)
 
 
 if __name__ == "__main__":

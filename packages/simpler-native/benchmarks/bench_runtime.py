@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 import simpler
-from pypto_testing.bench import report
+from pypto_testing.bench import print_table, report
 from simpler import ArgDirection as D
 from simpler import Buffer, DataType, TaskArgs, toolchain
 
@@ -446,21 +446,7 @@ def main() -> int:
     )
 
     header = ("benchmark", "a2a3sim", f"baseline ({baseline_name})", "ratio")
-    try:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title=f"simpler runtime (compile of test kernels: {compile_s:.2f} s)")
-        for col in header:
-            table.add_column(col)
-        for row in rows:
-            table.add_row(*row)
-        Console().print(table)
-    except ImportError:
-        print(f"simpler runtime (compile of test kernels: {compile_s:.2f} s)")
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-        for row in [header, *rows]:
-            print("  ".join(cell.ljust(wd) for cell, wd in zip(row, widths, strict=True)))
+    print_table(f"simpler runtime (compile of test kernels: {compile_s:.2f} s)", header, rows)
     _ = statistics  # reserved for spread reporting
     return 0
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pypto_testing.bench import print_table
 from simpler._native import kernel as _kernel
 
 TENSOR_COUNTS = (0, 1, 8, 256)
@@ -70,22 +71,7 @@ HEADERS = [
 
 def show(table: list[list[str]]) -> None:
     title = "TMR wire: cache-hit encode and decode vs memcpy of the same packet bytes (same run)"
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        print(title)
-        widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(HEADERS)]
-        print("  ".join(h.rjust(w) for h, w in zip(HEADERS, widths, strict=True)))
-        for row in table:
-            print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
-        return
-    t = Table(title=title)
-    for h in HEADERS:
-        t.add_column(h, justify="right")
-    for row in table:
-        t.add_row(*row)
-    Console(width=max(120, Console().width)).print(t)
+    print_table(title, HEADERS, table, right_from=0)
 
 
 def main() -> None:

@@ -14,11 +14,11 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["ENV", "main", "report", "under_load"]
+__all__ = ["ENV", "main", "print_table", "report", "under_load"]
 
 ENV = "PYPTO_BENCH_REPORT"
 
@@ -54,6 +54,31 @@ def report(
     }
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
+
+
+def print_table(
+    title: str, header: Sequence[str], rows: Iterable[Sequence[str]], *, right_from: int = 1
+) -> None:
+    """Print ``rows`` (cells as text) under ``header``: a rich table where rich is installed,
+    aligned plain text otherwise. Columns from ``right_from`` on hold figures and are
+    right-justified."""
+    body = [list(r) for r in rows]
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        print(title)
+        widths = [max([len(h), *(len(r[i]) for r in body)]) for i, h in enumerate(header)]
+        for r in [list(header), *body]:
+            cells = zip(r, widths, strict=True)
+            print("  ".join(c.ljust(w) if i < right_from else c.rjust(w) for i, (c, w) in enumerate(cells)))
+        return
+    table = Table(title=title)
+    for i, h in enumerate(header):
+        table.add_column(h, justify="left" if i < right_from else "right")
+    for r in body:
+        table.add_row(*r)
+    Console(width=max(120, Console().width)).print(table)
 
 
 def under_load(median_us: Callable[[], float], busy: int) -> tuple[float, float, float]:
