@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -123,18 +124,31 @@ def _launch_secret(store: Any, is_host: bool) -> tuple[bytes | None, str]:
         time.sleep(POLL)
 
 
-def _beat_forever(store: Any, key: str) -> None:
+def _beat_forever(store: Any, key: str) -> Callable[[], None]:
+    """Add 1 to ``key`` every ``_BEAT`` seconds on a daemon thread; the returned function stops
+    it and waits for it (up to 5 s). Stop it before the process ends: a daemon thread still inside
+    a store call when the interpreter finalises is ended with pthread_exit through torch's C++
+    frames, which aborts the process ("terminate called without an active exception")."""
     import threading
 
+    stop = threading.Event()
+
     def beat() -> None:
-        while True:
+        while not stop.is_set():
             try:
                 store.add(key, 1)
             except Exception:  # the store is gone: the run is ending
                 return
-            time.sleep(_BEAT)
+            stop.wait(_BEAT)
 
-    threading.Thread(target=beat, name="pypto-heartbeat", daemon=True).start()
+    thread = threading.Thread(target=beat, name="pypto-heartbeat", daemon=True)
+    thread.start()
+
+    def halt() -> None:
+        stop.set()
+        thread.join(timeout=5.0)  # a store call stuck on a dead server does not hold the exit
+
+    return halt
 
 
 class LaunchContext:
@@ -158,7 +172,7 @@ class LaunchContext:
             )
         self.channel = Channel(self.store, secret, scope)
         self._beats, _ = _launch_store(is_host=False)
-        _beat_forever(self._beats, "beat/host")
+        self._stop_beat = _beat_forever(self._beats, "beat/host")
         self.sessions = 0
         self.group: Any = None  # the open worker's LaunchedRankGroup
         self.terminating: float | None = None  # when torchrun's SIGTERM arrived
@@ -193,6 +207,7 @@ class LaunchContext:
                     waiting.discard(found[0])
                 time.sleep(POLL)
         finally:
+            self._stop_beat()
             if self._secret_dir:
                 shutil.rmtree(self._secret_dir, ignore_errors=True)
 
@@ -370,7 +385,7 @@ def serve_launched() -> None:
     rank, world_size = int(os.environ["RANK"]) - 1, int(os.environ["WORLD_SIZE"]) - 1
     store, scope = _launch_store(is_host=False)
     beats, _ = _launch_store(is_host=False)  # its own connection: a blocking get elsewhere holds the other
-    _beat_forever(beats, f"beat/{rank}")
+    stop_beat = _beat_forever(beats, f"beat/{rank}")
     said: list[Channel] = []  # the channel a `bye` goes through, once the secret is known
 
     def on_sigterm(signum: int, frame: Any) -> None:  # torchrun stops this rank: say so, then go
@@ -416,3 +431,5 @@ def serve_launched() -> None:
         with contextlib.suppress(Exception):
             said[0].put(f"bye/{rank}", f"{type(exc).__name__}: {exc}")
         raise
+    finally:
+        stop_beat()
