@@ -31,11 +31,10 @@ from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
 from pypto.torch._kernel import context
 from pypto.torch._operator_kernels import (
     KernelSet,
+    OperatorBase,
     Variants,
     define_operator,
     is_dynamic,
-    operators,
-    operators_lock,
     parse_name,
     variants_of,
 )
@@ -51,7 +50,7 @@ def _annotated_shape(d: Any) -> tuple[Any, ...] | None:
     return getattr(getattr(d.annotation, "inner", d.annotation), "shape", None)
 
 
-class FunctionalOperator:
+class FunctionalOperator(OperatorBase):
     """A registered PyPTO kernel whose outputs the operator allocates and returns.
 
     Call it with the kernel's ``In`` parameters (tensors and scalars, by position or name); it
@@ -197,17 +196,8 @@ class FunctionalOperator:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            try:
-                bound = self._signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{self.name}: {exc}") from None
-            args = tuple(bound.arguments[n] for n in self._signature.parameters)
+            args = self._positional(args, kwargs)
         return self.op(*args)
-
-    @property
-    def compiles(self) -> int:
-        """How many kernels this operator has compiled (and registered) so far."""
-        return self._variants.compiles
 
     def precompile(
         self,
@@ -281,12 +271,3 @@ class FunctionalOperator:
         outs = self._allocate(ks, ins, what)
         ks.check_dyn_dims(self._full_args(ins, outs), what)
         return outs[0] if len(outs) == 1 else tuple(outs)
-
-    # -- lifetime ------------------------------------------------------------------------------
-
-    def remove(self) -> None:
-        """Remove the operator from the dispatcher (its kernels stay registered on the Worker)."""
-        with operators_lock:
-            if operators.get(self.name) is self:
-                del operators[self.name]
-        self._library._destroy()

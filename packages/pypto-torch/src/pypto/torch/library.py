@@ -33,6 +33,7 @@ from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import RegistrationError
 from pypto.torch._kernel.pins import _pins as _native_pins
 from pypto.torch._operator_kernels import (
+    OperatorBase,
     Variants,
     define_operator,
     operators,
@@ -99,7 +100,7 @@ def _static_aliases(declared: tuple[DeclaredParam, ...], fn: JITFunction) -> tup
     return tuple(aliases)
 
 
-class Operator:
+class Operator(OperatorBase):
     """A registered PyPTO kernel: call it like the jit function (Out/InOut supplied by the caller).
 
     Calling it calls ``torch.ops.<ns>.<name>`` and returns the caller's tensors that the jit
@@ -137,11 +138,6 @@ class Operator:
         return f"<pypto.torch.Operator {self.name}: {self.schema}>"
 
     @property
-    def compiles(self) -> int:
-        """How many kernels this operator has compiled (and registered) so far."""
-        return self._variants.compiles
-
-    @property
     def _callables(self) -> dict[tuple[Any, ...], Any]:
         """Every variant's registered kernels by compile key (for tests and benchmarks)."""
         out: dict[tuple[Any, ...], Any] = {}
@@ -167,11 +163,7 @@ class Operator:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            try:
-                bound = self._signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{self.name}: {exc}") from None
-            args = tuple(bound.arguments[n] for n in self._signature.parameters)
+            args = self._positional(args, kwargs)
         self.op(*args)
         aliases = self._aliases
         if aliases is None:
@@ -236,15 +228,6 @@ class Operator:
         ks = self._variants.select(args)
         RegistrationSignature(ks.fake_params(args, f"fake: {self.name}")).fake(*args)
         ks.check_dyn_dims(args, f"fake: {self.name}")
-
-    # -- lifetime ------------------------------------------------------------------------------
-
-    def remove(self) -> None:
-        """Remove the operator from the dispatcher (its kernels stay registered on the Worker)."""
-        with operators_lock:
-            if operators.get(self.name) is self:
-                del operators[self.name]
-        self._library._destroy()
 
 
 def register(

@@ -90,11 +90,10 @@ class NpuPlatform(DevicePlatform):
 
     device_type = "npu"
     is_simulator = False
+    names = NPU_PLATFORMS
 
     def __init__(self, name: str = _DEFAULT_NPU) -> None:
-        if name not in NPU_PLATFORMS:
-            raise ValueError(f"NpuPlatform(name): expected one of {NPU_PLATFORMS}, got {name!r}")
-        self.name = name
+        super().__init__(name)
 
     def tensor_device_index(self, tensor: object) -> int | None:
         device: Any = getattr(tensor, "device", None)
