@@ -65,6 +65,28 @@ class OperatorBase:
         """How many kernels this operator has compiled (and registered) so far."""
         return self._variants.compiles
 
+    def precompile(
+        self,
+        *,
+        dtypes: Iterable[Any] | None = None,
+        examples: Iterable[Sequence[Any]] | None = None,
+        extent: int = 16,
+    ) -> int:
+        """Compile ahead of the first calls: for ``examples`` (argument lists as the operator is
+        called, tensors may be empty), else for ``dtypes`` (default every variant) of a kernel
+        whose tensors all have annotated shapes (each ``pl.dynamic`` dim compiled at ``extent``:
+        one artifact serves every extent). Shows a progress bar when it takes more than a
+        second. Kernel mode is initialised with the defaults if it was not. Returns the number
+        of new compiles."""
+        label = f"precompile {self.name}"
+        full = None if examples is None else [self._full_example(list(ex), label) for ex in examples]
+        return self._variants.precompile(full, dtypes, extent, label)
+
+    def _full_example(self, args: list[Any], label: str) -> list[Any]:
+        """The kernel's arguments for one of :meth:`precompile`'s examples: the operator's
+        arguments as they are."""
+        return args
+
     def _positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """A call's arguments as one tuple in the torch operator's (positional) order; a
         TypeError naming the operator when they do not bind."""

@@ -199,24 +199,11 @@ class FunctionalOperator(OperatorBase):
             args = self._positional(args, kwargs)
         return self.op(*args)
 
-    def precompile(
-        self,
-        *,
-        dtypes: Iterable[Any] | None = None,
-        examples: Iterable[Sequence[Any]] | None = None,
-        extent: int = 16,
-    ) -> int:
-        """Compile ahead of the first calls; as :meth:`pypto.torch.Operator.precompile`, with
-        ``examples`` of the operator's own arguments (the ``In`` parameters)."""
-        label = f"precompile {self.name}"
-        if examples is None:
-            return self._variants.precompile(None, dtypes, extent, label)
-        full = []
-        for ex in examples:
-            ins = list(ex)
-            ks = self._variants.select(self._full_args(ins, [None] * len(self._outputs)))
-            full.append(self._full_args(ins, self._allocate(ks, ins, label)))
-        return self._variants.precompile(full, None, extent, label)
+    def _full_example(self, ins: list[Any], label: str) -> list[Any]:
+        """The kernel's arguments for one of :meth:`precompile`'s examples, which are the
+        operator's own (the ``In`` parameters): the ``Out`` tensors allocated as a call would."""
+        ks = self._variants.select(self._full_args(ins, [None] * len(self._outputs)))
+        return self._full_args(ins, self._allocate(ks, ins, label))
 
     def register_autograd(
         self, backward: Callable[..., Any], *, setup_context: Callable[..., Any] | None = None

@@ -25,7 +25,7 @@ import ast
 import inspect
 import textwrap
 from _thread import get_ident
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import DataType, ParamInfo
@@ -144,20 +144,6 @@ class Operator(OperatorBase):
         for dt, ks in self._variants.sets.items():
             out.update({(dt, *k): kc for k, kc in ks._callables.items()})
         return out
-
-    def precompile(
-        self,
-        *,
-        dtypes: Iterable[Any] | None = None,
-        examples: Iterable[Sequence[Any]] | None = None,
-        extent: int = 16,
-    ) -> int:
-        """Compile ahead of the first calls: for ``examples`` (argument lists, tensors may be
-        empty), else for ``dtypes`` (default every variant) of a kernel whose tensors all have
-        annotated shapes (each ``pl.dynamic`` dim compiled at ``extent``: one artifact serves
-        every extent). Shows a progress bar when it takes more than a second. Kernel mode is
-        initialised with the defaults if it was not. Returns the number of new compiles."""
-        return self._variants.precompile(examples, dtypes, extent, f"precompile {self.name}")
 
     # -- the call as users make it -------------------------------------------------------------
 
