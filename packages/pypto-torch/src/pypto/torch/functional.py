@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from pypto.ir import DataType, ParamDirection, ParamInfo, SignatureError
 from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
-from pypto.torch._kernel import context
+from pypto.torch._kernel.exit_gate import exit_gate
 from pypto.torch._operator_kernels import (
     KernelSet,
     OperatorBase,
@@ -197,7 +197,13 @@ class FunctionalOperator(OperatorBase):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = self._positional(args, kwargs)
-        return self.op(*args)
+        # The exit gate's bracket around the dispatcher (pypto.torch._kernel.exit_gate).
+        opened = exit_gate.enter()
+        try:
+            return self.op(*args)
+        finally:
+            if opened:
+                exit_gate.leave()
 
     def _full_example(self, ins: list[Any], label: str) -> list[Any]:
         """The kernel's arguments for one of :meth:`precompile`'s examples, which are the
@@ -216,8 +222,7 @@ class FunctionalOperator(OperatorBase):
     # -- the kernels installed in the library ------------------------------------------------
 
     def _kernel(self, *ins: Any) -> Any:
-        gate = context.exit_gate  # keeps daemon threads' calls out of interpreter finalization
-        gate.enter()
+        opened = exit_gate.enter()  # open already when the call came through __call__
         try:
             ins = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in ins)
             ks = self._variants.select(self._full_args(ins, [None] * len(self._outputs)))
@@ -225,7 +230,8 @@ class FunctionalOperator(OperatorBase):
             with torch.no_grad():  # the operator's autograd formula, if any, is registered above it
                 ks.launch(self._full_args(ins, outs))
         finally:
-            gate.leave()
+            if opened:
+                exit_gate.leave()
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _fake(self, *ins: Any) -> Any:

@@ -24,13 +24,12 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from _thread import get_ident
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import DataType, ParamInfo
-from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import RegistrationError
+from pypto.torch._kernel.exit_gate import exit_gate
 from pypto.torch._kernel.pins import _pins as _native_pins
 from pypto.torch._operator_kernels import (
     OperatorBase,
@@ -150,7 +149,14 @@ class Operator(OperatorBase):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = self._positional(args, kwargs)
-        self.op(*args)
+        # The exit gate's bracket around the dispatcher, whose GIL release and re-take lie
+        # inside it (pypto.torch._kernel.exit_gate); the kernel then finds it open.
+        opened = exit_gate.enter()
+        try:
+            self.op(*args)
+        finally:
+            if opened:
+                exit_gate.leave()
         aliases = self._aliases
         if aliases is None:
             aliases = self._aliases_after_first_call()
@@ -173,13 +179,7 @@ class Operator(OperatorBase):
     # -- the kernels installed in the library ------------------------------------------------
 
     def _kernel(self, *args: Any) -> None:
-        # The exit gate (context.ExitGate.enter/leave, inlined: this is the per-call path)
-        # keeps daemon threads' calls out of interpreter finalization.
-        gate = context.exit_gate
-        if gate.closed:
-            gate._park()
-        ident = get_ident()
-        gate.inside.add(ident)
+        opened = exit_gate.enter()  # open already when the call came through __call__
         try:
             # The last registration's bound plan: one native call for a common call (it
             # declines, with no side effect, any other: pypto.torch._kernel.bound).
@@ -187,9 +187,8 @@ class Operator(OperatorBase):
             if bound is None or _native_pins.native is None or bound(args) is False:
                 self._launch(args)
         finally:
-            gate.inside.discard(ident)
-            if gate.closed:
-                gate._park()
+            if opened:
+                exit_gate.leave()
 
     def _launch(self, args: tuple[Any, ...]) -> None:
         """The general path: select, compile once per key, describe, launch."""
