@@ -61,8 +61,12 @@ def verify(
         key: tuple[object, ...] = ()
         if memo is not None:
             # a kernel calls no function, so its checks read nothing but itself; an
-            # orchestration's calls are checked against its callees' parameters
-            key = (id(f), level) if f.func_type.is_kernel else (id(f), level, *map(id, program.funcs))
+            # orchestration's calls are checked against its callees' parameters, and the
+            # ``lowered`` level checks kernels only
+            if f.func_type.is_kernel:
+                key = (id(f), level)
+            else:
+                key = (id(f), level.ssa, level.outlined, *map(id, program.funcs))
             if key in memo.functions:
                 continue
         _FnVerifier(functions, f, level, stage, memo).run()
