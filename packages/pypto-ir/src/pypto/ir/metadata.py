@@ -304,7 +304,7 @@ def json_text(data: Any) -> str:
 
 def _json_plain(o: Any, pad: str) -> str:
     if isinstance(o, str):
-        return _json_str(o)  # type: ignore[no-any-return]
+        return _json_str(o)
     if o is None:
         return "null"
     if o is True:
