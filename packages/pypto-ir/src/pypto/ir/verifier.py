@@ -113,13 +113,14 @@ class _FnVerifier:
         self.assigned.add(v.name)
 
     def use(self, e: nodes.Arg, scope: set[str], s: object) -> None:
-        if isinstance(e, tuple):
-            for x in e:
-                self.use(x, scope, s)
-            return
-        if isinstance(e, nodes.Var):
+        if isinstance(e, nodes.Var):  # the commonest operand first
             if e.name not in scope:
                 raise self.fail(f"{e.name!r} is used but not defined here", s)
+        elif isinstance(e, nodes.Const):
+            return
+        elif isinstance(e, tuple):
+            for x in e:
+                self.use(x, scope, s)
         elif isinstance(e, nodes.BinOp):
             self.use(e.lhs, scope, s)
             self.use(e.rhs, scope, s)
