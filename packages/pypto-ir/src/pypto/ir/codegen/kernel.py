@@ -48,6 +48,7 @@ from pypto.ir.codegen.kernel_tiles import (
     _uses_comm,
     abi_params,
     core_type_of,
+    kernel_calls,
     tile_type,
 )
 from pypto.ir.codegen.plan import Branch, Inst, Jump, Loop, render
@@ -72,7 +73,8 @@ class _KernelGen(_Emitters):
     def run(self) -> KernelSource:
         fn = self.fn
         params = abi_params(fn)
-        group = _calls_syncall(fn)
+        calls = kernel_calls(fn)
+        group = _calls_syncall(fn, calls)
         self.cname_key = {}  # C++ tile name -> IR key of its storage
         for key in self.mem.slot_of:
             if not key.startswith("@"):
@@ -87,7 +89,7 @@ class _KernelGen(_Emitters):
             "#include <pto/pto-inst.hpp>",
             "#include <simpler/kernel_args.hpp>",
         ]
-        if _uses_comm(fn):  # PTO-ISA's communication instructions, and simpler's peer views
+        if _uses_comm(fn, calls):  # PTO-ISA's communication instructions, and simpler's peer views
             head += [
                 "#include <pto/comm/pto_comm_inst.hpp>",
                 "#include <simpler/kernel_comm.hpp>",
@@ -130,11 +132,7 @@ class _KernelGen(_Emitters):
                 if hold != ct:
                     value = f"static_cast<{hold}>({value})"
                 self.raw(f"const {hold} {name} = {value};", f"(void){name};")
-        if any(
-            isinstance(e, nodes.Call) and e.op == "comm.defer_wait"
-            for st in nodes.walk_stmts(fn.body)
-            for e in nodes.stmt_exprs(st)
-        ):  # waited for when the kernel returns, before its task completes
+        if any(e.op == "comm.defer_wait" for e in calls):  # waited for when the kernel returns, before its task completes
             self.items.insert(0, Inst((f"{COMM_NS}::DeferredWaits {DEFERRED};",)))
         self.body(fn.body)
         items = insert_syncs(self.items, self.storage_conflict)
@@ -151,7 +149,7 @@ class _KernelGen(_Emitters):
                 count = str(group)
             lines.append(group_entry(ENTRY, len(params), at.get(SPMD_PARAMS[0]), count, BLOCK_STACK_BYTES))
         text = "\n".join(head) + "\n" + "\n".join(lines) + "\n"
-        return KernelSource(fn.name, core_type_of(fn), ENTRY, text, params, self.mem.tiles)
+        return KernelSource(fn.name, core_type_of(fn, calls), ENTRY, text, params, self.mem.tiles)
 
     def body(self, stmts: tuple[nodes.Stmt, ...]) -> None:
         for s in stmts:

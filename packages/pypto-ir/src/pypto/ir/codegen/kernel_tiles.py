@@ -97,23 +97,26 @@ _ATOMIC = {AtomicType.None_: "AtomicType::AtomicNone", AtomicType.Add: "AtomicTy
 _REDUCE = {op: f"{COMM_NS}::CollOp::{op.name}" for op in ReduceOp}
 
 
-def _calls_syncall(fn: Function) -> int:
+def kernel_calls(fn: Function) -> list[Call]:
+    """The op calls of ``fn``'s statements, in order (one walk, shared by the kernel's checks)."""
+    return [e for s in walk_stmts(fn.body) for e in stmt_exprs(s) if isinstance(e, Call)]
+
+
+def _calls_syncall(fn: Function, calls: list[Call] | None = None) -> int:
     """0: the kernel does not call ``pl.system.syncall``; else its launch's block count when the
     calls record it (an inline ``pl.spmd`` body), 1 when the kernel's parameters carry it."""
     counts = [
         int(e.attr("blocks", 1))
-        for s in walk_stmts(fn.body)
-        for e in stmt_exprs(s)
-        if isinstance(e, Call) and e.op == "system.syncall"
+        for e in (kernel_calls(fn) if calls is None else calls)
+        if e.op == "system.syncall"
     ]
     return max(counts, default=0)
 
 
-def _uses_comm(fn: Function) -> bool:
+def _uses_comm(fn: Function, calls: list[Call] | None = None) -> bool:
     return any(
-        isinstance(e, Call) and (e.op.startswith("comm.") or e.op in ("comm.rank", "comm.nranks"))
-        for s in walk_stmts(fn.body)
-        for e in stmt_exprs(s)
+        e.op.startswith("comm.") or e.op in ("comm.rank", "comm.nranks")
+        for e in (kernel_calls(fn) if calls is None else calls)
     )
 
 
@@ -142,21 +145,18 @@ def abi_params(fn: Function) -> tuple[Param, ...]:
     return (*tensors, *scalars)
 
 
-def core_type_of(fn: Function) -> CoreType:
-    """AIC when the kernel uses the cube unit (matmul or a Left/Right/Mat tile), AIV otherwise."""
-    for s in walk_stmts(fn.body):
-        for e in stmt_exprs(s):
-            if isinstance(e, Call):
-                if e.op in _CUBE_OPS:
-                    return CoreType.AIC
-                t = e.type
-                if isinstance(t, TileType) and t.memory in (
-                    MemorySpace.Left,
-                    MemorySpace.Right,
-                    MemorySpace.Mat,
-                    MemorySpace.Acc,
-                ):
-                    return CoreType.AIC
+_CUBE_SPACES = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Mat, MemorySpace.Acc)
+
+
+def core_type_of(fn: Function, calls: list[Call] | None = None) -> CoreType:
+    """AIC when the kernel uses the cube unit (matmul or a Left/Right/Mat tile), AIV otherwise
+    (``calls``: :func:`kernel_calls` of ``fn``, when the caller has them)."""
+    for e in kernel_calls(fn) if calls is None else calls:
+        if e.op in _CUBE_OPS:
+            return CoreType.AIC
+        t = e.type
+        if isinstance(t, TileType) and t.memory in _CUBE_SPACES:
+            return CoreType.AIC
     return CoreType.AIV
 
 

@@ -273,33 +273,38 @@ def allocate_kernel(fn: Function, platform: str | Platform) -> KernelMemory:
     for i in range(len(lv.tiles)):
         groups.setdefault(sharing.union.find(i), []).append(i)
     mem = KernelMemory()
-    pending: list[tuple[int, list[int]]] = sorted(
-        groups.items(),
-        key=lambda g: min(lv.tiles[i].live[0] for i in g[1]),  # type: ignore[index]
-    )
+    tiles, types, keys = lv.tiles, lv.types, lv.keys
+    ranges = []  # (first point, last point, members) of each storage
+    for members in groups.values():
+        lo, hi = tiles[members[0]].live  # type: ignore[misc]
+        for i in members[1:]:
+            a, b = tiles[i].live  # type: ignore[misc]
+            lo, hi = min(lo, a), max(hi, b)
+        ranges.append((lo, hi, members))
+    ranges.sort(key=lambda g: g[0])  # stable: groups starting together keep their order
     placed: list[Slot] = []
-    for _, members in pending:
-        first = lv.tiles[members[0]]
-        ptile = max((pto_tile(lv.types[i]) for i in members), key=lambda p: p.nbytes)
-        align = plat.alignment(first.space)
+    for lo, hi, members in ranges:
+        first = tiles[members[0]]
+        ptile = pto_tile(types[members[0]])
+        for i in members[1:]:
+            p = pto_tile(types[i])
+            if p.nbytes > ptile.nbytes:  # the first of the largest
+                ptile = p
+        space = first.space
+        align = plat.alignment(space)
         nbytes = _aligned(ptile.nbytes, align)
-        lo = min(lv.tiles[i].live[0] for i in members)  # type: ignore[index]
-        hi = max(lv.tiles[i].live[1] for i in members)  # type: ignore[index]
         busy = sorted(
-            (s.offset, s.offset + s.nbytes)
-            for s in placed
-            if s.space is first.space and s.live[0] <= hi and lo <= s.live[1]
+            [(s.offset, s.offset + s.nbytes) for s in placed if s.space is space and s.live[0] <= hi and lo <= s.live[1]]
         )
         offset = _place(busy, nbytes, align)
-        names = tuple(lv.keys[i] for i in members)
-        alloc = TileAlloc(
-            first.name, first.space, first.dtype, (ptile.rows, ptile.cols), first.span, (lo, hi)
-        )
-        slot = Slot(first.space, offset, nbytes, (lo, hi), names, alloc)
+        names = tuple([keys[i] for i in members])
+        alloc = TileAlloc(first.name, space, first.dtype, (ptile.rows, ptile.cols), first.span, (lo, hi))
+        slot = Slot(space, offset, nbytes, (lo, hi), names, alloc)
         placed.append(slot)
+        index = len(mem.slots)
         mem.slots.append(slot)
         for i in members:
-            mem.slot_of[lv.keys[i]] = len(mem.slots) - 1
+            mem.slot_of[keys[i]] = index
     for name, i in lv.owner.items():  # aliases (loop results, printed tiles) name their tile's slot
         mem.slot_of.setdefault(name, mem.slot_of[lv.keys[i]])
     check_no_overlap(fn.name, mem.slots)
@@ -311,9 +316,17 @@ def _check_extents(kernel: str, plat: Platform, mem: KernelMemory) -> None:
     """Refuse a placement that runs past a buffer although the tiles live at once fit it (first
     fit can leave gaps); a peak beyond the buffer is left to the capacity check, which explains
     it (pypto.ir.platforms.check_kernel_buffers)."""
+    ends: dict[MemorySpace, int] = {}
+    for s in mem.slots:
+        end = s.offset + s.nbytes
+        if end > ends.get(s.space, 0):
+            ends[s.space] = end
+    over = [space for space, end in ends.items() if end > plat.capacity(space)]
+    if not over:  # every placement inside its buffer: no peak to compare with
+        return
     peaks = buffer_peaks(plat, mem.tiles)
     for space, peak in peaks.items():
-        end = max((s.offset + s.nbytes for s in mem.slots if s.space is space), default=0)
+        end = ends.get(space, 0)
         if end > plat.capacity(space) >= peak.nbytes:
             raise BufferCapacityError(
                 f"kernel {kernel!r}: its {space.value} tiles fit the {plat.capacity(space)} bytes of "
