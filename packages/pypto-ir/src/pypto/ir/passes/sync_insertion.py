@@ -42,8 +42,10 @@ __all__ = ["insert_syncs"]
 Storage = Callable[[str, str], bool]
 """``conflicts(a, b)``: tiles ``a`` and ``b`` share a byte of one buffer."""
 
-# (tile name, pipe of the access) -> the pipes it is ordered before (itself always)
-_State = dict[tuple[str, Pipe], frozenset[Pipe]]
+# (tile name, pipe of the access) -> the pipes it is ordered before (itself always), as a bit
+# mask over _BIT (set operations on small ints, where the state is copied and merged often)
+_State = dict[tuple[str, Pipe], int]
+_BIT = {p: 1 << i for i, p in enumerate(Pipe)}
 
 
 @dataclass
@@ -92,31 +94,34 @@ class _Pass:
     def access(self, it: Inst, state: _State, out: list[Item]) -> None:
         q = it.pipe
         assert q is not None
+        qbit = _BIT[q]
         touched = (*it.reads, *it.writes)
         need: set[Pipe] = set()
         hits = self._hits
         for (name, p), done in state.items():
-            if p is q or q in done or p in need:
+            if done & qbit or p in need:
                 continue
             hit = hits.get((name, touched))
             if hit is None:
                 hit = hits[(name, touched)] = any(self.conflicts(name, t) for t in touched)
             if hit:
                 need.add(p)
-        for p in sorted(need, key=lambda x: x.value):
-            sync = Sync(p, q)
-            self.apply(sync, state)
-            out.append(sync)
+        if need:
+            for p in sorted(need, key=lambda x: x.value):
+                sync = Sync(p, q)
+                self.apply(sync, state)
+                out.append(sync)
         for t in touched:
-            state[(t, q)] = frozenset({q})
+            state[(t, q)] = qbit
 
     def apply(self, it: Sync | Barrier, state: _State) -> None:
         if isinstance(it, Barrier):
             state.clear()
             return
-        for key, done in list(state.items()):
-            if key[1] is it.src:
-                state[key] = done | {it.dst}
+        src, dst = it.src, _BIT[it.dst]
+        for key, done in state.items():
+            if key[1] is src:
+                state[key] = done | dst  # a value update: the dict's keys are unchanged
 
 
 def _merge(a: _State, b: _State) -> _State:
