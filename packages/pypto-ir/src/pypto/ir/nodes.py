@@ -492,12 +492,30 @@ def expr_children(e: Arg) -> Iterator[Expr]:
         yield from e.dumps
 
 
-def expr_vars(e: Arg) -> Iterator[Var]:
+def expr_vars(e: Arg) -> list[Var]:
+    """The variables ``e`` reads, depth-first, left to right (repeats included)."""
+    out: list[Var] = []
+    _collect_vars(e, out)
+    return out
+
+
+def _collect_vars(e: Arg, out: list[Var]) -> None:
+    # a plain recursion into a list: the passes and the verifier ask for every expression's
+    # variables, and a generator per node costs more than the walk itself
     if isinstance(e, Var):
-        yield e
-        return
-    for c in expr_children(e):
-        yield from expr_vars(c)
+        out.append(e)
+    elif isinstance(e, Call):
+        for a in e.args:
+            if isinstance(a, Var):
+                out.append(a)
+            elif isinstance(a, tuple):
+                for x in a:
+                    _collect_vars(x, out)
+            else:
+                _collect_vars(a, out)
+    elif isinstance(e, (tuple, BinOp, CallFunc)):
+        for c in expr_children(e):
+            _collect_vars(c, out)
 
 
 def stmt_exprs(s: Stmt) -> Iterator[Expr]:

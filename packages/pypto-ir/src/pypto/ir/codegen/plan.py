@@ -93,6 +93,9 @@ class Branch:
 
 Item = Inst | Sync | Barrier | Jump | Loop | Branch
 
+# a pipe's C++ name (Enum's ``value`` is a Python-level descriptor, read twice per sync)
+_PIPE_NAME = {p: p.value for p in Pipe}
+
 
 def render(items: list[Item], depth: int) -> list[str]:
     """The C++ lines of ``items``, indented ``depth`` levels."""
@@ -102,9 +105,9 @@ def render(items: list[Item], depth: int) -> list[str]:
         if isinstance(it, Inst):
             out += [pad + line for line in it.lines]
         elif isinstance(it, Sync):
-            e = f"EVENT_ID{it.event}"
-            out.append(f"{pad}set_flag({it.src.value}, {it.dst.value}, {e});")
-            out.append(f"{pad}wait_flag({it.src.value}, {it.dst.value}, {e});")
+            pipes = f"{_PIPE_NAME[it.src]}, {_PIPE_NAME[it.dst]}, EVENT_ID{it.event});"
+            out.append(f"{pad}set_flag({pipes}")
+            out.append(f"{pad}wait_flag({pipes}")
         elif isinstance(it, Barrier):
             out.append(f"{pad}pipe_barrier(PIPE_ALL);")
         elif isinstance(it, Jump):

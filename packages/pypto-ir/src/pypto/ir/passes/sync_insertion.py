@@ -46,6 +46,7 @@ Storage = Callable[[str, str], bool]
 # mask over _BIT (set operations on small ints, where the state is copied and merged often)
 _State = dict[tuple[str, Pipe], int]
 _BIT = {p: 1 << i for i, p in enumerate(Pipe)}
+_NAME = {p: p.value for p in Pipe}  # syncs before one access are issued in the order of these
 
 
 @dataclass
@@ -107,7 +108,7 @@ class _Pass:
             if hit:
                 need.add(p)
         if need:
-            for p in sorted(need, key=lambda x: x.value):
+            for p in sorted(need, key=_NAME.__getitem__):
                 sync = Sync(p, q)
                 self.apply(sync, state)
                 out.append(sync)
