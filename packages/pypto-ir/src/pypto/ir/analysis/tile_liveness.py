@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pypto.ir import nodes
+from pypto.ir.dtypes import DataType
 from pypto.ir.errors import Span
 from pypto.ir.ops import OPS
 from pypto.ir.passes.ssa import base_name
@@ -78,7 +79,9 @@ def given_scratch(e: nodes.Call, at: int | None) -> nodes.Var | None:
 
 @dataclass
 class _Tile:
-    alloc: TileAlloc  # without its range yet
+    # TileAlloc's fields but its range: name, space, dtype, shape, span (the record is built
+    # once, with its range, by ranges())
+    alloc: tuple[str, MemorySpace, DataType, tuple[int, int], Span | None]
     start: int
     end: int
     key: str  # the IR name that defines it, or "@<id of the call>" for a pl.read/pl.write tile
@@ -96,8 +99,7 @@ class _Liveness:
 
     def define(self, key: str, name: str, t: TileType, span: Span | None, *, at: int) -> None:
         r, c = t.shape
-        alloc = TileAlloc(base_name(name), t.memory, t.dtype, (int(r), int(c)), span)
-        self.tiles.append(_Tile(alloc, at, at, key, t))
+        self.tiles.append(_Tile((base_name(name), t.memory, t.dtype, (int(r), int(c)), span), at, at, key, t))
         if key and not key.startswith("@"):
             self.owner[key] = len(self.tiles) - 1
 
@@ -225,11 +227,7 @@ class _Liveness:
                 if self.loop_start[lp] > tile.start:
                     end = max(end, self.loop_end[lp])
             tile.end = max(tile.end, end)
-        return tuple(
-            TileAlloc(a.name, a.space, a.dtype, a.shape, a.span, (t.start, t.end))
-            for t in self.tiles
-            for a in (t.alloc,)
-        )
+        return tuple([TileAlloc(*t.alloc, (t.start, t.end)) for t in self.tiles])
 
 
 @dataclass(frozen=True)
@@ -252,10 +250,10 @@ def kernel_liveness(fn: nodes.Function) -> KernelLiveness:
     """:func:`kernel_tile_ranges` with the tiles' defining names, aliases and use points."""
     lv = _Liveness()
     lv.body(fn.body, ())
-    raw = tuple((i, at) for i, at, _ in lv.uses)
+    raw = tuple([(i, at) for i, at, _ in lv.uses])
     tiles = lv.ranges()
     return KernelLiveness(
-        tiles, tuple(t.key for t in lv.tiles), tuple(t.type for t in lv.tiles), dict(lv.owner), raw
+        tiles, tuple([t.key for t in lv.tiles]), tuple([t.type for t in lv.tiles]), dict(lv.owner), raw
     )
 
 

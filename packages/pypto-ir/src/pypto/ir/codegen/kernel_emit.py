@@ -416,7 +416,7 @@ class _Emitters(_GenBase):
             self.raw(f"const simpler::ChipTensor& {name} = {ident(dst.name)};", f"(void){name};")
             return
         assert isinstance(t, TileType), f"{v.name}: {t}"
-        rows, cols = (int(x) for x in t.shape)
+        rows, cols = int(t.shape[0]), int(t.shape[1])
         self.cname_key[name] = v.name
         if e.op == "tile.create":
             self.declare(v.name, name, t, (str(rows), str(cols)))
@@ -531,7 +531,7 @@ class _Emitters(_GenBase):
     def valid_shape(self, t: TileType, e: Call, cpp: Cpp) -> tuple[str, str]:
         """The C++ of the result's valid shape (``Cpp.valid``)."""
         tiles = [a for a in e.args if isinstance(a, Var) and isinstance(a.type, TileType)]
-        r, c = (int(x) for x in t.shape)
+        r, c = int(t.shape[0]), int(t.shape[1])
         if cpp.valid == "static" or not tiles:
             return str(r), str(c)
         a0 = ident(tiles[0].name)

@@ -114,7 +114,7 @@ class KernelMemory:
     def tiles(self) -> tuple[TileAlloc, ...]:
         """One record per storage (padded shape, aligned bytes, the slot's range), for the
         capacity check (pypto.ir.platforms.check_kernel_buffers)."""
-        return tuple(s.alloc for s in self.slots)
+        return tuple([s.alloc for s in self.slots])
 
 
 class _Union:
@@ -338,8 +338,10 @@ def _check_extents(kernel: str, plat: Platform, mem: KernelMemory) -> None:
 def check_no_overlap(kernel: str, slots: list[Slot]) -> None:
     """Refuse an allocation in which two storages live at the same time share a byte."""
     for i, a in enumerate(slots):
+        a0, a1, lo, hi = a.offset, a.offset + a.nbytes, a.live[0], a.live[1]
         for b in slots[i + 1 :]:
-            if a.overlaps(b):
+            # Slot.overlaps, inlined: a compile checks every pair of its kernels' storages
+            if b.space is a.space and lo <= b.live[1] and b.live[0] <= hi and a0 < b.offset + b.nbytes and b.offset < a1:
                 raise OverlapError(
                     f"kernel {kernel!r}: tiles {'/'.join(a.names)} and {'/'.join(b.names)} are live together "
                     f"(points {a.live} and {b.live}) but overlap in the {a.space.value} buffer "
