@@ -9,6 +9,7 @@ adds the instruction emitters, pypto.ir.codegen.kernel assembles the kernel.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pypto.ir.codegen.cpp import (
@@ -160,6 +161,7 @@ def core_type_of(fn: Function, calls: list[Call] | None = None) -> CoreType:
     return CoreType.AIV
 
 
+@functools.lru_cache(maxsize=1024)  # a pure function of its arguments, asked once per declaration
 def tile_type(t: TileType, pad: PadValue | None = None, *, zn: bool = False) -> str:
     """The PTO-ISA ``Tile`` type of an IR tile (its padded physical shape, dynamic valid shape).
     A Mat tile is NZ (column-major grid of row-major boxes), or with ``zn`` ZN (row-major grid of
@@ -296,7 +298,9 @@ class _GenBase:
             raise PyptoCompileError(f"kernel codegen: tile {key} has no storage (a compiler bug)")
         slot = self.mem.slot(key)
         self.space_of[name] = t.memory
-        decl = tile_type(t, pad, zn=key in self.zn if zn is None else zn)
+        if zn is None:
+            zn = key in self.zn
+        decl = tile_type(t, pad, zn=zn) if pad is not None or zn else tile_type(t)  # the common key first
         self.raw(f"{decl} {name}({vr}, {vc});", f"TASSIGN({name}, {slot.offset:#x});")
 
     def storage_conflict(self, a: str, b: str) -> bool:
