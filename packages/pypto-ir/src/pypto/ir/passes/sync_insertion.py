@@ -52,9 +52,9 @@ _NAME = {p: p.value for p in Pipe}  # syncs before one access are issued in the 
 @dataclass
 class _Pass:
     conflicts: Storage
-    # (tile name, the tiles an instruction touches) -> whether they share a byte; a loop's
+    # the tiles an instruction touches -> (tile name -> whether they share a byte); a loop's
     # body is analysed more than once and a tile is tested against every instruction after it
-    _hits: dict[tuple[str, tuple[str, ...]], bool] = field(default_factory=dict)
+    _hits: dict[tuple[str, ...], dict[str, bool]] = field(default_factory=dict)
 
     def block(self, items: list[Item], state: _State) -> tuple[list[Item], _State]:
         out: list[Item] = []
@@ -98,13 +98,21 @@ class _Pass:
         qbit = _BIT[q]
         touched = (*it.reads, *it.writes)
         need: set[Pipe] = set()
-        hits = self._hits
+        hits = self._hits.get(touched)
+        if hits is None:
+            hits = self._hits[touched] = {}
+        conflicts = self.conflicts
         for (name, p), done in state.items():
             if done & qbit or p in need:
                 continue
-            hit = hits.get((name, touched))
+            hit = hits.get(name)
             if hit is None:
-                hit = hits[(name, touched)] = any(self.conflicts(name, t) for t in touched)
+                hit = False
+                for t in touched:
+                    if conflicts(name, t):
+                        hit = True
+                        break
+                hits[name] = hit
             if hit:
                 need.add(p)
         if need:
