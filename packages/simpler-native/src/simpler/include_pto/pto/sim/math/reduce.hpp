@@ -75,6 +75,22 @@ inline A reduce_step(A acc, A x) noexcept {
     }
 }
 
+// reduce(x[0 .. n)) with L running partials (partial l takes x[l], x[l + L], ... in order), then
+// the partials in order, then the elements after the last whole group of L. L = 8 is the
+// reference order of row_reduce.
+template <RowReduce K, int L, class A, class T>
+inline A fold_row(const T* x, int n) noexcept {
+    A part[L];
+    for (int l = 0; l < L; ++l) part[l] = reduce_identity<K, A>();
+    int c = 0;
+    for (; c + L <= n; c += L)
+        for (int l = 0; l < L; ++l) part[l] = reduce_step<K, A>(part[l], static_cast<A>(to_compute(x[c + l])));
+    A acc = reduce_identity<K, A>();
+    for (int l = 0; l < L; ++l) acc = reduce_step<K, A>(acc, part[l]);
+    for (; c < n; ++c) acc = reduce_step<K, A>(acc, static_cast<A>(to_compute(x[c])));
+    return acc;
+}
+
 template <RowReduce K, class Dst, class Src>
 inline bool row_reduce(const char* op, Dst& dst, const Src& src) noexcept {
     static_assert(is_vec_v<Dst> && is_vec_v<Src>, "row reductions take Vec tiles");
@@ -84,17 +100,20 @@ inline bool row_reduce(const char* op, Dst& dst, const Src& src) noexcept {
     require_arith<T>();
     if (!operands_ok(op, src) || !fits(op, dst, src.valid_rows, 1)) return false;
     const int vr = src.valid_rows, vc = src.valid_cols;
-    constexpr int L = 8;  // partial accumulators: a vector's worth of lanes
     for (int r = 0; r < vr; ++r) {
         const T* x = src.row(r);
-        A part[L];
-        for (int l = 0; l < L; ++l) part[l] = reduce_identity<K, A>();
-        int c = 0;
-        for (; c + L <= vc; c += L)
-            for (int l = 0; l < L; ++l) part[l] = reduce_step<K, A>(part[l], static_cast<A>(to_compute(x[c + l])));
-        A acc = reduce_identity<K, A>();
-        for (int l = 0; l < L; ++l) acc = reduce_step<K, A>(acc, part[l]);
-        for (; c < vc; ++c) acc = reduce_step<K, A>(acc, static_cast<A>(to_compute(x[c])));
+        A acc;
+        if constexpr ((K == RowReduce::Max || K == RowReduce::Min) && std::is_floating_point<A>::value) {
+            // Four vectors of partials (one is a chain of compare-and-select, one step per
+            // vector). Which element a float max/min returns depends on the order only when
+            // equal values differ in their bits (+0 and -0) or for NaN (the first one seen): a
+            // result that is neither zero nor NaN is the same in every order; the others are
+            // folded again in the reference order.
+            acc = fold_row<K, 32, A>(x, vc);
+            if (acc != acc || acc == A(0)) acc = fold_row<K, 8, A>(x, vc);
+        } else {
+            acc = fold_row<K, 8, A>(x, vc);
+        }
         dst(r, 0) = convert<D>(acc);
     }
     dst.valid_rows = vr;
