@@ -116,6 +116,7 @@ def _matmul(n: int) -> Callable[..., object]:
     return mm
 
 
+_SETTLE = 0.3  # seconds between the two sides of a row (_pair)
 _CPU: dict[int, float] = {}  # id(f) -> the process's CPU seconds per call of f (all threads)
 
 
@@ -137,8 +138,14 @@ def _best(f: Callable[[], object], repeat: int) -> float:
 def _pair(
     ours: Callable[[], object], theirs: Callable[[], object], repeat: int
 ) -> tuple[float, float, float, float]:
-    """Best wall times and mean CPU times of ``ours`` and ``theirs``, timed one after the other."""
-    w0, w1 = _best(ours, repeat), _best(theirs, repeat)
+    """Best wall times and mean CPU times of ``ours`` and ``theirs``, timed one after the other.
+    Each side starts after a pause in which the other side's idle threads park (torch's OpenMP
+    pool spins for a while after a parallel region, the chip's core threads for 50 us): on two
+    cores, a spinning thread of one side takes a core from the other."""
+    time.sleep(_SETTLE)
+    w0 = _best(ours, repeat)
+    time.sleep(_SETTLE)
+    w1 = _best(theirs, repeat)
     return w0, w1, _CPU[id(ours)], _CPU[id(theirs)]
 
 
