@@ -341,6 +341,31 @@ TEST_CASE("float row max and min return the bits of the eight-partial fold (sign
     }
 }
 
+TEST_CASE("float row sums are the eight-partial sums bit for bit, whatever the row count") {
+    mathtest::Rng rng;
+    VecTile<float, 7, 100> a;
+    randomize(a, rng, -1000.0f, 1000.0f);
+    VecTile<float, 7, 1> s;
+    for (int vr : {1, 3, 4, 5, 7}) {
+        for (int vc : {0, 5, 8, 31, 64, 100}) {
+            CAPTURE(vr);
+            CAPTURE(vc);
+            a.set_valid(vr, vc);
+            REQUIRE(row_sum(s, a));
+            for (int r = 0; r < vr; ++r) {
+                float part[8] = {};
+                int c = 0;
+                for (; c + 8 <= vc; c += 8)
+                    for (int l = 0; l < 8; ++l) part[l] += a(r, c + l);
+                float want = 0.0f;
+                for (float p : part) want += p;
+                for (; c < vc; ++c) want += a(r, c);
+                CHECK(bits(s(r, 0)) == bits(want));
+            }
+        }
+    }
+}
+
 TEST_CASE("column reductions produce a [1, cols] tile") {
     mathtest::Rng rng;
     VecTile<float, R, C> a;

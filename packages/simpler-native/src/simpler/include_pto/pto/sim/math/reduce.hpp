@@ -75,20 +75,65 @@ inline A reduce_step(A acc, A x) noexcept {
     }
 }
 
-// reduce(x[0 .. n)) with L running partials (partial l takes x[l], x[l + L], ... in order), then
-// the partials in order, then the elements after the last whole group of L. L = 8 is the
-// reference order of row_reduce.
-template <RowReduce K, int L, class A, class T>
-inline A fold_row(const T* x, int n) noexcept {
-    A part[L];
-    for (int l = 0; l < L; ++l) part[l] = reduce_identity<K, A>();
+// out[r] = reduce(row r of x, n elements), rows `stride` elements apart, r in [0, NR): eight
+// running partials a row (partial l takes columns l, l + 8, ... in order), then the partials in
+// order, then the columns after the last whole group of eight. The NR rows are folded side by
+// side: each partial is a chain of dependent steps, and NR rows give NR independent chains for
+// the same order per row.
+// Eight float lanes, and reduce_step on each lane (the max/min select by bit masks, which
+// every compiler's vector extension has).
+typedef float fold_f8 __attribute__((vector_size(32)));
+typedef std::int32_t fold_i8 __attribute__((vector_size(32)));
+// (By reference: a 32-byte vector passed by value changes the ABI between SSE and AVX builds.)
+template <RowReduce K>
+inline void fold_step8(fold_f8& p, const fold_f8& v) noexcept {
+    if constexpr (K == RowReduce::Sum) {
+        p = p + v;
+    } else if constexpr (K == RowReduce::Prod) {
+        p = p * v;
+    } else {
+        const fold_i8 keep = (K == RowReduce::Max ? p > v : p < v) | (p != p);  // lanes: 0 or -1
+        p = (fold_f8)(((fold_i8)p & keep) | ((fold_i8)v & ~keep));
+    }
+}
+
+template <RowReduce K, int NR, class A, class T>
+inline void fold_rows(A* out, const T* x, int stride, int n) noexcept {
+    constexpr int L = 8;
+    A part[NR][L];
     int c = 0;
-    for (; c + L <= n; c += L)
-        for (int l = 0; l < L; ++l) part[l] = reduce_step<K, A>(part[l], static_cast<A>(to_compute(x[c + l])));
-    A acc = reduce_identity<K, A>();
-    for (int l = 0; l < L; ++l) acc = reduce_step<K, A>(acc, part[l]);
-    for (; c < n; ++c) acc = reduce_step<K, A>(acc, static_cast<A>(to_compute(x[c])));
-    return acc;
+    if constexpr (std::is_same<A, float>::value) {  // the partials as one vector a row
+        fold_f8 pv[NR];
+        PTO_SIM_MATH_UNROLL
+        for (int r = 0; r < NR; ++r) pv[r] = fold_f8{} + reduce_identity<K, A>();
+        for (; c + L <= n; c += L) {
+            PTO_SIM_MATH_UNROLL
+            for (int r = 0; r < NR; ++r) {
+                fold_f8 v = {};
+                if constexpr (std::is_same<T, float>::value) {
+                    __builtin_memcpy(&v, x + r * stride + c, sizeof v);
+                } else {
+                    for (int l = 0; l < L; ++l) v[l] = static_cast<float>(to_compute(x[r * stride + c + l]));
+                }
+                fold_step8<K>(pv[r], v);
+            }
+        }
+        for (int r = 0; r < NR; ++r)
+            for (int l = 0; l < L; ++l) part[r][l] = pv[r][l];
+    } else {
+        for (int r = 0; r < NR; ++r)
+            for (int l = 0; l < L; ++l) part[r][l] = reduce_identity<K, A>();
+        for (; c + L <= n; c += L)
+            for (int r = 0; r < NR; ++r)
+                for (int l = 0; l < L; ++l)
+                    part[r][l] = reduce_step<K, A>(part[r][l], static_cast<A>(to_compute(x[r * stride + c + l])));
+    }
+    for (int r = 0; r < NR; ++r) {
+        A acc = reduce_identity<K, A>();
+        for (int l = 0; l < L; ++l) acc = reduce_step<K, A>(acc, part[r][l]);
+        for (int k = c; k < n; ++k) acc = reduce_step<K, A>(acc, static_cast<A>(to_compute(x[r * stride + k])));
+        out[r] = acc;
+    }
 }
 
 template <RowReduce K, class Dst, class Src>
@@ -100,21 +145,18 @@ inline bool row_reduce(const char* op, Dst& dst, const Src& src) noexcept {
     require_arith<T>();
     if (!operands_ok(op, src) || !fits(op, dst, src.valid_rows, 1)) return false;
     const int vr = src.valid_rows, vc = src.valid_cols;
-    for (int r = 0; r < vr; ++r) {
-        const T* x = src.row(r);
-        A acc;
-        if constexpr ((K == RowReduce::Max || K == RowReduce::Min) && std::is_floating_point<A>::value) {
-            // Four vectors of partials (one is a chain of compare-and-select, one step per
-            // vector). Which element a float max/min returns depends on the order only when
-            // equal values differ in their bits (+0 and -0) or for NaN (the first one seen): a
-            // result that is neither zero nor NaN is the same in every order; the others are
-            // folded again in the reference order.
-            acc = fold_row<K, 32, A>(x, vc);
-            if (acc != acc || acc == A(0)) acc = fold_row<K, 8, A>(x, vc);
-        } else {
-            acc = fold_row<K, 8, A>(x, vc);
+    constexpr int kRows = 4;  // rows folded side by side (fold_rows)
+    A acc[kRows];
+    int r = 0;
+    if constexpr (Src::rows >= kRows && Dst::rows >= kRows) {
+        for (; r + kRows <= vr; r += kRows) {
+            fold_rows<K, kRows, A>(acc, src.row(r), Src::cols, vc);
+            for (int i = 0; i < kRows; ++i) dst(r + i, 0) = convert<D>(acc[i]);
         }
-        dst(r, 0) = convert<D>(acc);
+    }
+    for (; r < vr; ++r) {
+        fold_rows<K, 1, A>(acc, src.row(r), Src::cols, vc);
+        dst(r, 0) = convert<D>(acc[0]);
     }
     dst.valid_rows = vr;
     dst.valid_cols = 1;
