@@ -143,9 +143,8 @@ struct Core {
     bool layouts_in[kBufs] = {};
     std::vector<std::uint8_t> scratch;
 
-    void reset(std::uint64_t inv) noexcept {
+    void reset(std::uint64_t inv, const ::simpler::KernelContext* ctx) noexcept {
         invocation = inv;
-        const ::simpler::KernelContext* ctx = ::simpler::current_kernel_context();
         for (int b = 0; b < kBufs; ++b) {
             if (ctx != nullptr && ctx->buffers != nullptr) {
                 base[b] = ctx->buffers->base[b];
@@ -168,12 +167,28 @@ struct Core {
     }
 };
 
+// The thread's core, made on its first use: a heap object held by a thread-local owner (run at
+// thread exit), its address kept in the thread's kernel state (simpler::KernelThread::backend),
+// which core() reads with the invocation count and the context in one thread-local lookup.
+struct CoreOwner {
+    std::unique_ptr<Core> core;
+    ~CoreOwner() { ::simpler::kernel_thread().backend = nullptr; }
+};
+
+[[gnu::noinline, gnu::cold]] inline Core* make_core(::simpler::KernelThread& t) noexcept {
+    static thread_local CoreOwner owner;
+    owner.core.reset(new Core());
+    t.backend = owner.core.get();
+    return owner.core.get();
+}
+
 // The calling thread's core, reset at the start of each kernel invocation.
 inline Core& core() noexcept {
-    static thread_local Core c;
-    const std::uint64_t inv = ::simpler::kernel_invocation();
-    if (c.invocation != inv) c.reset(inv);
-    return c;
+    ::simpler::KernelThread& t = ::simpler::kernel_thread();
+    Core* c = static_cast<Core*>(t.backend);
+    if (__builtin_expect(c == nullptr, 0)) c = make_core(t);
+    if (c->invocation != t.invocation) c->reset(t.invocation, t.context);
+    return *c;
 }
 
 // Start a new kernel invocation on this thread (tests: what the runtime's set_context does).
