@@ -51,6 +51,9 @@ inline constexpr int kMaxCoreThreads = 64;  // AIC threads, and AIV threads, of 
 // instead of a write into a neighbouring mapping.
 inline constexpr std::size_t kCoreThreadStackBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kCoreThreadGuardBytes = std::size_t{1} << 20;
+// Where a core's on-chip buffer starts: on a page, so a tile at a 64-byte offset sits on a cache
+// line (chip_lifecycle.cpp).
+inline constexpr std::uintptr_t kCoreBufferAlign = 4096;
 
 // On-chip buffer capacities per platform (pypto/ir/platforms.py): UB, L1, L0A, L0B, L0C.
 inline constexpr std::array<std::uint64_t, kCoreBufferCount> kA2A3CoreBufferBytes{192u << 10, 512u << 10, 64u << 10,

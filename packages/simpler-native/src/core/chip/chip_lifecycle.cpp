@@ -82,7 +82,10 @@ Chip::Chip(ChipOptions options) : options_(options) {
     core_threads_[static_cast<int>(CoreType::AIV)] = options_.aiv_threads;
     for (int r = 0; r < kRingCount; ++r) rings_.push_back(std::make_unique<Ring>());
     // The cores: thread index 1.. (AIC threads first), each with its on-chip buffers (large
-    // calloc: zero pages committed as kernels touch them).
+    // calloc: zero pages committed as kernels touch them). A buffer starts on a page
+    // (kCoreBufferAlign): glibc's large calloc returns a page plus 16 bytes, which put every tile
+    // 16 bytes off a cache line, so each 64-byte vector access of the tile library and of memcpy
+    // spanned two lines.
     for (int i = 0; i < options_.aic_threads + options_.aiv_threads; ++i) {
         auto slot = std::make_unique<CoreSlot>();
         slot->thread_index = i + 1;
@@ -91,9 +94,10 @@ Chip::Chip(ChipOptions options) : options_(options) {
         slot->core_index = static_cast<std::uint32_t>(aic ? i : i - options_.aic_threads);
         for (int b = 0; b < kCoreBufferCount; ++b) {
             const std::uint64_t n = options_.core_buffer_bytes[static_cast<std::size_t>(b)];
-            slot->storage[b].reset(static_cast<std::uint8_t*>(std::calloc(n, 1)));
-            if (!slot->storage[b] && n != 0) throw std::bad_alloc();
-            slot->buffers.base[b] = slot->storage[b].get();
+            slot->storage[b].reset(static_cast<std::uint8_t*>(std::calloc(n + kCoreBufferAlign, 1)));
+            if (!slot->storage[b]) throw std::bad_alloc();
+            const auto raw = reinterpret_cast<std::uintptr_t>(slot->storage[b].get());
+            slot->buffers.base[b] = reinterpret_cast<std::uint8_t*>((raw + kCoreBufferAlign - 1) & ~(kCoreBufferAlign - 1));
             slot->buffers.bytes[b] = n;
         }
         cores_.push_back(std::move(slot));

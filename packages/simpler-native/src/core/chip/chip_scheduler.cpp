@@ -80,7 +80,7 @@ void Chip::execute_run(Pending& p) {
         owned->config = p.config;
         owned->tensors = std::move(p.tensors);
         owned->scalars = std::move(p.scalars);
-        owned->t0 = now_ns();
+        if (owned->config.swimlane) owned->t0 = now_ns();  // the origin of its trace slices
     }
     const bool on_caller = p.on_caller;
     RunState& rs = *owned;
