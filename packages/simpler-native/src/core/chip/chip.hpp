@@ -338,12 +338,21 @@ private:
     void core_loop(CoreSlot& slot);
     // Runs t's kernel as `slot` on this thread, then finishes it (and releases the slot).
     void execute_task(Task* t, CoreSlot& slot);
+    // execute_task's run of t, the run's failure read by the caller under mu_ (`skip`: the run has
+    // failed, the kernel is not called). Releases the slot.
+    void run_task(Task* t, CoreSlot& slot, bool skip);
     // The oldest of an inline run's held tasks (ready tasks the submitting thread keeps): runs it on
     // this thread as an idle core of its kind, on the chip's caller stack; when every such
     // core is busy, hands it to the core threads instead. Called with lk held; returns with it.
     void run_held_locked(std::unique_lock<std::mutex>& lk, RunState& rs);
     CoreSlot* claim_core_locked(CoreType type);
-    void execute_run(Pending& p);
+    // Orchestrates p's run and runs what it holds. `claimed`: run_on_caller's lock of mu_, held
+    // since it claimed the chip (the run's setup then takes no lock of its own; released
+    // before the orchestration). A run on the caller (p.on_caller) gives the chip back
+    // (release_caller_locked) under the lock that ends its orchestration.
+    void execute_run(Pending& p, std::unique_lock<std::mutex>* claimed = nullptr);
+    // run_on_caller's claim of the chip ends: busy_ cleared, waiters and the orchestrator told.
+    void release_caller_locked();
     Task* pop_ready(CoreSlot& slot);
     void push_ready_locked(Task* t);
     void finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error);

@@ -221,34 +221,38 @@ std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, st
 std::shared_ptr<Run> Chip::run_on_caller(Pending& p) {
     auto run = std::make_shared<Run>();
     run->spin_ns_ = options_.spin_ns;
-    {
-        std::lock_guard<std::mutex> lk(mu_);
-        if (draining_ || stop_.load()) throw std::runtime_error("submit: the Worker is closed");
-        // Only an idle chip: a queued run goes first (FIFO), and a run in flight could hold
-        // this one's orchestration in a back-pressure wait on tasks that are not its own.
-        if (!idle_locked() || in_flight_ != 0) return nullptr;
-        run->id_ = next_run_id_++;
-        busy_ = true;  // the orchestrator thread leaves the queue alone until this returns
-    }
+    std::unique_lock<std::mutex> lk(mu_);
+    if (draining_ || stop_.load()) throw std::runtime_error("submit: the Worker is closed");
+    // Only an idle chip: a queued run goes first (FIFO), and a run in flight could hold
+    // this one's orchestration in a back-pressure wait on tasks that are not its own.
+    if (!idle_locked() || in_flight_ != 0) return nullptr;
+    run->id_ = next_run_id_++;
+    busy_ = true;  // the orchestrator thread leaves the queue alone until execute_run releases it
     p.run = run;
     p.on_caller = true;
+    // A kernel launch's packet is consumed before the run's setup, without the lock.
+    if (p.kernel_launch) lk.unlock();
     try {
-        execute_run(p);
-    } catch (...) {  // out of memory: give the chip back before the caller sees it
-        std::lock_guard<std::mutex> lk(mu_);
-        busy_ = false;
-        if (idle_locked()) idle_cv_.notify_all();
-        orch_cv_.notify_all();
+        execute_run(p, lk.owns_lock() ? &lk : nullptr);  // gives the chip back (release_caller_locked)
+    } catch (...) {  // out of memory: give the chip back (unless given already) before the caller sees it
+        if (!lk.owns_lock()) lk.lock();
+        if (p.on_caller) {
+            busy_ = false;
+            if (idle_locked()) idle_cv_.notify_all();
+            orch_cv_.notify_all();
+        }
         throw;
     }
-    std::lock_guard<std::mutex> lk(mu_);
+    return run;
+}
+
+void Chip::release_caller_locked() {
     busy_ = false;
     if (idle_locked()) idle_cv_.notify_all();
     if (!queue_.empty()) {  // queued meanwhile by other threads: the orchestrator thread's now
         progress_.fetch_add(1, std::memory_order_release);
         orch_cv_.notify_all();
     }
-    return run;
 }
 
 std::shared_ptr<Run> Chip::enqueue(Pending p) {

@@ -66,10 +66,16 @@ void Chip::orch_fail(RunState& rs, const std::string& message) {
     fail_locked(rs, message);
 }
 
-void Chip::execute_run(Pending& p) {
+void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
     if (p.kernel_launch) p.rejected = consume_kernel_launch(p);
     if (!p.rejected.empty()) {
+        if (claimed != nullptr) claimed->unlock();
         complete_run(*p.run, std::move(p.rejected), 0, {});
+        if (p.on_caller) {
+            std::lock_guard<std::mutex> lk(mu_);
+            release_caller_locked();
+            p.on_caller = false;  // given back: run_on_caller's failure path leaves busy_ alone
+        }
         return;
     }
     std::unique_ptr<RunState> owned = std::move(p.built);  // HBG: built on the host
@@ -86,7 +92,7 @@ void Chip::execute_run(Pending& p) {
     RunState& rs = *owned;
     rs.run = p.run;
     {
-        std::unique_lock<std::mutex> lk(mu_);
+        std::unique_lock<std::mutex> lk = claimed != nullptr ? std::move(*claimed) : std::unique_lock<std::mutex>(mu_);
         bool same = true;
         for (int r = 0; r < kRingCount; ++r) {
             const Ring& ring = *rings_[r];
@@ -170,6 +176,10 @@ void Chip::execute_run(Pending& p) {
     current_ = nullptr;
     retire_locked();
     std::unique_ptr<RunState> done = take_if_complete_locked(rs);
+    if (on_caller) {
+        release_caller_locked();
+        p.on_caller = false;
+    }
     lk.unlock();
     if (done) finalize_run(std::move(done));
 }
@@ -365,15 +375,19 @@ void Chip::core_loop(CoreSlot& slot) {
 }
 
 void Chip::execute_task(Task* t, CoreSlot& slot) {
-    const CoreKernel* k = t->kernel;
-    std::string error;
-    const std::int64_t start = now_ns();
     bool skip;
     {
         // A failed run drains without running more kernels.
         std::lock_guard<std::mutex> lk(mu_);
         skip = t->run->failed;
     }
+    run_task(t, slot, skip);
+}
+
+void Chip::run_task(Task* t, CoreSlot& slot, bool skip) {
+    const CoreKernel* k = t->kernel;
+    std::string error;
+    const std::int64_t start = now_ns();
     if (!skip) {
         const KernelContext context{t->index, slot.core_index, static_cast<std::uint32_t>(slot.type), comm_context(),
                                     &slot.buffers};
