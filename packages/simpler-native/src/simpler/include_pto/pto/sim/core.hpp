@@ -32,7 +32,7 @@
 namespace pto {
 namespace sim {
 
-inline constexpr int kPipes = 8;
+inline constexpr int kPipes = 8;  // Seg::rpipes holds a bit per pipe
 inline constexpr int kEvents = 8;
 inline constexpr int kBufs = ::simpler::kCoreBufferCount;
 enum Buf : std::uint8_t { UB = 0, L1 = 1, L0A = 2, L0B = 3, L0C = 4 };
@@ -104,6 +104,7 @@ struct Seg {
     std::uint32_t lo, hi;     // byte range in the buffer
     std::uint32_t writer;     // tile id (1-based) of the last write; 0: never written this kernel
     std::uint8_t wpipe;       // pipe of the last write
+    std::uint8_t rpipes;      // bit p: rseq[p] != 0
     std::uint32_t wseq;       // its issue number on that pipe (0: none)
     const char* wop;          // its instruction
     std::uint32_t rseq[kPipes];  // per pipe: issue number of the last read since that write
@@ -116,6 +117,7 @@ struct Core {
     std::uint64_t cap[kBufs] = {};
     std::vector<TileDesc> tiles;
     std::vector<Seg> segs[kBufs];
+    std::uint32_t touched = ~0u;  // bit b: segs[b] changed since the last reset (all: never reset)
     std::uint32_t counter[kPipes] = {};
     std::uint32_t clock[kPipes][kPipes] = {};  // clock[Q][P]: P's issue count Q has waited for
     // pending[P][Q][e]: the setter's clock at set_flag(P, Q, e); valid while bit Q * kEvents + e
@@ -154,9 +156,14 @@ struct Core {
                 base[b] = own[b].get();
                 cap[b] = kDefaultBufferBytes[b];
             }
-            segs[b].clear();
-            segs[b].push_back(Seg{0, static_cast<std::uint32_t>(cap[b]), 0, 0, 0, nullptr, {}, {}});
+            if ((touched >> b & 1u) != 0) {
+                segs[b].clear();
+                segs[b].push_back(Seg{0, static_cast<std::uint32_t>(cap[b]), 0, 0, 0, 0, nullptr, {}, {}});
+            } else {
+                segs[b][0].hi = static_cast<std::uint32_t>(cap[b]);  // still the one untouched segment
+            }
         }
+        touched = 0;
         tiles.clear();
         held.clear();
         std::memset(layouts_in, 0, sizeof layouts_in);
@@ -330,6 +337,7 @@ private:
 
     void access(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id, bool is_write) noexcept {
         if (hi <= lo) return;
+        c_.touched |= 1u << b;
         std::vector<Seg>& v = c_.segs[b];
         const std::size_t first = split(v, lo);
         const std::size_t end = split(v, hi);
@@ -338,8 +346,10 @@ private:
             if (s.wseq != 0 && !ordered(s.wpipe, s.wseq))
                 hazard(is_write, is_write ? "last written" : "written", b, s.lo, id, s.wop, s.wpipe);
             if (is_write) {
-                for (int p = 0; p < kPipes; ++p)
-                    if (s.rseq[p] != 0 && !ordered(p, s.rseq[p])) hazard(true, "last read", b, s.lo, id, s.rop[p], p);
+                for (unsigned m = s.rpipes; m != 0; m &= m - 1) {  // the pipes that read it, in order
+                    const int p = __builtin_ctz(m);
+                    if (!ordered(p, s.rseq[p])) hazard(true, "last read", b, s.lo, id, s.rop[p], p);
+                }
             } else if (s.writer != 0 && s.writer != id && !same_storage(c_, s.writer, id)) {
                 char mine[128], theirs[128];
                 describe(mine, sizeof mine, id);
@@ -352,13 +362,14 @@ private:
         }
         const std::uint32_t seq = c_.counter[pipe_];
         if (is_write) {
-            Seg merged{v[first].lo, v[end - 1].hi, id, static_cast<std::uint8_t>(pipe_), seq, name_, {}, {}};
+            Seg merged{v[first].lo, v[end - 1].hi, id, static_cast<std::uint8_t>(pipe_), 0, seq, name_, {}, {}};
             v.erase(v.begin() + static_cast<std::ptrdiff_t>(first + 1), v.begin() + static_cast<std::ptrdiff_t>(end));
             v[first] = merged;
         } else {
             for (std::size_t i = first; i < end; ++i) {
                 v[i].rseq[pipe_] = seq;
                 v[i].rop[pipe_] = name_;
+                v[i].rpipes = static_cast<std::uint8_t>(v[i].rpipes | 1u << pipe_);
             }
         }
     }
