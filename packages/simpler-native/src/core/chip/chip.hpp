@@ -351,6 +351,7 @@ private:
     // before the orchestration). A run on the caller (p.on_caller) gives the chip back
     // (release_caller_locked) under the lock that ends its orchestration.
     void execute_run(Pending& p, std::unique_lock<std::mutex>* claimed = nullptr);
+    static std::unique_ptr<RunState>& spare_run_state() noexcept;
     // run_on_caller's claim of the chip ends: busy_ cleared, waiters and the orchestrator told.
     void release_caller_locked();
     Task* pop_ready(CoreSlot& slot);

@@ -6,6 +6,8 @@
 #include <memory>
 #include <exception>
 
+#include <new>
+
 #include "chip_internal.hpp"
 #include "comm.hpp"
 
@@ -66,6 +68,13 @@ void Chip::orch_fail(RunState& rs, const std::string& message) {
     fail_locked(rs, message);
 }
 
+// A finished run's state, destroyed and constructed again, that this thread's next run takes
+// instead of allocating one (a run on the caller finishes and starts on the same thread).
+std::unique_ptr<Chip::RunState>& Chip::spare_run_state() noexcept {
+    static thread_local std::unique_ptr<RunState> spare;
+    return spare;
+}
+
 void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
     if (p.kernel_launch) p.rejected = consume_kernel_launch(p);
     if (!p.rejected.empty()) {
@@ -80,7 +89,7 @@ void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
     }
     std::unique_ptr<RunState> owned = std::move(p.built);  // HBG: built on the host
     if (!owned) {
-        owned = std::make_unique<RunState>();
+        owned = spare_run_state() ? std::move(spare_run_state()) : std::make_unique<RunState>();
         owned->program_ref = p.program;
         owned->program = p.program.get();
         owned->config = p.config;
@@ -226,7 +235,12 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned) {
     }
     complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files));
     recycle_arguments(std::move(rs.tensors), std::move(rs.scalars));
-    owned.reset();  // releases the program (and its binaries) before close() may return
+    // Releases the program (and its binaries) before close() may return; the block is kept
+    // for this thread's next run.
+    rs.~RunState();
+    new (&rs) RunState();
+    if (!spare_run_state()) spare_run_state() = std::move(owned);
+    owned.reset();
     std::lock_guard<std::mutex> lk(mu_);
     --finalizing_;
     if (idle_locked()) idle_cv_.notify_all();

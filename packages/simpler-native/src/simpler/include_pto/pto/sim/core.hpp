@@ -225,10 +225,8 @@ inline std::uint32_t register_tile(Core& c, const TileDesc& d) noexcept {
 // ZN), they are converted through the ISA's placement, so every tile over the same bytes sees
 // the elements the ISA would show it. A write of every byte of the storage (`overwrite`) needs
 // no conversion: the bytes only change hands.
-inline void hold(Core& c, std::uint32_t id, bool overwrite = false) noexcept {
-    if (id == 0 || id > c.tiles.size()) return;
+[[gnu::noinline]] inline void hold_slow(Core& c, std::uint32_t id, bool overwrite) noexcept {
     const TileDesc& t = c.tiles[id - 1];
-    if (!c.layouts_in[t.buf]) return;
     for (Core::Held& h : c.held) {
         if (h.buf != t.buf || h.offset != t.offset || h.bytes != t.bytes) continue;
         if (h.id != id) {
@@ -244,6 +242,12 @@ inline void hold(Core& c, std::uint32_t id, bool overwrite = false) noexcept {
         return;
     }
     c.held.push_back(Core::Held{t.buf, t.offset, t.bytes, id});
+}
+// Only a buffer holding a tile not stored as the ISA stores it has anything to convert: the
+// check is inline, the bookkeeping (hold_slow) is not.
+inline void hold(Core& c, std::uint32_t id, bool overwrite = false) noexcept {
+    if (id == 0 || id > c.tiles.size() || !c.layouts_in[c.tiles[id - 1].buf]) return;
+    hold_slow(c, id, overwrite);
 }
 inline void hold(std::uint32_t id) noexcept { hold(core(), id); }
 
