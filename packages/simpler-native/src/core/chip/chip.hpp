@@ -314,7 +314,11 @@ private:
     void call_entry(RunState& rs, const SimplerOrchApi* api);
     void publish_graph(RunState& rs);
     std::string consume_kernel_launch(Pending& p);
-    static void complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files);
+    // Marks the run done with its outcome and wakes its waiters. `unshared`: only the submitting
+    // thread, before submit returns, holds the Run (an inline run finished on that thread):
+    // nothing can wait on it, so no lock and no wake-up.
+    static void complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files,
+                             bool unshared = false);
 
     struct MapEntry {  // one tensor argument of a task in flight: its byte range and its view
         std::uint64_t lo, hi;
@@ -331,7 +335,7 @@ private:
     std::unique_ptr<RunState> take_if_complete_locked(RunState& rs);
     std::unique_ptr<RunState> resolve_locked(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns,
                                              const std::string& error);
-    void finalize_run(std::unique_ptr<RunState> owned);
+    void finalize_run(std::unique_ptr<RunState> owned, bool unshared = false);
     // Keeps a finished run's argument vectors for this thread's next argument_tensors() and
     // argument_scalars() (small ones only).
     static void recycle_arguments(std::vector<ChipTensor>&& tensors, std::vector<std::uint64_t>&& scalars) noexcept;

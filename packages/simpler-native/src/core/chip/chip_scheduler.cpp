@@ -90,16 +90,16 @@ void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
     std::unique_ptr<RunState> owned = std::move(p.built);  // HBG: built on the host
     if (!owned) {
         owned = spare_run_state() ? std::move(spare_run_state()) : std::make_unique<RunState>();
-        owned->program_ref = p.program;
         owned->program = p.program.get();
-        owned->config = p.config;
+        owned->program_ref = std::move(p.program);  // p is spent once its run starts
+        owned->config = std::move(p.config);
         owned->tensors = std::move(p.tensors);
         owned->scalars = std::move(p.scalars);
         if (owned->config.swimlane) owned->t0 = now_ns();  // the origin of its trace slices
     }
     const bool on_caller = p.on_caller;
     RunState& rs = *owned;
-    rs.run = p.run;
+    rs.run = std::move(p.run);
     {
         std::unique_lock<std::mutex> lk = claimed != nullptr ? std::move(*claimed) : std::unique_lock<std::mutex>(mu_);
         bool same = true;
@@ -190,10 +190,10 @@ void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
         p.on_caller = false;
     }
     lk.unlock();
-    if (done) finalize_run(std::move(done));
+    if (done) finalize_run(std::move(done), on_caller);  // on the submitting thread, before submit returns
 }
 
-void Chip::finalize_run(std::unique_ptr<RunState> owned) {
+void Chip::finalize_run(std::unique_ptr<RunState> owned, bool unshared) {
     // Runs on the thread that retired the run's last task (or the orchestrator): the run is out
     // of active_, so nothing else touches it.
     RunState& rs = *owned;
@@ -233,7 +233,7 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned) {
             }
         }
     }
-    complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files));
+    complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files), unshared);
     recycle_arguments(std::move(rs.tensors), std::move(rs.scalars));
     // Releases the program (and its binaries) before close() may return; the block is kept
     // for this thread's next run.
@@ -246,7 +246,15 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned) {
     if (idle_locked()) idle_cv_.notify_all();
 }
 
-void Chip::complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files) {
+void Chip::complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files,
+                        bool unshared) {
+    if (unshared) {
+        run.error_ = std::move(error);
+        run.tasks_submitted_ = submitted;
+        run.files_ = std::move(files);
+        run.done_.store(true, std::memory_order_release);
+        return;
+    }
     {
         std::lock_guard<std::mutex> lk(run.mu_);
         run.error_ = std::move(error);
