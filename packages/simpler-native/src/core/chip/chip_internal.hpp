@@ -250,7 +250,8 @@ struct Chip::RunState {
 // them in parallel with the orchestration.
 inline constexpr std::int64_t kCallerTaskNs = 2'000;
 
-// True when kernel k has run before, and its last task took less than kCallerTaskNs.
+// True when kernel k has run before, and its last timed task (CoreKernel::LastRunNs) took less
+// than kCallerTaskNs.
 inline bool short_kernel(const CoreKernel& k) noexcept {
     const std::int64_t ns = k.last_run.ns.load(std::memory_order_relaxed);
     return ns > 0 && ns < kCallerTaskNs;

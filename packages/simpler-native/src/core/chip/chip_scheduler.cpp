@@ -409,7 +409,10 @@ void Chip::execute_task(Task* t, CoreSlot& slot) {
 void Chip::run_task(Task* t, CoreSlot& slot, bool skip) {
     const CoreKernel* k = t->kernel;
     std::string error;
-    const std::int64_t start = now_ns();
+    // A swimlane needs every task's times; otherwise only the sampled ones are read
+    // (CoreKernel::LastRunNs), and the others pass 0, 0 to finish_task.
+    const bool timed = !skip && (t->run->config.swimlane || k->last_run.time_next());
+    const std::int64_t start = timed || t->run->config.swimlane ? now_ns() : 0;  // a skipped task's slice too
     if (!skip) {
         const KernelContext context{t->index, slot.core_index, static_cast<std::uint32_t>(slot.type), comm_context(),
                                     &slot.buffers};
@@ -426,10 +429,10 @@ void Chip::run_task(Task* t, CoreSlot& slot, bool skip) {
         }
         if (k->set_context != nullptr) k->set_context(nullptr);  // never left pointing at this frame
     }
-    const std::int64_t end = now_ns();
+    const std::int64_t end = start != 0 ? now_ns() : 0;
     if (!skip) {
         t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
-        k->last_run.ns.store(std::max<std::int64_t>(end - start, 1), std::memory_order_relaxed);
+        if (timed) k->last_run.ns.store(std::max<std::int64_t>(end - start, 1), std::memory_order_relaxed);
     }
     // After finish_task the run may complete and its state go away: do not touch t->run.
     finish_task(t, slot, start, end, skip ? std::string() : std::move(error));
