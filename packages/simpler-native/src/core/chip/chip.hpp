@@ -335,7 +335,9 @@ private:
     std::unique_ptr<RunState> take_if_complete_locked(RunState& rs);
     std::unique_ptr<RunState> resolve_locked(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns,
                                              const std::string& error);
-    void finalize_run(std::unique_ptr<RunState> owned, bool unshared = false);
+    // `held`: mu_, held by the caller and held again on return (a run without diagnostics
+    // files only: nothing then runs long, or takes mu_, before the end).
+    void finalize_run(std::unique_ptr<RunState> owned, bool unshared = false, std::unique_lock<std::mutex>* held = nullptr);
     // Keeps a finished run's argument vectors for this thread's next argument_tensors() and
     // argument_scalars() (small ones only).
     static void recycle_arguments(std::vector<ChipTensor>&& tensors, std::vector<std::uint64_t>&& scalars) noexcept;

@@ -185,6 +185,8 @@ void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
     current_ = nullptr;
     retire_locked();
     std::unique_ptr<RunState> done = take_if_complete_locked(rs);
+    if (done && on_caller && !done->config.swimlane && !done->config.dep_graph)
+        finalize_run(std::move(done), true, &lk);  // no files to write: under the lock already held
     if (on_caller) {
         release_caller_locked();
         p.on_caller = false;
@@ -193,7 +195,7 @@ void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
     if (done) finalize_run(std::move(done), on_caller);  // on the submitting thread, before submit returns
 }
 
-void Chip::finalize_run(std::unique_ptr<RunState> owned, bool unshared) {
+void Chip::finalize_run(std::unique_ptr<RunState> owned, bool unshared, std::unique_lock<std::mutex>* held) {
     // Runs on the thread that retired the run's last task (or the orchestrator): the run is out
     // of active_, so nothing else touches it.
     RunState& rs = *owned;
@@ -241,9 +243,10 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned, bool unshared) {
     new (&rs) RunState();
     if (!spare_run_state()) spare_run_state() = std::move(owned);
     owned.reset();
-    std::lock_guard<std::mutex> lk(mu_);
+    std::unique_lock<std::mutex> lk = held != nullptr ? std::move(*held) : std::unique_lock<std::mutex>(mu_);
     --finalizing_;
     if (idle_locked()) idle_cv_.notify_all();
+    if (held != nullptr) *held = std::move(lk);
 }
 
 void Chip::complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files,
