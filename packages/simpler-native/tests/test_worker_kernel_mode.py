@@ -209,3 +209,25 @@ def test_a_waited_launch_runs_on_the_calling_thread_of_an_idle_worker(
     kworker.close()
     with pytest.raises(RuntimeError, match="closed"):
         kworker.launch(h, incs(4), waits=True)
+
+
+def test_launch_target_runs_what_launch_runs(
+    kworker: simpler.Worker, worker: simpler.Worker, build_callable: Callable[[str], Any], tmp_path: Any
+) -> None:
+    # A framework adapter's bound launch: the chip's launch entry and the waited run settings.
+    h = kworker.register(build_callable("vadd_tiles"))
+    target = kworker.launch_target()
+    assert target is not None
+    kernel_launch, settings = target
+    a = np.arange(512, dtype=np.float32)
+    c = np.zeros_like(a)
+    args = vadd_args(a, a, c, 128)
+    mat = args.materialize()
+    simpler.RunHandle(kernel_launch(h.slot, mat.tensors, mat.scalars, settings), args, h).result(timeout=30)
+    np.testing.assert_array_equal(c, 2 * a)
+    diagnostics = simpler.CallConfig(dep_graph=True, output_prefix=str(tmp_path))
+    assert kworker.launch_target(diagnostics) is None  # its files are collected by launch()
+    with pytest.raises(RuntimeError, match="program mode"):
+        worker.launch_target()
+    kworker.close()
+    assert kworker.launch_target() is None

@@ -512,6 +512,26 @@ class Worker:
             self._streams.append(stream)
             return stream
 
+    def launch_target(self, config: CallConfig | None = None) -> tuple[Any, Any] | None:
+        """What a framework adapter's bound launch (one native call per operator call, no
+        :class:`RunHandle` unless the run must be waited for in Python) runs on: (the native
+        chip's ``kernel_launch(slot, tensors, scalars, settings)``, the run settings of a
+        launch with ``waits=True``), checked as :meth:`launch` checks them; None when such a
+        launch must go through :meth:`launch` instead (a closed Worker, a config that writes
+        diagnostics: their files are collected through the Worker). Valid while the Worker is
+        open; the caller checks its arguments against the callable as :meth:`launch` does.
+
+        Raises:
+            RuntimeError: the Worker is in program mode.
+        """
+        if self._chip is None or self._closed:
+            return None
+        chip = self._require_kernel("launch_target")
+        settings = self._run_settings(config, True)
+        if settings.writes_diagnostics:
+            return None
+        return chip.kernel_launch, settings
+
     def residency_generation(self, handle: CallableHandle) -> int:
         """The residency generation of a kernel-mode handle's slot (>= 1 while registered)."""
         return int(self._require_kernel("residency_generation").kernel_generation(handle.slot))

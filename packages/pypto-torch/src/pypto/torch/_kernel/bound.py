@@ -80,9 +80,10 @@ def bind(manager: Any, kc: KernelCallable) -> Any:
     kinds = tuple(_SCALAR_KINDS.get(p.dtype, -1) for p in kc.artifact.params if p.is_scalar)
     if -1 in kinds:  # FP16/BF16 scalars: their rounding stays in Python (simpler's encode_scalar)
         return ()
-    settings = worker._run_settings(None, True)
-    if settings.writes_diagnostics:
+    target = worker.launch_target()
+    if target is None:  # closed, or its default config writes diagnostics
         return ()
+    kernel_launch, settings = target
     module = _native()
     if module is None:  # not built yet (or pins are taken in Python): asked again next call
         return None
@@ -97,7 +98,7 @@ def bind(manager: Any, kc: KernelCallable) -> Any:
     # What holds the Worker (its chip, a stream) is in a cell that shutdown empties: a bound
     # launch an Operator keeps for the rest of the process does not keep the Worker alive.
     cell = [
-        worker._chip.kernel_launch,
+        kernel_launch,
         kc.handle.slot,
         settings,
         functools.partial(finish, Tail(manager, kc, stream, simulator.DEFAULT_STREAM)),
