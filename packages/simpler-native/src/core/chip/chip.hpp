@@ -345,8 +345,9 @@ private:
     // Runs t's kernel as `slot` on this thread, then finishes it (and releases the slot).
     void execute_task(Task* t, CoreSlot& slot);
     // execute_task's run of t, the run's failure read by the caller under mu_ (`skip`: the run has
-    // failed, the kernel is not called). Releases the slot.
-    void run_task(Task* t, CoreSlot& slot, bool skip);
+    // failed, the kernel is not called). Releases the slot. `relock`: returns with mu_ held in
+    // it (the lock that finishes the task, kept for the caller's next step).
+    void run_task(Task* t, CoreSlot& slot, bool skip, std::unique_lock<std::mutex>* relock = nullptr);
     // The oldest of an inline run's held tasks (ready tasks the submitting thread keeps): runs it on
     // this thread as an idle core of its kind, on the chip's caller stack; when every such
     // core is busy, hands it to the core threads instead. Called with lk held; returns with it.
@@ -362,7 +363,8 @@ private:
     void release_caller_locked();
     Task* pop_ready(CoreSlot& slot);
     void push_ready_locked(Task* t);
-    void finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error);
+    void finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error,
+                     std::unique_lock<std::mutex>* relock = nullptr);
     void retire_locked();
     void fail_locked(RunState& rs, const std::string& message);
     template <class Pred>

@@ -229,12 +229,13 @@ void Chip::run_held_locked(std::unique_lock<std::mutex>& lk, RunState& rs) {
         Task* task;
         CoreSlot* slot;
         bool skip;
-    } job{this, t, slot, skip};
+        std::unique_lock<std::mutex>* lk;
+    } job{this, t, slot, skip, &lk};
     caller_stack_->run([](void* p) {
         auto* j = static_cast<Job*>(p);
-        j->chip->run_task(j->task, *j->slot, j->skip);  // releases the slot
+        j->chip->run_task(j->task, *j->slot, j->skip, j->lk);  // releases the slot; returns with lk held
     }, &job);
-    lk.lock();
+    if (!lk.owns_lock()) lk.lock();
 }
 
 }  // namespace simpler::chip

@@ -409,7 +409,7 @@ void Chip::execute_task(Task* t, CoreSlot& slot) {
     run_task(t, slot, skip);
 }
 
-void Chip::run_task(Task* t, CoreSlot& slot, bool skip) {
+void Chip::run_task(Task* t, CoreSlot& slot, bool skip, std::unique_lock<std::mutex>* relock) {
     const CoreKernel* k = t->kernel;
     std::string error;
     // A swimlane needs every task's times; otherwise only the sampled ones are read
@@ -438,13 +438,22 @@ void Chip::run_task(Task* t, CoreSlot& slot, bool skip) {
         if (timed) k->last_run.ns.store(std::max<std::int64_t>(end - start, 1), std::memory_order_relaxed);
     }
     // After finish_task the run may complete and its state go away: do not touch t->run.
-    finish_task(t, slot, start, end, skip ? std::string() : std::move(error));
+    finish_task(t, slot, start, end, skip ? std::string() : std::move(error), relock);
 }
 
-void Chip::finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error) {
+void Chip::finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error,
+                       std::unique_lock<std::mutex>* relock) {
     std::unique_ptr<RunState> done;
     {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::unique_lock<std::mutex> lk(mu_);
+        // Whatever the outcome, the caller of `relock` gets mu_ back held.
+        struct Keep {
+            std::unique_lock<std::mutex>& lk;
+            std::unique_lock<std::mutex>* relock;
+            ~Keep() {
+                if (relock != nullptr && lk.owns_lock()) *relock = std::move(lk);
+            }
+        } keep{lk, relock};
         slot.busy = false;
         if (slot.by_caller) {
             slot.by_caller = false;
@@ -464,8 +473,12 @@ void Chip::finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int6
             return;
         }
         done = resolve_locked(t, slot.thread_index, start_ns, end_ns, error);
+        if (done) lk.unlock();  // finalised below, without the lock
     }
-    if (done) finalize_run(std::move(done));
+    if (done) {
+        finalize_run(std::move(done));
+        if (relock != nullptr) relock->lock();
+    }
 }
 
 std::unique_ptr<Chip::RunState> Chip::resolve_locked(Task* t, int thread_index, std::int64_t start_ns,
