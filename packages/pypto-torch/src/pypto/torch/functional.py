@@ -31,11 +31,10 @@ from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
 from pypto.torch._kernel import context
 from pypto.torch._operator_kernels import (
     KernelSet,
+    OperatorBase,
     Variants,
     define_operator,
     is_dynamic,
-    operators,
-    operators_lock,
     parse_name,
     variants_of,
 )
@@ -51,7 +50,7 @@ def _annotated_shape(d: Any) -> tuple[Any, ...] | None:
     return getattr(getattr(d.annotation, "inner", d.annotation), "shape", None)
 
 
-class FunctionalOperator:
+class FunctionalOperator(OperatorBase):
     """A registered PyPTO kernel whose outputs the operator allocates and returns.
 
     Call it with the kernel's ``In`` parameters (tensors and scalars, by position or name); it
@@ -197,36 +196,14 @@ class FunctionalOperator:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            try:
-                bound = self._signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{self.name}: {exc}") from None
-            args = tuple(bound.arguments[n] for n in self._signature.parameters)
+            args = self._positional(args, kwargs)
         return self.op(*args)
 
-    @property
-    def compiles(self) -> int:
-        """How many kernels this operator has compiled (and registered) so far."""
-        return self._variants.compiles
-
-    def precompile(
-        self,
-        *,
-        dtypes: Iterable[Any] | None = None,
-        examples: Iterable[Sequence[Any]] | None = None,
-        extent: int = 16,
-    ) -> int:
-        """Compile ahead of the first calls; as :meth:`pypto.torch.Operator.precompile`, with
-        ``examples`` of the operator's own arguments (the ``In`` parameters)."""
-        label = f"precompile {self.name}"
-        if examples is None:
-            return self._variants.precompile(None, dtypes, extent, label)
-        full = []
-        for ex in examples:
-            ins = list(ex)
-            ks = self._variants.select(self._full_args(ins, [None] * len(self._outputs)))
-            full.append(self._full_args(ins, self._allocate(ks, ins, label)))
-        return self._variants.precompile(full, None, extent, label)
+    def _full_example(self, ins: list[Any], label: str) -> list[Any]:
+        """The kernel's arguments for one of :meth:`precompile`'s examples, which are the
+        operator's own (the ``In`` parameters): the ``Out`` tensors allocated as a call would."""
+        ks = self._variants.select(self._full_args(ins, [None] * len(self._outputs)))
+        return self._full_args(ins, self._allocate(ks, ins, label))
 
     def register_autograd(
         self, backward: Callable[..., Any], *, setup_context: Callable[..., Any] | None = None
@@ -281,12 +258,3 @@ class FunctionalOperator:
         outs = self._allocate(ks, ins, what)
         ks.check_dyn_dims(self._full_args(ins, outs), what)
         return outs[0] if len(outs) == 1 else tuple(outs)
-
-    # -- lifetime ------------------------------------------------------------------------------
-
-    def remove(self) -> None:
-        """Remove the operator from the dispatcher (its kernels stay registered on the Worker)."""
-        with operators_lock:
-            if operators.get(self.name) is self:
-                del operators[self.name]
-        self._library._destroy()

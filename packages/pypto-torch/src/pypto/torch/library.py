@@ -25,7 +25,7 @@ import ast
 import inspect
 import textwrap
 from _thread import get_ident
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import DataType, ParamInfo
@@ -33,6 +33,7 @@ from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import RegistrationError
 from pypto.torch._kernel.pins import _pins as _native_pins
 from pypto.torch._operator_kernels import (
+    OperatorBase,
     Variants,
     define_operator,
     operators,
@@ -99,7 +100,7 @@ def _static_aliases(declared: tuple[DeclaredParam, ...], fn: JITFunction) -> tup
     return tuple(aliases)
 
 
-class Operator:
+class Operator(OperatorBase):
     """A registered PyPTO kernel: call it like the jit function (Out/InOut supplied by the caller).
 
     Calling it calls ``torch.ops.<ns>.<name>`` and returns the caller's tensors that the jit
@@ -137,11 +138,6 @@ class Operator:
         return f"<pypto.torch.Operator {self.name}: {self.schema}>"
 
     @property
-    def compiles(self) -> int:
-        """How many kernels this operator has compiled (and registered) so far."""
-        return self._variants.compiles
-
-    @property
     def _callables(self) -> dict[tuple[Any, ...], Any]:
         """Every variant's registered kernels by compile key (for tests and benchmarks)."""
         out: dict[tuple[Any, ...], Any] = {}
@@ -149,29 +145,11 @@ class Operator:
             out.update({(dt, *k): kc for k, kc in ks._callables.items()})
         return out
 
-    def precompile(
-        self,
-        *,
-        dtypes: Iterable[Any] | None = None,
-        examples: Iterable[Sequence[Any]] | None = None,
-        extent: int = 16,
-    ) -> int:
-        """Compile ahead of the first calls: for ``examples`` (argument lists, tensors may be
-        empty), else for ``dtypes`` (default every variant) of a kernel whose tensors all have
-        annotated shapes (each ``pl.dynamic`` dim compiled at ``extent``: one artifact serves
-        every extent). Shows a progress bar when it takes more than a second. Kernel mode is
-        initialised with the defaults if it was not. Returns the number of new compiles."""
-        return self._variants.precompile(examples, dtypes, extent, f"precompile {self.name}")
-
     # -- the call as users make it -------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            try:
-                bound = self._signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{self.name}: {exc}") from None
-            args = tuple(bound.arguments[n] for n in self._signature.parameters)
+            args = self._positional(args, kwargs)
         self.op(*args)
         aliases = self._aliases
         if aliases is None:
@@ -236,15 +214,6 @@ class Operator:
         ks = self._variants.select(args)
         RegistrationSignature(ks.fake_params(args, f"fake: {self.name}")).fake(*args)
         ks.check_dyn_dims(args, f"fake: {self.name}")
-
-    # -- lifetime ------------------------------------------------------------------------------
-
-    def remove(self) -> None:
-        """Remove the operator from the dispatcher (its kernels stay registered on the Worker)."""
-        with operators_lock:
-            if operators.get(self.name) is self:
-                del operators[self.name]
-        self._library._destroy()
 
 
 def register(

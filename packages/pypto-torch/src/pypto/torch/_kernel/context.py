@@ -76,7 +76,6 @@ __all__ = [
     "KernelState",
     "current",
     "exit_gate",
-    "init",
     "shutdown",
     "state",
 ]
@@ -751,18 +750,6 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # -- public functions ------------------------------------------------------------------------
-
-
-def init(
-    device: object = None,
-    *,
-    platform: str | None = None,
-    runtime: str = DEFAULT_RUNTIME,
-    config: object = None,
-    asynchronous: bool = False,
-) -> KernelInfo:
-    """Initialise kernel mode for this process (see :func:`pypto.torch.init`)."""
-    return _process.manager.init(device, platform, runtime, config, asynchronous)
 
 
 def shutdown(timeout: float | None = None) -> None:
