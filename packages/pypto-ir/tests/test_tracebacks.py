@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from pypto_testing.scripts import run_user_script, traceback_frames
 
 PROGRAM = textwrap.dedent(
     """
@@ -29,25 +29,15 @@ PROGRAM = textwrap.dedent(
 
 
 def _run(tmp_path: Path, entry: str, full: str | None) -> subprocess.CompletedProcess[str]:
-    script = tmp_path / "user_kernel.py"
-    script.write_text(PROGRAM.replace("f.{entry}", "f" if entry == "__call__" else f"f.{entry}"))
-    env = {k: v for k, v in os.environ.items() if k != "PYPTO_FULL_TRACEBACK"}
-    if full is not None:
-        env["PYPTO_FULL_TRACEBACK"] = full
-    return subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False, timeout=120
-    )
-
-
-def _frames(stderr: str) -> list[str]:
-    return [ln.strip() for ln in stderr.splitlines() if ln.strip().startswith('File "')]
+    text = PROGRAM.replace("f.{entry}", "f" if entry == "__call__" else f"f.{entry}")
+    return run_user_script(tmp_path / "user_kernel.py", text, tmp_path / "store", full, timeout=120)
 
 
 @pytest.mark.parametrize("entry", ["specialize", "lower"])
 def test_trimmed_to_the_users_call(tmp_path: Path, entry: str) -> None:
     r = _run(tmp_path, entry, None)
     assert r.returncode == 1
-    frames = _frames(r.stderr)
+    frames = traceback_frames(r.stderr)
     assert len(frames) == 2, r.stderr
     assert "user_kernel.py" in frames[0]  # the user's call ...
     assert frames[1].endswith("in entry")  # ... and the entry point that re-raised
@@ -60,13 +50,13 @@ def test_trimmed_to_the_users_call(tmp_path: Path, entry: str) -> None:
 def test_full_traceback_on_request(tmp_path: Path, full: str) -> None:
     r = _run(tmp_path, "specialize", full)
     assert r.returncode == 1
-    frames = _frames(r.stderr)
+    frames = traceback_frames(r.stderr)
     assert len(frames) > 5, r.stderr
     assert any("parser" in f for f in frames)
 
 
 def test_zero_means_trimmed(tmp_path: Path) -> None:
-    assert len(_frames(_run(tmp_path, "specialize", "0").stderr)) == 2
+    assert len(traceback_frames(_run(tmp_path, "specialize", "0").stderr)) == 2
 
 
 def test_only_user_errors_are_trimmed() -> None:

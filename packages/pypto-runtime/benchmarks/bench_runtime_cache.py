@@ -31,21 +31,9 @@ import numpy as np
 import pypto.language as pl
 import pypto.runtime as rt
 from pypto_testing.bench import print_table, report
-from pypto_testing.programs import add_one_tile
+from pypto_testing.programs import add_one_tile, matmul_32
 
 N = 32
-
-
-@pl.jit.incore
-def _mm(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
-    tx = pl.move(
-        pl.load(x, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
-    )
-    tw = pl.move(
-        pl.load(w, [0, 0], [N, N], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Right
-    )
-    pl.store(pl.matmul(tx, tw), [0, 0], out)
-    return out
 
 
 @pl.jit.incore
@@ -63,7 +51,7 @@ def _exp(h: pl.Tensor, out: pl.Out[pl.Tensor]):
 @pl.jit
 def three_kernels(x: pl.Tensor, w: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
     h = pl.create_tensor([N, N], dtype=pl.FP32)
-    h = _mm(x, w, h)
+    h = matmul_32(x, w, h)
     g = pl.create_tensor([N, N], dtype=pl.FP32)
     g = _bias(h, b, g)
     y = _exp(g, y)

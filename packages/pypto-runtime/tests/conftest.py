@@ -1,5 +1,6 @@
-"""Shared fixtures: an isolated store root, and a reset process mode gate; this folder on
-sys.path for the helpers of store_test_helpers.py."""
+"""Shared fixtures: an isolated store root (or, for a module that asks for ``module_store``, one
+store shared by its tests), and a reset process mode gate; this folder on sys.path for the
+helpers of store_test_helpers.py."""
 
 from __future__ import annotations
 
@@ -26,6 +27,20 @@ def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("PYPTO_CACHE", "PYPTO_CACHE_READONLY", "PYPTO_CACHE_FAULT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+
+
+@pytest.fixture(scope="module")
+def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store of a module that uses ``module_store``: one for all its tests."""
+    return tmp_path_factory.mktemp("module-store")
+
+
+@pytest.fixture
+def module_store(store_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PYPTO_CACHE_DIR at the module's one store (``pytestmark =
+    pytest.mark.usefixtures("module_store")``): each program compiles once, later tests (and
+    the child processes they start) hit it."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(store_root))
 
 
 @pytest.fixture

@@ -4,14 +4,12 @@ interpreter and reads the traceback it prints."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from pypto_testing.scripts import ADD_PROGRAM_SOURCE
+from pypto_testing.scripts import ADD_PROGRAM_SOURCE, run_user_script, traceback_frames
 
 PROGRAM = (
     "import numpy as np\nimport pypto.runtime as rt\n"
@@ -39,19 +37,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(tmp_path: Path, store: Path, call: str, full: str | None) -> subprocess.CompletedProcess[str]:
-    script = tmp_path / "user_program.py"
-    script.write_text(PROGRAM.replace("CALL", call))
-    env = {k: v for k, v in os.environ.items() if k != "PYPTO_FULL_TRACEBACK"}
-    env["PYPTO_CACHE_DIR"] = str(store)
-    if full is not None:
-        env["PYPTO_FULL_TRACEBACK"] = full
-    return subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False, timeout=300
-    )
-
-
-def _frames(stderr: str) -> list[str]:
-    return [ln.strip() for ln in stderr.splitlines() if ln.strip().startswith('File "')]
+    return run_user_script(tmp_path / "user_program.py", PROGRAM.replace("CALL", call), store, full)
 
 
 @pytest.mark.parametrize("case", sorted(CALLS))
@@ -59,7 +45,7 @@ def test_argument_error_trimmed_to_the_users_call(tmp_path: Path, store: Path, c
     call, message = CALLS[case]
     r = _run(tmp_path, store, call, None)
     assert r.returncode == 1, r.stderr
-    frames = _frames(r.stderr)
+    frames = traceback_frames(r.stderr)
     assert len(frames) == 2, r.stderr
     assert "user_program.py" in frames[0]  # the user's call ...
     # ... and the entry point that re-raised (a @pl.jit function's own __call__, which is
@@ -71,6 +57,6 @@ def test_argument_error_trimmed_to_the_users_call(tmp_path: Path, store: Path, c
 def test_full_traceback_on_request(tmp_path: Path, store: Path) -> None:
     r = _run(tmp_path, store, CALLS["jit_float64"][0], "1")
     assert r.returncode == 1
-    frames = _frames(r.stderr)
+    frames = traceback_frames(r.stderr)
     assert len(frames) > 4, r.stderr
     assert any("binding.py" in f for f in frames), r.stderr

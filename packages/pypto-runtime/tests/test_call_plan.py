@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,22 +21,14 @@ from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.host_tensors import describe
 from pypto.runtime.runner import _chip_view
 
+pytestmark = pytest.mark.usefixtures("module_store")  # one store: each program compiles once
+
 R, C = 16, 64
 
 
 # objects of this module's own: the tests check what calls store on them
 plan_add = make_add()
 plan_scale = make_scale()
-
-
-@pytest.fixture(scope="module")
-def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("plan-store")
-
-
-@pytest.fixture(autouse=True)
-def _shared_store(store_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYPTO_CACHE_DIR", str(store_root))
 
 
 def ones() -> np.ndarray:

@@ -24,6 +24,8 @@ import pypto.runtime as rt
 from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.host_tensors import TensorBindingError, describe
 
+pytestmark = pytest.mark.usefixtures("module_store")  # one store: each program compiles once
+
 R, C = 16, 64
 
 
@@ -36,17 +38,6 @@ def ones(*shape: int) -> np.ndarray:
 
 def seq(*shape: int) -> np.ndarray:
     return np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
-
-
-@pytest.fixture(scope="module")
-def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("inputs-store")
-
-
-@pytest.fixture(autouse=True)
-def _shared_store(store_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # One store for the module: each program compiles once, later tests (and children) hit it.
-    monkeypatch.setenv("PYPTO_CACHE_DIR", str(store_root))
 
 
 @pytest.fixture

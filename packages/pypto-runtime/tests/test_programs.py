@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from pypto.runtime.mode_gate import ModeConflictError, ProcessMode
 from pypto.runtime.store import ArtifactStore
 from pypto_testing.forms import TwoEntries
 from pypto_testing.programs import COLS, EXAMPLES, ROWS, Example, add_chunks, dynamic_rows, scalar_param, silu
+
+pytestmark = pytest.mark.usefixtures("module_store")  # one store: each program compiles once
 
 RNG = np.random.default_rng(7)
 
@@ -56,17 +59,6 @@ def _case(ex: Example) -> tuple[Any, tuple[Any, ...], tuple[tuple[int, ...], ...
 
 # name -> (fn, inputs, outputs, numpy reference over inputs)
 CASES = {case: _case(EXAMPLES[name]) for case, name in _RUN.items()}
-
-
-@pytest.fixture(scope="module")
-def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("e2e-store")
-
-
-@pytest.fixture(autouse=True)
-def _shared_store(store_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # One store for the module: each program compiles once and later tests hit the cache.
-    monkeypatch.setenv("PYPTO_CACHE_DIR", str(store_root))
 
 
 def _check(got: Any, want: Any) -> None:
@@ -373,28 +365,18 @@ def test_program_without_return_values_returns_none() -> None:
 
 
 def test_concurrent_program_calls_from_threads() -> None:
-    import threading
-
     fn, inputs, out_shapes, _ref = CASES["elementwise"]
     prog = rt.compile(fn, *inputs, z(*out_shapes[0]))
-    errors: list[BaseException] = []
 
     def worker(seed: int) -> None:
         rng = np.random.default_rng(seed)
-        try:
-            for _ in range(5):
-                a = rng.standard_normal((ROWS, COLS)).astype(np.float32)
-                b = rng.standard_normal((ROWS, COLS)).astype(np.float32)
-                np.testing.assert_allclose(prog(a, b), a + b, rtol=1e-6)
-        except BaseException as exc:
-            errors.append(exc)
+        for _ in range(5):
+            a = rng.standard_normal((ROWS, COLS)).astype(np.float32)
+            b = rng.standard_normal((ROWS, COLS)).astype(np.float32)
+            np.testing.assert_allclose(prog(a, b), a + b, rtol=1e-6)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(worker, range(4)))  # four callers at once; a caller's failure is raised here
 
 
 def test_a_device_platform_without_cann_keeps_sources_and_says_so(

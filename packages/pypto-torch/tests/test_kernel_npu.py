@@ -190,22 +190,18 @@ def test_torch_backend_autoload_failure_is_explained_with_the_fix(tmp_path: Any)
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     env.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)
-    code = "import pypto.torch"
-    r = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
+
+    def child(code: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
+        )
+
+    r = child("import pypto.torch")
     assert r.returncode != 0
     assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in r.stderr
     assert "CANN's environment is missing" in r.stderr
     assert "libhccl.so" in r.stderr
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # the fix it names
-    r = subprocess.run(
-        [sys.executable, "-c", code + "; print('imported')"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    r = child("import pypto.torch; print('imported')")
     assert r.returncode == 0, r.stderr
     assert "imported" in r.stdout

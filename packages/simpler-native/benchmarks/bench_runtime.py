@@ -147,6 +147,18 @@ def tensor(a: np.ndarray) -> simpler.Tensor:
     return Buffer.wrap(a.ctypes.data, a.nbytes, owner=a).tensor(a.shape, dt)
 
 
+def binary_args(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: int) -> TaskArgs:
+    """``(a In, b In, c Out, scalar UINT32)``: the arguments of ``vadd_tiles`` and ``matmul_tiles``."""
+    args = TaskArgs().add_tensor(tensor(a), D.In).add_tensor(tensor(b), D.In).add_tensor(tensor(c), D.Out)
+    return args.add_scalar(scalar, DataType.UINT32)
+
+
+def ms_row(label: str, sim: Callable[[], None], ref: Callable[[], Any], repeat: int) -> tuple[str, ...]:
+    """A table row: the best of ``repeat`` timings of ``sim`` and of ``ref`` in ms, and their ratio."""
+    sim_s, ref_s = best_of(sim, repeat), best_of(ref, repeat)
+    return (label, f"{sim_s * 1e3:.2f}", f"{ref_s * 1e3:.2f}", f"{sim_s / ref_s:.2f}x")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes (smoke run)")
@@ -252,45 +264,23 @@ def main() -> int:
         b = rng.standard_normal(n_vec).astype(np.float32)
         c = np.zeros_like(a)
         tile = 1 << 14
-        vargs = (
-            TaskArgs().add_tensor(tensor(a), D.In).add_tensor(tensor(b), D.In).add_tensor(tensor(c), D.Out)
-        )
-        vargs.add_scalar(tile, DataType.UINT32)
+        vargs = binary_args(a, b, c, tile)
         w.run(h["vadd_tiles"], vargs)
         np.testing.assert_allclose(c, a + b)
-        sim_s = best_of(lambda: w.run(h["vadd_tiles"], vargs), repeat)
         ra, rb = to_ref(a), to_ref(b)
-        ref_s = best_of(lambda: add_ref(ra, rb), repeat)
-        rows.append(
-            (
-                f"vector add {n_vec:,} f32, {n_vec // tile} tiles (ms)",
-                f"{sim_s * 1e3:.2f}",
-                f"{ref_s * 1e3:.2f}",
-                f"{sim_s / ref_s:.2f}x",
-            )
-        )
+        label = f"vector add {n_vec:,} f32, {n_vec // tile} tiles (ms)"
+        rows.append(ms_row(label, lambda: w.run(h["vadd_tiles"], vargs), lambda: add_ref(ra, rb), repeat))
 
         # 3. Tiled matmul (plain-loop kernel).
         A = rng.standard_normal((n_mat, n_mat)).astype(np.float32)
         B = rng.standard_normal((n_mat, n_mat)).astype(np.float32)
         C = np.zeros_like(A)
-        margs = (
-            TaskArgs().add_tensor(tensor(A), D.In).add_tensor(tensor(B), D.In).add_tensor(tensor(C), D.Out)
-        )
-        margs.add_scalar(64, DataType.UINT32)
+        margs = binary_args(A, B, C, 64)
         w.run(h["matmul_tiles"], margs)
         np.testing.assert_allclose(C, A @ B, rtol=1e-3, atol=1e-3)
-        sim_s = best_of(lambda: w.run(h["matmul_tiles"], margs), repeat)
         rA, rB = to_ref(A), to_ref(B)
-        ref_s = best_of(lambda: mm_ref(rA, rB), repeat)
-        rows.append(
-            (
-                f"matmul {n_mat}x{n_mat} f32, 64x64 tiles, plain-loop C kernel (ms)",
-                f"{sim_s * 1e3:.2f}",
-                f"{ref_s * 1e3:.2f}",
-                f"{sim_s / ref_s:.2f}x",
-            )
-        )
+        label = f"matmul {n_mat}x{n_mat} f32, 64x64 tiles, plain-loop C kernel (ms)"
+        rows.append(ms_row(label, lambda: w.run(h["matmul_tiles"], margs), lambda: mm_ref(rA, rB), repeat))
 
     # 4. The tile library's cube pipeline: 384x384x384 in 64x64 tiles on one cube thread, against
     # torch.matmul on one thread (same thread count); the old scalar tile matmul in the same run.
@@ -306,13 +296,7 @@ def main() -> int:
                 simpler.ChipCallable.build(ORCHS["matmul_tiles"], "matmul_tiles", obin, children=kids)
             )
             C = np.zeros_like(A)
-            targs = (
-                TaskArgs()
-                .add_tensor(tensor(A), D.In)
-                .add_tensor(tensor(B), D.In)
-                .add_tensor(tensor(C), D.Out)
-            )
-            targs.add_scalar(64, DataType.UINT32)
+            targs = binary_args(A, B, C, 64)
             tw.run(th, targs)
             np.testing.assert_allclose(C, want, rtol=1e-4, atol=1e-3)
             times[name] = best_of(lambda: tw.run(th, targs), repeat)  # noqa: B023 - called at once

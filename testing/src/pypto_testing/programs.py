@@ -16,7 +16,7 @@ from typing import Any
 
 import pypto.language as pl
 
-__all__ = ["COLS", "EXAMPLES", "ROWS", "TILE", "Example", "M"]
+__all__ = ["COLS", "EXAMPLES", "ROWS", "TILE", "Example", "M", "matmul_32"]
 
 ROWS, COLS, TILE = 256, 64, 64
 
@@ -143,7 +143,8 @@ def split_k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
 
 
 @pl.jit.incore
-def _mm_kernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+def matmul_32(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """``out = a @ b`` for FP32 [32, 32] tensors: one cube kernel (``fused_linear``'s first)."""
     ta = pl.move(
         pl.load(a, [0, 0], [32, 32], target_memory=pl.MemorySpace.Mat), target_memory=pl.MemorySpace.Left
     )
@@ -163,7 +164,7 @@ def _bias_relu_kernel(x: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
 @pl.jit
 def fused_linear(x: pl.Tensor, w: pl.Tensor, bias: pl.Tensor, y: pl.Out[pl.Tensor]):
     mid = pl.create_tensor([32, 32], dtype=pl.FP32)
-    mid = _mm_kernel(x, w, mid)
+    mid = matmul_32(x, w, mid)
     y = _bias_relu_kernel(mid, bias, y)
     return y
 

@@ -8,8 +8,9 @@ layers above import only these names.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pypto.ir.lazy_face import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -153,6 +154,7 @@ _FACE: dict[str, tuple[str, str]] = {
     "validate_param_names": ("pypto.ir.param_info", "validate_param_names"),
     "validate_return_aliases": ("pypto.ir.param_info", "validate_return_aliases"),
     "view_bounds_problem": ("pypto.ir.storage_rules", "view_bounds_problem"),
+    "lazy_getattr": ("pypto.ir.lazy_face", "lazy_getattr"),
 }
 
 __all__ = [
@@ -212,6 +214,7 @@ __all__ = [
     "get_jit_compiler",
     "get_jit_executor",
     "get_platform",
+    "lazy_getattr",
     "parse_platform",
     "partial_overlap",
     "plan_key",
@@ -232,13 +235,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    where = _FACE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
-    value = getattr(importlib.import_module(where[0]), where[1])
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _FACE, globals())
 
 
 def __dir__() -> list[str]:

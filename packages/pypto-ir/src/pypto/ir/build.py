@@ -46,6 +46,7 @@ class Build:
     supplied: tuple[bool, ...] | None
     orchestrations: tuple[str, ...]  # the orchestrations compiled (the entry)
     params: tuple[ParamInfo, ...] = ()  # aliases: the logical signature
+    ssa_form: Program | None = None  # aliases: the parsed IR in SSA form (lower's first stage)
     raw_aliases: tuple[int | None, ...] = ()  # aliases: per return, the parameter (or None)
     aliases: tuple[int, ...] = ()  # contract: the validated return aliases
     lowered: Program | None = None  # lower
@@ -73,6 +74,7 @@ def target(b: Build) -> None:
 def aliases(b: Build) -> None:
     """A second SSA run, on the original IR: aliases come from the original IR, in SSA form."""
     original = ssa.run(b.program)
+    b.ssa_form = original
     b.raw_aliases = entry_aliases(original)
     b.params = signature_of(b.program)
 

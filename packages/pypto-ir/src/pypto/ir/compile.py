@@ -66,8 +66,12 @@ class CompileResult:
         return os.fspath(self.output_dir)
 
 
-def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write_text(path: Path, text: str, made: set[Path] | None = None) -> None:
+    """Write ``path`` atomically, creating its directory first (once per directory in ``made``)."""
+    if made is None or path.parent not in made:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if made is not None:
+            made.add(path.parent)
     atomic_write(path, text)
 
 
@@ -131,8 +135,10 @@ def compile_to_files(
     assert b.meta is not None  # the metadata step ran
     files: list[Path] = []
     try:
+        out.mkdir(parents=True, exist_ok=True)
+        made = {out}
         for rel, text in b.texts.items():
-            _write_text(out / rel, text)
+            _write_text(out / rel, text, made)
             files.append(out / rel)
         files.append(write_metadata(out, b.meta))  # last: its presence means the directory is complete
     except BaseException:

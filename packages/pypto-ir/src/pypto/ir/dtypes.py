@@ -16,6 +16,10 @@ from typing import NamedTuple
 class DataType(enum.Enum):
     """An element type. ``value`` is the canonical name used in metadata JSON."""
 
+    # members are singletons compared by identity: hash them by identity too (C-level; Enum's
+    # own __hash__ is a Python call, paid on every dict or set lookup the compiler makes)
+    __hash__ = object.__hash__
+
     FP32 = "FP32"
     FP16 = "FP16"
     BF16 = "BF16"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -20,6 +19,11 @@ __all__ = ["atomic_write"]
 
 # errno values of a filesystem without hard links (the no-replace publish then checks and renames)
 _NO_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK})
+
+_TEMP_FLAGS = (
+    os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+) | getattr(os, "O_BINARY", 0)
+_TEMP_ATTEMPTS = 100  # tempfile.mkstemp's bound on name collisions
 
 
 def atomic_write(
@@ -52,23 +56,20 @@ def atomic_write(
     target = Path(path)
     if not replace and os.path.lexists(target):
         raise FileExistsError(errno.EEXIST, "exists and replace=False", str(target))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = _create_sibling(target)
     try:
-        with os.fdopen(fd, "wb") as f:
-            if isinstance(data, str):
-                f.write(data.encode("utf-8"))
-            elif isinstance(data, bytes | bytearray | memoryview):
-                f.write(data)
-            else:
+        if isinstance(data, str | bytes | bytearray | memoryview):
+            # the bytes straight to the descriptor: no buffered file object for one write
+            try:
+                _write_all(fd, data.encode("utf-8") if isinstance(data, str) else data)
+                _finish(fd, mode)
+            finally:
+                os.close(fd)
+        else:
+            with os.fdopen(fd, "wb") as f:
                 data(f)
-            f.flush()
-            if mode is None:
-                umask = os.umask(0o022)
-                os.umask(umask)
-                mode = 0o666 & ~umask
-            if mode != 0o600:  # mkstemp created it 0600
-                os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
+                f.flush()
+                _finish(f.fileno(), mode)
         if replace:
             os.replace(tmp, target)
         else:
@@ -82,6 +83,35 @@ def atomic_write(
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def _create_sibling(target: Path) -> tuple[int, str]:
+    """Create ``.<name>.<random>.tmp`` beside ``target``, exclusively, never through a symlink,
+    mode 0600 (what ``tempfile.mkstemp`` does, without its per-call Python overhead)."""
+    for _ in range(_TEMP_ATTEMPTS):
+        tmp = os.path.join(target.parent, f".{target.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(target.parent))
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data).cast("B")
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _finish(fd: int, mode: int | None) -> None:
+    """Set the new file's permission bits (it was created 0600), then fsync it."""
+    if mode is None:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    if mode != 0o600:
+        os.fchmod(fd, mode)
+    os.fsync(fd)
 
 
 def _publish_new(tmp: str, target: Path) -> None:

@@ -21,6 +21,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _json_str
 from pathlib import Path
 from typing import Any
 
@@ -286,6 +287,52 @@ class ArtifactMetadata:
         return _parse(data, require)
 
 
+class _NotPlain(Exception):
+    """A value :func:`json_text` leaves to ``json.dumps``."""
+
+
+def json_text(data: Any) -> str:
+    """``json.dumps(data, indent=2)``, the same text, for the plain data ``to_json`` gives
+    (dicts with string keys, lists, strings, numbers, booleans, None); the json module's own
+    encoder is pure Python when indenting, this is about twice as fast. Anything else is
+    encoded by ``json.dumps``."""
+    try:
+        return _json_plain(data, "")
+    except _NotPlain:
+        return json.dumps(data, indent=2)
+
+
+def _json_plain(o: Any, pad: str) -> str:
+    if isinstance(o, str):
+        return _json_str(o)
+    if o is None:
+        return "null"
+    if o is True:
+        return "true"
+    if o is False:
+        return "false"
+    if isinstance(o, int):
+        return int.__repr__(o)
+    if isinstance(o, float):
+        return json.dumps(o)  # NaN and the infinities as json spells them
+    inner = pad + "  "
+    sep = ",\n" + inner
+    if isinstance(o, list | tuple):
+        if not o:
+            return "[]"
+        return "[\n" + inner + sep.join([_json_plain(x, inner) for x in o]) + "\n" + pad + "]"
+    if isinstance(o, dict):
+        if not o:
+            return "{}"
+        parts = []
+        for k, v in o.items():
+            if not isinstance(k, str):
+                raise _NotPlain
+            parts.append(_json_str(k) + ": " + _json_plain(v, inner))
+        return "{\n" + inner + sep.join(parts) + "\n" + pad + "}"
+    raise _NotPlain
+
+
 def write_metadata(directory: str | os.PathLike[str], meta: ArtifactMetadata) -> Path:
     """Write ``compiled_meta.json`` once, atomically and durably (:func:`atomic_write`).
 
@@ -295,7 +342,7 @@ def write_metadata(directory: str | os.PathLike[str], meta: ArtifactMetadata) ->
     target = d / META_FILE
     if target.exists():
         raise FileExistsError(f"{target} already exists; metadata is written once per compiled directory")
-    text = json.dumps(meta.to_json(), indent=2, sort_keys=False) + "\n"
+    text = json_text(meta.to_json()) + "\n"
     _parse(json.loads(text), None)  # never write what the reader would reject
     try:
         atomic_write(target, text, replace=False, sync_dir=True)

@@ -44,6 +44,10 @@ class SignatureError(ValueError):
 class ParamDirection(enum.Enum):
     """How a kernel uses a tensor parameter. Scalars are always ``IN``."""
 
+    # members are singletons compared by identity: hash them by identity too (C-level; Enum's
+    # own __hash__ is a Python call, paid on every dict or set lookup the compiler makes)
+    __hash__ = object.__hash__
+
     IN = "In"
     OUT = "Out"
     INOUT = "InOut"
@@ -55,6 +59,10 @@ class ParamDirection(enum.Enum):
 
 class Layout(enum.Enum):
     """Storage layout of a tensor parameter: row-major ND, or the fractal NZ form."""
+
+    # members are singletons compared by identity: hash them by identity too (C-level; Enum's
+    # own __hash__ is a Python call, paid on every dict or set lookup the compiler makes)
+    __hash__ = object.__hash__
 
     ND = "ND"
     NZ = "NZ"

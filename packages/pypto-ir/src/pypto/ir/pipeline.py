@@ -55,7 +55,7 @@ from pypto.ir.passes import (
     task_barriers,
     tensor_to_tile,
 )
-from pypto.ir.verifier import VerifyLevel, verify
+from pypto.ir.verifier import VerifyLevel, VerifyMemo, verify
 
 __all__ = ["COMPILE", "STAGES", "Build", "LowerResult", "Stage", "Step", "lower", "run_compile"]
 
@@ -90,19 +90,28 @@ def lower(program: Program, *, check: bool = True, stages: tuple[Stage, ...] | N
     """Run ``stages`` (default ``STAGES``) in order, verifying before the first and after each one."""
     if stages is None:
         stages = STAGES
+    memo = VerifyMemo()  # a function a stage hands on unchanged is not verified twice
     if check:
-        verify(program, VerifyLevel(), "parse")
+        verify(program, VerifyLevel(), "parse", memo)
     trace = []
     for stage in stages:
         program = stage.run(program)
         if check:
-            verify(program, stage.after, stage.name)
+            verify(program, stage.after, stage.name, memo)
         trace.append((stage.name, program))
     return LowerResult(program, tuple(trace))
 
 
 def _lower(b: Build) -> None:
-    b.lowered = lower(b.program).program
+    stages = STAGES
+    known = b.ssa_form
+    if known is not None and stages and stages[0].run is ssa.run:
+        # the aliases step has run SSA on this very program (a pure function of it): reuse it
+        def first(p: Program, done: Program = known) -> Program:
+            return done if p is b.program else ssa.run(p)
+
+        stages = (Stage(stages[0].name, first, stages[0].after), *stages[1:])
+    b.lowered = lower(b.program, stages=stages).program
 
 
 @dataclass(frozen=True)

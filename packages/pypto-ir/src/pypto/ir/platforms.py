@@ -94,6 +94,23 @@ DEFAULT_RUNTIME = TMR
 """The runtime used where none is given (every platform provides it)."""
 
 
+# the Platform fields of each on-chip buffer's capacity and alignment
+_CAPACITY_FIELD = {
+    MemorySpace.Vec: "ub_bytes",
+    MemorySpace.Mat: "l1_bytes",
+    MemorySpace.Left: "l0a_bytes",
+    MemorySpace.Right: "l0b_bytes",
+    MemorySpace.Acc: "l0c_bytes",
+}
+_ALIGN_FIELD = {
+    MemorySpace.Vec: "ub_align",
+    MemorySpace.Mat: "l1_align",
+    MemorySpace.Left: "l0ab_align",
+    MemorySpace.Right: "l0ab_align",
+    MemorySpace.Acc: "l0c_align",
+}
+
+
 @dataclass(frozen=True)
 class Platform:
     """One platform: its name, the hardware it is (or simulates), the chip runtimes it provides,
@@ -120,23 +137,11 @@ class Platform:
 
     def capacity(self, space: MemorySpace) -> int:
         """Bytes of the buffer that holds tiles of ``space``."""
-        return {
-            MemorySpace.Vec: self.ub_bytes,
-            MemorySpace.Mat: self.l1_bytes,
-            MemorySpace.Left: self.l0a_bytes,
-            MemorySpace.Right: self.l0b_bytes,
-            MemorySpace.Acc: self.l0c_bytes,
-        }[space]
+        return getattr(self, _CAPACITY_FIELD[space])  # type: ignore[no-any-return]
 
     def alignment(self, space: MemorySpace) -> int:
         """Start-address alignment of a tile in ``space`` (its size is rounded up to it)."""
-        return {
-            MemorySpace.Vec: self.ub_align,
-            MemorySpace.Mat: self.l1_align,
-            MemorySpace.Left: self.l0ab_align,
-            MemorySpace.Right: self.l0ab_align,
-            MemorySpace.Acc: self.l0c_align,
-        }[space]
+        return getattr(self, _ALIGN_FIELD[space])  # type: ignore[no-any-return]
 
 
 class _Capacities(TypedDict):
@@ -289,21 +294,24 @@ def buffer_peaks(platform: Platform, tiles: Iterable[TileAlloc]) -> dict[MemoryS
     """Per on-chip memory space, the peak of the tiles live at once, each tile rounded up to its
     buffer's alignment. The peak is reached where a tile becomes live, so only those points
     are tried; with no live ranges at all it is the sum of every tile."""
-    tiles = tuple(tiles)
+    by_space: dict[MemorySpace, list[TileAlloc]] = {}
+    for t in tiles:
+        by_space.setdefault(t.space, []).append(t)
     peaks: dict[MemorySpace, BufferPeak] = {}
     for space in TILE_SPACES:
-        align = platform.alignment(space)
-        mine = sorted(
-            (t for t in tiles if t.space is space), key=lambda t: -1 if t.live is None else t.live[0]
-        )
-        starts = sorted({t.live[0] for t in mine if t.live is not None})
-        points: list[int | None] = [*starts] if starts else [None]
         best = BufferPeak(0, (), None)
-        for q in points:
-            live = tuple(t for t in mine if q is None or t.live_at(q))
-            n = sum(_aligned(t.nbytes, align) for t in live)
-            if n > best.nbytes:
-                best = BufferPeak(n, live, q)
+        mine = by_space.get(space)
+        if mine:
+            align = platform.alignment(space)
+            mine.sort(key=lambda t: -1 if t.live is None else t.live[0])
+            sized = [(t, t.live, _aligned(t.nbytes, align)) for t in mine]
+            starts = sorted({t.live[0] for t in mine if t.live is not None})
+            points: list[int | None] = [*starts] if starts else [None]
+            for q in points:
+                live = [(t, n) for t, r, n in sized if q is None or r is None or r[0] <= q <= r[1]]
+                total = sum(n for _, n in live)
+                if total > best.nbytes:
+                    best = BufferPeak(total, tuple(t for t, _ in live), q)
         peaks[space] = best
     return peaks
 

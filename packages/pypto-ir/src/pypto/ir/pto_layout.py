@@ -18,6 +18,7 @@ at run time (``Tile<..., -1, -1> t(rows, cols)``) and the padding is never read 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pypto.ir.dtypes import DataType
@@ -54,6 +55,7 @@ def _elem_bytes(dtype: DataType) -> int:
     return max(1, dtype.bits // 8)
 
 
+@functools.lru_cache(maxsize=1024)  # a kernel asks for its few tile types many times over
 def pto_tile(t: TileType) -> PtoTile:
     """The physical PTO-ISA tile that holds an IR tile of type ``t`` (2-D)."""
     r, c = (int(x) for x in t.shape)

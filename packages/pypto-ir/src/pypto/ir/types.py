@@ -42,6 +42,10 @@ class _PlEnum(enum.Enum):
     """An enum of the ``pl`` namespace: its repr is how kernel source names a member
     (``pl.Level.CORE_GROUP``), which the printer and error messages write."""
 
+    # members are singletons compared by identity: hash them by identity too (C-level; Enum's
+    # own __hash__ is a Python call, paid on every dict or set lookup the compiler makes)
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return f"pl.{type(self).__name__}.{self.name}"
 

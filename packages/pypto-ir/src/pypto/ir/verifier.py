@@ -5,10 +5,17 @@ once, that every op's recorded type is what the op registry infers from its oper
 where each kind of statement may appear (no scopes or calls inside kernels; after outlining
 no scopes and no on-core ops in orchestrations; after lowering no tensor-level compute in
 kernels). A failure names the function, the statement, the op and its operand types.
+
+IR nodes are immutable, so within one run of the pipeline (``pipeline.lower`` passes a
+:class:`VerifyMemo`) a function object already verified at the same level, against the same
+functions, is not walked again when a stage hands it on unchanged, and an op call whose
+recorded type was checked against the registry's inference is not inferred again: each stage's
+output is still verified whole, the repeats of identical objects are what is skipped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pypto.ir import nodes
@@ -17,7 +24,7 @@ from pypto.ir.ops import OPS, OpError, infer
 from pypto.ir.passes.tensor_to_tile import fits_one_tile
 from pypto.ir.types import ScalarType, TensorType, TileType
 
-__all__ = ["VerifyError", "VerifyLevel", "verify"]
+__all__ = ["VerifyError", "VerifyLevel", "VerifyMemo", "verify"]
 
 
 class VerifyError(PyptoCompileError):
@@ -31,14 +38,54 @@ class VerifyLevel:
     lowered: bool = False
 
 
-def verify(program: nodes.Program, level: VerifyLevel = VerifyLevel(), stage: str = "") -> None:
+class VerifyMemo:
+    """What one run of the pipeline has verified (module docstring). Keyed by object identity;
+    the objects are held here, so an id is not reused while the memo lives."""
+
+    def __init__(self) -> None:
+        # (id(function), level[, ids of the program's functions]) -> the objects the key names
+        self.functions: dict[tuple[object, ...], object] = {}
+        self.calls: dict[int, nodes.Call] = {}  # id -> an op call whose recorded type is inferred
+
+
+def verify(
+    program: nodes.Program,
+    level: VerifyLevel = VerifyLevel(),
+    stage: str = "",
+    memo: VerifyMemo | None = None,
+) -> None:
+    """Check ``program`` against the invariants of ``level``; ``stage`` names the stage that
+    produced it in a failure. ``memo`` skips what an earlier call with the same memo checked."""
+    functions = program.functions
     for f in program.funcs:
-        _FnVerifier(program, f, level, stage).run()
+        key: tuple[object, ...] = ()
+        if memo is not None:
+            # a kernel calls no function, so its checks read nothing but itself; an
+            # orchestration's calls are checked against its callees' parameters, and the
+            # ``lowered`` level checks kernels only
+            if f.func_type.is_kernel:
+                key = (id(f), level)
+            else:
+                key = (id(f), level.ssa, level.outlined, *map(id, program.funcs))
+            if key in memo.functions:
+                continue
+        _FnVerifier(functions, f, level, stage, memo).run()
+        if memo is not None:
+            memo.functions[key] = (f, program.funcs)
 
 
 class _FnVerifier:
-    def __init__(self, program: nodes.Program, fn: nodes.Function, level: VerifyLevel, stage: str) -> None:
-        self.program = program
+    def __init__(
+        self,
+        functions: Mapping[str, nodes.Function],
+        fn: nodes.Function,
+        level: VerifyLevel,
+        stage: str,
+        memo: VerifyMemo | None,
+    ) -> None:
+        self.functions = functions  # the program's, for the calls of an orchestration
+        self.memo = memo
+        self.kernel = fn.func_type.is_kernel
         self.fn = fn
         self.level = level
         self.stage = stage
@@ -66,13 +113,14 @@ class _FnVerifier:
         self.assigned.add(v.name)
 
     def use(self, e: nodes.Arg, scope: set[str], s: object) -> None:
-        if isinstance(e, tuple):
-            for x in e:
-                self.use(x, scope, s)
-            return
-        if isinstance(e, nodes.Var):
+        if isinstance(e, nodes.Var):  # the commonest operand first
             if e.name not in scope:
                 raise self.fail(f"{e.name!r} is used but not defined here", s)
+        elif isinstance(e, nodes.Const):
+            return
+        elif isinstance(e, tuple):
+            for x in e:
+                self.use(x, scope, s)
         elif isinstance(e, nodes.BinOp):
             self.use(e.lhs, scope, s)
             self.use(e.rhs, scope, s)
@@ -88,15 +136,19 @@ class _FnVerifier:
             self.check_callfunc(e, s)
 
     def check_call(self, e: nodes.Call, s: object) -> None:
-        types = [a.type for a in e.args if not isinstance(a, tuple)]
-        try:
-            want = infer(e.op, types, dict(e.attrs))
-        except OpError as exc:
-            ops = ", ".join(str(t) for t in types)
-            raise self.fail(f"op {e.op} rejects operands ({ops}): {exc}", s) from None
-        if want != e.type:
-            raise self.fail(f"op {e.op} records type {e.type} but its operands give {want}", s)
-        kernel = self.fn.func_type.is_kernel
+        memo = self.memo
+        if memo is None or id(e) not in memo.calls:
+            types = [a.type for a in e.args if not isinstance(a, tuple)]
+            try:
+                want = infer(e.op, types, dict(e.attrs))
+            except OpError as exc:
+                ops = ", ".join(str(t) for t in types)
+                raise self.fail(f"op {e.op} rejects operands ({ops}): {exc}", s) from None
+            if want != e.type:
+                raise self.fail(f"op {e.op} records type {e.type} but its operands give {want}", s)
+            if memo is not None:
+                memo.calls[id(e)] = e
+        kernel = self.kernel
         if self.level.outlined and not kernel and OPS[e.op].on_core:
             raise self.fail(f"op {e.op} runs on a core but appears in orchestration", s)
         if (
@@ -110,9 +162,9 @@ class _FnVerifier:
             raise self.fail("tensor.create inside a kernel that does not fit one tile", s)
 
     def check_callfunc(self, e: nodes.CallFunc, s: object) -> None:
-        if self.fn.func_type.is_kernel:
+        if self.kernel:
             raise self.fail(f"kernel calls function {e.callee!r}", s)
-        callee = self.program.functions.get(e.callee)
+        callee = self.functions.get(e.callee)
         if callee is None:
             raise self.fail(f"call of unknown function {e.callee!r}", s)
         if len(callee.params) != len(e.args):
@@ -225,7 +277,7 @@ class _FnVerifier:
                 for v in s.values:
                     self.use(v, scope, s)
             elif isinstance(s, nodes.Scope):
-                if self.fn.func_type.is_kernel or in_scope:
+                if self.kernel or in_scope:
                     raise self.fail("pl.at scope inside a kernel or another scope", s)
                 if self.level.outlined:
                     raise self.fail("pl.at scope survived outlining", s)

@@ -4,13 +4,15 @@ programs: the binder, the ``@pl.jit`` function types, the host-orchestrator trac
 Users write programs with ``pypto.language`` (``pl``) and ``pypto.language.distributed``
 (``pld``); the layers above import those two and this module only, never another
 ``pypto.language`` submodule (``testing/tests/test_faces.py`` checks it). Names load on first
-use, so importing this module loads nothing else.
+use, so importing this module loads nothing else (but ``pypto.ir``'s lazy face and
+:mod:`pypto.ir.lazy_face`).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pypto.ir.lazy_face import lazy_getattr
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from pypto.language import typing
@@ -64,11 +66,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    where = _FACE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'pypto.language.interface' has no attribute {name!r}")
-    module = importlib.import_module(where[0])
-    value = getattr(module, where[1]) if where[1] else module
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _FACE, globals())

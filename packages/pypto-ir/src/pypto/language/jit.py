@@ -133,12 +133,21 @@ class JITFunction(DecoratedFunction):
         # binding.fast_key of an all-positional call -> its specialisation (no binding needed)
         self._fast: dict[tuple[Any, ...], Specialization] = {}
         self._nparams = len(self._sig.parameters)
+        # every parameter may be passed by position (no *args, **kwargs or keyword-only ones)
+        self._positional = all(
+            p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            for p in self._sig.parameters.values()
+        )
         # The installed executor's plan for repeat calls (pypto.ir.execution.set_executor_plan;
         # pypto.runtime keeps its hot call here): None until the executor sets one.
         self.executor_plan: Any = None
         self._lock = threading.Lock()
         self._annotations: list[tuple[str, Any]] | None = None
         self._spans: dict[str, Span] = {}
+        # with the annotations: each parameter's name in messages, and the parameters (index,
+        # name, variable) annotated with a pl.dtype_var, so a call builds neither again
+        self._what: dict[str, str] = {}
+        self._dtype_var_params: tuple[tuple[int, str, lt.DTypeVar], ...] = ()
         # parameters whose signature default is pl.RUNTIME: runtime scalars at every call
         self.runtime_defaults: frozenset[str] = frozenset(
             n for n, p in self._sig.parameters.items() if lt.is_runtime(p.default)
@@ -197,11 +206,17 @@ class JITFunction(DecoratedFunction):
             src = SourceInfo.of(self.fn)
             found = param_annotations(src, skip_self=False)
             self._spans = {n: src.span(node) for n, _, node in found}
+            self._what = {n: f"{self.fn.__name__}: parameter {n!r}" for n, _, _ in found}
+            self._dtype_var_params = tuple(
+                (i, n, var) for i, (n, a, _) in enumerate(found) if (var := _dtype_var(a)) is not None
+            )
             self._annotations = [(n, a) for n, a, _ in found]
         return self._annotations
 
     def bind(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """The call's arguments in parameter order (signature defaults filled in)."""
+        if self._positional and not kwargs and len(args) == self._nparams:
+            return args  # one argument per parameter, in order: what binding gives
         try:
             ba = self._sig.bind(*args, **kwargs)
         except TypeError as exc:
@@ -255,7 +270,8 @@ class JITFunction(DecoratedFunction):
                 if isinstance(value, lt.TensorSpec):  # run-time dims keyed by name, not extent
                     key.append(("T", tuple(_spec_dim(d) for d in value.shape), value.dtype.value))
                     continue
-                shape = shape_of(value, f"{self.fn.__name__}: parameter {name!r}")
+                what = self._what[name]
+                shape = shape_of(value, what)
                 if isinstance(inner, lt.TensorAnnotation) and inner.shape is not None:
                     shape = (
                         tuple(
@@ -264,7 +280,7 @@ class JITFunction(DecoratedFunction):
                         )
                         + shape[len(inner.shape) :]
                     )
-                key.append(("T", shape, dtype_of(value, f"{self.fn.__name__}: parameter {name!r}").value))
+                key.append(("T", shape, dtype_of(value, what).value))
             elif lt.is_runtime(value) or name in self.runtime_defaults:
                 why = "its default is pl.RUNTIME" if name in self.runtime_defaults else "passed pl.RUNTIME"
                 dtype = self._scalar_dtype(name, inner, why)
@@ -286,9 +302,9 @@ class JITFunction(DecoratedFunction):
     def _check_dtype_vars(self, key: list[Any]) -> None:
         """Every tensor annotated with one ``pl.dtype_var`` has one dtype, an allowed one."""
         bound: dict[str, tuple[str, str]] = {}
-        for (name, ann), k in zip(self._param_annotations(), key, strict=True):
-            var = _dtype_var(ann)
-            if var is None or k[0] != "T":
+        for i, name, var in self._dtype_var_params:  # call_key has read the annotations
+            k = key[i]
+            if k[0] != "T":
                 continue
             if var.allowed and k[2] not in [d.value for d in var.allowed]:
                 raise TypeError(

@@ -35,6 +35,7 @@ __all__ = [
     "Tuple",
     "TupleAnnotation",
     "annotation_text",
+    "complete_tensor",
     "dtype_var",
     "dynamic",
     "is_runtime",
@@ -122,6 +123,15 @@ class TensorAnnotation:
     shape: tuple[int | DynDim, ...] | None
     dtype: DataType | DTypeVar | None
     layout: Layout = Layout.ND
+
+
+def complete_tensor(ann: object) -> tuple[tuple[int | DynDim, ...], DataType, Layout] | None:
+    """``(shape, dtype, layout)`` of a ``pl.Tensor[[dims], dtype]`` annotation that gives both its
+    shape and a dtype (not a ``pl.dtype_var``); None for anything else (a bare ``pl.Tensor``, a
+    dtype variable, no tensor annotation at all)."""
+    if isinstance(ann, TensorAnnotation) and ann.shape is not None and isinstance(ann.dtype, DataType):
+        return ann.shape, ann.dtype, ann.layout
+    return None
 
 
 @dataclass(frozen=True)

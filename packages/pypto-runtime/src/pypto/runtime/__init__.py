@@ -12,10 +12,9 @@ The multi-chip runtime (:mod:`pypto.runtime.distributed`, torch declared by the
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
-from pypto.ir import set_host_compiler, set_jit_compiler, set_jit_executor
+from pypto.ir import lazy_getattr, set_host_compiler, set_jit_compiler, set_jit_executor
 from pypto.runtime.api import compile, compile_artifact, jit_compiler, jit_executor, load_cached, run
 from pypto.runtime.artifact_runtime import ArtifactRuntime
 from pypto.runtime.chip_worker import ChipWorker, DeviceTensor, RegistrationHandle
@@ -67,13 +66,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _DISTRIBUTED_NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pypto.runtime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, {n: (m, n) for n, m in _DISTRIBUTED_NAMES.items()}, globals())
 
 
 def _compile_host(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], config: Any) -> Any:

@@ -43,7 +43,6 @@ from pypto.torch._kernel.context import (
     KernelState,
     state,
 )
-from pypto.torch._kernel.context import init as _init
 from pypto.torch._kernel.context import shutdown as _shutdown
 from pypto.torch._native_describe import build_native
 from pypto.torch._platform.simulator import SimulatorEvent as Event
@@ -128,7 +127,7 @@ def init(
             forked after init (use the 'spawn' start method).
         KernelClosedError: Kernel mode was shut down in this process (closing is terminal).
     """
-    return _init(device, platform=platform, runtime=runtime, config=config, asynchronous=asynchronous)
+    return _context.current().init(device, platform, runtime, config, asynchronous)
 
 
 def shutdown(timeout: float | None = None) -> None:

@@ -19,6 +19,7 @@ with ``build(dtype) -> @pl.jit function``). Every variant must have the same dis
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter, itemgetter
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KernelSet",
+    "OperatorBase",
     "Variants",
     "declared_params",
     "define_operator",
@@ -47,6 +49,61 @@ __all__ = [
 
 operators: dict[str, Any] = {}  # qualified name -> Operator / FunctionalOperator (keeps each library alive)
 operators_lock = threading.Lock()
+
+
+class OperatorBase:
+    """What both kinds of registered operator share: the count of their compiles, keyword
+    arguments bound to positions, and removal from the dispatcher."""
+
+    name: str  # the qualified operator name, "ns::name"
+    _variants: Variants
+    _signature: inspect.Signature  # the parameters a caller passes, in the torch operator's order
+    _library: Any
+
+    @property
+    def compiles(self) -> int:
+        """How many kernels this operator has compiled (and registered) so far."""
+        return self._variants.compiles
+
+    def precompile(
+        self,
+        *,
+        dtypes: Iterable[Any] | None = None,
+        examples: Iterable[Sequence[Any]] | None = None,
+        extent: int = 16,
+    ) -> int:
+        """Compile ahead of the first calls: for ``examples`` (argument lists as the operator is
+        called, tensors may be empty), else for ``dtypes`` (default every variant) of a kernel
+        whose tensors all have annotated shapes (each ``pl.dynamic`` dim compiled at ``extent``:
+        one artifact serves every extent). Shows a progress bar when it takes more than a
+        second. Kernel mode is initialised with the defaults if it was not. Returns the number
+        of new compiles."""
+        label = f"precompile {self.name}"
+        full = None if examples is None else [self._full_example(list(ex), label) for ex in examples]
+        return self._variants.precompile(full, dtypes, extent, label)
+
+    def _full_example(self, args: list[Any], label: str) -> list[Any]:
+        """The kernel's arguments for one of :meth:`precompile`'s examples: the operator's
+        arguments as they are."""
+        return args
+
+    def _positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """A call's arguments as one tuple in the torch operator's (positional) order; a
+        TypeError naming the operator when they do not bind."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.name}: {exc}") from None
+        return tuple(bound.arguments[n] for n in self._signature.parameters)
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    def remove(self) -> None:
+        """Remove the operator from the dispatcher (its kernels stay registered on the Worker)."""
+        with operators_lock:
+            if operators.get(self.name) is self:
+                del operators[self.name]
+        self._library._destroy()
 
 
 def parse_name(qualname: object) -> tuple[str, str]:

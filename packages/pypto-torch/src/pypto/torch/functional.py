@@ -28,14 +28,13 @@ from typing import Any
 import torch
 from pypto.ir import DataType, ParamDirection, ParamInfo, SignatureError
 from pypto.torch._dtypes import from_torch_dtype, to_torch_dtype
-from pypto.torch._kernel import context
+from pypto.torch._kernel.exit_gate import exit_gate
 from pypto.torch._operator_kernels import (
     KernelSet,
+    OperatorBase,
     Variants,
     define_operator,
     is_dynamic,
-    operators,
-    operators_lock,
     parse_name,
     variants_of,
 )
@@ -51,7 +50,7 @@ def _annotated_shape(d: Any) -> tuple[Any, ...] | None:
     return getattr(getattr(d.annotation, "inner", d.annotation), "shape", None)
 
 
-class FunctionalOperator:
+class FunctionalOperator(OperatorBase):
     """A registered PyPTO kernel whose outputs the operator allocates and returns.
 
     Call it with the kernel's ``In`` parameters (tensors and scalars, by position or name); it
@@ -197,36 +196,20 @@ class FunctionalOperator:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            try:
-                bound = self._signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{self.name}: {exc}") from None
-            args = tuple(bound.arguments[n] for n in self._signature.parameters)
-        return self.op(*args)
+            args = self._positional(args, kwargs)
+        # The exit gate's bracket around the dispatcher (pypto.torch._kernel.exit_gate).
+        opened = exit_gate.enter()
+        try:
+            return self.op(*args)
+        finally:
+            if opened:
+                exit_gate.leave()
 
-    @property
-    def compiles(self) -> int:
-        """How many kernels this operator has compiled (and registered) so far."""
-        return self._variants.compiles
-
-    def precompile(
-        self,
-        *,
-        dtypes: Iterable[Any] | None = None,
-        examples: Iterable[Sequence[Any]] | None = None,
-        extent: int = 16,
-    ) -> int:
-        """Compile ahead of the first calls; as :meth:`pypto.torch.Operator.precompile`, with
-        ``examples`` of the operator's own arguments (the ``In`` parameters)."""
-        label = f"precompile {self.name}"
-        if examples is None:
-            return self._variants.precompile(None, dtypes, extent, label)
-        full = []
-        for ex in examples:
-            ins = list(ex)
-            ks = self._variants.select(self._full_args(ins, [None] * len(self._outputs)))
-            full.append(self._full_args(ins, self._allocate(ks, ins, label)))
-        return self._variants.precompile(full, None, extent, label)
+    def _full_example(self, ins: list[Any], label: str) -> list[Any]:
+        """The kernel's arguments for one of :meth:`precompile`'s examples, which are the
+        operator's own (the ``In`` parameters): the ``Out`` tensors allocated as a call would."""
+        ks = self._variants.select(self._full_args(ins, [None] * len(self._outputs)))
+        return self._full_args(ins, self._allocate(ks, ins, label))
 
     def register_autograd(
         self, backward: Callable[..., Any], *, setup_context: Callable[..., Any] | None = None
@@ -239,8 +222,7 @@ class FunctionalOperator:
     # -- the kernels installed in the library ------------------------------------------------
 
     def _kernel(self, *ins: Any) -> Any:
-        gate = context.exit_gate  # keeps daemon threads' calls out of interpreter finalization
-        gate.enter()
+        opened = exit_gate.enter()  # open already when the call came through __call__
         try:
             ins = tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in ins)
             ks = self._variants.select(self._full_args(ins, [None] * len(self._outputs)))
@@ -248,7 +230,8 @@ class FunctionalOperator:
             with torch.no_grad():  # the operator's autograd formula, if any, is registered above it
                 ks.launch(self._full_args(ins, outs))
         finally:
-            gate.leave()
+            if opened:
+                exit_gate.leave()
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _fake(self, *ins: Any) -> Any:
@@ -281,12 +264,3 @@ class FunctionalOperator:
         outs = self._allocate(ks, ins, what)
         ks.check_dyn_dims(self._full_args(ins, outs), what)
         return outs[0] if len(outs) == 1 else tuple(outs)
-
-    # -- lifetime ------------------------------------------------------------------------------
-
-    def remove(self) -> None:
-        """Remove the operator from the dispatcher (its kernels stay registered on the Worker)."""
-        with operators_lock:
-            if operators.get(self.name) is self:
-                del operators[self.name]
-        self._library._destroy()

@@ -24,15 +24,15 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from _thread import get_ident
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir import DataType, ParamInfo
-from pypto.torch._kernel import context
 from pypto.torch._kernel.callable import RegistrationError
+from pypto.torch._kernel.exit_gate import exit_gate
 from pypto.torch._kernel.pins import _pins as _native_pins
 from pypto.torch._operator_kernels import (
+    OperatorBase,
     Variants,
     define_operator,
     operators,
@@ -99,7 +99,7 @@ def _static_aliases(declared: tuple[DeclaredParam, ...], fn: JITFunction) -> tup
     return tuple(aliases)
 
 
-class Operator:
+class Operator(OperatorBase):
     """A registered PyPTO kernel: call it like the jit function (Out/InOut supplied by the caller).
 
     Calling it calls ``torch.ops.<ns>.<name>`` and returns the caller's tensors that the jit
@@ -137,11 +137,6 @@ class Operator:
         return f"<pypto.torch.Operator {self.name}: {self.schema}>"
 
     @property
-    def compiles(self) -> int:
-        """How many kernels this operator has compiled (and registered) so far."""
-        return self._variants.compiles
-
-    @property
     def _callables(self) -> dict[tuple[Any, ...], Any]:
         """Every variant's registered kernels by compile key (for tests and benchmarks)."""
         out: dict[tuple[Any, ...], Any] = {}
@@ -149,30 +144,19 @@ class Operator:
             out.update({(dt, *k): kc for k, kc in ks._callables.items()})
         return out
 
-    def precompile(
-        self,
-        *,
-        dtypes: Iterable[Any] | None = None,
-        examples: Iterable[Sequence[Any]] | None = None,
-        extent: int = 16,
-    ) -> int:
-        """Compile ahead of the first calls: for ``examples`` (argument lists, tensors may be
-        empty), else for ``dtypes`` (default every variant) of a kernel whose tensors all have
-        annotated shapes (each ``pl.dynamic`` dim compiled at ``extent``: one artifact serves
-        every extent). Shows a progress bar when it takes more than a second. Kernel mode is
-        initialised with the defaults if it was not. Returns the number of new compiles."""
-        return self._variants.precompile(examples, dtypes, extent, f"precompile {self.name}")
-
     # -- the call as users make it -------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            try:
-                bound = self._signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{self.name}: {exc}") from None
-            args = tuple(bound.arguments[n] for n in self._signature.parameters)
-        self.op(*args)
+            args = self._positional(args, kwargs)
+        # The exit gate's bracket around the dispatcher, whose GIL release and re-take lie
+        # inside it (pypto.torch._kernel.exit_gate); the kernel then finds it open.
+        opened = exit_gate.enter()
+        try:
+            self.op(*args)
+        finally:
+            if opened:
+                exit_gate.leave()
         aliases = self._aliases
         if aliases is None:
             aliases = self._aliases_after_first_call()
@@ -195,13 +179,7 @@ class Operator:
     # -- the kernels installed in the library ------------------------------------------------
 
     def _kernel(self, *args: Any) -> None:
-        # The exit gate (context.ExitGate.enter/leave, inlined: this is the per-call path)
-        # keeps daemon threads' calls out of interpreter finalization.
-        gate = context.exit_gate
-        if gate.closed:
-            gate._park()
-        ident = get_ident()
-        gate.inside.add(ident)
+        opened = exit_gate.enter()  # open already when the call came through __call__
         try:
             # The last registration's bound plan: one native call for a common call (it
             # declines, with no side effect, any other: pypto.torch._kernel.bound).
@@ -209,9 +187,8 @@ class Operator:
             if bound is None or _native_pins.native is None or bound(args) is False:
                 self._launch(args)
         finally:
-            gate.inside.discard(ident)
-            if gate.closed:
-                gate._park()
+            if opened:
+                exit_gate.leave()
 
     def _launch(self, args: tuple[Any, ...]) -> None:
         """The general path: select, compile once per key, describe, launch."""
@@ -236,15 +213,6 @@ class Operator:
         ks = self._variants.select(args)
         RegistrationSignature(ks.fake_params(args, f"fake: {self.name}")).fake(*args)
         ks.check_dyn_dims(args, f"fake: {self.name}")
-
-    # -- lifetime ------------------------------------------------------------------------------
-
-    def remove(self) -> None:
-        """Remove the operator from the dispatcher (its kernels stay registered on the Worker)."""
-        with operators_lock:
-            if operators.get(self.name) is self:
-                del operators[self.name]
-        self._library._destroy()
 
 
 def register(

@@ -22,7 +22,7 @@ loop-carried and branch-result holder, and the 1x1 tile of each ``pl.read`` / ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from pypto.ir import nodes
 from pypto.ir.errors import Span
@@ -225,7 +225,11 @@ class _Liveness:
                 if self.loop_start[lp] > tile.start:
                     end = max(end, self.loop_end[lp])
             tile.end = max(tile.end, end)
-        return tuple(replace(t.alloc, live=(t.start, t.end)) for t in self.tiles)
+        return tuple(
+            TileAlloc(a.name, a.space, a.dtype, a.shape, a.span, (t.start, t.end))
+            for t in self.tiles
+            for a in (t.alloc,)
+        )
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import keyword
 import math
 import re
@@ -106,6 +107,7 @@ def cpp_type(dtype: DataType) -> str:
         ) from None
 
 
+@functools.lru_cache(maxsize=4096)  # a kernel's names are looked up many times over
 def ident(name: str) -> str:
     """A C++ identifier for an IR name (SSA names are already unique)."""
     s = re.sub(r"[^0-9A-Za-z_]", "_", name)

@@ -18,6 +18,10 @@ __all__ = ["EVENT_IDS", "Barrier", "Branch", "Inst", "Item", "Jump", "Loop", "Pi
 class Pipe(Enum):
     """The AICore pipes (PTO-ISA's ``pipe_t`` constants)."""
 
+    # members are singletons compared by identity: hash them by identity too (C-level; Enum's
+    # own __hash__ is a Python call, paid on every dict or set lookup the compiler makes)
+    __hash__ = object.__hash__
+
     S = "PIPE_S"  # scalar unit: element reads and writes (GetValue/SetValue)
     V = "PIPE_V"  # vector unit
     MTE1 = "PIPE_MTE1"  # L1 -> L0A/L0B

@@ -33,7 +33,7 @@ the set and the point of use (a deferred wait would need an id per pending event
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pypto.ir.codegen.plan import Barrier, Branch, Inst, Item, Jump, Loop, Pipe, Sync
 
@@ -49,6 +49,9 @@ _State = dict[tuple[str, Pipe], frozenset[Pipe]]
 @dataclass
 class _Pass:
     conflicts: Storage
+    # (tile name, the tiles an instruction touches) -> whether they share a byte; a loop's
+    # body is analysed more than once and a tile is tested against every instruction after it
+    _hits: dict[tuple[str, tuple[str, ...]], bool] = field(default_factory=dict)
 
     def block(self, items: list[Item], state: _State) -> tuple[list[Item], _State]:
         out: list[Item] = []
@@ -91,8 +94,14 @@ class _Pass:
         assert q is not None
         touched = (*it.reads, *it.writes)
         need: set[Pipe] = set()
+        hits = self._hits
         for (name, p), done in state.items():
-            if p is not q and q not in done and any(self.conflicts(name, t) for t in touched):
+            if p is q or q in done or p in need:
+                continue
+            hit = hits.get((name, touched))
+            if hit is None:
+                hit = hits[(name, touched)] = any(self.conflicts(name, t) for t in touched)
+            if hit:
                 need.add(p)
         for p in sorted(need, key=lambda x: x.value):
             sync = Sync(p, q)

@@ -229,17 +229,14 @@ def annotation_to_type(
                 )  # a pl.dtype_var: the call's
                 return TensorType(ann.shape or given.shape, dtype, ann.layout), direction
             return given, direction
-        if (
-            not isinstance(ann, lt.TensorAnnotation)
-            or ann.shape is None
-            or not isinstance(ann.dtype, DataType)
-        ):
+        complete = lt.complete_tensor(ann)
+        if complete is None:
             raise KernelError(
                 f"parameter {name!r}: a bare pl.Tensor takes its shape from the call, which only @pl.jit has; "
                 "write pl.Tensor[[rows, cols], pl.FP32]",
                 span,
             )
-        return TensorType(ann.shape, ann.dtype, ann.layout), direction
+        return TensorType(*complete), direction
     if isinstance(ann, lt.TileAnnotation):
         if direction is not ParamDirection.IN:
             raise KernelError(

@@ -16,7 +16,7 @@ import dataclasses
 import inspect
 from typing import Any
 
-from pypto.ir import DataType, Function, FunctionType, HostLevelFunction, ParamDirection, Program, Role
+from pypto.ir import Function, FunctionType, HostLevelFunction, ParamDirection, Program, Role
 from pypto.language.interface import HostTensorRef, HostTrace
 from pypto.language.interface import typing as lt
 from pypto.runtime.distributed.plan import (
@@ -135,17 +135,15 @@ def _example(
     direction = ParamDirection.IN
     if isinstance(annotation, lt.DirectionAnnotation):
         direction, annotation = annotation.direction, annotation.inner
-    if (
-        not isinstance(annotation, lt.TensorAnnotation)
-        or annotation.shape is None
-        or not isinstance(annotation.dtype, DataType)
-    ):
+    complete = lt.complete_tensor(annotation)
+    if complete is None:
         raise TypeError(
             f"{fn.name}(): parameter {pname!r}: a host orchestrator's parameters are tensors of static "
             f"shape, annotated pl.Tensor[[dims], dtype] (or pl.Out[...]); got {annotation!r}"
         )
-    shape = tuple(d if isinstance(d, int) else world_size for d in annotation.shape)
-    return placeholder(shape, annotation.dtype, f"{fn.name}(): parameter {pname!r}"), direction
+    dims, dtype, _layout = complete
+    shape = tuple(d if isinstance(d, int) else world_size for d in dims)
+    return placeholder(shape, dtype, f"{fn.name}(): parameter {pname!r}"), direction
 
 
 def plan_program(program: Program, config: Any) -> tuple[DistributedPlan, tuple[RankProgram, ...]]:

@@ -302,22 +302,9 @@ class DistributedWorker:
         exactly ``shape`` and ``dtype`` copied in. ``worker_id`` (a rank) is accepted for
         upstream's signature; the memory is every rank's.
         """
-        if (
-            isinstance(worker_id, bool)
-            or not isinstance(worker_id, int)
-            or not 0 <= worker_id < self.world_size
-        ):
-            raise ValueError(
-                f"DistributedWorker.alloc_tensor(worker_id): expected a rank in [0, {self.world_size}), got {worker_id!r}"
-            )
+        self._check_worker_id(worker_id, "alloc_tensor")
         t = self._new_tensor(SharedDeviceTensor, shape, dtype, "alloc_tensor")
-        if init is not None:
-            try:
-                self.copy_to(t, init, what="alloc_tensor(init)")
-            except BaseException:
-                self.free_tensor(t)
-                raise
-        return t
+        return t if init is None else self._filled(t, init, "alloc_tensor(init)")
 
     def alloc_stacked_tensor(
         self, host: Any, *, worker_ids: Sequence[int] | None = None
@@ -345,8 +332,12 @@ class DistributedWorker:
         t = self._new_tensor(
             StackedDeviceTensor, shape_of(host), host.dtype, "alloc_stacked_tensor", worker_ids=ids
         )
+        return self._filled(t, host, "alloc_stacked_tensor(host)")
+
+    def _filled(self, t: _T, host: Any, what: str) -> _T:
+        """``t`` (just allocated) with ``host`` copied in; freed again if the copy fails."""
         try:
-            self.copy_to(t, host, what="alloc_stacked_tensor(host)")
+            self.copy_to(t, host, what=what)
         except BaseException:
             self.free_tensor(t)
             raise

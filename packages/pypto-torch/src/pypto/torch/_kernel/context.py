@@ -27,14 +27,9 @@ process never switches to program mode or back to kernel mode.
   framework's verified teardown hook is also wrapped to call shutdown first. If a clean
   shutdown is impossible the Worker is anchored for the rest of the process instead of having
   destructors run after the device context is gone.
-- Daemon threads at exit (:class:`ExitGate`): CPython before 3.14 ends a daemon thread that
-  wants the GIL back during finalization with ``pthread_exit``, whose unwinding through a
-  C++ destructor (torch's dispatcher drops its argument references in one, native bindings
-  re-take the GIL in one) calls ``std::terminate``. So at exit, before shutdown, the gate is
-  closed: a daemon thread that enters an operator call, or leaves one, from then on waits
-  there forever (it never asks for the GIL again; the process ends around it), and the exit
-  hook waits until no daemon thread is between the two, so finalization never finds one
-  inside an operator call. The main thread and non-daemon threads never wait at the gate.
+- Daemon threads at exit: the exit hook closes the exit gate (``pypto.torch._kernel.exit_gate``)
+  before shutdown and drains it after, so finalization never finds a daemon thread inside an
+  operator call.
 """
 
 from __future__ import annotations
@@ -55,6 +50,7 @@ from pypto.ir import DEFAULT_PLATFORM, DEFAULT_RUNTIME, Contract
 from pypto.runtime import mode_gate, settings
 from pypto.torch._kernel import bound
 from pypto.torch._kernel.callable import KernelCallable, RegistrationError, artifact_identity
+from pypto.torch._kernel.exit_gate import exit_gate
 from pypto.torch._kernel.owner import LifecycleOwner
 from pypto.torch._kernel.pending import PendingTicket
 from pypto.torch._kernel.pins import pin_frame
@@ -75,8 +71,6 @@ __all__ = [
     "KernelInitError",
     "KernelState",
     "current",
-    "exit_gate",
-    "init",
     "shutdown",
     "state",
 ]
@@ -571,53 +565,6 @@ class _Manager:
         self.state = KernelState.CLOSED
 
 
-class ExitGate:
-    """Operator calls of daemon threads at interpreter exit (see the module docstring).
-
-    :meth:`enter` and :meth:`leave` bracket each operator call (a set add and discard: no
-    lock); :meth:`close` (at exit) makes daemon threads wait forever at either point, and
-    :meth:`drain` waits until none is between them.
-    """
-
-    def __init__(self) -> None:
-        self.closed = False
-        self.inside: set[int] = set()
-        self._never = threading.Event()
-
-    def enter(self) -> None:
-        if self.closed:
-            self._park()
-        self.inside.add(threading.get_ident())
-
-    def leave(self) -> None:
-        self.inside.discard(threading.get_ident())
-        if self.closed:
-            self._park()
-
-    def _park(self) -> None:
-        thread = threading.current_thread()
-        if thread.daemon and thread is not threading.main_thread():
-            self._never.wait()  # until the process ends; the lock wait never asks for the GIL
-
-    def close(self) -> None:
-        self.closed = True
-
-    def drain(self, timeout: float) -> bool:
-        """Wait until no daemon thread is inside an operator call; False on timeout."""
-        me = threading.get_ident()
-        end = time.monotonic() + timeout
-        while True:
-            daemons = {t.ident for t in threading.enumerate() if t.daemon}
-            if not (self.inside - {me}) & daemons:
-                return True
-            if time.monotonic() > end:
-                return False
-            time.sleep(0.005)
-
-
-exit_gate = ExitGate()
-
-
 class _Process:
     """The process's manager (replaced in a forked child) and its exit hook registration."""
 
@@ -751,18 +698,6 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # -- public functions ------------------------------------------------------------------------
-
-
-def init(
-    device: object = None,
-    *,
-    platform: str | None = None,
-    runtime: str = DEFAULT_RUNTIME,
-    config: object = None,
-    asynchronous: bool = False,
-) -> KernelInfo:
-    """Initialise kernel mode for this process (see :func:`pypto.torch.init`)."""
-    return _process.manager.init(device, platform, runtime, config, asynchronous)
 
 
 def shutdown(timeout: float | None = None) -> None:

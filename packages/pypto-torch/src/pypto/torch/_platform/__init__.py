@@ -79,6 +79,13 @@ class DevicePlatform:
     is then on this device index, in ND format, and no other tensor is a device tensor, which
     lets call description read ``tensor.is_cpu`` instead of asking :meth:`tensor_device_index`
     and :meth:`tensor_format`. None (the default): those queries are made for every tensor."""
+    names: tuple[str, ...] = ()
+    """The platform strings this class serves: its constructor refuses any other."""
+
+    def __init__(self, name: str) -> None:
+        if name not in self.names:
+            raise ValueError(f"{type(self).__name__}(name): expected one of {self.names}, got {name!r}")
+        self.name = name
 
     def tensor_device_index(self, tensor: object) -> int | None:
         """The device index of ``tensor`` if it is one of this platform's device tensors, else None."""

@@ -48,13 +48,18 @@ each tensor, the current device and stream) then costs a dict lookup, not an imp
 failed import is not remembered, so it is attempted again (and reported) on the next query."""
 
 
+def _import_once(name: str) -> ModuleType:
+    """The module ``name`` from :data:`_loaded`, imported (and kept) on the first call that
+    succeeds; the import's error propagates."""
+    module = _loaded.get(name)
+    if module is None:
+        module = _loaded[name] = importlib.import_module(name)
+    return module
+
+
 def _load_torch_npu(platform: str, query: str) -> ModuleType:
-    module = _loaded.get("torch_npu")
-    if module is not None:
-        return module
     try:
-        module = _loaded["torch_npu"] = importlib.import_module("torch_npu")
-        return module
+        return _import_once("torch_npu")
     except (ImportError, OSError) as exc:
         raise NpuRuntimeUnavailable(
             f"platform {platform!r}: {query} needs torch_npu: {explain_torch_npu_failure(exc)}; "
@@ -63,12 +68,8 @@ def _load_torch_npu(platform: str, query: str) -> ModuleType:
 
 
 def _load_native_adapter(platform: str, query: str) -> ModuleType:
-    module = _loaded.get("pypto._torch_npu")
-    if module is not None:
-        return module
     try:
-        module = _loaded["pypto._torch_npu"] = importlib.import_module("pypto._torch_npu")
-        return module
+        return _import_once("pypto._torch_npu")
     except ImportError as exc:
         raise NpuRuntimeUnavailable(
             f"platform {platform!r}: {query} needs the optional native adapter pypto._torch_npu, "
@@ -78,14 +79,10 @@ def _load_native_adapter(platform: str, query: str) -> ModuleType:
 
 def _optional_native_adapter() -> ModuleType | None:
     """The native adapter if it imports, else None (it is optional where a Python API serves)."""
-    module = _loaded.get("pypto._torch_npu")
-    if module is not None:
-        return module
     try:
-        module = _loaded["pypto._torch_npu"] = importlib.import_module("pypto._torch_npu")
+        return _import_once("pypto._torch_npu")
     except ImportError:
         return None
-    return module
 
 
 class NpuPlatform(DevicePlatform):
@@ -93,11 +90,10 @@ class NpuPlatform(DevicePlatform):
 
     device_type = "npu"
     is_simulator = False
+    names = NPU_PLATFORMS
 
     def __init__(self, name: str = _DEFAULT_NPU) -> None:
-        if name not in NPU_PLATFORMS:
-            raise ValueError(f"NpuPlatform(name): expected one of {NPU_PLATFORMS}, got {name!r}")
-        self.name = name
+        super().__init__(name)
 
     def tensor_device_index(self, tensor: object) -> int | None:
         device: Any = getattr(tensor, "device", None)

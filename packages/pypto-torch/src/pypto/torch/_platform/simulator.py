@@ -182,11 +182,10 @@ class SimulatorPlatform(DevicePlatform):
     device_type = "cpu"
     is_simulator = True
     cpu_device_index = SIMULATOR_DEVICE_INDEX
+    names = SIMULATOR_PLATFORMS
 
     def __init__(self, name: str = DEFAULT_PLATFORM) -> None:
-        if name not in SIMULATOR_PLATFORMS:
-            raise ValueError(f"SimulatorPlatform(name): expected one of {SIMULATOR_PLATFORMS}, got {name!r}")
-        self.name = name
+        super().__init__(name)
 
     def tensor_device_index(self, tensor: object) -> int | None:
         return SIMULATOR_DEVICE_INDEX if getattr(tensor, "is_cpu", False) else None
