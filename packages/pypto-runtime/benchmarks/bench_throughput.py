@@ -7,7 +7,7 @@ same process, each result checked first, each figure the best of several calls:
 - a row softmax of 4096 x 1024 FP32 (row blocks in parallel tasks; max, the fused
   ``exp(x - max)``, sum, divide) vs torch eager;
 - 384^3 and 1024^3 FP32 matmuls in 128x128 output tiles (one cube task per output tile, the
-  depth accumulated 64 at a time with ``TMATMUL`` / ``TMATMUL_ACC`` in the tile) vs
+  depth accumulated 128 at a time with ``TMATMUL`` / ``TMATMUL_ACC`` in the tile) vs
   ``torch.matmul`` on the same thread count as the chip's AIC threads (1, then 2: the output
   tiles are independent tasks, so the graph allows both cores).
 
@@ -37,8 +37,9 @@ ADD_TILE_ROWS = 2  # tiles of whole rows: each TLOAD / TSTORE is one run of 32 K
 ADD_TILE = [ADD_TILE_ROWS, N_ADD]
 SM_ROWS, SM_COLS, SM_BLOCK = 4096, 1024, 8
 TM = 128  # matmul output tile: TM x TM, the depth TK at a time. Each step copies its operand
-TK = 64  # tiles twice (TLOAD to Mat, TMOV to Left/Right): a 128x128 tile does half the copying
-# per product of a 64x64 one (docs/performance.md, "Throughput programs").
+TK = 128  # tiles twice (TLOAD to Mat, TMOV to Left/Right): a 128x128 tile does half the copying
+# per product of a 64x64 one; 128 deep, Left and Right fill L0A and L0B (64 KiB each) and the
+# instructions per product halve (docs/performance-throughput.md).
 
 
 # Each parallel task gets the window of every tensor it touches (pl.slice in the
@@ -115,6 +116,7 @@ def _matmul(n: int) -> Callable[..., object]:
     return mm
 
 
+_SETTLE = 0.3  # seconds between the two sides of a row (_pair)
 _CPU: dict[int, float] = {}  # id(f) -> the process's CPU seconds per call of f (all threads)
 
 
@@ -136,8 +138,14 @@ def _best(f: Callable[[], object], repeat: int) -> float:
 def _pair(
     ours: Callable[[], object], theirs: Callable[[], object], repeat: int
 ) -> tuple[float, float, float, float]:
-    """Best wall times and mean CPU times of ``ours`` and ``theirs``, timed one after the other."""
-    w0, w1 = _best(ours, repeat), _best(theirs, repeat)
+    """Best wall times and mean CPU times of ``ours`` and ``theirs``, timed one after the other.
+    Each side starts after a pause in which the other side's idle threads park (torch's OpenMP
+    pool spins for a while after a parallel region, the chip's core threads for 50 us): on two
+    cores, a spinning thread of one side takes a core from the other."""
+    time.sleep(_SETTLE)
+    w0 = _best(ours, repeat)
+    time.sleep(_SETTLE)
+    w1 = _best(theirs, repeat)
     return w0, w1, _CPU[id(ours)], _CPU[id(theirs)]
 
 

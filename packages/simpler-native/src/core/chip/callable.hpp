@@ -38,10 +38,21 @@ struct CoreKernel {
     KernelEntryFn entry = nullptr;
     TakeErrorFn take_error = nullptr;
     SetContextFn set_context = nullptr;  // optional export: who runs the kernel (debug output)
-    // How long this kernel's last task ran, in ns (0: none yet; a copy starts at 0). Chip
-    // threads write it; an inline run's caller reads it to keep short tasks (kCallerTaskNs).
+    // How long this kernel's last timed task ran, in ns (0: none yet; a copy starts at 0).
+    // Chip threads write it; an inline run's caller reads it to keep short tasks
+    // (kCallerTaskNs). A task is timed when the kernel has no figure yet and then every
+    // kTimedEvery-th task (`tasks` counts them; a lost count between threads only moves the
+    // next sample): two clock reads cost more than a short kernel's whole task on a VM.
     struct LastRunNs {
+        static constexpr std::uint32_t kTimedEvery = 16;
         mutable std::atomic<std::int64_t> ns{0};
+        mutable std::atomic<std::uint32_t> tasks{0};
+        // Whether this task of the kernel is timed (and counts it).
+        bool time_next() const noexcept {
+            const std::uint32_t n = tasks.load(std::memory_order_relaxed);
+            tasks.store(n + 1, std::memory_order_relaxed);
+            return n % kTimedEvery == 0 || ns.load(std::memory_order_relaxed) == 0;
+        }
         LastRunNs() noexcept = default;
         LastRunNs(const LastRunNs&) noexcept {}
         LastRunNs& operator=(const LastRunNs&) noexcept { return *this; }

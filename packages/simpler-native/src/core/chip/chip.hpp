@@ -51,6 +51,9 @@ inline constexpr int kMaxCoreThreads = 64;  // AIC threads, and AIV threads, of 
 // instead of a write into a neighbouring mapping.
 inline constexpr std::size_t kCoreThreadStackBytes = std::size_t{16} << 20;
 inline constexpr std::size_t kCoreThreadGuardBytes = std::size_t{1} << 20;
+// Where a core's on-chip buffer starts: on a page, so a tile at a 64-byte offset sits on a cache
+// line (chip_lifecycle.cpp).
+inline constexpr std::uintptr_t kCoreBufferAlign = 4096;
 
 // On-chip buffer capacities per platform (pypto/ir/platforms.py): UB, L1, L0A, L0B, L0C.
 inline constexpr std::array<std::uint64_t, kCoreBufferCount> kA2A3CoreBufferBytes{192u << 10, 512u << 10, 64u << 10,
@@ -311,7 +314,11 @@ private:
     void call_entry(RunState& rs, const SimplerOrchApi* api);
     void publish_graph(RunState& rs);
     std::string consume_kernel_launch(Pending& p);
-    static void complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files);
+    // Marks the run done with its outcome and wakes its waiters. `unshared`: only the submitting
+    // thread, before submit returns, holds the Run (an inline run finished on that thread):
+    // nothing can wait on it, so no lock and no wake-up.
+    static void complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files,
+                             bool unshared = false);
 
     struct MapEntry {  // one tensor argument of a task in flight: its byte range and its view
         std::uint64_t lo, hi;
@@ -328,22 +335,36 @@ private:
     std::unique_ptr<RunState> take_if_complete_locked(RunState& rs);
     std::unique_ptr<RunState> resolve_locked(Task* t, int thread_index, std::int64_t start_ns, std::int64_t end_ns,
                                              const std::string& error);
-    void finalize_run(std::unique_ptr<RunState> owned);
+    // `held`: mu_, held by the caller and held again on return (a run without diagnostics
+    // files only: nothing then runs long, or takes mu_, before the end).
+    void finalize_run(std::unique_ptr<RunState> owned, bool unshared = false, std::unique_lock<std::mutex>* held = nullptr);
     // Keeps a finished run's argument vectors for this thread's next argument_tensors() and
     // argument_scalars() (small ones only).
     static void recycle_arguments(std::vector<ChipTensor>&& tensors, std::vector<std::uint64_t>&& scalars) noexcept;
     void core_loop(CoreSlot& slot);
     // Runs t's kernel as `slot` on this thread, then finishes it (and releases the slot).
     void execute_task(Task* t, CoreSlot& slot);
+    // execute_task's run of t, the run's failure read by the caller under mu_ (`skip`: the run has
+    // failed, the kernel is not called). Releases the slot. `relock`: returns with mu_ held in
+    // it (the lock that finishes the task, kept for the caller's next step).
+    void run_task(Task* t, CoreSlot& slot, bool skip, std::unique_lock<std::mutex>* relock = nullptr);
     // The oldest of an inline run's held tasks (ready tasks the submitting thread keeps): runs it on
     // this thread as an idle core of its kind, on the chip's caller stack; when every such
     // core is busy, hands it to the core threads instead. Called with lk held; returns with it.
     void run_held_locked(std::unique_lock<std::mutex>& lk, RunState& rs);
     CoreSlot* claim_core_locked(CoreType type);
-    void execute_run(Pending& p);
+    // Orchestrates p's run and runs what it holds. `claimed`: run_on_caller's lock of mu_, held
+    // since it claimed the chip (the run's setup then takes no lock of its own; released
+    // before the orchestration). A run on the caller (p.on_caller) gives the chip back
+    // (release_caller_locked) under the lock that ends its orchestration.
+    void execute_run(Pending& p, std::unique_lock<std::mutex>* claimed = nullptr);
+    static std::unique_ptr<RunState>& spare_run_state() noexcept;
+    // run_on_caller's claim of the chip ends: busy_ cleared, waiters and the orchestrator told.
+    void release_caller_locked();
     Task* pop_ready(CoreSlot& slot);
     void push_ready_locked(Task* t);
-    void finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error);
+    void finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error,
+                     std::unique_lock<std::mutex>* relock = nullptr);
     void retire_locked();
     void fail_locked(RunState& rs, const std::string& message);
     template <class Pred>

@@ -222,17 +222,20 @@ void Chip::run_held_locked(std::unique_lock<std::mutex>& lk, RunState& rs) {
         return;
     }
     t->state = Task::State::Running;
+    const bool skip = rs.failed;  // as execute_task reads it, under the lock already held
     lk.unlock();
     struct Job {
         Chip* chip;
         Task* task;
         CoreSlot* slot;
-    } job{this, t, slot};
+        bool skip;
+        std::unique_lock<std::mutex>* lk;
+    } job{this, t, slot, skip, &lk};
     caller_stack_->run([](void* p) {
         auto* j = static_cast<Job*>(p);
-        j->chip->execute_task(j->task, *j->slot);  // releases the slot
+        j->chip->run_task(j->task, *j->slot, j->skip, j->lk);  // releases the slot; returns with lk held
     }, &job);
-    lk.lock();
+    if (!lk.owns_lock()) lk.lock();
 }
 
 }  // namespace simpler::chip

@@ -167,6 +167,40 @@ struct HostGraph {
     std::uint64_t byte_cap = 0;
 };
 
+// An inline run's held tasks, oldest first: the first kInline in place, later ones (while any
+// are queued there) in `more_`. A run holds one task or a few, so a run allocates nothing for
+// them (std::deque allocates its map and a block when constructed: ~450 instructions a run).
+template <class T>
+class HeldFifo {
+public:
+    bool empty() const noexcept { return n_ == 0 && next_ == more_.size(); }
+    T front() const noexcept { return n_ != 0 ? ring_[head_] : more_[next_]; }
+    void pop_front() noexcept {
+        if (n_ != 0) {
+            head_ = (head_ + 1) % kInline;
+            --n_;
+        } else if (++next_ == more_.size()) {
+            more_.clear();
+            next_ = 0;
+        }
+    }
+    void push_back(T t) {
+        if (n_ < kInline && next_ == more_.size()) {  // nothing queued behind the ring
+            ring_[(head_ + n_) % kInline] = t;
+            ++n_;
+        } else {
+            more_.push_back(t);
+        }
+    }
+
+private:
+    static constexpr std::size_t kInline = 8;
+    std::array<T, kInline> ring_{};
+    std::size_t head_ = 0, n_ = 0;
+    std::vector<T> more_;  // tasks from more_[next_] on, all newer than the ring's
+    std::size_t next_ = 0;
+};
+
 struct Chip::RunState {
     std::shared_ptr<Run> run;
     std::shared_ptr<const ChipProgram> program_ref;  // keeps the binaries loaded until the run ends
@@ -202,7 +236,7 @@ struct Chip::RunState {
     // kernel's last task ran shorter than kCallerTaskNs (push_ready_locked); the others go to
     // the core threads. Cleared when the submitting thread stops draining (under mu_).
     bool inline_exec = false;
-    std::deque<Task*> held;
+    HeldFifo<Task*> held;
 };
 
 // An inline run's submitting thread keeps every ready task whose kernel's last task ran
@@ -216,7 +250,8 @@ struct Chip::RunState {
 // them in parallel with the orchestration.
 inline constexpr std::int64_t kCallerTaskNs = 2'000;
 
-// True when kernel k has run before, and its last task took less than kCallerTaskNs.
+// True when kernel k has run before, and its last timed task (CoreKernel::LastRunNs) took less
+// than kCallerTaskNs.
 inline bool short_kernel(const CoreKernel& k) noexcept {
     const std::int64_t ns = k.last_run.ns.load(std::memory_order_relaxed);
     return ns > 0 && ns < kCallerTaskNs;

@@ -82,7 +82,10 @@ Chip::Chip(ChipOptions options) : options_(options) {
     core_threads_[static_cast<int>(CoreType::AIV)] = options_.aiv_threads;
     for (int r = 0; r < kRingCount; ++r) rings_.push_back(std::make_unique<Ring>());
     // The cores: thread index 1.. (AIC threads first), each with its on-chip buffers (large
-    // calloc: zero pages committed as kernels touch them).
+    // calloc: zero pages committed as kernels touch them). A buffer starts on a page
+    // (kCoreBufferAlign): glibc's large calloc returns a page plus 16 bytes, which put every tile
+    // 16 bytes off a cache line, so each 64-byte vector access of the tile library and of memcpy
+    // spanned two lines.
     for (int i = 0; i < options_.aic_threads + options_.aiv_threads; ++i) {
         auto slot = std::make_unique<CoreSlot>();
         slot->thread_index = i + 1;
@@ -91,9 +94,10 @@ Chip::Chip(ChipOptions options) : options_(options) {
         slot->core_index = static_cast<std::uint32_t>(aic ? i : i - options_.aic_threads);
         for (int b = 0; b < kCoreBufferCount; ++b) {
             const std::uint64_t n = options_.core_buffer_bytes[static_cast<std::size_t>(b)];
-            slot->storage[b].reset(static_cast<std::uint8_t*>(std::calloc(n, 1)));
-            if (!slot->storage[b] && n != 0) throw std::bad_alloc();
-            slot->buffers.base[b] = slot->storage[b].get();
+            slot->storage[b].reset(static_cast<std::uint8_t*>(std::calloc(n + kCoreBufferAlign, 1)));
+            if (!slot->storage[b]) throw std::bad_alloc();
+            const auto raw = reinterpret_cast<std::uintptr_t>(slot->storage[b].get());
+            slot->buffers.base[b] = reinterpret_cast<std::uint8_t*>((raw + kCoreBufferAlign - 1) & ~(kCoreBufferAlign - 1));
             slot->buffers.bytes[b] = n;
         }
         cores_.push_back(std::move(slot));
@@ -217,34 +221,38 @@ std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, st
 std::shared_ptr<Run> Chip::run_on_caller(Pending& p) {
     auto run = std::make_shared<Run>();
     run->spin_ns_ = options_.spin_ns;
-    {
-        std::lock_guard<std::mutex> lk(mu_);
-        if (draining_ || stop_.load()) throw std::runtime_error("submit: the Worker is closed");
-        // Only an idle chip: a queued run goes first (FIFO), and a run in flight could hold
-        // this one's orchestration in a back-pressure wait on tasks that are not its own.
-        if (!idle_locked() || in_flight_ != 0) return nullptr;
-        run->id_ = next_run_id_++;
-        busy_ = true;  // the orchestrator thread leaves the queue alone until this returns
-    }
+    std::unique_lock<std::mutex> lk(mu_);
+    if (draining_ || stop_.load()) throw std::runtime_error("submit: the Worker is closed");
+    // Only an idle chip: a queued run goes first (FIFO), and a run in flight could hold
+    // this one's orchestration in a back-pressure wait on tasks that are not its own.
+    if (!idle_locked() || in_flight_ != 0) return nullptr;
+    run->id_ = next_run_id_++;
+    busy_ = true;  // the orchestrator thread leaves the queue alone until execute_run releases it
     p.run = run;
     p.on_caller = true;
+    // A kernel launch's packet is consumed before the run's setup, without the lock.
+    if (p.kernel_launch) lk.unlock();
     try {
-        execute_run(p);
-    } catch (...) {  // out of memory: give the chip back before the caller sees it
-        std::lock_guard<std::mutex> lk(mu_);
-        busy_ = false;
-        if (idle_locked()) idle_cv_.notify_all();
-        orch_cv_.notify_all();
+        execute_run(p, lk.owns_lock() ? &lk : nullptr);  // gives the chip back (release_caller_locked)
+    } catch (...) {  // out of memory: give the chip back (unless given already) before the caller sees it
+        if (!lk.owns_lock()) lk.lock();
+        if (p.on_caller) {
+            busy_ = false;
+            if (idle_locked()) idle_cv_.notify_all();
+            orch_cv_.notify_all();
+        }
         throw;
     }
-    std::lock_guard<std::mutex> lk(mu_);
+    return run;
+}
+
+void Chip::release_caller_locked() {
     busy_ = false;
     if (idle_locked()) idle_cv_.notify_all();
     if (!queue_.empty()) {  // queued meanwhile by other threads: the orchestrator thread's now
         progress_.fetch_add(1, std::memory_order_release);
         orch_cv_.notify_all();
     }
-    return run;
 }
 
 std::shared_ptr<Run> Chip::enqueue(Pending p) {

@@ -6,6 +6,8 @@
 #include <memory>
 #include <exception>
 
+#include <new>
+
 #include "chip_internal.hpp"
 #include "comm.hpp"
 
@@ -66,27 +68,40 @@ void Chip::orch_fail(RunState& rs, const std::string& message) {
     fail_locked(rs, message);
 }
 
-void Chip::execute_run(Pending& p) {
+// A finished run's state, destroyed and constructed again, that this thread's next run takes
+// instead of allocating one (a run on the caller finishes and starts on the same thread).
+std::unique_ptr<Chip::RunState>& Chip::spare_run_state() noexcept {
+    static thread_local std::unique_ptr<RunState> spare;
+    return spare;
+}
+
+void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
     if (p.kernel_launch) p.rejected = consume_kernel_launch(p);
     if (!p.rejected.empty()) {
+        if (claimed != nullptr) claimed->unlock();
         complete_run(*p.run, std::move(p.rejected), 0, {});
+        if (p.on_caller) {
+            std::lock_guard<std::mutex> lk(mu_);
+            release_caller_locked();
+            p.on_caller = false;  // given back: run_on_caller's failure path leaves busy_ alone
+        }
         return;
     }
     std::unique_ptr<RunState> owned = std::move(p.built);  // HBG: built on the host
     if (!owned) {
-        owned = std::make_unique<RunState>();
-        owned->program_ref = p.program;
+        owned = spare_run_state() ? std::move(spare_run_state()) : std::make_unique<RunState>();
         owned->program = p.program.get();
-        owned->config = p.config;
+        owned->program_ref = std::move(p.program);  // p is spent once its run starts
+        owned->config = std::move(p.config);
         owned->tensors = std::move(p.tensors);
         owned->scalars = std::move(p.scalars);
-        owned->t0 = now_ns();
+        if (owned->config.swimlane) owned->t0 = now_ns();  // the origin of its trace slices
     }
     const bool on_caller = p.on_caller;
     RunState& rs = *owned;
-    rs.run = p.run;
+    rs.run = std::move(p.run);
     {
-        std::unique_lock<std::mutex> lk(mu_);
+        std::unique_lock<std::mutex> lk = claimed != nullptr ? std::move(*claimed) : std::unique_lock<std::mutex>(mu_);
         bool same = true;
         for (int r = 0; r < kRingCount; ++r) {
             const Ring& ring = *rings_[r];
@@ -170,11 +185,17 @@ void Chip::execute_run(Pending& p) {
     current_ = nullptr;
     retire_locked();
     std::unique_ptr<RunState> done = take_if_complete_locked(rs);
+    if (done && on_caller && !done->config.swimlane && !done->config.dep_graph)
+        finalize_run(std::move(done), true, &lk);  // no files to write: under the lock already held
+    if (on_caller) {
+        release_caller_locked();
+        p.on_caller = false;
+    }
     lk.unlock();
-    if (done) finalize_run(std::move(done));
+    if (done) finalize_run(std::move(done), on_caller);  // on the submitting thread, before submit returns
 }
 
-void Chip::finalize_run(std::unique_ptr<RunState> owned) {
+void Chip::finalize_run(std::unique_ptr<RunState> owned, bool unshared, std::unique_lock<std::mutex>* held) {
     // Runs on the thread that retired the run's last task (or the orchestrator): the run is out
     // of active_, so nothing else touches it.
     RunState& rs = *owned;
@@ -214,15 +235,29 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned) {
             }
         }
     }
-    complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files));
+    complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files), unshared);
     recycle_arguments(std::move(rs.tensors), std::move(rs.scalars));
-    owned.reset();  // releases the program (and its binaries) before close() may return
-    std::lock_guard<std::mutex> lk(mu_);
+    // Releases the program (and its binaries) before close() may return; the block is kept
+    // for this thread's next run.
+    rs.~RunState();
+    new (&rs) RunState();
+    if (!spare_run_state()) spare_run_state() = std::move(owned);
+    owned.reset();
+    std::unique_lock<std::mutex> lk = held != nullptr ? std::move(*held) : std::unique_lock<std::mutex>(mu_);
     --finalizing_;
     if (idle_locked()) idle_cv_.notify_all();
+    if (held != nullptr) *held = std::move(lk);
 }
 
-void Chip::complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files) {
+void Chip::complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files,
+                        bool unshared) {
+    if (unshared) {
+        run.error_ = std::move(error);
+        run.tasks_submitted_ = submitted;
+        run.files_ = std::move(files);
+        run.done_.store(true, std::memory_order_release);
+        return;
+    }
     {
         std::lock_guard<std::mutex> lk(run.mu_);
         run.error_ = std::move(error);
@@ -365,15 +400,22 @@ void Chip::core_loop(CoreSlot& slot) {
 }
 
 void Chip::execute_task(Task* t, CoreSlot& slot) {
-    const CoreKernel* k = t->kernel;
-    std::string error;
-    const std::int64_t start = now_ns();
     bool skip;
     {
         // A failed run drains without running more kernels.
         std::lock_guard<std::mutex> lk(mu_);
         skip = t->run->failed;
     }
+    run_task(t, slot, skip);
+}
+
+void Chip::run_task(Task* t, CoreSlot& slot, bool skip, std::unique_lock<std::mutex>* relock) {
+    const CoreKernel* k = t->kernel;
+    std::string error;
+    // A swimlane needs every task's times; otherwise only the sampled ones are read
+    // (CoreKernel::LastRunNs), and the others pass 0, 0 to finish_task.
+    const bool timed = !skip && (t->run->config.swimlane || k->last_run.time_next());
+    const std::int64_t start = timed || t->run->config.swimlane ? now_ns() : 0;  // a skipped task's slice too
     if (!skip) {
         const KernelContext context{t->index, slot.core_index, static_cast<std::uint32_t>(slot.type), comm_context(),
                                     &slot.buffers};
@@ -390,19 +432,28 @@ void Chip::execute_task(Task* t, CoreSlot& slot) {
         }
         if (k->set_context != nullptr) k->set_context(nullptr);  // never left pointing at this frame
     }
-    const std::int64_t end = now_ns();
+    const std::int64_t end = start != 0 ? now_ns() : 0;
     if (!skip) {
         t->run->run->tasks_executed_.fetch_add(1, std::memory_order_relaxed);
-        k->last_run.ns.store(std::max<std::int64_t>(end - start, 1), std::memory_order_relaxed);
+        if (timed) k->last_run.ns.store(std::max<std::int64_t>(end - start, 1), std::memory_order_relaxed);
     }
     // After finish_task the run may complete and its state go away: do not touch t->run.
-    finish_task(t, slot, start, end, skip ? std::string() : std::move(error));
+    finish_task(t, slot, start, end, skip ? std::string() : std::move(error), relock);
 }
 
-void Chip::finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error) {
+void Chip::finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error,
+                       std::unique_lock<std::mutex>* relock) {
     std::unique_ptr<RunState> done;
     {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::unique_lock<std::mutex> lk(mu_);
+        // Whatever the outcome, the caller of `relock` gets mu_ back held.
+        struct Keep {
+            std::unique_lock<std::mutex>& lk;
+            std::unique_lock<std::mutex>* relock;
+            ~Keep() {
+                if (relock != nullptr && lk.owns_lock()) *relock = std::move(lk);
+            }
+        } keep{lk, relock};
         slot.busy = false;
         if (slot.by_caller) {
             slot.by_caller = false;
@@ -422,8 +473,12 @@ void Chip::finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int6
             return;
         }
         done = resolve_locked(t, slot.thread_index, start_ns, end_ns, error);
+        if (done) lk.unlock();  // finalised below, without the lock
     }
-    if (done) finalize_run(std::move(done));
+    if (done) {
+        finalize_run(std::move(done));
+        if (relock != nullptr) relock->lock();
+    }
 }
 
 std::unique_ptr<Chip::RunState> Chip::resolve_locked(Task* t, int thread_index, std::int64_t start_ns,

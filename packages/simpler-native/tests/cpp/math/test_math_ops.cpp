@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -281,6 +282,88 @@ TEST_CASE("row reductions produce a [rows, 1] tile") {
     VecTile<float, 1, 1> tiny;
     CHECK_FALSE(row_sum(tiny, a));
     CHECK(take_error().find("does not fit") != std::string::npos);
+}
+
+// The order row_max / row_min fold a float row in: eight running partials (partial l takes
+// columns l, l + 8, ...), then the partials in order, then the columns after the last whole
+// group of eight; max(a, b) is a unless b > a or b is NaN and a is not.
+float fold8(const float* x, int n, bool max) {
+    auto step = [max](float a, float b) { return ((max ? a > b : a < b) || a != a) ? a : b; };
+    const float id = max ? -INFINITY : INFINITY;
+    float part[8];
+    for (float& p : part) p = id;
+    int c = 0;
+    for (; c + 8 <= n; c += 8)
+        for (int l = 0; l < 8; ++l) part[l] = step(part[l], x[c + l]);
+    float acc = id;
+    for (float p : part) acc = step(acc, p);
+    for (; c < n; ++c) acc = step(acc, x[c]);
+    return acc;
+}
+
+std::uint32_t bits(float x) {
+    std::uint32_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+TEST_CASE("float row max and min return the bits of the eight-partial fold (signed zeros, NaN payloads)") {
+    mathtest::Rng rng;
+    VecTile<float, 6, 100> a;
+    VecTile<float, 6, 1> s;
+    for (int trial = 0; trial < 300; ++trial) {
+        const int vc = rng.below(101);
+        CAPTURE(vc);
+        a.set_valid(6, vc);
+        for (int r = 0; r < 6; ++r)
+            for (int c = 0; c < 100; ++c) {
+                // Row r: mostly zeros of both signs (r < 2), a few NaNs of other payloads
+                // (r 2-3), or plain values with a repeated extreme (r 4-5).
+                const int k = rng.below(16);
+                float v = rng.uniform(-4.0f, 4.0f);
+                if (r < 2) v = k < 8 ? 0.0f : (k < 15 ? -0.0f : v - 8.0f);
+                if ((r == 2 || r == 3) && k == 0) {
+                    const std::uint32_t nan = 0x7fc00000u | static_cast<std::uint32_t>(rng.below(1 << 20)) |
+                                              (rng.below(2) ? 0x80000000u : 0u);
+                    std::memcpy(&v, &nan, sizeof v);
+                }
+                if (r >= 4 && k < 2) v = k == 0 ? 4.5f : -4.5f;
+                a(r, c) = v;
+            }
+        for (bool max : {true, false}) {
+            CAPTURE(max);
+            REQUIRE(max ? row_max(s, a) : row_min(s, a));
+            for (int r = 0; r < 6; ++r) {
+                CAPTURE(r);
+                CHECK(bits(s(r, 0)) == bits(fold8(a.row(r), vc, max)));
+            }
+        }
+    }
+}
+
+TEST_CASE("float row sums are the eight-partial sums bit for bit, whatever the row count") {
+    mathtest::Rng rng;
+    VecTile<float, 7, 100> a;
+    randomize(a, rng, -1000.0f, 1000.0f);
+    VecTile<float, 7, 1> s;
+    for (int vr : {1, 3, 4, 5, 7}) {
+        for (int vc : {0, 5, 8, 31, 64, 100}) {
+            CAPTURE(vr);
+            CAPTURE(vc);
+            a.set_valid(vr, vc);
+            REQUIRE(row_sum(s, a));
+            for (int r = 0; r < vr; ++r) {
+                float part[8] = {};
+                int c = 0;
+                for (; c + 8 <= vc; c += 8)
+                    for (int l = 0; l < 8; ++l) part[l] += a(r, c + l);
+                float want = 0.0f;
+                for (float p : part) want += p;
+                for (; c < vc; ++c) want += a(r, c);
+                CHECK(bits(s(r, 0)) == bits(want));
+            }
+        }
+    }
 }
 
 TEST_CASE("column reductions produce a [1, cols] tile") {

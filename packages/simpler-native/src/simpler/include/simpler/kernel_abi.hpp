@@ -32,10 +32,25 @@ struct KernelErrorSlot {
     char message[512];
 };
 
-inline KernelErrorSlot& kernel_error_slot() noexcept {
-    static thread_local KernelErrorSlot slot{};
-    return slot;
+struct KernelContext;
+
+// A binary's per-thread kernel state, one thread-local object: a kernel binary is a dlopen'ed
+// library, so each access to one of its thread-locals is a call of __tls_get_addr (~15
+// instructions); one trivially constructed object costs one such call where the state is read
+// together (no construction guard, no exit handler) instead of one per variable.
+struct KernelThread {
+    const KernelContext* context;  // current_kernel_context()
+    std::uint64_t invocation;      // kernel_invocation()
+    void* backend;                 // the PTO-ISA backend's per-thread core state (pto::sim::core())
+    KernelErrorSlot error;         // kernel_error_slot()
+};
+
+inline KernelThread& kernel_thread() noexcept {
+    static thread_local KernelThread state{};
+    return state;
 }
+
+inline KernelErrorSlot& kernel_error_slot() noexcept { return kernel_thread().error; }
 
 // Record a kernel failure (printf-style). Only the first report before the runtime takes the
 // error is kept: later ones are usually consequences of the first.
@@ -79,10 +94,7 @@ static_assert(sizeof(KernelContext) == 32, "kernel ABI changed: KernelContext si
 static_assert(offsetof(KernelContext, comm) == 16, "kernel ABI changed: KernelContext.comm");
 static_assert(offsetof(KernelContext, buffers) == 24, "kernel ABI changed: KernelContext.buffers");
 
-inline const KernelContext*& current_kernel_context() noexcept {
-    static thread_local const KernelContext* context = nullptr;
-    return context;
-}
+inline const KernelContext*& current_kernel_context() noexcept { return kernel_thread().context; }
 
 // Counts the kernel invocations on this thread (bumped by simpler_kernel_set_context for every
 // non-null context): per-invocation kernel state (the PTO-ISA buffer checks) resets when it
@@ -96,10 +108,7 @@ inline int format_kernel_tag(char* out, std::size_t n) noexcept {
                          ctx->core_kind == 1 ? "AIC" : "AIV", ctx->core_index);
 }
 
-inline std::uint64_t& kernel_invocation() noexcept {
-    static thread_local std::uint64_t count = 0;
-    return count;
-}
+inline std::uint64_t& kernel_invocation() noexcept { return kernel_thread().invocation; }
 
 }  // namespace simpler
 
@@ -113,8 +122,9 @@ inline std::uint64_t& kernel_invocation() noexcept {
     }                                                                                          \
     extern "C" __attribute__((visibility("default"))) void simpler_kernel_set_context(           \
         const ::simpler::KernelContext* context) {                                             \
-        ::simpler::current_kernel_context() = context;                                         \
-        if (context != nullptr) ++::simpler::kernel_invocation();                              \
+        ::simpler::KernelThread& state = ::simpler::kernel_thread();                           \
+        state.context = context;                                                               \
+        if (context != nullptr) ++state.invocation;                                            \
     }                                                                                          \
     extern "C" __attribute__((visibility("default"))) const char* simpler_kernel_take_error() {   \
         ::simpler::KernelErrorSlot& slot = ::simpler::kernel_error_slot();                     \

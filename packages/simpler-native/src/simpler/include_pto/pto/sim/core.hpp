@@ -32,7 +32,7 @@
 namespace pto {
 namespace sim {
 
-inline constexpr int kPipes = 8;
+inline constexpr int kPipes = 8;  // Seg::rpipes holds a bit per pipe
 inline constexpr int kEvents = 8;
 inline constexpr int kBufs = ::simpler::kCoreBufferCount;
 enum Buf : std::uint8_t { UB = 0, L1 = 1, L0A = 2, L0B = 3, L0C = 4 };
@@ -104,6 +104,7 @@ struct Seg {
     std::uint32_t lo, hi;     // byte range in the buffer
     std::uint32_t writer;     // tile id (1-based) of the last write; 0: never written this kernel
     std::uint8_t wpipe;       // pipe of the last write
+    std::uint8_t rpipes;      // bit p: rseq[p] != 0
     std::uint32_t wseq;       // its issue number on that pipe (0: none)
     const char* wop;          // its instruction
     std::uint32_t rseq[kPipes];  // per pipe: issue number of the last read since that write
@@ -116,6 +117,7 @@ struct Core {
     std::uint64_t cap[kBufs] = {};
     std::vector<TileDesc> tiles;
     std::vector<Seg> segs[kBufs];
+    std::uint32_t touched = ~0u;  // bit b: segs[b] changed since the last reset (all: never reset)
     std::uint32_t counter[kPipes] = {};
     std::uint32_t clock[kPipes][kPipes] = {};  // clock[Q][P]: P's issue count Q has waited for
     // pending[P][Q][e]: the setter's clock at set_flag(P, Q, e); valid while bit Q * kEvents + e
@@ -143,9 +145,8 @@ struct Core {
     bool layouts_in[kBufs] = {};
     std::vector<std::uint8_t> scratch;
 
-    void reset(std::uint64_t inv) noexcept {
+    void reset(std::uint64_t inv, const ::simpler::KernelContext* ctx) noexcept {
         invocation = inv;
-        const ::simpler::KernelContext* ctx = ::simpler::current_kernel_context();
         for (int b = 0; b < kBufs; ++b) {
             if (ctx != nullptr && ctx->buffers != nullptr) {
                 base[b] = ctx->buffers->base[b];
@@ -155,9 +156,14 @@ struct Core {
                 base[b] = own[b].get();
                 cap[b] = kDefaultBufferBytes[b];
             }
-            segs[b].clear();
-            segs[b].push_back(Seg{0, static_cast<std::uint32_t>(cap[b]), 0, 0, 0, nullptr, {}, {}});
+            if ((touched >> b & 1u) != 0) {
+                segs[b].clear();
+                segs[b].push_back(Seg{0, static_cast<std::uint32_t>(cap[b]), 0, 0, 0, 0, nullptr, {}, {}});
+            } else {
+                segs[b][0].hi = static_cast<std::uint32_t>(cap[b]);  // still the one untouched segment
+            }
         }
+        touched = 0;
         tiles.clear();
         held.clear();
         std::memset(layouts_in, 0, sizeof layouts_in);
@@ -168,12 +174,28 @@ struct Core {
     }
 };
 
+// The thread's core, made on its first use: a heap object held by a thread-local owner (run at
+// thread exit), its address kept in the thread's kernel state (simpler::KernelThread::backend),
+// which core() reads with the invocation count and the context in one thread-local lookup.
+struct CoreOwner {
+    std::unique_ptr<Core> core;
+    ~CoreOwner() { ::simpler::kernel_thread().backend = nullptr; }
+};
+
+[[gnu::noinline, gnu::cold]] inline Core* make_core(::simpler::KernelThread& t) noexcept {
+    static thread_local CoreOwner owner;
+    owner.core.reset(new Core());
+    t.backend = owner.core.get();
+    return owner.core.get();
+}
+
 // The calling thread's core, reset at the start of each kernel invocation.
 inline Core& core() noexcept {
-    static thread_local Core c;
-    const std::uint64_t inv = ::simpler::kernel_invocation();
-    if (c.invocation != inv) c.reset(inv);
-    return c;
+    ::simpler::KernelThread& t = ::simpler::kernel_thread();
+    Core* c = static_cast<Core*>(t.backend);
+    if (__builtin_expect(c == nullptr, 0)) c = make_core(t);
+    if (c->invocation != t.invocation) c->reset(t.invocation, t.context);
+    return *c;
 }
 
 // Start a new kernel invocation on this thread (tests: what the runtime's set_context does).
@@ -203,10 +225,8 @@ inline std::uint32_t register_tile(Core& c, const TileDesc& d) noexcept {
 // ZN), they are converted through the ISA's placement, so every tile over the same bytes sees
 // the elements the ISA would show it. A write of every byte of the storage (`overwrite`) needs
 // no conversion: the bytes only change hands.
-inline void hold(Core& c, std::uint32_t id, bool overwrite = false) noexcept {
-    if (id == 0 || id > c.tiles.size()) return;
+[[gnu::noinline]] inline void hold_slow(Core& c, std::uint32_t id, bool overwrite) noexcept {
     const TileDesc& t = c.tiles[id - 1];
-    if (!c.layouts_in[t.buf]) return;
     for (Core::Held& h : c.held) {
         if (h.buf != t.buf || h.offset != t.offset || h.bytes != t.bytes) continue;
         if (h.id != id) {
@@ -222,6 +242,12 @@ inline void hold(Core& c, std::uint32_t id, bool overwrite = false) noexcept {
         return;
     }
     c.held.push_back(Core::Held{t.buf, t.offset, t.bytes, id});
+}
+// Only a buffer holding a tile not stored as the ISA stores it has anything to convert: the
+// check is inline, the bookkeeping (hold_slow) is not.
+inline void hold(Core& c, std::uint32_t id, bool overwrite = false) noexcept {
+    if (id == 0 || id > c.tiles.size() || !c.layouts_in[c.tiles[id - 1].buf]) return;
+    hold_slow(c, id, overwrite);
 }
 inline void hold(std::uint32_t id) noexcept { hold(core(), id); }
 
@@ -315,6 +341,7 @@ private:
 
     void access(int b, std::uint32_t lo, std::uint32_t hi, std::uint32_t id, bool is_write) noexcept {
         if (hi <= lo) return;
+        c_.touched |= 1u << b;
         std::vector<Seg>& v = c_.segs[b];
         const std::size_t first = split(v, lo);
         const std::size_t end = split(v, hi);
@@ -323,8 +350,10 @@ private:
             if (s.wseq != 0 && !ordered(s.wpipe, s.wseq))
                 hazard(is_write, is_write ? "last written" : "written", b, s.lo, id, s.wop, s.wpipe);
             if (is_write) {
-                for (int p = 0; p < kPipes; ++p)
-                    if (s.rseq[p] != 0 && !ordered(p, s.rseq[p])) hazard(true, "last read", b, s.lo, id, s.rop[p], p);
+                for (unsigned m = s.rpipes; m != 0; m &= m - 1) {  // the pipes that read it, in order
+                    const int p = __builtin_ctz(m);
+                    if (!ordered(p, s.rseq[p])) hazard(true, "last read", b, s.lo, id, s.rop[p], p);
+                }
             } else if (s.writer != 0 && s.writer != id && !same_storage(c_, s.writer, id)) {
                 char mine[128], theirs[128];
                 describe(mine, sizeof mine, id);
@@ -337,13 +366,14 @@ private:
         }
         const std::uint32_t seq = c_.counter[pipe_];
         if (is_write) {
-            Seg merged{v[first].lo, v[end - 1].hi, id, static_cast<std::uint8_t>(pipe_), seq, name_, {}, {}};
+            Seg merged{v[first].lo, v[end - 1].hi, id, static_cast<std::uint8_t>(pipe_), 0, seq, name_, {}, {}};
             v.erase(v.begin() + static_cast<std::ptrdiff_t>(first + 1), v.begin() + static_cast<std::ptrdiff_t>(end));
             v[first] = merged;
         } else {
             for (std::size_t i = first; i < end; ++i) {
                 v[i].rseq[pipe_] = seq;
                 v[i].rop[pipe_] = name_;
+                v[i].rpipes = static_cast<std::uint8_t>(v[i].rpipes | 1u << pipe_);
             }
         }
     }

@@ -6,6 +6,7 @@
 
 #include "pto/sim/comm_route.hpp"
 #include "pto/sim/instr_support.hpp"
+#include "pto/sim/math/copy.hpp"
 
 namespace pto {
 
@@ -100,7 +101,10 @@ inline void tstore(GlobalData& dst, TileData& src) noexcept {
             G* g = dst.data();
             const T* s = src.data();
             if constexpr (std::is_same<T, G>::value) {
-                copy_bytes(g, s, sizeof(T) * n);
+                if (sizeof(T) * n >= ::pto::sim::math::kStreamBytes)
+                    ::pto::sim::math::copy_stream(g, s, sizeof(T) * n);  // a long run: streaming stores
+                else
+                    copy_bytes(g, s, sizeof(T) * n);
             } else {
                 for (std::size_t i = 0; i < n; ++i) g[i] = ::pto::sim::math::convert<G>(s[i]);
             }

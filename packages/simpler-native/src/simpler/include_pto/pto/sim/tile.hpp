@@ -22,15 +22,36 @@ inline constexpr int DIM_0 = 0, DIM_1 = 1, DIM_2 = 2, DIM_3 = 3, DIM_4 = 4, TOTA
 }
 
 namespace sim {
-// Fill the dynamic entries of `out` (static ones keep their value) from `vals`, in order.
-template <std::size_t N>
-inline void fill_dynamic(std::int64_t* out, const std::int64_t (&stat)[5], const std::int64_t (&vals)[N]) noexcept {
-    std::size_t k = 0;
-    for (int i = 0; i < 5; ++i) {
-        if (stat[i] == DYNAMIC) out[i] = k < N ? vals[k++] : 1;
-        else out[i] = stat[i];
+// The 5 dims of a Shape or Stride with static dims S...: fill() sets the dynamic entries of
+// `out` from `vals`, in order (1 past the values given), the static ones to their value. Which
+// entry of `vals` each dim takes is decided at compile time (a GlobalTensor is built per TLOAD
+// and TSTORE: a loop over the dims cost ~50 instructions a view).
+template <std::int64_t... S>
+struct DynamicDims {
+    static constexpr std::int64_t stat[5] = {S...};
+    static constexpr int before(int i) noexcept {  // dynamic dims before dim i
+        int k = 0;
+        for (int j = 0; j < i; ++j) k += stat[j] == DYNAMIC ? 1 : 0;
+        return k;
     }
-}
+    template <int I, std::size_t N>
+    static std::int64_t value(const std::int64_t (&vals)[N]) noexcept {
+        if constexpr (stat[I] != DYNAMIC)
+            return stat[I];
+        else if constexpr (before(I) < static_cast<int>(N))
+            return vals[before(I)];
+        else
+            return 1;
+    }
+    template <std::size_t N>
+    static void fill(std::int64_t* out, const std::int64_t (&vals)[N]) noexcept {
+        out[0] = value<0>(vals);
+        out[1] = value<1>(vals);
+        out[2] = value<2>(vals);
+        out[3] = value<3>(vals);
+        out[4] = value<4>(vals);
+    }
+};
 template <std::int64_t... N>
 constexpr int count_dynamic() noexcept {
     return ((N == DYNAMIC ? 1 : 0) + ...);
@@ -46,26 +67,26 @@ struct Shape {
     static constexpr std::int64_t staticShape[5] = {N1, N2, N3, N4, N5};
     std::int64_t shape[5] = {1, 1, 1, 1, 1};
 
-    Shape() noexcept { sim::fill_dynamic(shape, staticShape, {std::int64_t{1}}); }
+    Shape() noexcept { sim::DynamicDims<N1, N2, N3, N4, N5>::fill(shape, {std::int64_t{1}}); }
     Shape(std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4, std::int64_t n5) noexcept {
         const std::int64_t v[5] = {n1, n2, n3, n4, n5};
         for (int i = 0; i < 5; ++i) shape[i] = staticShape[i] == DYNAMIC ? v[i] : staticShape[i];
     }
     Shape(std::int64_t n) noexcept {  // NOLINT: implicit as upstream
         static_assert(sim::count_dynamic<N1, N2, N3, N4, N5>() == 1, "1-parameter Shape needs exactly 1 dynamic dim");
-        sim::fill_dynamic(shape, staticShape, {n});
+        sim::DynamicDims<N1, N2, N3, N4, N5>::fill(shape, {n});
     }
     Shape(std::int64_t n1, std::int64_t n2) noexcept {
         static_assert(sim::count_dynamic<N1, N2, N3, N4, N5>() == 2, "2-parameter Shape needs exactly 2 dynamic dims");
-        sim::fill_dynamic(shape, staticShape, {n1, n2});
+        sim::DynamicDims<N1, N2, N3, N4, N5>::fill(shape, {n1, n2});
     }
     Shape(std::int64_t n1, std::int64_t n2, std::int64_t n3) noexcept {
         static_assert(sim::count_dynamic<N1, N2, N3, N4, N5>() == 3, "3-parameter Shape needs exactly 3 dynamic dims");
-        sim::fill_dynamic(shape, staticShape, {n1, n2, n3});
+        sim::DynamicDims<N1, N2, N3, N4, N5>::fill(shape, {n1, n2, n3});
     }
     Shape(std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4) noexcept {
         static_assert(sim::count_dynamic<N1, N2, N3, N4, N5>() == 4, "4-parameter Shape needs exactly 4 dynamic dims");
-        sim::fill_dynamic(shape, staticShape, {n1, n2, n3, n4});
+        sim::DynamicDims<N1, N2, N3, N4, N5>::fill(shape, {n1, n2, n3, n4});
     }
 };
 
@@ -76,26 +97,26 @@ struct Stride {
     static constexpr std::int64_t staticStride[5] = {S1, S2, S3, S4, S5};
     std::int64_t stride[5] = {1, 1, 1, 1, 1};
 
-    Stride() noexcept { sim::fill_dynamic(stride, staticStride, {std::int64_t{1}}); }
+    Stride() noexcept { sim::DynamicDims<S1, S2, S3, S4, S5>::fill(stride, {std::int64_t{1}}); }
     Stride(std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4, std::int64_t n5) noexcept {
         const std::int64_t v[5] = {n1, n2, n3, n4, n5};
         for (int i = 0; i < 5; ++i) stride[i] = staticStride[i] == DYNAMIC ? v[i] : staticStride[i];
     }
     Stride(std::int64_t n) noexcept {  // NOLINT: implicit as upstream
         static_assert(sim::count_dynamic<S1, S2, S3, S4, S5>() == 1, "1-parameter Stride needs exactly 1 dynamic dim");
-        sim::fill_dynamic(stride, staticStride, {n});
+        sim::DynamicDims<S1, S2, S3, S4, S5>::fill(stride, {n});
     }
     Stride(std::int64_t n1, std::int64_t n2) noexcept {
         static_assert(sim::count_dynamic<S1, S2, S3, S4, S5>() == 2, "2-parameter Stride needs exactly 2 dynamic dims");
-        sim::fill_dynamic(stride, staticStride, {n1, n2});
+        sim::DynamicDims<S1, S2, S3, S4, S5>::fill(stride, {n1, n2});
     }
     Stride(std::int64_t n1, std::int64_t n2, std::int64_t n3) noexcept {
         static_assert(sim::count_dynamic<S1, S2, S3, S4, S5>() == 3, "3-parameter Stride needs exactly 3 dynamic dims");
-        sim::fill_dynamic(stride, staticStride, {n1, n2, n3});
+        sim::DynamicDims<S1, S2, S3, S4, S5>::fill(stride, {n1, n2, n3});
     }
     Stride(std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4) noexcept {
         static_assert(sim::count_dynamic<S1, S2, S3, S4, S5>() == 4, "4-parameter Stride needs exactly 4 dynamic dims");
-        sim::fill_dynamic(stride, staticStride, {n1, n2, n3, n4});
+        sim::DynamicDims<S1, S2, S3, S4, S5>::fill(stride, {n1, n2, n3, n4});
     }
 };
 

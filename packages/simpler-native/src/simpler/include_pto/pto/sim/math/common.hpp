@@ -21,6 +21,16 @@
 #define PTO_SIM_MATH_IVDEP
 #endif
 
+// Loop annotation for "unroll this short loop of a compile-time count fully" (the register
+// blocks of matmul.hpp, the side-by-side rows of reduce.hpp): their arrays then stay in registers.
+#if defined(__clang__)
+#define PTO_SIM_MATH_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define PTO_SIM_MATH_UNROLL _Pragma("GCC unroll 16")
+#else
+#define PTO_SIM_MATH_UNROLL
+#endif
+
 namespace pto {
 namespace sim {
 namespace math {

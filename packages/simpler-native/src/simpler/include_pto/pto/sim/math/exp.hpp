@@ -54,7 +54,15 @@ inline constexpr double kExpC0 = 0x1.c6af84b912394p-20;
 inline constexpr double kExpC1 = 0x1.ebfce50fac4f3p-13;
 inline constexpr double kExpC2 = 0x1.62e42ff0c52d6p-6;
 
+// The lanes of mask (bit l: lane l): out[l] = std::exp(xf[l]). Out of line and cold, so that
+// the call of libm does not make the compiler keep exp8's constants in memory around it.
+__attribute__((noinline, cold)) inline void exp8_slow(float* out, vexp_f xf, unsigned mask) noexcept {
+    for (int l = 0; l < 8; ++l)
+        if ((mask >> l) & 1u) out[l] = std::exp(xf[l]);
+}
+
 // out[0..8) = exp(in[0..8) - sub) (Sub: the float subtraction first, as the scalar form does).
+// out may be in.
 template <bool Sub>
 inline void exp8(float* out, const float* in, float sub) noexcept {
     vexp_f xf;
@@ -79,16 +87,13 @@ inline void exp8(float* out, const float* in, float sub) noexcept {
     vexp_d y = kExpC2 * r + 1.0;  // fused
     y = z * r2 + y;               // fused
     y = y * s;
-    vexp_f res = __builtin_convertvector(y, vexp_f);
+    const vexp_f res = __builtin_convertvector(y, vexp_f);
     vexp_w bits;
     std::memcpy(&bits, &xf, sizeof bits);
     const vexp_w big = (bits & 0x7ff00000u) >= 0x42b00000u;  // |x| >= 88, inf, NaN: glibc's slow path
-    std::uint64_t any[4];
-    std::memcpy(any, &big, sizeof any);
-    if ((any[0] | any[1] | any[2] | any[3]) != 0)
-        for (int l = 0; l < 8; ++l)
-            if (big[l] != 0) res[l] = std::exp(xf[l]);
     std::memcpy(out, &res, sizeof res);
+    const unsigned mask = static_cast<unsigned>(__builtin_ia32_movmskps256((vexp_f)big));  // lane l: bit l
+    if (mask != 0) exp8_slow(out, xf, mask);
 }
 #endif
 

@@ -35,14 +35,6 @@
 #define PTO_SIM_MATH_MM_ROWS 4
 #endif
 
-#if defined(__clang__)
-#define PTO_SIM_MATH_UNROLL _Pragma("unroll")
-#elif defined(__GNUC__)
-#define PTO_SIM_MATH_UNROLL _Pragma("GCC unroll 16")
-#else
-#define PTO_SIM_MATH_UNROLL
-#endif
-
 namespace pto {
 namespace sim {
 namespace math {

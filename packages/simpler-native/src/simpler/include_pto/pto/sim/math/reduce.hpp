@@ -75,6 +75,67 @@ inline A reduce_step(A acc, A x) noexcept {
     }
 }
 
+// out[r] = reduce(row r of x, n elements), rows `stride` elements apart, r in [0, NR): eight
+// running partials a row (partial l takes columns l, l + 8, ... in order), then the partials in
+// order, then the columns after the last whole group of eight. The NR rows are folded side by
+// side: each partial is a chain of dependent steps, and NR rows give NR independent chains for
+// the same order per row.
+// Eight float lanes, and reduce_step on each lane (the max/min select by bit masks, which
+// every compiler's vector extension has).
+typedef float fold_f8 __attribute__((vector_size(32)));
+typedef std::int32_t fold_i8 __attribute__((vector_size(32)));
+// (By reference: a 32-byte vector passed by value changes the ABI between SSE and AVX builds.)
+template <RowReduce K>
+inline void fold_step8(fold_f8& p, const fold_f8& v) noexcept {
+    if constexpr (K == RowReduce::Sum) {
+        p = p + v;
+    } else if constexpr (K == RowReduce::Prod) {
+        p = p * v;
+    } else {
+        const fold_i8 keep = (K == RowReduce::Max ? p > v : p < v) | (p != p);  // lanes: 0 or -1
+        p = (fold_f8)(((fold_i8)p & keep) | ((fold_i8)v & ~keep));
+    }
+}
+
+template <RowReduce K, int NR, class A, class T>
+inline void fold_rows(A* out, const T* x, int stride, int n) noexcept {
+    constexpr int L = 8;
+    A part[NR][L];
+    int c = 0;
+    if constexpr (std::is_same<A, float>::value) {  // the partials as one vector a row
+        fold_f8 pv[NR];
+        PTO_SIM_MATH_UNROLL
+        for (int r = 0; r < NR; ++r) pv[r] = fold_f8{} + reduce_identity<K, A>();
+        for (; c + L <= n; c += L) {
+            PTO_SIM_MATH_UNROLL
+            for (int r = 0; r < NR; ++r) {
+                fold_f8 v = {};
+                if constexpr (std::is_same<T, float>::value) {
+                    __builtin_memcpy(&v, x + r * stride + c, sizeof v);
+                } else {
+                    for (int l = 0; l < L; ++l) v[l] = static_cast<float>(to_compute(x[r * stride + c + l]));
+                }
+                fold_step8<K>(pv[r], v);
+            }
+        }
+        for (int r = 0; r < NR; ++r)
+            for (int l = 0; l < L; ++l) part[r][l] = pv[r][l];
+    } else {
+        for (int r = 0; r < NR; ++r)
+            for (int l = 0; l < L; ++l) part[r][l] = reduce_identity<K, A>();
+        for (; c + L <= n; c += L)
+            for (int r = 0; r < NR; ++r)
+                for (int l = 0; l < L; ++l)
+                    part[r][l] = reduce_step<K, A>(part[r][l], static_cast<A>(to_compute(x[r * stride + c + l])));
+    }
+    for (int r = 0; r < NR; ++r) {
+        A acc = reduce_identity<K, A>();
+        for (int l = 0; l < L; ++l) acc = reduce_step<K, A>(acc, part[r][l]);
+        for (int k = c; k < n; ++k) acc = reduce_step<K, A>(acc, static_cast<A>(to_compute(x[r * stride + k])));
+        out[r] = acc;
+    }
+}
+
 template <RowReduce K, class Dst, class Src>
 inline bool row_reduce(const char* op, Dst& dst, const Src& src) noexcept {
     static_assert(is_vec_v<Dst> && is_vec_v<Src>, "row reductions take Vec tiles");
@@ -84,18 +145,18 @@ inline bool row_reduce(const char* op, Dst& dst, const Src& src) noexcept {
     require_arith<T>();
     if (!operands_ok(op, src) || !fits(op, dst, src.valid_rows, 1)) return false;
     const int vr = src.valid_rows, vc = src.valid_cols;
-    constexpr int L = 8;  // partial accumulators: a vector's worth of lanes
-    for (int r = 0; r < vr; ++r) {
-        const T* x = src.row(r);
-        A part[L];
-        for (int l = 0; l < L; ++l) part[l] = reduce_identity<K, A>();
-        int c = 0;
-        for (; c + L <= vc; c += L)
-            for (int l = 0; l < L; ++l) part[l] = reduce_step<K, A>(part[l], static_cast<A>(to_compute(x[c + l])));
-        A acc = reduce_identity<K, A>();
-        for (int l = 0; l < L; ++l) acc = reduce_step<K, A>(acc, part[l]);
-        for (; c < vc; ++c) acc = reduce_step<K, A>(acc, static_cast<A>(to_compute(x[c])));
-        dst(r, 0) = convert<D>(acc);
+    constexpr int kRows = 4;  // rows folded side by side (fold_rows)
+    A acc[kRows];
+    int r = 0;
+    if constexpr (Src::rows >= kRows && Dst::rows >= kRows) {
+        for (; r + kRows <= vr; r += kRows) {
+            fold_rows<K, kRows, A>(acc, src.row(r), Src::cols, vc);
+            for (int i = 0; i < kRows; ++i) dst(r + i, 0) = convert<D>(acc[i]);
+        }
+    }
+    for (; r < vr; ++r) {
+        fold_rows<K, 1, A>(acc, src.row(r), Src::cols, vc);
+        dst(r, 0) = convert<D>(acc[0]);
     }
     dst.valid_rows = vr;
     dst.valid_cols = 1;
