@@ -132,7 +132,9 @@ class _KernelGen(_Emitters):
                 if hold != ct:
                     value = f"static_cast<{hold}>({value})"
                 self.raw(f"const {hold} {name} = {value};", f"(void){name};")
-        if any(e.op == "comm.defer_wait" for e in calls):  # waited for when the kernel returns, before its task completes
+        if any(
+            e.op == "comm.defer_wait" for e in calls
+        ):  # waited for when the kernel returns, before its task completes
             self.items.insert(0, Inst((f"{COMM_NS}::DeferredWaits {DEFERRED};",)))
         self.body(fn.body)
         items = insert_syncs(self.items, self.storage_conflict)

@@ -294,7 +294,11 @@ def allocate_kernel(fn: Function, platform: str | Platform) -> KernelMemory:
         align = plat.alignment(space)
         nbytes = _aligned(ptile.nbytes, align)
         busy = sorted(
-            [(s.offset, s.offset + s.nbytes) for s in placed if s.space is space and s.live[0] <= hi and lo <= s.live[1]]
+            [
+                (s.offset, s.offset + s.nbytes)
+                for s in placed
+                if s.space is space and s.live[0] <= hi and lo <= s.live[1]
+            ]
         )
         offset = _place(busy, nbytes, align)
         names = tuple([keys[i] for i in members])
@@ -341,7 +345,13 @@ def check_no_overlap(kernel: str, slots: list[Slot]) -> None:
         a0, a1, lo, hi = a.offset, a.offset + a.nbytes, a.live[0], a.live[1]
         for b in slots[i + 1 :]:
             # Slot.overlaps, inlined: a compile checks every pair of its kernels' storages
-            if b.space is a.space and lo <= b.live[1] and b.live[0] <= hi and a0 < b.offset + b.nbytes and b.offset < a1:
+            if (
+                b.space is a.space
+                and lo <= b.live[1]
+                and b.live[0] <= hi
+                and a0 < b.offset + b.nbytes
+                and b.offset < a1
+            ):
                 raise OverlapError(
                     f"kernel {kernel!r}: tiles {'/'.join(a.names)} and {'/'.join(b.names)} are live together "
                     f"(points {a.live} and {b.live}) but overlap in the {a.space.value} buffer "
