@@ -197,8 +197,9 @@ class FunctionalOperator(OperatorBase):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = self._positional(args, kwargs)
-        # The exit gate's bracket around the dispatcher (pypto.torch._kernel.exit_gate).
-        opened = exit_gate.enter()
+        # The exit gate's bracket around the dispatcher (pypto.torch._kernel.exit_gate); not
+        # while torch.compile traces the call (the kernel opens it when the graph runs).
+        opened = not torch.compiler.is_compiling() and exit_gate.enter()
         try:
             return self.op(*args)
         finally:

@@ -43,6 +43,7 @@ from pypto.torch._operator_kernels import (
 from pypto.torch._validation import ArgumentError
 from pypto.torch.functional import FunctionalOperator
 from pypto.torch.registration import RegistrationSignature
+from torch.compiler import is_compiling
 
 if TYPE_CHECKING:
     from pypto.language.interface import DeclaredParam, JITFunction
@@ -150,8 +151,9 @@ class Operator(OperatorBase):
         if kwargs:
             args = self._positional(args, kwargs)
         # The exit gate's bracket around the dispatcher, whose GIL release and re-take lie
-        # inside it (pypto.torch._kernel.exit_gate); the kernel then finds it open.
-        opened = exit_gate.enter()
+        # inside it (pypto.torch._kernel.exit_gate); the kernel then finds it open. Traced by
+        # torch.compile, the call is a graph node: the kernel opens the gate when it runs.
+        opened = not is_compiling() and exit_gate.enter()
         try:
             self.op(*args)
         finally:
