@@ -117,8 +117,10 @@ static void scalar_matmul(Acc& c, L& a, R& b, bool accumulate) {
         for (int p = 0; p < k; ++p) {
             const float av = arow[p];
             const float* brow = b.data() + p * R::Cols;
+            // A pointer-width index: with an int index g++ 12 -O2 spends a register copy a step
+            // (7 instructions, not the old tile library's 6), about 10% of this row.
 #pragma GCC ivdep
-            for (int j = 0; j < n; ++j) crow[j] += av * brow[j];
+            for (std::ptrdiff_t j = 0; j < n; ++j) crow[j] += av * brow[j];
         }
     }
 }
