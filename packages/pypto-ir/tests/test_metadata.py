@@ -19,6 +19,7 @@ from pypto.ir.metadata import (
     KernelInfo,
     MetadataError,
     OrchestrationInfo,
+    json_text,
     read_metadata,
     write_metadata,
 )
@@ -249,3 +250,24 @@ def test_schema_1_and_2_load_as_program_only(schema: int, tmp_path: Path) -> Non
     assert read_metadata(tmp_path, require=Contract.PROGRAM) == meta
     with pytest.raises(MetadataError, match=f"schema {schema} metadata loads as PROGRAM only.*recompile"):
         read_metadata(tmp_path, require=Contract.KERNEL)
+
+
+_json_leaf = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
+_json_data = st.recursive(
+    _json_leaf,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_json_data)
+def test_json_text_is_json_dumps_text(data: object) -> None:
+    # compiled_meta.json's writer: json.dumps(indent=2)'s text, or json.dumps itself
+    assert json_text(data) == json.dumps(data, indent=2)
+
+
+def test_json_text_leaves_other_values_to_json_dumps() -> None:
+    data = {"a": (1, 2), 3: "int key"}
+    assert json_text(data) == json.dumps(data, indent=2)
+    with pytest.raises(TypeError):
+        json_text({"x": object()})
