@@ -75,7 +75,8 @@ def softmax(a: pl.Tensor, out: pl.Out[pl.Tensor]):
                 m: pl.Tile[[SM_BLOCK, 1], pl.FP32] = pl.row_max(t, tmp)
                 e = pl.row_expand_expdif(t, m)
                 s: pl.Tile[[SM_BLOCK, 1], pl.FP32] = pl.row_sum(e, tmp)
-                pl.store(pl.row_expand_div(e, s), [r, 0], ov)
+                # times the reciprocal of the sum, as torch's CPU softmax does (one divide a row)
+                pl.store(pl.row_expand_mul(e, pl.recip(s)), [r, 0], ov)
     return out
 
 
