@@ -5,7 +5,7 @@ same process, each result checked first, each figure the best of several calls:
 
 - a 16M-element FP32 add (4096 x 4096, row blocks in parallel tasks) vs ``np.add(out=)``;
 - a row softmax of 4096 x 1024 FP32 (row blocks in parallel tasks; max, the fused
-  ``exp(x - max)``, sum, divide) vs torch eager;
+  ``exp(x - max)``, sum, times the sum's reciprocal) vs torch eager;
 - 384^3 and 1024^3 FP32 matmuls in 128x128 output tiles (one cube task per output tile, the
   depth accumulated 128 at a time with ``TMATMUL`` / ``TMATMUL_ACC`` in the tile) vs
   ``torch.matmul`` on the same thread count as the chip's AIC threads (1, then 2: the output
@@ -33,7 +33,7 @@ from pypto_testing.bench import report
 
 N_ADD = 4096  # 4096 x 4096 = 16M elements
 ADD_ROWS = 64  # rows per task
-ADD_TILE_ROWS = 2  # tiles of whole rows: each TLOAD / TSTORE is one run of 32 KiB
+ADD_TILE_ROWS = 4  # tiles of whole rows: each TLOAD / TSTORE is one run of 64 KiB (three tiles fill UB)
 ADD_TILE = [ADD_TILE_ROWS, N_ADD]
 SM_ROWS, SM_COLS, SM_BLOCK = 4096, 1024, 8
 TM = 128  # matmul output tile: TM x TM, the depth TK at a time. Each step copies its operand
