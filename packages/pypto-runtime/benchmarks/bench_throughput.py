@@ -172,8 +172,8 @@ def _matmul_for(n: int) -> tuple[Callable[..., object], str]:
     """The program for an n^3 product and how it tiles the output. A task's operand copies per
     product fall with 1/rows + 1/cols of its output block, which L0C (128 KiB: 32K floats of
     FP32 accumulators) bounds: TM x 2TM blocks where n allows (1024^3: 32 tasks), else 192 x TM
-    tiles 64 deep (384^3: 6 tasks, three for each of two AIC threads; Left 192 x 64 and Right
-    64 x TM fit L0A and L0B), else TM x TM tiles."""
+    tiles 64 deep (384^3: 6 tasks rather than 9; Left 192 x 64 and Right 64 x TM fit L0A and
+    L0B), else TM x TM tiles."""
     if n % (2 * TM) == 0 and n % TK == 0:
         return _matmul_pair(n), f"{TM}x{2 * TM} blocks (two {TM}x{TM} Acc tiles)"
     if n % 192 == 0:
