@@ -11,8 +11,10 @@
 // 2^(i / 32) rounded to double, with i / 32 subtracted from the exponent field; C0..C2 are
 // glibc's polynomial coefficients (the values its FMA variant loads). Lanes whose |x| >= 88,
 // infinities and NaN go to std::exp itself (overflow, underflow and the special values).
-// test_math_exp.cpp compares every lane form with std::exp over a sweep of the float range; on
-// other targets and compilers every element calls std::exp.
+// With AVX-512F and VL the same operations use 512-bit instructions and mask registers
+// (PTO_SIM_MATH_VEXP512). test_math_exp.cpp compares the lane forms with std::exp over a sweep
+// of the float range (built with AVX2 and FMA, and for the host's CPU); on other targets and
+// compilers every element calls std::exp.
 #pragma once
 
 #include <cmath>
@@ -76,8 +78,9 @@ inline void exp8(float* out, const float* in, float sub) noexcept {
     std::memcpy(&xf, in, sizeof xf);
     if (Sub) xf = xf - sub;
 #if PTO_SIM_MATH_VEXP512
-    // AVX-512 forms of the same operations (GCC without a 512-bit preference splits the
-    // conversions of a generic vector in two and keeps the lookup's select in general registers).
+    // AVX-512 forms of the same operations: GCC 12 without a 512-bit preference splits the
+    // conversions of a generic vector in two, and tests the table half and the slow lanes with
+    // vector compares and movmskps where mask registers take one instruction each.
     const vexp_d xd = __builtin_ia32_cvtps2pd512_mask(xf, vexp_d{}, static_cast<unsigned char>(-1), 4);
 #else
     const vexp_d xd = __builtin_convertvector(xf, vexp_d);
