@@ -482,6 +482,8 @@ public:
         return out;
     }
 
+    const nb::object& declined() const noexcept { return declined_; }
+
 private:
     nb::object plan_obj_, chip_obj_;  // keep the plan and the chip alive
     const CallPlan* plan_;
@@ -493,6 +495,71 @@ private:
     bool as_tuple_;
     nb::object declined_, finish_;
 };
+
+// A BoundCall called the way its function is called: `target(*args, **kwargs)` runs the bound
+// call when it takes the call (no keywords, the plan takes the arguments) and returns its
+// result, else returns `fallback(*args, **kwargs)` (the function's general path, which decides
+// and reports). Its call is the type's C tp_call, so a caller that holds the target (a
+// functools.partial: pypto's JITFunction) reaches the chip with no Python frame and no
+// attribute lookup in between.
+struct DirectCall {
+    DirectCall(nb::object bound, nb::object fallback)
+        : bound_obj(std::move(bound)), bound(nb::cast<const BoundCall*>(bound_obj)), fallback(std::move(fallback)) {
+        if (!PyCallable_Check(this->fallback.ptr()))
+            throw nb::type_error("DirectCall(fallback): expected a callable");
+    }
+    nb::object bound_obj;
+    const BoundCall* bound;
+    nb::object fallback;  // often refers back to the caller: a cycle the collector sees (tp_traverse)
+};
+
+PyObject* direct_call(PyObject* self, PyObject* args, PyObject* kwargs) noexcept {
+    // The caller may drop its reference to this target while the call runs with the GIL
+    // released (a partial's target replaced by another thread): the call holds its own.
+    nb::object keep = nb::borrow(self);
+    const DirectCall* d = nb::inst_ptr<DirectCall>(self);
+    try {
+        if (kwargs == nullptr || PyDict_GET_SIZE(kwargs) == 0) {
+            nb::object done = d->bound->call(args);
+            if (!done.is(d->bound->declined())) return done.release().ptr();
+        }
+        nb::object fallback = d->fallback;
+        if (!fallback.is_valid()) {
+            PyErr_SetString(PyExc_RuntimeError, "DirectCall: its fallback was cleared by the garbage collector");
+            return nullptr;
+        }
+        return PyObject_Call(fallback.ptr(), args, kwargs);
+    } catch (nb::python_error& e) {
+        e.restore();
+    } catch (const std::bad_alloc&) {
+        PyErr_NoMemory();
+    } catch (const std::invalid_argument& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+    return nullptr;
+}
+
+int direct_traverse(PyObject* self, visitproc visit, void* arg) {
+    Py_VISIT(Py_TYPE(self));
+    if (!nb::inst_ready(self)) return 0;
+    const DirectCall* d = nb::inst_ptr<DirectCall>(self);
+    Py_VISIT(d->bound_obj.ptr());
+    Py_VISIT(d->fallback.ptr());
+    return 0;
+}
+
+int direct_clear(PyObject* self) {
+    DirectCall* d = nb::inst_ptr<DirectCall>(self);
+    d->fallback.reset();
+    return 0;
+}
+
+PyType_Slot direct_slots[] = {{Py_tp_call, reinterpret_cast<void*>(direct_call)},
+                              {Py_tp_traverse, reinterpret_cast<void*>(direct_traverse)},
+                              {Py_tp_clear, reinterpret_cast<void*>(direct_clear)},
+                              {0, nullptr}};
 
 }  // namespace
 
@@ -519,6 +586,13 @@ void bind_call_plan(nb::module_& m) {
              "plan"_a, "chip"_a, "program"_a, "settings"_a, "timeout"_a, "returns"_a, "as_tuple"_a, "declined"_a,
              "finish"_a)
         .def("__call__", &BoundCall::call, "args"_a);
+    nb::class_<DirectCall>(m, "DirectCall",
+                           "A BoundCall called as its function is: target(*args, **kwargs) runs the bound call "
+                           "or returns fallback(*args, **kwargs); see docs/simpler-runtime.md.",
+                           nb::type_slots(direct_slots))
+        .def(nb::init<nb::object, nb::object>(), "bound"_a, "fallback"_a)
+        .def_prop_ro("bound", [](const DirectCall& d) { return d.bound_obj; })
+        .def_prop_ro("fallback", [](const DirectCall& d) { return d.fallback; });
 }
 
 }  // namespace simpler::bindings

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from simpler._dtypes import ArgDirection, DataType
-from simpler._native import SANITIZED, BoundCall, CallPlan, __version__
+from simpler._native import SANITIZED, BoundCall, CallPlan, DirectCall, __version__
 from simpler.buffers import Buffer, Tensor
 from simpler.callables import CallableHandle, ChipCallable, CoreCallable, CoreType
 from simpler.config import CallConfig
@@ -28,6 +28,7 @@ __all__ = [
     "SANITIZED",
     "ArgDirection",
     "BoundCall",
+    "DirectCall",
     "Buffer",
     "CallConfig",
     "CallPlan",
