@@ -503,14 +503,21 @@ private:
 // functools.partial: pypto's JITFunction) reaches the chip with no Python frame and no
 // attribute lookup in between.
 struct DirectCall {
-    DirectCall(nb::object bound, nb::object fallback)
-        : bound_obj(std::move(bound)), bound(nb::cast<const BoundCall*>(bound_obj)), fallback(std::move(fallback)) {
-        if (!PyCallable_Check(this->fallback.ptr()))
-            throw nb::type_error("DirectCall(fallback): expected a callable");
+    DirectCall(nb::object bound_call, nb::object fallback_call)
+        : bound_obj(std::move(bound_call)), fallback(std::move(fallback_call)) {
+        if (!nb::isinstance<BoundCall>(bound_obj))
+            throw nb::type_error(("DirectCall(bound): expected a simpler.BoundCall, got " +
+                                  std::string(Py_TYPE(bound_obj.ptr())->tp_name))
+                                     .c_str());
+        if (!PyCallable_Check(fallback.ptr()))
+            throw nb::type_error(("DirectCall(fallback): expected a callable, got " +
+                                  std::string(Py_TYPE(fallback.ptr())->tp_name))
+                                     .c_str());
+        bound = nb::cast<const BoundCall*>(bound_obj);
     }
     nb::object bound_obj;
-    const BoundCall* bound;
     nb::object fallback;  // often refers back to the caller: a cycle the collector sees (tp_traverse)
+    const BoundCall* bound = nullptr;
 };
 
 PyObject* direct_call(PyObject* self, PyObject* args, PyObject* kwargs) noexcept {

@@ -131,8 +131,8 @@ class JITFunction(functools.partial, DecoratedFunction):
     lookup and a Python frame (~1,900 instructions, 9% of a repeat 64x64 call;
     docs/performance-small-call.md), where a partial's C call passes the call's arguments straight
     to its target. The partial's ``func`` is that target and changes with the plan; its ``args``
-    and ``keywords`` are always empty. A copy (``copy.copy``, ``copy.deepcopy``) is a new
-    ``@pl.jit`` function of the same Python function, with no specialisations yet.
+    and ``keywords`` are always empty. Like a function, it pickles by reference (by its module and
+    qualified name) and ``copy.copy``/``copy.deepcopy`` return it.
     """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
@@ -164,9 +164,10 @@ class JITFunction(functools.partial, DecoratedFunction):
     def __repr__(self) -> str:
         return f"<pl.jit {self.fn.__module__}.{self.fn.__qualname__}>"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # not partial's (which would rebuild from the current target): a new @pl.jit function
-        return (type(self), (self.fn,))
+    def __reduce__(self) -> str:
+        # As a function: pickled by reference to its module's global, copied as itself (not
+        # partial's reduce, which would rebuild a partial of the current target).
+        return self.__qualname__
 
     @property
     def executor_plan(self) -> Any:
