@@ -164,7 +164,11 @@ public:
             if (shape.empty() || shape.size() > kMaxTensorDims)
                 throw std::invalid_argument("CallPlan(tensors): expected 1.." + std::to_string(kMaxTensorDims) +
                                             " dims, got " + std::to_string(shape.size()));
-            if (itemsize == 0) throw std::invalid_argument("CallPlan(tensors): expected an itemsize > 0, got 0");
+            // dense_tensor's descriptors are then valid by construction (submitted unchecked)
+            if (itemsize * 8 < dtype_bits(static_cast<std::uint8_t>(dtype)))
+                throw std::invalid_argument("CallPlan(tensors): itemsize " + std::to_string(itemsize) +
+                                            " is smaller than dtype code " + std::to_string(dtype) + "'s " +
+                                            std::to_string(dtype_bits(static_cast<std::uint8_t>(dtype))) + " bits");
             tensors_.push_back(TensorSpec{slot, static_cast<std::uint8_t>(dtype), format, itemsize, shape, writes});
         }
         for (const auto& [slot, code] : scalars) {
@@ -268,7 +272,7 @@ public:
         std::shared_ptr<Run> run;
         {
             nb::gil_scoped_release release;  // the arguments stay referenced by the caller's frame
-            run = chip.submit(std::move(program), std::move(tensors), std::move(bits), settings);
+            run = chip.submit(std::move(program), std::move(tensors), std::move(bits), settings, true);
             run->wait(timeout);
         }
         return nb::cast(run);
@@ -467,7 +471,8 @@ public:
         std::shared_ptr<Run> run;
         {
             nb::gil_scoped_release release;  // the arguments stay referenced by the caller's frame
-            run = chip_->submit(program_, std::move(tensors), std::move(bits), settings_);
+            // fill()'s descriptors: dense, over arrays that own their memory (dense_host)
+            run = chip_->submit(program_, std::move(tensors), std::move(bits), settings_, true);
             run->wait(timeout_);
         }
         if (!run->done() || !run->error().empty()) finish_(nb::cast(run), timeout_ < 0 ? nb::none() : nb::cast(timeout_));
