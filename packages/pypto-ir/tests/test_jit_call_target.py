@@ -51,7 +51,9 @@ def executor(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_the_plan_is_the_call_target_and_falls_back_to_the_general_path(executor: Any) -> None:
     general, planned = executor
-    assert scale.func == scale.general_call and scale.args == () and not scale.keywords
+    assert scale.func == scale.general_call
+    assert scale.args == ()
+    assert not scale.keywords
     assert scale(1, 2, 3) == "general"
     assert scale.func is scale.executor_plan is not None
     assert scale(4, 5, 6) == "planned"
@@ -59,7 +61,8 @@ def test_the_plan_is_the_call_target_and_falls_back_to_the_general_path(executor
     assert general == [((1, 2, 3), {}), ((7, 8, 9), {"config": "cfg"})]
     assert planned == [(4, 5, 6)]
     execution.clear_executor_plans()
-    assert scale.executor_plan is None and scale.func == scale.general_call
+    assert scale.executor_plan is None
+    assert scale.func == scale.general_call
     assert scale(1, 2, 3) == "general"
 
 
@@ -77,9 +80,12 @@ def test_no_plan_while_a_host_body_is_traced(executor: Any) -> None:
         t = threading.Thread(target=lambda: done.append(scale(4, 5, 6)))
         t.start()
         t.join()
-        assert done == ["general"] and scale.executor_plan is None
-    assert len(trace.dispatches) == 1 and trace.dispatches[0].fn is scale
-    assert general == [((1, 2, 3), {}), ((4, 5, 6), {})] and planned == []
+        assert done == ["general"]
+        assert scale.executor_plan is None
+    assert len(trace.dispatches) == 1
+    assert trace.dispatches[0].fn is scale
+    assert general == [((1, 2, 3), {}), ((4, 5, 6), {})]
+    assert planned == []
     scale(1, 2, 3)
     assert scale.executor_plan is not None  # after the trace, plans are kept again
     with pytest.raises(RuntimeError, match="no suspend_executor_plans"):
@@ -87,7 +93,8 @@ def test_no_plan_while_a_host_body_is_traced(executor: Any) -> None:
 
 
 def test_a_jit_function_copies_and_pickles_as_a_function() -> None:
-    assert copy.copy(scale) is scale and copy.deepcopy(scale) is scale
+    assert copy.copy(scale) is scale
+    assert copy.deepcopy(scale) is scale
     assert pickle.loads(pickle.dumps(scale)) is scale  # by reference, as a function
     assert scale.__module__ == scale.fn.__module__
 
@@ -112,7 +119,8 @@ def test_a_user_error_of_the_general_path_keeps_no_pypto_frame(monkeypatch: pyte
     finally:
         execution.set_jit_executor(previous)
     frames = [tb.tb_frame.f_code.co_name for tb in _walk(info.value.__traceback__)]
-    assert "failing" not in frames and frames[-1] == "general_call"
+    assert "failing" not in frames
+    assert frames[-1] == "general_call"
     assert info.value.__suppress_context__
 
 

@@ -215,8 +215,10 @@ def test_the_jit_hot_path_falls_back_and_respecialises(monkeypatch: pytest.Monke
     hot_scale(a, 2.0, out)
     hot = hot_scale.executor_plan
     # the function's call (a functools.partial's) calls it directly: a DirectCall of a BoundCall
-    assert isinstance(hot, simpler.DirectCall) and isinstance(hot.bound, simpler.BoundCall)
-    assert hot_scale.func is hot and hot.fallback == hot_scale.general_call
+    assert isinstance(hot, simpler.DirectCall)
+    assert isinstance(hot.bound, simpler.BoundCall)
+    assert hot_scale.func is hot
+    assert hot.fallback == hot_scale.general_call
     slow: list[object] = []
     real = api._executor_call
 

@@ -76,7 +76,8 @@ def test_an_error_reads_as_on_the_general_path() -> None:
     with pytest.raises(TypeError, match="dtype") as general:
         direct_scale(a, 2.0, out.astype(np.float64))
     assert str(hot.value) == str(general.value)
-    assert hot.value.__suppress_context__ and general.value.__suppress_context__
+    assert hot.value.__suppress_context__
+    assert general.value.__suppress_context__
 
 
 def test_a_planned_function_is_collected() -> None:

@@ -31,7 +31,9 @@ def _vadd(worker: simpler.Worker, register: Callable[[str], Any]) -> Callable[[]
         plan([f32(0, [DYN]), f32(1, [DYN]), f32(2, [DYN], writes=True)], [(3, dtype_code("UINT32"))]),
         [np.float32] * 3,
     )
-    return lambda: simpler.BoundCall(p, chip, program, settings_, -1.0, [2], False, _DECLINED, finish_plan_run)
+    return lambda: simpler.BoundCall(
+        p, chip, program, settings_, -1.0, [2], False, _DECLINED, finish_plan_run
+    )
 
 
 _DECLINED = object()
@@ -46,7 +48,8 @@ def test_a_direct_call_runs_or_falls_back(worker: simpler.Worker, register: Call
 
     bound = _vadd(worker, register)()
     direct = simpler.DirectCall(bound, fallback)
-    assert direct.bound is bound and direct.fallback is fallback
+    assert direct.bound is bound
+    assert direct.fallback is fallback
     a = np.arange(1000, dtype=np.float32)
     b = np.ones(1000, np.float32)
     c = np.zeros_like(a)
@@ -65,7 +68,7 @@ def test_a_direct_call_runs_or_falls_back(worker: simpler.Worker, register: Call
         simpler.DirectCall(bound, raising)(a, b)
     with pytest.raises(TypeError, match="expected a callable, got int"):
         simpler.DirectCall(bound, 42)
-    with pytest.raises(TypeError, match="expected a simpler.BoundCall, got object"):
+    with pytest.raises(TypeError, match=r"expected a simpler\.BoundCall, got object"):
         simpler.DirectCall(object(), fallback)
 
 
@@ -126,7 +129,9 @@ def test_a_partial_of_direct_calls_survives_concurrent_swaps(
     assert errors == []
 
 
-def test_a_direct_call_in_a_cycle_is_collected(worker: simpler.Worker, register: Callable[[str], Any]) -> None:
+def test_a_direct_call_in_a_cycle_is_collected(
+    worker: simpler.Worker, register: Callable[[str], Any]
+) -> None:
     class Owner:
         def general(self, *args: Any, **kwargs: Any) -> str:
             return "general"

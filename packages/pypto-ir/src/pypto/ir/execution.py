@@ -41,12 +41,12 @@ __all__ = [
     "get_host_compiler",
     "get_jit_compiler",
     "get_jit_executor",
+    "resume_executor_plans",
     "set_executor_plan",
     "set_host_compiler",
-    "resume_executor_plans",
-    "suspend_executor_plans",
     "set_jit_compiler",
     "set_jit_executor",
+    "suspend_executor_plans",
 ]
 
 ENTRY_POINT_GROUP = "pypto.executors"

@@ -116,7 +116,7 @@ def _current_value(fn: Callable[..., Any], name: str) -> object:
     return getattr(fn, "__globals__", {}).get(name, "<deleted>")
 
 
-class JITFunction(functools.partial, DecoratedFunction):
+class JITFunction(functools.partial[Any], DecoratedFunction):
     """A ``@pl.jit`` function. Call it to run (needs a runtime), or ``lower``/``specialize``.
 
     Scalar arguments are folded into the program as constants (one specialisation per value)
@@ -183,7 +183,7 @@ class JITFunction(functools.partial, DecoratedFunction):
         self._executor_plan = plan
         # the partial's target; its args stay (), its keywords empty and its __dict__ this one
         target = self.general_call if plan is None else plan
-        functools.partial.__setstate__(self, (target, (), None, self.__dict__))
+        functools.partial.__setstate__(self, (target, (), None, self.__dict__))  # type: ignore[attr-defined]  # (not in typeshed)
 
     def general_call(self, *args: Any, **kwargs: Any) -> Any:
         """A call without the executor's plan: recorded inside a ``@pl.jit.host`` body being
