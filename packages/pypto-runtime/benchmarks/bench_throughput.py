@@ -6,10 +6,11 @@ same process, each result checked first, each figure the best of several calls:
 - a 16M-element FP32 add (4096 x 4096, row blocks in parallel tasks) vs ``np.add(out=)``;
 - a row softmax of 4096 x 1024 FP32 (row blocks in parallel tasks; max, the fused
   ``exp(x - max)``, sum, divide) vs torch eager;
-- 384^3 and 1024^3 FP32 matmuls in 128x128 output tiles (one cube task per output tile, the
-  depth accumulated 128 at a time with ``TMATMUL`` / ``TMATMUL_ACC`` in the tile) vs
-  ``torch.matmul`` on the same thread count as the chip's AIC threads (1, then 2: the output
-  tiles are independent tasks, so the graph allows both cores).
+- 384^3 and 1024^3 FP32 matmuls (one cube task per output block, the depth accumulated in
+  steps with ``TMATMUL`` / ``TMATMUL_ACC``: 1024^3 in 128x256 blocks of two 128x128 Acc tiles
+  that share each step's Left tile, 384^3 in 192x128 tiles) vs ``torch.matmul`` on the same
+  thread count as the chip's AIC threads (1, then 2: the output blocks are independent tasks,
+  so the graph allows both cores).
 
 Goals (issue 32): add <= 1.5x numpy, softmax <= 1.2x torch, both matmuls <= 1x torch.
 
@@ -79,34 +80,35 @@ def softmax(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
-def _matmul(n: int) -> Callable[..., object]:
-    tiles, steps = n // TM, n // TK
+def _matmul(n: int, tm: int = TM, tn: int = TM, tk: int = TK) -> Callable[..., object]:
+    """n^3 in tm x tn output tiles, one cube task each, the depth tk at a time."""
+    rows, cols, steps = n // tm, n // tn, n // tk
 
     @pl.jit
     def mm(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-        for t in pl.parallel(tiles * tiles):
-            i = t // tiles
-            j = t % tiles
-            av = pl.slice(a, [TM, n], [i * TM, 0])  # the output tile's rows of a
-            bv = pl.slice(b, [n, TM], [0, j * TM])  # and columns of b
-            cv = pl.slice(c, [TM, TM], [i * TM, j * TM])
+        for t in pl.parallel(rows * cols):
+            i = t // cols
+            j = t % cols
+            av = pl.slice(a, [tm, n], [i * tm, 0])  # the output tile's rows of a
+            bv = pl.slice(b, [n, tn], [0, j * tn])  # and columns of b
+            cv = pl.slice(c, [tm, tn], [i * tm, j * tn])
             with pl.at(level=pl.Level.CORE_GROUP):
                 left = pl.move(
-                    pl.load(av, [0, 0], [TM, TK], target_memory=pl.MemorySpace.Mat),
+                    pl.load(av, [0, 0], [tm, tk], target_memory=pl.MemorySpace.Mat),
                     target_memory=pl.MemorySpace.Left,
                 )
                 right = pl.move(
-                    pl.load(bv, [0, 0], [TK, TM], target_memory=pl.MemorySpace.Mat),
+                    pl.load(bv, [0, 0], [tk, tn], target_memory=pl.MemorySpace.Mat),
                     target_memory=pl.MemorySpace.Right,
                 )
-                acc: pl.Tile[[TM, TM], pl.FP32] = pl.matmul(left, right)
+                acc: pl.Tile[[tm, tn], pl.FP32] = pl.matmul(left, right)
                 for k in pl.range(1, steps):
                     left = pl.move(
-                        pl.load(av, [0, k * TK], [TM, TK], target_memory=pl.MemorySpace.Mat),
+                        pl.load(av, [0, k * tk], [tm, tk], target_memory=pl.MemorySpace.Mat),
                         target_memory=pl.MemorySpace.Left,
                     )
                     right = pl.move(
-                        pl.load(bv, [k * TK, 0], [TK, TM], target_memory=pl.MemorySpace.Mat),
+                        pl.load(bv, [k * tk, 0], [tk, tn], target_memory=pl.MemorySpace.Mat),
                         target_memory=pl.MemorySpace.Right,
                     )
                     acc = pl.matmul_acc(acc, left, right)
@@ -114,6 +116,69 @@ def _matmul(n: int) -> Callable[..., object]:
         return c
 
     return mm
+
+
+def _matmul_pair(n: int) -> Callable[..., object]:
+    """n^3 in TM x 2TM output blocks, one cube task each: two TM x TM Acc tiles (L0C full) share
+    each step's Left tile, so a step copies three operand tiles for two products, not four."""
+    rows, cols, steps = n // TM, n // (2 * TM), n // TK
+
+    @pl.jit
+    def mm(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+        for t in pl.parallel(rows * cols):
+            i = t // cols
+            j = t % cols
+            av = pl.slice(a, [TM, n], [i * TM, 0])
+            bv = pl.slice(b, [n, 2 * TM], [0, j * 2 * TM])
+            cv = pl.slice(c, [TM, 2 * TM], [i * TM, j * 2 * TM])
+            with pl.at(level=pl.Level.CORE_GROUP):
+                left = pl.move(
+                    pl.load(av, [0, 0], [TM, TK], target_memory=pl.MemorySpace.Mat),
+                    target_memory=pl.MemorySpace.Left,
+                )
+                r0 = pl.move(
+                    pl.load(bv, [0, 0], [TK, TM], target_memory=pl.MemorySpace.Mat),
+                    target_memory=pl.MemorySpace.Right,
+                )
+                acc0: pl.Tile[[TM, TM], pl.FP32] = pl.matmul(left, r0)
+                r1 = pl.move(
+                    pl.load(bv, [0, TM], [TK, TM], target_memory=pl.MemorySpace.Mat),
+                    target_memory=pl.MemorySpace.Right,
+                )
+                acc1: pl.Tile[[TM, TM], pl.FP32] = pl.matmul(left, r1)
+                for k in pl.range(1, steps):
+                    left = pl.move(
+                        pl.load(av, [0, k * TK], [TM, TK], target_memory=pl.MemorySpace.Mat),
+                        target_memory=pl.MemorySpace.Left,
+                    )
+                    right0 = pl.move(
+                        pl.load(bv, [k * TK, 0], [TK, TM], target_memory=pl.MemorySpace.Mat),
+                        target_memory=pl.MemorySpace.Right,
+                    )
+                    acc0 = pl.matmul_acc(acc0, left, right0)
+                    right1 = pl.move(
+                        pl.load(bv, [k * TK, TM], [TK, TM], target_memory=pl.MemorySpace.Mat),
+                        target_memory=pl.MemorySpace.Right,
+                    )
+                    acc1 = pl.matmul_acc(acc1, left, right1)
+                pl.store(acc0, [0, 0], cv)
+                pl.store(acc1, [0, TM], cv)
+        return c
+
+    return mm
+
+
+def _matmul_for(n: int) -> tuple[Callable[..., object], str]:
+    """The program for an n^3 product and how it tiles the output. A task's operand copies per
+    product fall with 1/rows + 1/cols of its output block, which L0C (128 KiB: 32K floats of
+    FP32 accumulators) bounds: TM x 2TM blocks where n allows (1024^3: 32 tasks), else 192 x TM
+    tiles 64 deep (384^3: 6 tasks rather than 9; Left 192 x 64 and Right 64 x TM fit L0A and
+    L0B), else TM x TM tiles."""
+    if n % (2 * TM) == 0 and n % TK == 0:
+        return _matmul_pair(n), f"{TM}x{2 * TM} blocks (two {TM}x{TM} Acc tiles)"
+    if n % 192 == 0:
+        return _matmul(n, 192, TM, 64), f"192x{TM} tiles, 64 deep"
+    return _matmul(n), f"{TM}x{TM} tiles"
 
 
 _SETTLE = 0.3  # seconds between the two sides of a row (_pair)
@@ -174,7 +239,7 @@ def _softmax_row(rng: np.random.Generator, repeat: int, torch: Any) -> Row:
 
 
 def _matmul_row(rng: np.random.Generator, repeat: int, torch: Any, n: int, *, cube: int, aiv: int) -> Row:
-    mm = _matmul(n)
+    mm, tiling = _matmul_for(n)
     p = rng.standard_normal((n, n), dtype=np.float32)
     q = rng.standard_normal((n, n), dtype=np.float32)
     pt, qt = torch.from_numpy(p), torch.from_numpy(q)
@@ -184,7 +249,7 @@ def _matmul_row(rng: np.random.Generator, repeat: int, torch: Any, n: int, *, cu
     np.testing.assert_allclose(r, p.astype(np.float64) @ q, rtol=1e-3, atol=1e-3)
     torch.set_num_threads(cube)
     ours, theirs, c0, c1 = _pair(lambda: mm(p, q, r, config=config), lambda: torch.matmul(pt, qt), repeat)
-    label = f"matmul {n}^3 FP32, {TM}x{TM} tiles, {cube} AIC thread(s)"
+    label = f"matmul {n}^3 FP32, {tiling}, {cube} AIC thread(s)"
     return (label, ours, theirs, f"torch.matmul ({cube} thread(s))", 1.0, c0, c1)
 
 
