@@ -214,8 +214,11 @@ def test_the_jit_hot_path_falls_back_and_respecialises(monkeypatch: pytest.Monke
     out = np.zeros_like(a)
     hot_scale(a, 2.0, out)
     hot = hot_scale.executor_plan
-    # the function's __call__ calls it directly: the BoundCall's bound __call__
-    assert isinstance(hot.__self__, simpler.BoundCall)
+    # the function's call (a functools.partial's) calls it directly: a DirectCall of a BoundCall
+    assert isinstance(hot, simpler.DirectCall)
+    assert isinstance(hot.bound, simpler.BoundCall)
+    assert hot_scale.func is hot
+    assert hot.fallback == hot_scale.general_call
     slow: list[object] = []
     real = api._executor_call
 

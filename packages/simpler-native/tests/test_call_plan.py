@@ -187,6 +187,11 @@ def test_plan_checks_its_own_construction() -> None:
         plan([(0, 99, "f", 4, [2], False)])
     with pytest.raises(ValueError, match=r"expected 1\.\.5 dims, got 0"):
         plan([f32(0, [])])
+    # its descriptors are submitted unchecked: an itemsize must cover the dtype's bits
+    with pytest.raises(ValueError, match="itemsize 2 is smaller than dtype code 0's 32 bits"):
+        plan([(0, dtype_code("FLOAT32"), "e", 2, [2], False)])
+    with pytest.raises(ValueError, match="itemsize 0"):
+        plan([(0, dtype_code("FLOAT32"), "f", 0, [2], False)])
     with pytest.raises(TypeError, match="array_type"):
         CallPlan(3, 1, [], [], [], encode_scalar)
 

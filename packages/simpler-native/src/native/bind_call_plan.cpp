@@ -164,7 +164,11 @@ public:
             if (shape.empty() || shape.size() > kMaxTensorDims)
                 throw std::invalid_argument("CallPlan(tensors): expected 1.." + std::to_string(kMaxTensorDims) +
                                             " dims, got " + std::to_string(shape.size()));
-            if (itemsize == 0) throw std::invalid_argument("CallPlan(tensors): expected an itemsize > 0, got 0");
+            // dense_tensor's descriptors are then valid by construction (submitted unchecked)
+            if (itemsize * 8 < dtype_bits(static_cast<std::uint8_t>(dtype)))
+                throw std::invalid_argument("CallPlan(tensors): itemsize " + std::to_string(itemsize) +
+                                            " is smaller than dtype code " + std::to_string(dtype) + "'s " +
+                                            std::to_string(dtype_bits(static_cast<std::uint8_t>(dtype))) + " bits");
             tensors_.push_back(TensorSpec{slot, static_cast<std::uint8_t>(dtype), format, itemsize, shape, writes});
         }
         for (const auto& [slot, code] : scalars) {
@@ -268,7 +272,7 @@ public:
         std::shared_ptr<Run> run;
         {
             nb::gil_scoped_release release;  // the arguments stay referenced by the caller's frame
-            run = chip.submit(std::move(program), std::move(tensors), std::move(bits), settings);
+            run = chip.submit(std::move(program), std::move(tensors), std::move(bits), settings, true);
             run->wait(timeout);
         }
         return nb::cast(run);
@@ -467,7 +471,8 @@ public:
         std::shared_ptr<Run> run;
         {
             nb::gil_scoped_release release;  // the arguments stay referenced by the caller's frame
-            run = chip_->submit(program_, std::move(tensors), std::move(bits), settings_);
+            // fill()'s descriptors: dense, over arrays that own their memory (dense_host)
+            run = chip_->submit(program_, std::move(tensors), std::move(bits), settings_, true);
             run->wait(timeout_);
         }
         if (!run->done() || !run->error().empty()) finish_(nb::cast(run), timeout_ < 0 ? nb::none() : nb::cast(timeout_));
@@ -482,6 +487,8 @@ public:
         return out;
     }
 
+    const nb::object& declined() const noexcept { return declined_; }
+
 private:
     nb::object plan_obj_, chip_obj_;  // keep the plan and the chip alive
     const CallPlan* plan_;
@@ -493,6 +500,78 @@ private:
     bool as_tuple_;
     nb::object declined_, finish_;
 };
+
+// A BoundCall called the way its function is called: `target(*args, **kwargs)` runs the bound
+// call when it takes the call (no keywords, the plan takes the arguments) and returns its
+// result, else returns `fallback(*args, **kwargs)` (the function's general path, which decides
+// and reports). Its call is the type's C tp_call, so a caller that holds the target (a
+// functools.partial: pypto's JITFunction) reaches the chip with no Python frame and no
+// attribute lookup in between.
+struct DirectCall {
+    DirectCall(nb::object bound_call, nb::object fallback_call)
+        : bound_obj(std::move(bound_call)), fallback(std::move(fallback_call)) {
+        if (!nb::isinstance<BoundCall>(bound_obj))
+            throw nb::type_error(("DirectCall(bound): expected a simpler.BoundCall, got " +
+                                  std::string(Py_TYPE(bound_obj.ptr())->tp_name))
+                                     .c_str());
+        if (!PyCallable_Check(fallback.ptr()))
+            throw nb::type_error(("DirectCall(fallback): expected a callable, got " +
+                                  std::string(Py_TYPE(fallback.ptr())->tp_name))
+                                     .c_str());
+        bound = nb::cast<const BoundCall*>(bound_obj);
+    }
+    nb::object bound_obj;
+    nb::object fallback;  // often refers back to the caller: a cycle the collector sees (tp_traverse)
+    const BoundCall* bound = nullptr;
+};
+
+PyObject* direct_call(PyObject* self, PyObject* args, PyObject* kwargs) noexcept {
+    // The caller may drop its reference to this target while the call runs with the GIL
+    // released (a partial's target replaced by another thread): the call holds its own.
+    nb::object keep = nb::borrow(self);
+    const DirectCall* d = nb::inst_ptr<DirectCall>(self);
+    try {
+        if (kwargs == nullptr || PyDict_GET_SIZE(kwargs) == 0) {
+            nb::object done = d->bound->call(args);
+            if (!done.is(d->bound->declined())) return done.release().ptr();
+        }
+        nb::object fallback = d->fallback;
+        if (!fallback.is_valid()) {
+            PyErr_SetString(PyExc_RuntimeError, "DirectCall: its fallback was cleared by the garbage collector");
+            return nullptr;
+        }
+        return PyObject_Call(fallback.ptr(), args, kwargs);
+    } catch (nb::python_error& e) {
+        e.restore();
+    } catch (const std::bad_alloc&) {
+        PyErr_NoMemory();
+    } catch (const std::invalid_argument& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+    return nullptr;
+}
+
+int direct_traverse(PyObject* self, visitproc visit, void* arg) {
+    Py_VISIT(Py_TYPE(self));
+    if (!nb::inst_ready(self)) return 0;
+    const DirectCall* d = nb::inst_ptr<DirectCall>(self);
+    Py_VISIT(d->bound_obj.ptr());
+    Py_VISIT(d->fallback.ptr());
+    return 0;
+}
+
+int direct_clear(PyObject* self) {
+    DirectCall* d = nb::inst_ptr<DirectCall>(self);
+    d->fallback.reset();
+    return 0;
+}
+
+PyType_Slot direct_slots[] = {{Py_tp_call, reinterpret_cast<void*>(direct_call)},
+                              {Py_tp_traverse, reinterpret_cast<void*>(direct_traverse)},
+                              {Py_tp_clear, reinterpret_cast<void*>(direct_clear)},
+                              {0, nullptr}};
 
 }  // namespace
 
@@ -519,6 +598,13 @@ void bind_call_plan(nb::module_& m) {
              "plan"_a, "chip"_a, "program"_a, "settings"_a, "timeout"_a, "returns"_a, "as_tuple"_a, "declined"_a,
              "finish"_a)
         .def("__call__", &BoundCall::call, "args"_a);
+    nb::class_<DirectCall>(m, "DirectCall",
+                           "A BoundCall called as its function is: target(*args, **kwargs) runs the bound call "
+                           "or returns fallback(*args, **kwargs); see docs/simpler-runtime.md.",
+                           nb::type_slots(direct_slots))
+        .def(nb::init<nb::object, nb::object>(), "bound"_a, "fallback"_a)
+        .def_prop_ro("bound", [](const DirectCall& d) { return d.bound_obj; })
+        .def_prop_ro("fallback", [](const DirectCall& d) { return d.fallback; });
 }
 
 }  // namespace simpler::bindings

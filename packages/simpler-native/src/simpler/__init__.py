@@ -4,8 +4,9 @@ The native core lives in the private extension ``simpler._native``; this package
 public names: :class:`Worker` (register callables, submit runs), :class:`ChipCallable` /
 :class:`CoreCallable` (orchestration and kernel binaries), :class:`TaskArgs`,
 :class:`Buffer` / :class:`Tensor`, :class:`CallConfig`, :class:`CallPlan` (a program call's
-native fill-submit-wait path) and :class:`BoundCall` (one bound to a chip), and :mod:`simpler.toolchain` to build
-binaries against :func:`get_include`.
+native fill-submit-wait path), :class:`BoundCall` (one bound to a chip) and :class:`DirectCall`
+(a bound call called as a function), and :mod:`simpler.toolchain` to build binaries against
+:func:`get_include`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from simpler._dtypes import ArgDirection, DataType
-from simpler._native import SANITIZED, BoundCall, CallPlan, __version__
+from simpler._native import SANITIZED, BoundCall, CallPlan, DirectCall, __version__
 from simpler.buffers import Buffer, Tensor
 from simpler.callables import CallableHandle, ChipCallable, CoreCallable, CoreType
 from simpler.config import CallConfig
@@ -38,6 +39,7 @@ __all__ = [
     "CoreType",
     "DataType",
     "DeviceError",
+    "DirectCall",
     "Event",
     "RunHandle",
     "SimplerError",

@@ -7,11 +7,13 @@ entry, loaded on the first call when nothing was installed). An executor is call
 ``executor(jit_function, args, kwargs)`` and returns what the call returns.
 
 Repeat calls: the executor may keep a plan on a ``JITFunction`` (:func:`set_executor_plan`),
-which the function calls as ``plan(args)`` for a call with positional arguments only, outside
-a ``@pl.jit.host`` trace, before it goes to the executor: the plan returns what the call returns,
-or :data:`DECLINED` when it does not take the call (nothing ran), and the call then goes to the
-executor as any other. Installing another executor drops every function's plan, and so does
-:func:`clear_executor_plans` (the runtime calls it when what its plans were made for changes).
+which the function's call then calls in its place, as ``plan(*args, **kwargs)``: the plan returns
+what the call returns, and passes a call it does not take (keywords, arguments it was not made
+for; nothing ran) to the function's ``general_call(*args, **kwargs)``, which goes to the
+executor as any first call does. Installing another executor drops every function's plan, and
+so does :func:`clear_executor_plans` (the runtime calls it when what its plans were made for
+changes). While any thread traces a ``@pl.jit.host`` body (:func:`suspend_executor_plans`),
+there are no plans: a launch inside the body must reach the trace through ``general_call``.
 
 ``JITFunction.compile(*args)`` goes through a second slot the same way: the compiler the runtime
 installs with ``set_jit_compiler(fn)``, called as ``compiler(jit_function, args, kwargs)``, returns
@@ -39,10 +41,12 @@ __all__ = [
     "get_host_compiler",
     "get_jit_compiler",
     "get_jit_executor",
+    "resume_executor_plans",
     "set_executor_plan",
     "set_host_compiler",
     "set_jit_compiler",
     "set_jit_executor",
+    "suspend_executor_plans",
 ]
 
 ENTRY_POINT_GROUP = "pypto.executors"
@@ -54,10 +58,12 @@ _lock = threading.Lock()
 _executor: JitExecutor | None = None
 
 DECLINED: Any = object()
-"""What an executor plan returns for a call it does not take."""
+"""What a native plan (the runtime's ``simpler.BoundCall``) returns for a call it does not take."""
 
 # the JITFunctions that hold an executor plan (set_executor_plan)
 _planned: weakref.WeakSet[Any] = weakref.WeakSet()
+# how many threads are tracing a @pl.jit.host body (suspend_executor_plans): while not 0, no plans
+_suspended = 0
 
 
 class NoExecutorError(RuntimeError):
@@ -89,13 +95,38 @@ def _drop_plans_in_child() -> None:
 os.register_at_fork(after_in_child=_drop_plans_in_child)
 
 
-def set_executor_plan(fn: Any, plan: Callable[[tuple[Any, ...]], Any] | None) -> None:
-    """Keep ``plan`` on the ``@pl.jit`` function ``fn`` for its repeat calls (None drops it);
-    see the module's docstring for what a plan is called with and returns."""
+def set_executor_plan(fn: Any, plan: Callable[..., Any] | None) -> None:
+    """Keep ``plan`` on ``fn`` (its ``executor_plan``) for its repeat calls (None drops it), to be
+    dropped with every other by :func:`clear_executor_plans`. A ``@pl.jit`` function calls it as
+    the module's docstring says; the runtime keeps its own objects' plans here too. While a
+    host body is traced (:func:`suspend_executor_plans`) no plan is kept."""
     with _lock:
+        if plan is not None and _suspended:
+            return
         fn.executor_plan = plan
         if plan is not None:
             _planned.add(fn)
+
+
+def suspend_executor_plans() -> None:
+    """Drop every plan and keep none until the matching :func:`resume_executor_plans`: a thread
+    tracing a ``@pl.jit.host`` body suspends them, so that every ``@pl.jit`` call takes its
+    general path, which records a launch of the body being traced."""
+    global _suspended  # noqa: PLW0603
+    with _lock:
+        _suspended += 1
+        for fn in list(_planned):
+            fn.executor_plan = None
+        _planned.clear()
+
+
+def resume_executor_plans() -> None:
+    """End one :func:`suspend_executor_plans`; plans are kept again when none is left."""
+    global _suspended  # noqa: PLW0603
+    with _lock:
+        if _suspended == 0:
+            raise RuntimeError("resume_executor_plans(): no suspend_executor_plans() to end")
+        _suspended -= 1
 
 
 def clear_executor_plans() -> None:

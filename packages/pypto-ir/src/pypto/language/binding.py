@@ -37,6 +37,7 @@ class DecoratedFunction:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
+        self.__module__ = fn.__module__
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__

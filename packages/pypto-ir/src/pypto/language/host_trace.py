@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto.ir.dtypes import DataType
+from pypto.ir.execution import resume_executor_plans, suspend_executor_plans
 
 __all__ = [
     "HOST_OPS",
@@ -33,16 +34,12 @@ __all__ = [
 class _TraceState(threading.local):
     """Per thread: the ``@pl.jit.host`` body being traced. The class default answers a thread
     that never traced, so reading it never builds and swallows an AttributeError (every
-    ``@pl.jit`` call reads it)."""
+    ``@pl.jit`` call without an executor plan reads it)."""
 
     trace: HostTrace | None = None
 
 
 _state = _TraceState()
-# How many threads are tracing a host body now: while 0 (always, outside a compile of a
-# @pl.jit.host function), a @pl.jit call need not read the thread-local state.
-tracing = 0
-_tracing_lock = threading.Lock()
 
 HOST_OPS = frozenset({"create_tensor"})
 """The kernel-language ops a host body may call (run as Python while it is traced)."""
@@ -168,19 +165,15 @@ class HostTrace:
     make_tensor: Any = None
 
     def __enter__(self) -> HostTrace:
-        global tracing  # noqa: PLW0603
         if active_trace() is not None:
             raise RuntimeError("a @pl.jit.host body cannot compile another @pl.jit.host function")
-        with _tracing_lock:
-            tracing += 1
+        suspend_executor_plans()  # a @pl.jit call in the body must reach the trace (general_call)
         _state.trace = self
         return self
 
     def __exit__(self, *exc: object) -> None:
-        global tracing  # noqa: PLW0603
         _state.trace = None
-        with _tracing_lock:
-            tracing -= 1
+        resume_executor_plans()
 
     def alloc_window(self, shape: tuple[int, ...], dtype: DataType) -> WindowBufferDecl:
         decl = WindowBufferDecl(len(self.windows), shape, dtype)

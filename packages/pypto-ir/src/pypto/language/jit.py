@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 import sys
@@ -25,16 +26,14 @@ from pypto.ir.analysis.signature import function_signature
 from pypto.ir.artifact_key import program_material, source_digest
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
-from pypto.ir.execution import DECLINED, get_jit_compiler, get_jit_executor
+from pypto.ir.execution import get_jit_compiler, get_jit_executor
 from pypto.ir.nodes import Program
 from pypto.ir.param_info import DYNAMIC, ParamDirection, ParamInfo
 from pypto.ir.types import DynDim, FunctionType, TensorType, Type
-from pypto.language import host_trace as _host_trace
 from pypto.language import typing as lt
 from pypto.language.binding import DecoratedFunction, dtype_of, fast_key, is_tensor, scalar_of, shape_of
 from pypto.language.decorators import IncoreFunction, InlineFunction
 from pypto.language.host import HostFunction
-from pypto.language.host_trace import _state as _trace_state
 from pypto.language.host_trace import active_trace
 from pypto.language.parser import ParseContext, SourceInfo, param_annotations, parse_function
 from pypto.language.parser.common import capture_enclosing
@@ -117,7 +116,7 @@ def _current_value(fn: Callable[..., Any], name: str) -> object:
     return getattr(fn, "__globals__", {}).get(name, "<deleted>")
 
 
-class JITFunction(DecoratedFunction):
+class JITFunction(functools.partial[Any], DecoratedFunction):
     """A ``@pl.jit`` function. Call it to run (needs a runtime), or ``lower``/``specialize``.
 
     Scalar arguments are folded into the program as constants (one specialisation per value)
@@ -125,6 +124,15 @@ class JITFunction(DecoratedFunction):
     default is ``pl.RUNTIME`` (``runtime_defaults``). A runtime scalar stays a scalar parameter
     of the program, is keyed by its dtype only, and takes its value when the compiled program
     is called; ``fn.specialize(a, pl.RUNTIME, c)`` serves every value of the middle argument.
+
+    Calling it calls its target: the executor's plan when one is set (``executor_plan``), else
+    :meth:`general_call`. The class is a ``functools.partial`` with no bound arguments for that
+    reason alone: in CPython 3.10-3.11 a class that defines ``__call__`` is called through a type
+    lookup and a Python frame (~1,900 instructions, 9% of a repeat 64x64 call;
+    docs/performance-small-call.md), where a partial's C call passes the call's arguments straight
+    to its target. The partial's ``func`` is that target and changes with the plan; its ``args``
+    and ``keywords`` are always empty. Like a function, it pickles by reference (by its module and
+    qualified name) and ``copy.copy``/``copy.deepcopy`` return it.
     """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
@@ -140,7 +148,7 @@ class JITFunction(DecoratedFunction):
         )
         # The installed executor's plan for repeat calls (pypto.ir.execution.set_executor_plan;
         # pypto.runtime keeps its hot call here): None until the executor sets one.
-        self.executor_plan: Any = None
+        self.executor_plan = None
         self._lock = threading.Lock()
         self._annotations: list[tuple[str, Any]] | None = None
         self._spans: dict[str, Span] = {}
@@ -156,16 +164,32 @@ class JITFunction(DecoratedFunction):
     def __repr__(self) -> str:
         return f"<pl.jit {self.fn.__module__}.{self.fn.__qualname__}>"
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # A repeat call goes to the executor's plan first (pypto.ir.execution): this frame is
-        # the only Python between the caller and the plan. This frame is the entry point that
-        # trims a user error's traceback, as @user_facing's wrapper is elsewhere.
+    def __reduce__(self) -> str:
+        # As a function: pickled by reference to its module's global, copied as itself (not
+        # partial's reduce, which would rebuild a partial of the current target).
+        return self.__qualname__
+
+    @property
+    def executor_plan(self) -> Any:
+        """The executor's plan for repeat calls (None: every call takes :meth:`general_call`).
+
+        A plan is called in place of the function, as ``plan(*args, **kwargs)``, and returns
+        what the call returns; a call it does not take it passes on to ``general_call(*args,
+        **kwargs)`` (pypto.ir.execution). Set it through ``set_executor_plan``."""
+        return self._executor_plan
+
+    @executor_plan.setter
+    def executor_plan(self, plan: Any) -> None:
+        self._executor_plan = plan
+        # the partial's target; its args stay (), its keywords empty and its __dict__ this one
+        target = self.general_call if plan is None else plan
+        functools.partial.__setstate__(self, (target, (), None, self.__dict__))  # type: ignore[attr-defined]  # (not in typeshed)
+
+    def general_call(self, *args: Any, **kwargs: Any) -> Any:
+        """A call without the executor's plan: recorded inside a ``@pl.jit.host`` body being
+        traced on this thread, else run by the installed executor. This frame is the entry
+        point that trims a user error's traceback, as ``@user_facing``'s wrapper is elsewhere."""
         try:
-            plan = self.executor_plan
-            if plan is not None and not kwargs and (_host_trace.tracing == 0 or _trace_state.trace is None):
-                done = plan(args)
-                if done is not DECLINED:
-                    return done
             trace = active_trace()
             if trace is not None:  # a launch inside a @pl.jit.host body: recorded, not run
                 return trace.dispatch(self, args, kwargs)

@@ -348,23 +348,27 @@ def _executor_call(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any
         native = plan.exact_plan(key) if plan is not None else None
         hot = plan.bound_call(native, config) if plan is not None and native is not None else None
         if hot is not None:
-            set_executor_plan(fn, _CapturedCheck(spec, hot) if spec.captured else hot)
+            import simpler
+
+            direct = simpler.DirectCall(hot.__self__, fn.general_call)
+            set_executor_plan(fn, _CapturedCheck(spec, direct) if spec.captured else direct)
     return result
 
 
 class _CapturedCheck:
     """The executor plan of a specialisation that captured module constants: the binder's
-    check that they are unchanged, then the bound call (``simpler.BoundCall``). A plan of a
-    specialisation without captured constants is the bound call itself."""
+    check that they are unchanged, then the bound call (a ``simpler.DirectCall``). A plan of a
+    specialisation without captured constants is the ``DirectCall`` itself: the function's call
+    reaches the chip with no Python frame (pypto.ir.execution)."""
 
-    __slots__ = ("bound", "spec")
+    __slots__ = ("direct", "spec")
 
-    def __init__(self, spec: Specialization, bound: Any) -> None:
-        self.spec, self.bound = spec, bound
+    def __init__(self, spec: Specialization, direct: Any) -> None:
+        self.spec, self.direct = spec, direct
 
-    def __call__(self, args: tuple[Any, ...]) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.spec.check_captured()  # as the binder's lookup does
-        return self.bound(args)
+        return self.direct(*args, **kwargs)
 
 
 def _allocate_omitted_outputs(

@@ -156,9 +156,11 @@ public:
 
     // Validates the arguments against the program and every descriptor against device memory
     // (throws std::invalid_argument / std::out_of_range before anything runs), then queues the
-    // run FIFO. Thread-safe.
+    // run FIFO. Thread-safe. `dense_host` says the descriptors are valid by construction: dense
+    // tensors over the whole of host memory the caller holds (a CallPlan's arrays, which own
+    // their memory: never a device allocation), so their checks are skipped.
     std::shared_ptr<Run> submit(std::shared_ptr<const ChipProgram> program, std::vector<ChipTensor> tensors,
-                                std::vector<std::uint64_t> scalars, RunConfig config);
+                                std::vector<std::uint64_t> scalars, RunConfig config, bool dense_host = false);
     // Empty vectors for submit's arguments, with the capacity of the arguments of the last run
     // this thread finalised (an inline run is finalised on its submitting thread): a caller
     // that submits from the same thread again fills them without allocating (ChipTensor's

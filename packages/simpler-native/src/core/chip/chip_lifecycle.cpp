@@ -189,7 +189,7 @@ void Chip::check_tensor(const ChipTensor& t, const std::string& what) const {
 }
 
 std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, std::vector<ChipTensor> tensors,
-                                  std::vector<std::uint64_t> scalars, RunConfig config) {
+                                  std::vector<std::uint64_t> scalars, RunConfig config, bool dense_host) {
     if (program == nullptr) throw std::invalid_argument("submit(callable): expected a registered callable, got none");
     if (tensors.size() != program->tensor_count || scalars.size() != program->scalar_count)
         throw std::invalid_argument("submit(args): orchestration '" + program->name + "' expects " +
@@ -197,8 +197,9 @@ std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, st
                                     std::to_string(program->scalar_count) + " scalars, got " +
                                     std::to_string(tensors.size()) + " and " + std::to_string(scalars.size()));
     // The messages are built only for a tensor that fails (this is every program call's path).
-    for (std::size_t i = 0; i < tensors.size(); ++i)
-        if (!tensor_ok(tensors[i])) check_tensor(tensors[i], "submit(args): tensor " + std::to_string(i));
+    if (!dense_host)
+        for (std::size_t i = 0; i < tensors.size(); ++i)
+            if (!tensor_ok(tensors[i])) check_tensor(tensors[i], "submit(args): tensor " + std::to_string(i));
     validate_run_config(config);
     for (const auto& [func_id, k] : program->kernels)
         if (core_threads_[static_cast<int>(k->core)] == 0)

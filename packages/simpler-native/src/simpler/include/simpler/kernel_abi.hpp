@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 
 #include "simpler/comm_context.hpp"
 
@@ -34,15 +35,19 @@ struct KernelErrorSlot {
 
 struct KernelContext;
 
-// A binary's per-thread kernel state, one thread-local object: a kernel binary is a dlopen'ed
-// library, so each access to one of its thread-locals is a call of __tls_get_addr (~15
-// instructions); one trivially constructed object costs one such call where the state is read
-// together (no construction guard, no exit handler) instead of one per variable.
+// A binary's per-thread kernel state, one small thread-local object: a kernel binary is a
+// dlopen'ed library, so each access to one of its thread-locals goes through the dynamic TLS
+// resolver; one trivially constructed object costs one such call where the state is read
+// together (no construction guard, no exit handler) instead of one per variable. A binary's
+// thread-locals are kept small (the error slot is on the heap, reached through `error`) so that
+// glibc can place them in the static TLS block: kernels are built with TLS descriptors on
+// x86-64 (simpler.toolchain), which then resolve an access in ~3 instructions instead of ~18
+// for __tls_get_addr (a binary whose block does not fit takes the dynamic path, as before).
 struct KernelThread {
     const KernelContext* context;  // current_kernel_context()
     std::uint64_t invocation;      // kernel_invocation()
     void* backend;                 // the PTO-ISA backend's per-thread core state (pto::sim::core())
-    KernelErrorSlot error;         // kernel_error_slot()
+    KernelErrorSlot* error;        // kernel_error_slot(): null until the thread's first use
 };
 
 inline KernelThread& kernel_thread() noexcept {
@@ -50,7 +55,23 @@ inline KernelThread& kernel_thread() noexcept {
     return state;
 }
 
-inline KernelErrorSlot& kernel_error_slot() noexcept { return kernel_thread().error; }
+// The thread's error slot, made on its first use and freed at thread exit.
+struct KernelErrorOwner {
+    std::unique_ptr<KernelErrorSlot> slot;
+    ~KernelErrorOwner() { kernel_thread().error = nullptr; }
+};
+
+[[gnu::noinline, gnu::cold]] inline KernelErrorSlot& make_kernel_error_slot(KernelThread& t) noexcept {
+    static thread_local KernelErrorOwner owner;
+    owner.slot.reset(new KernelErrorSlot{});
+    t.error = owner.slot.get();
+    return *t.error;
+}
+
+inline KernelErrorSlot& kernel_error_slot() noexcept {
+    KernelThread& t = kernel_thread();
+    return __builtin_expect(t.error != nullptr, 1) ? *t.error : make_kernel_error_slot(t);
+}
 
 // Record a kernel failure (printf-style). Only the first report before the runtime takes the
 // error is kept: later ones are usually consequences of the first.
