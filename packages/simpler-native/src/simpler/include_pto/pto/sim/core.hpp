@@ -207,9 +207,16 @@ inline void begin_kernel() noexcept {
 // Register a placed tile; the same type, shape and address is the same tile (a tile declared
 // again in each loop iteration keeps its identity). Returns its id (1-based).
 inline std::uint32_t register_tile(Core& c, const TileDesc& d) noexcept {
+    // TASSIGN has just built d on its stack (zeroed with one wide store, then field by field).
+    // offset is read on its own: GCC otherwise loads buf and offset as one 8-byte word, a load
+    // spanning two stores, which the CPU cannot forward and which waits for every older store
+    // (a whole tile copy's) to drain: 5% of the 16M add's CPU (docs/performance-throughput.md).
+    std::uint32_t d_offset;
+    std::memcpy(&d_offset, &d.offset, sizeof d_offset);
+    __asm__("" : "+r"(d_offset));
     for (std::size_t i = c.tiles.size(); i-- > 0;) {
         const TileDesc& t = c.tiles[i];
-        if (t.buf == d.buf && t.offset == d.offset && t.bytes == d.bytes && t.loc == d.loc && t.rows == d.rows &&
+        if (t.buf == d.buf && t.offset == d_offset && t.bytes == d.bytes && t.loc == d.loc && t.rows == d.rows &&
             t.cols == d.cols && t.dtype == d.dtype && t.blayout == d.blayout && t.slayout == d.slayout &&
             t.fractal == d.fractal)
             return static_cast<std::uint32_t>(i + 1);

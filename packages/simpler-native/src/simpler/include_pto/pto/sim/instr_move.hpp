@@ -42,7 +42,8 @@ PTO_INST RecordEvent TLOAD(TileData& dst, GlobalData& src, WaitEvents&... events
     if constexpr (GlobalData::layout == Layout::NZ) {
         sim::for_nz(src, [&](int r, int c, const T* g) { dst.data()[r * TileData::Cols + c] = *g; });
     } else if (vc == TileData::Cols && sim::dense_rows(src, vc)) {  // the common case: one copy
-        if (vr > 0 && vc > 0) sim::copy_bytes(dst.data(), src.data(), sizeof(T) * static_cast<std::size_t>(vr) * vc);
+        if (vr > 0 && vc > 0)
+            ::pto::sim::math::copy_forward(dst.data(), src.data(), sizeof(T) * static_cast<std::size_t>(vr) * vc);
     } else {
         sim::for_rows(src, [&](int r, const T* g, std::int64_t cs) {
             T* d = dst.data() + r * TileData::Cols;
@@ -104,7 +105,7 @@ inline void tstore(GlobalData& dst, TileData& src) noexcept {
                 if (sizeof(T) * n >= ::pto::sim::math::kStreamBytes)
                     ::pto::sim::math::copy_stream(g, s, sizeof(T) * n);  // a long run: streaming stores
                 else
-                    copy_bytes(g, s, sizeof(T) * n);
+                    ::pto::sim::math::copy_forward(g, s, sizeof(T) * n);
             } else {
                 for (std::size_t i = 0; i < n; ++i) g[i] = ::pto::sim::math::convert<G>(s[i]);
             }

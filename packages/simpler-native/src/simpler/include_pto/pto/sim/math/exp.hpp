@@ -11,8 +11,10 @@
 // 2^(i / 32) rounded to double, with i / 32 subtracted from the exponent field; C0..C2 are
 // glibc's polynomial coefficients (the values its FMA variant loads). Lanes whose |x| >= 88,
 // infinities and NaN go to std::exp itself (overflow, underflow and the special values).
-// test_math_exp.cpp compares every lane form with std::exp over a sweep of the float range; on
-// other targets and compilers every element calls std::exp.
+// With AVX-512F and VL the same operations use 512-bit instructions and mask registers
+// (PTO_SIM_MATH_VEXP512). test_math_exp.cpp compares the lane forms with std::exp over a sweep
+// of the float range (built with AVX2 and FMA, and for the host's CPU); on other targets and
+// compilers every element calls std::exp.
 #pragma once
 
 #include <cmath>
@@ -37,6 +39,13 @@ typedef double vexp_d __attribute__((vector_size(64)));
 typedef float vexp_f __attribute__((vector_size(32)));
 typedef std::uint64_t vexp_u __attribute__((vector_size(64)));
 typedef std::uint32_t vexp_w __attribute__((vector_size(32)));
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#define PTO_SIM_MATH_VEXP512 1
+typedef long long vexp_q __attribute__((vector_size(64)));
+typedef int vexp_i __attribute__((vector_size(32)));
+#else
+#define PTO_SIM_MATH_VEXP512 0
+#endif
 
 // 2^(i / 32) rounded to double, minus i << 47 (i / 32 in the exponent field), i = 0..31.
 inline constexpr std::uint64_t kExpTable[32] = {
@@ -68,7 +77,14 @@ inline void exp8(float* out, const float* in, float sub) noexcept {
     vexp_f xf;
     std::memcpy(&xf, in, sizeof xf);
     if (Sub) xf = xf - sub;
+#if PTO_SIM_MATH_VEXP512
+    // AVX-512 forms of the same operations: GCC 12 without a 512-bit preference splits the
+    // conversions of a generic vector in two, and tests the table half and the slow lanes with
+    // vector compares and movmskps where mask registers take one instruction each.
+    const vexp_d xd = __builtin_ia32_cvtps2pd512_mask(xf, vexp_d{}, static_cast<unsigned char>(-1), 4);
+#else
     const vexp_d xd = __builtin_convertvector(xf, vexp_d);
+#endif
     const vexp_d zs = kExpInvLn2N * xd + kExpShift;  // fused, as glibc's
     const vexp_u ki = (vexp_u)zs;  // a vector cast keeps the bits
     const vexp_d kd = zs - kExpShift;
@@ -77,9 +93,16 @@ inline void exp8(float* out, const float* in, float sub) noexcept {
     // select on bit 4.
     vexp_u q[4];
     std::memcpy(q, kExpTable, sizeof q);
+#if PTO_SIM_MATH_VEXP512
+    const auto lo = __builtin_ia32_vpermt2varq512_mask((vexp_q)ki, (vexp_q)q[0], (vexp_q)q[1], 0xff);
+    const auto hi = __builtin_ia32_vpermt2varq512_mask((vexp_q)ki, (vexp_q)q[2], (vexp_q)q[3], 0xff);
+    const unsigned char bit4 = __builtin_ia32_ptestmq512((vexp_q)ki, (vexp_q)(vexp_u{} + 16), 0xff);
+    vexp_u t = (vexp_u)__builtin_ia32_blendmq_512_mask(lo, hi, bit4);  // lane l: bit l ? hi : lo
+#else
     const vexp_u lo = __builtin_shuffle(q[0], q[1], ki);
     const vexp_u hi = __builtin_shuffle(q[2], q[3], ki);
     vexp_u t = (ki & 16) != 0 ? hi : lo;
+#endif
     t += ki << 47;
     const vexp_d s = (vexp_d)t;
     const vexp_d z = kExpC0 * r + kExpC1;  // fused
@@ -87,12 +110,19 @@ inline void exp8(float* out, const float* in, float sub) noexcept {
     vexp_d y = kExpC2 * r + 1.0;  // fused
     y = z * r2 + y;               // fused
     y = y * s;
-    const vexp_f res = __builtin_convertvector(y, vexp_f);
     vexp_w bits;
     std::memcpy(&bits, &xf, sizeof bits);
+#if PTO_SIM_MATH_VEXP512
+    const vexp_f res = __builtin_ia32_cvtpd2ps512_mask(y, vexp_f{}, static_cast<unsigned char>(-1), 4);
+    // |x| >= 88, inf, NaN: glibc's slow path (lane l: bit l; predicate 5: unsigned not less than).
+    const unsigned mask =
+        __builtin_ia32_ucmpd256_mask((vexp_i)(bits & 0x7ff00000u), (vexp_i)(vexp_w{} + 0x42b00000u), 5, 0xff);
+#else
+    const vexp_f res = __builtin_convertvector(y, vexp_f);
     const vexp_w big = (bits & 0x7ff00000u) >= 0x42b00000u;  // |x| >= 88, inf, NaN: glibc's slow path
-    std::memcpy(out, &res, sizeof res);
     const unsigned mask = static_cast<unsigned>(__builtin_ia32_movmskps256((vexp_f)big));  // lane l: bit l
+#endif
+    std::memcpy(out, &res, sizeof res);
     if (mask != 0) exp8_slow(out, xf, mask);
 }
 #endif
