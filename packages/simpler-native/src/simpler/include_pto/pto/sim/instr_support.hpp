@@ -229,18 +229,6 @@ inline void for_rows(G& g, F f) noexcept {
                     f(row, g.data() + i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3], s[4]);
 }
 
-// Copy n bytes between a tile and global memory (no overlap). glibc's memcpy copies blocks up
-// to its `rep movsb` threshold (4 KiB or more) with its vector loop; tile data in cache moves as
-// fast that way, and valgrind counts `rep movsb` once per byte, which would make the per-call
-// instruction counts (benchmarks/bench_instructions.py) follow the bytes rather than the work.
-inline void copy_bytes(void* dst, const void* src, std::size_t n) noexcept {
-    constexpr std::size_t kBlock = 2048;
-    auto* d = static_cast<unsigned char*>(dst);
-    const auto* s = static_cast<const unsigned char*>(src);
-    for (; n > kBlock; n -= kBlock, d += kBlock, s += kBlock) std::memcpy(d, s, kBlock);
-    std::memcpy(d, s, n);
-}
-
 // Whether an ND/DN window's rows (dims 0..3) follow each other `cols` elements apart with
 // contiguous columns: the window is then rows * cols consecutive elements from g.data(), one
 // copy in row order (no two rows share an element, so the order of the per-row copies it
