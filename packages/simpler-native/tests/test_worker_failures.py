@@ -8,19 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 from worker_args import vadd_args
-from worker_failure_cases import CASES, failure_args
+from worker_failure_cases import CASES, failure_args, failure_config
 
 import simpler
 from simpler import ArgDirection as D
 from simpler import Buffer, CallConfig, DataType, TaskArgs
-
-# host_build_graph keeps every intermediate until the run ends: case 7 there exceeds the graph's
-# byte bound (workspace_budget_bytes) instead of deadlocking on a ring heap.
-HBG_MESSAGES = {
-    7: r"alloc_tensor: 704 bytes would exceed the host-built graph's 1024 bytes for intermediate tensors "
-    r"\(704 in use\): host_build_graph keeps every intermediate until the run ends, within workspace_budget_bytes",
-}
-
 
 @pytest.mark.parametrize(("case", "message"), CASES, ids=[str(c) for c, _ in CASES])
 def test_failure_is_reported_and_worker_stays_usable(
@@ -29,11 +21,7 @@ def test_failure_is_reported_and_worker_stays_usable(
     worker = runtime_worker
     h = worker.register(build_callable("failures"))
     args, _ = failure_args(case)
-    if worker.runtime == "host_build_graph":
-        message = HBG_MESSAGES.get(case, message)
-        config = CallConfig(heap=1024, dep_pool=5, workspace_budget_bytes=1024)
-    else:
-        config = CallConfig(heap=1024, dep_pool=5)
+    config, message = failure_config(worker.runtime, case, message)
     run = worker.submit(h, args, config)
     with pytest.raises(simpler.DeviceError, match=message):
         run.result(timeout=30)

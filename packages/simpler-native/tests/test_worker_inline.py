@@ -1,7 +1,8 @@
 """Inline runs (docs/simpler-runtime.md, "Threads"): a run orchestrated on the calling thread of
 an idle Worker runs its chain of ready tasks on that thread, as an idle core. Its results,
 errors, swimlane tracks and dependency graph are those of the same run handed to the
-orchestrator and core threads (``CallConfig(orchestrate_on_caller=False)``)."""
+orchestrator and core threads (``CallConfig(orchestrate_on_caller=False)``), on both runtimes
+(host_build_graph builds its graph on the calling thread either way)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from worker_failure_cases import CASES, failure_args
+from worker_failure_cases import CASES, failure_args, failure_config
 
 import simpler
 from simpler import ArgDirection as D
@@ -44,8 +45,9 @@ def _run_traced(worker: simpler.Worker, h: Any, on_caller: bool, prefix: Path) -
 
 
 def test_inline_run_has_the_core_threads_results_and_traces(
-    worker: simpler.Worker, build_callable: Callable[[str], Any], tmp_path: Path
+    runtime_worker: simpler.Worker, build_callable: Callable[[str], Any], tmp_path: Path
 ) -> None:
+    worker = runtime_worker
     h = worker.register(build_callable("stages"))
     threaded = _run_traced(worker, h, False, tmp_path / "threaded")
     inline = _run_traced(worker, h, True, tmp_path / "inline")
@@ -56,16 +58,16 @@ def test_inline_run_has_the_core_threads_results_and_traces(
 
 @pytest.mark.parametrize(("case", "message"), CASES, ids=[str(c) for c, _ in CASES])
 def test_inline_run_reports_the_core_threads_errors(
-    worker: simpler.Worker, build_callable: Callable[[str], Any], case: int, message: str
+    runtime_worker: simpler.Worker, build_callable: Callable[[str], Any], case: int, message: str
 ) -> None:
+    worker = runtime_worker
     h = worker.register(build_callable("failures"))
     seen = []
     for on_caller in (False, True):
         args, _ = failure_args(case)
+        config, message = failure_config(worker.runtime, case, message, orchestrate_on_caller=on_caller)
         with pytest.raises(simpler.DeviceError, match=message) as info:
-            worker.run(
-                h, args, CallConfig(heap=1024, dep_pool=5, orchestrate_on_caller=on_caller), timeout=30
-            )
+            worker.run(h, args, config, timeout=30)
         seen.append(str(info.value))
     assert seen[0] == seen[1]
     # The Worker stays usable: a good run after the failure.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from simpler import ArgDirection as D
-from simpler import Buffer, DataType, TaskArgs
+from simpler import Buffer, CallConfig, DataType, TaskArgs
 
 
 def failure_args(case: int) -> tuple[TaskArgs, np.ndarray]:
@@ -32,3 +32,17 @@ CASES = [
     (9, r"tensor 0 is tagged Out but the kernel signature says In"),
     (10, r"task 6 \(kernel 'muladd' .*\): needs 6 dependency entries but ring 0's dependency pool holds 5"),
 ]
+
+# host_build_graph keeps every intermediate until the run ends: case 7 there exceeds the graph's
+# byte bound (workspace_budget_bytes) instead of deadlocking on a ring heap.
+HBG_MESSAGES = {
+    7: r"alloc_tensor: 704 bytes would exceed the host-built graph's 1024 bytes for intermediate tensors "
+    r"\(704 in use\): host_build_graph keeps every intermediate until the run ends, within workspace_budget_bytes",
+}
+
+
+def failure_config(runtime: str, case: int, message: str, **fields: object) -> tuple[CallConfig, str]:
+    """The run settings of the failure cases on ``runtime`` and the message expected there."""
+    if runtime == "host_build_graph":
+        return CallConfig(heap=1024, dep_pool=5, workspace_budget_bytes=1024, **fields), HBG_MESSAGES.get(case, message)
+    return CallConfig(heap=1024, dep_pool=5, **fields), message

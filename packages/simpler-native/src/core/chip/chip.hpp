@@ -75,8 +75,8 @@ struct RunConfig {
     // one thread handoff fewer per run. submit then returns once the orchestration has returned,
     // which includes its back-pressure waits (a full task window, heap or dependency pool) on
     // its own tasks; so it is for callers that wait for the run anyway (simpler's Worker.run and
-    // CallPlan runs set it). HBG ignores it (its orchestration always runs on the submitting
-    // thread).
+    // CallPlan runs set it). HBG always builds its graph on the submitting thread; this then
+    // also places and runs it there when the chip is idle.
     bool orchestrate_on_caller = false;
     bool swimlane = false;
     bool dep_graph = false;

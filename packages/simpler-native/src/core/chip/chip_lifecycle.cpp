@@ -211,9 +211,10 @@ std::shared_ptr<Run> Chip::submit(std::shared_ptr<const ChipProgram> program, st
     p.tensors = std::move(tensors);
     p.scalars = std::move(scalars);
     p.config = std::move(config);
-    if (options_.runtime == Runtime::HostBuildGraph) {
-        build_on_host(p);
-    } else if (p.config.orchestrate_on_caller) {
+    // HBG builds the graph here whatever the setting; an idle chip then also places and runs it
+    // on this thread (an inline run, as TMR's orchestration).
+    if (options_.runtime == Runtime::HostBuildGraph) build_on_host(p);
+    if (p.config.orchestrate_on_caller) {
         if (std::shared_ptr<Run> run = run_on_caller(p)) return run;
     }
     return enqueue(std::move(p));

@@ -152,7 +152,7 @@ void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
         // would hand to the child, so wait until each one runs its loop.
         while (sched_started_.load(std::memory_order_acquire) < scheduler_count_) std::this_thread::yield();
         rs.lanes = std::min(want, scheduler_count_);
-        rs.inline_exec = on_caller && rs.lanes == 0 && !rs.graph;
+        rs.inline_exec = on_caller && rs.lanes == 0;
         for (auto& ring : rings_) ring->run_start = ring->next;
         current_ = &rs;
         active_.push_back(std::move(owned));

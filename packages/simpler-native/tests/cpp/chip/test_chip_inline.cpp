@@ -97,7 +97,13 @@ RunConfig config(bool on_caller) {
 }  // namespace
 
 TEST_CASE("inline run: a one-task run on an idle chip runs on the submitting thread, as core 0") {
-    Chip chip(cores(1, 1));  // one AIV core: the threaded run uses it too
+    // host_build_graph builds its graph on the submitting thread either way; placed and run
+    // there too when the run asks for it, as TMR's orchestration is.
+    for (Runtime runtime : {Runtime::TensormapAndRingbuffer, Runtime::HostBuildGraph}) {
+    CAPTURE(kRuntimeNames[static_cast<int>(runtime)]);
+    ChipOptions options = cores(1, 1);  // one AIV core: the threaded run uses it too
+    options.runtime = runtime;
+    Chip chip(options);
     auto prog = program("one", orch_one);
     Seen on_thread;
     for (bool on_caller : {false, true}) {
@@ -120,6 +126,7 @@ TEST_CASE("inline run: a one-task run on an idle chip runs on the submitting thr
         } else {
             CHECK(g_seen.ub == on_thread.ub);  // the same core's buffers as its thread's
         }
+    }
     }
 }
 
