@@ -81,6 +81,25 @@ def softmax(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.inline
+def _left(view, row, col, rows, cols):
+    """A cube operand: view's [rows, cols] window at [row, col] loaded into Mat (L1), then moved
+    to Left (L0A)."""
+    return pl.move(
+        pl.load(view, [row, col], [rows, cols], target_memory=pl.MemorySpace.Mat),
+        target_memory=pl.MemorySpace.Left,
+    )
+
+
+@pl.inline
+def _right(view, row, col, rows, cols):
+    """The same into Right (L0B)."""
+    return pl.move(
+        pl.load(view, [row, col], [rows, cols], target_memory=pl.MemorySpace.Mat),
+        target_memory=pl.MemorySpace.Right,
+    )
+
+
 def _matmul(n: int, tm: int = TM, tn: int = TM, tk: int = TK) -> Callable[..., object]:
     """n^3 in tm x tn output tiles, one cube task each, the depth tk at a time."""
     rows, cols, steps = n // tm, n // tn, n // tk
@@ -94,24 +113,12 @@ def _matmul(n: int, tm: int = TM, tn: int = TM, tk: int = TK) -> Callable[..., o
             bv = pl.slice(b, [n, tn], [0, j * tn])  # and columns of b
             cv = pl.slice(c, [tm, tn], [i * tm, j * tn])
             with pl.at(level=pl.Level.CORE_GROUP):
-                left = pl.move(
-                    pl.load(av, [0, 0], [tm, tk], target_memory=pl.MemorySpace.Mat),
-                    target_memory=pl.MemorySpace.Left,
-                )
-                right = pl.move(
-                    pl.load(bv, [0, 0], [tk, tn], target_memory=pl.MemorySpace.Mat),
-                    target_memory=pl.MemorySpace.Right,
-                )
+                left = _left(av, 0, 0, tm, tk)
+                right = _right(bv, 0, 0, tk, tn)
                 acc: pl.Tile[[tm, tn], pl.FP32] = pl.matmul(left, right)
                 for k in pl.range(1, steps):
-                    left = pl.move(
-                        pl.load(av, [0, k * tk], [tm, tk], target_memory=pl.MemorySpace.Mat),
-                        target_memory=pl.MemorySpace.Left,
-                    )
-                    right = pl.move(
-                        pl.load(bv, [k * tk, 0], [tk, tn], target_memory=pl.MemorySpace.Mat),
-                        target_memory=pl.MemorySpace.Right,
-                    )
+                    left = _left(av, 0, k * tk, tm, tk)
+                    right = _right(bv, k * tk, 0, tk, tn)
                     acc = pl.matmul_acc(acc, left, right)
                 pl.store(acc, [0, 0], cv)
         return c
@@ -133,34 +140,16 @@ def _matmul_pair(n: int) -> Callable[..., object]:
             bv = pl.slice(b, [n, 2 * TM], [0, j * 2 * TM])
             cv = pl.slice(c, [TM, 2 * TM], [i * TM, j * 2 * TM])
             with pl.at(level=pl.Level.CORE_GROUP):
-                left = pl.move(
-                    pl.load(av, [0, 0], [TM, TK], target_memory=pl.MemorySpace.Mat),
-                    target_memory=pl.MemorySpace.Left,
-                )
-                r0 = pl.move(
-                    pl.load(bv, [0, 0], [TK, TM], target_memory=pl.MemorySpace.Mat),
-                    target_memory=pl.MemorySpace.Right,
-                )
+                left = _left(av, 0, 0, TM, TK)
+                r0 = _right(bv, 0, 0, TK, TM)
                 acc0: pl.Tile[[TM, TM], pl.FP32] = pl.matmul(left, r0)
-                r1 = pl.move(
-                    pl.load(bv, [0, TM], [TK, TM], target_memory=pl.MemorySpace.Mat),
-                    target_memory=pl.MemorySpace.Right,
-                )
+                r1 = _right(bv, 0, TM, TK, TM)
                 acc1: pl.Tile[[TM, TM], pl.FP32] = pl.matmul(left, r1)
                 for k in pl.range(1, steps):
-                    left = pl.move(
-                        pl.load(av, [0, k * TK], [TM, TK], target_memory=pl.MemorySpace.Mat),
-                        target_memory=pl.MemorySpace.Left,
-                    )
-                    right0 = pl.move(
-                        pl.load(bv, [k * TK, 0], [TK, TM], target_memory=pl.MemorySpace.Mat),
-                        target_memory=pl.MemorySpace.Right,
-                    )
+                    left = _left(av, 0, k * TK, TM, TK)
+                    right0 = _right(bv, k * TK, 0, TK, TM)
                     acc0 = pl.matmul_acc(acc0, left, right0)
-                    right1 = pl.move(
-                        pl.load(bv, [k * TK, TM], [TK, TM], target_memory=pl.MemorySpace.Mat),
-                        target_memory=pl.MemorySpace.Right,
-                    )
+                    right1 = _right(bv, k * TK, TM, TK, TM)
                     acc1 = pl.matmul_acc(acc1, left, right1)
                 pl.store(acc0, [0, 0], cv)
                 pl.store(acc1, [0, TM], cv)

@@ -5,7 +5,6 @@ error read as on the general path, and a function whose plan refers back to it i
 from __future__ import annotations
 
 import gc
-import threading
 import weakref
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 import pypto.language as pl
 import simpler
 from pypto.ir.execution import clear_executor_plans
+from pypto_testing.concurrency import run_while_changing
 
 pytestmark = pytest.mark.usefixtures("module_store")
 
@@ -34,34 +34,16 @@ def test_calls_stay_right_while_the_target_is_swapped() -> None:
     direct_scale(a0, 2.0, np.zeros_like(a0))
     direct_scale(a0, 2.0, np.zeros_like(a0))
     assert isinstance(direct_scale.func, simpler.DirectCall)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def swap() -> None:  # each drop frees the target a caller may be inside of
-        while not stop.is_set():
-            clear_executor_plans()
 
     def call(k: int) -> None:
         a = a0 + k
         out = np.zeros_like(a)
-        try:
-            for _ in range(200):
-                out[:] = 0
-                assert direct_scale(a, 2.0, out) is out
-                np.testing.assert_array_equal(out, a * 2)
-        except BaseException as exc:  # reported by the main thread
-            errors.append(exc)
+        for _ in range(200):
+            out[:] = 0
+            assert direct_scale(a, 2.0, out) is out
+            np.testing.assert_array_equal(out, a * 2)
 
-    threads = [threading.Thread(target=call, args=(k,)) for k in range(2)]
-    swapper = threading.Thread(target=swap)
-    swapper.start()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    stop.set()
-    swapper.join()
-    assert errors == []
+    run_while_changing(clear_executor_plans, call)  # each drop frees the target a caller may be inside of
 
 
 def test_an_error_reads_as_on_the_general_path() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +18,7 @@ from test_call_plan import DYN, f32, fields, plan
 from worker_failure_cases import CASES
 
 import simpler
+from pypto_testing.concurrency import run_while_changing
 from simpler._dtypes import dtype_code
 from simpler.errors import DeviceError
 from simpler.worker import finish_plan_run
@@ -97,36 +97,20 @@ def test_a_partial_of_direct_calls_survives_concurrent_swaps(
     fallback = functools.partial(lambda *a, **k: "general")
     make = _vadd(worker, register)
     fn = functools.partial(simpler.DirectCall(make(), fallback))
-    stop = threading.Event()
 
     def swap() -> None:
-        while not stop.is_set():
-            fn.__setstate__((simpler.DirectCall(make(), fallback), (), None, None))
-
-    errors: list[BaseException] = []
+        fn.__setstate__((simpler.DirectCall(make(), fallback), (), None, None))
 
     def call(seed: int) -> None:
         a = np.full(512, seed, np.float32)
         b = np.ones(512, np.float32)
         c = np.zeros_like(a)
-        try:
-            for _ in range(300):
-                c[:] = 0
-                assert fn(a, b, c, 128) is c
-                np.testing.assert_array_equal(c, a + 1)
-        except BaseException as exc:  # reported by the main thread
-            errors.append(exc)
+        for _ in range(300):
+            c[:] = 0
+            assert fn(a, b, c, 128) is c
+            np.testing.assert_array_equal(c, a + 1)
 
-    swapper = threading.Thread(target=swap)
-    callers = [threading.Thread(target=call, args=(i,)) for i in range(2)]
-    swapper.start()
-    for t in callers:
-        t.start()
-    for t in callers:
-        t.join()
-    stop.set()
-    swapper.join()
-    assert errors == []
+    run_while_changing(swap, call)
 
 
 def test_a_direct_call_in_a_cycle_is_collected(

@@ -12,7 +12,8 @@ from worker_failure_cases import CASES, failure_args, failure_config
 
 import simpler
 from simpler import ArgDirection as D
-from simpler import Buffer, CallConfig, DataType, TaskArgs
+from simpler import Buffer, DataType, TaskArgs
+
 
 @pytest.mark.parametrize(("case", "message"), CASES, ids=[str(c) for c, _ in CASES])
 def test_failure_is_reported_and_worker_stays_usable(

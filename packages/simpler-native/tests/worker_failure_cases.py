@@ -44,5 +44,7 @@ HBG_MESSAGES = {
 def failure_config(runtime: str, case: int, message: str, **fields: object) -> tuple[CallConfig, str]:
     """The run settings of the failure cases on ``runtime`` and the message expected there."""
     if runtime == "host_build_graph":
-        return CallConfig(heap=1024, dep_pool=5, workspace_budget_bytes=1024, **fields), HBG_MESSAGES.get(case, message)
+        return CallConfig(heap=1024, dep_pool=5, workspace_budget_bytes=1024, **fields), HBG_MESSAGES.get(
+            case, message
+        )
     return CallConfig(heap=1024, dep_pool=5, **fields), message
