@@ -1,4 +1,5 @@
-// C++ side of the chip domain: device memory tracking, run-config validation, loader rejection.
+// C++ side of the chip domain: device memory tracking, run-config validation, loader rejection,
+// the sampling of kernel task times.
 // The end-to-end scheduling tests are in tests/test_worker*.py (they need compiled kernels).
 #include <doctest/doctest.h>
 
@@ -112,4 +113,22 @@ TEST_CASE("the simulated chip serves the backend interface: memory, programs of 
     CHECK(backend.wait_idle(1.0));
     backend.close();
     CHECK(backend.closed());
+}
+
+TEST_CASE("a kernel's tasks are timed until it has a figure, then every kTimedEvery-th one") {
+    using LastRun = CoreKernel::LastRunNs;
+    constexpr std::uint32_t every = LastRun::kTimedEvery;
+    LastRun r;
+    CHECK(r.time_next());  // the first task
+    CHECK(r.time_next());  // no figure yet (that task has not finished)
+    r.ns.store(500);
+    for (std::uint32_t n = 2; n < 3 * every + 2; ++n) {
+        CAPTURE(n);
+        CHECK(r.time_next() == (n % every == 0));
+    }
+    // A copy of the kernel (a program registered again) starts with no figure: timed at once.
+    const LastRun copy(r);
+    CHECK(copy.ns.load() == 0);
+    CHECK(copy.time_next());
+    CHECK(copy.time_next());
 }
