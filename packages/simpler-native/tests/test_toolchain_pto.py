@@ -75,7 +75,7 @@ def test_default_mode_adds_our_pto_root_to_the_host_compiler(
     tc = toolchain.kernel_toolchain()
     assert tc.pto_backend == "simpler"
     assert tc.include_roots == (ours,)
-    assert tc.flags == toolchain.DEFAULT_FLAGS
+    assert tc.flags == (*toolchain.DEFAULT_FLAGS, *toolchain._tls_flags(tc.compiler))
     tc.compile_shared({"k.cpp": "int x;\n"})
     argv = _calls(log)[-1]
     assert f"-I{ours}" in argv
@@ -278,3 +278,25 @@ def test_real_precompiled_prelude_with_official_headers(
     assert (entries[0] / "prelude.hpp.gch").is_file()
     again = pch.compile_shared({"k.cpp": KERNEL}, precompile=True)
     assert first == again == pch.compile_shared({"k.cpp": KERNEL})  # same binary as parsing
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "takes_it"),
+    [("g++", GCC12, True), ("clang++-19", CLANG19, True), ("clang++", CLANG14, False)],
+    ids=["gcc12", "clang19", "clang14"],
+)
+def test_default_flags_add_tls_descriptors_where_the_compiler_has_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, version: str, takes_it: bool
+) -> None:
+    # An older clang rejects -mtls-dialect=gnu2: its builds must not get it (x86-64 only).
+    monkeypatch.setattr(toolchain.platform, "machine", lambda: "x86_64")
+    toolchain._tls_flags.cache_clear()
+    compiler = _stub(tmp_path / "bin", name, version, tmp_path / "argv")
+    tc = toolchain.Toolchain(str(compiler))
+    assert tc.flags[: len(toolchain.DEFAULT_FLAGS)] == toolchain.DEFAULT_FLAGS
+    assert (toolchain.TLS_DESCRIPTOR_FLAG in tc.flags) == takes_it
+    assert toolchain.Toolchain(str(compiler), flags=("-O1",)).flags == ("-O1",)  # given flags stay as given
+    monkeypatch.setattr(toolchain.platform, "machine", lambda: "aarch64")  # its default already
+    toolchain._tls_flags.cache_clear()
+    assert toolchain.TLS_DESCRIPTOR_FLAG not in toolchain.Toolchain(str(compiler)).flags
+    toolchain._tls_flags.cache_clear()

@@ -60,12 +60,14 @@ from pathlib import Path
 __all__ = [
     "DEFAULT_FLAGS",
     "PTO_ISA_COMPILERS",
+    "TLS_DESCRIPTOR_FLAG",
     "CompileError",
     "Toolchain",
     "ToolchainError",
     "compile_kernel",
     "compile_shared",
     "default_toolchain",
+    "host_flags",
     "identity",
     "kernel_identity",
     "kernel_toolchain",
@@ -83,11 +85,13 @@ DEFAULT_FLAGS: tuple[str, ...] = (
     "-shared",
     "-std=c++17",
     "-fvisibility=hidden",
-    # TLS descriptors (AArch64's default): a kernel binary's small per-thread state
-    # (simpler::KernelThread) is then reached in ~3 instructions where glibc has room for it in
-    # the static TLS block, instead of a __tls_get_addr call (~18) on every access
-    *(("-mtls-dialect=gnu2",) if platform.machine().lower() in ("x86_64", "amd64") else ()),
 )
+
+# TLS descriptors (AArch64's default), added to the default flags on x86-64 where the compiler
+# has them (GCC; clang from 19): a kernel binary's small per-thread state (simpler::KernelThread)
+# is then reached in ~3 instructions where glibc has room for it in the static TLS block,
+# instead of a __tls_get_addr call (~18) on every access.
+TLS_DESCRIPTOR_FLAG = "-mtls-dialect=gnu2"
 
 # How binaries are built from sources beyond compiler, flags and headers; part of the identity,
 # bumped when that changes (2: optional precompiled prelude of a source's leading includes).
@@ -316,7 +320,8 @@ class Toolchain:
 
     Args:
         compiler: compiler executable (default: ``$CXX`` if set, else ``g++``).
-        flags: compile flags; default :data:`DEFAULT_FLAGS`.
+        flags: compile flags; default :data:`DEFAULT_FLAGS`, plus :data:`TLS_DESCRIPTOR_FLAG`
+            where the compiler has it (:func:`host_flags`).
         cache_dir: where precompiled headers are kept (default: ``$SIMPLER_CACHE_DIR``, else
             ``$XDG_CACHE_HOME/simpler``, else ``~/.cache/simpler``); it must be a directory of
             this user that group and others cannot write, else builds parse every header.
@@ -330,7 +335,7 @@ class Toolchain:
     def __init__(
         self,
         compiler: str | None = None,
-        flags: Sequence[str] = DEFAULT_FLAGS,
+        flags: Sequence[str] | None = None,
         *,
         cache_dir: str | os.PathLike[str] | None = None,
         include_roots: Sequence[str | os.PathLike[str]] = (),
@@ -343,7 +348,7 @@ class Toolchain:
         # The path as found, not its symlink target: clang's driver picks its language from the
         # name it is run by (clang++-19 -> .../clang is the C driver, which links no libstdc++).
         self.compiler = os.path.abspath(resolved)
-        self.flags: tuple[str, ...] = tuple(flags)
+        self.flags: tuple[str, ...] = tuple(flags) if flags is not None else host_flags(self.compiler)
         self.include_roots: tuple[Path, ...] = tuple(Path(r) for r in include_roots)
         self.pto_backend = pto_backend
         self._cache_dir = None if cache_dir is None else Path(cache_dir)
@@ -503,6 +508,22 @@ def default_toolchain() -> Toolchain:
     return Toolchain()
 
 
+def host_flags(compiler: str, base: Sequence[str] = DEFAULT_FLAGS) -> tuple[str, ...]:
+    """``base`` plus :data:`TLS_DESCRIPTOR_FLAG` when ``compiler`` has it for this host (x86-64
+    GCC, or clang 19 and later; an older clang rejects the flag)."""
+    return (*base, *_tls_flags(compiler))
+
+
+@functools.lru_cache(maxsize=8)
+def _tls_flags(compiler: str) -> tuple[str, ...]:
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ()
+    family = _compiler_family(compiler)
+    if family is not None and (family[0] == "gcc" or family[1] >= 19):
+        return (TLS_DESCRIPTOR_FLAG,)
+    return ()
+
+
 def _compiler_family(compiler: str) -> tuple[str, int] | None:
     """``("clang" | "gcc", major version)`` of a compiler, or None when it reports neither."""
     try:
@@ -604,7 +625,7 @@ def _kernel_toolchain(root: str, pto_cxx: str, cxx: str, path: str) -> Toolchain
         compiler = _pto_isa_compiler(checked)
         return Toolchain(
             compiler,
-            _official_flags(DEFAULT_FLAGS),
+            host_flags(compiler, _official_flags(DEFAULT_FLAGS)),
             include_roots=(checked / "include",),
             pto_backend="pto-isa",
         )
