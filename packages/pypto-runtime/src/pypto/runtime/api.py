@@ -350,7 +350,7 @@ def _executor_call(fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any
         if hot is not None:
             import simpler
 
-            direct = simpler.DirectCall(hot.__self__, fn.general_call)
+            direct = simpler.DirectCall(hot, fn.general_call)
             set_executor_plan(fn, _CapturedCheck(spec, direct) if spec.captured else direct)
     return result
 

@@ -237,7 +237,10 @@ class CallPlan:
                 done = self.run_native(native, args, config)
                 if done is not DECLINED:
                     if config is self.default_config and self.executor_plan is None:
-                        set_executor_plan(self, self.bound_call(native, config))
+                        hot = self.bound_call(native, config)
+                        # the bound method: calling it goes straight to the native function,
+                        # where calling the object first looks __call__ up on its type
+                        set_executor_plan(self, None if hot is None else hot.__call__)
                     return done
             mat = self._materialize(args)
         if mat is None:
@@ -309,11 +312,9 @@ class CallPlan:
         return plan
 
     def bound_call(self, native: Any, config: RunConfig) -> Any:
-        """The ``__call__`` of a ``simpler.BoundCall`` of ``native`` (a simpler.CallPlan of
-        this plan) on the Worker ``config`` runs on now, or None when a call would not take the
-        native path (see :meth:`run_native`). Valid until the shared Workers or the mode gate
-        change. The bound method, not the object: calling it goes straight to the native
-        function, where calling the object first looks ``__call__`` up on its type."""
+        """A ``simpler.BoundCall`` of ``native`` (a simpler.CallPlan of this plan) on the Worker
+        ``config`` runs on now, or None when a call would not take the native path (see
+        :meth:`run_native`). Valid until the shared Workers or the mode gate change."""
         if not self.program_held():
             return None
         import simpler
@@ -338,7 +339,7 @@ class CallPlan:
             self.return_count > 1,
             DECLINED,
             self.finish_plan_run,
-        ).__call__
+        )
 
     def exact_plan(self, key: tuple[Any, ...]) -> Any:
         """The simpler.CallPlan that takes only calls of binder call key ``key`` whose
