@@ -127,9 +127,7 @@ inline bool gm_view(GmView<T>& view, const char* op, const ChipTensor& t, std::u
                             static_cast<long long>(rows), static_cast<long long>(cols), nd);
         return false;
     }
-    std::int64_t o[kMaxTensorDims] = {};
-    std::uint32_t i = 0;
-    for (std::int64_t x : offsets) o[i++] = x;
+    const std::int64_t* o = offsets.begin();  // nd of them (checked above)
     const std::uint32_t lead = nd >= 2 ? nd - 2 : 0;
     std::uint64_t base = t.start_offset;
     for (std::uint32_t d = 0; d < lead; ++d) {
@@ -219,9 +217,7 @@ inline bool gm_view_nz(GmViewNz<T>& view, const char* op, const ChipTensor& t, s
                             nd - 2);
         return false;
     }
-    std::int64_t o[3] = {};
-    std::uint32_t i = 0;
-    for (std::int64_t x : offsets) o[i++] = x;
+    const std::int64_t* o = offsets.begin();  // nd - 2 of them (checked above)
     const std::int64_t r0 = o[nd - 4], c0 = o[nd - 3];
     const std::int64_t rows_total = static_cast<std::int64_t>(t.shapes[nd - 3]) * br;
     const std::int64_t cols_total = static_cast<std::int64_t>(t.shapes[nd - 4]) * bc;
