@@ -176,9 +176,9 @@ def test_a_tile_the_simulator_could_not_hold_is_refused_with_the_numbers(tmp_pat
         compile_(huge_tile, (z(BIG_R, BIG_C), z(BIG_R, BIG_C)), tmp_path)
     msg = str(info.value)
     assert "kernel 'huge" in msg
-    assert "Vec tiles need 16384 KiB" in msg
+    assert "Vec tiles need 8192 KiB" in msg  # the sum is made over t, which it reads last
     assert "UB (Unified Buffer) of a2a3sim holds 192 KiB" in msg
-    assert "t [2048, 1024] FP32 (8192 KiB)" in msg
+    assert "1 tile is live: t [2048, 1024] FP32 (8192 KiB)" in msg
     assert "test_platform_buffers.py" in msg  # points at the largest tile's line
     assert "t = pl.load(a, [0, 0], [BIG_R, BIG_C])" in msg
     assert not (tmp_path / "a2a3sim" / "compiled_meta.json").exists()  # nothing is written
@@ -192,17 +192,18 @@ def test_layer_norm_beyond_the_unified_buffer_is_refused_and_chunked_fits(tmp_pa
     assert "does not fit the on-chip buffers of a2a3sim" in msg
     assert "but the UB (Unified Buffer) of a2a3sim holds 192 KiB" in msg
     assert "[32, 512] FP32 (64 KiB)" in msg
-    # the peak: where centered is made, x, gamma, beta, the scratch tile, the scaled row sum and
-    # centered are live (64 + 2 + 2 + 64 + 0.125 + 64 KiB), each named with its position
-    assert "at the peak, where centered is defined (" in msg
+    # the peak: where the squares' row sum v is made, x's storage (centered is made over x, which
+    # it reads last), gamma, beta, the scratch tile, the squares and v are live (64 + 2 + 2 + 64 +
+    # 64 + 0.125 KiB), each named with its position (a shared storage by its first tile)
+    assert "at the peak, where v is defined (" in msg
     assert "6 tiles are live together: tx [32, 512] FP32 (64 KiB) at " in msg
     assert "; tmp [32, 512] FP32 (64 KiB) at " in msg
-    assert "; centered [32, 512] FP32 (64 KiB) at " in msg
+    assert "; _t2 [32, 512] FP32 (64 KiB) at " in msg
     assert "Vec tiles need 200832 bytes (196.12 KiB)" in msg
     result = compile_(layer_norm_chunked, LN_ARGS, tmp_path)
     (k,) = result.metadata.kernels
-    # the chunked peak, also where centered is made: gamma and beta (2 KiB each), and the
-    # [8, 512] scratch tile, chunk and centered (16 KiB each), and the [8, 1] scaled row sum (32 B)
+    # the chunked peak, also where v is made: gamma and beta (2 KiB each), the [8, 512] scratch
+    # tile, chunk (centered over it) and squares (16 KiB each), and the [8, 1] row sum v (32 B)
     assert k.buffer_bytes("Vec") == 2 * 2 * KIB + 3 * 16 * KIB + 32
     assert k.buffer_bytes("Acc") == 0
 

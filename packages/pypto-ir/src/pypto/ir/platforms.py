@@ -331,10 +331,10 @@ def _peak_problem(plat: Platform, space: MemorySpace, peak: BufferPeak, show: in
             at = f", where {last.name} is defined{where},"
     listed = "; ".join(t.describe() for t in live[:show])
     more = f" (and {len(live) - show} more)" if len(live) > show else ""
-    together = "live together" if len(live) > 1 else "live"
+    together = f"{len(live)} tiles are live together" if len(live) > 1 else "1 tile is live"
     return (
         f"{space.value} tiles need {_size(peak.nbytes)} but the {BUFFER_NAMES[space]} of {plat.name} holds "
-        f"{_size(plat.capacity(space))}; at the peak{at} {len(live)} tiles are {together}: {listed}{more}"
+        f"{_size(plat.capacity(space))}; at the peak{at} {together}: {listed}{more}"
     )
 
 

@@ -14,6 +14,12 @@ storage, and the slot of every IR name that names a tile.
   later one, or before it), and that statement may write its operand's storage in place
   (element-wise ops, ``matmul_acc``, the ``into`` ops). Otherwise each version has its own slot
   and the generated code copies (TMOV).
+- Dying operands: after that, the result of an element-wise op (one that may write an operand's
+  storage in place) takes the storage of an operand of the same IR type whose storage holds
+  nothing read after the op, when nothing else lives in the result's storage before it (the
+  two storages' ranges meet at the op only). A chain such as ``exp(x - max) * r`` then works in
+  one tile instead of alternating between two, which halves what its passes stream through the
+  core's caches and what it takes of its buffer.
 - Aliases: a reshape's result, and a ``transpose_view`` of a Mat tile, is its operand's storage
   (the ISA's TRESHAPE reinterprets the bytes: the NZ bytes of a Mat tile read as ZN are its
   transpose; the device backends point the result at the operand's data).
@@ -145,6 +151,8 @@ class _Sharing:
         self.point = -1
         self.def_point = {i: t.live[0] for i, t in enumerate(lv.tiles) if t.live is not None}
         self.def_op: dict[int, str] = {}
+        # (point, result, tile operands) of each element-wise op that updates no `into` operand
+        self.in_place: list[tuple[int, int, list[int]]] = []
 
     def index(self, name: str) -> int | None:
         return self.lv.owner.get(name)
@@ -162,6 +170,31 @@ class _Sharing:
             if at == writer and self.def_op.get(new) not in IN_PLACE_OPS:
                 return False
         return True
+
+    def take_dying_operands(self) -> None:
+        """The second rule (module docstring, "Dying operands"), on the storages the first
+        rules formed: a storage is live from its first version's definition to its last read."""
+        union, tiles, types = self.union, self.lv.tiles, self.lv.types
+        span: dict[int, tuple[int, int]] = {}  # storage (its root) -> (first point, last point)
+        for k, t in enumerate(tiles):
+            if t.live is None:
+                continue
+            r = union.find(k)
+            lo, hi = t.live
+            a, b = span.get(r, (lo, hi))
+            span[r] = (min(a, lo), max(b, hi))
+        for p, i, operands in self.in_place:
+            ri = union.find(i)
+            if ri not in span or span[ri][0] != p:  # something lives in the result's storage before
+                continue
+            for j in operands:
+                rj = union.find(j)
+                if rj == ri or types[j] != types[i] or rj not in span or span[rj][1] != p:
+                    continue
+                lo, hi = span.pop(rj)[0], span.pop(ri)[1]
+                union.join(ri, rj)
+                span[union.find(ri)] = (lo, hi)
+                break
 
     def body(self, stmts: tuple[Stmt, ...]) -> None:
         for s in stmts:
@@ -187,6 +220,9 @@ class _Sharing:
                     j = self.index(src.name) if isinstance(src, Var) else None
                     if j is not None and self.may_share(j, i, p):
                         self.union.join(j, i)
+                elif e.op in IN_PLACE_OPS:
+                    operands = [self.index(a.name) for a in e.args if isinstance(a, Var)]
+                    self.in_place.append((p, i, [j for j in operands if j is not None]))
         elif isinstance(s, (For, While)):
             holders = [
                 self.index(ia.var.name) if isinstance(ia.var.type, TileType) else None for ia in s.iter_args
@@ -269,6 +305,7 @@ def allocate_kernel(fn: Function, platform: str | Platform) -> KernelMemory:
     lv = kernel_liveness(fn)
     sharing = _Sharing(lv)
     sharing.body(fn.body)
+    sharing.take_dying_operands()
     groups: dict[int, list[int]] = {}
     for i in range(len(lv.tiles)):
         groups.setdefault(sharing.union.find(i), []).append(i)
