@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from call_plan_forms import DYN, SCALAR_CODES, f32, fields, fmt, plan
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,43 +19,6 @@ from simpler import Buffer, CallPlan, TaskArgs
 from simpler._dtypes import dtype_code
 from simpler.task_args import encode_scalar
 from simpler.worker import finish_plan_run
-
-DYN = -1
-SCALAR_CODES = [
-    dtype_code(n)
-    for n in (
-        "FLOAT32",
-        "FLOAT16",
-        "BFLOAT16",
-        "INT32",
-        "INT16",
-        "INT8",
-        "UINT8",
-        "INT64",
-        "UINT64",
-        "UINT16",
-        "UINT32",
-        "BOOL",
-    )
-]
-
-
-def fmt(dtype: Any) -> str:
-    return memoryview(np.empty(1, dtype)).format
-
-
-def plan(
-    tensors: list[tuple[Any, ...]],
-    scalars: list[tuple[int, int]] = (),
-    fixed: list[Any] = (),
-    nparams: int | None = None,
-) -> CallPlan:
-    n = nparams if nparams is not None else len(tensors) + len(scalars) + len(fixed)
-    return CallPlan(np.ndarray, n, tensors, list(scalars), list(fixed), encode_scalar)
-
-
-def f32(slot: int, shape: list[int], writes: bool = False) -> tuple[Any, ...]:
-    return (slot, dtype_code("FLOAT32"), fmt(np.float32), 4, shape, writes)
 
 
 def general(*arrays: np.ndarray) -> tuple[Any, ...]:
@@ -81,16 +45,6 @@ def test_descriptors_are_taskargs_descriptors() -> None:
         got = p.describe((a, b, c))
         assert got is not None
         assert got == (tuple(general(a, b, c)), ())
-
-
-def fields(p: CallPlan, dtypes: list[Any]) -> CallPlan:
-    """``p`` reading arrays by their fields (CallPlan.use_array_fields), checked on probes."""
-    probe = np.zeros((2, 3), np.float32)
-    ro = np.zeros((2, 3), np.float32)
-    ro.flags.writeable = False
-    assert p.use_array_fields(probe, ro, probe[1:], [np.dtype(d) for d in dtypes])
-    assert p.reads_fields
-    return p
 
 
 @pytest.mark.parametrize("by_fields", [False, True], ids=["buffer", "fields"])

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_call_plan import DYN, f32, fields, plan
+from call_plan_forms import DYN, f32, fields, plan
 from worker_failure_cases import CASES
 
 import simpler
