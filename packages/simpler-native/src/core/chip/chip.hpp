@@ -357,12 +357,14 @@ private:
     CoreSlot* claim_core_locked(CoreType type);
     // Orchestrates p's run and runs what it holds. `claimed`: run_on_caller's lock of mu_, held
     // since it claimed the chip (the run's setup then takes no lock of its own; released
-    // before the orchestration). A run on the caller (p.on_caller) gives the chip back
-    // (release_caller_locked) under the lock that ends its orchestration.
+    // before the orchestration). The thread that claimed the chip for p (the caller, or the
+    // orchestrator thread) gives it back (release_chip_locked) under the lock that ends the
+    // orchestration, before the run completes: its waiter, woken, finds the chip free.
     void execute_run(Pending& p, std::unique_lock<std::mutex>* claimed = nullptr);
     static std::unique_ptr<RunState>& spare_run_state() noexcept;
-    // run_on_caller's claim of the chip ends: busy_ cleared, waiters and the orchestrator told.
-    void release_caller_locked();
+    // A claim of the chip (busy_, by run_on_caller or the orchestrator thread) ends: busy_
+    // cleared, waiters and the orchestrator told.
+    void release_chip_locked();
     Task* pop_ready(CoreSlot& slot);
     void push_ready_locked(Task* t);
     void finish_task(Task* t, CoreSlot& slot, std::int64_t start_ns, std::int64_t end_ns, std::string error,

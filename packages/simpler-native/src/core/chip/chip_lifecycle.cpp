@@ -235,7 +235,7 @@ std::shared_ptr<Run> Chip::run_on_caller(Pending& p) {
     // A kernel launch's packet is consumed before the run's setup, without the lock.
     if (p.kernel_launch) lk.unlock();
     try {
-        execute_run(p, lk.owns_lock() ? &lk : nullptr);  // gives the chip back (release_caller_locked)
+        execute_run(p, lk.owns_lock() ? &lk : nullptr);  // gives the chip back (release_chip_locked)
     } catch (...) {  // out of memory: give the chip back (unless given already) before the caller sees it
         if (!lk.owns_lock()) lk.lock();
         if (p.on_caller) {
@@ -248,7 +248,7 @@ std::shared_ptr<Run> Chip::run_on_caller(Pending& p) {
     return run;
 }
 
-void Chip::release_caller_locked() {
+void Chip::release_chip_locked() {
     busy_ = false;
     if (idle_locked()) idle_cv_.notify_all();
     if (!queue_.empty()) {  // queued meanwhile by other threads: the orchestrator thread's now

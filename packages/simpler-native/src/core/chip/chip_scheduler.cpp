@@ -36,12 +36,7 @@ void Chip::orchestrator_loop() {
             queue_.pop_front();
             busy_ = true;
         }
-        execute_run(p);
-        {
-            std::lock_guard<std::mutex> lk(mu_);
-            busy_ = false;
-            if (idle_locked()) idle_cv_.notify_all();
-        }
+        execute_run(p);  // gives the chip back (release_chip_locked)
     }
 }
 
@@ -78,13 +73,12 @@ std::unique_ptr<Chip::RunState>& Chip::spare_run_state() noexcept {
 void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
     if (p.kernel_launch) p.rejected = consume_kernel_launch(p);
     if (!p.rejected.empty()) {
-        if (claimed != nullptr) claimed->unlock();
-        complete_run(*p.run, std::move(p.rejected), 0, {});
-        if (p.on_caller) {
-            std::lock_guard<std::mutex> lk(mu_);
-            release_caller_locked();
+        {
+            std::unique_lock<std::mutex> lk = claimed != nullptr ? std::move(*claimed) : std::unique_lock<std::mutex>(mu_);
+            release_chip_locked();
             p.on_caller = false;  // given back: run_on_caller's failure path leaves busy_ alone
         }
+        complete_run(*p.run, std::move(p.rejected), 0, {});
         return;
     }
     std::unique_ptr<RunState> owned = std::move(p.built);  // HBG: built on the host
@@ -187,10 +181,8 @@ void Chip::execute_run(Pending& p, std::unique_lock<std::mutex>* claimed) {
     std::unique_ptr<RunState> done = take_if_complete_locked(rs);
     if (done && on_caller && !done->config.swimlane && !done->config.dep_graph)
         finalize_run(std::move(done), true, &lk);  // no files to write: under the lock already held
-    if (on_caller) {
-        release_caller_locked();
-        p.on_caller = false;
-    }
+    release_chip_locked();
+    p.on_caller = false;
     lk.unlock();
     if (done) finalize_run(std::move(done), on_caller);  // on the submitting thread, before submit returns
 }
@@ -235,7 +227,9 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned, bool unshared, std::uni
             }
         }
     }
-    complete_run(*rs.run, rs.failed ? rs.error : std::string(), rs.submitted, std::move(files), unshared);
+    const std::shared_ptr<Run> run = std::move(rs.run);
+    std::string error = rs.failed ? std::move(rs.error) : std::string();
+    const std::uint64_t submitted = rs.submitted;
     recycle_arguments(std::move(rs.tensors), std::move(rs.scalars));
     // Releases the program (and its binaries) before close() may return; the block is kept
     // for this thread's next run.
@@ -246,7 +240,15 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned, bool unshared, std::uni
     std::unique_lock<std::mutex> lk = held != nullptr ? std::move(*held) : std::unique_lock<std::mutex>(mu_);
     --finalizing_;
     if (idle_locked()) idle_cv_.notify_all();
-    if (held != nullptr) *held = std::move(lk);
+    if (held != nullptr) {
+        *held = std::move(lk);
+    } else {
+        lk.unlock();
+    }
+    // Only now the run completes: its waiter, woken, finds the chip counting it finished (idle,
+    // when nothing else runs), so that thread's next submit runs inline rather than queueing
+    // behind this thread's bookkeeping.
+    complete_run(*run, std::move(error), submitted, std::move(files), unshared);
 }
 
 void Chip::complete_run(Run& run, std::string error, std::uint64_t submitted, std::vector<std::string> files,

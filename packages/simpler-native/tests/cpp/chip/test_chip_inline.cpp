@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -109,9 +110,7 @@ TEST_CASE("inline run: a one-task run on an idle chip runs on the submitting thr
     for (bool on_caller : {false, true}) {
         CAPTURE(on_caller);
         std::vector<std::int64_t> x(8, 1);
-        // A run's Run completes just before the chip counts it finished: only an idle chip
-        // runs a submit inline.
-        REQUIRE(chip.wait_idle(10.0));
+        REQUIRE(chip.wait_idle(0.0));  // the previous run's wait returned: idle, so inline
         auto run = chip.submit(prog, {vec(x)}, {}, config(on_caller));
         if (on_caller) CHECK(run->done());  // nothing left to wait for
         REQUIRE(run->wait(10.0));
@@ -127,6 +126,30 @@ TEST_CASE("inline run: a one-task run on an idle chip runs on the submitting thr
             CHECK(g_seen.ub == on_thread.ub);  // the same core's buffers as its thread's
         }
     }
+    }
+}
+
+TEST_CASE("inline run: a run completes after the chip is free again, so the next submit runs inline") {
+    // The thread that finalises a threaded run (a core thread or the orchestrator thread) lets
+    // go of it before the run completes: its waiter, woken, finds the chip idle. The run holds
+    // the only reference to its program, whose release (part of finalising) takes 20 ms here:
+    // a waiter woken before it would find the chip still busy finalising.
+    for (Runtime runtime : {Runtime::TensormapAndRingbuffer, Runtime::HostBuildGraph}) {
+        CAPTURE(kRuntimeNames[static_cast<int>(runtime)]);
+        ChipOptions options = cores(0, 2);
+        options.runtime = runtime;
+        Chip chip(options);
+        for (int i = 0; i < 4; ++i) {
+            std::shared_ptr<ChipProgram> slow(new ChipProgram(*program("one", orch_one)), [](ChipProgram* p) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                delete p;
+            });
+            std::vector<std::int64_t> x(8, 1);
+            auto run = chip.submit(std::move(slow), {vec(x)}, {}, config(false));
+            REQUIRE(run->wait(10.0));
+            CHECK(chip.wait_idle(0.0));
+            CHECK(x == std::vector<std::int64_t>(8, 5));
+        }
     }
 }
 
