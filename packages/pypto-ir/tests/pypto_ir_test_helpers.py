@@ -17,6 +17,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
+from pypto_testing.forms import from_source
 
 
 class HostArray:
@@ -188,7 +189,4 @@ def scope_kernel(lines: list[str], name: str, **names: object) -> pl.JITFunction
         "@pl.jit\ndef k(a: pl.Tensor, out: pl.Out[pl.Tensor]):\n"
         f"    with pl.at(level=pl.Level.CORE_GROUP):\n{body}    return out\n"
     )
-    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
-    scope: dict[str, object] = {"pl": pl, **names}
-    exec(compile(src, name, "exec"), scope)
-    return scope["k"]  # type: ignore[return-value]
+    return from_source(src, name, **names)["k"]  # type: ignore[no-any-return]

@@ -4,14 +4,13 @@ argument order; the simulated chip has no tensor dump, so nothing else changes."
 
 from __future__ import annotations
 
-import linecache
-
 import pytest
 
 import pypto.language as pl
 from pypto.ir import deserialize, serialize
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Assign, CallFunc, Var, walk_stmts
+from pypto_testing.forms import from_source
 
 T = pl.Tensor[[16, 16], pl.FP32]
 
@@ -31,11 +30,7 @@ class P:
     def orch(self, a: T, b: T, c: pl.Out[T], d: pl.Out[T]) -> T:
 {body}
 """
-    name = f"<dump_tag {abs(hash(src))}>"
-    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
-    scope: dict[str, object] = {"pl": pl, "T": T}
-    exec(compile(src, name, "exec"), scope)
-    return scope["P"]
+    return from_source(src, f"<dump_tag {abs(hash(src))}>", T=T)["P"]
 
 
 def _dumps(program: object) -> list[list[str]]:
@@ -133,10 +128,7 @@ def f(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         out[:] = pl.exp(a)
     return out
 """
-    name = "<dump_tag in a scope>"
-    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
-    scope: dict[str, object] = {"pl": pl}
-    exec(compile(src, name, "exec"), scope)
+    scope = from_source(src, "<dump_tag in a scope>")
     from pypto_ir_test_helpers import HostArray
 
     with pytest.raises(KernelError, match=r"pl\.dump_tag belongs in an orchestration body"):
@@ -144,10 +136,7 @@ def f(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 def _jit(src: str, name: str) -> object:
-    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
-    scope: dict[str, object] = {"pl": pl}
-    exec(compile(src, name, "exec"), scope)
-    return scope["f"]
+    return from_source(src, name)["f"]
 
 
 AT_SRC = """

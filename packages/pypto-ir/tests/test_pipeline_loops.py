@@ -11,6 +11,7 @@ import pypto.language as pl
 from pypto.ir.codegen.kernel import generate_kernel
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import For, walk_stmts
+from pypto_testing.forms import from_source
 
 
 @pl.jit
@@ -55,7 +56,6 @@ def test_a_plain_range_has_no_stage() -> None:
     ],
 )
 def test_stage_mistakes(loop: str, message: str) -> None:
-    ns: dict[str, object] = {"pl": pl}
     src = (
         "@pl.jit\n"
         "def f(x: pl.Tensor, out: pl.Out[pl.Tensor]):\n"
@@ -64,10 +64,6 @@ def test_stage_mistakes(loop: str, message: str) -> None:
         "            pl.store(pl.load(x, [k * 8, 0], [8, 32]), [k * 8, 0], out)\n"
         "    return out\n"
     )
-    import linecache
-
-    name = f"<pipeline {loop}>"
-    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
-    exec(compile(src, name, "exec"), ns)
+    ns = from_source(src, f"<pipeline {loop}>")
     with pytest.raises(KernelError, match=message):
         ns["f"].lower(HostArray((16, 32)), HostArray((16, 32)))  # type: ignore[attr-defined]

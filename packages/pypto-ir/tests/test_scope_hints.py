@@ -4,7 +4,6 @@ are validated, carried to the outlined kernel and recorded in compiled_meta.json
 from __future__ import annotations
 
 import json
-import linecache
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from pypto.ir.contract import Contract
 from pypto.ir.errors import KernelError
 from pypto.ir.metadata import KernelInfo, MetadataError, read_metadata
 from pypto.ir.pipeline import lower
+from pypto_testing.forms import from_source
 
 
 def t(*shape: int, dtype: str = "float32") -> HostArray:
@@ -79,12 +79,8 @@ def k(x: pl.Tensor, out: pl.Out[pl.Tensor]):
         out[:] = pl.neg(x)
     return out
 """
-    ns: dict[str, object] = {}
     path = Path(__file__).with_name(f"_scope_hints_{abs(hash(at_args))}.py")
-    code = compile(src, str(path), "exec")
-    exec(code, ns)
-    linecache.cache[str(path)] = (len(src), None, src.splitlines(True), str(path))
-    fn = ns["k"]  # the parser reads the source through linecache when it specialises
+    fn = from_source(src, str(path))["k"]
     assert isinstance(fn, pl.JITFunction)
     return fn
 

@@ -7,14 +7,13 @@ own tile); the allocation of each is checked, then the results are compared bit 
 
 from __future__ import annotations
 
-import linecache
-
 import numpy as np
 import pytest
 
 import pypto.language as pl
 from pypto.ir.passes.memory_alloc import IN_PLACE_OPS, allocate_kernel
 from pypto.ir.pipeline import lower
+from pypto_testing.forms import from_source
 
 R, C = 8, 64
 _EXPAND = ("add", "sub", "mul", "div", "max", "min", "expdif")
@@ -94,11 +93,7 @@ def _kernel(ops: dict[str, str], dtype: str, *, keep: bool, name: str) -> pl.JIT
         "def k(a: pl.Tensor, bs: pl.Tensor, rv: pl.Tensor, cv: pl.Tensor, out: pl.Out[pl.Tensor]):\n"
         f"    with pl.at(level=pl.Level.CORE_GROUP, name_hint={name!r}):\n{body}    return out\n"
     )
-    filename = f"<{name}>"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    scope: dict[str, object] = {"pl": pl}
-    exec(compile(src, filename, "exec"), scope)
-    return scope["k"]  # type: ignore[return-value]
+    return from_source(src, f"<{name}>")["k"]  # type: ignore[no-any-return]
 
 
 def _inputs(dtype: str, n: int) -> tuple[np.ndarray, ...]:

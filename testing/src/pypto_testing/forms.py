@@ -7,11 +7,30 @@ module needs pypto-ir only.
 
 from __future__ import annotations
 
+import linecache
 from typing import Any
 
 import pypto.language as pl
 
-__all__ = ["KernelWhile", "TwoEntries", "add_method", "cube_matmul", "matmul_method", "qk_method"]
+__all__ = [
+    "KernelWhile",
+    "TwoEntries",
+    "add_method",
+    "cube_matmul",
+    "from_source",
+    "matmul_method",
+    "qk_method",
+]
+
+
+def from_source(src: str, filename: str, **names: Any) -> dict[str, Any]:
+    """Run program text ``src`` as if it were file ``filename`` (registered with linecache, where
+    the parser reads a function's source and an error's line) in a module scope of ``pl`` and
+    ``names``; returns that scope: for programs written once with a piece varied."""
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    scope: dict[str, Any] = {"pl": pl, **names}
+    exec(compile(src, filename, "exec"), scope)
+    return scope
 
 
 @pl.program
