@@ -12,7 +12,7 @@
 // glibc's polynomial coefficients (the values its FMA variant loads). Lanes whose |x| >= 88,
 // infinities and NaN go to std::exp itself (overflow, underflow and the special values).
 // With AVX-512F and VL the same operations use 512-bit instructions and mask registers
-// (PTO_SIM_MATH_VEXP512). test_math_exp.cpp compares the lane forms with std::exp over a sweep
+// (PTO_SIM_MATH_VEXP512); with AVX2 alone the table is read with 32-bit permutes (exp8). test_math_exp.cpp compares the lane forms with std::exp over a sweep
 // of the float range (built with AVX2 and FMA, and for the host's CPU); on other targets and
 // compilers every element calls std::exp.
 #pragma once
@@ -27,6 +27,9 @@
 #define PTO_SIM_MATH_VEXP 1
 #else
 #define PTO_SIM_MATH_VEXP 0
+#endif
+#if PTO_SIM_MATH_VEXP
+#include <immintrin.h>
 #endif
 
 namespace pto {
@@ -57,6 +60,22 @@ inline constexpr std::uint64_t kExpTable[32] = {
     0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069, 0x3fef5818dcfba487, 0x3fef7c97337b9b5f,
     0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
 };
+#if !PTO_SIM_MATH_VEXP512
+// kExpTable's entries split into their low and high 32 bits (the AVX2 lookup).
+struct ExpTableHalves {
+    std::uint32_t lo[32];
+    std::uint32_t hi[32];
+};
+constexpr ExpTableHalves split_exp_table() noexcept {
+    ExpTableHalves h{};
+    for (int i = 0; i < 32; ++i) {
+        h.lo[i] = static_cast<std::uint32_t>(kExpTable[i]);
+        h.hi[i] = static_cast<std::uint32_t>(kExpTable[i] >> 32);
+    }
+    return h;
+}
+alignas(32) inline constexpr ExpTableHalves kExpTableHalves = split_exp_table();
+#endif
 inline constexpr double kExpInvLn2N = 0x1.71547652b82fep+5;  // 32 / ln 2
 inline constexpr double kExpShift = 0x1.8p+52;
 inline constexpr double kExpC0 = 0x1.c6af84b912394p-20;
@@ -89,19 +108,41 @@ inline void exp8(float* out, const float* in, float sub) noexcept {
     const vexp_u ki = (vexp_u)zs;  // a vector cast keeps the bits
     const vexp_d kd = zs - kExpShift;
     const vexp_d r = kExpInvLn2N * xd - kd;  // fused
+#if PTO_SIM_MATH_VEXP512
     // The table lookup as two two-vector shuffles (each indexes 16 entries by idx mod 16) and a
     // select on bit 4.
     vexp_u q[4];
     std::memcpy(q, kExpTable, sizeof q);
-#if PTO_SIM_MATH_VEXP512
     const auto lo = __builtin_ia32_vpermt2varq512_mask((vexp_q)ki, (vexp_q)q[0], (vexp_q)q[1], 0xff);
     const auto hi = __builtin_ia32_vpermt2varq512_mask((vexp_q)ki, (vexp_q)q[2], (vexp_q)q[3], 0xff);
     const unsigned char bit4 = __builtin_ia32_ptestmq512((vexp_q)ki, (vexp_q)(vexp_u{} + 16), 0xff);
     vexp_u t = (vexp_u)__builtin_ia32_blendmq_512_mask(lo, hi, bit4);  // lane l: bit l ? hi : lo
 #else
-    const vexp_u lo = __builtin_shuffle(q[0], q[1], ki);
-    const vexp_u hi = __builtin_shuffle(q[2], q[3], ki);
-    vexp_u t = (ki & 16) != 0 ? hi : lo;
+    // AVX2 has no two-register 64-bit permute (GCC lowers __builtin_shuffle of these vectors to
+    // a scalar extract and select per lane), and its gathers are slow on some CPUs (Zen 3: more
+    // than the rest of exp8): the low and the high halves of the entries are looked up as 32-bit
+    // lanes instead, four eight-entry permutes each and a select on index bits 3 and 4.
+    __m256i k2[2];
+    std::memcpy(k2, &ki, sizeof k2);
+    // The low dword of each index lane, in the order [0 1 4 5 | 2 3 6 7] that the unpacks below
+    // turn back into lanes 0..3 and 4..7.
+    const __m256i idx = _mm256_castps_si256(
+        _mm256_shuffle_ps(_mm256_castsi256_ps(k2[0]), _mm256_castsi256_ps(k2[1]), 0x88));
+    const __m256 bit3 = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // as the sign bit
+    const __m256 bit4 = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 27));
+    const auto look = [&](const std::uint32_t* half) {
+        const __m256 e0 = _mm256_permutevar8x32_ps(_mm256_load_ps(reinterpret_cast<const float*>(half)), idx);
+        const __m256 e1 = _mm256_permutevar8x32_ps(_mm256_load_ps(reinterpret_cast<const float*>(half + 8)), idx);
+        const __m256 e2 = _mm256_permutevar8x32_ps(_mm256_load_ps(reinterpret_cast<const float*>(half + 16)), idx);
+        const __m256 e3 = _mm256_permutevar8x32_ps(_mm256_load_ps(reinterpret_cast<const float*>(half + 24)), idx);
+        return _mm256_blendv_ps(_mm256_blendv_ps(e0, e1, bit3), _mm256_blendv_ps(e2, e3, bit3), bit4);
+    };
+    const __m256 lo = look(kExpTableHalves.lo);
+    const __m256 hi = look(kExpTableHalves.hi);
+    const __m256i t2[2] = {_mm256_castps_si256(_mm256_unpacklo_ps(lo, hi)),
+                           _mm256_castps_si256(_mm256_unpackhi_ps(lo, hi))};
+    vexp_u t;
+    std::memcpy(&t, t2, sizeof t);
 #endif
     t += ki << 47;
     const vexp_d s = (vexp_d)t;
