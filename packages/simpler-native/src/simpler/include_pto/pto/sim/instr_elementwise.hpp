@@ -116,7 +116,8 @@ PTO_INST RecordEvent TDIVS(TileDataDst& dst, typename TileDataDst::DType scalar,
         sim::unary(#NAME, dst, src, [](float x) noexcept { return EXPR; });                          \
         return {};                                                                                   \
     }
-// TEXP: std::exp in float, eight float elements at a time where the target allows (math/exp.hpp).
+// TEXP: exp in float within 1 ulp, the same bits on every host (math/exp.hpp), eight float
+// elements at a time where the target allows.
 template <auto PrecisionType = ExpAlgorithm::DEFAULT, typename TileDataDst, typename TileDataSrc, typename... WaitEvents>
 PTO_INST RecordEvent TEXP(TileDataDst& dst, TileDataSrc& src, WaitEvents&... events) {
     (void)sizeof...(events);

@@ -208,11 +208,11 @@ PTO_SIM_EXPAND(TCOLEXPANDSUB, false, ::pto::sim::math::detail::op_sub<C>(x, y))
 PTO_SIM_EXPAND(TCOLEXPANDMUL, false, ::pto::sim::math::detail::op_mul<C>(x, y))
 PTO_SIM_EXPAND(TCOLEXPANDMAX, false, ::pto::sim::math::detail::op_max<C>(x, y))
 PTO_SIM_EXPAND(TCOLEXPANDMIN, false, ::pto::sim::math::detail::op_min<C>(x, y))
-PTO_SIM_EXPAND(TCOLEXPANDEXPDIF, false, static_cast<C>(std::exp(static_cast<float>(x - y))))
+PTO_SIM_EXPAND(TCOLEXPANDEXPDIF, false, static_cast<C>(::pto::sim::math::detail::exp_one(static_cast<float>(x - y))))
 #undef PTO_SIM_EXPAND
 
-// TROWEXPANDEXPDIF: exp(src0 - src1[r, 0]) in float, a row run at a time where the target allows
-// (math/exp.hpp).
+// TROWEXPANDEXPDIF: exp(src0 - src1[r, 0]) in float (math/exp.hpp: within 1 ulp), a row run at a
+// time where the target allows.
 template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>
 PTO_INST RecordEvent TROWEXPANDEXPDIF(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, WaitEvents&... events) {
     (void)sizeof...(events);

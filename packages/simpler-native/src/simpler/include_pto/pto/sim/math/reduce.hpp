@@ -379,7 +379,7 @@ inline bool row_expand_expdif(Dst& dst, const A& a, const S& s) noexcept {
 template <class Dst, class A, class S>
 inline bool col_expand_expdif(Dst& dst, const A& a, const S& s) noexcept {
     detail::require_float<typename Dst::value_type>("col_expand_expdif");
-    return detail::expand_op<false>("col_expand_expdif", dst, a, s, [](float x, float y) noexcept { return std::exp(x - y); });
+    return detail::expand_op<false>("col_expand_expdif", dst, a, s, detail::ExpDifFn{});
 }
 
 template <class Dst, class A, class S>
