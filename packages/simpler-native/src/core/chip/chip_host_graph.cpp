@@ -13,6 +13,38 @@
 
 namespace simpler::chip {
 
+namespace {
+std::unique_ptr<HostGraph>& spare_graph() noexcept {
+    static thread_local std::unique_ptr<HostGraph> spare;
+    return spare;
+}
+}  // namespace
+
+std::unique_ptr<HostGraph> take_host_graph() {
+    if (spare_graph()) return std::move(spare_graph());
+    return std::make_unique<HostGraph>();
+}
+
+void recycle_host_graph(std::unique_ptr<HostGraph> graph) noexcept {
+    HostGraph& g = *graph;
+    g.blocks.clear();
+    g.bytes = g.byte_cap = 0;
+    g.tasks.clear();
+    g.tensors.clear();
+    g.directions.clear();
+    g.scalars.clear();
+    g.preds.clear();
+    g.scratch.clear();
+    g.history.reads.clear();
+    g.history.writes.clear();
+    const std::size_t held = g.tasks.capacity() * sizeof(HostTask) + g.tensors.capacity() * sizeof(ChipTensor) +
+                             g.directions.capacity() * sizeof(ArgDirection) +
+                             g.scalars.capacity() * sizeof(std::uint64_t) +
+                             (g.preds.capacity() + g.scratch.capacity()) * sizeof(std::uint32_t) +
+                             (g.history.reads.capacity() + g.history.writes.capacity()) * sizeof(GraphAccess);
+    if (held <= kSpareGraphBytes && !spare_graph()) spare_graph() = std::move(graph);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Building the graph (the submitting thread owns the RunState until it is enqueued)
 
@@ -38,19 +70,26 @@ std::int64_t Chip::graph_submit(RunState& rs, const OrchTaskSpec* spec) {
     HostTask t;
     t.kernel = k;
     t.depth = rs.depth;
-    t.tensors.reserve(spec->tensor_count);
-    t.directions.reserve(spec->tensor_count);
+    t.tensor_begin = g.tensors.size();
+    t.tensor_count = spec->tensor_count;
     for (std::uint32_t i = 0; i < spec->tensor_count; ++i) {
-        t.tensors.push_back(*spec->tensors[i].tensor);
-        t.directions.push_back(spec->tensors[i].direction);
+        g.tensors.push_back(*spec->tensors[i].tensor);
+        g.directions.push_back(spec->tensors[i].direction);
     }
-    t.scalars.assign(spec->scalars, spec->scalars + spec->scalar_count);
-    graph_dependencies(rs.history, spec, index, &t.preds);
-    for (std::uint32_t d = 0; d < spec->dep_count; ++d) t.preds.push_back(static_cast<std::uint32_t>(spec->deps[d]));
-    std::sort(t.preds.begin(), t.preds.end());
-    t.preds.erase(std::unique(t.preds.begin(), t.preds.end()), t.preds.end());
-    if (rs.config.dep_graph) rs.nodes.push_back(TaskNode{index, spec->func_id, k->name, t.preds});
-    g.tasks.push_back(std::move(t));
+    t.scalar_begin = g.scalars.size();
+    t.scalar_count = spec->scalar_count;
+    g.scalars.insert(g.scalars.end(), spec->scalars, spec->scalars + spec->scalar_count);
+    std::vector<std::uint32_t>& preds = g.scratch;
+    preds.clear();
+    graph_dependencies(g.history, spec, index, &preds);
+    for (std::uint32_t d = 0; d < spec->dep_count; ++d) preds.push_back(static_cast<std::uint32_t>(spec->deps[d]));
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    t.pred_begin = g.preds.size();
+    t.pred_count = static_cast<std::uint32_t>(preds.size());
+    g.preds.insert(g.preds.end(), preds.begin(), preds.end());
+    if (rs.config.dep_graph) rs.nodes.push_back(TaskNode{index, spec->func_id, k->name, preds});
+    g.tasks.push_back(t);
     return static_cast<std::int64_t>(index);
 }
 
@@ -109,7 +148,7 @@ void Chip::build_on_host(Pending& p) {
     rs.config = p.config;
     rs.tensors = std::move(p.tensors);
     rs.scalars = std::move(p.scalars);
-    rs.graph = std::make_unique<HostGraph>();
+    rs.graph = take_host_graph();
     if (rs.config.workspace_budget_bytes != 0) {
         rs.graph->byte_cap = rs.config.workspace_budget_bytes;
     } else {
@@ -162,17 +201,19 @@ void Chip::publish_graph(RunState& rs) {
                    h.kernel->label() + ")";
         };
         const bool admitted = admit_task_locked(lk, rs, r, label, [&](std::vector<Task*>& preds) {
-            for (std::uint32_t p : h.preds) {
+            for (std::size_t i = h.pred_begin; i < h.pred_begin + h.pred_count; ++i) {
+                const std::uint32_t p = g.preds[i];
                 Task* t = placed[p].first;
                 if (t->seq == placed[p].second && t->state != Task::State::Done && t->state != Task::State::Free)
                     preds.push_back(t);
             }
         });
         if (!admitted) return;
-        args.resize(h.tensors.size());
-        for (std::size_t i = 0; i < h.tensors.size(); ++i) args[i] = OrchTensorArg{&h.tensors[i], h.directions[i]};
-        const OrchTaskSpec spec{h.kernel->func_id, static_cast<std::uint32_t>(h.tensors.size()),
-                                static_cast<std::uint32_t>(h.scalars.size()), 0, args.data(), h.scalars.data(), nullptr};
+        args.resize(h.tensor_count);
+        for (std::uint32_t i = 0; i < h.tensor_count; ++i)
+            args[i] = OrchTensorArg{&g.tensors[h.tensor_begin + i], g.directions[h.tensor_begin + i]};
+        const OrchTaskSpec spec{h.kernel->func_id, h.tensor_count, h.scalar_count, 0, args.data(),
+                                g.scalars.data() + h.scalar_begin, nullptr};
         Task& t = place_task_locked(rs, r, h.kernel, index, &spec, preds_);
         placed[index] = {&t, t.seq};
         dispatch_placed_locked(rs, t);

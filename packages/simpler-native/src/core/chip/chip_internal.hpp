@@ -148,24 +148,40 @@ std::string alloc_request_error(DataType dtype, std::uint32_t ndims, const std::
 void describe_alloc(ChipTensor* out, std::uint64_t addr, std::uint64_t bytes, DataType dtype, std::uint32_t ndims,
                     const std::uint32_t* shape);
 
-// HBG: one task of a host-built graph, with its predecessors (indices of earlier tasks).
+// HBG: one task of a host-built graph. Its tensors (with their directions), scalars and
+// predecessors (indices of earlier tasks, ascending) are ranges of the graph's flat arrays: a
+// graph of n tasks makes a few growing allocations, not four per task.
 struct HostTask {
     const CoreKernel* kernel = nullptr;
     std::uint32_t depth = 0;  // scope depth at submit: the ring it is placed on
-    std::vector<ChipTensor> tensors;
-    std::vector<ArgDirection> directions;
-    std::vector<std::uint64_t> scalars;
-    std::vector<std::uint32_t> preds;
+    std::uint32_t tensor_count = 0, scalar_count = 0, pred_count = 0;
+    std::size_t tensor_begin = 0, scalar_begin = 0, pred_begin = 0;
 };
 
 // HBG: a run's whole graph and the intermediate tensors it allocated (all live until the run
 // ends, within byte_cap).
 struct HostGraph {
     std::vector<HostTask> tasks;
+    std::vector<ChipTensor> tensors;
+    std::vector<ArgDirection> directions;
+    std::vector<std::uint64_t> scalars;
+    std::vector<std::uint32_t> preds;
+    std::vector<std::uint32_t> scratch;  // a task's predecessors while they are decided
+    GraphHistory history;                // the accesses of the tasks so far (graph_dependencies)
     std::vector<std::unique_ptr<std::uint8_t, AlignedFree>> blocks;
     std::uint64_t bytes = 0;
     std::uint64_t byte_cap = 0;
 };
+
+// HBG: an empty graph for a run to build on this thread. It has the capacity of a graph that a
+// run finished on this thread before (recycle_host_graph), so that a long graph built again
+// allocates nothing: growing fresh arrays of megabytes each run cost more in page faults than
+// the graph's four small allocations a task did.
+std::unique_ptr<HostGraph> take_host_graph();
+// A finished run's graph: its intermediate tensors freed, its arrays emptied and kept for this
+// thread's next graph, unless they hold more than kSpareGraphBytes (then freed).
+void recycle_host_graph(std::unique_ptr<HostGraph> graph) noexcept;
+inline constexpr std::size_t kSpareGraphBytes = std::size_t{16} << 20;
 
 // An inline run's held tasks, oldest first: the first kInline in place, later ones (while any
 // are queued there) in `more_`. A run holds one task or a few, so a run allocates nothing for

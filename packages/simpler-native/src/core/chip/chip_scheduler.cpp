@@ -231,6 +231,7 @@ void Chip::finalize_run(std::unique_ptr<RunState> owned, bool unshared, std::uni
     std::string error = rs.failed ? std::move(rs.error) : std::string();
     const std::uint64_t submitted = rs.submitted;
     recycle_arguments(std::move(rs.tensors), std::move(rs.scalars));
+    if (rs.graph) recycle_host_graph(std::move(rs.graph));
     // Releases the program (and its binaries) before close() may return; the block is kept
     // for this thread's next run.
     rs.~RunState();

@@ -395,3 +395,47 @@ TEST_CASE("host_build_graph: the same results with tiny rings and 1..4 AICPU thr
     REQUIRE(fits->wait(30.0));
     CHECK(fits->error() == "");  // 2 x 832 bytes live at once, within the four heaps' 4096
 }
+
+TEST_CASE("host_build_graph: runs on the caller build one graph after another on a recycled graph") {
+    // Each run here is built and finished on this thread, which keeps the finished graph's arrays
+    // for its next build (recycle_host_graph): every graph must start empty (no tasks, no
+    // predecessors or accesses of the previous one, no intermediate bytes in use).
+    ChipOptions o;
+    o.runtime = Runtime::HostBuildGraph;
+    o.aic_threads = 0;
+    o.aiv_threads = 2;
+    Chip chip(o);
+    RunConfig on_caller;
+    on_caller.orchestrate_on_caller = true;
+    auto long_prog = program("long", orch_long, {ArgDirection::InOut, ArgDirection::Scalar});
+    auto chain = program("chain", orch_chain, {ArgDirection::InOut});
+    for (int round = 0; round < 3; ++round) {
+        CAPTURE(round);
+        std::vector<std::int64_t> x(32), expected(32);
+        for (int i = 0; i < 32; ++i) x[i] = expected[i] = i % 7 + round;
+        reference_long(expected, 50);
+        auto run = chip.submit(long_prog, {vec(x)}, {50}, on_caller);
+        REQUIRE(run->wait(60.0));
+        CHECK(run->error() == "");
+        CHECK(run->tasks_executed() == 250);
+        CHECK(x == expected);
+        std::vector<std::int64_t> y(16), want(16);
+        for (int i = 0; i < 16; ++i) y[i] = want[i] = i + round;
+        reference_chain(want);
+        auto short_run = chip.submit(chain, {vec(y)}, {}, on_caller);
+        REQUIRE(short_run->wait(30.0));
+        CHECK(short_run->error() == "");
+        CHECK(short_run->tasks_executed() == 18);
+        CHECK(y == want);
+        // 2 x 832 intermediate bytes, exactly the budget, run after run: the bytes of an
+        // earlier graph are not counted again.
+        RunConfig budget = on_caller;
+        budget.workspace_budget_bytes = 2 * 832;
+        for (int again = 0; again < 3; ++again) {
+            std::vector<std::int64_t> z(4, 1);
+            auto heap = chip.submit(program("heap", orch_heap_deadlock, {ArgDirection::InOut}), {vec(z)}, {}, budget);
+            REQUIRE(heap->wait(30.0));
+            CHECK(heap->error() == "");
+        }
+    }
+}
