@@ -358,26 +358,40 @@ TEST_CASE("orchestrate_on_caller: a run submitted while a caller orchestrates wa
     CHECK(chip.wait_idle(10.0));
 }
 
-TEST_CASE("host_build_graph: the same results with tiny rings and 1..4 AICPU threads; a failed build runs nothing") {
+namespace {
+
+// A host_build_graph chip with two AIV threads.
+ChipOptions host_graph_options() {
     ChipOptions o;
     o.runtime = Runtime::HostBuildGraph;
     o.aic_threads = 0;
     o.aiv_threads = 2;
-    Chip chip(o);
-    check_chain(chip);
+    return o;
+}
+
+// orch_long's 250 tasks (50 rounds) on x[i] = i % 7 + offset, against reference_long.
+void check_long(Chip& chip, const RunConfig& cfg, int offset) {
     auto long_prog = program("long", orch_long, {ArgDirection::InOut, ArgDirection::Scalar});
+    std::vector<std::int64_t> x(32), expected(32);
+    for (int i = 0; i < 32; ++i) x[i] = expected[i] = i % 7 + offset;
+    reference_long(expected, 50);
+    auto run = chip.submit(long_prog, {vec(x)}, {50}, cfg);
+    REQUIRE(run->wait(60.0));
+    CHECK(run->error() == "");
+    CHECK(run->tasks_executed() == 250);
+    CHECK(x == expected);
+}
+
+}  // namespace
+
+TEST_CASE("host_build_graph: the same results with tiny rings and 1..4 AICPU threads; a failed build runs nothing") {
+    Chip chip(host_graph_options());
+    check_chain(chip);
     for (std::uint32_t n : {1u, 2u, 4u}) {
         CAPTURE(n);
-        std::vector<std::int64_t> x(32), expected(32);
-        for (int i = 0; i < 32; ++i) x[i] = expected[i] = i % 7;
-        reference_long(expected, 50);
         RunConfig cfg = tiny();
         cfg.aicpu_threads = n;
-        auto run = chip.submit(long_prog, {vec(x)}, {50}, cfg);
-        REQUIRE(run->wait(60.0));
-        CHECK(run->error() == "");
-        CHECK(run->tasks_executed() == 250);
-        CHECK(x == expected);
+        check_long(chip, cfg, 0);
     }
     std::vector<std::int64_t> x(4, 1);
     run_failing_kernel(chip, x);
@@ -400,25 +414,13 @@ TEST_CASE("host_build_graph: runs on the caller build one graph after another on
     // Each run here is built and finished on this thread, which keeps the finished graph's arrays
     // for its next build (recycle_host_graph): every graph must start empty (no tasks, no
     // predecessors or accesses of the previous one, no intermediate bytes in use).
-    ChipOptions o;
-    o.runtime = Runtime::HostBuildGraph;
-    o.aic_threads = 0;
-    o.aiv_threads = 2;
-    Chip chip(o);
+    Chip chip(host_graph_options());
     RunConfig on_caller;
     on_caller.orchestrate_on_caller = true;
-    auto long_prog = program("long", orch_long, {ArgDirection::InOut, ArgDirection::Scalar});
     auto chain = program("chain", orch_chain, {ArgDirection::InOut});
     for (int round = 0; round < 3; ++round) {
         CAPTURE(round);
-        std::vector<std::int64_t> x(32), expected(32);
-        for (int i = 0; i < 32; ++i) x[i] = expected[i] = i % 7 + round;
-        reference_long(expected, 50);
-        auto run = chip.submit(long_prog, {vec(x)}, {50}, on_caller);
-        REQUIRE(run->wait(60.0));
-        CHECK(run->error() == "");
-        CHECK(run->tasks_executed() == 250);
-        CHECK(x == expected);
+        check_long(chip, on_caller, round);
         std::vector<std::int64_t> y(16), want(16);
         for (int i = 0; i < 16; ++i) y[i] = want[i] = i + round;
         reference_chain(want);
