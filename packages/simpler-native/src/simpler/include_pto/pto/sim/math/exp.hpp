@@ -4,8 +4,9 @@
 // The function (exp_one, and exp8 on eight lanes with the same operations in the same order):
 //   n = round(x / ln 2) (added to and subtracted from 1.5 * 2^23), r = x - n ln 2 in two fused
 //   steps (ln 2 = L_hi + L_lo, L_hi the float nearest ln 2: the first step is exact),
-//   exp(r) = 1 + (r + r^2 q(r)), q the degree-5 Taylor polynomial of (e^r - 1 - r) / r^2
-//   (|r| <= ln 2 / 2: truncation below 0.13 ulp), evaluated with fused multiply-adds,
+//   exp(r) = 1 + r (1 + r q(r)), q the degree-5 Taylor polynomial of (e^r - 1 - r) / r^2
+//   (|r| <= ln 2 / 2: truncation below 0.13 ulp), all in fused multiply-adds (std::fma in the
+//   element form: an instruction at -march=native on x86-64, a libm call on a target without FMA),
 //   exp(x) = exp(r) * 2^n, rounded once (twice scaled by 2^(n/2) and 2^(n - n/2) where 2^n is
 //   not a normal float: the first product is exact, the second rounds once, into the
 //   subnormals on the way down).
