@@ -24,7 +24,10 @@ from pypto.torch._kernel import context
 
 pytestmark = pytest.mark.usefixtures("kernel_mode")
 
-SPINS = 4000  # additions on the simulated core: tens of ms, far longer than a launch takes
+# Additions on the simulated core: about 80 ms on the 2-core CI machine (1 ms per 6,000), far
+# longer than a launch takes even when the other core is busy and the launching thread waits for
+# its turn (the suites run on two pytest workers).
+SPINS = 500_000
 
 
 @pl.jit
