@@ -160,9 +160,10 @@ def _install(
     wheelhouse: Path = WHEELHOUSE,
     setup_args: tuple[str, ...] = (),
     test: bool = True,
-) -> None:
+) -> str:
     """Install ``names`` and their declared dependencies only, from the wheelhouse (torch's CPU
-    build when one needs torch); with ``test``, their test extras and pypto-testing too."""
+    build when one needs torch); with ``test``, their test extras and pypto-testing too. Returns a
+    digest of every wheel's sources: what a record of passed tests is valid for."""
     digests = _build_wheels(session, wheelhouse, setup_args)
     if any(PACKAGES[n][1] for n in names):
         with _phase(session, f"installing {TORCH} (the CPU build; the first time only)"):
@@ -174,6 +175,7 @@ def _install(
             "--find-links", str(wheelhouse), *(["pypto-testing"] if test else []), *reqs, silent=True
         )
     _record(session, record, digests)
+    return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
 
 
 # pytest-xdist workers (pypto-testing depends on it), one per core: most of a suite's time is one
@@ -184,7 +186,7 @@ _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else o
 PYTEST_WORKERS = min(4, _CORES)
 
 
-def _pytest(session: nox.Session, *folders: Path) -> None:
+def _pytest(session: nox.Session, *folders: Path, args: tuple[str, ...] = ()) -> None:
     # Run from a scratch folder so that nothing resolves to the source tree by accident.
     work = Path(session.create_tmp())
     session.chdir(work)
@@ -198,6 +200,7 @@ def _pytest(session: nox.Session, *folders: Path) -> None:
         "--import-mode=importlib",
         f"--rootdir={ROOT}",
         *("-n", str(PYTEST_WORKERS), "--dist", "loadscope"),
+        *args,
         *map(str, folders),
         *session.posargs,
     )
@@ -236,9 +239,12 @@ def tests_pypto_ir(session: nox.Session) -> None:
 
 @nox.session(name="tests-pypto-runtime", tags=["ci"])
 def tests_pypto_runtime(session: nox.Session) -> None:
-    """pypto-runtime with only its declared dependencies."""
-    _install(session, "pypto-runtime")
-    _pytest(session, PACKAGES["pypto-runtime"][0] / "tests")
+    """pypto-runtime with only its declared dependencies; records which tests passed
+    (:func:`_passed_record`)."""
+    key = _install(session, "pypto-runtime")
+    _pytest(
+        session, PACKAGES["pypto-runtime"][0] / "tests", args=_passed_record("pypto-runtime", key, "record")
+    )
 
 
 @nox.session(name="tests-pypto-torch", tags=["ci"])
@@ -275,12 +281,22 @@ def torch_versions(session: nox.Session) -> None:
 PARTIAL_ALONE = ("pypto-runtime",)
 
 
+def _passed_record(name: str, key: str, mode: str) -> tuple[str, ...]:
+    """pytest arguments that ``record`` which tests of ``name``'s suite passed in its own session,
+    or ``skip`` them in ``tests`` (pypto_testing.passed_record): valid only for the sources
+    they passed on (``key``, from :func:`_install`); without a valid record the suite runs whole."""
+    path = BUILD / "passed" / f"{name}.json"
+    return (f"--{mode}-passed", str(path), "--record-key", key)
+
+
 @nox.session(tags=["ci"])
 def tests(session: nox.Session) -> None:
     """The whole stack installed together: the cross-package tests and shared guards
-    (testing/tests), and the package suites that skip tests when installed alone."""
-    _install(session, *PACKAGES)
-    _pytest(session, *(PACKAGES[name][0] / "tests" for name in PARTIAL_ALONE), TESTING / "tests")
+    (testing/tests), and of the package suites that skip tests when installed alone, what did not
+    pass in their own session on the same sources."""
+    key = _install(session, *PACKAGES)
+    skip = tuple(arg for name in PARTIAL_ALONE for arg in _passed_record(name, key, "skip"))
+    _pytest(session, *(PACKAGES[name][0] / "tests" for name in PARTIAL_ALONE), TESTING / "tests", args=skip)
 
 
 @nox.session(tags=["ci"])
