@@ -48,6 +48,9 @@ def summary(proc: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.fixture
 def suite(tmp_path: Path) -> Path:
+    """The suite in its own folder, which its pytest.ini makes the rootdir of its node ids (not a
+    project folder above it, as the nox sessions' scratch folders have)."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_suite.py").write_text(SUITE)
     return tmp_path
 
@@ -70,7 +73,7 @@ def test_the_record_holds_only_what_passed_every_phase(suite: Path, workers: lis
 def test_a_valid_record_deselects_what_passed(suite: Path) -> None:
     record = suite / "suite.json"
     run_suite(suite, "--record-passed", str(record), "--record-key", "k1")
-    proc = run_suite(suite, "--skip-passed", str(record), "--record-key", "k1")
+    proc = run_suite(suite, "--skip-passed", str(record), "--record-key", "k1", "-q")  # -q: no header
     assert "1 tests passed in the run recorded at" in proc.stdout, proc.stdout
     assert "1 failed, 1 passed, 1 skipped, 1 deselected, 1 error" in summary(proc), proc.stdout
     assert "PASSED test_suite.py::test_passes\n" not in proc.stdout

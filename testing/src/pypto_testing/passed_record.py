@@ -84,14 +84,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_Recorder(Path(path), config.getoption("record_key")))
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """Say whether the record was used (also under -q, which hides the header)."""
     path = config.getoption("skip_passed")
     if not path:
-        return None
+        return
     passed = read_record(Path(path), config.getoption("record_key"))
     if passed is None:
-        return f"skip-passed: no valid record at {path} for this key: running every test"
-    return f"skip-passed: {len(passed)} tests passed in the run recorded at {path}: deselected"
+        terminalreporter.write_line(f"skip-passed: no valid record at {path} for this key: ran every test")
+    else:
+        terminalreporter.write_line(
+            f"skip-passed: {len(passed)} tests passed in the run recorded at {path}: deselected"
+        )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
