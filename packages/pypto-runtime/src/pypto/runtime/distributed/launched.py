@@ -50,6 +50,8 @@ __all__ = ["LaunchContext", "LaunchedRankGroup", "serve_launched"]
 _BEAT = 0.2  # seconds between a launched process's heartbeats
 _STALE_AFTER_SIGTERM = 1.0  # the same once torchrun is stopping the host (SIGTERM)
 _HOST_STALE = 30.0  # a launched rank whose host orchestrator's heartbeat stood still this long exits
+_WATCH_MARGIN = 5.0  # the watchdog's extra wait past _HOST_STALE: a rank that can still poll says why itself
+_FINISH_GRACE = 10.0  # seconds a launched rank has to leave once the host orchestrator has finished
 _SECRET_WAIT = 300.0  # seconds a launched rank waits for the host orchestrator's secret file
 
 
@@ -124,11 +126,15 @@ def _launch_secret(store: Any, is_host: bool) -> tuple[bytes | None, str]:
         time.sleep(POLL)
 
 
-def _beat_forever(store: Any, key: str) -> Callable[[], None]:
+def _beat_forever(store: Any, key: str, watch: _HostWatch | None = None) -> Callable[[], None]:
     """Add 1 to ``key`` every ``_BEAT`` seconds on a daemon thread; the returned function stops
     it and waits for it (up to 5 s). Stop it before the process ends: a daemon thread still inside
     a store call when the interpreter finalises is ended with pthread_exit through torch's C++
-    frames, which aborts the process ("terminate called without an active exception")."""
+    frames, which aborts the process ("terminate called without an active exception").
+
+    Without ``watch`` the thread ends when the store is gone (the run is ending). With it (a
+    launched rank's), the thread keeps beating and asks ``watch`` after every beat whether the
+    process must end; if so, and the thread is not being stopped, it ends the process."""
     import threading
 
     stop = threading.Event()
@@ -137,8 +143,13 @@ def _beat_forever(store: Any, key: str) -> Callable[[], None]:
         while not stop.is_set():
             try:
                 store.add(key, 1)
-            except Exception:  # the store is gone: the run is ending
-                return
+            except Exception:  # the store is gone: the run is ending (a watch decides when)
+                if watch is None:
+                    return
+            if watch is not None:
+                why = watch.check()
+                if why is not None and not stop.is_set():
+                    watch.end(why)
             stop.wait(_BEAT)
 
     thread = threading.Thread(target=beat, name="pypto-heartbeat", daemon=True)
@@ -149,6 +160,76 @@ def _beat_forever(store: Any, key: str) -> Callable[[], None]:
         thread.join(timeout=5.0)  # a store call stuck on a dead server does not hold the exit
 
     return halt
+
+
+class _HostWatch:
+    """A launched rank's watchdog (run on its heartbeat thread), for a main thread that cannot
+    notice the host orchestrator leaving: blocked in a gloo wait for a peer that died, in a store
+    call or in a kernel. It names a reason to end the process once the orchestrator has finished
+    (its ``finished`` message) ``_FINISH_GRACE`` s ago, or its heartbeat (or the store it is read
+    from) stood still for ``_HOST_STALE`` + ``_WATCH_MARGIN`` s. A main thread that is polling
+    leaves earlier on its own (``exit``, or its own ``_HOST_STALE`` rule), so the watch only ever
+    ends a rank that would otherwise outlive its orchestrator by a gloo timeout or more.
+
+    It watches once :meth:`arm` gave it the channel (the run's secret is known then);
+    ``now`` and ``end`` are the clock and what ends the process (replaced in tests)."""
+
+    def __init__(
+        self,
+        rank: int,
+        *,
+        now: Callable[[], float] = time.monotonic,
+        end: Callable[[str], None] | None = None,
+    ) -> None:
+        self.rank = rank
+        self.channel: Channel | None = None
+        self._now = now
+        self._end = end
+        self._beat = -1
+        self._beat_at = 0.0
+        self._finished_at: float | None = None
+
+    def arm(self, channel: Channel) -> None:
+        """Start watching the orchestrator through ``channel`` (over the heartbeat's store)."""
+        self._beat_at = self._now()
+        self.channel = channel
+
+    def check(self) -> str | None:
+        """Why this rank must end now, or None."""
+        channel = self.channel
+        if channel is None:
+            return None
+        now = self._now()
+        finished = False
+        with contextlib.suppress(Exception):  # the store is unreachable: the host stands still
+            beat = channel.store.add("beat/host", 0)
+            if beat != self._beat:
+                self._beat, self._beat_at = beat, now
+            finished = channel.poll("finished")[0]
+        if finished and self._finished_at is None:
+            self._finished_at = now
+        if self._finished_at is not None and now - self._finished_at > _FINISH_GRACE:
+            return (
+                f"rank {self.rank}: the host orchestrator (torchrun RANK 0) finished {_FINISH_GRACE:g} s ago "
+                "and this rank is still busy with a command nobody waits for: ending it"
+            )
+        if now - self._beat_at > _HOST_STALE + _WATCH_MARGIN:
+            return (
+                f"rank {self.rank}: the host orchestrator (torchrun RANK 0) has not answered for "
+                f"{now - self._beat_at:.0f} s and this rank is stuck in a command: ending it"
+            )
+        return None
+
+    def end(self, why: str) -> None:
+        """Say ``why`` (stderr, and ``bye/<rank>`` for the orchestrator) and end the process."""
+        if self._end is not None:
+            self._end(why)
+            return
+        print(f"pypto distributed: {why}", file=sys.stderr, flush=True)
+        if self.channel is not None:
+            with contextlib.suppress(Exception):
+                self.channel.put(f"bye/{self.rank}", why)
+        os._exit(1)
 
 
 class LaunchContext:
@@ -196,6 +277,7 @@ class LaunchContext:
             if self.group is not None:
                 self.group.close()
             self.channel.put(f"session/{self.sessions}", "exit")
+            self.channel.put("finished", 1)  # for a rank stuck in a command: its watchdog ends it
             deadline = time.monotonic() + 30.0
             waiting = set(range(self.world_size))
             while waiting and time.monotonic() < deadline:
@@ -385,7 +467,8 @@ def serve_launched() -> None:
     rank, world_size = int(os.environ["RANK"]) - 1, int(os.environ["WORLD_SIZE"]) - 1
     store, scope = _launch_store(is_host=False)
     beats, _ = _launch_store(is_host=False)  # its own connection: a blocking get elsewhere holds the other
-    stop_beat = _beat_forever(beats, f"beat/{rank}")
+    watch = _HostWatch(rank)
+    stop_beat = _beat_forever(beats, f"beat/{rank}", watch)
     said: list[Channel] = []  # the channel a `bye` goes through, once the secret is known
 
     def on_sigterm(signum: int, frame: Any) -> None:  # torchrun stops this rank: say so, then go
@@ -406,6 +489,7 @@ def serve_launched() -> None:
         secret, _ = _launch_secret(store, is_host=False)
         channel = Channel(store, secret, scope)
         said.append(Channel(beats, secret, scope))
+        watch.arm(said[0])
         channel.put(f"pid/{rank}", f"{socket.gethostname()}:{os.getpid()}")
         session = 0
         while True:
