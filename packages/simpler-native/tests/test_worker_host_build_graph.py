@@ -56,7 +56,9 @@ def test_where_the_orchestration_runs(
         runs: list[simpler.RunHandle] = []
         submitter = threading.Thread(target=lambda: runs.append(w.submit(h, args, config)))
         submitter.start()
-        submitter.join(timeout=0.5)
+        # a submit that returns while gated may take a while on a loaded machine: wait for it
+        # long; one that must stay inside submit is given half a second to leave wrongly
+        submitter.join(timeout=30 if returns_while_gated else 0.5)
         assert (not submitter.is_alive()) == returns_while_gated
         flag[0] = 1
         submitter.join(timeout=30)
