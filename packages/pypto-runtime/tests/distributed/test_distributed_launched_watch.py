@@ -40,6 +40,13 @@ def _watch(store: object) -> tuple[launched._HostWatch, _Clock, Channel]:
     return watch, clock, channel
 
 
+def _reason(watch: launched._HostWatch) -> str:
+    """The watch's reason to end the rank now (it must have one)."""
+    why = watch.check()
+    assert why is not None, "the watch let a stuck rank live on"
+    return why
+
+
 def test_an_unarmed_watch_never_ends_the_rank() -> None:
     clock = _Clock()
     watch = launched._HostWatch(0, now=clock)
@@ -64,8 +71,7 @@ def test_a_host_whose_heartbeat_stands_still_ends_the_rank_after_the_margin() ->
     clock.t += launched._HOST_STALE + launched._WATCH_MARGIN - 0.1
     assert watch.check() is None  # a polling main thread says why first, at _HOST_STALE
     clock.t += 0.2
-    why = watch.check()
-    assert why is not None
+    why = _reason(watch)
     assert why.startswith("rank 3: the host orchestrator (torchrun RANK 0) has not answered"), why
 
 
@@ -80,8 +86,7 @@ def test_an_unreachable_store_counts_as_a_host_standing_still() -> None:
     watch, clock, _ = _watch(Gone())
     assert watch.check() is None
     clock.t += launched._HOST_STALE + launched._WATCH_MARGIN + 0.1
-    why = watch.check()
-    assert why is not None
+    why = _reason(watch)
     assert "has not answered for 35 s" in why, why
 
 
@@ -95,8 +100,7 @@ def test_a_finished_host_gives_a_stuck_rank_the_grace_then_ends_it() -> None:
         assert watch.check() is None
         clock.t += 1.0
     clock.t += 0.1
-    why = watch.check()
-    assert why is not None
+    why = _reason(watch)
     assert "finished 10 s ago and this rank is still busy" in why, why
 
 
