@@ -159,6 +159,14 @@ def _full(c: nodes.Call) -> list[str]:
     return [_shape(c), f"dtype={_dtype(c.attr('dtype'))}", f"value={_expr(c.args[0])}"]
 
 
+def _tri(c: nodes.Call) -> list[str]:
+    parts = [_expr(c.args[0]), _shape(c)]
+    if c.attr("valid_shape") is not None:
+        parts.append(f"valid_shape={_dims(tuple(c.attr('valid_shape')))}")
+    parts.append(f"dtype={_dtype(c.attr('dtype'))}")
+    return parts + (["upper=True"] if c.attr("upper") else [])
+
+
 def _cast(c: nodes.Call) -> list[str]:
     return [_expr(c.args[0]), _dtype(c.attr("dtype")), *_kw(c, "mode", "mode")]
 
@@ -175,6 +183,7 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
     "tile.create": _create_tile,
     "tensor.create": lambda c: [_shape(c), f"dtype={_dtype(c.attr('dtype'))}"],
     "tile.full": _full,
+    "tile.tri": _tri,
     "tensor.dim": lambda c: [_expr(c.args[0]), repr(c.attr("axis"))],
     "tile.reshape": lambda c: [_expr(c.args[0]), _shape(c)],
     "tensor.reshape": lambda c: [_expr(c.args[0]), _shape(c)],

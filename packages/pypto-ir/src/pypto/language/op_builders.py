@@ -365,6 +365,17 @@ def _build_full(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     return p.make_op("full", [value], {"shape": p.shape(b["shape"], "pl.full shape"), "dtype": dtype}, node)
 
 
+def _build_tri(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    attrs: dict[str, Any] = {
+        "shape": p.shape(b["shape"], "pl.tri shape"),
+        "dtype": p.dtype(b["dtype"], "pl.tri dtype") if "dtype" in b else DataType.INT32,
+        "upper": _flag(p, b, "upper", "pl.tri", node),
+    }
+    if "valid_shape" in b and p.static_value(b["valid_shape"], "pl.tri valid_shape", node) is not None:
+        attrs["valid_shape"] = p.shape(b["valid_shape"], "pl.tri valid_shape")
+    return p.make_op("tri", [p.scalar(b["diagonal"], "pl.tri diagonal")], attrs, node)
+
+
 def _build_dim(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     axis = p.static_value(b["axis"], "pl.dim axis", node)
     if not isinstance(axis, int):
@@ -579,6 +590,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "create_tile": _build_create_tile,
     "create_tensor": _build_create_tensor,
     "full": _build_full,
+    "tri": _build_tri,
     "dim": _build_dim,
     "reshape": _build_shape_op,
     "cast": _build_cast,

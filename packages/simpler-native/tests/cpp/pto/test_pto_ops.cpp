@@ -421,6 +421,48 @@ TEST_CASE("TCVT rounds by its mode and saturates; TEXPANDS, TFILLPAD and TFILLPA
     CHECK(take_error() == "");
 }
 
+TEST_CASE("TTRI writes the lower or upper triangle of ones over the valid shape only") {
+    fresh();
+    constexpr int R = 5, C = 16;
+    VecT<float, R, C> tf(R, C);
+    VecT<std::int16_t, R, C> ti(R, C);
+    VecT<half, R, C> th(R, C);
+    TASSIGN(tf, 0);
+    TASSIGN(ti, 0x200);
+    TASSIGN(th, 0x400);
+    // every diagonal from past the left edge to past the right one, both sides, three dtypes
+    for (int d = -R - 1; d <= C + 1; ++d) {
+        for (int upper = 0; upper < 2; ++upper) {
+            TEXPANDS(tf, -1.0f);
+            barrier();
+            tf.SetValidShape(R - 1, C - 3);  // the last row and three columns stay -1
+            if (upper)
+                TTRI<decltype(tf), 1>(tf, d);
+            else
+                TTRI<decltype(tf), 0>(tf, d);
+            if (upper)
+                TTRI<decltype(ti), 1>(ti, d);
+            else
+                TTRI<decltype(ti), 0>(ti, d);
+            if (upper)
+                TTRI<decltype(th), 1>(th, d);
+            else
+                TTRI<decltype(th), 0>(th, d);
+            barrier();
+            for (int r = 0; r < R; ++r)
+                for (int c = 0; c < C; ++c) {
+                    const bool in = upper ? c >= r + d : c <= r + d;
+                    const float want = (r < R - 1 && c < C - 3) ? (in ? 1.0f : 0.0f) : -1.0f;
+                    CHECK(tf.data()[r * C + c] == want);
+                    CHECK(ti.data()[r * C + c] == (in ? 1 : 0));
+                    CHECK(static_cast<float>(th.data()[r * C + c]) == (in ? 1.0f : 0.0f));
+                }
+            tf.SetValidShape(R, C);
+        }
+    }
+    CHECK(take_error() == "");
+}
+
 TEST_CASE("the cube path: TLOAD to Mat, TMOV/TEXTRACT to Left/Right, TMATMUL(_ACC), TMOV Acc->Vec, TSTORE from Acc") {
     fresh();
     constexpr int M = 16, K = 16, N = 16;

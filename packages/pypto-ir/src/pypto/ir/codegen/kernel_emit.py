@@ -432,6 +432,9 @@ class _Emitters(_GenBase):
             self.declare(v.name, name, t, (vr, vc))
             self.inst(f"TEXPANDS({name}, {self.elem_scalar(value, t.dtype)});", Pipe.V, writes=(name,))
             return
+        if e.op == "tile.tri":
+            self.tri(v, name, t, e)
+            return
         if e.op == "tile.set_validshape":  # the same storage, another valid shape
             src = args[0]
             assert isinstance(src, Var)
@@ -519,6 +522,19 @@ class _Emitters(_GenBase):
         else:
             self.declare(v.name, name, t, (str(int(t.shape[0])), str(int(t.shape[1]))))
         self.raw(f"TRESHAPE({name}, {s});")
+
+    def tri(self, v: Var, name: str, t: TileType, e: Call) -> None:
+        """``pl.tri``: TTRI<tile type, 0 lower / 1 upper>(dst, diagonal) over the valid shape."""
+        if self.hardware == "a2a3" and t.dtype in (DataType.INT8, DataType.UINT8, DataType.BF16):
+            raise PyptoCompileError(
+                f"pl.tri: dtype {t.dtype.name} is not supported on a2a3 hardware (TTRI there takes INT16, "
+                "UINT16, INT32, UINT32, FP16 or FP32); use an a5 platform or another dtype"
+            )
+        valid = e.attr("valid_shape") or t.shape
+        self.declare(v.name, name, t, (str(valid[0]), str(valid[1])))
+        upper = 1 if e.attr("upper") else 0
+        diagonal = self.scalar_arg(e.args[0], DataType.INT32)  # TTRI takes an int
+        self.inst(f"TTRI<decltype({name}), {upper}>({name}, {diagonal});", Pipe.V, writes=(name,))
 
     def checked_valid(self, op: str, valid: tuple[Expr, ...], static: tuple[int, int]) -> tuple[str, str]:
         """A valid shape given by the kernel (constants or run-time scalars), checked against the

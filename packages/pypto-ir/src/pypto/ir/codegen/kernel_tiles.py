@@ -67,6 +67,7 @@ BESPOKE = frozenset(
         "tile.store",
         "tile.create",
         "tile.full",
+        "tile.tri",
         "tile.expands",
         "tile.set_validshape",
         "tile.read",
@@ -257,9 +258,10 @@ def _copy_pipe(dst: MemorySpace, src: MemorySpace) -> Pipe:
 class _GenBase:
     """The kernel plan under construction and the tile declarations."""
 
-    def __init__(self, fn: Function, mem: KernelMemory) -> None:
+    def __init__(self, fn: Function, mem: KernelMemory, hardware: str = "a2a3") -> None:
         self.fn = fn
         self.mem = mem
+        self.hardware = hardware  # the chip the kernel is for (a2a3 or a5): a few ops differ
         self.dim_of: dict[tuple[str, int], str] = {}
         self.items: list[Item] = []
         self.loops: list[For | While] = []  # the loops around the statement being emitted

@@ -111,6 +111,46 @@ def tile_full(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType(shape, attrs["dtype"], MemorySpace.Vec)
 
 
+# The element types of a triangular mask (PTO-ISA TTRI): INT8, UINT8 and BF16 only on a5, which
+# the kernel generator checks, as it knows the target.
+TRI_DTYPES = frozenset(
+    {
+        DataType.INT8,
+        DataType.UINT8,
+        DataType.INT16,
+        DataType.UINT16,
+        DataType.INT32,
+        DataType.UINT32,
+        DataType.FP16,
+        DataType.BF16,
+        DataType.FP32,
+    }
+)
+
+
+def tile_tri(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tri(diagonal, shape, valid_shape=None, dtype=INT32, upper=False)``: a Vec mask tile."""
+    d = args[0]
+    if not isinstance(d, ScalarType) or not (d.dtype.is_signed_int or d.dtype.is_unsigned_int):
+        raise OpError(f"pl.tri: diagonal must be an integer (a constant or a scalar), got {d}")
+    shape = tuple(attrs["shape"])
+    if len(shape) != 2 or any(not isinstance(n, int) or n <= 0 for n in shape):
+        raise OpError(f"pl.tri: shape must be two positive integer constants, got {list(shape)}")
+    valid = attrs.get("valid_shape")
+    if valid is not None and (
+        len(valid) != 2
+        or any(not isinstance(v, int) or not 0 < v <= n for v, n in zip(valid, shape, strict=False))
+    ):
+        raise OpError(
+            f"pl.tri: valid_shape must be two integer constants in [1, shape] (shape {list(shape)}), got {list(valid)}"
+        )
+    dtype = attrs["dtype"]
+    if dtype not in TRI_DTYPES:
+        names = ", ".join(sorted(t.name for t in TRI_DTYPES))
+        raise OpError(f"pl.tri: dtype must be one of {names}, got {dtype.name}")
+    return TileType(shape, dtype, MemorySpace.Vec)
+
+
 def tensor_create(args: list[Type], attrs: dict[str, Any]) -> Type:
     shape = tuple(attrs["shape"])
     if not shape or any(not isinstance(d, DynDim) and (not isinstance(d, int) or d <= 0) for d in shape):

@@ -1,8 +1,9 @@
 """The op table's data movement entries: load, store, move, and tiles and tensors made from
-nothing (create, full), and a tensor's extent (``pl.dim``)."""
+nothing (create, full, tri), and a tensor's extent (``pl.dim``)."""
 
 from __future__ import annotations
 
+from pypto.ir.dtypes import DataType
 from pypto.ir.ops import rules
 from pypto.ir.ops.entries import P, _enter
 from pypto.ir.ops.rules import VEC
@@ -114,6 +115,21 @@ _enter(
         group="memory",
     ),
     OpSpec("tile.full", rules.tile_full, 1, 1, attrs=("shape", "dtype"), spaces=VEC),
+)
+_enter(
+    LangOp(
+        "tri",
+        (P("diagonal"), P("shape"), P("valid_shape", None), P("dtype", DataType.INT32), P("upper", False)),
+        """A triangular mask: a Vec tile of ``shape`` and ``dtype`` (INT32 by default) holding 1 on
+    and below the ``diagonal`` and 0 above it (``upper=True``: 1 on and above it), as
+    ``torch.tril``/``torch.triu`` of ones; ``diagonal`` (a constant or an integer scalar) shifts
+    the boundary right (positive) or left (negative). ``valid_shape=[rows, cols]`` (constants)
+    writes only that leading region, which is then the tile's valid shape. Other dtypes: INT8,
+    UINT8, INT16, UINT16, UINT32, FP16, BF16, FP32 (INT8, UINT8 and BF16 on a5 only).""",
+        default="tile.tri",
+        group="memory",
+    ),
+    OpSpec("tile.tri", rules.tile_tri, 1, 1, attrs=("shape", "valid_shape", "dtype", "upper"), spaces=VEC),
 )
 _enter(
     LangOp(

@@ -47,6 +47,7 @@ from pypto.ir.ops.movement_rules import (
     tile_move,
     tile_shape_for,
     tile_store,
+    tile_tri,
 )
 from pypto.ir.ops.operand_checks import FLOAT, INT, VEC
 from pypto.ir.ops.reduction_rules import expand, reduction
@@ -137,5 +138,6 @@ __all__ = [
     "tile_store",
     "tile_transpose",
     "tile_transpose_view",
+    "tile_tri",
     "unary",
 ]

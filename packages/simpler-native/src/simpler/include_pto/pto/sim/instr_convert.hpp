@@ -1,4 +1,4 @@
-// Fills and conversion: TEXPANDS, TFILLPAD, TFILLPAD_EXPAND, TCVT. Part of our PTO-ISA CPU backend;
+// Fills and conversion: TEXPANDS, TTRI, TFILLPAD, TFILLPAD_EXPAND, TCVT. Part of our PTO-ISA CPU backend;
 // pto/sim/instr.hpp describes what every instruction does.
 #pragma once
 
@@ -19,6 +19,30 @@ PTO_INST RecordEvent TEXPANDS(TileData& dst, typename TileData::DType scalar, Wa
     for (int r = 0; r < vr; ++r) {
         typename TileData::DType* d = dst.data() + r * TileData::Cols;
         for (int c = 0; c < vc; ++c) d[c] = scalar;
+    }
+    return {};
+}
+
+// TTRI<TileData, isUpperOrLower>(dst, diagonal) (Vec, row-major): a triangular mask over dst's
+// valid shape. Lower (0): dst[r, c] = 1 where c <= r + diagonal, else 0; upper (1): 1 where
+// c >= r + diagonal, else 0. The elements outside the valid shape are not written.
+template <typename TileData, int isUpperOrLower, typename... WaitEvents>
+PTO_INST RecordEvent TTRI(TileData& dst, int diagonal, WaitEvents&... events) {
+    (void)sizeof...(events);
+    using T = typename TileData::DType;
+    static_assert(isUpperOrLower == 0 || isUpperOrLower == 1, "TTRI: isUpperOrLower is 0 (lower) or 1 (upper)");
+    static_assert(TileData::Loc == TileType::Vec && TileData::isRowMajor, "TTRI: dst must be a row-major Vec tile");
+    sim::Op op("TTRI", PIPE_V);
+    const int vr = sim::vrow(dst), vc = sim::vcol(dst);
+    if (!sim::placed(op, dst)) return {};
+    sim::wr(op, dst, vr, vc);
+    const T one = static_cast<T>(1.0f), zero = static_cast<T>(0.0f);
+    for (int r = 0; r < vr; ++r) {
+        T* d = dst.data() + r * TileData::Cols;
+        // the first column of the row's ones (upper) or the first past them (lower), in [0, vc]
+        const long long edge = static_cast<long long>(r) + diagonal + (isUpperOrLower == 0 ? 1 : 0);
+        const int split = static_cast<int>(edge < 0 ? 0 : edge > vc ? vc : edge);
+        for (int c = 0; c < vc; ++c) d[c] = (c < split) == (isUpperOrLower == 0) ? one : zero;
     }
     return {};
 }

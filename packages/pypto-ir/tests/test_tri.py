@@ -1,0 +1,79 @@
+"""``pl.tri`` / ``pl.tile.tri``: what the parser and type rule accept and refuse, the text the
+printer writes back, and the PTO-ISA TTRI call the kernel generator writes (runs are checked in
+pypto-runtime's test_tri_run.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import pypto.language as pl
+from pypto.ir.codegen import generate_kernel
+from pypto.ir.errors import KernelError, PyptoCompileError
+from pypto.ir.nodes import structural_equal
+
+
+def _kernel(dtype: Any = pl.FP32, upper: bool = False, valid_shape: list[int] | None = None) -> Any:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(d: pl.Scalar[pl.INT32], y: pl.Out[pl.Tensor[[16, 32], dtype]]) -> pl.Tensor[[16, 32], dtype]:
+        t = pl.tri(d, [16, 32], valid_shape=valid_shape, dtype=dtype, upper=upper)
+        return pl.store(t, [0, 0], y)
+
+    return k
+
+
+def test_the_kernel_calls_ttri_with_the_side_as_a_template_argument() -> None:
+    lower = generate_kernel(_kernel().ir).text
+    assert "TTRI<decltype(t), 0>(t, static_cast<std::int32_t>(d));" in lower
+    upper = generate_kernel(_kernel(upper=True, valid_shape=[5, 7]).ir).text
+    assert "TTRI<decltype(t), 1>(t, static_cast<std::int32_t>(d));" in upper
+    assert " t(5, 7);" in upper  # the valid shape is the tile's
+
+
+def test_a5_only_element_types_are_refused_for_a2a3_and_accepted_for_a5() -> None:
+    k = _kernel(pl.BF16)
+    with pytest.raises(PyptoCompileError, match=r"pl.tri: dtype BF16 is not supported on a2a3 hardware"):
+        generate_kernel(k.ir, "a2a3sim")
+    assert "TTRI<decltype(t), 0>" in generate_kernel(k.ir, "a5sim").text
+
+
+def test_print_parses_back_to_the_same_function() -> None:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(d: pl.Scalar[pl.INT32], y: pl.Out[pl.Tensor[[16, 32], pl.INT16]]) -> pl.Tensor[[16, 32], pl.INT16]:
+        a = pl.tri(d, [16, 32], valid_shape=[4, 8], dtype=pl.INT16, upper=True)
+        b = pl.tile.tri(-2, [16, 32], dtype=pl.INT16)
+        y = pl.store(a, [0, 0], y)
+        return pl.store(b, [0, 0], y)
+
+    printed = k.ir.as_python()
+    assert "pl.tri(d, [16, 32], valid_shape=[4, 8], dtype=pl.INT16, upper=True)" in printed
+    assert "pl.tri(-2, [16, 32], dtype=pl.INT16)" in printed
+    assert structural_equal(pl.parse(printed), k.ir)
+
+
+@pytest.mark.parametrize(
+    ("tri", "message"),
+    [
+        (
+            {"diagonal": 1.5},
+            r"pl.tri: diagonal must be an integer \(a constant or a scalar\), got Scalar\[FP32\]",
+        ),
+        ({"shape": [16]}, r"pl.tri: shape must be two positive integer constants, got \[16\]"),
+        ({"valid_shape": [0, 4]}, r"pl.tri: valid_shape must be two integer constants in \[1, shape\]"),
+        ({"valid_shape": [4, 33]}, r"valid_shape .* got \[4, 33\]"),
+        ({"dtype": pl.INT64}, r"pl.tri: dtype must be one of BF16, FP16, FP32, INT16, INT32, INT8, "),
+        ({"upper": 1}, r"pl.tri: upper must be True or False, got 1"),
+    ],
+)
+def test_bad_arguments_are_refused_naming_the_argument(tri: dict[str, Any], message: str) -> None:
+    args = {"diagonal": 0, "shape": [16, 32], "valid_shape": None, "dtype": pl.FP32, "upper": False, **tri}
+    diagonal, shape, valid_shape, dtype, upper = args.values()
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(y: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        t = pl.tri(diagonal, shape, valid_shape=valid_shape, dtype=dtype, upper=upper)
+        return pl.store(t, [0, 0], y)
+
+    with pytest.raises(KernelError, match=message):
+        k.ir  # noqa: B018
