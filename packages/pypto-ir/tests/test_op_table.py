@@ -183,8 +183,8 @@ _TILE_POOL: tuple[Type, ...] = (
     TileType((16, 32), DataType.UINT8, MemorySpace.Vec),  # a predicate mask (pl.cmp of a [16, 16] tile)
 )
 _ATTR_VALUES: dict[str, tuple[Any, ...]] = {
-    "shape": ((16, 16),),
-    "dtype": (FP32,),
+    "shape": ((16, 16), (1, 16)),  # the second: one-row tiles (pl.tile.ci)
+    "dtype": (FP32, DataType.INT32),  # the second: integer tiles (pl.tile.ci)
     "memory": ON_CHIP,
     "pad": (PadValue.min,),
     "axis": (0,),

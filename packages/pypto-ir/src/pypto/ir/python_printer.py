@@ -167,6 +167,11 @@ def _tri(c: nodes.Call) -> list[str]:
     return parts + (["upper=True"] if c.attr("upper") else [])
 
 
+def _ci(c: nodes.Call) -> list[str]:
+    parts = [_expr(c.args[0]), _shape(c), f"dtype={_dtype(c.attr('dtype'))}"]
+    return parts + (["descending=True"] if c.attr("descending") else [])
+
+
 def _cast(c: nodes.Call) -> list[str]:
     return [_expr(c.args[0]), _dtype(c.attr("dtype")), *_kw(c, "mode", "mode")]
 
@@ -184,6 +189,7 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
     "tensor.create": lambda c: [_shape(c), f"dtype={_dtype(c.attr('dtype'))}"],
     "tile.full": _full,
     "tile.tri": _tri,
+    "tile.ci": _ci,
     "tensor.dim": lambda c: [_expr(c.args[0]), repr(c.attr("axis"))],
     "tile.reshape": lambda c: [_expr(c.args[0]), _shape(c)],
     "tensor.reshape": lambda c: [_expr(c.args[0]), _shape(c)],

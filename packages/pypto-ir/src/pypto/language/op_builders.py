@@ -376,6 +376,15 @@ def _build_tri(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Ex
     return p.make_op("tri", [p.scalar(b["diagonal"], "pl.tri diagonal")], attrs, node)
 
 
+def _build_ci(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    attrs: dict[str, Any] = {
+        "shape": p.shape(b["shape"], "pl.tile.ci shape"),
+        "dtype": p.dtype(b["dtype"], "pl.tile.ci dtype") if "dtype" in b else DataType.INT32,
+        "descending": _flag(p, b, "descending", "pl.tile.ci", node),
+    }
+    return p.make_op("ci", [p.scalar(b["start"], "pl.tile.ci start")], attrs, node)
+
+
 def _build_dim(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     axis = p.static_value(b["axis"], "pl.dim axis", node)
     if not isinstance(axis, int):
@@ -591,6 +600,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "create_tensor": _build_create_tensor,
     "full": _build_full,
     "tri": _build_tri,
+    "ci": _build_ci,
     "dim": _build_dim,
     "reshape": _build_shape_op,
     "cast": _build_cast,

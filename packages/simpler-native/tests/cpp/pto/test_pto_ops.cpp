@@ -463,6 +463,30 @@ TEST_CASE("TTRI writes the lower or upper triangle of ones over the valid shape 
     CHECK(take_error() == "");
 }
 
+TEST_CASE("TCI writes start +- k over the valid columns of a one-row tile, wrapping integers") {
+    fresh();
+    constexpr int C = 32;
+    VecT<std::int32_t, 1, C> ti(1, C);
+    VecT<std::uint16_t, 1, C> tu(1, C);
+    VecT<std::int16_t, 1, C> ts(1, C);
+    TASSIGN(ti, 0);
+    TASSIGN(tu, 0x100);
+    TASSIGN(ts, 0x200);
+    TEXPANDS(ti, -7);
+    barrier();
+    ti.SetValidShape(1, C - 4);  // the last four columns stay -7
+    TCI<decltype(ti), std::int32_t, 0>(ti, -5);
+    TCI<decltype(tu), std::uint16_t, 1>(tu, static_cast<std::uint16_t>(3));
+    TCI<decltype(ts), std::int16_t, 0>(ts, static_cast<std::int16_t>(32760));
+    barrier();
+    for (int k = 0; k < C; ++k) {
+        CHECK(ti.data()[k] == (k < C - 4 ? -5 + k : -7));
+        CHECK(tu.data()[k] == static_cast<std::uint16_t>((3 - k + 65536) % 65536));  // 3, 2, 1, 0, 65535, ...
+        CHECK(ts.data()[k] == static_cast<std::int16_t>(k <= 7 ? 32760 + k : 32760 + k - 65536));
+    }
+    CHECK(take_error() == "");
+}
+
 TEST_CASE("the cube path: TLOAD to Mat, TMOV/TEXTRACT to Left/Right, TMATMUL(_ACC), TMOV Acc->Vec, TSTORE from Acc") {
     fresh();
     constexpr int M = 16, K = 16, N = 16;

@@ -435,6 +435,13 @@ class _Emitters(_GenBase):
         if e.op == "tile.tri":
             self.tri(v, name, t, e)
             return
+        if e.op == "tile.ci":  # TCI<tile type, element type, descending>(dst, start)
+            self.declare(v.name, name, t, (str(rows), str(cols)))
+            elem = kernel_cpp_type(t.dtype)
+            down = 1 if e.attr("descending") else 0
+            start = self.scalar_arg(args[0], t.dtype)  # converted to the element type
+            self.inst(f"TCI<decltype({name}), {elem}, {down}>({name}, {start});", Pipe.V, writes=(name,))
+            return
         if e.op == "tile.set_validshape":  # the same storage, another valid shape
             src = args[0]
             assert isinstance(src, Var)

@@ -68,6 +68,7 @@ BESPOKE = frozenset(
         "tile.create",
         "tile.full",
         "tile.tri",
+        "tile.ci",
         "tile.expands",
         "tile.set_validshape",
         "tile.read",

@@ -151,6 +151,27 @@ def tile_tri(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType(shape, dtype, MemorySpace.Vec)
 
 
+CI_DTYPES = frozenset({DataType.INT16, DataType.UINT16, DataType.INT32, DataType.UINT32})
+
+
+def tile_ci(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tile.ci(start, shape, dtype=INT32, descending=False)``: a one-row Vec index tile."""
+    s = args[0]
+    if not isinstance(s, ScalarType) or not (s.dtype.is_signed_int or s.dtype.is_unsigned_int):
+        raise OpError(f"pl.tile.ci: start must be an integer (a constant or a scalar), got {s}")
+    shape = tuple(attrs["shape"])
+    if len(shape) != 2 or any(not isinstance(n, int) or n <= 0 for n in shape):
+        raise OpError(f"pl.tile.ci: shape must be two positive integer constants, got {list(shape)}")
+    if shape[0] != 1 or shape[1] == 1:
+        raise OpError(
+            f"pl.tile.ci: shape must be [1, n] with n > 1 (TCI writes one row, along the columns), got {list(shape)}"
+        )
+    dtype = attrs["dtype"]
+    if dtype not in CI_DTYPES:
+        raise OpError(f"pl.tile.ci: dtype must be one of INT16, INT32, UINT16, UINT32, got {dtype.name}")
+    return TileType(shape, dtype, MemorySpace.Vec)
+
+
 def tensor_create(args: list[Type], attrs: dict[str, Any]) -> Type:
     shape = tuple(attrs["shape"])
     if not shape or any(not isinstance(d, DynDim) and (not isinstance(d, int) or d <= 0) for d in shape):

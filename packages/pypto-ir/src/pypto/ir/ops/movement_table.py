@@ -1,5 +1,5 @@
 """The op table's data movement entries: load, store, move, and tiles and tensors made from
-nothing (create, full, tri), and a tensor's extent (``pl.dim``)."""
+nothing (create, full, tri, ci), and a tensor's extent (``pl.dim``)."""
 
 from __future__ import annotations
 
@@ -130,6 +130,21 @@ _enter(
         group="memory",
     ),
     OpSpec("tile.tri", rules.tile_tri, 1, 1, attrs=("shape", "valid_shape", "dtype", "upper"), spaces=VEC),
+)
+_enter(
+    LangOp(
+        "ci",
+        (P("start"), P("shape"), P("dtype", DataType.INT32), P("descending", False)),
+        """An index row: a Vec tile of ``shape`` ``[1, n]`` (n > 1) and ``dtype`` (INT32 by default;
+    INT16, UINT16, UINT32) holding ``start, start + 1, ..., start + n - 1`` (``descending=True``:
+    ``start, start - 1, ...``), as ``torch.arange``; ``start`` is a constant or an integer scalar.
+    Values wrap in the dtype. ``pl.tile.arange`` is the same function.""",
+        default="tile.ci",
+        group="memory",
+        in_pl=False,
+        alias="arange",
+    ),
+    OpSpec("tile.ci", rules.tile_ci, 1, 1, attrs=("shape", "dtype", "descending"), spaces=VEC),
 )
 _enter(
     LangOp(

@@ -41,6 +41,7 @@ from pypto.ir.ops.matmul_rules import (
 from pypto.ir.ops.movement_rules import (
     tensor_create,
     tensor_dim,
+    tile_ci,
     tile_create,
     tile_full,
     tile_load,
@@ -121,6 +122,7 @@ __all__ = [
     "tensor_write",
     "tile_assemble",
     "tile_cast",
+    "tile_ci",
     "tile_concat",
     "tile_create",
     "tile_fillpad",

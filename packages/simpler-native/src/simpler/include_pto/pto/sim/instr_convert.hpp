@@ -1,4 +1,4 @@
-// Fills and conversion: TEXPANDS, TTRI, TFILLPAD, TFILLPAD_EXPAND, TCVT. Part of our PTO-ISA CPU backend;
+// Fills and conversion: TEXPANDS, TTRI, TCI, TFILLPAD, TFILLPAD_EXPAND, TCVT. Part of our PTO-ISA CPU backend;
 // pto/sim/instr.hpp describes what every instruction does.
 #pragma once
 
@@ -43,6 +43,30 @@ PTO_INST RecordEvent TTRI(TileData& dst, int diagonal, WaitEvents&... events) {
         const long long edge = static_cast<long long>(r) + diagonal + (isUpperOrLower == 0 ? 1 : 0);
         const int split = static_cast<int>(edge < 0 ? 0 : edge > vc ? vc : edge);
         for (int c = 0; c < vc; ++c) d[c] = (c < split) == (isUpperOrLower == 0) ? one : zero;
+    }
+    return {};
+}
+
+// TCI<TileData, T, descending>(dst, start) (a one-row Vec tile, T its element type): the integer
+// sequence dst[0, k] = start + k (descending: start - k) for k below dst's valid column count,
+// formed in 64 bits and converted to T (integers wrap, as the official CPU backend's `start + j`).
+template <typename TileData, typename T, int descending, typename... WaitEvents>
+PTO_INST RecordEvent TCI(TileData& dst, T start, WaitEvents&... events) {
+    (void)sizeof...(events);
+    static_assert(TileData::Rows == 1, "TCI: dst must be a one-row tile");
+    static_assert(std::is_same<typename TileData::DType, T>::value, "TCI: start's type must be dst's element type");
+    static_assert(descending == 0 || descending == 1, "TCI: descending is 0 or 1");
+    sim::Op op("TCI", PIPE_V);
+    const int vc = sim::vcol(dst);
+    if (!sim::placed(op, dst)) return {};
+    sim::wr(op, dst, 1, vc);
+    const long long first = static_cast<long long>(start);
+    for (int k = 0; k < vc; ++k) {
+        const long long v = descending ? first - k : first + k;
+        if constexpr (std::is_integral<T>::value)
+            dst.data()[k] = static_cast<T>(static_cast<unsigned long long>(v));  // modulo 2^bits
+        else
+            dst.data()[k] = static_cast<T>(static_cast<float>(v));
     }
     return {};
 }

@@ -1,6 +1,7 @@
-"""``pl.tri`` / ``pl.tile.tri``: what the parser and type rule accept and refuse, the text the
-printer writes back, and the PTO-ISA TTRI call the kernel generator writes (runs are checked in
-pypto-runtime's test_tri_run.py)."""
+"""Tiles made from nothing but a scalar: ``pl.tri`` (PTO-ISA TTRI) and ``pl.tile.ci`` /
+``pl.tile.arange`` (TCI). What the parser and type rules accept and refuse, the text the printer
+writes back, and the instruction the kernel generator writes (runs are checked in
+pypto-runtime's test_tri_run.py and test_ci_run.py)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,65 @@ def test_bad_arguments_are_refused_naming_the_argument(tri: dict[str, Any], mess
 
     with pytest.raises(KernelError, match=message):
         k.ir  # noqa: B018
+
+
+def _ci_kernel(dtype: Any = pl.INT32, descending: bool = False) -> Any:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(s: pl.Scalar[pl.INT32], y: pl.Out[pl.Tensor[[1, 32], dtype]]) -> pl.Tensor[[1, 32], dtype]:
+        t = pl.tile.ci(s, [1, 32], dtype=dtype, descending=descending)
+        return pl.store(t, [0, 0], y)
+
+    return k
+
+
+def test_ci_calls_tci_with_the_element_type_and_direction_as_template_arguments() -> None:
+    up = generate_kernel(_ci_kernel().ir).text
+    assert "TCI<decltype(t), std::int32_t, 0>(t, static_cast<std::int32_t>(s));" in up
+    down = generate_kernel(_ci_kernel(pl.UINT16, descending=True).ir).text
+    assert "TCI<decltype(t), std::uint16_t, 1>(t, static_cast<std::uint16_t>(s));" in down
+
+
+def test_ci_and_its_arange_alias_print_and_parse_back() -> None:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(y: pl.Out[pl.Tensor[[2, 16], pl.INT16]]) -> pl.Tensor[[2, 16], pl.INT16]:
+        y = pl.store(pl.tile.ci(3, [1, 16], dtype=pl.INT16, descending=True), [0, 0], y)
+        return pl.store(pl.tile.arange(0, [1, 16], dtype=pl.INT16), [1, 0], y)
+
+    printed = k.ir.as_python()
+    assert "pl.tile.ci(3, [1, 16], dtype=pl.INT16, descending=True)" in printed
+    assert "pl.tile.ci(0, [1, 16], dtype=pl.INT16)" in printed
+    assert structural_equal(pl.parse(printed), k.ir)
+
+
+@pytest.mark.parametrize(
+    ("ci", "message"),
+    [
+        (
+            {"start": 0.5},
+            r"pl.tile.ci: start must be an integer \(a constant or a scalar\), got Scalar\[FP32\]",
+        ),
+        ({"shape": [2, 16]}, r"pl.tile.ci: shape must be \[1, n\] with n > 1 .* got \[2, 16\]"),
+        ({"shape": [1, 1]}, r"got \[1, 1\]"),
+        ({"dtype": pl.FP32}, r"pl.tile.ci: dtype must be one of INT16, INT32, UINT16, UINT32, got FP32"),
+        ({"descending": "yes"}, r"pl.tile.ci: descending must be True or False, got 'yes'"),
+    ],
+)
+def test_bad_ci_arguments_are_refused_naming_the_argument(ci: dict[str, Any], message: str) -> None:
+    args = {"start": 0, "shape": [1, 16], "dtype": pl.INT32, "descending": False, **ci}
+    start, shape, dtype, descending = args.values()
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(y: pl.Out[pl.Tensor[[1, 16], pl.INT32]]) -> pl.Tensor[[1, 16], pl.INT32]:
+        t = pl.tile.ci(start, shape, dtype=dtype, descending=descending)
+        return pl.store(t, [0, 0], y)
+
+    with pytest.raises(KernelError, match=message):
+        k.ir  # noqa: B018
+
+
+def test_ci_has_no_pl_or_tensor_spelling_yet() -> None:
+    # upstream's pl.arange and pl.tensor.ci/arange are the tensor form, which is not built
+    assert not hasattr(pl, "ci")
+    assert not hasattr(pl, "arange")
+    assert not hasattr(pl.tensor, "ci")
+    assert pl.tile.arange is pl.tile.ci
