@@ -53,33 +53,6 @@ def test_print_parses_back_to_the_same_function() -> None:
     assert structural_equal(pl.parse(printed), k.ir)
 
 
-@pytest.mark.parametrize(
-    ("tri", "message"),
-    [
-        (
-            {"diagonal": 1.5},
-            r"pl.tri: diagonal must be an integer \(a constant or a scalar\), got Scalar\[FP32\]",
-        ),
-        ({"shape": [16]}, r"pl.tri: shape must be two positive integer constants, got \[16\]"),
-        ({"valid_shape": [0, 4]}, r"pl.tri: valid_shape must be two integer constants in \[1, shape\]"),
-        ({"valid_shape": [4, 33]}, r"valid_shape .* got \[4, 33\]"),
-        ({"dtype": pl.INT64}, r"pl.tri: dtype must be one of BF16, FP16, FP32, INT16, INT32, INT8, "),
-        ({"upper": 1}, r"pl.tri: upper must be True or False, got 1"),
-    ],
-)
-def test_bad_arguments_are_refused_naming_the_argument(tri: dict[str, Any], message: str) -> None:
-    args = {"diagonal": 0, "shape": [16, 32], "valid_shape": None, "dtype": pl.FP32, "upper": False, **tri}
-    diagonal, shape, valid_shape, dtype, upper = args.values()
-
-    @pl.function(type=pl.FunctionType.InCore)
-    def k(y: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
-        t = pl.tri(diagonal, shape, valid_shape=valid_shape, dtype=dtype, upper=upper)
-        return pl.store(t, [0, 0], y)
-
-    with pytest.raises(KernelError, match=message):
-        k.ir  # noqa: B018
-
-
 def _ci_kernel(dtype: Any = pl.INT32, descending: bool = False) -> Any:
     @pl.function(type=pl.FunctionType.InCore)
     def k(s: pl.Scalar[pl.INT32], y: pl.Out[pl.Tensor[[1, 32], dtype]]) -> pl.Tensor[[1, 32], dtype]:
@@ -108,30 +81,67 @@ def test_ci_and_its_arange_alias_print_and_parse_back() -> None:
     assert structural_equal(pl.parse(printed), k.ir)
 
 
+def _tri_with(
+    diagonal: Any = 0,
+    shape: Any = (16, 32),
+    valid_shape: Any = None,
+    dtype: Any = pl.FP32,
+    upper: Any = False,
+) -> Any:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(y: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        return pl.store(pl.tri(diagonal, shape, valid_shape=valid_shape, dtype=dtype, upper=upper), [0, 0], y)
+
+    return k
+
+
+def _ci_with(start: Any = 0, shape: Any = (1, 16), dtype: Any = pl.INT32, descending: Any = False) -> Any:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(y: pl.Out[pl.Tensor[[1, 16], pl.INT32]]) -> pl.Tensor[[1, 16], pl.INT32]:
+        return pl.store(pl.tile.ci(start, shape, dtype=dtype, descending=descending), [0, 0], y)
+
+    return k
+
+
 @pytest.mark.parametrize(
-    ("ci", "message"),
+    ("make", "bad", "message"),
     [
         (
+            _tri_with,
+            {"diagonal": 1.5},
+            r"pl.tri: diagonal must be an integer \(a constant or a scalar\), got Scalar\[FP32\]",
+        ),
+        (_tri_with, {"shape": [16]}, r"pl.tri: shape must be two positive integer constants, got \[16\]"),
+        (
+            _tri_with,
+            {"valid_shape": [0, 4]},
+            r"pl.tri: valid_shape must be two integer constants in \[1, shape\]",
+        ),
+        (_tri_with, {"valid_shape": [4, 33]}, r"valid_shape .* got \[4, 33\]"),
+        (
+            _tri_with,
+            {"dtype": pl.INT64},
+            r"pl.tri: dtype must be one of BF16, FP16, FP32, INT16, INT32, INT8, ",
+        ),
+        (_tri_with, {"upper": 1}, r"pl.tri: upper must be True or False, got 1"),
+        (
+            _ci_with,
             {"start": 0.5},
             r"pl.tile.ci: start must be an integer \(a constant or a scalar\), got Scalar\[FP32\]",
         ),
-        ({"shape": [2, 16]}, r"pl.tile.ci: shape must be \[1, n\] with n > 1 .* got \[2, 16\]"),
-        ({"shape": [1, 1]}, r"got \[1, 1\]"),
-        ({"dtype": pl.FP32}, r"pl.tile.ci: dtype must be one of INT16, INT32, UINT16, UINT32, got FP32"),
-        ({"descending": "yes"}, r"pl.tile.ci: descending must be True or False, got 'yes'"),
+        (_ci_with, {"shape": [2, 16]}, r"pl.tile.ci: shape must be \[1, n\] with n > 1 .* got \[2, 16\]"),
+        (_ci_with, {"shape": [1, 1]}, r"got \[1, 1\]"),
+        (
+            _ci_with,
+            {"dtype": pl.FP32},
+            r"pl.tile.ci: dtype must be one of INT16, INT32, UINT16, UINT32, got FP32",
+        ),
+        (_ci_with, {"descending": "yes"}, r"pl.tile.ci: descending must be True or False, got 'yes'"),
     ],
 )
-def test_bad_ci_arguments_are_refused_naming_the_argument(ci: dict[str, Any], message: str) -> None:
-    args = {"start": 0, "shape": [1, 16], "dtype": pl.INT32, "descending": False, **ci}
-    start, shape, dtype, descending = args.values()
-
-    @pl.function(type=pl.FunctionType.InCore)
-    def k(y: pl.Out[pl.Tensor[[1, 16], pl.INT32]]) -> pl.Tensor[[1, 16], pl.INT32]:
-        t = pl.tile.ci(start, shape, dtype=dtype, descending=descending)
-        return pl.store(t, [0, 0], y)
-
+def test_bad_arguments_are_refused_naming_the_argument(make: Any, bad: dict[str, Any], message: str) -> None:
     with pytest.raises(KernelError, match=message):
-        k.ir  # noqa: B018
+        make(**bad).ir  # noqa: B018
 
 
 def test_ci_has_no_pl_or_tensor_spelling_yet() -> None:

@@ -128,27 +128,37 @@ TRI_DTYPES = frozenset(
 )
 
 
-def tile_tri(args: list[Type], attrs: dict[str, Any]) -> Type:
-    """``pl.tri(diagonal, shape, valid_shape=None, dtype=INT32, upper=False)``: a Vec mask tile."""
-    d = args[0]
-    if not isinstance(d, ScalarType) or not (d.dtype.is_signed_int or d.dtype.is_unsigned_int):
-        raise OpError(f"pl.tri: diagonal must be an integer (a constant or a scalar), got {d}")
+def _generated(
+    op: str, what: str, args: list[Type], attrs: dict[str, Any], dtypes: frozenset[DataType]
+) -> TileType:
+    """The Vec tile a generator op (``pl.tri``, ``pl.tile.ci``) makes from an integer scalar
+    operand ``what`` and the ``shape`` and ``dtype`` attributes, each checked."""
+    s = args[0]
+    if not isinstance(s, ScalarType) or not (s.dtype.is_signed_int or s.dtype.is_unsigned_int):
+        raise OpError(f"pl.{op}: {what} must be an integer (a constant or a scalar), got {s}")
     shape = tuple(attrs["shape"])
     if len(shape) != 2 or any(not isinstance(n, int) or n <= 0 for n in shape):
-        raise OpError(f"pl.tri: shape must be two positive integer constants, got {list(shape)}")
+        raise OpError(f"pl.{op}: shape must be two positive integer constants, got {list(shape)}")
+    dtype = attrs["dtype"]
+    if dtype not in dtypes:
+        names = ", ".join(sorted(t.name for t in dtypes))
+        raise OpError(f"pl.{op}: dtype must be one of {names}, got {dtype.name}")
+    return TileType(shape, dtype, MemorySpace.Vec)
+
+
+def tile_tri(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tri(diagonal, shape, valid_shape=None, dtype=INT32, upper=False)``: a Vec mask tile."""
+    t = _generated("tri", "diagonal", args, attrs, TRI_DTYPES)
     valid = attrs.get("valid_shape")
     if valid is not None and (
         len(valid) != 2
-        or any(not isinstance(v, int) or not 0 < v <= n for v, n in zip(valid, shape, strict=False))
+        or any(not isinstance(v, int) or not 0 < v <= n for v, n in zip(valid, t.shape, strict=False))
     ):
         raise OpError(
-            f"pl.tri: valid_shape must be two integer constants in [1, shape] (shape {list(shape)}), got {list(valid)}"
+            f"pl.tri: valid_shape must be two integer constants in [1, shape] (shape {list(t.shape)}), "
+            f"got {list(valid)}"
         )
-    dtype = attrs["dtype"]
-    if dtype not in TRI_DTYPES:
-        names = ", ".join(sorted(t.name for t in TRI_DTYPES))
-        raise OpError(f"pl.tri: dtype must be one of {names}, got {dtype.name}")
-    return TileType(shape, dtype, MemorySpace.Vec)
+    return t
 
 
 CI_DTYPES = frozenset({DataType.INT16, DataType.UINT16, DataType.INT32, DataType.UINT32})
@@ -156,20 +166,12 @@ CI_DTYPES = frozenset({DataType.INT16, DataType.UINT16, DataType.INT32, DataType
 
 def tile_ci(args: list[Type], attrs: dict[str, Any]) -> Type:
     """``pl.tile.ci(start, shape, dtype=INT32, descending=False)``: a one-row Vec index tile."""
-    s = args[0]
-    if not isinstance(s, ScalarType) or not (s.dtype.is_signed_int or s.dtype.is_unsigned_int):
-        raise OpError(f"pl.tile.ci: start must be an integer (a constant or a scalar), got {s}")
-    shape = tuple(attrs["shape"])
-    if len(shape) != 2 or any(not isinstance(n, int) or n <= 0 for n in shape):
-        raise OpError(f"pl.tile.ci: shape must be two positive integer constants, got {list(shape)}")
-    if shape[0] != 1 or shape[1] == 1:
+    t = _generated("tile.ci", "start", args, attrs, CI_DTYPES)
+    if t.shape[0] != 1 or t.shape[1] == 1:
         raise OpError(
-            f"pl.tile.ci: shape must be [1, n] with n > 1 (TCI writes one row, along the columns), got {list(shape)}"
+            f"pl.tile.ci: shape must be [1, n] with n > 1 (TCI writes one row, along the columns), got {list(t.shape)}"
         )
-    dtype = attrs["dtype"]
-    if dtype not in CI_DTYPES:
-        raise OpError(f"pl.tile.ci: dtype must be one of INT16, INT32, UINT16, UINT32, got {dtype.name}")
-    return TileType(shape, dtype, MemorySpace.Vec)
+    return t
 
 
 def tensor_create(args: list[Type], attrs: dict[str, Any]) -> Type:
