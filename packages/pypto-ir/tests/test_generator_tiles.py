@@ -13,6 +13,7 @@ import pypto.language as pl
 from pypto.ir.codegen import generate_kernel
 from pypto.ir.errors import KernelError, PyptoCompileError
 from pypto.ir.nodes import structural_equal
+from pypto.ir.pipeline import lower
 
 
 def _kernel(dtype: Any = pl.FP32, upper: bool = False, valid_shape: list[int] | None = None) -> Any:
@@ -144,9 +145,25 @@ def test_bad_arguments_are_refused_naming_the_argument(make: Any, bad: dict[str,
         make(**bad).ir  # noqa: B018
 
 
-def test_ci_has_no_pl_or_tensor_spelling_yet() -> None:
-    # upstream's pl.arange and pl.tensor.ci/arange are the tensor form, which is not built
+def test_ci_is_spelled_as_upstream_spells_it() -> None:
+    assert pl.tile.arange is pl.tile.ci  # the tile form
+    assert pl.tensor.arange is pl.tensor.ci is pl.arange  # the tensor form
     assert not hasattr(pl, "ci")
-    assert not hasattr(pl, "arange")
-    assert not hasattr(pl.tensor, "ci")
-    assert pl.tile.arange is pl.tile.ci
+
+
+def test_the_tensor_form_lowers_to_the_tile_form_and_prints_back() -> None:
+    @pl.program
+    class Rows:
+        @pl.function(type=pl.FunctionType.Opaque)
+        def main(self, y: pl.Out[pl.Tensor[[1, 32], pl.INT32]]) -> pl.Tensor[[1, 32], pl.INT32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                seq = pl.arange(5, [1, 32], dtype=pl.INT32, descending=True)
+                y = pl.assemble(y, seq, [0, 0])
+            return y
+
+    printed = Rows.as_python()
+    assert "pl.arange(5, [1, 32], dtype=pl.INT32, descending=True)" in printed
+    assert structural_equal(pl.parse(printed), Rows)
+    program = lower(Rows).program
+    kernels = [generate_kernel(fn).text for name, fn in program.functions.items() if name != "main"]
+    assert any("TCI<decltype(" in text and ", std::int32_t, 1>(" in text for text in kernels), kernels

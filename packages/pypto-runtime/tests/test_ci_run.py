@@ -1,5 +1,6 @@
-"""``pl.tile.ci`` / ``pl.tile.arange`` (PTO-ISA TCI): index rows, checked on a2a3sim against
-``torch.arange`` in upstream PyPTO's program form (its ``test_ci.py`` tile cases)."""
+"""``pl.tile.ci`` / ``pl.tile.arange`` (PTO-ISA TCI) and their tensor form ``pl.arange`` /
+``pl.tensor.ci`` / ``pl.tensor.arange``: index rows, checked on a2a3sim against ``torch.arange``
+in upstream PyPTO's program forms (its ``test_ci.py``)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,25 @@ def test_ascending_descending_the_alias_and_a_runtime_start(start: int) -> None:
     run(IndexRows, torch.tensor([start], dtype=torch.int32), y)
     k = torch.arange(N, dtype=torch.int32)
     torch.testing.assert_close(y, torch.stack([k, 10 + k, N - 1 - k, k - 4, start - k]), rtol=0, atol=0)
+
+
+@pl.program
+class TensorRows:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, y: pl.Out[pl.Tensor[[4, N], pl.INT32]]) -> pl.Tensor[[4, N], pl.INT32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y = pl.assemble(y, pl.tensor.ci(0, [1, N], dtype=pl.INT32), [0, 0])
+            y = pl.assemble(y, pl.tensor.ci(N - 1, [1, N], dtype=pl.INT32, descending=True), [1, 0])
+            y = pl.assemble(y, pl.tensor.arange(3, [1, N], dtype=pl.INT32), [2, 0])
+            y = pl.assemble(y, pl.arange(-3, [1, N]), [3, 0])
+        return y
+
+
+def test_the_tensor_form_and_its_spellings() -> None:
+    y = torch.zeros(4, N, dtype=torch.int32)
+    run(TensorRows, y)
+    k = torch.arange(N, dtype=torch.int32)
+    torch.testing.assert_close(y, torch.stack([k, N - 1 - k, 3 + k, k - 3]), rtol=0, atol=0)
 
 
 def _of_dtype(dtype: pl.DataType, start: int, descending: bool) -> object:

@@ -190,6 +190,7 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
     "tile.full": _full,
     "tile.tri": _tri,
     "tile.ci": _ci,
+    "tensor.ci": _ci,
     "tensor.dim": lambda c: [_expr(c.args[0]), repr(c.attr("axis"))],
     "tile.reshape": lambda c: [_expr(c.args[0]), _shape(c)],
     "tensor.reshape": lambda c: [_expr(c.args[0]), _shape(c)],

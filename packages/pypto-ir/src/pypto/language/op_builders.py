@@ -377,12 +377,14 @@ def _build_tri(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Ex
 
 
 def _build_ci(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    """``pl.tile.ci`` (opname ``ci``) and its tensor form ``pl.arange`` (opname ``arange``)."""
+    what = "pl.tile.ci" if opname == "ci" else "pl.arange"
     attrs: dict[str, Any] = {
-        "shape": p.shape(b["shape"], "pl.tile.ci shape"),
-        "dtype": p.dtype(b["dtype"], "pl.tile.ci dtype") if "dtype" in b else DataType.INT32,
-        "descending": _flag(p, b, "descending", "pl.tile.ci", node),
+        "shape": p.shape(b["shape"], f"{what} shape"),
+        "dtype": p.dtype(b["dtype"], f"{what} dtype") if "dtype" in b else DataType.INT32,
+        "descending": _flag(p, b, "descending", what, node),
     }
-    return p.make_op("ci", [p.scalar(b["start"], "pl.tile.ci start")], attrs, node)
+    return p.make_op(opname, [p.scalar(b["start"], f"{what} start")], attrs, node)
 
 
 def _build_dim(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -601,6 +603,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "full": _build_full,
     "tri": _build_tri,
     "ci": _build_ci,
+    "arange": _build_ci,
     "dim": _build_dim,
     "reshape": _build_shape_op,
     "cast": _build_cast,

@@ -164,14 +164,25 @@ def tile_tri(args: list[Type], attrs: dict[str, Any]) -> Type:
 CI_DTYPES = frozenset({DataType.INT16, DataType.UINT16, DataType.INT32, DataType.UINT32})
 
 
-def tile_ci(args: list[Type], attrs: dict[str, Any]) -> Type:
-    """``pl.tile.ci(start, shape, dtype=INT32, descending=False)``: a one-row Vec index tile."""
-    t = _generated("tile.ci", "start", args, attrs, CI_DTYPES)
+def _index_row(op: str, args: list[Type], attrs: dict[str, Any]) -> TileType:
+    t = _generated(op, "start", args, attrs, CI_DTYPES)
     if t.shape[0] != 1 or t.shape[1] == 1:
         raise OpError(
-            f"pl.tile.ci: shape must be [1, n] with n > 1 (TCI writes one row, along the columns), got {list(t.shape)}"
+            f"pl.{op}: shape must be [1, n] with n > 1 (TCI writes one row, along the columns), got {list(t.shape)}"
         )
     return t
+
+
+def tile_ci(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tile.ci(start, shape, dtype=INT32, descending=False)``: a one-row Vec index tile."""
+    return _index_row("tile.ci", args, attrs)
+
+
+def tensor_ci(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.arange`` / ``pl.tensor.ci``: the same index row as a tensor-level value (kernel work,
+    lowered to ``tile.ci``)."""
+    t = _index_row("arange", args, attrs)
+    return TensorType(t.shape, t.dtype)
 
 
 def tensor_create(args: list[Type], attrs: dict[str, Any]) -> Type:

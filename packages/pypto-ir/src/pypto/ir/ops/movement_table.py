@@ -148,6 +148,19 @@ _enter(
 )
 _enter(
     LangOp(
+        "arange",
+        (P("start"), P("shape"), P("dtype", DataType.INT32), P("descending", False)),
+        """The index row of ``pl.tile.ci`` as a tensor-level value (kernel work: inside ``pl.at``
+    or a kernel it becomes ``pl.tile.ci``): ``start, start + 1, ...`` over ``shape`` ``[1, n]``,
+    ``descending=True`` counting down. ``pl.tensor.ci`` is the same function.""",
+        default="tensor.ci",
+        group="memory",
+        alias="ci",
+    ),
+    OpSpec("tensor.ci", rules.tensor_ci, 1, 1, attrs=("shape", "dtype", "descending")),
+)
+_enter(
+    LangOp(
         "dim",
         (P("tensor"), P("axis")),
         """The run-time extent of ``tensor`` along ``axis`` (an index scalar).""",

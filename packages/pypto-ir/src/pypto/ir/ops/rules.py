@@ -39,6 +39,7 @@ from pypto.ir.ops.matmul_rules import (
     tile_matmul_acc,
 )
 from pypto.ir.ops.movement_rules import (
+    tensor_ci,
     tensor_create,
     tensor_dim,
     tile_ci,
@@ -108,6 +109,7 @@ __all__ = [
     "task_invalid",
     "tensor_assemble",
     "tensor_cast",
+    "tensor_ci",
     "tensor_concat",
     "tensor_create",
     "tensor_dim",
