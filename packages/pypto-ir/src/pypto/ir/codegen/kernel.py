@@ -57,7 +57,7 @@ from pypto.ir.ops.pipe_ops import PIPE_OPS, no_pipe
 from pypto.ir.param_info import Layout, nz_block_shape
 from pypto.ir.passes.memory_alloc import allocate_kernel
 from pypto.ir.passes.sync_insertion import insert_syncs
-from pypto.ir.platforms import DEFAULT_PLATFORM, get_platform
+from pypto.ir.platforms import DEFAULT_PLATFORM, backend_of
 from pypto.ir.types import (
     ScalarType,
     TensorType,
@@ -300,4 +300,4 @@ class _KernelGen(_Emitters):
 
 
 def generate_kernel(fn: nodes.Function, platform: str = DEFAULT_PLATFORM) -> KernelSource:
-    return _KernelGen(fn, allocate_kernel(fn, platform), get_platform(platform).hardware).run()
+    return _KernelGen(fn, allocate_kernel(fn, platform), backend_of(platform)).run()

@@ -48,6 +48,7 @@ from pypto.ir.ops.pipe_ops import PIPE_OPS, no_pipe
 from pypto.ir.ops.system_ops import HINTS as SYSTEM_HINTS
 from pypto.ir.param_info import Layout
 from pypto.ir.passes.memory_alloc import is_alias
+from pypto.ir.platforms import BackendType
 from pypto.ir.pto_layout import pto_tile
 from pypto.ir.types import (
     AtomicType,
@@ -532,10 +533,14 @@ class _Emitters(_GenBase):
 
     def tri(self, v: Var, name: str, t: TileType, e: Call) -> None:
         """``pl.tri``: TTRI<tile type, 0 lower / 1 upper>(dst, diagonal) over the valid shape."""
-        if self.hardware == "a2a3" and t.dtype in (DataType.INT8, DataType.UINT8, DataType.BF16):
+        if self.backend is BackendType.Ascend910B and t.dtype in (
+            DataType.INT8,
+            DataType.UINT8,
+            DataType.BF16,
+        ):
             raise PyptoCompileError(
-                f"pl.tri: dtype {t.dtype.name} is not supported on a2a3 hardware (TTRI there takes INT16, "
-                "UINT16, INT32, UINT32, FP16 or FP32); use an a5 platform or another dtype"
+                f"pl.tri: dtype {t.dtype.name} is not supported on {self.backend.hardware} hardware (TTRI there "
+                "takes INT16, UINT16, INT32, UINT32, FP16 or FP32); use an a5 platform or another dtype"
             )
         valid = e.attr("valid_shape") or t.shape
         self.declare(v.name, name, t, (str(valid[0]), str(valid[1])))

@@ -40,7 +40,7 @@ from pypto.ir.nodes import (
 )
 from pypto.ir.ops import OPS, Cpp
 from pypto.ir.passes.memory_alloc import KernelMemory
-from pypto.ir.platforms import TileAlloc
+from pypto.ir.platforms import BackendType, TileAlloc
 from pypto.ir.pto_layout import pto_tile
 from pypto.ir.types import (
     AtomicType,
@@ -259,10 +259,12 @@ def _copy_pipe(dst: MemorySpace, src: MemorySpace) -> Pipe:
 class _GenBase:
     """The kernel plan under construction and the tile declarations."""
 
-    def __init__(self, fn: Function, mem: KernelMemory, hardware: str = "a2a3") -> None:
+    def __init__(
+        self, fn: Function, mem: KernelMemory, backend: BackendType = BackendType.Ascend910B
+    ) -> None:
         self.fn = fn
         self.mem = mem
-        self.hardware = hardware  # the chip the kernel is for (a2a3 or a5): a few ops differ
+        self.backend = backend  # the chip the kernel is for: a few ops differ between a2a3 and a5
         self.dim_of: dict[tuple[str, int], str] = {}
         self.items: list[Item] = []
         self.loops: list[For | While] = []  # the loops around the statement being emitted
