@@ -280,10 +280,13 @@ def test_a_message_another_client_overwrote_or_deleted_is_put_back() -> None:
     attacker = dist.TCPStore("127.0.0.1", store.port, is_master=False, timeout=timedelta(seconds=10))
     channel = Channel(store, secrets.token_bytes(32))
     sent = channel_mod.Sent(store)
+    # TCPStore's set does not wait for the server; a read on the same connection does. So each
+    # write is read back on its writer's connection before the next step: the message is in
+    # place before the attacker overwrites it, and the forged value before the channel reads (a
+    # busy machine showed both other orders)
     sent.put(channel, "cmd/0", {"op": "run"})
+    assert store.get("cmd/0").endswith(b'{"op": "run"}')
     attacker.set("cmd/0", b'{"op": "close"}')
-    # TCPStore's set does not wait for the server; a read on the same connection does, so the
-    # forged value is in place before the channel reads (a busy machine showed the other order)
     assert attacker.get("cmd/0") == b'{"op": "close"}'
     with pytest.raises(ForgedMessage):
         channel.get("cmd/0")
