@@ -395,7 +395,8 @@ def sanitize(session: nox.Session) -> None:
 
 @nox.session(tags=["ci"])
 def fuzz(session: nox.Session) -> None:
-    """Coverage-guided fuzzing (libFuzzer, clang) of the wire decoders, bounded in time."""
+    """Coverage-guided fuzzing (libFuzzer, clang) of the wire decoders and of the host comm path's
+    request check, bounded in time."""
     session.install(*BUILD_DEPS)
     builddir = BUILD / "fuzz"
     if not (builddir / "build.ninja").exists():

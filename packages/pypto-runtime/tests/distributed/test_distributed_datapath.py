@@ -249,3 +249,49 @@ def test_programs_of_one_worker_each_have_their_windows_on_the_process_group_pat
             w.run(program, *args)
         torch.testing.assert_close(y, _expected(x), rtol=0, atol=0)
         torch.testing.assert_close(yp, xp.roll(1, dims=0), rtol=0, atol=0)
+
+
+ADDS = 300
+
+
+@pl.jit
+def _contended_rank(
+    x: pl.Tensor[[1, COLS], pl.INT32],
+    y: pl.Out[pl.Tensor[[1, COLS], pl.INT32]],
+    acc: pld.DistributedTensor[[1, COLS], pl.INT32],
+    sig: pld.DistributedTensor[[MAX_RANKS, 1], pl.INT32],
+):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        # every rank adds x into the last rank's acc ADDS times: the last rank's own adds (applied
+        # in its process) and its peers' (applied by its service thread) hit the same cells at once
+        # (each add is followed by a read of the next rank's acc, so that the adds of every rank
+        # spread over the same stretch of time)
+        ctx = pld.get_comm_ctx(acc)
+        last = pld.nranks(ctx) - 1
+        nxt = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+        t = pl.load(x, [0, 0], [1, COLS])
+        for _ in pl.range(ADDS):
+            pld.tile.remote_store(t, acc, peer=last, offsets=[0, 0], atomic=pld.AtomicType.Add)
+            y = pl.store(pld.tile.remote_load(acc, peer=nxt, offsets=[0, 0], shape=[1, COLS]), [0, 0], y)
+        sig = pld.tensor.barrier(sig)
+        y = pl.store(pld.tile.remote_load(acc, peer=last, offsets=[0, 0], shape=[1, COLS]), [0, 0], y)
+    return y
+
+
+@pl.jit.host
+def _contended_host(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    views = windows(([1, COLS], pl.INT32), ([MAX_RANKS, 1], pl.INT32))
+    for r in pl.range(pld.world_size()):
+        _contended_rank(x[r], y[r], *views(), device=r)
+
+
+def test_a_ranks_own_atomic_adds_and_its_peers_do_not_lose_each_other() -> None:
+    needs_host_comm_path()
+    n = 2
+    x = torch.arange(1, n * COLS + 1, dtype=torch.int32).reshape(n, 1, COLS)
+    y = torch.zeros((n, 1, COLS), dtype=torch.int32)
+    compiled = _contended_host.compile(x, y, config=config(n, data_path="process_group"))
+    compiled(x, y)
+    torch.testing.assert_close(
+        y, (ADDS * x.sum(dim=0, keepdim=True, dtype=torch.int32)).expand(n, 1, COLS), rtol=0, atol=0
+    )

@@ -1,14 +1,17 @@
 // simpler._native.comm: the comm context of a multi-chip program's rank process
 // (core/chip/comm.hpp). The public names live in simpler/comm.py.
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "../core/chip/comm.hpp"
+#include "../core/chip/comm_host.hpp"
 #include "bindings.hpp"
 
 namespace nb = nanobind;
@@ -53,6 +56,37 @@ int call_handler(void*, const CommHostRequest* r, char* error, std::uint64_t err
 
 const CommHostOps kHostOps{nullptr, &call_handler};
 
+using Bytes = nb::ndarray<std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using Runs = nb::ndarray<const std::int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+// simpler.comm.apply_request: chip::apply_host_request on arrays of the rank process.
+void apply_request(std::uint32_t op, Bytes window, Runs runs, Bytes data, std::uint32_t dtype, std::int64_t value) {
+    if (runs.shape(1) != 2)
+        throw nb::value_error(
+            ("apply_request(runs): expected an (n, 2) array of (offset, nbytes), got " + std::to_string(runs.shape(0)) +
+             " x " + std::to_string(runs.shape(1)))
+                .c_str());
+    std::vector<CommHostRun> rs(runs.shape(0));
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+        const std::int64_t offset = runs(i, 0), nbytes = runs(i, 1);
+        if (offset < 0 || nbytes < 0)
+            throw nb::value_error(("apply_request(runs): run " + std::to_string(i) + " is (" + std::to_string(offset) +
+                                   ", " + std::to_string(nbytes) + "); offsets and lengths are >= 0")
+                                      .c_str());
+        rs[i] = CommHostRun{static_cast<std::uint64_t>(offset), static_cast<std::uint64_t>(nbytes)};
+    }
+    const CommHostRequest r{static_cast<CommHostOp>(op), 0, 0, dtype, rs.size(), rs.data(), data.data(), data.shape(0),
+                            value};
+    char error[512];
+    error[0] = '\0';
+    int failed = 0;
+    {
+        nb::gil_scoped_release unlocked;
+        failed = chip::apply_host_request(r, window.data(), window.shape(0), error, sizeof error);
+    }
+    if (failed != 0) throw nb::value_error(error);
+}
+
 }  // namespace
 
 void bind_comm(nb::module_& m) {
@@ -84,6 +118,7 @@ void bind_comm(nb::module_& m) {
             }
         },
         "rank"_a, "nranks"_a, "path"_a, "windows"_a, "wait_timeout_s"_a, "host"_a = nb::none());
+    m.def("apply_request", &apply_request, "op"_a, "window"_a, "runs"_a, "data"_a, "dtype"_a = 0, "value"_a = 0);
     m.def("clear_context", &chip::clear_comm_context);
     m.def("context", []() -> nb::object {
         const CommContext* c = chip::comm_context();

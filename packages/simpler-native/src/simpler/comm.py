@@ -19,6 +19,11 @@ on the kernel's thread with the GIL held::
 ``nbytes`` bytes packed in run order (filled by ``Read``, read by ``Write``/``AtomicAdd``, whose
 elements are of simpler DataType ``dtype``); ``value`` is a notify's INT32 value. The call returns
 once the request is applied; an exception fails the kernel's task with its message.
+
+The peer that receives a request applies it to its own window with :func:`apply_request`: the
+same element-wise atomics (16-bit floats add in float and round once, integers wrap around) its
+own kernels use on that memory, so a rank's adds and notifies and its peers' never lose one
+another.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from simpler._native import comm as _comm
 
@@ -35,6 +41,7 @@ __all__ = [
     "CommPath",
     "CommWindow",
     "HostOp",
+    "apply_request",
     "clear_context",
     "context",
     "set_context",
@@ -96,6 +103,22 @@ def set_context(
     _comm.set_context(
         rank, nranks, int(path), [(w.base, w.stride, w.nbytes) for w in windows], float(wait_timeout), host
     )
+
+
+def apply_request(op: HostOp, window: Any, runs: Any, data: Any, *, dtype: int = 0, value: int = 0) -> None:
+    """Apply one host-path request to this rank's ``window`` (a writable 1-D uint8 array: a
+    numpy array or CPU torch tensor): ``runs`` is an ``(n, 2)`` int64 array of ``(offset,
+    nbytes)`` byte ranges of the window; ``data`` a writable 1-D uint8 array of their bytes in run
+    order (filled by ``Read``, read by ``Write``/``AtomicAdd``; empty for a notify); ``dtype`` the
+    simpler DataType code of an ``AtomicAdd``'s elements, ``value`` a notify's INT32 value.
+
+    Every element of an ``AtomicAdd`` and every notify is one atomic operation on the window, the
+    same a kernel of this process uses on it. The whole request is checked first: ``ValueError``
+    says what is wrong (a run outside the window, lengths that do not add up to ``data``, an
+    unsupported dtype, unaligned elements) and the window is left untouched."""
+    if not isinstance(op, HostOp):
+        raise ValueError(f"simpler.comm.apply_request(op): expected a simpler.comm.HostOp, got {op!r}")
+    _comm.apply_request(int(op), window, runs, data, dtype, value)
 
 
 def clear_context() -> None:

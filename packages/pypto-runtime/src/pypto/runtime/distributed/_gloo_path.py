@@ -4,14 +4,17 @@ through torch.distributed (gloo).
 On this path each rank's windows are private memory of its process. A kernel's cross-rank
 operation is a request to its rank's host process (``simpler.comm.set_context(host=...)``,
 ``CommPath.Host``): this module's :meth:`GlooDataPath.handle`, called on the kernel's thread.
-A request to this rank's own window is applied here; a request to peer ``p`` is carried to ``p``
+(Kernels reach this rank's own window directly; a request naming this rank is applied here.) A
+request to peer ``p`` is carried to ``p``
 over two gloo process groups of their own (``requests``, ``replies``), separate from the control
 group the engine uses:
 
 - each rank runs one service thread that receives request headers from any source on
   ``requests`` (tag 0: op, window, dtype, run count, bytes, value, and the byte run when there is
   only one), then, when there is one, that sender's payload (tag 1: the runs, then the bytes of a
-  write), applies the request to its own window under the window lock, and answers on
+  write), applies the request to its own window (``simpler.comm.apply_request``: each element of
+  an atomic add and each notify is one atomic operation, the same this rank's own kernels use on
+  that memory, which they reach directly), and answers on
   ``replies`` with one message (status and length, then a read's bytes), followed by the error
   text when it failed. A notify or a one-run read is thus two messages, a write three;
 - a requester holds its rank's request lock from sending the header until the reply is in, so
@@ -40,25 +43,6 @@ _HEADER = 8
 _STOP = -1
 _TAG_HEADER, _TAG_PAYLOAD = 0, 1
 
-# the dtypes an atomic add accepts (as the shared-memory path) -> torch dtype names
-_ADD_DTYPES = {
-    "FP32": "float32",
-    "FP16": "float16",
-    "BF16": "bfloat16",
-    "INT32": "int32",
-    "INT16": "int16",
-    "INT8": "int8",
-}
-
-
-def _add_dtypes() -> dict[int, Any]:
-    """Wire dtype code (simpler DataType) -> torch dtype."""
-    import torch
-
-    from pypto.ir import DataType
-
-    return {DataType(name).wire_code: getattr(torch, tname) for name, tname in _ADD_DTYPES.items()}
-
 
 class GlooDataPath:
     """Rank ``rank``'s side of the process-group data path over ``windows`` (this rank's own
@@ -73,7 +57,6 @@ class GlooDataPath:
         self._windows: list[Any] = []
         self.use_windows(windows)
         self._request_lock = threading.Lock()  # one outstanding request of this rank at a time
-        self._add = _add_dtypes()
         # every rank creates both groups, in the same order (torch.distributed's contract)
         self._requests = dist.new_group(backend="gloo")
         self._replies = dist.new_group(backend="gloo")
@@ -96,51 +79,21 @@ class GlooDataPath:
 
     # ---- applying a request to this rank's windows ---------------------------------------------
 
-    def _apply(self, op: int, window: int, dtype: int, runs: Any, data: Any, value: int) -> Any:  # noqa: PLR0917
-        """Apply one request to this rank's ``window``; returns the bytes a read produced."""
-        import torch
-
-        from simpler.comm import HostOp
+    def _apply(self, op: int, window: int, dtype: int, runs: Any, data: Any, value: int) -> None:  # noqa: PLR0917
+        """Apply one request to this rank's ``window``: ``runs`` an ``(n, 2)`` int64 array of byte
+        ranges, ``data`` their bytes (filled by a read). The atomics are the ones this rank's own
+        kernels use on the same memory (``simpler.comm.apply_request``)."""
+        from simpler.comm import HostOp, apply_request
 
         if not 0 <= window < len(self._windows):
-            raise ValueError(f"window {window} outside this rank's {len(self._windows)} window buffers")
-        mem = self._windows[window]
-        with self._window_lock:
-            for offset, nbytes in runs:
-                if offset < 0 or nbytes < 0 or offset + nbytes > mem.numel():
-                    raise ValueError(
-                        f"bytes [{offset}, {offset + nbytes}) outside rank {self.rank}'s window {window} "
-                        f"of {mem.numel()} bytes"
-                    )
-            if op in (HostOp.NotifyAdd, HostOp.NotifySet):
-                ((offset, _),) = runs
-                cell = mem[offset : offset + 4].view(torch.int32)
-                if op == HostOp.NotifySet:
-                    cell[0] = value
-                else:
-                    # int32 wrap-around, as the shared-memory path's atomic add
-                    cell[0] = (int(cell[0]) + value + 2**31) % 2**32 - 2**31
-                return None
-            out = torch.empty(sum(n for _, n in runs), dtype=torch.uint8) if op == HostOp.Read else None
-            at = 0
-            for offset, nbytes in runs:
-                target = mem[offset : offset + nbytes]
-                if out is not None:  # a read
-                    out[at : at + nbytes] = target
-                elif op == HostOp.Write:
-                    target.copy_(data[at : at + nbytes])
-                elif op == HostOp.AtomicAdd:
-                    tdt = self._add.get(dtype)
-                    if tdt is None:
-                        raise ValueError(f"atomic add of DataType code {dtype} is not supported")
-                    view = target.view(tdt)
-                    # 16-bit floats add in float and round once, as the shared-memory path
-                    wide = torch.float32 if tdt.is_floating_point else tdt
-                    view.copy_((view.to(wide) + data[at : at + nbytes].view(tdt).to(wide)).to(tdt))
-                else:
-                    raise ValueError(f"unknown host request op {op}")
-                at += nbytes
-            return out
+            raise ValueError(
+                f"window {window} outside rank {self.rank}'s {len(self._windows)} window buffers"
+            )
+        try:
+            with self._window_lock:  # the window stays this dispatch's while the request runs
+                apply_request(HostOp(op), self._windows[window], runs, data, dtype=dtype, value=value)
+        except ValueError as exc:
+            raise ValueError(f"rank {self.rank}'s window {window}: {exc}") from None
 
     # ---- the kernel's side ---------------------------------------------------------------------
 
@@ -173,10 +126,7 @@ class GlooDataPath:
             else torch.empty(0, dtype=torch.uint8)
         )
         if peer == self.rank:
-            runs = [(int(pairs[2 * i]), int(pairs[2 * i + 1])) for i in range(run_count)]
-            got = self._apply(op, window, dtype, runs, data, value)
-            if got is not None:
-                data.copy_(got)
+            self._apply(op, window, dtype, pairs.view(numpy.int64).reshape(run_count, 2), data, value)
             return
         import torch.distributed as dist
 
@@ -221,17 +171,17 @@ class GlooDataPath:
                 payload = torch.empty(size, dtype=torch.uint8)
                 if size:
                     dist.recv(payload, src=src, group=self._requests, tag=_TAG_PAYLOAD)
-                if run_count == 1:
-                    runs = [(off0, len0)]
-                else:
-                    pairs = payload[:run_bytes].view(torch.int64).tolist()
-                    runs = [(pairs[2 * i], pairs[2 * i + 1]) for i in range(run_count)]
+                runs = (
+                    torch.tensor([[off0, len0]], dtype=torch.int64)
+                    if run_count == 1
+                    else payload[:run_bytes].view(torch.int64).reshape(run_count, 2)
+                )
                 reply = torch.zeros(16 + (nbytes if op == HostOp.Read else 0), dtype=torch.uint8)
                 text = None
                 try:
-                    got = self._apply(op, window, dtype, runs, payload[run_bytes:], value)
-                    if got is not None:
-                        reply[16:] = got
+                    # a read fills the reply's tail, a write or an add reads the payload's
+                    data = reply[16:] if op == HostOp.Read else payload[run_bytes:]
+                    self._apply(op, window, dtype, runs, data, value)
                 except Exception as exc:  # the requester's kernel fails with this message
                     text = torch.frombuffer(bytearray(str(exc).encode() or b"?"), dtype=torch.uint8)
                     reply[:16].view(torch.int64).copy_(torch.tensor([1, text.numel()]))

@@ -54,7 +54,7 @@ struct CommHostRequest {
     std::uint32_t window;          // index into CommContext::windows
     std::uint32_t dtype;           // simpler DataType of the elements (AtomicAdd)
     std::uint64_t run_count;       // entries of `runs`
-    const CommHostRun* runs;       // ascending, non-overlapping, inside the window's nbytes
+    const CommHostRun* runs;       // in element order (adjacent ones coalesced), inside the window
     void* data;                    // nbytes bytes: filled by Read, read by Write/AtomicAdd
     std::uint64_t nbytes;          // sum of the runs' nbytes
     std::int64_t value;            // Notify*: the INT32 value

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "pto/sim/types.hpp"
+#include "simpler/comm_atomic.hpp"
 #include "simpler/comm_context.hpp"
 #include "simpler/kernel_abi.hpp"
 
@@ -153,24 +154,9 @@ constexpr std::uint32_t dtype_code() noexcept {
     else return 0;
 }
 
-// *p += v atomically (a compare-and-swap loop on the element's bits; sequentially consistent).
-template <class T>
-inline void atomic_add(T* p, T v) noexcept {
-    using Bits = std::conditional_t<
-        sizeof(T) == 1, std::uint8_t,
-        std::conditional_t<sizeof(T) == 2, std::uint16_t, std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
-    static_assert(sizeof(Bits) == sizeof(T), "atomic add: unsupported element size");
-    Bits* bp = reinterpret_cast<Bits*>(p);
-    Bits old = __atomic_load_n(bp, __ATOMIC_RELAXED);
-    for (;;) {
-        T cur;
-        std::memcpy(&cur, &old, sizeof cur);
-        const T next = narrow<T>(static_cast<compute_t<T>>(widen(cur) + widen(v)));
-        Bits nb;
-        std::memcpy(&nb, &next, sizeof nb);
-        if (__atomic_compare_exchange_n(bp, &old, nb, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) return;
-    }
-}
+// *p += v atomically: the one add of window memory (simpler/comm_atomic.hpp), which the rank
+// process also uses for its peers' host-path requests.
+using ::simpler::atomic_add;
 
 // f(flat index, element pointer) for every element of a 5-D global tensor, row-major order.
 template <class G, class F>
