@@ -168,3 +168,27 @@ def test_inline_helpers_assemble_into_their_out_parameters() -> None:
     through_helper(x, written, out)
     torch.testing.assert_close(written, 2 * x)
     torch.testing.assert_close(out, 5 * x)
+
+
+@pl.jit
+def staged_halves(x: pl.Tensor, y: pl.Out[pl.Tensor], z: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="stage"):
+        # a small scope-local tensor written in parts (its tile), added into, then read whole
+        # and through a window
+        stage = pl.create_tensor([ROWS, 2 * WIDTH_STEP], dtype=pl.FP32)
+        stage = pl.assemble(stage, x[:, 0:WIDTH_STEP], [0, WIDTH_STEP])
+        stage = pl.assemble(stage, pl.exp(x[:, WIDTH_STEP : 2 * WIDTH_STEP]), [0, 0])
+        stage = pl.assemble(stage, x[:, 0:WIDTH_STEP], [0, 0], atomic=pl.AtomicType.Add)
+        y = pl.assemble(y, stage, [0, 0])
+        z = pl.assemble(z, pl.neg(stage[:, WIDTH_STEP : 2 * WIDTH_STEP]), [0, 0])
+    return y, z
+
+
+def test_a_small_scope_local_tensor_is_assembled_into_in_its_tile() -> None:
+    torch.manual_seed(23)
+    x = torch.randn(ROWS, 2 * WIDTH_STEP)
+    y, z = torch.zeros(ROWS, 2 * WIDTH_STEP), torch.zeros(ROWS, WIDTH_STEP)
+    staged_halves(x, y, z)
+    lo, hi = x[:, :WIDTH_STEP], x[:, WIDTH_STEP:]
+    torch.testing.assert_close(y, torch.cat([torch.exp(hi) + lo, lo], dim=1), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(z, -lo, rtol=0, atol=0)

@@ -204,6 +204,7 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
         op: lambda c: [_expr(c.args[0]), _expr(c.args[1]), *_kw(c, "cmp_type", "cmp_type")]
         for op in ("tile.cmp", "tensor.cmp", "tile.cmps")
     },
+    "tensor.gather": lambda c: [_expr(c.args[0]), f"dim={c.attr('dim')}", f"index={_expr(c.args[1])}"],
     "tile.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
     "scalar.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
 }

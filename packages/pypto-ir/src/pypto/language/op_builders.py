@@ -387,6 +387,42 @@ def _build_ci(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Exp
     return p.make_op(opname, [p.scalar(b["start"], f"{what} start")], attrs, node)
 
 
+def _build_gather(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    """``pl.gather``: the index form ``(input, dim, index)`` of tensors, or the tile form
+    ``pl.tile.gather(src, indices, tmp)``, which binds positionally as ``(input, dim, index)``:
+    a tile where ``dim`` stands makes it the tile form."""
+    if b.get("mask_pattern") is not None:
+        raise p.err(
+            "pl.gather: the mask form (mask_pattern=...) is not built here; gather by index "
+            "(pl.gather(input, dim, index) or pl.tile.gather(src, indices, tmp))",
+            node,
+        )
+    src = _value(p, b["input"])
+    second = b.get("indices", b.get("dim"))
+    picked = _value(p, second) if second is not None else None
+    if (
+        isinstance(src.type, TileType)
+        and picked is not None
+        and isinstance(picked.type, (TileType, TensorType))
+    ):
+        tmp = b.get("tmp", b.get("index") if "indices" not in b else None)
+        if tmp is None:
+            raise p.err(
+                "pl.tile.gather: takes (src, indices, tmp); tmp, a scratch Vec tile, is missing", node
+            )
+        return p.make_op(opname, [src, picked, _value(p, tmp)], {}, node)
+    if "indices" in b or "tmp" in b:
+        raise p.err(
+            "pl.gather: indices= and tmp= belong to the tile form pl.tile.gather(src, indices, tmp), "
+            f"whose src is a tile; got {src.type}",
+            node,
+        )
+    if b.get("dim") is None or b.get("index") is None:
+        raise p.err("pl.gather: the index form takes (input, dim, index); give dim and index", node)
+    dim = p.static_value(b["dim"], "pl.gather dim", node)
+    return p.make_op("gather_index", [src, _value(p, b["index"])], {"dim": dim}, node)
+
+
 def _build_dim(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     axis = p.static_value(b["axis"], "pl.dim axis", node)
     if not isinstance(axis, int):
@@ -603,6 +639,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "full": _build_full,
     "tri": _build_tri,
     "ci": _build_ci,
+    "gather": _build_gather,
     "arange": _build_ci,
     "dim": _build_dim,
     "reshape": _build_shape_op,

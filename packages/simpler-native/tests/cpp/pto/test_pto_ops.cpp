@@ -487,6 +487,50 @@ TEST_CASE("TCI writes start +- k over the valid columns of a one-row tile, wrapp
     CHECK(take_error() == "");
 }
 
+TEST_CASE("TGATHER (index form) reads src at flat positions of its static shape, 0 outside it") {
+    fresh();
+    constexpr int SR = 4, SC = 8, R = 2, C = 16;
+    VecT<float, SR, SC> src(SR, 3);  // a partial valid shape: gather still reads the whole tile
+    VecT<std::int32_t, R, C> idx(R, C);
+    VecT<float, R, C> dst(R, C);
+    VecT<float, 1, 8> tmp(1, 8);
+    VecT<std::int16_t, 1, 16> hsrc(1, 16);
+    VecT<std::int16_t, 1, 16> hidx(1, 16);
+    VecT<std::int16_t, 1, 16> hdst(1, 16);
+    TASSIGN(src, 0);
+    TASSIGN(idx, 0x100);
+    TASSIGN(dst, 0x200);
+    TASSIGN(tmp, 0x300);
+    TASSIGN(hsrc, 0x340);
+    TASSIGN(hidx, 0x360);
+    TASSIGN(hdst, 0x380);
+    for (int i = 0; i < SR * SC; ++i) src.data()[i] = 0.5f * static_cast<float>(i);
+    const std::int32_t picks[R * C] = {0,  31, 5, 8, 9,  -1, 32, 1000, 7,  16, 17, 2,  3,          4, 30, 29,
+                                       24, 25, 0, 0, 13, 12, 11, 10,   -32, 33, 6,  19, INT32_MIN, 1, 2,  3};
+    for (int i = 0; i < R * C; ++i) idx.data()[i] = picks[i];
+    for (int i = 0; i < R * C; ++i) dst.data()[i] = -9.0f;
+    dst.SetValidShape(R, C - 2);  // the last two columns of each row stay -9
+    for (int i = 0; i < 16; ++i) {
+        hsrc.data()[i] = static_cast<std::int16_t>(100 + i);
+        hidx.data()[i] = static_cast<std::int16_t>(15 - i);
+    }
+    TGATHER(dst, src, idx, tmp);
+    TGATHER(hdst, hsrc, hidx, tmp);
+    barrier();
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) {
+            const std::int32_t k = picks[r * C + c];
+            const float want = c >= C - 2 ? -9.0f : (k >= 0 && k < SR * SC ? 0.5f * static_cast<float>(k) : 0.0f);
+            CHECK(dst.data()[r * C + c] == want);
+        }
+    for (int i = 0; i < 16; ++i) CHECK(hdst.data()[i] == 115 - i);
+    CHECK(take_error() == "");
+    idx.SetValidShape(1, C);  // indices must cover dst's valid shape
+    TGATHER(dst, src, idx, tmp);
+    CHECK(take_error().find("TGATHER: indices valid shape [1, 16] does not cover the domain [2, 14]") !=
+          std::string::npos);
+}
+
 TEST_CASE("the cube path: TLOAD to Mat, TMOV/TEXTRACT to Left/Right, TMATMUL(_ACC), TMOV Acc->Vec, TSTORE from Acc") {
     fresh();
     constexpr int M = 16, K = 16, N = 16;

@@ -573,6 +573,9 @@ class _Emitters(_GenBase):
             return f"{a0}.GetValidRow()", f"(({a0}.GetValidCol() + 7) / 8)"
         if cpp.valid == "trans":
             return f"{a0}.GetValidCol()", f"{a0}.GetValidRow()"
+        if cpp.valid == "index":
+            a1 = ident(tiles[1].name)
+            return f"{a1}.GetValidRow()", f"{a1}.GetValidCol()"
         assert cpp.valid == "matmul"
         a1 = ident(tiles[1].name)
         return f"{a0}.GetValidRow()", f"{a1}.GetValidCol()"

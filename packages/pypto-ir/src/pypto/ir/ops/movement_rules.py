@@ -1,12 +1,13 @@
 """The type rules of data movement: loads and stores between tensors and tiles (a window of
-the tensor), moves between memory spaces, and tiles and tensors made from nothing."""
+the tensor), moves between memory spaces, gathers within a tile, and tiles and tensors made
+from nothing."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.ops.operand_checks import _tensor, _tile
+from pypto.ir.ops.operand_checks import VEC, _describe, _tensor, _tensor_like, _tile
 from pypto.ir.ops.spec import OpError
 from pypto.ir.types import DynDim, MemorySpace, ScalarType, TensorType, TileType, Type
 
@@ -183,6 +184,64 @@ def tensor_ci(args: list[Type], attrs: dict[str, Any]) -> Type:
     lowered to ``tile.ci``)."""
     t = _index_row("arange", args, attrs)
     return TensorType(t.shape, t.dtype)
+
+
+GATHER_DTYPES = frozenset({DataType.FP16, DataType.FP32, DataType.INT16, DataType.INT32})
+
+
+def tile_gather(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tile.gather(src, indices, tmp)`` (TGATHER's index form): a tile of ``indices``'
+    shape holding src's elements at the flat positions ``indices`` names."""
+    op = "tile.gather"
+    src = _tile(args[0], op, "src", VEC)
+    idx = _tile(args[1], op, "indices", VEC)
+    _tile(args[2], op, "tmp (a scratch tile)", VEC)
+    if len(src.shape) != 2 or len(idx.shape) != 2:
+        raise OpError(f"pl.{op}: needs 2-D tiles, got src {list(src.shape)} and indices {list(idx.shape)}")
+    if src.dtype not in GATHER_DTYPES:
+        raise OpError(f"pl.{op}: src must be {_describe(GATHER_DTYPES)}, got {src.dtype.value}")
+    if not _index_dtype_ok(idx.dtype, src.dtype):
+        raise OpError(
+            f"pl.{op}: indices must be INT32 (or INT16 with a 16-bit src), got {idx.dtype.value} "
+            f"with a {src.dtype.value} src"
+        )
+    return TileType(idx.shape, src.dtype, MemorySpace.Vec)
+
+
+def _index_dtype_ok(index: DataType, src: DataType) -> bool:
+    return index is DataType.INT32 or (index is DataType.INT16 and src.itemsize == 2)
+
+
+def tensor_gather(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.gather(input, dim, index)`` (torch.gather): ``out[i, j] = input[index[i, j], j]``
+    (dim 0) or ``input[i, index[i, j]]`` (dim 1), a tensor of ``index``' shape."""
+    op = "gather"
+    x = _tensor_like(args[0], op, "input")
+    idx = _tensor_like(args[1], op, "index")
+    if len(x.shape) != 2 or len(idx.shape) != 2:
+        raise OpError(
+            f"pl.{op}: the index form takes 2-D tensors here, got input {list(x.shape)} and index "
+            f"{list(idx.shape)}; gather rows of a tensor of higher rank one 2-D slice at a time"
+        )
+    dim = attrs["dim"]
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -2 <= dim <= 1:
+        raise OpError(f"pl.{op}: dim must be a constant axis of a 2-D tensor (-2, -1, 0 or 1), got {dim!r}")
+    if x.dtype not in GATHER_DTYPES:
+        raise OpError(f"pl.{op}: input must be {_describe(GATHER_DTYPES)}, got {x.dtype.value}")
+    if not _index_dtype_ok(idx.dtype, x.dtype):
+        raise OpError(
+            f"pl.{op}: index must be INT32 (or INT16 with a 16-bit input), got {idx.dtype.value} "
+            f"with a {x.dtype.value} input"
+        )
+    axis = dim % 2
+    other = 1 - axis
+    a, b = idx.shape[other], x.shape[other]
+    if isinstance(a, int) and isinstance(b, int) and a > b:
+        raise OpError(
+            f"pl.{op}: index has {a} entries on axis {other}, input only {b} (as torch.gather, index "
+            "may not be larger than input on any axis but dim)"
+        )
+    return TensorType(idx.shape, x.dtype)
 
 
 def tensor_create(args: list[Type], attrs: dict[str, Any]) -> Type:

@@ -1,5 +1,5 @@
-"""The op table's data movement entries: load, store, move, and tiles and tensors made from
-nothing (create, full, tri, ci), and a tensor's extent (``pl.dim``)."""
+"""The op table's data movement entries: load, store, move, gather, and tiles and tensors made
+from nothing (create, full, tri, ci), and a tensor's extent (``pl.dim``)."""
 
 from __future__ import annotations
 
@@ -130,6 +130,59 @@ _enter(
         group="memory",
     ),
     OpSpec("tile.tri", rules.tile_tri, 1, 1, attrs=("shape", "valid_shape", "dtype", "upper"), spaces=VEC),
+)
+_enter(
+    LangOp(
+        "gather",
+        (
+            P("input"),
+            P("dim", None),
+            P("index", None),
+            P("indices", None),
+            P("tmp", None),
+            P("mask_pattern", None),
+        ),
+        """Elements picked by index. Two forms:
+
+    - ``pl.gather(input, dim, index)`` / ``pl.tensor.gather`` (torch.gather's index form, 2-D
+      tensors): a tensor of ``index``' shape with ``out[i, j] = input[index[i, j], j]`` for
+      ``dim`` 0 (or -2) and ``input[i, index[i, j]]`` for ``dim`` 1 (or -1). ``input`` is FP16,
+      FP32, INT16 or INT32 (a tile mixed in is taken as it is); ``index`` INT32, or INT16 with a
+      16-bit ``input``, each entry within ``input``'s extent on ``dim`` (not checked: an entry
+      outside it reads another element of ``input``, or 0 past its end).
+    - ``pl.tile.gather(src, indices, tmp)`` (PTO-ISA TGATHER's index form): a Vec tile of
+      ``indices``' shape whose element ``[i, j]`` is ``src``'s element at flat row-major position
+      ``indices[i, j]`` of its whole (static) shape, 0 where that position lies outside it;
+      ``tmp`` is a scratch Vec tile the instruction takes (any shape and dtype). Also spelled
+      with keywords: ``pl.tile.gather(src, indices=..., tmp=...)``.
+
+    Upstream's mask form (``mask_pattern=``) and compare form are not built here.""",
+        {"tile": "tile.gather"},
+        default="tensor.gather",
+        group="memory",
+    ),
+    # dtypes: the source's (the indices' are INT32, or INT16 with a 16-bit source)
+    OpSpec(
+        "tile.gather",
+        rules.tile_gather,
+        3,
+        3,
+        Cpp("TGATHER", (0, 1, 2), valid="index"),
+        dtypes=rules.GATHER_DTYPES,
+        spaces=VEC,
+    ),
+    OpSpec("tensor.gather", rules.tensor_gather, 2, 2, attrs=("dim",), dtypes=rules.GATHER_DTYPES),
+)
+_enter(
+    LangOp(
+        "gather_index",
+        (P("input"), P("dim"), P("index")),
+        """The index form of ``pl.gather`` whatever its input's level (``tensor.gather``).""",
+        default="tensor.gather",
+        group="memory",
+        public=False,
+        spelling="pl.gather",
+    ),
 )
 _enter(
     LangOp(

@@ -70,6 +70,8 @@ SAMPLES: dict[str, Sample] = {
     "tile.full": ([_S], {"shape": (16, 64), "dtype": _FP32}),
     "tile.tri": ([_I], {"shape": (16, 64), "dtype": _FP32}),
     "tile.ci": ([_I], {"shape": (1, 64), "dtype": DataType.INT32}),
+    "tile.gather": ([_T, _TI, _TI], {}),
+    "tensor.gather": ([_X, _XI], {"dim": 1}),
     "tensor.ci": ([_I], {"shape": (1, 64), "dtype": DataType.INT32}),
     "tensor.dim": ([_X], {"axis": 0}),
     "tile.reshape": ([_T], {"shape": (32, 32)}),

@@ -61,8 +61,8 @@ class Cpp:
     valid shape: ``"same"`` as the first tile operand, ``"row"`` [rows, 1] of it, ``"col"`` [1,
     cols] of it, ``"matmul"`` [rows of operand 0, cols of operand 1], ``"trans"`` its transpose,
     ``"static"`` the result type's shape, ``"mask"`` a packed predicate mask of it ([rows,
-    ceil(cols / 8)] bytes). ``inplace``: the ISA allows the destination to be a
-    source (element-wise instructions).
+    ceil(cols / 8)] bytes), ``"index"`` that of the second tile operand (a gather's indices).
+    ``inplace``: the ISA allows the destination to be a source (element-wise instructions).
     """
 
     fn: str
@@ -76,7 +76,7 @@ class Cpp:
     tmp_at: int | None = None
     tmp_like: int | None = 0
     tmp_arg: int | None = None
-    valid: Literal["same", "row", "col", "matmul", "trans", "static", "mask"] = "same"
+    valid: Literal["same", "row", "col", "matmul", "trans", "static", "mask", "index"] = "same"
     inplace: bool = False
     helper: bool = False
 

@@ -475,6 +475,8 @@ class _Lowerer:
             acc = self.emit("tile.matmul", [left, right], {}, out, "acc")
             return self.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, base)
         args: list[nodes.Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
+        if kind == "gather":
+            return self.gather(args, c.attr("dim"), out, base)
         if kind == "cmp":  # 0/1 in lhs's dtype: the tile comparison's mask selects between them
             mask = self.emit("tile.cmp", args, dict(c.attrs), out, base + "_mask")
             lhs = args[0]
@@ -487,6 +489,38 @@ class _Lowerer:
             zeros = self.emit("tile.expands", [lhs, zero], {}, out, base + "_zero")
             return self.emit("tile.sel", [mask, ones, zeros], {}, out, base)
         return self.emit(f"tile.{kind}", args, dict(c.attrs), out, base)
+
+    def gather(self, args: list[nodes.Arg], dim: int, out: list[nodes.Stmt], base: str) -> nodes.Var:
+        """torch.gather's index form on a [R, S] tile: TGATHER reads its source at flat row-major
+        positions, so the index tile becomes ``index * S + column`` (dim 0) or ``row * S + index``
+        (dim 1), in INT32, before the tile gather."""
+        src, idx = args
+        assert isinstance(src, nodes.Var)
+        assert isinstance(idx, nodes.Var)
+        st, it = src.type, idx.type
+        assert isinstance(st, TileType)
+        assert isinstance(it, TileType)
+        i32 = DataType.INT32
+        if it.dtype is not i32:
+            idx = self.emit("tile.cast", [idx], {"dtype": i32}, out, base + "_idx")
+        rows, cols = (int(n) for n in it.shape)
+        width = nodes.Const(int(st.shape[1]), i32)
+        zero = nodes.Const(0, i32)
+        flat: nodes.Var = idx
+        if dim % 2 == 0:  # index * S + j
+            flat = self.emit("tile.muls", [idx, width], {}, out, base + "_at")
+            if cols > 1:
+                col = self.emit("tile.ci", [zero], {"shape": (1, cols), "dtype": i32}, out, base + "_col")
+                flat = self.emit("tile.col_expand_add", [flat, col], {}, out, base + "_flat")
+        elif rows > 1:  # i * S + index
+            row = self.emit("tile.ci", [zero], {"shape": (1, rows), "dtype": i32}, out, base + "_row")
+            row = self.emit("tile.reshape", [row], {"shape": (rows, 1)}, out, base + "_rows")
+            row = self.emit("tile.muls", [row, width], {}, out, base + "_base")
+            flat = self.emit("tile.row_expand_add", [idx, row], {}, out, base + "_flat")
+        tmp = self.emit(
+            "tile.create", [], {"shape": (1, 8), "dtype": i32, "memory": MemorySpace.Vec}, out, "tmp"
+        )
+        return self.emit("tile.gather", [src, flat, tmp], {}, out, base)
 
     def scratch(self, c: nodes.Call, out: list[nodes.Stmt], base: str) -> nodes.Var:
         """A ``pl.create_tensor`` inside the kernel (outline_scopes left only those that fit one
@@ -525,6 +559,14 @@ class _Lowerer:
             tile = self.emit("tile.move", [tile], {"memory": MemorySpace.Vec}, out, "mv")
             tt = tile.type
             assert isinstance(tt, TileType)
+        held = self.tiles.get(target.name)
+        if held is not None:  # an on-chip target (a scope-local pl.create_tensor): written in its tile
+            static = {"static_offsets": c.attr("static_offsets") or [None] * len(offs)}
+            if atomic:
+                window = self.emit("tile.slice", [held, offs], {"shape": tt.shape, **static}, out, "win")
+                tile = self.emit("tile.add", [window, tile], {}, out, "sum")
+            self.tiles[v.name] = self.emit("tile.assemble", [held, tile, offs], static, out, v.name)
+            return out
         if c.attr("atomic") is AtomicType.Add:
             shape = (1,) * (len(offs) - 2) + tt.shape if len(offs) >= 2 else (tt.shape[1],)
             load = nodes.Call(

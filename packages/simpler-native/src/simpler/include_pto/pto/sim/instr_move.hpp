@@ -1,4 +1,4 @@
-// Data movement: TLOAD, TSTORE, TMOV, TEXTRACT, TINSERT, TRESHAPE, TTRANS, TCONCAT. Part of our
+// Data movement: TLOAD, TSTORE, TMOV, TEXTRACT, TINSERT, TRESHAPE, TTRANS, TCONCAT, TGATHER. Part of our
 // PTO-ISA CPU backend; pto/sim/instr.hpp describes what every instruction does.
 #pragma once
 
@@ -268,6 +268,43 @@ PTO_INST RecordEvent TCONCAT(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1&
     sim::wr(op, dst, vr, c0 + c1);
     auto d = sim::view(dst, vr, c0 + c1);
     ::pto::sim::math::concat(d, sim::view(src0, vr, c0), sim::view(src1, vr, c1));
+    return {};
+}
+
+// TGATHER(dst, src, indices, tmp), the index form: dst[r, c] = the element of src at flat
+// position indices[r, c] (row-major over src's static [Rows, Cols], as the official CPU backend
+// counts), or 0 when that position lies outside it, over dst's valid shape (indices must cover
+// it). Indices are int32 or uint32; int16/uint16 too with a 16-bit src (a5 takes those). tmp
+// is not used.
+template <typename TileDataD, typename TileDataS, typename TileDataI, typename TileDataTmp, typename... WaitEvents>
+PTO_INST RecordEvent TGATHER(TileDataD& dst, TileDataS& src, TileDataI& indices, TileDataTmp& tmp,
+                             WaitEvents&... events) {
+    (void)sizeof...(events);
+    (void)tmp;
+    using T = typename TileDataD::DType;
+    using I = typename TileDataI::DType;
+    static_assert(std::is_same<T, typename TileDataS::DType>::value, "TGATHER: dst and src dtypes differ");
+    static_assert(std::is_integral<I>::value && (sizeof(I) == 4 || (sizeof(I) == 2 && sizeof(T) == 2)),
+                  "TGATHER: indices are 32-bit integers (16-bit ones with a 16-bit src)");
+    static_assert(TileDataD::Loc == TileType::Vec && TileDataS::Loc == TileType::Vec &&
+                      TileDataI::Loc == TileType::Vec,
+                  "TGATHER works on Vec tiles");
+    sim::Op op("TGATHER", PIPE_V);
+    const int vr = sim::vrow(dst), vc = sim::vcol(dst);
+    if (!sim::all_placed(op, dst, src, indices) || !sim::covers(op, "indices", indices, vr, vc)) return {};
+    sim::rd(op, src, TileDataS::Rows, TileDataS::Cols);  // any element of src
+    sim::rd(op, indices, vr, vc);
+    sim::wr(op, dst, vr, vc);
+    constexpr long long numel = static_cast<long long>(TileDataS::Rows) * TileDataS::Cols;
+    const T* s = src.data();
+    for (int r = 0; r < vr; ++r) {
+        const I* ix = indices.data() + r * TileDataI::Cols;
+        T* d = dst.data() + r * TileDataD::Cols;
+        for (int c = 0; c < vc; ++c) {
+            const long long flat = static_cast<long long>(ix[c]);
+            d[c] = flat >= 0 && flat < numel ? s[flat] : T(0);
+        }
+    }
     return {};
 }
 
