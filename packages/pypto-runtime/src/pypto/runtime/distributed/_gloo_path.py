@@ -4,19 +4,17 @@ through torch.distributed (gloo).
 On this path each rank's windows are private memory of its process. A kernel's cross-rank
 operation is a request to its rank's host process (``simpler.comm.set_context(host=...)``,
 ``CommPath.Host``): this module's :meth:`GlooDataPath.handle`, called on the kernel's thread.
-(Kernels reach this rank's own window directly; a request naming this rank is applied here.) A
-request to peer ``p`` is carried to ``p``
-over two gloo process groups of their own (``requests``, ``replies``), separate from the control
-group the engine uses:
+Kernels reach this rank's own window directly (a request naming this rank is applied here). A
+request to peer ``p`` is carried to ``p`` over two gloo process groups of their own
+(``requests``, ``replies``), separate from the control group the engine uses:
 
 - each rank runs one service thread that receives request headers from any source on
   ``requests`` (tag 0: op, window, dtype, run count, bytes, value, and the byte run when there is
   only one), then, when there is one, that sender's payload (tag 1: the runs, then the bytes of a
   write), applies the request to its own window (``simpler.comm.apply_request``: each element of
   an atomic add and each notify is one atomic operation, the same this rank's own kernels use on
-  that memory, which they reach directly), and answers on
-  ``replies`` with one message (status and length, then a read's bytes), followed by the error
-  text when it failed. A notify or a one-run read is thus two messages, a write three;
+  that memory), and answers on ``replies`` with one message (status and length, then a read's
+  bytes), followed by the error text when it failed. A notify or a one-run read is thus two messages, a write three;
 - a requester holds its rank's request lock from sending the header until the reply is in, so
   the requests of one rank are carried one at a time, in the order its kernels make them: a put
   followed by a notify reaches the peer in that order (per-peer FIFO), and each returns only once
