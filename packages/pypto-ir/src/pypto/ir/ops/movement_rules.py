@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir.dtypes import DataType
-from pypto.ir.ops.operand_checks import VEC, _describe, _tensor, _tensor_like, _tile
+from pypto.ir.ops.operand_checks import VEC, _describe, _tensor, _tensor_like, _tile, _tile_shape
 from pypto.ir.ops.spec import OpError
 from pypto.ir.types import DynDim, MemorySpace, ScalarType, TensorType, TileType, Type
 
@@ -97,18 +97,14 @@ def tile_move(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 
 def tile_create(args: list[Type], attrs: dict[str, Any]) -> Type:
-    shape = tuple(attrs["shape"])
-    if len(shape) != 2 or any(not isinstance(d, int) or d <= 0 for d in shape):
-        raise OpError(f"pl.create_tile: shape must be two positive integer constants, got {list(shape)}")
+    shape = _tile_shape(attrs["shape"], "create_tile")
     return TileType(shape, attrs["dtype"], attrs.get("memory", MemorySpace.Vec))
 
 
 def tile_full(args: list[Type], attrs: dict[str, Any]) -> Type:
     if not isinstance(args[0], ScalarType):
         raise OpError(f"pl.full: the fill value must be a scalar, got {args[0]}")
-    shape = tuple(attrs["shape"])
-    if len(shape) != 2 or any(not isinstance(d, int) or d <= 0 for d in shape):
-        raise OpError(f"pl.full: shape must be two positive integer constants, got {list(shape)}")
+    shape = _tile_shape(attrs["shape"], "full")
     return TileType(shape, attrs["dtype"], MemorySpace.Vec)
 
 
@@ -137,9 +133,7 @@ def _generated(
     s = args[0]
     if not isinstance(s, ScalarType) or not (s.dtype.is_signed_int or s.dtype.is_unsigned_int):
         raise OpError(f"pl.{op}: {what} must be an integer (a constant or a scalar), got {s}")
-    shape = tuple(attrs["shape"])
-    if len(shape) != 2 or any(not isinstance(n, int) or n <= 0 for n in shape):
-        raise OpError(f"pl.{op}: shape must be two positive integer constants, got {list(shape)}")
+    shape = _tile_shape(attrs["shape"], op)
     dtype = attrs["dtype"]
     if dtype not in dtypes:
         names = ", ".join(sorted(t.name for t in dtypes))
@@ -182,7 +176,7 @@ def tile_ci(args: list[Type], attrs: dict[str, Any]) -> Type:
 def tensor_ci(args: list[Type], attrs: dict[str, Any]) -> Type:
     """``pl.arange`` / ``pl.tensor.ci``: the same index row as a tensor-level value (kernel work,
     lowered to ``tile.ci``)."""
-    t = _index_row("arange", args, attrs)
+    t = _index_row("arange (pl.tensor.ci)", args, attrs)
     return TensorType(t.shape, t.dtype)
 
 

@@ -30,6 +30,14 @@ def _tile(t: Type, op: str, what: str, spaces: tuple[MemorySpace, ...] | None = 
     return t
 
 
+def _tile_shape(shape: Any, op: str) -> tuple[int, int]:
+    """A tile's ``shape`` attribute: two positive integer constants."""
+    dims = tuple(shape)
+    if len(dims) != 2 or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in dims):
+        raise OpError(f"pl.{op}: shape must be two positive integer constants, got {list(dims)}")
+    return dims  # type: ignore[return-value]
+
+
 def _tensor(t: Type, op: str, what: str) -> TensorType:
     if not isinstance(t, TensorType):
         raise OpError(f"pl.{op}: {what} must be a Tensor, got {t}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pypto.ir.ops.movement_rules import _check_window
-from pypto.ir.ops.operand_checks import VEC, _same_dtype, _tensor, _tensor_like, _tile
+from pypto.ir.ops.operand_checks import VEC, _same_dtype, _tensor, _tensor_like, _tile, _tile_shape
 from pypto.ir.ops.spec import OpError
 from pypto.ir.types import DynDim, MemorySpace, ScalarType, TensorType, TileType, Type
 
@@ -54,9 +54,7 @@ def tensor_assemble(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 def tile_slice(args: list[Type], attrs: dict[str, Any]) -> Type:
     src = _tile(args[0], "slice", "the source")
-    shape = tuple(attrs["shape"])
-    if len(shape) != 2 or any(not isinstance(d, int) or d <= 0 for d in shape):
-        raise OpError(f"pl.slice: shape must be two positive integer constants, got {list(shape)}")
+    shape = _tile_shape(attrs["shape"], "slice")
     _fits(src.shape, shape, list(attrs.get("static_offsets", [None, None])), "slice")
     return TileType(shape, src.dtype, src.memory)
 
