@@ -205,6 +205,12 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
         for op in ("tile.cmp", "tensor.cmp", "tile.cmps")
     },
     "tensor.gather": lambda c: [_expr(c.args[0]), f"dim={c.attr('dim')}", f"index={_expr(c.args[1])}"],
+    "tensor.scatter": lambda c: [
+        _expr(c.args[0]),
+        f"dim={c.attr('dim')}",
+        f"index={_expr(c.args[1])}",
+        f"src={_expr(c.args[2])}",
+    ],
     "tile.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
     "scalar.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
 }

@@ -423,6 +423,36 @@ def _build_gather(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) ->
     return p.make_op("gather_index", [src, _value(p, b["index"])], {"dim": dim}, node)
 
 
+def _build_scatter(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    """``pl.scatter``: the index form ``(input, dim, index, src)``, or the tile form
+    ``pl.tile.scatter(dst, src, indexes)``, which binds positionally as ``(input, dim, index)``:
+    a tile where ``dim`` stands makes it the tile form."""
+    if b.get("mask_pattern") is not None:
+        raise p.err(
+            "pl.scatter: the mask form (mask_pattern=...) is not built here; scatter by index "
+            "(pl.scatter(input, dim, index, src) or pl.tile.scatter(dst, src, indexes))",
+            node,
+        )
+    dst = _value(p, b["input"])
+    second = b.get("dim", b.get("src") if "indexes" in b else None)
+    values = _value(p, second) if second is not None else None
+    if isinstance(dst.type, TileType) and values is not None and isinstance(values.type, TileType):
+        at = b.get("indexes", b.get("index"))
+        if at is None:
+            raise p.err("pl.tile.scatter: takes (dst, src, indexes); indexes is missing", node)
+        return p.make_op(opname, [dst, values, _value(p, at)], {}, node)
+    if "indexes" in b:
+        raise p.err(
+            "pl.scatter: indexes= belongs to the tile form pl.tile.scatter(dst, src, indexes), whose dst "
+            f"is a tile; got {dst.type}",
+            node,
+        )
+    if any(b.get(k) is None for k in ("dim", "index", "src")):
+        raise p.err("pl.scatter: the index form takes (input, dim, index, src); give all four", node)
+    dim = p.static_value(b["dim"], "pl.scatter dim", node)
+    return p.make_op("scatter_index", [dst, _value(p, b["index"]), _value(p, b["src"])], {"dim": dim}, node)
+
+
 def _build_dim(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     axis = p.static_value(b["axis"], "pl.dim axis", node)
     if not isinstance(axis, int):
@@ -640,6 +670,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "tri": _build_tri,
     "ci": _build_ci,
     "gather": _build_gather,
+    "scatter": _build_scatter,
     "arange": _build_ci,
     "dim": _build_dim,
     "reshape": _build_shape_op,

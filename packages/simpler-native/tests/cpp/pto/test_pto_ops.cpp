@@ -531,6 +531,47 @@ TEST_CASE("TGATHER (index form) reads src at flat positions of its static shape,
           std::string::npos);
 }
 
+TEST_CASE("TSCATTER (index form) writes src at flat positions of dst, keeps the rest, refuses a position outside") {
+    fresh();
+    constexpr int DR = 4, DC = 8, R = 2, C = 8;
+    VecT<float, DR, DC> dst(DR, 2);  // a partial valid shape: scatter still addresses the whole tile
+    VecT<float, R, C> src(R, C);
+    VecT<std::int32_t, R, C> idx(R, 4);  // only the first 4 columns of each row scatter
+    VecT<std::int16_t, 1, 16> hdst(1, 16);
+    VecT<std::int16_t, 1, 16> hsrc(1, 16);
+    VecT<std::int16_t, 1, 16> hidx(1, 16);
+    TASSIGN(dst, 0);
+    TASSIGN(src, 0x80);
+    TASSIGN(idx, 0x100);
+    TASSIGN(hdst, 0x180);
+    TASSIGN(hsrc, 0x1a0);
+    TASSIGN(hidx, 0x1c0);
+    for (int i = 0; i < DR * DC; ++i) dst.data()[i] = -1.0f;
+    for (int i = 0; i < R * C; ++i) src.data()[i] = static_cast<float>(i + 1);
+    const std::int32_t at[R * C] = {31, 0, 9, 9, 99, 99, 99, 99, 17, 3, 30, 16, 99, 99, 99, 99};  // 9 twice
+    for (int i = 0; i < R * C; ++i) idx.data()[i] = at[i];
+    for (int i = 0; i < 16; ++i) {
+        hdst.data()[i] = 0;
+        hsrc.data()[i] = static_cast<std::int16_t>(100 + i);
+        hidx.data()[i] = static_cast<std::int16_t>(15 - i);
+    }
+    TSCATTER(dst, src, idx);
+    TSCATTER(hdst, hsrc, hidx);
+    barrier();
+    float want[DR * DC];
+    for (float& w : want) w = -1.0f;
+    want[31] = 1, want[0] = 2, want[9] = 4, want[17] = 9, want[3] = 10, want[30] = 11, want[16] = 12;
+    for (int i = 0; i < DR * DC; ++i) CHECK(dst.data()[i] == want[i]);
+    for (int i = 0; i < 16; ++i) CHECK(hdst.data()[i] == 115 - i);
+    CHECK(take_error() == "");
+    idx.data()[1] = 32;      // one past dst's 4 x 8 elements
+    src.data()[0] = 77.0f;  // would go to position 31
+    TSCATTER(dst, src, idx);
+    CHECK(take_error().find("TSCATTER: index 32 at [0, 1] lies outside the destination's 4 x 8 elements") !=
+          std::string::npos);
+    CHECK(dst.data()[31] == 1.0f);  // nothing written, not even the positions before the bad one
+}
+
 TEST_CASE("the cube path: TLOAD to Mat, TMOV/TEXTRACT to Left/Right, TMATMUL(_ACC), TMOV Acc->Vec, TSTORE from Acc") {
     fresh();
     constexpr int M = 16, K = 16, N = 16;

@@ -238,6 +238,81 @@ def tensor_gather(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TensorType(idx.shape, x.dtype)
 
 
+SCATTER_DTYPES = frozenset(
+    {DataType.FP16, DataType.FP32, DataType.BF16, DataType.INT8, DataType.INT16, DataType.INT32}
+)
+
+
+def scatter_index_dtype(dst: DataType) -> DataType:
+    """The index dtype TSCATTER takes for a destination of ``dst``: as wide as its elements (INT32
+    for 4-byte ones, INT16 otherwise)."""
+    return DataType.INT32 if dst.itemsize == 4 else DataType.INT16
+
+
+def tile_scatter(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tile.scatter(dst, src, indexes)`` (TSCATTER's index form): ``dst`` with ``src[i, j]``
+    written at the flat position ``indexes[i, j]``."""
+    op = "tile.scatter"
+    dst = _tile(args[0], op, "dst", VEC)
+    src = _tile(args[1], op, "src", VEC)
+    idx = _tile(args[2], op, "indexes", VEC)
+    if len(dst.shape) != 2 or len(src.shape) != 2 or len(idx.shape) != 2:
+        raise OpError(f"pl.{op}: needs 2-D tiles, got dst {list(dst.shape)}, src {list(src.shape)}")
+    if dst.dtype not in SCATTER_DTYPES:
+        raise OpError(f"pl.{op}: dst must be {_describe(SCATTER_DTYPES)}, got {dst.dtype.value}")
+    if src.dtype is not dst.dtype:
+        raise OpError(f"pl.{op}: src must have dst's dtype {dst.dtype.value}, got {src.dtype.value}")
+    want = scatter_index_dtype(dst.dtype)
+    if idx.dtype is not want:
+        raise OpError(
+            f"pl.{op}: indexes must be {want.value} for a {dst.dtype.value} dst (as wide as its "
+            f"elements, INT16 for 1- and 2-byte ones), got {idx.dtype.value}"
+        )
+    if tuple(idx.shape) != tuple(src.shape):
+        raise OpError(
+            f"pl.{op}: indexes must have src's shape {list(src.shape)} (one position per element), "
+            f"got {list(idx.shape)}"
+        )
+    return dst
+
+
+def tensor_scatter(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.scatter(input, dim, index, src)`` (torch.Tensor.scatter): ``input`` with
+    ``src[i, j]`` written at ``[index[i, j], j]`` (dim 0) or ``[i, index[i, j]]`` (dim 1)."""
+    op = "scatter"
+    x = _tensor_like(args[0], op, "input")
+    idx = _tensor_like(args[1], op, "index")
+    src = _tensor_like(args[2], op, "src")
+    if len(x.shape) != 2 or len(idx.shape) != 2 or len(src.shape) != 2:
+        raise OpError(
+            f"pl.{op}: the index form takes 2-D tensors here, got input {list(x.shape)}, index "
+            f"{list(idx.shape)} and src {list(src.shape)}"
+        )
+    dim = attrs["dim"]
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -2 <= dim <= 1:
+        raise OpError(f"pl.{op}: dim must be a constant axis of a 2-D tensor (-2, -1, 0 or 1), got {dim!r}")
+    if x.dtype not in SCATTER_DTYPES:
+        raise OpError(f"pl.{op}: input must be {_describe(SCATTER_DTYPES)}, got {x.dtype.value}")
+    if src.dtype is not x.dtype:
+        raise OpError(f"pl.{op}: src must have input's dtype {x.dtype.value}, got {src.dtype.value}")
+    if idx.dtype not in (DataType.INT32, DataType.INT16):
+        raise OpError(f"pl.{op}: index must be INT32 or INT16, got {idx.dtype.value}")
+    if tuple(idx.shape) != tuple(src.shape):
+        raise OpError(f"pl.{op}: index must have src's shape {list(src.shape)}, got {list(idx.shape)}")
+    other = 1 - dim % 2
+    a, b = idx.shape[other], x.shape[other]
+    if isinstance(a, int) and isinstance(b, int) and a > b:
+        raise OpError(f"pl.{op}: index has {a} entries on axis {other}, input only {b}")
+    if x.is_static and x.dtype.itemsize < 4:
+        rows, cols = x.static_shape
+        if rows * cols > 2**15:
+            raise OpError(
+                f"pl.{op}: a {x.dtype.value} input of {rows * cols} elements is too large: TSCATTER "
+                "addresses 1- and 2-byte elements with INT16 positions (at most 32768 elements)"
+            )
+    return TensorType(x.shape, x.dtype)
+
+
 def tensor_create(args: list[Type], attrs: dict[str, Any]) -> Type:
     shape = tuple(attrs["shape"])
     if not shape or any(not isinstance(d, DynDim) and (not isinstance(d, int) or d <= 0) for d in shape):

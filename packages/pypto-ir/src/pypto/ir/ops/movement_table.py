@@ -186,6 +186,60 @@ _enter(
 )
 _enter(
     LangOp(
+        "scatter",
+        (
+            P("input"),
+            P("dim", None),
+            P("index", None),
+            P("src", None),
+            P("indexes", None),
+            P("mask_pattern", None),
+        ),
+        """Elements written at positions given by index. Two forms:
+
+    - ``pl.scatter(input, dim, index, src)`` / ``pl.tensor.scatter`` (torch.Tensor.scatter's
+      index form, 2-D tensors): ``input`` with ``src[i, j]`` written at ``[index[i, j], j]`` for
+      ``dim`` 0 (or -2) and at ``[i, index[i, j]]`` for ``dim`` 1 (or -1), later elements of
+      ``src`` (row-major) winning where two name one position. ``input`` is FP16, FP32, BF16,
+      INT8, INT16 or INT32 (1- and 2-byte inputs of at most 32768 elements); ``src`` has its
+      dtype and ``index``' shape; ``index`` is INT32 or INT16, each entry within ``input``'s
+      extent on ``dim`` (not checked beyond the tile: an entry past it writes another element).
+    - ``pl.tile.scatter(dst, src, indexes)`` (PTO-ISA TSCATTER's index form): ``dst`` with
+      ``src[i, j]`` written at flat row-major position ``indexes[i, j]`` of its whole (static)
+      shape; ``indexes`` has ``src``'s shape and is INT32 for a 4-byte ``dst``, INT16 otherwise.
+      A position outside ``dst`` fails the kernel (the simulator checks it). Also spelled
+      ``pl.tile.scatter(dst, src=..., indexes=...)``.
+
+    Upstream's mask form (``mask_pattern=``) is not built here.""",
+        {"tile": "tile.scatter"},
+        default="tensor.scatter",
+        group="memory",
+    ),
+    # dtypes: dst's and src's (the indexes' follow dst's width)
+    OpSpec(
+        "tile.scatter",
+        rules.tile_scatter,
+        3,
+        3,
+        Cpp("TSCATTER", (1, 2), into=0),
+        dtypes=rules.SCATTER_DTYPES,
+        spaces=VEC,
+    ),
+    OpSpec("tensor.scatter", rules.tensor_scatter, 3, 3, attrs=("dim",), dtypes=rules.SCATTER_DTYPES),
+)
+_enter(
+    LangOp(
+        "scatter_index",
+        (P("input"), P("dim"), P("index"), P("src")),
+        """The index form of ``pl.scatter`` whatever its input's level (``tensor.scatter``).""",
+        default="tensor.scatter",
+        group="memory",
+        public=False,
+        spelling="pl.scatter",
+    ),
+)
+_enter(
+    LangOp(
         "ci",
         (P("start"), P("shape"), P("dtype", DataType.INT32), P("descending", False)),
         """An index row: a Vec tile of ``shape`` ``[1, n]`` (n > 1) and ``dtype`` (INT32 by default;

@@ -35,7 +35,8 @@ def _tile_shape(shape: Any, op: str) -> tuple[int, int]:
     dims = tuple(shape)
     if len(dims) != 2 or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in dims):
         raise OpError(f"pl.{op}: shape must be two positive integer constants, got {list(dims)}")
-    return dims  # type: ignore[return-value]
+    rows, cols = dims
+    return rows, cols
 
 
 def _tensor(t: Type, op: str, what: str) -> TensorType:

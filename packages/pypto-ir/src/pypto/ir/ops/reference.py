@@ -72,6 +72,8 @@ SAMPLES: dict[str, Sample] = {
     "tile.ci": ([_I], {"shape": (1, 64), "dtype": DataType.INT32}),
     "tile.gather": ([_T, _TI, _TI], {}),
     "tensor.gather": ([_X, _XI], {"dim": 1}),
+    "tile.scatter": ([_T, _T, _TI], {}),
+    "tensor.scatter": ([_X, _XI, _X], {"dim": 1}),
     "tensor.ci": ([_I], {"shape": (1, 64), "dtype": DataType.INT32}),
     "tensor.dim": ([_X], {"axis": 0}),
     "tile.reshape": ([_T], {"shape": (32, 32)}),

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pypto.ir import nodes
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
-from pypto.ir.ops import OPS, infer, tile_shape_for
+from pypto.ir.ops import OPS, infer, rules, tile_shape_for
 from pypto.ir.param_info import Layout
 from pypto.ir.passes._rewrite import subst_body
 from pypto.ir.passes.matmul_tiling import (
@@ -476,7 +476,26 @@ class _Lowerer:
             return self.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, base)
         args: list[nodes.Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
         if kind == "gather":
-            return self.gather(args, c.attr("dim"), out, base)
+            src, idx = args
+            assert isinstance(src, nodes.Var)
+            assert isinstance(idx, nodes.Var)
+            return self.emit(
+                "tile.gather",
+                [src, self.flat(src, idx, c.attr("dim"), out, base), self.scratch_row(out)],
+                {},
+                out,
+                base,
+            )
+        if kind == "scatter":
+            dst, idx, values = args
+            assert isinstance(dst, nodes.Var)
+            assert isinstance(idx, nodes.Var)
+            assert isinstance(dst.type, TileType)
+            flat = self.flat(dst, idx, c.attr("dim"), out, base)
+            width = rules.scatter_index_dtype(dst.type.dtype)
+            if width is not DataType.INT32:
+                flat = self.emit("tile.cast", [flat], {"dtype": width}, out, base + "_at16")
+            return self.emit("tile.scatter", [dst, values, flat], {}, out, base)
         if kind == "cmp":  # 0/1 in lhs's dtype: the tile comparison's mask selects between them
             mask = self.emit("tile.cmp", args, dict(c.attrs), out, base + "_mask")
             lhs = args[0]
@@ -490,13 +509,10 @@ class _Lowerer:
             return self.emit("tile.sel", [mask, ones, zeros], {}, out, base)
         return self.emit(f"tile.{kind}", args, dict(c.attrs), out, base)
 
-    def gather(self, args: list[nodes.Arg], dim: int, out: list[nodes.Stmt], base: str) -> nodes.Var:
-        """torch.gather's index form on a [R, S] tile: TGATHER reads its source at flat row-major
-        positions, so the index tile becomes ``index * S + column`` (dim 0) or ``row * S + index``
-        (dim 1), in INT32, before the tile gather."""
-        src, idx = args
-        assert isinstance(src, nodes.Var)
-        assert isinstance(idx, nodes.Var)
+    def flat(self, src: nodes.Var, idx: nodes.Var, dim: int, out: list[nodes.Stmt], base: str) -> nodes.Var:
+        """torch's per-axis indices of a gather or scatter on the [R, S] tile ``src`` as the flat
+        row-major positions TGATHER and TSCATTER take, in INT32: ``index * S + j`` (dim 0) or
+        ``i * S + index`` (dim 1)."""
         st, it = src.type, idx.type
         assert isinstance(st, TileType)
         assert isinstance(it, TileType)
@@ -517,10 +533,17 @@ class _Lowerer:
             row = self.emit("tile.reshape", [row], {"shape": (rows, 1)}, out, base + "_rows")
             row = self.emit("tile.muls", [row, width], {}, out, base + "_base")
             flat = self.emit("tile.row_expand_add", [idx, row], {}, out, base + "_flat")
-        tmp = self.emit(
-            "tile.create", [], {"shape": (1, 8), "dtype": i32, "memory": MemorySpace.Vec}, out, "tmp"
+        return flat
+
+    def scratch_row(self, out: list[nodes.Stmt]) -> nodes.Var:
+        """The scratch tile TGATHER takes (unused by its index form)."""
+        return self.emit(
+            "tile.create",
+            [],
+            {"shape": (1, 8), "dtype": DataType.INT32, "memory": MemorySpace.Vec},
+            out,
+            "tmp",
         )
-        return self.emit("tile.gather", [src, flat, tmp], {}, out, base)
 
     def scratch(self, c: nodes.Call, out: list[nodes.Stmt], base: str) -> nodes.Var:
         """A ``pl.create_tensor`` inside the kernel (outline_scopes left only those that fit one

@@ -1,5 +1,6 @@
-// Data movement: TLOAD, TSTORE, TMOV, TEXTRACT, TINSERT, TRESHAPE, TTRANS, TCONCAT, TGATHER. Part of our
-// PTO-ISA CPU backend; pto/sim/instr.hpp describes what every instruction does.
+// Data movement: TLOAD, TSTORE, TMOV, TEXTRACT, TINSERT, TRESHAPE, TTRANS, TCONCAT, TGATHER,
+// TSCATTER. Part of our PTO-ISA CPU backend; pto/sim/instr.hpp describes what every instruction
+// does.
 #pragma once
 
 #include <cstdlib>
@@ -305,6 +306,44 @@ PTO_INST RecordEvent TGATHER(TileDataD& dst, TileDataS& src, TileDataI& indices,
             d[c] = flat >= 0 && flat < numel ? s[flat] : T(0);
         }
     }
+    return {};
+}
+
+// TSCATTER(dst, src, indexes), the index form: for each element (i, j) of indexes' valid shape,
+// in row-major order, the element of dst at flat row-major position indexes[i, j] of its static
+// [Rows, Cols] = src[i, j] (a later write to the same position wins); the rest of dst is kept.
+// src must cover indexes' valid shape. A position outside dst is reported and nothing is written
+// (the official CPU backend does not check it).
+template <typename TileDataD, typename TileDataS, typename TileDataI, typename... WaitEvents>
+PTO_INST RecordEvent TSCATTER(TileDataD& dst, TileDataS& src, TileDataI& indexes, WaitEvents&... events) {
+    (void)sizeof...(events);
+    using T = typename TileDataD::DType;
+    using I = typename TileDataI::DType;
+    static_assert(std::is_same<T, typename TileDataS::DType>::value, "TSCATTER: dst and src dtypes differ");
+    static_assert(std::is_integral<I>::value, "TSCATTER: indexes are integers");
+    static_assert(TileDataD::Loc == TileType::Vec && TileDataS::Loc == TileType::Vec &&
+                      TileDataI::Loc == TileType::Vec,
+                  "TSCATTER works on Vec tiles");
+    sim::Op op("TSCATTER", PIPE_V);
+    const int vr = sim::vrow(indexes), vc = sim::vcol(indexes);
+    if (!sim::all_placed(op, dst, src, indexes) || !sim::covers(op, "source", src, vr, vc)) return {};
+    constexpr long long numel = static_cast<long long>(TileDataD::Rows) * TileDataD::Cols;
+    for (int r = 0; r < vr; ++r)
+        for (int c = 0; c < vc; ++c) {
+            const long long at = static_cast<long long>(indexes.data()[r * TileDataI::Cols + c]);
+            if (at < 0 || at >= numel) {
+                ::simpler::report_kernel_error(
+                    "TSCATTER: index %lld at [%d, %d] lies outside the destination's %d x %d elements", at, r, c,
+                    TileDataD::Rows, TileDataD::Cols);
+                return {};
+            }
+        }
+    sim::rd(op, src, vr, vc);
+    sim::rd(op, indexes, vr, vc);
+    sim::wr(op, dst, TileDataD::Rows, TileDataD::Cols);  // any element of dst
+    for (int r = 0; r < vr; ++r)
+        for (int c = 0; c < vc; ++c)
+            dst.data()[indexes.data()[r * TileDataI::Cols + c]] = src.data()[r * TileDataS::Cols + c];
     return {};
 }
 

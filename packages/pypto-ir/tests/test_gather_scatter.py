@@ -1,7 +1,8 @@
-"""``pl.gather`` (torch.gather's index form on 2-D tensors) and ``pl.tile.gather`` (PTO-ISA
-TGATHER, index form): what the parser and type rules accept and refuse, how the tensor form is
-lowered (flat positions for TGATHER), the printed text, and the kernel's instruction. Runs
-against torch.gather are in pypto-runtime's test_gather_run.py."""
+"""``pl.gather`` / ``pl.scatter`` (torch's index forms on 2-D tensors) and ``pl.tile.gather`` /
+``pl.tile.scatter`` (PTO-ISA TGATHER and TSCATTER, index forms): what the parser and type rules
+accept and refuse, how the tensor forms are lowered (flat positions in the tile), the printed
+text, and the kernel's instruction. Runs against torch are in pypto-runtime's
+test_gather_run.py and test_scatter_run.py."""
 
 from __future__ import annotations
 
@@ -198,4 +199,128 @@ def test_print_parses_back_to_the_same_function() -> None:
 
     printed = main.ir.as_python()
     assert "pl.gather(inp, dim=-1, index=idx)" in printed
+    assert structural_equal(pl.parse(printed), main.ir)
+
+
+# ---- scatter ---------------------------------------------------------------------------------
+
+
+def _scatter_kernel(dtype: Any = pl.FP32, idx_dtype: Any = pl.INT32, ishape: tuple[int, int] = (2, 8)) -> Any:
+    rows, cols = ishape
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(
+        x: pl.Tensor[[4, 16], dtype],
+        v: pl.Tensor[[2, 8], dtype],
+        i: pl.Tensor[[rows, cols], idx_dtype],
+        y: pl.Out[pl.Tensor[[4, 16], dtype]],
+    ) -> pl.Tensor[[4, 16], dtype]:
+        dst = pl.load(x, [0, 0], [4, 16])
+        src = pl.load(v, [0, 0], [2, 8])
+        at = pl.load(i, [0, 0], [rows, cols])
+        s = pl.tile.scatter(dst, src, at)
+        return pl.store(s, [0, 0], y)
+
+    return k
+
+
+def test_the_tile_form_is_one_tscatter_into_the_destination() -> None:
+    text = generate_kernel(_scatter_kernel().ir).text
+    assert "TSCATTER(s, src, at);" in text
+    assert "TSCATTER(" in generate_kernel(_scatter_kernel(pl.FP16, pl.INT16).ir).text
+
+
+@pytest.mark.parametrize(
+    ("dtype", "idx_dtype", "ishape", "why"),
+    [
+        (pl.FP32, pl.INT16, (2, 8), r"indexes must be INT32 for a FP32 dst .* got INT16"),
+        (pl.FP16, pl.INT32, (2, 8), r"indexes must be INT16 for a FP16 dst .* got INT32"),
+        (
+            pl.FP32,
+            pl.INT32,
+            (2, 16),
+            r"indexes must have src's shape \[2, 8\] \(one position per element\), got \[2, 16\]",
+        ),
+    ],
+)
+def test_bad_tile_scatters_are_refused_naming_the_operand(dtype, idx_dtype, ishape, why) -> None:
+    with pytest.raises(KernelError, match=r"pl.tile.scatter: " + why):
+        _ = _scatter_kernel(dtype, idx_dtype, ishape).ir
+
+
+def _scattered(dim: int) -> Any:
+    @pl.jit
+    def scattered(inp: pl.Tensor, idx: pl.Tensor, val: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="k"):
+            out = pl.assemble(out, pl.scatter(inp, dim=dim, index=idx, src=val), [0, 0])
+        return out
+
+    return scattered
+
+
+def _scatter_ops(
+    shape: tuple[int, int], ishape: tuple[int, int], dim: int, dtype: str = "float32"
+) -> list[str]:
+    arrays = (
+        HostArray(shape, dtype),
+        HostArray(ishape, "int32"),
+        HostArray(ishape, dtype),
+        HostArray(shape, dtype),
+    )
+    prog = lower(_scattered(dim).specialize(*arrays).program).program
+    (k,) = [f for f in prog.funcs if f.name == "k"]
+    ops = [s.value.op for s in walk_stmts(k.body) if isinstance(s, Assign) and isinstance(s.value, Call)]
+    return [o for o in ops if o in (*_INDEX_OPS, "tile.scatter")]
+
+
+def test_the_tensor_form_becomes_flat_positions_and_one_tile_scatter() -> None:
+    assert _scatter_ops((8, 16), (8, 8), -1) == [
+        "tile.ci",
+        "tile.reshape",
+        "tile.muls",
+        "tile.row_expand_add",
+        "tile.scatter",
+    ]
+    # a 2-byte destination takes INT16 positions
+    assert _scatter_ops((8, 16), (4, 16), 0, "float16") == [
+        "tile.muls",
+        "tile.ci",
+        "tile.col_expand_add",
+        "tile.cast",
+        "tile.scatter",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("shape", "ishape", "dim", "why"),
+    [
+        ((8, 16), (8, 8), 3, r"pl.scatter: dim must be a constant axis of a 2-D tensor"),
+        ((8, 16), (16, 8), 1, r"pl.scatter: index has 16 entries on axis 0, input only 8"),
+        ((2, 3, 16), (2, 3, 8), -1, r"pl.scatter: the index form takes 2-D tensors here"),
+    ],
+)
+def test_bad_tensor_scatters_are_refused_naming_the_argument(shape, ishape, dim, why) -> None:
+    with pytest.raises(KernelError, match=why):
+        _scatter_ops(shape, ishape, dim)
+
+
+def test_scatter_prints_and_parses_back() -> None:
+    k = _scatter_kernel()
+    printed = k.ir.as_python()
+    assert "pl.scatter(dst, src, at)" in printed
+    assert structural_equal(pl.parse(printed), k.ir)
+
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(
+        inp: pl.Tensor[[8, 16], pl.FP32],
+        idx: pl.Tensor[[8, 8], pl.INT32],
+        val: pl.Tensor[[8, 8], pl.FP32],
+        out: pl.Out[pl.Tensor[[8, 16], pl.FP32]],
+    ) -> pl.Tensor[[8, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out = pl.assemble(out, pl.tensor.scatter(inp, dim=-1, index=idx, src=val), [0, 0])
+        return out
+
+    printed = main.ir.as_python()
+    assert "pl.scatter(inp, dim=-1, index=idx, src=val)" in printed
     assert structural_equal(pl.parse(printed), main.ir)
