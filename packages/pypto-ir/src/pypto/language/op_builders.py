@@ -387,16 +387,21 @@ def _build_ci(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Exp
     return p.make_op(opname, [p.scalar(b["start"], f"{what} start")], attrs, node)
 
 
+def _no_mask_form(p: _Parser, b: dict[str, Any], index_forms: str, node: ast.Call) -> None:
+    """Upstream's mask form of gather and scatter (``mask_pattern=``) is not built: say so, and
+    what is (``index_forms``)."""
+    if b.get("mask_pattern") is not None:
+        op = index_forms.split("(", 1)[0]
+        raise p.err(
+            f"{op}: the mask form (mask_pattern=...) is not built here; by index: {index_forms}", node
+        )
+
+
 def _build_gather(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     """``pl.gather``: the index form ``(input, dim, index)`` of tensors, or the tile form
     ``pl.tile.gather(src, indices, tmp)``, which binds positionally as ``(input, dim, index)``:
     a tile where ``dim`` stands makes it the tile form."""
-    if b.get("mask_pattern") is not None:
-        raise p.err(
-            "pl.gather: the mask form (mask_pattern=...) is not built here; gather by index "
-            "(pl.gather(input, dim, index) or pl.tile.gather(src, indices, tmp))",
-            node,
-        )
+    _no_mask_form(p, b, "pl.gather(input, dim, index) or pl.tile.gather(src, indices, tmp)", node)
     src = _value(p, b["input"])
     second = b.get("indices", b.get("dim"))
     picked = _value(p, second) if second is not None else None
@@ -427,12 +432,7 @@ def _build_scatter(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -
     """``pl.scatter``: the index form ``(input, dim, index, src)``, or the tile form
     ``pl.tile.scatter(dst, src, indexes)``, which binds positionally as ``(input, dim, index)``:
     a tile where ``dim`` stands makes it the tile form."""
-    if b.get("mask_pattern") is not None:
-        raise p.err(
-            "pl.scatter: the mask form (mask_pattern=...) is not built here; scatter by index "
-            "(pl.scatter(input, dim, index, src) or pl.tile.scatter(dst, src, indexes))",
-            node,
-        )
+    _no_mask_form(p, b, "pl.scatter(input, dim, index, src) or pl.tile.scatter(dst, src, indexes)", node)
     dst = _value(p, b["input"])
     second = b.get("dim", b.get("src") if "indexes" in b else None)
     values = _value(p, second) if second is not None else None

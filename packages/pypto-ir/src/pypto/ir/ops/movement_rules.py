@@ -206,6 +206,20 @@ def _index_dtype_ok(index: DataType, src: DataType) -> bool:
     return index is DataType.INT32 or (index is DataType.INT16 and src.itemsize == 2)
 
 
+def _check_index_axis(op: str, dim: Any, x: TensorType, idx: TensorType) -> None:
+    """torch's rules for the ``dim`` of a 2-D gather or scatter: a constant axis, and an index
+    no larger than the input on the other axis."""
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -2 <= dim <= 1:
+        raise OpError(f"pl.{op}: dim must be a constant axis of a 2-D tensor (-2, -1, 0 or 1), got {dim!r}")
+    other = 1 - dim % 2
+    a, b = idx.shape[other], x.shape[other]
+    if isinstance(a, int) and isinstance(b, int) and a > b:
+        raise OpError(
+            f"pl.{op}: index has {a} entries on axis {other}, input only {b} (as in torch, index may "
+            "not be larger than input on any axis but dim)"
+        )
+
+
 def tensor_gather(args: list[Type], attrs: dict[str, Any]) -> Type:
     """``pl.gather(input, dim, index)`` (torch.gather): ``out[i, j] = input[index[i, j], j]``
     (dim 0) or ``input[i, index[i, j]]`` (dim 1), a tensor of ``index``' shape."""
@@ -217,23 +231,13 @@ def tensor_gather(args: list[Type], attrs: dict[str, Any]) -> Type:
             f"pl.{op}: the index form takes 2-D tensors here, got input {list(x.shape)} and index "
             f"{list(idx.shape)}; gather rows of a tensor of higher rank one 2-D slice at a time"
         )
-    dim = attrs["dim"]
-    if isinstance(dim, bool) or not isinstance(dim, int) or not -2 <= dim <= 1:
-        raise OpError(f"pl.{op}: dim must be a constant axis of a 2-D tensor (-2, -1, 0 or 1), got {dim!r}")
+    _check_index_axis(op, attrs["dim"], x, idx)
     if x.dtype not in GATHER_DTYPES:
         raise OpError(f"pl.{op}: input must be {_describe(GATHER_DTYPES)}, got {x.dtype.value}")
     if not _index_dtype_ok(idx.dtype, x.dtype):
         raise OpError(
             f"pl.{op}: index must be INT32 (or INT16 with a 16-bit input), got {idx.dtype.value} "
             f"with a {x.dtype.value} input"
-        )
-    axis = dim % 2
-    other = 1 - axis
-    a, b = idx.shape[other], x.shape[other]
-    if isinstance(a, int) and isinstance(b, int) and a > b:
-        raise OpError(
-            f"pl.{op}: index has {a} entries on axis {other}, input only {b} (as torch.gather, index "
-            "may not be larger than input on any axis but dim)"
         )
     return TensorType(idx.shape, x.dtype)
 
@@ -288,9 +292,7 @@ def tensor_scatter(args: list[Type], attrs: dict[str, Any]) -> Type:
             f"pl.{op}: the index form takes 2-D tensors here, got input {list(x.shape)}, index "
             f"{list(idx.shape)} and src {list(src.shape)}"
         )
-    dim = attrs["dim"]
-    if isinstance(dim, bool) or not isinstance(dim, int) or not -2 <= dim <= 1:
-        raise OpError(f"pl.{op}: dim must be a constant axis of a 2-D tensor (-2, -1, 0 or 1), got {dim!r}")
+    _check_index_axis(op, attrs["dim"], x, idx)
     if x.dtype not in SCATTER_DTYPES:
         raise OpError(f"pl.{op}: input must be {_describe(SCATTER_DTYPES)}, got {x.dtype.value}")
     if src.dtype is not x.dtype:
@@ -299,10 +301,6 @@ def tensor_scatter(args: list[Type], attrs: dict[str, Any]) -> Type:
         raise OpError(f"pl.{op}: index must be INT32 or INT16, got {idx.dtype.value}")
     if tuple(idx.shape) != tuple(src.shape):
         raise OpError(f"pl.{op}: index must have src's shape {list(src.shape)}, got {list(idx.shape)}")
-    other = 1 - dim % 2
-    a, b = idx.shape[other], x.shape[other]
-    if isinstance(a, int) and isinstance(b, int) and a > b:
-        raise OpError(f"pl.{op}: index has {a} entries on axis {other}, input only {b}")
     if x.is_static and x.dtype.itemsize < 4:
         rows, cols = x.static_shape
         if rows * cols > 2**15:
