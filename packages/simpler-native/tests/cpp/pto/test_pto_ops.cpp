@@ -572,6 +572,47 @@ TEST_CASE("TSCATTER (index form) writes src at flat positions of dst, keeps the 
     CHECK(dst.data()[31] == 1.0f);  // nothing written, not even the positions before the bad one
 }
 
+TEST_CASE("TREM / TREMS take the divisor's sign (torch.remainder), integer division by zero reported") {
+    fresh();
+    VecT<std::int32_t, 1, 8> a(1, 8), b(1, 8), d(1, 8), tmp(1, 8);
+    VecT<float, 1, 8> fa(1, 8), fb(1, 8), fd(1, 8);
+    TASSIGN(a, 0);
+    TASSIGN(b, 0x20);
+    TASSIGN(d, 0x40);
+    TASSIGN(tmp, 0x60);
+    TASSIGN(fa, 0x80);
+    TASSIGN(fb, 0xa0);
+    TASSIGN(fd, 0xc0);
+    const std::int32_t x[8] = {7, -7, 7, -7, 6, 0, INT32_MIN, -1};
+    const std::int32_t y[8] = {3, 3, -3, -3, -3, -5, -1, 4};
+    const std::int32_t want[8] = {1, 2, -2, -1, 0, 0, 0, 3};
+    const float fx[8] = {5.5f, -5.5f, 5.5f, -5.5f, 4.0f, 0.25f, -0.25f, 1e-3f};
+    const float fy[8] = {2.0f, 2.0f, -2.0f, -2.0f, -2.0f, 1.0f, 1.0f, -1.0f};
+    const float fwant[8] = {1.5f, 0.5f, -0.5f, -1.5f, 0.0f, 0.25f, 0.75f, 1e-3f - 1.0f};
+    for (int i = 0; i < 8; ++i) {
+        a.data()[i] = x[i];
+        b.data()[i] = y[i];
+        fa.data()[i] = fx[i];
+        fb.data()[i] = fy[i];
+    }
+    TREM(d, a, b, tmp);
+    TREM(fd, fa, fb, tmp);
+    barrier();
+    for (int i = 0; i < 8; ++i) {
+        CHECK(d.data()[i] == want[i]);
+        CHECK(fd.data()[i] == fwant[i]);
+    }
+    TREMS(d, a, -3, tmp);
+    barrier();
+    for (int i = 0; i < 8; ++i) {
+        const std::int64_t m = ((static_cast<std::int64_t>(x[i]) % -3) + -3) % -3;  // Python's x % -3
+        CHECK(d.data()[i] == m);
+    }
+    CHECK(take_error() == "");
+    TREMS(d, a, 0, tmp);
+    CHECK(take_error().find("TREMS: integer division by zero") != std::string::npos);
+}
+
 TEST_CASE("the cube path: TLOAD to Mat, TMOV/TEXTRACT to Left/Right, TMATMUL(_ACC), TMOV Acc->Vec, TSTORE from Acc") {
     fresh();
     constexpr int M = 16, K = 16, N = 16;

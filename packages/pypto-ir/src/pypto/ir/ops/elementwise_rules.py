@@ -118,6 +118,31 @@ def unary(
     return rule
 
 
+REM_DTYPES = frozenset({DataType.FP16, DataType.FP32, DataType.BF16, DataType.INT16, DataType.INT32})
+
+
+def remainder(op: str) -> Rule:
+    """``pl.rem(lhs, rhs, tmp)`` (a tile ``rhs`` of ``lhs``'s shape and dtype, or a scalar) and
+    ``pl.rems(lhs, rhs, tmp)`` (a scalar ``rhs``), with upstream's scratch tile: Vec tiles."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        t = _tile(args[0], op, "lhs", VEC)
+        if t.dtype not in REM_DTYPES:
+            names = "/".join(sorted(d.value for d in REM_DTYPES))
+            raise OpError(f"pl.{op}: lhs must be {names}, got {t.dtype.value}")
+        r = args[1]
+        if not isinstance(r, ScalarType):
+            if op == "rems":
+                raise OpError(f"pl.rems: rhs must be a scalar, got {r}; for a tile divisor use pl.rem")
+            rt = _tile(r, op, "rhs", VEC)
+            _same_shape(t.shape, rt.shape, op)
+            _same_dtype(t.dtype, rt.dtype, op)
+        _tile(args[2], op, "tmp (a scratch tile)", VEC)
+        return t
+
+    return rule
+
+
 def leaky(op: str) -> Rule:
     """``pl.lrelu(tile, slope)`` (a scalar slope) and ``pl.prelu(tile, slope, tmp)`` (a slope tile
     of the tile's shape and dtype, and upstream's scratch tile): floating-point Vec tiles."""

@@ -250,4 +250,34 @@ _enter(
         spaces=VEC,
     ),
 )
+for _name, _doc in (
+    (
+        "rem",
+        """Element-wise remainder of ``lhs / rhs`` with the sign of ``rhs`` (Python's ``%``, as
+    ``torch.remainder``; PTO-ISA TREM): ``rhs`` a tile of ``lhs``'s shape and dtype, or a
+    scalar; FP16, FP32, BF16, INT16 or INT32 Vec tiles. ``tmp`` is upstream's scratch tile (the
+    simulator does not use it). An integer zero divisor gives 0 and fails the task; a float one
+    gives NaN.""",
+    ),
+    ("rems", """``pl.rem`` with a scalar ``rhs`` (PTO-ISA TREMS)."""),
+):
+    _enter(
+        LangOp(_name, (P("lhs"), P("rhs"), P("tmp")), _doc, {"tile": f"tile.{_name}"}, group="element-wise"),
+        OpSpec(
+            f"tile.{_name}",
+            rules.remainder(_name),
+            3,
+            3,
+            Cpp(
+                "TREM" if _name == "rem" else "TREMS",
+                (0, 1),
+                scalar_fn="TREMS",
+                tmp=True,
+                tmp_like=None,
+                tmp_arg=2,
+            ),
+            dtypes=rules.REM_DTYPES,
+            spaces=VEC,
+        ),
+    )
 _unary("not_", """Element-wise bitwise NOT (``~x``) of an integer tile or tensor.""", int_only=True)

@@ -71,6 +71,8 @@ SAMPLES: dict[str, Sample] = {
     "tile.tri": ([_I], {"shape": (16, 64), "dtype": _FP32}),
     "tile.ci": ([_I], {"shape": (1, 64), "dtype": DataType.INT32}),
     "tile.gather": ([_T, _TI, _TI], {}),
+    "tile.rem": ([_T, _T, _T], {}),
+    "tile.rems": ([_T, _S, _T], {}),
     "tensor.gather": ([_X, _XI], {"dim": 1}),
     "tile.scatter": ([_T, _T, _TI], {}),
     "tensor.scatter": ([_X, _XI, _X], {"dim": 1}),

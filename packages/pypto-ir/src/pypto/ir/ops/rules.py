@@ -16,7 +16,16 @@ elements, print) and ``task_rules`` (the task graph). The cross-rank rules are `
 from __future__ import annotations
 
 from pypto.ir.ops.compare_rules import MASK_CARRIERS, MASK_COL_ALIGN, bitwise, compare, mask_shape, select
-from pypto.ir.ops.elementwise_rules import binary, expands, float_only, leaky, scalar_binary, unary
+from pypto.ir.ops.elementwise_rules import (
+    REM_DTYPES,
+    binary,
+    expands,
+    float_only,
+    leaky,
+    remainder,
+    scalar_binary,
+    unary,
+)
 from pypto.ir.ops.layout_rules import (
     CASTABLE,
     scalar_cast,
@@ -93,6 +102,7 @@ __all__ = [
     "MASK_CARRIERS",
     "MASK_COL_ALIGN",
     "MATMUL_ACC",
+    "REM_DTYPES",
     "SCATTER_DTYPES",
     "VEC",
     "acc_dtype",
@@ -110,6 +120,7 @@ __all__ = [
     "leaky",
     "mask_shape",
     "reduction",
+    "remainder",
     "runtime_scope_mark",
     "scalar_binary",
     "scalar_cast",

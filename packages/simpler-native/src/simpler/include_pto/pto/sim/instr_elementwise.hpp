@@ -204,6 +204,52 @@ PTO_INST RecordEvent TFMODS(TileDataDst& dst, TileDataSrc& src, typename TileDat
     sim::unary("TFMODS", dst, src, [y](float x) noexcept { return std::fmod(x, y); });
     return {};
 }
+// TREM / TREMS: the remainder with the sign of the divisor (Python's %, torch.remainder): C's
+// fmod or %, plus the divisor when that is nonzero and the operands' signs differ, as the
+// official CPU backend. Integer division by zero gives 0 and is reported (floats: NaN). tmp is
+// not used.
+namespace sim {
+template <class C>
+inline C rem(C x, C y, bool* zero) noexcept {
+    C r;
+    if constexpr (std::is_integral<C>::value) {
+        if (y == 0) {
+            *zero = true;
+            return C(0);
+        }
+        r = std::is_signed<C>::value && y == C(-1) ? C(0) : static_cast<C>(x % y);  // no INT_MIN % -1 trap
+    } else {
+        r = static_cast<C>(std::fmod(x, y));
+    }
+    if (r != C(0) && ((x >= C(0)) != (y >= C(0)))) r = static_cast<C>(r + y);
+    return r;
+}
+}  // namespace sim
+template <auto PrecisionType = RemAlgorithm::DEFAULT, typename TileDataDst, typename TileDataSrc0,
+          typename TileDataSrc1, typename TileDataTmp, typename... WaitEvents>
+PTO_INST RecordEvent TREM(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, TileDataTmp& tmp,
+                          WaitEvents&... events) {
+    (void)sizeof...(events);
+    (void)tmp;
+    using C = sim::compute_t<typename TileDataDst::DType>;
+    bool zero = false;
+    sim::binary("TREM", dst, src0, src1, [&zero](C x, C y) noexcept { return sim::rem<C>(x, y, &zero); });
+    if (zero) ::simpler::report_kernel_error("TREM: integer division by zero (result set to 0)");
+    return {};
+}
+template <auto PrecisionType = RemSAlgorithm::DEFAULT, typename TileDataDst, typename TileDataSrc,
+          typename TileDataTmp, typename... WaitEvents>
+PTO_INST RecordEvent TREMS(TileDataDst& dst, TileDataSrc& src, typename TileDataSrc::DType scalar, TileDataTmp& tmp,
+                           WaitEvents&... events) {
+    (void)sizeof...(events);
+    (void)tmp;
+    using C = sim::compute_t<typename TileDataDst::DType>;
+    const C y = ::pto::sim::math::to_compute(scalar);
+    bool zero = false;
+    sim::unary("TREMS", dst, src, [y, &zero](C x) noexcept { return sim::rem<C>(x, y, &zero); });
+    if (zero) ::simpler::report_kernel_error("TREMS: integer division by zero (result set to 0)");
+    return {};
+}
 
 // ---- bitwise (integer tiles) ---------------------------------------------------------------
 

@@ -68,6 +68,8 @@ enum class RecipAlgorithm : std::uint8_t { DEFAULT, HIGH_PRECISION };
 enum class DivAlgorithm : std::uint8_t { DEFAULT, HIGH_PRECISION };
 enum class FmodAlgorithm : std::uint8_t { DEFAULT, HIGH_PRECISION };
 enum class FmodSAlgorithm : std::uint8_t { DEFAULT, HIGH_PRECISION };
+enum class RemAlgorithm : std::uint8_t { DEFAULT, HIGH_PRECISION };
+enum class RemSAlgorithm : std::uint8_t { DEFAULT, HIGH_PRECISION };
 
 namespace sim {
 
