@@ -613,6 +613,50 @@ TEST_CASE("TREM / TREMS take the divisor's sign (torch.remainder), integer divis
     CHECK(take_error().find("TREMS: integer division by zero") != std::string::npos);
 }
 
+TEST_CASE("TPARTADD/MUL/MAX/MIN combine sources of different valid shapes: the op, the one source, or 0") {
+    fresh();
+    constexpr int R = 4, C = 8;
+    VecT<float, R, C> a(R, 5), b(2, C), d(R, C);
+    VecT<std::int16_t, R, 16> ia(3, 16), ib(R, 4), id(R, 16);
+    TASSIGN(a, 0);
+    TASSIGN(b, 0x80);
+    TASSIGN(d, 0x100);
+    TASSIGN(ia, 0x180);
+    TASSIGN(ib, 0x200);
+    TASSIGN(id, 0x280);
+    for (int i = 0; i < R * C; ++i) {
+        a.data()[i] = static_cast<float>(i + 1);
+        b.data()[i] = static_cast<float>(-2 * i);
+    }
+    for (int i = 0; i < R * 16; ++i) {
+        ia.data()[i] = static_cast<std::int16_t>(i % 7);
+        ib.data()[i] = static_cast<std::int16_t>(5 - i % 11);
+    }
+    auto check = [&](auto op, auto f) {
+        op();
+        barrier();
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) {
+                const bool in_a = c < 5, in_b = r < 2;
+                const float x = a.data()[r * C + c], y = b.data()[r * C + c];
+                CHECK(d.data()[r * C + c] == (in_a && in_b ? f(x, y) : in_a ? x : in_b ? y : 0.0f));
+            }
+    };
+    check([&] { TPARTADD(d, a, b); }, [](float x, float y) { return x + y; });
+    check([&] { TPARTMUL(d, a, b); }, [](float x, float y) { return x * y; });
+    check([&] { TPARTMAX(d, a, b); }, [](float x, float y) { return std::max(x, y); });
+    check([&] { TPARTMIN(d, a, b); }, [](float x, float y) { return std::min(x, y); });
+    TPARTMAX(id, ia, ib);
+    barrier();
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < 16; ++c) {
+            const bool in_a = r < 3, in_b = c < 4;
+            const int x = ia.data()[r * 16 + c], y = ib.data()[r * 16 + c];
+            CHECK(id.data()[r * 16 + c] == (in_a && in_b ? std::max(x, y) : in_a ? x : in_b ? y : 0));
+        }
+    CHECK(take_error() == "");
+}
+
 TEST_CASE("the cube path: TLOAD to Mat, TMOV/TEXTRACT to Left/Right, TMATMUL(_ACC), TMOV Acc->Vec, TSTORE from Acc") {
     fresh();
     constexpr int M = 16, K = 16, N = 16;

@@ -118,6 +118,37 @@ def unary(
     return rule
 
 
+PART_DTYPES = frozenset(
+    {
+        DataType.FP16,
+        DataType.FP32,
+        DataType.BF16,
+        DataType.INT8,
+        DataType.UINT8,
+        DataType.INT16,
+        DataType.INT32,
+    }
+)
+
+
+def partial(kind: str, op: str) -> Rule:
+    """``pl.part_add/mul/max/min(lhs, rhs)``: two tiles (or tensors) of one shape and dtype, no
+    scalar; the tile form combines operands of different valid shapes (PTO-ISA TPART*)."""
+    inner = binary(kind, op)
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        if isinstance(args[1], ScalarType):
+            raise OpError(f"pl.{op}: rhs must be a tile or a tensor, got a scalar {args[1]}")
+        out = inner(args, attrs)
+        assert isinstance(out, (TileType, TensorType))
+        if out.dtype not in PART_DTYPES:
+            names = "/".join(sorted(d.value for d in PART_DTYPES))
+            raise OpError(f"pl.{op}: operands must be {names}, got {out.dtype.value}")
+        return out
+
+    return rule
+
+
 REM_DTYPES = frozenset({DataType.FP16, DataType.FP32, DataType.BF16, DataType.INT16, DataType.INT32})
 
 

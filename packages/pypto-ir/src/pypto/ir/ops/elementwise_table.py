@@ -250,6 +250,20 @@ _enter(
         spaces=VEC,
     ),
 )
+for _name, _what in (("add", "sum"), ("mul", "product"), ("max", "maximum"), ("min", "minimum")):
+    _tile_and_tensor(
+        f"part_{_name}",
+        (P("lhs"), P("rhs")),
+        f"""Element-wise {_what} of two tiles whose valid shapes may differ (PTO-ISA TPART{_name.upper()}):
+    over ``lhs``'s valid shape (the result's), the {_what} where ``rhs`` is valid too and ``lhs``'s
+    element where it is not. Equal shapes and dtypes (FP16, FP32, BF16, INT8, UINT8, INT16,
+    INT32); of tensors (all valid), the {_what}.""",
+        group="element-wise",
+        rules_of=(rules.partial("tile", f"part_{_name}"), rules.partial("tensor", f"part_{_name}")),
+        arity=(2, 2),
+        cpp=Cpp(f"TPART{_name.upper()}", (0, 1)),
+        dtypes=rules.PART_DTYPES,
+    )
 for _name, _doc in (
     (
         "rem",

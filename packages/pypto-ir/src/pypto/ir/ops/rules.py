@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from pypto.ir.ops.compare_rules import MASK_CARRIERS, MASK_COL_ALIGN, bitwise, compare, mask_shape, select
 from pypto.ir.ops.elementwise_rules import (
+    PART_DTYPES,
     REM_DTYPES,
     binary,
     expands,
     float_only,
     leaky,
+    partial,
     remainder,
     scalar_binary,
     unary,
@@ -102,6 +104,7 @@ __all__ = [
     "MASK_CARRIERS",
     "MASK_COL_ALIGN",
     "MATMUL_ACC",
+    "PART_DTYPES",
     "REM_DTYPES",
     "SCATTER_DTYPES",
     "VEC",
@@ -119,6 +122,7 @@ __all__ = [
     "float_only",
     "leaky",
     "mask_shape",
+    "partial",
     "reduction",
     "remainder",
     "runtime_scope_mark",

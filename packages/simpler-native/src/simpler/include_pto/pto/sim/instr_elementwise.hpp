@@ -73,6 +73,50 @@ PTO_SIM_SCALAR(TMULS, ::pto::sim::math::detail::op_mul<C>(x, y))
 PTO_SIM_SCALAR(TMAXS, ::pto::sim::math::detail::op_max<C>(x, y))
 PTO_SIM_SCALAR(TMINS, ::pto::sim::math::detail::op_min<C>(x, y))
 
+// TPARTADD / TPARTMUL / TPARTMAX / TPARTMIN(dst, src0, src1): over dst's valid shape, the op of
+// both sources where both are valid there, the one source's element where only it is, 0 where
+// neither is (the official CPU backend's rule: sources of different valid shapes combine).
+namespace sim {
+template <class D, class A, class B, class F>
+inline void part(const char* name, D& dst, A& a, B& b, F f) noexcept {
+    static_assert(D::Loc == TileType::Vec && A::Loc == TileType::Vec && B::Loc == TileType::Vec,
+                  "vector instructions take Vec tiles");
+    using T = typename D::DType;
+    static_assert(std::is_same<T, typename A::DType>::value && std::is_same<T, typename B::DType>::value,
+                  "partial instructions take one element type");
+    using C = compute_t<T>;
+    Op op(name, PIPE_V);
+    const int vr = vrow(dst), vc = vcol(dst);
+    if (!all_placed(op, dst, a, b)) return;
+    const int ar = vrow(a) < vr ? vrow(a) : vr, ac = vcol(a) < vc ? vcol(a) : vc;
+    const int br = vrow(b) < vr ? vrow(b) : vr, bc = vcol(b) < vc ? vcol(b) : vc;
+    rd(op, a, ar, ac);
+    rd(op, b, br, bc);
+    wr(op, dst, vr, vc);
+    for (int r = 0; r < vr; ++r)
+        for (int c = 0; c < vc; ++c) {
+            const bool in_a = r < ar && c < ac, in_b = r < br && c < bc;
+            const T x = in_a ? a.data()[r * A::Cols + c] : T(0);
+            const T y = in_b ? b.data()[r * B::Cols + c] : T(0);
+            dst.data()[r * D::Cols + c] =
+                in_a && in_b ? math::from_compute<T>(f(math::to_compute(x), math::to_compute(y))) : in_a ? x : y;
+        }
+}
+}  // namespace sim
+#define PTO_SIM_PART(NAME, EXPR)                                                                                \
+    template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>       \
+    PTO_INST RecordEvent NAME(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, WaitEvents&... events) { \
+        (void)sizeof...(events);                                                                                 \
+        using C = sim::compute_t<typename TileDataDst::DType>;                                                   \
+        sim::part(#NAME, dst, src0, src1, [](C x, C y) noexcept { return EXPR; });                               \
+        return {};                                                                                               \
+    }
+PTO_SIM_PART(TPARTADD, ::pto::sim::math::detail::op_add<C>(x, y))
+PTO_SIM_PART(TPARTMUL, ::pto::sim::math::detail::op_mul<C>(x, y))
+PTO_SIM_PART(TPARTMAX, ::pto::sim::math::detail::op_max<C>(x, y))
+PTO_SIM_PART(TPARTMIN, ::pto::sim::math::detail::op_min<C>(x, y))
+#undef PTO_SIM_PART
+
 // TDIV / TDIVS: integer division by zero gives 0 and is reported.
 template <auto PrecisionType = DivAlgorithm::DEFAULT, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1,
           typename... WaitEvents>
