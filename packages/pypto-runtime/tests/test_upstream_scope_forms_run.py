@@ -154,6 +154,23 @@ def test_fillpad_expand_of_a_window_with_a_valid_shape() -> None:
     torch.testing.assert_close(o, want)
 
 
+@pl.jit
+def pad_in_place(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 32], valid_shape=[5, 7])
+        pl.store(pl.tile.fillpad_inplace(t, pad_value=-math.inf), [0, 0], o)
+    return o
+
+
+def test_fillpad_inplace_is_fillpad_of_the_tile() -> None:
+    a = torch.randn(16, 32)
+    o = torch.full((16, 32), 7.0)
+    pad_in_place(a, o)
+    want = torch.full((16, 32), -math.inf)
+    want[:5, :7] = a[:5, :7]
+    torch.testing.assert_close(o, want)
+
+
 @pl.program
 class Chain:
     @pl.function(type=pl.FunctionType.InCore)

@@ -280,8 +280,10 @@ def pad_value(p: _Parser, node: Any, what: str, at: ast.Call) -> PadValue:
 
 
 def _build_fillpad(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    pad = pad_value(p, b["pad_value"], "pl.fillpad pad_value", node) if "pad_value" in b else PadValue.zero
-    return p.make_op("fillpad", [p.expr(b["value"])], {"pad": pad}, node)
+    """``pl.fillpad(value, pad_value)`` and ``pl.tile.fillpad_inplace(tile, pad_value)``."""
+    what = f"pl.{opname}" if opname == "fillpad" else f"pl.tile.{opname}"
+    pad = pad_value(p, b["pad_value"], f"{what} pad_value", node) if "pad_value" in b else PadValue.zero
+    return p.make_op(opname, [p.expr(b["value" if opname == "fillpad" else "tile"])], {"pad": pad}, node)
 
 
 def _build_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -682,6 +684,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "assemble": _build_assemble,
     "slice": _build_slice,
     "fillpad": _build_fillpad,
+    "fillpad_inplace": _build_fillpad,
     "fillpad_expand": _build_fillpad_expand,
     "set_validshape": _build_set_validshape,
     "print": _build_print,

@@ -119,6 +119,18 @@ _tile_and_tensor(
     cpp=Cpp("TFILLPAD", (), into=0, tail="pad"),
     attrs=("pad",),
 )
+_enter(
+    LangOp(
+        "fillpad_inplace",
+        (P("tile"), P("pad_value", PadValue.zero)),
+        """``pl.fillpad`` of a tile, spelled as upstream's in-place form: the result is the tile with
+    everything outside its valid region set to ``pad_value``, fully valid (it takes the tile's
+    storage where the tile is not read afterwards, a copy otherwise).""",
+        {"tile": "tile.fillpad"},
+        group="sub-tile",
+        in_pl=False,
+    ),
+)
 _tile_and_tensor(
     "fillpad_expand",
     (P("tile"), P("shape"), P("pad_value", PadValue.zero)),
