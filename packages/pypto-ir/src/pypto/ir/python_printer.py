@@ -198,6 +198,12 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
     "tensor.cast": _cast,
     "scalar.cast": _cast,
     "tile.slice": _slice,
+    "tile.extract": lambda c: [
+        _expr(c.args[0]),
+        *(_expr(o) for o in c.args[1]),  # type: ignore[union-attr]
+        _shape(c),
+        *_kw(c, "memory", "target_memory"),
+    ],
     "tile.fillpad": lambda c: [_expr(c.args[0]), *_kw(c, "pad", "pad_value")],
     "tensor.fillpad": lambda c: [_expr(c.args[0]), *_kw(c, "pad", "pad_value")],
     **{

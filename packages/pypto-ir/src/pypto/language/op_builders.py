@@ -455,6 +455,21 @@ def _build_scatter(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -
     return p.make_op("scatter_index", [dst, _value(p, b["index"]), _value(p, b["src"])], {"dim": dim}, node)
 
 
+def _build_extract(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    """``pl.tile.extract(src, index_row, index_col, shape, target_memory=...)``: a sub-tile
+    window (its offsets an offsets tuple, as ``pl.slice``) in another memory."""
+    offs = (
+        p.scalar(b["index_row"], "pl.tile.extract index_row"),
+        p.scalar(b["index_col"], "pl.tile.extract index_col"),
+    )
+    attrs: dict[str, Any] = {
+        "shape": p.shape(b["shape"], "pl.tile.extract shape"),
+        "static_offsets": [o.value if isinstance(o, Const) else None for o in offs],
+        "memory": p.memory(b["target_memory"], "pl.tile.extract target_memory"),
+    }
+    return p.make_op(opname, [p.expr(b["src"]), offs], attrs, node)
+
+
 def _build_dim(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     axis = p.static_value(b["axis"], "pl.dim axis", node)
     if not isinstance(axis, int):
@@ -672,6 +687,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "tri": _build_tri,
     "ci": _build_ci,
     "gather": _build_gather,
+    "extract": _build_extract,
     "scatter": _build_scatter,
     "arange": _build_ci,
     "dim": _build_dim,

@@ -59,6 +59,30 @@ def tile_slice(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType(shape, src.dtype, src.memory)
 
 
+# where TEXTRACT may take a sub-tile: Mat to the cube's operand buffers, Acc to Mat, Vec to Vec
+EXTRACT_TARGETS = {
+    MemorySpace.Mat: (MemorySpace.Left, MemorySpace.Right),
+    MemorySpace.Acc: (MemorySpace.Mat,),
+    MemorySpace.Vec: (MemorySpace.Vec,),
+}
+
+
+def tile_extract(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tile.extract(src, index_row, index_col, shape, target_memory=...)`` (PTO-ISA
+    TEXTRACT): the ``shape`` window of ``src`` at the offsets, in ``target_memory``."""
+    src = _tile(args[0], "tile.extract", "src", tuple(EXTRACT_TARGETS))
+    shape = _tile_shape(attrs["shape"], "tile.extract")
+    _fits(src.shape, shape, list(attrs.get("static_offsets", [None, None])), "tile.extract")
+    target = attrs["memory"]
+    allowed = EXTRACT_TARGETS[src.memory]
+    if target not in allowed:
+        names = " or ".join(m.value for m in allowed)
+        raise OpError(
+            f"pl.tile.extract: from a {src.memory.value} tile the target_memory is {names}, got {target.value}"
+        )
+    return TileType(shape, src.dtype, target)
+
+
 def tile_set_validshape(args: list[Type], attrs: dict[str, Any]) -> Type:
     """``pl.set_validshape(tile, rows, cols)``: the same tile (type and data) with a new valid shape."""
     t = _tile(args[0], "set_validshape", "the operand")

@@ -121,6 +121,28 @@ _tile_and_tensor(
 )
 _enter(
     LangOp(
+        "extract",
+        (P("src"), P("index_row"), P("index_col"), P("shape"), P("target_memory")),
+        """The ``shape`` window of ``src`` at ``(index_row, index_col)`` moved to
+    ``target_memory`` (PTO-ISA TEXTRACT): from a Mat tile into Left or Right (a K slice of a
+    cube operand held in L1), from an Acc tile into Mat, from a Vec tile into Vec. The window
+    must lie inside ``src``; the offsets are constants or index scalars.""",
+        {"tile": "tile.extract"},
+        group="sub-tile",
+        in_pl=False,
+    ),
+    OpSpec(
+        "tile.extract",
+        rules.tile_extract,
+        1,
+        1,
+        Cpp("TEXTRACT", tail="row_col", valid="static"),
+        attrs=("shape", "static_offsets", "memory"),
+        offsets_at=1,
+    ),
+)
+_enter(
+    LangOp(
         "fillpad_inplace",
         (P("tile"), P("pad_value", PadValue.zero)),
         """``pl.fillpad`` of a tile, spelled as upstream's in-place form: the result is the tile with

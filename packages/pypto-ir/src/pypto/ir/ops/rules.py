@@ -72,6 +72,7 @@ from pypto.ir.ops.movement_rules import (
 from pypto.ir.ops.operand_checks import FLOAT, INT, VEC
 from pypto.ir.ops.reduction_rules import expand, reduction
 from pypto.ir.ops.region_rules import (
+    EXTRACT_TARGETS,
     debug_print,
     tensor_assemble,
     tensor_fillpad,
@@ -80,6 +81,7 @@ from pypto.ir.ops.region_rules import (
     tensor_view,
     tensor_write,
     tile_assemble,
+    tile_extract,
     tile_fillpad,
     tile_fillpad_expand,
     tile_read,
@@ -98,6 +100,7 @@ from pypto.ir.ops.task_rules import (
 
 __all__ = [
     "CASTABLE",
+    "EXTRACT_TARGETS",
     "FLOAT",
     "GATHER_DTYPES",
     "INT",
@@ -154,6 +157,7 @@ __all__ = [
     "tile_ci",
     "tile_concat",
     "tile_create",
+    "tile_extract",
     "tile_fillpad",
     "tile_fillpad_expand",
     "tile_full",
