@@ -71,6 +71,10 @@ SAMPLES: dict[str, Sample] = {
     "tile.tri": ([_I], {"shape": (16, 64), "dtype": _FP32}),
     "tile.ci": ([_I], {"shape": (1, 64), "dtype": DataType.INT32}),
     "tile.gather": ([_T, _TI, _TI], {}),
+    "tile.extract": (
+        [TileType((16, 64), _FP16, MemorySpace.Mat)],
+        {"shape": (16, 32), "static_offsets": [0, 32], "memory": MemorySpace.Left},
+    ),
     "tile.rem": ([_T, _T, _T], {}),
     "tile.rems": ([_T, _S, _T], {}),
     "tensor.gather": ([_X, _XI], {"dim": 1}),
