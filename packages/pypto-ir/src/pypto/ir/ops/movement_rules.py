@@ -206,9 +206,16 @@ def _index_dtype_ok(index: DataType, src: DataType) -> bool:
     return index is DataType.INT32 or (index is DataType.INT16 and src.itemsize == 2)
 
 
-def _check_index_axis(op: str, dim: Any, x: TensorType, idx: TensorType) -> None:
-    """torch's rules for the ``dim`` of a 2-D gather or scatter: a constant axis, and an index
-    no larger than the input on the other axis."""
+def _check_index_axis(op: str, dim: Any, operands: dict[str, TensorType]) -> None:
+    """The index form's operands (``input``, ``index``, ...) are 2-D, and torch's rules for
+    ``dim``: a constant axis, and an index no larger than the input on the other axis."""
+    if any(len(t.shape) != 2 for t in operands.values()):
+        shapes = ", ".join(f"{name} {list(t.shape)}" for name, t in operands.items())
+        raise OpError(
+            f"pl.{op}: the index form takes 2-D tensors here, got {shapes}; {op} a tensor of higher "
+            "rank one 2-D slice at a time"
+        )
+    x, idx = operands["input"], operands["index"]
     if isinstance(dim, bool) or not isinstance(dim, int) or not -2 <= dim <= 1:
         raise OpError(f"pl.{op}: dim must be a constant axis of a 2-D tensor (-2, -1, 0 or 1), got {dim!r}")
     other = 1 - dim % 2
@@ -226,12 +233,7 @@ def tensor_gather(args: list[Type], attrs: dict[str, Any]) -> Type:
     op = "gather"
     x = _tensor_like(args[0], op, "input")
     idx = _tensor_like(args[1], op, "index")
-    if len(x.shape) != 2 or len(idx.shape) != 2:
-        raise OpError(
-            f"pl.{op}: the index form takes 2-D tensors here, got input {list(x.shape)} and index "
-            f"{list(idx.shape)}; gather rows of a tensor of higher rank one 2-D slice at a time"
-        )
-    _check_index_axis(op, attrs["dim"], x, idx)
+    _check_index_axis(op, attrs["dim"], {"input": x, "index": idx})
     if x.dtype not in GATHER_DTYPES:
         raise OpError(f"pl.{op}: input must be {_describe(GATHER_DTYPES)}, got {x.dtype.value}")
     if not _index_dtype_ok(idx.dtype, x.dtype):
@@ -287,12 +289,7 @@ def tensor_scatter(args: list[Type], attrs: dict[str, Any]) -> Type:
     x = _tensor_like(args[0], op, "input")
     idx = _tensor_like(args[1], op, "index")
     src = _tensor_like(args[2], op, "src")
-    if len(x.shape) != 2 or len(idx.shape) != 2 or len(src.shape) != 2:
-        raise OpError(
-            f"pl.{op}: the index form takes 2-D tensors here, got input {list(x.shape)}, index "
-            f"{list(idx.shape)} and src {list(src.shape)}"
-        )
-    _check_index_axis(op, attrs["dim"], x, idx)
+    _check_index_axis(op, attrs["dim"], {"input": x, "index": idx, "src": src})
     if x.dtype not in SCATTER_DTYPES:
         raise OpError(f"pl.{op}: input must be {_describe(SCATTER_DTYPES)}, got {x.dtype.value}")
     if src.dtype is not x.dtype:

@@ -43,14 +43,16 @@ inline void require_int() noexcept {
 }
 }  // namespace sim
 
-#define PTO_SIM_BINARY(NAME, EXPR)                                                                              \
+// An instruction NAME(dst, src0, src1) applying EXPR (of x and y, in C) through sim::APPLY.
+#define PTO_SIM_BINARY_WITH(APPLY, NAME, EXPR)                                                                  \
     template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>       \
     PTO_INST RecordEvent NAME(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, WaitEvents&... events) { \
         (void)sizeof...(events);                                                                                 \
         using C = sim::compute_t<typename TileDataDst::DType>;                                                   \
-        sim::binary(#NAME, dst, src0, src1, [](C x, C y) noexcept { return EXPR; });                             \
+        sim::APPLY(#NAME, dst, src0, src1, [](C x, C y) noexcept { return EXPR; });                              \
         return {};                                                                                               \
     }
+#define PTO_SIM_BINARY(NAME, EXPR) PTO_SIM_BINARY_WITH(binary, NAME, EXPR)
 #define PTO_SIM_SCALAR(NAME, EXPR)                                                                                 \
     template <typename TileDataDst, typename TileDataSrc, typename... WaitEvents>                                  \
     PTO_INST RecordEvent NAME(TileDataDst& dst, TileDataSrc& src0, typename TileDataSrc::DType scalar,             \
@@ -103,19 +105,10 @@ inline void part(const char* name, D& dst, A& a, B& b, F f) noexcept {
         }
 }
 }  // namespace sim
-#define PTO_SIM_PART(NAME, EXPR)                                                                                \
-    template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>       \
-    PTO_INST RecordEvent NAME(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, WaitEvents&... events) { \
-        (void)sizeof...(events);                                                                                 \
-        using C = sim::compute_t<typename TileDataDst::DType>;                                                   \
-        sim::part(#NAME, dst, src0, src1, [](C x, C y) noexcept { return EXPR; });                               \
-        return {};                                                                                               \
-    }
-PTO_SIM_PART(TPARTADD, ::pto::sim::math::detail::op_add<C>(x, y))
-PTO_SIM_PART(TPARTMUL, ::pto::sim::math::detail::op_mul<C>(x, y))
-PTO_SIM_PART(TPARTMAX, ::pto::sim::math::detail::op_max<C>(x, y))
-PTO_SIM_PART(TPARTMIN, ::pto::sim::math::detail::op_min<C>(x, y))
-#undef PTO_SIM_PART
+PTO_SIM_BINARY_WITH(part, TPARTADD, ::pto::sim::math::detail::op_add<C>(x, y))
+PTO_SIM_BINARY_WITH(part, TPARTMUL, ::pto::sim::math::detail::op_mul<C>(x, y))
+PTO_SIM_BINARY_WITH(part, TPARTMAX, ::pto::sim::math::detail::op_max<C>(x, y))
+PTO_SIM_BINARY_WITH(part, TPARTMIN, ::pto::sim::math::detail::op_min<C>(x, y))
 
 // TDIV / TDIVS: integer division by zero gives 0 and is reported.
 template <auto PrecisionType = DivAlgorithm::DEFAULT, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1,
