@@ -508,6 +508,48 @@ TEST_CASE("TPARTADD/MUL/MAX/MIN combine sources of different valid shapes: the o
     CHECK(take_error() == "");
 }
 
+TEST_CASE("TADDC/TSUBC/TADDSC/TSUBSC: src0 +- src1 (or a scalar) + src2, left to right") {
+    fresh();
+    VecT<float, 1, 8> a(1, 8), b(1, 8), c(1, 8), d(1, 8);
+    VecT<std::int32_t, 1, 8> ia(1, 8), ib(1, 8), ic(1, 8), id(1, 8);
+    TASSIGN(a, 0);
+    TASSIGN(b, 0x20);
+    TASSIGN(c, 0x40);
+    TASSIGN(d, 0x60);
+    TASSIGN(ia, 0x80);
+    TASSIGN(ib, 0xa0);
+    TASSIGN(ic, 0xc0);
+    TASSIGN(id, 0xe0);
+    for (int i = 0; i < 8; ++i) {
+        a.data()[i] = 1.5f * i;
+        b.data()[i] = 0.25f - i;
+        c.data()[i] = 4.0f;
+        ia.data()[i] = i == 0 ? INT32_MAX : 10 * i;
+        ib.data()[i] = 3 - i;
+        ic.data()[i] = i == 0 ? 1 : -7;
+    }
+    auto check = [&](auto op, auto f, auto fi, auto opi) {
+        op();
+        opi();
+        barrier();
+        for (int i = 0; i < 8; ++i) {
+            CHECK(d.data()[i] == f(a.data()[i], b.data()[i], c.data()[i]));
+            CHECK(id.data()[i] == fi(ia.data()[i], ib.data()[i], ic.data()[i]));
+        }
+    };
+    // integers wrap (INT32_MAX + 3 + 1 in lane 0): compared through uint32
+    auto wrap = [](std::int64_t v) { return static_cast<std::int32_t>(static_cast<std::uint32_t>(v)); };
+    check([&] { TADDC(d, a, b, c); }, [](float x, float y, float z) { return x + y + z; },
+          [&](std::int64_t x, std::int64_t y, std::int64_t z) { return wrap(x + y + z); }, [&] { TADDC(id, ia, ib, ic); });
+    check([&] { TSUBC(d, a, b, c); }, [](float x, float y, float z) { return x - y + z; },
+          [&](std::int64_t x, std::int64_t y, std::int64_t z) { return wrap(x - y + z); }, [&] { TSUBC(id, ia, ib, ic); });
+    check([&] { TADDSC(d, a, 2.5f, c); }, [](float x, float, float z) { return x + 2.5f + z; },
+          [&](std::int64_t x, std::int64_t, std::int64_t z) { return wrap(x + 5 + z); }, [&] { TADDSC(id, ia, 5, ic); });
+    check([&] { TSUBSC(d, a, 2.5f, c); }, [](float x, float, float z) { return x - 2.5f + z; },
+          [&](std::int64_t x, std::int64_t, std::int64_t z) { return wrap(x - 5 + z); }, [&] { TSUBSC(id, ia, 5, ic); });
+    CHECK(take_error() == "");
+}
+
 TEST_CASE("the cube path: TLOAD to Mat, TMOV/TEXTRACT to Left/Right, TMATMUL(_ACC), TMOV Acc->Vec, TSTORE from Acc") {
     fresh();
     constexpr int M = 16, K = 16, N = 16;

@@ -149,6 +149,29 @@ def partial(kind: str, op: str) -> Rule:
     return rule
 
 
+def three_operand(op: str, scalar: bool) -> Rule:
+    """``pl.addc/subc(lhs, rhs, rhs2)`` (three tiles) and ``pl.addsc/subsc(lhs, scalar, rhs2)``:
+    Vec tiles of one shape and dtype (a scalar in the middle for the ``s`` forms)."""
+
+    def rule(args: list[Type], attrs: dict[str, Any]) -> Type:
+        t = _tile(args[0], op, "lhs", VEC)
+        if t.dtype is DataType.BOOL:
+            raise OpError(f"pl.{op}: needs numbers, got a BOOL operand")
+        r = args[1]
+        if scalar != isinstance(r, ScalarType):
+            want = "a scalar" if scalar else "a tile"
+            raise OpError(f"pl.{op}: rhs must be {want}, got {r}")
+        for what, other in (("rhs", r), ("rhs2", args[2])):
+            if isinstance(other, ScalarType):
+                continue
+            o = _tile(other, op, what, VEC)
+            _same_shape(t.shape, o.shape, op)
+            _same_dtype(t.dtype, o.dtype, op)
+        return t
+
+    return rule
+
+
 REM_DTYPES = frozenset({DataType.FP16, DataType.FP32, DataType.BF16, DataType.INT16, DataType.INT32})
 
 

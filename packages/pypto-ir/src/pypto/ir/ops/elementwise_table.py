@@ -250,6 +250,33 @@ _enter(
         spaces=VEC,
     ),
 )
+for _name, _sign, _scalar in (
+    ("addc", "+", False),
+    ("subc", "-", False),
+    ("addsc", "+", True),
+    ("subsc", "-", True),
+):
+    _rhs = "the scalar ``rhs``" if _scalar else "``rhs``"
+    _enter(
+        LangOp(
+            _name,
+            (P("lhs"), P("rhs"), P("rhs2")),
+            f"""Element-wise ``lhs {_sign} rhs + rhs2`` of Vec tiles of one shape and dtype, {_rhs} in the
+    middle (PTO-ISA T{_name.upper()}, as its ISA page defines it: the third operand is always
+    added; upstream's docstring of ``subc`` says ``lhs - rhs - rhs2``, but it lowers to the same
+    instruction). Left to right, wrapping in integer types.""",
+            {"tile": f"tile.{_name}"},
+            group="element-wise",
+        ),
+        OpSpec(
+            f"tile.{_name}",
+            rules.three_operand(_name, _scalar),
+            3,
+            3,
+            Cpp(f"T{_name.upper()}", (0, 1, 2), scalar_fn=f"T{_name.upper()}"),
+            spaces=VEC,
+        ),
+    )
 for _name, _what in (("add", "sum"), ("mul", "product"), ("max", "maximum"), ("min", "minimum")):
     _tile_and_tensor(
         f"part_{_name}",

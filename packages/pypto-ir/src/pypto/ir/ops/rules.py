@@ -26,6 +26,7 @@ from pypto.ir.ops.elementwise_rules import (
     partial,
     remainder,
     scalar_binary,
+    three_operand,
     unary,
 )
 from pypto.ir.ops.layout_rules import (
@@ -152,6 +153,7 @@ __all__ = [
     "tensor_transpose",
     "tensor_view",
     "tensor_write",
+    "three_operand",
     "tile_assemble",
     "tile_cast",
     "tile_ci",

@@ -110,6 +110,76 @@ PTO_SIM_BINARY_WITH(part, TPARTMUL, ::pto::sim::math::detail::op_mul<C>(x, y))
 PTO_SIM_BINARY_WITH(part, TPARTMAX, ::pto::sim::math::detail::op_max<C>(x, y))
 PTO_SIM_BINARY_WITH(part, TPARTMIN, ::pto::sim::math::detail::op_min<C>(x, y))
 
+// TADDC / TSUBC(dst, src0, src1, src2): src0 + src1 + src2 and src0 - src1 + src2; TADDSC /
+// TSUBSC(dst, src0, scalar, src1): src0 + scalar + src1 and src0 - scalar + src1 (the ISA pages;
+// left to right, in the compute type, rounded once for 16-bit floats, wrapping for integers).
+namespace sim {
+template <class D, class A, class B, class E, class F>
+inline void ternary(const char* name, D& dst, A& a, B& b, E& e, F f) noexcept {
+    static_assert(D::Loc == TileType::Vec && A::Loc == TileType::Vec && B::Loc == TileType::Vec &&
+                      E::Loc == TileType::Vec,
+                  "vector instructions take Vec tiles");
+    using T = typename D::DType;
+    static_assert(std::is_same<T, typename A::DType>::value && std::is_same<T, typename B::DType>::value &&
+                      std::is_same<T, typename E::DType>::value,
+                  "three-operand instructions take one element type");
+    Op op(name, PIPE_V);
+    const int vr = vrow(dst), vc = vcol(dst);
+    if (!all_placed(op, dst, a, b, e) || !covers(op, "src0", a, vr, vc) || !covers(op, "src1", b, vr, vc) ||
+        !covers(op, "src2", e, vr, vc))
+        return;
+    rd(op, a, vr, vc);
+    rd(op, b, vr, vc);
+    rd(op, e, vr, vc);
+    wr(op, dst, vr, vc);
+    for (int r = 0; r < vr; ++r)
+        for (int c = 0; c < vc; ++c)
+            dst.data()[r * D::Cols + c] = math::from_compute<T>(f(math::to_compute(a.data()[r * A::Cols + c]),
+                                                                  math::to_compute(b.data()[r * B::Cols + c]),
+                                                                  math::to_compute(e.data()[r * E::Cols + c])));
+}
+}  // namespace sim
+template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataSrc2,
+          typename... WaitEvents>
+PTO_INST RecordEvent TADDC(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, TileDataSrc2& src2,
+                           WaitEvents&... events) {
+    (void)sizeof...(events);
+    using C = sim::compute_t<typename TileDataDst::DType>;
+    namespace d = ::pto::sim::math::detail;
+    sim::ternary("TADDC", dst, src0, src1, src2, [](C x, C y, C z) noexcept { return d::op_add<C>(d::op_add<C>(x, y), z); });
+    return {};
+}
+template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataSrc2,
+          typename... WaitEvents>
+PTO_INST RecordEvent TSUBC(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, TileDataSrc2& src2,
+                           WaitEvents&... events) {
+    (void)sizeof...(events);
+    using C = sim::compute_t<typename TileDataDst::DType>;
+    namespace d = ::pto::sim::math::detail;
+    sim::ternary("TSUBC", dst, src0, src1, src2, [](C x, C y, C z) noexcept { return d::op_add<C>(d::op_sub<C>(x, y), z); });
+    return {};
+}
+template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>
+PTO_INST RecordEvent TADDSC(TileDataDst& dst, TileDataSrc0& src0, typename TileDataSrc0::DType scalar, TileDataSrc1& src1,
+                            WaitEvents&... events) {
+    (void)sizeof...(events);
+    using C = sim::compute_t<typename TileDataDst::DType>;
+    namespace d = ::pto::sim::math::detail;
+    const C s = ::pto::sim::math::to_compute(scalar);
+    sim::ternary("TADDSC", dst, src0, src1, src1, [s](C x, C z, C) noexcept { return d::op_add<C>(d::op_add<C>(x, s), z); });
+    return {};
+}
+template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>
+PTO_INST RecordEvent TSUBSC(TileDataDst& dst, TileDataSrc0& src0, typename TileDataSrc0::DType scalar, TileDataSrc1& src1,
+                            WaitEvents&... events) {
+    (void)sizeof...(events);
+    using C = sim::compute_t<typename TileDataDst::DType>;
+    namespace d = ::pto::sim::math::detail;
+    const C s = ::pto::sim::math::to_compute(scalar);
+    sim::ternary("TSUBSC", dst, src0, src1, src1, [s](C x, C z, C) noexcept { return d::op_add<C>(d::op_sub<C>(x, s), z); });
+    return {};
+}
+
 // TDIV / TDIVS: integer division by zero gives 0 and is reported.
 template <auto PrecisionType = DivAlgorithm::DEFAULT, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1,
           typename... WaitEvents>
