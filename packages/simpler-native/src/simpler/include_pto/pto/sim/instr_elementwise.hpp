@@ -139,46 +139,35 @@ inline void ternary(const char* name, D& dst, A& a, B& b, E& e, F f) noexcept {
                                                                   math::to_compute(e.data()[r * E::Cols + c])));
 }
 }  // namespace sim
-template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataSrc2,
-          typename... WaitEvents>
-PTO_INST RecordEvent TADDC(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, TileDataSrc2& src2,
-                           WaitEvents&... events) {
-    (void)sizeof...(events);
-    using C = sim::compute_t<typename TileDataDst::DType>;
-    namespace d = ::pto::sim::math::detail;
-    sim::ternary("TADDC", dst, src0, src1, src2, [](C x, C y, C z) noexcept { return d::op_add<C>(d::op_add<C>(x, y), z); });
-    return {};
-}
-template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataSrc2,
-          typename... WaitEvents>
-PTO_INST RecordEvent TSUBC(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, TileDataSrc2& src2,
-                           WaitEvents&... events) {
-    (void)sizeof...(events);
-    using C = sim::compute_t<typename TileDataDst::DType>;
-    namespace d = ::pto::sim::math::detail;
-    sim::ternary("TSUBC", dst, src0, src1, src2, [](C x, C y, C z) noexcept { return d::op_add<C>(d::op_sub<C>(x, y), z); });
-    return {};
-}
-template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>
-PTO_INST RecordEvent TADDSC(TileDataDst& dst, TileDataSrc0& src0, typename TileDataSrc0::DType scalar, TileDataSrc1& src1,
-                            WaitEvents&... events) {
-    (void)sizeof...(events);
-    using C = sim::compute_t<typename TileDataDst::DType>;
-    namespace d = ::pto::sim::math::detail;
-    const C s = ::pto::sim::math::to_compute(scalar);
-    sim::ternary("TADDSC", dst, src0, src1, src1, [s](C x, C z, C) noexcept { return d::op_add<C>(d::op_add<C>(x, s), z); });
-    return {};
-}
-template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>
-PTO_INST RecordEvent TSUBSC(TileDataDst& dst, TileDataSrc0& src0, typename TileDataSrc0::DType scalar, TileDataSrc1& src1,
-                            WaitEvents&... events) {
-    (void)sizeof...(events);
-    using C = sim::compute_t<typename TileDataDst::DType>;
-    namespace d = ::pto::sim::math::detail;
-    const C s = ::pto::sim::math::to_compute(scalar);
-    sim::ternary("TSUBSC", dst, src0, src1, src1, [s](C x, C z, C) noexcept { return d::op_add<C>(d::op_sub<C>(x, s), z); });
-    return {};
-}
+#define PTO_SIM_TERNARY(NAME, EXPR)                                                                              \
+    template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename TileDataSrc2,          \
+              typename... WaitEvents>                                                                             \
+    PTO_INST RecordEvent NAME(TileDataDst& dst, TileDataSrc0& src0, TileDataSrc1& src1, TileDataSrc2& src2,       \
+                              WaitEvents&... events) {                                                            \
+        (void)sizeof...(events);                                                                                  \
+        using C = sim::compute_t<typename TileDataDst::DType>;                                                    \
+        namespace d = ::pto::sim::math::detail;                                                                   \
+        sim::ternary(#NAME, dst, src0, src1, src2, [](C x, C y, C z) noexcept { return EXPR; });                  \
+        return {};                                                                                                \
+    }
+// The scalar forms: NAME(dst, src0, scalar, src1), EXPR of x (src0), y (the scalar) and z (src1).
+#define PTO_SIM_TERNARY_SCALAR(NAME, EXPR)                                                                       \
+    template <typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1, typename... WaitEvents>        \
+    PTO_INST RecordEvent NAME(TileDataDst& dst, TileDataSrc0& src0, typename TileDataSrc0::DType scalar,          \
+                              TileDataSrc1& src1, WaitEvents&... events) {                                        \
+        (void)sizeof...(events);                                                                                  \
+        using C = sim::compute_t<typename TileDataDst::DType>;                                                    \
+        namespace d = ::pto::sim::math::detail;                                                                   \
+        const C y = ::pto::sim::math::to_compute(scalar);                                                         \
+        sim::ternary(#NAME, dst, src0, src1, src1, [y](C x, C z, C) noexcept { return EXPR; });                   \
+        return {};                                                                                                \
+    }
+PTO_SIM_TERNARY(TADDC, d::op_add<C>(d::op_add<C>(x, y), z))
+PTO_SIM_TERNARY(TSUBC, d::op_add<C>(d::op_sub<C>(x, y), z))
+PTO_SIM_TERNARY_SCALAR(TADDSC, d::op_add<C>(d::op_add<C>(x, y), z))
+PTO_SIM_TERNARY_SCALAR(TSUBSC, d::op_add<C>(d::op_sub<C>(x, y), z))
+#undef PTO_SIM_TERNARY
+#undef PTO_SIM_TERNARY_SCALAR
 
 // TDIV / TDIVS: integer division by zero gives 0 and is reported.
 template <auto PrecisionType = DivAlgorithm::DEFAULT, typename TileDataDst, typename TileDataSrc0, typename TileDataSrc1,
