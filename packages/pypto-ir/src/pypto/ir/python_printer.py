@@ -217,6 +217,10 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
         f"index={_expr(c.args[1])}",
         f"src={_expr(c.args[2])}",
     ],
+    "tile.matmul_acc": lambda c: [
+        *(_expr(a) for a in c.args[:3]),
+        *(f"init_cond={_expr(a)}" for a in c.args[3:]),
+    ],
     "tile.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
     "scalar.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
 }

@@ -559,8 +559,31 @@ def _build_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) ->
 
 
 def _build_matmul_acc(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    """``pl.matmul_acc(acc, lhs, rhs, init_cond=...)``: a literal condition picks the overwriting
+    (``pl.matmul``) or the accumulating form here; a run-time one is the op's fourth operand."""
     lhs, rhs = _transposed(p, opname, b, node)
-    return p.make_op("matmul_acc", [p.expr(b["acc"]), lhs, rhs], {}, node)
+    acc = p.expr(b["acc"])
+    if b.get("init_cond") is None:
+        return p.make_op("matmul_acc", [acc, lhs, rhs], {}, node)
+    what = f"pl.{opname} init_cond"
+    if not isinstance(acc.type, TileType):
+        raise p.err(
+            f"{what}: applies to tile operands (Acc, Left, Right); a tensor-level matmul_acc adds the "
+            "product into its accumulator, use pl.matmul for the first step",
+            node,
+        )
+    cond = p.scalar(b["init_cond"], what)
+    if isinstance(cond, Const):
+        if not isinstance(cond.value, bool):
+            raise p.err(
+                f"{what} must be True, False or a BOOL scalar (such as k == 0), got {cond.value!r}", node
+            )
+        return (
+            p.make_op("matmul", [lhs, rhs], {}, node)
+            if cond.value
+            else p.make_op("matmul_acc", [acc, lhs, rhs], {}, node)
+        )
+    return p.make_op("matmul_acc", [acc, lhs, rhs, cond], {}, node)
 
 
 def _build_print(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:

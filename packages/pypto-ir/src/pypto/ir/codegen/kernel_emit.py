@@ -685,6 +685,16 @@ class _Emitters(_GenBase):
             and not (isinstance(into_arg, Var) and a.name == into_arg.name)
         ]
         src_space = src_tiles[0].type.memory if src_tiles else t.memory  # type: ignore[union-attr]
+        if fn == "TMATMUL_ACC" and len(args) == 4:  # init_cond: overwrite where it holds
+            cond = scalar_expr(args[3], self.dim_of)  # type: ignore[arg-type]
+            product = ", ".join(parts[2:])
+            self.inst(
+                f"if ({cond}) TMATMUL({name}, {product}); else TMATMUL_ACC({', '.join(parts)});",
+                Pipe.M,
+                (*reads, name),
+                (name,),
+            )
+            return
         if cpp.helper:
             call, pipe = f"sk::{fn}", Pipe.S
         elif fn in ("TMATMUL", "TMATMUL_ACC"):

@@ -1,5 +1,6 @@
 """The type rules of the matmuls: operands in Left/Right, the accumulator in Acc, and the
-accumulator dtype of each operand dtype."""
+accumulator dtype of each operand dtype. ``tile.matmul_acc`` takes an optional fourth operand,
+``init_cond`` (a BOOL scalar): where it holds, the accumulator is overwritten with the product."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from pypto.ir.dtypes import DataType
 from pypto.ir.ops.operand_checks import _same_dtype, _tensor_like, _tile
 from pypto.ir.ops.spec import OpError
-from pypto.ir.types import MemorySpace, TensorType, TileType, Type
+from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType, Type
 
 MATMUL_ACC = {
     DataType.FP32: DataType.FP32,
@@ -56,6 +57,10 @@ def tile_matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
     if acc.shape != (a.shape[0], b.shape[1]):
         raise OpError(
             f"pl.matmul_acc: the accumulator is {list(acc.shape)} but the product is {[a.shape[0], b.shape[1]]}"
+        )
+    if len(args) > 3 and args[3] != ScalarType(DataType.BOOL):
+        raise OpError(
+            f"pl.matmul_acc: init_cond must be a BOOL scalar (a comparison such as k == 0), got {args[3]}"
         )
     return acc
 

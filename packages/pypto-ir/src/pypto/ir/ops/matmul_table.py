@@ -45,10 +45,16 @@ _enter(
 _enter(
     LangOp(
         "matmul_acc",
-        (P("acc"), P("lhs"), P("rhs"), P("a_trans", False), P("b_trans", False)),
+        (P("acc"), P("lhs"), P("rhs"), P("a_trans", False), P("b_trans", False), P("init_cond", None)),
         """``acc + lhs @ rhs`` into the Acc tile; with a tensor-level operand (in a ``pl.at``
     scope) it is tensor-level: the product added to ``acc`` in FP32. ``a_trans``/``b_trans`` as
-    for ``pl.matmul`` (tensor operands only).""",
+    for ``pl.matmul`` (tensor operands only).
+
+    ``init_cond`` (tile operands): where it holds, ``acc`` is overwritten with ``lhs @ rhs``
+    instead of accumulated into, so a split-K loop needs neither a zeroed accumulator nor a
+    peeled first step: ``acc = pl.matmul_acc(acc, a, b, init_cond=(k0 == 0))``. A literal
+    ``True``/``False`` picks ``pl.matmul``/``pl.matmul_acc`` when compiling; a run-time
+    condition makes the kernel choose TMATMUL or TMATMUL_ACC at each step.""",
         _both("matmul_acc"),
         group="matmul",
     ),
@@ -56,7 +62,7 @@ _enter(
         "tile.matmul_acc",
         rules.tile_matmul_acc,
         3,
-        3,
+        4,
         Cpp("TMATMUL_ACC", (1, 2), into=0),
         dtypes=frozenset(rules.MATMUL_ACC),
         spaces=(MemorySpace.Acc, MemorySpace.Left, MemorySpace.Right),
