@@ -113,7 +113,10 @@ def test_facts_come_from_the_table_and_the_rules() -> None:
     # the typing line is the rule's result
     assert "-> Tile[[16, 1], FP32, Vec]`" in _section(text, "row_sum")
     assert "-> Tile[[16, 64], FP32, Acc]`" in _section(text, "matmul")
-    assert "pl.load(tensor, offsets, shapes, valid_shape=None, target_memory=pl.MemorySpace.Vec)" in text
+    assert (
+        "pl.load(tensor, offsets, shapes, valid_shape=None, target_memory=pl.MemorySpace.Vec, clamp=False)"
+        in text
+    )
 
 
 def test_examples_are_the_calls_the_doc_writes() -> None:

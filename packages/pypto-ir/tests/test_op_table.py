@@ -181,6 +181,9 @@ _TILE_POOL: tuple[Type, ...] = (
     ScalarType(DataType.INT64),
     TileType((16, 16), DataType.INT32, MemorySpace.Vec),  # bitwise ops
     TileType((16, 32), DataType.UINT8, MemorySpace.Vec),  # a predicate mask (pl.cmp of a [16, 16] tile)
+    TileType((1, 16), FP32, MemorySpace.Left),  # a GEMV's row
+    TileType((1, 16), FP32, MemorySpace.Acc),  # a GEMV's result
+    TileType((1, 16), FP32, MemorySpace.Bias),  # a bias row
 )
 _ATTR_VALUES: dict[str, tuple[Any, ...]] = {
     "shape": ((16, 16), (1, 16)),  # the second: one-row tiles (pl.tile.ci)

@@ -140,7 +140,13 @@ def test_a_column_vector_is_column_major_padded_in_rows() -> None:
     p = pto_tile(TileType((16, 16), DataType.FP16, MemorySpace.Left))
     assert (p.rows, p.cols) == (16, 16)
     p = pto_tile(TileType((20, 40), DataType.INT8, MemorySpace.Mat))
-    assert (p.rows, p.cols) == (32, 64)
+    assert (p.rows, p.cols) == (32, 64)  # boxes of 16 rows by 32 one-byte columns
+    p = pto_tile(TileType((1, 40), DataType.INT8, MemorySpace.Left))
+    assert (p.rows, p.cols) == (16, 64)  # M to 16 as the INT32 Acc tile's, K to 32
+    p = pto_tile(TileType((40, 20), DataType.INT8, MemorySpace.Right))
+    assert (p.rows, p.cols) == (64, 32)
+    p = pto_tile(TileType((1, 20), DataType.INT32, MemorySpace.Acc))
+    assert (p.rows, p.cols) == (16, 32)
 
 
 def test_the_overlap_check_refuses_two_live_tiles_sharing_bytes() -> None:

@@ -113,9 +113,11 @@ def test_one_platform_table_with_the_public_capacities() -> None:
         MemorySpace.Left: 64 * KIB,
         MemorySpace.Right: 64 * KIB,
         MemorySpace.Acc: 128 * KIB,
+        MemorySpace.Bias: 1 * KIB,
     }
     a5 = platforms.get_platform("a5")
     assert a5.capacity(MemorySpace.Acc) == 256 * KIB
+    assert a5.capacity(MemorySpace.Bias) == 4 * KIB
     assert a5.capacity(MemorySpace.Vec) == 192 * KIB  # unconfirmed publicly: the a2a3 figure
     for name, p in platforms.PLATFORM_TABLE.items():
         assert isinstance(p, Platform)
@@ -158,6 +160,7 @@ def test_usage_rounds_each_tile_to_its_buffer_alignment() -> None:
         MemorySpace.Left: 512,
         MemorySpace.Right: 0,
         MemorySpace.Acc: 64,
+        MemorySpace.Bias: 0,
     }
 
 
@@ -220,13 +223,41 @@ def test_acc_tiles_are_checked_against_each_platforms_l0c(tmp_path: Path) -> Non
         compile_(wide_matmul, args, tmp_path, "a5sim")
 
 
+@pl.jit
+def biased(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, y: pl.Out[pl.Tensor]):
+    """A [16, 512] product plus a [1, 512] FP32 bias row: 2 KiB in the bias table."""
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="biased"):
+        ta = pl.load(a, [0, 0], [16, 16], target_memory=pl.MemorySpace.Mat)
+        tb = pl.load(b, [0, 0], [16, 512], target_memory=pl.MemorySpace.Mat)
+        tbias = pl.load(bias, [0, 0], [1, 512], target_memory=pl.MemorySpace.Mat)
+        pl.store(pl.matmul_bias(ta, tb, tbias), [0, 0], y)
+    return y
+
+
+def test_bias_tiles_are_checked_against_each_platforms_bias_table(tmp_path: Path) -> None:
+    args = (z(16, 16), z(16, 512), z(1, 512), z(16, 512))
+    with pytest.raises(
+        BufferCapacityError, match=r"Bias tiles need 2 KiB but the BT \(bias table\) of a2a3sim holds 1 KiB"
+    ):
+        compile_(biased, args, tmp_path, "a2a3sim")
+    (k,) = compile_(biased, args, tmp_path, "a5sim").metadata.kernels  # a5's table holds 4 KiB
+    assert k.buffer_bytes("Bias") == 2 * KIB
+
+
 def test_usage_in_the_metadata_counts_every_space(tmp_path: Path) -> None:
     result = compile_(small_matmul, (z(16, 16), z(16, 16), z(16, 16)), tmp_path)
     (k,) = read_metadata(result.output_dir).kernels
     assert k.core_type == "AIC"
     # Mat: two [16, 16] FP32 of 1 KiB, one live at a time (a's is moved to L0A before b's is
     # loaded); Left/Right: 1 KiB each; Acc: 1 KiB; no Vec tile.
-    assert dict(k.buffer_usage) == {"Vec": 0, "Mat": 1024, "Left": 1024, "Right": 1024, "Acc": 1024}
+    assert dict(k.buffer_usage) == {
+        "Vec": 0,
+        "Mat": 1024,
+        "Left": 1024,
+        "Right": 1024,
+        "Acc": 1024,
+        "Bias": 0,
+    }
     raw = json.loads((result.output_dir / "compiled_meta.json").read_text())
     assert raw["kernels"][0]["buffer_usage"] == {
         "Vec": 0,
@@ -234,6 +265,7 @@ def test_usage_in_the_metadata_counts_every_space(tmp_path: Path) -> None:
         "Left": 1024,
         "Right": 1024,
         "Acc": 1024,
+        "Bias": 0,
     }
 
 
@@ -287,7 +319,7 @@ def test_invalid_buffer_usage_is_rejected(tmp_path: Path, usage: object, error: 
 
 def test_kernel_info_canonicalises_usage() -> None:
     k = KernelInfo("k", 0, "AIV", "kernels/k.cpp", "kernel_entry", (), (("Acc", 64), ("Vec", 32)))
-    assert k.buffer_usage == (("Vec", 32), ("Mat", 0), ("Left", 0), ("Right", 0), ("Acc", 64))
+    assert k.buffer_usage == (("Vec", 32), ("Mat", 0), ("Left", 0), ("Right", 0), ("Acc", 64), ("Bias", 0))
     assert KernelInfo("k", 0, "AIV", "kernels/k.cpp", "kernel_entry", ()).buffer_usage == ()
     with pytest.raises(MetadataError, match="given twice"):
         KernelInfo("k", 0, "AIV", "kernels/k.cpp", "kernel_entry", (), (("Vec", 1), ("Vec", 2)))

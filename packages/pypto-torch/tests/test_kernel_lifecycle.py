@@ -257,7 +257,7 @@ def test_the_installed_runtime_passes_the_checks() -> None:
 
 def _fake_runtime(**native: Any) -> types.ModuleType:
     """A stand-in simpler whose native module reports ``native`` (the pinned values by default)."""
-    fields: dict[str, Any] = {"__version__": "0.1.0", "KERNEL_ABI_VERSION": 3, "ORCHESTRATION_ABI_VERSION": 1}
+    fields: dict[str, Any] = {"__version__": "0.1.0", "KERNEL_ABI_VERSION": 4, "ORCHESTRATION_ABI_VERSION": 1}
     fields.update(native)
     fake = types.ModuleType("simpler")
     fake.__version__ = fields["__version__"]  # type: ignore[attr-defined]
@@ -279,7 +279,7 @@ def test_the_pin_names_the_build_identity_and_abi_that_simpler_native_exposes() 
 @pytest.mark.parametrize(
     ("native", "match"),
     [
-        ({"KERNEL_ABI_VERSION": 2}, r"KERNEL_ABI_VERSION 2 \(pinned 3\)"),
+        ({"KERNEL_ABI_VERSION": 2}, r"KERNEL_ABI_VERSION 2 \(pinned 4\)"),
         ({"ORCHESTRATION_ABI_VERSION": 9}, r"ORCHESTRATION_ABI_VERSION 9 \(pinned 1\)"),
         ({"__version__": "0.1.7"}, r"build 0\.1\.7 \(pinned 0\.1\.0\)"),  # same series, other build
         (

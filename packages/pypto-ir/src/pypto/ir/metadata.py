@@ -8,7 +8,7 @@ loads native code. Schemas 1 and 2 load as PROGRAM only. See docs/pypto-ir.md.
 
 A kernel child may carry ``buffer_usage`` (optional, schema 3 readers before it ignore it): per
 on-chip memory space, the peak bytes of its tiles live at the same time, ``{"Vec": n, "Mat": n,
-"Left": n, "Right": n, "Acc": n}`` (see pypto.ir.platforms for how they are counted; artifacts
+"Left": n, "Right": n, "Acc": n, "Bias": n}`` (each space its kernel uses) (see pypto.ir.platforms for how they are counted; artifacts
 of ``CODEGEN_VERSION`` 2 recorded the sum of every tile declared), and ``hints`` (optional,
 the same way): the ``pl.at`` hints of the scope it was outlined from, ``{"split": "UP_DOWN",
 "cross_core_slot": 4, "no_dep_args": ["t"]}`` (each key only when given).
@@ -83,7 +83,7 @@ class KernelInfo:
 
     def buffer_bytes(self, space: str) -> int | None:
         """Peak bytes of ``space`` tiles live at once (``"Vec"``, ``"Mat"``, ``"Left"``,
-        ``"Right"``, ``"Acc"``); None when the metadata does not record buffer use."""
+        ``"Right"``, ``"Acc"``, ``"Bias"``); None when the metadata does not record buffer use."""
         if space not in BUFFER_SPACES:
             raise ValueError(
                 f"buffer_bytes(space): expected one of {', '.join(BUFFER_SPACES)}, got {space!r}"
@@ -110,7 +110,7 @@ class KernelInfo:
         return out
 
 
-BUFFER_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
+BUFFER_SPACES = ("Vec", "Mat", "Left", "Right", "Acc", "Bias")
 SPLIT_MODES = tuple(m.value for m in SplitMode)  # what a "split" hint may say
 
 

@@ -10,12 +10,13 @@ documentation:
 - a2a3 (Atlas A2/A3 training and inference series): Unified Buffer 192 KiB, L1 512 KiB,
   L0A 64 KiB, L0B 64 KiB, L0C 128 KiB (as CANN's open-source libraries spell them out, e.g.
   catlass ``arch.hpp`` ``AtlasA2``). Alignment (Ascend C "General Restrictions"): UB and L1
-  32 bytes, L0A/L0B 512 bytes, L0C 64 bytes.
+  32 bytes, L0A/L0B 512 bytes, L0C 64 bytes. The bias table (BT, Bias tiles) 1 KiB, 32-byte
+  aligned (pto-isa ``buffer_limits.hpp``).
 - a5 (Ascend 950 family, ``Ascend910_95``, NPU arch 3101): L0C 256 KiB, L1 512 KiB, L0A and
   L0B 64 KiB as in CANN's open-source operator code for that architecture
   (ops-transformer ``gmm/common/groupedmatmul_act/utils/arch.h``). No public source found
   confirms its Unified Buffer size, so a5 uses the a2a3 figure (192 KiB) until one does.
-  Alignments as a2a3.
+  BT 4 KiB (pto-isa ``buffer_limits.hpp``). Alignments as a2a3.
 
 A kernel's buffer use is counted by :func:`check_kernel_buffers` as the peak, per memory space,
 of the tiles live at the same time (pypto.ir.analysis.tile_liveness gives each tile its live
@@ -76,13 +77,21 @@ tile library, whose tiles lived on that stack; PTO-ISA tiles live in the simulat
 the capacity check is the binding one."""
 
 # The on-chip memory spaces a tile can live in, in report order, and the hardware buffer each is.
-TILE_SPACES = (MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc)
+TILE_SPACES = (
+    MemorySpace.Vec,
+    MemorySpace.Mat,
+    MemorySpace.Left,
+    MemorySpace.Right,
+    MemorySpace.Acc,
+    MemorySpace.Bias,
+)
 BUFFER_NAMES = {
     MemorySpace.Vec: "UB (Unified Buffer)",
     MemorySpace.Mat: "L1",
     MemorySpace.Left: "L0A",
     MemorySpace.Right: "L0B",
     MemorySpace.Acc: "L0C",
+    MemorySpace.Bias: "BT (bias table)",
 }
 
 
@@ -101,6 +110,7 @@ _CAPACITY_FIELD = {
     MemorySpace.Left: "l0a_bytes",
     MemorySpace.Right: "l0b_bytes",
     MemorySpace.Acc: "l0c_bytes",
+    MemorySpace.Bias: "bt_bytes",
 }
 _ALIGN_FIELD = {
     MemorySpace.Vec: "ub_align",
@@ -108,6 +118,7 @@ _ALIGN_FIELD = {
     MemorySpace.Left: "l0ab_align",
     MemorySpace.Right: "l0ab_align",
     MemorySpace.Acc: "l0c_align",
+    MemorySpace.Bias: "bt_align",
 }
 
 
@@ -125,10 +136,12 @@ class Platform:
     l0a_bytes: int
     l0b_bytes: int
     l0c_bytes: int
+    bt_bytes: int
     ub_align: int = 32
     l1_align: int = 32
     l0ab_align: int = 512
     l0c_align: int = 64
+    bt_align: int = 32
     # torch_npu tensors in fractal NZ storage are admitted as NZ inputs (pypto.torch) on a2a3 only
     nz_storage_inputs: bool = False
     # CANN's AICore architecture family of the hardware (``--cce-aicore-arch=<family>-vec`` or
@@ -150,6 +163,7 @@ class _Capacities(TypedDict):
     l0a_bytes: int
     l0b_bytes: int
     l0c_bytes: int
+    bt_bytes: int
 
 
 _A2A3: _Capacities = {
@@ -158,9 +172,10 @@ _A2A3: _Capacities = {
     "l0a_bytes": 64 * KIB,
     "l0b_bytes": 64 * KIB,
     "l0c_bytes": 128 * KIB,
+    "bt_bytes": 1 * KIB,
 }
 # a5: L0C from CANN's arch-3101 code; UB unconfirmed publicly, so the a2a3 figure (see above).
-_A5: _Capacities = {**_A2A3, "l0c_bytes": 256 * KIB}
+_A5: _Capacities = {**_A2A3, "l0c_bytes": 256 * KIB, "bt_bytes": 4 * KIB}
 
 PLATFORM_TABLE: Mapping[str, Platform] = {
     p.name: p

@@ -10,7 +10,10 @@ The ISA's tiles have a static physical shape that its instructions' static check
 - a Mat (L1) tile is stored column-major in 16 x (32 bytes) fractals with row-major boxes of
   512 bytes (``BLayout::ColMajor``, ``SLayout::RowMajor``), as TLOAD into L1 and TMOV to
   L0A/L0B accept it; Left, Right and Acc are the ISA's ``TileLeft``/``TileRight``/``TileAcc``;
-  the cube tiles' rows and columns are padded to whole fractals (16, or 32 for 1-byte types).
+  the cube tiles' rows and columns are padded to whole fractals: M and N to 16, K to 16 (32 for
+  1-byte types), so a product's Left, Right and Acc tiles agree in M, K and N;
+- a Bias tile (the bias table) is one row-major row with no fractal box (the ISA's matmuls
+  with a bias take a single-row Bias tile), its columns filling whole 32-byte blocks.
 
 The IR shape is the tile's valid shape at most; the generated code declares the valid shape
 at run time (``Tile<..., -1, -1> t(rows, cols)``) and the padding is never read as data.
@@ -61,9 +64,20 @@ def pto_tile(t: TileType) -> PtoTile:
     r, c = (int(x) for x in t.shape)
     size = _elem_bytes(t.dtype)
     per_block = max(1, BLOCK_BYTES // size)  # elements in one 32-byte block
+    if t.memory is MemorySpace.Bias:  # the bias table holds one unboxed row
+        return PtoTile(t.memory, t.dtype, r, _round_up(c, per_block))
     if t.memory is MemorySpace.Vec:
         if c == 1 and r > 1:
             return PtoTile(t.memory, t.dtype, _round_up(r, per_block), 1, col_major=True)
         return PtoTile(t.memory, t.dtype, r, _round_up(c, per_block))
-    fractal = 32 if size == 1 else 16
-    return PtoTile(t.memory, t.dtype, _round_up(r, fractal), _round_up(c, fractal))
+    # a box is 16 rows by C0 = 32 bytes of columns (Left, Mat, Acc), or C0 rows by 16 columns
+    # (Right); C0 is 16 elements (8 for 4-byte types, padded to 16 like the others) or 32 for 1-byte
+    # types. M (Left, Acc rows) and N (Right, Acc columns) are padded to 16, K (Left columns, Right
+    # rows) to C0, so the product's three tiles agree in M, K and N whatever the element size.
+    c0 = 32 if size == 1 else 16
+    rows, cols = {
+        MemorySpace.Left: (16, c0),
+        MemorySpace.Right: (c0, 16),
+        MemorySpace.Acc: (16, 16),
+    }.get(t.memory, (16, c0))
+    return PtoTile(t.memory, t.dtype, _round_up(r, rows), _round_up(c, cols))

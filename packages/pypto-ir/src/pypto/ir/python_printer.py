@@ -221,6 +221,10 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
         *(_expr(a) for a in c.args[:3]),
         *(f"init_cond={_expr(a)}" for a in c.args[3:]),
     ],
+    **{
+        op: lambda c: [*(_expr(a) for a in c.args), *_kw(c, "acc_phase", "acc_phase")]
+        for op in ("tile.gemv", "tile.gemv_acc", "tile.gemv_bias")
+    },
     "tile.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
     "scalar.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
 }

@@ -66,6 +66,7 @@ class MemorySpace(_PlEnum):
     Left = "Left"  # L0A, left matmul operand
     Right = "Right"  # L0B, right matmul operand
     Acc = "Acc"  # L0C, matmul accumulator (FP32)
+    Bias = "Bias"  # BT, the bias table: a [1, N] row a matmul adds (pl.matmul_bias, pl.gemv_bias)
 
 
 class Level(_PlEnum):

@@ -17,7 +17,6 @@ from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Arg, Const, Expr
 from pypto.ir.ops.cast_modes import DEFAULT as CAST_DEFAULT
 from pypto.ir.ops.cast_modes import cast_mode
-from pypto.ir.ops.rules import CASTABLE
 from pypto.ir.ops.spec import OpError
 from pypto.ir.param_info import Layout
 from pypto.ir.types import (
@@ -116,6 +115,8 @@ def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     if "target_memory" in b:
         attrs["memory"] = p.memory(b["target_memory"], "pl.load target_memory")
     args: list[Arg] = [tensor, offs]
+    if _flag(p, b, "clamp", "pl.load", node):
+        _clamp(p, b, tensor=tensor, offs=offs, node=node)
     if b.get("valid_shape") is not None:
         valid = p.offsets(b["valid_shape"], "pl.load valid_shape")
         if len(valid) != 2:
@@ -134,6 +135,35 @@ def _build_load(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
 
         return nd_load(p, tensor, offs=offs, shape=shape, attrs=attrs, node=node)  # type: ignore[arg-type]
     return p.make_op("load", args, attrs, node)
+
+
+def _clamp(p: _Parser, b: dict[str, Any], *, tensor: Expr, offs: tuple[Expr, ...], node: ast.Call) -> None:
+    """``pl.load(..., clamp=True)``: the valid region (``valid_shape``, else the window) cut back
+    to the tensor's edge, written into ``b["valid_shape"]`` as constants."""
+    tt = tensor.type
+    dims = [d for d in tt.shape[-2:] if isinstance(d, int)] if isinstance(tt, TensorType) else []
+    at = [int(o.value) for o in offs[-2:] if isinstance(o, Const)]
+    want = p.offsets(b["valid_shape"], "pl.load valid_shape") if b.get("valid_shape") is not None else None
+    shape = p.shape(b["shapes"], "pl.load shape")
+    requested = (
+        [int(v.value) for v in want if isinstance(v, Const)]
+        if want is not None
+        else list(tile_dims(tensor, shape))
+    )
+    if len(dims) != 2 or len(at) != 2 or len(requested) != 2:
+        raise p.err(
+            "pl.load clamp=True: needs constant offsets and valid_shape and a static 2-D tensor shape "
+            "here (a run-time window is checked when the kernel runs instead)",
+            node,
+        )
+    clamped = []
+    for r, d, o in zip(requested, dims, at, strict=True):
+        if o >= d:
+            raise p.err(f"pl.load clamp=True: the window starts at {o}, past the tensor's extent {d}", node)
+        clamped.append(min(r, d - o))
+    b["valid_shape"] = ast.copy_location(
+        ast.List(elts=[ast.Constant(v) for v in clamped], ctx=ast.Load()), node
+    )
 
 
 def tile_dims(tensor: Expr, shape: tuple[int, ...]) -> tuple[int, int]:
@@ -302,9 +332,14 @@ def _build_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
     nd = nd_shape_of(p, tile)  # type: ignore[arg-type]
     if nd is not None:
         return nd_store(p, tile, nd, offs=offs, out=out, node=node)  # type: ignore[arg-type]
-    attrs = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
-    call = p.make_op("store", [tile, offs, out], attrs, node)
-    return call
+    attrs: dict[str, Any] = {"static_offsets": [o.value if isinstance(o, Const) else None for o in offs]}
+    from pypto.language.parser.subscripts import valid_shape_of
+
+    valid = valid_shape_of(p, tile)  # type: ignore[arg-type]
+    if valid is not None and len(valid) == 2 and all(isinstance(v, Const) for v in valid):
+        # only the valid region is written: the window check uses it
+        attrs["static_valid"] = [int(v.value) for v in valid]  # type: ignore[union-attr]
+    return p.make_op("store", [tile, offs, out], attrs, node)
 
 
 def _build_move(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -518,74 +553,6 @@ def _build_transpose(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call)
     return p.make_op("transpose", [p.expr(b["input"])], {}, node)
 
 
-def _transposed(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> tuple[Expr, Expr]:
-    """The operands of a matmul with ``a_trans``/``b_trans`` applied: at tensor level the operand
-    is transposed first (``pl.transpose``); a tile operand must be transposed by the kernel
-    (``pl.tile.transpose_view``), as upstream requires. ``c_matrix_nz`` (an NZ result) is refused."""
-    what = f"pl.{opname}"
-    lhs, rhs = p.expr(b["lhs"]), p.expr(b["rhs"])
-    if _flag(p, b, "c_matrix_nz", what, node):
-        raise p.err(
-            f"{what}: c_matrix_nz=True (an NZ-laid-out result) is not available; the result is ND "
-            "(leave c_matrix_nz out or pass False)",
-            node,
-        )
-    out = []
-    for key, x in (("a_trans", lhs), ("b_trans", rhs)):
-        if not _flag(p, b, key, what, node):
-            out.append(x)
-            continue
-        if isinstance(x.type, TileType):
-            raise p.err(
-                f"{what}: {key}=True applies to tensor operands; transpose a tile operand with "
-                "pl.tile.transpose_view before moving it to Left/Right",
-                node,
-            )
-        out.append(p.make_op("transpose", [x], {}, node))
-    return out[0], out[1]
-
-
-def _build_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    lhs, rhs = _transposed(p, opname, b, node)
-    call = p.make_op("matmul", [lhs, rhs], {}, node)
-    if b.get("out_dtype") is not None:
-        want = p.dtype(b["out_dtype"], "pl.matmul out_dtype")
-        got = call.type.dtype  # type: ignore[union-attr]
-        if want is not got and isinstance(call.type, TensorType) and want in CASTABLE:
-            return p.make_op("cast", [call], {"dtype": want}, node)  # accumulate, then round once
-        if want is not got:
-            raise p.err(f"pl.matmul out_dtype={want.value}: this matmul accumulates in {got.value}", node)
-    return call
-
-
-def _build_matmul_acc(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    """``pl.matmul_acc(acc, lhs, rhs, init_cond=...)``: a literal condition picks the overwriting
-    (``pl.matmul``) or the accumulating form here; a run-time one is the op's fourth operand."""
-    lhs, rhs = _transposed(p, opname, b, node)
-    acc = p.expr(b["acc"])
-    if b.get("init_cond") is None:
-        return p.make_op("matmul_acc", [acc, lhs, rhs], {}, node)
-    what = f"pl.{opname} init_cond"
-    if not isinstance(acc.type, TileType):
-        raise p.err(
-            f"{what}: applies to tile operands (Acc, Left, Right); a tensor-level matmul_acc adds the "
-            "product into its accumulator, use pl.matmul for the first step",
-            node,
-        )
-    cond = p.scalar(b["init_cond"], what)
-    if isinstance(cond, Const):
-        if not isinstance(cond.value, bool):
-            raise p.err(
-                f"{what} must be True, False or a BOOL scalar (such as k == 0), got {cond.value!r}", node
-            )
-        return (
-            p.make_op("matmul", [lhs, rhs], {}, node)
-            if cond.value
-            else p.make_op("matmul_acc", [acc, lhs, rhs], {}, node)
-        )
-    return p.make_op("matmul_acc", [acc, lhs, rhs, cond], {}, node)
-
-
 def _build_print(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     label_node = b.get("label")
     if label_node is None:
@@ -693,10 +660,8 @@ OP_BUILDERS: dict[str, _Builder] = {
     "wait": _build_wait,
     "array_create": _build_array_create,
     "task_dummy": _build_task_dummy,
-    "matmul": _build_matmul,
     "cmp": _build_cmp,
     "cmps": _build_cmp,
-    "matmul_acc": _build_matmul_acc,
     "div": _build_precision,
     "log": _build_precision,
     "recip": _build_precision,
@@ -732,6 +697,9 @@ OP_BUILDERS: dict[str, _Builder] = {
 # the collectives, remote_load/remote_store, defer_wait and the region forms of put/get (they
 # use the helpers above)
 from pypto.language import comm_builders as _comm_builders  # noqa: E402, F401
+
+# the matmuls: transposed tensor operands, init_cond, Mat operands of the bias and GEMV forms
+from pypto.language import cube_builders as _cube_builders  # noqa: E402, F401
 
 # pl.gelu's and pl.softplus's compile-time keywords
 from pypto.language import math_builders as _math_builders  # noqa: E402, F401

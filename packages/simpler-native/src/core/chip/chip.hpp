@@ -55,11 +55,11 @@ inline constexpr std::size_t kCoreThreadGuardBytes = std::size_t{1} << 20;
 // line (chip_lifecycle.cpp).
 inline constexpr std::uintptr_t kCoreBufferAlign = 4096;
 
-// On-chip buffer capacities per platform (pypto/ir/platforms.py): UB, L1, L0A, L0B, L0C.
-inline constexpr std::array<std::uint64_t, kCoreBufferCount> kA2A3CoreBufferBytes{192u << 10, 512u << 10, 64u << 10,
-                                                                                  64u << 10, 128u << 10};
-inline constexpr std::array<std::uint64_t, kCoreBufferCount> kA5CoreBufferBytes{192u << 10, 512u << 10, 64u << 10,
-                                                                                64u << 10, 256u << 10};
+// On-chip buffer capacities per platform (pypto/ir/platforms.py): UB, L1, L0A, L0B, L0C, BT.
+inline constexpr std::array<std::uint64_t, kCoreBufferCount> kA2A3CoreBufferBytes{
+    192u << 10, 512u << 10, 64u << 10, 64u << 10, 128u << 10, 1u << 10};
+inline constexpr std::array<std::uint64_t, kCoreBufferCount> kA5CoreBufferBytes{
+    192u << 10, 512u << 10, 64u << 10, 64u << 10, 256u << 10, 4u << 10};
 
 // Per-run configuration (CallConfig after validation).
 struct RunConfig {
@@ -281,7 +281,8 @@ private:
         std::uint32_t core_index = 0;  // among the cores of its kind
         CoreBuffers buffers{};
         std::unique_ptr<std::uint8_t, void (*)(void*)> storage[kCoreBufferCount] = {
-            {nullptr, std::free}, {nullptr, std::free}, {nullptr, std::free}, {nullptr, std::free}, {nullptr, std::free}};
+            {nullptr, std::free}, {nullptr, std::free}, {nullptr, std::free},
+            {nullptr, std::free}, {nullptr, std::free}, {nullptr, std::free}};
         bool busy = false;       // running a task (under mu_)
         bool by_caller = false;  // claimed by a caller running an inline run's task
     };

@@ -60,6 +60,11 @@ from pypto.ir.types import (
     WaitCmp,
 )
 
+# The cube unit's instructions (PIPE_M), and those of them that add into an accumulator operand
+# (called as ``fn(dst, acc, lhs, rhs)``; dst may be the accumulator's storage).
+_CUBE_INSTRUCTIONS = frozenset({"TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV", "TGEMV_ACC", "TGEMV_BIAS"})
+_ACCUMULATING = frozenset({"TMATMUL_ACC", "TGEMV_ACC"})
+
 
 class _Emitters(_GenBase):
     """The instruction emitters (they append to the plan through ``_GenBase``)."""
@@ -500,7 +505,7 @@ class _Emitters(_GenBase):
             assert isinstance(into, Var)
             src_name = ident(into.name)
             self.declare(v.name, name, t, (f"{src_name}.GetValidRow()", f"{src_name}.GetValidCol()"))
-            if not self.mem.shares(v.name, into.name) and cpp.fn != "TMATMUL_ACC":
+            if not self.mem.shares(v.name, into.name) and cpp.fn not in _ACCUMULATING:
                 self.copy(name, t, src_name, t.memory)
             self.instruction(name, t, e, cpp)
             return
@@ -671,7 +676,7 @@ class _Emitters(_GenBase):
             # a float destination takes the form without SaturationMode: overflow gives infinity
             # and NaN stays NaN (IEEE, as torch), where the official CPU backend's explicit form
             # clamps the source into both types' range, NaN and infinities included
-        if fn == "TMATMUL_ACC":  # dst = acc + a @ b (dst may be the acc's storage)
+        if fn in _ACCUMULATING:  # dst = acc + a @ b (dst may be the acc's storage)
             acc = args[cpp.into or 0]
             assert isinstance(acc, Var)
             parts = [name, ident(acc.name), *parts[1:]]
@@ -697,8 +702,9 @@ class _Emitters(_GenBase):
             return
         if cpp.helper:
             call, pipe = f"sk::{fn}", Pipe.S
-        elif fn in ("TMATMUL", "TMATMUL_ACC"):
-            call, pipe = fn, Pipe.M
+        elif fn in _CUBE_INSTRUCTIONS:
+            phase = e.attr("acc_phase")  # a GEMV's accumulation phase: the instruction's template argument
+            call, pipe = (f"{fn}<AccPhase::{phase.capitalize()}>" if phase else fn), Pipe.M
         elif fn in ("TMOV", "TEXTRACT", "TINSERT"):
             call, pipe = fn, _copy_pipe(t.memory, src_space)
         else:

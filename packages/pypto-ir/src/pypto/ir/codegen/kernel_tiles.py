@@ -148,7 +148,7 @@ def abi_params(fn: Function) -> tuple[Param, ...]:
     return (*tensors, *scalars)
 
 
-_CUBE_SPACES = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Mat, MemorySpace.Acc)
+_CUBE_SPACES = (MemorySpace.Left, MemorySpace.Right, MemorySpace.Mat, MemorySpace.Acc, MemorySpace.Bias)
 
 
 def core_type_of(fn: Function, calls: list[Call] | None = None) -> CoreType:
@@ -177,6 +177,8 @@ def tile_type(t: TileType, pad: PadValue | None = None, *, zn: bool = False) -> 
     if t.memory is MemorySpace.Mat:
         grid, box = ("RowMajor", "ColMajor") if zn else ("ColMajor", "RowMajor")
         return f"Tile<TileType::Mat, {ct}, {p.rows}, {p.cols}, BLayout::{grid}, -1, -1, SLayout::{box}, 512>"
+    if t.memory is MemorySpace.Bias:  # one row-major row (the ISA's bias table takes no boxes)
+        return f"Tile<TileType::Bias, {ct}, {p.rows}, {p.cols}, BLayout::RowMajor, -1, -1>"
     alias = {MemorySpace.Left: "TileLeft", MemorySpace.Right: "TileRight", MemorySpace.Acc: "TileAcc"}
     return f"{alias[t.memory]}<{ct}, {p.rows}, {p.cols}, -1, -1>"
 

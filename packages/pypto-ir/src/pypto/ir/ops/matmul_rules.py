@@ -65,6 +65,62 @@ def tile_matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
     return acc
 
 
+def _bias(t: Type, n: int, acc: DataType, op: str) -> None:
+    """A bias operand: a [1, n] Bias tile in the accumulator type."""
+    b = _tile(t, op, "the bias", (MemorySpace.Bias,))
+    if tuple(b.shape) != (1, n):
+        raise OpError(f"pl.{op}: the bias is [1, N] for the product's N = {n} columns, got {list(b.shape)}")
+    if b.dtype is not acc:
+        raise OpError(f"pl.{op}: the bias is {b.dtype.value} but the product accumulates in {acc.value}")
+
+
+def tile_matmul_bias(args: list[Type], attrs: dict[str, Any]) -> Type:
+    a = _tile(args[0], "matmul_bias", "the left operand", (MemorySpace.Left,))
+    b = _tile(args[1], "matmul_bias", "the right operand", (MemorySpace.Right,))
+    _check_matmul(a, b, "matmul_bias")
+    acc = acc_dtype(a.dtype, "matmul_bias")
+    _bias(args[2], b.shape[1], acc, "matmul_bias")
+    return TileType((a.shape[0], b.shape[1]), acc, MemorySpace.Acc)
+
+
+GEMV_PHASES = ("unspecified", "partial", "final")
+"""The accumulation phases of a GEMV (PTO-ISA ``AccPhase``): when the device may let the result
+leave L0C. A hint to the device; the result is the same in every phase."""
+
+
+def _gemv(args: list[Type], attrs: dict[str, Any], op: str) -> TileType:
+    """The result of a GEMV of ``args`` (a [1, K] Left row and a [K, N] Right tile): [1, N] in Acc."""
+    phase = attrs.get("acc_phase", "unspecified")
+    if phase not in GEMV_PHASES:
+        raise OpError(f"pl.{op}: acc_phase must be one of {', '.join(GEMV_PHASES)}, got {phase!r}")
+    a = _tile(args[0], op, "the left operand", (MemorySpace.Left,))
+    b = _tile(args[1], op, "the right operand", (MemorySpace.Right,))
+    if a.shape[0] != 1:
+        raise OpError(
+            f"pl.{op}: the left operand is one row [1, K], got {list(a.shape)} (pl.matmul takes more rows)"
+        )
+    _check_matmul(a, b, op)
+    return TileType((1, b.shape[1]), acc_dtype(a.dtype, op), MemorySpace.Acc)
+
+
+def tile_gemv(args: list[Type], attrs: dict[str, Any]) -> Type:
+    return _gemv(args, attrs, "gemv")
+
+
+def tile_gemv_acc(args: list[Type], attrs: dict[str, Any]) -> Type:
+    acc = _tile(args[0], "gemv_acc", "the accumulator", (MemorySpace.Acc,))
+    want = _gemv(args[1:], attrs, "gemv_acc")
+    if acc != want:
+        raise OpError(f"pl.gemv_acc: the accumulator must be {want} (the product's), got {acc}")
+    return acc
+
+
+def tile_gemv_bias(args: list[Type], attrs: dict[str, Any]) -> Type:
+    out = _gemv(args, attrs, "gemv_bias")
+    _bias(args[2], out.shape[1], out.dtype, "gemv_bias")
+    return out
+
+
 def tensor_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
     a = _tensor_like(args[0], "matmul", "the left operand")
     b = _tensor_like(args[1], "matmul", "the right operand")

@@ -69,3 +69,86 @@ _enter(
     ),
     OpSpec("tensor.matmul_acc", rules.tensor_matmul_acc, 3, 3, dtypes=frozenset(rules.MATMUL_ACC)),
 )
+_enter(
+    LangOp(
+        "matmul_bias",
+        (P("lhs"), P("rhs"), P("bias")),
+        """``lhs @ rhs + bias`` (tiles): the ``[1, N]`` bias row, in the accumulator type (FP32, INT32
+    for INT8 operands), added to every row of the product (PTO-ISA TMATMUL_BIAS). Operands in Mat
+    (upstream's form) are moved to Left, Right and Bias first.""",
+        {"tile": "tile.matmul_bias"},
+        group="matmul",
+    ),
+    OpSpec(
+        "tile.matmul_bias",
+        rules.tile_matmul_bias,
+        3,
+        3,
+        Cpp("TMATMUL_BIAS", (0, 1, 2), valid="matmul"),
+        dtypes=frozenset(rules.MATMUL_ACC),
+        spaces=(MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias),
+    ),
+)
+_GEMV_DOC = """``acc_phase`` (``"unspecified"``, ``"partial"``, ``"final"``) tells the device when the
+    result may leave L0C; it changes no value. Operands in Mat (upstream's form) are moved to Left
+    and Right first."""
+_enter(
+    LangOp(
+        "gemv",
+        (P("lhs"), P("rhs"), P("acc_phase", "unspecified")),
+        f"""A row vector times a matrix (tiles): ``[1, K] @ [K, N] -> [1, N]`` in Acc, accumulated
+    as ``pl.matmul`` does (PTO-ISA TGEMV). {_GEMV_DOC}""",
+        {"tile": "tile.gemv"},
+        group="matmul",
+    ),
+    OpSpec(
+        "tile.gemv",
+        rules.tile_gemv,
+        2,
+        2,
+        Cpp("TGEMV", (0, 1), valid="matmul"),
+        dtypes=frozenset(rules.MATMUL_ACC),
+        spaces=(MemorySpace.Left, MemorySpace.Right),
+        attrs=("acc_phase",),
+    ),
+)
+_enter(
+    LangOp(
+        "gemv_acc",
+        (P("acc"), P("lhs"), P("rhs"), P("acc_phase", "unspecified")),
+        f"""``acc + lhs @ rhs`` for a ``[1, K]`` row (PTO-ISA TGEMV_ACC); ``acc`` is the ``[1, N]``
+    Acc tile of a ``pl.gemv``. {_GEMV_DOC}""",
+        {"tile": "tile.gemv_acc"},
+        group="matmul",
+    ),
+    OpSpec(
+        "tile.gemv_acc",
+        rules.tile_gemv_acc,
+        3,
+        3,
+        Cpp("TGEMV_ACC", (1, 2), into=0),
+        dtypes=frozenset(rules.MATMUL_ACC),
+        spaces=(MemorySpace.Acc, MemorySpace.Left, MemorySpace.Right),
+        attrs=("acc_phase",),
+    ),
+)
+_enter(
+    LangOp(
+        "gemv_bias",
+        (P("lhs"), P("rhs"), P("bias"), P("acc_phase", "unspecified")),
+        f"""``lhs @ rhs + bias`` for a ``[1, K]`` row and a ``[1, N]`` bias in the accumulator type
+    (PTO-ISA TGEMV_BIAS). {_GEMV_DOC} A Mat bias is moved to Bias.""",
+        {"tile": "tile.gemv_bias"},
+        group="matmul",
+    ),
+    OpSpec(
+        "tile.gemv_bias",
+        rules.tile_gemv_bias,
+        3,
+        3,
+        Cpp("TGEMV_BIAS", (0, 1, 2), valid="matmul"),
+        dtypes=frozenset(rules.MATMUL_ACC),
+        spaces=(MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias),
+        attrs=("acc_phase",),
+    ),
+)

@@ -67,9 +67,10 @@ def tile_store(args: list[Type], attrs: dict[str, Any]) -> Type:
         raise OpError(
             f"pl.store: the tile is {tile.dtype.value} but the tensor is {t.dtype.value}; use pl.cast first"
         )
-    shape = tile.shape if len(t.shape) >= 2 else (tile.shape[1],)
+    written = tuple(attrs.get("static_valid") or tile.shape)  # only the valid region is written
+    shape = written if len(t.shape) >= 2 else (written[1],)
     if len(t.shape) > 2:
-        shape = (1,) * (len(t.shape) - 2) + tile.shape
+        shape = (1,) * (len(t.shape) - 2) + written
     _check_window(t, list(attrs.get("static_offsets", [None] * len(t.shape))), shape, "store")
     return t
 
@@ -77,6 +78,7 @@ def tile_store(args: list[Type], attrs: dict[str, Any]) -> Type:
 _MOVES = {
     (MemorySpace.Mat, MemorySpace.Left),
     (MemorySpace.Mat, MemorySpace.Right),
+    (MemorySpace.Mat, MemorySpace.Bias),
     (MemorySpace.Mat, MemorySpace.Vec),
     (MemorySpace.Vec, MemorySpace.Mat),
     (MemorySpace.Acc, MemorySpace.Vec),
@@ -93,6 +95,8 @@ def tile_move(args: list[Type], attrs: dict[str, Any]) -> Type:
             f"{a.value}->{b.value}" for a, b in sorted(_MOVES, key=lambda m: (m[0].value, m[1].value))
         )
         raise OpError(f"pl.move: cannot move a tile from {t.memory.value} to {mem.value}; allowed: {allowed}")
+    if mem is MemorySpace.Bias and (len(t.shape) != 2 or t.shape[0] != 1):
+        raise OpError(f"pl.move: a Bias tile is one row [1, N] (the bias table), got {list(t.shape)}")
     return TileType(t.shape, t.dtype, mem)
 
 

@@ -22,11 +22,15 @@ _enter(
             P("shapes"),
             P("valid_shape", None),
             P("target_memory", MemorySpace.Vec),
+            P("clamp", False),
         ),
         """Load the window ``tensor[offsets : offsets + shapes]`` into a tile (Vec or Mat).
 
     ``valid_shape=[rows, cols]`` (run-time values allowed) loads only that leading region;
-    the rest of the tile is padding (see ``pl.tile.fillpad``).""",
+    the rest of the tile is padding (see ``pl.tile.fillpad``). Only the valid region is read,
+    so the window may run past the tensor's end where the valid region does not.
+    ``clamp=True`` cuts the valid region back to the tensor's edge instead of refusing a
+    region that runs past it (constant offsets and a static tensor shape).""",
         default="tile.load",
         group="memory",
     ),

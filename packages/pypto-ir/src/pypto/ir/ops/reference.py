@@ -113,6 +113,34 @@ SAMPLES: dict[str, Sample] = {
         ],
         {},
     ),
+    "tile.matmul_bias": (
+        [
+            TileType((16, 32), _FP16, MemorySpace.Left),
+            TileType((32, 64), _FP16, MemorySpace.Right),
+            TileType((1, 64), _FP32, MemorySpace.Bias),
+        ],
+        {},
+    ),
+    "tile.gemv": (
+        [TileType((1, 32), _FP16, MemorySpace.Left), TileType((32, 64), _FP16, MemorySpace.Right)],
+        {"acc_phase": "partial"},
+    ),
+    "tile.gemv_acc": (
+        [
+            TileType((1, 64), _FP32, MemorySpace.Acc),
+            TileType((1, 32), _FP16, MemorySpace.Left),
+            TileType((32, 64), _FP16, MemorySpace.Right),
+        ],
+        {"acc_phase": "final"},
+    ),
+    "tile.gemv_bias": (
+        [
+            TileType((1, 32), _FP16, MemorySpace.Left),
+            TileType((32, 64), _FP16, MemorySpace.Right),
+            TileType((1, 64), _FP32, MemorySpace.Bias),
+        ],
+        {},
+    ),
     "tensor.read": ([_X], {}),
     "tile.read": ([_T], {}),
     "tile.slice": ([_T], {"shape": (16, 32), "static_offsets": [0, 32]}),

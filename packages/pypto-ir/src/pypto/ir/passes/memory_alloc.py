@@ -59,6 +59,7 @@ IN_PLACE_OPS = frozenset(
             if n.startswith("tile.") and s.cpp is not None and s.cpp.valid == "same" and s.cpp.inplace
         ),
         "tile.matmul_acc",
+        "tile.gemv_acc",
     }
 )
 """Ops whose result may be written over an operand's storage (the ISA allows dst == src)."""

@@ -32,7 +32,14 @@ if TYPE_CHECKING:
 
 __all__ = ["allocations_in_scope", "bind_allocation", "check_placement", "is_alloc_call"]
 
-_ON_CHIP = (MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc)
+_ON_CHIP = (
+    MemorySpace.Vec,
+    MemorySpace.Mat,
+    MemorySpace.Left,
+    MemorySpace.Right,
+    MemorySpace.Acc,
+    MemorySpace.Bias,
+)
 
 
 def _capacity(space: MemorySpace) -> int:

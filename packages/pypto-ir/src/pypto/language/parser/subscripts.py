@@ -135,14 +135,39 @@ def tensor_set_validshape(p: _Windows, src: Expr, valid: list[Expr], node: ast.A
     return view
 
 
+# The cube products: (position of the left operand, of the right one); their result is valid
+# over the left operand's valid rows and the right operand's valid columns.
+_PRODUCTS = {"tile.matmul": (0, 1), "tile.matmul_bias": (0, 1), "tile.gemv": (0, 1), "tile.gemv_bias": (0, 1)}
+
+
 def valid_shape_of(p: _Windows, value: Expr) -> tuple[Expr, ...] | None:
-    """The valid shape ``value`` was narrowed to, or None when it is valid throughout."""
+    """The valid shape ``value`` was narrowed to, or None when it is valid throughout: a
+    ``pl.set_validshape``, a window with a valid shape, a ``pl.load(..., valid_shape=...)``, a
+    move of a narrowed tile, and a cube product of narrowed operands (or accumulated into a
+    narrowed accumulator)."""
     known = p.st.valid_shapes.get(id(value))
     if known is not None:
         return known
-    if isinstance(value, Call) and value.op == "tile.set_validshape":
+    if not isinstance(value, Call):
+        return None
+    if value.op == "tile.set_validshape":
         return tuple(value.args[1:])  # type: ignore[arg-type]
-    if isinstance(value, Call) and value.op == "tensor.view":
+    if value.op == "tile.load" and len(value.args) > 2:
+        return tuple(value.args[2])  # type: ignore[arg-type]
+    if value.op in ("tile.move", "tile.matmul_acc", "tile.gemv_acc"):  # the operand's, the accumulator's
+        return valid_shape_of(p, value.args[0])  # type: ignore[arg-type]
+    if value.op in _PRODUCTS:
+        lhs, rhs = (value.args[i] for i in _PRODUCTS[value.op])
+        lv, rv = valid_shape_of(p, lhs), valid_shape_of(p, rhs)  # type: ignore[arg-type]
+        if lv is None and rv is None:
+            return None
+        lt, rt = lhs.type, rhs.type  # type: ignore[union-attr]
+        assert isinstance(lt, TileType)
+        assert isinstance(rt, TileType)
+        rows = lv[0] if lv is not None else Const(int(lt.shape[0]), INDEX)
+        cols = rv[1] if rv is not None else Const(int(rt.shape[1]), INDEX)
+        return (rows, cols)
+    if value.op == "tensor.view":
         vs = dict(value.attrs).get("valid_shape")
         if vs is not None:
             return tuple(Const(int(v), INDEX) for v in vs)

@@ -57,7 +57,7 @@ class RuntimePin:
 
 
 PINNED_RUNTIME = RuntimePin(
-    "simpler-native", "0.1.0", (("KERNEL_ABI_VERSION", 3), ("ORCHESTRATION_ABI_VERSION", 1))
+    "simpler-native", "0.1.0", (("KERNEL_ABI_VERSION", 4), ("ORCHESTRATION_ABI_VERSION", 1))
 )
 
 

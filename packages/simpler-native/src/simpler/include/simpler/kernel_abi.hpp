@@ -23,7 +23,8 @@ namespace simpler {
 
 // 2: KernelContext gained `comm` (the cross-rank operations of multi-chip programs).
 // 3: KernelContext gained `buffers` (the running core's on-chip buffers, where PTO-ISA tiles live).
-inline constexpr std::uint32_t kKernelAbiVersion = 3;
+// 4: CoreBuffers gained BT, the bias table (Bias tiles).
+inline constexpr std::uint32_t kKernelAbiVersion = 4;
 
 // Signature of a kernel entry: args[i] is a ChipTensor* (as an integer) or raw scalar bits.
 using KernelEntryFn = void (*)(std::int64_t* args);
@@ -90,14 +91,15 @@ inline bool kernel_error_pending() noexcept { return kernel_error_slot().set; }
 
 // The on-chip buffers of one simulated AICore, owned by the runtime (one set per AICore thread,
 // sized from the platform table): PTO-ISA tiles are placed in them by TASSIGN's byte offset.
-// Index order: UB (Vec tiles), L1 (Mat), L0A (Left), L0B (Right), L0C (Acc).
-inline constexpr int kCoreBufferCount = 5;
+// Index order: UB (Vec tiles), L1 (Mat), L0A (Left), L0B (Right), L0C (Acc), BT (Bias: the
+// cube's bias table, one row added to a product).
+inline constexpr int kCoreBufferCount = 6;
 struct CoreBuffers {
     std::uint8_t* base[kCoreBufferCount];
     std::uint64_t bytes[kCoreBufferCount];
 };
 
-static_assert(sizeof(CoreBuffers) == 80, "kernel ABI changed: CoreBuffers size");
+static_assert(sizeof(CoreBuffers) == 96, "kernel ABI changed: CoreBuffers size");
 
 // Who is running the kernel, for debug output (TPRINT), the rank's comm context for the
 // communication instructions (pto/comm/pto_comm_inst.hpp, simpler/kernel_comm.hpp) and the
@@ -108,7 +110,7 @@ struct KernelContext {
     std::uint32_t core_index;    // the simulated core (thread) of its kind
     std::uint32_t core_kind;     // 0 AIV (vector), 1 AIC (cube)
     const CommContext* comm;     // this process's comm context; null outside a multi-chip program
-    const CoreBuffers* buffers;  // the core's UB/L1/L0A/L0B/L0C; null: the kernel uses its own
+    const CoreBuffers* buffers;  // the core's UB/L1/L0A/L0B/L0C/BT; null: the kernel uses its own
 };
 
 static_assert(sizeof(KernelContext) == 32, "kernel ABI changed: KernelContext size");

@@ -35,10 +35,10 @@ namespace sim {
 inline constexpr int kPipes = 8;  // Seg::rpipes holds a bit per pipe
 inline constexpr int kEvents = 8;
 inline constexpr int kBufs = ::simpler::kCoreBufferCount;
-enum Buf : std::uint8_t { UB = 0, L1 = 1, L0A = 2, L0B = 3, L0C = 4 };
+enum Buf : std::uint8_t { UB = 0, L1 = 1, L0A = 2, L0B = 3, L0C = 4, BT = 5 };
 
 inline const char* buffer_name(int b) noexcept {
-    static const char* const names[kBufs] = {"UB", "L1", "L0A", "L0B", "L0C"};
+    static const char* const names[kBufs] = {"UB", "L1", "L0A", "L0B", "L0C", "BT"};
     return b >= 0 && b < kBufs ? names[b] : "?";
 }
 
@@ -55,6 +55,7 @@ inline const char* tile_type_name(TileType t) noexcept {
         case TileType::Left: return "Left";
         case TileType::Right: return "Right";
         case TileType::Acc: return "Acc";
+        case TileType::Bias: return "Bias";
         default: return "unsupported";
     }
 }
@@ -66,12 +67,13 @@ constexpr int buffer_of(TileType t) noexcept {
            : t == TileType::Left  ? L0A
            : t == TileType::Right ? L0B
            : t == TileType::Acc   ? L0C
+           : t == TileType::Bias  ? BT
                                   : kBufs;
 }
 
 // a2a3 capacities (pypto/ir/platforms.py): the buffers of a thread outside a kernel.
-inline constexpr std::uint64_t kDefaultBufferBytes[kBufs] = {192u << 10, 512u << 10, 64u << 10, 64u << 10,
-                                                             128u << 10};
+inline constexpr std::uint64_t kDefaultBufferBytes[kBufs] = {192u << 10, 512u << 10, 64u << 10,
+                                                             64u << 10,  128u << 10, 1u << 10};
 
 // What the checks know of a placed tile (for messages): registered by TASSIGN.
 // How a tile's elements sit in its bytes: our storage is row-major whatever the layout, so a

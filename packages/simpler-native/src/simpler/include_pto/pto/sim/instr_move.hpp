@@ -143,16 +143,17 @@ PTO_INST RecordEvent TSTORE(GlobalData& dst, TileData& src, WaitEvents&... event
     return {};
 }
 
-// TMOV(dst, src): dst = src over dst's valid shape. Mat->Left/Right (PIPE_MTE1), Acc->Vec/Mat
+// TMOV(dst, src): dst = src over dst's valid shape. Mat->Left/Right/Bias (PIPE_MTE1), Acc->Vec/Mat
 // (PIPE_FIX, converting float -> half/bfloat16 with round-to-nearest-even), Vec->Vec (PIPE_V).
 template <typename DstTileData, typename SrcTileData, typename... WaitEvents>
 PTO_INST RecordEvent TMOV(DstTileData& dst, SrcTileData& src, WaitEvents&... events) {
     (void)sizeof...(events);
     constexpr TileType D = DstTileData::Loc, S = SrcTileData::Loc;
-    static_assert((S == TileType::Mat && (D == TileType::Left || D == TileType::Right || D == TileType::Mat)) ||
+    static_assert((S == TileType::Mat &&
+                   (D == TileType::Left || D == TileType::Right || D == TileType::Mat || D == TileType::Bias)) ||
                       (S == TileType::Vec && (D == TileType::Vec || D == TileType::Mat)) ||
                       (S == TileType::Acc && (D == TileType::Vec || D == TileType::Mat)),
-                  "TMOV: unsupported tile-type pair (Mat->Left/Right, Vec->Vec/Mat, Acc->Vec/Mat)");
+                  "TMOV: unsupported tile-type pair (Mat->Left/Right/Bias, Vec->Vec/Mat, Acc->Vec/Mat)");
     static_assert(std::is_same<typename DstTileData::DType, typename SrcTileData::DType>::value || S == TileType::Acc,
                   "TMOV keeps the element type (an Acc source converts)");
     sim::Op op("TMOV", sim::move_pipe<D, S>());

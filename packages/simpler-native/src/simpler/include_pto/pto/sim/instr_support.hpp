@@ -157,7 +157,8 @@ using compute_t = math::compute_t<T>;
 template <TileType Dst, TileType Src>
 constexpr pipe_t move_pipe() noexcept {
     if (Src == TileType::Acc) return PIPE_FIX;
-    if (Src == TileType::Mat && (Dst == TileType::Left || Dst == TileType::Right)) return PIPE_MTE1;
+    if (Src == TileType::Mat && (Dst == TileType::Left || Dst == TileType::Right || Dst == TileType::Bias))
+        return PIPE_MTE1;
     if (Src == TileType::Vec && Dst == TileType::Mat) return PIPE_MTE3;
     if (Src == TileType::Mat && Dst == TileType::Mat) return PIPE_MTE1;
     return PIPE_V;

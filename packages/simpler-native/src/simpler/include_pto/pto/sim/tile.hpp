@@ -201,7 +201,7 @@ struct Tile {
     static constexpr bool isBoxedLayout = SFractal_ != SLayout::NoneBox;
 
     static_assert(Rows_ > 0 && Cols_ > 0, "a tile needs positive static extents");
-    static_assert(sim::buffer_of(Loc_) < sim::kBufs, "our backend implements Vec, Mat, Left, Right and Acc tiles");
+    static_assert(sim::buffer_of(Loc_) < sim::kBufs, "our backend implements Vec, Mat, Left, Right, Acc and Bias tiles");
     static_assert((RowValid_ == DYNAMIC || (RowValid_ >= 0 && RowValid_ <= Rows_)) &&
                       (ColValid_ == DYNAMIC || (ColValid_ >= 0 && ColValid_ <= Cols_)),
                   "static valid shape must lie inside [Rows, Cols]");
@@ -460,9 +460,10 @@ inline void TASSIGN(T& tile, AddrType addr) noexcept {
 }
 
 namespace sim {
-// The largest capacity of each buffer over the platforms (a5's 256 KiB L0C): what a static
-// placement can be refused for at compile time on any platform.
-inline constexpr std::uint64_t kMaxBufferBytes[kBufs] = {192u << 10, 512u << 10, 64u << 10, 64u << 10, 256u << 10};
+// The largest capacity of each buffer over the platforms (a5's 256 KiB L0C and 4 KiB BT): what a
+// static placement can be refused for at compile time on any platform.
+inline constexpr std::uint64_t kMaxBufferBytes[kBufs] = {192u << 10, 512u << 10, 64u << 10,
+                                                         64u << 10,  256u << 10, 4u << 10};
 }  // namespace sim
 
 // TASSIGN<Addr>(tile): the static form. A tile past the largest platform's buffer, or an

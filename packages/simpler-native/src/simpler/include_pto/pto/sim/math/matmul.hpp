@@ -1,6 +1,7 @@
 // Cube ops: matmul(c, a, b) computes c = a @ b and matmul_acc(c, a, b) computes c += a @ b, with
 // a a Left tile [M, K], b a Right tile [K, N] and c an Acc tile [M, N] (M = a.valid_rows,
-// K = a.valid_cols = b.valid_rows, N = b.valid_cols).
+// K = a.valid_cols = b.valid_rows, N = b.valid_cols); add_row(c, row) adds a bias row to every
+// row of c.
 //
 // Element types: float, half or bfloat16 operands (both the same) accumulate in a float Acc tile;
 // int8 x int8 accumulates in an int32 Acc tile. Products and sums are formed in the accumulator
@@ -173,6 +174,24 @@ inline bool matmul(Acc& c, const L& a, const R& b) noexcept {
 template <class Acc, class L, class R>
 inline bool matmul_acc(Acc& c, const L& a, const R& b) noexcept {
     return detail::matmul_impl("matmul_acc", c, a, b, true);
+}
+
+// c[r, j] += row[j] over c's valid shape (a bias row, in the accumulator type; integers wrap
+// around as two's complement, as the device's 32-bit adders do).
+template <class Acc>
+inline void add_row(Acc& c, const typename Acc::value_type* row) noexcept {
+    using AT = typename Acc::value_type;
+    for (int r = 0; r < c.valid_rows; ++r) {
+        AT* d = c.row(r);
+        for (int j = 0; j < c.valid_cols; ++j) {
+            if constexpr (std::is_integral<AT>::value) {
+                using U = std::make_unsigned_t<AT>;
+                d[j] = static_cast<AT>(static_cast<U>(d[j]) + static_cast<U>(row[j]));
+            } else {
+                d[j] += row[j];
+            }
+        }
+    }
 }
 
 }  // namespace math
