@@ -12,8 +12,18 @@ globals().update({_name: getattr(_ops, _op) for _name, _op in _ops.TILE_LEVEL.it
 
 # The SPMD block queries are read in kernels but are no ops of the table, so they are not in
 # __all__ (the op list): pl.tile.get_block_idx() / get_block_num(), and the vector lane of a
-# pl.split_aiv loop, pl.tile.get_subblock_idx().
-from pypto.language.dsl import get_block_idx, get_block_num, get_subblock_idx  # noqa: E402, F401
+# pl.split_aiv loop, pl.tile.get_subblock_idx(). pl.tile.max / pl.tile.min are upstream's
+# spelling of pl.max / pl.min (of two scalars), pl.tile.aiv_shard / aic_gather of the lanes'
+# pl.aiv_shard / pl.aic_gather.
+from pypto.language.dsl import (  # noqa: E402, F401
+    aic_gather,
+    aiv_shard,
+    get_block_idx,
+    get_block_num,
+    get_subblock_idx,
+    max,
+    min,
+)
 
 # pl.tile.alloc reserves bytes of an on-chip buffer for tiles placed with pl.MemRef; it is no
 # op of the table either (pypto.language.memref).

@@ -175,8 +175,9 @@ _enter(
     their values (on the chip only the tile's metadata changes; the simulator copies the tile);
     later ops read and write only the new valid region, and elements that were padding keep
     whatever they held (``pl.tile.fillpad`` sets them). A shape outside the static one fails
-    the task.""",
-        {"tile": "tile.set_validshape"},
+    the task. Of a tensor (``pl.tensor.set_validshape``): the window of its whole shape whose
+    valid part is ``valid_rows`` x ``valid_cols`` (read with ``pl.load(..., valid_shape=...)``).""",
+        {"tile": "tile.set_validshape", "tensor": "tensor.view"},
         group="sub-tile",
     ),
     OpSpec("tile.set_validshape", rules.tile_set_validshape, 3, 3, dtypes=frozenset(DataType)),
