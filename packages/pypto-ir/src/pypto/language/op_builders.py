@@ -192,7 +192,12 @@ def _build_read(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
 
 def _build_write(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     t, idx = _element_at(p, b, "dst", "pl.write", node)
-    return p.make_op("write", [t, idx, p.scalar(b["value"], "pl.write value")], {}, node)
+    attrs: dict[str, Any] = {}
+    if isinstance(t.type, TileType):
+        if len(idx) != 2:
+            raise p.err(f"pl.write: a tile is written at [row, col], got {len(idx)} indices", node)
+        attrs["static_offsets"] = [int(i.value) if isinstance(i, Const) else None for i in idx]
+    return p.make_op("write", [t, idx, p.scalar(b["value"], "pl.write value")], attrs, node)
 
 
 def _build_assemble(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:

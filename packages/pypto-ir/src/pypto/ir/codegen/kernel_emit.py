@@ -467,6 +467,18 @@ class _Emitters(_GenBase):
             view = self.peer_view("pld.tile.remote_load", win, peer, t.dtype, offs, shape=valid)
             self.inst(f"{_LOAD.fn}({name}, {view});", Pipe.MTE2, writes=(name,))
             return
+        if e.op == "tile.write":  # the tile (its storage, or a copy) with one element set
+            src, idx, value = args
+            assert isinstance(src, Var)
+            assert isinstance(idx, tuple)
+            s = ident(src.name)
+            self.declare(v.name, name, t, (f"{s}.GetValidRow()", f"{s}.GetValidCol()"))
+            if not self.mem.shares(v.name, src.name):
+                self.copy(name, t, s, t.memory)
+            r, c = (f"static_cast<std::int64_t>({scalar_expr(i, self.dim_of)})" for i in idx)
+            val = self.elem_scalar(value, t.dtype)
+            self.inst(f"sk::write_elem({name}, {r}, {c}, {val});", Pipe.S, reads=(name,), writes=(name,))
+            return
         if e.op in ("tile.fillpad", "tile.fillpad_expand"):  # the destination's PadValue is the pad
             src = args[0]
             assert isinstance(src, Var)

@@ -72,6 +72,7 @@ BESPOKE = frozenset(
         "tile.expands",
         "tile.set_validshape",
         "tile.read",
+        "tile.write",
         "tile.print",
         "tile.fillpad",
         "tile.fillpad_expand",

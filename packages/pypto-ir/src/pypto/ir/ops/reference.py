@@ -178,6 +178,7 @@ SAMPLES: dict[str, Sample] = {
     **{f"tile.{n}": ([_T, _S], {}) for n in ("adds", "subs", "muls", "divs", "maximums", "minimums")},
     **{f"tensor.{n}": ([_X, _S], {}) for n in ("adds", "subs", "muls", "divs")},
     "tensor.write": ([_X, _S], {}),
+    "tile.write": ([_T, _S], {"static_offsets": [1, 2]}),
     "tensor.view": ([_X], {"shape": (16, 64), "static_offsets": [32, 0]}),
     "tile.print": ([_T], {"label": "t"}),
     "scalar.print": ([_S], {"label": "s"}),

@@ -165,6 +165,16 @@ def tile_read(args: list[Type], attrs: dict[str, Any]) -> Type:
     return ScalarType(t.dtype)
 
 
+def tile_write(args: list[Type], attrs: dict[str, Any]) -> Type:
+    t = _tile(args[0], "write", "the destination", VEC)
+    if not isinstance(args[1], ScalarType):
+        raise OpError(f"pl.write: the value must be a scalar, got {args[1]}")
+    for axis, (o, dim) in enumerate(zip(attrs.get("static_offsets") or (), t.shape, strict=False)):
+        if o is not None and not 0 <= o < dim:
+            raise OpError(f"pl.write: index {o} on axis {axis} is outside the tile {list(t.shape)}")
+    return t
+
+
 def tensor_write(args: list[Type], attrs: dict[str, Any]) -> Type:
     t = _tensor(args[0], "write", "the destination")
     if not isinstance(args[1], ScalarType):

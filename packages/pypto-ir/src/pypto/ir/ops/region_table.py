@@ -186,11 +186,25 @@ _enter(
     LangOp(
         "write",
         (P("dst"), P("offset"), P("value")),
-        """Write one element of a tensor: ``pl.write(t, [i, j], v)``; returns the tensor.""",
+        """Write one element of a tensor: ``pl.write(t, [i, j], v)``; returns the tensor. Of a Vec
+    tile (``pl.tile.write``, in a kernel): the tile with element ``[i, j]`` set to ``v``
+    (converted to its dtype); as a statement, ``pl.tile.write(t, [i, j], v)`` rebinds ``t`` to
+    the written tile. A position outside the tile fails the task (a constant one is refused).""",
+        {"tile": "tile.write", "tensor": "tensor.write"},
         default="tensor.write",
         group="scalar",
     ),
     OpSpec("tensor.write", rules.tensor_write, 2, 2, offsets_at=1, on_core=False),
+    OpSpec(
+        "tile.write",
+        rules.tile_write,
+        2,
+        2,
+        Cpp("write_elem", (), into=0, helper=True),
+        attrs=("static_offsets",),
+        offsets_at=1,
+        spaces=VEC,
+    ),
 )
 # ----------------------------------------------------------------------------- debug
 

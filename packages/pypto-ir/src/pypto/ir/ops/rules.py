@@ -93,6 +93,7 @@ from pypto.ir.ops.region_rules import (
     tile_read,
     tile_set_validshape,
     tile_slice,
+    tile_write,
 )
 from pypto.ir.ops.task_rules import (
     array_create,
@@ -188,5 +189,6 @@ __all__ = [
     "tile_transpose",
     "tile_transpose_view",
     "tile_tri",
+    "tile_write",
     "unary",
 ]

@@ -158,6 +158,18 @@ class _Statements(_Windows, _Launches):
             if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
                 return []
             value = self.expr(s.value)
+            written = isinstance(value, Call) and value.op == "tile.write"
+            if (
+                written
+                and isinstance(s.value, ast.Call)
+                and s.value.args
+                and isinstance(s.value.args[0], ast.Name)
+            ):
+                # pl.tile.write(t, [i, j], v) as a statement writes t: the name holds the written tile
+                target = s.value.args[0]
+                var = Var(self.prefix + target.id, value.type, self.src.span(target))
+                self.st.env[target.id] = var
+                return [Assign(var, value, span)]
             if not isinstance(value, (Call, CallFunc)):
                 if isinstance(s.value, ast.Call) and self.is_inline(s.value.func):
                     return []  # an inlined helper's statements are already emitted; its value is unused

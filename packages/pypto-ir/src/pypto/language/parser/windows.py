@@ -20,6 +20,7 @@ from pypto.ir.nodes import (
 from pypto.ir.types import (
     ArrayType,
     FunctionType,
+    ScalarType,
     TensorType,
     TileType,
 )
@@ -105,9 +106,19 @@ class _Windows(_Control):
 
     def tile_write(self, tvar: Var, target: ast.Subscript, value_node: ast.expr, s: ast.stmt) -> Stmt:
         """``t[0:16, 0:32] = src`` / ``t[i] = row`` on a tile: ``pl.tile.assemble(t, src, offsets)``,
-        the window's shape being the source's (a ``[n]`` source into a one-row window too)."""
+        the window's shape being the source's (a ``[n]`` source into a one-row window too);
+        ``t[i, j] = v`` of a scalar ``v`` is ``pl.tile.write(t, [i, j], v)``."""
+        name = target.value.id  # type: ignore[attr-defined]
+        idx = self.element_index(tvar, target) if id(tvar) not in self.st.nd_shapes else None
+        raw = self.expr(value_node) if idx is not None else None
+        if idx is not None and raw is not None and isinstance(raw.type, ScalarType):
+            static = [int(i.value) if isinstance(i, Const) else None for i in idx]
+            written = self.make_op("write", [tvar, tuple(idx), raw], {"static_offsets": static}, s)
+            var = Var(self.prefix + name, written.type, self.src.span(target))
+            self.st.env[name] = var
+            return Assign(var, written, self.src.span(s))
         offsets, extents = tile_write_window(self, tvar, target)
-        value = fit_to_window(self, self.expr(value_node), extents, 0, value_node)
+        value = fit_to_window(self, raw if raw is not None else self.expr(value_node), extents, 0, value_node)
         vt = value.type
         if not isinstance(vt, TileType):
             raise self.err(
@@ -120,7 +131,6 @@ class _Windows(_Control):
                 value_node,
             )
         call = self.make_op("assemble", [tvar, value, tuple(offsets)], {}, s)
-        name = target.value.id  # type: ignore[attr-defined]
         var = Var(self.prefix + name, call.type, self.src.span(target))
         self.st.env[name] = var
         if tvar.type == var.type and id(tvar) in self.st.nd_shapes:

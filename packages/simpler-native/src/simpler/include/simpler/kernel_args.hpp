@@ -297,6 +297,18 @@ inline std::uint32_t elem(const TileT&, int r, int c) noexcept {
     return elem<TileT>(r, c);
 }
 
+// pl.tile.write: element (r, c) of a tile = v (SetValue, PIPE_S), converted to the element type;
+// a position outside the tile's static shape is reported and nothing is written.
+template <class TileT, class V>
+inline void write_elem(TileT& tile, std::int64_t r, std::int64_t c, V v) noexcept {
+    if (r < 0 || c < 0 || r >= TileT::Rows || c >= TileT::Cols) {
+        report_kernel_error("tile write: element (%lld, %lld) is outside the tile [%d, %d]", static_cast<long long>(r),
+                            static_cast<long long>(c), TileT::Rows, TileT::Cols);
+        return;
+    }
+    tile.SetValue(elem<TileT>(static_cast<int>(r), static_cast<int>(c)), static_cast<typename TileT::DType>(v));
+}
+
 // dst = f(src) over dst's valid shape, computed in float (or double for a double tile).
 template <class Dst, class Src, class F>
 inline void unary_loop(Dst& dst, Src& src, F f) noexcept {
