@@ -6,11 +6,14 @@ and Bias here); registered in ``OP_BUILDERS`` by ``op_builders``."""
 from __future__ import annotations
 
 import ast
+import itertools
+import math
 from typing import TYPE_CHECKING, Any
 
-from pypto.ir.nodes import Arg, Const, Expr
+from pypto.ir.nodes import Arg, Call, Const, Expr
 from pypto.ir.ops.rules import CASTABLE
 from pypto.ir.types import MemorySpace, TensorType, TileType
+from pypto.language.fold import INDEX
 from pypto.language.op_builders import OP_BUILDERS, _flag, _value
 
 if TYPE_CHECKING:
@@ -109,8 +112,109 @@ def _build_cube(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> E
     return p.make_op(opname, args, attrs, node)
 
 
+def _batched(p: _Parser, x: Expr, what: str, node: ast.Call) -> tuple[tuple[int, ...], bool]:
+    """The N-D shape of a batch_matmul operand and whether its planes lie side by side in
+    columns (a ``pl.tile.transpose_view`` of an N-D tile) rather than one below the other."""
+    t = x.type
+    if not isinstance(t, TileType) or t.memory not in (MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right):
+        raise p.err(f"pl.batch_matmul: {what} must be a tile in Mat (or Left/Right), got {t}", node)
+    nd = p.st.nd_shapes.get(id(x))
+    if nd is not None and len(nd) > 2:
+        return nd, False
+    cols = p.st.nd_columns.get(id(x))
+    if cols is None and isinstance(x, Call) and x.op == "tile.transpose_view":  # written in place
+        inner = p.st.nd_shapes.get(id(x.args[0]))
+        cols = (*inner[:-2], inner[-1], inner[-2]) if inner is not None else None
+    if cols is not None:
+        return cols, True
+    return tuple(int(d) for d in t.shape), False
+
+
+def _plane(
+    p: _Parser,
+    x: Expr,
+    shape: tuple[int, ...],
+    *,
+    by_columns: bool,
+    index: int,
+    target: MemorySpace,
+    node: ast.Call,
+) -> Expr:
+    """Plane ``index`` (flat, row-major over the batch dims) of operand ``x`` moved to ``target``."""
+    from pypto.language.parser.nd_tiles import _bind
+
+    r, c = shape[-2:]
+    row, col = (0, index * c) if by_columns else (index * r, 0)
+    if len(shape) == 2:
+        moved = p.make_op("move", [x], {"memory": target}, node) if x.type.memory is MemorySpace.Mat else x  # type: ignore[union-attr]
+        return _bind(p, "bmm", moved, node)  # type: ignore[arg-type]
+    at = (Const(row, INDEX), Const(col, INDEX))
+    return _bind(p, "bmm", p.make_op("extract", [x, at], {"shape": (r, c), "memory": target}, node), node)  # type: ignore[arg-type]
+
+
+def _broadcast(p: _Parser, a: tuple[int, ...], b: tuple[int, ...], node: ast.Call) -> tuple[int, ...]:
+    """The batch shape of ``a`` and ``b`` broadcast as numpy does (trailing dims aligned, 1 stretches)."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(pa, pb, strict=True):
+        if x != y and 1 not in (x, y):
+            raise p.err(f"pl.batch_matmul: batch dims {list(a)} and {list(b)} do not broadcast", node)
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def _flat(index: tuple[int, ...], lead: tuple[int, ...]) -> int:
+    """The row-major plane number in an operand of batch dims ``lead`` of output batch ``index``
+    (its trailing dims; a dim of 1 is read at 0)."""
+    own = index[len(index) - len(lead) :] if lead else ()
+    flat = 0
+    for i, d in zip(own, lead, strict=True):
+        flat = flat * d + (0 if d == 1 else i)
+    return flat
+
+
+def _build_batch_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Any:
+    """``pl.batch_matmul(lhs, rhs)`` of ``[.., M, K]`` and ``[.., K, N]`` tiles (batch dims
+    broadcast as numpy does): one ``pl.matmul`` per batch, of the planes moved from Mat to Left
+    and Right, the result held as its ``[M, N]`` Acc planes (a tuple the parser knows the N-D
+    shape of): ``pl.store`` stores each plane, ``t[i]`` is plane ``i``. On the device an Acc tile
+    has no room for a batch's planes side by side (the cube writes whole fractals), so upstream
+    stores them one by one too."""
+    from pypto.language.parser.nd_tiles import MAX_PLANES, _bind
+    from pypto.language.parser.tuples import TupleValue
+
+    lhs, rhs = _value(p, b["lhs"]), _value(p, b["rhs"])
+    p.not_planes(opname, [lhs, rhs], node)
+    ls, lcols = _batched(p, lhs, "lhs", node)
+    rs, rcols = _batched(p, rhs, "rhs", node)
+    if ls[-1] != rs[-2]:
+        raise p.err(
+            f"pl.batch_matmul: cannot multiply [.., {ls[-2]}, {ls[-1]}] by [.., {rs[-2]}, {rs[-1]}]", node
+        )
+    batch = _broadcast(p, ls[:-2], rs[:-2], node)
+    count = math.prod(batch)
+    if count > MAX_PLANES:
+        raise p.err(f"pl.batch_matmul: {count} batches; at most {MAX_PLANES} are unrolled (use a loop)", node)
+    planes: list[Expr] = []
+    for index in itertools.product(*(range(d) for d in batch)):
+        left = _plane(
+            p, lhs, ls, by_columns=lcols, index=_flat(index, ls[:-2]), target=MemorySpace.Left, node=node
+        )
+        right = _plane(
+            p, rhs, rs, by_columns=rcols, index=_flat(index, rs[:-2]), target=MemorySpace.Right, node=node
+        )
+        planes.append(_bind(p, "bmm", p.make_op("matmul", [left, right], {}, node), node))  # type: ignore[arg-type]
+    if not batch:
+        return planes[0]
+    result = TupleValue(tuple(planes))
+    p.st.nd_planes[id(result)] = (*batch, ls[-2], rs[-1])
+    return result
+
+
 OP_BUILDERS.update(
     {
+        "batch_matmul": _build_batch_matmul,
         "matmul": _build_matmul,
         "matmul_acc": _build_matmul_acc,
         "matmul_bias": _build_cube,

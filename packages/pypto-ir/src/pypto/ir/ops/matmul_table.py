@@ -89,6 +89,20 @@ _enter(
         spaces=(MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias),
     ),
 )
+_enter(
+    LangOp(
+        "batch_matmul",
+        (P("lhs"), P("rhs")),
+        """Batched products of tiles: ``[.., M, K] @ [.., K, N] -> [.., M, N]``, the batch dims
+    broadcast as numpy does; an operand is an N-D tile (``pl.load`` of an N-D window into Mat), a
+    ``pl.tile.transpose_view`` of one, or a 2-D tile used for every batch. One ``pl.matmul`` a
+    batch (of the planes moved from Mat to Left and Right); the result is held as its ``[M, N]``
+    Acc planes, which ``pl.store`` stores one by one and ``t[i]`` reads (an Acc tile cannot hold
+    a batch's planes side by side on the device).""",
+        {"tile": "tile.matmul"},
+        group="matmul",
+    ),
+)
 _GEMV_DOC = """``acc_phase`` (``"unspecified"``, ``"partial"``, ``"final"``) tells the device when the
     result may leave L0C; it changes no value. Operands in Mat (upstream's form) are moved to Left
     and Right first."""

@@ -34,7 +34,21 @@ from dataclasses import dataclass, field
 
 from pypto.ir.analysis.tile_liveness import KernelLiveness, kernel_liveness
 from pypto.ir.errors import PyptoCompileError
-from pypto.ir.nodes import Assign, Break, Call, Continue, For, Function, If, Scope, Stmt, Var, While, Yield
+from pypto.ir.nodes import (
+    Assign,
+    Break,
+    Call,
+    Continue,
+    For,
+    Function,
+    If,
+    Scope,
+    Stmt,
+    Var,
+    While,
+    Yield,
+    expr_vars,
+)
 from pypto.ir.ops import OPS
 from pypto.ir.platforms import BufferCapacityError, Platform, TileAlloc, buffer_peaks, get_platform
 from pypto.ir.pto_layout import pto_tile
@@ -158,17 +172,20 @@ class _Sharing:
     def index(self, name: str) -> int | None:
         return self.lv.owner.get(name)
 
-    def may_share(self, old: int, new: int, writer: int | None, until: int | None = None) -> bool:
+    def may_share(
+        self, old: int, new: int, writer: int | None, until: int | None = None, *, updates: bool = False
+    ) -> bool:
         """``new`` may take ``old``'s storage: same type, and ``old`` is not read after the
-        statement ``writer`` that writes ``new`` (nor at it, unless that op works in place),
-        before ``until`` (exclusive; the end of the loop for a carried holder)."""
+        statement ``writer`` that writes ``new`` (nor at it, unless that op works in place, or
+        ``updates``: ``old`` is only the ``into`` operand the op updates), before ``until``
+        (exclusive; the end of the loop for a carried holder)."""
         lv = self.lv
         if lv.types[old] != lv.types[new] or writer is None:
             return False
         for at in self.uses.get(old, ()):
             if at > writer and (until is None or at < until):
                 return False
-            if at == writer and self.def_op.get(new) not in IN_PLACE_OPS:
+            if at == writer and not updates and self.def_op.get(new) not in IN_PLACE_OPS:
                 return False
         return True
 
@@ -219,7 +236,10 @@ class _Sharing:
                 if into is not None and into < len(e.args):
                     src = e.args[into]
                     j = self.index(src.name) if isinstance(src, Var) else None
-                    if j is not None and self.may_share(j, i, p):
+                    # the instruction updates its into operand in place (TINSERT, TFILLPAD, ...)
+                    # unless the same tile is another of its operands too
+                    alone = isinstance(src, Var) and sum(v.name == src.name for v in expr_vars(e)) == 1
+                    if j is not None and self.may_share(j, i, p, updates=alone):
                         self.union.join(j, i)
                 elif e.op in IN_PLACE_OPS:
                     operands = [self.index(a.name) for a in e.args if isinstance(a, Var)]

@@ -339,9 +339,19 @@ class _Calls(_Directives):
         bound = self.bind(obj.__wrapped__, op_registry.LANGUAGE[opname].spelled, node)
         return OP_BUILDERS.get(opname, build_generic)(self, opname, bound, node)
 
+    def not_planes(self, opname: str, args: list[Any], node: ast.AST) -> None:
+        """Refuse a ``pl.batch_matmul`` result (held as its planes) as an operand of ``opname``."""
+        if any(id(a) in self.st.nd_planes for a in args):
+            raise self.err(
+                f"pl.{opname}: a pl.batch_matmul result is held as its [M, N] Acc planes; store it "
+                "with pl.store, or take a plane with t[i]",
+                node,
+            )
+
     def make_op(self, opname: str, args: list[Arg], attrs: dict[str, Any], node: ast.AST) -> Call:
         """Dispatch a ``pl`` op to the IR form its first operand selects (the op table's
         ``forms``/``default``), check it and build the Call."""
+        self.not_planes(opname, args, node)
         first = args[0].type if args and not isinstance(args[0], tuple) else None
         second = args[1] if len(args) == 2 and not isinstance(args[1], tuple) else None
         if (

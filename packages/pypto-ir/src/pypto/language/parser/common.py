@@ -345,6 +345,11 @@ class _FnState:
     out_params: set[int] = field(default_factory=set)
     # id(Expr) -> the N-D shape of a tile held flattened to 2-D (parser/nd_tiles.py)
     nd_shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # id(Expr) -> the N-D shape of a pl.tile.transpose_view of such a tile: its planes side by
+    # side in columns (the flattened [B * R, C] tile read as [C, B * R])
+    nd_columns: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # id(TupleValue) -> the N-D shape of a pl.batch_matmul result, held as its [M, N] planes
+    nd_planes: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 class _ParserBase:

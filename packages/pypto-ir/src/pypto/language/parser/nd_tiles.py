@@ -28,6 +28,7 @@ from pypto.ir.types import TensorType, TileType
 from pypto.language.fold import INDEX, fold
 
 if TYPE_CHECKING:
+    from pypto.language.parser.tuples import TupleValue
     from pypto.language.parser.windows import _Windows
 
 __all__ = ["MAX_PLANES", "flat_shape", "nd_load", "nd_shape_of", "nd_store", "nd_window"]
@@ -125,9 +126,18 @@ def nd_load(
 
 
 def nd_store(
-    p: _Windows, tile: Expr, nd: tuple[int, ...], *, offs: tuple[Expr, ...], out: Expr, node: ast.Call
+    p: _Windows,
+    tile: Expr | TupleValue,
+    nd: tuple[int, ...],
+    *,
+    offs: tuple[Expr, ...],
+    out: Expr,
+    node: ast.Call,
 ) -> Expr:
-    """``pl.store`` of an N-D tile: each plane stored at its place; the last store is the value."""
+    """``pl.store`` of an N-D tile: each plane stored at its place; the last store is the value.
+    ``tile`` is the flattened tile, or the planes themselves (a ``pl.batch_matmul`` result)."""
+    from pypto.language.parser.tuples import TupleValue
+
     ot = out.type
     if not isinstance(ot, TensorType) or len(ot.shape) != len(nd) or len(offs) != len(nd):
         raise p.err(
@@ -139,17 +149,22 @@ def nd_store(
     last: Expr | None = None
     for k, plane in enumerate(planes):
         row = _row_of(plane, nd)
-        sub = _bind(
-            p,
-            "plane",
-            p.make_op(
-                "slice",
-                [tile, (Const(row, INDEX), Const(0, INDEX))],
-                {"shape": (r, c), "static_offsets": [row, 0]},
+        if isinstance(tile, TupleValue):
+            item = tile.items[k]
+            assert not isinstance(item, TupleValue)
+            sub: Expr = item
+        else:
+            sub = _bind(
+                p,
+                "plane",
+                p.make_op(
+                    "slice",
+                    [tile, (Const(row, INDEX), Const(0, INDEX))],
+                    {"shape": (r, c), "static_offsets": [row, 0]},
+                    node,
+                ),
                 node,
-            ),
-            node,
-        )
+            )
         at = (
             tuple(
                 fold("add", o, Const(i, INDEX), p.src.span(node)) for o, i in zip(offs, plane, strict=False)

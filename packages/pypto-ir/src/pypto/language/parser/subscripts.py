@@ -180,6 +180,10 @@ def note_valid_shape(p: _Windows, var: Var, value: Expr) -> None:
     valid = valid_shape_of(p, value)
     if valid is not None:
         p.st.valid_shapes[id(var)] = valid
+    if isinstance(value, Call) and value.op == "tile.transpose_view":
+        inner = p.st.nd_shapes.get(id(value.args[0]))
+        if inner is not None:  # the planes of [.., R, C] read as [.., C, R], side by side in columns
+            p.st.nd_columns[id(var)] = (*inner[:-2], inner[-1], inner[-2])
     nd = p.st.nd_shapes.get(id(value))
     if nd is None and isinstance(value, Call) and "matmul" not in value.op:
         # an element-wise result of an N-D tile: the same shape, the same planes
