@@ -64,8 +64,8 @@ def test_a_transposed_operand_gives_its_planes_by_columns() -> None:
             r"pl.batch_matmul: cannot multiply \[.., 16, 32\] by \[.., 16, 32\]",
         ),
         (
-            "tc = pl.batch_matmul(pl.load(a, [0, 0, 0], [2, 16, 32]), tb)",
-            r"pl.batch_matmul: lhs must be a tile in Mat \(or Left/Right\), got Tile\[\[32, 32\], FP32, Vec\]",
+            "tc = pl.batch_matmul(pl.tile.create([16, 16], pl.FP32, target_memory=pl.MemorySpace.Acc), tb)",
+            r"pl.batch_matmul: lhs must be a tile in Mat \(or Vec\), got Tile\[\[16, 16\], FP32, Acc\]",
         ),
         (
             "tc = pl.batch_matmul(ta, pl.load(b, [0, 0, 0], [2, 32, 16], target_memory=pl.MemorySpace.Mat))\n"
@@ -81,6 +81,12 @@ def test_a_transposed_operand_gives_its_planes_by_columns() -> None:
 def test_what_it_refuses(body: str, match: str) -> None:
     with pytest.raises(KernelError, match=match):
         pl.parse(_SRC.format(body=body))
+
+
+def test_the_result_takes_an_n_d_annotation_of_its_shape() -> None:
+    pl.parse(_SRC.format(body="tc: pl.Tile[[2, 16, 16], pl.FP32] = pl.batch_matmul(ta, tb)"))
+    with pytest.raises(KernelError, match=r"'tc' is annotated .* but the value is \[2, 16, 16\] FP32 in Acc"):
+        pl.parse(_SRC.format(body="tc: pl.Tile[[2, 16, 32], pl.FP32] = pl.batch_matmul(ta, tb)"))
 
 
 def test_batch_dims_that_do_not_broadcast_are_refused() -> None:

@@ -1,7 +1,8 @@
 """``pl.batch_matmul`` on a2a3sim against ``torch.bmm``, in upstream's program forms
 (``tests/st/runtime/ops/test_batch_matmul.py``): N-D tiles loaded into Mat, multiplied batch by
-batch and stored; the right or the left operand a ``pl.tile.transpose_view`` of one; and batch
-dims that broadcast (a 2-D operand for every batch, a batch dim of 1)."""
+batch and stored; the right or the left operand a ``pl.tile.transpose_view`` of one; batch dims
+that broadcast (a 2-D operand for every batch, a batch dim of 1); and Vec FP16 operands whose
+annotated FP32 result is stored into an FP16 tensor (``test_unified_ops.py``'s form)."""
 
 from __future__ import annotations
 
@@ -179,3 +180,39 @@ def test_batch_dims_broadcast_and_a_plane_is_read_by_index() -> None:
     want_d = torch.matmul(a64[1, 0], w64).float()
     want_d[0] = (a64[1, 0] @ v.double()).float()
     torch.testing.assert_close(d, want_d, rtol=1e-5, atol=1e-4)
+
+
+@pl.program
+class VecOperands:
+    """upstream's ``test_unified_ops.py`` form: Vec tiles loaded by default, the result annotated
+    as an N-D FP32 tile and stored into an FP16 tensor."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def unified(
+        self,
+        t1: pl.Tensor[[2, 64, 64], pl.FP16],
+        t2: pl.Tensor[[2, 64, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[2, 64, 64], pl.FP16]],
+    ) -> pl.Tensor[[2, 64, 64], pl.FP16]:
+        a: pl.Tile[[2, 64, 64], pl.FP16] = pl.tile.load(t1, offsets=[0, 0, 0], shapes=[2, 64, 64])
+        b: pl.Tile[[2, 64, 64], pl.FP16] = pl.tile.load(t2, offsets=[0, 0, 0], shapes=[2, 64, 64])
+        c: pl.Tile[[2, 64, 64], pl.FP32] = pl.batch_matmul(a, b)
+        result: pl.Tensor[[2, 64, 64], pl.FP16] = pl.tile.store(c, offsets=[0, 0, 0], output_tensor=out)
+        return result
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orchestrator(
+        self,
+        t1: pl.Tensor[[2, 64, 64], pl.FP16],
+        t2: pl.Tensor[[2, 64, 64], pl.FP16],
+        out: pl.Out[pl.Tensor[[2, 64, 64], pl.FP16]],
+    ) -> pl.Tensor[[2, 64, 64], pl.FP16]:
+        out = self.unified(t1, t2, out)
+        return out
+
+
+def test_vec_operands_and_an_fp16_store() -> None:
+    a, b = torch.randn(2, 64, 64, dtype=torch.float16), torch.randn(2, 64, 64, dtype=torch.float16)
+    out = torch.zeros(2, 64, 64, dtype=torch.float16)
+    run(VecOperands, a, b, out)
+    torch.testing.assert_close(out, torch.bmm(a.double(), b.double()).half(), rtol=1e-3, atol=1e-2)

@@ -116,8 +116,8 @@ def _batched(p: _Parser, x: Expr, what: str, node: ast.Call) -> tuple[tuple[int,
     """The N-D shape of a batch_matmul operand and whether its planes lie side by side in
     columns (a ``pl.tile.transpose_view`` of an N-D tile) rather than one below the other."""
     t = x.type
-    if not isinstance(t, TileType) or t.memory not in (MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right):
-        raise p.err(f"pl.batch_matmul: {what} must be a tile in Mat (or Left/Right), got {t}", node)
+    if not isinstance(t, TileType) or t.memory not in (MemorySpace.Mat, MemorySpace.Vec):
+        raise p.err(f"pl.batch_matmul: {what} must be a tile in Mat (or Vec), got {t}", node)
     nd = p.st.nd_shapes.get(id(x))
     if nd is not None and len(nd) > 2:
         return nd, False
@@ -145,11 +145,17 @@ def _plane(
 
     r, c = shape[-2:]
     row, col = (0, index * c) if by_columns else (index * r, 0)
-    if len(shape) == 2:
-        moved = p.make_op("move", [x], {"memory": target}, node) if x.type.memory is MemorySpace.Mat else x  # type: ignore[union-attr]
-        return _bind(p, "bmm", moved, node)  # type: ignore[arg-type]
-    at = (Const(row, INDEX), Const(col, INDEX))
-    return _bind(p, "bmm", p.make_op("extract", [x, at], {"shape": (r, c), "memory": target}, node), node)  # type: ignore[arg-type]
+    vec = x.type.memory is MemorySpace.Vec  # type: ignore[union-attr]
+    plane: Expr = x
+    if len(shape) > 2:  # TEXTRACT: Mat -> Left/Right, or Vec -> Vec
+        at = (Const(row, INDEX), Const(col, INDEX))
+        attrs = {"shape": (r, c), "memory": MemorySpace.Vec if vec else target}
+        plane = p.make_op("extract", [x, at], attrs, node)
+    if vec:  # as a tile matmul of Vec tiles moves them: to Mat, then where the cube reads it
+        plane = p.make_op("move", [plane], {"memory": MemorySpace.Mat}, node)
+    if plane.type.memory is MemorySpace.Mat:  # type: ignore[union-attr]
+        plane = p.make_op("move", [plane], {"memory": target}, node)
+    return _bind(p, "bmm", plane, node)  # type: ignore[arg-type]
 
 
 def _broadcast(p: _Parser, a: tuple[int, ...], b: tuple[int, ...], node: ast.Call) -> tuple[int, ...]:

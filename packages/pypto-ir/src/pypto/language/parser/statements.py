@@ -26,6 +26,7 @@ from pypto.ir.nodes import (
 from pypto.ir.passes import ssa
 from pypto.ir.types import (
     ArrayType,
+    MemorySpace,
     ScalarType,
     TensorType,
     TileType,
@@ -388,6 +389,17 @@ class _Statements(_Windows, _Launches):
         self, ann: Any, value: Expr | TupleValue, name: str, ann_node: ast.expr
     ) -> None:
         ty = value.type
+        planes = self.st.nd_planes.get(id(value))
+        if planes is not None and isinstance(ann, lt.TileAnnotation):  # a pl.batch_matmul result
+            first = value.items[0] if isinstance(value, TupleValue) else value
+            fits = tuple(ann.shape) == planes and ann.dtype is first.type.dtype  # type: ignore[union-attr]
+            if not fits or ann.memory not in (None, MemorySpace.Acc):
+                raise self.err(
+                    f"{name!r} is annotated {_ann_str(ann)} but the value is {list(planes)} "
+                    f"{first.type.dtype.value} in Acc (pl.batch_matmul's planes)",  # type: ignore[union-attr]
+                    ann_node,
+                )
+            return
         if isinstance(ann, lt.TupleAnnotation):
             items = value.items if isinstance(value, TupleValue) else None
             if items is None or len(items) != len(ann.items):
