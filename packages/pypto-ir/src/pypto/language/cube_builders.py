@@ -214,7 +214,7 @@ def _build_batch_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Ca
     if not batch:
         return planes[0]
     result = TupleValue(tuple(planes))
-    p.st.nd_planes[id(result)] = (*batch, ls[-2], rs[-1])
+    p.st.nd_planes[id(result)] = (result, (*batch, ls[-2], rs[-1]))
     return result
 
 

@@ -334,7 +334,7 @@ def _build_store(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
             )
     from pypto.language.parser.nd_tiles import nd_shape_of, nd_store
 
-    planes = p.st.nd_planes.get(id(tile))
+    planes = p.st.planes_of(tile)
     if planes is not None:  # a pl.batch_matmul result: its planes
         return nd_store(p, tile, planes, offs=offs, out=out, node=node)  # type: ignore[arg-type]
     nd = nd_shape_of(p, tile)  # type: ignore[arg-type]

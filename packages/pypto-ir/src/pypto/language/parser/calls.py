@@ -341,7 +341,7 @@ class _Calls(_Directives):
 
     def not_planes(self, opname: str, args: list[Any], node: ast.AST) -> None:
         """Refuse a ``pl.batch_matmul`` result (held as its planes) as an operand of ``opname``."""
-        if any(id(a) in self.st.nd_planes for a in args):
+        if any(self.st.planes_of(a) is not None for a in args):
             raise self.err(
                 f"pl.{opname}: a pl.batch_matmul result is held as its [M, N] Acc planes; store it "
                 "with pl.store, or take a plane with t[i]",

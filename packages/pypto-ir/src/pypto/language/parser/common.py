@@ -348,8 +348,14 @@ class _FnState:
     # id(Expr) -> the N-D shape of a pl.tile.transpose_view of such a tile: its planes side by
     # side in columns (the flattened [B * R, C] tile read as [C, B * R])
     nd_columns: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    # id(TupleValue) -> the N-D shape of a pl.batch_matmul result, held as its [M, N] planes
-    nd_planes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # id(TupleValue) -> (that value, the N-D shape of the pl.batch_matmul result it holds as its
+    # [M, N] planes); the value is kept so that its id is not reused (planes_of)
+    nd_planes: dict[int, tuple[Any, tuple[int, ...]]] = field(default_factory=dict)
+
+    def planes_of(self, value: object) -> tuple[int, ...] | None:
+        """The N-D shape of ``value`` when it is a ``pl.batch_matmul`` result held as planes."""
+        entry = self.nd_planes.get(id(value))
+        return entry[1] if entry is not None and entry[0] is value else None
 
 
 class _ParserBase:

@@ -389,7 +389,7 @@ class _Statements(_Windows, _Launches):
         self, ann: Any, value: Expr | TupleValue, name: str, ann_node: ast.expr
     ) -> None:
         ty = value.type
-        planes = self.st.nd_planes.get(id(value))
+        planes = self.st.planes_of(value)
         if planes is not None and isinstance(ann, lt.TileAnnotation):  # a pl.batch_matmul result
             first = value.items[0] if isinstance(value, TupleValue) else value
             fits = tuple(ann.shape) == planes and ann.dtype is first.type.dtype  # type: ignore[union-attr]
