@@ -21,7 +21,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir.nodes import TilePlacement
-from pypto.ir.platforms import PLATFORM_TABLE
+from pypto.ir.platforms import PLATFORM_TABLE, TILE_SPACES
 from pypto.ir.types import MemorySpace, TileType
 from pypto.language.memref import Allocation, Ptr
 from pypto.language.parser.common import _Static
@@ -31,15 +31,6 @@ if TYPE_CHECKING:
     from pypto.language.parser.statements import _Statements
 
 __all__ = ["allocations_in_scope", "bind_allocation", "check_placement", "is_alloc_call"]
-
-_ON_CHIP = (
-    MemorySpace.Vec,
-    MemorySpace.Mat,
-    MemorySpace.Left,
-    MemorySpace.Right,
-    MemorySpace.Acc,
-    MemorySpace.Bias,
-)
 
 
 def _capacity(space: MemorySpace) -> int:
@@ -111,10 +102,10 @@ def bind_allocation(
         if required not in args:
             raise parser.err(f"pl.tile.alloc(memory_space, size): {required!r} is missing", call)
     space = parser.static_value(args["memory_space"], "pl.tile.alloc memory_space", args["memory_space"])
-    if space not in _ON_CHIP:
+    if space not in TILE_SPACES:
         raise parser.err(
             "pl.tile.alloc(memory_space): expected an on-chip buffer "
-            f"({', '.join('pl.Mem.' + m.value for m in _ON_CHIP)}), got {space!r}",
+            f"({', '.join('pl.Mem.' + m.value for m in TILE_SPACES)}), got {space!r}",
             args["memory_space"],
         )
     size = parser.static_value(args["size"], "pl.tile.alloc size", args["size"])
