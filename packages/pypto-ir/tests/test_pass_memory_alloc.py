@@ -67,6 +67,26 @@ carried_first = scope_kernel(
     "<carried_first>",
 )
 narrow = scope_kernel(["t = pl.load(a, [0, 0], [16, 5])", "pl.store(pl.exp(t), [0, 0], out)"], "<narrow>")
+# an into op (pl.tile.assemble: TINSERT into its target): over its target when nothing reads the
+# target afterwards; in a storage of its own when something does
+assembled = scope_kernel(
+    [
+        "t = pl.load(a, [0, 0], [16, 16])",
+        "s = pl.load(a, [0, 0], [8, 16])",
+        "u = pl.tile.assemble(t, s, [8, 0])",
+        "pl.store(u, [0, 0], out)",
+    ],
+    "<assembled>",
+)
+assembled_kept = scope_kernel(
+    [
+        "t = pl.load(a, [0, 0], [16, 16])",
+        "s = pl.load(a, [0, 0], [8, 16])",
+        "u = pl.tile.assemble(t, s, [8, 0])",
+        "pl.store(pl.add(u, t), [0, 0], out)  # t is read after the assemble",
+    ],
+    "<assembled_kept>",
+)
 
 
 def _live_together(a: Slot, b: Slot) -> bool:
@@ -112,6 +132,13 @@ def test_a_result_is_made_over_an_operand_of_its_type_that_dies_there() -> None:
     assert final
     assert all(mem.shares(n, "y") for n in final)  # the sum over y (its first operand)
     check_no_overlap("normalise", mem.slots)
+
+
+def test_an_into_op_updates_its_target_in_place_unless_the_target_is_read_later() -> None:
+    mem = allocate_kernel(_kernel(assembled, HostArray((16, 16)), HostArray((16, 16))), "a2a3sim")
+    assert mem.shares("t", "u")  # TINSERT into t's storage: no copy of t first
+    kept = allocate_kernel(_kernel(assembled_kept, HostArray((16, 16)), HostArray((16, 16))), "a2a3sim")
+    assert not kept.shares("t", "u")  # t is read afterwards: u has its own storage (a TMOV copy)
 
 
 def test_a_loop_carried_storage_takes_no_operands_storage() -> None:
