@@ -15,6 +15,7 @@ from pypto.ir.ops.rules import CASTABLE
 from pypto.ir.types import MemorySpace, TensorType, TileType
 from pypto.language.fold import INDEX
 from pypto.language.op_builders import OP_BUILDERS, _flag, _value
+from pypto.language.parser.tuple_value import TupleValue
 
 if TYPE_CHECKING:
     from pypto.language.parser.calls import _Calls as _Parser
@@ -188,7 +189,6 @@ def _build_batch_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Ca
     has no room for a batch's planes side by side (the cube writes whole fractals), so upstream
     stores them one by one too."""
     from pypto.language.parser.nd_tiles import MAX_PLANES, _bind
-    from pypto.language.parser.tuples import TupleValue
 
     lhs, rhs = _value(p, b["lhs"]), _value(p, b["rhs"])
     p.not_planes(opname, [lhs, rhs], node)

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from pypto.ir.nodes import Assign, Const, Expr, ExprStmt, Var
 from pypto.ir.types import TensorType, TileType
 from pypto.language.fold import INDEX, fold
+from pypto.language.parser.tuple_value import TupleValue
 
 if TYPE_CHECKING:
-    from pypto.language.parser.tuples import TupleValue
     from pypto.language.parser.windows import _Windows
 
 __all__ = ["MAX_PLANES", "flat_shape", "nd_load", "nd_shape_of", "nd_store", "nd_window"]
@@ -136,7 +136,6 @@ def nd_store(
 ) -> Expr:
     """``pl.store`` of an N-D tile: each plane stored at its place; the last store is the value.
     ``tile`` is the flattened tile, or the planes themselves (a ``pl.batch_matmul`` result)."""
-    from pypto.language.parser.tuples import TupleValue
 
     ot = out.type
     if not isinstance(ot, TensorType) or len(ot.shape) != len(nd) or len(offs) != len(nd):

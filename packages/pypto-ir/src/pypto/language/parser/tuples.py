@@ -8,32 +8,13 @@ unpacking binds each name as an assignment would.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import Union
 
-from pypto.ir.nodes import Assign, Const, Expr, Stmt, Var, expr_vars
-from pypto.ir.types import TupleType, Type
+from pypto.ir.nodes import Assign, Const, Stmt, Var, expr_vars
 from pypto.language.parser.common import _Static
 from pypto.language.parser.tasks import _Tasks
+from pypto.language.parser.tuple_value import Item, TupleValue
 
-Item = Union[Expr, "TupleValue"]
-
-
-@dataclass(frozen=True)
-class TupleValue:
-    """A tuple the body built; ``items`` are values or nested tuples."""
-
-    items: tuple[Item, ...]
-
-    @property
-    def type(self) -> Type:
-        return TupleType(tuple(i.type for i in self.items))
-
-    def flat(self) -> list[Expr]:
-        out: list[Expr] = []
-        for i in self.items:
-            out.extend(i.flat() if isinstance(i, TupleValue) else [i])
-        return out
+__all__ = ["Item", "TupleValue", "_Tuples"]
 
 
 class _Tuples(_Tasks):
