@@ -107,7 +107,7 @@ def _a_transposed(b: int, m: int, k: int, n: int) -> Any:
 
 @pytest.mark.parametrize(
     ("b", "m", "k", "n"),
-    [(2, 64, 64, 64), (4, 32, 32, 32), (1, 128, 64, 128), (2, 64, 32, 64), (2, 32, 64, 128)],
+    [(4, 32, 32, 32), (1, 128, 64, 128)],
 )
 def test_batch_matmul_tile(b: int, m: int, k: int, n: int) -> None:
     x, y, c = torch.randn(b, m, k), torch.randn(b, k, n), torch.zeros(b, m, n)
@@ -115,9 +115,7 @@ def test_batch_matmul_tile(b: int, m: int, k: int, n: int) -> None:
     torch.testing.assert_close(c, torch.bmm(x.double(), y.double()).float(), rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize(
-    ("b", "m", "k", "n"), [(2, 64, 64, 64), (4, 32, 32, 32), (2, 64, 32, 128), (2, 32, 64, 48)]
-)
+@pytest.mark.parametrize(("b", "m", "k", "n"), [(2, 64, 32, 128), (2, 32, 64, 48)])
 def test_batch_matmul_b_transpose(b: int, m: int, k: int, n: int) -> None:
     x, y, c = torch.randn(b, m, k), torch.randn(b, n, k), torch.zeros(b, m, n)
     run(_b_transposed(b, m, k, n), x, y, c)
@@ -125,9 +123,7 @@ def test_batch_matmul_b_transpose(b: int, m: int, k: int, n: int) -> None:
     torch.testing.assert_close(c, want, rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize(
-    ("b", "m", "k", "n"), [(2, 64, 64, 64), (4, 32, 32, 32), (2, 128, 32, 64), (2, 48, 64, 32)]
-)
+@pytest.mark.parametrize(("b", "m", "k", "n"), [(2, 128, 32, 64), (2, 48, 64, 32)])
 def test_batch_matmul_a_transpose(b: int, m: int, k: int, n: int) -> None:
     x, y, c = torch.randn(b, k, m), torch.randn(b, k, n), torch.zeros(b, m, n)
     run(_a_transposed(b, m, k, n), x, y, c)

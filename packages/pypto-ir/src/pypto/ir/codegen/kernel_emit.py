@@ -467,18 +467,6 @@ class _Emitters(_GenBase):
             view = self.peer_view("pld.tile.remote_load", win, peer, t.dtype, offs, shape=valid)
             self.inst(f"{_LOAD.fn}({name}, {view});", Pipe.MTE2, writes=(name,))
             return
-        if e.op == "tile.write":  # the tile (its storage, or a copy) with one element set
-            src, idx, value = args
-            assert isinstance(src, Var)
-            assert isinstance(idx, tuple)
-            s = ident(src.name)
-            self.declare(v.name, name, t, (f"{s}.GetValidRow()", f"{s}.GetValidCol()"))
-            if not self.mem.shares(v.name, src.name):
-                self.copy(name, t, s, t.memory)
-            r, c = (f"static_cast<std::int64_t>({scalar_expr(i, self.dim_of)})" for i in idx)
-            val = self.elem_scalar(value, t.dtype)
-            self.inst(f"sk::write_elem({name}, {r}, {c}, {val});", Pipe.S, reads=(name,), writes=(name,))
-            return
         if e.op in ("tile.fillpad", "tile.fillpad_expand"):  # the destination's PadValue is the pad
             src = args[0]
             assert isinstance(src, Var)
@@ -675,10 +663,13 @@ class _Emitters(_GenBase):
             self.declare(tmp_key, tmp, tt, (vr, vc))
             parts.insert(len(parts) if cpp.tmp_at is None else cpp.tmp_at, tmp)
             reads.append(tmp)
-        if cpp.tail == "row_col":
+        if cpp.tail in ("row_col", "position"):
             offs = args[OPS[e.op].offsets_at or 0]
             assert isinstance(offs, tuple)
-            parts += [f"static_cast<std::uint16_t>({scalar_expr(o, self.dim_of)})" for o in offs]
+            if cpp.tail == "row_col":
+                parts += [f"static_cast<std::uint16_t>({scalar_expr(o, self.dim_of)})" for o in offs]
+            else:
+                parts[1:1] = [f"static_cast<std::int64_t>({scalar_expr(o, self.dim_of)})" for o in offs]
         elif cpp.tail == "cmp":
             parts.append(f"static_cast<CmpMode>({int(e.attr('cmp_type', 0))})")
         elif cpp.tail == "round":

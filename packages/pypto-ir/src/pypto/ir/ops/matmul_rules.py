@@ -83,7 +83,7 @@ def tile_matmul_bias(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType((a.shape[0], b.shape[1]), acc, MemorySpace.Acc)
 
 
-GEMV_PHASES = ("unspecified", "partial", "final")
+_GEMV_PHASES = ("unspecified", "partial", "final")
 """The accumulation phases of a GEMV (PTO-ISA ``AccPhase``): when the device may let the result
 leave L0C. A hint to the device; the result is the same in every phase."""
 
@@ -91,8 +91,8 @@ leave L0C. A hint to the device; the result is the same in every phase."""
 def _gemv(args: list[Type], attrs: dict[str, Any], op: str) -> TileType:
     """The result of a GEMV of ``args`` (a [1, K] Left row and a [K, N] Right tile): [1, N] in Acc."""
     phase = attrs.get("acc_phase", "unspecified")
-    if phase not in GEMV_PHASES:
-        raise OpError(f"pl.{op}: acc_phase must be one of {', '.join(GEMV_PHASES)}, got {phase!r}")
+    if phase not in _GEMV_PHASES:
+        raise OpError(f"pl.{op}: acc_phase must be one of {', '.join(_GEMV_PHASES)}, got {phase!r}")
     a = _tile(args[0], op, "the left operand", (MemorySpace.Left,))
     b = _tile(args[1], op, "the right operand", (MemorySpace.Right,))
     if a.shape[0] != 1:

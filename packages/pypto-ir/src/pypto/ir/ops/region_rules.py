@@ -60,7 +60,7 @@ def tile_slice(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 
 # where TEXTRACT may take a sub-tile: Mat to the cube's operand buffers, Acc to Mat, Vec to Vec
-EXTRACT_TARGETS = {
+_EXTRACT_TARGETS = {
     MemorySpace.Mat: (MemorySpace.Left, MemorySpace.Right),
     MemorySpace.Acc: (MemorySpace.Mat,),
     MemorySpace.Vec: (MemorySpace.Vec,),
@@ -70,11 +70,11 @@ EXTRACT_TARGETS = {
 def tile_extract(args: list[Type], attrs: dict[str, Any]) -> Type:
     """``pl.tile.extract(src, index_row, index_col, shape, target_memory=...)`` (PTO-ISA
     TEXTRACT): the ``shape`` window of ``src`` at the offsets, in ``target_memory``."""
-    src = _tile(args[0], "tile.extract", "src", tuple(EXTRACT_TARGETS))
+    src = _tile(args[0], "tile.extract", "src", tuple(_EXTRACT_TARGETS))
     shape = _tile_shape(attrs["shape"], "tile.extract")
     _fits(src.shape, shape, list(attrs.get("static_offsets", [None, None])), "tile.extract")
     target = attrs["memory"]
-    allowed = EXTRACT_TARGETS[src.memory]
+    allowed = _EXTRACT_TARGETS[src.memory]
     if target not in allowed:
         names = " or ".join(m.value for m in allowed)
         raise OpError(

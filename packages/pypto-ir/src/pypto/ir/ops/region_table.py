@@ -200,7 +200,7 @@ _enter(
         rules.tile_write,
         2,
         2,
-        Cpp("write_elem", (), into=0, helper=True),
+        Cpp("write_elem", (2,), into=0, scalar_fn="write_elem", tail="position", helper=True),
         attrs=("static_offsets",),
         offsets_at=1,
         spaces=VEC,

@@ -43,7 +43,6 @@ from pypto.ir.ops.layout_rules import (
     tile_transpose_view,
 )
 from pypto.ir.ops.matmul_rules import (
-    GEMV_PHASES,
     MATMUL_ACC,
     acc_dtype,
     tensor_matmul,
@@ -78,7 +77,6 @@ from pypto.ir.ops.movement_rules import (
 from pypto.ir.ops.operand_checks import FLOAT, INT, VEC
 from pypto.ir.ops.reduction_rules import expand, reduction
 from pypto.ir.ops.region_rules import (
-    EXTRACT_TARGETS,
     debug_print,
     tensor_assemble,
     tensor_fillpad,
@@ -107,10 +105,8 @@ from pypto.ir.ops.task_rules import (
 
 __all__ = [
     "CASTABLE",
-    "EXTRACT_TARGETS",
     "FLOAT",
     "GATHER_DTYPES",
-    "GEMV_PHASES",
     "INT",
     "MASK_CARRIERS",
     "MASK_COL_ALIGN",

@@ -50,7 +50,8 @@ class Cpp:
     for. ``operands`` are the IR operand positions passed after the destination. ``into``: the
     result is that operand updated (the destination is the operand's storage, or a TMOV copy of
     it). ``scalar_fn``: the instruction used when the last operand is a scalar. ``tail``:
-    ``"row_col"`` appends the two entries of the offsets operand, ``"pad"`` nothing (the pad
+    ``"row_col"`` appends the two entries of the offsets operand, ``"position"`` puts them (an
+    element's position, as ``std::int64_t``) right after the destination, ``"pad"`` nothing (the pad
     value is the destination tile's ``PadValue``), ``"cmp"`` the ``cmp_type`` attribute as a
     ``CmpMode``, ``"round"`` the ``mode`` attribute as a ``RoundMode``. ``nz_fn``: the
     simpler/kernel_args.hpp function that makes the GM view of an NZ tensor (load/store). ``scalar_like``: the operand
@@ -69,7 +70,7 @@ class Cpp:
     operands: tuple[int, ...] = (0,)
     into: int | None = None
     scalar_fn: str | None = None
-    tail: Literal["", "row_col", "pad", "cmp", "round"] = ""
+    tail: Literal["", "row_col", "position", "pad", "cmp", "round"] = ""
     nz_fn: str | None = None
     scalar_like: int | None = None
     tmp: bool = False
