@@ -16,4 +16,5 @@
 #include "pto/sim/instr_elementwise.hpp"
 #include "pto/sim/instr_compare.hpp"
 #include "pto/sim/instr_reduce.hpp"
+#include "pto/sim/instr_sort.hpp"
 #include "pto/sim/instr_debug.hpp"

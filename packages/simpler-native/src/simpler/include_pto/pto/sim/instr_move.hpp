@@ -310,6 +310,64 @@ PTO_INST RecordEvent TGATHER(TileDataD& dst, TileDataS& src, TileDataI& indices,
     return {};
 }
 
+// TGATHER<DstTileData, SrcTileData, maskPattern>(dst, src), the mask form along rows: for each
+// valid row r of src, the columns c < src's valid cols the pattern keeps (P0101: c % 2 == 0,
+// P1010: c % 2 == 1, P0001..P1000: c % 4 == 0..3, P1111: all), in order, are copied bit for bit
+// to dst row r, columns 0, 1, ... (dst and src dtypes of one size, 2 or 4 bytes: P1010 of
+// TSORT32's pairs gives the indices). The hardware packs the kept columns contiguously, so
+// their count must equal dst's Cols, and dst's valid shape must cover [src valid rows, Cols].
+// The official signature's GatherAxis parameter (GATHER_COL) is not implemented.
+namespace sim {
+// The first column a mask pattern keeps and the distance to the next.
+constexpr int mask_first(MaskPattern p) noexcept {
+    return p == MaskPattern::P1010 || p == MaskPattern::P0010 ? 1
+           : p == MaskPattern::P0100                         ? 2
+           : p == MaskPattern::P1000                         ? 3
+                                                             : 0;
+}
+constexpr int mask_step(MaskPattern p) noexcept {
+    return p == MaskPattern::P1111 ? 1 : p == MaskPattern::P0101 || p == MaskPattern::P1010 ? 2 : 4;
+}
+}  // namespace sim
+
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern = MaskPattern::P1111,
+          typename... WaitEvents>
+PTO_INST RecordEvent TGATHER(DstTileData& dst, SrcTileData& src, WaitEvents&... events) {
+    (void)sizeof...(events);
+    constexpr std::size_t E = sizeof(typename SrcTileData::DType);
+    static_assert(sizeof(typename DstTileData::DType) == E && (E == 2 || E == 4),
+                  "TGATHER (mask form): dst and src elements are both 16 or both 32 bits");
+    static_assert(DstTileData::Loc == TileType::Vec && SrcTileData::Loc == TileType::Vec, "TGATHER works on Vec tiles");
+    static_assert(DstTileData::isRowMajor && SrcTileData::isRowMajor, "TGATHER (mask form) works on row-major tiles");
+    static_assert(maskPattern >= MaskPattern::P0101 && maskPattern <= MaskPattern::P1111,
+                  "TGATHER: not a MaskPattern");
+    constexpr int first = sim::mask_first(maskPattern), step = sim::mask_step(maskPattern);
+    sim::Op op("TGATHER", PIPE_V);
+    const int vr = sim::vrow(src), vc = sim::vcol(src);
+    if (!sim::all_placed(op, dst, src)) return {};
+    const int n = vc > first ? (vc - first + step - 1) / step : 0;
+    if (n != DstTileData::Cols) {
+        ::simpler::report_kernel_error(
+            "TGATHER: the mask keeps %d of src's %d valid cols, dst has %d cols (they must be equal: dst is written "
+            "contiguously)",
+            n, vc, DstTileData::Cols);
+        return {};
+    }
+    if (!sim::covers(op, "destination", dst, vr, n)) return {};
+    sim::rd(op, src, vr, vc);
+    sim::wr(op, dst, vr, n);
+    for (int r = 0; r < vr; ++r) {
+        const unsigned char* s = reinterpret_cast<const unsigned char*>(src.data() + r * SrcTileData::Cols);
+        unsigned char* d = reinterpret_cast<unsigned char*>(dst.data() + r * DstTileData::Cols);
+        if constexpr (step == 1) {
+            std::memmove(d, s, E * n);
+        } else {
+            for (int k = 0; k < n; ++k) std::memcpy(d + E * k, s + E * (first + k * step), E);
+        }
+    }
+    return {};
+}
+
 // TSCATTER(dst, src, indexes), the index form: for each element (i, j) of indexes' valid shape,
 // in row-major order, the element of dst at flat row-major position indexes[i, j] of its static
 // [Rows, Cols] = src[i, j] (a later write to the same position wins); the rest of dst is kept.

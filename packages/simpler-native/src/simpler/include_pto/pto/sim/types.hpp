@@ -66,6 +66,10 @@ enum class ReluPreMode : std::uint8_t { NoRelu = 0, NormalRelu = 1 };
 // How TSTORE and comm::TPUT combine with the destination: overwrite, or add element by element.
 enum class AtomicType : std::uint8_t { AtomicNone = 0, AtomicAdd = 1 };
 
+// TGATHER's mask form: which columns of every 2 or 4 it keeps (the pattern read right to left,
+// the rightmost digit the first column: P0101 keeps columns 0, 2, 4, ..., P1000 columns 3, 7, ...).
+enum class MaskPattern : std::uint8_t { P0101 = 1, P1010 = 2, P0001 = 3, P0010 = 4, P0100 = 5, P1000 = 6, P1111 = 7 };
+
 // The result of every instruction (the official headers return it for event chaining).
 struct RecordEvent {};
 
