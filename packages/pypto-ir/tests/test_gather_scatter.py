@@ -165,7 +165,7 @@ def test_bad_tensor_forms_are_refused_naming_the_argument(shape, ishape, dim, id
         _lowered(shape, ishape, dim, idx)
 
 
-def test_other_ranks_and_the_mask_form_are_refused_with_what_to_do() -> None:
+def test_other_ranks_and_the_scatter_mask_form_are_refused_with_what_to_do() -> None:
     with pytest.raises(
         KernelError, match=r"pl.gather: the index form takes 2-D tensors here, got input \[2, 3, 16\]"
     ):
@@ -174,11 +174,13 @@ def test_other_ranks_and_the_mask_form_are_refused_with_what_to_do() -> None:
     @pl.jit
     def masked(inp: pl.Tensor, out: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
-            out = pl.assemble(out, pl.gather(inp, mask_pattern=1), [0, 0])
+            out = pl.assemble(out, pl.scatter(inp, mask_pattern=1), [0, 0])
         return out
 
-    with pytest.raises(KernelError, match=r"pl.gather: the mask form \(mask_pattern=...\) is not built here"):
-        _ = masked.specialize(HostArray((4, 16), "float32"), HostArray((4, 8), "float32")).program
+    with pytest.raises(
+        KernelError, match=r"pl.scatter: the mask form \(mask_pattern=...\) is not built here"
+    ):
+        _ = masked.specialize(HostArray((4, 16), "float32"), HostArray((4, 16), "float32")).program
 
 
 def test_print_parses_back_to_the_same_function() -> None:

@@ -184,6 +184,8 @@ _TILE_POOL: tuple[Type, ...] = (
     TileType((1, 16), FP32, MemorySpace.Left),  # a GEMV's row
     TileType((1, 16), FP32, MemorySpace.Acc),  # a GEMV's result
     TileType((1, 16), FP32, MemorySpace.Bias),  # a bias row
+    TileType((16, 32), FP32, MemorySpace.Vec),  # values in blocks of 32 (pl.sort32)
+    TileType((16, 32), DataType.UINT32, MemorySpace.Vec),  # ... and their indices
 )
 _ATTR_VALUES: dict[str, tuple[Any, ...]] = {
     "shape": ((16, 16), (1, 16)),  # the second: one-row tiles (pl.tile.ci)
@@ -195,6 +197,8 @@ _ATTR_VALUES: dict[str, tuple[Any, ...]] = {
     "layout": (None,),
     "mode": (None,),
     "cmp_type": (3,),
+    "mask_pattern": (1,),
+    "output_dtype": (None,),
 }
 
 
@@ -323,8 +327,9 @@ def test_composed_ops_become_table_calls(name: str, attrs: dict[str, Any]) -> No
 
 
 def library_calls(lines: Iterable[str]) -> set[str]:
-    """The functions a kernel's lines call: PTO-ISA instructions and ``sk::`` helpers."""
-    return set(re.findall(r"(?<![\w:.])(?:sk::)?([A-Za-z_]\w*)\(", "\n".join(lines)))
+    """The functions a kernel's lines call: PTO-ISA instructions and ``sk::`` helpers, with or
+    without template arguments (``TGATHER<..., MaskPattern::P0101>(dst, src)``)."""
+    return set(re.findall(r"(?<![\w:.])(?:sk::)?([A-Za-z_]\w*)(?:<[^;\n]*>)?\(", "\n".join(lines)))
 
 
 @pytest.mark.parametrize("name", TILE_OPS)

@@ -48,6 +48,23 @@ def window_at(a: pl.Tensor, row: pl.Scalar[pl.INT64], c: pl.Out[pl.Tensor]):
     return c
 
 
+@pl.jit
+def bit_ops(a: pl.Tensor, n: pl.Scalar[pl.INT32], c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 64])
+        pl.store(pl.add(t, ((n << 3) | (n & 5)) ^ (n >> 1)), [0, 0], c)
+    return c
+
+
+def test_shifts_and_bitwise_operators_of_a_runtime_scalar_compute_as_python() -> None:
+    a = r(16, 64)
+    prog = rt.compile(bit_ops, a, pl.RUNTIME, np.zeros_like(a))
+    for n in (3, -5, 1000):  # a negative value shifts right with the sign, as Python's >>
+        c = np.zeros_like(a)
+        prog(a, n, c)
+        np.testing.assert_allclose(c, a + np.float32(((n << 3) | (n & 5)) ^ (n >> 1)), rtol=1e-6)
+
+
 def test_fp32_runtime_scalar_one_artifact_for_every_value() -> None:
     a = r(32, 32)
     prog = rt.compile(scale, a, pl.RUNTIME, np.zeros_like(a))

@@ -123,6 +123,11 @@ def _lang_names() -> dict[str, str]:
             continue
         for op in lang.ir_ops:
             names.setdefault(op, lang.spelled)
+    for lang in LANGUAGE.values():  # a tile or tensor form only a keyword reaches (pl.gather's mask form)
+        if not lang.public and lang.spelling:
+            for op in lang.ir_ops:
+                if op.startswith(("tile.", "tensor.")):
+                    names.setdefault(op, lang.spelling)
     return names
 
 
@@ -224,6 +229,18 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
     **{
         op: lambda c: [*(_expr(a) for a in c.args), *_kw(c, "acc_phase", "acc_phase")]
         for op in ("tile.gemv", "tile.gemv_acc", "tile.gemv_bias")
+    },
+    **{
+        op: lambda c: [_expr(c.args[0]), f"block_len={_expr(c.args[1])}"]
+        for op in ("tile.mrgsort", "tensor.mrgsort")
+    },
+    **{
+        op: lambda c: [
+            _expr(c.args[0]),
+            *_kw(c, "mask_pattern", "mask_pattern"),
+            *_kw(c, "output_dtype", "output_dtype"),
+        ]
+        for op in ("tile.gather_mask", "tensor.gather_mask")
     },
     "tile.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],
     "scalar.print": lambda c: [_expr(c.args[0]), *_kw(c, "label", "label")],

@@ -69,6 +69,22 @@ def make_const(value: Any, dtype: DataType, span: Span | None) -> Const:
     return Const(int(value), dtype, span)
 
 
+_BIT_OPS = frozenset({"lshift", "rshift", "bitand", "bitor", "bitxor"})
+
+
+def _bits(op: str, a: int, b: int) -> int:
+    """A shift or bitwise operator of two integers as the kernel's 64-bit arithmetic computes it
+    (Python's result; a left shift wraps to 64 bits)."""
+    if op == "lshift":
+        wrapped = (a << b) & 0xFFFF_FFFF_FFFF_FFFF
+        return wrapped - ((wrapped >> 63) << 64)
+    if op == "rshift":
+        return a >> b
+    if op == "bitand":
+        return a & b
+    return a | b if op == "bitor" else a ^ b
+
+
 def fold(op: str, lhs: Expr, rhs: Expr, span: Span | None = None) -> Expr:
     """Scalar arithmetic, folded when both sides are constants."""
     lt_ = lhs.type
@@ -97,6 +113,8 @@ def fold(op: str, lhs: Expr, rhs: Expr, span: Span | None = None) -> Expr:
             result = a % b
         elif op == "truediv":
             result = a / b
+        elif op in _BIT_OPS:
+            result = _bits(op, int(a), int(b))
         elif op == "min":
             result = builtins.min(a, b)
         else:

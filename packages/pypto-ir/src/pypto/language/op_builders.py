@@ -433,8 +433,8 @@ def _build_ci(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Exp
 
 
 def _no_mask_form(p: _Parser, b: dict[str, Any], index_forms: str, node: ast.Call) -> None:
-    """Upstream's mask form of gather and scatter (``mask_pattern=``) is not built: say so, and
-    what is (``index_forms``)."""
+    """Upstream's mask form of scatter (``mask_pattern=``) is not built: say so, and what is
+    (``index_forms``)."""
     if b.get("mask_pattern") is not None:
         op = index_forms.split("(", 1)[0]
         raise p.err(
@@ -445,8 +445,8 @@ def _no_mask_form(p: _Parser, b: dict[str, Any], index_forms: str, node: ast.Cal
 def _build_gather(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     """``pl.gather``: the index form ``(input, dim, index)`` of tensors, or the tile form
     ``pl.tile.gather(src, indices, tmp)``, which binds positionally as ``(input, dim, index)``:
-    a tile where ``dim`` stands makes it the tile form."""
-    _no_mask_form(p, b, "pl.gather(input, dim, index) or pl.tile.gather(src, indices, tmp)", node)
+    a tile where ``dim`` stands makes it the tile form. (The mask form, ``mask_pattern=``, is
+    built by ``sort_builders``, which calls this for the others.)"""
     src = _value(p, b["input"])
     second = b.get("indices", b.get("dim"))
     picked = _value(p, second) if second is not None else None
@@ -714,3 +714,6 @@ from pypto.language import math_builders as _math_builders  # noqa: E402, F401
 
 # the cross-core pipes' side checks and popped tile types
 from pypto.language import pipe_builders as _pipe_builders  # noqa: E402, F401
+
+# pl.mrgsort's block_len, pl.tile.gather_mask's pattern and pl.gather's mask form
+from pypto.language import sort_builders as _sort_builders  # noqa: E402, F401

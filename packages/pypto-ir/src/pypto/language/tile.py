@@ -15,6 +15,8 @@ globals().update({_name: getattr(_ops, _op) for _name, _op in _ops.TILE_LEVEL.it
 # pl.split_aiv loop, pl.tile.get_subblock_idx(). pl.tile.max / pl.tile.min are upstream's
 # spelling of pl.max / pl.min (of two scalars), pl.tile.aiv_shard / aic_gather of the lanes'
 # pl.aiv_shard / pl.aic_gather.
+# pl.tile.MaskPattern names the column patterns of pl.tile.gather_mask (a constant, no op).
+from pypto.ir.ops.sort_rules import MaskPattern  # noqa: E402, F401
 from pypto.language.dsl import (  # noqa: E402, F401
     aic_gather,
     aiv_shard,

@@ -130,7 +130,7 @@ def literal(c: Const) -> str:
 
 
 # The operators C++ spells as Python does; division and modulo have their own forms below.
-_OPS = {op: sym for op, sym in BINOP_SYMBOLS.items() if op not in ("truediv", "floordiv", "mod")}
+_OPS = {op: sym for op, sym in BINOP_SYMBOLS.items() if op not in ("truediv", "floordiv", "mod", "lshift")}
 
 
 def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> str:
@@ -146,6 +146,10 @@ def scalar_expr(e: Expr, dim_of: dict[tuple[str, int], str] | None = None) -> st
             return f"({a} {_OPS[e.op]} {b})"
         if e.op == "truediv":
             return f"(static_cast<double>({a}) / static_cast<double>({b}))"
+        if (
+            e.op == "lshift"
+        ):  # in unsigned arithmetic: a negative or overflowing value wraps as in Python's low bits
+            return f"static_cast<std::int64_t>(static_cast<std::uint64_t>({a}) << ({b}))"
         if e.op == "floordiv":
             return f"pypto_floordiv({a}, {b})"
         if e.op == "mod":

@@ -45,6 +45,7 @@ from pypto.ir.nodes import (
 from pypto.ir.ops import OPS, Cpp
 from pypto.ir.ops.cast_modes import cpp_round_mode
 from pypto.ir.ops.pipe_ops import PIPE_OPS, no_pipe
+from pypto.ir.ops.sort_rules import MaskPattern
 from pypto.ir.ops.system_ops import HINTS as SYSTEM_HINTS
 from pypto.ir.param_info import Layout
 from pypto.ir.passes.memory_alloc import is_alias
@@ -578,6 +579,10 @@ class _Emitters(_GenBase):
             return f"{a0}.GetValidRow()", f"(({a0}.GetValidCol() + 7) / 8)"
         if cpp.valid == "trans":
             return f"{a0}.GetValidCol()", f"{a0}.GetValidRow()"
+        if cpp.valid == "pairs":
+            return f"{a0}.GetValidRow()", f"({a0}.GetValidCol() * 2)"
+        if cpp.valid == "rows":
+            return f"{a0}.GetValidRow()", str(c)
         if cpp.valid == "index":
             a1 = ident(tiles[1].name)
             return f"{a1}.GetValidRow()", f"{a1}.GetValidCol()"
@@ -670,6 +675,8 @@ class _Emitters(_GenBase):
                 parts += [f"static_cast<std::uint16_t>({scalar_expr(o, self.dim_of)})" for o in offs]
             else:
                 parts[1:1] = [f"static_cast<std::int64_t>({scalar_expr(o, self.dim_of)})" for o in offs]
+        elif cpp.tail == "count":
+            parts.append(f"static_cast<std::uint32_t>({scalar_expr(args[-1], self.dim_of)})")  # type: ignore[arg-type]
         elif cpp.tail == "cmp":
             parts.append(f"static_cast<CmpMode>({int(e.attr('cmp_type', 0))})")
         elif cpp.tail == "round":
@@ -710,6 +717,10 @@ class _Emitters(_GenBase):
             call, pipe = (f"{fn}<AccPhase::{phase.capitalize()}>" if phase else fn), Pipe.M
         elif fn in ("TMOV", "TEXTRACT", "TINSERT"):
             call, pipe = fn, _copy_pipe(t.memory, src_space)
+        elif cpp.template == "mask_pattern":
+            pattern = MaskPattern(e.attr("mask_pattern")).name
+            src = f"std::remove_reference_t<decltype({parts[1]})>"  # the source may be a loop result's alias
+            call, pipe = f"{fn}<decltype({name}), {src}, MaskPattern::{pattern}>", Pipe.V
         else:
             call, pipe = fn, Pipe.V
         writes = (name,)

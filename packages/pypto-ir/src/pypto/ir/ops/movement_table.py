@@ -145,8 +145,9 @@ _enter(
             P("indices", None),
             P("tmp", None),
             P("mask_pattern", None),
+            P("output_dtype", None),
         ),
-        """Elements picked by index. Two forms:
+        """Elements picked by index. Two forms, and a third by pattern:
 
     - ``pl.gather(input, dim, index)`` / ``pl.tensor.gather`` (torch.gather's index form, 2-D
       tensors): a tensor of ``index``' shape with ``out[i, j] = input[index[i, j], j]`` for
@@ -160,7 +161,10 @@ _enter(
       ``tmp`` is a scratch Vec tile the instruction takes (any shape and dtype). Also spelled
       with keywords: ``pl.tile.gather(src, indices=..., tmp=...)``.
 
-    Upstream's mask form (``mask_pattern=``) and compare form are not built here.""",
+    - ``pl.gather(input, mask_pattern=..., output_dtype=None)``: the columns of each row a
+      ``pl.tile.MaskPattern`` keeps (``pl.tile.gather_mask``, of a tensor or a tile).
+
+    Upstream's compare form is not built here.""",
         {"tile": "tile.gather"},
         default="tensor.gather",
         group="memory",

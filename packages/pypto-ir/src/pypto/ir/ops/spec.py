@@ -51,7 +51,8 @@ class Cpp:
     result is that operand updated (the destination is the operand's storage, or a TMOV copy of
     it). ``scalar_fn``: the instruction used when the last operand is a scalar. ``tail``:
     ``"row_col"`` appends the two entries of the offsets operand, ``"position"`` puts them (an
-    element's position, as ``std::int64_t``) right after the destination, ``"pad"`` nothing (the pad
+    element's position, as ``std::int64_t``) right after the destination, ``"count"`` appends the
+    last operand, an integer scalar, as ``std::uint32_t`` (TMRGSORT's run length), ``"pad"`` nothing (the pad
     value is the destination tile's ``PadValue``), ``"cmp"`` the ``cmp_type`` attribute as a
     ``CmpMode``, ``"round"`` the ``mode`` attribute as a ``RoundMode``. ``nz_fn``: the
     simpler/kernel_args.hpp function that makes the GM view of an NZ tensor (load/store). ``scalar_like``: the operand
@@ -62,7 +63,10 @@ class Cpp:
     valid shape: ``"same"`` as the first tile operand, ``"row"`` [rows, 1] of it, ``"col"`` [1,
     cols] of it, ``"matmul"`` [rows of operand 0, cols of operand 1], ``"trans"`` its transpose,
     ``"static"`` the result type's shape, ``"mask"`` a packed predicate mask of it ([rows,
-    ceil(cols / 8)] bytes), ``"index"`` that of the second tile operand (a gather's indices).
+    ceil(cols / 8)] bytes), ``"index"`` that of the second tile operand (a gather's indices),
+    ``"pairs"`` [rows, 2 cols] of the first (TSORT32's pairs), ``"rows"`` its rows and the result
+    type's columns. ``template``: the attribute that is the instruction's template argument:
+    ``"mask_pattern"`` spells ``fn<decltype(dst), <src's type>, MaskPattern::P..>``.
     ``inplace``: the ISA allows the destination to be a source (element-wise instructions).
     """
 
@@ -70,16 +74,19 @@ class Cpp:
     operands: tuple[int, ...] = (0,)
     into: int | None = None
     scalar_fn: str | None = None
-    tail: Literal["", "row_col", "position", "pad", "cmp", "round"] = ""
+    tail: Literal["", "row_col", "position", "count", "pad", "cmp", "round"] = ""
     nz_fn: str | None = None
     scalar_like: int | None = None
     tmp: bool = False
     tmp_at: int | None = None
     tmp_like: int | None = 0
     tmp_arg: int | None = None
-    valid: Literal["same", "row", "col", "matmul", "trans", "static", "mask", "index"] = "same"
+    valid: Literal["same", "row", "col", "matmul", "trans", "static", "mask", "index", "pairs", "rows"] = (
+        "same"
+    )
     inplace: bool = False
     helper: bool = False
+    template: Literal["", "mask_pattern"] = ""
 
     @property
     def functions(self) -> tuple[str, ...]:

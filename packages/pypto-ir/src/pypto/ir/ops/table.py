@@ -17,6 +17,7 @@ from __future__ import annotations
 # The families, in table order (isort would sort them by name).
 # isort: off
 from pypto.ir.ops import movement_table  # noqa: F401
+from pypto.ir.ops import sort_table  # noqa: F401
 from pypto.ir.ops import elementwise_table  # noqa: F401
 from pypto.ir.ops import math_table  # noqa: F401
 from pypto.ir.ops import compare_table  # noqa: F401

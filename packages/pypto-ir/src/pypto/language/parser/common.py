@@ -457,4 +457,10 @@ _BINOPS = {
     ast.FloorDiv: "floordiv",
     ast.Mod: "mod",
     ast.Div: "truediv",
+    ast.LShift: "lshift",
+    ast.RShift: "rshift",
+    ast.BitAnd: "bitand",
+    ast.BitOr: "bitor",
+    ast.BitXor: "bitxor",
 }
+INTEGER_BINOPS = frozenset({"lshift", "rshift", "bitand", "bitor", "bitxor"})  # of integer scalars only

@@ -11,6 +11,7 @@ from typing import Any
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.nodes import (
+    BINOP_SYMBOLS,
     Call,
     Const,
     Expr,
@@ -27,6 +28,7 @@ from pypto.language.fold import INDEX, compare, fold
 from pypto.language.parser.common import (
     _BINOPS,
     _COMPARE,
+    INTEGER_BINOPS,
     _ParserBase,
     _SelfMethod,
     _Static,
@@ -170,6 +172,8 @@ class _Expressions(_ParserBase):
                 return self.make_op(tile_op, [lhs, rhs], {}, node)
             if not isinstance(lhs.type, ScalarType) or not isinstance(rhs.type, ScalarType):
                 raise self.err(f"cannot apply {type(node.op).__name__} to {lhs.type} and {rhs.type}", node)
+            if opname in INTEGER_BINOPS:
+                self.check_integer_operands(node, BINOP_SYMBOLS[opname], lhs, rhs)
             return fold(opname, lhs, rhs, span)
         if isinstance(node, ast.Call):
             return self.call(node)
@@ -194,6 +198,17 @@ class _Expressions(_ParserBase):
             return self.tuple_literal(node)  # type: ignore[no-any-return]
         what = type(node).__name__
         raise self.err(f"unsupported expression in a kernel: {what}", node)
+
+    def check_integer_operands(self, node: ast.BinOp, sym: str, lhs: Expr, rhs: Expr) -> None:
+        """Shifts and bitwise operators take integer scalars (a shift a count from 0 to 63)."""
+        for side, e in (("left", lhs), ("right", rhs)):
+            t = e.type
+            assert isinstance(t, ScalarType)
+            if t.dtype.is_float or t.dtype is DataType.BOOL:
+                raise self.err(f"{sym} takes integer scalars; its {side} operand is {t}", node)
+        shift = isinstance(node.op, (ast.LShift, ast.RShift))
+        if shift and isinstance(rhs, Const) and not 0 <= rhs.value < 64:
+            raise self.err(f"{sym}: the shift count must be 0 to 63, got {rhs.value}", node)
 
     def dtype_comparison(self, node: ast.Compare) -> bool | None:
         """``DT == pl.FP32`` (``!=``, ``is``, ``is not``) of two compile-time dtypes, such as a
