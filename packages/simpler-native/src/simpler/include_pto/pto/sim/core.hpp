@@ -391,7 +391,7 @@ private:
         int b;
         std::uint32_t lo, hi, id;
     };
-    static constexpr int kMaxReads = 4;  // an instruction's source tiles (the most: TMATMUL_ACC's three)
+    static constexpr int kMaxReads = 5;  // an instruction's reads (the most: TMRGSORT's four lists and its tmp)
 
     const char* name_;
     pipe_t pipe_;

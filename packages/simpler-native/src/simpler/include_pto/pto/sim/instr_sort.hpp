@@ -1,16 +1,26 @@
-// Sorting: TSORT32 and TMRGSORT (the single-source form), which build and merge the lists of
-// (value, index) pairs of the ISA's top-k idiom. Part of our PTO-ISA CPU backend;
+// Sorting: TSORT32 and TMRGSORT (the single-source form and the 2- to 4-list form), which build
+// and merge the lists of (value, index) pairs of the ISA's top-k idiom. Part of our PTO-ISA CPU backend;
 // pto/sim/instr.hpp describes what every instruction does.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "pto/sim/instr_support.hpp"
 
 namespace pto {
+
+// How many pairs TMRGSORT's multi-list form took from each source list (0 for the lists a call
+// does not have). The official headers' struct: generated code names these members.
+struct MrgSortExecutedNumList {
+    std::uint16_t mrgSortList0;
+    std::uint16_t mrgSortList1;
+    std::uint16_t mrgSortList2;
+    std::uint16_t mrgSortList3;
+};
 
 // ---- sorting ---------------------------------------------------------------------------------
 
@@ -144,6 +154,138 @@ PTO_INST RecordEvent TMRGSORT(DstTileData& dst, SrcTileData& src, uint32_t block
             std::memcpy(dst.data() + 2 * out, &p[at[pick]++], sizeof(sim::SortPair));
         }
     }
+    return {};
+}
+
+namespace sim {
+// TMRGSORT's multi-list form (format 2) for 2 to 4 sources: see the overloads below.
+template <bool kExhausted, typename DstTileData, typename TmpTileData, typename... SrcTileData>
+inline void merge_lists(DstTileData& dst, MrgSortExecutedNumList& executed, TmpTileData& tmp, SrcTileData&... srcs) {
+    static_assert(std::is_same<typename DstTileData::DType, float>::value &&
+                      std::is_same<typename TmpTileData::DType, float>::value &&
+                      (std::is_same<typename SrcTileData::DType, float>::value && ...),
+                  "TMRGSORT: our backend merges float tiles (dst, tmp and the sources)");
+    static_assert(DstTileData::Loc == TileType::Vec && TmpTileData::Loc == TileType::Vec &&
+                      ((SrcTileData::Loc == TileType::Vec) && ...),
+                  "TMRGSORT works on Vec tiles");
+    static_assert(DstTileData::Rows == 1 && TmpTileData::Rows == 1 && ((SrcTileData::Rows == 1) && ...),
+                  "TMRGSORT: tiles have one row");
+    static_assert(DstTileData::isRowMajor && TmpTileData::isRowMajor && (SrcTileData::isRowMajor && ...),
+                  "TMRGSORT works on row-major tiles");
+    constexpr int kLists = static_cast<int>(sizeof...(SrcTileData));
+    constexpr int kMaxPairs = 0xFFFF;  // the hardware counts a list's pairs in 16 bits
+    Op op("TMRGSORT", PIPE_V);
+    if (!all_placed(op, dst, tmp, srcs...)) return;
+    const int vcs[kLists] = {vcol(srcs)...};
+    for (int k = 0; k < kLists; ++k) {
+        if (vcs[k] % 2 != 0) {
+            ::simpler::report_kernel_error(
+                "TMRGSORT: source list %d's valid cols %d are odd (a list is whole (value, index) pairs)", k, vcs[k]);
+            return;
+        }
+        if (vcs[k] / 2 > kMaxPairs) {
+            ::simpler::report_kernel_error(
+                "TMRGSORT: source list %d has %d pairs, more than the hardware's 16-bit count (65535)", k, vcs[k] / 2);
+            return;
+        }
+    }
+    const int vc = vcol(dst);
+    if (vc % 2 != 0) {
+        ::simpler::report_kernel_error("TMRGSORT: dst valid cols %d are odd (the merge writes whole pairs)", vc);
+        return;
+    }
+    if (!covers(op, "destination", dst, 1, vc) || !covers(op, "tmp", tmp, 1, vc)) return;
+    // The hardware merges into tmp (reading the sources), then copies tmp to dst.
+    (rd(op, srcs, 1, vcol(srcs)), ...);
+    wr(op, tmp, 1, vc);
+    rd(op, tmp, 1, vc);
+    wr(op, dst, 1, vc);
+    int begin[kLists], at[kLists], end[kLists];  // list k is p[begin[k]..end[k]), its head p[at[k]]
+    int total = 0;
+    for (int k = 0; k < kLists; ++k) {
+        begin[k] = at[k] = total;
+        total += vcs[k] / 2;
+        end[k] = total;
+    }
+    // The lists are read into the scratch first: tmp or dst may then share a source's storage.
+    std::vector<SortPair>& p = sort_scratch(static_cast<std::size_t>(total));
+    {
+        int k = 0;
+        ((std::memcpy(p.data() + begin[k], srcs.data(), sizeof(SortPair) * static_cast<std::size_t>(end[k] - begin[k])),
+          ++k),
+         ...);
+    }
+    const int limit = vc / 2;
+    int out = 0;
+    while (out < limit) {
+        int pick = -1;
+        for (int k = 0; k < kLists; ++k) {
+            if (at[k] == end[k]) continue;  // list k is used up
+            if (pick < 0 || sorts_before(p[at[k]].value, p[at[pick]].value)) pick = k;
+        }
+        if (pick < 0) break;  // every list is used up
+        std::memcpy(tmp.data() + 2 * out, &p[at[pick]++], sizeof(SortPair));
+        ++out;
+        if constexpr (kExhausted) {
+            bool used_up = false;
+            for (int k = 0; k < kLists; ++k) used_up = used_up || at[k] == end[k];
+            if (used_up) break;
+        }
+    }
+    std::memmove(dst.data(), tmp.data(), sizeof(SortPair) * static_cast<std::size_t>(out));
+    std::uint16_t taken[4] = {0, 0, 0, 0};
+    for (int k = 0; k < kLists; ++k) taken[k] = static_cast<std::uint16_t>(at[k] - begin[k]);
+    executed.mrgSortList0 = taken[0];
+    executed.mrgSortList1 = taken[1];
+    executed.mrgSortList2 = taken[2];
+    executed.mrgSortList3 = taken[3];
+}
+}  // namespace sim
+
+// TMRGSORT<Dst, Tmp, Src0, Src1[, Src2[, Src3]], exhausted>(dst, executed, tmp, src0, src1[,
+// src2[, src3]]), the multi-list form (format 2; the official template and parameter order):
+// each source k is a list of vcol(src_k) / 2 (value, index) pairs, assumed sorted descending
+// (not checked). Pairs are written to dst from column 0 while fewer than vcol(dst) / 2 are
+// written and some list has pairs left, each time the head with the greatest value (NaN first,
+// as TSORT32), an equal value taken from the earlier list (the official CPU backend's strict
+// comparison); pairs move whole. With exhausted, the merge stops right after a pick when any
+// list is used up (checked after every pick as the official CPU backend does, so a list with no
+// pairs stops it after the first pair). executed.mrgSortList<k> is set to the pairs taken from
+// list k (0 for the lists not given), whether or not exhausted (the hardware sets it only
+// with exhausted). The hardware merges into tmp and copies tmp to dst: tmp receives the merged
+// pairs too, and both are recorded as written over [1, vcol(dst)], though columns past the
+// merged pairs (the lists ran out, or exhausted stopped) keep their old bytes in both (the
+// hardware merges every list's pairs into tmp, whatever dst's valid cols; we merge only what
+// dst receives, as the official CPU backend, which leaves tmp alone).
+// Reported (nothing computed): a source's or dst's odd valid cols, a list of more than 65535
+// pairs (the hardware's 16-bit counts), a dst or tmp whose valid shape does not cover
+// [1, vcol(dst)]. One-row row-major Vec float tiles. The sources are read before anything is
+// written: dst or tmp may be a source's storage here (not on the hardware for tmp).
+template <typename DstTileData, typename TmpTileData, typename Src0TileData, typename Src1TileData,
+          typename Src2TileData, typename Src3TileData, bool exhausted, typename... WaitEvents>
+PTO_INST RecordEvent TMRGSORT(DstTileData& dst, MrgSortExecutedNumList& executedNumList, TmpTileData& tmp,
+                              Src0TileData& src0, Src1TileData& src1, Src2TileData& src2, Src3TileData& src3,
+                              WaitEvents&... events) {
+    (void)sizeof...(events);
+    sim::merge_lists<exhausted>(dst, executedNumList, tmp, src0, src1, src2, src3);
+    return {};
+}
+
+template <typename DstTileData, typename TmpTileData, typename Src0TileData, typename Src1TileData,
+          typename Src2TileData, bool exhausted, typename... WaitEvents>
+PTO_INST RecordEvent TMRGSORT(DstTileData& dst, MrgSortExecutedNumList& executedNumList, TmpTileData& tmp,
+                              Src0TileData& src0, Src1TileData& src1, Src2TileData& src2, WaitEvents&... events) {
+    (void)sizeof...(events);
+    sim::merge_lists<exhausted>(dst, executedNumList, tmp, src0, src1, src2);
+    return {};
+}
+
+template <typename DstTileData, typename TmpTileData, typename Src0TileData, typename Src1TileData, bool exhausted,
+          typename... WaitEvents>
+PTO_INST RecordEvent TMRGSORT(DstTileData& dst, MrgSortExecutedNumList& executedNumList, TmpTileData& tmp,
+                              Src0TileData& src0, Src1TileData& src1, WaitEvents&... events) {
+    (void)sizeof...(events);
+    sim::merge_lists<exhausted>(dst, executedNumList, tmp, src0, src1);
     return {};
 }
 
