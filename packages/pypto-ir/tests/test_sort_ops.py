@@ -13,7 +13,7 @@ import pytest
 import pypto.language as pl
 from pypto.ir.codegen import generate_kernel
 from pypto.ir.errors import KernelError
-from pypto.ir.nodes import Assign, Call, structural_equal, walk_stmts
+from pypto.ir.nodes import Assign, Call, Program, structural_equal, walk_stmts
 from pypto.ir.pipeline import lower
 
 
@@ -122,6 +122,64 @@ def test_tensor_forms_are_typed_and_printed_as_such() -> None:
     assert structural_equal(pl.parse(printed), _tensor_sort.ir)
 
 
+@pl.function(type=pl.FunctionType.InCore)
+def _four_lists(
+    a: pl.Tensor[[1, 128], pl.FP32],
+    ix: pl.Tensor[[1, 128], pl.UINT32],
+    y: pl.Out[pl.Tensor[[1, 256], pl.FP32]],
+) -> pl.Tensor[[1, 256], pl.FP32]:
+    v0, i0 = pl.load(a, [0, 0], [1, 32]), pl.load(ix, [0, 0], [1, 32])
+    v1, i1 = pl.load(a, [0, 32], [1, 32]), pl.load(ix, [0, 32], [1, 32])
+    v2, i2 = pl.load(a, [0, 64], [1, 32]), pl.load(ix, [0, 64], [1, 32])
+    v3, i3 = pl.load(a, [0, 96], [1, 32]), pl.load(ix, [0, 96], [1, 32])
+    p0, p1, p2, p3 = (
+        pl.tile.sort32(v0, i0),
+        pl.tile.sort32(v1, i1),
+        pl.tile.sort32(v2, i2),
+        pl.tile.sort32(v3, i3),
+    )
+    tmp = pl.tile.create([1, 256], dtype=pl.FP32)
+    merged = pl.tile.mrgsort(p0, p1, p2, p3, tmp, exhausted=True)
+    return pl.store(merged, [0, 0], y)
+
+
+def test_the_multi_list_form_of_tiles() -> None:
+    (m,) = _calls(_four_lists, "tile.mrgsort_lists")
+    assert m.var.type.shape == (1, 256)  # type: ignore[attr-defined]
+    assert m.value.attr("exhausted") is True  # type: ignore[union-attr]
+    text = generate_kernel(_four_lists.ir).text
+    assert "MrgSortExecutedNumList merged_executed{};" in text
+    assert re.search(
+        r"TMRGSORT<decltype\(merged\), (std::remove_reference_t<decltype\(\w+\)>, ){5}true>"
+        r"\(merged, merged_executed, tmp, p0, p1, p2, p3\);",
+        text,
+    )
+    printed = _four_lists.ir.as_python()
+    assert "pl.mrgsort(p0, p1, p2, p3, tmp=tmp, exhausted=True)" in printed
+    assert structural_equal(pl.parse(printed), _four_lists.ir)
+
+
+@pl.function(type=pl.FunctionType.Opaque)
+def _two_lists(
+    a: pl.Tensor[[1, 128], pl.FP32], b: pl.Tensor[[1, 64], pl.FP32], y: pl.Out[pl.Tensor[[1, 192], pl.FP32]]
+) -> pl.Tensor[[1, 192], pl.FP32]:
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y = pl.assemble(y, pl.mrgsort(a, b), [0, 0])
+    return y
+
+
+def test_the_multi_list_form_of_tensors_lowers_with_a_scratch_row() -> None:
+    printed = _two_lists.ir.as_python()
+    assert "pl.mrgsort(a, b)" in printed
+    assert structural_equal(pl.parse(printed), _two_lists.ir)
+    prog = Program("two_lists", (_two_lists.ir,), "_two_lists")
+    kernel = next(f for f in lower(prog).program.functions.values() if f.func_type.is_kernel)
+    (merge,) = _calls(kernel, "tile.mrgsort_lists")
+    tmp = merge.value.args[-1]  # type: ignore[union-attr]
+    assert tmp.type.shape == (1, 192)  # type: ignore[union-attr]  # one row holding every pair
+    assert merge.var.type.shape == (1, 192)  # type: ignore[attr-defined]
+
+
 def _refused(line: str, match: str, *, src_t: str = "pl.Tensor[[1, 256], pl.FP32]") -> None:
     text = f"""
 @pl.function(type=pl.FunctionType.InCore)
@@ -141,8 +199,12 @@ def k(a: {src_t}, ix: pl.Tensor[[1, 256], pl.UINT32], y: pl.Out[pl.Tensor[[1, 51
     [
         ("pl.tile.mrgsort(p, block_len=32)", r"block_len must be a positive multiple of 64 .* got 32"),
         ("pl.tile.mrgsort(p, block_len=256)", r"src's 512 columns must be 1 to 255 groups of four runs"),
-        ("pl.tile.mrgsort(p, p, tmp=p)", r"give block_len=n .* merging two to four lists .* not built here"),
+        ("pl.tile.mrgsort(p)", r"give block_len=n to merge the sorted runs of one row .* or two to four"),
+        ("pl.tile.mrgsort(p, p)", r"merging tiles takes tmp=, a scratch FP32 row"),
+        ("pl.tile.mrgsort(p, x, tmp=p)", r"src1 must hold FP32 sorted pairs, got UINT32"),
+        ("pl.tile.mrgsort(p, p, tmp=x)", r"tmp must be an FP32 row of whole pairs"),
         ("pl.tile.mrgsort(p, p, block_len=64)", r"block_len= .* does not take src1"),
+        ("pl.tile.mrgsort(p, block_len=64, exhausted=True)", r"block_len= .* does not take exhausted"),
         ("pl.tile.mrgsort(x, block_len=64)", r"src must hold FP32 sorted pairs .* got UINT32"),
         ("pl.tile.gather_mask(p, 9)", r"mask_pattern must be a pl.tile.MaskPattern .* got 9"),
         ("pl.tile.gather_mask(p, 1, output_dtype=pl.FP16)", r"output_dtype reinterprets the bits.* got FP16"),

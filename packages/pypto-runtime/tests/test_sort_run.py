@@ -1,9 +1,10 @@
-"""``pl.sort32``, ``pl.mrgsort`` (single-list form) and ``pl.tile.gather_mask`` on a2a3sim
-against ``torch.sort`` (descending, stable), in upstream's program forms
-(``tests/st/runtime/ops/test_sort.py``): 32-value blocks sorted into (value, index) pairs and
-read back by index gather, by mask gather and on the host; a 128-value row merged once; a
-2048-value row merged three times with a run length computed from the loop index, written with
-tiles, with ``pl.tensor.*`` in a ``pl.at`` scope and with the ``pl.*`` spellings."""
+"""``pl.sort32``, ``pl.mrgsort`` and ``pl.tile.gather_mask`` on a2a3sim against ``torch.sort``
+(descending, stable), in upstream's program forms (``tests/st/runtime/ops/test_sort.py``):
+32-value blocks sorted into (value, index) pairs and read back by index gather, by mask gather
+and on the host; a 128-value row merged once; a 2048-value row merged three times with a run
+length computed from the loop index, written with tiles, with ``pl.tensor.*`` in a ``pl.at``
+scope and with the ``pl.*`` spellings; two sorted halves merged as two lists; four lists merged
+by the tile form into a shorter row, with and without ``exhausted``."""
 
 from __future__ import annotations
 
@@ -309,3 +310,103 @@ def test_tensor_level_sort_of_2048_values_with_their_indices(program: Any) -> No
     want_v, want_i = _want(src, idx, 2048)
     assert torch.equal(vals, want_v)
     assert torch.equal(ids.to(torch.int32), want_i)
+
+
+@pl.program
+class MrgSort2WayProgram:
+    """Two halves sorted on their own (sort32, two single-list merges), then merged as two lists."""
+
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(
+        self,
+        src: pl.Tensor[[1, 1024], pl.FP32],
+        idx: pl.Tensor[[1, 1024], pl.UINT32],
+        val_output: pl.Out[pl.Tensor[[1, 1024], pl.FP32]],
+        idx_output: pl.Out[pl.Tensor[[1, 1024], pl.UINT32]],
+    ) -> tuple[pl.Tensor[[1, 1024], pl.FP32], pl.Tensor[[1, 1024], pl.UINT32]]:
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            left_src = pl.tensor.slice(src, shape=[1, 512], offset=[0, 0])
+            left_idx = pl.tensor.slice(idx, shape=[1, 512], offset=[0, 0])
+            right_src = pl.tensor.slice(src, shape=[1, 512], offset=[0, 512])
+            right_idx = pl.tensor.slice(idx, shape=[1, 512], offset=[0, 512])
+            left_s32 = pl.tensor.sort32(left_src, left_idx)
+            left_m1 = pl.tensor.mrgsort(left_s32, block_len=64)
+            left_sorted = pl.tensor.mrgsort(left_m1, block_len=256)
+            right_s32 = pl.tensor.sort32(right_src, right_idx)
+            right_m1 = pl.tensor.mrgsort(right_s32, block_len=64)
+            right_sorted = pl.tensor.mrgsort(right_m1, block_len=256)
+            merged = pl.tensor.mrgsort(left_sorted, right_sorted)
+            vals = pl.tensor.gather(merged, mask_pattern=pl.tile.MaskPattern.P0101)
+            sorted_idx = pl.tensor.gather(
+                merged, mask_pattern=pl.tile.MaskPattern.P1010, output_dtype=pl.UINT32
+            )
+            val_output = pl.assemble(val_output, vals, [0, 0])
+            idx_output = pl.assemble(idx_output, sorted_idx, [0, 0])
+        return val_output, idx_output
+
+
+def test_two_sorted_halves_merged_as_two_lists_sort_1024_values() -> None:
+    src = torch.randint(-30, 30, (1, 1024)).float()  # equal values across the halves: the left one first
+    idx = torch.arange(1024, dtype=torch.int32).unsqueeze(0)
+    vals, ids = torch.zeros(1, 1024), torch.zeros(1, 1024, dtype=torch.uint32)
+    run(MrgSort2WayProgram, src, idx.to(torch.uint32), vals, ids)
+    want_v, want_i = _want(src, idx, 1024)
+    assert torch.equal(vals, want_v)
+    assert torch.equal(ids.to(torch.int32), want_i)
+
+
+def _four_list_program(exhausted: bool) -> Any:
+    """Four sorted lists of 32 pairs (one sort32 each) merged by the tile form into a row of 96
+    pairs: fewer than the 128 given, so the merge stops when the row is full (or, with
+    ``exhausted``, when the first list is used up)."""
+
+    @pl.program
+    class FourLists:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(
+            self,
+            a: pl.Tensor[[4, 32], pl.FP32],
+            ix: pl.Tensor[[4, 32], pl.UINT32],
+            y: pl.Out[pl.Tensor[[1, 192], pl.FP32]],
+        ) -> pl.Tensor[[1, 192], pl.FP32]:
+            v0, i0 = pl.load(a, [0, 0], [1, 32]), pl.load(ix, [0, 0], [1, 32])
+            v1, i1 = pl.load(a, [1, 0], [1, 32]), pl.load(ix, [1, 0], [1, 32])
+            v2, i2 = pl.load(a, [2, 0], [1, 32]), pl.load(ix, [2, 0], [1, 32])
+            v3, i3 = pl.load(a, [3, 0], [1, 32]), pl.load(ix, [3, 0], [1, 32])
+            tmp = pl.tile.create([1, 192], dtype=pl.FP32)
+            merged = pl.tile.mrgsort(
+                pl.tile.sort32(v0, i0),
+                pl.tile.sort32(v1, i1),
+                pl.tile.sort32(v2, i2),
+                pl.tile.sort32(v3, i3),
+                tmp,
+                exhausted=exhausted,
+            )
+            y = pl.store(merged, [0, 0], y)
+            return y
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def orchestrator(
+            self,
+            a: pl.Tensor[[4, 32], pl.FP32],
+            ix: pl.Tensor[[4, 32], pl.UINT32],
+            y: pl.Out[pl.Tensor[[1, 192], pl.FP32]],
+        ) -> pl.Tensor[[1, 192], pl.FP32]:
+            y = self.k(a, ix, y)
+            return y
+
+    return FourLists
+
+
+@pytest.mark.parametrize("exhausted", [False, True])
+def test_four_lists_merged_into_a_shorter_row(exhausted: bool) -> None:
+    src = torch.randn(4, 32)
+    src[3] += 10.0  # the last list holds the greatest values: it is used up first
+    idx = torch.arange(128, dtype=torch.int32).reshape(4, 32)
+    out = torch.zeros(1, 192)
+    run(_four_list_program(exhausted), src, idx.to(torch.uint32), out)
+    values, indices = _pairs(out)
+    want_v, want_i = _want(src.reshape(1, 128), idx.reshape(1, 128), 128)
+    taken = 32 if exhausted else 96  # with exhausted, the merge stops after the last list's 32 pairs
+    assert torch.equal(values[:, :taken], want_v[:, :taken])
+    assert torch.equal(indices[:, :taken], want_i[:, :taken])

@@ -234,6 +234,11 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
         op: lambda c: [_expr(c.args[0]), f"block_len={_expr(c.args[1])}"]
         for op in ("tile.mrgsort", "tensor.mrgsort")
     },
+    "tile.mrgsort_lists": lambda c: [
+        *(_expr(a) for a in c.args[:-1]),
+        f"tmp={_expr(c.args[-1])}",
+        *_kw(c, "exhausted", "exhausted"),
+    ],
     **{
         op: lambda c: [
             _expr(c.args[0]),

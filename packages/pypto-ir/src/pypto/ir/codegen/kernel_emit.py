@@ -442,6 +442,9 @@ class _Emitters(_GenBase):
         if e.op == "tile.tri":
             self.tri(v, name, t, e)
             return
+        if e.op == "tile.mrgsort_lists":
+            self.mrgsort_lists(v, name, t, e)
+            return
         if e.op == "tile.ci":  # TCI<tile type, element type, descending>(dst, start)
             self.declare(v.name, name, t, (str(rows), str(cols)))
             elem = kernel_cpp_type(t.dtype)
@@ -553,6 +556,25 @@ class _Emitters(_GenBase):
         upper = 1 if e.attr("upper") else 0
         diagonal = self.scalar_arg(e.args[0], DataType.INT32)  # TTRI takes an int
         self.inst(f"TTRI<decltype({name}), {upper}>({name}, {diagonal});", Pipe.V, writes=(name,))
+
+    def mrgsort_lists(self, v: Var, name: str, t: TileType, e: Call) -> None:
+        """TMRGSORT's multi-list form: ``TMRGSORT<dst, tmp, src0.., exhausted>(dst, executed, tmp,
+        src0, ..)``, the sorted lists merged into a row of tmp's valid shape; ``executed`` (how
+        many pairs each list gave) is the instruction's own output, not read further."""
+        *lists, tmp = (ident(a.name) for a in e.args if isinstance(a, Var))
+        self.declare(v.name, name, t, (f"{tmp}.GetValidRow()", f"{tmp}.GetValidCol()"))
+        executed = f"{name}_executed"
+        self.raw(f"MrgSortExecutedNumList {executed}{{}};")
+        types = ", ".join(
+            [f"decltype({name})", *(f"std::remove_reference_t<decltype({x})>" for x in (tmp, *lists))]
+        )
+        flag = "true" if e.attr("exhausted") else "false"
+        self.inst(
+            f"TMRGSORT<{types}, {flag}>({name}, {executed}, {tmp}, {', '.join(lists)});",
+            Pipe.V,
+            (tmp, *lists),
+            (name, tmp),
+        )
 
     def checked_valid(self, op: str, valid: tuple[Expr, ...], static: tuple[int, int]) -> tuple[str, str]:
         """A valid shape given by the kernel (constants or run-time scalars), checked against the

@@ -60,7 +60,7 @@ _PAD = {PadValue.zero: "PadValue::Zero", PadValue.min: "PadValue::Min", PadValue
 
 # Tile ops the emitter writes itself rather than as their table's one instruction: load/store
 # (a GM view, ND or NZ), a scratch tile (a declaration), a filled tile (TEXPANDS), a valid-shape
-# change, a tile element read, a print.
+# change, a tile element read, a multi-list merge sort (its executed counts), a print.
 BESPOKE = frozenset(
     {
         "tile.load",
@@ -72,7 +72,7 @@ BESPOKE = frozenset(
         "tile.expands",
         "tile.set_validshape",
         "tile.read",
-        "tile.write",
+        "tile.mrgsort_lists",
         "tile.print",
         "tile.fillpad",
         "tile.fillpad_expand",

@@ -86,6 +86,11 @@ SAMPLES: dict[str, Sample] = {
     "tensor.sort32": ([_X, TensorType((128, 64), DataType.UINT32)], {}),
     "tile.mrgsort": ([TileType((1, 256), _FP32, MemorySpace.Vec), _I], {"static_block_len": 64}),
     "tensor.mrgsort": ([TensorType((1, 256), _FP32), _I], {"static_block_len": 64}),
+    "tile.mrgsort_lists": (
+        [TileType((1, 128), _FP32, MemorySpace.Vec)] * 2 + [TileType((1, 256), _FP32, MemorySpace.Vec)],
+        {},
+    ),
+    "tensor.mrgsort_lists": ([TensorType((1, 128), _FP32)] * 2, {}),
     "tile.gather_mask": ([_T], {"mask_pattern": 1}),
     "tensor.gather_mask": ([_X], {"mask_pattern": 1}),
     "tile.scatter": ([_T, _T, _TI], {}),

@@ -1,6 +1,7 @@
 """The type rules of sorting and of picking columns by a fixed pattern: ``sort32`` (PTO-ISA
 TSORT32: 32-element blocks sorted into (value, index) pairs), ``mrgsort``'s single-list form
-(TMRGSORT format 1: four sorted runs merged into one, run after run) and ``gather_mask`` (TGATHER's
+(TMRGSORT format 1: four sorted runs merged into one, run after run), its multi-list form
+(format 2: two to four sorted lists merged into one) and ``gather_mask`` (TGATHER's
 mask form). Each has a tile form (Vec tiles) and a tensor form with the same rule.
 
 A sorted pair is 8 bytes: the FP32 value and its UINT32 index, side by side, so a row of ``n``
@@ -10,6 +11,7 @@ their pairs as two FP16 slots, which cannot hold them) are not built."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any
 
 from pypto.ir.dtypes import DataType
@@ -23,9 +25,11 @@ __all__ = [
     "mask_pattern",
     "tensor_gather_mask",
     "tensor_mrgsort",
+    "tensor_mrgsort_lists",
     "tensor_sort32",
     "tile_gather_mask",
     "tile_mrgsort",
+    "tile_mrgsort_lists",
     "tile_sort32",
 ]
 
@@ -149,6 +153,50 @@ def tensor_mrgsort(args: list[Type], attrs: dict[str, Any]) -> Type:
     src = _tensor_like(args[0], op, "src")
     _mrgsort(src, args[1], attrs, op)
     return TensorType(src.shape, src.dtype)
+
+
+_MAX_LIST_PAIRS = 0xFFFF  # TMRGSORT counts a list's pairs in 16 bits
+
+
+def _merge_lists(lists: Sequence[TensorType | TileType], op: str) -> int:
+    """The sorted lists a multi-list merge takes: two to four FP32 rows of pairs; their total
+    width (in FP32 slots)."""
+    if not 2 <= len(lists) <= _MERGE_WAYS:
+        raise OpError(f"pl.{op}: merges two to four sorted lists, got {len(lists)}")
+    total = 0
+    for k, t in enumerate(lists):
+        what = f"src{k}"
+        if t.dtype is not DataType.FP32:
+            raise OpError(f"pl.{op}: {what} must hold FP32 sorted pairs, got {t.dtype.value}")
+        if len(t.shape) != 2 or t.shape[0] != 1 or not isinstance(t.shape[1], int) or t.shape[1] % 2:
+            raise OpError(
+                f"pl.{op}: {what} must be one row of whole pairs ([1, 2 n], constant n), got shape {list(t.shape)}"
+            )
+        if t.shape[1] // 2 > _MAX_LIST_PAIRS:
+            raise OpError(
+                f"pl.{op}: {what} has {t.shape[1] // 2} pairs; a list holds at most {_MAX_LIST_PAIRS}"
+            )
+        total += t.shape[1]
+    return total
+
+
+def tile_mrgsort_lists(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tile.mrgsort(src0, src1[, src2[, src3]], tmp=tmp, exhausted=False)`` (TMRGSORT's
+    multi-list form): the sorted lists merged into one row of ``tmp``'s shape."""
+    op = "tile.mrgsort"
+    lists = [_tile(a, op, f"src{k}", VEC) for k, a in enumerate(args[:-1])]
+    _merge_lists(lists, op)
+    tmp = _tile(args[-1], op, "tmp (the merge's scratch row)", VEC)
+    if tmp.dtype is not DataType.FP32 or len(tmp.shape) != 2 or tmp.shape[0] != 1 or tmp.shape[1] % 2:
+        raise OpError(f"pl.{op}: tmp must be an FP32 row of whole pairs ([1, 2 n]), got {tmp}")
+    return TileType(tmp.shape, DataType.FP32, MemorySpace.Vec)
+
+
+def tensor_mrgsort_lists(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.mrgsort(src0, src1[, src2[, src3]])`` of tensors: one row holding every pair."""
+    op = "mrgsort"
+    lists = [_tensor_like(a, op, f"src{k}") for k, a in enumerate(args)]
+    return TensorType((1, _merge_lists(lists, op)), DataType.FP32)
 
 
 def _gather_mask(

@@ -1,5 +1,6 @@
 """The op table's sorting entries: ``sort32`` (blocks of 32 values sorted into (value, index)
-pairs), ``mrgsort``'s single-list form (sorted runs merged four at a time) and ``gather_mask``
+pairs), ``mrgsort`` (sorted runs of one row merged four at a time, or two to four sorted lists
+merged into one) and ``gather_mask``
 (the columns a fixed pattern keeps: the values or the indices of sorted pairs). Together they
 sort a row: ``pl.sort32``, then ``pl.mrgsort`` with ``block_len`` 64, 256, 1024, ... until one
 run is left, then ``gather_mask`` ``P0101`` for the values and ``P1010`` (``output_dtype=pl.UINT32``)
@@ -51,8 +52,14 @@ _enter(
     constant, or an integer scalar such as ``1 << (6 + 2 * i)`` in a loop); each four consecutive
     runs become one run of ``4 n``, descending by value, the earlier run first among equal values.
     ``m`` must be 1 to 255 groups of ``4 n`` (checked when compiling a constant ``n``, in the
-    kernel otherwise). Upstream's format 2 (``pl.mrgsort(src0, src1, ..., tmp=...)``: two to four
-    sorted lists merged, with ``exhausted``) is not built here.""",
+    kernel otherwise).
+
+    The multi-list form (format 2) merges two to four sorted lists, each one FP32 row of pairs:
+    of tensors, ``pl.mrgsort(src0, src1[, src2[, src3]])`` gives one row holding all their pairs;
+    of tiles, ``pl.tile.mrgsort(src0, src1[, src2[, src3]], tmp=tmp)`` gives a row of ``tmp``'s
+    shape (the instruction's scratch row; as many pairs as fit, the greatest first), and
+    ``exhausted=True`` stops at the first list used up (the rest of the result keeps what its
+    storage held). Among equal values the earlier list's pair comes first.""",
         _both("mrgsort"),
         default="tensor.mrgsort",
         group="sorting",
@@ -67,6 +74,19 @@ _enter(
         spaces=VEC,
     ),
     OpSpec("tensor.mrgsort", sort_rules.tensor_mrgsort, 2, 2, attrs=("static_block_len",)),
+)
+_enter(
+    LangOp(
+        "mrgsort_lists",
+        (P("src0"), P("src1"), P("src2", None), P("src3", None), P("tmp", None), P("exhausted", False)),
+        """The multi-list form of ``pl.mrgsort`` whatever its inputs' level (TMRGSORT format 2).""",
+        {"tile": "tile.mrgsort_lists", "tensor": "tensor.mrgsort_lists"},
+        group="sorting",
+        public=False,
+        spelling="pl.mrgsort",
+    ),
+    OpSpec("tile.mrgsort_lists", sort_rules.tile_mrgsort_lists, 3, 5, attrs=("exhausted",), spaces=VEC),
+    OpSpec("tensor.mrgsort_lists", sort_rules.tensor_mrgsort_lists, 2, 4),
 )
 _enter(
     LangOp(

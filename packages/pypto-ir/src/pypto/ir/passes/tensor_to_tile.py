@@ -496,6 +496,16 @@ class _Lowerer:
             if width is not DataType.INT32:
                 flat = self.emit("tile.cast", [flat], {"dtype": width}, out, base + "_at16")
             return self.emit("tile.scatter", [dst, values, flat], {}, out, base)
+        if kind == "mrgsort_lists":  # the tile form's scratch row, as wide as the result
+            shape = c.type.static_shape  # type: ignore[union-attr]
+            tmp = self.emit(
+                "tile.create",
+                [],
+                {"shape": shape, "dtype": DataType.FP32, "memory": MemorySpace.Vec},
+                out,
+                base + "_tmp",
+            )
+            return self.emit("tile.mrgsort_lists", [*args, tmp], dict(c.attrs), out, base)
         if kind == "cmp":  # 0/1 in lhs's dtype: the tile comparison's mask selects between them
             mask = self.emit("tile.cmp", args, dict(c.attrs), out, base + "_mask")
             lhs = args[0]
