@@ -164,13 +164,13 @@ def _two_lists(
     a: pl.Tensor[[1, 128], pl.FP32], b: pl.Tensor[[1, 64], pl.FP32], y: pl.Out[pl.Tensor[[1, 192], pl.FP32]]
 ) -> pl.Tensor[[1, 192], pl.FP32]:
     with pl.at(level=pl.Level.CORE_GROUP):
-        y = pl.assemble(y, pl.mrgsort(a, b), [0, 0])
+        y = pl.assemble(y, pl.mrgsort(a, b, exhausted=True), [0, 0])
     return y
 
 
 def test_the_multi_list_form_of_tensors_lowers_with_a_scratch_row() -> None:
     printed = _two_lists.ir.as_python()
-    assert "pl.mrgsort(a, b)" in printed
+    assert "pl.mrgsort(a, b, exhausted=True)" in printed
     assert structural_equal(pl.parse(printed), _two_lists.ir)
     prog = Program("two_lists", (_two_lists.ir,), "_two_lists")
     kernel = next(f for f in lower(prog).program.functions.values() if f.func_type.is_kernel)
@@ -178,6 +178,7 @@ def test_the_multi_list_form_of_tensors_lowers_with_a_scratch_row() -> None:
     tmp = merge.value.args[-1]  # type: ignore[union-attr]
     assert tmp.type.shape == (1, 192)  # type: ignore[union-attr]  # one row holding every pair
     assert merge.var.type.shape == (1, 192)  # type: ignore[attr-defined]
+    assert merge.value.attr("exhausted") is True  # type: ignore[union-attr]
 
 
 def _refused(line: str, match: str, *, src_t: str = "pl.Tensor[[1, 256], pl.FP32]") -> None:

@@ -239,6 +239,7 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
         f"tmp={_expr(c.args[-1])}",
         *_kw(c, "exhausted", "exhausted"),
     ],
+    "tensor.mrgsort_lists": lambda c: [*(_expr(a) for a in c.args), *_kw(c, "exhausted", "exhausted")],
     **{
         op: lambda c: [
             _expr(c.args[0]),

@@ -1,7 +1,8 @@
 """The parser's builders of the sorting ops whose keywords are attributes or pick a form:
 ``pl.mrgsort``'s ``block_len`` (its single-list form) or lists (its multi-list form, with
-``tmp`` and ``exhausted``), ``pl.tile.gather_mask``'s ``mask_pattern``/``output_dtype``, and ``pl.gather``'s mask form
-(op table: pypto/ir/ops/sort_table.py); registered in ``OP_BUILDERS`` by ``op_builders``."""
+``tmp`` and ``exhausted``), ``pl.tile.gather_mask``'s ``mask_pattern``/``output_dtype``, and
+``pl.gather``'s mask form (op table: pypto/ir/ops/sort_table.py); registered in
+``OP_BUILDERS`` by ``op_builders``."""
 
 from __future__ import annotations
 

@@ -20,7 +20,9 @@ from pypto.ir.ops.spec import OpError
 from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType, Type
 
 __all__ = [
+    "MASK_DTYPES",
     "SORT_BLOCK",
+    "SORT_DTYPES",
     "MaskPattern",
     "mask_pattern",
     "tensor_gather_mask",
@@ -34,6 +36,8 @@ __all__ = [
 ]
 
 SORT_BLOCK = 32  # TSORT32 sorts each run of 32 values on its own
+SORT_DTYPES = frozenset({DataType.FP32})  # the values sorted (and the slots of the pairs)
+MASK_DTYPES = frozenset(d for d in DataType if d.itemsize in (2, 4))  # TGATHER's mask form
 _MERGE_WAYS = 4  # TMRGSORT format 1 merges four runs at a time
 _MAX_REPEATS = 255  # ... in at most 255 groups of four (its repeat count is 8 bits)
 
@@ -203,7 +207,7 @@ def _gather_mask(
     src: TensorType | TileType, attrs: dict[str, Any], op: str
 ) -> tuple[tuple[Any, ...], DataType]:
     pattern = mask_pattern(attrs.get("mask_pattern"), op)
-    if src.dtype.itemsize not in (2, 4):
+    if src.dtype not in MASK_DTYPES:
         raise OpError(f"pl.{op}: src must have 2- or 4-byte elements, got {src.dtype.value}")
     out = attrs.get("output_dtype") or src.dtype
     if out.itemsize != src.dtype.itemsize:

@@ -19,9 +19,9 @@ _enter(
     LangOp(
         "sort32",
         (P("src"), P("idx")),
-        """Sort each row's blocks of 32 values, descending (PTO-ISA TSORT32): ``src`` FP32
-    ``[rows, n]`` (``n`` a multiple of 32), ``idx`` UINT32 of the same shape, the index carried
-    with each value. The result is FP32 ``[rows, 2 n]``: each block's 32 (value, index) pairs in
+        """``pl.sort32(src, idx)``: each row's blocks of 32 values sorted descending (PTO-ISA
+    TSORT32), ``src`` FP32 ``[rows, n]`` (``n`` a multiple of 32), ``idx`` UINT32 of the same
+    shape, the index carried with each value. The result is FP32 ``[rows, 2 n]``: each block's 32 (value, index) pairs in
     order, the value in the even column and the index's bits in the odd one after it (read them
     with ``pl.tile.gather_mask(..., pl.tile.MaskPattern.P1010, output_dtype=pl.UINT32)``, or
     ``.view(torch.int32)`` on the host). Equal values keep the order of their indices (the
@@ -31,8 +31,17 @@ _enter(
         default="tensor.sort32",
         group="sorting",
     ),
-    OpSpec("tile.sort32", sort_rules.tile_sort32, 2, 2, Cpp("TSORT32", (0, 1), valid="pairs"), spaces=VEC),
-    OpSpec("tensor.sort32", sort_rules.tensor_sort32, 2, 2),
+    # dtypes: the values' (idx is UINT32)
+    OpSpec(
+        "tile.sort32",
+        sort_rules.tile_sort32,
+        2,
+        2,
+        Cpp("TSORT32", (0, 1), valid="pairs"),
+        dtypes=sort_rules.SORT_DTYPES,
+        spaces=VEC,
+    ),
+    OpSpec("tensor.sort32", sort_rules.tensor_sort32, 2, 2, dtypes=sort_rules.SORT_DTYPES),
 )
 _enter(
     LangOp(
@@ -71,9 +80,17 @@ _enter(
         2,
         Cpp("TMRGSORT", (0,), tail="count"),
         attrs=("static_block_len",),
+        dtypes=sort_rules.SORT_DTYPES,
         spaces=VEC,
     ),
-    OpSpec("tensor.mrgsort", sort_rules.tensor_mrgsort, 2, 2, attrs=("static_block_len",)),
+    OpSpec(
+        "tensor.mrgsort",
+        sort_rules.tensor_mrgsort,
+        2,
+        2,
+        attrs=("static_block_len",),
+        dtypes=sort_rules.SORT_DTYPES,
+    ),
 )
 _enter(
     LangOp(
@@ -85,8 +102,23 @@ _enter(
         public=False,
         spelling="pl.mrgsort",
     ),
-    OpSpec("tile.mrgsort_lists", sort_rules.tile_mrgsort_lists, 3, 5, attrs=("exhausted",), spaces=VEC),
-    OpSpec("tensor.mrgsort_lists", sort_rules.tensor_mrgsort_lists, 2, 4),
+    OpSpec(
+        "tile.mrgsort_lists",
+        sort_rules.tile_mrgsort_lists,
+        3,
+        5,
+        attrs=("exhausted",),
+        dtypes=sort_rules.SORT_DTYPES,
+        spaces=VEC,
+    ),
+    OpSpec(
+        "tensor.mrgsort_lists",
+        sort_rules.tensor_mrgsort_lists,
+        2,
+        4,
+        attrs=("exhausted",),
+        dtypes=sort_rules.SORT_DTYPES,
+    ),
 )
 _enter(
     LangOp(
@@ -111,6 +143,7 @@ _enter(
         1,
         Cpp("TGATHER", (0,), template="mask_pattern", valid="rows"),
         attrs=("mask_pattern", "output_dtype"),
+        dtypes=sort_rules.MASK_DTYPES,
         spaces=VEC,
     ),
 )
@@ -124,5 +157,12 @@ _enter(
         public=False,
         spelling="pl.gather",
     ),
-    OpSpec("tensor.gather_mask", sort_rules.tensor_gather_mask, 1, 1, attrs=("mask_pattern", "output_dtype")),
+    OpSpec(
+        "tensor.gather_mask",
+        sort_rules.tensor_gather_mask,
+        1,
+        1,
+        attrs=("mask_pattern", "output_dtype"),
+        dtypes=sort_rules.MASK_DTYPES,
+    ),
 )
