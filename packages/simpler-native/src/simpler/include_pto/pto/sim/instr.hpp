@@ -17,4 +17,5 @@
 #include "pto/sim/instr_compare.hpp"
 #include "pto/sim/instr_reduce.hpp"
 #include "pto/sim/instr_sort.hpp"
+#include "pto/sim/instr_random.hpp"
 #include "pto/sim/instr_debug.hpp"

@@ -73,6 +73,13 @@ enum class MaskPattern : std::uint8_t { P0101 = 1, P1010 = 2, P0001 = 3, P0010 =
 // The result of every instruction (the official headers return it for event chaining).
 struct RecordEvent {};
 
+// TRANDOM's Philox-4x32 key (2 words) and 128-bit counter (4 words, word 0 the lowest), passed
+// by reference as the official headers declare them: `TRandomKey k = {k0, k1};`.
+constexpr int PTO_RANDOM_KEY_SIZE = 2;
+constexpr int PTO_RANDOM_COUNTER_SIZE = 4;
+using TRandomKey = std::uint32_t[PTO_RANDOM_KEY_SIZE];
+using TRandomCounter = std::uint32_t[PTO_RANDOM_COUNTER_SIZE];
+
 // Pipes: the official constants (PIPE_ALL is a barrier target only).
 using pipe_t = int;
 using event_t = int;
