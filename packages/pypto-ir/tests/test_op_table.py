@@ -32,7 +32,7 @@ from pypto.ir.ops.pipe_ops import PIPE_OPS
 from pypto.ir.param_info import Layout
 from pypto.ir.passes import decompose_math
 from pypto.ir.passes.memory_alloc import KernelMemory, Slot
-from pypto.ir.platforms import TileAlloc
+from pypto.ir.platforms import BackendType, TileAlloc
 from pypto.ir.types import MemorySpace, PadValue, ScalarType, TensorType, TileType, Type
 from pypto.language.op_builders import OP_BUILDERS
 
@@ -209,7 +209,10 @@ def sample_call(spec: OpSpec, nz: bool = False) -> Call:
     )
     names = [a for a in spec.attrs if a in _ATTR_VALUES]
     for n in range(spec.min_args, spec.max_args + 1):
-        for types in itertools.product(pool, repeat=n):
+        # many operands (pl.tile.random's six scalars): operands of one type first, before the
+        # product, whose size grows as the pool to the n-th power
+        uniform = [(t,) * n for t in pool] if n > 3 else []
+        for types in itertools.chain(uniform, itertools.product(pool, repeat=n)):
             for values in itertools.product(*(_ATTR_VALUES[a] for a in names)):
                 attrs = {k: v for k, v in zip(names, values, strict=True) if v is not None}
                 if nz and "layout" in spec.attrs:
@@ -256,9 +259,13 @@ def _probe_memory() -> KernelMemory:
     return KernelMemory([Slot(MemorySpace.Vec, 0, 32, (0, 0), ("probe",), alloc)], _AnyKey())
 
 
+_A5_ONLY = frozenset({"tile.random"})  # TRANDOM exists on A5 only: emitted for that backend
+
+
 def emitted(call: Call) -> list[str]:
     """The kernel lines the emitter writes for ``r = call`` (every tile at offset 0, no syncs)."""
-    gen = _KernelGen(None, _probe_memory())  # type: ignore[arg-type]  # assign() reads no function state
+    backend = BackendType.Ascend950 if call.op in _A5_ONLY else BackendType.Ascend910B
+    gen = _KernelGen(None, _probe_memory(), backend)  # type: ignore[arg-type]  # assign() reads no function state
     gen.cname_key = {}
     gen.assign(Var("r", call.type), call)
     return render(gen.items, 1)

@@ -172,6 +172,14 @@ def _tri(c: nodes.Call) -> list[str]:
     return parts + (["upper=True"] if c.attr("upper") else [])
 
 
+def _random(c: nodes.Call) -> list[str]:
+    parts = [*(_expr(a) for a in c.args), _shape(c)]
+    if c.attr("valid_shape") is not None:
+        parts.append(f"valid_shape={_dims(tuple(c.attr('valid_shape')))}")
+    parts.append(f"dtype={_dtype(c.attr('dtype'))}")
+    return [*parts, f"rounds={c.attr('rounds')}"]
+
+
 def _ci(c: nodes.Call) -> list[str]:
     parts = [_expr(c.args[0]), _shape(c), f"dtype={_dtype(c.attr('dtype'))}"]
     return parts + (["descending=True"] if c.attr("descending") else [])
@@ -195,6 +203,7 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
     "tile.full": _full,
     "tile.tri": _tri,
     "tile.ci": _ci,
+    "tile.random": _random,
     "tensor.ci": _ci,
     "tensor.dim": lambda c: [_expr(c.args[0]), repr(c.attr("axis"))],
     "tile.reshape": lambda c: [_expr(c.args[0]), _shape(c)],

@@ -421,6 +421,22 @@ def _build_tri(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Ex
     return p.make_op("tri", [p.scalar(b["diagonal"], "pl.tri diagonal")], attrs, node)
 
 
+def _build_random(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    seeds = ("key0", "key1", "counter0", "counter1", "counter2", "counter3")
+    rounds = p.static_value(b.get("rounds", 10), "pl.tile.random rounds", node)
+    attrs: dict[str, Any] = {
+        "shape": p.shape(b["shape"], "pl.tile.random shape"),
+        "dtype": p.dtype(b["dtype"], "pl.tile.random dtype") if "dtype" in b else DataType.UINT32,
+        "rounds": rounds,
+    }
+    if (
+        "valid_shape" in b
+        and p.static_value(b["valid_shape"], "pl.tile.random valid_shape", node) is not None
+    ):
+        attrs["valid_shape"] = p.shape(b["valid_shape"], "pl.tile.random valid_shape")
+    return p.make_op(opname, [p.scalar(b[k], f"pl.tile.random {k}") for k in seeds], attrs, node)
+
+
 def _build_ci(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     """``pl.tile.ci`` (opname ``ci``) and its tensor form ``pl.arange`` (opname ``arange``)."""
     what = "pl.tile.ci" if opname == "ci" else "pl.arange"
@@ -681,6 +697,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "create_tensor": _build_create_tensor,
     "full": _build_full,
     "tri": _build_tri,
+    "random": _build_random,
     "ci": _build_ci,
     "gather": _build_gather,
     "extract": _build_extract,

@@ -442,6 +442,9 @@ class _Emitters(_GenBase):
         if e.op == "tile.tri":
             self.tri(v, name, t, e)
             return
+        if e.op == "tile.random":
+            self.random(v, name, t, e)
+            return
         if e.op == "tile.mrgsort_lists":
             self.mrgsort_lists(v, name, t, e)
             return
@@ -556,6 +559,22 @@ class _Emitters(_GenBase):
         upper = 1 if e.attr("upper") else 0
         diagonal = self.scalar_arg(e.args[0], DataType.INT32)  # TTRI takes an int
         self.inst(f"TTRI<decltype({name}), {upper}>({name}, {diagonal});", Pipe.V, writes=(name,))
+
+    def random(self, v: Var, name: str, t: TileType, e: Call) -> None:
+        """``pl.tile.random``: ``TRANDOM<rounds>(dst, key, counter)`` over the valid shape, the key
+        and counter the instruction's 32-bit word arrays (A5 only: refused for a2a3)."""
+        if self.backend is BackendType.Ascend910B:
+            raise PyptoCompileError(
+                f"pl.tile.random: TRANDOM exists on A5 (Ascend950) only, not on {self.backend.hardware} "
+                "hardware; compile for an a5 platform (a5sim)"
+            )
+        valid = e.attr("valid_shape") or t.shape
+        self.declare(v.name, name, t, (str(valid[0]), str(valid[1])))
+        words = [self.scalar_arg(a, DataType.UINT32) for a in e.args]
+        self.raw(f"TRandomKey {name}_key = {{{', '.join(words[:2])}}};")
+        self.raw(f"TRandomCounter {name}_counter = {{{', '.join(words[2:])}}};")
+        rounds = int(e.attr("rounds") or 10)
+        self.inst(f"TRANDOM<{rounds}>({name}, {name}_key, {name}_counter);", Pipe.V, writes=(name,))
 
     def mrgsort_lists(self, v: Var, name: str, t: TileType, e: Call) -> None:
         """TMRGSORT's multi-list form: ``TMRGSORT<dst, tmp, src0.., exhausted>(dst, executed, tmp,

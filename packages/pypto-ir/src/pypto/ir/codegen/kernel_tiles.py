@@ -59,7 +59,8 @@ ENTRY = "kernel_entry"
 _PAD = {PadValue.zero: "PadValue::Zero", PadValue.min: "PadValue::Min", PadValue.max: "PadValue::Max"}
 
 # Tile ops the emitter writes itself rather than as their table's one instruction: load/store
-# (a GM view, ND or NZ), a scratch tile (a declaration), a filled tile (TEXPANDS), a valid-shape
+# (a GM view, ND or NZ), a scratch tile (a declaration), a filled tile (TEXPANDS), random words
+# (TRANDOM's key and counter arrays), a valid-shape
 # change, a tile element read, a multi-list merge sort (its executed counts), a print.
 BESPOKE = frozenset(
     {
@@ -68,6 +69,7 @@ BESPOKE = frozenset(
         "tile.create",
         "tile.full",
         "tile.tri",
+        "tile.random",
         "tile.ci",
         "tile.expands",
         "tile.set_validshape",

@@ -160,6 +160,35 @@ def tile_tri(args: list[Type], attrs: dict[str, Any]) -> Type:
     return t
 
 
+RANDOM_DTYPES = frozenset({DataType.INT32, DataType.UINT32})
+RANDOM_ROUNDS = (7, 10)
+
+
+def tile_random(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tile.random(key0, key1, counter0, .., counter3, shape, valid_shape=None,
+    dtype=UINT32, rounds=10)``: a Vec tile of Philox-4x32 words (PTO-ISA TRANDOM)."""
+    op = "tile.random"
+    names = ("key0", "key1", "counter0", "counter1", "counter2", "counter3")
+    for what, s in zip(names, args, strict=True):
+        if not isinstance(s, ScalarType) or not (s.dtype.is_signed_int or s.dtype.is_unsigned_int):
+            raise OpError(f"pl.{op}: {what} must be an integer (a constant or a scalar), got {s}")
+    t = _generated(op, "key0", args, attrs, RANDOM_DTYPES)
+    if attrs.get("rounds", 10) not in RANDOM_ROUNDS:
+        raise OpError(
+            f"pl.{op}: rounds must be 7 or 10 (TRANDOM's cipher rounds), got {attrs.get('rounds')!r}"
+        )
+    valid = attrs.get("valid_shape")
+    if valid is not None and (
+        len(valid) != 2
+        or any(not isinstance(v, int) or not 0 < v <= n for v, n in zip(valid, t.shape, strict=False))
+    ):
+        raise OpError(
+            f"pl.{op}: valid_shape must be two integer constants in [1, shape] (shape {list(t.shape)}), "
+            f"got {list(valid)}"
+        )
+    return t
+
+
 CI_DTYPES = frozenset({DataType.INT16, DataType.UINT16, DataType.INT32, DataType.UINT32})
 
 

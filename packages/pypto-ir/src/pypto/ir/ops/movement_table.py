@@ -137,6 +137,36 @@ _enter(
 )
 _enter(
     LangOp(
+        "random",
+        (
+            P("key0"),
+            P("key1"),
+            P("counter0"),
+            P("counter1"),
+            P("counter2"),
+            P("counter3"),
+            P("shape"),
+            P("valid_shape", None),
+            P("dtype", DataType.UINT32),
+            P("rounds", 10),
+        ),
+        """Counter-based random words (PTO-ISA TRANDOM, Philox-4x32 with ``rounds`` 7 or 10): a Vec
+    tile of ``shape`` and ``dtype`` (UINT32 by default, or INT32) whose words are the cipher of
+    the 64-bit key ``(key0, key1)`` and the 128-bit counter ``(counter0, .., counter3)`` (each a
+    32-bit constant or integer scalar) advanced by the element's position in the instruction's
+    schedule: the same seeds give the same tile, bit for bit as the official CPU backend.
+    ``valid_shape=[rows, cols]`` (constants) fills only that leading region. The instruction
+    exists on A5 only: a kernel for an a2a3 platform is refused.""",
+        default="tile.random",
+        group="memory",
+        in_pl=False,
+    ),
+    OpSpec(
+        "tile.random", rules.tile_random, 6, 6, attrs=("shape", "valid_shape", "dtype", "rounds"), spaces=VEC
+    ),
+)
+_enter(
+    LangOp(
         "gather",
         (
             P("input"),

@@ -58,6 +58,7 @@ _I = ScalarType(DataType.INT32)
 _TI = TileType((16, 64), DataType.INT32, MemorySpace.Vec)
 _XI = TensorType((128, 64), DataType.INT32)
 _MASK = TileType((16, 32), DataType.UINT8, MemorySpace.Vec)  # pl.cmp's mask of a [16, 64] tile
+_ROW256: Type = TileType((1, 256), _FP32, MemorySpace.Vec)  # a row of 128 sorted pairs
 
 Sample = tuple[list[Type], dict[str, Any]]
 
@@ -82,12 +83,13 @@ SAMPLES: dict[str, Sample] = {
     "tile.subsc": ([_T, _S, _T], {}),
     "tile.rems": ([_T, _S, _T], {}),
     "tensor.gather": ([_X, _XI], {"dim": 1}),
+    "tile.random": ([_I] * 6, {"shape": (4, 256), "dtype": DataType.UINT32, "rounds": 10}),
     "tile.sort32": ([_T, TileType((16, 64), DataType.UINT32, MemorySpace.Vec)], {}),
     "tensor.sort32": ([_X, TensorType((128, 64), DataType.UINT32)], {}),
     "tile.mrgsort": ([TileType((1, 256), _FP32, MemorySpace.Vec), _I], {"static_block_len": 64}),
     "tensor.mrgsort": ([TensorType((1, 256), _FP32), _I], {"static_block_len": 64}),
     "tile.mrgsort_lists": (
-        [TileType((1, 128), _FP32, MemorySpace.Vec)] * 2 + [TileType((1, 256), _FP32, MemorySpace.Vec)],
+        [TileType((1, 128), _FP32, MemorySpace.Vec), TileType((1, 128), _FP32, MemorySpace.Vec), _ROW256],
         {},
     ),
     "tensor.mrgsort_lists": ([TensorType((1, 128), _FP32)] * 2, {}),

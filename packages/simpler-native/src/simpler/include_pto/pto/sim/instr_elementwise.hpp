@@ -86,7 +86,6 @@ inline void part(const char* name, D& dst, A& a, B& b, F f) noexcept {
     using T = typename D::DType;
     static_assert(std::is_same<T, typename A::DType>::value && std::is_same<T, typename B::DType>::value,
                   "partial instructions take one element type");
-    using C = compute_t<T>;
     Op op(name, PIPE_V);
     const int vr = vrow(dst), vc = vcol(dst);
     if (!all_placed(op, dst, a, b)) return;
