@@ -224,10 +224,18 @@ def _cpp_tests(session: nox.Session, sanitize: bool = False) -> None:
 
 @nox.session(name="tests-simpler-native", tags=["ci"])
 def tests_simpler_native(session: nox.Session) -> None:
-    """simpler-native alone: C++ unit tests and Python tests."""
+    """simpler-native alone: its Python tests. Its C++ unit tests run once in CI, under ASan +
+    UBSan (``sanitize``); ``cpp-tests`` runs them in a plain optimised build."""
     _install(session, "simpler-native")
-    _cpp_tests(session)
     _pytest(session, NATIVE / "tests")
+
+
+@nox.session(name="cpp-tests")
+def cpp_tests(session: nox.Session) -> None:
+    """simpler-native's C++ unit tests in a plain optimised build (not in ``-t ci``: ``sanitize``
+    runs the same tests under ASan + UBSan)."""
+    session.install(*BUILD_DEPS)
+    _cpp_tests(session)
 
 
 @nox.session(name="tests-pypto-ir", tags=["ci"])
