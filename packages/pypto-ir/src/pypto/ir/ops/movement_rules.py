@@ -145,18 +145,22 @@ def _generated(
     return TileType(shape, dtype, MemorySpace.Vec)
 
 
-def tile_tri(args: list[Type], attrs: dict[str, Any]) -> Type:
-    """``pl.tri(diagonal, shape, valid_shape=None, dtype=INT32, upper=False)``: a Vec mask tile."""
-    t = _generated("tri", "diagonal", args, attrs, TRI_DTYPES)
-    valid = attrs.get("valid_shape")
+def _check_static_valid(op: str, valid: Any, t: TileType) -> None:
+    """A generator's ``valid_shape`` attribute: absent, or two integer constants within ``t``'s shape."""
     if valid is not None and (
         len(valid) != 2
         or any(not isinstance(v, int) or not 0 < v <= n for v, n in zip(valid, t.shape, strict=False))
     ):
         raise OpError(
-            f"pl.tri: valid_shape must be two integer constants in [1, shape] (shape {list(t.shape)}), "
+            f"pl.{op}: valid_shape must be two integer constants in [1, shape] (shape {list(t.shape)}), "
             f"got {list(valid)}"
         )
+
+
+def tile_tri(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tri(diagonal, shape, valid_shape=None, dtype=INT32, upper=False)``: a Vec mask tile."""
+    t = _generated("tri", "diagonal", args, attrs, TRI_DTYPES)
+    _check_static_valid("tri", attrs.get("valid_shape"), t)
     return t
 
 
@@ -177,15 +181,7 @@ def tile_random(args: list[Type], attrs: dict[str, Any]) -> Type:
         raise OpError(
             f"pl.{op}: rounds must be 7 or 10 (TRANDOM's cipher rounds), got {attrs.get('rounds')!r}"
         )
-    valid = attrs.get("valid_shape")
-    if valid is not None and (
-        len(valid) != 2
-        or any(not isinstance(v, int) or not 0 < v <= n for v, n in zip(valid, t.shape, strict=False))
-    ):
-        raise OpError(
-            f"pl.{op}: valid_shape must be two integer constants in [1, shape] (shape {list(t.shape)}), "
-            f"got {list(valid)}"
-        )
+    _check_static_valid(op, attrs.get("valid_shape"), t)
     return t
 
 
