@@ -21,18 +21,32 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 
+def _isolate(monkeypatch: pytest.MonkeyPatch, store: Path) -> None:
+    for name in ("PYPTO_CACHE", "PYPTO_CACHE_READONLY", "PYPTO_CACHE_FAULT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(store))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test gets its own store root and no inherited cache/fault settings."""
-    for name in ("PYPTO_CACHE", "PYPTO_CACHE_READONLY", "PYPTO_CACHE_FAULT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
+    _isolate(monkeypatch, tmp_path / "store")
 
 
 @pytest.fixture(scope="module")
 def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The store of a module that uses ``module_store``: one for all its tests."""
     return tmp_path_factory.mktemp("module-store")
+
+
+@pytest.fixture(scope="module")
+def module_settings(store_root: Path) -> Iterator[None]:
+    """The isolation of ``_isolated_settings`` for a module-scoped fixture (which runs before any
+    function-scoped one): the module's one store and no inherited cache/fault settings, while
+    the module runs."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _isolate(monkeypatch, store_root)
+        yield
 
 
 @pytest.fixture

@@ -85,35 +85,57 @@ def expect_bf16(x: np.ndarray, mode: str) -> torch.Tensor:
     return torch.from_numpy(got).to(torch.bfloat16)  # exact: got is a bfloat16 value
 
 
-def _kernel(mode: Any) -> Any:
-    @pl.jit
-    def casts(a: pl.Tensor, i: pl.Out[pl.Tensor], h: pl.Out[pl.Tensor], b: pl.Out[pl.Tensor]):
-        with pl.at(level=pl.Level.CORE_GROUP):
-            x = pl.load(a, [0, 0], [R, C])
-            pl.store(pl.cast(x, pl.INT32, mode=mode), [0, 0], i)
-            pl.store(pl.cast(x, pl.FP16, mode=mode), [0, 0], h)
-            pl.store(pl.cast(x, pl.BF16, mode=mode), [0, 0], b)
-        return i, h, b
-
-    return casts
-
-
 @pl.jit
-def default_casts(a: pl.Tensor, i: pl.Out[pl.Tensor], h: pl.Out[pl.Tensor], b: pl.Out[pl.Tensor]):
+def every_mode(a: pl.Tensor, i: pl.Out[pl.Tensor], h: pl.Out[pl.Tensor], b: pl.Out[pl.Tensor]):
+    """Each mode of MODES in turn (floor and odd by code, the rest by name), then the default,
+    R rows a mode: one kernel, as compiling one is most of a run's time."""
     with pl.at(level=pl.Level.CORE_GROUP):
         x = pl.load(a, [0, 0], [R, C])
-        pl.store(pl.cast(x, pl.INT32), [0, 0], i)
-        pl.store(pl.cast(x, pl.FP16), [0, 0], h)
-        pl.store(pl.cast(x, pl.BF16), [0, 0], b)
+        pl.store(pl.cast(x, pl.INT32, mode="none"), [0, 0], i)
+        pl.store(pl.cast(x, pl.FP16, mode="none"), [0, 0], h)
+        pl.store(pl.cast(x, pl.BF16, mode="none"), [0, 0], b)
+        pl.store(pl.cast(x, pl.INT32, mode="rint"), [R, 0], i)
+        pl.store(pl.cast(x, pl.FP16, mode="rint"), [R, 0], h)
+        pl.store(pl.cast(x, pl.BF16, mode="rint"), [R, 0], b)
+        pl.store(pl.cast(x, pl.INT32, mode="round"), [2 * R, 0], i)
+        pl.store(pl.cast(x, pl.FP16, mode="round"), [2 * R, 0], h)
+        pl.store(pl.cast(x, pl.BF16, mode="round"), [2 * R, 0], b)
+        pl.store(pl.cast(x, pl.INT32, mode=3), [3 * R, 0], i)
+        pl.store(pl.cast(x, pl.FP16, mode=3), [3 * R, 0], h)
+        pl.store(pl.cast(x, pl.BF16, mode=3), [3 * R, 0], b)
+        pl.store(pl.cast(x, pl.INT32, mode="ceil"), [4 * R, 0], i)
+        pl.store(pl.cast(x, pl.FP16, mode="ceil"), [4 * R, 0], h)
+        pl.store(pl.cast(x, pl.BF16, mode="ceil"), [4 * R, 0], b)
+        pl.store(pl.cast(x, pl.INT32, mode="trunc"), [5 * R, 0], i)
+        pl.store(pl.cast(x, pl.FP16, mode="trunc"), [5 * R, 0], h)
+        pl.store(pl.cast(x, pl.BF16, mode="trunc"), [5 * R, 0], b)
+        pl.store(pl.cast(x, pl.INT32, mode=6), [6 * R, 0], i)
+        pl.store(pl.cast(x, pl.FP16, mode=6), [6 * R, 0], h)
+        pl.store(pl.cast(x, pl.BF16, mode=6), [6 * R, 0], b)
+        pl.store(pl.cast(x, pl.INT32), [7 * R, 0], i)
+        pl.store(pl.cast(x, pl.FP16), [7 * R, 0], h)
+        pl.store(pl.cast(x, pl.BF16), [7 * R, 0], b)
     return i, h, b
 
 
-def _run(fn: Any) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
-    x = _inputs()
-    i, h = np.zeros((R, C), np.int32), np.zeros((R, C), np.float16)
-    b = torch.zeros((R, C), dtype=torch.bfloat16)
-    fn(torch.from_numpy(x), torch.from_numpy(i), torch.from_numpy(h), b)
+DEFAULT = len(MODES)  # the default's rows follow the modes'
+
+
+@pytest.fixture(scope="module")
+def results(module_settings: None) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
+    n = len(MODES) + 1
+    i, h = np.zeros((n * R, C), np.int32), np.zeros((n * R, C), np.float16)
+    b = torch.zeros((n * R, C), dtype=torch.bfloat16)
+    every_mode(torch.from_numpy(_inputs()), torch.from_numpy(i), torch.from_numpy(h), b)
     return i, h, b
+
+
+def _rows(
+    results: tuple[np.ndarray, np.ndarray, torch.Tensor], k: int
+) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
+    """Mode ``k``'s results (its R rows of each output)."""
+    i, h, b = results
+    return i[k * R : (k + 1) * R], h[k * R : (k + 1) * R], b[k * R : (k + 1) * R]
 
 
 def official_odd_int(x: np.ndarray) -> np.ndarray:
@@ -137,10 +159,9 @@ def check_official(x: np.ndarray, mode: str, i: np.ndarray, h: np.ndarray) -> No
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_cast_rounds_by_mode(mode: str) -> None:
+def test_cast_rounds_by_mode(mode: str, results: Any) -> None:
     x = _inputs()
-    code = MODES.index(mode)
-    i, h, b = _run(_kernel(code if mode in ("floor", "odd") else mode))  # by code as well as by name
+    i, h, b = _rows(results, MODES.index(mode))
     if pto_backend.official():
         check_official(x, mode, i, h)
         return
@@ -149,9 +170,9 @@ def test_cast_rounds_by_mode(mode: str) -> None:
     assert torch.equal(b.view(torch.int16), expect_bf16(x, mode).view(torch.int16))
 
 
-def test_the_default_mode_is_round_half_away_from_zero() -> None:
+def test_the_default_mode_is_round_half_away_from_zero(results: Any) -> None:
     x = _inputs()
-    i, h, b = _run(default_casts)
+    i, h, b = _rows(results, DEFAULT)
     if pto_backend.official():  # FP16 and BF16 as in check_official
         check_official(x, "round", i, h)
         assert not np.array_equal(i, expect_int(x, "rint"))
