@@ -63,12 +63,18 @@ class _Recorder:
         return data
 
 
+@pytest.fixture(scope="module")
+def toolchain_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's precompiled headers: built by its first build, used by the rest."""
+    return tmp_path_factory.mktemp("toolchain")
+
+
 @pytest.fixture
-def recorder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> _Recorder:
+def recorder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, toolchain_cache: Path) -> _Recorder:
     from simpler import toolchain
 
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "store"))
-    monkeypatch.setenv("SIMPLER_CACHE_DIR", str(tmp_path / "toolchain"))
+    monkeypatch.setenv("SIMPLER_CACHE_DIR", str(toolchain_cache))
     monkeypatch.setattr(compiled, "_binary_memo", {})
     rec = _Recorder(toolchain.Toolchain.compile_shared)
 
