@@ -1,7 +1,7 @@
 """Return-lineage alias analysis: which parameter each returned tensor is.
 
 On SSA IR, a tensor value is traced back through ``tile.store`` results (a store returns
-the tensor it wrote), kernel-call results (a call returns the argument its callee returns),
+the tensor it wrote; so do ``tensor.write``, ``tensor.assemble`` and ``tensor.expand_clone``), kernel-call results (a call returns the argument its callee returns),
 loop-carried values and loop results, to a parameter of the function or to an internal
 allocation. The entry's aliases are the indices of those parameters in the complete
 signature (scalar slots included), in return order, duplicates kept; ``None`` marks a return
@@ -64,6 +64,8 @@ def root_param(
             cur = cur.args[2]
         elif isinstance(cur, nodes.Call) and cur.op in ("tensor.write", "tensor.assemble"):
             cur = cur.args[0]
+        elif isinstance(cur, nodes.Call) and cur.op == "tensor.expand_clone":
+            cur = cur.args[1]  # the target it writes
         elif isinstance(cur, nodes.Call) and cur.op == "tensor.view":
             cur = cur.args[0]  # a window of a tensor is that tensor for aliasing
         elif isinstance(cur, nodes.CallFunc) and program is not None:

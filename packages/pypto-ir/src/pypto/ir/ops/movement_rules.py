@@ -352,3 +352,27 @@ def tensor_dim(args: list[Type], attrs: dict[str, Any]) -> Type:
     if not 0 <= axis < len(t.shape):
         raise OpError(f"pl.dim: axis {axis} is outside a rank-{len(t.shape)} tensor")
     return ScalarType(DataType.INT64)
+
+
+def tensor_expand_clone(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.expand_clone(src, target)``: ``target`` written with ``src`` repeated along the one axis
+    where src has extent 1 and target more (``target.copy_(src.expand_as(target))``); rank 2 or 3,
+    static shapes, one dtype. The result is target after the write."""
+    op = "expand_clone"
+    src = _tensor_like(args[0], op, "src")
+    dst = _tensor(args[1], op, "target")
+    if len(dst.shape) not in (2, 3) or len(src.shape) != len(dst.shape):
+        raise OpError(
+            f"pl.{op}: src and target must be tensors of one rank, 2 or 3, got {list(src.shape)} and {list(dst.shape)}"
+        )
+    if not src.is_static or not dst.is_static:
+        raise OpError(f"pl.{op}: needs static shapes, got src {list(src.shape)} and target {list(dst.shape)}")
+    if src.dtype is not dst.dtype:
+        raise OpError(f"pl.{op}: src must have target's dtype {dst.dtype.value}, got {src.dtype.value}")
+    repeated = [i for i, (s, d) in enumerate(zip(src.static_shape, dst.static_shape, strict=True)) if s != d]
+    if len(repeated) > 1 or any(src.static_shape[i] != 1 for i in repeated):
+        raise OpError(
+            f"pl.{op}: src must have target's shape {list(dst.shape)} but on at most one axis, where its "
+            f"extent is 1 (the axis it is repeated along), got {list(src.shape)}"
+        )
+    return dst

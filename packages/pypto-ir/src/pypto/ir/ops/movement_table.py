@@ -1,5 +1,6 @@
 """The op table's data movement entries: load, store, move, gather, and tiles and tensors made
-from nothing (create, full, tri, ci), and a tensor's extent (``pl.dim``)."""
+from nothing (create, full, tri, ci), a tensor repeated into another (``pl.expand_clone``), and a
+tensor's extent (``pl.dim``)."""
 
 from __future__ import annotations
 
@@ -303,6 +304,19 @@ _enter(
         alias="ci",
     ),
     OpSpec("tensor.ci", rules.tensor_ci, 1, 1, attrs=("shape", "dtype", "descending")),
+)
+_enter(
+    LangOp(
+        "expand_clone",
+        (P("src"), P("target")),
+        """Write ``src`` into ``target``, repeated along the one axis where ``src`` has extent 1 and
+    ``target`` more (as ``target.copy_(src.expand_as(target))``; equal shapes copy); returns
+    ``target`` after the write. Rank 2 or 3, static shapes, one dtype; kernel work (inside
+    ``pl.at`` or a kernel). A rank-3 target is written a block of its first axis at a time.""",
+        default="tensor.expand_clone",
+        group="memory",
+    ),
+    OpSpec("tensor.expand_clone", rules.tensor_expand_clone, 2, 2),
 )
 _enter(
     LangOp(

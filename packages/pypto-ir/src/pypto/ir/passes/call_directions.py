@@ -56,6 +56,13 @@ def usage(fn: Function) -> tuple[set[int], set[int]]:
                 r = root(e.args[2] if e.op == "tile.store" else e.args[0])
                 if r is not None:
                     written.add(r)
+            elif e.op == "tensor.expand_clone":  # writes its target, reads its src
+                r = root(e.args[1])
+                if r is not None:
+                    written.add(r)
+                r = root(e.args[0])
+                if r is not None and isinstance(fn.params[r].var.type, TensorType):
+                    read.add(r)
             elif e.op == "tensor.assemble":
                 r = root(e.args[0])
                 if r is not None:

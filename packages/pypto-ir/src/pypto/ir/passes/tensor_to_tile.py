@@ -27,7 +27,7 @@ from pypto.ir.passes.matmul_tiling import (
     emit_blocked_matmul,
     needs_blocking,
 )
-from pypto.ir.types import AtomicType, MemorySpace, TensorType, TileType, Type
+from pypto.ir.types import AtomicType, MemorySpace, ScalarType, TensorType, TileType, Type
 
 NAME = "tensor_to_tile"
 MAX_TILE_ELEMENTS = 1 << 16
@@ -76,7 +76,6 @@ def _big_matmul(c: nodes.Call) -> bool:
 
 def _add(a: nodes.Expr, b: nodes.Expr) -> nodes.Expr:
     from pypto.ir.nodes import BinOp
-    from pypto.ir.types import ScalarType
 
     if isinstance(a, nodes.Const) and isinstance(b, nodes.Const):
         return nodes.Const(int(a.value) + int(b.value), DataType.INT64)
@@ -164,6 +163,12 @@ class _Lowerer:
                 target = s.value.args[0]
                 assert isinstance(target, nodes.Var)
                 out.extend(self.assemble(self.fresh(target.name, target.type), s.value))
+            elif (
+                isinstance(s, (nodes.Assign, nodes.ExprStmt))
+                and isinstance(s.value, nodes.Call)
+                and s.value.op == "tensor.expand_clone"
+            ):
+                out.extend(self.expand_clone(s.var if isinstance(s, nodes.Assign) else None, s.value))
             elif isinstance(s, nodes.Assign) and _is_tensor_compute(s.value):
                 assert isinstance(s.value, nodes.Call)
                 tile = self.lower_call(s.value, out, s.var.name)
@@ -621,6 +626,79 @@ class _Lowerer:
         if target.name in self.views:
             store = self._rebase(store)
         out.append(nodes.Assign(v, store, c.span))
+        return out
+
+    def expand_clone(self, v: nodes.Var | None, c: nodes.Call) -> list[nodes.Stmt]:
+        """``v = tensor.expand_clone(src, target)``: src's tile, widened along its extent-1 axis by
+        ``tile.col_expand`` / ``tile.row_expand``, stored into target (``v`` then names target). A
+        rank-3 target is written in a loop over its first axis, a [rows, cols] block a step: one
+        block of src loaded a step, or once when src is repeated along that axis."""
+        out: list[nodes.Stmt] = []
+        src, target = c.args
+        assert isinstance(target, nodes.Var)
+        assert isinstance(target.type, TensorType)
+        shape = target.type.static_shape
+        rows, cols = shape[-2], shape[-1]
+        zero = nodes.Const(0, DataType.INT64)
+
+        def widened(tile: nodes.Var, into: list[nodes.Stmt]) -> nodes.Var:
+            assert isinstance(tile.type, TileType)
+            if tuple(tile.type.shape) == (rows, cols):
+                return tile
+            attrs = {"shape": (rows, cols), "dtype": tile.type.dtype, "memory": MemorySpace.Vec}
+            dst = self.emit("tile.create", [], attrs, into, "ec_dst")
+            op = "tile.col_expand" if tile.type.shape[0] != rows else "tile.row_expand"
+            return self.emit(op, [dst, tile], {}, into, "ec")
+
+        def store(tile: nodes.Var, offs: tuple[nodes.Expr, ...], into: list[nodes.Stmt]) -> None:
+            call = nodes.Call("tile.store", (tile, offs, target), (), target.type, c.span)
+            infer("tile.store", [tile.type, target.type], {})
+            into.append(nodes.ExprStmt(self._rebase(call) if target.name in self.views else call, c.span))
+
+        if len(shape) == 2:
+            if isinstance(src, nodes.Call) and _is_tensor_compute(src):
+                tile = self.lower_call(src, out, "ec_src")
+            else:
+                tile = self.operand(src, out, c.span)  # type: ignore[arg-type,assignment]
+            assert isinstance(tile, nodes.Var)
+            held = widened(tile, out)
+            if target.name in self.tiles:  # an on-chip target: its tile is replaced whole
+                if v is not None:
+                    self.tiles[v.name] = held
+                return out
+            store(held, (zero, zero), out)
+        else:
+            assert isinstance(src, nodes.Var)
+            assert isinstance(src.type, TensorType)
+            block = (1, *src.type.static_shape[1:])
+
+            def load(offs: tuple[nodes.Expr, ...], into: list[nodes.Stmt]) -> nodes.Var:
+                attrs = {"shape": block, "memory": MemorySpace.Vec}
+                call = nodes.Call(
+                    "tile.load",
+                    (src, offs),
+                    tuple(sorted(attrs.items())),
+                    infer("tile.load", [src.type], attrs),
+                    c.span,
+                )
+                tile = self.fresh("ec_src", call.type)
+                into.append(
+                    nodes.Assign(tile, self._rebase(call) if src.name in self.views else call, c.span)
+                )
+                return tile
+
+            i = self.fresh("ec_i", ScalarType(DataType.INT64))
+            body: list[nodes.Stmt] = []
+            if src.type.static_shape[0] == 1 and shape[0] > 1:  # repeated along the first axis
+                held = widened(load((zero, zero, zero), out), out)
+            else:
+                held = widened(load((i, zero, zero), body), body)
+            store(held, (i, zero, zero), body)
+            one, stop = nodes.Const(1, DataType.INT64), nodes.Const(shape[0], DataType.INT64)
+            out.append(nodes.For(i, zero, stop, one, tuple(body), span=c.span))
+        self.forget(target)
+        if v is not None:
+            self.alias[v.name] = target
         return out
 
     def forget(self, target: nodes.Var) -> None:
