@@ -39,7 +39,8 @@ from pypto.language.op_builders import OP_BUILDERS
 FP32 = DataType.FP32
 PUBLIC = sorted(n for n, op in LANGUAGE.items() if op.public)
 """Every op with a function (``pl.<name>``, or only ``pl.tile.<name>`` / ``pl.tensor.<name>``)."""
-IN_PL = [n for n in PUBLIC if LANGUAGE[n].in_pl]
+IN_PL = sorted(LANGUAGE[n].public_name for n in PUBLIC if LANGUAGE[n].in_pl)
+"""The names ``pl`` exports its ops under (an op's ``public_name``: its table key, or ``exported``)."""
 
 
 def _function(name: str) -> Any:
@@ -62,7 +63,10 @@ def test_every_pl_op_is_a_table_entry_and_every_entry_is_exported() -> None:
     assert all(getattr(pl, n) is getattr(pl.system, n) for n in PL_SYSTEM_ALIASES)
     exported = {n: f for n, f in _pl_ops(pl).items() if n not in PL_SYSTEM_ALIASES}
     assert sorted(exported) == IN_PL
-    assert all(exported[n].__pypto_op__ == n for n in exported)
+    assert all(LANGUAGE[exported[n].__pypto_op__].public_name == n for n in exported)
+    # two ops of one name at two levels: pl.random is the tensor form, pl.tile.random the tile's
+    assert pl.random.__pypto_op__ == "tensor_random"
+    assert pl.tile.random.__pypto_op__ == "random"
     assert set(IN_PL) <= set(pl.__all__)
     # ops upstream spells only as pl.tile.<name> are not in pl itself
     assert {"adds", "subs", "muls", "divs"} <= set(PUBLIC) - set(IN_PL)
@@ -70,11 +74,11 @@ def test_every_pl_op_is_a_table_entry_and_every_entry_is_exported() -> None:
 
 
 def _level_names(kind: str) -> dict[str, str]:
-    """The names ``pl.<kind>`` should export -> the op each is (the op's name and its alias)."""
+    """The names ``pl.<kind>`` should export -> the op each is (the op's public name and its alias)."""
     want: dict[str, str] = {}
     for n in PUBLIC:
         if any(f.startswith(kind + ".") for f in LANGUAGE[n].ir_ops):
-            want[n] = n
+            want[LANGUAGE[n].public_name] = n
             if LANGUAGE[n].alias:
                 want[LANGUAGE[n].alias] = n
     return want
@@ -86,7 +90,11 @@ def test_pl_tile_and_pl_tensor_export_the_ops_with_that_form(kind: str) -> None:
     want = _level_names(kind)
     assert sorted(_pl_ops(module)) == sorted(want) == sorted(module.__all__)
     assert all(getattr(module, n) is _function(op) for n, op in want.items())
-    assert all(getattr(module, n) is getattr(pl, n) for n in want.values() if LANGUAGE[n].in_pl)
+    assert all(
+        getattr(module, n) is getattr(pl, LANGUAGE[op].public_name)
+        for n, op in want.items()
+        if LANGUAGE[op].in_pl
+    )
     if kind == "tile":
         assert {"add", "adds", "create"} <= set(want)
         assert "dim" not in want

@@ -65,3 +65,31 @@ def k(y: pl.Out[pl.Tensor[[4, 64], pl.UINT32]]) -> pl.Tensor[[4, 64], pl.UINT32]
 """
     with pytest.raises(KernelError, match=match):
         pl.parse(src)
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def _tensor_k(y: pl.Out[pl.Tensor[[4, 256], pl.UINT32]]) -> pl.Tensor[[4, 256], pl.UINT32]:
+    a: pl.Tensor[[4, 256], pl.UINT32] = pl.random(0x1234, 0x5678, 1, 2, 3, 4, [4, 256], rounds=7)
+    return pl.assemble(y, a, [0, 0])
+
+
+def test_the_tensor_form_is_pl_random_and_pl_tensor_random() -> None:
+    # upstream's names: pl.random and pl.tensor.random the tensor form, pl.tile.random the tile's
+    assert pl.random is pl.tensor.random
+    assert pl.random is not pl.tile.random
+    assert pl.random.__name__ == "random"
+    assert not hasattr(pl, "tensor_random")  # the op table's key is no name of the language
+    assert not hasattr(pl.tensor, "tensor_random")
+    printed = _tensor_k.ir.as_python()
+    assert "pl.random(4660, 22136, 1, 2, 3, 4, [4, 256], dtype=pl.UINT32, rounds=7)" in printed
+    assert structural_equal(pl.parse(printed), _tensor_k.ir)  # runs: test_random_run.py
+
+
+def test_the_tensor_forms_refusals_name_it() -> None:
+    src = """
+@pl.function(type=pl.FunctionType.InCore)
+def k(y: pl.Out[pl.Tensor[[4, 64], pl.FP32]]) -> pl.Tensor[[4, 64], pl.FP32]:
+    return pl.assemble(y, pl.random(1, 2, 3, 4, 5, 6, [4, 64], dtype=pl.FP32), [0, 0])
+"""
+    with pytest.raises(KernelError, match=r"pl.random: dtype must be one of INT32, UINT32, got FP32"):
+        pl.parse(src)

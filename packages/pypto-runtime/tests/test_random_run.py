@@ -5,7 +5,8 @@ repeat, four words a lane, a row's loops of 256 columns each advancing the count
 of the row stride; the A5 kernel's source appears to place the words and step the counter
 differently, which no machine here can check). Upstream's ``test_random.py`` only checks that two
 draws with the same seeds cancel; the golden here is the words themselves. Shapes and seeds as
-upstream's cases, plus a narrowed valid shape and a counter whose low word carries."""
+upstream's cases, plus a narrowed valid shape and a counter whose low word carries; the tensor
+form ``pl.random`` in upstream's program (two equal draws cancel) and against the reference."""
 
 from __future__ import annotations
 
@@ -110,3 +111,37 @@ def test_the_reference_rounds_are_philox_4x32() -> None:
     assert _philox([0, 0, 0, 0], [0, 0], 10) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
     pi = ([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344], [0xA4093822, 0x299F31D0])
     assert _philox(*pi, 10) == [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]
+
+
+@pl.program
+class RandomTensorForm:
+    """Upstream's tensor-level program (two equal ``pl.random`` draws cancel), and the words of one
+    draw of other seeds kept."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def kernel(
+        self, output: pl.Out[pl.Tensor[[4, 256], pl.UINT32]], words: pl.Out[pl.Tensor[[8, 128], pl.INT32]]
+    ) -> tuple[pl.Tensor[[4, 256], pl.UINT32], pl.Tensor[[8, 128], pl.INT32]]:
+        a: pl.Tensor[[4, 256], pl.UINT32] = pl.random(0x1234, 0x5678, 1, 2, 3, 4, [4, 256])
+        b: pl.Tensor[[4, 256], pl.UINT32] = pl.random(0x1234, 0x5678, 1, 2, 3, 4, [4, 256])
+        diff: pl.Tensor[[4, 256], pl.UINT32] = pl.sub(a, b)
+        output = pl.assemble(output, diff, [0, 0])
+        w = pl.tensor.random(0x0ABC, 0x0DEF, 7, 0, 0, 0, [8, 128], dtype=pl.INT32, rounds=7)
+        words = pl.assemble(words, w, [0, 0])
+        return output, words
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orchestrator(
+        self, output: pl.Out[pl.Tensor[[4, 256], pl.UINT32]], words: pl.Out[pl.Tensor[[8, 128], pl.INT32]]
+    ) -> tuple[pl.Tensor[[4, 256], pl.UINT32], pl.Tensor[[8, 128], pl.INT32]]:
+        output, words = self.kernel(output, words)
+        return output, words
+
+
+def test_the_tensor_form_is_the_tile_forms_words() -> None:
+    output = np.full((4, 256), 5, dtype=np.uint32)
+    words = np.zeros((8, 128), dtype=np.int32)
+    run(RandomTensorForm, output, words, config=RunConfig(platform="a5sim"))
+    assert not output.any()  # upstream's check: equal seeds, equal words
+    want = _reference((0x0ABC, 0x0DEF, 7, 0, 0, 0), (8, 128), (8, 128), 7)
+    assert np.array_equal(words.view(np.uint32), want)

@@ -204,6 +204,7 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
     "tile.tri": _tri,
     "tile.ci": _ci,
     "tile.random": _random,
+    "tensor.random": _random,
     "tensor.ci": _ci,
     "tensor.dim": lambda c: [_expr(c.args[0]), repr(c.attr("axis"))],
     "tile.reshape": lambda c: [_expr(c.args[0]), _shape(c)],

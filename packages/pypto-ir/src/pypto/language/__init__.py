@@ -223,8 +223,8 @@ __all__ = [
 ]
 
 # The ops: one ``pl.<name>`` per public entry of the op table (pypto.ir.ops.table).
-globals().update({_name: getattr(_ops, _name) for _name in _ops.__all__})
-__all__ += _ops.__all__
+globals().update({_name: getattr(_ops, _op) for _name, _op in _ops.PL_LEVEL.items()})
+__all__ += list(_ops.PL_LEVEL)
 
 
 def __getattr__(name: str) -> Any:

@@ -17,7 +17,7 @@ from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Arg, Const, Expr
 from pypto.ir.ops.cast_modes import DEFAULT as CAST_DEFAULT
 from pypto.ir.ops.cast_modes import cast_mode
-from pypto.ir.ops.spec import OpError
+from pypto.ir.ops.spec import LANGUAGE, OpError
 from pypto.ir.param_info import Layout
 from pypto.ir.types import (
     AtomicType,
@@ -422,19 +422,18 @@ def _build_tri(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Ex
 
 
 def _build_random(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
+    """``pl.tile.random`` (opname ``random``) and its tensor form ``pl.random`` (``tensor_random``)."""
+    what = LANGUAGE[opname].spelled
     seeds = ("key0", "key1", "counter0", "counter1", "counter2", "counter3")
-    rounds = p.static_value(b.get("rounds", 10), "pl.tile.random rounds", node)
+    rounds = p.static_value(b.get("rounds", 10), f"{what} rounds", node)
     attrs: dict[str, Any] = {
-        "shape": p.shape(b["shape"], "pl.tile.random shape"),
-        "dtype": p.dtype(b["dtype"], "pl.tile.random dtype") if "dtype" in b else DataType.UINT32,
+        "shape": p.shape(b["shape"], f"{what} shape"),
+        "dtype": p.dtype(b["dtype"], f"{what} dtype") if "dtype" in b else DataType.UINT32,
         "rounds": rounds,
     }
-    if (
-        "valid_shape" in b
-        and p.static_value(b["valid_shape"], "pl.tile.random valid_shape", node) is not None
-    ):
-        attrs["valid_shape"] = p.shape(b["valid_shape"], "pl.tile.random valid_shape")
-    return p.make_op(opname, [p.scalar(b[k], f"pl.tile.random {k}") for k in seeds], attrs, node)
+    if "valid_shape" in b and p.static_value(b["valid_shape"], f"{what} valid_shape", node) is not None:
+        attrs["valid_shape"] = p.shape(b["valid_shape"], f"{what} valid_shape")
+    return p.make_op(opname, [p.scalar(b[k], f"{what} {k}") for k in seeds], attrs, node)
 
 
 def _build_ci(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -698,6 +697,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "full": _build_full,
     "tri": _build_tri,
     "random": _build_random,
+    "tensor_random": _build_random,
     "ci": _build_ci,
     "gather": _build_gather,
     "extract": _build_extract,

@@ -20,20 +20,24 @@ from pypto.ir.ops import LANGUAGE, REQUIRED, LangOp
 FUNCTIONS = [name for name, op in sorted(LANGUAGE.items()) if op.public]
 """Every op the language has a function for (the names of this module's functions)."""
 __all__ = [name for name in FUNCTIONS if LANGUAGE[name].in_pl]
-"""The ops ``pl`` exports as ``pl.<name>``."""
+"""The ops ``pl`` exports (this module's names for them: the table's keys)."""
 
 
-def _level(has_form: str) -> dict[str, str]:
+def _level(has_form: str, *, aliases: bool = True) -> dict[str, str]:
     names: dict[str, str] = {}
     for name in FUNCTIONS:
         op = LANGUAGE[name]
         if getattr(op, has_form):
-            names[name] = name
-            if op.alias:
-                names[op.alias] = name
+            for public in (op.public_name, op.alias if aliases else ""):
+                if public and names.setdefault(public, name) != name:
+                    raise ValueError(
+                        f"op table: {has_form} ops {names[public]!r} and {name!r} both export {public!r}"
+                    )
     return dict(sorted(names.items()))
 
 
+PL_LEVEL = _level("in_pl", aliases=False)
+"""The names ``pl`` exports -> the op each is (an op's ``public_name``; not its aliases)."""
 TILE_LEVEL = _level("tile_level")
 """The names ``pl.tile`` exports -> the op each is: the ops with a tile form, and their aliases."""
 TENSOR_LEVEL = _level("tensor_level")
@@ -74,8 +78,8 @@ def make_op(op: LangOp) -> Callable[..., Any]:
         return sig.bind(*args, **kwargs)
 
     bound.__signature__ = sig  # type: ignore[attr-defined]
-    outside.__name__ = name
-    outside.__qualname__ = name
+    outside.__name__ = op.public_name
+    outside.__qualname__ = op.public_name
     outside.__module__ = __name__
     outside.__doc__ = op.doc
     outside.__signature__ = sig  # type: ignore[attr-defined]

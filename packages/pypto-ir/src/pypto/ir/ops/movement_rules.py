@@ -171,7 +171,17 @@ RANDOM_ROUNDS = (7, 10)
 def tile_random(args: list[Type], attrs: dict[str, Any]) -> Type:
     """``pl.tile.random(key0, key1, counter0, .., counter3, shape, valid_shape=None,
     dtype=UINT32, rounds=10)``: a Vec tile of Philox-4x32 words (PTO-ISA TRANDOM)."""
-    op = "tile.random"
+    return _random("tile.random", args, attrs)
+
+
+def tensor_random(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.random(key0, key1, counter0, .., counter3, shape, dtype=UINT32, rounds=10)``: the
+    words of ``pl.tile.random`` as a tensor-level value (kernel work, lowered to ``tile.random``)."""
+    t = _random("random", args, attrs)
+    return TensorType(t.shape, t.dtype)
+
+
+def _random(op: str, args: list[Type], attrs: dict[str, Any]) -> TileType:
     names = ("key0", "key1", "counter0", "counter1", "counter2", "counter3")
     for what, s in zip(names, args, strict=True):
         if not isinstance(s, ScalarType) or not (s.dtype.is_signed_int or s.dtype.is_unsigned_int):

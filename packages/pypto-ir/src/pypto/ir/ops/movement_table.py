@@ -307,6 +307,30 @@ _enter(
 )
 _enter(
     LangOp(
+        "tensor_random",
+        (
+            P("key0"),
+            P("key1"),
+            P("counter0"),
+            P("counter1"),
+            P("counter2"),
+            P("counter3"),
+            P("shape"),
+            P("dtype", DataType.UINT32),
+            P("rounds", 10),
+        ),
+        """The words of ``pl.tile.random`` as a tensor-level value (kernel work: inside ``pl.at`` or a
+    kernel it becomes ``pl.tile.random`` of the whole shape): Philox-4x32 words of the 64-bit key
+    ``(key0, key1)`` and the 128-bit counter ``(counter0, .., counter3)``, ``dtype`` UINT32 (the
+    default) or INT32, ``rounds`` 7 or 10. A5 only, as the instruction.""",
+        default="tensor.random",
+        group="memory",
+        exported="random",
+    ),
+    OpSpec("tensor.random", rules.tensor_random, 6, 6, attrs=("shape", "dtype", "rounds")),
+)
+_enter(
+    LangOp(
         "expand_clone",
         (P("src"), P("target")),
         """Write ``src`` into ``target``, repeated along the one axis where ``src`` has extent 1 and

@@ -84,6 +84,7 @@ SAMPLES: dict[str, Sample] = {
     "tile.rems": ([_T, _S, _T], {}),
     "tensor.gather": ([_X, _XI], {"dim": 1}),
     "tensor.expand_clone": ([_W, _X], {}),
+    "tensor.random": ([_I] * 6, {"shape": (4, 256), "dtype": DataType.UINT32, "rounds": 10}),
     "tile.random": ([_I] * 6, {"shape": (4, 256), "dtype": DataType.UINT32, "rounds": 10}),
     "tile.sort32": ([_T, TileType((16, 64), DataType.UINT32, MemorySpace.Vec)], {}),
     "tensor.sort32": ([_X, TensorType((128, 64), DataType.UINT32)], {}),
@@ -338,15 +339,19 @@ def usages(sources: Iterable[Path]) -> dict[str, tuple[Path, str]]:
     """Per op name, the first line of the ``sources`` (``.py`` files, or folders of them, in the
     order given) that calls ``pl.<name>(`` or ``pl.tile.<name>(``: ``(file, the line)``."""
     found: dict[str, tuple[Path, str]] = {}
-    call = re.compile(r"\bpl\.(?:tile\.)?(\w+)\(")
+    call = re.compile(r"\bpl\.(tile\.)?(\w+)\(")
+    ops = [op for op in LANGUAGE.values() if op.public]
+    in_pl = {op.public_name: op.name for op in ops if op.in_pl}
+    in_tile = {op.public_name: op.name for op in ops if op.tile_level}
     for path in _programs(sources):
         for line in path.read_text(encoding="utf-8").splitlines():
             code = line.strip()
             if code.startswith("#"):
                 continue
-            for name in call.findall(code):
-                if name in LANGUAGE and LANGUAGE[name].public:
-                    found.setdefault(name, (path, code))
+            for tile, name in call.findall(code):
+                op = (in_tile if tile else in_pl).get(name)
+                if op is not None:
+                    found.setdefault(op, (path, code))
     return found
 
 
@@ -404,12 +409,12 @@ def _op_section(op: LangOp, used: tuple[Path, str] | None, relative_to: Path) ->
     # a text fence: the signature is not a runnable snippet
     out = [f"### `{op.spelled}`", "", "```text", _signature(op), "```", ""]
     out += [inspect.cleandoc(op.doc), ""]
-    tile = f"yes, `pl.tile.{op.name}`" if op.tile_level else "no"
+    tile = f"yes, `pl.tile.{op.public_name}`" if op.tile_level else "no"
     if op.tile_level and op.alias:
         tile += f" (also `pl.tile.{op.alias}`)"
     out += [f"**`pl.tile` form:** {tile}", ""]
     if op.tensor_level:
-        tensor = f"`pl.tensor.{op.name}`" + (
+        tensor = f"`pl.tensor.{op.public_name}`" + (
             f" (also `pl.tensor.{op.alias}`)" if op.alias and not op.tile_level else ""
         )
         out += [f"**`pl.tensor` form:** {tensor}", ""]

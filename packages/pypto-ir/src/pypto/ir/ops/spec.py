@@ -150,7 +150,10 @@ class LangOp:
     it (``view`` is the IR op of a tensor window and has none). ``in_pl``: that function is
     ``pl.<name>``; without it the op is spelled only in its level namespaces (``pl.tile.adds``,
     as upstream PyPTO spells it). ``alias``: a second spelling in ``pl.tile`` / ``pl.tensor``
-    (``pl.tile.create`` is ``pl.create_tile``). ``group`` orders the reference.
+    (``pl.tile.create`` is ``pl.create_tile``). ``group`` orders the reference. ``exported``: the
+    name the language exports it under when that differs from ``name`` (the table's key): two
+    functions of one name at different levels (``pl.tile.random``, and the tensor form
+    ``pl.random`` / ``pl.tensor.random`` entered as ``tensor_random``).
     """
 
     name: str
@@ -163,6 +166,12 @@ class LangOp:
     spelling: str = ""  # how users write it when not ``pl.<name>`` (``pld.system.notify``)
     in_pl: bool = True
     alias: str = ""
+    exported: str = ""
+
+    @property
+    def public_name(self) -> str:
+        """The name of its function in ``pl`` / ``pl.tile`` / ``pl.tensor``."""
+        return self.exported or self.name
 
     @property
     def spelled(self) -> str:
@@ -172,8 +181,8 @@ class LangOp:
         if self.spelling:
             return self.spelling
         if self.in_pl:
-            return f"pl.{self.name}"
-        return f"pl.tile.{self.name}" if self.tile_level else f"pl.tensor.{self.name}"
+            return f"pl.{self.public_name}"
+        return f"pl.tile.{self.public_name}" if self.tile_level else f"pl.tensor.{self.public_name}"
 
     @property
     def ir_ops(self) -> tuple[str, ...]:
