@@ -119,6 +119,19 @@ def test_dump_errors(body: str, message: str) -> None:
         _program(body)
 
 
+def test_pl_tensor_dump_tag_is_the_same_directive() -> None:
+    # upstream spells it in both places
+    assert pl.tensor.dump_tag is pl.dump_tag
+    p = _program(
+        """
+pl.tensor.dump_tag(b)
+c = self.k(a, b, c)
+return c
+"""
+    )
+    assert _dumps(p) == [["b"]]
+
+
 def test_dump_tag_belongs_in_an_orchestration() -> None:
     src = """
 @pl.jit

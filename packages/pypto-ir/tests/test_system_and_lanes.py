@@ -10,6 +10,7 @@ import re
 import pytest
 from pypto_ir_test_helpers import TextProgram, program
 
+import pypto.language as pl
 from pypto.ir.codegen import generate_kernel
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Assign, Call, CallFunc, ExprStmt, For, Scope, walk_stmts
@@ -32,6 +33,8 @@ Hints = program(
         "pl.system.set_ffts(flags)",
         "pl.system.aiv_initialize_pipe(dir_mask=2, slot_size=512)",
         'pl.system.reserve_buffer(name="ring", size=4096)',
+        'pl.reserve_buffer(name="auto", size=64, base=pl.AUTO)',
+        'pl.system.reserve_buffer(name="placed", size=64, base=128)',
         'pl.system.import_peer_buffer(name="ring", peer_func="producer")',
         "t = pl.load(x, [0, 0], [32, 16])",
         "pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=1)",
@@ -66,7 +69,13 @@ def test_system_statements_parse_with_their_arguments_as_attributes() -> None:
     assert len(dynamic.args) == 1
     assert dynamic.attr("ffts_mode") == 2
     assert calls["system.sync_wait"].attr("event_id") == 5
-    assert calls["system.reserve_buffer"].attr("size") == 4096
+    buffers = {c.attr("name"): c for c in _calls(Hints.functions["k"], "system.reserve_buffer")}
+    assert buffers["ring"].attr("size") == 4096
+    # base=pl.AUTO (upstream's sentinel, -1): the compiler places it, as when base is left out
+    assert pl.AUTO is pl.system.AUTO
+    assert buffers["auto"].attr("base") is None
+    assert buffers["ring"].attr("base") is None
+    assert buffers["placed"].attr("base") == 128
     assert calls["system.import_peer_buffer"].attr("peer_func") == "producer"
 
 

@@ -74,7 +74,8 @@ from pypto.language.dsl import (
 )
 from pypto.language.jit import JITFunction, Specialization, jit
 from pypto.language.memref import MemRef, Ptr
-from pypto.language.system import (  # upstream's short spellings of these pl.system calls
+from pypto.language.system import (  # upstream's short spellings of these pl.system names
+    AUTO,
     aic_initialize_pipe,
     aiv_initialize_pipe,
     import_peer_buffer,
@@ -122,6 +123,7 @@ INDEX = DataType.INT64  # loop indices and offsets are 64-bit signed integers
 TASK_ID = TaskIdType()  # the element type of a task-id array: pl.array.create(n, pl.TASK_ID)
 
 __all__ = [
+    "AUTO",
     "BF16",
     "BOOL",
     "FP4",

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pypto.language.parser.calls import _Calls as _Parser
 
 __all__ = [
+    "AUTO",
     "aic_initialize_pipe",
     "aiv_initialize_pipe",
     "available_aiv_count",
@@ -50,6 +51,10 @@ __all__ = [
     "task_dummy",
     "task_invalid",
 ]
+
+AUTO = -1
+"""``reserve_buffer(..., base=pl.AUTO)``: the compiler places the buffer (upstream's sentinel; the
+same as leaving ``base`` out)."""
 
 aic_initialize_pipe = _ops.make_op(LANGUAGE["aic_initialize_pipe"])
 aiv_initialize_pipe = _ops.make_op(LANGUAGE["aiv_initialize_pipe"])
@@ -251,7 +256,7 @@ def _build_named(keys: tuple[str, ...], required: tuple[str, ...] = ()) -> Any:
         attrs: dict[str, Any] = {}
         for key in keys:
             v = _static(p, b, key, what)
-            if v is None:
+            if v is None or (key == "base" and v == AUTO and not isinstance(v, bool)):
                 continue
             if key in ("name", "peer_func"):
                 if not isinstance(v, str) or not v:

@@ -11,8 +11,15 @@ __all__ = list(_ops.TENSOR_LEVEL)
 globals().update({_name: getattr(_ops, _op) for _name, _op in _ops.TENSOR_LEVEL.items()})
 
 # pl.tensor.no_dep is pl.no_dep (a kernel call's argument marker, no op of the table), as upstream
-# spells it in both places; so are the SPMD block queries (pl.tile.get_block_idx, ...)
-from pypto.language.dsl import get_block_idx, get_block_num, get_subblock_idx, no_dep  # noqa: E402, F401
+# spells it in both places; so are pl.tensor.dump_tag (an orchestration's directive) and the SPMD
+# block queries (pl.tile.get_block_idx, ...)
+from pypto.language.dsl import (  # noqa: E402, F401
+    dump_tag,
+    get_block_idx,
+    get_block_num,
+    get_subblock_idx,
+    no_dep,
+)
 
 
 def __getattr__(name: str) -> Any:
