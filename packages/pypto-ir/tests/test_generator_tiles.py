@@ -167,3 +167,34 @@ def test_the_tensor_form_lowers_to_the_tile_form_and_prints_back() -> None:
     program = lower(Rows).program
     kernels = [generate_kernel(fn).text for name, fn in program.functions.items() if name != "main"]
     assert any("TCI<decltype(" in text and ", std::int32_t, 1>(" in text for text in kernels), kernels
+
+
+def test_full_is_the_tile_and_pl_tensor_full_the_tensor_form() -> None:
+    # upstream's pl.tensor.full; pl.full makes the tile here (it mixes in where a tensor is taken)
+    assert pl.tensor.full is not pl.full
+    assert pl.tile.full is pl.full
+    assert pl.tensor.full.__name__ == "full"
+
+    @pl.program
+    class Filled:
+        @pl.function(type=pl.FunctionType.Opaque)
+        def main(self, y: pl.Out[pl.Tensor[[16, 32], pl.FP16]]) -> pl.Tensor[[16, 32], pl.FP16]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.tensor.full([16, 32], dtype=pl.FP16, value=1.5)
+                y = pl.assemble(y, pl.add(t, t), [0, 0])
+            return y
+
+    printed = Filled.as_python()
+    assert "pl.tensor.full([16, 32], dtype=pl.FP16, value=1.5)" in printed
+    assert structural_equal(pl.parse(printed), Filled)
+    program = lower(Filled).program
+    kernels = [generate_kernel(fn).text for name, fn in program.functions.items() if name != "main"]
+    assert any("TEXPANDS(" in text for text in kernels), kernels
+    with pytest.raises(KernelError, match=r"pl.tensor.full value must be a scalar, got Tensor"):
+        pl.parse(
+            """
+@pl.function(type=pl.FunctionType.InCore)
+def k(x: pl.Tensor[[16, 32], pl.FP32], y: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+    return pl.assemble(y, pl.tensor.full([16, 32], dtype=pl.FP32, value=x), [0, 0])
+"""
+        )

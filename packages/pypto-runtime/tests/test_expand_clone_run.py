@@ -1,7 +1,8 @@
 """``pl.expand_clone(src, target)`` on the simulated chip against torch's ``expand``: upstream
 PyPTO's cases (its ``test_broadcast.py``: a [B, N, K] target from a source of its own shape or
 of extent 1 on one axis, in an InCore kernel of its own), then rank-2 targets, a computed
-source, an on-chip target, windows and other dtypes in one ``pl.at`` scope."""
+source (of ``pl.exp``, of ``pl.tensor.full``), an on-chip target, windows and other dtypes in one
+``pl.at`` scope."""
 
 from __future__ import annotations
 
@@ -106,6 +107,7 @@ def forms(  # noqa: PLR0917 -- a kernel takes each of its tensors positionally
     e: pl.Out[pl.Tensor],
     w: pl.Out[pl.Tensor],
     h: pl.Out[pl.Tensor],
+    f: pl.Out[pl.Tensor],
 ):
     with pl.at(level=pl.Level.CORE_GROUP):
         a = pl.expand_clone(row, a)  # [1, C] down the rows
@@ -116,7 +118,8 @@ def forms(  # noqa: PLR0917 -- a kernel takes each of its tensors positionally
         e = pl.assemble(e, t, [0, 0])
         pl.expand_clone(ints, w[1:3, :, :])  # a window of a rank-3 target, as a statement
         h = pl.expand_clone(halves, h)
-    return a, b, d, e, w, h
+        f = pl.expand_clone(pl.tensor.full([1, C], dtype=pl.FP32, value=2.5), f)  # pl.tensor.full
+    return a, b, d, e, w, h, f
 
 
 def test_rank_2_targets_windows_and_other_dtypes() -> None:
@@ -128,7 +131,8 @@ def test_rank_2_targets_windows_and_other_dtypes() -> None:
     a, b, d, e = (torch.zeros(M, C) for _ in range(4))
     w = torch.full((4, 8, 16), 7, dtype=torch.int32)
     h = torch.zeros(3, 8, 16, dtype=torch.bfloat16)
-    forms(row, col, ints, halves, a, b, d, e, w, h)
+    f = torch.zeros(M, C)
+    forms(row, col, ints, halves, a, b, d, e, w, h, f)
     torch.testing.assert_close(a, row.expand(M, C), rtol=0, atol=0)
     torch.testing.assert_close(b, col.expand(M, C), rtol=0, atol=0)
     torch.testing.assert_close(d, row.exp().expand(M, C), rtol=2e-7, atol=0)
@@ -139,3 +143,4 @@ def test_rank_2_targets_windows_and_other_dtypes() -> None:
     assert (w[0] == 7).all()
     assert (w[3] == 7).all()
     torch.testing.assert_close(h, halves.expand(3, 8, 16), rtol=0, atol=0)
+    torch.testing.assert_close(f, torch.full((M, C), 2.5), rtol=0, atol=0)

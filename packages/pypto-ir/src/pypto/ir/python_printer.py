@@ -201,6 +201,7 @@ _ARGS: dict[str, Callable[[nodes.Call], list[str]]] = {
     "tile.create": _create_tile,
     "tensor.create": lambda c: [_shape(c), f"dtype={_dtype(c.attr('dtype'))}"],
     "tile.full": _full,
+    "tensor.full": _full,
     "tile.tri": _tri,
     "tile.ci": _ci,
     "tile.random": _random,

@@ -405,9 +405,11 @@ def _build_create_tensor(p: _Parser, opname: str, b: dict[str, Any], node: ast.C
 
 
 def _build_full(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    dtype = p.dtype(b["dtype"], "pl.full dtype")
-    value = p.scalar(b["value"], "pl.full value") if "value" in b else Const(0.0, DataType.FP32)
-    return p.make_op("full", [value], {"shape": p.shape(b["shape"], "pl.full shape"), "dtype": dtype}, node)
+    """``pl.full`` (opname ``full``) and its tensor form ``pl.tensor.full`` (``tensor_full``)."""
+    what = LANGUAGE[opname].spelled
+    dtype = p.dtype(b["dtype"], f"{what} dtype")
+    value = p.scalar(b["value"], f"{what} value") if "value" in b else Const(0.0, DataType.FP32)
+    return p.make_op(opname, [value], {"shape": p.shape(b["shape"], f"{what} shape"), "dtype": dtype}, node)
 
 
 def _build_tri(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
@@ -695,6 +697,7 @@ OP_BUILDERS: dict[str, _Builder] = {
     "create_tile": _build_create_tile,
     "create_tensor": _build_create_tensor,
     "full": _build_full,
+    "tensor_full": _build_full,
     "tri": _build_tri,
     "random": _build_random,
     "tensor_random": _build_random,

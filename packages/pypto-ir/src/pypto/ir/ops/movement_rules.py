@@ -112,6 +112,15 @@ def tile_full(args: list[Type], attrs: dict[str, Any]) -> Type:
     return TileType(shape, attrs["dtype"], MemorySpace.Vec)
 
 
+def tensor_full(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``pl.tensor.full(shape, dtype, value)``: the tile of ``pl.full`` as a tensor-level value
+    (kernel work, lowered to ``tile.full``)."""
+    if not isinstance(args[0], ScalarType):
+        raise OpError(f"pl.tensor.full: the fill value must be a scalar, got {args[0]}")
+    shape = _tile_shape(attrs["shape"], "tensor.full")
+    return TensorType(shape, attrs["dtype"])
+
+
 # The element types of a triangular mask (PTO-ISA TTRI): INT8, UINT8 and BF16 only on a5, which
 # the kernel generator checks, as it knows the target.
 TRI_DTYPES = frozenset(

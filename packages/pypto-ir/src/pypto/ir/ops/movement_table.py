@@ -123,6 +123,20 @@ _enter(
 )
 _enter(
     LangOp(
+        "tensor_full",
+        (P("shape"), P("dtype"), P("value", 0.0)),
+        """The tile of ``pl.full`` as a tensor-level value: ``shape`` and ``dtype`` filled with
+    ``value`` (kernel work: inside ``pl.at`` or a kernel it becomes ``pl.full``). ``pl.full`` itself
+    makes the tile, which mixes in wherever a tensor-level value is taken.""",
+        default="tensor.full",
+        group="memory",
+        in_pl=False,
+        exported="full",
+    ),
+    OpSpec("tensor.full", rules.tensor_full, 1, 1, attrs=("shape", "dtype")),
+)
+_enter(
+    LangOp(
         "tri",
         (P("diagonal"), P("shape"), P("valid_shape", None), P("dtype", DataType.INT32), P("upper", False)),
         """A triangular mask: a Vec tile of ``shape`` and ``dtype`` (INT32 by default) holding 1 on

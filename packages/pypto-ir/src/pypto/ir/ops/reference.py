@@ -84,6 +84,7 @@ SAMPLES: dict[str, Sample] = {
     "tile.rems": ([_T, _S, _T], {}),
     "tensor.gather": ([_X, _XI], {"dim": 1}),
     "tensor.expand_clone": ([_W, _X], {}),
+    "tensor.full": ([_S], {"shape": (16, 64), "dtype": _FP32}),
     "tensor.random": ([_I] * 6, {"shape": (4, 256), "dtype": DataType.UINT32, "rounds": 10}),
     "tile.random": ([_I] * 6, {"shape": (4, 256), "dtype": DataType.UINT32, "rounds": 10}),
     "tile.sort32": ([_T, TileType((16, 64), DataType.UINT32, MemorySpace.Vec)], {}),
