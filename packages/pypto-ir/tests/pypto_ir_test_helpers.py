@@ -17,6 +17,9 @@ import pytest
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
+from pypto.ir.nodes import Assign, Call, ExprStmt, Function, Program, walk_stmts
+from pypto.ir.passes import call_directions, outline_scopes, ssa, tensor_to_tile
+from pypto.ir.verifier import VerifyLevel, verify
 from pypto_testing.forms import from_source
 
 
@@ -27,6 +30,24 @@ class HostArray:
     def __init__(self, shape: tuple[int, ...], dtype: str = "float32") -> None:
         self.shape = shape
         self.dtype = dtype
+
+
+def to_tiles(fn: pl.JITFunction, *args: Any) -> Program:
+    """``fn``'s program for ``args`` through SSA, outlining, call directions and the tensor-to-tile
+    lowering, verified."""
+    prog = call_directions.run(outline_scopes.run(ssa.run(fn.specialize(*args).program)))
+    out = tensor_to_tile.run(prog)
+    verify(out, VerifyLevel(ssa=True, outlined=True, lowered=True), "tensor_to_tile")
+    return out
+
+
+def call_ops(fn: Function) -> list[str]:
+    """The ops of ``fn``'s call statements, in order (nested bodies included)."""
+    return [
+        s.value.op
+        for s in walk_stmts(fn.body)
+        if isinstance(s, (Assign, ExprStmt)) and isinstance(s.value, Call)
+    ]
 
 
 def tile_op_on_itself(op: Callable[..., Any]) -> pl.JITFunction:

@@ -6,30 +6,17 @@ Runs against torch are in pypto-runtime's test_expand_clone_run.py."""
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, call_ops, to_tiles
 
 import pypto.language as pl
 from pypto.ir.analysis.return_lineage import function_aliases
 from pypto.ir.errors import KernelError
-from pypto.ir.nodes import Assign, Call, ExprStmt, For, structural_equal, walk_stmts
+from pypto.ir.nodes import For, structural_equal
 from pypto.ir.param_info import ParamDirection
-from pypto.ir.passes import call_directions, outline_scopes, ssa, tensor_to_tile
-from pypto.ir.verifier import VerifyLevel, verify
 
 
 def _lower(fn, *shapes):  # type: ignore[no-untyped-def]
-    prog = call_directions.run(outline_scopes.run(ssa.run(fn.specialize(*map(HostArray, shapes)).program)))
-    out = tensor_to_tile.run(prog)
-    verify(out, VerifyLevel(ssa=True, outlined=True, lowered=True), "tensor_to_tile")
-    return out
-
-
-def _ops(fn) -> list[str]:  # type: ignore[no-untyped-def]
-    return [
-        s.value.op
-        for s in walk_stmts(fn.body)
-        if isinstance(s, (Assign, ExprStmt)) and isinstance(s.value, Call)
-    ]
+    return to_tiles(fn, *map(HostArray, shapes))
 
 
 @pl.jit
@@ -47,7 +34,7 @@ def test_a_rank_2_target_is_one_widened_tile_stored(src: tuple[int, int], widen:
     prog = _lower(rows, src, (16, 32))
     k = prog.functions["rows_k0"]
     create = ["tile.create"] if widen else []
-    assert _ops(k) == ["tile.load", *create, *widen, "tile.store"]
+    assert call_ops(k) == ["tile.load", *create, *widen, "tile.store"]
     # the target is written, not read: Out; the entry returns it
     assert [p.direction for p in k.params] == [ParamDirection.IN, ParamDirection.OUT]
     assert function_aliases(prog.entry_function, prog) == (1,)
@@ -75,8 +62,8 @@ def test_a_rank_3_target_is_written_a_block_of_its_first_axis_a_step(
     k = _lower(blocks, src, (4, 8, 16)).functions["blocks_k0"]
     (loop,) = [s for s in k.body if isinstance(s, For)]
     assert loop.stop.value == 4  # type: ignore[attr-defined]
-    assert _ops(k) == [*before, *in_loop]
-    assert [op for op in _ops(k) if op == "tile.store"] == ["tile.store"]  # the one in the loop
+    assert call_ops(k) == [*before, *in_loop]
+    assert [op for op in call_ops(k) if op == "tile.store"] == ["tile.store"]  # the one in the loop
     assert k.params[1].direction is ParamDirection.OUT
 
 

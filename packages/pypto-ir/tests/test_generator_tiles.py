@@ -151,6 +151,12 @@ def test_ci_is_spelled_as_upstream_spells_it() -> None:
     assert not hasattr(pl, "ci")
 
 
+def _kernel_texts(program: Any) -> list[str]:
+    """The C++ of the kernels of ``program`` (lowered; its ``main`` left out)."""
+    lowered = lower(program).program
+    return [generate_kernel(fn).text for name, fn in lowered.functions.items() if name != "main"]
+
+
 def test_the_tensor_form_lowers_to_the_tile_form_and_prints_back() -> None:
     @pl.program
     class Rows:
@@ -164,8 +170,7 @@ def test_the_tensor_form_lowers_to_the_tile_form_and_prints_back() -> None:
     printed = Rows.as_python()
     assert "pl.arange(5, [1, 32], dtype=pl.INT32, descending=True)" in printed
     assert structural_equal(pl.parse(printed), Rows)
-    program = lower(Rows).program
-    kernels = [generate_kernel(fn).text for name, fn in program.functions.items() if name != "main"]
+    kernels = _kernel_texts(Rows)
     assert any("TCI<decltype(" in text and ", std::int32_t, 1>(" in text for text in kernels), kernels
 
 
@@ -187,8 +192,7 @@ def test_full_is_the_tile_and_pl_tensor_full_the_tensor_form() -> None:
     printed = Filled.as_python()
     assert "pl.tensor.full([16, 32], dtype=pl.FP16, value=1.5)" in printed
     assert structural_equal(pl.parse(printed), Filled)
-    program = lower(Filled).program
-    kernels = [generate_kernel(fn).text for name, fn in program.functions.items() if name != "main"]
+    kernels = _kernel_texts(Filled)
     assert any("TEXPANDS(" in text for text in kernels), kernels
     with pytest.raises(KernelError, match=r"pl.tensor.full value must be a scalar, got Tensor"):
         pl.parse(

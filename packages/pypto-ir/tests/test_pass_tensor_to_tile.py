@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, to_tiles
 
 import pypto.language as pl
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Assign, Call, ExprStmt, TensorWrite, walk_stmts
-from pypto.ir.passes import call_directions, outline_scopes, ssa, tensor_to_tile
 from pypto.ir.types import MemorySpace
-from pypto.ir.verifier import VerifyLevel, verify
 
 
 def t(*shape: int) -> HostArray:
     return HostArray(shape)
-
-
-def _lower(fn, *args):  # type: ignore[no-untyped-def]
-    prog = call_directions.run(outline_scopes.run(ssa.run(fn.specialize(*args).program)))
-    out = tensor_to_tile.run(prog)
-    verify(out, VerifyLevel(ssa=True, outlined=True, lowered=True), "tensor_to_tile")
-    return out
 
 
 def _ops(fn):  # type: ignore[no-untyped-def]
@@ -41,7 +32,7 @@ def twice(x: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 def test_tensor_write_becomes_load_compute_store() -> None:
-    prog = _lower(twice, t(16, 32), t(32, 32))
+    prog = to_tiles(twice, t(16, 32), t(32, 32))
     k = prog.functions["twice_k0"]
     assert not any(isinstance(s, TensorWrite) for s in walk_stmts(k.body))
     ops = [op for op, _ in _ops(k)]
@@ -56,7 +47,7 @@ def tensor_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
 
 
 def test_tensor_matmul_goes_through_the_cube_spaces() -> None:
-    prog = _lower(tensor_matmul, t(16, 32), t(32, 16), t(16, 16))
+    prog = to_tiles(tensor_matmul, t(16, 32), t(32, 16), t(16, 16))
     ops = _ops(prog.functions["tensor_matmul_k0"])
     assert ops == [
         ("tile.load", MemorySpace.Mat),
@@ -82,12 +73,12 @@ def dynamic_tensor_op(x: pl.Tensor[[N, 16], pl.FP32], out: pl.Out[pl.Tensor[[N, 
 
 def test_dynamic_shapes_need_explicit_tiles() -> None:
     with pytest.raises(KernelError, match="tensor-level ops need static shapes"):
-        _lower(dynamic_tensor_op, t(64, 16), t(64, 16))
+        to_tiles(dynamic_tensor_op, t(64, 16), t(64, 16))
 
 
 def test_a_tensor_too_big_for_one_tile_is_rejected() -> None:
     with pytest.raises(KernelError, match=r"tile it with pl\.range"):
-        _lower(twice, t(16, 8192), t(32, 8192))
+        to_tiles(twice, t(16, 8192), t(32, 8192))
 
 
 @pl.jit
@@ -101,7 +92,7 @@ def windows(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
 
 
 def test_tensor_windows_become_offset_loads_and_stores() -> None:
-    prog = _lower(windows, t(32, 32), t(16, 64), t(32, 32))
+    prog = to_tiles(windows, t(32, 32), t(16, 64), t(32, 32))
     k = prog.functions["windows_k0"]
     text = str(k)
     assert "tensor.view" not in text

@@ -5,7 +5,7 @@ the passes produce, and the errors they raise."""
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import HostArray
+from pypto_ir_test_helpers import HostArray, call_ops
 
 import pypto.language as pl
 from pypto.ir.dtypes import DataType
@@ -26,14 +26,6 @@ def _fn(program, name):  # type: ignore[no-untyped-def]
     return f
 
 
-def _ops(fn) -> list[str]:  # type: ignore[no-untyped-def]
-    return [
-        s.value.op
-        for s in walk_stmts(fn.body)
-        if isinstance(s, (Assign, ExprStmt)) and isinstance(s.value, Call)
-    ]
-
-
 @pl.jit
 def small_scratch(x: pl.Tensor, w: pl.Tensor, y: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP, name_hint="k"):
@@ -52,7 +44,7 @@ def test_a_small_scope_local_tensor_is_a_zeroed_vec_tile_carried_through_loop_an
     prog = lower(small_scratch.specialize(t(16, 48), t(48, 32), t(16, 32)).program).program
     k = _fn(prog, "k")
     assert [p.name for p in k.params] == ["x", "w", "y"]  # no parameter for the scratch
-    ops = _ops(k)
+    ops = call_ops(k)
     assert ops[0] == "tile.full"
     assert "tensor.create" not in ops
     assert not any(o.startswith("tensor.") for o in ops)
@@ -66,7 +58,7 @@ def test_a_small_scope_local_tensor_is_a_zeroed_vec_tile_carried_through_loop_an
     assert ops.count("tile.matmul") == 2
     assert "tile.matmul_acc" not in ops
     orch = _fn(prog, "small_scratch")
-    assert not any(c == "tensor.create" for c in _ops(orch))
+    assert not any(c == "tensor.create" for c in call_ops(orch))
 
 
 @pl.jit

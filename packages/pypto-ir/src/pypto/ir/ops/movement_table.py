@@ -150,16 +150,13 @@ _enter(
     ),
     OpSpec("tile.tri", rules.tile_tri, 1, 1, attrs=("shape", "valid_shape", "dtype", "upper"), spaces=VEC),
 )
+# the 64-bit key and 128-bit counter of pl.tile.random and pl.random, 32-bit words each
+_SEEDS = (P("key0"), P("key1"), P("counter0"), P("counter1"), P("counter2"), P("counter3"))
 _enter(
     LangOp(
         "random",
         (
-            P("key0"),
-            P("key1"),
-            P("counter0"),
-            P("counter1"),
-            P("counter2"),
-            P("counter3"),
+            *_SEEDS,
             P("shape"),
             P("valid_shape", None),
             P("dtype", DataType.UINT32),
@@ -323,12 +320,7 @@ _enter(
     LangOp(
         "tensor_random",
         (
-            P("key0"),
-            P("key1"),
-            P("counter0"),
-            P("counter1"),
-            P("counter2"),
-            P("counter3"),
+            *_SEEDS,
             P("shape"),
             P("dtype", DataType.UINT32),
             P("rounds", 10),
