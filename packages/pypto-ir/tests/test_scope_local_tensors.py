@@ -5,7 +5,7 @@ the passes produce, and the errors they raise."""
 from __future__ import annotations
 
 import pytest
-from pypto_ir_test_helpers import HostArray, call_ops
+from pypto_ir_test_helpers import HostArray, call_ops, to_tiles
 
 import pypto.language as pl
 from pypto.ir.dtypes import DataType
@@ -114,6 +114,43 @@ def carried_from_device(x: pl.Tensor, out: pl.Out[pl.Tensor]):
 def test_a_loop_carrying_a_tensor_level_value_that_starts_in_device_memory_is_refused() -> None:
     with pytest.raises(KernelError, match=r"starts as .* a tensor in device memory"):
         lower(carried_from_device.specialize(t(8, 16), t(8, 16)).program)
+
+
+@pl.jit
+def written_by_statements(x: pl.Tensor, col: pl.Tensor, out: pl.Out[pl.Tensor], wide: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        u = pl.create_tensor([8, 16], dtype=pl.FP32)
+        pl.assemble(u, x, [0, 0])  # statements: no name rebound in the source
+        out = pl.assemble(out, u, [0, 0])
+        w = pl.create_tensor([8, 16], dtype=pl.FP32)
+        pl.expand_clone(col, w)
+        wide = pl.assemble(wide, w, [0, 0])
+    return out, wide
+
+
+def test_a_write_as_a_statement_gives_the_scope_local_tensor_its_new_tile() -> None:
+    k = _fn(
+        to_tiles(written_by_statements, t(8, 16), t(8, 1), t(8, 16), t(8, 16)), "written_by_statements_k0"
+    )
+    stores = [s.value for s in walk_stmts(k.body) if isinstance(s, Assign) and s.value.op == "tile.store"]
+    defs = {s.var.name: s.value.op for s in walk_stmts(k.body) if isinstance(s, Assign)}
+    # each store writes the written tile (not the zeroed scratch the tensor started as)
+    assert [defs[st.args[0].name] for st in stores] == ["tile.assemble", "tile.row_expand"]
+
+
+@pl.jit
+def written_in_a_loop(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        u = pl.create_tensor([8, 16], dtype=pl.FP32)
+        for _ in pl.range(2):
+            pl.assemble(u, x, [0, 0])
+        out = pl.assemble(out, u, [0, 0])
+    return out
+
+
+def test_a_write_as_a_statement_in_a_loop_is_refused_naming_the_form_to_write() -> None:
+    with pytest.raises(KernelError, match=r"'u' is written by a statement inside a loop.*u = pl.assemble\(u"):
+        to_tiles(written_in_a_loop, t(8, 16), t(8, 16))
 
 
 def test_matmul_acc_checks_its_accumulator() -> None:

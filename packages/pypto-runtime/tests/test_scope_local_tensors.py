@@ -192,3 +192,25 @@ def test_a_small_scope_local_tensor_is_assembled_into_in_its_tile() -> None:
     lo, hi = x[:, :WIDTH_STEP], x[:, WIDTH_STEP:]
     torch.testing.assert_close(y, torch.cat([torch.exp(hi) + lo, lo], dim=1), rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(z, -lo, rtol=0, atol=0)
+
+
+@pl.jit
+def written_by_statements(x: pl.Tensor, col: pl.Tensor, y: pl.Out[pl.Tensor], z: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="statements"):
+        # writes as statements (no name rebound) into scope-local tensors, then read
+        u = pl.create_tensor([ROWS, WIDTH_STEP], dtype=pl.FP32)
+        pl.assemble(u, x, [0, 0])
+        y = pl.assemble(y, u, [0, 0])
+        w = pl.create_tensor([ROWS, WIDTH_STEP], dtype=pl.FP32)
+        pl.expand_clone(col, w)
+        z = pl.assemble(z, w, [0, 0])
+    return y, z
+
+
+def test_a_write_as_a_statement_reaches_the_scope_local_tensors_readers() -> None:
+    torch.manual_seed(29)
+    x, col = torch.randn(ROWS, WIDTH_STEP), torch.randn(ROWS, 1)
+    y, z = torch.zeros(ROWS, WIDTH_STEP), torch.zeros(ROWS, WIDTH_STEP)
+    written_by_statements(x, col, y, z)
+    torch.testing.assert_close(y, x, rtol=0, atol=0)
+    torch.testing.assert_close(z, col.expand(ROWS, WIDTH_STEP), rtol=0, atol=0)

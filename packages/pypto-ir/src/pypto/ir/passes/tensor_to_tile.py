@@ -162,7 +162,10 @@ class _Lowerer:
                 # `pl.assemble(t, v, offsets)` as a statement writes t all the same
                 target = s.value.args[0]
                 assert isinstance(target, nodes.Var)
-                out.extend(self.assemble(self.fresh(target.name, target.type), s.value))
+                written = self.fresh(target.name, target.type)
+                out.extend(self.assemble(written, s.value))
+                if written.name in self.tiles:  # an on-chip target: its name now holds the new tile
+                    self.tiles[target.name] = self.tiles[written.name]
             elif (
                 isinstance(s, (nodes.Assign, nodes.ExprStmt))
                 and isinstance(s.value, nodes.Call)
@@ -178,11 +181,13 @@ class _Lowerer:
             elif isinstance(s, (nodes.For, nodes.While)):
                 out.append(self.loop(s, out))
             elif isinstance(s, nodes.If):
+                before = dict(self.tiles)
                 self.loaded = {}
                 then = self.body(s.then_body)
                 self.loaded = {}
                 els = self.body(s.else_body)
                 self.loaded = {}
+                self.kept_bindings(before, "an if", s.span)
                 out.append(self.branch(s, then, els))
             elif isinstance(s, (nodes.Break, nodes.Continue)) and any(self._lowered(v) for v in s.values):
                 raise KernelError(
@@ -233,7 +238,9 @@ class _Lowerer:
                 s.span,
             )
         self.loaded = {}
+        before = dict(self.tiles)
         body = list(self.body(s.body))
+        self.kept_bindings(before, "a loop", s.span)
         self.loaded = {}  # the loop may have written anything
         results = list(s.results)
         if s.iter_args:
@@ -255,6 +262,19 @@ class _Lowerer:
                 results[i] = nodes.Var(s.results[i].name, var.type, s.results[i].span)
                 self.tiles[s.results[i].name] = results[i]
         return replace(s, body=tuple(body), iter_args=tuple(iters), results=tuple(results))
+
+    def kept_bindings(self, before: dict[str, nodes.Var], where: str, span: Span | None) -> None:
+        """A write as a statement (``pl.assemble(t, v, offsets)``, ``pl.expand_clone(src, t)``)
+        gives an on-chip tensor ``t`` a new tile under its own name; inside a loop or a branch that
+        tile would not reach the code after it, so it is refused there, naming the form to write."""
+        moved = sorted(n for n, v in before.items() if self.tiles.get(n) is not v)
+        if moved:
+            raise KernelError(
+                f"the scope-local tensor {moved[0]!r} is written by a statement inside {where}, which "
+                f"does not carry it out; assign the write's result ({moved[0]} = pl.assemble({moved[0]}, "
+                "...)) so that the value reaches the code after it",
+                span,
+            )
 
     def branch(self, s: nodes.If, then: tuple[nodes.Stmt, ...], els: tuple[nodes.Stmt, ...]) -> nodes.If:
         """An ``if`` whose branches yield a tensor-level value yields its Vec tile from both."""
@@ -663,8 +683,7 @@ class _Lowerer:
             assert isinstance(tile, nodes.Var)
             held = widened(tile, out)
             if target.name in self.tiles:  # an on-chip target: its tile is replaced whole
-                if v is not None:
-                    self.tiles[v.name] = held
+                self.tiles[(v or target).name] = held  # the statement form rebinds the target's name
                 return out
             store(held, (zero, zero), out)
         else:
