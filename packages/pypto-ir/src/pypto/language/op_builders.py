@@ -17,6 +17,7 @@ from pypto.ir.errors import KernelError
 from pypto.ir.nodes import Arg, Const, Expr
 from pypto.ir.ops.cast_modes import DEFAULT as CAST_DEFAULT
 from pypto.ir.ops.cast_modes import cast_mode
+from pypto.ir.ops.movement_rules import RANDOM_SEEDS
 from pypto.ir.ops.spec import LANGUAGE, OpError
 from pypto.ir.param_info import Layout
 from pypto.ir.types import (
@@ -426,7 +427,6 @@ def _build_tri(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Ex
 def _build_random(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
     """``pl.tile.random`` (opname ``random``) and its tensor form ``pl.random`` (``tensor_random``)."""
     what = LANGUAGE[opname].spelled
-    seeds = ("key0", "key1", "counter0", "counter1", "counter2", "counter3")
     rounds = p.static_value(b.get("rounds", 10), f"{what} rounds", node)
     attrs: dict[str, Any] = {
         "shape": p.shape(b["shape"], f"{what} shape"),
@@ -435,7 +435,7 @@ def _build_random(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) ->
     }
     if "valid_shape" in b and p.static_value(b["valid_shape"], f"{what} valid_shape", node) is not None:
         attrs["valid_shape"] = p.shape(b["valid_shape"], f"{what} valid_shape")
-    return p.make_op(opname, [p.scalar(b[k], f"{what} {k}") for k in seeds], attrs, node)
+    return p.make_op(opname, [p.scalar(b[k], f"{what} {k}") for k in RANDOM_SEEDS], attrs, node)
 
 
 def _build_ci(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:

@@ -175,6 +175,8 @@ def tile_tri(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 RANDOM_DTYPES = frozenset({DataType.INT32, DataType.UINT32})
 RANDOM_ROUNDS = (7, 10)
+RANDOM_SEEDS = ("key0", "key1", "counter0", "counter1", "counter2", "counter3")
+"""The 32-bit words of a random op's 64-bit key and 128-bit counter: its operands, in order."""
 
 
 def tile_random(args: list[Type], attrs: dict[str, Any]) -> Type:
@@ -191,8 +193,7 @@ def tensor_random(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 
 def _random(op: str, args: list[Type], attrs: dict[str, Any]) -> TileType:
-    names = ("key0", "key1", "counter0", "counter1", "counter2", "counter3")
-    for what, s in zip(names, args, strict=True):
+    for what, s in zip(RANDOM_SEEDS, args, strict=True):
         if not isinstance(s, ScalarType) or not (s.dtype.is_signed_int or s.dtype.is_unsigned_int):
             raise OpError(f"pl.{op}: {what} must be an integer (a constant or a scalar), got {s}")
     t = _generated(op, "key0", args, attrs, RANDOM_DTYPES)

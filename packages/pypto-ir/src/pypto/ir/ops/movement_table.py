@@ -150,8 +150,7 @@ _enter(
     ),
     OpSpec("tile.tri", rules.tile_tri, 1, 1, attrs=("shape", "valid_shape", "dtype", "upper"), spaces=VEC),
 )
-# the 64-bit key and 128-bit counter of pl.tile.random and pl.random, 32-bit words each
-_SEEDS = (P("key0"), P("key1"), P("counter0"), P("counter1"), P("counter2"), P("counter3"))
+_SEEDS = tuple(P(name) for name in rules.RANDOM_SEEDS)  # pl.tile.random's and pl.random's
 _enter(
     LangOp(
         "random",

@@ -56,6 +56,7 @@ from pypto.ir.ops.matmul_rules import (
 )
 from pypto.ir.ops.movement_rules import (
     GATHER_DTYPES,
+    RANDOM_SEEDS,
     SCATTER_DTYPES,
     scatter_index_dtype,
     tensor_ci,
@@ -116,6 +117,7 @@ __all__ = [
     "MASK_COL_ALIGN",
     "MATMUL_ACC",
     "PART_DTYPES",
+    "RANDOM_SEEDS",
     "REM_DTYPES",
     "SCATTER_DTYPES",
     "VEC",
