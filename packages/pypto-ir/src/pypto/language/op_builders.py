@@ -572,10 +572,21 @@ def _build_const(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> 
 
 
 def _build_transpose(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:
-    axes = [p.static_value(b.get(k, d), k, node) for k, d in (("axis1", 0), ("axis2", 1))]
-    if sorted(axes) != [0, 1]:
-        raise p.err(f"pl.transpose swaps axes 0 and 1 of a 2-D tile, got axes {axes}", node)
-    return p.make_op("transpose", [p.expr(b["input"])], {}, node)
+    """``pl.transpose(x, axis1, axis2)``: the last two axes (0 and 1 of a 2-D operand; a tensor of
+    rank 3 or more swaps the axes of every plane and keeps its leading dims)."""
+    x = p.expr(b["input"])
+    rank = len(x.type.shape) if isinstance(x.type, (TensorType, TileType)) else 2
+    axes = [p.static_value(b.get(k, d), k, node) for k, d in (("axis1", rank - 2), ("axis2", rank - 1))]
+    if not all(isinstance(a, int) and -rank <= a < rank for a in axes) or sorted(a % rank for a in axes) != [
+        rank - 2,
+        rank - 1,
+    ]:
+        raise p.err(
+            f"pl.transpose swaps the last two axes ({rank - 2} and {rank - 1}) of a rank-{rank} operand, "
+            f"got axes {axes}",
+            node,
+        )
+    return p.make_op("transpose", [x], {}, node)
 
 
 def _build_print(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Expr:

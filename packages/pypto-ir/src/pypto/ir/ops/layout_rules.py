@@ -100,10 +100,11 @@ def tensor_reshape(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 
 def tensor_transpose(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """The last two axes swapped (of every ``[M, N]`` plane, for a tensor of rank 3 or more)."""
     x = _tensor(args[0], "transpose", "the operand")
-    if len(x.shape) != 2:
-        raise OpError(f"pl.transpose: needs a 2-D tensor, got shape {list(x.shape)}")
-    return TensorType((x.shape[1], x.shape[0]), x.dtype)
+    if len(x.shape) < 2:
+        raise OpError(f"pl.transpose: needs a tensor of rank 2 or more, got shape {list(x.shape)}")
+    return TensorType((*x.shape[:-2], x.shape[-1], x.shape[-2]), x.dtype)
 
 
 def tensor_concat(args: list[Type], attrs: dict[str, Any]) -> Type:

@@ -25,7 +25,8 @@ _tile_and_tensor(
 _tile_and_tensor(
     "transpose",
     (P("input"), P("axis1", 0), P("axis2", 1)),
-    """Swap the two axes of a 2-D tile.""",
+    """Swap the two axes of a 2-D tile or tensor; of a tensor-level value of rank 3 or more, the
+    last two axes (each ``[M, N]`` plane transposed, the leading dims kept).""",
     group="layout",
     rules_of=(rules.tile_transpose, rules.tensor_transpose),
     arity=(1, 1),

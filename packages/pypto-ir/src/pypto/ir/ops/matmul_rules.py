@@ -122,12 +122,27 @@ def tile_gemv_bias(args: list[Type], attrs: dict[str, Any]) -> Type:
 
 
 def tensor_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
+    """``[.., M, K] @ [.., K, N] -> [.., M, N]``: 2-D operands, or batched ones whose batch dims
+    broadcast as numpy does (a 2-D operand serves every batch)."""
     a = _tensor_like(args[0], "matmul", "the left operand")
     b = _tensor_like(args[1], "matmul", "the right operand")
-    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+    if len(a.shape) < 2 or len(b.shape) < 2 or a.shape[-1] != b.shape[-2]:
         raise OpError(f"pl.matmul: cannot multiply {list(a.shape)} by {list(b.shape)}")
     _same_dtype(a.dtype, b.dtype, "matmul")
-    return TensorType((a.shape[0], b.shape[1]), acc_dtype(a.dtype, "matmul"))
+    batch = _broadcast(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    return TensorType((*batch, a.shape[-2], b.shape[-1]), acc_dtype(a.dtype, "matmul"))
+
+
+def _broadcast(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The batch dims of ``a`` and ``b`` broadcast as numpy does (trailing dims aligned, 1 stretches)."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(pa, pb, strict=True):
+        if x != y and 1 not in (x, y):
+            raise OpError(f"pl.matmul: batch dims {list(a)} and {list(b)} do not broadcast")
+        out.append(y if x == 1 else x)
+    return tuple(out)
 
 
 def tensor_matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:

@@ -26,8 +26,11 @@ _enter(
     Of tiles, ``out_dtype`` may only name the accumulator type. Of tensors (in a ``pl.at`` scope
     or a kernel), ``out_dtype`` may name any castable dtype: the product is accumulated, then
     cast once; ``a_trans=True`` / ``b_trans=True`` multiply by the transposed operand (an [K, M]
-    lhs, an [N, K] rhs). A tile operand is transposed with ``pl.tile.transpose_view`` instead.
-    ``c_matrix_nz=True`` (an NZ-laid-out result) is not available.""",
+    lhs, an [N, K] rhs). Tensors may be batched, ``[.., M, K] @ [.., K, N] -> [.., M, N]``:
+    the batch dims broadcast as numpy does (a 2-D operand serves every batch), one product a
+    batch, ``a_trans``/``b_trans`` transposing each batch's matrix. A tile operand is transposed
+    with ``pl.tile.transpose_view`` instead. ``c_matrix_nz=True`` (an NZ-laid-out result) is not
+    available.""",
         _both("matmul"),
         group="matmul",
     ),

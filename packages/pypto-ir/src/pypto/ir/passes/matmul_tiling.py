@@ -42,7 +42,7 @@ from pypto.ir.param_info import Layout
 from pypto.ir.platforms import PLATFORM_TABLE
 from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType, Type
 
-__all__ = ["CAPACITY", "Scratch", "Store", "budget", "emit_blocked_matmul", "needs_blocking"]
+__all__ = ["CAPACITY", "Scratch", "Store", "add_index", "budget", "emit_blocked_matmul", "needs_blocking"]
 
 CAPACITY: dict[MemorySpace, int] = {
     space: min(p.capacity(space) for p in PLATFORM_TABLE.values())
@@ -193,7 +193,8 @@ def _plan(
     return m, n, k
 
 
-def _add(a: Expr, b: Expr) -> Expr:
+def add_index(a: Expr, b: Expr) -> Expr:
+    """``a + b`` of two index expressions, folded when either is a constant (0 drops out)."""
     if isinstance(a, Const) and isinstance(b, Const):
         return Const(int(a.value) + int(b.value), INDEX)
     if isinstance(a, Const) and a.value == 0:
@@ -235,7 +236,7 @@ class _Operand:
         if self.tile is not None:
             l1 = lw.emit("tile.slice", [self.tile, (row, col)], {"shape": shape}, out, "pnl")
         else:
-            offs = (*self.offsets[:-2], _add(self.offsets[-2], row), _add(self.offsets[-1], col))
+            offs = (*self.offsets[:-2], add_index(self.offsets[-2], row), add_index(self.offsets[-1], col))
             l1 = lw.emit(
                 "tile.load", [self.base, offs], {"shape": shape, "memory": MemorySpace.Mat}, out, "pnl"
             )
@@ -336,7 +337,7 @@ def _store_block(
     span: Span | None,
 ) -> None:
     offs = sink.offsets
-    at = (*offs[:-2], _add(offs[-2], mi), _add(offs[-1], ni))
+    at = (*offs[:-2], add_index(offs[-2], mi), add_index(offs[-1], ni))
     value = acc
     if sink.atomic:
         value = lw.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, "vec")

@@ -5,6 +5,7 @@ load each tensor operand into a Vec tile of its whole (static) shape, apply the 
 store the tile into the window of ``out``. A tensor-level matmul loads its operands into Mat,
 moves them to Left/Right, multiplies into Acc and moves the result to Vec. Tensor-level
 values are held in tiles, so every tensor operand needs a static shape that fits one tile.
+A value of rank 3 or more is held with its leading dims flattened into rows (tensor_planes).
 A scope-local ``pl.create_tensor`` is a zero-filled Vec tile; a loop or ``if`` that carries a
 tensor-level value carries its Vec tile.
 """
@@ -18,11 +19,13 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.ops import OPS, infer, rules, tile_shape_for
 from pypto.ir.param_info import Layout
+from pypto.ir.passes import tensor_planes
 from pypto.ir.passes._rewrite import subst_body
 from pypto.ir.passes.matmul_tiling import (
     CAPACITY,
     Scratch,
     Store,
+    add_index,
     budget,
     emit_blocked_matmul,
     needs_blocking,
@@ -74,18 +77,6 @@ def _big_matmul(c: nodes.Call) -> bool:
     return needs_blocking(a.type, b.type)
 
 
-def _add(a: nodes.Expr, b: nodes.Expr) -> nodes.Expr:
-    from pypto.ir.nodes import BinOp
-
-    if isinstance(a, nodes.Const) and isinstance(b, nodes.Const):
-        return nodes.Const(int(a.value) + int(b.value), DataType.INT64)
-    if isinstance(a, nodes.Const) and a.value == 0:
-        return b
-    if isinstance(b, nodes.Const) and b.value == 0:
-        return a
-    return BinOp("add", a, b, ScalarType(DataType.INT64))
-
-
 def _is_tensor_compute(e: object) -> bool:
     """A tensor-level op that is kernel work (the op table's ``on_core``): lowered to tiles. The
     others (dims, element reads/writes, windows, allocation) stay as they are."""
@@ -132,7 +123,7 @@ class _Lowerer:
                     offs, base_offs = view.args[1], outer.args[1]
                     assert isinstance(offs, tuple)
                     assert isinstance(base_offs, tuple)
-                    summed = tuple(_add(a, b) for a, b in zip(base_offs, offs, strict=True))
+                    summed = tuple(add_index(a, b) for a, b in zip(base_offs, offs, strict=True))
                     view = replace(view, args=(outer.args[0], summed))
                 self.views[s.var.name] = view  # consumed by the loads and stores that use it
                 continue
@@ -328,7 +319,7 @@ class _Lowerer:
         offs = c.args[1]
         assert isinstance(offs, tuple)
         assert isinstance(base_offs, tuple)
-        summed = tuple(_add(a, b) for a, b in zip(base_offs, offs, strict=True))
+        summed = tuple(add_index(a, b) for a, b in zip(base_offs, offs, strict=True))
         args = list(c.args)
         args[pos] = base
         args[1] = summed
@@ -397,8 +388,14 @@ class _Lowerer:
             assert isinstance(vt, TensorType)
             assert isinstance(offs, tuple)
             held = self.on_chip(base, out, span)  # type: ignore[arg-type]
+            if held is not None and len(offs) != 2:
+                raise KernelError(
+                    f"{e.name}: a window of an on-chip tensor-level value takes 2-D tensors, got {vt}",
+                    getattr(e, "span", None) or span,  # type: ignore[arg-type]
+                )
+            if held is None and tensor_planes.planar(vt):
+                return tensor_planes.load(self, e, memory, out, getattr(e, "span", None) or span)  # type: ignore[arg-type]
             if held is not None:  # a window of an on-chip value: the sub-tile, copied out of it
-                assert len(offs) == 2
                 sub = self.emit("tile.slice", [held, offs], {"shape": vt.static_shape}, out, "sub")
                 return self.operand(self.narrow(sub, view, out), out, span, memory)
             attrs_v: dict[str, object] = {"shape": vt.static_shape, "memory": memory}
@@ -428,6 +425,10 @@ class _Lowerer:
             cached = self.loaded.get((e.name, memory))
             if cached is not None:
                 return cached
+            if tensor_planes.planar(tt):
+                v = tensor_planes.load(self, e, memory, out, getattr(e, "span", None) or span)  # type: ignore[arg-type]
+                self.loaded[(e.name, memory)] = v
+                return v
             zeros = tuple(nodes.Const(0, DataType.INT64) for _ in shape)
             tile_shape_for(len(shape), shape, "load")
             attrs: dict[str, object] = {"shape": shape, "memory": memory}
@@ -478,6 +479,10 @@ class _Lowerer:
             )
             assert scratch is not None
             return scratch
+        if kind == "matmul" and tensor_planes.planar(c.type):
+            return tensor_planes.matmul(self, c, out, base)
+        if kind == "transpose" and tensor_planes.planar(c.type):
+            return tensor_planes.transpose(self, c, out, base)
         if kind == "matmul" and _big_matmul(c):
             scratch = emit_blocked_matmul(self, c, Scratch(), caps=self.caps, out=out, base=base)
             assert scratch is not None
@@ -499,6 +504,7 @@ class _Lowerer:
             right = self.emit("tile.move", [b], {"memory": MemorySpace.Right}, out, "rhs")
             acc = self.emit("tile.matmul", [left, right], {}, out, "acc")
             return self.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, base)
+        tensor_planes.check_plane_wise(c)
         args: list[nodes.Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
         if kind == "gather":
             src, idx = args
@@ -618,6 +624,10 @@ class _Lowerer:
             tt = tile.type
             assert isinstance(tt, TileType)
         held = self.tiles.get(target.name)
+        if tensor_planes.planar(source.type):  # type: ignore[union-attr]
+            self.forget(target)
+            out.append(tensor_planes.assemble(self, v, c, tile, on_chip=held is not None, out=out))
+            return out
         if held is not None:  # an on-chip target (a scope-local pl.create_tensor): written in its tile
             static = {"static_offsets": c.attr("static_offsets") or [None] * len(offs)}
             if atomic:
@@ -745,6 +755,13 @@ class _Lowerer:
             tile = self.emit("tile.move", [tile], {"memory": MemorySpace.Vec}, out, "mv")
         for key in [k for k in self.loaded if k[0] == s.target.name]:
             del self.loaded[key]  # the tensor changes: a later read must load again
+        if tensor_planes.planar(s.value.type):
+            shape = s.value.type.static_shape  # type: ignore[union-attr]
+            last = tensor_planes.store(
+                self, tile, shape, target=s.target, offs=s.offsets, out=out, span=s.span
+            )
+            out.append(nodes.ExprStmt(last, s.span))
+            return out
         store = nodes.Call("tile.store", (tile, s.offsets, s.target), (), s.target.type, s.span)
         infer("tile.store", [tile.type, s.target.type], {})
         out.append(nodes.ExprStmt(store, s.span))
