@@ -69,7 +69,6 @@ def test_a_batched_product_is_one_cube_product_a_batch_stored_plane_by_plane() -
     k = _lower(batched, (3, 16, 32), (3, 24, 32), (3, 16, 24)).functions["batched_k0"]
     ops = Counter(call_ops(k))
     assert ops["tile.matmul"] == 3
-    assert ops["tile.transpose"] == 3  # b_trans: each plane of w
     assert ops["tile.store"] == 3
     stores = _calls(k, "tile.store")
     assert [[int(o.value) for o in s.args[1]] for s in stores] == [[0, 0, 0], [1, 0, 0], [2, 0, 0]]  # type: ignore[union-attr]
@@ -152,3 +151,58 @@ def test_a_rank_3_value_into_an_on_chip_value_is_refused() -> None:
         KernelError, match=r"a tensor-level value of shape \[2, 8, 8\] goes into a tensor in device memory"
     ):
         _lower(on_chip, (2, 8, 8), (2, 8, 8))
+
+
+@pl.jit
+def b_trans(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out = pl.assemble(out, pl.matmul(a, b, b_trans=True), [0, 0])
+    return out
+
+
+def test_a_transposed_operand_the_kernel_only_reads_is_read_in_l1_as_its_transpose() -> None:
+    k = _lower(b_trans, (16, 64), (32, 64), (16, 32)).functions["b_trans_k0"]
+    ops = call_ops(k)
+    assert "tile.transpose" not in ops  # no Vec transpose, no move from Vec to L1
+    (view,) = _calls(k, "tile.transpose_view")
+    assert view.args[0].type.memory.value == "Mat"  # type: ignore[union-attr]
+    assert view.type.shape == (64, 32)  # type: ignore[union-attr]
+
+
+def test_each_batch_of_a_transposed_operand_is_read_in_l1() -> None:
+    k = _lower(batched, (3, 16, 32), (3, 24, 32), (3, 16, 24)).functions["batched_k0"]
+    assert Counter(call_ops(k))["tile.transpose_view"] == 3
+
+
+@pl.jit
+def written_then_used(a: pl.Tensor, b: pl.InOut[pl.Tensor], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        bt = pl.transpose(b)
+        b = pl.assemble(b, pl.neg(pl.slice(b, [32, 64], [0, 0])), [0, 0])
+        out = pl.assemble(out, pl.matmul(a, bt), [0, 0])
+    return out
+
+
+def test_a_transpose_of_a_tensor_the_kernel_writes_is_made_where_it_is_written() -> None:
+    k = _lower(written_then_used, (16, 64), (32, 64), (16, 32)).functions["written_then_used_k0"]
+    ops = call_ops(k)
+    assert "tile.transpose_view" not in ops
+    assert ops.index("tile.transpose") < ops.index("tile.store")  # read before b is written
+
+
+@pl.jit
+def vector_and_cube(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor], out2: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        bt = pl.transpose(b)
+        for i in pl.range(2):
+            out2 = pl.assemble(out2, pl.exp(bt), [0, 0])  # a vector reader inside a loop
+        out = pl.assemble(out, pl.matmul(a, bt), [0, 0])
+        out2 = pl.assemble(out2, pl.add(bt, bt), [0, 0])  # and after it
+    return out, out2
+
+
+def test_a_vector_reader_gets_the_vec_transpose_where_it_reads() -> None:
+    k = _lower(vector_and_cube, (16, 64), (32, 64), (16, 32), (64, 32)).functions["vector_and_cube_k0"]
+    ops = Counter(call_ops(k))
+    assert ops["tile.transpose_view"] == 1  # the matmul's
+    assert ops["tile.transpose"] == 2  # in the loop, and again after it (the loop's does not reach out)

@@ -51,7 +51,7 @@ KEY_VERSION = 2
 """Bumped when the key's own layout changes (invalidates every key). 2: every digest (sources, IR
 text, plans, binaries) is the SHA-256 of canonical JSON, and plan keys carry this version."""
 
-CODEGEN_VERSION = 17
+CODEGEN_VERSION = 18
 """Bumped when the code generator emits different code for the same IR, or its artifacts'
 metadata changes meaning (2: artifacts carry per-kernel ``buffer_usage`` and kernels beyond the
 platform's on-chip buffers are refused; 3: ``buffer_usage`` is the peak of the tiles live at
@@ -67,8 +67,9 @@ declared as a ZN tile and TRESHAPE'd, and a reshape's TRESHAPE runs on no pipe; 
 element-wise result is placed over an operand it reads for the last time; 16: an ``into`` op's
 result takes the storage of the operand it updates (no TMOV copy first), and 1-byte cube tiles
 are padded to 16 rows and columns where M and N lie; 17: ``pl.assemble(t, v, offsets)`` as a
-statement on a scope-local tensor writes the tile that holds ``t``, which later reads see),
-so entries built before are not reused."""
+statement on a scope-local tensor writes the tile that holds ``t``, which later reads see; 18: a
+transposed matmul operand that the kernel only reads is loaded into L1 and read as its transpose
+view, not transposed in Vec), so entries built before are not reused."""
 
 
 def _canon(value: Any, path: str) -> Any:

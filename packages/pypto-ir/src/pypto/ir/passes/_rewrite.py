@@ -1,4 +1,5 @@
-"""Small helpers shared by passes: substituting variables in expressions and bodies."""
+"""Small helpers shared by passes: substituting variables in expressions and bodies, adding
+index expressions."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from pypto.ir import nodes
+from pypto.ir.dtypes import DataType
+from pypto.ir.types import ScalarType
 
 
 def subst_expr(e: nodes.Expr, m: Mapping[str, nodes.Expr]) -> nodes.Expr:
@@ -118,3 +121,14 @@ def map_bodies(
         else:
             out.append(s)
     return fn(tuple(out))
+
+
+def add_index(a: nodes.Expr, b: nodes.Expr) -> nodes.Expr:
+    """``a + b`` of two index expressions, folded when either is a constant (0 drops out)."""
+    if isinstance(a, nodes.Const) and isinstance(b, nodes.Const):
+        return nodes.Const(int(a.value) + int(b.value), DataType.INT64)
+    if isinstance(a, nodes.Const) and a.value == 0:
+        return b
+    if isinstance(b, nodes.Const) and b.value == 0:
+        return a
+    return nodes.BinOp("add", a, b, ScalarType(DataType.INT64))

@@ -36,13 +36,15 @@ from typing import Any, Protocol
 
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
-from pypto.ir.nodes import Arg, Assign, BinOp, Call, Const, Expr, ExprStmt, For, Stmt, Var
+from pypto.ir.nodes import Arg, Assign, Call, Const, Expr, ExprStmt, For, Stmt, Var
 from pypto.ir.ops import infer
 from pypto.ir.param_info import Layout
+from pypto.ir.passes import transposed_reads
+from pypto.ir.passes._rewrite import add_index
 from pypto.ir.platforms import PLATFORM_TABLE
 from pypto.ir.types import MemorySpace, ScalarType, TensorType, TileType, Type
 
-__all__ = ["CAPACITY", "Scratch", "Store", "add_index", "budget", "emit_blocked_matmul", "needs_blocking"]
+__all__ = ["CAPACITY", "Scratch", "Store", "budget", "emit_blocked_matmul", "needs_blocking"]
 
 CAPACITY: dict[MemorySpace, int] = {
     space: min(p.capacity(space) for p in PLATFORM_TABLE.values())
@@ -60,6 +62,7 @@ class Lowerer(Protocol):
     """What the nest needs from ``tensor_to_tile``'s lowerer."""
 
     views: dict[str, Call]
+    transposed: dict[str, Call]  # a transpose of a tensor the kernel only reads (transposed_reads)
 
     def fresh(self, base: str, ty: Type) -> Var: ...
 
@@ -193,17 +196,6 @@ def _plan(
     return m, n, k
 
 
-def add_index(a: Expr, b: Expr) -> Expr:
-    """``a + b`` of two index expressions, folded when either is a constant (0 drops out)."""
-    if isinstance(a, Const) and isinstance(b, Const):
-        return Const(int(a.value) + int(b.value), INDEX)
-    if isinstance(a, Const) and a.value == 0:
-        return b
-    if isinstance(b, Const) and b.value == 0:
-        return a
-    return BinOp("add", a, b, ScalarType(INDEX))
-
-
 class _Operand:
     """Panels of one matmul operand: loads of windows of a tensor, or slices of an L1 tile."""
 
@@ -212,6 +204,9 @@ class _Operand:
         self.base: Var
         self.offsets: tuple[Expr, ...] = ()
         self.tile: Var | None = None
+        self.transposed: Call | None = lw.transposed.get(e.name) if isinstance(e, Var) else None
+        if self.transposed is not None:  # panels of the source, read in L1 as their transpose
+            return
         if isinstance(e, Var) and e.name in lw.views:
             base, offs = lw.views[e.name].args
             assert isinstance(base, Var)
@@ -233,7 +228,9 @@ class _Operand:
 
     def panel(self, row: Expr, col: Expr, shape: tuple[int, int], space: MemorySpace, out: list[Stmt]) -> Var:
         lw = self.lw
-        if self.tile is not None:
+        if self.transposed is not None:
+            l1 = transposed_reads.panel(lw, self.transposed, row, col, shape=shape, out=out)  # type: ignore[arg-type]
+        elif self.tile is not None:
             l1 = lw.emit("tile.slice", [self.tile, (row, col)], {"shape": shape}, out, "pnl")
         else:
             offs = (*self.offsets[:-2], add_index(self.offsets[-2], row), add_index(self.offsets[-1], col))

@@ -27,7 +27,8 @@ from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.ops import infer
 from pypto.ir.ops.spec import LANGUAGE
-from pypto.ir.passes.matmul_tiling import add_index
+from pypto.ir.passes import transposed_reads
+from pypto.ir.passes._rewrite import add_index
 from pypto.ir.types import AtomicType, MemorySpace, TensorType, TileType
 
 if TYPE_CHECKING:
@@ -291,6 +292,10 @@ def _operand_plane(
     tt = e.type
     assert isinstance(tt, TensorType)
     shape = tt.static_shape
+    deferred = lw.transposed.get(e.name)
+    if deferred is not None:  # a transposed tensor the kernel only reads: in L1, as its transpose
+        plane = _unravel(number, shape[:-2]) if planar(tt) else ()
+        return transposed_reads.in_l1(lw, deferred, out, plane=plane)
     held = lw.on_chip(e, out, span, MemorySpace.Vec)
     if held is None and planar(tt):
         base, offs = window_of(lw, e)

@@ -17,15 +17,14 @@ from dataclasses import replace
 from pypto.ir import nodes
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
-from pypto.ir.ops import OPS, infer, rules, tile_shape_for
-from pypto.ir.param_info import Layout
-from pypto.ir.passes import tensor_planes
-from pypto.ir.passes._rewrite import subst_body
+from pypto.ir.ops import OPS, infer, tile_shape_for
+from pypto.ir.param_info import Layout, ParamDirection
+from pypto.ir.passes import tensor_gather, tensor_planes, transposed_reads
+from pypto.ir.passes._rewrite import add_index, subst_body
 from pypto.ir.passes.matmul_tiling import (
     CAPACITY,
     Scratch,
     Store,
-    add_index,
     budget,
     emit_blocked_matmul,
     needs_blocking,
@@ -51,7 +50,8 @@ def run(program: nodes.Program) -> nodes.Program:
 
 
 def _lower_fn(fn: nodes.Function) -> nodes.Function:
-    lw = _Lowerer(_budget(fn))
+    read_only = frozenset(p.name for p in fn.params if p.direction is ParamDirection.IN)
+    lw = _Lowerer(_budget(fn), read_only)
     return replace(fn, body=lw.body(fn.body))
 
 
@@ -84,8 +84,11 @@ def _is_tensor_compute(e: object) -> bool:
 
 
 class _Lowerer:
-    def __init__(self, caps: dict[MemorySpace, int]) -> None:
+    def __init__(self, caps: dict[MemorySpace, int], read_only: frozenset[str] = frozenset()) -> None:
         self.caps = caps  # buffer bytes each blocked matmul of this kernel may use
+        self.read_only = read_only  # the kernel's tensor parameters it never writes (In)
+        # a transpose of a read-only tensor: a cube operand reads it in L1 (transposed_reads)
+        self.transposed: dict[str, nodes.Call] = {}
         self.blocked: dict[str, nodes.Call] = {}  # a matmul lowered by blocks where its value is consumed
         self.alias: dict[str, nodes.Expr] = {}  # a value that names another (a blocked assemble's result)
         self.tiles: dict[str, nodes.Var] = {}  # tensor-level value -> the tile that holds it
@@ -110,6 +113,14 @@ class _Lowerer:
                 and _big_matmul(s.value)
             ):
                 self.blocked[s.var.name] = s.value  # emitted where its value is consumed
+                continue
+            if (
+                isinstance(s, nodes.Assign)
+                and isinstance(s.value, nodes.Call)
+                and s.value.op == "tensor.transpose"
+                and transposed_reads.deferrable(self, s.value)
+            ):
+                self.transposed[s.var.name] = s.value  # read where it is used
                 continue
             if (
                 isinstance(s, nodes.Assign)
@@ -257,7 +268,10 @@ class _Lowerer:
     def kept_bindings(self, before: dict[str, nodes.Var], where: str, span: Span | None) -> None:
         """A write as a statement (``pl.assemble(t, v, offsets)``, ``pl.expand_clone(src, t)``)
         gives an on-chip tensor ``t`` a new tile under its own name; inside a loop or a branch that
-        tile would not reach the code after it, so it is refused there, naming the form to write."""
+        tile would not reach the code after it, so it is refused there, naming the form to write.
+        A transpose read in Vec inside the loop or branch is read again after it."""
+        for name in [n for n in self.tiles if n in self.transposed and n not in before]:
+            del self.tiles[name]
         moved = sorted(n for n, v in before.items() if self.tiles.get(n) is not v)
         if moved:
             raise KernelError(
@@ -305,7 +319,9 @@ class _Lowerer:
         return tile
 
     def _lowered(self, e: nodes.Expr) -> bool:
-        return isinstance(e, nodes.Var) and (e.name in self.tiles or e.name in self.blocked)
+        return isinstance(e, nodes.Var) and (
+            e.name in self.tiles or e.name in self.blocked or e.name in self.transposed
+        )
 
     def _through_view(self, c: nodes.Call) -> bool:
         pos = {"tile.load": 0, "tile.store": 2}.get(c.op)
@@ -329,9 +345,7 @@ class _Lowerer:
     def _mentions_lowered(self, s: nodes.Stmt) -> bool:
         from pypto.ir.nodes import expr_vars, stmt_exprs
 
-        return any(
-            v.name in self.tiles or v.name in self.blocked for e in stmt_exprs(s) for v in expr_vars(e)
-        )
+        return any(self._lowered(v) for e in stmt_exprs(s) for v in expr_vars(e))
 
     def on_chip(
         self, e: nodes.Expr, out: list[nodes.Stmt], span: Span | None, memory: MemorySpace = MemorySpace.Mat
@@ -339,6 +353,8 @@ class _Lowerer:
         """The tile holding ``e`` when it is an on-chip value (a blocked product is written
         into a scratch tile first: in Vec when ``memory`` is Vec, for a vector op, else in L1);
         None for a tensor in device memory."""
+        if isinstance(e, nodes.Var) and e.name in self.transposed and e.name not in self.tiles:
+            self.tiles[e.name] = self.lower_call(self.transposed[e.name], out, e.name)  # in Vec
         if isinstance(e, nodes.Var) and e.name in self.blocked:
             call = self.blocked.pop(e.name)
             space = MemorySpace.Vec if memory is MemorySpace.Vec else MemorySpace.Mat
@@ -363,6 +379,10 @@ class _Lowerer:
         self, e: nodes.Expr, out: list[nodes.Stmt], span: object, memory: MemorySpace = MemorySpace.Vec
     ) -> nodes.Expr:
         """The tile holding tensor-level operand ``e`` (loading a tensor on demand)."""
+        if isinstance(e, nodes.Var) and e.name in self.transposed:
+            if memory is MemorySpace.Mat and not tensor_planes.planar(e.type):
+                return transposed_reads.in_l1(self, self.transposed[e.name], out)
+            self.on_chip(e, out, span)  # type: ignore[arg-type]
         if isinstance(e, nodes.Var) and e.name in self.blocked:
             self.on_chip(e, out, span, memory)  # type: ignore[arg-type]
         if isinstance(e, nodes.Var) and e.name in self.tiles:
@@ -506,27 +526,8 @@ class _Lowerer:
             return self.emit("tile.move", [acc], {"memory": MemorySpace.Vec}, out, base)
         tensor_planes.check_plane_wise(c)
         args: list[nodes.Arg] = [self.operand(a, out, c.span) for a in c.args if not isinstance(a, tuple)]
-        if kind == "gather":
-            src, idx = args
-            assert isinstance(src, nodes.Var)
-            assert isinstance(idx, nodes.Var)
-            return self.emit(
-                "tile.gather",
-                [src, self.flat(src, idx, c.attr("dim"), out, base), self.scratch_row(out)],
-                {},
-                out,
-                base,
-            )
-        if kind == "scatter":
-            dst, idx, values = args
-            assert isinstance(dst, nodes.Var)
-            assert isinstance(idx, nodes.Var)
-            assert isinstance(dst.type, TileType)
-            flat = self.flat(dst, idx, c.attr("dim"), out, base)
-            width = rules.scatter_index_dtype(dst.type.dtype)
-            if width is not DataType.INT32:
-                flat = self.emit("tile.cast", [flat], {"dtype": width}, out, base + "_at16")
-            return self.emit("tile.scatter", [dst, values, flat], {}, out, base)
+        if kind in ("gather", "scatter"):
+            return tensor_gather.lower(self, kind, args, dim=c.attr("dim"), out=out, base=base)
         if kind == "mrgsort_lists":  # the tile form's scratch row, as wide as the result
             shape = c.type.static_shape  # type: ignore[union-attr]
             tmp = self.emit(
@@ -549,42 +550,6 @@ class _Lowerer:
             zeros = self.emit("tile.expands", [lhs, zero], {}, out, base + "_zero")
             return self.emit("tile.sel", [mask, ones, zeros], {}, out, base)
         return self.emit(f"tile.{kind}", args, dict(c.attrs), out, base)
-
-    def flat(self, src: nodes.Var, idx: nodes.Var, dim: int, out: list[nodes.Stmt], base: str) -> nodes.Var:
-        """torch's per-axis indices of a gather or scatter on the [R, S] tile ``src`` as the flat
-        row-major positions TGATHER and TSCATTER take, in INT32: ``index * S + j`` (dim 0) or
-        ``i * S + index`` (dim 1)."""
-        st, it = src.type, idx.type
-        assert isinstance(st, TileType)
-        assert isinstance(it, TileType)
-        i32 = DataType.INT32
-        if it.dtype is not i32:
-            idx = self.emit("tile.cast", [idx], {"dtype": i32}, out, base + "_idx")
-        rows, cols = (int(n) for n in it.shape)
-        width = nodes.Const(int(st.shape[1]), i32)
-        zero = nodes.Const(0, i32)
-        flat: nodes.Var = idx
-        if dim % 2 == 0:  # index * S + j
-            flat = self.emit("tile.muls", [idx, width], {}, out, base + "_at")
-            if cols > 1:
-                col = self.emit("tile.ci", [zero], {"shape": (1, cols), "dtype": i32}, out, base + "_col")
-                flat = self.emit("tile.col_expand_add", [flat, col], {}, out, base + "_flat")
-        elif rows > 1:  # i * S + index
-            row = self.emit("tile.ci", [zero], {"shape": (1, rows), "dtype": i32}, out, base + "_row")
-            row = self.emit("tile.reshape", [row], {"shape": (rows, 1)}, out, base + "_rows")
-            row = self.emit("tile.muls", [row, width], {}, out, base + "_base")
-            flat = self.emit("tile.row_expand_add", [idx, row], {}, out, base + "_flat")
-        return flat
-
-    def scratch_row(self, out: list[nodes.Stmt]) -> nodes.Var:
-        """The scratch tile TGATHER takes (unused by its index form)."""
-        return self.emit(
-            "tile.create",
-            [],
-            {"shape": (1, 8), "dtype": DataType.INT32, "memory": MemorySpace.Vec},
-            out,
-            "tmp",
-        )
 
     def scratch(self, c: nodes.Call, out: list[nodes.Stmt], base: str) -> nodes.Var:
         """A ``pl.create_tensor`` inside the kernel (outline_scopes left only those that fit one
