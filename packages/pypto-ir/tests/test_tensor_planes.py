@@ -194,7 +194,7 @@ def test_a_transpose_of_a_tensor_the_kernel_writes_is_made_where_it_is_written()
 def vector_and_cube(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor], out2: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         bt = pl.transpose(b)
-        for i in pl.range(2):
+        for _ in pl.range(2):
             out2 = pl.assemble(out2, pl.exp(bt), [0, 0])  # a vector reader inside a loop
         out = pl.assemble(out, pl.matmul(a, bt), [0, 0])
         out2 = pl.assemble(out2, pl.add(bt, bt), [0, 0])  # and after it
