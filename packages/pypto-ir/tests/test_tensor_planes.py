@@ -130,11 +130,28 @@ def test_too_many_planes_are_refused() -> None:
         _lower(element_wise, (n, 1, 16), (n, 1, 16), (n, 1, 16))
 
 
-def test_a_product_too_large_for_one_tile_is_refused() -> None:
+def test_a_product_too_large_for_one_tile_is_stored_a_batch_at_a_time() -> None:
+    # upstream's not_fit case: each batch a blocked nest, its blocks stored from Acc
+    k = _lower(batched, (4, 64, 128), (4, 512, 128), (4, 64, 512)).functions["batched_k0"]
+    stores = _calls(k, "tile.store")
+    assert [[int(o.value) for o in s.args[1]] for s in stores] == [[b, 0, 0] for b in range(4)]  # type: ignore[union-attr]
+    assert {s.args[0].type.memory.value for s in stores} == {"Acc"}  # type: ignore[union-attr]
+    assert "tile.transpose" not in call_ops(k)  # w's panels are read in L1 as their transpose
+    assert all(c.type.shape != (256, 512) for c in _calls(k, "tile.create"))  # type: ignore[union-attr]
+
+
+@pl.jit
+def batched_exp(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out = pl.assemble(out, pl.exp(pl.matmul(x, w, b_trans=True)), [0, 0, 0])
+    return out
+
+
+def test_a_product_too_large_for_one_tile_read_by_a_vector_op_is_refused() -> None:
     with pytest.raises(
         KernelError, match=r"the batched product \[4, 128, 256\] is held as one \[512, 256\] tile"
     ):
-        _lower(batched, (4, 128, 16), (4, 256, 16), (4, 128, 256))
+        _lower(batched_exp, (4, 128, 16), (4, 256, 16), (4, 128, 256))
 
 
 @pl.jit

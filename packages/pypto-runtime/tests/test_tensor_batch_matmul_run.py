@@ -2,8 +2,11 @@
 ``pl.matmul_acc`` with a rank-3 operand (``b_trans=True``), in upstream's program forms
 (``tests/st/runtime/ops/test_tensor_batch_matmul.py``: the 2-D by 3-D MoE W2 product and its
 two-chunk accumulation, 3-D by 3-D, a grouped ``pl.slice`` of a 3-D weight, an ``pl.add``
-result as the transposed operand); then element-wise ops, a window write and an atomic
-``pl.assemble`` of rank-3 values. The forms share one kernel (one compile)."""
+result as the transposed operand); then element-wise ops, a window write, an atomic
+``pl.assemble`` of rank-3 values, and upstream's ``not_fit`` case (a ``[4, 64, 512]`` product too
+large to hold, computed a batch at a time as it is stored). Each program is one kernel (one
+compile); the ``not_fit`` product is in the second, whose other work takes no cube buffers (a
+blocked nest gets what the kernel's other matmuls leave of them)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ torch = pytest.importorskip("torch")
 M, K, N = 16, 64, 64
 KH = K // 2
 B, G, G0, K3, N3 = 2, 4, 1, 80, 48  # the 3-D by 3-D forms: K and N not multiples of 32
+B4, M4, K4, N4 = 4, 64, 128, 512  # not_fit: a batch's product needs more than one set of cube tiles
 
 
 @pl.program
@@ -146,17 +150,25 @@ class Planes:
         p: pl.Tensor[[3, 8, 32], pl.FP32],
         q: pl.Tensor[[3, 8, 32], pl.FP32],
         big: pl.Tensor[[2, 12, 8], pl.FP32],
+        x4: pl.Tensor[[B4, M4, K4], pl.FP32],
+        w4: pl.Tensor[[B4, N4, K4], pl.FP32],
         y: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
         z: pl.InOut[pl.Tensor[[4, 8, 32], pl.FP32]],
         t: pl.Out[pl.Tensor[[2, 8, 12], pl.FP32]],
+        c4: pl.Out[pl.Tensor[[B4, M4, N4], pl.FP32]],
     ) -> tuple[
-        pl.Tensor[[3, 8, 32], pl.FP32], pl.Tensor[[4, 8, 32], pl.FP32], pl.Tensor[[2, 8, 12], pl.FP32]
+        pl.Tensor[[3, 8, 32], pl.FP32],
+        pl.Tensor[[4, 8, 32], pl.FP32],
+        pl.Tensor[[2, 8, 12], pl.FP32],
+        pl.Tensor[[B4, M4, N4], pl.FP32],
     ]:
         y = pl.assemble(y, pl.mul(pl.exp(p), pl.sub(q, p)), [0, 0, 0])  # element-wise, plane-wise
         z[1:3, :, :] = pl.maximum(pl.slice(p, [2, 8, 32], [1, 0, 0]), q[0:2, :, :])  # a window write
         z = pl.assemble(z, pl.neg(q), [1, 0, 0], atomic=pl.AtomicType.Add)  # added to planes 1-3
         t = pl.assemble(t, pl.transpose(big, 1, 2), [0, 0, 0])
-        return y, z, t
+        cm = pl.matmul(x4, w4, b_trans=True, out_dtype=pl.FP32)  # upstream's not_fit case
+        c4 = pl.assemble(c4, cm, offset=[0, 0, 0])
+        return y, z, t, c4
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def orchestrator(  # noqa: PLR0917 - a program takes its tensors positionally
@@ -164,24 +176,52 @@ class Planes:
         p: pl.Tensor[[3, 8, 32], pl.FP32],
         q: pl.Tensor[[3, 8, 32], pl.FP32],
         big: pl.Tensor[[2, 12, 8], pl.FP32],
+        x4: pl.Tensor[[B4, M4, K4], pl.FP32],
+        w4: pl.Tensor[[B4, N4, K4], pl.FP32],
         y: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
         z: pl.InOut[pl.Tensor[[4, 8, 32], pl.FP32]],
         t: pl.Out[pl.Tensor[[2, 8, 12], pl.FP32]],
+        c4: pl.Out[pl.Tensor[[B4, M4, N4], pl.FP32]],
     ) -> tuple[
-        pl.Tensor[[3, 8, 32], pl.FP32], pl.Tensor[[4, 8, 32], pl.FP32], pl.Tensor[[2, 8, 12], pl.FP32]
+        pl.Tensor[[3, 8, 32], pl.FP32],
+        pl.Tensor[[4, 8, 32], pl.FP32],
+        pl.Tensor[[2, 8, 12], pl.FP32],
+        pl.Tensor[[B4, M4, N4], pl.FP32],
     ]:
-        y, z, t = self.kernel(p, q, big, y, z, t)
-        return y, z, t
+        y, z, t, c4 = self.kernel(p, q, big, x4, w4, y, z, t, c4)
+        return y, z, t, c4
 
 
-def test_element_wise_window_write_atomic_and_transpose() -> None:
+@pytest.fixture(scope="module")
+def planes() -> dict[str, torch.Tensor]:
     torch.manual_seed(1)
-    p, q, big = torch.randn(3, 8, 32), torch.randn(3, 8, 32), torch.randn(2, 12, 8)
-    y, z, t = torch.zeros(3, 8, 32), torch.randn(4, 8, 32), torch.zeros(2, 8, 12)
-    want_z = z.clone()
+    ins = {
+        "p": torch.randn(3, 8, 32),
+        "q": torch.randn(3, 8, 32),
+        "big": torch.randn(2, 12, 8),
+        "x4": torch.randn(B4, M4, K4),
+        "w4": torch.randn(B4, N4, K4),
+    }
+    outs = {
+        "y": torch.zeros(3, 8, 32),
+        "z": torch.randn(4, 8, 32),
+        "t": torch.zeros(2, 8, 12),
+        "c4": torch.zeros(B4, M4, N4),
+    }
+    z0 = outs["z"].clone()
+    run(Planes, *ins.values(), *outs.values())
+    return {**ins, **outs, "z0": z0}
+
+
+def test_element_wise_window_write_atomic_and_transpose(planes: dict[str, torch.Tensor]) -> None:
+    p, q = planes["p"], planes["q"]
+    want_z = planes["z0"].clone()
     want_z[1:3] = torch.maximum(p[1:3], q[0:2])
     want_z[1:4] -= q
-    run(Planes, p, q, big, y, z, t)
-    torch.testing.assert_close(y, torch.exp(p) * (q - p), rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(z, want_z)
-    torch.testing.assert_close(t, big.transpose(1, 2))
+    torch.testing.assert_close(planes["y"], torch.exp(p) * (q - p), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(planes["z"], want_z)
+    torch.testing.assert_close(planes["t"], planes["big"].transpose(1, 2))
+
+
+def test_a_product_too_large_to_hold_is_stored_a_batch_at_a_time(planes: dict[str, torch.Tensor]) -> None:
+    _close(planes["c4"], _bt(planes["x4"], planes["w4"]))

@@ -94,8 +94,14 @@ class Scratch:
 def _dims(t: Type) -> tuple[int, int] | None:
     if isinstance(t, TileType):
         return int(t.shape[0]), int(t.shape[1])
-    if isinstance(t, TensorType) and t.is_static and len(t.shape) == 2 and t.layout is not Layout.NZ:
-        r, c = t.static_shape
+    if (
+        isinstance(t, TensorType)
+        and t.is_static
+        and len(t.shape) >= 2
+        and all(d == 1 for d in t.static_shape[:-2])
+        and t.layout is not Layout.NZ
+    ):  # a matrix: 2-D, or leading dims of 1 (one plane of a batched operand)
+        r, c = t.static_shape[-2:]
         return int(r), int(c)
     return None
 
@@ -234,8 +240,9 @@ class _Operand:
             l1 = lw.emit("tile.slice", [self.tile, (row, col)], {"shape": shape}, out, "pnl")
         else:
             offs = (*self.offsets[:-2], add_index(self.offsets[-2], row), add_index(self.offsets[-1], col))
+            window = (*((1,) * (len(offs) - 2)), *shape)
             l1 = lw.emit(
-                "tile.load", [self.base, offs], {"shape": shape, "memory": MemorySpace.Mat}, out, "pnl"
+                "tile.load", [self.base, offs], {"shape": window, "memory": MemorySpace.Mat}, out, "pnl"
             )
         return lw.emit("tile.move", [l1], {"memory": space}, out, "l0")
 

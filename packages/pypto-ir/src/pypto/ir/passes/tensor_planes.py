@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pypto.ir import nodes
@@ -29,20 +30,25 @@ from pypto.ir.ops import infer
 from pypto.ir.ops.spec import LANGUAGE
 from pypto.ir.passes import transposed_reads
 from pypto.ir.passes._rewrite import add_index
+from pypto.ir.passes.matmul_tiling import Scratch, Store, emit_blocked_matmul, needs_blocking
 from pypto.ir.types import AtomicType, MemorySpace, TensorType, TileType
 
 if TYPE_CHECKING:
     from pypto.ir.passes.tensor_to_tile import _Lowerer
 
 __all__ = [
+    "MAX_ELEMENTS",
     "MAX_PLANES",
     "assemble",
+    "by_batch",
     "check_plane_wise",
     "load",
     "load_window",
     "matmul",
     "planar",
+    "plane_types",
     "store",
+    "too_big",
     "transpose",
     "window_of",
 ]
@@ -50,6 +56,9 @@ __all__ = [
 MAX_PLANES = 64
 """The most planes a tensor-level value is loaded, multiplied or stored in (one instruction
 sequence each, unrolled)."""
+
+MAX_ELEMENTS = 1 << 16
+"""The most elements of a tensor-level value held in one tile (tensor_to_tile.MAX_TILE_ELEMENTS)."""
 
 # Tensor ops whose result on the flattened tile is their result plane by plane: element-wise in
 # every element (by group), and a fill by a scalar. The part ops narrow each operand's valid
@@ -341,13 +350,8 @@ def matmul(lw: _Lowerer, c: nodes.Call, out: list[nodes.Stmt], base: str) -> nod
     out_shape = res.static_shape
     m = out_shape[-2]
     flat = _flat(out_shape)
-    if flat[0] * flat[1] > (1 << 16):
-        raise KernelError(
-            f"pl.matmul: the batched product {list(out_shape)} is held as one [{flat[0]}, {flat[1]}] tile, "
-            "larger than a tensor-level value may be (65536 elements); loop over the batches with "
-            "pl.range and pl.slice windows",
-            c.span,
-        )
+    if too_big(c):
+        raise _too_large(out_shape, c.span)
     planes = _planes(out_shape, "pl.matmul", c.span)
     result: nodes.Var | None = None
     if len(planes) > 1:
@@ -371,3 +375,86 @@ def matmul(lw: _Lowerer, c: nodes.Call, out: list[nodes.Stmt], base: str) -> nod
         result = lw.emit("tile.assemble", [result, vec, at], {"static_offsets": [k * m, 0]}, out, base)
     assert result is not None
     return result
+
+
+def _too_large(shape: tuple[int, ...], span: Span | None) -> KernelError:
+    rows, cols = _flat(shape)
+    return KernelError(
+        f"pl.matmul: the batched product {list(shape)} is held as one [{rows}, {cols}] tile, larger than a "
+        f"tensor-level value may be ({MAX_ELEMENTS} elements), or a batch's product needs more than one "
+        "set of cube tiles; assemble it straight into a tensor (pl.assemble(out, pl.matmul(...), offsets)), "
+        "which computes it a batch at a time, or loop over the batches with pl.range and pl.slice windows",
+        span,
+    )
+
+
+def plane_types(c: nodes.Call) -> tuple[TensorType, TensorType]:
+    """The 2-D operand types of one batch of the batched ``tensor.matmul`` ``c``."""
+    a, b = (x.type for x in c.args[:2])  # type: ignore[union-attr]
+    assert isinstance(a, TensorType)
+    assert isinstance(b, TensorType)
+    return TensorType(tuple(a.shape[-2:]), a.dtype), TensorType(tuple(b.shape[-2:]), b.dtype)
+
+
+def too_big(c: nodes.Call) -> bool:
+    """Whether the batched ``tensor.matmul`` ``c`` cannot be held as one tile, or a batch of it
+    needs more than one set of cube tiles: then it is computed a batch at a time where it is
+    stored (``by_batch``)."""
+    if not planar(c.type):
+        return False
+    rows, cols = _flat(c.type.static_shape)  # type: ignore[union-attr]
+    return rows * cols > MAX_ELEMENTS or needs_blocking(*plane_types(c))
+
+
+def _plane_operand(lw: _Lowerer, e: nodes.Var, number: int, span: Span | None) -> nodes.Var:
+    """Plane ``number`` of matmul operand ``e`` as a 2-D tensor-level name the blocked nest
+    reads: a window of the tensor in device memory (``lw.views``), or of the source of a
+    transpose the kernel only reads (``lw.transposed``). A 2-D operand serves every batch."""
+    tt = e.type
+    assert isinstance(tt, TensorType)
+    if not planar(tt):
+        return e
+    plane = _unravel(number, tt.static_shape[:-2])
+    deferred = lw.transposed.get(e.name)
+    if deferred is not None:
+        src = deferred.args[0]
+        assert isinstance(src, nodes.Var)
+        window = _plane_window(lw, src, plane)
+        flipped = window.type
+        assert isinstance(flipped, TensorType)
+        shape = (*flipped.shape[:-2], flipped.shape[-1], flipped.shape[-2])
+        var = lw.fresh(e.name + "_plane", TensorType(shape, tt.dtype))
+        lw.transposed[var.name] = nodes.Call("tensor.transpose", (window,), (), var.type, span)
+        return var
+    if e.name in lw.tiles or e.name in lw.blocked:
+        raise _too_large(tt.static_shape, span)
+    return _plane_window(lw, e, plane)
+
+
+def _plane_window(lw: _Lowerer, e: nodes.Var, plane: tuple[int, ...]) -> nodes.Var:
+    base, offs = window_of(lw, e)
+    shape = e.type.static_shape  # type: ignore[union-attr]
+    one = (*((1,) * (len(shape) - 2)), *shape[-2:])
+    var = lw.fresh(e.name + "_plane", TensorType(one, e.type.dtype))  # type: ignore[union-attr]
+    lw.views[var.name] = nodes.Call("tensor.view", (base, _at(offs, plane)), (("shape", one),), var.type)
+    return var
+
+
+def by_batch(lw: _Lowerer, c: nodes.Call, sink: Store | Scratch, *, out: list[nodes.Stmt], base: str) -> None:
+    """The batched product ``c`` stored a batch at a time: each batch's product a blocked nest
+    (matmul_tiling) whose blocks go straight from Acc to their window of the target."""
+    res = c.type
+    assert isinstance(res, TensorType)
+    if not isinstance(sink, Store):
+        raise _too_large(res.static_shape, c.span)
+    lhs, rhs = c.args[0], c.args[1]
+    assert isinstance(lhs, nodes.Var)
+    assert isinstance(rhs, nodes.Var)
+    lead_l = lhs.type.static_shape[:-2]  # type: ignore[union-attr]
+    lead_r = rhs.type.static_shape[:-2]  # type: ignore[union-attr]
+    for k, index in enumerate(_planes(res.static_shape, "pl.matmul", c.span)):
+        a = _plane_operand(lw, lhs, _plane_number(index, lead_l), c.span)
+        b = _plane_operand(lw, rhs, _plane_number(index, lead_r), c.span)
+        call = nodes.Call("tensor.matmul", (a, b), (), infer("tensor.matmul", [a.type, b.type], {}), c.span)
+        at = _at(sink.offsets, index)
+        emit_blocked_matmul(lw, call, replace(sink, offsets=at), caps=lw.caps, out=out, base=f"{base}_b{k}")

@@ -66,7 +66,9 @@ def _budget(fn: nodes.Function) -> dict[MemorySpace, int]:
                 a, b = e.args[0], e.args[1]
                 assert not isinstance(a, tuple)
                 assert not isinstance(b, tuple)
-                pairs.append((a.type, b.type))
+                pairs.append(
+                    tensor_planes.plane_types(e) if tensor_planes.planar(e.type) else (a.type, b.type)
+                )
     return budget(pairs)
 
 
@@ -74,7 +76,7 @@ def _big_matmul(c: nodes.Call) -> bool:
     a, b = c.args[0], c.args[1]
     assert not isinstance(a, tuple)
     assert not isinstance(b, tuple)
-    return needs_blocking(a.type, b.type)
+    return needs_blocking(a.type, b.type) or tensor_planes.too_big(c)
 
 
 def _is_tensor_compute(e: object) -> bool:
@@ -347,6 +349,16 @@ class _Lowerer:
 
         return any(self._lowered(v) for e in stmt_exprs(s) for v in expr_vars(e))
 
+    def emit_blocked(
+        self, call: nodes.Call, sink: Store | Scratch, *, out: list[nodes.Stmt], base: str
+    ) -> nodes.Var | None:
+        """The blocked nest of a matmul too large for one set of cube tiles (matmul_tiling); of
+        a batched one, a nest a batch (tensor_planes)."""
+        if tensor_planes.planar(call.type):
+            tensor_planes.by_batch(self, call, sink, out=out, base=base)
+            return None
+        return emit_blocked_matmul(self, call, sink, caps=self.caps, out=out, base=base)
+
     def on_chip(
         self, e: nodes.Expr, out: list[nodes.Stmt], span: Span | None, memory: MemorySpace = MemorySpace.Mat
     ) -> nodes.Var | None:
@@ -358,9 +370,7 @@ class _Lowerer:
         if isinstance(e, nodes.Var) and e.name in self.blocked:
             call = self.blocked.pop(e.name)
             space = MemorySpace.Vec if memory is MemorySpace.Vec else MemorySpace.Mat
-            scratch = emit_blocked_matmul(
-                self, call, Scratch(memory=space), caps=self.caps, out=out, base=e.name
-            )
+            scratch = self.emit_blocked(call, Scratch(memory=space), out=out, base=e.name)
             assert scratch is not None
             self.tiles[e.name] = scratch
         if isinstance(e, nodes.Var) and e.name in self.tiles:
@@ -489,11 +499,9 @@ class _Lowerer:
         kind = c.op.split(".", 1)[1]
         src = c.args[0] if c.args else None
         if kind == "cast" and isinstance(src, nodes.Var) and src.name in self.blocked:
-            scratch = emit_blocked_matmul(
-                self,
+            scratch = self.emit_blocked(
                 self.blocked.pop(src.name),
                 Scratch(c.attr("dtype"), c.attr("mode")),
-                caps=self.caps,
                 out=out,
                 base=base,
             )
@@ -504,7 +512,7 @@ class _Lowerer:
         if kind == "transpose" and tensor_planes.planar(c.type):
             return tensor_planes.transpose(self, c, out, base)
         if kind == "matmul" and _big_matmul(c):
-            scratch = emit_blocked_matmul(self, c, Scratch(), caps=self.caps, out=out, base=base)
+            scratch = self.emit_blocked(c, Scratch(), out=out, base=base)
             assert scratch is not None
             return scratch
         if kind == "matmul_acc":
@@ -571,9 +579,7 @@ class _Lowerer:
         atomic = c.attr("atomic") is AtomicType.Add
         if isinstance(source, nodes.Var) and source.name in self.blocked:
             sink = self.store_sink(target, offs, atomic)
-            emit_blocked_matmul(
-                self, self.blocked.pop(source.name), sink, caps=self.caps, out=out, base=v.name
-            )
+            self.emit_blocked(self.blocked.pop(source.name), sink, out=out, base=v.name)
             self.forget(target)
             self.alias[v.name] = target
             return out
@@ -706,7 +712,7 @@ class _Lowerer:
         if big or (isinstance(v, nodes.Var) and v.name in self.blocked):
             call = v if isinstance(v, nodes.Call) else self.blocked.pop(v.name)  # type: ignore[union-attr]
             sink = self.store_sink(s.target, s.offsets, False)
-            emit_blocked_matmul(self, call, sink, caps=self.caps, out=out, base=s.target.name)
+            self.emit_blocked(call, sink, out=out, base=s.target.name)
             self.forget(s.target)
             return out
         if isinstance(s.value, nodes.Call) and _is_tensor_compute(s.value):
