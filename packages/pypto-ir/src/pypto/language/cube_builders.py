@@ -11,7 +11,9 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from pypto.ir.nodes import Arg, Call, Const, Expr
+from pypto.ir.ops.matmul_rules import batch_plane, broadcast_batch
 from pypto.ir.ops.rules import CASTABLE
+from pypto.ir.ops.spec import OpError
 from pypto.ir.types import MemorySpace, TensorType, TileType
 from pypto.language.fold import INDEX
 from pypto.language.op_builders import OP_BUILDERS, _flag, _value
@@ -159,28 +161,6 @@ def _plane(
     return _bind(p, "bmm", plane, node)  # type: ignore[arg-type]
 
 
-def _broadcast(p: _Parser, a: tuple[int, ...], b: tuple[int, ...], node: ast.Call) -> tuple[int, ...]:
-    """The batch shape of ``a`` and ``b`` broadcast as numpy does (trailing dims aligned, 1 stretches)."""
-    n = max(len(a), len(b))
-    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    out = []
-    for x, y in zip(pa, pb, strict=True):
-        if x != y and 1 not in (x, y):
-            raise p.err(f"pl.batch_matmul: batch dims {list(a)} and {list(b)} do not broadcast", node)
-        out.append(max(x, y))
-    return tuple(out)
-
-
-def _flat(index: tuple[int, ...], lead: tuple[int, ...]) -> int:
-    """The row-major plane number in an operand of batch dims ``lead`` of output batch ``index``
-    (its trailing dims; a dim of 1 is read at 0)."""
-    own = index[len(index) - len(lead) :] if lead else ()
-    flat = 0
-    for i, d in zip(own, lead, strict=True):
-        flat = flat * d + (0 if d == 1 else i)
-    return flat
-
-
 def _build_batch_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Call) -> Any:
     """``pl.batch_matmul(lhs, rhs)`` of ``[.., M, K]`` and ``[.., K, N]`` tiles (batch dims
     broadcast as numpy does): one ``pl.matmul`` per batch, of the planes moved from Mat to Left
@@ -198,17 +178,32 @@ def _build_batch_matmul(p: _Parser, opname: str, b: dict[str, Any], node: ast.Ca
         raise p.err(
             f"pl.batch_matmul: cannot multiply [.., {ls[-2]}, {ls[-1]}] by [.., {rs[-2]}, {rs[-1]}]", node
         )
-    batch = _broadcast(p, ls[:-2], rs[:-2], node)
+    try:
+        batch = broadcast_batch(ls[:-2], rs[:-2], "batch_matmul")
+    except OpError as exc:
+        raise p.err(str(exc), node) from None
     count = math.prod(batch)
     if count > MAX_PLANES:
         raise p.err(f"pl.batch_matmul: {count} batches; at most {MAX_PLANES} are unrolled (use a loop)", node)
     planes: list[Expr] = []
     for index in itertools.product(*(range(d) for d in batch)):
         left = _plane(
-            p, lhs, ls, by_columns=lcols, index=_flat(index, ls[:-2]), target=MemorySpace.Left, node=node
+            p,
+            lhs,
+            ls,
+            by_columns=lcols,
+            index=batch_plane(index, ls[:-2]),
+            target=MemorySpace.Left,
+            node=node,
         )
         right = _plane(
-            p, rhs, rs, by_columns=rcols, index=_flat(index, rs[:-2]), target=MemorySpace.Right, node=node
+            p,
+            rhs,
+            rs,
+            by_columns=rcols,
+            index=batch_plane(index, rs[:-2]),
+            target=MemorySpace.Right,
+            node=node,
         )
         planes.append(_bind(p, "bmm", p.make_op("matmul", [left, right], {}, node), node))  # type: ignore[arg-type]
     if not batch:

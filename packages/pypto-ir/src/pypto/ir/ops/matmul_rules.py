@@ -129,20 +129,30 @@ def tensor_matmul(args: list[Type], attrs: dict[str, Any]) -> Type:
     if len(a.shape) < 2 or len(b.shape) < 2 or a.shape[-1] != b.shape[-2]:
         raise OpError(f"pl.matmul: cannot multiply {list(a.shape)} by {list(b.shape)}")
     _same_dtype(a.dtype, b.dtype, "matmul")
-    batch = _broadcast(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    batch = broadcast_batch(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     return TensorType((*batch, a.shape[-2], b.shape[-1]), acc_dtype(a.dtype, "matmul"))
 
 
-def _broadcast(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+def broadcast_batch(a: tuple[Any, ...], b: tuple[Any, ...], op: str = "matmul") -> tuple[Any, ...]:
     """The batch dims of ``a`` and ``b`` broadcast as numpy does (trailing dims aligned, 1 stretches)."""
     n = max(len(a), len(b))
     pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
     out = []
     for x, y in zip(pa, pb, strict=True):
         if x != y and 1 not in (x, y):
-            raise OpError(f"pl.matmul: batch dims {list(a)} and {list(b)} do not broadcast")
+            raise OpError(f"pl.{op}: batch dims {list(a)} and {list(b)} do not broadcast")
         out.append(y if x == 1 else x)
     return tuple(out)
+
+
+def batch_plane(index: tuple[int, ...], lead: tuple[int, ...]) -> int:
+    """The row-major plane of an operand of batch dims ``lead`` that output batch ``index`` reads
+    (its trailing dims; a dim of 1 is read at 0)."""
+    own = index[len(index) - len(lead) :] if lead else ()
+    flat = 0
+    for i, d in zip(own, lead, strict=True):
+        flat = flat * d + (0 if d == 1 else i)
+    return flat
 
 
 def tensor_matmul_acc(args: list[Type], attrs: dict[str, Any]) -> Type:

@@ -27,6 +27,7 @@ from pypto.ir import nodes
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import KernelError, Span
 from pypto.ir.ops import infer
+from pypto.ir.ops.matmul_rules import batch_plane
 from pypto.ir.ops.spec import LANGUAGE
 from pypto.ir.passes import transposed_reads
 from pypto.ir.passes._rewrite import add_index
@@ -95,6 +96,14 @@ def _planes(shape: tuple[int, ...], what: str, span: Span | None) -> list[tuple[
 
 def _index(i: int) -> nodes.Const:
     return nodes.Const(i, DataType.INT64)
+
+
+def _rows(
+    lw: _Lowerer, tile: nodes.Var, row: int, shape: tuple[int, int], out: list[nodes.Stmt]
+) -> nodes.Var:
+    """The ``shape`` rows of ``tile`` from ``row``: one plane of a flattened value, copied out."""
+    attrs: dict[str, object] = {"shape": shape, "static_offsets": [row, 0]}
+    return lw.emit("tile.slice", [tile, (_index(row), _index(0))], attrs, out, "ps")
 
 
 def check_plane_wise(c: nodes.Call) -> None:
@@ -208,13 +217,7 @@ def store(
     last: nodes.Call | None = None
     for k, plane in enumerate(planes):
         row = k * r
-        sub = lw.emit(
-            "tile.slice",
-            [tile, (_index(row), _index(0))],
-            {"shape": (r, c), "static_offsets": [row, 0]},
-            out,
-            "ps",
-        )
+        sub = _rows(lw, tile, row, (r, c), out)
         infer("tile.store", [sub.type, target.type], {})
         call = nodes.Call("tile.store", (sub, _at(offs, plane), target), (), target.type, span)
         if target.name in lw.views:
@@ -270,27 +273,11 @@ def transpose(lw: _Lowerer, c: nodes.Call, out: list[nodes.Stmt], base: str) -> 
         base,
     )
     for k, _ in enumerate(_planes(shape, "pl.transpose", c.span)):
-        sub = lw.emit(
-            "tile.slice",
-            [tile, (_index(k * r), _index(0))],
-            {"shape": (r, cols), "static_offsets": [k * r, 0]},
-            out,
-            "ps",
-        )
+        sub = _rows(lw, tile, k * r, (r, cols), out)
         flipped = lw.emit("tile.transpose", [sub], {}, out, "pt")
         at = (_index(k * cols), _index(0))
         result = lw.emit("tile.assemble", [result, flipped, at], {"static_offsets": [k * cols, 0]}, out, base)
     return result
-
-
-def _plane_number(index: tuple[int, ...], lead: tuple[int, ...]) -> int:
-    """The row-major plane of an operand of batch dims ``lead`` that output batch ``index`` reads
-    (its trailing dims; a dim of 1 is read at 0)."""
-    own = index[len(index) - len(lead) :] if lead else ()
-    flat = 0
-    for i, d in zip(own, lead, strict=True):
-        flat = flat * d + (0 if d == 1 else i)
-    return flat
 
 
 def _operand_plane(
@@ -316,13 +303,7 @@ def _operand_plane(
     if planar(tt):
         r, c = shape[-2:]
         row = number * r
-        tile = lw.emit(
-            "tile.slice",
-            [tile, (_index(row), _index(0))],
-            {"shape": (r, c), "static_offsets": [row, 0]},
-            out,
-            "ps",
-        )
+        tile = _rows(lw, tile, row, (r, c), out)
     assert isinstance(tile.type, TileType)
     if tile.type.memory is not MemorySpace.Mat:
         tile = lw.emit("tile.move", [tile], {"memory": MemorySpace.Mat}, out, "mv")
@@ -360,10 +341,10 @@ def matmul(lw: _Lowerer, c: nodes.Call, out: list[nodes.Stmt], base: str) -> nod
     whole = {x.name: _operand_plane(lw, x, 0, out, c.span) for x in (lhs, rhs) if not planar(x.type)}
     for k, index in enumerate(planes):
         a = whole.get(lhs.name) or _operand_plane(
-            lw, lhs, _plane_number(index, lt.static_shape[:-2]), out, c.span
+            lw, lhs, batch_plane(index, lt.static_shape[:-2]), out, c.span
         )
         b = whole.get(rhs.name) or _operand_plane(
-            lw, rhs, _plane_number(index, rt.static_shape[:-2]), out, c.span
+            lw, rhs, batch_plane(index, rt.static_shape[:-2]), out, c.span
         )
         left = lw.emit("tile.move", [a], {"memory": MemorySpace.Left}, out, "lhs")
         right = lw.emit("tile.move", [b], {"memory": MemorySpace.Right}, out, "rhs")
@@ -453,8 +434,8 @@ def by_batch(lw: _Lowerer, c: nodes.Call, sink: Store | Scratch, *, out: list[no
     lead_l = lhs.type.static_shape[:-2]  # type: ignore[union-attr]
     lead_r = rhs.type.static_shape[:-2]  # type: ignore[union-attr]
     for k, index in enumerate(_planes(res.static_shape, "pl.matmul", c.span)):
-        a = _plane_operand(lw, lhs, _plane_number(index, lead_l), c.span)
-        b = _plane_operand(lw, rhs, _plane_number(index, lead_r), c.span)
+        a = _plane_operand(lw, lhs, batch_plane(index, lead_l), c.span)
+        b = _plane_operand(lw, rhs, batch_plane(index, lead_r), c.span)
         call = nodes.Call("tensor.matmul", (a, b), (), infer("tensor.matmul", [a.type, b.type], {}), c.span)
         at = _at(sink.offsets, index)
         emit_blocked_matmul(lw, call, replace(sink, offsets=at), caps=lw.caps, out=out, base=f"{base}_b{k}")
