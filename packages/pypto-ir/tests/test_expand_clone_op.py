@@ -13,6 +13,8 @@ from pypto.ir.analysis.return_lineage import function_aliases
 from pypto.ir.errors import KernelError
 from pypto.ir.nodes import For, structural_equal
 from pypto.ir.param_info import ParamDirection
+from pypto.ir.pipeline import lower
+from pypto_testing.forms import from_source
 
 
 def _lower(fn, *shapes):  # type: ignore[no-untyped-def]
@@ -113,3 +115,39 @@ def on_the_host(src: pl.Tensor, out: pl.Out[pl.Tensor]):
 def test_outside_a_kernel_it_names_where_it_runs() -> None:
     with pytest.raises(KernelError, match=r"pl.expand_clone runs on a core: put it inside `with pl.at"):
         _lower(on_the_host, (1, 32), (16, 32))
+
+
+_PROGRAM = """
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[{src}, pl.FP32], y: pl.Out[pl.Tensor[{dst}, pl.FP32]]) -> pl.Tensor[{dst}, pl.FP32]:
+        y = pl.expand_clone(pl.exp(x), y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def o(self, x: pl.Tensor[{src}, pl.FP32], y: pl.Out[pl.Tensor[{dst}, pl.FP32]]) -> pl.Tensor[{dst}, pl.FP32]:
+        y = self.k(x, y)
+        return y
+"""
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "want"),
+    [
+        ([1, 32], [8, 32], ["tile.load", "tile.exp", "tile.create", "tile.col_expand", "tile.store"]),
+        ([1, 8, 32], [3, 8, 32], ["tile.load", "tile.exp", "tile.store"]),  # the one plane, a step each
+        # three planes loaded, the value computed once, each step's plane sliced out of it
+        ([3, 8, 32], [3, 8, 32], ["tile.load"] * 3 + ["tile.exp", "tile.slice", "tile.store"]),
+    ],
+)
+def test_a_computed_source_into_the_out_parameter_it_names(
+    src: list[int], dst: list[int], want: list[str]
+) -> None:
+    # `y = pl.expand_clone(..., y)` of an Out parameter is a write of y's window (the parser's
+    # form for assigning an Out parameter): it is the expand_clone itself
+    prog = from_source(_PROGRAM.format(src=src, dst=dst), f"<expand_clone {src} {dst}>")["P"]
+    k = lower(prog).program.functions["k"]
+    # (a value of rank 3 is loaded plane by plane into one tile: its create and assembles left out)
+    ops = [op for op in call_ops(k) if op not in ("tile.create", "tile.assemble") or len(src) == 2]
+    assert ops == want

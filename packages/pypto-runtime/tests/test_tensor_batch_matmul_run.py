@@ -152,15 +152,20 @@ class Planes:
         big: pl.Tensor[[2, 12, 8], pl.FP32],
         x4: pl.Tensor[[B4, M4, K4], pl.FP32],
         w4: pl.Tensor[[B4, N4, K4], pl.FP32],
+        p1: pl.Tensor[[1, 8, 32], pl.FP32],
         y: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
         z: pl.InOut[pl.Tensor[[4, 8, 32], pl.FP32]],
         t: pl.Out[pl.Tensor[[2, 8, 12], pl.FP32]],
         c4: pl.Out[pl.Tensor[[B4, M4, N4], pl.FP32]],
+        e1: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
+        e2: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
     ) -> tuple[
         pl.Tensor[[3, 8, 32], pl.FP32],
         pl.Tensor[[4, 8, 32], pl.FP32],
         pl.Tensor[[2, 8, 12], pl.FP32],
         pl.Tensor[[B4, M4, N4], pl.FP32],
+        pl.Tensor[[3, 8, 32], pl.FP32],
+        pl.Tensor[[3, 8, 32], pl.FP32],
     ]:
         y = pl.assemble(y, pl.mul(pl.exp(p), pl.sub(q, p)), [0, 0, 0])  # element-wise, plane-wise
         z[1:3, :, :] = pl.maximum(pl.slice(p, [2, 8, 32], [1, 0, 0]), q[0:2, :, :])  # a window write
@@ -168,7 +173,9 @@ class Planes:
         t = pl.assemble(t, pl.transpose(big, 1, 2), [0, 0, 0])
         cm = pl.matmul(x4, w4, b_trans=True, out_dtype=pl.FP32)  # upstream's not_fit case
         c4 = pl.assemble(c4, cm, offset=[0, 0, 0])
-        return y, z, t, c4
+        e1 = pl.expand_clone(pl.exp(p1), e1)  # a computed source repeated along the first axis
+        e2 = pl.expand_clone(pl.sub(q, p), e2)  # a computed source, a plane a step
+        return y, z, t, c4, e1, e2
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def orchestrator(  # noqa: PLR0917 - a program takes its tensors positionally
@@ -178,18 +185,23 @@ class Planes:
         big: pl.Tensor[[2, 12, 8], pl.FP32],
         x4: pl.Tensor[[B4, M4, K4], pl.FP32],
         w4: pl.Tensor[[B4, N4, K4], pl.FP32],
+        p1: pl.Tensor[[1, 8, 32], pl.FP32],
         y: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
         z: pl.InOut[pl.Tensor[[4, 8, 32], pl.FP32]],
         t: pl.Out[pl.Tensor[[2, 8, 12], pl.FP32]],
         c4: pl.Out[pl.Tensor[[B4, M4, N4], pl.FP32]],
+        e1: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
+        e2: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
     ) -> tuple[
         pl.Tensor[[3, 8, 32], pl.FP32],
         pl.Tensor[[4, 8, 32], pl.FP32],
         pl.Tensor[[2, 8, 12], pl.FP32],
         pl.Tensor[[B4, M4, N4], pl.FP32],
+        pl.Tensor[[3, 8, 32], pl.FP32],
+        pl.Tensor[[3, 8, 32], pl.FP32],
     ]:
-        y, z, t, c4 = self.kernel(p, q, big, x4, w4, y, z, t, c4)
-        return y, z, t, c4
+        y, z, t, c4, e1, e2 = self.kernel(p, q, big, x4, w4, p1, y, z, t, c4, e1, e2)
+        return y, z, t, c4, e1, e2
 
 
 @pytest.fixture(scope="module")
@@ -201,12 +213,15 @@ def planes() -> dict[str, torch.Tensor]:
         "big": torch.randn(2, 12, 8),
         "x4": torch.randn(B4, M4, K4),
         "w4": torch.randn(B4, N4, K4),
+        "p1": torch.randn(1, 8, 32),
     }
     outs = {
         "y": torch.zeros(3, 8, 32),
         "z": torch.randn(4, 8, 32),
         "t": torch.zeros(2, 8, 12),
         "c4": torch.zeros(B4, M4, N4),
+        "e1": torch.zeros(3, 8, 32),
+        "e2": torch.zeros(3, 8, 32),
     }
     z0 = outs["z"].clone()
     run(Planes, *ins.values(), *outs.values())
@@ -225,3 +240,8 @@ def test_element_wise_window_write_atomic_and_transpose(planes: dict[str, torch.
 
 def test_a_product_too_large_to_hold_is_stored_a_batch_at_a_time(planes: dict[str, torch.Tensor]) -> None:
     _close(planes["c4"], _bt(planes["x4"], planes["w4"]))
+
+
+def test_expand_clone_of_a_computed_rank_3_source(planes: dict[str, torch.Tensor]) -> None:
+    torch.testing.assert_close(planes["e1"], torch.exp(planes["p1"]).expand(3, 8, 32), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(planes["e2"], planes["q"] - planes["p"])

@@ -668,11 +668,28 @@ class _Lowerer:
                 return out
             store(held, (zero, zero), out)
         else:
-            assert isinstance(src, nodes.Var)
+            assert not isinstance(src, tuple)
             assert isinstance(src.type, TensorType)
-            block = (1, *src.type.static_shape[1:])
+            shape_src = src.type.static_shape
+            block = (1, *shape_src[1:])
+            held_src: nodes.Var | None = None  # an on-chip source: its flattened tile
+            if isinstance(src, nodes.Call) and _is_tensor_compute(src):
+                held_src = self.lower_call(src, out, "ec_src")
+            elif self._lowered(src):
+                on_chip = self.operand(src, out, c.span)
+                assert isinstance(on_chip, nodes.Var)
+                held_src = on_chip
 
             def load(offs: tuple[nodes.Expr, ...], into: list[nodes.Stmt]) -> nodes.Var:
+                if held_src is not None and shape_src[0] == 1:  # one plane: the tile itself
+                    return held_src
+                if held_src is not None:  # the plane's rows of the on-chip source
+                    r = nodes.Const(block[-2], DataType.INT64)
+                    row = nodes.BinOp("mul", offs[0], r, ScalarType(DataType.INT64))
+                    return self.emit(
+                        "tile.slice", [held_src, (row, zero)], {"shape": block[-2:]}, into, "ec_src"
+                    )
+                assert isinstance(src, nodes.Var)
                 attrs = {"shape": block, "memory": MemorySpace.Vec}
                 call = nodes.Call(
                     "tile.load",
@@ -707,6 +724,16 @@ class _Lowerer:
 
     def write(self, s: nodes.TensorWrite) -> list[nodes.Stmt]:
         out: list[nodes.Stmt] = []
+        if isinstance(s.value, nodes.Call) and s.value.op == "tensor.expand_clone":
+            # `out = pl.expand_clone(src, out)` of an Out parameter: the expand_clone writes out;
+            # into another tensor's window, the written target is then copied there
+            out.extend(self.expand_clone(None, s.value))
+            written = s.value.args[1]
+            assert isinstance(written, nodes.Var)
+            zero = all(isinstance(o, nodes.Const) and o.value == 0 for o in s.offsets)
+            if written.name == s.target.name and zero:
+                return out
+            s = replace(s, value=written)
         v = s.value
         big = isinstance(v, nodes.Call) and v.op == "tensor.matmul" and _big_matmul(v)
         if big or (isinstance(v, nodes.Var) and v.name in self.blocked):
