@@ -223,3 +223,20 @@ def test_a_vector_reader_gets_the_vec_transpose_where_it_reads() -> None:
     ops = Counter(call_ops(k))
     assert ops["tile.transpose_view"] == 1  # the matmul's
     assert ops["tile.transpose"] == 2  # in the loop, and again after it (the loop's does not reach out)
+
+
+@pl.jit
+def in_branches(a: pl.Tensor, cfg: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        at = pl.transpose(a)
+        if pl.tensor.read(cfg, [0, 0]) > 0:  # a run-time condition
+            out = pl.assemble(out, pl.exp(at), [0, 0])
+        else:
+            out = pl.assemble(out, pl.neg(at), [0, 0])
+    return out
+
+
+def test_each_branch_makes_its_own_vec_transpose() -> None:
+    # the then branch's tile would not be defined in the else branch (the verifier checks)
+    k = _lower(in_branches, (16, 32), (1, 1), (32, 16)).functions["in_branches_k0"]
+    assert Counter(call_ops(k))["tile.transpose"] == 2

@@ -59,7 +59,8 @@ MAX_PLANES = 64
 sequence each, unrolled)."""
 
 MAX_ELEMENTS = 1 << 16
-"""The most elements of a tensor-level value held in one tile (tensor_to_tile.MAX_TILE_ELEMENTS)."""
+"""The most elements of a tensor-level value held in one tile (tensor_to_tile's
+``MAX_TILE_ELEMENTS``, of any rank)."""
 
 # Tensor ops whose result on the flattened tile is their result plane by plane: element-wise in
 # every element (by group), and a fill by a scalar. The part ops narrow each operand's valid

@@ -32,7 +32,7 @@ from pypto.ir.passes.matmul_tiling import (
 from pypto.ir.types import AtomicType, MemorySpace, ScalarType, TensorType, TileType, Type
 
 NAME = "tensor_to_tile"
-MAX_TILE_ELEMENTS = 1 << 16
+MAX_TILE_ELEMENTS = tensor_planes.MAX_ELEMENTS
 """Largest tile a tensor-level op may need (elements); larger tensors must be tiled by hand."""
 
 
@@ -189,6 +189,7 @@ class _Lowerer:
                 self.loaded = {}
                 then = self.body(s.then_body)
                 self.loaded = {}
+                self.drop_inner_transposes(before)  # the then branch's do not reach the else branch
                 els = self.body(s.else_body)
                 self.loaded = {}
                 self.kept_bindings(before, "an if", s.span)
@@ -272,8 +273,7 @@ class _Lowerer:
         gives an on-chip tensor ``t`` a new tile under its own name; inside a loop or a branch that
         tile would not reach the code after it, so it is refused there, naming the form to write.
         A transpose read in Vec inside the loop or branch is read again after it."""
-        for name in [n for n in self.tiles if n in self.transposed and n not in before]:
-            del self.tiles[name]
+        self.drop_inner_transposes(before)
         moved = sorted(n for n, v in before.items() if self.tiles.get(n) is not v)
         if moved:
             raise KernelError(
@@ -319,6 +319,12 @@ class _Lowerer:
                 span,
             )
         return tile
+
+    def drop_inner_transposes(self, before: dict[str, nodes.Var]) -> None:
+        """Forget the Vec tiles of deferred transposes made since ``before`` (inside a nested
+        body, whose tiles do not reach the code after it): a later reader makes its own."""
+        for name in [n for n in self.tiles if n in self.transposed and n not in before]:
+            del self.tiles[name]
 
     def _lowered(self, e: nodes.Expr) -> bool:
         return isinstance(e, nodes.Var) and (
