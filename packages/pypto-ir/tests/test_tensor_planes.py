@@ -240,3 +240,33 @@ def test_each_branch_makes_its_own_vec_transpose() -> None:
     # the then branch's tile would not be defined in the else branch (the verifier checks)
     k = _lower(in_branches, (16, 32), (1, 1), (32, 16)).functions["in_branches_k0"]
     assert Counter(call_ops(k))["tile.transpose"] == 2
+
+
+@pl.jit
+def softmax(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        m = pl.row_max(x)
+        e = pl.exp(pl.sub(x, m))  # [B, S, S] minus [B, S, 1]: the row broadcast, as for 2-D
+        out = pl.assemble(out, pl.div(e, pl.row_sum(e)), [0, 0, 0])
+    return out
+
+
+def test_row_reductions_and_row_broadcasts_work_on_the_flattened_tile() -> None:
+    k = _lower(softmax, (4, 8, 16), (4, 8, 16)).functions["softmax_k0"]
+    ops = call_ops(k)
+    (row_max,) = _calls(k, "tile.row_max")
+    assert row_max.type.shape == (32, 1)  # type: ignore[union-attr]
+    assert {"tile.row_expand_sub", "tile.row_expand_div", "tile.row_sum"} <= set(ops)
+
+
+@pytest.mark.parametrize(
+    ("op", "want"),
+    [("row_sum", TensorType((2, 8, 1), F32)), ("row_argmax", TensorType((2, 8, 1), DataType.INT32))],
+)
+def test_row_reductions_of_a_rank_3_tensor_reduce_each_planes_rows(op: str, want: TensorType) -> None:
+    assert infer(f"tensor.{op}", [TensorType((2, 8, 16), F32)], {}) == want
+
+
+def test_column_reductions_of_a_rank_3_tensor_are_refused() -> None:
+    with pytest.raises(OpError, match=r"pl.col_sum: needs a 2-D tensor, got shape \[2, 8, 16\]"):
+        infer("tensor.col_sum", [TensorType((2, 8, 16), F32)], {})

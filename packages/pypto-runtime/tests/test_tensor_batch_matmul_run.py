@@ -159,11 +159,13 @@ class Planes:
         c4: pl.Out[pl.Tensor[[B4, M4, N4], pl.FP32]],
         e1: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
         e2: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
+        sm: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
     ) -> tuple[
         pl.Tensor[[3, 8, 32], pl.FP32],
         pl.Tensor[[4, 8, 32], pl.FP32],
         pl.Tensor[[2, 8, 12], pl.FP32],
         pl.Tensor[[B4, M4, N4], pl.FP32],
+        pl.Tensor[[3, 8, 32], pl.FP32],
         pl.Tensor[[3, 8, 32], pl.FP32],
         pl.Tensor[[3, 8, 32], pl.FP32],
     ]:
@@ -175,7 +177,9 @@ class Planes:
         c4 = pl.assemble(c4, cm, offset=[0, 0, 0])
         e1 = pl.expand_clone(pl.exp(p1), e1)  # a computed source repeated along the first axis
         e2 = pl.expand_clone(pl.sub(q, p), e2)  # a computed source, a plane a step
-        return y, z, t, c4, e1, e2
+        e = pl.exp(pl.sub(q, pl.row_max(q)))  # a softmax over the last axis: row ops, each plane's rows
+        sm = pl.assemble(sm, pl.div(e, pl.row_sum(e)), [0, 0, 0])
+        return y, z, t, c4, e1, e2, sm
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def orchestrator(  # noqa: PLR0917 - a program takes its tensors positionally
@@ -192,6 +196,7 @@ class Planes:
         c4: pl.Out[pl.Tensor[[B4, M4, N4], pl.FP32]],
         e1: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
         e2: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
+        sm: pl.Out[pl.Tensor[[3, 8, 32], pl.FP32]],
     ) -> tuple[
         pl.Tensor[[3, 8, 32], pl.FP32],
         pl.Tensor[[4, 8, 32], pl.FP32],
@@ -199,9 +204,10 @@ class Planes:
         pl.Tensor[[B4, M4, N4], pl.FP32],
         pl.Tensor[[3, 8, 32], pl.FP32],
         pl.Tensor[[3, 8, 32], pl.FP32],
+        pl.Tensor[[3, 8, 32], pl.FP32],
     ]:
-        y, z, t, c4, e1, e2 = self.kernel(p, q, big, x4, w4, p1, y, z, t, c4, e1, e2)
-        return y, z, t, c4, e1, e2
+        y, z, t, c4, e1, e2, sm = self.kernel(p, q, big, x4, w4, p1, y, z, t, c4, e1, e2, sm)
+        return y, z, t, c4, e1, e2, sm
 
 
 @pytest.fixture(scope="module")
@@ -222,6 +228,7 @@ def planes() -> dict[str, torch.Tensor]:
         "c4": torch.zeros(B4, M4, N4),
         "e1": torch.zeros(3, 8, 32),
         "e2": torch.zeros(3, 8, 32),
+        "sm": torch.zeros(3, 8, 32),
     }
     z0 = outs["z"].clone()
     run(Planes, *ins.values(), *outs.values())
@@ -245,3 +252,7 @@ def test_a_product_too_large_to_hold_is_stored_a_batch_at_a_time(planes: dict[st
 def test_expand_clone_of_a_computed_rank_3_source(planes: dict[str, torch.Tensor]) -> None:
     torch.testing.assert_close(planes["e1"], torch.exp(planes["p1"]).expand(3, 8, 32), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(planes["e2"], planes["q"] - planes["p"])
+
+
+def test_softmax_over_the_last_axis(planes: dict[str, torch.Tensor]) -> None:
+    torch.testing.assert_close(planes["sm"], torch.softmax(planes["q"], dim=-1), rtol=1e-5, atol=1e-6)

@@ -42,9 +42,11 @@ def reduction(
             out = (t.shape[0], 1) if op.startswith("row_") else (1, t.shape[1])
             return TileType(out, t.dtype, MemorySpace.Vec)
         x = _tensor(args[0], op, "the operand")
+        if op.startswith("row_") and len(x.shape) >= 2:  # each row of each [R, C] plane
+            return TensorType((*x.shape[:-1], 1), x.dtype)
         if len(x.shape) != 2:
             raise OpError(f"pl.{op}: needs a 2-D tensor, got shape {list(x.shape)}")
-        return TensorType((x.shape[0], 1) if op.startswith("row_") else (1, x.shape[1]), x.dtype)
+        return TensorType((1, x.shape[1]), x.dtype)
 
     return rule
 
@@ -74,10 +76,11 @@ def expand(
         else:
             ta = _tensor_like(a, op, "the first operand")  # type: ignore[assignment]
             tb = _tensor_like(b, op, "the vector operand")  # type: ignore[assignment]
-        if len(ta.shape) != 2 or len(tb.shape) != 2:
+        planes = kind == "tensor" and row and len(ta.shape) > 2  # rank 3 and more: each plane's rows
+        if not planes and (len(ta.shape) != 2 or len(tb.shape) != 2):
             raise OpError(f"pl.{op}: needs 2-D operands, got {list(ta.shape)} and {list(tb.shape)}")
-        want = (ta.shape[0], 1) if row else (1, ta.shape[1])
-        block = (ta.shape[0], 32 // ta.dtype.itemsize) if packed and ta.dtype.itemsize else None
+        want = (*ta.shape[:-1], 1) if row else (1, ta.shape[1])
+        block = (*ta.shape[:-1], 32 // ta.dtype.itemsize) if packed and ta.dtype.itemsize else None
         if tuple(tb.shape) != want and not (block is not None and tuple(tb.shape) == block):
             if block is not None:
                 want_text = f"{list(want)} (or the packed {list(block)})"

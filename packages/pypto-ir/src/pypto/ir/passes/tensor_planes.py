@@ -114,12 +114,15 @@ def check_plane_wise(c: nodes.Call) -> None:
     group = lang.group if lang is not None else ""
     if kind in _PLANE_WISE_EXTRA or (group in _PLANE_WISE_GROUPS and kind not in _NOT_PLANE_WISE):
         return
+    if kind.startswith("row_") and group in ("reduction", "broadcast"):  # each row: in one plane
+        return
     shapes = [a.type for a in c.args if not isinstance(a, tuple)] + [c.type]
     if any(planar(t) for t in shapes):
         raise KernelError(
             f"pl.{kind} on a tensor-level value of rank 3 or more is not supported: such values take "
-            "element-wise ops, pl.matmul / pl.matmul_acc, pl.transpose of the last two axes and "
-            "pl.assemble; for the others, loop over the leading dims with pl.slice windows",
+            "element-wise ops, row reductions and row broadcasts, pl.matmul / pl.matmul_acc, "
+            "pl.transpose of the last two axes and pl.assemble; for the others, loop over the leading "
+            "dims with pl.slice windows",
             c.span,
         )
 

@@ -118,12 +118,12 @@ def tensor_operands(p: _ParserBase, opname: str, args: list[Arg], at: ast.AST) -
             else:
                 b = p.make_op("cast", [b], {"dtype": ta.dtype}, at)
     sa, sb = tuple(a.type.shape), tuple(b.type.shape)  # type: ignore[union-attr]
-    if len(sa) == 2 and len(sb) == 2 and sa != sb:
-        if sb == (sa[0], 1) and sa[1] != 1:
+    if len(sa) == len(sb) >= 2 and sa != sb:  # of rank 3 and more, the row form (each plane's rows)
+        if sb == (*sa[:-1], 1) and sa[-1] != 1:
             return f"row_expand_{suffix}", [a, b]
-        if sb == (1, sa[1]) and sa[0] != 1:
+        if len(sa) == 2 and sb == (1, sa[1]) and sa[0] != 1:
             return f"col_expand_{suffix}", [a, b]
-        if opname in _COMMUTATIVE and sa in ((sb[0], 1), (1, sb[1])):
+        if opname in _COMMUTATIVE and (sa == (*sb[:-1], 1) or (len(sa) == 2 and sa == (1, sb[1]))):
             return tensor_operands(p, opname, [b, a], at)
     return opname, [a, b]
 
