@@ -174,6 +174,24 @@ def test_blocked_nest_accumulates_in_place_and_fits_the_buffers(tmp_path: Path) 
 
 
 @pl.jit
+def big_in_branches(a: pl.Tensor, b: pl.Tensor, cfg: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="branches"):
+        c = pl.matmul(a, b)
+        if pl.tensor.read(cfg, [0, 0]) > 0:  # a run-time condition
+            out = pl.assemble(out, pl.exp(c), [0, 0])
+        else:
+            out = pl.assemble(out, pl.neg(c), [0, 0])
+    return out
+
+
+def test_a_blocked_product_read_in_both_branches_is_computed_in_each() -> None:
+    # its scratch tile from the then branch is not defined in the else branch (the verifier checks)
+    args = (t(128, 256), t(256, 128), t(1, 1), t(128, 128))
+    k = _kernel(lower(big_in_branches.specialize(*args).program).program, "branches")
+    assert _ops(k).count("tile.matmul") == 2
+
+
+@pl.jit
 def odd(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         out[:] = pl.matmul(a, b)

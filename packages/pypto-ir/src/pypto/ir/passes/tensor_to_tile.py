@@ -185,14 +185,14 @@ class _Lowerer:
             elif isinstance(s, (nodes.For, nodes.While)):
                 out.append(self.loop(s, out))
             elif isinstance(s, nodes.If):
-                before = dict(self.tiles)
+                before, blocked = dict(self.tiles), dict(self.blocked)
                 self.loaded = {}
                 then = self.body(s.then_body)
                 self.loaded = {}
-                self.drop_inner_transposes(before)  # the then branch's do not reach the else branch
+                self.restore_deferred(before, blocked)  # the then branch's do not reach the else branch
                 els = self.body(s.else_body)
                 self.loaded = {}
-                self.kept_bindings(before, "an if", s.span)
+                self.kept_bindings(before, blocked, "an if", s.span)
                 out.append(self.branch(s, then, els))
             elif isinstance(s, (nodes.Break, nodes.Continue)) and any(self._lowered(v) for v in s.values):
                 raise KernelError(
@@ -243,9 +243,9 @@ class _Lowerer:
                 s.span,
             )
         self.loaded = {}
-        before = dict(self.tiles)
+        before, blocked = dict(self.tiles), dict(self.blocked)
         body = list(self.body(s.body))
-        self.kept_bindings(before, "a loop", s.span)
+        self.kept_bindings(before, blocked, "a loop", s.span)
         self.loaded = {}  # the loop may have written anything
         results = list(s.results)
         if s.iter_args:
@@ -268,12 +268,14 @@ class _Lowerer:
                 self.tiles[s.results[i].name] = results[i]
         return replace(s, body=tuple(body), iter_args=tuple(iters), results=tuple(results))
 
-    def kept_bindings(self, before: dict[str, nodes.Var], where: str, span: Span | None) -> None:
+    def kept_bindings(
+        self, before: dict[str, nodes.Var], blocked: dict[str, nodes.Call], where: str, span: Span | None
+    ) -> None:
         """A write as a statement (``pl.assemble(t, v, offsets)``, ``pl.expand_clone(src, t)``)
         gives an on-chip tensor ``t`` a new tile under its own name; inside a loop or a branch that
         tile would not reach the code after it, so it is refused there, naming the form to write.
-        A transpose read in Vec inside the loop or branch is read again after it."""
-        self.drop_inner_transposes(before)
+        Deferred values made inside the loop or branch are made again after it (restore_deferred)."""
+        self.restore_deferred(before, blocked)
         moved = sorted(n for n, v in before.items() if self.tiles.get(n) is not v)
         if moved:
             raise KernelError(
@@ -320,11 +322,13 @@ class _Lowerer:
             )
         return tile
 
-    def drop_inner_transposes(self, before: dict[str, nodes.Var]) -> None:
-        """Forget the Vec tiles of deferred transposes made since ``before`` (inside a nested
-        body, whose tiles do not reach the code after it): a later reader makes its own."""
-        for name in [n for n in self.tiles if n in self.transposed and n not in before]:
+    def restore_deferred(self, before: dict[str, nodes.Var], blocked: dict[str, nodes.Call]) -> None:
+        """Deferred values (a transpose read in Vec, a blocked product: ``blocked`` was pending
+        before) made inside a nested body, whose tiles do not reach the code after it, are
+        deferred again there: a later reader makes its own."""
+        for name in [n for n in self.tiles if n not in before and (n in self.transposed or n in blocked)]:
             del self.tiles[name]
+        self.blocked.update(blocked)
 
     def _lowered(self, e: nodes.Expr) -> bool:
         return isinstance(e, nodes.Var) and (
